@@ -1,0 +1,121 @@
+// Package errcode is the closed set of telemetry-safe error codes: stable snake_case names that
+// carry no paths, commands or user text, so they can go into metrics and audit records.
+package errcode
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+)
+
+// Code is one stable, telemetry-safe error name.
+type Code string
+
+// The closed set. Add here, never build a Code from user text.
+const (
+	OK               Code = "ok"
+	Validation       Code = "validation"
+	SchemaInvalid    Code = "schema_invalid"
+	UnknownTool      Code = "unknown_tool"
+	NotFound         Code = "not_found"
+	PermissionDenied Code = "permission_denied"
+	AskRequired      Code = "ask_required"
+	Timeout          Code = "timeout"
+	Cancelled        Code = "cancelled"
+	OOM              Code = "oom"
+	PidsLimit        Code = "pids_limit"
+	SandboxSetup     Code = "sandbox_setup_error"
+	PolicyEval       Code = "policy_eval_error"
+	PolicyNotLoaded  Code = "policy_not_loaded"
+	ClassifyParse    Code = "classify_parse_error"
+	AuditUnavailable Code = "audit_unavailable"
+	HookError        Code = "hook_error"
+	BadRequest       Code = "bad_request"
+	TooLarge         Code = "too_large"
+	Stale            Code = "stale"
+	Conflict         Code = "conflict"
+	Unavailable      Code = "unavailable"
+	Internal         Code = "internal"
+	ToolFailed       Code = "tool_failed"
+	ErrnoENOENT      Code = "ENOENT"
+	ErrnoEACCES      Code = "EACCES"
+	ErrnoEPERM       Code = "EPERM"
+	ErrnoEISDIR      Code = "EISDIR"
+	ErrnoENOTDIR     Code = "ENOTDIR"
+	ErrnoENOSPC      Code = "ENOSPC"
+	ErrnoEEXIST      Code = "EEXIST"
+	ErrnoEROFS       Code = "EROFS"
+	ErrnoEIO         Code = "EIO"
+	ErrnoELOOP       Code = "ELOOP"
+	ErrnoEDQUOT      Code = "EDQUOT"
+	ErrnoEFBIG       Code = "EFBIG"
+	ErrnoEMFILE      Code = "EMFILE"
+)
+
+// Error is an error with a telemetry-safe code; Err carries the detail for the caller.
+type Error struct {
+	Code Code
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return string(e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New wraps err with code.
+func New(code Code, err error) *Error { return &Error{Code: code, Err: err} }
+
+// Errorf-free constructor for a message: errcode.Msg(errcode.Validation, "offset must be >= 0").
+func Msg(code Code, msg string) *Error { return &Error{Code: code, Err: errors.New(msg)} }
+
+var errnoCodes = map[syscall.Errno]Code{
+	syscall.ENOENT:  ErrnoENOENT,
+	syscall.EACCES:  ErrnoEACCES,
+	syscall.EPERM:   ErrnoEPERM,
+	syscall.EISDIR:  ErrnoEISDIR,
+	syscall.ENOTDIR: ErrnoENOTDIR,
+	syscall.ENOSPC:  ErrnoENOSPC,
+	syscall.EEXIST:  ErrnoEEXIST,
+	syscall.EROFS:   ErrnoEROFS,
+	syscall.EIO:     ErrnoEIO,
+	syscall.ELOOP:   ErrnoELOOP,
+	syscall.EDQUOT:  ErrnoEDQUOT,
+	syscall.EFBIG:   ErrnoEFBIG,
+	syscall.EMFILE:  ErrnoEMFILE,
+}
+
+// Of classifies any error into a Code. It never looks at the message text.
+func Of(err error) Code {
+	if err == nil {
+		return OK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Timeout
+	case errors.Is(err, context.Canceled):
+		return Cancelled
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if c, ok := errnoCodes[errno]; ok {
+			return c
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ErrnoENOENT
+	case errors.Is(err, fs.ErrPermission):
+		return ErrnoEACCES
+	}
+	return Internal
+}

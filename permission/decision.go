@@ -1,0 +1,62 @@
+package permission
+
+import "fmt"
+
+// Behavior is what a decision says to do with a call.
+type Behavior string
+
+// The three behaviors. Anything else is invalid and treated as deny.
+const (
+	Allow Behavior = "allow"
+	Deny  Behavior = "deny"
+	Ask   Behavior = "ask"
+)
+
+// Mode is a session's permission mode.
+type Mode string
+
+// The seven modes of DESIGN.md.
+const (
+	ModeDefault           Mode = "default"
+	ModeAcceptEdits       Mode = "acceptEdits"
+	ModePlan              Mode = "plan"
+	ModeDontAsk           Mode = "dontAsk"
+	ModeBypassPermissions Mode = "bypassPermissions"
+	ModeAuto              Mode = "auto"
+	ModeBubble            Mode = "bubble"
+)
+
+// Modes lists every valid mode in documentation order.
+var Modes = []Mode{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions, ModeAuto, ModeBubble}
+
+// ParseMode accepts a mode name (and the `manual` alias of default); anything else is an error.
+func ParseMode(s string) (Mode, error) {
+	if s == "manual" {
+		return ModeDefault, nil
+	}
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown permission mode %q (want one of default, acceptEdits, plan, dontAsk, bypassPermissions, auto, bubble)", s)
+}
+
+// Decision is the outcome of the permission step for one call. It always carries why.
+type Decision struct {
+	Behavior Behavior `json:"behavior"`
+	Reason   string   `json:"reason"`
+	// Rule is the rule text that decided, e.g. "Bash(npm run test:*)"; empty when a mode or check decided.
+	Rule string `json:"rule,omitempty"`
+	// Source is where the rule or check came from: a settings source name, "mode", "safety", "hook", "classifier".
+	Source string `json:"source,omitempty"`
+	// Step is the decision-chain step that decided (hook, deny_rule, ask_rule, allow_rule, safety, mode, resolve).
+	Step string `json:"step,omitempty"`
+	// Route says where an ask goes: "user" (approval queue), "parent" (bubble), "classifier" (auto).
+	Route string `json:"route,omitempty"`
+	// Trace lists the chain steps evaluated, for --explain.
+	Trace []string `json:"trace,omitempty"`
+}
+
+// Denied reports whether the decision lets the call run: only an explicit allow does.
+func (d Decision) Denied() bool { return d.Behavior != Allow }

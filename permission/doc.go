@@ -1,0 +1,2 @@
+// Package permission holds rule syntax, settings sources and precedence, the facts gathered for the policy, and the Decision type.
+package permission
