@@ -1,0 +1,180 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Input is a call's decoded JSON object.
+type Input map[string]any
+
+// String returns in[key] if it is a string.
+func (in Input) String(key string) string {
+	s, _ := in[key].(string)
+	return s
+}
+
+// Int returns in[key] as an integer, or def when absent or not a number.
+func (in Input) Int(key string, def int64) int64 {
+	switch v := in[key].(type) {
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return n
+		}
+	case float64:
+		return int64(v)
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	}
+	return def
+}
+
+// Bool returns in[key] if it is a bool.
+func (in Input) Bool(key string) bool {
+	b, _ := in[key].(bool)
+	return b
+}
+
+// Has reports whether key is present.
+func (in Input) Has(key string) bool {
+	_, ok := in[key]
+	return ok
+}
+
+// Clone copies the top level, so backfill never changes the original.
+func (in Input) Clone() Input {
+	out := make(Input, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// Call is one tool call on its way through the pipeline.
+type Call struct {
+	Tool      *Tool
+	ToolUseID string
+	// Original is the input exactly as the client sent it, for the record.
+	Original json.RawMessage
+	// Input is the decoded input, backfilled by step 6.
+	Input   Input
+	Session *session.Session
+	Caller  session.Caller
+	// Mode is the mode this call is decided in: the session's, or one the call carries.
+	Mode permission.Mode
+	// Bash is the classification of a Bash command, started early (step 5).
+	bash       chan *classifier.Classification
+	bashResult *classifier.Classification
+	// host gives tools the daemon's services (sandbox, workers, state).
+	host *Host
+}
+
+// Classification waits for the early Bash classification of this call.
+func (c *Call) Classification() *classifier.Classification {
+	if c.bashResult == nil && c.bash != nil {
+		c.bashResult = <-c.bash
+	}
+	return c.bashResult
+}
+
+// Block is one piece of content for the model.
+type Block struct {
+	Type      string `json:"type"` // "text" or "image"
+	Text      string `json:"text,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"` // base64, for images
+}
+
+// ContextChange is a change a call makes to its session for the calls after it.
+type ContextChange struct {
+	Mode *permission.Mode `json:"mode,omitempty"`
+	Cwd  *string          `json:"cwd,omitempty"`
+}
+
+// Result is what a tool returns.
+type Result struct {
+	Content []Block        `json:"content"`
+	Data    map[string]any `json:"data,omitempty"`
+	IsError bool           `json:"is_error"`
+	// ExtraMessages are notes for the agent beside the result (e.g. "file changed since read").
+	ExtraMessages []string       `json:"extra_messages,omitempty"`
+	ContextChange *ContextChange `json:"context_change,omitempty"`
+}
+
+// Text returns a Result with one text block.
+func Text(s string) *Result { return &Result{Content: []Block{{Type: "text", Text: s}}} }
+
+// TextChars counts the characters of the result's text content.
+func (r *Result) TextChars() int {
+	n := 0
+	for _, b := range r.Content {
+		n += len([]rune(b.Text))
+	}
+	return n
+}
+
+// Event is one progress event of a running call, streamed to clients that ask for it.
+type Event struct {
+	Kind string `json:"kind"` // "stdout", "stderr", "status"
+	Data string `json:"data"`
+}
+
+// Progress receives a running call's events.
+type Progress func(Event)
+
+// schemaError turns a validation error into one that names the field and what is wrong.
+func schemaError(err error) error {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("input does not match the schema: %w", err)
+	}
+	var msgs []string
+	for _, leaf := range leaves(ve) {
+		field := "/" + strings.Join(leaf.InstanceLocation, "/")
+		if field == "/" {
+			field = "(input)"
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: %s", field, leaf.ErrorKind.LocalizedString(englishPrinter)))
+	}
+	return &SchemaError{Fields: msgs}
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// SchemaError is an input that does not match its tool's schema.
+type SchemaError struct {
+	Fields []string
+	// Hint is added for deferred tools whose schema the client may not have loaded.
+	Hint string
+}
+
+func (e *SchemaError) Error() string {
+	msg := "input does not match the schema: " + strings.Join(e.Fields, "; ")
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+var englishPrinter = message.NewPrinter(language.English)

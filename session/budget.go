@@ -1,0 +1,62 @@
+package session
+
+import "sync"
+
+// Budget is a session's aggregate result budget: the characters of tool results handed back
+// to the agent so far, so that many medium results cannot flood its context.
+type Budget struct {
+	mu      sync.Mutex
+	limit   int64
+	results []BudgetEntry
+	total   int64
+}
+
+// BudgetEntry is one result counted against the budget.
+type BudgetEntry struct {
+	ToolUseID string
+	Chars     int64
+}
+
+// DefaultBudgetChars is the aggregate budget of a session when the config says nothing.
+const DefaultBudgetChars = 400_000
+
+// NewBudget returns a budget of limit characters.
+func NewBudget(limit int64) *Budget {
+	if limit <= 0 {
+		limit = DefaultBudgetChars
+	}
+	return &Budget{limit: limit}
+}
+
+// Admit counts a result of chars characters. When the total would pass the limit it returns
+// the earlier results, largest first, that the caller should replace with previews (their
+// entries are taken off the budget; the caller adds the previews back with Admit).
+func (b *Budget) Admit(toolUseID string, chars int64) (evict []BudgetEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.total+chars > b.limit && len(b.results) > 0 {
+		largest := 0
+		for i, e := range b.results {
+			if e.Chars > b.results[largest].Chars {
+				largest = i
+			}
+		}
+		e := b.results[largest]
+		b.results = append(b.results[:largest], b.results[largest+1:]...)
+		b.total -= e.Chars
+		evict = append(evict, e)
+	}
+	b.results = append(b.results, BudgetEntry{ToolUseID: toolUseID, Chars: chars})
+	b.total += chars
+	return evict
+}
+
+// Total is the characters currently counted.
+func (b *Budget) Total() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
+}
+
+// Limit is the budget's size.
+func (b *Budget) Limit() int64 { return b.limit }

@@ -1,0 +1,137 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// Caller is who the kernel says sent a request (SO_PEERCRED), plus what the daemon looked up.
+type Caller struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	PID    int32    `json:"pid"`
+	Groups []uint32 `json:"groups,omitempty"`
+	User   string   `json:"user,omitempty"`
+	Home   string   `json:"home,omitempty"`
+	// Admin is true for root and members of the configured admin group.
+	Admin bool `json:"admin,omitempty"`
+}
+
+// Rules are the allow/deny/ask rule texts a session carries (source "session").
+type Rules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+	Ask   []string `json:"ask,omitempty"`
+}
+
+// Session is one agent's context on the daemon. Its identity fields never change after
+// creation; mutable state is behind mu and read through methods.
+type Session struct {
+	ID       string
+	Owner    Caller
+	ParentID string
+	Created  time.Time
+
+	mu             sync.Mutex
+	cwd            string
+	additionalDirs []string
+	mode           permission.Mode
+	rules          Rules
+	closed         bool
+
+	// Reads is the read-file state used by Write and Edit staleness checks.
+	Reads *ReadState
+	// Budget tracks the aggregate size of results returned to the agent.
+	Budget *Budget
+}
+
+// Snapshot is a consistent copy of a session's mutable state.
+type Snapshot struct {
+	ID             string          `json:"id"`
+	Owner          Caller          `json:"owner"`
+	ParentID       string          `json:"parent_id,omitempty"`
+	Created        time.Time       `json:"created"`
+	Cwd            string          `json:"cwd"`
+	AdditionalDirs []string        `json:"additional_dirs"`
+	Mode           permission.Mode `json:"mode"`
+	Rules          Rules           `json:"rules"`
+}
+
+// NewID returns a random session id.
+func NewID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error()) // the kernel's CSPRNG does not fail on Linux
+	}
+	return "s_" + hex.EncodeToString(b[:])
+}
+
+// Snapshot copies the session's current state.
+func (s *Session) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Snapshot{
+		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created,
+		Cwd: s.cwd, AdditionalDirs: append([]string(nil), s.additionalDirs...),
+		Mode: s.mode, Rules: copyRules(s.rules),
+	}
+}
+
+// Mode returns the session's current mode.
+func (s *Session) Mode() permission.Mode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// Cwd returns the session's working directory.
+func (s *Session) Cwd() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cwd
+}
+
+// Dirs returns the cwd followed by the additional directories: the session's workspace.
+func (s *Session) Dirs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string{s.cwd}, s.additionalDirs...)
+}
+
+// Update is a change to a session; nil fields are left alone.
+type Update struct {
+	Mode           *permission.Mode
+	Cwd            *string
+	AdditionalDirs *[]string
+	Rules          *Rules
+}
+
+// Apply changes the session.
+func (s *Session) Apply(u Update) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u.Mode != nil {
+		s.mode = *u.Mode
+	}
+	if u.Cwd != nil {
+		s.cwd = *u.Cwd
+	}
+	if u.AdditionalDirs != nil {
+		s.additionalDirs = append([]string(nil), (*u.AdditionalDirs)...)
+	}
+	if u.Rules != nil {
+		s.rules = copyRules(*u.Rules)
+	}
+}
+
+func copyRules(r Rules) Rules {
+	return Rules{
+		Allow: append([]string(nil), r.Allow...),
+		Deny:  append([]string(nil), r.Deny...),
+		Ask:   append([]string(nil), r.Ask...),
+	}
+}
