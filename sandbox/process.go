@@ -1,0 +1,196 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Spec describes one execution.
+type Spec struct {
+	Path string   // program to exec; may be "/proc/self/exe" (the daemon's own binary)
+	Args []string // arguments after argv[0]; argv[0] is Path
+	Env  []string // the whole environment; nothing of the daemon's leaks
+	Dir  string   // working directory
+
+	UID    uint32
+	GID    uint32
+	Groups []uint32
+
+	WritableDirs      []string // session cwd, additional dirs, cache dirs; read-only when ReadOnlyWorkspace
+	ReadOnlyWorkspace bool     // plan mode: WritableDirs are mounted read-only
+	ReadOnlyDirs      []string // extra dirs bound read-only
+	DenyPaths         []string // hidden; stays denied if created after the start
+	AllowNetwork      bool     // false: own network namespace with loopback only
+
+	Limits Limits // overrides of Config.Limits, 0 = keep
+
+	Session string // cgroup path <CgroupRoot>/<Session>/<Call>
+	Call    string
+
+	Stdin, Stdout, Stderr *os.File
+	ExtraFiles            []*os.File // fd 3, 4, ... in the child
+}
+
+// Result is what an execution did and why it ended.
+type Result struct {
+	ExitCode        int    // -1 when killed by a signal
+	Signal          string // e.g. "killed"; empty on a normal exit
+	Duration        time.Duration
+	PeakMemoryBytes int64
+	CPUTimeMs       int64
+	OOMKilled       bool
+	PidsLimited     bool
+	TimedOut        bool
+	KilledBy        string // "timeout", "cancelled", or the reason given to Kill
+}
+
+// Process is a started execution. Wait must be called exactly once.
+type Process struct {
+	s     *Sandbox
+	spec  Spec
+	lim   Limits
+	cmd   *exec.Cmd
+	cg    *cgroup
+	start time.Time
+
+	mu       sync.Mutex
+	killedBy string
+	timedOut bool
+
+	done      chan struct{} // closed once the child is reaped
+	watchDone chan struct{} // closed when the ctx watcher returned
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 200 {
+		return false
+	}
+	for _, c := range s {
+		if c == '/' || c == 0 || c == '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+func (spec *Spec) validate() error {
+	switch {
+	case spec.Path == "":
+		return fmt.Errorf("%w: empty path", ErrBadSpec)
+	case !validName(spec.Session) || !validName(spec.Call):
+		return fmt.Errorf("%w: session and call must be single path elements", ErrBadSpec)
+	}
+	return nil
+}
+
+// Start runs spec confined. When ctx's deadline passes the whole cgroup is killed and
+// Result.TimedOut is set; when ctx is cancelled it is killed with KilledBy "cancelled".
+func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
+	if err := spec.validate(); err != nil {
+		return nil, errcode.New(errcode.SandboxSetup, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errcode.New(errcode.SandboxSetup, ErrClosed)
+	}
+	s.mu.Unlock()
+
+	p := &Process{
+		s:         s,
+		spec:      *spec,
+		lim:       spec.Limits.merge(s.limits),
+		done:      make(chan struct{}),
+		watchDone: make(chan struct{}),
+	}
+	if err := s.start(p); err != nil {
+		return nil, errcode.New(errcode.SandboxSetup, err)
+	}
+	s.mu.Lock()
+	s.procs[p] = struct{}{}
+	s.mu.Unlock()
+	go p.watch(ctx)
+	return p, nil
+}
+
+// watch kills the execution when ctx ends first; Wait waits for it.
+func (p *Process) watch(ctx context.Context) {
+	defer close(p.watchDone)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			p.mu.Lock()
+			p.timedOut = true
+			p.mu.Unlock()
+			_ = p.Kill("timeout")
+		} else {
+			_ = p.Kill("cancelled")
+		}
+	}
+}
+
+// Pid is the child's pid in the daemon's pid namespace.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Kill kills every process of the execution; the first reason lands in Result.KilledBy.
+func (p *Process) Kill(reason string) error {
+	p.mu.Lock()
+	if p.killedBy == "" {
+		p.killedBy = reason
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	return p.killAll()
+}
+
+// Wait waits for the child, kills whatever is left in its cgroup, collects the cgroup's
+// statistics and removes it.
+func (p *Process) Wait() (*Result, error) {
+	werr := p.cmd.Wait()
+	dur := time.Since(p.start)
+	close(p.done)
+	<-p.watchDone
+	defer func() {
+		p.s.mu.Lock()
+		delete(p.s.procs, p)
+		p.s.mu.Unlock()
+	}()
+
+	res := &Result{Duration: dur}
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+	default:
+		return nil, fmt.Errorf("wait for child: %w", werr)
+	}
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		res.ExitCode = -1
+		res.Signal = ws.Signal().String()
+	} else {
+		res.ExitCode = ws.ExitStatus()
+	}
+	cleanupErr := p.finish(res)
+	p.mu.Lock()
+	res.KilledBy = p.killedBy
+	res.TimedOut = p.timedOut
+	p.mu.Unlock()
+	return res, cleanupErr
+}

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Config is the daemon-wide confinement configuration. Zero values mean the safe default.
+type Config struct {
+	CgroupRoot    string   // name of the daemon's subtree, default "sandboxd"
+	Limits        Limits   // defaults for every execution
+	ExtraSyscalls []string // admin additions to the seccomp allowlist
+	StateDir      string   // for per-session runtime state
+}
+
+// Limits bounds one execution. 0 means the default (Config.Limits, then DefaultLimits).
+type Limits struct {
+	MemoryMaxBytes   int64 // memory cgroup limit, swap disabled
+	PidsMax          int64 // pids cgroup limit
+	CPUQuotaMilli    int64 // CPU quota in thousandths of a core (1000 = one core)
+	FileSizeMaxBytes int64 // RLIMIT_FSIZE
+	OpenFilesMax     int64 // RLIMIT_NOFILE
+	TmpSizeBytes     int64 // size of the private /tmp tmpfs
+}
+
+// DefaultLimits are used for any limit neither the Config nor the Spec sets.
+var DefaultLimits = Limits{
+	MemoryMaxBytes:   2 << 30,
+	PidsMax:          512,
+	CPUQuotaMilli:    1000,
+	FileSizeMaxBytes: 1 << 30,
+	OpenFilesMax:     4096,
+	TmpSizeBytes:     512 << 20,
+}
+
+// merge returns l with every zero field taken from def.
+func (l Limits) merge(def Limits) Limits {
+	pick := func(a, b int64) int64 {
+		if a > 0 {
+			return a
+		}
+		return b
+	}
+	return Limits{
+		MemoryMaxBytes:   pick(l.MemoryMaxBytes, def.MemoryMaxBytes),
+		PidsMax:          pick(l.PidsMax, def.PidsMax),
+		CPUQuotaMilli:    pick(l.CPUQuotaMilli, def.CPUQuotaMilli),
+		FileSizeMaxBytes: pick(l.FileSizeMaxBytes, def.FileSizeMaxBytes),
+		OpenFilesMax:     pick(l.OpenFilesMax, def.OpenFilesMax),
+		TmpSizeBytes:     pick(l.TmpSizeBytes, def.TmpSizeBytes),
+	}
+}
+
+// Sandbox starts confined executions. It is safe for concurrent use.
+type Sandbox struct {
+	cfg    Config
+	limits Limits
+	log    *zap.Logger
+
+	mu     sync.Mutex
+	closed bool
+	procs  map[*Process]struct{}
+}
+
+// New prepares the confinement once for the daemon's lifetime.
+func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = "sandboxd"
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Sandbox{
+		cfg:    cfg,
+		limits: cfg.Limits.merge(DefaultLimits),
+		log:    log.Named("sandbox"),
+		procs:  map[*Process]struct{}{},
+	}
+	if err := s.init(); err != nil {
+		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
+	}
+	return s, nil
+}
+
+// KillSession kills every execution of session and removes its cgroups.
+func (s *Sandbox) KillSession(session string) error {
+	s.mu.Lock()
+	var victims []*Process
+	for p := range s.procs {
+		if p.spec.Session == session {
+			victims = append(victims, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range victims {
+		_ = p.Kill("session_deleted")
+	}
+	return s.killSessionCgroups(session)
+}
+
+// Close kills every running execution. Start fails afterwards.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var victims []*Process
+	for p := range s.procs {
+		victims = append(victims, p)
+	}
+	s.mu.Unlock()
+	for _, p := range victims {
+		_ = p.Kill("daemon_closed")
+	}
+	return s.close()
+}
