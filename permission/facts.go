@@ -29,3 +29,40 @@ type ToolFacts struct {
 	Bash   *classifier.Classification `json:"bash,omitempty"`
 	Domain string                     `json:"domain,omitempty"`
 }
+
+// Caller is the kernel-reported identity (SO_PEERCRED) of the session owner.
+type Caller struct {
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+	User string `json:"user,omitempty"`
+}
+
+// HookVerdict is the merged PreToolUse hook answer for a call, if any hook answered.
+type HookVerdict struct {
+	// Decision is allow, deny, ask or defer (COMPAT 4); anything else is ignored.
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Facts is everything Go gathers about one call for the policy: the Rego decides, Go only
+// reports. Paths in ToolFacts are already resolved as the session owner.
+type Facts struct {
+	Tool  string         `json:"tool"`
+	Input map[string]any `json:"input"`
+	// Mode is the effective mode of this call (session mode or the call's own).
+	Mode   Mode   `json:"mode"`
+	Caller Caller `json:"caller"`
+	// Cwd is the session's current directory; Dirs its additional directories (session and
+	// settings). Together they are the session's directories for acceptEdits and safety checks.
+	Cwd  string   `json:"cwd"`
+	Dirs []string `json:"dirs,omitempty"`
+	Home string   `json:"home"`
+	// ReadOnly is the tool's own claim that this call only reads (Read, Glob, Grep; for Bash the
+	// classification decides).
+	ReadOnly bool `json:"read_only"`
+	ToolFacts
+	Hook *HookVerdict `json:"hook,omitempty"`
+	// RequiresUserInteraction marks calls that are never auto-approved (AskUserQuestion, MCP
+	// tools with _meta["anthropic/requiresUserInteraction"]).
+	RequiresUserInteraction bool `json:"requires_user_interaction,omitempty"`
+}

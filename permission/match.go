@@ -1,0 +1,279 @@
+package permission
+
+import (
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// The matchers below are the primitives the Rego policy calls as custom builtins. Compiled
+// patterns are cached by their text: a decision only looks them up, so matching 200 rules
+// costs map lookups, not regexp compiles.
+
+// cache is a bounded concurrent memo; it is dropped wholesale when full, which only costs
+// recompiles, so a flood of distinct patterns cannot grow memory without bound.
+type cache[V any] struct {
+	m atomic.Pointer[sync.Map]
+	n atomic.Int64
+}
+
+const cacheMax = 20000
+
+func (c *cache[V]) get(key string, build func(string) V) V {
+	m := c.m.Load()
+	if m == nil {
+		c.m.CompareAndSwap(nil, new(sync.Map))
+		m = c.m.Load()
+	}
+	if v, ok := m.Load(key); ok {
+		return v.(V)
+	}
+	v := build(key)
+	if c.n.Add(1) > cacheMax {
+		c.n.Store(0)
+		c.m.Store(new(sync.Map))
+		return v
+	}
+	m.Store(key, v)
+	return v
+}
+
+type bashMatcher struct {
+	re    *regexp.Regexp
+	exact bool // no wildcard: only exact text matches (and exact-only commands may match)
+}
+
+var bashCache cache[*bashMatcher]
+
+func compileBash(p string) (*bashMatcher, error) {
+	m := bashCache.get(p, buildBash)
+	if m.re == nil {
+		return nil, malformed("bash pattern %q does not compile", p)
+	}
+	return m, nil
+}
+
+// buildBash turns a COMPAT Bash pattern into an anchored regexp: `*` spans anything including
+// spaces; a trailing ` *` is optional so `ls *` hits `ls` but not `lsof`; a leading `* ` is
+// optional likewise.
+func buildBash(p string) *bashMatcher {
+	if !strings.Contains(p, "*") {
+		return &bashMatcher{re: regexp.MustCompile("^" + regexp.QuoteMeta(p) + "$"), exact: true}
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	body := p
+	lead := strings.HasPrefix(body, "* ")
+	trail := strings.HasSuffix(body, " *") && len(body) > 2
+	if lead {
+		body = strings.TrimPrefix(body, "* ")
+		b.WriteString("(?:.* )?")
+	}
+	if trail {
+		body = strings.TrimSuffix(body, " *")
+	}
+	parts := strings.Split(body, "*")
+	for i, part := range parts {
+		if i > 0 {
+			b.WriteString(".*")
+		}
+		b.WriteString(regexp.QuoteMeta(part))
+	}
+	if trail {
+		b.WriteString("(?: .*)?")
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return &bashMatcher{}
+	}
+	return &bashMatcher{re: re}
+}
+
+// MatchBash reports whether the Bash rule pattern (as in Rule.Pattern) matches the words of one
+// simple command. exactOnly is set for commands (watch, setsid, find -exec ...) that only an
+// exact rule may match.
+func MatchBash(pattern string, words []string, exactOnly bool) bool {
+	m, err := compileBash(pattern)
+	if err != nil {
+		return false
+	}
+	if exactOnly && !m.exact {
+		return false
+	}
+	return m.re.MatchString(strings.Join(words, " "))
+}
+
+type pathMatcher struct{ segs []string }
+
+var pathCache cache[*pathMatcher]
+
+// MatchPath reports whether the absolute gitignore-style pattern (AbsPattern's result) matches
+// p or one of its ancestors: as in gitignore, a pattern naming a directory covers everything
+// below it, so Read(.ssh) denies ~/.ssh/id_rsa.
+func MatchPath(absPattern, p string) bool {
+	if absPattern == "" || !strings.HasPrefix(p, "/") {
+		return false
+	}
+	m := pathCache.get(absPattern, func(s string) *pathMatcher {
+		return &pathMatcher{segs: splitPath(s)}
+	})
+	return matchSegs(m.segs, splitPath(path.Clean(p)))
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// matchSegs matches pattern segments against path segments; the pattern may end early
+// (ancestor match). Memoised so patterns with many ** stay polynomial.
+func matchSegs(pat, segs []string) bool {
+	seen := make(map[[2]int]bool)
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if i == len(pat) {
+			return true
+		}
+		k := [2]int{i, j}
+		if v, ok := seen[k]; ok {
+			return v
+		}
+		res := false
+		if pat[i] == "**" {
+			for x := j; x <= len(segs) && !res; x++ {
+				res = m(i+1, x)
+			}
+		} else if j < len(segs) {
+			ok, _ := path.Match(pat[i], segs[j])
+			res = ok && m(i+1, j+1)
+		}
+		seen[k] = res
+		return res
+	}
+	return m(0, 0)
+}
+
+// escapeGlob quotes glob metacharacters of a literal base directory (cwd, home) so a directory
+// named `[x]` does not turn into a character class.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Anchors are the directories path rules are relative to.
+type Anchors struct {
+	Home, Cwd string
+}
+
+// AbsPattern anchors a path rule's pattern; ok is false when the anchor directory is unknown
+// (e.g. no home), which the caller must not treat as "matches nothing" for a deny.
+func (r Rule) AbsPattern(a Anchors) (string, bool) {
+	var base string
+	switch r.Anchor {
+	case AnchorRoot:
+		return path.Clean(r.Pattern), true
+	case AnchorAnywhere:
+		return "/**/" + r.Pattern, true
+	case AnchorHome:
+		base = a.Home
+	case AnchorCwd:
+		base = a.Cwd
+	case AnchorFile:
+		base = r.Root
+		if r.Source == SourceCLI || r.Source == SourceSession {
+			base = a.Cwd
+		}
+	}
+	if base == "" || !strings.HasPrefix(base, "/") {
+		return "", false
+	}
+	base = escapeGlob(path.Clean(base))
+	if r.Pattern == "" {
+		return base, true
+	}
+	return strings.TrimSuffix(base, "/") + "/" + r.Pattern, true
+}
+
+// MatchDomain reports whether the WebFetch domain pattern matches host. Hosts compare
+// case-insensitively with a trailing dot dropped; `*.x.com` covers subdomains at any depth but
+// not x.com; any other `*` stays inside one label.
+func MatchDomain(pattern, host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" {
+		return false
+	}
+	if pattern == "*" {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
+		return strings.HasSuffix(host, "."+rest) && matchLabels(rest, host[strings.Index(host, ".")+1:], true)
+	}
+	return matchLabels(pattern, host, false)
+}
+
+func matchLabels(pattern, host string, suffix bool) bool {
+	pl := strings.Split(pattern, ".")
+	hl := strings.Split(host, ".")
+	if suffix && len(hl) > len(pl) {
+		hl = hl[len(hl)-len(pl):]
+	}
+	if len(pl) != len(hl) {
+		return false
+	}
+	for i := range pl {
+		if ok, _ := path.Match(pl[i], hl[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+var globCache cache[*regexp.Regexp]
+
+// MatchGlob matches s against a pattern where `*` spans any text (tool names, parameter values).
+func MatchGlob(pattern, s string) bool {
+	if !strings.Contains(pattern, "*") {
+		return pattern == s
+	}
+	re := globCache.get(pattern, func(p string) *regexp.Regexp {
+		parts := strings.Split(p, "*")
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		return regexp.MustCompile("^(?s:" + strings.Join(parts, ".*") + ")$")
+	})
+	return re.MatchString(s)
+}
+
+// ParamString renders a top-level scalar parameter the way parameter rules compare it (the
+// raw value); ok is false for objects, arrays and null, which never match.
+func ParamString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		return strconv.FormatBool(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case interface{ String() string }: // json.Number
+		return x.String(), true
+	}
+	return "", false
+}

@@ -1,0 +1,378 @@
+package permission
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Source names where a rule came from, strongest first in Sources.
+type Source string
+
+// The rule sources of DESIGN.md.
+const (
+	SourcePolicy  Source = "policySettings"
+	SourceCLI     Source = "cliArg"
+	SourceSession Source = "session"
+	SourceLocal   Source = "localSettings"
+	SourceProject Source = "projectSettings"
+	SourceUser    Source = "userSettings"
+)
+
+// Sources lists every source, strongest first; a RuleSet keeps rules in this order so the
+// first hit reported is the strongest one.
+var Sources = []Source{SourcePolicy, SourceCLI, SourceSession, SourceLocal, SourceProject, SourceUser}
+
+func (s Source) rank() int {
+	for i, x := range Sources {
+		if x == s {
+			return i
+		}
+	}
+	return len(Sources)
+}
+
+// Kind says how a rule's content is matched.
+type Kind string
+
+// Rule kinds.
+const (
+	// KindAll is a bare tool name (or Tool(*)): every call of that tool.
+	KindAll Kind = "all"
+	// KindTool is a tool-name pattern: `*`, `mcp__*`, `mcp__srv` (whole server), `mcp__srv__*`.
+	KindTool Kind = "tool"
+	// KindBash is Bash(pattern): prefix, glob or exact command text.
+	KindBash Kind = "bash"
+	// KindPath is a gitignore-style path pattern of Read/Edit/Write/Glob/Grep/NotebookEdit/MultiEdit.
+	KindPath Kind = "path"
+	// KindDomain is WebFetch(domain:host).
+	KindDomain Kind = "domain"
+	// KindParam is Tool(param:value), deny and ask only.
+	KindParam Kind = "param"
+)
+
+// Anchor says what a path pattern is relative to.
+type Anchor string
+
+// Path anchors of the gitignore-style syntax.
+const (
+	AnchorRoot     Anchor = "root"     // //p: the filesystem root
+	AnchorHome     Anchor = "home"     // ~/p: the session owner's home
+	AnchorFile     Anchor = "file"     // /p: the settings file's root (see Rule.Root)
+	AnchorCwd      Anchor = "cwd"      // ./p or p/q: the session's cwd
+	AnchorAnywhere Anchor = "anywhere" // bare name: any depth
+)
+
+// Rule is one parsed, validated permission rule.
+type Rule struct {
+	// Tool is the tool name or tool-name pattern, e.g. "Bash", "mcp__github__*".
+	Tool string `json:"tool"`
+	// Content is the text inside the parentheses, "" for a bare tool rule.
+	Content  string   `json:"content,omitempty"`
+	Behavior Behavior `json:"behavior"`
+	Source   Source   `json:"source"`
+	// Origin is where the rule was written: "file:line", or "cli", "session".
+	Origin string `json:"origin,omitempty"`
+	// Root anchors /p path patterns: the project root for project and local files, the settings
+	// directory for the user file, the cwd for cliArg and session rules, / for admin policy.
+	Root string `json:"root,omitempty"`
+
+	Kind Kind `json:"kind"`
+	// Pattern is the matchable part: the Bash pattern, the path pattern after its anchor, the
+	// domain, the tool-name glob, or the parameter value pattern.
+	Pattern string `json:"pattern,omitempty"`
+	// Param is the parameter name of a KindParam rule.
+	Param string `json:"param,omitempty"`
+	// Anchor applies to KindPath.
+	Anchor Anchor `json:"anchor,omitempty"`
+}
+
+// String renders the rule as written: Tool or Tool(content).
+func (r Rule) String() string {
+	if r.Content == "" {
+		return r.Tool
+	}
+	return r.Tool + "(" + r.Content + ")"
+}
+
+// maxRuleLen bounds a rule so a settings file cannot make matching arbitrarily expensive.
+const maxRuleLen = 4096
+
+// Tools whose rule content is a gitignore-style path pattern.
+var pathTools = map[string]bool{"Read": true, "Edit": true, "Write": true, "Glob": true, "Grep": true, "NotebookEdit": true, "MultiEdit": true}
+
+// IsPathTool reports whether tool takes path-pattern rules.
+func IsPathTool(tool string) bool { return pathTools[tool] }
+
+// toolParams are the top-level parameters of the built-in tools (COMPAT section 5); a rule
+// content `name:value` with one of these names is a parameter rule.
+var toolParams = map[string][]string{
+	"Bash":         {"command", "timeout", "description", "run_in_background", "dangerouslyDisableSandbox"},
+	"Read":         {"file_path", "offset", "limit", "pages"},
+	"Write":        {"file_path", "content"},
+	"Edit":         {"file_path", "old_string", "new_string", "replace_all"},
+	"MultiEdit":    {"file_path", "edits"},
+	"Glob":         {"pattern", "path"},
+	"Grep":         {"pattern", "path", "glob", "type", "output_mode", "-i", "-n", "-A", "-B", "-C", "context", "-o", "head_limit", "offset", "multiline"},
+	"NotebookEdit": {"notebook_path", "new_source", "cell_id", "cell_type", "edit_mode"},
+	"WebFetch":     {"url", "prompt"},
+}
+
+// ignoredParams are parameters clients ignore parameter rules on (the content syntax covers
+// them). Ignoring a deny silently would fail open, so they are rejected instead.
+var ignoredParams = map[string]bool{"command": true, "file_path": true, "path": true, "notebook_path": true, "url": true}
+
+var (
+	toolNameRe  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+	toolGlobRe  = regexp.MustCompile(`^[A-Za-z0-9_*-]+$`)
+	paramRuleRe = regexp.MustCompile(`^\s*(-?[A-Za-z_][A-Za-z0-9_-]*)\s*:\s*(.*?)\s*$`)
+	mcpAllowRe  = regexp.MustCompile(`^mcp__[A-Za-z0-9_-]+?__`)
+)
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformedRule, fmt.Sprintf(format, args...))
+}
+
+// ParseRule parses rule text for use as a deny rule (the most permissive syntax); use
+// ParseRuleFor to validate it for a given behavior. Malformed text is an error saying why;
+// a rule never silently matches nothing or everything.
+func ParseRule(text string) (Rule, error) { return ParseRuleFor(text, Deny) }
+
+// ParseRuleFor parses and validates rule text for behavior b. Some syntax is valid only for
+// deny and ask (parameter rules, tool-name globs): an allow using it is an error, not dropped.
+func ParseRuleFor(text string, b Behavior) (Rule, error) {
+	switch b {
+	case Allow, Deny, Ask:
+	default:
+		return Rule{}, malformed("unknown behavior %q", b)
+	}
+	if len(text) > maxRuleLen {
+		return Rule{}, malformed("rule longer than %d bytes", maxRuleLen)
+	}
+	for _, c := range text {
+		if unicode.IsControl(c) {
+			return Rule{}, malformed("control character %U in rule", c)
+		}
+	}
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return Rule{}, malformed("empty rule")
+	}
+	r := Rule{Behavior: b}
+	open := strings.IndexByte(t, '(')
+	if open < 0 {
+		if strings.ContainsRune(t, ')') {
+			return Rule{}, malformed("%q: unbalanced ')'", t)
+		}
+		r.Tool = t
+	} else {
+		if !strings.HasSuffix(t, ")") {
+			return Rule{}, malformed("%q: content must end with ')'", t)
+		}
+		r.Tool = strings.TrimSpace(t[:open])
+		r.Content = strings.TrimSpace(t[open+1 : len(t)-1])
+		if r.Content == "" {
+			return Rule{}, malformed("%q: empty parentheses; write the bare tool name to match every call", t)
+		}
+	}
+	if err := r.parseTool(); err != nil {
+		return Rule{}, err
+	}
+	if r.Kind == KindTool {
+		if r.Content != "" && r.Content != "*" {
+			return Rule{}, malformed("%q: a tool-name pattern takes no content", t)
+		}
+		r.Content = ""
+		return r, nil
+	}
+	if r.Content == "" || (r.Content == "*" && r.Tool != "WebFetch") {
+		// Bash = Bash(*) = every call (COMPAT 1).
+		r.Content = ""
+		r.Kind = KindAll
+		return r, nil
+	}
+	if err := r.parseContent(); err != nil {
+		return Rule{}, fmt.Errorf("%q: %w", t, err)
+	}
+	return r, nil
+}
+
+func (r *Rule) parseTool() error {
+	name := r.Tool
+	if name == "" {
+		return malformed("missing tool name")
+	}
+	if strings.HasPrefix(name, "mcp__") {
+		rest := strings.TrimPrefix(name, "mcp__")
+		if rest == "" {
+			return malformed("%q: missing MCP server name", name)
+		}
+		if !toolGlobRe.MatchString(name) {
+			return malformed("%q: tool names use letters, digits, '_', '-' and '*'", name)
+		}
+		if !strings.Contains(rest, "__") && !strings.Contains(rest, "*") {
+			// mcp__srv is the whole server (COMPAT 1).
+			r.Kind, r.Pattern = KindTool, name+"__*"
+			return nil
+		}
+		if strings.Contains(name, "*") {
+			if r.Behavior == Allow && !mcpAllowRe.MatchString(name) {
+				return malformed("%q: an allow rule may glob a tool name only after a literal mcp__<server>__", name)
+			}
+			r.Kind, r.Pattern = KindTool, name
+		}
+		return nil
+	}
+	if strings.Contains(name, "*") {
+		if !toolGlobRe.MatchString(name) {
+			return malformed("%q: tool names use letters, digits, '_', '-' and '*'", name)
+		}
+		if r.Behavior == Allow {
+			return malformed("%q: an allow rule may glob a tool name only after a literal mcp__<server>__", name)
+		}
+		r.Kind, r.Pattern = KindTool, name
+		return nil
+	}
+	if !toolNameRe.MatchString(name) {
+		return malformed("%q: tool names use letters, digits, '_' and '-'", name)
+	}
+	return nil
+}
+
+func (r *Rule) parseContent() error {
+	c := r.Content
+	tool := r.Tool
+	if tool == "WebFetch" && strings.HasPrefix(c, "domain:") {
+		return r.parseDomain(strings.TrimSpace(strings.TrimPrefix(c, "domain:")))
+	}
+	if m := paramRuleRe.FindStringSubmatch(c); m != nil && r.isParam(m[1], m[2]) {
+		name, val := m[1], m[2]
+		if r.Behavior == Allow {
+			return malformed("parameter rules are deny/ask only")
+		}
+		if ignoredParams[name] {
+			return malformed("parameter rules on %q are ignored by clients; use the content syntax, e.g. %s(<pattern>)", name, tool)
+		}
+		if val == "" {
+			return malformed("parameter %q has an empty value", name)
+		}
+		r.Kind, r.Param, r.Pattern = KindParam, name, val
+		return nil
+	}
+	switch {
+	case tool == "Bash":
+		return r.parseBash()
+	case pathTools[tool]:
+		return r.parsePath()
+	case tool == "WebFetch":
+		return malformed("WebFetch content must be domain:<host>")
+	default:
+		return malformed("tool %s takes no content other than param:value", tool)
+	}
+}
+
+// isParam decides whether `name:value` is a parameter rule. For Bash a lone `name:*` is the
+// legacy prefix syntax (`Bash(timeout:*)` is the timeout command), so it stays a command pattern.
+func (r *Rule) isParam(name, val string) bool {
+	params, known := toolParams[r.Tool]
+	if !known {
+		return true // MCP and other tools: the content syntax is only param:value
+	}
+	if r.Tool == "Bash" && val == "*" {
+		return false
+	}
+	for _, p := range params {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Rule) parseBash() error {
+	p := strings.Join(strings.Fields(r.Content), " ")
+	if strings.HasSuffix(p, ":*") {
+		// Legacy prefix form, only at the end (COMPAT 1): `ls:*` = `ls *`.
+		p = strings.TrimSuffix(p, ":*")
+		if p == "" {
+			return malformed("empty prefix before :*")
+		}
+		p += " *"
+	}
+	if strings.Trim(p, "* ") == "" {
+		r.Kind, r.Content = KindAll, ""
+		return nil
+	}
+	r.Kind, r.Pattern = KindBash, p
+	_, err := compileBash(p)
+	return err
+}
+
+func (r *Rule) parsePath() error {
+	p := r.Content
+	if strings.ContainsRune(p, 0) {
+		return malformed("NUL in path pattern")
+	}
+	switch {
+	case strings.HasPrefix(p, "//"):
+		r.Anchor, p = AnchorRoot, "/"+strings.TrimLeft(p, "/")
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		r.Anchor, p = AnchorHome, strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/")
+	case strings.HasPrefix(p, "~"):
+		return malformed("~user paths are not supported; write //home/<user>/...")
+	case strings.HasPrefix(p, "/"):
+		r.Anchor, p = AnchorFile, strings.TrimPrefix(p, "/")
+	case strings.HasPrefix(p, "./"):
+		r.Anchor, p = AnchorCwd, strings.TrimPrefix(p, "./")
+	case strings.HasPrefix(p, "**/"):
+		r.Anchor = AnchorAnywhere
+		p = strings.TrimPrefix(p, "**/")
+	case !strings.Contains(strings.TrimSuffix(p, "/"), "/"):
+		// A bare name matches at any depth (COMPAT 1: Read(.env) = Read(**/.env)).
+		r.Anchor = AnchorAnywhere
+	default:
+		// src/**: as allow only <cwd>/src; as deny/ask any src dir at any depth (COMPAT 1).
+		if r.Behavior == Allow {
+			r.Anchor = AnchorCwd
+		} else {
+			r.Anchor = AnchorAnywhere
+		}
+	}
+	p = strings.TrimSuffix(p, "/")
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return malformed("'..' in a path pattern; patterns match resolved paths")
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return malformed("bad glob segment %q: %v", seg, err)
+		}
+	}
+	r.Kind, r.Pattern = KindPath, p
+	return nil
+}
+
+func (r *Rule) parseDomain(d string) error {
+	d = strings.TrimSuffix(strings.ToLower(d), ".")
+	if d == "" {
+		return malformed("empty domain")
+	}
+	if strings.ContainsAny(d, "/:") {
+		return malformed("domain:%s: give a host name, not a URL", d)
+	}
+	if d != "*" {
+		for _, label := range strings.Split(d, ".") {
+			if label == "" {
+				return malformed("empty label in domain %q", d)
+			}
+			for _, c := range label {
+				if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '*' || c == '_') {
+					return malformed("domain %q: character %q not allowed", d, c)
+				}
+			}
+		}
+	}
+	r.Kind, r.Pattern = KindDomain, d
+	return nil
+}

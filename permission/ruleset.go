@@ -1,0 +1,224 @@
+package permission
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Effective is what the settings sources add up to besides the rules.
+type Effective struct {
+	// DefaultMode is the strongest source's defaultMode (default when none, or when the one
+	// given is disabled by admin policy).
+	DefaultMode Mode `json:"default_mode"`
+	// AdditionalDirectories merges every source's directories, made absolute.
+	AdditionalDirectories []string `json:"additional_directories,omitempty"`
+	// DisableBypass and DisableAuto forbid those modes (admin: disableBypassPermissionsMode,
+	// disableAutoMode = "disable"); any source may set them since they only restrict.
+	DisableBypass bool `json:"disable_bypass,omitempty"`
+	DisableAuto   bool `json:"disable_auto,omitempty"`
+	// ManagedRulesOnly (allowManagedPermissionRulesOnly) drops allow rules of every source but
+	// policySettings; lower deny and ask rules stay since they only restrict.
+	ManagedRulesOnly bool `json:"managed_rules_only,omitempty"`
+	// Files lists the settings files read, in precedence order.
+	Files []string `json:"files,omitempty"`
+	// Warnings lists rules or settings that were dropped or changed, and why.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ResolveMode checks a requested mode against admin policy.
+func (e Effective) ResolveMode(m Mode) (Mode, error) {
+	if m == "" {
+		m = e.DefaultMode
+	}
+	if m == "" {
+		m = ModeDefault
+	}
+	if _, err := ParseMode(string(m)); err != nil {
+		return "", err
+	}
+	if (m == ModeBypassPermissions && e.DisableBypass) || (m == ModeAuto && e.DisableAuto) {
+		return "", fmt.Errorf("mode %s: %w", m, ErrModeDisabled)
+	}
+	return m, nil
+}
+
+// RuleSet is a session's rules from every source, strongest source first, plus the
+// effective settings. It is immutable; build a new one when rules change.
+type RuleSet struct {
+	rules   []Rule
+	eff     Effective
+	anchors Anchors
+	data    map[string]any
+	digest  string
+}
+
+// NewRuleSet orders rules by source precedence (stable within a source) and precomputes the
+// data the policy reads: rules grouped by behavior, tool and first word, path patterns made
+// absolute with a (home, cwd). Path rules whose anchor is unknown are widened to any depth for
+// deny/ask (failing closed) and dropped for allow, each with a warning.
+func NewRuleSet(rules []Rule, eff Effective, a Anchors) *RuleSet {
+	rs := &RuleSet{rules: append([]Rule(nil), rules...), eff: eff, anchors: a}
+	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.rank() < rs.rules[j].Source.rank() })
+	rs.eff.Warnings = append([]string(nil), eff.Warnings...)
+	rs.data = rs.build()
+	b, _ := json.Marshal(rs.data)
+	sum := sha256.Sum256(b)
+	rs.digest = hex.EncodeToString(sum[:])
+	return rs
+}
+
+// Rules returns the rules, strongest source first.
+func (rs *RuleSet) Rules() []Rule { return append([]Rule(nil), rs.rules...) }
+
+// Effective returns the effective settings.
+func (rs *RuleSet) Effective() Effective { return rs.eff }
+
+// Digest identifies the rule data; equal digests mean equal decisions for equal facts.
+func (rs *RuleSet) Digest() string { return rs.digest }
+
+// Data is the rule data as the Rego reads it (input.rules). Treat it as read-only.
+func (rs *RuleSet) Data() map[string]any { return rs.data }
+
+// WriteTable writes the effective rules with behavior, source and origin, for `sbctl policy show`.
+func (rs *RuleSet) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BEHAVIOR\tRULE\tSOURCE\tORIGIN")
+	for _, b := range []Behavior{Deny, Ask, Allow} {
+		for _, r := range rs.rules {
+			if r.Behavior == b {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Behavior, r, r.Source, r.Origin)
+			}
+		}
+	}
+	fmt.Fprintf(tw, "\ndefault mode: %s\n", rs.eff.DefaultMode)
+	if len(rs.eff.AdditionalDirectories) > 0 {
+		fmt.Fprintf(tw, "additional directories: %s\n", strings.Join(rs.eff.AdditionalDirectories, ", "))
+	}
+	for _, wn := range rs.eff.Warnings {
+		fmt.Fprintf(tw, "warning: %s\n", wn)
+	}
+	return tw.Flush()
+}
+
+type bucket struct {
+	tools   map[string][]any
+	globs   []any
+	words   map[string][]any
+	other   []any
+	paths   map[string][]any
+	domains []any
+	params  map[string][]any
+}
+
+func newBucket() *bucket {
+	return &bucket{tools: map[string][]any{}, words: map[string][]any{}, paths: map[string][]any{"read": {}, "write": {}}, params: map[string][]any{}}
+}
+
+func (b *bucket) value() map[string]any {
+	return map[string]any{
+		"tools":   b.tools,
+		"globs":   nonNil(b.globs),
+		"bash":    map[string]any{"word": b.words, "other": nonNil(b.other)},
+		"paths":   b.paths,
+		"domains": nonNil(b.domains),
+		"params":  b.params,
+	}
+}
+
+func nonNil(x []any) []any {
+	if x == nil {
+		return []any{}
+	}
+	return x
+}
+
+// BashIndexWord is the word a Bash rule pattern is indexed under: its literal first word, or ""
+// when the first word holds a wildcard. The policy looks rules up by the command's first word
+// (text up to the first space), so a pattern is only skipped when it could not match anyway.
+func BashIndexWord(pattern string) string {
+	w, _, _ := strings.Cut(pattern, " ")
+	if strings.Contains(w, "*") {
+		return ""
+	}
+	return w
+}
+
+func (rs *RuleSet) build() map[string]any {
+	buckets := map[Behavior]*bucket{Allow: newBucket(), Deny: newBucket(), Ask: newBucket()}
+	for _, r := range rs.rules {
+		b := buckets[r.Behavior]
+		if b == nil {
+			continue
+		}
+		item := map[string]any{"rule": r.String(), "source": string(r.Source), "origin": r.Origin, "kind": string(r.Kind), "tool": r.Tool}
+		switch r.Kind {
+		case KindAll:
+			b.tools[r.Tool] = append(b.tools[r.Tool], item)
+		case KindTool:
+			item["pattern"] = r.Pattern
+			b.globs = append(b.globs, item)
+		case KindBash:
+			item["pattern"] = r.Pattern
+			if w := BashIndexWord(r.Pattern); w != "" {
+				b.words[w] = append(b.words[w], item)
+			} else {
+				b.other = append(b.other, item)
+			}
+		case KindDomain:
+			item["pattern"] = r.Pattern
+			b.domains = append(b.domains, item)
+		case KindParam:
+			item["pattern"], item["param"] = r.Pattern, r.Param
+			b.params[r.Tool] = append(b.params[r.Tool], item)
+		case KindPath:
+			abs, ok := r.AbsPattern(rs.anchors)
+			if !ok {
+				if r.Behavior == Allow {
+					rs.eff.Warnings = append(rs.eff.Warnings, fmt.Sprintf("%s (%s): anchor directory unknown; allow rule dropped", r, r.Origin))
+					continue
+				}
+				rs.eff.Warnings = append(rs.eff.Warnings, fmt.Sprintf("%s (%s): anchor directory unknown; widened to any depth", r, r.Origin))
+				abs = "/**/" + r.Pattern
+			}
+			item["pattern"] = abs
+			for _, k := range pathBuckets(r) {
+				b.paths[k] = append(b.paths[k], item)
+			}
+		}
+	}
+	return map[string]any{
+		"allow": buckets[Allow].value(),
+		"deny":  buckets[Deny].value(),
+		"ask":   buckets[Ask].value(),
+		"admin": map[string]any{"disable_bypass": rs.eff.DisableBypass, "disable_auto": rs.eff.DisableAuto},
+		"count": len(rs.rules),
+	}
+}
+
+// pathBuckets says which path facts a path rule applies to (COMPAT 1): Read rules cover reads
+// by any tool, and a Read deny also blocks writes; Edit-family rules cover writes and an Edit
+// allow also grants reads; Glob and Grep rules apply to their own tool only.
+func pathBuckets(r Rule) []string {
+	switch r.Tool {
+	case "Read":
+		if r.Behavior == Allow {
+			return []string{"read"}
+		}
+		return []string{"read", "write"}
+	case "Edit":
+		if r.Behavior == Allow {
+			return []string{"write", "read"}
+		}
+		return []string{"write"}
+	case "Glob", "Grep":
+		return []string{r.Tool}
+	default: // Write, MultiEdit, NotebookEdit
+		return []string{"write"}
+	}
+}

@@ -1,0 +1,423 @@
+package permission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Settings is the "permissions" object of a settings file ({"permissions":{...}}), and the
+// shape of rules given on the command line or at session create/change.
+type Settings struct {
+	Allow                 []string `json:"allow,omitempty"`
+	Deny                  []string `json:"deny,omitempty"`
+	Ask                   []string `json:"ask,omitempty"`
+	DefaultMode           string   `json:"defaultMode,omitempty"`
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// DisableBypassPermissionsMode and DisableAutoMode take "disable".
+	DisableBypassPermissionsMode string `json:"disableBypassPermissionsMode,omitempty"`
+	DisableAutoMode              string `json:"disableAutoMode,omitempty"`
+	// AllowManagedPermissionRulesOnly is honoured from policySettings only.
+	AllowManagedPermissionRulesOnly bool `json:"allowManagedPermissionRulesOnly,omitempty"`
+}
+
+// settingsFile is the file shape. Other top-level keys (hooks, env, ...) belong to other
+// readers and are ignored; unknown keys inside "permissions" are an error, because a typo such
+// as "denny" would otherwise drop deny rules silently.
+type settingsFile struct {
+	Permissions *json.RawMessage `json:"permissions"`
+}
+
+// SettingsError locates a bad settings file or rule.
+type SettingsError struct {
+	File string
+	Line int // 0 when unknown
+	Err  error
+}
+
+func (e *SettingsError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *SettingsError) Unwrap() error { return e.Err }
+
+// FileReader reads a file; the caller passes one that reads as the session owner, so project
+// and user files are never opened with the daemon's privileges.
+type FileReader interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+}
+
+// LoadOptions says where a session's rules come from.
+type LoadOptions struct {
+	// PolicyDir holds admin *.json (policySettings), e.g. /etc/sandboxd/policy.d; "" skips it.
+	// Files there are read by the daemon and must be root-owned and not writable by others.
+	PolicyDir string
+	// CLIArgs and Session are rules given on the daemon command line and at session create/change.
+	CLIArgs, Session *Settings
+	// Cwd is the session's starting directory, ProjectRoot its project (settings root), Home the
+	// owner's home. All absolute.
+	Cwd, ProjectRoot, Home string
+	// Owner reads project and user files as the session owner; nil skips those sources.
+	Owner FileReader
+	// ReadClaudeSettings also reads .claude/settings.json, .claude/settings.local.json and
+	// ~/.claude/settings.json permissions.
+	ReadClaudeSettings bool
+	// TrustProject lets project and local files add allow rules and directories (COMPAT 2:
+	// an untrusted workspace's deny and ask apply, its allow waits for trust).
+	TrustProject bool
+	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
+	InsecureSkipOwnerCheck bool
+}
+
+type sourceFile struct {
+	src  Source
+	path string
+	root string // anchor of /p patterns
+}
+
+// Load reads every source in precedence order and returns the session's RuleSet. A file that
+// does not exist is skipped; one that does not parse, or holds a malformed rule, is an error
+// with file, line and why (a session must not start on half its rules).
+func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
+	var (
+		rules []Rule
+		eff   = Effective{DefaultMode: ""}
+		modes []string
+	)
+	add := func(name string, src Source, root string, s Settings, lines map[string][]int) error {
+		if src == SourcePolicy && s.AllowManagedPermissionRulesOnly {
+			eff.ManagedRulesOnly = true
+		}
+		for _, kv := range []struct {
+			b    Behavior
+			list []string
+		}{{Deny, s.Deny}, {Ask, s.Ask}, {Allow, s.Allow}} {
+			for i, text := range kv.list {
+				line := 0
+				if l := lines[string(kv.b)]; i < len(l) {
+					line = l[i]
+				}
+				r, err := ParseRuleFor(text, kv.b)
+				if err != nil {
+					return &SettingsError{File: name, Line: line, Err: fmt.Errorf("%s[%d]: %w", kv.b, i, err)}
+				}
+				r.Source, r.Root = src, root
+				r.Origin = name
+				if line > 0 {
+					r.Origin = fmt.Sprintf("%s:%d", name, line)
+				}
+				rules = append(rules, r)
+			}
+		}
+		for _, x := range []struct{ field, v string }{{"disableBypassPermissionsMode", s.DisableBypassPermissionsMode}, {"disableAutoMode", s.DisableAutoMode}} {
+			if x.v != "" && x.v != "disable" {
+				return &SettingsError{File: name, Err: fmt.Errorf("%w: %s must be \"disable\" or absent, not %q", ErrBadSettings, x.field, x.v)}
+			}
+		}
+		eff.DisableBypass = eff.DisableBypass || s.DisableBypassPermissionsMode == "disable"
+		eff.DisableAuto = eff.DisableAuto || s.DisableAutoMode == "disable"
+		if s.DefaultMode != "" {
+			if _, err := ParseMode(s.DefaultMode); err != nil {
+				return &SettingsError{File: name, Err: fmt.Errorf("%w: defaultMode: %w", ErrBadSettings, err)}
+			}
+			modes = append(modes, s.DefaultMode)
+		}
+		for _, d := range s.AdditionalDirectories {
+			abs := absDir(d, root, o.Home)
+			if abs == "" {
+				return &SettingsError{File: name, Err: fmt.Errorf("%w: additionalDirectories: cannot make %q absolute", ErrBadSettings, d)}
+			}
+			eff.AdditionalDirectories = append(eff.AdditionalDirectories, abs)
+		}
+		return nil
+	}
+
+	// policySettings: admin files, read with the daemon's privileges, hence the owner check.
+	if o.PolicyDir != "" {
+		files, err := policyFiles(o.PolicyDir, !o.InsecureSkipOwnerCheck)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range files {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read policy settings: %w", err)
+			}
+			s, lines, err := ParseSettings(f, b)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := add(f, SourcePolicy, "/", s, lines); err != nil {
+				return nil, nil, err
+			}
+			eff.Files = append(eff.Files, f)
+		}
+	}
+	for _, x := range []struct {
+		src Source
+		s   *Settings
+	}{{SourceCLI, o.CLIArgs}, {SourceSession, o.Session}} {
+		if x.s == nil {
+			continue
+		}
+		if err := add(string(x.src), x.src, o.Cwd, *x.s, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, sf := range ownerFiles(o) {
+		if o.Owner == nil {
+			break
+		}
+		b, err := o.Owner.ReadFile(ctx, sf.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, &SettingsError{File: sf.path, Err: fmt.Errorf("read as owner: %w", err)}
+		}
+		s, lines, err := ParseSettings(sf.path, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if (sf.src == SourceProject || sf.src == SourceLocal) && !o.TrustProject {
+			if len(s.Allow) > 0 || len(s.AdditionalDirectories) > 0 {
+				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: workspace not trusted; allow rules and additionalDirectories ignored", sf.path))
+			}
+			s.Allow, s.AdditionalDirectories = nil, nil
+			delete(lines, string(Allow))
+		}
+		if err := add(sf.path, sf.src, sf.root, s, lines); err != nil {
+			return nil, nil, err
+		}
+		eff.Files = append(eff.Files, sf.path)
+	}
+	if eff.ManagedRulesOnly {
+		kept := rules[:0]
+		dropped := 0
+		for _, r := range rules {
+			if r.Behavior == Allow && r.Source != SourcePolicy {
+				dropped++
+				continue
+			}
+			kept = append(kept, r)
+		}
+		rules = kept
+		if dropped > 0 {
+			eff.Warnings = append(eff.Warnings, fmt.Sprintf("allowManagedPermissionRulesOnly: %d allow rules of other sources ignored", dropped))
+		}
+	}
+	eff.DefaultMode = ModeDefault
+	if len(modes) > 0 {
+		m, _ := ParseMode(modes[0])
+		if _, err := eff.ResolveMode(m); err != nil {
+			eff.Warnings = append(eff.Warnings, fmt.Sprintf("defaultMode %s is disabled by policy; using default", m))
+		} else {
+			eff.DefaultMode = m
+		}
+	}
+	rs := NewRuleSet(rules, eff, Anchors{Home: o.Home, Cwd: o.Cwd})
+	e := rs.Effective()
+	return rs, &e, nil
+}
+
+// ownerFiles lists the owner-read sources in precedence order: local, project, user.
+func ownerFiles(o LoadOptions) []sourceFile {
+	var out []sourceFile
+	if o.ProjectRoot != "" {
+		out = append(out, sourceFile{SourceLocal, path.Join(o.ProjectRoot, ".sandboxd/settings.local.json"), o.ProjectRoot})
+		if o.ReadClaudeSettings {
+			out = append(out, sourceFile{SourceLocal, path.Join(o.ProjectRoot, ".claude/settings.local.json"), o.ProjectRoot})
+		}
+		out = append(out, sourceFile{SourceProject, path.Join(o.ProjectRoot, ".sandboxd/settings.json"), o.ProjectRoot})
+		if o.ReadClaudeSettings {
+			out = append(out, sourceFile{SourceProject, path.Join(o.ProjectRoot, ".claude/settings.json"), o.ProjectRoot})
+		}
+	}
+	if o.Home != "" {
+		out = append(out, sourceFile{SourceUser, path.Join(o.Home, ".config/sandboxd/settings.json"), path.Join(o.Home, ".config/sandboxd")})
+		if o.ReadClaudeSettings {
+			out = append(out, sourceFile{SourceUser, path.Join(o.Home, ".claude/settings.json"), path.Join(o.Home, ".claude")})
+		}
+	}
+	return out
+}
+
+func absDir(d, root, home string) string {
+	switch {
+	case strings.HasPrefix(d, "/"):
+		return path.Clean(d)
+	case d == "~" || strings.HasPrefix(d, "~/"):
+		if home == "" {
+			return ""
+		}
+		return path.Join(home, strings.TrimPrefix(d, "~"))
+	case root != "" && strings.HasPrefix(root, "/"):
+		return path.Join(root, d)
+	}
+	return ""
+}
+
+// policyFiles lists dir/*.json after checking the directory and each file are root-owned and
+// not writable by group or others (a group-writable file with gid 0 is accepted).
+func policyFiles(dir string, check bool) ([]string, error) {
+	if check {
+		if err := checkOwner(dir); err != nil {
+			return nil, err
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policy dir: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		f := filepath.Join(dir, e.Name())
+		if check {
+			if err := checkOwner(f); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// CheckPolicyOwner refuses a policy path that someone other than root could have written.
+func CheckPolicyOwner(p string) error { return checkOwner(p) }
+
+func checkOwner(p string) error {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s: %w: is a symlink", p, ErrUntrustedPolicyFile)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: %w: no owner information", p, ErrUntrustedPolicyFile)
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case st.Uid != 0:
+		return fmt.Errorf("%s: %w: owned by uid %d, not root", p, ErrUntrustedPolicyFile, st.Uid)
+	case perm&0o002 != 0:
+		return fmt.Errorf("%s: %w: writable by others (mode %o)", p, ErrUntrustedPolicyFile, perm)
+	case perm&0o020 != 0 && st.Gid != 0:
+		return fmt.Errorf("%s: %w: writable by group %d (mode %o)", p, ErrUntrustedPolicyFile, st.Gid, perm)
+	}
+	return nil
+}
+
+// ParseSettings decodes one settings file and returns its permissions plus the line of every
+// rule, keyed by behavior, so errors and origins can say file:line.
+func ParseSettings(name string, data []byte) (Settings, map[string][]int, error) {
+	var f settingsFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Settings{}, nil, &SettingsError{File: name, Line: jsonErrLine(data, err), Err: fmt.Errorf("%w: %w", ErrBadSettings, err)}
+	}
+	var s Settings
+	if f.Permissions != nil {
+		dec := json.NewDecoder(bytes.NewReader(*f.Permissions))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			line := 0
+			if i := bytes.Index(data, []byte(`"permissions"`)); i >= 0 {
+				line = lineAt(data, int64(i))
+			}
+			return Settings{}, nil, &SettingsError{File: name, Line: line, Err: fmt.Errorf("%w: permissions: %w", ErrBadSettings, err)}
+		}
+	}
+	return s, ruleLines(data), nil
+}
+
+func jsonErrLine(data []byte, err error) int {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return lineAt(data, se.Offset)
+	case errors.As(err, &te):
+		return lineAt(data, te.Offset)
+	}
+	return 0
+}
+
+func lineAt(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// ruleLines walks the JSON tokens and records the line of each string in
+// permissions.allow/deny/ask. Errors are ignored: the file already decoded.
+func ruleLines(data []byte) map[string][]int {
+	out := map[string][]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var walk func(p []string) error
+	walk = func(p []string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				for dec.More() {
+					k, err := dec.Token()
+					if err != nil {
+						return err
+					}
+					ks, _ := k.(string)
+					if err := walk(append(p[:len(p):len(p)], ks)); err != nil {
+						return err
+					}
+				}
+				_, err = dec.Token()
+				return err
+			case '[':
+				for dec.More() {
+					if err := walk(append(p[:len(p):len(p)], "[]")); err != nil {
+						return err
+					}
+				}
+				_, err = dec.Token()
+				return err
+			}
+		case string:
+			if len(p) == 3 && p[0] == "permissions" && p[2] == "[]" && (p[1] == "allow" || p[1] == "deny" || p[1] == "ask") {
+				out[p[1]] = append(out[p[1]], lineAt(data, dec.InputOffset()))
+			}
+		}
+		return nil
+	}
+	_ = walk(nil)
+	return out
+}
