@@ -1,0 +1,31 @@
+package audit
+
+import "errors"
+
+// Sentinels; test with errors.Is. Append wraps write failures in *errcode.Error with
+// errcode.AuditUnavailable so the executor fails closed without string matching.
+var (
+	// ErrClosed is returned by Append after Close.
+	ErrClosed = errors.New("audit log closed")
+	// ErrUnknownKind rejects a record whose kind is not in the documented set.
+	ErrUnknownKind = errors.New("unknown record kind")
+	// ErrReservedKind rejects a caller-supplied audit.* record: only the log writes those, so
+	// nobody can forge a checkpoint, rotation or torn-tail marker through Append.
+	ErrReservedKind = errors.New("record kind is reserved for the audit log")
+	// ErrCorrupt means a complete line that the log must chain onto does not verify; the log
+	// refuses to open rather than chain over it (run Verify to see where).
+	ErrCorrupt = errors.New("audit log corrupt")
+	// ErrTampered is returned by Verify when the chain, a hash or a signature does not hold.
+	ErrTampered = errors.New("audit log does not verify")
+	// ErrTornTail is returned by Verify when the last line is incomplete (a crash that Open has
+	// not yet recovered, or a truncated copy).
+	ErrTornTail = errors.New("audit log has a torn last line")
+	// ErrNoHead is returned by Verify when a public key is given but no signed head is found.
+	ErrNoHead = errors.New("no signed audit head")
+	// ErrInsecureDir refuses an audit or key directory that is a symlink or owned by another user.
+	ErrInsecureDir = errors.New("insecure audit directory")
+	// ErrBadKey is returned for an unreadable or malformed key file.
+	ErrBadKey = errors.New("bad audit key")
+)
+
+var errTrailingData = errors.New("trailing data after JSON value")

@@ -1,0 +1,170 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// On-disk names. Log files are named by the seq of their first record, zero-padded so that
+// lexical order is chain order.
+const (
+	filePrefix = "audit-"
+	fileSuffix = ".jsonl"
+	tornInfix  = ".torn-"
+	headFile   = "head.json"
+	keyFile    = "audit.key"
+	pubFile    = "audit.pub"
+	probeFile  = ".probe"
+)
+
+func fileName(firstSeq uint64) string { return fmt.Sprintf("%s%020d%s", filePrefix, firstSeq, fileSuffix) }
+
+func isLogFile(name string) bool {
+	return strings.HasPrefix(name, filePrefix) && strings.HasSuffix(name, fileSuffix) && !strings.Contains(name, tornInfix)
+}
+
+// ListFiles returns the log files of dir in chain order (full paths).
+func ListFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list audit dir: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && isLogFile(e.Name()) {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// scanLines calls fn for every complete line of r (without its newline) with the line's byte
+// offset. It returns the offset just past the last complete line and the bytes after it (a
+// torn or still-being-written last line).
+func scanLines(r io.Reader, fn func(line []byte, off int64) error) (good int64, tail []byte, err error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			if ferr := fn(line[:len(line)-1], good); ferr != nil {
+				return good, nil, ferr
+			}
+			good += int64(len(line))
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return good, line, nil
+		}
+		if err != nil {
+			return good, nil, fmt.Errorf("read audit file: %w", err)
+		}
+	}
+}
+
+// openRead opens a log file for reading without following a symlink planted in its place.
+func openRead(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open audit file: %w", err)
+	}
+	return f, nil
+}
+
+// createExcl creates a new root-only file; O_EXCL|O_NOFOLLOW so nothing pre-planted is reused.
+func createExcl(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Base(path), err)
+	}
+	return f, nil
+}
+
+// syncDir makes a create, rename or remove in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data durably: temp file, fsync, rename, fsync dir.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp) // a leftover from a crash; O_EXCL below refuses anything planted meanwhile
+	f, err := createExcl(tmp, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = unix.Fdatasync(int(f.Fd()))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// secureDir creates dir 0700 or checks an existing one: a real directory owned by us, and
+// tightened to 0700 because the log holds commands and inputs of every user.
+func secureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create audit dir: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("stat audit dir: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%s: not a directory: %w", dir, ErrInsecureDir)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s: owned by uid %d: %w", dir, st.Uid, ErrInsecureDir)
+	}
+	if st.Mode&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("tighten audit dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// lastLine returns the last complete line of path, its offset, and the torn bytes after it.
+func lastLine(path string) (last []byte, good int64, tail []byte, first []byte, err error) {
+	f, err := openRead(path)
+	if err != nil {
+		return nil, 0, nil, nil, err
+	}
+	defer f.Close()
+	good, tail, err = scanLines(f, func(line []byte, _ int64) error {
+		if first == nil {
+			first = bytes.Clone(line)
+		}
+		last = append(last[:0], line...)
+		return nil
+	})
+	return last, good, tail, first, err
+}

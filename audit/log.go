@@ -1,0 +1,662 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxFileBytes       = 64 << 20
+	DefaultMaxFileAge         = 24 * time.Hour
+	DefaultCheckpointEvery    = 1000
+	DefaultCheckpointInterval = time.Minute
+	DefaultSyslogAddr         = "/dev/log"
+	defaultMaxBatch           = 256
+	probeInterval             = time.Second
+)
+
+// Config configures the log. Zero values take the defaults above; retention is off by default
+// because deleting audit history is the less safe choice.
+type Config struct {
+	Dir string // log files, head.json; created 0700
+	// KeyDir holds audit.key/audit.pub (0600); default Dir. Put it elsewhere to keep the signing
+	// key out of copies of the log directory.
+	KeyDir string
+
+	MaxFileBytes int64         // rotate when the current file reaches this size
+	MaxFileAge   time.Duration // rotate when the current file's first record is this old
+	Retain       int           // keep at most this many log files (0: keep all)
+	RetainAge    time.Duration // delete rotated files last written longer ago (0: keep)
+
+	CheckpointEvery    int           // signed checkpoint after this many records
+	CheckpointInterval time.Duration // ... or this long after the last one, if records came since
+
+	// SyslogAddr, if set, forwards a copy of each record as RFC 5424 to a unix socket:
+	// "/dev/log" or "unixgram:/path" (datagram) or "unix:/path" (stream, newline-framed).
+	SyslogAddr string
+	SyslogApp  string // APP-NAME; default "sandboxd"
+
+	maxBatch int // 1 disables group commit; the benchmark compares against it
+}
+
+func (c Config) withDefaults() Config {
+	if c.KeyDir == "" {
+		c.KeyDir = c.Dir
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.MaxFileAge == 0 {
+		c.MaxFileAge = DefaultMaxFileAge
+	}
+	if c.CheckpointEvery == 0 {
+		c.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.SyslogApp == "" {
+		c.SyslogApp = "sandboxd"
+	}
+	if c.maxBatch == 0 {
+		c.maxBatch = defaultMaxBatch
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("audit config: dir is required")
+	case c.MaxFileBytes < 0, c.MaxFileAge < 0, c.Retain < 0, c.RetainAge < 0,
+		c.CheckpointEvery < 0, c.CheckpointInterval < 0:
+		return errors.New("audit config: sizes, ages and counts must not be negative")
+	}
+	return nil
+}
+
+// Log is the append-only audit log. One writer goroutine owns the file; Append hands it
+// records and waits until they are fsynced (group commit: one fdatasync per batch).
+type Log struct {
+	cfg  Config
+	log  *zap.Logger
+	key  ed25519.PrivateKey
+	fwd  *forwarder
+	reqs chan *request
+	quit chan struct{}
+	done chan struct{}
+
+	mu     sync.RWMutex // guards closed against sends on reqs
+	closed bool
+
+	healthy atomic.Bool
+
+	w writer // owned by the writer goroutine (and Open before it starts)
+}
+
+type writer struct {
+	f       *os.File
+	name    string
+	off     int64 // end of the last durable record: the file is never left longer than this
+	dirty   bool  // bytes past off could not be truncated away yet
+	started time.Time
+	seq     uint64
+	hash    string
+	pending []*Record // log-written records (rotate, torn tail) that must precede the next batch
+	sinceCP int
+	lastCP  time.Time
+	buf     bytes.Buffer
+}
+
+type request struct {
+	rec  Record
+	done chan error
+}
+
+// Open opens (or creates) the log in cfg.Dir, recovers a torn tail left by a crash, and starts
+// the writer. If the recovery records cannot be written yet, Open still succeeds with
+// Healthy()==false and they go first once the disk accepts writes again.
+func Open(cfg Config, log *zap.Logger) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	l := &Log{
+		cfg:  cfg,
+		log:  log.Named("audit"),
+		reqs: make(chan *request, 4*cfg.maxBatch),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if err := secureDir(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if err := secureDir(cfg.KeyDir); err != nil {
+		return nil, err
+	}
+	key, err := loadOrCreateKey(cfg.KeyDir)
+	if err != nil {
+		return nil, err
+	}
+	l.key = key
+	if err := l.recover(); err != nil {
+		return nil, err
+	}
+	l.healthy.Store(true)
+	if len(l.w.pending) > 0 {
+		l.commit(nil, false)
+	}
+	if cfg.SyslogAddr != "" {
+		l.fwd = newForwarder(cfg.SyslogAddr, cfg.SyslogApp, l.log)
+	}
+	go l.run()
+	return l, nil
+}
+
+// recover finds the chain head and makes the newest file end in a complete record, moving any
+// torn bytes aside (see DESIGN note in doc of tornAside).
+func (l *Log) recover() error {
+	files, err := ListFiles(l.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	l.w.lastCP = now
+	if len(files) == 0 {
+		return l.openFile(fileName(1), now)
+	}
+	cur := files[len(files)-1]
+	last, good, tail, first, err := lastLine(cur)
+	if err != nil {
+		return err
+	}
+	var torn *Record
+	if len(tail) > 0 {
+		if torn, err = l.tornAside(cur, good, tail); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(cur, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open audit file: %w", err)
+	}
+	l.w.f, l.w.name, l.w.off = f, filepath.Base(cur), good
+	l.w.started = now
+	if first != nil {
+		if r, err := parseLine(first); err == nil {
+			l.w.started = r.Time
+		}
+	}
+	if last == nil && len(files) > 1 {
+		// A rotation created this file and crashed before its first record was durable: chain
+		// from the previous file and write the rotate record that was lost.
+		prev := files[len(files)-2]
+		if last, _, _, _, err = lastLine(prev); err != nil {
+			return err
+		}
+		if last == nil {
+			return fmt.Errorf("%s is empty: %w", filepath.Base(prev), ErrCorrupt)
+		}
+		r, err := parseLine(last)
+		if err != nil {
+			return fmt.Errorf("last record of %s: %w: %w", filepath.Base(prev), ErrCorrupt, err)
+		}
+		l.w.seq, l.w.hash = r.Seq, r.Hash
+		l.w.pending = append(l.w.pending, rotateRecord(filepath.Base(prev), r))
+	} else if last != nil {
+		r, err := parseLine(last)
+		if err != nil {
+			return fmt.Errorf("last record of %s: %w: %w", l.w.name, ErrCorrupt, err)
+		}
+		l.w.seq, l.w.hash = r.Seq, r.Hash
+	}
+	if torn != nil {
+		l.w.pending = append(l.w.pending, torn)
+	}
+	return nil
+}
+
+// tornAside handles an incomplete last line. Choice: the torn bytes are copied to
+// "<file>.torn-<offset>" (0600, fsynced) and the log file is truncated to its last complete
+// record, so every log file stays pure JSON lines that Verify and Query read without special
+// cases. Nothing is lost: the audit.torn_tail record names the side file, the byte count and
+// the SHA-256 of the torn bytes, and the chain continues from the last good record. No Append
+// can have returned nil for the torn bytes: a record is acknowledged only once its whole line,
+// newline included, is fsynced.
+func (l *Log) tornAside(path string, good int64, tail []byte) (*Record, error) {
+	aside := fmt.Sprintf("%s%s%d", path, tornInfix, good)
+	f, err := createExcl(aside, os.O_WRONLY)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(tail)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("save torn tail: %w", err)
+	}
+	if err := syncDir(l.cfg.Dir); err != nil {
+		return nil, err
+	}
+	if err := os.Truncate(path, good); err != nil {
+		return nil, fmt.Errorf("truncate torn tail: %w", err)
+	}
+	sum := sha256.Sum256(tail)
+	l.log.Warn("audit log had a torn last line; moved aside", zap.String("file", filepath.Base(path)),
+		zap.Int64("offset", good), zap.Int("bytes", len(tail)))
+	return &Record{Kind: KindTornTail, Detail: map[string]string{
+		"file":   filepath.Base(path),
+		"offset": strconv.FormatInt(good, 10),
+		"bytes":  strconv.Itoa(len(tail)),
+		"sha256": hex.EncodeToString(sum[:]),
+		"aside":  filepath.Base(aside),
+	}}, nil
+}
+
+func rotateRecord(prevFile string, last *Record) *Record {
+	return &Record{Kind: KindRotate, Detail: map[string]string{
+		"prev_file": prevFile,
+		"prev_seq":  strconv.FormatUint(last.Seq, 10),
+		"prev_hash": last.Hash,
+	}}
+}
+
+func (l *Log) openFile(name string, now time.Time) error {
+	f, err := createExcl(filepath.Join(l.cfg.Dir, name), os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(l.cfg.Dir); err != nil {
+		f.Close()
+		return err
+	}
+	if l.w.f != nil {
+		l.w.f.Close()
+	}
+	l.w.f, l.w.name, l.w.off, l.w.started, l.w.dirty = f, name, 0, now, false
+	return nil
+}
+
+// Append writes r and returns once it is durable. r.Input is redacted and r.InputDigest set
+// here (pass the raw input); Seq, Time, Prev, Hash and V are set by the log and copied back into
+// r on success. Any error means the record is not known to be durable and the effect it
+// describes must not happen: write failures are *errcode.Error with errcode.AuditUnavailable.
+func (l *Log) Append(ctx context.Context, r *Record) error {
+	if !callerKinds[r.Kind] {
+		if logKinds[r.Kind] {
+			return errcode.New(errcode.Validation, fmt.Errorf("append %s: %w", r.Kind, ErrReservedKind))
+		}
+		return errcode.New(errcode.Validation, fmt.Errorf("append %q: %w", r.Kind, ErrUnknownKind))
+	}
+	req := &request{rec: *r, done: make(chan error, 1)}
+	if len(r.Input) > 0 {
+		red, digest := Redact(r.Input)
+		req.rec.Input = red
+		if req.rec.InputDigest == "" {
+			req.rec.InputDigest = digest
+		}
+	}
+	if r.Detail != nil { // the writer must own what it encodes
+		req.rec.Detail = make(map[string]string, len(r.Detail))
+		for k, v := range r.Detail {
+			req.rec.Detail[k] = RedactString(v)
+		}
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return errcode.New(errcode.AuditUnavailable, ErrClosed)
+	}
+	select {
+	case l.reqs <- req:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return fmt.Errorf("audit append: %w", ctx.Err())
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return err
+		}
+		r.V, r.Seq, r.Time, r.Prev, r.Hash = req.rec.V, req.rec.Seq, req.rec.Time, req.rec.Prev, req.rec.Hash
+		r.Input, r.InputDigest = req.rec.Input, req.rec.InputDigest
+		return nil
+	case <-ctx.Done():
+		// The record may still become durable; the caller just must not act on it.
+		return fmt.Errorf("audit append: %w", ctx.Err())
+	}
+}
+
+// Healthy reports whether the last write attempt succeeded. It turns false when a write fails
+// and true again once a write or the periodic probe succeeds.
+func (l *Log) Healthy() bool { return l.healthy.Load() }
+
+// PublicKey is the checkpoint verification key.
+func (l *Log) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.PublicKey) }
+
+// Dir is the log directory (for Verify/Query/Tail on the live log).
+func (l *Log) Dir() string { return l.cfg.Dir }
+
+// Close writes what is queued, a final signed checkpoint, and stops the writer. Appends after
+// Close fail with ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.quit)
+	<-l.done
+	if l.fwd != nil {
+		l.fwd.close()
+	}
+	err := l.w.f.Close()
+	if !l.healthy.Load() {
+		return errcode.New(errcode.AuditUnavailable, errors.New("audit log closed unhealthy: last records may be missing"))
+	}
+	if err != nil {
+		return fmt.Errorf("close audit file: %w", err)
+	}
+	return nil
+}
+
+func (l *Log) run() {
+	defer close(l.done)
+	tickEvery := min(probeInterval, l.cfg.CheckpointInterval)
+	tick := time.NewTicker(max(tickEvery, 10*time.Millisecond))
+	defer tick.Stop()
+	batch := make([]*request, 0, l.cfg.maxBatch)
+	for {
+		select {
+		case req := <-l.reqs:
+			batch = append(batch[:0], req)
+			// Whatever queued up while the previous fsync ran goes into this one.
+			l.drain(&batch)
+			l.commit(batch, false)
+		case <-tick.C:
+			l.periodic()
+		case <-l.quit:
+			// Close set closed under mu, so no sender is left; flush what they queued.
+			for {
+				batch = batch[:0]
+				l.drain(&batch)
+				if len(batch) == 0 {
+					break
+				}
+				l.commit(batch, false)
+			}
+			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
+				l.commit(nil, true)
+			}
+			return
+		}
+	}
+}
+
+func (l *Log) drain(batch *[]*request) {
+	for len(*batch) < l.cfg.maxBatch {
+		select {
+		case r := <-l.reqs:
+			*batch = append(*batch, r)
+		default:
+			return
+		}
+	}
+}
+
+func (l *Log) periodic() {
+	if !l.healthy.Load() {
+		if len(l.w.pending) > 0 {
+			l.commit(nil, false)
+		} else if err := l.probe(); err == nil {
+			l.setHealthy(true, nil)
+		}
+		return
+	}
+	if l.w.sinceCP > 0 && time.Since(l.w.lastCP) >= l.cfg.CheckpointInterval {
+		l.commit(nil, true)
+	}
+}
+
+// probe checks that the directory takes a small fsynced write again (and repairs a pending
+// truncation), so Healthy recovers without waiting for the next Append.
+func (l *Log) probe() error {
+	if err := l.repair(); err != nil {
+		return err
+	}
+	path := filepath.Join(l.cfg.Dir, probeFile)
+	_ = os.Remove(path)
+	f, err := createExcl(path, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 4096)); err != nil {
+		return err
+	}
+	return unix.Fdatasync(int(f.Fd()))
+}
+
+// repair truncates the file back to the last durable record after a failed write, so no half
+// line is ever chained over.
+func (l *Log) repair() error {
+	if !l.w.dirty {
+		return nil
+	}
+	if err := l.w.f.Truncate(l.w.off); err != nil {
+		return fmt.Errorf("truncate after failed write: %w", err)
+	}
+	if err := unix.Fdatasync(int(l.w.f.Fd())); err != nil {
+		return fmt.Errorf("sync after truncate: %w", err)
+	}
+	l.w.dirty = false
+	return nil
+}
+
+func (l *Log) rotateIfDue(now time.Time) error {
+	if l.w.off == 0 {
+		return nil
+	}
+	if l.w.off < l.cfg.MaxFileBytes && now.Sub(l.w.started) < l.cfg.MaxFileAge {
+		return nil
+	}
+	prev := l.w.name
+	last := &Record{Seq: l.w.seq, Hash: l.w.hash}
+	if err := l.openFile(fileName(l.w.seq+1), now); err != nil {
+		return err
+	}
+	l.w.pending = append([]*Record{rotateRecord(prev, last)}, l.w.pending...)
+	l.prune()
+	return nil
+}
+
+// commit writes pending log records, the batch and a checkpoint if due, in one write and one
+// fdatasync, then answers every request.
+func (l *Log) commit(batch []*request, forceCP bool) {
+	now := time.Now().UTC()
+	if err := l.repair(); err != nil {
+		l.fail(batch, err)
+		return
+	}
+	if err := l.rotateIfDue(now); err != nil {
+		l.fail(batch, err)
+		return
+	}
+	w := &l.w
+	w.buf.Reset()
+	seq, prev := w.seq, w.hash
+	add := func(r *Record) error {
+		r.V, r.Seq, r.Time, r.Prev = Version, seq+1, time.Now().UTC(), prev
+		line, h, err := encode(r)
+		if err != nil {
+			return err
+		}
+		r.Hash = h
+		w.buf.Write(line)
+		seq, prev = r.Seq, h
+		return nil
+	}
+	for _, r := range w.pending {
+		if err := add(r); err != nil {
+			panic(err) // log-built records always encode
+		}
+	}
+	ok := batch[:0:0]
+	for _, req := range batch {
+		if err := add(&req.rec); err != nil {
+			req.done <- errcode.New(errcode.Validation, err)
+			continue
+		}
+		ok = append(ok, req)
+	}
+	n := len(w.pending) + len(ok)
+	var cp *Record
+	if (forceCP && (w.sinceCP+n > 0)) || w.sinceCP+n >= l.cfg.CheckpointEvery {
+		cp = &Record{Kind: KindCheckpoint, Detail: map[string]string{
+			"signed_seq":  strconv.FormatUint(seq, 10),
+			"signed_hash": prev,
+			"key":         KeyID(l.PublicKey()),
+			"sig":         sign(l.key, seq, prev),
+		}}
+		if err := add(cp); err != nil {
+			panic(err)
+		}
+	}
+	if w.buf.Len() == 0 {
+		return
+	}
+	_, err := w.f.WriteAt(w.buf.Bytes(), w.off)
+	if err == nil {
+		err = unix.Fdatasync(int(w.f.Fd()))
+	}
+	if err != nil {
+		// Part of the batch may be on disk (short write, or written but not synced): cut it
+		// off before anything else is written, so the chain resumes at the last durable record.
+		w.dirty = true
+		if rerr := l.repair(); rerr != nil {
+			l.log.Warn("audit truncate after failed write", zap.String("code", string(Classify(rerr))))
+		}
+		l.fail(ok, err)
+		return
+	}
+	w.off += int64(w.buf.Len())
+	w.seq, w.hash = seq, prev
+	w.sinceCP += n
+	if cp != nil {
+		w.sinceCP, w.lastCP = 0, now
+		l.writeHead(cp)
+	}
+	if l.fwd != nil {
+		for _, r := range w.pending {
+			l.fwd.send(r)
+		}
+	}
+	w.pending = nil
+	l.setHealthy(true, nil)
+	for _, req := range ok {
+		if l.fwd != nil {
+			l.fwd.send(&req.rec)
+		}
+		req.done <- nil
+	}
+	if cp != nil && l.fwd != nil {
+		l.fwd.send(cp)
+	}
+}
+
+func (l *Log) fail(batch []*request, err error) {
+	l.setHealthy(false, err)
+	e := errcode.New(errcode.AuditUnavailable, fmt.Errorf("write audit log: %w", err))
+	for _, req := range batch {
+		req.done <- e
+	}
+}
+
+func (l *Log) setHealthy(ok bool, err error) {
+	if l.healthy.Swap(ok) == ok {
+		return
+	}
+	if ok {
+		l.log.Info("audit log writable again")
+	} else {
+		l.log.Error("audit log unavailable; calls are refused", zap.String("code", string(Classify(err))))
+	}
+}
+
+// writeHead publishes the latest checkpoint as the signed head. A failure leaves an older head,
+// which still verifies; it is logged, not fatal.
+func (l *Log) writeHead(cp *Record) {
+	h := Head{V: Version, Seq: cp.Seq, Hash: cp.Hash, Time: cp.Time, File: l.w.name,
+		Key: KeyID(l.PublicKey()), Sig: sign(l.key, cp.Seq, cp.Hash)}
+	b, _ := json.Marshal(h)
+	if err := writeFileAtomic(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {
+		l.log.Warn("audit head not updated", zap.String("code", string(Classify(err))))
+	}
+}
+
+// prune applies retention to rotated files (never the current one) and their torn side files.
+func (l *Log) prune() {
+	if l.cfg.Retain == 0 && l.cfg.RetainAge == 0 {
+		return
+	}
+	files, err := ListFiles(l.cfg.Dir)
+	if err != nil {
+		return
+	}
+	var old []string
+	for _, f := range files {
+		if filepath.Base(f) != l.w.name {
+			old = append(old, f)
+		}
+	}
+	cut := 0
+	if l.cfg.Retain > 0 && len(old)+1 > l.cfg.Retain {
+		cut = len(old) + 1 - l.cfg.Retain
+	}
+	for i, f := range old {
+		if i >= cut && l.cfg.RetainAge > 0 {
+			st, err := os.Stat(f)
+			if err != nil || time.Since(st.ModTime()) < l.cfg.RetainAge {
+				continue
+			}
+		} else if i >= cut {
+			continue
+		}
+		side, _ := filepath.Glob(f + tornInfix + "*")
+		for _, p := range append(side, f) {
+			if err := os.Remove(p); err != nil {
+				l.log.Warn("audit retention", zap.String("code", string(Classify(err))))
+			}
+		}
+		l.log.Info("audit file removed by retention", zap.String("file", filepath.Base(f)))
+	}
+}

@@ -1,0 +1,199 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"slices"
+	"time"
+)
+
+// Filter selects records; zero fields match everything. The daemon enforces "callers see only
+// their own records" by setting UID to the peer's uid for non-admins.
+type Filter struct {
+	Session  string
+	User     string
+	UID      *uint32 // pointer because uid 0 is a real filter
+	Tool     string
+	Behavior string // decision behavior: allow, deny, ask
+	Kinds    []Kind
+	Since    time.Time // inclusive
+	Until    time.Time // exclusive
+}
+
+// OwnUID returns a filter for uid's own records.
+func OwnUID(uid uint32) Filter { return Filter{UID: &uid} }
+
+// Match reports whether r passes f. A uid or user filter never matches records without a
+// caller (daemon and audit.* records), so a caller cannot see other sessions' system context.
+func (f Filter) Match(r *Record) bool {
+	if f.UID != nil && (r.Caller == nil || r.Caller.UID != *f.UID) {
+		return false
+	}
+	if f.User != "" && (r.Caller == nil || r.Caller.User != f.User) {
+		return false
+	}
+	if f.Session != "" && r.Session != f.Session {
+		return false
+	}
+	if f.Tool != "" && r.Tool != f.Tool {
+		return false
+	}
+	if f.Behavior != "" && (r.Decision == nil || r.Decision.Behavior != f.Behavior) {
+		return false
+	}
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, r.Kind) {
+		return false
+	}
+	if !f.Since.IsZero() && r.Time.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !r.Time.Before(f.Until) {
+		return false
+	}
+	return true
+}
+
+// scanFile calls fn for each complete record line of path from byte offset off (the line
+// without newline). An incomplete last line is not a record yet (being written, or a torn tail
+// Open will move aside) and is skipped. It returns the offset after the last complete line.
+func scanFile(path string, off int64, fn func(r *Record, line []byte) error) (int64, error) {
+	f, err := openRead(path)
+	if err != nil {
+		return off, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return off, fmt.Errorf("seek audit file: %w", err)
+	}
+	good, _, err := scanLines(f, func(line []byte, at int64) error {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("%s at byte %d: decode record: %w", path, off+at, err)
+		}
+		return fn(&r, line)
+	})
+	return off + good, err
+}
+
+var errStop = errors.New("stop")
+
+// Query yields the records of dir that match f, oldest first. It reads the files as they are
+// and does not verify hashes (Verify does).
+func Query(dir string, f Filter) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		files, err := ListFiles(dir)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, path := range files {
+			_, err := scanFile(path, 0, func(r *Record, _ []byte) error {
+				if f.Match(r) && !yield(r, nil) {
+					return errStop
+				}
+				return nil
+			})
+			if errors.Is(err, errStop) {
+				return
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed by retention while we listed
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	}
+}
+
+// Export writes the matching records to w as JSON lines, byte for byte as stored, so each
+// exported line's hash still checks. It returns the number of records written.
+func Export(w io.Writer, dir string, f Filter) (int, error) {
+	files, err := ListFiles(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, path := range files {
+		_, err := scanFile(path, 0, func(r *Record, line []byte) error {
+			if !f.Match(r) {
+				return nil
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			n++
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// tailPoll is how often Tail looks for new records; the log has no notification channel for
+// readers in other processes, and a quarter second is prompt enough for a human.
+const tailPoll = 250 * time.Millisecond
+
+// Tail calls fn for the matching records of the newest file and, with follow, for every record
+// appended afterwards (across rotations) until ctx is done or fn returns an error. It returns
+// nil when ctx ends a follow.
+func Tail(ctx context.Context, dir string, f Filter, follow bool, fn func(*Record) error) error {
+	files, err := ListFiles(dir)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 && !follow {
+		return nil
+	}
+	var cur string
+	var off int64
+	if len(files) > 0 {
+		cur = files[len(files)-1]
+	}
+	emit := func(r *Record, _ []byte) error {
+		if f.Match(r) {
+			return fn(r)
+		}
+		return nil
+	}
+	for {
+		if cur != "" {
+			if off, err = scanFile(cur, off, emit); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		if !follow {
+			return nil
+		}
+		files, err := ListFiles(dir)
+		if err != nil {
+			return err
+		}
+		if i := slices.Index(files, cur); i+1 < len(files) {
+			// The writer finishes a file before it creates the next, so one more read of cur
+			// gets its last records before moving on.
+			if cur != "" {
+				if _, err := scanFile(cur, off, emit); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			cur, off = files[i+1], 0
+			continue
+		}
+		t := time.NewTimer(tailPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}

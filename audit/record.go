@@ -1,0 +1,187 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Version is the record schema version written in every record's "v" field. Bump it when a
+// field changes meaning; adding an omitempty field does not need a bump.
+const Version = 1
+
+// Kind is what a record is about.
+type Kind string
+
+// The record kinds. The audit.* kinds are written only by the log itself.
+const (
+	KindDaemonStart     Kind = "daemon.start"
+	KindDaemonStop      Kind = "daemon.stop"
+	KindPolicyLoad      Kind = "policy.load"
+	KindSessionCreate   Kind = "session.create"
+	KindSessionUpdate   Kind = "session.update"
+	KindSessionDelete   Kind = "session.delete"
+	KindCallDecide      Kind = "call.decide"
+	KindCallStart       Kind = "call.start"
+	KindCallEnd         Kind = "call.end"
+	KindApprovalRequest Kind = "approval.request"
+	KindApprovalResolve Kind = "approval.resolve"
+	KindRotate          Kind = "audit.rotate"
+	KindTornTail        Kind = "audit.torn_tail"
+	KindCheckpoint      Kind = "audit.checkpoint"
+)
+
+var callerKinds = map[Kind]bool{
+	KindDaemonStart: true, KindDaemonStop: true, KindPolicyLoad: true,
+	KindSessionCreate: true, KindSessionUpdate: true, KindSessionDelete: true,
+	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
+	KindApprovalRequest: true, KindApprovalResolve: true,
+}
+
+var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true}
+
+// Known reports whether k is a documented kind.
+func (k Kind) Known() bool { return callerKinds[k] || logKinds[k] }
+
+// Caller is who made the request, as the kernel reported it (SO_PEERCRED), plus the user name.
+type Caller struct {
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+	PID  int32  `json:"pid"`
+	User string `json:"user,omitempty"`
+}
+
+// Decision is the permission decision as recorded. It mirrors permission.Decision without the
+// trace, so the audit package stays a leaf that every other package may import.
+type Decision struct {
+	Behavior string `json:"behavior"`
+	Reason   string `json:"reason,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Source   string `json:"source,omitempty"`
+	Step     string `json:"step,omitempty"`
+}
+
+// Outcome is what an execution did. ExitCode is always present when an outcome is (-1 when the
+// child was killed by a signal, as os.ProcessState reports it).
+type Outcome struct {
+	ExitCode        int    `json:"exit_code"`
+	Signal          string `json:"signal,omitempty"`
+	DurationMS      int64  `json:"duration_ms"`
+	CPUMS           int64  `json:"cpu_ms,omitempty"`
+	PeakMemoryBytes int64  `json:"peak_memory_bytes,omitempty"`
+	OOM             bool   `json:"oom,omitempty"`
+	Timeout         bool   `json:"timeout,omitempty"`
+	PidsLimit       bool   `json:"pids_limit,omitempty"`
+	OutputBytes     int64  `json:"output_bytes,omitempty"`
+	PersistedPath   string `json:"persisted_path,omitempty"`
+	// Error is the error class (Classify), never the message.
+	Error errcode.Code `json:"error,omitempty"`
+}
+
+// Record is one audit line. The JSON field order below is the canonical order and part of the
+// format: hash is last, so the hashed bytes are the line itself with the hash value emptied.
+//
+// Canonical encoding: the record is encoded with encoding/json (declared field order,
+// omitempty as tagged, SetEscapeHTML(false), no trailing newline) with Hash set to "". That
+// encoding necessarily ends in `"hash":""}`. Hash is the lowercase hex SHA-256 of those bytes,
+// and the line on disk is the same bytes with the 64 hex digits put between those quotes,
+// followed by "\n". Verify recomputes the hash from the line bytes as written (it never
+// re-encodes), so any byte change is caught whatever the JSON library does.
+//
+// Prev is the previous record's Hash ("" only for seq 1 of a new log). Seq starts at 1 and
+// increases by one across rotated files.
+type Record struct {
+	V    int       `json:"v"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"` // UTC, RFC 3339 with nanoseconds; set by the log
+	Kind Kind      `json:"kind"`
+
+	Caller    *Caller `json:"caller,omitempty"`
+	Session   string  `json:"session,omitempty"`
+	Mode      string  `json:"mode,omitempty"`
+	Tool      string  `json:"tool,omitempty"`
+	ToolUseID string  `json:"tool_use_id,omitempty"`
+	// Input is the tool input with secrets redacted (Append redacts; pass the raw input).
+	Input json.RawMessage `json:"input,omitempty"`
+	// InputDigest is "sha256:<hex>" of the canonical unredacted input (see Redact).
+	InputDigest string    `json:"input_digest,omitempty"`
+	Decision    *Decision `json:"decision,omitempty"`
+	Outcome     *Outcome  `json:"outcome,omitempty"`
+	// Detail holds kind-specific facts (policy.load: digest; approval.*: id, answer; audit.*:
+	// see the kind). String values keep the record flat and map 1:1 onto syslog SD-PARAMs.
+	Detail map[string]string `json:"detail,omitempty"`
+
+	Prev string `json:"prev"`
+	Hash string `json:"hash"`
+}
+
+const hashSuffix = `"hash":""}`
+
+// encode returns the record's line (with trailing newline) and its hash. r.Hash is ignored.
+func encode(r *Record) (line []byte, hash string, err error) {
+	c := *r
+	c.Hash = ""
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Shell commands are full of & < >; \u0026 would make the log unreadable for no gain.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, "", fmt.Errorf("encode record: %w", err)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if !bytes.HasSuffix(b, []byte(hashSuffix)) {
+		panic("audit: canonical encoding does not end in the hash field") // field order changed
+	}
+	sum := sha256.Sum256(b)
+	hash = hex.EncodeToString(sum[:])
+	line = make([]byte, 0, len(b)+len(hash)+1)
+	line = append(line, b[:len(b)-2]...)
+	line = append(line, hash...)
+	line = append(line, '"', '}', '\n')
+	return line, hash, nil
+}
+
+var errLineShape = errors.New("line does not end in a 64-digit hash field")
+
+// lineHash recomputes the hash of a line as written (without its newline) and returns it with
+// the hash the line claims.
+func lineHash(line []byte) (computed, claimed string, err error) {
+	const tail = len(`"hash":"`) + 64 + len(`"}`)
+	if len(line) < tail+1 || !bytes.HasSuffix(line, []byte(`"}`)) ||
+		!bytes.Equal(line[len(line)-tail:len(line)-tail+len(`"hash":"`)], []byte(`"hash":"`)) {
+		return "", "", errLineShape
+	}
+	claimed = string(line[len(line)-66 : len(line)-2])
+	h := sha256.New()
+	h.Write(line[:len(line)-66])
+	h.Write([]byte(`"}`))
+	return hex.EncodeToString(h.Sum(nil)), claimed, nil
+}
+
+// parseLine decodes and self-checks one line (without newline).
+func parseLine(line []byte) (*Record, error) {
+	computed, claimed, err := lineHash(line)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("decode record: %w", err)
+	}
+	if r.Hash != claimed {
+		return nil, errors.New("hash field is not the last field")
+	}
+	if computed != claimed {
+		return &r, fmt.Errorf("hash mismatch: line says %.12s, content hashes to %.12s", claimed, computed)
+	}
+	if r.V != Version {
+		return &r, fmt.Errorf("unsupported record version %d", r.V)
+	}
+	return &r, nil
+}

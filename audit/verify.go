@@ -1,0 +1,183 @@
+package audit
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// VerifyOptions says what to check beyond the hash chain.
+type VerifyOptions struct {
+	// PublicKey checks every checkpoint signature and the head; nil checks the chain only
+	// (a chain alone proves order and integrity, not that nobody rewrote all of it).
+	PublicKey ed25519.PublicKey
+	// Head is the head.json to check the log against ("" for none; required with PublicKey).
+	// It catches a truncated tail and a rewritten chain.
+	Head string
+}
+
+// VerifyReport describes what Verify saw and, on failure, the first bad place.
+type VerifyReport struct {
+	Files       []string
+	Records     uint64
+	FirstSeq    uint64
+	LastSeq     uint64
+	LastHash    string
+	Pruned      bool   // the log starts at an audit.rotate: earlier files were removed by retention
+	Checkpoints int    // audit.checkpoint records seen (signatures checked when a key is given)
+	TornTails   int    // audit.torn_tail records: crashes that Open recovered
+	HeadSeq     uint64 // the head's seq, when a head was checked
+	Signed      bool   // checkpoints and head were checked against a public key
+
+	BadFile string // first failure: file, 1-based line, seq (the expected seq when unreadable)
+	BadLine int
+	BadSeq  uint64
+	Reason  string
+}
+
+// VerifyDir verifies the log files of dir against dir/head.json. With pub nil only the chain
+// is checked (and the head's hash, if a head is there).
+func VerifyDir(dir string, pub ed25519.PublicKey) (*VerifyReport, error) {
+	files, err := ListFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	opt := VerifyOptions{PublicKey: pub}
+	head := filepath.Join(dir, headFile)
+	if _, err := os.Stat(head); err == nil {
+		opt.Head = head
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("stat audit head: %w", err)
+	}
+	return Verify(files, opt)
+}
+
+// Verify checks files (in chain order) offline: every line's hash, seq and prev links across
+// files, rotation markers, checkpoint signatures and the signed head. An intact log returns a
+// nil error. Otherwise the error wraps ErrTampered (or ErrTornTail, ErrNoHead) and the report
+// names the first bad record and why. It reads only the given files, so it works on a copy.
+func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
+	rep := &VerifyReport{Files: files, Signed: opt.PublicKey != nil}
+	var head *Head
+	if opt.Head != "" {
+		h, err := ReadHead(opt.Head)
+		if err != nil {
+			return rep, err
+		}
+		if opt.PublicKey != nil && !verifySig(opt.PublicKey, h.Seq, h.Hash, h.Sig) {
+			return rep, rep.fail(opt.Head, 0, h.Seq, "head signature does not verify", ErrTampered)
+		}
+		head, rep.HeadSeq = h, h.Seq
+	} else if opt.PublicKey != nil {
+		return rep, ErrNoHead
+	}
+	headSeen := false
+	for fi, path := range files {
+		f, err := openRead(path)
+		if err != nil {
+			return rep, err
+		}
+		lineNo := 0
+		var bad error
+		_, tail, err := scanLines(f, func(line []byte, _ int64) error {
+			lineNo++
+			next := rep.LastSeq + 1
+			r, perr := parseLine(line)
+			if perr != nil {
+				return rep.fail(path, lineNo, next, perr.Error(), ErrTampered)
+			}
+			fail := func(why string) error { return rep.fail(path, lineNo, r.Seq, why, ErrTampered) }
+			firstOfFile := lineNo == 1
+			switch {
+			case rep.Records == 0 && r.Seq == 1 && fi == 0:
+				if r.Prev != "" {
+					return fail("first record has a prev hash")
+				}
+			case rep.Records == 0:
+				// Retention removed the start: the log must begin at a rotation marker.
+				if r.Kind != KindRotate || !firstOfFile || r.Detail["prev_hash"] != r.Prev {
+					return fail("log does not start at seq 1 or at a rotation")
+				}
+				rep.Pruned, rep.FirstSeq = true, r.Seq
+			default:
+				if r.Seq != next {
+					return fail(fmt.Sprintf("seq %d follows %d", r.Seq, rep.LastSeq))
+				}
+				if r.Prev != rep.LastHash {
+					return fail("prev does not match the previous record's hash")
+				}
+			}
+			if rep.Records == 0 && !rep.Pruned {
+				rep.FirstSeq = r.Seq
+			}
+			if firstOfFile && fi > 0 && rep.Records > 0 {
+				if r.Kind != KindRotate || r.Detail["prev_file"] != filepath.Base(files[fi-1]) ||
+					r.Detail["prev_hash"] != rep.LastHash || r.Detail["prev_seq"] != strconv.FormatUint(rep.LastSeq, 10) {
+					return fail("file does not start with a rotation naming the previous file")
+				}
+			} else if r.Kind == KindRotate && !firstOfFile {
+				return fail("rotation record in the middle of a file")
+			}
+			switch r.Kind {
+			case KindCheckpoint:
+				rep.Checkpoints++
+				if r.Detail["signed_seq"] != strconv.FormatUint(rep.LastSeq, 10) || r.Detail["signed_hash"] != rep.LastHash {
+					return fail("checkpoint does not sign the record before it")
+				}
+				if opt.PublicKey != nil && !verifySig(opt.PublicKey, rep.LastSeq, rep.LastHash, r.Detail["sig"]) {
+					return fail("checkpoint signature does not verify")
+				}
+			case KindTornTail:
+				rep.TornTails++
+			default:
+				if !r.Kind.Known() {
+					return fail(fmt.Sprintf("unknown kind %q", r.Kind))
+				}
+			}
+			if head != nil && r.Seq == head.Seq {
+				if r.Hash != head.Hash {
+					return fail("record differs from the signed head")
+				}
+				headSeen = true
+			}
+			rep.Records++
+			rep.LastSeq, rep.LastHash = r.Seq, r.Hash
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			if errors.Is(err, ErrTampered) {
+				bad = err
+			} else {
+				return rep, err
+			}
+		}
+		if bad != nil {
+			return rep, bad
+		}
+		if len(tail) > 0 {
+			return rep, rep.fail(path, lineNo+1, rep.LastSeq+1,
+				fmt.Sprintf("incomplete last line (%d bytes)", len(tail)), ErrTornTail)
+		}
+		if lineNo == 0 && fi != len(files)-1 {
+			return rep, rep.fail(path, 0, rep.LastSeq+1, "empty file in the middle of the log", ErrTampered)
+		}
+	}
+	if head != nil && !headSeen {
+		if head.Seq > rep.LastSeq {
+			return rep, rep.fail(opt.Head, 0, rep.LastSeq+1,
+				fmt.Sprintf("log ends at seq %d but the signed head is seq %d: truncated", rep.LastSeq, head.Seq), ErrTampered)
+		}
+		return rep, rep.fail(opt.Head, 0, head.Seq, "signed head precedes the retained log", ErrTampered)
+	}
+	return rep, nil
+}
+
+func (rep *VerifyReport) fail(file string, line int, seq uint64, why string, kind error) error {
+	rep.BadFile, rep.BadLine, rep.BadSeq, rep.Reason = file, line, seq, why
+	return fmt.Errorf("%s line %d (seq %d): %s: %w", filepath.Base(file), line, seq, why, kind)
+}
