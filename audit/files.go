@@ -27,7 +27,9 @@ const (
 	probeFile  = ".probe"
 )
 
-func fileName(firstSeq uint64) string { return fmt.Sprintf("%s%020d%s", filePrefix, firstSeq, fileSuffix) }
+func fileName(firstSeq uint64) string {
+	return fmt.Sprintf("%s%020d%s", filePrefix, firstSeq, fileSuffix)
+}
 
 func isLogFile(name string) bool {
 	return strings.HasPrefix(name, filePrefix) && strings.HasSuffix(name, fileSuffix) && !strings.Contains(name, tornInfix)
