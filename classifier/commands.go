@@ -1,0 +1,520 @@
+package classifier
+
+import (
+	"strings"
+)
+
+// checkFunc decides whether a known command with these arguments (argv[1:],
+// all static) is read-only, returning "" when it is, or the reason it is not.
+type checkFunc func(args []string, w *walker) string
+
+// cmdSpec is one entry of the read-only table.
+type cmdSpec struct {
+	// strict commands have options that write or execute, so every argument
+	// must be static and glob-free: `sort $x` or `find *` could expand to
+	// -o or -delete at run time.
+	strict  bool
+	neutral bool // prints or sets shell state only (echo, true, cd)
+	check   checkFunc
+}
+
+// readOnly is the table of commands known to be read-only, with the flag
+// validation that keeps them so. Anything not here is not read-only.
+var readOnly map[string]cmdSpec
+
+func init() {
+	plain := cmdSpec{}
+	neutral := cmdSpec{neutral: true}
+	readOnly = map[string]cmdSpec{
+		// Readers with no option that writes, runs a program or follows forever.
+		"ls": plain, "cat": plain, "head": plain, "wc": plain, "stat": plain, "pwd": neutral,
+		"which": plain, "du": plain, "diff": plain, "tac": plain, "nl": plain, "cut": plain,
+		"tr": plain, "basename": plain, "dirname": plain, "realpath": plain, "readlink": plain,
+		"grep": plain, "egrep": plain, "fgrep": plain, "id": plain, "whoami": plain,
+		"uname": plain, "printenv": plain, "seq": plain, "md5sum": plain, "sha1sum": plain,
+		"sha224sum": plain, "sha256sum": plain, "sha384sum": plain, "sha512sum": plain,
+		"b2sum": plain, "cksum": plain, "cmp": plain, "comm": plain, "paste": plain,
+		"fold": plain, "expand": plain, "unexpand": plain, "od": plain, "hexdump": plain,
+		"strings": plain, "type": plain, "column": plain, "rev": plain, "df": plain,
+		"free": plain, "uptime": plain, "nproc": plain, "arch": plain, "locale": plain,
+		"tty": plain, "groups": plain, "ps": plain, "jq": plain, "join": plain,
+		// Neutral: output or shell state only; printf -v and read set variables,
+		// which the line-level arithmetic check accounts for.
+		"echo": neutral, "printf": {neutral: true, check: checkPrintf}, "true": neutral,
+		"false": neutral, ":": neutral, "test": neutral, "[": neutral, "sleep": neutral,
+		"cd": neutral, "pushd": neutral, "popd": neutral, "dirs": neutral,
+		"read": {neutral: true, check: setsVars}, "mapfile": {neutral: true, check: setsVars},
+		"readarray": {neutral: true, check: setsVars}, "getopts": {neutral: true, check: setsVars},
+		// Commands with options that write or execute.
+		"tail":     {strict: true, check: checkTail},
+		"file":     {strict: true, check: checkFile},
+		"rg":       {strict: true, check: checkRg},
+		"find":     {strict: true, check: checkFind},
+		"sort":     {strict: true, check: checkSort},
+		"sed":      {strict: true, check: checkSed},
+		"git":      {strict: true, check: checkGit},
+		"date":     {strict: true, check: checkDate},
+		"uniq":     {strict: true, check: checkUniq},
+		"tree":     {strict: true, check: checkTree},
+		"hostname": {strict: true, check: checkHostname},
+	}
+}
+
+// neverReadOnly names commands that run other code or escalate privilege,
+// with the reason reported for them.
+var neverReadOnly = map[string]string{
+	"xargs": "executes_code", "eval": "executes_code", "exec": "executes_code",
+	"source": "executes_code", ".": "executes_code", "watch": "executes_code",
+	"setsid": "executes_code", "ionice": "executes_code", "flock": "executes_code",
+	"trap": "executes_code", "alias": "executes_code", "enable": "executes_code",
+	"sh": "shell", "bash": "shell", "zsh": "shell", "dash": "shell", "ksh": "shell",
+	"fish": "shell", "csh": "shell", "tcsh": "shell", "busybox": "shell",
+	"python": "interpreter", "python2": "interpreter", "python3": "interpreter",
+	"node": "interpreter", "nodejs": "interpreter", "deno": "interpreter", "bun": "interpreter",
+	"perl": "interpreter", "ruby": "interpreter", "php": "interpreter", "lua": "interpreter",
+	"awk": "interpreter", "gawk": "interpreter", "mawk": "interpreter", "nawk": "interpreter",
+	"tclsh": "interpreter", "Rscript": "interpreter", "osascript": "interpreter",
+	"sudo": "privilege", "su": "privilege", "doas": "privilege", "pkexec": "privilege",
+	"runuser": "privilege",
+}
+
+// safeEnv are the variables an env prefix may set and stay read-only (and be
+// stripped for allow-rule matching): they change formatting, not which code
+// runs. PATH, LD_*, GIT_*, PAGER, EDITOR and the like are deliberately absent.
+var safeEnv = map[string]bool{
+	"LC_ALL": true, "LANG": true, "LANGUAGE": true, "LC_CTYPE": true, "LC_COLLATE": true,
+	"LC_MESSAGES": true, "LC_NUMERIC": true, "LC_TIME": true, "TZ": true, "NO_COLOR": true,
+	"FORCE_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true, "TERM": true, "COLUMNS": true,
+	"LINES": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true,
+}
+
+// safeBareAssign reports whether a bare assignment (x=1 with no command) may
+// appear in a read-only line. Shell-special and exported variables are upper
+// case by convention (PATH, IFS, BASH_ENV, PS4); a lower-case name only
+// affects later words of this line.
+func safeBareAssign(name string) bool {
+	if safeEnv[name] {
+		return true
+	}
+	return name != "" && strings.ToLower(name) == name
+}
+
+// classifySub fills the Subcommand for sb.
+func (w *walker) classifySub(sb *sub) Subcommand {
+	out := Subcommand{Text: sb.text, Redirects: sb.redirs}
+	out.Argv = staticArgv(sb)
+	out.Prefix = allowPrefix(sb)
+	out.DenyPrefix = denyPrefix(sb)
+	out.ExactOnly = exactOnly(out.DenyPrefix)
+	out.Reason = w.readOnlyReason(sb)
+	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
+	return out
+}
+
+func staticArgv(sb *sub) []string {
+	if len(sb.args) == 0 {
+		if len(sb.assigns) == 0 {
+			return nil
+		}
+		out := make([]string, 0, len(sb.assigns))
+		for _, a := range sb.assigns {
+			if !a.static {
+				return nil
+			}
+			out = append(out, a.word.val)
+		}
+		return out
+	}
+	out := make([]string, 0, len(sb.args))
+	for _, a := range sb.args {
+		if !a.static {
+			return nil
+		}
+		out = append(out, a.val)
+	}
+	return out
+}
+
+// readOnlyReason returns "read_only" or "neutral" for a read-only command, or
+// the reason it is not.
+func (w *walker) readOnlyReason(sb *sub) string {
+	for _, r := range sb.redirs {
+		if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") {
+			return "network_redirect"
+		}
+		if r.Write {
+			return "write_redirect"
+		}
+	}
+	switch {
+	case sb.noCmd:
+		return "neutral"
+	case sb.isDecl:
+		return "declaration"
+	case sb.isLet:
+		return "neutral"
+	}
+	if len(sb.args) == 0 {
+		for _, a := range sb.assigns {
+			if !safeBareAssign(a.name) {
+				return "unsafe_assignment"
+			}
+		}
+		return "neutral"
+	}
+	for _, a := range sb.assigns {
+		if !safeEnv[a.name] || a.word.glob {
+			return "unsafe_env_assignment"
+		}
+	}
+	return w.argvReason(sb.args, 0)
+}
+
+// argvReason classifies one command's words, unwrapping wrappers.
+func (w *walker) argvReason(args []word, depth int) string {
+	if depth > maxWrapDepth {
+		return "too_deep"
+	}
+	name := args[0]
+	if !name.static || name.glob || name.tilde {
+		return "dynamic_command"
+	}
+	n := name.val
+	if strings.Contains(n, "/") {
+		// /bin/ls is ls; ./ls or /tmp/ls could be anything.
+		base, ok := strings.CutPrefix(n, "/usr/bin/")
+		if !ok {
+			base, ok = strings.CutPrefix(n, "/bin/")
+		}
+		if !ok || strings.Contains(base, "/") {
+			return "path_command"
+		}
+		n = base
+	}
+	if w.funcs[n] {
+		return "shadowed_command"
+	}
+	if r, ok := neverReadOnly[n]; ok {
+		return r
+	}
+	if isWrapper(n) {
+		return w.wrapperReason(n, args, depth)
+	}
+	spec, ok := readOnly[n]
+	if !ok {
+		return "unknown_command"
+	}
+	vals := make([]string, 0, len(args)-1)
+	for _, a := range args[1:] {
+		if spec.strict {
+			if !a.static {
+				return "dynamic_argument"
+			}
+			if a.glob {
+				return "glob_argument"
+			}
+		}
+		vals = append(vals, a.val)
+	}
+	if spec.check != nil {
+		if r := spec.check(vals, w); r != "" {
+			return r
+		}
+	}
+	if spec.neutral {
+		return "neutral"
+	}
+	return "read_only"
+}
+
+func isWrapper(n string) bool {
+	switch n {
+	case "env", "nice", "timeout", "time", "nohup", "command", "builtin", "stdbuf", "noglob":
+		return true
+	}
+	return false
+}
+
+// wrapperReason classifies a wrapper by its own options and its inner command.
+func (w *walker) wrapperReason(n string, args []word, depth int) string {
+	// Every word up to the inner command must be static: `nice $x ls` runs
+	// whatever $x names.
+	vals := make([]string, len(args))
+	for i, a := range args {
+		vals[i] = a.val
+	}
+	inner, reason := unwrapOne(vals, false)
+	if reason != "" {
+		return reason
+	}
+	for _, a := range args[:inner] {
+		if !a.static || a.glob {
+			return "dynamic_argument"
+		}
+	}
+	if n == "env" {
+		for _, v := range vals[1:inner] {
+			if name, _, ok := strings.Cut(v, "="); ok && !strings.HasPrefix(v, "-") && !safeEnv[name] {
+				return "unsafe_env_assignment"
+			}
+		}
+	}
+	if inner >= len(args) {
+		// env, nice, command -v x, time alone only print.
+		return "neutral"
+	}
+	return w.argvReason(args[inner:], depth+1)
+}
+
+// unwrapOne returns the index of the inner command of the wrapper argv[0],
+// or a reason why the wrapper is not read-only. lenient (deny-rule matching)
+// also unwraps env with assignments and xargs with options.
+func unwrapOne(argv []string, lenient bool) (int, string) {
+	name := argv[0]
+	if i := strings.LastIndexByte(name, '/'); i >= 0 && (strings.HasPrefix(name, "/usr/bin/") || strings.HasPrefix(name, "/bin/")) {
+		name = name[i+1:]
+	}
+	args := argv[1:]
+	skip := func(sp optSpec) (int, []opt) {
+		opts, operands := parseOpts(args, sp)
+		return len(argv) - len(operands), opts
+	}
+	switch name {
+	case "nohup", "builtin", "noglob":
+		if len(args) > 0 && args[0] == "--" {
+			return 2, ""
+		}
+		return 1, ""
+	case "nice":
+		// -5 is an adjustment, which parseOpts would read as flags -5.
+		i, opts := skip(optSpec{shortArg: "n", longArg: []string{"adjustment"}})
+		for _, o := range opts {
+			if !(o.name == "n" || (o.long && longIs(o.name, "adjustment")) || (o.name >= "0" && o.name <= "9")) {
+				return 0, "unsafe_wrapper_option"
+			}
+		}
+		return i, ""
+	case "timeout":
+		i, opts := skip(optSpec{shortArg: "sk", longArg: []string{"signal", "kill-after"}})
+		for _, o := range opts {
+			ok := o.name == "s" || o.name == "k" || o.name == "v"
+			for _, l := range []string{"signal", "kill-after", "preserve-status", "foreground", "verbose"} {
+				ok = ok || (o.long && longIs(o.name, l))
+			}
+			if !ok {
+				return 0, "unsafe_wrapper_option"
+			}
+		}
+		if i < len(argv) {
+			i++ // the duration
+		}
+		return i, ""
+	case "time":
+		i, opts := skip(optSpec{shortArg: "foa", longArg: []string{"format", "output"}})
+		for _, o := range opts {
+			if o.name == "o" || o.name == "a" || (o.long && (longIs(o.name, "output") || longIs(o.name, "append"))) {
+				return 0, "write_option"
+			}
+		}
+		return i, ""
+	case "stdbuf":
+		i, opts := skip(optSpec{shortArg: "ioe", longArg: []string{"input", "output", "error"}})
+		for _, o := range opts {
+			if !strings.Contains("ioe", o.name) && !(o.long && (longIs(o.name, "input") || longIs(o.name, "output") || longIs(o.name, "error"))) {
+				return 0, "unsafe_wrapper_option"
+			}
+		}
+		return i, ""
+	case "command":
+		i, opts := skip(optSpec{})
+		for _, o := range opts {
+			switch o.name {
+			case "p":
+			case "v", "V":
+				if lenient {
+					return 0, "not_a_wrapper"
+				}
+				return len(argv), "" // lookup only, runs nothing
+			default:
+				return 0, "unsafe_wrapper_option"
+			}
+		}
+		return i, ""
+	case "env":
+		i := 1
+		for i < len(argv) {
+			a := argv[i]
+			switch {
+			case a == "--":
+				i++
+				goto assigns
+			case a == "-i" || a == "-0" || a == "-v" || a == "--null" || a == "--ignore-environment" || a == "--debug" || a == "-":
+				i++
+			case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+				i += 2
+			case strings.HasPrefix(a, "--unset=") || strings.HasPrefix(a, "--chdir=") ||
+				(strings.HasPrefix(a, "-u") || strings.HasPrefix(a, "-C")) && !strings.HasPrefix(a, "--"):
+				i++
+			case a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string") || strings.HasPrefix(a, "--s"):
+				if lenient {
+					return 0, "not_a_wrapper"
+				}
+				return 0, "env_split_string"
+			case strings.HasPrefix(a, "-"):
+				return 0, "unsafe_wrapper_option"
+			default:
+				goto assigns
+			}
+		}
+	assigns:
+		for i < len(argv) && isAssignWord(argv[i]) {
+			i++
+		}
+		if i > len(argv) {
+			i = len(argv)
+		}
+		return i, ""
+	case "xargs":
+		if !lenient {
+			return 0, "executes_code"
+		}
+		i, _ := skip(optSpec{shortArg: "IaLnPsdE", shortOpt: "iel", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-lines", "max-chars", "replace", "eof", "process-slot-var"}})
+		return i, ""
+	case "sudo":
+		if !lenient {
+			return 0, "privilege"
+		}
+		i, _ := skip(optSpec{shortArg: "ugCDhprtTUR", longArg: []string{"user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "other-user", "chroot", "command-timeout"}})
+		return i, ""
+	}
+	return 0, "not_a_wrapper"
+}
+
+// isAssignWord reports whether a is NAME=value as env(1) reads it.
+func isAssignWord(a string) bool {
+	name, _, ok := strings.Cut(a, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func setsVars(_ []string, w *walker) string {
+	w.setsVars = true
+	return ""
+}
+
+func checkPrintf(args []string, w *walker) string {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
+		w.setsVars = true
+	}
+	return ""
+}
+
+// checkTail refuses following: tail -f never ends, and a command approved
+// as read-only should finish on its own rather than hold a slot until the
+// tool timeout.
+func checkTail(args []string, _ *walker) string {
+	if hasFlag(args, "fF", "follow", "retry", "pid") {
+		return "tail_follow"
+	}
+	return ""
+}
+
+// checkFile refuses -m/-f (COMPAT: they prompt) and -C, which compiles a
+// magic file and writes it.
+func checkFile(args []string, _ *walker) string {
+	if hasFlag(args, "mfC", "magic-file", "files-from", "compile") {
+		return "unsafe_flag"
+	}
+	return ""
+}
+
+// checkRg refuses options that run other programs: --pre and --pre-glob run
+// a preprocessor, -z runs decompressors found on PATH, --hostname-bin runs a
+// program for hyperlinks.
+func checkRg(args []string, _ *walker) string {
+	if hasFlag(args, "z", "pre", "pre-glob", "search-zip", "hostname-bin") {
+		return "rg_exec"
+	}
+	return ""
+}
+
+// checkFind refuses actions that run programs, delete or write files.
+func checkFind(args []string, _ *walker) string {
+	for _, a := range args {
+		switch {
+		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
+			return "find_exec"
+		case a == "-delete":
+			return "find_delete"
+		case strings.HasPrefix(a, "-fprint") || a == "-fls":
+			return "find_write"
+		}
+	}
+	return ""
+}
+
+// checkSort refuses -o (writes a file) and --compress-program (runs one).
+func checkSort(args []string, _ *walker) string {
+	if hasFlag(args, "o", "output") {
+		return "sort_output"
+	}
+	if hasFlag(args, "", "compress-program") {
+		return "executes_code"
+	}
+	return ""
+}
+
+// checkDate refuses setting the clock: -s/--set, or an operand that is not a
+// +FORMAT (GNU date sets the time from MMDDhhmm[[CC]YY][.ss]).
+func checkDate(args []string, _ *walker) string {
+	opts, operands := parseOpts(args, optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true})
+	for _, o := range opts {
+		if o.name == "s" || (o.long && longIs(o.name, "set")) {
+			return "date_set"
+		}
+	}
+	for _, op := range operands {
+		if !strings.HasPrefix(op, "+") {
+			return "date_set"
+		}
+	}
+	return ""
+}
+
+// checkUniq refuses a second operand, which uniq writes its output to.
+func checkUniq(args []string, _ *walker) string {
+	_, operands := parseOpts(args, optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true})
+	if len(operands) > 1 {
+		return "write_operand"
+	}
+	return ""
+}
+
+// checkTree refuses -o (output file) and -R (writes 00Tree.html files).
+func checkTree(args []string, _ *walker) string {
+	if hasFlag(args, "oR", "output") {
+		return "write_option"
+	}
+	return ""
+}
+
+// checkHostname allows only the display options: an operand, -F or -b set
+// the host name.
+func checkHostname(args []string, _ *walker) string {
+	for _, a := range args {
+		switch a {
+		case "-s", "-f", "-d", "-i", "-I", "-a", "-A", "--short", "--fqdn", "--long", "--domain",
+			"--ip-address", "--all-ip-addresses", "--all-fqdns", "--alias":
+		default:
+			return "unsafe_flag"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,96 @@
+package classifier
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxRulePatternLen bounds a Bash rule pattern.
+const MaxRulePatternLen = 4096
+
+// MatchRule reports whether a Bash rule's content (the text inside
+// Bash(...)) matches one simple command given as words: pass
+// Subcommand.Prefix for allow rules (a nil Prefix matches nothing) and
+// Subcommand.DenyPrefix for deny and ask rules. A compound command is
+// allowed only if every subcommand matches; it is denied if any does.
+//
+// Semantics (COMPAT §1): the words are joined with single spaces (quotes
+// already removed, so Bash(echo a b) matches `echo "a b"`); runs of blanks in
+// the pattern count as one space. An empty pattern or "*" matches every
+// command. `*` matches any text, spaces included, anywhere in the pattern.
+// A trailing " *" also matches nothing at all, so `ls *` matches `ls` and
+// `ls -la` but not `lsof`, while `ls*` matches all three. A legacy `:*` at
+// the very end means " *" (`npm run test:*` = `npm run test *`); a colon
+// anywhere else is literal. A pattern without `*` must equal the text.
+func MatchRule(pattern string, words []string) bool {
+	if words == nil {
+		return false
+	}
+	p := normalizePattern(pattern)
+	if p == "" || p == "*" {
+		return true
+	}
+	text := strings.Join(words, " ")
+	if !strings.Contains(p, "*") {
+		return p == text
+	}
+	if base, ok := strings.CutSuffix(p, " *"); ok && globMatch(base, text) {
+		return true
+	}
+	return globMatch(p, text)
+}
+
+// normalizePattern trims, collapses blanks and rewrites a trailing :*.
+func normalizePattern(pattern string) string {
+	p := strings.Join(strings.Fields(pattern), " ")
+	if base, ok := strings.CutSuffix(p, ":*"); ok {
+		p = base + " *"
+	}
+	return p
+}
+
+// globMatch matches text against p where only * is special. It is the
+// classic two-pointer wildcard match: linear in practice and never worse
+// than len(p)*len(text), so a hostile pattern cannot make it backtrack
+// exponentially.
+func globMatch(p, text string) bool {
+	pi, ti := 0, 0
+	star, mark := -1, 0
+	for ti < len(text) {
+		switch {
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ti
+			pi++
+		case pi < len(p) && p[pi] == text[ti]:
+			pi++
+			ti++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			ti = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// ValidateRulePattern checks a Bash rule's content before it is stored:
+// valid UTF-8, no control characters (a newline would let one rule span
+// commands), and a bounded length. Every other string is a valid pattern.
+func ValidateRulePattern(pattern string) error {
+	if len(pattern) > MaxRulePatternLen {
+		return fmt.Errorf("rule pattern of %d bytes: %w", len(pattern), ErrPatternTooLong)
+	}
+	if !utf8.ValidString(pattern) {
+		return fmt.Errorf("rule pattern: %w", ErrPatternInvalidUTF8)
+	}
+	if r := badChar(strings.ReplaceAll(pattern, "\t", " ")); r != "" || strings.Contains(pattern, "\n") {
+		return fmt.Errorf("rule pattern: %w", ErrPatternControlChar)
+	}
+	return nil
+}

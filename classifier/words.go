@@ -1,0 +1,141 @@
+package classifier
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// word is one shell word as static analysis sees it. Only val of a static
+// word can be trusted to be what the program receives as its argument.
+type word struct {
+	val    string // the unquoted value; meaningful only when static
+	src    string // the source text, always set
+	static bool   // every part is a literal or a quoted literal
+	// glob is true when an unquoted part can expand to other words at run
+	// time (pathname globs, brace expansion): `find . {-delete,}` becomes
+	// `find . -delete`, and `rg x *` may pick up a file named `--pre=sh`.
+	glob bool
+	// param is true when the word holds a parameter expansion, needed for
+	// COMPAT's "globs under a variable" critical-path rm.
+	param bool
+	// tilde is true when the word starts with an unquoted ~ (home expansion).
+	tilde bool
+}
+
+// srcText returns the source text of a node, bounded so that a position
+// beyond the text (which the parser should never produce) cannot panic.
+func srcText(src string, n syntax.Node) string {
+	start, end := int(n.Pos().Offset()), int(n.End().Offset())
+	if start < 0 || start > len(src) {
+		return ""
+	}
+	if end > len(src) {
+		end = len(src)
+	}
+	if end < start {
+		return ""
+	}
+	return src[start:end]
+}
+
+// evalWord computes the static view of w without expanding anything.
+func evalWord(src string, w *syntax.Word) word {
+	out := word{src: srcText(src, w), static: true}
+	var b strings.Builder
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			unquoteLit(&b, p.Value, &out, i == 0)
+		case *syntax.SglQuoted:
+			if p.Dollar && strings.ContainsRune(p.Value, '\\') {
+				// $'..' escapes (\x, \u, \c) are decoded by bash; rather than
+				// reimplement them, such a word is not static.
+				out.static = false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				switch d := dp.(type) {
+				case *syntax.Lit:
+					unquoteDbl(&b, d.Value)
+				case *syntax.ParamExp:
+					out.static = false
+					out.param = true
+				default:
+					out.static = false
+				}
+			}
+		case *syntax.ParamExp:
+			out.static = false
+			out.param = true
+		default:
+			// Command and process substitution, arithmetic, extended globs and
+			// brace expansion all produce text known only at run time.
+			out.static = false
+			if _, ok := p.(*syntax.ExtGlob); ok {
+				out.glob = true
+			}
+			if _, ok := p.(*syntax.BraceExp); ok {
+				out.glob = true
+			}
+		}
+	}
+	out.val = b.String()
+	return out
+}
+
+// unquoteLit appends an unquoted literal, removing backslash escapes and
+// noting glob, brace and tilde characters that bash would expand.
+func unquoteLit(b *strings.Builder, s string, w *word, first bool) {
+	if first && strings.HasPrefix(s, "~") {
+		w.tilde = true
+	}
+	braceOpen := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				if s[i] != '\n' {
+					b.WriteByte(s[i])
+				}
+			}
+			continue
+		case '*', '?', '[':
+			w.glob = true
+		case '{':
+			braceOpen = true
+		case ',':
+			if braceOpen {
+				w.glob = true
+			}
+		case '.':
+			if braceOpen && i+1 < len(s) && s[i+1] == '.' {
+				w.glob = true
+			}
+		}
+		b.WriteByte(c)
+	}
+}
+
+// unquoteDbl appends a literal from inside double quotes, where a backslash
+// only escapes $ ` " \ and newline.
+func unquoteDbl(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+}
