@@ -37,7 +37,7 @@ func crashChild(dir string) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				id := "g" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
+				id := strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
 				r := &Record{Kind: KindCallStart, Tool: "Bash", ToolUseID: id,
 					Input: []byte(`{"command":"echo ` + id + `"}`)}
 				if err := l.Append(context.Background(), r); err != nil {

@@ -64,7 +64,9 @@ func TestVerifyCatchesEverySingleByteChange(t *testing.T) {
 	}
 }
 
-func lines(b []byte) [][]byte { return bytes.SplitAfter(b, []byte("\n"))[:bytes.Count(b, []byte("\n"))] }
+func lines(b []byte) [][]byte {
+	return bytes.SplitAfter(b, []byte("\n"))[:bytes.Count(b, []byte("\n"))]
+}
 
 func TestVerifyCatchesDeletedAndReorderedLines(t *testing.T) {
 	t.Parallel()
