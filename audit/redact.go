@@ -11,64 +11,88 @@ import (
 
 // secretPattern replaces the secret part of a match. keep is the number of leading submatch
 // groups kept verbatim (the "NAME=" or "Authorization: Bearer " part) so a reader still sees
-// what was there without seeing the value.
+// what was there without seeing the value. hints are lowercase substrings one of which every
+// match contains: most strings contain none, and skipping the regexp for them is what keeps
+// redaction off the audit path's profile.
 type secretPattern struct {
-	name string
-	re   *regexp.Regexp
-	keep int
+	name  string
+	re    *regexp.Regexp
+	keep  int
+	hints []string
 }
 
 // Order matters: specific token shapes first so their label wins over the generic assignment.
 var secretPatterns = []secretPattern{
-	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), 0},
-	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), 0},
-	{"aws_secret_key", regexp.MustCompile(`(?i)(aws.{0,20}?secret.{0,20}?["']?\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}`), 1},
-	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`), 0},
-	{"github_token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), 0},
-	{"slack_token", regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`), 0},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0},
-	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+)[A-Za-z0-9._~+/=-]+`), 1},
-	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*`), 1},
-	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(@)`), 1},
+	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), 0, []string{"private key-----"}},
+	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), 0,
+		[]string{"akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"}},
+	{"aws_secret_key", regexp.MustCompile(`(?i)(aws.{0,20}?secret.{0,20}?["']?\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}`), 1, []string{"aws"}},
+	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
+	{"github_token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), 0, []string{"github_pat_"}},
+	{"slack_token", regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}},
+	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+)[A-Za-z0-9._~+/=-]+`), 1, []string{"authorization"}},
+	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*`), 1, []string{"bearer"}},
+	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/]+(@)`), 1, []string{"://"}},
 	// NAME=value and NAME: value where NAME ends in a secret-ish word; covers env assignments,
 	// .env files, YAML and JSON-in-a-string. Over-redaction is the safe error here.
-	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1},
+	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1,
+		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
 }
 
 // secretKey matches object keys whose string value is a secret whatever it looks like.
-var secretKey = regexp.MustCompile(`(?i)^(?:password|passwd|secret|token|api[_-]?key|apikey|authorization|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|client[_-]?secret|[a-z0-9_.-]*_(?:token|secret|key|password))$`)
+var secretKey = regexp.MustCompile(`(?i)^(?:password|passwd|secret|token|api[_-]?key|apikey|authorization|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|client[_-]?secret|[a-z0-9_.-]*[_-](?:token|secret|key|password|passwd))$`)
 
 // Redacted is the replacement prefix; the pattern name follows, e.g. "[REDACTED:github_token]".
 const Redacted = "[REDACTED"
 
 // RedactString replaces secrets in s by pattern.
 func RedactString(s string) string {
+	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
-		if !p.re.MatchString(s) {
+		if !containsAny(lower, p.hints) {
+			continue
+		}
+		idx := p.re.FindAllStringSubmatchIndex(s, -1)
+		if idx == nil {
 			continue
 		}
 		repl := Redacted + ":" + p.name + "]"
-		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
-			if p.keep == 0 {
-				return repl
-			}
-			sub := p.re.FindStringSubmatch(m)
-			var b strings.Builder
-			for i := 1; i <= p.keep && i < len(sub); i++ {
-				b.WriteString(sub[i])
+		var b strings.Builder
+		last := 0
+		for _, m := range idx {
+			keepEnd := m[0]
+			if p.keep > 0 {
+				keepEnd = m[2*p.keep+1]
 			}
 			// Already redacted by a more specific pattern: keep its label.
-			if strings.HasPrefix(strings.TrimLeft(m[b.Len():], `"'`), Redacted) {
-				return m
+			if strings.HasPrefix(strings.TrimLeft(s[keepEnd:m[1]], `"'`), Redacted) {
+				continue
 			}
+			b.WriteString(s[last:keepEnd])
 			b.WriteString(repl)
-			if p.name == "url_password" && len(sub) > 2 {
-				b.WriteString(sub[2])
+			last = m[1]
+			if p.name == "url_password" && m[5] > m[4] { // keep the "@" that ends userinfo
+				last = m[4]
 			}
-			return b.String()
-		})
+		}
+		if last == 0 {
+			continue
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+		lower = strings.ToLower(s)
 	}
 	return s
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Redact returns input with secrets replaced (in every string value, and whole values under

@@ -1,0 +1,121 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+	cases := []struct {
+		name, in, secret, label string
+	}{
+		{"aws access key", "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"},
+		{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key"},
+		{"github classic", "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
+		{"github oauth", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
+		{"github fine-grained", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_token"},
+		{"slack", "SLACK=xoxb-123456789012-abcdefghijkl", "xoxb-123456789012-abcdefghijkl", "slack_token"},
+		{"jwt", "token " + jwt, jwt, "jwt"},
+		{"pem", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA", "private_key"},
+		{"pem truncated", "cat <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "b3BlbnNzaC1rZXktdjEAAAA", "private_key"},
+		{"env token", "NPM_TOKEN=s3cr3tvalue npm publish", "s3cr3tvalue", "assignment"},
+		{"env secret quoted", `export CLIENT_SECRET="hunter2 hunter2"`, "hunter2", "assignment"},
+		{"env key", "OPENAI_API_KEY=sk-proj-abc123def", "sk-proj-abc123def", "assignment"},
+		{"password", "mysql --user=x PASSWORD=pa55word", "pa55word", "assignment"},
+		{"bearer header", `curl -H "Authorization: Bearer abc.def-ghi_jkl"`, "abc.def-ghi_jkl", "authorization"},
+		{"bare bearer", "bearer 0123456789abcdef", "0123456789abcdef", "bearer"},
+		{"url password", "psql postgres://admin:letmein@db:5432/x", "letmein", "url_password"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in, _ := json.Marshal(map[string]string{"command": tc.in})
+			out, digest := Redact(in)
+			if strings.Contains(string(out), tc.secret) {
+				t.Fatalf("secret survived: %s", out)
+			}
+			if !strings.Contains(string(out), Redacted+":"+tc.label+"]") {
+				t.Fatalf("want label %s in %s", tc.label, out)
+			}
+			if !json.Valid(out) || !strings.HasPrefix(digest, "sha256:") || len(digest) != 71 {
+				t.Fatalf("bad output %s / digest %s", out, digest)
+			}
+		})
+	}
+}
+
+func TestRedactKeysDigestAndPassThrough(t *testing.T) {
+	t.Parallel()
+	out, d1 := Redact(json.RawMessage(`{"b":1.50,"password":"x","a":["ls -la","git status && echo <ok>"],"headers":{"X-Api-Key":"zzz"}}`))
+	want := `{"a":["ls -la","git status && echo <ok>"],"b":1.50,"headers":{"X-Api-Key":"[REDACTED:by_key]"},"password":"[REDACTED:by_key]"}`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	_, d2 := Redact(json.RawMessage(`{ "headers":{"X-Api-Key":"zzz"}, "a":["ls -la","git status && echo <ok>"], "password":"x", "b":1.50 }`))
+	_, d3 := Redact(json.RawMessage(`{"b":1.50,"password":"y","a":["ls -la","git status && echo <ok>"],"headers":{"X-Api-Key":"zzz"}}`))
+	if d1 != d2 {
+		t.Error("digest depends on key order or whitespace")
+	}
+	if d1 == d3 {
+		t.Error("digest does not depend on the redacted secret")
+	}
+	if out, d := Redact(json.RawMessage(`{"a":`)); string(out) != `"[REDACTED:invalid_json]"` || d == "" {
+		t.Errorf("invalid json: %s %s", out, d)
+	}
+}
+
+func TestDetailIsRedactedToo(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{})
+	defer l.Close()
+	r := &Record{Kind: KindApprovalRequest, Detail: map[string]string{"command": "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 make"}}
+	if err := l.Append(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(l.w.f.Name())
+	if strings.Contains(string(b), "ghp_abc") || !strings.Contains(string(b), "GITHUB_TOKEN=[REDACTED:github_token]") {
+		t.Fatalf("detail not redacted: %s", b)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	var syn json.SyntaxError
+	cases := []struct {
+		err  error
+		want errcode.Code
+	}{
+		{nil, errcode.OK},
+		{errcode.New(errcode.OOM, errors.New("memory.max hit")), errcode.OOM},
+		{fmt.Errorf("wrap: %w", errcode.New(errcode.PidsLimit, nil)), errcode.PidsLimit},
+		{fmt.Errorf("open /x: %w", syscall.ENOENT), errcode.ErrnoENOENT},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, errcode.ErrnoEACCES},
+		{syscall.ENOSPC, errcode.ErrnoENOSPC},
+		{context.DeadlineExceeded, errcode.Timeout},
+		{os.ErrDeadlineExceeded, errcode.Timeout},
+		{context.Canceled, errcode.Cancelled},
+		{fmt.Errorf("decode: %w", &syn), errcode.BadRequest},
+		{&exec.ExitError{}, errcode.ToolFailed},
+		{exec.ErrNotFound, errcode.ErrnoENOENT},
+		{fs.ErrInvalid, errcode.Validation},
+		{ErrClosed, errcode.AuditUnavailable},
+		{errors.New("something with /etc/shadow in it"), errcode.Internal},
+	}
+	for _, tc := range cases {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
