@@ -1,0 +1,235 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Socketpair returns the daemon's end and the worker's end of a new stream socketpair. The
+// worker's end goes to the child as fd 3 (Spec.ExtraFiles[0]); close it in the daemon after
+// the start.
+func Socketpair() (daemon, child *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "worker-daemon"), os.NewFile(uintptr(fds[1]), "worker-child"), nil
+}
+
+// Client is the daemon's side of one worker. It is safe for concurrent use; requests are
+// multiplexed over one socket.
+type Client struct {
+	conn net.Conn
+
+	wmu sync.Mutex
+	w   *bufio.Writer
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan reply
+	err     error // set once the connection is gone
+
+	done chan struct{}
+}
+
+type reply struct {
+	resp    *Response
+	payload []byte
+	err     error
+}
+
+// NewClient takes over f (the daemon's end from Socketpair) and starts reading answers.
+func NewClient(f *os.File) (*Client, error) {
+	conn, err := net.FileConn(f)
+	f.Close() // FileConn dups the fd
+	if err != nil {
+		return nil, fmt.Errorf("worker connection: %w", err)
+	}
+	c := &Client{
+		conn:    conn,
+		w:       bufio.NewWriterSize(conn, 64<<10),
+		pending: map[uint64]chan reply{},
+		done:    make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// Done is closed when the connection to the worker is gone (it exited or Close was called).
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close shuts the connection; the worker exits on EOF. Requests in flight fail with ErrGone.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	<-c.done
+	return err
+}
+
+func (c *Client) readLoop() {
+	r := bufio.NewReaderSize(c.conn, 64<<10)
+	var err error
+	for {
+		var id uint64
+		var h, payload []byte
+		id, h, payload, err = readFrame(r)
+		if err != nil {
+			break
+		}
+		resp := &Response{}
+		if jerr := json.Unmarshal(h, resp); jerr != nil {
+			err = fmt.Errorf("decode worker answer: %w", jerr)
+			break
+		}
+		c.mu.Lock()
+		ch := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- reply{resp: resp, payload: payload}
+		}
+	}
+	c.conn.Close()
+	c.mu.Lock()
+	c.err = fmt.Errorf("%w: %v", ErrGone, err)
+	for id, ch := range c.pending {
+		ch <- reply{err: errcode.New(errcode.Unavailable, c.err)}
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// do sends req with payload and waits for the answer. When ctx ends first the worker is
+// told to cancel the request (rg is killed) and ctx's error returned.
+func (c *Client) do(ctx context.Context, req *Request, payload []byte) (*Response, []byte, error) {
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, nil, errcode.New(errcode.Unavailable, err)
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.send(id, req, payload); err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if err == ErrFrameTooLarge {
+			return nil, nil, errcode.New(errcode.TooLarge, fmt.Errorf("request larger than %d MiB; split it into smaller writes", MaxFrameBytes>>20))
+		}
+		return nil, nil, errcode.New(errcode.Unavailable, fmt.Errorf("%w: %v", ErrGone, err))
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		if r.resp.Err != nil {
+			return nil, nil, r.resp.Err.err()
+		}
+		return r.resp, r.payload, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		_ = c.send(0, &Request{Op: OpCancel, CancelID: id}, nil)
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (c *Client) send(id uint64, req *Request, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := writeFrame(c.w, id, req, payload); err != nil {
+		if err != ErrFrameTooLarge {
+			c.conn.Close()
+		}
+		return err
+	}
+	return c.w.Flush()
+}
+
+// Read reads part of a file as the owner: text lines (cat -n formatted), image or raw bytes,
+// or PDF text. The payload is the content.
+func (c *Client) Read(ctx context.Context, args ReadArgs) (*ReadReply, []byte, error) {
+	resp, payload, err := c.do(ctx, &Request{Op: OpRead, Read: &args}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.Read, payload, nil
+}
+
+// Write replaces path with content atomically, as the owner.
+func (c *Client) Write(ctx context.Context, path string, content []byte, expect *Expect) (*WriteReply, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpWrite, Write: &WriteArgs{Path: path, Expect: expect}}, content)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Write, nil
+}
+
+// Edit applies edits to path atomically (all or nothing), as the owner.
+func (c *Client) Edit(ctx context.Context, args EditArgs) (*WriteReply, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpEdit, Edit: &args}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Write, nil
+}
+
+// Glob lists files matching a pattern, newest first.
+func (c *Client) Glob(ctx context.Context, args GlobArgs) (*GlobReply, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpGlob, Glob: &args}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Glob, nil
+}
+
+// Grep runs rg inside the worker's confinement and returns a page of its output lines.
+func (c *Client) Grep(ctx context.Context, args GrepArgs) (*GrepReply, []byte, error) {
+	resp, payload, err := c.do(ctx, &Request{Op: OpGrep, Grep: &args}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.Grep, payload, nil
+}
+
+// Resolve resolves path as the owner (symlinks, `..`, `//`): for a path that does not exist,
+// its deepest existing parent resolved plus the rest. special is "device", "fifo", "socket"
+// or "proc" for paths never to be read.
+func (c *Client) Resolve(ctx context.Context, path string) (resolved, special string, err error) {
+	r, err := c.ResolveInfo(ctx, path)
+	if err != nil {
+		return "", "", err
+	}
+	return r.Resolved, r.Special, nil
+}
+
+// ResolveInfo is Resolve with whether the path exists and is a directory.
+func (c *Client) ResolveInfo(ctx context.Context, path string) (*Resolved, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpResolve, Path: path}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Resolve, nil
+}
+
+// ReadFile reads at most maxBytes of a regular file as the owner (settings files). A longer
+// file is an error, so a truncated settings file is never parsed.
+func (c *Client) ReadFile(ctx context.Context, path string, maxBytes int64) ([]byte, error) {
+	_, payload, err := c.do(ctx, &Request{Op: OpReadFile, Path: path, MaxBytes: maxBytes}, nil)
+	return payload, err
+}

@@ -1,0 +1,237 @@
+package worker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// EditResult is what ApplyEdits did.
+type EditResult struct {
+	Content      string
+	Replacements int
+	Fuzzy        bool
+	// Start, End are the byte range of the last edit's first replacement in Content.
+	Start, End int
+}
+
+// ApplyEdits applies edits in order to content, all or nothing. An old_string must occur
+// exactly once unless ReplaceAll; when it does not occur at all it is retried with curly
+// quotes straightened and trailing whitespace ignored on both sides, and the replacement
+// then takes the file's quote style. name is used in error messages.
+func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
+	if len(edits) == 0 {
+		return nil, errcode.Msg(errcode.Validation, "no edits given; pass old_string and new_string")
+	}
+	res := &EditResult{Content: content}
+	for i, e := range edits {
+		which := ""
+		if len(edits) > 1 {
+			which = fmt.Sprintf("edit %d: ", i+1)
+		}
+		if e.OldString == e.NewString {
+			return nil, errcode.Msg(errcode.Validation, which+"old_string and new_string are the same, so there is nothing to change; pass the new text in new_string")
+		}
+		if e.OldString == "" {
+			if res.Content != "" {
+				return nil, errcode.Msg(errcode.Validation, which+"old_string is empty but "+name+" is not; pass the exact text to replace, or use Write to replace the whole file")
+			}
+			res.Content = e.NewString
+			res.Replacements++
+			res.Start, res.End = 0, len(e.NewString)
+			continue
+		}
+		spans := findAll(res.Content, e.OldString)
+		newString := e.NewString
+		if len(spans) == 0 {
+			spans = findFuzzy(res.Content, e.OldString)
+			if len(spans) > 0 {
+				res.Fuzzy = true
+				newString = preserveQuotes(res.Content[spans[0][0]:spans[0][1]], e.NewString)
+			}
+		}
+		switch {
+		case len(spans) == 0:
+			return nil, errcode.Msg(errcode.NotFound, fmt.Sprintf("%sold_string was not found in %s: %s. Read the file again and copy the text exactly, including whitespace and indentation", which, name, quoteShort(e.OldString)))
+		case len(spans) > 1 && !e.ReplaceAll:
+			return nil, errcode.Msg(errcode.Conflict, fmt.Sprintf("%sold_string occurs %d times in %s; add more surrounding lines to old_string so it matches exactly one place, or set replace_all to true to replace all %d", which, len(spans), name, len(spans)))
+		}
+		var b strings.Builder
+		b.Grow(len(res.Content) + len(spans)*(len(newString)-(spans[0][1]-spans[0][0])))
+		prev := 0
+		for j, sp := range spans {
+			b.WriteString(res.Content[prev:sp[0]])
+			if j == 0 {
+				res.Start = b.Len()
+				res.End = res.Start + len(newString)
+			}
+			b.WriteString(newString)
+			prev = sp[1]
+		}
+		b.WriteString(res.Content[prev:])
+		res.Content = b.String()
+		res.Replacements += len(spans)
+	}
+	return res, nil
+}
+
+func quoteShort(s string) string {
+	if utf8.RuneCountInString(s) > 200 {
+		s = string([]rune(s)[:200]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// findAll returns the byte spans of the non-overlapping occurrences of sub in s.
+func findAll(s, sub string) [][2]int {
+	var out [][2]int
+	for off := 0; ; {
+		i := strings.Index(s[off:], sub)
+		if i < 0 {
+			return out
+		}
+		out = append(out, [2]int{off + i, off + i + len(sub)})
+		off += i + len(sub)
+	}
+}
+
+// normalize straightens curly quotes and drops trailing whitespace of every line. idx maps
+// each byte of the result to the byte of s it came from (with one extra entry for the end).
+func normalize(s string, wantIdx bool) (string, []int) {
+	var b strings.Builder
+	b.Grow(len(s))
+	var idx []int
+	if wantIdx {
+		idx = make([]int, 0, len(s)+1)
+	}
+	pendStart := -1 // start of a run of spaces/tabs not yet known to be trailing
+	flush := func(upto int) {
+		if pendStart < 0 {
+			return
+		}
+		for k := pendStart; k < upto; k++ {
+			b.WriteByte(s[k])
+			if wantIdx {
+				idx = append(idx, k)
+			}
+		}
+		pendStart = -1
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == ' ' || r == '\t':
+			if pendStart < 0 {
+				pendStart = i
+			}
+			i += size
+			continue
+		case r == '\n' || r == '\r':
+			pendStart = -1 // trailing: dropped
+		default:
+			flush(i)
+		}
+		var out string
+		switch r {
+		case '\u2018', '\u2019', '\u201a', '\u201b':
+			out = "'"
+		case '\u201c', '\u201d', '\u201e', '\u201f':
+			out = "\""
+		default:
+			out = s[i : i+size]
+		}
+		for k := 0; k < len(out); k++ {
+			b.WriteByte(out[k])
+			if wantIdx {
+				// Every byte of a replaced rune maps to the rune's start; End maps past it.
+				idx = append(idx, i)
+			}
+		}
+		i += size
+	}
+	if wantIdx {
+		idx = append(idx, len(s))
+	}
+	return b.String(), idx
+}
+
+// findFuzzy finds old in s after normalizing both, and maps the matches back to s.
+func findFuzzy(s, old string) [][2]int {
+	ns, idx := normalize(s, true)
+	nold, _ := normalize(old, false)
+	if strings.TrimSpace(nold) == "" {
+		return nil
+	}
+	var out [][2]int
+	for _, sp := range findAll(ns, nold) {
+		start := idx[sp[0]]
+		last := idx[sp[1]-1]
+		_, size := utf8.DecodeRuneInString(s[last:])
+		out = append(out, [2]int{start, last + size})
+	}
+	return out
+}
+
+// preserveQuotes gives newString the curly quotes the file uses in the text it replaces, so
+// an agent that typed straight quotes does not change the file's typography.
+func preserveQuotes(actual, newString string) string {
+	double := strings.ContainsAny(actual, "\u201c\u201d")
+	single := strings.ContainsAny(actual, "\u2018\u2019")
+	if !double && !single {
+		return newString
+	}
+	var b strings.Builder
+	prev := rune(-1)
+	rs := []rune(newString)
+	for i, r := range rs {
+		opening := prev < 0 || unicode.IsSpace(prev) || strings.ContainsRune("([{<\u2014-", prev)
+		switch {
+		case r == '"' && double:
+			if opening {
+				b.WriteRune('\u201c')
+			} else {
+				b.WriteRune('\u201d')
+			}
+		case r == '\'' && single:
+			// An apostrophe inside a word (don't) is a closing quote.
+			if opening && !(i+1 < len(rs) && prev >= 0 && unicode.IsLetter(prev)) {
+				b.WriteRune('\u2018')
+			} else {
+				b.WriteRune('\u2019')
+			}
+		default:
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
+}
+
+// Snippet returns the lines around content[start:end], cat -n style, with ctx lines of
+// context on each side and at most maxLines lines.
+func Snippet(content string, start, end, ctx, maxLines int) string {
+	startLine := strings.Count(content[:start], "\n") + 1
+	endLine := startLine + strings.Count(content[start:end], "\n")
+	from := max(1, startLine-ctx)
+	to := endLine + ctx
+	if to-from+1 > maxLines {
+		to = from + maxLines - 1
+	}
+	lines := strings.SplitAfter(content, "\n")
+	var b strings.Builder
+	for n := from; n <= to && n <= len(lines); n++ {
+		l := strings.TrimRight(lines[n-1], "\r\n")
+		if n == len(lines) && l == "" {
+			break
+		}
+		if utf8.RuneCountInString(l) > DefaultMaxLineChars {
+			l = string([]rune(l)[:DefaultMaxLineChars]) + "…"
+		}
+		fmt.Fprintf(&b, "%6d\t%s\n", n, l)
+	}
+	return b.String()
+}

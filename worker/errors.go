@@ -1,0 +1,10 @@
+package worker
+
+import "errors"
+
+// ErrGone is returned for requests in flight when the worker process died or was closed;
+// the daemon starts a new worker on the next call.
+var ErrGone = errors.New("file worker exited")
+
+// ErrFrameTooLarge is returned for a frame past MaxFrameBytes; the connection is then unusable.
+var ErrFrameTooLarge = errors.New("worker frame too large")

@@ -1,0 +1,490 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Defaults of ReadArgs fields left zero.
+const (
+	DefaultMaxLineChars   = 2000
+	DefaultLimit          = 2000
+	DefaultMaxOutputBytes = 256 << 10
+	DefaultMaxFileBytes   = 20 << 20
+	DefaultHashLimit      = 64 << 20
+)
+
+func sha256hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func fileInfo(path string, fi fs.FileInfo) FileInfo {
+	return FileInfo{Path: path, Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
+}
+
+// WARNING: every read goes through here so that devices, FIFOs, sockets and /proc are refused
+// before they are opened (opening a FIFO blocks, reading /dev/zero never ends); rerun
+// TestReadSpecial as root after changing.
+//
+// openRegular opens path for reading if it is a regular file. With fallback, a missing path
+// is retried under its Unicode-normalized variants, and the not-found error suggests near names.
+func openRegular(path string, fallback bool) (*os.File, fs.FileInfo, error) {
+	if !filepath.IsAbs(path) {
+		return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
+	}
+	path = filepath.Clean(path)
+	if under(path, "/proc") {
+		return nil, nil, refuseSpecial(path, SpecialProc)
+	}
+	fi, err := os.Stat(path)
+	if err != nil && isNotExist(err) && fallback {
+		if alt := unicodeVariant(path); alt != "" {
+			path = alt
+			fi, err = os.Stat(path)
+		}
+	}
+	if err != nil {
+		if isNotExist(err) {
+			msg := fmt.Sprintf("file does not exist: %s.", path)
+			if near := nearNames(path); len(near) > 0 {
+				msg += " Did you mean " + strings.Join(near, " or ") + "?"
+			} else {
+				msg += " Check the path, or use Glob to find the file."
+			}
+			return nil, nil, errcode.Msg(errcode.ErrnoENOENT, msg)
+		}
+		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", path, unwrapPath(err)))
+	}
+	if fi.IsDir() {
+		return nil, nil, errcode.Msg(errcode.ErrnoEISDIR, fmt.Sprintf("%s is a directory, not a file; use Glob (pattern \"*\" with this path) or Bash `ls` to list it", path))
+	}
+	if s := specialOf(fi.Mode()); s != "" || !fi.Mode().IsRegular() {
+		if s == "" {
+			s = "special file"
+		}
+		return nil, nil, refuseSpecial(path, s)
+	}
+	// Symlinks into /proc (e.g. a link to /proc/self/environ) are refused like /proc itself.
+	if r, err := filepath.EvalSymlinks(path); err == nil && under(r, "/proc") {
+		return nil, nil, refuseSpecial(path, SpecialProc)
+	}
+	// O_NONBLOCK and O_NOCTTY in case the path was swapped for a FIFO or tty after the stat;
+	// the fstat below then refuses it without ever blocking.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("open %s: %w", path, unwrapPath(err)))
+	}
+	fi, err = f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, refuseSpecial(path, "special file")
+	}
+	return f, fi, nil
+}
+
+func refuseSpecial(path, kind string) error {
+	return errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("refused to read %s: it is a %s, not a regular file, and reading it could block or never end; read regular files only (for a device's properties use Bash `stat`)", path, kind))
+}
+
+// unwrapPath drops the *PathError's own "op path:" prefix, since the message already names both.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// unicodeVariant returns an existing variant of path's name: NFC, NFD, or with narrow
+// no-break spaces (macOS screenshot names: "at 10.00.00\u202fAM") and spaces swapped.
+func unicodeVariant(path string) string {
+	dir, base := filepath.Split(path)
+	seen := map[string]bool{base: true}
+	var cands []string
+	for _, b := range []string{base, strings.ReplaceAll(base, "\u202f", " "), strings.ReplaceAll(base, " ", "\u202f"), strings.ReplaceAll(base, "\u00a0", " ")} {
+		for _, v := range []string{b, norm.NFC.String(b), norm.NFD.String(b)} {
+			if !seen[v] {
+				seen[v] = true
+				cands = append(cands, v)
+			}
+		}
+	}
+	for _, c := range cands {
+		if _, err := os.Lstat(dir + c); err == nil {
+			return dir + c
+		}
+	}
+	return ""
+}
+
+// nearNames suggests up to three names in path's directory that look like its name: same
+// name in another case or normalization, same stem with another extension, or a small edit.
+func nearNames(path string) []string {
+	dir, base := filepath.Split(path)
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(10000)
+	want := fold(base)
+	wantStem := strings.TrimSuffix(want, filepath.Ext(want))
+	type cand struct {
+		name string
+		dist int
+	}
+	var cs []cand
+	for _, n := range names {
+		f := fold(n)
+		dist := -1
+		switch {
+		case f == want:
+			dist = 0
+		case strings.TrimSuffix(f, filepath.Ext(f)) == wantStem:
+			dist = 1
+		default:
+			if d := editDistance(f, want, 3); d <= 2 || (len(want) > 12 && d <= 3) {
+				dist = 1 + d
+			}
+		}
+		if dist >= 0 {
+			cs = append(cs, cand{n, dist})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].dist != cs[j].dist {
+			return cs[i].dist < cs[j].dist
+		}
+		return cs[i].name < cs[j].name
+	})
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, filepath.Join(dir, cs[i].name))
+	}
+	return out
+}
+
+func fold(s string) string {
+	s = norm.NFC.String(s)
+	s = strings.NewReplacer("\u202f", " ", "\u00a0", " ").Replace(s)
+	return strings.ToLower(s)
+}
+
+// editDistance is the Levenshtein distance of a and b in runes, or max+1 once it exceeds max.
+func editDistance(a, b string, max int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > max || -d > max {
+		return max + 1
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > max {
+			return max + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func readAllLimit(f *os.File, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("read %s: %w", f.Name(), unwrapPath(err)))
+	}
+	if int64(len(b)) > limit {
+		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s grew past %d bytes while being read; try again", f.Name(), limit))
+	}
+	return b, nil
+}
+
+func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
+	f, fi, err := openRegular(a.Path, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if a.MaxFileBytes <= 0 {
+		a.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if a.HashLimit <= 0 {
+		a.HashLimit = DefaultHashLimit
+	}
+	reply := &ReadReply{FileInfo: fileInfo(f.Name(), fi)}
+	switch a.Kind {
+	case KindText, "":
+		out, err := readText(f, fi, a, reply)
+		return reply, out, err
+	case KindImage, KindBytes, KindPDF:
+		if fi.Size() > a.MaxFileBytes {
+			return nil, nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s is %d bytes, more than the %d this tool reads; use Bash to inspect or convert it", f.Name(), fi.Size(), a.MaxFileBytes))
+		}
+		b, err := readAllLimit(f, a.MaxFileBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		reply.SHA256 = sha256hex(b)
+		reply.Size = int64(len(b))
+		switch a.Kind {
+		case KindImage:
+			reply.MediaType = SniffImage(b)
+			if reply.MediaType == "" {
+				return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is not a PNG, JPEG, GIF or WebP image (its bytes say otherwise); inspect it with Bash `file`", f.Name()))
+			}
+		case KindPDF:
+			text, pages, err := pdfText(ctx, f.Name(), a)
+			if err != nil {
+				return nil, nil, err
+			}
+			reply.Pages = pages
+			return reply, text, nil
+		}
+		return reply, b, nil
+	}
+	return nil, nil, errcode.Msg(errcode.BadRequest, "unknown read kind "+a.Kind)
+}
+
+// SniffImage returns the media type of PNG, JPEG, GIF and WebP bytes by their magic, or "".
+func SniffImage(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(b, []byte("\xff\xd8\xff")):
+		return "image/jpeg"
+	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
+		return "image/gif"
+	case len(b) >= 12 && string(b[0:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
+// readText formats the selected lines cat -n style. Small files are read whole in one
+// syscall (hashed for the read state); larger ones are streamed, hashed up to HashLimit.
+func readText(f *os.File, fi fs.FileInfo, a *ReadArgs, reply *ReadReply) ([]byte, error) {
+	if a.Offset <= 0 {
+		a.Offset = 1
+	}
+	if a.Limit <= 0 {
+		a.Limit = DefaultLimit
+	}
+	if a.MaxLineChars <= 0 {
+		a.MaxLineChars = DefaultMaxLineChars
+	}
+	if a.MaxOutputBytes <= 0 {
+		a.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	var src io.Reader = f
+	h := sha256.New()
+	hashing := fi.Size() <= a.HashLimit
+	wholeLines := -1
+	if fi.Size() <= 1<<20 {
+		b, err := readAllLimit(f, a.HashLimit)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.IndexByte(b[:min(len(b), 8192)], 0) >= 0 {
+			return nil, binaryError(f.Name())
+		}
+		h.Write(b)
+		reply.SHA256 = hex.EncodeToString(h.Sum(nil))
+		reply.Size = int64(len(b))
+		hashing = false
+		src = bytes.NewReader(b)
+		wholeLines = bytes.Count(b, []byte("\n"))
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			wholeLines++
+		}
+	} else if hashing {
+		src = io.TeeReader(f, h)
+	}
+	br := bufio.NewReaderSize(src, 64<<10)
+	if head, _ := br.Peek(8192); bytes.IndexByte(head, 0) >= 0 {
+		return nil, binaryError(f.Name())
+	}
+	out := bytes.NewBuffer(make([]byte, 0, min(fi.Size()+fi.Size()/4+64, a.MaxOutputBytes+128)))
+	maxLineBytes := a.MaxLineChars * utf8.UTFMax
+	line := make([]byte, 0, 256)
+	n := 0
+	last := a.Offset + a.Limit - 1
+	reply.StartLine = a.Offset
+	var numBuf [24]byte
+	for {
+		line = line[:0]
+		tooLong := false
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			if len(line)+len(frag) <= maxLineBytes+1 {
+				line = append(line, frag...)
+			} else {
+				line = append(line, frag[:max(0, maxLineBytes+1-len(line))]...)
+				tooLong = true
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && err != io.EOF {
+			return nil, errcode.New(errcode.Of(err), fmt.Errorf("read %s: %w", f.Name(), unwrapPath(err)))
+		}
+		if len(line) == 0 && err == io.EOF {
+			break
+		}
+		n++
+		if n >= a.Offset && n <= last && !reply.CutByBytes {
+			text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			cut := tooLong
+			if utf8.RuneCount(text) > a.MaxLineChars {
+				text = text[:runeOffset(text, a.MaxLineChars)]
+				cut = true
+			}
+			need := len(text) + 8 + 64
+			if int64(out.Len()+need) > a.MaxOutputBytes {
+				reply.CutByBytes = true
+				reply.MoreLines = true
+			} else {
+				num := strconv.AppendInt(numBuf[:0], int64(n), 10)
+				for i := len(num); i < 6; i++ {
+					out.WriteByte(' ')
+				}
+				out.Write(num)
+				out.WriteByte('\t')
+				out.Write(text)
+				if cut {
+					reply.LongLines++
+					out.WriteString("… [line truncated at " + strconv.Itoa(a.MaxLineChars) + " characters]")
+				}
+				out.WriteByte('\n')
+				reply.Lines++
+			}
+		}
+		if n > last || reply.CutByBytes {
+			reply.MoreLines = true
+			if !hashing {
+				break
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if wholeLines >= 0 {
+		reply.TotalLines = wholeLines
+	} else if reply.MoreLines && !hashing {
+		reply.TotalLines = 0 // unknown: the scan stopped early
+	} else {
+		reply.TotalLines = n
+	}
+	if hashing {
+		reply.SHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	return out.Bytes(), nil
+}
+
+func runeOffset(b []byte, runes int) int {
+	i := 0
+	for r := 0; r < runes && i < len(b); r++ {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return i
+}
+
+func binaryError(path string) error {
+	return errcode.Msg(errcode.Validation, fmt.Sprintf("%s looks binary (it has NUL bytes); this tool reads text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks; inspect it with Bash (`file`, `xxd | head`)", path))
+}
+
+// pdfText extracts the selected pages with poppler's pdftotext, run here inside the worker's
+// confinement as the owner; pages are separated by form feeds.
+func pdfText(ctx context.Context, path string, a *ReadArgs) ([]byte, int, error) {
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		return nil, 0, errcode.Msg(errcode.Unavailable, "reading PDFs needs pdftotext (Debian package poppler-utils), which is not installed; ask the administrator, or convert the PDF with Bash")
+	}
+	info, err := exec.CommandContext(ctx, "pdfinfo", path).Output()
+	pages := 0
+	if err == nil {
+		for _, l := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(l, "Pages:"); ok {
+				pages, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+	}
+	args := []string{"-enc", "UTF-8"}
+	if a.FirstPage > 0 {
+		args = append(args, "-f", strconv.Itoa(a.FirstPage))
+	}
+	if a.LastPage > 0 {
+		args = append(args, "-l", strconv.Itoa(a.LastPage))
+	}
+	args = append(args, path, "-")
+	cmd := exec.CommandContext(ctx, "pdftotext", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, errcode.New(errcode.Internal, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, errcode.New(errcode.Unavailable, fmt.Errorf("start pdftotext: %w", err))
+	}
+	text, rerr := io.ReadAll(io.LimitReader(stdout, a.MaxOutputBytes+1))
+	if int64(len(text)) > a.MaxOutputBytes {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, pages, errcode.Msg(errcode.TooLarge, fmt.Sprintf("the text of those pages is more than %d bytes; ask for fewer pages (pages: \"1-3\")", a.MaxOutputBytes))
+	}
+	werr := cmd.Wait()
+	if rerr != nil || werr != nil {
+		return nil, pages, errcode.Msg(errcode.ToolFailed, fmt.Sprintf("pdftotext could not read %s: %s; check the file is a valid PDF and the page range exists (the document has %d pages)", path, strings.TrimSpace(stderr.String()), pages))
+	}
+	return text, pages, nil
+}
+
+// limitedBuffer keeps the first max bytes written and drops the rest, so a chatty child
+// cannot grow the worker's memory.
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// Special kinds of Resolved.Special.
+const (
+	SpecialDevice = "device"
+	SpecialFIFO   = "fifo"
+	SpecialSocket = "socket"
+	SpecialProc   = "proc"
+)
+
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func specialOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return SpecialDevice
+	case m&fs.ModeNamedPipe != 0:
+		return SpecialFIFO
+	case m&fs.ModeSocket != 0:
+		return SpecialSocket
+	}
+	return ""
+}
+
+// WARNING: the policy decides on what this returns (a deny rule on the link or its target,
+// device paths); rerun TestResolve as root after changing.
+//
+// The path is cleaned lexically first, as the tools clean it before opening, so `..` means
+// the same here and in the open. Symlinks are then followed as the owner sees them.
+func doResolve(p string) (*Resolved, error) {
+	if !filepath.IsAbs(p) {
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", p))
+	}
+	clean := filepath.Clean(p)
+	// /proc paths (including /proc/self/fd/N of pipes) are never read, whatever they point to.
+	if under(clean, "/proc") {
+		return &Resolved{Resolved: clean, Special: SpecialProc, Exists: true}, nil
+	}
+	if r, err := filepath.EvalSymlinks(clean); err == nil {
+		out := &Resolved{Resolved: r, Exists: true}
+		if under(r, "/proc") {
+			out.Special = SpecialProc
+			return out, nil
+		}
+		if fi, err := os.Stat(r); err == nil {
+			out.Special = specialOf(fi.Mode())
+			out.IsDir = fi.IsDir()
+		}
+		return out, nil
+	}
+	// EvalSymlinks fails on kernel magic links (/dev/stdin -> /proc/self/fd/0 -> pipe:[N]);
+	// the kernel's own stat still knows what they are.
+	if fi, err := os.Stat(clean); err == nil {
+		special := specialOf(fi.Mode())
+		if special == "" && under(clean, "/dev") {
+			special = SpecialDevice
+		}
+		return &Resolved{Resolved: clean, Special: special, Exists: true, IsDir: fi.IsDir()}, nil
+	}
+	if l, err := os.Lstat(clean); err == nil && l.Mode()&fs.ModeSymlink != 0 && under(clean, "/dev") {
+		return &Resolved{Resolved: clean, Special: SpecialDevice, Exists: true}, nil
+	}
+	r := resolveMissing(clean, 0)
+	out := &Resolved{Resolved: r}
+	if under(r, "/proc") {
+		out.Special = SpecialProc
+	}
+	return out, nil
+}
+
+// resolveMissing resolves a path that does not exist: a dangling symlink is followed to
+// where a write would land, otherwise the deepest existing parent is resolved and the rest
+// appended.
+func resolveMissing(p string, depth int) string {
+	if depth > 40 {
+		return p
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := os.Readlink(p); err == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(p), t)
+			}
+			return resolveMissing(filepath.Clean(t), depth+1)
+		}
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p
+	}
+	rp, err := filepath.EvalSymlinks(parent)
+	if err != nil {
+		rp = resolveMissing(parent, depth+1)
+	}
+	return filepath.Join(rp, filepath.Base(p))
+}
+
+// doReadFile reads a small regular file whole (settings files for the policy).
+func doReadFile(path string, maxBytes int64) (*FileInfo, []byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = 1 << 20
+	}
+	f, fi, err := openRegular(path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if fi.Size() > maxBytes {
+		return nil, nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s is %d bytes, more than the %d allowed", path, fi.Size(), maxBytes))
+	}
+	b, err := readAllLimit(f, maxBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := fileInfo(path, fi)
+	info.SHA256 = sha256hex(b)
+	return &info, b, nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
