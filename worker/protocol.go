@@ -38,15 +38,15 @@ const (
 
 // Request is a request header. Exactly one of the argument fields matches Op.
 type Request struct {
-	Op       string        `json:"op"`
-	Read     *ReadArgs     `json:"read,omitempty"`
-	Write    *WriteArgs    `json:"write,omitempty"`
-	Edit     *EditArgs     `json:"edit,omitempty"`
-	Glob     *GlobArgs     `json:"glob,omitempty"`
-	Grep     *GrepArgs     `json:"grep,omitempty"`
-	Path     string        `json:"path,omitempty"`      // resolve, readfile
-	MaxBytes int64         `json:"max_bytes,omitempty"` // readfile
-	CancelID uint64        `json:"cancel_id,omitempty"` // cancel: the request to stop
+	Op       string     `json:"op"`
+	Read     *ReadArgs  `json:"read,omitempty"`
+	Write    *WriteArgs `json:"write,omitempty"`
+	Edit     *EditArgs  `json:"edit,omitempty"`
+	Glob     *GlobArgs  `json:"glob,omitempty"`
+	Grep     *GrepArgs  `json:"grep,omitempty"`
+	Path     string     `json:"path,omitempty"`      // resolve, readfile
+	MaxBytes int64      `json:"max_bytes,omitempty"` // readfile
+	CancelID uint64     `json:"cancel_id,omitempty"` // cancel: the request to stop
 }
 
 // Response is a response header. Err is set on failure; otherwise the field of the op.
