@@ -1,13 +1,102 @@
 package executor
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // Host is what tools may use of the daemon: the sandbox that starts confined children, the
 // per-session workers that run the file tools as the caller, and the state directory.
 type Host struct {
-	log *zap.Logger
+	log     *zap.Logger
+	sandbox *sandbox.Sandbox
+	cfg     config.Sandbox
 	// StateDir is the daemon's state directory (tool-results/ lives under it).
 	StateDir string
 }
+
+// NewHost wires the services tools use.
+func NewHost(log *zap.Logger, sb *sandbox.Sandbox, cfg config.Sandbox, stateDir string) *Host {
+	return &Host{log: log.Named("host"), sandbox: sb, cfg: cfg, StateDir: stateDir}
+}
+
+// Sandbox is the confinement every child goes through.
+func (h *Host) Sandbox() *sandbox.Sandbox { return h.sandbox }
+
+// ResultsDir is where oversize results of a session are persisted for its owner.
+func (h *Host) ResultsDir(sessionID string) string {
+	return filepath.Join(h.StateDir, "tool-results", sessionID)
+}
+
+// Spec is the confinement of one execution for a session: as the session's owner (never
+// the caller's admin identity, never root), in the session's directories, with the
+// configured limits, deny paths and cache dirs. Stdio is left to the tool.
+func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, argv []string) *sandbox.Spec {
+	owner := s.Owner
+	home := owner.Home
+	if home == "" {
+		home = "/"
+	}
+	return &sandbox.Spec{
+		Path: argv[0], Args: argv[1:],
+		Env: ChildEnv(owner),
+		Dir: s.Cwd(),
+		UID: owner.UID, GID: owner.GID, Groups: owner.Groups,
+		WritableDirs:      append(s.Dirs(), expandHome(h.cfg.CacheDirs, home)...),
+		ReadOnlyWorkspace: mode == permission.ModePlan,
+		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
+		DenyPaths:         expandHome(h.cfg.DenyPaths, home),
+		AllowNetwork:      h.cfg.AllowNetwork,
+		Limits: sandbox.Limits{
+			MemoryMaxBytes: h.cfg.MemoryMaxBytes, PidsMax: h.cfg.PidsMax, CPUQuotaMilli: h.cfg.CPUQuotaMilli,
+			FileSizeMaxBytes: h.cfg.FileSizeMaxBytes, OpenFilesMax: h.cfg.OpenFilesMax, TmpSizeBytes: h.cfg.TmpSizeBytes,
+		},
+		Session: s.ID,
+		Call:    callID,
+	}
+}
+
+// ChildEnv is the whole environment of a child: nothing of the daemon's leaks.
+func ChildEnv(owner session.Caller) []string {
+	home := owner.Home
+	if home == "" {
+		home = "/"
+	}
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" + home,
+		"USER=" + owner.User,
+		"LOGNAME=" + owner.User,
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"TMPDIR=/tmp",
+		"SHELL=/bin/bash",
+	}
+}
+
+func expandHome(paths []string, home string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		switch {
+		case p == "~":
+			p = home
+		case strings.HasPrefix(p, "~/"):
+			p = filepath.Join(home, p[2:])
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out
+}
+
+// budget applies result budgeting (step 11).
+func (h *Host) budget(_ *Call, r *Result) (*Result, error) { return r, nil }
+
+var _ = os.Getpid

@@ -1,0 +1,460 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Request is one tool call as a client sent it.
+type Request struct {
+	Tool      string
+	Input     json.RawMessage
+	ToolUseID string
+	// Mode, when set, is the mode this one call is decided in.
+	Mode permission.Mode
+}
+
+// Outcome is what the pipeline made of one request.
+type Outcome struct {
+	ToolUseID string
+	Tool      string
+	// Decision is nil when the call failed before the permission step.
+	Decision *permission.Decision
+	// Result is the tool's result (or the error result shown to the agent).
+	Result *Result
+	// Err is set when the call did not run to a result of its own: the code is
+	// telemetry-safe, the message is for the caller only.
+	Err *errcode.Error
+	// Suggestions are close tool names for an unknown tool.
+	Suggestions []string
+	// Ran reports whether the tool executed (step 10 started).
+	Ran      bool
+	Duration time.Duration
+}
+
+// Decider is the permission step's policy evaluation: facts in, decision out. Any error
+// denies (the pipeline turns it into a deny with code policy_eval_error).
+type Decider interface {
+	Decide(ctx context.Context, in *DecisionInput) (permission.Decision, error)
+}
+
+// DecisionInput is what Go gathered for the policy about one call.
+type DecisionInput struct {
+	Call      *Call
+	ToolFacts permission.ToolFacts
+	ReadOnly  bool
+	Hook      *HookVerdict
+}
+
+// Recorder writes the audit trail of calls. Record must not return before the record is
+// durable: the pipeline relies on it to audit before any effect.
+type Recorder interface {
+	RecordCall(ctx context.Context, kind string, c *CallRecord) error
+}
+
+// CallRecord is the pipeline's view of one call for the audit log.
+type CallRecord struct {
+	Call     *Call
+	Request  *Request
+	Decision *permission.Decision
+	Outcome  *Outcome
+	Exec     map[string]any
+}
+
+// Audit record kinds the pipeline writes.
+const (
+	KindDecide = "call.decide"
+	KindStart  = "call.start"
+	KindEnd    = "call.end"
+)
+
+// Pipeline runs calls through the 14 steps of DESIGN.md.
+type Pipeline struct {
+	log      *zap.Logger
+	registry *Registry
+	host     *Host
+	decider  Decider
+	recorder Recorder
+	hooks    *Hooks
+}
+
+// NewPipeline wires a pipeline.
+func NewPipeline(log *zap.Logger, reg *Registry, host *Host, d Decider, r Recorder, hooks *Hooks) *Pipeline {
+	return &Pipeline{log: log.Named("executor"), registry: reg, host: host, decider: d, recorder: r, hooks: hooks}
+}
+
+// Registry is the pipeline's tool registry.
+func (p *Pipeline) Registry() *Registry { return p.registry }
+
+// state is one call's progress through the steps.
+type state struct {
+	req      *Request
+	sess     *session.Session
+	caller   session.Caller
+	call     *Call
+	decision *permission.Decision
+	hook     *HookVerdict
+	result   *Result
+	err      error
+	ran      bool
+	progress Progress
+	// deferContext leaves the context change for the batch to apply in order.
+	deferContext bool
+	decideOnly   bool
+	start        time.Time
+}
+
+// stage is one named step of the pipeline.
+type stage struct {
+	name string
+	run  func(ctx context.Context, p *Pipeline, st *state) error
+}
+
+// The steps, in order. decideStages are the ones `decide` runs; runStages follow for a call.
+var (
+	decideStages = []stage{
+		{"lookup", stepLookup},
+		{"abort_check", stepAbortCheck},
+		{"schema", stepSchema},
+		{"validate", stepValidate},
+		{"classify_start", stepClassifyStart},
+		{"backfill", stepBackfill},
+		{"pre_hooks", stepPreHooks},
+		{"permission", stepPermission},
+	}
+	runStages = []stage{
+		{"resolve", stepResolve},
+		{"denied", stepDenied},
+		{"execute", stepExecute},
+		{"budget", stepBudget},
+		{"post_hooks", stepPostHooks},
+		{"context_change", stepContextChange},
+	}
+	// finish (error classification and the audit record) always runs: step 14.
+)
+
+// Run takes one call through every step.
+func (p *Pipeline) Run(ctx context.Context, sess *session.Session, caller session.Caller, req *Request, progress Progress) *Outcome {
+	return p.run(ctx, &state{req: req, sess: sess, caller: caller, progress: progress})
+}
+
+// Decide takes one call through the decision steps only: nothing runs.
+func (p *Pipeline) Decide(ctx context.Context, sess *session.Session, caller session.Caller, req *Request) *Outcome {
+	return p.run(ctx, &state{req: req, sess: sess, caller: caller, decideOnly: true})
+}
+
+func (p *Pipeline) run(ctx context.Context, st *state) (out *Outcome) {
+	st.start = time.Now()
+	defer func() {
+		// A panic in a tool or a stage is a bug; the call fails closed and the daemon goes on.
+		if r := recover(); r != nil {
+			p.log.Error("panic in pipeline", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			st.err = errcode.Msg(errcode.Internal, "internal error while handling the call")
+			out = p.finish(ctx, st)
+		}
+	}()
+	stages := decideStages
+	if !st.decideOnly {
+		stages = append(append([]stage(nil), decideStages...), runStages...)
+	}
+	for _, s := range stages {
+		if err := s.run(ctx, p, st); err != nil {
+			st.err = err
+			break
+		}
+	}
+	return p.finish(ctx, st)
+}
+
+// stepLookup finds the tool (aliases too). Step 1.
+func stepLookup(_ context.Context, p *Pipeline, st *state) error {
+	t, ok := p.registry.Lookup(st.req.Tool)
+	if !ok || !t.IsEnabled() {
+		return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
+	}
+	mode := st.req.Mode
+	if mode == "" {
+		mode = st.sess.Mode()
+	}
+	st.call = &Call{
+		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
+		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host,
+	}
+	return nil
+}
+
+// stepAbortCheck stops a call whose client already gave up. Step 2.
+func stepAbortCheck(ctx context.Context, _ *Pipeline, _ *state) error {
+	if err := ctx.Err(); err != nil {
+		return errcode.New(errcode.Cancelled, fmt.Errorf("call aborted before it started: %w", err))
+	}
+	return nil
+}
+
+// stepSchema decodes the input and validates it against the tool's JSON Schema. Step 3.
+func stepSchema(_ context.Context, _ *Pipeline, st *state) error {
+	raw := bytes.TrimSpace(st.req.Input)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return errcode.New(errcode.SchemaInvalid, fmt.Errorf("input is not valid JSON: %w", err))
+	}
+	if dec.More() {
+		return errcode.Msg(errcode.SchemaInvalid, "input has trailing data after the JSON object")
+	}
+	if err := st.call.Tool.ValidateSchema(doc); err != nil {
+		var se *SchemaError
+		if errors.As(err, &se) && st.call.Tool.ShouldDefer() {
+			se.Hint = "this tool's schema is deferred: call ToolSearch with its name to load it first"
+		}
+		return errcode.New(errcode.SchemaInvalid, err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return errcode.Msg(errcode.SchemaInvalid, "input must be a JSON object")
+	}
+	st.call.Input = Input(obj)
+	return nil
+}
+
+// stepValidate runs the tool's semantic checks. Step 4.
+func stepValidate(ctx context.Context, _ *Pipeline, st *state) error {
+	if err := st.call.Tool.Validate(ctx, st.call); err != nil {
+		var e *errcode.Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return errcode.New(errcode.Validation, err)
+	}
+	return nil
+}
+
+// stepClassifyStart starts classifying a Bash command while the other steps go on. Step 5.
+func stepClassifyStart(_ context.Context, _ *Pipeline, st *state) error {
+	cmd, ok := st.call.Input["command"].(string)
+	if st.call.Tool.Name() != "Bash" || !ok {
+		return nil
+	}
+	ch := make(chan *classifier.Classification, 1)
+	st.call.bash = ch
+	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home}
+	go func() { ch <- classifier.Classify(cmd, opts) }()
+	return nil
+}
+
+// stepBackfill fills derived input on a copy; Original keeps what the client sent. Step 6.
+func stepBackfill(_ context.Context, _ *Pipeline, st *state) error {
+	st.call.Input = st.call.Input.Clone()
+	if err := st.call.Tool.Backfill(st.call); err != nil {
+		return errcode.New(errcode.Validation, err)
+	}
+	return nil
+}
+
+// stepPreHooks runs PreToolUse hooks. A hook's deny is final; its allow only skips the
+// question (the policy still applies deny and ask rules and safety checks). Step 7a.
+func stepPreHooks(ctx context.Context, p *Pipeline, st *state) error {
+	if p.hooks == nil {
+		return nil
+	}
+	v, err := p.hooks.PreToolUse(ctx, st.call)
+	if err != nil {
+		return errcode.New(errcode.HookError, err)
+	}
+	st.hook = v
+	if v != nil && v.UpdatedInput != nil {
+		if err := st.call.Tool.ValidateSchema(map[string]any(v.UpdatedInput)); err != nil {
+			return errcode.New(errcode.HookError, fmt.Errorf("hook's updatedInput does not match the schema: %w", err))
+		}
+		st.call.Input = v.UpdatedInput
+		if err := st.call.Tool.Backfill(st.call); err != nil {
+			return errcode.New(errcode.HookError, err)
+		}
+		if err := stepClassifyStart(ctx, p, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepPermission gathers the facts and asks the policy. Any error denies. Step 7b.
+func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
+	facts, err := st.call.Tool.CheckPermissions(ctx, st.call)
+	if err != nil {
+		d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
+			Reason: "could not gather the facts to decide this call: " + err.Error()}
+		st.decision = &d
+		return errcode.New(errcode.Of(err), err)
+	}
+	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.call.Tool.IsReadOnly(st.call.Input), Hook: st.hook}
+	d, err := p.decider.Decide(ctx, in)
+	if err != nil {
+		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",
+			Reason: "policy evaluation failed; denied: " + err.Error()}
+		st.decision = &d
+		return errcode.New(errcode.PolicyEval, err)
+	}
+	if d.Behavior != permission.Allow && d.Behavior != permission.Ask && d.Behavior != permission.Deny {
+		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",
+			Reason: fmt.Sprintf("policy returned an unknown behavior %q; denied", d.Behavior)}
+	}
+	st.decision = &d
+	return nil
+}
+
+// stepResolve settles an ask by the call's mode: the approval queue, the parent session,
+// the classifier, or (dontAsk) a deny. With no approver attached, an ask stays an ask and
+// nothing runs: the client is told to ask its user. Step 8.
+func stepResolve(_ context.Context, _ *Pipeline, st *state) error {
+	if st.decision.Behavior == permission.Ask && st.call.Mode == permission.ModeDontAsk {
+		d := *st.decision
+		d.Behavior = permission.Deny
+		d.Reason = "dontAsk mode denies what would ask: " + d.Reason
+		d.Step = "resolve"
+		st.decision = &d
+	}
+	return nil
+}
+
+// stepDenied stops a call that is not allowed, with an error result that says why. Step 9.
+func stepDenied(_ context.Context, _ *Pipeline, st *state) error {
+	switch st.decision.Behavior {
+	case permission.Allow:
+		return nil
+	case permission.Ask:
+		return errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s", st.decision.Reason))
+	default:
+		return errcode.New(errcode.PermissionDenied, fmt.Errorf("permission denied: %s", st.decision.Reason))
+	}
+}
+
+// stepExecute audits the start durably, then runs the tool. Step 10.
+func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
+	// Audit before effect: if the start cannot be recorded the call does not run.
+	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision}); err != nil {
+		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
+	}
+	st.ran = true
+	res, err := st.call.Tool.Call(ctx, st.call, st.progress)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return errcode.Msg(errcode.Internal, "tool returned no result")
+	}
+	st.result = res
+	return nil
+}
+
+// stepBudget persists oversize output and applies the session's aggregate budget. Step 11.
+func stepBudget(_ context.Context, p *Pipeline, st *state) error {
+	res, err := p.host.budget(st.call, st.result)
+	if err != nil {
+		return err
+	}
+	st.result = res
+	return nil
+}
+
+// stepPostHooks runs PostToolUse hooks; a block turns the result into an error for the agent. Step 12.
+func stepPostHooks(ctx context.Context, p *Pipeline, st *state) error {
+	if p.hooks == nil {
+		return nil
+	}
+	return p.hooks.PostToolUse(ctx, st.call, st.result)
+}
+
+// stepContextChange applies a mode or cwd change for the calls after this one. Step 13.
+func stepContextChange(_ context.Context, _ *Pipeline, st *state) error {
+	if st.deferContext || st.result == nil || st.result.ContextChange == nil {
+		return nil
+	}
+	applyContextChange(st.sess, st.result.ContextChange)
+	return nil
+}
+
+func applyContextChange(s *session.Session, cc *ContextChange) {
+	s.Apply(session.Update{Mode: cc.Mode, Cwd: cc.Cwd})
+}
+
+// finish classifies the error into a telemetry-safe code and writes the audit record. Step 14.
+func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
+	out := &Outcome{ToolUseID: st.req.ToolUseID, Tool: st.req.Tool, Decision: st.decision,
+		Result: st.result, Ran: st.ran, Duration: time.Since(st.start)}
+	if st.call != nil {
+		out.Tool = st.call.Tool.Name()
+	}
+	if st.err != nil {
+		var ut *UnknownToolError
+		if errors.As(st.err, &ut) {
+			out.Suggestions = ut.Suggestions
+		}
+		out.Err = errcode.New(errcode.Of(st.err), st.err)
+		if out.Result == nil {
+			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: agentMessage(st.err)}}}
+		}
+	}
+	// The record must outlive a client that hung up: write it on a context that is not cancelled.
+	rctx := context.WithoutCancel(ctx)
+	kind := KindEnd
+	if st.decideOnly {
+		kind = KindDecide
+	}
+	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Outcome: out}); err != nil {
+		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
+		if !st.ran {
+			// Nothing ran, so refusing is still possible: an unauditable call fails closed.
+			out.Err = errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written: %w", err))
+			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: out.Err.Error()}}}
+		}
+	}
+	return out
+}
+
+// agentMessage is the text an error shows the agent: what went wrong and what to do next.
+func agentMessage(err error) string {
+	msg := err.Error()
+	switch errcode.Of(err) {
+	case errcode.SchemaInvalid:
+		return msg + ". Fix the input to match the tool's schema (GET /v1/tools) and call again."
+	case errcode.UnknownTool:
+		return msg
+	case errcode.Cancelled:
+		return msg
+	}
+	return strings.TrimSpace(msg)
+}
+
+// UnknownToolError is a call to a tool the registry does not have.
+type UnknownToolError struct {
+	Name        string
+	Suggestions []string
+}
+
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("unknown tool %q", e.Name)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(e.Suggestions, ", ") + "?"
+	}
+	return msg
+}
+
+// Unwrap lets errcode.Of classify it.
+func (e *UnknownToolError) Unwrap() error { return errcode.Msg(errcode.UnknownTool, "unknown tool") }
