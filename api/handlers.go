@@ -1,0 +1,239 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	writeJSON(w, http.StatusOK, s.backend.Health(c))
+	return nil
+}
+
+func (s *Server) tools(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	pool := s.backend.ToolPool(c)
+	out := ToolList{Tools: make([]ToolInfo, 0, len(pool))}
+	for _, t := range pool {
+		ti := ToolInfo{Name: t.Name(), Aliases: t.Aliases(), Description: t.Description(), Deferred: t.ShouldDefer(), External: t.External()}
+		if !t.ShouldDefer() {
+			ti.InputSchema = t.Schema()
+		}
+		out.Tools = append(out.Tools, ti)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func parseMode(s string) (permission.Mode, error) {
+	if s == "" {
+		return permission.ModeDefault, nil
+	}
+	m, err := permission.ParseMode(s)
+	if err != nil {
+		return "", errcode.New(errcode.Validation, err)
+	}
+	return m, nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	var req CreateSession
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	mode, err := parseMode(req.Mode)
+	if err != nil {
+		return err
+	}
+	snap, err := s.backend.CreateSession(r.Context(), c, session.Params{
+		Cwd: req.Cwd, AdditionalDirs: req.AdditionalDirs, Mode: mode,
+		Rules: session.Rules(req.Rules), ParentID: req.ParentID,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, sessionView(snap))
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	snaps := s.backend.Sessions(c)
+	out := SessionList{Sessions: make([]Session, 0, len(snaps))}
+	for _, sn := range snaps {
+		out.Sessions = append(out.Sessions, sessionView(sn))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sessionView(sess.Snapshot()))
+	return nil
+}
+
+func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	var req UpdateSession
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	var u session.Update
+	if req.Mode != nil {
+		m, err := permission.ParseMode(*req.Mode)
+		if err != nil {
+			return errcode.New(errcode.Validation, err)
+		}
+		u.Mode = &m
+	}
+	u.Cwd, u.AdditionalDirs = req.Cwd, req.AdditionalDirs
+	if req.Rules != nil {
+		rules := session.Rules(*req.Rules)
+		u.Rules = &rules
+	}
+	snap, err := s.backend.UpdateSession(r.Context(), c, r.PathValue("id"), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sessionView(snap))
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.backend.DeleteSession(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func toRequest(cr CallRequest) (*executor.Request, error) {
+	if strings.TrimSpace(cr.Tool) == "" {
+		return nil, errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
+	}
+	req := &executor.Request{Tool: cr.Tool, Input: cr.Input, ToolUseID: cr.ToolUseID}
+	if cr.Mode != "" {
+		m, err := permission.ParseMode(cr.Mode)
+		if err != nil {
+			return nil, errcode.New(errcode.Validation, err)
+		}
+		req.Mode = m
+	}
+	if req.ToolUseID == "" {
+		req.ToolUseID = "call_" + session.NewID()[2:]
+	}
+	return req, nil
+}
+
+// outcomeStatus is the HTTP status of a single call: errors before the decision (unknown
+// tool, bad input) and an unwritable audit log are HTTP errors; everything the policy or
+// the tool decided is a 200 with the result object, which carries the decision.
+func outcomeStatus(o *executor.Outcome) int {
+	if o.Err == nil {
+		return http.StatusOK
+	}
+	if o.Err.Code == errcode.AuditUnavailable {
+		return http.StatusServiceUnavailable
+	}
+	if o.Decision == nil && !o.Ran {
+		return statusFor(o.Err.Code)
+	}
+	return http.StatusOK
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	return s.oneCall(w, r, c, false)
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	return s.oneCall(w, r, c, true)
+}
+
+func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Caller, decideOnly bool) error {
+	var cr CallRequest
+	if err := decode(r, &cr); err != nil {
+		return err
+	}
+	req, err := toRequest(cr)
+	if err != nil {
+		return err
+	}
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	p := s.backend.Pipeline()
+	if decideOnly {
+		o := p.Decide(r.Context(), sess, c, req)
+		writeJSON(w, outcomeStatus(o), callResult(o))
+		return nil
+	}
+	if !strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
+		o := p.Run(r.Context(), sess, c, req, nil)
+		s.countCall(o)
+		writeJSON(w, outcomeStatus(o), callResult(o))
+		return nil
+	}
+	// Streaming: progress events as they come, then the result, one JSON object a line.
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	o := p.Run(r.Context(), sess, c, req, func(ev executor.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(StreamLine{Event: &ev})
+		flush()
+	})
+	s.countCall(o)
+	res := callResult(o)
+	mu.Lock()
+	_ = enc.Encode(StreamLine{Result: &res})
+	flush()
+	mu.Unlock()
+	return nil
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	var br BatchRequest
+	if err := decode(r, &br); err != nil {
+		return err
+	}
+	if len(br.Calls) == 0 {
+		return errcode.Msg(errcode.BadRequest, `"calls" is empty: send at least one call`)
+	}
+	reqs := make([]*executor.Request, len(br.Calls))
+	for i, cr := range br.Calls {
+		req, err := toRequest(cr)
+		if err != nil {
+			return err
+		}
+		reqs[i] = req
+	}
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	outs := s.backend.Batch(r.Context(), sess, c, reqs)
+	resp := BatchResponse{Results: make([]CallResult, len(outs))}
+	for i, o := range outs {
+		s.countCall(o)
+		resp.Results[i] = callResult(o)
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}

@@ -1,0 +1,261 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Backend is what the handlers need of the daemon.
+type Backend interface {
+	Identify(p Peer) (session.Caller, error)
+	Health(caller session.Caller) Health
+	CreateSession(ctx context.Context, caller session.Caller, p session.Params) (session.Snapshot, error)
+	Session(caller session.Caller, id string) (*session.Session, error)
+	Sessions(caller session.Caller) []session.Snapshot
+	UpdateSession(ctx context.Context, caller session.Caller, id string, u session.Update) (session.Snapshot, error)
+	DeleteSession(ctx context.Context, caller session.Caller, id string) error
+	Pipeline() *executor.Pipeline
+	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome
+	ToolPool(caller session.Caller) []*executor.Tool
+}
+
+// Server is the HTTP handler of the socket.
+type Server struct {
+	log      *zap.Logger
+	backend  Backend
+	maxBody  int64
+	mux      *http.ServeMux
+	metrics  *metrics
+	inflight sync.WaitGroup
+}
+
+// NewServer builds the handler. maxBody bounds request bodies (413 past it).
+func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Registry) *Server {
+	s := &Server{log: log.Named("api"), backend: b, maxBody: maxBody, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+	routes := []struct {
+		pattern string
+		h       func(w http.ResponseWriter, r *http.Request, c session.Caller) error
+	}{
+		{"GET /v1/healthz", s.health},
+		{"GET /v1/tools", s.tools},
+		{"POST /v1/sessions", s.createSession},
+		{"GET /v1/sessions", s.listSessions},
+		{"GET /v1/sessions/{id}", s.getSession},
+		{"PATCH /v1/sessions/{id}", s.updateSession},
+		{"DELETE /v1/sessions/{id}", s.deleteSession},
+		{"POST /v1/sessions/{id}/calls", s.call},
+		{"POST /v1/sessions/{id}/batch", s.batch},
+		{"POST /v1/sessions/{id}/decide", s.decide},
+	}
+	for _, rt := range routes {
+		s.mux.Handle(rt.pattern, s.wrap(rt.pattern, rt.h))
+	}
+	metricsHandler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	s.mux.Handle("GET /v1/metrics", s.wrap("GET /v1/metrics", func(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+		if !c.Admin {
+			return errcode.Msg(errcode.PermissionDenied, "metrics are for admins (root or the admin group)")
+		}
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	}))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errBody(errcode.NotFound, fmt.Sprintf("no route for %s %s; the API lives under /%s/", r.Method, r.URL.Path, Version)))
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Wait blocks until every in-flight handler has returned.
+func (s *Server) Wait() { s.inflight.Wait() }
+
+// wrap identifies the caller, limits the body, recovers panics and turns errors into JSON.
+func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, session.Caller) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Done()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.metrics.panics.Inc()
+				s.log.Error("panic in handler", zap.String("route", route), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+				if !sw.wrote {
+					writeJSON(sw, http.StatusInternalServerError, errBody(errcode.Internal, "internal error; the daemon logged it and keeps serving"))
+				}
+			}
+			s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status())).Inc()
+		}()
+		peer, err := PeerFrom(r.Context())
+		if err != nil {
+			writeJSON(sw, http.StatusUnauthorized, errBody(errcode.PermissionDenied, "connect over the Unix socket: the caller is identified by its peer credentials"))
+			return
+		}
+		caller, err := s.backend.Identify(peer)
+		if err != nil {
+			writeJSON(sw, http.StatusForbidden, errBody(errcode.PermissionDenied, err.Error()))
+			return
+		}
+		r.Body = http.MaxBytesReader(sw, r.Body, s.maxBody)
+		if err := h(sw, r, caller); err != nil {
+			s.writeError(sw, err)
+		}
+	})
+}
+
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeJSON(w, http.StatusRequestEntityTooLarge, errBody(errcode.TooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", mbe.Limit)))
+	case errors.Is(err, session.ErrNotFound):
+		writeJSON(w, http.StatusNotFound, errBody(errcode.NotFound, "session not found"))
+	default:
+		code := errcode.Of(err)
+		writeJSON(w, statusFor(code), errBody(code, err.Error()))
+	}
+}
+
+// statusFor maps a code to its HTTP status.
+func statusFor(code errcode.Code) int {
+	switch code {
+	case errcode.BadRequest:
+		return http.StatusBadRequest
+	case errcode.SchemaInvalid, errcode.Validation:
+		return http.StatusUnprocessableEntity
+	case errcode.UnknownTool, errcode.NotFound:
+		return http.StatusNotFound
+	case errcode.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errcode.PermissionDenied:
+		return http.StatusForbidden
+	case errcode.Conflict:
+		return http.StatusConflict
+	case errcode.AuditUnavailable, errcode.Unavailable, errcode.PolicyNotLoaded:
+		return http.StatusServiceUnavailable
+	case errcode.Cancelled:
+		return 499
+	case errcode.Timeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are errors.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errcode.Msg(errcode.BadRequest, "empty request body; send a JSON object")
+		}
+		return errcode.New(errcode.BadRequest, fmt.Errorf("malformed JSON body: %w", err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return errcode.Msg(errcode.BadRequest, "malformed JSON body: trailing data after the object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.code, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) status() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	panics   prometheus.Counter
+	calls    *prometheus.CounterVec
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_requests_total", Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		panics:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sandboxd_handler_panics_total", Help: "Panics recovered in handlers."}),
+		calls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_calls_total", Help: "Tool calls by tool, behavior and error code."}, []string{"tool", "behavior", "code"}),
+	}
+	reg.MustRegister(m.requests, m.panics, m.calls)
+	return m
+}
+
+func (s *Server) countCall(o *executor.Outcome) {
+	behavior := "none"
+	if o.Decision != nil {
+		behavior = string(o.Decision.Behavior)
+	}
+	code := string(errcode.OK)
+	if o.Err != nil {
+		code = string(o.Err.Code)
+	}
+	tool := o.Tool
+	if o.Decision == nil && o.Err != nil && o.Err.Code == errcode.UnknownTool {
+		tool = "unknown" // never let client text become a metric label
+	}
+	s.metrics.calls.WithLabelValues(tool, behavior, code).Inc()
+}
+
+var _ = strings.TrimSpace
+var _ = permission.Allow

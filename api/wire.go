@@ -1,0 +1,177 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Version is the protocol version prefix of every path.
+const Version = "v1"
+
+// ErrorBody is every error response: {"error":{"class":"...","message":"..."}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a telemetry-safe class and a message for the caller.
+type ErrorDetail struct {
+	Class       string   `json:"class"`
+	Message     string   `json:"message"`
+	Suggestions []string `json:"suggestions,omitempty"`
+}
+
+// Rules are allow/deny/ask rule texts.
+type Rules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+	Ask   []string `json:"ask,omitempty"`
+}
+
+// CreateSession is the body of POST /v1/sessions.
+type CreateSession struct {
+	Cwd            string   `json:"cwd"`
+	AdditionalDirs []string `json:"additional_dirs,omitempty"`
+	Mode           string   `json:"mode,omitempty"`
+	Rules          Rules    `json:"rules,omitempty"`
+	ParentID       string   `json:"parent_id,omitempty"`
+}
+
+// UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
+type UpdateSession struct {
+	Mode           *string   `json:"mode,omitempty"`
+	Cwd            *string   `json:"cwd,omitempty"`
+	AdditionalDirs *[]string `json:"additional_dirs,omitempty"`
+	Rules          *Rules    `json:"rules,omitempty"`
+}
+
+// Owner is a session owner as the wire shows it.
+type Owner struct {
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+	User string `json:"user,omitempty"`
+}
+
+// Session is a session as the wire shows it.
+type Session struct {
+	ID             string    `json:"id"`
+	Owner          Owner     `json:"owner"`
+	ParentID       string    `json:"parent_id,omitempty"`
+	Created        time.Time `json:"created"`
+	Cwd            string    `json:"cwd"`
+	AdditionalDirs []string  `json:"additional_dirs"`
+	Mode           string    `json:"mode"`
+	Rules          Rules     `json:"rules"`
+}
+
+// SessionList is the body of GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// CallRequest is one tool call: the body of POST /v1/sessions/{id}/calls and .../decide.
+type CallRequest struct {
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Mode      string          `json:"mode,omitempty"`
+}
+
+// BatchRequest is the body of POST /v1/sessions/{id}/batch.
+type BatchRequest struct {
+	Calls []CallRequest `json:"calls"`
+}
+
+// BatchResponse lists results in request order.
+type BatchResponse struct {
+	Results []CallResult `json:"results"`
+}
+
+// CallResult is the stable result object of a call.
+type CallResult struct {
+	ToolUseID string               `json:"tool_use_id"`
+	Tool      string               `json:"tool"`
+	Decision  *permission.Decision `json:"decision"`
+	IsError   bool                 `json:"is_error"`
+	Content   []executor.Block     `json:"content"`
+	Data      map[string]any       `json:"data"`
+	Extra     []string             `json:"extra_messages,omitempty"`
+	Error     *ErrorDetail         `json:"error"`
+}
+
+// StreamLine is one line of an application/x-ndjson call response: events, then the result.
+type StreamLine struct {
+	Event  *executor.Event `json:"event,omitempty"`
+	Result *CallResult     `json:"result,omitempty"`
+}
+
+// ToolInfo is one entry of GET /v1/tools. Deferred tools carry no schema.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Aliases     []string        `json:"aliases,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	Deferred    bool            `json:"deferred"`
+	External    bool            `json:"external"`
+}
+
+// ToolList is the body of GET /v1/tools.
+type ToolList struct {
+	Tools []ToolInfo `json:"tools"`
+}
+
+// Health is the body of GET /v1/healthz.
+type Health struct {
+	Status   string `json:"status"`
+	Version  string `json:"version"`
+	Sessions int    `json:"sessions"`
+	Audit    string `json:"audit"`
+	Policy   string `json:"policy,omitempty"`
+	Uptime   string `json:"uptime"`
+	Caller   Owner  `json:"caller"`
+	Admin    bool   `json:"admin"`
+}
+
+func sessionView(s session.Snapshot) Session {
+	return Session{
+		ID: s.ID, Owner: Owner{UID: s.Owner.UID, GID: s.Owner.GID, User: s.Owner.User},
+		ParentID: s.ParentID, Created: s.Created, Cwd: s.Cwd,
+		AdditionalDirs: nonNil(s.AdditionalDirs), Mode: string(s.Mode),
+		Rules: Rules(s.Rules),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func callResult(o *executor.Outcome) CallResult {
+	cr := CallResult{ToolUseID: o.ToolUseID, Tool: o.Tool, Decision: o.Decision, Data: map[string]any{}}
+	if o.Result != nil {
+		cr.IsError = o.Result.IsError
+		cr.Content = o.Result.Content
+		cr.Extra = o.Result.ExtraMessages
+		if o.Result.Data != nil {
+			cr.Data = o.Result.Data
+		}
+	}
+	if cr.Content == nil {
+		cr.Content = []executor.Block{}
+	}
+	if o.Err != nil {
+		cr.IsError = true
+		cr.Error = &ErrorDetail{Class: string(o.Err.Code), Message: o.Err.Error(), Suggestions: o.Suggestions}
+	}
+	return cr
+}
+
+func errBody(code errcode.Code, msg string) ErrorBody {
+	return ErrorBody{Error: ErrorDetail{Class: string(code), Message: msg}}
+}

@@ -1,0 +1,68 @@
+// Command sandboxd is the daemon: it takes AI-agent tool calls on a Unix socket, decides
+// them by policy and runs the allowed ones confined as the caller.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+func main() {
+	// The per-session file-tool worker is this binary re-executed inside the sandbox.
+	if worker.IsWorker() {
+		worker.Main()
+		return
+	}
+	socket := flag.String("socket", config.DefaultSocket, "Unix socket to serve on (ignored under systemd socket activation)")
+	stateDir := flag.String("state-dir", config.DefaultStateDir, "state directory: audit log, persisted results")
+	cfgPath := flag.String("config", "", "config file (default "+config.DefaultConfig+" if present)")
+	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	flag.Parse()
+
+	lvl, err := zapcore.ParseLevel(*level)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxd: --log-level: %v\n", err)
+		os.Exit(2)
+	}
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = zap.NewAtomicLevelAt(lvl)
+	log, err := zcfg.Build()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxd: logger: %v\n", err)
+		os.Exit(1)
+	}
+	defer log.Sync()
+
+	opts := daemon.Options{Socket: *socket, StateDir: *stateDir, ConfigPath: *cfgPath, ConfigRequired: *cfgPath != ""}
+	if opts.ConfigPath == "" {
+		opts.ConfigPath = config.DefaultConfig
+	}
+	if os.Geteuid() != 0 {
+		log.Warn("not running as root: children cannot switch to callers' uids or be confined; run as root for production")
+	}
+	if err := run(opts, log); err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxd: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts daemon.Options, log *zap.Logger) error {
+	d, err := daemon.New(opts, log)
+	if err != nil {
+		return err
+	}
+	l, err := daemon.Listen(opts.Socket)
+	if err != nil {
+		return err
+	}
+	return d.Serve(context.Background(), l)
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+func cmdBash(e *env, args []string) error {
+	fs := newFlags(e, "bash")
+	tc := &toolCall{}
+	tc.flags(fs)
+	timeout := fs.Duration("timeout", 0, "command timeout (default the tool's 2m, max 10m)")
+	background := fs.Bool("background", false, "run in the background and print the task id")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("usage: sbctl bash [--session ID] [--timeout D] [--mode M] -- CMD")
+	}
+	input := map[string]any{"command": strings.Join(fs.Args(), " ")}
+	if *timeout > 0 {
+		input["timeout"] = timeout.Milliseconds()
+	}
+	if *background {
+		input["run_in_background"] = true
+	}
+	raw, _ := json.Marshal(input)
+	return tc.withSession(e, func(id, mode string) error {
+		req := api.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
+		var res *api.CallResult
+		var err error
+		if e.json {
+			res = &api.CallResult{}
+			err = e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/calls", req, res)
+		} else {
+			// Stream the output as it comes; the final result repeats it, so it is not printed again.
+			streamed := false
+			res, err = e.client().stream(e.ctx, "/v1/sessions/"+id+"/calls", req, func(l api.StreamLine) {
+				if l.Event == nil {
+					return
+				}
+				switch l.Event.Kind {
+				case "stdout":
+					streamed = true
+					io.WriteString(e.stdout, l.Event.Data)
+				case "stderr":
+					streamed = true
+					io.WriteString(e.stderr, l.Event.Data)
+				}
+			})
+			if err == nil && !streamed {
+				return finishBash(e, res, true)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return finishBash(e, res, e.json)
+	})
+}
+
+// finishBash prints what was not streamed and exits with the command's own exit code.
+func finishBash(e *env, res *api.CallResult, print bool) error {
+	if e.json {
+		if err := printJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else if print {
+		printHuman(e, res)
+	} else if res.Error != nil || res.Decision != nil && res.Decision.Behavior != "allow" {
+		printHuman(e, res)
+	}
+	if res.Decision != nil && res.Decision.Behavior != "allow" {
+		return &exitError{code: 126}
+	}
+	if code, ok := res.Data["exit_code"].(float64); ok {
+		if code < 0 {
+			return &exitError{code: 128 + 9}
+		}
+		return &exitError{code: int(code)}
+	}
+	if res.IsError {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// absPath makes a CLI path argument absolute against sbctl's own cwd.
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return filepath.Abs(p)
+}
+
+func cmdRead(e *env, args []string) error {
+	fs := newFlags(e, "read")
+	tc := &toolCall{}
+	tc.flags(fs)
+	offset := fs.Int("offset", 0, "first line (1-based)")
+	limit := fs.Int("limit", 0, "number of lines")
+	pages := fs.String("pages", "", "PDF pages, e.g. 1-5")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("usage: sbctl read [--offset N] [--limit N] FILE")
+	}
+	p, err := absPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	in := map[string]any{"file_path": p}
+	setIf(in, "offset", *offset, *offset > 0)
+	setIf(in, "limit", *limit, *limit > 0)
+	setIf(in, "pages", *pages, *pages != "")
+	return callMap(e, tc, "Read", in)
+}
+
+func cmdWrite(e *env, args []string) error {
+	fs := newFlags(e, "write")
+	tc := &toolCall{}
+	tc.flags(fs)
+	content := fs.String("content", "", "file content (default: read stdin)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("usage: sbctl write [--content S] FILE   (content from stdin without --content)")
+	}
+	p, err := absPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	text := *content
+	if !flagSet(fs, "content") {
+		b, err := io.ReadAll(e.stdin)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	return callMap(e, tc, "Write", map[string]any{"file_path": p, "content": text})
+}
+
+func cmdEdit(e *env, args []string) error {
+	fs := newFlags(e, "edit")
+	tc := &toolCall{}
+	tc.flags(fs)
+	oldS := fs.String("old", "", "text to replace")
+	newS := fs.String("new", "", "replacement text")
+	all := fs.Bool("replace-all", false, "replace every occurrence")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || !flagSet(fs, "old") || !flagSet(fs, "new") {
+		return usageError("usage: sbctl edit --old S --new S [--replace-all] FILE")
+	}
+	p, err := absPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return callMap(e, tc, "Edit", map[string]any{"file_path": p, "old_string": *oldS, "new_string": *newS, "replace_all": *all})
+}
+
+func cmdGlob(e *env, args []string) error {
+	fs := newFlags(e, "glob")
+	tc := &toolCall{}
+	tc.flags(fs)
+	path := fs.String("path", "", "directory to search (default: the session cwd)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("usage: sbctl glob [--path DIR] PATTERN")
+	}
+	in := map[string]any{"pattern": fs.Arg(0)}
+	if *path != "" {
+		p, err := absPath(*path)
+		if err != nil {
+			return err
+		}
+		in["path"] = p
+	}
+	return callMap(e, tc, "Glob", in)
+}
+
+func cmdGrep(e *env, args []string) error {
+	fs := newFlags(e, "grep")
+	tc := &toolCall{}
+	tc.flags(fs)
+	path := fs.String("path", "", "file or directory (default: the session cwd)")
+	glob := fs.String("glob", "", "only files matching this glob")
+	typ := fs.String("type", "", "ripgrep file type, e.g. go")
+	mode := fs.String("output-mode", "", "files_with_matches (default), content or count")
+	ci := fs.Bool("i", false, "case-insensitive")
+	after := fs.Int("A", 0, "lines after each match")
+	before := fs.Int("B", 0, "lines before each match")
+	ctxLines := fs.Int("C", 0, "lines around each match")
+	multiline := fs.Bool("multiline", false, "patterns may span lines")
+	headLimit := fs.Int("head-limit", -1, "at most this many entries (0 = all; default 250)")
+	offset := fs.Int("offset", 0, "skip this many entries (paging)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("usage: sbctl grep [flags] PATTERN")
+	}
+	in := map[string]any{"pattern": fs.Arg(0)}
+	if *path != "" {
+		p, err := absPath(*path)
+		if err != nil {
+			return err
+		}
+		in["path"] = p
+	}
+	setIf(in, "glob", *glob, *glob != "")
+	setIf(in, "type", *typ, *typ != "")
+	setIf(in, "output_mode", *mode, *mode != "")
+	setIf(in, "-i", true, *ci)
+	setIf(in, "-A", *after, *after > 0)
+	setIf(in, "-B", *before, *before > 0)
+	setIf(in, "-C", *ctxLines, *ctxLines > 0)
+	setIf(in, "multiline", true, *multiline)
+	setIf(in, "head_limit", *headLimit, *headLimit >= 0)
+	setIf(in, "offset", *offset, *offset > 0)
+	return callMap(e, tc, "Grep", in)
+}
+
+func setIf(m map[string]any, k string, v any, ok bool) {
+	if ok {
+		m[k] = v
+	}
+}
+
+// flagSet reports whether the flag was given on the command line (even as "").
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func callMap(e *env, tc *toolCall, tool string, in map[string]any) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return callTool(e, tc, "calls", tool, raw)
+}

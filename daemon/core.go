@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Version is the daemon's version, reported by healthz.
+var Version = "0.1.0"
+
+// Core is the daemon's logic behind the API: sessions and their lifecycle, calls, tools.
+type Core struct {
+	log      *zap.Logger
+	cfg      atomic.Pointer[config.Config]
+	ids      *identities
+	store    *session.Store
+	pipeline *executor.Pipeline
+	host     *executor.Host
+	sandbox  *sandbox.Sandbox
+	recorder *recorder
+	started  time.Time
+}
+
+var _ api.Backend = (*Core)(nil)
+
+// Config is the configuration in force.
+func (c *Core) Config() *config.Config { return c.cfg.Load() }
+
+// Identify implements api.Backend.
+func (c *Core) Identify(p api.Peer) (session.Caller, error) { return c.ids.Identify(p) }
+
+// Pipeline implements api.Backend.
+func (c *Core) Pipeline() *executor.Pipeline { return c.pipeline }
+
+// Health implements api.Backend.
+func (c *Core) Health(caller session.Caller) api.Health {
+	h := api.Health{
+		Status: "ok", Version: Version, Audit: "ok",
+		Sessions: len(c.store.List(caller)),
+		Uptime:   time.Since(c.started).Round(time.Second).String(),
+		Caller:   api.Owner{UID: caller.UID, GID: caller.GID, User: caller.User},
+		Admin:    caller.Admin,
+	}
+	if !c.recorder.healthy() {
+		h.Status, h.Audit = "degraded", "unavailable: calls are refused until the audit log can be written"
+	}
+	return h
+}
+
+// checkDirs requires absolute, clean directory paths. Whether they exist and the owner may
+// use them is checked by the owner's own confined child, never by the daemon as root.
+func checkDirs(cwd string, extra []string) error {
+	for _, d := range append([]string{cwd}, extra...) {
+		if d == "" {
+			return errcode.Msg(errcode.Validation, "cwd is required: give the session's working directory as an absolute path")
+		}
+		if !filepath.IsAbs(d) {
+			return errcode.New(errcode.Validation, fmt.Errorf("directory %q must be an absolute path", d))
+		}
+		if filepath.Clean(d) != d {
+			return errcode.New(errcode.Validation, fmt.Errorf("directory %q is not clean; use %q", d, filepath.Clean(d)))
+		}
+	}
+	return nil
+}
+
+// CreateSession implements api.Backend.
+func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p session.Params) (session.Snapshot, error) {
+	cfg := c.Config()
+	if err := checkDirs(p.Cwd, p.AdditionalDirs); err != nil {
+		return session.Snapshot{}, err
+	}
+	if p.ParentID != "" {
+		if _, err := c.store.Get(caller, p.ParentID); err != nil {
+			return session.Snapshot{}, errcode.New(errcode.NotFound, fmt.Errorf("parent session %q not found", p.ParentID))
+		}
+	} else if p.Mode == permission.ModeBubble {
+		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode routes asks to a parent session: give parent_id")
+	}
+	owned := 0
+	for _, s := range c.store.List(session.Caller{UID: caller.UID}) {
+		if s.Owner.UID == caller.UID {
+			owned++
+		}
+	}
+	if owned >= cfg.MaxSessionsPerUser {
+		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("uid %d already has %d sessions (max_sessions_per_user); delete one first", caller.UID, owned))
+	}
+	owner := caller
+	owner.Admin = false // the owner identity runs tools; admin rights are per request
+	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
+	s := c.store.Create(owner, p)
+	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
+		c.store.Remove(caller, s.ID)
+		return session.Snapshot{}, err
+	}
+	return s.Snapshot(), nil
+}
+
+// Session implements api.Backend.
+func (c *Core) Session(caller session.Caller, id string) (*session.Session, error) {
+	return c.store.Get(caller, id)
+}
+
+// Sessions implements api.Backend.
+func (c *Core) Sessions(caller session.Caller) []session.Snapshot {
+	ss := c.store.List(caller)
+	out := make([]session.Snapshot, len(ss))
+	for i, s := range ss {
+		out[i] = s.Snapshot()
+	}
+	return out
+}
+
+// UpdateSession implements api.Backend.
+func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id string, u session.Update) (session.Snapshot, error) {
+	s, err := c.store.Get(caller, id)
+	if err != nil {
+		return session.Snapshot{}, err
+	}
+	snap := s.Snapshot()
+	cwd, extra := snap.Cwd, snap.AdditionalDirs
+	if u.Cwd != nil {
+		cwd = *u.Cwd
+	}
+	if u.AdditionalDirs != nil {
+		extra = *u.AdditionalDirs
+	}
+	if err := checkDirs(cwd, extra); err != nil {
+		return session.Snapshot{}, err
+	}
+	if u.Mode != nil && *u.Mode == permission.ModeBubble && snap.ParentID == "" {
+		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode needs a parent session")
+	}
+	s.Apply(u)
+	if err := c.recorder.session(ctx, "session.update", caller, s); err != nil {
+		return session.Snapshot{}, err
+	}
+	return s.Snapshot(), nil
+}
+
+// DeleteSession implements api.Backend: the session's processes and cgroups go with it.
+func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id string) error {
+	s, err := c.store.Remove(caller, id)
+	if err != nil {
+		return err
+	}
+	c.release(s)
+	return c.recorder.session(ctx, "session.delete", caller, s)
+}
+
+func (c *Core) release(s *session.Session) {
+	if err := c.sandbox.KillSession(s.ID); err != nil {
+		c.log.Warn("kill session processes", zap.String("session", s.ID), zap.Error(err))
+	}
+}
+
+// Batch implements api.Backend.
+func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome {
+	return c.pipeline.Batch(ctx, s, caller, reqs, c.Config().MaxParallelCalls)
+}
+
+// ToolPool implements api.Backend.
+func (c *Core) ToolPool(_ session.Caller) []*executor.Tool {
+	return c.pipeline.Registry().Pool(nil)
+}

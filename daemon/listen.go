@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// listenFDsStart is the first fd systemd passes (SD_LISTEN_FDS_START).
+const listenFDsStart = 3
+
+// Listen returns the daemon's listener: the socket systemd passed (LISTEN_FDS, for this
+// pid), or a new one at path. A path held by a live daemon is refused; a stale socket file
+// (nobody answers) is removed first.
+func Listen(path string) (net.Listener, error) {
+	if l, ok, err := activated(); ok || err != nil {
+		return l, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket path %s exists and is not a socket; remove it or choose another --socket", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket %s is held by a running daemon; stop it first or choose another --socket", path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("probe existing socket %s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// Anyone may connect: authorization is by peer credentials on every request.
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return l, nil
+}
+
+// activated returns the systemd-passed listener, if the environment says there is one.
+func activated() (net.Listener, bool, error) {
+	pid, n := os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDS")
+	if n == "" {
+		return nil, false, nil
+	}
+	if pid != strconv.Itoa(os.Getpid()) {
+		return nil, false, nil
+	}
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		return nil, true, fmt.Errorf("LISTEN_FDS=%q is not a positive count", n)
+	}
+	if count > 1 {
+		return nil, true, fmt.Errorf("LISTEN_FDS=%d: sandboxd takes exactly one socket", count)
+	}
+	// Not for our children: they must never inherit the activation variables.
+	os.Unsetenv("LISTEN_PID")
+	os.Unsetenv("LISTEN_FDS")
+	os.Unsetenv("LISTEN_FDNAMES")
+	syscall.CloseOnExec(listenFDsStart)
+	f := os.NewFile(listenFDsStart, "systemd-socket")
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return nil, true, fmt.Errorf("use the systemd socket: %w", err)
+	}
+	if _, ok := l.(*net.UnixListener); !ok {
+		l.Close()
+		return nil, true, errors.New("the systemd socket is not a Unix stream socket")
+	}
+	return l, true, nil
+}

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// recorder turns the daemon's events into audit records.
+type recorder struct {
+	log *audit.Log
+}
+
+var _ executor.Recorder = (*recorder)(nil)
+
+func (r *recorder) healthy() bool { return r.log.Healthy() }
+
+func auditCaller(c session.Caller) *audit.Caller {
+	return &audit.Caller{UID: c.UID, GID: c.GID, PID: c.PID, User: c.User}
+}
+
+func auditDecision(d *permission.Decision) *audit.Decision {
+	if d == nil {
+		return nil
+	}
+	return &audit.Decision{Behavior: string(d.Behavior), Reason: d.Reason, Rule: d.Rule, Source: d.Source, Step: d.Step}
+}
+
+// RecordCall implements executor.Recorder.
+func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.CallRecord) error {
+	rec := &audit.Record{Kind: audit.Kind(kind), Decision: auditDecision(cr.Decision)}
+	if cr.Request != nil {
+		rec.Tool, rec.ToolUseID = cr.Request.Tool, cr.Request.ToolUseID
+		rec.Input = validJSON(cr.Request.Input)
+	}
+	if c := cr.Call; c != nil {
+		rec.Caller = auditCaller(c.Caller)
+		rec.Session, rec.Mode, rec.Tool = c.Session.ID, string(c.Mode), c.Tool.Name()
+	}
+	if o := cr.Outcome; o != nil {
+		rec.Outcome = outcomeOf(o)
+	}
+	return r.log.Append(ctx, rec)
+}
+
+// validJSON keeps the input as sent when it is JSON; anything else is recorded as a string,
+// so a malformed request is still on the record.
+func validJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}
+
+func outcomeOf(o *executor.Outcome) *audit.Outcome {
+	out := &audit.Outcome{DurationMS: o.Duration.Milliseconds()}
+	if o.Err != nil {
+		out.Error = o.Err.Code
+	} else if o.Result != nil && o.Result.IsError {
+		out.Error = errcode.ToolFailed
+	}
+	if o.Result == nil {
+		return out
+	}
+	d := o.Result.Data
+	out.ExitCode = int(num(d["exit_code"]))
+	out.Signal, _ = d["signal"].(string)
+	out.CPUMS = num(d["cpu_time_ms"])
+	out.PeakMemoryBytes = num(d["peak_memory_bytes"])
+	out.OOM, _ = d["oom_killed"].(bool)
+	out.Timeout, _ = d["timed_out"].(bool)
+	out.PidsLimit, _ = d["pids_limited"].(bool)
+	out.OutputBytes = num(d["output_bytes"])
+	out.PersistedPath, _ = d["persisted_output_path"].(string)
+	return out
+}
+
+func num(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
+}
+
+// session records a session lifecycle event.
+func (r *recorder) session(ctx context.Context, kind string, caller session.Caller, s *session.Session) error {
+	snap := s.Snapshot()
+	detail := map[string]string{"cwd": snap.Cwd, "owner_uid": itoa(int64(snap.Owner.UID))}
+	if snap.ParentID != "" {
+		detail["parent_id"] = snap.ParentID
+	}
+	err := r.log.Append(ctx, &audit.Record{Kind: audit.Kind(kind), Caller: auditCaller(caller),
+		Session: snap.ID, Mode: string(snap.Mode), Detail: detail})
+	if err != nil {
+		return errcode.New(errcode.AuditUnavailable, err)
+	}
+	return nil
+}
+
+// daemon records a daemon or policy event with details.
+func (r *recorder) daemon(ctx context.Context, kind audit.Kind, detail map[string]string) error {
+	return r.log.Append(ctx, &audit.Record{Kind: kind, Detail: detail})
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Options are the daemon's flags.
+type Options struct {
+	Socket   string
+	StateDir string
+	// ConfigPath is read if present; ConfigRequired makes a missing file an error (it was
+	// named by flag).
+	ConfigPath     string
+	ConfigRequired bool
+}
+
+// Daemon is a running sandboxd.
+type Daemon struct {
+	opts   Options
+	log    *zap.Logger
+	core   *Core
+	audit  *audit.Log
+	server *http.Server
+	api    *api.Server
+}
+
+// New builds the daemon: state directory, sandbox, audit log, policy, tools, API.
+func New(opts Options, log *zap.Logger) (*Daemon, error) {
+	cfg, err := config.Load(opts.ConfigPath, opts.ConfigRequired)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareStateDir(opts.StateDir); err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		CgroupRoot: "sandboxd",
+		Limits: sandbox.Limits{
+			MemoryMaxBytes: cfg.Sandbox.MemoryMaxBytes, PidsMax: cfg.Sandbox.PidsMax, CPUQuotaMilli: cfg.Sandbox.CPUQuotaMilli,
+			FileSizeMaxBytes: cfg.Sandbox.FileSizeMaxBytes, OpenFilesMax: cfg.Sandbox.OpenFilesMax, TmpSizeBytes: cfg.Sandbox.TmpSizeBytes,
+		},
+		ExtraSyscalls: cfg.Sandbox.ExtraSyscalls,
+		StateDir:      filepath.Join(opts.StateDir, "sandbox"),
+	}, log)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	al, err := audit.Open(audit.Config{
+		Dir:                filepath.Join(opts.StateDir, "audit"),
+		MaxFileBytes:       cfg.Audit.MaxFileBytes,
+		MaxFileAge:         config.Duration(cfg.Audit.MaxFileAgeSec),
+		Retain:             cfg.Audit.RetainFiles,
+		CheckpointEvery:    cfg.Audit.CheckpointEvery,
+		CheckpointInterval: config.Duration(cfg.Audit.CheckpointInterval),
+		SyslogAddr:         cfg.Audit.Syslog,
+	}, log)
+	if err != nil {
+		sb.Close()
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	host := executor.NewHost(log, sb, cfg.Sandbox, opts.StateDir)
+	reg, err := executor.NewRegistry(executor.BuiltinDefs(host)...)
+	if err != nil {
+		al.Close()
+		sb.Close()
+		return nil, err
+	}
+	hooks, err := executor.NewHooks(host, cfg.Hooks)
+	if err != nil {
+		al.Close()
+		sb.Close()
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	rec := &recorder{log: al}
+	core := &Core{
+		log: log.Named("daemon"), ids: newIdentities(cfg.AdminGroup), store: session.NewStore(),
+		host: host, sandbox: sb, recorder: rec, started: time.Now(),
+	}
+	core.cfg.Store(&cfg)
+	core.pipeline = executor.NewPipeline(log, reg, host, modeDecider{}, rec, hooks)
+
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
+	d := &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer}
+	d.server = &http.Server{
+		Handler:           apiServer,
+		ConnContext:       api.ConnContext,
+		ReadHeaderTimeout: config.Duration(cfg.ReadHeaderTimeoutSec),
+		ReadTimeout:       config.Duration(cfg.ReadBodyTimeoutSec),
+		IdleTimeout:       config.Duration(cfg.IdleTimeoutSec),
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	return d, nil
+}
+
+// prepareStateDir makes the state directory root-owned and not listable by others: users
+// reach their own persisted results by exact path only.
+func prepareStateDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("state dir %q must be absolute", dir)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "tool-results")} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return fmt.Errorf("create state dir: %w", err)
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return fmt.Errorf("chmod state dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// Serve serves on l until ctx is done or SIGTERM/SIGINT arrives, reloading on SIGHUP, then
+// drains: in-flight calls get the drain deadline, what is left is killed.
+func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	_ = d.core.recorder.daemon(ctx, audit.KindDaemonStart, map[string]string{
+		"version": Version, "pid": strconv.Itoa(os.Getpid()), "socket": l.Addr().String()})
+	d.log.Info("serving", zap.String("socket", l.Addr().String()), zap.String("state_dir", d.opts.StateDir))
+
+	errc := make(chan error, 1)
+	go func() { errc <- d.server.Serve(l) }()
+	var serveErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-errc:
+			if !errors.Is(err, http.ErrServerClosed) {
+				serveErr = err
+			}
+			break loop
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				d.Reload()
+				continue
+			}
+			d.log.Info("signal: draining", zap.String("signal", s.String()))
+			break loop
+		}
+	}
+	d.shutdown()
+	return serveErr
+}
+
+// Reload re-reads the configuration and swaps it atomically; a bad file keeps the old one.
+func (d *Daemon) Reload() {
+	cfg, err := config.Load(d.opts.ConfigPath, d.opts.ConfigRequired)
+	if err != nil {
+		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))
+		return
+	}
+	d.core.cfg.Store(&cfg)
+	d.log.Info("configuration reloaded")
+}
+
+func (d *Daemon) shutdown() {
+	drain := config.Duration(d.core.Config().DrainTimeoutSec)
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := d.server.Shutdown(ctx); err != nil {
+		d.log.Warn("drain deadline passed; killing what is left", zap.Error(err))
+	}
+	// Whatever still runs is killed with its whole cgroup; handlers then return quickly.
+	_ = d.core.sandbox.Close()
+	d.server.Close()
+	d.api.Wait()
+	_ = d.core.recorder.daemon(context.Background(), audit.KindDaemonStop, map[string]string{"pid": strconv.Itoa(os.Getpid())})
+	if err := d.audit.Close(); err != nil {
+		d.log.Error("close audit log", zap.Error(err))
+	}
+}
