@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"go.uber.org/zap"
@@ -61,9 +62,14 @@ type Sandbox struct {
 	limits Limits
 	log    *zap.Logger
 
+	cg          *cgroupLayout
+	bpf         [][]byte // the compiled seccomp filters, loaded by every child in order
+	landlockABI int      // 0: none
+
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
+	netns  map[string]*os.File // session -> loopback-only network namespace
 }
 
 // New prepares the confinement once for the daemon's lifetime.
@@ -79,6 +85,7 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		limits: cfg.Limits.merge(DefaultLimits),
 		log:    log.Named("sandbox"),
 		procs:  map[*Process]struct{}{},
+		netns:  map[string]*os.File{},
 	}
 	if err := s.init(); err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))

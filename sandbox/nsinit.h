@@ -1,0 +1,43 @@
+// nsinit.h: the contract between the parent (Go, spec.go) and the child's constructor (nsinit.c).
+#ifndef SANDBOXD_NSINIT_H
+#define SANDBOXD_NSINIT_H
+
+#define SBX_INIT_ARG "__sandboxd_init__"
+#define SBX_MAGIC 0x58425353u /* "SSBX" */
+#define SBX_VERSION 1u
+
+#define SBX_FD_SPEC 3
+#define SBX_FD_ERR 4
+#define SBX_FD_SYNC 5
+#define SBX_FD_NETNS 6
+#define SBX_FD_FIRST_EXTRA 7
+
+#define SBX_EXIT_INIT_FAILED 125
+
+/* Records, in this order. */
+#define SBX_TAG_EXEC 1     /* path, dir */
+#define SBX_TAG_ARGV 2     /* count, strings */
+#define SBX_TAG_ENV 3      /* count, strings */
+#define SBX_TAG_CRED 4     /* uid, gid */
+#define SBX_TAG_GROUPS 5   /* count, u32s */
+#define SBX_TAG_FDS 6      /* netns fd (or -1), number of caller's ExtraFiles */
+#define SBX_TAG_MOUNTS 7   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
+#define SBX_TAG_RLIMITS 8  /* count, {resource, u64 limit} */
+#define SBX_TAG_LANDLOCK 9 /* 0 or 1, {u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
+#define SBX_TAG_SECCOMP 10 /* program count, {u32 bytes, raw BPF}; all are loaded */
+
+#define SBX_OP_MOUNT 1
+#define SBX_OP_SETATTR 2 /* flags = attr_set, clr = attr_clr, data "r" = recursive */
+#define SBX_OP_MKNOD 3   /* flags = mode, clr = dev */
+#define SBX_OP_MKDIR 4   /* flags = mode */
+#define SBX_OP_SYMLINK 5 /* src = target */
+#define SBX_OP_TOUCH 6   /* flags = mode; an empty file to bind over */
+#define SBX_OP_CLONE_TREE 7 /* src -> slot clr (open_tree clone, recursive) */
+#define SBX_OP_MOVE_TREE 8  /* slot clr -> dst (move_mount) */
+#define SBX_MAX_TREES 64
+
+/* Landlock rights a rule on a non-directory may carry (EXECUTE, WRITE_FILE, READ_FILE,
+ * TRUNCATE, IOCTL_DEV). */
+#define SBX_LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
+
+#endif

@@ -1,0 +1,313 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// specEncoder writes the blob nsinit.c reads: u32/u64 native-endian (same binary, same
+// machine), strings as u32 length, bytes and a NUL so the child can point into its buffer.
+type specEncoder struct{ b []byte }
+
+func (e *specEncoder) u32(v uint32) { e.b = binary.NativeEndian.AppendUint32(e.b, v) }
+func (e *specEncoder) u64(v uint64) { e.b = binary.NativeEndian.AppendUint64(e.b, v) }
+
+func (e *specEncoder) str(s string) {
+	e.u32(uint32(len(s)))
+	e.b = append(e.b, s...)
+	e.b = append(e.b, 0)
+}
+
+func (e *specEncoder) tag(tag, count uint32) { e.u32(tag); e.u32(count) }
+
+func (e *specEncoder) strs(tag uint32, v []string) {
+	e.tag(tag, uint32(len(v)))
+	for _, s := range v {
+		e.str(s)
+	}
+}
+
+// mountOp is one step of the child's mount plan, run in order by do_mounts in nsinit.c.
+type mountOp struct {
+	op       uint32
+	optional bool // a missing target is skipped (paths a kernel may not have)
+	flags    uint64
+	clr      uint64
+	src, dst string
+	fstype   string
+	data     string
+}
+
+type rlimit struct {
+	resource uint32
+	value    uint64
+}
+
+type llRule struct {
+	access uint64
+	path   string
+}
+
+// childSpec is everything the child needs, already decided by the parent.
+type childSpec struct {
+	path, dir  string
+	argv, env  []string
+	uid, gid   uint32
+	groups     []uint32
+	netnsFD    int // -1: stay in the daemon's network namespace
+	nExtra     int
+	mounts     []mountOp
+	rlimits    []rlimit
+	landlock   *landlockPlan
+	seccompBPF [][]byte
+}
+
+type landlockPlan struct {
+	handledFS uint64
+	scoped    uint64
+	attrSize  uint32
+	rules     []llRule
+}
+
+func hasNUL(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *childSpec) encode() ([]byte, error) {
+	if hasNUL(c.path, c.dir) || hasNUL(c.argv...) || hasNUL(c.env...) {
+		return nil, fmt.Errorf("%w: NUL byte in path, dir, args or env", ErrBadSpec)
+	}
+	e := &specEncoder{b: make([]byte, 0, 16384)}
+	e.u32(specMagic)
+	e.u32(specVersion)
+	e.tag(tagExec, 2)
+	e.str(c.path)
+	e.str(c.dir)
+	e.strs(tagArgv, c.argv)
+	e.strs(tagEnv, c.env)
+	e.tag(tagCred, 2)
+	e.u32(c.uid)
+	e.u32(c.gid)
+	e.tag(tagGroups, uint32(len(c.groups)))
+	for _, g := range c.groups {
+		e.u32(g)
+	}
+	e.tag(tagFds, 2)
+	e.u32(uint32(int32(c.netnsFD)))
+	e.u32(uint32(c.nExtra))
+	e.tag(tagMounts, uint32(len(c.mounts)))
+	for _, m := range c.mounts {
+		if hasNUL(m.src, m.dst, m.fstype, m.data) {
+			return nil, fmt.Errorf("%w: NUL byte in a path", ErrBadSpec)
+		}
+		e.u32(m.op)
+		opt := uint32(0)
+		if m.optional {
+			opt = 1
+		}
+		e.u32(opt)
+		e.u64(m.flags)
+		e.u64(m.clr)
+		e.str(m.src)
+		e.str(m.dst)
+		e.str(m.fstype)
+		e.str(m.data)
+	}
+	e.tag(tagRlimits, uint32(len(c.rlimits)))
+	for _, r := range c.rlimits {
+		e.u32(r.resource)
+		e.u64(r.value)
+	}
+	if c.landlock == nil {
+		e.tag(tagLandlock, 0)
+	} else {
+		l := c.landlock
+		e.tag(tagLandlock, 1)
+		e.u64(l.handledFS)
+		e.u64(l.scoped)
+		e.u32(l.attrSize)
+		e.u32(uint32(len(l.rules)))
+		for _, r := range l.rules {
+			if hasNUL(r.path) {
+				return nil, fmt.Errorf("%w: NUL byte in a path", ErrBadSpec)
+			}
+			e.u64(r.access)
+			e.str(r.path)
+		}
+	}
+	// Last, so the child can hand the kernel a pointer into its buffer.
+	e.tag(tagSeccomp, uint32(len(c.seccompBPF)))
+	for _, prog := range c.seccompBPF {
+		e.u32(uint32(len(prog)))
+		e.b = append(e.b, prog...)
+	}
+	return e.b, nil
+}
+
+// Paths masked in every child, as container runtimes do: kernel memory, keys, timers and
+// firmware interfaces an agent never needs and that leak host information.
+var maskedFiles = []string{
+	"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/kallsyms", "/proc/sysrq-trigger",
+}
+
+var maskedDirs = []string{
+	"/proc/acpi", "/proc/scsi", "/proc/asound", "/sys/firmware",
+	"/sys/devices/virtual/powercap", "/sys/kernel/debug", "/sys/kernel/security",
+}
+
+// DefaultDenyPaths are hidden in every child in addition to Spec.DenyPaths: the container
+// runtimes' sockets would hand out root.
+var DefaultDenyPaths = []string{
+	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+	"/run/podman/podman.sock",
+}
+
+// cleanAbs returns the cleaned absolute path, or an error for a relative one.
+func cleanAbs(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%w: path %q is not absolute", ErrBadSpec, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// resolve follows symlinks in the longest existing prefix of p, so a rule or a mount names the
+// real place (e.g. /var/run -> /run). The rest of the path is kept as given.
+func resolve(p string) string {
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// mountPlan decides the child's filesystem.
+//
+// WARNING: the child's whole filesystem view; rerun as root after changing:
+// go test -run 'TestEscape' ./sandbox/
+func mountPlan(spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([]mountOp, error) {
+	const (
+		ro     = unix.MOUNT_ATTR_RDONLY
+		nosuid = unix.MOUNT_ATTR_NOSUID
+	)
+	trees := append(append([]string{}, writable...), readOnly...)
+	if len(trees) > maxTrees {
+		return nil, fmt.Errorf("%w: more than %d writable and read-only dirs", ErrBadSpec, maxTrees)
+	}
+	var ops []mountOp
+	add := func(op mountOp) { ops = append(ops, op) }
+	// Nothing we mount may propagate back to the host, and host mounts appearing later do not
+	// show up inside a running call either.
+	add(mountOp{op: opMount, dst: "/", flags: unix.MS_REC | unix.MS_PRIVATE})
+	// Writable and read-only dirs are cloned (a detached recursive bind) before the private /tmp
+	// can cover them (t.TempDir(), agent sockets), and moved back on top afterwards; each then
+	// is a mount of its own whose read-only bit can be cleared alone.
+	for i, d := range trees {
+		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true})
+	}
+	// A fresh /proc for the new PID namespace: the host's would show every host process.
+	add(mountOp{op: opMount, src: "proc", dst: "/proc", fstype: "proc",
+		flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC})
+	// A minimal /dev: the nodes programs expect and nothing that reaches hardware.
+	add(mountOp{op: opMount, src: "tmpfs", dst: "/dev", fstype: "tmpfs",
+		flags: unix.MS_NOSUID | unix.MS_NOEXEC, data: "mode=755,size=64k,nr_inodes=64"})
+	for _, d := range []struct {
+		name         string
+		major, minor uint32
+	}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}} {
+		add(mountOp{op: opMknod, dst: "/dev/" + d.name, flags: unix.S_IFCHR | 0o666,
+			clr: unix.Mkdev(d.major, d.minor)})
+	}
+	add(mountOp{op: opMkdir, dst: "/dev/pts", flags: 0o755})
+	add(mountOp{op: opMkdir, dst: "/dev/shm", flags: 0o1777})
+	// A private devpts instance: ptys of this call only, never the host's.
+	add(mountOp{op: opMount, src: "devpts", dst: "/dev/pts", fstype: "devpts",
+		flags: unix.MS_NOSUID | unix.MS_NOEXEC, data: "newinstance,ptmxmode=0666,mode=620"})
+	add(mountOp{op: opSymlink, src: "pts/ptmx", dst: "/dev/ptmx"})
+	add(mountOp{op: opMount, src: "tmpfs", dst: "/dev/shm", fstype: "tmpfs",
+		flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
+	for _, l := range [][2]string{{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+		{"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
+		add(mountOp{op: opSymlink, src: l[0], dst: l[1]})
+	}
+	// A private, size-limited /tmp: nothing shared with other calls or users, no disk fill.
+	add(mountOp{op: opMount, src: "tmpfs", dst: "/tmp", fstype: "tmpfs",
+		flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
+	for i, d := range trees {
+		if under(d, "/tmp") && d != "/tmp" {
+			for _, p := range mkdirChain("/tmp", d) {
+				add(mountOp{op: opMkdir, dst: p, flags: 0o755, optional: true})
+			}
+			if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+				add(mountOp{op: opTouch, dst: d, flags: 0o600, optional: true})
+			} else {
+				add(mountOp{op: opMkdir, dst: d, flags: 0o755, optional: true})
+			}
+		}
+		add(mountOp{op: opMoveTree, dst: d, clr: uint64(i), optional: true})
+	}
+	for _, f := range maskedFiles {
+		add(mountOp{op: opMount, src: "/dev/null", dst: f, flags: unix.MS_BIND, optional: true})
+	}
+	for _, d := range maskedDirs {
+		add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
+			flags: unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
+			data:  "size=4k,nr_inodes=1,mode=000", optional: true})
+	}
+	// Deny paths that exist now are covered (after the moves, so a deny inside a writable dir
+	// wins); landlock keeps the ones created later unreadable.
+	for _, d := range deny {
+		fi, err := os.Stat(d)
+		switch {
+		case err != nil:
+			continue
+		case fi.IsDir():
+			add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
+				flags: unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
+				data:  "size=4k,nr_inodes=1,mode=000", optional: true})
+		default:
+			add(mountOp{op: opMount, src: "/dev/null", dst: d, flags: unix.MS_BIND, optional: true})
+		}
+	}
+	// Everything read-only and nosuid in one call (mount_setattr, AT_RECURSIVE), then the few
+	// writable places opened again: a writable mount can only come from this list.
+	add(mountOp{op: opSetattr, dst: "/", flags: ro | nosuid, data: "r"})
+	add(mountOp{op: opSetattr, dst: "/tmp", clr: ro})
+	add(mountOp{op: opSetattr, dst: "/dev/shm", clr: ro})
+	if !spec.ReadOnlyWorkspace {
+		for _, d := range writable {
+			add(mountOp{op: opSetattr, dst: d, clr: ro, optional: true})
+		}
+	}
+	return ops, nil
+}
+
+// mkdirChain lists the directories strictly between base and p, outermost first.
+func mkdirChain(base, p string) []string {
+	var chain []string
+	for d := filepath.Dir(p); d != base && under(d, base) && d != "/"; d = filepath.Dir(d) {
+		chain = append([]string{d}, chain...)
+	}
+	return chain
+}

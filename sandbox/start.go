@@ -1,0 +1,382 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	seccomp "github.com/seccomp/libseccomp-golang"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// init runs once from New: cgroup layout, leftovers, seccomp, landlock.
+func (s *Sandbox) init() error {
+	l, err := detectCgroups(s.cfg.CgroupRoot)
+	if err != nil {
+		return fmt.Errorf("detect cgroups: %w", err)
+	}
+	s.cg = l
+	// A crashed daemon leaves its calls' cgroups (and maybe processes) behind: no process
+	// outlives its call, not even across a daemon restart.
+	if err := l.removeTree(""); err != nil {
+		s.log.Warn("reap leftover cgroups", zap.Error(err))
+	}
+	// The ioctl refinement is loaded first: once the allowlist is in, seccomp(2) itself is
+	// refused.
+	for _, build := range []func() (*seccomp.ScmpFilter, error){
+		refuseIoctls,
+		func() (*seccomp.ScmpFilter, error) { return compileSeccomp(s.cfg.ExtraSyscalls) },
+	} {
+		f, err := build()
+		if err != nil {
+			return err
+		}
+		b, err := exportBPF(f)
+		f.Release()
+		if err != nil {
+			return err
+		}
+		s.bpf = append(s.bpf, b)
+	}
+	s.landlockABI = landlockABI()
+	if s.landlockABI == 0 {
+		s.log.Warn("landlock unavailable: filesystem confinement rests on mounts alone, deny paths created after a call starts are not covered")
+	} else {
+		s.log.Debug("landlock", zap.Int("abi", s.landlockABI))
+	}
+	return nil
+}
+
+func (s *Sandbox) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, f := range s.netns {
+		f.Close()
+		delete(s.netns, k)
+	}
+	return nil
+}
+
+func (s *Sandbox) killSessionCgroups(session string) error {
+	s.mu.Lock()
+	if f := s.netns[session]; f != nil {
+		f.Close()
+		delete(s.netns, session)
+	}
+	s.mu.Unlock()
+	if err := s.cg.removeTree(session); err != nil {
+		return fmt.Errorf("kill session: %w", err)
+	}
+	return nil
+}
+
+// sessionNetns returns the session's loopback-only network namespace, made on first use.
+func (s *Sandbox) sessionNetns(session string) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.netns[session]; f != nil {
+		return f, nil
+	}
+	f, err := newLoopbackNetns()
+	if err != nil {
+		return nil, err
+	}
+	s.netns[session] = f
+	return f, nil
+}
+
+// cleanDirs makes every path absolute-clean and symlink-resolved, dropping duplicates.
+func cleanDirs(in []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range in {
+		c, err := cleanAbs(p)
+		if err != nil {
+			return nil, err
+		}
+		c = resolve(c)
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// gitDirs finds the git directories a writable dir's git worktree or submodule keeps outside
+// it (".git" is then a file "gitdir: <path>"), so git can write its index and objects. Only
+// directories the caller owns are added: the file's content is the caller's to choose.
+func gitDirs(dir string, uid uint32) []string {
+	f, err := os.OpenFile(filepath.Join(dir, ".git"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 4096))
+	line, _, _ := strings.Cut(string(b), "\n")
+	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return nil
+	}
+	gd = strings.TrimSpace(gd)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	out := []string{gd}
+	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gd, common)
+		}
+		out = append(out, filepath.Clean(common))
+	}
+	var owned []string
+	for _, d := range out {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
+			owned = append(owned, d)
+		}
+	}
+	return owned
+}
+
+// start builds the child's spec, creates its cgroup and re-executes this binary as the init.
+//
+// WARNING: the whole confinement is assembled here; rerun as root after changing:
+// go test -run 'TestEscape|TestInit' ./sandbox/
+func (s *Sandbox) start(p *Process) (err error) {
+	spec := &p.spec
+	writable, err := cleanDirs(spec.WritableDirs)
+	if err != nil {
+		return err
+	}
+	for _, d := range writable {
+		writable = append(writable, gitDirs(d, spec.UID)...)
+	}
+	if writable, err = cleanDirs(writable); err != nil {
+		return err
+	}
+	readOnly, err := cleanDirs(spec.ReadOnlyDirs)
+	if err != nil {
+		return err
+	}
+	deny, err := cleanDirs(spec.DenyPaths)
+	if err != nil {
+		return err
+	}
+	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
+
+	mounts, err := mountPlan(spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
+	if err != nil {
+		return err
+	}
+	ll, err := landlockRules(s.landlockABI, spec, writable, readOnly, deny)
+	if err != nil {
+		return err
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	cs := &childSpec{
+		path: spec.Path, dir: spec.Dir,
+		argv: append([]string{spec.Path}, spec.Args...), env: env,
+		uid: spec.UID, gid: spec.GID, groups: spec.Groups,
+		netnsFD: -1, nExtra: len(spec.ExtraFiles),
+		mounts: mounts,
+		rlimits: []rlimit{
+			{unix.RLIMIT_CORE, 0}, // core dumps could land secrets on disk
+			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
+			{unix.RLIMIT_NOFILE, uint64(p.lim.OpenFilesMax)},
+		},
+		landlock:   ll,
+		seccompBPF: s.bpf,
+	}
+	var netns *os.File
+	if !spec.AllowNetwork {
+		if netns, err = s.sessionNetns(spec.Session); err != nil {
+			return err
+		}
+		cs.netnsFD = fdNetns
+	}
+	blob, err := cs.encode()
+	if err != nil {
+		return err
+	}
+
+	cg, err := s.cg.newCgroup(spec.Session, spec.Call, p.lim)
+	if err != nil {
+		return err
+	}
+	p.cg = cg
+	defer func() {
+		if err != nil {
+			_ = cg.kill()
+			_ = cg.remove()
+		}
+	}()
+
+	// The spec travels in a sealed memfd rather than a pipe: no writer goroutine, no pipe
+	// size limit, and the child reads a fixed snapshot.
+	specFile, err := memfdWith(blob)
+	if err != nil {
+		return err
+	}
+	defer specFile.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("error pipe: %w", err)
+	}
+	defer errR.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		errW.Close()
+		return fmt.Errorf("sync pipe: %w", err)
+	}
+	defer syncW.Close()
+
+	extra := []*os.File{specFile, errW, syncR, netns}
+	extra = append(extra, spec.ExtraFiles...)
+	attr := &syscall.SysProcAttr{
+		Setsid:     true,            // no controlling terminal: TIOCSTI and job control can't reach the user's tty
+		Pdeathsig:  syscall.SIGKILL, // re-armed by the child after its uid change
+		Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+	}
+	if cg.v2 {
+		// CLONE_INTO_CGROUP: born inside the cgroup, nothing to attach afterwards.
+		attr.UseCgroupFD = true
+		attr.CgroupFD = cg.fd
+	}
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{"sandboxd-init", initArg},
+		Env:         []string{},
+		Stdin:       spec.Stdin,
+		Stdout:      spec.Stdout,
+		Stderr:      spec.Stderr,
+		ExtraFiles:  extra,
+		SysProcAttr: attr,
+	}
+	p.start = time.Now()
+	err = cmd.Start()
+	errW.Close()
+	syncR.Close()
+	if err != nil {
+		return fmt.Errorf("start init: %w", err)
+	}
+	p.cmd = cmd
+	if !cg.v2 {
+		// v1: the child is blocked on the sync pipe until its pid is in every controller.
+		if err = cg.addProc(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return err
+		}
+	}
+	if _, err = syncW.Write([]byte{0}); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("release child: %w", err)
+	}
+	syncW.Close()
+	// EOF on the CLOEXEC error pipe: execve succeeded. Anything else is the init's report.
+	msg, rerr := io.ReadAll(errR)
+	if rerr != nil || len(msg) > 0 {
+		_ = cmd.Wait()
+		if rerr != nil {
+			return fmt.Errorf("read init status: %w", rerr)
+		}
+		return decodeInitError(msg)
+	}
+	return nil
+}
+
+// InitError is the child's report of the setup step that failed; the program never ran.
+type InitError struct {
+	Errno syscall.Errno
+	Step  string
+}
+
+func (e *InitError) Error() string { return fmt.Sprintf("sandbox init: %s: %v", e.Step, e.Errno) }
+
+// Unwrap lets callers test errors.Is(err, ErrInitFailed) or errors.Is(err, syscall.ENOENT).
+func (e *InitError) Unwrap() []error { return []error{ErrInitFailed, e.Errno} }
+
+func decodeInitError(b []byte) error {
+	if len(b) < 8 {
+		return fmt.Errorf("%w: short report", ErrInitFailed)
+	}
+	code := binary.NativeEndian.Uint32(b)
+	n := binary.NativeEndian.Uint32(b[4:])
+	msg := b[8:]
+	if int(n) < len(msg) {
+		msg = msg[:n]
+	}
+	return &InitError{Errno: syscall.Errno(code), Step: string(bytes.ToValidUTF8(msg, nil))}
+}
+
+// memfdWith returns a sealed memfd holding b, positioned at its start.
+func memfdWith(b []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("sandboxd-spec", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "sandboxd-spec")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write spec: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
+		unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seal spec: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rewind spec: %w", err)
+	}
+	return f, nil
+}
+
+func (p *Process) killAll() error {
+	if err := p.cg.kill(); err != nil {
+		return fmt.Errorf("kill cgroup: %w", err)
+	}
+	return nil
+}
+
+// finish runs after the child was reaped: whatever is left in the cgroup dies, the figures are
+// read, the cgroup is removed.
+func (p *Process) finish(res *Result) error {
+	var errs []error
+	if err := p.cg.kill(); err != nil {
+		errs = append(errs, err)
+	}
+	for i := 0; i < 2000 && !p.cg.empty(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	st := p.cg.stats()
+	res.PeakMemoryBytes = st.peakMemory
+	res.CPUTimeMs = st.cpuNanos / 1e6
+	res.OOMKilled = st.oomKilled
+	res.PidsLimited = st.pidsLimit
+	if err := p.cg.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
