@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -74,9 +73,7 @@ func classify(command string, opts Options) *Classification {
 		// but still parsed below when possible so deny rules can match.
 		c := parse(command, opts)
 		c.ReadOnly = false
-		if c.ParseError == nil {
-			c.Reason = r
-		}
+		c.Reason = r
 		return c
 	}
 	c := parse(command, opts)
@@ -239,9 +236,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.ArithmCmd:
 		w.hasArith = true
 		w.node(cmd.X)
-		if len(redirs) > 0 {
-			w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
-		}
+		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
 	case *syntax.TestClause:
 		w.node(cmd.X)
 		syntax.Walk(cmd.X, func(n syntax.Node) bool {
@@ -253,9 +248,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			}
 			return true
 		})
-		if len(redirs) > 0 {
-			w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
-		}
+		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
 	case *syntax.DeclClause:
 		w.setsVars = true
 		sb := &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, isDecl: true}
@@ -481,6 +474,3 @@ func (w *walker) finish() *Classification {
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
 	return c
 }
-
-// String renders a short description for errors and logs.
-func (s *sub) String() string { return fmt.Sprintf("%q", s.text) }

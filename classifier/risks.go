@@ -50,7 +50,11 @@ func isSecret(s string) bool {
 			return true
 		}
 	}
-	b := path.Base(strings.TrimPrefix(s, "@"))
+	// curl -F f=@.env and -d @.env name the file after = or @.
+	if i := strings.LastIndexAny(s, "=@"); i >= 0 {
+		s = s[i+1:]
+	}
+	b := path.Base(s)
 	return b == ".env" || strings.HasPrefix(b, ".env.")
 }
 

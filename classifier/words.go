@@ -103,8 +103,13 @@ func unquoteLit(b *strings.Builder, s string, w *word, first bool) {
 				}
 			}
 			continue
-		case '*', '?', '[':
+		case '*', '?':
 			w.glob = true
+		case '[':
+			// A lone [ (the test command) is literal; [...] is a glob.
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				w.glob = true
+			}
 		case '{':
 			braceOpen = true
 		case ',':
