@@ -181,7 +181,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	}
 	switch cmd := s.Cmd.(type) {
 	case nil:
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
+		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
 	case *syntax.CallExpr:
 		w.call(s, cmd, redirs)
 	case *syntax.BinaryCmd:
@@ -236,7 +236,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.ArithmCmd:
 		w.hasArith = true
 		w.node(cmd.X)
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
+		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
 	case *syntax.TestClause:
 		w.node(cmd.X)
 		syntax.Walk(cmd.X, func(n syntax.Node) bool {
@@ -248,10 +248,10 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			}
 			return true
 		})
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, noCmd: true})
+		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
 	case *syntax.DeclClause:
 		w.setsVars = true
-		sb := &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, isDecl: true}
+		sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, isDecl: true}
 		sb.args = append(sb.args, word{val: cmd.Variant.Value, src: cmd.Variant.Value, static: true})
 		for _, a := range cmd.Args {
 			w.node(a)
@@ -266,7 +266,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.LetClause:
 		w.setsVars = true
 		w.hasArith = true
-		sb := &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs, isLet: true}
+		sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, isLet: true}
 		sb.args = []word{{val: "let", src: "let", static: true}}
 		for _, e := range cmd.Exprs {
 			w.node(e)
@@ -282,6 +282,23 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.unsupportedf("unsupported_construct")
 		w.node(cmd)
 	}
+}
+
+// stmtText is the source of a statement without its trailing ; or &, so a
+// subcommand's text is the command itself.
+func (w *walker) stmtText(s *syntax.Stmt) string {
+	start := int(s.Pos().Offset())
+	end := start
+	if s.Cmd != nil {
+		end = int(s.Cmd.End().Offset())
+	}
+	for _, r := range s.Redirs {
+		end = max(end, int(r.End().Offset()))
+	}
+	if start < 0 || start > len(w.src) || end < start {
+		return ""
+	}
+	return w.src[start:min(end, len(w.src))]
 }
 
 func (w *walker) unsupportedf(reason string) {
@@ -418,7 +435,7 @@ func evalAssign(src string, a *syntax.Assign) assign {
 }
 
 func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
-	sb := &sub{pos: int(s.Pos().Offset()), text: srcText(w.src, s), redirs: redirs}
+	sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs}
 	for _, a := range c.Assigns {
 		sb.assigns = append(sb.assigns, evalAssign(w.src, a))
 	}
