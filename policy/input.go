@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"path"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// The input is built as an ast.Value directly: converting a map[string]any through OPA's
+// generic path (JSON round trip) costs more than the whole evaluation.
+
+// rulesValues caches each RuleSet's rule data as an AST value, keyed by its digest: a session
+// reuses one RuleSet for many calls, so the conversion is paid once per rules change.
+type rulesValues struct {
+	mu sync.Mutex
+	m  map[string]ast.Value
+}
+
+const rulesValuesMax = 1024
+
+func (c *rulesValues) get(rs *permission.RuleSet) (ast.Value, error) {
+	d := rs.Digest()
+	c.mu.Lock()
+	v, ok := c.m[d]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := ast.InterfaceToValue(rs.Data())
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= rulesValuesMax {
+		c.m = make(map[string]ast.Value)
+	}
+	c.m[d] = v
+	c.mu.Unlock()
+	return v, nil
+}
+
+func str(s string) *ast.Term { return ast.StringTerm(s) }
+
+func strs(ss []string) *ast.Term {
+	if ss == nil {
+		return ast.NullTerm()
+	}
+	ts := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		ts[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(ts...)
+}
+
+func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(k), v) }
+
+// buildInput turns facts and rule data into the policy input. Its JSON shape is documented
+// in the package README (InputSchema) and is what custom Rego sees.
+func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
+	toolInput := ast.NewObject()
+	if f.Input != nil {
+		v, err := ast.InterfaceToValue(f.Input)
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := v.(ast.Object); ok {
+			toolInput = o
+		}
+	}
+	workdirs := make([]string, 0, 1+len(f.Dirs))
+	for _, d := range append([]string{f.Cwd}, f.Dirs...) {
+		if d != "" && path.IsAbs(d) {
+			workdirs = append(workdirs, path.Clean(d))
+		}
+	}
+	paths := make([]*ast.Term, len(f.Paths))
+	for i, p := range f.Paths {
+		paths[i] = ast.ObjectTerm(
+			item("requested", str(p.Requested)),
+			item("resolved", str(p.Resolved)),
+			item("access", str(string(p.Access))),
+			item("special", str(p.Special)),
+		)
+	}
+	hook := ast.NullTerm()
+	if f.Hook != nil {
+		hook = ast.ObjectTerm(item("decision", str(f.Hook.Decision)), item("reason", str(f.Hook.Reason)))
+	}
+	return ast.NewObject(
+		item("tool", str(f.Tool)),
+		item("input", ast.NewTerm(toolInput)),
+		item("mode", str(string(f.Mode))),
+		item("caller", ast.ObjectTerm(
+			item("uid", ast.IntNumberTerm(int(f.Caller.UID))),
+			item("gid", ast.IntNumberTerm(int(f.Caller.GID))),
+			item("user", str(f.Caller.User)),
+		)),
+		item("cwd", str(f.Cwd)),
+		item("home", str(f.Home)),
+		item("workdirs", strs(workdirs)),
+		item("read_only", ast.BooleanTerm(f.ReadOnly)),
+		item("paths", ast.ArrayTerm(paths...)),
+		item("bash", bashTerm(f.Bash)),
+		item("domain", str(f.Domain)),
+		item("hook", hook),
+		item("requires_user_interaction", ast.BooleanTerm(f.RequiresUserInteraction)),
+		item("rules", ast.NewTerm(rules)),
+	), nil
+}
+
+func bashTerm(c *classifier.Classification) *ast.Term {
+	if c == nil {
+		return ast.NullTerm()
+	}
+	subs := make([]*ast.Term, len(c.Subcommands))
+	for i, s := range c.Subcommands {
+		reds := make([]*ast.Term, len(s.Redirects))
+		for j, r := range s.Redirects {
+			reds[j] = ast.ObjectTerm(item("op", str(r.Op)), item("target", str(r.Target)), item("write", ast.BooleanTerm(r.Write)))
+		}
+		subs[i] = ast.ObjectTerm(
+			item("text", str(s.Text)),
+			item("argv", strs(s.Argv)),
+			item("read_only", ast.BooleanTerm(s.ReadOnly)),
+			item("reason", str(s.Reason)),
+			item("prefix", strs(s.Prefix)),
+			item("deny_prefix", strs(s.DenyPrefix)),
+			item("exact_only", ast.BooleanTerm(s.ExactOnly)),
+			item("redirects", ast.ArrayTerm(reds...)),
+		)
+	}
+	pe := ast.NullTerm()
+	if c.ParseError != nil {
+		pe = str(*c.ParseError)
+	}
+	risks := strs(c.Risks)
+	if c.Risks == nil {
+		risks = ast.ArrayTerm()
+	}
+	return ast.ObjectTerm(
+		item("read_only", ast.BooleanTerm(c.ReadOnly)),
+		item("reason", str(c.Reason)),
+		item("parse_error", pe),
+		item("subcommands", ast.ArrayTerm(subs...)),
+		item("risks", risks),
+	)
+}

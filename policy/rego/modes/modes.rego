@@ -1,0 +1,116 @@
+# The seven permission modes: the effective mode, what each allows when no rule decided, and
+# where a left-over ask goes.
+package sandboxd.modes
+
+import data.sandboxd.rules
+import data.sandboxd.safety
+import rego.v1
+
+_modes := {"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "bubble"}
+
+# mode is the mode the call runs in. A mode the admin disabled, or one this policy does not
+# know, falls back to default (the safe choice) and says so in the trace.
+mode := "default" if {
+	input.mode == "bypassPermissions"
+	input.rules.admin.disable_bypass == true
+} else := "default" if {
+	input.mode == "auto"
+	input.rules.admin.disable_auto == true
+} else := input.mode if {
+	input.mode in _modes
+} else := "default"
+
+_edit_tools := {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+
+# read_only: the call only reads. Bash: the classifier parsed it and found every command
+# read-only. Other tools: the tool says so and no path is written.
+read_only if {
+	input.tool == "Bash"
+	rules.bash_parsed
+	input.bash.read_only == true
+	count(input.paths) == 0
+}
+
+read_only if {
+	input.tool != "Bash"
+	input.read_only == true
+	every f in input.paths {
+		f.access == "read"
+	}
+}
+
+# accept_edit: what acceptEdits runs unasked: edits inside the session's directories, and
+# Bash made of read-only commands and mkdir/touch/rm/rmdir/mv/cp/sed on paths inside them.
+accept_edit if {
+	input.tool in _edit_tools
+	count(input.paths) > 0
+	count(safety.outside_writes) == 0
+	count(safety.outside_reads) == 0
+}
+
+accept_edit if {
+	input.tool == "Bash"
+	rules.bash_parsed
+	count(safety.outside_writes) == 0
+	not "outside_workspace_write" in object.get(input.bash, "risks", [])
+	every sub in input.bash.subcommands {
+		_accept_sub(sub)
+	}
+}
+
+_file_commands := {"mkdir", "touch", "rm", "rmdir", "mv", "cp", "sed"}
+
+_accept_sub(sub) if sub.read_only == true
+
+_accept_sub(sub) if {
+	is_array(sub.prefix)
+	sub.prefix[0] in _file_commands
+	sub.exact_only != true
+	every a in array.slice(sub.prefix, 1, count(sub.prefix)) {
+		_arg_inside(a)
+	}
+}
+
+_arg_inside(a) if startswith(a, "-")
+
+_arg_inside(a) if {
+	not startswith(a, "-")
+	sandboxd.path_within(sandboxd.abs_path(a, input.cwd, input.home), input.workdirs)
+}
+
+# fallback is the mode's answer when no rule, hook or check decided.
+fallback := {"behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
+	mode == "bypassPermissions"
+} else := {"behavior": "allow", "reason": "read-only call inside the session's directories"} if {
+	read_only
+	count(safety.outside_reads) == 0
+} else := {"behavior": "allow", "reason": "acceptEdits: edit inside the session's directories"} if {
+	mode == "acceptEdits"
+	accept_edit
+} else := {"behavior": "ask", "reason": "read outside the session's directories"} if {
+	read_only
+} else := {"behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
+	mode == "acceptEdits"
+	count(safety.outside_writes) > 0
+} else := {"behavior": "ask", "reason": sprintf("%s mode: this call is not read-only", [mode])}
+
+# plan_blocks: plan mode denies anything that is not read-only.
+plan_blocks if {
+	mode == "plan"
+	not read_only
+}
+
+# resolve says where an ask goes in each mode. never_auto asks (ask rules, critical rm, ...)
+# skip the classifier; bypassPermissions never asks, so an ask it cannot skip is a deny.
+resolve(never_auto) := {"behavior": "deny", "route": "", "reason": "dontAsk mode: a call that would ask is denied"} if {
+	mode == "dontAsk"
+} else := {"behavior": "deny", "route": "", "reason": "bypassPermissions never asks and this call needs approval"} if {
+	mode == "bypassPermissions"
+} else := {"behavior": "ask", "route": "parent", "reason": "bubble mode: ask the parent session"} if {
+	mode == "bubble"
+} else := {"behavior": "ask", "route": "user", "reason": "auto mode: needs a person, not the classifier"} if {
+	mode == "auto"
+	never_auto
+} else := {"behavior": "ask", "route": "classifier", "reason": "auto mode: the classifier decides"} if {
+	mode == "auto"
+} else := {"behavior": "ask", "route": "user", "reason": "ask the user"}

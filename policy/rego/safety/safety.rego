@@ -1,0 +1,140 @@
+# Tool-specific safety checks that hold whatever the rules say: dangerous device reads (never
+# approvable), writes to protected paths and critical-path rm (approvable by a person only).
+package sandboxd.safety
+
+import rego.v1
+
+# special_reads are reads of device, FIFO and /proc paths that block or never end; denied in
+# every mode, bypassPermissions included.
+special_reads contains f.requested if {
+	some f in input.paths
+	f.access == "read"
+	f.special != ""
+}
+
+special_reads contains p if {
+	some f in input.paths
+	f.access == "read"
+	some p in [f.requested, f.resolved]
+	_device(p)
+}
+
+_devices := {
+	"/dev/zero", "/dev/random", "/dev/urandom", "/dev/full", "/dev/stdin", "/dev/stdout",
+	"/dev/stderr", "/dev/tty", "/dev/console", "/dev/fd/0", "/dev/mem", "/dev/kmem",
+	"/dev/port", "/proc/kcore", "/proc/self/fd/0",
+}
+
+_device(p) if p in _devices
+
+_device(p) if glob.match("/proc/*/mem", ["/"], p)
+
+_device(p) if glob.match("/proc/*/fd/0", ["/"], p)
+
+_protected_dirs := {
+	".git", ".vscode", ".idea", ".husky", ".cargo", ".devcontainer", ".yarn", ".mvn", ".claude",
+	".sandboxd", ".codex",
+}
+
+_protected_files := {
+	".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".bash_login", ".bash_aliases",
+	".bash_logout", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".profile", ".envrc",
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".pnp.cjs", ".pnp.loader.mjs", ".pnpmfile.cjs",
+	"bunfig.toml", ".bunfig.toml", ".bazelrc", ".bazelversion", ".bazeliskrc",
+	".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
+	"gradle-wrapper.properties", "maven-wrapper.properties", ".devcontainer.json", ".ripgreprc",
+	"pyrightconfig.json", ".mcp.json", ".claude.json",
+}
+
+# protected_writes are written paths (requested or resolved) under a protected directory or
+# naming a protected file (COMPAT 3). They ask even where edits are otherwise allowed.
+protected_writes contains p if {
+	some f in input.paths
+	f.access != "read"
+	some p in [f.requested, f.resolved]
+	protected(p)
+}
+
+# protected holds for a path inside a protected directory or naming a protected file.
+protected(p) if {
+	parts := split(p, "/")
+	some i, seg in parts
+	seg in _protected_dirs
+	not _claude_worktree(parts, i)
+}
+
+protected(p) if {
+	parts := split(p, "/")
+	some i, seg in parts
+	seg == ".config"
+	parts[i + 1] == "git"
+}
+
+protected(p) if {
+	parts := split(p, "/")
+	parts[count(parts) - 1] in _protected_files
+}
+
+_claude_worktree(parts, i) if {
+	parts[i] == ".claude"
+	parts[i + 1] == "worktrees"
+}
+
+# critical_rm lists rm/rmdir commands aimed at /, a top-level directory, the home directory,
+# the cwd or one of its ancestors, or a glob under a variable. No rule or hook allow approves
+# them; only a person can.
+critical_rm contains sub.text if {
+	some sub in input.bash.subcommands
+	words := _rm_words(sub)
+	words[0] in {"rm", "rmdir"}
+	some arg in array.slice(words, 1, count(words))
+	not startswith(arg, "-")
+	_critical_target(arg)
+}
+
+_rm_words(sub) := sub.deny_prefix if {
+	is_array(sub.deny_prefix)
+	count(sub.deny_prefix) > 0
+} else := [x | some x in split(sub.text, " "); x != ""]
+
+_critical_target(arg) if {
+	contains(arg, "$")
+	contains(arg, "*")
+}
+
+_critical_target(arg) if {
+	p := sandboxd.abs_path(arg, input.cwd, input.home)
+	_critical_path(p)
+}
+
+_critical_path("/")
+
+# A top-level directory (/usr, /etc, /home) or everything in / (/*).
+_critical_path(p) if count(split(trim(p, "/"), "/")) == 1
+
+_critical_path(p) if p == input.home
+
+# The cwd itself or one of its ancestors.
+_critical_path(p) if sandboxd.path_within(input.cwd, [p])
+
+# outside_writes are written paths outside the session's directories (cwd and additional).
+outside_writes contains p if {
+	some f in input.paths
+	f.access != "read"
+	some p in [f.requested, f.resolved]
+	not sandboxd.path_within(p, input.workdirs)
+}
+
+# outside_reads are read paths outside the session's directories: not read-only in the
+# mode sense, so the mode asks.
+outside_reads contains p if {
+	some f in input.paths
+	f.access == "read"
+	some p in [f.requested, f.resolved]
+	not sandboxd.path_within(p, input.workdirs)
+}
+
+# user_interaction holds for calls that only a person may approve.
+user_interaction if input.requires_user_interaction == true
+
+user_interaction if input.tool == "AskUserQuestion"
