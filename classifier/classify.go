@@ -313,6 +313,9 @@ func (w *walker) node(n syntax.Node) {
 	if n == nil {
 		return
 	}
+	if wd, ok := n.(*syntax.Word); ok && plainWord(wd) {
+		return // nothing to find; skip Walk and its closure
+	}
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
@@ -336,6 +339,24 @@ func (w *walker) node(n syntax.Node) {
 		}
 		return true
 	})
+}
+
+// plainWord reports whether a word holds only literals and quoted literals.
+func plainWord(wd *syntax.Word) bool {
+	for _, p := range wd.Parts {
+		switch q := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, dp := range q.Parts {
+				if _, ok := dp.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
@@ -436,6 +457,7 @@ func evalAssign(src string, a *syntax.Assign) assign {
 
 func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs}
+	sb.args = make([]word, 0, len(c.Args))
 	for _, a := range c.Assigns {
 		sb.assigns = append(sb.assigns, evalAssign(w.src, a))
 	}
@@ -447,6 +469,10 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	}
 	w.subs = append(w.subs, sb)
 	for _, a := range c.Assigns {
+		if a.Value != nil && a.Index == nil && a.Array == nil {
+			w.node(a.Value)
+			continue
+		}
 		w.node(a)
 	}
 	for _, a := range c.Args {

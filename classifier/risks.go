@@ -45,6 +45,11 @@ var secretMarkers = []string{
 }
 
 func isSecret(s string) bool {
+	// Every marker holds one of these; most words do not, and this runs on
+	// every word of every command.
+	if !strings.ContainsAny(s, "./_") {
+		return false
+	}
 	for _, m := range secretMarkers {
 		if strings.Contains(s, m) {
 			return true
@@ -81,10 +86,10 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 			}
 		}
 		for _, a := range sb.args {
-			if strings.Contains(a.src, "/dev/tcp/") || strings.Contains(a.src, "/dev/udp/") {
+			if strings.Contains(a.src, "/dev/") && (strings.Contains(a.src, "/dev/tcp/") || strings.Contains(a.src, "/dev/udp/")) {
 				network = true
 			}
-			if isSecret(a.val) || isSecret(a.src) {
+			if isSecret(a.val) || !a.static && isSecret(a.src) {
 				secret = true
 			}
 		}

@@ -42,6 +42,18 @@ func srcText(src string, n syntax.Node) string {
 // evalWord computes the static view of w without expanding anything.
 func evalWord(src string, w *syntax.Word) word {
 	out := word{src: srcText(src, w), static: true}
+	if len(w.Parts) == 1 {
+		// Fast path for the common plain word: no copy when nothing needs
+		// unescaping or marks an expansion.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{~") {
+			out.val = l.Value
+			return out
+		}
+		if q, ok := w.Parts[0].(*syntax.SglQuoted); ok && !q.Dollar {
+			out.val = q.Value
+			return out
+		}
+	}
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch p := part.(type) {
