@@ -1,0 +1,49 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// FuzzDecodeRequest feeds arbitrary bodies to the request decoder: it never panics, every
+// failure is a typed bad_request (or the size limit), and what decodes converts cleanly.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"tool":"Bash","input":{"command":"ls"}}`,
+		`{"tool":"Read","input":{"file_path":"/x"},"tool_use_id":"t1","mode":"plan"}`,
+		`{"calls":[{"tool":"Read","input":{}}]}`,
+		`{"tool":"Bash","input":{"command":"ls"}} trailing`,
+		`{"tool":1}`, `[]`, `null`, ``, `{"tool":"Bash","bogus":1}`, "{\"tool\":\"\u0000\"}",
+		`{"tool":"Bash","mode":"yolo"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, target := range []any{&CallRequest{}, &BatchRequest{}, &CreateSession{}, &UpdateSession{}} {
+			req := httptest.NewRequest(http.MethodPost, "/v1/x", bytes.NewReader(body))
+			req.Body = http.MaxBytesReader(httptest.NewRecorder(), req.Body, 1<<16)
+			err := decode(req, target)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if code := errcode.Of(err); code != errcode.BadRequest && !errors.As(err, &mbe) {
+					t.Fatalf("decode error %v has class %s, want bad_request", err, code)
+				}
+				continue
+			}
+			if cr, ok := target.(*CallRequest); ok {
+				if r, err := toRequest(*cr); err == nil {
+					if r.Tool == "" || r.ToolUseID == "" {
+						t.Fatalf("converted request lacks tool or id: %+v", r)
+					}
+				} else if c := errcode.Of(err); c != errcode.BadRequest && c != errcode.Validation {
+					t.Fatalf("toRequest error class %s", c)
+				}
+			}
+		}
+	})
+}
