@@ -288,20 +288,24 @@ func (s *Sandbox) start(p *Process) (err error) {
 			return err
 		}
 	}
-	if _, err = syncW.Write([]byte{0}); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return fmt.Errorf("release child: %w", err)
-	}
+	// A child that failed before the go-ahead has closed its end (EPIPE); its report on the
+	// error pipe says why, so read that before giving up.
+	_, syncErr := syncW.Write([]byte{0})
 	syncW.Close()
 	// EOF on the CLOEXEC error pipe: execve succeeded. Anything else is the init's report.
 	msg, rerr := io.ReadAll(errR)
-	if rerr != nil || len(msg) > 0 {
+	switch {
+	case rerr != nil || len(msg) > 0:
+		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if rerr != nil {
 			return fmt.Errorf("read init status: %w", rerr)
 		}
 		return decodeInitError(msg)
+	case syncErr != nil:
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("release child: %w", syncErr)
 	}
 	return nil
 }
