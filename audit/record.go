@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -122,6 +123,60 @@ type Record struct {
 }
 
 const hashSuffix = `"hash":""}`
+
+// recordBody is Record between time and prev, with the same tags in the same order. Append
+// encodes it in the caller's goroutine so the single writer only splices seq, time and prev
+// around it and hashes; TestSpliceMatchesCanonicalEncoding keeps the two structs in step.
+type recordBody struct {
+	Kind        Kind              `json:"kind"`
+	Caller      *Caller           `json:"caller,omitempty"`
+	Session     string            `json:"session,omitempty"`
+	Mode        string            `json:"mode,omitempty"`
+	Tool        string            `json:"tool,omitempty"`
+	ToolUseID   string            `json:"tool_use_id,omitempty"`
+	Input       json.RawMessage   `json:"input,omitempty"`
+	InputDigest string            `json:"input_digest,omitempty"`
+	Decision    *Decision         `json:"decision,omitempty"`
+	Outcome     *Outcome          `json:"outcome,omitempty"`
+	Detail      map[string]string `json:"detail,omitempty"`
+}
+
+// encodeBody returns the JSON members of r from kind to detail, without braces.
+func encodeBody(r *Record) ([]byte, error) {
+	b := recordBody{r.Kind, r.Caller, r.Session, r.Mode, r.Tool, r.ToolUseID, r.Input,
+		r.InputDigest, r.Decision, r.Outcome, r.Detail}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&b); err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return out[1 : len(out)-1], nil
+}
+
+// appendLine appends the canonical line of a record (body from encodeBody) to dst and returns
+// it with the record's hash: byte for byte what encode produces, without reflection.
+func appendLine(dst []byte, seq uint64, t time.Time, body []byte, prev string) ([]byte, string) {
+	start := len(dst)
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, Version, 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, `,"time":"`...)
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `",`...)
+	dst = append(dst, body...)
+	dst = append(dst, `,"prev":"`...)
+	dst = append(dst, prev...) // hex: nothing to escape
+	dst = append(dst, `",`+hashSuffix...)
+	sum := sha256.Sum256(dst[start:])
+	var hx [64]byte
+	hex.Encode(hx[:], sum[:])
+	dst = append(dst[:len(dst)-2], hx[:]...)
+	dst = append(dst, '"', '}', '\n')
+	return dst, string(hx[:])
+}
 
 // encode returns the record's line (with trailing newline) and its hash. r.Hash is ignored.
 func encode(r *Record) (line []byte, hash string, err error) {

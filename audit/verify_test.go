@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // genLog writes a small log over several files (rotation included) and closes it, so the
@@ -149,5 +151,31 @@ func TestVerifyOfflineCopyWithExplicitFiles(t *testing.T) {
 	rep, err := Verify(files, VerifyOptions{PublicKey: pub, Head: filepath.Join(dir, headFile)})
 	if err != nil || !rep.Signed || rep.LastSeq != rep.HeadSeq {
 		t.Fatalf("verify files: %v %+v", err, rep)
+	}
+}
+
+func TestSpliceMatchesCanonicalEncoding(t *testing.T) {
+	t.Parallel()
+	for i := range 50 {
+		r := callRecord(i)
+		r.Input, r.InputDigest = Redact(r.Input)
+		r.Detail = map[string]string{"z": "a&b<c>", "a": "\"q\"\n\u2028"}
+		if i%2 == 0 {
+			r.Caller, r.Decision, r.Detail = nil, nil, nil
+		}
+		r.V, r.Seq, r.Prev = Version, uint64(i+1), strings.Repeat("ab", 32)
+		r.Time = time.Date(2026, 1, 2, 3, 4, 5, i*1000, time.UTC)
+		want, wantHash, err := encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := encodeBody(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotHash := appendLine(nil, r.Seq, r.Time, body, r.Prev)
+		if !bytes.Equal(got, want) || gotHash != wantHash {
+			t.Fatalf("splice differs from canonical encoding:\n%s\n%s", got, want)
+		}
 	}
 }
