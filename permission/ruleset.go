@@ -159,7 +159,9 @@ func (rs *RuleSet) build() map[string]any {
 		item := map[string]any{"rule": r.String(), "source": string(r.Source), "origin": r.Origin, "kind": string(r.Kind), "tool": r.Tool}
 		switch r.Kind {
 		case KindAll:
-			b.tools[r.Tool] = append(b.tools[r.Tool], item)
+			for _, t := range coveredTools(r) {
+				b.tools[t] = append(b.tools[t], item)
+			}
 		case KindTool:
 			item["pattern"] = r.Pattern
 			b.globs = append(b.globs, item)
@@ -199,6 +201,27 @@ func (rs *RuleSet) build() map[string]any {
 		"admin": map[string]any{"disable_bypass": rs.eff.DisableBypass, "disable_auto": rs.eff.DisableAuto},
 		"count": len(rs.rules),
 	}
+}
+
+// coveredTools lists the tools a bare tool rule applies to: Edit rules govern every writing
+// file tool and an Edit allow also grants reads; Read rules cover Glob and Grep, and a Read
+// deny or ask also blocks the writing tools (COMPAT 1, NotebookEdit included to fail closed).
+func coveredTools(r Rule) []string {
+	writers := []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
+	readers := []string{"Read", "Glob", "Grep"}
+	switch {
+	case r.Tool == "Edit" && r.Behavior == Allow:
+		return append(writers, readers...)
+	case r.Tool == "Edit":
+		return writers
+	case r.Tool == "Read" && r.Behavior == Allow:
+		return readers
+	case r.Tool == "Read":
+		return append(readers, writers...)
+	case r.Tool == "Write" && r.Behavior != Allow:
+		return writers
+	}
+	return []string{r.Tool}
 }
 
 // pathBuckets says which path facts a path rule applies to (COMPAT 1): Read rules cover reads

@@ -1,0 +1,334 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// call is one corpus case: the facts of a call, the rules, and the expected outcome written as
+// "allow", "deny" or "ask:<route>".
+type call struct {
+	name   string
+	mode   permission.Mode
+	tool   string
+	cmd    string
+	bash   *classifier.Classification
+	paths  []permission.PathFact
+	domain string
+	input  map[string]any
+	hook   *permission.HookVerdict
+	ro     bool // the tool's own read-only claim
+	rui    bool // requires user interaction
+	dirs   []string
+	src    permission.Source
+	allow  []string
+	deny   []string
+	ask    []string
+	eff    *permission.Effective
+	want   string
+	step   string // optional: expected deciding step
+	rule   string // optional: expected rule text
+}
+
+func rd(p string) permission.PathFact { return permission.PathFact{Requested: p, Resolved: p, Access: permission.Read} }
+func wr(p string) permission.PathFact { return permission.PathFact{Requested: p, Resolved: p, Access: permission.Write} }
+func link(req, res string, a permission.Access) permission.PathFact {
+	return permission.PathFact{Requested: req, Resolved: res, Access: a}
+}
+
+func (c call) facts() *permission.Facts {
+	in := c.input
+	if in == nil {
+		in = map[string]any{}
+		if c.cmd != "" {
+			in["command"] = c.cmd
+		}
+	}
+	tool := c.tool
+	if tool == "" {
+		tool = "Bash"
+	}
+	mode := c.mode
+	if mode == "" {
+		mode = permission.ModeDefault
+	}
+	return &permission.Facts{
+		Tool: tool, Input: in, Mode: mode, Cwd: "/w", Home: "/home/u", Dirs: c.dirs,
+		Caller: permission.Caller{UID: 1000, GID: 1000, User: "u"}, ReadOnly: c.ro,
+		ToolFacts: permission.ToolFacts{Paths: c.paths, Bash: c.bash, Domain: c.domain},
+		Hook:      c.hook, RequiresUserInteraction: c.rui,
+	}
+}
+
+func (c call) ruleSet(t testing.TB) *permission.RuleSet {
+	src := c.src
+	if src == "" {
+		src = permission.SourceProject
+	}
+	rs := ruleSet(t, src, c.allow, c.deny, c.ask)
+	if c.eff != nil {
+		rs = permission.NewRuleSet(rs.Rules(), *c.eff, permission.Anchors{Home: "/home/u", Cwd: "/w"})
+	}
+	return rs
+}
+
+func outcome(d permission.Decision) string {
+	if d.Behavior == permission.Ask {
+		return "ask:" + d.Route
+	}
+	return string(d.Behavior)
+}
+
+// modeOrder is the column order of matrix rows.
+var modeOrder = []permission.Mode{
+	permission.ModeDefault, permission.ModeAcceptEdits, permission.ModePlan, permission.ModeDontAsk,
+	permission.ModeBypassPermissions, permission.ModeAuto, permission.ModeBubble,
+}
+
+// matrix expands one scenario over the seven modes; want lists outcomes in modeOrder.
+func matrix(base call, want ...string) []call {
+	if len(want) != len(modeOrder) {
+		panic("matrix " + base.name + ": need one outcome per mode")
+	}
+	out := make([]call, len(modeOrder))
+	for i, m := range modeOrder {
+		c := base
+		c.name = fmt.Sprintf("%s/%s", base.name, m)
+		c.mode = m
+		c.want = want[i]
+		out[i] = c
+	}
+	return out
+}
+
+const (
+	A  = "allow"
+	D  = "deny"
+	AU = "ask:user"
+	AC = "ask:classifier"
+	AP = "ask:parent"
+)
+
+func corpus() []call {
+	var cs []call
+	add := func(x ...call) { cs = append(cs, x...) }
+	//             default acceptEdits plan dontAsk bypass auto bubble
+	add(matrix(call{name: "ls read-only", cmd: "ls -la", bash: bash(sub(true, "ls", "-la"))}, A, A, A, A, A, A, A)...)
+	add(matrix(call{name: "npm install", cmd: "npm install", bash: bash(sub(false, "npm", "install"))}, AU, AU, D, D, A, AC, AP)...)
+	add(matrix(call{name: "edit inside", tool: "Edit", paths: []permission.PathFact{wr("/w/src/a.go")}}, AU, A, D, D, A, AC, AP)...)
+	add(matrix(call{name: "edit outside", tool: "Edit", paths: []permission.PathFact{wr("/etc/hosts")}}, AU, AU, D, D, A, AC, AP)...)
+	add(matrix(call{name: "edit extra dir", tool: "Write", dirs: []string{"/data"}, paths: []permission.PathFact{wr("/data/x.txt")}}, AU, A, D, D, A, AC, AP)...)
+	add(matrix(call{name: "read inside", tool: "Read", ro: true, paths: []permission.PathFact{rd("/w/README.md")}}, A, A, A, A, A, A, A)...)
+	add(matrix(call{name: "read outside", tool: "Read", ro: true, paths: []permission.PathFact{rd("/etc/passwd")}}, AU, AU, AU, D, A, AC, AP)...)
+	add(matrix(call{name: "read dev zero", tool: "Read", ro: true, paths: []permission.PathFact{rd("/dev/zero")}, allow: []string{"Read"}}, D, D, D, D, D, D, D)...)
+	add(matrix(call{name: "deny rule rm", cmd: "rm -rf build", bash: bash(sub(false, "rm", "-rf", "build")), deny: []string{"Bash(rm *)"}, allow: []string{"Bash"}}, D, D, D, D, D, D, D)...)
+	add(matrix(call{name: "ask rule push", cmd: "git push origin main", bash: bash(sub(false, "git", "push", "origin", "main")), ask: []string{"Bash(git push *)"}, allow: []string{"Bash(git *)"}}, AU, AU, D, D, D, AU, AP)...)
+	add(matrix(call{name: "allow rule npm test", cmd: "npm run test --watch", bash: bash(sub(false, "npm", "run", "test", "--watch")), allow: []string{"Bash(npm run test:*)"}}, A, A, D, A, A, A, A)...)
+	add(matrix(call{name: "protected git config", tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, allow: []string{"Edit(//w/**)"}}, AU, AU, D, D, A, AC, AP)...)
+	add(matrix(call{name: "critical rm root", cmd: "rm -rf /", bash: bash(sub(false, "rm", "-rf", "/")), allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
+	add(matrix(call{name: "parse error", cmd: `echo "x`, bash: parseErr(), allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
+	add(matrix(call{name: "hook deny", cmd: "ls", bash: bash(sub(true, "ls")), hook: &permission.HookVerdict{Decision: "deny", Reason: "no"}}, D, D, D, D, D, D, D)...)
+	add(matrix(call{name: "hook allow", cmd: "npm install", bash: bash(sub(false, "npm", "install")), hook: &permission.HookVerdict{Decision: "allow"}}, A, A, D, A, A, A, A)...)
+	add(matrix(call{name: "webfetch no rule", tool: "WebFetch", domain: "example.com", input: map[string]any{"url": "https://example.com/"}}, AU, AU, D, D, A, AC, AP)...)
+	add(matrix(call{name: "webfetch allowed", tool: "WebFetch", domain: "example.com", allow: []string{"WebFetch(domain:example.com)"}}, A, A, D, A, A, A, A)...)
+	add(matrix(call{name: "mcp server allow", tool: "mcp__github__create_issue", allow: []string{"mcp__github"}}, A, A, D, A, A, A, A)...)
+	add(matrix(call{name: "mcp deny glob", tool: "mcp__github__create_issue", deny: []string{"mcp__*"}, allow: []string{"mcp__github"}}, D, D, D, D, D, D, D)...)
+	add(matrix(call{name: "ask user question", tool: "AskUserQuestion", ro: true}, AU, AU, AU, D, D, AU, AP)...)
+	add(matrix(call{name: "bypass disabled", cmd: "npm install", bash: bash(sub(false, "npm", "install")), eff: &permission.Effective{DisableBypass: true, DisableAuto: true}}, AU, AU, D, D, AU, AU, AP)...)
+
+	// Bash syntax (COMPAT 1), default mode.
+	add(
+		call{name: "compound one sub unallowed", cmd: "git status && rm -rf x", bash: bash(sub(true, "git", "status"), sub(false, "rm", "-rf", "x")), allow: []string{"Bash(git *)"}, want: AU, step: "mode"},
+		call{name: "compound all allowed", cmd: "git add . && git commit -m x", bash: bash(sub(false, "git", "add", "."), sub(false, "git", "commit", "-m", "x")), allow: []string{"Bash(git *)"}, want: A, step: "allow_rule"},
+		call{name: "compound read-only part passes", cmd: "npm test | grep ok", bash: bash(sub(false, "npm", "test"), sub(true, "grep", "ok")), allow: []string{"Bash(npm test)"}, want: A},
+		call{name: "compound one denied denies all", cmd: "ls && rm -rf x", bash: bash(sub(true, "ls"), sub(false, "rm", "-rf", "x")), allow: []string{"Bash"}, deny: []string{"Bash(rm *)"}, want: D, rule: "Bash(rm *)"},
+		call{name: "word boundary ls * misses lsof", cmd: "lsof", bash: bash(sub(false, "lsof")), allow: []string{"Bash(ls *)"}, want: AU},
+		call{name: "word boundary ls * hits bare ls", cmd: "ls", bash: bash(sub(false, "ls")), allow: []string{"Bash(ls *)"}, want: A},
+		call{name: "ls* hits lsof", cmd: "lsof", bash: bash(sub(false, "lsof")), allow: []string{"Bash(ls*)"}, want: A},
+		call{name: "legacy ls:* is ls *", cmd: "ls -la", bash: bash(sub(false, "ls", "-la")), allow: []string{"Bash(ls:*)"}, want: A},
+		call{name: "legacy prefix misses lsof", cmd: "lsof", bash: bash(sub(false, "lsof")), allow: []string{"Bash(ls:*)"}, want: AU},
+		call{name: "star in middle", cmd: "git push origin main", bash: bash(sub(false, "git", "push", "origin", "main")), allow: []string{"Bash(git * main)"}, want: A},
+		call{name: "star in middle misses", cmd: "git push origin dev", bash: bash(sub(false, "git", "push", "origin", "dev")), allow: []string{"Bash(git * main)"}, want: AU},
+		call{name: "suffix star", cmd: "npm install", bash: bash(sub(false, "npm", "install")), allow: []string{"Bash(* install)"}, want: A},
+		call{name: "colon literal mid pattern", cmd: "git push", bash: bash(sub(false, "git", "push")), allow: []string{"Bash(git:* push)"}, want: AU},
+		call{name: "exact text", cmd: "make test", bash: bash(sub(false, "make", "test")), allow: []string{"Bash(make test)"}, want: A},
+		call{name: "exact text misses extra arg", cmd: "make test all", bash: bash(sub(false, "make", "test", "all")), allow: []string{"Bash(make test)"}, want: AU},
+		call{name: "env assignment caught by deny", cmd: "X=1 rm -rf t", bash: bash(classifier.Subcommand{Text: "X=1 rm -rf t", Argv: []string{"X=1", "rm", "-rf", "t"}, DenyPrefix: []string{"rm", "-rf", "t"}}), deny: []string{"Bash(rm *)"}, want: D},
+		call{name: "non-static command matches no allow", cmd: "echo $(id)", bash: bash(classifier.Subcommand{Text: "echo $(id)", DenyPrefix: []string{"echo", "$(id)"}}), allow: []string{"Bash(echo *)"}, want: AU},
+		call{name: "exact-only rejects prefix rule", cmd: "watch ls", bash: bash(classifier.Subcommand{Text: "watch ls", Argv: []string{"watch", "ls"}, Prefix: []string{"watch", "ls"}, DenyPrefix: []string{"watch", "ls"}, ExactOnly: true}), allow: []string{"Bash(watch *)"}, want: AU},
+		call{name: "exact-only takes exact rule", cmd: "watch ls", bash: bash(classifier.Subcommand{Text: "watch ls", Argv: []string{"watch", "ls"}, Prefix: []string{"watch", "ls"}, DenyPrefix: []string{"watch", "ls"}, ExactOnly: true}), allow: []string{"Bash(watch ls)"}, want: A},
+		call{name: "parse error bare allow asks", cmd: `ls "x`, bash: parseErr(), allow: []string{"Bash"}, want: AU, step: "bash_parse_error"},
+		call{name: "parse error deny still fires", cmd: `rm -rf "x`, bash: parseErr(), deny: []string{"Bash(rm *)"}, want: D},
+		call{name: "no classification is unparsed", cmd: "ls", allow: []string{"Bash(ls)"}, want: AU},
+		call{name: "bare Bash deny blocks read-only", cmd: "ls", bash: bash(sub(true, "ls")), deny: []string{"Bash"}, want: D},
+		call{name: "Bash(*) is bare", cmd: "npm i", bash: bash(sub(false, "npm", "i")), allow: []string{"Bash(*)"}, want: A},
+		call{name: "param deny background", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "run_in_background": true}, allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: D},
+		call{name: "param absent never matches", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: A},
+		call{name: "param glob ask", cmd: "make", bash: bash(sub(false, "make")), input: map[string]any{"command": "make", "timeout": 600000}, allow: []string{"Bash"}, ask: []string{"Bash(timeout: 6*)"}, want: AU},
+		call{name: "redirect write needs edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{wr("/w/out.txt")}, allow: []string{"Bash(echo *)"}, want: AU},
+		call{name: "redirect write with edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{wr("/w/out.txt")}, allow: []string{"Bash(echo *)", "Edit(//w/**)"}, want: A},
+		call{name: "redirect to protected rc", cmd: "echo x >> ~/.bashrc", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{wr("/home/u/.bashrc")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
+		call{name: "redirect edit deny", cmd: "echo x > .env", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{wr("/w/.env")}, allow: []string{"Bash"}, deny: []string{"Edit(.env)"}, want: D},
+	)
+	// acceptEdits shell commands.
+	ae := permission.ModeAcceptEdits
+	add(
+		call{name: "acceptEdits mkdir inside", mode: ae, cmd: "mkdir -p build", bash: bash(sub(false, "mkdir", "-p", "build")), want: A},
+		call{name: "acceptEdits cp inside", mode: ae, cmd: "cp a b", bash: bash(sub(false, "cp", "a", "b")), want: A},
+		call{name: "acceptEdits rm outside", mode: ae, cmd: "rm /etc/x", bash: bash(sub(false, "rm", "/etc/x")), want: AU},
+		call{name: "acceptEdits mv with dotdot out", mode: ae, cmd: "mv a ../../x", bash: bash(sub(false, "mv", "a", "../../x")), want: AU},
+		call{name: "acceptEdits risk outside", mode: ae, cmd: "touch x", bash: &classifier.Classification{Subcommands: []classifier.Subcommand{sub(false, "touch", "x")}, Risks: []string{"outside_workspace_write"}}, want: AU},
+		call{name: "acceptEdits curl asks", mode: ae, cmd: "curl x", bash: bash(sub(false, "curl", "x")), want: AU},
+		call{name: "acceptEdits rm build", mode: ae, cmd: "rm -rf build", bash: bash(sub(false, "rm", "-rf", "build")), want: A},
+		call{name: "acceptEdits notebook inside", mode: ae, tool: "NotebookEdit", paths: []permission.PathFact{wr("/w/n.ipynb")}, want: A},
+		call{name: "acceptEdits edit via symlink out", mode: ae, tool: "Edit", paths: []permission.PathFact{link("/w/l", "/etc/passwd", permission.Write)}, want: AU},
+	)
+	// Critical rm (COMPAT 3): never approved by a rule or hook.
+	for _, x := range []struct{ name, arg string }{
+		{"home tilde", "~"}, {"home var", "$HOME"}, {"home abs", "/home/u"}, {"top-level", "/usr"}, {"root star", "/*"},
+		{"cwd", "/w"}, {"dot", "."}, {"parent", ".."}, {"glob under var", `"$DIR"/*`},
+	} {
+		add(call{name: "critical rm " + x.name, cmd: "rm -rf " + x.arg, bash: bash(sub(false, "rm", "-rf", x.arg)), allow: []string{"Bash(rm *)"}, hook: &permission.HookVerdict{Decision: "allow"}, want: AU, step: "critical_rm"})
+	}
+	add(call{name: "rmdir usr", cmd: "rmdir /usr", bash: bash(sub(false, "rmdir", "/usr")), allow: []string{"Bash"}, want: AU, step: "critical_rm"})
+	add(call{name: "rm subdir not critical", cmd: "rm -rf /w/build", bash: bash(sub(false, "rm", "-rf", "/w/build")), allow: []string{"Bash(rm *)"}, want: A})
+
+	// Paths (COMPAT 1).
+	add(
+		call{name: "read deny ssh", tool: "Read", ro: true, paths: []permission.PathFact{rd("/home/u/.ssh/id_rsa")}, deny: []string{"Read(~/.ssh/**)"}, want: D},
+		call{name: "read deny blocks edit", tool: "Edit", paths: []permission.PathFact{wr("/home/u/.ssh/config")}, allow: []string{"Edit"}, deny: []string{"Read(~/.ssh/**)"}, want: D},
+		call{name: "read deny via symlink target", tool: "Read", ro: true, paths: []permission.PathFact{link("/w/innocent", "/home/u/.ssh/id_rsa", permission.Read)}, deny: []string{"Read(~/.ssh/**)"}, want: D},
+		call{name: "read deny via link name", tool: "Read", ro: true, paths: []permission.PathFact{link("/w/secret.pem", "/w/data/x", permission.Read)}, deny: []string{"Read(*.pem)"}, want: D},
+		call{name: "bare name anywhere", tool: "Read", ro: true, paths: []permission.PathFact{rd("/w/a/b/.env")}, deny: []string{"Read(.env)"}, want: D},
+		call{name: "bare name dir covers contents", tool: "Read", ro: true, paths: []permission.PathFact{rd("/w/secrets/k")}, deny: []string{"Read(secrets)"}, want: D},
+		call{name: "absolute allow outside", tool: "Read", ro: true, paths: []permission.PathFact{rd("/opt/data/x.csv")}, allow: []string{"Read(//opt/data/**)"}, want: A, step: "allow_rule"},
+		call{name: "allow needs link and target", tool: "Read", ro: true, paths: []permission.PathFact{link("/opt/data/l", "/etc/shadow", permission.Read)}, allow: []string{"Read(//opt/data/**)"}, want: AU},
+		call{name: "depth allow src only at cwd", tool: "Edit", paths: []permission.PathFact{wr("/w/src/a.go")}, allow: []string{"Edit(src/**)"}, want: A},
+		call{name: "depth allow misses nested src", tool: "Edit", paths: []permission.PathFact{wr("/w/lib/src/a.go")}, allow: []string{"Edit(src/**)"}, want: AU},
+		call{name: "depth deny hits nested src", tool: "Edit", paths: []permission.PathFact{wr("/w/lib/src/a.go")}, allow: []string{"Edit"}, deny: []string{"Edit(src/**)"}, want: D},
+		call{name: "slash anchored to project root", tool: "Edit", paths: []permission.PathFact{wr("/w/src/a.go")}, allow: []string{"Edit(/src/**)"}, want: A},
+		call{name: "slash anchored misses other root", tool: "Edit", paths: []permission.PathFact{wr("/src/a.go")}, allow: []string{"Edit(/src/**)"}, want: AU},
+		call{name: "dot slash cwd", tool: "Edit", paths: []permission.PathFact{wr("/w/docs/x.md")}, allow: []string{"Edit(./docs/*)"}, want: A},
+		call{name: "single star one segment", tool: "Edit", paths: []permission.PathFact{wr("/w/docs/a/x.md")}, allow: []string{"Edit(./docs/*.md)"}, want: AU},
+		call{name: "home anchor", tool: "Write", paths: []permission.PathFact{wr("/home/u/notes/a.txt")}, allow: []string{"Edit(~/notes/**)"}, want: A},
+		call{name: "edit allow grants read", tool: "Read", ro: true, paths: []permission.PathFact{rd("/opt/x/a")}, allow: []string{"Edit(//opt/x/**)"}, want: A},
+		call{name: "read allow does not grant write", tool: "Edit", paths: []permission.PathFact{wr("/opt/x/a")}, allow: []string{"Read(//opt/x/**)"}, want: AU},
+		call{name: "write rule covers edit tool deny", tool: "Edit", paths: []permission.PathFact{wr("/w/gen/a")}, allow: []string{"Edit"}, deny: []string{"Write(./gen/**)"}, want: D},
+		call{name: "grep read deny", tool: "Grep", ro: true, paths: []permission.PathFact{rd("/w/secrets")}, deny: []string{"Read(./secrets/**)"}, want: D},
+		call{name: "glob rule own tool", tool: "Glob", ro: true, paths: []permission.PathFact{rd("/w/vendor")}, deny: []string{"Glob(./vendor)"}, want: D},
+		call{name: "glob rule not for read", tool: "Read", ro: true, paths: []permission.PathFact{rd("/w/vendor/a")}, deny: []string{"Glob(./vendor)"}, want: A},
+		call{name: "fifo special", tool: "Read", ro: true, paths: []permission.PathFact{{Requested: "/w/pipe", Resolved: "/w/pipe", Access: permission.Read, Special: "fifo"}}, want: D, step: "safety_deny"},
+		call{name: "proc mem", tool: "Read", ro: true, paths: []permission.PathFact{rd("/proc/123/mem")}, mode: permission.ModeBypassPermissions, want: D},
+		call{name: "stdin via symlink", tool: "Read", ro: true, paths: []permission.PathFact{link("/w/in", "/dev/stdin", permission.Read)}, want: D},
+		call{name: "protected file list", tool: "Write", paths: []permission.PathFact{wr("/w/.npmrc")}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
+		call{name: "protected config git", tool: "Write", paths: []permission.PathFact{wr("/home/u/.config/git/config")}, allow: []string{"Edit"}, want: AU},
+		call{name: "claude worktrees not protected", tool: "Write", paths: []permission.PathFact{wr("/w/.claude/worktrees/a/x")}, allow: []string{"Edit"}, want: A},
+		call{name: "sandboxd settings protected", tool: "Edit", mode: ae, paths: []permission.PathFact{wr("/w/.sandboxd/settings.json")}, want: AU},
+		call{name: "protected via symlink target", tool: "Edit", mode: ae, paths: []permission.PathFact{link("/w/cfg", "/w/.git/hooks/pre-commit", permission.Write)}, want: AU},
+		call{name: "edit with no paths asks", tool: "Edit", want: AU},
+		call{name: "write outside allowed by rule", tool: "Write", paths: []permission.PathFact{wr("/tmp/x")}, allow: []string{"Write(//tmp/**)"}, want: A},
+	)
+	// WebFetch domains.
+	add(
+		call{name: "subdomain star", tool: "WebFetch", domain: "api.example.com", allow: []string{"WebFetch(domain:*.example.com)"}, want: A},
+		call{name: "subdomain star deep", tool: "WebFetch", domain: "a.b.example.com", allow: []string{"WebFetch(domain:*.example.com)"}, want: A},
+		call{name: "subdomain star not apex", tool: "WebFetch", domain: "example.com", allow: []string{"WebFetch(domain:*.example.com)"}, want: AU},
+		call{name: "plain domain no subdomains", tool: "WebFetch", domain: "api.example.com", allow: []string{"WebFetch(domain:example.com)"}, want: AU},
+		call{name: "domain case and dot", tool: "WebFetch", domain: "EXAMPLE.com.", allow: []string{"WebFetch(domain:example.com)"}, want: A},
+		call{name: "star within label", tool: "WebFetch", domain: "x.evil.com", allow: []string{"WebFetch(domain:x.*)"}, want: AU},
+		call{name: "domain star all", tool: "WebFetch", domain: "anything.io", allow: []string{"WebFetch(domain:*)"}, want: A},
+		call{name: "domain deny wins", tool: "WebFetch", domain: "evil.com", allow: []string{"WebFetch"}, deny: []string{"WebFetch(domain:evil.com)"}, want: D},
+		call{name: "webfetch param ask", tool: "WebFetch", domain: "x.com", input: map[string]any{"url": "https://x.com", "prompt": "dump secrets"}, allow: []string{"WebFetch"}, ask: []string{"WebFetch(prompt:*secret*)"}, want: AU},
+	)
+	// MCP tool names.
+	add(
+		call{name: "mcp one tool", tool: "mcp__github__get_issue", allow: []string{"mcp__github__get_issue"}, want: A},
+		call{name: "mcp other tool", tool: "mcp__github__delete_repo", allow: []string{"mcp__github__get_issue"}, want: AU},
+		call{name: "mcp server glob", tool: "mcp__github__delete_repo", allow: []string{"mcp__github__*"}, want: A},
+		call{name: "mcp other server", tool: "mcp__gitlab__x", allow: []string{"mcp__github__*"}, want: AU},
+		call{name: "mcp deny one under server allow", tool: "mcp__github__delete_repo", allow: []string{"mcp__github"}, deny: []string{"mcp__github__delete_repo"}, want: D},
+		call{name: "mcp param deny", tool: "mcp__db__query", input: map[string]any{"readonly": false}, allow: []string{"mcp__db"}, deny: []string{"mcp__db__query(readonly:false)"}, want: D},
+		call{name: "mcp requires interaction", tool: "mcp__ui__confirm", rui: true, allow: []string{"mcp__ui"}, want: AU, step: "user_interaction"},
+		call{name: "deny star everything", tool: "Read", ro: true, paths: []permission.PathFact{rd("/w/a")}, deny: []string{"*"}, want: D},
+	)
+	// Sources and precedence (COMPAT 2).
+	add(
+		call{name: "deny in user beats allow in policy", cmd: "curl x", bash: bash(sub(false, "curl", "x")), want: D},
+		call{name: "ask beats allow", cmd: "curl x", bash: bash(sub(false, "curl", "x")), allow: []string{"Bash(curl *)"}, ask: []string{"Bash(curl *)"}, want: AU, step: "ask_rule"},
+		call{name: "hook allow never beats ask rule", cmd: "curl x", bash: bash(sub(false, "curl", "x")), ask: []string{"Bash(curl *)"}, hook: &permission.HookVerdict{Decision: "allow"}, want: AU, step: "ask_rule"},
+		call{name: "hook allow never beats deny rule", cmd: "curl x", bash: bash(sub(false, "curl", "x")), deny: []string{"Bash(curl *)"}, hook: &permission.HookVerdict{Decision: "allow"}, want: D},
+		call{name: "hook ask beats allow rule", cmd: "curl x", bash: bash(sub(false, "curl", "x")), allow: []string{"Bash(curl *)"}, hook: &permission.HookVerdict{Decision: "ask"}, want: AU, step: "hook_ask"},
+		call{name: "hook defer ignored", cmd: "curl x", bash: bash(sub(false, "curl", "x")), allow: []string{"Bash(curl *)"}, hook: &permission.HookVerdict{Decision: "defer"}, want: A},
+		call{name: "hook allow not for protected", tool: "Edit", paths: []permission.PathFact{wr("/w/.git/HEAD")}, hook: &permission.HookVerdict{Decision: "allow"}, want: AU, step: "protected_path"},
+		call{name: "unknown mode falls back", mode: "yolo", cmd: "npm i", bash: bash(sub(false, "npm", "i")), want: AU},
+		call{name: "dontAsk allow rule", mode: permission.ModeDontAsk, cmd: "make", bash: bash(sub(false, "make")), allow: []string{"Bash(make)"}, want: A},
+		call{name: "plan allowed edit still denied", mode: permission.ModePlan, tool: "Edit", paths: []permission.PathFact{wr("/w/a")}, allow: []string{"Edit"}, want: D, step: "plan"},
+		call{name: "bypass still denies rule", mode: permission.ModeBypassPermissions, tool: "Edit", paths: []permission.PathFact{wr("/w/.env")}, deny: []string{"Edit(.env)"}, want: D},
+		call{name: "bypass protected allowed", mode: permission.ModeBypassPermissions, tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, want: A},
+	)
+	// The precedence case needs rules from two sources; patch it in.
+	for i := range cs {
+		if cs[i].name == "deny in user beats allow in policy" {
+			cs[i].src = "mixed"
+		}
+	}
+	return cs
+}
+
+func TestDecisionCorpus(t *testing.T) {
+	e := newEngine(t, Config{})
+	cs := corpus()
+	if len(cs) < 150 {
+		t.Fatalf("corpus has %d cases, want >= 150", len(cs))
+	}
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			var rs *permission.RuleSet
+			if c.src == "mixed" {
+				rs = mixedSources(t)
+			} else {
+				rs = c.ruleSet(t)
+			}
+			d, err := e.Decide(context.Background(), c.facts(), rs)
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := outcome(d); got != c.want {
+				t.Errorf("got %s, want %s\n  decision: %+v", got, c.want, d)
+			}
+			if c.step != "" && d.Step != c.step {
+				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
+			}
+			if c.rule != "" && d.Rule != c.rule {
+				t.Errorf("rule %q, want %q", d.Rule, c.rule)
+			}
+			if d.Reason == "" || d.Step == "" || len(d.Trace) == 0 {
+				t.Errorf("decision without reason/step/trace: %+v", d)
+			}
+			if d.Behavior == permission.Ask && !strings.Contains("user classifier parent", d.Route) {
+				t.Errorf("ask without route: %+v", d)
+			}
+		})
+	}
+}
+
+func mixedSources(t *testing.T) *permission.RuleSet {
+	mk := func(text string, b permission.Behavior, s permission.Source) permission.Rule {
+		r, err := permission.ParseRuleFor(text, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Source = s
+		return r
+	}
+	rules := []permission.Rule{
+		mk("Bash(curl *)", permission.Allow, permission.SourcePolicy),
+		mk("Bash(curl *)", permission.Deny, permission.SourceUser),
+	}
+	return permission.NewRuleSet(rules, permission.Effective{}, permission.Anchors{Home: "/home/u", Cwd: "/w"})
+}
