@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,8 @@ type Backend interface {
 	Pipeline() *executor.Pipeline
 	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome
 	ToolPool(caller session.Caller) []*executor.Tool
+	AuditDir() string
+	AuditPublicKey() ed25519.PublicKey
 }
 
 // Server is the HTTP handler of the socket.
@@ -62,6 +65,9 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"POST /v1/sessions/{id}/calls", s.call},
 		{"POST /v1/sessions/{id}/batch", s.batch},
 		{"POST /v1/sessions/{id}/decide", s.decide},
+		{"GET /v1/audit/records", s.auditRecords},
+		{"GET /v1/audit/verify", s.auditVerify},
+		{"GET /v1/audit/pubkey", s.auditPubkey},
 	}
 	for _, rt := range routes {
 		s.mux.Handle(rt.pattern, s.wrap(rt.pattern, rt.h))

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -172,6 +173,12 @@ func (c *Core) release(s *session.Session) {
 func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome {
 	return c.pipeline.Batch(ctx, s, caller, reqs, c.Config().MaxParallelCalls)
 }
+
+// AuditDir implements api.Backend.
+func (c *Core) AuditDir() string { return c.recorder.log.Dir() }
+
+// AuditPublicKey implements api.Backend.
+func (c *Core) AuditPublicKey() ed25519.PublicKey { return c.recorder.log.PublicKey() }
 
 // ToolPool implements api.Backend.
 func (c *Core) ToolPool(_ session.Caller) []*executor.Tool {

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// AuditVerify is the body of GET /v1/audit/verify.
+type AuditVerify struct {
+	OK     bool                `json:"ok"`
+	Error  string              `json:"error,omitempty"`
+	Report *audit.VerifyReport `json:"report"`
+}
+
+// AuditKey is the body of GET /v1/audit/pubkey.
+type AuditKey struct {
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"`
+}
+
+// auditFilter builds a filter from the query string. Callers who are not admins only ever
+// see their own records, whatever they ask for.
+func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
+	q := r.URL.Query()
+	f := audit.Filter{Session: q.Get("session"), User: q.Get("user"), Tool: q.Get("tool"), Behavior: q.Get("behavior")}
+	if u := q.Get("uid"); u != "" {
+		n, err := strconv.ParseUint(u, 10, 32)
+		if err != nil {
+			return f, errcode.Msg(errcode.BadRequest, "uid must be a number")
+		}
+		uid := uint32(n)
+		f.UID = &uid
+	}
+	for _, k := range q["kind"] {
+		for _, part := range strings.Split(k, ",") {
+			kind := audit.Kind(strings.TrimSpace(part))
+			if !kind.Known() {
+				return f, errcode.New(errcode.BadRequest, fmt.Errorf("unknown record kind %q", part))
+			}
+			f.Kinds = append(f.Kinds, kind)
+		}
+	}
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := parseTime(v)
+			if err != nil {
+				return f, errcode.New(errcode.BadRequest, fmt.Errorf("%s: %w", name, err))
+			}
+			*dst = t
+		}
+	}
+	if !c.Admin {
+		uid := c.UID
+		f.UID = &uid
+	}
+	return f, nil
+}
+
+// parseTime takes RFC 3339 or a duration back from now ("15m", "24h").
+func parseTime(v string) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want RFC 3339 time or a duration like 15m: %q", v)
+	}
+	return t, nil
+}
+
+// auditRecords streams matching records as JSON lines; with follow=1 it keeps streaming new
+// ones until the client goes away; with tail=N only the last N matching records come first.
+func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	f, err := auditFilter(r, c)
+	if err != nil {
+		return err
+	}
+	dir := s.backend.AuditDir()
+	q := r.URL.Query()
+	tail := -1
+	if v := q.Get("tail"); v != "" {
+		if tail, err = strconv.Atoi(v); err != nil || tail < 0 {
+			return errcode.Msg(errcode.BadRequest, "tail must be a non-negative number")
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	flush := func() {
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	var last []*audit.Record
+	for rec, err := range audit.Query(dir, f) {
+		if err != nil {
+			_ = enc.Encode(errBody(errcode.Of(err), "reading the audit log: "+err.Error()))
+			return nil
+		}
+		if tail < 0 {
+			if err := enc.Encode(rec); err != nil {
+				return nil
+			}
+			continue
+		}
+		last = append(last, rec)
+		if len(last) > tail {
+			last = last[1:]
+		}
+	}
+	for _, rec := range last {
+		_ = enc.Encode(rec)
+	}
+	flush()
+	if q.Get("follow") != "1" {
+		return nil
+	}
+	var lastSeq uint64
+	if len(last) > 0 {
+		lastSeq = last[len(last)-1].Seq
+	}
+	// Tail starts at the newest file; skip what was already sent.
+	_ = audit.Tail(r.Context(), dir, f, true, func(rec *audit.Record) error {
+		if rec.Seq <= lastSeq {
+			return nil
+		}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		flush()
+		return nil
+	})
+	return nil
+}
+
+func (s *Server) auditVerify(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	if !c.Admin {
+		return errcode.Msg(errcode.PermissionDenied, "verifying the whole log is for admins; verify a copy offline with sbctl audit verify --dir")
+	}
+	rep, err := audit.VerifyDir(s.backend.AuditDir(), s.backend.AuditPublicKey())
+	out := AuditVerify{OK: err == nil, Report: rep}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) auditPubkey(w http.ResponseWriter, _ *http.Request, _ session.Caller) error {
+	pub := s.backend.AuditPublicKey()
+	writeJSON(w, http.StatusOK, AuditKey{KeyID: audit.KeyID(pub), PublicKey: strings.TrimSpace(string(audit.MarshalPublicKey(pub)))})
+	return nil
+}

@@ -1,0 +1,256 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+func TestMain(m *testing.M) {
+	// The daemon re-executes its own binary as the per-session worker; in tests that binary
+	// is this test binary.
+	if worker.IsWorker() {
+		worker.Main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// testDaemon is a real daemon on a temp socket and state dir.
+type testDaemon struct {
+	socket, state string
+	d             *Daemon
+	http          *http.Client
+	done          chan error
+	cancel        context.CancelFunc
+}
+
+func startDaemon(t *testing.T, configYAML string) *testDaemon {
+	t.Helper()
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "sandboxd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td := &testDaemon{socket: filepath.Join(dir, "sandboxd.sock"), state: filepath.Join(dir, "state"), done: make(chan error, 1)}
+	d, err := New(Options{Socket: td.socket, StateDir: td.state, ConfigPath: cfgPath, ConfigRequired: true}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("new daemon: %v", err)
+	}
+	td.d = d
+	l, err := Listen(td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	td.cancel = cancel
+	go func() { td.done <- d.Serve(ctx, l) }()
+	td.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "unix", td.socket)
+	}}}
+	t.Cleanup(td.stop)
+	return td
+}
+
+func (td *testDaemon) stop() {
+	if td.cancel == nil {
+		return
+	}
+	td.cancel()
+	td.cancel = nil
+	<-td.done
+}
+
+// do sends a request as root and returns status and body.
+func (td *testDaemon) do(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://sandboxd"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := td.http.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func decodeInto(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+func (td *testDaemon) newSession(t *testing.T, body string) api.Session {
+	t.Helper()
+	code, b := td.do(t, "POST", "/v1/sessions", body)
+	if code != http.StatusCreated {
+		t.Fatalf("create session: %d %s", code, b)
+	}
+	var s api.Session
+	decodeInto(t, b, &s)
+	return s
+}
+
+func (td *testDaemon) call(t *testing.T, id, tool, input string) (int, api.CallResult) {
+	t.Helper()
+	body := fmt.Sprintf(`{"tool":%q,"input":%s}`, tool, input)
+	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/calls", body)
+	var res api.CallResult
+	decodeInto(t, b, &res)
+	return code, res
+}
+
+func TestHealthAndTools(t *testing.T) {
+	td := startDaemon(t, "")
+	code, b := td.do(t, "GET", "/v1/healthz", "")
+	var h api.Health
+	decodeInto(t, b, &h)
+	if code != 200 || h.Status != "ok" || !h.Admin || h.Caller.UID != 0 {
+		t.Fatalf("healthz = %d %+v", code, h)
+	}
+	code, b = td.do(t, "GET", "/v1/tools", "")
+	var tl api.ToolList
+	decodeInto(t, b, &tl)
+	if code != 200 || len(tl.Tools) < 6 {
+		t.Fatalf("tools = %d %s", code, b)
+	}
+	names := map[string]bool{}
+	var prev string
+	for _, tool := range tl.Tools {
+		names[tool.Name] = true
+		if !tool.External && prev > tool.Name {
+			t.Errorf("built-ins not sorted: %s after %s", tool.Name, prev)
+		}
+		prev = tool.Name
+		if !tool.Deferred && len(tool.InputSchema) == 0 {
+			t.Errorf("%s has no schema", tool.Name)
+		}
+	}
+	for _, n := range []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep"} {
+		if !names[n] {
+			t.Errorf("tool %s missing from the pool", n)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	td := startDaemon(t, "max_request_bytes: 4096\n")
+	cwd := t.TempDir()
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, cwd))
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		class                    string
+		mention                  string
+	}{
+		{"too large", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Bash","input":{"command":"` + strings.Repeat("x", 5000) + `"}}`, 413, "too_large", "limit"},
+		{"malformed", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":`, 400, "bad_request", "malformed"},
+		{"trailing", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Read","input":{}} {}`, 400, "bad_request", "trailing"},
+		{"unknown field", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Read","inputs":{}}`, 400, "bad_request", "inputs"},
+		{"unknown tool", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Reed","input":{}}`, 404, "unknown_tool", "Read"},
+		{"schema", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Read","input":{"file_path":7}}`, 422, "schema_invalid", "file_path"},
+		{"missing field", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Bash","input":{}}`, 422, "schema_invalid", "command"},
+		{"unknown session", "POST", "/v1/sessions/s_nope/calls", `{"tool":"Read","input":{}}`, 404, "not_found", "session"},
+		{"bad mode", "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"mode":"yolo"}`, cwd), 422, "validation", "mode"},
+		{"relative cwd", "POST", "/v1/sessions", `{"cwd":"rel"}`, 422, "validation", "absolute"},
+		{"no route", "GET", "/v2/x", "", 404, "not_found", "/v1/"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, b := td.do(t, tc.method, tc.path, tc.body)
+			var eb api.ErrorBody
+			decodeInto(t, b, &eb)
+			if code != tc.status || eb.Error.Class != tc.class || !strings.Contains(eb.Error.Message, tc.mention) {
+				t.Errorf("got %d %s, want %d class %s mentioning %q", code, b, tc.status, tc.class, tc.mention)
+			}
+		})
+	}
+	// The daemon still serves.
+	if code, _ := td.do(t, "GET", "/v1/healthz", ""); code != 200 {
+		t.Errorf("healthz after bad input: %d", code)
+	}
+}
+
+// A client that stalls mid-request is cut off by the read timeout; others are served.
+func TestStalledClientIsCutOff(t *testing.T) {
+	td := startDaemon(t, "read_header_timeout_sec: 1\nread_body_timeout_sec: 1\n")
+	c, err := net.Dial("unix", td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"cwd\":")
+	if code, _ := td.do(t, "GET", "/v1/healthz", ""); code != 200 {
+		t.Fatalf("healthz while a client stalls: %d", code)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, _ = io.ReadAll(c) // the server answers with an error or closes; either way it ends
+	if time.Since(start) > 4*time.Second {
+		t.Fatal("stalled connection was not cut off by the read timeout")
+	}
+}
+
+func TestRefusesSocketHeldByLiveDaemon(t *testing.T) {
+	td := startDaemon(t, "")
+	if _, err := Listen(td.socket); err == nil || !strings.Contains(err.Error(), "running daemon") {
+		t.Fatalf("Listen on a live socket: %v", err)
+	}
+	// A stale socket file (nobody listening) is removed and reused.
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	l2, err := Listen(stale)
+	if err != nil {
+		t.Fatalf("stale socket not reclaimed: %v", err)
+	}
+	l2.Close()
+}
+
+// auditRecords reads every record the daemon wrote.
+func auditRecords(t *testing.T, td *testDaemon) []audit.Record {
+	t.Helper()
+	var recs []audit.Record
+	for r, err := range audit.Query(filepath.Join(td.state, "audit"), audit.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, *r)
+	}
+	return recs
+}
+
+var _ = bytes.NewReader
+var _ = exec.Command
+var _ = syscall.Getpid

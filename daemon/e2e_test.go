@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// buildSbctl builds the CLI into a directory every user can reach.
+func buildSbctl(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "sbctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sbctl").CombinedOutput(); err != nil {
+		t.Fatalf("build sbctl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sbctl runs the CLI as user u (nil: root) and returns stdout, stderr and the exit code.
+func sbctl(t *testing.T, bin, socket string, u *testutil.User, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--socket", socket}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+		cmd.Dir = u.Home
+		cmd.Env = append(cmd.Env, "HOME="+u.Home)
+	}
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run sbctl: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestEndToEndAsTwoUsers(t *testing.T) {
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbda")
+	bob := testutil.CreateUser(t, "sbdb")
+	work := filepath.Join(alice.Home, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(work, "hello.txt")
+	if err := os.WriteFile(file, []byte("hello\nworld\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{work, file} {
+		if err := os.Chown(p, int(alice.UID), int(alice.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "--json", "session", "new", "--cwd", work)
+	if code != 0 {
+		t.Fatalf("session new: %d %s", code, errOut)
+	}
+	var s api.Session
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.ID == "" || s.Owner.UID != alice.UID {
+		t.Fatalf("session new printed %q (%v)", out, err)
+	}
+
+	t.Run("bash runs as the caller", func(t *testing.T) {
+		out, errOut, code := sbctl(t, bin, td.socket, &alice, "bash", "--session", s.ID, "--", "id -u; pwd")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		want := fmt.Sprintf("%d\n%s\n", alice.UID, work)
+		if out != want {
+			t.Errorf("stdout %q, want %q", out, want)
+		}
+	})
+	t.Run("bash exit code passes through", func(t *testing.T) {
+		_, _, code := sbctl(t, bin, td.socket, &alice, "bash", "--session", s.ID, "--", "exit 3")
+		// `exit 3` is not read-only: default mode asks, so it does not run.
+		if code != 126 {
+			t.Errorf("exit = %d, want 126 (permission required)", code)
+		}
+		_, _, code = sbctl(t, bin, td.socket, &alice, "bash", "--session", s.ID, "--mode", "bypassPermissions", "--", "exit 3")
+		if code != 3 {
+			t.Errorf("exit = %d, want 3", code)
+		}
+	})
+	t.Run("bash json result", func(t *testing.T) {
+		out, _, code := sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", s.ID, "--", "echo hi")
+		var res api.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+			t.Fatalf("bash --json: %d %q", code, out)
+		}
+		if res.Decision == nil || res.Decision.Behavior != "allow" || res.Data["stdout"] != "hi\n" || res.Data["exit_code"] != float64(0) {
+			t.Errorf("result = %+v", res)
+		}
+		for _, k := range []string{"exit_code", "stdout", "stderr", "timed_out", "interrupted"} {
+			if _, ok := res.Data[k]; !ok {
+				t.Errorf("data lacks %s", k)
+			}
+		}
+	})
+	t.Run("read", func(t *testing.T) {
+		out, errOut, code := sbctl(t, bin, td.socket, &alice, "read", "--session", s.ID, file)
+		if code != 0 || !strings.Contains(out, "1\thello") || !strings.Contains(out, "2\tworld") {
+			t.Errorf("read: %d %q %q", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "decision: allow") {
+			t.Errorf("read did not show the decision: %q", errOut)
+		}
+	})
+	t.Run("another user sees nothing", func(t *testing.T) {
+		_, errOut, code := sbctl(t, bin, td.socket, &bob, "session", "show", s.ID)
+		if code == 0 || !strings.Contains(errOut, "not found") {
+			t.Errorf("bob show: %d %q", code, errOut)
+		}
+		out, _, _ := sbctl(t, bin, td.socket, &bob, "session", "ls")
+		if strings.Contains(out, s.ID) {
+			t.Errorf("bob lists alice's session: %q", out)
+		}
+		_, _, code = sbctl(t, bin, td.socket, &bob, "bash", "--session", s.ID, "--", "id")
+		if code == 0 {
+			t.Error("bob ran a call in alice's session")
+		}
+		_, _, code = sbctl(t, bin, td.socket, &bob, "session", "rm", s.ID)
+		if code == 0 {
+			t.Error("bob deleted alice's session")
+		}
+	})
+	t.Run("root admin sees it", func(t *testing.T) {
+		out, _, code := sbctl(t, bin, td.socket, nil, "session", "ls")
+		if code != 0 || !strings.Contains(out, s.ID) {
+			t.Errorf("root ls: %d %q", code, out)
+		}
+	})
+	t.Run("audit records the calls with the caller", func(t *testing.T) {
+		var starts, ends int
+		for _, r := range auditRecords(t, td) {
+			if r.Session != s.ID || r.Caller == nil {
+				continue
+			}
+			if r.Caller.UID != alice.UID {
+				t.Errorf("record %d caller uid %d, want %d", r.Seq, r.Caller.UID, alice.UID)
+			}
+			switch r.Kind {
+			case audit.KindCallStart:
+				starts++
+			case audit.KindCallEnd:
+				ends++
+			}
+		}
+		if starts == 0 || ends < starts {
+			t.Errorf("call.start %d, call.end %d", starts, ends)
+		}
+	})
+	t.Run("short-lived session", func(t *testing.T) {
+		out, _, code := sbctl(t, bin, td.socket, &alice, "bash", "--cwd", work, "--", "echo", "hi")
+		if code != 0 || out != "hi\n" {
+			t.Errorf("bash without --session: %d %q", code, out)
+		}
+		out, _, _ = sbctl(t, bin, td.socket, &alice, "session", "ls")
+		if n := strings.Count(out, "s_"); n != 1 {
+			t.Errorf("short-lived session left behind: %q", out)
+		}
+	})
+	t.Run("rm", func(t *testing.T) {
+		if _, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "rm", s.ID); code != 0 {
+			t.Fatalf("rm: %s", errOut)
+		}
+		if _, _, code := sbctl(t, bin, td.socket, &alice, "session", "show", s.ID); code == 0 {
+			t.Error("session still there after rm")
+		}
+	})
+}
+
+var _ = strconv.Itoa
