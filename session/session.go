@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxd/sandboxd/permission"
@@ -42,6 +43,9 @@ type Session struct {
 	mode           permission.Mode
 	rules          Rules
 	closed         bool
+
+	// ruleSet is the loaded rules of every source; swapped whole when rules change.
+	ruleSet atomic.Pointer[permission.RuleSet]
 
 	// Reads is the read-file state used by Write and Edit staleness checks.
 	Reads *ReadState
@@ -135,3 +139,9 @@ func copyRules(r Rules) Rules {
 		Ask:   append([]string(nil), r.Ask...),
 	}
 }
+
+// RuleSet is the session's loaded rules (nil until loaded: the policy then denies).
+func (s *Session) RuleSet() *permission.RuleSet { return s.ruleSet.Load() }
+
+// SetRuleSet swaps in newly loaded rules.
+func (s *Session) SetRuleSet(rs *permission.RuleSet) { s.ruleSet.Store(rs) }

@@ -68,6 +68,20 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Is lets an errno code that crossed a process boundary (the worker's wire errors) still
+// answer errors.Is(err, fs.ErrNotExist) and friends.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case fs.ErrNotExist:
+		return e.Code == ErrnoENOENT
+	case fs.ErrPermission:
+		return e.Code == ErrnoEACCES || e.Code == ErrnoEPERM
+	case fs.ErrExist:
+		return e.Code == ErrnoEEXIST
+	}
+	return false
+}
+
 // New wraps err with code.
 func New(code Code, err error) *Error { return &Error{Code: code, Err: err} }
 
