@@ -9,8 +9,8 @@ type BundleConfig struct{}
 
 type bundleState struct{}
 
-func (b *bundleState) full() bool                  { return false }
-func (b *bundleState) modules() map[string]string  { return nil }
-func (b *bundleState) stop(context.Context)        {}
+func (b *bundleState) full() bool                                    { return false }
+func (b *bundleState) modules() map[string]string                    { return nil }
+func (b *bundleState) stop(context.Context)                          {}
 func (b *bundleState) logDecision(context.Context, string, any, any) {}
-func (e *Engine) startBundle(context.Context) error { return nil }
+func (e *Engine) startBundle(context.Context) error                  { return nil }

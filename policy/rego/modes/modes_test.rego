@@ -1,0 +1,104 @@
+package sandboxd.modes_test
+
+import data.sandboxd.fixtures_test as fx
+import data.sandboxd.modes
+import rego.v1
+
+_admin := {"disable_bypass": true, "disable_auto": true}
+
+_mode_cases := {
+	"default": {"mode": "default", "want": "default"},
+	"bypass": {"mode": "bypassPermissions", "want": "bypassPermissions"},
+	"unknown": {"mode": "yolo", "want": "default"},
+	"manual alias is not a mode here": {"mode": "manual", "want": "default"},
+	"bypass disabled": {"mode": "bypassPermissions", "admin": _admin, "want": "default"},
+	"auto disabled": {"mode": "auto", "admin": _admin, "want": "default"},
+	"bubble": {"mode": "bubble", "want": "bubble"},
+}
+
+test_mode[name] if {
+	some name, tc in _mode_cases
+	r := fx.rules({}, {}, {})
+	rules := object.union(r, {"admin": object.get(tc, "admin", r.admin)})
+	modes.mode == tc.want with input as fx.input_with({"mode": tc.mode, "rules": rules})
+}
+
+_ro(over) if {
+	modes.read_only with input as fx.input_with(over)
+} else := false
+
+_ro_cases := {
+	"bash ro": {"x": {"bash": fx.bash([fx.sub(["ls"], true)])}, "want": true},
+	"bash write": {"x": {"bash": fx.bash([fx.sub(["rm", "x"], false)])}, "want": false},
+	"bash redirect path": {"x": {"bash": fx.bash([fx.sub(["echo"], true)]), "paths": [fx.write("/w/o")]}, "want": false},
+	"bash unparsed": {"x": {"bash": {"parse_error": "x", "read_only": true, "subcommands": []}}, "want": false},
+	"read tool": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]}, "want": true},
+	"read tool with write path": {"x": {"tool": "Read", "read_only": true, "paths": [fx.write("/w/a")]}, "want": false},
+	"edit": {"x": {"tool": "Edit", "paths": [fx.write("/w/a")]}, "want": false},
+}
+
+test_read_only[name] if {
+	some name, tc in _ro_cases
+	_ro(tc.x) == tc.want
+}
+
+_ae(over) if {
+	modes.accept_edit with input as fx.input_with(over)
+} else := false
+
+_ae_cases := {
+	"edit inside": {"x": {"tool": "Edit", "paths": [fx.write("/w/a")]}, "want": true},
+	"edit outside": {"x": {"tool": "Edit", "paths": [fx.write("/x/a")]}, "want": false},
+	"edit no paths": {"x": {"tool": "Edit"}, "want": false},
+	"mkdir inside": {"x": {"bash": fx.bash([fx.sub(["mkdir", "-p", "a/b"], false)])}, "want": true},
+	"mv out": {"x": {"bash": fx.bash([fx.sub(["mv", "a", "/tmp/b"], false)])}, "want": false},
+	"home target": {"x": {"bash": fx.bash([fx.sub(["cp", "a", "~/b"], false)])}, "want": false},
+	"exact only": {"x": {"bash": fx.bash([object.union(fx.sub(["sed", "x"], false), {"exact_only": true})])}, "want": false},
+	"curl": {"x": {"bash": fx.bash([fx.sub(["curl", "x"], false)])}, "want": false},
+	"risk": {"x": {"bash": object.union(fx.bash([fx.sub(["touch", "a"], false)]), {"risks": ["outside_workspace_write"]})}, "want": false},
+}
+
+test_accept_edit[name] if {
+	some name, tc in _ae_cases
+	_ae(tc.x) == tc.want
+}
+
+_fb_cases := {
+	"bypass": {"x": {"mode": "bypassPermissions", "tool": "Edit"}, "want": "allow"},
+	"read only inside": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]}, "want": "allow"},
+	"read only outside": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/etc/a")]}, "want": "ask"},
+	"accept edit": {"x": {"mode": "acceptEdits", "tool": "Edit", "paths": [fx.write("/w/a")]}, "want": "allow"},
+	"accept edit outside": {"x": {"mode": "acceptEdits", "tool": "Edit", "paths": [fx.write("/etc/a")]}, "want": "ask"},
+	"default write": {"x": {"tool": "Edit", "paths": [fx.write("/w/a")]}, "want": "ask"},
+}
+
+test_fallback[name] if {
+	some name, tc in _fb_cases
+	f := modes.fallback with input as fx.input_with(tc.x)
+	f.behavior == tc.want
+}
+
+_resolve_cases := {
+	"default": {"mode": "default", "never": false, "want": ["ask", "user"]},
+	"acceptEdits": {"mode": "acceptEdits", "never": false, "want": ["ask", "user"]},
+	"plan": {"mode": "plan", "never": false, "want": ["ask", "user"]},
+	"dontAsk": {"mode": "dontAsk", "never": false, "want": ["deny", ""]},
+	"bypass": {"mode": "bypassPermissions", "never": true, "want": ["deny", ""]},
+	"auto": {"mode": "auto", "never": false, "want": ["ask", "classifier"]},
+	"auto never": {"mode": "auto", "never": true, "want": ["ask", "user"]},
+	"bubble": {"mode": "bubble", "never": true, "want": ["ask", "parent"]},
+}
+
+test_resolve[name] if {
+	some name, tc in _resolve_cases
+	r := modes.resolve(tc.never) with input as fx.input_with({"mode": tc.mode})
+	[r.behavior, r.route] == tc.want
+}
+
+test_plan_blocks if {
+	modes.plan_blocks with input as fx.input_with({"mode": "plan", "tool": "Edit", "paths": [fx.write("/w/a")]})
+}
+
+test_plan_passes_reads if {
+	not modes.plan_blocks with input as fx.input_with({"mode": "plan", "tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]})
+}

@@ -1,0 +1,71 @@
+package sandboxd.rules_test
+
+import data.sandboxd.fixtures_test as fx
+import data.sandboxd.rules
+import rego.v1
+
+_rm := fx.rule("Bash(rm *)", "bash", "rm *")
+
+_git := fx.rule("Bash(git *)", "bash", "git *")
+
+_deny_cases := {
+	"bash word index": {"x": {"bash": fx.bash([fx.sub(["rm", "-rf", "x"], false)]), "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
+	"bash other list": {"x": {"bash": fx.bash([fx.sub(["rmdir", "x"], false)]), "rules": fx.rules({"bash": {"other": [fx.rule("Bash(rm*)", "bash", "rm*")]}}, {}, {})}, "want": "Bash(rm*)"},
+	"compound second sub": {"x": {"bash": fx.bash([fx.sub(["ls"], true), fx.sub(["rm", "x"], false)]), "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
+	"parse error raw words": {"x": {"input": {"command": "rm -rf \"x"}, "bash": {"parse_error": "eof", "subcommands": [], "read_only": false}, "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
+	"bare tool": {"x": {"tool": "Read", "rules": fx.rules({"tools": {"Read": [fx.rule("Read", "all", "")]}}, {}, {})}, "want": "Read"},
+	"tool glob": {"x": {"tool": "mcp__a__b", "rules": fx.rules({"globs": [fx.rule("mcp__*", "tool", "mcp__*")]}, {}, {})}, "want": "mcp__*"},
+	"param": {"x": {"input": {"run_in_background": true}, "rules": fx.rules({"params": {"Bash": [object.union(fx.rule("Bash(run_in_background:true)", "param", "true"), {"param": "run_in_background"})]}}, {}, {})}, "want": "Bash(run_in_background:true)"},
+	"path resolved": {"x": {"tool": "Read", "paths": [{"requested": "/w/l", "resolved": "/home/u/.ssh/k", "access": "read", "special": ""}], "rules": fx.rules({"paths": {"read": [fx.rule("Read(~/.ssh/**)", "path", "/home/u/.ssh/**")]}}, {}, {})}, "want": "Read(~/.ssh/**)"},
+	"path unknown access": {"x": {"tool": "X", "paths": [{"requested": "/w/.env", "resolved": "/w/.env", "access": "exec", "special": ""}], "rules": fx.rules({"paths": {"write": [fx.rule("Edit(.env)", "path", "/**/.env")]}}, {}, {})}, "want": "Edit(.env)"},
+	"domain": {"x": {"tool": "WebFetch", "domain": "evil.com", "rules": fx.rules({"domains": [fx.rule("WebFetch(domain:evil.com)", "domain", "evil.com")]}, {}, {})}, "want": "WebFetch(domain:evil.com)"},
+}
+
+test_deny_hit[name] if {
+	some name, tc in _deny_cases
+	hit := rules.deny_hit with input as fx.input_with(tc.x)
+	hit.rule == tc.want
+}
+
+_no_deny_cases := {
+	"other command": {"bash": fx.bash([fx.sub(["ls"], true)]), "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})},
+	"no rules": {"bash": fx.bash([fx.sub(["rm", "x"], false)])},
+	"param absent": {"input": {}, "rules": fx.rules({"params": {"Bash": [object.union(fx.rule("p", "param", "true"), {"param": "run_in_background"})]}}, {}, {})},
+}
+
+test_no_deny_hit[name] if {
+	some name, tc in _no_deny_cases
+	not rules.deny_hit with input as fx.input_with(tc)
+}
+
+_allow_cases := {
+	"all subs": {"x": {"bash": fx.bash([fx.sub(["git", "add", "."], false), fx.sub(["git", "commit"], false)]), "rules": fx.rules({}, {}, {"bash": {"word": {"git": [_git]}}})}, "want": true},
+	"read-only sub passes": {"x": {"bash": fx.bash([fx.sub(["git", "log"], false), fx.sub(["grep", "x"], true)]), "rules": fx.rules({}, {}, {"bash": {"word": {"git": [_git]}}})}, "want": true},
+	"one sub unallowed": {"x": {"bash": fx.bash([fx.sub(["git", "log"], false), fx.sub(["rm", "x"], false)]), "rules": fx.rules({}, {}, {"bash": {"word": {"git": [_git]}}})}, "want": false},
+	"only read-only no rule": {"x": {"bash": fx.bash([fx.sub(["ls"], true)])}, "want": false},
+	"parse error bare": {"x": {"bash": {"parse_error": "x", "subcommands": [], "read_only": false}, "rules": fx.rules({}, {}, {"tools": {"Bash": [fx.rule("Bash", "all", "")]}})}, "want": false},
+	"non-static prefix": {"x": {"bash": fx.bash([object.union(fx.sub(["echo"], false), {"prefix": null})]), "rules": fx.rules({}, {}, {"bash": {"word": {"echo": [fx.rule("Bash(echo *)", "bash", "echo *")]}}})}, "want": false},
+	"exact only": {"x": {"bash": fx.bash([object.union(fx.sub(["watch", "ls"], false), {"exact_only": true})]), "rules": fx.rules({}, {}, {"bash": {"word": {"watch": [fx.rule("Bash(watch *)", "bash", "watch *")]}}})}, "want": false},
+	"bare with write path": {"x": {"bash": fx.bash([fx.sub(["echo"], true)]), "paths": [fx.write("/w/o")], "rules": fx.rules({}, {}, {"tools": {"Bash": [fx.rule("Bash", "all", "")]}})}, "want": false},
+	"path link and target": {"x": {"tool": "Read", "paths": [{"requested": "/opt/l", "resolved": "/etc/shadow", "access": "read", "special": ""}], "rules": fx.rules({}, {}, {"paths": {"read": [fx.rule("Read(//opt/**)", "path", "/opt/**")]}})}, "want": false},
+	"path both": {"x": {"tool": "Read", "paths": [fx.read("/opt/a")], "rules": fx.rules({}, {}, {"paths": {"read": [fx.rule("Read(//opt/**)", "path", "/opt/**")]}})}, "want": true},
+	"tool bucket for glob": {"x": {"tool": "Glob", "paths": [fx.read("/opt/a")], "rules": fx.rules({}, {}, {"paths": {"Glob": [fx.rule("Glob(//opt/**)", "path", "/opt/**")]}})}, "want": true},
+	"write path": {"x": {"tool": "Edit", "paths": [fx.write("/opt/a")], "rules": fx.rules({}, {}, {"paths": {"write": [fx.rule("Edit(//opt/**)", "path", "/opt/**")]}})}, "want": true},
+	"webfetch": {"x": {"tool": "WebFetch", "domain": "a.com", "rules": fx.rules({}, {}, {"domains": [fx.rule("WebFetch(domain:a.com)", "domain", "a.com")]})}, "want": true},
+	"mcp glob": {"x": {"tool": "mcp__s__t", "rules": fx.rules({}, {}, {"globs": [fx.rule("mcp__s__*", "tool", "mcp__s__*")]})}, "want": true},
+	"bash glob": {"x": {"bash": fx.bash([fx.sub(["x"], false)]), "rules": fx.rules({}, {}, {"globs": [fx.rule("B*", "tool", "Bash")]})}, "want": true},
+}
+
+_allowed(x) if {
+	rules.allow_hit with input as x
+} else := false
+
+test_allow_hit[name] if {
+	some name, tc in _allow_cases
+	_allowed(fx.input_with(tc.x)) == tc.want
+}
+
+test_ask_hit_uses_ask_bucket if {
+	hit := rules.ask_hit with input as fx.input_with({"bash": fx.bash([fx.sub(["git", "push"], false)]), "rules": fx.rules({}, {"bash": {"word": {"git": [_git]}}}, {})})
+	hit.rule == "Bash(git *)"
+}

@@ -1,0 +1,95 @@
+package sandboxd.safety_test
+
+import data.sandboxd.fixtures_test as fx
+import data.sandboxd.safety
+import rego.v1
+
+_special_cases := {
+	"dev zero": [fx.read("/dev/zero")],
+	"dev stdin via link": [{"requested": "/w/in", "resolved": "/dev/stdin", "access": "read", "special": ""}],
+	"proc mem": [fx.read("/proc/42/mem")],
+	"proc fd0": [fx.read("/proc/self/fd/0")],
+	"fifo flagged": [{"requested": "/w/p", "resolved": "/w/p", "access": "read", "special": "fifo"}],
+}
+
+test_special_reads[name] if {
+	some name, paths in _special_cases
+	count(safety.special_reads) > 0 with input as fx.input_with({"paths": paths})
+}
+
+test_special_write_not_read if {
+	count(safety.special_reads) == 0 with input as fx.input_with({"paths": [fx.write("/dev/null")]})
+}
+
+_protected_cases := {
+	"git dir": {"p": "/w/.git/config", "want": true},
+	"config git": {"p": "/home/u/.config/git/ignore", "want": true},
+	"bashrc": {"p": "/home/u/.bashrc", "want": true},
+	"mcp json": {"p": "/w/.mcp.json", "want": true},
+	"sandboxd": {"p": "/w/.sandboxd/settings.local.json", "want": true},
+	"claude": {"p": "/w/.claude/settings.json", "want": true},
+	"claude worktrees": {"p": "/w/.claude/worktrees/x/a.go", "want": false},
+	"github dir": {"p": "/w/.github/workflows/ci.yml", "want": false},
+	"plain": {"p": "/w/src/main.go", "want": false},
+	"config other": {"p": "/home/u/.config/nvim/init.lua", "want": false},
+}
+
+_is_protected(p) if {
+	safety.protected(p)
+} else := false
+
+test_protected[name] if {
+	some name, tc in _protected_cases
+	_is_protected(tc.p) == tc.want
+}
+
+test_protected_writes_resolved if {
+	paths := [{"requested": "/w/cfg", "resolved": "/w/.git/hooks/pre-commit", "access": "write", "special": ""}]
+	safety.protected_writes == {"/w/.git/hooks/pre-commit"} with input as fx.input_with({"paths": paths})
+}
+
+_rm_cases := {
+	"root": {"words": ["rm", "-rf", "/"], "want": true},
+	"top level": {"words": ["rm", "-rf", "/etc"], "want": true},
+	"root star": {"words": ["rm", "-rf", "/*"], "want": true},
+	"home tilde": {"words": ["rm", "-rf", "~"], "want": true},
+	"home var": {"words": ["rm", "-rf", "$HOME"], "want": true},
+	"home slash": {"words": ["rm", "-rf", "/home/u/"], "want": true},
+	"cwd dot": {"words": ["rm", "-rf", "."], "want": true},
+	"cwd parent": {"words": ["rm", "-r", ".."], "want": true},
+	"var glob": {"words": ["rm", "-rf", "\"$DIR\"/*"], "want": true},
+	"rmdir usr": {"words": ["rmdir", "/usr"], "want": true},
+	"subdir": {"words": ["rm", "-rf", "build"], "want": false},
+	"deep abs": {"words": ["rm", "/w/a/b"], "want": false},
+	"not rm": {"words": ["ls", "/"], "want": false},
+}
+
+_critical(words) if {
+	count(safety.critical_rm) > 0 with input as fx.input_with({"cwd": "/w/proj", "bash": fx.bash([fx.sub(words, false)])})
+} else := false
+
+test_critical_rm[name] if {
+	some name, tc in _rm_cases
+	_critical(tc.words) == tc.want
+}
+
+test_critical_rm_unparsed_words if {
+	s := object.union(fx.sub(["x"], false), {"deny_prefix": null, "text": "rm -rf /"})
+	count(safety.critical_rm) == 1 with input as fx.input_with({"bash": fx.bash([s])})
+}
+
+test_outside_writes if {
+	safety.outside_writes == {"/etc/x"} with input as fx.input_with({"paths": [fx.write("/etc/x"), fx.write("/w/a")]})
+}
+
+test_outside_reads if {
+	safety.outside_reads == {"/etc/x"} with input as fx.input_with({"paths": [fx.read("/etc/x"), fx.read("/w/a")]})
+}
+
+test_user_interaction[name] if {
+	some name, over in {
+		"ask user question": {"tool": "AskUserQuestion"},
+		"mcp meta": {"tool": "mcp__x__y", "requires_user_interaction": true},
+	}
+	safety.user_interaction with input as fx.input_with(over)
+}
