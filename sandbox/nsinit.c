@@ -86,6 +86,18 @@ struct sbx_ll_path_beneath {
 
 static int err_fd = SBX_FD_ERR;
 
+#ifdef SBX_TRACE
+#include <time.h>
+static void trace(const char *what)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	dprintf(2, "sbxtrace %ld.%06ld %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, what);
+}
+#else
+#define trace(x) do { } while (0)
+#endif
+
 // fail reports {errno, "step: detail"} to the parent and exits. Nothing after the failing step
 // ran, so the user's program never runs half-confined.
 static void __attribute__((noreturn)) fail(int e, const char *step, const char *detail)
@@ -377,16 +389,19 @@ static void sbx_run(void)
 	int32_t netns_fd = (int32_t)rd_u32(&r);
 	uint32_t nextra = rd_u32(&r);
 
+	trace("spec read");
 	// 0. Join the session's loopback-only network namespace before anything else: setns needs
 	//    CAP_SYS_ADMIN, and the namespace was made once per session because creating one per
 	//    call costs more than the rest of this setup.
 	if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) < 0)
 		fail(errno, "setns", "net");
 
+	trace("setns");
 	// 1. Mounts first: they need CAP_SYS_ADMIN, which step 4 gives up, and landlock (3) must see
 	//    the final tree (its rules bind to the inodes of the new /tmp and /dev).
 	do_mounts(&r);
 
+	trace("mounts");
 	// 2. rlimits while still root, so the hard limits can be lowered and never raised again.
 	do_rlimits(&r);
 
@@ -394,6 +409,7 @@ static void sbx_run(void)
 	//    after the mounts (its rules open the mounted paths).
 	do_landlock(&r);
 
+	trace("landlock");
 	// 4. Credentials: bounding set (needs CAP_SETPCAP), then groups and gid while we may still
 	//    change them, uid last because it takes away the right to change the others.
 	drop_bounding_set();
@@ -413,6 +429,7 @@ static void sbx_run(void)
 	if (dir[0] && chdir(dir) < 0)
 		fail(errno, "chdir", dir);
 
+	trace("creds");
 	// Wait for the go-ahead: on cgroup v1 the parent writes our pid into each controller while
 	// we did the steps above; no user code runs before we are inside the cgroup.
 	char go;
@@ -423,14 +440,17 @@ static void sbx_run(void)
 	if (got != 1)
 		fail(ECHILD, "sync", "parent gone");
 
+	trace("sync");
 	// 5. no_new_privs: setuid binaries, file capabilities and LSM transitions can no longer
 	//    raise privileges; also what lets an unprivileged process load seccomp in step 7.
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(errno, "no_new_privs", "");
 
+	trace("nnp");
 	// 6. fds: only stdio, the caller's ExtraFiles and (until exec) the error pipe survive.
 	move_user_fds(nextra);
 
+	trace("fds");
 	// 7. seccomp last: the setup above used calls the filter refuses (mount, setns, ...).
 	uint32_t nprog = rd_tag(&r, SBX_TAG_SECCOMP);
 	for (uint32_t i = 0; i < nprog; i++) {
@@ -444,6 +464,7 @@ static void sbx_run(void)
 			fail(errno, "seccomp", "load");
 	}
 
+	trace("seccomp");
 	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF.
 	execve(path, argv, envp);
 	fail(errno, "execve", path);
@@ -472,5 +493,6 @@ __attribute__((constructor)) static void sbx_init_constructor(void)
 {
 	if (!sbx_is_init())
 		return; // the daemon, a test binary, anything else: do nothing
+	trace("constructor");
 	sbx_run();
 }

@@ -161,6 +161,7 @@ func gitDirs(dir string, uid uint32) []string {
 // go test -run 'TestEscape|TestInit' ./sandbox/
 func (s *Sandbox) start(p *Process) (err error) {
 	spec := &p.spec
+	step := s.stepTimer()
 	writable, err := cleanDirs(spec.WritableDirs)
 	if err != nil {
 		return err
@@ -218,12 +219,14 @@ func (s *Sandbox) start(p *Process) (err error) {
 	if err != nil {
 		return err
 	}
+	step("plan")
 
 	cg, err := s.cg.newCgroup(spec.Session, spec.Call, p.lim)
 	if err != nil {
 		return err
 	}
 	p.cg = cg
+	step("cgroup_create")
 	defer func() {
 		if err != nil {
 			_ = cg.kill()
@@ -272,6 +275,7 @@ func (s *Sandbox) start(p *Process) (err error) {
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
+	step("fds")
 	p.start = time.Now()
 	err = cmd.Start()
 	errW.Close()
@@ -280,6 +284,7 @@ func (s *Sandbox) start(p *Process) (err error) {
 		return fmt.Errorf("start init: %w", err)
 	}
 	p.cmd = cmd
+	step("fork_exec")
 	if !cg.v2 {
 		// v1: the child is blocked on the sync pipe until its pid is in every controller.
 		if err = cg.addProc(cmd.Process.Pid); err != nil {
@@ -287,6 +292,7 @@ func (s *Sandbox) start(p *Process) (err error) {
 			_ = cmd.Wait()
 			return err
 		}
+		step("cgroup_attach")
 	}
 	// A child that failed before the go-ahead has closed its end (EPIPE); its report on the
 	// error pipe says why, so read that before giving up.
@@ -307,6 +313,7 @@ func (s *Sandbox) start(p *Process) (err error) {
 		_ = cmd.Wait()
 		return fmt.Errorf("release child: %w", syncErr)
 	}
+	step("child_setup_exec")
 	return nil
 }
 
@@ -367,20 +374,41 @@ func (p *Process) killAll() error {
 // finish runs after the child was reaped: whatever is left in the cgroup dies, the figures are
 // read, the cgroup is removed.
 func (p *Process) finish(res *Result) error {
+	step := p.s.stepTimer()
 	var errs []error
-	if err := p.cg.kill(); err != nil {
-		errs = append(errs, err)
+	// Usually empty already: the init was PID 1 of its namespace, and its exit made the kernel
+	// kill the rest. Freezing an empty v1 cgroup would only cost time.
+	if !p.cg.empty() {
+		if err := p.cg.kill(); err != nil {
+			errs = append(errs, err)
+		}
+		for i := 0; i < 2000 && !p.cg.empty(); i++ {
+			time.Sleep(100 * time.Microsecond)
+		}
 	}
-	for i := 0; i < 2000 && !p.cg.empty(); i++ {
-		time.Sleep(time.Millisecond)
-	}
+	step("cgroup_kill_drain")
 	st := p.cg.stats()
 	res.PeakMemoryBytes = st.peakMemory
 	res.CPUTimeMs = st.cpuNanos / 1e6
 	res.OOMKilled = st.oomKilled
 	res.PidsLimited = st.pidsLimit
+	step("cgroup_stats")
 	if err := p.cg.remove(); err != nil {
 		errs = append(errs, err)
 	}
+	step("cgroup_remove")
 	return errors.Join(errs...)
+}
+
+// stepTimer returns a func reporting the time since its previous call to s.stepDone.
+func (s *Sandbox) stepTimer() func(string) {
+	if s.stepDone == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(name string) {
+		now := time.Now()
+		s.stepDone(name, now.Sub(last))
+		last = now
+	}
 }
