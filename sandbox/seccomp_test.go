@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	seccomp "github.com/seccomp/libseccomp-golang"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+func exportPFC(t *testing.T, f *seccomp.ScmpFilter) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- f.ExportPFC(w); w.Close() }()
+	b, _ := io.ReadAll(r)
+	r.Close()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSeccompGolden keeps the exported filter in testdata so a table change shows in review.
+// Refresh with: go test -run TestSeccompGolden -update ./sandbox/
+func TestSeccompGolden(t *testing.T) {
+	refine, err := refuseIoctls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refine.Release()
+	main, err := compileSeccomp(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer main.Release()
+	var got bytes.Buffer
+	got.WriteString("# filter 1: refuseIoctls (loaded first)\n")
+	got.WriteString(exportPFC(t, refine))
+	got.WriteString("# filter 2: the allowlist (allowedSyscalls)\n")
+	got.WriteString(exportPFC(t, main))
+	golden := filepath.Join("testdata", "seccomp.pfc")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (create it with -update)", err)
+	}
+	if !bytes.Equal(want, got.Bytes()) {
+		t.Fatalf("seccomp filter differs from %s; review and rerun with -update", golden)
+	}
+}
+
+// TestSeccompTable guards the table itself: no forbidden call, no duplicates, extras extend it.
+func TestSeccompTable(t *testing.T) {
+	forbidden := []string{"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+		"pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
+		"mount_setattr", "unshare", "setns", "clone3", "bpf", "perf_event_open", "keyctl", "add_key",
+		"request_key", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+		"delete_module", "userfaultfd", "open_by_handle_at", "name_to_handle_at", "swapon",
+		"swapoff", "reboot", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "acct",
+		"quotactl", "quotactl_fd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+		"personality", "ioctl", "clone", "socket", "chroot", "sethostname", "setdomainname",
+		"syslog", "iopl", "ioperm", "lookup_dcookie", "vhangup", "fanotify_init"}
+	seen := map[string]bool{}
+	for _, r := range allowedSyscalls {
+		if seen[r.name] {
+			t.Errorf("%s listed twice", r.name)
+		}
+		seen[r.name] = true
+	}
+	for _, n := range forbidden {
+		if seen[n] {
+			t.Errorf("%s must not be in the unconditional allowlist", n)
+		}
+	}
+	// An admin addition changes the filter.
+	base, err := compileSeccomp(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Release()
+	extra, err := compileSeccomp([]string{"vhangup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Release()
+	if !strings.Contains(exportPFC(t, extra), "vhangup") || strings.Contains(exportPFC(t, base), "vhangup") {
+		t.Error("ExtraSyscalls did not extend the allowlist")
+	}
+}
