@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+func sleepSpec(call string) *Spec {
+	return &Spec{Path: "/bin/sleep", Args: []string{"30"}, UID: nobody, GID: nobody, Dir: "/",
+		Session: "life", Call: call}
+}
+
+func cgroupGone(t *testing.T, s *Sandbox, rel string) {
+	t.Helper()
+	for c, d := range s.cg.dirs {
+		if _, err := os.Stat(filepath.Join(d, rel)); err == nil {
+			t.Errorf("%s cgroup %s still exists", c, rel)
+		}
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+
+	t.Run("kill reason", func(t *testing.T) {
+		p, err := s.Start(context.Background(), sleepSpec("kill"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Pid() <= 0 {
+			t.Fatalf("pid %d", p.Pid())
+		}
+		if err := p.Kill("user_abort"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Wait()
+		if err != nil || res.KilledBy != "user_abort" || res.Signal != "killed" || res.ExitCode != -1 {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
+		cgroupGone(t, s, "life/kill")
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p, err := s.Start(ctx, sleepSpec("cancel"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(50*time.Millisecond, cancel)
+		res, err := p.Wait()
+		if err != nil || res.KilledBy != "cancelled" || res.TimedOut {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		p, err := s.Start(ctxTimeout(t, 100*time.Millisecond), sleepSpec("timeout"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Wait()
+		if err != nil || !res.TimedOut || res.KilledBy != "timeout" || res.Duration > 5*time.Second {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
+	})
+
+	t.Run("kill session", func(t *testing.T) {
+		p, err := s.Start(context.Background(), sleepSpec("sess"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.KillSession("life"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Wait()
+		if err != nil || res.KilledBy != "session_deleted" {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
+		cgroupGone(t, s, "life")
+	})
+
+	t.Run("stats", func(t *testing.T) {
+		res, _, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/sh",
+			Args: []string{"-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"},
+			UID:  nobody, GID: nobody, Dir: "/", Session: "life", Call: "stats"})
+		if err != nil || res.ExitCode != 0 || res.CPUTimeMs <= 0 || res.PeakMemoryBytes <= 0 || res.Duration <= 0 {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
+	})
+}
+
+// TestReapLeftovers: New kills and removes what a crashed daemon left under its subtree.
+func TestReapLeftovers(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	p, err := s.Start(context.Background(), sleepSpec("left"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second daemon instance with the same root plays the restarted daemon.
+	s2, err := New(s.cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	res, err := p.Wait()
+	if err != nil || res.Signal != "killed" {
+		t.Fatalf("leftover not killed: res=%+v err=%v", res, err)
+	}
+	cgroupGone(t, s, "life")
+}
+
+func TestClose(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	p, err := s.Start(context.Background(), sleepSpec("close"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Wait()
+	if err != nil || res.KilledBy != "daemon_closed" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	if _, err := s.Start(context.Background(), sleepSpec("after")); err == nil {
+		t.Fatal("Start after Close succeeded")
+	}
+}
