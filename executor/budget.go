@@ -1,0 +1,283 @@
+package executor
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// PreviewChars is the size of the preview that replaces a persisted result.
+const PreviewChars = 2000
+
+// MaxPersistedBytes bounds one persisted result file (COMPAT: ≤ 64 MiB); output past it is
+// counted, not kept.
+const MaxPersistedBytes = 64 << 20
+
+// Budget applies result budgeting, pipeline step 11. A result past its tool's
+// MaxResultSizeChars is saved for the session owner and replaced by a <persisted-output>
+// block with a preview and the path; then the session's aggregate budget admits the result,
+// and the earlier results it pushes out are persisted and listed in
+// Data["replaced_results"] ({tool_use_id, path, size, preview}) for the client to swap in.
+// It never fails the call: when persisting fails the text is cut with a note instead.
+func (h *Host) Budget(c *Call, r *Result) (*Result, error) {
+	if r == nil || c == nil || c.Session == nil {
+		return r, nil
+	}
+	limit := DefaultMaxResultSizeChars
+	if c.Tool != nil {
+		limit = c.Tool.MaxResultSizeChars()
+	}
+	if limit == Unbounded {
+		return r, nil
+	}
+	if r.TextChars() > limit {
+		h.persistResult(c.Session, r, limit)
+	}
+	chars := int64(r.TextChars())
+	evicted := c.Session.Budget.Admit(c.ToolUseID, chars)
+	ts := h.tools()
+	if chars > PreviewChars {
+		ts.mu.Lock()
+		if ts.budgeted == nil {
+			ts.budgeted = map[string]map[string]string{}
+		}
+		m := ts.budgeted[c.Session.ID]
+		if m == nil {
+			m = map[string]string{}
+			ts.budgeted[c.Session.ID] = m
+		}
+		m[c.ToolUseID] = joinText(r)
+		ts.mu.Unlock()
+	}
+	var replaced []map[string]any
+	for _, e := range evicted {
+		ts.mu.Lock()
+		text, ok := ts.budgeted[c.Session.ID][e.ToolUseID]
+		delete(ts.budgeted[c.Session.ID], e.ToolUseID)
+		ts.mu.Unlock()
+		if !ok || e.ToolUseID == c.ToolUseID {
+			continue
+		}
+		path, err := h.persistText(c.Session, text)
+		if err != nil {
+			h.logger().Warn("persist evicted result: " + string(errcode.Of(err)))
+			continue
+		}
+		preview := previewOf(text)
+		replaced = append(replaced, map[string]any{
+			"tool_use_id": e.ToolUseID, "path": path, "size": len(text), "preview": PersistedBlock(path, int64(len(text)), preview, ""),
+		})
+		c.Session.Budget.Admit(e.ToolUseID, int64(utf8.RuneCountInString(preview)+200))
+	}
+	if len(replaced) > 0 {
+		if r.Data == nil {
+			r.Data = map[string]any{}
+		}
+		r.Data["replaced_results"] = replaced
+	}
+	return r, nil
+}
+
+func joinText(r *Result) string {
+	var b strings.Builder
+	for _, bl := range r.Content {
+		if bl.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// persistResult replaces the text blocks of r (images stay) with one persisted-output block.
+func (h *Host) persistResult(s *session.Session, r *Result, limit int) {
+	text := joinText(r)
+	var blocks []Block
+	path, err := h.persistText(s, text)
+	var block string
+	if err != nil {
+		cut := string([]rune(text)[:max(0, limit-200)])
+		block = cut + fmt.Sprintf("\n\n[output truncated: %d characters in total; it could not be saved (%s). Narrow the command or the search to see the rest]", utf8.RuneCountInString(text), errcode.Of(err))
+	} else {
+		block = PersistedBlock(path, int64(len(text)), previewOf(text), "")
+		if r.Data == nil {
+			r.Data = map[string]any{}
+		}
+		r.Data["persistedOutputPath"] = path
+		r.Data["persistedOutputSize"] = len(text)
+	}
+	blocks = append(blocks, Block{Type: "text", Text: block})
+	for _, b := range r.Content {
+		if b.Type != "text" {
+			blocks = append(blocks, b)
+		}
+	}
+	r.Content = blocks
+}
+
+func previewOf(text string) string {
+	if utf8.RuneCountInString(text) <= PreviewChars {
+		return text
+	}
+	cut := string([]rune(text)[:PreviewChars])
+	if i := strings.LastIndexByte(cut, '\n'); i > PreviewChars/2 {
+		cut = cut[:i]
+	}
+	return cut
+}
+
+// PersistedBlock is the text that stands for a persisted output: the path to Read it from,
+// its size and a preview.
+func PersistedBlock(path string, size int64, preview, note string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<persisted-output>\nOutput too large (%s). Full output saved to: %s\nRead it with the Read tool (offset/limit to page) or search it with Grep.", humanBytes(size), path)
+	if note != "" {
+		b.WriteString("\n" + note)
+	}
+	fmt.Fprintf(&b, "\n\nPreview (first %s):\n%s\n…\n</persisted-output>", humanBytes(int64(len(preview))), preview)
+	return b.String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// persistText saves text for the session owner and returns its path.
+func (h *Host) persistText(s *session.Session, text string) (string, error) {
+	f, err := h.createResultFile(s)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(text))
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", errcode.New(errcode.Of(err), fmt.Errorf("write persisted result: %w", err))
+	}
+	return finishResultFile(f, hex.EncodeToString(sum[:]))
+}
+
+// WARNING: the daemon creates files as root in a directory the owner can traverse; this is
+// where a symlink or a pre-created entry could turn it into a confused deputy. Rerun
+// TestPersistOwnership as root after changing.
+//
+// resultsDir creates <state>/tool-results/<session>, root-owned 0711: the owner can open
+// the files in it by name but not list, add, rename or remove entries.
+func (h *Host) resultsDir(s *session.Session) (string, error) {
+	if h.StateDir == "" {
+		return "", errcode.Msg(errcode.Unavailable, "the daemon has no state directory, so large results cannot be saved; narrow the command or search")
+	}
+	if !validSessionID(s.ID) {
+		return "", errcode.Msg(errcode.Internal, "invalid session id")
+	}
+	root := filepath.Join(h.StateDir, "tool-results")
+	dir := h.ResultsDir(s.ID)
+	for _, d := range []string{root, dir} {
+		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", errcode.New(errcode.Of(err), fmt.Errorf("create results directory: %w", err))
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return "", errcode.New(errcode.Of(err), fmt.Errorf("results directory: %w", err))
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+			return "", errcode.Msg(errcode.PermissionDenied, "results directory is not a directory owned by the daemon; ask the administrator to check the state directory")
+		}
+		if fi.Mode().Perm() != 0o711 {
+			_ = os.Chmod(d, 0o711) // umask may have narrowed it
+		}
+	}
+	return dir, nil
+}
+
+// createResultFile opens a new, empty file for the session owner in its results directory,
+// under a temporary name; finishResultFile gives it its content-addressed name.
+func (h *Host) createResultFile(s *session.Session) (*os.File, error) {
+	dir, err := h.resultsDir(s)
+	if err != nil {
+		return nil, err
+	}
+	var rnd [12]byte
+	_, _ = rand.Read(rnd[:])
+	name := filepath.Join(dir, ".partial-"+hex.EncodeToString(rnd[:]))
+	// O_EXCL|O_NOFOLLOW: never follow or reuse an entry, even in our own directory.
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("create result file: %w", err))
+	}
+	uid, gid := int(s.Owner.UID), int(s.Owner.GID)
+	if os.Geteuid() == 0 || uid != os.Geteuid() {
+		if err := f.Chown(uid, gid); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, errcode.New(errcode.Of(err), fmt.Errorf("give result file to its owner: %w", err))
+		}
+	}
+	return f, nil
+}
+
+// finishResultFile closes f and renames it to <sum>.txt; an identical result already there
+// is reused.
+func finishResultFile(f *os.File, sum string) (string, error) {
+	tmp := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", errcode.New(errcode.Of(err), fmt.Errorf("close result file: %w", err))
+	}
+	final := filepath.Join(filepath.Dir(tmp), sum+".txt")
+	if _, err := os.Lstat(final); err == nil {
+		os.Remove(tmp)
+		return final, nil
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return "", errcode.New(errcode.Of(err), fmt.Errorf("name result file: %w", err))
+	}
+	return final, nil
+}
+
+// hashingFile is a result file being written with its running hash.
+type hashingFile struct {
+	f *os.File
+	h hash.Hash
+	n int64
+}
+
+func (hf *hashingFile) Write(p []byte) (int, error) {
+	n, err := hf.f.Write(p)
+	hf.h.Write(p[:n])
+	hf.n += int64(n)
+	return n, err
+}
+
+func (hf *hashingFile) finish() (string, error) {
+	return finishResultFile(hf.f, hex.EncodeToString(hf.h.Sum(nil)))
+}
+
+func (hf *hashingFile) discard() {
+	hf.f.Close()
+	os.Remove(hf.f.Name())
+}

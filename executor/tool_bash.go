@@ -1,0 +1,409 @@
+package executor
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+const bashSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["command"],
+  "properties": {
+    "command": {"type": "string", "description": "The command to execute"},
+    "timeout": {"type": "number", "description": "Optional timeout in milliseconds (max 600000; larger values are clamped). Default 120000."},
+    "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words"},
+    "run_in_background": {"type": "boolean", "description": "Run the command in the background; read its output later with BashOutput"},
+    "dangerouslyDisableSandbox": {"type": "boolean", "description": "Accepted for compatibility; sandboxd never disables the sandbox"}
+  }
+}`
+
+const (
+	bashDefaultTimeoutMs = 120_000
+	bashMaxTimeoutMs     = 600_000
+	bashMaxResultChars   = 30_000
+	bashFailureChars     = 10_000
+)
+
+func bashDef(h *Host) Def {
+	return Def{
+		Name: "Bash",
+		Description: "Executes a bash command (bash --noprofile --norc -c) in the session's working directory, as the session's user inside the sandbox. " +
+			"timeout is in ms (default 120000, max 600000); a command still running at its timeout moves to the background. " +
+			"run_in_background starts it as a background task: read its output with BashOutput, stop it with KillShell. " +
+			"`cd` does not carry over to the next command. Output beyond 30000 characters is saved to a file and previewed.",
+		Schema:             bashSchema,
+		ReadOnly:           bashReadOnly,
+		ConcurrencySafe:    bashReadOnly,
+		MaxResultSizeChars: bashMaxResultChars,
+		Validate: func(_ context.Context, c *Call) error {
+			if strings.TrimSpace(c.Input.String("command")) == "" {
+				return errcode.Msg(errcode.Validation, "command is empty; pass the shell command to run")
+			}
+			return nil
+		},
+		Run: func(ctx context.Context, c *Call, progress Progress) (*Result, error) {
+			return h.runBash(ctx, c, progress)
+		},
+	}
+}
+
+// bashReadOnly asks the classifier: only a command that parsed and is read-only in every
+// part is read-only (and so may run beside other calls).
+func bashReadOnly(in Input) bool {
+	cl := classifier.Classify(in.String("command"), classifier.Options{})
+	return cl != nil && cl.ReadOnly
+}
+
+// exitOneIsSuccess: grep, find, diff and friends exit 1 to say "no match" or "differs".
+func exitOneIsSuccess(c *Call, command string) bool {
+	cl := c.Classification()
+	if cl == nil {
+		cl = classifier.Classify(command, classifier.Options{Cwd: c.Session.Cwd(), WorkDirs: c.Session.Dirs(), Home: c.Session.Owner.Home})
+	}
+	if cl == nil || len(cl.Subcommands) == 0 {
+		return false
+	}
+	last := cl.Subcommands[len(cl.Subcommands)-1]
+	argv := last.Prefix
+	if len(argv) == 0 {
+		argv = last.DenyPrefix
+	}
+	if len(argv) == 0 {
+		return false
+	}
+	switch filepath.Base(argv[0]) {
+	case "grep", "rg", "egrep", "fgrep", "find", "diff", "test", "[":
+		return true
+	case "git":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			return a == "diff" || a == "grep"
+		}
+	}
+	return false
+}
+
+func randomCallID(prefix string) string {
+	return prefix + strings.TrimPrefix(newTaskID(), "bash_")
+}
+
+// startBash starts command confined as the session owner. The process lives on its own
+// context, not the call's, so it can outlive the call as a background task.
+//
+// WARNING: runs the agent's command; everything it may touch comes from h.Spec. Rerun
+// TestBash* as root after changing.
+func (h *Host) startBash(c *Call, callID, command string, persistCwd bool, progress Progress) (*bashRun, error) {
+	if h.sandbox == nil {
+		return nil, errcode.Msg(errcode.Unavailable, "Bash is unavailable: the daemon has no sandbox configured; ask the administrator")
+	}
+	if _, err := h.resultsDir(c.Session); err != nil {
+		return nil, err
+	}
+	script := command
+	var cwdR, cwdW *os.File
+	var err error
+	if persistCwd {
+		if cwdR, cwdW, err = os.Pipe(); err != nil {
+			return nil, errcode.New(errcode.SandboxSetup, err)
+		}
+		script = "trap 'builtin pwd -P >&3 2>/dev/null' EXIT\n" + command
+	}
+	mode := c.Mode
+	if mode == "" {
+		mode = c.Session.Mode()
+	}
+	spec := h.Spec(c.Session, mode, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, errcode.New(errcode.SandboxSetup, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, errcode.New(errcode.SandboxSetup, err)
+	}
+	spec.Stdout, spec.Stderr = outW, errW
+	if cwdW != nil {
+		spec.ExtraFiles = []*os.File{cwdW}
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	proc, err := h.sandbox.Start(pctx, spec)
+	outW.Close()
+	errW.Close()
+	if cwdW != nil {
+		cwdW.Close()
+	}
+	if err != nil {
+		cancel()
+		outR.Close()
+		errR.Close()
+		if cwdR != nil {
+			cwdR.Close()
+		}
+		return nil, err
+	}
+	run := &bashRun{proc: proc, stdout: newSink(h, c.Session), stderr: newSink(h, c.Session), cancel: cancel, done: make(chan struct{})}
+	hardCap := h.tools().BashOutputHardCapBytes
+	if hardCap <= 0 {
+		hardCap = defaultOutputHardCap
+	}
+	var total atomic.Int64
+	var streaming atomic.Bool
+	streaming.Store(progress != nil)
+	run.progressOff = func() { streaming.Store(false) }
+	pump := func(r *os.File, sink *outputSink, kind string) {
+		defer r.Close()
+		buf := make([]byte, 64<<10)
+		sent := 0
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				sink.Write(buf[:n])
+				if total.Add(int64(n)) > hardCap {
+					run.killedForOutput.Store(true)
+					run.kill("output_limit")
+				}
+				if streaming.Load() {
+					if sent < progressBytes {
+						progress(Event{Kind: kind, Data: string(buf[:min(n, progressBytes-sent)])})
+					} else if sent-n < progressBytes {
+						progress(Event{Kind: "status", Data: fmt.Sprintf("%s continues past %s; the rest is in the result", kind, humanBytes(progressBytes))})
+					}
+				}
+				sent += n
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	ts := h.tools()
+	ts.wg.Add(1)
+	go func() {
+		defer ts.wg.Done()
+		pumps := make(chan struct{}, 3)
+		go func() { pump(outR, run.stdout, "stdout"); pumps <- struct{}{} }()
+		go func() { pump(errR, run.stderr, "stderr"); pumps <- struct{}{} }()
+		if cwdR != nil {
+			run.cwd = make(chan string, 1)
+			go func() {
+				b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
+				cwdR.Close()
+				run.cwd <- strings.TrimSpace(string(b))
+				pumps <- struct{}{}
+			}()
+		}
+		res, err := proc.Wait()
+		// The cgroup is gone, so every writer end is closed: the pumps end.
+		n := 2
+		if cwdR != nil {
+			n = 3
+		}
+		for i := 0; i < n; i++ {
+			<-pumps
+		}
+		cancel()
+		run.mu.Lock()
+		run.res, run.err = res, err
+		run.mu.Unlock()
+		close(run.done)
+	}()
+	return run, nil
+}
+
+func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result, error) {
+	command := c.Input.String("command")
+	timeoutMs := c.Input.Int("timeout", bashDefaultTimeoutMs)
+	if timeoutMs <= 0 {
+		timeoutMs = bashDefaultTimeoutMs
+	}
+	timeoutMs = min(timeoutMs, bashMaxTimeoutMs)
+	var notes []string
+	if c.Input.Bool("dangerouslyDisableSandbox") {
+		notes = append(notes, "dangerouslyDisableSandbox was ignored: sandboxd always runs commands inside the sandbox.")
+	}
+	ts := h.tools()
+	persist := ts.PersistCwd != nil && ts.PersistCwd(c.Session)
+	if c.Input.Bool("run_in_background") {
+		id := newTaskID()
+		run, err := h.startBash(c, "task-"+strings.TrimPrefix(id, "bash_"), command, false, nil)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.addTask(c.Session, id, command, run); err != nil {
+			run.kill("task_limit")
+			<-run.done
+			return nil, err
+		}
+		res := Text(fmt.Sprintf("Command running in background with ID: %s. Read its output with BashOutput (bash_id %q); stop it with KillShell.", id, id))
+		res.Data = map[string]any{"backgroundTaskId": id, "stdout": "", "stderr": "", "interrupted": false}
+		res.ExtraMessages = notes
+		return res, nil
+	}
+	run, err := h.startBash(c, randomCallID("bash-"), command, persist, progress)
+	if err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+	defer timer.Stop()
+	interrupted := false
+	select {
+	case <-run.done:
+	case <-ctx.Done():
+		run.kill("cancelled")
+		<-run.done
+		interrupted = true
+	case <-timer.C:
+		run.progressOff()
+		id := newTaskID()
+		if _, err := h.addTask(c.Session, id, command, run); err == nil {
+			return h.movedToBackground(c, id, run, timeoutMs, notes)
+		}
+		run.kill("timeout")
+		<-run.done
+		interrupted = true
+	}
+	return h.bashResult(c, command, run, interrupted, persist, notes)
+}
+
+// movedToBackground is the result of a command that outlived its timeout: what it printed
+// so far, and the task id to follow it with.
+func (h *Host) movedToBackground(c *Call, id string, run *bashRun, timeoutMs int64, notes []string) (*Result, error) {
+	t, err := h.task(c.Session, id)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := run.stdout.ReadAt(0, bashMaxResultChars/2)
+	errOut, _ := run.stderr.ReadAt(0, bashMaxResultChars/4)
+	t.mu.Lock()
+	t.offOut, t.offErr = int64(len(out)), int64(len(errOut))
+	t.mu.Unlock()
+	text := fmt.Sprintf("Command still running after %s; it was moved to the background with ID: %s. Read the rest of its output with BashOutput (bash_id %q) or stop it with KillShell.",
+		time.Duration(timeoutMs)*time.Millisecond, id, id)
+	if len(out) > 0 || len(errOut) > 0 {
+		text += "\nOutput so far:\n" + toValidUTF8(string(out)) + toValidUTF8(string(errOut))
+	}
+	res := Text(text)
+	res.Data = map[string]any{"backgroundTaskId": id, "timed_out": true, "interrupted": false,
+		"stdout": toValidUTF8(string(out)), "stderr": toValidUTF8(string(errOut))}
+	res.ExtraMessages = notes
+	return res, nil
+}
+
+func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, persist bool, notes []string) (*Result, error) {
+	sres, werr, _ := run.result()
+	if werr != nil && sres == nil {
+		run.stdout.close()
+		run.stderr.close()
+		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("wait for the command: %w", werr))
+	}
+	outputCapped := run.killedForOutput.Load()
+	exitOK := sres.ExitCode == 0 || (sres.ExitCode == 1 && exitOneIsSuccess(c, command))
+	failed := !exitOK || interrupted
+	// Failures show head and tail, no file (COMPAT); a command stopped for its output volume
+	// keeps what it printed, saved for the owner.
+	headTail := failed && !outputCapped
+	limit := bashMaxResultChars
+	if headTail {
+		limit = bashFailureChars
+	}
+	outV := run.stdout.finish(limit, headTail)
+	errV := run.stderr.finish(limit, headTail)
+	res := &Result{IsError: failed}
+	var text []string
+	if outV.image != nil {
+		res.Content = append(res.Content, *outV.image)
+	} else if outV.text != "" {
+		text = append(text, strings.TrimRight(outV.text, "\n"))
+	}
+	if errV.text != "" {
+		text = append(text, strings.TrimRight(errV.text, "\n"))
+	}
+	switch {
+	case outputCapped:
+		text = append(text, fmt.Sprintf("[the command was killed after printing more than %s, the output limit]", humanBytes(outV.total+errV.total)))
+	case sres.OOMKilled:
+		text = append(text, "[the command was killed: it ran out of memory (the sandbox's memory limit); use less memory or process the data in parts]")
+	case sres.PidsLimited:
+		text = append(text, "[the command hit the sandbox's process limit; start fewer processes]")
+	}
+	if interrupted {
+		if sres.KilledBy == "timeout" {
+			text = append(text, "<error>Command timed out and was killed</error>")
+		} else {
+			text = append(text, "<error>Command was aborted before completion</error>")
+		}
+	}
+	if !exitOK && !interrupted {
+		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
+	}
+	if len(text) > 0 {
+		res.Content = append([]Block{{Type: "text", Text: strings.Join(text, "\n")}}, res.Content...)
+	}
+	if len(res.Content) == 0 {
+		res.Content = []Block{{Type: "text", Text: ""}}
+	}
+	res.Data = map[string]any{
+		"stdout": outV.text, "stderr": errV.text, "exit_code": sres.ExitCode, "interrupted": interrupted,
+		"timed_out": sres.KilledBy == "timeout", "peak_memory_bytes": sres.PeakMemoryBytes, "cpu_time_ms": sres.CPUTimeMs,
+		"oom_killed": sres.OOMKilled, "pids_limited": sres.PidsLimited, "killed_by": sres.KilledBy,
+		"duration_ms": sres.Duration.Milliseconds(), "stdout_bytes": outV.total, "stderr_bytes": errV.total,
+	}
+	if sres.Signal != "" {
+		res.Data["signal"] = sres.Signal
+	}
+	if outV.image != nil {
+		res.Data["isImage"] = true
+		res.Data["stdout"] = ""
+	}
+	if outV.persisted != "" {
+		res.Data["persistedOutputPath"] = outV.persisted
+		res.Data["persistedOutputSize"] = outV.total
+	}
+	if errV.persisted != "" {
+		res.Data["persistedStderrPath"] = errV.persisted
+		res.Data["persistedStderrSize"] = errV.total
+	}
+	if persist && run.cwd != nil {
+		if cwd := <-run.cwd; cwd != "" && cwd != c.Session.Cwd() {
+			if insideAny(cwd, c.Session.Dirs()) {
+				res.ContextChange = &ContextChange{Cwd: &cwd}
+			} else {
+				notes = append(notes, fmt.Sprintf("Shell cwd was reset to %s (the command left the session's directories)", c.Session.Cwd()))
+			}
+		}
+	}
+	res.ExtraMessages = append(res.ExtraMessages, notes...)
+	return res, nil
+}
+
+func insideAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func runeLen(b []byte) int { return utf8.RuneCount(b) }
+
+// toValidUTF8 replaces invalid bytes (binary output, a rune cut at a chunk edge).
+func toValidUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -1,0 +1,84 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// BuiltinDefs returns the Def of every built-in tool: Bash, BashOutput, KillShell, Read,
+// Write, Edit, MultiEdit, Glob, Grep, ToolSearch, EnterPlanMode, ExitPlanMode. ToolSearch
+// lists h.Tools().Registry.
+func BuiltinDefs(h *Host) []Def {
+	return []Def{
+		bashDef(h), bashOutputDef(h), killShellDef(h),
+		readDef(h), writeDef(h), editDef(h), multiEditDef(h),
+		globDef(h), grepDef(h),
+		toolSearchDef(h), enterPlanModeDef(h), exitPlanModeDef(h),
+	}
+}
+
+func always(Input) bool { return true }
+
+// expandPath makes p absolute the way Claude Code does: ~ is the owner's home, a relative
+// path is relative to the session's cwd; the result is cleaned.
+func expandPath(c *Call, p string) string {
+	switch {
+	case p == "~":
+		p = c.Session.Owner.Home
+	case strings.HasPrefix(p, "~/"):
+		p = filepath.Join(c.Session.Owner.Home, p[2:])
+	case !filepath.IsAbs(p):
+		p = filepath.Join(c.Session.Cwd(), p)
+	}
+	return filepath.Clean(p)
+}
+
+// backfillPath fills key with its absolute form; an absent key (optional path) becomes the cwd
+// when def is set.
+func backfillPath(key string, defCwd bool) func(c *Call) error {
+	return func(c *Call) error {
+		p := c.Input.String(key)
+		if p == "" {
+			if !defCwd {
+				return nil
+			}
+			p = c.Session.Cwd()
+		}
+		c.Input[key] = expandPath(c, p)
+		return nil
+	}
+}
+
+// pathFacts resolves key as the owner for the policy.
+func pathFacts(h *Host, key string, access permission.Access) func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	return func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+		p := c.Input.String(key)
+		if p == "" {
+			return permission.ToolFacts{}, nil
+		}
+		p = expandPath(c, p)
+		resolved, special, err := h.Resolve(ctx, c.Session, p)
+		if err != nil {
+			return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
+		}
+		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: resolved, Access: access, Special: special}}}, nil
+	}
+}
+
+func requireAbs(key string) func(ctx context.Context, c *Call) error {
+	return func(_ context.Context, c *Call) error {
+		p := c.Input.String(key)
+		if p == "" {
+			return nil
+		}
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s must be an absolute path, not %q; prefix it with the working directory %s", key, p, c.Session.Cwd()))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,225 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+const grepSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["pattern"],
+  "properties": {
+    "pattern": {"type": "string", "description": "The regular expression pattern to search for in file contents (ripgrep syntax)"},
+    "path": {"type": "string", "description": "File or directory to search in. Defaults to the current working directory."},
+    "glob": {"type": "string", "description": "Glob pattern to filter files (e.g. \"*.js\", \"*.{ts,tsx}\")"},
+    "type": {"type": "string", "description": "File type to search (rg --type), e.g. js, py, rust, go"},
+    "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content shows matching lines, files_with_matches shows file paths (default), count shows match counts"},
+    "-i": {"type": "boolean", "description": "Case insensitive search"},
+    "-n": {"type": "boolean", "description": "Show line numbers in output (content mode; default true)"},
+    "-A": {"type": "integer", "minimum": 0, "description": "Lines to show after each match (content mode)"},
+    "-B": {"type": "integer", "minimum": 0, "description": "Lines to show before each match (content mode)"},
+    "-C": {"type": "integer", "minimum": 0, "description": "Lines to show before and after each match (content mode)"},
+    "context": {"type": "integer", "minimum": 0, "description": "Alias of -C"},
+    "-o": {"type": "boolean", "description": "Print only the matched parts (content mode)"},
+    "multiline": {"type": "boolean", "description": "Let . match newlines and patterns span lines (rg -U --multiline-dotall). Default false."},
+    "head_limit": {"type": "integer", "minimum": 0, "description": "Limit output to the first N lines/entries (default 250; 0 = no limit)"},
+    "offset": {"type": "integer", "minimum": 0, "description": "Skip the first N lines/entries before applying head_limit (default 0)"}
+  }
+}`
+
+const (
+	grepDefaultHeadLimit = 250
+	grepMaxResultChars   = 100_000
+)
+
+func grepDef(h *Host) Def {
+	return Def{
+		Name: "Grep",
+		Description: "A search tool built on ripgrep. Supports full regex syntax; filter files with glob or type. output_mode: files_with_matches " +
+			"(default, newest first), content (matching lines; -A/-B/-C context, -n line numbers), count. Results are paged: head_limit " +
+			"(default 250, 0 = all) and offset. Honours .gitignore; VCS directories are never searched.",
+		Schema:             grepSchema,
+		ReadOnly:           always,
+		ConcurrencySafe:    always,
+		Validate:           requireAbs("path"),
+		Backfill:           backfillPath("path", true),
+		CheckPermissions:   pathFacts(h, "path", permission.Read),
+		MaxResultSizeChars: grepMaxResultChars,
+		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
+			return h.runGrep(ctx, c)
+		},
+	}
+}
+
+// GrepArgs builds the rg command line of a Grep input (without "rg"); path is absolute.
+func GrepArgs(in Input, path string) (args []string, mode string) {
+	mode = in.String("output_mode")
+	if mode == "" {
+		mode = "files_with_matches"
+	}
+	args = []string{"--hidden", "--no-heading", "--color=never", "--max-columns=500"}
+	for _, d := range worker.VCSDirs {
+		args = append(args, "--glob", "!"+d)
+	}
+	if in.Bool("multiline") {
+		args = append(args, "-U", "--multiline-dotall")
+	}
+	if in.Bool("-i") {
+		args = append(args, "-i")
+	}
+	switch mode {
+	case "files_with_matches":
+		args = append(args, "-l")
+	case "count":
+		args = append(args, "-c")
+	case "content":
+		if v, ok := in["-n"].(bool); !ok || v {
+			args = append(args, "-n")
+		}
+		if in.Bool("-o") {
+			args = append(args, "-o")
+		}
+		if n := in.Int("context", -1); n >= 0 {
+			args = append(args, "-C", strconv.FormatInt(n, 10))
+		} else if n := in.Int("-C", -1); n >= 0 {
+			args = append(args, "-C", strconv.FormatInt(n, 10))
+		}
+		if n := in.Int("-A", -1); n >= 0 {
+			args = append(args, "-A", strconv.FormatInt(n, 10))
+		}
+		if n := in.Int("-B", -1); n >= 0 {
+			args = append(args, "-B", strconv.FormatInt(n, 10))
+		}
+	}
+	if t := in.String("type"); t != "" {
+		args = append(args, "--type", t)
+	}
+	for _, g := range splitGlobs(in.String("glob")) {
+		args = append(args, "--glob", g)
+	}
+	// -e keeps a pattern that starts with "-" a pattern.
+	args = append(args, "-e", in.String("pattern"), "--", path)
+	return args, mode
+}
+
+// splitGlobs splits "*.ts *.tsx" and "*.ts,*.tsx" into globs, keeping braces whole.
+func splitGlobs(s string) []string {
+	var out []string
+	for _, f := range strings.Fields(s) {
+		if strings.Contains(f, "{") {
+			out = append(out, f)
+			continue
+		}
+		for _, g := range strings.Split(f, ",") {
+			if g != "" {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
+	path := c.Input.String("path")
+	if path == "" {
+		path = c.Session.Cwd()
+	}
+	path = expandPath(c, path)
+	args, mode := GrepArgs(c.Input, path)
+	limit := int(c.Input.Int("head_limit", grepDefaultHeadLimit))
+	offset := int(c.Input.Int("offset", 0))
+	var r *worker.GrepReply
+	var payload []byte
+	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+		var err error
+		r, payload, err = w.Grep(ctx, worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit, SortByMTime: mode == "files_with_matches"})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.ExitCode >= 2 && r.Total == 0 {
+		msg := r.Stderr
+		if msg == "" {
+			msg = fmt.Sprintf("rg exited with status %d", r.ExitCode)
+		}
+		return nil, errcode.Msg(errcode.ToolFailed, "rg: "+msg+"\nFix the pattern (ripgrep regex syntax; escape literal braces and parentheses) or the path, then search again.")
+	}
+	lines := strings.Split(strings.TrimSuffix(string(payload), "\n"), "\n")
+	if len(payload) == 0 {
+		lines = nil
+	}
+	data := map[string]any{"mode": mode}
+	var b strings.Builder
+	switch {
+	case len(lines) == 0 && offset > 0 && r.Total > 0:
+		fmt.Fprintf(&b, "No entries at this offset (offset %d; there are %d in total). Use a smaller offset.", offset, r.Total)
+	case len(lines) == 0:
+		if mode == "files_with_matches" {
+			b.WriteString("No files found")
+		} else {
+			b.WriteString("No matches found")
+		}
+	case mode == "files_with_matches":
+		fmt.Fprintf(&b, "Found %d file", len(lines))
+		if len(lines) != 1 {
+			b.WriteString("s")
+		}
+		b.WriteString("\n" + strings.Join(lines, "\n"))
+		data["filenames"] = lines
+	case mode == "count":
+		matches, files := 0, 0
+		for _, l := range lines {
+			i := strings.LastIndexByte(l, ':')
+			if n, err := strconv.Atoi(l[i+1:]); err == nil {
+				matches += n
+				files++
+			}
+		}
+		b.WriteString(strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "\n\nFound %d total occurrence", matches)
+		if matches != 1 {
+			b.WriteString("s")
+		}
+		fmt.Fprintf(&b, " across %d file", files)
+		if files != 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(".")
+		data["numMatches"], data["numFiles"] = matches, files
+	default:
+		b.WriteString(strings.Join(lines, "\n"))
+	}
+	data["numLines"] = len(lines)
+	if r.More {
+		fmt.Fprintf(&b, "\n\n[Showing results with pagination = limit: %d, offset: %d. Pass offset=%d for the next page.]", limit, offset, offset+len(lines))
+		data["applied_limit"] = limit
+		data["applied_offset"] = offset
+	} else if offset > 0 {
+		data["applied_offset"] = offset
+	}
+	if r.CutByBytes {
+		b.WriteString("\n\n[rg's output was cut at 64 MB; narrow the pattern, path, glob or type]")
+	}
+	res := Text(b.String())
+	if r.ExitCode >= 2 && r.Stderr != "" {
+		res.ExtraMessages = append(res.ExtraMessages, "rg reported errors for some files: "+firstLines(r.Stderr, 5))
+	}
+	res.Data = data
+	return res, nil
+}
+
+func firstLines(s string, n int) string {
+	ls := strings.SplitN(s, "\n", n+1)
+	if len(ls) > n {
+		ls = append(ls[:n], "…")
+	}
+	return strings.Join(ls, "\n")
+}

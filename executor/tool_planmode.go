@@ -1,0 +1,74 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+const exitPlanModeSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "plan": {"type": "string", "description": "The plan to present for approval (Markdown)"}
+  }
+}`
+
+func enterPlanModeDef(h *Host) Def {
+	return Def{
+		Name: "EnterPlanMode",
+		Description: "Switches the session to plan mode: only read-only tools run, every write is denied, so the task can be explored and a plan " +
+			"written before anything changes. Leave it with ExitPlanMode, which asks for approval of the plan.",
+		// Entering plan mode only takes rights away, so it needs no question.
+		ReadOnly: always,
+		Defer:    true,
+		Run: func(_ context.Context, c *Call, _ Progress) (*Result, error) {
+			cur := c.Session.Mode()
+			if cur == permission.ModePlan {
+				return Text("The session is already in plan mode."), nil
+			}
+			ts := h.tools()
+			ts.mu.Lock()
+			if ts.prePlan == nil {
+				ts.prePlan = map[string]permission.Mode{}
+			}
+			ts.prePlan[c.Session.ID] = cur
+			ts.mu.Unlock()
+			plan := permission.ModePlan
+			res := Text("Entered plan mode. Explore with read-only tools (Read, Glob, Grep, read-only Bash), then present the plan with ExitPlanMode; nothing can be changed until it is approved.")
+			res.ContextChange = &ContextChange{Mode: &plan}
+			res.Data = map[string]any{"mode": plan, "previous_mode": cur}
+			return res, nil
+		},
+	}
+}
+
+// exitPlanModeDef is not read-only, so the policy asks: leaving plan mode is the approval of
+// the plan.
+func exitPlanModeDef(h *Host) Def {
+	return Def{
+		Name:        "ExitPlanMode",
+		Description: "Presents the plan for approval and, once approved, leaves plan mode (back to the mode before it) so the plan can be carried out.",
+		Schema:      exitPlanModeSchema,
+		Defer:       true,
+		Run: func(_ context.Context, c *Call, _ Progress) (*Result, error) {
+			if c.Session.Mode() != permission.ModePlan {
+				return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the session is not in plan mode (it is in %s); there is nothing to exit", c.Session.Mode()))
+			}
+			ts := h.tools()
+			ts.mu.Lock()
+			next, ok := ts.prePlan[c.Session.ID]
+			delete(ts.prePlan, c.Session.ID)
+			ts.mu.Unlock()
+			if !ok || next == permission.ModePlan || next == "" {
+				next = permission.ModeDefault
+			}
+			res := Text(fmt.Sprintf("The plan was approved; plan mode is over and the session is back in %s mode. Carry out the plan.", next))
+			res.ContextChange = &ContextChange{Mode: &next}
+			res.Data = map[string]any{"mode": next, "plan": c.Input.String("plan")}
+			return res, nil
+		},
+	}
+}

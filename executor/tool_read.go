@@ -1,0 +1,327 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+// Read limits. Read is Unbounded for the result budget because it caps itself here.
+const (
+	readMaxOutputBytes = 256 << 10 // one Read's text
+	readMaxImageBytes  = 10 << 20
+	readMaxPDFPages    = 20 // per call
+	readPDFPagesFree   = 10 // a longer PDF needs `pages`
+)
+
+const readSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["file_path"],
+  "properties": {
+    "file_path": {"type": "string", "description": "The absolute path to the file to read"},
+    "offset": {"type": "integer", "minimum": 0, "description": "The line number to start reading from. Only provide if the file is too large to read at once"},
+    "limit": {"type": "integer", "minimum": 1, "description": "The number of lines to read. Only provide if the file is too large to read at once."},
+    "pages": {"type": "string", "description": "Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request."}
+  }
+}`
+
+var imageExts = map[string]bool{".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true}
+
+func readDef(h *Host) Def {
+	return Def{
+		Name: "Read",
+		Description: "Reads a file from the local filesystem. file_path must be absolute. By default it reads up to 2000 lines from the start; " +
+			"offset and limit select lines. Lines are numbered cat -n style and lines longer than 2000 characters are cut. " +
+			"Reads images (PNG, JPEG, GIF, WebP) as images, PDFs as text per page (pages: \"1-5\", at most 20; required over 10 pages), " +
+			"and Jupyter notebooks (.ipynb) as cells with their outputs. It cannot read directories: use Glob or Bash ls.",
+		Schema:             readSchema,
+		ReadOnly:           always,
+		ConcurrencySafe:    always,
+		Validate:           requireAbs("file_path"),
+		Backfill:           backfillPath("file_path", false),
+		CheckPermissions:   pathFacts(h, "file_path", permission.Read),
+		MaxResultSizeChars: Unbounded,
+		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
+			return h.runRead(ctx, c)
+		},
+	}
+}
+
+func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
+	path := expandPath(c, c.Input.String("file_path"))
+	ext := strings.ToLower(filepath.Ext(path))
+	args := worker.ReadArgs{Path: path, Kind: worker.KindText, MaxOutputBytes: readMaxOutputBytes}
+	explicit := c.Input.Has("offset") || c.Input.Has("limit")
+	switch {
+	case imageExts[ext]:
+		args.Kind, args.MaxFileBytes = worker.KindImage, readMaxImageBytes
+	case ext == ".pdf":
+		args.Kind = worker.KindPDF
+		first, last, err := parsePages(c.Input.String("pages"))
+		if err != nil {
+			return nil, err
+		}
+		if first == 0 {
+			first, last = 1, readPDFPagesFree
+		}
+		args.FirstPage, args.LastPage = first, last
+	case ext == ".ipynb":
+		args.Kind, args.MaxFileBytes = worker.KindBytes, readMaxImageBytes
+	default:
+		args.Offset = int(c.Input.Int("offset", 1))
+		args.Limit = int(c.Input.Int("limit", worker.DefaultLimit))
+	}
+	var reply *worker.ReadReply
+	var payload []byte
+	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+		var err error
+		reply, payload, err = w.Read(ctx, args)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec := session.FileRead{Path: path, SHA256: reply.SHA256, MTime: time.Unix(0, reply.MTimeNano), Size: reply.Size}
+	var res *Result
+	switch args.Kind {
+	case worker.KindImage:
+		res = &Result{Content: []Block{{Type: "image", MediaType: reply.MediaType, Data: base64.StdEncoding.EncodeToString(payload)}}}
+		res.Data = map[string]any{"type": "image", "file": map[string]any{"filePath": path, "type": reply.MediaType, "originalSize": reply.Size}}
+	case worker.KindPDF:
+		if reply.Pages > readPDFPagesFree && c.Input.String("pages") == "" {
+			return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s has %d pages; pass pages to read at most %d at a time (e.g. pages: \"1-%d\")", path, reply.Pages, readMaxPDFPages, readPDFPagesFree))
+		}
+		res = Text(formatPDF(payload, args.FirstPage, reply.Pages))
+		res.Data = map[string]any{"type": "pdf", "file": map[string]any{"filePath": path, "numPages": reply.Pages, "firstPage": args.FirstPage, "lastPage": min(args.LastPage, reply.Pages)}}
+		rec.Partial = args.FirstPage > 1 || (reply.Pages > 0 && args.LastPage < reply.Pages)
+	case worker.KindBytes:
+		blocks, err := formatNotebook(path, payload)
+		if err != nil {
+			return nil, err
+		}
+		res = &Result{Content: blocks, Data: map[string]any{"type": "notebook", "file": map[string]any{"filePath": path}}}
+	default:
+		res = readTextResult(path, reply, payload, args, explicit)
+		rec.Offset, rec.Limit = args.Offset, args.Limit
+		rec.Partial = reply.StartLine > 1 || reply.MoreLines
+		if res.IsError {
+			return nil, errcode.Msg(errcode.TooLarge, res.Content[0].Text)
+		}
+	}
+	if reply.Path != "" && reply.Path != path {
+		// The Unicode-normalized variant of the name was read: remember it under both names.
+		rec2 := rec
+		rec2.Path = reply.Path
+		c.Session.Reads.Record(rec2)
+		res.ExtraMessages = append(res.ExtraMessages, fmt.Sprintf("%s does not exist; read %s, whose name differs only in Unicode form or spacing", path, reply.Path))
+	}
+	c.Session.Reads.Record(rec)
+	return res, nil
+}
+
+func readTextResult(path string, r *worker.ReadReply, payload []byte, a worker.ReadArgs, explicit bool) *Result {
+	data := map[string]any{"type": "text", "file": map[string]any{
+		"filePath": path, "numLines": r.Lines, "startLine": r.StartLine, "totalLines": r.TotalLines,
+	}}
+	var text string
+	switch {
+	case r.Size == 0:
+		text = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+	case r.Lines == 0 && !r.CutByBytes:
+		text = fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", a.Offset, r.TotalLines)
+	case r.CutByBytes && explicit && r.Lines == 0:
+		return &Result{IsError: true, Content: []Block{{Type: "text", Text: fmt.Sprintf("line %d of %s alone is longer than %d KB; read it with Bash (cut, head -c)", a.Offset, path, readMaxOutputBytes>>10)}}}
+	case r.CutByBytes && explicit:
+		text = string(payload) + fmt.Sprintf("\n[PARTIAL view: the requested lines are more than %d KB, so only lines %d-%d are shown; pass offset=%d with a smaller limit to continue]",
+			readMaxOutputBytes>>10, r.StartLine, r.StartLine+r.Lines-1, r.StartLine+r.Lines)
+	case r.CutByBytes:
+		text = string(payload) + fmt.Sprintf("\n[PARTIAL view: %s is larger than one Read (%d KB); showing lines %d-%d. Use offset and limit to read the rest, or Grep to find what you need]",
+			path, readMaxOutputBytes>>10, r.StartLine, r.StartLine+r.Lines-1)
+	case r.MoreLines:
+		more := "more lines"
+		if r.TotalLines > 0 {
+			more = fmt.Sprintf("%d lines in total", r.TotalLines)
+		}
+		text = string(payload) + fmt.Sprintf("\n[showing lines %d-%d; the file has %s: pass offset=%d to read on]", r.StartLine, r.StartLine+r.Lines-1, more, r.StartLine+r.Lines)
+	default:
+		text = string(payload)
+	}
+	if r.LongLines > 0 {
+		data["truncatedLines"] = r.LongLines
+	}
+	res := Text(text)
+	res.Data = data
+	return res
+}
+
+// parsePages parses "3" or "1-5" (1-based, at most readMaxPDFPages pages); "" is 0, 0.
+func parsePages(s string) (first, last int, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, 0, nil
+	}
+	bad := errcode.Msg(errcode.Validation, fmt.Sprintf("pages %q is not a page or a range; pass e.g. \"3\" or \"1-5\" (at most %d pages)", s, readMaxPDFPages))
+	a, b, isRange := strings.Cut(s, "-")
+	first, err = strconv.Atoi(strings.TrimSpace(a))
+	if err != nil || first < 1 {
+		return 0, 0, bad
+	}
+	last = first
+	if isRange {
+		if last, err = strconv.Atoi(strings.TrimSpace(b)); err != nil || last < first {
+			return 0, 0, bad
+		}
+	}
+	if last-first+1 > readMaxPDFPages {
+		return 0, 0, errcode.Msg(errcode.Validation, fmt.Sprintf("pages %q spans %d pages; read at most %d per call", s, last-first+1, readMaxPDFPages))
+	}
+	return first, last, nil
+}
+
+func formatPDF(text []byte, first, total int) string {
+	pages := bytes.Split(text, []byte("\f"))
+	var b strings.Builder
+	if total > 0 {
+		fmt.Fprintf(&b, "PDF with %d pages.\n", total)
+	}
+	for i, p := range pages {
+		if i == len(pages)-1 && len(bytes.TrimSpace(p)) == 0 {
+			break
+		}
+		fmt.Fprintf(&b, "\n--- Page %d ---\n%s", first+i, bytes.TrimRight(p, "\n"))
+	}
+	return b.String()
+}
+
+type notebook struct {
+	Cells    []notebookCell `json:"cells"`
+	Metadata struct {
+		LanguageInfo struct {
+			Name string `json:"name"`
+		} `json:"language_info"`
+	} `json:"metadata"`
+}
+
+type notebookCell struct {
+	ID       string           `json:"id"`
+	CellType string           `json:"cell_type"`
+	Source   json.RawMessage  `json:"source"`
+	Outputs  []notebookOutput `json:"outputs"`
+}
+
+type notebookOutput struct {
+	OutputType string                     `json:"output_type"`
+	Text       json.RawMessage            `json:"text"`
+	Data       map[string]json.RawMessage `json:"data"`
+	Ename      string                     `json:"ename"`
+	Evalue     string                     `json:"evalue"`
+	Traceback  []string                   `json:"traceback"`
+}
+
+// multiline decodes a notebook string field: a string or a list of strings.
+func multiline(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var ss []string
+	if json.Unmarshal(raw, &ss) == nil {
+		return strings.Join(ss, "")
+	}
+	return ""
+}
+
+const notebookOutputChars = 10_000
+
+func formatNotebook(path string, b []byte) ([]Block, error) {
+	var nb notebook
+	if err := json.Unmarshal(b, &nb); err != nil {
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is not a valid Jupyter notebook (%v); read it as text with Bash cat", path, err))
+	}
+	lang := nb.Metadata.LanguageInfo.Name
+	if lang == "" {
+		lang = "python"
+	}
+	var blocks []Block
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			blocks = append(blocks, Block{Type: "text", Text: text.String()})
+			text.Reset()
+		}
+	}
+	for i, cell := range nb.Cells {
+		id := cell.ID
+		if id == "" {
+			id = fmt.Sprintf("cell-%d", i)
+		}
+		fmt.Fprintf(&text, "<cell id=%q>", id)
+		if cell.CellType != "code" {
+			fmt.Fprintf(&text, "<cell_type>%s</cell_type>", cell.CellType)
+		} else {
+			fmt.Fprintf(&text, "<language>%s</language>", lang)
+		}
+		text.WriteString(multiline(cell.Source))
+		fmt.Fprintf(&text, "</cell id=%q>\n", id)
+		for _, o := range cell.Outputs {
+			var out string
+			switch o.OutputType {
+			case "stream":
+				out = multiline(o.Text)
+			case "execute_result", "display_data":
+				out = multiline(o.Data["text/plain"])
+				for _, mt := range []string{"image/png", "image/jpeg"} {
+					if img := multiline(o.Data[mt]); img != "" {
+						flush()
+						blocks = append(blocks, Block{Type: "image", MediaType: mt, Data: strings.ReplaceAll(img, "\n", "")})
+					}
+				}
+			case "error":
+				out = o.Ename + ": " + o.Evalue + "\n" + stripANSI(strings.Join(o.Traceback, "\n"))
+			}
+			if out == "" {
+				continue
+			}
+			if r := []rune(out); len(r) > notebookOutputChars {
+				out = string(r[:notebookOutputChars]) + "\n[output truncated]"
+			}
+			fmt.Fprintf(&text, "<output cell=%q>\n%s\n</output>\n", id, strings.TrimRight(out, "\n"))
+		}
+	}
+	if len(nb.Cells) == 0 {
+		text.WriteString("<system-reminder>The notebook has no cells.</system-reminder>")
+	}
+	flush()
+	return blocks, nil
+}
+
+func stripANSI(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,304 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+// ToolState is what the built-in tools keep on a Host: the per-session file workers, the
+// background tasks, the results held for the aggregate budget and the mode before plan mode.
+// The zero value is ready; set the exported fields before the first call.
+type ToolState struct {
+	// Registry lists the registered tools, for ToolSearch. Nil: ToolSearch says it is unavailable.
+	Registry func() []*Tool
+	// PersistCwd reports whether a session asked for `cd` in Bash to carry over to its next
+	// calls (only ever inside its directories). Nil: never.
+	PersistCwd func(s *session.Session) bool
+	// WorkerPath is the binary the worker is started from; "" means /proc/self/exe.
+	WorkerPath string
+	// BashOutputHardCapBytes kills a command whose output passes it; 0 means 5 GB (COMPAT).
+	BashOutputHardCapBytes int64
+
+	mu       sync.Mutex
+	workers  map[string]*workerEntry
+	tasks    map[string]*task
+	budgeted map[string]map[string]string // session -> tool_use_id -> result text
+	prePlan  map[string]permission.Mode
+	wg       sync.WaitGroup // worker and task goroutines
+}
+
+// toolStates holds the ToolState of each Host until Host embeds one.
+//
+// TODO(lead): embed ToolState in Host and make tools() return &h.ToolState; this map then goes.
+var toolStates sync.Map // *Host -> *ToolState
+
+func (h *Host) tools() *ToolState {
+	if ts, ok := toolStates.Load(h); ok {
+		return ts.(*ToolState)
+	}
+	ts, _ := toolStates.LoadOrStore(h, &ToolState{})
+	return ts.(*ToolState)
+}
+
+// Tools is the built-in tools' state on h, for wiring (Registry, PersistCwd).
+func (h *Host) Tools() *ToolState { return h.tools() }
+
+type workerEntry struct {
+	mu     sync.Mutex // serializes starts of this session's worker
+	client *worker.Client
+	dirs   []string
+	cancel context.CancelFunc
+	exited chan struct{}
+}
+
+// Worker returns the session's file worker, starting it (or a new one, when the last died
+// or the session's directories changed, which the worker's mounts depend on) as needed.
+func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, error) {
+	ts := h.tools()
+	ts.mu.Lock()
+	if ts.workers == nil {
+		ts.workers = map[string]*workerEntry{}
+	}
+	e := ts.workers[s.ID]
+	if e == nil {
+		e = &workerEntry{}
+		ts.workers[s.ID] = e
+	}
+	ts.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dirs := s.Dirs()
+	if e.client != nil {
+		select {
+		case <-e.client.Done():
+		default:
+			if slices.Equal(dirs, e.dirs) {
+				return e.client, nil
+			}
+		}
+		e.stop()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.client, h.startWorker(s, e, dirs)
+}
+
+// stop ends the worker and waits for it; e.mu is held.
+func (e *workerEntry) stop() {
+	if e.client == nil {
+		return
+	}
+	e.client.Close()
+	select {
+	case <-e.exited:
+	case <-time.After(2 * time.Second):
+		e.cancel() // kills its cgroup
+		<-e.exited
+	}
+	e.cancel()
+	e.client = nil
+}
+
+// WARNING: the worker is what keeps the root daemon from opening user paths: it must run as
+// the session owner inside the session's confinement. Rerun TestWorkerRunsAsOwner as root.
+func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string) error {
+	if h.sandbox == nil {
+		return errcode.Msg(errcode.Unavailable, "the file tools are unavailable: the daemon has no sandbox configured; ask the administrator")
+	}
+	if _, err := h.resultsDir(s); err != nil {
+		return err
+	}
+	daemonEnd, childEnd, err := worker.Socketpair()
+	if err != nil {
+		return errcode.New(errcode.SandboxSetup, err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		daemonEnd.Close()
+		childEnd.Close()
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("worker stderr pipe: %w", err))
+	}
+	path := h.tools().WorkerPath
+	if path == "" {
+		path = "/proc/self/exe"
+	}
+	// Default mode: the worker is long-lived and serves every mode; the policy keeps plan
+	// mode from writing, not the worker's mounts.
+	spec := h.Spec(s, permission.ModeDefault, "worker", []string{path, worker.Arg})
+	spec.ExtraFiles = []*os.File{childEnd}
+	spec.Stderr = stderrW
+	wctx, cancel := context.WithCancel(context.Background())
+	proc, err := h.sandbox.Start(wctx, spec)
+	childEnd.Close()
+	stderrW.Close()
+	if err != nil {
+		cancel()
+		daemonEnd.Close()
+		stderrR.Close()
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("start the file worker: %w", err))
+	}
+	client, err := worker.NewClient(daemonEnd)
+	if err != nil {
+		cancel()
+		_ = proc.Kill("worker_setup")
+		_, _ = proc.Wait()
+		stderrR.Close()
+		return errcode.New(errcode.SandboxSetup, err)
+	}
+	exited := make(chan struct{})
+	log := h.logger().With(zap.String("session", s.ID))
+	ts := h.tools()
+	ts.wg.Add(2)
+	go func() {
+		defer ts.wg.Done()
+		logLines(log, stderrR)
+	}()
+	go func() {
+		defer ts.wg.Done()
+		res, err := proc.Wait()
+		client.Close()
+		cancel()
+		if err != nil {
+			log.Warn("file worker wait", zap.Error(err))
+		} else if res.ExitCode != 0 || res.KilledBy != "" {
+			log.Info("file worker exited", zap.Int("exit_code", res.ExitCode), zap.String("killed_by", res.KilledBy),
+				zap.Bool("oom", res.OOMKilled))
+		}
+		close(exited)
+	}()
+	e.client, e.dirs, e.cancel, e.exited = client, dirs, cancel, exited
+	return nil
+}
+
+func (h *Host) logger() *zap.Logger {
+	if h.log == nil {
+		return zap.NewNop()
+	}
+	return h.log
+}
+
+// logLines logs the worker's stderr (panics, fatal errors) a bounded amount at a time.
+func logLines(log *zap.Logger, f *os.File) {
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 4096), 4096)
+	n := 0
+	for sc.Scan() {
+		if n++; n <= 100 {
+			log.Warn("file worker stderr", zap.String("line", sc.Text()))
+		}
+	}
+}
+
+// withWorker runs fn on the session's worker, once more on a fresh worker if the first died
+// under it. Only idempotent operations (reads, stats, globs, greps) use it.
+func (h *Host) withWorker(ctx context.Context, s *session.Session, fn func(*worker.Client) error) error {
+	for attempt := 0; ; attempt++ {
+		w, err := h.Worker(ctx, s)
+		if err != nil {
+			return err
+		}
+		err = fn(w)
+		if err == nil || attempt > 0 || !errors.Is(err, worker.ErrGone) {
+			return err
+		}
+	}
+}
+
+// Resolve resolves path as the session owner: symlinks, `..`, `//`. special is "device",
+// "fifo", "socket" or "proc" for paths never to be read. The policy decides on this.
+func (h *Host) Resolve(ctx context.Context, s *session.Session, path string) (resolved, special string, err error) {
+	err = h.withWorker(ctx, s, func(w *worker.Client) error {
+		resolved, special, err = w.Resolve(ctx, path)
+		return err
+	})
+	return resolved, special, err
+}
+
+// ReadFileAs reads a small file (a settings file) as the session owner.
+func (h *Host) ReadFileAs(ctx context.Context, s *session.Session, path string, maxBytes int64) ([]byte, error) {
+	var b []byte
+	err := h.withWorker(ctx, s, func(w *worker.Client) error {
+		var err error
+		b, err = w.ReadFile(ctx, path, maxBytes)
+		return err
+	})
+	return b, err
+}
+
+// StopSession releases what the tools hold for a deleted session: its worker, its
+// background tasks, its budget bookkeeping and its persisted results.
+func (h *Host) StopSession(id string) {
+	ts := h.tools()
+	ts.mu.Lock()
+	e := ts.workers[id]
+	delete(ts.workers, id)
+	var victims []*task
+	for tid, t := range ts.tasks {
+		if t.sessionID == id {
+			victims = append(victims, t)
+			delete(ts.tasks, tid)
+		}
+	}
+	delete(ts.budgeted, id)
+	delete(ts.prePlan, id)
+	ts.mu.Unlock()
+	for _, t := range victims {
+		t.run.kill("session_deleted")
+		<-t.run.done
+	}
+	if e != nil {
+		e.mu.Lock()
+		e.stop()
+		e.mu.Unlock()
+	}
+	if h.StateDir != "" && validSessionID(id) {
+		_ = os.RemoveAll(h.ResultsDir(id))
+	}
+}
+
+// CloseTools stops every worker and task (daemon shutdown) and waits for their goroutines.
+func (h *Host) CloseTools() {
+	ts := h.tools()
+	ts.mu.Lock()
+	ids := map[string]bool{}
+	for id := range ts.workers {
+		ids[id] = true
+	}
+	for _, t := range ts.tasks {
+		ids[t.sessionID] = true
+	}
+	ts.mu.Unlock()
+	for id := range ids {
+		h.StopSession(id)
+	}
+	ts.wg.Wait()
+	toolStates.Delete(h)
+}
+
+func validSessionID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 200 {
+		return false
+	}
+	for _, c := range id {
+		if c == '/' || c == 0 {
+			return false
+		}
+	}
+	return true
+}
