@@ -112,6 +112,25 @@ func cleanDirs(in []string) ([]string, error) {
 	return out, nil
 }
 
+// outermost drops every dir that lies inside another one of the list: the outer dir's mount
+// already carries it, and one mount per tree keeps the plan short.
+func outermost(dirs []string) []string {
+	var out []string
+	for i, d := range dirs {
+		inside := false
+		for j, o := range dirs {
+			if i != j && under(d, o) && d != o {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // gitDirs finds the git directories a writable dir's git worktree or submodule keeps outside
 // it (".git" is then a file "gitdir: <path>"), so git can write its index and objects. Only
 // directories the caller owns are added: the file's content is the caller's to choose.
@@ -172,10 +191,12 @@ func (s *Sandbox) start(p *Process) (err error) {
 	if writable, err = cleanDirs(writable); err != nil {
 		return err
 	}
+	writable = outermost(writable)
 	readOnly, err := cleanDirs(spec.ReadOnlyDirs)
 	if err != nil {
 		return err
 	}
+	readOnly = outermost(readOnly)
 	deny, err := cleanDirs(spec.DenyPaths)
 	if err != nil {
 		return err
