@@ -350,7 +350,11 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		ents := make([]ent, len(all))
 		for i, l := range all {
 			ents[i].line = l
-			if fi, err := os.Stat(filepath.Join(a.Dir, string(l))); err == nil {
+			p := string(l)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(a.Dir, p)
+			}
+			if fi, err := os.Stat(p); err == nil {
 				ents[i].mtime = fi.ModTime().UnixNano()
 			}
 		}

@@ -115,27 +115,39 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// unicodeVariant returns an existing variant of path's name: NFC, NFD, or with narrow
-// no-break spaces (macOS screenshot names: "at 10.00.00\u202fAM") and spaces swapped.
+// unicodeVariant returns an existing variant of path's name: NFC or NFD, or with narrow
+// no-break spaces (macOS screenshot names: "at 10.00.00\u202fAM") or no-break spaces where
+// the agent typed plain ones.
 func unicodeVariant(path string) string {
 	dir, base := filepath.Split(path)
-	seen := map[string]bool{base: true}
-	var cands []string
-	for _, b := range []string{base, strings.ReplaceAll(base, "\u202f", " "), strings.ReplaceAll(base, " ", "\u202f"), strings.ReplaceAll(base, "\u00a0", " ")} {
-		for _, v := range []string{b, norm.NFC.String(b), norm.NFD.String(b)} {
-			if !seen[v] {
-				seen[v] = true
-				cands = append(cands, v)
+	for _, v := range []string{norm.NFC.String(base), norm.NFD.String(base)} {
+		if v != base {
+			if _, err := os.Lstat(dir + v); err == nil {
+				return dir + v
 			}
 		}
 	}
-	for _, c := range cands {
-		if _, err := os.Lstat(dir + c); err == nil {
-			return dir + c
+	d, err := os.Open(dir)
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(10000)
+	want := canonName(base)
+	for _, n := range names {
+		if n != base && canonName(n) == want {
+			return dir + n
 		}
 	}
 	return ""
 }
+
+// canonName is a name in NFC with every kind of space made plain.
+func canonName(s string) string {
+	return spaces.Replace(norm.NFC.String(s))
+}
+
+var spaces = strings.NewReplacer("\u202f", " ", "\u00a0", " ", "\u2007", " ")
 
 // nearNames suggests up to three names in path's directory that look like its name: same
 // name in another case or normalization, same stem with another extension, or a small edit.
@@ -185,9 +197,7 @@ func nearNames(path string) []string {
 }
 
 func fold(s string) string {
-	s = norm.NFC.String(s)
-	s = strings.NewReplacer("\u202f", " ", "\u00a0", " ").Replace(s)
-	return strings.ToLower(s)
+	return strings.ToLower(canonName(s))
 }
 
 // editDistance is the Levenshtein distance of a and b in runes, or max+1 once it exceeds max.

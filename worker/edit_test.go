@@ -1,0 +1,96 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+func TestApplyEdits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		content string
+		edits   []Edit
+		want    string
+		code    errcode.Code
+		fuzzy   bool
+	}{
+		{name: "exact once", content: "a\nb\nc\n", edits: []Edit{{OldString: "b", NewString: "B"}}, want: "a\nB\nc\n"},
+		{name: "same text", content: "a", edits: []Edit{{OldString: "a", NewString: "a"}}, code: errcode.Validation},
+		{name: "not found", content: "a", edits: []Edit{{OldString: "zzz", NewString: "y"}}, code: errcode.NotFound},
+		{name: "ambiguous", content: "x x x", edits: []Edit{{OldString: "x", NewString: "y"}}, code: errcode.Conflict},
+		{name: "replace all", content: "x x x", edits: []Edit{{OldString: "x", NewString: "y", ReplaceAll: true}}, want: "y y y"},
+		{name: "curly quotes kept", content: "say \u201chello\u201d to \u2018them\u2019\n",
+			edits: []Edit{{OldString: `say "hello" to 'them'`, NewString: `say "bye" to 'them'`}},
+			want:  "say \u201cbye\u201d to \u2018them\u2019\n", fuzzy: true},
+		{name: "trailing whitespace", content: "func f() {   \n\treturn 1\t\n}\n",
+			edits: []Edit{{OldString: "func f() {\n\treturn 1\n}", NewString: "func f() {\n\treturn 2\n}"}},
+			want:  "func f() {\n\treturn 2\n}\n", fuzzy: true},
+		{name: "multi all or nothing", content: "a b", edits: []Edit{{OldString: "a", NewString: "A"}, {OldString: "q", NewString: "Q"}}, code: errcode.NotFound},
+		{name: "multi in order", content: "a b", edits: []Edit{{OldString: "a", NewString: "c"}, {OldString: "c b", NewString: "done"}}, want: "done"},
+		{name: "create from empty", content: "", edits: []Edit{{OldString: "", NewString: "new"}}, want: "new"},
+		{name: "empty old on content", content: "x", edits: []Edit{{OldString: "", NewString: "new"}}, code: errcode.Validation},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := ApplyEdits("f.txt", tc.content, tc.edits)
+			if tc.code != "" {
+				if errcode.Of(err) != tc.code {
+					t.Fatalf("err = %v (%s), want code %s", err, errcode.Of(err), tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Content != tc.want || res.Fuzzy != tc.fuzzy {
+				t.Fatalf("got %q fuzzy=%v, want %q fuzzy=%v", res.Content, res.Fuzzy, tc.want, tc.fuzzy)
+			}
+		})
+	}
+}
+
+func TestAmbiguousErrorCounts(t *testing.T) {
+	_, err := ApplyEdits("f.txt", "x x x", []Edit{{OldString: "x", NewString: "y"}})
+	if err == nil || !strings.Contains(err.Error(), "3 times") || !strings.Contains(err.Error(), "replace_all") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSnippet(t *testing.T) {
+	content := strings.Repeat("line\n", 20)
+	start := strings.Index(content, "line") + 5*10
+	got := Snippet(content, start, start+4, 2, 40)
+	if !strings.HasPrefix(got, "     9\tline\n") || !strings.Contains(got, "    13\tline\n") {
+		t.Fatalf("snippet:\n%s", got)
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		pat, path string
+		want      bool
+	}{
+		{"**/*.go", "a/b/c.go", true},
+		{"**/*.go", "c.go", true},
+		{"*.go", "a/c.go", false},
+		{"src/**/x_*.ts", "src/x_1.ts", true},
+		{"src/**/x_*.ts", "src/a/b/x_1.ts", true},
+		{"src/*/x.ts", "src/a/b/x.ts", false},
+	}
+	for _, tc := range tests {
+		if got := MatchGlob(strings.Split(tc.pat, "/"), strings.Split(tc.path, "/")); got != tc.want {
+			t.Errorf("MatchGlob(%q, %q) = %v", tc.pat, tc.path, got)
+		}
+	}
+	if got := ExpandBraces("src/**/*.{ts,tsx}"); len(got) != 2 || got[1] != "src/**/*.tsx" {
+		t.Errorf("ExpandBraces = %v", got)
+	}
+	if got := ExpandBraces("{a,b}/{c,d}"); len(got) != 4 {
+		t.Errorf("ExpandBraces nested = %v", got)
+	}
+}
