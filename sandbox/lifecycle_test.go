@@ -1,9 +1,14 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,4 +135,44 @@ func TestClose(t *testing.T) {
 	if _, err := s.Start(context.Background(), sleepSpec("after")); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}
+}
+
+// TestDaemonCrash: when the daemon dies (SIGKILL, no cleanup), its calls die with it
+// (PR_SET_PDEATHSIG re-armed after the uid change, then the PID namespace goes), and the next
+// daemon start reaps the cgroups left behind.
+func TestDaemonCrash(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = []string{daemonEnv + "=" + s.cfg.CgroupRoot}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "started ") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "started ")))
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("call %d outlived its daemon", pid)
+	}
+	noHostProcess("999.201")(t, nil, nil, "")
+	// The restarted daemon reaps the leftover cgroup.
+	s2, err := New(s.cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	cgroupGone(t, s, "crash")
 }

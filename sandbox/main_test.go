@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -23,6 +24,9 @@ const workerEnv = "SANDBOXD_TEST_WORKER"
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(testWorker())
+	}
+	if root := os.Getenv(daemonEnv); root != "" {
+		os.Exit(testDaemon(root))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -55,6 +59,26 @@ func testWorker() int {
 	}
 	fmt.Printf("worker ok args=%v child=%s", os.Args[1:], out)
 	return 0
+}
+
+// daemonEnv makes the test binary a stand-in daemon that starts one long call and blocks,
+// so a test can SIGKILL it and check nothing of the call survives.
+const daemonEnv = "SANDBOXD_TEST_DAEMON_ROOT"
+
+func testDaemon(root string) int {
+	s, err := New(Config{CgroupRoot: root}, zap.NewNop())
+	if err != nil {
+		fmt.Println("new:", err)
+		return 1
+	}
+	p, err := s.Start(context.Background(), &Spec{Path: "/bin/sleep", Args: []string{"999.201"},
+		UID: 65534, GID: 65534, Dir: "/", Session: "crash", Call: "c"})
+	if err != nil {
+		fmt.Println("start:", err)
+		return 1
+	}
+	fmt.Printf("started %d\n", p.Pid())
+	select {} // until killed
 }
 
 var cgroupNameRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

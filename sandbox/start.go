@@ -242,18 +242,23 @@ func (s *Sandbox) start(p *Process) (err error) {
 	}
 	step("plan")
 
-	cg, err := s.cg.newCgroup(spec.Session, spec.Call, p.lim)
-	if err != nil {
-		return err
-	}
-	p.cg = cg
-	step("cgroup_create")
+	// v2 needs the cgroup before the clone (CLONE_INTO_CGROUP). On v1 it is made after the
+	// fork, while the child execs and sets itself up: the child waits for the go-ahead before
+	// anything of the user's runs, so creating it later costs no confinement, only less time.
+	var cg *cgroup
 	defer func() {
-		if err != nil {
+		if err != nil && cg != nil {
 			_ = cg.kill()
 			_ = cg.remove()
 		}
 	}()
+	if s.cg.v2 {
+		if cg, err = s.cg.newCgroup(spec.Session, spec.Call, p.lim); err != nil {
+			return err
+		}
+		p.cg = cg
+		step("cgroup_create")
+	}
 
 	// The spec travels in a sealed memfd rather than a pipe: no writer goroutine, no pipe
 	// size limit, and the child reads a fixed snapshot.
@@ -281,7 +286,7 @@ func (s *Sandbox) start(p *Process) (err error) {
 		Pdeathsig:  syscall.SIGKILL, // re-armed by the child after its uid change
 		Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
 	}
-	if cg.v2 {
+	if cg != nil {
 		// CLONE_INTO_CGROUP: born inside the cgroup, nothing to attach afterwards.
 		attr.UseCgroupFD = true
 		attr.CgroupFD = cg.fd
@@ -306,9 +311,14 @@ func (s *Sandbox) start(p *Process) (err error) {
 	}
 	p.cmd = cmd
 	step("fork_exec")
-	if !cg.v2 {
+	if !s.cg.v2 {
 		// v1: the child is blocked on the sync pipe until its pid is in every controller.
-		if err = cg.addProc(cmd.Process.Pid); err != nil {
+		if cg, err = s.cg.newCgroup(spec.Session, spec.Call, p.lim); err == nil {
+			p.cg = cg
+			step("cgroup_create")
+			err = cg.addProc(cmd.Process.Pid)
+		}
+		if err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			return err
