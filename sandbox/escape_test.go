@@ -393,6 +393,9 @@ func wantFlag(t *testing.T, ok bool, name string, res *Result) {
 func TestEscape(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	e := newEscapeEnv(t)
+	// The daemon's environment must not reach the child (case daemon_env).
+	os.Setenv("SANDBOXD_DAEMON_SECRET", secret)
+	t.Cleanup(func() { os.Unsetenv("SANDBOXD_DAEMON_SECRET") }) // after the parallel subtests
 	for i, tc := range escapeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -24,11 +24,22 @@ type Spec struct {
 	GID    uint32
 	Groups []uint32
 
-	WritableDirs      []string // session cwd, additional dirs, cache dirs; read-only when ReadOnlyWorkspace
-	ReadOnlyWorkspace bool     // plan mode: WritableDirs are mounted read-only
-	ReadOnlyDirs      []string // extra dirs bound read-only
-	DenyPaths         []string // hidden; stays denied if created after the start
-	AllowNetwork      bool     // false: own network namespace with loopback only
+	// WritableDirs are the session cwd, additional dirs and configured cache dirs; read-only
+	// when ReadOnlyWorkspace. A dir whose ".git" is a file (a git worktree or submodule) also
+	// gets its gitdir and common dir writable, when the caller owns them, so git works.
+	WritableDirs      []string
+	ReadOnlyWorkspace bool // plan mode: WritableDirs are mounted read-only
+	// ReadOnlyDirs are bound read-only on top of everything else, so they show even under the
+	// private /tmp (an ssh-agent or gpg-agent socket dir is allowed this way, by path).
+	ReadOnlyDirs []string
+	// DenyPaths are hidden: an existing dir is covered by an empty unreadable tmpfs, an
+	// existing file by /dev/null, and landlock grants no read below them, so a path created
+	// after the start stays unreadable too. Landlock cannot express "all but X", so in each
+	// ancestor of a deny path only the entries existing at the start are readable (writable,
+	// inside a writable dir); new entries directly in such an ancestor are not. DefaultDenyPaths
+	// are always added (mount-hidden only: landlock does not govern connect(2)).
+	DenyPaths    []string
+	AllowNetwork bool // false: the session's own network namespace with loopback only
 
 	Limits Limits // overrides of Config.Limits, 0 = keep
 

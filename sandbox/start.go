@@ -354,6 +354,7 @@ type InitError struct {
 	Step  string
 }
 
+// Error says which step failed and why.
 func (e *InitError) Error() string { return fmt.Sprintf("sandbox init: %s: %v", e.Step, e.Errno) }
 
 // Unwrap lets callers test errors.Is(err, ErrInitFailed) or errors.Is(err, syscall.ENOENT).
