@@ -17,8 +17,11 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request, c session.Caller
 	return nil
 }
 
-func (s *Server) tools(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
-	pool := s.backend.ToolPool(c)
+func (s *Server) tools(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	pool, err := s.backend.ToolPool(c, r.URL.Query().Get("session"))
+	if err != nil {
+		return err
+	}
 	out := ToolList{Tools: make([]ToolInfo, 0, len(pool))}
 	for _, t := range pool {
 		ti := ToolInfo{Name: t.Name(), Aliases: t.Aliases(), Description: t.Description(), Deferred: t.ShouldDefer(), External: t.External()}
@@ -235,5 +238,26 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		resp.Results[i] = callResult(o)
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	rs := sess.RuleSet()
+	if rs == nil {
+		return errcode.Msg(errcode.PolicyNotLoaded, "the session's rules are not loaded")
+	}
+	out := RuleList{Rules: []RuleInfo{}, Effective: rs.Effective(), Digest: rs.Digest()}
+	for _, b := range []permission.Behavior{permission.Deny, permission.Ask, permission.Allow} {
+		for _, rule := range rs.Rules() {
+			if rule.Behavior == b {
+				out.Rules = append(out.Rules, RuleInfo{Behavior: string(rule.Behavior), Rule: rule.String(), Source: string(rule.Source), Origin: rule.Origin})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -33,7 +33,7 @@ type Backend interface {
 	DeleteSession(ctx context.Context, caller session.Caller, id string) error
 	Pipeline() *executor.Pipeline
 	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome
-	ToolPool(caller session.Caller) []*executor.Tool
+	ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error)
 	AuditDir() string
 	AuditPublicKey() ed25519.PublicKey
 }
@@ -65,6 +65,7 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"POST /v1/sessions/{id}/calls", s.call},
 		{"POST /v1/sessions/{id}/batch", s.batch},
 		{"POST /v1/sessions/{id}/decide", s.decide},
+		{"GET /v1/sessions/{id}/rules", s.sessionRules},
 		{"GET /v1/audit/records", s.auditRecords},
 		{"GET /v1/audit/verify", s.auditVerify},
 		{"GET /v1/audit/pubkey", s.auditPubkey},

@@ -124,6 +124,21 @@ type ToolList struct {
 	Tools []ToolInfo `json:"tools"`
 }
 
+// RuleInfo is one effective rule of a session with where it came from.
+type RuleInfo struct {
+	Behavior string `json:"behavior"`
+	Rule     string `json:"rule"`
+	Source   string `json:"source"`
+	Origin   string `json:"origin,omitempty"`
+}
+
+// RuleList is the body of GET /v1/sessions/{id}/rules.
+type RuleList struct {
+	Rules     []RuleInfo           `json:"rules"`
+	Effective permission.Effective `json:"effective"`
+	Digest    string               `json:"digest"`
+}
+
 // Health is the body of GET /v1/healthz.
 type Health struct {
 	Status   string `json:"status"`

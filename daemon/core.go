@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -32,6 +33,9 @@ type Core struct {
 	host     *executor.Host
 	sandbox  *sandbox.Sandbox
 	recorder *recorder
+	policy   *policy.Engine
+	// cliRules are rules given on the daemon's command line (source cliArg).
+	cliRules *permission.Settings
 	started  time.Time
 }
 
@@ -104,11 +108,95 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	owner.Admin = false // the owner identity runs tools; admin rights are per request
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
 	s := c.store.Create(owner, p)
-	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
-		c.store.Remove(caller, s.ID)
+	fail := func(err error) (session.Snapshot, error) {
+		if _, rerr := c.store.Remove(caller, s.ID); rerr == nil {
+			c.release(s)
+		}
 		return session.Snapshot{}, err
 	}
+	// The owner's own confined worker checks the directory: the daemon never stats a user
+	// path as root.
+	if err := c.checkDirsAsOwner(ctx, s); err != nil {
+		return fail(err)
+	}
+	rs, err := c.loadRules(ctx, s, p.Rules)
+	if err != nil {
+		return fail(err)
+	}
+	eff := rs.Effective()
+	mode, err := eff.ResolveMode(p.Mode)
+	if err != nil {
+		return fail(errcode.New(errcode.Validation, err))
+	}
+	extra := mergeDirs(p.AdditionalDirs, eff.AdditionalDirectories)
+	s.Apply(session.Update{Mode: &mode, AdditionalDirs: &extra})
+	s.SetRuleSet(rs)
+	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
+		return fail(err)
+	}
 	return s.Snapshot(), nil
+}
+
+// checkDirsAsOwner asks the owner's worker whether each session directory exists and is a
+// directory the owner can use.
+func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session) error {
+	for _, d := range s.Dirs() {
+		info, err := c.host.ResolveInfo(ctx, s, d)
+		if err != nil {
+			return errcode.New(errcode.Validation, fmt.Errorf("directory %s is not usable by uid %d: %w", d, s.Owner.UID, err))
+		}
+		if !info.IsDir {
+			return errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", d))
+		}
+	}
+	return nil
+}
+
+// loadRules reads every settings source for the session: admin files as the daemon (they
+// are root-owned), project and user files as the owner through its worker.
+func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.Rules) (*permission.RuleSet, error) {
+	cfg := c.Config()
+	snap := s.Snapshot()
+	rs, _, err := permission.Load(ctx, permission.LoadOptions{
+		PolicyDir:          cfg.PolicyDir,
+		CLIArgs:            c.cliRules,
+		Session:            &permission.Settings{Allow: rules.Allow, Deny: rules.Deny, Ask: rules.Ask},
+		Cwd:                snap.Cwd,
+		ProjectRoot:        snap.Cwd,
+		Home:               snap.Owner.Home,
+		Owner:              ownerReader{host: c.host, s: s},
+		ReadClaudeSettings: cfg.ReadClaudeSettings,
+		TrustProject:       true,
+	})
+	if err != nil {
+		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: %w", err))
+	}
+	return rs, nil
+}
+
+// ownerReader reads settings files as the session owner, through the owner's worker.
+type ownerReader struct {
+	host *executor.Host
+	s    *session.Session
+}
+
+// settingsMaxBytes bounds a settings file.
+const settingsMaxBytes = 1 << 20
+
+func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return o.host.ReadFileAs(ctx, o.s, path, settingsMaxBytes)
+}
+
+func mergeDirs(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range append(append([]string(nil), a...), b...) {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Session implements api.Backend.
@@ -146,6 +234,18 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	if u.Mode != nil && *u.Mode == permission.ModeBubble && snap.ParentID == "" {
 		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode needs a parent session")
 	}
+	if u.Mode != nil {
+		if _, err := s.RuleSet().Effective().ResolveMode(*u.Mode); err != nil {
+			return session.Snapshot{}, errcode.New(errcode.Validation, err)
+		}
+	}
+	if u.Rules != nil {
+		rs, err := c.loadRules(ctx, s, *u.Rules)
+		if err != nil {
+			return session.Snapshot{}, err
+		}
+		defer s.SetRuleSet(rs)
+	}
 	s.Apply(u)
 	if err := c.recorder.session(ctx, "session.update", caller, s); err != nil {
 		return session.Snapshot{}, err
@@ -164,6 +264,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 }
 
 func (c *Core) release(s *session.Session) {
+	c.host.StopSession(s.ID)
 	if err := c.sandbox.KillSession(s.ID); err != nil {
 		c.log.Warn("kill session processes", zap.String("session", s.ID), zap.Error(err))
 	}
@@ -180,7 +281,32 @@ func (c *Core) AuditDir() string { return c.recorder.log.Dir() }
 // AuditPublicKey implements api.Backend.
 func (c *Core) AuditPublicKey() ed25519.PublicKey { return c.recorder.log.PublicKey() }
 
-// ToolPool implements api.Backend.
-func (c *Core) ToolPool(_ session.Caller) []*executor.Tool {
-	return c.pipeline.Registry().Pool(nil)
+// ToolPool implements api.Backend: with a session, tools its bare-name deny rules cover
+// are hidden from the pool (a denied tool is not offered to the model at all).
+func (c *Core) ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error) {
+	if sessionID == "" {
+		return c.pipeline.Registry().Pool(nil), nil
+	}
+	s, err := c.store.Get(caller, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	rs := s.RuleSet()
+	return c.pipeline.Registry().Pool(func(name string) bool { return deniesWholeTool(rs, name) }), nil
+}
+
+// deniesWholeTool reports whether a deny rule covers every call of the tool.
+func deniesWholeTool(rs *permission.RuleSet, name string) bool {
+	if rs == nil {
+		return false
+	}
+	for _, r := range rs.Rules() {
+		if r.Behavior != permission.Deny {
+			continue
+		}
+		if (r.Kind == permission.KindAll && r.Tool == name) || (r.Kind == permission.KindTool && permission.MatchGlob(r.Tool, name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,23 +2,48 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
-// modeDecider decides by mode alone: read-only calls are allowed, the rest follow the mode.
-type modeDecider struct{}
+// policyDecider gathers a call's facts for the policy engine. Go reports; the Rego decides.
+type policyDecider struct {
+	engine *policy.Engine
+}
 
-func (modeDecider) Decide(_ context.Context, in *executor.DecisionInput) (permission.Decision, error) {
-	if in.ReadOnly {
-		return permission.Decision{Behavior: permission.Allow, Reason: "read-only call", Source: "mode", Step: "mode"}, nil
+var errNoRules = errors.New("the session's rules are not loaded")
+
+// Decide implements executor.Decider.
+func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (permission.Decision, error) {
+	c := in.Call
+	rs := c.Session.RuleSet()
+	if rs == nil {
+		return permission.Decision{}, errNoRules
 	}
-	switch in.Call.Mode {
-	case permission.ModeBypassPermissions:
-		return permission.Decision{Behavior: permission.Allow, Reason: "bypassPermissions mode", Source: "mode", Step: "mode"}, nil
-	case permission.ModePlan:
-		return permission.Decision{Behavior: permission.Deny, Reason: "plan mode is read-only", Source: "mode", Step: "mode"}, nil
+	if _, err := rs.Effective().ResolveMode(c.Mode); err != nil {
+		return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "mode",
+			Reason: fmt.Sprintf("mode %s is disabled by admin policy: %v", c.Mode, err)}, nil
 	}
-	return permission.Decision{Behavior: permission.Ask, Reason: "not read-only", Source: "mode", Step: "mode", Route: "user"}, nil
+	snap := c.Session.Snapshot()
+	tf := in.ToolFacts
+	if tf.Bash == nil && c.Tool.Name() == "Bash" {
+		tf.Bash = c.Classification()
+	}
+	facts := &permission.Facts{
+		Tool: c.Tool.Name(), Input: c.Input, Mode: c.Mode,
+		Caller:    permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
+		Cwd:       snap.Cwd,
+		Dirs:      snap.AdditionalDirs,
+		Home:      snap.Owner.Home,
+		ReadOnly:  in.ReadOnly,
+		ToolFacts: tf,
+	}
+	if h := in.Hook; h != nil && h.Decision != "" {
+		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}
+	}
+	return p.engine.Decide(ctx, facts, rs)
 }

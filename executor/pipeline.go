@@ -365,7 +365,7 @@ func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 
 // stepBudget persists oversize output and applies the session's aggregate budget. Step 11.
 func stepBudget(_ context.Context, p *Pipeline, st *state) error {
-	res, err := p.host.budget(st.call, st.result)
+	res, err := p.host.Budget(st.call, st.result)
 	if err != nil {
 		return err
 	}

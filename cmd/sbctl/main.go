@@ -56,6 +56,7 @@ func init() {
 		{"grep", "PATTERN [--path P] [--glob G] [--mode M] [-i] ...: Grep files", cmdGrep},
 		{"tools", "list the tool pool", cmdTools},
 		{"classify", "[--json] -- CMD | --jsonl: classify Bash offline", cmdClassify},
+		{"policy", "eval [--explain] TOOL 'JSON' | show | test: inspect the policy", cmdPolicy},
 		{"audit", "tail [-f] | query [filters] | export | verify [--dir D --pubkey K] | pubkey", cmdAudit},
 	}
 }

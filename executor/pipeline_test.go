@@ -1,0 +1,233 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// decideBy decides every call with a fixed decision or error, and keeps what it saw.
+type decideBy struct {
+	d    permission.Decision
+	err  error
+	seen []*DecisionInput
+}
+
+func (f *decideBy) Decide(_ context.Context, in *DecisionInput) (permission.Decision, error) {
+	f.seen = append(f.seen, in)
+	return f.d, f.err
+}
+
+// memRecorder keeps records in memory; failKind makes that kind fail to record.
+type memRecorder struct {
+	mu       sync.Mutex
+	kinds    []string
+	failKind string
+}
+
+func (r *memRecorder) RecordCall(_ context.Context, kind string, _ *CallRecord) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if kind == r.failKind {
+		return errors.New("disk full")
+	}
+	r.kinds = append(r.kinds, kind)
+	return nil
+}
+
+func allow() *decideBy {
+	return &decideBy{d: permission.Decision{Behavior: permission.Allow, Reason: "test", Source: "test"}}
+}
+
+// echoDef is a tool that records that it ran and echoes its input's "msg".
+func echoDef(ran *int) Def {
+	return Def{
+		Name:     "Echo",
+		Aliases:  []string{"Say"},
+		Schema:   `{"type":"object","properties":{"msg":{"type":"string"},"path":{"type":"string"}},"required":["msg"],"additionalProperties":false}`,
+		ReadOnly: func(in Input) bool { return in.String("msg") != "write" },
+		Validate: func(_ context.Context, c *Call) error {
+			if c.Input.String("msg") == "invalid" {
+				return errors.New("msg must not be invalid")
+			}
+			return nil
+		},
+		Backfill: func(c *Call) error {
+			if p := c.Input.String("path"); p != "" && !strings.HasPrefix(p, "/") {
+				c.Input["path"] = c.Session.Cwd() + "/" + p
+			}
+			return nil
+		},
+		Run: func(_ context.Context, c *Call, progress Progress) (*Result, error) {
+			*ran++
+			progress(Event{Kind: "stdout", Data: c.Input.String("msg")})
+			if c.Input.String("msg") == "panic" {
+				panic("tool bug")
+			}
+			res := Text(c.Input.String("msg"))
+			if c.Input.String("msg") == "plan" {
+				m := permission.ModePlan
+				res.ContextChange = &ContextChange{Mode: &m}
+			}
+			return res, nil
+		},
+	}
+}
+
+func newTestPipeline(t *testing.T, d Decider, r Recorder, defs ...Def) (*Pipeline, *session.Session) {
+	t.Helper()
+	reg, err := NewRegistry(defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zaptest.NewLogger(t)
+	host := &Host{log: log, StateDir: t.TempDir()}
+	p := NewPipeline(log, reg, host, d, r, nil)
+	s := session.NewStore().Create(session.Caller{UID: 1000}, session.Params{Cwd: "/work", Mode: permission.ModeDefault})
+	return p, s
+}
+
+func req(tool, input string) *Request {
+	return &Request{Tool: tool, Input: json.RawMessage(input), ToolUseID: "t1"}
+}
+
+func TestPipelineSteps(t *testing.T) {
+	cases := []struct {
+		name     string
+		req      *Request
+		decider  *decideBy
+		failKind string
+		wantCode errcode.Code
+		wantRan  bool
+		wantText string
+	}{
+		{"allowed call runs", req("Echo", `{"msg":"hi"}`), allow(), "", "", true, "hi"},
+		{"alias", req("Say", `{"msg":"hi"}`), allow(), "", "", true, "hi"},
+		{"lookup: unknown tool", req("Ech", `{"msg":"hi"}`), allow(), "", errcode.UnknownTool, false, "Echo"},
+		{"schema: wrong type", req("Echo", `{"msg":1}`), allow(), "", errcode.SchemaInvalid, false, "/msg"},
+		{"schema: not json", req("Echo", `{"msg":`), allow(), "", errcode.SchemaInvalid, false, "not valid JSON"},
+		{"schema: not an object", req("Echo", `[1]`), allow(), "", errcode.SchemaInvalid, false, ""},
+		{"validate", req("Echo", `{"msg":"invalid"}`), allow(), "", errcode.Validation, false, "must not be invalid"},
+		{"permission: deny", req("Echo", `{"msg":"x"}`), &decideBy{d: permission.Decision{Behavior: permission.Deny, Reason: "rule says no"}}, "", errcode.PermissionDenied, false, "rule says no"},
+		{"permission: ask", req("Echo", `{"msg":"x"}`), &decideBy{d: permission.Decision{Behavior: permission.Ask, Reason: "needs approval"}}, "", errcode.AskRequired, false, "needs approval"},
+		{"permission: policy error denies", req("Echo", `{"msg":"x"}`), &decideBy{err: errors.New("rego blew up")}, "", errcode.PolicyEval, false, "rego blew up"},
+		{"permission: unknown behavior denies", req("Echo", `{"msg":"x"}`), &decideBy{d: permission.Decision{Behavior: "maybe"}}, "", errcode.PermissionDenied, false, "unknown behavior"},
+		{"execute: audit failure stops the call", req("Echo", `{"msg":"x"}`), allow(), KindStart, errcode.AuditUnavailable, false, "audit"},
+		{"execute: tool panic is contained", req("Echo", `{"msg":"panic"}`), allow(), "", errcode.Internal, true, "internal error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := 0
+			rec := &memRecorder{failKind: tc.failKind}
+			p, s := newTestPipeline(t, tc.decider, rec, echoDef(&ran))
+			out := p.Run(context.Background(), s, s.Owner, tc.req, nil)
+			gotCode := errcode.Code("")
+			if out.Err != nil {
+				gotCode = out.Err.Code
+			}
+			if gotCode != tc.wantCode {
+				t.Errorf("code = %q (%v), want %q", gotCode, out.Err, tc.wantCode)
+			}
+			if (ran > 0) != tc.wantRan {
+				t.Errorf("ran = %d, want ran=%v", ran, tc.wantRan)
+			}
+			if out.Result == nil {
+				t.Fatal("no result")
+			}
+			text := ""
+			for _, b := range out.Result.Content {
+				text += b.Text
+			}
+			if !strings.Contains(text, tc.wantText) {
+				t.Errorf("result %q does not mention %q", text, tc.wantText)
+			}
+			if tc.wantCode != "" && !out.Result.IsError {
+				t.Error("an error outcome without is_error")
+			}
+			// Step 14 always writes the end record (unless that very write is what fails).
+			if tc.failKind != KindEnd && (len(rec.kinds) == 0 || rec.kinds[len(rec.kinds)-1] != KindEnd) {
+				t.Errorf("records %v do not end with call.end", rec.kinds)
+			}
+		})
+	}
+}
+
+func TestAbortCheckStopsCancelledCall(t *testing.T) {
+	ran := 0
+	p, s := newTestPipeline(t, allow(), &memRecorder{}, echoDef(&ran))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := p.Run(ctx, s, s.Owner, req("Echo", `{"msg":"hi"}`), nil)
+	if out.Err == nil || out.Err.Code != errcode.Cancelled || ran != 0 {
+		t.Fatalf("cancelled call: %+v ran=%d", out.Err, ran)
+	}
+}
+
+func TestBackfillKeepsOriginal(t *testing.T) {
+	ran := 0
+	d := allow()
+	p, s := newTestPipeline(t, d, &memRecorder{}, echoDef(&ran))
+	r := req("Echo", `{"msg":"hi","path":"rel/x"}`)
+	p.Run(context.Background(), s, s.Owner, r, nil)
+	if got := d.seen[0].Call.Input.String("path"); got != "/work/rel/x" {
+		t.Errorf("backfilled path = %q", got)
+	}
+	if !strings.Contains(string(d.seen[0].Call.Original), `"rel/x"`) {
+		t.Errorf("original input changed: %s", d.seen[0].Call.Original)
+	}
+	if !d.seen[0].ReadOnly {
+		t.Error("read-only flag not passed to the decider")
+	}
+}
+
+func TestDontAskTurnsAskIntoDeny(t *testing.T) {
+	ran := 0
+	p, s := newTestPipeline(t, &decideBy{d: permission.Decision{Behavior: permission.Ask, Reason: "r"}}, &memRecorder{}, echoDef(&ran))
+	r := req("Echo", `{"msg":"x"}`)
+	r.Mode = permission.ModeDontAsk
+	out := p.Run(context.Background(), s, s.Owner, r, nil)
+	if out.Decision == nil || out.Decision.Behavior != permission.Deny || out.Err.Code != errcode.PermissionDenied {
+		t.Fatalf("dontAsk: %+v %v", out.Decision, out.Err)
+	}
+}
+
+func TestDecideRunsNothing(t *testing.T) {
+	ran := 0
+	rec := &memRecorder{}
+	p, s := newTestPipeline(t, allow(), rec, echoDef(&ran))
+	out := p.Decide(context.Background(), s, s.Owner, req("Echo", `{"msg":"x"}`))
+	if ran != 0 || out.Decision == nil || out.Decision.Behavior != permission.Allow {
+		t.Fatalf("decide: ran=%d %+v", ran, out.Decision)
+	}
+	if len(rec.kinds) != 1 || rec.kinds[0] != KindDecide {
+		t.Errorf("records = %v, want [call.decide]", rec.kinds)
+	}
+}
+
+func TestContextChangeAppliesAfterSerialCall(t *testing.T) {
+	ran := 0
+	p, s := newTestPipeline(t, allow(), &memRecorder{}, echoDef(&ran))
+	p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"plan"}`), nil)
+	if s.Mode() != permission.ModePlan {
+		t.Errorf("mode = %s, want plan", s.Mode())
+	}
+}
+
+func TestProgressEventsReachTheCaller(t *testing.T) {
+	ran := 0
+	p, s := newTestPipeline(t, allow(), &memRecorder{}, echoDef(&ran))
+	var got []Event
+	p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"hi"}`), func(e Event) { got = append(got, e) })
+	if len(got) != 1 || got[0].Data != "hi" {
+		t.Errorf("events = %+v", got)
+	}
+}
