@@ -51,7 +51,16 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 			return nil, errors.New("no cgroup2 mount")
 		}
 		l.v2 = true
-		l.dirs[""] = filepath.Join(mnt, own[""], root)
+		base := filepath.Join(mnt, own[""])
+		if own[""] != "/" {
+			// cgroup v2's no-internal-processes rule: a cgroup with processes cannot hand
+			// controllers to children. Move the daemon into a leaf of its own cgroup (as
+			// runc and systemd's Delegate= expect), then the subtree sits beside it.
+			if err := moveSelfToLeaf(base); err != nil {
+				return nil, err
+			}
+		}
+		l.dirs[""] = filepath.Join(base, root)
 	case cgroups.Legacy, cgroups.Hybrid:
 		for _, c := range v1Controllers {
 			mnt, ok := mounts[c]
@@ -69,20 +78,31 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 		}
 	}
 	if l.v2 {
-		// The subtree's own processes: none (no internal processes rule), so enable the
-		// controllers for its children.
-		if err := enableV2Controllers(filepath.Dir(l.dirs[""]), l.dirs[""]); err != nil {
-			return nil, err
+		for _, d := range []string{filepath.Dir(l.dirs[""]), l.dirs[""]} {
+			if err := enableV2Controllers(d); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return l, nil
 }
 
-func enableV2Controllers(parent, dir string) error {
-	for _, d := range []string{parent, dir} {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0); err != nil {
-			return fmt.Errorf("enable cgroup controllers in %s: %w", d, err)
-		}
+// enableV2Controllers lets dir's children use memory, pids and cpu.
+func enableV2Controllers(dir string) error {
+	if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+memory +pids +cpu"); err != nil {
+		return fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// moveSelfToLeaf moves the daemon's process into <base>/daemon.
+func moveSelfToLeaf(base string) error {
+	leaf := filepath.Join(base, "daemon")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create daemon leaf cgroup: %w", err)
+	}
+	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+		return fmt.Errorf("move daemon to leaf cgroup: %w", err)
 	}
 	return nil
 }
@@ -171,13 +191,14 @@ func (l *cgroupLayout) newCgroup(session, call string, lim Limits) (*cgroup, err
 	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
 	for c, d := range l.dirs {
 		sess := filepath.Join(d, session)
-		if err := os.Mkdir(sess, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create cgroup %s: %w", sess, err)
-		}
-		if l.v2 {
-			if err := os.WriteFile(filepath.Join(sess, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0); err != nil {
-				return nil, fmt.Errorf("enable controllers in %s: %w", sess, err)
+		err := os.Mkdir(sess, 0o755)
+		switch {
+		case err == nil && l.v2:
+			if err := enableV2Controllers(sess); err != nil {
+				return nil, err
 			}
+		case err != nil && !errors.Is(err, os.ErrExist):
+			return nil, fmt.Errorf("create cgroup %s: %w", sess, err)
 		}
 		dir := filepath.Join(sess, call)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -282,10 +303,18 @@ func procsUnder(dir string) []int {
 func killTree(v2 bool, dirs map[string]string) error {
 	if v2 {
 		err := writeFile(filepath.Join(dirs[""], "cgroup.kill"), "1")
-		if err == nil || errors.Is(err, os.ErrNotExist) {
+		switch {
+		case err == nil:
 			return nil
+		case errors.Is(err, os.ErrNotExist):
+			if _, serr := os.Stat(dirs[""]); serr != nil {
+				return nil // the cgroup is gone: nothing to kill
+			}
+			// A kernel before 5.14 (no cgroup.kill): freeze, kill, thaw as on v1.
+			return freezeKill(filepath.Join(dirs[""], "cgroup.freeze"), "1", "0", dirs[""])
+		default:
+			return fmt.Errorf("cgroup.kill: %w", err)
 		}
-		return fmt.Errorf("cgroup.kill: %w", err)
 	}
 	// v1 has no cgroup.kill: freeze so no task forks while we list and kill, kill each task
 	// (SIGKILL is delivered to frozen tasks once thawed), then thaw.
@@ -293,27 +322,33 @@ func killTree(v2 bool, dirs map[string]string) error {
 	if frz == "" {
 		return errors.New("no freezer cgroup")
 	}
-	state := filepath.Join(frz, "freezer.state")
-	if err := writeFile(state, "FROZEN"); err != nil {
+	return freezeKill(filepath.Join(frz, "freezer.state"), "FROZEN", "THAWED", frz)
+}
+
+// freezeKill freezes through stateFile, SIGKILLs every task under dir and thaws.
+func freezeKill(stateFile, frozen, thawed, dir string) error {
+	if err := writeFile(stateFile, frozen); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("freeze: %w", err)
 	}
-	for i := 0; i < 200; i++ {
-		b, err := os.ReadFile(state)
-		if err != nil || strings.TrimSpace(string(b)) == "FROZEN" {
+	// v1 reports FREEZING until every task stopped; v2's cgroup.freeze is the request, and
+	// the kill below is correct either way since SIGKILL wins once thawed.
+	for i := 0; i < 200 && frozen == "FROZEN"; i++ {
+		b, err := os.ReadFile(stateFile)
+		if err != nil || strings.TrimSpace(string(b)) == frozen {
 			break
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
 	var firstErr error
-	for _, pid := range procsUnder(frz) {
+	for _, pid := range procsUnder(dir) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) && firstErr == nil {
 			firstErr = fmt.Errorf("kill %d: %w", pid, err)
 		}
 	}
-	if err := writeFile(state, "THAWED"); err != nil && firstErr == nil {
+	if err := writeFile(stateFile, thawed); err != nil && firstErr == nil {
 		firstErr = fmt.Errorf("thaw: %w", err)
 	}
 	return firstErr
