@@ -1,0 +1,215 @@
+package executor
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+func TestBashTool(t *testing.T) {
+	e := newToolEnv(t)
+	t.Run("streams and exit code", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "echo out; echo err >&2; exit 3"})
+		if !r.IsError || r.Data["stdout"] != "out\n" || r.Data["stderr"] != "err\n" || r.Data["exit_code"] != 3 || !strings.Contains(text(r), "Exit code 3") {
+			t.Fatalf("%v %q", r.Data, text(r))
+		}
+	})
+	t.Run("runs as the owner in the cwd", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "id -u; pwd"})
+		if text(r) != "65534\n"+e.dir {
+			t.Fatalf("%q", text(r))
+		}
+	})
+	t.Run("exit 1 of grep is not an error", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "echo a | grep zzz"})
+		if r.IsError {
+			t.Fatalf("grep exit 1 is an error: %q", text(r))
+		}
+		if r := e.mustCall(t, "Bash", Input{"command": "false"}); !r.IsError {
+			t.Fatal("false is not an error")
+		}
+	})
+	t.Run("cd does not persist", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "mkdir -p sub && cd sub && pwd"})
+		if r.ContextChange != nil {
+			t.Fatalf("context change %+v", r.ContextChange)
+		}
+	})
+	t.Run("cd persists when asked, inside the work dirs only", func(t *testing.T) {
+		e.h.Tools().PersistCwd = func(*session.Session) bool { return true }
+		defer func() { e.h.Tools().PersistCwd = nil }()
+		r := e.mustCall(t, "Bash", Input{"command": "mkdir -p sub2 && cd sub2"})
+		if r.ContextChange == nil || *r.ContextChange.Cwd != filepath.Join(e.dir, "sub2") {
+			t.Fatalf("context change %+v", r.ContextChange)
+		}
+		r = e.mustCall(t, "Bash", Input{"command": "cd /"})
+		if r.ContextChange != nil || !strings.Contains(strings.Join(r.ExtraMessages, " "), "reset") {
+			t.Fatalf("outside: %+v %v", r.ContextChange, r.ExtraMessages)
+		}
+	})
+	t.Run("dangerouslyDisableSandbox is ignored", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "id -u", "dangerouslyDisableSandbox": true})
+		if text(r) != "65534" || !strings.Contains(strings.Join(r.ExtraMessages, " "), "ignored") {
+			t.Fatalf("%q %v", text(r), r.ExtraMessages)
+		}
+	})
+	t.Run("image on stdout", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": `printf '\x89PNG\r\n\x1a\n0000'`})
+		if len(r.Content) == 0 || r.Content[0].Type != "image" || r.Data["isImage"] != true {
+			t.Fatalf("%+v", r.Content)
+		}
+	})
+	t.Run("large output persisted and readable", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "seq 1 20000"})
+		path, _ := r.Data["persistedOutputPath"].(string)
+		if path == "" || !strings.Contains(text(r), "<persisted-output>") || len(text(r)) > 4000 {
+			t.Fatalf("%v %.300q", r.Data, text(r))
+		}
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != nobody {
+			t.Fatalf("persisted file %v %v", fi, err)
+		}
+		if dfi, _ := os.Stat(filepath.Dir(path)); dfi.Mode().Perm() != 0o711 || dfi.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Fatalf("results dir %v", dfi.Mode())
+		}
+		rr := e.mustCall(t, "Read", Input{"file_path": path, "offset": 19999, "limit": 5})
+		if !strings.Contains(text(rr), "19999\t19999") {
+			t.Fatalf("read back: %q", text(rr))
+		}
+	})
+	t.Run("failure shows head and tail without a file", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "seq 1 100000; exit 2"})
+		if r.Data["persistedOutputPath"] != nil || !strings.Contains(text(r), "omitted") || !strings.Contains(text(r), "100000") || len(text(r)) > 12000 {
+			t.Fatalf("%v %d", r.Data["persistedOutputPath"], len(text(r)))
+		}
+	})
+	t.Run("background task", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "echo start; sleep 0.3; echo end", "run_in_background": true})
+		id, _ := r.Data["backgroundTaskId"].(string)
+		if id == "" {
+			t.Fatalf("%v", r.Data)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		var all string
+		for time.Now().Before(deadline) {
+			o := e.mustCall(t, "BashOutput", Input{"bash_id": id})
+			all += o.Data["stdout"].(string)
+			if o.Data["status"] == "completed" && strings.Contains(all, "end") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if all != "start\nend\n" {
+			t.Fatalf("output %q", all)
+		}
+		o := e.mustCall(t, "BashOutput", Input{"bash_id": id, "offset": 6})
+		if o.Data["stdout"] != "end\n" {
+			t.Fatalf("offset read %q", o.Data["stdout"])
+		}
+	})
+	t.Run("timeout moves to background; KillShell", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "echo early; sleep 30", "timeout": 300})
+		id, _ := r.Data["backgroundTaskId"].(string)
+		if id == "" || r.Data["timed_out"] != true || !strings.Contains(text(r), "early") {
+			t.Fatalf("%v %q", r.Data, text(r))
+		}
+		k := e.mustCall(t, "KillShell", Input{"shell_id": id})
+		if !strings.Contains(text(k), "killed") || k.Data["status"] != "killed" {
+			t.Fatalf("%q %v", text(k), k.Data)
+		}
+		if _, err := e.call(t, "KillShell", Input{"shell_id": "bash_nope"}); err == nil {
+			t.Fatal("unknown shell killed")
+		}
+	})
+	t.Run("plan mode mounts the workspace read-only", func(t *testing.T) {
+		plan := permission.ModePlan
+		e.s.Apply(session.Update{Mode: &plan})
+		defer func() { m := permission.ModeDefault; e.s.Apply(session.Update{Mode: &m}) }()
+		r := e.mustCall(t, "Bash", Input{"command": "touch planned"})
+		if !r.IsError {
+			t.Fatalf("write in plan mode succeeded: %q", text(r))
+		}
+	})
+}
+
+func TestBashReadOnlyFromClassifier(t *testing.T) {
+	tool, err := New(bashDef(&Host{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]bool{"ls -la": true, "cat a | grep b": true, "rm -rf x": false, "echo > f": false, "$(": false} {
+		if got := tool.IsReadOnly(Input{"command": cmd}); got != want {
+			t.Errorf("IsReadOnly(%q) = %v", cmd, got)
+		}
+		if got := tool.IsConcurrencySafe(Input{"command": cmd}); got != want {
+			t.Errorf("IsConcurrencySafe(%q) = %v", cmd, got)
+		}
+	}
+}
+
+// rssBytes is the daemon's (this process's) resident memory now.
+func rssBytes(t testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestBash20GBOutputBoundedMemory: a command printing 20 GB is stopped at the 5 GB output cap
+// with its head persisted, while the daemon's memory stays bounded.
+func TestBash20GBOutputBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prints 5 GB through a pipe; skipped with -short")
+	}
+	e := newToolEnv(t)
+	runtime.GC()
+	before := rssBytes(t)
+	peak := before
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if r := rssBytes(t); r > peak {
+					peak = r
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	r := e.mustCall(t, "Bash", Input{"command": "yes | head -c 20G", "timeout": 600000})
+	close(stop)
+	<-done
+	t.Logf("took %v, daemon RSS %d MiB -> peak %d MiB", time.Since(start), before>>20, peak>>20)
+	if r.Data["killed_by"] != "output_limit" || !strings.Contains(text(r), "output limit") {
+		t.Fatalf("not stopped at the cap: %v %.300q", r.Data, text(r))
+	}
+	path, _ := r.Data["persistedOutputPath"].(string)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() != MaxPersistedBytes {
+		t.Fatalf("persisted %q: %v %v", path, fi, err)
+	}
+	if peak-before > 96<<20 {
+		t.Fatalf("daemon RSS grew by %d MiB", (peak-before)>>20)
+	}
+}
