@@ -1,0 +1,166 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+func TestBudgetPersistsOversizeAndReplacesEarlier(t *testing.T) {
+	e := newToolEnv(t)
+	e.s.Budget = session.NewBudget(50_000)
+	// Grep's inline limit is 100 000: a 120 000-char result is persisted right away.
+	for i := 0; i < 40; i++ {
+		e.file(t, fmt.Sprintf("g/f%02d.txt", i), strings.Repeat("needle "+strings.Repeat("x", 90)+"\n", 40))
+	}
+	r := e.mustCall(t, "Grep", Input{"pattern": "needle", "output_mode": "content", "head_limit": 0})
+	if r.Data["persistedOutputPath"] == nil || !strings.Contains(text(r), "<persisted-output>") {
+		t.Fatalf("not persisted: %.200q", text(r))
+	}
+	// Medium results fill the aggregate budget; the earliest large ones are replaced.
+	var replaced []map[string]any
+	for i := 0; i < 4; i++ {
+		r := e.mustCall(t, "Bash", Input{"command": "head -c 20000 /dev/zero | tr '\\0' a"})
+		if rr, ok := r.Data["replaced_results"].([]map[string]any); ok {
+			replaced = append(replaced, rr...)
+		}
+	}
+	if len(replaced) == 0 {
+		t.Fatal("the aggregate budget replaced nothing")
+	}
+	p, _ := replaced[0]["path"].(string)
+	if b, err := os.ReadFile(p); err != nil || len(b) != 20000 {
+		t.Fatalf("replaced result file %s: %d bytes, %v", p, len(b), err)
+	}
+	if !strings.Contains(replaced[0]["preview"].(string), "<persisted-output>") {
+		t.Fatalf("preview %q", replaced[0]["preview"])
+	}
+	if e.s.Budget.Total() > 50_000 {
+		t.Fatalf("budget total %d", e.s.Budget.Total())
+	}
+}
+
+func TestToolSearchAndPlanMode(t *testing.T) {
+	e := newToolEnv(t)
+	r := e.mustCall(t, "ToolSearch", Input{"query": "select:KillShell,BashOutput"})
+	if m := r.Data["matches"].([]string); len(m) != 2 || !strings.Contains(text(r), `"shell_id"`) {
+		t.Fatalf("%v %q", m, text(r))
+	}
+	r = e.mustCall(t, "ToolSearch", Input{"query": "background output"})
+	if m := r.Data["matches"].([]string); len(m) == 0 || m[0] != "BashOutput" {
+		t.Fatalf("keywords: %v", m)
+	}
+	for _, name := range []string{"Read", "Bash", "Write", "Edit", "Glob", "Grep", "ToolSearch"} {
+		if e.defs[name].ShouldDefer() {
+			t.Errorf("%s deferred", name)
+		}
+	}
+
+	if !e.defs["EnterPlanMode"].IsReadOnly(Input{}) || e.defs["ExitPlanMode"].IsReadOnly(Input{}) {
+		t.Fatal("EnterPlanMode must be read-only and ExitPlanMode not (so leaving plan mode asks)")
+	}
+	accept := permission.ModeAcceptEdits
+	e.s.Apply(session.Update{Mode: &accept})
+	r = e.mustCall(t, "EnterPlanMode", Input{})
+	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModePlan {
+		t.Fatalf("%+v", r.ContextChange)
+	}
+	e.s.Apply(session.Update{Mode: r.ContextChange.Mode})
+	r = e.mustCall(t, "ExitPlanMode", Input{"plan": "1. do it"})
+	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModeAcceptEdits {
+		t.Fatalf("%+v", r.ContextChange)
+	}
+	e.s.Apply(session.Update{Mode: r.ContextChange.Mode})
+	if _, err := e.call(t, "ExitPlanMode", Input{}); err == nil {
+		t.Fatal("ExitPlanMode outside plan mode succeeded")
+	}
+}
+
+func TestPathFactsResolvedAsOwner(t *testing.T) {
+	e := newToolEnv(t)
+	target := e.file(t, "real/secret.txt", "s")
+	link := filepath.Join(e.dir, "link")
+	if err := os.Symlink(filepath.Dir(target), link); err != nil {
+		t.Fatal(err)
+	}
+	c := &Call{Tool: e.defs["Read"], Input: Input{"file_path": link + "/secret.txt"}, Session: e.s}
+	facts, err := e.defs["Read"].CheckPermissions(context.Background(), c)
+	if err != nil || len(facts.Paths) != 1 || facts.Paths[0].Resolved != target {
+		t.Fatalf("%+v %v", facts, err)
+	}
+	c.Input = Input{"file_path": "/dev/zero"}
+	facts, _ = e.defs["Read"].CheckPermissions(context.Background(), c)
+	if facts.Paths[0].Special != "device" {
+		t.Fatalf("%+v", facts)
+	}
+	b, err := e.h.ReadFileAs(context.Background(), e.s, target, 1024)
+	if err != nil || string(b) != "s" {
+		t.Fatalf("ReadFileAs %q %v", b, err)
+	}
+}
+
+// BenchmarkToolRead4K is the Read tool on a 4 KB file through the sandboxed worker, against
+// os.ReadFile of the same file.
+func BenchmarkToolRead4K(b *testing.B) {
+	e := newToolEnv(b)
+	p := e.file(b, "f.txt", strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!\n", 64))
+	e.mustCall(b, "Read", Input{"file_path": p})
+	b.Run("tool", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.mustCall(b, "Read", Input{"file_path": p})
+		}
+	})
+	b.Run("os.ReadFile", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := os.ReadFile(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGrepTree is Grep over the Go source tree, against rg run directly with the same flags.
+func BenchmarkGrepTree(b *testing.B) {
+	e := newToolEnv(b)
+	root := "/usr/local/go/src"
+	if _, err := os.Stat(root); err != nil {
+		b.Skip("no Go source tree at " + root)
+	}
+	in := Input{"pattern": "func New[A-Z]", "path": root, "output_mode": "files_with_matches", "head_limit": 0}
+	e.mustCall(b, "Grep", in)
+	b.Run("tool", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.mustCall(b, "Grep", in)
+		}
+	})
+	args, _ := GrepArgs(in, root)
+	b.Run("rg", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if out, err := exec.Command("rg", args...).Output(); err != nil || len(out) == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkEdit1MB is one Edit of a 1 MB file (read state refreshed by the edit itself).
+func BenchmarkEdit1MB(b *testing.B) {
+	e := newToolEnv(b)
+	var sb strings.Builder
+	for sb.Len() < 1<<20 {
+		fmt.Fprintf(&sb, "line %d of a large file with some text\n", sb.Len())
+	}
+	p := e.file(b, "big.txt", sb.String()+"MARKER 0\n")
+	e.mustCall(b, "Read", Input{"file_path": p})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.mustCall(b, "Edit", Input{"file_path": p, "old_string": fmt.Sprintf("MARKER %d", i), "new_string": fmt.Sprintf("MARKER %d", i+1)})
+	}
+}
