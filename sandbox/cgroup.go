@@ -356,14 +356,16 @@ func freezeKill(stateFile, frozen, thawed, dir string) error {
 
 func (cg *cgroup) kill() error { return killTree(cg.v2, cg.dirs) }
 
-// empty reports whether no process is left in the cgroup.
+// empty reports whether no process is left in the cgroup. One hierarchy is enough: a call's
+// processes are attached to all of them together, and it cannot make child cgroups (the
+// cgroup filesystem is read-only inside).
 func (cg *cgroup) empty() bool {
-	for _, d := range cg.dirs {
-		if len(procsUnder(d)) > 0 {
-			return false
-		}
+	d := cg.dirs["freezer"]
+	if cg.v2 {
+		d = cg.dirs[""]
 	}
-	return true
+	b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+	return err != nil || len(bytes.TrimSpace(b)) == 0
 }
 
 // cgroupStats are the figures a Result reports.

@@ -39,6 +39,9 @@ const (
 	maxDenyExpand = 4096 // directory entries read to build rules around a deny path
 )
 
+// detectLandlockABI is landlockABI; a variable so a test can play a kernel without landlock.
+var detectLandlockABI = landlockABI
+
 // landlockABI returns the kernel's landlock ABI version, 0 when it has none.
 func landlockABI() int {
 	const createRulesetVersion = 1

@@ -47,7 +47,7 @@ func (s *Sandbox) init() error {
 		}
 		s.bpf = append(s.bpf, b)
 	}
-	s.landlockABI = landlockABI()
+	s.landlockABI = detectLandlockABI()
 	if s.landlockABI == 0 {
 		s.log.Warn("landlock unavailable: filesystem confinement rests on mounts alone, deny paths created after a call starts are not covered")
 	} else {

@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+func TestLandlockMasks(t *testing.T) {
+	cases := []struct {
+		abi      int
+		has, not uint64
+		scoped   uint64
+		size     uint32
+	}{
+		{1, llReadFile | llMakeSym, llRefer | llTruncate | llIoctlDev, 0, 8},
+		{2, llRefer, llTruncate | llIoctlDev, 0, 8},
+		{3, llTruncate, llIoctlDev, 0, 8},
+		{4, llTruncate, llIoctlDev, 0, 16},
+		{5, llIoctlDev, 0, 0, 16},
+		{6, llIoctlDev, 0, llScopeSignal | llScopeAbstractUnix, 24},
+		{7, llIoctlDev, 0, llScopeSignal | llScopeAbstractUnix, 24},
+	}
+	for _, tc := range cases {
+		fs, scoped, size := landlockMasks(tc.abi)
+		if fs&tc.has != tc.has || fs&tc.not != 0 || scoped != tc.scoped || size != tc.size {
+			t.Errorf("abi %d: fs %#x scoped %#x size %d", tc.abi, fs, scoped, size)
+		}
+	}
+}
+
+// TestLandlockUnavailable: on a kernel without landlock the sandbox says so in the log and
+// still runs calls under the mount confinement.
+func TestLandlockUnavailable(t *testing.T) {
+	testutil.RequireRoot(t)
+	old := detectLandlockABI
+	detectLandlockABI = func() int { return 0 }
+	defer func() { detectLandlockABI = old }()
+	core, logs := observer.New(zap.WarnLevel)
+	s, err := New(Config{CgroupRoot: "sandboxd-test-nolandlock"}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		s.cg.removeTree("")
+		for _, d := range s.cg.dirs {
+			os.Remove(d)
+		}
+	}()
+	if logs.FilterMessageSnippet("landlock unavailable").Len() != 1 {
+		t.Fatalf("no warning logged: %v", logs.All())
+	}
+	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/sh",
+		Args: []string{"-c", "echo x > /etc/sbx-nolandlock; grep -c Landlock /proc/self/status; echo ran"},
+		UID:  nobody, GID: nobody, Dir: "/", Session: "s", Call: "c"})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(out, "Read-only file system") || !strings.Contains(out, "ran") {
+		t.Fatalf("res=%+v err=%v out=%s", res, err, out)
+	}
+}
