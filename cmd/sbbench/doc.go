@@ -1,0 +1,2 @@
+// Command sbbench measures a sandboxd it starts itself against same-run baselines (`sbbench`), and load-tests it with checks (`sbbench load`).
+package main

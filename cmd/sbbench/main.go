@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/faults"
+)
+
+// sections in the order they run; memory's idle figure is taken before any of them.
+var allSections = []string{"decide", "spawn", "read", "grep", "classify", "throughput", "audit", "memory"}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == "load" {
+		return runLoad(args[1:])
+	}
+	fs := flag.NewFlagSet("sbbench", flag.ExitOnError)
+	var o benchOpts
+	only := fs.String("only", "", "comma-separated sections to run: "+strings.Join(allSections, ","))
+	fs.BoolVar(&o.quick, "quick", false, "fewer iterations and shorter runs (development, CI smoke)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout instead of the table)")
+	fs.StringVar(&o.bin, "bin", "", "sandboxd binary (default: bin/sandboxd if present, else built into a temp dir)")
+	fs.StringVar(&o.tmp, "tmp", "/var/tmp", "directory for the daemon's state and the audit benchmark; must be on a real disk so fsync costs what it costs")
+	fs.StringVar(&o.grepTree, "grep-tree", "/usr/local/go/src", "large tree for the Grep comparison")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sbbench [flags]        benchmark a private sandboxd against same-run baselines\n       sbbench load [flags]   load test with checks (sbbench load -h)\n\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(args)
+	o.sections = map[string]bool{}
+	if *only == "" {
+		for _, s := range allSections {
+			o.sections[s] = true
+		}
+	} else {
+		for _, s := range strings.Split(*only, ",") {
+			s = strings.TrimSpace(s)
+			if !contains(allSections, s) {
+				fmt.Fprintf(os.Stderr, "sbbench: unknown section %q (have %s)\n", s, strings.Join(allSections, ","))
+				return 2
+			}
+			o.sections[s] = true
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbbench: %v\n", err)
+		return 1
+	}
+	if *jsonOut == "-" {
+		_ = rep.writeJSON(os.Stdout)
+	} else {
+		rep.print(os.Stdout)
+		if *jsonOut != "" {
+			f, err := os.Create(*jsonOut)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sbbench: %v\n", err)
+				return 1
+			}
+			err = rep.writeJSON(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sbbench: write json: %v\n", err)
+				return 1
+			}
+		}
+	}
+	if len(rep.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// daemonBinary is the binary to benchmark: the flag, bin/sandboxd as `make bench` builds it,
+// or a fresh build into tmp.
+func daemonBinary(ctx context.Context, flagBin, tmp string) (string, error) {
+	if flagBin != "" {
+		return filepath.Abs(flagBin)
+	}
+	if root, err := faults.ModuleRoot(ctx); err == nil {
+		p := filepath.Join(root, "bin", "sandboxd")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	fmt.Fprintln(os.Stderr, "sbbench: building sandboxd ...")
+	return faults.Build(ctx, tmp)
+}
+
+// startDaemon starts a private daemon in a fresh directory under tmp; never the system one.
+func startDaemon(ctx context.Context, bin, tmp, configYAML string) (*faults.Daemon, string, error) {
+	if os.Geteuid() != 0 {
+		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
+	}
+	dir, err := os.MkdirTemp(tmp, "sbbench-")
+	if err != nil {
+		return nil, "", err
+	}
+	if configYAML == "" {
+		configYAML = faults.DefaultConfig(dir)
+	}
+	d, err := faults.Start(ctx, faults.Options{Bin: bin, Dir: dir, ConfigYAML: configYAML})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return d, dir, nil
+}
