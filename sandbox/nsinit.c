@@ -86,6 +86,8 @@ struct sbx_ll_path_beneath {
 
 static int err_fd = SBX_FD_ERR;
 
+// SBX_TRACE (CGO_CFLAGS=-DSBX_TRACE, benchmarking only) prints a timestamp per step to the
+// child's stderr; release builds compile it out, keeping the child silent.
 #ifdef SBX_TRACE
 #include <time.h>
 static void trace(const char *what)
@@ -419,7 +421,8 @@ static void sbx_run(void)
 		fail(errno, "credentials", "setgid");
 	if (setresuid(uid, uid, uid) < 0)
 		fail(errno, "credentials", "setuid");
-	if (uid != 0 && (setresuid(0, 0, 0) == 0 || setegid(0) == 0))
+	// Belt and braces: with the uid changed, root must be out of reach for good.
+	if ((uid != 0 && setresuid(0, 0, 0) == 0) || (uid != 0 && gid != 0 && setegid(0) == 0))
 		fail(EPERM, "credentials", "could regain root");
 	// The uid change cleared the parent-death signal the parent set at fork: arm it again.
 	// The go-ahead read below then catches a parent that died before this point (EOF).
