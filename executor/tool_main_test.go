@@ -39,6 +39,12 @@ type toolEnv struct {
 // newToolEnv starts a Host with a real sandbox and a session of nobody in a fresh directory.
 func newToolEnv(t testing.TB) *toolEnv {
 	t.Helper()
+	return newToolEnvCfg(t, config.Sandbox{})
+}
+
+// newToolEnvCfg is newToolEnv with a sandbox configuration.
+func newToolEnvCfg(t testing.TB, cfg config.Sandbox) *toolEnv {
+	t.Helper()
 	testutil.RequireRoot(t)
 	sb, err := sandbox.New(sandbox.Config{}, zaptest.NewLogger(t))
 	if err != nil {
@@ -64,7 +70,7 @@ func newToolEnv(t testing.TB) *toolEnv {
 	if err := os.Chown(dir, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHost(zaptest.NewLogger(t), sb, config.Sandbox{}, state)
+	h := NewHost(zaptest.NewLogger(t), sb, cfg, state)
 	st := session.NewStore()
 	s := st.Create(session.Caller{UID: nobody, GID: nobody, User: "nobody", Home: dir},
 		session.Params{Cwd: dir, Mode: permission.ModeDefault})

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -127,8 +129,9 @@ func BenchmarkToolRead4K(b *testing.B) {
 }
 
 // BenchmarkGrepTree is Grep over the Go source tree, against rg run directly with the same flags.
+// The worker gets as many cores as rg has outside (2 here): the default quota is one core.
 func BenchmarkGrepTree(b *testing.B) {
-	e := newToolEnv(b)
+	e := newToolEnvCfg(b, config.Sandbox{CPUQuotaMilli: int64(runtime.NumCPU()) * 1000})
 	root := "/usr/local/go/src"
 	if _, err := os.Stat(root); err != nil {
 		b.Skip("no Go source tree at " + root)

@@ -212,7 +212,8 @@ func preserveQuotes(actual, newString string) string {
 }
 
 // Snippet returns the lines around content[start:end], cat -n style, with ctx lines of
-// context on each side and at most maxLines lines.
+// context on each side and at most maxLines lines. Only the lines shown are split out, so a
+// large file costs one scan for newlines.
 func Snippet(content string, start, end, ctx, maxLines int) string {
 	startLine := strings.Count(content[:start], "\n") + 1
 	endLine := startLine + strings.Count(content[start:end], "\n")
@@ -221,17 +222,29 @@ func Snippet(content string, start, end, ctx, maxLines int) string {
 	if to-from+1 > maxLines {
 		to = from + maxLines - 1
 	}
-	lines := strings.SplitAfter(content, "\n")
-	var b strings.Builder
-	for n := from; n <= to && n <= len(lines); n++ {
-		l := strings.TrimRight(lines[n-1], "\r\n")
-		if n == len(lines) && l == "" {
-			break
+	// Back up to the start of line `from`.
+	pos := start
+	for line := startLine; pos > 0 && (line > from || content[pos-1] != '\n'); pos-- {
+		if content[pos-1] == '\n' {
+			line--
+			if line < from {
+				break
+			}
 		}
+	}
+	var b strings.Builder
+	for n := from; n <= to && pos < len(content); n++ {
+		l := content[pos:]
+		next := len(content)
+		if i := strings.IndexByte(l, '\n'); i >= 0 {
+			l, next = l[:i], pos+i+1
+		}
+		l = strings.TrimRight(l, "\r")
 		if utf8.RuneCountInString(l) > DefaultMaxLineChars {
 			l = string([]rune(l)[:DefaultMaxLineChars]) + "…"
 		}
 		fmt.Fprintf(&b, "%6d\t%s\n", n, l)
+		pos = next
 	}
 	return b.String()
 }

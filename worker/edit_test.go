@@ -94,3 +94,12 @@ func TestGlobMatch(t *testing.T) {
 		t.Errorf("ExpandBraces nested = %v", got)
 	}
 }
+
+func TestSnippetEdges(t *testing.T) {
+	if got := Snippet("a\nb\nc", 0, 1, 4, 40); got != "     1\ta\n     2\tb\n     3\tc\n" {
+		t.Fatalf("start: %q", got)
+	}
+	if got := Snippet("a\n\nc\n", 4, 5, 1, 40); got != "     2\t\n     3\tc\n" {
+		t.Fatalf("end: %q", got)
+	}
+}
