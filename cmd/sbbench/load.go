@@ -1,3 +1,292 @@
 package main
 
-func runLoad(args []string) int { return 0 }
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/faults"
+)
+
+type loadOpts struct {
+	clients, calls int
+	maxRSSMB       int64
+	bin, tmp       string
+}
+
+// loadStats are what the clients saw.
+type loadStats struct {
+	mu       sync.Mutex
+	answered int64
+	byKind   map[string]int64
+	// results are the tool_use_ids the clients got a result object for: each must have a
+	// call.end record.
+	results map[string]bool
+	fails   []string
+}
+
+func (s *loadStats) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.fails) < 20 {
+		s.fails = append(s.fails, fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *loadStats) ok(kind, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answered++
+	s.byKind[kind]++
+	if id != "" {
+		s.results[id] = true
+	}
+}
+
+func runLoad(args []string) int {
+	fs := flag.NewFlagSet("sbbench load", flag.ExitOnError)
+	var o loadOpts
+	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one session each")
+	fs.IntVar(&o.calls, "calls", 60, "calls per client (a mix of reads, edits, bash, denied calls, bad requests)")
+	fs.Int64Var(&o.maxRSSMB, "max-rss-mb", 256, "fail if the daemon's RSS exceeds this during the run")
+	fs.StringVar(&o.bin, "bin", "", "sandboxd binary (default: bin/sandboxd if present, else built into a temp dir)")
+	fs.StringVar(&o.tmp, "tmp", "/var/tmp", "directory for the daemon's state")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	checks, err := load1(ctx, o)
+	for _, c := range checks {
+		mark := "ok  "
+		if !c.ok {
+			mark = "FAIL"
+		}
+		fmt.Printf("%s %s: %s\n", mark, c.name, c.detail)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbbench load: %v\n", err)
+		return 1
+	}
+	for _, c := range checks {
+		if !c.ok {
+			return 1
+		}
+	}
+	return 0
+}
+
+type check struct {
+	name   string
+	ok     bool
+	detail string
+}
+
+func load1(ctx context.Context, o loadOpts) ([]check, error) {
+	bin, err := daemonBinary(ctx, o.bin, o.tmp)
+	if err != nil {
+		return nil, err
+	}
+	d, dir, err := startDaemon(ctx, bin, o.tmp, "")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	defer d.Close()
+	c := faults.NewClient(d.Socket, 2*time.Minute)
+	st := &loadStats{byKind: map[string]int64{}, results: map[string]bool{}}
+
+	// Sample the daemon's RSS through the run.
+	var peakRSS atomic.Int64
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			if r, err := d.RSS(); err == nil && r > peakRSS.Load() {
+				peakRSS.Store(r)
+			}
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < o.clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			loadClient(ctx, c, filepath.Join(dir, fmt.Sprintf("client%d", i)), i, o.calls, st)
+		}(i)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopSampling()
+	sampler.Wait()
+
+	var checks []check
+	add := func(name string, ok bool, format string, args ...any) {
+		checks = append(checks, check{name, ok, fmt.Sprintf(format, args...)})
+	}
+	total := int64(o.clients * o.calls)
+	add("every request answered", st.answered == total && len(st.fails) == 0, "%d of %d answered in %s (%.0f/s); by kind %v; first failures %q",
+		st.answered, total, elapsed.Round(time.Millisecond), float64(st.answered)/elapsed.Seconds(), st.byKind, st.fails)
+	add("daemon RSS bounded", peakRSS.Load() <= o.maxRSSMB<<20, "peak %.1f MiB (bound %d MiB)", float64(peakRSS.Load())/(1<<20), o.maxRSSMB)
+
+	// Sessions are gone: their workers and calls must be too.
+	var left []int
+	for i := 0; i < 100; i++ {
+		if left = d.SubtreeProcs(); len(left) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	add("no process left in the cgroup subtree (sessions deleted)", len(left) == 0, "%d left: %v under %v", len(left), comms(left), d.SubtreeDirs())
+
+	if err := d.Stop(30 * time.Second); err != nil {
+		add("daemon stops on SIGTERM", false, "%v", err)
+	}
+	left = d.SubtreeProcs()
+	add("no process left in the cgroup subtree (daemon stopped)", len(left) == 0, "%d left: %v", len(left), comms(left))
+
+	rep, err := d.VerifyAudit()
+	if err != nil {
+		add("audit verify", false, "%v (report %+v)", err, rep)
+	} else {
+		add("audit verify", true, "%d records, %d checkpoints, signed %v", rep.Records, rep.Checkpoints, rep.Signed)
+	}
+	recs, err := d.Records()
+	if err != nil {
+		return checks, fmt.Errorf("read audit: %w", err)
+	}
+	ends := map[string]int{}
+	var endsOurs int
+	for _, r := range recs {
+		if r.Kind == audit.KindCallEnd && strings.HasPrefix(r.ToolUseID, "load_") {
+			ends[r.ToolUseID]++
+			endsOurs++
+		}
+	}
+	var missing, dup []string
+	for id := range st.results {
+		if ends[id] == 0 && len(missing) < 5 {
+			missing = append(missing, id)
+		}
+	}
+	for id, n := range ends {
+		if n > 1 && len(dup) < 5 {
+			dup = append(dup, id)
+		}
+	}
+	add("call.end records = calls executed", endsOurs == len(st.results) && len(missing) == 0 && len(dup) == 0,
+		"%d call.end for %d calls that got a result; missing %v, duplicated %v", endsOurs, len(st.results), missing, dup)
+	return checks, nil
+}
+
+func comms(pids []int) []string {
+	var out []string
+	for _, p := range pids {
+		out = append(out, fmt.Sprintf("%d:%s", p, faults.ProcComm(p)))
+	}
+	return out
+}
+
+// loadClient runs one client's mix in its own session: reads, edits, bash, a denied call,
+// an unknown tool and a malformed body, in turn.
+func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, st *loadStats) {
+	if err := os.Mkdir(work, 0o755); err != nil {
+		st.fail("client %d: %v", id, err)
+		return
+	}
+	file := filepath.Join(work, "notes.txt")
+	if err := os.WriteFile(file, []byte("counter=0\n"+strings.Repeat("filler line\n", 100)), 0o644); err != nil {
+		st.fail("client %d: %v", id, err)
+		return
+	}
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Rules: api.Rules{Deny: []string{"Bash(curl *)"}}})
+	if err != nil {
+		st.fail("client %d: create session: %v", id, err)
+		return
+	}
+	defer func() {
+		if err := c.DeleteSession(context.WithoutCancel(ctx), s.ID); err != nil {
+			st.fail("client %d: delete session: %v", id, err)
+		}
+	}()
+	counter := 0
+	for i := 0; i < n; i++ {
+		tid := fmt.Sprintf("load_%d_%d", id, i)
+		req := api.CallRequest{ToolUseID: tid}
+		kind := []string{"read", "edit", "bash", "bash-true", "denied", "unknown-tool", "bad-request", "read"}[i%8]
+		switch kind {
+		case "read":
+			req.Tool, req.Input = "Read", faults.Input(map[string]any{"file_path": file})
+		case "edit":
+			// The Edit needs the file read in this session first, as an agent does.
+			req.Tool, req.Mode = "Edit", "acceptEdits"
+			req.Input = faults.Input(map[string]any{"file_path": file,
+				"old_string": fmt.Sprintf("counter=%d\n", counter), "new_string": fmt.Sprintf("counter=%d\n", counter+1)})
+		case "bash":
+			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "echo hello && wc -l " + file})
+		case "bash-true":
+			req.Tool, req.Mode, req.Input = "Bash", "bypassPermissions", faults.Input(map[string]any{"command": "true"})
+		case "denied":
+			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "curl http://example.invalid/"})
+		case "unknown-tool":
+			req.Tool, req.Input = "NoSuchTool", faults.Input(map[string]any{})
+		case "bad-request":
+			st2, err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+s.ID+"/calls", []byte(`{"tool": "Read", "input": `), nil)
+			if st2 != http.StatusBadRequest {
+				st.fail("client %d: malformed body: status %d, %v", id, st2, err)
+				continue
+			}
+			st.ok(kind, "")
+			continue
+		}
+		res, status, err := c.Call(ctx, s.ID, req)
+		if faults.IsTransport(err) {
+			st.fail("client %d %s: no answer: %v", id, kind, err)
+			continue
+		}
+		if res.ToolUseID != tid {
+			st.fail("client %d %s: status %d without a result object: %v", id, kind, status, err)
+			continue
+		}
+		good := false
+		switch kind {
+		case "read", "bash", "bash-true":
+			good = status == 200 && !res.IsError
+		case "edit":
+			good = status == 200 && !res.IsError
+			if good {
+				counter++
+			}
+		case "denied":
+			good = status == 200 && res.IsError && res.Decision != nil && res.Decision.Behavior == "deny"
+		case "unknown-tool":
+			good = status == http.StatusNotFound && res.Error != nil && res.Error.Class == "unknown_tool"
+		}
+		if !good {
+			msg := ""
+			if len(res.Content) > 0 {
+				msg = res.Content[0].Text
+			}
+			st.fail("client %d %s: status %d is_error %v: %.200s", id, kind, status, res.IsError, msg)
+		}
+		st.ok(kind, tid)
+	}
+}
