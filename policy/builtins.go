@@ -24,59 +24,58 @@ var (
 
 // Builtin names, as the Rego calls them.
 const (
-	bnBashMatch   = "sandboxd.bash_match"
-	bnPathMatch   = "sandboxd.path_match"
-	bnDomainMatch = "sandboxd.domain_match"
-	bnGlobMatch   = "sandboxd.glob_match"
-	bnParamMatch  = "sandboxd.param_match"
+	bnAnyHit      = "sandboxd.any_hit"
+	bnToolHit     = "sandboxd.tool_hit"
+	bnAllPathsHit = "sandboxd.all_paths_hit"
+	bnAllWordsHit = "sandboxd.all_words_hit"
+	bnDomainHit   = "sandboxd.domain_hit"
 	bnPathWithin  = "sandboxd.path_within"
 	bnAbsPath     = "sandboxd.abs_path"
 )
 
 func init() {
-	rego.RegisterBuiltin3(&rego.Function{
-		Name:        bnBashMatch,
-		Description: "First Bash rule of bucket {word:{w:[rule]}, other:[rule]} matching the words of one simple command, or null. exact_only limits it to exact patterns.",
-		Decl:        types.NewFunction(types.Args(types.A, types.NewArray(nil, types.A), types.B), nullable),
-	}, bashMatch)
 	rego.RegisterBuiltin2(&rego.Function{
-		Name:        bnPathMatch,
-		Description: "First path rule (pattern: absolute gitignore-style glob) matching the path or an ancestor, or null.",
-		Decl:        types.NewFunction(types.Args(ruleList, types.S), nullable),
-	}, func(_ rego.BuiltinContext, rules, p *ast.Term) (*ast.Term, error) {
-		s, ok := p.Value.(ast.String)
-		if !ok {
+		Name: bnAnyHit,
+		Description: "First rule of a behavior's rule data matching any part of the subject " +
+			"{tool, params, words: [[word]], paths: [[path, [bucket]]], domain}, checked in this order: " +
+			"whole-tool rules, tool-name patterns, parameter rules, Bash rules, path rules, domain rules; or null.",
+		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+	}, anyHit)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        bnToolHit,
+		Description: "First whole-tool rule, then tool-name pattern rule, of a behavior's rule data for the tool; or null.",
+		Decl:        types.NewFunction(types.Args(types.A, types.S), nullable),
+	}, func(_ rego.BuiltinContext, data, tool *ast.Term) (*ast.Term, error) {
+		obj, ok := data.Value.(ast.Object)
+		ts, ok2 := tool.Value.(ast.String)
+		if !ok || !ok2 {
 			return ast.NullTerm(), nil
 		}
-		return firstMatch(rules, func(pat string, _ ast.Object) bool { return permission.MatchPath(pat, string(s)) }), nil
+		return toolHit(obj, string(ts)), nil
 	})
 	rego.RegisterBuiltin2(&rego.Function{
-		Name:        bnDomainMatch,
+		Name: bnAllPathsHit,
+		Description: "Given path rule buckets and [[path, [bucket]]], the first rule matching the first path if " +
+			"every path is matched by a rule of one of its buckets; null if any is not, or there are none.",
+		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+	}, allPathsHit)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name: bnAllWordsHit,
+		Description: "Given a Bash rule bucket {word, other} and [{w: [word], exact: bool}], the first rule " +
+			"matching the first command if every command is matched; null if any is not, or there are none.",
+		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+	}, allWordsHit)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        bnDomainHit,
 		Description: "First WebFetch domain rule matching the host, or null.",
 		Decl:        types.NewFunction(types.Args(ruleList, types.S), nullable),
 	}, func(_ rego.BuiltinContext, rules, h *ast.Term) (*ast.Term, error) {
 		s, ok := h.Value.(ast.String)
-		if !ok {
+		if !ok || s == "" {
 			return ast.NullTerm(), nil
 		}
 		return firstMatch(rules, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(s)) }), nil
 	})
-	rego.RegisterBuiltin2(&rego.Function{
-		Name:        bnGlobMatch,
-		Description: "First tool-name pattern rule matching the tool name, or null.",
-		Decl:        types.NewFunction(types.Args(ruleList, types.S), nullable),
-	}, func(_ rego.BuiltinContext, rules, t *ast.Term) (*ast.Term, error) {
-		s, ok := t.Value.(ast.String)
-		if !ok {
-			return ast.NullTerm(), nil
-		}
-		return firstMatch(rules, func(pat string, _ ast.Object) bool { return permission.MatchGlob(pat, string(s)) }), nil
-	})
-	rego.RegisterBuiltin2(&rego.Function{
-		Name:        bnParamMatch,
-		Description: "First parameter rule whose top-level scalar parameter matches, or null. An absent parameter never matches.",
-		Decl:        types.NewFunction(types.Args(ruleList, types.A), nullable),
-	}, paramMatch)
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathWithin,
 		Description: "True if the absolute path is one of dirs or below one.",
@@ -87,6 +86,173 @@ func init() {
 		Description: "Lexically absolute, cleaned form of a shell word: ~ and $HOME expand to home, relative words join cwd.",
 		Decl:        types.NewFunction(types.Args(types.S, types.S, types.S), types.S),
 	}, absPath)
+}
+
+var (
+	toolsKey   = ast.StringTerm("tools")
+	globsKey   = ast.StringTerm("globs")
+	paramsKey  = ast.StringTerm("params")
+	bashKey    = ast.StringTerm("bash")
+	pathsKey   = ast.StringTerm("paths")
+	domainsKey = ast.StringTerm("domains")
+	toolKey    = ast.StringTerm("tool")
+	wordsKey   = ast.StringTerm("words")
+	domainKey  = ast.StringTerm("domain")
+	wKey       = ast.StringTerm("w")
+	exactKey   = ast.StringTerm("exact")
+)
+
+func getObj(o ast.Object, k *ast.Term) ast.Object {
+	if t := o.Get(k); t != nil {
+		if x, ok := t.Value.(ast.Object); ok {
+			return x
+		}
+	}
+	return nil
+}
+
+func getStr(o ast.Object, k *ast.Term) string {
+	if t := o.Get(k); t != nil {
+		if s, ok := t.Value.(ast.String); ok {
+			return string(s)
+		}
+	}
+	return ""
+}
+
+func getArr(o ast.Object, k *ast.Term) *ast.Array {
+	if t := o.Get(k); t != nil {
+		if a, ok := t.Value.(*ast.Array); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+func toolHit(data ast.Object, tool string) *ast.Term {
+	if tools := getObj(data, toolsKey); tools != nil {
+		if l := tools.Get(ast.StringTerm(tool)); l != nil {
+			if a, ok := l.Value.(*ast.Array); ok && a.Len() > 0 {
+				return a.Elem(0)
+			}
+		}
+	}
+	if g := data.Get(globsKey); g != nil {
+		return firstMatch(g, func(pat string, _ ast.Object) bool { return permission.MatchGlob(pat, tool) })
+	}
+	return ast.NullTerm()
+}
+
+func anyHit(_ rego.BuiltinContext, dataT, subjT *ast.Term) (*ast.Term, error) {
+	data, ok := dataT.Value.(ast.Object)
+	subj, ok2 := subjT.Value.(ast.Object)
+	if !ok || !ok2 {
+		return ast.NullTerm(), nil
+	}
+	tool := getStr(subj, toolKey)
+	if t := toolHit(data, tool); !isNull(t) {
+		return t, nil
+	}
+	if params := getObj(data, paramsKey); params != nil {
+		if l, pv := params.Get(ast.StringTerm(tool)), subj.Get(paramsKey); l != nil && pv != nil {
+			if t, _ := paramMatch(rego.BuiltinContext{}, l, pv); !isNull(t) {
+				return t, nil
+			}
+		}
+	}
+	if bucket := data.Get(bashKey); bucket != nil {
+		if ws := getArr(subj, wordsKey); ws != nil {
+			for i := 0; i < ws.Len(); i++ {
+				if t, _ := bashMatch(rego.BuiltinContext{}, bucket, ws.Elem(i), ast.BooleanTerm(false)); !isNull(t) {
+					return t, nil
+				}
+			}
+		}
+	}
+	if pb := getObj(data, pathsKey); pb != nil {
+		if ps := getArr(subj, pathsKey); ps != nil {
+			for i := 0; i < ps.Len(); i++ {
+				if t := pathHit(pb, ps.Elem(i)); !isNull(t) {
+					return t, nil
+				}
+			}
+		}
+	}
+	if d := getStr(subj, domainKey); d != "" {
+		if l := data.Get(domainsKey); l != nil {
+			return firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, d) }), nil
+		}
+	}
+	return ast.NullTerm(), nil
+}
+
+// pathHit matches one [path, [bucket...]] subject against the path buckets.
+func pathHit(buckets ast.Object, subj *ast.Term) *ast.Term {
+	pair, ok := subj.Value.(*ast.Array)
+	if !ok || pair.Len() != 2 {
+		return ast.NullTerm()
+	}
+	p, ok := pair.Elem(0).Value.(ast.String)
+	names, ok2 := pair.Elem(1).Value.(*ast.Array)
+	if !ok || !ok2 || p == "" {
+		return ast.NullTerm()
+	}
+	for j := 0; j < names.Len(); j++ {
+		l := buckets.Get(names.Elem(j))
+		if l == nil {
+			continue
+		}
+		if t := firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchPath(pat, string(p)) }); !isNull(t) {
+			return t
+		}
+	}
+	return ast.NullTerm()
+}
+
+func allPathsHit(_ rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
+	buckets, ok := bucketsT.Value.(ast.Object)
+	ps, ok2 := subjT.Value.(*ast.Array)
+	if !ok || !ok2 || ps.Len() == 0 {
+		return ast.NullTerm(), nil
+	}
+	var first *ast.Term
+	for i := 0; i < ps.Len(); i++ {
+		t := pathHit(buckets, ps.Elem(i))
+		if isNull(t) {
+			return t, nil
+		}
+		if first == nil {
+			first = t
+		}
+	}
+	return first, nil
+}
+
+func allWordsHit(_ rego.BuiltinContext, bucket, subjT *ast.Term) (*ast.Term, error) {
+	cmds, ok := subjT.Value.(*ast.Array)
+	if !ok || cmds.Len() == 0 {
+		return ast.NullTerm(), nil
+	}
+	var first *ast.Term
+	for i := 0; i < cmds.Len(); i++ {
+		c, ok := cmds.Elem(i).Value.(ast.Object)
+		if !ok {
+			return ast.NullTerm(), nil
+		}
+		w := c.Get(wKey)
+		exact := c.Get(exactKey)
+		if w == nil || exact == nil {
+			return ast.NullTerm(), nil
+		}
+		t, _ := bashMatch(rego.BuiltinContext{}, bucket, w, exact)
+		if isNull(t) {
+			return t, nil
+		}
+		if first == nil {
+			first = t
+		}
+	}
+	return first, nil
 }
 
 // firstMatch scans a rule list in order and returns the first rule whose "pattern" matches.

@@ -35,8 +35,12 @@ type call struct {
 	rule   string // optional: expected rule text
 }
 
-func rd(p string) permission.PathFact { return permission.PathFact{Requested: p, Resolved: p, Access: permission.Read} }
-func wr(p string) permission.PathFact { return permission.PathFact{Requested: p, Resolved: p, Access: permission.Write} }
+func rd(p string) permission.PathFact {
+	return permission.PathFact{Requested: p, Resolved: p, Access: permission.Read}
+}
+func wr(p string) permission.PathFact {
+	return permission.PathFact{Requested: p, Resolved: p, Access: permission.Write}
+}
 func link(req, res string, a permission.Access) permission.PathFact {
 	return permission.PathFact{Requested: req, Resolved: res, Access: a}
 }

@@ -381,45 +381,68 @@ func (e *Engine) eval(ctx context.Context, c *compiled, f *permission.Facts, rs 
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("build input: %w", err)
 	}
-	res, err := c.pq.Eval(ctx, rego.EvalParsedInput(in))
+	res, err := c.pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalGenerateJSON(rawTerm))
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("evaluate policy: %w", err)
 	}
 	if len(res) == 0 || len(res[0].Expressions) == 0 {
 		return permission.Decision{}, ErrUndefinedDecision
 	}
-	d, err := toDecision(res[0].Expressions[0].Value)
+	t, _ := res[0].Expressions[0].Value.(*ast.Term)
+	if t == nil {
+		return permission.Decision{}, fmt.Errorf("%w: %T", ErrBadDecision, res[0].Expressions[0].Value)
+	}
+	d, err := toDecision(t)
 	if err != nil {
 		return permission.Decision{}, err
 	}
 	if b := e.bundle.Load(); b != nil {
-		b.logDecision(ctx, c.digest, in, res[0].Expressions[0].Value)
+		b.logDecision(ctx, c.digest, in, t)
 	}
 	return d, nil
 }
 
-func toDecision(v any) (permission.Decision, error) {
-	m, ok := v.(map[string]any)
+// rawTerm keeps the result as an AST term: the generic conversion to map[string]any costs more
+// allocations than the fields we read.
+func rawTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+var (
+	kBehavior = ast.StringTerm("behavior")
+	kReason   = ast.StringTerm("reason")
+	kRule     = ast.StringTerm("rule")
+	kSource   = ast.StringTerm("source")
+	kStep     = ast.StringTerm("step")
+	kRoute    = ast.StringTerm("route")
+	kTrace    = ast.StringTerm("trace")
+	kAllow    = ast.StringTerm("allow")
+)
+
+func toDecision(t *ast.Term) (permission.Decision, error) {
+	m, ok := t.Value.(ast.Object)
 	if !ok {
-		return permission.Decision{}, fmt.Errorf("%w: %T", ErrBadDecision, v)
+		return permission.Decision{}, fmt.Errorf("%w: %v", ErrBadDecision, ast.ValueName(t.Value))
 	}
-	s := func(k string) string { x, _ := m[k].(string); return x }
 	d := permission.Decision{
-		Behavior: permission.Behavior(s("behavior")),
-		Reason:   s("reason"),
-		Rule:     s("rule"),
-		Source:   s("source"),
-		Step:     s("step"),
-		Route:    s("route"),
+		Behavior: permission.Behavior(getStr(m, kBehavior)),
+		Reason:   getStr(m, kReason),
+		Rule:     getStr(m, kRule),
+		Source:   getStr(m, kSource),
+		Step:     getStr(m, kStep),
+		Route:    getStr(m, kRoute),
 	}
-	if tr, ok := m["trace"].([]any); ok {
-		for _, x := range tr {
-			if xs, ok := x.(string); ok {
-				d.Trace = append(d.Trace, xs)
+	if tr := getArr(m, kTrace); tr != nil {
+		d.Trace = make([]string, 0, tr.Len())
+		for i := 0; i < tr.Len(); i++ {
+			if xs, ok := tr.Elem(i).Value.(ast.String); ok {
+				d.Trace = append(d.Trace, string(xs))
 			}
 		}
 	}
-	allow, _ := m["allow"].(bool)
+	allow := false
+	if a := m.Get(kAllow); a != nil {
+		b, _ := a.Value.(ast.Boolean)
+		allow = bool(b)
+	}
 	switch d.Behavior {
 	case permission.Allow, permission.Deny, permission.Ask:
 	default:

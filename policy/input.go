@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -105,6 +106,7 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 		item("read_only", ast.BooleanTerm(f.ReadOnly)),
 		item("paths", ast.ArrayTerm(paths...)),
 		item("bash", bashTerm(f.Bash)),
+		item("command_words", strs(commandWords(f.Input))),
 		item("domain", str(f.Domain)),
 		item("hook", hook),
 		item("requires_user_interaction", ast.BooleanTerm(f.RequiresUserInteraction)),
@@ -129,6 +131,7 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 			item("reason", str(s.Reason)),
 			item("prefix", strs(s.Prefix)),
 			item("deny_prefix", strs(s.DenyPrefix)),
+			item("match_words", strs(matchWords(s))),
 			item("exact_only", ast.BooleanTerm(s.ExactOnly)),
 			item("redirects", ast.ArrayTerm(reds...)),
 		)
@@ -148,4 +151,31 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		item("subcommands", ast.ArrayTerm(subs...)),
 		item("risks", risks),
 	)
+}
+
+// matchWords are the words deny and ask rules see for one simple command (fail closed): past
+// wrappers and every env assignment, else its static words, else its text split on spaces.
+func matchWords(s classifier.Subcommand) []string {
+	switch {
+	case len(s.DenyPrefix) > 0:
+		return s.DenyPrefix
+	case len(s.Argv) > 0:
+		return s.Argv
+	}
+	return nonNilFields(s.Text)
+}
+
+// commandWords is the command text split on whitespace, for text the classifier could not
+// parse: deny rules still see it.
+func commandWords(in map[string]any) []string {
+	c, _ := in["command"].(string)
+	return nonNilFields(c)
+}
+
+func nonNilFields(s string) []string {
+	f := strings.Fields(s)
+	if f == nil {
+		return []string{}
+	}
+	return f
 }

@@ -28,78 +28,77 @@ default decision := {
 	"rule": "", "source": "policy", "step": "default", "route": "", "trace": [],
 }
 
-decision := _finish(_result)
+decision := d if {
+	_r.behavior != "ask"
+	d := {
+		"allow": _r.behavior == "allow", "behavior": _r.behavior, "reason": _r.reason,
+		"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "route": "",
+		"trace": array.slice(steps, 0, _r.i + 1),
+	}
+} else := d if {
+	a := modes.resolve(_r.step in _never_auto)
+	d := {
+		"allow": false, "behavior": a.behavior, "reason": concat("; ", [_r.reason, a.reason]),
+		"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "route": a.route,
+		"trace": array.concat(array.slice(steps, 0, _r.i + 1), ["resolve"]),
+	}
+}
 
-_hook := object.get(input, "hook", null)
+_r := _result
 
-_result := {"step": "hook_deny", "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
-	_hook.decision == "deny"
-} else := {"step": "safety_deny", "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
+# Each step carries its index in steps (i) so the trace is one slice. The cheap, indexed
+# conditions (tool, paths present, hook present) come first in each body so a step that
+# cannot apply costs one comparison.
+_result := {"i": 0, "step": "hook_deny", "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
+	input.hook != null
+	input.hook.decision == "deny"
+} else := {"i": 1, "step": "safety_deny", "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
+	input.paths != []
 	count(safety.special_reads) > 0
-} else := _rule_result("deny_rule", "deny", rules.deny_hit) if {
+} else := _rule_result(2, "deny_rule", "deny", rules.deny_hit) if {
 	rules.deny_hit
-} else := {"step": "custom_deny", "behavior": "deny", "reason": _reasons(custom.deny), "source": "custom"} if {
-	count(_custom("deny")) > 0
-} else := {"step": "plan", "behavior": "deny", "reason": "plan mode: only read-only calls run", "source": "mode"} if {
+} else := {"i": 3, "step": "custom_deny", "behavior": "deny", "reason": _reasons(custom.deny), "source": "custom"} if {
+	count(custom.deny) > 0
+} else := {"i": 4, "step": "plan", "behavior": "deny", "reason": "plan mode: only read-only calls run", "source": "mode"} if {
+	input.mode == "plan"
 	modes.plan_blocks
-} else := _rule_result("ask_rule", "ask", rules.ask_hit) if {
+} else := _rule_result(5, "ask_rule", "ask", rules.ask_hit) if {
 	rules.ask_hit
-} else := {"step": "custom_ask", "behavior": "ask", "reason": _reasons(custom.ask), "source": "custom"} if {
-	count(_custom("ask")) > 0
-} else := {"step": "critical_rm", "behavior": "ask", "reason": sprintf("rm of a critical path: %s", [_first(safety.critical_rm)]), "source": "safety"} if {
+} else := {"i": 6, "step": "custom_ask", "behavior": "ask", "reason": _reasons(custom.ask), "source": "custom"} if {
+	count(custom.ask) > 0
+} else := {"i": 7, "step": "critical_rm", "behavior": "ask", "reason": sprintf("rm of a critical path: %s", [_first(safety.critical_rm)]), "source": "safety"} if {
+	input.tool == "Bash"
 	count(safety.critical_rm) > 0
-} else := {"step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
+} else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
 	safety.user_interaction
-} else := {"step": "bash_parse_error", "behavior": "ask", "reason": "the command did not parse; it is never read-only and matches no allow rule", "source": "safety"} if {
+} else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": "the command did not parse; it is never read-only and matches no allow rule", "source": "safety"} if {
 	input.tool == "Bash"
 	not rules.bash_parsed
-} else := {"step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
-	_hook.decision == "ask"
-} else := {"step": "hook_allow", "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
-	_hook.decision == "allow"
+} else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
+	input.hook != null
+	input.hook.decision == "ask"
+} else := {"i": 11, "step": "hook_allow", "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
+	input.hook != null
+	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
-} else := {"step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
-	modes.mode != "bypassPermissions"
+} else := {"i": 12, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
+	input.paths != []
 	count(safety.protected_writes) > 0
-} else := _rule_result("allow_rule", "allow", rules.allow_hit) if {
+	modes.mode != "bypassPermissions"
+} else := _rule_result(13, "allow_rule", "allow", rules.allow_hit) if {
 	rules.allow_hit
-} else := object.union({"step": "mode", "source": "mode"}, modes.fallback)
+} else := object.union({"i": 14, "step": "mode", "source": "mode"}, modes.fallback)
 
-_rule_result(step, behavior, hit) := {
-	"step": step, "behavior": behavior, "source": hit.source, "rule": hit.rule,
+_rule_result(i, step, behavior, hit) := {
+	"i": i, "step": step, "behavior": behavior, "source": hit.source, "rule": hit.rule,
 	"reason": sprintf("%s rule %s (%s)", [behavior, hit.rule, hit.source]),
 }
 
 _hook_reason(default_reason) := r if {
-	r := _hook.reason
+	r := input.hook.reason
 	r != ""
 } else := default_reason
-
-_custom(kind) := {x | some x in object.get(custom, kind, set())}
 
 _reasons(set_) := concat("; ", sort([sprintf("%v", [x]) | some x in set_]))
 
 _first(s) := sort([x | some x in s])[0]
-
-_finish(r) := object.union(_base(r), {"allow": r.behavior == "allow", "behavior": r.behavior, "route": "", "trace": _trace(r.step)}) if {
-	r.behavior != "ask"
-}
-
-_finish(r) := object.union(_base(r), {
-	"allow": false, "behavior": a.behavior, "route": a.route,
-	"reason": sprintf("%s; %s", [r.reason, a.reason]),
-	"trace": array.concat(_trace(r.step), ["resolve"]),
-}) if {
-	r.behavior == "ask"
-	a := modes.resolve(r.step in _never_auto)
-}
-
-_base(r) := {
-	"reason": r.reason, "rule": object.get(r, "rule", ""), "source": r.source,
-	"step": r.step, "mode": modes.mode,
-}
-
-_trace(step) := array.slice(steps, 0, i + 1) if {
-	some i, s in steps
-	s == step
-}

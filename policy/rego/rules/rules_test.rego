@@ -12,7 +12,7 @@ _deny_cases := {
 	"bash word index": {"x": {"bash": fx.bash([fx.sub(["rm", "-rf", "x"], false)]), "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
 	"bash other list": {"x": {"bash": fx.bash([fx.sub(["rmdir", "x"], false)]), "rules": fx.rules({"bash": {"other": [fx.rule("Bash(rm*)", "bash", "rm*")]}}, {}, {})}, "want": "Bash(rm*)"},
 	"compound second sub": {"x": {"bash": fx.bash([fx.sub(["ls"], true), fx.sub(["rm", "x"], false)]), "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
-	"parse error raw words": {"x": {"input": {"command": "rm -rf \"x"}, "bash": {"parse_error": "eof", "subcommands": [], "read_only": false}, "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
+	"parse error raw words": {"x": {"command_words": ["rm", "-rf", "\"x"], "bash": {"parse_error": "eof", "subcommands": [], "read_only": false}, "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})}, "want": "Bash(rm *)"},
 	"bare tool": {"x": {"tool": "Read", "rules": fx.rules({"tools": {"Read": [fx.rule("Read", "all", "")]}}, {}, {})}, "want": "Read"},
 	"tool glob": {"x": {"tool": "mcp__a__b", "rules": fx.rules({"globs": [fx.rule("mcp__*", "tool", "mcp__*")]}, {}, {})}, "want": "mcp__*"},
 	"param": {"x": {"input": {"run_in_background": true}, "rules": fx.rules({"params": {"Bash": [object.union(fx.rule("Bash(run_in_background:true)", "param", "true"), {"param": "run_in_background"})]}}, {}, {})}, "want": "Bash(run_in_background:true)"},
@@ -63,6 +63,16 @@ _allowed(x) if {
 test_allow_hit[name] if {
 	some name, tc in _allow_cases
 	_allowed(fx.input_with(tc.x)) == tc.want
+}
+
+test_path_subjects if {
+	paths := [{"requested": "/w/l", "resolved": "/t", "access": "read", "special": ""}, fx.write("/w/o"), {"requested": "/x", "resolved": "/x", "access": "exec", "special": ""}]
+	got := rules.path_subjects with input as fx.input_with({"tool": "Grep", "paths": paths})
+	got == [["/w/l", ["read", "Grep"]], ["/t", ["read", "Grep"]], ["/w/o", ["write"]], ["/w/o", ["write"]], ["/x", ["write", "read"]], ["/x", ["write", "read"]]]
+}
+
+test_deny_words_not_bash if {
+	rules.deny_words == [] with input as fx.input_with({"tool": "Read"})
 }
 
 test_ask_hit_uses_ask_bucket if {

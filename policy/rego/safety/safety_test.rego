@@ -74,7 +74,7 @@ test_critical_rm[name] if {
 }
 
 test_critical_rm_unparsed_words if {
-	s := object.union(fx.sub(["x"], false), {"deny_prefix": null, "text": "rm -rf /"})
+	s := object.union(fx.sub(["x"], false), {"match_words": ["rm", "-rf", "/"]})
 	count(safety.critical_rm) == 1 with input as fx.input_with({"bash": fx.bash([s])})
 }
 
