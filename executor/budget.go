@@ -181,7 +181,7 @@ func (h *Host) persistText(s *session.Session, text string) (string, error) {
 
 // WARNING: the daemon creates files as root in a directory the owner can traverse; this is
 // where a symlink or a pre-created entry could turn it into a confused deputy. Rerun
-// TestPersistOwnership as root after changing.
+// TestBashTool/large_output_persisted_and_readable as root after changing.
 //
 // resultsDir creates <state>/tool-results/<session>, root-owned 0711: the owner can open
 // the files in it by name but not list, add, rename or remove entries.

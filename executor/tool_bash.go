@@ -105,7 +105,7 @@ func randomCallID(prefix string) string {
 // context, not the call's, so it can outlive the call as a background task.
 //
 // WARNING: runs the agent's command; everything it may touch comes from h.Spec. Rerun
-// TestBash* as root after changing.
+// TestBashTool and TestBash20GBOutputBoundedMemory as root after changing.
 func (h *Host) startBash(c *Call, callID, command string, persistCwd bool, progress Progress) (*bashRun, error) {
 	if h.sandbox == nil {
 		return nil, errcode.Msg(errcode.Unavailable, "Bash is unavailable: the daemon has no sandbox configured; ask the administrator")

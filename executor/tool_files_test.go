@@ -51,6 +51,19 @@ func TestReadTool(t *testing.T) {
 			}
 		})
 	}
+	t.Run("too big", func(t *testing.T) {
+		p := e.file(t, "wide.txt", strings.Repeat(strings.Repeat("w", 199)+"\n", 2000))
+		r := e.mustCall(t, "Read", Input{"file_path": p})
+		if !strings.Contains(text(r), "PARTIAL view") {
+			t.Fatalf("whole-file read: %.100q", text(r)[len(text(r))-300:])
+		}
+		if rec, _ := e.s.Reads.Lookup(p); !rec.Partial {
+			t.Fatal("partial view recorded as a full read")
+		}
+		if _, err := e.call(t, "Read", Input{"file_path": p, "offset": 1, "limit": 2000}); err == nil || !strings.Contains(err.Error(), "smaller limit") {
+			t.Fatalf("explicit range: %v", err)
+		}
+	})
 	t.Run("directory", func(t *testing.T) {
 		_, err := e.call(t, "Read", Input{"file_path": e.dir})
 		if err == nil || !strings.Contains(err.Error(), "Glob") {

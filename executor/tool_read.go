@@ -141,11 +141,13 @@ func readTextResult(path string, r *worker.ReadReply, payload []byte, a worker.R
 		text = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
 	case r.Lines == 0 && !r.CutByBytes:
 		text = fmt.Sprintf("<system-reminder>Warning: the file exists but is shorter than the provided offset (%d). The file has %d lines.</system-reminder>", a.Offset, r.TotalLines)
-	case r.CutByBytes && explicit && r.Lines == 0:
-		return &Result{IsError: true, Content: []Block{{Type: "text", Text: fmt.Sprintf("line %d of %s alone is longer than %d KB; read it with Bash (cut, head -c)", a.Offset, path, readMaxOutputBytes>>10)}}}
 	case r.CutByBytes && explicit:
-		text = string(payload) + fmt.Sprintf("\n[PARTIAL view: the requested lines are more than %d KB, so only lines %d-%d are shown; pass offset=%d with a smaller limit to continue]",
-			readMaxOutputBytes>>10, r.StartLine, r.StartLine+r.Lines-1, r.StartLine+r.Lines)
+		// COMPAT: an explicit range that is too big is an error, not a silent cut.
+		fit := ""
+		if r.Lines > 0 {
+			fit = fmt.Sprintf(" (about %d lines fit)", r.Lines)
+		}
+		return &Result{IsError: true, Content: []Block{{Type: "text", Text: fmt.Sprintf("the requested lines of %s (from line %d) are more than one Read returns (%d KB); pass a smaller limit%s, or use Grep to find what you need", path, a.Offset, readMaxOutputBytes>>10, fit)}}}
 	case r.CutByBytes:
 		text = string(payload) + fmt.Sprintf("\n[PARTIAL view: %s is larger than one Read (%d KB); showing lines %d-%d. Use offset and limit to read the rest, or Grep to find what you need]",
 			path, readMaxOutputBytes>>10, r.StartLine, r.StartLine+r.Lines-1)

@@ -115,7 +115,7 @@ func (e *workerEntry) stop() {
 }
 
 // WARNING: the worker is what keeps the root daemon from opening user paths: it must run as
-// the session owner inside the session's confinement. Rerun TestWorkerRunsAsOwner as root.
+// the session owner inside the session's confinement. Rerun TestWriteTool and TestBashTool as root (they check the owner's uid).
 func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string) error {
 	if h.sandbox == nil {
 		return errcode.Msg(errcode.Unavailable, "the file tools are unavailable: the daemon has no sandbox configured; ask the administrator")

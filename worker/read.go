@@ -44,7 +44,7 @@ func fileInfo(path string, fi fs.FileInfo) FileInfo {
 
 // WARNING: every read goes through here so that devices, FIFOs, sockets and /proc are refused
 // before they are opened (opening a FIFO blocks, reading /dev/zero never ends); rerun
-// TestReadSpecial as root after changing.
+// TestReadSpecialRefusedInstantly and TestReadDevicesRefusedInstantly as root after changing.
 //
 // openRegular opens path for reading if it is a regular file. With fallback, a missing path
 // is retried under its Unicode-normalized variants, and the not-found error suggests near names.

@@ -41,7 +41,7 @@ func notReadError(path string) error {
 }
 
 // WARNING: writes where the agent says, as the owner; the policy has decided on the path
-// resolved the same way. Rerun TestWrite* and TestEdit* as root after changing.
+// resolved the same way. Rerun TestWriteAtomicKeepsModeAndOwner, TestWriteTool and TestEditTool as root after changing.
 func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 	path, err := cleanAbs(a.Path)
 	if err != nil {
