@@ -315,8 +315,14 @@ func (d *Daemon) Records() ([]*audit.Record, error) {
 	return out, nil
 }
 
-// ProcComm is /proc/<pid>/comm ("" once the process is gone).
+// ProcComm is /proc/<pid>/comm: "" once the process is gone or a zombie (dead, only its
+// exit status left for a parent to collect).
 func ProcComm(pid int) string {
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// The state follows the ")" that closes the command name, which may itself hold ")".
+	if i := bytes.LastIndexByte(st, ')'); i < 0 || len(st) < i+3 || st[i+2] == 'Z' {
+		return ""
+	}
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return string(bytes.TrimSpace(b))
 }

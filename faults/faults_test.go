@@ -1,0 +1,526 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+)
+
+func bashReq(id, cmd string) api.CallRequest {
+	return api.CallRequest{Tool: "Bash", ToolUseID: id, Input: Input(map[string]any{"command": cmd})}
+}
+
+func text(r api.CallResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	if r.Error != nil {
+		b.WriteString(" [" + r.Error.Class + ": " + r.Error.Message + "]")
+	}
+	return b.String()
+}
+
+// TestKill9UnderLoad crashes the daemon while calls run, restarts it on the same state, and
+// checks that nothing was lost: the chain verifies, every result a client saw has its
+// call.end, and the crashed daemon's children and cgroups are reaped at start.
+func TestKill9UnderLoad(t *testing.T) {
+	d := start(t, nil)
+	ctx := context.Background()
+	c := NewClient(d.Socket, 30*time.Second)
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var n atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("k9_%d_%d", w, i)
+				cmd := "true"
+				if w == 0 {
+					cmd = "sleep 20" // still running when the daemon dies
+				}
+				res, _, err := c.Call(ctx, s.ID, bashReq(id, cmd))
+				if err != nil {
+					return // the daemon is gone
+				}
+				if res.ToolUseID == id {
+					mu.Lock()
+					seen[id] = true
+					mu.Unlock()
+					n.Add(1)
+				}
+			}
+		}(w)
+	}
+	waitFor(10*time.Second, func() bool { return n.Load() >= 20 })
+	var sleepers []int
+	waitFor(5*time.Second, func() bool {
+		sleepers = nil
+		for _, p := range d.SubtreeProcs() {
+			if ProcComm(p) == "sleep" {
+				sleepers = append(sleepers, p)
+			}
+		}
+		return len(sleepers) > 0
+	})
+	if len(sleepers) == 0 {
+		t.Fatal("the long call never started in the daemon's cgroup subtree")
+	}
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("killed with %d results seen; children left by the crash: %v", n.Load(), d.SubtreeProcs())
+
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := d.Restart(rctx); err != nil {
+		t.Fatalf("restart after kill -9: %v", err)
+	}
+	for _, p := range sleepers {
+		if ProcComm(p) == "sleep" {
+			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p))
+			t.Errorf("pid %d (sleep of the crashed daemon's call) still runs after the restart; its cgroups:\n%s", p, cg)
+		}
+	}
+	if left := d.SubtreeProcs(); len(left) > 0 {
+		t.Errorf("processes in the cgroup subtree after the restart: %v", left)
+	}
+	if cgs := d.SubtreeCgroups(); len(cgs) > 0 {
+		t.Errorf("cgroups of the crashed daemon not reaped at start: %v", cgs)
+	}
+	// The restarted daemon serves.
+	s2, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := c.Call(ctx, s2.ID, bashReq("k9_after", "echo ok")); err != nil || res.IsError {
+		t.Fatalf("call after restart: %v %s", err, text(res))
+	}
+	if err := d.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.VerifyAudit()
+	if err != nil {
+		t.Fatalf("audit verify after kill -9 and restart: %v (report %+v)", err, rep)
+	}
+	t.Logf("audit: %d records, %d torn tails recovered", rep.Records, rep.TornTails)
+	recs, err := d.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[string]bool{}
+	for _, r := range recs {
+		if r.Kind == audit.KindCallEnd {
+			ends[r.ToolUseID] = true
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range seen {
+		if !ends[id] {
+			t.Errorf("the client saw the result of %s but the audit log has no call.end for it", id)
+		}
+	}
+}
+
+// TestClientDisconnectCancels: a client that gives up mid-call cancels the call, and the
+// call's cgroup is killed with everything in it.
+func TestClientDisconnectCancels(t *testing.T) {
+	d := start(t, nil)
+	ctx := context.Background()
+	c := NewClient(d.Socket, 30*time.Second)
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := NewClient(d.Socket, time.Second)
+	t0 := time.Now()
+	_, _, err = short.Call(ctx, s.ID, bashReq("dc_sleep", "sleep 30"))
+	if !IsTransport(err) {
+		t.Fatalf("the 1 s client got an answer to sleep 30: %v", err)
+	}
+	sleeping := func() []int {
+		var out []int
+		for _, p := range d.SubtreeProcs() {
+			if ProcComm(p) == "sleep" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if !waitFor(5*time.Second, func() bool { return len(sleeping()) == 0 }) {
+		t.Fatalf("sleep 30 still runs %s after its client disconnected: %v", time.Since(t0).Round(time.Millisecond), sleeping())
+	}
+	// Only the session's worker may remain: the call's own cgroup is gone.
+	if !waitFor(5*time.Second, func() bool {
+		for _, cg := range d.SubtreeCgroups() {
+			if strings.Count(cg, "/") == 1 && filepath.Base(cg) != "worker" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("the cancelled call's cgroup is left: %v", d.SubtreeCgroups())
+	}
+	var end *audit.Record
+	waitFor(5*time.Second, func() bool {
+		recs, _ := d.Records()
+		for _, r := range recs {
+			if r.Kind == audit.KindCallEnd && r.ToolUseID == "dc_sleep" {
+				end = r
+			}
+		}
+		return end != nil
+	})
+	if end == nil {
+		t.Fatal("no call.end for the cancelled call")
+	}
+	if end.Outcome == nil || end.Outcome.DurationMS >= 10_000 {
+		t.Errorf("call.end outcome %+v: the call was not cut short", end.Outcome)
+	}
+	t.Logf("call.end after disconnect: %+v", *end.Outcome)
+	if res, _, err := c.Call(ctx, s.ID, bashReq("dc_after", "echo ok")); err != nil || res.IsError {
+		t.Fatalf("session unusable after the disconnect: %v %s", err, text(res))
+	}
+}
+
+// TestSlowStreamReader: one client reads a large ndjson stream slowly; others are served
+// promptly and the daemon's memory stays bounded (output is streamed, not buffered).
+func TestSlowStreamReader(t *testing.T) {
+	d := start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := NewClient(d.Socket, 30*time.Second)
+	work := workDir(t, d)
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := d.RSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"tool":"Bash","tool_use_id":"slow_stream","input":{"command":"yes 0123456789abcdef0123456789abcdef | head -c 100000000"}}`)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://sandboxd/v1/sessions/"+s.ID+"/calls", strings.NewReader(body))
+	req.Header.Set("Accept", "application/x-ndjson")
+	slow := NewClient(d.Socket, 0)
+	resp, err := slow.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "ndjson") {
+		t.Fatalf("content type %q", ct)
+	}
+	var read atomic.Int64
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		buf := make([]byte, 512)
+		for {
+			n, err := resp.Body.Read(buf)
+			read.Add(int64(n))
+			if err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // ~25 KB/s
+		}
+	}()
+	other, err := c.CreateSession(ctx, api.CreateSession{Cwd: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(work, "small.txt")
+	if err := os.WriteFile(f, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var worst time.Duration
+	var peak int64
+	for i := 0; i < 25; i++ {
+		t0 := time.Now()
+		if _, err := c.Health(ctx); err != nil {
+			t.Fatalf("healthz during the slow stream: %v", err)
+		}
+		res, _, err := c.Call(ctx, other.ID, api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		if err != nil || res.IsError {
+			t.Fatalf("read during the slow stream: %v %s", err, text(res))
+		}
+		worst = max(worst, time.Since(t0))
+		if r, err := d.RSS(); err == nil {
+			peak = max(peak, r)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	t.Logf("slow reader got %d bytes; other clients' worst healthz+Read %v; RSS idle %d MiB, peak %d MiB",
+		read.Load(), worst, idle>>20, peak>>20)
+	if worst > 2*time.Second {
+		t.Errorf("other clients waited %v during the slow stream", worst)
+	}
+	if peak-idle > 150<<20 {
+		t.Errorf("daemon RSS grew by %d MiB while a client read slowly: output is buffered, not streamed", (peak-idle)>>20)
+	}
+	cancel()
+	<-readerDone
+}
+
+// TestDiskFull: with the state directory's filesystem full, calls are refused with
+// audit_unavailable, healthz answers, and the daemon recovers once space is freed.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	d := startWith(t, Options{Dir: dir, StateDir: state})
+	ctx := context.Background()
+	c := NewClient(d.Socket, 30*time.Second)
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := c.Call(ctx, s.ID, bashReq("df_before", "true")); err != nil || res.IsError {
+		t.Fatalf("call before the disk filled: %v %s", err, text(res))
+	}
+	filler := filepath.Join(state, "filler")
+	out, _ := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").CombinedOutput()
+	if !strings.Contains(string(out), "No space left") {
+		t.Fatalf("dd did not fill the state dir: %s", out)
+	}
+	var res api.CallResult
+	var status int
+	for i := 0; i < 20; i++ {
+		res, status, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_full_%d", i), "true"))
+		if status == http.StatusServiceUnavailable {
+			break
+		}
+	}
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || se.Body.Error.Class != "audit_unavailable" {
+		t.Fatalf("call with the disk full: status %d err %v result %s; want 503 audit_unavailable", status, err, text(res))
+	}
+	if res.Decision != nil && res.IsError == false {
+		t.Errorf("refused call reported success: %+v", res)
+	}
+	h, err := c.Health(ctx)
+	if err != nil {
+		t.Fatalf("healthz with the disk full: %v", err)
+	}
+	if h.Status != "degraded" {
+		t.Errorf("healthz status %q with the audit log unwritable, want degraded", h.Status)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	var after api.CallResult
+	ok := waitFor(15*time.Second, func() bool {
+		after, _, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_after_%d", time.Now().UnixNano()), "true"))
+		return err == nil && !after.IsError
+	})
+	if !ok {
+		t.Fatalf("no recovery 15 s after freeing space: %v %s", err, text(after))
+	}
+	if h, err := c.Health(ctx); err != nil || h.Status != "ok" {
+		t.Errorf("healthz after recovery: %+v %v", h, err)
+	}
+	if err := d.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.VerifyAudit(); err != nil {
+		t.Errorf("audit verify after the disk-full episode: %v (report %+v)", err, rep)
+	}
+}
+
+// startWith is start with explicit options (Bin is filled in).
+func startWith(t *testing.T, o Options) *Daemon {
+	t.Helper()
+	o.Bin = daemonBin
+	if o.ConfigYAML == "" {
+		o.ConfigYAML = DefaultConfig(o.Dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := os.Chmod(filepath.Dir(o.Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("start daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log tail:\n%s", d.LogTail(3000))
+		}
+		d.Close()
+	})
+	return d
+}
+
+// TestHungHook: a PreToolUse hook that never returns is cut at its timeout and the call is
+// denied with the reason; other calls keep being served meanwhile.
+func TestHungHook(t *testing.T) {
+	d := start(t, func(string) string {
+		return "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: command\n      command: sleep 600\n      timeout: 1\n"
+	})
+	ctx := context.Background()
+	c := NewClient(d.Socket, 30*time.Second)
+	work := workDir(t, d)
+	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(work, "f.txt")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		res api.CallResult
+		err error
+		dur time.Duration
+	}
+	hung := make(chan out, 1)
+	go func() {
+		t0 := time.Now()
+		res, _, err := c.Call(ctx, s.ID, bashReq("hook_hung", "echo should-not-run"))
+		hung <- out{res, err, time.Since(t0)}
+	}()
+	// Meanwhile, calls the hook does not match are served.
+	for i := 0; i < 5; i++ {
+		t0 := time.Now()
+		res, _, err := c.Call(ctx, s.ID, api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		if err != nil || res.IsError || time.Since(t0) > time.Second {
+			t.Fatalf("Read while a hook hangs: %v %s (%v)", err, text(res), time.Since(t0))
+		}
+	}
+	o := <-hung
+	if o.err != nil {
+		t.Fatalf("hung-hook call: %v", o.err)
+	}
+	if o.dur > 10*time.Second {
+		t.Errorf("the call took %v: the hook's 1 s timeout was not applied", o.dur)
+	}
+	if o.res.Decision == nil || o.res.Decision.Behavior != "deny" || !o.res.IsError {
+		t.Fatalf("hung hook: decision %+v is_error %v, want deny: %s", o.res.Decision, o.res.IsError, text(o.res))
+	}
+	reason := strings.ToLower(o.res.Decision.Reason + " " + text(o.res))
+	if !strings.Contains(reason, "hook") || !(strings.Contains(reason, "timed out") || strings.Contains(reason, "timeout")) {
+		t.Errorf("deny reason does not say the hook timed out: %q", reason)
+	}
+	if strings.Contains(text(o.res), "should-not-run") {
+		t.Error("the command ran despite the hook")
+	}
+	if _, err := c.Health(ctx); err != nil {
+		t.Fatalf("healthz after the hung hook: %v", err)
+	}
+	// No hook process is left behind.
+	if !waitFor(5*time.Second, func() bool {
+		for _, p := range d.SubtreeProcs() {
+			if ProcComm(p) == "sleep" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Error("the hung hook's sleep 600 still runs after its timeout")
+	}
+}
+
+// TestReloadUnderLoad: SIGHUP while calls run fails none of them.
+func TestReloadUnderLoad(t *testing.T) {
+	d := start(t, nil)
+	ctx := context.Background()
+	c := NewClient(d.Socket, 30*time.Second)
+	work := workDir(t, d)
+	f := filepath.Join(work, "f.txt")
+	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sids []string
+	for i := 0; i < 4; i++ {
+		s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sids = append(sids, s.ID)
+	}
+	stop := make(chan struct{})
+	var calls, failed atomic.Int64
+	var firstFail atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req := bashReq(fmt.Sprintf("hup_%d_%d", w, i), "echo hi")
+				if i%2 == 0 {
+					req = api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})}
+				}
+				res, _, err := c.Call(ctx, sids[w%len(sids)], req)
+				calls.Add(1)
+				if err != nil || res.IsError {
+					failed.Add(1)
+					firstFail.CompareAndSwap(nil, fmt.Sprintf("%v %s", err, text(res)))
+				}
+			}
+		}(w)
+	}
+	for i := 0; i < 15; i++ {
+		time.Sleep(150 * time.Millisecond)
+		if err := d.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d calls across 15 reloads, %d failed", calls.Load(), failed.Load())
+	if calls.Load() < 20 {
+		t.Errorf("only %d calls ran during the reloads", calls.Load())
+	}
+	if failed.Load() > 0 {
+		t.Errorf("%d calls failed during SIGHUP reloads; first: %v", failed.Load(), firstFail.Load())
+	}
+	if !d.Running() {
+		t.Fatalf("daemon exited on SIGHUP: %s", d.LogTail(2000))
+	}
+}
+
+var _ = bufio.NewReader
