@@ -61,7 +61,11 @@ func compileBash(p string) (*bashMatcher, error) {
 // optional likewise.
 func buildBash(p string) *bashMatcher {
 	if !strings.Contains(p, "*") {
-		return &bashMatcher{re: regexp.MustCompile("^" + regexp.QuoteMeta(p) + "$"), exact: true}
+		re, err := regexp.Compile("^" + regexp.QuoteMeta(p) + "$")
+		if err != nil {
+			return &bashMatcher{}
+		}
+		return &bashMatcher{re: re, exact: true}
 	}
 	var b strings.Builder
 	b.WriteString("^")
@@ -253,9 +257,13 @@ func MatchGlob(pattern, s string) bool {
 		for i := range parts {
 			parts[i] = regexp.QuoteMeta(parts[i])
 		}
-		return regexp.MustCompile("^(?s:" + strings.Join(parts, ".*") + ")$")
+		re, err := regexp.Compile("^(?s:" + strings.Join(parts, ".*") + ")$")
+		if err != nil {
+			return nil // invalid UTF-8: matches nothing; ParseRule rejects such rules anyway
+		}
+		return re
 	})
-	return re.MatchString(s)
+	return re != nil && re.MatchString(s)
 }
 
 // ParamString renders a top-level scalar parameter the way parameter rules compare it (the

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Source names where a rule came from, strongest first in Sources.
@@ -150,6 +151,9 @@ func ParseRuleFor(text string, b Behavior) (Rule, error) {
 	}
 	if len(text) > maxRuleLen {
 		return Rule{}, malformed("rule longer than %d bytes", maxRuleLen)
+	}
+	if !utf8.ValidString(text) {
+		return Rule{}, malformed("rule is not valid UTF-8")
 	}
 	for _, c := range text {
 		if unicode.IsControl(c) {

@@ -1,0 +1,238 @@
+package permission
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseRule(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text    string
+		b       Behavior
+		kind    Kind
+		pattern string
+		anchor  Anchor
+		errLike string // non-empty: must fail with a message containing it
+	}{
+		{text: "Bash", b: Allow, kind: KindAll},
+		{text: "Bash(*)", b: Allow, kind: KindAll},
+		{text: "Bash(npm run test:*)", b: Allow, kind: KindBash, pattern: "npm run test *"},
+		{text: "Bash(git   *  main)", b: Allow, kind: KindBash, pattern: "git * main"},
+		{text: "Bash(git:* push)", b: Allow, kind: KindBash, pattern: "git:* push"},
+		{text: "Bash(timeout:*)", b: Allow, kind: KindBash, pattern: "timeout *"},
+		{text: "Bash(run_in_background:true)", b: Deny, kind: KindParam, pattern: "true"},
+		{text: "Bash(run_in_background : true)", b: Ask, kind: KindParam, pattern: "true"},
+		{text: "Bash(run_in_background:true)", b: Allow, errLike: "deny/ask only"},
+		{text: "Bash(command:rm)", b: Deny, errLike: "ignored by clients"},
+		{text: "Read(~/.ssh/**)", b: Deny, kind: KindPath, pattern: ".ssh/**", anchor: AnchorHome},
+		{text: "Read(//etc/passwd)", b: Deny, kind: KindPath, pattern: "/etc/passwd", anchor: AnchorRoot},
+		{text: "Edit(/src/**)", b: Allow, kind: KindPath, pattern: "src/**", anchor: AnchorFile},
+		{text: "Edit(./src/**)", b: Allow, kind: KindPath, pattern: "src/**", anchor: AnchorCwd},
+		{text: "Edit(src/**)", b: Allow, kind: KindPath, pattern: "src/**", anchor: AnchorCwd},
+		{text: "Edit(src/**)", b: Deny, kind: KindPath, pattern: "src/**", anchor: AnchorAnywhere},
+		{text: "Read(.env)", b: Deny, kind: KindPath, pattern: ".env", anchor: AnchorAnywhere},
+		{text: "Read(**/.env)", b: Deny, kind: KindPath, pattern: ".env", anchor: AnchorAnywhere},
+		{text: "Read(../x)", b: Deny, errLike: "'..'"},
+		{text: "Read(~bob/x)", b: Deny, errLike: "~user"},
+		{text: "Read([x)", b: Deny, errLike: "bad glob"},
+		{text: "Read(pages:1-5)", b: Ask, kind: KindParam, pattern: "1-5"},
+		{text: "WebFetch(domain:Example.COM.)", b: Allow, kind: KindDomain, pattern: "example.com"},
+		{text: "WebFetch(domain:*.example.com)", b: Allow, kind: KindDomain, pattern: "*.example.com"},
+		{text: "WebFetch(domain:https://x.com/)", b: Allow, errLike: "not a URL"},
+		{text: "WebFetch(example.com)", b: Allow, errLike: "domain:<host>"},
+		{text: "WebFetch(domain:)", b: Allow, errLike: "empty domain"},
+		{text: "mcp__github", b: Allow, kind: KindTool, pattern: "mcp__github__*"},
+		{text: "mcp__github__*", b: Allow, kind: KindTool, pattern: "mcp__github__*"},
+		{text: "mcp__github__get_issue", b: Allow, kind: KindAll},
+		{text: "mcp__*", b: Deny, kind: KindTool, pattern: "mcp__*"},
+		{text: "mcp__*", b: Allow, errLike: "only after a literal"},
+		{text: "*", b: Deny, kind: KindTool, pattern: "*"},
+		{text: "*", b: Allow, errLike: "only after a literal"},
+		{text: "mcp__db__query(readonly:false)", b: Deny, kind: KindParam, pattern: "false"},
+		{text: "mcp__db__query(select 1)", b: Deny, errLike: "takes no content"},
+		{text: "Task(foo)", b: Allow, errLike: "takes no content"},
+		{text: "", b: Allow, errLike: "empty rule"},
+		{text: "Bash()", b: Allow, errLike: "empty parentheses"},
+		{text: "Bash(ls", b: Allow, errLike: "must end with ')'"},
+		{text: "Bash)", b: Allow, errLike: "unbalanced"},
+		{text: "Ba sh", b: Allow, errLike: "tool names"},
+		{text: "Bash(ls\n)", b: Allow, errLike: "control character"},
+		{text: "Bash(:*)", b: Allow, errLike: "empty prefix"},
+		{text: strings.Repeat("a", 5000), b: Allow, errLike: "longer than"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.b)+"/"+tc.text, func(t *testing.T) {
+			r, err := ParseRuleFor(tc.text, tc.b)
+			if tc.errLike != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errLike) || !errors.Is(err, ErrMalformedRule) {
+					t.Fatalf("err = %v, want one containing %q wrapping ErrMalformedRule", err, tc.errLike)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if r.Kind != tc.kind || r.Pattern != tc.pattern || r.Anchor != tc.anchor {
+				t.Errorf("got kind=%s pattern=%q anchor=%s, want kind=%s pattern=%q anchor=%s", r.Kind, r.Pattern, r.Anchor, tc.kind, tc.pattern, tc.anchor)
+			}
+		})
+	}
+}
+
+func TestMatchBash(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		pattern string
+		cmd     string
+		exact   bool
+		want    bool
+	}{
+		{"ls *", "ls", false, true},
+		{"ls *", "ls -la", false, true},
+		{"ls *", "lsof", false, false},
+		{"ls*", "lsof", false, true},
+		{"git * main", "git push origin main", false, true},
+		{"git * main", "git main", false, false},
+		{"* install", "npm install", false, true},
+		{"* install", "npm install x", false, false},
+		{"make test", "make test", false, true},
+		{"make test", "make test x", false, false},
+		{"watch *", "watch ls", true, false},
+		{"watch ls", "watch ls", true, true},
+		{"a.b *", "axb c", false, false}, // regexp metacharacters are literal
+	}
+	for _, tc := range cases {
+		if got := MatchBash(tc.pattern, strings.Fields(tc.cmd), tc.exact); got != tc.want {
+			t.Errorf("MatchBash(%q, %q, %v) = %v, want %v", tc.pattern, tc.cmd, tc.exact, got, tc.want)
+		}
+	}
+}
+
+func TestMatchPath(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		pattern, p string
+		want       bool
+	}{
+		{"/w/src/**", "/w/src/a/b.go", true},
+		{"/w/src/**", "/w/src", true},
+		{"/w/src/*", "/w/src/a/b.go", true}, // ancestor /w/src/a matches: gitignore directory semantics
+		{"/w/src/*.go", "/w/src/a/b.go", false},
+		{"/**/.env", "/x/y/.env", true},
+		{"/**/.env", "/x/y/.envrc", false},
+		{"/**/secrets", "/w/secrets/k", true},
+		{"/home/u/.ssh/**", "/home/u/.ssh/id_rsa", true},
+		{"/home/u/.ssh/**", "/home/u/.sshx", false},
+		{"/w/a/**/z", "/w/a/b/c/d/z", true},
+		{"/w/\\[x\\]/*", "/w/[x]/f", true},
+		{"/w/src/**", "relative/path", false},
+		{"/w/src/**", "/w/src/../../etc/passwd", false}, // cleaned before matching
+	}
+	for _, tc := range cases {
+		if got := MatchPath(tc.pattern, tc.p); got != tc.want {
+			t.Errorf("MatchPath(%q, %q) = %v, want %v", tc.pattern, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestMatchDomain(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		pattern, host string
+		want          bool
+	}{
+		{"example.com", "example.com", true},
+		{"example.com", "EXAMPLE.com.", true},
+		{"example.com", "api.example.com", false},
+		{"*.example.com", "api.example.com", true},
+		{"*.example.com", "a.b.example.com", true},
+		{"*.example.com", "example.com", false},
+		{"*.example.com", "badexample.com", false},
+		{"x.*", "x.com", true},
+		{"x.*", "x.evil.com", false},
+		{"*", "anything", true},
+		{"example.com", "", false},
+	}
+	for _, tc := range cases {
+		if got := MatchDomain(tc.pattern, tc.host); got != tc.want {
+			t.Errorf("MatchDomain(%q, %q) = %v, want %v", tc.pattern, tc.host, got, tc.want)
+		}
+	}
+}
+
+func TestAbsPattern(t *testing.T) {
+	t.Parallel()
+	a := Anchors{Home: "/home/u", Cwd: "/w/sub"}
+	mk := func(text string, b Behavior, src Source, root string) Rule {
+		r, err := ParseRuleFor(text, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Source, r.Root = src, root
+		return r
+	}
+	cases := []struct {
+		r    Rule
+		want string
+		ok   bool
+	}{
+		{mk("Read(//etc/**)", Deny, SourceProject, "/w"), "/etc/**", true},
+		{mk("Read(~/x)", Deny, SourceProject, "/w"), "/home/u/x", true},
+		{mk("Read(/x)", Deny, SourceProject, "/w"), "/w/x", true},
+		{mk("Read(/x)", Deny, SourceCLI, "/ignored"), "/w/sub/x", true},
+		{mk("Read(./x)", Deny, SourceProject, "/w"), "/w/sub/x", true},
+		{mk("Read(x)", Deny, SourceProject, "/w"), "/**/x", true},
+		{mk("Read(/x)", Deny, SourceProject, ""), "", false},
+	}
+	for _, tc := range cases {
+		got, ok := tc.r.AbsPattern(a)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s from %s: got %q,%v want %q,%v", tc.r, tc.r.Source, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzParseRule: never panic; an accepted rule renders back to text that parses to the same
+// rule (so `sbctl policy show` output can be pasted back), and bash patterns compile.
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{"Bash", "Bash(npm run test:*)", "Read(~/.ssh/**)", "Edit(/src/**)", "WebFetch(domain:*.x.com)",
+		"mcp__srv__*", "Bash(run_in_background:true)", "Read(.env)", "Bash(git * main)", "*", "Read([a-)", "Bash(()", "Edit(//)"} {
+		f.Add(s, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, text string, bsel uint8) {
+		b := []Behavior{Allow, Deny, Ask}[int(bsel)%3]
+		r, err := ParseRuleFor(text, b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedRule) {
+				t.Fatalf("error %v does not wrap ErrMalformedRule", err)
+			}
+			return
+		}
+		if r.Tool == "" {
+			t.Fatalf("accepted rule %q without tool", text)
+		}
+		if r.Kind == "" {
+			t.Fatalf("accepted rule %q without kind", text)
+		}
+		if r.Kind != KindAll && r.Pattern == "" && r.Kind != KindPath {
+			t.Fatalf("accepted rule %q (%s) with empty pattern", text, r.Kind)
+		}
+		r2, err := ParseRuleFor(r.String(), b)
+		if err != nil {
+			t.Fatalf("rendered %q of %q does not parse: %v", r.String(), text, err)
+		}
+		if r2.Kind != r.Kind || r2.Pattern != r.Pattern || r2.Tool != r.Tool {
+			t.Fatalf("round trip of %q changed the rule: %+v vs %+v", text, r, r2)
+		}
+		if r.Kind == KindBash {
+			MatchBash(r.Pattern, []string{"a", "b"}, false)
+		}
+		if r.Kind == KindPath {
+			if abs, ok := r.AbsPattern(Anchors{Home: "/h", Cwd: "/c"}); ok {
+				MatchPath(abs, "/c/a/b")
+			}
+		}
+	})
+}

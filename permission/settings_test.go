@@ -1,0 +1,235 @@
+package permission
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dirReader reads from the real filesystem; the daemon passes one that reads as the owner.
+type dirReader struct{ reads []string }
+
+func (d *dirReader) ReadFile(_ context.Context, p string) ([]byte, error) {
+	d.reads = append(d.reads, p)
+	return os.ReadFile(p)
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pol, proj, home := filepath.Join(root, "policy.d"), filepath.Join(root, "proj"), filepath.Join(root, "home")
+	write(t, filepath.Join(pol, "10-base.json"), `{"permissions":{"deny":["Bash(curl *)"],"allow":["Bash(make *)"],"disableBypassPermissionsMode":"disable"}}`)
+	write(t, filepath.Join(proj, ".sandboxd/settings.json"), `{"permissions":{
+  "allow": ["Bash(npm *)"],
+  "ask": ["Bash(git push *)"],
+  "defaultMode": "acceptEdits",
+  "additionalDirectories": ["../shared"]
+}, "hooks": {}}`)
+	write(t, filepath.Join(proj, ".sandboxd/settings.local.json"), `{"permissions":{"deny":["Read(.env)"]}}`)
+	write(t, filepath.Join(home, ".config/sandboxd/settings.json"), `{"permissions":{"allow":["Read(~/notes/**)"],"defaultMode":"plan"}}`)
+	write(t, filepath.Join(proj, ".claude/settings.json"), `{"permissions":{"allow":["Bash(cargo *)"]}}`)
+
+	rd := &dirReader{}
+	rs, eff, err := Load(context.Background(), LoadOptions{
+		PolicyDir: pol, CLIArgs: &Settings{Deny: []string{"Bash(sudo *)"}}, Session: &Settings{Allow: []string{"WebFetch(domain:go.dev)"}},
+		Cwd: proj, ProjectRoot: proj, Home: home, Owner: rd, TrustProject: true, InsecureSkipOwnerCheck: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs.Rules() {
+		got = append(got, string(r.Source)+":"+string(r.Behavior)+":"+r.String())
+	}
+	want := []string{
+		"policySettings:deny:Bash(curl *)", "policySettings:allow:Bash(make *)",
+		"cliArg:deny:Bash(sudo *)", "session:allow:WebFetch(domain:go.dev)",
+		"localSettings:deny:Read(.env)",
+		"projectSettings:ask:Bash(git push *)", "projectSettings:allow:Bash(npm *)",
+		"userSettings:allow:Read(~/notes/**)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rules in precedence order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if eff.DefaultMode != ModeAcceptEdits {
+		t.Errorf("default mode %s: the strongest source's (project) should win", eff.DefaultMode)
+	}
+	if !eff.DisableBypass {
+		t.Error("admin disableBypassPermissionsMode lost")
+	}
+	if len(eff.AdditionalDirectories) != 1 || eff.AdditionalDirectories[0] != filepath.Join(root, "shared") {
+		t.Errorf("additional dirs %v", eff.AdditionalDirectories)
+	}
+	for _, r := range rs.Rules() {
+		if r.Source == SourceProject && r.Behavior == Ask && !strings.HasSuffix(r.Origin, "settings.json:3") {
+			t.Errorf("origin %q, want file:line 3", r.Origin)
+		}
+	}
+	for _, p := range rd.reads {
+		if strings.HasPrefix(p, pol) {
+			t.Errorf("admin file %s read through the owner reader", p)
+		}
+		if strings.Contains(p, ".claude") {
+			t.Errorf("read %s without ReadClaudeSettings", p)
+		}
+	}
+	if _, err := eff.ResolveMode(ModeBypassPermissions); !errors.Is(err, ErrModeDisabled) {
+		t.Errorf("bypass should be disabled: %v", err)
+	}
+	var sb strings.Builder
+	if err := rs.WriteTable(&sb); err != nil || !strings.Contains(sb.String(), "Bash(curl *)") {
+		t.Errorf("table: %v\n%s", err, sb.String())
+	}
+}
+
+func TestLoadClaudeAndTrust(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	write(t, filepath.Join(proj, ".claude/settings.json"), `{"permissions":{"allow":["Bash(cargo *)"],"deny":["Bash(rm *)"]}}`)
+	rs, eff, err := Load(context.Background(), LoadOptions{Cwd: proj, ProjectRoot: proj, Owner: &dirReader{}, ReadClaudeSettings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := rs.Rules()
+	if len(rules) != 1 || rules[0].Behavior != Deny {
+		t.Errorf("untrusted project: want only the deny rule, got %v", rules)
+	}
+	if len(eff.Warnings) == 0 {
+		t.Error("dropping untrusted allow rules must warn")
+	}
+}
+
+func TestLoadManagedOnly(t *testing.T) {
+	t.Parallel()
+	pol := t.TempDir()
+	write(t, filepath.Join(pol, "a.json"), `{"permissions":{"allowManagedPermissionRulesOnly":true,"allow":["Bash(make)"]}}`)
+	rs, _, err := Load(context.Background(), LoadOptions{PolicyDir: pol, InsecureSkipOwnerCheck: true,
+		Session: &Settings{Allow: []string{"Bash"}, Deny: []string{"Bash(rm *)"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs.Rules() {
+		got = append(got, string(r.Behavior)+":"+r.String())
+	}
+	if strings.Join(got, ",") != "allow:Bash(make),deny:Bash(rm *)" {
+		t.Errorf("managed-only keeps admin allows and every deny: %v", got)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body string
+		line       int
+		is         error
+		like       string
+	}{
+		{"bad rule", "{\"permissions\": {\n  \"allow\": [\n    \"Bash(ls\"\n  ]}}", 3, ErrMalformedRule, "must end with ')'"},
+		{"unknown key", "{\"permissions\": {\"denny\": [\"Bash\"]}}", 1, ErrBadSettings, "denny"},
+		{"syntax", "{\"permissions\": {\n\"allow\": [,]}}", 2, ErrBadSettings, "invalid character"},
+		{"bad mode", `{"permissions": {"defaultMode": "yolo"}}`, 0, ErrBadSettings, "unknown permission mode"},
+		{"bad disable", `{"permissions": {"disableAutoMode": "yes"}}`, 0, ErrBadSettings, "disable"},
+		{"param allow", `{"permissions": {"allow": ["Bash(run_in_background:true)"]}}`, 1, ErrMalformedRule, "deny/ask only"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			proj := t.TempDir()
+			f := filepath.Join(proj, ".sandboxd/settings.json")
+			write(t, f, tc.body)
+			_, _, err := Load(context.Background(), LoadOptions{Cwd: proj, ProjectRoot: proj, Owner: &dirReader{}, TrustProject: true})
+			var se *SettingsError
+			if !errors.As(err, &se) || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.like) {
+				t.Fatalf("err = %v, want SettingsError wrapping %v containing %q", err, tc.is, tc.like)
+			}
+			if se.File != f || se.Line != tc.line {
+				t.Errorf("located at %s:%d, want %s:%d", se.File, se.Line, f, tc.line)
+			}
+		})
+	}
+}
+
+func TestPolicyOwnerCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.json"), `{"permissions":{"deny":["Bash"]}}`)
+	if err := os.Chmod(filepath.Join(dir, "a.json"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir})
+	if !errors.Is(err, ErrUntrustedPolicyFile) {
+		t.Fatalf("world-writable policy file accepted: %v", err)
+	}
+	if os.Getuid() == 0 {
+		if err := os.Chmod(filepath.Join(dir, "a.json"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(dir, "a.json"), 1234, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir}); !errors.Is(err, ErrUntrustedPolicyFile) {
+			t.Fatalf("policy file owned by uid 1234 accepted: %v", err)
+		}
+		if err := os.Chown(filepath.Join(dir, "a.json"), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rs, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir})
+		if err != nil || len(rs.Rules()) != 1 {
+			t.Fatalf("root-owned 0644 file refused: %v", err)
+		}
+	}
+}
+
+func TestRuleSetData(t *testing.T) {
+	t.Parallel()
+	var rules []Rule
+	for _, s := range []struct {
+		text string
+		b    Behavior
+	}{{"Edit", Allow}, {"Read(~/.ssh/**)", Deny}, {"Bash(git *)", Allow}, {"Bash(*x *)", Allow}, {"Read(/x)", Allow}} {
+		r, err := ParseRuleFor(s.text, s.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Source = SourceProject
+		rules = append(rules, r)
+	}
+	rs := NewRuleSet(rules, Effective{}, Anchors{Home: "/home/u", Cwd: "/w"})
+	allow := rs.Data()["allow"].(map[string]any)
+	tools := allow["tools"].(map[string][]any)
+	for _, tool := range []string{"Edit", "Write", "NotebookEdit", "Read"} {
+		if len(tools[tool]) != 1 {
+			t.Errorf("bare Edit allow should cover %s", tool)
+		}
+	}
+	bash := allow["bash"].(map[string]any)
+	if len(bash["word"].(map[string][]any)["git"]) != 1 || len(bash["other"].([]any)) != 1 {
+		t.Errorf("bash index wrong: %v", bash)
+	}
+	deny := rs.Data()["deny"].(map[string]any)["paths"].(map[string][]any)
+	if len(deny["read"]) != 1 || len(deny["write"]) != 1 {
+		t.Errorf("Read deny must cover reads and writes: %v", deny)
+	}
+	if len(rs.Effective().Warnings) != 1 {
+		t.Errorf("Read(/x) with no project root should warn and be dropped: %v", rs.Effective().Warnings)
+	}
+	if rs.Digest() == NewRuleSet(rules[:1], Effective{}, Anchors{}).Digest() {
+		t.Error("digest ignores rules")
+	}
+}
