@@ -235,7 +235,11 @@ static void do_mounts(struct rd *r)
 			rc = mknod(dst, (mode_t)flags, (dev_t)clr);
 			break;
 		case SBX_OP_MKDIR:
+			// mkdir -p: two planned trees under /tmp may share parents. The tmpfs is
+			// fresh, so whatever exists there was made by an earlier op of this plan.
 			rc = mkdir(dst, (mode_t)flags);
+			if (rc < 0 && errno == EEXIST)
+				rc = 0;
 			break;
 		case SBX_OP_SYMLINK:
 			rc = symlink(src, dst);
@@ -292,7 +296,7 @@ static void do_rlimits(struct rd *r)
 
 // do_landlock builds the ruleset. The parent chose the access masks for the kernel's ABI, so
 // this only opens paths and adds rules. A missing path is skipped: there is nothing to allow.
-static void do_landlock(struct rd *r)
+static void do_landlock(struct rd *r, int exe_fd)
 {
 	uint32_t n = rd_tag(r, SBX_TAG_LANDLOCK);
 	if (n == 0)
@@ -326,6 +330,17 @@ static void do_landlock(struct rd *r)
 		    syscall(SYS_landlock_add_rule, rs, SBX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			fail(errno, "landlock rule", path);
 		close(fd);
+	}
+	// The program this child was started to run may be executed wherever it lives, even where
+	// a mount now hides its path (a binary under the host's /tmp): exe_fd was opened before
+	// the mounts, so the rule binds to the file itself and grants nothing else.
+	if (exe_fd >= 0) {
+		struct sbx_ll_path_beneath pb = { .allowed_access = SBX_LL_EXEC_RIGHTS &
+								    attr.handled_access_fs,
+						  .parent_fd = exe_fd };
+		if (pb.allowed_access &&
+		    syscall(SYS_landlock_add_rule, rs, SBX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			fail(errno, "landlock rule", "executable");
 	}
 	// Still root here, so restrict_self needs no no_new_privs yet (CAP_SYS_ADMIN suffices).
 	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
@@ -399,6 +414,10 @@ static void sbx_run(void)
 		fail(errno, "setns", "net");
 
 	trace("setns");
+	// The executable as the host sees it, before the mounts may cover its path; landlock (3)
+	// grants exactly this file execute. A failure here shows up as execve's own error.
+	int exe_fd = open(path, O_PATH | O_CLOEXEC);
+
 	// 1. Mounts first: they need CAP_SYS_ADMIN, which step 4 gives up, and landlock (3) must see
 	//    the final tree (its rules bind to the inodes of the new /tmp and /dev).
 	do_mounts(&r);
@@ -409,7 +428,9 @@ static void sbx_run(void)
 
 	// 3. landlock while still root (restrict_self without no_new_privs needs CAP_SYS_ADMIN) and
 	//    after the mounts (its rules open the mounted paths).
-	do_landlock(&r);
+	do_landlock(&r, exe_fd);
+	if (exe_fd >= 0)
+		close(exe_fd);
 
 	trace("landlock");
 	// 4. Credentials: bounding set (needs CAP_SETPCAP), then groups and gid while we may still

@@ -38,6 +38,8 @@
 
 /* Landlock rights a rule on a non-directory may carry (EXECUTE, WRITE_FILE, READ_FILE,
  * TRUNCATE, IOCTL_DEV). */
+// EXECUTE (bit 0) and READ_FILE (bit 2): what the program being exec'd needs of its own file.
+#define SBX_LL_EXEC_RIGHTS ((1ULL << 0) | (1ULL << 2))
 #define SBX_LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
 
 #endif
