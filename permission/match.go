@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sandboxd/sandboxd/classifier"
 )
 
 // The matchers below are the primitives the Rego policy calls as custom builtins. Compiled
@@ -41,74 +43,14 @@ func (c *cache[V]) get(key string, build func(string) V) V {
 	return v
 }
 
-type bashMatcher struct {
-	re    *regexp.Regexp
-	exact bool // no wildcard: only exact text matches (and exact-only commands may match)
-}
-
-var bashCache cache[*bashMatcher]
-
-func compileBash(p string) (*bashMatcher, error) {
-	m := bashCache.get(p, buildBash)
-	if m.re == nil {
-		return nil, malformed("bash pattern %q does not compile", p)
-	}
-	return m, nil
-}
-
-// buildBash turns a COMPAT Bash pattern into an anchored regexp: `*` spans anything including
-// spaces; a trailing ` *` is optional so `ls *` hits `ls` but not `lsof`; a leading `* ` is
-// optional likewise.
-func buildBash(p string) *bashMatcher {
-	if !strings.Contains(p, "*") {
-		re, err := regexp.Compile("^" + regexp.QuoteMeta(p) + "$")
-		if err != nil {
-			return &bashMatcher{}
-		}
-		return &bashMatcher{re: re, exact: true}
-	}
-	var b strings.Builder
-	b.WriteString("^")
-	body := p
-	lead := strings.HasPrefix(body, "* ")
-	trail := strings.HasSuffix(body, " *") && len(body) > 2
-	if lead {
-		body = strings.TrimPrefix(body, "* ")
-		b.WriteString("(?:.* )?")
-	}
-	if trail {
-		body = strings.TrimSuffix(body, " *")
-	}
-	parts := strings.Split(body, "*")
-	for i, part := range parts {
-		if i > 0 {
-			b.WriteString(".*")
-		}
-		b.WriteString(regexp.QuoteMeta(part))
-	}
-	if trail {
-		b.WriteString("(?: .*)?")
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return &bashMatcher{}
-	}
-	return &bashMatcher{re: re}
-}
-
 // MatchBash reports whether the Bash rule pattern (as in Rule.Pattern) matches the words of one
-// simple command. exactOnly is set for commands (watch, setsid, find -exec ...) that only an
-// exact rule may match.
+// simple command, with the classifier's COMPAT semantics (classifier.MatchRule). exactOnly is set
+// for commands (watch, setsid, find -exec ...) that only an exact rule (no `*`) may match.
 func MatchBash(pattern string, words []string, exactOnly bool) bool {
-	m, err := compileBash(pattern)
-	if err != nil {
+	if exactOnly && strings.Contains(pattern, "*") {
 		return false
 	}
-	if exactOnly && !m.exact {
-		return false
-	}
-	return m.re.MatchString(strings.Join(words, " "))
+	return classifier.MatchRule(pattern, words)
 }
 
 type pathMatcher struct{ segs []string }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/classifier"
 )
 
 // Source names where a rule came from, strongest first in Sources.
@@ -309,9 +311,11 @@ func (r *Rule) parseBash() error {
 		r.Kind, r.Content = KindAll, ""
 		return nil
 	}
+	if err := classifier.ValidateRulePattern(p); err != nil {
+		return malformed("%v", err)
+	}
 	r.Kind, r.Pattern = KindBash, p
-	_, err := compileBash(p)
-	return err
+	return nil
 }
 
 func (r *Rule) parsePath() error {

@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
-	"mvdan.cc/sh/v3/syntax"
-
+	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -78,12 +76,12 @@ func measure(n int, f func(i int)) latency {
 	return latency{ds[n/2], ds[n*99/100]}
 }
 
-// gatherFacts does what the pipeline does before Decide, for comparison: parse the command
-// with mvdan.cc/sh (as the classifier does) and resolve a path through the filesystem.
+// gatherFacts does what the pipeline does before Decide, for comparison: classify the
+// command and resolve a path through the filesystem.
 func gatherFacts(dir, cmd string) error {
-	p := syntax.NewParser()
-	if _, err := p.Parse(strings.NewReader(cmd), ""); err != nil {
-		return err
+	c := classifier.Classify(cmd, classifier.Options{Cwd: "/w", Home: "/home/u", WorkDirs: []string{"/w"}})
+	if c == nil {
+		return nil
 	}
 	_, err := filepath.EvalSymlinks(filepath.Join(dir, "a", "b.txt"))
 	return err
@@ -111,7 +109,7 @@ func TestLatencyReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	facts := measure(iters, func(i int) { _ = gatherFacts(dir, "npm sub0 --x && git status | grep x") })
-	t.Logf("gather facts (sh parse + EvalSymlinks): p50 %v p99 %v", facts.p50, facts.p99)
+	t.Logf("gather facts (classifier.Classify + EvalSymlinks): p50 %v p99 %v", facts.p50, facts.p99)
 
 	for _, n := range []int{10, 200, 2000} {
 		rs := benchRules(t, n)
