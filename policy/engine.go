@@ -101,6 +101,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error) {
 	if cfg.DecisionCacheSize > 0 {
 		e.cache = newDecisionCache(cfg.DecisionCacheSize)
 	}
+	// Stamp the directory before the first load, so a change racing the load is seen by
+	// the watcher (at worst it reloads once more).
+	stamp := dirStamp(cfg.PolicyDir)
 	if err := e.load(ctx, "start"); err != nil {
 		return nil, err
 	}
@@ -108,7 +111,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error) {
 	e.stop = cancel
 	if cfg.PolicyDir != "" && cfg.WatchInterval > 0 {
 		e.wg.Add(1)
-		go e.watch(bg, cfg.WatchInterval)
+		go e.watch(bg, cfg.WatchInterval, stamp)
 	}
 	if cfg.Bundle != nil {
 		if err := e.startBundle(bg); err != nil {
@@ -459,11 +462,10 @@ func toDecision(t *ast.Term) (permission.Decision, error) {
 
 // watch polls PolicyDir and reloads when its *.rego set changes. Polling, not inotify: it
 // works on every filesystem and the directory holds a handful of files.
-func (e *Engine) watch(ctx context.Context, every time.Duration) {
+func (e *Engine) watch(ctx context.Context, every time.Duration, last string) {
 	defer e.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := dirStamp(e.cfg.PolicyDir)
 	for {
 		select {
 		case <-ctx.Done():

@@ -8,7 +8,11 @@ import (
 // TestRego runs every *_test.rego beside the policy through OPA's tester, with coverage, as
 // `opa test --coverage --fail-on-empty` would in CI.
 func TestRego(t *testing.T) {
-	rep, text, err := runTests(context.Background(), "", "")
+	mods, err := embeddedModules(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, text, err := runTests(context.Background(), mods, "")
 	if err != nil {
 		t.Fatalf("run rego tests: %v", err)
 	}

@@ -27,30 +27,45 @@ type TestReport struct {
 // --coverage --fail-on-empty` would) and returns a human-readable report. ok is false when a
 // test fails or errors, or when there are no tests. err is for modules that do not parse or
 // compile. customDir "" runs the embedded tests only.
+//
+// The embedded tests run against the embedded policy alone (an admin's deny rules would
+// rightly fail them); the custom tests run against the embedded policy plus the custom modules.
 func RunTests(ctx context.Context, customDir string) (report string, ok bool, err error) {
-	r, text, err := runTests(ctx, customDir, "")
+	mods, err := embeddedModules(true)
 	if err != nil {
 		return "", false, err
 	}
-	return text, r.Fail == 0 && r.Errors == 0 && r.Pass > 0, nil
+	r, text, err := runTests(ctx, mods, "")
+	if err != nil {
+		return "", false, err
+	}
+	ok = r.Fail == 0 && r.Errors == 0 && r.Pass > 0
+	report = "== embedded policy ==\n" + text
+	if customDir == "" {
+		return report, ok, nil
+	}
+	// Read with the caller's own privileges (sbctl runs as the admin); no owner check, since
+	// nothing here feeds a decision.
+	dm, err := dirModules(ctx, customDir, false, true)
+	if err != nil {
+		return "", false, err
+	}
+	mods, err = embeddedModules(false)
+	if err != nil {
+		return "", false, err
+	}
+	for k, v := range dm {
+		mods[k] = v
+	}
+	r, text, err = runTests(ctx, mods, "")
+	if err != nil {
+		return "", false, err
+	}
+	report += "\n== custom policy (" + customDir + ") ==\n" + text
+	return report, ok && r.Fail == 0 && r.Errors == 0 && r.Pass > 0, nil
 }
 
-func runTests(ctx context.Context, customDir, filter string) (TestReport, string, error) {
-	mods, err := embeddedModules(true)
-	if err != nil {
-		return TestReport{}, "", err
-	}
-	if customDir != "" {
-		// Read with the caller's own privileges (sbctl runs as the admin); no owner check,
-		// since nothing here feeds a decision.
-		dm, err := dirModules(ctx, customDir, false, true)
-		if err != nil {
-			return TestReport{}, "", err
-		}
-		for k, v := range dm {
-			mods[k] = v
-		}
-	}
+func runTests(ctx context.Context, mods map[string]string, filter string) (TestReport, string, error) {
 	parsed := make(map[string]*ast.Module, len(mods))
 	for name, src := range mods {
 		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
