@@ -693,18 +693,33 @@ func (e *env) memory(ctx context.Context, idle int64) error {
 	per := float64(with-before) / float64(nsess) / 1024
 	e.rep.add(Row{Section: sec, Name: fmt.Sprintf("daemon RSS per session (%d sessions)", nsess), Value: per, Unit: "KiB",
 		Baseline: float64(idle) / 1024, BaselineName: "idle daemon RSS"})
-	e.rep.add(Row{Section: sec, Name: fmt.Sprintf("confined worker RSS per session (%d sessions)", nsess), Value: float64(workers) / float64(nsess) / 1024, Unit: "KiB",
+	e.rep.add(Row{Section: sec, Name: fmt.Sprintf("confined worker PSS per session (%d sessions)", nsess), Value: float64(workers) / float64(nsess) / 1024, Unit: "KiB",
 		Baseline: float64(idle) / 1024, BaselineName: "idle daemon RSS", Note: "processes in the daemon's cgroup subtree"})
 	return nil
 }
 
-// subtreeRSS sums the RSS of every process in the daemon's cgroup subtree (session workers).
+// subtreeRSS sums the proportional set size of every process in the daemon's cgroup subtree
+// (session workers): PSS splits the shared binary's pages among the workers, where RSS would
+// count them once per worker.
 func (e *env) subtreeRSS() int64 {
 	var sum int64
 	for _, p := range e.d.SubtreeProcs() {
-		if r, err := faults.RSSOf(p); err == nil {
-			sum += r
-		}
+		sum += pss(p)
 	}
 	return sum
+}
+
+func pss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
