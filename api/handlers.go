@@ -34,9 +34,10 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request, c session.Caller)
 	return nil
 }
 
+// parseMode checks a mode name; "" is left for the settings' defaultMode to fill.
 func parseMode(s string) (permission.Mode, error) {
 	if s == "" {
-		return permission.ModeDefault, nil
+		return "", nil
 	}
 	m, err := permission.ParseMode(s)
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	}
 	snap, err := s.backend.CreateSession(r.Context(), c, session.Params{
 		Cwd: req.Cwd, AdditionalDirs: req.AdditionalDirs, Mode: mode,
-		Rules: session.Rules(req.Rules), ParentID: req.ParentID,
+		Rules: session.Rules(req.Rules), ParentID: req.ParentID, PersistCwd: req.PersistCwd,
 	})
 	if err != nil {
 		return err

@@ -39,6 +39,8 @@ type CreateSession struct {
 	Mode           string   `json:"mode,omitempty"`
 	Rules          Rules    `json:"rules,omitempty"`
 	ParentID       string   `json:"parent_id,omitempty"`
+	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
+	PersistCwd bool `json:"persist_cwd,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
@@ -66,6 +68,7 @@ type Session struct {
 	AdditionalDirs []string  `json:"additional_dirs"`
 	Mode           string    `json:"mode"`
 	Rules          Rules     `json:"rules"`
+	PersistCwd     bool      `json:"persist_cwd,omitempty"`
 }
 
 // SessionList is the body of GET /v1/sessions.
@@ -156,7 +159,7 @@ func sessionView(s session.Snapshot) Session {
 		ID: s.ID, Owner: Owner{UID: s.Owner.UID, GID: s.Owner.GID, User: s.Owner.User},
 		ParentID: s.ParentID, Created: s.Created, Cwd: s.Cwd,
 		AdditionalDirs: nonNil(s.AdditionalDirs), Mode: string(s.Mode),
-		Rules: Rules(s.Rules),
+		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd,
 	}
 }
 

@@ -59,12 +59,15 @@ type Config struct {
 
 // Sandbox configures confinement.
 type Sandbox struct {
-	MemoryMaxBytes   int64 `json:"memory_max_bytes"`
-	PidsMax          int64 `json:"pids_max"`
-	CPUQuotaMilli    int64 `json:"cpu_quota_milli"`
-	FileSizeMaxBytes int64 `json:"file_size_max_bytes"`
-	OpenFilesMax     int64 `json:"open_files_max"`
-	TmpSizeBytes     int64 `json:"tmp_size_bytes"`
+	// CgroupName is the daemon's cgroup subtree under each hierarchy. One daemon per name per
+	// host: at start the daemon kills whatever a crashed predecessor left under it.
+	CgroupName       string `json:"cgroup_name"`
+	MemoryMaxBytes   int64  `json:"memory_max_bytes"`
+	PidsMax          int64  `json:"pids_max"`
+	CPUQuotaMilli    int64  `json:"cpu_quota_milli"`
+	FileSizeMaxBytes int64  `json:"file_size_max_bytes"`
+	OpenFilesMax     int64  `json:"open_files_max"`
+	TmpSizeBytes     int64  `json:"tmp_size_bytes"`
 	// ExtraSyscalls extend the seccomp allowlist.
 	ExtraSyscalls []string `json:"extra_syscalls"`
 	// DenyPaths are hidden from every child; "~/" is the session owner's home.
@@ -129,6 +132,7 @@ func Default() Config {
 		SessionBudgetChars:   400_000,
 		ReadStateBytes:       1 << 20,
 		Sandbox: Sandbox{
+			CgroupName:       "sandboxd",
 			MemoryMaxBytes:   2 << 30,
 			PidsMax:          512,
 			CPUQuotaMilli:    2000,
@@ -196,6 +200,7 @@ func (c Config) Validate() error {
 		{"max_sessions_per_user must be > 0", c.MaxSessionsPerUser > 0},
 		{"session_budget_chars must be > 0", c.SessionBudgetChars > 0},
 		{"read_state_bytes must be > 0", c.ReadStateBytes > 0},
+		{"sandbox.cgroup_name must be a plain name of letters, digits, '-', '_' or '.'", validName(c.Sandbox.CgroupName)},
 		{"sandbox.memory_max_bytes must be >= 16 MiB", c.Sandbox.MemoryMaxBytes >= 16<<20},
 		{"sandbox.pids_max must be >= 8", c.Sandbox.PidsMax >= 8},
 		{"sandbox.cpu_quota_milli must be >= 10", c.Sandbox.CPUQuotaMilli >= 10},
@@ -213,6 +218,18 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func hooksValid(h Hooks) bool {

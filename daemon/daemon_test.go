@@ -51,6 +51,16 @@ func startDaemon(t *testing.T, configYAML string) *testDaemon {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(dir, "sandboxd.yaml")
+	// Each test daemon gets its own cgroup subtree: a daemon reaps its subtree at start, and
+	// test packages run in parallel.
+	if !strings.Contains(configYAML, "cgroup_name") {
+		name := "sandboxd-test-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+		if strings.Contains(configYAML, "sandbox:\n") {
+			configYAML = strings.Replace(configYAML, "sandbox:\n", "sandbox:\n  cgroup_name: "+name+"\n", 1)
+		} else {
+			configYAML += "\nsandbox:\n  cgroup_name: " + name + "\n"
+		}
+	}
 	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	sb, err := sandbox.New(sandbox.Config{
-		CgroupRoot: "sandboxd",
+		CgroupRoot: cfg.Sandbox.CgroupName,
 		Limits: sandbox.Limits{
 			MemoryMaxBytes: cfg.Sandbox.MemoryMaxBytes, PidsMax: cfg.Sandbox.PidsMax, CPUQuotaMilli: cfg.Sandbox.CPUQuotaMilli,
 			FileSizeMaxBytes: cfg.Sandbox.FileSizeMaxBytes, OpenFilesMax: cfg.Sandbox.OpenFilesMax, TmpSizeBytes: cfg.Sandbox.TmpSizeBytes,
@@ -89,6 +89,7 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	host.Tools().Registry = func() []*executor.Tool { return reg.Pool(nil) }
+	host.Tools().PersistCwd = func(s *session.Session) bool { return s.PersistCwd }
 	hooks, err := executor.NewHooks(host, cfg.Hooks)
 	if err != nil {
 		al.Close()

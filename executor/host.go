@@ -24,6 +24,8 @@ type Host struct {
 	cfg     config.Sandbox
 	// StateDir is the daemon's state directory (tool-results/ lives under it).
 	StateDir string
+	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
+	toolState ToolState
 }
 
 // NewHost wires the services tools use.

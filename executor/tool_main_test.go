@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,13 +47,13 @@ func newToolEnv(t testing.TB) *toolEnv {
 func newToolEnvCfg(t testing.TB, cfg config.Sandbox) *toolEnv {
 	t.Helper()
 	testutil.RequireRoot(t)
-	sb, err := sandbox.New(sandbox.Config{}, zaptest.NewLogger(t))
+	// Its own cgroup subtree: a sandbox reaps its subtree at start, and packages test in parallel.
+	root := "sandboxd-test-executor-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	sb, err := sandbox.New(sandbox.Config{CgroupRoot: root}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("sandbox: %v", err)
 	}
-	// Not under /tmp: every child gets a private /tmp, so session directories there would
-	// have to be bound over it.
-	base, err := os.MkdirTemp("/var/tmp", "sandboxd-tools-")
+	base, err := os.MkdirTemp("", "sandboxd-tools-")
 	if err != nil {
 		t.Fatal(err)
 	}

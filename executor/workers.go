@@ -40,18 +40,7 @@ type ToolState struct {
 	wg       sync.WaitGroup // worker and task goroutines
 }
 
-// toolStates holds the ToolState of each Host until Host embeds one.
-//
-// TODO(lead): embed ToolState in Host and make tools() return &h.ToolState; this map then goes.
-var toolStates sync.Map // *Host -> *ToolState
-
-func (h *Host) tools() *ToolState {
-	if ts, ok := toolStates.Load(h); ok {
-		return ts.(*ToolState)
-	}
-	ts, _ := toolStates.LoadOrStore(h, &ToolState{})
-	return ts.(*ToolState)
-}
+func (h *Host) tools() *ToolState { return &h.toolState }
 
 // Tools is the built-in tools' state on h, for wiring (Registry, PersistCwd).
 func (h *Host) Tools() *ToolState { return h.tools() }
@@ -288,7 +277,6 @@ func (h *Host) CloseTools() {
 		h.StopSession(id)
 	}
 	ts.wg.Wait()
-	toolStates.Delete(h)
 }
 
 func validSessionID(id string) bool {

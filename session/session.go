@@ -36,6 +36,8 @@ type Session struct {
 	Owner    Caller
 	ParentID string
 	Created  time.Time
+	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
+	PersistCwd bool
 
 	mu             sync.Mutex
 	cwd            string
@@ -63,6 +65,7 @@ type Snapshot struct {
 	AdditionalDirs []string        `json:"additional_dirs"`
 	Mode           permission.Mode `json:"mode"`
 	Rules          Rules           `json:"rules"`
+	PersistCwd     bool            `json:"persist_cwd,omitempty"`
 }
 
 // NewID returns a random session id.
@@ -81,7 +84,7 @@ func (s *Session) Snapshot() Snapshot {
 	return Snapshot{
 		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created,
 		Cwd: s.cwd, AdditionalDirs: append([]string(nil), s.additionalDirs...),
-		Mode: s.mode, Rules: copyRules(s.rules),
+		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd,
 	}
 }
 

@@ -20,6 +20,7 @@ type Params struct {
 	Mode           permission.Mode
 	Rules          Rules
 	ParentID       string
+	PersistCwd     bool
 	ReadStateBytes int64
 	BudgetChars    int64
 }
@@ -36,7 +37,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 // Create makes a session owned by owner.
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
-		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(),
+		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd,
 		cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),

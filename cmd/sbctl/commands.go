@@ -33,6 +33,7 @@ func cmdStatus(e *env, args []string) error {
 // short-lived sessions of bash/read/...
 type sessionFlags struct {
 	cwd, mode, parent string
+	persistCwd        bool
 	allow, deny, ask  multi
 	addDirs           multi
 }
@@ -46,7 +47,7 @@ func (sf *sessionFlags) request() (api.CreateSession, error) {
 		}
 		cwd = wd
 	}
-	return api.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs,
+	return api.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd,
 		Rules: api.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
 }
 
@@ -66,6 +67,7 @@ func cmdSession(e *env, args []string) error {
 		fs.Var(&sf.deny, "deny", "deny rule (repeatable)")
 		fs.Var(&sf.ask, "ask", "ask rule (repeatable)")
 		fs.Var(&sf.addDirs, "add-dir", "additional directory (repeatable)")
+		fs.BoolVar(&sf.persistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
 		if err := fs.Parse(rest); err != nil {
 			return err
 		}
