@@ -200,7 +200,7 @@ func (e *Engine) sources(ctx context.Context) (map[string]string, error) {
 	}
 	if b != nil {
 		for k, v := range b.modules() {
-			mods["bundle:"+k] = v
+			mods[k] = v
 		}
 	}
 	if e.cfg.PolicyDir != "" {
