@@ -264,3 +264,19 @@ func auditRecords(t *testing.T, td *testDaemon) []audit.Record {
 var _ = bytes.NewReader
 var _ = exec.Command
 var _ = syscall.Getpid
+
+// A second daemon on the same cgroup subtree would reap the first one's calls: refused.
+func TestSecondDaemonOnSameCgroupNameRefused(t *testing.T) {
+	td := startDaemon(t, "")
+	_ = td
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	name := "sandboxd-test-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	if err := os.WriteFile(cfg, []byte("sandbox:\n  cgroup_name: "+name+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{Socket: filepath.Join(dir, "s.sock"), StateDir: filepath.Join(dir, "state"), ConfigPath: cfg, ConfigRequired: true}, zaptest.NewLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "cgroup_name") {
+		t.Fatalf("second daemon on the same cgroup name: %v", err)
+	}
+}

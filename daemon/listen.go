@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -84,4 +86,32 @@ func activated() (net.Listener, bool, error) {
 		return nil, true, errors.New("the systemd socket is not a Unix stream socket")
 	}
 	return l, true, nil
+}
+
+// lockCgroupName takes a host-wide lock on the daemon's cgroup subtree: its name under the
+// cgroup the daemon runs in. A daemon kills whatever is in its subtree at start (a crashed
+// predecessor's leftovers), so a second daemon on the same subtree would kill the first one's
+// calls: it is refused instead.
+func lockCgroupName(name string) (*os.File, error) {
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("read own cgroup: %w", err)
+	}
+	sum := sha256.Sum256(append(own, name...))
+	dir := "/run/sandboxd"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create lock directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "cgroup-"+name+"-"+hex.EncodeToString(sum[:8])+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another sandboxd in this cgroup uses sandbox.cgroup_name %q; give this one another name", name)
+		}
+		return nil, fmt.Errorf("lock cgroup name: %w", err)
+	}
+	return f, nil
 }

@@ -45,10 +45,12 @@ type Daemon struct {
 	audit  *audit.Log
 	server *http.Server
 	api    *api.Server
+	// cgLock holds the host-wide lock on the cgroup subtree name until the daemon exits.
+	cgLock *os.File
 }
 
 // New builds the daemon: state directory, sandbox, audit log, policy, tools, API.
-func New(opts Options, log *zap.Logger) (*Daemon, error) {
+func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	cfg, err := config.Load(opts.ConfigPath, opts.ConfigRequired)
 	if err != nil {
 		return nil, err
@@ -56,6 +58,20 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 	if err := prepareStateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
+	// Undo what was built, newest first, if a later step fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	cgLock, err := lockCgroupName(cfg.Sandbox.CgroupName)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { cgLock.Close() })
 	sb, err := sandbox.New(sandbox.Config{
 		CgroupRoot: cfg.Sandbox.CgroupName,
 		Limits: sandbox.Limits{
@@ -68,6 +84,7 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	undo = append(undo, func() { sb.Close() })
 	al, err := audit.Open(audit.Config{
 		Dir:                filepath.Join(opts.StateDir, "audit"),
 		MaxFileBytes:       cfg.Audit.MaxFileBytes,
@@ -78,29 +95,24 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 		SyslogAddr:         cfg.Audit.Syslog,
 	}, log)
 	if err != nil {
-		sb.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
+	undo = append(undo, func() { al.Close() })
 	host := executor.NewHost(log, sb, cfg.Sandbox, opts.StateDir)
+	undo = append(undo, host.CloseTools)
 	reg, err := executor.NewRegistry(executor.BuiltinDefs(host)...)
 	if err != nil {
-		al.Close()
-		sb.Close()
 		return nil, err
 	}
 	host.Tools().Registry = func() []*executor.Tool { return reg.Pool(nil) }
 	host.Tools().PersistCwd = func(s *session.Session) bool { return s.PersistCwd }
 	hooks, err := executor.NewHooks(host, cfg.Hooks)
 	if err != nil {
-		al.Close()
-		sb.Close()
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
 	rec := &recorder{log: al}
 	engine, err := policy.New(context.Background(), policyConfig(cfg, rec, log), log)
 	if err != nil {
-		al.Close()
-		sb.Close()
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	core := &Core{
@@ -113,7 +125,7 @@ func New(opts Options, log *zap.Logger) (*Daemon, error) {
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
-	d := &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer}
+	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock}
 	d.server = &http.Server{
 		Handler:           apiServer,
 		ConnContext:       api.ConnContext,
@@ -239,6 +251,7 @@ func (d *Daemon) shutdown() {
 	if err := d.audit.Close(); err != nil {
 		d.log.Error("close audit log", zap.Error(err))
 	}
+	d.cgLock.Close()
 }
 
 // bundleConfig maps the config's bundle section onto the engine's.

@@ -401,6 +401,11 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	if st.call != nil {
 		out.Tool = st.call.Tool.Name()
 	}
+	if st.err == nil && st.ran && ctx.Err() != nil {
+		// The client went away or the daemon is draining: the tool was stopped, whatever
+		// its own result says.
+		st.err = errcode.New(errcode.Cancelled, fmt.Errorf("call cancelled while running: %w", ctx.Err()))
+	}
 	if st.err != nil {
 		var ut *UnknownToolError
 		if errors.As(st.err, &ut) {

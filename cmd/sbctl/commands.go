@@ -238,15 +238,16 @@ func parseCallArgs(e *env, name string, args []string) (*toolCall, string, json.
 	fs := newFlags(e, name)
 	tc := &toolCall{}
 	tc.flags(fs)
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return nil, "", nil, err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
+	if len(args) < 1 || len(args) > 2 {
 		return nil, "", nil, usageError(fmt.Sprintf("usage: sbctl %s [--session ID] TOOL ['JSON' | - for stdin]", name))
 	}
 	input := json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		arg := fs.Arg(1)
+	if len(args) == 2 {
+		arg := args[1]
 		if arg == "-" {
 			b, err := io.ReadAll(e.stdin)
 			if err != nil {
@@ -256,7 +257,7 @@ func parseCallArgs(e *env, name string, args []string) (*toolCall, string, json.
 		}
 		input = json.RawMessage(arg)
 	}
-	return tc, fs.Arg(0), input, nil
+	return tc, args[0], input, nil
 }
 
 func cmdCall(e *env, args []string) error {

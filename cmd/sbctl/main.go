@@ -146,3 +146,23 @@ func newFlags(e *env, name string) *flag.FlagSet {
 	fs.SetOutput(e.stderr)
 	return fs
 }
+
+// parseInterspersed parses flags wherever they stand among the positional arguments
+// (`sbctl read FILE --limit 3`), up to a `--` after which everything is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -39,13 +39,14 @@ func policyEval(e *env, args []string) error {
 	fs.Var(&tc.sf.deny, "deny", "deny rule (repeatable)")
 	fs.Var(&tc.sf.ask, "ask", "ask rule (repeatable)")
 	fs.Var(&tc.sf.allow, "rule", "allow rule (alias of --allow, repeatable)")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
+	if len(args) != 2 {
 		return usageError("usage: sbctl policy eval [--explain] [--mode M] [--allow R]... [--deny R]... [--ask R]... TOOL 'JSON'")
 	}
-	tool, input := fs.Arg(0), json.RawMessage(fs.Arg(1))
+	tool, input := args[0], json.RawMessage(args[1])
 	return tc.withSession(e, func(id, mode string) error {
 		var res api.CallResult
 		if err := e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",

@@ -106,13 +106,14 @@ func cmdRead(e *env, args []string) error {
 	offset := fs.Int("offset", 0, "first line (1-based)")
 	limit := fs.Int("limit", 0, "number of lines")
 	pages := fs.String("pages", "", "PDF pages, e.g. 1-5")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		return usageError("usage: sbctl read [--offset N] [--limit N] FILE")
 	}
-	p, err := absPath(fs.Arg(0))
+	p, err := absPath(args[0])
 	if err != nil {
 		return err
 	}
@@ -128,13 +129,14 @@ func cmdWrite(e *env, args []string) error {
 	tc := &toolCall{}
 	tc.flags(fs)
 	content := fs.String("content", "", "file content (default: read stdin)")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		return usageError("usage: sbctl write [--content S] FILE   (content from stdin without --content)")
 	}
-	p, err := absPath(fs.Arg(0))
+	p, err := absPath(args[0])
 	if err != nil {
 		return err
 	}
@@ -156,13 +158,14 @@ func cmdEdit(e *env, args []string) error {
 	oldS := fs.String("old", "", "text to replace")
 	newS := fs.String("new", "", "replacement text")
 	all := fs.Bool("replace-all", false, "replace every occurrence")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || !flagSet(fs, "old") || !flagSet(fs, "new") {
+	if len(args) != 1 || !flagSet(fs, "old") || !flagSet(fs, "new") {
 		return usageError("usage: sbctl edit --old S --new S [--replace-all] FILE")
 	}
-	p, err := absPath(fs.Arg(0))
+	p, err := absPath(args[0])
 	if err != nil {
 		return err
 	}
@@ -174,13 +177,14 @@ func cmdGlob(e *env, args []string) error {
 	tc := &toolCall{}
 	tc.flags(fs)
 	path := fs.String("path", "", "directory to search (default: the session cwd)")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		return usageError("usage: sbctl glob [--path DIR] PATTERN")
 	}
-	in := map[string]any{"pattern": fs.Arg(0)}
+	in := map[string]any{"pattern": args[0]}
 	if *path != "" {
 		p, err := absPath(*path)
 		if err != nil {
@@ -206,13 +210,14 @@ func cmdGrep(e *env, args []string) error {
 	multiline := fs.Bool("multiline", false, "patterns may span lines")
 	headLimit := fs.Int("head-limit", -1, "at most this many entries (0 = all; default 250)")
 	offset := fs.Int("offset", 0, "skip this many entries (paging)")
-	if err := fs.Parse(args); err != nil {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		return usageError("usage: sbctl grep [flags] PATTERN")
 	}
-	in := map[string]any{"pattern": fs.Arg(0)}
+	in := map[string]any{"pattern": args[0]}
 	if *path != "" {
 		p, err := absPath(*path)
 		if err != nil {
