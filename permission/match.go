@@ -47,13 +47,35 @@ func (c *cache[V]) get(key string, build func(string) V) V {
 // simple command, with the classifier's COMPAT semantics (classifier.MatchRule). exactOnly is set
 // for commands (watch, setsid, find -exec ...) that only an exact rule (no `*`) may match.
 func MatchBash(pattern string, words []string, exactOnly bool) bool {
-	if exactOnly && strings.Contains(pattern, "*") {
+	if words == nil {
 		return false
 	}
-	return classifier.MatchRule(pattern, words)
+	return MatchBashText(pattern, strings.Join(words, " "), exactOnly)
 }
 
-type pathMatcher struct{ segs []string }
+// MatchBashText is MatchBash on the words already joined with single spaces, for callers that
+// test one command against many rules. A cheap literal-prefix check skips patterns that cannot
+// match before classifier.MatchRule runs.
+func MatchBashText(pattern, text string, exactOnly bool) bool {
+	star := strings.IndexByte(pattern, '*')
+	if exactOnly && star >= 0 {
+		return false
+	}
+	lit := pattern
+	if star >= 0 {
+		// `ls *` also matches plain `ls`, so the blank before a `*` is not required.
+		lit = strings.TrimRight(pattern[:star], " ")
+	}
+	if !strings.HasPrefix(text, lit) {
+		return false
+	}
+	return classifier.MatchRule(pattern, []string{text})
+}
+
+type pathMatcher struct {
+	segs      []string
+	multiStar bool // more than one **: use the memoised matcher
+}
 
 var pathCache cache[*pathMatcher]
 
@@ -64,10 +86,54 @@ func MatchPath(absPattern, p string) bool {
 	if absPattern == "" || !strings.HasPrefix(p, "/") {
 		return false
 	}
+	return MatchPathSegs(absPattern, SplitPath(p))
+}
+
+// SplitPath cleans an absolute path and splits it into segments, for MatchPathSegs.
+func SplitPath(p string) []string { return splitPath(path.Clean(p)) }
+
+// MatchPathSegs is MatchPath on a path already split by SplitPath, for callers that test one
+// path against many rules.
+func MatchPathSegs(absPattern string, segs []string) bool {
+	if absPattern == "" {
+		return false
+	}
 	m := pathCache.get(absPattern, func(s string) *pathMatcher {
-		return &pathMatcher{segs: splitPath(s)}
+		ps := splitPath(s)
+		n := 0
+		for _, x := range ps {
+			if x == "**" {
+				n++
+			}
+		}
+		return &pathMatcher{segs: ps, multiStar: n > 1}
 	})
-	return matchSegs(m.segs, splitPath(path.Clean(p)))
+	if !m.multiStar {
+		return matchSimple(m.segs, segs)
+	}
+	return matchSegs(m.segs, segs)
+}
+
+// matchSimple matches a pattern with at most one ** without allocating: backtracking over a
+// single ** is linear in the path length.
+func matchSimple(pat, segs []string) bool {
+	for i, p := range pat {
+		if p == "**" {
+			for x := i; x <= len(segs); x++ {
+				if matchSimple(pat[i+1:], segs[x:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if i >= len(segs) {
+			return false
+		}
+		if ok, _ := path.Match(p, segs[i]); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func splitPath(p string) []string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/classifier"
 )
 
 func TestParseRule(t *testing.T) {
@@ -227,7 +229,15 @@ func FuzzParseRule(f *testing.F) {
 			t.Fatalf("round trip of %q changed the rule: %+v vs %+v", text, r, r2)
 		}
 		if r.Kind == KindBash {
-			MatchBash(r.Pattern, []string{"a", "b"}, false)
+			// The literal-prefix shortcut must never change classifier.MatchRule's answer.
+			for _, ws := range [][]string{{"a", "b"}, strings.Fields(strings.ReplaceAll(r.Pattern, "*", "x")), strings.Fields(strings.ReplaceAll(r.Pattern, " *", ""))} {
+				if len(ws) == 0 {
+					continue
+				}
+				if got, want := MatchBash(r.Pattern, ws, false), classifier.MatchRule(r.Pattern, ws); got != want {
+					t.Fatalf("MatchBash(%q, %q) = %v, classifier.MatchRule = %v", r.Pattern, ws, got, want)
+				}
+			}
 		}
 		if r.Kind == KindPath {
 			if abs, ok := r.AbsPattern(Anchors{Home: "/h", Cwd: "/c"}); ok {

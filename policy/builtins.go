@@ -197,12 +197,16 @@ func pathHit(buckets ast.Object, subj *ast.Term) *ast.Term {
 	if !ok || !ok2 || p == "" {
 		return ast.NullTerm()
 	}
+	if !strings.HasPrefix(string(p), "/") {
+		return ast.NullTerm()
+	}
+	segs := permission.SplitPath(string(p))
 	for j := 0; j < names.Len(); j++ {
 		l := buckets.Get(names.Elem(j))
 		if l == nil {
 			continue
 		}
-		if t := firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchPath(pat, string(p)) }); !isNull(t) {
+		if t := firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchPathSegs(pat, segs) }); !isNull(t) {
 			return t
 		}
 	}
@@ -311,10 +315,11 @@ func bashMatch(_ rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term
 	if b, ok := exact.Value.(ast.Boolean); ok {
 		exactOnly = bool(b)
 	}
-	match := func(pat string, _ ast.Object) bool { return permission.MatchBash(pat, ws, exactOnly) }
+	text := strings.Join(ws, " ")
+	match := func(pat string, _ ast.Object) bool { return permission.MatchBashText(pat, text, exactOnly) }
 	// Rules are indexed by their literal first word; the command's first word is the text up
-	// to the first space, the same boundary the pattern's regexp sees.
-	first, _, _ := strings.Cut(ws[0], " ")
+	// to the first space, the same boundary the matcher sees.
+	first, _, _ := strings.Cut(text, " ")
 	if wm := obj.Get(wordKey); wm != nil {
 		if wo, ok := wm.Value.(ast.Object); ok {
 			if list := wo.Get(ast.StringTerm(first)); list != nil {
