@@ -358,6 +358,11 @@ func (e *Engine) Decide(ctx context.Context, f *permission.Facts, rs *permission
 	if c == nil {
 		return deny, ErrPolicyNotLoaded
 	}
+	// OPA polls for cancellation only every so many evaluation steps; a cancelled request
+	// must not get a decision at all.
+	if err := ctx.Err(); err != nil {
+		return deny, fmt.Errorf("decide: %w", err)
+	}
 	var key string
 	if e.cache != nil {
 		key = cacheKey(c.digest, rs.Digest(), f)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -44,20 +45,72 @@ func (c *rulesValues) get(rs *permission.RuleSet) (ast.Value, error) {
 	return v, nil
 }
 
-func str(s string) *ast.Term { return ast.StringTerm(s) }
+// Input building allocates on every call and the garbage collector's assist time showed up as
+// the largest single cost in profiles, so object keys and common values are shared terms
+// (ground terms are never mutated by the evaluator; OPA interns the same way).
+var keyTerms = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	for _, k := range []string{
+		"tool", "input", "mode", "caller", "uid", "gid", "user", "cwd", "home", "workdirs", "read_only",
+		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
+		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
+		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
+		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
+		string(permission.Read), string(permission.Write),
+	} {
+		m[k] = ast.StringTerm(k)
+	}
+	for _, md := range permission.Modes {
+		m[string(md)] = ast.StringTerm(string(md))
+	}
+	return m
+}()
+
+var (
+	emptyArray  = ast.ArrayTerm()
+	emptyString = ast.StringTerm("")
+)
+
+func str(s string) *ast.Term {
+	if s == "" {
+		return emptyString
+	}
+	if t, ok := keyTerms[s]; ok {
+		return t
+	}
+	return ast.StringTerm(s)
+}
 
 func strs(ss []string) *ast.Term {
 	if ss == nil {
 		return ast.NullTerm()
 	}
+	if len(ss) == 0 {
+		return emptyArray
+	}
 	ts := make([]*ast.Term, len(ss))
 	for i, s := range ss {
-		ts[i] = ast.StringTerm(s)
+		ts[i] = str(s)
 	}
 	return ast.ArrayTerm(ts...)
 }
 
-func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(k), v) }
+// wordTerms builds word-list terms, reusing the previous one when the classifier gave the same
+// words again (argv, prefix, deny_prefix and match_words are usually one slice).
+type wordTerms struct {
+	last []string
+	term *ast.Term
+}
+
+func (w *wordTerms) get(ss []string) *ast.Term {
+	if ss != nil && w.last != nil && slices.Equal(ss, w.last) {
+		return w.term
+	}
+	w.last, w.term = ss, strs(ss)
+	return w.term
+}
+
+func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(str(k), v) }
 
 // buildInput turns facts and rule data into the policy input. Its JSON shape is documented
 // in the package README (InputSchema) and is what custom Rego sees.
@@ -103,13 +156,13 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 		item("cwd", str(f.Cwd)),
 		item("home", str(f.Home)),
 		item("workdirs", strs(workdirs)),
-		item("read_only", ast.BooleanTerm(f.ReadOnly)),
+		item("read_only", ast.InternedTerm(f.ReadOnly)),
 		item("paths", ast.ArrayTerm(paths...)),
 		item("bash", bashTerm(f.Bash)),
 		item("command_words", strs(commandWords(f.Input))),
 		item("domain", str(f.Domain)),
 		item("hook", hook),
-		item("requires_user_interaction", ast.BooleanTerm(f.RequiresUserInteraction)),
+		item("requires_user_interaction", ast.InternedTerm(f.RequiresUserInteraction)),
 		item("rules", ast.NewTerm(rules)),
 	), nil
 }
@@ -119,21 +172,28 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		return ast.NullTerm()
 	}
 	subs := make([]*ast.Term, len(c.Subcommands))
+	mw := make([]*ast.Term, len(c.Subcommands))
 	for i, s := range c.Subcommands {
-		reds := make([]*ast.Term, len(s.Redirects))
-		for j, r := range s.Redirects {
-			reds[j] = ast.ObjectTerm(item("op", str(r.Op)), item("target", str(r.Target)), item("write", ast.BooleanTerm(r.Write)))
+		reds := emptyArray
+		if len(s.Redirects) > 0 {
+			rs := make([]*ast.Term, len(s.Redirects))
+			for j, r := range s.Redirects {
+				rs[j] = ast.ObjectTerm(item("op", str(r.Op)), item("target", str(r.Target)), item("write", ast.InternedTerm(r.Write)))
+			}
+			reds = ast.ArrayTerm(rs...)
 		}
+		var wt wordTerms
+		mw[i] = wt.get(matchWords(s))
 		subs[i] = ast.ObjectTerm(
 			item("text", str(s.Text)),
-			item("argv", strs(s.Argv)),
-			item("read_only", ast.BooleanTerm(s.ReadOnly)),
+			item("argv", wt.get(s.Argv)),
+			item("read_only", ast.InternedTerm(s.ReadOnly)),
 			item("reason", str(s.Reason)),
-			item("prefix", strs(s.Prefix)),
-			item("deny_prefix", strs(s.DenyPrefix)),
-			item("match_words", strs(matchWords(s))),
-			item("exact_only", ast.BooleanTerm(s.ExactOnly)),
-			item("redirects", ast.ArrayTerm(reds...)),
+			item("prefix", wt.get(s.Prefix)),
+			item("deny_prefix", wt.get(s.DenyPrefix)),
+			item("match_words", wt.get(matchWords(s))),
+			item("exact_only", ast.InternedTerm(s.ExactOnly)),
+			item("redirects", reds),
 		)
 	}
 	pe := ast.NullTerm()
@@ -145,10 +205,12 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		risks = ast.ArrayTerm()
 	}
 	return ast.ObjectTerm(
-		item("read_only", ast.BooleanTerm(c.ReadOnly)),
+		item("read_only", ast.InternedTerm(c.ReadOnly)),
 		item("reason", str(c.Reason)),
 		item("parse_error", pe),
 		item("subcommands", ast.ArrayTerm(subs...)),
+		// match_words again, as one list: what deny and ask rules are compared with.
+		item("match_words", ast.ArrayTerm(mw...)),
 		item("risks", risks),
 	)
 }

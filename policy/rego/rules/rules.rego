@@ -48,10 +48,11 @@ _buckets(a) := ["write", "read"] if not a in {"read", "write"}
 
 # deny_words are the word lists deny and ask rules see. Go puts on each simple command its
 # match_words: deny_prefix (past wrappers and every env assignment), else its static words,
-# else its text split on spaces; and on the input the command's whitespace-split words.
+# else its text split on spaces (and the list of them as input.bash.match_words); and on the
+# input the command's whitespace-split words.
 default deny_words := []
 
-deny_words := [sub.match_words | some sub in input.bash.subcommands] if {
+deny_words := input.bash.match_words if {
 	input.tool == "Bash"
 	bash_parsed
 }

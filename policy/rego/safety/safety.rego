@@ -61,9 +61,8 @@ _only_worktree(p) if {
 # critical_rm lists rm/rmdir commands aimed at /, a top-level directory, the home directory,
 # the cwd or one of its ancestors, or a glob under a variable. No rule or hook allow approves
 # them; only a person can.
-critical_rm contains sub.text if {
-	some sub in input.bash.subcommands
-	words := sub.match_words
+critical_rm contains concat(" ", words) if {
+	some words in input.bash.match_words
 	words[0] in {"rm", "rmdir"}
 	some arg in array.slice(words, 1, count(words))
 	not startswith(arg, "-")
