@@ -193,3 +193,92 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 }
 
 var _ = strconv.Itoa
+
+// An agent-style loop through sbctl on a small repository: grep, read, edit, run the tests.
+func TestAgentLoopThroughSbctl(t *testing.T) {
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbdl")
+	repo := filepath.Join(alice.Home, "repo")
+	files := map[string]string{
+		"greet.sh": "greet() { echo \"hello, $1\"; }\n",
+		"test.sh":  ". ./greet.sh\n[ \"$(greet world)\" = \"hello, world!\" ] && echo PASS || { echo FAIL; exit 1; }\n",
+	}
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", alice.UID, alice.GID), repo).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", repo, "--mode", "acceptEdits", "--allow", "Bash(sh test.sh)")
+	if code != 0 {
+		t.Fatalf("session new: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+	run := func(args ...string) (string, string, int) {
+		return sbctl(t, bin, td.socket, &alice, append([]string{args[0], "--session", id}, args[1:]...)...)
+	}
+
+	out, errOut, code = run("bash", "--", "sh test.sh")
+	if code != 1 || !strings.Contains(out, "FAIL") {
+		t.Fatalf("tests before the fix: exit %d, %q %q", code, out, errOut)
+	}
+	out, _, code = run("grep", "hello", "--path", repo)
+	if code != 0 || !strings.Contains(out, "greet.sh") {
+		t.Fatalf("grep: %d %q", code, out)
+	}
+	// Editing before reading is refused with a message that says what to do.
+	_, errOut, code = run("edit", filepath.Join(repo, "greet.sh"), "--old", `hello, $1"`, "--new", `hello, $1!"`)
+	combined := errOut
+	if code == 0 {
+		t.Fatal("edit without a prior read succeeded")
+	}
+	out, _, code = run("read", filepath.Join(repo, "greet.sh"))
+	if code != 0 || !strings.Contains(out, "greet()") {
+		t.Fatalf("read: %d %q", code, out)
+	}
+	out, errOut, code = run("edit", filepath.Join(repo, "greet.sh"), "--old", `hello, $1"`, "--new", `hello, $1!"`)
+	if code != 0 {
+		t.Fatalf("edit after read: %d %q %q (first refusal said %q)", code, out, errOut, combined)
+	}
+	out, errOut, code = run("bash", "--", "sh test.sh")
+	if code != 0 || !strings.Contains(out, "PASS") {
+		t.Fatalf("tests after the fix: exit %d, %q %q", code, out, errOut)
+	}
+	// The edit was made as alice, not as root.
+	fi, err := os.Stat(filepath.Join(repo, "greet.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != alice.UID {
+		t.Errorf("edited file owned by uid %d, want %d", st.Uid, alice.UID)
+	}
+	// Writing outside the session's directories is not allowed by acceptEdits.
+	_, _, code = run("write", filepath.Join(alice.Home, "outside.txt"), "--content", "x")
+	if code == 0 {
+		t.Error("acceptEdits wrote outside the session's directories")
+	}
+}
+
+func TestClassifyOffline(t *testing.T) {
+	bin := buildSbctl(t)
+	out, _, code := sbctl(t, bin, "/nonexistent.sock", nil, "classify", "--json", "--", "git status && ls -la | head")
+	var c struct {
+		ReadOnly    bool `json:"read_only"`
+		Subcommands []struct {
+			Text string `json:"text"`
+		} `json:"subcommands"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &c) != nil || !c.ReadOnly || len(c.Subcommands) != 3 {
+		t.Fatalf("classify: %d %q", code, out)
+	}
+	out, _, code = sbctl(t, bin, "/nonexistent.sock", nil, "classify", "--json", "--", "find . -exec rm {} ;")
+	if code != 0 || !strings.Contains(out, `"read_only": false`) {
+		t.Fatalf("classify find -exec: %d %q", code, out)
+	}
+}

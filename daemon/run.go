@@ -242,8 +242,10 @@ func (d *Daemon) shutdown() {
 		d.log.Warn("drain deadline passed; killing what is left", zap.Error(err))
 	}
 	// Whatever still runs is killed with its whole cgroup; handlers then return quickly.
-	d.core.host.CloseTools()
+	// Kill what still runs first (with its whole cgroup): the tools' bookkeeping waits for
+	// their goroutines, which end only when their processes do.
 	_ = d.core.sandbox.Close()
+	d.core.host.CloseTools()
 	_ = d.core.policy.Close()
 	d.server.Close()
 	d.api.Wait()

@@ -1,0 +1,228 @@
+package daemon
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+func TestStreamingCall(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	body := `{"tool":"Bash","input":{"command":"echo one; echo two >&2; echo three"}}`
+	req, _ := http.NewRequest("POST", "http://sandboxd/v1/sessions/"+s.ID+"/calls", strings.NewReader(body))
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := td.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Fatalf("content type %q", ct)
+	}
+	var events []api.StreamLine
+	var result *api.CallResult
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var l api.StreamLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Bytes(), err)
+		}
+		if l.Result != nil {
+			result = l.Result
+			break
+		}
+		events = append(events, l)
+	}
+	if result == nil || result.Data["stdout"] != "one\nthree\n" || result.Data["stderr"] != "two\n" {
+		t.Fatalf("result = %+v", result)
+	}
+	var sawOut, sawErr bool
+	for _, e := range events {
+		sawOut = sawOut || e.Event.Kind == "stdout" && strings.Contains(e.Event.Data, "one")
+		sawErr = sawErr || e.Event.Kind == "stderr" && strings.Contains(e.Event.Data, "two")
+	}
+	if !sawOut || !sawErr {
+		t.Errorf("progress events missing: %+v", events)
+	}
+}
+
+func TestBatchThroughTheSocket(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
+	body := fmt.Sprintf(`{"calls":[
+		{"tool":"Read","input":{"file_path":%q},"tool_use_id":"r1"},
+		{"tool":"Glob","input":{"pattern":"*.txt"},"tool_use_id":"g1"},
+		{"tool":"Bash","input":{"command":"touch b.txt"},"tool_use_id":"b1"},
+		{"tool":"Nope","input":{},"tool_use_id":"n1"},
+		{"tool":"Read","input":{"file_path":%q},"tool_use_id":"r2"}]}`, filepath.Join(dir, "a.txt"), filepath.Join(dir, "a.txt"))
+	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/batch", body)
+	if code != 200 {
+		t.Fatalf("batch: %d %s", code, b)
+	}
+	var br api.BatchResponse
+	decodeInto(t, b, &br)
+	ids := []string{"r1", "g1", "b1", "n1", "r2"}
+	if len(br.Results) != len(ids) {
+		t.Fatalf("%d results", len(br.Results))
+	}
+	for i, id := range ids {
+		if br.Results[i].ToolUseID != id {
+			t.Errorf("result %d is %s, want %s", i, br.Results[i].ToolUseID, id)
+		}
+	}
+	if br.Results[0].IsError || !strings.Contains(br.Results[0].Content[0].Text, "alpha") {
+		t.Errorf("read in batch: %+v", br.Results[0])
+	}
+	if br.Results[2].Decision == nil || br.Results[2].Decision.Behavior != "ask" {
+		t.Errorf("touch in default mode: %+v", br.Results[2].Decision)
+	}
+	if br.Results[3].Error == nil || br.Results[3].Error.Class != "unknown_tool" {
+		t.Errorf("unknown tool in batch: %+v", br.Results[3])
+	}
+}
+
+func TestDecideRunsNothingThroughTheSocket(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", `{"tool":"Bash","input":{"command":"touch made-by-decide"}}`)
+	var res api.CallResult
+	decodeInto(t, b, &res)
+	if code != 200 || res.Decision == nil || res.Decision.Behavior != "allow" {
+		t.Fatalf("decide: %d %s", code, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made-by-decide")); err == nil {
+		t.Fatal("decide ran the command")
+	}
+}
+
+// buildDaemon builds the sandboxd binary for process-level tests.
+func buildDaemon(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sandboxd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sandboxd").CombinedOutput(); err != nil {
+		t.Fatalf("build sandboxd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func healthy(socket string) bool {
+	c := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", socket) }}}
+	for i := 0; i < 100; i++ {
+		if resp, err := c.Get("http://sandboxd/v1/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// A socket passed by systemd (LISTEN_FDS, LISTEN_PID) is served; SIGTERM drains and exits.
+func TestSocketActivationAndSigterm(t *testing.T) {
+	td := startDaemon(t, "") // for RequireRoot and a free cgroup name pattern
+	td.stop()
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "activated.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	lf, err := l.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("drain_timeout_sec: 3\nsandbox:\n  cgroup_name: sandboxd-test-activation\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// systemd sets LISTEN_PID to the service's own pid: `exec` keeps the shell's pid.
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bin,
+		"--socket", filepath.Join(dir, "unused.sock"), "--state-dir", filepath.Join(dir, "state"), "--config", cfg)
+	cmd.ExtraFiles = []*os.File{lf}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	if !healthy(socket) {
+		t.Fatalf("activated daemon did not become healthy: %s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "unused.sock")); err == nil {
+		t.Error("daemon listened on --socket despite socket activation")
+	}
+	// In-flight calls: one that ends within the drain deadline finishes; one that does not
+	// is killed when the deadline passes.
+	c := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", socket) }}}
+	resp, err := c.Post("http://sandboxd/v1/sessions", "application/json", strings.NewReader(fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess api.Session
+	json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	results := make(chan api.CallResult, 2)
+	for _, cmdline := range []string{"sleep 1; echo drained", "sleep 60; echo never"} {
+		go func() {
+			resp, err := c.Post("http://sandboxd/v1/sessions/"+sess.ID+"/calls", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmdline)))
+			var r api.CallResult
+			if err == nil {
+				json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
+			}
+			results <- r
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		r := <-results
+		out, _ := r.Data["stdout"].(string)
+		got[strings.TrimSpace(out)] = true
+	}
+	if !got["drained"] || got["never"] {
+		t.Errorf("drain: outputs %v, want the short call finished and the long one killed", got)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("drain took %v with a 3 s deadline", el)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("daemon exited with %v: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("daemon did not exit on SIGTERM")
+	}
+}
