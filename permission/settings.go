@@ -307,6 +307,9 @@ func policyFiles(dir string, check bool) ([]string, error) {
 // CheckPolicyOwner refuses a policy path that someone other than root could have written.
 func CheckPolicyOwner(p string) error { return checkOwner(p) }
 
+// WARNING: admin policy is read with the daemon's privileges; a file a user could write would
+// let that user rewrite everyone's policy. Rerun TestPolicyOwnerCheckRoot (go test -exec sudo
+// ./permission/) after any change.
 func checkOwner(p string) error {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {

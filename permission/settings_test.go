@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
 // dirReader reads from the real filesystem; the daemon passes one that reads as the owner.
@@ -173,26 +175,29 @@ func TestPolicyOwnerCheck(t *testing.T) {
 	if !errors.Is(err, ErrUntrustedPolicyFile) {
 		t.Fatalf("world-writable policy file accepted: %v", err)
 	}
-	if os.Getuid() == 0 {
-		if err := os.Chmod(filepath.Join(dir, "a.json"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(filepath.Join(dir, "a.json"), 1234, 0); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir}); !errors.Is(err, ErrUntrustedPolicyFile) {
-			t.Fatalf("policy file owned by uid 1234 accepted: %v", err)
-		}
-		if err := os.Chown(filepath.Join(dir, "a.json"), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		rs, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir})
-		if err != nil || len(rs.Rules()) != 1 {
-			t.Fatalf("root-owned 0644 file refused: %v", err)
-		}
+}
+
+// TestPolicyOwnerCheckRoot needs root to chown: a file owned by another uid is refused, a
+// root-owned 0644 file in a 0755 directory is read.
+func TestPolicyOwnerCheckRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.json"), `{"permissions":{"deny":["Bash"]}}`)
+	if err := os.Chown(filepath.Join(dir, "a.json"), 1234, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir}); !errors.Is(err, ErrUntrustedPolicyFile) {
+		t.Fatalf("policy file owned by uid 1234 accepted: %v", err)
+	}
+	if err := os.Chown(filepath.Join(dir, "a.json"), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rs, _, err := Load(context.Background(), LoadOptions{PolicyDir: dir})
+	if err != nil || len(rs.Rules()) != 1 {
+		t.Fatalf("root-owned 0644 file refused: %v", err)
 	}
 }
 
