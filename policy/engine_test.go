@@ -271,3 +271,15 @@ test_denies_ls if {
 		t.Errorf("failing custom test reported ok=%v err=%v", ok, err)
 	}
 }
+
+func TestExplain(t *testing.T) {
+	e := newEngine(t, Config{})
+	c := call{cmd: "git push", bash: bash(sub(false, "git", "push")), ask: []string{"Bash(git push *)"}}
+	d, trace, err := e.Explain(context.Background(), c.facts(), c.ruleSet(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Step != "ask_rule" || !strings.Contains(trace, "main.rego") || !strings.Contains(trace, "rules.rego") {
+		t.Errorf("explain: %+v\n%s", d, trace)
+	}
+}
