@@ -1,7 +1,7 @@
 package classifier
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -90,6 +90,17 @@ func classify(command string, opts Options) *Classification {
 // overrides, zero-width spaces) that make displayed text lie.
 func badChar(s string) string {
 	for i := 0; i < len(s); {
+		// Skip printable ASCII, by far the most common, 8 bytes at a time
+		// while none of them is below 0x20 or above 0x7e.
+		for i+8 <= len(s) && !hasNonPrintable(load64(s[i:i+8])) {
+			i += 8
+		}
+		for i < len(s) && s[i]-0x20 < 0x7f-0x20 {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c == 0 {
@@ -113,6 +124,23 @@ func badChar(s string) string {
 	return ""
 }
 
+// hasNonPrintable reports whether any byte of x is below 0x20 or above 0x7e
+// (the classic "has less than" and "has more than" word tricks, exact
+// for these bounds).
+func hasNonPrintable(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - ones*0x20) &^ x & highs
+	more := ((x + ones*(0x7f-0x7e)) | x) & highs
+	return less|more != 0
+}
+
+// load64 reads 8 bytes little-endian (the compiler makes it one load).
+func load64(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
 // parse runs the parser and the walker and classifies the result.
 func parse(command string, opts Options) *Classification {
 	p := parserPool.Get().(*syntax.Parser)
@@ -124,10 +152,24 @@ func parse(command string, opts Options) *Classification {
 		c.ParseError = &msg
 		return c
 	}
-	w := &walker{src: command, opts: opts}
+	w := walkerPool.Get().(*walker)
+	w.src, w.opts = command, opts
 	w.stmts(f.Stmts, nil)
-	return w.finish()
+	c := w.finish()
+	// Nothing in c points into the walker's buffers (Argv, Prefix,
+	// DenyPrefix and Redirects are allocated for c), so they can be reused.
+	w.reset()
+	walkerPool.Put(w)
+	return c
 }
+
+// walkerPool reuses walkers and their buffers. A walker is put back only
+// after a classification finished; a panic leaves it to the collector.
+var walkerPool = sync.Pool{New: func() any {
+	w := &walker{}
+	w.visit = w.visitNode
+	return w
+}}
 
 // walker collects the simple commands of a parsed file in source order,
 // with the facts that make a whole line unsafe even when each command is.
@@ -142,6 +184,74 @@ type walker struct {
 	// unsupported is the reason of the first construct we refuse to reason
 	// about (coproc, ...).
 	unsupported string
+
+	// visit is visitNode bound once, so syntax.Walk calls need no closure
+	// allocation each.
+	visit func(syntax.Node) bool
+	// subBuf and wordBuf hand out sub records and argument words. When one
+	// fills up a buffer twice the size replaces it (records already handed
+	// out stay where they are); reset keeps the last, largest buffer for
+	// the next line.
+	subBuf  []sub
+	wordBuf []word
+	// vals is scratch space for a command's argument values while its
+	// reason is computed; no check keeps the slice.
+	vals []string
+}
+
+// maxKeptBuf bounds the records a pooled walker keeps between lines, so one
+// huge line does not pin its memory.
+const maxKeptBuf = 1024
+
+// reset clears w for reuse, dropping every reference to the last line.
+func (w *walker) reset() {
+	// The records in subBuf and wordBuf are overwritten whole before they
+	// are read again; only w.subs can reach buffers that were replaced.
+	clear(w.subs)
+	*w = walker{
+		visit:   w.visit,
+		subs:    w.subs[:0],
+		subBuf:  w.subBuf[:0],
+		wordBuf: w.wordBuf[:0],
+		vals:    w.vals[:0],
+	}
+	if cap(w.subs) > maxKeptBuf {
+		w.subs = nil
+	}
+	if cap(w.subBuf) > maxKeptBuf {
+		w.subBuf = nil
+	}
+	if cap(w.wordBuf) > maxKeptBuf {
+		w.wordBuf = nil
+	}
+	if cap(w.vals) > maxKeptBuf {
+		w.vals = nil
+	}
+}
+
+// newSub returns a new sub record owned by the walker. The caller appends
+// it to w.subs when the original code did.
+func (w *walker) newSub(s *syntax.Stmt, redirs []Redirect) *sub {
+	if len(w.subBuf) == cap(w.subBuf) {
+		w.subBuf = make([]sub, 0, max(2*cap(w.subBuf), 16))
+	}
+	w.subBuf = append(w.subBuf, sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs})
+	return &w.subBuf[len(w.subBuf)-1]
+}
+
+// newWords returns an empty slice with capacity exactly n, carved from the
+// walker's word buffer so that appending beyond n reallocates rather than
+// overwrite a neighbour.
+func (w *walker) newWords(n int) []word {
+	if cap(w.wordBuf)-len(w.wordBuf) < n {
+		if n > maxKeptBuf/4 {
+			return make([]word, 0, n)
+		}
+		w.wordBuf = make([]word, 0, max(2*cap(w.wordBuf), 64, 2*n))
+	}
+	k := len(w.wordBuf)
+	w.wordBuf = w.wordBuf[:k+n]
+	return w.wordBuf[k:k:k+n]
 }
 
 // sub is a simple command plus what the walker knows about it.
@@ -154,6 +264,9 @@ type sub struct {
 	isDecl  bool // declare/export/local/readonly/typeset
 	isLet   bool
 	noCmd   bool // a statement with redirections only
+	// plain is true for a call with at least one word, every word static
+	// and no assignments (set by call).
+	plain bool
 }
 
 // assign is one NAME=value word.
@@ -181,7 +294,9 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	}
 	switch cmd := s.Cmd.(type) {
 	case nil:
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
+		sb := w.newSub(s, redirs)
+		sb.noCmd = true
+		w.subs = append(w.subs, sb)
 	case *syntax.CallExpr:
 		w.call(s, cmd, redirs)
 	case *syntax.BinaryCmd:
@@ -236,7 +351,9 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.ArithmCmd:
 		w.hasArith = true
 		w.node(cmd.X)
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
+		sb := w.newSub(s, redirs)
+		sb.noCmd = true
+		w.subs = append(w.subs, sb)
 	case *syntax.TestClause:
 		w.node(cmd.X)
 		syntax.Walk(cmd.X, func(n syntax.Node) bool {
@@ -248,10 +365,13 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			}
 			return true
 		})
-		w.subs = append(w.subs, &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, noCmd: true})
+		sb := w.newSub(s, redirs)
+		sb.noCmd = true
+		w.subs = append(w.subs, sb)
 	case *syntax.DeclClause:
 		w.setsVars = true
-		sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, isDecl: true}
+		sb := w.newSub(s, redirs)
+		sb.isDecl = true
 		sb.args = append(sb.args, word{val: cmd.Variant.Value, src: cmd.Variant.Value, static: true})
 		for _, a := range cmd.Args {
 			w.node(a)
@@ -266,7 +386,8 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.LetClause:
 		w.setsVars = true
 		w.hasArith = true
-		sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs, isLet: true}
+		sb := w.newSub(s, redirs)
+		sb.isLet = true
 		sb.args = []word{{val: "let", src: "let", static: true}}
 		for _, e := range cmd.Exprs {
 			w.node(e)
@@ -313,47 +434,57 @@ func (w *walker) node(n syntax.Node) {
 	if n == nil {
 		return
 	}
-	if wd, ok := n.(*syntax.Word); ok && plainWord(wd) {
-		return // nothing to find; skip Walk and its closure
+	if wd, ok := n.(*syntax.Word); ok {
+		w.wordParts(wd.Parts)
+		return
 	}
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch x := n.(type) {
-		case *syntax.CmdSubst:
-			if x.TempFile || x.ReplyVar {
-				w.unsupportedf("unsupported_construct")
-			}
-			w.stmts(x.Stmts, nil)
-			return false
-		case *syntax.ProcSubst:
-			w.stmts(x.Stmts, nil)
-			return false
-		case *syntax.ArithmExp:
-			w.hasArith = true
-		case *syntax.ParamExp:
-			if x.Index != nil || x.Slice != nil {
-				w.hasArith = true
-			}
-			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
-				w.setsVars = true
-			}
-		}
-		return true
-	})
+	syntax.Walk(n, w.visit)
 }
 
-// plainWord reports whether a word holds only literals and quoted literals.
-func plainWord(wd *syntax.Word) bool {
-	for _, p := range wd.Parts {
-		switch q := p.(type) {
+// wordParts visits the parts of a word in the order syntax.Walk would, doing
+// what visitNode does for each, without Walk's interface dispatch for the
+// common parts. Anything less common goes to syntax.Walk itself.
+func (w *walker) wordParts(parts []syntax.WordPart) {
+	for _, p := range parts {
+		switch x := p.(type) {
 		case *syntax.Lit, *syntax.SglQuoted:
+			// nothing to find
 		case *syntax.DblQuoted:
-			for _, dp := range q.Parts {
-				if _, ok := dp.(*syntax.Lit); !ok {
-					return false
-				}
+			w.wordParts(x.Parts)
+		case *syntax.CmdSubst:
+			w.visitNode(x)
+		case *syntax.ParamExp:
+			if x.NestedParam != nil || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Exp != nil {
+				syntax.Walk(x, w.visit)
+			} else {
+				w.visitNode(x) // Flags and Param are literals: nothing below
 			}
 		default:
-			return false
+			syntax.Walk(p, w.visit)
+		}
+	}
+}
+
+// visitNode is the syntax.Walk callback of node.
+func (w *walker) visitNode(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.CmdSubst:
+		if x.TempFile || x.ReplyVar {
+			w.unsupportedf("unsupported_construct")
+		}
+		w.stmts(x.Stmts, nil)
+		return false
+	case *syntax.ProcSubst:
+		w.stmts(x.Stmts, nil)
+		return false
+	case *syntax.ArithmExp:
+		w.hasArith = true
+	case *syntax.ParamExp:
+		if x.Index != nil || x.Slice != nil {
+			w.hasArith = true
+		}
+		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
+			w.setsVars = true
 		}
 	}
 	return true
@@ -456,14 +587,18 @@ func evalAssign(src string, a *syntax.Assign) assign {
 }
 
 func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
-	sb := &sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs}
-	sb.args = make([]word, 0, len(c.Args))
+	sb := w.newSub(s, redirs)
+	sb.args = w.newWords(len(c.Args))
 	for _, a := range c.Assigns {
 		sb.assigns = append(sb.assigns, evalAssign(w.src, a))
 	}
-	for _, a := range c.Args {
-		sb.args = append(sb.args, evalWord(w.src, a))
+	plain := len(c.Args) > 0 && len(sb.assigns) == 0
+	for i, a := range c.Args {
+		sb.args = sb.args[:i+1]
+		evalWordTo(&sb.args[i], w.src, a)
+		plain = plain && sb.args[i].static
 	}
+	sb.plain = plain
 	if len(c.Args) == 0 {
 		w.setsVars = true
 	}
@@ -480,13 +615,24 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	}
 }
 
+func bySubPos(a, b *sub) int { return a.pos - b.pos }
+
 // finish classifies every collected command and the line as a whole.
 func (w *walker) finish() *Classification {
-	sort.SliceStable(w.subs, func(i, j int) bool { return w.subs[i].pos < w.subs[j].pos })
+	if !slices.IsSortedFunc(w.subs, bySubPos) {
+		slices.SortStableFunc(w.subs, bySubPos)
+	}
 	c := &Classification{ReadOnly: true, Reason: "read_only", Subcommands: make([]Subcommand, 0, len(w.subs))}
+	// One backing array holds every Argv, Prefix and DenyPrefix; each is
+	// carved with the capacity it would have had alone.
+	n := 0
+	for _, sb := range w.subs {
+		n += argvWords(sb)
+	}
+	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
 	for _, sb := range w.subs {
-		out := w.classifySub(sb)
+		out := w.classifySub(sb, &strs)
 		if !out.ReadOnly && c.ReadOnly {
 			c.ReadOnly = false
 			c.Reason = out.Reason

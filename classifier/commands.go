@@ -99,37 +99,76 @@ func safeBareAssign(name string) bool {
 	return name != "" && strings.ToLower(name) == name
 }
 
-// classifySub fills the Subcommand for sb.
-func (w *walker) classifySub(sb *sub) Subcommand {
+// classifySub fills the Subcommand for sb, taking its word slices from strs.
+func (w *walker) classifySub(sb *sub, strs *strSlab) Subcommand {
 	out := Subcommand{Text: sb.text, Redirects: sb.redirs}
-	out.Argv = staticArgv(sb)
-	out.Prefix = allowPrefix(sb)
-	out.DenyPrefix = denyPrefix(sb)
+	if sb.plain {
+		// The common case, where staticArgv, allowPrefix and denyPrefix all
+		// start from the same words: build them once and copy.
+		n := len(sb.args)
+		argv := strs.take(n)
+		for _, a := range sb.args {
+			argv = append(argv, a.val)
+		}
+		out.Argv = argv
+		out.Prefix = stripWrappers(append(strs.take(n), argv...), false)
+		out.DenyPrefix = stripWrappers(append(strs.take(n), argv...), true)
+	} else {
+		out.Argv = staticArgv(sb, strs)
+		out.Prefix = allowPrefix(sb, strs)
+		out.DenyPrefix = denyPrefix(sb, strs)
+	}
 	out.ExactOnly = exactOnly(out.DenyPrefix)
 	out.Reason = w.readOnlyReason(sb)
 	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
 	return out
 }
 
-func staticArgv(sb *sub) []string {
+// strSlab hands out string slices from one backing array.
+type strSlab []string
+
+// take returns an empty, non-nil slice with capacity exactly n.
+func (s *strSlab) take(n int) []string {
+	k := len(*s)
+	if n == 0 || cap(*s)-k < n {
+		return make([]string, 0, n)
+	}
+	*s = (*s)[:k+n]
+	return (*s)[k:k:k+n]
+}
+
+// argvWords bounds the strings staticArgv, allowPrefix and denyPrefix take
+// for sb.
+func argvWords(sb *sub) int {
+	if len(sb.args) == 0 {
+		return 3 * len(sb.assigns)
+	}
+	return 2*len(sb.args) + len(sb.assigns) + len(sb.args)
+}
+
+func staticArgv(sb *sub, strs *strSlab) []string {
 	if len(sb.args) == 0 {
 		if len(sb.assigns) == 0 {
 			return nil
 		}
-		out := make([]string, 0, len(sb.assigns))
 		for _, a := range sb.assigns {
 			if !a.static {
 				return nil
 			}
+		}
+		out := strs.take(len(sb.assigns))
+		for _, a := range sb.assigns {
 			out = append(out, a.word.val)
 		}
 		return out
 	}
-	out := make([]string, 0, len(sb.args))
 	for _, a := range sb.args {
 		if !a.static {
 			return nil
 		}
+	}
+	out := strs.take(len(sb.args))
+	for _, a := range sb.args {
 		out = append(out, a.val)
 	}
 	return out
@@ -180,7 +219,7 @@ func (w *walker) argvReason(args []word, depth int) string {
 		return "dynamic_command"
 	}
 	n := name.val
-	if strings.Contains(n, "/") {
+	if strings.IndexByte(n, '/') >= 0 {
 		// /bin/ls is ls; ./ls or /tmp/ls could be anything.
 		base, ok := strings.CutPrefix(n, "/usr/bin/")
 		if !ok {
@@ -194,17 +233,18 @@ func (w *walker) argvReason(args []word, depth int) string {
 	if w.funcs[n] {
 		return "shadowed_command"
 	}
-	if r, ok := neverReadOnly[n]; ok {
-		return r
+	e := cmdTable[n] // neverReadOnly, isWrapper and readOnly in one lookup
+	if e.never {
+		return e.neverReason
 	}
-	if isWrapper(n) {
+	if e.wrapper {
 		return w.wrapperReason(n, args, depth)
 	}
-	spec, ok := readOnly[n]
-	if !ok {
+	if !e.known {
 		return "unknown_command"
 	}
-	vals := make([]string, 0, len(args)-1)
+	spec := e.spec
+	vals := w.vals[:0]
 	for _, a := range args[1:] {
 		if spec.strict {
 			if !a.static {
@@ -216,6 +256,7 @@ func (w *walker) argvReason(args []word, depth int) string {
 		}
 		vals = append(vals, a.val)
 	}
+	w.vals = vals // no check keeps args, so the next command may reuse them
 	if spec.check != nil {
 		if r := spec.check(vals, w); r != "" {
 			return r
@@ -225,6 +266,40 @@ func (w *walker) argvReason(args []word, depth int) string {
 		return "neutral"
 	}
 	return "read_only"
+}
+
+// cmdEntry is what argvReason needs to know about a command name, gathered
+// from neverReadOnly, isWrapper and readOnly so that it costs one lookup.
+type cmdEntry struct {
+	never       bool // in neverReadOnly, with neverReadOnly's reason
+	neverReason string
+	wrapper     bool // isWrapper
+	known       bool // in readOnly, with its spec
+	spec        cmdSpec
+}
+
+var cmdTable map[string]cmdEntry
+
+func init() {
+	cmdTable = map[string]cmdEntry{}
+	add := func(n string) {
+		e := cmdEntry{wrapper: isWrapper(n)}
+		e.neverReason, e.never = neverReadOnly[n]
+		e.spec, e.known = readOnly[n]
+		cmdTable[n] = e
+	}
+	for n := range neverReadOnly {
+		add(n)
+	}
+	for n := range readOnly {
+		add(n)
+	}
+	for _, n := range []string{"env", "nice", "timeout", "time", "nohup", "command", "builtin", "stdbuf", "noglob"} {
+		if !isWrapper(n) {
+			panic("classifier: wrapper list out of step with isWrapper")
+		}
+		add(n)
+	}
 }
 
 func isWrapper(n string) bool {
@@ -239,10 +314,11 @@ func isWrapper(n string) bool {
 func (w *walker) wrapperReason(n string, args []word, depth int) string {
 	// Every word up to the inner command must be static: `nice $x ls` runs
 	// whatever $x names.
-	vals := make([]string, len(args))
-	for i, a := range args {
-		vals[i] = a.val
+	vals := w.vals[:0]
+	for _, a := range args {
+		vals = append(vals, a.val)
 	}
+	w.vals = vals // reused by the inner command once vals is no longer read
 	inner, reason := unwrapOne(vals, false)
 	if reason != "" {
 		return reason

@@ -3,15 +3,22 @@ package classifier
 // allowPrefix is the argv allow rules match: safe env assignments and the
 // wrappers of COMPAT's fixed list stripped. It is nil when a word is not
 // static, so such a command matches no allow rule.
-func allowPrefix(sb *sub) []string {
+func allowPrefix(sb *sub, strs *strSlab) []string {
 	if len(sb.args) == 0 {
-		return staticArgv(sb)
+		return staticArgv(sb, strs)
 	}
-	out := make([]string, 0, len(sb.assigns)+len(sb.args))
 	for _, a := range sb.assigns {
 		if !a.static {
 			return nil
 		}
+	}
+	for _, a := range sb.args {
+		if !a.static {
+			return nil
+		}
+	}
+	out := strs.take(len(sb.assigns) + len(sb.args))
+	for _, a := range sb.assigns {
 		if safeEnv[a.name] {
 			continue
 		}
@@ -20,9 +27,6 @@ func allowPrefix(sb *sub) []string {
 		out = append(out, a.word.val)
 	}
 	for _, a := range sb.args {
-		if !a.static {
-			return nil
-		}
 		out = append(out, a.val)
 	}
 	if len(out) > len(sb.args) {
@@ -35,15 +39,15 @@ func allowPrefix(sb *sub) []string {
 // denyPrefix is the argv deny and ask rules match: every env assignment and
 // wrapper stripped (env, xargs with options and sudo too), and non-static
 // words kept as their source text, so a deny rule errs toward matching.
-func denyPrefix(sb *sub) []string {
+func denyPrefix(sb *sub, strs *strSlab) []string {
 	if len(sb.args) == 0 {
-		out := make([]string, 0, len(sb.assigns))
+		out := strs.take(len(sb.assigns))
 		for _, a := range sb.assigns {
 			out = append(out, a.word.src)
 		}
 		return out
 	}
-	out := make([]string, 0, len(sb.args))
+	out := strs.take(len(sb.args))
 	for _, a := range sb.args {
 		if a.static {
 			out = append(out, a.val)

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"math/bits"
 	"path"
 	"sort"
 	"strings"
@@ -44,59 +45,150 @@ var secretMarkers = []string{
 	".gnupg", ".pgpass", "credentials.json", ".vault-token", "/proc/self/environ",
 }
 
+// secretByFirst groups secretMarkers by their first byte, so isSecret tries
+// only the markers that can start at each position; secretClass marks the
+// bytes that start a marker (secretStart) and the bytes one of which every
+// marker holds (secretSep: . / _).
+var (
+	secretByFirst [256][]string
+	secretClass   [256]uint8
+)
+
+const (
+	secretStart uint8 = 1 << iota
+	secretSep
+)
+
+func init() {
+	secretClass['.'] |= secretSep
+	secretClass['/'] |= secretSep
+	secretClass['_'] |= secretSep
+	for _, m := range secretMarkers {
+		if !strings.ContainsAny(m, "./_") {
+			panic("classifier: secret marker without . / or _: " + m)
+		}
+		secretByFirst[m[0]] = append(secretByFirst[m[0]], m)
+		secretClass[m[0]] |= secretStart
+	}
+}
+
 func isSecret(s string) bool {
-	// Every marker holds one of these; most words do not, and this runs on
+	// Every marker holds one of . / _; most words do not, and this runs on
 	// every word of every command.
-	if !strings.ContainsAny(s, "./_") {
+	i := 0
+	for i < len(s) && secretClass[s[i]]&secretSep == 0 {
+		i++
+	}
+	if i == len(s) {
 		return false
 	}
-	for _, m := range secretMarkers {
-		if strings.Contains(s, m) {
-			return true
+	// One pass tries the markers that start at each byte: the same as
+	// strings.Contains of each marker.
+	for i := 0; i < len(s); i++ {
+		if secretClass[s[i]]&secretStart == 0 {
+			continue
+		}
+		for _, m := range secretByFirst[s[i]] {
+			if strings.HasPrefix(s[i:], m) {
+				return true
+			}
 		}
 	}
 	// curl -F f=@.env and -d @.env name the file after = or @.
-	if i := strings.LastIndexAny(s, "=@"); i >= 0 {
-		s = s[i+1:]
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '=' || s[i] == '@' {
+			s = s[i+1:]
+			break
+		}
 	}
 	b := path.Base(s)
 	return b == ".env" || strings.HasPrefix(b, ".env.")
 }
 
+// riskSet is a set of risks, one bit each, in the sorted order of their
+// names so that listing the bits lists the names sorted.
+type riskSet uint8
+
+const (
+	bitCriticalPathRm riskSet = 1 << iota
+	bitDestructive
+	bitExfiltration
+	bitNetwork
+	bitOutsideWorkspaceWrite
+	bitPackageInstall
+	bitPrivilege
+)
+
+var riskNames = [...]string{RiskCriticalPathRm, RiskDestructive, RiskExfiltration, RiskNetwork,
+	RiskOutsideWorkspaceWrite, RiskPackageInstall, RiskPrivilege}
+
+func init() {
+	if !sort.StringsAreSorted(riskNames[:]) {
+		panic("classifier: riskNames not sorted")
+	}
+}
+
+// list returns the names of the risks in s, sorted; never nil.
+func (s riskSet) list() []string {
+	out := make([]string, 0, bits.OnesCount8(uint8(s)))
+	for i, n := range riskNames {
+		if s&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// cmdRisk flags the command names of networkCmds, privilegeCmds and
+// destructiveCmds in one map, so each command costs one lookup.
+var cmdRisk = map[string]uint8{}
+
+const (
+	cmdNetwork uint8 = 1 << iota
+	cmdPrivilege
+	cmdDestructive
+)
+
+func init() {
+	for n := range networkCmds {
+		cmdRisk[n] |= cmdNetwork
+	}
+	for n := range privilegeCmds {
+		cmdRisk[n] |= cmdPrivilege
+	}
+	for n := range destructiveCmds {
+		cmdRisk[n] |= cmdDestructive
+	}
+}
+
 // risks computes the auto-mode risk signals of a line.
 func risks(subs []*sub, out []Subcommand, opts Options) []string {
-	set := map[string]bool{}
-	network, secret, envDump := false, false, false
+	var set riskSet
+	network, envDump := false, false
 	for i, sb := range subs {
 		words := out[i].DenyPrefix
 		for _, r := range sb.redirs {
 			if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") {
 				network = true
 			}
-			if isSecret(r.Target) {
-				secret = true
-			}
 			if r.Write {
 				if strings.HasPrefix(r.Target, "/dev/sd") || strings.HasPrefix(r.Target, "/dev/nvme") {
-					set[RiskDestructive] = true
+					set |= bitDestructive
 				}
 				if !writeInside(r.Target, opts) {
-					set[RiskOutsideWorkspaceWrite] = true
+					set |= bitOutsideWorkspaceWrite
 				}
 			}
 		}
 		for _, a := range sb.args {
-			if strings.Contains(a.src, "/dev/") && (strings.Contains(a.src, "/dev/tcp/") || strings.Contains(a.src, "/dev/udp/")) {
+			if strings.IndexByte(a.src, '/') >= 0 && strings.Contains(a.src, "/dev/") && (strings.Contains(a.src, "/dev/tcp/") || strings.Contains(a.src, "/dev/udp/")) {
 				network = true
-			}
-			if isSecret(a.val) || !a.static && isSecret(a.src) {
-				secret = true
 			}
 		}
 		if len(sb.args) > 0 {
 			switch first := sb.args[0].val; first {
 			case "sudo", "su", "doas", "pkexec", "runuser":
-				set[RiskPrivilege] = true
+				set |= bitPrivilege
 			}
 		}
 		if len(words) == 0 || len(sb.args) == 0 {
@@ -104,14 +196,15 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		}
 		name := path.Base(words[0])
 		args := words[1:]
-		if networkCmds[name] {
+		cr := cmdRisk[name]
+		if cr&cmdNetwork != 0 {
 			network = true
 		}
-		if privilegeCmds[name] {
-			set[RiskPrivilege] = true
+		if cr&cmdPrivilege != 0 {
+			set |= bitPrivilege
 		}
-		if destructiveCmds[name] || strings.HasPrefix(name, "mkfs") {
-			set[RiskDestructive] = true
+		if cr&cmdDestructive != 0 || strings.HasPrefix(name, "mkfs") {
+			set |= bitDestructive
 		}
 		if name == "env" || name == "printenv" {
 			envDump = true
@@ -119,54 +212,68 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		switch name {
 		case "rm", "rmdir", "unlink":
 			if name == "rm" && hasFlag(args, "rRf", "recursive", "force") {
-				set[RiskDestructive] = true
+				set |= bitDestructive
 			}
 			if criticalRm(sb, opts) {
-				set[RiskCriticalPathRm] = true
-				set[RiskDestructive] = true
+				set |= bitCriticalPathRm
+				set |= bitDestructive
 			}
 		case "chmod", "chown", "chgrp":
 			if hasFlag(args, "R", "recursive") {
-				set[RiskDestructive] = true
+				set |= bitDestructive
 			}
 			if name == "chmod" {
 				for _, a := range args {
 					if strings.Contains(a, "+s") || len(a) == 4 && strings.ContainsAny(a[:1], "2467") && strings.Trim(a, "01234567") == "" {
-						set[RiskPrivilege] = true
+						set |= bitPrivilege
 					}
 				}
 			}
 		case "find":
 			if hasWord(args, "-delete") {
-				set[RiskDestructive] = true
+				set |= bitDestructive
 			}
 		case "git":
-			gitRisks(args, set, &network)
+			gitRisks(args, &set, &network)
 		case "kill":
 			if hasWord(args, "-9") || hasWord(args, "-KILL") {
-				set[RiskDestructive] = true
+				set |= bitDestructive
 			}
 		}
 		if isPackageInstall(name, args) {
-			set[RiskPackageInstall] = true
+			set |= bitPackageInstall
 			network = true
 		}
 		if isWriteCmd(name) && writesOutside(name, args, opts) {
-			set[RiskOutsideWorkspaceWrite] = true
+			set |= bitOutsideWorkspaceWrite
 		}
 	}
 	if network {
-		set[RiskNetwork] = true
-		if secret || envDump {
-			set[RiskExfiltration] = true
+		set |= bitNetwork
+		// Secrets matter only with the network, so they are looked for only then.
+		if envDump || namesSecret(subs) {
+			set |= bitExfiltration
 		}
 	}
-	outList := make([]string, 0, len(set))
-	for k := range set {
-		outList = append(outList, k)
+	return set.list()
+}
+
+// namesSecret reports whether a redirection target or a word of any command
+// names a credential file.
+func namesSecret(subs []*sub) bool {
+	for _, sb := range subs {
+		for _, r := range sb.redirs {
+			if isSecret(r.Target) {
+				return true
+			}
+		}
+		for _, a := range sb.args {
+			if isSecret(a.val) || !a.static && isSecret(a.src) {
+				return true
+			}
+		}
 	}
-	sort.Strings(outList)
-	return outList
+	return false
 }
 
 func hasWord(args []string, w string) bool {
@@ -179,7 +286,7 @@ func hasWord(args []string, w string) bool {
 }
 
 // gitRisks flags history-destroying and network git commands.
-func gitRisks(args []string, set map[string]bool, network *bool) {
+func gitRisks(args []string, set *riskSet, network *bool) {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		if args[i] == "-C" || args[i] == "-c" {
@@ -196,7 +303,7 @@ func gitRisks(args []string, set map[string]bool, network *bool) {
 		*network = true
 		for _, a := range rest {
 			if a == "-f" || strings.HasPrefix(a, "--force") || strings.HasPrefix(a, "+") || a == "--delete" || a == "-d" || a == "--mirror" {
-				set[RiskDestructive] = true
+				*set |= bitDestructive
 			}
 		}
 	case "fetch", "pull", "clone", "ls-remote", "submodule":
@@ -207,27 +314,27 @@ func gitRisks(args []string, set map[string]bool, network *bool) {
 		}
 	case "reset":
 		if hasWord(rest, "--hard") || hasWord(rest, "--merge") || hasWord(rest, "--keep") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	case "clean":
 		if hasFlag(rest, "f", "force") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	case "checkout", "restore", "switch":
 		if hasFlag(rest, "f", "force", "discard-changes") || hasWord(rest, "--") || hasWord(rest, ".") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	case "branch":
 		if hasFlag(rest, "D", "delete") || hasWord(rest, "-d") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	case "stash":
 		if len(rest) > 0 && (rest[0] == "drop" || rest[0] == "clear") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	case "filter-branch", "filter-repo", "gc", "prune", "update-ref", "reflog":
 		if sub != "reflog" || len(rest) > 0 && (rest[0] == "expire" || rest[0] == "delete") {
-			set[RiskDestructive] = true
+			*set |= bitDestructive
 		}
 	}
 }
@@ -356,7 +463,7 @@ func criticalRm(sb *sub, opts Options) bool {
 			continue
 		}
 		if a.param {
-			s := strings.NewReplacer(`"`, "", "{", "", "}", "").Replace(a.src)
+			s := dropQuoteBraces(a.src)
 			s = strings.TrimRight(s, "/*")
 			if a.glob || s == "$HOME" || s == "$PWD" || s == "" {
 				return true
@@ -408,4 +515,18 @@ func criticalPath(p string, tilde bool, opts Options) bool {
 		}
 	}
 	return false
+}
+
+// dropQuoteBraces removes every ", { and } from s.
+func dropQuoteBraces(s string) string {
+	if strings.IndexByte(s, '"') < 0 && strings.IndexByte(s, '{') < 0 && strings.IndexByte(s, '}') < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '"' && c != '{' && c != '}' {
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }

@@ -26,7 +26,11 @@ type word struct {
 // srcText returns the source text of a node, bounded so that a position
 // beyond the text (which the parser should never produce) cannot panic.
 func srcText(src string, n syntax.Node) string {
-	start, end := int(n.Pos().Offset()), int(n.End().Offset())
+	return spanText(src, int(n.Pos().Offset()), int(n.End().Offset()))
+}
+
+// spanText is src[start:end], bounded as srcText describes.
+func spanText(src string, start, end int) string {
 	if start < 0 || start > len(src) {
 		return ""
 	}
@@ -41,19 +45,32 @@ func srcText(src string, n syntax.Node) string {
 
 // evalWord computes the static view of w without expanding anything.
 func evalWord(src string, w *syntax.Word) word {
-	out := word{src: srcText(src, w), static: true}
+	var out word
+	evalWordTo(&out, src, w)
+	return out
+}
+
+// evalWordTo is evalWord writing its result to *dst, which it overwrites.
+func evalWordTo(dst *word, src string, w *syntax.Word) {
 	if len(w.Parts) == 1 {
 		// Fast path for the common plain word: no copy when nothing needs
 		// unescaping or marks an expansion.
-		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\*?[{~") {
-			out.val = l.Value
-			return out
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && plainLit(l.Value) {
+			// A one-literal word spans exactly its literal.
+			*dst = word{src: spanText(src, int(l.ValuePos.Offset()), int(l.ValueEnd.Offset())), static: true, val: l.Value}
+			return
 		}
 		if q, ok := w.Parts[0].(*syntax.SglQuoted); ok && !q.Dollar {
-			out.val = q.Value
-			return out
+			*dst = word{src: srcText(src, w), static: true, val: q.Value}
+			return
 		}
 	}
+	*dst = evalWordSlow(src, w)
+}
+
+// evalWordSlow is evalWord for words that need unquoting.
+func evalWordSlow(src string, w *syntax.Word) word {
+	out := word{src: srcText(src, w), static: true}
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch p := part.(type) {
@@ -96,6 +113,19 @@ func evalWord(src string, w *syntax.Word) word {
 	out.val = b.String()
 	return out
 }
+
+// plainLit reports whether s holds none of \ * ? [ { ~, the characters
+// unquoteLit would remove or note.
+func plainLit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if litSpecial[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var litSpecial = [256]bool{'\\': true, '*': true, '?': true, '[': true, '{': true, '~': true}
 
 // unquoteLit appends an unquoted literal, removing backslash escapes and
 // noting glob, brace and tilde characters that bash would expand.
