@@ -70,6 +70,9 @@ type ReloadEvent struct {
 // compiled is one immutable policy version. Decisions load it once, so a swap never changes
 // the policy under an evaluation in flight.
 type compiled struct {
+	// steps is the policy's chain (data.sandboxd.main.steps), read once per load: a
+	// decision's trace is steps[0..i].
+	steps   []string
 	pq      rego.PreparedEvalQuery
 	digest  string
 	files   []string
@@ -344,7 +347,11 @@ func compile(ctx context.Context, mods map[string]string) (*compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicyCompile, err)
 	}
-	return &compiled{pq: pq, digest: hex.EncodeToString(h.Sum(nil)), files: names, modules: mods, loaded: time.Now()}, nil
+	steps, err := chainSteps(ctx, parsed)
+	if err != nil {
+		return nil, err
+	}
+	return &compiled{steps: steps, pq: pq, digest: hex.EncodeToString(h.Sum(nil)), files: names, modules: mods, loaded: time.Now()}, nil
 }
 
 // Decide evaluates the policy for one call. Any error means the caller denies with
@@ -400,7 +407,7 @@ func (e *Engine) eval(ctx context.Context, c *compiled, f *permission.Facts, rs 
 	if t == nil {
 		return permission.Decision{}, fmt.Errorf("%w: %T", ErrBadDecision, res[0].Expressions[0].Value)
 	}
-	d, err := toDecision(t)
+	d, err := toDecision(t, c.steps)
 	if err != nil {
 		return permission.Decision{}, err
 	}
@@ -421,11 +428,43 @@ var (
 	kSource   = ast.StringTerm("source")
 	kStep     = ast.StringTerm("step")
 	kRoute    = ast.StringTerm("route")
-	kTrace    = ast.StringTerm("trace")
 	kAllow    = ast.StringTerm("allow")
 )
 
-func toDecision(t *ast.Term) (permission.Decision, error) {
+// chainSteps evaluates data.sandboxd.main.steps once per load.
+func chainSteps(ctx context.Context, parsed map[string]*ast.Module) ([]string, error) {
+	opts := []func(*rego.Rego){rego.Query("data.sandboxd.main.steps"), rego.Capabilities(caps()), rego.SetRegoVersion(ast.RegoV1)}
+	for _, m := range parsed {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	rs, err := rego.New(opts...).Eval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read steps: %w", ErrPolicyCompile, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, fmt.Errorf("%w: data.sandboxd.main.steps is undefined", ErrPolicyCompile)
+	}
+	list, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: data.sandboxd.main.steps is not a list", ErrPolicyCompile)
+	}
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: data.sandboxd.main.steps holds a non-string", ErrPolicyCompile)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+var (
+	kI        = ast.StringTerm("i")
+	kResolved = ast.StringTerm("resolved")
+)
+
+func toDecision(t *ast.Term, steps []string) (permission.Decision, error) {
 	m, ok := t.Value.(ast.Object)
 	if !ok {
 		return permission.Decision{}, fmt.Errorf("%w: %v", ErrBadDecision, ast.ValueName(t.Value))
@@ -438,12 +477,21 @@ func toDecision(t *ast.Term) (permission.Decision, error) {
 		Step:     getStr(m, kStep),
 		Route:    getStr(m, kRoute),
 	}
-	if tr := getArr(m, kTrace); tr != nil {
-		d.Trace = make([]string, 0, tr.Len())
-		for i := 0; i < tr.Len(); i++ {
-			if xs, ok := tr.Elem(i).Value.(ast.String); ok {
-				d.Trace = append(d.Trace, string(xs))
-			}
+	if it := m.Get(kI); it != nil {
+		n, ok := it.Value.(ast.Number)
+		i, ok2 := n.Int()
+		if !ok || !ok2 || i >= len(steps) || (i >= 0 && steps[i] != d.Step) {
+			return permission.Decision{}, fmt.Errorf("%w: step index %v for step %q", ErrBadDecision, it, d.Step)
+		}
+		if i >= 0 {
+			d.Trace = append(make([]string, 0, i+2), steps[:i+1]...)
+		} else {
+			d.Trace = []string{d.Step}
+		}
+	}
+	if r := m.Get(kResolved); r != nil {
+		if b, ok := r.Value.(ast.Boolean); ok && bool(b) {
+			d.Trace = append(d.Trace, "resolve")
 		}
 	}
 	allow := false

@@ -46,7 +46,7 @@ func (e *Engine) Explain(ctx context.Context, f *permission.Facts, rs *permissio
 	if t == nil {
 		return deny, out.String(), ErrBadDecision
 	}
-	d, err := toDecision(t)
+	d, err := toDecision(t, c.steps)
 	if err != nil {
 		return deny, out.String(), err
 	}

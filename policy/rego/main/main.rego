@@ -25,23 +25,20 @@ _never_auto := {"ask_rule", "custom_ask", "critical_rm", "user_interaction", "ba
 # entrypoint: true
 default decision := {
 	"allow": false, "behavior": "deny", "reason": "no step of the policy decided",
-	"rule": "", "source": "policy", "step": "default", "route": "", "trace": [],
+	"rule": "", "source": "policy", "step": "default", "i": -1,
 }
 
-decision := d if {
+# A decision is the deciding step's result ({allow, behavior, reason, rule, source, step, i});
+# i indexes steps, so the steps passed (the trace) are steps[0..i], built by the caller once
+# instead of by the evaluator per call. An ask is then routed by the mode (resolved: true).
+decision := _r if {
 	_r.behavior != "ask"
-	d := {
-		"allow": _r.behavior == "allow", "behavior": _r.behavior, "reason": _r.reason,
-		"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "route": "",
-		"trace": array.slice(steps, 0, _r.i + 1),
-	}
-} else := d if {
+} else := {
+	"allow": false, "behavior": a.behavior, "reason": concat("; ", [_r.reason, a.reason]),
+	"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "i": _r.i,
+	"route": a.route, "resolved": true,
+} if {
 	a := modes.resolve(_r.step in _never_auto)
-	d := {
-		"allow": false, "behavior": a.behavior, "reason": concat("; ", [_r.reason, a.reason]),
-		"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "route": a.route,
-		"trace": array.concat(array.slice(steps, 0, _r.i + 1), ["resolve"]),
-	}
 }
 
 _r := _result
@@ -49,17 +46,17 @@ _r := _result
 # Each step carries its index in steps (i) so the trace is one slice. The cheap, indexed
 # conditions (tool, paths present, hook present) come first in each body so a step that
 # cannot apply costs one comparison.
-_result := {"i": 0, "step": "hook_deny", "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
+_result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
 	input.hook != null
 	input.hook.decision == "deny"
-} else := {"i": 1, "step": "safety_deny", "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
+} else := {"i": 1, "step": "safety_deny", "allow": false, "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
 	input.paths != []
 	count(safety.special_reads) > 0
 } else := _rule_result(2, "deny_rule", "deny", rules.deny_hit) if {
 	rules.deny_hit
-} else := {"i": 3, "step": "custom_deny", "behavior": "deny", "reason": _reasons(custom.deny), "source": "custom"} if {
+} else := {"i": 3, "step": "custom_deny", "allow": false, "behavior": "deny", "reason": _reasons(custom.deny), "source": "custom"} if {
 	count(custom.deny) > 0
-} else := {"i": 4, "step": "plan", "behavior": "deny", "reason": "plan mode: only read-only calls run", "source": "mode"} if {
+} else := {"i": 4, "step": "plan", "allow": false, "behavior": "deny", "reason": "plan mode: only read-only calls run", "source": "mode"} if {
 	input.mode == "plan"
 	modes.plan_blocks
 } else := _rule_result(5, "ask_rule", "ask", rules.ask_hit) if {
@@ -77,7 +74,7 @@ _result := {"i": 0, "step": "hook_deny", "behavior": "deny", "reason": _hook_rea
 } else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
 	input.hook != null
 	input.hook.decision == "ask"
-} else := {"i": 11, "step": "hook_allow", "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
+} else := {"i": 11, "step": "hook_allow", "allow": true, "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
 	input.hook != null
 	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
@@ -90,7 +87,7 @@ _result := {"i": 0, "step": "hook_deny", "behavior": "deny", "reason": _hook_rea
 } else := object.union({"i": 14, "step": "mode", "source": "mode"}, modes.fallback)
 
 _rule_result(i, step, behavior, hit) := {
-	"i": i, "step": step, "behavior": behavior, "source": hit.source, "rule": hit.rule,
+	"i": i, "step": step, "allow": behavior == "allow", "behavior": behavior, "source": hit.source, "rule": hit.rule,
 	"reason": sprintf("%s rule %s (%s)", [behavior, hit.rule, hit.source]),
 }
 

@@ -35,10 +35,10 @@ _cases := {
 test_decision[name] if {
 	some name, tc in _cases
 	d := main.decision with input as fx.input_with(tc.x)
-	[d.behavior, d.step, d.route] == tc.want
+	[d.behavior, d.step, object.get(d, "route", "")] == tc.want
 	allowed := d.behavior == "allow"
 	d.allow == allowed
-	d.trace[count(d.trace) - 1] in {d.step, "resolve"}
+	main.steps[d.i] == d.step
 }
 
 test_custom_deny if {

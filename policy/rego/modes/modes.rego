@@ -78,20 +78,20 @@ _arg_inside(a) if {
 }
 
 # fallback is the mode's answer when no rule, hook or check decided.
-fallback := {"behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
+fallback := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
-} else := {"behavior": "allow", "reason": "read-only call inside the session's directories"} if {
+} else := {"allow": true, "behavior": "allow", "reason": "read-only call inside the session's directories"} if {
 	read_only
 	count(safety.outside_reads) == 0
-} else := {"behavior": "allow", "reason": "acceptEdits: edit inside the session's directories"} if {
+} else := {"allow": true, "behavior": "allow", "reason": "acceptEdits: edit inside the session's directories"} if {
 	mode == "acceptEdits"
 	accept_edit
-} else := {"behavior": "ask", "reason": "read outside the session's directories"} if {
+} else := {"allow": false, "behavior": "ask", "reason": "read outside the session's directories"} if {
 	read_only
-} else := {"behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
+} else := {"allow": false, "behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
 	mode == "acceptEdits"
 	count(safety.outside_writes) > 0
-} else := {"behavior": "ask", "reason": sprintf("%s mode: this call is not read-only", [mode])}
+} else := {"allow": false, "behavior": "ask", "reason": sprintf("%s mode: this call is not read-only", [mode])}
 
 # plan_blocks: plan mode denies anything that is not read-only.
 plan_blocks if {
