@@ -242,6 +242,15 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	return nil
 }
 
+func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, TaskList{Tasks: s.backend.Tasks(sess)})
+	return nil
+}
+
 func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.Caller) error {
 	sess, err := s.backend.Session(c, r.PathValue("id"))
 	if err != nil {

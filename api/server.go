@@ -34,7 +34,9 @@ type Backend interface {
 	Pipeline() *executor.Pipeline
 	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome
 	ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error)
+	Tasks(s *session.Session) []map[string]any
 	AuditDir() string
+	AuditCheckpoint(ctx context.Context) error
 	AuditPublicKey() ed25519.PublicKey
 }
 
@@ -66,6 +68,7 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"POST /v1/sessions/{id}/batch", s.batch},
 		{"POST /v1/sessions/{id}/decide", s.decide},
 		{"GET /v1/sessions/{id}/rules", s.sessionRules},
+		{"GET /v1/sessions/{id}/tasks", s.sessionTasks},
 		{"GET /v1/audit/records", s.auditRecords},
 		{"GET /v1/audit/verify", s.auditVerify},
 		{"GET /v1/audit/pubkey", s.auditPubkey},

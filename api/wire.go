@@ -142,6 +142,11 @@ type RuleList struct {
 	Digest    string               `json:"digest"`
 }
 
+// TaskList is the body of GET /v1/sessions/{id}/tasks: the session's background Bash tasks.
+type TaskList struct {
+	Tasks []map[string]any `json:"tasks"`
+}
+
 // Health is the body of GET /v1/healthz.
 type Health struct {
 	Status   string `json:"status"`

@@ -100,6 +100,7 @@ type Log struct {
 	key  ed25519.PrivateKey
 	fwd  *forwarder
 	reqs chan *request
+	cps  chan chan error // Checkpoint requests
 	quit chan struct{}
 	done chan struct{}
 
@@ -150,6 +151,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		cfg:  cfg,
 		log:  log.Named("audit"),
 		reqs: make(chan *request, 4*cfg.maxBatch),
+		cps:  make(chan chan error),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -381,6 +383,30 @@ func (l *Log) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.Pub
 // Dir is the log directory (for Verify/Query/Tail on the live log).
 func (l *Log) Dir() string { return l.cfg.Dir }
 
+// Checkpoint writes a signed checkpoint now (if records came since the last one) and
+// publishes it as the head, so a verify right after covers every record so far.
+func (l *Log) Checkpoint(ctx context.Context) error {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	done := make(chan error, 1)
+	select {
+	case l.cps <- done:
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return ctx.Err()
+	}
+	l.mu.RUnlock()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close writes what is queued, a final signed checkpoint, and stops the writer. Appends after
 // Close fail with ErrClosed.
 func (l *Log) Close() error {
@@ -422,6 +448,15 @@ func (l *Log) run() {
 			l.commit(batch, false)
 		case <-tick.C:
 			l.periodic()
+		case done := <-l.cps:
+			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
+				l.commit(nil, true)
+			}
+			if !l.healthy.Load() {
+				done <- errcode.Msg(errcode.AuditUnavailable, "audit log unwritable: checkpoint not written")
+			} else {
+				done <- nil
+			}
 		case <-l.quit:
 			// Close set closed under mu, so no sender is left; flush what they queued.
 			for {

@@ -275,8 +275,14 @@ func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Cal
 	return c.pipeline.Batch(ctx, s, caller, reqs, c.Config().MaxParallelCalls)
 }
 
+// Tasks implements api.Backend.
+func (c *Core) Tasks(s *session.Session) []map[string]any { return c.host.Tasks(s) }
+
 // AuditDir implements api.Backend.
 func (c *Core) AuditDir() string { return c.recorder.log.Dir() }
+
+// AuditCheckpoint implements api.Backend.
+func (c *Core) AuditCheckpoint(ctx context.Context) error { return c.recorder.log.Checkpoint(ctx) }
 
 // AuditPublicKey implements api.Backend.
 func (c *Core) AuditPublicKey() ed25519.PublicKey { return c.recorder.log.PublicKey() }

@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
@@ -192,8 +192,6 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 	})
 }
 
-var _ = strconv.Itoa
-
 // An agent-style loop through sbctl on a small repository: grep, read, edit, run the tests.
 func TestAgentLoopThroughSbctl(t *testing.T) {
 	td := startDaemon(t, "")
@@ -280,5 +278,113 @@ func TestClassifyOffline(t *testing.T) {
 	out, _, code = sbctl(t, bin, "/nonexistent.sock", nil, "classify", "--json", "--", "find . -exec rm {} ;")
 	if code != 0 || !strings.Contains(out, `"read_only": false`) {
 		t.Fatalf("classify find -exec: %d %q", code, out)
+	}
+}
+
+func TestTasksAndAuditThroughSbctl(t *testing.T) {
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbdt")
+	bob := testutil.CreateUser(t, "sbdu")
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", alice.Home, "--mode", "bypassPermissions")
+	if code != 0 {
+		t.Fatalf("session new: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+
+	out, errOut, code = sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", id, "--background", "--", "echo started; sleep 30")
+	var res api.CallResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("background bash: %d %q %q", code, out, errOut)
+	}
+	task, _ := res.Data["backgroundTaskId"].(string)
+	if task == "" {
+		t.Fatalf("no backgroundTaskId in %v", res.Data)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _, _ = sbctl(t, bin, td.socket, &alice, "task", "output", "--session", id, task, "--offset", "0")
+		if strings.Contains(out, "started") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "started") {
+		t.Fatalf("task output: %q", out)
+	}
+	out, _, _ = sbctl(t, bin, td.socket, &alice, "task", "ls", "--session", id)
+	if !strings.Contains(out, task) || !strings.Contains(out, "running") {
+		t.Errorf("task ls: %q", out)
+	}
+	if _, errOut, code := sbctl(t, bin, td.socket, &alice, "task", "kill", "--session", id, task); code != 0 {
+		t.Errorf("task kill: %d %q", code, errOut)
+	}
+	out, _, _ = sbctl(t, bin, td.socket, &alice, "task", "ls", "--session", id)
+	if strings.Contains(out, "running") {
+		t.Errorf("task still running after kill: %q", out)
+	}
+	if _, _, code := sbctl(t, bin, td.socket, &bob, "task", "ls", "--session", id); code == 0 {
+		t.Error("bob listed alice's tasks")
+	}
+
+	// Callers see their own records; admins see all.
+	out, _, code = sbctl(t, bin, td.socket, &alice, "audit", "export")
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("alice's export lacks her session: %d", code)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Caller == nil || r.Caller.UID != alice.UID {
+			t.Fatalf("alice sees a record that is not hers: %s", line)
+		}
+	}
+	out, _, _ = sbctl(t, bin, td.socket, &bob, "audit", "export")
+	if strings.Contains(out, id) {
+		t.Error("bob sees alice's records")
+	}
+	out, _, code = sbctl(t, bin, td.socket, nil, "audit", "query", "--session", id, "--kind", "call.end", "--tool", "Bash")
+	if code != 0 || !strings.Contains(out, "call.end") || !strings.Contains(out, "bypassPermissions") && !strings.Contains(out, "allow") {
+		t.Errorf("admin query: %d %q", code, out)
+	}
+	if _, _, code := sbctl(t, bin, td.socket, &alice, "audit", "verify"); code == 0 {
+		t.Error("a non-admin verified the whole log")
+	}
+	if out, errOut, code := sbctl(t, bin, td.socket, nil, "audit", "verify"); code != 0 || !strings.Contains(out, "intact") {
+		t.Errorf("verify: %d %q %q", code, out, errOut)
+	}
+
+	// Offline verify of a copy with the public key; a flipped byte is caught.
+	pub, _, code := sbctl(t, bin, td.socket, nil, "audit", "pubkey")
+	if code != 0 {
+		t.Fatal("pubkey")
+	}
+	td.stop() // a clean stop writes the final checkpoint
+	cp := filepath.Join(t.TempDir(), "audit")
+	if out, err := exec.Command("cp", "-a", filepath.Join(td.state, "audit"), cp).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	pubFile := filepath.Join(t.TempDir(), "audit.pub")
+	if err := os.WriteFile(pubFile, []byte(pub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := sbctl(t, bin, "/nonexistent", nil, "audit", "verify", "--dir", cp, "--pubkey", pubFile); code != 0 {
+		t.Fatalf("offline verify of an intact copy: %d %q %q", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(cp, "audit-*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no log files in the copy")
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), `"kind":"session.create"`)
+	b[i+9] = 'X'
+	if err := os.WriteFile(files[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = sbctl(t, bin, "/nonexistent", nil, "audit", "verify", "--dir", cp, "--pubkey", pubFile)
+	if code != 1 || !strings.Contains(errOut, "first bad record") {
+		t.Errorf("tampered copy: %d %q", code, errOut)
 	}
 }

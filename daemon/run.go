@@ -192,6 +192,10 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 
 	_ = d.core.recorder.daemon(ctx, audit.KindDaemonStart, map[string]string{
 		"version": Version, "pid": strconv.Itoa(os.Getpid()), "socket": l.Addr().String()})
+	// A signed head from the start: verify with the public key works before the first periodic checkpoint.
+	if err := d.audit.Checkpoint(ctx); err != nil {
+		d.log.Warn("initial audit checkpoint", zap.Error(err))
+	}
 	d.log.Info("serving", zap.String("socket", l.Addr().String()), zap.String("state_dir", d.opts.StateDir))
 
 	errc := make(chan error, 1)

@@ -55,6 +55,7 @@ func init() {
 		{"glob", "PATTERN [--path DIR]: Glob files", cmdGlob},
 		{"grep", "PATTERN [--path P] [--glob G] [--mode M] [-i] ...: Grep files", cmdGrep},
 		{"tools", "list the tool pool", cmdTools},
+		{"task", "ls | output TASK | kill TASK (--session ID): background Bash tasks", cmdTask},
 		{"classify", "[--json] -- CMD | --jsonl: classify Bash offline", cmdClassify},
 		{"policy", "eval [--explain] TOOL 'JSON' | show | test: inspect the policy", cmdPolicy},
 		{"audit", "tail [-f] | query [filters] | export | verify [--dir D --pubkey K] | pubkey", cmdAudit},

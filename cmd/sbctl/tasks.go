@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"text/tabwriter"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// cmdTask manages a session's background Bash tasks (started with `sbctl bash --background`).
+func cmdTask(e *env, args []string) error {
+	if len(args) == 0 {
+		return usageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK")
+	}
+	sub := args[0]
+	fs := newFlags(e, "task "+sub)
+	sessionID := fs.String("session", "", "session id (required)")
+	offset := fs.Int("offset", -1, "output: read from this byte offset instead of what is new")
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *sessionID == "" {
+		return usageError("task: --session is required (background tasks live in a session)")
+	}
+	c := e.client()
+	switch sub {
+	case "ls":
+		var tl api.TaskList
+		if err := c.do(e.ctx, http.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
+			return err
+		}
+		if e.json {
+			return printJSON(e.stdout, tl)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATUS\tEXIT\tCOMMAND")
+		for _, t := range tl.Tasks {
+			exit := "-"
+			if v, ok := t["exit_code"]; ok {
+				exit = fmt.Sprint(v)
+			}
+			fmt.Fprintf(tw, "%v\t%v\t%s\t%v\n", t["id"], t["status"], exit, t["command"])
+		}
+		return tw.Flush()
+	case "output", "kill":
+		if len(rest) != 1 {
+			return usageError(fmt.Sprintf("usage: sbctl task %s --session ID TASK", sub))
+		}
+		tool, in := "KillShell", map[string]any{"shell_id": rest[0]}
+		if sub == "output" {
+			tool, in = "BashOutput", map[string]any{"bash_id": rest[0]}
+			if *offset >= 0 {
+				in["offset"] = *offset
+			}
+		}
+		raw, _ := json.Marshal(in)
+		return callTool(e, &toolCall{session: *sessionID}, "calls", tool, raw)
+	default:
+		return usageError(fmt.Sprintf("unknown task subcommand %q: want ls, output, kill", sub))
+	}
+}
