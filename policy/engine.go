@@ -46,7 +46,9 @@ type Config struct {
 	// Bundle fetches the policy from an OPA bundle server; nil = off.
 	Bundle *BundleConfig
 	// OnReload is called after every load attempt (initial, Reload, watcher, bundle), with
-	// the digest in force afterwards, so the daemon can audit it. It must not block long.
+	// the digest in force afterwards, so the daemon can audit it. The watcher also fires it
+	// when PolicyDir's *.json (admin settings) change: rebuild sessions' RuleSets then. It
+	// must not block long.
 	OnReload func(ReloadEvent)
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
@@ -513,8 +515,8 @@ func toDecision(t *ast.Term, steps []string) (permission.Decision, error) {
 	return d, nil
 }
 
-// watch polls PolicyDir and reloads when its *.rego set changes. Polling, not inotify: it
-// works on every filesystem and the directory holds a handful of files.
+// watch polls PolicyDir and reloads when its *.rego or *.json files change. Polling, not
+// inotify: it works on every filesystem and the directory holds a handful of files.
 func (e *Engine) watch(ctx context.Context, every time.Duration, last string) {
 	defer e.wg.Done()
 	t := time.NewTicker(every)
@@ -541,7 +543,9 @@ func dirStamp(dir string) string {
 	}
 	var b strings.Builder
 	for _, en := range ents {
-		if !strings.HasSuffix(en.Name(), ".rego") {
+		// *.json too: admin settings live beside the Rego, and the daemon rebuilds sessions'
+		// RuleSets when OnReload reports a watch event.
+		if !strings.HasSuffix(en.Name(), ".rego") && !strings.HasSuffix(en.Name(), ".json") {
 			continue
 		}
 		fi, err := en.Info()
