@@ -91,33 +91,19 @@ func finishBash(e *env, res *api.CallResult, print bool) error {
 	return nil
 }
 
-// absPath makes a CLI path argument absolute against sbctl's own cwd.
-func absPath(p string) (string, error) {
-	if p == "" {
-		return "", nil
-	}
-	return filepath.Abs(p)
-}
-
 func cmdRead(e *env, args []string) error {
-	fs := newFlags(e, "read")
-	tc := &toolCall{}
-	tc.flags(fs)
+	fs, tc := toolFlags(e, "read")
 	offset := fs.Int("offset", 0, "first line (1-based)")
 	limit := fs.Int("limit", 0, "number of lines")
 	pages := fs.String("pages", "", "PDF pages, e.g. 1-5")
-	args, err := parseInterspersed(fs, args)
+	args, err := positional(fs, args, 1, "usage: sbctl read [--offset N] [--limit N] FILE")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return usageError("usage: sbctl read [--offset N] [--limit N] FILE")
-	}
-	p, err := absPath(args[0])
-	if err != nil {
+	in := map[string]any{}
+	if err := setPath(in, "file_path", args[0]); err != nil {
 		return err
 	}
-	in := map[string]any{"file_path": p}
 	setIf(in, "offset", *offset, *offset > 0)
 	setIf(in, "limit", *limit, *limit > 0)
 	setIf(in, "pages", *pages, *pages != "")
@@ -125,80 +111,61 @@ func cmdRead(e *env, args []string) error {
 }
 
 func cmdWrite(e *env, args []string) error {
-	fs := newFlags(e, "write")
-	tc := &toolCall{}
-	tc.flags(fs)
+	fs, tc := toolFlags(e, "write")
 	content := fs.String("content", "", "file content (default: read stdin)")
-	args, err := parseInterspersed(fs, args)
+	args, err := positional(fs, args, 1, "usage: sbctl write [--content S] FILE   (content from stdin without --content)")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return usageError("usage: sbctl write [--content S] FILE   (content from stdin without --content)")
-	}
-	p, err := absPath(args[0])
-	if err != nil {
+	in := map[string]any{"content": *content}
+	if err := setPath(in, "file_path", args[0]); err != nil {
 		return err
 	}
-	text := *content
 	if !flagSet(fs, "content") {
 		b, err := io.ReadAll(e.stdin)
 		if err != nil {
 			return err
 		}
-		text = string(b)
+		in["content"] = string(b)
 	}
-	return callMap(e, tc, "Write", map[string]any{"file_path": p, "content": text})
+	return callMap(e, tc, "Write", in)
 }
 
 func cmdEdit(e *env, args []string) error {
-	fs := newFlags(e, "edit")
-	tc := &toolCall{}
-	tc.flags(fs)
+	fs, tc := toolFlags(e, "edit")
 	oldS := fs.String("old", "", "text to replace")
 	newS := fs.String("new", "", "replacement text")
 	all := fs.Bool("replace-all", false, "replace every occurrence")
-	args, err := parseInterspersed(fs, args)
+	args, err := positional(fs, args, 1, "usage: sbctl edit --old S --new S [--replace-all] FILE")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 || !flagSet(fs, "old") || !flagSet(fs, "new") {
+	if !flagSet(fs, "old") || !flagSet(fs, "new") {
 		return usageError("usage: sbctl edit --old S --new S [--replace-all] FILE")
 	}
-	p, err := absPath(args[0])
-	if err != nil {
+	in := map[string]any{"old_string": *oldS, "new_string": *newS, "replace_all": *all}
+	if err := setPath(in, "file_path", args[0]); err != nil {
 		return err
 	}
-	return callMap(e, tc, "Edit", map[string]any{"file_path": p, "old_string": *oldS, "new_string": *newS, "replace_all": *all})
+	return callMap(e, tc, "Edit", in)
 }
 
 func cmdGlob(e *env, args []string) error {
-	fs := newFlags(e, "glob")
-	tc := &toolCall{}
-	tc.flags(fs)
+	fs, tc := toolFlags(e, "glob")
 	path := fs.String("path", "", "directory to search (default: the session cwd)")
-	args, err := parseInterspersed(fs, args)
+	args, err := positional(fs, args, 1, "usage: sbctl glob [--path DIR] PATTERN")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return usageError("usage: sbctl glob [--path DIR] PATTERN")
-	}
 	in := map[string]any{"pattern": args[0]}
-	if *path != "" {
-		p, err := absPath(*path)
-		if err != nil {
-			return err
-		}
-		in["path"] = p
+	if err := setPath(in, "path", *path); err != nil {
+		return err
 	}
 	return callMap(e, tc, "Glob", in)
 }
 
 func cmdGrep(e *env, args []string) error {
-	fs := newFlags(e, "grep")
-	tc := &toolCall{}
-	tc.flags(fs)
+	fs, tc := toolFlags(e, "grep")
 	path := fs.String("path", "", "file or directory (default: the session cwd)")
 	glob := fs.String("glob", "", "only files matching this glob")
 	typ := fs.String("type", "", "ripgrep file type, e.g. go")
@@ -210,20 +177,13 @@ func cmdGrep(e *env, args []string) error {
 	multiline := fs.Bool("multiline", false, "patterns may span lines")
 	headLimit := fs.Int("head-limit", -1, "at most this many entries (0 = all; default 250)")
 	offset := fs.Int("offset", 0, "skip this many entries (paging)")
-	args, err := parseInterspersed(fs, args)
+	args, err := positional(fs, args, 1, "usage: sbctl grep [flags] PATTERN")
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return usageError("usage: sbctl grep [flags] PATTERN")
-	}
 	in := map[string]any{"pattern": args[0]}
-	if *path != "" {
-		p, err := absPath(*path)
-		if err != nil {
-			return err
-		}
-		in["path"] = p
+	if err := setPath(in, "path", *path); err != nil {
+		return err
 	}
 	setIf(in, "glob", *glob, *glob != "")
 	setIf(in, "type", *typ, *typ != "")
@@ -257,4 +217,37 @@ func callMap(e *env, tc *toolCall, tool string, in map[string]any) error {
 		return err
 	}
 	return callTool(e, tc, "calls", tool, raw)
+}
+
+// toolFlags is the flag set of a tool convenience, with the session flags.
+func toolFlags(e *env, name string) (*flag.FlagSet, *toolCall) {
+	fs := newFlags(e, name)
+	tc := &toolCall{}
+	tc.flags(fs)
+	return fs, tc
+}
+
+// positional parses flags anywhere and requires exactly n positional arguments.
+func positional(fs *flag.FlagSet, args []string, n int, usage string) ([]string, error) {
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != n {
+		return nil, usageError(usage)
+	}
+	return args, nil
+}
+
+// setPath sets in[key] to p made absolute against sbctl's cwd, when p is given.
+func setPath(in map[string]any, key, p string) error {
+	if p == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return err
+	}
+	in[key] = abs
+	return nil
 }
