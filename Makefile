@@ -7,7 +7,7 @@ STATEDIR ?= /var/lib/sandboxd
 TESTENV  := $(if $(filter 0,$(shell id -u)),SANDBOXD_REQUIRE_ROOT=1,)
 FUZZTIME ?= 10s
 
-.PHONY: deps build run test vet fuzz fuzz-short bench clean
+.PHONY: deps build run test vet fuzz fuzz-short bench load clean
 
 deps:
 	@scripts/deps.sh
@@ -25,6 +25,12 @@ vet: deps
 test: deps vet
 	$(TESTENV) $(GO) test -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz-short
+	$(MAKE) --no-print-directory load
+
+# A mixed load against a fresh daemon, with its checks: every request answered, audit
+# verified, one call.end per executed call, nothing left in the cgroups, RSS bounded.
+load:
+	$(GO) run ./cmd/sbbench load -clients 16 -calls 40
 
 # Each fuzz target briefly in CI; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZ_TARGETS := \
