@@ -55,6 +55,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
+		"read_paths", "write_paths", "path_subjects",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -67,8 +68,10 @@ var keyTerms = func() map[string]*ast.Term {
 }()
 
 var (
-	emptyArray  = ast.ArrayTerm()
-	emptyString = ast.StringTerm("")
+	emptyArray   = ast.ArrayTerm()
+	emptyString  = ast.StringTerm("")
+	writeBuckets = ast.ArrayTerm(ast.StringTerm("write"))
+	anyBuckets   = ast.ArrayTerm(ast.StringTerm("write"), ast.StringTerm("read"))
 )
 
 func str(s string) *ast.Term {
@@ -132,13 +135,31 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 		}
 	}
 	paths := make([]*ast.Term, len(f.Paths))
+	var reads, writes, subjects []*ast.Term
 	for i, p := range f.Paths {
+		req, res := str(p.Requested), str(p.Resolved)
 		paths[i] = ast.ObjectTerm(
-			item("requested", str(p.Requested)),
-			item("resolved", str(p.Resolved)),
+			item("requested", req),
+			item("resolved", res),
 			item("access", str(string(p.Access))),
 			item("special", str(p.Special)),
 		)
+		// The rule buckets each path meets mirror permission.RuleSet's layout: reads meet
+		// read rules and the tool's own (Glob/Grep) rules, writes meet write rules (where Read
+		// denies are filed too), an access we do not know meets both (fail closed).
+		var buckets *ast.Term
+		switch p.Access {
+		case permission.Read:
+			reads = append(reads, req, res)
+			buckets = ast.ArrayTerm(str("read"), str(f.Tool))
+		case permission.Write:
+			writes = append(writes, req, res)
+			buckets = writeBuckets
+		default:
+			writes = append(writes, req, res)
+			buckets = anyBuckets
+		}
+		subjects = append(subjects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
 	}
 	hook := ast.NullTerm()
 	if f.Hook != nil {
@@ -158,6 +179,9 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 		item("workdirs", strs(workdirs)),
 		item("read_only", ast.InternedTerm(f.ReadOnly)),
 		item("paths", ast.ArrayTerm(paths...)),
+		item("read_paths", ast.ArrayTerm(reads...)),
+		item("write_paths", ast.ArrayTerm(writes...)),
+		item("path_subjects", ast.ArrayTerm(subjects...)),
 		item("bash", bashTerm(f.Bash)),
 		item("command_words", strs(commandWords(f.Input))),
 		item("domain", str(f.Domain)),

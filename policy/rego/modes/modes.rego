@@ -33,9 +33,7 @@ read_only if {
 read_only if {
 	input.tool != "Bash"
 	input.read_only == true
-	every f in input.paths {
-		f.access == "read"
-	}
+	count(input.write_paths) == 0
 }
 
 # accept_edit: what acceptEdits runs unasked: edits inside the session's directories, and

@@ -32,19 +32,11 @@ _deny_subject := {
 	"domain": input.domain,
 }
 
-# path_subjects pairs each requested and resolved path with the rule buckets for its access:
-# reads meet Read rules (and Glob/Grep rules for those tools), writes meet Edit-family rules
-# (and Read denies, which the rule data also files under write). An unknown access meets both.
-path_subjects := [[p, _buckets(f.access)] |
-	some f in input.paths
-	some p in [f.requested, f.resolved]
-]
-
-_buckets("read") := ["read", input.tool]
-
-_buckets("write") := ["write"]
-
-_buckets(a) := ["write", "read"] if not a in {"read", "write"}
+# path_subjects pairs each requested and resolved path with the rule buckets it is compared
+# with, precomputed by Go next to the bucket layout it mirrors (permission.RuleSet): reads meet
+# Read rules (and Glob/Grep rules for those tools), writes meet Edit-family rules (Read denies
+# are filed there too), an unknown access meets both.
+path_subjects := input.path_subjects
 
 # deny_words are the word lists deny and ask rules see. Go puts on each simple command its
 # match_words: deny_prefix (past wrappers and every env assignment), else its static words,

@@ -13,9 +13,7 @@ special_reads contains f.requested if {
 }
 
 special_reads contains p if {
-	some f in input.paths
-	f.access == "read"
-	some p in [f.requested, f.resolved]
+	some p in input.read_paths
 	_device(p)
 }
 
@@ -40,9 +38,7 @@ _protected_re := `(^|/)(\.git|\.config/git|\.vscode|\.idea|\.husky|\.cargo|\.dev
 # protected_writes are written paths (requested or resolved) under a protected directory or
 # naming a protected file (COMPAT 3). They ask even where edits are otherwise allowed.
 protected_writes contains p if {
-	some f in input.paths
-	f.access != "read"
-	some p in [f.requested, f.resolved]
+	some p in input.write_paths
 	protected(p)
 }
 
@@ -91,18 +87,14 @@ _critical_path(p) if sandboxd.path_within(input.cwd, [p])
 
 # outside_writes are written paths outside the session's directories (cwd and additional).
 outside_writes contains p if {
-	some f in input.paths
-	f.access != "read"
-	some p in [f.requested, f.resolved]
+	some p in input.write_paths
 	not sandboxd.path_within(p, input.workdirs)
 }
 
 # outside_reads are read paths outside the session's directories: not read-only in the
 # mode sense, so the mode asks.
 outside_reads contains p if {
-	some f in input.paths
-	f.access == "read"
-	some p in [f.requested, f.resolved]
+	some p in input.read_paths
 	not sandboxd.path_within(p, input.workdirs)
 }
 
