@@ -66,21 +66,24 @@ func runLoad(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	checks, err := load1(ctx, o)
+	passed, failed := 0, 0
 	for _, c := range checks {
 		mark := "ok  "
-		if !c.ok {
+		if c.ok {
+			passed++
+		} else {
 			mark = "FAIL"
+			failed++
 		}
 		fmt.Printf("%s %s: %s\n", mark, c.name, c.detail)
 	}
 	if err != nil {
+		failed++
 		fmt.Fprintf(os.Stderr, "sbbench load: %v\n", err)
-		return 1
 	}
-	for _, c := range checks {
-		if !c.ok {
-			return 1
-		}
+	fmt.Printf("load: %d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return 1
 	}
 	return 0
 }
