@@ -31,17 +31,15 @@ default decision := {
 # A decision is the deciding step's result ({allow, behavior, reason, rule, source, step, i});
 # i indexes steps, so the steps passed (the trace) are steps[0..i], built by the caller once
 # instead of by the evaluator per call. An ask is then routed by the mode (resolved: true).
-decision := _r if {
-	_r.behavior != "ask"
+decision := _result if {
+	_result.behavior != "ask"
 } else := {
-	"allow": false, "behavior": a.behavior, "reason": concat("; ", [_r.reason, a.reason]),
-	"rule": object.get(_r, "rule", ""), "source": _r.source, "step": _r.step, "i": _r.i,
-	"route": a.route, "resolved": true,
+	"allow": false, "behavior": a.behavior, "reason": concat("; ", [_result.reason, a.reason]),
+	"rule": object.get(_result, "rule", ""), "source": _result.source, "step": _result.step,
+	"i": _result.i, "route": a.route, "resolved": true,
 } if {
-	a := modes.resolve(_r.step in _never_auto)
+	a := modes.resolve(_result.step in _never_auto)
 }
-
-_r := _result
 
 # Each step carries its index in steps (i) so the trace is one slice. The cheap, indexed
 # conditions (tool, paths present, hook present) come first in each body so a step that
@@ -88,7 +86,7 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 
 _rule_result(i, step, behavior, hit) := {
 	"i": i, "step": step, "allow": behavior == "allow", "behavior": behavior, "source": hit.source, "rule": hit.rule,
-	"reason": sprintf("%s rule %s (%s)", [behavior, hit.rule, hit.source]),
+	"reason": concat("", [behavior, " rule ", hit.rule, " (", hit.source, ")"]),
 }
 
 _hook_reason(default_reason) := r if {

@@ -89,7 +89,7 @@ fallback := {"allow": true, "behavior": "allow", "reason": "bypassPermissions al
 } else := {"allow": false, "behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
 	mode == "acceptEdits"
 	count(safety.outside_writes) > 0
-} else := {"allow": false, "behavior": "ask", "reason": sprintf("%s mode: this call is not read-only", [mode])}
+} else := {"allow": false, "behavior": "ask", "reason": concat("", [mode, " mode: this call is not read-only"])}
 
 # plan_blocks: plan mode denies anything that is not read-only.
 plan_blocks if {

@@ -28,7 +28,7 @@ _deny_subject := {
 	"tool": input.tool,
 	"params": input.input,
 	"words": deny_words,
-	"paths": path_subjects,
+	"paths": input.path_subjects,
 	"domain": input.domain,
 }
 
@@ -80,7 +80,7 @@ _allow_other := r if {
 	r != null
 } else := r if {
 	input.tool in _path_tools
-	r := sandboxd.all_paths_hit(input.rules.allow.paths, path_subjects)
+	r := sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects)
 	r != null
 } else := r if {
 	input.tool == "WebFetch"
@@ -90,7 +90,7 @@ _allow_other := r if {
 
 _redirects_allowed if count(input.paths) == 0
 
-_redirects_allowed if sandboxd.all_paths_hit(input.rules.allow.paths, path_subjects) != null
+_redirects_allowed if sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects) != null
 
 _allow_bash := r if {
 	r := sandboxd.tool_hit(input.rules.allow, "Bash")
@@ -101,7 +101,7 @@ _allow_bash := r if {
 } else := r if {
 	# Read-only commands whose only effect is a redirect the Edit rules allow.
 	count(_allow_words) == 0
-	r := sandboxd.all_paths_hit(input.rules.allow.paths, path_subjects)
+	r := sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects)
 	r != null
 }
 
