@@ -79,8 +79,14 @@ func outcomeOf(o *executor.Outcome) *audit.Outcome {
 	out.OOM, _ = d["oom_killed"].(bool)
 	out.Timeout, _ = d["timed_out"].(bool)
 	out.PidsLimit, _ = d["pids_limited"].(bool)
-	out.OutputBytes = num(d["output_bytes"])
-	out.PersistedPath, _ = d["persisted_output_path"].(string)
+	out.OutputBytes = num(d["stdout_bytes"]) + num(d["stderr_bytes"])
+	// The tools name persisted output as the agents' clients do (COMPAT: persistedOutputPath).
+	for _, k := range []string{"persistedOutputPath", "persistedStderrPath"} {
+		if p, ok := d[k].(string); ok && p != "" {
+			out.PersistedPath = p
+			break
+		}
+	}
 	return out
 }
 
