@@ -154,7 +154,12 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 	})
 	t.Run("audit records the calls with the caller", func(t *testing.T) {
 		var starts, ends int
+		var sawExit3, sawOutput bool
 		for _, r := range auditRecords(t, td) {
+			if r.Kind == audit.KindCallEnd && r.Outcome != nil {
+				sawExit3 = sawExit3 || r.Outcome.ExitCode == 3
+				sawOutput = sawOutput || r.Outcome.OutputBytes > 0
+			}
 			if r.Session != s.ID || r.Caller == nil {
 				continue
 			}
@@ -170,6 +175,9 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 		}
 		if starts == 0 || ends < starts {
 			t.Errorf("call.start %d, call.end %d", starts, ends)
+		}
+		if !sawExit3 || !sawOutput {
+			t.Errorf("call.end outcomes lack the exit code 3 (%v) or output bytes (%v)", sawExit3, sawOutput)
 		}
 	})
 	t.Run("short-lived session", func(t *testing.T) {
