@@ -230,6 +230,13 @@ func MatchDomain(pattern, host string) bool {
 	if pattern == "*" {
 		return true
 	}
+	// Fast paths, so scanning many domain rules does not split strings per rule.
+	if !strings.Contains(pattern, "*") {
+		return pattern == host
+	}
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok && !strings.Contains(rest, "*") {
+		return strings.HasSuffix(host, "."+rest)
+	}
 	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
 		return strings.HasSuffix(host, "."+rest) && matchLabels(rest, host[strings.Index(host, ".")+1:], true)
 	}
@@ -257,8 +264,13 @@ var globCache cache[*regexp.Regexp]
 
 // MatchGlob matches s against a pattern where `*` spans any text (tool names, parameter values).
 func MatchGlob(pattern, s string) bool {
-	if !strings.Contains(pattern, "*") {
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
 		return pattern == s
+	}
+	if star == len(pattern)-1 {
+		// The common shape (mcp__srv__*, Bash*): a prefix test, no regexp.
+		return strings.HasPrefix(s, pattern[:star])
 	}
 	re := globCache.get(pattern, func(p string) *regexp.Regexp {
 		parts := strings.Split(p, "*")
