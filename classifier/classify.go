@@ -251,7 +251,7 @@ func (w *walker) newWords(n int) []word {
 	}
 	k := len(w.wordBuf)
 	w.wordBuf = w.wordBuf[:k+n]
-	return w.wordBuf[k:k:k+n]
+	return w.wordBuf[k : k : k+n]
 }
 
 // sub is a simple command plus what the walker knows about it.
@@ -610,8 +610,12 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 		}
 		w.node(a)
 	}
-	for _, a := range c.Args {
-		w.node(a)
+	for i, a := range c.Args {
+		// A static word holds only literals and quoted literals (see
+		// evalWord): no substitution or arithmetic for node to find.
+		if !sb.args[i].static {
+			w.wordParts(a.Parts)
+		}
 	}
 }
 

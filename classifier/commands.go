@@ -110,9 +110,14 @@ func (w *walker) classifySub(sb *sub, strs *strSlab) Subcommand {
 		for _, a := range sb.args {
 			argv = append(argv, a.val)
 		}
+		allow, deny := strs.take(n), strs.take(n)
+		for _, v := range argv {
+			allow = append(allow, v)
+			deny = append(deny, v)
+		}
 		out.Argv = argv
-		out.Prefix = stripWrappers(append(strs.take(n), argv...), false)
-		out.DenyPrefix = stripWrappers(append(strs.take(n), argv...), true)
+		out.Prefix = stripWrappers(allow, false)
+		out.DenyPrefix = stripWrappers(deny, true)
 	} else {
 		out.Argv = staticArgv(sb, strs)
 		out.Prefix = allowPrefix(sb, strs)
@@ -134,7 +139,7 @@ func (s *strSlab) take(n int) []string {
 		return make([]string, 0, n)
 	}
 	*s = (*s)[:k+n]
-	return (*s)[k:k:k+n]
+	return (*s)[k : k : k+n]
 }
 
 // argvWords bounds the strings staticArgv, allowPrefix and denyPrefix take
@@ -233,7 +238,7 @@ func (w *walker) argvReason(args []word, depth int) string {
 	if w.funcs[n] {
 		return "shadowed_command"
 	}
-	e := cmdTable[n] // neverReadOnly, isWrapper and readOnly in one lookup
+	e := lookupCmd(n) // neverReadOnly, isWrapper and readOnly in one lookup
 	if e.never {
 		return e.neverReason
 	}
@@ -268,25 +273,79 @@ func (w *walker) argvReason(args []word, depth int) string {
 	return "read_only"
 }
 
-// cmdEntry is what argvReason needs to know about a command name, gathered
-// from neverReadOnly, isWrapper and readOnly so that it costs one lookup.
+// cmdEntry is what the classifier knows about a command name, gathered from
+// neverReadOnly, isWrapper, readOnly and the risk tables (networkCmds,
+// privilegeCmds, destructiveCmds) so that each use costs one lookup.
 type cmdEntry struct {
 	never       bool // in neverReadOnly, with neverReadOnly's reason
 	neverReason string
 	wrapper     bool // isWrapper
 	known       bool // in readOnly, with its spec
 	spec        cmdSpec
+	risk        uint8 // cmdNetwork, cmdPrivilege, cmdDestructive
 }
 
-var cmdTable map[string]cmdEntry
+const (
+	cmdNetwork uint8 = 1 << iota
+	cmdPrivilege
+	cmdDestructive
+)
+
+// cmdTable maps command names to their entries. It is a small open-addressed
+// hash table: these lookups run several times per simple command, and a
+// short name hashes faster here than through a map.
+var cmdTable struct {
+	slots   [1024]uint16 // index+1 into entries; 0 is empty
+	names   []string
+	entries []cmdEntry
+}
+
+func cmdHash(s string) uint32 {
+	h := uint32(len(s))
+	for i := 0; i < len(s); i++ {
+		h = h*31 + uint32(s[i])
+	}
+	return (h * 0x9E3779B1) >> (32 - 10)
+}
+
+// noCmdEntry is the entry of every name cmdTable does not hold.
+var noCmdEntry cmdEntry
+
+// lookupCmd returns the entry of name (&noCmdEntry when it has none); the
+// caller must not modify it.
+func lookupCmd(name string) *cmdEntry {
+	for i := cmdHash(name); ; i = (i + 1) % uint32(len(cmdTable.slots)) {
+		k := cmdTable.slots[i]
+		if k == 0 {
+			return &noCmdEntry
+		}
+		if cmdTable.names[k-1] == name {
+			return &cmdTable.entries[k-1]
+		}
+	}
+}
 
 func init() {
-	cmdTable = map[string]cmdEntry{}
+	m := map[string]cmdEntry{}
 	add := func(n string) {
 		e := cmdEntry{wrapper: isWrapper(n)}
 		e.neverReason, e.never = neverReadOnly[n]
 		e.spec, e.known = readOnly[n]
-		cmdTable[n] = e
+		if networkCmds[n] {
+			e.risk |= cmdNetwork
+		}
+		if privilegeCmds[n] {
+			e.risk |= cmdPrivilege
+		}
+		if destructiveCmds[n] {
+			e.risk |= cmdDestructive
+		}
+		m[n] = e
+	}
+	for _, t := range []map[string]bool{networkCmds, privilegeCmds, destructiveCmds} {
+		for n := range t {
+			add(n)
+		}
 	}
 	for n := range neverReadOnly {
 		add(n)
@@ -299,6 +358,18 @@ func init() {
 			panic("classifier: wrapper list out of step with isWrapper")
 		}
 		add(n)
+	}
+	if 3*len(m) > len(cmdTable.slots) {
+		panic("classifier: cmdTable too full")
+	}
+	for n, e := range m {
+		cmdTable.names = append(cmdTable.names, n)
+		cmdTable.entries = append(cmdTable.entries, e)
+		i := cmdHash(n)
+		for cmdTable.slots[i] != 0 {
+			i = (i + 1) % uint32(len(cmdTable.slots))
+		}
+		cmdTable.slots[i] = uint16(len(cmdTable.names))
 	}
 }
 

@@ -139,28 +139,6 @@ func (s riskSet) list() []string {
 	return out
 }
 
-// cmdRisk flags the command names of networkCmds, privilegeCmds and
-// destructiveCmds in one map, so each command costs one lookup.
-var cmdRisk = map[string]uint8{}
-
-const (
-	cmdNetwork uint8 = 1 << iota
-	cmdPrivilege
-	cmdDestructive
-)
-
-func init() {
-	for n := range networkCmds {
-		cmdRisk[n] |= cmdNetwork
-	}
-	for n := range privilegeCmds {
-		cmdRisk[n] |= cmdPrivilege
-	}
-	for n := range destructiveCmds {
-		cmdRisk[n] |= cmdDestructive
-	}
-}
-
 // risks computes the auto-mode risk signals of a line.
 func risks(subs []*sub, out []Subcommand, opts Options) []string {
 	var set riskSet
@@ -196,7 +174,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		}
 		name := path.Base(words[0])
 		args := words[1:]
-		cr := cmdRisk[name]
+		cr := lookupCmd(name).risk
 		if cr&cmdNetwork != 0 {
 			network = true
 		}
@@ -341,6 +319,13 @@ func gitRisks(args []string, set *riskSet, network *bool) {
 
 // isPackageInstall recognises package manager installs.
 func isPackageInstall(name string, args []string) bool {
+	switch name {
+	case "apt", "apt-get", "aptitude", "yum", "dnf", "zypper", "brew", "port", "snap", "flatpak",
+		"pip", "pip3", "pipx", "gem", "cargo", "conda", "mamba", "composer", "dpkg", "rpm",
+		"apk", "pacman", "npm", "pnpm", "yarn", "bun", "go", "uv", "python", "python3":
+	default:
+		return false // the names the switch below knows
+	}
 	first := ""
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") {
