@@ -290,7 +290,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	if len(s.Redirs) > 0 {
 		// Redirections on a compound statement apply to every command in it,
 		// so `{ ls; } > out` marks ls as writing.
-		redirs = append(append([]Redirect(nil), inherited...), w.redirects(s.Redirs)...)
+		redirs = w.redirects(inherited, s.Redirs)
 	}
 	switch cmd := s.Cmd.(type) {
 	case nil:
@@ -490,8 +490,11 @@ func (w *walker) visitNode(n syntax.Node) bool {
 	return true
 }
 
-func (w *walker) redirects(rs []*syntax.Redirect) []Redirect {
-	out := make([]Redirect, 0, len(rs))
+// redirects returns a new slice of the inherited redirections followed by
+// those of rs.
+func (w *walker) redirects(inherited []Redirect, rs []*syntax.Redirect) []Redirect {
+	out := make([]Redirect, 0, len(inherited)+len(rs))
+	out = append(out, inherited...)
 	for _, r := range rs {
 		if r.Word != nil {
 			w.node(r.Word)
@@ -635,8 +638,10 @@ func (w *walker) finish() *Classification {
 	}
 	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
-	for _, sb := range w.subs {
-		out := w.classifySub(sb, &strs)
+	for i, sb := range w.subs {
+		c.Subcommands = c.Subcommands[:i+1]
+		out := &c.Subcommands[i]
+		w.classifySub(out, sb, &strs)
 		if !out.ReadOnly && c.ReadOnly {
 			c.ReadOnly = false
 			c.Reason = out.Reason
@@ -649,7 +654,6 @@ func (w *walker) finish() *Classification {
 				hasGit = true
 			}
 		}
-		c.Subcommands = append(c.Subcommands, out)
 	}
 	switch {
 	case !c.ReadOnly:

@@ -99,9 +99,10 @@ func safeBareAssign(name string) bool {
 	return name != "" && strings.ToLower(name) == name
 }
 
-// classifySub fills the Subcommand for sb, taking its word slices from strs.
-func (w *walker) classifySub(sb *sub, strs *strSlab) Subcommand {
-	out := Subcommand{Text: sb.text, Redirects: sb.redirs}
+// classifySub fills *out, a zero Subcommand, for sb, taking its word slices
+// from strs.
+func (w *walker) classifySub(out *Subcommand, sb *sub, strs *strSlab) {
+	out.Text, out.Redirects = sb.text, sb.redirs
 	if sb.plain {
 		// The common case, where staticArgv, allowPrefix and denyPrefix all
 		// start from the same words: build them once and copy.
@@ -126,7 +127,6 @@ func (w *walker) classifySub(sb *sub, strs *strSlab) Subcommand {
 	out.ExactOnly = exactOnly(out.DenyPrefix)
 	out.Reason = w.readOnlyReason(sb)
 	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
-	return out
 }
 
 // strSlab hands out string slices from one backing array.
