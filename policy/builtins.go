@@ -24,23 +24,39 @@ var (
 
 // Builtin names, as the Rego calls them.
 const (
-	bnAnyHit      = "sandboxd.any_hit"
-	bnToolHit     = "sandboxd.tool_hit"
-	bnAllPathsHit = "sandboxd.all_paths_hit"
-	bnAllWordsHit = "sandboxd.all_words_hit"
-	bnDomainHit   = "sandboxd.domain_hit"
-	bnPathWithin  = "sandboxd.path_within"
-	bnAbsPath     = "sandboxd.abs_path"
+	bnAnyHit       = "sandboxd.any_hit"
+	bnPathsAllowed = "sandboxd.paths_allowed"
+	bnToolHit      = "sandboxd.tool_hit"
+	bnAllPathsHit  = "sandboxd.all_paths_hit"
+	bnAllWordsHit  = "sandboxd.all_words_hit"
+	bnDomainHit    = "sandboxd.domain_hit"
+	bnPathWithin   = "sandboxd.path_within"
+	bnAbsPath      = "sandboxd.abs_path"
 )
 
 func init() {
-	rego.RegisterBuiltin2(&rego.Function{
+	rego.RegisterBuiltinDyn(&rego.Function{
 		Name: bnAnyHit,
-		Description: "First rule of a behavior's rule data matching any part of the subject " +
-			"{tool, params, words: [[word]], paths: [[path, [bucket]]], domain}, checked in this order: " +
-			"whole-tool rules, tool-name patterns, parameter rules, Bash rules, path rules, domain rules; or null.",
-		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+		Description: "any_hit(rules, tool, params, words, path_subjects, domain): first rule of a behavior's rule " +
+			"data matching any part of the call, checked in this order: whole-tool rules, tool-name patterns, " +
+			"parameter rules, Bash rules (each word list), path rules (each [path, [bucket]]), domain rules; or null.",
+		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S), nullable),
 	}, anyHit)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name:        bnPathsAllowed,
+		Description: "True if every [path, [bucket]] subject is matched by a rule of one of its buckets (vacuously true).",
+		Decl:        types.NewFunction(types.Args(types.A, types.A), types.B),
+	}, func(_ rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
+		ps, ok := subjT.Value.(*ast.Array)
+		if !ok {
+			return ast.InternedTerm(false), nil
+		}
+		if ps.Len() == 0 {
+			return ast.InternedTerm(true), nil
+		}
+		t, _ := allPathsHit(rego.BuiltinContext{}, bucketsT, subjT)
+		return ast.InternedTerm(!isNull(t)), nil
+	})
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnToolHit,
 		Description: "First whole-tool rule, then tool-name pattern rule, of a behavior's rule data for the tool; or null.",
@@ -95,9 +111,6 @@ var (
 	bashKey    = ast.StringTerm("bash")
 	pathsKey   = ast.StringTerm("paths")
 	domainsKey = ast.StringTerm("domains")
-	toolKey    = ast.StringTerm("tool")
-	wordsKey   = ast.StringTerm("words")
-	domainKey  = ast.StringTerm("domain")
 	wKey       = ast.StringTerm("w")
 	exactKey   = ast.StringTerm("exact")
 )
@@ -143,34 +156,37 @@ func toolHit(data ast.Object, tool string) *ast.Term {
 	return ast.NullTerm()
 }
 
-func anyHit(_ rego.BuiltinContext, dataT, subjT *ast.Term) (*ast.Term, error) {
-	data, ok := dataT.Value.(ast.Object)
-	subj, ok2 := subjT.Value.(ast.Object)
+func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
+	if len(args) < 6 {
+		return ast.NullTerm(), nil
+	}
+	data, ok := args[0].Value.(ast.Object)
+	ts, ok2 := args[1].Value.(ast.String)
 	if !ok || !ok2 {
 		return ast.NullTerm(), nil
 	}
-	tool := getStr(subj, toolKey)
+	tool := string(ts)
 	if t := toolHit(data, tool); !isNull(t) {
 		return t, nil
 	}
 	if params := getObj(data, paramsKey); params != nil {
-		if l, pv := params.Get(ast.StringTerm(tool)), subj.Get(paramsKey); l != nil && pv != nil {
-			if t, _ := paramMatch(rego.BuiltinContext{}, l, pv); !isNull(t) {
+		if l := params.Get(ast.StringTerm(tool)); l != nil {
+			if t, _ := paramMatch(rego.BuiltinContext{}, l, args[2]); !isNull(t) {
 				return t, nil
 			}
 		}
 	}
 	if bucket := data.Get(bashKey); bucket != nil {
-		if ws := getArr(subj, wordsKey); ws != nil {
+		if ws, ok := args[3].Value.(*ast.Array); ok {
 			for i := 0; i < ws.Len(); i++ {
-				if t, _ := bashMatch(rego.BuiltinContext{}, bucket, ws.Elem(i), ast.BooleanTerm(false)); !isNull(t) {
+				if t, _ := bashMatch(rego.BuiltinContext{}, bucket, ws.Elem(i), ast.InternedTerm(false)); !isNull(t) {
 					return t, nil
 				}
 			}
 		}
 	}
 	if pb := getObj(data, pathsKey); pb != nil {
-		if ps := getArr(subj, pathsKey); ps != nil {
+		if ps, ok := args[4].Value.(*ast.Array); ok {
 			for i := 0; i < ps.Len(); i++ {
 				if t := pathHit(pb, ps.Elem(i)); !isNull(t) {
 					return t, nil
@@ -178,9 +194,9 @@ func anyHit(_ rego.BuiltinContext, dataT, subjT *ast.Term) (*ast.Term, error) {
 			}
 		}
 	}
-	if d := getStr(subj, domainKey); d != "" {
+	if d, ok := args[5].Value.(ast.String); ok && d != "" {
 		if l := data.Get(domainsKey); l != nil {
-			return firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, d) }), nil
+			return firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(d)) }), nil
 		}
 	}
 	return ast.NullTerm(), nil

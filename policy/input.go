@@ -55,7 +55,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
-		"read_paths", "write_paths", "path_subjects",
+		"read_paths", "write_paths", "path_subjects", "deny_words",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -184,6 +184,7 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 		item("path_subjects", ast.ArrayTerm(subjects...)),
 		item("bash", bashTerm(f.Bash)),
 		item("command_words", strs(commandWords(f.Input))),
+		item("deny_words", denyWords(f)),
 		item("domain", str(f.Domain)),
 		item("hook", hook),
 		item("requires_user_interaction", ast.InternedTerm(f.RequiresUserInteraction)),
@@ -249,6 +250,25 @@ func matchWords(s classifier.Subcommand) []string {
 		return s.Argv
 	}
 	return nonNilFields(s.Text)
+}
+
+// denyWords are the word lists deny and ask rules see (fail closed): each simple command's
+// match words when the command parsed, else the whitespace-split text; none for other tools.
+func denyWords(f *permission.Facts) *ast.Term {
+	if f.Tool != "Bash" {
+		return emptyArray
+	}
+	if c := f.Bash; c != nil && c.ParseError == nil {
+		ts := make([]*ast.Term, len(c.Subcommands))
+		for i, s := range c.Subcommands {
+			ts[i] = strs(matchWords(s))
+		}
+		return ast.ArrayTerm(ts...)
+	}
+	if w := commandWords(f.Input); len(w) > 0 {
+		return ast.ArrayTerm(strs(w))
+	}
+	return emptyArray
 }
 
 // commandWords is the command text split on whitespace, for text the classifier could not

@@ -63,12 +63,16 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	count(custom.ask) > 0
 } else := {"i": 7, "step": "critical_rm", "behavior": "ask", "reason": sprintf("rm of a critical path: %s", [_first(safety.critical_rm)]), "source": "safety"} if {
 	input.tool == "Bash"
+	some words in input.bash.match_words
+	words[0] in {"rm", "rmdir"}
 	count(safety.critical_rm) > 0
 } else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
-	safety.user_interaction
+	input.requires_user_interaction == true
+} else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
+	input.tool == "AskUserQuestion"
 } else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": "the command did not parse; it is never read-only and matches no allow rule", "source": "safety"} if {
 	input.tool == "Bash"
-	not rules.bash_parsed
+	not input.bash.parse_error == null
 } else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
 	input.hook != null
 	input.hook.decision == "ask"

@@ -65,16 +65,6 @@ test_allow_hit[name] if {
 	_allowed(fx.input_with(tc.x)) == tc.want
 }
 
-test_path_subjects if {
-	paths := [{"requested": "/w/l", "resolved": "/t", "access": "read", "special": ""}, fx.write("/w/o"), {"requested": "/x", "resolved": "/x", "access": "exec", "special": ""}]
-	got := rules.path_subjects with input as fx.input_with({"tool": "Grep", "paths": paths})
-	got == [["/w/l", ["read", "Grep"]], ["/t", ["read", "Grep"]], ["/w/o", ["write"]], ["/w/o", ["write"]], ["/x", ["write", "read"]], ["/x", ["write", "read"]]]
-}
-
-test_deny_words_not_bash if {
-	rules.deny_words == [] with input as fx.input_with({"tool": "Read"})
-}
-
 test_ask_hit_uses_ask_bucket if {
 	hit := rules.ask_hit with input as fx.input_with({"bash": fx.bash([fx.sub(["git", "push"], false)]), "rules": fx.rules({}, {"bash": {"word": {"git": [_git]}}}, {})})
 	hit.rule == "Bash(git *)"

@@ -98,7 +98,8 @@ outside_reads contains p if {
 	not sandboxd.path_within(p, input.workdirs)
 }
 
-# user_interaction holds for calls that only a person may approve.
+# user_interaction holds for calls that only a person may approve (main inlines the same two
+# conditions on its hot path).
 user_interaction if input.requires_user_interaction == true
 
 user_interaction if input.tool == "AskUserQuestion"
