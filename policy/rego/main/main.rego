@@ -81,7 +81,7 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
 } else := {"i": 12, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
-	input.paths != []
+	input.write_paths != []
 	count(safety.protected_writes) > 0
 	modes.mode != "bypassPermissions"
 } else := _rule_result(13, "allow_rule", "allow", rules.allow_hit) if {

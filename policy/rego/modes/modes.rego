@@ -2,7 +2,6 @@
 # where a left-over ask goes.
 package sandboxd.modes
 
-import data.sandboxd.rules
 import data.sandboxd.safety
 import rego.v1
 
@@ -25,7 +24,7 @@ _edit_tools := {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 # read-only. Other tools: the tool says so and no path is written.
 read_only if {
 	input.tool == "Bash"
-	rules.bash_parsed
+	input.bash.parse_error == null
 	input.bash.read_only == true
 	count(input.paths) == 0
 }
@@ -47,7 +46,7 @@ accept_edit if {
 
 accept_edit if {
 	input.tool == "Bash"
-	rules.bash_parsed
+	input.bash.parse_error == null
 	count(safety.outside_writes) == 0
 	not "outside_workspace_write" in object.get(input.bash, "risks", [])
 	every sub in input.bash.subcommands {
