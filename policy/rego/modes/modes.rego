@@ -75,7 +75,12 @@ _arg_inside(a) if {
 }
 
 # fallback is the mode's answer when no rule, hook or check decided.
-fallback := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
+# Read-only comes first: every mode allows it, so the order against bypassPermissions does not
+# change an outcome, and the most common call (a read-only command, no paths) stops here.
+fallback := {"allow": true, "behavior": "allow", "reason": "read-only call inside the session's directories"} if {
+	read_only
+	input.read_paths == []
+} else := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
 } else := {"allow": true, "behavior": "allow", "reason": "read-only call inside the session's directories"} if {
 	read_only

@@ -65,6 +65,7 @@ test_accept_edit[name] if {
 
 _fb_cases := {
 	"bypass": {"x": {"mode": "bypassPermissions", "tool": "Edit"}, "want": "allow"},
+	"read-only command": {"x": {"bash": fx.bash([fx.sub(["ls"], true)])}, "want": "allow"},
 	"read only inside": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]}, "want": "allow"},
 	"read only outside": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/etc/a")]}, "want": "ask"},
 	"accept edit": {"x": {"mode": "acceptEdits", "tool": "Edit", "paths": [fx.write("/w/a")]}, "want": "allow"},
