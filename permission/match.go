@@ -3,7 +3,6 @@ package permission
 import (
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -284,24 +283,4 @@ func MatchGlob(pattern, s string) bool {
 		return re
 	})
 	return re != nil && re.MatchString(s)
-}
-
-// ParamString renders a top-level scalar parameter the way parameter rules compare it (the
-// raw value); ok is false for objects, arrays and null, which never match.
-func ParamString(v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case bool:
-		return strconv.FormatBool(x), true
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), true
-	case int:
-		return strconv.Itoa(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case interface{ String() string }: // json.Number
-		return x.String(), true
-	}
-	return "", false
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
-// TestReport is the outcome of RunTests in numbers, for callers that want more than text.
-type TestReport struct {
+// testReport is the outcome of a test run in numbers.
+type testReport struct {
 	Pass, Fail, Errors int
 	// Coverage is the percentage of policy (non-test) lines evaluated by the tests.
 	Coverage float64
@@ -65,15 +65,15 @@ func RunTests(ctx context.Context, customDir string) (report string, ok bool, er
 	return report, ok && r.Fail == 0 && r.Errors == 0 && r.Pass > 0, nil
 }
 
-func runTests(ctx context.Context, mods map[string]string, filter string) (TestReport, string, error) {
+func runTests(ctx context.Context, mods map[string]string, filter string) (testReport, string, error) {
 	parsed := make(map[string]*ast.Module, len(mods))
 	for name, src := range mods {
 		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
 		if err != nil {
-			return TestReport{}, "", fmt.Errorf("%w: %w", ErrPolicyCompile, err)
+			return testReport{}, "", fmt.Errorf("%w: %w", ErrPolicyCompile, err)
 		}
 		if !strings.HasPrefix(name, "embedded:") && !strings.HasSuffix(name, "_test.rego") && !m.Package.Path.HasPrefix(customPackage) {
-			return TestReport{}, "", fmt.Errorf("%s: %w (got package %s)", name, ErrCustomPackage, m.Package.Path)
+			return testReport{}, "", fmt.Errorf("%s: %w (got package %s)", name, ErrCustomPackage, m.Package.Path)
 		}
 		parsed[name] = m
 	}
@@ -81,7 +81,7 @@ func runTests(ctx context.Context, mods map[string]string, filter string) (TestR
 	store := inmem.New()
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
-		return TestReport{}, "", fmt.Errorf("open test store: %w", err)
+		return testReport{}, "", fmt.Errorf("open test store: %w", err)
 	}
 	defer store.Abort(ctx, txn)
 	runner := tester.NewRunner().
@@ -94,13 +94,13 @@ func runTests(ctx context.Context, mods map[string]string, filter string) (TestR
 		Filter(filter)
 	ch, err := runner.RunTests(ctx, txn)
 	if err != nil {
-		return TestReport{}, "", fmt.Errorf("%w: %w", ErrPolicyCompile, err)
+		return testReport{}, "", fmt.Errorf("%w: %w", ErrPolicyCompile, err)
 	}
 	var results []*tester.Result
 	for r := range ch {
 		results = append(results, r)
 	}
-	var rep TestReport
+	var rep testReport
 	for _, r := range results {
 		switch {
 		case r.Error != nil:
@@ -130,7 +130,7 @@ func runTests(ctx context.Context, mods map[string]string, filter string) (TestR
 	}
 	close(ch2)
 	if err := (tester.PrettyReporter{Output: &buf, Verbose: false, FailureLine: true}).Report(ch2); err != nil {
-		return TestReport{}, "", err
+		return testReport{}, "", err
 	}
 	policyMods := map[string]*ast.Module{}
 	for n, m := range parsed {
