@@ -52,8 +52,9 @@ type Facts struct {
 	// Mode is the effective mode of this call (session mode or the call's own).
 	Mode   Mode   `json:"mode"`
 	Caller Caller `json:"caller"`
-	// Cwd is the session's current directory; Dirs its additional directories (session and
-	// settings). Together they are the session's directories for acceptEdits and safety checks.
+	// Cwd is the session's current directory; Dirs its additional directories (the session's;
+	// the settings' additionalDirectories are added by the engine from the RuleSet). Together
+	// they are the session's directories for acceptEdits and safety checks.
 	Cwd  string   `json:"cwd"`
 	Dirs []string `json:"dirs,omitempty"`
 	Home string   `json:"home"`

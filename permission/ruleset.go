@@ -67,7 +67,9 @@ func NewRuleSet(rules []Rule, eff Effective, a Anchors) *RuleSet {
 	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.rank() < rs.rules[j].Source.rank() })
 	rs.eff.Warnings = append([]string(nil), eff.Warnings...)
 	rs.data = rs.build()
-	b, _ := json.Marshal(rs.data)
+	// The digest keys decision caches, so it covers everything a decision reads from the
+	// RuleSet: the rule data and the settings' directories (they widen the session's).
+	b, _ := json.Marshal([]any{rs.data, rs.eff.AdditionalDirectories})
 	sum := sha256.Sum256(b)
 	rs.digest = hex.EncodeToString(sum[:])
 	return rs

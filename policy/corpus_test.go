@@ -336,3 +336,15 @@ func mixedSources(t *testing.T) *permission.RuleSet {
 	}
 	return permission.NewRuleSet(rules, permission.Effective{}, permission.Anchors{Home: "/home/u", Cwd: "/w"})
 }
+
+// TestSettingsDirectoriesCount: additionalDirectories from settings widen acceptEdits without
+// the caller copying them into Facts.Dirs.
+func TestSettingsDirectoriesCount(t *testing.T) {
+	e := newEngine(t, Config{})
+	rs := permission.NewRuleSet(nil, permission.Effective{AdditionalDirectories: []string{"/data"}}, permission.Anchors{Home: "/home/u", Cwd: "/w"})
+	c := call{tool: "Write", mode: permission.ModeAcceptEdits, paths: []permission.PathFact{wr("/data/x")}}
+	d, err := e.Decide(context.Background(), c.facts(), rs)
+	if err != nil || d.Behavior != permission.Allow {
+		t.Fatalf("write in a settings directory under acceptEdits: %+v %v", d, err)
+	}
+}

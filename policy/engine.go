@@ -394,7 +394,7 @@ func (e *Engine) eval(ctx context.Context, c *compiled, f *permission.Facts, rs 
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("convert rules: %w", err)
 	}
-	in, err := buildInput(f, rv)
+	in, err := buildInput(f, rv, rs.Effective().AdditionalDirectories...)
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("build input: %w", err)
 	}

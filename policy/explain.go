@@ -28,7 +28,7 @@ func (e *Engine) Explain(ctx context.Context, f *permission.Facts, rs *permissio
 	if err != nil {
 		return deny, "", fmt.Errorf("convert rules: %w", err)
 	}
-	in, err := buildInput(f, rv)
+	in, err := buildInput(f, rv, rs.Effective().AdditionalDirectories...)
 	if err != nil {
 		return deny, "", fmt.Errorf("build input: %w", err)
 	}

@@ -117,7 +117,10 @@ func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(str(k), v) }
 
 // buildInput turns facts and rule data into the policy input. Its JSON shape is documented
 // in the package README (InputSchema) and is what custom Rego sees.
-func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
+//
+// extraDirs are the settings' additionalDirectories (RuleSet.Effective), added to the session's
+// directories here so a caller cannot forget them.
+func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.Value, error) {
 	toolInput := ast.NewObject()
 	if f.Input != nil {
 		v, err := ast.InterfaceToValue(f.Input)
@@ -128,8 +131,8 @@ func buildInput(f *permission.Facts, rules ast.Value) (ast.Value, error) {
 			toolInput = o
 		}
 	}
-	workdirs := make([]string, 0, 1+len(f.Dirs))
-	for _, d := range append([]string{f.Cwd}, f.Dirs...) {
+	workdirs := make([]string, 0, 1+len(f.Dirs)+len(extraDirs))
+	for _, d := range append(append([]string{f.Cwd}, f.Dirs...), extraDirs...) {
 		if d != "" && path.IsAbs(d) {
 			workdirs = append(workdirs, path.Clean(d))
 		}
