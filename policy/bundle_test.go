@@ -190,3 +190,41 @@ func TestBundleConfigValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleFullPolicy: a full-policy bundle replaces the embedded Rego once it arrives.
+func TestBundleFullPolicy(t *testing.T) {
+	bs, url := newBundleServer(t)
+	full := `package sandboxd.main
+
+import rego.v1
+
+steps := ["fleet"]
+
+# METADATA
+# entrypoint: true
+decision := {"allow": false, "behavior": "deny", "reason": "fleet says no", "source": "fleet", "step": "fleet", "i": 0}
+`
+	b := bundleapi.Bundle{
+		Manifest: bundleapi.Manifest{Revision: "full-1", Roots: &[]string{"sandboxd"}},
+		Modules:  []bundleapi.ModuleFile{{URL: "/main/main.rego", Path: "/main/main.rego", Raw: []byte(full), Parsed: ast.MustParseModuleWithOpts(full, ast.ParserOptions{RegoVersion: ast.RegoV1})}},
+		Data:     map[string]any{},
+	}
+	var buf bytes.Buffer
+	if err := bundleapi.NewWriter(&buf).Write(b); err != nil {
+		t.Fatal(err)
+	}
+	bs.set(buf.Bytes(), `"full-1"`)
+	e := newEngine(t, Config{Bundle: &BundleConfig{ServiceURL: url, Resource: "bundles/sandboxd.tar.gz", FullPolicy: true, MinDelay: time.Hour}})
+	if err := e.TriggerBundle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d := decide(t, e, lsCall)
+	if d.Behavior != permission.Deny || d.Reason != "fleet says no" || len(d.Trace) != 1 {
+		t.Errorf("full-policy bundle not in force: %+v", d)
+	}
+	for name := range e.Modules() {
+		if strings.HasPrefix(name, "embedded:") {
+			t.Errorf("embedded module %s still loaded under a full-policy bundle", name)
+		}
+	}
+}
