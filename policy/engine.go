@@ -289,7 +289,7 @@ func capabilities() *ast.Capabilities {
 	caps := ast.CapabilitiesForThisVersion()
 	drop := map[string]bool{
 		"http.send": true, "net.lookup_ip_addr": true, "opa.runtime": true, "print": true,
-		"trace": true, "rand.intn": true, "uuid.rfc4122": true, "uuid.parse": false,
+		"trace": true, "rand.intn": true, "uuid.rfc4122": true,
 		"time.now_ns": true,
 	}
 	kept := caps.Builtins[:0:0]
