@@ -5,18 +5,18 @@ package sandboxd.modes
 import data.sandboxd.safety
 import rego.v1
 
-_modes := {"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "bubble"}
-
 # mode is the mode the call runs in. A mode the admin disabled, or one this policy does not
-# know, falls back to default (the safe choice).
-mode := input.mode if {
-	input.mode in _modes
-	not _disabled(input.mode)
+# know, falls back to default (the safe choice). Literal sets and no helper functions: this
+# rule is on every decision's path.
+mode := "default" if {
+	input.mode == "bypassPermissions"
+	input.rules.admin.disable_bypass == true
+} else := "default" if {
+	input.mode == "auto"
+	input.rules.admin.disable_auto == true
+} else := input.mode if {
+	input.mode in {"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "bubble"}
 } else := "default"
-
-_disabled("bypassPermissions") if input.rules.admin.disable_bypass == true
-
-_disabled("auto") if input.rules.admin.disable_auto == true
 
 _edit_tools := {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
