@@ -41,6 +41,9 @@ type CreateSession struct {
 	ParentID       string   `json:"parent_id,omitempty"`
 	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
 	PersistCwd bool `json:"persist_cwd,omitempty"`
+	// TrustProject lets the project's settings files (.sandboxd/settings*.json) add allow rules
+	// and directories; without it they may only deny and ask.
+	TrustProject bool `json:"trust_project,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
@@ -69,6 +72,7 @@ type Session struct {
 	Mode           string    `json:"mode"`
 	Rules          Rules     `json:"rules"`
 	PersistCwd     bool      `json:"persist_cwd,omitempty"`
+	TrustProject   bool      `json:"trust_project,omitempty"`
 }
 
 // SessionList is the body of GET /v1/sessions.
@@ -164,7 +168,7 @@ func sessionView(s session.Snapshot) Session {
 		ID: s.ID, Owner: Owner{UID: s.Owner.UID, GID: s.Owner.GID, User: s.Owner.User},
 		ParentID: s.ParentID, Created: s.Created, Cwd: s.Cwd,
 		AdditionalDirs: nonNil(s.AdditionalDirs), Mode: string(s.Mode),
-		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd,
+		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
 	}
 }
 

@@ -107,14 +107,28 @@ type Hook struct {
 	TimeoutSec int    `json:"timeout"`
 }
 
-// Bundle configures OPA bundle pulls.
+// Bundle configures OPA bundle pulls, in the shape of OPA's own services/bundles/keys.
 type Bundle struct {
-	URL             string `json:"url"`
-	Resource        string `json:"resource"`
-	PollMinSec      int    `json:"poll_min_sec"`
-	PollMaxSec      int    `json:"poll_max_sec"`
-	PublicKeyFile   string `json:"public_key_file"`
-	DecisionLogsURL string `json:"decision_logs_url"`
+	// URL is the bundle service base URL; empty turns bundles off.
+	URL      string `json:"url"`
+	Resource string `json:"resource"`
+	Name     string `json:"name"`
+	// PollMinSec and PollMaxSec bound the random polling interval.
+	PollMinSec int `json:"poll_min_sec"`
+	PollMaxSec int `json:"poll_max_sec"`
+	// BearerTokenFile holds the service's bearer token (read at load; root-only).
+	BearerTokenFile string `json:"bearer_token_file"`
+	// SigningKeyFile is the PEM public key that signs bundles; SigningAlgorithm e.g. RS256.
+	SigningKeyFile   string `json:"signing_key_file"`
+	SigningKeyID     string `json:"signing_key_id"`
+	SigningAlgorithm string `json:"signing_algorithm"`
+	SigningScope     string `json:"signing_scope"`
+	// RequireSignature refuses unsigned bundles (the safe default).
+	RequireSignature *bool `json:"require_signature"`
+	// FullPolicy lets the bundle replace the embedded policy instead of adding custom rules.
+	FullPolicy bool `json:"full_policy"`
+	// DecisionLogs uploads every decision to the service's /logs.
+	DecisionLogs bool `json:"decision_logs"`
 }
 
 // Default returns the embedded defaults.
@@ -210,6 +224,8 @@ func (c Config) Validate() error {
 		{"audit.max_file_bytes must be >= 64 KiB", c.Audit.MaxFileBytes >= 64<<10},
 		{"audit.retain_files must be >= 1", c.Audit.RetainFiles >= 1},
 		{"hooks must be command hooks with a command", hooksValid(c.Hooks)},
+		{"bundle.url needs bundle.resource", c.Bundle.URL == "" || c.Bundle.Resource != ""},
+		{"bundle: signatures are required unless require_signature: false; give signing_key_file", c.Bundle.URL == "" || c.Bundle.SigningKeyFile != "" || (c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature)},
 	}
 	var errs []error
 	for _, ck := range checks {

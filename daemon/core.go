@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,8 @@ type Core struct {
 	sandbox  *sandbox.Sandbox
 	recorder *recorder
 	policy   *policy.Engine
+	// reloadMu serializes rule-set rebuilds after policy reloads.
+	reloadMu sync.Mutex
 	// cliRules are rules given on the daemon's command line (source cliArg).
 	cliRules *permission.Settings
 	started  time.Time
@@ -137,6 +140,24 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	return s.Snapshot(), nil
 }
 
+// reloadRules rebuilds every session's rule set after the policy reloaded (admin settings
+// may have changed). A session whose rules fail to load keeps its old set, so a broken file
+// never weakens policy; the failure is logged.
+func (c *Core) reloadRules() {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range c.store.All() {
+		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
+		if err != nil {
+			c.log.Error("rebuild session rules; the old rules stay in force", zap.String("session", s.ID), zap.Error(err))
+			continue
+		}
+		s.SetRuleSet(rs)
+	}
+}
+
 // checkDirsAsOwner asks the owner's worker whether each session directory exists and is a
 // directory the owner can use.
 func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session) error {
@@ -166,7 +187,9 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 		Home:               snap.Owner.Home,
 		Owner:              ownerReader{host: c.host, s: s},
 		ReadClaudeSettings: cfg.ReadClaudeSettings,
-		TrustProject:       true,
+		// A cloned repository's settings may deny and ask, but only a session that says it
+		// trusts its project lets those files allow (COMPAT 2: untrusted workspaces).
+		TrustProject: s.TrustProject,
 	})
 	if err != nil {
 		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: %w", err))

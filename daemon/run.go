@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,7 +112,18 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
 	rec := &recorder{log: al}
-	engine, err := policy.New(context.Background(), policyConfig(cfg, rec, log), log)
+	// Admin settings live beside the Rego: when the policy reloads, sessions' rule sets are
+	// rebuilt so a new admin deny applies to sessions already open.
+	var built atomic.Pointer[Core]
+	pcfg, err := policyConfig(cfg, rec, log, func() {
+		if c := built.Load(); c != nil {
+			go c.reloadRules()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	engine, err := policy.New(context.Background(), pcfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -121,6 +133,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	}
 	core.cfg.Store(&cfg)
 	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
+	built.Store(core)
 
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -142,7 +155,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 const policyWatchInterval = 2 * time.Second
 
 // policyConfig configures the engine; every load attempt is audited with the digest in force.
-func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger) policy.Config {
+func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger, onReload func()) (policy.Config, error) {
 	pc := policy.Config{WatchInterval: policyWatchInterval, DecisionCacheSize: 4096}
 	// A policy directory that does not exist means no admin policy yet; one that exists must
 	// pass the engine's ownership checks.
@@ -150,7 +163,11 @@ func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger) policy.Conf
 		pc.PolicyDir = cfg.PolicyDir
 	}
 	if cfg.Bundle.URL != "" {
-		pc.Bundle = bundleConfig(cfg.Bundle)
+		bc, err := bundleConfig(cfg.Bundle)
+		if err != nil {
+			return pc, err
+		}
+		pc.Bundle = bc
 	}
 	pc.OnReload = func(ev policy.ReloadEvent) {
 		detail := map[string]string{"trigger": ev.Trigger, "digest": ev.Digest, "previous": ev.Previous,
@@ -162,8 +179,11 @@ func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger) policy.Conf
 		if err := rec.daemon(context.Background(), audit.KindPolicyLoad, detail); err != nil {
 			log.Error("audit policy load", zap.Error(err))
 		}
+		if ev.Err == nil && ev.Trigger != "start" && onReload != nil {
+			onReload()
+		}
 	}
-	return pc
+	return pc, nil
 }
 
 // prepareStateDir makes the state directory root-owned and not listable by others: users
@@ -260,7 +280,28 @@ func (d *Daemon) shutdown() {
 	d.cgLock.Close()
 }
 
-// bundleConfig maps the config's bundle section onto the engine's.
-func bundleConfig(b config.Bundle) *policy.BundleConfig {
-	return &policy.BundleConfig{}
+// bundleConfig maps the config's bundle section onto the engine's, reading the key and token
+// files (root-owned, like the rest of /etc/sandboxd).
+func bundleConfig(b config.Bundle) (*policy.BundleConfig, error) {
+	bc := &policy.BundleConfig{
+		ServiceURL: b.URL, Resource: b.Resource, Name: b.Name,
+		MinDelay: config.Duration(b.PollMinSec), MaxDelay: config.Duration(b.PollMaxSec),
+		RequireSignature: b.RequireSignature == nil || *b.RequireSignature,
+		FullPolicy:       b.FullPolicy, DecisionLogs: b.DecisionLogs,
+	}
+	if b.BearerTokenFile != "" {
+		tok, err := os.ReadFile(b.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("bundle bearer token: %w", err)
+		}
+		bc.BearerToken = strings.TrimSpace(string(tok))
+	}
+	if b.SigningKeyFile != "" {
+		key, err := os.ReadFile(b.SigningKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("bundle signing key: %w", err)
+		}
+		bc.Signing = &policy.BundleSigning{KeyID: b.SigningKeyID, Algorithm: b.SigningAlgorithm, Key: string(key), Scope: b.SigningScope}
+	}
+	return bc, nil
 }

@@ -36,6 +36,8 @@ type Session struct {
 	Owner    Caller
 	ParentID string
 	Created  time.Time
+	// TrustProject lets the project's settings files allow, not only deny and ask.
+	TrustProject bool
 	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
 	PersistCwd bool
 
@@ -66,6 +68,7 @@ type Snapshot struct {
 	Mode           permission.Mode `json:"mode"`
 	Rules          Rules           `json:"rules"`
 	PersistCwd     bool            `json:"persist_cwd,omitempty"`
+	TrustProject   bool            `json:"trust_project,omitempty"`
 }
 
 // NewID returns a random session id.
@@ -84,7 +87,7 @@ func (s *Session) Snapshot() Snapshot {
 	return Snapshot{
 		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created,
 		Cwd: s.cwd, AdditionalDirs: append([]string(nil), s.additionalDirs...),
-		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd,
+		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
 	}
 }
 

@@ -21,6 +21,7 @@ type Params struct {
 	Rules          Rules
 	ParentID       string
 	PersistCwd     bool
+	TrustProject   bool
 	ReadStateBytes int64
 	BudgetChars    int64
 }
@@ -37,7 +38,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 // Create makes a session owned by owner.
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
-		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd,
+		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
 		cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),

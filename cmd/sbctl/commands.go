@@ -34,6 +34,7 @@ func cmdStatus(e *env, args []string) error {
 type sessionFlags struct {
 	cwd, mode, parent string
 	persistCwd        bool
+	trustProject      bool
 	allow, deny, ask  multi
 	addDirs           multi
 }
@@ -47,7 +48,7 @@ func (sf *sessionFlags) request() (api.CreateSession, error) {
 		}
 		cwd = wd
 	}
-	return api.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd,
+	return api.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
 		Rules: api.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
 }
 
@@ -67,6 +68,7 @@ func cmdSession(e *env, args []string) error {
 		fs.Var(&sf.deny, "deny", "deny rule (repeatable)")
 		fs.Var(&sf.ask, "ask", "ask rule (repeatable)")
 		fs.Var(&sf.addDirs, "add-dir", "additional directory (repeatable)")
+		fs.BoolVar(&sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
 		fs.BoolVar(&sf.persistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
 		if err := fs.Parse(rest); err != nil {
 			return err

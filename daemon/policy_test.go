@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+func decide(t *testing.T, td *testDaemon, id, tool, input string) string {
+	t.Helper()
+	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/decide", fmt.Sprintf(`{"tool":%q,"input":%s}`, tool, input))
+	var res api.CallResult
+	decodeInto(t, b, &res)
+	if code != 200 || res.Decision == nil {
+		t.Fatalf("decide: %d %s", code, b)
+	}
+	return string(res.Decision.Behavior)
+}
+
+// A project's settings may deny and ask in any session, but allow only where the session
+// trusts its project.
+func TestProjectSettingsNeedTrustToAllow(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".sandboxd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"permissions":{"allow":["Bash(touch made)"],"deny":["Read(secret.txt)"]}}`
+	if err := os.WriteFile(filepath.Join(dir, ".sandboxd", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secret := fmt.Sprintf(`{"file_path":%q}`, filepath.Join(dir, "secret.txt"))
+	untrusted := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
+	trusted := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"trust_project":true}`, dir))
+	cases := []struct {
+		name, id, tool, input, want string
+	}{
+		{"untrusted allow waits", untrusted.ID, "Bash", `{"command":"touch made"}`, "ask"},
+		{"untrusted deny applies", untrusted.ID, "Read", secret, "deny"},
+		{"trusted allow applies", trusted.ID, "Bash", `{"command":"touch made"}`, "allow"},
+		{"trusted deny applies", trusted.ID, "Read", secret, "deny"},
+	}
+	for _, tc := range cases {
+		if got := decide(t, td, tc.id, tc.tool, tc.input); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// A broken project settings file refuses the session with the file named.
+	if err := os.WriteFile(filepath.Join(dir, ".sandboxd", "settings.json"), []byte(`{"permissions":{"allow":["Bash(("]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, b := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"trust_project":true}`, dir))
+	if code != 422 || !strings.Contains(string(b), "settings.json") {
+		t.Errorf("broken settings: %d %s", code, b)
+	}
+}
+
+// An admin deny added while sessions are open applies to them after a reload; a broken admin
+// file is refused and the rules in force stay.
+func TestAdminSettingsReloadReachesOpenSessions(t *testing.T) {
+	policyDir := filepath.Join(t.TempDir(), "policy.d")
+	if err := os.Mkdir(policyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, "policy_dir: "+policyDir+"\n")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	if got := decide(t, td, s.ID, "Bash", `{"command":"curl example.com"}`); got != "allow" {
+		t.Fatalf("before the admin rule: %s", got)
+	}
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(policyDir, "org.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"permissions":{"deny":["Bash(curl *)"]}}`)
+	td.d.Reload()
+	waitFor(t, func() bool { return decide(t, td, s.ID, "Bash", `{"command":"curl example.com"}`) == "deny" })
+
+	write(`{"permissions":{"deny":["Bash(curl *"]}}`) // malformed rule
+	td.d.Reload()
+	time.Sleep(300 * time.Millisecond)
+	if got := decide(t, td, s.ID, "Bash", `{"command":"curl example.com"}`); got != "deny" {
+		t.Errorf("a broken admin file weakened the rules: %s", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 5 s")
+}
