@@ -36,6 +36,11 @@ func TestLoad(t *testing.T) {
 		{"bad value", "max_parallel_calls: 0\n", "max_parallel_calls", nil},
 		{"bad hook", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: http\n      command: x\n", "hooks", nil},
 		{"not yaml", "{{{", "config", nil},
+		{"unsigned bundle refused", "bundle:\n  url: http://127.0.0.1:8181\n  resource: b.tar.gz\n", "signing_key_file", nil},
+		{"unsigned bundle by choice", "bundle:\n  url: http://127.0.0.1:8181\n  resource: b.tar.gz\n  require_signature: false\n", "", func(c Config) bool {
+			return c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature
+		}},
+		{"bad cgroup name", "sandbox:\n  cgroup_name: ../x\n", "cgroup_name", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
