@@ -9,8 +9,7 @@ import (
 )
 
 // BenchmarkSpawn compares, in one run, a bare fork/exec of /bin/true, the confined spawn
-// (cgroup, namespaces, mounts, landlock, seccomp, Start+Wait) through the session zygote
-// ("confined") and through a per-call init ("confined_init"), and bwrap with comparable flags.
+// (cgroup, namespaces, mounts, landlock, seccomp, Start+Wait) and bwrap with comparable flags.
 // Ratios: go test -run '^$' -bench Spawn -benchtime 200x ./sandbox/
 func BenchmarkSpawn(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
@@ -20,44 +19,38 @@ func BenchmarkSpawn(b *testing.B) {
 			}
 		}
 	})
-	for _, mode := range []struct {
-		name   string
-		zygote bool
-	}{{"confined", true}, {"confined_init", false}} {
-		b.Run(mode.name, func(b *testing.B) {
-			s := newTestSandbox(b, Config{})
-			s.noZygote = !mode.zygote
-			dir := b.TempDir()
-			os.Chown(dir, nobody, nobody)
-			ctx := ctxTimeout(b, time.Hour)
-			steps := map[string]time.Duration{}
-			var order []string
-			s.stepDone = func(step string, d time.Duration) {
-				if _, ok := steps[step]; !ok {
-					order = append(order, step)
-				}
-				steps[step] += d
+	b.Run("confined", func(b *testing.B) {
+		s := newTestSandbox(b, Config{})
+		dir := b.TempDir()
+		os.Chown(dir, nobody, nobody)
+		ctx := ctxTimeout(b, time.Hour)
+		steps := map[string]time.Duration{}
+		var order []string
+		s.stepDone = func(step string, d time.Duration) {
+			if _, ok := steps[step]; !ok {
+				order = append(order, step)
 			}
-			defer func() {
-				for _, st := range order {
-					b.ReportMetric(float64(steps[st].Microseconds())/float64(b.N), st+"_µs/op")
-				}
-			}()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				p, err := s.Start(ctx, &Spec{Path: "/bin/true", Dir: dir, WritableDirs: []string{dir},
-					Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
-					Session: "bench", Call: fmt.Sprintf("c%d", i)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := p.Wait()
-				if err != nil || res.ExitCode != 0 {
-					b.Fatal(res, err)
-				}
+			steps[step] += d
+		}
+		defer func() {
+			for _, st := range order {
+				b.ReportMetric(float64(steps[st].Microseconds())/float64(b.N), st+"_µs/op")
 			}
-		})
-	}
+		}()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p, err := s.Start(ctx, &Spec{Path: "/bin/true", Dir: dir, WritableDirs: []string{dir},
+				Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
+				Session: "bench", Call: fmt.Sprintf("c%d", i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := p.Wait()
+			if err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
 	b.Run("bwrap", func(b *testing.B) {
 		bw, err := exec.LookPath("bwrap")
 		if err != nil {

@@ -222,35 +222,6 @@ func (l *cgroupLayout) newCgroup(session, call string, lim Limits) (*cgroup, err
 	return cg, nil
 }
 
-// newTopCgroup creates <root>/<name> with the limits set: a session zygote's own cgroup, beside
-// the sessions rather than inside one, whose subtree holds only its calls.
-//
-// WARNING: bounds the zygotes; rerun as root after changing: go test -run 'TestZygote' ./sandbox/
-func (l *cgroupLayout) newTopCgroup(name string, lim Limits) (*cgroup, error) {
-	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
-	for c, d := range l.dirs {
-		dir := filepath.Join(d, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
-		}
-		cg.dirs[c] = dir
-	}
-	if err := cg.setLimits(lim); err != nil {
-		cg.remove()
-		return nil, err
-	}
-	if l.v2 {
-		fd, err := unix.Open(cg.dirs[""], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("open cgroup: %w", err)
-		}
-		cg.fd = fd
-	}
-	return cg, nil
-}
-
 func (cg *cgroup) setLimits(lim Limits) error {
 	const period = 100000 // µs
 	quota := lim.CPUQuotaMilli * period / 1000
@@ -299,18 +270,6 @@ func (cg *cgroup) addProc(pid int) error {
 		if err := writeFile(filepath.Join(cg.dirs[c], "cgroup.procs"), p); err != nil {
 			return fmt.Errorf("add pid to %s cgroup: %w", c, err)
 		}
-	}
-	return nil
-}
-
-// attach moves pid into the cgroup on either version (a session zygote's child starts in the
-// zygote's cgroup on v2 too).
-func (cg *cgroup) attach(pid int) error {
-	if !cg.v2 {
-		return cg.addProc(pid)
-	}
-	if err := writeFile(filepath.Join(cg.dirs[""], "cgroup.procs"), strconv.Itoa(pid)); err != nil {
-		return fmt.Errorf("add pid to cgroup: %w", err)
 	}
 	return nil
 }

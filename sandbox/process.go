@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -69,9 +68,7 @@ type Process struct {
 	s     *Sandbox
 	spec  Spec
 	lim   Limits
-	cmd   *exec.Cmd               // nil when a session zygote forked the child
-	pid   int                     // with a zygote: the child's pid in the daemon's pid namespace
-	exitc chan syscall.WaitStatus // with a zygote: the child's wait status, once
+	cmd   *exec.Cmd
 	cg    *cgroup
 	start time.Time
 
@@ -101,8 +98,6 @@ func (spec *Spec) validate() error {
 		return fmt.Errorf("%w: empty path", ErrBadSpec)
 	case !validName(spec.Session) || !validName(spec.Call):
 		return fmt.Errorf("%w: session and call must be single path elements", ErrBadSpec)
-	case strings.HasPrefix(spec.Session, zygoteCgroupPrefix):
-		return fmt.Errorf("%w: session names starting %q are reserved", ErrBadSpec, zygoteCgroupPrefix)
 	}
 	return nil
 }
@@ -158,12 +153,7 @@ func (p *Process) watch(ctx context.Context) {
 }
 
 // Pid is the child's pid in the daemon's pid namespace.
-func (p *Process) Pid() int {
-	if p.cmd == nil {
-		return p.pid
-	}
-	return p.cmd.Process.Pid
-}
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Kill kills every process of the execution; the first reason lands in Result.KilledBy.
 func (p *Process) Kill(reason string) error {
@@ -183,9 +173,6 @@ func (p *Process) Kill(reason string) error {
 // Wait waits for the child, kills whatever is left in its cgroup, collects the cgroup's
 // statistics and removes it.
 func (p *Process) Wait() (*Result, error) {
-	if p.cmd == nil {
-		return p.waitZygote()
-	}
 	werr := p.cmd.Wait()
 	dur := time.Since(p.start)
 	close(p.done)
@@ -204,26 +191,7 @@ func (p *Process) Wait() (*Result, error) {
 	default:
 		return nil, fmt.Errorf("wait for child: %w", werr)
 	}
-	return p.result(res, p.cmd.ProcessState.Sys().(syscall.WaitStatus))
-}
-
-// waitZygote is Wait for a child of a session zygote: its status comes from the zygote (or,
-// if the zygote died, is SIGKILL: the kernel killed its pid namespace).
-func (p *Process) waitZygote() (*Result, error) {
-	ws := <-p.exitc
-	dur := time.Since(p.start)
-	close(p.done)
-	<-p.watchDone
-	defer func() {
-		p.s.mu.Lock()
-		delete(p.s.procs, p)
-		p.s.mu.Unlock()
-	}()
-	return p.result(&Result{Duration: dur}, ws)
-}
-
-// result fills res from the wait status, then cleans the cgroup up (finish).
-func (p *Process) result(res *Result, ws syscall.WaitStatus) (*Result, error) {
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
 		res.ExitCode = -1
 		res.Signal = ws.Signal().String()

@@ -74,12 +74,6 @@ type Sandbox struct {
 	closed bool
 	procs  map[*Process]struct{}
 	netns  map[string]*os.File // session -> loopback-only network namespace
-
-	// noZygote (tests, benchmarks) runs every call through a per-call init.
-	noZygote bool
-	zmu      sync.Mutex // held while a zygote starts: one zygote per key
-	zygotes  map[string]*zygote
-	zygSeq   uint64
 }
 
 // New prepares the confinement once for the daemon's lifetime.
@@ -96,8 +90,6 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		log:    log.Named("sandbox"),
 		procs:  map[*Process]struct{}{},
 		netns:  map[string]*os.File{},
-
-		zygotes: map[string]*zygote{},
 	}
 	if err := s.init(); err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
@@ -118,7 +110,6 @@ func (s *Sandbox) KillSession(session string) error {
 	for _, p := range victims {
 		_ = p.Kill("session_deleted")
 	}
-	s.stopZygotes(session, false)
 	return s.killSessionCgroups(session)
 }
 
@@ -134,6 +125,5 @@ func (s *Sandbox) Close() error {
 	for _, p := range victims {
 		_ = p.Kill("daemon_closed")
 	}
-	s.stopZygotes("", true)
 	return s.close()
 }

@@ -229,18 +229,6 @@ func (s *Sandbox) start(p *Process) (err error) {
 		landlock:   ll,
 		seccompBPF: s.bpf,
 	}
-	if s.zygoteEligible() {
-		key := zygoteKey(spec.Session, !spec.AllowNetwork, mounts)
-		z, zerr := s.zygoteFor(key, spec.Session, mounts, !spec.AllowNetwork)
-		if zerr == nil {
-			zerr = s.startInZygote(p, z, cs)
-		}
-		if !errors.Is(zerr, errZygoteUnavailable) {
-			return zerr
-		}
-		// Nothing was forked: the per-call init below is as confined, only slower.
-		s.log.Warn("session zygote unavailable, using a per-call init", zap.Error(zerr))
-	}
 	var netns *os.File
 	if !spec.AllowNetwork {
 		if netns, err = s.sessionNetns(spec.Session); err != nil {
