@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -31,12 +30,9 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <grp.h>
 
@@ -90,15 +86,6 @@ struct sbx_ll_path_beneath {
 
 static int err_fd = SBX_FD_ERR;
 
-// sbx_forked is 1 in a call's child forked by a session zygote (zygote_child): the namespaces
-// and mounts are the zygote's, so its spec may not ask for any (checked where they are read).
-static int sbx_forked;
-
-// await_go is 1 in a zygote's child until its go-ahead arrived. The daemon writes the child's pid
-// into the call's cgroup before the go-ahead; a child that failed earlier must still be alive
-// then, or the zygote could reap it and the pid go to another process.
-static int await_go;
-
 // SBX_TRACE (CGO_CFLAGS=-DSBX_TRACE, benchmarking only) prints a timestamp per step to the
 // child's stderr; release builds compile it out, keeping the child silent.
 #ifdef SBX_TRACE
@@ -128,12 +115,6 @@ static void __attribute__((noreturn)) fail(int e, const char *step, const char *
 	memcpy(buf + 4, &len, 4);
 	ssize_t w = write(err_fd, buf, 8 + n);
 	(void)w;
-	// A zygote's child lives until the daemon released it (go-ahead) or gave up (EOF).
-	while (await_go) {
-		char go;
-		if (read(SBX_FD_SYNC, &go, 1) >= 0 || errno != EINTR)
-			break;
-	}
 	_exit(SBX_EXIT_INIT_FAILED);
 }
 
@@ -227,10 +208,6 @@ static char **rd_strv(struct rd *r, uint32_t tag)
 static void do_mounts(struct rd *r)
 {
 	uint32_t n = rd_tag(r, SBX_TAG_MOUNTS);
-	// A zygote's child shares the session's mount namespace: a mount here would change it for
-	// every later call of the session.
-	if (sbx_forked && n)
-		fail(EINVAL, "spec", "mounts in a zygote's child");
 	// The planned modes are exact (0666 device nodes, 1777 /dev/shm); umask would mask them.
 	mode_t old_umask = umask(0);
 	int trees[SBX_MAX_TREES];
@@ -402,198 +379,6 @@ static void move_user_fds(uint32_t nextra)
 		fail(errno, "fds", "close_range");
 }
 
-
-static void sbx_run(void);
-
-// zyg_reply sends one reply to the daemon. With pid > 0 it names that child in SCM_CREDENTIALS
-// (the zygote has CAP_SYS_ADMIN, which the kernel requires to name another process): the
-// daemon receives the pid as its own pid namespace numbers it, which it needs to put the child
-// into its cgroup. A daemon that is gone ends the zygote: nobody is left to serve.
-static void zyg_reply(int ctl, uint32_t type, uint32_t val, uint64_t id, pid_t pid)
-{
-	struct sbx_zyg_rep rep = { .type = type, .val = val, .id = id, .pid = pid };
-	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-	union {
-		char buf[CMSG_SPACE(sizeof(struct ucred))];
-		struct cmsghdr align;
-	} cm;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (type == SBX_ZYG_FORKED) {
-		memset(&cm, 0, sizeof(cm));
-		mh.msg_control = cm.buf;
-		mh.msg_controllen = sizeof(cm.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_CREDENTIALS;
-		c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
-		struct ucred uc = { .pid = pid, .uid = getuid(), .gid = getgid() };
-		memcpy(CMSG_DATA(c), &uc, sizeof(uc));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(rep))
-		_exit(SBX_EXIT_INIT_FAILED);
-}
-
-// zygote_child runs in the freshly forked child of a call: it lays the received fds out as the
-// per-call init expects them (0-2 stdio, 3 spec, 4 error pipe, 5 go-ahead, 7+ ExtraFiles) and
-// runs the same steps 2-8 as a per-call init, in the same order, with the same checks.
-static void __attribute__((noreturn)) zygote_child(int ctl, int sfd, const sigset_t *mask,
-						   int *fds, int nfd)
-{
-	sbx_forked = 1;
-	// The zygote's own ends are no business of a call; nothing below may reach the daemon's
-	// control socket or the zygote's child reaper.
-	close(ctl);
-	close(sfd);
-	// The zygote blocks SIGCHLD for its signalfd; execve keeps the mask, the program must not.
-	if (sigprocmask(SIG_SETMASK, mask, NULL) < 0)
-		_exit(SBX_EXIT_INIT_FAILED);
-	// First every received fd above the whole target range (0 .. 7 + ExtraFiles), so no dup2
-	// below overwrites one not yet placed. The copies are CLOEXEC and die at execve.
-	int hi[SBX_ZYG_MAX_FDS];
-	for (int i = 0; i < nfd; i++) {
-		hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + nfd + 1);
-		if (hi[i] < 0)
-			_exit(SBX_EXIT_INIT_FAILED);
-	}
-	// Request order: spec, error pipe, go-ahead, stdin, stdout, stderr, ExtraFiles.
-	static const int target[SBX_ZYG_FIXED_FDS] = { SBX_FD_SPEC, SBX_FD_ERR, SBX_FD_SYNC, 0, 1, 2 };
-	for (int i = 0; i < nfd; i++) {
-		int to = i < SBX_ZYG_FIXED_FDS ? target[i] : SBX_FD_FIRST_EXTRA + i - SBX_ZYG_FIXED_FDS;
-		if (dup2(hi[i], to) < 0)
-			_exit(SBX_EXIT_INIT_FAILED);
-	}
-	// From here failures go back on the call's own error pipe, as from a per-call init, and
-	// wait for the daemon's go-ahead or EOF before exiting.
-	err_fd = SBX_FD_ERR;
-	await_go = 1;
-	// Its own session, as the per-call init gets from Setsid: no controlling terminal, so
-	// TIOCSTI and job control cannot reach a user's tty.
-	if (setsid() < 0)
-		fail(errno, "setsid", "");
-	sbx_run();
-	_exit(SBX_EXIT_INIT_FAILED); // not reached: sbx_run execs or fails
-}
-
-// zygote_fork serves one request: receive the per-call spec and fds, fork, report the child.
-// The child waits for the daemon's go-ahead (its cgroup) before anything of the user's runs.
-static void zygote_fork(int ctl, int sfd, const sigset_t *mask)
-{
-	struct sbx_zyg_req req;
-	struct iovec iov = { .iov_base = &req, .iov_len = sizeof(req) };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SBX_ZYG_MAX_FDS)];
-		struct cmsghdr align;
-	} cm;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-			     .msg_controllen = sizeof(cm.buf) };
-	// CLOEXEC: the zygote's copies must never reach a program, whatever happens below.
-	ssize_t n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0)
-		_exit(0); // the daemon is gone: the pid namespace (every call) dies with us
-	int fds[SBX_ZYG_MAX_FDS], nfd = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (int i = 0; i < k && nfd < SBX_ZYG_MAX_FDS; i++)
-			memcpy(&fds[nfd++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-	}
-	pid_t pid = -1;
-	int e = EINVAL;
-	// A malformed request forks nothing; the daemon then falls back to a per-call init.
-	if (n == (ssize_t)sizeof(req) && req.magic == SBX_ZYG_MAGIC &&
-	    !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) && nfd >= SBX_ZYG_FIXED_FDS) {
-		pid = fork();
-		e = errno;
-		if (pid == 0)
-			zygote_child(ctl, sfd, mask, fds, nfd);
-	}
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
-	if (pid < 0)
-		zyg_reply(ctl, SBX_ZYG_FAILED, (uint32_t)e, req.id, 0);
-	else
-		zyg_reply(ctl, SBX_ZYG_FORKED, 0, req.id, pid);
-}
-
-// zygote_reap waits for every child that ended: the calls' children, and orphans of the calls
-// (the zygote is PID 1 of the session's pid namespace, so they reparent here). Every status goes
-// to the daemon, which knows which pids are calls; it ignores the rest.
-static void zygote_reap(int ctl, int sfd)
-{
-	struct signalfd_siginfo si;
-	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		;
-	for (;;) {
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-		if (pid <= 0)
-			return;
-		zyg_reply(ctl, SBX_ZYG_EXITED, (uint32_t)st, 0, pid);
-	}
-}
-
-// zygote_serve is a session's zygote: PID 1 of the session's pid namespace, in its mount, IPC,
-// UTS and network namespaces with the mounts done, still root with every capability (each
-// call's child needs them for its own steps 2-4). It never runs anything of the user's itself.
-static void __attribute__((noreturn)) zygote_serve(void)
-{
-	// Keep only stdio, the error and go-ahead pipes and the control socket. The spec was read
-	// and the network namespace joined; anything else is an fd the daemon leaked without
-	// CLOEXEC, which a per-call init closes before exec but a zygote, never exec'ing, would
-	// hold for the session's life. Closed first, so the fds made below cannot take a number
-	// that is closed here.
-	close(SBX_FD_SPEC);
-	close(SBX_FD_NETNS);
-	if (syscall(SYS_close_range, SBX_FD_ZYGOTE + 1, ~0U, 0) < 0)
-		fail(errno, "zygote", "close_range");
-	// Block SIGCHLD before the go-ahead, so no child's exit can be missed: it is read from a
-	// signalfd next to the control socket.
-	sigset_t chld, old;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &chld, &old) < 0)
-		fail(errno, "zygote", "sigprocmask");
-	int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (sfd < 0)
-		fail(errno, "zygote", "signalfd");
-	if (fcntl(SBX_FD_ZYGOTE, F_SETFD, FD_CLOEXEC) < 0)
-		fail(errno, "zygote", "control socket");
-	// Wait for the go-ahead: the zygote is in its own cgroup before it forks anything. EOF
-	// means the daemon died; the parent-death signal (the zygote keeps its uid, so the one set
-	// at fork still holds) covers a death after this point.
-	char go;
-	ssize_t got;
-	do
-		got = read(SBX_FD_SYNC, &go, 1);
-	while (got < 0 && errno == EINTR);
-	if (got != 1)
-		fail(ECHILD, "sync", "parent gone");
-	// Ready: EOF on the error pipe tells the daemon so.
-	close(SBX_FD_SYNC);
-	close(err_fd);
-	err_fd = -1;
-	struct pollfd pf[2] = { { .fd = SBX_FD_ZYGOTE, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-	for (;;) {
-		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(SBX_EXIT_INIT_FAILED);
-		}
-		// Reap first: a status the daemon waits for must not sit behind a new request.
-		if (pf[1].revents & POLLIN)
-			zygote_reap(SBX_FD_ZYGOTE, sfd);
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
-			zygote_fork(SBX_FD_ZYGOTE, sfd, &old);
-	}
-}
-
 static void sbx_run(void)
 {
 	size_t len;
@@ -620,11 +405,6 @@ static void sbx_run(void)
 	rd_tag(&r, SBX_TAG_FDS);
 	int32_t netns_fd = (int32_t)rd_u32(&r);
 	uint32_t nextra = rd_u32(&r);
-	uint32_t zygote = rd_u32(&r);
-	// A zygote's child neither joins namespaces (it is in the session's already) nor becomes a
-	// zygote itself.
-	if (sbx_forked && (netns_fd >= 0 || zygote))
-		fail(EINVAL, "spec", "namespace setup in a zygote's child");
 
 	trace("spec read");
 	// 0. Join the session's loopback-only network namespace before anything else: setns needs
@@ -643,10 +423,6 @@ static void sbx_run(void)
 	do_mounts(&r);
 
 	trace("mounts");
-	// A session zygote stops here: namespaces and mounts are the per-session part. Each call's
-	// child it forks runs this function again from the top, for steps 2-8 only.
-	if (zygote)
-		zygote_serve();
 	// 2. rlimits while still root, so the hard limits can be lowered and never raised again.
 	do_rlimits(&r);
 
@@ -687,7 +463,6 @@ static void sbx_run(void)
 	while (got < 0 && errno == EINTR);
 	if (got != 1)
 		fail(ECHILD, "sync", "parent gone");
-	await_go = 0;
 
 	trace("sync");
 	// 5. no_new_privs: setuid binaries, file capabilities and LSM transitions can no longer

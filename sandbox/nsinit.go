@@ -14,7 +14,6 @@ const (
 	exitInitFailed = C.SBX_EXIT_INIT_FAILED
 	fdFirstExtra   = C.SBX_FD_FIRST_EXTRA
 	fdNetns        = C.SBX_FD_NETNS
-	fdZygote       = C.SBX_FD_ZYGOTE
 	llFileRights   = uint64(C.SBX_LL_FILE_RIGHTS)
 	tagExec        = C.SBX_TAG_EXEC
 	tagArgv        = C.SBX_TAG_ARGV
@@ -32,18 +31,6 @@ const (
 	opMkdir        = C.SBX_OP_MKDIR
 	opSymlink      = C.SBX_OP_SYMLINK
 	opTouch        = C.SBX_OP_TOUCH
-)
-
-// The zygote protocol, see nsinit.h.
-const (
-	zygMagic     = C.SBX_ZYG_MAGIC
-	zygFixedFDs  = C.SBX_ZYG_FIXED_FDS
-	zygMaxFDs    = C.SBX_ZYG_MAX_FDS
-	zygForked    = C.SBX_ZYG_FORKED
-	zygFailed    = C.SBX_ZYG_FAILED
-	zygExited    = C.SBX_ZYG_EXITED
-	zygReqSize   = C.sizeof_struct_sbx_zyg_req
-	zygReplySize = C.sizeof_struct_sbx_zyg_rep
 )
 
 const (

@@ -2,18 +2,15 @@
 #ifndef SANDBOXD_NSINIT_H
 #define SANDBOXD_NSINIT_H
 
-#include <stdint.h>
-
 #define SBX_INIT_ARG "__sandboxd_init__"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 2u
+#define SBX_VERSION 1u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
 #define SBX_FD_SYNC 5
 #define SBX_FD_NETNS 6
 #define SBX_FD_FIRST_EXTRA 7
-#define SBX_FD_ZYGOTE 7 /* zygote mode only: the control socket (SOCK_SEQPACKET) */
 
 #define SBX_EXIT_INIT_FAILED 125
 
@@ -23,7 +20,7 @@
 #define SBX_TAG_ENV 3      /* count, strings */
 #define SBX_TAG_CRED 4     /* uid, gid */
 #define SBX_TAG_GROUPS 5   /* count, u32s */
-#define SBX_TAG_FDS 6      /* netns fd (or -1), number of caller's ExtraFiles, zygote (0 or 1) */
+#define SBX_TAG_FDS 6      /* netns fd (or -1), number of caller's ExtraFiles */
 #define SBX_TAG_MOUNTS 7   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
 #define SBX_TAG_RLIMITS 8  /* count, {resource, u64 limit} */
 #define SBX_TAG_LANDLOCK 9 /* 0 or 1, {u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
@@ -44,27 +41,5 @@
 // EXECUTE (bit 0) and READ_FILE (bit 2): what the program being exec'd needs of its own file.
 #define SBX_LL_EXEC_RIGHTS ((1ULL << 0) | (1ULL << 2))
 #define SBX_LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
-
-/* The zygote protocol (zygote.go <-> zygote_serve), one SOCK_SEQPACKET message each way.
- * Request: struct sbx_zyg_req, SCM_RIGHTS {spec memfd, error pipe, go-ahead pipe, stdin, stdout,
- * stderr, ExtraFiles...}. Replies: struct sbx_zyg_rep; FORKED carries SCM_CREDENTIALS naming the
- * child, so the kernel translates its pid into the daemon's pid namespace. */
-#define SBX_ZYG_MAGIC 0x47595a53u /* "SZYG" */
-#define SBX_ZYG_FIXED_FDS 6
-#define SBX_ZYG_MAX_FDS 253 /* SCM_MAX_FD */
-#define SBX_ZYG_FORKED 1 /* id, pid: the child in the zygote's pid namespace */
-#define SBX_ZYG_FAILED 2 /* id, val = errno: nothing was forked */
-#define SBX_ZYG_EXITED 3 /* pid, val = wait status: any child the zygote reaped */
-
-struct sbx_zyg_req {
-	uint32_t magic, pad;
-	uint64_t id;
-};
-
-struct sbx_zyg_rep {
-	uint32_t type, val;
-	uint64_t id;
-	int32_t pid, pad;
-};
 
 #endif

@@ -61,7 +61,6 @@ type childSpec struct {
 	groups     []uint32
 	netnsFD    int // -1: stay in the daemon's network namespace
 	nExtra     int
-	zygote     bool // serve fork requests on fdZygote after the mounts instead of exec'ing
 	mounts     []mountOp
 	rlimits    []rlimit
 	landlock   *landlockPlan
@@ -103,14 +102,9 @@ func (c *childSpec) encode() ([]byte, error) {
 	for _, g := range c.groups {
 		e.u32(g)
 	}
-	e.tag(tagFds, 3)
+	e.tag(tagFds, 2)
 	e.u32(uint32(int32(c.netnsFD)))
 	e.u32(uint32(c.nExtra))
-	zyg := uint32(0)
-	if c.zygote {
-		zyg = 1
-	}
-	e.u32(zyg)
 	e.tag(tagMounts, uint32(len(c.mounts)))
 	for _, m := range c.mounts {
 		if hasNUL(m.src, m.dst, m.fstype, m.data) {
@@ -233,11 +227,8 @@ func mountPlan(spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([]
 		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true})
 	}
 	// A fresh /proc for the new PID namespace: the host's would show every host process.
-	// hidepid=ptraceable: a process sees only the processes it could ptrace, so a call of a
-	// session zygote sees neither the zygote (root) nor its sibling calls (other landlock
-	// domains), only its own process tree.
 	add(mountOp{op: opMount, src: "proc", dst: "/proc", fstype: "proc",
-		flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, data: "hidepid=ptraceable"})
+		flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC})
 	// A minimal /dev: the nodes programs expect and nothing that reaches hardware.
 	add(mountOp{op: opMount, src: "tmpfs", dst: "/dev", fstype: "tmpfs",
 		flags: unix.MS_NOSUID | unix.MS_NOEXEC, data: "mode=755,size=64k,nr_inodes=64"})
