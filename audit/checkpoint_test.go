@@ -36,3 +36,35 @@ func TestCheckpointMakesLiveVerifyPass(t *testing.T) {
 		t.Errorf("a checkpoint with nothing new: %v", err)
 	}
 }
+
+// An enqueued record is written in order before a later Append returns.
+func TestEnqueueIsCoveredByTheNextAppend(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Enqueue(&Record{Kind: KindCallStart, ToolUseID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	end := &Record{Kind: KindCallEnd, ToolUseID: "a"}
+	if err := l.Append(context.Background(), end); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []Kind
+	for r, err := range Query(dir, Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ToolUseID == "a" {
+			kinds = append(kinds, r.Kind)
+			if r.Kind == KindCallStart && r.Seq >= end.Seq {
+				t.Errorf("start seq %d not before end seq %d", r.Seq, end.Seq)
+			}
+		}
+	}
+	if len(kinds) != 2 {
+		t.Fatalf("records for a: %v", kinds)
+	}
+}

@@ -308,11 +308,23 @@ func (l *Log) openFile(name string, now time.Time) error {
 	return nil
 }
 
+// Enqueue hands r to the writer without waiting for it to be durable: it is written, in
+// order, with the next group commit. Use it only where a later Append covers it — the writer
+// commits in order, so once an Append made after Enqueue returns, r is durable too. A write
+// failure shows in Healthy and in that later Append.
+func (l *Log) Enqueue(r *Record) error {
+	return l.append(context.Background(), r, false)
+}
+
 // Append writes r and returns once it is durable. r.Input is redacted and r.InputDigest set
 // here (pass the raw input); Seq, Time, Prev, Hash and V are set by the log and copied back into
 // r on success. Any error means the record is not known to be durable and the effect it
 // describes must not happen: write failures are *errcode.Error with errcode.AuditUnavailable.
 func (l *Log) Append(ctx context.Context, r *Record) error {
+	return l.append(ctx, r, true)
+}
+
+func (l *Log) append(ctx context.Context, r *Record, wait bool) error {
 	if !callerKinds[r.Kind] {
 		if logKinds[r.Kind] {
 			return errcode.New(errcode.Validation, fmt.Errorf("append %s: %w", r.Kind, ErrReservedKind))
@@ -358,6 +370,12 @@ func (l *Log) Append(ctx context.Context, r *Record) error {
 	case <-ctx.Done():
 		l.mu.RUnlock()
 		return fmt.Errorf("audit append: %w", ctx.Err())
+	}
+	if !wait {
+		if !l.healthy.Load() {
+			return errcode.Msg(errcode.AuditUnavailable, "audit log unwritable")
+		}
+		return nil
 	}
 	select {
 	case err := <-req.done:

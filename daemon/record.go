@@ -45,6 +45,9 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)
 	}
+	if cr.Deferred {
+		return r.log.Enqueue(rec)
+	}
 	return r.log.Append(ctx, rec)
 }
 

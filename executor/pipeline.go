@@ -71,7 +71,9 @@ type CallRecord struct {
 	Request  *Request
 	Decision *permission.Decision
 	Outcome  *Outcome
-	Exec     map[string]any
+	// Deferred records may be written without waiting for the disk: the durable record that
+	// follows (call.end) covers them before anything leaves the daemon.
+	Deferred bool
 }
 
 // Audit record kinds the pipeline writes.
@@ -110,6 +112,7 @@ type state struct {
 	result   *Result
 	err      error
 	ran      bool
+	readOnly bool
 	progress Progress
 	// deferContext leaves the context change for the batch to apply in order.
 	deferContext bool
@@ -347,8 +350,11 @@ func stepDenied(_ context.Context, _ *Pipeline, st *state) error {
 
 // stepExecute audits the start durably, then runs the tool. Step 10.
 func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
-	// Audit before effect: if the start cannot be recorded the call does not run.
-	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision}); err != nil {
+	// Audit before effect: if the start cannot be recorded the call does not run. A read-only
+	// call has no effect but what it discloses, and its result leaves only after the durable
+	// call.end, so its start need not wait for its own fsync.
+	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
+	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Deferred: st.readOnly}); err != nil {
 		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
 	}
 	st.ran = true
@@ -424,8 +430,9 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	}
 	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Outcome: out}); err != nil {
 		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
-		if !st.ran {
-			// Nothing ran, so refusing is still possible: an unauditable call fails closed.
+		if !st.ran || st.readOnly {
+			// Nothing ran, or nothing but a read whose output has not left yet: refusing is
+			// still possible, so an unauditable call fails closed.
 			out.Err = errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written: %w", err))
 			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: out.Err.Error()}}}
 		}

@@ -31,16 +31,18 @@ func (f *decideBy) Decide(_ context.Context, in *DecisionInput) (permission.Deci
 type memRecorder struct {
 	mu       sync.Mutex
 	kinds    []string
+	deferred []bool
 	failKind string
 }
 
-func (r *memRecorder) RecordCall(_ context.Context, kind string, _ *CallRecord) error {
+func (r *memRecorder) RecordCall(_ context.Context, kind string, c *CallRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if kind == r.failKind {
 		return errors.New("disk full")
 	}
 	r.kinds = append(r.kinds, kind)
+	r.deferred = append(r.deferred, c.Deferred)
 	return nil
 }
 
@@ -229,5 +231,28 @@ func TestProgressEventsReachTheCaller(t *testing.T) {
 	p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"hi"}`), func(e Event) { got = append(got, e) })
 	if len(got) != 1 || got[0].Data != "hi" {
 		t.Errorf("events = %+v", got)
+	}
+}
+
+// Only a read-only call's start may skip its own fsync; the end record is always durable, and
+// a read whose end cannot be recorded is withheld.
+func TestReadOnlyStartIsDeferredAndEndDurable(t *testing.T) {
+	for _, tc := range []struct {
+		msg          string
+		wantDeferred bool
+	}{{"read", true}, {"write", false}} {
+		ran := 0
+		rec := &memRecorder{}
+		p, s := newTestPipeline(t, allow(), rec, echoDef(&ran))
+		p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"`+tc.msg+`"}`), nil)
+		if len(rec.kinds) != 2 || rec.kinds[0] != KindStart || rec.deferred[0] != tc.wantDeferred || rec.deferred[1] {
+			t.Errorf("%s: records %v deferred %v", tc.msg, rec.kinds, rec.deferred)
+		}
+	}
+	ran := 0
+	p, s := newTestPipeline(t, allow(), &memRecorder{failKind: KindEnd}, echoDef(&ran))
+	out := p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"secret"}`), nil)
+	if out.Err == nil || out.Err.Code != errcode.AuditUnavailable || strings.Contains(out.Result.Content[0].Text, "secret") {
+		t.Errorf("read with an unrecordable end was returned: %+v %v", out.Result, out.Err)
 	}
 }
