@@ -287,6 +287,14 @@ func TestClassifyOffline(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"read_only": false`) {
 		t.Fatalf("classify find -exec: %d %q", code, out)
 	}
+	cmd := exec.Command(bin, "classify", "--jsonl")
+	cmd.Stdin = strings.NewReader("\"ls -la\"\n\"sed -i s/a/b/ f\"\nnot json\n")
+	b, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err != nil || len(lines) != 3 || !strings.Contains(lines[0], `"read_only":true`) ||
+		!strings.Contains(lines[1], `"read_only":false`) || !strings.Contains(lines[2], "error") {
+		t.Fatalf("classify --jsonl: %v %q", err, b)
+	}
 }
 
 func TestTasksAndAuditThroughSbctl(t *testing.T) {
@@ -394,5 +402,39 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 	_, errOut, code = sbctl(t, bin, "/nonexistent", nil, "audit", "verify", "--dir", cp, "--pubkey", pubFile)
 	if code != 1 || !strings.Contains(errOut, "first bad record") {
 		t.Errorf("tampered copy: %d %q", code, errOut)
+	}
+}
+
+// Members of the configured admin group see every session; other users see only their own.
+func TestAdminGroupSeesAllSessions(t *testing.T) {
+	testutil.RequireRoot(t)
+	group := fmt.Sprintf("sbadm%d", os.Getpid()%100000)
+	_ = exec.Command("groupdel", group).Run()
+	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
+		t.Fatalf("groupadd: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	td := startDaemon(t, "admin_group: "+group+"\n")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbdx")
+	admin := testutil.CreateUser(t, "sbdy")
+	other := testutil.CreateUser(t, "sbdz")
+	if out, err := exec.Command("usermod", "-aG", group, admin.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod: %v %s", err, out)
+	}
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", alice.Home)
+	if code != 0 {
+		t.Fatalf("session new: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+	if out, _, _ := sbctl(t, bin, td.socket, &admin, "session", "ls"); !strings.Contains(out, id) {
+		t.Errorf("admin-group member does not see alice's session: %q", out)
+	}
+	if out, _, _ := sbctl(t, bin, td.socket, &other, "session", "ls"); strings.Contains(out, id) {
+		t.Errorf("a non-member sees alice's session: %q", out)
+	}
+	out, _, _ = sbctl(t, bin, td.socket, &admin, "status")
+	if !strings.Contains(out, "admin") {
+		t.Errorf("status for an admin-group member: %q", out)
 	}
 }
