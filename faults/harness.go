@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 )
 
 // Build compiles cmd/sandboxd into dir and returns the binary's path. It runs in the module
@@ -359,11 +360,11 @@ type isolation struct {
 var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct", "freezer"}
 
 func newIsolation(name string) (*isolation, error) {
-	own, err := ownCgroups()
+	own, err := cgroupfs.Own()
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := cgroupMounts()
+	mounts, err := cgroupfs.Mounts()
 	if err != nil {
 		return nil, err
 	}
@@ -446,58 +447,6 @@ func (iso *isolation) remove() {
 			}
 		}
 	}
-}
-
-func ownCgroups() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, fmt.Errorf("read own cgroup: %w", err)
-	}
-	own := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			own[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			own[c] = parts[2]
-		}
-	}
-	return own, nil
-}
-
-func cgroupMounts() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		fields := strings.Fields(line)
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
-			continue
-		}
-		switch fields[sep+1] {
-		case "cgroup2":
-			m[""] = fields[4]
-		case "cgroup":
-			for _, o := range strings.Split(fields[sep+3], ",") {
-				m[o] = fields[4]
-			}
-		}
-	}
-	return m, nil
 }
 
 // unixDialer dials the daemon's socket whatever address the HTTP client asks for.

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 )
 
 // The cgroup files are written directly rather than through containerd/cgroups' cgroup1 and
@@ -35,11 +36,11 @@ type cgroupLayout struct {
 // cgroup so an outer limit (a systemd unit, a CI job) also bounds every call.
 func detectCgroups(root string) (*cgroupLayout, error) {
 	mode := cgroups.Mode()
-	own, err := ownCgroups()
+	own, err := cgroupfs.Own()
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := cgroupMounts()
+	mounts, err := cgroupfs.Mounts()
 	if err != nil {
 		return nil, err
 	}
@@ -105,62 +106,6 @@ func moveSelfToLeaf(base string) error {
 		return fmt.Errorf("move daemon to leaf cgroup: %w", err)
 	}
 	return nil
-}
-
-// ownCgroups parses /proc/self/cgroup: controller -> path ("" for the v2 entry).
-func ownCgroups() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, fmt.Errorf("read own cgroup: %w", err)
-	}
-	own := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			own[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			own[c] = parts[2]
-		}
-	}
-	return own, nil
-}
-
-// cgroupMounts maps each v1 controller to its mount point and "" to the cgroup2 mount.
-func cgroupMounts() (map[string]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
-			continue
-		}
-		switch fields[sep+1] {
-		case "cgroup2":
-			m[""] = fields[4]
-		case "cgroup":
-			for _, o := range strings.Split(fields[sep+3], ",") {
-				m[o] = fields[4]
-			}
-		}
-	}
-	return m, sc.Err()
 }
 
 // cgroup is one execution's cgroup (one directory per v1 hierarchy, one on v2).

@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -27,11 +28,11 @@ func TestCgroupLayoutMatchesMode(t *testing.T) {
 // cgroup2 mount, including a hybrid host's controller-less /sys/fs/cgroup/unified.
 func TestCgroupV2Kill(t *testing.T) {
 	testutil.RequireRoot(t)
-	mounts, err := cgroupMounts()
+	mounts, err := cgroupfs.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, err := ownCgroups()
+	own, err := cgroupfs.Own()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,65 @@
+// Package cgroupfs reads where this process sits in the cgroup hierarchies and where they are mounted.
+package cgroupfs
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Own parses /proc/self/cgroup: controller -> path ("" for the v2 entry).
+func Own() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("read own cgroup: %w", err)
+	}
+	own := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			own[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			own[c] = parts[2]
+		}
+	}
+	return own, nil
+}
+
+// Mounts maps each v1 controller to its mount point and "" to the cgroup2 mount.
+func Mounts() (map[string]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
+			continue
+		}
+		switch fields[sep+1] {
+		case "cgroup2":
+			m[""] = fields[4]
+		case "cgroup":
+			for _, o := range strings.Split(fields[sep+3], ",") {
+				m[o] = fields[4]
+			}
+		}
+	}
+	return m, sc.Err()
+}
