@@ -275,6 +275,12 @@ func cmdDecide(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	return decideAndPrint(e, tc, tool, input, false)
+}
+
+// decideAndPrint asks for the decision of one call (nothing runs) and prints it; explain adds
+// the decision chain's steps.
+func decideAndPrint(e *env, tc *toolCall, tool string, input json.RawMessage, explain bool) error {
 	return tc.withSession(e, func(id, mode string) error {
 		var res api.CallResult
 		if err := e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",
@@ -284,19 +290,23 @@ func cmdDecide(e *env, args []string) error {
 		if e.json {
 			return printJSON(e.stdout, res)
 		}
-		if res.Decision == nil {
+		d := res.Decision
+		if d == nil {
 			return fmt.Errorf("%s", res.Error.Message)
 		}
-		d := res.Decision
-		fmt.Fprintf(e.stdout, "%s\nreason: %s\n", d.Behavior, d.Reason)
+		fmt.Fprintf(e.stdout, "decision: %s\nreason:   %s\n", d.Behavior, d.Reason)
 		if d.Rule != "" {
-			fmt.Fprintf(e.stdout, "rule:   %s\n", d.Rule)
+			fmt.Fprintf(e.stdout, "rule:     %s\n", d.Rule)
 		}
-		if d.Source != "" {
-			fmt.Fprintf(e.stdout, "source: %s\n", d.Source)
+		fmt.Fprintf(e.stdout, "source:   %s\nstep:     %s\n", d.Source, d.Step)
+		if d.Route != "" {
+			fmt.Fprintf(e.stdout, "route:    %s\n", d.Route)
 		}
-		if d.Step != "" {
-			fmt.Fprintf(e.stdout, "step:   %s\n", d.Step)
+		if explain {
+			fmt.Fprintln(e.stdout, "trace:")
+			for i, step := range d.Trace {
+				fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, step)
+			}
 		}
 		return nil
 	})

@@ -46,37 +46,7 @@ func policyEval(e *env, args []string) error {
 	if len(args) != 2 {
 		return usageError("usage: sbctl policy eval [--explain] [--mode M] [--allow R]... [--deny R]... [--ask R]... TOOL 'JSON'")
 	}
-	tool, input := args[0], json.RawMessage(args[1])
-	return tc.withSession(e, func(id, mode string) error {
-		var res api.CallResult
-		if err := e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",
-			api.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
-			return err
-		}
-		if e.json {
-			return printJSON(e.stdout, res)
-		}
-		d := res.Decision
-		if d == nil {
-			return fmt.Errorf("%s", res.Error.Message)
-		}
-		fmt.Fprintf(e.stdout, "decision: %s\nreason:   %s\n", d.Behavior, d.Reason)
-		if d.Rule != "" {
-			fmt.Fprintf(e.stdout, "rule:     %s (%s)\n", d.Rule, d.Source)
-		} else {
-			fmt.Fprintf(e.stdout, "source:   %s\n", d.Source)
-		}
-		if d.Route != "" {
-			fmt.Fprintf(e.stdout, "route:    %s\n", d.Route)
-		}
-		if *explain {
-			fmt.Fprintf(e.stdout, "step:     %s\ntrace:\n", d.Step)
-			for i, s := range d.Trace {
-				fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, s)
-			}
-		}
-		return nil
-	})
+	return decideAndPrint(e, tc, args[0], json.RawMessage(args[1]), *explain)
 }
 
 // policyShow prints a session's effective rules with their sources.
