@@ -64,8 +64,9 @@ type Sandbox struct {
 	log    *zap.Logger
 
 	cg          *cgroupLayout
-	bpf         [][]byte // the compiled seccomp filters, loaded by every child in order
-	landlockABI int      // 0: none
+	bpf         [][]byte      // the compiled seccomp filters, loaded by every child in order
+	landlockABI int           // 0: none
+	warm        *attachWarmer // v1: keeps cgroup attaches fast while busy
 
 	// stepDone, when set (benchmarks), is told how long each step of Start and Wait took.
 	stepDone func(step string, d time.Duration)

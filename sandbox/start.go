@@ -53,10 +53,13 @@ func (s *Sandbox) init() error {
 	} else {
 		s.log.Debug("landlock", zap.Int("abi", s.landlockABI))
 	}
+	// Last, so a failed init leaves no goroutine behind.
+	s.warm = newAttachWarmer(l)
 	return nil
 }
 
 func (s *Sandbox) close() error {
+	s.warm.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, f := range s.netns {
