@@ -217,9 +217,23 @@ func printHuman(e *env, res *api.CallResult) {
 		}
 		fmt.Fprintln(e.stderr, line)
 	}
+	printContent(e, res)
+	for _, m := range res.Extra {
+		fmt.Fprintln(e.stderr, m)
+	}
+	if res.Error != nil && len(res.Content) == 0 {
+		fmt.Fprintf(e.stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
+	}
+}
+
+// printContent writes the result's content blocks; empty text prints nothing.
+func printContent(e *env, res *api.CallResult) {
 	for _, b := range res.Content {
 		switch b.Type {
 		case "text":
+			if b.Text == "" {
+				continue
+			}
 			fmt.Fprint(e.stdout, b.Text)
 			if !strings.HasSuffix(b.Text, "\n") {
 				fmt.Fprintln(e.stdout)
@@ -227,12 +241,6 @@ func printHuman(e *env, res *api.CallResult) {
 		case "image":
 			fmt.Fprintf(e.stdout, "[image %s, %d base64 bytes]\n", b.MediaType, len(b.Data))
 		}
-	}
-	for _, m := range res.Extra {
-		fmt.Fprintln(e.stderr, m)
-	}
-	if res.Error != nil && len(res.Content) == 0 {
-		fmt.Fprintf(e.stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
 	}
 }
 

@@ -67,14 +67,18 @@ func cmdBash(e *env, args []string) error {
 
 // finishBash prints what was not streamed and exits with the command's own exit code.
 func finishBash(e *env, res *api.CallResult, print bool) error {
-	if e.json {
+	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
+	switch {
+	case e.json:
 		if err := printJSON(e.stdout, res); err != nil {
 			return err
 		}
-	} else if print {
+	case !allowed || res.Error != nil:
 		printHuman(e, res)
-	} else if res.Error != nil || res.Decision != nil && res.Decision.Behavior != "allow" {
-		printHuman(e, res)
+	case print:
+		// The command's own output, as a shell would show it: no decision line for an allowed
+		// call (its exit code says how it went), nothing at all for a silent command.
+		printContent(e, res)
 	}
 	if res.Decision != nil && res.Decision.Behavior != "allow" {
 		return &exitError{code: 126}
