@@ -226,3 +226,32 @@ func TestSocketActivationAndSigterm(t *testing.T) {
 		t.Fatal("daemon did not exit on SIGTERM")
 	}
 }
+
+// A Bash `cd` carries over to later calls only in a session that asks for it, and only
+// inside the session's directories.
+func TestPersistCwd(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pwdAfterCd := func(sessionBody string) string {
+		s := td.newSession(t, sessionBody)
+		td.call(t, s.ID, "Bash", `{"command":"cd sub"}`)
+		_, res := td.call(t, s.ID, "Bash", `{"command":"pwd"}`)
+		out, _ := res.Data["stdout"].(string)
+		return strings.TrimSpace(out)
+	}
+	if got := pwdAfterCd(fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir)); got != dir {
+		t.Errorf("without persist_cwd the cwd moved to %q", got)
+	}
+	if got := pwdAfterCd(fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","persist_cwd":true}`, dir)); got != filepath.Join(dir, "sub") {
+		t.Errorf("with persist_cwd the cwd is %q, want %q", got, filepath.Join(dir, "sub"))
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","persist_cwd":true}`, dir))
+	td.call(t, s.ID, "Bash", `{"command":"cd /"}`)
+	_, res := td.call(t, s.ID, "Bash", `{"command":"pwd"}`)
+	if out, _ := res.Data["stdout"].(string); strings.TrimSpace(out) != dir {
+		t.Errorf("a cd outside the session's directories persisted: %q", out)
+	}
+}
