@@ -114,6 +114,8 @@ type Log struct {
 	batches   atomic.Int64 // commits that wrote something; the benchmark reports records per batch
 
 	w writer // owned by the writer goroutine (and Open before it starts)
+	// lastBatch is the size of the previous batch; owned by the writer goroutine.
+	lastBatch int
 }
 
 type writer struct {
@@ -510,12 +512,19 @@ func (l *Log) drain(batch *[]*request) {
 const groupWait = 200 * time.Microsecond
 
 func (l *Log) gather(batch *[]*request) {
-	if l.preparing.Load() == 0 || len(*batch) >= l.cfg.maxBatch {
+	// Also wait for as many as the previous batch held: writers woken by the last commit may
+	// not have re-entered Append yet, and a batch cut short costs each of them a whole fsync.
+	// One writer makes batches of one, so it never waits.
+	want := func() bool {
+		return (l.preparing.Load() > 0 || len(*batch) < l.lastBatch) && len(*batch) < l.cfg.maxBatch
+	}
+	defer func() { l.lastBatch = len(*batch) }()
+	if !want() {
 		return
 	}
 	t := time.NewTimer(groupWait)
 	defer t.Stop()
-	for l.preparing.Load() > 0 && len(*batch) < l.cfg.maxBatch {
+	for want() {
 		select {
 		case r := <-l.reqs:
 			*batch = append(*batch, r)
