@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
-	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -266,6 +264,3 @@ func (s *Server) countCall(o *executor.Outcome) {
 	}
 	s.metrics.calls.WithLabelValues(tool, behavior, code).Inc()
 }
-
-var _ = strings.TrimSpace
-var _ = permission.Allow

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -260,10 +257,6 @@ func auditRecords(t *testing.T, td *testDaemon) []audit.Record {
 	}
 	return recs
 }
-
-var _ = bytes.NewReader
-var _ = exec.Command
-var _ = syscall.Getpid
 
 // A second daemon on the same cgroup subtree would reap the first one's calls: refused.
 func TestSecondDaemonOnSameCgroupNameRefused(t *testing.T) {

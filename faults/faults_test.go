@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -522,5 +521,3 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatalf("daemon exited on SIGHUP: %s", d.LogTail(2000))
 	}
 }
-
-var _ = bufio.NewReader

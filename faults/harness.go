@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -456,5 +455,3 @@ func unixDialer(socket string) func(ctx context.Context, _, _ string) (net.Conn,
 		return d.DialContext(ctx, "unix", socket)
 	}
 }
-
-var _ = http.MethodGet

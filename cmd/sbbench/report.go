@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sort"
 	"time"
 )
@@ -115,5 +114,3 @@ func measure(warm, n int, f func(i int) error) (lat, error) {
 	}
 	return out.sorted(), nil
 }
-
-var _ = runtime.NumCPU
