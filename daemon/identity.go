@@ -14,16 +14,26 @@ import (
 // identities turns peer credentials into a Caller: name, home, supplementary groups and
 // whether it is an admin. Lookups are cached briefly; group changes take effect within ttl.
 type identities struct {
-	adminGroup string
-	ttl        time.Duration
+	ttl time.Duration
 
-	mu    sync.Mutex
-	cache map[uint32]cachedCaller
+	mu         sync.Mutex
+	adminGroup string
+	cache      map[uint32]cachedCaller
 }
 
 type cachedCaller struct {
 	c   session.Caller
 	exp time.Time
+}
+
+// setAdminGroup changes the admin group (config reload) and forgets cached answers.
+func (ids *identities) setAdminGroup(g string) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if g != ids.adminGroup {
+		ids.adminGroup = g
+		ids.cache = map[uint32]cachedCaller{}
+	}
 }
 
 func newIdentities(adminGroup string) *identities {
@@ -63,7 +73,10 @@ func (ids *identities) Identify(p api.Peer) (session.Caller, error) {
 }
 
 func (ids *identities) inAdminGroup(c session.Caller) bool {
-	g, err := user.LookupGroup(ids.adminGroup)
+	ids.mu.Lock()
+	name := ids.adminGroup
+	ids.mu.Unlock()
+	g, err := user.LookupGroup(name)
 	if err != nil {
 		return false
 	}

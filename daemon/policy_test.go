@@ -99,3 +99,34 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 5 s")
 }
+
+// SIGHUP reloads the configuration: hooks added afterwards apply to the next call; a broken
+// file keeps the running configuration.
+func TestConfigReloadAppliesHooks(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	if _, res := td.call(t, s.ID, "Bash", `{"command":"echo before"}`); res.IsError {
+		t.Fatalf("before reload: %+v", res)
+	}
+	cfgPath := td.d.opts.ConfigPath
+	orig, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: command\n      command: \"echo no echo today >&2; exit 2\"\n      timeout: 10\n"
+	if err := os.WriteFile(cfgPath, append(append([]byte{}, orig...), hook...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+	_, res := td.call(t, s.ID, "Bash", `{"command":"echo after"}`)
+	if !res.IsError || res.Decision == nil || res.Decision.Behavior != "deny" || !strings.Contains(res.Decision.Reason, "no echo today") {
+		t.Fatalf("after reload with a blocking hook: %+v", res)
+	}
+	if err := os.WriteFile(cfgPath, []byte("max_parallel_calls: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+	if _, res := td.call(t, s.ID, "Bash", `{"command":"echo again"}`); !res.IsError {
+		t.Errorf("a broken config file replaced the running one: %+v", res.Decision)
+	}
+}

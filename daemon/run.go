@@ -251,7 +251,19 @@ func (d *Daemon) Reload() {
 		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))
 		return
 	}
+	old := d.core.Config()
+	hooks, err := executor.NewHooks(d.core.host, cfg.Hooks)
+	if err != nil {
+		d.log.Error("reload refused: hooks; the running configuration stays in force", zap.Error(err))
+		return
+	}
+	for _, f := range restartOnly(*old, cfg) {
+		d.log.Warn("changed setting takes effect at the next start", zap.String("setting", f))
+	}
 	d.core.cfg.Store(&cfg)
+	d.core.host.SetConfig(cfg.Sandbox)
+	d.core.pipeline.SetHooks(hooks)
+	d.core.ids.setAdminGroup(cfg.AdminGroup)
 	if err := d.core.policy.Reload(context.Background()); err != nil {
 		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
 	}
@@ -304,4 +316,30 @@ func bundleConfig(b config.Bundle) (*policy.BundleConfig, error) {
 		bc.Signing = &policy.BundleSigning{KeyID: b.SigningKeyID, Algorithm: b.SigningAlgorithm, Key: string(key), Scope: b.SigningScope}
 	}
 	return bc, nil
+}
+
+// restartOnly names the settings that changed but are fixed for the daemon's lifetime: the
+// socket's HTTP limits, the cgroup subtree, the compiled seccomp filter, the audit log.
+func restartOnly(old, cfg config.Config) []string {
+	var out []string
+	checks := []struct {
+		name    string
+		changed bool
+	}{
+		{"max_request_bytes", old.MaxRequestBytes != cfg.MaxRequestBytes},
+		{"read_header_timeout_sec", old.ReadHeaderTimeoutSec != cfg.ReadHeaderTimeoutSec},
+		{"read_body_timeout_sec", old.ReadBodyTimeoutSec != cfg.ReadBodyTimeoutSec},
+		{"idle_timeout_sec", old.IdleTimeoutSec != cfg.IdleTimeoutSec},
+		{"sandbox.cgroup_name", old.Sandbox.CgroupName != cfg.Sandbox.CgroupName},
+		{"sandbox.extra_syscalls", strings.Join(old.Sandbox.ExtraSyscalls, ",") != strings.Join(cfg.Sandbox.ExtraSyscalls, ",")},
+		{"audit", old.Audit != cfg.Audit},
+		{"bundle", old.Bundle.URL != cfg.Bundle.URL || old.Bundle.Resource != cfg.Bundle.Resource},
+		{"policy_dir", old.PolicyDir != cfg.PolicyDir},
+	}
+	for _, c := range checks {
+		if c.changed {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -21,7 +22,7 @@ import (
 type Host struct {
 	log     *zap.Logger
 	sandbox *sandbox.Sandbox
-	cfg     config.Sandbox
+	cfg     atomic.Pointer[config.Sandbox]
 	// StateDir is the daemon's state directory (tool-results/ lives under it).
 	StateDir string
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
@@ -30,8 +31,13 @@ type Host struct {
 
 // NewHost wires the services tools use.
 func NewHost(log *zap.Logger, sb *sandbox.Sandbox, cfg config.Sandbox, stateDir string) *Host {
-	return &Host{log: log.Named("host"), sandbox: sb, cfg: cfg, StateDir: stateDir}
+	h := &Host{log: log.Named("host"), sandbox: sb, StateDir: stateDir}
+	h.cfg.Store(&cfg)
+	return h
 }
+
+// SetConfig swaps in reloaded confinement settings; executions started afterwards use them.
+func (h *Host) SetConfig(cfg config.Sandbox) { h.cfg.Store(&cfg) }
 
 // Sandbox is the confinement every child goes through.
 func (h *Host) Sandbox() *sandbox.Sandbox { return h.sandbox }
@@ -45,6 +51,7 @@ func (h *Host) ResultsDir(sessionID string) string {
 // the caller's admin identity, never root), in the session's directories, with the
 // configured limits, deny paths and cache dirs. Stdio is left to the tool.
 func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, argv []string) *sandbox.Spec {
+	cfg := h.cfg.Load()
 	owner := s.Owner
 	home := owner.Home
 	if home == "" {
@@ -55,14 +62,14 @@ func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, arg
 		Env: ChildEnv(owner),
 		Dir: s.Cwd(),
 		UID: owner.UID, GID: owner.GID, Groups: owner.Groups,
-		WritableDirs:      append(s.Dirs(), expandHome(h.cfg.CacheDirs, home)...),
+		WritableDirs:      append(s.Dirs(), expandHome(cfg.CacheDirs, home)...),
 		ReadOnlyWorkspace: mode == permission.ModePlan,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
-		DenyPaths:         expandHome(h.cfg.DenyPaths, home),
-		AllowNetwork:      h.cfg.AllowNetwork,
+		DenyPaths:         expandHome(cfg.DenyPaths, home),
+		AllowNetwork:      cfg.AllowNetwork,
 		Limits: sandbox.Limits{
-			MemoryMaxBytes: h.cfg.MemoryMaxBytes, PidsMax: h.cfg.PidsMax, CPUQuotaMilli: h.cfg.CPUQuotaMilli,
-			FileSizeMaxBytes: h.cfg.FileSizeMaxBytes, OpenFilesMax: h.cfg.OpenFilesMax, TmpSizeBytes: h.cfg.TmpSizeBytes,
+			MemoryMaxBytes: cfg.MemoryMaxBytes, PidsMax: cfg.PidsMax, CPUQuotaMilli: cfg.CPUQuotaMilli,
+			FileSizeMaxBytes: cfg.FileSizeMaxBytes, OpenFilesMax: cfg.OpenFilesMax, TmpSizeBytes: cfg.TmpSizeBytes,
 		},
 		Session: s.ID,
 		Call:    callID,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -90,13 +91,18 @@ type Pipeline struct {
 	host     *Host
 	decider  Decider
 	recorder Recorder
-	hooks    *Hooks
+	hooks    atomic.Pointer[Hooks]
 }
 
 // NewPipeline wires a pipeline.
 func NewPipeline(log *zap.Logger, reg *Registry, host *Host, d Decider, r Recorder, hooks *Hooks) *Pipeline {
-	return &Pipeline{log: log.Named("executor"), registry: reg, host: host, decider: d, recorder: r, hooks: hooks}
+	p := &Pipeline{log: log.Named("executor"), registry: reg, host: host, decider: d, recorder: r}
+	p.hooks.Store(hooks)
+	return p
 }
+
+// SetHooks swaps in reloaded hooks (nil: none); calls already past a hook step keep theirs.
+func (p *Pipeline) SetHooks(h *Hooks) { p.hooks.Store(h) }
 
 // Registry is the pipeline's tool registry.
 func (p *Pipeline) Registry() *Registry { return p.registry }
@@ -274,10 +280,11 @@ func stepBackfill(_ context.Context, _ *Pipeline, st *state) error {
 // stepPreHooks runs PreToolUse hooks. A hook's deny is final; its allow only skips the
 // question (the policy still applies deny and ask rules and safety checks). Step 7a.
 func stepPreHooks(ctx context.Context, p *Pipeline, st *state) error {
-	if p.hooks == nil {
+	hooks := p.hooks.Load()
+	if hooks == nil {
 		return nil
 	}
-	v, err := p.hooks.PreToolUse(ctx, st.call)
+	v, err := hooks.PreToolUse(ctx, st.call)
 	if err != nil {
 		return errcode.New(errcode.HookError, err)
 	}
@@ -381,10 +388,11 @@ func stepBudget(_ context.Context, p *Pipeline, st *state) error {
 
 // stepPostHooks runs PostToolUse hooks; a block turns the result into an error for the agent. Step 12.
 func stepPostHooks(ctx context.Context, p *Pipeline, st *state) error {
-	if p.hooks == nil {
+	hooks := p.hooks.Load()
+	if hooks == nil {
 		return nil
 	}
-	return p.hooks.PostToolUse(ctx, st.call, st.result)
+	return hooks.PostToolUse(ctx, st.call, st.result)
 }
 
 // stepContextChange applies a mode or cwd change for the calls after this one. Step 13.
