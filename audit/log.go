@@ -114,6 +114,15 @@ type Log struct {
 	batches   atomic.Int64 // commits that wrote something; the benchmark reports records per batch
 
 	w writer // owned by the writer goroutine (and Open before it starts)
+
+	// The fsync runs beside the writer, so records keep being written (and written-only
+	// waiters answered) while the disk syncs. One sync at a time; all owned by the writer
+	// goroutine except syncDone, which the sync goroutine sends on.
+	syncDone  chan error
+	inflight  bool
+	syncing   syncWait // answered by the fsync in flight
+	waiting   syncWait // written since it began: answered by the next one
+	syncBroke bool     // an fsync failed: records written since the last good one are not known durable
 	// lastBatch is the size of the previous batch; owned by the writer goroutine.
 	lastBatch int
 }
@@ -136,6 +145,22 @@ type request struct {
 	rec  Record
 	body []byte // encodeBody(&rec), done by the caller's goroutine
 	done chan error
+	// written asks to be answered once the record is in the file; the others are answered
+	// once an fsync that began after their write has returned.
+	written bool
+}
+
+// syncWait is what one fsync will answer: the durable waiters written before it began and the
+// checkpoints among them, whose head is published once they are on disk.
+type syncWait struct {
+	reqs    []*request
+	cps     []headCP
+	written bool // something was written since the last sync began
+}
+
+type headCP struct {
+	rec  *Record
+	file string
 }
 
 // Open opens (or creates) the log in cfg.Dir, recovers a torn tail left by a crash, and starts
@@ -150,12 +175,13 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		log = zap.NewNop()
 	}
 	l := &Log{
-		cfg:  cfg,
-		log:  log.Named("audit"),
-		reqs: make(chan *request, 4*cfg.maxBatch),
-		cps:  make(chan chan error),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
+		cfg:      cfg,
+		log:      log.Named("audit"),
+		reqs:     make(chan *request, 4*cfg.maxBatch),
+		cps:      make(chan chan error),
+		syncDone: make(chan error, 1),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	if err := secureDir(cfg.Dir); err != nil {
 		return nil, err
@@ -174,6 +200,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	l.healthy.Store(true)
 	if len(l.w.pending) > 0 {
 		l.commit(nil, false)
+		l.flushSync()
 	}
 	if cfg.SyslogAddr != "" {
 		l.fwd = newForwarder(cfg.SyslogAddr, cfg.SyslogApp, l.log)
@@ -249,9 +276,9 @@ func (l *Log) recover() error {
 // "<file>.torn-<offset>" (0600, fsynced) and the log file is truncated to its last complete
 // record, so every log file stays pure JSON lines that Verify and Query read without special
 // cases. Nothing is lost: the audit.torn_tail record names the side file, the byte count and
-// the SHA-256 of the torn bytes, and the chain continues from the last good record. No Append
+// the SHA-256 of the torn bytes, and the chain continues from the last good record. No append
 // can have returned nil for the torn bytes: a record is acknowledged only once its whole line,
-// newline included, is fsynced.
+// newline included, is in the file (AppendWritten) or fsynced (Append).
 func (l *Log) tornAside(path string, good int64, tail []byte) (*Record, error) {
 	aside := fmt.Sprintf("%s%s%d", path, tornInfix, good)
 	f, err := createExcl(aside, os.O_WRONLY)
@@ -310,12 +337,20 @@ func (l *Log) openFile(name string, now time.Time) error {
 	return nil
 }
 
+// AppendWritten is Append for a record that must survive a crash of this process before the
+// caller goes on, but need not wait for the disk: it returns once the record's whole line is
+// in the log file (the kernel has it). The fsync follows at once, beside the writer; if it
+// fails, the log turns unhealthy and refuses durable appends until a sync succeeds.
+func (l *Log) AppendWritten(ctx context.Context, r *Record) error {
+	return l.append(ctx, r, waitWritten)
+}
+
 // Enqueue hands r to the writer without waiting for it to be durable: it is written, in
 // order, with the next group commit. Use it only where a later Append covers it — the writer
 // commits in order, so once an Append made after Enqueue returns, r is durable too. A write
 // failure shows in Healthy and in that later Append.
 func (l *Log) Enqueue(r *Record) error {
-	return l.append(context.Background(), r, false)
+	return l.append(context.Background(), r, waitNone)
 }
 
 // Append writes r and returns once it is durable. r.Input is redacted and r.InputDigest set
@@ -323,17 +358,26 @@ func (l *Log) Enqueue(r *Record) error {
 // r on success. Any error means the record is not known to be durable and the effect it
 // describes must not happen: write failures are *errcode.Error with errcode.AuditUnavailable.
 func (l *Log) Append(ctx context.Context, r *Record) error {
-	return l.append(ctx, r, true)
+	return l.append(ctx, r, waitDurable)
 }
 
-func (l *Log) append(ctx context.Context, r *Record, wait bool) error {
+// waitFor is how far append waits: not at all, until the record is written, until durable.
+type waitFor int
+
+const (
+	waitNone waitFor = iota
+	waitWritten
+	waitDurable
+)
+
+func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 	if !callerKinds[r.Kind] {
 		if logKinds[r.Kind] {
 			return errcode.New(errcode.Validation, fmt.Errorf("append %s: %w", r.Kind, ErrReservedKind))
 		}
 		return errcode.New(errcode.Validation, fmt.Errorf("append %q: %w", r.Kind, ErrUnknownKind))
 	}
-	req := &request{rec: *r, done: make(chan error, 1)}
+	req := &request{rec: *r, done: make(chan error, 1), written: wait == waitWritten}
 	if len(r.Input) > 0 {
 		red, digest := Redact(r.Input)
 		req.rec.Input = red
@@ -373,7 +417,7 @@ func (l *Log) append(ctx context.Context, r *Record, wait bool) error {
 		l.mu.RUnlock()
 		return fmt.Errorf("audit append: %w", ctx.Err())
 	}
-	if !wait {
+	if wait == waitNone {
 		if !l.healthy.Load() {
 			return errcode.Msg(errcode.AuditUnavailable, "audit log unwritable")
 		}
@@ -457,21 +501,38 @@ func (l *Log) run() {
 	tickEvery := min(probeInterval, l.cfg.CheckpointInterval)
 	tick := time.NewTicker(max(tickEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	// batch holds requests not yet written: while an fsync is in flight, durable-only
+	// requests gain nothing from being written at once (that sync cannot cover them), so they
+	// wait and go out together when it returns — the group commit.
 	batch := make([]*request, 0, l.cfg.maxBatch)
+	flush := func() {
+		if len(batch) > 0 {
+			l.commit(batch, false)
+			batch = batch[:0]
+		}
+	}
 	for {
 		select {
 		case req := <-l.reqs:
-			batch = append(batch[:0], req)
-			// Whatever queued up while the previous fsync ran goes into this one.
+			batch = append(batch, req)
 			l.drain(&batch)
+			if l.inflight && len(batch) < l.cfg.maxBatch && !anyWritten(batch) {
+				continue
+			}
 			l.gather(&batch)
-			l.commit(batch, false)
+			flush()
+		case err := <-l.syncDone:
+			l.synced(err)
+			flush()
 		case <-tick.C:
+			flush()
 			l.periodic()
 		case done := <-l.cps:
+			flush()
 			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
 				l.commit(nil, true)
 			}
+			l.flushSync()
 			if !l.healthy.Load() {
 				done <- errcode.Msg(errcode.AuditUnavailable, "audit log unwritable: checkpoint not written")
 			} else {
@@ -480,19 +541,28 @@ func (l *Log) run() {
 		case <-l.quit:
 			// Close set closed under mu, so no sender is left; flush what they queued.
 			for {
-				batch = batch[:0]
 				l.drain(&batch)
 				if len(batch) == 0 {
 					break
 				}
-				l.commit(batch, false)
+				flush()
 			}
 			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
 				l.commit(nil, true)
 			}
+			l.flushSync()
 			return
 		}
 	}
+}
+
+func anyWritten(batch []*request) bool {
+	for _, r := range batch {
+		if r.written {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *Log) drain(batch *[]*request) {
@@ -572,6 +642,13 @@ func (l *Log) probe() error {
 // repair truncates the file back to the last durable record after a failed write, so no half
 // line is ever chained over.
 func (l *Log) repair() error {
+	if l.syncBroke {
+		l.flushSync()
+		if err := unix.Fdatasync(int(l.w.f.Fd())); err != nil {
+			return fmt.Errorf("sync after a failed sync: %w", err)
+		}
+		l.syncBroke = false
+	}
 	if !l.w.dirty {
 		return nil
 	}
@@ -592,6 +669,11 @@ func (l *Log) rotateIfDue(now time.Time) error {
 	if l.w.off < l.cfg.MaxFileBytes && now.Sub(l.w.started) < l.cfg.MaxFileAge {
 		return nil
 	}
+	// Everything written to the old file is synced before the writer moves on from it.
+	l.flushSync()
+	if l.syncBroke {
+		return errors.New("audit file not synced before rotation")
+	}
 	prev := l.w.name
 	last := &Record{Seq: l.w.seq, Hash: l.w.hash}
 	if err := l.openFile(fileName(l.w.seq+1), now); err != nil {
@@ -602,8 +684,8 @@ func (l *Log) rotateIfDue(now time.Time) error {
 	return nil
 }
 
-// commit writes pending log records, the batch and a checkpoint if due, in one write and one
-// fdatasync, then answers every request.
+// commit writes pending log records, the batch and a checkpoint if due, in one write; answers
+// the written-only waiters at once and hands the others to the next fsync (startSync).
 func (l *Log) commit(batch []*request, forceCP bool) {
 	now := time.Now().UTC()
 	if err := l.repair(); err != nil {
@@ -652,12 +734,9 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 		return
 	}
 	_, err := w.f.WriteAt(line, w.off)
-	if err == nil {
-		err = unix.Fdatasync(int(w.f.Fd()))
-	}
 	if err != nil {
-		// Part of the batch may be on disk (short write, or written but not synced): cut it
-		// off before anything else is written, so the chain resumes at the last durable record.
+		// Part of the batch may be in the file (a short write): cut it off before anything
+		// else is written, so the chain resumes at the last complete record.
 		w.dirty = true
 		if rerr := l.repair(); rerr != nil {
 			l.log.Warn("audit truncate after failed write", zap.String("code", string(Classify(rerr))))
@@ -671,7 +750,8 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 	w.sinceCP += n
 	if cp != nil {
 		w.sinceCP, w.lastCP = 0, now
-		l.writeHead(cp)
+		// The head is published only once the checkpoint is on disk.
+		l.waiting.cps = append(l.waiting.cps, headCP{rec: cp, file: w.name})
 	}
 	if l.fwd != nil {
 		for _, r := range w.pending {
@@ -679,15 +759,77 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 		}
 	}
 	w.pending = nil
-	l.setHealthy(true, nil)
+	l.waiting.written = true
 	for _, req := range ok {
 		if l.fwd != nil {
 			l.fwd.send(&req.rec)
 		}
-		req.done <- nil
+		if req.written {
+			req.done <- nil
+		} else {
+			l.waiting.reqs = append(l.waiting.reqs, req)
+		}
 	}
 	if cp != nil && l.fwd != nil {
 		l.fwd.send(cp)
+	}
+	l.startSync()
+	if l.cfg.maxBatch == 1 {
+		// The benchmark's fsync-per-record baseline: every commit waits for its own sync.
+		l.flushSync()
+	}
+}
+
+// startSync begins an fsync of what was written since the last one began, unless one is in
+// flight (then synced starts the next).
+func (l *Log) startSync() {
+	if l.inflight || !l.waiting.written {
+		return
+	}
+	l.inflight = true
+	l.syncing, l.waiting = l.waiting, syncWait{}
+	fd := int(l.w.f.Fd())
+	go func() { l.syncDone <- unix.Fdatasync(fd) }()
+}
+
+// synced answers the waiters of the fsync that returned. On failure the records stay in the
+// file (some may have been answered as written), the log turns unhealthy, and repair syncs
+// again before anything more is written.
+func (l *Log) synced(err error) {
+	l.inflight = false
+	done := l.syncing
+	l.syncing = syncWait{}
+	if err != nil {
+		l.syncBroke = true
+		l.fail(done.reqs, err)
+		// Those waiting on the next sync are no better off: answer them now too.
+		l.fail(l.waiting.reqs, err)
+		l.waiting = syncWait{}
+		return
+	}
+	for _, cp := range done.cps {
+		l.writeHead(cp.rec, cp.file)
+	}
+	for _, req := range done.reqs {
+		req.done <- nil
+	}
+	if !l.syncBroke {
+		l.setHealthy(true, nil)
+	}
+	l.startSync()
+}
+
+// flushSync waits for the fsync in flight and runs the next, until everything written is on
+// disk (or a sync failed): before a rotation, a checkpoint request and Close.
+func (l *Log) flushSync() {
+	for {
+		if !l.inflight {
+			l.startSync()
+			if !l.inflight {
+				return
+			}
+		}
+		l.synced(<-l.syncDone)
 	}
 }
 
@@ -712,8 +854,8 @@ func (l *Log) setHealthy(ok bool, err error) {
 
 // writeHead publishes the latest checkpoint as the signed head. A failure leaves an older head,
 // which still verifies; it is logged, not fatal.
-func (l *Log) writeHead(cp *Record) {
-	h := Head{V: Version, Seq: cp.Seq, Hash: cp.Hash, Time: cp.Time, File: l.w.name,
+func (l *Log) writeHead(cp *Record, file string) {
+	h := Head{V: Version, Seq: cp.Seq, Hash: cp.Hash, Time: cp.Time, File: file,
 		Key: KeyID(l.PublicKey()), Sig: sign(l.key, cp.Seq, cp.Hash)}
 	b, _ := json.Marshal(h)
 	if err := writeFileAtomic(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {

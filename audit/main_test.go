@@ -23,7 +23,8 @@ func TestMain(m *testing.M) {
 }
 
 // crashChild appends from many goroutines forever and acknowledges each record on stdout only
-// after Append returned nil, so the parent knows exactly which records were promised durable.
+// after Append (or AppendWritten) returned nil, so the parent knows exactly which records were
+// promised to survive the crash.
 func crashChild(dir string) {
 	l, err := Open(Config{Dir: dir, MaxFileBytes: 64 << 10, CheckpointEvery: 50}, nil)
 	if err != nil {
@@ -40,7 +41,13 @@ func crashChild(dir string) {
 				id := strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
 				r := &Record{Kind: KindCallStart, Tool: "Bash", ToolUseID: id,
 					Input: []byte(`{"command":"echo ` + id + `"}`)}
-				if err := l.Append(context.Background(), r); err != nil {
+				// Half the writers only wait for the record to be in the file (AppendWritten):
+				// a crash of this process must not lose those either.
+				appendFn := l.Append
+				if g%2 == 1 {
+					appendFn = l.AppendWritten
+				}
+				if err := appendFn(context.Background(), r); err != nil {
 					fmt.Fprintln(os.Stderr, "append:", err)
 					os.Exit(3)
 				}

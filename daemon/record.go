@@ -45,8 +45,11 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)
 	}
-	if cr.Deferred {
+	switch cr.Wait {
+	case executor.WaitQueued:
 		return r.log.Enqueue(rec)
+	case executor.WaitWritten:
+		return r.log.AppendWritten(ctx, rec)
 	}
 	return r.log.Append(ctx, rec)
 }

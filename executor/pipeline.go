@@ -72,10 +72,23 @@ type CallRecord struct {
 	Request  *Request
 	Decision *permission.Decision
 	Outcome  *Outcome
-	// Deferred records may be written without waiting for the disk: the durable record that
-	// follows (call.end) covers them before anything leaves the daemon.
-	Deferred bool
+	// Wait is how far the record must have got before RecordCall returns.
+	Wait Wait
 }
+
+// Wait is how far a record must have got before the pipeline goes on.
+type Wait int
+
+// Waits, strongest first. A call that may change anything waits for its start record to be
+// durable before it runs, and for its end record to be durable before its result leaves. A
+// read-only call has no effect but what it discloses: its start is queued and its end must be
+// in the log file — where a crash of the daemon cannot lose it — before the result leaves; the
+// fsync follows at once beside the writer.
+const (
+	WaitDurable Wait = iota
+	WaitWritten
+	WaitQueued
+)
 
 // Audit record kinds the pipeline writes.
 const (
@@ -358,10 +371,13 @@ func stepDenied(_ context.Context, _ *Pipeline, st *state) error {
 // stepExecute audits the start durably, then runs the tool. Step 10.
 func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 	// Audit before effect: if the start cannot be recorded the call does not run. A read-only
-	// call has no effect but what it discloses, and its result leaves only after the durable
-	// call.end, so its start need not wait for its own fsync.
+	// call's start rides on its end record (see Wait).
 	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
-	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Deferred: st.readOnly}); err != nil {
+	wait := WaitDurable
+	if st.readOnly {
+		wait = WaitQueued
+	}
+	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Wait: wait}); err != nil {
 		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
 	}
 	st.ran = true
@@ -436,7 +452,11 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	if st.decideOnly {
 		kind = KindDecide
 	}
-	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Outcome: out}); err != nil {
+	wait := WaitDurable
+	if st.ran && st.readOnly {
+		wait = WaitWritten
+	}
+	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Outcome: out, Wait: wait}); err != nil {
 		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
 		if !st.ran || st.readOnly {
 			// Nothing ran, or nothing but a read whose output has not left yet: refusing is

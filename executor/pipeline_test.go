@@ -31,7 +31,7 @@ func (f *decideBy) Decide(_ context.Context, in *DecisionInput) (permission.Deci
 type memRecorder struct {
 	mu       sync.Mutex
 	kinds    []string
-	deferred []bool
+	waits    []Wait
 	failKind string
 }
 
@@ -42,7 +42,7 @@ func (r *memRecorder) RecordCall(_ context.Context, kind string, c *CallRecord) 
 		return errors.New("disk full")
 	}
 	r.kinds = append(r.kinds, kind)
-	r.deferred = append(r.deferred, c.Deferred)
+	r.waits = append(r.waits, c.Wait)
 	return nil
 }
 
@@ -234,19 +234,20 @@ func TestProgressEventsReachTheCaller(t *testing.T) {
 	}
 }
 
-// Only a read-only call's start may skip its own fsync; the end record is always durable, and
-// a read whose end cannot be recorded is withheld.
-func TestReadOnlyStartIsDeferredAndEndDurable(t *testing.T) {
+// A call that may write waits for a durable start and end; a read-only one queues its start
+// and waits for its end to be written; a read whose end cannot be recorded is withheld.
+func TestAuditWaitsByEffect(t *testing.T) {
 	for _, tc := range []struct {
-		msg          string
-		wantDeferred bool
-	}{{"read", true}, {"write", false}} {
+		msg   string
+		start Wait
+		end   Wait
+	}{{"read", WaitQueued, WaitWritten}, {"write", WaitDurable, WaitDurable}} {
 		ran := 0
 		rec := &memRecorder{}
 		p, s := newTestPipeline(t, allow(), rec, echoDef(&ran))
 		p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"`+tc.msg+`"}`), nil)
-		if len(rec.kinds) != 2 || rec.kinds[0] != KindStart || rec.deferred[0] != tc.wantDeferred || rec.deferred[1] {
-			t.Errorf("%s: records %v deferred %v", tc.msg, rec.kinds, rec.deferred)
+		if len(rec.kinds) != 2 || rec.kinds[0] != KindStart || rec.waits[0] != tc.start || rec.waits[1] != tc.end {
+			t.Errorf("%s: records %v waits %v", tc.msg, rec.kinds, rec.waits)
 		}
 	}
 	ran := 0
