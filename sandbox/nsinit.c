@@ -9,6 +9,10 @@
 //   5  the go-ahead pipe: one byte once the parent has the child in its cgroup; EOF = parent died
 //   6  the session's network namespace, or closed when the call keeps the host's network
 //   7+ the caller's ExtraFiles, moved down to 3+ just before exec
+// A pooled init (argv[2] == SBX_POOL_ARG, pool.go) is started before its call exists, already
+// inside its own cgroup, with 4 and 5 as above and fd 3 a unix socket. It blocks on that socket
+// before doing anything; the one message that arrives carries the call's fds (nsinit.h), which
+// receive_call puts where a per-call init has them. From there on both run the same steps.
 // Spec blob: u32 magic, u32 version, then records {u32 tag, u32 len, len bytes} in a fixed order
 // the parent guarantees; strings carry no NUL (the parent rejects them) and are terminated here.
 // All integers are native-endian: writer and reader are the same binary on the same machine.
@@ -30,6 +34,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -379,11 +384,63 @@ static void move_user_fds(uint32_t nextra)
 		fail(errno, "fds", "close_range");
 }
 
-static void sbx_run(void)
+// receive_call (pooled inits only) blocks until the daemon hands over a call, then moves the
+// call's fds into the slots a per-call init is started with. Until the message arrives this
+// process holds nothing of any call and has run nothing but this constructor.
+static void receive_call(void)
+{
+	int fds[SBX_PASSED_FIXED + SBX_MAX_EXTRA];
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} ctl;
+	uint32_t n = 0;
+	struct iovec iov = { .iov_base = &n, .iov_len = sizeof(n) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof(ctl.buf) };
+	ssize_t got;
+	do
+		got = recvmsg(SBX_FD_SPEC, &msg, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got == 0)
+		fail(ECHILD, "receive", "daemon gone"); // the pool was closed: never a call here
+	if (got < 0)
+		fail(errno, "receive", "recvmsg");
+	// The payload is the fd count; anything cut short (MSG_CTRUNC: fds dropped) is refused.
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	if (got != sizeof(n) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < SBX_PASSED_FIXED ||
+	    n > SBX_PASSED_FIXED + SBX_MAX_EXTRA || !c || c->cmsg_level != SOL_SOCKET ||
+	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
+		fail(EINVAL, "receive", "bad message");
+	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	// The kernel gave the fds the lowest free numbers, which may be slots filled below: lift
+	// them all above every slot first, so no dup2 overwrites an fd not yet placed.
+	int high = SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA;
+	for (uint32_t i = 0; i < n; i++) {
+		int h = fcntl(fds[i], F_DUPFD_CLOEXEC, high);
+		if (h < 0)
+			fail(errno, "receive", "lift fd");
+		close(fds[i]);
+		fds[i] = h;
+	}
+	// dup2 clears CLOEXEC on the slot, as fork/exec leaves a per-call init's fds. The spec
+	// memfd replaces the socket on fd 3: the init keeps no channel to the daemon but fd 4.
+	static const int fixed[SBX_PASSED_FIXED] = { SBX_FD_SPEC, 0, 1, 2, SBX_FD_NETNS };
+	for (uint32_t i = 0; i < n; i++) {
+		int slot = i < SBX_PASSED_FIXED ? fixed[i] : SBX_FD_FIRST_EXTRA + (int)(i - SBX_PASSED_FIXED);
+		if (dup2(fds[i], slot) < 0)
+			fail(errno, "receive", "dup2");
+		close(fds[i]);
+	}
+}
+
+static void sbx_run(int pooled)
 {
 	size_t len;
 	if (fcntl(SBX_FD_ERR, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(SBX_EXIT_INIT_FAILED); // no error pipe: nothing to report on
+	if (pooled)
+		receive_call();
 	char *buf = read_spec(SBX_FD_SPEC, &len);
 	struct rd r = { buf, buf + len };
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
@@ -494,9 +551,10 @@ static void sbx_run(void)
 	fail(errno, "execve", path);
 }
 
-// sbx_is_init reports whether argv[1] is the hidden init argument. It reads /proc/self/cmdline
-// rather than trusting constructor arguments so it works with any libc.
-static int sbx_is_init(void)
+// sbx_init_mode returns 0 unless argv[1] is the hidden init argument; then 2 for a pooled init
+// (argv[2] == SBX_POOL_ARG), else 1. It reads /proc/self/cmdline rather than trusting
+// constructor arguments so it works with any libc.
+static int sbx_init_mode(void)
 {
 	char buf[256];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -506,17 +564,22 @@ static int sbx_is_init(void)
 	close(fd);
 	if (n <= 0)
 		return 0;
-	buf[n] = 0;
+	buf[n] = 0; // the kernel NUL-terminates each argument; this ends a cut-off one
 	size_t a0 = strnlen(buf, n);
 	if ((ssize_t)a0 + 1 >= n)
 		return 0;
-	return strcmp(buf + a0 + 1, SBX_INIT_ARG) == 0;
+	char *a1 = buf + a0 + 1;
+	if (strcmp(a1, SBX_INIT_ARG) != 0)
+		return 0;
+	char *a2 = a1 + strlen(a1) + 1;
+	return a2 < buf + n && strcmp(a2, SBX_POOL_ARG) == 0 ? 2 : 1;
 }
 
 __attribute__((constructor)) static void sbx_init_constructor(void)
 {
-	if (!sbx_is_init())
+	int mode = sbx_init_mode();
+	if (mode == 0)
 		return; // the daemon, a test binary, anything else: do nothing
 	trace("constructor");
-	sbx_run();
+	sbx_run(mode == 2);
 }

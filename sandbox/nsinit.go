@@ -9,6 +9,8 @@ import "C"
 
 const (
 	initArg        = C.SBX_INIT_ARG
+	poolArg        = C.SBX_POOL_ARG
+	maxPassedExtra = C.SBX_MAX_EXTRA
 	specMagic      = C.SBX_MAGIC
 	specVersion    = C.SBX_VERSION
 	exitInitFailed = C.SBX_EXIT_INIT_FAILED

@@ -3,6 +3,8 @@
 #define SANDBOXD_NSINIT_H
 
 #define SBX_INIT_ARG "__sandboxd_init__"
+/* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
+#define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
 #define SBX_VERSION 1u
 
@@ -11,6 +13,12 @@
 #define SBX_FD_SYNC 5
 #define SBX_FD_NETNS 6
 #define SBX_FD_FIRST_EXTRA 7
+
+/* A pooled init receives its call's fds on fd 3 (a unix socket) in one message, in this order:
+ * the spec memfd (to fd 3), stdin, stdout, stderr (0-2), the network namespace or /dev/null
+ * (6), then up to SBX_MAX_EXTRA ExtraFiles (7+). */
+#define SBX_PASSED_FIXED 5
+#define SBX_MAX_EXTRA 64
 
 #define SBX_EXIT_INIT_FAILED 125
 
