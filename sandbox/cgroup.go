@@ -113,6 +113,9 @@ type cgroup struct {
 	v2   bool
 	dirs map[string]string
 	fd   int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
+	// statFiles, when opened ahead (pool cgroups), are read with pread at the call's end:
+	// one syscall each instead of an open, a read and a close on the critical path.
+	statFiles [numStats]*os.File
 }
 
 func writeFile(path, val string) error {
@@ -152,7 +155,7 @@ func (l *cgroupLayout) newCgroup(session, call string, lim Limits) (*cgroup, err
 		}
 		cg.dirs[c] = dir
 	}
-	if err := cg.setLimits(lim); err != nil {
+	if err := cg.setLimits(lim, nil); err != nil {
 		cg.remove()
 		return nil, err
 	}
@@ -167,28 +170,43 @@ func (l *cgroupLayout) newCgroup(session, call string, lim Limits) (*cgroup, err
 	return cg, nil
 }
 
-func (cg *cgroup) setLimits(lim Limits) error {
+// setLimits writes lim. old is what the cgroup has (a pool cgroup given its call's limits):
+// only what differs is written, in an order every step of which the kernel accepts. nil: a new
+// cgroup, unlimited.
+//
+// WARNING: the limits that stop fork and memory bombs; rerun as root after changing:
+// go test -run 'TestEscape/(fork|memory)|TestPool' ./sandbox/
+func (cg *cgroup) setLimits(lim Limits, old *Limits) error {
 	const period = 100000 // µs
 	quota := lim.CPUQuotaMilli * period / 1000
+	changed := func(f func(Limits) int64) bool { return old == nil || f(*old) != f(lim) }
+	mem := changed(func(l Limits) int64 { return l.MemoryMaxBytes })
+	pids := changed(func(l Limits) int64 { return l.PidsMax })
+	cpu := changed(func(l Limits) int64 { return l.CPUQuotaMilli })
 	var writes [][2]string
+	add := func(ok bool, path, val string) {
+		if ok {
+			writes = append(writes, [2]string{path, val})
+		}
+	}
 	if cg.v2 {
 		d := cg.dirs[""]
-		writes = [][2]string{
-			{filepath.Join(d, "memory.max"), strconv.FormatInt(lim.MemoryMaxBytes, 10)},
-			{filepath.Join(d, "memory.swap.max"), "0"},
-			{filepath.Join(d, "pids.max"), strconv.FormatInt(lim.PidsMax, 10)},
-			{filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, period)},
-		}
+		add(mem, filepath.Join(d, "memory.max"), strconv.FormatInt(lim.MemoryMaxBytes, 10))
+		add(old == nil, filepath.Join(d, "memory.swap.max"), "0")
+		add(pids, filepath.Join(d, "pids.max"), strconv.FormatInt(lim.PidsMax, 10))
+		add(cpu, filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, period))
 	} else {
-		mem := cg.dirs["memory"]
-		writes = [][2]string{
-			{filepath.Join(mem, "memory.limit_in_bytes"), strconv.FormatInt(lim.MemoryMaxBytes, 10)},
-			// memsw = mem: no swap. Written after the memory limit, which it may not undercut.
-			{filepath.Join(mem, "memory.memsw.limit_in_bytes"), strconv.FormatInt(lim.MemoryMaxBytes, 10)},
-			{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(lim.PidsMax, 10)},
-			{filepath.Join(cg.dirs["cpu"], "cpu.cfs_period_us"), strconv.Itoa(period)},
-			{filepath.Join(cg.dirs["cpu"], "cpu.cfs_quota_us"), strconv.FormatInt(quota, 10)},
-		}
+		memDir := cg.dirs["memory"]
+		memVal := strconv.FormatInt(lim.MemoryMaxBytes, 10)
+		// memsw = mem: no swap. memsw may never be below the memory limit, so it is written
+		// after the memory limit when that comes down, before it when it goes up.
+		raise := old != nil && lim.MemoryMaxBytes > old.MemoryMaxBytes
+		add(mem && raise, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), memVal)
+		add(mem, filepath.Join(memDir, "memory.limit_in_bytes"), memVal)
+		add(mem && !raise, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), memVal)
+		add(pids, filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(lim.PidsMax, 10))
+		add(old == nil, filepath.Join(cg.dirs["cpu"], "cpu.cfs_period_us"), strconv.Itoa(period))
+		add(cpu, filepath.Join(cg.dirs["cpu"], "cpu.cfs_quota_us"), strconv.FormatInt(quota, 10))
 	}
 	for _, w := range writes {
 		err := writeFile(w[0], w[1])
@@ -319,22 +337,14 @@ type cgroupStats struct {
 	oomKilled, pidsLimit bool
 }
 
-func readInt(path string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+func parseInt(s string) int64 {
+	v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	return v
 }
 
-// readKV returns the value of key in a "key value" per line file.
-func readKV(path, key string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+// parseKV returns the value of key in a "key value" per line text.
+func parseKV(s, key string) int64 {
+	for _, line := range strings.Split(s, "\n") {
 		k, v, ok := strings.Cut(line, " ")
 		if ok && k == key {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -344,30 +354,92 @@ func readKV(path, key string) int64 {
 	return 0
 }
 
-func (cg *cgroup) stats() cgroupStats {
+// The files stats reads, by index into statPaths.
+const (
+	statPeak = iota
+	statCPU
+	statOOM
+	statPids
+	numStats
+)
+
+func (cg *cgroup) statPaths() [numStats]string {
 	if cg.v2 {
 		d := cg.dirs[""]
-		return cgroupStats{
-			peakMemory: readInt(filepath.Join(d, "memory.peak")),
-			cpuNanos:   readKV(filepath.Join(d, "cpu.stat"), "usage_usec") * 1000,
-			oomKilled:  readKV(filepath.Join(d, "memory.events"), "oom_kill") > 0,
-			pidsLimit:  readKV(filepath.Join(d, "pids.events"), "max") > 0,
-		}
+		return [numStats]string{filepath.Join(d, "memory.peak"), filepath.Join(d, "cpu.stat"),
+			filepath.Join(d, "memory.events"), filepath.Join(d, "pids.events")}
 	}
-	return cgroupStats{
-		peakMemory: readInt(filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes")),
-		cpuNanos:   readInt(filepath.Join(cg.dirs["cpuacct"], "cpuacct.usage")),
-		oomKilled:  readKV(filepath.Join(cg.dirs["memory"], "memory.oom_control"), "oom_kill") > 0,
-		pidsLimit:  readKV(filepath.Join(cg.dirs["pids"], "pids.events"), "max") > 0,
-	}
+	return [numStats]string{filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes"),
+		filepath.Join(cg.dirs["cpuacct"], "cpuacct.usage"),
+		filepath.Join(cg.dirs["memory"], "memory.oom_control"),
+		filepath.Join(cg.dirs["pids"], "pids.events")}
 }
 
-// remove deletes the cgroup directories; the cgroup must be empty.
+// openStats opens the statistics files ahead of the call's end.
+func (cg *cgroup) openStats() error {
+	for i, p := range cg.statPaths() {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("open cgroup statistics: %w", err)
+		}
+		cg.statFiles[i] = f
+	}
+	return nil
+}
+
+// readStat returns the content of statistics file i, "" when it cannot be read.
+func (cg *cgroup) readStat(i int, path string) string {
+	if f := cg.statFiles[i]; f != nil {
+		// Each of these files is generated afresh by a read at offset 0.
+		var buf [1024]byte
+		n, err := f.ReadAt(buf[:], 0)
+		if n == 0 && err != nil {
+			return ""
+		}
+		return string(buf[:n])
+	}
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func (cg *cgroup) stats() cgroupStats {
+	paths := cg.statPaths()
+	var raw [numStats]string
+	for i, p := range paths {
+		raw[i] = cg.readStat(i, p)
+	}
+	st := cgroupStats{
+		peakMemory: parseInt(raw[statPeak]),
+		oomKilled:  parseKV(raw[statOOM], "oom_kill") > 0,
+		pidsLimit:  parseKV(raw[statPids], "max") > 0,
+	}
+	if cg.v2 {
+		st.cpuNanos = parseKV(raw[statCPU], "usage_usec") * 1000
+	} else {
+		st.cpuNanos = parseInt(raw[statCPU])
+	}
+	return st
+}
+
+// remove closes what the cgroup holds open and deletes its directories; the cgroup must be
+// empty.
 func (cg *cgroup) remove() error {
 	if cg.fd >= 0 {
 		unix.Close(cg.fd)
 		cg.fd = -1
 	}
+	for i, f := range cg.statFiles {
+		if f != nil {
+			f.Close()
+			cg.statFiles[i] = nil
+		}
+	}
+	return cg.removeDirs()
+}
+
+// removeDirs deletes the cgroup's directories, waiting for killed tasks to go. It touches no
+// field, so it may run beside the owner's remove (KillSession beside a Wait).
+func (cg *cgroup) removeDirs() error {
 	var firstErr error
 	for _, d := range cg.dirs {
 		if err := rmdirRetry(d); err != nil && firstErr == nil {

@@ -389,9 +389,11 @@ func wantFlag(t *testing.T, ok bool, name string, res *Result) {
 }
 
 // TestEscape is the escape suite: each case tries one way out and asserts the specific
-// refusal (EPERM, EROFS, killed by the cgroup, OOM reported, timed out).
+// refusal (EPERM, EROFS, killed by the cgroup, OOM reported, timed out). It runs every case in
+// an init started for the call; TestPoolEscape runs them all again through pooled inits.
 func TestEscape(t *testing.T) {
 	s := newTestSandbox(t, Config{})
+	s.noPool.Store(true)
 	e := newEscapeEnv(t)
 	// The daemon's environment must not reach the child (case daemon_env).
 	os.Setenv("SANDBOXD_DAEMON_SECRET", secret)
@@ -399,41 +401,53 @@ func TestEscape(t *testing.T) {
 	for i, tc := range escapeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec := &Spec{
-				Path: "/bin/sh", Args: []string{"-c", tc.script},
-				Env: []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "W=" + e.work, "OUT=" + e.outside,
-					"H=" + e.home, "B=" + e.base, fmt.Sprintf("HOSTPID=%d", os.Getpid()),
-					fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract},
-				Dir: e.work, UID: nobody, GID: nobody,
-				WritableDirs: []string{e.work},
-				DenyPaths: []string{filepath.Join(e.home, ".ssh"), filepath.Join(e.home, ".env"),
-					filepath.Join(e.home, ".aws")},
-				Session: "escape", Call: fmt.Sprintf("c%d", i),
-				Limits: Limits{CPUQuotaMilli: 500},
-			}
-			if tc.spec != nil {
-				tc.spec(e, spec)
-			}
-			ctx := ctxTimeout(t, 10*time.Second)
-			if tc.ctx != nil {
-				ctx = tc.ctx(t)
-			}
-			duringDone := make(chan struct{})
-			go func() {
-				defer close(duringDone)
-				if tc.during != nil {
-					tc.during(e)
-				}
-			}()
-			res, out, err := run(t, s, ctx, spec)
-			<-duringDone
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			tc.check(t, e, res, out)
-			if t.Failed() {
-				t.Logf("result %+v\n%s", res, out)
-			}
+			runEscapeCase(t, s, e, i, tc, false)
 		})
+	}
+}
+
+// runEscapeCase runs one case; pooled waits for a ready pooled init and insists the call ran
+// in it.
+func runEscapeCase(t *testing.T, s *Sandbox, e *escapeEnv, i int, tc escapeCase, pooled bool) {
+	spec := &Spec{
+		Path: "/bin/sh", Args: []string{"-c", tc.script},
+		Env: []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "W=" + e.work, "OUT=" + e.outside,
+			"H=" + e.home, "B=" + e.base, fmt.Sprintf("HOSTPID=%d", os.Getpid()),
+			fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract},
+		Dir: e.work, UID: nobody, GID: nobody,
+		WritableDirs: []string{e.work},
+		DenyPaths: []string{filepath.Join(e.home, ".ssh"), filepath.Join(e.home, ".env"),
+			filepath.Join(e.home, ".aws")},
+		Session: "escape", Call: fmt.Sprintf("c%d", i),
+		Limits: Limits{CPUQuotaMilli: 500},
+	}
+	if tc.spec != nil {
+		tc.spec(e, spec)
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	if tc.ctx != nil {
+		ctx = tc.ctx(t)
+	}
+	if pooled {
+		waitPoolReady(t, s, 1)
+	}
+	duringDone := make(chan struct{})
+	go func() {
+		defer close(duringDone)
+		if tc.during != nil {
+			tc.during(e)
+		}
+	}()
+	res, out, p, err := runProc(t, s, ctx, spec)
+	<-duringDone
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if p.pooled != pooled {
+		t.Fatalf("pooled = %v, want %v", p.pooled, pooled)
+	}
+	tc.check(t, e, res, out)
+	if t.Failed() {
+		t.Logf("result %+v\n%s", res, out)
 	}
 }

@@ -29,6 +29,40 @@ func cgroupGone(t *testing.T, s *Sandbox, rel string) {
 	}
 }
 
+// callCgroupGone checks that p's own cgroup (under the session, or pool/<n> for a pooled
+// call) is removed; Wait leaves the removal to the janitor, so it may take a moment.
+func callCgroupGone(t *testing.T, p *Process) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c, d := range p.cg.dirs {
+		for {
+			_, err := os.Stat(d)
+			if err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s cgroup %s still exists", c, d)
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// subtreeLeft lists the cgroup directories under the sandbox's root, in every hierarchy.
+func subtreeLeft(s *Sandbox) []string {
+	var left []string
+	for _, d := range s.cg.dirs {
+		_ = filepath.WalkDir(d, func(path string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() && path != d {
+				left = append(left, path)
+			}
+			return nil
+		})
+	}
+	return left
+}
+
 func TestLifecycle(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 
@@ -48,6 +82,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("res=%+v err=%v", res, err)
 		}
 		cgroupGone(t, s, "life/kill")
+		callCgroupGone(t, p)
 	})
 
 	t.Run("cancel", func(t *testing.T) {
@@ -87,6 +122,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("res=%+v err=%v", res, err)
 		}
 		cgroupGone(t, s, "life")
+		callCgroupGone(t, p)
 	})
 
 	t.Run("stats", func(t *testing.T) {
@@ -106,7 +142,10 @@ func TestReapLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A second daemon instance with the same root plays the restarted daemon.
+	// A second daemon instance with the same root plays the restarted daemon. The first one's
+	// pool must be done refilling: a live daemon's filler would race the reaping, which a real
+	// restart (one daemon per cgroup name, daemon/run.go) never sees.
+	waitPoolReady(t, s, poolMin)
 	s2, err := New(s.cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +156,7 @@ func TestReapLeftovers(t *testing.T) {
 		t.Fatalf("leftover not killed: res=%+v err=%v", res, err)
 	}
 	cgroupGone(t, s, "life")
+	callCgroupGone(t, p)
 }
 
 func TestClose(t *testing.T) {
@@ -157,22 +197,37 @@ func TestDaemonCrash(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("helper: %q %v", line, err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "started ")))
+	// A pooled call, a call started for itself, then the daemon's idle pooled inits.
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(line, "started ")) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	if len(pids) < 3 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q: want a pooled call, a cold call and idle pooled inits", line)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if syscall.Kill(pid, 0) == nil {
-		t.Fatalf("call %d outlived its daemon", pid)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			t.Fatalf("process %d (of %v) outlived its daemon", pid, pids)
+		}
 	}
 	noHostProcess("999.201")(t, nil, nil, "")
-	// The restarted daemon reaps the leftover cgroup.
+	// The restarted daemon reaps the leftover cgroups; closed, it leaves none of its own.
 	s2, err := New(s.cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s2.Close()
 	cgroupGone(t, s, "crash")
+	if left := subtreeLeft(s); len(left) > 0 {
+		t.Errorf("cgroups left after the restart and close: %v", left)
+	}
 }

@@ -71,13 +71,46 @@ func testDaemon(root string) int {
 		fmt.Println("new:", err)
 		return 1
 	}
-	p, err := s.Start(context.Background(), &Spec{Path: "/bin/sleep", Args: []string{"999.201"},
-		UID: 65534, GID: 65534, Dir: "/", Session: "crash", Call: "c"})
+	// One call through the pool (filled by New), one started for itself, and the pool's
+	// idle inits: none may outlive the daemon.
+	spec := func(call string) *Spec {
+		return &Spec{Path: "/bin/sleep", Args: []string{"999.201"},
+			UID: 65534, GID: 65534, Dir: "/", Session: "crash", Call: call}
+	}
+	p, err := s.Start(context.Background(), spec("c"))
 	if err != nil {
 		fmt.Println("start:", err)
 		return 1
 	}
-	fmt.Printf("started %d\n", p.Pid())
+	s.noPool.Store(true)
+	cold, err := s.Start(context.Background(), spec("cold"))
+	if err != nil {
+		fmt.Println("start:", err)
+		return 1
+	}
+	if !p.pooled || cold.pooled {
+		fmt.Println("start: want one pooled and one cold call")
+		return 1
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.pool.mu.Lock()
+		n := len(s.pool.ready)
+		s.pool.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Println("start: the pool never refilled")
+			return 1
+		}
+	}
+	s.pool.mu.Lock()
+	line := fmt.Sprintf("started %d %d", p.Pid(), cold.Pid())
+	for _, in := range s.pool.ready {
+		line += fmt.Sprintf(" %d", in.cmd.Process.Pid)
+	}
+	s.pool.mu.Unlock()
+	fmt.Println(line)
 	select {} // until killed
 }
 

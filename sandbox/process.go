@@ -71,6 +71,9 @@ type Process struct {
 	cmd   *exec.Cmd
 	cg    *cgroup
 	start time.Time
+	// pooled: the call runs in a pooled init; its cgroup is under <root>/pool.
+	pooled bool
+	mntns  int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
 
 	mu       sync.Mutex
 	killedBy string
@@ -98,6 +101,8 @@ func (spec *Spec) validate() error {
 		return fmt.Errorf("%w: empty path", ErrBadSpec)
 	case !validName(spec.Session) || !validName(spec.Call):
 		return fmt.Errorf("%w: session and call must be single path elements", ErrBadSpec)
+	case spec.Session == poolDir:
+		return fmt.Errorf("%w: session name %q is reserved", ErrBadSpec, poolDir)
 	}
 	return nil
 }
@@ -123,6 +128,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 		s:         s,
 		spec:      *spec,
 		lim:       spec.Limits.merge(s.limits),
+		mntns:     -1,
 		done:      make(chan struct{}),
 		watchDone: make(chan struct{}),
 	}

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,6 +69,11 @@ type Sandbox struct {
 	bpf         [][]byte      // the compiled seccomp filters, loaded by every child in order
 	landlockABI int           // 0: none
 	warm        *attachWarmer // v1: keeps cgroup attaches fast while busy
+	pool        *pool         // inits started ahead of their calls
+	janitor     *janitor      // removes what finished calls leave
+
+	// noPool (tests, benchmarks) sends every Start down the per-call path.
+	noPool atomic.Bool
 
 	// stepDone, when set (benchmarks), is told how long each step of Start and Wait took.
 	stepDone func(step string, d time.Duration)
@@ -111,7 +118,16 @@ func (s *Sandbox) KillSession(session string) error {
 	for _, p := range victims {
 		_ = p.Kill("session_deleted")
 	}
-	return s.killSessionCgroups(session)
+	// A call from the pool has its cgroup under <root>/pool, not the session's subtree.
+	var errs []error
+	for _, p := range victims {
+		if p.pooled {
+			if err := p.cg.removeDirs(); err != nil {
+				errs = append(errs, fmt.Errorf("kill session: %w", err))
+			}
+		}
+	}
+	return errors.Join(append(errs, s.killSessionCgroups(session))...)
 }
 
 // Close kills every running execution. Start fails afterwards.

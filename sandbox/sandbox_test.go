@@ -16,6 +16,13 @@ import (
 // run starts spec with stdout/stderr captured and waits.
 func run(t testing.TB, s *Sandbox, ctx context.Context, spec *Spec) (*Result, string, error) {
 	t.Helper()
+	res, out, _, err := runProc(t, s, ctx, spec)
+	return res, out, err
+}
+
+// runProc is run that also returns the Process (nil when Start failed).
+func runProc(t testing.TB, s *Sandbox, ctx context.Context, spec *Spec) (*Result, string, *Process, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +37,7 @@ func run(t testing.TB, s *Sandbox, ctx context.Context, spec *Spec) (*Result, st
 	w.Close()
 	if err != nil {
 		r.Close()
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	var buf bytes.Buffer
 	done := make(chan struct{})
@@ -38,7 +45,7 @@ func run(t testing.TB, s *Sandbox, ctx context.Context, spec *Spec) (*Result, st
 	res, err := p.Wait()
 	<-done
 	r.Close()
-	return res, buf.String(), err
+	return res, buf.String(), p, err
 }
 
 const nobody = 65534

@@ -15,6 +15,7 @@ func TestAttachStaysFastAfterPauses(t *testing.T) {
 	if s.cg.v2 {
 		t.Skip("cgroup v2 starts children inside their cgroup; no attach to keep warm")
 	}
+	s.noPool.Store(true) // a pooled init was attached ahead: only the per-call path attaches
 	var attach []time.Duration
 	s.stepDone = func(step string, d time.Duration) {
 		if step == "cgroup_attach" {

@@ -1,0 +1,405 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// The prefork pool takes the fork, the re-exec of this (big) binary up to the C constructor, and
+// the cgroup creation and attach off a call's critical path: a few inits are started ahead,
+// each in a cgroup of its own under <root>/pool, and block in nsinit.c's receive_call before
+// doing anything. Start hands one its call (limits, spec, stdio) and it then runs exactly the
+// steps a per-call init runs. A claimed init's cgroup is the call's cgroup; it is never reused.
+//
+// The pool never makes a call wait: when none is ready, Start takes the per-call path and the
+// pool grows (up to poolMax). After poolIdle without a Start the idle inits are killed, as the
+// attach warmer stops: an idle daemon keeps no processes, and an init never sits for long on a
+// copy of the host's mounts taken when it was started.
+const (
+	poolDir = "pool" // <root>/pool: reserved, no session may be called so
+	poolMin = 2
+	poolMax = 4
+	// poolRetry is how long the filler waits after a failed start before trying again.
+	poolRetry = time.Second
+)
+
+// poolIdle is how long the pool keeps idle inits after the last Start; a variable for tests.
+var poolIdle = warmWindow
+
+// poolSeq names pool cgroups uniquely in this process; the pid keeps two daemons on one root
+// (a restart racing the old one's reaping) apart.
+var poolSeq atomic.Uint64
+
+// poolInit is an init started ahead of its call: in its own cgroup, blocked on fd 3.
+type poolInit struct {
+	cmd   *exec.Cmd
+	cg    *cgroup
+	lim   Limits   // what is written in cg
+	sock  *os.File // the daemon's end of the init's fd 3
+	errR  *os.File // the init's error pipe (fd 4)
+	syncW *os.File // the init's go-ahead pipe (fd 5)
+	mntns int      // the init's mount namespace; see holdMountNS
+}
+
+// pool keeps the ready inits and the goroutine that starts them.
+type pool struct {
+	s *Sandbox
+
+	mu     sync.Mutex
+	ready  []*poolInit
+	target int           // how many to keep ready
+	last   time.Time     // the last take
+	idle   time.Duration // poolIdle when made
+	closed bool
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// newPool fills the pool once, so a daemon is ready when New returns, and starts the filler.
+func newPool(s *Sandbox) *pool {
+	p := &pool{s: s, target: poolMin, last: time.Now(), idle: poolIdle,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	for i := 0; i < poolMin; i++ {
+		if !p.fillOne() {
+			break
+		}
+	}
+	go p.run()
+	return p
+}
+
+// take returns a ready init, or nil at once when none is; either way the filler is woken.
+func (p *pool) take() *poolInit {
+	p.mu.Lock()
+	busy := time.Since(p.last) < p.idle
+	p.last = time.Now()
+	var in *poolInit
+	switch {
+	case p.closed:
+	case len(p.ready) == 0:
+		if busy {
+			p.target = min(p.target+1, poolMax) // demand outran the pool
+		}
+	default:
+		in = p.ready[0]
+		p.ready = p.ready[1:]
+	}
+	p.mu.Unlock()
+	if in == nil {
+		p.kick()
+	}
+	return in
+}
+
+// kick wakes the filler. Start kicks it once its call's init has exec'd, not when it takes
+// one: a refill's fork and re-exec of this binary would otherwise compete with that call's
+// setup for the CPU and the kernel's mount and cgroup locks (measured +0.45 ms per call).
+func (p *pool) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pool) run() {
+	defer close(p.done)
+	idle := time.NewTimer(p.idle)
+	defer idle.Stop()
+	for {
+		p.mu.Lock()
+		busy := time.Since(p.last) < p.idle
+		need := busy && len(p.ready) < p.target
+		var drained []*poolInit
+		if !busy && len(p.ready) > 0 {
+			drained, p.ready, p.target = p.ready, nil, poolMin
+		}
+		p.mu.Unlock()
+		for _, in := range drained {
+			p.s.discard(in)
+		}
+		wait := (<-chan time.Time)(nil)
+		if need {
+			if p.fillOne() {
+				continue
+			}
+			wait = time.After(poolRetry)
+		}
+		if busy {
+			idle.Reset(time.Until(p.lastTake().Add(p.idle)) + time.Millisecond)
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		case <-idle.C:
+		case <-wait:
+		}
+	}
+}
+
+func (p *pool) lastTake() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// fillOne starts one init and adds it to the ready list; false when that failed.
+func (p *pool) fillOne() bool {
+	in, err := p.s.startPoolInit()
+	if err != nil {
+		p.s.log.Warn("start pooled init", zap.Error(err))
+		return false
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.s.discard(in)
+		return false
+	}
+	p.ready = append(p.ready, in)
+	p.mu.Unlock()
+	return true
+}
+
+// close stops the filler and kills every idle init; closing twice is fine.
+func (p *pool) close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	idle := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	for _, in := range idle {
+		p.s.discard(in)
+	}
+}
+
+// startPoolInit starts one init in a new pool cgroup and returns it once it is inside.
+//
+// WARNING: a pooled init must hold nothing of a call and run nothing until handOver sends it
+// one, and it must be inside its cgroup before it is ready; rerun as root after changing:
+// go test -run 'TestPool|TestEscape|TestDaemonCrash' ./sandbox/
+func (s *Sandbox) startPoolInit() (in *poolInit, err error) {
+	name := strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(poolSeq.Add(1), 10)
+	cg, err := s.cg.newCgroup(poolDir, name, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	in = &poolInit{cg: cg, lim: s.limits, mntns: -1}
+	defer func() {
+		if err != nil {
+			in.closeFiles()
+			if in.cmd != nil {
+				_ = in.cmd.Process.Kill()
+				_ = in.cmd.Wait()
+			}
+			_ = cg.remove()
+		}
+	}()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pool socket: %w", err)
+	}
+	in.sock = os.NewFile(uintptr(pair[0]), "sandboxd-pool")
+	childSock := os.NewFile(uintptr(pair[1]), "sandboxd-pool")
+	defer childSock.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("error pipe: %w", err)
+	}
+	in.errR = errR
+	defer errW.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sync pipe: %w", err)
+	}
+	in.syncW = syncW
+	defer syncR.Close()
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{"sandboxd-init", initArg, poolArg},
+		Env:         []string{},
+		ExtraFiles:  []*os.File{childSock, errW, syncR}, // fds 3, 4, 5 as nsinit.h has them
+		SysProcAttr: initAttr(cg),
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start pooled init: %w", err)
+	}
+	in.cmd = cmd
+	if !s.cg.v2 {
+		// v1: the init is blocked in receive_call; it is ready only once inside.
+		if err := cg.addProc(cmd.Process.Pid); err != nil {
+			return nil, err
+		}
+	}
+	in.mntns = holdMountNS(cmd.Process.Pid)
+	// The call's end reads its figures with pread on files opened now, not opened then.
+	if err := cg.openStats(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// closeFiles closes the daemon's ends of the init's pipes and socket.
+func (in *poolInit) closeFiles() {
+	for _, f := range []*os.File{in.sock, in.errR, in.syncW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	in.sock, in.errR, in.syncW = nil, nil, nil
+}
+
+// discard kills an init that will never get a call, reaps it and removes its cgroup.
+func (s *Sandbox) discard(in *poolInit) {
+	in.closeFiles()
+	_ = in.cmd.Process.Kill()
+	_ = in.cmd.Wait()
+	s.janitor.add(func() {
+		releaseMountNS(in.mntns)
+		_ = in.cg.kill() // nothing should be left; a cgroup is only removed empty
+		if err := in.cg.remove(); err != nil {
+			s.log.Warn("remove pool cgroup", zap.Error(err))
+		}
+	})
+}
+
+// handOver gives a ready init its call: the call's limits into its cgroup, then the spec and
+// the call's fds, then the go-ahead. handed is false when nothing reached the init (the caller
+// takes the per-call path; the init was discarded); once handed, err is the init's report.
+//
+// WARNING: the limits must be in place before the spec is sent, and the fds are the call's
+// whole view of the daemon; rerun as root after changing:
+// go test -run 'TestPool|TestEscape|TestRealTools' ./sandbox/
+func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File, step func(string)) (handed bool, err error) {
+	spec := &p.spec
+	if p.lim != in.lim {
+		if err := in.cg.setLimits(p.lim, &in.lim); err != nil {
+			s.log.Warn("set pooled cgroup limits", zap.Error(err))
+			s.discard(in)
+			return false, nil
+		}
+		in.lim = p.lim
+		step("cgroup_limits")
+	}
+	specFile, err := memfdWith(blob)
+	if err != nil {
+		s.discard(in)
+		return false, nil
+	}
+	defer specFile.Close()
+	// A nil stdio gets /dev/null, as exec.Cmd gives a per-call init; the netns slot too when
+	// the call keeps the host's network (the init does not use it then, and closes it).
+	var nulls []*os.File
+	defer func() {
+		for _, f := range nulls {
+			f.Close()
+		}
+	}()
+	fdOrNull := func(f *os.File, flag int) int {
+		if f == nil {
+			var err error
+			if f, err = os.OpenFile(os.DevNull, flag, 0); err != nil {
+				return -1 // sendmsg fails with EBADF: nothing is sent
+			}
+			nulls = append(nulls, f)
+		}
+		return int(f.Fd())
+	}
+	fds := []int{int(specFile.Fd()),
+		fdOrNull(spec.Stdin, os.O_RDONLY), fdOrNull(spec.Stdout, os.O_WRONLY), fdOrNull(spec.Stderr, os.O_WRONLY),
+		fdOrNull(netns, os.O_RDONLY)}
+	for _, f := range spec.ExtraFiles {
+		fds = append(fds, int(f.Fd())) // never nil: see poolable
+	}
+	var n [4]byte
+	binary.NativeEndian.PutUint32(n[:], uint32(len(fds)))
+	p.start = time.Now()
+	// One message: the child either gets all of the call or none of it. A dead init
+	// (killed while idle) fails here with EPIPE, before anything of the call reached it.
+	err = unix.Sendmsg(int(in.sock.Fd()), n[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
+	runtime.KeepAlive(spec)
+	runtime.KeepAlive(netns)
+	if err != nil {
+		s.discard(in)
+		return false, nil
+	}
+	in.sock.Close()
+	in.sock = nil
+	// The cgroup was joined when the init was started: the go-ahead can follow at once.
+	_, syncErr := in.syncW.Write([]byte{0})
+	in.syncW.Close()
+	in.syncW = nil
+	step("handover")
+	p.cmd, p.cg, p.mntns, p.pooled = in.cmd, in.cg, in.mntns, true
+	msg, rerr := readAllClose(in.errR)
+	in.errR = nil
+	switch {
+	case rerr != nil || len(msg) > 0:
+		p.abort()
+		if rerr != nil {
+			return true, fmt.Errorf("read init status: %w", rerr)
+		}
+		return true, decodeInitError(msg)
+	case syncErr != nil:
+		p.abort()
+		return true, fmt.Errorf("release child: %w", syncErr)
+	}
+	step("child_setup_exec")
+	return true, nil
+}
+
+// initAttr is how every init is cloned.
+func initAttr(cg *cgroup) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Setsid:     true,            // no controlling terminal: TIOCSTI and job control can't reach the user's tty
+		Pdeathsig:  syscall.SIGKILL, // re-armed by the child after its uid change
+		Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+	}
+	if cg != nil && cg.v2 {
+		// CLONE_INTO_CGROUP: born inside the cgroup, nothing to attach afterwards.
+		attr.UseCgroupFD = true
+		attr.CgroupFD = cg.fd
+	}
+	return attr
+}
+
+// holdMountNS opens pid's mount namespace. Held until the call was reaped, it makes the
+// teardown of the call's mounts (an RCU grace period and every umount, ~0.2 ms) happen when the
+// janitor closes it, not inside the init's exit that Wait waits for. -1 when it cannot be held.
+func holdMountNS(pid int) int {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+func releaseMountNS(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+}

@@ -1,0 +1,287 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitPoolReady waits until the pool has n ready inits.
+func waitPoolReady(t testing.TB, s *Sandbox, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.pool.mu.Lock()
+		k := len(s.pool.ready)
+		s.pool.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool has %d ready inits after 10 s, want %d", k, n)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// readyInits snapshots the pool's ready inits.
+func readyInits(s *Sandbox) []*poolInit {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	return append([]*poolInit(nil), s.pool.ready...)
+}
+
+func alive(pid int) bool {
+	// A zombie is dead for our purpose: its /proc/<pid>/stat state is Z.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
+// TestPoolEscape runs the whole escape suite again, each case handed to a pooled init: a call
+// from the pool is confined exactly as one started for itself (TestEscape).
+func TestPoolEscape(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	e := newEscapeEnv(t)
+	os.Setenv("SANDBOXD_DAEMON_SECRET", secret)
+	t.Cleanup(func() { os.Unsetenv("SANDBOXD_DAEMON_SECRET") })
+	// One at a time: each waits for a ready init and must get one.
+	for i, tc := range escapeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			runEscapeCase(t, s, e, i, tc, true)
+		})
+	}
+}
+
+// TestPoolLimits: a pooled cgroup gets its call's limits, up or down from the defaults it was
+// made with, before the call runs.
+func TestPoolLimits(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	if s.cg.v2 {
+		t.Skip("reads the v1 limit files")
+	}
+	for _, lim := range []Limits{
+		{MemoryMaxBytes: 4 << 30, PidsMax: 1000, CPUQuotaMilli: 1500}, // raised
+		{MemoryMaxBytes: 64 << 20, PidsMax: 16, CPUQuotaMilli: 250},   // lowered
+		{}, // the defaults: nothing to write
+	} {
+		waitPoolReady(t, s, 1)
+		spec := sleepSpec(fmt.Sprintf("lim%d", lim.PidsMax))
+		spec.Limits = lim
+		p, err := s.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lim.merge(s.limits)
+		got := map[string]string{}
+		for file, dir := range map[string]string{"memory.limit_in_bytes": "memory", "memory.memsw.limit_in_bytes": "memory",
+			"pids.max": "pids", "cpu.cfs_quota_us": "cpu"} {
+			b, err := os.ReadFile(filepath.Join(p.cg.dirs[dir], file))
+			if err == nil {
+				got[file] = strings.TrimSpace(string(b))
+			}
+		}
+		p.Kill("test")
+		p.Wait()
+		if !p.pooled {
+			t.Fatal("not pooled")
+		}
+		mem := strconv.FormatInt(want.MemoryMaxBytes, 10)
+		if got["memory.limit_in_bytes"] != mem || (got["memory.memsw.limit_in_bytes"] != "" && got["memory.memsw.limit_in_bytes"] != mem) ||
+			got["pids.max"] != strconv.FormatInt(want.PidsMax, 10) || got["cpu.cfs_quota_us"] != strconv.FormatInt(want.CPUQuotaMilli*100, 10) {
+			t.Errorf("limits %+v: cgroup has %v", want, got)
+		}
+	}
+}
+
+// TestPoolFallback: with no ready init, or only a dead one, Start takes the per-call path at
+// once, and the pool refills for the next call.
+func TestPoolFallback(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	waitPoolReady(t, s, poolMin)
+
+	t.Run("dead init", func(t *testing.T) {
+		// Another daemon's start-up reaping, the OOM killer: an idle init can die.
+		for _, in := range readyInits(s) {
+			syscall.Kill(in.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/echo", Args: []string{"hi"},
+			UID: nobody, GID: nobody, Dir: "/", Session: "fb", Call: "dead"})
+		if err != nil || res.ExitCode != 0 || out != "hi\n" {
+			t.Fatalf("res=%+v out=%q err=%v", res, out, err)
+		}
+		if p.pooled {
+			t.Fatal("ran in a dead pooled init")
+		}
+	})
+
+	t.Run("empty pool", func(t *testing.T) {
+		waitPoolReady(t, s, poolMin)
+		s.pool.mu.Lock()
+		taken := s.pool.ready
+		s.pool.ready, s.pool.target = nil, 0
+		s.pool.mu.Unlock()
+		for _, in := range taken {
+			s.discard(in)
+		}
+		t0 := time.Now()
+		res, _, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/true",
+			UID: nobody, GID: nobody, Dir: "/", Session: "fb", Call: "empty"})
+		if err != nil || res.ExitCode != 0 || p.pooled {
+			t.Fatalf("res=%+v pooled=%v err=%v", res, p != nil && p.pooled, err)
+		}
+		t.Logf("per-call path with an empty pool: %v", time.Since(t0))
+		// The miss asked for more; the next call finds one.
+		waitPoolReady(t, s, 1)
+		_, _, p, err = runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/true",
+			UID: nobody, GID: nobody, Dir: "/", Session: "fb", Call: "refilled"})
+		if err != nil || !p.pooled {
+			t.Fatalf("after the refill: pooled=%v err=%v", p != nil && p.pooled, err)
+		}
+	})
+}
+
+// TestPoolKillSession: KillSession kills a call that came from the pool and removes its cgroup,
+// which lies outside the session's subtree.
+func TestPoolKillSession(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	waitPoolReady(t, s, 1)
+	spec := sleepSpec("pooled")
+	spec.Session = "ks"
+	p, err := s.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.pooled {
+		t.Fatal("not pooled")
+	}
+	if err := s.KillSession("ks"); err != nil {
+		t.Fatal(err)
+	}
+	for c, d := range p.cg.dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s cgroup %s left after KillSession", c, d)
+		}
+	}
+	res, err := p.Wait()
+	if err != nil || res.KilledBy != "session_deleted" || res.Signal != "killed" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+}
+
+// TestPoolReapedAtClose: Close kills the idle pooled inits and removes their cgroups.
+func TestPoolReapedAtClose(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	waitPoolReady(t, s, poolMin)
+	idle := readyInits(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range idle {
+		if alive(in.cmd.Process.Pid) {
+			t.Errorf("idle pooled init %d survived Close", in.cmd.Process.Pid)
+		}
+		for c, d := range in.cg.dirs {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("%s cgroup %s left after Close", c, d)
+			}
+		}
+	}
+	if left := subtreeLeft(s); len(left) > 0 {
+		t.Errorf("cgroups left after Close: %v", left)
+	}
+}
+
+// TestPoolDrainsWhenIdle: after poolIdle without a Start the idle inits are killed; the next
+// Start takes the per-call path and the pool fills again.
+func TestPoolDrainsWhenIdle(t *testing.T) {
+	old := poolIdle
+	poolIdle = 300 * time.Millisecond
+	s := newTestSandbox(t, Config{})
+	poolIdle = old
+	waitPoolReady(t, s, 1)
+	idle := readyInits(s)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(readyInits(s)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(readyInits(s)); n > 0 {
+		t.Fatalf("%d inits still ready after %v idle", n, 5*time.Second)
+	}
+	for _, in := range idle {
+		if alive(in.cmd.Process.Pid) {
+			t.Errorf("drained init %d still runs", in.cmd.Process.Pid)
+		}
+	}
+	_, _, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/true",
+		UID: nobody, GID: nobody, Dir: "/", Session: "idle", Call: "c"})
+	if err != nil || p.pooled {
+		t.Fatalf("pooled=%v err=%v", p != nil && p.pooled, err)
+	}
+	waitPoolReady(t, s, 1)
+}
+
+// TestPoolReservedSession: no session may be named like the pool's cgroup.
+func TestPoolReservedSession(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	if _, err := s.Start(context.Background(), &Spec{Path: "/bin/true", Session: poolDir, Call: "c"}); err == nil {
+		t.Fatal("Start in session \"pool\" succeeded")
+	}
+}
+
+// TestPoolStdioAndExtraFiles: a pooled init gets the call's stdin, stdout, stderr and
+// ExtraFiles (as 3, 4, ...) and nothing else of the daemon's; a nil stdin reads /dev/null.
+func TestPoolStdioAndExtraFiles(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	for _, withStdin := range []bool{true, false} {
+		waitPoolReady(t, s, 1)
+		spec := &Spec{Path: "/bin/sh", Args: []string{"-c", "cat; echo to-fd3 >&3; echo to-fd4 >&4; ls /proc/self/fd | wc -l"},
+			UID: nobody, GID: nobody, Dir: "/", Session: "stdio", Call: fmt.Sprintf("c%v", withStdin)}
+		if withStdin {
+			inR, inW, _ := os.Pipe()
+			inW.Write([]byte("from-stdin\n"))
+			inW.Close()
+			defer inR.Close()
+			spec.Stdin = inR
+		}
+		var readers []*os.File
+		for i := 0; i < 2; i++ {
+			r, w, _ := os.Pipe()
+			defer r.Close()
+			defer w.Close()
+			readers = append(readers, r)
+			spec.ExtraFiles = append(spec.ExtraFiles, w)
+		}
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), spec)
+		if err != nil || res.ExitCode != 0 || !p.pooled {
+			t.Fatalf("res=%+v pooled=%v err=%v out=%q", res, p != nil && p.pooled, err, out)
+		}
+		for _, f := range spec.ExtraFiles {
+			f.Close()
+		}
+		// 0, 1, 2, the two ExtraFiles and the fd ls reads /proc/self/fd through.
+		want := "6\n"
+		if withStdin {
+			want = "from-stdin\n" + want
+		}
+		if out != want {
+			t.Errorf("stdin %v: out %q, want %q", withStdin, out, want)
+		}
+		for i, r := range readers {
+			b := make([]byte, 64)
+			n, _ := r.Read(b)
+			if got, want := string(b[:n]), fmt.Sprintf("to-fd%d\n", i+3); got != want {
+				t.Errorf("fd %d got %q, want %q", i+3, got, want)
+			}
+		}
+	}
+}
