@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
+	"github.com/sandboxd/sandboxd/worker"
 )
 
 // Build compiles cmd/sandboxd into dir and returns the binary's path. It runs in the module
@@ -249,13 +250,14 @@ func (d *Daemon) SubtreeDirs() []string {
 	return out
 }
 
-// SubtreeProcs lists the pids in the daemon's cgroup subtree (sessions' workers and calls).
+// SubtreeProcs lists the pids in the daemon's cgroup subtree (sessions' workers and calls),
+// leaving out the sandbox's idle pooled inits: started ahead of any call, they belong to none.
 func (d *Daemon) SubtreeProcs() []int {
 	seen := map[int]bool{}
 	var pids []int
 	for _, root := range d.SubtreeDirs() {
 		for _, p := range procsUnder(root) {
-			if !seen[p] {
+			if !seen[p] && !idlePoolInit(p) {
 				seen[p] = true
 				pids = append(pids, p)
 			}
@@ -265,7 +267,9 @@ func (d *Daemon) SubtreeProcs() []int {
 }
 
 // SubtreeCgroups lists the cgroup directories below the subtree roots (relative, deduplicated
-// across hierarchies): <session> and <session>/<call>.
+// across hierarchies): <session> and <session>/<call> for calls started for themselves,
+// pool/<n> for calls handed to a pooled init. The pool's parent and the cgroups of idle pooled
+// inits are left out.
 func (d *Daemon) SubtreeCgroups() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -275,14 +279,67 @@ func (d *Daemon) SubtreeCgroups() []string {
 				return nil
 			}
 			rel, _ := filepath.Rel(root, path)
-			if !seen[rel] {
-				seen[rel] = true
-				out = append(out, rel)
+			if rel == poolDir || seen[rel] {
+				return nil
 			}
+			if filepath.Dir(rel) == poolDir && idlePoolCgroup(path) {
+				return nil
+			}
+			seen[rel] = true
+			out = append(out, rel)
 			return nil
 		})
 	}
 	return out
+}
+
+// HoldsWorker reports whether the cgroup rel (as SubtreeCgroups names it) holds a session's
+// file worker, which runs in pool/<n> when it came from the pool.
+func (d *Daemon) HoldsWorker(rel string) bool {
+	for _, root := range d.SubtreeDirs() {
+		for _, p := range procsUnder(filepath.Join(root, rel)) {
+			args := cmdline(p)
+			if len(args) > 1 && args[1] == worker.Arg {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// poolDir and poolArg are sandbox's: <root>/pool holds the pooled inits, each started as
+// "sandboxd-init __sandboxd_init__ pool" (sandbox/pool.go, nsinit.h).
+const (
+	poolDir = "pool"
+	initArg = "__sandboxd_init__"
+	poolArg = "pool"
+)
+
+// idlePoolInit reports whether pid is a pooled init still waiting for a call. A claimed one
+// keeps that command line only until it execs its call's program, a few hundred µs.
+func idlePoolInit(pid int) bool {
+	args := cmdline(pid)
+	return len(args) == 3 && args[1] == initArg && args[2] == poolArg
+}
+
+// idlePoolCgroup reports whether the pool cgroup dir holds an idle pooled init and nothing
+// else. An empty one is a call's not yet removed, or one being filled: it is listed.
+func idlePoolCgroup(dir string) bool {
+	pids := procsUnder(dir)
+	for _, p := range pids {
+		if !idlePoolInit(p) {
+			return false
+		}
+	}
+	return len(pids) > 0
+}
+
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
 // AuditDir is the state directory's audit log.
