@@ -116,6 +116,9 @@ type cgroup struct {
 	// statFiles, when opened ahead (pool cgroups), are read with pread at the call's end:
 	// one syscall each instead of an open, a read and a close on the critical path.
 	statFiles [numStats]*os.File
+	// emptyFile, opened with them, tells whether any task is left: v1 pids.current (tasks are
+	// uncharged only once reaped), v2 cgroup.events' populated.
+	emptyFile *os.File
 }
 
 func writeFile(path, val string) error {
@@ -323,6 +326,17 @@ func (cg *cgroup) kill() error { return killTree(cg.v2, cg.dirs) }
 // processes are attached to all of them together, and it cannot make child cgroups (the
 // cgroup filesystem is read-only inside).
 func (cg *cgroup) empty() bool {
+	if cg.emptyFile != nil {
+		s, ok := preadAll(cg.emptyFile)
+		switch {
+		case !ok:
+			return true // the cgroup is gone, as below
+		case cg.v2:
+			return parseKV(s, "populated") == 0
+		default:
+			return parseInt(s) == 0
+		}
+	}
 	d := cg.dirs["freezer"]
 	if cg.v2 {
 		d = cg.dirs[""]
@@ -375,28 +389,44 @@ func (cg *cgroup) statPaths() [numStats]string {
 		filepath.Join(cg.dirs["pids"], "pids.events")}
 }
 
-// openStats opens the statistics files ahead of the call's end.
+// openStats opens the statistics files, and the one empty reads, ahead of the call's end.
+// Not cgroup.procs: its reader keeps a position across reads and does not start over.
 func (cg *cgroup) openStats() error {
-	for i, p := range cg.statPaths() {
+	empty := filepath.Join(cg.dirs["pids"], "pids.current")
+	if cg.v2 {
+		empty = filepath.Join(cg.dirs[""], "cgroup.events")
+	}
+	paths := cg.statPaths()
+	for i, p := range append(paths[:], empty) {
 		f, err := os.Open(p)
 		if err != nil {
 			return fmt.Errorf("open cgroup statistics: %w", err)
 		}
-		cg.statFiles[i] = f
+		if i < numStats {
+			cg.statFiles[i] = f
+		} else {
+			cg.emptyFile = f
+		}
 	}
 	return nil
+}
+
+// preadAll reads f from offset 0; each of these cgroup files is generated afresh by that.
+// ok is false when nothing could be read.
+func preadAll(f *os.File) (s string, ok bool) {
+	var buf [1024]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return "", false
+	}
+	return string(buf[:n]), true
 }
 
 // readStat returns the content of statistics file i, "" when it cannot be read.
 func (cg *cgroup) readStat(i int, path string) string {
 	if f := cg.statFiles[i]; f != nil {
-		// Each of these files is generated afresh by a read at offset 0.
-		var buf [1024]byte
-		n, err := f.ReadAt(buf[:], 0)
-		if n == 0 && err != nil {
-			return ""
-		}
-		return string(buf[:n])
+		s, _ := preadAll(f)
+		return s
 	}
 	b, _ := os.ReadFile(path)
 	return string(b)
@@ -433,6 +463,10 @@ func (cg *cgroup) remove() error {
 			f.Close()
 			cg.statFiles[i] = nil
 		}
+	}
+	if cg.emptyFile != nil {
+		cg.emptyFile.Close()
+		cg.emptyFile = nil
 	}
 	return cg.removeDirs()
 }

@@ -200,7 +200,6 @@ func (s *Sandbox) start(p *Process) error {
 	if s.poolable(&p.spec) {
 		if in := s.pool.take(); in != nil {
 			handed, err := s.handOver(p, in, blob, netns, step)
-			s.pool.kick()
 			if handed {
 				return err
 			}
@@ -500,6 +499,9 @@ func (p *Process) finish(res *Result) error {
 	res.PidsLimited = st.pidsLimit
 	step("cgroup_stats")
 	p.s.janitor.add(p.release)
+	if p.pooled {
+		p.s.pool.refillNow()
+	}
 	return errors.Join(errs...)
 }
 
