@@ -132,6 +132,8 @@ func (p *pool) run() {
 		p.mu.Lock()
 		busy := time.Since(p.last) < p.idle
 		need := busy && len(p.ready) < p.target
+		hold := time.Until(p.hold)
+		idleIn := time.Until(p.last.Add(p.idle))
 		var drained []*poolInit
 		if !busy && len(p.ready) > 0 {
 			drained, p.ready, p.target = p.ready, nil, poolMin
@@ -140,17 +142,18 @@ func (p *pool) run() {
 		for _, in := range drained {
 			p.s.discard(in)
 		}
-		wait := (<-chan time.Time)(nil)
-		if hold := p.holdLeft(); need && hold > 0 {
+		var wait <-chan time.Time
+		switch {
+		case need && hold > 0:
 			wait = time.After(hold)
-		} else if need {
+		case need:
 			if p.fillOne() {
 				continue
 			}
 			wait = time.After(poolRetry)
 		}
 		if busy {
-			idle.Reset(time.Until(p.lastTake().Add(p.idle)) + time.Millisecond)
+			idle.Reset(idleIn + time.Millisecond)
 		}
 		select {
 		case <-p.stop:
@@ -160,18 +163,6 @@ func (p *pool) run() {
 		case <-wait:
 		}
 	}
-}
-
-func (p *pool) holdLeft() time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return time.Until(p.hold)
-}
-
-func (p *pool) lastTake() time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last
 }
 
 // fillOne starts one init and adds it to the ready list; false when that failed.
@@ -234,6 +225,7 @@ func (s *Sandbox) startPoolInit() (in *poolInit, err error) {
 				_ = in.cmd.Process.Kill()
 				_ = in.cmd.Wait()
 			}
+			releaseMountNS(in.mntns)
 			_ = cg.remove()
 		}
 	}()
@@ -298,7 +290,9 @@ func (s *Sandbox) discard(in *poolInit) {
 	_ = in.cmd.Wait()
 	s.janitor.add(func() {
 		releaseMountNS(in.mntns)
-		_ = in.cg.kill() // nothing should be left; a cgroup is only removed empty
+		if !in.cg.empty() {
+			_ = in.cg.kill() // the init was reaped; nothing else ever ran in there
+		}
 		if err := in.cg.remove(); err != nil {
 			s.log.Warn("remove pool cgroup", zap.Error(err))
 		}
