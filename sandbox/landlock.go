@@ -116,10 +116,17 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 	if spec.ReadOnlyWorkspace {
 		access = llRead
 	}
+	// A writable dir is granted whole, even when a deny path lies inside it (a session in
+	// $HOME with ~/.ssh denied): expanding it around the deny path would leave the agent
+	// unable to create anything directly in its own working directory. Deny paths that exist
+	// are hidden by the mount plan; one created inside a writable dir while a call runs is
+	// readable by that call (the next call's mounts hide it). Deny paths outside the writable
+	// dirs keep the full protection of the expansion above.
 	for _, d := range writable {
-		if err := addExpanded(d, access); err != nil {
-			return nil, err
+		if denied(d, deny) {
+			continue // the writable dir is itself denied: grant nothing
 		}
+		rules = append(rules, llRule{access: access, path: d})
 	}
 	return &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size, rules: rules}, nil
 }
@@ -160,4 +167,14 @@ func expandAround(root string, access uint64, deny []string) ([]llRule, error) {
 		rules = append(rules, r...)
 	}
 	return rules, nil
+}
+
+// denied reports whether p is a deny path or lies beneath one.
+func denied(p string, deny []string) bool {
+	for _, d := range deny {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +65,44 @@ func TestLandlockUnavailable(t *testing.T) {
 		UID:  nobody, GID: nobody, Dir: "/", Session: "s", Call: "c"})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(out, "Read-only file system") || !strings.Contains(out, "ran") {
 		t.Fatalf("res=%+v err=%v out=%s", res, err, out)
+	}
+}
+
+// A working directory that contains a deny path (a session in $HOME with ~/.ssh denied) stays
+// fully usable: new files and directories can be made in it, while the deny path stays hidden.
+func TestWritableDirContainingDenyPath(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	home, err := os.MkdirTemp("/var/tmp", "sbx-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", nobody, nobody), home).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	script := "touch new && mkdir d && echo x > d/f && cat d/f; cat .ssh/id_rsa 2>&1; echo done"
+	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+		Path: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: home,
+		UID: nobody, GID: nobody, WritableDirs: []string{home},
+		DenyPaths: []string{filepath.Join(home, ".ssh"), filepath.Join(home, ".aws")},
+		Session: "s1", Call: "c1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(out, "x\n") || !strings.Contains(out, "done") {
+		t.Fatalf("work in a dir holding a deny path: exit %d, %q", res.ExitCode, out)
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Fatalf("deny path readable: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "d", "f")); err != nil {
+		t.Errorf("file made in the working dir is not on the host: %v", err)
 	}
 }
