@@ -172,6 +172,9 @@ func TestClose(t *testing.T) {
 	if err != nil || res.KilledBy != "daemon_closed" {
 		t.Fatalf("res=%+v err=%v", res, err)
 	}
+	// The last call of a closed sandbox takes its cgroup, and the pool's parent, with it.
+	callCgroupGone(t, p)
+	cgroupGone(t, s, poolDir)
 	if _, err := s.Start(context.Background(), sleepSpec("after")); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}

@@ -111,8 +111,13 @@ func TestPoolFallback(t *testing.T) {
 
 	t.Run("dead init", func(t *testing.T) {
 		// Another daemon's start-up reaping, the OOM killer: an idle init can die.
+		// Dead, not dying: one killed during its hand-over would report the call killed.
+		deadline := time.Now().Add(5 * time.Second)
 		for _, in := range readyInits(s) {
 			syscall.Kill(in.cmd.Process.Pid, syscall.SIGKILL)
+			for alive(in.cmd.Process.Pid) && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
 		}
 		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/echo", Args: []string{"hi"},
 			UID: nobody, GID: nobody, Dir: "/", Session: "fb", Call: "dead"})
@@ -217,7 +222,11 @@ func TestPoolDrainsWhenIdle(t *testing.T) {
 	if n := len(readyInits(s)); n > 0 {
 		t.Fatalf("%d inits still ready after %v idle", n, 5*time.Second)
 	}
+	// Taken off the ready list first, then killed and reaped.
 	for _, in := range idle {
+		for alive(in.cmd.Process.Pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
 		if alive(in.cmd.Process.Pid) {
 			t.Errorf("drained init %d still runs", in.cmd.Process.Pid)
 		}

@@ -64,10 +64,9 @@ func (s *Sandbox) close() error {
 	s.warm.close()
 	s.pool.close()
 	s.janitor.close()
-	// The pool's parent goes too once empty; calls still running keep it until the next start.
-	for _, d := range s.cg.dirs {
-		_ = unix.Rmdir(filepath.Join(d, poolDir))
-	}
+	// The pool's parent goes too once empty; a pooled call still running removes it when its
+	// Wait releases it (Process.release).
+	s.removePoolDir()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, f := range s.netns {
@@ -75,6 +74,13 @@ func (s *Sandbox) close() error {
 		delete(s.netns, k)
 	}
 	return nil
+}
+
+// removePoolDir removes <root>/pool if it is empty.
+func (s *Sandbox) removePoolDir() {
+	for _, d := range s.cg.dirs {
+		_ = unix.Rmdir(filepath.Join(d, poolDir))
+	}
 }
 
 func (s *Sandbox) killSessionCgroups(session string) error {
@@ -511,6 +517,13 @@ func (p *Process) release() {
 	p.mntns = -1
 	if err := p.cg.remove(); err != nil {
 		p.s.log.Warn("remove cgroup", zap.Error(err))
+	}
+	p.s.mu.Lock()
+	closed := p.s.closed
+	p.s.mu.Unlock()
+	if closed && p.pooled {
+		// The last pooled call of a closed sandbox takes the pool's parent with it.
+		p.s.removePoolDir()
 	}
 }
 
