@@ -91,7 +91,7 @@ func TestWritableDirContainingDenyPath(t *testing.T) {
 		Path: "/bin/sh", Args: []string{"-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: home,
 		UID: nobody, GID: nobody, WritableDirs: []string{home},
 		DenyPaths: []string{filepath.Join(home, ".ssh"), filepath.Join(home, ".aws")},
-		Session: "s1", Call: "c1",
+		Session:   "s1", Call: "c1",
 	})
 	if err != nil {
 		t.Fatal(err)
