@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 )
 
 func TestStreamingCall(t *testing.T) {
@@ -253,5 +254,32 @@ func TestPersistCwd(t *testing.T) {
 	_, res := td.call(t, s.ID, "Bash", `{"command":"pwd"}`)
 	if out, _ := res.Data["stdout"].(string); strings.TrimSpace(out) != dir {
 		t.Errorf("a cd outside the session's directories persisted: %q", out)
+	}
+}
+
+// A daemon that stops cleanly leaves no cgroup behind, after running calls.
+func TestCleanStopRemovesCgroups(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	td.call(t, s.ID, "Bash", `{"command":"true"}`)
+	td.call(t, s.ID, "Glob", `{"pattern":"*"}`)
+	td.stop()
+	own, err := cgroupfs.Own()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := cgroupfs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "sandboxd-test-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	for _, c := range []string{"pids", "memory", "cpu", "cpuacct", "freezer", ""} {
+		if mounts[c] == "" {
+			continue
+		}
+		d := filepath.Join(mounts[c], own[c], name)
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left behind", d)
+		}
 	}
 }

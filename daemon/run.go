@@ -285,6 +285,9 @@ func (d *Daemon) shutdown() {
 	_ = d.core.policy.Close()
 	d.server.Close()
 	d.api.Wait()
+	if err := d.core.sandbox.RemoveCgroups(); err != nil {
+		d.log.Warn("remove the cgroup subtree", zap.Error(err))
+	}
 	_ = d.core.recorder.daemon(context.Background(), audit.KindDaemonStop, map[string]string{"pid": strconv.Itoa(os.Getpid())})
 	if err := d.audit.Close(); err != nil {
 		d.log.Error("close audit log", zap.Error(err))

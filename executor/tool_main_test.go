@@ -91,8 +91,11 @@ func newToolEnvCfg(t testing.TB, cfg config.Sandbox) *toolEnv {
 		return out
 	}
 	t.Cleanup(func() {
-		h.CloseTools()
 		sb.Close()
+		h.CloseTools()
+		if err := sb.RemoveCgroups(); err != nil {
+			t.Errorf("remove cgroups: %v", err)
+		}
 	})
 	return env
 }

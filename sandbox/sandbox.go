@@ -144,3 +144,22 @@ func (s *Sandbox) Close() error {
 	}
 	return s.close()
 }
+
+// RemoveCgroups kills whatever is still in the daemon's cgroup subtree and removes the subtree,
+// root included. Call it after Close, once every Wait has returned: a daemon that stops
+// cleanly leaves no cgroup behind (a crashed one's are reaped by the next start).
+func (s *Sandbox) RemoveCgroups() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if !closed {
+		return fmt.Errorf("%w: RemoveCgroups before Close", ErrBadSpec)
+	}
+	err := s.cg.removeTree("")
+	for _, d := range s.cg.dirs {
+		if rerr := os.Remove(d); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = fmt.Errorf("remove cgroup root: %w", rerr)
+		}
+	}
+	return err
+}
