@@ -256,7 +256,7 @@ func (d *Daemon) SubtreeProcs() []int {
 	seen := map[int]bool{}
 	var pids []int
 	for _, root := range d.SubtreeDirs() {
-		for _, p := range procsUnder(root) {
+		for _, p := range cgroupfs.ProcsUnder(root) {
 			if !seen[p] && !idlePoolInit(p) {
 				seen[p] = true
 				pids = append(pids, p)
@@ -297,7 +297,7 @@ func (d *Daemon) SubtreeCgroups() []string {
 // file worker, which runs in pool/<n> when it came from the pool.
 func (d *Daemon) HoldsWorker(rel string) bool {
 	for _, root := range d.SubtreeDirs() {
-		for _, p := range procsUnder(filepath.Join(root, rel)) {
+		for _, p := range cgroupfs.ProcsUnder(filepath.Join(root, rel)) {
 			args := cmdline(p)
 			if len(args) > 1 && args[1] == worker.Arg {
 				return true
@@ -325,7 +325,7 @@ func idlePoolInit(pid int) bool {
 // idlePoolCgroup reports whether the pool cgroup dir holds an idle pooled init and nothing
 // else. An empty one is a call's not yet removed, or one being filled: it is listed.
 func idlePoolCgroup(dir string) bool {
-	pids := procsUnder(dir)
+	pids := cgroupfs.ProcsUnder(dir)
 	for _, p := range pids {
 		if !idlePoolInit(p) {
 			return false
@@ -384,25 +384,6 @@ func ProcComm(pid int) string {
 	return string(bytes.TrimSpace(b))
 }
 
-func procsUnder(dir string) []int {
-	var pids []int
-	_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-		if err != nil || !e.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
-		if err != nil {
-			return nil
-		}
-		for _, f := range bytes.Fields(b) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids
-}
 
 // isolation is a cgroup of its own for one daemon. The daemon nests its subtree
 // ("sandboxd") under its own cgroup and reaps that subtree at start, so two daemons in
@@ -476,7 +457,7 @@ func (iso *isolation) remove() {
 	}
 	if frz := iso.dirs["freezer"]; frz != "" {
 		for i := 0; i < 50; i++ {
-			pids := procsUnder(frz)
+			pids := cgroupfs.ProcsUnder(frz)
 			if len(pids) == 0 {
 				break
 			}

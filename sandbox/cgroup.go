@@ -240,26 +240,6 @@ func (cg *cgroup) addProc(pid int) error {
 	return nil
 }
 
-// procs lists the pids in the cgroup and all its descendants.
-func procsUnder(dir string) []int {
-	var pids []int
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
-		if err != nil {
-			return nil
-		}
-		for _, f := range bytes.Fields(b) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids
-}
 
 // killTree kills every process in dir and its descendants in one indivisible step: nothing
 // can fork away while it runs.
@@ -309,7 +289,7 @@ func freezeKill(stateFile, frozen, thawed, dir string) error {
 		time.Sleep(100 * time.Microsecond)
 	}
 	var firstErr error
-	for _, pid := range procsUnder(dir) {
+	for _, pid := range cgroupfs.ProcsUnder(dir) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) && firstErr == nil {
 			firstErr = fmt.Errorf("kill %d: %w", pid, err)
 		}

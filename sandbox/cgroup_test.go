@@ -56,10 +56,10 @@ func TestCgroupV2Kill(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(procsUnder(dir)) < 3 && time.Now().Before(deadline) {
+	for len(cgroupfs.ProcsUnder(dir)) < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := len(procsUnder(dir)); n < 3 {
+	if n := len(cgroupfs.ProcsUnder(dir)); n < 3 {
 		t.Fatalf("%d processes in the cgroup, want 3 (born inside)", n)
 	}
 	if err := cg.kill(); err != nil {

@@ -3,8 +3,11 @@ package cgroupfs
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -62,4 +65,25 @@ func Mounts() (map[string]string, error) {
 		}
 	}
 	return m, sc.Err()
+}
+
+// ProcsUnder lists the pids in the cgroup dir and all its descendants.
+func ProcsUnder(dir string) []int {
+	var pids []int
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		for _, f := range bytes.Fields(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids
 }
