@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -68,6 +69,9 @@ func cmdBash(e *env, args []string) error {
 // finishBash prints what was not streamed and exits with the command's own exit code.
 func finishBash(e *env, res *api.CallResult, print bool) error {
 	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
+	if !e.json {
+		containment(e, res)
+	}
 	switch {
 	case e.json:
 		if err := printJSON(e.stdout, res); err != nil {
@@ -82,6 +86,9 @@ func finishBash(e *env, res *api.CallResult, print bool) error {
 	}
 	if res.Decision != nil && res.Decision.Behavior != "allow" {
 		return &exitError{code: 126}
+	}
+	if to, _ := res.Data["timed_out"].(bool); to {
+		return &exitError{code: 124} // as timeout(1) does
 	}
 	if code, ok := res.Data["exit_code"].(float64); ok {
 		if code < 0 {
@@ -254,4 +261,27 @@ func setPath(in map[string]any, key, p string) error {
 	}
 	in[key] = abs
 	return nil
+}
+
+// containment tells, on stderr, what the sandbox stopped: the streamed output alone would not
+// say that a fork bomb hit the process limit or that a command was killed for its memory.
+func containment(e *env, res *api.CallResult) {
+	d := res.Data
+	flag := func(k string) bool { b, _ := d[k].(bool); return b }
+	var notes []string
+	if flag("pids_limited") {
+		notes = append(notes, "hit the process limit (pids_limited)")
+	}
+	if flag("oom_killed") {
+		notes = append(notes, "was killed for exceeding its memory limit (oom_killed)")
+	}
+	if flag("timed_out") {
+		notes = append(notes, "ran past its timeout (timed_out)")
+	}
+	if by, _ := d["killed_by"].(string); by != "" {
+		notes = append(notes, "was killed: "+by)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(e.stderr, "sandboxd: the command %s\n", n)
+	}
 }
