@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -51,5 +55,22 @@ func TestRunExitCodes(t *testing.T) {
 		if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.out) {
 			t.Errorf("sbctl %q: exit %d, output %q %q; want %d mentioning %q", tc.args, code, out.String(), errb.String(), tc.code, tc.out)
 		}
+	}
+}
+
+func TestContainmentIsReported(t *testing.T) {
+	var errb bytes.Buffer
+	e := &env{stdout: &bytes.Buffer{}, stderr: &errb}
+	res := &api.CallResult{Decision: &permission.Decision{Behavior: permission.Allow},
+		Data: map[string]any{"pids_limited": true, "oom_killed": true, "killed_by": "timeout", "timed_out": true}}
+	err := finishBash(e, res, false)
+	for _, want := range []string{"process limit", "memory limit", "timeout", "killed: timeout"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr %q lacks %q", errb.String(), want)
+		}
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 124 {
+		t.Errorf("exit = %v, want 124", err)
 	}
 }
