@@ -361,10 +361,7 @@ func (e *env) spawn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, q := range []struct {
-		name string
-		q    float64
-	}{{"p50", 0.5}, {"p99", 0.99}} {
+	for _, q := range p50p99 {
 		e.rep.add(Row{Section: sec, Name: "Bash `true` through the socket " + q.name, Value: ms(sb.q(q.q)), Unit: "ms",
 			Baseline: ms(bare.q(q.q)), BaselineName: "bare fork/exec /bin/true"})
 		if bw != nil {
@@ -393,10 +390,7 @@ func (e *env) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, q := range []struct {
-		name string
-		q    float64
-	}{{"p50", 0.5}, {"p99", 0.99}} {
+	for _, q := range p50p99 {
 		e.rep.add(Row{Section: sec, Name: "Read through the socket " + q.name, Value: us(sock.q(q.q)), Unit: "µs",
 			Baseline: us(direct.q(q.q)), BaselineName: "os.ReadFile"})
 	}

@@ -114,3 +114,12 @@ func measure(warm, n int, f func(i int) error) (lat, error) {
 	}
 	return out.sorted(), nil
 }
+
+// quantile names a quantile of a latency sample.
+type quantile struct {
+	name string
+	q    float64
+}
+
+// p50p99 are the quantiles every latency row reports.
+var p50p99 = []quantile{{"p50", 0.5}, {"p99", 0.99}}
