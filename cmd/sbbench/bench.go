@@ -283,10 +283,7 @@ func (e *env) decide(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("decide: %w", err)
 		}
-		for _, q := range []struct {
-			name string
-			q    float64
-		}{{"p50", 0.5}, {"p99", 0.99}} {
+		for _, q := range p50p99 {
 			e.rep.add(Row{Section: sec, Name: fmt.Sprintf("in-process Decide %d rules %s", n, q.name), Value: us(l.q(q.q)), Unit: "µs",
 				Baseline: us(facts.q(q.q)), BaselineName: "gather facts (sh parse + EvalSymlinks)", Note: "no decision cache"})
 		}
@@ -319,10 +316,7 @@ func (e *env) decide(ctx context.Context) error {
 			return fmt.Errorf("decide over the socket: %w", err)
 		}
 		_ = e.c.DeleteSession(ctx, sid)
-		for _, q := range []struct {
-			name string
-			q    float64
-		}{{"p50", 0.5}, {"p99", 0.99}} {
+		for _, q := range p50p99 {
 			e.rep.add(Row{Section: sec, Name: fmt.Sprintf("socket decide %d rules %s", n, q.name), Value: us(l.q(q.q)), Unit: "µs",
 				Baseline: us(health.q(q.q)), BaselineName: "GET /v1/healthz", Note: "includes the call.decide audit fsync"})
 		}
