@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// Hostile commands through the socket: each is contained with the specific outcome, and the
+// daemon still serves after every one. (The full escape suite runs in ./sandbox/.)
+func TestHostileCallsThroughTheSocket(t *testing.T) {
+	td := startDaemon(t, "sandbox:\n  pids_max: 64\n  memory_max_bytes: 67108864\n")
+	dir := t.TempDir()
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	auditDir := filepath.Join(td.state, "audit")
+	cases := []struct {
+		name, command string
+		check         func(res api.CallResult) string
+	}{
+		{"fork bomb", ":(){ :|:& };:; sleep 1", func(r api.CallResult) string {
+			if r.Data["pids_limited"] != true {
+				return "pids_limited not reported"
+			}
+			return ""
+		}},
+		{"memory bomb", `python3 -c "b=bytearray(1<<30)"`, func(r api.CallResult) string {
+			if r.Data["oom_killed"] != true {
+				return "oom_killed not reported"
+			}
+			return ""
+		}},
+		{"kill the daemon", fmt.Sprintf("kill -9 %d; echo rc=$?", os.Getpid()), func(r api.CallResult) string {
+			if !strings.Contains(fmt.Sprint(r.Data["stdout"])+fmt.Sprint(r.Data["stderr"]), "No such process") {
+				return "the daemon's pid was visible"
+			}
+			return ""
+		}},
+		{"read the daemon's environment", fmt.Sprintf("cat /proc/%d/environ; echo rc=$?", os.Getpid()), func(r api.CallResult) string {
+			if strings.Contains(fmt.Sprint(r.Data["stdout"]), "PATH=") {
+				return "daemon environment leaked"
+			}
+			return ""
+		}},
+		{"read the audit log", "cat " + auditDir + "/*.jsonl; echo rc=$?", func(r api.CallResult) string {
+			if strings.Contains(fmt.Sprint(r.Data["stdout"]), `"kind"`) {
+				return "audit log readable"
+			}
+			return ""
+		}},
+		{"write outside", "touch /etc/sandboxd-escape; echo rc=$?", func(r api.CallResult) string {
+			if _, err := os.Stat("/etc/sandboxd-escape"); err == nil {
+				os.Remove("/etc/sandboxd-escape")
+				return "wrote to /etc"
+			}
+			return ""
+		}},
+		{"timeout", `sleep 30`, func(r api.CallResult) string {
+			if r.Data["timed_out"] != true {
+				return "timed_out not reported"
+			}
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			input := fmt.Sprintf(`{"command":%q}`, tc.command)
+			if tc.name == "timeout" {
+				input = fmt.Sprintf(`{"command":%q,"timeout":1000}`, tc.command)
+			}
+			_, res := td.call(t, s.ID, "Bash", input)
+			if msg := tc.check(res); msg != "" {
+				t.Errorf("%s: %+v", msg, res.Data)
+			}
+			if code, _ := td.do(t, "GET", "/v1/healthz", ""); code != 200 {
+				t.Fatalf("daemon stopped serving after %s: %d", tc.name, code)
+			}
+		})
+	}
+}
