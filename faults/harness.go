@@ -384,7 +384,6 @@ func ProcComm(pid int) string {
 	return string(bytes.TrimSpace(b))
 }
 
-
 // isolation is a cgroup of its own for one daemon. The daemon nests its subtree
 // ("sandboxd") under its own cgroup and reaps that subtree at start, so two daemons in
 // the same cgroup (other tests on a shared machine) would kill each other's children.

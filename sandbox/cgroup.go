@@ -240,7 +240,6 @@ func (cg *cgroup) addProc(pid int) error {
 	return nil
 }
 
-
 // killTree kills every process in dir and its descendants in one indivisible step: nothing
 // can fork away while it runs.
 //
