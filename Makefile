@@ -20,6 +20,8 @@ run: build
 	$(BIN)/sandboxd --socket $(SOCKET) --state-dir $(STATEDIR)
 
 vet: deps
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 test: deps vet
