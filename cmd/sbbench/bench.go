@@ -460,6 +460,19 @@ func (e *env) classify(context.Context) error {
 		}
 		e.rep.add(Row{Section: sec, Name: "classifier.Classify " + c.name + " mean", Value: us(cl), Unit: "µs",
 			Baseline: us(parse), BaselineName: "syntax.Parser.Parse alone"})
+		// Per-call quantiles too: a mean hides the slow tail an agent's hot path feels.
+		parseLat, err := measure(100, c.n, func(int) error { _, err := p.Parse(strings.NewReader(c.src), ""); return err })
+		if err != nil {
+			return err
+		}
+		clLat, err := measure(100, c.n, func(int) error { classifier.Classify(c.src, opts); return nil })
+		if err != nil {
+			return err
+		}
+		for _, q := range p50p99 {
+			e.rep.add(Row{Section: sec, Name: "classifier.Classify " + c.name + " " + q.name, Value: us(clLat.q(q.q)), Unit: "µs",
+				Baseline: us(parseLat.q(q.q)), BaselineName: "syntax.Parser.Parse alone"})
+		}
 	}
 	return nil
 }
