@@ -43,7 +43,13 @@ type testDaemon struct {
 func startDaemon(t *testing.T, configYAML string) *testDaemon {
 	t.Helper()
 	testutil.RequireRoot(t)
-	dir := t.TempDir()
+	// Not under /tmp: every child has a private /tmp, and the socket and state dir must be
+	// where a production daemon's are, in the children's view of the host.
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,12 @@ func TestHostileCallsThroughTheSocket(t *testing.T) {
 			}
 			return ""
 		}},
+		{"reach the daemon's socket", fmt.Sprintf(`python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, td.socket), func(r api.CallResult) string {
+			if strings.Contains(fmt.Sprint(r.Data["stdout"]), "connected") {
+				return "a confined command reached the daemon's socket (it could change its own session)"
+			}
+			return ""
+		}},
 		{"timeout", `sleep 30`, func(r api.CallResult) string {
 			if r.Data["timed_out"] != true {
 				return "timed_out not reported"

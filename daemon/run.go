@@ -206,6 +206,9 @@ func prepareStateDir(dir string) error {
 // Serve serves on l until ctx is done or SIGTERM/SIGINT arrives, reloading on SIGHUP, then
 // drains: in-flight calls get the drain deadline, what is left is killed.
 func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
+	// The socket actually served (systemd may pass another) is hidden from every child.
+	// Set before the server starts, so every call sees it.
+	d.core.host.DaemonSocket = l.Addr().String()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)

@@ -25,6 +25,9 @@ type Host struct {
 	cfg     atomic.Pointer[config.Sandbox]
 	// StateDir is the daemon's state directory (tool-results/ lives under it).
 	StateDir string
+	// DaemonSocket is hidden from every child: a command that could reach the daemon as its
+	// owner could change its own session's mode or rules, or open a laxer session.
+	DaemonSocket string
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
 }
@@ -65,7 +68,7 @@ func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, arg
 		WritableDirs:      append(s.Dirs(), expandHome(cfg.CacheDirs, home)...),
 		ReadOnlyWorkspace: mode == permission.ModePlan,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
-		DenyPaths:         expandHome(cfg.DenyPaths, home),
+		DenyPaths:         h.denyPaths(cfg, home),
 		AllowNetwork:      cfg.AllowNetwork,
 		Limits: sandbox.Limits{
 			MemoryMaxBytes: cfg.MemoryMaxBytes, PidsMax: cfg.PidsMax, CPUQuotaMilli: cfg.CPUQuotaMilli,
@@ -120,4 +123,19 @@ func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string)
 		return nil, errcode.New(errcode.ErrnoENOENT, fmt.Errorf("%s does not exist", path))
 	}
 	return r, err
+}
+
+// denyPaths are the configured deny paths for this owner plus the daemon's own: its socket
+// (a command that reached it could loosen its own session) and its audit log and signing key
+// and sandbox state (which a root caller's commands could otherwise read). The session's
+// persisted results, also under the state dir, stay reachable.
+func (h *Host) denyPaths(cfg *config.Sandbox, home string) []string {
+	deny := expandHome(cfg.DenyPaths, home)
+	if h.DaemonSocket != "" {
+		deny = append(deny, h.DaemonSocket)
+	}
+	if h.StateDir != "" {
+		deny = append(deny, filepath.Join(h.StateDir, "audit"), filepath.Join(h.StateDir, "sandbox"))
+	}
+	return deny
 }
