@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,8 +90,9 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 	}
 	fs, scoped, size := landlockMasks(abi)
 	var rules []llRule
+	later := appearLater(deny, spec.UID)
 	addExpanded := func(root string, access uint64) error {
-		r, err := expandAround(root, access, deny)
+		r, err := expandAround(root, access, later)
 		if err != nil {
 			return err
 		}
@@ -177,4 +179,40 @@ func denied(p string, deny []string) bool {
 		}
 	}
 	return false
+}
+
+// appearLater picks the deny paths that need landlock to keep them denied if they appear
+// while the call runs: those that do not exist yet and would be created in a directory the
+// caller owns (~/.aws, made later by the user's own tools). A deny path that exists is hidden
+// by the mount plan; one whose nearest existing directory belongs to someone else (a root-owned
+// /run for a docker socket) cannot be made by the call, and a socket another user makes there
+// is not a landlock matter anyway (landlock does not govern connect). Expanding around every
+// deny path cost ~2 ms a call: each expansion lists a directory in the parent and adds a rule
+// per entry in the child.
+//
+// WARNING: decides which deny paths landlock guards; rerun as root after changing:
+// go test -run 'TestEscape|TestPoolEscape|TestLandlock' ./sandbox/
+func appearLater(deny []string, uid uint32) []string {
+	var out []string
+	for _, d := range deny {
+		if _, err := os.Lstat(d); err == nil {
+			continue
+		}
+		dir := filepath.Dir(d)
+		for dir != "/" {
+			if _, err := os.Lstat(dir); err == nil {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			out = append(out, d) // cannot tell: keep the protection
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid == uid {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -106,3 +106,36 @@ func TestWritableDirContainingDenyPath(t *testing.T) {
 		t.Errorf("file made in the working dir is not on the host: %v", err)
 	}
 }
+
+func TestAppearLater(t *testing.T) {
+	testutil.RequireRoot(t)
+	base, err := os.MkdirTemp("/var/tmp", "sbx-later-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	mine := filepath.Join(base, "home")
+	rootOwned := filepath.Join(base, "run")
+	for _, d := range []string{mine, rootOwned, filepath.Join(mine, ".ssh")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(mine, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	deny := []string{
+		filepath.Join(mine, ".ssh"),              // exists: the mounts hide it
+		filepath.Join(mine, ".aws"),              // missing, in the caller's dir: guarded
+		filepath.Join(mine, ".config", "gcloud"), // missing, nearest existing dir is the caller's: guarded
+		filepath.Join(rootOwned, "docker.sock"),  // missing, in a root-owned dir: not the call's to make
+	}
+	got := appearLater(deny, nobody)
+	want := []string{deny[1], deny[2]}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("appearLater(uid nobody) = %v, want %v", got, want)
+	}
+	if got := appearLater(deny, 0); len(got) != 1 || got[0] != deny[3] {
+		t.Errorf("appearLater(uid 0) = %v, want only the root-owned dir's", got)
+	}
+}
