@@ -62,11 +62,7 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 	}
 	var idleRSS int64
 	if needDaemon {
-		bin, err := daemonBinary(ctx, o.bin, o.tmp)
-		if err != nil {
-			return nil, err
-		}
-		d, dir, err := startDaemon(ctx, bin, o.tmp, "")
+		d, dir, err := startDaemon(ctx, o.bin, o.tmp, "")
 		if err != nil {
 			return nil, err
 		}

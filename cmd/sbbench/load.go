@@ -95,11 +95,7 @@ type check struct {
 }
 
 func load1(ctx context.Context, o loadOpts) ([]check, error) {
-	bin, err := daemonBinary(ctx, o.bin, o.tmp)
-	if err != nil {
-		return nil, err
-	}
-	d, dir, err := startDaemon(ctx, bin, o.tmp, "")
+	d, dir, err := startDaemon(ctx, o.bin, o.tmp, "")
 	if err != nil {
 		return nil, err
 	}

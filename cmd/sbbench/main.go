@@ -110,8 +110,13 @@ func daemonBinary(ctx context.Context, flagBin, tmp string) (string, error) {
 	return faults.Build(ctx, tmp)
 }
 
-// startDaemon starts a private daemon in a fresh directory under tmp; never the system one.
-func startDaemon(ctx context.Context, bin, tmp, configYAML string) (*faults.Daemon, string, error) {
+// startDaemon starts a private daemon (never the system one) from the --bin binary or a fresh
+// build, in a new directory under tmp; the caller removes the dir and closes the daemon.
+func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*faults.Daemon, string, error) {
+	bin, err := daemonBinary(ctx, flagBin, tmp)
+	if err != nil {
+		return nil, "", err
+	}
 	if os.Geteuid() != 0 {
 		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
 	}
