@@ -38,7 +38,9 @@ load:
 FUZZ_TARGETS := \
 	./classifier:FuzzClassify \
 	./permission:FuzzParseRule \
-	./api:FuzzDecodeRequest
+	./api:FuzzDecodeRequest \
+	./audit:FuzzCanonical \
+	./audit:FuzzAppendBody
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s

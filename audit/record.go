@@ -141,8 +141,18 @@ type recordBody struct {
 	Detail      map[string]string `json:"detail,omitempty"`
 }
 
-// encodeBody returns the JSON members of r from kind to detail, without braces.
-func encodeBody(r *Record) ([]byte, error) {
+// encodeBody returns the JSON members of r from kind to detail, without braces. inputCompact
+// says r.Input is known to be compact JSON (it came from Redact).
+func encodeBody(r *Record, inputCompact bool) ([]byte, error) {
+	if b, ok := appendBody(make([]byte, 0, bodySizeHint(r)), r, inputCompact); ok {
+		return b, nil
+	}
+	return encodeBodyJSON(r)
+}
+
+// encodeBodyJSON is encodeBody by encoding/json: the reference appendBody must match, and the
+// fallback for input it cannot prove canonical.
+func encodeBodyJSON(r *Record) ([]byte, error) {
 	b := recordBody{r.Kind, r.Caller, r.Session, r.Mode, r.Tool, r.ToolUseID, r.Input,
 		r.InputDigest, r.Decision, r.Outcome, r.Detail}
 	var buf bytes.Buffer

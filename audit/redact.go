@@ -107,6 +107,10 @@ func Redact(input json.RawMessage) (json.RawMessage, string) {
 	if len(input) == 0 {
 		return nil, ""
 	}
+	if isCanonical(input) && !mayHoldSecret(input) {
+		sum := sha256.Sum256(input)
+		return append(json.RawMessage(nil), input...), "sha256:" + hex.EncodeToString(sum[:])
+	}
 	v, err := decodeNumbers(input)
 	if err != nil {
 		sum := sha256.Sum256(input)
@@ -117,11 +121,16 @@ func Redact(input json.RawMessage) (json.RawMessage, string) {
 		return json.RawMessage(`"` + Redacted + `:invalid_json]"`), ""
 	}
 	sum := sha256.Sum256(canon)
-	red, err := canonicalJSON(redactValue(v))
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	red, changed := redactValue(v)
+	if !changed { // the common case: no secret, so the canonical input is the stored one
+		return canon, digest
+	}
+	out, err := canonicalJSON(red)
 	if err != nil {
 		return json.RawMessage(`"` + Redacted + `:invalid_json]"`), ""
 	}
-	return red, "sha256:" + hex.EncodeToString(sum[:])
+	return out, digest
 }
 
 func decodeNumbers(b []byte) (any, error) {
@@ -147,24 +156,63 @@ func canonicalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func redactValue(v any) any {
+// secretKeyHints are lowercase substrings one of which every secretKey match contains.
+var secretKeyHints = []string{"pass", "secret", "token", "key", "authorization"}
+
+// allSecretHints is every hint of the patterns and of secretKey.
+var allSecretHints = func() [][]byte {
+	var all [][]byte
+	for _, h := range secretKeyHints {
+		all = append(all, []byte(h))
+	}
+	for _, p := range secretPatterns {
+		for _, h := range p.hints {
+			all = append(all, []byte(h))
+		}
+	}
+	return all
+}()
+
+// mayHoldSecret reports whether canonical JSON holds any secret hint. In canonical JSON no
+// character a hint is made of is escaped, so every decoded key and string value appears
+// verbatim in it: without a hint anywhere, no string holds one and redaction changes nothing.
+func mayHoldSecret(canonical []byte) bool {
+	lower := bytes.ToLower(canonical)
+	for _, h := range allSecretHints {
+		if bytes.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactValue redacts v in place and reports whether anything was replaced.
+func redactValue(v any) (any, bool) {
 	switch t := v.(type) {
 	case string:
-		return RedactString(t)
+		r := RedactString(t)
+		return r, r != t
 	case []any:
+		changed := false
 		for i := range t {
-			t[i] = redactValue(t[i])
+			var c bool
+			t[i], c = redactValue(t[i])
+			changed = changed || c
 		}
-		return t
+		return t, changed
 	case map[string]any:
+		changed := false
 		for k, e := range t {
-			if s, ok := e.(string); ok && s != "" && secretKey.MatchString(k) {
+			if s, ok := e.(string); ok && s != "" && containsAny(strings.ToLower(k), secretKeyHints) && secretKey.MatchString(k) {
 				t[k] = Redacted + ":by_key]"
+				changed = true
 				continue
 			}
-			t[k] = redactValue(e)
+			var c bool
+			t[k], c = redactValue(e)
+			changed = changed || c
 		}
-		return t
+		return t, changed
 	}
-	return v
+	return v, false
 }

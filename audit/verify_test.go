@@ -169,7 +169,7 @@ func TestSpliceMatchesCanonicalEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, err := encodeBody(r)
+		body, err := encodeBody(r, true)
 		if err != nil {
 			t.Fatal(err)
 		}
