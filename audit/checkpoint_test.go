@@ -2,7 +2,10 @@ package audit
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 )
@@ -66,5 +69,91 @@ func TestEnqueueIsCoveredByTheNextAppend(t *testing.T) {
 	}
 	if len(kinds) != 2 {
 		t.Fatalf("records for a: %v", kinds)
+	}
+}
+
+// An enqueued record with nothing after it still reaches the file, queuedHold later, and is
+// made durable: Enqueue only spares the caller the wait, never the write.
+func TestEnqueueAloneIsWrittenSoon(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Enqueue(&Record{Kind: KindCallStart, ToolUseID: "lonely"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		found := false
+		for r, err := range Query(dir, Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || r.ToolUseID == "lonely"
+		}
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an enqueued record was not written within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Each caller's start (Enqueue) precedes its end (AppendWritten) in the chain, however many
+// callers interleave: the writer takes queued records ahead of the request that follows them.
+func TestEnqueueKeepsEachCallersOrder(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Config{Dir: dir}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers, calls = 16, 50
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				id := fmt.Sprintf("c%d-%d", c, i)
+				if err := l.Enqueue(&Record{Kind: KindCallStart, ToolUseID: id}); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.AppendWritten(context.Background(), &Record{Kind: KindCallEnd, ToolUseID: id}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]bool{}
+	ends := 0
+	for r, err := range Query(dir, Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.Kind {
+		case KindCallStart:
+			started[r.ToolUseID] = true
+		case KindCallEnd:
+			if !started[r.ToolUseID] {
+				t.Errorf("%s: end (seq %d) before its start", r.ToolUseID, r.Seq)
+			}
+			ends++
+		}
+	}
+	if len(started) != callers*calls || ends != callers*calls {
+		t.Fatalf("%d starts and %d ends, want %d each", len(started), ends, callers*calls)
+	}
+	if rep, err := VerifyDir(dir, l.PublicKey()); err != nil {
+		t.Fatalf("verify: %v (%+v)", err, rep)
 	}
 }

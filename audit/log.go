@@ -111,9 +111,18 @@ type Log struct {
 	// preparing counts Appends between entry and enqueue (redacting, encoding). The writer
 	// waits briefly for them so a batch is not cut just before they arrive.
 	preparing atomic.Int64
-	batches   atomic.Int64 // commits that wrote something; the benchmark reports records per batch
+	syncs     atomic.Int64 // fsyncs of the log file; the benchmark reports records per sync
 
-	w writer // owned by the writer goroutine (and Open before it starts)
+	w     writer // owned by the writer goroutine (and Open before it starts)
+	heads *headWriter
+
+	// queued holds Enqueue's records. Nobody waits for them, so Enqueue adds them here without
+	// waking the writer (a wake-up costs the caller a futex call and a thread switch): the
+	// writer takes them in, ahead of it, with the next request that has a waiter — usually the
+	// same call's end — or when queueTimer fires, queuedHold after the first one.
+	queuedMu   sync.Mutex
+	queued     []*request
+	queueTimer *time.Timer
 
 	// The fsync runs beside the writer, so records keep being written (and written-only
 	// waiters answered) while the disk syncs. One sync at a time; all owned by the writer
@@ -123,8 +132,13 @@ type Log struct {
 	syncing   syncWait // answered by the fsync in flight
 	waiting   syncWait // written since it began: answered by the next one
 	syncBroke bool     // an fsync failed: records written since the last good one are not known durable
-	// lastBatch is the size of the previous batch; owned by the writer goroutine.
-	lastBatch int
+	// gathered is what the gather in progress has written so far; gatherBackoff how many
+	// more syncs skip the post-sync gather, gatherPenalty the last backoff. Owned by the
+	// writer goroutine.
+	gathered      int
+	gatherBackoff int
+	gatherPenalty int
+	written       []*request // written by write, answered by answerWritten
 }
 
 type writer struct {
@@ -183,6 +197,8 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	l.queueTimer = time.NewTimer(queuedHold)
+	l.queueTimer.Stop()
 	if err := secureDir(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -197,6 +213,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	if err := l.recover(); err != nil {
 		return nil, err
 	}
+	l.heads = newHeadWriter(l.writeHead)
 	l.healthy.Store(true)
 	if len(l.w.pending) > 0 {
 		l.commit(nil, false)
@@ -398,7 +415,7 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 			l.preparing.Add(-1)
 		}
 	}()
-	body, err := encodeBody(&req.rec)
+	body, err := encodeBody(&req.rec, true) // Input is Redact's output
 	if err != nil {
 		return errcode.New(errcode.Validation, err)
 	}
@@ -408,6 +425,22 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 		l.mu.RUnlock()
 		return errcode.New(errcode.AuditUnavailable, ErrClosed)
 	}
+	if wait == waitNone {
+		l.queuedMu.Lock()
+		first := len(l.queued) == 0
+		l.queued = append(l.queued, req)
+		l.queuedMu.Unlock()
+		enqueued = true
+		l.preparing.Add(-1)
+		l.mu.RUnlock()
+		if first {
+			l.queueTimer.Reset(queuedHold)
+		}
+		if !l.healthy.Load() {
+			return errcode.Msg(errcode.AuditUnavailable, "audit log unwritable")
+		}
+		return nil
+	}
 	select {
 	case l.reqs <- req:
 		enqueued = true
@@ -416,12 +449,6 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 	case <-ctx.Done():
 		l.mu.RUnlock()
 		return fmt.Errorf("audit append: %w", ctx.Err())
-	}
-	if wait == waitNone {
-		if !l.healthy.Load() {
-			return errcode.Msg(errcode.AuditUnavailable, "audit log unwritable")
-		}
-		return nil
 	}
 	select {
 	case err := <-req.done:
@@ -465,6 +492,9 @@ func (l *Log) Checkpoint(ctx context.Context) error {
 	l.mu.RUnlock()
 	select {
 	case err := <-done:
+		if err == nil {
+			l.heads.flush()
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -483,6 +513,8 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	close(l.quit)
 	<-l.done
+	l.queueTimer.Stop()
+	l.heads.close()
 	if l.fwd != nil {
 		l.fwd.close()
 	}
@@ -514,20 +546,49 @@ func (l *Log) run() {
 	for {
 		select {
 		case req := <-l.reqs:
-			batch = append(batch, req)
+			l.receive(&batch, req)
 			l.drain(&batch)
 			if l.inflight && len(batch) < l.cfg.maxBatch && !anyWritten(batch) {
 				continue
 			}
-			l.gather(&batch)
+			l.gather(&batch, 0)
 			flush()
+			l.startSync()
 		case err := <-l.syncDone:
-			l.synced(err)
+			// Under load, wake this sync's waiters first and give them a moment to come
+			// back (gather) before the next sync: otherwise each sync carries only the
+			// writers that were not in the previous one, and batches settle at half the
+			// writers. A light load (few waiters woken) never waits, and neither does a
+			// load whose woken writers did not come back last time (a daemon's calls go
+			// off to run their tool): like a database's commit delay, the pause only pays
+			// when many commit at once, again and again.
+			done := l.endSync(err)
+			l.answer(done)
+			switch {
+			case len(done.reqs) < gatherSiblings:
+			case l.gatherBackoff > 0:
+				l.gatherBackoff--
+			default:
+				if back := l.gather(&batch, len(batch)+len(done.reqs)); 4*back < len(done.reqs) {
+					// They did not come back: skip the next syncs' gathers, twice as many each
+					// time in a row, up to maxGatherBackoff.
+					l.gatherPenalty = min(max(2*l.gatherPenalty, 2), maxGatherBackoff)
+					l.gatherBackoff = l.gatherPenalty
+				} else {
+					l.gatherPenalty = 0
+				}
+			}
+			flush()
+			l.startSync()
+		case <-l.queueTimer.C:
+			l.takeQueued(&batch)
 			flush()
 		case <-tick.C:
+			l.takeQueued(&batch)
 			flush()
 			l.periodic()
 		case done := <-l.cps:
+			l.takeQueued(&batch)
 			flush()
 			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
 				l.commit(nil, true)
@@ -541,6 +602,7 @@ func (l *Log) run() {
 		case <-l.quit:
 			// Close set closed under mu, so no sender is left; flush what they queued.
 			for {
+				l.takeQueued(&batch)
 				l.drain(&batch)
 				if len(batch) == 0 {
 					break
@@ -556,6 +618,24 @@ func (l *Log) run() {
 	}
 }
 
+// queuedHold bounds how long an Enqueued record waits for a request with a waiter.
+const queuedHold = 2 * time.Millisecond
+
+// receive adds req to the batch, after the queued records: anything Enqueued before req was
+// sent is taken first, so a call's start always precedes its end.
+func (l *Log) receive(batch *[]*request, req *request) {
+	l.takeQueued(batch)
+	*batch = append(*batch, req)
+}
+
+func (l *Log) takeQueued(batch *[]*request) {
+	l.queuedMu.Lock()
+	*batch = append(*batch, l.queued...)
+	clear(l.queued)
+	l.queued = l.queued[:0]
+	l.queuedMu.Unlock()
+}
+
 func anyWritten(batch []*request) bool {
 	for _, r := range batch {
 		if r.written {
@@ -569,7 +649,7 @@ func (l *Log) drain(batch *[]*request) {
 	for len(*batch) < l.cfg.maxBatch {
 		select {
 		case r := <-l.reqs:
-			*batch = append(*batch, r)
+			l.receive(batch, r)
 		default:
 			return
 		}
@@ -581,14 +661,28 @@ func (l *Log) drain(batch *[]*request) {
 // writer fsyncs the first one or two alone and the rest wait a whole extra fsync.
 const groupWait = 200 * time.Microsecond
 
-func (l *Log) gather(batch *[]*request) {
-	// Also wait for as many as the previous batch held: writers woken by the last commit may
-	// not have re-entered Append yet, and a batch cut short costs each of them a whole fsync.
-	// One writer makes batches of one, so it never waits.
+// gatherChunk is how many gathered records are written before the gather ends.
+const gatherChunk = 16
+
+// gatherSiblings is how many waiters a returning sync must wake for the writer to wait for
+// them to come back.
+const gatherSiblings = 8
+
+// maxGatherBackoff bounds how many syncs skip the post-sync gather after gathers in which
+// fewer than a quarter of the woken writers came back.
+const maxGatherBackoff = 64
+
+// gather waits (at most groupWait) for Appends being prepared and until the batch, with what
+// it wrote meanwhile, holds target records, and returns how many joined: the writers just
+// woken by a sync may not have re-entered Append yet, and a batch cut short costs each of
+// them a whole fsync. One writer makes batches of one, so it never waits.
+func (l *Log) gather(batch *[]*request, target int) (joined int) {
 	want := func() bool {
-		return (l.preparing.Load() > 0 || len(*batch) < l.lastBatch) && len(*batch) < l.cfg.maxBatch
+		return (l.preparing.Load() > 0 || len(*batch)+l.gathered < target) && len(*batch)+l.gathered < l.cfg.maxBatch
 	}
-	defer func() { l.lastBatch = len(*batch) }()
+	l.gathered = 0
+	start := len(*batch)
+	defer func() { joined = len(*batch) + l.gathered - start }()
 	if !want() {
 		return
 	}
@@ -597,12 +691,21 @@ func (l *Log) gather(batch *[]*request) {
 	for want() {
 		select {
 		case r := <-l.reqs:
-			*batch = append(*batch, r)
+			l.receive(batch, r)
 			l.drain(batch)
+			// Write what has come while waiting for the rest: the hashing and the write
+			// then overlap the stragglers' preparation instead of following it.
+			if len(*batch) >= gatherChunk && !l.inflight {
+				l.gathered += len(*batch)
+				l.write(*batch, false)
+				l.answerWritten()
+				*batch = (*batch)[:0]
+			}
 		case <-t.C:
 			return
 		}
 	}
+	return
 }
 
 func (l *Log) periodic() {
@@ -684,9 +787,22 @@ func (l *Log) rotateIfDue(now time.Time) error {
 	return nil
 }
 
-// commit writes pending log records, the batch and a checkpoint if due, in one write; answers
-// the written-only waiters at once and hands the others to the next fsync (startSync).
+// commit writes the batch (write) and starts an fsync for it.
 func (l *Log) commit(batch []*request, forceCP bool) {
+	l.write(batch, forceCP)
+	// The sync starts before the written-only waiters are woken: a woken caller then runs
+	// next on this P, rather than queueing behind the goroutine that blocks in fdatasync.
+	l.startSync()
+	l.answerWritten()
+	if l.cfg.maxBatch == 1 {
+		// The benchmark's fsync-per-record baseline: every commit waits for its own sync.
+		l.flushSync()
+	}
+}
+
+// write writes pending log records, the batch and a checkpoint if due, in one write; answers
+// the written-only waiters at once and leaves the others to the next fsync (startSync).
+func (l *Log) write(batch []*request, forceCP bool) {
 	now := time.Now().UTC()
 	if err := l.repair(); err != nil {
 		l.fail(batch, err)
@@ -705,7 +821,7 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 		seq, prev = r.Seq, r.Hash
 	}
 	addOwn := func(r *Record) {
-		body, err := encodeBody(r)
+		body, err := encodeBody(r, false)
 		if err != nil {
 			panic(err) // log-built records are plain strings: they always encode
 		}
@@ -745,7 +861,6 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 		return
 	}
 	w.off += int64(len(line))
-	l.batches.Add(1)
 	w.seq, w.hash = seq, prev
 	w.sinceCP += n
 	if cp != nil {
@@ -765,7 +880,7 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 			l.fwd.send(&req.rec)
 		}
 		if req.written {
-			req.done <- nil
+			l.written = append(l.written, req)
 		} else {
 			l.waiting.reqs = append(l.waiting.reqs, req)
 		}
@@ -773,11 +888,15 @@ func (l *Log) commit(batch []*request, forceCP bool) {
 	if cp != nil && l.fwd != nil {
 		l.fwd.send(cp)
 	}
-	l.startSync()
-	if l.cfg.maxBatch == 1 {
-		// The benchmark's fsync-per-record baseline: every commit waits for its own sync.
-		l.flushSync()
+}
+
+// answerWritten wakes the written-only waiters of the last writes.
+func (l *Log) answerWritten() {
+	for _, req := range l.written {
+		req.done <- nil
 	}
+	clear(l.written)
+	l.written = l.written[:0]
 }
 
 // startSync begins an fsync of what was written since the last one began, unless one is in
@@ -789,13 +908,21 @@ func (l *Log) startSync() {
 	l.inflight = true
 	l.syncing, l.waiting = l.waiting, syncWait{}
 	fd := int(l.w.f.Fd())
+	l.syncs.Add(1)
 	go func() { l.syncDone <- unix.Fdatasync(fd) }()
 }
 
-// synced answers the waiters of the fsync that returned. On failure the records stay in the
-// file (some may have been answered as written), the log turns unhealthy, and repair syncs
-// again before anything more is written.
+// synced answers the waiters of the fsync that returned and starts the next one.
 func (l *Log) synced(err error) {
+	l.answer(l.endSync(err))
+	l.startSync()
+}
+
+// endSync takes the waiters of the fsync that returned. On failure it answers them (and those
+// waiting on the next sync) with the error: the records stay in the file (some may have been
+// answered as written), the log turns unhealthy, and repair syncs again before anything more
+// is written.
+func (l *Log) endSync(err error) syncWait {
 	l.inflight = false
 	done := l.syncing
 	l.syncing = syncWait{}
@@ -805,18 +932,23 @@ func (l *Log) synced(err error) {
 		// Those waiting on the next sync are no better off: answer them now too.
 		l.fail(l.waiting.reqs, err)
 		l.waiting = syncWait{}
-		return
-	}
-	for _, cp := range done.cps {
-		l.writeHead(cp.rec, cp.file)
-	}
-	for _, req := range done.reqs {
-		req.done <- nil
+		return syncWait{}
 	}
 	if !l.syncBroke {
 		l.setHealthy(true, nil)
 	}
-	l.startSync()
+	return done
+}
+
+// answer tells the waiters of a successful fsync, and publishes its checkpoints as the head.
+func (l *Log) answer(done syncWait) {
+	for _, cp := range done.cps {
+		l.heads.publish(Head{V: Version, Seq: cp.rec.Seq, Hash: cp.rec.Hash, Time: cp.rec.Time, File: cp.file,
+			Key: KeyID(l.PublicKey())})
+	}
+	for _, req := range done.reqs {
+		req.done <- nil
+	}
 }
 
 // flushSync waits for the fsync in flight and runs the next, until everything written is on
@@ -852,11 +984,10 @@ func (l *Log) setHealthy(ok bool, err error) {
 	}
 }
 
-// writeHead publishes the latest checkpoint as the signed head. A failure leaves an older head,
-// which still verifies; it is logged, not fatal.
-func (l *Log) writeHead(cp *Record, file string) {
-	h := Head{V: Version, Seq: cp.Seq, Hash: cp.Hash, Time: cp.Time, File: file,
-		Key: KeyID(l.PublicKey()), Sig: sign(l.key, cp.Seq, cp.Hash)}
+// writeHead signs h and writes it as the head (on the head writer's goroutine). A failure
+// leaves an older head, which still verifies; it is logged, not fatal.
+func (l *Log) writeHead(h Head) {
+	h.Sig = sign(l.key, h.Seq, h.Hash)
 	b, _ := json.Marshal(h)
 	if err := writeFileAtomic(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {
 		l.log.Warn("audit head not updated", zap.String("code", string(Classify(err))))
