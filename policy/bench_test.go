@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/internal/gctune"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -97,6 +98,7 @@ func TestLatencyReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("latency report skipped in -short mode")
 	}
+	defer gctune.Apply()() // the daemon's GC settings: measure what it runs
 	ctx := context.Background()
 	cold := newEngine(t, Config{})
 	cached := newEngine(t, Config{DecisionCacheSize: 4096})
@@ -164,6 +166,7 @@ func TestLatencyReport(t *testing.T) {
 }
 
 func BenchmarkDecide(b *testing.B) {
+	defer gctune.Apply()()
 	ctx := context.Background()
 	e := newEngine(b, Config{})
 	calls := benchCalls()
