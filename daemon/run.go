@@ -111,7 +111,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
-	rec := &recorder{log: al}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rec := newRecorder(al, promReg)
 	// Admin settings live beside the Rego: when the policy reloads, sessions' rule sets are
 	// rebuilt so a new admin deny applies to sessions already open.
 	var built atomic.Pointer[Core]
@@ -135,8 +137,6 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
 	built.Store(core)
 
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
 	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock}
 	d.server = &http.Server{

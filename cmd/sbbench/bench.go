@@ -1,8 +1,12 @@
 package main
 
 import (
+	"net/http"
+
 	"context"
 	"fmt"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"io"
 	"os"
 	"os/exec"
@@ -376,7 +380,19 @@ func (e *env) read(ctx context.Context) error {
 		return err
 	}
 	defer e.c.DeleteSession(ctx, sid)
-	sock, err := measure(20, n, func(int) error { return e.call(ctx, sid, "Read", map[string]any{"file_path": e.file4k}) })
+	read := func(int) error { return e.call(ctx, sid, "Read", map[string]any{"file_path": e.file4k}) }
+	if _, err := measure(20, 0, read); err != nil {
+		return err
+	}
+	before, err := e.auditWait(ctx)
+	if err != nil {
+		return err
+	}
+	sock, err := measure(0, n, read)
+	if err != nil {
+		return err
+	}
+	after, err := e.auditWait(ctx)
 	if err != nil {
 		return err
 	}
@@ -384,7 +400,55 @@ func (e *env) read(ctx context.Context) error {
 		e.rep.add(Row{Section: sec, Name: "Read through the socket " + q.name, Value: us(sock.q(q.q)), Unit: "µs",
 			Baseline: us(direct.q(q.q)), BaselineName: "os.ReadFile"})
 	}
+	// The daemon's own histogram of time calls spent waiting on the audit log, over the same
+	// calls: its share of the Read's mean latency.
+	calls := after.ends - before.ends
+	if calls == 0 {
+		return fmt.Errorf("audit wait histogram did not count the Reads")
+	}
+	perCall := (after.seconds - before.seconds) / float64(calls)
+	e.rep.add(Row{Section: sec, Name: "time a Read waits on the audit log (start queued, end written), mean", Value: perCall * 1e6,
+		Unit: "µs", Baseline: us(sock.mean()), BaselineName: "the Read's mean latency through the socket",
+		Note: fmt.Sprintf("%d calls, sandboxd_audit_wait_seconds, state dir on %s", calls, e.o.tmp)})
 	return nil
+}
+
+// auditTotals is the daemon's sandboxd_audit_wait_seconds histogram at one moment: seconds
+// waited over all wait levels, and how many end records (written) were counted.
+type auditTotals struct {
+	seconds float64
+	ends    uint64
+}
+
+func (e *env) auditWait(ctx context.Context) (auditTotals, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sandboxd/v1/metrics", nil)
+	if err != nil {
+		return auditTotals{}, err
+	}
+	resp, err := e.c.HTTP.Do(req)
+	if err != nil {
+		return auditTotals{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return auditTotals{}, fmt.Errorf("GET /v1/metrics: HTTP %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return auditTotals{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	var t auditTotals
+	for _, m := range fams["sandboxd_audit_wait_seconds"].GetMetric() {
+		h := m.GetHistogram()
+		t.seconds += h.GetSampleSum()
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "wait" && l.GetValue() == "written" {
+				t.ends += h.GetSampleCount()
+			}
+		}
+	}
+	return t, nil
 }
 
 func (e *env) grep(ctx context.Context) error {
