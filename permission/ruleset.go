@@ -158,7 +158,10 @@ func (rs *RuleSet) build() map[string]any {
 		if b == nil {
 			continue
 		}
-		item := map[string]any{"rule": r.String(), "source": string(r.Source), "origin": r.Origin, "kind": string(r.Kind), "tool": r.Tool}
+		// reason is the decision's reason when this rule decides, built once per rule set
+		// here rather than by the policy on every decision.
+		item := map[string]any{"rule": r.String(), "source": string(r.Source), "origin": r.Origin, "kind": string(r.Kind), "tool": r.Tool,
+			"reason": fmt.Sprintf("%s rule %s (%s)", r.Behavior, r, r.Source)}
 		switch r.Kind {
 		case KindAll:
 			for _, t := range coveredTools(r) {
