@@ -9,6 +9,8 @@
 //   5  the go-ahead pipe: one byte once the parent has the child in its cgroup; EOF = parent died
 //   6  the session's network namespace, or closed when the call keeps the host's network
 //   7+ the caller's ExtraFiles, moved down to 3+ just before exec
+// A pooled init is started with the prelude (spec.go: encodePrelude, the call-independent
+// mounts) on fd 6, runs it, and sends one byte on fd 3 before it blocks for its call.
 // A pooled init (argv[2] == SBX_POOL_ARG, pool.go) is started before its call exists, already
 // inside its own cgroup, with 4 and 5 as above and fd 3 a unix socket. It blocks on that socket
 // before doing anything; the one message that arrives carries the call's fds (nsinit.h), which
@@ -353,6 +355,9 @@ static void do_landlock(struct rd *r, int exe_fd)
 	close(rs);
 }
 
+// bset_dropped: the prelude of a pooled init dropped the bounding set already.
+static int bset_dropped;
+
 static void drop_bounding_set(void)
 {
 	// Needs CAP_SETPCAP, which setuid below takes away: so it sits before the uid change.
@@ -365,6 +370,7 @@ static void drop_bounding_set(void)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		fail(errno, "capabilities", "ambient");
+	bset_dropped = 1;
 }
 
 static void move_user_fds(uint32_t nextra)
@@ -434,13 +440,43 @@ static void receive_call(void)
 	}
 }
 
+// prelude (pooled inits only) makes the call-independent part of the child's filesystem
+// (spec.go: preludeMounts) and drops the capability bounding set while the init waits for a
+// call, then says so with one byte on fd 3. Dropping the bounding set only limits what an
+// execve may grant later: the init keeps the capabilities it still needs for the call's
+// mounts, namespaces and credentials. Nothing here depends on, or holds anything of, a call.
+static void prelude(void)
+{
+	size_t len;
+	char *buf = read_spec(SBX_FD_NETNS, &len);
+	close(SBX_FD_NETNS); // the call's network namespace (or /dev/null) takes this slot
+	struct rd r = { buf, buf + len };
+	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
+		fail(EINVAL, "prelude", "bad magic or version");
+	do_mounts(&r);
+	if (r.p != r.end)
+		fail(EINVAL, "prelude", "trailing data");
+	free(buf);
+	drop_bounding_set();
+	char ready = 1;
+	ssize_t w;
+	do
+		w = send(SBX_FD_SPEC, &ready, 1, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w != 1)
+		fail(errno, "prelude", "ready");
+	trace("prelude");
+}
+
 static void sbx_run(int pooled)
 {
 	size_t len;
 	if (fcntl(SBX_FD_ERR, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(SBX_EXIT_INIT_FAILED); // no error pipe: nothing to report on
-	if (pooled)
+	if (pooled) {
+		prelude();
 		receive_call();
+	}
 	char *buf = read_spec(SBX_FD_SPEC, &len);
 	struct rd r = { buf, buf + len };
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
@@ -490,9 +526,11 @@ static void sbx_run(int pooled)
 		close(exe_fd);
 
 	trace("landlock");
-	// 4. Credentials: bounding set (needs CAP_SETPCAP), then groups and gid while we may still
-	//    change them, uid last because it takes away the right to change the others.
-	drop_bounding_set();
+	// 4. Credentials: bounding set (needs CAP_SETPCAP; a pooled init's prelude did it), then
+	//    groups and gid while we may still change them, uid last because it takes away the
+	//    right to change the others.
+	if (!bset_dropped)
+		drop_bounding_set();
 	if (setgroups(ngroups, groups) < 0)
 		fail(errno, "credentials", "setgroups");
 	if (setresgid(gid, gid, gid) < 0)

@@ -211,13 +211,14 @@ func (p *pool) close() {
 // WARNING: a pooled init must hold nothing of a call and run nothing until handOver sends it
 // one, and it must be inside its cgroup before it is ready; rerun as root after changing:
 // go test -run 'TestPool|TestEscape|TestDaemonCrash' ./sandbox/
-func (s *Sandbox) startPoolInit() (in *poolInit, err error) {
+func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	name := strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(poolSeq.Add(1), 10)
 	cg, err := s.cg.newCgroup(poolDir, name, s.limits)
 	if err != nil {
 		return nil, err
 	}
-	in = &poolInit{cg: cg, lim: s.limits, mntns: -1}
+	// in, not a named result: the cleanup below must see the init however we return.
+	in := &poolInit{cg: cg, lim: s.limits, mntns: -1}
 	defer func() {
 		if err != nil {
 			in.closeFiles()
@@ -248,22 +249,39 @@ func (s *Sandbox) startPoolInit() (in *poolInit, err error) {
 	}
 	in.syncW = syncW
 	defer syncR.Close()
+	prelude, err := memfdWith(s.prelude)
+	if err != nil {
+		return nil, err
+	}
+	defer prelude.Close()
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{"sandboxd-init", initArg, poolArg},
-		Env:         []string{},
-		ExtraFiles:  []*os.File{childSock, errW, syncR}, // fds 3, 4, 5 as nsinit.h has them
+		Path: "/proc/self/exe",
+		Args: []string{"sandboxd-init", initArg, poolArg},
+		Env:  []string{},
+		// fds 3, 4, 5 as nsinit.h has them; 6 (the netns slot, filled with the call) holds
+		// the prelude until then.
+		ExtraFiles:  []*os.File{childSock, errW, syncR, prelude},
 		SysProcAttr: initAttr(cg),
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// The init's ends, closed here now: a failed prelude must show as EOF on our ends.
+	childSock.Close()
+	errW.Close()
+	syncR.Close()
+	prelude.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start pooled init: %w", err)
 	}
 	in.cmd = cmd
 	if !s.cg.v2 {
-		// v1: the init is blocked in receive_call; it is ready only once inside.
+		// v1: the init runs only its prelude (no user code, nothing of a call) before it
+		// blocks in receive_call; it is ready only once inside.
 		if err := cg.addProc(cmd.Process.Pid); err != nil {
 			return nil, err
 		}
+	}
+	if err := in.awaitPrelude(); err != nil {
+		return nil, err
 	}
 	in.mntns = holdMountNS(cmd.Process.Pid)
 	// The call's end reads its figures with pread on files opened now, not opened then.
@@ -271,6 +289,44 @@ func (s *Sandbox) startPoolInit() (in *poolInit, err error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// preludeTimeout bounds the wait for a pooled init's prelude (a few mounts; ~0.2 ms).
+const preludeTimeout = 5 * time.Second
+
+// awaitPrelude waits for the init's one-byte "ready" on its socket, sent once the prelude's
+// mounts are made. An init that failed instead has written its report on the error pipe and
+// closed the socket: its report is the error, so a prelude that cannot work on this host
+// shows in the log rather than as a pool that silently never fills.
+func (in *poolInit) awaitPrelude() error {
+	fd := int(in.sock.Fd())
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(preludeTimeout)
+	for {
+		n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("pooled init prelude: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("pooled init prelude: no answer in %v", preludeTimeout)
+		}
+		break
+	}
+	var b [1]byte
+	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_DONTWAIT)
+	runtime.KeepAlive(in.sock)
+	if err == nil && n == 1 {
+		return nil
+	}
+	msg, _ := readAllClose(in.errR)
+	in.errR = nil
+	if len(msg) > 0 {
+		return fmt.Errorf("pooled init prelude: %w", decodeInitError(msg))
+	}
+	return fmt.Errorf("pooled init prelude: init gone without a report (%v)", err)
 }
 
 // closeFiles closes the daemon's ends of the init's pipes and socket.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,5 +293,31 @@ func TestPoolStdioAndExtraFiles(t *testing.T) {
 				t.Errorf("fd %d got %q, want %q", i+3, got, want)
 			}
 		}
+	}
+}
+
+// TestPoolPreludeFailureIsReported: a pooled init whose prelude fails is never counted ready,
+// and its own report (step and errno) is the error, so a host where the prelude cannot work
+// says why in the log instead of silently running every call down the per-call path.
+func TestPoolPreludeFailureIsReported(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	good := s.prelude
+	defer func() { s.prelude = good }()
+	// A prelude that mounts onto a path that cannot exist, not marked optional.
+	e := &specEncoder{}
+	e.u32(specMagic)
+	e.u32(specVersion)
+	if err := e.mounts([]mountOp{{op: opMount, src: "tmpfs", dst: "/nonexistent/sandboxd-prelude-test", fstype: "tmpfs"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.prelude = e.b
+	in, err := s.startPoolInit()
+	if err == nil {
+		s.discard(in)
+		t.Fatal("a pooled init with a failing prelude was reported ready")
+	}
+	var ie *InitError
+	if !errors.As(err, &ie) || ie.Errno != syscall.ENOENT || !strings.Contains(ie.Step, "mount") {
+		t.Fatalf("error = %v, want the init's report of the failed mount (ENOENT)", err)
 	}
 }

@@ -47,6 +47,9 @@ func (s *Sandbox) init() error {
 		}
 		s.bpf = append(s.bpf, b)
 	}
+	if s.prelude, err = encodePrelude(); err != nil {
+		return err
+	}
 	s.landlockABI = detectLandlockABI()
 	if s.landlockABI == 0 {
 		s.log.Warn("landlock unavailable: filesystem confinement rests on mounts alone, deny paths created after a call starts are not covered")
@@ -198,7 +201,13 @@ func gitDirs(dir string, uid uint32) []string {
 // go test -run 'TestEscape|TestInit|TestPool' ./sandbox/
 func (s *Sandbox) start(p *Process) error {
 	step := s.stepTimer()
-	blob, netns, err := s.plan(p)
+	cs, netns, err := s.plan(p)
+	if err != nil {
+		return err
+	}
+	// A pooled init ran preludeMounts while it waited: its spec carries only the call's part.
+	cs.preluded = true
+	blob, err := cs.encode()
 	if err != nil {
 		return err
 	}
@@ -211,6 +220,10 @@ func (s *Sandbox) start(p *Process) error {
 			}
 			// Nothing of the call reached that init: the per-call path is as good.
 		}
+	}
+	cs.preluded = false
+	if blob, err = cs.encode(); err != nil {
+		return err
 	}
 	return s.startCold(p, blob, netns, step)
 }
@@ -229,12 +242,12 @@ func (s *Sandbox) poolable(spec *Spec) bool {
 	return true
 }
 
-// plan decides everything the child does and encodes it; netns is the session's network
-// namespace to join, nil to keep the host's.
+// plan decides everything the child does; netns is the session's network namespace to join,
+// nil to keep the host's.
 //
 // WARNING: the whole confinement is decided here; rerun as root after changing:
 // go test -run 'TestEscape|TestInit' ./sandbox/
-func (s *Sandbox) plan(p *Process) (blob []byte, netns *os.File, err error) {
+func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	spec := &p.spec
 	writable, err := cleanDirs(spec.WritableDirs)
 	if err != nil {
@@ -258,7 +271,7 @@ func (s *Sandbox) plan(p *Process) (blob []byte, netns *os.File, err error) {
 	}
 	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
 
-	mounts, err := mountPlan(spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
+	mounts, err := callMounts(spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -270,7 +283,7 @@ func (s *Sandbox) plan(p *Process) (blob []byte, netns *os.File, err error) {
 	if env == nil {
 		env = []string{}
 	}
-	cs := &childSpec{
+	cs = &childSpec{
 		path: spec.Path, dir: spec.Dir,
 		argv: append([]string{spec.Path}, spec.Args...), env: env,
 		uid: spec.UID, gid: spec.GID, groups: spec.Groups,
@@ -290,10 +303,7 @@ func (s *Sandbox) plan(p *Process) (blob []byte, netns *os.File, err error) {
 		}
 		cs.netnsFD = fdNetns
 	}
-	if blob, err = cs.encode(); err != nil {
-		return nil, nil, err
-	}
-	return blob, netns, nil
+	return cs, netns, nil
 }
 
 // startCold creates the call's cgroup and re-executes this binary as the call's init.
