@@ -389,6 +389,9 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 	}()
 	fdOrNull := func(f *os.File, flag int) int {
 		if f == nil {
+			if s.devNull != nil {
+				return int(s.devNull.Fd()) // the child gets its own reference
+			}
 			var err error
 			if f, err = os.OpenFile(os.DevNull, flag, 0); err != nil {
 				return -1 // sendmsg fails with EBADF: nothing is sent
@@ -411,6 +414,7 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 	err = unix.Sendmsg(int(in.sock.Fd()), n[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
 	runtime.KeepAlive(spec)
 	runtime.KeepAlive(netns)
+	runtime.KeepAlive(s.devNull)
 	if err != nil {
 		s.discard(in)
 		return false, nil

@@ -68,6 +68,7 @@ type Sandbox struct {
 	cg          *cgroupLayout
 	bpf         [][]byte      // the compiled seccomp filters, loaded by every child in order
 	prelude     []byte        // encodePrelude: what a pooled init does before its call
+	devNull     *os.File      // /dev/null (read-write), handed to pooled calls for nil stdio
 	landlockABI int           // 0: none
 	warm        *attachWarmer // v1: keeps cgroup attaches fast while busy
 	pool        *pool         // inits started ahead of their calls

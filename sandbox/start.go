@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,9 @@ func (s *Sandbox) init() error {
 	}
 	if s.prelude, err = encodePrelude(); err != nil {
 		return err
+	}
+	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("open /dev/null: %w", err)
 	}
 	s.landlockABI = detectLandlockABI()
 	if s.landlockABI == 0 {
@@ -253,11 +257,19 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var gits []string
 	for _, d := range writable {
-		writable = append(writable, gitDirs(d, spec.UID)...)
+		gits = append(gits, gitDirs(d, spec.UID)...)
 	}
-	if writable, err = cleanDirs(writable); err != nil {
-		return nil, nil, err
+	if len(gits) > 0 { // resolve only what was added: the rest is resolved already
+		if gits, err = cleanDirs(gits); err != nil {
+			return nil, nil, err
+		}
+		for _, g := range gits {
+			if !slices.Contains(writable, g) {
+				writable = append(writable, g)
+			}
+		}
 	}
 	writable = outermost(writable)
 	readOnly, err := cleanDirs(spec.ReadOnlyDirs)
