@@ -88,11 +88,26 @@ func activated() (net.Listener, bool, error) {
 	return l, true, nil
 }
 
+// cgroupLock is the host-wide lock on the daemon's cgroup subtree name (lockCgroupName).
+type cgroupLock struct {
+	f    *os.File
+	path string
+}
+
+// Release removes the lock file, then drops the lock: a daemon that stops cleanly leaves no
+// file behind (every cgroup_name used on a host left one). A daemon that takes the lock
+// meanwhile checks it locked the file still at the path (lockCgroupName), so the removal
+// cannot let two daemons share a name.
+func (l *cgroupLock) Release() {
+	_ = os.Remove(l.path)
+	l.f.Close()
+}
+
 // lockCgroupName takes a host-wide lock on the daemon's cgroup subtree: its name under the
 // cgroup the daemon runs in. A daemon kills whatever is in its subtree at start (a crashed
 // predecessor's leftovers), so a second daemon on the same subtree would kill the first one's
 // calls: it is refused instead.
-func lockCgroupName(name string) (*os.File, error) {
+func lockCgroupName(name string) (*cgroupLock, error) {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("read own cgroup: %w", err)
@@ -102,16 +117,27 @@ func lockCgroupName(name string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create lock directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "cgroup-"+name+"-"+hex.EncodeToString(sum[:8])+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open cgroup lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another sandboxd in this cgroup uses sandbox.cgroup_name %q; give this one another name", name)
+	path := filepath.Join(dir, "cgroup-"+name+"-"+hex.EncodeToString(sum[:8])+".lock")
+	for range 5 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open cgroup lock: %w", err)
 		}
-		return nil, fmt.Errorf("lock cgroup name: %w", err)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("another sandboxd in this cgroup uses sandbox.cgroup_name %q; give this one another name", name)
+			}
+			return nil, fmt.Errorf("lock cgroup name: %w", err)
+		}
+		// The holder we waited on may have removed the file before we locked it: then our
+		// lock is on a file no one else will open. Lock the one at the path instead.
+		var held, now syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &held) == nil && syscall.Stat(path, &now) == nil &&
+			held.Dev == now.Dev && held.Ino == now.Ino {
+			return &cgroupLock{f: f, path: path}, nil
+		}
+		f.Close()
 	}
-	return f, nil
+	return nil, fmt.Errorf("lock cgroup name %q: the lock file keeps being replaced", name)
 }

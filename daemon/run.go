@@ -47,7 +47,7 @@ type Daemon struct {
 	server *http.Server
 	api    *api.Server
 	// cgLock holds the host-wide lock on the cgroup subtree name until the daemon exits.
-	cgLock *os.File
+	cgLock *cgroupLock
 }
 
 // New builds the daemon: state directory, sandbox, audit log, policy, tools, API.
@@ -72,7 +72,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { cgLock.Close() })
+	undo = append(undo, cgLock.Release)
 	sb, err := sandbox.New(sandbox.Config{
 		CgroupRoot: cfg.Sandbox.CgroupName,
 		Limits: sandbox.Limits{
@@ -295,7 +295,7 @@ func (d *Daemon) shutdown() {
 	if err := d.audit.Close(); err != nil {
 		d.log.Error("close audit log", zap.Error(err))
 	}
-	d.cgLock.Close()
+	d.cgLock.Release()
 }
 
 // bundleConfig maps the config's bundle section onto the engine's, reading the key and token
