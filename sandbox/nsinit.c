@@ -440,11 +440,30 @@ static void receive_call(void)
 	}
 }
 
+// load_seccomp loads every filter of the spec's seccomp record, in order. Each one stacks on
+// those before: a syscall runs only if every filter allows it.
+static void load_seccomp(struct rd *r)
+{
+	uint32_t nprog = rd_tag(r, SBX_TAG_SECCOMP);
+	for (uint32_t i = 0; i < nprog; i++) {
+		uint32_t nbpf = rd_u32(r);
+		if (nbpf == 0 || nbpf % sizeof(struct sock_filter) != 0 || (size_t)(r->end - r->p) < nbpf)
+			fail(EINVAL, "seccomp", "bad program");
+		struct sock_fprog prog = { .len = (unsigned short)(nbpf / sizeof(struct sock_filter)),
+					   .filter = (struct sock_filter *)r->p };
+		r->p += nbpf;
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			fail(errno, "seccomp", "load");
+	}
+}
+
 // prelude (pooled inits only) makes the call-independent part of the child's filesystem
-// (spec.go: preludeMounts) and drops the capability bounding set while the init waits for a
-// call, then says so with one byte on fd 3. Dropping the bounding set only limits what an
-// execve may grant later: the init keeps the capabilities it still needs for the call's
-// mounts, namespaces and credentials. Nothing here depends on, or holds anything of, a call.
+// (spec.go: preludeMounts), drops the capability bounding set and loads the early seccomp
+// filters while the init waits for a call, then says so with one byte on fd 3. Dropping the
+// bounding set only limits what an execve may grant later: the init keeps the capabilities it
+// still needs for the call's mounts, namespaces and credentials. The early filters let the
+// setup syscalls through (seccomp.go: setupSyscalls) until the last filter, loaded just before
+// execve, refuses them. Nothing here depends on, or holds anything of, a call.
 static void prelude(void)
 {
 	size_t len;
@@ -454,10 +473,12 @@ static void prelude(void)
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
 		fail(EINVAL, "prelude", "bad magic or version");
 	do_mounts(&r);
+	drop_bounding_set();
+	// Still root with CAP_SYS_ADMIN: loading a filter needs no no_new_privs yet.
+	load_seccomp(&r);
 	if (r.p != r.end)
 		fail(EINVAL, "prelude", "trailing data");
-	free(buf);
-	drop_bounding_set();
+	free(buf); // the filters were copied into the kernel
 	char ready = 1;
 	ssize_t w;
 	do
@@ -570,18 +591,9 @@ static void sbx_run(int pooled)
 	move_user_fds(nextra);
 
 	trace("fds");
-	// 7. seccomp last: the setup above used calls the filter refuses (mount, setns, ...).
-	uint32_t nprog = rd_tag(&r, SBX_TAG_SECCOMP);
-	for (uint32_t i = 0; i < nprog; i++) {
-		uint32_t nbpf = rd_u32(&r);
-		if (nbpf == 0 || nbpf % sizeof(struct sock_filter) != 0 || (size_t)(r.end - r.p) < nbpf)
-			fail(EINVAL, "seccomp", "bad program");
-		struct sock_fprog prog = { .len = (unsigned short)(nbpf / sizeof(struct sock_filter)),
-					   .filter = (struct sock_filter *)r.p };
-		r.p += nbpf;
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-			fail(errno, "seccomp", "load");
-	}
+	// 7. seccomp last: the setup above used calls the filters refuse (mount, setns, ...).
+	//    A pooled init's spec holds only the last filter; its prelude loaded the others.
+	load_seccomp(&r);
 
 	trace("seccomp");
 	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF.

@@ -66,7 +66,8 @@ type Sandbox struct {
 	log    *zap.Logger
 
 	cg          *cgroupLayout
-	bpf         [][]byte      // the compiled seccomp filters, loaded by every child in order
+	bpfEarly    [][]byte      // seccomp filters a pooled init loads in its prelude
+	bpfLate     [][]byte      // seccomp filters loaded just before execve (refuseSetup)
 	prelude     []byte        // encodePrelude: what a pooled init does before its call
 	devNull     *os.File      // /dev/null (read-write), handed to pooled calls for nil stdio
 	landlockABI int           // 0: none

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func exportPFC(t *testing.T, f *seccomp.ScmpFilter) string {
 }
 
 // TestSeccompGolden keeps the exported filter in testdata so a table change shows in review.
-// Refresh with: go test -run TestSeccompGolden -update ./sandbox/
+// Refresh with: go test ./sandbox -run TestSeccompGolden -args -update
 func TestSeccompGolden(t *testing.T) {
 	refine, err := refuseIoctls()
 	if err != nil {
@@ -43,11 +44,18 @@ func TestSeccompGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer main.Release()
+	last, err := refuseSetup(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer last.Release()
 	var got bytes.Buffer
 	got.WriteString("# filter 1: refuseIoctls (loaded first)\n")
 	got.WriteString(exportPFC(t, refine))
-	got.WriteString("# filter 2: the allowlist (allowedSyscalls)\n")
+	got.WriteString("# filter 2: the allowlist (allowedSyscalls), plus setupSyscalls for the init\n")
 	got.WriteString(exportPFC(t, main))
+	got.WriteString("# filter 3: refuseSetup (loaded just before execve)\n")
+	got.WriteString(exportPFC(t, last))
 	golden := filepath.Join("testdata", "seccomp.pfc")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -102,5 +110,24 @@ func TestSeccompTable(t *testing.T) {
 	defer extra.Release()
 	if !strings.Contains(exportPFC(t, extra), "vhangup") || strings.Contains(exportPFC(t, base), "vhangup") {
 		t.Error("ExtraSyscalls did not extend the allowlist")
+	}
+}
+
+// TestSeccompSetupSyscallsOnlyForTheInit: every syscall the allowlist filter lets through for
+// the init's setup is one the table itself refuses, and the last filter refuses it again, so
+// the user's program meets exactly the table. An admin extra that allows one keeps it allowed.
+func TestSeccompSetupSyscallsOnlyForTheInit(t *testing.T) {
+	for _, n := range setupSyscalls {
+		for _, r := range allowedSyscalls {
+			if r.name == n {
+				t.Errorf("%s is both in the table and a setup-only syscall", n)
+			}
+		}
+	}
+	if got := setupOnly(nil); len(got) != len(setupSyscalls) {
+		t.Errorf("setupOnly(nil) = %v, want all of %v", got, setupSyscalls)
+	}
+	if got := setupOnly([]string{"setns"}); slices.Contains(got, "setns") {
+		t.Errorf("an admin extra setns is still refused by the last filter: %v", got)
 	}
 }

@@ -25,6 +25,14 @@ func (e *specEncoder) str(s string) {
 
 func (e *specEncoder) tag(tag, count uint32) { e.u32(tag); e.u32(count) }
 
+func (e *specEncoder) seccomp(progs [][]byte) {
+	e.tag(tagSeccomp, uint32(len(progs)))
+	for _, prog := range progs {
+		e.u32(uint32(len(prog)))
+		e.b = append(e.b, prog...)
+	}
+}
+
 func (e *specEncoder) mounts(ops []mountOp) error {
 	e.tag(tagMounts, uint32(len(ops)))
 	for _, m := range ops {
@@ -77,17 +85,19 @@ type llRule struct {
 
 // childSpec is everything the child needs, already decided by the parent.
 type childSpec struct {
-	path, dir  string
-	argv, env  []string
-	uid, gid   uint32
-	groups     []uint32
-	netnsFD    int // -1: stay in the daemon's network namespace
-	nExtra     int
-	mounts     []mountOp // callMounts; preludeMounts go first unless preluded
-	preluded   bool      // the init ran preludeMounts already (a pooled init)
-	rlimits    []rlimit
-	landlock   *landlockPlan
-	seccompBPF [][]byte
+	path, dir string
+	argv, env []string
+	uid, gid  uint32
+	groups    []uint32
+	netnsFD   int // -1: stay in the daemon's network namespace
+	nExtra    int
+	mounts    []mountOp // callMounts; preludeMounts go first unless preluded
+	preluded  bool      // the init ran preludeMounts already (a pooled init)
+	rlimits   []rlimit
+	landlock  *landlockPlan
+	// early seccomp filters go in the prelude, late ones just before execve; a per-call init
+	// loads both there, in order.
+	early, late [][]byte
 }
 
 type landlockPlan struct {
@@ -158,11 +168,11 @@ func (c *childSpec) encode() ([]byte, error) {
 		}
 	}
 	// Last, so the child can hand the kernel a pointer into its buffer.
-	e.tag(tagSeccomp, uint32(len(c.seccompBPF)))
-	for _, prog := range c.seccompBPF {
-		e.u32(uint32(len(prog)))
-		e.b = append(e.b, prog...)
+	progs := c.late
+	if !c.preluded {
+		progs = append(append([][]byte{}, c.early...), c.late...)
 	}
+	e.seccomp(progs)
 	return e.b, nil
 }
 
@@ -262,14 +272,15 @@ func preludeMounts() []mountOp {
 }
 
 // encodePrelude is the blob a pooled init reads on fd 6 before it waits for its call: the
-// spec's magic and version, then preludeMounts as a mounts record.
-func encodePrelude() ([]byte, error) {
+// spec's magic and version, preludeMounts as a mounts record, then the early seccomp filters.
+func encodePrelude(early [][]byte) ([]byte, error) {
 	e := &specEncoder{}
 	e.u32(specMagic)
 	e.u32(specVersion)
 	if err := e.mounts(preludeMounts()); err != nil {
 		return nil, err
 	}
+	e.seccomp(early)
 	return e.b, nil
 }
 

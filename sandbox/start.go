@@ -31,11 +31,13 @@ func (s *Sandbox) init() error {
 	if err := l.removeTree(""); err != nil {
 		s.log.Warn("reap leftover cgroups", zap.Error(err))
 	}
-	// The ioctl refinement is loaded first: once the allowlist is in, seccomp(2) itself is
-	// refused.
-	for _, build := range []func() (*seccomp.ScmpFilter, error){
+	// Loaded in this order: the ioctl refinement, the allowlist (which still lets the setup
+	// syscalls through), then, just before execve, refuseSetup. A pooled init loads the first
+	// two in its prelude.
+	for i, build := range []func() (*seccomp.ScmpFilter, error){
 		refuseIoctls,
 		func() (*seccomp.ScmpFilter, error) { return compileSeccomp(s.cfg.ExtraSyscalls) },
+		func() (*seccomp.ScmpFilter, error) { return refuseSetup(s.cfg.ExtraSyscalls) },
 	} {
 		f, err := build()
 		if err != nil {
@@ -46,9 +48,13 @@ func (s *Sandbox) init() error {
 		if err != nil {
 			return err
 		}
-		s.bpf = append(s.bpf, b)
+		if i < 2 {
+			s.bpfEarly = append(s.bpfEarly, b)
+		} else {
+			s.bpfLate = append(s.bpfLate, b)
+		}
 	}
-	if s.prelude, err = encodePrelude(); err != nil {
+	if s.prelude, err = encodePrelude(s.bpfEarly); err != nil {
 		return err
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -306,8 +312,9 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
 			{unix.RLIMIT_NOFILE, uint64(p.lim.OpenFilesMax)},
 		},
-		landlock:   ll,
-		seccompBPF: s.bpf,
+		landlock: ll,
+		early:    s.bpfEarly,
+		late:     s.bpfLate,
 	}
 	if !spec.AllowNetwork {
 		if netns, err = s.sessionNetns(spec.Session); err != nil {
