@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -92,7 +96,7 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 	var rules []llRule
 	later := appearLater(deny, spec.UID)
 	addExpanded := func(root string, access uint64) error {
-		r, err := expandAround(root, access, later)
+		r, err := expansions.get(root, access, later)
 		if err != nil {
 			return err
 		}
@@ -133,11 +137,98 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 	return &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size, rules: rules}, nil
 }
 
+// expansionCache keeps expandAround's results between calls. An expansion lists every
+// ancestor of a deny path (/, the home directory, ...): a few hundred µs per call for the
+// same answer. An entry is used only while each directory it listed still has the identity
+// and modification and change times it had (an entry added, removed or renamed changes them),
+// so a cached expansion is the one expandAround would build now. Were one ever stale, it
+// could only lack a rule for a new entry (unreadable, fail closed): deny paths never get one.
+type expansionCache struct {
+	mu      sync.Mutex
+	entries map[string]*expansion
+}
+
+type expansion struct {
+	rules []llRule
+	dirs  []dirStamp
+}
+
+// dirStamp identifies a directory's contents as of a listing.
+type dirStamp struct {
+	path             string
+	dev, ino         uint64
+	mtimeNs, ctimeNs int64
+}
+
+// stampSlack is longer than any filesystem's timestamp granularity (the kernel's coarse clock
+// ticks every few ms).
+const stampSlack = 100 * time.Millisecond
+
+// maxExpansions bounds the cache (one entry per distinct root and deny set); full, it starts over.
+const maxExpansions = 256
+
+var expansions = &expansionCache{entries: map[string]*expansion{}}
+
+func stampOf(path string) (dirStamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return dirStamp{}, false
+	}
+	return dirStamp{path: path, dev: st.Dev, ino: st.Ino, mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, true
+}
+
+func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRule, error) {
+	key := root + "\x00" + strconv.FormatUint(access, 16) + "\x00" + strings.Join(deny, "\x00")
+	c.mu.Lock()
+	e := c.entries[key]
+	c.mu.Unlock()
+	if e != nil && e.fresh() {
+		return e.rules, nil
+	}
+	var dirs []dirStamp
+	cacheable := true
+	rules, err := expandAround(root, access, deny, func(dir string) {
+		st, ok := stampOf(dir)
+		// A directory whose entries changed within the last timestamp tick could change
+		// again without its mtime moving (it is coarse): such a listing is used once, not
+		// kept. (Adding, removing or renaming an entry always sets the mtime.)
+		recent := time.Now().UnixNano()-st.mtimeNs < int64(stampSlack)
+		cacheable = cacheable && ok && !recent
+		dirs = append(dirs, st)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !cacheable {
+		return rules, nil
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxExpansions {
+		c.entries = map[string]*expansion{}
+	}
+	c.entries[key] = &expansion{rules: rules, dirs: dirs}
+	c.mu.Unlock()
+	return rules, nil
+}
+
+// fresh reports whether every directory the expansion listed is unchanged. The stamp is taken
+// before the listing, so a change during it makes the entry stale, never wrongly fresh.
+func (e *expansion) fresh() bool {
+	for _, d := range e.dirs {
+		st, ok := stampOf(d.path)
+		if !ok || st != d {
+			return false
+		}
+	}
+	return true
+}
+
 // expandAround grants access on root, except that a deny path beneath root must not inherit
 // it: landlock has no deny rule, so the ancestors of a deny path get only READ_DIR (listing)
 // and each of their other entries gets access. A deny path created later therefore matches no
 // rule and stays unreadable; so does anything created later directly in such an ancestor.
-func expandAround(root string, access uint64, deny []string) ([]llRule, error) {
+// listed, when set, is told each directory about to be listed.
+func expandAround(root string, access uint64, deny []string, listed func(dir string)) ([]llRule, error) {
 	var inside []string
 	for _, d := range deny {
 		if under(root, d) {
@@ -151,6 +242,9 @@ func expandAround(root string, access uint64, deny []string) ([]llRule, error) {
 		return []llRule{{access: access, path: root}}, nil
 	}
 	rules := []llRule{{access: access & llReadDir, path: root}}
+	if listed != nil {
+		listed(root)
+	}
 	f, err := os.Open(root)
 	if err != nil {
 		return rules, nil // nothing to list; nothing to allow below
@@ -162,7 +256,7 @@ func expandAround(root string, access uint64, deny []string) ([]llRule, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		r, err := expandAround(filepath.Join(root, n), access, inside)
+		r, err := expandAround(filepath.Join(root, n), access, inside, listed)
 		if err != nil {
 			return nil, err
 		}

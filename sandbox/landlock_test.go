@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,56 @@ func TestAppearLater(t *testing.T) {
 	}
 	if got := appearLater(deny, 0); len(got) != 1 || got[0] != deny[3] {
 		t.Errorf("appearLater(uid 0) = %v, want only the root-owned dir's", got)
+	}
+}
+
+// The expansion cache answers exactly what expandAround builds now: the same rules while the
+// listed directories are unchanged, and a new listing once an entry is added to one of them.
+func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a", "home/u/keep", "home/v"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deny := []string{filepath.Join(root, "home/u/.aws")} // missing: expanded around
+	c := &expansionCache{entries: map[string]*expansion{}}
+	// Old enough times, so the listing is cacheable (stampSlack).
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{root, filepath.Join(root, "home"), filepath.Join(root, "home/u")} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := expandAround(root, llRead, deny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := c.get(root, llRead, deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cached expansion\n%v\nwant\n%v", got, want)
+		}
+	}
+	if len(c.entries) != 1 {
+		t.Fatalf("%d cache entries, want 1", len(c.entries))
+	}
+	// A new entry beside the deny path must get its rule at once. Its directory's times may
+	// not move within one clock tick, which the slack covers: make them move for sure.
+	if err := os.Mkdir(filepath.Join(root, "home/u/new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.get(root, llRead, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got, func(r llRule) bool { return r.path == filepath.Join(root, "home/u/new") }) {
+		t.Fatalf("no rule for the new entry after it was made:\n%v", got)
+	}
+	if slices.ContainsFunc(got, func(r llRule) bool { return strings.HasPrefix(r.path, deny[0]) }) {
+		t.Fatalf("a rule reaches the deny path:\n%v", got)
 	}
 }
