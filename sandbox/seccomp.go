@@ -471,17 +471,27 @@ func setupOnly(extra []string) []string {
 	return out
 }
 
-// refuseSetup is the last filter: EPERM for setupOnly, everything else left to the filters
-// before it.
-func refuseSetup(extra []string) (*seccomp.ScmpFilter, error) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
-	f, err := seccomp.NewFilter(seccomp.ActAllow)
-	if err != nil {
-		return nil, fmt.Errorf("new seccomp filter: %w", err)
+// refiningFilter starts a filter stacked on the allowlist to refuse more: it allows by default
+// (the allowlist decides those) and refuses a foreign ABI as the allowlist does. eperm is the
+// action for what it refuses.
+func refiningFilter() (f *seccomp.ScmpFilter, eperm seccomp.ScmpAction, err error) {
+	eperm = seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
+	if f, err = seccomp.NewFilter(seccomp.ActAllow); err != nil {
+		return nil, eperm, fmt.Errorf("new seccomp filter: %w", err)
 	}
 	if err := f.SetBadArchAction(eperm); err != nil {
 		f.Release()
-		return nil, fmt.Errorf("seccomp bad arch action: %w", err)
+		return nil, eperm, fmt.Errorf("seccomp bad arch action: %w", err)
+	}
+	return f, eperm, nil
+}
+
+// refuseSetup is the last filter: EPERM for setupOnly, everything else left to the filters
+// before it.
+func refuseSetup(extra []string) (*seccomp.ScmpFilter, error) {
+	f, eperm, err := refiningFilter()
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range setupOnly(extra) {
 		nr, err := seccomp.GetSyscallFromName(n)
@@ -505,14 +515,9 @@ func refuseSetup(extra []string) (*seccomp.ScmpFilter, error) {
 //
 // WARNING: rerun as root after changing: go test -run 'TestEscape/tiocsti' ./sandbox/
 func refuseIoctls() (*seccomp.ScmpFilter, error) {
-	eperm := seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))
-	f, err := seccomp.NewFilter(seccomp.ActAllow)
+	f, eperm, err := refiningFilter()
 	if err != nil {
-		return nil, fmt.Errorf("new seccomp filter: %w", err)
-	}
-	if err := f.SetBadArchAction(eperm); err != nil {
-		f.Release()
-		return nil, fmt.Errorf("seccomp bad arch action: %w", err)
+		return nil, err
 	}
 	nr, err := seccomp.GetSyscallFromName("ioctl")
 	if err != nil {
