@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/internal/gctune"
 )
 
 // sections in the order they run; memory's idle figure is taken before any of them.
@@ -24,6 +25,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "load" {
 		return runLoad(args[1:])
 	}
+	// The in-process rows (decisions, classification, the audit log) run the daemon's code, so
+	// under the daemon's GC settings; the daemon under test applies them itself.
+	defer gctune.Apply()()
 	fs := flag.NewFlagSet("sbbench", flag.ExitOnError)
 	var o benchOpts
 	only := fs.String("only", "", "comma-separated sections to run: "+strings.Join(allSections, ","))
