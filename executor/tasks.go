@@ -339,8 +339,8 @@ type bashRun struct {
 	stdout *outputSink
 	stderr *outputSink
 	cancel context.CancelFunc
-	done   chan struct{} // closed after the process was reaped and both streams drained
-	cwd    chan string   // the shell's final cwd, when asked for
+	done   chan struct{}   // closed after the process was reaped and both streams drained
+	exit   chan exitReport // what the shell said as it exited, when asked
 	// progressOff stops progress events (the call returned; the command goes on).
 	progressOff     func()
 	killedForOutput atomic.Bool

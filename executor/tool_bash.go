@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,7 @@ func randomCallID(prefix string) string {
 //
 // WARNING: runs the agent's command; everything it may touch comes from h.Spec. Rerun
 // TestBashTool and TestBash20GBOutputBoundedMemory as root after changing.
-func (h *Host) startBash(c *Call, callID, command string, persistCwd bool, progress Progress) (*bashRun, error) {
+func (h *Host) startBash(c *Call, callID, command string, report bool, progress Progress) (*bashRun, error) {
 	if h.sandbox == nil {
 		return nil, errcode.Msg(errcode.Unavailable, "Bash is unavailable: the daemon has no sandbox configured; ask the administrator")
 	}
@@ -116,11 +117,13 @@ func (h *Host) startBash(c *Call, callID, command string, persistCwd bool, progr
 	script := command
 	var cwdR, cwdW *os.File
 	var err error
-	if persistCwd {
+	if report {
+		// The shell reports as it exits, with builtins only (no fork): its cwd, then the PIDs
+		// of its background jobs still running, which die with the call (exitReport).
 		if cwdR, cwdW, err = os.Pipe(); err != nil {
 			return nil, errcode.New(errcode.SandboxSetup, err)
 		}
-		script = "trap 'builtin pwd -P >&3 2>/dev/null' EXIT\n" + command
+		script = "trap 'builtin pwd -P >&3 2>/dev/null; builtin jobs -pr >&3 2>/dev/null' EXIT\n" + command
 	}
 	mode := c.Mode
 	if mode == "" {
@@ -200,11 +203,11 @@ func (h *Host) startBash(c *Call, callID, command string, persistCwd bool, progr
 		go func() { pump(outR, run.stdout, "stdout"); pumps <- struct{}{} }()
 		go func() { pump(errR, run.stderr, "stderr"); pumps <- struct{}{} }()
 		if cwdR != nil {
-			run.cwd = make(chan string, 1)
+			run.exit = make(chan exitReport, 1)
 			go func() {
-				b, _ := io.ReadAll(io.LimitReader(cwdR, 4096))
+				b, _ := io.ReadAll(io.LimitReader(cwdR, 64<<10))
 				cwdR.Close()
-				run.cwd <- strings.TrimSpace(string(b))
+				run.exit <- parseExitReport(string(b))
 				pumps <- struct{}{}
 			}()
 		}
@@ -255,7 +258,7 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 		res.ExtraMessages = notes
 		return res, nil
 	}
-	run, err := h.startBash(c, randomCallID("bash-"), command, persist, progress)
+	run, err := h.startBash(c, randomCallID("bash-"), command, true, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +315,10 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		run.stderr.close()
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("wait for the command: %w", werr))
 	}
+	var rep exitReport
+	if run.exit != nil {
+		rep = <-run.exit // sent before run.done was closed
+	}
 	outputCapped := run.killedForOutput.Load()
 	exitOK := sres.ExitCode == 0 || (sres.ExitCode == 1 && exitOneIsSuccess(c, command))
 	failed := !exitOK || interrupted
@@ -341,6 +348,14 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		text = append(text, "[the command was killed: it ran out of memory (the sandbox's memory limit); use less memory or process the data in parts]")
 	case sres.PidsLimited:
 		text = append(text, "[the command hit the sandbox's process limit; start fewer processes]")
+	}
+	if rep.jobs > 0 {
+		// No process outlives its call: say so, or a server started with & just vanishes.
+		jobs := "1 background job was"
+		if rep.jobs > 1 {
+			jobs = fmt.Sprintf("%d background jobs were", rep.jobs)
+		}
+		text = append(text, "["+jobs+" still running when the command ended and died with it, with everything it started; use run_in_background to keep a process running]")
 	}
 	if interrupted {
 		if sres.KilledBy == "timeout" {
@@ -379,17 +394,37 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		res.Data["persistedStderrPath"] = errV.persisted
 		res.Data["persistedStderrSize"] = errV.total
 	}
-	if persist && run.cwd != nil {
-		if cwd := <-run.cwd; cwd != "" && cwd != c.Session.Cwd() {
-			if insideAny(cwd, c.Session.Dirs()) {
-				res.ContextChange = &ContextChange{Cwd: &cwd}
-			} else {
-				notes = append(notes, fmt.Sprintf("Shell cwd was reset to %s (the command left the session's directories)", c.Session.Cwd()))
-			}
+	if rep.jobs > 0 {
+		res.Data["background_jobs_killed"] = rep.jobs
+	}
+	if cwd := rep.cwd; persist && cwd != "" && cwd != c.Session.Cwd() {
+		if insideAny(cwd, c.Session.Dirs()) {
+			res.ContextChange = &ContextChange{Cwd: &cwd}
+		} else {
+			notes = append(notes, fmt.Sprintf("Shell cwd was reset to %s (the command left the session's directories)", c.Session.Cwd()))
 		}
 	}
 	res.ExtraMessages = append(res.ExtraMessages, notes...)
 	return res, nil
+}
+
+// exitReport is what the shell said as it exited: its cwd and how many of its background jobs
+// were still running. A command that replaced the shell (exec) or its EXIT trap says nothing.
+type exitReport struct {
+	cwd  string
+	jobs int
+}
+
+// parseExitReport reads the trap's output: the cwd on the first line, then one PID per line.
+func parseExitReport(s string) exitReport {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	rep := exitReport{cwd: strings.TrimSpace(lines[0])}
+	for _, l := range lines[1:] {
+		if _, err := strconv.Atoi(strings.TrimSpace(l)); err == nil {
+			rep.jobs++
+		}
+	}
+	return rep
 }
 
 func insideAny(p string, dirs []string) bool {

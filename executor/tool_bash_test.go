@@ -55,6 +55,20 @@ func TestBashTool(t *testing.T) {
 			t.Fatalf("outside: %+v %v", r.ContextChange, r.ExtraMessages)
 		}
 	})
+	t.Run("background jobs killed at the end are reported", func(t *testing.T) {
+		r := e.mustCall(t, "Bash", Input{"command": "sleep 30 & sleep 31 & echo started"})
+		if r.Data["background_jobs_killed"] != 2 || !strings.Contains(text(r), "2 background jobs were still running") {
+			t.Fatalf("%v %q", r.Data, text(r))
+		}
+		if !strings.HasPrefix(text(r), "started") {
+			t.Fatalf("the command's own output must come first: %q", text(r))
+		}
+		// A job that finished, and a command with none, say nothing.
+		r = e.mustCall(t, "Bash", Input{"command": "true & wait; echo done"})
+		if _, ok := r.Data["background_jobs_killed"]; ok || strings.Contains(text(r), "background job") {
+			t.Fatalf("%v %q", r.Data, text(r))
+		}
+	})
 	t.Run("dangerouslyDisableSandbox is ignored", func(t *testing.T) {
 		r := e.mustCall(t, "Bash", Input{"command": "id -u", "dangerouslyDisableSandbox": true})
 		if text(r) != "65534" || !strings.Contains(strings.Join(r.ExtraMessages, " "), "ignored") {

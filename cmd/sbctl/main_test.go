@@ -62,9 +62,10 @@ func TestContainmentIsReported(t *testing.T) {
 	var errb bytes.Buffer
 	e := &env{stdout: &bytes.Buffer{}, stderr: &errb}
 	res := &api.CallResult{Decision: &permission.Decision{Behavior: permission.Allow},
-		Data: map[string]any{"pids_limited": true, "oom_killed": true, "killed_by": "timeout", "timed_out": true}}
+		Data: map[string]any{"pids_limited": true, "oom_killed": true, "killed_by": "timeout", "timed_out": true,
+			"background_jobs_killed": float64(2)}}
 	err := finishBash(e, res, false)
-	for _, want := range []string{"process limit", "memory limit", "timeout", "killed: timeout"} {
+	for _, want := range []string{"process limit", "memory limit", "timeout", "killed: timeout", "left 2 background job(s)"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr %q lacks %q", errb.String(), want)
 		}

@@ -281,6 +281,9 @@ func containment(e *env, res *api.CallResult) {
 	if by, _ := d["killed_by"].(string); by != "" {
 		notes = append(notes, "was killed: "+by)
 	}
+	if n, _ := d["background_jobs_killed"].(float64); n > 0 {
+		notes = append(notes, fmt.Sprintf("left %d background job(s) running; they were killed when it ended (background_jobs_killed)", int(n)))
+	}
 	for _, n := range notes {
 		fmt.Fprintf(e.stderr, "sandboxd: the command %s\n", n)
 	}
