@@ -123,7 +123,7 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		if cwdR, cwdW, err = os.Pipe(); err != nil {
 			return nil, errcode.New(errcode.SandboxSetup, err)
 		}
-		script = "trap 'builtin pwd -P >&3 2>/dev/null; builtin jobs -pr >&3 2>/dev/null' EXIT\n" + command
+		script = reportPrologue + command
 	}
 	mode := c.Mode
 	if mode == "" {
@@ -407,6 +407,14 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 	res.ExtraMessages = append(res.ExtraMessages, notes...)
 	return res, nil
 }
+
+// reportPrologue moves the report pipe from fd 3 (where it arrives) to a free fd of bash's
+// choosing above 9, so fd 3 is as free for the command as in any shell, and sets the EXIT trap
+// that writes the report there. The trap writes only while that fd is still a pipe: a command
+// that reused the number for a file of its own gets nothing written into it. One line ending in
+// "; ", so bash's error messages keep the command's own line numbers.
+const reportPrologue = "exec {__sandboxd_report_fd}>&3 3>&-; " +
+	"trap '[[ -p /dev/fd/$__sandboxd_report_fd ]] && { builtin pwd -P; builtin jobs -pr; } >&$__sandboxd_report_fd 2>/dev/null' EXIT; "
 
 // exitReport is what the shell said as it exited: its cwd and how many of its background jobs
 // were still running. A command that replaced the shell (exec) or its EXIT trap says nothing.

@@ -63,6 +63,16 @@ func TestBashTool(t *testing.T) {
 		if !strings.HasPrefix(text(r), "started") {
 			t.Fatalf("the command's own output must come first: %q", text(r))
 		}
+		// fd 3 is the command's to use, and a file it opens on the report's fd gets nothing.
+		r = e.mustCall(t, "Bash", Input{"command": "echo three >&3 || echo fd3-closed; exec 10>f10 11>f11 12>f12; cat f10 f11 f12; echo end"})
+		if !strings.Contains(text(r), "fd3-closed\nend") || !strings.Contains(text(r), "line 1: 3: Bad file descriptor") {
+			t.Fatalf("%q", text(r))
+		}
+		for _, f := range []string{"f10", "f11", "f12"} {
+			if b, err := os.ReadFile(filepath.Join(e.dir, f)); err != nil || len(b) != 0 {
+				t.Fatalf("%s: %q %v: the report was written into the command's file", f, b, err)
+			}
+		}
 		// A job that finished, and a command with none, say nothing.
 		r = e.mustCall(t, "Bash", Input{"command": "true & wait; echo done"})
 		if _, ok := r.Data["background_jobs_killed"]; ok || strings.Contains(text(r), "background job") {
