@@ -24,7 +24,7 @@ var (
 
 // Builtin names, as the Rego calls them.
 const (
-	bnAnyHit       = "sandboxd.any_hit"
+	bnDenyAskHits  = "sandboxd.deny_ask_hits"
 	bnPathsAllowed = "sandboxd.paths_allowed"
 	bnToolHit      = "sandboxd.tool_hit"
 	bnAllPathsHit  = "sandboxd.all_paths_hit"
@@ -36,12 +36,14 @@ const (
 
 func init() {
 	rego.RegisterBuiltinDyn(&rego.Function{
-		Name: bnAnyHit,
-		Description: "any_hit(rules, tool, params, words, path_subjects, domain): first rule of a behavior's rule " +
-			"data matching any part of the call, checked in this order: whole-tool rules, tool-name patterns, " +
-			"parameter rules, Bash rules (each word list), path rules (each [path, [bucket]]), domain rules; or null.",
-		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S), nullable),
-	}, anyHit)
+		Name: bnDenyAskHits,
+		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain): the first deny and the first " +
+			"ask rule matching any part of the call (whole-tool rules, tool-name patterns, parameter rules, Bash " +
+			"rules for each word list, path rules for each [path, [bucket]], domain rules, in this order), as " +
+			"{\"deny\": rule, \"ask\": rule} with a key only where a rule matched. One call for both: each " +
+			"call costs the evaluator more than the scan.",
+		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S), types.A),
+	}, denyAskHits)
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathsAllowed,
 		Description: "True if every [path, [bucket]] subject is matched by a rule of one of its buckets (vacuously true).",
@@ -59,39 +61,39 @@ func init() {
 	})
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnToolHit,
-		Description: "First whole-tool rule, then tool-name pattern rule, of a behavior's rule data for the tool; or null.",
+		Description: "First whole-tool rule, then tool-name pattern rule, of a behavior's rule data for the tool; undefined when none.",
 		Decl:        types.NewFunction(types.Args(types.A, types.S), nullable),
-	}, func(_ rego.BuiltinContext, data, tool *ast.Term) (*ast.Term, error) {
+	}, undefinedIfNull2(func(_ rego.BuiltinContext, data, tool *ast.Term) (*ast.Term, error) {
 		obj, ok := data.Value.(ast.Object)
 		ts, ok2 := tool.Value.(ast.String)
 		if !ok || !ok2 {
 			return ast.NullTerm(), nil
 		}
 		return toolHit(obj, string(ts)), nil
-	})
+	}))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name: bnAllPathsHit,
 		Description: "Given path rule buckets and [[path, [bucket]]], the first rule matching the first path if " +
 			"every path is matched by a rule of one of its buckets; null if any is not, or there are none.",
 		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
-	}, allPathsHit)
+	}, undefinedIfNull2(allPathsHit))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name: bnAllWordsHit,
 		Description: "Given a Bash rule bucket {word, other} and [{w: [word], exact: bool}], the first rule " +
 			"matching the first command if every command is matched; null if any is not, or there are none.",
 		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
-	}, allWordsHit)
+	}, undefinedIfNull2(allWordsHit))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnDomainHit,
-		Description: "First WebFetch domain rule matching the host, or null.",
+		Description: "First WebFetch domain rule matching the host; undefined when none.",
 		Decl:        types.NewFunction(types.Args(ruleList, types.S), nullable),
-	}, func(_ rego.BuiltinContext, rules, h *ast.Term) (*ast.Term, error) {
+	}, undefinedIfNull2(func(_ rego.BuiltinContext, rules, h *ast.Term) (*ast.Term, error) {
 		s, ok := h.Value.(ast.String)
 		if !ok || s == "" {
 			return ast.NullTerm(), nil
 		}
 		return firstMatch(rules, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(s)) }), nil
-	})
+	}))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathWithin,
 		Description: "True if the absolute path is one of dirs or below one.",
@@ -156,6 +158,51 @@ func toolHit(data ast.Object, tool string) *ast.Term {
 	return ast.NullTerm()
 }
 
+// undefinedIfNull2 makes a *_hit builtin undefined when nothing matched
+// (the Go helpers say null): a Rego body then fails at the call itself, with no "!= null"
+// to evaluate after it on every decision.
+func undefinedIfNull2(f rego.Builtin2) rego.Builtin2 {
+	return func(bctx rego.BuiltinContext, a, b *ast.Term) (*ast.Term, error) {
+		t, err := f(bctx, a, b)
+		if err != nil || isNull(t) {
+			return nil, err
+		}
+		return t, nil
+	}
+}
+
+var (
+	denyKey = ast.StringTerm("deny")
+	askKey  = ast.StringTerm("ask")
+)
+
+func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
+	out := ast.NewObject()
+	if len(args) < 6 {
+		return ast.NewTerm(out), nil
+	}
+	rules, ok := args[0].Value.(ast.Object)
+	if !ok {
+		return ast.NewTerm(out), nil
+	}
+	for _, k := range []*ast.Term{denyKey, askKey} {
+		data := rules.Get(k)
+		if data == nil {
+			continue
+		}
+		t, err := anyHit(bctx, append([]*ast.Term{data}, args[1:]...))
+		if err != nil {
+			return nil, err
+		}
+		if !isNull(t) {
+			out.Insert(k, t)
+		}
+	}
+	return ast.NewTerm(out), nil
+}
+
+// anyHit is the scan behind deny_ask_hits for one behavior's rule data (args[0]; the rest as
+// deny_ask_hits takes them): the first rule matching any part of the call, or null.
 func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	if len(args) < 6 {
 		return ast.NullTerm(), nil

@@ -42,13 +42,13 @@ decision := _result if {
 }
 
 # Each step carries its index in steps (i) so the trace is one slice. The cheap, indexed
-# conditions (tool, paths present, hook present) come first in each body so a step that
-# cannot apply costs one comparison.
+# conditions (tool, paths present, hook decision) come first in each body so a step that
+# cannot apply costs one comparison; a ref that is undefined (no hook: input.hook is null)
+# fails the body without a builtin call.
 _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
-	input.hook != null
 	input.hook.decision == "deny"
 } else := {"i": 1, "step": "safety_deny", "allow": false, "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
-	input.paths != []
+	input.paths[0] # there is a path (a ref, not a != call: this runs on every decision)
 	count(safety.special_reads) > 0
 } else := _rule_result(2, "deny_rule", "deny", rules.deny_hit) if {
 	rules.deny_hit
@@ -74,14 +74,12 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	input.tool == "Bash"
 	not input.bash.parse_error == null
 } else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
-	input.hook != null
 	input.hook.decision == "ask"
 } else := {"i": 11, "step": "hook_allow", "allow": true, "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
-	input.hook != null
 	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
 } else := {"i": 12, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
-	input.write_paths != []
+	input.write_paths[0]
 	count(safety.protected_writes) > 0
 	modes.mode != "bypassPermissions"
 } else := _rule_result(13, "allow_rule", "allow", rules.allow_hit) if {

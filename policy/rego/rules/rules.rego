@@ -14,16 +14,13 @@ import rego.v1
 # each path with the rule buckets it meets, mirroring permission.RuleSet's layout: reads meet
 # Read rules and the tool's own Glob/Grep rules, writes meet Edit-family rules and Read denies,
 # an unknown access meets both).
-deny_hit := r if {
-	r := sandboxd.any_hit(input.rules.deny, input.tool, input.input, input.deny_words, input.path_subjects, input.domain)
-	r != null
-}
+deny_hit := _deny_ask.deny
 
 # ask_hit is the first ask rule matching the call.
-ask_hit := r if {
-	r := sandboxd.any_hit(input.rules.ask, input.tool, input.input, input.deny_words, input.path_subjects, input.domain)
-	r != null
-}
+ask_hit := _deny_ask.ask
+
+# Both scans in one builtin call: each call costs the evaluator more than the scan itself.
+_deny_ask := sandboxd.deny_ask_hits(input.rules, input.tool, input.input, input.deny_words, input.path_subjects, input.domain)
 
 # bash_parsed holds when the classifier parsed the command (null bash: not parsed).
 bash_parsed if input.bash.parse_error == null
@@ -36,15 +33,12 @@ bash_parsed if input.bash.parse_error == null
 allow_hit := r if {
 	input.tool != "Bash"
 	r := sandboxd.tool_hit(input.rules.allow, input.tool)
-	r != null
 } else := r if {
 	input.tool in {"Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit"}
 	r := sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects)
-	r != null
 } else := r if {
 	input.tool == "WebFetch"
 	r := sandboxd.domain_hit(input.rules.allow.domains, input.domain)
-	r != null
 } else := r if {
 	input.tool == "Bash"
 	input.bash.parse_error == null
@@ -54,7 +48,6 @@ allow_hit := r if {
 
 _allow_bash := r if {
 	r := sandboxd.tool_hit(input.rules.allow, "Bash")
-	r != null
 } else := r if {
 	# Allow rules see each non-read-only simple command past wrappers and known-safe env
 	# assignments only (prefix; null when not static, which then matches nothing).
@@ -62,12 +55,10 @@ _allow_bash := r if {
 		some sub in input.bash.subcommands
 		sub.read_only != true
 	])
-	r != null
 } else := r if {
 	# Read-only commands whose only effect is a redirect the Edit rules allow.
 	every sub in input.bash.subcommands {
 		sub.read_only == true
 	}
 	r := sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects)
-	r != null
 }
