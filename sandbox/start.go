@@ -535,7 +535,7 @@ func (p *Process) finish(res *Result) error {
 	step("cgroup_stats")
 	p.s.janitor.add(p.release)
 	if p.pooled {
-		p.s.pool.refillNow()
+		p.s.pool.refillSoon()
 	}
 	return errors.Join(errs...)
 }
