@@ -40,7 +40,8 @@ FUZZ_TARGETS := \
 	./permission:FuzzParseRule \
 	./api:FuzzDecodeRequest \
 	./audit:FuzzCanonical \
-	./audit:FuzzAppendBody
+	./audit:FuzzAppendBody \
+	./audit:FuzzRedactFastPath
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
