@@ -103,6 +103,24 @@ func (l *cgroupLock) Release() {
 	l.f.Close()
 }
 
+// sweepStaleLocks removes the lock files no daemon holds: a daemon killed with SIGKILL leaves
+// its file behind, and daemons started in short-lived cgroups (tests, CI) name a new one each
+// time. A file is removed only while we hold its lock; a daemon that opened it meanwhile finds
+// its lock is not on the file at the path any more and takes a new one (lockCgroupName).
+func sweepStaleLocks(dir string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "cgroup-*.lock"))
+	for _, p := range paths {
+		f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.Remove(p)
+		}
+		f.Close()
+	}
+}
+
 // lockCgroupName takes a host-wide lock on the daemon's cgroup subtree: its name under the
 // cgroup the daemon runs in. A daemon kills whatever is in its subtree at start (a crashed
 // predecessor's leftovers), so a second daemon on the same subtree would kill the first one's
@@ -117,6 +135,7 @@ func lockCgroupName(name string) (*cgroupLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create lock directory: %w", err)
 	}
+	sweepStaleLocks(dir)
 	path := filepath.Join(dir, "cgroup-"+name+"-"+hex.EncodeToString(sum[:8])+".lock")
 	for range 5 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)

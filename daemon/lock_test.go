@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,4 +35,29 @@ func TestCgroupLockRefusesSecondAndCleansUp(t *testing.T) {
 		t.Fatalf("relock after release: %v", err)
 	}
 	again.Release()
+}
+
+// A lock file left by a daemon that was killed is swept at the next start; a held one stays.
+func TestStaleCgroupLocksAreSwept(t *testing.T) {
+	testutil.RequireRoot(t)
+	held, err := lockCgroupName("locktest-held-" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	stale := filepath.Join(filepath.Dir(held.path), "cgroup-locktest-stale-"+strconv.Itoa(os.Getpid())+"-0000000000000000.lock")
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lockCgroupName("locktest-other-" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale lock file still there after a daemon started: %v", err)
+	}
+	if _, err := os.Stat(held.path); err != nil {
+		t.Errorf("a held lock file was swept: %v", err)
+	}
 }
