@@ -1,0 +1,36 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// Every call's waits on the audit log show in /v1/metrics by wait level: a Read's start is
+// queued and its end written; a Write's are durable.
+func TestAuditWaitMetric(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, `{"cwd":"/var/tmp","mode":"acceptEdits"}`)
+	f := filepath.Join(s.Cwd, "sandboxd-metric-"+strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.Remove(f) })
+	if code, res := td.call(t, s.ID, "Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, f)); code != 200 || res.IsError {
+		t.Fatalf("write: %d %+v", code, res)
+	}
+	if code, res := td.call(t, s.ID, "Read", fmt.Sprintf(`{"file_path":%q}`, f)); code != 200 || res.IsError {
+		t.Fatalf("read: %d %+v", code, res)
+	}
+	code, b := td.do(t, "GET", "/v1/metrics", "")
+	if code != 200 {
+		t.Fatalf("metrics: %d %s", code, b)
+	}
+	for _, level := range []string{"queued", "written", "durable"} {
+		re := regexp.MustCompile(`(?m)^sandboxd_audit_wait_seconds_count\{wait="` + level + `"\} ([0-9]+)$`)
+		m := re.FindSubmatch(b)
+		if m == nil || string(m[1]) == "0" {
+			t.Errorf("no %s audit wait counted:\n%s", level, b)
+		}
+	}
+}
