@@ -37,6 +37,7 @@ load:
 # Each fuzz target briefly in CI; `make fuzz FUZZTIME=5m` for a longer run.
 FUZZ_TARGETS := \
 	./classifier:FuzzClassify \
+	./classifier:FuzzSimpleCommand \
 	./permission:FuzzParseRule \
 	./api:FuzzDecodeRequest \
 	./audit:FuzzCanonical \

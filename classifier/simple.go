@@ -1,0 +1,110 @@
+package classifier
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// SimpleCommand returns the argv bash would execute for command when command is one simple
+// command of literal words naming a program (not a builtin, keyword or assignment): what
+// `bash -c` runs by exec'ing it directly, its "one-shot" case. Anything bash would expand,
+// redirect, or run itself — parameters, globs, braces, tildes, backslashes, redirections,
+// pipelines, lists, background jobs, control characters — is not simple, and ok is false.
+// The caller may then run argv without a shell; the result is the same as bash's.
+func SimpleCommand(command string) (argv []string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			argv, ok = nil, false
+		}
+	}()
+	if len(command) > maxParseLen || badChar(command) != "" {
+		return nil, false
+	}
+	p := parserPool.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(command), "")
+	parserPool.Put(p)
+	if err != nil || len(f.Stmts) != 1 {
+		return nil, false
+	}
+	st := f.Stmts[0]
+	if st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 {
+		return nil, false
+	}
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if !isCall || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return nil, false
+	}
+	argv = make([]string, 0, len(call.Args))
+	for _, w := range call.Args {
+		v, lit := literalWord(w)
+		if !lit {
+			return nil, false
+		}
+		argv = append(argv, v)
+	}
+	name := argv[0]
+	if name == "" || (!strings.Contains(name, "/") && bashNames[name]) {
+		return nil, false
+	}
+	return argv, true
+}
+
+// literalWord returns w's value when no part of it is expanded by bash: plain text without
+// any character that could start an expansion or an escape, single quotes (not $'...'), and
+// double quotes around such plain text.
+func literalWord(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, unquotedSpecial) {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false // $"..." is translated by locale
+			}
+			for _, q := range p.Parts {
+				l, isLit := q.(*syntax.Lit)
+				if !isLit || strings.ContainsAny(l.Value, quotedSpecial) {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+const (
+	// unquotedSpecial: escapes, globs, brace and tilde expansion (bash expands ~ after = too),
+	// and the expansion characters the parser would otherwise have made nodes of.
+	unquotedSpecial = "\\*?[]{}~$`"
+	// quotedSpecial: what still means something inside double quotes.
+	quotedSpecial = "\\$`"
+)
+
+// bashNames are bash 5's builtins and reserved words: a command named so is run by bash itself,
+// not exec'd (`true`, `echo`, `cd`, `test`, `exec`, ...).
+var bashNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Fields(`. : [ alias bg bind break builtin caller cd command compgen complete
+		compopt continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash
+		help history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly
+		return set shift shopt source suspend test times trap true type typeset ulimit umask unalias
+		unset wait
+		if then else elif fi case esac for select while until do done in function time { } ! [[ ]]
+		coproc`) {
+		m[n] = true
+	}
+	return m
+}()
