@@ -42,6 +42,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <grp.h>
+#include <limits.h>
 
 #include "nsinit.h"
 
@@ -355,6 +356,84 @@ static void do_landlock(struct rd *r, int exe_fd)
 	close(rs);
 }
 
+// env_find returns the value of name in envp, or NULL.
+static const char *env_find(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = envp; *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+// exec_direct execs argv (a simple command of literal words, never a builtin: the parent made
+// sure) the way `bash -c` execs such a command: argv[0] as typed, searched in PATH unless it
+// holds a slash, with bash's additions to the environment (PWD, SHLVL=0 and _ = the path run)
+// and only stdio open. It returns, having changed nothing the fallback depends on, whenever
+// bash might do something else: the program is not found, exists but cannot be exec'd (bash
+// reports it, or runs a script without #! itself), or the environment already has PWD or SHLVL
+// (bash would check or adjust them). The caller then execs bash, which does all of that.
+static void exec_direct(char **argv, char **envp, uint32_t nextra)
+{
+	if (!argv || !argv[0] || !argv[0][0])
+		return;
+	if (env_find(envp, "PWD") || env_find(envp, "SHLVL") || env_find(envp, "_"))
+		return;
+	const char *name = argv[0];
+	const char *path = strchr(name, '/') ? NULL : env_find(envp, "PATH");
+	if (!strchr(name, '/') && !path)
+		return; // bash's search without PATH is its own business
+	size_t n = 0;
+	while (envp[n])
+		n++;
+	char **env = calloc(n + 4, sizeof(char *));
+	char *pwd = malloc(PATH_MAX + 4), *under = malloc(PATH_MAX + 2);
+	if (!env || !pwd || !under)
+		return;
+	memcpy(pwd, "PWD=", 4);
+	if (!getcwd(pwd + 4, PATH_MAX))
+		return;
+	memcpy(env, envp, n * sizeof(char *));
+	env[n] = pwd;
+	env[n + 1] = "SHLVL=0";
+	env[n + 2] = under;
+	// The caller's ExtraFiles are the fallback shell's (its exit report): close them on exec.
+	for (uint32_t i = 0; i < nextra; i++)
+		if (fcntl(3 + (int)i, F_SETFD, FD_CLOEXEC) < 0)
+			return;
+	if (!path) {
+		if (strlen(name) < PATH_MAX) {
+			snprintf(under, PATH_MAX + 2, "_=%s", name);
+			execve(name, argv, env);
+		}
+	} else {
+		size_t nlen = strlen(name);
+		for (const char *p = path;; p++) {
+			const char *end = strchrnul(p, ':');
+			size_t dlen = (size_t)(end - p);
+			if (dlen + 1 + nlen >= PATH_MAX)
+				break;
+			// An empty element is the current directory, as in bash.
+			int w = dlen ? snprintf(under, PATH_MAX + 2, "_=%.*s/%s", (int)dlen, p, name)
+				     : snprintf(under, PATH_MAX + 2, "_=./%s", name);
+			if (w < 0)
+				break;
+			execve(under + 2, argv, env);
+			// Not there: try the next directory. Anything else (a directory of that name,
+			// no execute right, ENOEXEC, a missing #! interpreter) is bash's to handle.
+			struct stat st;
+			if ((errno != ENOENT && errno != ENOTDIR) || stat(under + 2, &st) == 0)
+				break;
+			if (!*end)
+				break;
+			p = end;
+		}
+	}
+	for (uint32_t i = 0; i < nextra; i++)
+		if (fcntl(3 + (int)i, F_SETFD, 0) < 0)
+			fail(errno, "fds", "restore");
+}
+
 // bset_dropped: the prelude of a pooled init dropped the bounding set already.
 static int bset_dropped;
 
@@ -508,6 +587,7 @@ static void sbx_run(int pooled)
 	char *dir = rd_str(&r);
 	char **argv = rd_strv(&r, SBX_TAG_ARGV);
 	char **envp = rd_strv(&r, SBX_TAG_ENV);
+	char **direct = rd_strv(&r, SBX_TAG_DIRECT);
 	rd_tag(&r, SBX_TAG_CRED);
 	uint32_t uid = rd_u32(&r), gid = rd_u32(&r);
 	uint32_t ngroups = rd_tag(&r, SBX_TAG_GROUPS);
@@ -596,7 +676,10 @@ static void sbx_run(int pooled)
 	load_seccomp(&r);
 
 	trace("seccomp");
-	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF.
+	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF. A simple
+	//    command is exec'd as bash would exec it, without bash; when that cannot be done
+	//    exactly, the program (bash with the whole command) runs and does it itself.
+	exec_direct(direct, envp, nextra);
 	execve(path, argv, envp);
 	fail(errno, "execve", path);
 }

@@ -20,6 +20,7 @@ const (
 	tagExec        = C.SBX_TAG_EXEC
 	tagArgv        = C.SBX_TAG_ARGV
 	tagEnv         = C.SBX_TAG_ENV
+	tagDirect      = C.SBX_TAG_DIRECT
 	tagCred        = C.SBX_TAG_CRED
 	tagGroups      = C.SBX_TAG_GROUPS
 	tagFds         = C.SBX_TAG_FDS

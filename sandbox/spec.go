@@ -87,6 +87,7 @@ type llRule struct {
 type childSpec struct {
 	path, dir string
 	argv, env []string
+	direct    []string // Spec.Direct
 	uid, gid  uint32
 	groups    []uint32
 	netnsFD   int // -1: stay in the daemon's network namespace
@@ -117,7 +118,7 @@ func hasNUL(ss ...string) bool {
 }
 
 func (c *childSpec) encode() ([]byte, error) {
-	if hasNUL(c.path, c.dir) || hasNUL(c.argv...) || hasNUL(c.env...) {
+	if hasNUL(c.path, c.dir) || hasNUL(c.argv...) || hasNUL(c.env...) || hasNUL(c.direct...) {
 		return nil, fmt.Errorf("%w: NUL byte in path, dir, args or env", ErrBadSpec)
 	}
 	e := &specEncoder{b: make([]byte, 0, 16384)}
@@ -128,6 +129,7 @@ func (c *childSpec) encode() ([]byte, error) {
 	e.str(c.dir)
 	e.strs(tagArgv, c.argv)
 	e.strs(tagEnv, c.env)
+	e.strs(tagDirect, c.direct)
 	e.tag(tagCred, 2)
 	e.u32(c.uid)
 	e.u32(c.gid)
