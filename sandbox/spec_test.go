@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// resolveByPrefixes is resolve as first written: EvalSymlinks on the whole path, then on each
+// shorter prefix until one resolves. resolve must give the same answer in one pass.
+func resolveByPrefixes(p string) string {
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+func TestResolveMatchesPrefixWalk(t *testing.T) {
+	d := t.TempDir()
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln := func(target, p string) {
+		if err := os.Symlink(target, filepath.Join(d, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("real/sub")
+	os.WriteFile(filepath.Join(d, "real/file"), nil, 0o644)
+	ln("real", "rel")                       // relative, to a dir
+	ln(filepath.Join(d, "real/sub"), "abs") // absolute
+	ln("rel/sub", "chain")                  // through another link
+	ln("missing/x", "dangling")
+	ln("loop2", "loop1")
+	ln("loop1", "loop2")
+	ln("../real", "real/sub/up")
+	ln("file", "real/tofile")
+	for _, p := range []string{
+		"", "/real", "/real/sub", "/real/sub/new/deeper", "/rel", "/rel/sub/x", "/abs", "/abs/x/y",
+		"/chain", "/chain/up/sub/up/file", "/dangling", "/dangling/x", "/loop1", "/loop1/x",
+		"/real/file", "/real/file/x", "/real/tofile/x", "/nothere", "/nothere/a/b",
+	} {
+		in := d + p
+		if got, want := resolve(in), resolveByPrefixes(in); got != want {
+			t.Errorf("resolve(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, p := range []string{"/", "/proc/self", "/var/run/docker.sock", "/nonexistent/.aws"} {
+		if got, want := resolve(p), resolveByPrefixes(p); got != want {
+			t.Errorf("resolve(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
