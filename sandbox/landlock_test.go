@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,47 @@ func TestAppearLater(t *testing.T) {
 	}
 	if got := appearLater(deny, 0); len(got) != 1 || got[0] != deny[3] {
 		t.Errorf("appearLater(uid 0) = %v, want only the root-owned dir's", got)
+	}
+}
+
+// A container runtime's socket named as a deny path stays mount-hidden only: landlock cannot
+// stop a connect(2), so no rules are spent around /run for it, even for a root caller (who owns
+// /run). A file deny path beside it still gets its rules.
+func TestSocketDenyPathsAreMountOnly(t *testing.T) {
+	testutil.RequireRoot(t)
+	s := newTestSandbox(t, Config{})
+	if s.landlockABI <= 0 {
+		t.Skip("kernel has no landlock")
+	}
+	plan := func(deny ...string) []llRule {
+		p := &Process{s: s, spec: Spec{Path: "/bin/true", Dir: "/", DenyPaths: deny, UID: 0, GID: 0,
+			Session: "s", Call: "c"}}
+		p.lim = p.spec.Limits.merge(s.limits)
+		cs, netns, err := s.plan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if netns != nil {
+			netns.Close()
+		}
+		return cs.landlock.rules
+	}
+	if _, err := os.Lstat("/run/docker.sock"); err == nil {
+		t.Skip("/run/docker.sock exists here: the mount plan hides it, landlock is not asked")
+	}
+	for _, r := range plan("/var/run/docker.sock", "/run/docker.sock") {
+		if strings.HasPrefix(r.path, "/run/") || r.path == "/run" {
+			t.Fatalf("a rule around /run for a socket deny path: %+v", r)
+		}
+	}
+	// A missing file deny path in the same place is guarded by landlock (the rules around it).
+	file := "/run/sbx-no-such-file-" + strconv.Itoa(os.Getpid())
+	var around bool
+	for _, r := range plan(file) {
+		around = around || strings.HasPrefix(r.path, "/run/")
+	}
+	if !around {
+		t.Fatalf("no rules around %s", file)
 	}
 }
 
