@@ -37,6 +37,21 @@ func TestBashTool(t *testing.T) {
 			t.Fatal("false is not an error")
 		}
 	})
+	t.Run("a simple command runs as bash -c would run it", func(t *testing.T) {
+		// Exec'd by the init without bash (Spec.Direct): the environment bash gives a program
+		// it execs, stdout and the exit code as usual, and no context change.
+		e.h.Tools().PersistCwd = func(*session.Session) bool { return true }
+		defer func() { e.h.Tools().PersistCwd = nil }()
+		r := e.mustCall(t, "Bash", Input{"command": "sh -c 'echo \"$PWD|$SHLVL|$_\"; exit 4'"})
+		if r.Data["stdout"] != e.dir+"|0|/usr/bin/sh\n" || r.Data["exit_code"] != 4 || r.ContextChange != nil {
+			t.Fatalf("%v %+v", r.Data, r.ContextChange)
+		}
+		// A program that is not there: bash's own message and status.
+		r = e.mustCall(t, "Bash", Input{"command": "no-such-program-xyz --flag"})
+		if r.Data["exit_code"] != 127 || r.Data["stderr"] != "/bin/bash: line 1: no-such-program-xyz: command not found\n" {
+			t.Fatalf("%v", r.Data)
+		}
+	})
 	t.Run("cd does not persist", func(t *testing.T) {
 		r := e.mustCall(t, "Bash", Input{"command": "mkdir -p sub && cd sub && pwd"})
 		if r.ContextChange != nil {
