@@ -34,3 +34,27 @@ func TestAuditWaitMetric(t *testing.T) {
 		}
 	}
 }
+
+// Where a call's time goes shows in /v1/metrics: every pipeline step of a Bash call, and the
+// steps of its confined start and end.
+func TestStepTimeMetrics(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, `{"cwd":"/var/tmp","mode":"bypassPermissions"}`)
+	if code, res := td.call(t, s.ID, "Bash", `{"command":"/bin/true"}`); code != 200 || res.IsError {
+		t.Fatalf("bash: %d %+v", code, res)
+	}
+	code, b := td.do(t, "GET", "/v1/metrics", "")
+	if code != 200 {
+		t.Fatalf("metrics: %d %s", code, b)
+	}
+	for _, m := range []string{
+		`sandboxd_call_stage_seconds_count{stage="permission"}`, `sandboxd_call_stage_seconds_count{stage="execute"}`,
+		`sandboxd_call_stage_seconds_count{stage="finish"}`, `sandboxd_spawn_step_seconds_count{step="plan"}`,
+		`sandboxd_spawn_step_seconds_count{step="child_setup_exec"}`, `sandboxd_spawn_step_seconds_count{step="cgroup_stats"}`,
+	} {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m) + ` ([0-9]+)$`)
+		if got := re.FindSubmatch(b); got == nil || string(got[1]) == "0" {
+			t.Errorf("%s not counted:\n%s", m, b)
+		}
+	}
+}

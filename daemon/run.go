@@ -73,6 +73,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		return nil, err
 	}
 	undo = append(undo, cgLock.Release)
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	steps := newStepTimes(promReg)
 	sb, err := sandbox.New(sandbox.Config{
 		CgroupRoot: cfg.Sandbox.CgroupName,
 		Limits: sandbox.Limits{
@@ -81,6 +84,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		},
 		ExtraSyscalls: cfg.Sandbox.ExtraSyscalls,
 		StateDir:      filepath.Join(opts.StateDir, "sandbox"),
+		StepObserver:  steps.spawnStep,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -111,8 +115,6 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec := newRecorder(al, promReg)
 	// Admin settings live beside the Rego: when the policy reloads, sessions' rule sets are
 	// rebuilt so a new admin deny applies to sessions already open.
@@ -135,6 +137,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	}
 	core.cfg.Store(&cfg)
 	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
+	core.pipeline.ObserveStages(steps.stage)
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)

@@ -105,6 +105,8 @@ type Pipeline struct {
 	decider  Decider
 	recorder Recorder
 	hooks    atomic.Pointer[Hooks]
+	// stageDone, when set (ObserveStages, before the first call), is told each step's time.
+	stageDone func(stage string, d time.Duration)
 }
 
 // NewPipeline wires a pipeline.
@@ -113,6 +115,10 @@ func NewPipeline(log *zap.Logger, reg *Registry, host *Host, d Decider, r Record
 	p.hooks.Store(hooks)
 	return p
 }
+
+// ObserveStages has f told how long each step of every call took (the daemon's metrics). Call
+// it before the first call.
+func (p *Pipeline) ObserveStages(f func(stage string, d time.Duration)) { p.stageDone = f }
 
 // SetHooks swaps in reloaded hooks (nil: none); calls already past a hook step keep theirs.
 func (p *Pipeline) SetHooks(h *Hooks) { p.hooks.Store(h) }
@@ -192,13 +198,24 @@ func (p *Pipeline) run(ctx context.Context, st *state) (out *Outcome) {
 	if !st.decideOnly {
 		stages = append(append([]stage(nil), decideStages...), runStages...)
 	}
+	last := st.start
 	for _, s := range stages {
-		if err := s.run(ctx, p, st); err != nil {
+		err := s.run(ctx, p, st)
+		if p.stageDone != nil {
+			now := time.Now()
+			p.stageDone(s.name, now.Sub(last))
+			last = now
+		}
+		if err != nil {
 			st.err = err
 			break
 		}
 	}
-	return p.finish(ctx, st)
+	out = p.finish(ctx, st)
+	if p.stageDone != nil {
+		p.stageDone("finish", time.Since(last))
+	}
+	return out
 }
 
 // stepLookup finds the tool (aliases too). Step 1.

@@ -19,6 +19,9 @@ type Config struct {
 	Limits        Limits   // defaults for every execution
 	ExtraSyscalls []string // admin additions to the seccomp allowlist
 	StateDir      string   // for per-session runtime state
+	// StepObserver, when set, is told how long each step of a start and of a call's end took
+	// (plan, handover, child_setup_exec, cgroup_create, ...): the daemon's metrics.
+	StepObserver func(step string, d time.Duration)
 }
 
 // Limits bounds one execution. 0 means the default (Config.Limits, then DefaultLimits).
@@ -78,7 +81,8 @@ type Sandbox struct {
 	// noPool (tests, benchmarks) sends every Start down the per-call path.
 	noPool atomic.Bool
 
-	// stepDone, when set (benchmarks), is told how long each step of Start and Wait took.
+	// stepDone, when set (Config.StepObserver, benchmarks), is told how long each step of
+	// Start and Wait took.
 	stepDone func(step string, d time.Duration)
 
 	mu     sync.Mutex
@@ -102,6 +106,7 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		procs:  map[*Process]struct{}{},
 		netns:  map[string]*os.File{},
 	}
+	s.stepDone = cfg.StepObserver
 	if err := s.init(); err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
 	}
