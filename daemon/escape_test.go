@@ -87,3 +87,24 @@ func TestHostileCallsThroughTheSocket(t *testing.T) {
 		})
 	}
 }
+
+// The daemon's own deny paths (its socket, its audit log) exist once it serves: a missing deny
+// path would cost a root caller's every call landlock rules for each entry of its ancestors
+// (the state dir, /var/tmp, /var, /), ~30 rules for one path that was never created.
+func TestDaemonDenyPathsExist(t *testing.T) {
+	td := startDaemon(t, "sandbox:\n  deny_paths: []\n")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, t.TempDir()))
+	sess := td.d.core.store.All()[0]
+	if sess.ID != s.ID {
+		t.Fatalf("session %s, want %s", sess.ID, s.ID)
+	}
+	spec := td.d.core.host.Spec(sess, sess.Mode(), "c", []string{"/bin/true"})
+	if len(spec.DenyPaths) < 2 {
+		t.Fatalf("deny paths %v: want the socket and the audit log", spec.DenyPaths)
+	}
+	for _, p := range spec.DenyPaths {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("the daemon denies %s, which does not exist: %v", p, err)
+		}
+	}
+}

@@ -83,7 +83,6 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 			FileSizeMaxBytes: cfg.Sandbox.FileSizeMaxBytes, OpenFilesMax: cfg.Sandbox.OpenFilesMax, TmpSizeBytes: cfg.Sandbox.TmpSizeBytes,
 		},
 		ExtraSyscalls: cfg.Sandbox.ExtraSyscalls,
-		StateDir:      filepath.Join(opts.StateDir, "sandbox"),
 		StepObserver:  steps.spawnStep,
 	}, log)
 	if err != nil {

@@ -127,15 +127,16 @@ func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string)
 
 // denyPaths are the configured deny paths for this owner plus the daemon's own: its socket
 // (a command that reached it could loosen its own session) and its audit log and signing key
-// and sandbox state (which a root caller's commands could otherwise read). The session's
-// persisted results, also under the state dir, stay reachable.
+// (which a root caller's commands could otherwise read). The session's persisted results,
+// also under the state dir, stay reachable. Only paths that exist belong here: a missing deny
+// path costs a root caller landlock rules for every entry of each of its ancestors.
 func (h *Host) denyPaths(cfg *config.Sandbox, home string) []string {
 	deny := expandHome(cfg.DenyPaths, home)
 	if h.DaemonSocket != "" {
 		deny = append(deny, h.DaemonSocket)
 	}
 	if h.StateDir != "" {
-		deny = append(deny, filepath.Join(h.StateDir, "audit"), filepath.Join(h.StateDir, "sandbox"))
+		deny = append(deny, filepath.Join(h.StateDir, "audit"))
 	}
 	return deny
 }

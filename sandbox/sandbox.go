@@ -18,7 +18,6 @@ type Config struct {
 	CgroupRoot    string   // name of the daemon's subtree, default "sandboxd"
 	Limits        Limits   // defaults for every execution
 	ExtraSyscalls []string // admin additions to the seccomp allowlist
-	StateDir      string   // for per-session runtime state
 	// StepObserver, when set, is told how long each step of a start and of a call's end took
 	// (plan, handover, child_setup_exec, cgroup_create, ...): the daemon's metrics.
 	StepObserver func(step string, d time.Duration)
