@@ -126,6 +126,33 @@ func measure(warm, n int, f func(i int) error) (lat, error) {
 	return out.sorted(), nil
 }
 
+// measurePaced runs each of fs once per round, n rounds after warm unmeasured ones, each run
+// after an untimed pause, and returns each f's sorted latencies. Interleaving puts the same
+// drift of a noisy machine on every f; the pause is the think time between an agent's calls,
+// in which the daemon gets ready for the next one (its pooled inits refill).
+func measurePaced(warm, n int, pause time.Duration, fs ...func(i int) error) ([]lat, error) {
+	out := make([]lat, len(fs))
+	for j := range fs {
+		out[j] = make(lat, 0, n)
+	}
+	for i := 0; i < warm+n; i++ {
+		for j, f := range fs {
+			time.Sleep(pause)
+			s := time.Now()
+			if err := f(i); err != nil {
+				return nil, err
+			}
+			if i >= warm {
+				out[j] = append(out[j], time.Since(s))
+			}
+		}
+	}
+	for j := range out {
+		out[j] = out[j].sorted()
+	}
+	return out, nil
+}
+
 // quantile names a quantile of a latency sample.
 type quantile struct {
 	name string
