@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,30 +94,41 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 		return nil, nil
 	}
 	fs, scoped, size := landlockMasks(abi)
-	var rules []llRule
+	plan := &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size}
 	later := appearLater(deny, spec.UID)
-	addExpanded := func(root string, access uint64) error {
-		r, err := expansions.get(root, access, later)
-		if err != nil {
-			return err
-		}
-		rules = append(rules, r...)
-		return nil
-	}
-	if err := addExpanded("/", llRead); err != nil {
+	// The base: reads everywhere but around deny paths that may appear later. It is what costs
+	// (a rule per entry of each ancestor of such a path) and what a pooled init can build ahead
+	// from a hint (see landlockPlan.base), so it holds only paths the call's mounts leave as
+	// they are. The host's /tmp gets no rule: every child has its own /tmp, granted below. A
+	// deny path that exists is covered by the mount plan (a file by /dev/null, which reads as
+	// empty): its rule is the call's, opened after the mounts, so it binds what covers it.
+	root, key, err := expansions.get("/", llRead, later)
+	if err != nil {
 		return nil, err
+	}
+	plan.baseKey = key
+	for _, r := range root {
+		switch {
+		case r.path == "/tmp":
+		case slices.Contains(deny, r.path):
+			plan.rules = append(plan.rules, r)
+		default:
+			plan.base = append(plan.base, r)
+		}
 	}
 	// The private /tmp and /dev/shm are per call; writable like a scratch dir. The rest of
 	// /dev is the prelude's read-only tmpfs: its device nodes (null, zero, tty, ...) and this
 	// call's devpts are all that is beneath it, so one rule covers them (one per node cost a
 	// few µs each), and no file can be created there whatever the rule says.
-	rules = append(rules, llRule{access: llRead | llWrite, path: "/tmp"},
+	plan.rules = append(plan.rules, llRule{access: llRead | llWrite, path: "/tmp"},
 		llRule{access: llRead | llWrite, path: "/dev/shm"},
 		llRule{access: llRead | llWriteFile | llIoctlDev | llTruncate, path: "/dev"})
 	for _, d := range readOnly {
-		if err := addExpanded(d, llRead); err != nil {
+		r, _, err := expansions.get(d, llRead, later)
+		if err != nil {
 			return nil, err
 		}
+		plan.rules = append(plan.rules, r...)
 	}
 	access := uint64(llRead | llWrite)
 	if spec.ReadOnlyWorkspace {
@@ -132,9 +144,9 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*lan
 		if denied(d, deny) {
 			continue // the writable dir is itself denied: grant nothing
 		}
-		rules = append(rules, llRule{access: access, path: d})
+		plan.rules = append(plan.rules, llRule{access: access, path: d})
 	}
-	return &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size, rules: rules}, nil
+	return plan, nil
 }
 
 // expansionCache keeps expandAround's results between calls. An expansion lists every
@@ -161,8 +173,8 @@ type dirStamp struct {
 }
 
 // stampSlack is longer than any filesystem's timestamp granularity (the kernel's coarse clock
-// ticks every few ms).
-const stampSlack = 100 * time.Millisecond
+// ticks every few ms); a variable for tests, whose fixtures live under busy directories.
+var stampSlack = 100 * time.Millisecond
 
 // maxExpansions bounds the cache (one entry per distinct root and deny set); full, it starts over.
 const maxExpansions = 256
@@ -177,13 +189,16 @@ func stampOf(path string) (dirStamp, bool) {
 	return dirStamp{path: path, dev: st.Dev, ino: st.Ino, mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, true
 }
 
-func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRule, error) {
+// get returns the rules expandAround builds for root now, and the cache entry they came from:
+// the same entry means directories unchanged since, so the same inodes behind each rule's
+// path (nil when the listing was too recent to keep).
+func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRule, *expansion, error) {
 	key := root + "\x00" + strconv.FormatUint(access, 16) + "\x00" + strings.Join(deny, "\x00")
 	c.mu.Lock()
 	e := c.entries[key]
 	c.mu.Unlock()
 	if e != nil && e.fresh() {
-		return e.rules, nil
+		return e.rules, e, nil
 	}
 	var dirs []dirStamp
 	cacheable := true
@@ -197,18 +212,19 @@ func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRul
 		dirs = append(dirs, st)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !cacheable {
-		return rules, nil
+		return rules, nil, nil
 	}
+	e = &expansion{rules: rules, dirs: dirs}
 	c.mu.Lock()
 	if len(c.entries) >= maxExpansions {
 		c.entries = map[string]*expansion{}
 	}
-	c.entries[key] = &expansion{rules: rules, dirs: dirs}
+	c.entries[key] = e
 	c.mu.Unlock()
-	return rules, nil
+	return rules, e, nil
 }
 
 // fresh reports whether every directory the expansion listed is unchanged. The stamp is taken

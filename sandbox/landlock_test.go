@@ -162,7 +162,7 @@ func TestSocketDenyPathsAreMountOnly(t *testing.T) {
 		if netns != nil {
 			netns.Close()
 		}
-		return cs.landlock.rules
+		return append(slices.Clone(cs.landlock.base), cs.landlock.rules...)
 	}
 	if _, err := os.Lstat("/run/docker.sock"); err == nil {
 		t.Skip("/run/docker.sock exists here: the mount plan hides it, landlock is not asked")
@@ -205,14 +205,20 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var keys []*expansion
 	for range 2 {
-		got, err := c.get(root, llRead, deny)
+		got, key, err := c.get(root, llRead, deny)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("cached expansion\n%v\nwant\n%v", got, want)
 		}
+		keys = append(keys, key)
+	}
+	// The same entry both times: what a pooled init's prebuilt landlock base is matched on.
+	if keys[0] == nil || keys[0] != keys[1] {
+		t.Fatalf("entries %p, %p: want the same cached entry", keys[0], keys[1])
 	}
 	if len(c.entries) != 1 {
 		t.Fatalf("%d cache entries, want 1", len(c.entries))
@@ -222,14 +228,119 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "home/u/new"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.get(root, llRead, deny)
+	got, key, err := c.get(root, llRead, deny)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if key == keys[0] {
+		t.Fatal("the changed directory's expansion is still the old entry: a prebuilt base would be used")
 	}
 	if !slices.ContainsFunc(got, func(r llRule) bool { return r.path == filepath.Join(root, "home/u/new") }) {
 		t.Fatalf("no rule for the new entry after it was made:\n%v", got)
 	}
 	if slices.ContainsFunc(got, func(r llRule) bool { return strings.HasPrefix(r.path, deny[0]) }) {
 		t.Fatalf("a rule reaches the deny path:\n%v", got)
+	}
+}
+
+// A pooled init prebuilds the landlock base of the latest call (the rules around a deny path
+// that may appear later), and the next call with the same base uses it: reads where the base
+// allows them, a covered deny file reads as empty, a missing deny path stays unreadable. Once a
+// directory the base was listed from changes, the prebuilt base is not used: a deny path made
+// meanwhile is hidden, and a new entry beside it is readable.
+func TestPrebuiltLandlockBase(t *testing.T) {
+	testutil.RequireRoot(t)
+	s := newTestSandbox(t, Config{})
+	if s.landlockABI <= 0 {
+		t.Skip("kernel has no landlock")
+	}
+	base, err := os.MkdirTemp("/var/tmp", "sbx-prebuilt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+	for _, d := range []string{home, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(home, "notes.txt"), []byte("notes\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".env"), []byte("SECRET=1\n"), 0o600)
+	os.Chmod(base, 0o755)
+	chownR(t, base)
+	// A listing is cached (and so a base can be prebuilt) only once its directories have been
+	// still for a while; /var/tmp never is while tests run. The stamps still see every change
+	// (a change moves the ctime, which age cannot set back).
+	saved := stampSlack
+	stampSlack = 0
+	t.Cleanup(func() { stampSlack = saved })
+	age := func() {
+		old := time.Now().Add(-time.Hour)
+		for _, d := range []string{base, home} {
+			os.Chtimes(d, old, old)
+		}
+	}
+	age()
+	deny := []string{filepath.Join(home, ".aws"), filepath.Join(home, ".env")}
+	call := func(name, script string) (string, *Process) {
+		t.Helper()
+		waitPoolReady(t, s, poolMin)
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+			Path: "/bin/sh", Args: []string{"-c", script}, Dir: work, WritableDirs: []string{work},
+			DenyPaths: deny, Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
+			Session: "prebuilt", Call: name,
+		})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: %v %+v\n%s", name, err, res, out)
+		}
+		return out, p
+	}
+	read := "cat " + filepath.Join(home, "notes.txt") + "; cat " + filepath.Join(home, ".env") + "; echo end"
+	// The first call sets the hint; the inits started after it prebuild its base. Drain the
+	// ones started before (no hint), so the next call takes a hinted one.
+	call("c1", "true")
+	for i := 0; i < poolMax; i++ {
+		if in := s.pool.take(); in != nil {
+			s.discard(in)
+		}
+	}
+	out, p := call("c2", read)
+	if !p.llPrebuilt {
+		t.Fatal("the call did not use the base its init prebuilt")
+	}
+	if out != "notes\nend\n" {
+		t.Fatalf("with the prebuilt base: %q, want the notes, an empty .env, end", out)
+	}
+	// A file replaced under the same name: the same rules, but the home directory changed, so
+	// the base prebuilt before is not used (its rule holds the old file) and the new one reads.
+	tmp := filepath.Join(home, "notes.tmp")
+	os.WriteFile(tmp, []byte("new notes\n"), 0o644)
+	os.Chown(tmp, nobody, nobody)
+	if err := os.Rename(tmp, filepath.Join(home, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	age()
+	out, p = call("c3", read)
+	if p.llPrebuilt {
+		t.Fatal("a base prebuilt before its directory changed was used")
+	}
+	if out != "new notes\nend\n" {
+		t.Fatalf("after the file was replaced: %q, want the new notes", out)
+	}
+	// A deny path made after the base was listed is hidden; an entry made beside it reads.
+	if err := os.Mkdir(filepath.Join(home, ".aws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("key\n"), 0o644)
+	os.WriteFile(filepath.Join(home, "new.txt"), []byte("new\n"), 0o644)
+	chownR(t, base)
+	age()
+	out, p = call("c4", "cat "+filepath.Join(home, ".aws", "credentials")+" 2>/dev/null; cat "+filepath.Join(home, "new.txt")+"; echo end")
+	if p.llPrebuilt {
+		t.Fatal("a base prebuilt before its directory changed was used")
+	}
+	if out != "new\nend\n" {
+		t.Fatalf("after the change: %q, want only the new entry", out)
 	}
 }

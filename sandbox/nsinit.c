@@ -302,20 +302,33 @@ static void do_rlimits(struct rd *r)
 	}
 }
 
-// do_landlock builds the ruleset. The parent chose the access masks for the kernel's ABI, so
-// this only opens paths and adds rules. A missing path is skipped: there is nothing to allow.
-static void do_landlock(struct rd *r, int exe_fd)
+struct ll_masks {
+	struct sbx_ll_ruleset_attr attr;
+	uint32_t size;
+};
+
+// ll_read_masks reads a ruleset's access masks and attribute size.
+static struct ll_masks ll_read_masks(struct rd *r)
 {
-	uint32_t n = rd_tag(r, SBX_TAG_LANDLOCK);
-	if (n == 0)
-		return; // the parent logged that landlock is unavailable
-	struct sbx_ll_ruleset_attr attr = { 0 };
-	attr.handled_access_fs = rd_u64(r);
-	attr.scoped = rd_u64(r);
-	uint32_t attr_size = rd_u32(r);
-	int rs = syscall(SYS_landlock_create_ruleset, &attr, (size_t)attr_size, 0);
+	struct ll_masks m = { { 0 }, 0 };
+	m.attr.handled_access_fs = rd_u64(r);
+	m.attr.scoped = rd_u64(r);
+	m.size = rd_u32(r);
+	return m;
+}
+
+static int ll_create(struct ll_masks *m)
+{
+	int rs = syscall(SYS_landlock_create_ruleset, &m->attr, (size_t)m->size, 0);
 	if (rs < 0)
 		fail(errno, "landlock", "create ruleset");
+	return rs;
+}
+
+// ll_add_rules reads a count of {access, path} rules and adds each to rs. A missing path is
+// skipped: there is nothing to allow.
+static void ll_add_rules(struct rd *r, int rs, uint64_t handled)
+{
 	uint32_t rules = rd_u32(r);
 	for (uint32_t i = 0; i < rules; i++) {
 		uint64_t access = rd_u64(r);
@@ -332,19 +345,68 @@ static void do_landlock(struct rd *r, int exe_fd)
 		// A rule on a file may only carry file rights; drop directory-only ones.
 		if (!S_ISDIR(st.st_mode))
 			access &= SBX_LL_FILE_RIGHTS;
-		struct sbx_ll_path_beneath pb = { .allowed_access = access & attr.handled_access_fs,
-						  .parent_fd = fd };
+		struct sbx_ll_path_beneath pb = { .allowed_access = access & handled, .parent_fd = fd };
 		if (pb.allowed_access &&
 		    syscall(SYS_landlock_add_rule, rs, SBX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			fail(errno, "landlock rule", path);
 		close(fd);
 	}
+}
+
+// prebuilt_rs is the ruleset a pooled init built in its prelude from the daemon's hint (the
+// rules around deny paths of its latest call), or -1.
+static int prebuilt_rs = -1;
+
+// prebuild_landlock (pooled inits, in the prelude) builds the hinted rules into prebuilt_rs
+// while the init waits: the part of a call's ruleset that costs most (a rule per entry of each
+// ancestor of a deny path) is then off the call's critical path. The daemon hands the call a
+// spec that uses it only when the call's rules are exactly the hint's and the directories they
+// came from are unchanged since (expansionCache); otherwise the call builds its own.
+static void prebuild_landlock(struct rd *r)
+{
+	if (rd_tag(r, SBX_TAG_LANDLOCK_HINT) == 0)
+		return;
+	struct ll_masks m = ll_read_masks(r);
+	int rs = ll_create(&m);
+	ll_add_rules(r, rs, m.attr.handled_access_fs);
+	// Above every slot receive_call fills (0-6, the call's ExtraFiles from 7): it must survive
+	// the call's fds landing there.
+	prebuilt_rs = fcntl(rs, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 32);
+	if (prebuilt_rs < 0)
+		fail(errno, "landlock", "move prebuilt ruleset");
+	close(rs);
+}
+
+// do_landlock builds the ruleset (or finishes the prebuilt one) and enforces it. The parent
+// chose the access masks for the kernel's ABI, so this only opens paths and adds rules.
+static void do_landlock(struct rd *r, int exe_fd)
+{
+	uint32_t n = rd_tag(r, SBX_TAG_LANDLOCK);
+	uint32_t use_prebuilt = n ? rd_u32(r) : 0;
+	if (!use_prebuilt && prebuilt_rs >= 0) {
+		close(prebuilt_rs); // built for another call's rules
+		prebuilt_rs = -1;
+	}
+	if (n == 0)
+		return; // the parent logged that landlock is unavailable
+	struct ll_masks m = ll_read_masks(r);
+	uint64_t handled = m.attr.handled_access_fs;
+	int rs;
+	if (use_prebuilt) {
+		// Built with the same masks (the parent checked); the call's own rules go on top.
+		if (prebuilt_rs < 0)
+			fail(EINVAL, "landlock", "no prebuilt ruleset");
+		rs = prebuilt_rs;
+		prebuilt_rs = -1;
+	} else {
+		rs = ll_create(&m);
+	}
+	ll_add_rules(r, rs, handled);
 	// The program this child was started to run may be executed wherever it lives, even where
 	// a mount now hides its path (a binary under the host's /tmp): exe_fd was opened before
 	// the mounts, so the rule binds to the file itself and grants nothing else.
 	if (exe_fd >= 0) {
-		struct sbx_ll_path_beneath pb = { .allowed_access = SBX_LL_EXEC_RIGHTS &
-								    attr.handled_access_fs,
+		struct sbx_ll_path_beneath pb = { .allowed_access = SBX_LL_EXEC_RIGHTS & handled,
 						  .parent_fd = exe_fd };
 		if (pb.allowed_access &&
 		    syscall(SYS_landlock_add_rule, rs, SBX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
@@ -552,6 +614,7 @@ static void prelude(void)
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
 		fail(EINVAL, "prelude", "bad magic or version");
 	do_mounts(&r);
+	prebuild_landlock(&r);
 	drop_bounding_set();
 	// Still root with CAP_SYS_ADMIN: loading a filter needs no no_new_privs yet.
 	load_seccomp(&r);

@@ -8,32 +8,33 @@ package sandbox
 import "C"
 
 const (
-	initArg        = C.SBX_INIT_ARG
-	poolArg        = C.SBX_POOL_ARG
-	maxPassedExtra = C.SBX_MAX_EXTRA
-	specMagic      = C.SBX_MAGIC
-	specVersion    = C.SBX_VERSION
-	exitInitFailed = C.SBX_EXIT_INIT_FAILED
-	fdFirstExtra   = C.SBX_FD_FIRST_EXTRA
-	fdNetns        = C.SBX_FD_NETNS
-	llFileRights   = uint64(C.SBX_LL_FILE_RIGHTS)
-	tagExec        = C.SBX_TAG_EXEC
-	tagArgv        = C.SBX_TAG_ARGV
-	tagEnv         = C.SBX_TAG_ENV
-	tagDirect      = C.SBX_TAG_DIRECT
-	tagCred        = C.SBX_TAG_CRED
-	tagGroups      = C.SBX_TAG_GROUPS
-	tagFds         = C.SBX_TAG_FDS
-	tagMounts      = C.SBX_TAG_MOUNTS
-	tagRlimits     = C.SBX_TAG_RLIMITS
-	tagLandlock    = C.SBX_TAG_LANDLOCK
-	tagSeccomp     = C.SBX_TAG_SECCOMP
-	opMount        = C.SBX_OP_MOUNT
-	opSetattr      = C.SBX_OP_SETATTR
-	opMknod        = C.SBX_OP_MKNOD
-	opMkdir        = C.SBX_OP_MKDIR
-	opSymlink      = C.SBX_OP_SYMLINK
-	opTouch        = C.SBX_OP_TOUCH
+	initArg         = C.SBX_INIT_ARG
+	poolArg         = C.SBX_POOL_ARG
+	maxPassedExtra  = C.SBX_MAX_EXTRA
+	specMagic       = C.SBX_MAGIC
+	specVersion     = C.SBX_VERSION
+	exitInitFailed  = C.SBX_EXIT_INIT_FAILED
+	fdFirstExtra    = C.SBX_FD_FIRST_EXTRA
+	fdNetns         = C.SBX_FD_NETNS
+	llFileRights    = uint64(C.SBX_LL_FILE_RIGHTS)
+	tagExec         = C.SBX_TAG_EXEC
+	tagArgv         = C.SBX_TAG_ARGV
+	tagEnv          = C.SBX_TAG_ENV
+	tagDirect       = C.SBX_TAG_DIRECT
+	tagCred         = C.SBX_TAG_CRED
+	tagGroups       = C.SBX_TAG_GROUPS
+	tagFds          = C.SBX_TAG_FDS
+	tagMounts       = C.SBX_TAG_MOUNTS
+	tagRlimits      = C.SBX_TAG_RLIMITS
+	tagLandlock     = C.SBX_TAG_LANDLOCK
+	tagSeccomp      = C.SBX_TAG_SECCOMP
+	tagLandlockHint = C.SBX_TAG_LANDLOCK_HINT
+	opMount         = C.SBX_OP_MOUNT
+	opSetattr       = C.SBX_OP_SETATTR
+	opMknod         = C.SBX_OP_MKNOD
+	opMkdir         = C.SBX_OP_MKDIR
+	opSymlink       = C.SBX_OP_SYMLINK
+	opTouch         = C.SBX_OP_TOUCH
 )
 
 const (

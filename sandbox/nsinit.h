@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 2u
+#define SBX_VERSION 3u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -32,8 +32,10 @@
 #define SBX_TAG_FDS 6      /* netns fd (or -1), number of caller's ExtraFiles */
 #define SBX_TAG_MOUNTS 7   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
 #define SBX_TAG_RLIMITS 8  /* count, {resource, u64 limit} */
-#define SBX_TAG_LANDLOCK 9 /* 0 or 1, {u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
+#define SBX_TAG_LANDLOCK 9 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
 #define SBX_TAG_SECCOMP 10 /* program count, {u32 bytes, raw BPF}; all are loaded */
+/* prelude only, between its mounts and seccomp: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
+#define SBX_TAG_LANDLOCK_HINT 12
 
 #define SBX_OP_MOUNT 1
 #define SBX_OP_SETATTR 2 /* flags = attr_set, clr = attr_clr, data "r" = recursive */

@@ -53,11 +53,12 @@ var poolSeq atomic.Uint64
 type poolInit struct {
 	cmd   *exec.Cmd
 	cg    *cgroup
-	lim   Limits   // what is written in cg
-	sock  *os.File // the daemon's end of the init's fd 3
-	errR  *os.File // the init's error pipe (fd 4)
-	syncW *os.File // the init's go-ahead pipe (fd 5)
-	mntns int      // the init's mount namespace; see holdMountNS
+	lim   Limits        // what is written in cg
+	sock  *os.File      // the daemon's end of the init's fd 3
+	errR  *os.File      // the init's error pipe (fd 4)
+	syncW *os.File      // the init's go-ahead pipe (fd 5)
+	mntns int           // the init's mount namespace; see holdMountNS
+	hint  *landlockHint // the landlock base it built in its prelude, or nil
 }
 
 // pool keeps the ready inits and the goroutine that starts them.
@@ -253,7 +254,13 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	}
 	in.syncW = syncW
 	defer syncR.Close()
-	prelude, err := memfdWith(s.prelude)
+	blob := s.prelude
+	if in.hint = s.llHint.Load(); in.hint != nil {
+		if blob, err = encodePrelude(s.bpfEarly, in.hint); err != nil {
+			return nil, err
+		}
+	}
+	prelude, err := memfdWith(blob)
 	if err != nil {
 		return nil, err
 	}

@@ -303,6 +303,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	good := s.prelude
 	defer func() { s.prelude = good }()
+	s.llHint.Store(nil) // the failing prelude below is the one started
 	// A prelude that mounts onto a path that cannot exist, not marked optional.
 	e := &specEncoder{}
 	e.u32(specMagic)

@@ -81,7 +81,9 @@ type Process struct {
 	start time.Time
 	// pooled: the call runs in a pooled init; its cgroup is under <root>/pool.
 	pooled bool
-	mntns  int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
+	// llPrebuilt: that init had prebuilt the call's landlock base (landlockPlan.base).
+	llPrebuilt bool
+	mntns      int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
 
 	mu       sync.Mutex
 	killedBy string

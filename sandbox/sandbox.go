@@ -68,14 +68,15 @@ type Sandbox struct {
 	log    *zap.Logger
 
 	cg          *cgroupLayout
-	bpfEarly    [][]byte      // seccomp filters a pooled init loads in its prelude
-	bpfLate     [][]byte      // seccomp filters loaded just before execve (refuseSetup)
-	prelude     []byte        // encodePrelude: what a pooled init does before its call
-	devNull     *os.File      // /dev/null (read-write), handed to pooled calls for nil stdio
-	landlockABI int           // 0: none
-	warm        *attachWarmer // v1: keeps cgroup attaches fast while busy
-	pool        *pool         // inits started ahead of their calls
-	janitor     *janitor      // removes what finished calls leave
+	bpfEarly    [][]byte                     // seccomp filters a pooled init loads in its prelude
+	bpfLate     [][]byte                     // seccomp filters loaded just before execve (refuseSetup)
+	prelude     []byte                       // encodePrelude: what a pooled init does before its call
+	llHint      atomic.Pointer[landlockHint] // the landlock base new pooled inits prebuild
+	devNull     *os.File                     // /dev/null (read-write), handed to pooled calls for nil stdio
+	landlockABI int                          // 0: none
+	warm        *attachWarmer                // v1: keeps cgroup attaches fast while busy
+	pool        *pool                        // inits started ahead of their calls
+	janitor     *janitor                     // removes what finished calls leave
 
 	// noPool (tests, benchmarks) sends every Start down the per-call path.
 	noPool atomic.Bool

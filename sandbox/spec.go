@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -105,7 +106,51 @@ type landlockPlan struct {
 	handledFS uint64
 	scoped    uint64
 	attrSize  uint32
-	rules     []llRule
+	// base is the read rules around deny paths that may appear later (expansions of "/"):
+	// most of a ruleset's cost, and the same call after call. baseKey is the expansion cache
+	// entry they came from (nil: not cached). A pooled init prebuilds the base of a hint
+	// (landlockHint) while it waits; prebuilt says its call uses that instead of base.
+	base     []llRule
+	baseKey  *expansion
+	prebuilt bool
+	rules    []llRule // the call's own: /tmp, /dev, read-only and writable dirs
+}
+
+// landlockHint is the base a pooled init prebuilds: the latest call's.
+type landlockHint struct {
+	handledFS, scoped uint64
+	attrSize          uint32
+	key               *expansion
+	rules             []llRule
+}
+
+func (l *landlockPlan) hint() *landlockHint {
+	return &landlockHint{handledFS: l.handledFS, scoped: l.scoped, attrSize: l.attrSize, key: l.baseKey, rules: l.base}
+}
+
+// matches reports whether an init prebuilt from h has exactly l's base: the same masks and
+// rules, from the same expansion cache entry (so no directory they came from changed since).
+func (h *landlockHint) matches(l *landlockPlan) bool {
+	return h != nil && l != nil && h.key != nil && h.key == l.baseKey && h.handledFS == l.handledFS &&
+		h.scoped == l.scoped && h.attrSize == l.attrSize && slices.Equal(h.rules, l.base)
+}
+
+func (e *specEncoder) llRules(rules ...[]llRule) error {
+	n := 0
+	for _, rs := range rules {
+		n += len(rs)
+	}
+	e.u32(uint32(n))
+	for _, rs := range rules {
+		for _, r := range rs {
+			if hasNUL(r.path) {
+				return fmt.Errorf("%w: NUL byte in a path", ErrBadSpec)
+			}
+			e.u64(r.access)
+			e.str(r.path)
+		}
+	}
+	return nil
 }
 
 func hasNUL(ss ...string) bool {
@@ -157,16 +202,20 @@ func (c *childSpec) encode() ([]byte, error) {
 	} else {
 		l := c.landlock
 		e.tag(tagLandlock, 1)
+		if l.prebuilt {
+			e.u32(1)
+		} else {
+			e.u32(0)
+		}
 		e.u64(l.handledFS)
 		e.u64(l.scoped)
 		e.u32(l.attrSize)
-		e.u32(uint32(len(l.rules)))
-		for _, r := range l.rules {
-			if hasNUL(r.path) {
-				return nil, fmt.Errorf("%w: NUL byte in a path", ErrBadSpec)
-			}
-			e.u64(r.access)
-			e.str(r.path)
+		base := l.base
+		if l.prebuilt {
+			base = nil // the init has it
+		}
+		if err := e.llRules(base, l.rules); err != nil {
+			return nil, err
 		}
 	}
 	// Last, so the child can hand the kernel a pointer into its buffer.
@@ -282,13 +331,25 @@ func preludeMounts() []mountOp {
 }
 
 // encodePrelude is the blob a pooled init reads on fd 6 before it waits for its call: the
-// spec's magic and version, preludeMounts as a mounts record, then the early seccomp filters.
-func encodePrelude(early [][]byte) ([]byte, error) {
+// spec's magic and version, preludeMounts as a mounts record, the landlock base to prebuild
+// (hint, nil for none), then the early seccomp filters.
+func encodePrelude(early [][]byte, hint *landlockHint) ([]byte, error) {
 	e := &specEncoder{}
 	e.u32(specMagic)
 	e.u32(specVersion)
 	if err := e.mounts(preludeMounts()); err != nil {
 		return nil, err
+	}
+	if hint == nil {
+		e.tag(tagLandlockHint, 0)
+	} else {
+		e.tag(tagLandlockHint, 1)
+		e.u64(hint.handledFS)
+		e.u64(hint.scoped)
+		e.u32(hint.attrSize)
+		if err := e.llRules(hint.rules); err != nil {
+			return nil, err
+		}
 	}
 	e.seccomp(early)
 	return e.b, nil

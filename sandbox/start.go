@@ -54,7 +54,7 @@ func (s *Sandbox) init() error {
 			s.bpfLate = append(s.bpfLate, b)
 		}
 	}
-	if s.prelude, err = encodePrelude(s.bpfEarly); err != nil {
+	if s.prelude, err = encodePrelude(s.bpfEarly, nil); err != nil {
 		return err
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -215,24 +215,35 @@ func (s *Sandbox) start(p *Process) error {
 	if err != nil {
 		return err
 	}
-	// A pooled init ran preludeMounts while it waited: its spec carries only the call's part.
-	cs.preluded = true
-	blob, err := cs.encode()
-	if err != nil {
-		return err
-	}
 	step("plan")
 	if s.poolable(&p.spec) {
 		if in := s.pool.take(); in != nil {
+			// A pooled init ran preludeMounts while it waited, and built the landlock base of
+			// its hint: its spec carries only the call's part (the base too, unless the hint
+			// is exactly this call's).
+			cs.preluded = true
+			if cs.landlock != nil {
+				cs.landlock.prebuilt = in.hint.matches(cs.landlock)
+			}
+			blob, err := cs.encode()
+			if err != nil {
+				s.discard(in)
+				return err
+			}
 			handed, err := s.handOver(p, in, blob, netns, step)
 			if handed {
+				p.llPrebuilt = cs.landlock != nil && cs.landlock.prebuilt
 				return err
 			}
 			// Nothing of the call reached that init: the per-call path is as good.
 		}
 	}
 	cs.preluded = false
-	if blob, err = cs.encode(); err != nil {
+	if cs.landlock != nil {
+		cs.landlock.prebuilt = false
+	}
+	blob, err := cs.encode()
+	if err != nil {
 		return err
 	}
 	return s.startCold(p, blob, netns, step)
@@ -304,6 +315,10 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	ll, err := landlockRules(s.landlockABI, spec, writable, readOnly, fileDeny)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The next pooled inits prebuild this base: the next call is most likely this session's.
+	if ll != nil && ll.baseKey != nil && !s.llHint.Load().matches(ll) {
+		s.llHint.Store(ll.hint())
 	}
 	env := spec.Env
 	if env == nil {
