@@ -335,9 +335,10 @@ static void ll_add_rules(struct rd *r, int rs, uint64_t handled)
 		char *path = rd_str(r);
 		int fd = open(path, O_PATH | O_CLOEXEC);
 		if (fd < 0) {
-			if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
-				continue;
-			fail(errno, "landlock open", path);
+			// Out of resources: a rule silently missing would confuse; refuse instead.
+			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+				fail(errno, "landlock open", path);
+			continue; // missing, a symlink loop, ...: there is nothing to allow
 		}
 		struct stat st;
 		if (fstat(fd, &st) < 0)
