@@ -89,13 +89,13 @@ func landlockMasks(abi int) (fs, scoped uint64, attrSize uint32) {
 //
 // WARNING: decides what the child may read and write; rerun as root after changing:
 // go test -run 'TestEscape|TestLandlock' ./sandbox/
-func landlockRules(abi int, spec *Spec, writable, readOnly, deny []string) (*landlockPlan, error) {
+func landlockRules(v *fsView, abi int, spec *Spec, writable, readOnly, deny []string) (*landlockPlan, error) {
 	if abi <= 0 {
 		return nil, nil
 	}
 	fs, scoped, size := landlockMasks(abi)
 	plan := &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size}
-	later := appearLater(deny, spec.UID)
+	later := appearLater(v, deny, spec.UID)
 	// The base: reads everywhere but around deny paths that may appear later. It is what costs
 	// (a rule per entry of each ancestor of such a path) and what a pooled init can build ahead
 	// from a hint (see landlockPlan.base), so it holds only paths the call's mounts leave as
@@ -302,20 +302,20 @@ func denied(p string, deny []string) bool {
 //
 // WARNING: decides which deny paths landlock guards; rerun as root after changing:
 // go test -run 'TestEscape|TestPoolEscape|TestLandlock' ./sandbox/
-func appearLater(deny []string, uid uint32) []string {
+func appearLater(v *fsView, deny []string, uid uint32) []string {
 	var out []string
 	for _, d := range deny {
-		if _, err := os.Lstat(d); err == nil {
+		if _, err := v.lstat(d); err == nil {
 			continue
 		}
 		dir := filepath.Dir(d)
 		for dir != "/" {
-			if _, err := os.Lstat(dir); err == nil {
+			if _, err := v.lstat(dir); err == nil {
 				break
 			}
 			dir = filepath.Dir(dir)
 		}
-		fi, err := os.Lstat(dir)
+		fi, err := v.lstat(dir)
 		if err != nil {
 			out = append(out, d) // cannot tell: keep the protection
 			continue

@@ -132,12 +132,12 @@ func TestAppearLater(t *testing.T) {
 		filepath.Join(mine, ".config", "gcloud"), // missing, nearest existing dir is the caller's: guarded
 		filepath.Join(rootOwned, "docker.sock"),  // missing, in a root-owned dir: not the call's to make
 	}
-	got := appearLater(deny, nobody)
+	got := appearLater(nil, deny, nobody)
 	want := []string{deny[1], deny[2]}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("appearLater(uid nobody) = %v, want %v", got, want)
 	}
-	if got := appearLater(deny, 0); len(got) != 1 || got[0] != deny[3] {
+	if got := appearLater(nil, deny, 0); len(got) != 1 || got[0] != deny[3] {
 		t.Errorf("appearLater(uid 0) = %v, want only the root-owned dir's", got)
 	}
 }

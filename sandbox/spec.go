@@ -256,7 +256,7 @@ func cleanAbs(p string) (string, error) {
 
 // resolve follows symlinks in the longest existing prefix of p, so a rule or a mount names the
 // real place (e.g. /var/run -> /run). The rest of the path is kept as given.
-func resolve(p string) string {
+func resolve(v *fsView, p string) string {
 	// One pass over the components, each looked at once: resolving every prefix from the
 	// root again (EvalSymlinks per parent) cost ~80 µs a call for a dozen missing deny paths.
 	// Same result: the resolved longest prefix whose resolution succeeds, then the rest.
@@ -267,7 +267,7 @@ func resolve(p string) string {
 			continue
 		}
 		next := filepath.Join(resolved, c)
-		fi, err := os.Lstat(next)
+		fi, err := v.lstat(next)
 		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
 			next, err = filepath.EvalSymlinks(next)
 		}
@@ -277,6 +277,42 @@ func resolve(p string) string {
 		resolved = next
 	}
 	return resolved
+}
+
+// fsView is one plan's look at the host's filesystem: each path is lstat'ed once. A plan is
+// made from one moment's view anyway (its child runs after), and resolving a dozen deny paths
+// under one home, then asking which exist and who owns their parents, asked the kernel about
+// the same paths ~100 times a call. A nil view asks the kernel every time.
+type fsView struct {
+	lstats map[string]lstatResult
+}
+
+type lstatResult struct {
+	fi  os.FileInfo
+	err error
+}
+
+func newFSView() *fsView { return &fsView{lstats: make(map[string]lstatResult, 64)} }
+
+func (v *fsView) lstat(p string) (os.FileInfo, error) {
+	if v == nil {
+		return os.Lstat(p)
+	}
+	if r, ok := v.lstats[p]; ok {
+		return r.fi, r.err
+	}
+	fi, err := os.Lstat(p)
+	v.lstats[p] = lstatResult{fi, err}
+	return fi, err
+}
+
+// stat is os.Stat through the view: a symlink is followed (uncached; rare in a resolved path).
+func (v *fsView) stat(p string) (os.FileInfo, error) {
+	fi, err := v.lstat(p)
+	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return os.Stat(p)
+	}
+	return fi, err
 }
 
 func under(p, dir string) bool {
@@ -361,7 +397,7 @@ func encodePrelude(early [][]byte, hint *landlockHint) ([]byte, error) {
 //
 // WARNING: the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape' ./sandbox/
-func callMounts(spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([]mountOp, error) {
+func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([]mountOp, error) {
 	const (
 		ro     = unix.MOUNT_ATTR_RDONLY
 		nosuid = unix.MOUNT_ATTR_NOSUID
@@ -400,7 +436,7 @@ func callMounts(spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([
 	// Deny paths that exist now are covered (after the moves, so a deny inside a writable dir
 	// wins); landlock keeps the ones created later unreadable.
 	for _, d := range deny {
-		fi, err := os.Stat(d)
+		fi, err := v.stat(d)
 		switch {
 		case err != nil:
 			continue

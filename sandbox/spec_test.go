@@ -45,18 +45,24 @@ func TestResolveMatchesPrefixWalk(t *testing.T) {
 	ln("loop1", "loop2")
 	ln("../real", "real/sub/up")
 	ln("file", "real/tofile")
+	view := newFSView()
 	for _, p := range []string{
 		"", "/real", "/real/sub", "/real/sub/new/deeper", "/rel", "/rel/sub/x", "/abs", "/abs/x/y",
 		"/chain", "/chain/up/sub/up/file", "/dangling", "/dangling/x", "/loop1", "/loop1/x",
 		"/real/file", "/real/file/x", "/real/tofile/x", "/nothere", "/nothere/a/b",
 	} {
 		in := d + p
-		if got, want := resolve(in), resolveByPrefixes(in); got != want {
+		want := resolveByPrefixes(in)
+		if got := resolve(nil, in); got != want {
 			t.Errorf("resolve(%q) = %q, want %q", in, got, want)
+		}
+		// Through one view shared by every path, as a plan resolves its paths.
+		if got := resolve(view, in); got != want {
+			t.Errorf("resolve(view, %q) = %q, want %q", in, got, want)
 		}
 	}
 	for _, p := range []string{"/", "/proc/self", "/var/run/docker.sock", "/nonexistent/.aws"} {
-		if got, want := resolve(p), resolveByPrefixes(p); got != want {
+		if got, want := resolve(nil, p), resolveByPrefixes(p); got != want {
 			t.Errorf("resolve(%q) = %q, want %q", p, got, want)
 		}
 	}

@@ -125,7 +125,7 @@ func (s *Sandbox) sessionNetns(session string) (*os.File, error) {
 }
 
 // cleanDirs makes every path absolute-clean and symlink-resolved, dropping duplicates.
-func cleanDirs(in []string) ([]string, error) {
+func cleanDirs(v *fsView, in []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range in {
@@ -133,7 +133,7 @@ func cleanDirs(in []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		c = resolve(c)
+		c = resolve(v, c)
 		if !seen[c] {
 			seen[c] = true
 			out = append(out, c)
@@ -269,8 +269,9 @@ func (s *Sandbox) poolable(spec *Spec) bool {
 // WARNING: the whole confinement is decided here; rerun as root after changing:
 // go test -run 'TestEscape|TestInit' ./sandbox/
 func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
+	v := newFSView()
 	spec := &p.spec
-	writable, err := cleanDirs(spec.WritableDirs)
+	writable, err := cleanDirs(v, spec.WritableDirs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -279,7 +280,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		gits = append(gits, gitDirs(d, spec.UID)...)
 	}
 	if len(gits) > 0 { // resolve only what was added: the rest is resolved already
-		if gits, err = cleanDirs(gits); err != nil {
+		if gits, err = cleanDirs(v, gits); err != nil {
 			return nil, nil, err
 		}
 		for _, g := range gits {
@@ -289,30 +290,30 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		}
 	}
 	writable = outermost(writable)
-	readOnly, err := cleanDirs(spec.ReadOnlyDirs)
+	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
 	if err != nil {
 		return nil, nil, err
 	}
 	readOnly = outermost(readOnly)
-	deny, err := cleanDirs(spec.DenyPaths)
+	deny, err := cleanDirs(v, spec.DenyPaths)
 	if err != nil {
 		return nil, nil, err
 	}
 	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
 
-	mounts, err := callMounts(spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
+	mounts, err := callMounts(v, spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The container runtimes' sockets stay mount-hidden only, also when the config names them:
 	// landlock does not govern connect(2), so rules around one that appears later would cost
 	// (a dozen around /run for a root caller) and protect nothing.
-	sockets, err := cleanDirs(DefaultDenyPaths)
+	sockets, err := cleanDirs(v, DefaultDenyPaths)
 	if err != nil {
 		return nil, nil, err
 	}
 	fileDeny := slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
-	ll, err := landlockRules(s.landlockABI, spec, writable, readOnly, fileDeny)
+	ll, err := landlockRules(v, s.landlockABI, spec, writable, readOnly, fileDeny)
 	if err != nil {
 		return nil, nil, err
 	}
