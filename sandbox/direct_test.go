@@ -59,7 +59,7 @@ func TestDirectMatchesBash(t *testing.T) {
 	}{
 		{"printenv", []string{"printenv"}, path},
 		{"/usr/bin/env", []string{"/usr/bin/env"}, path},
-		{`sh -c 'echo "$0" "$@"; pwd; ls /proc/self/fd' zero "one two" ''`, []string{"sh", "-c", `echo "$0" "$@"; pwd; ls /proc/self/fd`, "zero", "one two", ""}, path},
+		{`sh -c 'echo "$0" "$@"; pwd; test -e /proc/self/fd/3 && echo fd3 || echo no fd3' zero "one two" ''`, []string{"sh", "-c", `echo "$0" "$@"; pwd; test -e /proc/self/fd/3 && echo fd3 || echo no fd3`, "zero", "one two", ""}, path},
 		{"no-such-command-xyz", []string{"no-such-command-xyz"}, path},
 		{"./noexec", []string{"./noexec"}, path},
 		{"./noshebang arg", []string{"./noshebang", "arg"}, path},
@@ -89,7 +89,7 @@ func TestDirectMatchesBash(t *testing.T) {
 				want, got = sortedLines(want), sortedLines(got)
 			}
 			if gotCode != wantCode || got != want {
-				t.Fatalf("direct: exit %d, output\n%s\nbash -c: exit %d, output\n%s", gotCode, got, wantCode, want)
+				t.Fatalf("direct: exit %d, output %q\nbash -c: exit %d, output %q", gotCode, got, wantCode, want)
 			}
 		})
 	}
@@ -139,5 +139,42 @@ func TestDirectRunsWithoutFallback(t *testing.T) {
 	})
 	if err != nil || res.ExitCode != 0 || out != "FALLBACK\n" {
 		t.Fatalf("PWD in env: %v %+v %q", err, res, out)
+	}
+}
+
+// TestDirectProgramIsNotPID1: the init stays PID 1 of the call's namespace, as bash did, so the
+// program has a process's ordinary signal semantics (PID 1 would ignore its own SIGTERM) and
+// the orphans it leaves are reaped rather than kept as zombies.
+func TestDirectProgramIsNotPID1(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is needed to leave orphans behind")
+	}
+	s := newTestSandbox(t, Config{})
+	dir := directFixture(t)
+	run1 := func(call string, direct []string) (*Result, string) {
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), &Spec{
+			Path: "/bin/sh", Args: []string{"-c", "echo FALLBACK"}, Direct: direct,
+			Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, UID: nobody, GID: nobody, Session: "direct", Call: call,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, out
+	}
+	res, out := run1("sig", []string{"sh", "-c", "echo $$; kill -TERM $$; sleep 5; echo survived"})
+	if out != "2\n" || res.ExitCode != 128+15 || res.Duration > 4*time.Second {
+		t.Fatalf("kill -TERM of itself: exit %d after %v, %q; want pid 2, exit 143 at once", res.ExitCode, res.Duration, out)
+	}
+	orphans := `import glob, os, time
+for _ in range(5):
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+time.sleep(0.3)
+print(sum(open(f).read().rsplit(") ", 1)[1][0] == "Z" for f in glob.glob("/proc/[0-9]*/stat")))`
+	if _, out = run1("orphans", []string{"python3", "-c", orphans}); out != "0\n" {
+		t.Fatalf("zombies left by orphans: %q, want 0", out)
 	}
 }

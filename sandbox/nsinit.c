@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <grp.h>
 #include <limits.h>
@@ -436,11 +437,16 @@ static const char *env_find(char **envp, const char *name)
 // bash might do something else: the program is not found, exists but cannot be exec'd (bash
 // reports it, or runs a script without #! itself), or the environment already has PWD or SHLVL
 // (bash would check or adjust them). The caller then execs bash, which does all of that.
-static void exec_direct(char **argv, char **envp, uint32_t nextra)
+static int direct_usable(char **argv, char **envp)
 {
 	if (!argv || !argv[0] || !argv[0][0])
-		return;
-	if (env_find(envp, "PWD") || env_find(envp, "SHLVL") || env_find(envp, "_"))
+		return 0;
+	return !env_find(envp, "PWD") && !env_find(envp, "SHLVL") && !env_find(envp, "_");
+}
+
+static void exec_direct(char **argv, char **envp, uint32_t nextra)
+{
+	if (!direct_usable(argv, envp))
 		return;
 	const char *name = argv[0];
 	const char *path = strchr(name, '/') ? NULL : env_find(envp, "PATH");
@@ -495,6 +501,42 @@ static void exec_direct(char **argv, char **envp, uint32_t nextra)
 	for (uint32_t i = 0; i < nextra; i++)
 		if (fcntl(3 + (int)i, F_SETFD, 0) < 0)
 			fail(errno, "fds", "restore");
+}
+
+// run_direct runs a simple command in a child of this process, which stays PID 1 of the
+// call's PID namespace as bash did when it ran the command: the program gets a process's
+// ordinary signal semantics (PID 1 ignores, from inside its namespace, every signal it has no
+// handler for: `kill $$` or an os.kill of itself would do nothing), and orphans it leaves are
+// reaped here instead of piling up as zombies against the pids limit. The child execs the
+// program or, when that cannot be done exactly, bash with the whole command. This process then
+// only reaps, and exits as bash would have: with the program's status, 128+N for a signal.
+// Without a child (vfork failed) it returns and bash runs as PID 1, as for any other command.
+static void run_direct(char **direct, char *path, char **argv, char **envp, uint32_t nextra)
+{
+	// vfork: no copy of this process's page tables; this process waits until the child has
+	// exec'd (or exited), and the child touches nothing of ours that we use afterwards.
+	pid_t pid = vfork();
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		exec_direct(direct, envp, nextra);
+		execve(path, argv, envp);
+		fail(errno, "execve", path); // _exit: reported on the error pipe, this copy of it
+	}
+	// The child holds the call's fds now (and the error pipe until its exec): hold nothing, so
+	// output and reports end when the child's do.
+	if (syscall(SYS_close_range, 0, ~0U, 0) < 0)
+		for (int fd = 0; fd < SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 64; fd++)
+			close(fd);
+	int status;
+	for (;;) {
+		pid_t w = waitpid(-1, &status, 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			_exit(SBX_EXIT_INIT_FAILED); // cannot happen: the child is ours until reaped
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 // bset_dropped: the prelude of a pooled init dropped the bounding set already.
@@ -743,7 +785,8 @@ static void sbx_run(int pooled)
 	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF. A simple
 	//    command is exec'd as bash would exec it, without bash; when that cannot be done
 	//    exactly, the program (bash with the whole command) runs and does it itself.
-	exec_direct(direct, envp, nextra);
+	if (direct_usable(direct, envp))
+		run_direct(direct, path, argv, envp, nextra);
 	execve(path, argv, envp);
 	fail(errno, "execve", path);
 }

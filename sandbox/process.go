@@ -19,13 +19,14 @@ type Spec struct {
 	Args []string // arguments after argv[0]; argv[0] is Path
 	Env  []string // the whole environment; nothing of the daemon's leaks
 	Dir  string   // working directory
-	// Direct, when set, is a simple command the init first execs as `bash -c` would exec it,
-	// without starting bash: argv[0] as typed, searched in Env's PATH (as the caller, inside
-	// the confinement) unless it holds a slash, PWD, SHLVL=0 and _ added to Env, only stdio
-	// open. Only the literal words of a command that is not a bash builtin belong here
-	// (classifier.SimpleCommand). Path and Args (bash with the whole command) run instead
-	// whenever the result could differ: the program is missing, cannot be exec'd, or Env has
-	// PWD, SHLVL or _ already. ExtraFiles are for Path only.
+	// Direct, when set, is a simple command run as `bash -c` would exec it, without starting
+	// bash: argv[0] as typed, searched in Env's PATH (as the caller, inside the confinement)
+	// unless it holds a slash, PWD, SHLVL=0 and _ added to Env, only stdio open. It runs in a
+	// child of the init, which stays PID 1 (reaping orphans, exiting with the program's status,
+	// 128+N for a signal) as bash did. Only the literal words of a command that is not a bash
+	// builtin belong here (classifier.SimpleCommand). Path and Args (bash with the whole
+	// command) run instead whenever the result could differ: the program is missing, cannot be
+	// exec'd, or Env has PWD, SHLVL or _ already. ExtraFiles are for Path only.
 	Direct []string
 
 	UID    uint32
