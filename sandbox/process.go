@@ -91,7 +91,8 @@ type Process struct {
 	timedOut bool
 
 	done      chan struct{} // closed once the child is reaped
-	watchDone chan struct{} // closed when the ctx watcher returned
+	watchDone chan struct{} // closed when the ctx watcher returned, if it ran
+	stopWatch func() bool   // unregisters the watcher; false once it has started
 }
 
 func validName(s string) bool {
@@ -149,16 +150,18 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
 	s.mu.Unlock()
-	go p.watch(ctx)
+	// Registered on ctx rather than a goroutine waiting on it: most calls end first, and then
+	// Wait only unregisters it instead of waking a watcher and waiting for it to return.
+	p.stopWatch = context.AfterFunc(ctx, func() { p.watch(ctx) })
 	return p, nil
 }
 
-// watch kills the execution when ctx ends first; Wait waits for it.
+// watch kills the execution when ctx ends before Wait unregistered it; Wait waits for it.
 func (p *Process) watch(ctx context.Context) {
 	defer close(p.watchDone)
 	select {
 	case <-p.done:
-	case <-ctx.Done():
+	default:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			p.mu.Lock()
 			p.timedOut = true
@@ -194,7 +197,9 @@ func (p *Process) Wait() (*Result, error) {
 	werr := p.cmd.Wait()
 	dur := time.Since(p.start)
 	close(p.done)
-	<-p.watchDone
+	if !p.stopWatch() {
+		<-p.watchDone // ctx ended: the watcher runs; no Kill may come after Wait returns
+	}
 	defer func() {
 		p.s.mu.Lock()
 		delete(p.s.procs, p)
