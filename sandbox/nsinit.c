@@ -430,13 +430,8 @@ static const char *env_find(char **envp, const char *name)
 	return NULL;
 }
 
-// exec_direct execs argv (a simple command of literal words, never a builtin: the parent made
-// sure) the way `bash -c` execs such a command: argv[0] as typed, searched in PATH unless it
-// holds a slash, with bash's additions to the environment (PWD, SHLVL=0 and _ = the path run)
-// and only stdio open. It returns, having changed nothing the fallback depends on, whenever
-// bash might do something else: the program is not found, exists but cannot be exec'd (bash
-// reports it, or runs a script without #! itself), or the environment already has PWD or SHLVL
-// (bash would check or adjust them). The caller then execs bash, which does all of that.
+// direct_usable reports whether argv is a command to exec directly and envp one bash would
+// pass on as it is (with PWD, SHLVL or _ already set, bash would check or adjust them).
 static int direct_usable(char **argv, char **envp)
 {
 	if (!argv || !argv[0] || !argv[0][0])
@@ -444,6 +439,26 @@ static int direct_usable(char **argv, char **envp)
 	return !env_find(envp, "PWD") && !env_find(envp, "SHLVL") && !env_find(envp, "_");
 }
 
+// set_extras_cloexec sets or clears FD_CLOEXEC on the caller's ExtraFiles (fds 3, 4, ...);
+// on a failure it puts back what it changed and returns -1.
+static int set_extras_cloexec(uint32_t nextra, int on)
+{
+	for (uint32_t i = 0; i < nextra; i++) {
+		if (fcntl(3 + (int)i, F_SETFD, on ? FD_CLOEXEC : 0) < 0) {
+			while (i-- > 0)
+				(void)fcntl(3 + (int)i, F_SETFD, on ? 0 : FD_CLOEXEC);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+// exec_direct execs argv (a simple command of literal words, never a builtin: the parent made
+// sure) the way `bash -c` execs such a command: argv[0] as typed, searched in PATH unless it
+// holds a slash, with bash's additions to the environment (PWD, SHLVL=0 and _ = the path run)
+// and only stdio open. It returns, having changed nothing the fallback depends on, whenever
+// bash might do something else: the program is not found, or exists but cannot be exec'd (bash
+// reports it, or runs a script without #! itself). The caller then execs bash, which does that.
 static void exec_direct(char **argv, char **envp, uint32_t nextra)
 {
 	if (!direct_usable(argv, envp))
@@ -467,9 +482,8 @@ static void exec_direct(char **argv, char **envp, uint32_t nextra)
 	env[n + 1] = "SHLVL=0";
 	env[n + 2] = under;
 	// The caller's ExtraFiles are the fallback shell's (its exit report): close them on exec.
-	for (uint32_t i = 0; i < nextra; i++)
-		if (fcntl(3 + (int)i, F_SETFD, FD_CLOEXEC) < 0)
-			return;
+	if (set_extras_cloexec(nextra, 1) < 0)
+		return;
 	if (!path) {
 		if (strlen(name) < PATH_MAX) {
 			snprintf(under, PATH_MAX + 2, "_=%s", name);
@@ -498,9 +512,8 @@ static void exec_direct(char **argv, char **envp, uint32_t nextra)
 			p = end;
 		}
 	}
-	for (uint32_t i = 0; i < nextra; i++)
-		if (fcntl(3 + (int)i, F_SETFD, 0) < 0)
-			fail(errno, "fds", "restore");
+	if (set_extras_cloexec(nextra, 0) < 0)
+		fail(errno, "fds", "restore");
 }
 
 // run_direct runs a simple command in a child of this process, which stays PID 1 of the
