@@ -212,6 +212,28 @@ static char **rd_strv(struct rd *r, uint32_t tag)
 	return v;
 }
 
+// held_fd is a directory SBX_OP_HOLD kept (O_PATH) before a mount covered it, or -1. A pooled
+// init holds the host's /tmp from its prelude until its call's mounts are done.
+static int held_fd = -1;
+
+static int hold_dir(const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	// Above every slot receive_call fills, like the prebuilt ruleset.
+	held_fd = fcntl(fd, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 33);
+	close(fd);
+	return held_fd < 0 ? -1 : 0;
+}
+
+static void drop_held(void)
+{
+	if (held_fd >= 0)
+		close(held_fd);
+	held_fd = -1;
+}
+
 // do_mounts runs the parent's mount plan. It is a plan rather than policy in C so the policy
 // (which paths, which flags) lives in reviewed, tested Go and this loop stays trivial.
 static void do_mounts(struct rd *r)
@@ -258,13 +280,26 @@ static void do_mounts(struct rd *r)
 			if (rc >= 0)
 				rc = close(rc);
 			break;
-		case SBX_OP_CLONE_TREE:
-			// Detach a copy of src now, before later mounts (the private /tmp) cover it.
+		case SBX_OP_HOLD:
+			// Keep the host's view of src (the /tmp the private one covers) for the clones.
+			rc = hold_dir(src);
+			break;
+		case SBX_OP_CLONE_TREE: {
+			// Detach a copy of src, from the held directory when it lies under it.
 			if (clr >= SBX_MAX_TREES)
 				fail(EINVAL, "mount", "tree slot");
-			rc = trees[clr] = syscall(SYS_open_tree, AT_FDCWD, src,
-						  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+			int dfd = AT_FDCWD;
+			unsigned int at = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
+			if (flags & SBX_CLONE_FROM_HELD) {
+				if (held_fd < 0)
+					fail(EBADF, "mount", "no held directory");
+				dfd = held_fd;
+				if (!src[0])
+					at |= AT_EMPTY_PATH;
+			}
+			rc = trees[clr] = syscall(SYS_open_tree, dfd, src, at);
 			break;
+		}
 		case SBX_OP_MOVE_TREE:
 			if (clr >= SBX_MAX_TREES)
 				fail(EINVAL, "mount", "tree slot");
@@ -734,6 +769,7 @@ static void sbx_run(int pooled)
 	// 1. Mounts first: they need CAP_SYS_ADMIN, which step 4 gives up, and landlock (3) must see
 	//    the final tree (its rules bind to the inodes of the new /tmp and /dev).
 	do_mounts(&r);
+	drop_held(); // the host's /tmp: only the call's clones needed it
 
 	trace("mounts");
 	// 2. rlimits while still root, so the hard limits can be lowered and never raised again.

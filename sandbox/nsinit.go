@@ -38,7 +38,9 @@ const (
 )
 
 const (
-	opCloneTree = C.SBX_OP_CLONE_TREE
-	opMoveTree  = C.SBX_OP_MOVE_TREE
-	maxTrees    = C.SBX_MAX_TREES
+	opCloneTree   = C.SBX_OP_CLONE_TREE
+	opMoveTree    = C.SBX_OP_MOVE_TREE
+	opHold        = C.SBX_OP_HOLD
+	cloneFromHeld = C.SBX_CLONE_FROM_HELD
+	maxTrees      = C.SBX_MAX_TREES
 )

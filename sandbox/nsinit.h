@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 3u
+#define SBX_VERSION 4u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -43,8 +43,10 @@
 #define SBX_OP_MKDIR 4   /* flags = mode */
 #define SBX_OP_SYMLINK 5 /* src = target */
 #define SBX_OP_TOUCH 6   /* flags = mode; an empty file to bind over */
-#define SBX_OP_CLONE_TREE 7 /* src -> slot clr (open_tree clone, recursive) */
+#define SBX_OP_CLONE_TREE 7 /* src -> slot clr (open_tree clone, recursive); flags SBX_CLONE_FROM_HELD */
 #define SBX_OP_MOVE_TREE 8  /* slot clr -> dst (move_mount) */
+#define SBX_OP_HOLD 9       /* src: a directory held (O_PATH) for CLONE_TREE to clone from, before a mount covers it */
+#define SBX_CLONE_FROM_HELD 1 /* CLONE_TREE flags: src is relative to the held directory ("" = itself) */
 #define SBX_MAX_TREES 64
 
 /* Landlock rights a rule on a non-directory may carry (EXECUTE, WRITE_FILE, READ_FILE,

@@ -59,6 +59,8 @@ type poolInit struct {
 	syncW *os.File      // the init's go-ahead pipe (fd 5)
 	mntns int           // the init's mount namespace; see holdMountNS
 	hint  *landlockHint // the landlock base it built in its prelude, or nil
+	// tmpSize is the size its prelude gave /tmp and /dev/shm.
+	tmpSize int64
 }
 
 // pool keeps the ready inits and the goroutine that starts them.
@@ -255,8 +257,9 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	in.syncW = syncW
 	defer syncR.Close()
 	blob := s.prelude
+	in.tmpSize = s.limits.TmpSizeBytes
 	if in.hint = s.llHint.Load(); in.hint != nil {
-		if blob, err = encodePrelude(s.bpfEarly, in.hint); err != nil {
+		if blob, err = encodePrelude(s.bpfEarly, in.tmpSize, in.hint); err != nil {
 			return nil, err
 		}
 	}

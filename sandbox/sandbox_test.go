@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,4 +98,46 @@ func TestInitErrors(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestPrivateTmp: every call has its own /tmp of its size, pooled or not; a call's dir that
+// lives under the host's /tmp is there, writable, and nothing else of the host's /tmp is.
+func TestPrivateTmp(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	dir, err := os.MkdirTemp("/tmp", "sbx-tmp-tree-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("in\n"), 0o644)
+	os.Chmod(dir, 0o755)
+	os.Chown(dir, nobody, nobody)
+	secret, err := os.CreateTemp("/tmp", "sbx-host-only-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Close()
+	defer os.Remove(secret.Name())
+	for i, pooled := range []bool{true, false} {
+		s.noPool.Store(!pooled)
+		if pooled {
+			waitPoolReady(t, s, 1)
+		}
+		script := fmt.Sprintf("cat %[1]s/in.txt; echo x > %[1]s/out%[2]d && echo wrote; "+
+			"test -e %[3]s && echo host-tmp-visible; df -k /tmp /dev/shm | tail -2 | awk '{print $2}'", dir, i, secret.Name())
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+			Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, WritableDirs: []string{dir},
+			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "tmp", Call: fmt.Sprintf("c%d", i),
+			Limits: Limits{TmpSizeBytes: 8 << 20}, // not the pool's: a pooled init resizes its /tmp
+		})
+		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
+			t.Fatalf("pooled=%v: %v %+v pooled=%v\n%s", pooled, err, res, p != nil && p.pooled, out)
+		}
+		if out != "in\nwrote\n8192\n8192\n" {
+			t.Fatalf("pooled=%v: %q, want the dir's file, a write to it, no host /tmp, 8 MiB /tmp and /dev/shm", pooled, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("out%d", i))); err != nil {
+			t.Fatalf("pooled=%v: the write did not reach the host: %v", pooled, err)
+		}
+	}
 }

@@ -95,8 +95,11 @@ type childSpec struct {
 	nExtra    int
 	mounts    []mountOp // callMounts; preludeMounts go first unless preluded
 	preluded  bool      // the init ran preludeMounts already (a pooled init)
-	rlimits   []rlimit
-	landlock  *landlockPlan
+	tmpSize   int64     // size of the private /tmp and /dev/shm
+	// remountTmp: the pooled init's prelude made them another size; resize them first.
+	remountTmp bool
+	rlimits    []rlimit
+	landlock   *landlockPlan
 	// early seccomp filters go in the prelude, late ones just before execve; a per-call init
 	// loads both there, in order.
 	early, late [][]byte
@@ -186,8 +189,11 @@ func (c *childSpec) encode() ([]byte, error) {
 	e.u32(uint32(int32(c.netnsFD)))
 	e.u32(uint32(c.nExtra))
 	mounts := c.mounts
-	if !c.preluded {
-		mounts = append(preludeMounts(), mounts...)
+	switch {
+	case !c.preluded:
+		mounts = append(preludeMounts(c.tmpSize), mounts...)
+	case c.remountTmp:
+		mounts = append(tmpRemounts(c.tmpSize), mounts...)
 	}
 	if err := e.mounts(mounts); err != nil {
 		return nil, err
@@ -326,7 +332,7 @@ func under(p, dir string) bool {
 //
 // WARNING: part of the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape|TestPool' ./sandbox/
-func preludeMounts() []mountOp {
+func preludeMounts(tmpSize int64) []mountOp {
 	var ops []mountOp
 	add := func(op mountOp) { ops = append(ops, op) }
 	// Nothing we mount may propagate back to the host, and host mounts appearing later do not
@@ -363,17 +369,36 @@ func preludeMounts() []mountOp {
 			flags: unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
 			data:  "size=4k,nr_inodes=1,mode=000", optional: true})
 	}
+	// The private, size-limited /tmp and /dev/shm: nothing shared with other calls or users, no
+	// disk fill. An init serves one call, so making them here is making them for the call. The
+	// host's /tmp is held first: the call's dirs that live there are cloned from it (callMounts).
+	add(mountOp{op: opHold, src: "/tmp"})
+	for _, d := range []string{"/dev/shm", "/tmp"} {
+		add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
+			flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
+	}
+	return ops
+}
+
+// tmpRemounts resizes the prelude's /tmp and /dev/shm for a call whose limit differs from the
+// one the pooled init was made with (a reload changed it).
+func tmpRemounts(tmpSize int64) []mountOp {
+	var ops []mountOp
+	for _, d := range []string{"/dev/shm", "/tmp"} {
+		ops = append(ops, mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
+			flags: unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("size=%d", tmpSize)})
+	}
 	return ops
 }
 
 // encodePrelude is the blob a pooled init reads on fd 6 before it waits for its call: the
 // spec's magic and version, preludeMounts as a mounts record, the landlock base to prebuild
 // (hint, nil for none), then the early seccomp filters.
-func encodePrelude(early [][]byte, hint *landlockHint) ([]byte, error) {
+func encodePrelude(early [][]byte, tmpSize int64, hint *landlockHint) ([]byte, error) {
 	e := &specEncoder{}
 	e.u32(specMagic)
 	e.u32(specVersion)
-	if err := e.mounts(preludeMounts()); err != nil {
+	if err := e.mounts(preludeMounts(tmpSize)); err != nil {
 		return nil, err
 	}
 	if hint == nil {
@@ -397,7 +422,7 @@ func encodePrelude(early [][]byte, hint *landlockHint) ([]byte, error) {
 //
 // WARNING: the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape' ./sandbox/
-func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string, tmpSize int64) ([]mountOp, error) {
+func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mountOp, error) {
 	const (
 		ro     = unix.MOUNT_ATTR_RDONLY
 		nosuid = unix.MOUNT_ATTR_NOSUID
@@ -408,18 +433,18 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string, tmpSiz
 	}
 	var ops []mountOp
 	add := func(op mountOp) { ops = append(ops, op) }
-	// Writable and read-only dirs are cloned (a detached recursive bind) before the private /tmp
-	// can cover them (t.TempDir(), agent sockets), and moved back on top afterwards; each then
-	// is a mount of its own whose read-only bit can be cleared alone. A dir under a prelude
-	// mount (/proc, /dev, a masked path) is cloned as the child sees it, never the host's.
+	// Writable and read-only dirs are cloned (a detached recursive bind) and moved on top of the
+	// private /tmp and everything else; each then is a mount of its own whose read-only bit can
+	// be cleared alone. One under /tmp (t.TempDir(), agent sockets) is cloned from the host's
+	// /tmp the prelude held before covering it. A dir under another prelude mount (/proc, /dev,
+	// a masked path) is cloned as the child sees it, never the host's.
 	for i, d := range trees {
+		if rel, ok := strings.CutPrefix(d, "/tmp"); ok && (rel == "" || rel[0] == '/') {
+			add(mountOp{op: opCloneTree, src: strings.TrimPrefix(rel, "/"), flags: cloneFromHeld, clr: uint64(i), optional: true})
+			continue
+		}
 		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true})
 	}
-	add(mountOp{op: opMount, src: "tmpfs", dst: "/dev/shm", fstype: "tmpfs",
-		flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
-	// A private, size-limited /tmp: nothing shared with other calls or users, no disk fill.
-	add(mountOp{op: opMount, src: "tmpfs", dst: "/tmp", fstype: "tmpfs",
-		flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
 	for i, d := range trees {
 		if under(d, "/tmp") && d != "/tmp" {
 			for _, p := range mkdirChain("/tmp", d) {

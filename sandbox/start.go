@@ -54,7 +54,7 @@ func (s *Sandbox) init() error {
 			s.bpfLate = append(s.bpfLate, b)
 		}
 	}
-	if s.prelude, err = encodePrelude(s.bpfEarly, nil); err != nil {
+	if s.prelude, err = encodePrelude(s.bpfEarly, s.limits.TmpSizeBytes, nil); err != nil {
 		return err
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -222,6 +222,7 @@ func (s *Sandbox) start(p *Process) error {
 			// its hint: its spec carries only the call's part (the base too, unless the hint
 			// is exactly this call's).
 			cs.preluded = true
+			cs.remountTmp = in.tmpSize != cs.tmpSize
 			if cs.landlock != nil {
 				cs.landlock.prebuilt = in.hint.matches(cs.landlock)
 			}
@@ -301,7 +302,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
 
-	mounts, err := callMounts(v, spec, writable, readOnly, mountDeny, p.lim.TmpSizeBytes)
+	mounts, err := callMounts(v, spec, writable, readOnly, mountDeny)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -330,7 +331,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		argv: append([]string{spec.Path}, spec.Args...), env: env, direct: spec.Direct,
 		uid: spec.UID, gid: spec.GID, groups: spec.Groups,
 		netnsFD: -1, nExtra: len(spec.ExtraFiles),
-		mounts: mounts,
+		mounts: mounts, tmpSize: p.lim.TmpSizeBytes,
 		rlimits: []rlimit{
 			{unix.RLIMIT_CORE, 0}, // core dumps could land secrets on disk
 			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
