@@ -15,11 +15,7 @@ import (
 // holding a non-executable `cat` (bash skips it in a PATH search).
 func directFixture(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/var/tmp", "sbx-direct-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := hostTempDir(t, "/var/tmp", "sbx-direct-")
 	files := []struct {
 		name, body string
 		mode       os.FileMode

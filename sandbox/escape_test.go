@@ -30,11 +30,7 @@ const secret = "s3cr3t-do-not-leak"
 func newEscapeEnv(t *testing.T) *escapeEnv {
 	t.Helper()
 	// Not under /tmp: the child's /tmp is private, so a write "escaping" there proves nothing.
-	base, err := os.MkdirTemp("/var/tmp", "sbx-escape-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := hostTempDir(t, "/var/tmp", "sbx-escape-")
 	e := &escapeEnv{base: base, work: filepath.Join(base, "work"), outside: filepath.Join(base, "outside"),
 		home: filepath.Join(base, "home"), rootOnly: filepath.Join(base, "rootonly")}
 	must := func(err error) {

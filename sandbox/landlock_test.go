@@ -74,11 +74,7 @@ func TestLandlockUnavailable(t *testing.T) {
 // fully usable: new files and directories can be made in it, while the deny path stays hidden.
 func TestWritableDirContainingDenyPath(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	home, err := os.MkdirTemp("/var/tmp", "sbx-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
+	home := hostTempDir(t, "/var/tmp", "sbx-home-")
 	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +107,7 @@ func TestWritableDirContainingDenyPath(t *testing.T) {
 
 func TestAppearLater(t *testing.T) {
 	testutil.RequireRoot(t)
-	base, err := os.MkdirTemp("/var/tmp", "sbx-later-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := hostTempDir(t, "/var/tmp", "sbx-later-")
 	mine := filepath.Join(base, "home")
 	rootOwned := filepath.Join(base, "run")
 	for _, d := range []string{mine, rootOwned, filepath.Join(mine, ".ssh")} {
@@ -254,11 +246,7 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	if s.landlockABI <= 0 {
 		t.Skip("kernel has no landlock")
 	}
-	base, err := os.MkdirTemp("/var/tmp", "sbx-prebuilt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := hostTempDir(t, "/var/tmp", "sbx-prebuilt-")
 	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
 	for _, d := range []string{home, work} {
 		if err := os.Mkdir(d, 0o755); err != nil {

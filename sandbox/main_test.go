@@ -145,3 +145,16 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// hostTempDir makes a directory under parent, removed when the test ends. Not t.TempDir():
+// a call's /tmp is private, so most fixtures must live where children see the host
+// (/var/tmp); the few that test a dir under the host's /tmp ask for it.
+func hostTempDir(t testing.TB, parent, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -104,11 +104,7 @@ func TestInitErrors(t *testing.T) {
 // lives under the host's /tmp is there, writable, and nothing else of the host's /tmp is.
 func TestPrivateTmp(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	dir, err := os.MkdirTemp("/tmp", "sbx-tmp-tree-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := hostTempDir(t, "/tmp", "sbx-tmp-tree-")
 	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("in\n"), 0o644)
 	os.Chmod(dir, 0o755)
 	os.Chown(dir, nobody, nobody)

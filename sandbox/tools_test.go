@@ -41,11 +41,7 @@ func chownR(t *testing.T, dir string) {
 // TestRealTools: the tools agents use keep working under the full confinement.
 func TestRealTools(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	base, err := os.MkdirTemp("/var/tmp", "sbx-tools-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
+	base := hostTempDir(t, "/var/tmp", "sbx-tools-")
 	os.Chmod(base, 0o755)
 	repo, sub, wt, cache := filepath.Join(base, "repo"), filepath.Join(base, "sub"),
 		filepath.Join(base, "wt"), filepath.Join(base, "cache")
@@ -66,11 +62,7 @@ func TestRealTools(t *testing.T) {
 	chownR(t, base)
 
 	// An ssh-agent style socket under the host's /tmp, exposed by path.
-	agentDir, err := os.MkdirTemp("/tmp", "sbx-agent-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(agentDir)
+	agentDir := hostTempDir(t, "/tmp", "sbx-agent-")
 	os.Chmod(agentDir, 0o755)
 	agentSock := filepath.Join(agentDir, "agent.sock")
 	agent, err := net.Listen("unix", agentSock)
