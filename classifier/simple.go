@@ -13,41 +13,78 @@ import (
 // pipelines, lists, background jobs, control characters — is not simple, and ok is false.
 // The caller may then run argv without a shell; the result is the same as bash's.
 func SimpleCommand(command string) (argv []string, ok bool) {
+	sc, ok := parseSimple(command)
+	if !ok || sc.StderrToStdout {
+		return nil, false
+	}
+	return sc.Argv, true
+}
+
+// Simple is a simple command: its argv, and whether it ends in `2>&1`.
+type Simple struct {
+	Argv []string
+	// StderrToStdout: the command's only redirection is `2>&1`, so running argv with its
+	// stderr on its stdout is what bash does (bash's own "not found" goes there too).
+	StderrToStdout bool
+}
+
+// SimpleCommandMerged is SimpleCommand that also takes one `2>&1`, the redirection agents
+// add to most commands (`go test ./... 2>&1`).
+func SimpleCommandMerged(command string) (Simple, bool) { return parseSimple(command) }
+
+func parseSimple(command string) (sc Simple, ok bool) {
 	defer func() {
 		if recover() != nil {
-			argv, ok = nil, false
+			sc, ok = Simple{}, false
 		}
 	}()
 	if len(command) > maxParseLen || badChar(command) != "" {
-		return nil, false
+		return Simple{}, false
 	}
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
 	parserPool.Put(p)
 	if err != nil || len(f.Stmts) != 1 {
-		return nil, false
+		return Simple{}, false
 	}
 	st := f.Stmts[0]
-	if st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 {
-		return nil, false
+	if st.Negated || st.Background || st.Coprocess {
+		return Simple{}, false
+	}
+	switch {
+	case len(st.Redirs) == 0:
+	case len(st.Redirs) == 1 && stderrToStdout(st.Redirs[0]):
+		sc.StderrToStdout = true
+	default:
+		return Simple{}, false
 	}
 	call, isCall := st.Cmd.(*syntax.CallExpr)
 	if !isCall || len(call.Assigns) > 0 || len(call.Args) == 0 {
-		return nil, false
+		return Simple{}, false
 	}
-	argv = make([]string, 0, len(call.Args))
+	argv := make([]string, 0, len(call.Args))
 	for _, w := range call.Args {
 		v, lit := literalWord(w)
 		if !lit {
-			return nil, false
+			return Simple{}, false
 		}
 		argv = append(argv, v)
 	}
 	name := argv[0]
 	if name == "" || (!strings.Contains(name, "/") && bashNames[name]) {
-		return nil, false
+		return Simple{}, false
 	}
-	return argv, true
+	sc.Argv = argv
+	return sc, true
+}
+
+// stderrToStdout reports whether r is exactly `2>&1`.
+func stderrToStdout(r *syntax.Redirect) bool {
+	if r.Op != syntax.DplOut || r.N == nil || r.N.Value != "2" || r.Hdoc != nil || r.Word == nil || len(r.Word.Parts) != 1 {
+		return false
+	}
+	l, ok := r.Word.Parts[0].(*syntax.Lit)
+	return ok && l.Value == "1"
 }
 
 // literalWord returns w's value when no part of it is expanded by bash: plain text without

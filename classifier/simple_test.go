@@ -52,6 +52,34 @@ func TestSimpleCommand(t *testing.T) {
 	}
 }
 
+func TestSimpleCommandMerged(t *testing.T) {
+	cases := []struct {
+		cmd    string
+		want   []string // nil: not simple
+		merged bool
+	}{
+		{"go test ./... 2>&1", []string{"go", "test", "./..."}, true},
+		{"ls 2>&1 -la", []string{"ls", "-la"}, true},
+		{"ls -la", []string{"ls", "-la"}, false},
+		{"ls 2>&1 2>&1", nil, false}, {"ls 1>&2", nil, false}, {"ls >&2", nil, false}, {"ls 3>&1", nil, false},
+		{"ls 2>&1-", nil, false}, {"ls 2>&01", nil, false}, {"ls 2>&1 | cat", nil, false}, {"ls 2>&1 > f", nil, false},
+		{"ls &>f", nil, false}, {"ls 2>f", nil, false}, {"echo hi 2>&1", nil, false}, {"ls $x 2>&1", nil, false},
+	}
+	for _, tc := range cases {
+		got, ok := SimpleCommandMerged(tc.cmd)
+		if ok != (tc.want != nil) || !slices.Equal(got.Argv, tc.want) || got.StderrToStdout != tc.merged {
+			t.Errorf("SimpleCommandMerged(%q) = %+v, %v; want %q merged=%v", tc.cmd, got, ok, tc.want, tc.merged)
+		}
+		if tc.want != nil {
+			checkAgainstBash(t, tc.cmd, got.Argv)
+		}
+		// SimpleCommand itself never takes a redirection.
+		if argv, ok := SimpleCommand(tc.cmd); ok && tc.merged {
+			t.Errorf("SimpleCommand(%q) = %q: a redirection was dropped", tc.cmd, argv)
+		}
+	}
+}
+
 // checkAgainstBash has bash parse and expand the same words (as printf's arguments) and
 // compares them with argv: the words SimpleCommand returns must be the program's argv exactly.
 func checkAgainstBash(t *testing.T, cmd string, argv []string) {
@@ -80,13 +108,16 @@ func checkAgainstBash(t *testing.T, cmd string, argv []string) {
 // FuzzSimpleCommand: never a panic, never a builtin, and whatever it calls simple bash expands
 // to exactly the same words.
 func FuzzSimpleCommand(f *testing.F) {
-	for _, s := range []string{"ls -la", `a 'b c' "d"`, "x ~", "go test ./...", "f $x", "ls\t-a # c"} {
+	for _, s := range []string{"ls -la", `a 'b c' "d"`, "x ~", "go test ./...", "f $x", "ls\t-a # c", "go vet 2>&1"} {
 		f.Add(s)
 	}
 	for _, c := range loadCorpus(f) {
 		f.Add(c.cmd)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		if sc, ok := SimpleCommandMerged(cmd); ok {
+			checkAgainstBash(t, cmd, sc.Argv)
+		}
 		argv, ok := SimpleCommand(cmd)
 		if !ok {
 			if argv != nil {

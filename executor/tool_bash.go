@@ -131,8 +131,12 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	}
 	spec := h.Spec(c.Session, mode, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
 	// A simple command is exec'd as bash -c would exec it, minus bash's start-up (~0.5 ms);
-	// its exit report is then empty: it cannot change the cwd or leave jobs behind.
-	spec.Direct, _ = classifier.SimpleCommand(command)
+	// its exit report is then empty: it cannot change the cwd or leave jobs behind. One that
+	// ends in 2>&1 runs with its stderr on the stdout pipe, as bash would put it.
+	simple, isSimple := classifier.SimpleCommandMerged(command)
+	if isSimple {
+		spec.Direct = simple.Argv
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, err)
@@ -144,6 +148,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		return nil, errcode.New(errcode.SandboxSetup, err)
 	}
 	spec.Stdout, spec.Stderr = outW, errW
+	if isSimple && simple.StderrToStdout {
+		spec.Stderr = outW
+	}
 	if cwdW != nil {
 		spec.ExtraFiles = []*os.File{cwdW}
 	}

@@ -46,6 +46,16 @@ func TestBashTool(t *testing.T) {
 		if r.Data["stdout"] != e.dir+"|0|/usr/bin/sh\n" || r.Data["exit_code"] != 4 || r.ContextChange != nil {
 			t.Fatalf("%v %+v", r.Data, r.ContextChange)
 		}
+		// One ending in 2>&1: both streams on stdout, as bash puts them (exec'd directly too:
+		// SHLVL 0; a child of bash would see 1).
+		r = e.mustCall(t, "Bash", Input{"command": "sh -c 'echo out $SHLVL; echo err >&2' 2>&1"})
+		if r.Data["stdout"] != "out 0\nerr\n" || r.Data["stderr"] != "" || r.Data["exit_code"] != 0 {
+			t.Fatalf("2>&1: %v", r.Data)
+		}
+		r = e.mustCall(t, "Bash", Input{"command": "no-such-program-xyz 2>&1"})
+		if r.Data["stdout"] != "/bin/bash: line 1: no-such-program-xyz: command not found\n" || r.Data["stderr"] != "" || r.Data["exit_code"] != 127 {
+			t.Fatalf("2>&1, not found: %v", r.Data)
+		}
 		// A program that is not there: bash's own message and status.
 		r = e.mustCall(t, "Bash", Input{"command": "no-such-program-xyz --flag"})
 		if r.Data["exit_code"] != 127 || r.Data["stderr"] != "/bin/bash: line 1: no-such-program-xyz: command not found\n" {
