@@ -29,6 +29,7 @@ const (
 	tagLandlock     = C.SBX_TAG_LANDLOCK
 	tagSeccomp      = C.SBX_TAG_SECCOMP
 	tagLandlockHint = C.SBX_TAG_LANDLOCK_HINT
+	tagNetnsHint    = C.SBX_TAG_NETNS_HINT
 	opMount         = C.SBX_OP_MOUNT
 	opSetattr       = C.SBX_OP_SETATTR
 	opMknod         = C.SBX_OP_MKNOD

@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 4u
+#define SBX_VERSION 5u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -36,6 +36,8 @@
 #define SBX_TAG_SECCOMP 10 /* program count, {u32 bytes, raw BPF}; all are loaded */
 /* prelude only, between its mounts and seccomp: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
 #define SBX_TAG_LANDLOCK_HINT 12
+/* prelude only, after the landlock hint: 0 or 1 = join the netns on fd SBX_FD_FIRST_EXTRA (a session's) */
+#define SBX_TAG_NETNS_HINT 13
 
 #define SBX_OP_MOUNT 1
 #define SBX_OP_SETATTR 2 /* flags = attr_set, clr = attr_clr, data "r" = recursive */

@@ -258,8 +258,13 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	defer syncR.Close()
 	blob := s.prelude
 	in.tmpSize = s.limits.TmpSizeBytes
-	if in.hint = s.llHint.Load(); in.hint != nil {
-		if blob, err = encodePrelude(s.bpfEarly, in.tmpSize, in.hint); err != nil {
+	in.hint = s.llHint.Load()
+	netns := s.netnsHintFile()
+	if netns != nil {
+		defer netns.Close()
+	}
+	if in.hint != nil || netns != nil {
+		if blob, err = encodePrelude(s.bpfEarly, in.tmpSize, in.hint, netns != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -273,8 +278,8 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 		Args: []string{"sandboxd-init", initArg, poolArg},
 		Env:  []string{},
 		// fds 3, 4, 5 as nsinit.h has them; 6 (the netns slot, filled with the call) holds
-		// the prelude until then.
-		ExtraFiles:  []*os.File{childSock, errW, syncR, prelude},
+		// the prelude until then; 7, when there, the netns the prelude joins.
+		ExtraFiles:  append([]*os.File{childSock, errW, syncR, prelude}, fileIf(netns)...),
 		SysProcAttr: initAttr(cg),
 	}
 	err = cmd.Start()
@@ -303,6 +308,34 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// netnsHintFile is a copy of the network namespace of the latest call's session, for a new
+// pooled init to wait in; nil when there is none (host network, or the session is gone).
+// The copy is taken under the lock that session deletion closes the original under.
+func (s *Sandbox) netnsHintFile() *os.File {
+	name := s.netnsHint.Load()
+	if name == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.netns[*name]
+	if f == nil {
+		return nil
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), "sandboxd-netns-hint")
+}
+
+func fileIf(f *os.File) []*os.File {
+	if f == nil {
+		return nil
+	}
+	return []*os.File{f}
 }
 
 // preludeTimeout bounds the wait for a pooled init's prelude (a few mounts; ~0.2 ms).

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitPoolReady waits until the pool has n ready inits.
@@ -304,6 +306,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 	good := s.prelude
 	defer func() { s.prelude = good }()
 	s.llHint.Store(nil) // the failing prelude below is the one started
+	s.netnsHint.Store(nil)
 	// A prelude that mounts onto a path that cannot exist, not marked optional.
 	e := &specEncoder{}
 	e.u32(specMagic)
@@ -320,5 +323,58 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 	var ie *InitError
 	if !errors.As(err, &ie) || ie.Errno != syscall.ENOENT || !strings.Contains(ie.Step, "mount") {
 		t.Fatalf("error = %v, want the init's report of the failed mount (ENOENT)", err)
+	}
+}
+
+// TestPooledInitNetns: a pooled init waits in the network namespace of the latest call's
+// session; whichever call it gets ends up in its own: that session's, another session's, or
+// the host's.
+func TestPooledInitNetns(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	nsOf := func(f *os.File) string {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("net:[%d]", st.Ino)
+	}
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(session, name string, hostNet bool) string {
+		t.Helper()
+		waitPoolReady(t, s, poolMin)
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+			Path: "/bin/readlink", Args: []string{"/proc/self/ns/net"}, Dir: "/", AllowNetwork: hostNet,
+			UID: nobody, GID: nobody, Session: session, Call: name,
+		})
+		if err != nil || res.ExitCode != 0 || !p.pooled {
+			t.Fatalf("%s: %v %+v pooled=%v %s", name, err, res, p != nil && p.pooled, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	call("netA", "a1", false)
+	// The inits started before a hint existed wait in the host's namespace: drain them.
+	for i := 0; i < poolMax; i++ {
+		if in := s.pool.take(); in != nil {
+			s.discard(in)
+		}
+	}
+	s.mu.Lock()
+	a := nsOf(s.netns["netA"])
+	s.mu.Unlock()
+	if got := call("netA", "a2", false); got != a {
+		t.Fatalf("session A's call in %s, want its namespace %s", got, a)
+	}
+	got := call("netB", "b1", false)
+	s.mu.Lock()
+	b := nsOf(s.netns["netB"])
+	s.mu.Unlock()
+	if got != b || b == a {
+		t.Fatalf("session B's call in %s, want its namespace %s (A's is %s)", got, b, a)
+	}
+	if got := call("netB", "h1", true); got != host {
+		t.Fatalf("a call with the host's network in %s, want the host's %s", got, host)
 	}
 }

@@ -72,6 +72,7 @@ type Sandbox struct {
 	bpfLate     [][]byte                     // seccomp filters loaded just before execve (refuseSetup)
 	prelude     []byte                       // encodePrelude: what a pooled init does before its call
 	llHint      atomic.Pointer[landlockHint] // the landlock base new pooled inits prebuild
+	netnsHint   atomic.Pointer[string]       // the session whose netns new pooled inits join
 	devNull     *os.File                     // /dev/null (read-write), handed to pooled calls for nil stdio
 	landlockABI int                          // 0: none
 	warm        *attachWarmer                // v1: keeps cgroup attaches fast while busy

@@ -393,8 +393,8 @@ func tmpRemounts(tmpSize int64) []mountOp {
 
 // encodePrelude is the blob a pooled init reads on fd 6 before it waits for its call: the
 // spec's magic and version, preludeMounts as a mounts record, the landlock base to prebuild
-// (hint, nil for none), then the early seccomp filters.
-func encodePrelude(early [][]byte, tmpSize int64, hint *landlockHint) ([]byte, error) {
+// (hint, nil for none), whether to join the netns passed on fd 7, then the early seccomp filters.
+func encodePrelude(early [][]byte, tmpSize int64, hint *landlockHint, joinNetns bool) ([]byte, error) {
 	e := &specEncoder{}
 	e.u32(specMagic)
 	e.u32(specVersion)
@@ -411,6 +411,11 @@ func encodePrelude(early [][]byte, tmpSize int64, hint *landlockHint) ([]byte, e
 		if err := e.llRules(hint.rules); err != nil {
 			return nil, err
 		}
+	}
+	if joinNetns {
+		e.tag(tagNetnsHint, 1)
+	} else {
+		e.tag(tagNetnsHint, 0)
 	}
 	e.seccomp(early)
 	return e.b, nil

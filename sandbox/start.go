@@ -54,7 +54,7 @@ func (s *Sandbox) init() error {
 			s.bpfLate = append(s.bpfLate, b)
 		}
 	}
-	if s.prelude, err = encodePrelude(s.bpfEarly, s.limits.TmpSizeBytes, nil); err != nil {
+	if s.prelude, err = encodePrelude(s.bpfEarly, s.limits.TmpSizeBytes, nil, false); err != nil {
 		return err
 	}
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
@@ -346,6 +346,10 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 			return nil, nil, err
 		}
 		cs.netnsFD = fdNetns
+		// The next pooled inits wait in this session's network namespace.
+		if last := s.netnsHint.Load(); last == nil || *last != spec.Session {
+			s.netnsHint.Store(&spec.Session)
+		}
 	}
 	return cs, netns, nil
 }
