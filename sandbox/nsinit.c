@@ -77,6 +77,15 @@
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#define SYS_fsconfig 431
+#define SYS_fsmount 432
+#endif
+#define SBX_FSOPEN_CLOEXEC 0x00000001
+#define SBX_FSCONFIG_SET_STRING 1
+#define SBX_FSCONFIG_CMD_CREATE 6
+#define SBX_FSMOUNT_CLOEXEC 0x00000001
 #define SBX_CLOSE_RANGE_CLOEXEC (1U << 2)
 #define SBX_LANDLOCK_RULE_PATH_BENEATH 1
 
@@ -227,11 +236,79 @@ static int hold_dir(const char *path)
 	return held_fd < 0 ? -1 : 0;
 }
 
+// empty_fs is a detached tmpfs with nothing in it and no room for anything (SBX_OP_EMPTY_FS),
+// read-only: a directory is covered by a clone of it (open_tree + move_mount, ~6 µs) instead
+// of a tmpfs of its own (~20 µs), and nothing shows where it came from. -1: none; a cover is
+// then its own tmpfs.
+static int empty_fs = -1;
+
+// make_empty_fs creates empty_fs from tmpfs options "k=v,k=v" and MOUNT_ATTR_* flags; on any
+// failure (a kernel without the new mount API) it leaves empty_fs at -1.
+static void make_empty_fs(const char *opts, uint64_t attrs)
+{
+	int fs = syscall(SYS_fsopen, "tmpfs", SBX_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return;
+	char buf[256];
+	int ok = strlen(opts) < sizeof(buf);
+	if (ok) {
+		strcpy(buf, opts);
+		for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv && ok;
+		     kv = strtok_r(NULL, ",", &save)) {
+			char *v = strchr(kv, '=');
+			if (!v)
+				ok = 0;
+			else {
+				*v++ = 0;
+				ok = syscall(SYS_fsconfig, fs, SBX_FSCONFIG_SET_STRING, kv, v, 0) == 0;
+			}
+		}
+	}
+	int m = -1;
+	if (ok && syscall(SYS_fsconfig, fs, SBX_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		m = syscall(SYS_fsmount, fs, SBX_FSMOUNT_CLOEXEC, (unsigned int)attrs);
+	close(fs);
+	if (m < 0)
+		return;
+	// Above every slot receive_call fills, like the held directory.
+	empty_fs = fcntl(m, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 35);
+	close(m);
+}
+
+// empty_attached: empty_fs itself covers a directory, so it is in the mount tree and closing
+// its fd frees nothing (the last close of a detached mount waits for an RCU grace period).
+static int empty_attached;
+
+// cover hides dst under empty_fs (the first time) or a clone of it, or a tmpfs mounted with
+// opts when there is none.
+static int cover(const char *dst, const char *opts)
+{
+	if (empty_fs < 0)
+		return mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
+	if (!empty_attached) {
+		int rc = syscall(SYS_move_mount, empty_fs, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+		empty_attached = rc == 0;
+		return rc;
+	}
+	int t = syscall(SYS_open_tree, empty_fs, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (t < 0)
+		return -1;
+	int rc = syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+	int e = errno;
+	close(t);
+	errno = e;
+	return rc;
+}
+
+// drop_held closes what only the mount plan needed, once the call's mounts are done.
 static void drop_held(void)
 {
 	if (held_fd >= 0)
 		close(held_fd);
 	held_fd = -1;
+	if (empty_fs >= 0)
+		close(empty_fs);
+	empty_fs = -1;
 }
 
 // do_mounts runs the parent's mount plan. It is a plan rather than policy in C so the policy
@@ -279,6 +356,12 @@ static void do_mounts(struct rd *r)
 			rc = open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, (mode_t)flags);
 			if (rc >= 0)
 				rc = close(rc);
+			break;
+		case SBX_OP_EMPTY_FS:
+			make_empty_fs(data, flags);
+			break;
+		case SBX_OP_COVER:
+			rc = cover(dst, data);
 			break;
 		case SBX_OP_HOLD:
 			// Keep the host's view of src (the /tmp the private one covers) for the clones.
@@ -810,7 +893,7 @@ static void sbx_run(int pooled)
 	// 1. Mounts first: they need CAP_SYS_ADMIN, which step 4 gives up, and landlock (3) must see
 	//    the final tree (its rules bind to the inodes of the new /tmp and /dev).
 	do_mounts(&r);
-	drop_held(); // the host's /tmp: only the call's clones needed it
+	drop_held(); // the host's /tmp and the empty fs: only the call's mounts needed them
 
 	trace("mounts");
 	// 2. rlimits while still root, so the hard limits can be lowered and never raised again.

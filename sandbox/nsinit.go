@@ -42,6 +42,8 @@ const (
 	opCloneTree   = C.SBX_OP_CLONE_TREE
 	opMoveTree    = C.SBX_OP_MOVE_TREE
 	opHold        = C.SBX_OP_HOLD
+	opEmptyFS     = C.SBX_OP_EMPTY_FS
+	opCover       = C.SBX_OP_COVER
 	cloneFromHeld = C.SBX_CLONE_FROM_HELD
 	maxTrees      = C.SBX_MAX_TREES
 )

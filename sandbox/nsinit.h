@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 5u
+#define SBX_VERSION 6u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -48,6 +48,8 @@
 #define SBX_OP_CLONE_TREE 7 /* src -> slot clr (open_tree clone, recursive); flags SBX_CLONE_FROM_HELD */
 #define SBX_OP_MOVE_TREE 8  /* slot clr -> dst (move_mount) */
 #define SBX_OP_HOLD 9       /* src: a directory held (O_PATH) for CLONE_TREE to clone from, before a mount covers it */
+#define SBX_OP_EMPTY_FS 10  /* data: tmpfs options, flags: MOUNT_ATTR_*: make the detached empty fs COVER clones */
+#define SBX_OP_COVER 11     /* dst: covered by a clone of the empty fs (or, without one, a tmpfs mounted with data) */
 #define SBX_CLONE_FROM_HELD 1 /* CLONE_TREE flags: src is relative to the held directory ("" = itself) */
 #define SBX_MAX_TREES 64
 

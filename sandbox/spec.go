@@ -233,6 +233,10 @@ func (c *childSpec) encode() ([]byte, error) {
 	return e.b, nil
 }
 
+// emptyFSOptions make the empty fs that covers masked and denied directories: no room for a
+// file, nobody may enter it.
+const emptyFSOptions = "size=4k,nr_inodes=1,mode=000"
+
 // Paths masked in every child, as container runtimes do: kernel memory, keys, timers and
 // firmware interfaces an agent never needs and that leak host information.
 var maskedFiles = []string{
@@ -364,10 +368,12 @@ func preludeMounts(tmpSize int64) []mountOp {
 	for _, f := range maskedFiles {
 		add(mountOp{op: opMount, src: "/dev/null", dst: f, flags: unix.MS_BIND, optional: true})
 	}
+	// Masked and denied directories are covered by clones of one empty, read-only fs made here
+	// (each a tmpfs of its own where the kernel lacks the new mount API).
+	add(mountOp{op: opEmptyFS, data: emptyFSOptions,
+		flags: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC})
 	for _, d := range maskedDirs {
-		add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
-			flags: unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
-			data:  "size=4k,nr_inodes=1,mode=000", optional: true})
+		add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true})
 	}
 	// The private, size-limited /tmp and /dev/shm: nothing shared with other calls or users, no
 	// disk fill. An init serves one call, so making them here is making them for the call. The
@@ -471,9 +477,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 		case err != nil:
 			continue
 		case fi.IsDir():
-			add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
-				flags: unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
-				data:  "size=4k,nr_inodes=1,mode=000", optional: true})
+			add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true})
 		default:
 			add(mountOp{op: opMount, src: "/dev/null", dst: d, flags: unix.MS_BIND, optional: true})
 		}
