@@ -324,11 +324,11 @@ func (s *Sandbox) netnsHintFile() *os.File {
 	if f == nil {
 		return nil
 	}
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	c, err := dupFile(f, "sandboxd-netns-hint")
 	if err != nil {
 		return nil
 	}
-	return os.NewFile(uintptr(fd), "sandboxd-netns-hint")
+	return c
 }
 
 func fileIf(f *os.File) []*os.File {

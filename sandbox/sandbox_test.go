@@ -170,3 +170,41 @@ awk '$5 == "%[1]s" || $5 == "%[2]s" || $5 == "/sys/firmware" {for (i = 7; $i != 
 		}
 	}
 }
+
+// TestSessionNetnsCopies: each start gets its own copy of the session's network namespace fd,
+// so closing one (as every start does when done) leaves the session's namespace in place.
+func TestSessionNetnsCopies(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	ino := func(f *os.File) uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	a, err := s.sessionNetns("copies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.sessionNetns("copies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if a.Fd() == b.Fd() || ino(a) != ino(b) {
+		t.Fatalf("fds %d and %d, namespaces %d and %d: want two copies of one namespace", a.Fd(), b.Fd(), ino(a), ino(b))
+	}
+	want := ino(a)
+	a.Close()
+	s.mu.Lock()
+	orig := s.netns["copies"]
+	s.mu.Unlock()
+	if ino(orig) != want {
+		t.Fatal("closing a start's copy closed the session's namespace")
+	}
+	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/readlink", Args: []string{"/proc/self/ns/net"},
+		Dir: "/", UID: nobody, GID: nobody, Session: "copies", Call: "c1"})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(out) != fmt.Sprintf("net:[%d]", want) {
+		t.Fatalf("%v %+v %q, want net:[%d]", err, res, out, want)
+	}
+}

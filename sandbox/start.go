@@ -109,19 +109,31 @@ func (s *Sandbox) killSessionCgroups(session string) error {
 	return nil
 }
 
-// sessionNetns returns the session's loopback-only network namespace, made on first use.
+// sessionNetns returns a copy of the session's loopback-only network namespace (made on first
+// use) for one start; the caller closes it. A copy, taken under the lock the session's deletion
+// closes the original under: the start then never hands on an fd number closed and reused
+// meanwhile.
 func (s *Sandbox) sessionNetns(session string) (*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.netns[session]; f != nil {
-		return f, nil
+	f := s.netns[session]
+	if f == nil {
+		var err error
+		if f, err = newLoopbackNetns(); err != nil {
+			return nil, err
+		}
+		s.netns[session] = f
 	}
-	f, err := newLoopbackNetns()
+	return dupFile(f, "sandboxd-netns")
+}
+
+// dupFile is a close-on-exec copy of f.
+func dupFile(f *os.File, name string) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dup %s: %w", name, err)
 	}
-	s.netns[session] = f
-	return f, nil
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // cleanDirs makes every path absolute-clean and symlink-resolved, dropping duplicates.
@@ -214,6 +226,9 @@ func (s *Sandbox) start(p *Process) error {
 	cs, netns, err := s.plan(p)
 	if err != nil {
 		return err
+	}
+	if netns != nil {
+		defer netns.Close() // both paths below are done with it when they return
 	}
 	step("plan")
 	if s.poolable(&p.spec) {
