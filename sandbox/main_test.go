@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,4 +158,14 @@ func hostTempDir(t testing.TB, parent, pattern string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// fileIno is the inode number behind f (a namespace's, for a namespace file).
+func fileIno(t testing.TB, f *os.File) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // waitPoolReady waits until the pool has n ready inits.
@@ -331,13 +329,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 // the host's.
 func TestPooledInitNetns(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	nsOf := func(f *os.File) string {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("net:[%d]", st.Ino)
-	}
+	nsOf := func(f *os.File) string { return fmt.Sprintf("net:[%d]", fileIno(t, f)) }
 	host, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
 		t.Fatal(err)

@@ -175,13 +175,7 @@ awk '$5 == "%[1]s" || $5 == "%[2]s" || $5 == "/sys/firmware" {for (i = 7; $i != 
 // so closing one (as every start does when done) leaves the session's namespace in place.
 func TestSessionNetnsCopies(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	ino := func(f *os.File) uint64 {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Ino
-	}
+	ino := func(f *os.File) uint64 { return fileIno(t, f) }
 	a, err := s.sessionNetns("copies")
 	if err != nil {
 		t.Fatal(err)
