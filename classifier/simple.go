@@ -6,33 +6,22 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// SimpleCommand returns the argv bash would execute for command when command is one simple
-// command of literal words naming a program (not a builtin, keyword or assignment): what
-// `bash -c` runs by exec'ing it directly, its "one-shot" case. Anything bash would expand,
-// redirect, or run itself — parameters, globs, braces, tildes, backslashes, redirections,
-// pipelines, lists, background jobs, control characters — is not simple, and ok is false.
-// The caller may then run argv without a shell; the result is the same as bash's.
-func SimpleCommand(command string) (argv []string, ok bool) {
-	sc, ok := parseSimple(command)
-	if !ok || sc.StderrToStdout {
-		return nil, false
-	}
-	return sc.Argv, true
-}
-
-// Simple is a simple command: its argv, and whether it ends in `2>&1`.
+// Simple is a simple command: the argv bash would exec, and whether it ends in `2>&1`.
 type Simple struct {
 	Argv []string
-	// StderrToStdout: the command's only redirection is `2>&1`, so running argv with its
-	// stderr on its stdout is what bash does (bash's own "not found" goes there too).
+	// StderrToStdout: the command's only redirection is `2>&1` (agents add it to most
+	// commands), so running argv with its stderr on its stdout is what bash does (bash's own
+	// "not found" goes there too).
 	StderrToStdout bool
 }
 
-// SimpleCommandMerged is SimpleCommand that also takes one `2>&1`, the redirection agents
-// add to most commands (`go test ./... 2>&1`).
-func SimpleCommandMerged(command string) (Simple, bool) { return parseSimple(command) }
-
-func parseSimple(command string) (sc Simple, ok bool) {
+// SimpleCommand recognizes one simple command of literal words naming a program (not a
+// builtin, keyword or assignment), with at most a `2>&1`: what `bash -c` runs by exec'ing it
+// directly, its "one-shot" case. Anything bash would expand, redirect otherwise, or run itself
+// — parameters, globs, braces, tildes, backslashes, other redirections, pipelines, lists,
+// background jobs, control characters — is not simple, and ok is false. The caller may then
+// run Argv without a shell; the result is the same as bash's.
+func SimpleCommand(command string) (sc Simple, ok bool) {
 	defer func() {
 		if recover() != nil {
 			sc, ok = Simple{}, false

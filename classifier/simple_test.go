@@ -33,7 +33,7 @@ func TestSimpleCommand(t *testing.T) {
 		{`ls $"msg"`, nil}, {"ls $((1+1))", nil}, {"ls <(true)", nil}, {"ls @(a|b)", nil},
 		{"ls \\\n -a", []string{"ls", "-a"}}, // a line continuation, as bash reads it
 		// Assignments, redirections, lists, pipes, background, compound commands.
-		{"A=1 ls", nil}, {"A=1", nil}, {"ls > out", nil}, {"ls 2>&1", nil}, {"ls < in", nil},
+		{"A=1 ls", nil}, {"A=1", nil}, {"ls > out", nil}, {"ls < in", nil}, // 2>&1: TestSimpleCommandStderrToStdout
 		{"cat <<EOF\nx\nEOF", nil}, {"ls && ls", nil}, {"ls; ls", nil}, {"ls | wc", nil}, {"ls &", nil},
 		{"(ls)", nil}, {"{ ls; }", nil}, {"if ls; then ls; fi", nil}, {"f() { ls; }", nil},
 		{"[[ -f x ]]", nil}, {"coproc ls", nil}, {"ls\nls", nil},
@@ -43,16 +43,16 @@ func TestSimpleCommand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got, ok := SimpleCommand(tc.cmd)
-		if ok != (tc.want != nil) || !slices.Equal(got, tc.want) {
-			t.Errorf("SimpleCommand(%q) = %q, %v; want %q", tc.cmd, got, ok, tc.want)
+		if ok != (tc.want != nil) || !slices.Equal(got.Argv, tc.want) || got.StderrToStdout {
+			t.Errorf("SimpleCommand(%q) = %+v, %v; want %q", tc.cmd, got, ok, tc.want)
 		}
 		if tc.want != nil {
-			checkAgainstBash(t, tc.cmd, got)
+			checkAgainstBash(t, tc.cmd, got.Argv)
 		}
 	}
 }
 
-func TestSimpleCommandMerged(t *testing.T) {
+func TestSimpleCommandStderrToStdout(t *testing.T) {
 	cases := []struct {
 		cmd    string
 		want   []string // nil: not simple
@@ -66,16 +66,12 @@ func TestSimpleCommandMerged(t *testing.T) {
 		{"ls &>f", nil, false}, {"ls 2>f", nil, false}, {"echo hi 2>&1", nil, false}, {"ls $x 2>&1", nil, false},
 	}
 	for _, tc := range cases {
-		got, ok := SimpleCommandMerged(tc.cmd)
+		got, ok := SimpleCommand(tc.cmd)
 		if ok != (tc.want != nil) || !slices.Equal(got.Argv, tc.want) || got.StderrToStdout != tc.merged {
-			t.Errorf("SimpleCommandMerged(%q) = %+v, %v; want %q merged=%v", tc.cmd, got, ok, tc.want, tc.merged)
+			t.Errorf("SimpleCommand(%q) = %+v, %v; want %q merged=%v", tc.cmd, got, ok, tc.want, tc.merged)
 		}
 		if tc.want != nil {
 			checkAgainstBash(t, tc.cmd, got.Argv)
-		}
-		// SimpleCommand itself never takes a redirection.
-		if argv, ok := SimpleCommand(tc.cmd); ok && tc.merged {
-			t.Errorf("SimpleCommand(%q) = %q: a redirection was dropped", tc.cmd, argv)
 		}
 	}
 }
@@ -115,10 +111,8 @@ func FuzzSimpleCommand(f *testing.F) {
 		f.Add(c.cmd)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
-		if sc, ok := SimpleCommandMerged(cmd); ok {
-			checkAgainstBash(t, cmd, sc.Argv)
-		}
-		argv, ok := SimpleCommand(cmd)
+		sc, ok := SimpleCommand(cmd)
+		argv := sc.Argv
 		if !ok {
 			if argv != nil {
 				t.Fatalf("argv %q with ok false", argv)

@@ -133,7 +133,7 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	// A simple command is exec'd as bash -c would exec it, minus bash's start-up (~0.5 ms);
 	// its exit report is then empty: it cannot change the cwd or leave jobs behind. One that
 	// ends in 2>&1 runs with its stderr on the stdout pipe, as bash would put it.
-	simple, isSimple := classifier.SimpleCommandMerged(command)
+	simple, isSimple := classifier.SimpleCommand(command)
 	if isSimple {
 		spec.Direct = simple.Argv
 	}
