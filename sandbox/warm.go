@@ -93,11 +93,16 @@ func (w *attachWarmer) run() {
 		// Writing a pid into the cgroup it is already in moves nothing; the error, if any,
 		// only costs speed, never correctness.
 		_ = os.WriteFile(w.procs, w.pid, 0)
-		select {
-		case <-t.C:
-		case <-w.wake:
-		case <-w.stop:
-			return
+		// A Start while ticking writes nothing more: the path is warm already, and a write
+		// takes the rwsem every fork, exec and exit on the host waits for, the call's own too.
+		for tick := false; !tick; {
+			select {
+			case <-t.C:
+				tick = true
+			case <-w.wake:
+			case <-w.stop:
+				return
+			}
 		}
 	}
 }
