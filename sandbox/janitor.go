@@ -1,6 +1,15 @@
 package sandbox
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
+
+// janitorDelay is how long a cleanup waits after it was queued. A call's result is on its way
+// to the client then: a mount namespace's teardown (an expedited RCU grace period, which
+// interrupts every CPU) and a cgroup's removal right at the call's end competed with the
+// audit write, the answer and the client for two CPUs here.
+const janitorDelay = 2 * time.Millisecond
 
 // janitor runs cleanups that need not hold up a call's result (removing a reaped call's
 // cgroup, dropping its mount namespace) one at a time on one goroutine, which Close waits for.
@@ -8,11 +17,16 @@ import "sync"
 type janitor struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when the queue empties
-	queue   []func()
+	queue   []chore
 	running bool
 	closed  bool
 	wake    chan struct{}
 	done    chan struct{}
+}
+
+type chore struct {
+	f   func()
+	due time.Time // not before
 }
 
 func newJanitor() *janitor {
@@ -30,7 +44,7 @@ func (j *janitor) add(f func()) {
 		f()
 		return
 	}
-	j.queue = append(j.queue, f)
+	j.queue = append(j.queue, chore{f, time.Now().Add(janitorDelay)})
 	j.mu.Unlock()
 	select {
 	case j.wake <- struct{}{}:
@@ -43,11 +57,15 @@ func (j *janitor) run() {
 	for {
 		j.mu.Lock()
 		for len(j.queue) > 0 {
-			f := j.queue[0]
+			c := j.queue[0]
 			j.queue = j.queue[1:]
 			j.running = true
+			closed := j.closed
 			j.mu.Unlock()
-			f()
+			if wait := time.Until(c.due); wait > 0 && !closed {
+				time.Sleep(wait)
+			}
+			c.f()
 			j.mu.Lock()
 			j.running = false
 		}
