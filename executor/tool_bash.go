@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/sandbox"
 )
 
 const bashSchema = `{
@@ -98,6 +100,19 @@ func exitOneIsSuccess(c *Call, command string) bool {
 	return false
 }
 
+// pumpBufs holds the output pumps' read buffers: two 64 KiB buffers a call were most of the
+// garbage a short command made.
+var pumpBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
+// closeAll closes the files that are not nil.
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 func randomCallID(prefix string) string {
 	return prefix + strings.TrimPrefix(newTaskID(), "bash_")
 }
@@ -114,13 +129,19 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	if _, err := h.resultsDir(c.Session); err != nil {
 		return nil, err
 	}
+	// A simple command is exec'd as bash -c would exec it, minus bash's start-up (~0.5 ms).
+	// It cannot change the cwd or leave jobs behind, so it reports nothing: neither it nor
+	// the bash that runs it when the exec cannot be done that way gets the report pipe. One
+	// that ends in 2>&1 runs with its stderr on the stdout pipe, as bash would put it.
+	simple, isSimple := classifier.SimpleCommand(command)
+	report = report && !isSimple
 	script := command
 	var cwdR, cwdW *os.File
 	var err error
 	if report {
 		// The shell reports as it exits, with builtins only (no fork): its cwd, then the PIDs
 		// of its background jobs still running, which die with the call (exitReport).
-		if cwdR, cwdW, err = os.Pipe(); err != nil {
+		if cwdR, cwdW, err = sandbox.OutputPipe(); err != nil {
 			return nil, errcode.New(errcode.SandboxSetup, err)
 		}
 		script = reportPrologue + command
@@ -130,44 +151,32 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		mode = c.Session.Mode()
 	}
 	spec := h.Spec(c.Session, mode, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
-	// A simple command is exec'd as bash -c would exec it, minus bash's start-up (~0.5 ms);
-	// its exit report is then empty: it cannot change the cwd or leave jobs behind. One that
-	// ends in 2>&1 runs with its stderr on the stdout pipe, as bash would put it.
-	simple, isSimple := classifier.SimpleCommand(command)
 	if isSimple {
 		spec.Direct = simple.Argv
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := sandbox.OutputPipe()
 	if err != nil {
+		closeAll(cwdR, cwdW)
 		return nil, errcode.New(errcode.SandboxSetup, err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, errcode.New(errcode.SandboxSetup, err)
-	}
-	spec.Stdout, spec.Stderr = outW, errW
-	if isSimple && simple.StderrToStdout {
-		spec.Stderr = outW
+	spec.Stdout, spec.Stderr = outW, outW
+	var errR, errW *os.File
+	if !isSimple || !simple.StderrToStdout {
+		if errR, errW, err = sandbox.OutputPipe(); err != nil {
+			closeAll(cwdR, cwdW, outR, outW)
+			return nil, errcode.New(errcode.SandboxSetup, err)
+		}
+		spec.Stderr = errW
 	}
 	if cwdW != nil {
 		spec.ExtraFiles = []*os.File{cwdW}
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	proc, err := h.sandbox.Start(pctx, spec)
-	outW.Close()
-	errW.Close()
-	if cwdW != nil {
-		cwdW.Close()
-	}
+	closeAll(outW, errW, cwdW)
 	if err != nil {
 		cancel()
-		outR.Close()
-		errR.Close()
-		if cwdR != nil {
-			cwdR.Close()
-		}
+		closeAll(outR, errR, cwdR)
 		return nil, err
 	}
 	run := &bashRun{proc: proc, stdout: newSink(h, c.Session), stderr: newSink(h, c.Session), cancel: cancel, done: make(chan struct{})}
@@ -181,7 +190,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	run.progressOff = func() { streaming.Store(false) }
 	pump := func(r *os.File, sink *outputSink, kind string) {
 		defer r.Close()
-		buf := make([]byte, 64<<10)
+		bp := pumpBufs.Get().(*[64 << 10]byte)
+		defer pumpBufs.Put(bp)
+		buf := bp[:]
 		sent := 0
 		for {
 			n, err := r.Read(buf)
@@ -210,9 +221,14 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	go func() {
 		defer ts.wg.Done()
 		pumps := make(chan struct{}, 3)
+		n := 1
 		go func() { pump(outR, run.stdout, "stdout"); pumps <- struct{}{} }()
-		go func() { pump(errR, run.stderr, "stderr"); pumps <- struct{}{} }()
+		if errR != nil {
+			n++
+			go func() { pump(errR, run.stderr, "stderr"); pumps <- struct{}{} }()
+		}
 		if cwdR != nil {
+			n++
 			run.exit = make(chan exitReport, 1)
 			go func() {
 				b, _ := io.ReadAll(io.LimitReader(cwdR, 64<<10))
@@ -223,10 +239,6 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		}
 		res, err := proc.Wait()
 		// The cgroup is gone, so every writer end is closed: the pumps end.
-		n := 2
-		if cwdR != nil {
-			n = 3
-		}
 		for i := 0; i < n; i++ {
 			<-pumps
 		}
