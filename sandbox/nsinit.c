@@ -748,8 +748,9 @@ static void move_user_fds(uint32_t nextra)
 
 // receive_call (pooled inits only) blocks until the daemon hands over a call, then moves the
 // call's fds into the slots a per-call init is started with. Until the message arrives this
-// process holds nothing of any call and has run nothing but this constructor.
-static void receive_call(void)
+// process holds nothing of any call and has run nothing but this constructor. It returns the
+// spec when it came inline (*len set), else NULL: the spec is then in the memfd on fd 3.
+static char *receive_call(size_t *len)
 {
 	int fds[SBX_PASSED_FIXED + SBX_MAX_EXTRA];
 	union {
@@ -757,8 +758,12 @@ static void receive_call(void)
 		struct cmsghdr align;
 	} ctl;
 	uint32_t n = 0;
-	struct iovec iov = { .iov_base = &n, .iov_len = sizeof(n) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+	char *spec = malloc(SBX_INLINE_SPEC_MAX);
+	if (!spec)
+		fail(ENOMEM, "receive", "malloc");
+	struct iovec iov[2] = { { .iov_base = &n, .iov_len = sizeof(n) },
+				{ .iov_base = spec, .iov_len = SBX_INLINE_SPEC_MAX } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.buf,
 			      .msg_controllen = sizeof(ctl.buf) };
 	ssize_t got;
 	do
@@ -768,9 +773,10 @@ static void receive_call(void)
 		fail(ECHILD, "receive", "daemon gone"); // the pool was closed: never a call here
 	if (got < 0)
 		fail(errno, "receive", "recvmsg");
-	// The payload is the fd count; anything cut short (MSG_CTRUNC: fds dropped) is refused.
+	// The payload is the fd count, then the spec when inline; anything cut short (MSG_TRUNC:
+	// bytes dropped, MSG_CTRUNC: fds dropped) is refused.
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	if (got != sizeof(n) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < SBX_PASSED_FIXED ||
+	if (got < (ssize_t)sizeof(n) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n < SBX_PASSED_FIXED ||
 	    n > SBX_PASSED_FIXED + SBX_MAX_EXTRA || !c || c->cmsg_level != SOL_SOCKET ||
 	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
 		fail(EINVAL, "receive", "bad message");
@@ -794,6 +800,12 @@ static void receive_call(void)
 			fail(errno, "receive", "dup2");
 		close(fds[i]);
 	}
+	if (got == (ssize_t)sizeof(n)) {
+		free(spec);
+		return NULL;
+	}
+	*len = (size_t)got - sizeof(n);
+	return spec;
 }
 
 // load_seccomp loads every filter of the spec's seccomp record, in order. Each one stacks on
@@ -852,11 +864,13 @@ static void sbx_run(int pooled)
 	size_t len;
 	if (fcntl(SBX_FD_ERR, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(SBX_EXIT_INIT_FAILED); // no error pipe: nothing to report on
+	char *buf = NULL;
 	if (pooled) {
 		prelude();
-		receive_call();
+		buf = receive_call(&len);
 	}
-	char *buf = read_spec(SBX_FD_SPEC, &len);
+	if (!buf)
+		buf = read_spec(SBX_FD_SPEC, &len);
 	struct rd r = { buf, buf + len };
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
 		fail(EINVAL, "spec", "bad magic or version");

@@ -11,6 +11,7 @@ const (
 	initArg         = C.SBX_INIT_ARG
 	poolArg         = C.SBX_POOL_ARG
 	maxPassedExtra  = C.SBX_MAX_EXTRA
+	inlineSpecMax   = C.SBX_INLINE_SPEC_MAX
 	specMagic       = C.SBX_MAGIC
 	specVersion     = C.SBX_VERSION
 	exitInitFailed  = C.SBX_EXIT_INIT_FAILED

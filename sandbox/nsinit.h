@@ -16,9 +16,12 @@
 
 /* A pooled init receives its call's fds on fd 3 (a unix socket) in one message, in this order:
  * the spec memfd (to fd 3), stdin, stdout, stderr (0-2), the network namespace or /dev/null
- * (6), then up to SBX_MAX_EXTRA ExtraFiles (7+). */
+ * (6), then up to SBX_MAX_EXTRA ExtraFiles (7+). The message's payload is the fd count (u32);
+ * a spec of at most SBX_INLINE_SPEC_MAX bytes follows it in the same payload instead of in
+ * the memfd, whose slot then holds /dev/null. */
 #define SBX_PASSED_FIXED 5
 #define SBX_MAX_EXTRA 64
+#define SBX_INLINE_SPEC_MAX (48u << 10)
 
 #define SBX_EXIT_INIT_FAILED 125
 

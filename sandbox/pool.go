@@ -420,12 +420,6 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 		in.lim = p.lim
 		step("cgroup_limits")
 	}
-	specFile, err := memfdWith(blob)
-	if err != nil {
-		s.discard(in)
-		return false, nil
-	}
-	defer specFile.Close()
 	// A nil stdio gets /dev/null, as exec.Cmd gives a per-call init; the netns slot too when
 	// the call keeps the host's network (the init does not use it then, and closes it).
 	var nulls []*os.File
@@ -447,18 +441,30 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 		}
 		return int(f.Fd())
 	}
-	fds := []int{int(specFile.Fd()),
+	// The spec rides in the message when it fits (most do: a few KB), else in a memfd whose
+	// slot /dev/null takes otherwise.
+	msg := make([]byte, 4, 4+len(blob))
+	var specFile *os.File
+	if len(blob) <= inlineSpecMax {
+		msg = append(msg, blob...)
+	} else {
+		if specFile, err = memfdWith(blob); err != nil {
+			s.discard(in)
+			return false, nil
+		}
+		defer specFile.Close()
+	}
+	fds := []int{fdOrNull(specFile, os.O_RDONLY),
 		fdOrNull(spec.Stdin, os.O_RDONLY), fdOrNull(spec.Stdout, os.O_WRONLY), fdOrNull(spec.Stderr, os.O_WRONLY),
 		fdOrNull(netns, os.O_RDONLY)}
 	for _, f := range spec.ExtraFiles {
 		fds = append(fds, int(f.Fd())) // never nil: see poolable
 	}
-	var n [4]byte
-	binary.NativeEndian.PutUint32(n[:], uint32(len(fds)))
+	binary.NativeEndian.PutUint32(msg, uint32(len(fds)))
 	p.start = time.Now()
 	// One message: the child either gets all of the call or none of it. A dead init
 	// (killed while idle) fails here with EPIPE, before anything of the call reached it.
-	err = unix.Sendmsg(int(in.sock.Fd()), n[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
+	err = unix.Sendmsg(int(in.sock.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
 	runtime.KeepAlive(spec)
 	runtime.KeepAlive(netns)
 	runtime.KeepAlive(s.devNull)

@@ -296,6 +296,27 @@ func TestPoolStdioAndExtraFiles(t *testing.T) {
 	}
 }
 
+// TestPoolSpecInlineOrMemfd: a pooled init takes a spec in the hand-over message when it fits,
+// in a memfd when it does not; either way the program sees the whole environment, and the
+// spec's slot is not left open for it.
+func TestPoolSpecInlineOrMemfd(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	for _, size := range []int{10, inlineSpecMax - 1024, inlineSpecMax, 2 * inlineSpecMax} {
+		waitPoolReady(t, s, 1)
+		big := strings.Repeat("x", size)
+		spec := &Spec{Path: "/bin/sh", Args: []string{"-c", `echo ${#BIG}; ls /proc/self/fd | wc -l`},
+			Env: []string{"BIG=" + big}, UID: nobody, GID: nobody, Dir: "/", Session: "specsize", Call: fmt.Sprintf("c%d", size)}
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), spec)
+		if err != nil || res.ExitCode != 0 || !p.pooled {
+			t.Fatalf("size %d: res=%+v pooled=%v err=%v out=%q", size, res, p != nil && p.pooled, err, out)
+		}
+		// 0, 1, 2 and the fd ls reads /proc/self/fd through.
+		if want := fmt.Sprintf("%d\n4\n", size); out != want {
+			t.Errorf("size %d: out %q, want %q", size, out, want)
+		}
+	}
+}
+
 // TestPoolPreludeFailureIsReported: a pooled init whose prelude fails is never counted ready,
 // and its own report (step and errno) is the error, so a host where the prelude cannot work
 // says why in the log instead of silently running every call down the per-call path.
