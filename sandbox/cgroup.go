@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -377,10 +378,13 @@ func (cg *cgroup) openStats() error {
 	}
 	paths := cg.statPaths()
 	for i, p := range append(paths[:], empty) {
-		f, err := os.Open(p)
+		// Opened blocking, as os.NewFile then leaves them out of the poller (cgroup files
+		// are pollable, and os.Open would register each one), so preadAll is one pread.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("open cgroup statistics: %w", err)
 		}
+		f := os.NewFile(uintptr(fd), p)
 		if i < numStats {
 			cg.statFiles[i] = f
 		} else {
@@ -394,8 +398,18 @@ func (cg *cgroup) openStats() error {
 // ok is false when nothing could be read.
 func preadAll(f *os.File) (s string, ok bool) {
 	var buf [1024]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if n == 0 && err != nil {
+	var n int
+	var err error
+	for {
+		// One pread: os.File.ReadAt would read again until EOF. Every file read so holds
+		// far less than buf.
+		n, err = unix.Pread(int(f.Fd()), buf[:], 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	runtime.KeepAlive(f)
+	if n <= 0 || err != nil {
 		return "", false
 	}
 	return string(buf[:n]), true
