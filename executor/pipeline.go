@@ -286,7 +286,7 @@ func stepValidate(ctx context.Context, _ *Pipeline, st *state) error {
 }
 
 // stepClassifyStart starts classifying a Bash command while the other steps go on. Step 5.
-func stepClassifyStart(_ context.Context, _ *Pipeline, st *state) error {
+func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	cmd, ok := st.call.Input["command"].(string)
 	if st.call.Tool.Name() != "Bash" || !ok {
 		return nil
@@ -294,6 +294,11 @@ func stepClassifyStart(_ context.Context, _ *Pipeline, st *state) error {
 	ch := make(chan *classifier.Classification, 1)
 	st.call.bash = ch
 	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home}
+	if p.hooks.Load() == nil {
+		// No hook to overlap with: classifying here costs less than waking a thread for it.
+		ch <- classifier.Classify(cmd, opts)
+		return nil
+	}
 	go func() { ch <- classifier.Classify(cmd, opts) }()
 	return nil
 }
@@ -343,7 +348,9 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		st.decision = &d
 		return errcode.New(errcode.Of(err), err)
 	}
-	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.call.Tool.IsReadOnly(st.call.Input), Hook: st.hook}
+	// Nothing changes the input after this step: execute and the audit use the same answer.
+	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
+	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook}
 	d, err := p.decider.Decide(ctx, in)
 	if err != nil {
 		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",
@@ -389,7 +396,6 @@ func stepDenied(_ context.Context, _ *Pipeline, st *state) error {
 func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 	// Audit before effect: if the start cannot be recorded the call does not run. A read-only
 	// call's start rides on its end record (see Wait).
-	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
 	wait := WaitDurable
 	if st.readOnly {
 		wait = WaitQueued
