@@ -194,6 +194,13 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 	}
 	root := filepath.Join(h.StateDir, "tool-results")
 	dir := h.ResultsDir(s.ID)
+	if _, ok := h.resultsMade.Load(s.ID); ok {
+		// Made and checked by an earlier call; only root can have removed it since, and then
+		// the full path below makes it again.
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+	}
 	for _, d := range []string{root, dir} {
 		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", errcode.New(errcode.Of(err), fmt.Errorf("create results directory: %w", err))
@@ -210,6 +217,7 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 			_ = os.Chmod(d, 0o711) // umask may have narrowed it
 		}
 	}
+	h.resultsMade.Store(s.ID, struct{}{})
 	return dir, nil
 }
 

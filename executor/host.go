@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -30,6 +31,9 @@ type Host struct {
 	DaemonSocket string
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
+	// resultsMade holds the IDs of sessions whose results directory was made and checked, so
+	// a session's calls after its first check it with one lstat instead of mkdirs and lstats.
+	resultsMade sync.Map
 }
 
 // NewHost wires the services tools use.

@@ -167,3 +167,36 @@ func BenchmarkEdit1MB(b *testing.B) {
 		e.mustCall(b, "Edit", Input{"file_path": p, "old_string": fmt.Sprintf("MARKER %d", i), "new_string": fmt.Sprintf("MARKER %d", i+1)})
 	}
 }
+
+// TestResultsDirKeptPerSession: a session's results directory is made and checked once, found
+// again by later calls, made again when it was removed under them, and forgotten with the
+// session.
+func TestResultsDirKeptPerSession(t *testing.T) {
+	e := newToolEnv(t)
+	dir, err := e.h.resultsDir(e.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("results dir %s: %v %v", dir, fi, err)
+	}
+	if _, ok := e.h.resultsMade.Load(e.s.ID); !ok {
+		t.Fatal("a checked results dir is not remembered")
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.mustCall(t, "Bash", Input{"command": "true"}); r.IsError {
+		t.Fatalf("Bash after the results dir was removed: %v", r.Content)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("results dir not made again: %v %v", fi, err)
+	}
+	e.h.StopSession(e.s.ID)
+	if _, ok := e.h.resultsMade.Load(e.s.ID); ok {
+		t.Error("a stopped session's results dir is still remembered")
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("a stopped session's results dir is still there: %v", err)
+	}
+}

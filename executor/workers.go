@@ -257,6 +257,7 @@ func (h *Host) StopSession(id string) {
 		e.mu.Unlock()
 	}
 	if h.StateDir != "" && validSessionID(id) {
+		h.resultsMade.Delete(id)
 		_ = os.RemoveAll(h.ResultsDir(id))
 	}
 }
