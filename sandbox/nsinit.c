@@ -944,14 +944,17 @@ static void sbx_run(int pooled)
 
 	trace("creds");
 	// Wait for the go-ahead: on cgroup v1 the parent writes our pid into each controller while
-	// we did the steps above; no user code runs before we are inside the cgroup.
-	char go;
-	ssize_t got;
-	do
-		got = read(SBX_FD_SYNC, &go, 1);
-	while (got < 0 && errno == EINTR);
-	if (got != 1)
-		fail(ECHILD, "sync", "parent gone");
+	// we did the steps above; no user code runs before we are inside the cgroup. A pooled init
+	// was inside its cgroup before it was ready: its call is its go-ahead.
+	if (!pooled) {
+		char go;
+		ssize_t got;
+		do
+			got = read(SBX_FD_SYNC, &go, 1);
+		while (got < 0 && errno == EINTR);
+		if (got != 1)
+			fail(ECHILD, "sync", "parent gone");
+	}
 
 	trace("sync");
 	// 5. no_new_privs: setuid binaries, file capabilities and LSM transitions can no longer

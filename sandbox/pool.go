@@ -56,7 +56,6 @@ type poolInit struct {
 	lim   Limits        // what is written in cg
 	sock  *os.File      // the daemon's end of the init's fd 3
 	errR  *os.File      // the init's error pipe (fd 4)
-	syncW *os.File      // the init's go-ahead pipe (fd 5)
 	mntns int           // the init's mount namespace; see holdMountNS
 	hint  *landlockHint // the landlock base it built in its prelude, or nil
 	// tmpSize is the size its prelude gave /tmp and /dev/shm.
@@ -250,11 +249,13 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	}
 	in.errR = errR
 	defer errW.Close()
+	// fd 5, the go-ahead pipe of a per-call init, is never written to: a pooled init is inside
+	// its cgroup before it is ready, and its call is its go-ahead.
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sync pipe: %w", err)
 	}
-	in.syncW = syncW
+	syncW.Close()
 	defer syncR.Close()
 	blob := s.prelude
 	in.tmpSize = s.limits.TmpSizeBytes
@@ -378,12 +379,12 @@ func (in *poolInit) awaitPrelude() error {
 
 // closeFiles closes the daemon's ends of the init's pipes and socket.
 func (in *poolInit) closeFiles() {
-	for _, f := range []*os.File{in.sock, in.errR, in.syncW} {
+	for _, f := range []*os.File{in.sock, in.errR} {
 		if f != nil {
 			f.Close()
 		}
 	}
-	in.sock, in.errR, in.syncW = nil, nil, nil
+	in.sock, in.errR = nil, nil
 }
 
 // discard kills an init that will never get a call, reaps it and removes its cgroup.
@@ -403,8 +404,9 @@ func (s *Sandbox) discard(in *poolInit) {
 }
 
 // handOver gives a ready init its call: the call's limits into its cgroup, then the spec and
-// the call's fds, then the go-ahead. handed is false when nothing reached the init (the caller
-// takes the per-call path; the init was discarded); once handed, err is the init's report.
+// the call's fds in one message, which is also its go-ahead. handed is false when nothing
+// reached the init (the caller takes the per-call path; the init was discarded); once handed,
+// err is the init's report.
 //
 // WARNING: the limits must be in place before the spec is sent, and the fds are the call's
 // whole view of the daemon; rerun as root after changing:
@@ -472,26 +474,19 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 		s.discard(in)
 		return false, nil
 	}
-	in.sock.Close()
-	in.sock = nil
-	// The cgroup was joined when the init was started: the go-ahead can follow at once.
-	_, syncErr := in.syncW.Write([]byte{0})
-	in.syncW.Close()
-	in.syncW = nil
+	// The message is the go-ahead too: the init joined its cgroup before it was ready. The init
+	// drops its end of the socket as it places the call's fds; ours is closed off the call's path.
 	step("handover")
-	p.cmd, p.cg, p.mntns, p.pooled = in.cmd, in.cg, in.mntns, true
-	msg, rerr := readAllClose(in.errR)
+	p.cmd, p.cg, p.mntns, p.pooled, p.sock = in.cmd, in.cg, in.mntns, true, in.sock
+	in.sock = nil
+	report, rerr := readAllClose(in.errR)
 	in.errR = nil
-	switch {
-	case rerr != nil || len(msg) > 0:
+	if rerr != nil || len(report) > 0 {
 		p.abort()
 		if rerr != nil {
 			return true, fmt.Errorf("read init status: %w", rerr)
 		}
-		return true, decodeInitError(msg)
-	case syncErr != nil:
-		p.abort()
-		return true, fmt.Errorf("release child: %w", syncErr)
+		return true, decodeInitError(report)
 	}
 	step("child_setup_exec")
 	return true, nil

@@ -86,6 +86,9 @@ type Process struct {
 	// llPrebuilt: that init had prebuilt the call's landlock base (landlockPlan.base).
 	llPrebuilt bool
 	mntns      int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
+	// sock is a pooled call's end of the socket its init got the call on; closed in release,
+	// off the call's path.
+	sock *os.File
 
 	mu       sync.Mutex
 	killedBy string

@@ -588,6 +588,10 @@ func (p *Process) finish(res *Result) error {
 func (p *Process) release() {
 	releaseMountNS(p.mntns)
 	p.mntns = -1
+	if p.sock != nil {
+		p.sock.Close()
+		p.sock = nil
+	}
 	if err := p.cg.remove(); err != nil {
 		p.s.log.Warn("remove cgroup", zap.Error(err))
 	}
