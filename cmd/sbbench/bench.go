@@ -36,6 +36,7 @@ type benchOpts struct {
 	bin      string
 	tmp      string
 	grepTree string
+	pace     time.Duration // the gap between paced spawn calls
 }
 
 // pick is the full or the quick figure.
@@ -352,7 +353,7 @@ func (e *env) spawn(ctx context.Context) error {
 	}
 	// Paced as an agent's calls come (the package benchmark likewise lets the pool refill
 	// untimed), every command interleaved with the others and with the bare baseline.
-	paced, err := measurePaced(10, n, 5*time.Millisecond, fs...)
+	paced, err := measurePaced(10, n, e.o.pace, fs...)
 	if err != nil {
 		return err
 	}
@@ -360,7 +361,7 @@ func (e *env) spawn(ctx context.Context) error {
 	for _, q := range p50p99 {
 		e.rep.add(Row{Section: sec, Name: "Bash `/bin/true` through the socket " + q.name, Value: ms(direct.q(q.q)), Unit: "ms",
 			Baseline: ms(bareL.q(q.q)), BaselineName: "bare fork/exec /bin/true",
-			Note: "exec'd as bash -c would, without bash; decision, audit and result included"})
+			Note: fmt.Sprintf("calls %v apart; exec'd as bash -c would, without bash; decision, audit and result included", e.o.pace)})
 		e.rep.add(Row{Section: sec, Name: "Bash `cd . && /bin/true` (run by bash) through the socket " + q.name, Value: ms(shell.q(q.q)), Unit: "ms",
 			Baseline: ms(bareL.q(q.q)), BaselineName: "bare fork/exec /bin/true"})
 		if lerr == nil {
@@ -393,7 +394,7 @@ func (e *env) spawnBreakdown(ctx context.Context, sec string, n int, call func(i
 	if err != nil {
 		return err
 	}
-	l, err := measurePaced(0, n, 5*time.Millisecond, call)
+	l, err := measurePaced(0, n, e.o.pace, call)
 	if err != nil {
 		return err
 	}

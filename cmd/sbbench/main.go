@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/faults"
 	"github.com/sandboxd/sandboxd/internal/gctune"
@@ -36,6 +37,7 @@ func run(args []string) int {
 	fs.StringVar(&o.bin, "bin", "", "sandboxd binary (default: bin/sandboxd if present, else built into a temp dir)")
 	fs.StringVar(&o.tmp, "tmp", "/var/tmp", "directory for the daemon's state and the audit benchmark; must be on a real disk so fsync costs what it costs")
 	fs.StringVar(&o.grepTree, "grep-tree", "/usr/local/go/src", "large tree for the Grep comparison")
+	fs.DurationVar(&o.pace, "pace", 5*time.Millisecond, "gap between the paced spawn calls (an agent's are seconds apart; the CPUs idle deeper the longer it is)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sbbench [flags]        benchmark a private sandboxd against same-run baselines\n       sbbench load [flags]   load test with checks (sbbench load -h)\n\n")
 		fs.PrintDefaults()
