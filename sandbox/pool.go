@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -443,33 +444,41 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 		}
 		return int(f.Fd())
 	}
-	// The spec rides in the message when it fits (most do: a few KB), else in a memfd whose
-	// slot /dev/null takes otherwise.
-	msg := make([]byte, 4, 4+len(blob))
-	var specFile *os.File
-	if len(blob) <= inlineSpecMax {
-		msg = append(msg, blob...)
-	} else {
-		if specFile, err = memfdWith(blob); err != nil {
+	// The spec rides in the message when it fits (most do: a few KB). A larger one, or one the
+	// socket's buffer does not take in one message (EMSGSIZE: nothing was sent), goes in a
+	// memfd, whose slot /dev/null takes otherwise.
+	inline := len(blob) <= inlineSpecMax
+	for {
+		msg := make([]byte, 4, 4+len(blob))
+		var specFile *os.File
+		if inline {
+			msg = append(msg, blob...)
+		} else if specFile, err = memfdWith(blob); err != nil {
 			s.discard(in)
 			return false, nil
 		}
-		defer specFile.Close()
+		fds := []int{fdOrNull(specFile, os.O_RDONLY),
+			fdOrNull(spec.Stdin, os.O_RDONLY), fdOrNull(spec.Stdout, os.O_WRONLY), fdOrNull(spec.Stderr, os.O_WRONLY),
+			fdOrNull(netns, os.O_RDONLY)}
+		for _, f := range spec.ExtraFiles {
+			fds = append(fds, int(f.Fd())) // never nil: see poolable
+		}
+		binary.NativeEndian.PutUint32(msg, uint32(len(fds)))
+		p.start = time.Now()
+		// One message: the child either gets all of the call or none of it. A dead init
+		// (killed while idle) fails here with EPIPE, before anything of the call reached it.
+		err = unix.Sendmsg(int(in.sock.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
+		runtime.KeepAlive(spec)
+		runtime.KeepAlive(netns)
+		runtime.KeepAlive(s.devNull)
+		if specFile != nil {
+			specFile.Close()
+		}
+		if !inline || !errors.Is(err, unix.EMSGSIZE) {
+			break
+		}
+		inline = false
 	}
-	fds := []int{fdOrNull(specFile, os.O_RDONLY),
-		fdOrNull(spec.Stdin, os.O_RDONLY), fdOrNull(spec.Stdout, os.O_WRONLY), fdOrNull(spec.Stderr, os.O_WRONLY),
-		fdOrNull(netns, os.O_RDONLY)}
-	for _, f := range spec.ExtraFiles {
-		fds = append(fds, int(f.Fd())) // never nil: see poolable
-	}
-	binary.NativeEndian.PutUint32(msg, uint32(len(fds)))
-	p.start = time.Now()
-	// One message: the child either gets all of the call or none of it. A dead init
-	// (killed while idle) fails here with EPIPE, before anything of the call reached it.
-	err = unix.Sendmsg(int(in.sock.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
-	runtime.KeepAlive(spec)
-	runtime.KeepAlive(netns)
-	runtime.KeepAlive(s.devNull)
 	if err != nil {
 		s.discard(in)
 		return false, nil

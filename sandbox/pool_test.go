@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -297,12 +298,21 @@ func TestPoolStdioAndExtraFiles(t *testing.T) {
 }
 
 // TestPoolSpecInlineOrMemfd: a pooled init takes a spec in the hand-over message when it fits,
-// in a memfd when it does not; either way the program sees the whole environment, and the
-// spec's slot is not left open for it.
+// in a memfd when it does not, or when the socket's buffer is too small for it in one message;
+// either way the program sees the whole environment, and the spec's slot is not left open.
 func TestPoolSpecInlineOrMemfd(t *testing.T) {
 	s := newTestSandbox(t, Config{})
-	for _, size := range []int{10, inlineSpecMax - 1024, inlineSpecMax, 2 * inlineSpecMax} {
+	const smallBuf = -1 // a 20 KB spec, with every ready init's socket buffer cut to 4 KB
+	for _, size := range []int{10, inlineSpecMax - 1024, inlineSpecMax, 2 * inlineSpecMax, smallBuf} {
 		waitPoolReady(t, s, 1)
+		if size == smallBuf {
+			size = 20 << 10
+			for _, in := range readyInits(s) {
+				if err := unix.SetsockoptInt(int(in.sock.Fd()), unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		big := strings.Repeat("x", size)
 		spec := &Spec{Path: "/bin/sh", Args: []string{"-c", `echo ${#BIG}; ls /proc/self/fd | wc -l`},
 			Env: []string{"BIG=" + big}, UID: nobody, GID: nobody, Dir: "/", Session: "specsize", Call: fmt.Sprintf("c%d", size)}
