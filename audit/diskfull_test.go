@@ -84,3 +84,45 @@ func TestDiskFullFailsClosedAndRecovers(t *testing.T) {
 		t.Fatalf("verify after recovery: %v %+v", err, rep)
 	}
 }
+
+// TestProbeNeedsRoom: with a few KB free (what a failed write's repair gives back) the probe
+// keeps the log unhealthy; only room for a burst of records (probeBytes) brings it back.
+func TestProbeNeedsRoom(t *testing.T) {
+	testutil.RequireRoot(t)
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=512k,mode=0700"); err != nil {
+		t.Skipf("cannot mount tmpfs (needs CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	l := openTest(t, Config{Dir: filepath.Join(mnt, "audit"), CheckpointEvery: 1 << 20})
+	appendN(t, l, 2)
+	// Closed first: probe is the writer goroutine's, and only the directory matters to it.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.OpenFile(filler, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var size int64
+	for {
+		n, err := f.Write(make([]byte, 4096))
+		size += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	for _, c := range []struct {
+		free    int64
+		healthy bool
+	}{{8 << 10, false}, {probeBytes / 2, false}, {probeBytes + 16<<10, true}} {
+		if err := f.Truncate(size - c.free); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.probe(); (err == nil) != c.healthy {
+			t.Errorf("probe with %d KB free: %v, want healthy %v", c.free>>10, err, c.healthy)
+		}
+	}
+}

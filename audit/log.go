@@ -722,7 +722,12 @@ func (l *Log) periodic() {
 	}
 }
 
-// probe checks that the directory takes a small fsynced write again (and repairs a pending
+// probeBytes is what the probe writes: room for a burst of records, not just one page. A full
+// disk's repair frees the page or two a failed write took, and a 4 KB probe then reported the
+// log healthy while the next call failed again.
+const probeBytes = 64 << 10
+
+// probe checks that the directory takes a probeBytes fsynced write again (and repairs a pending
 // truncation), so Healthy recovers without waiting for the next Append.
 func (l *Log) probe() error {
 	if err := l.repair(); err != nil {
@@ -736,7 +741,7 @@ func (l *Log) probe() error {
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	if _, err := f.Write(make([]byte, 4096)); err != nil {
+	if _, err := f.Write(make([]byte, probeBytes)); err != nil {
 		return err
 	}
 	return unix.Fdatasync(int(f.Fd()))
