@@ -2,7 +2,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -127,6 +129,29 @@ func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string)
 		return nil, errcode.New(errcode.ErrnoENOENT, fmt.Errorf("%s does not exist", path))
 	}
 	return r, err
+}
+
+// explainHidden adds the reason to a tool's permission error on a path under a deny path: the
+// confined worker only sees EACCES there, which reads like a file mode problem.
+func (h *Host) explainHidden(c *Call, err error) error {
+	if h == nil || c == nil || c.Session == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	path := c.Input.String("file_path")
+	if path == "" {
+		path = c.Input.String("path")
+	}
+	cfg := h.cfg.Load()
+	if path == "" || cfg == nil {
+		return err
+	}
+	path = expandPath(c, path)
+	for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return errcode.New(errcode.Of(err), fmt.Errorf("%w (the sandbox hides %s from every session: deny_paths in the daemon's configuration)", err, d))
+		}
+	}
+	return err
 }
 
 // denyPaths are the configured deny paths for this owner plus the daemon's own: its socket

@@ -406,7 +406,7 @@ func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 	st.ran = true
 	res, err := st.call.Tool.Call(ctx, st.call, st.progress)
 	if err != nil {
-		return err
+		return p.host.explainHidden(st.call, err)
 	}
 	if res == nil {
 		return errcode.Msg(errcode.Internal, "tool returned no result")

@@ -150,6 +150,10 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		if msg == "" {
 			msg = fmt.Sprintf("rg exited with status %d", r.ExitCode)
 		}
+		if strings.Contains(msg, "(os error 13)") {
+			// EACCES on the path: nothing about the pattern to fix.
+			return nil, errcode.Msg(errcode.ErrnoEACCES, "rg: "+strings.TrimSpace(msg))
+		}
 		return nil, errcode.Msg(errcode.ToolFailed, "rg: "+msg+"\nFix the pattern (ripgrep regex syntax; escape literal braces and parentheses) or the path, then search again.")
 	}
 	lines := strings.Split(strings.TrimSuffix(string(payload), "\n"), "\n")

@@ -124,7 +124,7 @@ func (e *toolEnv) call(t testing.TB, name string, in Input) (*Result, error) {
 	}
 	r, err := tool.Call(ctx, c, nil)
 	if err != nil {
-		return nil, err
+		return nil, e.h.explainHidden(c, err)
 	}
 	return e.h.Budget(c, r)
 }

@@ -2,7 +2,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,5 +200,32 @@ func TestResultsDirKeptPerSession(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Errorf("a stopped session's results dir is still there: %v", err)
+	}
+}
+
+// TestHiddenPathsSayWhy: a file tool refused on a deny path says the sandbox hides it, not
+// only "permission denied"; a refusal elsewhere keeps its own message.
+func TestHiddenPathsSayWhy(t *testing.T) {
+	e := newToolEnvCfg(t, config.Sandbox{DenyPaths: []string{"~/.ssh"}})
+	key := e.file(t, ".ssh/id_rsa", "secret\n")
+	for name, in := range map[string]Input{
+		"Read": {"file_path": key},
+		"Grep": {"pattern": "secret", "path": filepath.Dir(key)},
+	} {
+		_, err := e.call(t, name, in)
+		if err == nil || !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "the sandbox hides "+filepath.Dir(key)) {
+			t.Errorf("%s of a hidden path: %v", name, err)
+		}
+	}
+	locked := e.file(t, "locked", "x\n")
+	if err := os.Chown(locked, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(locked, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.call(t, "Read", Input{"file_path": locked})
+	if err == nil || !errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "hides") {
+		t.Errorf("Read of a root-only file: %v", err)
 	}
 }
