@@ -18,30 +18,13 @@ import (
 // AuditUnavailable (leaving no half line), Healthy must drop, and both must recover on their own
 // once space is freed, with the chain still verifying.
 func TestDiskFullFailsClosedAndRecovers(t *testing.T) {
-	testutil.RequireRoot(t)
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
-		t.Skipf("cannot mount tmpfs (needs CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := smallTmpfs(t, "256k")
 	dir := filepath.Join(mnt, "audit")
 	l := openTest(t, Config{Dir: dir, CheckpointEvery: 1 << 20})
 	appendN(t, l, 5)
 
 	filler := filepath.Join(mnt, "filler")
-	f, err := os.OpenFile(filler, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1024)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
+	f, _ := fillUp(t, filler)
 	f.Close()
 
 	// A large input spills past the slack of the log's last page: a short write that must be
@@ -88,32 +71,15 @@ func TestDiskFullFailsClosedAndRecovers(t *testing.T) {
 // TestProbeNeedsRoom: with a few KB free (what a failed write's repair gives back) the probe
 // keeps the log unhealthy; only room for a burst of records (probeBytes) brings it back.
 func TestProbeNeedsRoom(t *testing.T) {
-	testutil.RequireRoot(t)
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=512k,mode=0700"); err != nil {
-		t.Skipf("cannot mount tmpfs (needs CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := smallTmpfs(t, "512k")
 	l := openTest(t, Config{Dir: filepath.Join(mnt, "audit"), CheckpointEvery: 1 << 20})
 	appendN(t, l, 2)
 	// Closed first: probe is the writer goroutine's, and only the directory matters to it.
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	filler := filepath.Join(mnt, "filler")
-	f, err := os.OpenFile(filler, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, size := fillUp(t, filepath.Join(mnt, "filler"))
 	defer f.Close()
-	var size int64
-	for {
-		n, err := f.Write(make([]byte, 4096))
-		size += int64(n)
-		if err != nil {
-			break
-		}
-	}
 	for _, c := range []struct {
 		free    int64
 		healthy bool
@@ -123,6 +89,39 @@ func TestProbeNeedsRoom(t *testing.T) {
 		}
 		if err := l.probe(); (err == nil) != c.healthy {
 			t.Errorf("probe with %d KB free: %v, want healthy %v", c.free>>10, err, c.healthy)
+		}
+	}
+}
+
+// smallTmpfs mounts a tmpfs of size (root only) for a disk-full test and returns its path.
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	testutil.RequireRoot(t)
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		t.Skipf("cannot mount tmpfs (needs CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	return mnt
+}
+
+// fillUp writes path until its filesystem is full and returns it still open, with its size.
+func fillUp(t *testing.T, path string) (*os.File, int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1024)
+	var size int64
+	for {
+		n, err := f.Write(chunk)
+		size += int64(n)
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return f, size
 		}
 	}
 }
