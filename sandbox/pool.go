@@ -520,6 +520,19 @@ func initAttr(cg *cgroup) *syscall.SysProcAttr {
 // teardown of the call's mounts (an RCU grace period and every umount, ~0.2 ms) happen when the
 // janitor closes it, not inside the init's exit that Wait waits for. -1 when it cannot be held.
 func holdMountNS(pid int) int {
+	// Through a pidfd where the kernel has it (6.11+): a lookup under /proc/<pid> leaves
+	// dentries that reaping the init then has to invalidate, inside the wait for the call's end.
+	if pidfd, err := unix.PidfdOpen(pid, 0); err == nil {
+		fd, err := unix.IoctlRetInt(pidfd, unix.PIDFD_GET_MNT_NAMESPACE)
+		unix.Close(pidfd)
+		if err == nil {
+			// The kernel makes it close-on-exec; said again so no kernel's default matters.
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err == nil {
+				return fd
+			}
+			unix.Close(fd)
+		}
+	}
 	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 	"golang.org/x/sys/unix"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -399,5 +401,40 @@ func TestPooledInitNetns(t *testing.T) {
 	}
 	if got := call("netB", "h1", true); got != host {
 		t.Fatalf("a call with the host's network in %s, want the host's %s", got, host)
+	}
+}
+
+// TestHoldMountNS: the held fd is the process's own mount namespace (not the daemon's), and it
+// is close-on-exec, whether it came through a pidfd or /proc.
+func TestHoldMountNS(t *testing.T) {
+	testutil.RequireRoot(t)
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	fd := holdMountNS(cmd.Process.Pid)
+	if fd < 0 {
+		t.Fatal("could not hold the mount namespace")
+	}
+	defer releaseMountNS(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	held := st.Ino
+	var want, own syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/ns/mnt", &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat("/proc/self/ns/mnt", &own); err != nil {
+		t.Fatal(err)
+	}
+	if held != want.Ino || held == own.Ino {
+		t.Errorf("held mount ns inode %d, the child's is %d, ours %d", held, want.Ino, own.Ino)
+	}
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("held mount ns fd flags %#x, %v: want close-on-exec", flags, err)
 	}
 }
