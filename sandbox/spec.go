@@ -279,7 +279,7 @@ func resolve(v *fsView, p string) string {
 		next := filepath.Join(resolved, c)
 		fi, err := v.lstat(next)
 		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			next, err = filepath.EvalSymlinks(next)
+			next, err = v.evalSymlinks(next)
 		}
 		if err != nil {
 			return filepath.Join(append([]string{resolved}, parts[i:]...)...)
@@ -295,6 +295,12 @@ func resolve(v *fsView, p string) string {
 // the same paths ~100 times a call. A nil view asks the kernel every time.
 type fsView struct {
 	lstats map[string]lstatResult
+	links  map[string]linkResult // filepath.EvalSymlinks of a symlink met while resolving
+}
+
+type linkResult struct {
+	target string
+	err    error
 }
 
 type lstatResult struct {
@@ -314,6 +320,23 @@ func (v *fsView) lstat(p string) (os.FileInfo, error) {
 	fi, err := os.Lstat(p)
 	v.lstats[p] = lstatResult{fi, err}
 	return fi, err
+}
+
+// evalSymlinks is filepath.EvalSymlinks through the view: several deny paths share a symlinked
+// parent (/var/run), which is then followed once.
+func (v *fsView) evalSymlinks(p string) (string, error) {
+	if v == nil {
+		return filepath.EvalSymlinks(p)
+	}
+	if r, ok := v.links[p]; ok {
+		return r.target, r.err
+	}
+	target, err := filepath.EvalSymlinks(p)
+	if v.links == nil {
+		v.links = map[string]linkResult{}
+	}
+	v.links[p] = linkResult{target, err}
+	return target, err
 }
 
 // stat is os.Stat through the view: a symlink is followed (uncached; rare in a resolved path).
