@@ -101,8 +101,8 @@ func contains(ss []string, s string) bool {
 }
 
 // daemonBinary is the binary to benchmark: the flag, bin/sandboxd as `make bench` builds it,
-// or a fresh build into tmp.
-func daemonBinary(ctx context.Context, flagBin, tmp string) (string, error) {
+// or a fresh build into dir (the run's own directory: two runs never share a build).
+func daemonBinary(ctx context.Context, flagBin, dir string) (string, error) {
 	if flagBin != "" {
 		return filepath.Abs(flagBin)
 	}
@@ -113,21 +113,22 @@ func daemonBinary(ctx context.Context, flagBin, tmp string) (string, error) {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "sbbench: building sandboxd ...")
-	return faults.Build(ctx, tmp)
+	return faults.Build(ctx, dir)
 }
 
 // startDaemon starts a private daemon (never the system one) from the --bin binary or a fresh
 // build, in a new directory under tmp; the caller removes the dir and closes the daemon.
 func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*faults.Daemon, string, error) {
-	bin, err := daemonBinary(ctx, flagBin, tmp)
-	if err != nil {
-		return nil, "", err
-	}
 	if os.Geteuid() != 0 {
 		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
 	}
 	dir, err := os.MkdirTemp(tmp, "sbbench-")
 	if err != nil {
+		return nil, "", err
+	}
+	bin, err := daemonBinary(ctx, flagBin, dir)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, "", err
 	}
 	if configYAML == "" {
