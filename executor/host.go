@@ -147,7 +147,7 @@ func (h *Host) explainHidden(c *Call, err error) error {
 	}
 	path = expandPath(c, path)
 	for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
-		if path == d || strings.HasPrefix(path, d+"/") {
+		if insideDir(path, d) {
 			return errcode.New(errcode.Of(err), fmt.Errorf("%w (the sandbox hides %s from every session: deny_paths in the daemon's configuration)", err, d))
 		}
 	}

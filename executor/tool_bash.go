@@ -459,11 +459,16 @@ func parseExitReport(s string) exitReport {
 
 func insideAny(p string, dirs []string) bool {
 	for _, d := range dirs {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
+		if insideDir(p, d) {
 			return true
 		}
 	}
 	return false
+}
+
+// insideDir reports whether the clean path p is d or below it.
+func insideDir(p, d string) bool {
+	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
 }
 
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
