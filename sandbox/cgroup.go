@@ -302,6 +302,22 @@ func freezeKill(stateFile, frozen, thawed, dir string) error {
 
 func (cg *cgroup) kill() error { return killTree(cg.v2, cg.dirs) }
 
+// killAndDrain kills whatever is left in the cgroup and waits, up to 200 ms, until it is empty.
+// An empty cgroup (the usual case) costs one read: freezing one would only cost time.
+func (cg *cgroup) killAndDrain() error {
+	if cg.empty() {
+		return nil
+	}
+	err := cg.kill()
+	for i := 0; i < 2000; i++ {
+		if cg.empty() {
+			return err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return errors.Join(err, errors.New("cgroup not empty 200 ms after its kill"))
+}
+
 // empty reports whether no process is left in the cgroup. One hierarchy is enough: a call's
 // processes are attached to all of them together, and it cannot make child cgroups (the
 // cgroup filesystem is read-only inside).

@@ -14,6 +14,7 @@ const (
 	inlineSpecMax   = C.SBX_INLINE_SPEC_MAX
 	specMagic       = C.SBX_MAGIC
 	specVersion     = C.SBX_VERSION
+	statusMagic     = C.SBX_STATUS_MAGIC
 	exitInitFailed  = C.SBX_EXIT_INIT_FAILED
 	fdFirstExtra    = C.SBX_FD_FIRST_EXTRA
 	fdNetns         = C.SBX_FD_NETNS

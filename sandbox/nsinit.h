@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 6u
+#define SBX_VERSION 7u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -24,6 +24,14 @@
 #define SBX_INLINE_SPEC_MAX (48u << 10)
 
 #define SBX_EXIT_INIT_FAILED 125
+
+/* A pooled init that ran a simple command as its child (run_direct) reports the call's end on
+ * its socket: {SBX_STATUS_MAGIC, status} (two u32), sent once every other process of the call's
+ * PID namespace was killed and reaped; status is what the init then exits with. Anything else
+ * (EOF: the init exec'd bash or was killed) means the init's own exit status is the call's. */
+#define SBX_STATUS_MAGIC 0x54535853u /* "SXST" */
+/* The init keeps its socket at this fd or above: clear of every slot receive_call fills. */
+#define SBX_FD_STATUS_MIN 160
 
 /* Records, in this order. */
 #define SBX_TAG_EXEC 1     /* path, dir */

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"golang.org/x/sys/unix"
 	"os"
@@ -436,5 +437,51 @@ func TestHoldMountNS(t *testing.T) {
 	}
 	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("held mount ns fd flags %#x, %v: want close-on-exec", flags, err)
+	}
+}
+
+// TestPooledDirectReportsEnd: a pooled init that ran a simple command reports the call's end
+// and status before its own exit, and only once nothing else of the call is left: the orphan
+// `setsid -f` leaves behind is dead, and the cgroup holds nothing but the exiting init, when
+// Wait returns. An init that exec'd bash reports nothing: its exit is the call's end.
+func TestPooledDirectReportsEnd(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	dir := directFixture(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	for _, tc := range []struct {
+		name     string
+		direct   []string
+		script   string
+		code     int
+		reported bool
+	}{
+		{"orphan", []string{"setsid", "-f", "sleep", "999.301"}, "", 0, true},
+		{"exit", []string{"sh", "-c", "exit 7"}, "", 7, true},
+		{"signal", []string{"sh", "-c", "kill -KILL $$"}, "", 128 + 9, true},
+		{"bash", nil, "setsid -f sleep 999.302; exit 3", 3, false},
+	} {
+		waitPoolReady(t, s, 1)
+		spec := &Spec{Path: "/bin/bash", Args: []string{"-c", tc.script}, Direct: tc.direct,
+			Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir, UID: nobody, GID: nobody, Session: "end", Call: tc.name}
+		res, _, p, err := runProc(t, s, ctx, spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !p.pooled || p.endReported != tc.reported {
+			t.Fatalf("%s: pooled %v, end reported %v; want pooled, reported %v", tc.name, p.pooled, p.endReported, tc.reported)
+		}
+		if res.ExitCode != tc.code || res.Signal != "" {
+			t.Errorf("%s: exit %d signal %q, want %d", tc.name, res.ExitCode, res.Signal, tc.code)
+		}
+		noHostProcess("999.30")(t, nil, res, "")
+		d := p.cg.dirs["freezer"]
+		if p.cg.v2 {
+			d = p.cg.dirs[""]
+		}
+		for _, pid := range cgroupfs.ProcsUnder(d) {
+			if pid != p.cmd.Process.Pid {
+				t.Errorf("%s: pid %d still in the call's cgroup when Wait returned", tc.name, pid)
+			}
+		}
 	}
 }

@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -86,9 +88,11 @@ type Process struct {
 	// llPrebuilt: that init had prebuilt the call's landlock base (landlockPlan.base).
 	llPrebuilt bool
 	mntns      int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
-	// sock is a pooled call's end of the socket its init got the call on; closed in release,
-	// off the call's path.
+	// sock is a pooled call's end of the socket its init got the call on, and reports a simple
+	// command's end on (awaitEnd); closed in release, off the call's path.
 	sock *os.File
+	// endReported: the init reported the call's end and may still be exiting; release reaps it.
+	endReported bool
 
 	mu       sync.Mutex
 	killedBy string
@@ -198,7 +202,11 @@ func (p *Process) Kill(reason string) error {
 // Wait waits for the child, kills whatever is left in its cgroup, collects the cgroup's
 // statistics and removes it.
 func (p *Process) Wait() (*Result, error) {
-	werr := p.cmd.Wait()
+	status, reported := p.awaitEnd()
+	var werr error
+	if !reported {
+		werr = p.cmd.Wait()
+	}
 	dur := time.Since(p.start)
 	close(p.done)
 	if !p.stopWatch() {
@@ -211,6 +219,11 @@ func (p *Process) Wait() (*Result, error) {
 	}()
 
 	res := &Result{Duration: dur}
+	if reported {
+		p.endReported = true
+		res.ExitCode = status
+		return res, p.finish(res)
+	}
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:
@@ -231,6 +244,30 @@ func (p *Process) Wait() (*Result, error) {
 	res.TimedOut = p.timedOut
 	p.mu.Unlock()
 	return res, cleanupErr
+}
+
+// awaitEnd waits for a pooled init's report that the simple command it ran is over and every
+// other process of the call is gone (nsinit.c: report_end), and returns the status the init
+// exits with. Its own exit (unmapping the binary, tearing down the namespaces) then happens
+// off the call's path. Without a report (the init exec'd bash, failed or was killed: EOF) the
+// caller waits for the init's exit instead. The report cannot be forged: the program never
+// holds the socket (close-on-exec), and the init, which changed its uid, is not dumpable, so
+// neither the program nor another process of the caller's can reach the init's fds or memory.
+func (p *Process) awaitEnd() (status int, ok bool) {
+	if !p.pooled || p.sock == nil {
+		return 0, false
+	}
+	var b [8]byte
+	n, err := unix.Read(int(p.sock.Fd()), b[:])
+	for err == unix.EINTR {
+		n, err = unix.Read(int(p.sock.Fd()), b[:])
+	}
+	runtime.KeepAlive(p.sock)
+	if err != nil || n != len(b) || binary.NativeEndian.Uint32(b[:4]) != statusMagic {
+		return 0, false
+	}
+	status = int(binary.NativeEndian.Uint32(b[4:]))
+	return status, status <= 255
 }
 
 // OutputPipe returns a pipe for a child's output (or any fd it writes to). The read end is the

@@ -556,18 +556,11 @@ func (p *Process) finish(res *Result) error {
 	step := p.s.stepTimer()
 	var errs []error
 	// Usually empty already: the init was PID 1 of its namespace, and its exit made the kernel
-	// kill the rest. Freezing an empty v1 cgroup would only cost time.
-	empty := p.cg.empty()
-	if !empty {
-		if err := p.cg.kill(); err != nil {
+	// kill the rest. An init that reported the end killed and reaped the rest itself and is
+	// left to exit: release reaps it and empties the cgroup then.
+	if !p.endReported {
+		if err := p.cg.killAndDrain(); err != nil {
 			errs = append(errs, err)
-		}
-		for i := 0; i < 2000 && !empty; i++ {
-			time.Sleep(100 * time.Microsecond)
-			empty = p.cg.empty()
-		}
-		if !empty {
-			errs = append(errs, errors.New("cgroup not empty 200 ms after its kill"))
 		}
 	}
 	step("cgroup_kill_drain")
@@ -586,6 +579,14 @@ func (p *Process) finish(res *Result) error {
 
 // release drops what a reaped call still holds: its mount namespace, then its cgroup.
 func (p *Process) release() {
+	if p.endReported {
+		// Done and exiting since it reported; the kill only guards against one stopped since.
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if err := p.cg.killAndDrain(); err != nil {
+			p.s.log.Warn("empty cgroup", zap.Error(err))
+		}
+	}
 	releaseMountNS(p.mntns)
 	p.mntns = -1
 	if p.sock != nil {
