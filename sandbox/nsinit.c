@@ -103,7 +103,7 @@ struct sbx_ll_path_beneath {
 } __attribute__((packed));
 
 static int err_fd = SBX_FD_ERR;
-// status_fd: a pooled init's socket, kept to report a simple command's end (report_end).
+// status_fd: a pooled init's socket, kept to report the call's end (report_end).
 static int status_fd = -1;
 
 // SBX_TRACE (CGO_CFLAGS=-DSBX_TRACE, benchmarking only) prints a timestamp per step to the
@@ -715,15 +715,16 @@ static void report_end(int code)
 	while (n < 0 && errno == EINTR);
 }
 
-// run_direct runs a simple command in a child of this process, which stays PID 1 of the
-// call's PID namespace as bash did when it ran the command: the program gets a process's
-// ordinary signal semantics (PID 1 ignores, from inside its namespace, every signal it has no
-// handler for: `kill $$` or an os.kill of itself would do nothing), and orphans it leaves are
-// reaped here instead of piling up as zombies against the pids limit. The child execs the
-// program or, when that cannot be done exactly, bash with the whole command. This process then
-// only reaps, and exits as bash would have: with the program's status, 128+N for a signal.
-// Without a child (vfork failed) it returns and bash runs as PID 1, as for any other command.
-static void run_direct(char **direct, char *path, char **argv, char **envp, uint32_t nextra)
+// run_child runs the program in a child of this process, which stays PID 1 of the call's PID
+// namespace: the program, bash included, gets a process's ordinary signal semantics (PID 1
+// ignores, from inside its namespace, every signal it has no handler for: `kill $$` or an
+// os.kill of itself would do nothing), and orphans it leaves are reaped here instead of piling
+// up as zombies against the pids limit. The child execs the simple command direct when it is
+// given (exec_direct) and that can be done exactly, else the program (bash with the whole
+// command). This process then only reaps, and exits as bash would have: with the program's
+// status, 128+N for a signal. Without a child (vfork failed) it returns and the caller execs
+// the program as PID 1.
+static void run_child(char **direct, char *path, char **argv, char **envp, uint32_t nextra)
 {
 	// vfork: no copy of this process's page tables; this process waits until the child has
 	// exec'd (or exited), and the child touches nothing of ours that we use afterwards.
@@ -731,7 +732,8 @@ static void run_direct(char **direct, char *path, char **argv, char **envp, uint
 	if (pid < 0)
 		return;
 	if (pid == 0) {
-		exec_direct(direct, envp, nextra);
+		if (direct)
+			exec_direct(direct, envp, nextra);
 		execve(path, argv, envp);
 		fail(errno, "execve", path); // _exit: reported on the error pipe, this copy of it
 	}
@@ -822,8 +824,8 @@ static char *receive_call(size_t *len)
 	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
 		fail(EINVAL, "receive", "bad message");
 	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
-	// The socket stays, out of the way and closed on exec, to report a simple command's end
-	// (run_direct); the program exec'd never holds it.
+	// The socket stays, out of the way and closed on exec, to report the call's end
+	// (run_child); the program exec'd never holds it.
 	status_fd = fcntl(SBX_FD_SPEC, F_DUPFD_CLOEXEC, SBX_FD_STATUS_MIN);
 	if (status_fd < 0)
 		fail(errno, "receive", "keep socket");
@@ -1018,11 +1020,10 @@ static void sbx_run(int pooled)
 	load_seccomp(&r);
 
 	trace("seccomp");
-	// 8. exec. On success the CLOEXEC error pipe closes and the parent reads EOF. A simple
-	//    command is exec'd as bash would exec it, without bash; when that cannot be done
-	//    exactly, the program (bash with the whole command) runs and does it itself.
-	if (direct_usable(direct, envp))
-		run_direct(direct, path, argv, envp, nextra);
+	// 8. exec, in a child (run_child). On success the CLOEXEC error pipe closes and the parent
+	//    reads EOF. A simple command is exec'd as bash would exec it, without bash; when that
+	//    cannot be done exactly, the program (bash with the whole command) runs and does it.
+	run_child(direct_usable(direct, envp) ? direct : NULL, path, argv, envp, nextra);
 	execve(path, argv, envp);
 	fail(errno, "execve", path);
 }

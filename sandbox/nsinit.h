@@ -25,10 +25,10 @@
 
 #define SBX_EXIT_INIT_FAILED 125
 
-/* A pooled init that ran a simple command as its child (run_direct) reports the call's end on
+/* A pooled init, which runs the program as its child (run_child), reports the call's end on
  * its socket: {SBX_STATUS_MAGIC, status} (two u32), sent once every other process of the call's
  * PID namespace was killed and reaped; status is what the init then exits with. Anything else
- * (EOF: the init exec'd bash or was killed) means the init's own exit status is the call's. */
+ * (EOF: the init was killed, or exec'd the program itself) means its exit status is the call's. */
 #define SBX_STATUS_MAGIC 0x54535853u /* "SXST" */
 /* The init keeps its socket at this fd or above: clear of every slot receive_call fills. */
 #define SBX_FD_STATUS_MIN 160

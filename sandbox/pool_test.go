@@ -440,11 +440,11 @@ func TestHoldMountNS(t *testing.T) {
 	}
 }
 
-// TestPooledDirectReportsEnd: a pooled init that ran a simple command reports the call's end
-// and status before its own exit, and only once nothing else of the call is left: the orphan
-// `setsid -f` leaves behind is dead, and the cgroup holds nothing but the exiting init, when
-// Wait returns. An init that exec'd bash reports nothing: its exit is the call's end.
-func TestPooledDirectReportsEnd(t *testing.T) {
+// TestPooledInitReportsEnd: a pooled init reports the call's end and status before its own
+// exit, and only once nothing else of the call is left: the orphan `setsid -f` leaves behind
+// is dead, and the cgroup holds nothing but the exiting init, when Wait returns. Bash too
+// runs as the init's child: it can kill itself, as on a host.
+func TestPooledInitReportsEnd(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	dir := directFixture(t)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -458,7 +458,8 @@ func TestPooledDirectReportsEnd(t *testing.T) {
 		{"orphan", []string{"setsid", "-f", "sleep", "999.301"}, "", 0, true},
 		{"exit", []string{"sh", "-c", "exit 7"}, "", 7, true},
 		{"signal", []string{"sh", "-c", "kill -KILL $$"}, "", 128 + 9, true},
-		{"bash", nil, "setsid -f sleep 999.302; exit 3", 3, false},
+		{"bash", nil, "setsid -f sleep 999.302; exit 3", 3, true},
+		{"bash_kills_itself", nil, "kill -TERM $$; sleep 5", 128 + 15, true},
 	} {
 		waitPoolReady(t, s, 1)
 		spec := &Spec{Path: "/bin/bash", Args: []string{"-c", tc.script}, Direct: tc.direct,

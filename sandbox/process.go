@@ -23,9 +23,9 @@ type Spec struct {
 	Dir  string   // working directory
 	// Direct, when set, is a simple command run as `bash -c` would exec it, without starting
 	// bash: argv[0] as typed, searched in Env's PATH (as the caller, inside the confinement)
-	// unless it holds a slash, PWD, SHLVL=0 and _ added to Env, only stdio open. It runs in a
-	// child of the init, which stays PID 1 (reaping orphans, exiting with the program's status,
-	// 128+N for a signal) as bash did. Only the literal words of a command that is not a bash
+	// unless it holds a slash, PWD, SHLVL=0 and _ added to Env, only stdio open. Like every
+	// program it runs in a child of the init, which stays PID 1 (reaping orphans, exiting with
+	// the program's status, 128+N for a signal). Only the literal words of a command that is not a bash
 	// builtin belong here (classifier.SimpleCommand). Path and Args (bash with the whole
 	// command) run instead whenever the result could differ: the program is missing, cannot be
 	// exec'd, or Env has PWD, SHLVL or _ already. ExtraFiles are for Path only.
@@ -245,13 +245,14 @@ func (p *Process) Wait() (*Result, error) {
 	return res, cleanupErr
 }
 
-// awaitEnd waits for a pooled init's report that the simple command it ran is over and every
+// awaitEnd waits for a pooled init's report that the program it ran is over and every
 // other process of the call is gone (nsinit.c: report_end), and returns the status the init
 // exits with. Its own exit (unmapping the binary, tearing down the namespaces) then happens
-// off the call's path. Without a report (the init exec'd bash, failed or was killed: EOF) the
-// caller waits for the init's exit instead. The report cannot be forged: the program never
-// holds the socket (close-on-exec), and the init, which changed its uid, is not dumpable, so
-// neither the program nor another process of the caller's can reach the init's fds or memory.
+// off the call's path. Without a report (the init failed, was killed, or exec'd the program as
+// PID 1 because it could not fork: EOF) the caller waits for the init's exit instead. The
+// report cannot be forged: the program never holds the socket (close-on-exec), and the init,
+// which changed its uid, is not dumpable, so neither the program nor another process of the
+// caller's can reach the init's fds or memory.
 func (p *Process) awaitEnd() (status int, ok bool) {
 	if !p.pooled || p.sock == nil {
 		return 0, false
