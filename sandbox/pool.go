@@ -241,13 +241,6 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("pool socket: %w", err)
 	}
-	// Our end goes through Go's poller: a call's Wait parks on it (Process.awaitEnd) instead of
-	// holding a thread in a blocking read for the length of the call. The init's end blocks.
-	if err := unix.SetNonblock(pair[0], true); err != nil {
-		unix.Close(pair[0])
-		unix.Close(pair[1])
-		return nil, fmt.Errorf("pool socket: %w", err)
-	}
 	in.sock = os.NewFile(uintptr(pair[0]), "sandboxd-pool")
 	childSock := os.NewFile(uintptr(pair[1]), "sandboxd-pool")
 	defer childSock.Close()
@@ -355,15 +348,27 @@ const preludeTimeout = 5 * time.Second
 // closed the socket: its report is the error, so a prelude that cannot work on this host
 // shows in the log rather than as a pool that silently never fills.
 func (in *poolInit) awaitPrelude() error {
+	fd := int(in.sock.Fd())
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(preludeTimeout)
+	for {
+		n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("pooled init prelude: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("pooled init prelude: no answer in %v", preludeTimeout)
+		}
+		break
+	}
 	var b [1]byte
-	_ = in.sock.SetReadDeadline(time.Now().Add(preludeTimeout))
-	n, err := in.sock.Read(b[:])
-	_ = in.sock.SetReadDeadline(time.Time{})
+	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_DONTWAIT)
+	runtime.KeepAlive(in.sock)
 	if err == nil && n == 1 {
 		return nil
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("pooled init prelude: no answer in %v", preludeTimeout)
 	}
 	msg, _ := readAllClose(in.errR)
 	in.errR = nil
@@ -462,7 +467,7 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 		p.start = time.Now()
 		// One message: the child either gets all of the call or none of it. A dead init
 		// (killed while idle) fails here with EPIPE, before anything of the call reached it.
-		err = sendmsg(in.sock, msg, unix.UnixRights(fds...))
+		err = unix.Sendmsg(int(in.sock.Fd()), msg, unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
 		runtime.KeepAlive(spec)
 		runtime.KeepAlive(netns)
 		runtime.KeepAlive(s.devNull)
@@ -494,23 +499,6 @@ func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File
 	}
 	step("child_setup_exec")
 	return true, nil
-}
-
-// sendmsg sends one message with its fds on a socket read through Go's poller (its Fd would
-// make it blocking for good).
-func sendmsg(sock *os.File, msg, oob []byte) error {
-	rc, err := sock.SyscallConn()
-	if err != nil {
-		return err
-	}
-	werr := rc.Write(func(fd uintptr) bool {
-		err = unix.Sendmsg(int(fd), msg, oob, nil, unix.MSG_NOSIGNAL)
-		return err != unix.EAGAIN
-	})
-	if werr != nil {
-		return werr
-	}
-	return err
 }
 
 // initAttr is how every init is cloned.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -258,7 +259,11 @@ func (p *Process) awaitEnd() (status int, ok bool) {
 		return 0, false
 	}
 	var b [8]byte
-	n, err := p.sock.Read(b[:]) // parks in Go's poller, holding no thread
+	n, err := unix.Read(int(p.sock.Fd()), b[:])
+	for err == unix.EINTR {
+		n, err = unix.Read(int(p.sock.Fd()), b[:])
+	}
+	runtime.KeepAlive(p.sock)
 	if err != nil || n != len(b) || binary.NativeEndian.Uint32(b[:4]) != statusMagic {
 		return 0, false
 	}
