@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/unixhttp"
 )
 
 // Client speaks the daemon's HTTP+JSON protocol over its Unix socket.
 type Client struct {
-	HTTP *http.Client
+	HTTP    *http.Client
+	timeout time.Duration // of each request made through Do; 0: none
 }
 
 // NewClient returns a client with a per-request timeout (0: none). Keep-alive connections
-// are pooled, as an agent harness would.
+// are kept, as an agent harness would. The timeout rides on each request's context:
+// http.Client.Timeout would start a goroutine and a timer for every request.
 func NewClient(socket string, timeout time.Duration) *Client {
-	return &Client{HTTP: &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext: unixDialer(socket), MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute,
-	}}}
+	return &Client{HTTP: &http.Client{Transport: unixhttp.New(socket, 256)}, timeout: timeout}
 }
 
 // StatusError is a non-2xx answer with the daemon's error body.
@@ -50,6 +51,11 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 			return 0, fmt.Errorf("encode request: %w", err)
 		}
 		rd = bytes.NewReader(js)
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, rd)
 	if err != nil {

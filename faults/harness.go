@@ -7,7 +7,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -482,13 +481,5 @@ func (iso *isolation) remove() {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
-	}
-}
-
-// unixDialer dials the daemon's socket whatever address the HTTP client asks for.
-func unixDialer(socket string) func(ctx context.Context, _, _ string) (net.Conn, error) {
-	return func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", socket)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/unixhttp"
 )
 
 // client talks HTTP over the daemon's Unix socket.
@@ -22,14 +23,7 @@ type client struct {
 }
 
 func newClient(socket string) *client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns: 4,
-	}
-	return &client{socket: socket, http: &http.Client{Transport: tr}}
+	return &client{socket: socket, http: &http.Client{Transport: unixhttp.New(socket, 4)}}
 }
 
 // apiError is an error response of the daemon.
