@@ -171,6 +171,37 @@ awk '$5 == "%[1]s" || $5 == "%[2]s" || $5 == "/sys/firmware" {for (i = 7; $i != 
 	}
 }
 
+// TestReadOnlyDirs: a read-only dir is readable and not writable wherever it lies, pooled or
+// not; it gets a mount of its own only where the read-only root would not show it as the host
+// has it (under the private /tmp here), never elsewhere (one clone and move fewer a call).
+func TestReadOnlyDirs(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	plain := hostTempDir(t, "/var/tmp", "sbx-ro-")
+	inTmp := hostTempDir(t, "/tmp", "sbx-ro-")
+	for _, d := range []string{plain, inTmp} {
+		os.WriteFile(filepath.Join(d, "f"), []byte("host\n"), 0o644)
+		os.Chmod(d, 0o777) // only the mount keeps nobody from writing
+	}
+	script := fmt.Sprintf(`for d in %[1]s %[2]s; do cat $d/f; touch $d/new 2>/dev/null && echo writable; done
+awk '$5 == "%[1]s" || $5 == "%[2]s" {print $5, substr($6, 1, 2)}' /proc/self/mountinfo`, plain, inTmp)
+	for i, pooled := range []bool{true, false} {
+		s.noPool.Store(!pooled)
+		if pooled {
+			waitPoolReady(t, s, 1)
+		}
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+			Path: "/bin/sh", Args: []string{"-c", script}, Dir: "/", ReadOnlyDirs: []string{plain, inTmp},
+			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "ro", Call: fmt.Sprintf("c%d", i),
+		})
+		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
+			t.Fatalf("pooled=%v: %v %+v\n%s", pooled, err, res, out)
+		}
+		if want := "host\nhost\n" + inTmp + " ro\n"; out != want {
+			t.Fatalf("pooled=%v: %q, want both read, neither written, a mount for the one in /tmp only (%q)", pooled, out, want)
+		}
+	}
+}
+
 // TestSessionNetnsCopies: each start gets its own copy of the session's network namespace fd,
 // so closing one (as every start does when done) leaves the session's namespace in place.
 func TestSessionNetnsCopies(t *testing.T) {
