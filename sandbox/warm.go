@@ -31,6 +31,7 @@ type attachWarmer struct {
 
 	mu       sync.Mutex
 	last     time.Time // the last Start
+	asleep   bool      // run waits for a Start: only then does touch wake it
 	wake     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -61,17 +62,21 @@ func newAttachWarmer(l *cgroupLayout) *attachWarmer {
 	return w
 }
 
-// touch records a Start; a sleeping warmer wakes and warms at once.
+// touch records a Start; a sleeping warmer wakes and warms at once. A ticking one is left
+// alone: waking it would cost the Start a thread wake-up for nothing.
 func (w *attachWarmer) touch() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	w.last = time.Now()
+	asleep := w.asleep
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	if asleep {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -82,6 +87,7 @@ func (w *attachWarmer) run() {
 	for {
 		w.mu.Lock()
 		idle := time.Since(w.last) > warmWindow
+		w.asleep = idle
 		w.mu.Unlock()
 		if idle {
 			select {
@@ -89,20 +95,19 @@ func (w *attachWarmer) run() {
 			case <-w.stop:
 				return
 			}
+			w.mu.Lock()
+			w.asleep = false
+			w.mu.Unlock()
 		}
 		// Writing a pid into the cgroup it is already in moves nothing; the error, if any,
 		// only costs speed, never correctness.
 		_ = os.WriteFile(w.procs, w.pid, 0)
 		// A Start while ticking writes nothing more: the path is warm already, and a write
 		// takes the rwsem every fork, exec and exit on the host waits for, the call's own too.
-		for tick := false; !tick; {
-			select {
-			case <-t.C:
-				tick = true
-			case <-w.wake:
-			case <-w.stop:
-				return
-			}
+		select {
+		case <-t.C:
+		case <-w.stop:
+			return
 		}
 	}
 }

@@ -42,3 +42,18 @@ func TestAttachStaysFastAfterPauses(t *testing.T) {
 		t.Errorf("attach after pauses: %v", attach)
 	}
 }
+
+// TestTouchWakesOnlyASleepingWarmer: a Start wakes the warmer only when it sleeps; waking a
+// ticking one would cost every Start a thread wake-up for nothing.
+func TestTouchWakesOnlyASleepingWarmer(t *testing.T) {
+	w := &attachWarmer{wake: make(chan struct{}, 1)}
+	w.touch()
+	if len(w.wake) != 0 {
+		t.Fatal("touch woke a ticking warmer")
+	}
+	w.asleep = true
+	w.touch()
+	if len(w.wake) != 1 || w.last.IsZero() {
+		t.Fatal("touch did not wake a sleeping warmer")
+	}
+}
