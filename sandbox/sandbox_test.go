@@ -100,6 +100,30 @@ func TestInitErrors(t *testing.T) {
 	})
 }
 
+// onBothPaths runs, as nobody, a shell script in a pooled init and then in an init started for
+// the call, requiring each to take that path and exit 0, and returns the two outputs. spec
+// adds what the test is about; call is "c0" (pooled) or "c1".
+func onBothPaths(t *testing.T, s *Sandbox, session string, script func(call string) string, spec func(*Spec)) [2]string {
+	t.Helper()
+	var outs [2]string
+	for i, pooled := range []bool{true, false} {
+		s.noPool.Store(!pooled)
+		if pooled {
+			waitPoolReady(t, s, 1)
+		}
+		call := fmt.Sprintf("c%d", i)
+		sp := &Spec{Path: "/bin/sh", Args: []string{"-c", script(call)}, Dir: "/",
+			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: session, Call: call}
+		spec(sp)
+		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), sp)
+		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
+			t.Fatalf("pooled=%v: %v %+v pooled=%v\n%s", pooled, err, res, p != nil && p.pooled, out)
+		}
+		outs[i] = out
+	}
+	return outs
+}
+
 // TestPrivateTmp: every call has its own /tmp of its size, pooled or not; a call's dir that
 // lives under the host's /tmp is there, writable, and nothing else of the host's /tmp is.
 func TestPrivateTmp(t *testing.T) {
@@ -114,26 +138,19 @@ func TestPrivateTmp(t *testing.T) {
 	}
 	secret.Close()
 	defer os.Remove(secret.Name())
-	for i, pooled := range []bool{true, false} {
-		s.noPool.Store(!pooled)
-		if pooled {
-			waitPoolReady(t, s, 1)
-		}
-		script := fmt.Sprintf("cat %[1]s/in.txt; echo x > %[1]s/out%[2]d && echo wrote; "+
-			"test -e %[3]s && echo host-tmp-visible; df -k /tmp /dev/shm | tail -2 | awk '{print $2}'", dir, i, secret.Name())
-		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
-			Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, WritableDirs: []string{dir},
-			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "tmp", Call: fmt.Sprintf("c%d", i),
-			Limits: Limits{TmpSizeBytes: 8 << 20}, // not the pool's: a pooled init resizes its /tmp
-		})
-		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
-			t.Fatalf("pooled=%v: %v %+v pooled=%v\n%s", pooled, err, res, p != nil && p.pooled, out)
-		}
+	outs := onBothPaths(t, s, "tmp", func(call string) string {
+		return fmt.Sprintf("cat %[1]s/in.txt; echo x > %[1]s/out-%[2]s && echo wrote; "+
+			"test -e %[3]s && echo host-tmp-visible; df -k /tmp /dev/shm | tail -2 | awk '{print $2}'", dir, call, secret.Name())
+	}, func(sp *Spec) {
+		sp.Dir, sp.WritableDirs = dir, []string{dir}
+		sp.Limits = Limits{TmpSizeBytes: 8 << 20} // not the pool's: a pooled init resizes its /tmp
+	})
+	for i, out := range outs {
 		if out != "in\nwrote\n8192\n8192\n" {
-			t.Fatalf("pooled=%v: %q, want the dir's file, a write to it, no host /tmp, 8 MiB /tmp and /dev/shm", pooled, out)
+			t.Fatalf("call c%d: %q, want the dir's file, a write to it, no host /tmp, 8 MiB /tmp and /dev/shm", i, out)
 		}
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("out%d", i))); err != nil {
-			t.Fatalf("pooled=%v: the write did not reach the host: %v", pooled, err)
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("out-c%d", i))); err != nil {
+			t.Fatalf("call c%d: the write did not reach the host: %v", i, err)
 		}
 	}
 }
@@ -152,21 +169,12 @@ func TestCoveredDirs(t *testing.T) {
 	os.Chmod(base, 0o755)
 	script := fmt.Sprintf(`for d in %[1]s %[2]s; do cat $d/key 2>/dev/null && echo readable; touch $d/new 2>/dev/null && echo writable; done
 awk '$5 == "%[1]s" || $5 == "%[2]s" || $5 == "/sys/firmware" {for (i = 7; $i != "-"; i++); print $3, $(i+1), substr($6, 1, 2)}' /proc/self/mountinfo | sort -u`, deny1, deny2)
-	for i, pooled := range []bool{true, false} {
-		s.noPool.Store(!pooled)
-		if pooled {
-			waitPoolReady(t, s, 1)
-		}
-		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
-			Path: "/bin/sh", Args: []string{"-c", script}, Dir: "/", DenyPaths: []string{deny1, deny2},
-			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "cover", Call: fmt.Sprintf("c%d", i),
-		})
-		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
-			t.Fatalf("pooled=%v: %v %+v\n%s", pooled, err, res, out)
-		}
+	outs := onBothPaths(t, s, "cover", func(string) string { return script },
+		func(sp *Spec) { sp.DenyPaths = []string{deny1, deny2} })
+	for i, out := range outs {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if len(lines) != 1 || !strings.HasSuffix(lines[0], " tmpfs ro") {
-			t.Fatalf("pooled=%v: covers %q, want one read-only tmpfs behind all three, nothing readable or writable", pooled, out)
+			t.Fatalf("call c%d: covers %q, want one read-only tmpfs behind all three, nothing readable or writable", i, out)
 		}
 	}
 }
@@ -184,20 +192,11 @@ func TestReadOnlyDirs(t *testing.T) {
 	}
 	script := fmt.Sprintf(`for d in %[1]s %[2]s; do cat $d/f; touch $d/new 2>/dev/null && echo writable; done
 awk '$5 == "%[1]s" || $5 == "%[2]s" {print $5, substr($6, 1, 2)}' /proc/self/mountinfo`, plain, inTmp)
-	for i, pooled := range []bool{true, false} {
-		s.noPool.Store(!pooled)
-		if pooled {
-			waitPoolReady(t, s, 1)
-		}
-		res, out, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{
-			Path: "/bin/sh", Args: []string{"-c", script}, Dir: "/", ReadOnlyDirs: []string{plain, inTmp},
-			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "ro", Call: fmt.Sprintf("c%d", i),
-		})
-		if err != nil || res.ExitCode != 0 || p.pooled != pooled {
-			t.Fatalf("pooled=%v: %v %+v\n%s", pooled, err, res, out)
-		}
+	outs := onBothPaths(t, s, "ro", func(string) string { return script },
+		func(sp *Spec) { sp.ReadOnlyDirs = []string{plain, inTmp} })
+	for i, out := range outs {
 		if want := "host\nhost\n" + inTmp + " ro\n"; out != want {
-			t.Fatalf("pooled=%v: %q, want both read, neither written, a mount for the one in /tmp only (%q)", pooled, out, want)
+			t.Fatalf("call c%d: %q, want both read, neither written, a mount for the one in /tmp only (%q)", i, out, want)
 		}
 	}
 }
