@@ -697,7 +697,7 @@ static void close_all_but(int keep)
 // ~0.15 ms). Over means what this init's exit would have meant: every other process of the
 // namespace is gone. As its PID 1 this init kills them all and reaps each one; orphans are
 // re-parented to it, so "no child left" is "no process left". Without a report (a send that
-// fails) the daemon waits for the exit, as it does for an init that exec'd bash.
+// fails) the daemon waits for the exit, as it does for an init that failed or was killed.
 static void report_end(int code)
 {
 	for (;;) {
@@ -825,10 +825,9 @@ static char *receive_call(size_t *len)
 		fail(EINVAL, "receive", "bad message");
 	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
 	// The socket stays, out of the way and closed on exec, to report the call's end
-	// (run_child); the program exec'd never holds it.
+	// (run_child); the program exec'd never holds it. Where it cannot (an fd limit under
+	// SBX_FD_STATUS_MIN), the call's end is this process's exit, as for a per-call init.
 	status_fd = fcntl(SBX_FD_SPEC, F_DUPFD_CLOEXEC, SBX_FD_STATUS_MIN);
-	if (status_fd < 0)
-		fail(errno, "receive", "keep socket");
 	// The kernel gave the fds the lowest free numbers, which may be slots filled below: lift
 	// them all above every slot first, so no dup2 overwrites an fd not yet placed.
 	int high = SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA;
