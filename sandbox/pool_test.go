@@ -486,3 +486,26 @@ func TestPooledInitReportsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestPooledInitUnderLowFdLimit: where the fd limit is below the report socket's slot
+// (SBX_FD_STATUS_MIN), a pooled init still runs its call, which then ends by the init's exit.
+func TestPooledInitUnderLowFdLimit(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = 150 // the inits inherit it: syscall.Setrlimit makes forks keep it
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	s := newTestSandbox(t, Config{})
+	waitPoolReady(t, s, 1)
+	res, _, p, err := runProc(t, s, ctxTimeout(t, 10*time.Second), &Spec{Path: "/bin/sh", Args: []string{"-c", "exit 5"},
+		Dir: "/", Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody, Session: "lowfd", Call: "c"})
+	if err != nil || !p.pooled || p.endReported || res.ExitCode != 5 {
+		t.Fatalf("err %v, pooled %v, end reported %v, exit %+v; want a pooled call ending by the init's exit with 5",
+			err, p != nil && p.pooled, p != nil && p.endReported, res)
+	}
+}
