@@ -95,16 +95,22 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (r
 		return nil, written, err
 	}
 	cw := &countingWriter{w: c}
-	if err := req.Write(cw); err != nil {
-		written = cw.n > 0
-		return fail(err)
+	werr := req.Write(cw)
+	written = cw.n > 0
+	if werr != nil && (!written || ctx.Err() != nil) {
+		return fail(werr)
 	}
-	written = true
+	// A write cut short may be the daemon answering early (a body over its limit: 413) and
+	// closing: its answer is then waiting to be read, and is the one to return.
 	resp, err = http.ReadResponse(c.br, req)
 	if err != nil {
+		if werr != nil {
+			err = werr
+		}
 		return fail(err)
 	}
-	resp.Body = &body{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, stop: stop, keep: !resp.Close && !req.Close}
+	keep := werr == nil && !resp.Close && !req.Close
+	resp.Body = &body{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, stop: stop, keep: keep}
 	return resp, true, nil
 }
 

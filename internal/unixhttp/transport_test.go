@@ -245,3 +245,30 @@ func TestDialErrorNamesTheSocket(t *testing.T) {
 		t.Errorf("dial error %v, want a *net.OpError naming %s", err, sock)
 	}
 }
+
+// TestEarlyAnswerToALargeBody: the daemon answers a body over its limit before reading it all
+// and closes the connection; the answer (413 and why) reaches the caller, not a broken pipe.
+func TestEarlyAnswerToALargeBody(t *testing.T) {
+	sock, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1024)
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, "request body is larger than the limit", http.StatusRequestEntityTooLarge)
+			return
+		}
+		fmt.Fprint(w, "small")
+	})
+	c := &http.Client{Transport: New(sock, 4)}
+	req, _ := http.NewRequest(http.MethodPost, "http://sandboxd/x", strings.NewReader(strings.Repeat("x", 16<<20)))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("a body over the limit: %v, want the daemon's 413", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "larger than the limit") {
+		t.Fatalf("HTTP %d %q, want 413 and its message", resp.StatusCode, b)
+	}
+	if got, err := post(t, c, context.Background(), "after"); err != nil || got != "small" {
+		t.Fatalf("the next request: %q, %v", got, err)
+	}
+}
