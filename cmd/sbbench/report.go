@@ -129,14 +129,18 @@ func measure(warm, n int, f func(i int) error) (lat, error) {
 // measurePaced runs each of fs once per round, n rounds after warm unmeasured ones, each run
 // after an untimed pause, and returns each f's sorted latencies. Interleaving puts the same
 // drift of a noisy machine on every f; the pause is the think time between an agent's calls,
-// in which the daemon gets ready for the next one (its pooled inits refill).
+// in which the daemon gets ready for the next one (its pooled inits refill). Each round starts
+// one f further on, so no f is always measured right after the same one: what ran just before
+// a command (its caches, its kernel work) moved the command's figure by up to 7% here.
 func measurePaced(warm, n int, pause time.Duration, fs ...func(i int) error) ([]lat, error) {
 	out := make([]lat, len(fs))
 	for j := range fs {
 		out[j] = make(lat, 0, n)
 	}
 	for i := 0; i < warm+n; i++ {
-		for j, f := range fs {
+		for k := range fs {
+			j := (i + k) % len(fs)
+			f := fs[j]
 			time.Sleep(pause)
 			s := time.Now()
 			if err := f(i); err != nil {
