@@ -26,8 +26,8 @@ type Spec struct {
 	// bash: argv[0] as typed, searched in Env's PATH (as the caller, inside the confinement)
 	// unless it holds a slash, PWD, SHLVL=0 and _ added to Env, only stdio open. Like every
 	// program it runs in a child of the init, which stays PID 1 (reaping orphans, exiting with
-	// the program's status, 128+N for a signal). Only the literal words of a command that is not a bash
-	// builtin belong here (classifier.SimpleCommand). Path and Args (bash with the whole
+	// the program's status, 128+N for a signal). Only the literal words of a command that is
+	// not a bash builtin belong here (classifier.SimpleCommand). Path and Args (bash with the whole
 	// command) run instead whenever the result could differ: the program is missing, cannot be
 	// exec'd, or Env has PWD, SHLVL or _ already. ExtraFiles are for Path only.
 	Direct []string
@@ -88,8 +88,8 @@ type Process struct {
 	// llPrebuilt: that init had prebuilt the call's landlock base (landlockPlan.base).
 	llPrebuilt bool
 	mntns      int // the call's mount namespace held until it was reaped (holdMountNS); -1: none
-	// sock is a pooled call's end of the socket its init got the call on, and reports a simple
-	// command's end on (awaitEnd); closed in release, off the call's path.
+	// sock is a pooled call's end of the socket its init got the call on and reports the call's
+	// end on (awaitEnd); closed in release, off the call's path.
 	sock *os.File
 	// endReported: the init reported the call's end and may still be exiting; release reaps it.
 	endReported bool

@@ -65,10 +65,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			if req.GetBody == nil {
+				closeBody(req)
 				return nil, err // its body may be spent: net/http would not resend it either
 			}
 			b, gerr := req.GetBody()
 			if gerr != nil {
+				closeBody(req)
 				return nil, gerr
 			}
 			again := *req // a RoundTripper must not change the caller's request
