@@ -143,9 +143,10 @@ func TestReapLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second daemon instance with the same root plays the restarted daemon. The first one's
-	// pool must be done refilling: a live daemon's filler would race the reaping, which a real
-	// restart (one daemon per cgroup name, daemon/run.go) never sees.
-	waitPoolReady(t, s, poolMin)
+	// filler must be idle: a live daemon's filler would race the reaping, which a real restart
+	// (one daemon per cgroup name, daemon/run.go) never sees. A take that left a spare starts
+	// no refill while its call runs.
+	waitPoolReady(t, s, poolMin-1)
 	s2, err := New(s.cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -31,14 +31,11 @@ const (
 	poolDir = "pool" // <root>/pool: reserved, no session may be called so
 	poolMin = 2
 	poolMax = 4
-	// refillDelay holds a refill back after a take, or until that call ended: its fork and
-	// re-exec of this binary would compete with the call's setup and first milliseconds for
-	// the CPU and the kernel's mount and cgroup locks (measured +0.1-0.45 ms on a short call).
+	// refillDelay holds a refill back after a take: its fork and re-exec of this binary would
+	// compete with the call's setup and first milliseconds for the CPU and the kernel's mount
+	// and cgroup locks (measured +0.1-0.45 ms on a short call). A take that leaves a spare
+	// ready does not refill at all until the call's cleanup (see take).
 	refillDelay = 2 * time.Millisecond
-	// refillAfterEnd holds it a little past the call's end too: the child of a fork holds a
-	// copy of every descriptor until its exec, so a refill right at the end kept the call's
-	// output pipes from reaching EOF (0.15-0.4 ms of the result's latency, measured).
-	refillAfterEnd = time.Millisecond
 	// poolRetry is how long the filler waits after a failed start before trying again.
 	poolRetry = time.Second
 )
@@ -93,7 +90,12 @@ func newPool(s *Sandbox) *pool {
 	return p
 }
 
-// take returns a ready init, or nil at once when none is; either way the filler is woken.
+// take returns a ready init, or nil at once when none is. The filler is woken only when the
+// pool is empty now: while a spare is ready, the refill waits until the call's cleanup wakes
+// it (callCleaned), janitorDelay after the result. Waking it here and again at the call's end
+// put a goroutine, and a thread woken for it on the other CPU, right where the init's setup
+// and then the answer needed the CPUs: ~8% of a paced /bin/true call through the socket
+// (two daemons measured with their calls interleaved).
 func (p *pool) take() *poolInit {
 	p.mu.Lock()
 	busy := time.Since(p.last) < p.idle
@@ -110,18 +112,17 @@ func (p *pool) take() *poolInit {
 		p.ready = p.ready[1:]
 		p.hold = p.last.Add(refillDelay)
 	}
+	empty := len(p.ready) == 0
 	p.mu.Unlock()
-	p.kick()
+	if empty {
+		p.kick()
+	}
 	return in
 }
 
-// refillSoon shortens the hold to refillAfterEnd: a pooled call ended.
-func (p *pool) refillSoon() {
-	p.mu.Lock()
-	p.hold = time.Now().Add(refillAfterEnd)
-	p.mu.Unlock()
-	p.kick()
-}
+// callCleaned wakes the filler: a pooled call's cleanup ran, so a refill now is off every
+// call's path (unless another call was taken within refillDelay: the hold still applies).
+func (p *pool) callCleaned() { p.kick() }
 
 // kick wakes the filler.
 func (p *pool) kick() {
@@ -400,6 +401,11 @@ func (s *Sandbox) discard(in *poolInit) {
 		}
 		if err := in.cg.remove(); err != nil {
 			s.log.Warn("remove pool cgroup", zap.Error(err))
+		}
+		// A taken init that never got its call leaves the pool short with no call whose
+		// cleanup would refill it (the filler's own discards just make it look again).
+		if s.pool != nil {
+			s.pool.kick()
 		}
 	})
 }

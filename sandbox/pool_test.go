@@ -160,6 +160,57 @@ func TestPoolFallback(t *testing.T) {
 	})
 }
 
+// TestPoolRefillsOffTheCallsPath: a take that leaves a spare ready starts no refill while its
+// call runs (the call's cleanup refills); a take that empties the pool refills at once, its
+// call still running.
+func TestPoolRefillsOffTheCallsPath(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	waitPoolReady(t, s, poolMin)
+	var running []*Process
+	defer func() {
+		for _, p := range running {
+			_ = p.Kill("test over")
+			_, _ = p.Wait()
+		}
+	}()
+	start := func(call string) {
+		t.Helper()
+		p, err := s.Start(ctxTimeout(t, time.Minute), &Spec{Path: "/bin/sleep", Args: []string{"60"},
+			UID: nobody, GID: nobody, Dir: "/", Session: "rf", Call: call})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, p)
+		if !p.pooled {
+			t.Fatalf("call %s did not come from the pool", call)
+		}
+	}
+	for i := 0; i < poolMin-1; i++ {
+		start("spare-left-" + strconv.Itoa(i))
+	}
+	time.Sleep(50 * refillDelay)
+	if n := len(readyInits(s)); n != 1 {
+		t.Fatalf("%d inits ready %v after the takes, want the 1 spare: a refill ran beside the calls", n, 50*refillDelay)
+	}
+	start("emptied")
+	waitPoolReady(t, s, 1) // fails after 10 s
+	for _, p := range running {
+		if !alive(p.cmd.Process.Pid) {
+			t.Fatalf("call's init %d ended before the refill", p.cmd.Process.Pid)
+		}
+	}
+	for _, p := range running {
+		if err := p.Kill("test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running = nil
+	waitPoolReady(t, s, poolMin)
+}
+
 // TestPoolKillSession: KillSession kills a call that came from the pool and removes its cgroup,
 // which lies outside the session's subtree.
 func TestPoolKillSession(t *testing.T) {

@@ -571,9 +571,6 @@ func (p *Process) finish(res *Result) error {
 	res.PidsLimited = st.pidsLimit
 	step("cgroup_stats")
 	p.s.janitor.add(p.release)
-	if p.pooled {
-		p.s.pool.refillSoon()
-	}
 	return errors.Join(errs...)
 }
 
@@ -602,6 +599,9 @@ func (p *Process) release() {
 	if closed && p.pooled {
 		// The last pooled call of a closed sandbox takes the pool's parent with it.
 		p.s.removePoolDir()
+	}
+	if p.pooled {
+		p.s.pool.callCleaned()
 	}
 }
 
