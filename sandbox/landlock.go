@@ -89,13 +89,12 @@ func landlockMasks(abi int) (fs, scoped uint64, attrSize uint32) {
 //
 // WARNING: decides what the child may read and write; rerun as root after changing:
 // go test -run 'TestEscape|TestLandlock' ./sandbox/
-func landlockRules(v *fsView, abi int, spec *Spec, writable, readOnly, deny []string) (*landlockPlan, error) {
+func landlockRules(abi int, spec *Spec, writable, readOnly, deny, later []string) (*landlockPlan, error) {
 	if abi <= 0 {
 		return nil, nil
 	}
 	fs, scoped, size := landlockMasks(abi)
 	plan := &landlockPlan{handledFS: fs, scoped: scoped, attrSize: size}
-	later := appearLater(v, deny, spec.UID)
 	// The base: reads everywhere but around deny paths that may appear later. It is what costs
 	// (a rule per entry of each ancestor of such a path) and what a pooled init can build ahead
 	// from a hint (see landlockPlan.base), so it holds only paths the call's mounts leave as

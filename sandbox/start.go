@@ -175,7 +175,8 @@ func outermost(dirs []string) []string {
 
 // gitDirs finds the git directories a writable dir's git worktree or submodule keeps outside
 // it (".git" is then a file "gitdir: <path>"), so git can write its index and objects. Only
-// directories the caller owns are added: the file's content is the caller's to choose.
+// directories the caller owns are added: the file's content is the caller's to choose. Run as
+// the caller (lookAround), so it reads only what the caller could.
 func gitDirs(dir string, uid uint32) []string {
 	f, err := os.OpenFile(filepath.Join(dir, ".git"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -285,51 +286,22 @@ func (s *Sandbox) poolable(spec *Spec) bool {
 // WARNING: the whole confinement is decided here; rerun as root after changing:
 // go test -run 'TestEscape|TestInit' ./sandbox/
 func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
-	v := newFSView()
 	spec := &p.spec
-	writable, err := cleanDirs(v, spec.WritableDirs)
+	var l *look
+	// Everything the plan learns about paths (the session's directories, their git dirs, the
+	// deny paths) it learns as the caller: the root daemon never resolves or opens a path a
+	// user named with root's rights.
+	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec) }); cerr != nil {
+		return nil, nil, errors.Join(err, cerr)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	var gits []string
-	for _, d := range writable {
-		gits = append(gits, gitDirs(d, spec.UID)...)
-	}
-	if len(gits) > 0 { // resolve only what was added: the rest is resolved already
-		if gits, err = cleanDirs(v, gits); err != nil {
-			return nil, nil, err
-		}
-		for _, g := range gits {
-			if !slices.Contains(writable, g) {
-				writable = append(writable, g)
-			}
-		}
-	}
-	writable = outermost(writable)
-	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
-	if err != nil {
-		return nil, nil, err
-	}
-	readOnly = outermost(readOnly)
-	deny, err := cleanDirs(v, spec.DenyPaths)
-	if err != nil {
-		return nil, nil, err
-	}
-	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
-
-	mounts, err := callMounts(v, spec, writable, readOnly, mountDeny)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The container runtimes' sockets stay mount-hidden only, also when the config names them:
-	// landlock does not govern connect(2), so rules around one that appears later would cost
-	// (a dozen around /run for a root caller) and protect nothing.
-	sockets, err := cleanDirs(v, DefaultDenyPaths)
-	if err != nil {
-		return nil, nil, err
-	}
-	fileDeny := slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
-	ll, err := landlockRules(v, s.landlockABI, spec, writable, readOnly, fileDeny)
+	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
+	// which become kernel rules that never grant past the caller's own permissions. As the
+	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
+	// child.
+	ll, err := landlockRules(s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,7 +318,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		argv: append([]string{spec.Path}, spec.Args...), env: env, direct: spec.Direct,
 		uid: spec.UID, gid: spec.GID, groups: spec.Groups,
 		netnsFD: -1, nExtra: len(spec.ExtraFiles),
-		mounts: mounts, tmpSize: p.lim.TmpSizeBytes,
+		mounts: l.mounts, tmpSize: p.lim.TmpSizeBytes,
 		rlimits: []rlimit{
 			{unix.RLIMIT_CORE, 0}, // core dumps could land secrets on disk
 			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
@@ -367,6 +339,61 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		}
 	}
 	return cs, netns, nil
+}
+
+// look is what a plan learned about the filesystem, as the caller.
+type look struct {
+	writable, readOnly []string // resolved, outermost only
+	fileDeny           []string // deny paths landlock keeps unreadable
+	later              []string // deny paths that may appear while the call runs (appearLater)
+	mounts             []mountOp
+}
+
+// lookAround resolves the spec's paths and plans the call's mounts. Run as the caller.
+func lookAround(spec *Spec) (*look, error) {
+	v := newFSView()
+	writable, err := cleanDirs(v, spec.WritableDirs)
+	if err != nil {
+		return nil, err
+	}
+	var gits []string
+	for _, d := range writable {
+		gits = append(gits, gitDirs(d, spec.UID)...)
+	}
+	if len(gits) > 0 { // resolve only what was added: the rest is resolved already
+		if gits, err = cleanDirs(v, gits); err != nil {
+			return nil, err
+		}
+		for _, g := range gits {
+			if !slices.Contains(writable, g) {
+				writable = append(writable, g)
+			}
+		}
+	}
+	l := &look{writable: outermost(writable)}
+	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
+	if err != nil {
+		return nil, err
+	}
+	l.readOnly = outermost(readOnly)
+	deny, err := cleanDirs(v, spec.DenyPaths)
+	if err != nil {
+		return nil, err
+	}
+	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
+	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny); err != nil {
+		return nil, err
+	}
+	// The container runtimes' sockets stay mount-hidden only, also when the config names them:
+	// landlock does not govern connect(2), so rules around one that appears later would cost
+	// (a dozen around /run for a root caller) and protect nothing.
+	sockets, err := cleanDirs(v, DefaultDenyPaths)
+	if err != nil {
+		return nil, err
+	}
+	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
+	l.later = appearLater(v, l.fileDeny, spec.UID)
+	return l, nil
 }
 
 // startCold creates the call's cgroup and re-executes this binary as the call's init.

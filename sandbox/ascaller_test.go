@@ -1,0 +1,143 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// TestAsCaller: inside, paths are checked with the caller's uid, gid and groups (root's file
+// capabilities gone); after, even when f panics, the thread is the daemon's again.
+func TestAsCaller(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := hostTempDir(t, "/var/tmp", "sbx-ascaller-")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(dir, "private") // root's, 0700
+	groupOnly := filepath.Join(dir, "group") // root:4242, 0070
+	for _, d := range []string{private, groupOnly} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(groupOnly, 0, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(groupOnly, 0o070); err != nil {
+		t.Fatal(err)
+	}
+	// The test keeps the thread (LockOSThread nests), so "after" looks at the same thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before, err := saveIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readable := func(uid, gid uint32, groups []uint32, d string) bool {
+		t.Helper()
+		var rerr error
+		if err := asCaller(uid, gid, groups, func() { _, rerr = os.ReadDir(d) }); err != nil {
+			t.Fatal(err)
+		}
+		if rerr != nil && !errors.Is(rerr, syscall.EACCES) {
+			t.Fatalf("read %s: %v", d, rerr)
+		}
+		return rerr == nil
+	}
+	if readable(nobody, nobody, nil, private) {
+		t.Error("nobody listed a root-only dir")
+	}
+	if !readable(0, 0, nil, private) {
+		t.Error("root could not list its own dir")
+	}
+	if readable(nobody, nobody, nil, groupOnly) {
+		t.Error("nobody listed a dir of a group it is not in")
+	}
+	if !readable(nobody, nobody, []uint32{4242}, groupOnly) {
+		t.Error("a member of the dir's group could not list it")
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = asCaller(nobody, nobody, nil, func() { panic("in f") })
+	}()
+	after, err := saveIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.uid != before.uid || after.gid != before.gid || !slices.Equal(after.groups, before.groups) {
+		t.Fatalf("identity after asCaller = %+v, want %+v", after, before)
+	}
+	if _, err := os.ReadDir(private); err != nil {
+		t.Fatalf("the daemon's thread lost root's rights: %v", err)
+	}
+}
+
+// TestPlanLooksAsTheCaller: a worktree's .git file naming a git dir behind a directory the
+// caller cannot enter does not make that git dir writable: the plan read it as the caller. The
+// same git dir, reachable, is added (the fixture works).
+func TestPlanLooksAsTheCaller(t *testing.T) {
+	testutil.RequireRoot(t)
+	s := newTestSandbox(t, Config{})
+	base := hostTempDir(t, "/var/tmp", "sbx-planlook-")
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fence := filepath.Join(base, "fence") // root's; 0700, then 0755
+	gitDir := filepath.Join(fence, "gitdir")
+	work := filepath.Join(base, "work")
+	for _, d := range []string{fence, gitDir, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{gitDir, work} {
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, ".git"), []byte("gitdir: "+gitDir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(work, ".git"), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	writable := func() []string {
+		t.Helper()
+		p := &Process{s: s, spec: Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work},
+			UID: nobody, GID: nobody, Session: "s", Call: "c"}}
+		p.lim = p.spec.Limits.merge(s.limits)
+		cs, netns, err := s.plan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if netns != nil {
+			netns.Close()
+		}
+		var out []string
+		for _, m := range cs.mounts {
+			if m.op == opMoveTree {
+				out = append(out, m.dst)
+			}
+		}
+		return out
+	}
+	if err := os.Chmod(fence, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := writable(); slices.Contains(got, gitDir) {
+		t.Fatalf("writable mounts %v include %s, which the caller cannot reach", got, gitDir)
+	}
+	if err := os.Chmod(fence, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := writable(); !slices.Contains(got, gitDir) {
+		t.Fatalf("writable mounts %v lack the caller's reachable git dir %s", got, gitDir)
+	}
+}
