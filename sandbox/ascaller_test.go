@@ -110,16 +110,8 @@ func TestPlanLooksAsTheCaller(t *testing.T) {
 	}
 	writable := func() []string {
 		t.Helper()
-		p := &Process{s: s, spec: Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work},
-			UID: nobody, GID: nobody, Session: "s", Call: "c"}}
-		p.lim = p.spec.Limits.merge(s.limits)
-		cs, netns, err := s.plan(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if netns != nil {
-			netns.Close()
-		}
+		cs := planOf(t, s, Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work},
+			UID: nobody, GID: nobody, Session: "s", Call: "c"})
 		var out []string
 		for _, m := range cs.mounts {
 			if m.op == opMoveTree {

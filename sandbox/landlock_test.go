@@ -144,16 +144,8 @@ func TestSocketDenyPathsAreMountOnly(t *testing.T) {
 		t.Skip("kernel has no landlock")
 	}
 	plan := func(deny ...string) []llRule {
-		p := &Process{s: s, spec: Spec{Path: "/bin/true", Dir: "/", DenyPaths: deny, UID: 0, GID: 0,
-			Session: "s", Call: "c"}}
-		p.lim = p.spec.Limits.merge(s.limits)
-		cs, netns, err := s.plan(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if netns != nil {
-			netns.Close()
-		}
+		cs := planOf(t, s, Spec{Path: "/bin/true", Dir: "/", DenyPaths: deny, UID: 0, GID: 0,
+			Session: "s", Call: "c"})
 		return append(slices.Clone(cs.landlock.base), cs.landlock.rules...)
 	}
 	if _, err := os.Lstat("/run/docker.sock"); err == nil {

@@ -160,6 +160,21 @@ func hostTempDir(t testing.TB, parent, pattern string) string {
 	return dir
 }
 
+// planOf is the child spec s plans for spec (the session's network namespace it held, closed).
+func planOf(t testing.TB, s *Sandbox, spec Spec) *childSpec {
+	t.Helper()
+	p := &Process{s: s, spec: spec}
+	p.lim = p.spec.Limits.merge(s.limits)
+	cs, netns, err := s.plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if netns != nil {
+		netns.Close()
+	}
+	return cs
+}
+
 // fileIno is the inode number behind f (a namespace's, for a namespace file).
 func fileIno(t testing.TB, f *os.File) uint64 {
 	t.Helper()
