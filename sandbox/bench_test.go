@@ -82,3 +82,36 @@ func benchConfined(b *testing.B, pooled bool) {
 		}
 	}
 }
+
+// BenchmarkPlan is the daemon's share of a call's setup before the hand-over: resolving the
+// session's dirs and the default deny paths of a home (as the caller), the mount plan and the
+// landlock rules (their expansion cached). go test -run '^$' -bench Plan ./sandbox/
+func BenchmarkPlan(b *testing.B) {
+	s := newTestSandbox(b, Config{})
+	home := hostTempDir(b, "/var/tmp", "sbx-benchplan-")
+	work := home + "/work"
+	for _, d := range []string{work, home + "/.ssh", home + "/.config"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, d := range []string{home, work, home + "/.ssh", home + "/.config"} {
+		os.Chown(d, nobody, nobody)
+	}
+	os.Chmod(home, 0o755)
+	var deny []string
+	for _, p := range []string{"/.ssh", "/.aws", "/.gnupg", "/.config/gcloud", "/.azure", "/.kube", "/.docker/config.json", "/.netrc"} {
+		deny = append(deny, home+p)
+	}
+	deny = append(deny, "/var/run/docker.sock", "/run/docker.sock")
+	results := hostTempDir(b, "/var/tmp", "sbx-benchresults-") // the daemon's, as a session's tool-results dir
+	os.Chmod(results, 0o755)
+	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work, home + "/.cache/go-build"},
+		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c"}
+	planOf(b, s, spec) // the expansion cache and the session's netns, as a session's later calls find them
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		planOf(b, s, spec)
+	}
+}
