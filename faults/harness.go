@@ -462,6 +462,9 @@ func (iso *isolation) remove() {
 			for _, p := range pids {
 				_ = syscall.Kill(p, syscall.SIGKILL)
 			}
+			// A daemon killed between its freeze and thaw of a call leaves that call frozen,
+			// and a frozen task does not die of the SIGKILL until its cgroup thaws.
+			_ = cgroupfs.ThawTree(frz, "freezer.state", "THAWED")
 			time.Sleep(20 * time.Millisecond)
 		}
 	}

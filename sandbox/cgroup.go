@@ -294,8 +294,10 @@ func freezeKill(stateFile, frozen, thawed, dir string) error {
 			firstErr = fmt.Errorf("kill %d: %w", pid, err)
 		}
 	}
-	if err := writeFile(stateFile, thawed); err != nil && firstErr == nil {
-		firstErr = fmt.Errorf("thaw: %w", err)
+	// The whole subtree: a child left frozen by a daemon that died mid-kill (a restart's
+	// reaping, a session's delete) would keep its killed tasks in the freezer.
+	if err := cgroupfs.ThawTree(dir, filepath.Base(stateFile), thawed); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	return firstErr
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,5 +76,61 @@ func TestCgroupV2Kill(t *testing.T) {
 	noHostProcess("999.301")(t, nil, nil, "")
 	if err := cg.remove(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRemoveTreeThawsAFrozenCall: a daemon that died between freezing a call's cgroup and
+// thawing it (freezeKill) left the call frozen; the next daemon's reaping (removeTree) still
+// kills it and removes the cgroup. On v1, thawing only the root leaves a cgroup that froze
+// itself frozen, and its SIGKILLed tasks with it.
+func TestRemoveTreeThawsAFrozenCall(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	if s.cg.v2 {
+		t.Skip("cgroup v2: cgroup.kill kills frozen tasks, nothing is left frozen")
+	}
+	cg, err := s.cg.newCgroup("frozen", "call", s.limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sleep", "999.401")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(cg.dirs["freezer"], "freezer.state")
+	t.Cleanup(func() { // whatever the outcome, leave nothing frozen on the machine
+		_ = os.WriteFile(state, []byte("THAWED"), 0)
+		_ = cmd.Process.Kill()
+	})
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	if err := cg.addProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(state, "FROZEN"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(state)
+		if string(b) == "FROZEN\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("freezer state %q, want FROZEN", b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.cg.removeTree(""); err != nil {
+		t.Errorf("reaping: %v", err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the frozen call's task is still there 5 s after the reaping")
+	}
+	for c, d := range cg.dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s cgroup %s not removed: %v", c, d, err)
+		}
 	}
 }

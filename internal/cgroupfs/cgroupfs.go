@@ -1,9 +1,11 @@
-// Package cgroupfs reads where this process sits in the cgroup hierarchies and where they are mounted.
+// Package cgroupfs reads where this process sits in the cgroup hierarchies, where they are
+// mounted and which processes a subtree holds, and thaws a frozen subtree.
 package cgroupfs
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,4 +88,30 @@ func ProcsUnder(dir string) []int {
 		return nil
 	})
 	return pids
+}
+
+// ThawTree writes thawed to the freezer state file stateName (v1: "freezer.state", "THAWED";
+// v2: "cgroup.freeze", "0") of dir and of every cgroup below it. Thawing a cgroup does not thaw
+// a child that was frozen itself (v1's self_freezing), and on v1 a SIGKILLed task stays in the
+// freezer until its own cgroup thaws: a subtree killed after a daemon died between a freeze and
+// its thaw holds such children. A cgroup removed meanwhile is skipped.
+func ThawTree(dir, stateName, thawed string) error {
+	var firstErr error
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		f, err := os.OpenFile(filepath.Join(path, stateName), os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(thawed)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) && firstErr == nil {
+			firstErr = fmt.Errorf("thaw %s: %w", path, err)
+		}
+		return nil
+	})
+	return firstErr
 }
