@@ -94,8 +94,8 @@ func newPool(s *Sandbox) *pool {
 // pool is empty now: while a spare is ready, the refill waits until the call's cleanup wakes
 // it (callCleaned), janitorDelay after the result. Waking it here and again at the call's end
 // put a goroutine, and a thread woken for it on the other CPU, right where the init's setup
-// and then the answer needed the CPUs: ~8% of a paced /bin/true call through the socket
-// (two daemons measured with their calls interleaved).
+// and then the answer needed the CPUs, and ran the refill's fork and re-exec during any call
+// longer than refillDelay (~2% of a paced /bin/true call through the socket, measured).
 func (p *pool) take() *poolInit {
 	p.mu.Lock()
 	busy := time.Since(p.last) < p.idle
