@@ -26,6 +26,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "load" {
 		return runLoad(args[1:])
 	}
+	if len(args) > 0 && args[0] == "ab" {
+		return runAB(args[1:])
+	}
 	// The in-process rows (decisions, classification, the audit log) run the daemon's code, so
 	// under the daemon's GC settings; the daemon under test applies them itself.
 	defer gctune.Apply()()
@@ -39,7 +42,7 @@ func run(args []string) int {
 	fs.StringVar(&o.grepTree, "grep-tree", "/usr/local/go/src", "large tree for the Grep comparison")
 	fs.DurationVar(&o.pace, "pace", 5*time.Millisecond, "gap between the paced spawn calls (an agent's are seconds apart; the CPUs idle deeper the longer it is)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sbbench [flags]        benchmark a private sandboxd against same-run baselines\n       sbbench load [flags]   load test with checks (sbbench load -h)\n\n")
+		fmt.Fprintf(fs.Output(), "usage: sbbench [flags]        benchmark a private sandboxd against same-run baselines\n       sbbench load [flags]   load test with checks (sbbench load -h)\n       sbbench ab -a OLD      two builds' paced Bash calls compared in one run (sbbench ab -h)\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
