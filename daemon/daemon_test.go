@@ -279,3 +279,67 @@ func TestSecondDaemonOnSameCgroupNameRefused(t *testing.T) {
 		t.Fatalf("second daemon on the same cgroup name: %v", err)
 	}
 }
+
+// A second daemon on the same state directory would write the first one's audit chain from a
+// second end and remove its sessions' results: refused, whatever its socket and cgroup name.
+func TestSecondDaemonOnSameStateDirRefused(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("sandbox:\n  cgroup_name: sandboxd-test-second-state\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Socket: filepath.Join(dir, "s.sock"), StateDir: td.state, ConfigPath: cfg, ConfigRequired: true}, zaptest.NewLogger(t))
+	if err == nil {
+		d.shutdown()
+		t.Fatal("a second daemon started on the first one's state dir")
+	}
+	if !strings.Contains(err.Error(), "state directory") {
+		t.Fatalf("second daemon on the same state dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(td.state, "audit")); err != nil {
+		t.Fatalf("the first daemon's audit dir: %v", err)
+	}
+}
+
+// Sessions end with their daemon: a start removes the persisted results a crashed
+// predecessor left (a clean stop removes its own), and only what is inside tool-results.
+func TestStartRemovesLeftoverResults(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	state := filepath.Join(dir, "state")
+	dead := filepath.Join(state, "tool-results", "s_0123456789abcdef01234567")
+	if err := os.MkdirAll(dead, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, "out.txt"), []byte("a crashed daemon's session output\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "keep.txt") // a symlink's target must survive
+	if err := os.WriteFile(outside, []byte("not the daemon's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(state, "tool-results", "s_link")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("sandbox:\n  cgroup_name: sandboxd-test-leftover-results\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{Socket: filepath.Join(dir, "s.sock"), StateDir: state, ConfigPath: cfg, ConfigRequired: true}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.shutdown()
+	ents, err := os.ReadDir(filepath.Join(state, "tool-results"))
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("tool-results after the start: %v %v", ents, err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatalf("a file behind a symlink in tool-results was removed: %v", err)
+	}
+}

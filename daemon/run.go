@@ -48,6 +48,8 @@ type Daemon struct {
 	api    *api.Server
 	// cgLock holds the host-wide lock on the cgroup subtree name until the daemon exits.
 	cgLock *cgroupLock
+	// stateLock holds the state directory (lockStateDir) until the daemon exits.
+	stateLock *os.File
 }
 
 // New builds the daemon: state directory, sandbox, audit log, policy, tools, API.
@@ -68,6 +70,16 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 			}
 		}
 	}()
+	stateLock, err := lockStateDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { stateLock.Close() })
+	if n, err := removeLeftoverResults(opts.StateDir); err != nil {
+		log.Warn("remove the results of sessions from before this start", zap.Error(err))
+	} else if n > 0 {
+		log.Info("removed the persisted results of sessions from before this start", zap.Int("sessions", n))
+	}
 	cgLock, err := lockCgroupName(cfg.Sandbox.CgroupName)
 	if err != nil {
 		return nil, err
@@ -140,7 +152,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
-	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock}
+	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock, stateLock: stateLock}
 	d.server = &http.Server{
 		Handler:           apiServer,
 		ConnContext:       api.ConnContext,
@@ -186,23 +198,6 @@ func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger, onReload fu
 		}
 	}
 	return pc, nil
-}
-
-// prepareStateDir makes the state directory root-owned and not listable by others: users
-// reach their own persisted results by exact path only.
-func prepareStateDir(dir string) error {
-	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("state dir %q must be absolute", dir)
-	}
-	for _, d := range []string{dir, filepath.Join(dir, "tool-results")} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return fmt.Errorf("create state dir: %w", err)
-		}
-		if err := os.Chmod(d, 0o711); err != nil {
-			return fmt.Errorf("chmod state dir: %w", err)
-		}
-	}
-	return nil
 }
 
 // Serve serves on l until ctx is done or SIGTERM/SIGINT arrives, reloading on SIGHUP, then
@@ -298,6 +293,7 @@ func (d *Daemon) shutdown() {
 		d.log.Error("close audit log", zap.Error(err))
 	}
 	d.cgLock.Release()
+	d.stateLock.Close()
 }
 
 // bundleConfig maps the config's bundle section onto the engine's, reading the key and token
