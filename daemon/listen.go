@@ -138,15 +138,11 @@ func lockCgroupName(name string) (*cgroupLock, error) {
 	sweepStaleLocks(dir)
 	path := filepath.Join(dir, "cgroup-"+name+"-"+hex.EncodeToString(sum[:8])+".lock")
 	for range 5 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("open cgroup lock: %w", err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, fmt.Errorf("another sandboxd in this cgroup uses sandbox.cgroup_name %q; give this one another name", name)
-			}
+		f, busy, err := tryLock(path)
+		switch {
+		case busy:
+			return nil, fmt.Errorf("another sandboxd in this cgroup uses sandbox.cgroup_name %q; give this one another name", name)
+		case err != nil:
 			return nil, fmt.Errorf("lock cgroup name: %w", err)
 		}
 		// The holder we waited on may have removed the file before we locked it: then our

@@ -30,19 +30,28 @@ func prepareStateDir(dir string) error {
 // at start (removeLeftoverResults). The lock is the kernel's (flock), so it goes with the
 // process, however it ends; the file stays.
 func lockStateDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, "sandboxd.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open state dir lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another sandboxd uses the state directory %s (its audit log and results); give this one another --state-dir", dir)
-		}
+	f, busy, err := tryLock(filepath.Join(dir, "sandboxd.lock"))
+	switch {
+	case busy:
+		return nil, fmt.Errorf("another sandboxd uses the state directory %s (its audit log and results); give this one another --state-dir", dir)
+	case err != nil:
 		return nil, fmt.Errorf("lock state dir: %w", err)
 	}
 	return f, nil
+}
+
+// tryLock opens path (made 0600 if missing, never through a symlink) and takes an exclusive
+// flock on it without waiting; busy says another process holds it.
+func tryLock(path string) (f *os.File, busy bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, errors.Is(err, syscall.EWOULDBLOCK), err
+	}
+	return f, false, nil
 }
 
 // removeLeftoverResults removes what tool-results holds at start: the persisted outputs of
