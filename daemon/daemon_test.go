@@ -190,6 +190,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown tool", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Reed","input":{}}`, 404, "unknown_tool", "Read"},
 		{"schema", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Read","input":{"file_path":7}}`, 422, "schema_invalid", "file_path"},
 		{"missing field", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Bash","input":{}}`, 422, "schema_invalid", "command"},
+		{"NUL in a command", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Bash","input":{"command":"echo hi\u0000; echo there"}}`, 422, "validation", "NUL"},
+		{"NUL in a path", "POST", "/v1/sessions/" + s.ID + "/calls", `{"tool":"Read","input":{"file_path":"/etc/hostname\u0000/x"}}`, 422, "validation", "NUL"},
 		{"unknown session", "POST", "/v1/sessions/s_nope/calls", `{"tool":"Read","input":{}}`, 404, "not_found", "session"},
 		{"bad mode", "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"mode":"yolo"}`, cwd), 422, "validation", "mode"},
 		{"relative cwd", "POST", "/v1/sessions", `{"cwd":"rel"}`, 422, "validation", "absolute"},

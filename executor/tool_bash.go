@@ -51,8 +51,14 @@ func bashDef(h *Host) Def {
 		ConcurrencySafe:    bashReadOnly,
 		MaxResultSizeChars: bashMaxResultChars,
 		Validate: func(_ context.Context, c *Call) error {
-			if strings.TrimSpace(c.Input.String("command")) == "" {
+			command := c.Input.String("command")
+			if strings.TrimSpace(command) == "" {
 				return errcode.Msg(errcode.Validation, "command is empty; pass the shell command to run")
+			}
+			// Refused before the decision: the policy would judge the whole string while the
+			// shell, given a C string, could only ever see what comes before the NUL.
+			if strings.IndexByte(command, 0) >= 0 {
+				return errcode.Msg(errcode.Validation, "command contains a NUL byte, which no program can be passed; remove it")
 			}
 			return nil
 		},

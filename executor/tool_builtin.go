@@ -76,6 +76,9 @@ func requireAbs(key string) func(ctx context.Context, c *Call) error {
 		if p == "" {
 			return nil
 		}
+		if strings.IndexByte(p, 0) >= 0 {
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s contains a NUL byte, which no path can hold", key))
+		}
 		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
 			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s must be an absolute path, not %q; prefix it with the working directory %s", key, p, c.Session.Cwd()))
 		}
