@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -210,6 +211,28 @@ func TestBadInput(t *testing.T) {
 	// The daemon still serves.
 	if code, _ := td.do(t, "GET", "/v1/healthz", ""); code != 200 {
 		t.Errorf("healthz after bad input: %d", code)
+	}
+}
+
+// The longest command bash -c can be given runs; one byte more is a validation error that says
+// what to do, not an execve's E2BIG after the decision.
+func TestLongestBashCommand(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	command := func(n int) string {
+		const head = "echo ran; : " // not a simple command: bash runs it, behind the report prologue
+		b, _ := json.Marshal(map[string]string{"command": head + strings.Repeat("x", n-len(head))})
+		return string(b)
+	}
+	code, res := td.call(t, s.ID, "Bash", command(executor.MaxBashCommandBytes))
+	if code != 200 || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "ran") {
+		t.Fatalf("a command of exactly %d bytes: %d %+v", executor.MaxBashCommandBytes, code, res)
+	}
+	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", `{"tool":"Bash","input":`+command(executor.MaxBashCommandBytes+1)+`}`)
+	var eb api.ErrorBody
+	decodeInto(t, b, &eb)
+	if code != 422 || eb.Error.Class != "validation" || !strings.Contains(eb.Error.Message, "Write tool") {
+		t.Fatalf("one byte more: %d %s", code, b)
 	}
 }
 

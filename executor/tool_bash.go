@@ -60,6 +60,9 @@ func bashDef(h *Host) Def {
 			if strings.IndexByte(command, 0) >= 0 {
 				return errcode.Msg(errcode.Validation, "command contains a NUL byte, which no program can be passed; remove it")
 			}
+			if len(command) > MaxBashCommandBytes {
+				return errcode.Msg(errcode.Validation, fmt.Sprintf("command is %d bytes; bash -c takes at most %d (the kernel's limit on one argument): write long content with the Write tool, or put the script in a file and run that", len(command), MaxBashCommandBytes))
+			}
 			return nil
 		},
 		Run: func(ctx context.Context, c *Call, progress Progress) (*Result, error) {
@@ -441,6 +444,10 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 // that writes the report there. The trap writes only while that fd is still a pipe: a command
 // that reused the number for a file of its own gets nothing written into it. One line ending in
 // "; ", so bash's error messages keep the command's own line numbers.
+// MaxBashCommandBytes is the longest command bash -c can be given with the prologue in front: the
+// kernel refuses an execve with any one argument of MAX_ARG_STRLEN (32 pages) or more.
+const MaxBashCommandBytes = 32*4096 - 1 - len(reportPrologue)
+
 const reportPrologue = "exec {__sandboxd_report_fd}>&3 3>&-; " +
 	"trap '[[ -p /dev/fd/$__sandboxd_report_fd ]] && { builtin pwd -P; builtin jobs -pr; } >&$__sandboxd_report_fd 2>/dev/null' EXIT; "
 
