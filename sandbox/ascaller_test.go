@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -131,5 +133,61 @@ func TestPlanLooksAsTheCaller(t *testing.T) {
 	}
 	if got := writable(); !slices.Contains(got, gitDir) {
 		t.Fatalf("writable mounts %v lack the caller's reachable git dir %s", got, gitDir)
+	}
+}
+
+// TestAsCallerConcurrent: goroutines switching to callers' identities on their threads never
+// lend one to another goroutine: callers running side by side are refused a root-only dir every
+// time, and root reading it meanwhile on the daemon's other threads is never refused.
+func TestAsCallerConcurrent(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := hostTempDir(t, "/var/tmp", "sbx-ascaller-conc-") // root's, 0700
+	var callers, readers sync.WaitGroup
+	var bad atomic.Value
+	var rootReads atomic.Int64
+	for g := 0; g < 8; g++ {
+		callers.Add(1)
+		go func(uid uint32) {
+			defer callers.Done()
+			for i := 0; i < 2000; i++ {
+				var rerr error
+				if err := asCaller(uid, uid, []uint32{uid + 1000}, func() { _, rerr = os.ReadDir(dir) }); err != nil {
+					bad.Store(err.Error())
+					return
+				}
+				if rerr == nil {
+					bad.Store("a caller listed a root-only dir")
+					return
+				}
+			}
+		}(uint32(60000 + g))
+	}
+	stop := make(chan struct{})
+	for r := 0; r < 4; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := os.ReadDir(dir); err != nil {
+					bad.Store("root was refused on a daemon thread: " + err.Error())
+					return
+				}
+				rootReads.Add(1)
+			}
+		}()
+	}
+	callers.Wait()
+	close(stop)
+	readers.Wait()
+	if b := bad.Load(); b != nil {
+		t.Fatal(b)
+	}
+	if rootReads.Load() == 0 {
+		t.Fatal("root never read while the callers ran: the test checked nothing")
 	}
 }
