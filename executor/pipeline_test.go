@@ -15,15 +15,19 @@ import (
 	"github.com/sandboxd/sandboxd/session"
 )
 
-// decideBy decides every call with a fixed decision or error, and keeps what it saw.
+// decideBy decides every call with a fixed decision or error, and keeps what it saw. A batch
+// decides its calls concurrently.
 type decideBy struct {
 	d    permission.Decision
 	err  error
+	mu   sync.Mutex
 	seen []*DecisionInput
 }
 
 func (f *decideBy) Decide(_ context.Context, in *DecisionInput) (permission.Decision, error) {
+	f.mu.Lock()
 	f.seen = append(f.seen, in)
+	f.mu.Unlock()
 	return f.d, f.err
 }
 
