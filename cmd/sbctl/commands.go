@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 func cmdStatus(e *env, args []string) error {
@@ -224,7 +225,15 @@ func printHuman(e *env, res *api.CallResult) {
 	if res.Error != nil && len(res.Content) == 0 {
 		fmt.Fprintf(e.stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
 	}
+	if d := res.Decision; d != nil && d.Behavior == permission.Ask {
+		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
+		// run it, since the sandbox confines it whatever the mode.
+		fmt.Fprintln(e.stderr, askHint)
+	}
 }
+
+// askHint is what sbctl says when a call needed someone to ask: it has no one.
+const askHint = "sbctl: nobody here to ask; to run it anyway, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
 // printContent writes the result's content blocks; empty text prints nothing.
 func printContent(e *env, res *api.CallResult) {

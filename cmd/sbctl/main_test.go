@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -73,5 +74,26 @@ func TestContainmentIsReported(t *testing.T) {
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 124 {
 		t.Errorf("exit = %v, want 124", err)
+	}
+}
+
+// An asked call tells the user how to run it: nobody can be asked from sbctl.
+func TestAskSaysHowToRun(t *testing.T) {
+	var errb bytes.Buffer
+	e := &env{stdout: &bytes.Buffer{}, stderr: &errb}
+	res := &api.CallResult{Decision: &permission.Decision{Behavior: permission.Ask, Reason: "default mode: this call is not read-only; ask the user"},
+		IsError: true, Content: []executor.Block{{Type: "text", Text: "permission required: default mode"}}}
+	err := finishBash(e, res, true)
+	if !strings.Contains(errb.String(), "--mode bypassPermissions") || !strings.Contains(errb.String(), "decision: ask") {
+		t.Errorf("stderr %q: no decision line or no way to run it", errb.String())
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 126 {
+		t.Errorf("exit = %v, want 126", err)
+	}
+	errb.Reset()
+	_ = finishBash(e, &api.CallResult{Decision: &permission.Decision{Behavior: permission.Deny}}, true)
+	if strings.Contains(errb.String(), "--mode") {
+		t.Errorf("a denied call suggests a mode: %q", errb.String())
 	}
 }
