@@ -205,7 +205,9 @@ func TestConnectionCloseIsHonoured(t *testing.T) {
 
 func TestConcurrentRequests(t *testing.T) {
 	sock, conns := serve(t, echo)
-	tr := New(sock, 8)
+	// Room for every client's connection when idle: with fewer, one put back over the limit is
+	// closed and a later request rightly dials again, so the count below would say nothing.
+	tr := New(sock, 20)
 	c := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	errs := make(chan error, 400)
