@@ -21,7 +21,7 @@ type abDaemon struct {
 	name       string
 	d          *faults.Daemon
 	dir        string
-	call       func() error
+	call       func(int) error
 	bare, lats lat
 }
 
@@ -65,31 +65,15 @@ func runAB(args []string) int {
 			return 1
 		}
 	}
-	bare := func() error { return exec.CommandContext(ctx, "/bin/true").Run() }
+	bare := func(int) error { return exec.CommandContext(ctx, "/bin/true").Run() }
 	for blk := 0; blk < 2**blocks; blk++ {
 		s := sides[blk%2]
-		for i := 0; i < *size+2; i++ {
-			for k := 0; k < 2; k++ {
-				f := []func() error{bare, s.call}[(i+k)%2]
-				time.Sleep(*pace)
-				t0 := time.Now()
-				if err := f(); err != nil {
-					fmt.Fprintf(os.Stderr, "sbbench ab: daemon %s: %v\n", s.name, err)
-					return 1
-				}
-				if i < 2 {
-					continue
-				}
-				if (i+k)%2 == 0 {
-					s.bare = append(s.bare, time.Since(t0))
-				} else {
-					s.lats = append(s.lats, time.Since(t0))
-				}
-			}
-		}
-		if ctx.Err() != nil {
+		l, err := measurePaced(2, *size, *pace, bare, s.call)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sbbench ab: daemon %s: %v\n", s.name, err)
 			return 1
 		}
+		s.bare, s.lats = append(s.bare, l[0]...), append(s.lats, l[1]...)
 	}
 	ratio := make([]float64, 2)
 	for i, s := range sides {
@@ -118,7 +102,7 @@ func (s *abDaemon) start(ctx context.Context, bin, tmp, command string) error {
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
-	s.call = func() error {
+	s.call = func(int) error {
 		res, _, err := c.Call(ctx, sess.ID, api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": command})})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("the call failed: %v", res.Content)
