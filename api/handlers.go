@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -13,7 +14,9 @@ import (
 )
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
-	writeJSON(w, http.StatusOK, s.backend.Health(c))
+	h := s.backend.Health(c)
+	h.GoProcs = runtime.GOMAXPROCS(0)
+	writeJSON(w, http.StatusOK, h)
 	return nil
 }
 

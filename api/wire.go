@@ -161,6 +161,9 @@ type Health struct {
 	Uptime   string `json:"uptime"`
 	Caller   Owner  `json:"caller"`
 	Admin    bool   `json:"admin"`
+	// GoProcs is the Go scheduler's width as this request found it: 1 while the daemon serves
+	// one short request and nothing else (internal/procs), the host's CPUs otherwise.
+	GoProcs int `json:"go_procs"`
 }
 
 func sessionView(s session.Snapshot) Session {

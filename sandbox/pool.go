@@ -15,6 +15,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/procs"
 )
 
 // The prefork pool takes the fork, the re-exec of this (big) binary up to the C constructor, and
@@ -147,8 +149,12 @@ func (p *pool) run() {
 			drained, p.ready, p.target = p.ready, nil, poolMin
 		}
 		p.mu.Unlock()
-		for _, in := range drained {
-			p.s.discard(in)
+		if len(drained) > 0 {
+			release := procs.Parallel()
+			for _, in := range drained {
+				p.s.discard(in)
+			}
+			release()
 		}
 		var wait <-chan time.Time
 		switch {
@@ -175,6 +181,9 @@ func (p *pool) run() {
 
 // fillOne starts one init and adds it to the ready list; false when that failed.
 func (p *pool) fillOne() bool {
+	// The fork, the cgroup's creation and attach: a burst of short system calls that must
+	// not hold the only P while a call waits for it (package procs).
+	defer procs.Parallel()()
 	in, err := p.s.startPoolInit()
 	if err != nil {
 		p.s.log.Warn("start pooled init", zap.Error(err))

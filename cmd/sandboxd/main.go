@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/gctune"
+	"github.com/sandboxd/sandboxd/internal/procs"
 	"github.com/sandboxd/sandboxd/worker"
 )
 
@@ -44,6 +45,11 @@ func main() {
 	defer log.Sync()
 
 	gctune.Apply() // GOGC and GOMEMLIMIT in the environment win
+	// One P while a lone call runs, the host's CPUs beside it; GOMAXPROCS in the environment
+	// wins. Why: internal/procs.
+	if procs.Enable() {
+		log.Debug("go scheduler narrows to one P while a single call runs")
+	}
 	opts := daemon.Options{Socket: *socket, StateDir: *stateDir, ConfigPath: *cfgPath, ConfigRequired: *cfgPath != ""}
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = config.DefaultConfig
