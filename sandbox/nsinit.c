@@ -701,8 +701,14 @@ static void close_all_but(int keep)
 static void report_end(int code)
 {
 	for (;;) {
-		(void)kill(-1, SIGKILL); // every process of the namespace but PID 1, ourselves
-		pid_t w = waitpid(-1, NULL, 0);
+		// kill(-1) walks every task of the host (2.6 µs with ~100 tasks, 56 µs with ~2100
+		// measured here), so it is skipped when no child is left: a zombie is reaped first,
+		// and ECHILD means this init is alone in its namespace.
+		pid_t w = waitpid(-1, NULL, WNOHANG);
+		if (w == 0) {
+			(void)kill(-1, SIGKILL); // every process of the namespace but PID 1, ourselves
+			w = waitpid(-1, NULL, 0);
+		}
 		if (w < 0 && errno == ECHILD)
 			break;
 		if (w < 0 && errno != EINTR)
