@@ -88,7 +88,11 @@ func newPool(s *Sandbox) *pool {
 			break
 		}
 	}
-	go p.run()
+	// run's first pass looks at the pool before any take can: one that ran later saw a take's
+	// spare as a shortfall and refilled beside the call.
+	looked := make(chan struct{})
+	go p.run(looked)
+	<-looked
 	return p
 }
 
@@ -134,7 +138,7 @@ func (p *pool) kick() {
 	}
 }
 
-func (p *pool) run() {
+func (p *pool) run(looked chan struct{}) {
 	defer close(p.done)
 	idle := time.NewTimer(p.idle)
 	defer idle.Stop()
@@ -168,6 +172,10 @@ func (p *pool) run() {
 		}
 		if busy {
 			idle.Reset(idleIn + time.Millisecond)
+		}
+		if looked != nil {
+			close(looked)
+			looked = nil
 		}
 		select {
 		case <-p.stop:
