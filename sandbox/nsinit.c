@@ -82,6 +82,12 @@
 #define SYS_fsconfig 431
 #define SYS_fsmount 432
 #endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define SBX_RESOLVE_NO_SYMLINKS 0x04
+#define SBX_RESOLVE_BENEATH 0x08
+#define SBX_MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #define SBX_FSOPEN_CLOEXEC 0x00000001
 #define SBX_FSCONFIG_SET_STRING 1
 #define SBX_FSCONFIG_CMD_CREATE 6
@@ -91,6 +97,10 @@
 
 struct sbx_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+struct sbx_open_how {
+	uint64_t flags, mode, resolve;
 };
 
 // Layouts of the landlock uapi structs; the system header may predate the fields we use.
@@ -281,25 +291,46 @@ static void make_empty_fs(const char *opts, uint64_t attrs)
 // its fd frees nothing (the last close of a detached mount waits for an RCU grace period).
 static int empty_attached;
 
-// cover hides dst under empty_fs (the first time) or a clone of it, or a tmpfs mounted with
-// opts when there is none.
-static int cover(const char *dst, const char *opts)
+// mount_to moves the detached mount m onto the target: the directory pfd (SBX_OPT_NOFOLLOW)
+// or the path dst.
+static int mount_to(int m, int pfd, const char *dst)
+{
+	if (pfd >= 0)
+		return syscall(SYS_move_mount, m, "", pfd, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | SBX_MOVE_MOUNT_T_EMPTY_PATH);
+	return syscall(SYS_move_mount, m, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+// cover hides the target (as for mount_to; mount_path is the same target as a path mount(2)
+// takes) under empty_fs (the first time) or a clone of it, or a tmpfs mounted with opts when
+// there is none.
+static int cover(int pfd, const char *dst, const char *mount_path, const char *opts)
 {
 	if (empty_fs < 0)
-		return mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
+		return mount("tmpfs", mount_path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
 	if (!empty_attached) {
-		int rc = syscall(SYS_move_mount, empty_fs, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+		int rc = mount_to(empty_fs, pfd, dst);
 		empty_attached = rc == 0;
 		return rc;
 	}
 	int t = syscall(SYS_open_tree, empty_fs, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (t < 0)
 		return -1;
-	int rc = syscall(SYS_move_mount, t, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+	int rc = mount_to(t, pfd, dst);
 	int e = errno;
 	close(t);
 	errno = e;
 	return rc;
+}
+
+// open_nofollow opens path, relative to dfd, as an O_PATH fd without following a symlink in
+// any of its components (and, from a held directory, without leaving it).
+static int open_nofollow(int dfd, const char *path)
+{
+	struct sbx_open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = SBX_RESOLVE_NO_SYMLINKS };
+	if (dfd != AT_FDCWD)
+		how.resolve |= SBX_RESOLVE_BENEATH;
+	return syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 }
 
 // drop_held closes what only the mount plan needed, once the call's mounts are done.
@@ -315,6 +346,11 @@ static void drop_held(void)
 
 // do_mounts runs the parent's mount plan. It is a plan rather than policy in C so the policy
 // (which paths, which flags) lives in reviewed, tested Go and this loop stays trivial.
+//
+// WARNING: this runs as root on paths a user controls (the session's directories, the deny
+// paths). The plan resolved them as the caller; an op marked SBX_OPT_NOFOLLOW reaches its
+// path without following any symlink, so a component swapped for a symlink since (by another
+// process of the user) fails the call instead of redirecting a writable mount.
 static void do_mounts(struct rd *r)
 {
 	uint32_t n = rd_tag(r, SBX_TAG_MOUNTS);
@@ -329,16 +365,43 @@ static void do_mounts(struct rd *r)
 		uint64_t flags = rd_u64(r);
 		uint64_t clr = rd_u64(r);
 		char *src = rd_str(r), *dst = rd_str(r), *fstype = rd_str(r), *data = rd_str(r);
+		int optional = opt & SBX_OPT_OPTIONAL, nofollow = opt & SBX_OPT_NOFOLLOW;
+		if (nofollow && op != SBX_OP_MOUNT && op != SBX_OP_SETATTR && op != SBX_OP_COVER &&
+		    op != SBX_OP_CLONE_TREE && op != SBX_OP_MOVE_TREE)
+			fail(EINVAL, "mount", "nofollow on an op that has no path to resolve");
+		// The target opened without symlinks (pfd), and as a path mount(2) follows to it.
+		int pfd = -1;
+		char fdpath[32];
+		const char *target = dst;
 		int rc = 0;
+		if (nofollow && op != SBX_OP_CLONE_TREE) {
+			pfd = open_nofollow(AT_FDCWD, dst);
+			if (pfd >= 0) {
+				snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
+				target = fdpath;
+			} else {
+				rc = -1;
+				if (op == SBX_OP_MOVE_TREE && clr < SBX_MAX_TREES && trees[clr] >= 0) {
+					int e = errno;
+					close(trees[clr]);
+					trees[clr] = -1;
+					errno = e;
+				}
+				op = 0; // nothing more to do: the failure is below
+			}
+		}
 		switch (op) {
+		case 0:
+			break;
 		case SBX_OP_MOUNT:
-			rc = mount(src[0] ? src : NULL, dst, fstype[0] ? fstype : NULL,
+			rc = mount(src[0] ? src : NULL, target, fstype[0] ? fstype : NULL,
 				   (unsigned long)flags, data[0] ? data : NULL);
 			break;
 		case SBX_OP_SETATTR: {
 			struct sbx_mount_attr a = { .attr_set = flags, .attr_clr = clr };
-			rc = syscall(SYS_mount_setattr, AT_FDCWD, dst, data[0] == 'r' ? AT_RECURSIVE : 0,
-				     &a, sizeof(a));
+			unsigned int at = data[0] == 'r' ? AT_RECURSIVE : 0;
+			rc = pfd >= 0 ? syscall(SYS_mount_setattr, pfd, "", at | AT_EMPTY_PATH, &a, sizeof(a))
+				      : syscall(SYS_mount_setattr, AT_FDCWD, dst, at, &a, sizeof(a));
 			break;
 		}
 		case SBX_OP_MKNOD:
@@ -363,7 +426,7 @@ static void do_mounts(struct rd *r)
 			make_empty_fs(data, flags);
 			break;
 		case SBX_OP_COVER:
-			rc = cover(dst, data);
+			rc = cover(pfd, dst, target, data);
 			break;
 		case SBX_OP_HOLD:
 			// Keep the host's view of src (the /tmp the private one covers) for the clones.
@@ -374,6 +437,7 @@ static void do_mounts(struct rd *r)
 			if (clr >= SBX_MAX_TREES)
 				fail(EINVAL, "mount", "tree slot");
 			int dfd = AT_FDCWD;
+			const char *from = src;
 			unsigned int at = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
 			if (flags & SBX_CLONE_FROM_HELD) {
 				if (held_fd < 0)
@@ -382,19 +446,34 @@ static void do_mounts(struct rd *r)
 				if (!src[0])
 					at |= AT_EMPTY_PATH;
 			}
-			rc = trees[clr] = syscall(SYS_open_tree, dfd, src, at);
+			int sfd = -1;
+			if (nofollow && src[0]) {
+				sfd = open_nofollow(dfd, src);
+				if (sfd < 0) {
+					rc = -1;
+					break;
+				}
+				dfd = sfd;
+				from = "";
+				at |= AT_EMPTY_PATH;
+			}
+			rc = trees[clr] = syscall(SYS_open_tree, dfd, from, at);
+			if (sfd >= 0) {
+				int e = errno;
+				close(sfd);
+				errno = e;
+			}
 			break;
 		}
 		case SBX_OP_MOVE_TREE:
 			if (clr >= SBX_MAX_TREES)
 				fail(EINVAL, "mount", "tree slot");
 			if (trees[clr] < 0) {
-				if (opt)
+				if (optional)
 					break; // its source did not exist
 				fail(EBADF, "mount", dst);
 			}
-			rc = syscall(SYS_move_mount, trees[clr], "", AT_FDCWD, dst,
-				     MOVE_MOUNT_F_EMPTY_PATH);
+			rc = mount_to(trees[clr], pfd, dst);
 			if (trees[clr] >= 0)
 				close(trees[clr]);
 			trees[clr] = -1;
@@ -402,8 +481,15 @@ static void do_mounts(struct rd *r)
 		default:
 			fail(EINVAL, "mount", "unknown op");
 		}
+		if (pfd >= 0) {
+			int e = errno;
+			close(pfd);
+			errno = e;
+		}
 		// Optional ops (masking paths this kernel may not have) tolerate a missing target.
-		if (rc < 0 && !(opt && (errno == ENOENT || errno == ENOTDIR)))
+		if (rc < 0 && nofollow && errno == ELOOP)
+			fail(ELOOP, "mount (a symlink replaced a planned path)", dst[0] ? dst : src);
+		if (rc < 0 && !(optional && (errno == ENOENT || errno == ENOTDIR)))
 			fail(errno, "mount", dst[0] ? dst : src);
 		if (rc < 0 && op == SBX_OP_CLONE_TREE)
 			trees[clr] = -1;

@@ -47,5 +47,7 @@ const (
 	opEmptyFS     = C.SBX_OP_EMPTY_FS
 	opCover       = C.SBX_OP_COVER
 	cloneFromHeld = C.SBX_CLONE_FROM_HELD
+	optOptional   = C.SBX_OPT_OPTIONAL
+	optNoFollow   = C.SBX_OPT_NOFOLLOW
 	maxTrees      = C.SBX_MAX_TREES
 )

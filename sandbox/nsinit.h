@@ -62,6 +62,11 @@
 #define SBX_OP_EMPTY_FS 10  /* data: tmpfs options, flags: MOUNT_ATTR_*: make the detached empty fs COVER clones */
 #define SBX_OP_COVER 11     /* dst: covered by a clone of the empty fs (or, without one, a tmpfs mounted with data) */
 #define SBX_CLONE_FROM_HELD 1 /* CLONE_TREE flags: src is relative to the held directory ("" = itself) */
+/* A mount op's opt bits. */
+#define SBX_OPT_OPTIONAL 1 /* a missing path (ENOENT, ENOTDIR) skips the op */
+#define SBX_OPT_NOFOLLOW 2 /* the op's path (src of CLONE_TREE, dst otherwise) is resolved without
+			      following any symlink: the plan resolved it, so one there now means it
+			      changed since (a user's swap), and the op fails */
 #define SBX_MAX_TREES 64
 
 /* Landlock rights a rule on a non-directory may carry (EXECUTE, WRITE_FILE, READ_FILE,

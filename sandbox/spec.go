@@ -43,7 +43,10 @@ func (e *specEncoder) mounts(ops []mountOp) error {
 		e.u32(m.op)
 		opt := uint32(0)
 		if m.optional {
-			opt = 1
+			opt |= optOptional
+		}
+		if m.nofollow {
+			opt |= optNoFollow
 		}
 		e.u32(opt)
 		e.u64(m.flags)
@@ -67,6 +70,9 @@ func (e *specEncoder) strs(tag uint32, v []string) {
 type mountOp struct {
 	op       uint32
 	optional bool // a missing target is skipped (paths a kernel may not have)
+	// nofollow: the path (a user's, resolved by the plan) is reached without following any
+	// symlink; one there at the child's turn was swapped in since, and fails the call.
+	nofollow bool
 	flags    uint64
 	clr      uint64
 	src, dst string
@@ -461,9 +467,21 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 		ro     = unix.MOUNT_ATTR_RDONLY
 		nosuid = unix.MOUNT_ATTR_NOSUID
 	)
-	trees := append([]string{}, writable...)
+	// Only dirs that exist now get a mount: the child reaches each without following a
+	// symlink, so a path whose resolution stopped at a dangling one must not reach it.
+	var trees, reopen []string // reopen: the writable ones whose mounts are made writable again
+	for _, d := range writable {
+		if _, err := v.stat(d); err == nil {
+			trees = append(trees, d)
+			// A dir the host mounts read-only stays so: writable means what the caller may
+			// write outside the sandbox too, never more.
+			if !hostReadOnly(d) {
+				reopen = append(reopen, d)
+			}
+		}
+	}
 	for _, d := range readOnly {
-		if needsOwnMount(d, writable) {
+		if _, err := v.stat(d); err == nil && needsOwnMount(d, writable) {
 			trees = append(trees, d)
 		}
 	}
@@ -479,10 +497,10 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 	// a masked path) is cloned as the child sees it, never the host's.
 	for i, d := range trees {
 		if rel, ok := strings.CutPrefix(d, "/tmp"); ok && (rel == "" || rel[0] == '/') {
-			add(mountOp{op: opCloneTree, src: strings.TrimPrefix(rel, "/"), flags: cloneFromHeld, clr: uint64(i), optional: true})
+			add(mountOp{op: opCloneTree, src: strings.TrimPrefix(rel, "/"), flags: cloneFromHeld, clr: uint64(i), optional: true, nofollow: true})
 			continue
 		}
-		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true})
+		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true, nofollow: true})
 	}
 	for i, d := range trees {
 		if under(d, "/tmp") && d != "/tmp" {
@@ -495,7 +513,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 				add(mountOp{op: opMkdir, dst: d, flags: 0o755, optional: true})
 			}
 		}
-		add(mountOp{op: opMoveTree, dst: d, clr: uint64(i), optional: true})
+		add(mountOp{op: opMoveTree, dst: d, clr: uint64(i), optional: true, nofollow: true})
 	}
 	// Deny paths that exist now are covered (after the moves, so a deny inside a writable dir
 	// wins); landlock keeps the ones created later unreadable.
@@ -505,9 +523,9 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 		case err != nil:
 			continue
 		case fi.IsDir():
-			add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true})
+			add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true, nofollow: true})
 		default:
-			add(mountOp{op: opMount, src: "/dev/null", dst: d, flags: unix.MS_BIND, optional: true})
+			add(mountOp{op: opMount, src: "/dev/null", dst: d, flags: unix.MS_BIND, optional: true, nofollow: true})
 		}
 	}
 	// Everything read-only and nosuid in one call (mount_setattr, AT_RECURSIVE), then the few
@@ -516,11 +534,21 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 	add(mountOp{op: opSetattr, dst: "/tmp", clr: ro})
 	add(mountOp{op: opSetattr, dst: "/dev/shm", clr: ro})
 	if !spec.ReadOnlyWorkspace {
-		for _, d := range writable {
-			add(mountOp{op: opSetattr, dst: d, clr: ro, optional: true})
+		for _, d := range reopen {
+			add(mountOp{op: opSetattr, dst: d, clr: ro, optional: true, nofollow: true})
 		}
 	}
 	return ops, nil
+}
+
+// hostReadOnly reports whether the mount d lies on is read-only on the host (or cannot be
+// told: then it is treated as read-only). Run as the caller, like the rest of the plan.
+func hostReadOnly(d string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d, &st); err != nil {
+		return true
+	}
+	return st.Flags&unix.ST_RDONLY != 0
 }
 
 // preludeCovered are the places the prelude covers with a mount of its own (preludeMounts):

@@ -228,6 +228,9 @@ func (s *Sandbox) start(p *Process) error {
 	if err != nil {
 		return err
 	}
+	if afterPlan != nil {
+		afterPlan(&p.spec)
+	}
 	if netns != nil {
 		defer netns.Close() // both paths below are done with it when they return
 	}
@@ -340,6 +343,10 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	return cs, netns, nil
 }
+
+// afterPlan, tests only, runs between a call's plan and its child: where another process of
+// the caller may swap a planned path for a symlink.
+var afterPlan func(*Spec)
 
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {

@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestWritableDirOnHostReadOnlyMountStaysReadOnly: a session dir the host mounts read-only
+// (a read-only bind, the admin's way to freeze a tree the user owns) is not writable in the
+// sandbox either; a writable dir beside it still is.
+func TestWritableDirOnHostReadOnlyMountStaysReadOnly(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	base := hostTempDir(t, "/var/tmp", "sbx-romount-")
+	frozen, open := filepath.Join(base, "frozen"), filepath.Join(base, "open")
+	for _, d := range []string{base, frozen, open} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(frozen, frozen, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(frozen, unix.MNT_DETACH) })
+	if err := unix.Mount("", frozen, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+		Path: "/bin/sh", Args: []string{"-c", "touch " + open + "/ok && echo open-ok; touch " + frozen + "/x"},
+		Env: []string{"PATH=/usr/bin:/bin"}, Dir: open, WritableDirs: []string{frozen, open},
+		UID: nobody, GID: nobody, Session: "ro", Call: "c1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "open-ok") {
+		t.Errorf("the writable dir beside it was not writable: %q", out)
+	}
+	if res.ExitCode == 0 || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("writing under the host's read-only mount: exit %d, %q; want Read-only file system", res.ExitCode, out)
+	}
+	if _, err := os.Stat(filepath.Join(frozen, "x")); err == nil {
+		t.Error("the file was created under the host's read-only mount")
+	}
+}
+
+// TestPathSwappedAfterPlanFailsClosed: another process of the caller replaces a directory on
+// the way to a planned writable dir, or to a deny path, with a symlink between the plan and the
+// child's mounts. The child, root while it mounts, must not follow it: it would clone the
+// directory the symlink leads to, mount it writable and give landlock's write rule to it. The
+// call fails instead, and nothing is written there.
+func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	base := hostTempDir(t, "/var/tmp", "sbx-swap-")
+	// The writable dir is base/w/tmp and the deny path base/d/tmp; a symlink in place of w or d
+	// leads to base/decoy/tmp, which exists and is not the caller's to write through here.
+	decoy := filepath.Join(base, "decoy", "tmp")
+	for _, d := range []string{base, filepath.Join(base, "w"), filepath.Join(base, "d"), filepath.Join(base, "decoy")} {
+		if err := os.MkdirAll(filepath.Join(d, "tmp"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{d, filepath.Join(d, "tmp")} {
+			if err := os.Chown(p, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	work, deny := filepath.Join(base, "w", "tmp"), filepath.Join(base, "d", "tmp")
+	spec := func(call string) *Spec {
+		return &Spec{
+			Path: "/bin/sh", Args: []string{"-c", "touch " + decoy + "/escaped; touch " + work + "/fine && echo fine"},
+			Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", WritableDirs: []string{work},
+			DenyPaths: []string{deny}, UID: nobody, GID: nobody, Session: "swap", Call: call,
+		}
+	}
+	for _, swapped := range []string{"w", "d"} {
+		t.Run(swapped, func(t *testing.T) {
+			dir := filepath.Join(base, swapped)
+			afterPlan = func(*Spec) {
+				if err := os.Rename(dir, dir+".moved"); err != nil {
+					t.Error(err)
+				}
+				if err := os.Symlink(filepath.Join(base, "decoy"), dir); err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() {
+				afterPlan = nil
+				os.Remove(dir)
+				if err := os.Rename(dir+".moved", dir); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			_, out, err := run(t, s, ctxTimeout(t, 10*time.Second), spec("c-"+swapped))
+			if !errors.Is(err, ErrInitFailed) || !errors.Is(err, syscall.ELOOP) {
+				t.Errorf("a planned path swapped for a symlink: err %v, output %q; want the init's ELOOP", err, out)
+			}
+			if _, err := os.Stat(filepath.Join(decoy, "escaped")); err == nil {
+				t.Error("the call wrote where the symlink led")
+				os.Remove(filepath.Join(decoy, "escaped"))
+			}
+		})
+	}
+	// Unswapped, the same call runs and writes only its own dir.
+	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), spec("c-plain"))
+	if err != nil || res.ExitCode != 0 || !strings.Contains(out, "fine") {
+		t.Fatalf("the call without a swap: %v %+v %q", err, res, out)
+	}
+	if _, err := os.Stat(filepath.Join(decoy, "escaped")); err == nil {
+		t.Error("the unswapped call wrote outside its writable dir")
+	}
+}
