@@ -45,11 +45,6 @@ func main() {
 	defer log.Sync()
 
 	gctune.Apply() // GOGC and GOMEMLIMIT in the environment win
-	// One P while a lone call runs, the host's CPUs beside it; GOMAXPROCS in the environment
-	// wins. Why: internal/procs.
-	if procs.Enable() {
-		log.Debug("go scheduler narrows to one P while a single call runs")
-	}
 	opts := daemon.Options{Socket: *socket, StateDir: *stateDir, ConfigPath: *cfgPath, ConfigRequired: *cfgPath != ""}
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = config.DefaultConfig
@@ -71,6 +66,12 @@ func run(opts daemon.Options, log *zap.Logger) error {
 	l, err := daemon.Listen(opts.Socket)
 	if err != nil {
 		return err
+	}
+	// Serving: one P while a lone call runs, the host's CPUs beside anything else (start-up,
+	// the policy's compile and the pool's first fill, keeps them all). GOMAXPROCS in the
+	// environment wins. Why: internal/procs.
+	if procs.Enable() {
+		log.Debug("go scheduler narrows to one P while a single call runs")
 	}
 	return d.Serve(context.Background(), l)
 }
