@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,5 +120,105 @@ func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(decoy, "escaped")); err == nil {
 		t.Error("the unswapped call wrote outside its writable dir")
+	}
+}
+
+// TestRuntimeDirHidden: the caller's /run/user/<uid> (its session bus, its systemd user
+// manager, its agents) is hidden from every call, a unix socket there being out of the network
+// namespace's reach; a socket dir in it that a session names (gpg-agent's, here) is exposed
+// alone.
+func TestRuntimeDirHidden(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	runtime := "/run/user/" + strconv.Itoa(nobody)
+	if _, err := os.Lstat(runtime); err == nil {
+		t.Skipf("%s exists on this host: the test makes its own and removes it", runtime)
+	}
+	if err := os.MkdirAll(filepath.Join(runtime, "gnupg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	for _, d := range []string{runtime, filepath.Join(runtime, "gnupg")} {
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen := func(path string) {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		os.Chown(path, nobody, nobody)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hello\n"))
+				c.Close()
+			}
+		}()
+	}
+	bus, agent := filepath.Join(runtime, "bus"), filepath.Join(runtime, "gnupg", "S.gpg-agent")
+	listen(bus)
+	listen(agent)
+	connect := `python3 -c 'import socket,sys
+for p in sys.argv[1:]:
+    s=socket.socket(socket.AF_UNIX)
+    try: s.connect(p); print(p, "connected")
+    except OSError as e: print(p, "refused", e.errno)' ` + bus + " " + agent
+	for _, tc := range []struct {
+		name     string
+		readOnly []string
+		want     []string
+	}{
+		{"nothing exposed", nil, []string{bus + " refused", agent + " refused"}},
+		{"gpg-agent exposed by path", []string{filepath.Join(runtime, "gnupg")}, []string{bus + " refused", agent + " connected"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{
+				Path: "/bin/sh", Args: []string{"-c", connect}, Env: []string{"PATH=/usr/bin:/bin"},
+				Dir: "/", ReadOnlyDirs: tc.readOnly, UID: nobody, GID: nobody, Session: "rt", Call: "c",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q in:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestHideAround(t *testing.T) {
+	base := t.TempDir()
+	h := filepath.Join(base, "rt")
+	for _, d := range []string{"bus", "systemd", "gnupg", "a/b", "a/c"} {
+		if err := os.MkdirAll(filepath.Join(h, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := func(p ...string) string { return filepath.Join(append([]string{h}, p...)...) }
+	for _, tc := range []struct {
+		name string
+		keep []string
+		want []string
+	}{
+		{"no session dir in it", []string{base + "/elsewhere"}, []string{h}},
+		{"a session dir is it", []string{h}, []string{h}},
+		{"a session dir holds it", []string{base}, []string{h}},
+		{"a socket dir exposed", []string{j("gnupg")}, []string{j("a"), j("bus"), j("systemd")}},
+		{"deeper", []string{j("a", "b")}, []string{j("a", "c"), j("bus"), j("gnupg"), j("systemd")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := hideAround([]string{h}, tc.keep)
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hideAround = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

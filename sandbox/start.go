@@ -387,20 +387,54 @@ func lookAround(spec *Spec) (*look, error) {
 	if err != nil {
 		return nil, err
 	}
-	mountDeny := append(append([]string{}, deny...), DefaultDenyPaths...)
-	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny); err != nil {
+	// The sockets (and the dirs that hold them) hidden by default stay mount-hidden only, also
+	// when the config names them: landlock does not govern connect(2), so rules around one that
+	// appears later would cost (a dozen around /run for a root caller) and protect nothing.
+	// Resolved like the rest (/var/run is a symlink): the child mounts over none.
+	sockets, err := cleanDirs(v, hiddenFor(spec.UID))
+	if err != nil {
 		return nil, err
 	}
-	// The container runtimes' sockets stay mount-hidden only, also when the config names them:
-	// landlock does not govern connect(2), so rules around one that appears later would cost
-	// (a dozen around /run for a root caller) and protect nothing.
-	sockets, err := cleanDirs(v, DefaultDenyPaths)
-	if err != nil {
+	sockets = hideAround(sockets, append(slices.Clone(l.writable), l.readOnly...))
+	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
+	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny); err != nil {
 		return nil, err
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
 	l.later = appearLater(v, l.fileDeny, spec.UID)
 	return l, nil
+}
+
+// hideAround returns hidden with every dir that holds one of keep (a session dir: an agent's
+// socket dir the policy exposes by path, such as /run/user/<uid>/gnupg) replaced by its
+// entries but the ones on the way to keep, recursively: a cover over the dir would hide what
+// the session asked for, and only that is shown. A hidden path in a session dir, or equal to
+// one, stays hidden, as deny paths do. The entries are listed as the caller, like the rest of
+// the plan.
+func hideAround(hidden, keep []string) []string {
+	var out []string
+	for _, h := range hidden {
+		out = append(out, hideAroundOne(h, keep)...)
+	}
+	return out
+}
+
+func hideAroundOne(h string, keep []string) []string {
+	holds := slices.ContainsFunc(keep, func(k string) bool { return k != h && under(k, h) })
+	if !holds {
+		return []string{h}
+	}
+	entries, err := os.ReadDir(h)
+	if err != nil {
+		return []string{h} // cannot be listed: hidden whole, the session dir with it
+	}
+	var out []string
+	for _, e := range entries {
+		if p := filepath.Join(h, e.Name()); !slices.Contains(keep, p) {
+			out = append(out, hideAroundOne(p, keep)...)
+		}
+	}
+	return out
 }
 
 // startCold creates the call's cgroup and re-executes this binary as the call's init.

@@ -92,8 +92,13 @@ func TestRealTools(t *testing.T) {
 	}
 	defer dl.Close()
 	os.Chmod(dockerSock, 0o777)
+	// Named through a symlinked dir, as /var/run/docker.sock is: the child must mount over the
+	// resolved path (it follows no symlink while it mounts).
+	if err := os.Symlink(base, filepath.Join(base, "runlink")); err != nil {
+		t.Fatal(err)
+	}
 	oldDeny := DefaultDenyPaths
-	DefaultDenyPaths = append(append([]string{}, oldDeny...), dockerSock)
+	DefaultDenyPaths = append(append([]string{}, oldDeny...), filepath.Join(base, "runlink", "docker.sock"))
 	defer func() { DefaultDenyPaths = oldDeny }()
 
 	hostUserNS, _ := os.Readlink("/proc/self/ns/user")
