@@ -9,7 +9,9 @@ import (
 
 // After a pause, a Start on a cgroup v1 host must not pay an RCU grace period for its attach
 // (6-8 ms measured without the warmer). Checked by the step timer of the attach, over several
-// calls with pauses between them, against a generous bound.
+// calls with pauses between them, against a generous bound. Without the warmer every attach
+// after the first is slow; on a loaded machine (the other packages' tests beside this one) a
+// warm one can still be, now and then, so a quarter may be.
 func TestAttachStaysFastAfterPauses(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	if s.cg.v2 {
@@ -22,7 +24,7 @@ func TestAttachStaysFastAfterPauses(t *testing.T) {
 			attach = append(attach, d)
 		}
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 9; i++ {
 		time.Sleep(150 * time.Millisecond) // past the ~50 ms after which the rwsem cools
 		spec := &Spec{Path: "/bin/true", Dir: "/", UID: nobody, GID: nobody, Session: "s1", Call: fmt.Sprintf("c%d", i)}
 		if _, _, err := run(t, s, context.Background(), spec); err != nil {
@@ -38,8 +40,8 @@ func TestAttachStaysFastAfterPauses(t *testing.T) {
 			slow++
 		}
 	}
-	if slow > 1 {
-		t.Errorf("attach after pauses: %v", attach)
+	if slow > (len(attach)-1)/4 {
+		t.Errorf("%d of %d attaches after pauses slow: %v", slow, len(attach)-1, attach)
 	}
 }
 
