@@ -3,8 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
