@@ -163,6 +163,10 @@ func TestRuntimeDirHidden(t *testing.T) {
 	bus, agent := filepath.Join(runtime, "bus"), filepath.Join(runtime, "gnupg", "S.gpg-agent")
 	listen(bus)
 	listen(agent)
+	// A symlink beside them, as runtime dirs have: exposing a dir must not trip over it.
+	if err := os.Symlink("gnupg/S.gpg-agent", filepath.Join(runtime, "S.gpg")); err != nil {
+		t.Fatal(err)
+	}
 	connect := `python3 -c 'import socket,sys
 for p in sys.argv[1:]:
     s=socket.socket(socket.AF_UNIX)
@@ -200,6 +204,10 @@ func TestHideAround(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(h, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A symlink among the entries gets no cover of its own: the child mounts over no symlink.
+	if err := os.Symlink("gnupg", filepath.Join(h, "S.gpg")); err != nil {
+		t.Fatal(err)
 	}
 	j := func(p ...string) string { return filepath.Join(append([]string{h}, p...)...) }
 	for _, tc := range []struct {

@@ -430,7 +430,9 @@ func hideAroundOne(h string, keep []string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if p := filepath.Join(h, e.Name()); !slices.Contains(keep, p) {
+		// A symlink needs no cover: what it leads to is covered where it lies, or lies
+		// outside and is not the runtime dir's to hide (and the child mounts over no symlink).
+		if p := filepath.Join(h, e.Name()); !slices.Contains(keep, p) && e.Type()&os.ModeSymlink == 0 {
 			out = append(out, hideAroundOne(p, keep)...)
 		}
 	}
