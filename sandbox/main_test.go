@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -183,4 +184,30 @@ func fileIno(t testing.TB, f *os.File) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// serveUnix listens on a unix socket at path (mode 0777, as agents' sockets are) and answers
+// every connection with greeting, until the test ends.
+func serveUnix(t testing.TB, path, greeting string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(greeting))
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); <-done })
 }

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,27 +141,9 @@ func TestRuntimeDirHidden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listen := func(path string) {
-		l, err := net.Listen("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		os.Chown(path, nobody, nobody)
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte("hello\n"))
-				c.Close()
-			}
-		}()
-	}
 	bus, agent := filepath.Join(runtime, "bus"), filepath.Join(runtime, "gnupg", "S.gpg-agent")
-	listen(bus)
-	listen(agent)
+	serveUnix(t, bus, "hello\n")
+	serveUnix(t, agent, "hello\n")
 	// A symlink beside them, as runtime dirs have: exposing a dir must not trip over it.
 	if err := os.Symlink("gnupg/S.gpg-agent", filepath.Join(runtime, "S.gpg")); err != nil {
 		t.Fatal(err)

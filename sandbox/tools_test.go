@@ -65,24 +65,7 @@ func TestRealTools(t *testing.T) {
 	agentDir := hostTempDir(t, "/tmp", "sbx-agent-")
 	os.Chmod(agentDir, 0o755)
 	agentSock := filepath.Join(agentDir, "agent.sock")
-	agent, err := net.Listen("unix", agentSock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(agentSock, 0o777)
-	agentDone := make(chan struct{})
-	go func() {
-		defer close(agentDone)
-		for {
-			c, err := agent.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("agent-hello\n"))
-			c.Close()
-		}
-	}()
-	defer func() { agent.Close(); <-agentDone }()
+	serveUnix(t, agentSock, "agent-hello\n")
 
 	// A fake docker.sock denied by default.
 	dockerSock := filepath.Join(base, "docker.sock")
