@@ -87,7 +87,7 @@ func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
 	for _, swapped := range []string{"w", "d"} {
 		t.Run(swapped, func(t *testing.T) {
 			dir := filepath.Join(base, swapped)
-			afterPlan = func(*Spec) {
+			afterPlan = func() {
 				if err := os.Rename(dir, dir+".moved"); err != nil {
 					t.Error(err)
 				}

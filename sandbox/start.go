@@ -229,7 +229,7 @@ func (s *Sandbox) start(p *Process) error {
 		return err
 	}
 	if afterPlan != nil {
-		afterPlan(&p.spec)
+		afterPlan()
 	}
 	if netns != nil {
 		defer netns.Close() // both paths below are done with it when they return
@@ -346,7 +346,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 
 // afterPlan, tests only, runs between a call's plan and its child: where another process of
 // the caller may swap a planned path for a symlink.
-var afterPlan func(*Spec)
+var afterPlan func()
 
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {
