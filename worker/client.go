@@ -227,6 +227,17 @@ func (c *Client) ResolveInfo(ctx context.Context, path string) (*Resolved, error
 	return resp.Resolve, nil
 }
 
+// ResolveRead is ResolveInfo for a Read: a missing name falls back to an existing Unicode or
+// spacing variant of it (Resolved.Variant), and an existing file's device and inode are
+// reported. Pass the answer as ReadArgs.Decided once the policy has decided on it.
+func (c *Client) ResolveRead(ctx context.Context, path string) (*Resolved, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpResolve, Path: path, Fallback: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Resolve, nil
+}
+
 // ReadFile reads at most maxBytes of a regular file as the owner (settings files). A longer
 // file is an error, so a truncated settings file is never parsed.
 func (c *Client) ReadFile(ctx context.Context, path string, maxBytes int64) ([]byte, error) {

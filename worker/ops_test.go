@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -62,11 +64,24 @@ func TestReadSpecialRefusedInstantly(t *testing.T) {
 		if code := errcode.Of(err); code != errcode.PermissionDenied && code != errcode.ErrnoENOENT {
 			t.Errorf("Read(%s): %v (%s)", p, err, code)
 		}
-		res, err := doResolve(p)
+		res, err := doResolve(p, true)
 		if err != nil || (res.Special == "" && p != "/dev/tty") {
 			t.Errorf("Resolve(%s) = %+v, %v", p, res, err)
 		}
 	}
+}
+
+// readDecided reads p the way the Read tool does: resolve (with the fallback) first, as the
+// policy's facts, then read exactly what the resolve found.
+func readDecided(t *testing.T, c *Client, a ReadArgs) (*Resolved, *ReadReply, []byte, error) {
+	t.Helper()
+	res, err := c.ResolveRead(ctx(t), a.Path)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", a.Path, err)
+	}
+	a.Decided = res
+	r, out, err := c.Read(ctx(t), a)
+	return res, r, out, err
 }
 
 func TestReadMissingFallsBackToUnicodeVariants(t *testing.T) {
@@ -74,22 +89,97 @@ func TestReadMissingFallsBackToUnicodeVariants(t *testing.T) {
 	d := ownedDir(t)
 	writeOwned(t, d+"/Screen Shot at 10.00.00\u202fAM.png", "\x89PNG\r\n\x1a\nrest")
 	writeOwned(t, d+"/caf\u00e9.txt", "nfc\n") // NFC on disk
-	r, _, err := c.Read(ctx(t), ReadArgs{Path: d + "/Screen Shot at 10.00.00 AM.png", Kind: KindImage})
-	if err != nil || r.MediaType != "image/png" || !strings.Contains(r.Path, "\u202f") {
-		t.Fatalf("narrow nbsp: %+v %v", r, err)
+	res, r, _, err := readDecided(t, c, ReadArgs{Path: d + "/Screen Shot at 10.00.00 AM.png", Kind: KindImage})
+	if err != nil || r.MediaType != "image/png" || !strings.Contains(r.Path, "\u202f") || res.Variant != r.Path {
+		t.Fatalf("narrow nbsp: %+v %+v %v", res, r, err)
 	}
-	_, out, err := c.Read(ctx(t), ReadArgs{Path: d + "/cafe\u0301.txt"}) // asked for NFD
-	if err != nil || !strings.Contains(string(out), "nfc") {
-		t.Fatalf("NFD: %q %v", out, err)
+	res, _, out, err := readDecided(t, c, ReadArgs{Path: d + "/cafe\u0301.txt"}) // asked for NFD
+	if err != nil || !strings.Contains(string(out), "nfc") || res.Variant != d+"/caf\u00e9.txt" || res.Resolved != res.Variant {
+		t.Fatalf("NFD: %+v %q %v", res, out, err)
 	}
-	_, _, err = c.Read(ctx(t), ReadArgs{Path: d + "/Cafe.txt"})
+	// Without a decision the worker opens the name asked for, never a variant of it.
+	if _, _, err := c.Read(ctx(t), ReadArgs{Path: d + "/cafe\u0301.txt"}); errcode.Of(err) != errcode.ErrnoENOENT || !strings.Contains(err.Error(), "caf\u00e9.txt") {
+		t.Fatalf("undecided variant: %v", err)
+	}
+	_, _, _, err = readDecided(t, c, ReadArgs{Path: d + "/Cafe.txt"})
 	if err == nil || !strings.Contains(err.Error(), "Did you mean") || !strings.Contains(err.Error(), "caf\u00e9.txt") {
 		t.Fatalf("suggestion: %v", err)
 	}
-	_, _, err = c.Read(ctx(t), ReadArgs{Path: d})
+	_, _, _, err = readDecided(t, c, ReadArgs{Path: d})
 	if errcode.Of(err) != errcode.ErrnoEISDIR || !strings.Contains(err.Error(), "Glob") {
 		t.Fatalf("dir: %v", err)
 	}
+}
+
+// TestReadOpensOnlyTheDecidedFile swaps what a decided path names between the resolve and
+// the read, every way an agent's own commands could: the worker must refuse, not follow.
+func TestReadOpensOnlyTheDecidedFile(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	outside := ownedDir(t)
+	writeOwned(t, outside+"/secret", "SECRET\n")
+	tests := []struct {
+		name string
+		// setup makes the file decided on; swap changes it afterwards.
+		setup, swap func(t *testing.T, p string)
+	}{
+		{"replaced by a symlink", func(t *testing.T, p string) { writeOwned(t, p, "ok\n") }, func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := os.Symlink(outside+"/secret", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"replaced by another file", func(t *testing.T, p string) { writeOwned(t, p, "ok\n") }, func(t *testing.T, p string) {
+			writeOwned(t, p+".new", "SECRET\n")
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"parent replaced by a symlink", func(t *testing.T, p string) { writeOwned(t, p, "ok\n") }, func(t *testing.T, p string) {
+			dir := filepath.Dir(p)
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, dir); err != nil {
+				t.Fatal(err)
+			}
+			writeOwned(t, outside+"/"+filepath.Base(p), "SECRET\n")
+		}},
+		{"created after a decision that it was missing", func(*testing.T, string) {}, func(t *testing.T, p string) {
+			writeOwned(t, p, "SECRET\n")
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(d, fmt.Sprintf("d%d", i), "f.txt")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() == 0 {
+				os.Chown(filepath.Dir(p), nobody, nobody)
+			}
+			tc.setup(t, p)
+			res, err := c.ResolveRead(ctx(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.swap(t, p)
+			_, out, err := c.Read(ctx(t), ReadArgs{Path: p, Decided: res})
+			if err == nil || strings.Contains(string(out), "SECRET") {
+				t.Fatalf("read a file that was not decided on: %q %v", out, err)
+			}
+			if res.Exists && errcode.Of(err) != errcode.Conflict {
+				t.Fatalf("err = %v (%s), want a conflict", err, errcode.Of(err))
+			}
+		})
+	}
+	t.Run("unchanged", func(t *testing.T) {
+		p := d + "/same.txt"
+		writeOwned(t, p, "same\n")
+		if _, _, out, err := readDecided(t, c, ReadArgs{Path: p}); err != nil || !strings.Contains(string(out), "same") {
+			t.Fatalf("%q %v", out, err)
+		}
+	})
 }
 
 func TestWriteAtomicKeepsModeAndOwner(t *testing.T) {
@@ -148,7 +238,7 @@ func TestResolve(t *testing.T) {
 		{"/proc/1/environ", "/proc/1/environ", SpecialProc},
 	}
 	for _, tc := range tests {
-		r, err := doResolve(tc.in)
+		r, err := doResolve(tc.in, false)
 		if err != nil || r.Resolved != tc.want || r.Special != tc.special {
 			t.Errorf("resolve %s = %+v, %v; want %s %q", tc.in, r, err, tc.want, tc.special)
 		}
@@ -229,4 +319,85 @@ func BenchmarkRead4K(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGlobAndGrepDeny: paths under a deny pattern are neither listed by Glob nor searched or
+// printed by Grep, in every output mode, however the file's name is spelled.
+func TestGlobAndGrepDeny(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	for _, name := range []string{"a.txt", ".env", "sub/.env", "secret/k.txt", "secret/deep/k2.txt", "we:ird-1.txt", "keep/x.txt"} {
+		writeOwned(t, filepath.Join(d, name), "needle\nafter\n")
+	}
+	deny := []string{"/**/.env", d + "/secret", d + "/we:ird-1.txt"}
+	g, err := c.Glob(ctx(t), GlobArgs{Pattern: "**/*", Root: d, Limit: 100, Deny: deny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(g.Paths, "\n"); g.Total != 2 || strings.Contains(got, "secret") || strings.Contains(got, ".env") {
+		t.Fatalf("glob listed denied names: %+v", g)
+	}
+	g, err = c.Glob(ctx(t), GlobArgs{Pattern: d + "/secret/**", Root: "/", Limit: 100, Deny: deny})
+	if err != nil || g.Total != 0 {
+		t.Fatalf("absolute glob under a denied dir: %+v %v", g, err)
+	}
+	base := []string{"--hidden", "--no-heading", "--color=never"}
+	for _, mode := range [][]string{{"-l"}, {"-c"}, {"-n", "-C", "1"}, {"-C", "1"}, {"-o"}, {"-l", "--glob", "*.env", "--glob", "**/secret/**"}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			args := append(append(append([]string(nil), base...), mode...), "-e", "needle|after", "--", d)
+			r, out, err := c.Grep(ctx(t), GrepArgs{Args: args, Dir: d, Deny: deny, Path: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(out), ".env") || strings.Contains(string(out), "secret") || strings.Contains(string(out), "weird") || strings.Contains(string(out), "we:ird") || bytes.IndexByte(out, 0) >= 0 {
+				t.Fatalf("denied file in the output: %+v\n%q", r, out)
+			}
+			if mode[0] != "-l" && !strings.Contains(string(out), d+"/a.txt") {
+				t.Fatalf("allowed file missing: %q", out)
+			}
+			if r.Total != strings.Count(string(out), "\n") {
+				t.Fatalf("total %d counts dropped lines: %q", r.Total, out)
+			}
+		})
+	}
+	// The excludes alone (no output filter) keep rg out of the denied files, even after an
+	// include glob of the caller's.
+	args := append(append(append([]string(nil), base...), "-l", "--glob", "*.env"), rgDenyArgs(deny)...)
+	_, out, err := c.Grep(ctx(t), GrepArgs{Args: append(args, "-e", "needle", "--", d), Dir: "/"})
+	if err != nil || strings.Contains(string(out), ".env") || strings.Contains(string(out), "secret") {
+		t.Fatalf("rg excludes: %q %v", out, err)
+	}
+	// rg's own separators are back: path:line:text for matches, path-line-text for context.
+	_, out, err = c.Grep(ctx(t), GrepArgs{Args: append(append([]string(nil), base...), "-n", "-A", "1", "-e", "needle", "--", d+"/keep"), Deny: deny, Path: d + "/keep"})
+	if err != nil || string(out) != d+"/keep/x.txt:1:needle\n"+d+"/keep/x.txt-2-after\n" {
+		t.Fatalf("separators: %q %v", out, err)
+	}
+	// One file: rg names none, and the file searched is the decided one.
+	_, out, err = c.Grep(ctx(t), GrepArgs{Args: append(append([]string(nil), base...), "-n", "-e", "needle", "--", d+"/a.txt"), Deny: deny, Path: d + "/a.txt"})
+	if err != nil || string(out) != "1:needle\n" {
+		t.Fatalf("one file: %q %v", out, err)
+	}
+	// Deny patterns without the path at the end are refused, not run unfiltered.
+	if _, _, err := c.Grep(ctx(t), GrepArgs{Args: []string{"-e", "x", d}, Deny: deny, Path: d}); errcode.Of(err) != errcode.BadRequest {
+		t.Fatalf("malformed: %v", err)
+	}
+}
+
+func TestRgExclude(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/**/.env", "!/**/.env"},
+		{"/home/u/p/secret", "!/home/u/p/secret"},
+		{"/home/u/p/*.{pem,key}", `!/home/u/p/*.\{pem,key\}`},
+		{"/a/x**y/**", "!/a/x*y/**"},
+		{`/a/\**`, `!/a/\**`},
+		{"/a/[^x]/[{}]", "!/a/[^x]/[{}]"},
+		{"/a/[]x]", ""},
+		{"/a/[x", ""},
+		{"/", ""},
+	}
+	for _, tc := range tests {
+		if got := rgExclude(tc.in); got != tc.want {
+			t.Errorf("rgExclude(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

@@ -47,6 +47,9 @@ type Request struct {
 	Path     string     `json:"path,omitempty"`      // resolve, readfile
 	MaxBytes int64      `json:"max_bytes,omitempty"` // readfile
 	CancelID uint64     `json:"cancel_id,omitempty"` // cancel: the request to stop
+	// Fallback (resolve) also looks for a Unicode or spacing variant of a missing name, as
+	// Read does: the policy then decides on the variant that Read will open.
+	Fallback bool `json:"fallback,omitempty"`
 }
 
 // Response is a response header. Err is set on failure; otherwise the field of the op.
@@ -116,6 +119,10 @@ type ReadArgs struct {
 	// FirstPage, LastPage select PDF pages (1-based, inclusive); 0 = all.
 	FirstPage int `json:"first_page,omitempty"`
 	LastPage  int `json:"last_page,omitempty"`
+	// Decided is what a resolve of Path (with Fallback) found and the policy decided on: the
+	// worker opens exactly that file, or refuses. Without it Path itself is opened, never a
+	// variant of its name.
+	Decided *Resolved `json:"decided,omitempty"`
 }
 
 // ReadReply describes the payload of a read.
@@ -171,6 +178,9 @@ type GlobArgs struct {
 	Pattern string `json:"pattern"`
 	Root    string `json:"root"`
 	Limit   int    `json:"limit"`
+	// Deny are absolute gitignore-style patterns (as permission.MatchPath takes them) of paths
+	// the session may not read: they are neither listed nor walked into.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // GlobReply lists matches, newest first.
@@ -191,6 +201,12 @@ type GrepArgs struct {
 	SortByMTime bool `json:"sort_by_mtime,omitempty"`
 	// MaxBytes bounds what is read of rg's output.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// Deny are absolute gitignore-style patterns (as permission.MatchPath takes them) of paths
+	// the session may not read: rg is told to exclude them, and an output line of a file
+	// matching one is dropped all the same. With Deny, Args must end with "--", Path.
+	Deny []string `json:"deny,omitempty"`
+	// Path is the searched path, the last of Args (needed with Deny).
+	Path string `json:"path,omitempty"`
 }
 
 // GrepReply is one page of output lines (payload, newline-separated).
@@ -213,6 +229,14 @@ type Resolved struct {
 	Special string `json:"special,omitempty"`
 	Exists  bool   `json:"exists"`
 	IsDir   bool   `json:"is_dir,omitempty"`
+	// Variant is set when the path asked for did not exist and a resolve with Fallback found
+	// a name differing only in Unicode form or spacing: the path that will be opened instead.
+	// Resolved is then that variant's resolution.
+	Variant string `json:"variant,omitempty"`
+	// Dev and Ino identify the file Resolved names, when it exists: a later open of the
+	// decided path checks it still finds this file.
+	Dev uint64 `json:"dev,omitempty"`
+	Ino uint64 `json:"ino,omitempty"`
 }
 
 const frameHead = 4 + 8 + 4

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -42,13 +43,15 @@ func fileInfo(path string, fi fs.FileInfo) FileInfo {
 	return FileInfo{Path: path, Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
 }
 
-// WARNING: every read goes through here so that devices, FIFOs, sockets and /proc are refused
-// before they are opened (opening a FIFO blocks, reading /dev/zero never ends); rerun
-// TestReadSpecialRefusedInstantly and TestReadDevicesRefusedInstantly as root after changing.
+// WARNING: every read goes through here or openDecided so that devices, FIFOs, sockets and
+// /proc are refused before they are opened (opening a FIFO blocks, reading /dev/zero never
+// ends); rerun TestReadSpecialRefusedInstantly and TestReadDevicesRefusedInstantly as root
+// after changing.
 //
-// openRegular opens path for reading if it is a regular file. With fallback, a missing path
-// is retried under its Unicode-normalized variants, and the not-found error suggests near names.
-func openRegular(path string, fallback bool) (*os.File, fs.FileInfo, error) {
+// openRegular opens path for reading if it is a regular file. It opens that name only: a
+// missing path is an error that suggests near names, never a silent read of a variant (Read
+// gets variants decided first, through a resolve with Fallback, and opens with openDecided).
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	if !filepath.IsAbs(path) {
 		return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
 	}
@@ -57,26 +60,14 @@ func openRegular(path string, fallback bool) (*os.File, fs.FileInfo, error) {
 		return nil, nil, refuseSpecial(path, SpecialProc)
 	}
 	fi, err := os.Stat(path)
-	if err != nil && isNotExist(err) && fallback {
-		if alt := unicodeVariant(path); alt != "" {
-			path = alt
-			fi, err = os.Stat(path)
-		}
-	}
 	if err != nil {
 		if isNotExist(err) {
-			msg := fmt.Sprintf("file does not exist: %s.", path)
-			if near := nearNames(path); len(near) > 0 {
-				msg += " Did you mean " + strings.Join(near, " or ") + "?"
-			} else {
-				msg += " Check the path, or use Glob to find the file."
-			}
-			return nil, nil, errcode.Msg(errcode.ErrnoENOENT, msg)
+			return nil, nil, notExist(path)
 		}
 		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", path, unwrapPath(err)))
 	}
 	if fi.IsDir() {
-		return nil, nil, errcode.Msg(errcode.ErrnoEISDIR, fmt.Sprintf("%s is a directory, not a file; use Glob (pattern \"*\" with this path) or Bash `ls` to list it", path))
+		return nil, nil, isDirError(path)
 	}
 	if s := specialOf(fi.Mode()); s != "" || !fi.Mode().IsRegular() {
 		if s == "" {
@@ -100,6 +91,91 @@ func openRegular(path string, fallback bool) (*os.File, fs.FileInfo, error) {
 		return nil, nil, refuseSpecial(path, "special file")
 	}
 	return f, fi, nil
+}
+
+// WARNING: this is how Read opens only what the policy decided on (issue 16, item 7); rerun
+// TestReadOpensOnlyTheDecidedFile and the executor's TestReadDecidesOnWhatItOpens as root
+// after changing.
+//
+// openDecided opens the file a resolve of path found, d, and nothing else: d's resolved path
+// with no symlink followed on the way (openat2 RESOLVE_NO_SYMLINKS; O_NOFOLLOW where the
+// kernel has no openat2), then fstat must show the device and inode the resolve saw. A path
+// swapped after the decision (a new symlink, a renamed or replaced file) is refused, never
+// followed. The file's name in errors and in the reply is the one decided on: d.Variant when
+// the resolve fell back to it, else path.
+func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
+	if !filepath.IsAbs(path) || !filepath.IsAbs(d.Resolved) {
+		return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
+	}
+	name := filepath.Clean(path)
+	if d.Variant != "" {
+		name = d.Variant
+	}
+	switch {
+	case !d.Exists:
+		// Missing when decided: a file created since was not decided on.
+		return nil, nil, notExist(name)
+	case d.Special != "":
+		return nil, nil, refuseSpecial(name, d.Special)
+	case under(d.Resolved, "/proc"):
+		return nil, nil, refuseSpecial(name, SpecialProc)
+	case d.IsDir:
+		return nil, nil, isDirError(name)
+	case d.Ino == 0:
+		return nil, nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to read %s: the decision on it does not say which file it is; try again", name))
+	}
+	// O_NONBLOCK and O_NOCTTY in case the path was swapped for a FIFO or tty since the
+	// decision; the fstat below then refuses it without ever blocking.
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(unix.AT_FDCWD, d.Resolved, &unix.OpenHow{
+		Flags:   uint64(flags),
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		// Kernels before 5.6: the last component at least is not followed, and the inode
+		// check below catches a swapped parent.
+		fd, err = unix.Open(d.Resolved, flags|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+			return nil, nil, changedError(name)
+		}
+		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("open %s: %w", name, err))
+	}
+	f := os.NewFile(uintptr(fd), name)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", name, unwrapPath(err)))
+	}
+	if dev, ino := devIno(fi); dev != d.Dev || ino != d.Ino {
+		f.Close()
+		return nil, nil, changedError(name)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, refuseSpecial(name, "special file")
+	}
+	return f, fi, nil
+}
+
+// changedError refuses a file that is no longer the one the policy decided on.
+func changedError(name string) error {
+	return errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to read %s: it changed between the permission decision and the read (a different file, or a symlink, is there now); read it again to have the new one decided", name))
+}
+
+func notExist(path string) error {
+	msg := fmt.Sprintf("file does not exist: %s.", path)
+	if near := nearNames(path); len(near) > 0 {
+		msg += " Did you mean " + strings.Join(near, " or ") + "?"
+	} else {
+		msg += " Check the path, or use Glob to find the file."
+	}
+	return errcode.Msg(errcode.ErrnoENOENT, msg)
+}
+
+func isDirError(path string) error {
+	return errcode.Msg(errcode.ErrnoEISDIR, fmt.Sprintf("%s is a directory, not a file; use Glob (pattern \"*\" with this path) or Bash `ls` to list it", path))
 }
 
 func refuseSpecial(path, kind string) error {
@@ -242,7 +318,14 @@ func readAllLimit(f *os.File, limit int64) ([]byte, error) {
 }
 
 func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
-	f, fi, err := openRegular(a.Path, true)
+	var f *os.File
+	var fi fs.FileInfo
+	var err error
+	if a.Decided != nil {
+		f, fi, err = openDecided(a.Path, a.Decided)
+	} else {
+		f, fi, err = openRegular(a.Path)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,7 +358,7 @@ func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
 				return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is not a PNG, JPEG, GIF or WebP image (its bytes say otherwise); inspect it with Bash `file`", f.Name()))
 			}
 		case KindPDF:
-			text, pages, err := pdfText(ctx, f.Name(), a)
+			text, pages, err := pdfText(ctx, f, a)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -439,13 +522,19 @@ func binaryError(path string) error {
 	return errcode.Msg(errcode.Validation, fmt.Sprintf("%s looks binary (it has NUL bytes); this tool reads text, images (PNG, JPEG, GIF, WebP), PDFs and notebooks; inspect it with Bash (`file`, `xxd | head`)", path))
 }
 
-// pdfText extracts the selected pages with poppler's pdftotext, run here inside the worker's
-// confinement as the owner; pages are separated by form feeds.
-func pdfText(ctx context.Context, path string, a *ReadArgs) ([]byte, int, error) {
+// pdfText extracts the selected pages of the open file f with poppler's pdftotext, run here
+// inside the worker's confinement as the owner; pages are separated by form feeds. The tools
+// get f itself as fd 3 (/dev/fd/3), not its name, so they read the file that was decided on
+// even if the name was swapped since.
+func pdfText(ctx context.Context, f *os.File, a *ReadArgs) ([]byte, int, error) {
+	const path = "/dev/fd/3"
+	name := f.Name()
 	if _, err := exec.LookPath("pdftotext"); err != nil {
 		return nil, 0, errcode.Msg(errcode.Unavailable, "reading PDFs needs pdftotext (Debian package poppler-utils), which is not installed; ask the administrator, or convert the PDF with Bash")
 	}
-	info, err := exec.CommandContext(ctx, "pdfinfo", path).Output()
+	infoCmd := exec.CommandContext(ctx, "pdfinfo", path)
+	infoCmd.ExtraFiles = []*os.File{f}
+	info, err := infoCmd.Output()
 	pages := 0
 	if err == nil {
 		for _, l := range strings.Split(string(info), "\n") {
@@ -463,6 +552,7 @@ func pdfText(ctx context.Context, path string, a *ReadArgs) ([]byte, int, error)
 	}
 	args = append(args, path, "-")
 	cmd := exec.CommandContext(ctx, "pdftotext", args...)
+	cmd.ExtraFiles = []*os.File{f}
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4096}
 	stdout, err := cmd.StdoutPipe()
@@ -480,7 +570,7 @@ func pdfText(ctx context.Context, path string, a *ReadArgs) ([]byte, int, error)
 	}
 	werr := cmd.Wait()
 	if rerr != nil || werr != nil {
-		return nil, pages, errcode.Msg(errcode.ToolFailed, fmt.Sprintf("pdftotext could not read %s: %s; check the file is a valid PDF and the page range exists (the document has %d pages)", path, strings.TrimSpace(stderr.String()), pages))
+		return nil, pages, errcode.Msg(errcode.ToolFailed, fmt.Sprintf("pdftotext could not read %s: %s; check the file is a valid PDF and the page range exists (the document has %d pages)", name, strings.TrimSpace(stderr.String()), pages))
 	}
 	return text, pages, nil
 }

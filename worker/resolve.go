@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -34,11 +35,15 @@ func specialOf(m fs.FileMode) string {
 }
 
 // WARNING: the policy decides on what this returns (a deny rule on the link or its target,
-// device paths); rerun TestResolve as root after changing.
+// device paths, the name variant Read will open), and Read opens only what it returned; rerun
+// TestResolve, TestReadOpensOnlyTheDecidedFile and the executor's TestReadDecidesOnWhatItOpens
+// as root after changing.
 //
 // The path is cleaned lexically first, as the tools clean it before opening, so `..` means
-// the same here and in the open. Symlinks are then followed as the owner sees them.
-func doResolve(p string) (*Resolved, error) {
+// the same here and in the open. With fallback, a name that does not exist is replaced by an
+// existing Unicode or spacing variant of it (Variant), so the decision names what Read opens.
+// Symlinks are then followed as the owner sees them.
+func doResolve(p string, fallback bool) (*Resolved, error) {
 	if !filepath.IsAbs(p) {
 		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", p))
 	}
@@ -47,6 +52,23 @@ func doResolve(p string) (*Resolved, error) {
 	if under(clean, "/proc") {
 		return &Resolved{Resolved: clean, Special: SpecialProc, Exists: true}, nil
 	}
+	variant := ""
+	if fallback {
+		// Lstat, not Stat: a dangling symlink is the name asked for, not a missing one.
+		if _, err := os.Lstat(clean); err != nil && isNotExist(err) {
+			if alt := unicodeVariant(clean); alt != "" {
+				clean, variant = alt, alt
+			}
+		}
+	}
+	out, err := resolveClean(clean)
+	if out != nil {
+		out.Variant = variant
+	}
+	return out, err
+}
+
+func resolveClean(clean string) (*Resolved, error) {
 	if r, err := filepath.EvalSymlinks(clean); err == nil {
 		out := &Resolved{Resolved: r, Exists: true}
 		if under(r, "/proc") {
@@ -56,6 +78,7 @@ func doResolve(p string) (*Resolved, error) {
 		if fi, err := os.Stat(r); err == nil {
 			out.Special = specialOf(fi.Mode())
 			out.IsDir = fi.IsDir()
+			out.Dev, out.Ino = devIno(fi)
 		}
 		return out, nil
 	}
@@ -66,7 +89,8 @@ func doResolve(p string) (*Resolved, error) {
 		if special == "" && under(clean, "/dev") {
 			special = SpecialDevice
 		}
-		return &Resolved{Resolved: clean, Special: special, Exists: true, IsDir: fi.IsDir()}, nil
+		dev, ino := devIno(fi)
+		return &Resolved{Resolved: clean, Special: special, Exists: true, IsDir: fi.IsDir(), Dev: dev, Ino: ino}, nil
 	}
 	if l, err := os.Lstat(clean); err == nil && l.Mode()&fs.ModeSymlink != 0 && under(clean, "/dev") {
 		return &Resolved{Resolved: clean, Special: SpecialDevice, Exists: true}, nil
@@ -77,6 +101,14 @@ func doResolve(p string) (*Resolved, error) {
 		out.Special = SpecialProc
 	}
 	return out, nil
+}
+
+// devIno is the device and inode number of fi, or zeros where the platform has none.
+func devIno(fi fs.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), st.Ino
+	}
+	return 0, 0
 }
 
 // resolveMissing resolves a path that does not exist: a dangling symlink is followed to
@@ -110,7 +142,7 @@ func doReadFile(path string, maxBytes int64) (*FileInfo, []byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
 	}
-	f, fi, err := openRegular(path, false)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}

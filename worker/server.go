@@ -144,7 +144,7 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 		}
 		resp.Grep, out, err = doGrep(ctx, req.Grep)
 	case OpResolve:
-		resp.Resolve, err = doResolve(req.Path)
+		resp.Resolve, err = doResolve(req.Path, req.Fallback)
 	case OpReadFile:
 		resp.FileInfo, out, err = doReadFile(req.Path, req.MaxBytes)
 	default:

@@ -61,7 +61,7 @@ func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 			return nil, notReadError(path)
 		}
 		if a.Expect.SHA256 != "" && fi.Size() <= MaxEditFileBytes {
-			f, _, err := openRegular(path, false)
+			f, _, err := openRegular(path)
 			if err != nil {
 				return nil, err
 			}
@@ -91,7 +91,7 @@ func doEdit(a *EditArgs) (*WriteReply, error) {
 		return nil, err
 	}
 	var content []byte
-	f, fi, err := openRegular(path, false)
+	f, fi, err := openRegular(path)
 	switch {
 	case err == nil:
 		if fi.Size() > MaxEditFileBytes {
