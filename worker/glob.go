@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 // VCSDirs are never searched by Glob and Grep.
@@ -165,6 +166,11 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 	if limit <= 0 {
 		limit = 100
 	}
+	deny := denySet(a.Deny)
+	if deny.match(start) {
+		// Everything the walk could list is under a denied path.
+		return &GlobReply{Paths: []string{}}, nil
+	}
 	var hits []globHit
 	n := 0
 	walkErr := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
@@ -180,8 +186,15 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 		}
 		if p == start {
 			if !d.IsDir() && len(pats) == 1 && len(pats[0]) == 0 {
-				// The whole pattern was static and names a file.
+				// The whole pattern was static and names a file (not denied: checked above).
 				hits = append(hits, globHit{p, mtimeOf(p, d)})
+			}
+			return nil
+		}
+		if deny.match(p) {
+			// Neither listed nor walked into: a Read deny hides the names too.
+			if d.IsDir() {
+				return filepath.SkipDir
 			}
 			return nil
 		}
@@ -262,8 +275,23 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 	if a.MaxBytes <= 0 {
 		a.MaxBytes = 64 << 20
 	}
-	cmd := exec.CommandContext(ctx, rg, a.Args...)
-	cmd.Dir = a.Dir
+	args, dir := a.Args, a.Dir
+	var filter *grepFilter
+	if len(a.Deny) > 0 {
+		n := len(args)
+		if a.Path == "" || n < 2 || args[n-2] != "--" || args[n-1] != a.Path {
+			return nil, nil, errcode.Msg(errcode.BadRequest, "grep with deny patterns: the arguments must end with \"--\" and the searched path")
+		}
+		extra := rgDenyArgs(a.Deny)
+		// After the caller's own --glob flags: of several globs matching a file, rg obeys the
+		// last, so an include such as "*.env" cannot re-admit a denied file.
+		args = append(append(append(make([]string, 0, n+len(extra)), args[:n-2]...), extra...), args[n-2:]...)
+		// rg anchors "/x" globs at its working directory; in / they are the absolute paths.
+		dir = "/"
+		filter = &grepFilter{deny: a.Deny}
+	}
+	cmd := exec.CommandContext(ctx, rg, args...)
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 8192}
 	stdout, err := cmd.StdoutPipe()
@@ -289,9 +317,15 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 			}
 			line = append(line, '\n')
 		}
-		if len(line) > 0 {
+		keep := len(line) > 0
+		if keep {
 			read += int64(len(line))
 			line = bytes.TrimSuffix(line, []byte("\n"))
+			if filter != nil {
+				line, keep = filter.line(line)
+			}
+		}
+		if keep {
 			if a.SortByMTime {
 				all = append(all, append([]byte(nil), line...))
 			} else {
@@ -375,4 +409,156 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		}
 	}
 	return reply, page.Bytes(), nil
+}
+
+// denySet holds absolute gitignore-style patterns (permission.MatchPath's syntax) of paths
+// the session may not read.
+type denySet []string
+
+// match reports whether the absolute path p, or one of its ancestors, is denied.
+func (d denySet) match(p string) bool {
+	if len(d) == 0 {
+		return false
+	}
+	segs := permission.SplitPath(p)
+	for _, pat := range d {
+		if permission.MatchPathSegs(pat, segs) {
+			return true
+		}
+	}
+	return false
+}
+
+// rgDenyArgs are the rg flags that keep denied paths out of a search: an exclude glob per
+// pattern, and field separators that start with a NUL byte, so grepFilter can tell where an
+// output line's file path ends whatever the path holds (":" and "-" included).
+func rgDenyArgs(deny []string) []string {
+	out := []string{"--field-match-separator", `\x00:`, "--field-context-separator", `\x00-`}
+	for _, p := range deny {
+		if g := rgExclude(p); g != "" {
+			out = append(out, "--glob", g)
+		}
+	}
+	return out
+}
+
+// rgExclude turns an absolute pattern of permission.MatchPath (path.Match segments and "**"
+// segments) into an rg exclude glob anchored at rg's working directory, /. rg's globs differ
+// from path.Match in braces (alternatives there, literal here: escaped) and in runs of "*"
+// inside a segment (an error there: collapsed). A pattern path.Match rejects matches nothing
+// for the policy either and gives "". The output filter stays the guarantee where the two
+// syntaxes still differ.
+func rgExclude(pattern string) string {
+	var segs []string
+	for _, s := range strings.Split(pattern, "/") {
+		if s == "" {
+			continue
+		}
+		if s == "**" {
+			segs = append(segs, s)
+			continue
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return ""
+		}
+		segs = append(segs, rgSegment(s))
+	}
+	if len(segs) == 0 {
+		return ""
+	}
+	return "!/" + strings.Join(segs, "/")
+}
+
+// rgSegment rewrites one path.Match segment for rg: braces escaped, a run of "*" made one.
+func rgSegment(s string) string {
+	var b strings.Builder
+	inClass, star := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		wasStar := star
+		star = false
+		switch {
+		case c == '\\' && i+1 < len(s):
+			b.WriteByte(c)
+			i++
+			b.WriteByte(s[i])
+			continue
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			// path.Match has no "]" first in a class (rgExclude rejected such patterns), so
+			// the next unescaped "]" ends it.
+			inClass = true
+		case c == '{' || c == '}':
+			b.WriteByte('\\')
+		case c == '*':
+			star = true
+			if wasStar {
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// grepFilter drops rg output lines of denied files and restores rg's own separators.
+type grepFilter struct {
+	deny denySet
+	// last and lastDenied memoise the previous line's file: a file's lines come together.
+	last       string
+	lastDenied bool
+}
+
+func (f *grepFilter) denied(p string) bool {
+	if p != f.last {
+		f.last, f.lastDenied = p, f.deny.match(p)
+	}
+	return f.lastDenied
+}
+
+// line returns line as rg would have printed it without the NUL separators, and false when
+// it belongs to a denied file or its shape is unknown (fail closed).
+func (f *grepFilter) line(line []byte) ([]byte, bool) {
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		prefix := string(line[:i])
+		switch {
+		case filepath.IsAbs(prefix):
+			if f.denied(prefix) {
+				return nil, false
+			}
+		case isDigits(prefix):
+			// A line number: searching one file, rg names none; that file was decided on.
+		default:
+			return nil, false
+		}
+		return bytes.ReplaceAll(line, []byte{0}, nil), true
+	}
+	s := string(line)
+	if s == "--" || !filepath.IsAbs(s) {
+		// A context break, or a line of the one file searched (no name, no -n).
+		return line, true
+	}
+	// -l and -c lines and rg's notes ("PATH: binary file matches ...") carry no field
+	// separator: the whole line, or any part of it before a colon, may be the path.
+	if f.denied(s) {
+		return nil, false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] == ':' && f.deny.match(s[:i]) {
+			return nil, false
+		}
+	}
+	return line, true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
