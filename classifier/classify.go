@@ -77,6 +77,10 @@ func classify(command string, opts Options) *Classification {
 		return c
 	}
 	c := parse(command, opts)
+	if c.ReadOnly && lineDivergence(command) {
+		c.ReadOnly = false
+		c.Reason = reasonLineStruct
+	}
 	if c.ReadOnly && len(command) > MaxReadOnlyLen {
 		c.ReadOnly = false
 		c.Reason = "too_long"
@@ -197,6 +201,19 @@ type walker struct {
 	// vals is scratch space for a command's argument values while its
 	// reason is computed; no check keeps the slice.
 	vals []string
+	// cur is the words of the command a check is judging (argv[0] first), for the
+	// checks that need more than the values (is a name word static?).
+	cur []word
+
+	// depth is how deep in nested scripts (bash -c 'STRING') this walker is.
+	depth int
+	// pipeIn is the statement whose output is the stdin of the commands being walked
+	// (the left side of a pipe), nil when there is none.
+	pipeIn *syntax.Stmt
+	// dirs are the directories relative paths may be relative to at this point of the
+	// line (Options.Cwd, then static cd targets); dirsUnknown is set after a non-static cd.
+	dirs        []string
+	dirsUnknown bool
 }
 
 // maxKeptBuf bounds the records a pooled walker keeps between lines, so one
@@ -267,6 +284,13 @@ type sub struct {
 	// plain is true for a call with at least one word, every word static
 	// and no assignments (set by call).
 	plain bool
+	// opaque: what the command runs is known only at run time (see Subcommand.Opaque).
+	opaque bool
+	// nested are the classified commands of a literal script this command runs.
+	nested *Classification
+	// dirs and dirsUnknown are the walker's at this command (see walker.dirs).
+	dirs        []string
+	dirsUnknown bool
 }
 
 // assign is one NAME=value word.
@@ -287,6 +311,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		return
 	}
 	redirs := inherited
+	nsubs := len(w.subs)
 	if len(s.Redirs) > 0 {
 		// Redirections on a compound statement apply to every command in it,
 		// so `{ ls; } > out` marks ls as writing.
@@ -300,10 +325,23 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.CallExpr:
 		w.call(s, cmd, redirs)
 	case *syntax.BinaryCmd:
+		if cmd.Op == syntax.Pipe || cmd.Op == syntax.PipeAll {
+			// Each side of a pipe runs in a subshell: a cd there does not last.
+			in, dirs, unk := w.pipeIn, w.dirs, w.dirsUnknown
+			w.pipeIn = nil
+			w.stmt(cmd.X, redirs)
+			w.dirs, w.dirsUnknown = dirs, unk
+			w.pipeIn = cmd.X
+			w.stmt(cmd.Y, redirs)
+			w.pipeIn, w.dirs, w.dirsUnknown = in, dirs, unk
+			break
+		}
 		w.stmt(cmd.X, redirs)
 		w.stmt(cmd.Y, redirs)
 	case *syntax.Subshell:
+		dirs, unk := w.dirs, w.dirsUnknown
 		w.stmts(cmd.Stmts, redirs)
+		w.dirs, w.dirsUnknown = dirs, unk
 	case *syntax.Block:
 		w.stmts(cmd.Stmts, redirs)
 	case *syntax.IfClause:
@@ -324,6 +362,9 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		case *syntax.CStyleLoop:
 			w.hasArith = true
 			w.setsVars = true
+			w.arith(l.Init)
+			w.arith(l.Cond)
+			w.arith(l.Post)
 			w.node(l)
 		}
 		w.stmts(cmd.Do, redirs)
@@ -336,8 +377,11 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.stmts(it.Stmts, redirs)
 		}
 	case *syntax.FuncDecl:
-		// A function named like a read-only command shadows it for the rest
-		// of the line; remember the names so later calls fail closed.
+		// A function shadows a command or path for the rest of the line
+		// (`/bin/ls() {...}`, command_not_found_handle runs for unknown names):
+		// no later command is provably what it looks like, so the line is
+		// not read-only. The names are kept for the per-command reason.
+		w.unsupportedf(reasonFuncDef)
 		if w.funcs == nil {
 			w.funcs = map[string]bool{}
 		}
@@ -350,21 +394,14 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.stmt(cmd.Body, redirs)
 	case *syntax.ArithmCmd:
 		w.hasArith = true
+		w.arith(cmd.X)
 		w.node(cmd.X)
 		sb := w.newSub(s, redirs)
 		sb.noCmd = true
 		w.subs = append(w.subs, sb)
 	case *syntax.TestClause:
 		w.node(cmd.X)
-		syntax.Walk(cmd.X, func(n syntax.Node) bool {
-			if b, ok := n.(*syntax.BinaryTest); ok {
-				switch b.Op {
-				case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-					w.hasArith = true
-				}
-			}
-			return true
-		})
+		w.testClause(cmd.X)
 		sb := w.newSub(s, redirs)
 		sb.noCmd = true
 		w.subs = append(w.subs, sb)
@@ -390,6 +427,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		sb.isLet = true
 		sb.args = []word{{val: "let", src: "let", static: true}}
 		for _, e := range cmd.Exprs {
+			w.arith(e)
 			w.node(e)
 			sb.args = append(sb.args, word{src: srcText(w.src, e)})
 		}
@@ -403,6 +441,24 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.unsupportedf("unsupported_construct")
 		w.node(cmd)
 	}
+	if len(s.Redirs) > 0 && len(w.subs) == nsubs {
+		// A compound command with no simple command in it (`case x in esac > f`)
+		// still opens its redirection targets: keep them as a command of their own.
+		if _, ok := s.Cmd.(*syntax.CallExpr); !ok && s.Cmd != nil {
+			sb := w.newSub(s, redirs)
+			sb.noCmd = true
+			w.subs = append(w.subs, sb)
+		}
+	}
+}
+
+// subshell walks statements that run in a subshell of their own ($(...), <(...)): a cd
+// there does not last, and their stdin is not the pipe the outer command reads.
+func (w *walker) subshell(ss []*syntax.Stmt) {
+	in, dirs, unk := w.pipeIn, w.dirs, w.dirsUnknown
+	w.pipeIn = nil
+	w.stmts(ss, nil)
+	w.pipeIn, w.dirs, w.dirsUnknown = in, dirs, unk
 }
 
 // stmtText is the source of a statement without its trailing ; or &, so a
@@ -450,6 +506,7 @@ func (w *walker) wordParts(parts []syntax.WordPart) {
 		case *syntax.Lit, *syntax.SglQuoted:
 			// nothing to find
 		case *syntax.DblQuoted:
+			w.dblQuotedParams(x.Parts)
 			w.wordParts(x.Parts)
 		case *syntax.CmdSubst:
 			w.visitNode(x)
@@ -472,14 +529,18 @@ func (w *walker) visitNode(n syntax.Node) bool {
 		if x.TempFile || x.ReplyVar {
 			w.unsupportedf("unsupported_construct")
 		}
-		w.stmts(x.Stmts, nil)
+		w.subshell(x.Stmts)
 		return false
 	case *syntax.ProcSubst:
-		w.stmts(x.Stmts, nil)
+		w.subshell(x.Stmts)
 		return false
 	case *syntax.ArithmExp:
 		w.hasArith = true
+		w.arith(x.X)
+	case *syntax.DblQuoted:
+		w.dblQuotedParams(x.Parts)
 	case *syntax.ParamExp:
+		w.paramExp(x)
 		if x.Index != nil || x.Slice != nil {
 			w.hasArith = true
 		}
@@ -500,6 +561,7 @@ func (w *walker) redirects(inherited []Redirect, rs []*syntax.Redirect) []Redire
 			w.node(r.Word)
 		}
 		if r.Hdoc != nil {
+			w.dblQuotedParams(r.Hdoc.Parts)
 			w.node(r.Hdoc)
 		}
 		out = append(out, w.redirect(r))
@@ -593,6 +655,10 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	sb := w.newSub(s, redirs)
 	sb.args = w.newWords(len(c.Args))
 	for _, a := range c.Assigns {
+		if a.Index != nil || a.Array != nil {
+			// a[i]=v and a=([i]=v) evaluate i arithmetically (indexed arrays).
+			w.unsupportedf(reasonArrayAssign)
+		}
 		sb.assigns = append(sb.assigns, evalAssign(w.src, a))
 	}
 	plain := len(c.Args) > 0 && len(sb.assigns) == 0

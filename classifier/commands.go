@@ -25,6 +25,7 @@ var readOnly map[string]cmdSpec
 func init() {
 	plain := cmdSpec{}
 	neutral := cmdSpec{neutral: true}
+	names := cmdSpec{neutral: true, check: checkNameArgs}
 	readOnly = map[string]cmdSpec{
 		// Readers with no option that writes, runs a program or follows forever.
 		"ls": plain, "cat": plain, "head": plain, "wc": plain, "stat": plain, "pwd": neutral,
@@ -38,13 +39,13 @@ func init() {
 		"strings": plain, "type": plain, "column": plain, "rev": plain, "df": plain,
 		"free": plain, "uptime": plain, "nproc": plain, "arch": plain, "locale": plain,
 		"tty": plain, "groups": plain, "ps": plain, "jq": plain, "join": plain,
-		// Neutral: output or shell state only; printf -v and read set variables,
-		// which the line-level arithmetic check accounts for.
-		"echo": neutral, "printf": {neutral: true, check: checkPrintf}, "true": neutral,
-		"false": neutral, ":": neutral, "test": neutral, "[": neutral, "sleep": neutral,
+		// Neutral: output or shell state only. printf -v, read, mapfile, getopts and
+		// test -v take variable names, whose subscripts bash evaluates (checkNameArgs);
+		// the variables they set count for the line-level arithmetic check.
+		"echo": neutral, "printf": names, "true": neutral,
+		"false": neutral, ":": neutral, "test": names, "[": names, "sleep": neutral,
 		"cd": neutral, "pushd": neutral, "popd": neutral, "dirs": neutral,
-		"read": {neutral: true, check: setsVars}, "mapfile": {neutral: true, check: setsVars},
-		"readarray": {neutral: true, check: setsVars}, "getopts": {neutral: true, check: setsVars},
+		"read": names, "mapfile": names, "readarray": names, "getopts": names,
 		// Commands with options that write or execute.
 		"tail":     {strict: true, check: checkTail},
 		"file":     {strict: true, check: checkFile},
@@ -262,6 +263,7 @@ func (w *walker) argvReason(args []word, depth int) string {
 		vals = append(vals, a.val)
 	}
 	w.vals = vals // no check keeps args, so the next command may reuse them
+	w.cur = args
 	if spec.check != nil {
 		if r := spec.check(vals, w); r != "" {
 			return r
@@ -406,11 +408,15 @@ func (w *walker) wrapperReason(n string, args []word, depth int) string {
 			}
 		}
 	}
-	if inner >= len(args) {
-		// env, nice, command -v x, time alone only print.
-		return "neutral"
+	r := "neutral" // env, nice, command -v x, time alone only print.
+	if inner < len(args) {
+		r = w.argvReason(args[inner:], depth+1)
 	}
-	return w.argvReason(args[inner:], depth+1)
+	if n == "nohup" && (r == "neutral" || r == "read_only") {
+		// nohup writes nohup.out (in the cwd, else $HOME) when stdout is a terminal.
+		return "nohup_output"
+	}
+	return r
 }
 
 // unwrapOne returns the index of the inner command of the wrapper argv[0],
@@ -549,18 +555,6 @@ func isAssignWord(a string) bool {
 		}
 	}
 	return true
-}
-
-func setsVars(_ []string, w *walker) string {
-	w.setsVars = true
-	return ""
-}
-
-func checkPrintf(args []string, w *walker) string {
-	if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
-		w.setsVars = true
-	}
-	return ""
 }
 
 // checkTail refuses following: tail -f never ends, and a command approved

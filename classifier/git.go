@@ -8,28 +8,31 @@ import (
 // checkGit allows git only with global options that keep it in this
 // repository with its own configuration, and only read-only subcommands.
 // -c, --config-env and --exec-path can make any git command run a program
-// (core.pager, core.fsmonitor, diff.external); -p forces the pager.
+// (core.pager, core.fsmonitor, diff.external); -p forces the pager; -C,
+// --git-dir and --work-tree point git at another repository, whose config
+// (core.fsmonitor, ...) runs programs even for git status.
 func checkGit(args []string, w *walker) string {
+	if r := checkGitCmd(args, w); r != "" {
+		return r
+	}
+	// Every read-only subcommand that walks history or diffs takes the
+	// revision and diff options, --output=FILE among them (rev-list,
+	// shortlog, blame, reflog, stash list, log, ...): check them all.
+	return gitDiffOpts(args)
+}
+
+func checkGitCmd(args []string, w *walker) string {
 	i := 0
 	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
 		a := args[i]
-		name, val, has := strings.Cut(a, "=")
+		name, _, _ := strings.Cut(a, "=")
 		switch name {
 		case "--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
 			"--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--no-lazy-fetch", "--no-advice":
 		case "--version":
 			return ""
-		case "-C", "--git-dir", "--work-tree":
-			if name == "-C" || !has {
-				if i+1 >= len(args) {
-					return "git_unknown_option"
-				}
-				i++
-				val = args[i]
-			}
-			if !w.inside(val) {
-				return "git_outside_repo"
-			}
+		case "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix":
+			return "git_other_repo"
 		case "-c", "--config-env":
 			return "git_config_override"
 		case "--exec-path":
@@ -81,6 +84,8 @@ func checkGit(args []string, w *walker) string {
 		return "git_write_subcommand"
 	case "config":
 		return gitConfig(rest)
+	case "format-patch":
+		return "git_write_subcommand"
 	case "stash":
 		if len(rest) > 0 && rest[0] == "list" {
 			return ""
@@ -170,56 +175,62 @@ func gitListing(args []string, flags []string) string {
 	return ""
 }
 
-// gitConfig allows reading configuration only.
+// gitConfig allows only the pure read forms of git config: --get, --get-all,
+// --get-regexp, --list (and the get/list subcommands of git 2.46+), with the
+// options before the operands and the operand count of a read. git config
+// parses options after operands too, so `git config a.b v --get`-style words
+// are refused rather than guessed at: anything else may write.
 func gitConfig(args []string) string {
-	read := false
+	action := ""
 	operands := 0
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, _, has := strings.Cut(a, "=")
+		switch {
+		case operands == 0 && action == "" && (a == "get" || a == "list"):
+			action = a
+			continue
+		case !strings.HasPrefix(a, "-"):
+			operands++
+			continue
+		case operands > 0:
+			// an option after an operand
+			return "git_config_write"
+		}
 		switch name {
-		case "--file", "-f", "--blob", "--type", "--default":
+		case "--file", "-f", "--blob", "--type", "--default", "--value", "--url":
 			if !has {
 				i++
 			}
-		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color", "--get-colorbool":
-			read = true
-		case "--global", "--system", "--local", "--worktree", "--show-origin",
-			"--show-scope", "--includes", "--no-includes", "--null", "-z", "--name-only",
-			"--bool", "--int", "--path":
-		case "get", "list":
-			if operands == 0 {
-				read = true
-			}
-			operands++
-		default:
-			if strings.HasPrefix(a, "-") {
+		case "--get", "--get-all", "--get-regexp", "--list", "-l":
+			if action != "" && action != "get" && action != "list" {
 				return "git_config_write"
 			}
-			operands++
+			if action == "" {
+				action = name
+			}
+		case "--global", "--system", "--local", "--worktree", "--show-origin",
+			"--show-scope", "--includes", "--no-includes", "--null", "-z", "--name-only",
+			"--bool", "--int", "--path", "--all", "--regexp", "--fixed-value", "--bool-or-int":
+		default:
+			return "git_config_write"
 		}
 	}
-	if read || operands == 1 {
-		return ""
+	switch action {
+	case "":
+		if operands == 1 {
+			return "" // git config NAME prints its value
+		}
+	case "--list", "-l", "list":
+		if operands == 0 {
+			return ""
+		}
+	case "--get", "--get-all", "--get-regexp", "get":
+		if operands == 1 || operands == 2 && action != "get" {
+			return "" // name [value-pattern]
+		}
 	}
 	return "git_config_write"
-}
-
-// inside reports whether p (relative to the session cwd) stays in the
-// session's directories. With no cwd known, only relative paths that do not
-// climb out with .. are inside.
-func (w *walker) inside(p string) bool {
-	if p == "" {
-		return false
-	}
-	if !path.IsAbs(p) {
-		if w.opts.Cwd == "" {
-			c := path.Clean(p)
-			return c != ".." && !strings.HasPrefix(c, "../")
-		}
-		p = path.Join(w.opts.Cwd, p)
-	}
-	return inDirs(path.Clean(p), w.opts)
 }
 
 // inDirs reports whether the absolute, clean path p is in Cwd or a WorkDir.

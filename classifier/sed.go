@@ -194,10 +194,14 @@ func sedScript(s string) string {
 				i++
 			}
 		case ':', 'b', 't', 'T':
-			// Labels run to a newline or semicolon.
-			for i < n && s[i] != '\n' && s[i] != ';' {
+			// GNU sed ends a label at a newline, a semicolon or a blank, and
+			// reads a command right after it (`:x w FILE` writes FILE), so the
+			// label ends here and the loop goes on with the next command.
+			skipSpace()
+			for i < n && s[i] != '\n' && s[i] != ';' && s[i] != ' ' && s[i] != '\t' {
 				i++
 			}
+			continue
 		case 'a', 'i', 'c':
 			// Text to the end of the line; a trailing backslash continues it.
 			for i < n {

@@ -16,6 +16,24 @@ type Classification struct {
 	// Risks are auto-mode risk signals: destructive, network, exfiltration, privilege,
 	// package_install, outside_workspace_write.
 	Risks []string `json:"risks"`
+	// Paths are the files and directories recognised commands read or write (arguments of
+	// cat, cp, rm, sed -i, tee, ..., every file redirection, cd targets), absolute and cleaned
+	// against Options.Cwd (~ against Options.Home), symlinks not resolved: the daemon resolves
+	// them as the caller. Each path appears once per access and command. After a static cd,
+	// later relative paths are listed joined both to the cd target and to the directory before
+	// it (the cd may fail), so a check over all of them errs toward matching.
+	Paths []PathUse `json:"paths,omitempty"`
+	// PathsIncomplete is true when some path could not be known statically (a non-static word
+	// where a path goes, a non-static cd before relative paths, a command whose paths are
+	// not recognised but that names files). Paths then lists only what was seen.
+	PathsIncomplete bool `json:"paths_incomplete,omitempty"`
+}
+
+// PathUse is one path a command line reads or writes.
+type PathUse struct {
+	Path   string `json:"path"`   // absolute and cleaned, symlinks not resolved
+	Access string `json:"access"` // "read" or "write" (a write may read too)
+	Cmd    string `json:"cmd"`    // the command (base name) or "redirect"
 }
 
 // Subcommand is one simple command of a command line.
@@ -38,6 +56,16 @@ type Subcommand struct {
 	Redirects []Redirect `json:"redirects,omitempty"`
 	// ExactOnly is true for commands that only an exact rule may allow (watch, setsid, find -exec ...).
 	ExactOnly bool `json:"exact_only,omitempty"`
+	// Opaque is true when what this command runs is known only at run time: a command word
+	// built by expansion ($X, $(...)), a shell fed a script the classifier cannot read (a
+	// file, a pipe from a program, bash script.sh, eval "$X"), source/. FILE. Deny and ask
+	// rules cannot see through it, so the policy treats it as matching every one of them.
+	Opaque bool `json:"opaque,omitempty"`
+	// Nested is true for a command of a literal script another command runs: bash -c
+	// 'STRING', eval 'STRING', a here-string or literal pipe into a shell, find -exec,
+	// watch, setsid. It follows the command that runs it. Deny and ask rules and risk
+	// signals see it; allow rules judge the outer command, which is never read-only.
+	Nested bool `json:"nested,omitempty"`
 }
 
 // Redirect is one redirection of a simple command.

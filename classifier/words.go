@@ -111,6 +111,10 @@ func evalWordSlow(src string, w *syntax.Word) word {
 		}
 	}
 	out.val = b.String()
+	if !out.glob && len(w.Parts) > 1 && braceExpands(w) {
+		// {"-o",f}: the comma is in another literal part than the brace.
+		out.glob = true
+	}
 	return out
 }
 
