@@ -81,61 +81,6 @@ func TestAsCaller(t *testing.T) {
 	}
 }
 
-// TestPlanLooksAsTheCaller: a worktree's .git file naming a git dir behind a directory the
-// caller cannot enter does not make that git dir writable: the plan read it as the caller. The
-// same git dir, reachable, is added (the fixture works).
-func TestPlanLooksAsTheCaller(t *testing.T) {
-	testutil.RequireRoot(t)
-	s := newTestSandbox(t, Config{})
-	base := hostTempDir(t, "/var/tmp", "sbx-planlook-")
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fence := filepath.Join(base, "fence") // root's; 0700, then 0755
-	gitDir := filepath.Join(fence, "gitdir")
-	work := filepath.Join(base, "work")
-	for _, d := range []string{fence, gitDir, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{gitDir, work} {
-		if err := os.Chown(d, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(work, ".git"), []byte("gitdir: "+gitDir+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(filepath.Join(work, ".git"), nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
-	writable := func() []string {
-		t.Helper()
-		cs := planOf(t, s, Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work},
-			UID: nobody, GID: nobody, Session: "s", Call: "c"})
-		var out []string
-		for _, m := range cs.mounts {
-			if m.op == opMoveTree {
-				out = append(out, m.dst)
-			}
-		}
-		return out
-	}
-	if err := os.Chmod(fence, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if got := writable(); slices.Contains(got, gitDir) {
-		t.Fatalf("writable mounts %v include %s, which the caller cannot reach", got, gitDir)
-	}
-	if err := os.Chmod(fence, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := writable(); !slices.Contains(got, gitDir) {
-		t.Fatalf("writable mounts %v lack the caller's reachable git dir %s", got, gitDir)
-	}
-}
-
 // TestAsCallerConcurrent: goroutines switching to callers' identities on their threads never
 // lend one to another goroutine: callers running side by side are refused a root-only dir every
 // time, and root reading it meanwhile on the daemon's other threads is never refused.

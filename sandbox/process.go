@@ -36,11 +36,21 @@ type Spec struct {
 	GID    uint32
 	Groups []uint32
 
-	// WritableDirs are the session cwd, additional dirs and configured cache dirs; read-only
-	// when ReadOnlyWorkspace. A dir whose ".git" is a file (a git worktree or submodule) also
-	// gets its gitdir and common dir writable, when the caller owns them, so git works.
-	WritableDirs      []string
-	ReadOnlyWorkspace bool // plan mode: WritableDirs are mounted read-only
+	// WritableDirs are the session's dirs and configured cache dirs; read-only when
+	// ReadOnlyWorkspace. Nothing else is ever writable (a worktree's ".git" file is not
+	// followed: its main repository must be a session dir of its own).
+	WritableDirs []string
+	// ReadOnlyWorkspace: the call was allowed because it only reads (or runs in plan mode):
+	// WritableDirs are mounted read-only, only the private /tmp is writable.
+	ReadOnlyWorkspace bool
+	// ProtectedPaths (absolute) and ProtectedPatterns (absolute path-rule patterns, expanded in
+	// the writable dirs) are mounted read-only where they exist inside a writable dir: the
+	// protected paths (ProtectedCandidates) and the Edit deny rules.
+	ProtectedPaths    []string
+	ProtectedPatterns []string
+	// HidePatterns are absolute path-rule patterns (Read deny rules) whose matches in the
+	// session's dirs are hidden like DenyPaths; literal ones belong in DenyPaths.
+	HidePatterns []string
 	// ReadOnlyDirs are bound read-only on top of everything else, so they show even under the
 	// private /tmp (an ssh-agent or gpg-agent socket dir is allowed this way, by path).
 	ReadOnlyDirs []string

@@ -474,7 +474,7 @@ func encodePrelude(early [][]byte, tmpSize int64, hint *landlockHint, joinNetns 
 //
 // WARNING: the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape' ./sandbox/
-func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mountOp, error) {
+func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []string) ([]mountOp, error) {
 	const (
 		ro     = unix.MOUNT_ATTR_RDONLY
 		nosuid = unix.MOUNT_ATTR_NOSUID
@@ -549,6 +549,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny []string) ([]mou
 		for _, d := range reopen {
 			add(mountOp{op: opSetattr, dst: d, clr: ro, optional: true, nofollow: true})
 		}
+		ops = append(ops, protectMounts(protected, reopen)...)
 	}
 	return ops, nil
 }

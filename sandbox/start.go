@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -173,50 +172,6 @@ func outermost(dirs []string) []string {
 	return out
 }
 
-// gitDirs finds the git directories a writable dir's git worktree or submodule keeps outside
-// it (".git" is then a file "gitdir: <path>"), so git can write its index and objects. Only
-// directories the caller owns are added: the file's content is the caller's to choose. Run as
-// the caller (lookAround), so it reads only what the caller could.
-func gitDirs(dir string, uid uint32) []string {
-	f, err := os.OpenFile(filepath.Join(dir, ".git"), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, 4096))
-	line, _, _ := strings.Cut(string(b), "\n")
-	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
-	if !ok {
-		return nil
-	}
-	gd = strings.TrimSpace(gd)
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(dir, gd)
-	}
-	out := []string{gd}
-	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
-		common := strings.TrimSpace(string(c))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gd, common)
-		}
-		out = append(out, filepath.Clean(common))
-	}
-	var owned []string
-	for _, d := range out {
-		fi, err := os.Stat(d)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
-			owned = append(owned, d)
-		}
-	}
-	return owned
-}
-
 // start builds the child's spec and runs it in a pooled init when one is ready, else in an init
 // started for the call.
 //
@@ -351,6 +306,7 @@ var afterPlan func()
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {
 	writable, readOnly []string // resolved, outermost only
+	protected          []string // read-only inside writable dirs (protectedPaths)
 	fileDeny           []string // deny paths landlock keeps unreadable
 	later              []string // deny paths that may appear while the call runs (appearLater)
 	mounts             []mountOp
@@ -359,23 +315,12 @@ type look struct {
 // lookAround resolves the spec's paths and plans the call's mounts. Run as the caller.
 func lookAround(spec *Spec) (*look, error) {
 	v := newFSView()
+	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
+	// but that file is the agent's to write, so following it would let the agent pick what
+	// becomes writable. A worktree's main repository is added as a session dir instead.
 	writable, err := cleanDirs(v, spec.WritableDirs)
 	if err != nil {
 		return nil, err
-	}
-	var gits []string
-	for _, d := range writable {
-		gits = append(gits, gitDirs(d, spec.UID)...)
-	}
-	if len(gits) > 0 { // resolve only what was added: the rest is resolved already
-		if gits, err = cleanDirs(v, gits); err != nil {
-			return nil, err
-		}
-		for _, g := range gits {
-			if !slices.Contains(writable, g) {
-				writable = append(writable, g)
-			}
-		}
 	}
 	l := &look{writable: outermost(writable)}
 	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
@@ -387,6 +332,18 @@ func lookAround(spec *Spec) (*look, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Paths the policy denies reading by a pattern: the ones that exist in the session's dirs
+	// now are hidden like deny paths.
+	for _, p := range expandPatterns(v, spec.HidePatterns, append(slices.Clone(l.writable), l.readOnly...)) {
+		if !slices.Contains(deny, p) {
+			deny = append(deny, p)
+		}
+	}
+	if !spec.ReadOnlyWorkspace {
+		if l.protected, err = protectedPaths(v, spec, l.writable); err != nil {
+			return nil, err
+		}
+	}
 	// The sockets (and the dirs that hold them) hidden by default stay mount-hidden only, also
 	// when the config names them: landlock does not govern connect(2), so rules around one that
 	// appears later would cost (a dozen around /run for a root caller) and protect nothing.
@@ -397,7 +354,7 @@ func lookAround(spec *Spec) (*look, error) {
 	}
 	sockets = hideAround(sockets, append(slices.Clone(l.writable), l.readOnly...))
 	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
-	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny); err != nil {
+	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected); err != nil {
 		return nil, err
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })

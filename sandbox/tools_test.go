@@ -17,7 +17,7 @@ import (
 func hostGit(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid",
-		"-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main"}, args...)...)
+		"-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main", "-c", "safe.directory=*"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -98,10 +98,14 @@ except OSError as e: print("refused", e.errno)' `
 		spec   func(*Spec)
 		want   []string
 	}{
+		// A worktree's and a submodule's git dirs lie outside them: the session names the
+		// main repository too (the .git file itself widens nothing).
 		{name: "git_worktree_gitdir_outside", dir: wt,
+			spec:   func(s *Spec) { s.WritableDirs = append(s.WritableDirs, repo) },
 			script: "echo y > f && " + gitc + " add f && " + gitc + " commit -qm wt && git log --oneline | wc -l",
 			want:   []string{"3\n"}},
 		{name: "git_submodule_gitdir_outside", dir: filepath.Join(repo, "sub"),
+			spec:   func(s *Spec) { s.WritableDirs = append(s.WritableDirs, repo) },
 			script: "echo y > f && " + gitc + " add f && " + gitc + " commit -qm insub && git log --oneline | wc -l",
 			want:   []string{"2\n"}},
 		{name: "git_status_in_repo", dir: repo, script: "git status --short; git submodule status | cut -c43-",

@@ -1,0 +1,244 @@
+package sandbox
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// ProtectedInDir are the paths, relative to each writable dir, that another program of the
+// user later runs as code or trusts as configuration outside the sandbox: git's config, hooks
+// and attributes (git runs core.fsmonitor, hooks and filters on the user's next command), the
+// agents' and editors' settings (.sandboxd, .claude, .mcp.json, .vscode tasks, .idea), direnv's
+// .envrc and husky's hooks. Each one that exists is mounted read-only in every child that has
+// the dir writable, and each dir on the way to it is made a mount point so it cannot be renamed
+// away and replaced.
+var ProtectedInDir = []string{
+	".git/config", ".git/hooks", ".git/info/attributes", ".gitmodules",
+	".sandboxd", ".claude", ".codex", ".mcp.json", ".vscode", ".idea", ".devcontainer", ".devcontainer.json",
+	".envrc", ".husky", ".git", // .git last: a worktree's .git file names its git dir
+}
+
+// ProtectedInHome are the same, relative to the owner's home when a writable dir holds it:
+// the shells' start-up files, git's and the user's sandboxd settings, and what the user's
+// systemd manager and desktop session start.
+var ProtectedInHome = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+	".gitconfig", ".config/git", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
+	".ssh/rc", ".ssh/authorized_keys",
+}
+
+// ProtectedCandidates lists the protected paths for writable dirs, a working directory and a
+// home, absolute; which of them exist is the plan's to find out, as the caller. Besides each
+// writable dir, every dir from the one holding cwd down to cwd is a root: git finds its
+// repository from the cwd up, and the session's cwd may be a repository inside a writable dir.
+func ProtectedCandidates(writable []string, cwd, home string) []string {
+	roots := slices.Clone(writable)
+	for _, w := range writable {
+		if under(cwd, w) {
+			for d := cwd; d != w && under(d, w); d = filepath.Dir(d) {
+				roots = append(roots, d)
+			}
+		}
+	}
+	var out []string
+	for _, d := range roots {
+		for _, rel := range ProtectedInDir {
+			out = append(out, filepath.Join(d, rel))
+		}
+	}
+	if home != "" && home != "/" {
+		for _, rel := range ProtectedInHome {
+			out = append(out, filepath.Join(home, rel))
+		}
+	}
+	return out
+}
+
+// maxProtected bounds the read-only mounts of one call: each costs the child three syscalls.
+const maxProtected = 256
+
+// protectedPaths resolves the spec's protected paths and patterns as the caller and keeps the
+// ones that exist inside a writable dir, outermost first. A path whose real place lies outside
+// every writable dir needs nothing: the call cannot write there anyway. Run as the caller.
+func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) {
+	var out []string
+	add := func(p string) {
+		if slices.Contains(out, p) || !slices.ContainsFunc(writable, func(w string) bool { return under(p, w) && p != w }) {
+			return
+		}
+		fi, err := v.lstat(p)
+		if err != nil || (filepath.Base(p) == ".git" && fi.IsDir()) {
+			return // a repository's .git dir stays writable; its config and hooks do not
+		}
+		out = append(out, p)
+	}
+	for _, p := range spec.ProtectedPaths {
+		c, err := cleanAbs(p)
+		if err != nil {
+			return nil, err
+		}
+		add(resolve(v, c))
+	}
+	for _, p := range expandPatterns(v, spec.ProtectedPatterns, writable) {
+		add(p)
+	}
+	if len(out) > maxProtected {
+		return nil, fmt.Errorf("%w: more than %d protected paths exist in the session's dirs; narrow the Edit deny rules", ErrBadSpec, maxProtected)
+	}
+	slices.Sort(out) // an ancestor before what lies below it
+	return out, nil
+}
+
+// protectMounts makes each protected path read-only, after the writable dirs were opened
+// again: every dir between its writable dir and it first becomes a mount point (a writable
+// bind onto itself), so `mv .git x && mkdir .git` or `mv ~/.config c` fails with EBUSY
+// instead of putting a file of the agent's where the read-only one was; then the path itself
+// is bound onto itself and made read-only, recursively (a file or a whole dir).
+//
+// WARNING: what keeps a writable dir's configuration files out of the agent's reach; rerun as
+// root after changing: go test -run 'TestProtected' ./sandbox/
+func protectMounts(protected, writable []string) []mountOp {
+	var ops []mountOp
+	pinned := map[string]bool{}
+	bind := func(p string) {
+		ops = append(ops,
+			mountOp{op: opCloneTree, src: p, clr: 0, optional: true, nofollow: true},
+			mountOp{op: opMoveTree, dst: p, clr: 0, optional: true, nofollow: true})
+	}
+	for _, p := range protected {
+		for _, w := range writable {
+			if !under(p, w) || p == w {
+				continue
+			}
+			for _, d := range mkdirChain(w, p) {
+				if !pinned[d] {
+					pinned[d] = true
+					bind(d)
+				}
+			}
+		}
+		pinned[p] = true
+		bind(p)
+		ops = append(ops, mountOp{op: opSetattr, dst: p, flags: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, data: "r", optional: true, nofollow: true})
+	}
+	return ops
+}
+
+// maxPatternWalk bounds the entries one call's pattern expansion visits, and maxPatternDepth
+// how deep below a session dir it looks (sandbox-runtime scans 3 levels by default). What lies
+// beyond is left to the policy, which checks every path a tool names against the same rules.
+const (
+	maxPatternWalk  = 20000
+	maxPatternDepth = 6
+)
+
+// expandPatterns lists the existing paths that match one of the absolute path-rule patterns
+// (permission.MatchPath syntax), looked for inside roots only: the policy decides reads and
+// writes elsewhere, and hiding needs only what a call can reach through its writable or
+// read-only dirs. A pattern without wildcards is its own (unescaped) path. A matching dir is
+// not descended: it is covered whole. Run as the caller.
+func expandPatterns(v *fsView, patterns, roots []string) []string {
+	var out []string
+	budget := maxPatternWalk
+	for _, pat := range patterns {
+		prefix, wild := literalPrefix(pat)
+		if !wild {
+			if _, err := v.lstat(prefix); err == nil {
+				out = append(out, prefix)
+			}
+			continue
+		}
+		for _, start := range walkStarts(prefix, roots) {
+			base := strings.Count(start, "/")
+			_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return nil // unreadable to the caller: unreadable in the child too
+				}
+				if budget--; budget < 0 {
+					return filepath.SkipAll
+				}
+				if permission.MatchPath(pat, p) {
+					out = append(out, p)
+					if d.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if d.IsDir() && strings.Count(p, "/")-base >= maxPatternDepth {
+					return filepath.SkipDir
+				}
+				return nil
+			})
+		}
+	}
+	return out
+}
+
+// walkStarts is where a pattern with the literal prefix could match inside roots: the prefix
+// itself when a root holds it, else each root inside the prefix.
+func walkStarts(prefix string, roots []string) []string {
+	for _, r := range roots {
+		if under(prefix, r) {
+			return []string{prefix}
+		}
+	}
+	var out []string
+	for _, r := range roots {
+		if under(r, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// LiteralPath is the path an absolute path-rule pattern names when it holds no wildcard.
+func LiteralPath(pattern string) (string, bool) {
+	p, wild := literalPrefix(pattern)
+	return p, !wild
+}
+
+// literalPrefix is the pattern's leading segments that hold no wildcard, unescaped, and
+// whether anything after them does.
+func literalPrefix(pat string) (string, bool) {
+	segs := strings.Split(strings.TrimPrefix(pat, "/"), "/")
+	var lit []string
+	for _, s := range segs {
+		if strings.ContainsAny(unescapedMeta(s), "*?[") {
+			return "/" + strings.Join(lit, "/"), true
+		}
+		lit = append(lit, unescape(s))
+	}
+	return "/" + strings.Join(lit, "/"), false
+}
+
+// unescapedMeta drops escaped characters, leaving the metacharacters that act as such.
+func unescapedMeta(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

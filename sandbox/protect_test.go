@@ -1,0 +1,237 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// protectFixture is a caller's home (nobody's) holding a git repository with a local remote,
+// shell start-up files and config dirs, as an agent's session would find them.
+type protectFixture struct {
+	home, repo, remote string
+	files              map[string]string // host path -> content that must survive every call
+}
+
+func newProtectFixture(t *testing.T) *protectFixture {
+	t.Helper()
+	base := hostTempDir(t, "/var/tmp", "sbx-protect-")
+	os.Chmod(base, 0o755)
+	f := &protectFixture{home: filepath.Join(base, "home"), files: map[string]string{}}
+	f.repo, f.remote = filepath.Join(f.home, "repo"), filepath.Join(f.home, "remote")
+	for _, d := range []string{f.home, f.repo, f.remote, filepath.Join(f.home, ".config", "sandboxd"),
+		filepath.Join(f.home, ".config", "git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostGit(t, f.remote, "init", "-q")
+	os.WriteFile(filepath.Join(f.remote, "R"), []byte("remote\n"), 0o644)
+	hostGit(t, f.remote, "add", "R")
+	hostGit(t, f.remote, "commit", "-qm", "remote")
+	hostGit(t, f.repo, "init", "-q")
+	os.WriteFile(filepath.Join(f.repo, "README"), []byte("hello\n"), 0o644)
+	hostGit(t, f.repo, "add", "README")
+	hostGit(t, f.repo, "commit", "-qm", "init")
+	hostGit(t, f.repo, "remote", "add", "origin", f.remote)
+	for p, c := range map[string]string{
+		filepath.Join(f.home, ".bashrc"):                              "# rc\n",
+		filepath.Join(f.home, ".gitconfig"):                           "[user]\n\tname = u\n",
+		filepath.Join(f.home, ".config", "sandboxd", "settings.json"): `{"permissions":{}}` + "\n",
+		filepath.Join(f.home, ".config", "git", "config"):             "[core]\n",
+		filepath.Join(f.repo, ".envrc"):                               "export A=1\n",
+		filepath.Join(f.repo, ".git", "hooks", "pre-commit"):          "#!/bin/sh\nexit 0\n",
+	} {
+		if err := os.WriteFile(p, []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chownR(t, base)
+	for _, p := range []string{".bashrc", ".gitconfig", ".config/sandboxd/settings.json", ".config/git/config",
+		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config"} {
+		b, err := os.ReadFile(filepath.Join(f.home, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.files[filepath.Join(f.home, p)] = string(b)
+	}
+	return f
+}
+
+// unchanged fails the test for any protected file the call changed on the host.
+func (f *protectFixture) unchanged(t *testing.T) {
+	t.Helper()
+	for p, want := range f.files {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("host file %s changed: %q (%v), want %q", p, b, err, want)
+		}
+	}
+	for _, p := range []string{"repo/.git2", "repo/g", "c2", ".config2"} {
+		if _, err := os.Lstat(filepath.Join(f.home, p)); err == nil {
+			t.Errorf("%s was renamed away on the host", p)
+		}
+	}
+}
+
+func (f *protectFixture) spec(script, dir string, writable ...string) *Spec {
+	return &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: dir,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + f.home, "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"},
+		UID: nobody, GID: nobody, WritableDirs: writable,
+		ProtectedPaths: ProtectedCandidates(writable, dir, f.home), Session: "protect"}
+}
+
+// TestProtectedPathsStayReadOnly: with the repository and the whole home writable, every
+// write, removal, rename or replacement of a protected path fails in the kernel and the host
+// files are unchanged; git's everyday commands still work. On both init paths.
+func TestProtectedPathsStayReadOnly(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	attacks := []string{
+		`echo '[core] fsmonitor = id' >> .git/config`,
+		`cp /dev/null .git/config`,
+		`rm -f .git/config`,
+		`mv .git .git2`,
+		`mv .git/hooks .git/h2`,
+		`echo 'id' > .git/hooks/pre-commit`,
+		`echo 'id' > .git/hooks/post-checkout`,
+		`sed -i s/A/B/ .envrc`,
+		`rm -f .envrc`,
+		`echo x >> ~/.bashrc`,
+		`mv ~/.bashrc ~/c2`,
+		`echo x > ~/.gitconfig`,
+		`echo '{"permissions":{"defaultMode":"bypassPermissions"}}' > ~/.config/sandboxd/settings.json`,
+		`rm -rf ~/.config/sandboxd`,
+		`mv ~/.config ~/.config2`,
+		`echo x > ~/.config/git/config`,
+		`git config core.hooksPath /tmp`,
+	}
+	var script strings.Builder
+	for i, a := range attacks {
+		// Each attack reports "ok N" only if it succeeded.
+		fmt.Fprintf(&script, "( %s ) 2>/dev/null && echo 'ATTACK-WORKED %d'\n", a, i)
+	}
+	const gitc = "git -c user.name=a -c user.email=a@example.invalid -c protocol.file.allow=always"
+	script.WriteString(gitc + " fetch -q origin && echo fetched\n")
+	script.WriteString("echo y > f && " + gitc + " add f && " + gitc + " commit -qm c && echo committed\n")
+	script.WriteString(gitc + " branch b2 && " + gitc + " checkout -q b2 && echo branched\n")
+	script.WriteString("echo z >> f && " + gitc + " stash -q && " + gitc + " stash pop -q && echo stashed\n")
+	script.WriteString("echo new > new-file && echo created\n")
+	for i, pooled := range []bool{true, false} {
+		s.noPool.Store(!pooled)
+		if pooled {
+			waitPoolReady(t, s, 1)
+		}
+		sp := f.spec(script.String(), f.repo, f.home)
+		sp.Call = fmt.Sprintf("c%d", i)
+		res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+		if err != nil {
+			t.Fatalf("pooled=%v: %v", pooled, err)
+		}
+		if strings.Contains(out, "ATTACK-WORKED") {
+			t.Errorf("pooled=%v: a write to a protected path worked (res %+v):\n%s", pooled, res, out)
+		}
+		for _, w := range []string{"fetched", "committed", "branched", "stashed", "created"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("pooled=%v: git or a plain write broke: no %q in\n%s", pooled, w, out)
+			}
+		}
+		f.unchanged(t)
+		hostGit(t, f.repo, "checkout", "-q", "main")
+		hostGit(t, f.repo, "branch", "-qD", "b2")
+	}
+}
+
+// TestProtectedPathLiftedByAllow: a path left out of ProtectedPaths (an allow rule named it)
+// is writable again, and nothing else is.
+func TestProtectedPathLiftedByAllow(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	sp := f.spec("echo '# ok' >> .git/config && echo wrote-config; echo x >> .envrc || echo envrc-refused", f.repo, f.repo)
+	sp.ProtectedPaths = slices.DeleteFunc(sp.ProtectedPaths, func(p string) bool { return p == filepath.Join(f.repo, ".git/config") })
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "wrote-config") || !strings.Contains(out, "envrc-refused") {
+		t.Fatalf("want .git/config writable and .envrc not:\n%s", out)
+	}
+}
+
+// TestGitFileNeverWidens: a ".git" file naming another directory of the caller's (its home)
+// does not make that directory writable: the agent writes that file, so it cannot choose what
+// becomes writable (it once could, and then wrote ~/.bashrc).
+func TestGitFileNeverWidens(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	work := filepath.Join(f.home, "work")
+	os.Mkdir(work, 0o755)
+	os.WriteFile(filepath.Join(work, ".git"), []byte("gitdir: "+f.home+"\n"), 0o644)
+	chownR(t, work)
+	cs := planOf(t, s, *f.spec("true", work, work))
+	for _, m := range cs.mounts {
+		if m.op == opSetattr && m.clr != 0 && (m.dst == f.home || under(work, m.dst) && m.dst != work) {
+			t.Fatalf("a writable mount %s from the .git file", m.dst)
+		}
+	}
+	sp := f.spec("echo x >> ~/.bashrc && echo WROTE; echo y > ~/newfile && echo WROTE2; true", work, work)
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "WROTE") {
+		t.Fatalf("the .git file widened the writable set:\n%s", out)
+	}
+	f.unchanged(t)
+}
+
+// TestReadOnlyCallWritesNothing: a call allowed because it only reads (ReadOnlyWorkspace)
+// cannot write its session dirs, whatever it runs; its private /tmp stays writable.
+func TestReadOnlyCallWritesNothing(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	script := `printf -v 'a[$(echo x > pwn)]' %s 1 2>/dev/null; touch made 2>/dev/null && echo WROTE;
+echo t > /tmp/scratch && cat /tmp/scratch; git status --short >/dev/null 2>&1 && echo git-status-ok`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.ReadOnlyWorkspace, sp.Call = true, "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "WROTE") || !strings.Contains(out, "t\n") || !strings.Contains(out, "git-status-ok") {
+		t.Fatalf("want no write, /tmp writable, git status working:\n%s", out)
+	}
+	for _, p := range []string{"pwn", "made"} {
+		if _, err := os.Lstat(filepath.Join(f.repo, p)); err == nil {
+			t.Errorf("%s was written on the host by a read-only call", p)
+		}
+	}
+}
+
+// TestHidePatterns: Read deny patterns hide their matches in the session's dirs, at any
+// depth the scan reaches, from every program; other files stay readable.
+func TestHidePatterns(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	sub := filepath.Join(f.repo, "a", "b")
+	os.MkdirAll(sub, 0o755)
+	for _, p := range []string{filepath.Join(f.repo, ".env"), filepath.Join(sub, ".env")} {
+		os.WriteFile(p, []byte("SECRET=1\n"), 0o644)
+	}
+	chownR(t, f.repo)
+	sp := f.spec("cat .env a/b/.env README; grep -r SECRET . ; cp a/b/.env /tmp/x && cat /tmp/x; python3 -c 'print(open(\".env\").read())'; true", f.repo, f.repo)
+	sp.HidePatterns = []string{"/**/.env"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "SECRET") || !strings.Contains(out, "hello") {
+		t.Fatalf("a denied .env was readable, or README was not:\n%s", out)
+	}
+}
