@@ -54,6 +54,9 @@ type Decision struct {
 	Step string `json:"step,omitempty"`
 	// Route says where an ask goes: "user" (approval queue), "parent" (bubble), "classifier" (auto).
 	Route string `json:"route,omitempty"`
+	// ReadOnly marks an allow granted because the call only reads: it runs with every mount
+	// read-only but its private /tmp, so whatever the classifier missed cannot write.
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Trace lists the chain steps evaluated, for --explain.
 	Trace []string `json:"trace,omitempty"`
 }

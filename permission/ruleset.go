@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"path"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -249,4 +250,47 @@ func pathBuckets(r Rule) []string {
 	default: // Write, MultiEdit, NotebookEdit
 		return []string{"write"}
 	}
+}
+
+// KernelPaths is what of a rule set's path rules the sandbox enforces in every child, as
+// absolute patterns (MatchPath syntax): Hidden from Read deny rules, ReadOnly from Edit-family
+// deny rules. A rule whose anchor is unknown is widened to any depth, as for the policy.
+type KernelPaths struct {
+	Hidden, ReadOnly []string
+}
+
+// KernelPaths lists the deny rules' patterns the sandbox turns into hidden and read-only paths.
+func (rs *RuleSet) KernelPaths() KernelPaths {
+	var k KernelPaths
+	for _, r := range rs.rules {
+		if r.Behavior != Deny || r.Kind != KindPath {
+			continue
+		}
+		abs, ok := r.AbsPattern(rs.anchors)
+		if !ok {
+			abs = "/**/" + r.Pattern
+		}
+		switch r.Tool {
+		case "Read":
+			k.Hidden = append(k.Hidden, abs)
+		case "Edit", "Write", "MultiEdit", "NotebookEdit":
+			k.ReadOnly = append(k.ReadOnly, abs)
+		}
+	}
+	return k
+}
+
+// EditAllowed reports whether an Edit-family allow rule names p explicitly (it matches p and
+// spells p's last name, so `Edit(.git/config)` does and `Edit(**)` does not): such a rule lifts
+// the kernel's protection of a protected path (a session made for repository administration).
+func (rs *RuleSet) EditAllowed(p string) bool {
+	for _, r := range rs.rules {
+		if r.Behavior != Allow || r.Kind != KindPath || r.Tool == "Read" || r.Tool == "Glob" || r.Tool == "Grep" {
+			continue
+		}
+		if abs, ok := r.AbsPattern(rs.anchors); ok && MatchPath(abs, p) && strings.HasSuffix(abs, "/"+path.Base(p)) {
+			return true
+		}
+	}
+	return false
 }

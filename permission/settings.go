@@ -195,11 +195,18 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 			return nil, nil, err
 		}
 		if (sf.src == SourceProject || sf.src == SourceLocal) && !o.TrustProject {
+			// An untrusted project may only make things stricter: deny and ask rules, and a
+			// defaultMode no looser than default (a cloned repository cannot start its own
+			// sessions in acceptEdits or bypassPermissions).
 			if len(s.Allow) > 0 || len(s.AdditionalDirectories) > 0 {
 				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: workspace not trusted; allow rules and additionalDirectories ignored", sf.path))
 			}
 			s.Allow, s.AdditionalDirectories = nil, nil
 			delete(lines, string(Allow))
+			if s.DefaultMode != "" && !untrustedModes[s.DefaultMode] {
+				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: workspace not trusted; defaultMode %s ignored", sf.path, s.DefaultMode))
+				s.DefaultMode = ""
+			}
 		}
 		if err := add(sf.path, sf.src, sf.root, s, lines); err != nil {
 			return nil, nil, err
@@ -234,6 +241,10 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 	e := rs.Effective()
 	return rs, &e, nil
 }
+
+// untrustedModes are the defaultModes an untrusted project's settings may pick: none looser
+// than default.
+var untrustedModes = map[string]bool{"default": true, "manual": true, "plan": true, "dontAsk": true}
 
 // ownerFiles lists the owner-read sources in precedence order: local, project, user.
 func ownerFiles(o LoadOptions) []sourceFile {

@@ -238,3 +238,68 @@ func TestRuleSetData(t *testing.T) {
 		t.Error("digest ignores rules")
 	}
 }
+
+// TestUntrustedProjectModes: an untrusted project's settings may pick a defaultMode no looser
+// than default; a looser one is ignored with a warning (the user's own file still applies).
+func TestUntrustedProjectModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode, file string
+		trust      bool
+		want       Mode
+	}{
+		{"bypassPermissions", ".sandboxd/settings.json", false, ModeDefault},
+		{"acceptEdits", ".sandboxd/settings.local.json", false, ModeDefault},
+		{"auto", ".sandboxd/settings.json", false, ModeDefault},
+		{"bubble", ".claude/settings.json", false, ModeDefault},
+		{"plan", ".sandboxd/settings.json", false, ModePlan},
+		{"dontAsk", ".sandboxd/settings.json", false, ModeDontAsk},
+		{"bypassPermissions", ".sandboxd/settings.json", true, ModeBypassPermissions},
+	} {
+		t.Run(tc.mode+"_"+tc.file, func(t *testing.T) {
+			proj := t.TempDir()
+			write(t, filepath.Join(proj, tc.file), `{"permissions":{"defaultMode":"`+tc.mode+`"}}`)
+			_, eff, err := Load(context.Background(), LoadOptions{Cwd: proj, ProjectRoot: proj, Owner: &dirReader{},
+				TrustProject: tc.trust, ReadClaudeSettings: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eff.DefaultMode != tc.want {
+				t.Errorf("default mode %s, want %s (warnings %v)", eff.DefaultMode, tc.want, eff.Warnings)
+			}
+		})
+	}
+}
+
+// TestKernelPaths: Read denies become hidden patterns, Edit-family denies read-only ones,
+// and only an Edit allow that names a path lifts its protection.
+func TestKernelPaths(t *testing.T) {
+	t.Parallel()
+	var rules []Rule
+	for _, x := range []struct {
+		text string
+		b    Behavior
+	}{{"Read(.env)", Deny}, {"Read(~/secret)", Deny}, {"Edit(src/gen/**)", Deny}, {"Write(//etc/x)", Deny},
+		{"Read(docs/**)", Ask}, {"Edit(.git/config)", Allow}, {"Edit(**)", Allow}} {
+		r, err := ParseRuleFor(x.text, x.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Source = SourceSession
+		rules = append(rules, r)
+	}
+	rs := NewRuleSet(rules, Effective{}, Anchors{Home: "/home/u", Cwd: "/home/u/p"})
+	k := rs.KernelPaths()
+	if strings.Join(k.Hidden, " ") != "/**/.env /home/u/secret" {
+		t.Errorf("hidden %v", k.Hidden)
+	}
+	if strings.Join(k.ReadOnly, " ") != "/**/src/gen/** /etc/x" { // a deny reaches any depth (COMPAT 1)
+		t.Errorf("read-only %v", k.ReadOnly)
+	}
+	if !rs.EditAllowed("/home/u/p/.git/config") {
+		t.Error("Edit(.git/config) should lift .git/config")
+	}
+	if rs.EditAllowed("/home/u/p/.bashrc") {
+		t.Error("Edit(**) names no path: it must not lift .bashrc")
+	}
+}
