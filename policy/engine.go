@@ -431,6 +431,7 @@ var (
 	kStep     = ast.StringTerm("step")
 	kRoute    = ast.StringTerm("route")
 	kAllow    = ast.StringTerm("allow")
+	kReadOnly = ast.StringTerm("read_only")
 )
 
 // chainSteps evaluates data.sandboxd.main.steps once per load.
@@ -500,6 +501,10 @@ func toDecision(t *ast.Term, steps []string) (permission.Decision, error) {
 	if a := m.Get(kAllow); a != nil {
 		b, _ := a.Value.(ast.Boolean)
 		allow = bool(b)
+	}
+	if ro := m.Get(kReadOnly); ro != nil {
+		b, _ := ro.Value.(ast.Boolean)
+		d.ReadOnly = bool(b) && d.Behavior == permission.Allow
 	}
 	switch d.Behavior {
 	case permission.Allow, permission.Deny, permission.Ask:

@@ -20,13 +20,14 @@ mode := "default" if {
 
 _edit_tools := {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
-# read_only: the call only reads. Bash: the classifier parsed it and found every command
-# read-only. Other tools: the tool says so and no path is written.
+# read_only: the call only reads. Bash: the classifier parsed it, found every command
+# read-only and no path it names is written (the paths it reads are checked like any read).
+# Other tools: the tool says so and no path is written.
 read_only if {
 	input.tool == "Bash"
 	input.bash.parse_error == null
 	input.bash.read_only == true
-	count(input.paths) == 0
+	count(input.write_paths) == 0
 }
 
 read_only if {
@@ -77,12 +78,17 @@ _arg_inside(a) if {
 # fallback is the mode's answer when no rule, hook or check decided.
 # Read-only comes first: every mode allows it, so the order against bypassPermissions does not
 # change an outcome, and the most common call (a read-only command, no paths) stops here.
-fallback := {"allow": true, "behavior": "allow", "reason": "read-only call inside the session's directories"} if {
+#
+# An allow granted because the call only reads carries read_only: the call then runs with every
+# mount read-only but its private /tmp, so a write the classifier missed fails in the kernel.
+# bypassPermissions would allow the call anyway, so its read-only calls keep their writable dirs.
+fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	input.read_paths == []
+	mode != "bypassPermissions"
 } else := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
-} else := {"allow": true, "behavior": "allow", "reason": "read-only call inside the session's directories"} if {
+} else := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	count(safety.outside_reads) == 0
 } else := {"allow": true, "behavior": "allow", "reason": "acceptEdits: edit inside the session's directories"} if {

@@ -32,6 +32,10 @@ _protected_cases := {
 	"github dir": {"p": "/w/.github/workflows/ci.yml", "want": false},
 	"plain": {"p": "/w/src/main.go", "want": false},
 	"config other": {"p": "/home/u/.config/nvim/init.lua", "want": false},
+	"user sandboxd settings": {"p": "/home/u/.config/sandboxd/settings.json", "want": true},
+	"systemd user unit": {"p": "/home/u/.config/systemd/user/x.service", "want": true},
+	"autostart": {"p": "/home/u/.config/autostart/x.desktop", "want": true},
+	"systemd other": {"p": "/home/u/.config/systemd/other", "want": false},
 }
 
 _is_protected(p) if {
