@@ -74,6 +74,9 @@ type Call struct {
 	Caller  session.Caller
 	// Mode is the mode this call is decided in: the session's, or one the call carries.
 	Mode permission.Mode
+	// RunReadOnly is set when the call was allowed because it only reads (plan mode's calls
+	// too): its child gets no writable mount but its private /tmp.
+	RunReadOnly bool
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 // HookVerdict is what PreToolUse hooks said about a call, merged across hooks
@@ -201,7 +202,7 @@ func (h *Hooks) runHook(ctx context.Context, c *Call, hk config.Hook, event stri
 	h.n++
 	callID := fmt.Sprintf("hook-%d", h.n)
 	h.seq.Unlock()
-	spec := h.host.Spec(c.Session, c.Mode, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", hk.Command})
+	spec := h.host.Spec(c.Session, c.Mode == permission.ModePlan, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", hk.Command})
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, err

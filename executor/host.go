@@ -58,21 +58,25 @@ func (h *Host) ResultsDir(sessionID string) string {
 
 // Spec is the confinement of one execution for a session: as the session's owner (never
 // the caller's admin identity, never root), in the session's directories, with the
-// configured limits, deny paths and cache dirs. Stdio is left to the tool.
-func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, argv []string) *sandbox.Spec {
+// configured limits, deny paths and cache dirs. readOnly (a call allowed because it only
+// reads) leaves only the private /tmp writable. The session's path rules are enforced too:
+// Read denies are hidden, Edit denies and the protected paths are read-only unless an allow
+// rule names them. Stdio is left to the tool.
+func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []string) *sandbox.Spec {
 	cfg := h.cfg.Load()
 	owner := s.Owner
 	home := owner.Home
 	if home == "" {
 		home = "/"
 	}
-	return &sandbox.Spec{
+	writable := append(s.Dirs(), expandHome(cfg.CacheDirs, home)...)
+	spec := &sandbox.Spec{
 		Path: argv[0], Args: argv[1:],
 		Env: ChildEnv(owner),
 		Dir: s.Cwd(),
 		UID: owner.UID, GID: owner.GID, Groups: owner.Groups,
-		WritableDirs:      append(s.Dirs(), expandHome(cfg.CacheDirs, home)...),
-		ReadOnlyWorkspace: mode == permission.ModePlan,
+		WritableDirs:      writable,
+		ReadOnlyWorkspace: readOnly,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
 		DenyPaths:         h.denyPaths(cfg, home),
 		AllowNetwork:      cfg.AllowNetwork,
@@ -83,6 +87,30 @@ func (h *Host) Spec(s *session.Session, mode permission.Mode, callID string, arg
 		Session: s.ID,
 		Call:    callID,
 	}
+	rs := s.RuleSet()
+	var kp permission.KernelPaths
+	if rs != nil {
+		kp = rs.KernelPaths()
+	}
+	for _, p := range kp.Hidden {
+		// A literal path goes with the deny paths: landlock also keeps it unreadable if it
+		// appears while the call runs.
+		if lit, ok := sandbox.LiteralPath(p); ok {
+			spec.DenyPaths = append(spec.DenyPaths, lit)
+		} else {
+			spec.HidePatterns = append(spec.HidePatterns, p)
+		}
+	}
+	if readOnly {
+		return spec
+	}
+	for _, p := range sandbox.ProtectedCandidates(writable, spec.Dir, owner.Home) {
+		if rs == nil || !rs.EditAllowed(p) {
+			spec.ProtectedPaths = append(spec.ProtectedPaths, p)
+		}
+	}
+	spec.ProtectedPatterns = kp.ReadOnly
+	return spec
 }
 
 // ChildEnv is the whole environment of a child: nothing of the daemon's leaks.
@@ -129,6 +157,28 @@ func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string)
 		return nil, errcode.New(errcode.ErrnoENOENT, fmt.Errorf("%s does not exist", path))
 	}
 	return r, err
+}
+
+// DirInside resolves p as the session owner and reports an error unless it is a directory
+// inside one of dirs (resolved the same way): a cwd must not reach outside the session's
+// directories through a symlink or `..`. It returns the resolved path.
+func (h *Host) DirInside(ctx context.Context, s *session.Session, p string, dirs []string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", errcode.New(errcode.Validation, fmt.Errorf("%q is not an absolute path", p))
+	}
+	info, err := h.ResolveInfo(ctx, s, filepath.Clean(p))
+	if err != nil {
+		return "", errcode.New(errcode.Validation, fmt.Errorf("%s is not usable by uid %d: %w", p, s.Owner.UID, err))
+	}
+	if !info.IsDir {
+		return "", errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", p))
+	}
+	for _, d := range dirs {
+		if r, err := h.ResolveInfo(ctx, s, d); err == nil && session.Within(info.Resolved, r.Resolved) {
+			return info.Resolved, nil
+		}
+	}
+	return "", errcode.New(errcode.Validation, fmt.Errorf("%s is outside the session's directories", p))
 }
 
 // explainHidden adds the reason to a tool's permission error on a path under a deny path: the

@@ -362,6 +362,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",
 			Reason: fmt.Sprintf("policy returned an unknown behavior %q; denied", d.Behavior)}
 	}
+	st.call.RunReadOnly = d.Behavior == permission.Allow && (d.ReadOnly || st.call.Mode == permission.ModePlan)
 	st.decision = &d
 	return nil
 }

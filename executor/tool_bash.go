@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
 
@@ -159,7 +160,7 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	if mode == "" {
 		mode = c.Session.Mode()
 	}
-	spec := h.Spec(c.Session, mode, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
+	spec := h.Spec(c.Session, c.RunReadOnly || mode == permission.ModePlan, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
 	if isSimple {
 		spec.Direct = simple.Argv
 	}
@@ -428,9 +429,14 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 	if rep.jobs > 0 {
 		res.Data["background_jobs_killed"] = rep.jobs
 	}
+	// The report comes from the command's own shell, so it is only a claim: the new cwd is
+	// resolved as the owner and kept only inside the session's directories.
 	if cwd := rep.cwd; persist && cwd != "" && cwd != c.Session.Cwd() {
-		if insideAny(cwd, c.Session.Dirs()) {
-			res.ContextChange = &ContextChange{Cwd: &cwd}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resolved, err := h.DirInside(ctx, c.Session, cwd, c.Session.Dirs())
+		cancel()
+		if err == nil {
+			res.ContextChange = &ContextChange{Cwd: &resolved}
 		} else {
 			notes = append(notes, fmt.Sprintf("Shell cwd was reset to %s (the command left the session's directories)", c.Session.Cwd()))
 		}
@@ -468,15 +474,6 @@ func parseExitReport(s string) exitReport {
 		}
 	}
 	return rep
-}
-
-func insideAny(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if insideDir(p, d) {
-			return true
-		}
-	}
-	return false
 }
 
 // insideDir reports whether the clean path p is d or below it.

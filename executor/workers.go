@@ -49,12 +49,13 @@ type workerEntry struct {
 	mu     sync.Mutex // serializes starts of this session's worker
 	client *worker.Client
 	dirs   []string
+	rules  *permission.RuleSet // the rules its hidden and protected paths came from
 	cancel context.CancelFunc
 	exited chan struct{}
 }
 
 // Worker returns the session's file worker, starting it (or a new one, when the last died
-// or the session's directories changed, which the worker's mounts depend on) as needed.
+// or the session's directories or rules changed, which the worker's mounts depend on) as needed.
 func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, error) {
 	ts := h.tools()
 	ts.mu.Lock()
@@ -71,11 +72,12 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	dirs := s.Dirs()
+	rules := s.RuleSet()
 	if e.client != nil {
 		select {
 		case <-e.client.Done():
 		default:
-			if slices.Equal(dirs, e.dirs) {
+			if slices.Equal(dirs, e.dirs) && rules == e.rules {
 				return e.client, nil
 			}
 		}
@@ -84,7 +86,7 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return e.client, h.startWorker(s, e, dirs)
+	return e.client, h.startWorker(s, e, dirs, rules)
 }
 
 // stop ends the worker and waits for it; e.mu is held.
@@ -105,7 +107,7 @@ func (e *workerEntry) stop() {
 
 // WARNING: the worker is what keeps the root daemon from opening user paths: it must run as
 // the session owner inside the session's confinement. Rerun TestWriteTool and TestBashTool as root (they check the owner's uid).
-func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string) error {
+func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, rules *permission.RuleSet) error {
 	if h.sandbox == nil {
 		return errcode.Msg(errcode.Unavailable, "the file tools are unavailable: the daemon has no sandbox configured; ask the administrator")
 	}
@@ -126,9 +128,9 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string) er
 	if path == "" {
 		path = "/proc/self/exe"
 	}
-	// Default mode: the worker is long-lived and serves every mode; the policy keeps plan
-	// mode from writing, not the worker's mounts.
-	spec := h.Spec(s, permission.ModeDefault, "worker", []string{path, worker.Arg})
+	// Writable: the worker is long-lived and serves every mode; the policy keeps plan mode
+	// from writing, not the worker's mounts. Its hidden and protected paths are the rules'.
+	spec := h.Spec(s, false, "worker", []string{path, worker.Arg})
 	spec.ExtraFiles = []*os.File{childEnd}
 	spec.Stderr = stderrW
 	wctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +172,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string) er
 		}
 		close(exited)
 	}()
-	e.client, e.dirs, e.cancel, e.exited = client, dirs, cancel, exited
+	e.client, e.dirs, e.rules, e.cancel, e.exited = client, dirs, rules, cancel, exited
 	return nil
 }
 
