@@ -67,6 +67,7 @@ type Session struct {
 	Owner          Owner     `json:"owner"`
 	ParentID       string    `json:"parent_id,omitempty"`
 	Created        time.Time `json:"created"`
+	Root           string    `json:"root"`
 	Cwd            string    `json:"cwd"`
 	AdditionalDirs []string  `json:"additional_dirs"`
 	Mode           string    `json:"mode"`
@@ -169,7 +170,7 @@ type Health struct {
 func sessionView(s session.Snapshot) Session {
 	return Session{
 		ID: s.ID, Owner: Owner{UID: s.Owner.UID, GID: s.Owner.GID, User: s.Owner.User},
-		ParentID: s.ParentID, Created: s.Created, Cwd: s.Cwd,
+		ParentID: s.ParentID, Created: s.Created, Root: s.Root, Cwd: s.Cwd,
 		AdditionalDirs: nonNil(s.AdditionalDirs), Mode: string(s.Mode),
 		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
 	}

@@ -28,6 +28,8 @@ const (
 	KindSessionCreate   Kind = "session.create"
 	KindSessionUpdate   Kind = "session.update"
 	KindSessionDelete   Kind = "session.delete"
+	KindSessionSuspend  Kind = "session.suspend"
+	KindSessionResume   Kind = "session.resume"
 	KindCallDecide      Kind = "call.decide"
 	KindCallStart       Kind = "call.start"
 	KindCallEnd         Kind = "call.end"
@@ -41,6 +43,7 @@ const (
 var callerKinds = map[Kind]bool{
 	KindDaemonStart: true, KindDaemonStop: true, KindPolicyLoad: true,
 	KindSessionCreate: true, KindSessionUpdate: true, KindSessionDelete: true,
+	KindSessionSuspend: true, KindSessionResume: true,
 	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
 	KindApprovalRequest: true, KindApprovalResolve: true,
 }

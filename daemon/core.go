@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -141,8 +142,8 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 }
 
 // reloadRules rebuilds every session's rule set after the policy reloaded (admin settings
-// may have changed). A session whose rules fail to load keeps its old set, so a broken file
-// never weakens policy; the failure is logged.
+// may have changed). A session whose rules fail to load is suspended: its old rules may lack
+// the admin's new deny, so every call is denied until a rebuild succeeds. Both are audited.
 func (c *Core) reloadRules() {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
@@ -151,10 +152,21 @@ func (c *Core) reloadRules() {
 	for _, s := range c.store.All() {
 		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
 		if err != nil {
-			c.log.Error("rebuild session rules; the old rules stay in force", zap.String("session", s.ID), zap.Error(err))
+			reason := fmt.Sprintf("session rules could not be rebuilt: %v; recreate the session", err)
+			s.Suspend(reason)
+			c.log.Error("rebuild session rules; session suspended", zap.String("session", s.ID), zap.Error(err))
+			if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionSuspend, s, map[string]string{"reason": reason}); aerr != nil {
+				c.log.Error("audit session suspension", zap.Error(aerr))
+			}
 			continue
 		}
+		was := s.Suspended()
 		s.SetRuleSet(rs)
+		if was != "" {
+			if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionResume, s, nil); aerr != nil {
+				c.log.Error("audit session resumption", zap.Error(aerr))
+			}
+		}
 	}
 }
 
@@ -179,11 +191,13 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 	cfg := c.Config()
 	snap := s.Snapshot()
 	rs, _, err := permission.Load(ctx, permission.LoadOptions{
-		PolicyDir:          cfg.PolicyDir,
-		CLIArgs:            c.cliRules,
-		Session:            &permission.Settings{Allow: rules.Allow, Deny: rules.Deny, Ask: rules.Ask},
-		Cwd:                snap.Cwd,
-		ProjectRoot:        snap.Cwd,
+		PolicyDir: cfg.PolicyDir,
+		CLIArgs:   c.cliRules,
+		Session:   &permission.Settings{Allow: rules.Allow, Deny: rules.Deny, Ask: rules.Ask},
+		// The root, not the cwd: a persisted `cd` never changes which project's settings
+		// apply, nor what the rules' relative paths mean.
+		Cwd:                snap.Root,
+		ProjectRoot:        snap.Root,
 		Home:               snap.Owner.Home,
 		Owner:              ownerReader{host: c.host, s: s},
 		ReadClaudeSettings: cfg.ReadClaudeSettings,
@@ -254,6 +268,13 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	if err := checkDirs(cwd, extra); err != nil {
 		return session.Snapshot{}, err
 	}
+	if u.Cwd != nil {
+		// A new cwd lies inside the session's directories, as the owner resolves it: the
+		// directories are what the session may write, and only they widen it.
+		if _, err := c.host.DirInside(ctx, s, cwd, append([]string{s.Root}, extra...)); err != nil {
+			return session.Snapshot{}, fmt.Errorf("cwd: %w; add the directory with additional_dirs or create a session there", err)
+		}
+	}
 	if u.Mode != nil && *u.Mode == permission.ModeBubble && snap.ParentID == "" {
 		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode needs a parent session")
 	}
@@ -270,7 +291,7 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 		defer s.SetRuleSet(rs)
 	}
 	s.Apply(u)
-	if err := c.recorder.session(ctx, "session.update", caller, s); err != nil {
+	if err := c.recorder.sessionChange(ctx, caller, snap, s); err != nil {
 		return session.Snapshot{}, err
 	}
 	return s.Snapshot(), nil

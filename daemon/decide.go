@@ -20,6 +20,9 @@ var errNoRules = errors.New("the session's rules are not loaded")
 // Decide implements executor.Decider.
 func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (permission.Decision, error) {
 	c := in.Call
+	if reason := c.Session.Suspended(); reason != "" {
+		return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "suspended", Reason: reason}, nil
+	}
 	rs := c.Session.RuleSet()
 	if rs == nil {
 		return permission.Decision{}, errNoRules
@@ -37,7 +40,7 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 		Tool: c.Tool.Name(), Input: c.Input, Mode: c.Mode,
 		Caller:    permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
 		Cwd:       snap.Cwd,
-		Dirs:      snap.AdditionalDirs,
+		Dirs:      append([]string{snap.Root}, snap.AdditionalDirs...),
 		Home:      snap.Owner.Home,
 		ReadOnly:  in.ReadOnly,
 		ToolFacts: tf,

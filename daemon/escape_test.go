@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 // Hostile commands through the socket: each is contained with the specific outcome, and the
@@ -98,7 +99,7 @@ func TestDaemonDenyPathsExist(t *testing.T) {
 	if sess.ID != s.ID {
 		t.Fatalf("session %s, want %s", sess.ID, s.ID)
 	}
-	spec := td.d.core.host.Spec(sess, sess.Mode(), "c", []string{"/bin/true"})
+	spec := td.d.core.host.Spec(sess, sess.Mode() == permission.ModePlan, "c", []string{"/bin/true"})
 	if len(spec.DenyPaths) < 2 {
 		t.Fatalf("deny paths %v: want the socket and the audit log", spec.DenyPaths)
 	}

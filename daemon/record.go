@@ -134,19 +134,50 @@ func num(v any) int64 {
 	return 0
 }
 
-// session records a session lifecycle event.
+// session records a session lifecycle event with the session's state: what its calls are
+// decided and confined by.
 func (r *recorder) session(ctx context.Context, kind string, caller session.Caller, s *session.Session) error {
+	return r.appendSession(ctx, kind, caller, s.Snapshot(), sessionDetail(s.Snapshot()))
+}
+
+// sessionChange records an update with the state before and after it.
+func (r *recorder) sessionChange(ctx context.Context, caller session.Caller, before session.Snapshot, s *session.Session) error {
+	after := s.Snapshot()
+	detail := sessionDetail(after)
+	b, _ := json.Marshal(sessionState(before))
+	detail["before"] = string(b)
+	return r.appendSession(ctx, "session.update", caller, after, detail)
+}
+
+// sessionEvent records something the daemon did to a session on its own (a suspension).
+func (r *recorder) sessionEvent(ctx context.Context, kind audit.Kind, s *session.Session, detail map[string]string) error {
 	snap := s.Snapshot()
-	detail := map[string]string{"cwd": snap.Cwd, "owner_uid": itoa(int64(snap.Owner.UID))}
-	if snap.ParentID != "" {
-		detail["parent_id"] = snap.ParentID
-	}
+	return r.log.Append(ctx, &audit.Record{Kind: kind, Session: snap.ID, Mode: string(snap.Mode), Detail: detail})
+}
+
+func (r *recorder) appendSession(ctx context.Context, kind string, caller session.Caller, snap session.Snapshot, detail map[string]string) error {
 	err := r.log.Append(ctx, &audit.Record{Kind: audit.Kind(kind), Caller: auditCaller(caller),
 		Session: snap.ID, Mode: string(snap.Mode), Detail: detail})
 	if err != nil {
 		return errcode.New(errcode.AuditUnavailable, err)
 	}
 	return nil
+}
+
+// sessionState is what a session record keeps of a session, beside its mode.
+func sessionState(snap session.Snapshot) map[string]any {
+	return map[string]any{"root": snap.Root, "cwd": snap.Cwd, "additional_dirs": snap.AdditionalDirs,
+		"mode": snap.Mode, "rules": snap.Rules, "trust_project": snap.TrustProject, "persist_cwd": snap.PersistCwd}
+}
+
+func sessionDetail(snap session.Snapshot) map[string]string {
+	detail := map[string]string{"cwd": snap.Cwd, "root": snap.Root, "owner_uid": itoa(int64(snap.Owner.UID))}
+	if snap.ParentID != "" {
+		detail["parent_id"] = snap.ParentID
+	}
+	b, _ := json.Marshal(sessionState(snap))
+	detail["state"] = string(b)
+	return detail
 }
 
 // daemon records a daemon or policy event with details.

@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,10 @@ type Session struct {
 	TrustProject bool
 	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
 	PersistCwd bool
+	// Root is the cwd the session was created with: its project (whose settings apply) and
+	// its first directory. A later cwd, persisted or set through the API, lies inside the
+	// session's directories and changes neither.
+	Root string
 
 	mu             sync.Mutex
 	cwd            string
@@ -50,6 +55,9 @@ type Session struct {
 
 	// ruleSet is the loaded rules of every source; swapped whole when rules change.
 	ruleSet atomic.Pointer[permission.RuleSet]
+	// suspended holds why the session's rules could not be rebuilt: every call is denied
+	// with it until a rebuild succeeds (never the old rules, which may be looser).
+	suspended atomic.Pointer[string]
 
 	// Reads is the read-file state used by Write and Edit staleness checks.
 	Reads *ReadState
@@ -63,6 +71,7 @@ type Snapshot struct {
 	Owner          Caller          `json:"owner"`
 	ParentID       string          `json:"parent_id,omitempty"`
 	Created        time.Time       `json:"created"`
+	Root           string          `json:"root"`
 	Cwd            string          `json:"cwd"`
 	AdditionalDirs []string        `json:"additional_dirs"`
 	Mode           permission.Mode `json:"mode"`
@@ -85,7 +94,7 @@ func (s *Session) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Snapshot{
-		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created,
+		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created, Root: s.Root,
 		Cwd: s.cwd, AdditionalDirs: append([]string(nil), s.additionalDirs...),
 		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
 	}
@@ -105,11 +114,28 @@ func (s *Session) Cwd() string {
 	return s.cwd
 }
 
-// Dirs returns the cwd followed by the additional directories: the session's workspace.
+// Dirs returns the root followed by the additional directories: the session's workspace,
+// which a change of cwd never widens (nor narrows).
 func (s *Session) Dirs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string{s.cwd}, s.additionalDirs...)
+	return append([]string{s.Root}, s.additionalDirs...)
+}
+
+// Inside reports whether the clean absolute path p is one of the session's directories or
+// lies below one.
+func (s *Session) Inside(p string) bool {
+	for _, d := range s.Dirs() {
+		if Within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// Within reports whether the clean absolute path p is d or lies below it.
+func Within(p, d string) bool {
+	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
 }
 
 // Update is a change to a session; nil fields are left alone.
@@ -149,5 +175,19 @@ func copyRules(r Rules) Rules {
 // RuleSet is the session's loaded rules (nil until loaded: the policy then denies).
 func (s *Session) RuleSet() *permission.RuleSet { return s.ruleSet.Load() }
 
-// SetRuleSet swaps in newly loaded rules.
-func (s *Session) SetRuleSet(rs *permission.RuleSet) { s.ruleSet.Store(rs) }
+// SetRuleSet swaps in newly loaded rules and lifts a suspension.
+func (s *Session) SetRuleSet(rs *permission.RuleSet) {
+	s.ruleSet.Store(rs)
+	s.suspended.Store(nil)
+}
+
+// Suspend denies every call of the session with reason until rules are set again.
+func (s *Session) Suspend(reason string) { s.suspended.Store(&reason) }
+
+// Suspended returns why the session is suspended, or "".
+func (s *Session) Suspended() string {
+	if r := s.suspended.Load(); r != nil {
+		return *r
+	}
+	return ""
+}

@@ -39,7 +39,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
 		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
-		cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
+		Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),

@@ -1,0 +1,217 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// trustFixture is a throwaway user with a project dir (a git repository) and the files an
+// agent that breaks out would go for.
+type trustFixture struct {
+	td   *testDaemon
+	bin  string
+	u    testutil.User
+	proj string
+}
+
+func newTrustFixture(t *testing.T, prefix string) *trustFixture {
+	t.Helper()
+	f := &trustFixture{td: startDaemon(t, ""), bin: buildSbctl(t), u: testutil.CreateUser(t, prefix)}
+	f.proj = filepath.Join(f.u.Home, "p")
+	for _, d := range []string{filepath.Join(f.proj, "sub"), filepath.Join(f.u.Home, ".config", "sandboxd")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range map[string]string{
+		filepath.Join(f.u.Home, ".bashrc"):                              "# rc\n",
+		filepath.Join(f.u.Home, ".config", "sandboxd", "settings.json"): "{}\n",
+		filepath.Join(f.proj, "README"):                                 "hello\n",
+	} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", f.proj).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.u.Home).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	return f
+}
+
+func (f *trustFixture) sbctl(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return sbctl(t, f.bin, f.td.socket, &f.u, args...)
+}
+
+func (f *trustFixture) session(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := f.sbctl(t, append([]string{"session", "new", "--cwd", f.proj}, args...)...)
+	if code != 0 {
+		t.Fatalf("session new %v: %d %s", args, code, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+func (f *trustFixture) show(t *testing.T, id string) api.Session {
+	t.Helper()
+	out, errOut, code := f.sbctl(t, "--json", "session", "show", id)
+	if code != 0 {
+		t.Fatalf("session show: %s", errOut)
+	}
+	var s api.Session
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("session show printed %q: %v", out, err)
+	}
+	return s
+}
+
+func (f *trustFixture) unchanged(t *testing.T, path, want string) {
+	t.Helper()
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		t.Errorf("%s changed on the host: %q (%v), want %q", path, b, err, want)
+	}
+}
+
+// TestReadOnlyAllowRunsReadOnly: in default mode a call allowed because it classifies as
+// read-only runs with no writable mount, so a command the classifier misjudges still cannot
+// write (the array-subscript family ran code through printf -v).
+func TestReadOnlyAllowRunsReadOnly(t *testing.T) {
+	f := newTrustFixture(t, "sbtro")
+	id := f.session(t)
+	for _, cmd := range []string{
+		`printf -v 'a[$(id>pwn1)]' %s 1`,
+		`test -v 'a[$(id>pwn2)]'`,
+		`cat README > /dev/null; echo x > /tmp/scratch && cat /tmp/scratch`,
+	} {
+		f.sbctl(t, "bash", "--session", id, "--", cmd)
+	}
+	for _, p := range []string{"pwn1", "pwn2"} {
+		if _, err := os.Lstat(filepath.Join(f.proj, p)); err == nil {
+			t.Errorf("%s was written in default mode", p)
+		}
+	}
+	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat README")
+	if code != 0 || out != "hello\n" {
+		t.Errorf("a read-only call no longer runs: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestGitFileAndSettingsThroughSbctl: in bypassPermissions a .git file naming the home does
+// not make ~/.bashrc writable, and the user's sandboxd settings stay read-only, through the
+// Write tool as through Bash; git itself still works.
+func TestGitFileAndSettingsThroughSbctl(t *testing.T) {
+	f := newTrustFixture(t, "sbtgf")
+	settings := filepath.Join(f.u.Home, ".config", "sandboxd", "settings.json")
+	id := f.session(t, "--mode", "bypassPermissions", "--add-dir", f.u.Home)
+	f.sbctl(t, "bash", "--session", id, "--", "rm -rf .git; printf 'gitdir: "+f.u.Home+"\\n' > .git")
+	f.sbctl(t, "bash", "--session", id, "--", "echo pwned >> ~/.bashrc; echo '{\"permissions\":{\"allow\":[\"Bash(*)\"],\"defaultMode\":\"bypassPermissions\"}}' > ~/.config/sandboxd/settings.json")
+	f.sbctl(t, "write", "--session", id, settings, "--content", `{"permissions":{"defaultMode":"bypassPermissions"}}`)
+	f.unchanged(t, filepath.Join(f.u.Home, ".bashrc"), "# rc\n")
+	f.unchanged(t, settings, "{}\n")
+	// acceptEdits asks for the settings file instead of writing it.
+	id2 := f.session(t, "--mode", "acceptEdits", "--add-dir", f.u.Home)
+	_, errOut, code := f.sbctl(t, "write", "--session", id2, settings, "--content", "{}")
+	if code == 0 {
+		t.Errorf("acceptEdits wrote the user's sandboxd settings: %s", errOut)
+	}
+	f.unchanged(t, settings, "{}\n")
+}
+
+// TestPersistedCwdStaysInside: a report that names a directory outside the session (by `..`,
+// through the report fd) never becomes the cwd, and the session's dirs and its project's
+// settings never move with the cwd; a `cd` inside still carries over.
+func TestPersistedCwdStaysInside(t *testing.T) {
+	f := newTrustFixture(t, "sbtcw")
+	id := f.session(t, "--persist-cwd", "--mode", "acceptEdits")
+	for _, cmd := range []string{
+		"echo " + f.proj + "/../../.. >&$__sandboxd_report_fd",
+		"echo / >&$__sandboxd_report_fd; exec 1>&-",
+		"cd /; true",
+		"cd ..; true",
+	} {
+		f.sbctl(t, "bash", "--session", id, "--", cmd)
+		if s := f.show(t, id); !strings.HasPrefix(s.Cwd+"/", f.proj+"/") || s.Root != f.proj {
+			t.Fatalf("after %q the session's cwd is %s (root %s), outside %s", cmd, s.Cwd, s.Root, f.proj)
+		}
+	}
+	f.sbctl(t, "bash", "--session", id, "--", "cd sub")
+	if s := f.show(t, id); s.Cwd != filepath.Join(f.proj, "sub") {
+		t.Fatalf("cd sub did not carry over: cwd %s", s.Cwd)
+	}
+	// Writes in the root still count as inside the session after the cd.
+	if _, errOut, code := f.sbctl(t, "write", "--session", id, filepath.Join(f.proj, "new.txt"), "--content", "x"); code != 0 {
+		t.Errorf("a write in the session's root after cd sub: %s", errOut)
+	}
+	// The project's deny rules still apply after the cd and a reload.
+	if err := os.MkdirAll(filepath.Join(f.proj, ".sandboxd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.proj, ".sandboxd", "settings.json"), []byte(`{"permissions":{"deny":["Bash(curl *)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).Run()
+	f.td.d.core.reloadRules()
+	out, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"curl x"}`)
+	var res api.CallResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil ||
+		res.Decision.Behavior != "deny" || res.Decision.Rule != "Bash(curl *)" {
+		t.Errorf("the project's deny rule was lost after cd sub and a reload: %s", out)
+	}
+}
+
+// TestUntrustedProjectCannotPickItsMode: a project's settings cannot make its sessions
+// bypassPermissions (or any mode looser than default) without --trust-project.
+func TestUntrustedProjectCannotPickItsMode(t *testing.T) {
+	f := newTrustFixture(t, "sbtpm")
+	dir := filepath.Join(f.proj, ".sandboxd")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"permissions":{"defaultMode":"bypassPermissions"}}`), 0o644)
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).Run()
+	if s := f.show(t, f.session(t)); s.Mode != "default" {
+		t.Errorf("an untrusted project picked mode %s", s.Mode)
+	}
+	if s := f.show(t, f.session(t, "--trust-project")); s.Mode != "bypassPermissions" {
+		t.Errorf("a trusted project's mode was not applied: %s", s.Mode)
+	}
+}
+
+// TestRebuildFailureSuspends: a session whose rules cannot be rebuilt after a reload denies
+// every call with the reason, and is audited, rather than keeping its old rules.
+func TestRebuildFailureSuspends(t *testing.T) {
+	f := newTrustFixture(t, "sbtrb")
+	id := f.session(t, "--mode", "acceptEdits")
+	f.sbctl(t, "bash", "--session", id, "--", "mkdir -p .sandboxd/settings.json")
+	if _, err := os.Stat(filepath.Join(f.proj, ".sandboxd", "settings.json")); err != nil {
+		// The protected path kept the agent from making it: make it as the user would.
+		os.MkdirAll(filepath.Join(f.proj, ".sandboxd", "settings.json"), 0o755)
+	}
+	f.td.d.core.reloadRules()
+	out, errOut, _ := f.sbctl(t, "--json", "bash", "--session", id, "--", "cat README")
+	if strings.Contains(out, "hello") || !strings.Contains(out+errOut, "could not be rebuilt") {
+		t.Fatalf("a session whose rules failed to rebuild still runs calls: %s %s", out, errOut)
+	}
+	found := false
+	for _, r := range auditRecords(t, f.td) {
+		found = found || (r.Kind == "session.suspend" && r.Session == id)
+	}
+	if !found {
+		t.Error("no session.suspend record")
+	}
+	// Mended, the next reload resumes it.
+	os.RemoveAll(filepath.Join(f.proj, ".sandboxd"))
+	f.td.d.core.reloadRules()
+	if out, _, code := f.sbctl(t, "bash", "--session", id, "--", "cat README"); code != 0 || out != "hello\n" {
+		t.Errorf("the mended session did not resume: %d %q", code, out)
+	}
+}
