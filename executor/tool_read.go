@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -51,7 +54,7 @@ func readDef(h *Host) Def {
 		ConcurrencySafe:    always,
 		Validate:           requireAbs("file_path"),
 		Backfill:           backfillPath("file_path", false),
-		CheckPermissions:   pathFacts(h, "file_path", permission.Read),
+		CheckPermissions:   h.readFacts,
 		MaxResultSizeChars: Unbounded,
 		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
 			return h.runRead(ctx, c)
@@ -59,10 +62,75 @@ func readDef(h *Host) Def {
 	}
 }
 
+// readDecision is what Read's CheckPermissions resolved as the owner, which the policy then
+// decided on: Run opens that file and no other.
+type readDecision struct {
+	requested string
+	resolved  worker.Resolved
+}
+
+// readDecisions carries each Read call's readDecision from CheckPermissions to Run. It is
+// keyed weakly by the call: a call that is denied never runs, and its entry goes with it.
+// TODO(#16): a field of Call would say this more plainly.
+var readDecisions sync.Map // weak.Pointer[Call] -> readDecision
+
+func rememberRead(c *Call, d readDecision) {
+	k := weak.Make(c)
+	if _, loaded := readDecisions.Swap(k, d); !loaded {
+		runtime.AddCleanup(c, func(k weak.Pointer[Call]) { readDecisions.Delete(k) }, k)
+	}
+}
+
+func decidedRead(c *Call) (readDecision, bool) {
+	v, ok := readDecisions.Load(weak.Make(c))
+	if !ok {
+		return readDecision{}, false
+	}
+	return v.(readDecision), true
+}
+
+// WARNING: the policy decides on these facts and Read opens only what they name (issue 16,
+// item 7); rerun TestReadDecidesOnWhatItOpens as root after changing.
+//
+// readFacts resolves file_path as the owner the way the read will: `~` and `..` (expandPath),
+// the Unicode and spacing fallback for a missing name, and symlinks. The facts name the path
+// asked for and, when the name fell back, the variant, each with the symlink target that will
+// be opened; Run later hands the worker this resolution, and the worker refuses a file that
+// is no longer it.
+func (h *Host) readFacts(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	p := c.Input.String("file_path")
+	if p == "" {
+		return permission.ToolFacts{}, nil
+	}
+	p = expandPath(c, p)
+	var r *worker.Resolved
+	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+		var err error
+		r, err = w.ResolveRead(ctx, p)
+		return err
+	})
+	if err != nil {
+		return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
+	}
+	facts := []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}
+	if r.Variant != "" {
+		facts = append(facts, permission.PathFact{Requested: r.Variant, Resolved: r.Resolved, Access: permission.Read, Special: r.Special})
+	}
+	rememberRead(c, readDecision{requested: p, resolved: *r})
+	return permission.ToolFacts{Paths: facts}, nil
+}
+
 func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	path := expandPath(c, c.Input.String("file_path"))
 	ext := strings.ToLower(filepath.Ext(path))
 	args := worker.ReadArgs{Path: path, Kind: worker.KindText, MaxOutputBytes: readMaxOutputBytes}
+	// Outside the pipeline (no decision) the worker opens path itself and never a variant.
+	if d, ok := decidedRead(c); ok {
+		if d.requested != path {
+			return nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to read %s: the permission decision was made on %s", path, d.requested))
+		}
+		args.Decided = &d.resolved
+	}
 	explicit := c.Input.Has("offset") || c.Input.Has("limit")
 	switch {
 	case imageExts[ext]:

@@ -1,0 +1,182 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// The tests here decide each call with the embedded Rego policy on the facts the tool
+// gathers, as the pipeline does, and run it only when allowed (issue 16: reproductions 6 and
+// 10, item 7).
+
+// decideEnv is a toolEnv whose session has rules and whose calls the real policy decides.
+type decideEnv struct {
+	*toolEnv
+	engine *policy.Engine
+}
+
+func newDecideEnv(t *testing.T, deny ...string) *decideEnv {
+	t.Helper()
+	e := newToolEnv(t)
+	engine, err := policy.New(context.Background(), policy.Config{}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	var rules []permission.Rule
+	for _, text := range deny {
+		r, err := permission.ParseRuleFor(text, permission.Deny)
+		if err != nil {
+			t.Fatalf("rule %s: %v", text, err)
+		}
+		r.Source, r.Origin = permission.SourceSession, "session"
+		rules = append(rules, r)
+	}
+	e.s.SetRuleSet(permission.NewRuleSet(rules, permission.Effective{}, permission.Anchors{Home: e.dir, Cwd: e.dir}))
+	return &decideEnv{toolEnv: e, engine: engine}
+}
+
+// decide runs a call through validation, backfill, CheckPermissions and the policy, and then,
+// only when the policy allows it, the tool.
+func (e *decideEnv) decide(t *testing.T, name string, in Input) (permission.Decision, *Result, error) {
+	t.Helper()
+	c, d := e.decideOnly(t, name, in)
+	if d.Behavior != permission.Allow {
+		return d, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := c.Tool.Call(ctx, c, nil)
+	return d, r, err
+}
+
+// decideOnly is decide without the run: the call, ready to run, and its decision.
+func (e *decideEnv) decideOnly(t *testing.T, name string, in Input) (*Call, permission.Decision) {
+	t.Helper()
+	tool := e.defs[name]
+	if err := tool.ValidateSchema(map[string]any(in)); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	c := &Call{Tool: tool, ToolUseID: "toolu_decide", Input: in.Clone(), Session: e.s, Mode: e.s.Mode(), host: e.h}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := tool.Validate(ctx, c); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if err := tool.Backfill(c); err != nil {
+		t.Fatalf("backfill: %v", err)
+	}
+	tf, err := tool.CheckPermissions(ctx, c)
+	if err != nil {
+		t.Fatalf("facts: %v", err)
+	}
+	snap := e.s.Snapshot()
+	d, err := e.engine.Decide(ctx, &permission.Facts{
+		Tool: tool.Name(), Input: c.Input, Mode: c.Mode,
+		Caller: permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
+		Cwd:    snap.Cwd, Dirs: snap.AdditionalDirs, Home: snap.Owner.Home,
+		ReadOnly: tool.IsReadOnly(c.Input), ToolFacts: tf,
+	}, e.s.RuleSet())
+	if err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	return c, d
+}
+
+// outsideDir is a directory outside the session's, that its owner (nobody) can read and its
+// worker can see (not under /tmp, which the sandbox replaces).
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/var/tmp", "sandboxd-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadDecidesOnWhatItOpens: the policy's facts name the file Read will open (the name's
+// Unicode or spacing variant, the symlink's target), and Read opens that file or nothing.
+func TestReadDecidesOnWhatItOpens(t *testing.T) {
+	e := newDecideEnv(t, "Read(caf\u00e9.txt)") // NFC
+	out := outsideDir(t)
+	writeFile(t, out+"/secret.txt", "OUTSIDE-SECRET\n")
+
+	t.Run("NFD spelling of a denied NFC name", func(t *testing.T) {
+		e.file(t, "caf\u00e9.txt", "DENIED-CONTENT\n")
+		d, r, err := e.decide(t, "Read", Input{"file_path": filepath.Join(e.dir, "cafe\u0301.txt")})
+		if d.Behavior != permission.Deny || strings.Contains(text(r), "DENIED-CONTENT") {
+			t.Fatalf("decision %s (%s); result %q %v", d.Behavior, d.Reason, text(r), err)
+		}
+	})
+	t.Run("variant name is a symlink out of the workspace", func(t *testing.T) {
+		if err := os.Symlink(out+"/secret.txt", filepath.Join(e.dir, "Shot 10.00\u202fAM.txt")); err != nil {
+			t.Fatal(err)
+		}
+		d, r, err := e.decide(t, "Read", Input{"file_path": filepath.Join(e.dir, "Shot 10.00 AM.txt")})
+		if d.Behavior == permission.Allow || strings.Contains(text(r), "OUTSIDE-SECRET") {
+			t.Fatalf("decision %s (%s); result %q %v", d.Behavior, d.Reason, text(r), err)
+		}
+	})
+	t.Run("variant decided and read", func(t *testing.T) {
+		e.file(t, "Clip 9.00\u202fPM.txt", "variant\n")
+		d, r, err := e.decide(t, "Read", Input{"file_path": filepath.Join(e.dir, "Clip 9.00 PM.txt")})
+		if d.Behavior != permission.Allow || err != nil || !strings.Contains(text(r), "variant") || len(r.ExtraMessages) == 0 {
+			t.Fatalf("decision %s (%s); result %+v %v", d.Behavior, d.Reason, r, err)
+		}
+	})
+	t.Run("file swapped after the decision", func(t *testing.T) {
+		p := e.file(t, "swap.txt", "decided\n")
+		c, d := e.decideOnly(t, "Read", Input{"file_path": p})
+		if d.Behavior != permission.Allow {
+			t.Fatalf("decision %s (%s)", d.Behavior, d.Reason)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(out+"/secret.txt", p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Tool.Call(context.Background(), c, nil)
+		if err == nil || errcode.Of(err) != errcode.Conflict || strings.Contains(text(r), "OUTSIDE-SECRET") {
+			t.Fatalf("read a swapped file: %q %v", text(r), err)
+		}
+	})
+	t.Run("missing when decided, created after", func(t *testing.T) {
+		p := filepath.Join(e.dir, "later.txt")
+		c, d := e.decideOnly(t, "Read", Input{"file_path": p})
+		if d.Behavior != permission.Allow {
+			t.Fatalf("decision %s (%s)", d.Behavior, d.Reason)
+		}
+		if err := os.Symlink(out+"/secret.txt", p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Tool.Call(context.Background(), c, nil)
+		if errcode.Of(err) != errcode.ErrnoENOENT || strings.Contains(text(r), "OUTSIDE-SECRET") {
+			t.Fatalf("read a file created after the decision: %q %v", text(r), err)
+		}
+	})
+}
