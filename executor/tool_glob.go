@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"fmt"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -33,18 +35,18 @@ func globDef(h *Host) Def {
 		ConcurrencySafe:  always,
 		Validate:         requireAbs("path"),
 		Backfill:         backfillPath("path", true),
-		CheckPermissions: pathFacts(h, "path", permission.Read),
+		CheckPermissions: globFacts(h),
 		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
 			start := time.Now()
-			root := c.Input.String("path")
-			if root == "" {
-				root = c.Session.Cwd()
+			root := globRoot(c)
+			deny, err := readDenyPatterns(c, "Glob")
+			if err != nil {
+				return nil, err
 			}
-			root = expandPath(c, root)
 			var r *worker.GlobReply
-			err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+			err = h.withWorker(ctx, c.Session, func(w *worker.Client) error {
 				var err error
-				r, err = w.Glob(ctx, worker.GlobArgs{Pattern: c.Input.String("pattern"), Root: root, Limit: globLimit})
+				r, err = w.Glob(ctx, worker.GlobArgs{Pattern: c.Input.String("pattern"), Root: root, Limit: globLimit, Deny: deny})
 				return err
 			})
 			if err != nil {
@@ -62,4 +64,78 @@ func globDef(h *Host) Def {
 			return res, nil
 		},
 	}
+}
+
+func globRoot(c *Call) string {
+	root := c.Input.String("path")
+	if root == "" {
+		root = c.Session.Cwd()
+	}
+	return expandPath(c, root)
+}
+
+// globMaxFacts bounds the directories one Glob pattern is checked as; a pattern whose brace
+// alternatives name more is checked as their common ancestor.
+const globMaxFacts = 32
+
+// globFacts are the facts of path and, beside them, of the literal directory prefix of each
+// brace alternative of the pattern, made absolute the way the worker walks it: an absolute
+// pattern (or one climbing out with `..`) is checked as a read of where it walks, so
+// `/home/u/secret/**` is a read of /home/u/secret. Names under a denied path that a wider
+// walk meets are dropped by the worker (readDenyPatterns).
+func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	byPath := pathFacts(h, "path", permission.Read)
+	return func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+		facts, err := byPath(ctx, c)
+		if err != nil {
+			return facts, err
+		}
+		root := globRoot(c)
+		seen := map[string]bool{root: true}
+		for _, f := range facts.Paths {
+			seen[f.Requested] = true
+		}
+		for _, dir := range globDirs(root, c.Input.String("pattern")) {
+			if seen[dir] {
+				continue
+			}
+			seen[dir] = true
+			resolved, special, err := h.Resolve(ctx, c.Session, dir)
+			if err != nil {
+				return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", dir, err)
+			}
+			facts.Paths = append(facts.Paths, permission.PathFact{Requested: dir, Resolved: resolved, Access: permission.Read, Special: special})
+		}
+		return facts, nil
+	}
+}
+
+// globDirs lists where the worker's walk for pattern under root starts, per brace
+// alternative: the pattern cleaned as the worker cleans it, up to its first segment with a
+// wildcard (the whole pattern when it has none).
+func globDirs(root, pattern string) []string {
+	if pattern == "" {
+		return nil
+	}
+	alts := worker.ExpandBraces(pattern)
+	if len(alts) > globMaxFacts {
+		// Everything the alternatives name lies under the text before the first brace.
+		alts = []string{pattern[:max(0, strings.IndexByte(pattern, '{'))] + "*"}
+	}
+	var out []string
+	for _, alt := range alts {
+		base, p := root, alt
+		if strings.HasPrefix(alt, "/") {
+			base, p = "/", strings.TrimLeft(alt, "/")
+		}
+		var static []string
+		for _, seg := range strings.Split(path.Clean(p), "/") {
+			if strings.ContainsAny(seg, "*?[{\\") {
+				break
+			}
+			static = append(static, seg)
+		}
+		out = append(out, filepath.Join(append([]string{base}, static...)...))
+	}
+	return out
 }
