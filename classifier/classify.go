@@ -147,6 +147,11 @@ func load64(b string) uint64 {
 
 // parse runs the parser and the walker and classifies the result.
 func parse(command string, opts Options) *Classification {
+	return parseDepth(command, opts, 0)
+}
+
+// parseDepth is parse for a script nested depth levels deep (bash -c 'STRING').
+func parseDepth(command string, opts Options, depth int) *Classification {
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
 	parserPool.Put(p)
@@ -157,7 +162,7 @@ func parse(command string, opts Options) *Classification {
 		return c
 	}
 	w := walkerPool.Get().(*walker)
-	w.src, w.opts = command, opts
+	w.src, w.opts, w.depth = command, opts, depth
 	w.stmts(f.Stmts, nil)
 	c := w.finish()
 	// Nothing in c points into the walker's buffers (Argv, Prefix,
@@ -169,11 +174,17 @@ func parse(command string, opts Options) *Classification {
 
 // walkerPool reuses walkers and their buffers. A walker is put back only
 // after a classification finished; a panic leaves it to the collector.
-var walkerPool = sync.Pool{New: func() any {
-	w := &walker{}
-	w.visit = w.visitNode
-	return w
-}}
+// New is set in init: walking a line can parse a nested script, which takes a walker from
+// this pool, an initialization cycle for a composite literal.
+var walkerPool sync.Pool
+
+func init() {
+	walkerPool.New = func() any {
+		w := &walker{}
+		w.visit = w.visitNode
+		return w
+	}
+}
 
 // walker collects the simple commands of a parsed file in source order,
 // with the facts that make a whole line unsafe even when each command is.
@@ -672,6 +683,7 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 		w.setsVars = true
 	}
 	w.subs = append(w.subs, sb)
+	w.nestedOf(sb, s)
 	for _, a := range c.Assigns {
 		if a.Value != nil && a.Index == nil && a.Array == nil {
 			w.node(a.Value)
@@ -704,10 +716,15 @@ func (w *walker) finish() *Classification {
 	}
 	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
+	nested := 0
 	for i, sb := range w.subs {
 		c.Subcommands = c.Subcommands[:i+1]
 		out := &c.Subcommands[i]
 		w.classifySub(out, sb, &strs)
+		out.Opaque = sb.opaque
+		if sb.nested != nil {
+			nested += len(sb.nested.Subcommands)
+		}
 		if !out.ReadOnly && c.ReadOnly {
 			c.ReadOnly = false
 			c.Reason = out.Reason
@@ -735,5 +752,32 @@ func (w *walker) finish() *Classification {
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
+	if nested > 0 {
+		w.spliceNested(c, nested)
+	}
 	return c
+}
+
+// spliceNested puts the commands of nested scripts right after the command that runs
+// them, marked Nested, and adds their risks and paths to the line's.
+func (w *walker) spliceNested(c *Classification, n int) {
+	all := make([]Subcommand, 0, len(c.Subcommands)+n)
+	for i, sb := range w.subs {
+		all = append(all, c.Subcommands[i])
+		if sb.nested == nil {
+			continue
+		}
+		for _, ns := range sb.nested.Subcommands {
+			ns.Nested = true
+			all = append(all, ns)
+		}
+		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
+		c.Paths = append(c.Paths, sb.nested.Paths...)
+		if sb.nested.PathsIncomplete || len(sb.dirs) > 0 || sb.dirsUnknown {
+			// The script's relative paths were taken against Options.Cwd; after a cd
+			// in the outer line they may be elsewhere.
+			c.PathsIncomplete = true
+		}
+	}
+	c.Subcommands = all
 }

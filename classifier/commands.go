@@ -424,7 +424,7 @@ func (w *walker) wrapperReason(n string, args []word, depth int) string {
 // also unwraps env with assignments and xargs with options.
 func unwrapOne(argv []string, lenient bool) (int, string) {
 	name := argv[0]
-	if i := strings.LastIndexByte(name, '/'); i >= 0 && (strings.HasPrefix(name, "/usr/bin/") || strings.HasPrefix(name, "/bin/")) {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 && (lenient || strings.HasPrefix(name, "/usr/bin/") || strings.HasPrefix(name, "/bin/")) {
 		name = name[i+1:]
 	}
 	args := argv[1:]
@@ -526,6 +526,13 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 		if i > len(argv) {
 			i = len(argv)
 		}
+		return i, ""
+	case "exec":
+		if !lenient {
+			return 0, "executes_code"
+		}
+		// exec [-cl] [-a name] command
+		i, _ := skip(optSpec{shortArg: "a"})
 		return i, ""
 	case "xargs":
 		if !lenient {

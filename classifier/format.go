@@ -37,6 +37,12 @@ func (c *Classification) Format() string {
 		if s.ExactOnly {
 			b.WriteString(" [exact rules only]")
 		}
+		if s.Nested {
+			b.WriteString(" [nested]")
+		}
+		if s.Opaque {
+			b.WriteString(" [opaque: matches every deny rule]")
+		}
 		for _, r := range s.Redirects {
 			if r.Write {
 				fmt.Fprintf(&b, " [writes %s%s]", r.Op, r.Target)

@@ -60,12 +60,21 @@ func denyPrefix(sb *sub, strs *strSlab) []string {
 
 // stripWrappers removes leading wrappers. Strict mode strips COMPAT's fixed
 // list (timeout, time, nice, nohup, stdbuf, command, builtin, noglob,
-// flagless xargs); lenient mode also env, xargs with options and sudo.
+// flagless xargs); lenient mode also env, exec, xargs with options and sudo,
+// and wrappers named by a path.
 func stripWrappers(argv []string, lenient bool) []string {
 	for depth := 0; len(argv) > 0 && depth < maxWrapDepth; depth++ {
 		name := argv[0]
+		if lenient {
+			// /usr/bin/timeout is timeout to a deny rule, wherever it lives.
+			name = baseName(name)
+		}
 		switch name {
 		case "timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob":
+		case "exec":
+			if !lenient {
+				return argv
+			}
 		case "xargs":
 			if !lenient && len(argv) > 1 && len(argv[1]) > 0 && argv[1][0] == '-' {
 				return argv

@@ -1,0 +1,391 @@
+package classifier
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Deny and ask rules must hold whatever runs the denied command: a wrapper (stripped by
+// DenyPrefix), a shell given the command as a string (bash -c, eval, a here-string or a
+// literal pipe into sh), or a program that runs its arguments (find -exec, watch, setsid).
+// A literal script is parsed like the outer line and its commands become Nested
+// subcommands; what only run time knows (a command word built by expansion, a script file,
+// a shell reading a program's output) makes the command Opaque, which the policy treats as
+// matching every deny and ask rule.
+
+// maxNestDepth bounds how deep scripts inside scripts are parsed; deeper is opaque.
+const maxNestDepth = 4
+
+// shellNames are the programs that run a script given with -c, as a file operand, or on
+// stdin.
+var shellNames = map[string]bool{
+	"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ash": true, "ksh": true,
+	"mksh": true, "pdksh": true, "posh": true, "yash": true, "hush": true, "fish": true,
+	"csh": true, "tcsh": true,
+}
+
+// nestedOf finds what the simple command sb (statement s) runs beyond itself. It looks past
+// the wrappers deny rules see through (DenyPrefix), so `timeout 5 bash -c X` is bash -c X.
+func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
+	if len(sb.args) == 0 {
+		return
+	}
+	vals := w.vals[:0]
+	for _, a := range sb.args {
+		if a.static {
+			vals = append(vals, a.val)
+		} else {
+			vals = append(vals, a.src)
+		}
+	}
+	w.vals = vals
+	k := len(vals) - len(stripWrappers(vals, true))
+	if k >= len(sb.args) {
+		return
+	}
+	ws := sb.args[k:]
+	if first := ws[0]; !first.static || first.glob {
+		// $X, $(...), ${cmd}, a glob: the command is known only at run time.
+		sb.opaque = true
+		return
+	}
+	switch name := baseName(ws[0].val); {
+	case shellNames[name]:
+		w.nestedShell(sb, s, ws)
+	case name == "busybox" || name == "toybox":
+		if len(ws) > 1 && ws[1].static && shellNames[ws[1].val] {
+			w.nestedShell(sb, s, ws[1:])
+		}
+	case name == "eval":
+		parts := make([]string, 0, len(ws)-1)
+		for _, a := range ws[1:] {
+			if !a.static {
+				sb.opaque = true
+				return
+			}
+			parts = append(parts, a.val)
+		}
+		if len(parts) > 0 {
+			// eval joins its arguments with spaces and runs the result.
+			w.nestedScript(sb, strings.Join(parts, " "))
+		}
+	case name == "source" || name == ".":
+		sb.opaque = true
+	case name == "find":
+		w.nestedFind(sb, ws)
+	case name == "watch":
+		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true})
+	case name == "setsid":
+		w.nestedArgv(sb, ws[1:], nil)
+	case name == "env":
+		// Still env after unwrapping: -S splits a string into a command line.
+		for _, a := range ws[1:] {
+			if !a.static || strings.HasPrefix(a.val, "-S") || strings.HasPrefix(a.val, "--s") {
+				sb.opaque = true
+				return
+			}
+		}
+	}
+}
+
+// nestedShell handles sh/bash/...: -c STRING runs STRING, an operand is a script file
+// (opaque), and otherwise the script is read from stdin.
+func (w *walker) nestedShell(sb *sub, s *syntax.Stmt, ws []word) {
+	cmdString, stdinFlag := false, false
+	i := 1
+	for ; i < len(ws); i++ {
+		a := ws[i]
+		if !a.static {
+			sb.opaque = true // it may be -c, a script name or the script
+			return
+		}
+		v := a.val
+		if v == "--" || v == "-" {
+			i++
+			break
+		}
+		if strings.HasPrefix(v, "--") {
+			if v == "--rcfile" || v == "--init-file" {
+				i++
+			}
+			continue
+		}
+		if len(v) > 1 && (v[0] == '-' || v[0] == '+') {
+			for j := 1; j < len(v); j++ {
+				switch v[j] {
+				case 'c':
+					cmdString = true
+				case 's':
+					stdinFlag = true
+				case 'o', 'O':
+					i++ // takes an option name
+				}
+			}
+			continue
+		}
+		break
+	}
+	var ops []word
+	if i < len(ws) {
+		ops = ws[i:]
+	}
+	switch {
+	case cmdString:
+		if len(ops) == 0 {
+			return // bash: -c: option requires an argument
+		}
+		if !ops[0].static {
+			sb.opaque = true
+			return
+		}
+		w.nestedScript(sb, ops[0].val)
+	case len(ops) > 0 && !stdinFlag:
+		sb.opaque = true // a script file the policy cannot see
+	default:
+		script, ok := w.stdinText(sb, s)
+		if !ok {
+			sb.opaque = true
+			return
+		}
+		w.nestedScript(sb, script)
+	}
+}
+
+// stdinText is the text a command reads on stdin when the line spells it out: its own
+// here-string or literal here-document, or the output of a literal echo/printf/cat on the
+// left of a pipe. ok is false when stdin is anything else (a file, a program's output, the
+// caller's stdin): the script is then unknown.
+func (w *walker) stdinText(sb *sub, s *syntax.Stmt) (string, bool) {
+	var own *syntax.Redirect
+	for _, r := range s.Redirs {
+		if stdinRedirect(r) {
+			own = r
+		}
+	}
+	if own != nil {
+		return redirectText(w.src, own)
+	}
+	for _, r := range sb.redirs {
+		if strings.HasPrefix(r.Op, "<") || strings.HasPrefix(r.Op, "0<") {
+			return "", false // inherited from a compound command: not followed
+		}
+	}
+	if w.pipeIn == nil {
+		return "", false
+	}
+	return w.literalOutput(w.pipeIn)
+}
+
+// stdinRedirect reports a redirection of fd 0.
+func stdinRedirect(r *syntax.Redirect) bool {
+	if r.N != nil && r.N.Value != "0" {
+		return false
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true
+	}
+	return false
+}
+
+// redirectText is the literal text a here-string or here-document feeds.
+func redirectText(src string, r *syntax.Redirect) (string, bool) {
+	switch r.Op {
+	case syntax.WordHdoc:
+		if r.Word == nil {
+			return "", false
+		}
+		v := evalWord(src, r.Word)
+		if !v.static {
+			return "", false
+		}
+		return v.val + "\n", true
+	case syntax.Hdoc, syntax.DashHdoc:
+		if r.Hdoc == nil {
+			return "", true
+		}
+		quoted := false
+		if r.Word != nil {
+			for _, p := range r.Word.Parts {
+				if _, ok := p.(*syntax.Lit); !ok {
+					quoted = true
+				}
+			}
+			if l := srcText(src, r.Word); strings.ContainsRune(l, '\\') {
+				quoted = true
+			}
+		}
+		var b strings.Builder
+		for _, p := range r.Hdoc.Parts {
+			l, ok := p.(*syntax.Lit)
+			if !ok || !quoted && strings.ContainsAny(l.Value, "\\$`") {
+				return "", false
+			}
+			b.WriteString(l.Value)
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
+// literalOutput is what a statement writes to stdout when the line spells it out: echo of
+// static words (without -e), printf of one static format without conversions, cat of its
+// own here-string or here-document.
+func (w *walker) literalOutput(st *syntax.Stmt) (string, bool) {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 || st.Background {
+		return "", false
+	}
+	args := make([]string, 0, len(call.Args))
+	for _, a := range call.Args {
+		v := evalWord(w.src, a)
+		if !v.static || v.glob {
+			return "", false
+		}
+		args = append(args, v.val)
+	}
+	var stdin *syntax.Redirect
+	for _, r := range st.Redirs {
+		switch {
+		case stdinRedirect(r):
+			stdin = r
+		case r.Op == syntax.DplOut && r.N != nil && r.N.Value == "2":
+		default:
+			return "", false // stdout may go elsewhere
+		}
+	}
+	switch args[0] {
+	case "echo":
+		rest := args[1:]
+		newline := "\n"
+		for len(rest) > 0 && len(rest[0]) > 1 && rest[0][0] == '-' && strings.Trim(rest[0][1:], "neE") == "" {
+			if strings.ContainsRune(rest[0], 'e') {
+				return "", false // escapes decoded at run time
+			}
+			if strings.ContainsRune(rest[0], 'n') {
+				newline = ""
+			}
+			rest = rest[1:]
+		}
+		return strings.Join(rest, " ") + newline, true
+	case "printf":
+		if len(args) != 2 || strings.ContainsRune(args[1], '%') {
+			return "", false
+		}
+		f := args[1]
+		f = strings.ReplaceAll(f, `\\`, "\x00")
+		f = strings.ReplaceAll(f, `\n`, "\n")
+		f = strings.ReplaceAll(f, `\t`, "\t")
+		if strings.ContainsRune(f, '\\') {
+			return "", false
+		}
+		return strings.ReplaceAll(f, "\x00", `\`), true
+	case "cat":
+		if len(args) == 1 && stdin != nil {
+			return redirectText(w.src, stdin)
+		}
+	}
+	return "", false
+}
+
+// nestedFind parses the commands of find's -exec, -execdir, -ok and -okdir actions, each
+// up to its ; or +, from their source words (find runs them without a shell, so the words
+// stay as they are).
+func (w *walker) nestedFind(sb *sub, ws []word) {
+	var b strings.Builder
+	for i := 1; i < len(ws); i++ {
+		a := ws[i]
+		if !a.static {
+			continue
+		}
+		switch a.val {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		j := i + 1
+		for j < len(ws) && !(ws[j].static && (ws[j].val == ";" || ws[j].val == "+")) {
+			if j > i+1 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ws[j].src)
+			j++
+		}
+		b.WriteByte('\n')
+		i = j
+	}
+	if b.Len() > 0 {
+		w.nestedScript(sb, b.String())
+	}
+}
+
+// nestedArgv parses the command a program runs from its operands (watch, setsid), after
+// its options; argOpts take a separate argument. watch runs the operands through sh -c
+// joined by spaces, setsid execs them: joining static values covers the first and, for
+// simple words, the second; a non-static word keeps its source (and makes it opaque if it
+// is the command).
+func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool) {
+	i := 0
+	for i < len(ws) && ws[i].static && strings.HasPrefix(ws[i].val, "-") {
+		if ws[i].val == "--" {
+			i++
+			break
+		}
+		if argOpts[ws[i].val] {
+			i++
+		}
+		i++
+	}
+	if i >= len(ws) {
+		return
+	}
+	parts := make([]string, 0, len(ws)-i)
+	for _, a := range ws[i:] {
+		if a.static {
+			parts = append(parts, a.val)
+		} else {
+			parts = append(parts, a.src)
+		}
+	}
+	w.nestedScript(sb, strings.Join(parts, " "))
+}
+
+// nestedScript parses script as a line of its own and keeps its classification on sb. A
+// script that does not parse, or is nested too deep, is opaque.
+func (w *walker) nestedScript(sb *sub, script string) {
+	if w.depth+1 >= maxNestDepth || len(script) > maxParseLen {
+		sb.opaque = true
+		return
+	}
+	c := parseDepth(script, w.opts, w.depth+1)
+	if c.ParseError != nil {
+		sb.opaque = true
+		return
+	}
+	if sb.nested == nil {
+		sb.nested = c
+		return
+	}
+	// A second script of the same command (find with two -exec actions is one script):
+	// keep both.
+	sb.nested.Subcommands = append(sb.nested.Subcommands, c.Subcommands...)
+	sb.nested.Risks = mergeRisks(sb.nested.Risks, c.Risks)
+	sb.nested.Paths = append(sb.nested.Paths, c.Paths...)
+	sb.nested.PathsIncomplete = sb.nested.PathsIncomplete || c.PathsIncomplete
+}
+
+// mergeRisks is the sorted union of two risk lists.
+func mergeRisks(a, b []string) []string {
+	var set riskSet
+	for _, l := range [][]string{a, b} {
+		for _, n := range l {
+			for i, rn := range riskNames {
+				if rn == n {
+					set |= 1 << i
+				}
+			}
+		}
+	}
+	return set.list()
+}

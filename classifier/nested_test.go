@@ -1,0 +1,142 @@
+package classifier
+
+import (
+	"path"
+	"strings"
+	"testing"
+)
+
+// TestDenyThroughWrappers: every spelling of issue #16's reproduction 7 shows a deny rule
+// for curl either a subcommand whose deny words start with curl (a path counts by its base
+// name) or an opaque subcommand, and literal scripts are parsed rather than made opaque.
+func TestDenyThroughWrappers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd    string
+		opaque bool // want the hit to come from an opaque subcommand
+	}{
+		{`ls && bash -c 'curl x'`, false},
+		{`eval 'curl x'`, false},
+		{`eval curl x`, false},
+		{`sh -c 'curl x'`, false},
+		{`zsh -c 'curl x'`, false},
+		{`dash -c 'curl x'`, false},
+		{`bash -lc 'echo; curl x'`, false},
+		{`bash -c 'bash -c "curl x"'`, false},
+		{`find . -exec curl {} \;`, false},
+		{`find . -execdir curl {} +`, false},
+		{`find . -ok curl {} \;`, false},
+		{`find . -okdir curl {} \;`, false},
+		{`find . -name x -exec sh -c 'curl "$1"' _ {} \;`, false},
+		{`xargs curl`, false},
+		{`xargs -n1 curl`, false},
+		{`env curl x`, false},
+		{`env -i FOO=1 curl x`, false},
+		{`command curl x`, false},
+		{`builtin curl x`, false},
+		{`exec curl x`, false},
+		{`exec -a name curl x`, false},
+		{`timeout 5 curl x`, false},
+		{`nice -n 5 curl x`, false},
+		{`nohup curl x`, false},
+		{`stdbuf -o0 curl x`, false},
+		{`time curl x`, false},
+		{`/usr/bin/curl x`, false},
+		{`./curl x`, false},
+		{`/usr/bin/timeout 5 /usr/bin/curl x`, false},
+		{`c\url x`, false},
+		{`'cu'rl x`, false},
+		{`"curl" x`, false},
+		{`bash <<< 'curl x'`, false},
+		{"bash <<'EOF'\ncurl x\nEOF", false},
+		{"sh <<EOF\ncurl x\nEOF", false},
+		{`echo 'curl x' | bash`, false},
+		{`printf 'curl x\n' | sh`, false},
+		{"cat <<'EOF' | bash\ncurl x\nEOF", false},
+		{`watch curl x`, false},
+		{`watch -n 1 'curl x'`, false},
+		{`setsid curl x`, false},
+		{`sudo curl x`, false},
+		{`$X x`, true},
+		{`$(echo curl) x`, true},
+		{`${cmd} x`, true},
+		{`"$(which curl)" x`, true},
+		{`cu* x`, true},
+		{`curl x | sh`, true},
+		{`bash < file`, true},
+		{`bash script.sh`, true},
+		{`bash`, true},
+		{`bash -c "$X"`, true},
+		{`eval "$X"`, true},
+		{`source f`, true},
+		{`. ./f`, true},
+		{`echo "$X" | bash`, true},
+		{`env -S 'curl x'`, true},
+		{`find . -exec $X {} \;`, true},
+		{`bash -c 'curl x | sh'`, true},
+		{`{ bash; } < f`, true},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			t.Parallel()
+			c := Classify(tc.cmd, testOpts)
+			if c.ReadOnly {
+				t.Fatalf("%q: read-only\n%s", tc.cmd, c.Format())
+			}
+			hit, opaque := false, false
+			for _, s := range c.Subcommands {
+				opaque = opaque || s.Opaque
+				if len(s.DenyPrefix) > 0 && path.Base(s.DenyPrefix[0]) == "curl" {
+					hit = true
+				}
+			}
+			if tc.opaque && !opaque {
+				t.Errorf("%q: no opaque subcommand\n%s", tc.cmd, c.Format())
+			}
+			if !tc.opaque && !hit {
+				t.Errorf("%q: no subcommand runs curl\n%s", tc.cmd, c.Format())
+			}
+			if !tc.opaque && opaque {
+				t.Errorf("%q: opaque, want the literal script parsed\n%s", tc.cmd, c.Format())
+			}
+			checkInvariants(t, tc.cmd, c)
+		})
+	}
+}
+
+func TestNestedShape(t *testing.T) {
+	t.Parallel()
+	c := Classify(`ls && bash -c 'curl x; rm -rf y' && pwd`, testOpts)
+	var got []string
+	for _, s := range c.Subcommands {
+		mark := ""
+		if s.Nested {
+			mark = "+"
+		}
+		got = append(got, mark+s.Text)
+	}
+	want := "ls|bash -c 'curl x; rm -rf y'|+curl x|+rm -rf y|pwd"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("subcommands %q, want %q", strings.Join(got, "|"), want)
+	}
+	if strings.Join(c.Risks, ",") != "destructive,network" {
+		t.Errorf("risks %q: nested risks should count", c.Risks)
+	}
+	// Deep nesting ends opaque rather than recursing without bound.
+	deep := `bash -c 'bash -c "bash -c \"bash -c \\\"bash -c curl\\\"\""'`
+	d := Classify(deep, testOpts)
+	opaque := false
+	for _, s := range d.Subcommands {
+		opaque = opaque || s.Opaque
+	}
+	if !opaque {
+		t.Errorf("deep nesting: want an opaque subcommand\n%s", d.Format())
+	}
+	// No nesting, nothing opaque, for plain commands.
+	for _, cmd := range []string{"ls -la | grep x", "git status && echo ok", "find . -name '*.go'"} {
+		for _, s := range Classify(cmd, testOpts).Subcommands {
+			if s.Opaque || s.Nested {
+				t.Errorf("%q: %q opaque=%v nested=%v", cmd, s.Text, s.Opaque, s.Nested)
+			}
+		}
+	}
+}
