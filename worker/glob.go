@@ -463,6 +463,12 @@ func rgExclude(pattern string) string {
 		}
 		segs = append(segs, rgSegment(s))
 	}
+	// A trailing "**" matches no segment too for MatchPath, so "keys/**" denies the directory
+	// keys itself; for rg it must say so, or rg still opens the directory (and fails on it
+	// where the sandbox hides it).
+	for len(segs) > 1 && segs[len(segs)-1] == "**" {
+		segs = segs[:len(segs)-1]
+	}
 	if len(segs) == 0 {
 		return ""
 	}
