@@ -85,7 +85,11 @@ func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) 
 		if err != nil {
 			return nil, err
 		}
-		add(resolve(v, c))
+		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile
+		// may be a link into a repository; a parent may be a link, as /home can be).
+		if _, err := v.lstat(c); err == nil {
+			add(resolve(v, c))
+		}
 	}
 	for _, p := range expandPatterns(v, spec.ProtectedPatterns, writable) {
 		add(p)
