@@ -153,7 +153,7 @@ func TestRedirects(t *testing.T) {
 	t.Parallel()
 	c := Classify("ls >out 2>&1 <in 3>/dev/null", testOpts)
 	r := c.Subcommands[0].Redirects
-	want := []Redirect{{">", "out", true}, {"2>&", "1", false}, {"<", "in", false}, {"3>", "/dev/null", false}}
+	want := []Redirect{{Op: ">", Target: "out", Write: true}, {Op: "2>&", Target: "1"}, {Op: "<", Target: "in"}, {Op: "3>", Target: "/dev/null"}}
 	if len(r) != len(want) {
 		t.Fatalf("redirects = %+v", r)
 	}

@@ -595,6 +595,9 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 		if tw.static && !tw.glob && !tw.tilde {
 			out.Target = tw.val
 		}
+		if tw.static && !tw.glob && tw.tilde {
+			out.tilde = tw.val
+		}
 	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
@@ -682,8 +685,10 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	if len(c.Args) == 0 {
 		w.setsVars = true
 	}
+	sb.dirs, sb.dirsUnknown = w.dirs, w.dirsUnknown
 	w.subs = append(w.subs, sb)
 	w.nestedOf(sb, s)
+	w.trackCd(sb)
 	for _, a := range c.Assigns {
 		if a.Value != nil && a.Index == nil && a.Array == nil {
 			w.node(a.Value)
@@ -717,11 +722,13 @@ func (w *walker) finish() *Classification {
 	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
 	nested := 0
+	pc := pathCollector{opts: w.opts}
 	for i, sb := range w.subs {
 		c.Subcommands = c.Subcommands[:i+1]
 		out := &c.Subcommands[i]
 		w.classifySub(out, sb, &strs)
 		out.Opaque = sb.opaque
+		pc.subPaths(sb, out.DenyPrefix)
 		if sb.nested != nil {
 			nested += len(sb.nested.Subcommands)
 		}
@@ -752,6 +759,7 @@ func (w *walker) finish() *Classification {
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
+	c.Paths, c.PathsIncomplete = pc.out, pc.incomplete
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}

@@ -23,9 +23,11 @@ type Classification struct {
 	// later relative paths are listed joined both to the cd target and to the directory before
 	// it (the cd may fail), so a check over all of them errs toward matching.
 	Paths []PathUse `json:"paths,omitempty"`
-	// PathsIncomplete is true when some path could not be known statically (a non-static word
-	// where a path goes, a non-static cd before relative paths, a command whose paths are
-	// not recognised but that names files). Paths then lists only what was seen.
+	// PathsIncomplete is true when some path of a recognised command or redirection could
+	// not be known statically (a non-static or glob word where a path goes, a relative path
+	// after a non-static cd, ~user) or a nested script ran after a cd. Paths then lists only
+	// what was seen. Commands the classifier does not recognise add no paths and do not set
+	// it: their files are the sandbox's to confine.
 	PathsIncomplete bool `json:"paths_incomplete,omitempty"`
 }
 
@@ -73,4 +75,6 @@ type Redirect struct {
 	Op     string `json:"op"`     // ">", ">>", "<", "&>", ">&", "<<", "<<<", ...
 	Target string `json:"target"` // the static target word; "" when not static
 	Write  bool   `json:"write"`  // true when it writes to a file (not /dev/null and friends, not an fd dup)
+	// tilde is the static target when it starts with ~ (Target is then ""), for Paths.
+	tilde string
 }

@@ -1,0 +1,477 @@
+package classifier
+
+import (
+	"path"
+	"strings"
+)
+
+// Path facts: which files the recognised commands of a line read and write, so the policy
+// can apply Read and Edit rules and the protected-path checks to Bash as to the file tools.
+// Paths are lexical (absolute, cleaned, ~ expanded); symlinks are the daemon's to resolve, as
+// the caller. What cannot be known statically sets PathsIncomplete; the sandbox enforces the
+// rules whatever the classifier saw.
+
+// Access values of PathUse.
+const (
+	AccessRead  = "read"
+	AccessWrite = "write"
+)
+
+// maxPaths bounds the paths one line reports; beyond it the list is incomplete.
+const maxPaths = 256
+
+// maxDirs bounds the directories relative paths are joined to after cds.
+const maxDirs = 4
+
+// pathKind says how a command's operands are used.
+type pathKind uint8
+
+const (
+	pkRead       pathKind = iota // every operand is read
+	pkWrite                      // every operand is written
+	pkPattern                    // first operand is a pattern/script unless given by option, the rest read
+	pkCopy                       // last operand (or -t DIR) written, the rest read
+	pkMove                       // every operand written (sources are removed), -t DIR too
+	pkLink                       // last operand (or -t DIR) written
+	pkMode                       // first operand a mode/owner (unless --reference), the rest written
+	pkFind                       // leading operands are roots, read
+	pkUniq                       // [input [output]]
+	pkDD                         // if= read, of= written
+	pkInterp                     // first operand a script, read, unless code is given by option
+	pkFetch                      // curl/wget: -o/-O FILE written, -T FILE read
+)
+
+type pathSpec struct {
+	kind pathKind
+	opts optSpec
+	// patOpts are the options that give the pattern or script (grep -e, sed -e, jq -f ...),
+	// so that the first operand is a file; fileOpts' values are files read.
+	patOpts, fileOpts string
+	patLong, fileLong []string
+}
+
+var pathSpecs map[string]pathSpec
+
+func init() {
+	rd := pathSpec{kind: pkRead, opts: optSpec{permute: true}}
+	wr := pathSpec{kind: pkWrite, opts: optSpec{permute: true}}
+	pathSpecs = map[string]pathSpec{
+		"cat": rd, "tac": rd, "nl": rd, "less": rd, "more": rd, "wc": rd, "diff": rd, "cmp": rd,
+		"file": rd, "stat": rd, "ls": rd, "du": rd, "strings": rd, "od": rd, "hexdump": rd, "xxd": rd,
+		"md5sum": rd, "sha1sum": rd, "sha256sum": rd, "sha512sum": rd, "b2sum": rd, "cksum": rd,
+		"readlink": rd, "realpath": rd, "tree": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
+		"column": rd, "comm": rd, "paste": rd, "join": rd, "source": rd, ".": rd,
+		"head": {kind: pkRead, opts: optSpec{shortArg: "nc", longArg: []string{"lines", "bytes"}, permute: true}},
+		"tail": {kind: pkRead, opts: optSpec{shortArg: "ncs", longArg: []string{"lines", "bytes", "pid", "sleep-interval", "max-unchanged-stats"}, permute: true}},
+		"cut":  {kind: pkRead, opts: optSpec{shortArg: "bcdf", longArg: []string{"bytes", "characters", "delimiter", "fields", "output-delimiter"}, permute: true}},
+		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true}},
+		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "color", "colour", "group-separator"}, permute: true},
+			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
+		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true},
+			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
+		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent", "tab"}, permute: true},
+			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "f", fileLong: []string{"from-file"}},
+		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
+			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
+		"find": {kind: pkFind},
+		"uniq": {kind: pkUniq, opts: optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true}},
+		"cp":   {kind: pkCopy, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup", "reflink", "sparse", "preserve", "no-preserve"}, permute: true}},
+		"install": {kind: pkCopy, opts: optSpec{shortArg: "tSmogC", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program", "backup"}, permute: true}},
+		"mv":      {kind: pkMove, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
+		"ln":      {kind: pkLink, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
+		"rm":      wr, "rmdir": wr, "unlink": wr, "shred": wr,
+		"mkdir":    {kind: pkWrite, opts: optSpec{shortArg: "mZ", longArg: []string{"mode", "context"}, permute: true}},
+		"touch":    {kind: pkWrite, opts: optSpec{shortArg: "drt", longArg: []string{"date", "reference", "time"}, permute: true}, fileOpts: "r", fileLong: []string{"reference"}},
+		"truncate": {kind: pkWrite, opts: optSpec{shortArg: "sr", longArg: []string{"size", "reference"}, permute: true}, fileOpts: "r", fileLong: []string{"reference"}},
+		"tee":      wr,
+		"chmod":    {kind: pkMode, opts: optSpec{longArg: []string{"reference"}, permute: true}},
+		"chown":    {kind: pkMode, opts: optSpec{longArg: []string{"reference", "from"}, permute: true}},
+		"chgrp":    {kind: pkMode, opts: optSpec{longArg: []string{"reference"}, permute: true}},
+		"dd":       {kind: pkDD},
+		"python":   {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
+		"python3":  {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
+		"node":     {kind: pkInterp, opts: optSpec{shortArg: "r", longArg: []string{"require", "import", "loader"}}, patOpts: "ep", patLong: []string{"eval", "print"}},
+		"perl":     {kind: pkInterp, opts: optSpec{shortArg: "IMm"}, patOpts: "eE"},
+		"ruby":     {kind: pkInterp, opts: optSpec{shortArg: "Ir"}, patOpts: "e"},
+		"php":      {kind: pkInterp, opts: optSpec{shortArg: "dc"}, patOpts: "rR"},
+		"lua":      {kind: pkInterp, opts: optSpec{shortArg: "l"}, patOpts: "e"},
+		"curl":     {kind: pkFetch, opts: optSpec{shortArg: "oTdFHXAeuwmxrEK", longArg: []string{"output", "upload-file", "data", "data-binary", "form", "header", "request", "user-agent", "referer", "user", "write-out", "max-time", "proxy", "range", "cert", "config"}, permute: true}},
+		"wget":     {kind: pkFetch, opts: optSpec{shortArg: "OPoaiU", longArg: []string{"output-document", "directory-prefix", "output-file", "append-output", "input-file", "user-agent"}, permute: true}},
+	}
+	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh"} {
+		pathSpecs[sh] = pathSpec{kind: pkInterp, opts: optSpec{shortArg: "oO", longArg: []string{"rcfile", "init-file"}}, patOpts: "cs"}
+	}
+}
+
+// pathCollector gathers one line's path facts.
+type pathCollector struct {
+	opts       Options
+	out        []PathUse
+	incomplete bool
+}
+
+// add records p (a static word) with access for cmd, against the directories dirs (nil:
+// Options.Cwd); unknownDir says a non-static cd came before.
+func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bool) {
+	if p == "" || p == "-" {
+		return
+	}
+	if strings.HasPrefix(p, "~") {
+		if pc.opts.Home == "" || !(p == "~" || strings.HasPrefix(p, "~/")) {
+			pc.incomplete = true // ~user, or no home known
+			return
+		}
+		p = pc.opts.Home + p[1:]
+	}
+	if path.IsAbs(p) {
+		pc.put(path.Clean(p), access, cmd)
+		return
+	}
+	if unknownDir {
+		pc.incomplete = true
+	}
+	if len(dirs) == 0 {
+		if pc.opts.Cwd == "" {
+			pc.incomplete = true
+			return
+		}
+		pc.put(path.Join(pc.opts.Cwd, p), access, cmd)
+		return
+	}
+	for _, d := range dirs {
+		pc.put(path.Join(d, p), access, cmd)
+	}
+}
+
+func (pc *pathCollector) put(p, access, cmd string) {
+	for _, u := range pc.out {
+		if u.Path == p && u.Access == access && u.Cmd == cmd {
+			return
+		}
+	}
+	if len(pc.out) >= maxPaths {
+		pc.incomplete = true
+		return
+	}
+	pc.out = append(pc.out, PathUse{Path: p, Access: access, Cmd: cmd})
+}
+
+// word records a word where a path goes: a static, glob-free one as a path, anything else
+// makes the list incomplete.
+func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
+	if !a.static || a.glob {
+		pc.incomplete = true
+		return
+	}
+	pc.add(a.val, access, cmd, sb.dirs, sb.dirsUnknown)
+}
+
+// subPaths adds the paths of one simple command: its file redirections and, for a
+// recognised command, its file operands.
+func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
+	for _, r := range sb.redirs {
+		op := strings.TrimLeft(r.Op, "0123456789")
+		t := r.Target
+		if t == "" {
+			t = r.tilde
+		}
+		switch {
+		case r.Write:
+			if t == "" {
+				pc.incomplete = true
+				continue
+			}
+			pc.add(t, AccessWrite, "redirect", sb.dirs, sb.dirsUnknown)
+		case op == "<":
+			if t == "" {
+				pc.incomplete = true
+				continue
+			}
+			pc.add(t, AccessRead, "redirect", sb.dirs, sb.dirsUnknown)
+		}
+	}
+	k := len(sb.args) - len(denyPrefix)
+	if len(sb.args) == 0 || k < 0 || k >= len(sb.args) || !sb.args[k].static {
+		return
+	}
+	ws := sb.args[k:]
+	name := baseName(ws[0].val)
+	if name == "cd" || name == "pushd" {
+		if t, ok := cdTarget(ws); ok && t != "" {
+			pc.add(t, AccessRead, name, sb.dirs, sb.dirsUnknown)
+		}
+		return
+	}
+	spec, ok := pathSpecs[name]
+	if !ok {
+		return
+	}
+	pc.operands(sb, name, spec, ws[1:])
+}
+
+// operands applies spec to a recognised command's arguments.
+func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word) {
+	vals := make([]string, len(ws))
+	for i, a := range ws {
+		vals[i] = a.val
+		if !a.static {
+			// A non-static word may be an option or an operand: nothing after the
+			// options can be placed for sure.
+			pc.incomplete = true
+			vals[i] = "\x00" // an operand no path check matches
+		}
+	}
+	switch spec.kind {
+	case pkFind:
+		if len(vals) == 0 || strings.HasPrefix(vals[0], "-") || vals[0] == "(" || vals[0] == "!" {
+			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
+		}
+		for i, v := range vals {
+			if strings.HasPrefix(v, "-") || v == "(" || v == "!" {
+				break
+			}
+			if v == "\x00" {
+				continue
+			}
+			pc.word(ws[i], AccessRead, name, sb)
+		}
+		return
+	case pkDD:
+		for i, v := range vals {
+			if f, ok := strings.CutPrefix(v, "if="); ok {
+				pc.addVal(ws[i], f, AccessRead, name, sb)
+			}
+			if f, ok := strings.CutPrefix(v, "of="); ok {
+				pc.addVal(ws[i], f, AccessWrite, name, sb)
+			}
+		}
+		return
+	}
+	opts, operands := parseOpts(vals, spec.opts)
+	// operands are a suffix-free subset of vals in order; find their words.
+	opWords := operandWords(ws, vals, operands)
+	target, patGiven, inPlace := "", false, false
+	for _, o := range opts {
+		short := !o.long && len(o.name) == 1
+		if short && strings.Contains(spec.patOpts, o.name) || o.long && anyLong(o.name, spec.patLong) {
+			patGiven = true
+		}
+		if o.hasVal && (short && strings.Contains(spec.fileOpts, o.name) || o.long && anyLong(o.name, spec.fileLong)) {
+			pc.add(o.val, AccessRead, name, sb.dirs, sb.dirsUnknown)
+		}
+		switch {
+		case (spec.kind == pkCopy || spec.kind == pkMove || spec.kind == pkLink) && o.hasVal && (o.name == "t" || o.long && longIs(o.name, "target-directory")):
+			target = o.val
+		case name == "sort" && o.hasVal && (o.name == "o" || o.long && longIs(o.name, "output")):
+			pc.add(o.val, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+		case name == "sed" && (o.name == "i" || o.long && longIs(o.name, "in-place")):
+			inPlace = true
+		case name == "install" && o.name == "d":
+			spec.kind = pkWrite
+		case spec.kind == pkFetch && o.hasVal:
+			switch {
+			case o.name == "o" && name == "curl", o.name == "O" && name == "wget", o.name == "P",
+				o.long && (longIs(o.name, "output") || longIs(o.name, "output-document") || longIs(o.name, "directory-prefix")):
+				pc.add(o.val, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			case o.name == "T" || o.long && longIs(o.name, "upload-file"):
+				pc.add(o.val, AccessRead, name, sb.dirs, sb.dirsUnknown)
+			}
+		case spec.kind == pkMode && o.long && longIs(o.name, "reference"):
+			patGiven = true // no mode operand
+		}
+	}
+	switch spec.kind {
+	case pkRead:
+		pc.all(opWords, AccessRead, name, sb)
+	case pkWrite:
+		pc.all(opWords, AccessWrite, name, sb)
+	case pkPattern:
+		if !patGiven && len(opWords) > 0 {
+			opWords = opWords[1:]
+		}
+		if len(opWords) == 0 && (name == "rg" || name == "grep" && recursive(opts)) {
+			// rg and grep -r with no path search the current directory.
+			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown)
+		}
+		access := AccessRead
+		if inPlace {
+			access = AccessWrite
+		}
+		pc.all(opWords, access, name, sb)
+	case pkCopy, pkLink:
+		if target != "" {
+			pc.add(target, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
+			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
+			opWords = opWords[:len(opWords)-1]
+		}
+		if spec.kind == pkCopy {
+			pc.all(opWords, AccessRead, name, sb)
+		}
+	case pkMove:
+		if target != "" {
+			pc.add(target, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+		}
+		pc.all(opWords, AccessWrite, name, sb)
+	case pkMode:
+		if !patGiven && len(opWords) > 0 {
+			opWords = opWords[1:]
+		}
+		pc.all(opWords, AccessWrite, name, sb)
+	case pkUniq:
+		if len(opWords) > 0 {
+			pc.word(opWords[0], AccessRead, name, sb)
+		}
+		if len(opWords) > 1 {
+			pc.word(opWords[1], AccessWrite, name, sb)
+		}
+	case pkInterp:
+		if !patGiven && len(opWords) > 0 {
+			pc.word(opWords[0], AccessRead, name, sb)
+		}
+	}
+}
+
+// addVal records the file part of an option word (dd's if=FILE).
+func (pc *pathCollector) addVal(a word, v, access, cmd string, sb *sub) {
+	if !a.static || a.glob {
+		pc.incomplete = true
+		return
+	}
+	pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)
+}
+
+func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {
+	for _, a := range ws {
+		pc.word(a, access, cmd, sb)
+	}
+}
+
+// operandWords maps parseOpts' operands (values, in order) back to their words.
+func operandWords(ws []word, vals, operands []string) []word {
+	out := make([]word, 0, len(operands))
+	j := len(vals) - 1
+	// operands are the last matching values in order; walk back from the end.
+	for i := len(operands) - 1; i >= 0; i-- {
+		for j >= 0 && vals[j] != operands[i] {
+			j--
+		}
+		if j < 0 {
+			break
+		}
+		out = append(out, ws[j])
+		j--
+	}
+	for a, b := 0, len(out)-1; a < b; a, b = a+1, b-1 {
+		out[a], out[b] = out[b], out[a]
+	}
+	return out
+}
+
+// recursive reports grep's -r/-R/--recursive/--dereference-recursive.
+func recursive(opts []opt) bool {
+	for _, o := range opts {
+		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyLong(name string, longs []string) bool {
+	for _, l := range longs {
+		if longIs(name, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// cdTarget is the directory a cd or pushd goes to: "~" for none, ok false when it is not
+// static (or cd -, pushd +N: a directory from the stack).
+func cdTarget(ws []word) (string, bool) {
+	i := 1
+	for i < len(ws) && ws[i].static && len(ws[i].val) > 1 && ws[i].val[0] == '-' {
+		if ws[i].val == "--" {
+			i++
+			break
+		}
+		i++
+	}
+	if i >= len(ws) {
+		return "~", true
+	}
+	a := ws[i]
+	if !a.static || a.glob || a.val == "-" || strings.HasPrefix(a.val, "+") {
+		return "", false
+	}
+	return a.val, true
+}
+
+// trackCd updates the walker's directories after a cd/pushd/popd command: relative paths
+// after a static cd are joined both to its target and to the directories before it (the cd
+// may fail), a non-static one makes them unknown.
+func (w *walker) trackCd(sb *sub) {
+	if len(sb.args) == 0 || !sb.args[0].static {
+		return
+	}
+	ws := sb.args
+	if (ws[0].val == "builtin" || ws[0].val == "command") && len(ws) > 1 && ws[1].static {
+		ws = ws[1:]
+	}
+	switch ws[0].val {
+	case "cd", "pushd":
+	case "popd":
+		w.dirsUnknown = true
+		return
+	default:
+		return
+	}
+	t, ok := cdTarget(ws)
+	if !ok {
+		w.dirsUnknown = true
+		return
+	}
+	if strings.HasPrefix(t, "~") {
+		if w.opts.Home == "" || !(t == "~" || strings.HasPrefix(t, "~/")) {
+			w.dirsUnknown = true
+			return
+		}
+		t = w.opts.Home + t[1:]
+	}
+	old := w.dirs
+	if len(old) == 0 {
+		if w.opts.Cwd == "" {
+			w.dirsUnknown = true
+			return
+		}
+		old = []string{path.Clean(w.opts.Cwd)}
+	}
+	next := make([]string, 0, 2*len(old))
+	if path.IsAbs(t) {
+		next = append(next, path.Clean(t))
+	} else {
+		for _, d := range old {
+			next = append(next, path.Join(d, t))
+		}
+	}
+	for _, d := range old {
+		if len(next) >= maxDirs {
+			w.dirsUnknown = true
+			break
+		}
+		if !containsStr(next, d) {
+			next = append(next, d)
+		}
+	}
+	w.dirs = next
+}
+
+func containsStr(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package classifier
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPaths: the path facts of recognised commands, redirections and cd, made absolute
+// against Options (Cwd /home/u/proj, Home /home/u), written "access:path:cmd".
+func TestPaths(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		want       string // space-separated, in order
+		incomplete bool
+	}{
+		{"ls", "", false},
+		{"cat .env", "read:/home/u/proj/.env:cat", false},
+		{"head -n 5 a ../b /etc/c", "read:/home/u/proj/a:head read:/home/u/b:head read:/etc/c:head", false},
+		{"grep -rn x src", "read:/home/u/proj/src:grep", false},
+		{"grep -e x -e y f", "read:/home/u/proj/f:grep", false},
+		{"grep -f pats f", "read:/home/u/proj/pats:grep read:/home/u/proj/f:grep", false},
+		{"grep -r secret", "read:/home/u/proj:grep", false},
+		{"rg -n TODO", "read:/home/u/proj:rg", false},
+		{"find . -name x", "read:/home/u/proj:find", false},
+		{"sed -n 1p f", "read:/home/u/proj/f:sed", false},
+		{"sed -i 's/a/b/' f", "write:/home/u/proj/f:sed", false},
+		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
+		{"cp -t dir a", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp", false},
+		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp read:/home/u/proj/evil.cfg:cp", false},
+		{"mv a b", "write:/home/u/proj/a:mv write:/home/u/proj/b:mv", false},
+		{"rm -rf build ~/x", "write:/home/u/proj/build:rm write:/home/u/x:rm", false},
+		{"mkdir -p -m 755 a/b", "write:/home/u/proj/a/b:mkdir", false},
+		{"touch x", "write:/home/u/proj/x:touch", false},
+		{"chmod 600 k", "write:/home/u/proj/k:chmod", false},
+		{"chown --reference=r f", "write:/home/u/proj/f:chown", false},
+		{"tee -a log", "write:/home/u/proj/log:tee", false},
+		{"dd if=/dev/zero of=img", "read:/dev/zero:dd write:/home/u/proj/img:dd", false},
+		{"python3 tool.py x", "read:/home/u/proj/tool.py:python3", false},
+		{"python3 -c 'print(1)'", "", false},
+		{"bash run.sh", "read:/home/u/proj/run.sh:bash", false},
+		{"ln -s target link", "write:/home/u/proj/link:ln", false},
+		{"sort -o out in", "write:/home/u/proj/out:sort read:/home/u/proj/in:sort", false},
+		{"uniq in out", "read:/home/u/proj/in:uniq write:/home/u/proj/out:uniq", false},
+		{"curl -o f http://x", "write:/home/u/proj/f:curl", false},
+		{"timeout 5 cat f", "read:/home/u/proj/f:cat", false},
+		{"echo x > out 2>/dev/null", "write:/home/u/proj/out:redirect", false},
+		{"echo x >> ~/.bashrc", "write:/home/u/.bashrc:redirect", false},
+		{"wc -l < in", "read:/home/u/proj/in:redirect", false},
+		{"{ ls; pwd; } > o", "write:/home/u/proj/o:redirect", false},
+		{"cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
+		{"cd /etc; cat passwd", "read:/etc:cd read:/etc/passwd:cat read:/home/u/proj/passwd:cat", false},
+		{"cd; cat .bashrc", "read:/home/u:cd read:/home/u/.bashrc:cat read:/home/u/proj/.bashrc:cat", false},
+		{"(cd /etc); cat x", "read:/etc:cd read:/home/u/proj/x:cat", false},
+		{"cd $D; cat z", "read:/home/u/proj/z:cat", true},
+		{"cat $F", "", true},
+		{"cat *.go", "", true},
+		{"echo x > $F", "", true},
+		{"touch ~other/x", "", true},
+		{"bash -c 'cat /etc/shadow'", "read:/etc/shadow:cat", false},
+		{"cd sub; bash -c 'cat x'", "read:/home/u/proj/sub:cd read:/home/u/proj/x:cat", true},
+		{"git status", "", false},
+		{"npm test", "", false},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			t.Parallel()
+			c := Classify(tc.cmd, testOpts)
+			var got []string
+			for _, p := range c.Paths {
+				got = append(got, p.Access+":"+p.Path+":"+p.Cmd)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("%q: paths\n  %s\nwant\n  %s", tc.cmd, g, tc.want)
+			}
+			if c.PathsIncomplete != tc.incomplete {
+				t.Errorf("%q: paths_incomplete=%v, want %v", tc.cmd, c.PathsIncomplete, tc.incomplete)
+			}
+		})
+	}
+}
+
+// TestPathsNoCwd: without a cwd relative paths are not made up; the list says so.
+func TestPathsNoCwd(t *testing.T) {
+	t.Parallel()
+	c := Classify("cat a /etc/b", Options{})
+	if len(c.Paths) != 1 || c.Paths[0].Path != "/etc/b" || !c.PathsIncomplete {
+		t.Fatalf("paths %+v incomplete %v", c.Paths, c.PathsIncomplete)
+	}
+}
