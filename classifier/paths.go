@@ -27,18 +27,18 @@ const maxDirs = 4
 type pathKind uint8
 
 const (
-	pkRead       pathKind = iota // every operand is read
-	pkWrite                      // every operand is written
-	pkPattern                    // first operand is a pattern/script unless given by option, the rest read
-	pkCopy                       // last operand (or -t DIR) written, the rest read
-	pkMove                       // every operand written (sources are removed), -t DIR too
-	pkLink                       // last operand (or -t DIR) written
-	pkMode                       // first operand a mode/owner (unless --reference), the rest written
-	pkFind                       // leading operands are roots, read
-	pkUniq                       // [input [output]]
-	pkDD                         // if= read, of= written
-	pkInterp                     // first operand a script, read, unless code is given by option
-	pkFetch                      // curl/wget: -o/-O FILE written, -T FILE read
+	pkRead    pathKind = iota // every operand is read
+	pkWrite                   // every operand is written
+	pkPattern                 // first operand is a pattern/script unless given by option, the rest read
+	pkCopy                    // last operand (or -t DIR) written, the rest read
+	pkMove                    // every operand written (sources are removed), -t DIR too
+	pkLink                    // last operand (or -t DIR) written
+	pkMode                    // first operand a mode/owner (unless --reference), the rest written
+	pkFind                    // leading operands are roots, read
+	pkUniq                    // [input [output]]
+	pkDD                      // if= read, of= written
+	pkInterp                  // first operand a script, read, unless code is given by option
+	pkFetch                   // curl/wget: -o/-O FILE written, -T FILE read
 )
 
 type pathSpec struct {
@@ -73,9 +73,9 @@ func init() {
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "f", fileLong: []string{"from-file"}},
 		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
-		"find": {kind: pkFind},
-		"uniq": {kind: pkUniq, opts: optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true}},
-		"cp":   {kind: pkCopy, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup", "reflink", "sparse", "preserve", "no-preserve"}, permute: true}},
+		"find":    {kind: pkFind},
+		"uniq":    {kind: pkUniq, opts: optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true}},
+		"cp":      {kind: pkCopy, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup", "reflink", "sparse", "preserve", "no-preserve"}, permute: true}},
 		"install": {kind: pkCopy, opts: optSpec{shortArg: "tSmogC", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program", "backup"}, permute: true}},
 		"mv":      {kind: pkMove, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
 		"ln":      {kind: pkLink, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
