@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -37,12 +38,13 @@ const (
 func init() {
 	rego.RegisterBuiltinDyn(&rego.Function{
 		Name: bnDenyAskHits,
-		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain): the first deny and the first " +
+		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain, bash): the first deny and the first " +
 			"ask rule matching any part of the call (whole-tool rules, tool-name patterns, parameter rules, Bash " +
 			"rules for each word list, path rules for each [path, [bucket]], domain rules, in this order), as " +
-			"{\"deny\": rule, \"ask\": rule} with a key only where a rule matched. One call for both: each " +
-			"call costs the evaluator more than the scan.",
-		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S), types.A),
+			"{\"deny\": rule, \"ask\": rule} with a key only where a rule matched. When bash (the classification) " +
+			"is opaque and no rule denied, the first Bash deny (else ask) rule is the ask hit: a command known only at " +
+			"run time may be the one it names. One call for both: each call costs the evaluator more than the scan.",
+		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S, types.A), types.A),
 	}, denyAskHits)
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathsAllowed,
@@ -190,7 +192,7 @@ func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) 
 		if data == nil {
 			continue
 		}
-		t, err := anyHit(bctx, append([]*ast.Term{data}, args[1:]...))
+		t, err := anyHit(bctx, append([]*ast.Term{data}, args[1:6]...))
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +200,88 @@ func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) 
 			out.Insert(k, t)
 		}
 	}
+	if len(args) > 6 && out.Get(denyKey) == nil && out.Get(askKey) == nil && opaqueBash(args[6]) {
+		if t := opaqueHit(rules); t != nil {
+			out.Insert(askKey, t)
+		}
+	}
 	return ast.NewTerm(out), nil
+}
+
+var (
+	opaqueKey = ast.StringTerm("opaque")
+	reasonKey = ast.StringTerm("reason")
+	ruleKey   = ast.StringTerm("rule")
+	sourceKey = ast.StringTerm("source")
+)
+
+// opaqueBash reports a classification (input.bash) with a command known only at run time.
+func opaqueBash(t *ast.Term) bool {
+	o, ok := t.Value.(ast.Object)
+	if !ok {
+		return false
+	}
+	v := o.Get(opaqueKey)
+	if v == nil {
+		return false
+	}
+	b, ok := v.Value.(ast.Boolean)
+	return ok && bool(b)
+}
+
+// opaqueHit is the ask hit of an opaque command line: the first Bash deny rule, else the
+// first Bash ask rule (a command that only exists at run time may be the one a rule names,
+// so it asks, never auto: denied in dontAsk and bypassPermissions), with a reason that says
+// why; nil when there is no Bash deny or ask rule, so opaque alone changes nothing.
+func opaqueHit(rules ast.Object) *ast.Term {
+	for _, k := range []*ast.Term{denyKey, askKey} {
+		data := getObj(rules, k)
+		if data == nil {
+			continue
+		}
+		r := firstBashRule(getObj(data, bashKey))
+		if r == nil {
+			continue
+		}
+		obj, ok := r.Value.(ast.Object)
+		if !ok {
+			continue
+		}
+		hit := obj.Copy()
+		hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
+			"a command known only at run time (built by expansion, or a script the policy cannot read) may run what %s rule %s (%s) names",
+			k.Value.(ast.String), getStr(obj, ruleKey), getStr(obj, sourceKey))))
+		return ast.NewTerm(hit)
+	}
+	return nil
+}
+
+// firstBashRule is the first rule of a Bash rule bucket: the first pattern-indexed list is
+// chosen by its smallest first word, so the answer does not depend on map order.
+func firstBashRule(bucket ast.Object) *ast.Term {
+	if bucket == nil {
+		return nil
+	}
+	if a := getArr(bucket, otherKey); a != nil && a.Len() > 0 {
+		return a.Elem(0)
+	}
+	words := getObj(bucket, wordKey)
+	if words == nil {
+		return nil
+	}
+	var best *ast.Term
+	bestKey := ""
+	words.Foreach(func(k, v *ast.Term) {
+		ks, ok := k.Value.(ast.String)
+		a, ok2 := v.Value.(*ast.Array)
+		if !ok || !ok2 || a.Len() == 0 {
+			return
+		}
+		if best == nil || string(ks) < bestKey {
+			best, bestKey = a.Elem(0), string(ks)
+		}
+	})
+	return best
 }
 
 // anyHit is the scan behind deny_ask_hits for one behavior's rule data (args[0]; the rest as

@@ -348,3 +348,83 @@ func TestSettingsDirectoriesCount(t *testing.T) {
 		t.Fatalf("write in a settings directory under acceptEdits: %+v %v", d, err)
 	}
 }
+
+// realBash classifies cmd with the real classifier, as the daemon does.
+func realBash(cmd string) *classifier.Classification {
+	return classifier.Classify(cmd, classifier.Options{Cwd: "/w", Home: "/home/u", WorkDirs: []string{"/w"}})
+}
+
+// TestDecisionCorpusIssue16 is issue #16 through the real classifier: deny rules hold through
+// wrappers, nested shells and spellings (reproduction 7), commands known only at run time
+// ask wherever a Bash deny or ask rule exists (deny where nothing may ask), and each
+// classifier family of reproduction 1 is not allowed as read-only.
+func TestDecisionCorpusIssue16(t *testing.T) {
+	e := newEngine(t, Config{})
+	var cs []call
+	add := func(x ...call) { cs = append(cs, x...) }
+	curl := []string{"Bash(curl:*)"}
+	//                                 default acceptEdits plan dontAsk bypass auto bubble
+	for _, cmd := range []string{
+		`ls && bash -c 'curl x'`, `eval 'curl x'`, `sh -c 'curl x'`, `zsh -c 'curl x'`, `dash -c 'curl x'`,
+		`find . -exec curl {} \;`, `find . -execdir curl {} +`, `find . -ok curl {} \;`, `find . -okdir curl {} \;`,
+		`xargs curl`, `env curl x`, `env -i FOO=1 curl x`, `command curl x`, `builtin curl x`, `exec curl x`,
+		`timeout 5 curl x`, `nice -n 5 curl x`, `nohup curl x`, `stdbuf -o0 curl x`, `time curl x`,
+		`/usr/bin/curl x`, `c\url x`, `'cu'rl x`, `"curl" x`, `bash <<< 'curl x'`, `echo 'curl x' | bash`,
+		"bash <<'EOF'\ncurl x\nEOF", `watch curl x`, `sudo curl x`,
+	} {
+		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
+	}
+	for _, cmd := range []string{
+		`$X x`, `$(echo curl) x`, `${cmd} x`, `wget -O- x | sh`, `bash < file`, `bash script.sh`, `eval "$X"`,
+		`source f`, `. ./f`, `ls && bash -c "$CMD"`,
+	} {
+		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
+	}
+	add(
+		// Opaque alone changes nothing: no Bash deny or ask rule, the mode decides.
+		call{name: "opaque no rule bypass", mode: permission.ModeBypassPermissions, cmd: `$X x`, bash: realBash(`$X x`), want: A},
+		call{name: "opaque no rule default", cmd: `$X x`, bash: realBash(`$X x`), want: AU, step: "mode"},
+		call{name: "opaque non-bash deny rule only", mode: permission.ModeBypassPermissions, cmd: `$X x`, bash: realBash(`$X x`), deny: []string{"Read(.env)"}, want: A},
+		// An ask rule alone makes opaque commands ask too.
+		call{name: "opaque with ask rule", mode: permission.ModeDontAsk, cmd: `eval "$X"`, bash: realBash(`eval "$X"`), ask: []string{"Bash(git push *)"}, want: D, step: "ask_rule", rule: "Bash(git push *)"},
+		call{name: "opaque ask rule auto asks user", mode: permission.ModeAuto, cmd: `eval "$X"`, bash: realBash(`eval "$X"`), ask: []string{"Bash(git push *)"}, want: AU},
+		// A real deny still denies everywhere, also when another command is opaque.
+		call{name: "real deny beats opaque", mode: permission.ModeDefault, cmd: `curl x; $X`, bash: realBash(`curl x; $X`), deny: curl, want: D, rule: "Bash(curl:*)"},
+		// A path-named rule still matches its own spelling.
+		call{name: "path rule", cmd: `/usr/bin/curl x`, bash: realBash(`/usr/bin/curl x`), deny: []string{"Bash(/usr/bin/curl *)"}, want: D},
+		// Allow rules judge the outer command: nested commands need no allow rule of their own.
+		call{name: "allow outer shell", cmd: `bash -c 'npm test'`, bash: realBash(`bash -c 'npm test'`), allow: []string{"Bash(bash -c *)"}, want: A},
+		call{name: "nested deny beats outer allow", cmd: `bash -c 'curl x'`, bash: realBash(`bash -c 'curl x'`), allow: []string{"Bash(bash -c *)"}, deny: curl, want: D},
+		call{name: "nested critical rm", cmd: `bash -c 'rm -rf ~'`, bash: realBash(`bash -c 'rm -rf ~'`), allow: []string{"Bash"}, want: AU, step: "critical_rm"},
+	)
+	// Classifier families (reproduction 1): none may run as read-only in default mode.
+	for _, cmd := range []string{
+		`printf -v 'a[$(id>pwn)]' %s 1`, `read 'a[$(id)]' < /dev/null`, `test -v 'a[$(id)]'`, `[[ -v 'a[$(id)]' ]]`,
+		`echo ${!x}`, `echo "${x@P}"`, `[[ 'a[$(id)]' -eq 0 ]]`, `echo x; (( $_ ))`, `echo $(( "a[1]" ))`,
+		`echo "${x:-'$(id)'}"`, `a['$(id)']=1`, `sort {"-o",out} f`, `/bin/ls() { id; }; /bin/ls`,
+		`command_not_found_handle() { id; }; x`, `mapfile -C 'id #' -c 1 x < f`, "ls # x\\\nid",
+		`sed -n ':x w out' f`, `git rev-list --output=x HEAD`, `git shortlog --output=x HEAD`, `git blame --output=x f`,
+		`git reflog --output=x`, `git stash list --output=x`, `git config core.pager x --get`, `case x in esac > out`,
+		`git -C sub status`, `git --git-dir=.git log`, `nohup ls`,
+	} {
+		add(call{name: "family " + cmd, cmd: cmd, bash: realBash(cmd), want: AU, step: "mode"})
+		add(call{name: "family plan " + cmd, mode: permission.ModePlan, cmd: cmd, bash: realBash(cmd), want: D})
+	}
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := outcome(d); got != c.want {
+				t.Errorf("got %s, want %s\n  decision: %+v\n%s", got, c.want, d, c.bash.Format())
+			}
+			if c.step != "" && d.Step != c.step {
+				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
+			}
+			if c.rule != "" && d.Rule != c.rule {
+				t.Errorf("rule %q, want %q", d.Rule, c.rule)
+			}
+		})
+	}
+}

@@ -55,7 +55,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
-		"read_paths", "write_paths", "path_subjects", "deny_words",
+		"read_paths", "write_paths", "path_subjects", "deny_words", "opaque", "nested",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -201,7 +201,9 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 	}
 	subs := make([]*ast.Term, len(c.Subcommands))
 	mw := make([]*ast.Term, len(c.Subcommands))
+	opaque := false
 	for i, s := range c.Subcommands {
+		opaque = opaque || s.Opaque
 		reds := emptyArray
 		if len(s.Redirects) > 0 {
 			rs := make([]*ast.Term, len(s.Redirects))
@@ -221,6 +223,8 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 			item("deny_prefix", wt.get(s.DenyPrefix)),
 			item("match_words", wt.get(matchWords(s))),
 			item("exact_only", ast.InternedTerm(s.ExactOnly)),
+			item("opaque", ast.InternedTerm(s.Opaque)),
+			item("nested", ast.InternedTerm(s.Nested)),
 			item("redirects", reds),
 		)
 	}
@@ -240,6 +244,8 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		// match_words again, as one list: what deny and ask rules are compared with.
 		item("match_words", ast.ArrayTerm(mw...)),
 		item("risks", risks),
+		// opaque: some command is known only at run time (see classifier.Subcommand.Opaque).
+		item("opaque", ast.InternedTerm(opaque)),
 	)
 }
 
@@ -262,9 +268,20 @@ func denyWords(f *permission.Facts) *ast.Term {
 		return emptyArray
 	}
 	if c := f.Bash; c != nil && c.ParseError == nil {
-		ts := make([]*ast.Term, len(c.Subcommands))
-		for i, s := range c.Subcommands {
-			ts[i] = strs(matchWords(s))
+		ts := make([]*ast.Term, 0, len(c.Subcommands))
+		for _, s := range c.Subcommands {
+			w := matchWords(s)
+			ts = append(ts, strs(w))
+			if len(w) > 0 && strings.IndexByte(w[0], '/') >= 0 {
+				// /usr/bin/curl is curl to a deny rule: both spellings are matched, so a
+				// rule written with the path still hits.
+				if b := path.Base(w[0]); b != w[0] && b != "/" && b != "." {
+					bw := make([]string, len(w))
+					copy(bw, w)
+					bw[0] = b
+					ts = append(ts, strs(bw))
+				}
+			}
 		}
 		return ast.ArrayTerm(ts...)
 	}

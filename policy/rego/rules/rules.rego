@@ -20,7 +20,11 @@ deny_hit := _deny_ask.deny
 ask_hit := _deny_ask.ask
 
 # Both scans in one builtin call: each call costs the evaluator more than the scan itself.
-_deny_ask := sandboxd.deny_ask_hits(input.rules, input.tool, input.input, input.deny_words, input.path_subjects, input.domain)
+# input.bash goes along for its opaque flag: a command known only at run time (a command word
+# built by expansion, a script the classifier cannot read) is taken to match every Bash deny
+# and ask rule, as an ask (never auto; denied in dontAsk and bypassPermissions) when no rule
+# matched outright.
+_deny_ask := sandboxd.deny_ask_hits(input.rules, input.tool, input.input, input.deny_words, input.path_subjects, input.domain, input.bash)
 
 # bash_parsed holds when the classifier parsed the command (null bash: not parsed).
 bash_parsed if input.bash.parse_error == null
@@ -51,9 +55,12 @@ _allow_bash := r if {
 } else := r if {
 	# Allow rules see each non-read-only simple command past wrappers and known-safe env
 	# assignments only (prefix; null when not static, which then matches nothing).
+	# Commands of a nested script (bash -c 'STRING') are judged by deny and ask rules only;
+	# the allow rule judges the command that runs them, as written.
 	r := sandboxd.all_words_hit(input.rules.allow.bash, [{"w": sub.prefix, "exact": sub.exact_only == true} |
 		some sub in input.bash.subcommands
 		sub.read_only != true
+		not sub.nested
 	])
 } else := r if {
 	# Read-only commands whose only effect is a redirect the Edit rules allow.
