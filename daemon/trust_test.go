@@ -215,3 +215,35 @@ func TestRebuildFailureSuspends(t *testing.T) {
 		t.Errorf("the mended session did not resume: %d %q", code, out)
 	}
 }
+
+// TestPathRulesApplyToBash: Read denies and protected paths hold for Bash, decided on the
+// paths a recognised command names and enforced in the kernel for what the policy cannot see.
+func TestPathRulesApplyToBash(t *testing.T) {
+	f := newTrustFixture(t, "sbtpr")
+	os.WriteFile(filepath.Join(f.proj, ".env"), []byte("SECRET=1\n"), 0o644)
+	os.WriteFile(filepath.Join(f.proj, "evil.cfg"), []byte("[core]\n\tfsmonitor = id\n"), 0o644)
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).Run()
+	gitConfig, _ := os.ReadFile(filepath.Join(f.proj, ".git", "config"))
+	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions"} {
+		id := f.session(t, "--mode", mode, "--deny", "Read(.env)")
+		for _, cmd := range []string{
+			"cat .env", "grep -r SECRET .", "cp .env /tmp/x; cat /tmp/x", `python3 -c 'print(open(".env").read())'`,
+			"head -c 100 ./sub/../.env",
+		} {
+			out, errOut, _ := f.sbctl(t, "bash", "--session", id, "--", cmd)
+			if strings.Contains(out+errOut, "SECRET") {
+				t.Errorf("%s: %q printed the denied .env: %s", mode, cmd, out)
+			}
+		}
+		for _, cmd := range []string{"cp evil.cfg .git/config", "cat evil.cfg > .git/config", "tee .git/config < evil.cfg"} {
+			f.sbctl(t, "bash", "--session", id, "--", cmd)
+		}
+		f.unchanged(t, filepath.Join(f.proj, ".git", "config"), string(gitConfig))
+		// The decision names the rule for what it can see.
+		out, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"cat .env"}`)
+		var res api.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil || res.Decision.Behavior != "deny" {
+			t.Errorf("%s: cat .env was not denied by the Read rule: %s", mode, out)
+		}
+	}
+}

@@ -77,6 +77,8 @@ type Call struct {
 	// RunReadOnly is set when the call was allowed because it only reads (plan mode's calls
 	// too): its child gets no writable mount but its private /tmp.
 	RunReadOnly bool
+	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
+	read *readDecision
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification

@@ -66,10 +66,43 @@ func bashDef(h *Host) Def {
 			}
 			return nil
 		},
+		CheckPermissions: h.bashFacts,
 		Run: func(ctx context.Context, c *Call, progress Progress) (*Result, error) {
 			return h.runBash(ctx, c, progress)
 		},
 	}
+}
+
+// maxBashPathFacts bounds the paths of one command resolved for the policy: each is a round
+// trip to the owner's worker. Past it the command is not read-only for the policy.
+const maxBashPathFacts = 64
+
+// bashFacts gives the policy the classification and the paths its recognised commands read
+// and write, resolved as the owner (symlinks, `..`), so Read and Edit rules and the protected
+// and outside-the-session checks apply to Bash as to the file tools. What the classifier
+// cannot see the sandbox still confines (hidden and read-only paths).
+func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	cl := c.Classification()
+	tf := permission.ToolFacts{Bash: cl}
+	if cl == nil {
+		return tf, nil
+	}
+	if len(cl.Paths) > maxBashPathFacts {
+		return tf, errcode.Msg(errcode.Validation, fmt.Sprintf("the command names more than %d paths; split it", maxBashPathFacts))
+	}
+	for _, pu := range cl.Paths {
+		access := permission.Read
+		if pu.Access == "write" {
+			access = permission.Write
+		}
+		resolved, special, err := h.Resolve(ctx, c.Session, pu.Path)
+		if err != nil {
+			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given.
+			resolved, special = pu.Path, ""
+		}
+		tf.Paths = append(tf.Paths, permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special})
+	}
+	return tf, nil
 }
 
 // bashReadOnly asks the classifier: only a command that parsed and is read-only in every

@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -69,26 +66,6 @@ type readDecision struct {
 	resolved  worker.Resolved
 }
 
-// readDecisions carries each Read call's readDecision from CheckPermissions to Run. It is
-// keyed weakly by the call: a call that is denied never runs, and its entry goes with it.
-// TODO(#16): a field of Call would say this more plainly.
-var readDecisions sync.Map // weak.Pointer[Call] -> readDecision
-
-func rememberRead(c *Call, d readDecision) {
-	k := weak.Make(c)
-	if _, loaded := readDecisions.Swap(k, d); !loaded {
-		runtime.AddCleanup(c, func(k weak.Pointer[Call]) { readDecisions.Delete(k) }, k)
-	}
-}
-
-func decidedRead(c *Call) (readDecision, bool) {
-	v, ok := readDecisions.Load(weak.Make(c))
-	if !ok {
-		return readDecision{}, false
-	}
-	return v.(readDecision), true
-}
-
 // WARNING: the policy decides on these facts and Read opens only what they name (issue 16,
 // item 7); rerun TestReadDecidesOnWhatItOpens as root after changing.
 //
@@ -116,7 +93,7 @@ func (h *Host) readFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	if r.Variant != "" {
 		facts = append(facts, permission.PathFact{Requested: r.Variant, Resolved: r.Resolved, Access: permission.Read, Special: r.Special})
 	}
-	rememberRead(c, readDecision{requested: p, resolved: *r})
+	c.read = &readDecision{requested: p, resolved: *r}
 	return permission.ToolFacts{Paths: facts}, nil
 }
 
@@ -125,7 +102,7 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	ext := strings.ToLower(filepath.Ext(path))
 	args := worker.ReadArgs{Path: path, Kind: worker.KindText, MaxOutputBytes: readMaxOutputBytes}
 	// Outside the pipeline (no decision) the worker opens path itself and never a variant.
-	if d, ok := decidedRead(c); ok {
+	if d := c.read; d != nil {
 		if d.requested != path {
 			return nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to read %s: the permission decision was made on %s", path, d.requested))
 		}
