@@ -69,3 +69,27 @@ test_ask_hit_uses_ask_bucket if {
 	hit := rules.ask_hit with input as fx.input_with({"bash": fx.bash([fx.sub(["git", "push"], false)]), "rules": fx.rules({}, {"bash": {"word": {"git": [_git]}}}, {})})
 	hit.rule == "Bash(git *)"
 }
+
+_opaque_bash := object.union(fx.bash([fx.sub(["x"], false)]), {"opaque": true})
+
+test_opaque_asks_with_deny_rule if {
+	hit := rules.ask_hit with input as fx.input_with({"bash": _opaque_bash, "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})})
+	hit.rule == "Bash(rm *)"
+	not rules.deny_hit with input as fx.input_with({"bash": _opaque_bash, "rules": fx.rules({"bash": {"word": {"rm": [_rm]}}}, {}, {})})
+}
+
+test_opaque_asks_with_ask_rule if {
+	hit := rules.ask_hit with input as fx.input_with({"bash": _opaque_bash, "rules": fx.rules({}, {"bash": {"other": [fx.rule("Bash(*push*)", "bash", "*push*")]}}, {})})
+	hit.rule == "Bash(*push*)"
+}
+
+test_opaque_without_bash_rule if {
+	not rules.ask_hit with input as fx.input_with({"bash": _opaque_bash})
+}
+
+test_allow_skips_nested if {
+	outer := object.union(fx.sub(["bash", "-c", "curl x"], false), {"nested": false})
+	inner := object.union(fx.sub(["curl", "x"], false), {"nested": true})
+	hit := rules.allow_hit with input as fx.input_with({"bash": fx.bash([outer, inner]), "rules": fx.rules({}, {}, {"bash": {"word": {"bash": [fx.rule("Bash(bash -c *)", "bash", "bash -c *")]}}})})
+	hit.rule == "Bash(bash -c *)"
+}
