@@ -27,7 +27,8 @@ func SimpleCommand(command string) (sc Simple, ok bool) {
 			sc, ok = Simple{}, false
 		}
 	}()
-	if len(command) > maxParseLen || badChar(command) != "" {
+	if len(command) > maxParseLen || badChar(command) != "" || lineDivergence(command) {
+		// lineDivergence: the parser and bash may split the lines differently.
 		return Simple{}, false
 	}
 	p := parserPool.Get().(*syntax.Parser)
