@@ -59,9 +59,18 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 	if c := cr.Call; c != nil {
 		rec.Caller = auditCaller(c.Caller)
 		rec.Session, rec.Mode, rec.Tool = c.Session.ID, string(c.Mode), c.Tool.Name()
+		rec.Detail = decidedInput(rec.Input, c.Input)
 	}
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)
+		if o.Result != nil && o.Result.ContextChange != nil {
+			// A call that moves its session's cwd or mode (a persisted cd, plan mode) says so.
+			if rec.Detail == nil {
+				rec.Detail = map[string]string{}
+			}
+			b, _ := json.Marshal(o.Result.ContextChange)
+			rec.Detail["context_change"] = string(b)
+		}
 	}
 	start := time.Now()
 	var err error
@@ -75,6 +84,24 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 	}
 	r.wait.WithLabelValues(waitLabel[cr.Wait]).Observe(time.Since(start).Seconds())
 	return err
+}
+
+// decidedInput is the input the call was decided and run with (after the backfill of defaults
+// and absolute paths, and a PreToolUse hook's updatedInput), redacted like the original, with
+// the digest of the whole; nil when it is the original.
+func decidedInput(original json.RawMessage, decided executor.Input) map[string]string {
+	if decided == nil || len(original) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(decided)
+	if err != nil {
+		return map[string]string{"decided_input": "[unencodable]"}
+	}
+	red, digest := audit.Redact(b)
+	if _, orig := audit.Redact(original); orig == digest {
+		return nil
+	}
+	return map[string]string{"decided_input": string(red), "decided_input_digest": digest}
 }
 
 // validJSON keeps the input as sent when it is JSON; anything else is recorded as a string,

@@ -247,3 +247,49 @@ func TestPathRulesApplyToBash(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditRecordsDecidedInput: when a PreToolUse hook rewrites the input, the call's records
+// keep the original and, beside it, the input that was decided and run, redacted the same way.
+func TestAuditRecordsDecidedInput(t *testing.T) {
+	out := filepath.Join(testHostDir(t), "hook.json")
+	hook := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"echo rewritten"}}}`
+	if err := os.WriteFile(out, []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: command\n      command: \"cat "+out+"\"\n      timeout: 10\n")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	_, res := td.call(t, s.ID, "Bash", `{"command":"echo original"}`)
+	if res.IsError || res.Data["stdout"] != "rewritten\n" {
+		t.Fatalf("the hook's input did not run: %+v", res)
+	}
+	var rewritten int
+	for _, r := range auditRecords(t, td) {
+		if r.Kind != "call.end" {
+			continue
+		}
+		switch {
+		case strings.Contains(string(r.Input), "echo original"):
+			if !strings.Contains(r.Detail["decided_input"], "echo rewritten") || r.Detail["decided_input_digest"] == "" {
+				t.Errorf("the rewritten input is not on the record: %v", r.Detail)
+			}
+			rewritten++
+		case r.Detail["decided_input"] != "":
+			t.Errorf("a call no hook rewrote has a decided input: %s beside %s", r.Detail["decided_input"], r.Input)
+		}
+	}
+	if rewritten != 1 {
+		t.Errorf("%d call.end records of the rewritten call, want 1", rewritten)
+	}
+}
+
+// testHostDir is a directory children see as the host has it (not under the private /tmp).
+func testHostDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -85,6 +85,13 @@ func TestToolSearchAndPlanMode(t *testing.T) {
 	if _, err := e.call(t, "ExitPlanMode", Input{}); err == nil {
 		t.Fatal("ExitPlanMode outside plan mode succeeded")
 	}
+	// A session put in plan mode by its owner (not by EnterPlanMode) is not loosened by a
+	// tool call: there is no earlier mode to go back to.
+	plan := permission.ModePlan
+	e.s.Apply(session.Update{Mode: &plan})
+	if _, err := e.call(t, "ExitPlanMode", Input{"plan": "x"}); err == nil {
+		t.Fatal("ExitPlanMode left a plan mode the owner had set")
+	}
 }
 
 func TestPathFactsResolvedAsOwner(t *testing.T) {

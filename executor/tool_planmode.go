@@ -63,7 +63,8 @@ func exitPlanModeDef(h *Host) Def {
 			delete(ts.prePlan, c.Session.ID)
 			ts.mu.Unlock()
 			if !ok || next == permission.ModePlan || next == "" {
-				next = permission.ModeDefault
+				// Created in plan mode: only its owner may loosen it, through the API.
+				return nil, errcode.Msg(errcode.Validation, "the session was created in plan mode; its owner changes the mode (sbctl session mode), not a tool call")
 			}
 			res := Text(fmt.Sprintf("The plan was approved; plan mode is over and the session is back in %s mode. Carry out the plan.", next))
 			res.ContextChange = &ContextChange{Mode: &next}
