@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -55,6 +56,55 @@ type Config struct {
 	Hooks Hooks `json:"hooks"`
 	// Bundle, when its URL is set, pulls policy as an OPA bundle.
 	Bundle Bundle `json:"bundle"`
+	// Limits bound what one user may take of the shared daemon (issue 17).
+	Limits Limits `json:"limits"`
+	// Sessions configures session lifetime.
+	Sessions Sessions `json:"sessions"`
+}
+
+// Limits bound one request and one user, so no user can starve or erase another. Zero means
+// the default, never "unlimited": every limit has a safe default.
+type Limits struct {
+	// ResponseBytes bounds the result bytes of one response (a whole batch included), shared
+	// by one user's responses in flight; past it text results are persisted with a preview and
+	// images are left out with a note.
+	ResponseBytes int64 `json:"response_bytes"`
+	// BatchCalls bounds the calls of one batch request (over it: 400).
+	BatchCalls int `json:"batch_calls"`
+	// ConnectionsPerUser bounds one uid's open connections to the socket.
+	ConnectionsPerUser int `json:"connections_per_user"`
+	// CallsPerUser bounds one uid's calls running at once (over it: 429 too_many_calls).
+	CallsPerUser int `json:"calls_per_user"`
+	// SessionsPerUser bounds one uid's live sessions; 0 takes max_sessions_per_user.
+	SessionsPerUser int `json:"sessions_per_user"`
+	// PersistedBytesPerUser bounds one uid's persisted results; past it the oldest go first.
+	PersistedBytesPerUser int64 `json:"persisted_bytes_per_user"`
+	// TasksPerUser bounds one uid's running background tasks.
+	TasksPerUser int `json:"tasks_per_user"`
+	// TaskMaxSeconds is the longest a background task may run before it is killed.
+	TaskMaxSeconds int `json:"task_max_seconds"`
+	// RequestsPerSecondPerUser is one uid's sustained rate on calls, decide and batch (token
+	// bucket; burst RequestsBurstPerUser). Over it: 429 rate_limited.
+	RequestsPerSecondPerUser float64 `json:"requests_per_second_per_user"`
+	RequestsBurstPerUser     int     `json:"requests_burst_per_user"`
+	// WriteTimeoutSec cuts off a client that does not read a response (each write must
+	// complete within it), so a slow reader cannot hold a call's resources forever.
+	WriteTimeoutSec int `json:"write_timeout_sec"`
+}
+
+// Sessions configures session lifetime.
+type Sessions struct {
+	// IdleTimeoutSec ends a session (its tasks, worker and results) after this long without a request.
+	IdleTimeoutSec int `json:"idle_timeout_sec"`
+}
+
+// EffectiveSessionsPerUser is limits.sessions_per_user, or max_sessions_per_user (the older
+// name, kept for existing configs) when it is not set.
+func (c Config) EffectiveSessionsPerUser() int {
+	if c.Limits.SessionsPerUser > 0 {
+		return c.Limits.SessionsPerUser
+	}
+	return c.MaxSessionsPerUser
 }
 
 // Sandbox configures confinement.
@@ -86,6 +136,15 @@ type Audit struct {
 	CheckpointEvery    int    `json:"checkpoint_every"`
 	CheckpointInterval int    `json:"checkpoint_interval_sec"`
 	Syslog             string `json:"syslog"`
+	// MaxInputBytes bounds the input one record keeps; a larger input is stored as
+	// {"truncated":true,"bytes":N,"preview":"..."} beside the digest of the whole.
+	MaxInputBytes int `json:"max_input_bytes"`
+	// RetainDays: retention never deletes a file holding a record younger than this, whatever
+	// retain_files says.
+	RetainDays int `json:"retain_days"`
+	// MinFreeBytes: below this much free space on the audit volume new calls are refused
+	// (503 audit_unavailable) instead of deleting anyone's history.
+	MinFreeBytes int64 `json:"min_free_bytes"`
 }
 
 // Hooks are command hooks keyed by event, in the agents' settings shape.
@@ -129,6 +188,9 @@ type Bundle struct {
 	FullPolicy bool `json:"full_policy"`
 	// DecisionLogs uploads every decision to the service's /logs.
 	DecisionLogs bool `json:"decision_logs"`
+	// AllowInsecureDecisionLogs lets decision logs go to an http:// service (they hold
+	// redacted inputs; https:// only by default).
+	AllowInsecureDecisionLogs bool `json:"allow_insecure_decision_logs"`
 }
 
 // Default returns the embedded defaults.
@@ -162,7 +224,23 @@ func Default() Config {
 			RetainFiles:        30,
 			CheckpointEvery:    1000,
 			CheckpointInterval: 60,
+			MaxInputBytes:      64 << 10,
+			RetainDays:         90,
+			MinFreeBytes:       256 << 20,
 		},
+		Limits: Limits{
+			ResponseBytes:            64 << 20,
+			BatchCalls:               64,
+			ConnectionsPerUser:       32,
+			CallsPerUser:             16,
+			PersistedBytesPerUser:    1 << 30,
+			TasksPerUser:             32,
+			TaskMaxSeconds:           3600,
+			RequestsPerSecondPerUser: 50,
+			RequestsBurstPerUser:     100,
+			WriteTimeoutSec:          60,
+		},
+		Sessions: Sessions{IdleTimeoutSec: 86400},
 	}
 }
 
@@ -223,6 +301,22 @@ func (c Config) Validate() error {
 		{"sandbox.tmp_size_bytes must be >= 1 MiB", c.Sandbox.TmpSizeBytes >= 1<<20},
 		{"audit.max_file_bytes must be >= 64 KiB", c.Audit.MaxFileBytes >= 64<<10},
 		{"audit.retain_files must be >= 1", c.Audit.RetainFiles >= 1},
+		{"audit.max_input_bytes must be between 1 KiB and 1 MiB", c.Audit.MaxInputBytes >= 1<<10 && c.Audit.MaxInputBytes <= 1<<20},
+		{"audit.retain_days must be >= 0", c.Audit.RetainDays >= 0},
+		{"audit.min_free_bytes must be >= 0", c.Audit.MinFreeBytes >= 0},
+		{"limits.response_bytes must be between 1 MiB and 1 GiB", c.Limits.ResponseBytes >= 1<<20 && c.Limits.ResponseBytes <= 1<<30},
+		{"limits.batch_calls must be between 1 and 1024", c.Limits.BatchCalls >= 1 && c.Limits.BatchCalls <= 1024},
+		{"limits.connections_per_user must be between 1 and 4096", c.Limits.ConnectionsPerUser >= 1 && c.Limits.ConnectionsPerUser <= 4096},
+		{"limits.calls_per_user must be between 1 and 4096", c.Limits.CallsPerUser >= 1 && c.Limits.CallsPerUser <= 4096},
+		{"limits.sessions_per_user must be >= 0 (0: max_sessions_per_user)", c.Limits.SessionsPerUser >= 0},
+		{"limits.persisted_bytes_per_user must be >= 1 MiB", c.Limits.PersistedBytesPerUser >= 1<<20},
+		{"limits.tasks_per_user must be >= 1", c.Limits.TasksPerUser >= 1},
+		{"limits.task_max_seconds must be >= 1", c.Limits.TaskMaxSeconds >= 1},
+		{"limits.requests_per_second_per_user must be > 0", c.Limits.RequestsPerSecondPerUser > 0},
+		{"limits.requests_burst_per_user must be >= 1", c.Limits.RequestsBurstPerUser >= 1},
+		{"limits.write_timeout_sec must be >= 1", c.Limits.WriteTimeoutSec >= 1},
+		{"sessions.idle_timeout_sec must be >= 60", c.Sessions.IdleTimeoutSec >= 60},
+		{"bundle: decision logs go only to an https:// service unless allow_insecure_decision_logs: true", !c.Bundle.DecisionLogs || c.Bundle.URL == "" || strings.HasPrefix(c.Bundle.URL, "https://") || c.Bundle.AllowInsecureDecisionLogs},
 		{"hooks must be command hooks with a command", hooksValid(c.Hooks)},
 		{"bundle.url needs bundle.resource", c.Bundle.URL == "" || c.Bundle.Resource != ""},
 		{"bundle: signatures are required unless require_signature: false; give signing_key_file", c.Bundle.URL == "" || c.Bundle.SigningKeyFile != "" || (c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature)},

@@ -41,6 +41,19 @@ func TestLoad(t *testing.T) {
 			return c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature
 		}},
 		{"bad cgroup name", "sandbox:\n  cgroup_name: ../x\n", "cgroup_name", nil},
+		{"limits default", "", "", func(c Config) bool {
+			return c.Limits.ResponseBytes == 64<<20 && c.Limits.BatchCalls == 64 && c.Limits.PersistedBytesPerUser == 1<<30 &&
+				c.Limits.TaskMaxSeconds == 3600 && c.Audit.MaxInputBytes == 64<<10 && c.Audit.RetainDays == 90 && c.Sessions.IdleTimeoutSec == 86400
+		}},
+		{"sessions_per_user falls back to max_sessions_per_user", "max_sessions_per_user: 3\n", "", func(c Config) bool { return c.EffectiveSessionsPerUser() == 3 }},
+		{"sessions_per_user wins", "max_sessions_per_user: 3\nlimits:\n  sessions_per_user: 5\n", "", func(c Config) bool { return c.EffectiveSessionsPerUser() == 5 }},
+		{"zero batch refused", "limits:\n  batch_calls: 0\n", "limits.batch_calls", nil},
+		{"tiny response refused", "limits:\n  response_bytes: 10\n", "limits.response_bytes", nil},
+		{"zero rate refused", "limits:\n  requests_per_second_per_user: 0\n", "requests_per_second_per_user", nil},
+		{"huge audit input refused", "audit:\n  max_input_bytes: 100000000\n", "audit.max_input_bytes", nil},
+		{"short idle timeout refused", "sessions:\n  idle_timeout_sec: 1\n", "sessions.idle_timeout_sec", nil},
+		{"http decision logs refused", "bundle:\n  url: http://127.0.0.1:8181\n  resource: b.tar.gz\n  require_signature: false\n  decision_logs: true\n", "https", nil},
+		{"http decision logs by choice", "bundle:\n  url: http://127.0.0.1:8181\n  resource: b.tar.gz\n  require_signature: false\n  decision_logs: true\n  allow_insecure_decision_logs: true\n", "", func(c Config) bool { return c.Bundle.AllowInsecureDecisionLogs }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
