@@ -108,6 +108,9 @@ type pathCollector struct {
 	opts       Options
 	out        []PathUse
 	incomplete bool
+	// vals and ws are scratch space for one command's argument values and operand words.
+	vals []string
+	ws   []word
 }
 
 // add records p (a static word) with access for cmd, against the directories dirs (nil:
@@ -211,9 +214,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 
 // operands applies spec to a recognised command's arguments.
 func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word) {
-	vals := make([]string, len(ws))
+	vals := pc.vals[:0]
 	for i, a := range ws {
-		vals[i] = a.val
+		vals = append(vals, a.val)
 		if !a.static {
 			// A non-static word may be an option or an operand: nothing after the
 			// options can be placed for sure.
@@ -249,7 +252,8 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	}
 	opts, operands := parseOpts(vals, spec.opts)
 	// operands are a suffix-free subset of vals in order; find their words.
-	opWords := operandWords(ws, vals, operands)
+	opWords := operandWords(pc.ws[:0], ws, vals, operands)
+	pc.vals, pc.ws = vals, opWords
 	target, patGiven, inPlace := "", false, false
 	for _, o := range opts {
 		short := !o.long && len(o.name) == 1
@@ -348,8 +352,7 @@ func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {
 }
 
 // operandWords maps parseOpts' operands (values, in order) back to their words.
-func operandWords(ws []word, vals, operands []string) []word {
-	out := make([]word, 0, len(operands))
+func operandWords(out, ws []word, vals, operands []string) []word {
 	j := len(vals) - 1
 	// operands are the last matching values in order; walk back from the end.
 	for i := len(operands) - 1; i >= 0; i-- {
