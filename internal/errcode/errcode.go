@@ -36,6 +36,8 @@ const (
 	Stale            Code = "stale"
 	Conflict         Code = "conflict"
 	Unavailable      Code = "unavailable"
+	TooManyCalls     Code = "too_many_calls"
+	RateLimited      Code = "rate_limited"
 	Internal         Code = "internal"
 	ToolFailed       Code = "tool_failed"
 	ErrnoENOENT      Code = "ENOENT"
