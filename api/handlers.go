@@ -80,7 +80,7 @@ func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request, c session.
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	sess, err := s.backend.Session(c, r.PathValue("id"))
+	sess, err := s.backend.SessionView(c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 }
 
 func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	sess, err := s.backend.Session(c, r.PathValue("id"))
+	sess, err := s.backend.SessionView(c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.
 }
 
 func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	sess, err := s.backend.Session(c, r.PathValue("id"))
+	sess, err := s.backend.SessionView(c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -3,17 +3,22 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 type peerKey struct{}
 
-// Peer is the kernel's word on who is at the other end of a connection.
+// Peer is the kernel's word on who is at the other end of a connection: its uid, gid and pid
+// (SO_PEERCRED) and supplementary groups (SO_PEERGROUPS), as they were when it connected. A
+// group the caller dropped before connecting is not in Groups, whatever NSS says.
 type Peer struct {
 	UID, GID uint32
 	PID      int32
+	Groups   []uint32
 }
 
 // errNoPeer means the connection carried no credentials; such a request is refused.
@@ -32,13 +37,33 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 		return ctx
 	}
 	var cred *unix.Ucred
-	var serr error
+	var groups []uint32
+	var serr, gerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || serr != nil || cred == nil {
-		return ctx
+		groups, gerr = peerGroups(int(fd))
+	}); err != nil || serr != nil || gerr != nil || cred == nil {
+		return ctx // no credentials: every request on it is refused
 	}
-	return context.WithValue(ctx, peerKey{}, Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid})
+	return context.WithValue(ctx, peerKey{}, Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups})
+}
+
+// peerGroups reads SO_PEERGROUPS (Linux 4.13+), growing the buffer as the kernel asks.
+func peerGroups(fd int) ([]uint32, error) {
+	buf := make([]uint32, 64)
+	for {
+		n := uint32(len(buf) * 4)
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS,
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		switch {
+		case errno == unix.ERANGE && int(n/4) > len(buf) && n <= 65536*4:
+			buf = make([]uint32, n/4)
+		case errno != 0:
+			return nil, fmt.Errorf("SO_PEERGROUPS: %w", errno)
+		default:
+			return buf[:n/4], nil
+		}
+	}
 }
 
 // PeerFrom returns the peer recorded by ConnContext.

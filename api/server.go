@@ -27,7 +27,10 @@ type Backend interface {
 	Identify(p Peer) (session.Caller, error)
 	Health(caller session.Caller) Health
 	CreateSession(ctx context.Context, caller session.Caller, p session.Params) (session.Snapshot, error)
+	// Session is the session to act in (its owner's, or root's); SessionView one to look at
+	// (also an admin's).
 	Session(caller session.Caller, id string) (*session.Session, error)
+	SessionView(caller session.Caller, id string) (*session.Session, error)
 	Sessions(caller session.Caller) []session.Snapshot
 	UpdateSession(ctx context.Context, caller session.Caller, id string, u session.Update) (session.Snapshot, error)
 	DeleteSession(ctx context.Context, caller session.Caller, id string) error

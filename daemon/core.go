@@ -241,6 +241,11 @@ func (c *Core) Session(caller session.Caller, id string) (*session.Session, erro
 	return c.store.Get(caller, id)
 }
 
+// SessionView implements api.Backend.
+func (c *Core) SessionView(caller session.Caller, id string) (*session.Session, error) {
+	return c.store.See(caller, id)
+}
+
 // Sessions implements api.Backend.
 func (c *Core) Sessions(caller session.Caller) []session.Snapshot {
 	ss := c.store.List(caller)
@@ -337,7 +342,7 @@ func (c *Core) ToolPool(caller session.Caller, sessionID string) ([]*executor.To
 	if sessionID == "" {
 		return c.pipeline.Registry().Pool(nil), nil
 	}
-	s, err := c.store.Get(caller, sessionID)
+	s, err := c.store.See(caller, sessionID)
 	if err != nil {
 		return nil, err
 	}

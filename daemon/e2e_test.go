@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,7 +42,8 @@ func sbctl(t *testing.T, bin, socket string, u *testutil.User, args ...string) (
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	if u != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+		// The user's groups as a login gives them: the daemon takes them from the connection.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: userGroups(t, u)}}
 		cmd.Dir = u.Home
 		cmd.Env = append(cmd.Env, "HOME="+u.Home)
 	}
@@ -53,6 +55,24 @@ func sbctl(t *testing.T, bin, socket string, u *testutil.User, args ...string) (
 		t.Fatalf("run sbctl: %v", err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// userGroups lists u's groups from the group database, as login(1) would set them.
+func userGroups(t *testing.T, u *testutil.User) []uint32 {
+	t.Helper()
+	out, err := exec.Command("id", "-G", u.Name).Output()
+	if err != nil {
+		t.Fatalf("id -G %s: %v", u.Name, err)
+	}
+	var gs []uint32
+	for _, f := range strings.Fields(string(out)) {
+		n, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			t.Fatalf("id -G %s: %q", u.Name, f)
+		}
+		gs = append(gs, uint32(n))
+	}
+	return gs
 }
 
 func TestEndToEndAsTwoUsers(t *testing.T) {
@@ -436,5 +456,92 @@ func TestAdminGroupSeesAllSessions(t *testing.T) {
 	out, _, _ = sbctl(t, bin, td.socket, &admin, "status")
 	if !strings.Contains(out, "admin") {
 		t.Errorf("status for an admin-group member: %q", out)
+	}
+}
+
+// TestAdminsSeeNeverAct: a member of the admin group may list, show and end another user's
+// session and read the audit log, but running a call in it, deciding in it, or changing its
+// mode or rules is refused as for anyone else (404); root still may.
+func TestAdminsSeeNeverAct(t *testing.T) {
+	testutil.RequireRoot(t)
+	group := fmt.Sprintf("sbadn%d", os.Getpid()%100000)
+	_ = exec.Command("groupdel", group).Run()
+	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
+		t.Fatalf("groupadd: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	td := startDaemon(t, "admin_group: "+group+"\n")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbna")
+	admin := testutil.CreateUser(t, "sbnb")
+	if out, err := exec.Command("usermod", "-aG", group, admin.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod: %v %s", err, out)
+	}
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", alice.Home)
+	if code != 0 {
+		t.Fatalf("session new: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+	if out, errOut, code := sbctl(t, bin, td.socket, &admin, "session", "show", id); code != 0 || !strings.Contains(out, id) {
+		t.Errorf("admin cannot show alice's session: %d %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"bash", "--session", id, "--", "id -u > " + alice.Home + "/by-admin"},
+		{"decide", "--session", id, "Bash", `{"command":"ls"}`},
+		{"session", "mode", id, "bypassPermissions"},
+		{"call", "--session", id, "Read", fmt.Sprintf(`{"file_path":%q}`, alice.Home)},
+	} {
+		_, errOut, code := sbctl(t, bin, td.socket, &admin, args...)
+		if code == 0 || !strings.Contains(strings.ToLower(errOut), "not found") {
+			t.Errorf("admin %v in alice's session: exit %d %q, want a not-found refusal", args, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(alice.Home, "by-admin")); err == nil {
+		t.Error("the admin ran a command in alice's session")
+	}
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+id, `{"mode":"plan"}`); code != 200 {
+		t.Errorf("root could not change alice's session: %d %s", code, b)
+	}
+	if _, errOut, code := sbctl(t, bin, td.socket, &admin, "session", "rm", id); code != 0 {
+		t.Errorf("admin could not end alice's session: %s", errOut)
+	}
+}
+
+// TestDroppedGroupsStayDropped: the tools run with the groups the caller's process had when it
+// connected (SO_PEERGROUPS), not the group database's: a group dropped is not given back.
+func TestDroppedGroupsStayDropped(t *testing.T) {
+	testutil.RequireRoot(t)
+	group := fmt.Sprintf("sbgrp%d", os.Getpid()%100000)
+	_ = exec.Command("groupdel", group).Run()
+	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
+		t.Fatalf("groupadd: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	u := testutil.CreateUser(t, "sbgd")
+	if out, err := exec.Command("usermod", "-aG", group, u.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod: %v %s", err, out)
+	}
+	gout, err := exec.Command("getent", "group", group).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid := strings.Split(strings.TrimSpace(string(gout)), ":")[2]
+	run := func(groups []uint32) string {
+		cmd := exec.Command(bin, "--socket", td.socket, "bash", "--", "id -G")
+		cmd.Env, cmd.Dir = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}, u.Home
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: groups}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sbctl bash: %v", err)
+		}
+		return " " + strings.TrimSpace(string(out)) + " "
+	}
+	if got := run(userGroups(t, &u)); !strings.Contains(got, " "+gid+" ") {
+		t.Errorf("with the group kept, id -G inside is %q, want %s in it", got, gid)
+	}
+	if got := run(nil); strings.Contains(got, " "+gid+" ") {
+		t.Errorf("with the group dropped, id -G inside is %q: the daemon gave %s back", got, gid)
 	}
 }

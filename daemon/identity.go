@@ -1,8 +1,8 @@
 package daemon
 
 import (
-	"fmt"
 	"os/user"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,7 +18,10 @@ type identities struct {
 
 	mu         sync.Mutex
 	adminGroup string
-	cache      map[uint32]cachedCaller
+	cache      map[uint32]cachedCaller // name and home by uid
+	adminGid   uint32
+	adminOK    bool
+	adminExp   time.Time
 }
 
 type cachedCaller struct {
@@ -33,6 +36,7 @@ func (ids *identities) setAdminGroup(g string) {
 	if g != ids.adminGroup {
 		ids.adminGroup = g
 		ids.cache = map[uint32]cachedCaller{}
+		ids.adminExp = time.Time{}
 	}
 }
 
@@ -40,57 +44,55 @@ func newIdentities(adminGroup string) *identities {
 	return &identities{adminGroup: adminGroup, ttl: 30 * time.Second, cache: map[uint32]cachedCaller{}}
 }
 
-// Identify resolves a peer. An uid without a passwd entry is still served (it may run
-// tools as itself), with no name and "/" as home.
+// Identify resolves a peer. Name and home come from NSS (cached); gid and supplementary
+// groups are the peer's own, from the kernel, so a group dropped before connecting is not
+// given back to the tools that run as the caller, nor counted for the admin group. An uid
+// without a passwd entry is still served (it may run tools as itself), with no name and "/"
+// as home.
 func (ids *identities) Identify(p api.Peer) (session.Caller, error) {
 	ids.mu.Lock()
 	cc, ok := ids.cache[p.UID]
 	ids.mu.Unlock()
+	var c session.Caller
 	if ok && time.Now().Before(cc.exp) {
-		c := cc.c
-		c.PID = p.PID
-		c.GID = p.GID
-		return c, nil
-	}
-	c := session.Caller{UID: p.UID, GID: p.GID, PID: p.PID, Home: "/"}
-	if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
-		c.User, c.Home = u.Username, u.HomeDir
-		if gids, err := u.GroupIds(); err == nil {
-			for _, g := range gids {
-				n, err := strconv.ParseUint(g, 10, 32)
-				if err != nil {
-					return session.Caller{}, fmt.Errorf("group id %q of uid %d is not numeric", g, p.UID)
-				}
-				c.Groups = append(c.Groups, uint32(n))
-			}
+		c = cc.c
+	} else {
+		c = session.Caller{UID: p.UID, Home: "/"}
+		if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
+			c.User, c.Home = u.Username, u.HomeDir
 		}
+		ids.mu.Lock()
+		ids.cache[p.UID] = cachedCaller{c: c, exp: time.Now().Add(ids.ttl)}
+		ids.mu.Unlock()
 	}
+	c.PID, c.GID = p.PID, p.GID
+	c.Groups = append([]uint32(nil), p.Groups...)
 	c.Admin = p.UID == 0 || ids.inAdminGroup(c)
-	ids.mu.Lock()
-	ids.cache[p.UID] = cachedCaller{c: c, exp: time.Now().Add(ids.ttl)}
-	ids.mu.Unlock()
 	return c, nil
 }
 
 func (ids *identities) inAdminGroup(c session.Caller) bool {
+	gid, ok := ids.adminGID()
+	if !ok {
+		return false
+	}
+	return c.GID == gid || slices.Contains(c.Groups, gid)
+}
+
+// adminGID is the admin group's gid, looked up at most once per ttl: membership is the
+// peer's own groups, so only the name-to-gid step needs NSS.
+func (ids *identities) adminGID() (uint32, bool) {
 	ids.mu.Lock()
-	name := ids.adminGroup
-	ids.mu.Unlock()
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		return false
+	defer ids.mu.Unlock()
+	if time.Now().Before(ids.adminExp) {
+		return ids.adminGid, ids.adminOK
 	}
-	gid, err := strconv.ParseUint(g.Gid, 10, 32)
-	if err != nil {
-		return false
-	}
-	if c.GID == uint32(gid) {
-		return true
-	}
-	for _, x := range c.Groups {
-		if x == uint32(gid) {
-			return true
+	ids.adminGid, ids.adminOK = 0, false
+	if g, err := user.LookupGroup(ids.adminGroup); err == nil {
+		if n, err := strconv.ParseUint(g.Gid, 10, 32); err == nil {
+			ids.adminGid, ids.adminOK = uint32(n), true
 		}
 	}
-	return false
+	ids.adminExp = time.Now().Add(ids.ttl)
+	return ids.adminGid, ids.adminOK
 }

@@ -50,12 +50,23 @@ func (st *Store) Create(owner Caller, p Params) *Session {
 	return s
 }
 
-// Get returns the session if caller owns it or is an admin.
+// Get returns the session for acting in it (its calls, decisions and changes run as its
+// owner): only its owner, or root, may. An admin who is not root gets ErrNotFound, as any
+// other user does: admins see and end sessions, they never act as someone else.
 func (st *Store) Get(caller Caller, id string) (*Session, error) {
+	return st.lookup(id, func(s *Session) bool { return mayAct(caller, s) })
+}
+
+// See returns the session for looking at it (its state, rules, tasks): its owner and admins.
+func (st *Store) See(caller Caller, id string) (*Session, error) {
+	return st.lookup(id, func(s *Session) bool { return visible(caller, s) })
+}
+
+func (st *Store) lookup(id string, allowed func(*Session) bool) (*Session, error) {
 	st.mu.RLock()
 	s, ok := st.sessions[id]
 	st.mu.RUnlock()
-	if !ok || !visible(caller, s) {
+	if !ok || !allowed(s) {
 		return nil, ErrNotFound
 	}
 	return s, nil
@@ -75,7 +86,7 @@ func (st *Store) List(caller Caller) []*Session {
 	return out
 }
 
-// Remove deletes the session if caller may see it, and returns it so the caller can release
+// Remove deletes the session if caller may see it (its owner, or an admin ending it), and returns it so the caller can release
 // what it holds (worker, cgroups, background tasks).
 func (st *Store) Remove(caller Caller, id string) (*Session, error) {
 	st.mu.Lock()
@@ -103,6 +114,12 @@ func (st *Store) Len() int {
 	return len(st.sessions)
 }
 
+// visible: the owner and admins see a session, and admins may end it.
 func visible(caller Caller, s *Session) bool {
 	return caller.Admin || caller.UID == s.Owner.UID
+}
+
+// mayAct: only the owner acts in a session, and root, who can become anyone anyway.
+func mayAct(caller Caller, s *Session) bool {
+	return caller.UID == s.Owner.UID || caller.UID == 0
 }
