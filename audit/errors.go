@@ -24,6 +24,9 @@ var (
 	ErrNoHead = errors.New("no signed audit head")
 	// ErrInsecureDir refuses an audit or key directory that is a symlink or owned by another user.
 	ErrInsecureDir = errors.New("insecure audit directory")
+	// ErrLowSpace refuses a record of new work while the audit volume is short of space
+	// (Config.MinFreeBytes).
+	ErrLowSpace = errors.New("audit volume short of space")
 	// ErrBadKey is returned for an unreadable or malformed key file.
 	ErrBadKey = errors.New("bad audit key")
 )

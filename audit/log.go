@@ -44,6 +44,13 @@ type Config struct {
 	MaxFileAge   time.Duration // rotate when the current file's first record is this old
 	Retain       int           // keep at most this many log files (0: keep all)
 	RetainAge    time.Duration // delete rotated files last written longer ago (0: keep)
+	// MinRetainAge: a rotated file whose newest record is younger than this is never deleted,
+	// whatever Retain and RetainAge say (audit.retain_days).
+	MinRetainAge time.Duration
+	// MaxInputBytes bounds a record's stored input (0: no bound); see truncatedInput.
+	MaxInputBytes int
+	// MinFreeBytes: below this much free space on Dir, records of new work are refused (0: no check).
+	MinFreeBytes int64
 
 	CheckpointEvery    int           // signed checkpoint after this many records
 	CheckpointInterval time.Duration // ... or this long after the last one, if records came since
@@ -85,7 +92,7 @@ func (c Config) validate() error {
 	switch {
 	case c.Dir == "":
 		return errors.New("audit config: dir is required")
-	case c.MaxFileBytes < 0, c.MaxFileAge < 0, c.Retain < 0, c.RetainAge < 0,
+	case c.MaxFileBytes < 0, c.MaxFileAge < 0, c.Retain < 0, c.RetainAge < 0, c.MinRetainAge < 0, c.MaxInputBytes < 0, c.MinFreeBytes < 0,
 		c.CheckpointEvery < 0, c.CheckpointInterval < 0:
 		return errors.New("audit config: sizes, ages and counts must not be negative")
 	}
@@ -112,6 +119,9 @@ type Log struct {
 	// waits briefly for them so a batch is not cut just before they arrive.
 	preparing atomic.Int64
 	syncs     atomic.Int64 // fsyncs of the log file; the benchmark reports records per sync
+	// spaceChecked is when the free space was last looked up (unix ns); spaceLow its answer.
+	spaceChecked atomic.Int64
+	spaceLow     atomic.Bool
 
 	w     writer // owned by the writer goroutine (and Open before it starts)
 	heads *headWriter
@@ -394,9 +404,15 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 		}
 		return errcode.New(errcode.Validation, fmt.Errorf("append %q: %w", r.Kind, ErrUnknownKind))
 	}
+	if err := l.checkSpace(r.Kind); err != nil {
+		return err
+	}
 	req := &request{rec: *r, done: make(chan error, 1), written: wait == waitWritten}
 	if len(r.Input) > 0 {
 		red, digest := Redact(r.Input)
+		if l.cfg.MaxInputBytes > 0 && len(red) > l.cfg.MaxInputBytes {
+			red = truncatedInput(red, l.cfg.MaxInputBytes)
+		}
 		req.rec.Input = red
 		if req.rec.InputDigest == "" {
 			req.rec.InputDigest = digest
@@ -405,7 +421,11 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 	if r.Detail != nil { // the writer must own what it encodes
 		req.rec.Detail = make(map[string]string, len(r.Detail))
 		for k, v := range r.Detail {
-			req.rec.Detail[k] = RedactString(v)
+			v = RedactString(v)
+			if l.cfg.MaxInputBytes > 0 {
+				v = truncatedDetail(v, l.cfg.MaxInputBytes)
+			}
+			req.rec.Detail[k] = v
 		}
 	}
 	l.preparing.Add(1)
@@ -1019,12 +1039,14 @@ func (l *Log) prune() {
 		cut = len(old) + 1 - l.cfg.Retain
 	}
 	for i, f := range old {
-		if i >= cut && l.cfg.RetainAge > 0 {
-			st, err := os.Stat(f)
-			if err != nil || time.Since(st.ModTime()) < l.cfg.RetainAge {
-				continue
-			}
-		} else if i >= cut {
+		st, err := os.Stat(f)
+		if err != nil || l.youngerThanRetention(st.ModTime()) {
+			// Never a young record, whatever retain_files says: a flood of records must not
+			// rotate another user's recent history away (issue 17). The volume's free space
+			// check refuses new calls instead.
+			continue
+		}
+		if i >= cut && (l.cfg.RetainAge == 0 || time.Since(st.ModTime()) < l.cfg.RetainAge) {
 			continue
 		}
 		side, _ := filepath.Glob(f + tornInfix + "*")

@@ -1,0 +1,102 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+// truncatedInput is what a record keeps of an input larger than Config.MaxInputBytes:
+//
+//	{"truncated":true,"bytes":N,"preview":"<the first bytes of the redacted canonical input>"}
+//
+// N is the size of the redacted canonical input; the record's input_digest stays the digest
+// of the whole (RFC 8785 form), so the input can still be matched against a copy. The preview
+// is cut on a UTF-8 boundary and the whole object fits in max bytes. One user's large inputs
+// then cannot fill the volume and push out others' history (issue 17).
+func truncatedInput(red json.RawMessage, max int) json.RawMessage {
+	type trunc struct {
+		Truncated bool   `json:"truncated"`
+		Bytes     int    `json:"bytes"`
+		Preview   string `json:"preview"`
+	}
+	n := max / 2 // escaping may grow the preview: start at half and shrink until it fits
+	for ; n > 0; n /= 2 {
+		cut := red[:min(n, len(red))]
+		for len(cut) > 0 && !utf8.Valid(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		b, err := json.Marshal(trunc{Truncated: true, Bytes: len(red), Preview: string(cut)})
+		if err == nil && len(b) <= max {
+			return b
+		}
+	}
+	b, _ := json.Marshal(trunc{Truncated: true, Bytes: len(red)})
+	return b
+}
+
+// truncatedDetail cuts a detail value longer than max, saying how long it was.
+func truncatedDetail(v string, max int) string {
+	if len(v) <= max {
+		return v
+	}
+	cut := v[:max]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return fmt.Sprintf("%s…[truncated: %d bytes]", cut, len(v))
+}
+
+// spaceKinds are refused while the audit volume is short of space: the records of new work.
+// Ending work (session.delete, approval.resolve), the daemon's own and the policy's records
+// still go through, so the daemon can stop and sessions can be ended to free space.
+var spaceKinds = map[Kind]bool{
+	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
+	KindSessionCreate: true, KindSessionUpdate: true, KindApprovalRequest: true,
+}
+
+// spaceCheckEvery is how often the free space is looked up (a statfs) under load.
+const spaceCheckEvery = 250 * time.Millisecond
+
+// checkSpace refuses a record of new work while the audit volume has less than
+// Config.MinFreeBytes free: auditd's disk_full_action=suspend. Deleting history to make room
+// would let one user's flood erase another's records; refusing new calls does not.
+func (l *Log) checkSpace(k Kind) error {
+	if l.cfg.MinFreeBytes <= 0 || !spaceKinds[k] {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	if last := l.spaceChecked.Load(); now-last >= int64(spaceCheckEvery) && l.spaceChecked.CompareAndSwap(last, now) {
+		var st unix.Statfs_t
+		low := false
+		var free int64
+		if err := unix.Statfs(l.cfg.Dir, &st); err == nil {
+			free = int64(st.Bavail) * int64(st.Bsize)
+			low = free < l.cfg.MinFreeBytes
+		}
+		if was := l.spaceLow.Swap(low); was != low {
+			if low {
+				l.log.Error("ALERT: audit volume short of space; new calls are refused until space is freed (audit.min_free_bytes)",
+					zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", l.cfg.MinFreeBytes), zap.String("dir", l.cfg.Dir))
+			} else {
+				l.log.Warn("audit volume has space again; calls are accepted", zap.Int64("free_bytes", free))
+			}
+		}
+	}
+	if l.spaceLow.Load() {
+		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("%w: less than %d bytes free on the audit volume (audit.min_free_bytes); calls are refused until an administrator frees space", ErrLowSpace, l.cfg.MinFreeBytes))
+	}
+	return nil
+}
+
+// youngerThanRetention reports whether a rotated file's newest record (its mtime) is
+// younger than Config.MinRetainAge, which no retention setting may delete.
+func (l *Log) youngerThanRetention(mtime time.Time) bool {
+	return l.cfg.MinRetainAge > 0 && time.Since(mtime) < l.cfg.MinRetainAge
+}

@@ -1,0 +1,105 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+)
+
+func TestInputTruncated(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{MaxInputBytes: 1 << 10})
+	defer l.Close()
+	cases := []struct {
+		name      string
+		input     string
+		truncated bool
+	}{
+		{"small input kept", `{"command":"ls"}`, false},
+		{"large input truncated", `{"command":"` + strings.Repeat("é\\\"x", 2000) + `"}`, true},
+		{"large detail-free input with many keys", `{"a":"` + strings.Repeat("y", 5000) + `","b":1}`, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := callRecord(0)
+			r.Input = json.RawMessage(tc.input)
+			r.Detail = map[string]string{"decided_input": strings.Repeat("z", 5000)}
+			if err := l.Append(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			_, digest := Redact(json.RawMessage(tc.input))
+			if r.InputDigest != digest {
+				t.Errorf("digest %s, want the digest of the whole input %s", r.InputDigest, digest)
+			}
+			if len(r.Input) > 1<<10 {
+				t.Errorf("stored input is %d bytes, more than max_input_bytes", len(r.Input))
+			}
+			var got struct {
+				Truncated bool   `json:"truncated"`
+				Bytes     int    `json:"bytes"`
+				Preview   string `json:"preview"`
+			}
+			_ = json.Unmarshal(r.Input, &got)
+			if got.Truncated != tc.truncated {
+				t.Fatalf("truncated = %v, want %v: %s", got.Truncated, tc.truncated, r.Input)
+			}
+			if tc.truncated && (got.Bytes < len(tc.input)-10 || got.Preview == "" || !strings.HasPrefix(tc.input, got.Preview[:10])) {
+				t.Errorf("truncated form %+v does not describe the input", got)
+			}
+		})
+	}
+	l.Close()
+	mustVerify(t, l.Dir(), l)
+}
+
+func TestRetentionKeepsYoungRecords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir() + "/audit"
+	l := openTest(t, Config{Dir: dir, MaxFileBytes: 4 << 10, Retain: 2, MinRetainAge: time.Hour})
+	appendN(t, l, 60)
+	l.Close()
+	files, _ := ListFiles(dir)
+	if len(files) <= 2 {
+		t.Fatalf("retain_files removed files younger than the minimum retention: %d left", len(files))
+	}
+	rep := mustVerify(t, dir, l)
+	if rep.Pruned || rep.FirstSeq != 1 {
+		t.Fatalf("young records pruned: %+v", rep)
+	}
+}
+
+func TestLowSpaceRefusesNewWork(t *testing.T) {
+	t.Parallel()
+	// More free space than any disk has: the volume is always "short".
+	l := openTest(t, Config{MinFreeBytes: 1 << 62})
+	defer l.Close()
+	cases := []struct {
+		kind    Kind
+		refused bool
+	}{
+		{KindCallDecide, true},
+		{KindCallStart, true},
+		{KindSessionCreate, true},
+		{KindSessionDelete, false},
+		{KindDaemonStop, false},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			err := l.Append(context.Background(), &Record{Kind: tc.kind})
+			if tc.refused {
+				if !errors.Is(err, ErrLowSpace) || errcode.Of(err) != errcode.AuditUnavailable {
+					t.Fatalf("err = %v, want audit_unavailable low space", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
