@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +32,82 @@ var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct", "freezer"}
 type cgroupLayout struct {
 	v2   bool
 	dirs map[string]string // v1: controller -> <mount>/<own cgroup>/<root>; v2: "" -> same
+	// user bounds what all of one uid's calls and workers take together: every cgroup of the
+	// uid sits under <root>/user-<uid>, which has these limits.
+	user UserLimits
+	// users holds the uids whose user-<uid> dir was made (and given its limits) by this daemon.
+	users sync.Map
+}
+
+// UserLimits bounds one user's calls together. 0 means the default (DefaultUserLimits).
+type UserLimits struct {
+	MemoryMaxBytes int64
+	PidsMax        int64
+}
+
+// DefaultUserLimits are half the host's memory and 4096 processes.
+func DefaultUserLimits() UserLimits {
+	var si unix.Sysinfo_t
+	mem := int64(8 << 30)
+	if unix.Sysinfo(&si) == nil && si.Totalram > 0 {
+		mem = int64(si.Totalram) * int64(si.Unit) / 2
+	}
+	return UserLimits{MemoryMaxBytes: mem, PidsMax: 4096}
+}
+
+// userDir is uid's dir under the root, "user-<uid>", made with the user limits the first time.
+//
+// WARNING: the bound on what one user's calls take together; rerun as root after changing:
+// go test -run 'TestUserCgroup' ./sandbox/
+func (l *cgroupLayout) userDir(uid uint32) (string, error) {
+	rel := "user-" + strconv.FormatUint(uint64(uid), 10)
+	if _, ok := l.users.Load(uid); ok {
+		return rel, nil
+	}
+	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
+	for c, d := range l.dirs {
+		dir := filepath.Join(d, rel)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+		if l.v2 {
+			if err := enableV2Controllers(dir); err != nil {
+				return "", err
+			}
+		}
+		cg.dirs[c] = dir
+	}
+	if err := cg.setAggregate(l.user); err != nil {
+		return "", err
+	}
+	l.users.Store(uid, true)
+	return rel, nil
+}
+
+// eachUser calls f with each user dir this daemon made, "user-<uid>".
+func (l *cgroupLayout) eachUser(f func(rel string)) {
+	l.users.Range(func(k, _ any) bool {
+		f("user-" + strconv.FormatUint(uint64(k.(uint32)), 10))
+		return true
+	})
+}
+
+// setAggregate writes a user dir's memory and pids limits (no CPU quota: each call has its
+// own, and a user's calls share the host's CPUs fairly by the scheduler's cgroup weights).
+func (cg *cgroup) setAggregate(u UserLimits) error {
+	mem, pids := strconv.FormatInt(u.MemoryMaxBytes, 10), strconv.FormatInt(u.PidsMax, 10)
+	var writes [][2]string
+	if cg.v2 {
+		writes = [][2]string{{filepath.Join(cg.dirs[""], "memory.max"), mem}, {filepath.Join(cg.dirs[""], "pids.max"), pids}}
+	} else {
+		writes = [][2]string{{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), mem}, {filepath.Join(cg.dirs["pids"], "pids.max"), pids}}
+	}
+	for _, w := range writes {
+		if err := writeFile(w[0], w[1]); err != nil {
+			return fmt.Errorf("set user cgroup limit %s: %w", filepath.Base(w[0]), err)
+		}
+	}
+	return nil
 }
 
 // detectCgroups finds the daemon's subtree for each hierarchy. It nests under the daemon's own
@@ -135,14 +212,15 @@ func writeFile(path, val string) error {
 	return err
 }
 
-// newCgroup creates <root>/<session>/<call> with the limits set.
+// newCgroup creates <root>/<parent>/<call> with the limits set; parent is
+// user-<uid>/<session> (userDir), made as needed.
 //
 // WARNING: the limits that stop fork and memory bombs; rerun as root after changing:
 // go test -run 'TestEscape/(fork|memory)' ./sandbox/
-func (l *cgroupLayout) newCgroup(session, call string, lim Limits) (*cgroup, error) {
+func (l *cgroupLayout) newCgroup(parent, call string, lim Limits) (*cgroup, error) {
 	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
 	for c, d := range l.dirs {
-		sess := filepath.Join(d, session)
+		sess := filepath.Join(d, parent)
 		err := os.Mkdir(sess, 0o755)
 		switch {
 		case err == nil && l.v2:

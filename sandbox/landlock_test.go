@@ -285,7 +285,7 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	// ones started before (no hint), so the next call takes a hinted one.
 	call("c1", "true")
 	for i := 0; i < poolMax; i++ {
-		if in := s.pool.take(); in != nil {
+		if in := s.pool.take(nobodyUID); in != nil {
 			s.discard(in)
 		}
 	}

@@ -175,7 +175,7 @@ func TestClose(t *testing.T) {
 	}
 	// The last call of a closed sandbox takes its cgroup, and the pool's parent, with it.
 	callCgroupGone(t, p)
-	cgroupGone(t, s, poolDir)
+	cgroupGone(t, s, filepath.Join("user-65534", poolDir))
 	if _, err := s.Start(context.Background(), sleepSpec("after")); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,7 @@ import (
 
 // The prefork pool takes the fork, the re-exec of this (big) binary up to the C constructor, and
 // the cgroup creation and attach off a call's critical path: a few inits are started ahead,
-// each in a cgroup of its own under <root>/pool, and block in nsinit.c's receive_call before
+// each in a cgroup of its own under <root>/user-<uid>/pool, and block in nsinit.c's receive_call before
 // doing anything. Start hands one its call (limits, spec, stdio) and it then runs exactly the
 // steps a per-call init runs. A claimed init's cgroup is the call's cgroup; it is never reused.
 //
@@ -30,7 +32,7 @@ import (
 // attach warmer stops: an idle daemon keeps no processes, and an init never sits for long on a
 // copy of the host's mounts taken when it was started.
 const (
-	poolDir = "pool" // <root>/pool: reserved, no session may be called so
+	poolDir = "pool" // <root>/user-<uid>/pool: reserved, no session may be called so
 	poolMin = 2
 	poolMax = 4
 	// refillDelay holds a refill back after a take: its fork and re-exec of this binary would
@@ -51,6 +53,7 @@ var poolSeq atomic.Uint64
 
 // poolInit is an init started ahead of its call: in its own cgroup, blocked on fd 3.
 type poolInit struct {
+	uid   uint32 // its cgroup is under user-<uid>: only that user's call may take it
 	cmd   *exec.Cmd
 	cg    *cgroup
 	lim   Limits        // what is written in cg
@@ -102,25 +105,35 @@ func newPool(s *Sandbox) *pool {
 // put a goroutine, and a thread woken for it on the other CPU, right where the init's setup
 // and then the answer needed the CPUs, and ran the refill's fork and re-exec during any call
 // longer than refillDelay (~2% of a paced /bin/true call through the socket, measured).
-func (p *pool) take() *poolInit {
+//
+// An init waits in a cgroup under its user's (user-<uid>), whose limits bound all of that
+// user's calls together, so only a call of that uid may take it. When none is ready for uid,
+// one made for another user is dropped to make room, and the filler makes the next for uid
+// (the plan set the hint).
+func (p *pool) take(uid uint32) *poolInit {
 	p.mu.Lock()
 	busy := time.Since(p.last) < p.idle
 	p.last = time.Now()
-	var in *poolInit
+	var in, stale *poolInit
+	i := slices.IndexFunc(p.ready, func(r *poolInit) bool { return r.uid == uid })
 	switch {
 	case p.closed:
-	case len(p.ready) == 0:
-		if busy {
-			p.target = min(p.target+1, poolMax) // demand outran the pool
-		}
-	default:
-		in = p.ready[0]
-		p.ready = p.ready[1:]
+	case i >= 0:
+		in = p.ready[i]
+		p.ready = slices.Delete(p.ready, i, i+1)
 		p.hold = p.last.Add(refillDelay)
+	case len(p.ready) > 0:
+		stale = p.ready[0]
+		p.ready = p.ready[1:]
+	case busy:
+		p.target = min(p.target+1, poolMax) // demand outran the pool
 	}
-	empty := len(p.ready) == 0
+	refill := len(p.ready) == 0 || stale != nil
 	p.mu.Unlock()
-	if empty {
+	if stale != nil {
+		p.s.janitor.add(func() { p.s.discard(stale) })
+	}
+	if refill {
 		p.kick()
 	}
 	return in
@@ -238,12 +251,17 @@ func (p *pool) close() {
 // go test -run 'TestPool|TestEscape|TestDaemonCrash' ./sandbox/
 func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	name := strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(poolSeq.Add(1), 10)
-	cg, err := s.cg.newCgroup(poolDir, name, s.limits)
+	uid := s.userHint.Load()
+	user, err := s.cg.userDir(uid)
+	if err != nil {
+		return nil, err
+	}
+	cg, err := s.cg.newCgroup(filepath.Join(user, poolDir), name, s.limits)
 	if err != nil {
 		return nil, err
 	}
 	// in, not a named result: the cleanup below must see the init however we return.
-	in := &poolInit{cg: cg, lim: s.limits, mntns: -1}
+	in := &poolInit{uid: uid, cg: cg, lim: s.limits, mntns: -1}
 	defer func() {
 		if err != nil {
 			in.closeFiles()

@@ -436,7 +436,7 @@ func TestPooledInitNetns(t *testing.T) {
 	call("netA", "a1", false)
 	// The inits started before a hint existed wait in the host's namespace: drain them.
 	for i := 0; i < poolMax; i++ {
-		if in := s.pool.take(); in != nil {
+		if in := s.pool.take(nobodyUID); in != nil {
 			s.discard(in)
 		}
 	}

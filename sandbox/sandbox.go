@@ -15,9 +15,10 @@ import (
 
 // Config is the daemon-wide confinement configuration. Zero values mean the safe default.
 type Config struct {
-	CgroupRoot    string   // name of the daemon's subtree, default "sandboxd"
-	Limits        Limits   // defaults for every execution
-	ExtraSyscalls []string // admin additions to the seccomp allowlist
+	CgroupRoot    string     // name of the daemon's subtree, default "sandboxd"
+	Limits        Limits     // defaults for every execution
+	UserLimits    UserLimits // what one user's executions take together
+	ExtraSyscalls []string   // admin additions to the seccomp allowlist
 	// StepObserver, when set, is told how long each step of a start and of a call's end took
 	// (plan, handover, child_setup_exec, cgroup_create, ...): the daemon's metrics.
 	StepObserver func(step string, d time.Duration)
@@ -73,6 +74,7 @@ type Sandbox struct {
 	prelude     []byte                       // encodePrelude: what a pooled init does before its call
 	llHint      atomic.Pointer[landlockHint] // the landlock base new pooled inits prebuild
 	netnsHint   atomic.Pointer[string]       // the session whose netns new pooled inits join
+	userHint    atomic.Uint32                // the uid whose cgroup new pooled inits are made in
 	devNull     *os.File                     // /dev/null (read-write), handed to pooled calls for nil stdio
 	landlockABI int                          // 0: none
 	warm        *attachWarmer                // v1: keeps cgroup attaches fast while busy

@@ -18,6 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// nobodyUID is the overflow uid: the pool's user until a call names one.
+const nobodyUID = 65534
+
 // init runs once from New: cgroup layout, leftovers, seccomp, landlock.
 func (s *Sandbox) init() error {
 	l, err := detectCgroups(s.cfg.CgroupRoot)
@@ -25,6 +28,17 @@ func (s *Sandbox) init() error {
 		return fmt.Errorf("detect cgroups: %w", err)
 	}
 	s.cg = l
+	l.user = s.cfg.UserLimits
+	def := DefaultUserLimits()
+	if l.user.MemoryMaxBytes <= 0 {
+		l.user.MemoryMaxBytes = def.MemoryMaxBytes
+	}
+	if l.user.PidsMax <= 0 {
+		l.user.PidsMax = def.PidsMax
+	}
+	// Until a call names its user, pooled inits wait for nobody's (any other uid's call
+	// takes the per-call path, and the pool follows it).
+	s.userHint.Store(nobodyUID)
 	// A crashed daemon leaves its calls' cgroups (and maybe processes) behind: no process
 	// outlives its call, not even across a daemon restart.
 	if err := l.removeTree(""); err != nil {
@@ -88,11 +102,15 @@ func (s *Sandbox) close() error {
 	return nil
 }
 
-// removePoolDir removes <root>/pool if it is empty.
+// removePoolDir removes each user's pool dir that is empty, then each user dir that is: a
+// closed sandbox leaves nothing behind.
 func (s *Sandbox) removePoolDir() {
-	for _, d := range s.cg.dirs {
-		_ = unix.Rmdir(filepath.Join(d, poolDir))
-	}
+	s.cg.eachUser(func(rel string) {
+		for _, d := range s.cg.dirs {
+			_ = unix.Rmdir(filepath.Join(d, rel, poolDir))
+			_ = unix.Rmdir(filepath.Join(d, rel))
+		}
+	})
 }
 
 func (s *Sandbox) killSessionCgroups(session string) error {
@@ -102,10 +120,13 @@ func (s *Sandbox) killSessionCgroups(session string) error {
 		delete(s.netns, session)
 	}
 	s.mu.Unlock()
-	if err := s.cg.removeTree(session); err != nil {
-		return fmt.Errorf("kill session: %w", err)
-	}
-	return nil
+	var errs []error
+	s.cg.eachUser(func(rel string) {
+		if err := s.cg.removeTree(filepath.Join(rel, session)); err != nil {
+			errs = append(errs, fmt.Errorf("kill session: %w", err))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // sessionNetns returns a copy of the session's loopback-only network namespace (made on first
@@ -191,7 +212,7 @@ func (s *Sandbox) start(p *Process) error {
 	}
 	step("plan")
 	if s.poolable(&p.spec) {
-		if in := s.pool.take(); in != nil {
+		if in := s.pool.take(p.spec.UID); in != nil {
 			// A pooled init ran preludeMounts while it waited, and built the landlock base of
 			// its hint: its spec carries only the call's part (the base too, unless the hint
 			// is exactly this call's).
@@ -285,6 +306,10 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		landlock: ll,
 		early:    s.bpfEarly,
 		late:     s.bpfLate,
+	}
+	// The next pooled inits are made in this user's cgroup: the next call is most likely theirs.
+	if s.userHint.Load() != spec.UID {
+		s.userHint.Store(spec.UID)
 	}
 	if !spec.AllowNetwork {
 		if netns, err = s.sessionNetns(spec.Session); err != nil {
@@ -413,7 +438,7 @@ func (s *Sandbox) startCold(p *Process, blob []byte, netns *os.File, step func(s
 		}
 	}()
 	if s.cg.v2 {
-		if cg, err = s.newCallCgroup(spec.Session, spec.Call, p.lim); err != nil {
+		if cg, err = s.newCallCgroup(spec, p.lim); err != nil {
 			return err
 		}
 		p.cg = cg
@@ -464,7 +489,7 @@ func (s *Sandbox) startCold(p *Process, blob []byte, netns *os.File, step func(s
 	step("fork_exec")
 	if !s.cg.v2 {
 		// v1: the child is blocked on the sync pipe until its pid is in every controller.
-		if cg, err = s.newCallCgroup(spec.Session, spec.Call, p.lim); err == nil {
+		if cg, err = s.newCallCgroup(spec, p.lim); err == nil {
 			p.cg = cg
 			step("cgroup_create")
 			err = cg.addProc(cmd.Process.Pid)
@@ -502,14 +527,19 @@ func (s *Sandbox) startCold(p *Process, blob []byte, netns *os.File, step func(s
 	return nil
 }
 
-// newCallCgroup creates <root>/<session>/<call>. A call name may come again once its last
-// run ended (a session's restarted worker); that run's cgroup may still be queued for the
-// janitor, so on EEXIST the queue is flushed and the create tried once more.
-func (s *Sandbox) newCallCgroup(session, call string, lim Limits) (*cgroup, error) {
-	cg, err := s.cg.newCgroup(session, call, lim)
+// newCallCgroup creates <root>/user-<uid>/<session>/<call>. A call name may come again once
+// its last run ended (a session's restarted worker); that run's cgroup may still be queued for
+// the janitor, so on EEXIST the queue is flushed and the create tried once more.
+func (s *Sandbox) newCallCgroup(spec *Spec, lim Limits) (*cgroup, error) {
+	user, err := s.cg.userDir(spec.UID)
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(user, spec.Session)
+	cg, err := s.cg.newCgroup(parent, spec.Call, lim)
 	if errors.Is(err, os.ErrExist) {
 		s.janitor.flush()
-		cg, err = s.cg.newCgroup(session, call, lim)
+		cg, err = s.cg.newCgroup(parent, spec.Call, lim)
 	}
 	return cg, err
 }
