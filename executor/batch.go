@@ -14,6 +14,16 @@ import (
 // call runs alone, in order, and its context change applies before the next call. Context
 // changes of a parallel group are applied in request order once the whole group is done.
 func (p *Pipeline) Batch(ctx context.Context, sess *session.Session, caller session.Caller, reqs []*Request, maxParallel int) []*Outcome {
+	return p.BatchFit(ctx, sess, caller, reqs, maxParallel, nil)
+}
+
+// BatchFit is Batch with fit called on each outcome as soon as it is done (from the goroutine
+// that ran it), so a response budget can shrink results as they come instead of after the
+// whole batch held them all (limits.response_bytes).
+func (p *Pipeline) BatchFit(ctx context.Context, sess *session.Session, caller session.Caller, reqs []*Request, maxParallel int, fit func(*Outcome)) []*Outcome {
+	if fit == nil {
+		fit = func(*Outcome) {}
+	}
 	if maxParallel < 1 {
 		maxParallel = 1
 	}
@@ -21,6 +31,7 @@ func (p *Pipeline) Batch(ctx context.Context, sess *session.Session, caller sess
 	for i := 0; i < len(reqs); {
 		if !p.concurrencySafe(reqs[i]) {
 			outs[i] = p.Run(ctx, sess, caller, reqs[i], nil)
+			fit(outs[i])
 			i++
 			continue
 		}
@@ -28,7 +39,7 @@ func (p *Pipeline) Batch(ctx context.Context, sess *session.Session, caller sess
 		for j < len(reqs) && p.concurrencySafe(reqs[j]) {
 			j++
 		}
-		p.runGroup(ctx, sess, caller, reqs[i:j], outs[i:j], maxParallel)
+		p.runGroup(ctx, sess, caller, reqs[i:j], outs[i:j], maxParallel, fit)
 		for _, o := range outs[i:j] {
 			if o.Result != nil && o.Result.ContextChange != nil {
 				applyContextChange(sess, o.Result.ContextChange)
@@ -39,7 +50,7 @@ func (p *Pipeline) Batch(ctx context.Context, sess *session.Session, caller sess
 	return outs
 }
 
-func (p *Pipeline) runGroup(ctx context.Context, sess *session.Session, caller session.Caller, reqs []*Request, outs []*Outcome, maxParallel int) {
+func (p *Pipeline) runGroup(ctx context.Context, sess *session.Session, caller session.Caller, reqs []*Request, outs []*Outcome, maxParallel int, fit func(*Outcome)) {
 	sem := make(chan struct{}, maxParallel)
 	var wg sync.WaitGroup
 	for k := range reqs {
@@ -49,6 +60,7 @@ func (p *Pipeline) runGroup(ctx context.Context, sess *session.Session, caller s
 			defer wg.Done()
 			defer func() { <-sem }()
 			outs[k] = p.run(ctx, &state{req: reqs[k], sess: sess, caller: caller, deferContext: true})
+			fit(outs[k])
 		}()
 	}
 	wg.Wait()

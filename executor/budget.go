@@ -176,7 +176,14 @@ func (h *Host) persistText(s *session.Session, text string) (string, error) {
 		os.Remove(f.Name())
 		return "", errcode.New(errcode.Of(err), fmt.Errorf("write persisted result: %w", err))
 	}
-	return finishResultFile(f, hex.EncodeToString(sum[:]))
+	path, err := finishResultFile(f, hex.EncodeToString(sum[:]))
+	if err != nil {
+		return "", err
+	}
+	if err := h.account(s, path, int64(len(text))); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // WARNING: the daemon creates files as root in a directory the owner can traverse; this is

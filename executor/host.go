@@ -36,6 +36,9 @@ type Host struct {
 	// resultsMade holds the IDs of sessions whose results directory was made and checked, so
 	// a session's calls after its first check it with one lstat instead of mkdirs and lstats.
 	resultsMade sync.Map
+	// limitsV are the per-user limits (SetLimits); ledger counts each uid's persisted results.
+	limitsV atomic.Pointer[Limits]
+	ledger  persistLedger
 }
 
 // NewHost wires the services tools use.

@@ -25,7 +25,7 @@ const (
 	// to a file for the owner, so memory stays bounded whatever the command prints.
 	sinkMemBytes = 256 << 10
 	// sinkImageMemBytes is kept in memory instead when the stream starts as an image.
-	sinkImageMemBytes = 10 << 20
+	sinkImageMemBytes = MaxImageBytes
 	sinkTailBytes     = 8 << 10
 	// progressBytes is how much of a stream is streamed as progress events.
 	progressBytes = 4 << 20
@@ -183,8 +183,12 @@ func (o *outputSink) finish(limitChars int, headTail bool) sinkView {
 		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved (%s). Narrow the command's output]", humanBytes(o.total), errcode.Of(o.spillErr))
 		return v
 	}
+	size := o.spill.n
 	path, err := o.spill.finish()
 	o.spill = nil
+	if err == nil {
+		err = o.h.account(o.s, path, size)
+	}
 	if err != nil {
 		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved (%s)]", humanBytes(o.total), errcode.Of(err))
 		return v
@@ -213,6 +217,7 @@ func (o *outputSink) close() {
 type task struct {
 	id        string
 	sessionID string
+	uid       uint32 // the session owner's: tasks_per_user counts by it
 	command   string
 	started   time.Time
 	run       *bashRun
@@ -249,6 +254,16 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	if running >= maxTasksPerSession {
 		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("this session already has %d background commands running; stop some with KillShell first", running))
 	}
+	lim := h.limits()
+	userRunning := 0
+	for _, t := range ts.tasks {
+		if t.uid == s.Owner.UID && !t.run.finished() {
+			userRunning++
+		}
+	}
+	if userRunning >= lim.TasksPerUser {
+		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("uid %d already has %d background commands running in its sessions (limits.tasks_per_user); stop some with KillShell first", s.Owner.UID, userRunning))
+	}
 	// Forget the oldest finished tasks past the bound, so the table stays bounded.
 	sort.Slice(mine, func(i, j int) bool { return mine[i].started.Before(mine[j].started) })
 	for _, t := range mine {
@@ -262,8 +277,11 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 			mine = mine[1:]
 		}
 	}
-	t := &task{id: id, sessionID: s.ID, command: command, started: time.Now(), run: run}
+	t := &task{id: id, sessionID: s.ID, uid: s.Owner.UID, command: command, started: time.Now(), run: run}
 	ts.tasks[id] = t
+	// A task never outlives limits.task_max_seconds: nothing of a user outlives its bounds.
+	// Kill on a finished run is a no-op, so the timer needs no stopping.
+	time.AfterFunc(lim.TaskMaxLifetime, func() { run.kill("task_max_seconds") })
 	return t, nil
 }
 

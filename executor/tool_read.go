@@ -19,10 +19,13 @@ import (
 
 // Read limits. Read is Unbounded for the result budget because it caps itself here.
 const (
-	readMaxOutputBytes = 256 << 10 // one Read's text
-	readMaxImageBytes  = 10 << 20
-	readMaxPDFPages    = 20 // per call
-	readPDFPagesFree   = 10 // a longer PDF needs `pages`
+	readMaxOutputBytes   = 256 << 10 // one Read's text
+	readMaxNotebookBytes = 10 << 20
+	// readMaxPDFBytes bounds a PDF the worker opens (its text is bounded by readMaxOutputBytes
+	// and its metadata by the worker).
+	readMaxPDFBytes  = 32 << 20
+	readMaxPDFPages  = 20 // per call
+	readPDFPagesFree = 10 // a longer PDF needs `pages`
 )
 
 const readSchema = `{
@@ -111,9 +114,9 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	explicit := c.Input.Has("offset") || c.Input.Has("limit")
 	switch {
 	case imageExts[ext]:
-		args.Kind, args.MaxFileBytes = worker.KindImage, readMaxImageBytes
+		args.Kind, args.MaxFileBytes = worker.KindImage, MaxImageBytes
 	case ext == ".pdf":
-		args.Kind = worker.KindPDF
+		args.Kind, args.MaxFileBytes = worker.KindPDF, readMaxPDFBytes
 		first, last, err := parsePages(c.Input.String("pages"))
 		if err != nil {
 			return nil, err
@@ -123,7 +126,7 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 		}
 		args.FirstPage, args.LastPage = first, last
 	case ext == ".ipynb":
-		args.Kind, args.MaxFileBytes = worker.KindBytes, readMaxImageBytes
+		args.Kind, args.MaxFileBytes = worker.KindBytes, readMaxNotebookBytes
 	default:
 		args.Offset = int(c.Input.Int("offset", 1))
 		args.Limit = int(c.Input.Int("limit", worker.DefaultLimit))
@@ -135,6 +138,9 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 		reply, payload, err = w.Read(ctx, args)
 		return err
 	})
+	if err != nil && args.Kind == worker.KindImage && errcode.Of(err) == errcode.TooLarge {
+		return nil, errcode.New(errcode.TooLarge, fmt.Errorf("%s is larger than an image result may be (%s; its base64 is the 5 MB the model's API takes per image); make a smaller copy first, e.g. Bash `convert %s -resize 50%% /tmp/smaller.png`, and Read that", path, humanBytes(MaxImageBytes), path))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -261,6 +261,7 @@ func (h *Host) StopSession(id string) {
 	if h.StateDir != "" && validSessionID(id) {
 		h.resultsMade.Delete(id)
 		_ = os.RemoveAll(h.ResultsDir(id))
+		h.ledger.forgetSession(id)
 	}
 }
 

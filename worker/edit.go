@@ -60,8 +60,15 @@ func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
 		case len(spans) > 1 && !e.ReplaceAll:
 			return nil, errcode.Msg(errcode.Conflict, fmt.Sprintf("%sold_string occurs %d times in %s; add more surrounding lines to old_string so it matches exactly one place, or set replace_all to true to replace all %d", which, len(spans), name, len(spans)))
 		}
+		// replace_all multiplies new_string by the matches: a one-byte old_string and a long
+		// new_string would grow the result far past what Edit takes in (issue 17). Bound it
+		// before building it.
+		grown := int64(len(res.Content)) + int64(len(spans))*int64(len(newString)-(spans[0][1]-spans[0][0]))
+		if grown > MaxEditFileBytes {
+			return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%sreplacing %d occurrences would make %s %d bytes, more than Edit writes (%d); narrow old_string or edit it with Bash (sed)", which, len(spans), name, grown, MaxEditFileBytes))
+		}
 		var b strings.Builder
-		b.Grow(len(res.Content) + len(spans)*(len(newString)-(spans[0][1]-spans[0][0])))
+		b.Grow(int(grown))
 		prev := 0
 		for j, sp := range spans {
 			b.WriteString(res.Content[prev:sp[0]])

@@ -534,10 +534,14 @@ func pdfText(ctx context.Context, f *os.File, a *ReadArgs) ([]byte, int, error) 
 	}
 	infoCmd := exec.CommandContext(ctx, "pdfinfo", path)
 	infoCmd.ExtraFiles = []*os.File{f}
-	info, err := infoCmd.Output()
+	// The document's metadata is the author's text: keep only what the page count needs, so
+	// a PDF with megabytes of metadata cannot grow the worker (issue 17).
+	var info bytes.Buffer
+	infoCmd.Stdout = &limitedBuffer{buf: &info, max: pdfInfoMaxBytes}
+	err := infoCmd.Run()
 	pages := 0
 	if err == nil {
-		for _, l := range strings.Split(string(info), "\n") {
+		for _, l := range strings.Split(info.String(), "\n") {
 			if v, ok := strings.CutPrefix(l, "Pages:"); ok {
 				pages, _ = strconv.Atoi(strings.TrimSpace(v))
 			}
@@ -574,6 +578,9 @@ func pdfText(ctx context.Context, f *os.File, a *ReadArgs) ([]byte, int, error) 
 	}
 	return text, pages, nil
 }
+
+// pdfInfoMaxBytes bounds what is kept of pdfinfo's output.
+const pdfInfoMaxBytes = 64 << 10
 
 // limitedBuffer keeps the first max bytes written and drops the rest, so a chatty child
 // cannot grow the worker's memory.

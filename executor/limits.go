@@ -1,0 +1,239 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// MaxImageBytes caps an image a tool returns inline (Read of an image, Bash printing one):
+// 3.75 MiB, whose base64 is the 5 MB the Messages API takes per image, the bound the agents
+// resize to. A larger image is refused with a message naming the cap, never base64'd into
+// the daemon's memory (issue 17: 150 Reads of a 6 MB PNG grew the daemon by 4 GiB).
+const MaxImageBytes = 3840 << 10
+
+// Defaults of Limits' zero fields: the same safe values as config.Default.
+const (
+	defaultPersistedBytesPerUser = 1 << 30
+	defaultTasksPerUser          = 32
+	defaultTaskMaxLifetime       = time.Hour
+)
+
+// Limits are the per-user bounds the tools enforce. Zero fields take the defaults above.
+type Limits struct {
+	// PersistedBytesPerUser bounds the persisted results one uid holds; past it its oldest go.
+	PersistedBytesPerUser int64
+	// TasksPerUser bounds the running background tasks of one uid.
+	TasksPerUser int
+	// TaskMaxLifetime is how long a background task may run before it is killed.
+	TaskMaxLifetime time.Duration
+}
+
+// SetLimits swaps in the per-user limits (at start and on reload).
+func (h *Host) SetLimits(l Limits) { h.limitsV.Store(&l) }
+
+func (h *Host) limits() Limits {
+	l := Limits{}
+	if p := h.limitsV.Load(); p != nil {
+		l = *p
+	}
+	if l.PersistedBytesPerUser <= 0 {
+		l.PersistedBytesPerUser = defaultPersistedBytesPerUser
+	}
+	if l.TasksPerUser <= 0 {
+		l.TasksPerUser = defaultTasksPerUser
+	}
+	if l.TaskMaxLifetime <= 0 {
+		l.TaskMaxLifetime = defaultTaskMaxLifetime
+	}
+	return l
+}
+
+// errPersistedTooLarge: one output is more than its owner may keep at all.
+var errPersistedTooLarge = errors.New("output larger than limits.persisted_bytes_per_user")
+
+// persistLedger counts each uid's persisted result files, oldest first. The daemon writes
+// them as root, so disk quotas do not apply: this is the only bound (issue 17).
+type persistLedger struct {
+	mu    sync.Mutex
+	users map[uint32]*userFiles
+}
+
+type userFiles struct {
+	total int64
+	files []persistedFile // oldest first
+}
+
+type persistedFile struct {
+	path    string
+	session string
+	size    int64
+}
+
+// account records a finished result file of s's owner and removes the owner's oldest files
+// until the owner is within limit. A file larger than limit on its own is removed and
+// refused: evicting everything else would still not make room.
+func (h *Host) account(s *session.Session, path string, size int64) error {
+	limit := h.limits().PersistedBytesPerUser
+	if size > limit {
+		_ = os.Remove(path)
+		return errcode.New(errcode.TooLarge, fmt.Errorf("%w: this output is %s and one user may keep at most %s of saved results; narrow the command's output",
+			errPersistedTooLarge, humanBytes(size), humanBytes(limit)))
+	}
+	l := &h.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.users == nil {
+		l.users = map[uint32]*userFiles{}
+	}
+	uf := l.users[s.Owner.UID]
+	if uf == nil {
+		uf = &userFiles{}
+		l.users[s.Owner.UID] = uf
+	}
+	// Results are content-addressed: an identical one reuses the file, so count it once
+	// and make it the newest.
+	for i, f := range uf.files {
+		if f.path == path {
+			uf.files = append(uf.files[:i], uf.files[i+1:]...)
+			uf.total -= f.size
+			break
+		}
+	}
+	uf.files = append(uf.files, persistedFile{path: path, session: s.ID, size: size})
+	uf.total += size
+	for uf.total > limit && len(uf.files) > 1 {
+		old := uf.files[0]
+		uf.files = uf.files[1:]
+		uf.total -= old.size
+		if err := os.Remove(old.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			h.logger().Warn("remove an evicted persisted result: " + string(errcode.Of(err)))
+		}
+	}
+	return nil
+}
+
+// forgetSession drops the ledger entries of a session whose results directory is removed.
+func (l *persistLedger) forgetSession(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for uid, uf := range l.users {
+		kept := uf.files[:0]
+		for _, f := range uf.files {
+			if f.session == id {
+				uf.total -= f.size
+				continue
+			}
+			kept = append(kept, f)
+		}
+		uf.files = kept
+		if len(uf.files) == 0 {
+			delete(l.users, uid)
+		}
+	}
+}
+
+// PersistedBytes is what uid's persisted results take now (for tests and metrics).
+func (h *Host) PersistedBytes(uid uint32) int64 {
+	l := &h.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if uf := l.users[uid]; uf != nil {
+		return uf.total
+	}
+	return 0
+}
+
+// ResponseSize estimates what o adds to a response body: its text and image bytes, its
+// data's strings and its messages. JSON escaping aside, the body is this plus a few hundred
+// bytes.
+func ResponseSize(o *Outcome) int64 {
+	if o == nil || o.Result == nil {
+		return 512
+	}
+	n := int64(512)
+	for _, b := range o.Result.Content {
+		n += int64(len(b.Text) + len(b.Data))
+	}
+	for _, m := range o.Result.ExtraMessages {
+		n += int64(len(m))
+	}
+	return n + anySize(o.Result.Data)
+}
+
+func anySize(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x))
+	case map[string]any:
+		var n int64
+		for k, e := range x {
+			n += int64(len(k)) + anySize(e)
+		}
+		return n
+	case []any:
+		var n int64
+		for _, e := range x {
+			n += anySize(e)
+		}
+		return n
+	case []map[string]any:
+		var n int64
+		for _, e := range x {
+			n += anySize(e)
+		}
+		return n
+	}
+	return 8
+}
+
+// Shrink makes o small enough to go out in a response that is out of room (limits.response_bytes):
+// its text is saved for the session owner and replaced by a preview and the path, like any
+// oversize output, and its images are left out with a note saying to read them in a request
+// of their own. The data's long strings (Bash's stdout copy) go too. If the text cannot be
+// saved the result becomes an error saying why.
+func (h *Host) Shrink(s *session.Session, o *Outcome, limit int64) {
+	if o == nil || o.Result == nil {
+		return
+	}
+	r := o.Result
+	why := fmt.Sprintf("this response already carries its limit of %s (limits.response_bytes)", humanBytes(limit))
+	text := joinText(r)
+	var blocks []Block
+	images := 0
+	for _, b := range r.Content {
+		if b.Type == "image" {
+			images++
+		}
+	}
+	if len(text) > PreviewChars {
+		path, err := h.persistText(s, text)
+		if err != nil {
+			o.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: fmt.Sprintf("result left out: %s and it could not be saved (%v); repeat the call in a request of its own", why, err)}}}
+			o.Err = errcode.New(errcode.TooLarge, fmt.Errorf("result left out: %s", why))
+			return
+		}
+		blocks = append(blocks, Block{Type: "text", Text: PersistedBlock(path, int64(len(text)), previewOf(text), "Saved because "+why+".")})
+		if r.Data == nil {
+			r.Data = map[string]any{}
+		}
+		r.Data["persistedOutputPath"] = path
+		r.Data["persistedOutputSize"] = len(text)
+	} else if text != "" {
+		blocks = append(blocks, Block{Type: "text", Text: text})
+	}
+	if images > 0 {
+		blocks = append(blocks, Block{Type: "text", Text: fmt.Sprintf("[%d image(s) left out: %s; read them in a request of their own]", images, why)})
+	}
+	r.Content = blocks
+	for k, v := range r.Data {
+		if str, ok := v.(string); ok && len(str) > PreviewChars {
+			r.Data[k] = ""
+		}
+	}
+}
