@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -177,14 +178,22 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if err != nil {
 		return err
 	}
+	release, err := s.admit(c, 1)
+	if err != nil {
+		return err
+	}
+	defer release()
 	p := s.backend.Pipeline()
 	if decideOnly {
 		o := p.Decide(r.Context(), sess, c, req)
 		writeJSON(w, outcomeStatus(o), callResult(o))
 		return nil
 	}
+	fit, freeBytes := s.fitter(c, sess)
+	defer freeBytes()
 	if !strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
 		o := p.Run(r.Context(), sess, c, req, nil)
+		fit(o)
 		s.countCall(o)
 		writeJSON(w, outcomeStatus(o), callResult(o))
 		return nil
@@ -206,6 +215,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		_ = enc.Encode(StreamLine{Event: &ev})
 		flush()
 	})
+	fit(o)
 	s.countCall(o)
 	res := callResult(o)
 	mu.Lock()
@@ -223,6 +233,10 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if len(br.Calls) == 0 {
 		return errcode.Msg(errcode.BadRequest, `"calls" is empty: send at least one call`)
 	}
+	lim := s.tenants.get()
+	if len(br.Calls) > lim.BatchCalls {
+		return errcode.New(errcode.BadRequest, fmt.Errorf("a batch may hold at most %d calls (limits.batch_calls) and this one has %d; split it", lim.BatchCalls, len(br.Calls)))
+	}
 	reqs := make([]*executor.Request, len(br.Calls))
 	for i, cr := range br.Calls {
 		req, err := toRequest(cr)
@@ -235,7 +249,15 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if err != nil {
 		return err
 	}
-	outs := s.backend.Batch(r.Context(), sess, c, reqs)
+	// A batch holds as many of its user's call slots as it runs calls at once.
+	release, err := s.admit(c, min(len(reqs), max(1, lim.MaxParallelCalls)))
+	if err != nil {
+		return err
+	}
+	defer release()
+	fit, freeBytes := s.fitter(c, sess)
+	defer freeBytes()
+	outs := s.backend.Batch(r.Context(), sess, c, reqs, fit)
 	resp := BatchResponse{Results: make([]CallResult, len(outs))}
 	for i, o := range outs {
 		s.countCall(o)

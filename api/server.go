@@ -35,7 +35,10 @@ type Backend interface {
 	UpdateSession(ctx context.Context, caller session.Caller, id string, u session.Update) (session.Snapshot, error)
 	DeleteSession(ctx context.Context, caller session.Caller, id string) error
 	Pipeline() *executor.Pipeline
-	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome
+	// Batch runs reqs, calling fit on each outcome as it is done (the response budget).
+	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request, fit func(*executor.Outcome)) []*executor.Outcome
+	// Shrink persists o's text and leaves out its images: its response is out of room.
+	Shrink(s *session.Session, o *executor.Outcome, limit int64)
 	ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error)
 	Tasks(s *session.Session) []map[string]any
 	AuditDir() string
@@ -53,6 +56,8 @@ type Server struct {
 	inflight sync.WaitGroup
 	// narrow counts the in-flight requests of narrowRoutes (see beside).
 	narrow atomic.Int64
+	// tenants holds the per-user limits and what each uid holds of them (limits.go).
+	tenants tenants
 }
 
 // narrowRoutes are short, sequential bursts of the daemon's own work: the first of them in
@@ -117,7 +122,9 @@ func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, s
 		s.inflight.Add(1)
 		defer s.inflight.Done()
 		defer s.beside(route)()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, extend: func() { s.extendWrite(w) }}
+		sw.extend()
+		defer sw.extend() // the server's final flush too
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -192,6 +199,8 @@ func statusFor(code errcode.Code) int {
 		return http.StatusForbidden
 	case errcode.Conflict:
 		return http.StatusConflict
+	case errcode.TooManyCalls, errcode.RateLimited:
+		return http.StatusTooManyRequests
 	case errcode.AuditUnavailable, errcode.Unavailable, errcode.PolicyNotLoaded:
 		return http.StatusServiceUnavailable
 	case errcode.Cancelled:
@@ -238,9 +247,12 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
+	// extend moves the write deadline on before each write (Limits.WriteTimeout).
+	extend func()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	w.extend()
 	if !w.wrote {
 		w.code, w.wrote = code, true
 	}
@@ -248,6 +260,7 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
+	w.extend()
 	if !w.wrote {
 		w.code, w.wrote = http.StatusOK, true
 	}
@@ -255,6 +268,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Flush() {
+	w.extend()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

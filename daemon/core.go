@@ -41,6 +41,8 @@ type Core struct {
 	// cliRules are rules given on the daemon's command line (source cliArg).
 	cliRules *permission.Settings
 	started  time.Time
+	// activity is when each session last served a request (sessions.idle_timeout_sec).
+	activity activity
 }
 
 var _ api.Backend = (*Core)(nil)
@@ -105,8 +107,8 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 			owned++
 		}
 	}
-	if owned >= cfg.MaxSessionsPerUser {
-		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("uid %d already has %d sessions (max_sessions_per_user); delete one first", caller.UID, owned))
+	if owned >= cfg.EffectiveSessionsPerUser() {
+		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("uid %d already has %d sessions (limits.sessions_per_user); delete one first", caller.UID, owned))
 	}
 	owner := caller
 	owner.Admin = false // the owner identity runs tools; admin rights are per request
@@ -238,7 +240,11 @@ func mergeDirs(a, b []string) []string {
 
 // Session implements api.Backend.
 func (c *Core) Session(caller session.Caller, id string) (*session.Session, error) {
-	return c.store.Get(caller, id)
+	s, err := c.store.Get(caller, id)
+	if err == nil {
+		c.activity.touch(id)
+	}
+	return s, err
 }
 
 // SessionView implements api.Backend.
@@ -309,6 +315,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 		return err
 	}
 	c.release(s)
+	c.activity.last.Delete(id)
 	return c.recorder.session(ctx, "session.delete", caller, s)
 }
 
@@ -320,8 +327,8 @@ func (c *Core) release(s *session.Session) {
 }
 
 // Batch implements api.Backend.
-func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request) []*executor.Outcome {
-	return c.pipeline.Batch(ctx, s, caller, reqs, c.Config().MaxParallelCalls)
+func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request, fit func(*executor.Outcome)) []*executor.Outcome {
+	return c.pipeline.BatchFit(ctx, s, caller, reqs, c.Config().MaxParallelCalls, fit)
 }
 
 // Tasks implements api.Backend.

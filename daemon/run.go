@@ -110,6 +110,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		CheckpointEvery:    cfg.Audit.CheckpointEvery,
 		CheckpointInterval: config.Duration(cfg.Audit.CheckpointInterval),
 		SyslogAddr:         cfg.Audit.Syslog,
+		MinRetainAge:       time.Duration(cfg.Audit.RetainDays) * 24 * time.Hour,
+		MaxInputBytes:      cfg.Audit.MaxInputBytes,
+		MinFreeBytes:       cfg.Audit.MinFreeBytes,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
@@ -156,13 +159,14 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock, stateLock: stateLock}
 	d.server = &http.Server{
 		Handler:           apiServer,
-		ConnContext:       api.ConnContext,
+		ConnContext:       apiServer.ConnContext,
 		ReadHeaderTimeout: config.Duration(cfg.ReadHeaderTimeoutSec),
 		ReadTimeout:       config.Duration(cfg.ReadBodyTimeoutSec),
 		IdleTimeout:       config.Duration(cfg.IdleTimeoutSec),
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
+	d.applyLimits(&cfg)
 	return d, nil
 }
 
@@ -219,8 +223,11 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 	}
 	d.log.Info("serving", zap.String("socket", l.Addr().String()), zap.String("state_dir", d.opts.StateDir))
 
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); d.core.sweep(sweepCtx) }()
 	errc := make(chan error, 1)
-	go func() { errc <- d.server.Serve(l) }()
+	go func() { errc <- d.server.Serve(d.api.LimitListener(l)) }()
 	var serveErr error
 loop:
 	for {
@@ -241,6 +248,8 @@ loop:
 			break loop
 		}
 	}
+	stopSweep() // before the audit log closes: an expiry is audited
+	<-swept
 	d.shutdown()
 	return serveErr
 }
@@ -264,6 +273,7 @@ func (d *Daemon) Reload() {
 		d.log.Warn("changed setting takes effect at the next start", zap.String("setting", f))
 	}
 	d.core.cfg.Store(&cfg)
+	d.applyLimits(&cfg)
 	d.core.host.SetConfig(cfg.Sandbox)
 	d.core.pipeline.SetHooks(hooks)
 	d.core.ids.setAdminGroup(cfg.AdminGroup)

@@ -1,0 +1,262 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Limits are the per-request and per-user bounds the API enforces (issue 17): one user
+// cannot take the daemon's memory, connections or call slots from another.
+type Limits struct {
+	// BatchCalls bounds one batch request's calls (over it: 400).
+	BatchCalls int
+	// MaxParallelCalls is how many calls of a batch run at once: a batch takes that many of
+	// its user's call slots.
+	MaxParallelCalls int
+	// CallsPerUser bounds one uid's calls running at once (over it: 429 too_many_calls).
+	CallsPerUser int
+	// ConnectionsPerUser bounds one uid's open connections (over it: 429, then close).
+	ConnectionsPerUser int
+	// RequestsPerSecond and Burst are one uid's token bucket on calls, decide and batch.
+	RequestsPerSecond float64
+	Burst             int
+	// ResponseBytes bounds the result bytes one uid's responses in flight hold together;
+	// a result past it is shrunk (Backend.Shrink).
+	ResponseBytes int64
+	// WriteTimeout bounds each write of a response: a client that stops reading is cut off.
+	WriteTimeout time.Duration
+}
+
+// defaultLimits serve until SetLimits: the config's defaults.
+var defaultLimits = Limits{BatchCalls: 64, MaxParallelCalls: 8, CallsPerUser: 16, ConnectionsPerUser: 32,
+	RequestsPerSecond: 50, Burst: 100, ResponseBytes: 64 << 20, WriteTimeout: time.Minute}
+
+// SetLimits swaps in new limits (at start and on reload).
+func (s *Server) SetLimits(l Limits) { s.tenants.limits.Store(&l) }
+
+// tenants is the per-uid bookkeeping behind Limits.
+type tenants struct {
+	limits atomic.Pointer[Limits]
+	mu     sync.Mutex
+	users  map[uint32]*tenant
+}
+
+type tenant struct {
+	calls     int     // call slots held
+	conns     int     // open connections
+	respBytes int64   // result bytes held by responses in flight
+	tokens    float64 // token bucket
+	last      time.Time
+}
+
+func (t *tenants) get() Limits {
+	if l := t.limits.Load(); l != nil {
+		return *l
+	}
+	return defaultLimits
+}
+
+// user returns uid's entry; t.mu is held.
+func (t *tenants) user(uid uint32, l Limits, now time.Time) *tenant {
+	if t.users == nil {
+		t.users = map[uint32]*tenant{}
+	}
+	u := t.users[uid]
+	if u == nil {
+		if len(t.users) > 4096 {
+			t.prune(l, now)
+		}
+		u = &tenant{tokens: float64(l.Burst), last: now}
+		t.users[uid] = u
+	}
+	return u
+}
+
+// prune forgets users with nothing in flight whose bucket has refilled: forgetting them
+// changes nothing. t.mu is held.
+func (t *tenants) prune(l Limits, now time.Time) {
+	full := time.Duration(float64(l.Burst) / l.RequestsPerSecond * float64(time.Second))
+	for uid, u := range t.users {
+		if u.calls == 0 && u.conns == 0 && u.respBytes == 0 && now.Sub(u.last) >= full {
+			delete(t.users, uid)
+		}
+	}
+}
+
+// admit takes one token of the caller's rate and slots of its concurrent calls, or refuses
+// with 429: rate_limited or too_many_calls, naming the limit. Root is not limited (it is the
+// host's administrator, not a tenant). The returned func gives the slots back.
+func (s *Server) admit(c session.Caller, slots int) (release func(), err error) {
+	if c.UID == 0 {
+		return func() {}, nil
+	}
+	t := &s.tenants
+	l := t.get()
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.user(c.UID, l, now)
+	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
+	u.last = now
+	if u.tokens < 1 {
+		return nil, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g requests a second (limits.requests_per_second_per_user, burst %d); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst))
+	}
+	u.tokens--
+	if u.calls+slots > l.CallsPerUser {
+		return nil, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, u.calls, slots, l.CallsPerUser))
+	}
+	u.calls += slots
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			u.calls -= slots
+			t.mu.Unlock()
+		})
+	}, nil
+}
+
+// fitter returns the response budget of one request: fit charges each outcome to the caller's
+// share of limits.response_bytes and shrinks it when there is no room left; release gives
+// the bytes back once the response is written.
+func (s *Server) fitter(c session.Caller, sess *session.Session) (fit func(*executor.Outcome), release func()) {
+	t := &s.tenants
+	l := t.get()
+	var mu sync.Mutex
+	var held int64
+	fit = func(o *executor.Outcome) {
+		n := executor.ResponseSize(o)
+		t.mu.Lock()
+		u := t.user(c.UID, l, time.Now())
+		room := u.respBytes+n <= l.ResponseBytes
+		t.mu.Unlock()
+		if !room {
+			s.backend.Shrink(sess, o, l.ResponseBytes)
+			n = executor.ResponseSize(o)
+		}
+		// A shrunk result is a preview and a path: small, and always let through, so every
+		// call of a batch gets an answer.
+		t.mu.Lock()
+		u.respBytes += n
+		t.mu.Unlock()
+		mu.Lock()
+		held += n
+		mu.Unlock()
+	}
+	release = func() {
+		mu.Lock()
+		n := held
+		held = 0
+		mu.Unlock()
+		t.mu.Lock()
+		if u := t.users[c.UID]; u != nil {
+			u.respBytes -= n
+		}
+		t.mu.Unlock()
+	}
+	return fit, release
+}
+
+// LimitListener wraps l so one uid holds at most limits.connections_per_user connections:
+// past it the connection gets a 429 and is closed. Use Server.ConnContext with it.
+func (s *Server) LimitListener(l net.Listener) net.Listener { return &limitListener{Listener: l, s: s} }
+
+type limitListener struct {
+	net.Listener
+	s *Server
+}
+
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			return c, nil
+		}
+		uid, ok := peerUID(uc)
+		if !ok || uid == 0 {
+			return c, nil // no credentials: every request on it is refused anyway
+		}
+		t := &ll.s.tenants
+		l := t.get()
+		t.mu.Lock()
+		u := t.user(uid, l, time.Now())
+		if u.conns >= l.ConnectionsPerUser {
+			t.mu.Unlock()
+			go refuseConn(c, fmt.Sprintf("uid %d already has %d connections open; at most %d (limits.connections_per_user)", uid, u.conns, l.ConnectionsPerUser))
+			continue
+		}
+		u.conns++
+		t.mu.Unlock()
+		return &limitedConn{UnixConn: uc, release: func() {
+			t.mu.Lock()
+			u.conns--
+			t.mu.Unlock()
+		}}, nil
+	}
+}
+
+// refuseConn answers a connection over the cap with a 429 and closes it, within a second:
+// a client that does not read is not waited for.
+func refuseConn(c net.Conn, msg string) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	body := fmt.Sprintf(`{"error":{"class":%q,"message":%q}}`+"\n", errcode.TooManyCalls, msg)
+	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}
+
+func peerUID(uc *net.UnixConn) (uint32, bool) {
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || serr != nil || cred == nil {
+		return 0, false
+	}
+	return cred.Uid, true
+}
+
+// limitedConn gives its uid's connection slot back when closed.
+type limitedConn struct {
+	*net.UnixConn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.UnixConn.Close()
+}
+
+// ConnContext is ConnContext for connections from LimitListener.
+func (s *Server) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitedConn); ok {
+		c = lc.UnixConn
+	}
+	return ConnContext(ctx, c)
+}
+
+// extendWrite moves the connection's write deadline to now+WriteTimeout: each write of a
+// response (and the server's final flush after the handler) must complete within it, so a
+// client that stops reading cannot hold a call, its results or a stream pump forever.
+func (s *Server) extendWrite(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.tenants.get().WriteTimeout))
+}

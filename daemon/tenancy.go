@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// Shrink implements api.Backend: the response is out of room (limits.response_bytes).
+func (c *Core) Shrink(s *session.Session, o *executor.Outcome, limit int64) {
+	c.host.Shrink(s, o, limit)
+}
+
+// apiLimits maps the config's limits onto the API's.
+func apiLimits(cfg *config.Config) api.Limits {
+	l := cfg.Limits
+	return api.Limits{
+		BatchCalls: l.BatchCalls, MaxParallelCalls: cfg.MaxParallelCalls, CallsPerUser: l.CallsPerUser,
+		ConnectionsPerUser: l.ConnectionsPerUser, RequestsPerSecond: l.RequestsPerSecondPerUser, Burst: l.RequestsBurstPerUser,
+		ResponseBytes: l.ResponseBytes, WriteTimeout: config.Duration(l.WriteTimeoutSec),
+	}
+}
+
+// hostLimits maps the config's limits onto the tools'.
+func hostLimits(cfg *config.Config) executor.Limits {
+	return executor.Limits{
+		PersistedBytesPerUser: cfg.Limits.PersistedBytesPerUser,
+		TasksPerUser:          cfg.Limits.TasksPerUser,
+		TaskMaxLifetime:       config.Duration(cfg.Limits.TaskMaxSeconds),
+	}
+}
+
+// applyLimits puts the limits in force (at start and on reload).
+func (d *Daemon) applyLimits(cfg *config.Config) {
+	d.api.SetLimits(apiLimits(cfg))
+	d.core.host.SetLimits(hostLimits(cfg))
+}
+
+// activity is when each session last served a request: sessions.idle_timeout_sec ends the
+// ones left alone, with their tasks, worker and results. The session store is not ours to
+// change, so the daemon keeps it beside the store.
+type activity struct {
+	last sync.Map // session id -> *atomic.Int64 (unix nanoseconds)
+}
+
+func (a *activity) touch(id string) {
+	now := time.Now().UnixNano()
+	if v, ok := a.last.Load(id); ok {
+		v.(*atomic.Int64).Store(now)
+		return
+	}
+	v := &atomic.Int64{}
+	v.Store(now)
+	a.last.Store(id, v)
+}
+
+// idleSince is when the session last served a request (its creation if never).
+func (a *activity) idleSince(s *session.Session) time.Time {
+	if v, ok := a.last.Load(s.ID); ok {
+		return time.Unix(0, v.(*atomic.Int64).Load())
+	}
+	return s.Snapshot().Created
+}
+
+// expireIdle ends every session idle for longer than the timeout, as an admin ending it would:
+// its tasks and worker stop, its results go, and the audit log says why.
+func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
+	idle := config.Duration(c.Config().Sessions.IdleTimeoutSec)
+	n := 0
+	for _, s := range c.store.All() {
+		if now.Sub(c.activity.idleSince(s)) < idle {
+			continue
+		}
+		removed, err := c.store.Remove(session.Caller{Admin: true}, s.ID)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		c.release(removed)
+		c.activity.last.Delete(s.ID)
+		n++
+		c.log.Info("session expired: idle", zap.String("session", s.ID), zap.Duration("idle_timeout", idle))
+		if err := c.recorder.sessionEvent(ctx, audit.KindSessionDelete, removed, map[string]string{"reason": "idle_timeout"}); err != nil {
+			c.log.Error("audit session expiry", zap.Error(err))
+		}
+	}
+	return n
+}
+
+// sweepInterval is how often idle sessions are looked for.
+const sweepInterval = time.Minute
+
+// sweep runs expireIdle until ctx ends; Serve owns it and waits for it.
+func (c *Core) sweep(ctx context.Context) {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.expireIdle(ctx, now)
+		}
+	}
+}
