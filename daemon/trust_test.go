@@ -242,8 +242,9 @@ func TestPathRulesApplyToBash(t *testing.T) {
 		// The decision names the rule for what it can see.
 		out, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"cat .env"}`)
 		var res api.CallResult
-		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil || res.Decision.Behavior != "deny" {
-			t.Errorf("%s: cat .env was not denied by the Read rule: %s", mode, out)
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil || res.Decision.Behavior != "deny" ||
+			!(strings.Contains(res.Decision.Reason, "hidden by the sandbox") || res.Decision.Rule == "Read(.env)") {
+			t.Errorf("%s: cat .env was not denied by the Read rule, with a reason that says so: %s", mode, out)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,9 +19,19 @@ const (
 	SpecialFIFO   = "fifo"
 	SpecialSocket = "socket"
 	SpecialProc   = "proc"
+	// SpecialHidden is a path the sandbox hides (deny_paths, a Read deny rule): the worker
+	// sees the null device bound over a file there.
+	SpecialHidden = "hidden"
 )
 
 func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// isNullDevice reports whether fi is the null device (1:3), which the sandbox binds over a
+// hidden file.
+func isNullDevice(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode()&fs.ModeCharDevice != 0 && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3
+}
 
 func specialOf(m fs.FileMode) string {
 	switch {
@@ -77,6 +88,9 @@ func resolveClean(clean string) (*Resolved, error) {
 		}
 		if fi, err := os.Stat(r); err == nil {
 			out.Special = specialOf(fi.Mode())
+			if out.Special == SpecialDevice && r != os.DevNull && isNullDevice(fi) {
+				out.Special = SpecialHidden
+			}
 			out.IsDir = fi.IsDir()
 			out.Dev, out.Ino = devIno(fi)
 		}

@@ -10,6 +10,15 @@ special_reads contains f.requested if {
 	some f in input.paths
 	f.access == "read"
 	f.special != ""
+	f.special != "hidden"
+}
+
+# hidden_reads are reads of paths the sandbox hides from every child (the owner's worker saw
+# the null device bound there): a Read deny rule or the daemon's deny_paths.
+hidden_reads contains f.requested if {
+	some f in input.paths
+	f.access == "read"
+	f.special == "hidden"
 }
 
 special_reads contains p if {

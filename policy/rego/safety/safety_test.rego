@@ -97,3 +97,9 @@ test_user_interaction[name] if {
 	}
 	safety.user_interaction with input as fx.input_with(over)
 }
+
+test_hidden_read_not_special if {
+	paths := [{"requested": "/w/.env", "resolved": "/w/.env", "access": "read", "special": "hidden"}]
+	safety.hidden_reads == {"/w/.env"} with input as fx.input_with({"paths": paths})
+	count(safety.special_reads) == 0 with input as fx.input_with({"paths": paths})
+}
