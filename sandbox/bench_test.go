@@ -24,6 +24,9 @@ func BenchmarkSpawn(b *testing.B) {
 	b.Run("confined", func(b *testing.B) { benchConfined(b, false) })
 	// pooled: a call handed to a ready pooled init; the wait for the refill is not timed.
 	b.Run("pooled", func(b *testing.B) { benchConfined(b, true) })
+	// pooled_repo: the same in a git repository with its protected paths (config, hooks,
+	// info/attributes) made read-only: the cost of the extra mounts, beside pooled.
+	b.Run("pooled_repo", func(b *testing.B) { benchConfined(b, true, "repo") })
 	b.Run("bwrap", func(b *testing.B) {
 		bw, err := exec.LookPath("bwrap")
 		if err != nil {
@@ -42,10 +45,21 @@ func BenchmarkSpawn(b *testing.B) {
 	})
 }
 
-func benchConfined(b *testing.B, pooled bool) {
+func benchConfined(b *testing.B, pooled bool, repo ...string) {
 	s := newTestSandbox(b, Config{})
 	s.noPool.Store(!pooled)
 	dir := b.TempDir()
+	var protected []string
+	if len(repo) > 0 {
+		for _, p := range []string{".git/hooks", ".git/info"} {
+			os.MkdirAll(filepath.Join(dir, p), 0o755)
+		}
+		for _, p := range []string{".git/config", ".git/info/attributes", ".git/hooks/pre-commit"} {
+			os.WriteFile(filepath.Join(dir, p), []byte("x\n"), 0o644)
+		}
+		protected = ProtectedCandidates([]string{dir}, dir, "")
+		filepath.Walk(dir, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, nobody, nobody) })
+	}
 	os.Chown(dir, nobody, nobody)
 	// The caller must reach it on the host, as a session's dir: the plan looks as the caller,
 	// and a dir it cannot reach gets no mount.
@@ -71,7 +85,7 @@ func benchConfined(b *testing.B, pooled bool) {
 			waitPoolReady(b, s, poolMin)
 			b.StartTimer()
 		}
-		p, err := s.Start(ctx, &Spec{Path: "/bin/true", Dir: dir, WritableDirs: []string{dir},
+		p, err := s.Start(ctx, &Spec{Path: "/bin/true", Dir: dir, WritableDirs: []string{dir}, ProtectedPaths: protected,
 			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
 			Session: "bench", Call: fmt.Sprintf("c%d", i)})
 		if err != nil {
