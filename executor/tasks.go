@@ -190,7 +190,9 @@ func (o *outputSink) finish(limitChars int, headTail bool) sinkView {
 		err = o.h.account(o.s, path, size)
 	}
 	if err != nil {
-		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved (%s)]", humanBytes(o.total), errcode.Of(err))
+		// The error is about the owner's own output and limits (persisted_bytes_per_user):
+		// say it in full.
+		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved: %v]", humanBytes(o.total), err)
 		return v
 	}
 	v.persisted = path

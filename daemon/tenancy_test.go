@@ -1,0 +1,352 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// curlAs sends one request over the daemon's socket as user u (so SO_PEERCRED names u) and
+// returns the status and the body. With out set, the body goes to that file instead, so a
+// large response does not grow this process (whose memory the test measures).
+func curlAs(t *testing.T, td *testDaemon, u testutil.User, method, path, body, out string) (int, []byte) {
+	t.Helper()
+	dst := out
+	if dst == "" {
+		dst = "-"
+	}
+	cmd := exec.Command("curl", "-sS", "--unix-socket", td.socket, "-X", method, "-H", "Content-Type: application/json",
+		"--data-binary", "@-", "-o", dst, "-w", "\n%{http_code}", "http://sandboxd"+path)
+	cmd.Stdin = strings.NewReader(body)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+	cmd.Dir = u.Home
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl %s %s as %s: %v", method, path, u.Name, err)
+	}
+	i := bytes.LastIndexByte(b, '\n')
+	code, _ := strconv.Atoi(string(b[i+1:]))
+	return code, b[:i]
+}
+
+func sessionAs(t *testing.T, td *testDaemon, u testutil.User, extra string) string {
+	t.Helper()
+	code, b := curlAs(t, td, u, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q%s}`, u.Home, extra), "")
+	if code != http.StatusCreated {
+		t.Fatalf("create session as %s: %d %s", u.Name, code, b)
+	}
+	var s api.Session
+	decodeInto(t, b, &s)
+	return s.ID
+}
+
+func errClass(b []byte) string {
+	var e api.ErrorBody
+	_ = json.Unmarshal(b, &e)
+	return e.Error.Class
+}
+
+// procKB reads a field of /proc/self/status in KiB.
+func procKB(t *testing.T, field string) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// The issue's first attack: a batch of Reads of big images. The daemon runs in this process,
+// so its memory is this process's: the peak (VmHWM, reset first) may grow by at most 512 MiB.
+func TestHostileImageBatch(t *testing.T) {
+	td := startDaemon(t, "")
+	mallory := testutil.CreateUser(t, "sbhm")
+	id := sessionAs(t, td, mallory, "")
+	mkImage := func(name string, size int) string {
+		b := make([]byte, size)
+		_, _ = rand.Read(b)
+		copy(b, "\x89PNG\r\n\x1a\n")
+		p := filepath.Join(mallory.Home, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chown(p, int(mallory.UID), int(mallory.GID))
+		return p
+	}
+	fits := mkImage("fits.png", 3500<<10)
+	big := mkImage("big.png", 6<<20)
+
+	t.Run("image over the cap refused", func(t *testing.T) {
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", fmt.Sprintf(`{"tool":"Read","input":{"file_path":%q}}`, big), "")
+		var res api.CallResult
+		decodeInto(t, b, &res)
+		if code != http.StatusOK || res.Error == nil || res.Error.Class != "too_large" || !strings.Contains(res.Error.Message, "smaller copy") {
+			t.Fatalf("6 MB image: %d %s", code, b)
+		}
+	})
+	t.Run("batch over batch_calls refused", func(t *testing.T) {
+		calls := strings.TrimSuffix(strings.Repeat(`{"tool":"Glob","input":{"pattern":"*"}},`, 65), ",")
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/batch", `{"calls":[`+calls+`]}`, "")
+		if code != http.StatusBadRequest || !strings.Contains(string(b), "limits.batch_calls") {
+			t.Fatalf("65 calls: %d %s", code, b)
+		}
+	})
+	t.Run("batch of big images bounded", func(t *testing.T) {
+		one := fmt.Sprintf(`{"tool":"Read","input":{"file_path":%q}},`, fits)
+		body := `{"calls":[` + strings.TrimSuffix(strings.Repeat(one, 64), ",") + `]}`
+		runtime.GC()
+		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+			t.Fatalf("reset the peak RSS: %v", err)
+		}
+		base := procKB(t, "VmRSS")
+		out := filepath.Join(mallory.Home, "batch.json") // curl runs as mallory
+		start := time.Now()
+		var wg sync.WaitGroup
+		codes := make([]int, 2)
+		// Two at once, as a hostile tenant would: they share the user's response budget.
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i], _ = curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/batch", body, fmt.Sprintf("%s.%d", out, i))
+			}()
+		}
+		wg.Wait()
+		peak := procKB(t, "VmHWM")
+		growth := (peak - base) >> 10
+		t.Logf("2 batches of 64 Reads of a 3.4 MiB image: daemon RSS %d MiB -> peak %d MiB (growth %d MiB) in %v",
+			base>>10, peak>>10, growth, time.Since(start).Round(time.Millisecond))
+		for i, code := range codes {
+			fi, _ := os.Stat(fmt.Sprintf("%s.%d", out, i))
+			t.Logf("response %d: %d, %d MiB", i, code, fi.Size()>>20)
+			if code != http.StatusOK {
+				t.Fatalf("batch %d: %d", i, code)
+			}
+			if fi.Size() > 80<<20 {
+				t.Errorf("response %d is %d MiB, more than response_bytes (64 MiB) allows", i, fi.Size()>>20)
+			}
+		}
+		if growth > 512 {
+			t.Errorf("daemon RSS grew by %d MiB, more than 512", growth)
+		}
+		b, _ := os.ReadFile(out + ".0")
+		var br api.BatchResponse
+		decodeInto(t, b, &br)
+		images, left := 0, 0
+		for _, r := range br.Results {
+			for _, bl := range r.Content {
+				if bl.Type == "image" {
+					images++
+				}
+				if strings.Contains(bl.Text, "limits.response_bytes") {
+					left++
+				}
+			}
+		}
+		t.Logf("response 0: %d images inline, %d left out with a note", images, left)
+		if len(br.Results) != 64 || left == 0 || images == 0 {
+			t.Errorf("want 64 results, some images inline and the rest left out with a note: %d results, %d images, %d notes", len(br.Results), images, left)
+		}
+	})
+}
+
+// Concurrency over calls_per_user: the excess gets 429 too_many_calls while another user is
+// served; the rate limit likewise.
+func TestHostileConcurrencyAndRate(t *testing.T) {
+	td := startDaemon(t, "limits:\n  calls_per_user: 2\n  requests_per_second_per_user: 2\n  requests_burst_per_user: 6\n")
+	mallory := testutil.CreateUser(t, "sbhc")
+	alice := testutil.CreateUser(t, "sbha")
+	mid := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	aid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	slow := `{"tool":"Bash","input":{"command":"sleep 3"}}`
+
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", slow, ""); code != http.StatusOK {
+				t.Errorf("slow call within the limit: %d %s", code, b)
+			}
+		}()
+	}
+	time.Sleep(time.Second) // both are running
+	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", `{"tool":"Bash","input":{"command":"true"}}`, "")
+	if code != http.StatusTooManyRequests || errClass(b) != "too_many_calls" || !strings.Contains(string(b), "limits.calls_per_user") {
+		t.Errorf("third call: %d %s", code, b)
+	}
+	start := time.Now()
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/calls", `{"tool":"Bash","input":{"command":"echo hi"}}`, ""); code != http.StatusOK {
+		t.Errorf("the other user while mallory is at its limit: %d %s", code, b)
+	}
+	t.Logf("the other user's call while mallory is at its limit: %v", time.Since(start).Round(time.Millisecond))
+	wg.Wait()
+
+	// The bucket: 6 at once, then 2 a second. Mallory has spent 3; a burst of 10 runs dry.
+	limited := 0
+	for range 10 {
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", `{"tool":"Bash","input":{"command":"ls"}}`, "")
+		if code == http.StatusTooManyRequests {
+			if errClass(b) != "rate_limited" {
+				t.Errorf("429 with class %s: %s", errClass(b), b)
+			}
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("10 decides at once past a burst of 6: none rate limited")
+	}
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/decide", `{"tool":"Bash","input":{"command":"ls"}}`, ""); code != http.StatusOK {
+		t.Errorf("the other user while mallory is rate limited: %d %s", code, b)
+	}
+}
+
+// Persisted results of one user stay within persisted_bytes_per_user.
+func TestHostilePersistedBytes(t *testing.T) {
+	td := startDaemon(t, "limits:\n  persisted_bytes_per_user: 1048576\n")
+	mallory := testutil.CreateUser(t, "sbhp")
+	id := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	for i := range 4 {
+		cmd := fmt.Sprintf(`{"tool":"Bash","input":{"command":"yes %c | head -c 400000"}}`, 'a'+i)
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", cmd, "")
+		if code != http.StatusOK || !strings.Contains(string(b), "persisted-output") {
+			t.Fatalf("large output %d: %d %.300s", i, code, b)
+		}
+	}
+	if got := td.d.core.host.PersistedBytes(mallory.UID); got > 1<<20 {
+		t.Errorf("mallory holds %d persisted bytes, more than 1 MiB", got)
+	}
+	var onDisk int64
+	files, _ := filepath.Glob(filepath.Join(td.d.core.host.ResultsDir(id), "*"))
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			onDisk += fi.Size()
+		}
+	}
+	t.Logf("after 4 outputs of 400 kB: %d files, %d bytes on disk", len(files), onDisk)
+	if onDisk > 1<<20 {
+		t.Errorf("%d bytes on disk, more than 1 MiB", onDisk)
+	}
+	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", `{"tool":"Bash","input":{"command":"yes q | head -c 2000000"}}`, "")
+	if code != http.StatusOK || !strings.Contains(string(b), "persisted_bytes_per_user") {
+		t.Errorf("an output larger than the limit: %d %.500s", code, b)
+	}
+}
+
+// An audit flood: large inputs and many records cannot push out another user's first record,
+// and the chain still verifies.
+func TestHostileAuditFlood(t *testing.T) {
+	td := startDaemon(t, "audit:\n  max_file_bytes: 65536\n  retain_files: 1\n  max_input_bytes: 1024\nlimits:\n  requests_per_second_per_user: 10000\n  requests_burst_per_user: 10000\n")
+	mallory := testutil.CreateUser(t, "sbhf")
+	alice := testutil.CreateUser(t, "sbhv")
+	aid := sessionAs(t, td, alice, "")
+	mid := sessionAs(t, td, mallory, "")
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/decide", `{"tool":"Bash","input":{"command":"echo alice-first"}}`, ""); code != http.StatusOK {
+		t.Fatalf("alice: %d %s", code, b)
+	}
+	big := strings.Repeat("x", 200<<10)
+	body := fmt.Sprintf(`{"tool":"Write","input":{"file_path":%q,"content":%q}}`, filepath.Join(mallory.Home, "f.txt"), big)
+	for i := range 150 {
+		if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", body, ""); code != http.StatusOK {
+			t.Fatalf("flood %d: %d %.300s", i, code, b)
+		}
+	}
+	dir := td.d.audit.Dir()
+	if err := td.d.audit.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := audit.ListFiles(dir)
+	var size int64
+	for _, f := range files {
+		fi, _ := os.Stat(f)
+		size += fi.Size()
+	}
+	t.Logf("after a flood of 150 x 200 KiB inputs: %d audit files, %d KiB", len(files), size>>10)
+	if size > 1<<20 {
+		t.Errorf("the flood stored %d KiB of audit log: inputs are not capped", size>>10)
+	}
+	if len(files) < 2 {
+		t.Errorf("the flood did not rotate the log (%d file): retention was not exercised", len(files))
+	}
+	rep, err := audit.VerifyDir(dir, td.d.audit.PublicKey())
+	if err != nil {
+		t.Fatalf("audit verify after the flood: %v", err)
+	}
+	if rep.Pruned {
+		t.Errorf("retention pruned young records: %+v", rep)
+	}
+	found := false
+	for _, r := range auditRecords(t, td) {
+		if r.Caller != nil && r.Caller.UID == alice.UID && strings.Contains(string(r.Input), "alice-first") {
+			found = true
+		}
+		if r.Caller != nil && r.Caller.UID == mallory.UID && r.Kind == audit.KindCallDecide && !strings.Contains(string(r.Input), `"truncated":true`) {
+			t.Errorf("a flood record kept its whole input: %.200s", r.Input)
+		}
+	}
+	if !found {
+		t.Error("alice's first record is gone after mallory's flood")
+	}
+}
+
+// When the audit volume is short of space, calls are refused with 503 audit_unavailable.
+func TestAuditLowSpaceRefusesCalls(t *testing.T) {
+	td := startDaemon(t, "audit:\n  min_free_bytes: 4611686018427387904\n")
+	u := testutil.CreateUser(t, "sbhs")
+	code, b := curlAs(t, td, u, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, u.Home), "")
+	if code != http.StatusServiceUnavailable || errClass(b) != "audit_unavailable" {
+		t.Fatalf("session on a full audit volume: %d %s", code, b)
+	}
+}
+
+// Sessions idle past sessions.idle_timeout_sec end, with an audit record saying why.
+func TestIdleSessionsExpire(t *testing.T) {
+	td := startDaemon(t, "")
+	u := testutil.CreateUser(t, "sbhi")
+	id := sessionAs(t, td, u, "")
+	if n := td.d.core.expireIdle(context.Background(), time.Now()); n != 0 {
+		t.Fatalf("a fresh session expired")
+	}
+	if n := td.d.core.expireIdle(context.Background(), time.Now().Add(25*time.Hour)); n != 1 {
+		t.Fatalf("expired %d sessions, want 1", n)
+	}
+	if code, _ := curlAs(t, td, u, "GET", "/v1/sessions/"+id, "", ""); code != http.StatusNotFound {
+		t.Errorf("expired session still there: %d", code)
+	}
+	found := false
+	for _, r := range auditRecords(t, td) {
+		if r.Kind == audit.KindSessionDelete && r.Session == id && r.Detail["reason"] == "idle_timeout" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no session.delete record with reason idle_timeout")
+	}
+}
