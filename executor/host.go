@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -186,8 +187,11 @@ func (h *Host) DirInside(ctx context.Context, s *session.Session, p string, dirs
 
 // explainHidden adds the reason to a tool's permission error on a path under a deny path: the
 // confined worker only sees EACCES there, which reads like a file mode problem.
+//
+// Likewise a write refused on a protected path (read-only, a mount point that cannot be
+// replaced: EROFS or EBUSY) says which protection refused it and how to lift it.
 func (h *Host) explainHidden(c *Call, err error) error {
-	if h == nil || c == nil || c.Session == nil || !errors.Is(err, fs.ErrPermission) {
+	if h == nil || c == nil || c.Session == nil {
 		return err
 	}
 	path := c.Input.String("file_path")
@@ -199,6 +203,17 @@ func (h *Host) explainHidden(c *Call, err error) error {
 		return err
 	}
 	path = expandPath(c, path)
+	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EBUSY) {
+		for _, p := range sandbox.ProtectedCandidates(c.Session.Dirs(), c.Session.Cwd(), c.Session.Owner.Home) {
+			if insideDir(path, p) {
+				return errcode.New(errcode.Of(err), fmt.Errorf("%w (%s is protected: programs outside the sandbox run or trust it, so it is read-only in every session; a session with an allow rule naming it, e.g. --allow 'Edit(%s)', may write it)", err, p, p))
+			}
+		}
+		return err
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
 	for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
 		if insideDir(path, d) {
 			return errcode.New(errcode.Of(err), fmt.Errorf("%w (the sandbox hides %s from every session: deny_paths in the daemon's configuration)", err, d))

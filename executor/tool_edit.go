@@ -102,7 +102,7 @@ func (h *Host) runEdit(ctx context.Context, c *Call, edits []worker.Edit) (*Resu
 		}
 	}
 	expect, rec, _ := expectOf(c.Session, path)
-	w, err := h.Worker(ctx, c.Session)
+	w, err := h.writer(ctx, c.Session, path)
 	if err != nil {
 		return nil, err
 	}

@@ -235,4 +235,14 @@ func TestHiddenPathsSayWhy(t *testing.T) {
 	if err == nil || !errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "hides") {
 		t.Errorf("Read of a root-only file: %v", err)
 	}
+	// A write the kernel refuses on a protected path says why and how to lift it.
+	cfg := e.file(t, ".git/config", "[core]\n")
+	e.mustCall(t, "Read", Input{"file_path": cfg})
+	_, err = e.call(t, "Write", Input{"file_path": cfg, "content": "[core]\n\tfsmonitor = id\n"})
+	if err == nil || !strings.Contains(err.Error(), "is protected") {
+		t.Errorf("Write of .git/config: %v", err)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != "[core]\n" {
+		t.Errorf(".git/config changed: %q", b)
+	}
 }

@@ -56,7 +56,7 @@ func (h *Host) runWrite(ctx context.Context, c *Call) (*Result, error) {
 	if ok && rec.Partial {
 		return nil, errcode.Msg(errcode.Stale, fmt.Sprintf("this session read only part of %s (from line %d); Read the whole file (without offset and limit) before overwriting it, or use Edit to change part of it", path, max(rec.Offset, 1)))
 	}
-	w, err := h.Worker(ctx, c.Session)
+	w, err := h.writer(ctx, c.Session, path)
 	if err != nil {
 		return nil, err
 	}

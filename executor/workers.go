@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -87,6 +88,32 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 		return nil, err
 	}
 	return e.client, h.startWorker(s, e, dirs, rules)
+}
+
+// writer is the session's worker for a write to path. A write under a protected path gets a
+// worker started now: a worker's mounts are planned when it starts, so one started before the
+// protected path existed (a `git init` since) would not have it read-only.
+func (h *Host) writer(ctx context.Context, s *session.Session, path string) (*worker.Client, error) {
+	for _, p := range sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home) {
+		if insideDir(path, p) {
+			h.restartWorker(s)
+			break
+		}
+	}
+	return h.Worker(ctx, s)
+}
+
+// restartWorker stops the session's worker, if any; the next Worker starts a new one.
+func (h *Host) restartWorker(s *session.Session) {
+	ts := h.tools()
+	ts.mu.Lock()
+	e := ts.workers[s.ID]
+	ts.mu.Unlock()
+	if e != nil {
+		e.mu.Lock()
+		e.stop()
+		e.mu.Unlock()
+	}
 }
 
 // stop ends the worker and waits for it; e.mu is held.

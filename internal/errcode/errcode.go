@@ -53,6 +53,7 @@ const (
 	ErrnoEDQUOT      Code = "EDQUOT"
 	ErrnoEFBIG       Code = "EFBIG"
 	ErrnoEMFILE      Code = "EMFILE"
+	ErrnoEBUSY       Code = "EBUSY"
 )
 
 // Error is an error with a telemetry-safe code; Err carries the detail for the caller.
@@ -80,6 +81,10 @@ func (e *Error) Is(target error) bool {
 		return e.Code == ErrnoEACCES || e.Code == ErrnoEPERM
 	case fs.ErrExist:
 		return e.Code == ErrnoEEXIST
+	case syscall.EROFS:
+		return e.Code == ErrnoEROFS
+	case syscall.EBUSY:
+		return e.Code == ErrnoEBUSY
 	}
 	return false
 }
@@ -104,6 +109,7 @@ var errnoCodes = map[syscall.Errno]Code{
 	syscall.EDQUOT:  ErrnoEDQUOT,
 	syscall.EFBIG:   ErrnoEFBIG,
 	syscall.EMFILE:  ErrnoEMFILE,
+	syscall.EBUSY:   ErrnoEBUSY,
 }
 
 // Of classifies any error into a Code. It never looks at the message text.
