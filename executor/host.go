@@ -113,7 +113,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 			spec.ProtectedPaths = append(spec.ProtectedPaths, p)
 		}
 	}
-	spec.ProtectedPatterns = kp.ReadOnly
+	spec.ProtectedPatterns = append(sandbox.ProtectedPatterns(writable, spec.Dir), kp.ReadOnly...)
 	return spec
 }
 

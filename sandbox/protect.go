@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,16 +41,8 @@ var ProtectedInHome = []string{
 // writable dir, every dir from the one holding cwd down to cwd is a root: git finds its
 // repository from the cwd up, and the session's cwd may be a repository inside a writable dir.
 func ProtectedCandidates(writable []string, cwd, home string) []string {
-	roots := slices.Clone(writable)
-	for _, w := range writable {
-		if under(cwd, w) {
-			for d := cwd; d != w && under(d, w); d = filepath.Dir(d) {
-				roots = append(roots, d)
-			}
-		}
-	}
 	var out []string
-	for _, d := range roots {
+	for _, d := range protectedRoots(writable, cwd) {
 		for _, rel := range ProtectedInDir {
 			out = append(out, filepath.Join(d, rel))
 		}
@@ -60,6 +53,45 @@ func ProtectedCandidates(writable []string, cwd, home string) []string {
 		}
 	}
 	return out
+}
+
+// protectedRoots are the writable dirs and every dir from the one holding cwd down to cwd.
+func protectedRoots(writable []string, cwd string) []string {
+	roots := slices.Clone(writable)
+	for _, w := range writable {
+		if under(cwd, w) {
+			for d := cwd; d != w && under(d, w); d = filepath.Dir(d) {
+				roots = append(roots, d)
+			}
+		}
+	}
+	return roots
+}
+
+// ProtectedPatterns are the protected paths that need a pattern: each submodule's config and
+// hooks, kept in the superproject's .git/modules (git status runs the submodules' fsmonitor
+// and hooks too).
+func ProtectedPatterns(writable []string, cwd string) []string {
+	var out []string
+	for _, d := range protectedRoots(writable, cwd) {
+		// One and two levels of nesting, each segment named: a walk then never enters a
+		// module's objects (see expandPatterns' pruning).
+		m := escapePattern(filepath.Join(d, ".git", "modules"))
+		out = append(out, m+"/*/config", m+"/*/hooks", m+"/*/modules/*/config", m+"/*/modules/*/hooks")
+	}
+	return out
+}
+
+// escapePattern quotes the glob metacharacters of a literal path for a pattern.
+func escapePattern(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // maxProtected bounds the read-only mounts of one call: each costs the child three syscalls.
@@ -160,6 +192,12 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 			}
 			continue
 		}
+		// A pattern without ** names its depth: a dir past it, or one a segment already rules
+		// out, is not entered.
+		var segs []string
+		if !strings.Contains(pat, "**") {
+			segs = strings.Split(strings.TrimPrefix(pat, "/"), "/")
+		}
 		for _, start := range walkStarts(prefix, roots) {
 			base := strings.Count(start, "/")
 			_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
@@ -176,7 +214,7 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 					}
 					return nil
 				}
-				if d.IsDir() && strings.Count(p, "/")-base >= maxPatternDepth {
+				if d.IsDir() && (strings.Count(p, "/")-base >= maxPatternDepth || (segs != nil && !mayHold(segs, p))) {
 					return filepath.SkipDir
 				}
 				return nil
@@ -184,6 +222,21 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 		}
 	}
 	return out
+}
+
+// mayHold reports whether something below dir could match the pattern segments (no **):
+// dir is shallower than the pattern and each of its segments matches the pattern's.
+func mayHold(segs []string, dir string) bool {
+	ds := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+	if len(ds) >= len(segs) {
+		return false
+	}
+	for i, s := range ds {
+		if ok, _ := path.Match(segs[i], s); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // walkStarts is where a pattern with the literal prefix could match inside roots: the prefix

@@ -235,3 +235,28 @@ func TestHidePatterns(t *testing.T) {
 		t.Fatalf("a denied .env was readable, or README was not:\n%s", out)
 	}
 }
+
+// TestSubmoduleConfigProtected: a submodule's config and hooks in the superproject's
+// .git/modules are read-only, and its objects stay writable (git in the submodule works).
+func TestSubmoduleConfigProtected(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	mod := filepath.Join(f.repo, ".git", "modules", "sub")
+	for _, d := range []string{filepath.Join(mod, "hooks"), filepath.Join(mod, "objects")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(mod, "config"), []byte("[core]\n"), 0o644)
+	chownR(t, f.repo)
+	sp := f.spec("echo x >> .git/modules/sub/config || echo config-refused; echo x > .git/modules/sub/hooks/post-checkout || echo hooks-refused; echo o > .git/modules/sub/objects/o && echo objects-ok", f.repo, f.repo)
+	sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"config-refused", "hooks-refused", "objects-ok"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
+		}
+	}
+}
