@@ -41,6 +41,15 @@ func truncatedInput(red json.RawMessage, max int) json.RawMessage {
 	return b
 }
 
+// TruncateInput is truncatedInput for other logs of inputs (the policy's decision logs):
+// red, already redacted, is kept whole up to max bytes, else replaced by the truncated form.
+func TruncateInput(red json.RawMessage, max int) json.RawMessage {
+	if len(red) <= max {
+		return red
+	}
+	return truncatedInput(red, max)
+}
+
 // truncatedDetail cuts a detail value longer than max, saying how long it was.
 func truncatedDetail(v string, max int) string {
 	if len(v) <= max {

@@ -316,7 +316,7 @@ func bundleConfig(b config.Bundle) (*policy.BundleConfig, error) {
 		ServiceURL: b.URL, Resource: b.Resource, Name: b.Name,
 		MinDelay: config.Duration(b.PollMinSec), MaxDelay: config.Duration(b.PollMaxSec),
 		RequireSignature: b.RequireSignature == nil || *b.RequireSignature,
-		FullPolicy:       b.FullPolicy, DecisionLogs: b.DecisionLogs,
+		FullPolicy:       b.FullPolicy, DecisionLogs: b.DecisionLogs, AllowInsecureDecisionLogs: b.AllowInsecureDecisionLogs,
 	}
 	if b.BearerTokenFile != "" {
 		tok, err := os.ReadFile(b.BearerTokenFile)

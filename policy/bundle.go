@@ -20,6 +20,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	bundleapi "github.com/open-policy-agent/opa/v1/bundle"
 	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/audit"
 )
 
 // BundleConfig makes the engine pull policy from an OPA bundle server, as a fleet does. The
@@ -55,6 +57,9 @@ type BundleConfig struct {
 	// them (default 10s). Logging never changes or delays a decision.
 	DecisionLogs         bool
 	DecisionLogsInterval time.Duration
+	// AllowInsecureDecisionLogs lets decision logs go to an http:// service. They carry
+	// every call's (redacted) input, so by default they go only to https://.
+	AllowInsecureDecisionLogs bool
 	// SizeLimitBytes caps a bundle (default OPA's 1 GiB default is far too big: 16 MiB).
 	SizeLimitBytes int64
 	// Client is the HTTP client; nil uses one with a 30 s timeout.
@@ -80,6 +85,9 @@ func (c *BundleConfig) validate() error {
 	}
 	if c.Resource == "" {
 		return errors.New("bundle resource is empty")
+	}
+	if c.DecisionLogs && u.Scheme != "https" && !c.AllowInsecureDecisionLogs {
+		return fmt.Errorf("bundle decision logs to %q: they go only to an https:// service unless allowed insecure", c.ServiceURL)
 	}
 	if c.RequireSignature && c.Signing == nil {
 		return errors.New("bundle signing is required but not configured")
@@ -154,6 +162,9 @@ type decisionEvent struct {
 
 const maxBufferedEvents = 10000
 
+// decisionLogInputMaxBytes bounds one event's input (audit.max_input_bytes' default).
+const decisionLogInputMaxBytes = 64 << 10
+
 // logDecision buffers one decision for upload. The input and result are serialised here,
 // only when logging is on; a full buffer drops the event rather than grow without bound.
 func (b *bundleState) logDecision(_ context.Context, digest string, input ast.Value, result *ast.Term) {
@@ -163,6 +174,10 @@ func (b *bundleState) logDecision(_ context.Context, digest string, input ast.Va
 	in, err1 := ast.JSON(input)
 	res, err2 := ast.JSON(result.Value)
 	inb, err3 := json.Marshal(in)
+	// The same redaction and size bound as the audit log's input: the service is another
+	// place the inputs' secrets could leak to, and a buffer of large inputs must stay bounded.
+	inb, _ = audit.Redact(inb)
+	inb = audit.TruncateInput(inb, decisionLogInputMaxBytes)
 	resb, err4 := json.Marshal(res)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		b.log.Warn("decision log event not encodable", zap.Error(err))

@@ -110,7 +110,7 @@ func TestBundleFleet(t *testing.T) {
 		Bundle: &BundleConfig{
 			ServiceURL: url, Resource: "bundles/sandboxd.tar.gz", MinDelay: time.Hour, MaxDelay: time.Hour,
 			Signing:      &BundleSigning{KeyID: "fleet", Algorithm: "HS256", Key: hmacSecret},
-			DecisionLogs: true, DecisionLogsInterval: time.Hour,
+			DecisionLogs: true, DecisionLogsInterval: time.Hour, AllowInsecureDecisionLogs: true,
 		},
 	})
 	waitEvent := func(want string) ReloadEvent {
