@@ -166,6 +166,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c session.Caller
 }
 
 func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Caller, decideOnly bool) error {
+	if err := s.limitRate(r.Context(), c); err != nil {
+		return err
+	}
 	var cr CallRequest
 	if err := decode(r, &cr); err != nil {
 		return err
@@ -178,7 +181,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if err != nil {
 		return err
 	}
-	release, err := s.admit(c, 1)
+	release, err := s.admit(r.Context(), c, 1)
 	if err != nil {
 		return err
 	}
@@ -226,6 +229,9 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.limitRate(r.Context(), c); err != nil {
+		return err
+	}
 	var br BatchRequest
 	if err := decode(r, &br); err != nil {
 		return err
@@ -250,7 +256,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
-	release, err := s.admit(c, min(len(reqs), max(1, lim.MaxParallelCalls)))
+	release, err := s.admit(r.Context(), c, min(len(reqs), max(1, lim.MaxParallelCalls)))
 	if err != nil {
 		return err
 	}

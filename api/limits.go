@@ -56,6 +56,7 @@ type tenant struct {
 	calls     int     // call slots held
 	conns     int     // open connections
 	respBytes int64   // result bytes held by responses in flight
+	refusing  int     // connections over the cap waiting for their 429
 	tokens    float64 // token bucket
 	last      time.Time
 }
@@ -88,35 +89,73 @@ func (t *tenants) user(uid uint32, l Limits, now time.Time) *tenant {
 func (t *tenants) prune(l Limits, now time.Time) {
 	full := time.Duration(float64(l.Burst) / l.RequestsPerSecond * float64(time.Second))
 	for uid, u := range t.users {
-		if u.calls == 0 && u.conns == 0 && u.respBytes == 0 && now.Sub(u.last) >= full {
+		if u.calls == 0 && u.conns == 0 && u.respBytes == 0 && u.refusing == 0 && now.Sub(u.last) >= full {
 			delete(t.users, uid)
 		}
 	}
 }
 
-// admit takes one token of the caller's rate and slots of its concurrent calls, or refuses
-// with 429: rate_limited or too_many_calls, naming the limit. Root is not limited (it is the
-// host's administrator, not a tenant). The returned func gives the slots back.
-func (s *Server) admit(c session.Caller, slots int) (release func(), err error) {
+// refusalDelay is how long a 429 is held before it is sent. A refused request costs the
+// daemon little, but a client that retries at once can still send tens of thousands a second
+// and take the CPU from everyone else; held, each of its connections (at most
+// limits.connections_per_user) sends at most one a second.
+const refusalDelay = time.Second
+
+// refuse holds the refusal err for refusalDelay (or until the client goes) and returns it.
+func refuse(ctx context.Context, err error) error {
+	t := time.NewTimer(refusalDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return err
+}
+
+// limitRate takes one token of the caller's rate on calls, decide and batch, or refuses with
+// 429 rate_limited, naming the limit. It runs before the body is read, so a flood costs as
+// little as it can. Root is not limited (it is the host's administrator, not a tenant).
+func (s *Server) limitRate(ctx context.Context, c session.Caller) error {
 	if c.UID == 0 {
-		return func() {}, nil
+		return nil
 	}
 	t := &s.tenants
 	l := t.get()
 	now := time.Now()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	u := t.user(c.UID, l, now)
 	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
 	u.last = now
-	if u.tokens < 1 {
-		return nil, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g requests a second (limits.requests_per_second_per_user, burst %d); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst))
+	ok := u.tokens >= 1
+	if ok {
+		u.tokens--
 	}
-	u.tokens--
-	if u.calls+slots > l.CallsPerUser {
-		return nil, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, u.calls, slots, l.CallsPerUser))
+	t.mu.Unlock()
+	if !ok {
+		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g requests a second (limits.requests_per_second_per_user, burst %d); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
 	}
-	u.calls += slots
+	return nil
+}
+
+// admit takes slots of the caller's concurrent calls, or refuses with 429 too_many_calls,
+// naming the limit. Root is not limited. The returned func gives the slots back.
+func (s *Server) admit(ctx context.Context, c session.Caller, slots int) (release func(), err error) {
+	if c.UID == 0 {
+		return func() {}, nil
+	}
+	t := &s.tenants
+	l := t.get()
+	t.mu.Lock()
+	u := t.user(c.UID, l, time.Now())
+	running := u.calls
+	ok := running+slots <= l.CallsPerUser
+	if ok {
+		u.calls += slots
+	}
+	t.mu.Unlock()
+	if !ok {
+		return nil, refuse(ctx, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, running, slots, l.CallsPerUser)))
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -196,8 +235,24 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		t.mu.Lock()
 		u := t.user(uid, l, time.Now())
 		if u.conns >= l.ConnectionsPerUser {
+			// Held refusals are bounded too: past maxHeldRefusals the connection is just
+			// closed, so refusing cannot cost the daemon more descriptors than that.
+			held := u.refusing < maxHeldRefusals
+			if held {
+				u.refusing++
+			}
+			msg := fmt.Sprintf("uid %d already has %d connections open; at most %d (limits.connections_per_user)", uid, u.conns, l.ConnectionsPerUser)
 			t.mu.Unlock()
-			go refuseConn(c, fmt.Sprintf("uid %d already has %d connections open; at most %d (limits.connections_per_user)", uid, u.conns, l.ConnectionsPerUser))
+			if !held {
+				c.Close()
+				continue
+			}
+			go func() {
+				refuseConn(c, msg)
+				t.mu.Lock()
+				u.refusing--
+				t.mu.Unlock()
+			}()
 			continue
 		}
 		u.conns++
@@ -210,10 +265,15 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuseConn answers a connection over the cap with a 429 and closes it, within a second:
-// a client that does not read is not waited for.
+// maxHeldRefusals bounds the connections over the cap one uid has waiting for their 429.
+const maxHeldRefusals = 4
+
+// refuseConn answers a connection over the cap with a 429 after refusalDelay (so a client
+// that reconnects at once does not spin the daemon's accept loop) and closes it; a client
+// that does not read is not waited for.
 func refuseConn(c net.Conn, msg string) {
 	defer c.Close()
+	time.Sleep(refusalDelay)
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	body := fmt.Sprintf(`{"error":{"class":%q,"message":%q}}`+"\n", errcode.TooManyCalls, msg)
 	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)

@@ -21,8 +21,10 @@ import (
 
 type loadOpts struct {
 	clients, calls int
-	maxRSSMB       int64
-	bin, tmp       string
+	// tenantCalls is the polite tenant's calls per phase of the two-tenant row (0: skip it).
+	tenantCalls int
+	maxRSSMB    int64
+	bin, tmp    string
 }
 
 // loadStats are what the clients saw.
@@ -59,6 +61,7 @@ func runLoad(args []string) int {
 	var o loadOpts
 	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one session each")
 	fs.IntVar(&o.calls, "calls", 60, "calls per client (a mix of reads, edits, bash, denied calls, bad requests)")
+	fs.IntVar(&o.tenantCalls, "tenant-calls", 200, "the polite tenant's calls per phase of the two-tenant row (0: skip it)")
 	fs.Int64Var(&o.maxRSSMB, "max-rss-mb", 256, "fail if the daemon's RSS exceeds this during the run")
 	fs.StringVar(&o.bin, "bin", "", "sandboxd binary (default: bin/sandboxd if present, else built into a temp dir)")
 	fs.StringVar(&o.tmp, "tmp", "/var/tmp", "directory for the daemon's state")
@@ -145,6 +148,9 @@ func load1(ctx context.Context, o loadOpts) ([]check, error) {
 	add("every request answered", st.answered == total && len(st.fails) == 0, "%d of %d answered in %s (%.0f/s); by kind %v; first failures %q",
 		st.answered, total, elapsed.Round(time.Millisecond), float64(st.answered)/elapsed.Seconds(), st.byKind, st.fails)
 	add("daemon RSS bounded", peakRSS.Load() <= o.maxRSSMB<<20, "peak %.1f MiB (bound %d MiB)", float64(peakRSS.Load())/(1<<20), o.maxRSSMB)
+	if o.tenantCalls > 0 {
+		checks = append(checks, twoTenants(ctx, d.Socket, dir, o.tenantCalls))
+	}
 
 	// Sessions are gone: their workers and calls must be too.
 	var left []int

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/faults"
+)
+
+// The two tenants of the two-tenant row: uids with no other use on a test host. The daemon
+// knows a tenant only by SO_PEERCRED, so no account is needed.
+const (
+	politeUID = 61001
+	floodUID  = 61002
+)
+
+// tenantRatioGoal is issue 17's goal: the polite tenant's p99 while the other floods is at
+// most this many times its p99 alone.
+const tenantRatioGoal = 3.0
+
+// dialAs connects to socket with the effective uid and gid of a tenant, on this thread only
+// (Linux credentials are per thread; SO_PEERCRED records the connecting thread's), and with
+// no supplementary groups, so the daemon sees that tenant and nothing of root.
+func dialAs(socket string, uid, gid uint32) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		runtime.LockOSThread()
+		restored := false
+		// A thread whose root credentials could not be restored must not run anything else:
+		// leaving it locked makes the runtime end it with this goroutine.
+		defer func() {
+			if restored {
+				runtime.UnlockOSThread()
+			}
+		}()
+		groups, err := syscall.Getgroups()
+		if err != nil {
+			return nil, err
+		}
+		set := func(nr uintptr, id uintptr) syscall.Errno {
+			_, _, e := syscall.RawSyscall(nr, ^uintptr(0), id, ^uintptr(0))
+			return e
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			return nil, fmt.Errorf("setgroups: %w", e)
+		}
+		fd := -1
+		var cerr error
+		if e := set(syscall.SYS_SETRESGID, uintptr(gid)); e != 0 {
+			cerr = fmt.Errorf("setresgid: %w", e)
+		} else if e := set(syscall.SYS_SETRESUID, uintptr(uid)); e != 0 {
+			cerr = fmt.Errorf("setresuid: %w", e)
+		} else {
+			fd, cerr = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if cerr == nil {
+				if cerr = syscall.Connect(fd, &syscall.SockaddrUnix{Name: socket}); cerr != nil {
+					syscall.Close(fd)
+					fd = -1
+				}
+			}
+		}
+		if set(syscall.SYS_SETRESUID, 0) == 0 && set(syscall.SYS_SETRESGID, 0) == 0 && setGroups(groups) == nil {
+			restored = true
+		}
+		if cerr != nil {
+			return nil, cerr
+		}
+		f := os.NewFile(uintptr(fd), "tenant")
+		defer f.Close()
+		return net.FileConn(f)
+	}
+}
+
+func setGroups(groups []int) error {
+	if len(groups) == 0 {
+		_, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0)
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+	gs := make([]uint32, len(groups))
+	for i, g := range groups {
+		gs[i] = uint32(g)
+	}
+	_, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(gs)), uintptr(unsafe.Pointer(&gs[0])), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func tenantClient(socket string, uid uint32) *faults.Client {
+	return &faults.Client{HTTP: &http.Client{Transport: &http.Transport{DialContext: dialAs(socket, uid, uid), MaxIdleConnsPerHost: 64}}}
+}
+
+// tenantDir makes a working directory the tenant owns.
+func tenantDir(dir string, uid uint32) (string, error) {
+	d := filepath.Join(dir, fmt.Sprintf("tenant%d", uid))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return "", err
+	}
+	return d, os.Chown(d, int(uid), int(uid))
+}
+
+// twoTenants measures the polite tenant's p99 call latency alone, then while the other
+// tenant floods with everything one user can send (parallel Bash calls over its call limit,
+// batches of image Reads, decides past its rate limit), and reports the ratio.
+func twoTenants(ctx context.Context, socket, dir string, calls int) check {
+	name := "two tenants: polite p99 while the other floods / alone"
+	polite, flood := tenantClient(socket, politeUID), tenantClient(socket, floodUID)
+	pdir, err := tenantDir(dir, politeUID)
+	if err != nil {
+		return check{name, false, err.Error()}
+	}
+	fdir, err := tenantDir(dir, floodUID)
+	if err != nil {
+		return check{name, false, err.Error()}
+	}
+	file := filepath.Join(pdir, "notes.txt")
+	img := make([]byte, 3<<20)
+	_, _ = rand.Read(img)
+	copy(img, "\x89PNG\r\n\x1a\n")
+	imgPath := filepath.Join(fdir, "big.png")
+	for p, b := range map[string][]byte{file: []byte("hello\n"), imgPath: img} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return check{name, false, err.Error()}
+		}
+	}
+	ps, err := polite.CreateSession(ctx, api.CreateSession{Cwd: pdir})
+	if err != nil {
+		return check{name, false, fmt.Sprintf("polite session: %v", err)}
+	}
+	fs, err := flood.CreateSession(ctx, api.CreateSession{Cwd: fdir, Mode: "bypassPermissions"})
+	if err != nil {
+		return check{name, false, fmt.Sprintf("flood session: %v", err)}
+	}
+	defer polite.DeleteSession(context.WithoutCancel(ctx), ps.ID)
+	defer flood.DeleteSession(context.WithoutCancel(ctx), fs.ID)
+
+	p99 := func() (time.Duration, error) {
+		var lat []time.Duration
+		// Well-behaved: 40 calls a second, under the default rate limit of 50.
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for i := range calls {
+			<-tick.C
+			req := api.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": file})}
+			if i%2 == 1 {
+				req = api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "echo hi"})}
+			}
+			start := time.Now()
+			res, status, err := polite.Call(ctx, ps.ID, req)
+			if err != nil || status != 200 || res.IsError {
+				return 0, fmt.Errorf("polite call %d: status %d, %v", i, status, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		return lat[len(lat)*99/100], nil
+	}
+	alone, err := p99()
+	if err != nil {
+		return check{name, false, err.Error()}
+	}
+
+	floodCtx, stopFlood := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var sent, refused atomic.Int64
+	send := func(fn func() (int, error)) {
+		defer wg.Done()
+		for floodCtx.Err() == nil {
+			st, _ := fn()
+			sent.Add(1)
+			if st == http.StatusTooManyRequests {
+				refused.Add(1)
+			}
+		}
+	}
+	batch := api.BatchRequest{}
+	for range 64 {
+		batch.Calls = append(batch.Calls, api.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": imgPath})})
+	}
+	for range 24 {
+		wg.Add(1)
+		go send(func() (int, error) {
+			_, st, err := flood.Call(floodCtx, fs.ID, api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "sleep 0.2"})})
+			return st, err
+		})
+	}
+	for range 2 {
+		wg.Add(1)
+		go send(func() (int, error) {
+			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/batch", batch, nil)
+		})
+	}
+	for range 8 {
+		wg.Add(1)
+		go send(func() (int, error) {
+			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/decide", api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "ls"})}, nil)
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // the flood is in full swing
+	during, err := p99()
+	stopFlood()
+	wg.Wait()
+	if err != nil {
+		return check{name, false, err.Error()}
+	}
+	ratio := float64(during) / float64(alone)
+	return check{name, ratio <= tenantRatioGoal, fmt.Sprintf("%.2fx (goal <= %.0fx): p99 alone %v, while flooded %v over %d calls; the flood sent %d requests, %d refused with 429",
+		ratio, tenantRatioGoal, alone.Round(time.Microsecond), during.Round(time.Microsecond), calls, sent.Load(), refused.Load())}
+}
