@@ -616,6 +616,11 @@ func checkSort(args []string, _ *walker) string {
 	if hasFlag(args, "", "compress-program") {
 		return "executes_code"
 	}
+	// -T DIR: sort writes (and removes) its temporary files there once the data outgrows its
+	// buffer.
+	if hasFlag(args, "T", "temporary-directory") {
+		return "sort_tempdir"
+	}
 	return ""
 }
 

@@ -52,8 +52,14 @@ func checkGitCmd(args []string, w *walker) string {
 	sub, rest := args[i], args[i+1:]
 	switch sub {
 	case "status", "rev-parse", "ls-files", "ls-tree", "show-ref", "for-each-ref", "merge-base",
-		"name-rev", "rev-list", "describe", "count-objects", "check-ignore", "check-attr", "var",
+		"name-rev", "rev-list", "count-objects", "check-ignore", "check-attr", "var",
 		"cherry", "version", "shortlog", "show-branch":
+		return ""
+	case "describe":
+		// --dirty and --broken refresh the index first, rewriting .git/index.
+		if hasFlag(rest, "", "dirty", "broken") {
+			return "git_index_write"
+		}
 		return ""
 	case "diff", "log", "show", "diff-tree", "diff-files", "diff-index", "whatchanged", "range-diff":
 		return gitDiffOpts(rest)
