@@ -1,0 +1,240 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/unixhttp"
+)
+
+// maxResponseBytes bounds what one answer may make the client hold; the daemon's own
+// limits.response_bytes is far below it.
+const maxResponseBytes = 256 << 20
+
+// Client talks HTTP/1.1 over the daemon's Unix socket. It is safe for concurrent use.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// New returns a client of the daemon at socket.
+func New(socket string) *Client {
+	return &Client{socket: socket, http: &http.Client{Transport: unixhttp.New(socket, 4)}}
+}
+
+// Socket is the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// Close closes the kept connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Do sends body (nil, a json.RawMessage as is, or a value to encode) and decodes a 2xx answer
+// into out (a *json.RawMessage keeps it as is). A call's result comes back with its own error
+// field and sometimes a non-2xx status (503 audit_unavailable), so it is decoded whatever the
+// status when out is a *CallResult; any other non-2xx answer is an *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	if cr, ok := out.(*CallResult); ok && len(data) > 0 && resp.StatusCode != http.StatusNotFound {
+		if err := json.Unmarshal(data, cr); err == nil && cr.Tool != "" {
+			return nil
+		}
+	}
+	if resp.StatusCode/100 != 2 {
+		return statusError(resp.StatusCode, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode response: %w", err)
+	}
+	return nil
+}
+
+// Stream sends a call asking for NDJSON progress and hands each event to onEvent as it comes;
+// it returns the call's result.
+func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, onEvent func(Event)) (*CallResult, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, "application/x-ndjson")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, statusError(resp.StatusCode, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), maxResponseBytes)
+	for sc.Scan() {
+		var line StreamLine
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return nil, fmt.Errorf("bad stream line: %w", err)
+		}
+		if line.Result != nil {
+			return line.Result, nil
+		}
+		if line.Event != nil && onEvent != nil {
+			onEvent(*line.Event)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	return nil, errors.New("the daemon closed the stream before the result")
+}
+
+// Records streams GET /v1/audit/records with query q, handing each line (raw) and its
+// decoded head to fn until the stream ends, ctx ends or fn fails.
+func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, r *Record) error) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/audit/records?"+q.Encode(), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return statusError(resp.StatusCode, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Seq == 0 {
+			// The daemon ends a stream that fails midway with an error object.
+			var eb ErrorBody
+			if json.Unmarshal(sc.Bytes(), &eb) == nil && eb.Error.Class != "" {
+				return &APIError{Status: http.StatusInternalServerError, Detail: eb.Error}
+			}
+			return fmt.Errorf("bad record line: %q", sc.Bytes())
+		}
+		if err := fn(sc.Bytes(), &r); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	return nil
+}
+
+// Health is GET /v1/healthz.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.Do(ctx, http.MethodGet, "/v1/healthz", nil, &h)
+	return h, err
+}
+
+// CreateSession is POST /v1/sessions.
+func (c *Client) CreateSession(ctx context.Context, cs CreateSession) (Session, error) {
+	var s Session
+	err := c.Do(ctx, http.MethodPost, "/v1/sessions", cs, &s)
+	return s, err
+}
+
+// Session is GET /v1/sessions/{id}.
+func (c *Client) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	err := c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+	return s, err
+}
+
+// DeleteSession is DELETE /v1/sessions/{id}: it ends the session and kills its processes.
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil)
+}
+
+// Call runs one tool call and returns its result (a denied or asked call is a result too).
+func (c *Client) Call(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
+	var res CallResult
+	if err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Decide returns the decision the call would get; nothing runs.
+func (c *Client) Decide(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
+	var res CallResult
+	if err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/decide", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Tools is GET /v1/tools (for sessionID's pool when it is not empty).
+func (c *Client) Tools(ctx context.Context, sessionID string) (ToolList, error) {
+	var tl ToolList
+	path := "/v1/tools"
+	if sessionID != "" {
+		path += "?session=" + url.QueryEscape(sessionID)
+	}
+	err := c.Do(ctx, http.MethodGet, path, nil, &tl)
+	return tl, err
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case json.RawMessage:
+		rd = bytes.NewReader(b)
+	default:
+		js, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.dialError(err)
+	}
+	return resp, nil
+}
+
+// dialError says how to fix a daemon that cannot be reached, and marks it ErrUnavailable.
+func (c *Client) dialError(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Op == "dial" {
+		return fmt.Errorf("cannot reach sandboxd at %s (is it running? start it with `make run` or pass --socket): %w: %w", c.socket, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s %s: %w", "request to", c.socket, err)
+}
+
+func statusError(status int, data []byte) error {
+	var eb ErrorBody
+	if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Class == "" {
+		return &APIError{Status: status, Detail: ErrorDetail{Class: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}}
+	}
+	return &APIError{Status: status, Detail: eb.Error}
+}

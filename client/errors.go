@@ -1,0 +1,25 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnavailable is wrapped by every error that means the daemon could not be reached at all
+// (no socket, nobody listening, permission denied on the socket): nothing was sent.
+var ErrUnavailable = errors.New("sandboxd unavailable")
+
+// APIError is an error answer of the daemon: its HTTP status and {"error":{…}} body.
+type APIError struct {
+	Status int
+	Detail ErrorDetail
+}
+
+func (e *APIError) Error() string {
+	msg := e.Detail.Message
+	if len(e.Detail.Suggestions) > 0 && !strings.Contains(msg, "did you mean") {
+		msg += " (did you mean " + strings.Join(e.Detail.Suggestions, ", ") + "?)"
+	}
+	return fmt.Sprintf("%s [%s]", msg, e.Detail.Class)
+}
