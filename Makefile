@@ -14,6 +14,7 @@ deps:
 build: deps
 	$(GO) build -o $(BIN)/sandboxd ./cmd/sandboxd
 	$(GO) build -o $(BIN)/sbctl ./cmd/sbctl
+	$(GO) build -o $(BIN)/sbctl-full ./cmd/sbctl/full
 
 run: build
 	$(BIN)/sandboxd --socket $(SOCKET) --state-dir $(STATEDIR)

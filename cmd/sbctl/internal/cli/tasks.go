@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -6,36 +6,36 @@ import (
 	"net/http"
 	"text/tabwriter"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
 )
 
 // cmdTask manages a session's background Bash tasks (started with `sbctl bash --background`).
-func cmdTask(e *env, args []string) error {
+func cmdTask(e *Env, args []string) error {
 	if len(args) == 0 {
-		return usageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK")
+		return UsageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK")
 	}
 	sub := args[0]
-	fs := newFlags(e, "task "+sub)
+	fs := NewFlags(e, "task "+sub)
 	sessionID := fs.String("session", "", "session id (required)")
 	offset := fs.Int("offset", -1, "output: read from this byte offset instead of what is new")
-	rest, err := parseInterspersed(fs, args[1:])
+	rest, err := ParseInterspersed(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	if *sessionID == "" {
-		return usageError("task: --session is required (background tasks live in a session)")
+		return UsageError("task: --session is required (background tasks live in a session)")
 	}
-	c := e.client()
+	c := e.Client()
 	switch sub {
 	case "ls":
-		var tl api.TaskList
-		if err := c.do(e.ctx, http.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
+		var tl client.TaskList
+		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
 			return err
 		}
-		if e.json {
-			return printJSON(e.stdout, tl)
+		if e.JSON {
+			return PrintJSON(e.Stdout, tl)
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATUS\tEXIT\tCOMMAND")
 		for _, t := range tl.Tasks {
 			exit := "-"
@@ -47,7 +47,7 @@ func cmdTask(e *env, args []string) error {
 		return tw.Flush()
 	case "output", "kill":
 		if len(rest) != 1 {
-			return usageError(fmt.Sprintf("usage: sbctl task %s --session ID TASK", sub))
+			return UsageError(fmt.Sprintf("usage: sbctl task %s --session ID TASK", sub))
 		}
 		tool, in := "KillShell", map[string]any{"shell_id": rest[0]}
 		if sub == "output" {
@@ -59,6 +59,6 @@ func cmdTask(e *env, args []string) error {
 		raw, _ := json.Marshal(in)
 		return callTool(e, &toolCall{session: *sessionID}, "calls", tool, raw)
 	default:
-		return usageError(fmt.Sprintf("unknown task subcommand %q: want ls, output, kill", sub))
+		return UsageError(fmt.Sprintf("unknown task subcommand %q: want ls, output, kill", sub))
 	}
 }

@@ -1,15 +1,16 @@
-package main
+package offline
 
 import (
 	"os"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
 )
 
-// cmdClassify classifies Bash offline: no daemon is needed.
-func cmdClassify(e *env, args []string) error {
-	fs := newFlags(e, "classify")
+// Classify classifies Bash offline: no daemon is needed.
+func Classify(e *cli.Env, args []string) error {
+	fs := cli.NewFlags(e, "classify")
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonl := fs.Bool("jsonl", false, "read one JSON string (a command) per line on stdin, write one JSON result per line")
 	cwd := fs.String("cwd", "", "working directory for outside-workspace checks (default: the current one)")
@@ -22,15 +23,15 @@ func cmdClassify(e *env, args []string) error {
 	}
 	opts.WorkDirs = []string{opts.Cwd}
 	if *jsonl {
-		return classifier.RunJSONL(e.stdin, e.stdout, opts)
+		return classifier.RunJSONL(e.Stdin, e.Stdout, opts)
 	}
 	if fs.NArg() == 0 {
-		return usageError("usage: sbctl classify [--json] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
+		return cli.UsageError("usage: sbctl classify [--json] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
 	}
 	c := classifier.Classify(strings.Join(fs.Args(), " "), opts)
-	if *asJSON || e.json {
-		return printJSON(e.stdout, c)
+	if *asJSON || e.JSON {
+		return cli.PrintJSON(e.Stdout, c)
 	}
-	_, err := e.stdout.Write([]byte(c.Format()))
+	_, err := e.Stdout.Write([]byte(c.Format()))
 	return err
 }

@@ -1,108 +1,163 @@
-package main
+package cli
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
 )
 
-func cmdBash(e *env, args []string) error {
-	fs := newFlags(e, "bash")
+// maxCommandFileBytes bounds a --command-file: a command, heredocs included, is far smaller.
+const maxCommandFileBytes = 16 << 20
+
+func cmdBash(e *Env, args []string) error {
+	fs := NewFlags(e, "bash")
 	tc := &toolCall{}
 	tc.flags(fs)
 	timeout := fs.Duration("timeout", 0, "command timeout (default the tool's 2m, max 10m)")
 	background := fs.Bool("background", false, "run in the background and print the task id")
+	cmdFile := fs.String("command-file", "", "read the command from this file (a private file of yours) and delete it; no shell quoting involved")
+	cmdSum := fs.String("command-sha256", "", "with --command-file: refuse to run unless the file's SHA-256 is this (hex)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageError("usage: sbctl bash [--session ID] [--timeout D] [--mode M] -- CMD")
+	var command string
+	switch {
+	case *cmdFile != "" && fs.NArg() > 0:
+		return UsageError("sbctl bash: give the command either after -- or in --command-file, not both")
+	case *cmdFile != "":
+		c, err := readCommandFile(*cmdFile, *cmdSum)
+		if err != nil {
+			return err
+		}
+		command = c
+	case fs.NArg() == 0:
+		return UsageError("usage: sbctl bash [--session ID] [--timeout D] [--mode M] -- CMD   (or --command-file FILE)")
+	default:
+		command = strings.Join(fs.Args(), " ")
 	}
-	input := map[string]any{"command": strings.Join(fs.Args(), " ")}
+	input := map[string]any{"command": command}
 	if *timeout > 0 {
 		input["timeout"] = timeout.Milliseconds()
 	}
 	if *background {
 		input["run_in_background"] = true
 	}
-	raw, _ := json.Marshal(input)
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("encode input: %w", err)
+	}
 	return tc.withSession(e, func(id, mode string) error {
-		req := api.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
-		var res *api.CallResult
-		var err error
-		if e.json {
-			res = &api.CallResult{}
-			err = e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/calls", req, res)
-		} else {
-			// Stream the output as it comes; the final result repeats it, so it is not printed again.
-			streamed := false
-			res, err = e.client().stream(e.ctx, "/v1/sessions/"+id+"/calls", req, func(l api.StreamLine) {
-				if l.Event == nil {
-					return
-				}
-				switch l.Event.Kind {
-				case "stdout":
-					streamed = true
-					io.WriteString(e.stdout, l.Event.Data)
-				case "stderr":
-					streamed = true
-					io.WriteString(e.stderr, l.Event.Data)
-				}
-			})
-			if err == nil && !streamed {
-				return finishBash(e, res, true)
+		req := client.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
+		if e.JSON {
+			res, err := e.Client().Call(e.Ctx, id, req)
+			if err != nil {
+				return err
 			}
+			return finishBash(e, res, true)
 		}
+		// Stream the output as it comes, stdout to stdout and stderr to stderr, as the command
+		// wrote them; the final result repeats it, so it is not printed again.
+		streamed := false
+		p := startProgress(e)
+		res, err := e.Client().Stream(e.Ctx, id, req, func(ev client.Event) {
+			switch ev.Kind {
+			case "stdout":
+				streamed = true
+				p.write(e.Stdout, ev.Data)
+			case "stderr":
+				streamed = true
+				p.write(e.Stderr, ev.Data)
+			default:
+				p.status(ev)
+			}
+		})
+		p.stop()
 		if err != nil {
 			return err
 		}
-		return finishBash(e, res, e.json)
+		return finishBash(e, res, !streamed)
 	})
 }
 
+// readCommandFile reads a command the hook saved (sbctl hook --confine) and deletes it, so a
+// command runs at most once. The file must be a private regular file of the caller's, named
+// without a symlink at its end; with sum, its SHA-256 must match (the hook names it in the
+// rewrite), so a file swapped in between runs nothing. A NUL byte is refused: no shell could
+// have been given it.
+func readCommandFile(path, sum string) (string, error) {
+	b, err := readPrivate(path, maxCommandFileBytes)
+	if err != nil {
+		return "", fmt.Errorf("command file: %w", err)
+	}
+	if err := os.Remove(path); err != nil {
+		return "", fmt.Errorf("command file: %w", err)
+	}
+	if sum != "" {
+		got := sha256.Sum256(b)
+		if !strings.EqualFold(hex.EncodeToString(got[:]), sum) {
+			return "", fmt.Errorf("command file %s does not hold the command that was decided (SHA-256 differs); nothing ran", path)
+		}
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "", fmt.Errorf("command file %s holds a NUL byte; nothing ran", path)
+	}
+	return string(b), nil
+}
+
 // finishBash prints what was not streamed and exits with the command's own exit code.
-func finishBash(e *env, res *api.CallResult, print bool) error {
+func finishBash(e *Env, res *client.CallResult, print bool) error {
 	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
-	if !e.json {
+	if !e.JSON {
 		containment(e, res)
 	}
 	switch {
-	case e.json:
-		if err := printJSON(e.stdout, res); err != nil {
+	case e.JSON:
+		if err := PrintJSON(e.Stdout, res); err != nil {
 			return err
 		}
 	case !allowed || res.Error != nil:
 		printHuman(e, res)
 	case print:
 		// The command's own output, as a shell would show it: no decision line for an allowed
-		// call (its exit code says how it went), nothing at all for a silent command.
-		printContent(e, res)
+		// call (its exit code says how it went), nothing at all for a silent command, and
+		// each stream to its own when the result has them apart.
+		stdout, ok1 := res.Data["stdout"].(string)
+		stderr, ok2 := res.Data["stderr"].(string)
+		if ok1 && ok2 {
+			io.WriteString(e.Stdout, stdout)
+			io.WriteString(e.Stderr, stderr)
+		} else {
+			printContent(e, res)
+		}
 	}
 	if res.Decision != nil && res.Decision.Behavior != "allow" {
-		return &exitError{code: 126}
+		return &ExitError{Code: 126}
 	}
 	if to, _ := res.Data["timed_out"].(bool); to {
-		return &exitError{code: 124} // as timeout(1) does
+		return &ExitError{Code: 124} // as timeout(1) does
 	}
 	if code, ok := res.Data["exit_code"].(float64); ok {
 		if code < 0 {
-			return &exitError{code: 128 + 9}
+			return &ExitError{Code: 128 + 9}
 		}
-		return &exitError{code: int(code)}
+		return &ExitError{Code: int(code)}
 	}
 	if res.IsError {
-		return &exitError{code: 1}
+		return &ExitError{Code: 1}
 	}
 	return nil
 }
 
-func cmdRead(e *env, args []string) error {
+func cmdRead(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "read")
 	offset := fs.Int("offset", 0, "first line (1-based)")
 	limit := fs.Int("limit", 0, "number of lines")
@@ -121,7 +176,7 @@ func cmdRead(e *env, args []string) error {
 	return callMap(e, tc, "Read", in)
 }
 
-func cmdWrite(e *env, args []string) error {
+func cmdWrite(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "write")
 	content := fs.String("content", "", "file content (default: read stdin)")
 	args, err := positional(fs, args, 1, "usage: sbctl write [--content S] FILE   (content from stdin without --content)")
@@ -133,7 +188,7 @@ func cmdWrite(e *env, args []string) error {
 		return err
 	}
 	if !flagSet(fs, "content") {
-		b, err := io.ReadAll(e.stdin)
+		b, err := io.ReadAll(e.Stdin)
 		if err != nil {
 			return err
 		}
@@ -142,7 +197,7 @@ func cmdWrite(e *env, args []string) error {
 	return callMap(e, tc, "Write", in)
 }
 
-func cmdEdit(e *env, args []string) error {
+func cmdEdit(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "edit")
 	oldS := fs.String("old", "", "text to replace")
 	newS := fs.String("new", "", "replacement text")
@@ -152,7 +207,7 @@ func cmdEdit(e *env, args []string) error {
 		return err
 	}
 	if !flagSet(fs, "old") || !flagSet(fs, "new") {
-		return usageError("usage: sbctl edit --old S --new S [--replace-all] FILE")
+		return UsageError("usage: sbctl edit --old S --new S [--replace-all] FILE")
 	}
 	in := map[string]any{"old_string": *oldS, "new_string": *newS, "replace_all": *all}
 	if err := setPath(in, "file_path", args[0]); err != nil {
@@ -161,7 +216,7 @@ func cmdEdit(e *env, args []string) error {
 	return callMap(e, tc, "Edit", in)
 }
 
-func cmdGlob(e *env, args []string) error {
+func cmdGlob(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "glob")
 	path := fs.String("path", "", "directory to search (default: the session cwd)")
 	args, err := positional(fs, args, 1, "usage: sbctl glob [--path DIR] PATTERN")
@@ -175,7 +230,7 @@ func cmdGlob(e *env, args []string) error {
 	return callMap(e, tc, "Glob", in)
 }
 
-func cmdGrep(e *env, args []string) error {
+func cmdGrep(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "grep")
 	path := fs.String("path", "", "file or directory (default: the session cwd)")
 	glob := fs.String("glob", "", "only files matching this glob")
@@ -222,7 +277,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-func callMap(e *env, tc *toolCall, tool string, in map[string]any) error {
+func callMap(e *Env, tc *toolCall, tool string, in map[string]any) error {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -231,8 +286,8 @@ func callMap(e *env, tc *toolCall, tool string, in map[string]any) error {
 }
 
 // toolFlags is the flag set of a tool convenience, with the session flags.
-func toolFlags(e *env, name string) (*flag.FlagSet, *toolCall) {
-	fs := newFlags(e, name)
+func toolFlags(e *Env, name string) (*flag.FlagSet, *toolCall) {
+	fs := NewFlags(e, name)
 	tc := &toolCall{}
 	tc.flags(fs)
 	return fs, tc
@@ -240,12 +295,12 @@ func toolFlags(e *env, name string) (*flag.FlagSet, *toolCall) {
 
 // positional parses flags anywhere and requires exactly n positional arguments.
 func positional(fs *flag.FlagSet, args []string, n int, usage string) ([]string, error) {
-	args, err := parseInterspersed(fs, args)
+	args, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
 	}
 	if len(args) != n {
-		return nil, usageError(usage)
+		return nil, UsageError(usage)
 	}
 	return args, nil
 }
@@ -265,7 +320,7 @@ func setPath(in map[string]any, key, p string) error {
 
 // containment tells, on stderr, what the sandbox stopped: the streamed output alone would not
 // say that a fork bomb hit the process limit or that a command was killed for its memory.
-func containment(e *env, res *api.CallResult) {
+func containment(e *Env, res *client.CallResult) {
 	d := res.Data
 	flag := func(k string) bool { b, _ := d[k].(bool); return b }
 	var notes []string
@@ -285,6 +340,6 @@ func containment(e *env, res *api.CallResult) {
 		notes = append(notes, fmt.Sprintf("left %d background job(s) running; they were killed when it ended (background_jobs_killed)", int(n)))
 	}
 	for _, n := range notes {
-		fmt.Fprintf(e.stderr, "sandboxd: the command %s\n", n)
+		fmt.Fprintf(e.Stderr, "sandboxd: the command %s\n", n)
 	}
 }

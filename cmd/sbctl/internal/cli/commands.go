@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -10,23 +10,22 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/client"
 )
 
-func cmdStatus(e *env, args []string) error {
-	if err := newFlags(e, "status").Parse(args); err != nil {
+func cmdStatus(e *Env, args []string) error {
+	if err := NewFlags(e, "status").Parse(args); err != nil {
 		return err
 	}
-	var h api.Health
-	if err := e.client().do(e.ctx, http.MethodGet, "/v1/healthz", nil, &h); err != nil {
+	var h client.Health
+	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/healthz", nil, &h); err != nil {
 		return err
 	}
-	if e.json {
-		return printJSON(e.stdout, h)
+	if e.JSON {
+		return PrintJSON(e.Stdout, h)
 	}
-	fmt.Fprintf(e.stdout, "sandboxd %s: %s (up %s)\nsocket:   %s\ncaller:   uid %d (%s)%s\nsessions: %d\naudit:    %s\n",
-		h.Version, h.Status, h.Uptime, e.socket, h.Caller.UID, h.Caller.User, map[bool]string{true: ", admin"}[h.Admin], h.Sessions, h.Audit)
+	fmt.Fprintf(e.Stdout, "sandboxd %s: %s (up %s)\nsocket:   %s\ncaller:   uid %d (%s)%s\nsessions: %d\naudit:    %s\n",
+		h.Version, h.Status, h.Uptime, e.Socket, h.Caller.UID, h.Caller.User, map[bool]string{true: ", admin"}[h.Admin], h.Sessions, h.Audit)
 	return nil
 }
 
@@ -36,31 +35,31 @@ type sessionFlags struct {
 	cwd, mode, parent string
 	persistCwd        bool
 	trustProject      bool
-	allow, deny, ask  multi
-	addDirs           multi
+	allow, deny, ask  Multi
+	addDirs           Multi
 }
 
-func (sf *sessionFlags) request() (api.CreateSession, error) {
+func (sf *sessionFlags) request() (client.CreateSession, error) {
 	cwd := sf.cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return api.CreateSession{}, err
+			return client.CreateSession{}, err
 		}
 		cwd = wd
 	}
-	return api.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
-		Rules: api.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
+	return client.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
+		Rules: client.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
 }
 
-func cmdSession(e *env, args []string) error {
+func cmdSession(e *Env, args []string) error {
 	if len(args) == 0 {
-		return usageError("session needs a subcommand: new, ls, show ID, mode ID MODE, rm ID")
+		return UsageError("session needs a subcommand: new, ls, show ID, mode ID MODE, rm ID")
 	}
-	c := e.client()
+	c := e.Client()
 	switch sub, rest := args[0], args[1:]; sub {
 	case "new":
-		fs := newFlags(e, "session new")
+		fs := NewFlags(e, "session new")
 		var sf sessionFlags
 		fs.StringVar(&sf.cwd, "cwd", "", "working directory (default: the current one)")
 		fs.StringVar(&sf.mode, "mode", "", "permission mode (default: default)")
@@ -78,24 +77,24 @@ func cmdSession(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		var s api.Session
-		if err := c.do(e.ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
+		var s client.Session
+		if err := c.Do(e.Ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
 			return err
 		}
-		if e.json {
-			return printJSON(e.stdout, s)
+		if e.JSON {
+			return PrintJSON(e.Stdout, s)
 		}
-		fmt.Fprintln(e.stdout, s.ID)
+		fmt.Fprintln(e.Stdout, s.ID)
 		return nil
 	case "ls":
-		var l api.SessionList
-		if err := c.do(e.ctx, http.MethodGet, "/v1/sessions", nil, &l); err != nil {
+		var l client.SessionList
+		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions", nil, &l); err != nil {
 			return err
 		}
-		if e.json {
-			return printJSON(e.stdout, l)
+		if e.JSON {
+			return PrintJSON(e.Stdout, l)
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tOWNER\tMODE\tCWD\tCREATED")
 		for _, s := range l.Sessions {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, ownerName(s.Owner), s.Mode, s.Cwd, s.Created.Local().Format(time.DateTime))
@@ -103,42 +102,42 @@ func cmdSession(e *env, args []string) error {
 		return tw.Flush()
 	case "show":
 		if len(rest) != 1 {
-			return usageError("usage: sbctl session show ID")
+			return UsageError("usage: sbctl session show ID")
 		}
-		var s api.Session
-		if err := c.do(e.ctx, http.MethodGet, "/v1/sessions/"+rest[0], nil, &s); err != nil {
+		var s client.Session
+		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions/"+rest[0], nil, &s); err != nil {
 			return err
 		}
-		return printJSON(e.stdout, s)
+		return PrintJSON(e.Stdout, s)
 	case "mode":
 		if len(rest) != 2 {
-			return usageError("usage: sbctl session mode ID MODE")
+			return UsageError("usage: sbctl session mode ID MODE")
 		}
-		var s api.Session
-		if err := c.do(e.ctx, http.MethodPatch, "/v1/sessions/"+rest[0], api.UpdateSession{Mode: &rest[1]}, &s); err != nil {
+		var s client.Session
+		if err := c.Do(e.Ctx, http.MethodPatch, "/v1/sessions/"+rest[0], client.UpdateSession{Mode: &rest[1]}, &s); err != nil {
 			return err
 		}
-		if e.json {
-			return printJSON(e.stdout, s)
+		if e.JSON {
+			return PrintJSON(e.Stdout, s)
 		}
-		fmt.Fprintf(e.stdout, "%s: mode %s\n", s.ID, s.Mode)
+		fmt.Fprintf(e.Stdout, "%s: mode %s\n", s.ID, s.Mode)
 		return nil
 	case "rm":
 		if len(rest) == 0 {
-			return usageError("usage: sbctl session rm ID...")
+			return UsageError("usage: sbctl session rm ID...")
 		}
 		for _, id := range rest {
-			if err := c.do(e.ctx, http.MethodDelete, "/v1/sessions/"+id, nil, nil); err != nil {
+			if err := c.Do(e.Ctx, http.MethodDelete, "/v1/sessions/"+id, nil, nil); err != nil {
 				return fmt.Errorf("%s: %w", id, err)
 			}
 		}
 		return nil
 	default:
-		return usageError(fmt.Sprintf("unknown session subcommand %q: want new, ls, show, mode, rm", sub))
+		return UsageError(fmt.Sprintf("unknown session subcommand %q: want new, ls, show, mode, rm", sub))
 	}
 }
 
-func ownerName(o api.Owner) string {
+func ownerName(o client.Owner) string {
 	if o.User != "" {
 		return o.User
 	}
@@ -161,8 +160,8 @@ func (tc *toolCall) flags(fs interface {
 }
 
 // withSession runs fn in the given session or a short-lived one that is removed afterwards.
-func (tc *toolCall) withSession(e *env, fn func(id, callMode string) error) error {
-	c := e.client()
+func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) error {
+	c := e.Client()
 	if tc.session != "" {
 		return fn(tc.session, tc.sf.mode)
 	}
@@ -170,20 +169,20 @@ func (tc *toolCall) withSession(e *env, fn func(id, callMode string) error) erro
 	if err != nil {
 		return err
 	}
-	var s api.Session
-	if err := c.do(e.ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
+	var s client.Session
+	if err := c.Do(e.Ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
 		return err
 	}
-	defer func() { _ = c.do(e.ctx, http.MethodDelete, "/v1/sessions/"+s.ID, nil, nil) }()
+	defer func() { _ = c.Do(e.Ctx, http.MethodDelete, "/v1/sessions/"+s.ID, nil, nil) }()
 	return fn(s.ID, "")
 }
 
 // callTool sends one call and prints its result; exit 1 for an error result.
-func callTool(e *env, tc *toolCall, path, tool string, input json.RawMessage) error {
+func callTool(e *Env, tc *toolCall, path, tool string, input json.RawMessage) error {
 	return tc.withSession(e, func(id, mode string) error {
-		var res api.CallResult
-		err := e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/"+path,
-			api.CallRequest{Tool: tool, Input: input, Mode: mode}, &res)
+		var res client.CallResult
+		err := e.Client().Do(e.Ctx, http.MethodPost, "/v1/sessions/"+id+"/"+path,
+			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res)
 		if err != nil {
 			return err
 		}
@@ -191,21 +190,21 @@ func callTool(e *env, tc *toolCall, path, tool string, input json.RawMessage) er
 	})
 }
 
-func printResult(e *env, res *api.CallResult) error {
-	if e.json {
-		if err := printJSON(e.stdout, res); err != nil {
+func printResult(e *Env, res *client.CallResult) error {
+	if e.JSON {
+		if err := PrintJSON(e.Stdout, res); err != nil {
 			return err
 		}
 	} else {
 		printHuman(e, res)
 	}
 	if res.IsError {
-		return &exitError{code: 1}
+		return &ExitError{Code: 1}
 	}
 	return nil
 }
 
-func printHuman(e *env, res *api.CallResult) {
+func printHuman(e *Env, res *client.CallResult) {
 	if d := res.Decision; d != nil {
 		line := fmt.Sprintf("decision: %s", d.Behavior)
 		if d.Reason != "" {
@@ -216,19 +215,19 @@ func printHuman(e *env, res *api.CallResult) {
 		} else if d.Source != "" {
 			line += fmt.Sprintf(" [%s]", d.Source)
 		}
-		fmt.Fprintln(e.stderr, line)
+		fmt.Fprintln(e.Stderr, line)
 	}
 	printContent(e, res)
 	for _, m := range res.Extra {
-		fmt.Fprintln(e.stderr, m)
+		fmt.Fprintln(e.Stderr, m)
 	}
 	if res.Error != nil && len(res.Content) == 0 {
-		fmt.Fprintf(e.stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
+		fmt.Fprintf(e.Stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
 	}
-	if d := res.Decision; d != nil && d.Behavior == permission.Ask {
+	if d := res.Decision; d != nil && d.Behavior == client.Ask {
 		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
 		// run it, since the sandbox confines it whatever the mode.
-		fmt.Fprintln(e.stderr, askHint)
+		fmt.Fprintln(e.Stderr, askHint)
 	}
 }
 
@@ -236,39 +235,39 @@ func printHuman(e *env, res *api.CallResult) {
 const askHint = "sbctl: nobody here to ask; to run it anyway, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
 // printContent writes the result's content blocks; empty text prints nothing.
-func printContent(e *env, res *api.CallResult) {
+func printContent(e *Env, res *client.CallResult) {
 	for _, b := range res.Content {
 		switch b.Type {
 		case "text":
 			if b.Text == "" {
 				continue
 			}
-			fmt.Fprint(e.stdout, b.Text)
+			fmt.Fprint(e.Stdout, b.Text)
 			if !strings.HasSuffix(b.Text, "\n") {
-				fmt.Fprintln(e.stdout)
+				fmt.Fprintln(e.Stdout)
 			}
 		case "image":
-			fmt.Fprintf(e.stdout, "[image %s, %d base64 bytes]\n", b.MediaType, len(b.Data))
+			fmt.Fprintf(e.Stdout, "[image %s, %d base64 bytes]\n", b.MediaType, len(b.Data))
 		}
 	}
 }
 
-func parseCallArgs(e *env, name string, args []string) (*toolCall, string, json.RawMessage, error) {
-	fs := newFlags(e, name)
+func parseCallArgs(e *Env, name string, args []string) (*toolCall, string, json.RawMessage, error) {
+	fs := NewFlags(e, name)
 	tc := &toolCall{}
 	tc.flags(fs)
-	args, err := parseInterspersed(fs, args)
+	args, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if len(args) < 1 || len(args) > 2 {
-		return nil, "", nil, usageError(fmt.Sprintf("usage: sbctl %s [--session ID] TOOL ['JSON' | - for stdin]", name))
+		return nil, "", nil, UsageError(fmt.Sprintf("usage: sbctl %s [--session ID] TOOL ['JSON' | - for stdin]", name))
 	}
 	input := json.RawMessage("{}")
 	if len(args) == 2 {
 		arg := args[1]
 		if arg == "-" {
-			b, err := io.ReadAll(e.stdin)
+			b, err := io.ReadAll(e.Stdin)
 			if err != nil {
 				return nil, "", nil, err
 			}
@@ -279,7 +278,7 @@ func parseCallArgs(e *env, name string, args []string) (*toolCall, string, json.
 	return tc, args[0], input, nil
 }
 
-func cmdCall(e *env, args []string) error {
+func cmdCall(e *Env, args []string) error {
 	tc, tool, input, err := parseCallArgs(e, "call", args)
 	if err != nil {
 		return err
@@ -287,7 +286,7 @@ func cmdCall(e *env, args []string) error {
 	return callTool(e, tc, "calls", tool, input)
 }
 
-func cmdDecide(e *env, args []string) error {
+func cmdDecide(e *Env, args []string) error {
 	tc, tool, input, err := parseCallArgs(e, "decide", args)
 	if err != nil {
 		return err
@@ -297,50 +296,50 @@ func cmdDecide(e *env, args []string) error {
 
 // decideAndPrint asks for the decision of one call (nothing runs) and prints it; explain adds
 // the decision chain's steps.
-func decideAndPrint(e *env, tc *toolCall, tool string, input json.RawMessage, explain bool) error {
+func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, explain bool) error {
 	return tc.withSession(e, func(id, mode string) error {
-		var res api.CallResult
-		if err := e.client().do(e.ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",
-			api.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
+		var res client.CallResult
+		if err := e.Client().Do(e.Ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",
+			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
 			return err
 		}
-		if e.json {
-			return printJSON(e.stdout, res)
+		if e.JSON {
+			return PrintJSON(e.Stdout, res)
 		}
 		d := res.Decision
 		if d == nil {
 			return fmt.Errorf("%s", res.Error.Message)
 		}
-		fmt.Fprintf(e.stdout, "decision: %s\nreason:   %s\n", d.Behavior, d.Reason)
+		fmt.Fprintf(e.Stdout, "decision: %s\nreason:   %s\n", d.Behavior, d.Reason)
 		if d.Rule != "" {
-			fmt.Fprintf(e.stdout, "rule:     %s\n", d.Rule)
+			fmt.Fprintf(e.Stdout, "rule:     %s\n", d.Rule)
 		}
-		fmt.Fprintf(e.stdout, "source:   %s\nstep:     %s\n", d.Source, d.Step)
+		fmt.Fprintf(e.Stdout, "source:   %s\nstep:     %s\n", d.Source, d.Step)
 		if d.Route != "" {
-			fmt.Fprintf(e.stdout, "route:    %s\n", d.Route)
+			fmt.Fprintf(e.Stdout, "route:    %s\n", d.Route)
 		}
 		if explain {
-			fmt.Fprintln(e.stdout, "trace:")
+			fmt.Fprintln(e.Stdout, "trace:")
 			for i, step := range d.Trace {
-				fmt.Fprintf(e.stdout, "  %d. %s\n", i+1, step)
+				fmt.Fprintf(e.Stdout, "  %d. %s\n", i+1, step)
 			}
 		}
 		return nil
 	})
 }
 
-func cmdTools(e *env, args []string) error {
-	if err := newFlags(e, "tools").Parse(args); err != nil {
+func cmdTools(e *Env, args []string) error {
+	if err := NewFlags(e, "tools").Parse(args); err != nil {
 		return err
 	}
-	var tl api.ToolList
-	if err := e.client().do(e.ctx, http.MethodGet, "/v1/tools", nil, &tl); err != nil {
+	var tl client.ToolList
+	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/tools", nil, &tl); err != nil {
 		return err
 	}
-	if e.json {
-		return printJSON(e.stdout, tl)
+	if e.JSON {
+		return PrintJSON(e.Stdout, tl)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tl.Tools {
 		desc, _, _ := strings.Cut(t.Description, "\n")
 		flags := ""

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+func cmdAudit(e *Env, args []string) error {
+	if len(args) == 0 {
+		return UsageError("audit needs a subcommand: tail [-f], query, verify, export, pubkey")
+	}
+	switch sub, rest := args[0], args[1:]; sub {
+	case "tail":
+		return auditTail(e, rest)
+	case "query":
+		return auditQuery(e, rest, false)
+	case "export":
+		return auditQuery(e, rest, true)
+	case "verify":
+		return auditVerify(e, rest)
+	case "pubkey":
+		var k client.AuditKey
+		if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/audit/pubkey", nil, &k); err != nil {
+			return err
+		}
+		if e.JSON {
+			return PrintJSON(e.Stdout, k)
+		}
+		fmt.Fprintln(e.Stdout, k.PublicKey)
+		return nil
+	default:
+		return UsageError(fmt.Sprintf("unknown audit subcommand %q", sub))
+	}
+}
+
+// auditFilters are the query flags shared by query, export and tail.
+type auditFilters struct {
+	session, user, tool, behavior, since, until, kind string
+}
+
+func (af *auditFilters) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&af.session, "session", "", "only this session")
+	fs.StringVar(&af.user, "user", "", "only this user name")
+	fs.StringVar(&af.tool, "tool", "", "only this tool")
+	fs.StringVar(&af.behavior, "behavior", "", "only decisions with this behavior: allow, deny, ask")
+	fs.StringVar(&af.since, "since", "", "from this time (RFC 3339) or this long ago (e.g. 1h)")
+	fs.StringVar(&af.until, "until", "", "before this time (RFC 3339) or this long ago")
+	fs.StringVar(&af.kind, "kind", "", "record kinds, comma-separated (e.g. call.end,session.create)")
+}
+
+func (af *auditFilters) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"session": af.session, "user": af.user, "tool": af.tool,
+		"behavior": af.behavior, "since": af.since, "until": af.until, "kind": af.kind} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+func auditQuery(e *Env, args []string, export bool) error {
+	fs := NewFlags(e, "audit query")
+	var af auditFilters
+	af.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if export || e.JSON {
+		return e.Client().Records(e.Ctx, af.query(), func(raw []byte, _ *client.Record) error {
+			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
+			return err
+		})
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUSER\tSESSION\tTOOL\tDECISION\tRULE\tOUTCOME")
+	err := e.Client().Records(e.Ctx, af.query(), func(_ []byte, r *client.Record) error {
+		printRecord(tw, r)
+		return nil
+	})
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func printRecord(w io.Writer, r *client.Record) {
+	user, decision, rule, outcome := "-", "-", "-", "-"
+	if r.Caller != nil {
+		user = r.Caller.User
+		if user == "" {
+			user = fmt.Sprint(r.Caller.UID)
+		}
+	}
+	if r.Decision != nil {
+		decision = r.Decision.Behavior
+		if r.Decision.Rule != "" {
+			rule = r.Decision.Rule + " (" + r.Decision.Source + ")"
+		} else if r.Decision.Source != "" {
+			rule = r.Decision.Source
+		}
+	}
+	if o := r.Outcome; o != nil {
+		outcome = fmt.Sprintf("exit=%d %dms", o.ExitCode, o.DurationMS)
+		if o.Error != "" {
+			outcome += " " + o.Error
+		}
+	}
+	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
+		r.Kind, user, orDash(r.Session), orDash(r.Tool), decision, rule, outcome)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func auditTail(e *Env, args []string) error {
+	fs := NewFlags(e, "audit tail")
+	var af auditFilters
+	af.register(fs)
+	follow := fs.Bool("f", false, "keep printing new records")
+	n := fs.Int("n", 20, "how many records to show first")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	q := af.query()
+	q.Set("tail", fmt.Sprint(*n))
+	if *follow {
+		q.Set("follow", "1")
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	return e.Client().Records(e.Ctx, q, func(raw []byte, r *client.Record) error {
+		if e.JSON {
+			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
+			return err
+		}
+		printRecord(tw, r)
+		return tw.Flush()
+	})
+}
+
+// auditVerify checks the log through the daemon (admins); with --file or --dir it verifies a
+// copy offline, which needs the audit package: sbctl-full does that. It exits 0 only if the
+// log is intact.
+func auditVerify(e *Env, args []string) error {
+	for _, a := range args {
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && (name == "file" || name == "dir") {
+			return e.Heavy(e, "audit", append([]string{"verify"}, args...))
+		}
+	}
+	fs := NewFlags(e, "audit verify")
+	fs.Var(new(Multi), "file", "log file to verify offline, in chain order (repeatable)")
+	fs.String("dir", "", "log directory to verify offline (a copy works)")
+	fs.String("pubkey", "", "public key file: also check checkpoint signatures and the head (with --dir or --file)")
+	fs.String("head", "", "head.json to check --file against")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var out client.AuditVerify
+	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/audit/verify", nil, &out); err != nil {
+		return err
+	}
+	var verr error
+	if !out.OK {
+		verr = fmt.Errorf("%s", out.Error)
+	}
+	return PrintVerify(e, out.Report, verr)
+}
+
+// PrintVerify prints a verification's report and exits 1 unless the log is intact.
+func PrintVerify(e *Env, rep *client.VerifyReport, verr error) error {
+	if e.JSON {
+		_ = PrintJSON(e.Stdout, map[string]any{"ok": verr == nil, "report": rep, "error": errString(verr)})
+	} else if verr == nil && rep != nil {
+		signed := "chain only (no public key)"
+		if rep.Signed {
+			signed = "chain, checkpoints and head signatures"
+		}
+		fmt.Fprintf(e.Stdout, "intact: %d records, seq %d..%d, %d files, %d checkpoints, %d recovered torn tails; checked %s\n",
+			rep.Records, rep.FirstSeq, rep.LastSeq, len(rep.Files), rep.Checkpoints, rep.TornTails, signed)
+	}
+	if verr != nil {
+		if !e.JSON {
+			fmt.Fprintf(e.Stderr, "NOT intact: %v\n", verr)
+			if rep != nil && rep.Reason != "" {
+				fmt.Fprintf(e.Stderr, "first bad record: seq %d (%s line %d): %s\n", rep.BadSeq, rep.BadFile, rep.BadLine, rep.Reason)
+			}
+		}
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func errString(err error) any {
+	if err == nil {
+		return nil
+	}
+	return err.Error()
+}

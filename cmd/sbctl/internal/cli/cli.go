@@ -1,0 +1,198 @@
+// Package cli is sbctl's client commands: flags and wiring over package client. It links no
+// policy engine, schema compiler or audit code, so `sbctl hook` and `sbctl bash` start fast;
+// the commands that need them (Heavy) run in sbctl-full.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// Env is what every subcommand gets: the global flags and the streams.
+type Env struct {
+	Socket string
+	JSON   bool
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Ctx    context.Context
+	// Heavy runs a command that needs the packages this one does not link (see HeavyFunc).
+	Heavy HeavyFunc
+
+	c *client.Client
+}
+
+// HeavyFunc runs command name (with its arguments after the global flags) where the policy
+// engine, the classifier, the audit verifier and the MCP SDK are linked: sbctl re-executes
+// sbctl-full for it, sbctl-full runs it in-process.
+type HeavyFunc func(e *Env, name string, args []string) error
+
+// Client is the daemon's client for this invocation.
+func (e *Env) Client() *client.Client {
+	if e.c == nil {
+		e.c = client.New(e.Socket)
+	}
+	return e.c
+}
+
+// ExitError carries a specific exit code (a command's own, or usage 2).
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// UsageError is a wrong invocation: exit 2 with the message.
+type UsageError string
+
+func (u UsageError) Error() string { return string(u) }
+
+// Command is one subcommand.
+type Command struct {
+	Name    string
+	Summary string
+	Run     func(e *Env, args []string) error
+}
+
+// heavyCommands are the commands that run in sbctl-full as a whole.
+var heavyCommands = []Command{
+	{"classify", "[--json] -- CMD | --jsonl: classify Bash offline", nil},
+	{"mcp", "[--mode M] [--cwd D] [--parent ID] [--allow R]...: serve sandboxd's tools over MCP on stdio", nil},
+}
+
+// Commands lists every subcommand.
+func Commands() []Command {
+	cmds := []Command{
+		{"status", "show the daemon's health and who you are to it", cmdStatus},
+		{"session", "new | ls | show ID | mode ID MODE | rm ID", cmdSession},
+		{"call", "--session ID TOOL 'JSON': run one tool call", cmdCall},
+		{"decide", "--session ID TOOL 'JSON': the decision only, nothing runs", cmdDecide},
+		{"bash", "[--session ID] [--timeout D] [--mode M] -- CMD | --command-file F: run a command, exit with its code", cmdBash},
+		{"read", "FILE [--offset N] [--limit N]: Read a file", cmdRead},
+		{"write", "FILE [--content S | stdin]: Write a file", cmdWrite},
+		{"edit", "FILE --old S --new S [--replace-all]: Edit a file", cmdEdit},
+		{"glob", "PATTERN [--path DIR]: Glob files", cmdGlob},
+		{"grep", "PATTERN [--path P] [--glob G] [--mode M] [-i] ...: Grep files", cmdGrep},
+		{"tools", "list the tool pool", cmdTools},
+		{"task", "ls | output TASK | kill TASK (--session ID): background Bash tasks", cmdTask},
+		{"policy", "eval [--explain] TOOL 'JSON' | show | test: inspect the policy", cmdPolicy},
+		{"audit", "tail [-f] | query [filters] | export | verify [--dir D --pubkey K] | pubkey", cmdAudit},
+		{"hook", "[--confine] [--event E] [--on-unavailable deny|ask]: the PreToolUse hook for agent CLIs (JSON on stdin)", cmdHook},
+	}
+	for _, h := range heavyCommands {
+		name := h.Name
+		h.Run = func(e *Env, args []string) error { return e.Heavy(e, name, args) }
+		cmds = append(cmds, h)
+	}
+	return cmds
+}
+
+// Run parses the global flags (before the subcommand) and dispatches; it returns the exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, heavy HeavyFunc) int {
+	fs := flag.NewFlagSet("sbctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defSocket := os.Getenv("SANDBOXD_SOCKET")
+	if defSocket == "" {
+		defSocket = client.DefaultSocket
+	}
+	e := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Ctx: ctx, Heavy: heavy}
+	fs.StringVar(&e.Socket, "socket", defSocket, "daemon socket (env SANDBOXD_SOCKET)")
+	fs.BoolVar(&e.JSON, "json", false, "print JSON")
+	cmds := Commands()
+	fs.Usage = func() { usage(stderr, cmds) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 {
+		usage(stderr, cmds)
+		return 2
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	for _, c := range cmds {
+		if c.Name == name {
+			return exitCode(stderr, name, c.Run(e, rest))
+		}
+	}
+	fmt.Fprintf(stderr, "sbctl: unknown command %q\n", name)
+	usage(stderr, cmds)
+	return 2
+}
+
+func exitCode(stderr io.Writer, name string, err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintf(stderr, "sbctl %s: %v\n", name, err)
+	var ue UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func usage(w io.Writer, cmds []Command) {
+	fmt.Fprintln(w, "usage: sbctl [--socket PATH] [--json] COMMAND [ARGS]")
+	names := make([]string, 0, len(cmds))
+	for _, c := range cmds {
+		names = append(names, fmt.Sprintf("  %-9s %s", c.Name, c.Summary))
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, strings.Join(names, "\n"))
+}
+
+// PrintJSON writes v indented.
+func PrintJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Multi is a repeatable string flag.
+type Multi []string
+
+func (m *Multi) String() string     { return strings.Join(*m, ",") }
+func (m *Multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// NewFlags is a subcommand's flag set, reporting to stderr.
+func NewFlags(e *Env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("sbctl "+name, flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	return fs
+}
+
+// ParseInterspersed parses flags wherever they stand among the positional arguments
+// (`sbctl read FILE --limit 3`), up to a `--` after which everything is positional.
+func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,321 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// hookInput is what an agent CLI sends a PreToolUse (or PostToolUse) command hook on stdin
+// (COMPAT.md §4).
+type hookInput struct {
+	SessionID      string          `json:"session_id"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+}
+
+// hookOutput is the PreToolUse answer.
+type hookOutput struct {
+	HookSpecificOutput hookDecision `json:"hookSpecificOutput"`
+}
+
+type hookDecision struct {
+	HookEventName            string         `json:"hookEventName"`
+	PermissionDecision       string         `json:"permissionDecision"`
+	PermissionDecisionReason string         `json:"permissionDecisionReason"`
+	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
+}
+
+// maxHookInputBytes bounds the hook's stdin: a Write of a large file carries its content.
+const maxHookInputBytes = 64 << 20
+
+// maxReasonChars keeps a reason under the agents' 10,000-character limit for hook strings.
+const maxReasonChars = 9000
+
+// agentModes are the agents' permission_mode values sandboxd has too: a call is decided in
+// the mode the agent is in (unless --mode fixes one), so switching the agent to plan mode
+// makes sandboxd deny writes as well.
+var agentModes = map[string]bool{"default": true, "acceptEdits": true, "plan": true, "bypassPermissions": true, "dontAsk": true}
+
+type hookFlags struct {
+	confine       bool
+	event         string
+	onUnavailable string
+	unknownTool   string
+	mode          string
+	timeout       time.Duration
+	stateDir      string
+	sf            sessionFlags
+}
+
+// cmdHook is the PreToolUse command hook: it decides the agent's call in a sandboxd session
+// of that agent session and prints the hook's JSON. It always answers PreToolUse with
+// explicit JSON and exit 0, since agents fail open on anything else (a crash, bad JSON, a
+// timeout): whatever stops it from deciding is a deny (or, with --on-unavailable ask, an ask).
+func cmdHook(e *Env, args []string) error {
+	fs := NewFlags(e, "hook")
+	var hf hookFlags
+	fs.BoolVar(&hf.confine, "confine", false, "rewrite an allowed Bash call to run inside sandboxd (hookSpecificOutput.updatedInput)")
+	fs.StringVar(&hf.event, "event", "", "hook event (default: hook_event_name of the input, else PreToolUse)")
+	fs.StringVar(&hf.onUnavailable, "on-unavailable", "deny", "answer when sandboxd cannot be reached or cannot decide: deny or ask")
+	fs.StringVar(&hf.unknownTool, "unknown-tool", "ask", "answer for a tool sandboxd does not run (TodoWrite, Task, …): ask, or pass (no answer: the agent's own permissions decide)")
+	fs.StringVar(&hf.mode, "mode", "", "mode of the session and its calls (default: the agent's permission_mode when sandboxd has it)")
+	fs.DurationVar(&hf.timeout, "timeout", 30*time.Second, "own deadline; keep it under the hook's timeout in the agent's settings")
+	fs.StringVar(&hf.stateDir, "state-dir", "", "where the hook keeps the session of each agent session (default $XDG_RUNTIME_DIR/sandboxd/hook, else ~/.cache/sandboxd/hook)")
+	fs.Var(&hf.sf.allow, "allow", "allow rule of new sessions (repeatable)")
+	fs.Var(&hf.sf.deny, "deny", "deny rule of new sessions (repeatable)")
+	fs.Var(&hf.sf.ask, "ask", "ask rule of new sessions (repeatable)")
+	fs.Var(&hf.sf.addDirs, "add-dir", "additional directory of new sessions (repeatable)")
+	fs.BoolVar(&hf.sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if hf.onUnavailable != "deny" && hf.onUnavailable != "ask" {
+		return UsageError("--on-unavailable is deny or ask")
+	}
+	if hf.unknownTool != "ask" && hf.unknownTool != "pass" {
+		return UsageError("--unknown-tool is ask or pass")
+	}
+	ctx, cancel := context.WithTimeout(e.Ctx, hf.timeout)
+	defer cancel()
+	out, ok := hook(ctx, e, &hf)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode hook output: %w", err)
+	}
+	_, err = e.Stdout.Write(append(b, '\n'))
+	return err
+}
+
+// hook decides; ok is false when the event needs no answer (PostToolUse).
+func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) {
+	unavailable := func(why string) (hookOutput, bool) {
+		return decision(hf.onUnavailable, "sandboxd could not decide this call, so it is "+verb(hf.onUnavailable)+": "+why), true
+	}
+	raw, err := io.ReadAll(io.LimitReader(e.Stdin, maxHookInputBytes+1))
+	if err != nil {
+		return unavailable("read the hook input: " + err.Error())
+	}
+	if len(raw) > maxHookInputBytes {
+		return unavailable(fmt.Sprintf("the hook input is over %d bytes", maxHookInputBytes))
+	}
+	var in hookInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return unavailable("the hook input is not the expected JSON: " + err.Error())
+	}
+	event := hf.event
+	if event == "" {
+		event = in.HookEventName
+	}
+	switch event {
+	case "", "PreToolUse":
+	case "PostToolUse":
+		// TODO(#19): record the outcome in the audit log once the daemon has a route for it;
+		// until then there is nothing to tell it, and no output means the agent's normal flow.
+		return hookOutput{}, false
+	default:
+		return hookOutput{}, false
+	}
+	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
+		return unavailable("the hook input lacks tool_name, session_id or an absolute cwd")
+	}
+	if len(in.ToolInput) == 0 || string(in.ToolInput) == "null" {
+		in.ToolInput = json.RawMessage("{}")
+	}
+	mode := hf.mode
+	if mode == "" && agentModes[in.PermissionMode] {
+		mode = in.PermissionMode
+	}
+	c := e.Client()
+	store, err := newHookStore(hf.stateDir, e.Socket, in.SessionID, in.Cwd)
+	if err != nil {
+		return unavailable(err.Error())
+	}
+	req := client.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Mode: mode}
+	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, req)
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Detail.Class == "unknown_tool" || err == nil && res.Error != nil && res.Error.Class == "unknown_tool" {
+		// A tool of the agent's own that sandboxd does not run (TodoWrite, Task, an MCP
+		// server's): sandboxd has no say on it. Never an allow: the person at the agent
+		// decides, or (--unknown-tool pass) the agent's own permissions do.
+		if hf.unknownTool == "pass" {
+			return hookOutput{}, false
+		}
+		return decision(client.Ask, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it; asking", in.ToolName)), true
+	}
+	if err != nil {
+		return unavailable(err.Error())
+	}
+	d := res.Decision
+	if d == nil {
+		msg := "no decision"
+		if res.Error != nil {
+			msg = res.Error.Message + " [" + res.Error.Class + "]"
+		}
+		return unavailable(msg)
+	}
+	out = decision(d.Behavior, reason(d))
+	if d.Behavior != client.Allow && d.Behavior != client.Ask {
+		out.HookSpecificOutput.PermissionDecision = client.Deny
+		return out, true
+	}
+	if hf.confine && in.ToolName == "Bash" {
+		upd, err := confineBash(e, store, sid, mode, d.Behavior, in.ToolInput)
+		if err != nil {
+			return decision(client.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
+		}
+		out.HookSpecificOutput.UpdatedInput = upd
+	}
+	return out, true
+}
+
+func verb(behavior string) string {
+	if behavior == client.Ask {
+		return "asked"
+	}
+	return "denied"
+}
+
+func decision(behavior, why string) hookOutput {
+	if len(why) > maxReasonChars {
+		why = why[:maxReasonChars] + "…"
+	}
+	return hookOutput{HookSpecificOutput: hookDecision{HookEventName: "PreToolUse", PermissionDecision: behavior, PermissionDecisionReason: why}}
+}
+
+// reason is the decision's reason with the rule and source that made it, as the model and the
+// person at the agent should see it.
+func reason(d *client.Decision) string {
+	var b strings.Builder
+	b.WriteString("sandboxd ")
+	switch d.Behavior {
+	case client.Allow:
+		b.WriteString("allows")
+	case client.Ask:
+		b.WriteString("asks")
+	default:
+		b.WriteString("denies")
+	}
+	if d.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(d.Reason)
+	}
+	switch {
+	case d.Rule != "" && d.Source != "":
+		fmt.Fprintf(&b, " (rule %s from %s)", d.Rule, d.Source)
+	case d.Rule != "":
+		fmt.Fprintf(&b, " (rule %s)", d.Rule)
+	case d.Source != "":
+		fmt.Fprintf(&b, " (%s)", d.Source)
+	}
+	return b.String()
+}
+
+// decideInSession decides req in the agent session's sandboxd session, creating it on first
+// use and again when the daemon no longer knows it (a restart, an idle timeout).
+func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd string, req client.CallRequest) (string, *client.CallResult, error) {
+	sid, err := store.load()
+	if err != nil {
+		return "", nil, err
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		if sid == "" {
+			cs := client.CreateSession{Cwd: cwd, Mode: hf.mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
+				Rules: client.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}}
+			s, err := c.CreateSession(ctx, cs)
+			if err != nil {
+				return "", nil, fmt.Errorf("create a session for %s: %w", cwd, err)
+			}
+			if sid, err = store.save(s.ID, attempt > 0); err != nil {
+				_ = c.DeleteSession(ctx, s.ID)
+				return "", nil, err
+			}
+			if sid != s.ID {
+				// Another hook of the same agent session (agents run tools in parallel)
+				// saved its session first: use that one, drop ours.
+				_ = c.DeleteSession(ctx, s.ID)
+			}
+		}
+		res, err := c.Decide(ctx, sid, req)
+		var ae *client.APIError
+		// not_found is the session, gone (an unknown tool is unknown_tool).
+		if errors.As(err, &ae) && ae.Status == 404 && ae.Detail.Class == "not_found" && attempt == 0 {
+			sid = ""
+			continue
+		}
+		return sid, res, err
+	}
+	return "", nil, errors.New("the daemon keeps losing the session")
+}
+
+// confineBash writes the command where only this user can read it and returns the Bash input
+// with its command replaced by one that runs the original through sandboxd in session sid.
+// The original never passes through a shell's parser on the way: the rewrite names the file
+// and its digest, so no quoting can break it.
+func confineBash(e *Env, store *hookStore, sid, mode, behavior string, raw json.RawMessage) (map[string]any, error) {
+	var in map[string]any
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("decode the Bash input: %w", err)
+	}
+	cmd, ok := in["command"].(string)
+	if !ok {
+		return nil, errors.New("the Bash input has no command")
+	}
+	if strings.IndexByte(cmd, 0) >= 0 {
+		return nil, errors.New("the command contains a NUL byte")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find sbctl: %w", err)
+	}
+	path, err := store.writeCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(cmd))
+	argv := []string{self, "--socket", e.Socket, "bash", "--session", sid}
+	switch {
+	case behavior == client.Ask:
+		// The agent asks its user before it runs this; once they approve, the command runs
+		// confined as every call does, with no second question (deny rules and the safety
+		// checks no one may approve still hold in bypassPermissions).
+		argv = append(argv, "--mode", "bypassPermissions")
+	case mode != "":
+		argv = append(argv, "--mode", mode)
+	}
+	if t, ok := in["timeout"].(float64); ok && t > 0 {
+		argv = append(argv, "--timeout", fmt.Sprintf("%dms", int64(t)))
+	}
+	argv = append(argv, "--command-file", path, "--command-sha256", hex.EncodeToString(sum[:]))
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	in["command"] = strings.Join(quoted, " ")
+	return in, nil
+}
+
+// shellQuote quotes s for any POSIX shell (and zsh, fish's single quotes aside).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

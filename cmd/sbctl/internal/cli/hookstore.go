@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// hookStore keeps, per agent session (and cwd, and daemon), the id of the sandboxd session
+// the hook decides in, and the command files of confined Bash calls. Its directory is the
+// user's own (0700), under $XDG_RUNTIME_DIR when there is one: that directory is hidden from
+// every confined child, so no command sandboxd runs can plant a session id or swap a command.
+type hookStore struct {
+	dir  string
+	path string // this agent session's file
+}
+
+// commandFileTTL is how long a command file that was never run (the user said no) is kept.
+const commandFileTTL = 24 * time.Hour
+
+func hookStateDir(flagDir string) (string, error) {
+	if flagDir != "" {
+		return flagDir, nil
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
+		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
+			return filepath.Join(rt, "sandboxd", "hook"), nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no $XDG_RUNTIME_DIR nor home for the hook's state: %w", err)
+	}
+	return filepath.Join(home, ".cache", "sandboxd", "hook"), nil
+}
+
+func newHookStore(flagDir, socket, agentSession, cwd string) (*hookStore, error) {
+	dir, err := hookStateDir(flagDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("hook state directory: %w", err)
+	}
+	if err := checkOwn(dir, true); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(socket + "\x00" + agentSession + "\x00" + cwd))
+	return &hookStore{dir: dir, path: filepath.Join(dir, hex.EncodeToString(sum[:16])+".session")}, nil
+}
+
+// checkOwn refuses a state path that is not this user's own, or that others may write.
+func checkOwn(path string, dir bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("hook state: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()) {
+		return fmt.Errorf("hook state %s is not this user's own private %s; remove it", path, map[bool]string{true: "directory", false: "file"}[dir])
+	}
+	return nil
+}
+
+// load returns the saved session id, "" when there is none.
+func (s *hookStore) load() (string, error) {
+	b, err := readPrivate(s.path, 256)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return "", fmt.Errorf("hook state %s does not hold a session id; remove it", s.path)
+	}
+	return id, nil
+}
+
+// save records id. Unless replace, a session another hook saved first wins, and its id is
+// returned instead.
+func (s *hookStore) save(id string, replace bool) (string, error) {
+	tmp, err := s.writeTemp("tmp-", id+"\n")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	if replace {
+		if err := os.Rename(tmp, s.path); err != nil {
+			return "", fmt.Errorf("save hook state: %w", err)
+		}
+		return id, nil
+	}
+	// link(2) fails on an existing name: the first hook's session stays.
+	if err := os.Link(tmp, s.path); err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("save hook state: %w", err)
+		}
+		other, lerr := s.load()
+		if lerr != nil {
+			return "", lerr
+		}
+		if other != "" {
+			return other, nil
+		}
+		if err := os.Rename(tmp, s.path); err != nil {
+			return "", fmt.Errorf("save hook state: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// writeCommand saves a command for `sbctl bash --command-file` and returns its path.
+func (s *hookStore) writeCommand(cmd string) (string, error) {
+	s.sweep()
+	return s.writeTemp("cmd-", cmd)
+}
+
+// writeTemp creates a new private file in the store with content.
+func (s *hookStore) writeTemp(prefix, content string) (string, error) {
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", fmt.Errorf("random name: %w", err)
+	}
+	path := filepath.Join(s.dir, prefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("hook state: %w", err)
+	}
+	_, werr := io.WriteString(f, content)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// sweep removes command files older than commandFileTTL: an asked command the user refused
+// is never run, so nothing else deletes it.
+func (s *hookStore) sweep() {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-commandFileTTL)
+	for _, ent := range ents {
+		if !strings.HasPrefix(ent.Name(), "cmd-") && !strings.HasPrefix(ent.Name(), "tmp-") {
+			continue
+		}
+		if fi, err := ent.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(s.dir, ent.Name()))
+		}
+	}
+}
+
+// readPrivate reads at most max bytes of a regular file this user owns and no one else may
+// write, without following a symlink in its last component.
+func readPrivate(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("%s is not a private regular file of this user", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is over %d bytes", path, max)
+	}
+	return b, nil
+}

@@ -1,0 +1,311 @@
+// Package mcpserver is `sbctl mcp`: sandboxd's tools served over MCP on stdio, one session per
+// connection, with the official Go SDK.
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
+)
+
+// version is what the server tells MCP clients it is.
+const version = "0.1.0"
+
+// toolSpec is how MCP clients should see one of sandboxd's tools. The schema and description
+// are the daemon's (GET /v1/tools); the hints are the tool's nature, which the daemon's list
+// does not carry.
+type toolSpec struct {
+	title       string
+	readOnly    bool
+	destructive bool
+	idempotent  bool
+	openWorld   bool
+}
+
+// served lists the tools an MCP client gets, in the daemon's vocabulary; a tool the daemon
+// does not have (WebFetch before it exists) is left out. Plan-mode and tool-search tools are
+// not served: the session's mode is the connection's, and every tool's schema is given.
+var served = map[string]toolSpec{
+	"Bash":         {title: "Run a shell command (confined)", destructive: true, openWorld: true},
+	"Read":         {title: "Read a file", readOnly: true},
+	"Write":        {title: "Write a file", destructive: true, idempotent: true},
+	"Edit":         {title: "Edit a file", destructive: true},
+	"MultiEdit":    {title: "Make several edits to one file", destructive: true},
+	"NotebookEdit": {title: "Edit a Jupyter notebook cell", destructive: true},
+	"Glob":         {title: "Find files by name", readOnly: true},
+	"Grep":         {title: "Search file contents", readOnly: true},
+	"BashOutput":   {title: "Read a background command's output", readOnly: true},
+	"KillShell":    {title: "Stop a background command", destructive: true, idempotent: true},
+	"WebFetch":     {title: "Fetch a web page", readOnly: true, openWorld: true},
+}
+
+// Cmd runs `sbctl mcp`: it makes the connection's session, serves until the client goes away
+// (stdin closes) or a signal ends sbctl, and removes the session.
+func Cmd(e *cli.Env, args []string) error {
+	fs := cli.NewFlags(e, "mcp")
+	var cs client.CreateSession
+	var allow, deny, ask, dirs cli.Multi
+	fs.StringVar(&cs.Cwd, "cwd", "", "working directory of the session (default: the current one)")
+	fs.StringVar(&cs.Mode, "mode", "", "permission mode (default: default)")
+	fs.StringVar(&cs.ParentID, "parent", "", "parent session id (for bubble mode)")
+	fs.Var(&allow, "allow", "allow rule (repeatable)")
+	fs.Var(&deny, "deny", "deny rule (repeatable)")
+	fs.Var(&ask, "ask", "ask rule (repeatable)")
+	fs.Var(&dirs, "add-dir", "additional directory (repeatable)")
+	fs.BoolVar(&cs.TrustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
+	fs.BoolVar(&cs.PersistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.UsageError("usage: sbctl mcp [--mode M] [--cwd D] [--parent ID] [--allow R]... [--deny R]... [--ask R]... [--add-dir D]...")
+	}
+	cs.Rules = client.Rules{Allow: allow, Deny: deny, Ask: ask}
+	cs.AdditionalDirs = dirs
+	if cs.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("working directory: %w", err)
+		}
+		cs.Cwd = wd
+	}
+	c := e.Client()
+	sess, err := c.CreateSession(e.Ctx, cs)
+	if err != nil {
+		return fmt.Errorf("create the connection's session: %w", err)
+	}
+	defer func() {
+		// The connection's ctx may be what ended: removing the session (and killing what it
+		// still runs) must not depend on it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.DeleteSession(ctx, sess.ID); err != nil {
+			fmt.Fprintf(e.Stderr, "sbctl mcp: remove session %s: %v\n", sess.ID, err)
+		}
+	}()
+	srv, err := NewServer(e.Ctx, c, sess.ID, e.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "sbctl mcp: serving sandboxd's tools in session %s (mode %s, cwd %s)\n", sess.ID, sess.Mode, sess.Cwd)
+	t := &mcp.IOTransport{Reader: nopReadCloser{e.Stdin}, Writer: nopWriteCloser{e.Stdout}}
+	if err := srv.Run(e.Ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve MCP: %w", err)
+	}
+	return nil
+}
+
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// NewServer returns an MCP server whose tools run as calls in sessionID. Logs go to logw.
+func NewServer(ctx context.Context, c *client.Client, sessionID string, logw io.Writer) (*mcp.Server, error) {
+	tools, err := toolDefs(ctx, c, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Title: "sandboxd: confined tools", Version: version},
+		&mcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	for _, t := range tools {
+		srv.AddTool(t, handler(c, sessionID, t.Name))
+	}
+	return srv, nil
+}
+
+// toolDefs builds the served tools from the daemon's list. A deferred tool's schema is not in
+// the list; ToolSearch (read-only, a call of the session) gives it.
+func toolDefs(ctx context.Context, c *client.Client, sessionID string) ([]*mcp.Tool, error) {
+	tl, err := c.Tools(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list the daemon's tools: %w", err)
+	}
+	var deferred []string
+	for _, ti := range tl.Tools {
+		if _, ok := served[ti.Name]; ok && len(ti.InputSchema) == 0 {
+			deferred = append(deferred, ti.Name)
+		}
+	}
+	schemas := map[string]json.RawMessage{}
+	if len(deferred) > 0 {
+		in, _ := json.Marshal(map[string]any{"query": "select:" + strings.Join(deferred, ","), "max_results": len(deferred)})
+		res, err := c.Call(ctx, sessionID, client.CallRequest{Tool: "ToolSearch", Input: in})
+		if err != nil {
+			return nil, fmt.Errorf("load the deferred tools' schemas: %w", err)
+		}
+		var found struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"input_schema"`
+			} `json:"tools"`
+		}
+		if b, err := json.Marshal(res.Data); err == nil && json.Unmarshal(b, &found) == nil {
+			for _, t := range found.Tools {
+				schemas[t.Name] = t.InputSchema
+			}
+		}
+	}
+	var out []*mcp.Tool
+	for _, ti := range tl.Tools {
+		spec, ok := served[ti.Name]
+		if !ok {
+			continue
+		}
+		schema := ti.InputSchema
+		if len(schema) == 0 {
+			schema = schemas[ti.Name]
+		}
+		// MCP requires an object schema (the SDK refuses anything else); a tool whose schema
+		// is missing or not one is left out rather than served with a made-up one.
+		var head struct {
+			Type string `json:"type"`
+		}
+		if len(schema) == 0 || json.Unmarshal(schema, &head) != nil || head.Type != "object" {
+			continue
+		}
+		destructive, openWorld := spec.destructive, spec.openWorld
+		out = append(out, &mcp.Tool{
+			Name: ti.Name, Title: spec.title, Description: ti.Description, InputSchema: schema,
+			Annotations: &mcp.ToolAnnotations{Title: spec.title, ReadOnlyHint: spec.readOnly, DestructiveHint: &destructive,
+				IdempotentHint: spec.idempotent, OpenWorldHint: &openWorld},
+		})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the daemon serves none of the tools sbctl mcp exposes")
+	}
+	return out, nil
+}
+
+// handler runs one MCP tool call as a sandboxd call. The daemon validates the input against
+// the same schema and decides it; what it answers becomes the MCP result.
+func handler(c *client.Client, sessionID, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		cr := client.CallRequest{Tool: tool, Input: args}
+		var res *client.CallResult
+		var err error
+		token := req.Params.GetProgressToken()
+		if token != nil && tool == "Bash" {
+			res, err = c.Stream(ctx, sessionID, cr, progressNotifier(ctx, req, token))
+		} else {
+			res, err = c.Call(ctx, sessionID, cr)
+		}
+		if err != nil {
+			// The daemon refused the request itself (unreachable, a bad session): a tool
+			// error the model can read, not a protocol error.
+			return errorResult("sandboxd could not run the call: " + err.Error()), nil
+		}
+		return toResult(res), nil
+	}
+}
+
+// progressNotifier turns the daemon's NDJSON events into MCP progress notifications: a
+// growing count of output bytes, and the latest output (or status) as the message.
+func progressNotifier(ctx context.Context, req *mcp.CallToolRequest, token any) func(client.Event) {
+	var mu sync.Mutex
+	var total float64
+	return func(ev client.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		total += float64(len(ev.Data))
+		if total == 0 {
+			total = 1
+		}
+		msg := ev.Data
+		if len(msg) > 1000 {
+			msg = msg[len(msg)-1000:]
+		}
+		if ev.Kind != "status" {
+			msg = ev.Kind + ": " + msg
+		}
+		// A client that stopped listening does not stop the call.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: total, Message: msg})
+	}
+}
+
+// toResult maps a call's result to MCP content. Anything but an allow is an error result
+// that says why, so the model reads the reason and the rule instead of an empty success.
+func toResult(res *client.CallResult) *mcp.CallToolResult {
+	d := res.Decision
+	switch {
+	case d == nil:
+		msg := "sandboxd returned no decision"
+		if res.Error != nil {
+			msg = fmt.Sprintf("%s [%s]", res.Error.Message, res.Error.Class)
+		}
+		return errorResult(msg)
+	case d.Behavior == client.Deny:
+		return errorResult("Denied by sandboxd: " + why(d))
+	case d.Behavior == client.Ask:
+		return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and this MCP session has " +
+			"no one to ask, so it did not run. " + why(d) + ". To run it, the user can allow it with a rule " +
+			"(sbctl mcp --allow 'RULE') or start the server in a mode that allows it (--mode acceptEdits or bypassPermissions).")
+	case d.Behavior != client.Allow:
+		return errorResult("sandboxd did not allow this call: " + why(d))
+	}
+	out := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
+	for _, b := range res.Content {
+		switch b.Type {
+		case "image":
+			data, err := base64.StdEncoding.DecodeString(b.Data)
+			if err != nil {
+				out.Content = append(out.Content, &mcp.TextContent{Text: "[an image sandboxd returned could not be decoded]"})
+				continue
+			}
+			out.Content = append(out.Content, &mcp.ImageContent{Data: data, MIMEType: b.MediaType})
+		default:
+			out.Content = append(out.Content, &mcp.TextContent{Text: b.Text})
+		}
+	}
+	for _, m := range res.Extra {
+		out.Content = append(out.Content, &mcp.TextContent{Text: m})
+	}
+	if res.Error != nil && len(res.Content) == 0 {
+		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("%s [%s]", res.Error.Message, res.Error.Class)})
+	}
+	if len(out.Content) == 0 {
+		out.Content = append(out.Content, &mcp.TextContent{Text: ""})
+	}
+	return out
+}
+
+// why is a decision's reason with its rule and source.
+func why(d *client.Decision) string {
+	s := d.Reason
+	if s == "" {
+		s = "no reason given"
+	}
+	switch {
+	case d.Rule != "" && d.Source != "":
+		s += fmt.Sprintf(" (rule %s from %s)", d.Rule, d.Source)
+	case d.Rule != "":
+		s += fmt.Sprintf(" (rule %s)", d.Rule)
+	case d.Source != "":
+		s += fmt.Sprintf(" (%s)", d.Source)
+	}
+	return s
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
