@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+type hookAnswer struct {
+	HookSpecificOutput struct {
+		HookEventName            string         `json:"hookEventName"`
+		PermissionDecision       string         `json:"permissionDecision"`
+		PermissionDecisionReason string         `json:"permissionDecisionReason"`
+		UpdatedInput             map[string]any `json:"updatedInput"`
+	} `json:"hookSpecificOutput"`
+}
+
+// runHook runs `sbctl hook` as u with the input and returns its raw stdout.
+func runHook(t *testing.T, b bins, socket string, u testutil.User, rt string, input map[string]any, flags ...string) string {
+	t.Helper()
+	in, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(b.sbctl, append([]string{"--socket", socket, "hook"}, flags...)...)
+	asUser(t, cmd, u)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sbctl hook: %v: %s", err, errb.String())
+	}
+	return out.String()
+}
+
+func decodeHook(t *testing.T, out string) hookAnswer {
+	t.Helper()
+	var a hookAnswer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("hook output %q: %v", out, err)
+	}
+	if a.HookSpecificOutput.HookEventName != "PreToolUse" {
+		t.Errorf("hookEventName %q", a.HookSpecificOutput.HookEventName)
+	}
+	return a
+}
+
+func TestHookDecisions(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhk")
+	work := filepath.Join(u.Home, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	base := func(tool string, input map[string]any) map[string]any {
+		return map[string]any{"session_id": "agent-1", "cwd": work, "hook_event_name": "PreToolUse", "permission_mode": "default",
+			"tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"}
+	}
+	cases := []struct {
+		name, tool string
+		input      map[string]any
+		flags      []string
+		socket     string
+		want       string
+		reason     string
+	}{
+		{"read-only bash is allowed", "Bash", map[string]any{"command": "ls -la"}, nil, "", "allow", "read-only"},
+		{"a write asks in default mode", "Bash", map[string]any{"command": "touch x"}, nil, "", "ask", "sandboxd asks"},
+		{"a deny rule denies", "Bash", map[string]any{"command": "rm -f x"}, []string{"--deny", "Bash(rm:*)"}, "", "deny", "Bash(rm:*)"},
+		{"Read inside the session", "Read", map[string]any{"file_path": filepath.Join(work, "nothing")}, nil, "", "allow", ""},
+		{"an unknown tool asks", "TodoWrite", map[string]any{}, nil, "", "ask", "does not run the tool"},
+		{"a bad input is denied", "Bash", map[string]any{"command": "ls", "bogus": 1}, nil, "", "deny", "schema"},
+		{"daemon down denies", "Bash", map[string]any{"command": "ls"}, nil, "/var/tmp/no-such-sandboxd.sock", "deny", "cannot reach sandboxd"},
+		{"daemon down asks when told", "Bash", map[string]any{"command": "ls"}, []string{"--on-unavailable", "ask"}, "/var/tmp/no-such-sandboxd.sock", "ask", "cannot reach sandboxd"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			socket := d.socket
+			if tc.socket != "" {
+				socket = tc.socket
+			}
+			in := base(tc.tool, tc.input)
+			if tc.flags != nil {
+				// Rules are a session's: a separate agent session gets them.
+				in["session_id"] = "agent-" + tc.name
+			}
+			a := decodeHook(t, runHook(t, b, socket, u, rt, in, tc.flags...))
+			if a.HookSpecificOutput.PermissionDecision != tc.want || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, tc.reason) {
+				t.Errorf("decision %q reason %q; want %q mentioning %q", a.HookSpecificOutput.PermissionDecision, a.HookSpecificOutput.PermissionDecisionReason, tc.want, tc.reason)
+			}
+			if a.HookSpecificOutput.UpdatedInput != nil {
+				t.Errorf("updatedInput without --confine: %v", a.HookSpecificOutput.UpdatedInput)
+			}
+		})
+	}
+	t.Run("one session per agent session, found again", func(t *testing.T) {
+		ents, err := os.ReadDir(filepath.Join(rt, "sandboxd", "hook"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".session") {
+				n++
+				fi, _ := e.Info()
+				if fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s: mode %v", e.Name(), fi.Mode())
+				}
+			}
+		}
+		// agent-1, and the three with rules (two of them for the unreachable daemon never
+		// got one).
+		if n != 2 {
+			t.Errorf("%d session files, want 2", n)
+		}
+	})
+	t.Run("PostToolUse is a no-op", func(t *testing.T) {
+		in := base("Bash", map[string]any{"command": "ls"})
+		in["hook_event_name"] = "PostToolUse"
+		if out := runHook(t, b, d.socket, u, rt, in); out != "" {
+			t.Errorf("PostToolUse printed %q", out)
+		}
+		if out := runHook(t, b, d.socket, u, rt, base("Bash", map[string]any{"command": "ls"}), "--event", "PostToolUse"); out != "" {
+			t.Errorf("--event PostToolUse printed %q", out)
+		}
+	})
+	t.Run("the session is recreated when the daemon lost it", func(t *testing.T) {
+		ents, _ := filepath.Glob(filepath.Join(rt, "sandboxd", "hook", "*.session"))
+		for _, p := range ents {
+			if err := os.WriteFile(p, []byte("s_gone\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, base("Bash", map[string]any{"command": "ls"})))
+		if a.HookSpecificOutput.PermissionDecision != "allow" {
+			t.Errorf("after a lost session: %+v", a)
+		}
+	})
+}
+
+// TestHookConfine runs what --confine rewrites as the agent would (bash -c, as the agent's
+// user): the original runs inside sandboxd, confined, with its output and exit code unchanged.
+func TestHookConfine(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhc")
+	cases := []struct {
+		name, command string
+		stdout        string
+		stderr        string
+		code          int
+	}{
+		{"exit code and both streams", `echo out; echo err >&2; exit 7`, "out\n", "err\n", 7},
+		{"quotes", `printf '%s|' "it's" 'say "hi"' \'x\'; echo`, `it's|say "hi"|'x'|` + "\n", "", 0},
+		{"newlines", "echo a\necho 'b\nc'", "a\nb\nc\n", "", 0},
+		{"command substitution stays inside", `echo "$(id -u) $(echo nested)"`, "", "", 0},
+		{"a rewrite-like text is just text", `echo "'; exit 99; '" && echo done`, "'; exit 99; '\ndone\n", "", 0},
+		{"confined", `grep -E '^(NoNewPrivs|Seccomp):' /proc/$$/status`, "NoNewPrivs:\t1\nSeccomp:\t2\n", "", 0},
+		{"a signal", `kill -TERM $$`, "", "", 143},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "hook_event_name": "PreToolUse",
+				"permission_mode": "bypassPermissions", "tool_name": "Bash",
+				"tool_input": map[string]any{"command": tc.command, "description": "test", "timeout": 60000}}
+			a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+			hs := a.HookSpecificOutput
+			if hs.PermissionDecision != "allow" {
+				t.Fatalf("decision %q: %s", hs.PermissionDecision, hs.PermissionDecisionReason)
+			}
+			rewritten, _ := hs.UpdatedInput["command"].(string)
+			if hs.UpdatedInput["description"] != "test" || hs.UpdatedInput["timeout"] != float64(60000) || !strings.Contains(rewritten, "--command-file") {
+				t.Fatalf("updatedInput %v", hs.UpdatedInput)
+			}
+			cmd := exec.Command("bash", "-c", rewritten)
+			asUser(t, cmd, u)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.stdout
+			if tc.name == "command substitution stays inside" {
+				want = strings.TrimSpace(string(mustOutput(t, "id", "-u", u.Name))) + " nested\n"
+			}
+			if code != tc.code || out.String() != want || errb.String() != tc.stderr {
+				t.Errorf("exit %d stdout %q stderr %q; want %d %q %q", code, out.String(), errb.String(), tc.code, want, tc.stderr)
+			}
+			// The command file is gone once run: a rewrite runs its command once.
+			if files, _ := filepath.Glob(filepath.Join(rt, "sandboxd", "hook", "cmd-*")); len(files) != 0 {
+				t.Errorf("command files left: %v", files)
+			}
+		})
+	}
+	t.Run("NUL is refused", func(t *testing.T) {
+		in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "permission_mode": "bypassPermissions",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": "echo a\x00b"}}
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+		if a.HookSpecificOutput.PermissionDecision != "deny" || a.HookSpecificOutput.UpdatedInput != nil {
+			t.Errorf("NUL command: %+v", a.HookSpecificOutput)
+		}
+	})
+	t.Run("a swapped command file runs nothing", func(t *testing.T) {
+		in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "permission_mode": "bypassPermissions",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": "echo decided"}}
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+		files, _ := filepath.Glob(filepath.Join(rt, "sandboxd", "hook", "cmd-*"))
+		if len(files) != 1 {
+			t.Fatalf("command files: %v", files)
+		}
+		if err := os.WriteFile(files[0], []byte("echo swapped"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("bash", "-c", a.HookSpecificOutput.UpdatedInput["command"].(string))
+		asUser(t, cmd, u)
+		out, err := cmd.CombinedOutput()
+		if err == nil || strings.Contains(string(out), "swapped\n") || !strings.Contains(string(out), "SHA-256") {
+			t.Errorf("swapped file: err %v, output %q", err, out)
+		}
+	})
+}
+
+func mustOutput(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// connectMCP starts `sbctl mcp` (through sbctl, which re-executes sbctl-full) and connects
+// the SDK's own client to it over stdio.
+func connectMCP(t *testing.T, b bins, socket string, onProgress func(*mcp.ProgressNotificationClientRequest), args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(b.sbctl, append([]string{"--socket", socket, "mcp"}, args...)...)
+	cmd.Stderr = os.Stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "sbctl-test", Version: "0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			if onProgress != nil {
+				onProgress(r)
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
+}
+
+func text(r *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String()
+}
+
+func TestMCPListsAndCallsTools(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	work := filepath.Join(d.dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(work, "hello.txt")
+	if err := os.WriteFile(file, []byte("hello\nworld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var progress []string
+	cs := connectMCP(t, b, d.socket, func(r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress = append(progress, r.Params.Message)
+	}, "--cwd", work, "--deny", "Bash(rm:*)")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	tl, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemonTools, err := client.New(d.socket).Tools(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*mcp.Tool{}
+	for _, tool := range tl.Tools {
+		got[tool.Name] = tool
+	}
+	for _, name := range []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "BashOutput", "KillShell"} {
+		tool, ok := got[name]
+		if !ok {
+			t.Errorf("tool %s not listed (got %v)", name, keys(got))
+			continue
+		}
+		if tool.Annotations == nil || tool.Annotations.DestructiveHint == nil || tool.Annotations.OpenWorldHint == nil {
+			t.Errorf("%s: annotations %+v", name, tool.Annotations)
+		}
+		schema, _ := json.Marshal(tool.InputSchema)
+		if !strings.Contains(string(schema), `"type":"object"`) {
+			t.Errorf("%s: input schema %s", name, schema)
+		}
+		// The schema is the daemon's, not a copy.
+		for _, dt := range daemonTools.Tools {
+			if dt.Name == name && len(dt.InputSchema) > 0 && !jsonEqual(t, dt.InputSchema, schema) {
+				t.Errorf("%s: schema %s, the daemon's %s", name, schema, dt.InputSchema)
+			}
+		}
+	}
+	for _, notServed := range []string{"ToolSearch", "EnterPlanMode", "ExitPlanMode"} {
+		if _, ok := got[notServed]; ok {
+			t.Errorf("%s is served", notServed)
+		}
+	}
+	if r := got["Read"]; r != nil && (!r.Annotations.ReadOnlyHint || *r.Annotations.OpenWorldHint) {
+		t.Errorf("Read annotations %+v", r.Annotations)
+	}
+	if r := got["Bash"]; r != nil && (r.Annotations.ReadOnlyHint || !*r.Annotations.DestructiveHint) {
+		t.Errorf("Bash annotations %+v", r.Annotations)
+	}
+
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r
+	}
+	t.Run("Read", func(t *testing.T) {
+		r := call("Read", map[string]any{"file_path": file})
+		if r.IsError || !strings.Contains(text(r), "hello") || !strings.Contains(text(r), "world") {
+			t.Errorf("Read: error %v, %q", r.IsError, text(r))
+		}
+	})
+	t.Run("Glob", func(t *testing.T) {
+		r := call("Glob", map[string]any{"pattern": "*.txt"})
+		if r.IsError || !strings.Contains(text(r), "hello.txt") {
+			t.Errorf("Glob: error %v, %q", r.IsError, text(r))
+		}
+	})
+	t.Run("Bash", func(t *testing.T) {
+		r := call("Bash", map[string]any{"command": "echo hi"})
+		if r.IsError || !strings.Contains(text(r), "hi") {
+			t.Errorf("Bash: error %v, %q", r.IsError, text(r))
+		}
+	})
+	t.Run("an ask is an error that says so", func(t *testing.T) {
+		r := call("Write", map[string]any{"file_path": filepath.Join(work, "new.txt"), "content": "x"})
+		if !r.IsError || !strings.Contains(text(r), "Approval required (ask)") || !strings.Contains(text(r), "mode") {
+			t.Errorf("Write in default mode: error %v, %q", r.IsError, text(r))
+		}
+		if _, err := os.Stat(filepath.Join(work, "new.txt")); err == nil {
+			t.Error("the asked Write ran")
+		}
+	})
+	t.Run("a denial is an error with the rule", func(t *testing.T) {
+		r := call("Bash", map[string]any{"command": "rm -f " + file})
+		if !r.IsError || !strings.Contains(text(r), "Denied") || !strings.Contains(text(r), "Bash(rm:*)") {
+			t.Errorf("denied Bash: error %v, %q", r.IsError, text(r))
+		}
+	})
+	t.Run("a schema violation is an error", func(t *testing.T) {
+		r := call("Read", map[string]any{"nope": 1})
+		if !r.IsError {
+			t.Errorf("bad input: %q", text(r))
+		}
+	})
+	t.Run("progress of a long Bash call", func(t *testing.T) {
+		params := &mcp.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "for i in 1 2 3; do echo tick$i; sleep 0.3; done"}}
+		params.SetProgressToken("p1")
+		r, err := cs.CallTool(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IsError || !strings.Contains(text(r), "tick3") {
+			t.Errorf("Bash: error %v, %q", r.IsError, text(r))
+		}
+		// Notifications may trail the result on the wire.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			n := len(progress)
+			all := strings.Join(progress, "")
+			mu.Unlock()
+			if n >= 2 && strings.Contains(all, "tick1") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("progress notifications: %q", all)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	// The connection's session goes with the connection.
+	c := client.New(d.socket)
+	var before client.SessionList
+	if err := c.Do(ctx, "GET", "/v1/sessions", nil, &before); err != nil || len(before.Sessions) != 1 {
+		t.Fatalf("sessions while connected: %v %v", before.Sessions, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var after client.SessionList
+		if err := c.Do(ctx, "GET", "/v1/sessions", nil, &after); err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Sessions) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions after the connection closed: %v", after.Sessions)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func keys(m map[string]*mcp.Tool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
