@@ -294,3 +294,74 @@ func testHostDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// TestProtectedPathsEveryMode: in every mode, a write the policy lets run (here an allow rule
+// for a program the classifier cannot see into) still cannot change a protected path: the
+// kernel refuses it, and the host files are unchanged. git keeps working.
+func TestProtectedPathsEveryMode(t *testing.T) {
+	f := newTrustFixture(t, "sbtpe")
+	home := f.u.Home
+	files := map[string]string{}
+	for _, rel := range []string{"p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
+		"p/.claude/settings.json", "p/.mcp.json", "p/.vscode/tasks.json", "p/.envrc", ".gitconfig",
+		".config/git/config", ".config/systemd/user/x.service", ".config/autostart/x.desktop"} {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		content := "# orig\n"
+		if strings.HasSuffix(p, ".json") {
+			content = "{}\n"
+		}
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), home).Run()
+	for _, rel := range []string{"p/.git/config", "p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
+		"p/.claude/settings.json", "p/.mcp.json", "p/.vscode/tasks.json", "p/.envrc", ".bashrc", ".gitconfig",
+		".config/git/config", ".config/sandboxd/settings.json", ".config/systemd/user/x.service", ".config/autostart/x.desktop"} {
+		b, err := os.ReadFile(filepath.Join(home, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join(home, rel)] = string(b)
+	}
+	var list []string
+	for p := range files {
+		list = append(list, p)
+	}
+	script := fmt.Sprintf(`import json
+for p in json.loads(%q):
+    try:
+        open(p, "a").write("pwned\n"); print("WROTE", p)
+    except OSError as e:
+        pass
+`, mustJSON(t, list))
+	cmd := "python3 -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+	parent := f.session(t, "--mode", "bypassPermissions", "--add-dir", home)
+	for _, mode := range []string{"default", "acceptEdits", "dontAsk", "bypassPermissions", "auto", "bubble"} {
+		args := []string{"--mode", mode, "--add-dir", home, "--allow", "Bash(python3:*)"}
+		if mode == "bubble" {
+			args = append(args, "--parent", parent)
+		}
+		id := f.session(t, args...)
+		out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", cmd)
+		if code != 0 || strings.Contains(out, "WROTE") {
+			t.Errorf("%s: exit %d, a protected path was written or the call did not run:\n%s%s", mode, code, out, errOut)
+		}
+		for p, want := range files {
+			f.unchanged(t, p, want)
+		}
+	}
+	// git still works in the repository, in bypassPermissions.
+	out, errOut, code := f.sbctl(t, "bash", "--session", parent, "--", "git -c user.name=a -c user.email=a@x add README && git -c user.name=a -c user.email=a@x commit -qm c && git checkout -qb b2 && git stash list && echo git-ok")
+	if code != 0 || !strings.Contains(out, "git-ok") {
+		t.Errorf("git in a protected repository: %d %s %s", code, out, errOut)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
