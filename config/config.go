@@ -90,6 +90,10 @@ type Limits struct {
 	// WriteTimeoutSec cuts off a client that does not read a response (each write must
 	// complete within it), so a slow reader cannot hold a call's resources forever.
 	WriteTimeoutSec int `json:"write_timeout_sec"`
+	// UserMemoryBytes and UserPids bound all of one uid's calls and workers together (the
+	// cgroup <subtree>/user-<uid>); 0: half the host's memory, and 4096. Read at start only.
+	UserMemoryBytes int64 `json:"user_memory_bytes"`
+	UserPids        int64 `json:"user_pids"`
 }
 
 // Sessions configures session lifetime.
@@ -315,6 +319,8 @@ func (c Config) Validate() error {
 		{"limits.requests_per_second_per_user must be > 0", c.Limits.RequestsPerSecondPerUser > 0},
 		{"limits.requests_burst_per_user must be >= 1", c.Limits.RequestsBurstPerUser >= 1},
 		{"limits.write_timeout_sec must be >= 1", c.Limits.WriteTimeoutSec >= 1},
+		{"limits.user_memory_bytes must be 0 (half the host's memory) or >= 64 MiB", c.Limits.UserMemoryBytes == 0 || c.Limits.UserMemoryBytes >= 64<<20},
+		{"limits.user_pids must be 0 (4096) or >= 16", c.Limits.UserPids == 0 || c.Limits.UserPids >= 16},
 		{"sessions.idle_timeout_sec must be >= 60", c.Sessions.IdleTimeoutSec >= 60},
 		{"bundle: decision logs go only to an https:// service unless allow_insecure_decision_logs: true", !c.Bundle.DecisionLogs || c.Bundle.URL == "" || strings.HasPrefix(c.Bundle.URL, "https://") || c.Bundle.AllowInsecureDecisionLogs},
 		{"hooks must be command hooks with a command", hooksValid(c.Hooks)},

@@ -95,6 +95,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 			MemoryMaxBytes: cfg.Sandbox.MemoryMaxBytes, PidsMax: cfg.Sandbox.PidsMax, CPUQuotaMilli: cfg.Sandbox.CPUQuotaMilli,
 			FileSizeMaxBytes: cfg.Sandbox.FileSizeMaxBytes, OpenFilesMax: cfg.Sandbox.OpenFilesMax, TmpSizeBytes: cfg.Sandbox.TmpSizeBytes,
 		},
+		UserLimits:    sandbox.UserLimits{MemoryMaxBytes: cfg.Limits.UserMemoryBytes, PidsMax: cfg.Limits.UserPids},
 		ExtraSyscalls: cfg.Sandbox.ExtraSyscalls,
 		StepObserver:  steps.spawnStep,
 	}, log)
