@@ -100,7 +100,8 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given.
 			resolved, special = pu.Path, ""
 		}
-		tf.Paths = append(tf.Paths, permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special})
+		tf.Paths = append(tf.Paths, permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
+			Redirect: pu.Cmd == "redirect"})
 	}
 	return tf, nil
 }

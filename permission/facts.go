@@ -21,6 +21,9 @@ type PathFact struct {
 	Access   Access `json:"access"`
 	// Special is set for device, FIFO, socket and /proc paths that are never read.
 	Special string `json:"special,omitempty"`
+	// Redirect marks a Bash redirection's target: a Bash allow rule covers the paths its
+	// command names, but a redirect is a write of its own that needs an Edit allow (COMPAT 1).
+	Redirect bool `json:"redirect,omitempty"`
 }
 
 // ToolFacts is what a tool's CheckPermissions step reports about one call, for the policy.

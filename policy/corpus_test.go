@@ -41,6 +41,13 @@ func rd(p string) permission.PathFact {
 func wr(p string) permission.PathFact {
 	return permission.PathFact{Requested: p, Resolved: p, Access: permission.Write}
 }
+
+// redir is a Bash redirect's target, as the Bash tool reports it.
+func redir(p string) permission.PathFact {
+	f := wr(p)
+	f.Redirect = true
+	return f
+}
 func link(req, res string, a permission.Access) permission.PathFact {
 	return permission.PathFact{Requested: req, Resolved: res, Access: a}
 }
@@ -174,10 +181,10 @@ func corpus() []call {
 		call{name: "param deny background", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "run_in_background": true}, allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: D},
 		call{name: "param absent never matches", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: A},
 		call{name: "param glob ask", cmd: "make", bash: bash(sub(false, "make")), input: map[string]any{"command": "make", "timeout": 600000}, allow: []string{"Bash"}, ask: []string{"Bash(timeout: 6*)"}, want: AU},
-		call{name: "redirect write needs edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{wr("/w/out.txt")}, allow: []string{"Bash(echo *)"}, want: AU},
-		call{name: "redirect write with edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{wr("/w/out.txt")}, allow: []string{"Bash(echo *)", "Edit(//w/**)"}, want: A},
-		call{name: "redirect to protected rc", cmd: "echo x >> ~/.bashrc", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{wr("/home/u/.bashrc")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
-		call{name: "redirect edit deny", cmd: "echo x > .env", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{wr("/w/.env")}, allow: []string{"Bash"}, deny: []string{"Edit(.env)"}, want: D},
+		call{name: "redirect write needs edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{redir("/w/out.txt")}, allow: []string{"Bash(echo *)"}, want: AU},
+		call{name: "redirect write with edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{redir("/w/out.txt")}, allow: []string{"Bash(echo *)", "Edit(//w/**)"}, want: A},
+		call{name: "redirect to protected rc", cmd: "echo x >> ~/.bashrc", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{redir("/home/u/.bashrc")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
+		call{name: "redirect edit deny", cmd: "echo x > .env", bash: bash(sub(true, "echo", "x")), paths: []permission.PathFact{redir("/w/.env")}, allow: []string{"Bash"}, deny: []string{"Edit(.env)"}, want: D},
 	)
 	// acceptEdits shell commands.
 	ae := permission.ModeAcceptEdits

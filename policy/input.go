@@ -55,7 +55,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
-		"read_paths", "write_paths", "path_subjects", "deny_words", "opaque", "nested",
+		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -138,7 +138,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		}
 	}
 	paths := make([]*ast.Term, len(f.Paths))
-	var reads, writes, subjects []*ast.Term
+	var reads, writes, subjects, redirects []*ast.Term
 	for i, p := range f.Paths {
 		req, res := str(p.Requested), str(p.Resolved)
 		paths[i] = ast.ObjectTerm(
@@ -163,6 +163,9 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 			buckets = anyBuckets
 		}
 		subjects = append(subjects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
+		if p.Redirect {
+			redirects = append(redirects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
+		}
 	}
 	hook := ast.NullTerm()
 	if f.Hook != nil {
@@ -185,6 +188,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		item("read_paths", ast.ArrayTerm(reads...)),
 		item("write_paths", ast.ArrayTerm(writes...)),
 		item("path_subjects", ast.ArrayTerm(subjects...)),
+		item("redirect_subjects", ast.ArrayTerm(redirects...)),
 		item("bash", bashTerm(f.Bash)),
 		item("command_words", strs(commandWords(f.Input))),
 		item("deny_words", denyWords(f)),

@@ -46,7 +46,10 @@ allow_hit := r if {
 } else := r if {
 	input.tool == "Bash"
 	input.bash.parse_error == null
-	sandboxd.paths_allowed(input.rules.allow.paths, input.path_subjects)
+
+	# A Bash allow rule covers the paths its command names; a redirect is a write of its own
+	# that needs an Edit allow (redirect_subjects: the redirect targets only).
+	sandboxd.paths_allowed(input.rules.allow.paths, _redirect_subjects)
 	r := _allow_bash
 }
 
@@ -67,5 +70,10 @@ _allow_bash := r if {
 	every sub in input.bash.subcommands {
 		sub.read_only == true
 	}
-	r := sandboxd.all_paths_hit(input.rules.allow.paths, input.path_subjects)
+	r := sandboxd.all_paths_hit(input.rules.allow.paths, _redirect_subjects)
 }
+
+# _redirect_subjects defaults to none: custom callers and fixtures may omit the field.
+default _redirect_subjects := []
+
+_redirect_subjects := input.redirect_subjects
