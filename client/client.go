@@ -2,40 +2,43 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/sandboxd/sandboxd/internal/unixhttp"
 )
 
 // maxResponseBytes bounds what one answer may make the client hold; the daemon's own
 // limits.response_bytes is far below it.
 const maxResponseBytes = 256 << 20
 
-// Client talks HTTP/1.1 over the daemon's Unix socket. It is safe for concurrent use.
+// HTTP methods the protocol uses.
+const (
+	MethodGet    = "GET"
+	MethodPost   = "POST"
+	MethodPatch  = "PATCH"
+	MethodDelete = "DELETE"
+)
+
+// Client talks HTTP/1.1 over the daemon's Unix socket (http1.go), a connection per request.
+// It is safe for concurrent use.
 type Client struct {
 	socket string
-	http   *http.Client
 }
 
 // New returns a client of the daemon at socket.
 func New(socket string) *Client {
-	return &Client{socket: socket, http: &http.Client{Transport: unixhttp.New(socket, 4)}}
+	return &Client{socket: socket}
 }
 
 // Socket is the socket path the client dials.
 func (c *Client) Socket() string { return c.socket }
 
-// Close closes the kept connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+// Close releases the client's resources; it keeps no connection between requests.
+func (c *Client) Close() {}
 
 // Do sends body (nil, a json.RawMessage as is, or a value to encode) and decodes a 2xx answer
 // into out (a *json.RawMessage keeps it as is). A call's result comes back with its own error
@@ -51,7 +54,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return fmt.Errorf("read response: %w", err)
 	}
-	if cr, ok := out.(*CallResult); ok && len(data) > 0 && resp.StatusCode != http.StatusNotFound {
+	if cr, ok := out.(*CallResult); ok && len(data) > 0 && resp.StatusCode != 404 {
 		if err := json.Unmarshal(data, cr); err == nil && cr.Tool != "" {
 			return nil
 		}
@@ -71,7 +74,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 // Stream sends a call asking for NDJSON progress and hands each event to onEvent as it comes;
 // it returns the call's result.
 func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, onEvent func(Event)) (*CallResult, error) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, "application/x-ndjson")
+	resp, err := c.send(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, "application/x-ndjson")
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +106,12 @@ func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, 
 // Records streams GET /v1/audit/records with query q, handing each line (raw) and its
 // decoded head to fn until the stream ends, ctx ends or fn fails.
 func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, r *Record) error) error {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/audit/records?"+q.Encode(), nil, "")
+	resp, err := c.send(ctx, MethodGet, "/v1/audit/records?"+q.Encode(), nil, "")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != 200 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return statusError(resp.StatusCode, data)
 	}
@@ -120,7 +123,7 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 			// The daemon ends a stream that fails midway with an error object.
 			var eb ErrorBody
 			if json.Unmarshal(sc.Bytes(), &eb) == nil && eb.Error.Class != "" {
-				return &APIError{Status: http.StatusInternalServerError, Detail: eb.Error}
+				return &APIError{Status: 500, Detail: eb.Error}
 			}
 			return fmt.Errorf("bad record line: %q", sc.Bytes())
 		}
@@ -140,33 +143,33 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 // Health is GET /v1/healthz.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
-	err := c.Do(ctx, http.MethodGet, "/v1/healthz", nil, &h)
+	err := c.Do(ctx, MethodGet, "/v1/healthz", nil, &h)
 	return h, err
 }
 
 // CreateSession is POST /v1/sessions.
 func (c *Client) CreateSession(ctx context.Context, cs CreateSession) (Session, error) {
 	var s Session
-	err := c.Do(ctx, http.MethodPost, "/v1/sessions", cs, &s)
+	err := c.Do(ctx, MethodPost, "/v1/sessions", cs, &s)
 	return s, err
 }
 
 // Session is GET /v1/sessions/{id}.
 func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
-	err := c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+	err := c.Do(ctx, MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
 	return s, err
 }
 
 // DeleteSession is DELETE /v1/sessions/{id}: it ends the session and kills its processes.
 func (c *Client) DeleteSession(ctx context.Context, id string) error {
-	return c.Do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil)
+	return c.Do(ctx, MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil)
 }
 
 // Call runs one tool call and returns its result (a denied or asked call is a result too).
 func (c *Client) Call(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
 	var res CallResult
-	if err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, &res); err != nil {
+	if err := c.Do(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -175,7 +178,7 @@ func (c *Client) Call(ctx context.Context, sessionID string, req CallRequest) (*
 // Decide returns the decision the call would get; nothing runs.
 func (c *Client) Decide(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
 	var res CallResult
-	if err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/decide", req, &res); err != nil {
+	if err := c.Do(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/decide", req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -188,34 +191,25 @@ func (c *Client) Tools(ctx context.Context, sessionID string) (ToolList, error) 
 	if sessionID != "" {
 		path += "?session=" + url.QueryEscape(sessionID)
 	}
-	err := c.Do(ctx, http.MethodGet, path, nil, &tl)
+	err := c.Do(ctx, MethodGet, path, nil, &tl)
 	return tl, err
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
-	var rd io.Reader
+func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*response, error) {
+	var data []byte
+	ctype := ""
 	switch b := body.(type) {
 	case nil:
 	case json.RawMessage:
-		rd = bytes.NewReader(b)
+		data, ctype = b, "application/json"
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
-		rd = bytes.NewReader(js)
+		data, ctype = js, "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.roundTrip(ctx, method, path, data, ctype, accept)
 	if err != nil {
 		return nil, c.dialError(err)
 	}
@@ -224,11 +218,11 @@ func (c *Client) send(ctx context.Context, method, path string, body any, accept
 
 // dialError says how to fix a daemon that cannot be reached, and marks it ErrUnavailable.
 func (c *Client) dialError(err error) error {
-	var ne *net.OpError
-	if errors.As(err, &ne) && ne.Op == "dial" {
+	var de *dialError
+	if errors.As(err, &de) {
 		return fmt.Errorf("cannot reach sandboxd at %s (is it running? start it with `make run` or pass --socket): %w: %w", c.socket, ErrUnavailable, err)
 	}
-	return fmt.Errorf("%s %s: %w", "request to", c.socket, err)
+	return fmt.Errorf("request to %s: %w", c.socket, err)
 }
 
 func statusError(status int, data []byte) error {
