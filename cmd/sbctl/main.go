@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -50,9 +49,15 @@ func findFull() (string, error) {
 			return p, nil
 		}
 	}
-	p, err := exec.LookPath(fullName)
-	if err != nil {
-		return "", err
+	// $PATH by hand: os/exec would add its init to every sbctl start for this one lookup.
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue // a relative $PATH entry is not a place to run a program from
+		}
+		p := filepath.Join(dir, fullName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
 	}
-	return p, nil
+	return "", os.ErrNotExist
 }

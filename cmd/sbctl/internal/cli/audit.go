@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +26,7 @@ func cmdAudit(e *Env, args []string) error {
 		return auditVerify(e, rest)
 	case "pubkey":
 		var k client.AuditKey
-		if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/audit/pubkey", nil, &k); err != nil {
+		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/audit/pubkey", nil, &k); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -169,7 +168,7 @@ func auditVerify(e *Env, args []string) error {
 		return err
 	}
 	var out client.AuditVerify
-	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/audit/verify", nil, &out); err != nil {
+	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/audit/verify", nil, &out); err != nil {
 		return err
 	}
 	var verr error

@@ -3,9 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,5 +105,71 @@ func TestAskSaysHowToRun(t *testing.T) {
 	_ = finishBash(e, &client.CallResult{Decision: &client.Decision{Behavior: client.Deny}}, true)
 	if strings.Contains(errb.String(), "--mode") {
 		t.Errorf("a denied call suggests a mode: %q", errb.String())
+	}
+}
+
+func TestReadCommandFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	cmd := "echo 'a\nb' \"$(x)\""
+	p := write("ok", cmd, 0o600)
+	got, err := readCommandFile(p, sum(cmd))
+	if err != nil || got != cmd {
+		t.Errorf("read %q %v", got, err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command file is still there: %v", err)
+	}
+	cases := []struct{ name, content, sum string }{
+		{"nul", "echo a\x00b", ""},
+		{"wrong digest", "echo swapped", sum("echo decided")},
+	}
+	for _, tc := range cases {
+		if _, err := readCommandFile(write(tc.name, tc.content, 0o600), tc.sum); err == nil {
+			t.Errorf("%s: read", tc.name)
+		}
+	}
+	if _, err := readCommandFile(write("shared", "echo x", 0o622), ""); err == nil {
+		t.Error("a file others may write was read")
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(write("target", "echo x", 0o600), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readCommandFile(link, ""); err == nil {
+		t.Error("a symlink was followed")
+	}
+}
+
+// Piped, a call's progress adds nothing: the output is exactly the command's.
+func TestProgressQuietWhenPiped(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb}
+	p := startProgress(e)
+	p.write(e.Stdout, "a")
+	p.status(client.Event{Kind: "status", Data: "stdout continues past 4 MiB"})
+	p.write(e.Stderr, "b")
+	p.stop()
+	if out.String() != "a" || errb.String() != "b" {
+		t.Errorf("stdout %q stderr %q", out.String(), errb.String())
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for _, s := range []string{"plain", "", "it's", "a b", "$(x)", "`x`", "a\nb", "--x=y", "'"} {
+		out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(s)).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("%q quoted %s: bash gave %q (%v)", s, shellQuote(s), out, err)
+		}
 	}
 }

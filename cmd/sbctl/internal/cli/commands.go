@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +17,7 @@ func cmdStatus(e *Env, args []string) error {
 		return err
 	}
 	var h client.Health
-	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/healthz", nil, &h); err != nil {
+	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/healthz", nil, &h); err != nil {
 		return err
 	}
 	if e.JSON {
@@ -78,7 +77,7 @@ func cmdSession(e *Env, args []string) error {
 			return err
 		}
 		var s client.Session
-		if err := c.Do(e.Ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
+		if err := c.Do(e.Ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -88,7 +87,7 @@ func cmdSession(e *Env, args []string) error {
 		return nil
 	case "ls":
 		var l client.SessionList
-		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions", nil, &l); err != nil {
+		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions", nil, &l); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -105,7 +104,7 @@ func cmdSession(e *Env, args []string) error {
 			return UsageError("usage: sbctl session show ID")
 		}
 		var s client.Session
-		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions/"+rest[0], nil, &s); err != nil {
+		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions/"+rest[0], nil, &s); err != nil {
 			return err
 		}
 		return PrintJSON(e.Stdout, s)
@@ -114,7 +113,7 @@ func cmdSession(e *Env, args []string) error {
 			return UsageError("usage: sbctl session mode ID MODE")
 		}
 		var s client.Session
-		if err := c.Do(e.Ctx, http.MethodPatch, "/v1/sessions/"+rest[0], client.UpdateSession{Mode: &rest[1]}, &s); err != nil {
+		if err := c.Do(e.Ctx, client.MethodPatch, "/v1/sessions/"+rest[0], client.UpdateSession{Mode: &rest[1]}, &s); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -127,7 +126,7 @@ func cmdSession(e *Env, args []string) error {
 			return UsageError("usage: sbctl session rm ID...")
 		}
 		for _, id := range rest {
-			if err := c.Do(e.Ctx, http.MethodDelete, "/v1/sessions/"+id, nil, nil); err != nil {
+			if err := c.Do(e.Ctx, client.MethodDelete, "/v1/sessions/"+id, nil, nil); err != nil {
 				return fmt.Errorf("%s: %w", id, err)
 			}
 		}
@@ -170,10 +169,10 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 		return err
 	}
 	var s client.Session
-	if err := c.Do(e.Ctx, http.MethodPost, "/v1/sessions", req, &s); err != nil {
+	if err := c.Do(e.Ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
 		return err
 	}
-	defer func() { _ = c.Do(e.Ctx, http.MethodDelete, "/v1/sessions/"+s.ID, nil, nil) }()
+	defer func() { _ = c.Do(e.Ctx, client.MethodDelete, "/v1/sessions/"+s.ID, nil, nil) }()
 	return fn(s.ID, "")
 }
 
@@ -181,7 +180,7 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 func callTool(e *Env, tc *toolCall, path, tool string, input json.RawMessage) error {
 	return tc.withSession(e, func(id, mode string) error {
 		var res client.CallResult
-		err := e.Client().Do(e.Ctx, http.MethodPost, "/v1/sessions/"+id+"/"+path,
+		err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/"+path,
 			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res)
 		if err != nil {
 			return err
@@ -299,7 +298,7 @@ func cmdDecide(e *Env, args []string) error {
 func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, explain bool) error {
 	return tc.withSession(e, func(id, mode string) error {
 		var res client.CallResult
-		if err := e.Client().Do(e.Ctx, http.MethodPost, "/v1/sessions/"+id+"/decide",
+		if err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/decide",
 			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
 			return err
 		}
@@ -333,7 +332,7 @@ func cmdTools(e *Env, args []string) error {
 		return err
 	}
 	var tl client.ToolList
-	if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/tools", nil, &tl); err != nil {
+	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/tools", nil, &tl); err != nil {
 		return err
 	}
 	if e.JSON {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -125,17 +124,14 @@ func (s *hookStore) writeCommand(cmd string) (string, error) {
 	return s.writeTemp("cmd-", cmd)
 }
 
-// writeTemp creates a new private file in the store with content.
+// writeTemp creates a new private file in the store with content. os.CreateTemp opens with
+// O_CREATE|O_EXCL and mode 0600: a name that exists, a symlink included, is never opened.
 func (s *hookStore) writeTemp(prefix, content string) (string, error) {
-	var rnd [12]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", fmt.Errorf("random name: %w", err)
-	}
-	path := filepath.Join(s.dir, prefix+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.CreateTemp(s.dir, prefix+"*")
 	if err != nil {
 		return "", fmt.Errorf("hook state: %w", err)
 	}
+	path := f.Name()
 	_, werr := io.WriteString(f, content)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {

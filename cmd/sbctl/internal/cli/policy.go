@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 
@@ -58,7 +57,7 @@ func policyShow(e *Env, args []string) error {
 	}
 	return tc.withSession(e, func(id, _ string) error {
 		var raw json.RawMessage
-		if err := e.Client().Do(e.Ctx, http.MethodGet, "/v1/sessions/"+id+"/rules", nil, &raw); err != nil {
+		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/sessions/"+id+"/rules", nil, &raw); err != nil {
 			return err
 		}
 		if e.JSON {

@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
+	"unsafe"
 
 	"github.com/sandboxd/sandboxd/client"
 )
@@ -41,9 +41,12 @@ func startProgress(e *Env) *progress {
 	return p
 }
 
+// isTerminal asks the tty driver for f's settings (TCGETS), as isatty(3) does; syscall alone,
+// since golang.org/x/sys/unix would add its init to every sbctl start.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
 }
 
 func (p *progress) tick() {

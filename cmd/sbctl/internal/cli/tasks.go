@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"text/tabwriter"
 
 	"github.com/sandboxd/sandboxd/client"
@@ -29,7 +28,7 @@ func cmdTask(e *Env, args []string) error {
 	switch sub {
 	case "ls":
 		var tl client.TaskList
-		if err := c.Do(e.Ctx, http.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
+		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
 			return err
 		}
 		if e.JSON {
