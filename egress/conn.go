@@ -1,0 +1,170 @@
+package egress
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// activity is the last time bytes moved on any of the connections sharing it, so a tunnel
+// busy in one direction is not cut for being quiet in the other.
+type activity struct{ last atomic.Int64 }
+
+func (a *activity) touch(now time.Time) { a.last.Store(now.UnixNano()) }
+
+func (a *activity) since(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, a.last.Load()))
+}
+
+// idleConn ends a connection once no bytes have moved for idle (on it or on the connections
+// sharing its activity), or, while hard is set, at that fixed deadline. It has one reader and
+// one writer at a time, which the deadline bookkeeping relies on.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+	act  *activity
+	hard atomic.Int64 // unix nanos of a fixed read deadline; 0: the rolling idle deadline
+
+	rdl, wdl time.Time // deadlines last set, to skip resetting the timer on every call
+}
+
+func newIdleConn(c net.Conn, idle time.Duration, act *activity) *idleConn {
+	if act == nil {
+		act = &activity{}
+	}
+	act.touch(time.Now())
+	return &idleConn{Conn: c, idle: idle, act: act}
+}
+
+// setHard fixes the read deadline at t (a header must arrive whole by then, however slowly it
+// trickles in); the zero time returns to the rolling idle deadline.
+func (c *idleConn) setHard(t time.Time) {
+	if t.IsZero() {
+		c.hard.Store(0)
+	} else {
+		c.hard.Store(t.UnixNano())
+	}
+	c.rdl = time.Time{}
+}
+
+// refresh moves a deadline forward only when it has used up an eighth of the idle time, so a
+// busy connection pays for a timer update now and then rather than on every read.
+func (c *idleConn) refresh(cur *time.Time, now time.Time, set func(time.Time) error) {
+	want := now.Add(c.idle)
+	if want.Sub(*cur) > c.idle/8 {
+		*cur = want
+		_ = set(want)
+	}
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	for {
+		now := time.Now()
+		if h := c.hard.Load(); h != 0 {
+			if t := time.Unix(0, h); !t.Equal(c.rdl) {
+				c.rdl = t
+				_ = c.Conn.SetReadDeadline(t)
+			}
+		} else {
+			c.refresh(&c.rdl, now, c.Conn.SetReadDeadline)
+		}
+		n, err := c.Conn.Read(p)
+		if n > 0 {
+			c.act.touch(time.Now())
+			return n, err
+		}
+		if err == nil || c.hard.Load() != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		// Quiet here, but was anything moving elsewhere within the idle time? Then wait on.
+		now = time.Now()
+		if quiet := c.act.since(now); quiet < c.idle {
+			c.rdl = now.Add(c.idle - quiet)
+			_ = c.Conn.SetReadDeadline(c.rdl)
+			continue
+		}
+		return n, err
+	}
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	c.refresh(&c.wdl, time.Now(), c.Conn.SetWriteDeadline)
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.act.touch(time.Now())
+	}
+	return n, err
+}
+
+// closeWrite passes a half-close on: the peer sees EOF but can still answer.
+func closeWrite(c net.Conn) error {
+	c = unwrap(c)
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
+
+// unwrap returns the connection under an idleConn, for calls that must bypass its deadlines.
+func unwrap(c net.Conn) net.Conn {
+	if ic, ok := c.(*idleConn); ok {
+		return ic.Conn
+	}
+	return c
+}
+
+// copyBufs holds the tunnels' copy buffers; 64 KiB moves a loopback stream in few syscalls.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// pipe copies both ways between a and b until both directions end, then closes both. An EOF
+// in one direction is passed on as a half-close; an error tears the tunnel down so the other
+// direction ends too. The caller owns pipe; pipe owns the one goroutine it starts.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		copyHalf(b, a)
+	}()
+	copyHalf(a, b)
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+}
+
+func copyHalf(dst, src net.Conn) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	_, err := io.CopyBuffer(writerOnly{dst}, readerOnly{src}, *bp)
+	if err == nil {
+		if closeWrite(dst) == nil {
+			return
+		}
+	}
+	_ = src.Close()
+	_ = dst.Close()
+}
+
+// readerOnly and writerOnly hide ReadFrom/WriteTo so io.CopyBuffer goes through idleConn's
+// Read and Write, where the idle deadline lives, instead of splicing around it.
+type readerOnly struct{ io.Reader }
+type writerOnly struct{ io.Writer }
+
+// lingerClose ends a connection after a refusal without losing the refusal: closing a socket
+// with unread input makes the kernel send a reset, which can destroy the reply before the
+// client reads it. So half-close, drain briefly, then close.
+func lingerClose(c net.Conn) {
+	c = unwrap(c)
+	_ = closeWrite(c)
+	_ = c.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(readerOnly{c}, lingerBytes))
+	_ = c.Close()
+}
+
+const (
+	lingerTime  = time.Second
+	lingerBytes = 256 << 10
+)

@@ -1,0 +1,25 @@
+package egress
+
+import "errors"
+
+var (
+	// ErrServerClosed is returned by Serve once Close has been called.
+	ErrServerClosed = errors.New("egress server closed")
+	// ErrBadRequest marks proxy input that cannot be parsed (malformed HTTP, SOCKS or host).
+	ErrBadRequest = errors.New("malformed proxy request")
+	// ErrNotProxyRequest marks an origin-form HTTP request sent to the proxy as if it were the server.
+	ErrNotProxyRequest = errors.New("not a proxy request")
+	// ErrUnsupported marks a well-formed request the proxy does not serve (SOCKS BIND or UDP
+	// ASSOCIATE, an unknown address type, an https:// absolute URL, SOCKS authentication).
+	ErrUnsupported = errors.New("unsupported proxy request")
+	// ErrDenied marks a connection the policy refused.
+	ErrDenied = errors.New("egress denied")
+	// ErrPrivateAddress marks a destination that is, or resolves to, an address in a private,
+	// loopback, link-local, metadata or otherwise non-public range not in AllowPrivate.
+	ErrPrivateAddress = errors.New("private address refused")
+	// ErrNoAddress marks a name that resolved to no address.
+	ErrNoAddress = errors.New("no address")
+	// ErrNotChecked marks an upstream dial of an address that is not an IP literal: the proxy only
+	// ever dials an address it has checked, never a name.
+	ErrNotChecked = errors.New("dial of an unchecked address")
+)

@@ -1,0 +1,342 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// denyBody is what an agent reads when it is refused. It says what happened and, because agents
+// otherwise try curl, then wget, then a raw socket, that another route will not help.
+func denyBody(hostport, reason string) string {
+	return "sandboxd egress policy denied " + hostport + ": " + reason +
+		". Do not retry through another route; ask the user to allow the domain.\n"
+}
+
+// textResponse is a complete small response; proxyStatus, if set, is an RFC 9209 error type.
+func textResponse(code int, body, proxyStatus string, closeConn bool) []byte {
+	var b strings.Builder
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(code))
+	b.WriteByte(' ')
+	b.WriteString(http.StatusText(code))
+	b.WriteString("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
+	b.WriteString(strconv.Itoa(len(body)))
+	b.WriteString("\r\n")
+	if proxyStatus != "" {
+		b.WriteString("Proxy-Status: sandboxd; error=" + proxyStatus + "\r\n")
+	}
+	if closeConn {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	return []byte(b.String())
+}
+
+const notProxyBody = "sandboxd egress proxy: this is a proxy, not a web server. Send proxy requests: " +
+	"CONNECT host:port for https, or an absolute URL (GET http://host/path) for http; " +
+	"set HTTP_PROXY/HTTPS_PROXY to this address.\n"
+
+// httpConn is one client connection speaking HTTP/1.1 to the proxy.
+type httpConn struct {
+	s       *Server
+	c       *idleConn
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	session string
+}
+
+// serveHTTP reads requests until the client closes, a request cannot continue the connection
+// (a CONNECT, a refused body, Connection: close) or ctx ends.
+func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, session string) {
+	h := &httpConn{s: s, c: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), session: session}
+	for first := true; ; first = false {
+		if !first {
+			// Between requests the connection is idle: wait for the next one's first byte with
+			// the idle deadline, then give its header the header deadline.
+			c.setHard(time.Time{})
+			if _, err := br.Peek(1); err != nil {
+				return
+			}
+			c.setHard(time.Now().Add(s.headerTimeout()))
+		}
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				h.refuse(http.StatusBadRequest, "sandboxd egress proxy: malformed request: "+err.Error()+"\n", "http_request_error")
+			}
+			return
+		}
+		c.setHard(time.Time{})
+		if !h.handle(ctx, req) {
+			return
+		}
+	}
+}
+
+// refuse answers with a small text response and ends the connection.
+func (h *httpConn) refuse(code int, body, proxyStatus string) {
+	_, _ = h.bw.Write(textResponse(code, body, proxyStatus, true))
+	_ = h.bw.Flush()
+	lingerClose(h.c)
+}
+
+// handle serves one request and reports whether the connection may carry another.
+func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
+	t, err := parseHTTP(req)
+	switch {
+	case errors.Is(err, ErrNotProxyRequest):
+		h.refuse(http.StatusBadRequest, notProxyBody, "http_request_error")
+		return false
+	case err != nil:
+		h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_error")
+		return false
+	}
+	dst, out, reason := h.s.admit(ctx, h.session, t)
+	switch out {
+	case outDenied, outPrivate:
+		ps := "http_request_denied"
+		if out == outPrivate {
+			ps = "destination_ip_prohibited"
+		}
+		// A refused request with no body leaves the connection clean for the next one.
+		keep := req.Body == http.NoBody && !req.Close && t.kind == KindHTTP
+		_, _ = h.bw.Write(textResponse(http.StatusForbidden, denyBody(t.hostport(), reason), ps, !keep))
+		_ = h.bw.Flush()
+		if !keep {
+			lingerClose(h.c)
+		}
+		return keep
+	case outResolve:
+		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: "+reason+"\n", "dns_error")
+		return false
+	}
+	if t.kind == KindConnect {
+		h.connect(ctx, t, dst)
+		return false
+	}
+	return h.forward(ctx, req, dst)
+}
+
+// connect opens the tunnel of a CONNECT request.
+func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
+	up, err := h.s.dial(ctx, dst)
+	if err != nil {
+		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: cannot reach "+t.hostport()+": "+err.Error()+"\n", "connection_refused")
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
+	defer stop()
+	if _, err := h.bw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
+		err = h.bw.Flush()
+	}
+	if err != nil {
+		_ = up.Close()
+		return
+	}
+	uc := newIdleConn(up, h.s.idleTimeout(), h.c.act)
+	// The client may have sent the start of its stream (a TLS ClientHello) right behind the
+	// CONNECT; it sits in our reader, not the socket.
+	if n := h.br.Buffered(); n > 0 {
+		b, _ := h.br.Peek(n)
+		if _, err := uc.Write(b); err != nil {
+			_ = up.Close()
+			return
+		}
+	}
+	pipe(h.c, uc)
+}
+
+// hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func removeHopHeaders(h http.Header) {
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// trackedBody is the client's request body as the transport reads it. It remembers whether the
+// body was read to its end: only then may the connection's reader serve the next request, since
+// the transport can still be reading a body after the response is done.
+type trackedBody struct {
+	r   io.Reader
+	eof atomic.Bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	if b.eof.Load() {
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// Close does not drain: draining is the connection's decision, made after the response.
+func (b *trackedBody) Close() error { return nil }
+
+// forward sends a plain HTTP request to dst and streams the response back. It reports whether
+// the connection may carry another request.
+func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.AddrPort) bool {
+	body := &trackedBody{r: req.Body}
+	if req.Body == http.NoBody {
+		body.eof.Store(true)
+	}
+	out := req.WithContext(ctx)
+	out.RequestURI = ""
+	out.Host = req.URL.Host
+	u := *req.URL
+	// The checked address goes in the URL, so the transport dials it (and pools connections by
+	// it) and never resolves the name again; the Host header keeps the name.
+	u.Host = dst.String()
+	u.Scheme = "http"
+	out.URL = &u
+	out.Header = req.Header.Clone()
+	removeHopHeaders(out.Header)
+	out.TransferEncoding = nil
+	out.Close = false
+	if req.Body != http.NoBody {
+		out.Body = body
+	}
+	if strings.EqualFold(out.Header.Get("Expect"), "100-continue") {
+		// The client waits for this before sending the body the transport is about to read.
+		out.Header.Del("Expect")
+		if req.ProtoAtLeast(1, 1) {
+			_, _ = h.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := h.bw.Flush(); err != nil {
+				return false
+			}
+		}
+	}
+
+	resp, err := h.s.transport.RoundTrip(out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		h.s.log.Debug("forward", zap.String("session", h.session), zap.Error(err))
+		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: upstream "+req.URL.Host+": "+err.Error()+"\n", "destination_unavailable")
+		return false
+	}
+	defer resp.Body.Close()
+	keep := !req.Close && !resp.Close && req.ProtoAtLeast(1, 1)
+	keep, err = h.writeResponse(req, resp, keep)
+	if err != nil {
+		h.s.log.Debug("response", zap.String("session", h.session), zap.Error(err))
+		return false
+	}
+	if !body.eof.Load() {
+		// The origin answered without reading the whole body; what is left of it sits in the
+		// connection and cannot be told apart from a next request.
+		lingerClose(h.c)
+		return false
+	}
+	return keep
+}
+
+// writeResponse streams resp to the client, flushing as the origin's bytes arrive so slow
+// streams stay live. It reports whether the connection can carry another request.
+func (h *httpConn) writeResponse(req *http.Request, resp *http.Response, keep bool) (bool, error) {
+	noBody := req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent ||
+		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200
+	chunked := false
+	if resp.StatusCode < 200 {
+		keep = false // a 101 switch despite the dropped Upgrade header: nothing sane follows
+	}
+	removeHopHeaders(resp.Header)
+	if !noBody {
+		switch {
+		case resp.ContentLength >= 0:
+			resp.Header.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+		case req.ProtoAtLeast(1, 1):
+			chunked = true
+			resp.Header.Set("Transfer-Encoding", "chunked")
+		default:
+			keep = false // an HTTP/1.0 client learns the end of an unsized body by the close
+		}
+	}
+	if !keep {
+		resp.Header.Set("Connection", "close")
+	}
+	reason := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" ")
+	if reason == "" || reason == resp.Status {
+		reason = http.StatusText(resp.StatusCode)
+	}
+	fmt.Fprintf(h.bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, reason)
+	if err := resp.Header.Write(h.bw); err != nil {
+		return false, fmt.Errorf("write response header: %w", err)
+	}
+	_, _ = h.bw.WriteString("\r\n")
+	if noBody || resp.ContentLength == 0 {
+		if err := h.bw.Flush(); err != nil {
+			return false, fmt.Errorf("write response header: %w", err)
+		}
+		return keep, nil
+	}
+	if resp.ContentLength < 0 {
+		// An unsized body is often a live stream: the client should see the header now, not
+		// with the first chunk whenever it comes.
+		if err := h.bw.Flush(); err != nil {
+			return false, fmt.Errorf("write response header: %w", err)
+		}
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var written int64
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			written += int64(n)
+			if chunked {
+				_, _ = h.bw.WriteString(strconv.FormatInt(int64(n), 16) + "\r\n")
+			}
+			_, _ = h.bw.Write(buf[:n])
+			if chunked {
+				_, _ = h.bw.WriteString("\r\n")
+			}
+			if err := h.bw.Flush(); err != nil {
+				return false, fmt.Errorf("write response body: %w", err)
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			// The client cannot be told mid-body; ending the connection is the signal.
+			return false, fmt.Errorf("read upstream body after %d bytes: %w", written, rerr)
+		}
+	}
+	if chunked {
+		_, _ = h.bw.WriteString("0\r\n\r\n")
+		if err := h.bw.Flush(); err != nil {
+			return false, fmt.Errorf("write response body: %w", err)
+		}
+	}
+	return keep, nil
+}

@@ -1,0 +1,739 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHTTPForward(t *testing.T) {
+	t.Parallel()
+	var upstreamConns atomic.Int64
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Proxy-Connection") != "" || r.Header.Get("Proxy-Authorization") != "" {
+			t.Errorf("hop-by-hop header forwarded: %v", r.Header)
+		}
+		switch r.URL.Path {
+		case "/echo":
+			n, _ := io.Copy(io.Discard, r.Body)
+			fmt.Fprintf(w, "%s %d", r.Method, n)
+		default:
+			fmt.Fprintf(w, "host=%s path=%s query=%s", r.Host, r.URL.Path, r.URL.RawQuery)
+		}
+	}))
+	origin.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			upstreamConns.Add(1)
+		}
+	}
+	origin.Start()
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("origin.test", "127.0.0.1")}
+	client := proxyClient(t, startProxy(t, s))
+
+	reused := 0
+	for i := range 5 {
+		trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
+			if ci.Reused {
+				reused++
+			}
+		}}
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://Origin.TEST.:%s/a/b?i=%d", port, i), nil)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := fmt.Sprintf("host=Origin.TEST.:%s path=/a/b query=i=%d", port, i)
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("got %d %q, want %q", resp.StatusCode, b, want)
+		}
+	}
+	if reused != 4 {
+		t.Errorf("client connection reused %d times, want 4 (keep-alive)", reused)
+	}
+	if n := upstreamConns.Load(); n != 1 {
+		t.Errorf("origin saw %d connections, want 1 (upstream reuse)", n)
+	}
+
+	// A streamed upload of unknown length arrives whole.
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for range 16 {
+			_, _ = pw.Write(chunk)
+		}
+		_ = pw.Close()
+	}()
+	resp, err := client.Post(fmt.Sprintf("http://origin.test:%s/echo", port), "application/octet-stream", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != fmt.Sprintf("POST %d", 16*64<<10) {
+		t.Errorf("upload: got %q", b)
+	}
+
+	reqs := rec.requests()
+	if len(reqs) != 6 {
+		t.Fatalf("Decide called %d times, want 6", len(reqs))
+	}
+	r0 := reqs[0]
+	if r0.Session != "s1" || r0.Kind != KindHTTP || r0.Host != "origin.test" || r0.Method != "GET" ||
+		r0.Path != "/a/b" || !r0.IP.Equal(net.IPv4(127, 0, 0, 1)) || r0.Port != atoiT(t, port) {
+		t.Errorf("request %+v", r0)
+	}
+	if reqs[5].Method != "POST" || reqs[5].Path != "/echo" {
+		t.Errorf("upload request %+v", reqs[5])
+	}
+	if evs := rec.audited(); len(evs) != 6 || !evs[0].Allowed || evs[0].Rule != "WebFetch" || evs[0].Host != "origin.test" {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+func atoiT(t testing.TB, s string) int {
+	t.Helper()
+	p, err := parsePort(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHTTPStreaming proves the response is not buffered: the first chunk reaches the client
+// while the origin is still holding the rest back.
+func TestHTTPStreaming(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = io.WriteString(w, "second\n")
+	}))
+	defer origin.Close()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	client := proxyClient(t, startProxy(t, s))
+	resp, err := client.Get(origin.URL)
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "first\n" {
+		t.Fatalf("first chunk %q, %v", line, err)
+	}
+	close(release)
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != "second\n" {
+		t.Fatalf("rest %q", rest)
+	}
+}
+
+func allowDecide(_ context.Context, _ Request) Verdict { return Verdict{Allow: true} }
+
+func TestConnectTLS(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "secret "+r.Host)
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rec := &recorder{}
+	// The httptest certificate names example.com.
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("example.com", "127.0.0.1")}
+	addr := startProxy(t, s)
+	tr := origin.Client().Transport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: addr})
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("https://example.com:" + port + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "secret example.com:"+port {
+		t.Fatalf("got %q", b)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 1 || reqs[0].Kind != KindConnect || reqs[0].Host != "example.com" || reqs[0].Method != "" || reqs[0].Path != "" {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+func TestSOCKS5(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	port := atoiT(t, portOf(t, echo))
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if r.Host == "blocked.test" {
+				return Verdict{Reason: "blocked", Rule: "WebFetch(domain:blocked.test)"}
+			}
+			return Verdict{Allow: true}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("echo.test", "127.0.0.1", "blocked.test", "127.0.0.1"),
+	}
+	addr := startProxy(t, s)
+
+	for _, tc := range []struct {
+		name string
+		atyp byte
+		host string
+	}{
+		{"domain", socksAtypDomain, "ECHO.test."},
+		{"ipv4", socksAtypIPv4, "127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, code := socksDial(t, addr, socksCmdConnect, tc.atyp, tc.host, port)
+			defer c.Close()
+			if code != socksReplyOK {
+				t.Fatalf("reply %#x", code)
+			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c, "ping"); err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 4)
+			if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+				t.Fatalf("echo %q %v", b, err)
+			}
+		})
+	}
+
+	refusals := []struct {
+		name string
+		cmd  byte
+		atyp byte
+		host string
+		want byte
+	}{
+		{"denied by policy", socksCmdConnect, socksAtypDomain, "blocked.test", socksReplyNotAllowed},
+		{"ipv6 loopback not allowed", socksCmdConnect, socksAtypIPv6, "::1", socksReplyNotAllowed},
+		{"metadata", socksCmdConnect, socksAtypIPv4, "169.254.169.254", socksReplyNotAllowed},
+		{"unknown name", socksCmdConnect, socksAtypDomain, "nowhere.test", socksReplyHostUnreachable},
+		{"bind", 0x02, socksAtypIPv4, "127.0.0.1", socksReplyCmdNotSupported},
+		{"udp associate", 0x03, socksAtypIPv4, "127.0.0.1", socksReplyCmdNotSupported},
+		{"bad address type", socksCmdConnect, 0x09, "", socksReplyAtypNotSupported},
+		{"numeric name", socksCmdConnect, socksAtypDomain, "127.1", socksReplyGeneralFailure},
+	}
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			c, code := socksDial(t, addr, tc.cmd, tc.atyp, tc.host, port)
+			defer c.Close()
+			if code != tc.want {
+				t.Fatalf("reply %#x, want %#x", code, tc.want)
+			}
+			// The proxy ends the connection after a refusal.
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+				t.Fatalf("after refusal read %d, %v; want EOF", n, err)
+			}
+		})
+	}
+
+	t.Run("no acceptable method", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Write([]byte{5, 1, 2}) // username/password only
+		var sel [2]byte
+		if _, err := io.ReadFull(c, sel[:]); err != nil || sel != [2]byte{5, 0xff} {
+			t.Fatalf("selection %v %v", sel, err)
+		}
+	})
+
+	var denied []Event
+	for _, ev := range rec.audited() {
+		if !ev.Allowed {
+			denied = append(denied, ev)
+		}
+		if ev.Kind != KindSOCKS5 {
+			t.Errorf("event kind %q", ev.Kind)
+		}
+	}
+	if len(denied) != 4 {
+		t.Errorf("denied events %+v, want 4 (policy, ::1, metadata, unresolved)", denied)
+	}
+}
+
+func TestDenials(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			return Verdict{Reason: "no rule allows " + r.Host, Rule: "network.denied_domains"}
+		}),
+		Audit:    rec.audit,
+		Resolver: newResolver("example.com", "93.184.216.34"),
+		Dialer:   failDialer{t},
+	}
+	addr := startProxy(t, s)
+
+	resp, body := rawRequest(t, addr, "GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	want := "sandboxd egress policy denied example.com:80: no rule allows example.com. Do not retry through another route; ask the user to allow the domain.\n"
+	if resp.StatusCode != 403 || body != want {
+		t.Errorf("GET: %d %q", resp.StatusCode, body)
+	}
+	if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "http_request_denied") {
+		t.Errorf("Proxy-Status %q", ps)
+	}
+	resp, body = rawRequest(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+	if resp.StatusCode != 403 || !strings.HasPrefix(body, "sandboxd egress policy denied example.com:443: no rule allows example.com. Do not retry") {
+		t.Errorf("CONNECT: %d %q", resp.StatusCode, body)
+	}
+	c, code := socksDial(t, addr, socksCmdConnect, socksAtypDomain, "example.com", 443)
+	c.Close()
+	if code != socksReplyNotAllowed {
+		t.Errorf("socks reply %#x", code)
+	}
+	evs := rec.audited()
+	if len(evs) != 3 {
+		t.Fatalf("events %+v", evs)
+	}
+	for _, ev := range evs {
+		if ev.Allowed || ev.Rule != "network.denied_domains" || !ev.IP.Equal(net.ParseIP("93.184.216.34")) {
+			t.Errorf("event %+v", ev)
+		}
+	}
+
+	// A denied request without a body leaves the connection usable: an agent's client that
+	// keeps one connection to the proxy can go on.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	_ = c2.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c2)
+	for range 2 {
+		fmt.Fprintf(c2, "GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 403 {
+			t.Fatalf("keep-alive denial: %v %v", resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+}
+
+// failDialer fails the test if the proxy dials anything.
+type failDialer struct{ t *testing.T }
+
+func (d failDialer) DialContext(_ context.Context, _, addr string) (net.Conn, error) {
+	d.t.Errorf("unexpected dial of %s", addr)
+	return nil, errors.New("no dial")
+}
+
+// TestPrivateRefused is the DNS-rebinding guard: an allowed name resolving to a private
+// address is refused before the policy is asked and before anything is dialed.
+func TestPrivateRefused(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(allowAll), Audit: rec.audit, Dialer: failDialer{t},
+		Resolver: newResolver(
+			"evil.test", "127.0.0.1",
+			"mixed.test", "93.184.216.34", "mixed.test", "10.1.2.3",
+			"meta.test", "169.254.169.254",
+			"v6meta.test", "fd00:ec2::254",
+			"mapped.test", "::ffff:192.168.1.1",
+			"cgnat.test", "100.64.1.1",
+			"nat64.test", "64:ff9b::7f00:1",
+		),
+	}
+	addr := startProxy(t, s)
+	for _, tc := range []struct{ target, want string }{
+		{"evil.test:80", "evil.test resolves to 127.0.0.1, a loopback address"},
+		{"mixed.test:80", "mixed.test resolves to 10.1.2.3, a private address"},
+		{"meta.test:80", "a cloud metadata address"},
+		{"v6meta.test:80", "a cloud metadata address"},
+		{"mapped.test:80", "resolves to 192.168.1.1, a private address"},
+		{"cgnat.test:80", "a CGNAT shared address"},
+		{"nat64.test:80", "NAT64 of a loopback"},
+		{"127.0.0.1:80", "127.0.0.1 is a loopback address"},
+		{"[::ffff:127.0.0.1]:80", "127.0.0.1 is a loopback address"},
+		{"[::1]:80", "::1 is a loopback address"},
+		{"[fd12::1]:80", "unique local"},
+		{"0.0.0.0:80", "unspecified"},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			resp, body := rawRequest(t, addr, "CONNECT "+tc.target+" HTTP/1.1\r\n\r\n")
+			if resp.StatusCode != 403 || !strings.Contains(body, tc.want) || !strings.Contains(body, "Do not retry") {
+				t.Errorf("%d %q, want 403 with %q", resp.StatusCode, body, tc.want)
+			}
+			if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "destination_ip_prohibited") {
+				t.Errorf("Proxy-Status %q", ps)
+			}
+		})
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("Decide asked %d times about refused addresses", n)
+	}
+	for _, ev := range rec.audited() {
+		if ev.Allowed || ev.Reason == "" || ev.IP == nil {
+			t.Errorf("event %+v", ev)
+		}
+	}
+}
+
+func TestIPLiteral(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	res := newResolver()
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(func(r Request) Verdict {
+		// An IP literal matches only a rule naming that IP.
+		return Verdict{Allow: r.Host == "127.0.0.1", Reason: "ip rule"}
+	}), AllowPrivate: loopback, Resolver: res}
+	client := proxyClient(t, startProxy(t, s))
+	resp, err := client.Get(origin.URL + "/lit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	if l := res.lookups(); len(l) != 0 {
+		t.Errorf("IP literal resolved: %v", l)
+	}
+	r := rec.requests()[0]
+	if r.Host != "127.0.0.1" || !r.IP.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("request %+v", r)
+	}
+	// The same address in another spelling is still the literal, not a name.
+	resp, err = client.Get(strings.Replace(origin.URL, "127.0.0.1", "[::ffff:127.0.0.1]", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("mapped literal: %d", resp.StatusCode)
+	}
+}
+
+// TestMethodPathRule: plain HTTP shows method and path, so a rule can refuse a git push while
+// fetches go through.
+func TestMethodPathRule(t *testing.T) {
+	t.Parallel()
+	var pushes atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "git-receive-pack") {
+			pushes.Add(1)
+		}
+		_, _ = io.WriteString(w, "refs")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if r.Method == "POST" && strings.HasSuffix(r.Path, "/git-receive-pack") {
+				return Verdict{Reason: "git push is not allowed", Rule: "WebFetch(POST git.test/**/git-receive-pack)"}
+			}
+			return Verdict{Allow: true}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback, Resolver: newResolver("git.test", "127.0.0.1"),
+	}
+	client := proxyClient(t, startProxy(t, s))
+	base := "http://git.test:" + port
+	resp, err := client.Get(base + "/repo.git/info/refs?service=git-receive-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("info/refs: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/repo.git/git-receive-pack", "/x/../repo.git/git-receive-pack", "/repo.git/git%2Dreceive-pack"} {
+		resp, err := client.Post(base+p, "application/x-git-receive-pack-request", strings.NewReader("0000"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || !strings.Contains(string(b), "git push is not allowed") {
+			t.Errorf("push %s: %d %q", p, resp.StatusCode, b)
+		}
+	}
+	if n := pushes.Load(); n != 0 {
+		t.Errorf("origin saw %d pushes", n)
+	}
+	evs := rec.audited()
+	if len(evs) != 4 || evs[1].Method != "POST" || evs[1].Path != "/repo.git/git-receive-pack" || evs[1].Allowed {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	s := &Server{Decide: allowDecide, Dialer: failDialer{t}}
+	addr := startProxy(t, s)
+	for _, tc := range []struct{ name, req, want string }{
+		{"origin form", "GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n", "this is a proxy, not a web server"},
+		{"https absolute", "GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n", "use CONNECT for https"},
+		{"connect without port", "CONNECT example.com HTTP/1.1\r\n\r\n", "needs host:port"},
+		{"connect port zero", "CONNECT example.com:0 HTTP/1.1\r\n\r\n", "out of range"},
+		{"bad host", "CONNECT exa_mple..com:443 HTTP/1.1\r\n\r\n", "bad label"},
+		{"numeric host", "CONNECT 0x7f000001:443 HTTP/1.1\r\n\r\n", "numeric"},
+		{"garbage", "\x16\x03\x01\x00\x05hello\r\n\r\n", "malformed request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := rawRequest(t, addr, tc.req)
+			if resp.StatusCode != 400 || !strings.Contains(body, tc.want) {
+				t.Errorf("%d %q, want 400 with %q", resp.StatusCode, body, tc.want)
+			}
+		})
+	}
+}
+
+func TestNoPolicyDenies(t *testing.T) {
+	t.Parallel()
+	s := &Server{AllowPrivate: loopback, Dialer: failDialer{t}}
+	resp, body := rawRequest(t, startProxy(t, s), "CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 403 || !strings.Contains(body, "no egress policy is configured") {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}
+
+func TestCloseEndsTunnels(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l, "s1") }()
+	c1, br1 := connectTunnel(t, l.Addr().String(), echo)
+	defer c1.Close()
+	c2, code := socksDial(t, l.Addr().String(), socksCmdConnect, socksAtypIPv4, "127.0.0.1", atoiT(t, portOf(t, echo)))
+	defer c2.Close()
+	if code != 0 {
+		t.Fatalf("socks %#x", code)
+	}
+	fmt.Fprint(c1, "x")
+	if b, err := br1.ReadByte(); err != nil || b != 'x' {
+		t.Fatalf("echo %q %v", b, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return with open tunnels")
+	}
+	if err := <-done; !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
+	for _, r := range []io.Reader{br1, c2} {
+		_ = c1.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("tunnel after Close: %v, want EOF", err)
+		}
+	}
+	if err := s.Serve(l, "s2"); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve after Close: %v", err)
+	}
+}
+
+// TestListenerCloseEndsSession: closing one session's listener ends that session's tunnels and
+// no other.
+func TestListenerCloseEndsSession(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	other := startProxy(t, s)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l, "s2") }()
+	c1, br1 := connectTunnel(t, l.Addr().String(), echo)
+	defer c1.Close()
+	c2, br2 := connectTunnel(t, other, echo)
+	defer c2.Close()
+	_ = l.Close()
+	if err := <-done; !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Serve: %v, want net.ErrClosed", err)
+	}
+	_ = c1.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br1.ReadByte(); err == nil {
+		t.Error("session s2's tunnel still open")
+	}
+	fmt.Fprint(c2, "y")
+	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := br2.ReadByte(); err != nil || b != 'y' {
+		t.Errorf("session s1's tunnel: %q %v", b, err)
+	}
+}
+
+func TestHalfClose(t *testing.T) {
+	t.Parallel()
+	// The origin reads to EOF, then answers: only a passed-on half-close gets the answer back.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		fmt.Fprintf(c, "read %d", n)
+	}()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
+	defer c.Close()
+	fmt.Fprint(c, "hello")
+	_ = c.(*net.TCPConn).CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(br)
+	if err != nil || string(b) != "read 5" {
+		t.Errorf("%q %v", b, err)
+	}
+	<-srvDone
+}
+
+func TestConnCap(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, MaxConns: 2}
+	addr := startProxy(t, s)
+	c1, _ := connectTunnel(t, addr, echo)
+	c2, _ := connectTunnel(t, addr, echo)
+	defer c2.Close()
+	resp, body := rawRequest(t, addr, "CONNECT "+echo+" HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 503 || !strings.Contains(body, "too many concurrent connections (limit 2)") {
+		t.Errorf("over cap: %d %q", resp.StatusCode, body)
+	}
+	// A SOCKS client over the cap gets SOCKS' refusal.
+	sc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sc.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = sc.Write([]byte{5, 1, 0})
+	var sel [2]byte
+	if _, err := io.ReadFull(sc, sel[:]); err != nil || sel != [2]byte{5, 0xff} {
+		t.Errorf("socks over cap: %v %v", sel, err)
+	}
+	sc.Close()
+	// A slot frees when a tunnel ends.
+	c1.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.active.Load() >= 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c3, _ := connectTunnel(t, addr, echo)
+	c3.Close()
+}
+
+func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
+	// The origin sends a byte every 20 ms for 400 ms, then goes quiet; the client never sends.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for range 20 {
+			if _, err := c.Write([]byte{'.'}); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_, _ = io.Copy(io.Discard, c) // quiet until the proxy closes
+	}()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, IdleTimeout: 150 * time.Millisecond}
+	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	b, _ := io.ReadAll(br)
+	took := time.Since(start)
+	if len(b) != 20 {
+		t.Errorf("got %d bytes, want all 20: a tunnel busy one way was cut for the other way's silence", len(b))
+	}
+	if took > 3*time.Second {
+		t.Errorf("idle tunnel ended after %v", took)
+	}
+	<-srvDone
+}
+
+func TestHeaderTimeout(t *testing.T) {
+	t.Parallel()
+	s := &Server{Decide: allowDecide, HeaderTimeout: 200 * time.Millisecond}
+	addr := startProxy(t, s)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	// A header trickled in a byte at a time still has to finish by the deadline.
+	start := time.Now()
+	for _, b := range []byte("GET http://example.com/ HTTP/1.1\r\nX: ") {
+		if _, err := c.Write([]byte{b}); err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _ = io.ReadAll(c)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("slow header kept the connection %v", took)
+	}
+}

@@ -1,0 +1,423 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Request is one connection attempt, as the policy sees it.
+type Request struct {
+	Session string
+	Kind    Kind
+	// Host is the name as asked, lowercased and without a trailing dot, or the IP literal.
+	Host string
+	Port int
+	// IP is the checked address that will be dialed (for an IP literal, the literal).
+	IP net.IP
+	// Method and Path are set for plain HTTP only; Path is decoded with dot segments removed.
+	Method string
+	Path   string
+}
+
+// Verdict is the policy's answer to a Request.
+type Verdict struct {
+	Allow  bool
+	Reason string
+	Rule   string
+}
+
+// Event is one connection decision, for the audit log (record kind net.connect).
+type Event struct {
+	Time    time.Time
+	Session string
+	Kind    Kind
+	Host    string
+	Port    int
+	IP      net.IP // nil when the name did not resolve
+	Method  string
+	Path    string
+	Allowed bool
+	Reason  string
+	Rule    string
+}
+
+// Resolver looks names up; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Dialer opens upstream connections; *net.Dialer is one.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// Defaults for the Server's zero-valued fields.
+const (
+	DefaultMaxConns      = 512
+	DefaultDialTimeout   = 10 * time.Second
+	DefaultHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout   = 5 * time.Minute
+)
+
+// Server is the filtering proxy. Set its fields before the first Serve and do not change them
+// afterwards; one Server may serve many listeners (one per session) at once.
+type Server struct {
+	// Decide is asked once per connection (per request for plain HTTP), after the destination
+	// is resolved and passed the private-address guard. Nil denies everything.
+	Decide func(ctx context.Context, r Request) Verdict
+	// Audit receives one Event per decision, synchronously, before the connection is made.
+	Audit func(Event)
+	// Resolver defaults to net.DefaultResolver.
+	Resolver Resolver
+	// Dialer defaults to a *net.Dialer with DialTimeout.
+	Dialer Dialer
+	// AllowPrivate lists the non-public ranges that may be reached anyway.
+	AllowPrivate []netip.Prefix
+	// MaxConns caps concurrent client connections over all listeners (DefaultMaxConns if 0).
+	MaxConns int
+	// DialTimeout bounds resolving plus dialing (DefaultDialTimeout if 0).
+	DialTimeout time.Duration
+	// HeaderTimeout bounds reading one request's header or SOCKS handshake (DefaultHeaderTimeout if 0).
+	HeaderTimeout time.Duration
+	// IdleTimeout ends a connection with no bytes moving either way (DefaultIdleTimeout if 0).
+	IdleTimeout time.Duration
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+
+	initOnce  sync.Once
+	log       *zap.Logger
+	transport *http.Transport
+	ctx       context.Context // cancelled by Close: every connection's context derives from it
+	cancel    context.CancelFunc
+	active    atomic.Int64 // client connections being served
+	refusing  atomic.Int64 // over-cap connections being told so
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	serving   sync.WaitGroup // one per running Serve
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.log = s.Logger
+		if s.log == nil {
+			s.log = zap.NewNop()
+		}
+		s.log = s.log.Named("egress")
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		s.listeners = make(map[net.Listener]struct{})
+		s.transport = &http.Transport{
+			Proxy:       nil, // the daemon's own proxy settings must not apply to sessions
+			DialContext: s.dialChecked,
+			// Pass the origin's encoding through untouched; the client asked for it.
+			DisableCompression: true,
+			// Only http:// is forwarded (https goes through CONNECT), so no HTTP/2.
+			TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+			ReadBufferSize:      64 << 10,
+			WriteBufferSize:     64 << 10,
+		}
+	})
+}
+
+func (s *Server) maxConns() int {
+	if s.MaxConns > 0 {
+		return s.MaxConns
+	}
+	return DefaultMaxConns
+}
+
+func (s *Server) dialTimeout() time.Duration {
+	if s.DialTimeout > 0 {
+		return s.DialTimeout
+	}
+	return DefaultDialTimeout
+}
+
+func (s *Server) headerTimeout() time.Duration {
+	if s.HeaderTimeout > 0 {
+		return s.HeaderTimeout
+	}
+	return DefaultHeaderTimeout
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// Serve accepts connections on l for session until l is closed or the Server is. Before it
+// returns it ends every connection it accepted and waits for them, so closing a session's
+// listener is how a session's egress ends. It returns ErrServerClosed after Close, or the
+// accept error otherwise (wrapping net.ErrClosed when l was closed).
+func (s *Server) Serve(l net.Listener, session string) error {
+	s.init()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.serving.Add(1)
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(s.ctx)
+	var conns sync.WaitGroup
+	defer func() {
+		cancel()
+		_ = l.Close()
+		conns.Wait()
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		s.serving.Done()
+	}()
+
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			// Out of descriptors is transient: wait for connections to end rather than spin
+			// or give the session up.
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept", zap.Error(err), zap.Duration("backoff", backoff))
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-ctx.Done():
+					return ErrServerClosed
+				}
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		backoff = 0
+		if s.active.Add(1) > int64(s.maxConns()) {
+			s.active.Add(-1)
+			s.refuseBusy(&conns, c)
+			continue
+		}
+		conns.Go(func() {
+			defer s.active.Add(-1)
+			s.serveConn(ctx, c, session)
+		})
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close stops every Serve and ends every open connection (tunnels included), then waits for
+// them. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.init()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.serving.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	var errs []error
+	for l := range s.listeners {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close listener %s: %w", l.Addr(), err))
+		}
+	}
+	s.mu.Unlock()
+	s.serving.Wait()
+	s.transport.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+// maxRefusing bounds the goroutines that explain an over-cap refusal; past it a connection is
+// just closed, so a flood cannot turn the cap itself into unbounded work.
+const maxRefusing = 16
+
+// refuseBusy tells an over-cap client why, in its own protocol, when that is cheap.
+func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn) {
+	if s.refusing.Add(1) > maxRefusing {
+		s.refusing.Add(-1)
+		_ = c.Close()
+		return
+	}
+	wg.Go(func() {
+		defer s.refusing.Add(-1)
+		_ = c.SetDeadline(time.Now().Add(lingerTime))
+		br := bufio.NewReaderSize(c, 512)
+		b, err := br.Peek(1)
+		switch {
+		case err != nil:
+		case b[0] == socksVersion:
+			// The greeting's "no acceptable method" is the only refusal SOCKS has this early.
+			_, _ = c.Write([]byte{socksVersion, socksMethodNoAcceptable})
+		default:
+			msg := "sandboxd egress proxy: too many concurrent connections (limit " +
+				strconv.Itoa(s.maxConns()) + "); close some and retry.\n"
+			_, _ = c.Write(textResponse(http.StatusServiceUnavailable, msg, "", true))
+		}
+		lingerClose(c)
+	})
+}
+
+// serveConn sniffs the protocol and hands the connection to its handler. ctx ends with the
+// listener's Serve; the connection is closed then, which unblocks whatever it waits on.
+func (s *Server) serveConn(ctx context.Context, c net.Conn, session string) {
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	defer c.Close()
+
+	ic := newIdleConn(c, s.idleTimeout(), nil)
+	ic.setHard(time.Now().Add(s.headerTimeout()))
+	br := bufio.NewReaderSize(ic, 4<<10)
+	b, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	if b[0] == socksVersion {
+		s.serveSOCKS(ctx, ic, br, session)
+		return
+	}
+	s.serveHTTP(ctx, ic, br, session)
+}
+
+// outcome is how admit ended, for the client's reply.
+type outcome int
+
+const (
+	outAllowed outcome = iota
+	outDenied          // the policy said no
+	outPrivate         // the guard said no
+	outResolve         // the name did not resolve
+)
+
+// admit resolves t once, applies the private-address guard to every address, asks the policy
+// about the address it will dial and audits the decision. The returned address is the only one
+// the caller may dial.
+//
+// WARNING: this is the egress security boundary (DNS rebinding, metadata, policy); rerun
+// TestGuard, TestPrivateRefused and TestDecide* after a change.
+func (s *Server) admit(ctx context.Context, session string, t target) (netip.AddrPort, outcome, string) {
+	ev := Event{
+		Time: time.Now(), Session: session, Kind: t.kind, Host: t.host, Port: t.port,
+		Method: t.method, Path: t.path,
+	}
+	addr := t.addr
+	if !addr.IsValid() {
+		rctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
+		addrs, err := s.resolver().LookupNetIP(rctx, "ip", t.host)
+		cancel()
+		if err == nil && len(addrs) == 0 {
+			err = ErrNoAddress
+		}
+		if err != nil {
+			ev.Reason = fmt.Sprintf("resolve %s: %v", t.host, err)
+			s.audit(ev)
+			return netip.AddrPort{}, outResolve, ev.Reason
+		}
+		// Every address is checked, not just the one dialed: a name answering with one public
+		// and one private address is a rebinding attempt whichever is dialed.
+		for _, a := range addrs {
+			if w := refusal(a, s.AllowPrivate); w != "" {
+				ev.IP = net.IP(a.Unmap().AsSlice())
+				ev.Reason = fmt.Sprintf("%s resolves to %s, a %s address", t.host, a.Unmap(), w)
+				s.audit(ev)
+				return netip.AddrPort{}, outPrivate, ev.Reason
+			}
+		}
+		addr = addrs[0].Unmap().WithZone("")
+	} else if w := refusal(addr, s.AllowPrivate); w != "" {
+		ev.IP = net.IP(addr.AsSlice())
+		ev.Reason = fmt.Sprintf("%s is a %s address", addr, w)
+		s.audit(ev)
+		return netip.AddrPort{}, outPrivate, ev.Reason
+	}
+	ev.IP = net.IP(addr.AsSlice())
+
+	v := Verdict{Reason: "no egress policy is configured"}
+	if s.Decide != nil {
+		v = s.Decide(ctx, Request{
+			Session: session, Kind: t.kind, Host: t.host, Port: t.port,
+			IP: net.IP(addr.AsSlice()), Method: t.method, Path: t.path,
+		})
+	}
+	ev.Allowed, ev.Reason, ev.Rule = v.Allow, v.Reason, v.Rule
+	s.audit(ev)
+	if !v.Allow {
+		reason := v.Reason
+		if reason == "" {
+			reason = "not allowed"
+		}
+		return netip.AddrPort{}, outDenied, reason
+	}
+	return netip.AddrPortFrom(addr, uint16(t.port)), outAllowed, v.Reason
+}
+
+func (s *Server) resolver() Resolver {
+	if s.Resolver != nil {
+		return s.Resolver
+	}
+	return net.DefaultResolver
+}
+
+func (s *Server) audit(ev Event) {
+	if s.Audit != nil {
+		s.Audit(ev)
+	}
+}
+
+// dial connects to an address admit returned.
+func (s *Server) dial(ctx context.Context, dst netip.AddrPort) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
+	defer cancel()
+	var d Dialer = s.Dialer
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	c, err := d.DialContext(ctx, "tcp", dst.String())
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", dst, err)
+	}
+	return c, nil
+}
+
+// dialChecked is the forwarding transport's dialer. The forwarder puts the checked address in
+// the URL, so addr is always an IP literal; anything else would mean a re-resolution, so it is
+// refused.
+func (s *Server) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+	dst, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotChecked, addr)
+	}
+	c, err := s.dial(ctx, dst)
+	if err != nil {
+		return nil, err
+	}
+	return newIdleConn(c, s.idleTimeout(), nil), nil
+}

@@ -1,0 +1,71 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"time"
+)
+
+// serveSOCKS serves one SOCKS5 CONNECT.
+func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, session string) {
+	t, code, err := readSOCKS(br, c)
+	if err != nil {
+		if code != 0 {
+			_, _ = c.Write(socksReply(code))
+		}
+		lingerClose(c)
+		return
+	}
+	c.setHard(time.Time{})
+	dst, out, _ := s.admit(ctx, session, t)
+	switch out {
+	case outDenied, outPrivate:
+		// SOCKS has no room for a reason; the audit event carries it.
+		_, _ = c.Write(socksReply(socksReplyNotAllowed))
+		lingerClose(c)
+		return
+	case outResolve:
+		_, _ = c.Write(socksReply(socksReplyHostUnreachable))
+		lingerClose(c)
+		return
+	}
+	up, err := s.dial(ctx, dst)
+	if err != nil {
+		_, _ = c.Write(socksReply(dialReplyCode(err)))
+		lingerClose(c)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
+	defer stop()
+	if _, err := c.Write(socksReply(socksReplyOK)); err != nil {
+		_ = up.Close()
+		return
+	}
+	uc := newIdleConn(up, s.idleTimeout(), c.act)
+	// A client may pipeline its first bytes behind the request.
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := uc.Write(b); err != nil {
+			_ = up.Close()
+			return
+		}
+	}
+	pipe(c, uc)
+}
+
+// dialReplyCode maps a dial error to the SOCKS reply that describes it best.
+func dialReplyCode(err error) byte {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return socksReplyConnRefused
+	case errors.Is(err, syscall.ENETUNREACH):
+		return socksReplyNetworkUnreachable
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.As(err, &ne) && ne.Timeout():
+		return socksReplyHostUnreachable
+	}
+	return socksReplyGeneralFailure
+}
