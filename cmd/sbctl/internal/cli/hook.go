@@ -74,7 +74,7 @@ func cmdHook(e *Env, args []string) error {
 	fs.StringVar(&hf.onUnavailable, "on-unavailable", "deny", "answer when sandboxd cannot be reached or cannot decide: deny or ask")
 	fs.StringVar(&hf.unknownTool, "unknown-tool", "ask", "answer for a tool sandboxd does not run (TodoWrite, Task, …): ask, or pass (no answer: the agent's own permissions decide)")
 	fs.StringVar(&hf.mode, "mode", "", "mode of the session and its calls (default: the agent's permission_mode when sandboxd has it)")
-	fs.DurationVar(&hf.timeout, "timeout", 30*time.Second, "own deadline; keep it under the hook's timeout in the agent's settings")
+	fs.DurationVar(&hf.timeout, "timeout", 20*time.Second, "own deadline, under the hook's timeout in the agent's settings (30 s in the README's snippet): an agent runs a call whose hook timed out")
 	fs.StringVar(&hf.stateDir, "state-dir", "", "where the hook keeps the session of each agent session (default $XDG_RUNTIME_DIR/sandboxd/hook, else ~/.cache/sandboxd/hook)")
 	fs.Var(&hf.sf.allow, "allow", "allow rule of new sessions (repeatable)")
 	fs.Var(&hf.sf.deny, "deny", "deny rule of new sessions (repeatable)")
