@@ -188,6 +188,20 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 		}
 	})
 
+	t.Run("a session the daemon lost is made again", func(t *testing.T) {
+		var l client.SessionList
+		if err := client.New(d.socket).Do(ctx, "GET", "/v1/sessions", nil, &l); err != nil || len(l.Sessions) != 1 {
+			t.Fatalf("sessions: %v %v", l.Sessions, err)
+		}
+		if err := client.New(d.socket).DeleteSession(ctx, l.Sessions[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		r := call("Bash", map[string]any{"command": "echo again"})
+		if r.IsError || !strings.Contains(text(r), "again") {
+			t.Errorf("after the session was lost: error %v, %q", r.IsError, text(r))
+		}
+	})
+
 	// The connection's session goes with the connection.
 	c := client.New(d.socket)
 	var before client.SessionList

@@ -85,16 +85,18 @@ func Cmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("create the connection's session: %w", err)
 	}
+	conn := &connSession{c: c, params: cs, id: sess.ID}
 	defer func() {
 		// The connection's ctx may be what ended: removing the session (and killing what it
 		// still runs) must not depend on it.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.DeleteSession(ctx, sess.ID); err != nil {
-			fmt.Fprintf(e.Stderr, "sbctl mcp: remove session %s: %v\n", sess.ID, err)
+		id := conn.current()
+		if err := c.DeleteSession(ctx, id); err != nil {
+			fmt.Fprintf(e.Stderr, "sbctl mcp: remove session %s: %v\n", id, err)
 		}
 	}()
-	srv, err := NewServer(e.Ctx, c, sess.ID, e.Stderr)
+	srv, err := newServer(e.Ctx, conn, e.Stderr)
 	if err != nil {
 		return err
 	}
@@ -114,16 +116,49 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// NewServer returns an MCP server whose tools run as calls in sessionID. Logs go to logw.
-func NewServer(ctx context.Context, c *client.Client, sessionID string, logw io.Writer) (*mcp.Server, error) {
-	tools, err := toolDefs(ctx, c, sessionID)
+// connSession is the connection's session. A daemon that restarted has forgotten it: the
+// next call makes it again with the same parameters, so a long-lived MCP connection outlives
+// a daemon restart.
+type connSession struct {
+	c      *client.Client
+	params client.CreateSession
+
+	mu sync.Mutex
+	id string
+}
+
+func (s *connSession) current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// renew makes a new session unless another call already replaced lost.
+func (s *connSession) renew(ctx context.Context, lost string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id != lost {
+		return s.id, nil
+	}
+	sess, err := s.c.CreateSession(ctx, s.params)
+	if err != nil {
+		return "", fmt.Errorf("make the connection's session again: %w", err)
+	}
+	s.id = sess.ID
+	return s.id, nil
+}
+
+// newServer returns an MCP server whose tools run as calls in the connection's session.
+// Logs go to logw.
+func newServer(ctx context.Context, conn *connSession, logw io.Writer) (*mcp.Server, error) {
+	tools, err := toolDefs(ctx, conn.c, conn.current())
 	if err != nil {
 		return nil, err
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Title: "sandboxd: confined tools", Version: version},
 		&mcp.ServerOptions{Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	for _, t := range tools {
-		srv.AddTool(t, handler(c, sessionID, t.Name))
+		srv.AddTool(t, handler(conn, t.Name))
 	}
 	return srv, nil
 }
@@ -193,20 +228,28 @@ func toolDefs(ctx context.Context, c *client.Client, sessionID string) ([]*mcp.T
 
 // handler runs one MCP tool call as a sandboxd call. The daemon validates the input against
 // the same schema and decides it; what it answers becomes the MCP result.
-func handler(c *client.Client, sessionID, tool string) mcp.ToolHandler {
+func handler(conn *connSession, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
 		cr := client.CallRequest{Tool: tool, Input: args}
-		var res *client.CallResult
-		var err error
 		token := req.Params.GetProgressToken()
-		if token != nil && tool == "Bash" {
-			res, err = c.Stream(ctx, sessionID, cr, progressNotifier(ctx, req, token))
-		} else {
-			res, err = c.Call(ctx, sessionID, cr)
+		run := func(id string) (*client.CallResult, error) {
+			if token != nil && tool == "Bash" {
+				return conn.c.Stream(ctx, id, cr, progressNotifier(ctx, req, token))
+			}
+			return conn.c.Call(ctx, id, cr)
+		}
+		id := conn.current()
+		res, err := run(id)
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Status == 404 && ae.Detail.Class == "not_found" {
+			// Nothing ran: the daemon did not know the session.
+			if id, err = conn.renew(ctx, id); err == nil {
+				res, err = run(id)
+			}
 		}
 		if err != nil {
 			// The daemon refused the request itself (unreachable, a bad session): a tool
