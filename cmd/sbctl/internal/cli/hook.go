@@ -109,6 +109,12 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	unavailable := func(why string) (hookOutput, bool) {
 		return decision(hf.onUnavailable, "sandboxd could not decide this call, so it is "+verb(hf.onUnavailable)+": "+why), true
 	}
+	if hf.event != "" && hf.event != "PreToolUse" {
+		// TODO(#19): record a PostToolUse outcome in the audit log once the daemon has a
+		// route for it; until then there is nothing to tell it, and no output means the
+		// agent's normal flow.
+		return hookOutput{}, false
+	}
 	raw, err := io.ReadAll(io.LimitReader(e.Stdin, maxHookInputBytes+1))
 	if err != nil {
 		return unavailable("read the hook input: " + err.Error())
@@ -120,17 +126,8 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return unavailable("the hook input is not the expected JSON: " + err.Error())
 	}
-	event := hf.event
-	if event == "" {
-		event = in.HookEventName
-	}
-	switch event {
-	case "", "PreToolUse":
-	case "PostToolUse":
-		// TODO(#19): record the outcome in the audit log once the daemon has a route for it;
-		// until then there is nothing to tell it, and no output means the agent's normal flow.
-		return hookOutput{}, false
-	default:
+	if hf.event == "" && in.HookEventName != "" && in.HookEventName != "PreToolUse" {
+		// PostToolUse (see above), or an event this command does not answer.
 		return hookOutput{}, false
 	}
 	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
@@ -195,7 +192,8 @@ func verb(behavior string) string {
 
 func decision(behavior, why string) hookOutput {
 	if len(why) > maxReasonChars {
-		why = why[:maxReasonChars] + "…"
+		// Cut on a character boundary: the agent reads the reason as UTF-8 text.
+		why = strings.ToValidUTF8(why[:maxReasonChars], "") + "…"
 	}
 	return hookOutput{HookSpecificOutput: hookDecision{HookEventName: "PreToolUse", PermissionDecision: behavior, PermissionDecisionReason: why}}
 }
