@@ -52,7 +52,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return fmt.Errorf("read response: %w", err)
+		return fmt.Errorf("read response: %w", ctxOr(ctx, err))
 	}
 	if cr, ok := out.(*CallResult); ok && len(data) > 0 && resp.StatusCode != 404 {
 		if err := json.Unmarshal(data, cr); err == nil && cr.Tool != "" {
@@ -98,7 +98,7 @@ func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, 
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
+		return nil, fmt.Errorf("read stream: %w", ctxOr(ctx, err))
 	}
 	return nil, errors.New("the daemon closed the stream before the result")
 }
@@ -231,4 +231,13 @@ func statusError(status int, data []byte) error {
 		return &APIError{Status: status, Detail: ErrorDetail{Class: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}}
 	}
 	return &APIError{Status: status, Detail: eb.Error}
+}
+
+// ctxOr is ctx's error when ctx ended (cancelling closes the connection, so the read that
+// failed says only that), else err.
+func ctxOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

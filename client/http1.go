@@ -36,9 +36,6 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	if err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	fail := func(err error) (*response, error) {
 		stop()

@@ -91,6 +91,10 @@ type CallRequest struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Mode      string          `json:"mode,omitempty"`
+	// WaitMS is how long an ask waits for its approval's answer (0: not at all).
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// ApprovalID resumes the call that created this approval.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Decision is the policy's answer for one call, with why (permission.Decision).
@@ -103,6 +107,17 @@ type Decision struct {
 	Route    string   `json:"route,omitempty"`
 	ReadOnly bool     `json:"read_only,omitempty"`
 	Trace    []string `json:"trace,omitempty"`
+	// Auto lists what each stage of auto mode said about an ask routed to the classifier.
+	Auto []AutoStage `json:"auto,omitempty"`
+	// ApprovalID names the pending approval an unanswered ask created (or answered one).
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// AutoStage is one auto-mode stage's verdict (permission.AutoStage).
+type AutoStage struct {
+	Stage   int    `json:"stage"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
 }
 
 // Block is one content block of a result (executor.Block).
@@ -123,6 +138,8 @@ type CallResult struct {
 	Data      map[string]any `json:"data"`
 	Extra     []string       `json:"extra_messages,omitempty"`
 	Error     *ErrorDetail   `json:"error"`
+	// ApprovalID names the pending approval of an unanswered ask (also decision.approval_id).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Event is a running call's progress event (executor.Event).

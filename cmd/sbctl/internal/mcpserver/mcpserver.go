@@ -298,8 +298,12 @@ func toResult(res *client.CallResult) *mcp.CallToolResult {
 	case d.Behavior == client.Deny:
 		return errorResult("Denied by sandboxd: " + why(d))
 	case d.Behavior == client.Ask:
+		pending := ""
+		if id := res.ApprovalID; id != "" {
+			pending = " It waits as approval " + id + " in sandboxd's approval queue."
+		}
 		return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and this MCP session has " +
-			"no one to ask, so it did not run. " + why(d) + ". To run it, the user can allow it with a rule " +
+			"no one to ask, so it did not run. " + why(d) + "." + pending + " To run it, the user can allow it with a rule " +
 			"(sbctl mcp --allow 'RULE') or start the server in a mode that allows it (--mode acceptEdits or bypassPermissions).")
 	case d.Behavior != client.Allow:
 		return errorResult("sandboxd did not allow this call: " + why(d))
