@@ -120,10 +120,15 @@ func unwrap(c net.Conn) net.Conn {
 // copyBufs holds the tunnels' copy buffers; 64 KiB moves a loopback stream in few syscalls.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// pipe copies both ways between a and b until both directions end, then closes both. An EOF
+// pipe copies both ways between a and b until both directions end or nothing has moved for
+// idle, then closes both. An EOF
 // in one direction is passed on as a half-close; an error tears the tunnel down so the other
 // direction ends too. The caller owns pipe; pipe owns the one goroutine it starts.
-func pipe(a, b net.Conn) {
+func pipe(a, b net.Conn, idle time.Duration, splice bool) {
+	if ta, tb, ok := spliceable(a, b); ok && splice {
+		pipeSplice(ta, tb, idle)
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -156,7 +156,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 			return
 		}
 	}
-	pipe(h.c, uc)
+	pipe(h.c, uc, h.s.idleTimeout(), !h.s.noSplice)
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

@@ -97,6 +97,8 @@ type Server struct {
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
 
+	noSplice bool // tests and the benchmark's A/B: tunnels copy through user space
+
 	initOnce  sync.Once
 	log       *zap.Logger
 	transport *http.Transport

@@ -53,7 +53,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 			return
 		}
 	}
-	pipe(c, uc)
+	pipe(c, uc, s.idleTimeout(), !s.noSplice)
 }
 
 // dialReplyCode maps a dial error to the SOCKS reply that describes it best.

@@ -1,0 +1,88 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// FuzzParseRequest feeds untrusted bytes to the first-request parser (SOCKS5 or HTTP). It must
+// never panic, and whatever it accepts must be a target the policy can match safely: a
+// normalized host, a valid port, and for plain HTTP a method and a clean path.
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{
+		"GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n",
+		"POST http://git.example/r.git/git-receive-pack HTTP/1.1\r\nContent-Length: 4\r\n\r\n0000",
+		"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+		"CONNECT [::1]:443 HTTP/1.1\r\n\r\n",
+		"CONNECT [::ffff:127.0.0.1]:443 HTTP/1.1\r\n\r\n",
+		"GET /origin HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://EXAMPLE.com./../x HTTP/1.0\r\n\r\n",
+		"\x05\x01\x00\x05\x01\x00\x03\x0bexample.com\x01\xbb",
+		"\x05\x01\x00\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x50",
+		"\x05\x01\x00\x05\x01\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x50",
+		"\x05\x01\x00\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00",
+		"\x05\x02\x01\x02",
+		"\x05\x01\x00\x05\x01\x00\x03\x00\x00\x50",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var w bytes.Buffer
+		tg, req, code, err := parseFirst(bufio.NewReader(bytes.NewReader(data)), &w)
+		if w.Len() > 2 {
+			t.Fatalf("greeting answer of %d bytes", w.Len())
+		}
+		if err != nil {
+			if req != nil && req.Body != nil {
+				_, _ = io.Copy(io.Discard, req.Body)
+			}
+			if code != 0 && tg.kind != KindSOCKS5 {
+				t.Fatalf("SOCKS reply code %#x for a %q request", code, tg.kind)
+			}
+			return
+		}
+		if code != 0 {
+			t.Fatalf("reply code %#x with no error", code)
+		}
+		switch tg.kind {
+		case KindHTTP:
+			if req == nil || tg.method == "" || !strings.HasPrefix(tg.path, "/") {
+				t.Fatalf("http target %+v", tg)
+			}
+		case KindConnect:
+			if req == nil || tg.method != "" || tg.path != "" {
+				t.Fatalf("connect target %+v", tg)
+			}
+		case KindSOCKS5:
+			if req != nil {
+				t.Fatalf("socks target with an HTTP request")
+			}
+		default:
+			t.Fatalf("kind %q", tg.kind)
+		}
+		if tg.port < 1 || tg.port > 65535 {
+			t.Fatalf("port %d", tg.port)
+		}
+		if tg.addr.IsValid() {
+			if tg.addr.Is4In6() || tg.addr.Zone() != "" || tg.host != tg.addr.String() {
+				t.Fatalf("literal %q vs %v", tg.host, tg.addr)
+			}
+			return
+		}
+		if _, err := netip.ParseAddr(tg.host); err == nil {
+			t.Fatalf("IP literal %q accepted as a name", tg.host)
+		}
+		if tg.host == "" || tg.host != strings.ToLower(tg.host) || strings.HasSuffix(tg.host, ".") ||
+			strings.ContainsAny(tg.host, " /@:%[]\\\x00") {
+			t.Fatalf("host %q not normalized", tg.host)
+		}
+		// Normalizing is idempotent: a rule written with the normalized name matches it.
+		if again, _, err := normalizeHost(tg.host); err != nil || again != tg.host {
+			t.Fatalf("normalize(%q) = %q, %v", tg.host, again, err)
+		}
+	})
+}
