@@ -1,0 +1,307 @@
+package approval
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Approval is one question as the people who may answer it see it.
+type Approval struct {
+	ID string `json:"id"`
+	// Session is the session whose call asks; ParentSession, when the ask bubbled up, the
+	// session whose queue holds it (whose owner answers).
+	Session       string `json:"session"`
+	ParentSession string `json:"parent_session,omitempty"`
+	// Owner is the uid that may answer (the queue session's owner; root may too).
+	Owner uint32 `json:"owner_uid"`
+	Tool  string `json:"tool"`
+	// Input is the decided input, redacted like the audit log.
+	Input  json.RawMessage `json:"input"`
+	Reason string          `json:"reason"`
+	// SuggestedRules would allow the call next time; the first is what remember adds.
+	SuggestedRules []string  `json:"suggested_rules"`
+	Preview        *Preview  `json:"preview,omitempty"`
+	Created        time.Time `json:"created"`
+	Expires        time.Time `json:"expires"`
+}
+
+// Preview is what an approved edit writes: approving applies exactly Content to Path, and
+// only while the file still has the digest it had when the preview was made.
+type Preview struct {
+	Path string `json:"path"`
+	// Diff is a unified diff of the current file against the new content.
+	Diff string `json:"diff"`
+	// Exists says whether the file existed; SHA256 is its content's digest then.
+	Exists bool   `json:"exists"`
+	SHA256 string `json:"sha256,omitempty"`
+	// NewSHA256 is the digest of Content, so a UI can show what it approves.
+	NewSHA256 string `json:"new_sha256"`
+	Content   []byte `json:"-"`
+}
+
+// Answer is a person's answer.
+type Answer string
+
+// The two answers.
+const (
+	Allow Answer = "allow"
+	Deny  Answer = "deny"
+)
+
+// Resolution is how an approval ended.
+type Resolution struct {
+	Answer Answer `json:"answer"`
+	// Remember is the settings source the suggested rule was added to ("" for once).
+	Remember string `json:"remember,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// By says who answered: "uid:N", "hook" or "expiry".
+	By   string    `json:"by"`
+	When time.Time `json:"when"`
+}
+
+// Event is one line of the approvals stream.
+type Event struct {
+	Type       string      `json:"type"` // created, answered, expired
+	Approval   Approval    `json:"approval"`
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// MaxPendingPerOwner bounds one uid's unanswered approvals: past it an ask is not queued
+// (it stays an ask, nothing runs), so one user's agent cannot grow the daemon.
+const MaxPendingPerOwner = 256
+
+// subBuffer is how many events a stream may fall behind before it is cut off.
+const subBuffer = 64
+
+type entry struct {
+	a       Approval
+	payload any
+	done    chan struct{}
+	res     *Resolution
+}
+
+// Sub is one stream of events.
+type Sub struct {
+	C      <-chan Event
+	c      chan Event
+	filter func(Approval) bool
+}
+
+// Queue holds the pending approvals of every owner. Its zero value is not usable: NewQueue.
+type Queue struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+	subs    map[*Sub]struct{}
+}
+
+// NewQueue returns an empty queue.
+func NewQueue() *Queue {
+	return &Queue{entries: map[string]*entry{}, subs: map[*Sub]struct{}{}}
+}
+
+func newID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error()) // the kernel's CSPRNG does not fail on Linux
+	}
+	return "ap_" + hex.EncodeToString(b[:])
+}
+
+// Add queues a for ttl; payload is the asker's (the pipeline's call state) and comes back
+// with Take. It fills in ID, Created and Expires.
+func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error) {
+	now := time.Now().UTC()
+	a.ID, a.Created, a.Expires = newID(), now, now.Add(ttl)
+	if a.SuggestedRules == nil {
+		a.SuggestedRules = []string{}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, e := range q.entries {
+		if e.res == nil && e.a.Owner == a.Owner {
+			n++
+		}
+	}
+	if n >= MaxPendingPerOwner {
+		return Approval{}, fmt.Errorf("%w: uid %d has %d unanswered", ErrFull, a.Owner, n)
+	}
+	q.entries[a.ID] = &entry{a: a, payload: payload, done: make(chan struct{})}
+	q.publish(Event{Type: "created", Approval: a})
+	return a, nil
+}
+
+// Get returns an approval, answered or not, that has not been taken.
+func (q *Queue) Get(id string) (Approval, *Resolution, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[id]
+	if !ok {
+		return Approval{}, nil, false
+	}
+	return e.a, e.res, true
+}
+
+// Wait blocks until the approval is answered, d passes or ctx ends, and returns its
+// resolution (nil when unanswered).
+func (q *Queue) Wait(ctx context.Context, id string, d time.Duration) (*Resolution, error) {
+	q.mu.Lock()
+	e, ok := q.entries[id]
+	q.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-e.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return e.res, nil
+}
+
+// Resolve answers a pending approval. may is checked under the queue's lock: false reports
+// ErrNotFound (the caller may not see it).
+func (q *Queue) Resolve(id string, res Resolution, may func(Approval) bool) (Approval, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[id]
+	if !ok || (may != nil && !may(e.a)) {
+		return Approval{}, ErrNotFound
+	}
+	if e.res != nil {
+		return Approval{}, ErrAnswered
+	}
+	if res.When.IsZero() {
+		res.When = time.Now().UTC()
+	}
+	e.res = &res
+	close(e.done)
+	typ := "answered"
+	if res.By == "expiry" {
+		typ = "expired"
+	}
+	q.publish(Event{Type: typ, Approval: e.a, Resolution: &res})
+	return e.a, nil
+}
+
+// Take removes an answered approval and returns its payload and resolution, once: the call
+// it holds runs at most once. An unanswered one is left alone (ok false).
+func (q *Queue) Take(id string) (payload any, res *Resolution, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, found := q.entries[id]
+	if !found || e.res == nil {
+		return nil, nil, false
+	}
+	delete(q.entries, id)
+	return e.payload, e.res, true
+}
+
+// Pending lists the unanswered approvals keep accepts, oldest first.
+func (q *Queue) Pending(keep func(Approval) bool) []Approval {
+	q.mu.Lock()
+	out := []Approval{}
+	for _, e := range q.entries {
+		if e.res == nil && (keep == nil || keep(e.a)) {
+			out = append(out, e.a)
+		}
+	}
+	q.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Expire denies every unanswered approval past its expiry (a deny: a question nobody
+// answered never becomes an allow) and drops answered ones nobody took by then. It returns
+// the approvals it denied.
+func (q *Queue) Expire(now time.Time) []Approval {
+	var denied []Approval
+	q.mu.Lock()
+	var ids []string
+	for id, e := range q.entries {
+		if now.Before(e.a.Expires) {
+			continue
+		}
+		if e.res != nil {
+			delete(q.entries, id) // answered, never taken: its caller gave up
+			continue
+		}
+		ids = append(ids, id)
+	}
+	q.mu.Unlock()
+	for _, id := range ids {
+		a, _, _ := q.Get(id)
+		msg := fmt.Sprintf("approval expired after %s with no answer; denied", a.Expires.Sub(a.Created).Round(time.Second))
+		if got, err := q.Resolve(id, Resolution{Answer: Deny, Message: msg, By: "expiry"}, nil); err == nil {
+			denied = append(denied, got)
+		}
+	}
+	return denied
+}
+
+// Subscribe streams the events of approvals keep accepts. A subscriber that falls
+// subBuffer events behind is cut off (its channel closes) rather than slowing the queue.
+func (q *Queue) Subscribe(keep func(Approval) bool) (*Sub, func()) {
+	c := make(chan Event, subBuffer)
+	s := &Sub{C: c, c: c, filter: keep}
+	q.mu.Lock()
+	q.subs[s] = struct{}{}
+	q.mu.Unlock()
+	return s, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if _, ok := q.subs[s]; ok {
+			delete(q.subs, s)
+			close(s.c)
+		}
+	}
+}
+
+// publish sends ev to its subscribers; q.mu is held.
+func (q *Queue) publish(ev Event) {
+	for s := range q.subs {
+		if s.filter != nil && !s.filter(ev.Approval) {
+			continue
+		}
+		select {
+		case s.c <- ev:
+		default:
+			delete(q.subs, s)
+			close(s.c)
+		}
+	}
+}
+
+// DropSession denies the unanswered approvals of a deleted session (asked by it or queued
+// for it): nobody can run their calls any more.
+func (q *Queue) DropSession(id string) {
+	q.mu.Lock()
+	var ids []string
+	for aid, e := range q.entries {
+		if e.a.Session == id || e.a.ParentSession == id {
+			if e.res == nil {
+				ids = append(ids, aid)
+			} else {
+				delete(q.entries, aid)
+			}
+		}
+	}
+	q.mu.Unlock()
+	for _, aid := range ids {
+		_, _ = q.Resolve(aid, Resolution{Answer: Deny, Message: "the session was deleted; denied", By: "session_deleted"}, nil)
+		q.Take(aid)
+	}
+}
