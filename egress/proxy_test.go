@@ -46,7 +46,8 @@ func TestHTTPForward(t *testing.T) {
 	rec := &recorder{}
 	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback,
 		Resolver: newResolver("origin.test", "127.0.0.1")}
-	client := proxyClient(t, startProxy(t, s))
+	proxyAddr := startProxy(t, s)
+	client := proxyClient(t, proxyAddr)
 
 	reused := 0
 	for i := range 5 {
@@ -94,9 +95,57 @@ func TestHTTPForward(t *testing.T) {
 		t.Errorf("upload: got %q", b)
 	}
 
+	// A sized upload, then a request on the same connection: the body was consumed exactly.
+	var reusedAfterPost bool
+	resp, err = client.Post(fmt.Sprintf("http://origin.test:%s/echo", port), "text/plain", strings.NewReader("12345"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "POST 5" {
+		t.Errorf("sized upload: got %q", b)
+	}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://origin.test:%s/after", port), nil)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(ci httptrace.GotConnInfo) { reusedAfterPost = ci.Reused },
+	}))
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !reusedAfterPost {
+		t.Error("connection not kept alive after a sized upload")
+	}
+
+	// curl's large uploads wait for 100 Continue before sending the body.
+	c, err := net.Dial("tcp", proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "PUT http://origin.test:%s/echo HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", port)
+	cbr := bufio.NewReader(c)
+	line, err := cbr.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("expected 100 Continue, got %q %v", line, err)
+	}
+	_, _ = cbr.ReadString('\n')
+	_, _ = io.WriteString(c, "abc")
+	resp, err = http.ReadResponse(cbr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	if string(b) != "PUT 3" {
+		t.Errorf("after 100 Continue: %q", b)
+	}
+
 	reqs := rec.requests()
-	if len(reqs) != 6 {
-		t.Fatalf("Decide called %d times, want 6", len(reqs))
+	if len(reqs) != 9 {
+		t.Fatalf("Decide called %d times, want 9", len(reqs))
 	}
 	r0 := reqs[0]
 	if r0.Session != "s1" || r0.Kind != KindHTTP || r0.Host != "origin.test" || r0.Method != "GET" ||
@@ -106,7 +155,7 @@ func TestHTTPForward(t *testing.T) {
 	if reqs[5].Method != "POST" || reqs[5].Path != "/echo" {
 		t.Errorf("upload request %+v", reqs[5])
 	}
-	if evs := rec.audited(); len(evs) != 6 || !evs[0].Allowed || evs[0].Rule != "WebFetch" || evs[0].Host != "origin.test" {
+	if evs := rec.audited(); len(evs) != 9 || !evs[0].Allowed || evs[0].Rule != "WebFetch" || evs[0].Host != "origin.test" {
 		t.Errorf("events %+v", evs)
 	}
 }
