@@ -141,7 +141,13 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		mode = in.PermissionMode
 	}
 	c := e.Client()
-	store, err := newHookStore(hf.stateDir, e.Socket, in.SessionID, in.Cwd)
+	// The socket by its absolute path: it keys the state and goes into the rewrite, which the
+	// agent's shell runs from wherever it then is.
+	socket, err := filepath.Abs(e.Socket)
+	if err != nil {
+		return unavailable("socket path: " + err.Error())
+	}
+	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd)
 	if err != nil {
 		return unavailable(err.Error())
 	}
@@ -174,7 +180,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		return out, true
 	}
 	if hf.confine && in.ToolName == "Bash" {
-		upd, err := confineBash(e, store, sid, mode, d.Behavior, in.ToolInput)
+		upd, err := confineBash(socket, store, sid, mode, d.Behavior, in.ToolInput)
 		if err != nil {
 			return decision(client.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
 		}
@@ -267,7 +273,7 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 // with its command replaced by one that runs the original through sandboxd in session sid.
 // The original never passes through a shell's parser on the way: the rewrite names the file
 // and its digest, so no quoting can break it.
-func confineBash(e *Env, store *hookStore, sid, mode, behavior string, raw json.RawMessage) (map[string]any, error) {
+func confineBash(socket string, store *hookStore, sid, mode, behavior string, raw json.RawMessage) (map[string]any, error) {
 	var in map[string]any
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("decode the Bash input: %w", err)
@@ -288,7 +294,7 @@ func confineBash(e *Env, store *hookStore, sid, mode, behavior string, raw json.
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(cmd))
-	argv := []string{self, "--socket", e.Socket, "bash", "--session", sid}
+	argv := []string{self, "--socket", socket, "bash", "--session", sid}
 	switch {
 	case behavior == client.Ask:
 		// The agent asks its user before it runs this; once they approve, the command runs
