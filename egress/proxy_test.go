@@ -556,6 +556,7 @@ func TestBadRequests(t *testing.T) {
 		{"origin form", "GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n", "this is a proxy, not a web server"},
 		{"https absolute", "GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n", "use CONNECT for https"},
 		{"connect without port", "CONNECT example.com HTTP/1.1\r\n\r\n", "needs host:port"},
+		{"connect empty port", "CONNECT example.com: HTTP/1.1\r\n\r\n", "bad port"},
 		{"connect port zero", "CONNECT example.com:0 HTTP/1.1\r\n\r\n", "out of range"},
 		{"bad host", "CONNECT exa_mple..com:443 HTTP/1.1\r\n\r\n", "bad label"},
 		{"numeric host", "CONNECT 0x7f000001:443 HTTP/1.1\r\n\r\n", "numeric"},

@@ -123,9 +123,9 @@ func parsePort(s string) (int, error) {
 // parseHostPort splits an authority; defPort is used when it has none (0: a port is required).
 func parseHostPort(authority string, defPort int) (target, error) {
 	var t target
-	hostPart, portPart := authority, ""
+	hostPart, portPart, hasPort := authority, "", false
 	if h, p, err := net.SplitHostPort(authority); err == nil {
-		hostPart, portPart = h, p
+		hostPart, portPart, hasPort = h, p, true
 	} else if defPort == 0 {
 		return t, fmt.Errorf("%w: %q needs host:port", ErrBadRequest, authority)
 	}
@@ -134,7 +134,8 @@ func parseHostPort(authority string, defPort int) (target, error) {
 		return t, err
 	}
 	t.host, t.addr, t.port = host, addr, defPort
-	if portPart != "" {
+	// "host:" has a port, an empty one: refused, never taken as the default or as 0.
+	if hasPort {
 		if t.port, err = parsePort(portPart); err != nil {
 			return t, err
 		}
