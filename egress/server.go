@@ -324,7 +324,7 @@ const (
 // the caller may dial.
 //
 // WARNING: this is the egress security boundary (DNS rebinding, metadata, policy); rerun
-// TestGuard, TestPrivateRefused and TestDecide* after a change.
+// TestGuard, TestPrivateRefused, TestIPLiteral and TestDenials after a change.
 func (s *Server) admit(ctx context.Context, session string, t target) (netip.AddrPort, outcome, string) {
 	ev := Event{
 		Time: time.Now(), Session: session, Kind: t.kind, Host: t.host, Port: t.port,
