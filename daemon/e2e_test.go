@@ -28,8 +28,11 @@ func buildSbctl(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(dir, "sbctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sbctl").CombinedOutput(); err != nil {
-		t.Fatalf("build sbctl: %v\n%s", err, out)
+	// sbctl-full beside it: the offline commands (classify, policy, audit verify --dir) run there.
+	for out, pkg := range map[string]string{bin: "../cmd/sbctl", filepath.Join(dir, "sbctl-full"): "../cmd/sbctl/full"} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
 	}
 	return bin
 }
