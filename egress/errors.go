@@ -12,11 +12,6 @@ var (
 	// ErrUnsupported marks a well-formed request the proxy does not serve (SOCKS BIND or UDP
 	// ASSOCIATE, an unknown address type, an https:// absolute URL, SOCKS authentication).
 	ErrUnsupported = errors.New("unsupported proxy request")
-	// ErrDenied marks a connection the policy refused.
-	ErrDenied = errors.New("egress denied")
-	// ErrPrivateAddress marks a destination that is, or resolves to, an address in a private,
-	// loopback, link-local, metadata or otherwise non-public range not in AllowPrivate.
-	ErrPrivateAddress = errors.New("private address refused")
 	// ErrNoAddress marks a name that resolved to no address.
 	ErrNoAddress = errors.New("no address")
 	// ErrNotChecked marks an upstream dial of an address that is not an IP literal: the proxy only
