@@ -59,7 +59,38 @@ type Decision struct {
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Trace lists the chain steps evaluated, for --explain.
 	Trace []string `json:"trace,omitempty"`
+	// Auto lists what each stage of auto mode said about an ask routed to the classifier.
+	Auto []AutoStage `json:"auto,omitempty"`
+	// ApprovalID names the pending approval an unanswered ask created (or answered one).
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// AutoStage is one auto-mode stage's verdict: stage 1 is the daemon's deterministic risk
+// rules, stage 2 the external classifier.
+type AutoStage struct {
+	Stage   int    `json:"stage"`
+	Verdict string `json:"verdict"` // allow, deny, ask, ambiguous (stage 1), error (stage 2)
+	Reason  string `json:"reason"`
 }
 
 // Denied reports whether the decision lets the call run: only an explicit allow does.
 func (d Decision) Denied() bool { return d.Behavior != Allow }
+
+// Rank orders modes by how much runs unasked: plan < default = dontAsk < acceptEdits < auto <
+// bypassPermissions. dontAsk allows no more than default (it only never asks). bubble has no
+// rank of its own: it counts as its parent's (ok is false for it and for unknown modes).
+func Rank(m Mode) (rank int, ok bool) {
+	switch m {
+	case ModePlan:
+		return 0, true
+	case ModeDefault, ModeDontAsk:
+		return 1, true
+	case ModeAcceptEdits:
+		return 2, true
+	case ModeAuto:
+		return 3, true
+	case ModeBypassPermissions:
+		return 4, true
+	}
+	return 0, false
+}

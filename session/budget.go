@@ -60,3 +60,10 @@ func (b *Budget) Total() int64 {
 
 // Limit is the budget's size.
 func (b *Budget) Limit() int64 { return b.limit }
+
+// Clone returns an independent copy (a sub-agent's starting budget).
+func (b *Budget) Clone() *Budget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return &Budget{limit: b.limit, total: b.total, results: append([]BudgetEntry(nil), b.results...)}
+}

@@ -88,3 +88,16 @@ func (rs *ReadState) Len() int {
 	defer rs.mu.Unlock()
 	return rs.order.Len()
 }
+
+// Clone returns an independent copy (a sub-agent's starting state).
+func (rs *ReadState) Clone() *ReadState {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := NewReadState(rs.maxBytes)
+	for el := rs.order.Back(); el != nil; el = el.Prev() {
+		fr := el.Value.(FileRead)
+		out.byPath[fr.Path] = out.order.PushFront(fr)
+		out.used += entryCost(fr)
+	}
+	return out
+}

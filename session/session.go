@@ -59,6 +59,18 @@ type Session struct {
 	// with it until a rebuild succeeds (never the old rules, which may be looser).
 	suspended atomic.Pointer[string]
 
+	// Parent is the session this one was created under (nil for a top-level session). A
+	// child reads its parent's mode to bound its own and routes bubbled asks to it; it never
+	// changes it.
+	Parent *Session
+	// Inherited are the rules of the parent chain, fixed at creation: the child's rule set is
+	// these plus its own, so a child's allow never outweighs a parent's deny or ask.
+	Inherited Rules
+	// Denials counts auto mode's classifier denials (its own, never the parent's).
+	Denials Denials
+	// History is the session's last calls, for auto mode's classifier.
+	History History
+
 	// Reads is the read-file state used by Write and Edit staleness checks.
 	Reads *ReadState
 	// Budget tracks the aggregate size of results returned to the agent.
@@ -136,6 +148,51 @@ func (s *Session) Inside(p string) bool {
 // Within reports whether the clean absolute path p is d or lies below it.
 func Within(p, d string) bool {
 	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
+}
+
+// Denials tracks auto mode's classifier denials: past maxConsecutive in a row or maxTotal in
+// all, the session's asks go to a person instead of the classifier.
+type Denials struct {
+	mu          sync.Mutex
+	consecutive int
+	total       int
+}
+
+// Denial-tracking thresholds of auto mode.
+const (
+	MaxConsecutiveDenials = 3
+	MaxTotalDenials       = 20
+)
+
+// Record counts one classifier verdict: a deny, or anything else (which ends a streak).
+func (d *Denials) Record(denied bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !denied {
+		d.consecutive = 0
+		return
+	}
+	d.consecutive++
+	d.total++
+}
+
+// Exhausted reports whether the classifier has denied often enough that a person decides.
+func (d *Denials) Exhausted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.consecutive >= MaxConsecutiveDenials || d.total >= MaxTotalDenials
+}
+
+// EffectiveMode is the mode whose rank bounds the session: its own, or for bubble the first
+// ancestor's that is not bubble (bubble counts as its parent's). A bubble session without a
+// parent counts as default.
+func (s *Session) EffectiveMode() permission.Mode {
+	for cur := s; cur != nil; cur = cur.Parent {
+		if m := cur.Mode(); m != permission.ModeBubble {
+			return m
+		}
+	}
+	return permission.ModeDefault
 }
 
 // Update is a change to a session; nil fields are left alone.

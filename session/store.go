@@ -20,6 +20,9 @@ type Params struct {
 	Mode           permission.Mode
 	Rules          Rules
 	ParentID       string
+	// Parent is the parent session (the caller looked it up as ParentID); the child copies
+	// its read-file state and result budget and inherits its rules.
+	Parent         *Session
 	PersistCwd     bool
 	TrustProject   bool
 	ReadStateBytes int64
@@ -44,11 +47,39 @@ func (st *Store) Create(owner Caller, p Params) *Session {
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),
 	}
+	if par := p.Parent; par != nil {
+		// A sub-agent starts from what its parent has seen and spent, on copies: nothing it
+		// does reaches back into the parent.
+		s.Parent = par
+		s.Reads = par.Reads.Clone()
+		s.Budget = par.Budget.Clone()
+		ps := par.Snapshot()
+		s.Inherited = mergeRules(par.Inherited, ps.Rules)
+	}
 	st.mu.Lock()
 	st.sessions[s.ID] = s
 	st.mu.Unlock()
 	return s
 }
+
+// mergeRules is a followed by b, without repeats.
+func mergeRules(a, b Rules) Rules {
+	cat := func(x, y []string) []string {
+		seen := map[string]bool{}
+		var out []string
+		for _, r := range append(append([]string(nil), x...), y...) {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return Rules{Allow: cat(a.Allow, b.Allow), Deny: cat(a.Deny, b.Deny), Ask: cat(a.Ask, b.Ask)}
+}
+
+// WithInherited is the rules the session is decided by: its parent chain's and then its own.
+func (s *Session) WithInherited(own Rules) Rules { return mergeRules(s.Inherited, own) }
 
 // Get returns the session for acting in it (its calls, decisions and changes run as its
 // owner): only its owner, or root, may. An admin who is not root gets ErrNotFound, as any
