@@ -60,6 +60,35 @@ type Config struct {
 	Limits Limits `json:"limits"`
 	// Sessions configures session lifetime.
 	Sessions Sessions `json:"sessions"`
+	// Approvals configures the queue of asks waiting for a person.
+	Approvals Approvals `json:"approvals"`
+	// Auto configures auto mode's second stage, the external classifier.
+	Auto Auto `json:"auto"`
+}
+
+// Approvals configures pending approvals.
+type Approvals struct {
+	// TimeoutSec is how long an approval waits for an answer; then it expires as a deny. It
+	// also bounds how long a call may wait (wait_ms).
+	TimeoutSec int `json:"timeout_sec"`
+}
+
+// Auto configures auto mode.
+type Auto struct {
+	Classifier AutoClassifier `json:"classifier"`
+}
+
+// AutoClassifier is auto mode's optional second stage, for the calls the daemon's own risk
+// rules find ambiguous: a command (run as the session owner, confined like hooks) or an
+// HTTP endpoint, given the call and the session's last calls as JSON, answering allow, deny
+// or ask. None configured, an error or a timeout: ask a person.
+type AutoClassifier struct {
+	Command string `json:"command"`
+	URL     string `json:"url"`
+	// TimeoutSec bounds one verdict.
+	TimeoutSec int `json:"timeout_sec"`
+	// History is how many of the session's last calls the request carries.
+	History int `json:"history"`
 }
 
 // Limits bound one request and one user, so no user can starve or erase another. Zero means
@@ -155,6 +184,9 @@ type Audit struct {
 type Hooks struct {
 	PreToolUse  []HookMatcher `json:"PreToolUse"`
 	PostToolUse []HookMatcher `json:"PostToolUse"`
+	// PermissionRequest hooks see each new pending approval and may answer it (allow or
+	// deny); one that fails or says nothing leaves it for a person.
+	PermissionRequest []HookMatcher `json:"PermissionRequest"`
 }
 
 // HookMatcher selects tools by name pattern and lists the hooks to run.
@@ -244,7 +276,9 @@ func Default() Config {
 			RequestsBurstPerUser:     100,
 			WriteTimeoutSec:          60,
 		},
-		Sessions: Sessions{IdleTimeoutSec: 86400},
+		Sessions:  Sessions{IdleTimeoutSec: 86400},
+		Approvals: Approvals{TimeoutSec: 300},
+		Auto:      Auto{Classifier: AutoClassifier{TimeoutSec: 10, History: 10}},
 	}
 }
 
@@ -324,6 +358,11 @@ func (c Config) Validate() error {
 		{"sessions.idle_timeout_sec must be >= 60", c.Sessions.IdleTimeoutSec >= 60},
 		{"bundle: decision logs go only to an https:// service unless allow_insecure_decision_logs: true", !c.Bundle.DecisionLogs || c.Bundle.URL == "" || strings.HasPrefix(c.Bundle.URL, "https://") || c.Bundle.AllowInsecureDecisionLogs},
 		{"hooks must be command hooks with a command", hooksValid(c.Hooks)},
+		{"approvals.timeout_sec must be between 1 and 86400", c.Approvals.TimeoutSec >= 1 && c.Approvals.TimeoutSec <= 86400},
+		{"auto.classifier: give command or url, not both", c.Auto.Classifier.Command == "" || c.Auto.Classifier.URL == ""},
+		{"auto.classifier.url must be http:// or https://", c.Auto.Classifier.URL == "" || strings.HasPrefix(c.Auto.Classifier.URL, "https://") || strings.HasPrefix(c.Auto.Classifier.URL, "http://")},
+		{"auto.classifier.timeout_sec must be between 1 and 600", c.Auto.Classifier.TimeoutSec >= 1 && c.Auto.Classifier.TimeoutSec <= 600},
+		{"auto.classifier.history must be between 0 and 100", c.Auto.Classifier.History >= 0 && c.Auto.Classifier.History <= 100},
 		{"bundle.url needs bundle.resource", c.Bundle.URL == "" || c.Bundle.Resource != ""},
 		{"bundle: signatures are required unless require_signature: false; give signing_key_file", c.Bundle.URL == "" || c.Bundle.SigningKeyFile != "" || (c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature)},
 	}
@@ -349,7 +388,7 @@ func validName(s string) bool {
 }
 
 func hooksValid(h Hooks) bool {
-	for _, ms := range [][]HookMatcher{h.PreToolUse, h.PostToolUse} {
+	for _, ms := range [][]HookMatcher{h.PreToolUse, h.PostToolUse, h.PermissionRequest} {
 		for _, m := range ms {
 			for _, hk := range m.Hooks {
 				if (hk.Type != "" && hk.Type != "command") || hk.Command == "" || hk.TimeoutSec < 0 {
