@@ -109,7 +109,7 @@ plan_blocks if {
 
 # resolve says where an ask goes in each mode. never_auto asks (ask rules, critical rm, ...)
 # skip the classifier; bypassPermissions never asks, so an ask it cannot skip is a deny.
-resolve(never_auto) := {"behavior": "deny", "route": "", "reason": "dontAsk mode: a call that would ask is denied"} if {
+resolve(never_auto) := {"behavior": "deny", "route": "", "reason": "would require approval"} if {
 	mode == "dontAsk"
 } else := {"behavior": "deny", "route": "", "reason": "bypassPermissions never asks and this call needs approval"} if {
 	mode == "bypassPermissions"

@@ -96,6 +96,12 @@ test_resolve[name] if {
 	[r.behavior, r.route] == tc.want
 }
 
+# dontAsk's reason is exact: clients and the daemon match it.
+test_resolve_dont_ask_reason if {
+	r := modes.resolve(false) with input as fx.input_with({"mode": "dontAsk"})
+	r.reason == "would require approval"
+}
+
 test_plan_blocks if {
 	modes.plan_blocks with input as fx.input_with({"mode": "plan", "tool": "Edit", "paths": [fx.write("/w/a")]})
 }
