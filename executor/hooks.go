@@ -6,15 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/config"
-	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -33,8 +29,8 @@ type Hooks struct {
 	host *Host
 	pre  []compiledMatcher
 	post []compiledMatcher
-	seq  sync.Mutex
-	n    uint64
+	// perm are PermissionRequest hooks: they may answer a pending approval.
+	perm []compiledMatcher
 }
 
 type compiledMatcher struct {
@@ -50,7 +46,7 @@ const defaultHookTimeout = 600 * time.Second
 
 // NewHooks compiles the configured matchers. It returns nil when no hook is configured.
 func NewHooks(host *Host, cfg config.Hooks) (*Hooks, error) {
-	if len(cfg.PreToolUse) == 0 && len(cfg.PostToolUse) == 0 {
+	if len(cfg.PreToolUse) == 0 && len(cfg.PostToolUse) == 0 && len(cfg.PermissionRequest) == 0 {
 		return nil, nil
 	}
 	h := &Hooks{host: host}
@@ -59,6 +55,9 @@ func NewHooks(host *Host, cfg config.Hooks) (*Hooks, error) {
 		return nil, err
 	}
 	if h.post, err = compileMatchers(cfg.PostToolUse); err != nil {
+		return nil, err
+	}
+	if h.perm, err = compileMatchers(cfg.PermissionRequest); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -103,6 +102,11 @@ type hookOutput struct {
 		PermissionDecisionReason string         `json:"permissionDecisionReason"`
 		UpdatedInput             map[string]any `json:"updatedInput"`
 		AdditionalContext        string         `json:"additionalContext"`
+		// Decision is a PermissionRequest hook's answer.
+		Decision *struct {
+			Behavior string `json:"behavior"`
+			Message  string `json:"message"`
+		} `json:"decision"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -139,7 +143,8 @@ func (h *Hooks) PreToolUse(ctx context.Context, c *Call) (*HookVerdict, error) {
 			if decisionRank[d] > decisionRank[v.Decision] {
 				v.Decision, v.Reason = d, reason
 			}
-			if upd != nil && d != "deny" {
+			if upd != nil && (d == "allow" || d == "ask") {
+				// COMPAT 4: updatedInput goes with allow or ask.
 				v.UpdatedInput = Input(upd)
 			}
 		}
@@ -175,14 +180,61 @@ func (h *Hooks) PostToolUse(ctx context.Context, c *Call, r *Result) error {
 	return nil
 }
 
+// HasPermissionRequest reports whether any PermissionRequest hook is configured.
+func (h *Hooks) HasPermissionRequest() bool { return h != nil && len(h.perm) > 0 }
+
+// PermissionRequest runs the matching PermissionRequest hooks on a pending approval and
+// returns the first answer (allow or deny, with deny's message). A hook that fails, times
+// out, exits 2 (COMPAT 4: ignored for this event) or says nothing answers nothing: the
+// approval stays for a person, so no error turns it into an allow.
+func (h *Hooks) PermissionRequest(ctx context.Context, c *Call, suggestions []string) (answer, message string, errs []error) {
+	sugg := make([]map[string]any, 0, len(suggestions))
+	for _, r := range suggestions {
+		sugg = append(sugg, map[string]any{"type": "addRules", "rules": []string{r}, "behavior": "allow", "destination": "session"})
+	}
+	for _, m := range h.perm {
+		if !m.match(c.Tool.Name()) {
+			continue
+		}
+		for _, hk := range m.hooks {
+			out, err := h.runHookExtra(ctx, c, hk, "PermissionRequest", nil, map[string]any{"permission_suggestions": sugg})
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if out.HookSpecificOutput == nil || out.HookSpecificOutput.Decision == nil {
+				continue
+			}
+			switch d := out.HookSpecificOutput.Decision; d.Behavior {
+			case "allow", "deny":
+				return d.Behavior, d.Message, errs
+			default:
+				errs = append(errs, fmt.Errorf("hook %q answered an unknown behavior %q", hk.Command, d.Behavior))
+			}
+		}
+	}
+	return "", "", errs
+}
+
 // errHookBlocked is a hook that exited 2: it blocks, with its stderr as the reason.
 var errHookBlocked = errors.New("blocked by hook")
 
 // runHook runs one command hook confined as the session owner, with the event JSON on stdin.
 func (h *Hooks) runHook(ctx context.Context, c *Call, hk config.Hook, event string, r *Result) (*hookOutput, error) {
+	return h.runHookExtra(ctx, c, hk, event, r, nil)
+}
+
+// runHookExtra is runHook with extra fields in the event JSON.
+func (h *Hooks) runHookExtra(ctx context.Context, c *Call, hk config.Hook, event string, r *Result, extra map[string]any) (*hookOutput, error) {
 	payload := map[string]any{
 		"session_id": c.Session.ID, "cwd": c.Session.Cwd(), "permission_mode": string(c.Mode),
-		"hook_event_name": event, "tool_name": c.Tool.Name(), "tool_input": c.Input, "tool_use_id": c.ToolUseID,
+		"hook_event_name": event, "tool_name": c.Tool.Name(), "tool_input": c.Input,
+	}
+	if event != "PermissionRequest" {
+		payload["tool_use_id"] = c.ToolUseID // COMPAT 4: not in PermissionRequest
+	}
+	for k, v := range extra {
+		payload[k] = v
 	}
 	if r != nil {
 		payload["tool_response"] = r
@@ -198,71 +250,18 @@ func (h *Hooks) runHook(ctx context.Context, c *Call, hk config.Hook, event stri
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	h.seq.Lock()
-	h.n++
-	callID := fmt.Sprintf("hook-%d", h.n)
-	h.seq.Unlock()
-	spec := h.host.Spec(c.Session, c.Mode == permission.ModePlan, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", hk.Command})
-	stdinR, stdinW, err := os.Pipe()
+	res, err := h.host.runConfined(hctx, c.Session, c.Mode == permission.ModePlan, "hook", hk.Command, in)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hook %q: %w", hk.Command, err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	spec.Stdin, spec.Stdout, spec.Stderr = stdinR, outW, errW
-	proc, err := h.host.sandbox.Start(hctx, spec)
-	stdinR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		stdinW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, errcode.New(errcode.HookError, fmt.Errorf("start hook: %w", err))
-	}
-	go func() {
-		_, _ = stdinW.Write(in)
-		stdinW.Close()
-	}()
-	var stdout, stderr bytes.Buffer
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(&stdout, io.LimitReader(outR, hookOutputLimit))
-		_, _ = io.Copy(io.Discard, outR)
-	}()
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(&stderr, io.LimitReader(errR, hookOutputLimit))
-		_, _ = io.Copy(io.Discard, errR)
-	}()
-	res, werr := proc.Wait()
-	wg.Wait()
-	outR.Close()
-	errR.Close()
-	if werr != nil {
-		return nil, fmt.Errorf("hook %q: %w", hk.Command, werr)
-	}
+	stdout, stderr := bytes.NewBuffer(res.stdout), bytes.NewBuffer(res.stderr)
 	switch {
-	case res.TimedOut:
+	case res.timedOut:
 		return nil, fmt.Errorf("hook %q timed out after %s", hk.Command, timeout)
-	case res.ExitCode == 2:
+	case res.exitCode == 2:
 		return nil, fmt.Errorf("%w: %s", errHookBlocked, strings.TrimSpace(stderr.String()))
-	case res.ExitCode != 0:
-		return nil, fmt.Errorf("hook %q exited with %d: %s", hk.Command, res.ExitCode, strings.TrimSpace(stderr.String()))
+	case res.exitCode != 0:
+		return nil, fmt.Errorf("hook %q exited with %d: %s", hk.Command, res.exitCode, strings.TrimSpace(stderr.String()))
 	}
 	out := &hookOutput{}
 	if len(bytes.TrimSpace(stdout.Bytes())) == 0 {

@@ -13,7 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/session"
@@ -24,8 +26,11 @@ type Request struct {
 	Tool      string
 	Input     json.RawMessage
 	ToolUseID string
-	// Mode, when set, is the mode this one call is decided in.
+	// Mode, when set, is the mode this one call is decided in; it may only narrow the
+	// session's.
 	Mode permission.Mode
+	// Wait is how long an ask waits for its approval's answer (0: not at all).
+	Wait time.Duration
 }
 
 // Outcome is what the pipeline made of one request.
@@ -72,6 +77,9 @@ type CallRecord struct {
 	Request  *Request
 	Decision *permission.Decision
 	Outcome  *Outcome
+	// Approval and Resolution are set on approval.request and approval.resolve records.
+	Approval   *approval.Approval
+	Resolution *approval.Resolution
 	// Wait is how far the record must have got before RecordCall returns.
 	Wait Wait
 }
@@ -105,6 +113,10 @@ type Pipeline struct {
 	decider  Decider
 	recorder Recorder
 	hooks    atomic.Pointer[Hooks]
+	// approvals, when set, is where asks wait for a person (SetApprovals).
+	approvals *Approvals
+	// auto, when set, gives auto mode's external classifier (SetAuto).
+	auto func() config.AutoClassifier
 	// stageDone, when set (ObserveStages, before the first call), is told each step's time.
 	stageDone func(stage string, d time.Duration)
 }
@@ -134,11 +146,16 @@ type state struct {
 	call     *Call
 	decision *permission.Decision
 	hook     *HookVerdict
-	result   *Result
-	err      error
-	ran      bool
-	readOnly bool
-	progress Progress
+	// facts are what the tool reported for the policy (paths, classification, domain).
+	facts permission.ToolFacts
+	// approval is the pending approval this call created; resolution its answer.
+	approval   *approval.Approval
+	resolution *approval.Resolution
+	result     *Result
+	err        error
+	ran        bool
+	readOnly   bool
+	progress   Progress
 	// deferContext leaves the context change for the batch to apply in order.
 	deferContext bool
 	decideOnly   bool
@@ -225,9 +242,13 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 		return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
 	}
 	mode := st.req.Mode
+	if err := modeBound(st.sess, mode); err != nil {
+		return err
+	}
 	if mode == "" {
 		mode = st.sess.Mode()
 	}
+	mode = clampToParent(st.sess, mode)
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host,
@@ -348,6 +369,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		st.decision = &d
 		return errcode.New(errcode.Of(err), err)
 	}
+	st.facts = facts
 	// Nothing changes the input after this step: execute and the audit use the same answer.
 	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
 	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook}
@@ -367,26 +389,15 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	return nil
 }
 
-// stepResolve settles an ask by the call's mode: the approval queue, the parent session,
-// the classifier, or (dontAsk) a deny. With no approver attached, an ask stays an ask and
-// nothing runs: the client is told to ask its user. Step 8.
-func stepResolve(_ context.Context, _ *Pipeline, st *state) error {
-	if st.decision.Behavior == permission.Ask && st.call.Mode == permission.ModeDontAsk {
-		d := *st.decision
-		d.Behavior = permission.Deny
-		d.Reason = "dontAsk mode denies what would ask: " + d.Reason
-		d.Step = "resolve"
-		st.decision = &d
-	}
-	return nil
-}
-
 // stepDenied stops a call that is not allowed, with an error result that says why. Step 9.
 func stepDenied(_ context.Context, _ *Pipeline, st *state) error {
 	switch st.decision.Behavior {
 	case permission.Allow:
 		return nil
 	case permission.Ask:
+		if id := st.decision.ApprovalID; id != "" {
+			return errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s (approval %s is pending: its session's owner answers with POST /v1/approvals/%s; resume the call with approval_id)", st.decision.Reason, id, id))
+		}
 		return errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s", st.decision.Reason))
 	default:
 		return errcode.New(errcode.PermissionDenied, fmt.Errorf("permission denied: %s", st.decision.Reason))
@@ -405,7 +416,14 @@ func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
 	}
 	st.ran = true
-	res, err := st.call.Tool.Call(ctx, st.call, st.progress)
+	var res *Result
+	var err error
+	if st.resolution != nil && st.approval != nil && st.approval.Preview != nil {
+		// What was approved is what runs: the previewed content, not the tool again.
+		res, err = p.host.applyPreview(ctx, st.call, st.approval.Preview)
+	} else {
+		res, err = st.call.Tool.Call(ctx, st.call, st.progress)
+	}
 	if err != nil {
 		return p.host.explainHidden(st.call, err)
 	}
@@ -470,6 +488,7 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: agentMessage(st.err)}}}
 		}
 	}
+	rememberCall(st)
 	// The record must outlive a client that hung up: write it on a context that is not cancelled.
 	rctx := context.WithoutCancel(ctx)
 	kind := KindEnd

@@ -1,0 +1,525 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/approval"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/worker"
+)
+
+// Audit record kinds of the approval steps.
+const (
+	KindApprovalRequest = string(audit.KindApprovalRequest)
+	KindApprovalResolve = string(audit.KindApprovalResolve)
+)
+
+// DontAskReason is what a call that would ask is denied with in dontAsk mode.
+const DontAskReason = "would require approval"
+
+// Approvals is how the pipeline puts asks before a person: the daemon's queue, and how long
+// an approval waits for its answer.
+type Approvals struct {
+	Queue *approval.Queue
+	// TTL is how long a pending approval lives before it expires as a deny.
+	TTL func() time.Duration
+}
+
+// SetApprovals attaches the approval queue. Call it before the first call; without it an
+// ask stays an ask (nothing runs and nothing is queued).
+func (p *Pipeline) SetApprovals(a *Approvals) { p.approvals = a }
+
+// SetAuto attaches auto mode's external classifier settings (nil: stage two never runs, its
+// ambiguous calls ask a person).
+func (p *Pipeline) SetAuto(f func() config.AutoClassifier) { p.auto = f }
+
+// stepResolve settles an ask by the call's mode: dontAsk denies it at once, bubble sends it up
+// to the first ancestor that is not bubble, auto lets its classifier stages try, and what is
+// left goes to the approval queue, where the call may wait for its answer. Nothing here turns
+// a question into an allow but a person's (or a PermissionRequest hook's) answer or auto
+// mode's classifier: a timeout, an error or an exhausted budget leaves it an ask or denies.
+// Step 8.
+func stepResolve(ctx context.Context, p *Pipeline, st *state) error {
+	if d := st.decision; d.Behavior == permission.Deny && st.call.Mode == permission.ModeDontAsk &&
+		len(d.Trace) > 0 && d.Trace[len(d.Trace)-1] == "resolve" {
+		// The policy resolved an ask by dontAsk: the reason is exactly DontAskReason, and
+		// why it would have asked stays in the trace.
+		nd := *d
+		nd.Reason = DontAskReason
+		nd.Trace = append(append([]string(nil), d.Trace...), "asked: "+strings.TrimSuffix(d.Reason, "; "+DontAskReason))
+		st.decision = &nd
+		return nil
+	}
+	if st.decision.Behavior != permission.Ask {
+		return nil
+	}
+	mode := st.call.Mode
+	route := st.decision.Route
+	queue := st.sess
+	if mode == permission.ModeBubble || route == "parent" {
+		anc := st.sess.Parent
+		for anc != nil && anc.Mode() == permission.ModeBubble {
+			anc = anc.Parent
+		}
+		if anc == nil {
+			st.denyResolved("bubble mode has no parent session to ask; denied")
+			return nil
+		}
+		queue = anc
+		switch anc.Mode() {
+		case permission.ModeDontAsk:
+			st.denyResolved(DontAskReason + " (the parent session is in dontAsk mode)")
+			return nil
+		case permission.ModeBypassPermissions:
+			st.denyResolved("the parent session is in bypassPermissions mode, which never asks, and this call needs approval")
+			return nil
+		case permission.ModeAuto:
+			route = "classifier"
+		default:
+			route = "parent"
+		}
+	}
+	if mode == permission.ModeDontAsk {
+		st.denyResolved(DontAskReason)
+		return nil
+	}
+	if route == "classifier" {
+		if done := p.autoResolve(ctx, st); done {
+			return nil
+		}
+	}
+	if p.approvals == nil || p.approvals.Queue == nil {
+		return nil
+	}
+	return p.enqueue(ctx, st, queue)
+}
+
+// denyResolved turns the ask into a deny decided by this step, keeping why it asked.
+func (st *state) denyResolved(reason string) {
+	d := *st.decision
+	d.Behavior = permission.Deny
+	d.Reason = reason + ": " + d.Reason
+	if reason == DontAskReason {
+		d.Reason = DontAskReason
+		d.Trace = append(append([]string(nil), d.Trace...), "asked: "+st.decision.Reason)
+	}
+	d.Step, d.Route = "resolve", ""
+	st.decision = &d
+}
+
+// enqueue puts the ask before queue's owner and, when the call asked to wait, waits for the
+// answer.
+func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Session) error {
+	c := st.call
+	b, err := json.Marshal(c.Input)
+	if err != nil {
+		return errcode.New(errcode.Internal, fmt.Errorf("encode the input for the approval: %w", err))
+	}
+	red, _ := audit.Redact(b)
+	a := approval.Approval{
+		Session: st.sess.ID, Owner: queue.Owner.UID, Tool: c.Tool.Name(), Input: red,
+		Reason: st.decision.Reason, SuggestedRules: suggestRules(c, st.facts),
+	}
+	if queue != st.sess {
+		a.ParentSession = queue.ID
+	}
+	if pv, err := p.preview(ctx, c); err != nil {
+		// Without a preview the approved call runs as the tool, as any other call does.
+		p.log.Info("no preview for approval", zap.String("tool", a.Tool), zap.String("code", string(errcode.Of(err))))
+	} else {
+		a.Preview = pv
+	}
+	a, err = p.approvals.Queue.Add(a, p.approvals.TTL(), st)
+	if err != nil {
+		// Not queued: it stays an ask and nothing runs.
+		return errcode.New(errcode.TooManyCalls, fmt.Errorf("permission required: %s; and the approval queue is full: %w", st.decision.Reason, err))
+	}
+	d := *st.decision
+	d.ApprovalID = a.ID
+	st.decision = &d
+	st.approval = &a
+	if err := p.recorder.RecordCall(ctx, KindApprovalRequest, &CallRecord{Call: c, Request: st.req, Decision: st.decision, Approval: &a, Wait: WaitDurable}); err != nil {
+		// An approval nobody can audit must not be answered into a run.
+		_, _ = p.approvals.Queue.Resolve(a.ID, approval.Resolution{Answer: approval.Deny, Message: "the audit log cannot be written", By: "audit"}, nil)
+		p.approvals.Queue.Take(a.ID)
+		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not queued: %w", err))
+	}
+	if h := p.hooks.Load(); h != nil && h.HasPermissionRequest() {
+		p.permissionRequestHooks(ctx, h, st, a)
+	}
+	if st.req.Wait > 0 {
+		return p.awaitAnswer(ctx, st, a, st.req.Wait)
+	}
+	return nil
+}
+
+// awaitAnswer waits up to d for the approval and applies its answer: allow runs the call as
+// decided (the same state, no new decision), deny denies with the message, no answer leaves
+// the ask with its approval_id.
+func (p *Pipeline) awaitAnswer(ctx context.Context, st *state, a approval.Approval, d time.Duration) error {
+	id := a.ID
+	d = waitBound(a, d)
+	res, err := p.approvals.Queue.Wait(ctx, id, d)
+	if err != nil || res == nil {
+		return nil
+	}
+	if _, _, ok := p.approvals.Queue.Take(id); !ok {
+		// Someone else (a concurrent resume) took it: it runs there, not here.
+		return errcode.Msg(errcode.Conflict, fmt.Sprintf("approval %s was already taken by another request", id))
+	}
+	st.applyResolution(res)
+	return nil
+}
+
+// applyResolution makes the answer the call's decision.
+func (st *state) applyResolution(res *approval.Resolution) {
+	d := *st.decision
+	d.Step, d.Route, d.Source = "approval", "", res.By
+	if res.Answer == approval.Allow {
+		d.Behavior = permission.Allow
+		d.Reason = "approved by " + res.By
+		if res.Rule != "" {
+			d.Reason += "; remembered " + res.Rule + " in " + res.Remember
+		}
+	} else {
+		d.Behavior = permission.Deny
+		d.Reason = "denied by " + res.By
+		if res.Message != "" {
+			d.Reason += ": " + res.Message
+		}
+	}
+	st.decision = &d
+	st.resolution = res
+}
+
+// Resume waits up to wait for the answer of a pending approval of sess and, once it is
+// answered, finishes its call: an allow runs exactly what was decided and previewed, a deny
+// returns the message. Unanswered, the outcome is the ask again. An approval of another
+// session is not found.
+func (p *Pipeline) Resume(ctx context.Context, sess *session.Session, caller session.Caller, id string, wait time.Duration, progress Progress) (*Outcome, error) {
+	if p.approvals == nil || p.approvals.Queue == nil {
+		return nil, errcode.Msg(errcode.NotFound, "approval not found")
+	}
+	a, _, ok := p.approvals.Queue.Get(id)
+	if !ok || a.Session != sess.ID {
+		return nil, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found in session %s", id, sess.ID))
+	}
+	res, err := p.approvals.Queue.Wait(ctx, id, waitBound(a, wait))
+	if err != nil {
+		return nil, errcode.New(errcode.NotFound, err)
+	}
+	if res == nil {
+		d := permission.Decision{Behavior: permission.Ask, Reason: a.Reason, Step: "approval", Route: "user", ApprovalID: id}
+		return &Outcome{Tool: a.Tool, Decision: &d, Err: errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s (approval %s is still pending)", a.Reason, id)),
+			Result: &Result{IsError: true, Content: []Block{{Type: "text", Text: "permission required: " + a.Reason}}}}, nil
+	}
+	payload, res, ok := p.approvals.Queue.Take(id)
+	if !ok {
+		return nil, errcode.New(errcode.NotFound, fmt.Errorf("approval %q was already taken", id))
+	}
+	st, _ := payload.(*state)
+	if st == nil {
+		return nil, errcode.Msg(errcode.Internal, "approval holds no call")
+	}
+	st.err, st.result, st.ran, st.progress = nil, nil, false, progress
+	st.start = time.Now()
+	st.applyResolution(res)
+	_ = caller // the call runs as the session's owner, whoever resumes it (only its owner or root may)
+	return p.runFrom(ctx, st, "denied"), nil
+}
+
+// runFrom runs the run stages from the named one on (a resumed call), then finish.
+func (p *Pipeline) runFrom(ctx context.Context, st *state, from string) *Outcome {
+	started := false
+	for _, s := range runStages {
+		if s.name == from {
+			started = true
+		}
+		if !started {
+			continue
+		}
+		if err := s.run(ctx, p, st); err != nil {
+			st.err = err
+			break
+		}
+	}
+	return p.finish(ctx, st)
+}
+
+// suggestRules are the rules that would allow this call next time, most specific first: a
+// Bash prefix rule per command that is not read-only (the classifier's allow prefix, up to
+// its first flag or path), the file's own Edit rule, the domain of a fetch, else the tool.
+func suggestRules(c *Call, tf permission.ToolFacts) []string {
+	name := c.Tool.Name()
+	var out []string
+	add := func(r string) {
+		for _, x := range out {
+			if x == r {
+				return
+			}
+		}
+		out = append(out, r)
+	}
+	switch {
+	case name == "Bash":
+		cl := c.Classification()
+		if cl == nil || cl.ParseError != nil {
+			return []string{}
+		}
+		for _, sub := range cl.Subcommands {
+			if sub.ReadOnly || len(sub.Prefix) == 0 {
+				continue
+			}
+			if sub.ExactOnly || sub.Opaque {
+				add("Bash(" + strings.Join(sub.Prefix, " ") + ")")
+				continue
+			}
+			words := []string{sub.Prefix[0]}
+			for _, w := range sub.Prefix[1:] {
+				if len(words) == 3 || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/.=*?$") {
+					break
+				}
+				words = append(words, w)
+			}
+			if len(words) == len(sub.Prefix) {
+				add("Bash(" + strings.Join(words, " ") + ")")
+			} else {
+				add("Bash(" + strings.Join(words, " ") + ":*)")
+			}
+		}
+	case tf.Domain != "":
+		add(name + "(domain:" + tf.Domain + ")")
+	default:
+		for _, pf := range tf.Paths {
+			if pf.Access == permission.Write {
+				// //p is the filesystem root in rule syntax (COMPAT 1); /p would be the
+				// rule file's directory.
+				add("Edit(/" + pf.Requested + ")")
+			}
+		}
+		if len(out) == 0 {
+			add(name)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// preview computes what an approved Write, Edit or MultiEdit writes, on the file as the
+// session owner reads it now. The session must have read an existing file as the tool
+// requires; otherwise there is no preview and the tool's own check applies.
+func (p *Pipeline) preview(ctx context.Context, c *Call) (*approval.Preview, error) {
+	name := c.Tool.Name()
+	if name != "Write" && name != "Edit" && name != "MultiEdit" {
+		return nil, errNoPreview
+	}
+	pth := expandPath(c, c.Input.String("file_path"))
+	cur, err := p.host.ReadFileAs(ctx, c.Session, pth, worker.MaxEditFileBytes)
+	exists := err == nil
+	if err != nil && errcode.Of(err) != errcode.ErrnoENOENT {
+		return nil, err
+	}
+	if exists {
+		rec, ok := c.Session.Reads.Lookup(pth)
+		if !ok || rec.Partial && name == "Write" {
+			return nil, errNoPreview
+		}
+	}
+	var next string
+	switch name {
+	case "Write":
+		next = c.Input.String("content")
+	default:
+		edits := editsOf(c)
+		r, err := worker.ApplyEdits(pth, string(cur), edits)
+		if err != nil {
+			return nil, err
+		}
+		next = r.Content
+	}
+	pv := &approval.Preview{Path: pth, Exists: exists, Content: []byte(next), NewSHA256: sha256hex([]byte(next)),
+		Diff: UnifiedDiff(pth, string(cur), next, exists)}
+	if exists {
+		pv.SHA256 = sha256hex(cur)
+	}
+	return pv, nil
+}
+
+var errNoPreview = errors.New("no preview for this call")
+
+func sha256hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// editsOf is an Edit or MultiEdit call's replacements.
+func editsOf(c *Call) []worker.Edit {
+	if c.Tool.Name() == "Edit" {
+		return []worker.Edit{{OldString: c.Input.String("old_string"), NewString: c.Input.String("new_string"), ReplaceAll: c.Input.Bool("replace_all")}}
+	}
+	raw, _ := c.Input["edits"].([]any)
+	edits := make([]worker.Edit, 0, len(raw))
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		in := Input(m)
+		edits = append(edits, worker.Edit{OldString: in.String("old_string"), NewString: in.String("new_string"), ReplaceAll: in.Bool("replace_all")})
+	}
+	return edits
+}
+
+// applyPreview writes exactly the approved content, and only over the file the preview was
+// made on (same digest; still absent for a new file): what was approved is what runs.
+func (h *Host) applyPreview(ctx context.Context, c *Call, pv *approval.Preview) (*Result, error) {
+	var expect *worker.Expect
+	if pv.Exists {
+		expect = &worker.Expect{SHA256: pv.SHA256}
+	}
+	w, err := h.writer(ctx, c.Session, pv.Path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := w.Write(ctx, pv.Path, pv.Content, expect)
+	if err != nil {
+		if errcode.Of(err) == errcode.Stale || errcode.Of(err) == errcode.ErrnoEEXIST {
+			c.Session.Reads.Forget(pv.Path)
+			return nil, errcode.New(errcode.Stale, fmt.Errorf("%s changed since the approved preview was made, so the approved change was not applied; read it again and retry: %w", pv.Path, err))
+		}
+		return nil, err
+	}
+	if !pv.Exists && r != nil && !r.Created {
+		return nil, errcode.Msg(errcode.Stale, pv.Path+" appeared since the approved preview was made")
+	}
+	recordWrite(c.Session, pv.Path, r, false)
+	res := Text(fmt.Sprintf("The file %s has been updated with the approved change (%d lines).", pv.Path, r.Lines))
+	res.Data = map[string]any{"filePath": pv.Path, "lines": r.Lines, "bytes": r.Size, "sha256": r.SHA256, "approved_preview": true}
+	return res, nil
+}
+
+// UnifiedDiff is a one-hunk unified diff of old against new (the changed middle after the
+// common leading and trailing lines, with up to three lines of context).
+func UnifiedDiff(name, old, new string, exists bool) string {
+	if old == new {
+		return ""
+	}
+	a, b := splitLines(old), splitLines(new)
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	const ctxLines = 3
+	start := max(0, pre-ctxLines)
+	endA, endB := min(len(a), len(a)-suf+ctxLines), min(len(b), len(b)-suf+ctxLines)
+	var sb strings.Builder
+	from := "a" + name
+	if !exists {
+		from = "/dev/null"
+	}
+	fmt.Fprintf(&sb, "--- %s\n+++ b%s\n", from, name)
+	fmt.Fprintf(&sb, "@@ -%s +%s @@\n", hunkRange(start, endA-start), hunkRange(start, endB-start))
+	for i := start; i < pre; i++ {
+		sb.WriteString(" " + a[i])
+	}
+	for i := pre; i < len(a)-suf; i++ {
+		sb.WriteString("-" + a[i])
+	}
+	for i := pre; i < len(b)-suf; i++ {
+		sb.WriteString("+" + b[i])
+	}
+	for i := len(a) - suf; i < endA; i++ {
+		sb.WriteString(" " + a[i])
+	}
+	return sb.String()
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}
+
+// splitLines splits keeping each line's newline; a last line without one gets the marker.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			out = append(out, s+"\n\\ No newline at end of file\n")
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+// modeBound refuses a call's own mode that is wider than its session's: a call's mode may
+// only narrow (bubble counts as the parent's).
+func modeBound(sess *session.Session, m permission.Mode) error {
+	if m == "" {
+		return nil
+	}
+	if m == permission.ModeBubble && sess.Parent == nil {
+		return errcode.Msg(errcode.Validation, "a call's mode bubble needs a session with a parent")
+	}
+	eff := m
+	if m == permission.ModeBubble {
+		eff = sess.Parent.EffectiveMode()
+	}
+	base := sess.EffectiveMode()
+	want, ok1 := permission.Rank(eff)
+	have, ok2 := permission.Rank(base)
+	if !ok1 || !ok2 || want > have {
+		return errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("a call's mode may only narrow its session's: the session is in %s, the call asked for %s", base, m))
+	}
+	return nil
+}
+
+// clampToParent keeps a child's calls within its parent's mode when the parent narrowed
+// after the child was made (a child's own widening is refused when it is asked for).
+func clampToParent(sess *session.Session, m permission.Mode) permission.Mode {
+	if sess.Parent == nil || m == permission.ModeBubble {
+		return m
+	}
+	pm := sess.Parent.EffectiveMode()
+	want, ok1 := permission.Rank(m)
+	have, ok2 := permission.Rank(pm)
+	if ok1 && ok2 && want > have {
+		return pm
+	}
+	return m
+}
+
+// expirySlack covers the expiry sweep's period: a call that waits as long as its approval
+// lives sees the expiry's deny instead of a bare timeout.
+const expirySlack = 2 * time.Second
+
+// waitBound bounds a wait by the approval's life (approvals.timeout_sec).
+func waitBound(a approval.Approval, d time.Duration) time.Duration {
+	if limit := time.Until(a.Expires) + expirySlack; d > limit {
+		return limit
+	}
+	return d
+}
