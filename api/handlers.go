@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -127,7 +129,10 @@ func toRequest(cr CallRequest) (*executor.Request, error) {
 	if strings.TrimSpace(cr.Tool) == "" {
 		return nil, errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
 	}
-	req := &executor.Request{Tool: cr.Tool, Input: cr.Input, ToolUseID: cr.ToolUseID}
+	if cr.WaitMS < 0 {
+		return nil, errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
+	}
+	req := &executor.Request{Tool: cr.Tool, Input: cr.Input, ToolUseID: cr.ToolUseID, Wait: time.Duration(cr.WaitMS) * time.Millisecond}
 	if cr.Mode != "" {
 		m, err := permission.ParseMode(cr.Mode)
 		if err != nil {
@@ -172,6 +177,9 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	var cr CallRequest
 	if err := decode(r, &cr); err != nil {
 		return err
+	}
+	if cr.ApprovalID != "" && !decideOnly {
+		return s.resume(w, r, c, cr)
 	}
 	req, err := toRequest(cr)
 	if err != nil {
@@ -301,4 +309,91 @@ func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// resume finishes the call a pending approval holds: it waits up to wait_ms for the answer
+// and then runs exactly what was decided (or returns the deny, or the ask again).
+func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller, cr CallRequest) error {
+	if cr.WaitMS < 0 {
+		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
+	}
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	release, err := s.admit(r.Context(), c, 1)
+	if err != nil {
+		return err
+	}
+	defer release()
+	fit, freeBytes := s.fitter(c, sess)
+	defer freeBytes()
+	o, err := s.backend.Pipeline().Resume(r.Context(), sess, c, cr.ApprovalID, time.Duration(cr.WaitMS)*time.Millisecond, nil)
+	if err != nil {
+		return err
+	}
+	fit(o)
+	s.countCall(o)
+	writeJSON(w, outcomeStatus(o), callResult(o))
+	return nil
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	writeJSON(w, http.StatusOK, ApprovalList{Approvals: s.backend.Approvals(c)})
+	return nil
+}
+
+func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	var req ApprovalAnswer
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	a, res, err := s.backend.AnswerApproval(r.Context(), c, r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ApprovalAnswered{Approval: a, Resolution: res})
+	return nil
+}
+
+// streamApprovals streams the caller's approval events (created, answered, expired) as
+// NDJSON until the client goes away; first the approvals already pending, as created. A
+// reader that falls too far behind is cut off and reconnects.
+func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	sub, cancel := s.backend.SubscribeApprovals(c)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	seen := map[string]bool{}
+	for _, a := range s.backend.Approvals(c) {
+		seen[a.ID] = true
+		if err := enc.Encode(approval.Event{Type: "created", Approval: a}); err != nil {
+			return nil
+		}
+	}
+	flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case ev, ok := <-sub.C:
+			if !ok {
+				return nil
+			}
+			if ev.Type == "created" && seen[ev.Approval.ID] {
+				continue
+			}
+			if err := enc.Encode(ev); err != nil {
+				return nil
+			}
+			flush()
+		}
+	}
 }

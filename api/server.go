@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/internal/procs"
@@ -44,6 +45,12 @@ type Backend interface {
 	AuditDir() string
 	AuditCheckpoint(ctx context.Context) error
 	AuditPublicKey() ed25519.PublicKey
+	// Approvals are the caller's pending approvals (every one for admins);
+	// SubscribeApprovals streams their events; AnswerApproval answers one (its queue
+	// session's owner, or root).
+	Approvals(caller session.Caller) []approval.Approval
+	SubscribeApprovals(caller session.Caller) (*approval.Sub, func())
+	AnswerApproval(ctx context.Context, caller session.Caller, id string, a ApprovalAnswer) (approval.Approval, approval.Resolution, error)
 }
 
 // Server is the HTTP handler of the socket.
@@ -89,6 +96,9 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"POST /v1/sessions/{id}/decide", s.decide},
 		{"GET /v1/sessions/{id}/rules", s.sessionRules},
 		{"GET /v1/sessions/{id}/tasks", s.sessionTasks},
+		{"GET /v1/approvals", s.listApprovals},
+		{"GET /v1/approvals/stream", s.streamApprovals},
+		{"POST /v1/approvals/{id}", s.answerApproval},
 		{"GET /v1/audit/records", s.auditRecords},
 		{"GET /v1/audit/verify", s.auditVerify},
 		{"GET /v1/audit/pubkey", s.auditPubkey},

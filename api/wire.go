@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -87,6 +88,35 @@ type CallRequest struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Mode      string          `json:"mode,omitempty"`
+	// WaitMS is how long an ask waits for its approval's answer before the result says
+	// "ask" with approval_id (0, the default: not at all). Bounded by approvals.timeout_sec.
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// ApprovalID resumes the call that created this approval instead of making a new one:
+	// wait up to WaitMS for its answer, then run exactly what was decided (tool and input
+	// are then not needed).
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// ApprovalAnswer is the body of POST /v1/approvals/{id}.
+type ApprovalAnswer struct {
+	Answer string `json:"answer"` // allow or deny
+	// Remember adds the approval's first suggested rule (or Rule, one of them) as an allow
+	// to session, localSettings or userSettings.
+	Remember string `json:"remember,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	// Message goes back to the agent with a deny.
+	Message string `json:"message,omitempty"`
+}
+
+// ApprovalList is the body of GET /v1/approvals.
+type ApprovalList struct {
+	Approvals []approval.Approval `json:"approvals"`
+}
+
+// ApprovalAnswered is the response of POST /v1/approvals/{id}.
+type ApprovalAnswered struct {
+	Approval   approval.Approval   `json:"approval"`
+	Resolution approval.Resolution `json:"resolution"`
 }
 
 // BatchRequest is the body of POST /v1/sessions/{id}/batch.
@@ -109,6 +139,8 @@ type CallResult struct {
 	Data      map[string]any       `json:"data"`
 	Extra     []string             `json:"extra_messages,omitempty"`
 	Error     *ErrorDetail         `json:"error"`
+	// ApprovalID names the pending approval of an unanswered ask (also decision.approval_id).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // StreamLine is one line of an application/x-ndjson call response: events, then the result.
@@ -185,6 +217,9 @@ func nonNil(s []string) []string {
 
 func callResult(o *executor.Outcome) CallResult {
 	cr := CallResult{ToolUseID: o.ToolUseID, Tool: o.Tool, Decision: o.Decision, Data: map[string]any{}}
+	if o.Decision != nil {
+		cr.ApprovalID = o.Decision.ApprovalID
+	}
 	if o.Result != nil {
 		cr.IsError = o.Result.IsError
 		cr.Content = o.Result.Content
