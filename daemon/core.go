@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
@@ -43,6 +44,8 @@ type Core struct {
 	started  time.Time
 	// activity is when each session last served a request (sessions.idle_timeout_sec).
 	activity activity
+	// approvals are the asks waiting for a person, every owner's.
+	approvals *approval.Queue
 }
 
 var _ api.Backend = (*Core)(nil)
@@ -95,8 +98,14 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return session.Snapshot{}, err
 	}
 	if p.ParentID != "" {
-		if _, err := c.store.Get(caller, p.ParentID); err != nil {
+		parent, err := c.store.Get(caller, p.ParentID)
+		if err != nil {
 			return session.Snapshot{}, errcode.New(errcode.NotFound, fmt.Errorf("parent session %q not found", p.ParentID))
+		}
+		p.Parent = parent
+		if p.Mode == "" {
+			// A sub-agent without a mode of its own takes its parent's: never wider.
+			p.Mode = parent.Mode()
 		}
 	} else if p.Mode == permission.ModeBubble {
 		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode routes asks to a parent session: give parent_id")
@@ -135,6 +144,9 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return fail(errcode.New(errcode.Validation, err))
 	}
 	extra := mergeDirs(p.AdditionalDirs, eff.AdditionalDirectories)
+	if err := c.checkChild(ctx, s, mode, append([]string{s.Root}, extra...)); err != nil {
+		return fail(err)
+	}
 	s.Apply(session.Update{Mode: &mode, AdditionalDirs: &extra})
 	s.SetRuleSet(rs)
 	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
@@ -192,6 +204,9 @@ func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session) error {
 func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.Rules) (*permission.RuleSet, error) {
 	cfg := c.Config()
 	snap := s.Snapshot()
+	// A child is decided by its parent chain's rules and then its own: deny and ask win over
+	// allow whatever their order, so a child's allow never outweighs a parent's deny or ask.
+	rules = s.WithInherited(rules)
 	rs, _, err := permission.Load(ctx, permission.LoadOptions{
 		PolicyDir: cfg.PolicyDir,
 		CLIArgs:   c.cliRules,
@@ -294,6 +309,15 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 			return session.Snapshot{}, errcode.New(errcode.Validation, err)
 		}
 	}
+	if s.Parent != nil && (u.Mode != nil || u.AdditionalDirs != nil) {
+		mode := snap.Mode
+		if u.Mode != nil {
+			mode = *u.Mode
+		}
+		if err := c.checkChild(ctx, s, mode, append([]string{s.Root}, extra...)); err != nil {
+			return session.Snapshot{}, err
+		}
+	}
 	if u.Rules != nil {
 		rs, err := c.loadRules(ctx, s, *u.Rules)
 		if err != nil {
@@ -316,6 +340,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 	}
 	c.release(s)
 	c.activity.last.Delete(id)
+	c.approvals.DropSession(id)
 	return c.recorder.session(ctx, "session.delete", caller, s)
 }
 
@@ -371,4 +396,30 @@ func deniesWholeTool(rs *permission.RuleSet, name string) bool {
 		}
 	}
 	return false
+}
+
+// checkChild refuses a sub-agent session that would exceed its parent: a mode more
+// permissive than the parent's (bubble counts as the parent's), or a directory outside the
+// parent's (as the owner resolves both). It refuses rather than narrows, so the caller learns
+// what its child may do.
+func (c *Core) checkChild(ctx context.Context, s *session.Session, mode permission.Mode, dirs []string) error {
+	parent := s.Parent
+	if parent == nil {
+		return nil
+	}
+	pm := parent.EffectiveMode()
+	if mode != permission.ModeBubble {
+		want, ok1 := permission.Rank(mode)
+		have, ok2 := permission.Rank(pm)
+		if !ok1 || !ok2 || want > have {
+			return errcode.New(errcode.PermissionDenied, fmt.Errorf("a child session may not be more permissive than its parent: the parent %s is in %s mode, the child asked for %s (order: plan < default = dontAsk < acceptEdits < auto < bypassPermissions; bubble counts as the parent's)", parent.ID, pm, mode))
+		}
+	}
+	pdirs := parent.Dirs()
+	for _, d := range dirs {
+		if _, err := c.host.DirInside(ctx, s, d, pdirs); err != nil {
+			return errcode.New(errcode.PermissionDenied, fmt.Errorf("a child session's directories must lie within its parent's (%v): %s: %w", pdirs, d, err))
+		}
+	}
+	return nil
 }

@@ -61,6 +61,24 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 		rec.Session, rec.Mode, rec.Tool = c.Session.ID, string(c.Mode), c.Tool.Name()
 		rec.Detail = decidedInput(rec.Input, c.Input)
 	}
+	if cr.Approval != nil || cr.Resolution != nil || (cr.Decision != nil && (len(cr.Decision.Auto) > 0 || cr.Decision.ApprovalID != "")) {
+		if rec.Detail == nil {
+			rec.Detail = map[string]string{}
+		}
+		for k, v := range approvalDetail(cr.Approval, cr.Resolution) {
+			rec.Detail[k] = v
+		}
+		if d := cr.Decision; d != nil {
+			if d.ApprovalID != "" {
+				rec.Detail["approval_id"] = d.ApprovalID
+			}
+			if len(d.Auto) > 0 {
+				// Auto mode's stages and verdicts, so a replay sees why the classifier decided.
+				b, _ := json.Marshal(d.Auto)
+				rec.Detail["auto"] = string(b)
+			}
+		}
+	}
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)
 		if o.Result != nil && o.Result.ContextChange != nil {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
@@ -154,6 +155,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.cfg.Store(&cfg)
 	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
 	core.pipeline.ObserveStages(steps.stage)
+	core.approvals = approval.NewQueue()
+	core.pipeline.SetApprovals(&executor.Approvals{Queue: core.approvals, TTL: core.approvalTTL})
+	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)

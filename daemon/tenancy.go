@@ -85,6 +85,7 @@ func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
 			continue // ended meanwhile
 		}
 		c.release(removed)
+		c.approvals.DropSession(s.ID)
 		c.activity.last.Delete(s.ID)
 		n++
 		c.log.Info("session expired: idle", zap.String("session", s.ID), zap.Duration("idle_timeout", idle))
@@ -102,12 +103,16 @@ const sweepInterval = time.Minute
 func (c *Core) sweep(ctx context.Context) {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
+	at := time.NewTicker(approvalSweepInterval)
+	defer at.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			c.expireIdle(ctx, now)
+		case now := <-at.C:
+			c.expireApprovals(ctx, now)
 		}
 	}
 }

@@ -1,0 +1,233 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/approval"
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// The settings sources an answer may remember a rule in: never an admin's.
+const (
+	rememberSession = "session"
+	rememberLocal   = "localSettings"
+	rememberUser    = "userSettings"
+)
+
+// approvalSweepInterval is how often pending approvals are checked for expiry.
+const approvalSweepInterval = time.Second
+
+// seesApproval: the owner who answers and root see an approval; admins see every one.
+func seesApproval(caller session.Caller, a approval.Approval) bool {
+	return caller.Admin || caller.UID == 0 || caller.UID == a.Owner
+}
+
+// answersApproval: only the owner of the session whose queue holds it, and root.
+func answersApproval(caller session.Caller, a approval.Approval) bool {
+	return caller.UID == 0 || caller.UID == a.Owner
+}
+
+// Approvals implements api.Backend: the caller's pending approvals (all for admins).
+func (c *Core) Approvals(caller session.Caller) []approval.Approval {
+	return c.approvals.Pending(func(a approval.Approval) bool { return seesApproval(caller, a) })
+}
+
+// SubscribeApprovals implements api.Backend.
+func (c *Core) SubscribeApprovals(caller session.Caller) (*approval.Sub, func()) {
+	return c.approvals.Subscribe(func(a approval.Approval) bool { return seesApproval(caller, a) })
+}
+
+// AnswerApproval implements api.Backend. A remembered rule is written (and the session's
+// rules rebuilt) before the answer takes effect, and the answer is audited before it does:
+// a waiting call runs only after both.
+func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id string, ans api.ApprovalAnswer) (approval.Approval, approval.Resolution, error) {
+	a, res, ok := c.approvals.Get(id)
+	if !ok || !seesApproval(caller, a) {
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))
+	}
+	if !answersApproval(caller, a) {
+		return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.PermissionDenied, "admins see approvals; only the session's owner (or root) answers them")
+	}
+	if res != nil {
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was already answered (%s by %s)", id, res.Answer, res.By))
+	}
+	r := approval.Resolution{Answer: approval.Answer(ans.Answer), Message: ans.Message, By: "uid:" + strconv.FormatUint(uint64(caller.UID), 10), When: time.Now().UTC()}
+	switch r.Answer {
+	case approval.Allow, approval.Deny:
+	default:
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Validation, fmt.Errorf(`answer must be "allow" or "deny", not %q`, ans.Answer))
+	}
+	if ans.Remember != "" {
+		if r.Answer != approval.Allow {
+			return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "remember goes with allow: a deny is not remembered")
+		}
+		if len(a.SuggestedRules) == 0 {
+			return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "this approval suggests no rule to remember; allow it once")
+		}
+		rule := a.SuggestedRules[0]
+		if ans.Rule != "" {
+			if !slices.Contains(a.SuggestedRules, ans.Rule) {
+				return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "rule must be one of the approval's suggested_rules")
+			}
+			rule = ans.Rule
+		}
+		if err := c.remember(ctx, caller, a, ans.Remember, rule); err != nil {
+			return approval.Approval{}, approval.Resolution{}, err
+		}
+		r.Remember, r.Rule = ans.Remember, rule
+	}
+	if err := c.recorder.approvalResolve(ctx, caller, a, r); err != nil {
+		return approval.Approval{}, approval.Resolution{}, err
+	}
+	got, err := c.approvals.Resolve(id, r, func(x approval.Approval) bool { return answersApproval(caller, x) })
+	switch {
+	case errors.Is(err, approval.ErrAnswered):
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was answered meanwhile", id))
+	case err != nil:
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))
+	}
+	return got, r, nil
+}
+
+// remember adds rule as an allow to the asking session's own rules, or to its project's
+// local settings or its owner's user settings, written as the owner.
+func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.Approval, source, rule string) error {
+	s, err := c.store.Get(session.Caller{UID: 0}, a.Session)
+	if err != nil {
+		return errcode.New(errcode.NotFound, fmt.Errorf("the approval's session %s is gone", a.Session))
+	}
+	switch source {
+	case rememberSession:
+		own := s.Snapshot().Rules
+		if !slices.Contains(own.Allow, rule) {
+			own.Allow = append(own.Allow, rule)
+		}
+		// The PATCH path: the same checks, rebuild and audit as an owner's change.
+		_, err := c.UpdateSession(ctx, caller, s.ID, session.Update{Rules: &own})
+		return err
+	case rememberLocal, rememberUser:
+		if source == rememberLocal && !s.TrustProject {
+			return errcode.Msg(errcode.Validation, "remember localSettings needs a session created with trust_project: an untrusted project's files may deny and ask, never allow; use session or userSettings")
+		}
+		base, file := s.Root, filepath.Join(s.Root, ".sandboxd", "settings.local.json")
+		if source == rememberUser {
+			if s.Owner.Home == "" || s.Owner.Home == "/" {
+				return errcode.Msg(errcode.Validation, "the session's owner has no home for userSettings")
+			}
+			base, file = s.Owner.Home, filepath.Join(s.Owner.Home, ".config", "sandboxd", "settings.json")
+		}
+		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) { return addAllowRule(old, rule) }); err != nil {
+			return errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", rule, source, err))
+		}
+		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
+		if err != nil {
+			return err
+		}
+		s.SetRuleSet(rs)
+		return nil
+	}
+	return errcode.New(errcode.Validation, fmt.Errorf(`remember must be "session", "localSettings" or "userSettings", not %q`, source))
+}
+
+// addAllowRule adds rule to permissions.allow of a settings file, keeping everything else.
+func addAllowRule(old []byte, rule string) ([]byte, error) {
+	doc := map[string]any{}
+	if len(old) > 0 {
+		if err := json.Unmarshal(old, &doc); err != nil {
+			return nil, errcode.New(errcode.Validation, fmt.Errorf("the settings file is not a JSON object, so it was left alone: %w", err))
+		}
+	}
+	perms, _ := doc["permissions"].(map[string]any)
+	if perms == nil {
+		perms = map[string]any{}
+	}
+	allow, _ := perms["allow"].([]any)
+	for _, r := range allow {
+		if r == rule {
+			return old, nil
+		}
+	}
+	perms["allow"] = append(allow, rule)
+	doc["permissions"] = perms
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// expireApprovals denies the approvals past their time and audits each.
+func (c *Core) expireApprovals(ctx context.Context, now time.Time) {
+	for _, a := range c.approvals.Expire(now) {
+		_, res, _ := c.approvals.Get(a.ID)
+		r := approval.Resolution{Answer: approval.Deny, By: "expiry"}
+		if res != nil {
+			r = *res
+		}
+		if err := c.recorder.approvalResolve(ctx, session.Caller{}, a, r); err != nil {
+			c.log.Error("audit approval expiry", zap.Error(err))
+		}
+	}
+}
+
+// approvalTTL is approvals.timeout_sec in force.
+func (c *Core) approvalTTL() time.Duration { return config.Duration(c.Config().Approvals.TimeoutSec) }
+
+// approvalResolve records an answer (by a person, a hook or expiry).
+func (r *recorder) approvalResolve(ctx context.Context, caller session.Caller, a approval.Approval, res approval.Resolution) error {
+	detail := approvalDetail(&a, &res)
+	rec := &audit.Record{Kind: audit.KindApprovalResolve, Session: a.Session, Tool: a.Tool, Detail: detail}
+	if res.By != "expiry" {
+		rec.Caller = auditCaller(caller)
+	}
+	if err := r.log.Append(ctx, rec); err != nil {
+		return errcode.New(errcode.AuditUnavailable, err)
+	}
+	return nil
+}
+
+// approvalDetail is what an approval record keeps: id, sessions, rules, answer and who.
+func approvalDetail(a *approval.Approval, res *approval.Resolution) map[string]string {
+	d := map[string]string{}
+	if a != nil {
+		d["approval_id"] = a.ID
+		d["owner_uid"] = strconv.FormatUint(uint64(a.Owner), 10)
+		if a.ParentSession != "" {
+			d["parent_session"] = a.ParentSession
+		}
+		if b, err := json.Marshal(a.SuggestedRules); err == nil {
+			d["suggested_rules"] = string(b)
+		}
+		d["expires"] = a.Expires.Format(time.RFC3339)
+		if a.Preview != nil {
+			d["preview_path"] = a.Preview.Path
+			d["preview_sha256"] = a.Preview.SHA256
+			d["preview_new_sha256"] = a.Preview.NewSHA256
+		}
+	}
+	if res != nil {
+		d["answer"] = string(res.Answer)
+		d["by"] = res.By
+		if res.Rule != "" {
+			d["remembered_rule"] = res.Rule
+			d["remembered_in"] = res.Remember
+		}
+		if res.Message != "" {
+			d["message"] = res.Message
+		}
+	}
+	return d
+}
