@@ -19,7 +19,7 @@ import (
 )
 
 // rootDir is a directory for root's sessions, outside /tmp (every child has a private /tmp).
-func rootDir(t *testing.T) string {
+func rootDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("/var/tmp", "sandboxd-ap-")
 	if err != nil {
@@ -33,7 +33,7 @@ func callBody(tool, input string, extra string) string {
 	return fmt.Sprintf(`{"tool":%q,"input":%s%s}`, tool, input, extra)
 }
 
-func (td *testDaemon) callRaw(t *testing.T, id, body string) api.CallResult {
+func (td *testDaemon) callRaw(t testing.TB, id, body string) api.CallResult {
 	t.Helper()
 	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/calls", body)
 	var res api.CallResult
@@ -44,7 +44,7 @@ func (td *testDaemon) callRaw(t *testing.T, id, body string) api.CallResult {
 	return res
 }
 
-func (td *testDaemon) answer(t *testing.T, id, body string) (int, []byte) {
+func (td *testDaemon) answer(t testing.TB, id, body string) (int, []byte) {
 	t.Helper()
 	return td.do(t, "POST", "/v1/approvals/"+id, body)
 }

@@ -41,7 +41,7 @@ type testDaemon struct {
 	cancel        context.CancelFunc
 }
 
-func startDaemon(t *testing.T, configYAML string) *testDaemon {
+func startDaemon(t testing.TB, configYAML string) *testDaemon {
 	t.Helper()
 	testutil.RequireRoot(t)
 	// Not under /tmp: every child has a private /tmp, and the socket and state dir must be
@@ -99,7 +99,7 @@ func (td *testDaemon) stop() {
 }
 
 // do sends a request as root and returns status and body.
-func (td *testDaemon) do(t *testing.T, method, path, body string) (int, []byte) {
+func (td *testDaemon) do(t testing.TB, method, path, body string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://sandboxd"+path, strings.NewReader(body))
 	if err != nil {
@@ -114,14 +114,14 @@ func (td *testDaemon) do(t *testing.T, method, path, body string) (int, []byte) 
 	return resp.StatusCode, b
 }
 
-func decodeInto(t *testing.T, b []byte, v any) {
+func decodeInto(t testing.TB, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("decode %s: %v", b, err)
 	}
 }
 
-func (td *testDaemon) newSession(t *testing.T, body string) api.Session {
+func (td *testDaemon) newSession(t testing.TB, body string) api.Session {
 	t.Helper()
 	code, b := td.do(t, "POST", "/v1/sessions", body)
 	if code != http.StatusCreated {
