@@ -53,7 +53,8 @@ FUZZ_TARGETS := \
 	./api:FuzzDecodeRequest:20000 \
 	./audit:FuzzCanonical:100000 \
 	./audit:FuzzAppendBody:100000 \
-	./audit:FuzzRedactFastPath:20000
+	./audit:FuzzRedactFastPath:20000 \
+	./egress:FuzzParseRequest:20000
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz

@@ -62,6 +62,7 @@ type recorder struct {
 	mu     sync.Mutex
 	reqs   []Request
 	events []Event
+	fail   error // what audit returns
 }
 
 func (r *recorder) decide(f func(Request) Verdict) func(context.Context, Request) Verdict {
@@ -73,10 +74,11 @@ func (r *recorder) decide(f func(Request) Verdict) func(context.Context, Request
 	}
 }
 
-func (r *recorder) audit(ev Event) {
+func (r *recorder) audit(ev Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
+	return r.fail
 }
 
 func (r *recorder) requests() []Request {

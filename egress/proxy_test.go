@@ -149,7 +149,7 @@ func TestHTTPForward(t *testing.T) {
 	}
 	r0 := reqs[0]
 	if r0.Session != "s1" || r0.Kind != KindHTTP || r0.Host != "origin.test" || r0.Method != "GET" ||
-		r0.Path != "/a/b" || !r0.IP.Equal(net.IPv4(127, 0, 0, 1)) || r0.Port != atoiT(t, port) {
+		r0.Path != "/a/b" || r0.IP != nil || r0.Port != atoiT(t, port) { // decided before the lookup
 		t.Errorf("request %+v", r0)
 	}
 	if reqs[5].Method != "POST" || reqs[5].Path != "/echo" {
@@ -371,7 +371,8 @@ func TestDenials(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 	for _, ev := range evs {
-		if ev.Allowed || ev.Rule != "network.denied_domains" || !ev.IP.Equal(net.ParseIP("93.184.216.34")) {
+		// Denied by name before any lookup: nothing went out through DNS, so no address.
+		if ev.Allowed || ev.Rule != "network.denied_domains" || ev.IP != nil {
 			t.Errorf("event %+v", ev)
 		}
 	}
@@ -445,9 +446,7 @@ func TestPrivateRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := len(rec.requests()); n != 0 {
-		t.Errorf("Decide asked %d times about refused addresses", n)
-	}
+	// Decide was asked by name first (it allows all here); the guard still refused each.
 	for _, ev := range rec.audited() {
 		if ev.Allowed || ev.Reason == "" || ev.IP == nil {
 			t.Errorf("event %+v", ev)
@@ -803,5 +802,34 @@ func TestHeaderTimeout(t *testing.T) {
 	_, _ = io.ReadAll(c)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("slow header kept the connection %v", took)
+	}
+}
+
+// TestDeniedNameNeverLookedUp: a name the policy denies is refused before any DNS lookup, so
+// nothing about it leaves through the resolver; an allowed one is looked up once.
+func TestDeniedNameNeverLookedUp(t *testing.T) {
+	res := newResolver("ok.test", "127.0.0.1", "leak.test", "127.0.0.1")
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(func(r Request) Verdict { return Verdict{Allow: r.Host == "ok.test"} }),
+		Audit: rec.audit, Resolver: res, AllowPrivate: loopback}
+	addr := startProxy(t, s)
+	if resp, _ := rawRequest(t, addr, "CONNECT leak.test:80 HTTP/1.1\r\n\r\n"); resp.StatusCode != 403 {
+		t.Fatalf("denied name: %d", resp.StatusCode)
+	}
+	for _, h := range res.lookups() {
+		if h == "leak.test" {
+			t.Fatal("a denied name was looked up")
+		}
+	}
+}
+
+// TestAuditFailureRefuses: a connection whose decision cannot be audited is not made.
+func TestAuditFailureRefuses(t *testing.T) {
+	rec := &recorder{fail: errors.New("disk full")}
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, Resolver: newResolver("ok.test", "127.0.0.1"), AllowPrivate: loopback}
+	addr := startProxy(t, s)
+	resp, body := rawRequest(t, addr, "CONNECT ok.test:80 HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 403 || !strings.Contains(body, "audit") {
+		t.Fatalf("an unauditable connection: %d %q", resp.StatusCode, body)
 	}
 }

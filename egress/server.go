@@ -75,11 +75,14 @@ const (
 // Server is the filtering proxy. Set its fields before the first Serve and do not change them
 // afterwards; one Server may serve many listeners (one per session) at once.
 type Server struct {
-	// Decide is asked once per connection (per request for plain HTTP), after the destination
-	// is resolved and passed the private-address guard. Nil denies everything.
+	// Decide is asked once per connection (per request for plain HTTP), before the name is
+	// resolved (Request.IP nil: a denied name is never looked up, so nothing leaks through
+	// DNS); the destination then still has to pass the private-address guard. Nil denies
+	// everything.
 	Decide func(ctx context.Context, r Request) Verdict
-	// Audit receives one Event per decision, synchronously, before the connection is made.
-	Audit func(Event)
+	// Audit receives one Event per decision, synchronously, before the connection is made. An
+	// error refuses the connection: what cannot be audited does not happen.
+	Audit func(Event) error
 	// Resolver defaults to net.DefaultResolver.
 	Resolver Resolver
 	// Dialer defaults to a *net.Dialer with DialTimeout.
@@ -330,6 +333,28 @@ func (s *Server) admit(ctx context.Context, session string, t target) (netip.Add
 		Time: time.Now(), Session: session, Kind: t.kind, Host: t.host, Port: t.port,
 		Method: t.method, Path: t.path,
 	}
+	v := Verdict{Reason: "no egress policy is configured"}
+	if s.Decide != nil {
+		var ip net.IP
+		if t.addr.IsValid() {
+			ip = net.IP(t.addr.AsSlice())
+		}
+		v = s.Decide(ctx, Request{
+			Session: session, Kind: t.kind, Host: t.host, Port: t.port,
+			IP: ip, Method: t.method, Path: t.path,
+		})
+	}
+	ev.Rule = v.Rule
+	if !v.Allow {
+		ev.Reason = v.Reason
+		if ev.Reason == "" {
+			ev.Reason = "not allowed"
+		}
+		if err := s.audit(ev); err != nil {
+			return netip.AddrPort{}, outDenied, err.Error()
+		}
+		return netip.AddrPort{}, outDenied, ev.Reason
+	}
 	addr := t.addr
 	if !addr.IsValid() {
 		rctx, cancel := context.WithTimeout(ctx, s.dialTimeout())
@@ -340,7 +365,7 @@ func (s *Server) admit(ctx context.Context, session string, t target) (netip.Add
 		}
 		if err != nil {
 			ev.Reason = fmt.Sprintf("resolve %s: %v", t.host, err)
-			s.audit(ev)
+			_ = s.audit(ev) // refused whatever the audit says
 			return netip.AddrPort{}, outResolve, ev.Reason
 		}
 		// Every address is checked, not just the one dialed: a name answering with one public
@@ -349,7 +374,7 @@ func (s *Server) admit(ctx context.Context, session string, t target) (netip.Add
 			if w := refusal(a, s.AllowPrivate); w != "" {
 				ev.IP = net.IP(a.Unmap().AsSlice())
 				ev.Reason = fmt.Sprintf("%s resolves to %s, a %s address", t.host, a.Unmap(), w)
-				s.audit(ev)
+				_ = s.audit(ev)
 				return netip.AddrPort{}, outPrivate, ev.Reason
 			}
 		}
@@ -357,26 +382,13 @@ func (s *Server) admit(ctx context.Context, session string, t target) (netip.Add
 	} else if w := refusal(addr, s.AllowPrivate); w != "" {
 		ev.IP = net.IP(addr.AsSlice())
 		ev.Reason = fmt.Sprintf("%s is a %s address", addr, w)
-		s.audit(ev)
+		_ = s.audit(ev)
 		return netip.AddrPort{}, outPrivate, ev.Reason
 	}
 	ev.IP = net.IP(addr.AsSlice())
-
-	v := Verdict{Reason: "no egress policy is configured"}
-	if s.Decide != nil {
-		v = s.Decide(ctx, Request{
-			Session: session, Kind: t.kind, Host: t.host, Port: t.port,
-			IP: net.IP(addr.AsSlice()), Method: t.method, Path: t.path,
-		})
-	}
-	ev.Allowed, ev.Reason, ev.Rule = v.Allow, v.Reason, v.Rule
-	s.audit(ev)
-	if !v.Allow {
-		reason := v.Reason
-		if reason == "" {
-			reason = "not allowed"
-		}
-		return netip.AddrPort{}, outDenied, reason
+	ev.Allowed, ev.Reason = true, v.Reason
+	if err := s.audit(ev); err != nil {
+		return netip.AddrPort{}, outDenied, err.Error()
 	}
 	return netip.AddrPortFrom(addr, uint16(t.port)), outAllowed, v.Reason
 }
@@ -388,10 +400,15 @@ func (s *Server) resolver() Resolver {
 	return net.DefaultResolver
 }
 
-func (s *Server) audit(ev Event) {
-	if s.Audit != nil {
-		s.Audit(ev)
+// audit records ev; an error means the connection must not be made.
+func (s *Server) audit(ev Event) error {
+	if s.Audit == nil {
+		return nil
 	}
+	if err := s.Audit(ev); err != nil {
+		return fmt.Errorf("the audit log cannot be written, so the connection was refused: %w", err)
+	}
+	return nil
 }
 
 // dial connects to an address admit returned.
