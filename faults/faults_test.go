@@ -303,7 +303,9 @@ func TestDiskFull(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
-	d := startWith(t, Options{Dir: dir, StateDir: state})
+	// An 8 MiB volume: the free-space floor (256 MiB by default) scaled down to it, so the
+	// test sees the volume fill, and the floor refuse, before the write itself fails.
+	d := startWith(t, Options{Dir: dir, StateDir: state, ConfigYAML: DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
 	ctx := context.Background()
 	c := NewClient(d.Socket, 30*time.Second)
 	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})

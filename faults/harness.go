@@ -278,6 +278,12 @@ func (d *Daemon) SubtreeCgroups() []string {
 				return nil
 			}
 			rel, _ := filepath.Rel(root, path)
+			// Every cgroup sits under its user's, user-<uid>: named here without it.
+			user, rest, _ := strings.Cut(rel, "/")
+			if !strings.HasPrefix(user, "user-") || rest == "" {
+				return nil
+			}
+			rel = rest
 			if rel == poolDir || seen[rel] {
 				return nil
 			}
@@ -296,17 +302,19 @@ func (d *Daemon) SubtreeCgroups() []string {
 // file worker, which runs in pool/<n> when it came from the pool.
 func (d *Daemon) HoldsWorker(rel string) bool {
 	for _, root := range d.SubtreeDirs() {
-		for _, p := range cgroupfs.ProcsUnder(filepath.Join(root, rel)) {
-			args := cmdline(p)
-			if len(args) > 1 && args[1] == worker.Arg {
-				return true
+		users, _ := filepath.Glob(filepath.Join(root, "user-*", rel))
+		for _, dir := range users {
+			for _, p := range cgroupfs.ProcsUnder(dir) {
+				if args := cmdline(p); len(args) > 1 && args[1] == worker.Arg {
+					return true
+				}
 			}
 		}
 	}
 	return false
 }
 
-// poolDir and poolArg are sandbox's: <root>/pool holds the pooled inits, each started as
+// poolDir and poolArg are sandbox's: <root>/user-<uid>/pool holds the pooled inits, each started as
 // "sandboxd-init __sandboxd_init__ pool" (sandbox/pool.go, nsinit.h).
 const (
 	poolDir = "pool"

@@ -1,0 +1,6 @@
+//go:build !race
+
+package daemon
+
+// raceMemFactor scales memory bounds measured on the test process (see race_test.go).
+const raceMemFactor = 1
