@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
@@ -44,6 +45,11 @@ func TestWireMatchesAPI(t *testing.T) {
 		{"AuditVerify", AuditVerify{}, api.AuditVerify{}, true},
 		{"VerifyReport", VerifyReport{}, audit.VerifyReport{}, true},
 		{"Record", Record{}, audit.Record{}, false},
+		{"Approval", Approval{}, approval.Approval{}, true},
+		{"ApprovalEvent", ApprovalEvent{}, approval.Event{}, true},
+		{"ApprovalList", ApprovalList{}, api.ApprovalList{}, true},
+		{"ApprovalAnswer", ApprovalAnswer{}, api.ApprovalAnswer{}, true},
+		{"ApprovalAnswered", ApprovalAnswered{}, api.ApprovalAnswered{}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
