@@ -71,7 +71,7 @@ func Commands() []Command {
 		{"session", "new | ls | show ID | mode ID MODE | rm ID", cmdSession},
 		{"call", "--session ID TOOL 'JSON': run one tool call", cmdCall},
 		{"decide", "--session ID TOOL 'JSON': the decision only, nothing runs", cmdDecide},
-		{"bash", "[--session ID] [--timeout D] [--mode M] -- CMD | --command-file F: run a command, exit with its code", cmdBash},
+		{"bash", "[--session ID] [--timeout D] [--mode M] [--wait D] -- CMD | --command-file F: run a command, exit with its code", cmdBash},
 		{"read", "FILE [--offset N] [--limit N]: Read a file", cmdRead},
 		{"write", "FILE [--content S | stdin]: Write a file", cmdWrite},
 		{"edit", "FILE --old S --new S [--replace-all]: Edit a file", cmdEdit},
@@ -81,6 +81,9 @@ func Commands() []Command {
 		{"task", "ls | output TASK | kill TASK (--session ID): background Bash tasks", cmdTask},
 		{"policy", "eval [--explain] TOOL 'JSON' | show | test: inspect the policy", cmdPolicy},
 		{"audit", "tail [-f] | query [filters] | export | verify [--dir D --pubkey K] | pubkey", cmdAudit},
+		{"approvals", "[--watch] [--json]: your pending approvals; --watch follows them (y/n/a on a terminal)", cmdApprovals},
+		{"approve", "ID [--remember session|localSettings|userSettings] [--rule RULE]: allow a pending call", cmdApprove},
+		{"deny", "ID [--message M]: deny a pending call, with a message for the agent", cmdDeny},
 		{"hook", "[--confine] [--event E] [--on-unavailable deny|ask]: the PreToolUse hook for agent CLIs (JSON on stdin)", cmdHook},
 	}
 	for _, h := range heavyCommands {

@@ -87,7 +87,7 @@ func TestContainmentIsReported(t *testing.T) {
 	}
 }
 
-// An asked call tells the user how to run it: nobody can be asked from sbctl.
+// An asked call tells the user how to run it.
 func TestAskSaysHowToRun(t *testing.T) {
 	var errb bytes.Buffer
 	e := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -148,6 +149,40 @@ func ownerName(o client.Owner) string {
 type toolCall struct {
 	session string
 	sf      sessionFlags
+	// wait is --wait: how long an ask waits for its answer (0: not at all).
+	wait time.Duration
+}
+
+// waitFlag adds --wait to the commands that run a call.
+func (tc *toolCall) waitFlag(fs *flag.FlagSet) {
+	fs.DurationVar(&tc.wait, "wait", 0, "wait up to this long for an answer when the call asks (answer with sbctl approve|deny, or inline on a terminal); then run it or exit 126")
+}
+
+// send runs one call with --wait's meaning. Without a terminal the daemon waits (wait_ms)
+// and the result is the answered call's. On one (stdin and stderr), the ask comes back at
+// once and waitAnswer asks inline while the call waits for whoever answers first; resumed
+// says the result came from that resumed call (its output was not streamed).
+func (tc *toolCall) send(e *Env, id string, req client.CallRequest, call func(client.CallRequest) (*client.CallResult, error)) (res *client.CallResult, resumed bool, err error) {
+	in, prompt := e.Stdin.(*os.File)
+	errOut, ok := e.Stderr.(*os.File)
+	prompt = prompt && ok && tc.wait > 0 && isTerminal(in) && isTerminal(errOut)
+	if tc.wait > 0 && !prompt {
+		req.WaitMS = tc.wait.Milliseconds()
+	}
+	res, err = call(req)
+	if err != nil || !prompt || res.Decision == nil || res.Decision.Behavior != client.Ask || res.ApprovalID == "" {
+		return res, false, err
+	}
+	res, err = waitAnswer(e, in, id, res, tc.wait)
+	return res, true, err
+}
+
+// askExit is --wait's exit for a call that did not run: 126, as a shell's "cannot execute".
+func (tc *toolCall) askExit(res *client.CallResult) error {
+	if tc.wait > 0 && res.Decision != nil && res.Decision.Behavior != client.Allow {
+		return &ExitError{Code: 126}
+	}
+	return nil
 }
 
 func (tc *toolCall) flags(fs interface {
@@ -179,13 +214,19 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 // callTool sends one call and prints its result; exit 1 for an error result.
 func callTool(e *Env, tc *toolCall, path, tool string, input json.RawMessage) error {
 	return tc.withSession(e, func(id, mode string) error {
-		var res client.CallResult
-		err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/"+path,
-			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res)
+		res, _, err := tc.send(e, id, client.CallRequest{Tool: tool, Input: input, Mode: mode}, func(req client.CallRequest) (*client.CallResult, error) {
+			var res client.CallResult
+			err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/"+path, req, &res)
+			return &res, err
+		})
 		if err != nil {
 			return err
 		}
-		return printResult(e, &res)
+		err = printResult(e, res)
+		if ee := tc.askExit(res); ee != nil {
+			return ee
+		}
+		return err
 	})
 }
 
@@ -226,12 +267,15 @@ func printHuman(e *Env, res *client.CallResult) {
 	if d := res.Decision; d != nil && d.Behavior == client.Ask {
 		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
 		// run it, since the sandbox confines it whatever the mode.
+		if res.ApprovalID != "" {
+			fmt.Fprintf(e.Stderr, "sbctl: unanswered (approval %s); pass --wait D to wait for an answer from `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal (inline on a terminal)\n", res.ApprovalID)
+		}
 		fmt.Fprintln(e.Stderr, askHint)
 	}
 }
 
-// askHint is what sbctl says when a call needed someone to ask: it has no one.
-const askHint = "sbctl: nobody here to ask; to run it anyway, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
+// askHint is what sbctl says when a call asked and nobody answered.
+const askHint = "sbctl: to run it without asking, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
 // printContent writes the result's content blocks; empty text prints nothing.
 func printContent(e *Env, res *client.CallResult) {
@@ -255,6 +299,9 @@ func parseCallArgs(e *Env, name string, args []string) (*toolCall, string, json.
 	fs := NewFlags(e, name)
 	tc := &toolCall{}
 	tc.flags(fs)
+	if name == "call" {
+		tc.waitFlag(fs)
+	}
 	args, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return nil, "", nil, err

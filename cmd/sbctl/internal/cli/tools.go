@@ -22,6 +22,7 @@ func cmdBash(e *Env, args []string) error {
 	fs := NewFlags(e, "bash")
 	tc := &toolCall{}
 	tc.flags(fs)
+	tc.waitFlag(fs)
 	timeout := fs.Duration("timeout", 0, "command timeout (default the tool's 2m, max 10m)")
 	background := fs.Bool("background", false, "run in the background and print the task id")
 	cmdFile := fs.String("command-file", "", "read the command from this file (a private file of yours) and delete it; no shell quoting involved")
@@ -58,33 +59,38 @@ func cmdBash(e *Env, args []string) error {
 	return tc.withSession(e, func(id, mode string) error {
 		req := client.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
 		if e.JSON {
-			res, err := e.Client().Call(e.Ctx, id, req)
+			res, _, err := tc.send(e, id, req, func(req client.CallRequest) (*client.CallResult, error) {
+				return e.Client().Call(e.Ctx, id, req)
+			})
 			if err != nil {
 				return err
 			}
 			return finishBash(e, res, true)
 		}
 		// Stream the output as it comes, stdout to stdout and stderr to stderr, as the command
-		// wrote them; the final result repeats it, so it is not printed again.
+		// wrote them; the final result repeats it, so it is not printed again. A call resumed
+		// after an inline answer comes back whole.
 		streamed := false
-		p := startProgress(e)
-		res, err := e.Client().Stream(e.Ctx, id, req, func(ev client.Event) {
-			switch ev.Kind {
-			case "stdout":
-				streamed = true
-				p.write(e.Stdout, ev.Data)
-			case "stderr":
-				streamed = true
-				p.write(e.Stderr, ev.Data)
-			default:
-				p.status(ev)
-			}
+		res, resumed, err := tc.send(e, id, req, func(req client.CallRequest) (*client.CallResult, error) {
+			p := startProgress(e)
+			defer p.stop()
+			return e.Client().Stream(e.Ctx, id, req, func(ev client.Event) {
+				switch ev.Kind {
+				case "stdout":
+					streamed = true
+					p.write(e.Stdout, ev.Data)
+				case "stderr":
+					streamed = true
+					p.write(e.Stderr, ev.Data)
+				default:
+					p.status(ev)
+				}
+			})
 		})
-		p.stop()
 		if err != nil {
 			return err
 		}
-		return finishBash(e, res, !streamed)
+		return finishBash(e, res, resumed || !streamed)
 	})
 }
 
@@ -290,6 +296,7 @@ func toolFlags(e *Env, name string) (*flag.FlagSet, *toolCall) {
 	fs := NewFlags(e, name)
 	tc := &toolCall{}
 	tc.flags(fs)
+	tc.waitFlag(fs)
 	return fs, tc
 }
 

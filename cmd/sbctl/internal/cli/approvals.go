@@ -1,0 +1,459 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+	"unsafe"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// rememberSources are where `approve --remember` may add the rule (never an admin source).
+var rememberSources = map[string]bool{"session": true, "localSettings": true, "userSettings": true}
+
+func cmdApprovals(e *Env, args []string) error {
+	fs := NewFlags(e, "approvals")
+	watch := fs.Bool("watch", false, "follow the approvals as they arrive and leave; on a terminal, answer with y/n/a")
+	asJSON := fs.Bool("json", false, "print JSON (with --watch: one event per line)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError("usage: sbctl approvals [--watch] [--json]")
+	}
+	jsonOut := *asJSON || e.JSON
+	if *watch {
+		return watchApprovals(e, jsonOut)
+	}
+	list, err := e.Client().Approvals(e.Ctx)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		if list == nil {
+			list = []client.Approval{}
+		}
+		return PrintJSON(e.Stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(e.Stderr, "no pending approvals")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTOOL\tSESSION\tEXPIRES\tCALL\tREASON")
+	for _, a := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Tool, sessionLabel(a), until(a.Expires), clip(inputSummary(a), 60), clip(a.Reason, 80))
+	}
+	return tw.Flush()
+}
+
+func cmdApprove(e *Env, args []string) error {
+	fs := NewFlags(e, "approve")
+	remember := fs.String("remember", "", "also allow it next time: add the suggested rule to session, localSettings or userSettings")
+	rule := fs.String("rule", "", "with --remember: which of the suggested rules to add (default the first)")
+	pos, err := ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return UsageError("usage: sbctl approve ID [--remember session|localSettings|userSettings] [--rule RULE]")
+	}
+	if *remember != "" && !rememberSources[*remember] {
+		return UsageError(fmt.Sprintf("--remember %q: want session, localSettings or userSettings", *remember))
+	}
+	if *rule != "" && *remember == "" {
+		return UsageError("--rule needs --remember: say where to add it")
+	}
+	return answer(e, pos[0], client.ApprovalAnswer{Answer: client.Allow, Remember: *remember, Rule: *rule})
+}
+
+func cmdDeny(e *Env, args []string) error {
+	fs := NewFlags(e, "deny")
+	msg := fs.String("message", "", "why, passed back to the agent")
+	pos, err := ParseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return UsageError("usage: sbctl deny ID [--message M]")
+	}
+	return answer(e, pos[0], client.ApprovalAnswer{Answer: client.Deny, Message: *msg})
+}
+
+func answer(e *Env, id string, a client.ApprovalAnswer) error {
+	res, err := e.Client().AnswerApproval(e.Ctx, id, a)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return PrintJSON(e.Stdout, res)
+	}
+	fmt.Fprintln(e.Stdout, resolutionLine(res.Approval, res.Resolution))
+	return nil
+}
+
+func resolutionLine(a client.Approval, r client.Resolution) string {
+	line := fmt.Sprintf("%s: %s", a.ID, r.Answer)
+	if r.Rule != "" {
+		line += fmt.Sprintf(", remembered %s in %s", r.Rule, r.Remember)
+	}
+	if r.Message != "" {
+		line += " — " + r.Message
+	}
+	if r.By != "" {
+		line += " (by " + r.By + ")"
+	}
+	return line
+}
+
+// sessionLabel names the asking session, and the queue's when the ask bubbled up.
+func sessionLabel(a client.Approval) string {
+	if a.ParentSession != "" {
+		return a.Session + " → " + a.ParentSession
+	}
+	return a.Session
+}
+
+func until(t time.Time) string {
+	d := time.Until(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String()
+}
+
+// inputSummary is the part of a call a person recognises: the command, the file, or the
+// input as compact JSON.
+func inputSummary(a client.Approval) string {
+	var m map[string]any
+	if json.Unmarshal(a.Input, &m) == nil {
+		for _, k := range []string{"command", "file_path", "notebook_path", "url", "pattern"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	return string(a.Input)
+}
+
+// clip cuts s to n runes on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// watchApprovals follows the approvals stream. On a terminal (stdin and stdout) it is a live
+// view with keys; otherwise it prints one line per event (NDJSON with jsonOut).
+func watchApprovals(e *Env, jsonOut bool) error {
+	in, inOK := e.Stdin.(*os.File)
+	out, outOK := e.Stdout.(*os.File)
+	if !inOK || !outOK || !isTerminal(in) || !isTerminal(out) || jsonOut {
+		return followApprovals(e, jsonOut)
+	}
+	return watchTerminal(e, in, out)
+}
+
+// followApprovals prints one line per event, reconnecting when the daemon cuts the stream
+// off (a reader that fell behind), until ctx ends.
+func followApprovals(e *Env, jsonOut bool) error {
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetEscapeHTML(false)
+	for {
+		err := e.Client().StreamApprovals(e.Ctx, func(ev client.ApprovalEvent) error {
+			if jsonOut {
+				return enc.Encode(ev)
+			}
+			_, err := fmt.Fprintln(e.Stdout, eventLine(ev))
+			return err
+		})
+		if err != nil || e.Ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-e.Ctx.Done():
+			return nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func eventLine(ev client.ApprovalEvent) string {
+	a := ev.Approval
+	if ev.Resolution != nil {
+		return fmt.Sprintf("%s %s", ev.Type, resolutionLine(a, *ev.Resolution))
+	}
+	return fmt.Sprintf("%s %s %s session %s: %s — %s", ev.Type, a.ID, a.Tool, sessionLabel(a), clip(inputSummary(a), 100), a.Reason)
+}
+
+// watchTerminal is the live view: the pending approvals, the selected one's preview, and
+// keys to answer it.
+func watchTerminal(e *Env, in, out *os.File) error {
+	restore, err := rawMode(in)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+
+	type streamMsg struct {
+		ev    *client.ApprovalEvent
+		reset bool
+		err   error
+	}
+	events := make(chan streamMsg)
+	send := func(m streamMsg) bool {
+		select {
+		case events <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			// A new stream starts with everything pending: the view starts over with it.
+			if !send(streamMsg{reset: true}) {
+				return
+			}
+			err := e.Client().StreamApprovals(ctx, func(ev client.ApprovalEvent) error {
+				if !send(streamMsg{ev: &ev}) {
+					return ctx.Err()
+				}
+				return nil
+			})
+			if err != nil && ctx.Err() == nil && !send(streamMsg{err: err}) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	keys := make(chan byte)
+	go func() {
+		// Left blocked in read when the view ends; the process exits soon after.
+		b := make([]byte, 1)
+		for {
+			if n, err := in.Read(b); err != nil || n == 0 {
+				close(keys)
+				return
+			}
+			select {
+			case keys <- b[0]:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	var pending []client.Approval
+	sel := 0
+	status := "connecting…"
+	draw := func() {
+		var b strings.Builder
+		b.WriteString("\x1b[H\x1b[2J")
+		fmt.Fprintf(&b, "sandboxd approvals (%d pending)   y allow once · n deny · a allow and remember in session · j/k select · q quit\r\n\r\n", len(pending))
+		for i, a := range pending {
+			mark := "  "
+			if i == sel {
+				mark = "> "
+			}
+			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\r\n", mark, a.ID, a.Tool, clip(inputSummary(a), 80), until(a.Expires))
+		}
+		if sel < len(pending) {
+			a := pending[sel]
+			fmt.Fprintf(&b, "\r\nsession: %s\r\nreason:  %s\r\n", sessionLabel(a), a.Reason)
+			if len(a.SuggestedRules) > 0 {
+				fmt.Fprintf(&b, "'a' adds: %s\r\n", a.SuggestedRules[0])
+			}
+			if a.Preview != nil {
+				lines := strings.Split(strings.TrimRight(a.Preview.Diff, "\n"), "\n")
+				if len(lines) > 30 {
+					lines = append(lines[:30], fmt.Sprintf("… %d more lines", len(lines)-30))
+				}
+				fmt.Fprintf(&b, "\r\n%s\r\n", strings.Join(lines, "\r\n"))
+			}
+		}
+		fmt.Fprintf(&b, "\r\n%s\r\n", status)
+		io.WriteString(out, b.String())
+	}
+	draw()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprint(out, "\r\n")
+			return nil
+		case m := <-events:
+			switch {
+			case m.reset:
+				pending, sel, status = nil, 0, "watching"
+			case m.err != nil:
+				status = "stream: " + m.err.Error() + " (reconnecting)"
+			case m.ev.Type == "created":
+				pending = append(pending, m.ev.Approval)
+			default:
+				for i, a := range pending {
+					if a.ID == m.ev.Approval.ID {
+						pending = append(pending[:i], pending[i+1:]...)
+						break
+					}
+				}
+				if m.ev.Resolution != nil {
+					status = eventLine(*m.ev)
+				}
+			}
+			if sel >= len(pending) && sel > 0 {
+				sel = len(pending) - 1
+			}
+		case k, ok := <-keys:
+			if !ok || k == 'q' || k == 3 || k == 4 {
+				fmt.Fprint(out, "\r\n")
+				return nil
+			}
+			switch k {
+			case 'j':
+				if sel+1 < len(pending) {
+					sel++
+				}
+			case 'k':
+				if sel > 0 {
+					sel--
+				}
+			case 'y', 'n', 'a':
+				if sel >= len(pending) {
+					break
+				}
+				ans := client.ApprovalAnswer{Answer: client.Allow}
+				switch k {
+				case 'n':
+					ans.Answer = client.Deny
+				case 'a':
+					ans.Remember = "session"
+				}
+				// The answered event removes it from the list.
+				if res, err := e.Client().AnswerApproval(ctx, pending[sel].ID, ans); err != nil {
+					status = "answer: " + err.Error()
+				} else {
+					status = resolutionLine(res.Approval, res.Resolution)
+				}
+			}
+		}
+		draw()
+	}
+}
+
+// rawMode turns off the terminal's line buffering and echo (keys arrive one by one) and
+// returns what restores it. Signals stay on: Ctrl-C still interrupts.
+func rawMode(f *os.File) (func(), error) {
+	var old syscall.Termios
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&old))); errno != 0 {
+		return nil, fmt.Errorf("read terminal mode: %w", errno)
+	}
+	raw := old
+	raw.Lflag &^= syscall.ICANON | syscall.ECHO
+	raw.Cc[syscall.VMIN], raw.Cc[syscall.VTIME] = 1, 0
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCSETS, uintptr(unsafe.Pointer(&raw))); errno != 0 {
+		return nil, fmt.Errorf("set terminal mode: %w", errno)
+	}
+	return func() {
+		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCSETS, uintptr(unsafe.Pointer(&old)))
+	}, nil
+}
+
+// waitAnswer is --wait on a terminal: the call came back at once as an ask with an approval;
+// it resumes that call waiting up to d while it asks here, inline, as agent CLIs do. Whoever
+// answers first wins: this prompt, or `sbctl approve|deny` and `sbctl approvals --watch` in
+// another terminal (the resumed call returns then, and the prompt goes away).
+func waitAnswer(e *Env, in *os.File, sessionID string, res *client.CallResult, d time.Duration) (*client.CallResult, error) {
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	id := res.ApprovalID
+	type resumed struct {
+		res *client.CallResult
+		err error
+	}
+	done := make(chan resumed, 1)
+	go func() {
+		r, err := e.Client().Call(ctx, sessionID, client.CallRequest{ApprovalID: id, WaitMS: d.Milliseconds()})
+		done <- resumed{r, err}
+	}()
+	var a *client.Approval
+	if list, err := e.Client().Approvals(ctx); err == nil {
+		for i := range list {
+			if list[i].ID == id {
+				a = &list[i]
+			}
+		}
+	}
+	reason := ""
+	if res.Decision != nil {
+		reason = res.Decision.Reason
+	}
+	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, reason)
+	if a != nil {
+		fmt.Fprintf(e.Stderr, "  %s %s\n", a.Tool, clip(inputSummary(*a), 200))
+		if a.Preview != nil {
+			fmt.Fprint(e.Stderr, a.Preview.Diff)
+		}
+	}
+	always := "always (remember in this session)"
+	if a != nil && len(a.SuggestedRules) > 0 {
+		always = "always (" + a.SuggestedRules[0] + " in this session)"
+	}
+	lines := make(chan string)
+	go func() {
+		// Left blocked in read when another process answers; the process exits soon after.
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case lines <- strings.TrimSpace(strings.ToLower(sc.Text())):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		fmt.Fprintf(e.Stderr, "allow? [y]es once / [n]o / [a]%s: ", always[1:])
+		select {
+		case r := <-done:
+			fmt.Fprintln(e.Stderr)
+			return r.res, r.err
+		case l := <-lines:
+			var ans client.ApprovalAnswer
+			switch l {
+			case "y", "yes":
+				ans.Answer = client.Allow
+			case "n", "no":
+				ans.Answer = client.Deny
+			case "a", "always":
+				ans.Answer, ans.Remember = client.Allow, "session"
+			default:
+				continue
+			}
+			if _, err := e.Client().AnswerApproval(ctx, id, ans); err != nil {
+				var ae *client.APIError
+				if !errors.As(err, &ae) || ae.Status != 409 {
+					fmt.Fprintf(e.Stderr, "sbctl: answer: %v\n", err)
+				}
+			}
+			r := <-done
+			return r.res, r.err
+		}
+	}
+}
