@@ -268,36 +268,39 @@ func watchTerminal(e *Env, in, out *os.File) error {
 	draw := func() {
 		var b strings.Builder
 		b.WriteString("\x1b[H\x1b[2J")
-		fmt.Fprintf(&b, "sandboxd approvals (%d pending)   y allow once · n deny · a allow and remember in session · j/k select · q quit\r\n\r\n", len(pending))
+		fmt.Fprintf(&b, "sandboxd approvals (%d pending)   y allow once · n deny · a allow and remember in session · j/k select · q quit\n\n", len(pending))
 		for i, a := range pending {
 			mark := "  "
 			if i == sel {
 				mark = "> "
 			}
-			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\r\n", mark, a.ID, a.Tool, clip(inputSummary(a), 80), until(a.Expires))
+			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\n", mark, a.ID, a.Tool, clip(inputSummary(a), 80), until(a.Expires))
 		}
 		if sel < len(pending) {
 			a := pending[sel]
-			fmt.Fprintf(&b, "\r\nsession: %s\r\nreason:  %s\r\n", sessionLabel(a), a.Reason)
+			fmt.Fprintf(&b, "\nsession: %s\nreason:  %s\n", sessionLabel(a), a.Reason)
 			if len(a.SuggestedRules) > 0 {
-				fmt.Fprintf(&b, "'a' adds: %s\r\n", a.SuggestedRules[0])
+				fmt.Fprintf(&b, "'a' adds: %s\n", a.SuggestedRules[0])
 			}
 			if a.Preview != nil {
 				lines := strings.Split(strings.TrimRight(a.Preview.Diff, "\n"), "\n")
 				if len(lines) > 30 {
 					lines = append(lines[:30], fmt.Sprintf("… %d more lines", len(lines)-30))
 				}
-				fmt.Fprintf(&b, "\r\n%s\r\n", strings.Join(lines, "\r\n"))
+				fmt.Fprintf(&b, "\n%s\n", strings.Join(lines, "\n"))
 			}
 		}
-		fmt.Fprintf(&b, "\r\n%s\r\n", status)
+		fmt.Fprintf(&b, "\n%s\n", status)
 		io.WriteString(out, b.String())
 	}
 	draw()
+	tick := time.NewTicker(time.Second) // the expiry countdowns
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
 		case <-ctx.Done():
-			fmt.Fprint(out, "\r\n")
+			fmt.Fprint(out, "\n")
 			return nil
 		case m := <-events:
 			switch {
@@ -323,7 +326,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			}
 		case k, ok := <-keys:
 			if !ok || k == 'q' || k == 3 || k == 4 {
-				fmt.Fprint(out, "\r\n")
+				fmt.Fprint(out, "\n")
 				return nil
 			}
 			switch k {
@@ -359,7 +362,8 @@ func watchTerminal(e *Env, in, out *os.File) error {
 }
 
 // rawMode turns off the terminal's line buffering and echo (keys arrive one by one) and
-// returns what restores it. Signals stay on: Ctrl-C still interrupts.
+// returns what restores it. Signals stay on (Ctrl-C still interrupts), and so does output
+// processing (a "\n" still starts its line at the left).
 func rawMode(f *os.File) (func(), error) {
 	var old syscall.Termios
 	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&old))); errno != 0 {
