@@ -325,6 +325,9 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 // requires; otherwise there is no preview and the tool's own check applies.
 func (p *Pipeline) preview(ctx context.Context, c *Call) (*approval.Preview, error) {
 	name := c.Tool.Name()
+	if name == "Bash" {
+		return p.sedPreview(ctx, c)
+	}
 	if name != "Write" && name != "Edit" && name != "MultiEdit" {
 		return nil, errNoPreview
 	}
