@@ -64,6 +64,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	snap, err := s.backend.CreateSession(r.Context(), c, session.Params{
 		Cwd: req.Cwd, AdditionalDirs: req.AdditionalDirs, Mode: mode,
 		Rules: session.Rules(req.Rules), ParentID: req.ParentID, PersistCwd: req.PersistCwd, TrustProject: req.TrustProject,
+		Network: req.Network,
 	})
 	if err != nil {
 		return err

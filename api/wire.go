@@ -45,6 +45,9 @@ type CreateSession struct {
 	// TrustProject lets the project's settings files (.sandboxd/settings*.json) add allow rules
 	// and directories; without it they may only deny and ask.
 	TrustProject bool `json:"trust_project,omitempty"`
+	// Network is none (loopback only), proxy (only through the daemon's filtering proxy) or
+	// host; empty takes the daemon's network.mode.
+	Network string `json:"network,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
@@ -75,6 +78,7 @@ type Session struct {
 	Rules          Rules     `json:"rules"`
 	PersistCwd     bool      `json:"persist_cwd,omitempty"`
 	TrustProject   bool      `json:"trust_project,omitempty"`
+	Network        string    `json:"network,omitempty"`
 }
 
 // SessionList is the body of GET /v1/sessions.
@@ -204,7 +208,7 @@ func sessionView(s session.Snapshot) Session {
 		ID: s.ID, Owner: Owner{UID: s.Owner.UID, GID: s.Owner.GID, User: s.Owner.User},
 		ParentID: s.ParentID, Created: s.Created, Root: s.Root, Cwd: s.Cwd,
 		AdditionalDirs: nonNil(s.AdditionalDirs), Mode: string(s.Mode),
-		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
+		Rules: Rules(s.Rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject, Network: s.Network,
 	}
 }
 

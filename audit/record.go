@@ -35,9 +35,12 @@ const (
 	KindCallEnd         Kind = "call.end"
 	KindApprovalRequest Kind = "approval.request"
 	KindApprovalResolve Kind = "approval.resolve"
-	KindRotate          Kind = "audit.rotate"
-	KindTornTail        Kind = "audit.torn_tail"
-	KindCheckpoint      Kind = "audit.checkpoint"
+	// KindNetConnect is one egress proxy decision: session, host, port, resolved ip, method and
+	// path when seen, allowed or not, the reason and the rule.
+	KindNetConnect Kind = "net.connect"
+	KindRotate     Kind = "audit.rotate"
+	KindTornTail   Kind = "audit.torn_tail"
+	KindCheckpoint Kind = "audit.checkpoint"
 )
 
 var callerKinds = map[Kind]bool{
@@ -45,7 +48,7 @@ var callerKinds = map[Kind]bool{
 	KindSessionCreate: true, KindSessionUpdate: true, KindSessionDelete: true,
 	KindSessionSuspend: true, KindSessionResume: true,
 	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
-	KindApprovalRequest: true, KindApprovalResolve: true,
+	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true,
 }
 
 var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true}

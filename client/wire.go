@@ -48,6 +48,7 @@ type CreateSession struct {
 	ParentID       string   `json:"parent_id,omitempty"`
 	PersistCwd     bool     `json:"persist_cwd,omitempty"`
 	TrustProject   bool     `json:"trust_project,omitempty"`
+	Network        string   `json:"network,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
@@ -78,6 +79,7 @@ type Session struct {
 	Rules          Rules     `json:"rules"`
 	PersistCwd     bool      `json:"persist_cwd,omitempty"`
 	TrustProject   bool      `json:"trust_project,omitempty"`
+	Network        string    `json:"network,omitempty"`
 }
 
 // SessionList is the body of GET /v1/sessions.

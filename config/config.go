@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,43 @@ type Config struct {
 	Approvals Approvals `json:"approvals"`
 	// Auto configures auto mode's second stage, the external classifier.
 	Auto Auto `json:"auto"`
+	// Network is the sessions' egress.
+	Network Network `json:"network"`
+}
+
+// Network modes of a session: none (loopback only), proxy (only through the daemon's
+// filtering proxy), host (the host's network).
+const (
+	NetworkNone  = "none"
+	NetworkProxy = "proxy"
+	NetworkHost  = "host"
+)
+
+// Network configures the sessions' egress.
+type Network struct {
+	// Mode is a new session's network when it names none. sandbox.allow_network: true, the
+	// older switch, makes it host (and lets everyone choose host).
+	Mode string `json:"mode"`
+	// AllowedDomains and DeniedDomains decide proxied connections beside the WebFetch(domain:…)
+	// rules of every source; a deny anywhere wins. Same syntax as the rules' domain part.
+	AllowedDomains []string `json:"allowed_domains"`
+	DeniedDomains  []string `json:"denied_domains"`
+	// AllowPrivateCIDRs are private, loopback or link-local ranges the proxy may still reach
+	// (a registry on the LAN); everything else there is refused whatever a name resolves to.
+	AllowPrivateCIDRs []string `json:"allow_private_cidrs"`
+	// HostUsers may choose the host's network for their sessions (user names or uids); root
+	// always may.
+	HostUsers []string `json:"host_users"`
+	// ProxyPort is where the proxy listens on each proxied session's loopback.
+	ProxyPort int `json:"proxy_port"`
+}
+
+// EffectiveNetworkMode is network.mode, or host when sandbox.allow_network asks for it.
+func (c Config) EffectiveNetworkMode() string {
+	if c.Sandbox.AllowNetwork && c.Network.Mode == NetworkNone {
+		return NetworkHost
+	}
+	return c.Network.Mode
 }
 
 // Approvals configures pending approvals.
@@ -279,7 +317,17 @@ func Default() Config {
 		Sessions:  Sessions{IdleTimeoutSec: 86400},
 		Approvals: Approvals{TimeoutSec: 300},
 		Auto:      Auto{Classifier: AutoClassifier{TimeoutSec: 10, History: 10}},
+		Network:   Network{Mode: NetworkNone, ProxyPort: 3128},
 	}
+}
+
+func cidrsValid(cs []string) bool {
+	for _, c := range cs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Load reads path over the defaults. A missing file at the default path is not an error
@@ -320,6 +368,9 @@ func (c Config) Validate() error {
 		ok   bool
 	}{
 		{"admin_group must not be empty", c.AdminGroup != ""},
+		{"network.mode must be none, proxy or host", c.Network.Mode == NetworkNone || c.Network.Mode == NetworkProxy || c.Network.Mode == NetworkHost},
+		{"network.proxy_port must be between 1 and 65535", c.Network.ProxyPort >= 1 && c.Network.ProxyPort <= 65535},
+		{"network.allow_private_cidrs must be CIDRs (10.0.0.0/8)", cidrsValid(c.Network.AllowPrivateCIDRs)},
 		{"policy_dir must be absolute", filepath.IsAbs(c.PolicyDir)},
 		{"max_request_bytes must be between 1 KiB and 64 MiB", c.MaxRequestBytes >= 1<<10 && c.MaxRequestBytes <= 64<<20},
 		{"read_header_timeout_sec must be > 0", c.ReadHeaderTimeoutSec > 0},

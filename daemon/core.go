@@ -46,6 +46,8 @@ type Core struct {
 	activity activity
 	// approvals are the asks waiting for a person, every owner's.
 	approvals *approval.Queue
+	// egress is the filtering proxy of sessions in network mode proxy.
+	egress *egressProxy
 }
 
 var _ api.Backend = (*Core)(nil)
@@ -119,6 +121,11 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	if owned >= cfg.EffectiveSessionsPerUser() {
 		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("uid %d already has %d sessions (limits.sessions_per_user); delete one first", caller.UID, owned))
 	}
+	network, err := networkFor(cfg, caller, p.Network, p.Parent)
+	if err != nil {
+		return session.Snapshot{}, err
+	}
+	p.Network = network
 	owner := caller
 	owner.Admin = false // the owner identity runs tools; admin rights are per request
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
@@ -149,6 +156,11 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	}
 	s.Apply(session.Update{Mode: &mode, AdditionalDirs: &extra})
 	s.SetRuleSet(rs)
+	if s.Network == config.NetworkProxy {
+		if err := c.egress.open(c, s); err != nil {
+			return fail(err)
+		}
+	}
 	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
 		return fail(err)
 	}
@@ -345,6 +357,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 }
 
 func (c *Core) release(s *session.Session) {
+	c.egress.close(s.ID)
 	c.host.StopSession(s.ID)
 	if err := c.sandbox.KillSession(s.ID); err != nil {
 		c.log.Warn("kill session processes", zap.String("session", s.ID), zap.Error(err))

@@ -212,7 +212,8 @@ func (r *recorder) appendSession(ctx context.Context, kind string, caller sessio
 // sessionState is what a session record keeps of a session, beside its mode.
 func sessionState(snap session.Snapshot) map[string]any {
 	return map[string]any{"root": snap.Root, "cwd": snap.Cwd, "additional_dirs": snap.AdditionalDirs,
-		"mode": snap.Mode, "rules": snap.Rules, "trust_project": snap.TrustProject, "persist_cwd": snap.PersistCwd}
+		"mode": snap.Mode, "rules": snap.Rules, "trust_project": snap.TrustProject, "persist_cwd": snap.PersistCwd,
+		"network": snap.Network}
 }
 
 func sessionDetail(snap session.Snapshot) map[string]string {

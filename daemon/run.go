@@ -158,6 +158,8 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.approvals = approval.NewQueue()
 	core.pipeline.SetApprovals(&executor.Approvals{Queue: core.approvals, TTL: core.approvalTTL})
 	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
+	core.egress = newEgressProxy(core, &cfg, log)
+	host.ProxyPort = cfg.Network.ProxyPort
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
@@ -299,6 +301,7 @@ func (d *Daemon) shutdown() {
 	// Kill what still runs first (with its whole cgroup): the tools' bookkeeping waits for
 	// their goroutines, which end only when their processes do.
 	_ = d.core.sandbox.Close()
+	d.core.egress.shutdown()
 	d.core.host.CloseTools()
 	_ = d.core.policy.Close()
 	d.server.Close()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +33,8 @@ type Host struct {
 	// DaemonSocket is hidden from every child: a command that could reach the daemon as its
 	// owner could change its own session's mode or rules, or open a laxer session.
 	DaemonSocket string
+	// ProxyPort is where a proxied session's egress proxy listens on its loopback.
+	ProxyPort int
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
 	// resultsMade holds the IDs of sessions whose results directory was made and checked, so
@@ -76,14 +79,14 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 	writable := append(s.Dirs(), expandHome(cfg.CacheDirs, home)...)
 	spec := &sandbox.Spec{
 		Path: argv[0], Args: argv[1:],
-		Env: ChildEnv(owner),
+		Env: h.sessionEnv(s),
 		Dir: s.Cwd(),
 		UID: owner.UID, GID: owner.GID, Groups: owner.Groups,
 		WritableDirs:      writable,
 		ReadOnlyWorkspace: readOnly,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
 		DenyPaths:         h.denyPaths(cfg, home),
-		AllowNetwork:      cfg.AllowNetwork,
+		AllowNetwork:      s.Network == config.NetworkHost,
 		Limits: sandbox.Limits{
 			MemoryMaxBytes: cfg.MemoryMaxBytes, PidsMax: cfg.PidsMax, CPUQuotaMilli: cfg.CPUQuotaMilli,
 			FileSizeMaxBytes: cfg.FileSizeMaxBytes, OpenFilesMax: cfg.OpenFilesMax, TmpSizeBytes: cfg.TmpSizeBytes,
@@ -115,6 +118,32 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 	}
 	spec.ProtectedPatterns = append(sandbox.ProtectedPatterns(writable, spec.Dir), kp.ReadOnly...)
 	return spec
+}
+
+// sessionEnv is a child's environment in session s: ChildEnv, and where the session's egress
+// goes through the filtering proxy, the proxy settings programs read.
+func (h *Host) sessionEnv(s *session.Session) []string {
+	env := ChildEnv(s.Owner)
+	if s.Network == config.NetworkProxy && h.ProxyPort > 0 {
+		env = append(env, ProxyEnv(h.ProxyPort)...)
+	}
+	return env
+}
+
+// ProxyEnv is what a proxied session's programs are told: the usual proxy variables in both
+// cases, and the package managers' and Java's own settings. Programs that ignore them have no
+// route out anyway.
+func ProxyEnv(port int) []string {
+	http := "http://127.0.0.1:" + strconv.Itoa(port)
+	socks := "socks5h://127.0.0.1:" + strconv.Itoa(port)
+	const noProxy = "localhost,127.0.0.1,::1"
+	p := strconv.Itoa(port)
+	return []string{
+		"HTTP_PROXY=" + http, "http_proxy=" + http, "HTTPS_PROXY=" + http, "https_proxy=" + http,
+		"ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
+		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http, "PIP_PROXY=" + http,
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p + " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p,
+	}
 }
 
 // ChildEnv is the whole environment of a child: nothing of the daemon's leaks.

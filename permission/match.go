@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"net"
 	"path"
 	"regexp"
 	"strings"
@@ -225,6 +226,11 @@ func MatchDomain(pattern, host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
 		return false
+	}
+	// An IP address matches only a rule naming it: `domain:*` and `*.x` are about names, and
+	// an address reached by number must be allowed by number.
+	if strings.Trim(host, "[]") != host || net.ParseIP(host) != nil {
+		return strings.Trim(pattern, "[]") == strings.Trim(host, "[]")
 	}
 	if pattern == "*" {
 		return true

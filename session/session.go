@@ -41,6 +41,8 @@ type Session struct {
 	TrustProject bool
 	// PersistCwd makes a Bash `cd` inside the session's directories carry over to later calls.
 	PersistCwd bool
+	// Network is the session's egress: none, proxy or host. Fixed at creation.
+	Network string
 	// Root is the cwd the session was created with: its project (whose settings apply) and
 	// its first directory. A later cwd, persisted or set through the API, lies inside the
 	// session's directories and changes neither.
@@ -90,6 +92,7 @@ type Snapshot struct {
 	Rules          Rules           `json:"rules"`
 	PersistCwd     bool            `json:"persist_cwd,omitempty"`
 	TrustProject   bool            `json:"trust_project,omitempty"`
+	Network        string          `json:"network,omitempty"`
 }
 
 // NewID returns a random session id.
@@ -108,7 +111,7 @@ func (s *Session) Snapshot() Snapshot {
 	return Snapshot{
 		ID: s.ID, Owner: s.Owner, ParentID: s.ParentID, Created: s.Created, Root: s.Root,
 		Cwd: s.cwd, AdditionalDirs: append([]string(nil), s.additionalDirs...),
-		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject,
+		Mode: s.mode, Rules: copyRules(s.rules), PersistCwd: s.PersistCwd, TrustProject: s.TrustProject, Network: s.Network,
 	}
 }
 

@@ -22,9 +22,11 @@ type Params struct {
 	ParentID       string
 	// Parent is the parent session (the caller looked it up as ParentID); the child copies
 	// its read-file state and result budget and inherits its rules.
-	Parent         *Session
-	PersistCwd     bool
-	TrustProject   bool
+	Parent       *Session
+	PersistCwd   bool
+	TrustProject bool
+	// Network is none, proxy or host (config.Network*), decided by the daemon.
+	Network        string
 	ReadStateBytes int64
 	BudgetChars    int64
 }
@@ -42,7 +44,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
 		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
-		Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
+		Network: p.Network, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),

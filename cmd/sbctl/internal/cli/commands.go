@@ -33,6 +33,7 @@ func cmdStatus(e *Env, args []string) error {
 // short-lived sessions of bash/read/...
 type sessionFlags struct {
 	cwd, mode, parent string
+	network           string
 	persistCwd        bool
 	trustProject      bool
 	allow, deny, ask  Multi
@@ -49,7 +50,7 @@ func (sf *sessionFlags) request() (client.CreateSession, error) {
 		cwd = wd
 	}
 	return client.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
-		Rules: client.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
+		Network: sf.network, Rules: client.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
 }
 
 func cmdSession(e *Env, args []string) error {
@@ -70,6 +71,7 @@ func cmdSession(e *Env, args []string) error {
 		fs.Var(&sf.addDirs, "add-dir", "additional directory (repeatable)")
 		fs.BoolVar(&sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
 		fs.BoolVar(&sf.persistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
+		fs.StringVar(&sf.network, "network", "", "none (loopback only), proxy (only through the daemon's filtering proxy) or host (default: the daemon's network.mode)")
 		if err := fs.Parse(rest); err != nil {
 			return err
 		}

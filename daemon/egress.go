@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/egress"
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// egressProxy is the filtering proxy of the sessions in network mode proxy: one listener per
+// session, opened inside the session's own network namespace (a socket keeps the namespace it
+// was made in), so the session's programs reach it on their loopback and nothing else.
+type egressProxy struct {
+	srv  *egress.Server
+	port int
+	log  *zap.Logger
+
+	mu        sync.Mutex
+	listeners map[string]net.Listener
+	wg        sync.WaitGroup
+}
+
+func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
+	var private []netip.Prefix
+	for _, s := range cfg.Network.AllowPrivateCIDRs {
+		private = append(private, netip.MustParsePrefix(s)) // Validate parsed them
+	}
+	return &egressProxy{
+		srv: &egress.Server{
+			Decide: c.decideEgress, Audit: c.recorder.netConnect, AllowPrivate: private,
+			Logger: log,
+		},
+		port:      cfg.Network.ProxyPort,
+		log:       log.Named("egress"),
+		listeners: map[string]net.Listener{},
+	}
+}
+
+// open starts serving s's proxy inside its network namespace.
+func (e *egressProxy) open(c *Core, s *session.Session) error {
+	l, err := c.sandbox.ListenInSession(s.ID, "127.0.0.1:"+strconv.Itoa(e.port))
+	if err != nil {
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("start the session's egress proxy: %w", err))
+	}
+	e.mu.Lock()
+	e.listeners[s.ID] = l
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		if err := e.srv.Serve(l, s.ID); err != nil && !errors.Is(err, egress.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			e.log.Warn("egress proxy", zap.String("session", s.ID), zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+// close ends the session's proxy and every connection it carries.
+func (e *egressProxy) close(id string) {
+	e.mu.Lock()
+	l := e.listeners[id]
+	delete(e.listeners, id)
+	e.mu.Unlock()
+	if l != nil {
+		l.Close()
+	}
+}
+
+// shutdown ends every session's proxy and waits for them.
+func (e *egressProxy) shutdown() {
+	_ = e.srv.Close()
+	e.mu.Lock()
+	for id, l := range e.listeners {
+		l.Close()
+		delete(e.listeners, id)
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// networkFor decides a new session's network: the one asked for, or the daemon's default; host
+// only for root, for network.host_users, or where sandbox.allow_network gives it to everyone;
+// never more than a parent's (none < proxy < host).
+func networkFor(cfg *config.Config, caller session.Caller, asked string, parent *session.Session) (string, error) {
+	mode := asked
+	if mode == "" {
+		mode = cfg.EffectiveNetworkMode()
+		if parent != nil && networkRank[parent.Network] < networkRank[mode] {
+			mode = parent.Network
+		}
+	}
+	if _, ok := networkRank[mode]; !ok {
+		return "", errcode.New(errcode.Validation, fmt.Errorf("network %q: want none, proxy or host", mode))
+	}
+	if parent != nil && networkRank[mode] > networkRank[parent.Network] {
+		return "", errcode.New(errcode.Validation, fmt.Errorf("network %s is wider than the parent session's (%s): a child session never exceeds its parent", mode, parent.Network))
+	}
+	if mode == config.NetworkHost && caller.UID != 0 && !cfg.Sandbox.AllowNetwork &&
+		!slices.Contains(cfg.Network.HostUsers, caller.User) && !slices.Contains(cfg.Network.HostUsers, strconv.FormatUint(uint64(caller.UID), 10)) {
+		return "", errcode.New(errcode.PermissionDenied, fmt.Errorf("network host is not permitted for uid %d (network.host_users); use network proxy", caller.UID))
+	}
+	return mode, nil
+}
+
+var networkRank = map[string]int{config.NetworkNone: 0, config.NetworkProxy: 1, config.NetworkHost: 2}
+
+// decideEgress decides one proxied connection by host name, with the session's rules of every
+// source evaluated by the policy engine as a WebFetch of that domain (deny rules, admin custom
+// Rego), and the config's domain lists. A deny anywhere wins; what no rule allows is refused:
+// nobody is there to ask about a connection.
+func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdict {
+	s, err := c.store.Get(session.Caller{UID: 0}, r.Session)
+	if err != nil {
+		return egress.Verdict{Reason: "the session is gone"}
+	}
+	if reason := s.Suspended(); reason != "" {
+		return egress.Verdict{Reason: reason}
+	}
+	rs := s.RuleSet()
+	if rs == nil {
+		return egress.Verdict{Reason: "the session's rules are not loaded"}
+	}
+	cfg := c.Config()
+	snap := s.Snapshot()
+	facts := &permission.Facts{
+		Tool: "WebFetch", Mode: permission.ModeDontAsk,
+		Input:     map[string]any{"url": fmt.Sprintf("%s://%s:%d%s", r.Kind, r.Host, r.Port, r.Path)},
+		Caller:    permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
+		Cwd:       snap.Cwd,
+		Dirs:      append([]string{snap.Root}, snap.AdditionalDirs...),
+		Home:      snap.Owner.Home,
+		ToolFacts: permission.ToolFacts{Domain: r.Host},
+	}
+	d, err := c.policy.Decide(ctx, facts, rs)
+	switch {
+	case err != nil:
+		return egress.Verdict{Reason: "policy evaluation failed: " + err.Error()}
+	case d.Behavior == permission.Deny && d.Step != "mode":
+		return egress.Verdict{Reason: d.Reason, Rule: d.Rule}
+	}
+	for _, p := range cfg.Network.DeniedDomains {
+		if permission.MatchDomain(p, r.Host) {
+			return egress.Verdict{Reason: fmt.Sprintf("%s is in network.denied_domains", r.Host), Rule: "network.denied_domains: " + p}
+		}
+	}
+	if d.Behavior == permission.Allow {
+		return egress.Verdict{Allow: true, Reason: d.Reason, Rule: d.Rule}
+	}
+	for _, p := range cfg.Network.AllowedDomains {
+		if permission.MatchDomain(p, r.Host) {
+			return egress.Verdict{Allow: true, Reason: fmt.Sprintf("%s is in network.allowed_domains", r.Host), Rule: "network.allowed_domains: " + p}
+		}
+	}
+	return egress.Verdict{Reason: fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)}
+}
+
+// netConnect records one proxy decision (kind net.connect). An error refuses the connection.
+func (r *recorder) netConnect(ev egress.Event) error {
+	detail := map[string]string{
+		"kind": string(ev.Kind), "host": ev.Host, "port": strconv.Itoa(ev.Port),
+		"allowed": strconv.FormatBool(ev.Allowed), "reason": ev.Reason,
+	}
+	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "rule": ev.Rule} {
+		if v != "" {
+			detail[k] = v
+		}
+	}
+	if ev.IP != nil {
+		detail["ip"] = ev.IP.String()
+	}
+	return r.log.AppendWritten(context.Background(), &audit.Record{Kind: audit.KindNetConnect, Session: ev.Session, Detail: detail})
+}
