@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -172,18 +173,21 @@ func protectMounts(protected, writable []string) []mountOp {
 // how deep below a session dir it looks (sandbox-runtime scans 3 levels by default). What lies
 // beyond is left to the policy, which checks every path a tool names against the same rules.
 const (
-	maxPatternWalk  = 20000
-	maxPatternDepth = 6
+	maxPatternWalk  = 10000
+	maxPatternDepth = 4
 )
 
 // expandPatterns lists the existing paths that match one of the absolute path-rule patterns
 // (permission.MatchPath syntax), looked for inside roots only: the policy decides reads and
 // writes elsewhere, and hiding needs only what a call can reach through its writable or
 // read-only dirs. A pattern without wildcards is its own (unescaped) path. A matching dir is
-// not descended: it is covered whole. Run as the caller.
+// not descended: it is covered whole. Each walk start is walked once for all its patterns, and
+// the commonest form, a name at any depth (Read(.env) is /**/.env), is matched on the entry's
+// name alone: the walk runs on every call of a session with such a rule. Run as the caller.
 func expandPatterns(v *fsView, patterns, roots []string) []string {
 	var out []string
-	budget := maxPatternWalk
+	walks := map[string][]pathPattern{}
+	var order []string
 	for _, pat := range patterns {
 		prefix, wild := literalPrefix(pat)
 		if !wild {
@@ -192,36 +196,103 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 			}
 			continue
 		}
-		// A pattern without ** names its depth: a dir past it, or one a segment already rules
-		// out, is not entered.
-		var segs []string
-		if !strings.Contains(pat, "**") {
-			segs = strings.Split(strings.TrimPrefix(pat, "/"), "/")
-		}
+		pp := compilePattern(pat)
 		for _, start := range walkStarts(prefix, roots) {
-			base := strings.Count(start, "/")
-			_ = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return nil // unreadable to the caller: unreadable in the child too
-				}
-				if budget--; budget < 0 {
-					return filepath.SkipAll
-				}
-				if permission.MatchPath(pat, p) {
-					out = append(out, p)
-					if d.IsDir() {
-						return filepath.SkipDir
-					}
-					return nil
-				}
-				if d.IsDir() && (strings.Count(p, "/")-base >= maxPatternDepth || (segs != nil && !mayHold(segs, p))) {
-					return filepath.SkipDir
-				}
-				return nil
-			})
+			if walks[start] == nil {
+				order = append(order, start)
+			}
+			walks[start] = append(walks[start], pp)
 		}
 	}
+	budget := maxPatternWalk
+	for _, start := range order {
+		pats := walks[start]
+		base := strings.Count(start, "/")
+		fi, err := v.lstat(start)
+		if err != nil {
+			continue
+		}
+		var visit func(p, name string, isDir bool)
+		visit = func(p, name string, isDir bool) {
+			if budget--; budget < 0 {
+				return
+			}
+			descend := false
+			for _, pp := range pats {
+				if pp.match(p, name) {
+					out = append(out, p) // a dir is covered whole: not entered
+					return
+				}
+				descend = descend || pp.mayHold(p)
+			}
+			// A repository's .git is many dirs of objects and never holds what a Read rule
+			// hides (a pattern naming .git is matched where it points, by the others).
+			if !isDir || !descend || strings.Count(p, "/")-base >= maxPatternDepth || name == ".git" && !mentionsGit(pats) {
+				return
+			}
+			for _, e := range readDirUnsorted(p) {
+				visit(filepath.Join(p, e.Name()), e.Name(), e.IsDir())
+			}
+		}
+		visit(start, filepath.Base(start), fi.IsDir())
+	}
 	return out
+}
+
+func mentionsGit(pats []pathPattern) bool {
+	for _, pp := range pats {
+		if strings.Contains(pp.pat, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// readDirUnsorted lists dir in the order the kernel gives (os.ReadDir sorts: a walk that only
+// collects matches need not pay for that); nothing when the caller cannot read it, as then the
+// child cannot either.
+func readDirUnsorted(dir string) []fs.DirEntry {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	es, _ := f.ReadDir(-1)
+	return es
+}
+
+// pathPattern is a pattern compiled for a walk: name, for /…/**/NAME, matches an entry by its
+// name; segs, for a pattern without **, prunes what cannot match; anything else is MatchPath.
+type pathPattern struct {
+	pat  string
+	name string
+	segs []string
+}
+
+func compilePattern(pat string) pathPattern {
+	pp := pathPattern{pat: pat}
+	if dir, last, ok := strings.Cut(pat, "/**/"); ok && !strings.Contains(last, "/") && !strings.Contains(dir, "*") {
+		pp.name = last
+	} else if !strings.Contains(pat, "**") {
+		pp.segs = strings.Split(strings.TrimPrefix(pat, "/"), "/")
+	}
+	return pp
+}
+
+func (pp pathPattern) match(p, name string) bool {
+	if pp.name != "" {
+		ok, _ := path.Match(pp.name, name)
+		return ok
+	}
+	return permission.MatchPath(pp.pat, p)
+}
+
+// mayHold reports whether something below dir could still match.
+func (pp pathPattern) mayHold(dir string) bool {
+	if pp.segs == nil {
+		return true
+	}
+	return mayHold(pp.segs, dir)
 }
 
 // mayHold reports whether something below dir could match the pattern segments (no **):
