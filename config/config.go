@@ -67,6 +67,8 @@ type Config struct {
 	Auto Auto `json:"auto"`
 	// Network is the sessions' egress.
 	Network Network `json:"network"`
+	// Metrics configures the optional Prometheus listener (off by default).
+	Metrics Metrics `json:"metrics"`
 }
 
 // Network modes of a session: none (loopback only), proxy (only through the daemon's
@@ -368,6 +370,7 @@ func (c Config) Validate() error {
 		ok   bool
 	}{
 		{"admin_group must not be empty", c.AdminGroup != ""},
+		{"metrics.listen must be 127.0.0.1:PORT or unix:/abs/path; another address needs metrics.allow_remote: true", c.Metrics.CheckListen() == nil},
 		{"network.mode must be none, proxy or host", c.Network.Mode == NetworkNone || c.Network.Mode == NetworkProxy || c.Network.Mode == NetworkHost},
 		{"network.proxy_port must be between 1 and 65535", c.Network.ProxyPort >= 1 && c.Network.ProxyPort <= 65535},
 		{"network.allow_private_cidrs must be CIDRs (10.0.0.0/8)", cidrsValid(c.Network.AllowPrivateCIDRs)},

@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/procs"
+	"github.com/sandboxd/sandboxd/internal/sdnotify"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
@@ -38,6 +39,9 @@ type Options struct {
 	// named by flag).
 	ConfigPath     string
 	ConfigRequired bool
+	// Notify, when set, tells the service manager the daemon's state (sdnotify: READY=1,
+	// RELOADING=1, STOPPING=1).
+	Notify func(state string) error
 }
 
 // Daemon is a running sandboxd.
@@ -52,6 +56,8 @@ type Daemon struct {
 	cgLock *cgroupLock
 	// stateLock holds the state directory (lockStateDir) until the daemon exits.
 	stateLock *os.File
+	// metrics is the optional Prometheus listener (metrics.listen); nil when off.
+	metrics *metricsEndpoint
 }
 
 // New builds the daemon: state directory, sandbox, audit log, policy, tools, API.
@@ -153,8 +159,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		host: host, sandbox: sb, recorder: rec, policy: engine, started: time.Now(),
 	}
 	core.cfg.Store(&cfg)
-	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, rec, hooks)
-	core.pipeline.ObserveStages(steps.stage)
+	ops := newOpsMetrics(promReg, core, al)
+	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, ops.recorder(rec), hooks)
+	core.pipeline.ObserveStages(ops.stages(steps.stage))
 	core.approvals = approval.NewQueue()
 	core.pipeline.SetApprovals(&executor.Approvals{Queue: core.approvals, TTL: core.approvalTTL})
 	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
@@ -174,6 +181,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	d.applyLimits(&cfg)
+	if d.metrics, err = listenMetrics(cfg.Metrics, cfg.AdminGroup, promReg, log); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -229,12 +239,17 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 		d.log.Warn("initial audit checkpoint", zap.Error(err))
 	}
 	d.log.Info("serving", zap.String("socket", l.Addr().String()), zap.String("state_dir", d.opts.StateDir))
+	if d.metrics != nil {
+		d.metrics.start()
+	}
 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() { defer close(swept); d.core.sweep(sweepCtx) }()
 	errc := make(chan error, 1)
 	go func() { errc <- d.server.Serve(d.api.LimitListener(l)) }()
+	// The socket is bound and served from here on: connections queue until accepted.
+	d.notify(sdnotify.Ready)
 	var serveErr error
 loop:
 	for {
@@ -248,13 +263,18 @@ loop:
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				d.notify(sdnotify.Reloading())
 				d.Reload()
+				// READY=1 ends the reload whether it was refused or not: the daemon serves
+				// either way, on the old configuration or the new.
+				d.notify(sdnotify.Ready)
 				continue
 			}
 			d.log.Info("signal: draining", zap.String("signal", s.String()))
 			break loop
 		}
 	}
+	d.notify(sdnotify.Stopping)
 	stopSweep() // before the audit log closes: an expiry is audited
 	<-swept
 	d.shutdown()
@@ -290,7 +310,21 @@ func (d *Daemon) Reload() {
 	d.log.Info("configuration reloaded")
 }
 
+// notify tells the service manager state, if one listens; a failure is logged, never fatal:
+// the daemon serves whether or not systemd hears about it.
+func (d *Daemon) notify(state string) {
+	if d.opts.Notify == nil {
+		return
+	}
+	if err := d.opts.Notify(state); err != nil {
+		d.log.Warn("sd_notify", zap.Error(err))
+	}
+}
+
 func (d *Daemon) shutdown() {
+	if d.metrics != nil {
+		d.metrics.stop() // first: a scrape during the drain would read half-closed state
+	}
 	drain := config.Duration(d.core.Config().DrainTimeoutSec)
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
@@ -360,6 +394,7 @@ func restartOnly(old, cfg config.Config) []string {
 		{"audit", old.Audit != cfg.Audit},
 		{"bundle", old.Bundle.URL != cfg.Bundle.URL || old.Bundle.Resource != cfg.Bundle.Resource},
 		{"policy_dir", old.PolicyDir != cfg.PolicyDir},
+		{"metrics", old.Metrics != cfg.Metrics},
 	}
 	for _, c := range checks {
 		if c.changed {
