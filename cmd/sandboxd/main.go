@@ -10,11 +10,13 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/gctune"
 	"github.com/sandboxd/sandboxd/internal/procs"
+	"github.com/sandboxd/sandboxd/internal/sdnotify"
 	"github.com/sandboxd/sandboxd/worker"
 )
 
@@ -35,9 +37,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "sandboxd: --log-level: %v\n", err)
 		os.Exit(2)
 	}
-	zcfg := zap.NewProductionConfig()
-	zcfg.Level = zap.NewAtomicLevelAt(lvl)
-	log, err := zcfg.Build()
+	log, err := logger(lvl, isTerminal(os.Stderr))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandboxd: logger: %v\n", err)
 		os.Exit(1)
@@ -45,7 +45,13 @@ func main() {
 	defer log.Sync()
 
 	gctune.Apply() // GOGC and GOMEMLIMIT in the environment win
-	opts := daemon.Options{Socket: *socket, StateDir: *stateDir, ConfigPath: *cfgPath, ConfigRequired: *cfgPath != ""}
+	// Read before anything can start a child: the notify socket is the daemon's alone.
+	notifier, err := sdnotify.FromEnv()
+	if err != nil {
+		log.Warn("systemd notifications off", zap.Error(err))
+	}
+	opts := daemon.Options{Socket: *socket, StateDir: *stateDir, ConfigPath: *cfgPath, ConfigRequired: *cfgPath != "",
+		Notify: notifier.Notify}
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = config.DefaultConfig
 	}
@@ -56,6 +62,29 @@ func main() {
 		fmt.Fprintf(os.Stderr, "sandboxd: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// logger logs for a person when stderr is a terminal (console lines, colored levels, local
+// time) and for a machine otherwise (JSON, which journald and log shippers keep whole).
+func logger(lvl zapcore.Level, terminal bool) (*zap.Logger, error) {
+	return loggerConfig(lvl, terminal).Build()
+}
+
+func loggerConfig(lvl zapcore.Level, terminal bool) zap.Config {
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = zap.NewAtomicLevelAt(lvl)
+	if terminal {
+		zcfg.Encoding = "console"
+		zcfg.EncoderConfig = zap.NewDevelopmentEncoderConfig()
+		zcfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+	}
+	return zcfg
+}
+
+// isTerminal says whether f is a terminal (the TCGETS ioctl answers only for one).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func run(opts daemon.Options, log *zap.Logger) error {
