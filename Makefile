@@ -71,3 +71,48 @@ bench: build
 
 clean:
 	rm -rf $(BIN)
+
+# Install: binaries, units, tmpfiles/sysusers snippets, docs, and the example config (never
+# over an existing one). PREFIX=/usr for a distribution; /usr/local/lib/systemd/system and
+# its tmpfiles.d/sysusers.d siblings are on systemd's search path too. DESTDIR stages.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+BINDIR     := $(PREFIX)/bin
+UNITDIR    := $(PREFIX)/lib/systemd/system
+DOCDIR     := $(PREFIX)/share/doc/sandboxd
+
+.PHONY: install deb
+
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PREFIX)/lib/tmpfiles.d \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandboxd/policy.d
+	install -m 0755 $(BIN)/sandboxd $(BIN)/sbctl $(BIN)/sbctl-full $(DESTDIR)$(BINDIR)/
+# The units name /usr/bin/sandboxd; another PREFIX gets its own path.
+	sed 's#/usr/bin/sandboxd#$(BINDIR)/sandboxd#' systemd/sandboxd.service > $(DESTDIR)$(UNITDIR)/sandboxd.service
+	install -m 0644 systemd/sandboxd.socket $(DESTDIR)$(UNITDIR)/sandboxd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sandboxd.service
+	install -m 0644 systemd/sandboxd.tmpfiles.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/sandboxd.conf
+	install -m 0644 systemd/sandboxd.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/sandboxd.conf
+	install -m 0644 README.md docs/operations.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 systemd/sandboxd.yaml $(DESTDIR)$(DOCDIR)/sandboxd.yaml.example
+# An admin's edited config is never overwritten.
+	[ -e $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.yaml ] || \
+		install -m 0644 systemd/sandboxd.yaml $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.yaml
+
+# A Debian package of `make install PREFIX=/usr`, built with dpkg-deb (files owned by root).
+DEB_VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"/\1/p' daemon/core.go)
+DEB_ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_STAGE   := $(BIN)/deb
+DEB_FILE    := $(BIN)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb: build
+	rm -rf $(DEB_STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(DEB_STAGE)) PREFIX=/usr
+	install -d $(DEB_STAGE)/DEBIAN
+	sed -e 's/@VERSION@/$(DEB_VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' \
+		-e "s/@SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_STAGE) | cut -f1)/" \
+		systemd/deb/control.in > $(DEB_STAGE)/DEBIAN/control
+	install -m 0644 systemd/deb/conffiles $(DEB_STAGE)/DEBIAN/conffiles
+	install -m 0755 systemd/deb/postinst systemd/deb/prerm systemd/deb/postrm $(DEB_STAGE)/DEBIAN/
+	dpkg-deb --root-owner-group -Zxz --build $(DEB_STAGE) $(DEB_FILE)
+	@echo "built $(DEB_FILE)"
