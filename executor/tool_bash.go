@@ -188,7 +188,7 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		if cwdR, cwdW, err = sandbox.OutputPipe(); err != nil {
 			return nil, errcode.New(errcode.SandboxSetup, err)
 		}
-		script = reportPrologue + command
+		script = reportPrologue + command + reportEpilogue
 	}
 	mode := c.Mode
 	if mode == "" {
@@ -480,16 +480,24 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 }
 
 // reportPrologue moves the report pipe from fd 3 (where it arrives) to a free fd of bash's
-// choosing above 9, so fd 3 is as free for the command as in any shell, and sets the EXIT trap
-// that writes the report there. The trap writes only while that fd is still a pipe: a command
-// that reused the number for a file of its own gets nothing written into it. One line ending in
-// "; ", so bash's error messages keep the command's own line numbers.
-// MaxBashCommandBytes is the longest command bash -c can be given with the prologue in front: the
-// kernel refuses an execve with any one argument of MAX_ARG_STRLEN (32 pages) or more.
-const MaxBashCommandBytes = 32*4096 - 1 - len(reportPrologue)
-
+// choosing above 9, so fd 3 is as free for the command as in any shell, sets the EXIT trap that
+// writes the report there, and opens a group that reportEpilogue closes with that fd closed: the
+// programs the command starts never get it (bash keeps its own copy close-on-exec for the
+// trap). The report is only the shell's claim all the same: the cwd in it is resolved as the
+// owner and kept only inside the session's directories. The trap writes only while that fd is
+// still a pipe: a command that reused the number for a file of its own gets nothing written
+// into it. One line, so bash's error messages keep the command's own line numbers.
 const reportPrologue = "exec {__sandboxd_report_fd}>&3 3>&-; " +
-	"trap '[[ -p /dev/fd/$__sandboxd_report_fd ]] && { builtin pwd -P; builtin jobs -pr; } >&$__sandboxd_report_fd 2>/dev/null' EXIT; "
+	"trap '[[ -p /dev/fd/$__sandboxd_report_fd ]] && { builtin pwd -P; builtin jobs -pr; } >&$__sandboxd_report_fd 2>/dev/null' EXIT; { "
+
+// reportEpilogue ends the group: an empty line first, so a command ending in a backslash or a
+// comment does not swallow the brace.
+const reportEpilogue = "\n\n} {__sandboxd_report_fd}>&-"
+
+// MaxBashCommandBytes is the longest command bash -c can be given with the prologue and
+// epilogue around it: the kernel refuses an execve with any one argument of MAX_ARG_STRLEN (32
+// pages) or more.
+const MaxBashCommandBytes = 32*4096 - 1 - len(reportPrologue) - len(reportEpilogue)
 
 // exitReport is what the shell said as it exited: its cwd and how many of its background jobs
 // were still running. A command that replaced the shell (exec) or its EXIT trap says nothing.

@@ -79,6 +79,25 @@ func TestBashTool(t *testing.T) {
 		if r.ContextChange != nil || !strings.Contains(strings.Join(r.ExtraMessages, " "), "reset") {
 			t.Fatalf("outside: %+v %v", r.ContextChange, r.ExtraMessages)
 		}
+		// The report's fd never reaches a program the command runs (only 0-2, and the fd ls
+		// opens to list the dir), and a report the command forges is only believed inside.
+		r = e.mustCall(t, "Bash", Input{"command": "/bin/ls /proc/self/fd | tr '\\n' ' '; cd " + e.dir + "/sub2; exit 0"})
+		if r.Data["stdout"] != "0 1 2 3 " || r.ContextChange == nil || *r.ContextChange.Cwd != filepath.Join(e.dir, "sub2") {
+			t.Fatalf("fds %q, context change %+v", r.Data["stdout"], r.ContextChange)
+		}
+		r = e.mustCall(t, "Bash", Input{"command": "echo " + e.dir + "/../../.. >&$__sandboxd_report_fd; cd /"})
+		if r.ContextChange != nil {
+			t.Fatalf("a forged report moved the cwd: %+v", r.ContextChange)
+		}
+		// A command ending in a backslash or a comment keeps its meaning.
+		r = e.mustCall(t, "Bash", Input{"command": "echo a \\"})
+		if r.Data["stdout"] != "a\n" {
+			t.Fatalf("trailing backslash: %q", r.Data["stdout"])
+		}
+		r = e.mustCall(t, "Bash", Input{"command": "echo b # }"})
+		if r.Data["stdout"] != "b\n" {
+			t.Fatalf("trailing comment: %q", r.Data["stdout"])
+		}
 	})
 	t.Run("background jobs killed at the end are reported", func(t *testing.T) {
 		r := e.mustCall(t, "Bash", Input{"command": "sleep 30 & sleep 31 & echo started"})
