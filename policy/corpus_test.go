@@ -140,7 +140,7 @@ func corpus() []call {
 	add(matrix(call{name: "deny rule rm", cmd: "rm -rf build", bash: bash(sub(false, "rm", "-rf", "build")), deny: []string{"Bash(rm *)"}, allow: []string{"Bash"}}, D, D, D, D, D, D, D)...)
 	add(matrix(call{name: "ask rule push", cmd: "git push origin main", bash: bash(sub(false, "git", "push", "origin", "main")), ask: []string{"Bash(git push *)"}, allow: []string{"Bash(git *)"}}, AU, AU, D, D, D, AU, AP)...)
 	add(matrix(call{name: "allow rule npm test", cmd: "npm run test --watch", bash: bash(sub(false, "npm", "run", "test", "--watch")), allow: []string{"Bash(npm run test:*)"}}, A, A, D, A, A, A, A)...)
-	add(matrix(call{name: "protected git config", tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, allow: []string{"Edit(//w/**)"}}, AU, AU, D, D, A, AC, AP)...)
+	add(matrix(call{name: "protected git config", tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, allow: []string{"Edit(//w/**)"}}, AU, AU, D, D, D, AC, AP)...)
 	add(matrix(call{name: "critical rm root", cmd: "rm -rf /", bash: bash(sub(false, "rm", "-rf", "/")), allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	add(matrix(call{name: "parse error", cmd: `echo "x`, bash: parseErr(), allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	add(matrix(call{name: "hook deny", cmd: "ls", bash: bash(sub(true, "ls")), hook: &permission.HookVerdict{Decision: "deny", Reason: "no"}}, D, D, D, D, D, D, D)...)
@@ -280,7 +280,7 @@ func corpus() []call {
 		call{name: "dontAsk allow rule", mode: permission.ModeDontAsk, cmd: "make", bash: bash(sub(false, "make")), allow: []string{"Bash(make)"}, want: A},
 		call{name: "plan allowed edit still denied", mode: permission.ModePlan, tool: "Edit", paths: []permission.PathFact{wr("/w/a")}, allow: []string{"Edit"}, want: D, step: "plan"},
 		call{name: "bypass still denies rule", mode: permission.ModeBypassPermissions, tool: "Edit", paths: []permission.PathFact{wr("/w/.env")}, deny: []string{"Edit(.env)"}, want: D},
-		call{name: "bypass protected allowed", mode: permission.ModeBypassPermissions, tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, want: A},
+		call{name: "bypass protected denied", mode: permission.ModeBypassPermissions, tool: "Edit", paths: []permission.PathFact{wr("/w/.git/config")}, want: D},
 	)
 	// The precedence case needs rules from two sources; patch it in.
 	for i := range cs {

@@ -82,9 +82,10 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
 } else := {"i": 12, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
+	# In bypassPermissions too (where the agents let it through): bypass never asks, so the
+	# ask becomes a deny, as the kernel's read-only mount of an existing protected path does.
 	input.write_paths[0]
 	count(safety.protected_writes) > 0
-	modes.mode != "bypassPermissions"
 } else := _rule_result(13, "allow_rule", "allow", rules.allow_hit) if {
 	rules.allow_hit
 } else := object.union({"i": 14, "step": "mode", "source": "mode"}, modes.fallback)

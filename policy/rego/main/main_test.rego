@@ -23,7 +23,7 @@ _cases := {
 	"hook ask": {"x": {"hook": {"decision": "ask", "reason": ""}, "bash": fx.bash([fx.sub(["ls"], true)])}, "want": ["ask", "hook_ask", "user"]},
 	"hook allow": {"x": {"hook": {"decision": "allow", "reason": "ok"}, "bash": fx.bash([fx.sub(["make"], false)])}, "want": ["allow", "hook_allow", ""]},
 	"protected": {"x": {"tool": "Edit", "paths": [fx.write("/w/.git/config")], "mode": "acceptEdits"}, "want": ["ask", "protected_path", "user"]},
-	"protected bypass": {"x": {"tool": "Edit", "paths": [fx.write("/w/.git/config")], "mode": "bypassPermissions"}, "want": ["allow", "mode", ""]},
+	"protected bypass": {"x": {"tool": "Edit", "paths": [fx.write("/w/.git/config")], "mode": "bypassPermissions"}, "want": ["deny", "protected_path", ""]},
 	"allow rule": {"x": {"bash": fx.bash([fx.sub(["git", "log"], false)]), "rules": fx.rules({}, {}, {"bash": {"word": {"git": [_git]}}})}, "want": ["allow", "allow_rule", ""]},
 	"mode default": {"x": {"bash": fx.bash([fx.sub(["make"], false)])}, "want": ["ask", "mode", "user"]},
 	"mode dontAsk": {"x": {"mode": "dontAsk", "bash": fx.bash([fx.sub(["make"], false)])}, "want": ["deny", "mode", ""]},
