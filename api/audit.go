@@ -10,21 +10,9 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
-
-// AuditVerify is the body of GET /v1/audit/verify.
-type AuditVerify struct {
-	OK     bool                `json:"ok"`
-	Error  string              `json:"error,omitempty"`
-	Report *audit.VerifyReport `json:"report"`
-}
-
-// AuditKey is the body of GET /v1/audit/pubkey.
-type AuditKey struct {
-	KeyID     string `json:"key_id"`
-	PublicKey string `json:"public_key"`
-}
 
 // auditFilter builds a filter from the query string. Callers who are not admins only ever
 // see their own records, whatever they ask for.
@@ -151,7 +139,10 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request, c session.C
 		return err
 	}
 	rep, err := audit.VerifyDir(s.backend.AuditDir(), s.backend.AuditPublicKey())
-	out := AuditVerify{OK: err == nil, Report: rep}
+	out := protocol.AuditVerify{OK: err == nil}
+	if rep != nil {
+		out.Report = (*protocol.VerifyReport)(rep)
+	}
 	if err != nil {
 		out.Error = err.Error()
 	}
@@ -161,6 +152,6 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request, c session.C
 
 func (s *Server) auditPubkey(w http.ResponseWriter, _ *http.Request, _ session.Caller) error {
 	pub := s.backend.AuditPublicKey()
-	writeJSON(w, http.StatusOK, AuditKey{KeyID: audit.KeyID(pub), PublicKey: strings.TrimSpace(string(audit.MarshalPublicKey(pub)))})
+	writeJSON(w, http.StatusOK, protocol.AuditKey{KeyID: audit.KeyID(pub), PublicKey: strings.TrimSpace(string(audit.MarshalPublicKey(pub)))})
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // FuzzDecodeRequest feeds arbitrary bodies to the request decoder: it never panics, every
@@ -24,7 +25,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, target := range []any{&CallRequest{}, &BatchRequest{}, &CreateSession{}, &UpdateSession{}} {
+		for _, target := range []any{&protocol.CallRequest{}, &protocol.BatchRequest{}, &protocol.CreateSession{}, &protocol.UpdateSession{}} {
 			req := httptest.NewRequest(http.MethodPost, "/v1/x", bytes.NewReader(body))
 			req.Body = http.MaxBytesReader(httptest.NewRecorder(), req.Body, 1<<16)
 			err := decode(req, target)
@@ -35,7 +36,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				}
 				continue
 			}
-			if cr, ok := target.(*CallRequest); ok {
+			if cr, ok := target.(*protocol.CallRequest); ok {
 				if r, err := toRequest(*cr); err == nil {
 					if r.Tool == "" || r.ToolUseID == "" {
 						t.Fatalf("converted request lacks tool or id: %+v", r)

@@ -1,2 +1,2 @@
-// Package api is the socket protocol: wire types, peer credentials, and the HTTP handlers; the only place that knows the protocol's JSON field names.
+// Package api is the socket protocol's server: peer credentials, the HTTP handlers, and the daemon's types turned into package protocol's wire types.
 package api

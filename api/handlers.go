@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -28,9 +28,9 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if err != nil {
 		return err
 	}
-	out := ToolList{Tools: make([]ToolInfo, 0, len(pool))}
+	out := protocol.ToolList{Tools: make([]protocol.ToolInfo, 0, len(pool))}
 	for _, t := range pool {
-		ti := ToolInfo{Name: t.Name(), Aliases: t.Aliases(), Description: t.Description(), Deferred: t.ShouldDefer(), External: t.External()}
+		ti := protocol.ToolInfo{Name: t.Name(), Aliases: t.Aliases(), Description: t.Description(), Deferred: t.ShouldDefer(), External: t.External()}
 		if !t.ShouldDefer() {
 			ti.InputSchema = t.Schema()
 		}
@@ -53,7 +53,7 @@ func parseMode(s string) (permission.Mode, error) {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	var req CreateSession
+	var req protocol.CreateSession
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 
 func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
 	snaps := s.backend.Sessions(c)
-	out := SessionList{Sessions: make([]Session, 0, len(snaps))}
+	out := protocol.SessionList{Sessions: make([]protocol.Session, 0, len(snaps))}
 	for _, sn := range snaps {
 		out.Sessions = append(out.Sessions, sessionView(sn))
 	}
@@ -93,7 +93,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c session.Ca
 }
 
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	var req UpdateSession
+	var req protocol.UpdateSession
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c session
 	return nil
 }
 
-func toRequest(cr CallRequest) (*executor.Request, error) {
+func toRequest(cr protocol.CallRequest) (*executor.Request, error) {
 	if strings.TrimSpace(cr.Tool) == "" {
 		return nil, errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
 	}
@@ -175,7 +175,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if err := s.limitRate(r.Context(), c); err != nil {
 		return err
 	}
-	var cr CallRequest
+	var cr protocol.CallRequest
 	if err := decode(r, &cr); err != nil {
 		return err
 	}
@@ -224,14 +224,14 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	o := p.Run(r.Context(), sess, c, req, func(ev executor.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = enc.Encode(StreamLine{Event: &ev})
+		_ = enc.Encode(protocol.StreamLine{Event: (*protocol.Event)(&ev)})
 		flush()
 	})
 	fit(o)
 	s.countCall(o)
 	res := callResult(o)
 	mu.Lock()
-	_ = enc.Encode(StreamLine{Result: &res})
+	_ = enc.Encode(protocol.StreamLine{Result: &res})
 	flush()
 	mu.Unlock()
 	return nil
@@ -241,7 +241,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if err := s.limitRate(r.Context(), c); err != nil {
 		return err
 	}
-	var br BatchRequest
+	var br protocol.BatchRequest
 	if err := decode(r, &br); err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	fit, freeBytes := s.fitter(c, sess)
 	defer freeBytes()
 	outs := s.backend.Batch(r.Context(), sess, c, reqs, fit)
-	resp := BatchResponse{Results: make([]CallResult, len(outs))}
+	resp := protocol.BatchResponse{Results: make([]protocol.CallResult, len(outs))}
 	for i, o := range outs {
 		s.countCall(o)
 		resp.Results[i] = callResult(o)
@@ -287,7 +287,7 @@ func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, TaskList{Tasks: s.backend.Tasks(sess)})
+	writeJSON(w, http.StatusOK, protocol.TaskList{Tasks: s.backend.Tasks(sess)})
 	return nil
 }
 
@@ -300,11 +300,11 @@ func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.
 	if rs == nil {
 		return errcode.Msg(errcode.PolicyNotLoaded, "the session's rules are not loaded")
 	}
-	out := RuleList{Rules: []RuleInfo{}, Effective: rs.Effective(), Digest: rs.Digest()}
+	out := protocol.RuleList{Rules: []protocol.RuleInfo{}, Effective: effectiveView(rs.Effective()), Digest: rs.Digest()}
 	for _, b := range []permission.Behavior{permission.Deny, permission.Ask, permission.Allow} {
 		for _, rule := range rs.Rules() {
 			if rule.Behavior == b {
-				out.Rules = append(out.Rules, RuleInfo{Behavior: string(rule.Behavior), Rule: rule.String(), Source: string(rule.Source), Origin: rule.Origin})
+				out.Rules = append(out.Rules, protocol.RuleInfo{Behavior: string(rule.Behavior), Rule: rule.String(), Source: string(rule.Source), Origin: rule.Origin})
 			}
 		}
 	}
@@ -314,7 +314,7 @@ func (s *Server) sessionRules(w http.ResponseWriter, r *http.Request, c session.
 
 // resume finishes the call a pending approval holds: it waits up to wait_ms for the answer
 // and then runs exactly what was decided (or returns the deny, or the ask again).
-func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller, cr CallRequest) error {
+func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller, cr protocol.CallRequest) error {
 	if cr.WaitMS < 0 {
 		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
 	}
@@ -340,12 +340,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
-	writeJSON(w, http.StatusOK, ApprovalList{Approvals: s.backend.Approvals(c)})
+	writeJSON(w, http.StatusOK, protocol.ApprovalList{Approvals: approvalsView(s.backend.Approvals(c))})
 	return nil
 }
 
 func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	var req ApprovalAnswer
+	var req protocol.ApprovalAnswer
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c sessio
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ApprovalAnswered{Approval: a, Resolution: res})
+	writeJSON(w, http.StatusOK, protocol.ApprovalAnswered{Approval: approvalView(a), Resolution: resolutionView(res)})
 	return nil
 }
 
@@ -375,7 +375,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 	seen := map[string]bool{}
 	for _, a := range s.backend.Approvals(c) {
 		seen[a.ID] = true
-		if err := enc.Encode(approval.Event{Type: "created", Approval: a}); err != nil {
+		if err := enc.Encode(protocol.ApprovalEvent{Type: "created", Approval: approvalView(a)}); err != nil {
 			return nil
 		}
 	}
@@ -391,7 +391,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 			if ev.Type == "created" && seen[ev.Approval.ID] {
 				continue
 			}
-			if err := enc.Encode(ev); err != nil {
+			if err := enc.Encode(approvalEventView(ev)); err != nil {
 				return nil
 			}
 			flush()

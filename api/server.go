@@ -20,13 +20,14 @@ import (
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/internal/procs"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
 // Backend is what the handlers need of the daemon.
 type Backend interface {
 	Identify(p Peer) (session.Caller, error)
-	Health(caller session.Caller) Health
+	Health(caller session.Caller) protocol.Health
 	CreateSession(ctx context.Context, caller session.Caller, p session.Params) (session.Snapshot, error)
 	// Session is the session to act in (its owner's, or root's); SessionView one to look at
 	// (also an admin's).
@@ -50,7 +51,7 @@ type Backend interface {
 	// session's owner, or root).
 	Approvals(caller session.Caller) []approval.Approval
 	SubscribeApprovals(caller session.Caller) (*approval.Sub, func())
-	AnswerApproval(ctx context.Context, caller session.Caller, id string, a ApprovalAnswer) (approval.Approval, approval.Resolution, error)
+	AnswerApproval(ctx context.Context, caller session.Caller, id string, a protocol.ApprovalAnswer) (approval.Approval, approval.Resolution, error)
 }
 
 // Server is the HTTP handler of the socket.
@@ -115,7 +116,7 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		return nil
 	}))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errBody(errcode.NotFound, fmt.Sprintf("no route for %s %s; the API lives under /%s/", r.Method, r.URL.Path, Version)))
+		writeJSON(w, http.StatusNotFound, errBody(errcode.NotFound, fmt.Sprintf("no route for %s %s; the API lives under /%s/", r.Method, r.URL.Path, protocol.Version)))
 	})
 	return s
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sandboxd/sandboxd/internal/procs"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -24,7 +25,7 @@ func (panicky) Identify(p Peer) (session.Caller, error) {
 	return session.Caller{UID: p.UID, Admin: true}, nil
 }
 
-func (panicky) Health(session.Caller) Health { panic("boom") }
+func (panicky) Health(session.Caller) protocol.Health { panic("boom") }
 
 func withPeer(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), peerKey{}, Peer{UID: 0}))
@@ -70,7 +71,7 @@ func (b *holdsSeen) Identify(p Peer) (session.Caller, error) {
 	return session.Caller{UID: p.UID, Admin: true}, nil
 }
 
-func (b *holdsSeen) Health(session.Caller) Health {
+func (b *holdsSeen) Health(session.Caller) protocol.Health {
 	b.seen <- procs.Holds()
 	select {
 	case g := <-b.gates:
@@ -78,7 +79,7 @@ func (b *holdsSeen) Health(session.Caller) Health {
 		<-g
 	default:
 	}
-	return Health{Status: "ok"}
+	return protocol.Health{Status: "ok"}
 }
 
 func (b *holdsSeen) Sessions(session.Caller) []session.Snapshot {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // maxResponseBytes bounds what one answer may make the client hold; the daemon's own
@@ -54,7 +56,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return fmt.Errorf("read response: %w", ctxOr(ctx, err))
 	}
-	if cr, ok := out.(*CallResult); ok && len(data) > 0 && resp.StatusCode != 404 {
+	if cr, ok := out.(*protocol.CallResult); ok && len(data) > 0 && resp.StatusCode != 404 {
 		if err := json.Unmarshal(data, cr); err == nil && cr.Tool != "" {
 			return nil
 		}
@@ -73,7 +75,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 
 // Stream sends a call asking for NDJSON progress and hands each event to onEvent as it comes;
 // it returns the call's result.
-func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, onEvent func(Event)) (*CallResult, error) {
+func (c *Client) Stream(ctx context.Context, sessionID string, req protocol.CallRequest, onEvent func(protocol.Event)) (*protocol.CallResult, error) {
 	resp, err := c.send(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, "application/x-ndjson")
 	if err != nil {
 		return nil, err
@@ -86,7 +88,7 @@ func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), maxResponseBytes)
 	for sc.Scan() {
-		var line StreamLine
+		var line protocol.StreamLine
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return nil, fmt.Errorf("bad stream line: %w", err)
 		}
@@ -105,7 +107,7 @@ func (c *Client) Stream(ctx context.Context, sessionID string, req CallRequest, 
 
 // Records streams GET /v1/audit/records with query q, handing each line (raw) and its
 // decoded head to fn until the stream ends, ctx ends or fn fails.
-func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, r *Record) error) error {
+func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, r *protocol.Record) error) error {
 	resp, err := c.send(ctx, MethodGet, "/v1/audit/records?"+q.Encode(), nil, "")
 	if err != nil {
 		return err
@@ -118,10 +120,10 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var r Record
+		var r protocol.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Seq == 0 {
 			// The daemon ends a stream that fails midway with an error object.
-			var eb ErrorBody
+			var eb protocol.ErrorBody
 			if json.Unmarshal(sc.Bytes(), &eb) == nil && eb.Error.Class != "" {
 				return &APIError{Status: 500, Detail: eb.Error}
 			}
@@ -141,22 +143,22 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 }
 
 // Health is GET /v1/healthz.
-func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
+func (c *Client) Health(ctx context.Context) (protocol.Health, error) {
+	var h protocol.Health
 	err := c.Do(ctx, MethodGet, "/v1/healthz", nil, &h)
 	return h, err
 }
 
 // CreateSession is POST /v1/sessions.
-func (c *Client) CreateSession(ctx context.Context, cs CreateSession) (Session, error) {
-	var s Session
+func (c *Client) CreateSession(ctx context.Context, cs protocol.CreateSession) (protocol.Session, error) {
+	var s protocol.Session
 	err := c.Do(ctx, MethodPost, "/v1/sessions", cs, &s)
 	return s, err
 }
 
 // Session is GET /v1/sessions/{id}.
-func (c *Client) Session(ctx context.Context, id string) (Session, error) {
-	var s Session
+func (c *Client) Session(ctx context.Context, id string) (protocol.Session, error) {
+	var s protocol.Session
 	err := c.Do(ctx, MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
 	return s, err
 }
@@ -167,8 +169,8 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 }
 
 // Call runs one tool call and returns its result (a denied or asked call is a result too).
-func (c *Client) Call(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
-	var res CallResult
+func (c *Client) Call(ctx context.Context, sessionID string, req protocol.CallRequest) (*protocol.CallResult, error) {
+	var res protocol.CallResult
 	if err := c.Do(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/calls", req, &res); err != nil {
 		return nil, err
 	}
@@ -176,8 +178,8 @@ func (c *Client) Call(ctx context.Context, sessionID string, req CallRequest) (*
 }
 
 // Decide returns the decision the call would get; nothing runs.
-func (c *Client) Decide(ctx context.Context, sessionID string, req CallRequest) (*CallResult, error) {
-	var res CallResult
+func (c *Client) Decide(ctx context.Context, sessionID string, req protocol.CallRequest) (*protocol.CallResult, error) {
+	var res protocol.CallResult
 	if err := c.Do(ctx, MethodPost, "/v1/sessions/"+url.PathEscape(sessionID)+"/decide", req, &res); err != nil {
 		return nil, err
 	}
@@ -185,8 +187,8 @@ func (c *Client) Decide(ctx context.Context, sessionID string, req CallRequest) 
 }
 
 // Tools is GET /v1/tools (for sessionID's pool when it is not empty).
-func (c *Client) Tools(ctx context.Context, sessionID string) (ToolList, error) {
-	var tl ToolList
+func (c *Client) Tools(ctx context.Context, sessionID string) (protocol.ToolList, error) {
+	var tl protocol.ToolList
 	path := "/v1/tools"
 	if sessionID != "" {
 		path += "?session=" + url.QueryEscape(sessionID)
@@ -226,9 +228,9 @@ func (c *Client) dialError(err error) error {
 }
 
 func statusError(status int, data []byte) error {
-	var eb ErrorBody
+	var eb protocol.ErrorBody
 	if err := json.Unmarshal(data, &eb); err != nil || eb.Error.Class == "" {
-		return &APIError{Status: status, Detail: ErrorDetail{Class: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}}
+		return &APIError{Status: status, Detail: protocol.ErrorDetail{Class: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}}
 	}
 	return &APIError{Status: status, Detail: eb.Error}
 }

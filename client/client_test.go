@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // serve runs h on a Unix socket: net/http's server, as the daemon's.
@@ -31,32 +33,32 @@ func TestHTTP1(t *testing.T) {
 	big := strings.Repeat("x", 100<<10) // over net/http's buffer: sent chunked
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(Health{Status: "ok", Version: r.Header.Get("User-Agent")})
+		json.NewEncoder(w).Encode(protocol.Health{Status: "ok", Version: r.Header.Get("User-Agent")})
 	})
 	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") == "big" {
-			json.NewEncoder(w).Encode(Session{ID: big})
+			json.NewEncoder(w).Encode(protocol.Session{ID: big})
 			return
 		}
 		w.WriteHeader(404)
 		fmt.Fprint(w, `{"error":{"class":"not_found","message":"session not found"}}`)
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/calls", func(w http.ResponseWriter, r *http.Request) {
-		var req CallRequest
+		var req protocol.CallRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Tool != "Bash" {
 			w.WriteHeader(400)
 			return
 		}
 		if !strings.Contains(r.Header.Get("Accept"), "ndjson") {
-			json.NewEncoder(w).Encode(CallResult{Tool: "Bash", Decision: &Decision{Behavior: Allow}})
+			json.NewEncoder(w).Encode(protocol.CallResult{Tool: "Bash", Decision: &protocol.Decision{Behavior: protocol.Allow}})
 			return
 		}
 		enc := json.NewEncoder(w)
 		for i := range 3 {
-			enc.Encode(StreamLine{Event: &Event{Kind: "stdout", Data: fmt.Sprint(i)}})
+			enc.Encode(protocol.StreamLine{Event: &protocol.Event{Kind: "stdout", Data: fmt.Sprint(i)}})
 			w.(http.Flusher).Flush()
 		}
-		enc.Encode(StreamLine{Result: &CallResult{Tool: "Bash", Decision: &Decision{Behavior: Allow}}})
+		enc.Encode(protocol.StreamLine{Result: &protocol.CallResult{Tool: "Bash", Decision: &protocol.Decision{Behavior: protocol.Allow}}})
 	})
 	mux.HandleFunc("GET /v1/slow", func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
@@ -77,12 +79,12 @@ func TestHTTP1(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Status != 404 || ae.Detail.Class != "not_found" {
 		t.Errorf("404: %v", err)
 	}
-	res, err := c.Call(ctx, "s1", CallRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"x"}`)})
-	if err != nil || res.Decision.Behavior != Allow {
+	res, err := c.Call(ctx, "s1", protocol.CallRequest{Tool: "Bash", Input: json.RawMessage(`{"command":"x"}`)})
+	if err != nil || res.Decision.Behavior != protocol.Allow {
 		t.Errorf("call %+v %v", res, err)
 	}
 	var got []string
-	res, err = c.Stream(ctx, "s1", CallRequest{Tool: "Bash", Input: json.RawMessage(`{}`)}, func(e Event) { got = append(got, e.Data) })
+	res, err = c.Stream(ctx, "s1", protocol.CallRequest{Tool: "Bash", Input: json.RawMessage(`{}`)}, func(e protocol.Event) { got = append(got, e.Data) })
 	if err != nil || res == nil || strings.Join(got, "") != "012" {
 		t.Errorf("stream: %v %v %v", got, res, err)
 	}

@@ -1,2 +1,2 @@
-// Package client is the Go client of sandboxd's protocol: its wire types and the calls over the daemon's socket.
+// Package client is the Go client of sandboxd's protocol: the calls over the daemon's socket, with package protocol's wire types.
 package client

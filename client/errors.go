@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // ErrUnavailable is wrapped by every error that means the daemon could not be reached at all
@@ -13,7 +15,7 @@ var ErrUnavailable = errors.New("sandboxd unavailable")
 // APIError is an error answer of the daemon: its HTTP status and {"error":{…}} body.
 type APIError struct {
 	Status int
-	Detail ErrorDetail
+	Detail protocol.ErrorDetail
 }
 
 func (e *APIError) Error() string {

@@ -12,11 +12,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -53,7 +53,7 @@ func (c *Core) SubscribeApprovals(caller session.Caller) (*approval.Sub, func())
 // AnswerApproval implements api.Backend. A remembered rule is written (and the session's
 // rules rebuilt) before the answer takes effect, and the answer is audited before it does:
 // a waiting call runs only after both.
-func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id string, ans api.ApprovalAnswer) (approval.Approval, approval.Resolution, error) {
+func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id string, ans protocol.ApprovalAnswer) (approval.Approval, approval.Resolution, error) {
 	a, res, ok := c.approvals.Get(id)
 	if !ok || !seesApproval(caller, a) {
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // BenchmarkAskAnswerExecute measures, through the socket, a call that asks, waits, is
@@ -43,7 +43,7 @@ func BenchmarkAskAnswerExecute(b *testing.B) {
 	}()
 	run := func(sid string, ask bool) time.Duration {
 		start := time.Now()
-		done := make(chan api.CallResult, 1)
+		done := make(chan protocol.CallResult, 1)
 		go func() { done <- td.callRaw(b, sid, body) }()
 		if ask {
 			ev := <-events

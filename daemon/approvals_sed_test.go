@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // TestApprovalSedPreview: an approval for `sed -i` carries the diff of the same sed run
@@ -30,7 +30,7 @@ func TestApprovalSedPreview(t *testing.T) {
 			t.Fatalf("no approval: %+v", r)
 		}
 		_, b := td.do(t, "GET", "/v1/approvals", "")
-		var list api.ApprovalList
+		var list protocol.ApprovalList
 		decodeInto(t, b, &list)
 		if len(list.Approvals) != 1 || list.Approvals[0].Preview == nil || list.Approvals[0].Preview.Path != f ||
 			!strings.Contains(list.Approvals[0].Preview.Diff, "-two\n+TWO\n") {
@@ -68,7 +68,7 @@ func TestApprovalSedPreview(t *testing.T) {
 		t.Fatalf("no approval: %+v", r)
 	}
 	_, b := td.do(t, "GET", "/v1/approvals", "")
-	var list api.ApprovalList
+	var list protocol.ApprovalList
 	decodeInto(t, b, &list)
 	if len(list.Approvals) != 1 || list.Approvals[0].Preview != nil {
 		t.Fatalf("sed -i.bak: %s", b)

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // rootDir is a directory for root's sessions, outside /tmp (every child has a private /tmp).
@@ -33,10 +33,10 @@ func callBody(tool, input string, extra string) string {
 	return fmt.Sprintf(`{"tool":%q,"input":%s%s}`, tool, input, extra)
 }
 
-func (td *testDaemon) callRaw(t testing.TB, id, body string) api.CallResult {
+func (td *testDaemon) callRaw(t testing.TB, id, body string) protocol.CallResult {
 	t.Helper()
 	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/calls", body)
-	var res api.CallResult
+	var res protocol.CallResult
 	decodeInto(t, b, &res)
 	if code >= 500 {
 		t.Fatalf("call: %d %s", code, b)
@@ -49,11 +49,11 @@ func (td *testDaemon) answer(t testing.TB, id, body string) (int, []byte) {
 	return td.do(t, "POST", "/v1/approvals/"+id, body)
 }
 
-func behavior(r api.CallResult) permission.Behavior {
+func behavior(r protocol.CallResult) permission.Behavior {
 	if r.Decision == nil {
 		return ""
 	}
-	return r.Decision.Behavior
+	return permission.Behavior(r.Decision.Behavior)
 }
 
 // TestApprovalAcrossUsers: an ask queues an approval with a preview; another user neither
@@ -68,7 +68,7 @@ func TestApprovalAcrossUsers(t *testing.T) {
 
 	// No wait: the ask comes back at once with its approval id, nothing written.
 	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Write", fmt.Sprintf(`{"file_path":%q,"content":"hello\n"}`, target), ""), "")
-	var res api.CallResult
+	var res protocol.CallResult
 	decodeInto(t, b, &res)
 	if code != 200 || behavior(res) != permission.Ask || res.ApprovalID == "" {
 		t.Fatalf("want ask with approval_id: %d %s", code, b)
@@ -77,7 +77,7 @@ func TestApprovalAcrossUsers(t *testing.T) {
 		t.Fatal("an unanswered ask wrote the file")
 	}
 	_, b = curlAs(t, td, alice, "GET", "/v1/approvals", "", "")
-	var list api.ApprovalList
+	var list protocol.ApprovalList
 	decodeInto(t, b, &list)
 	if len(list.Approvals) != 1 || list.Approvals[0].ID != res.ApprovalID || list.Approvals[0].Preview == nil ||
 		!strings.Contains(list.Approvals[0].Preview.Diff, "+hello") || list.Approvals[0].Tool != "Write" {
@@ -97,7 +97,7 @@ func TestApprovalAcrossUsers(t *testing.T) {
 	}
 	// Alice resumes the call, waiting, and answers it from another process meanwhile.
 	var wg sync.WaitGroup
-	var resumed api.CallResult
+	var resumed protocol.CallResult
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -133,7 +133,7 @@ func TestApprovalWaitDenyAndExpiry(t *testing.T) {
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
 	body := callBody("Bash", `{"command":"touch made"}`, `,"wait_ms":5000`)
 
-	done := make(chan api.CallResult, 1)
+	done := make(chan protocol.CallResult, 1)
 	go func() { done <- td.callRaw(t, s.ID, body) }()
 	id := waitApproval(t, td, s.ID)
 	if code, b := td.answer(t, id, `{"answer":"deny","message":"not now"}`); code != 200 {
@@ -175,7 +175,7 @@ func waitApproval(t *testing.T, td *testDaemon, sessionID string) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		_, b := td.do(t, "GET", "/v1/approvals", "")
-		var list api.ApprovalList
+		var list protocol.ApprovalList
 		decodeInto(t, b, &list)
 		for _, a := range list.Approvals {
 			if a.Session == sessionID {
@@ -204,7 +204,7 @@ func TestApprovalRemember(t *testing.T) {
 			sid := sessionAs(t, td, alice, `,"mode":"default","trust_project":true`)
 			body := callBody("Bash", `{"command":"touch rem-`+tc.source+`"}`, "")
 			_, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", body, "")
-			var r api.CallResult
+			var r protocol.CallResult
 			decodeInto(t, b, &r)
 			if r.ApprovalID == "" {
 				t.Fatalf("no approval: %s", b)
@@ -213,7 +213,7 @@ func TestApprovalRemember(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("answer: %d %s", code, b)
 			}
-			var ans api.ApprovalAnswered
+			var ans protocol.ApprovalAnswered
 			decodeInto(t, b, &ans)
 			if ans.Resolution.Rule != "Bash(touch rem-"+tc.source+")" {
 				t.Fatalf("remembered %q", ans.Resolution.Rule)
@@ -259,7 +259,7 @@ func TestApprovalEditPreview(t *testing.T) {
 			t.Fatalf("no approval: %+v", r)
 		}
 		_, b := td.do(t, "GET", "/v1/approvals", "")
-		var list api.ApprovalList
+		var list protocol.ApprovalList
 		decodeInto(t, b, &list)
 		if len(list.Approvals) != 1 || list.Approvals[0].Preview == nil || !strings.Contains(list.Approvals[0].Preview.Diff, "-two\n+TWO\n") {
 			t.Fatalf("preview: %s", b)
@@ -298,7 +298,7 @@ func TestBubbleTwoLevels(t *testing.T) {
 	p := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
 	c := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bubble","parent_id":%q}`, dir, p.ID))
 	g := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bubble","parent_id":%q}`, dir, c.ID))
-	done := make(chan api.CallResult, 1)
+	done := make(chan protocol.CallResult, 1)
 	go func() {
 		done <- td.callRaw(t, g.ID, callBody("Bash", `{"command":"touch bubbled"}`, `,"wait_ms":10000`))
 	}()
@@ -343,7 +343,7 @@ func TestChildModeTable(t *testing.T) {
 					t.Errorf("refusal says: %s", b)
 				}
 			} else {
-				var s api.Session
+				var s protocol.Session
 				decodeInto(t, b, &s)
 				// A PATCH to bypassPermissions is refused unless the parent is there.
 				code, _ := td.do(t, "PATCH", "/v1/sessions/"+s.ID, `{"mode":"bypassPermissions"}`)

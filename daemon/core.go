@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -62,12 +63,12 @@ func (c *Core) Identify(p api.Peer) (session.Caller, error) { return c.ids.Ident
 func (c *Core) Pipeline() *executor.Pipeline { return c.pipeline }
 
 // Health implements api.Backend.
-func (c *Core) Health(caller session.Caller) api.Health {
-	h := api.Health{
+func (c *Core) Health(caller session.Caller) protocol.Health {
+	h := protocol.Health{
 		Status: "ok", Version: Version, Audit: "ok",
 		Sessions: len(c.store.List(caller)),
 		Uptime:   time.Since(c.started).Round(time.Second).String(),
-		Caller:   api.Owner{UID: caller.UID, GID: caller.GID, User: caller.User},
+		Caller:   protocol.Owner{UID: caller.UID, GID: caller.GID, User: caller.User},
 		Admin:    caller.Admin,
 	}
 	if !c.recorder.healthy() {

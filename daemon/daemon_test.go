@@ -15,10 +15,10 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/worker"
 )
 
@@ -121,22 +121,22 @@ func decodeInto(t testing.TB, b []byte, v any) {
 	}
 }
 
-func (td *testDaemon) newSession(t testing.TB, body string) api.Session {
+func (td *testDaemon) newSession(t testing.TB, body string) protocol.Session {
 	t.Helper()
 	code, b := td.do(t, "POST", "/v1/sessions", body)
 	if code != http.StatusCreated {
 		t.Fatalf("create session: %d %s", code, b)
 	}
-	var s api.Session
+	var s protocol.Session
 	decodeInto(t, b, &s)
 	return s
 }
 
-func (td *testDaemon) call(t *testing.T, id, tool, input string) (int, api.CallResult) {
+func (td *testDaemon) call(t *testing.T, id, tool, input string) (int, protocol.CallResult) {
 	t.Helper()
 	body := fmt.Sprintf(`{"tool":%q,"input":%s}`, tool, input)
 	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/calls", body)
-	var res api.CallResult
+	var res protocol.CallResult
 	decodeInto(t, b, &res)
 	return code, res
 }
@@ -144,13 +144,13 @@ func (td *testDaemon) call(t *testing.T, id, tool, input string) (int, api.CallR
 func TestHealthAndTools(t *testing.T) {
 	td := startDaemon(t, "")
 	code, b := td.do(t, "GET", "/v1/healthz", "")
-	var h api.Health
+	var h protocol.Health
 	decodeInto(t, b, &h)
 	if code != 200 || h.Status != "ok" || !h.Admin || h.Caller.UID != 0 {
 		t.Fatalf("healthz = %d %+v", code, h)
 	}
 	code, b = td.do(t, "GET", "/v1/tools", "")
-	var tl api.ToolList
+	var tl protocol.ToolList
 	decodeInto(t, b, &tl)
 	if code != 200 || len(tl.Tools) < 6 {
 		t.Fatalf("tools = %d %s", code, b)
@@ -201,7 +201,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, b := td.do(t, tc.method, tc.path, tc.body)
-			var eb api.ErrorBody
+			var eb protocol.ErrorBody
 			decodeInto(t, b, &eb)
 			if code != tc.status || eb.Error.Class != tc.class || !strings.Contains(eb.Error.Message, tc.mention) {
 				t.Errorf("got %d %s, want %d class %s mentioning %q", code, b, tc.status, tc.class, tc.mention)
@@ -229,7 +229,7 @@ func TestLongestBashCommand(t *testing.T) {
 		t.Fatalf("a command of exactly %d bytes: %d %+v", executor.MaxBashCommandBytes, code, res)
 	}
 	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", `{"tool":"Bash","input":`+command(executor.MaxBashCommandBytes+1)+`}`)
-	var eb api.ErrorBody
+	var eb protocol.ErrorBody
 	decodeInto(t, b, &eb)
 	if code != 422 || eb.Error.Class != "validation" || !strings.Contains(eb.Error.Message, "Write tool") {
 		t.Fatalf("one byte more: %d %s", code, b)

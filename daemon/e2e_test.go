@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // buildSbctl builds the CLI into a directory every user can reach.
@@ -101,7 +101,7 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("session new: %d %s", code, errOut)
 	}
-	var s api.Session
+	var s protocol.Session
 	if err := json.Unmarshal([]byte(out), &s); err != nil || s.ID == "" || s.Owner.UID != alice.UID {
 		t.Fatalf("session new printed %q (%v)", out, err)
 	}
@@ -129,7 +129,7 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 	})
 	t.Run("bash json result", func(t *testing.T) {
 		out, _, code := sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", s.ID, "--", "echo hi")
-		var res api.CallResult
+		var res protocol.CallResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
 			t.Fatalf("bash --json: %d %q", code, out)
 		}
@@ -332,7 +332,7 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 	id := strings.TrimSpace(out)
 
 	out, errOut, code = sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", id, "--background", "--", "echo started; sleep 30")
-	var res api.CallResult
+	var res protocol.CallResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("background bash: %d %q %q", code, out, errOut)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // testResolver answers every *.test name with 127.0.0.1, where the test's servers are: a
@@ -130,7 +130,7 @@ func TestEgressPrivateGuard(t *testing.T) {
 	if code == http.StatusCreated {
 		t.Errorf("a child of a proxied session got the host's network: %s", b)
 	}
-	var hs api.Session
+	var hs protocol.Session
 	_, b = td.do(t, "GET", "/v1/sessions/"+host.ID, "")
 	if decodeInto(t, b, &hs); hs.Network != "host" {
 		t.Errorf("root's host session: %+v", hs)

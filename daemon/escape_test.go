@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // Hostile commands through the socket: each is contained with the specific outcome, and the
@@ -20,52 +20,52 @@ func TestHostileCallsThroughTheSocket(t *testing.T) {
 	auditDir := filepath.Join(td.state, "audit")
 	cases := []struct {
 		name, command string
-		check         func(res api.CallResult) string
+		check         func(res protocol.CallResult) string
 	}{
-		{"fork bomb", ":(){ :|:& };:; sleep 1", func(r api.CallResult) string {
+		{"fork bomb", ":(){ :|:& };:; sleep 1", func(r protocol.CallResult) string {
 			if r.Data["pids_limited"] != true {
 				return "pids_limited not reported"
 			}
 			return ""
 		}},
-		{"memory bomb", `python3 -c "b=bytearray(1<<30)"`, func(r api.CallResult) string {
+		{"memory bomb", `python3 -c "b=bytearray(1<<30)"`, func(r protocol.CallResult) string {
 			if r.Data["oom_killed"] != true {
 				return "oom_killed not reported"
 			}
 			return ""
 		}},
-		{"kill the daemon", fmt.Sprintf("kill -9 %d; echo rc=$?", os.Getpid()), func(r api.CallResult) string {
+		{"kill the daemon", fmt.Sprintf("kill -9 %d; echo rc=$?", os.Getpid()), func(r protocol.CallResult) string {
 			if !strings.Contains(fmt.Sprint(r.Data["stdout"])+fmt.Sprint(r.Data["stderr"]), "No such process") {
 				return "the daemon's pid was visible"
 			}
 			return ""
 		}},
-		{"read the daemon's environment", fmt.Sprintf("cat /proc/%d/environ; echo rc=$?", os.Getpid()), func(r api.CallResult) string {
+		{"read the daemon's environment", fmt.Sprintf("cat /proc/%d/environ; echo rc=$?", os.Getpid()), func(r protocol.CallResult) string {
 			if strings.Contains(fmt.Sprint(r.Data["stdout"]), "PATH=") {
 				return "daemon environment leaked"
 			}
 			return ""
 		}},
-		{"read the audit log", "cat " + auditDir + "/*.jsonl; echo rc=$?", func(r api.CallResult) string {
+		{"read the audit log", "cat " + auditDir + "/*.jsonl; echo rc=$?", func(r protocol.CallResult) string {
 			if strings.Contains(fmt.Sprint(r.Data["stdout"]), `"kind"`) {
 				return "audit log readable"
 			}
 			return ""
 		}},
-		{"write outside", "touch /etc/sandboxd-escape; echo rc=$?", func(r api.CallResult) string {
+		{"write outside", "touch /etc/sandboxd-escape; echo rc=$?", func(r protocol.CallResult) string {
 			if _, err := os.Stat("/etc/sandboxd-escape"); err == nil {
 				os.Remove("/etc/sandboxd-escape")
 				return "wrote to /etc"
 			}
 			return ""
 		}},
-		{"reach the daemon's socket", fmt.Sprintf(`python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, td.socket), func(r api.CallResult) string {
+		{"reach the daemon's socket", fmt.Sprintf(`python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('%s'); print('connected')"`, td.socket), func(r protocol.CallResult) string {
 			if strings.Contains(fmt.Sprint(r.Data["stdout"]), "connected") {
 				return "a confined command reached the daemon's socket (it could change its own session)"
 			}
 			return ""
 		}},
-		{"timeout", `sleep 30`, func(r api.CallResult) string {
+		{"timeout", `sleep 30`, func(r protocol.CallResult) string {
 			if r.Data["timed_out"] != true {
 				return "timed_out not reported"
 			}

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func decide(t *testing.T, td *testDaemon, id, tool, input string) string {
 	t.Helper()
 	code, b := td.do(t, "POST", "/v1/sessions/"+id+"/decide", fmt.Sprintf(`{"tool":%q,"input":%s}`, tool, input))
-	var res api.CallResult
+	var res protocol.CallResult
 	decodeInto(t, b, &res)
 	if code != 200 || res.Decision == nil {
 		t.Fatalf("decide: %d %s", code, b)

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func TestStreamingCall(t *testing.T) {
@@ -32,11 +32,11 @@ func TestStreamingCall(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
 		t.Fatalf("content type %q", ct)
 	}
-	var events []api.StreamLine
-	var result *api.CallResult
+	var events []protocol.StreamLine
+	var result *protocol.CallResult
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		var l api.StreamLine
+		var l protocol.StreamLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("bad line %q: %v", sc.Bytes(), err)
 		}
@@ -76,7 +76,7 @@ func TestBatchThroughTheSocket(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("batch: %d %s", code, b)
 	}
-	var br api.BatchResponse
+	var br protocol.BatchResponse
 	decodeInto(t, b, &br)
 	ids := []string{"r1", "g1", "b1", "n1", "r2"}
 	if len(br.Results) != len(ids) {
@@ -103,7 +103,7 @@ func TestDecideRunsNothingThroughTheSocket(t *testing.T) {
 	dir := t.TempDir()
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
 	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", `{"tool":"Bash","input":{"command":"touch made-by-decide"}}`)
-	var res api.CallResult
+	var res protocol.CallResult
 	decodeInto(t, b, &res)
 	if code != 200 || res.Decision == nil || res.Decision.Behavior != "allow" {
 		t.Fatalf("decide: %d %s", code, b)
@@ -184,15 +184,15 @@ func TestSocketActivationAndSigterm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sess api.Session
+	var sess protocol.Session
 	json.NewDecoder(resp.Body).Decode(&sess)
 	resp.Body.Close()
-	results := make(chan api.CallResult, 2)
+	results := make(chan protocol.CallResult, 2)
 	for _, cmdline := range []string{"sleep 1; echo drained", "sleep 60; echo never"} {
 		go func() {
 			resp, err := c.Post("http://sandboxd/v1/sessions/"+sess.ID+"/calls", "application/json",
 				strings.NewReader(fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmdline)))
-			var r api.CallResult
+			var r protocol.CallResult
 			if err == nil {
 				json.NewDecoder(resp.Body).Decode(&r)
 				resp.Body.Close()

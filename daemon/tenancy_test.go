@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // curlAs sends one request over the daemon's socket as user u (so SO_PEERCRED names u) and
@@ -53,13 +53,13 @@ func sessionAs(t *testing.T, td *testDaemon, u testutil.User, extra string) stri
 	if code != http.StatusCreated {
 		t.Fatalf("create session as %s: %d %s", u.Name, code, b)
 	}
-	var s api.Session
+	var s protocol.Session
 	decodeInto(t, b, &s)
 	return s.ID
 }
 
 func errClass(b []byte) string {
-	var e api.ErrorBody
+	var e protocol.ErrorBody
 	_ = json.Unmarshal(b, &e)
 	return e.Error.Class
 }
@@ -105,7 +105,7 @@ func TestHostileImageBatch(t *testing.T) {
 
 	t.Run("image over the cap refused", func(t *testing.T) {
 		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", fmt.Sprintf(`{"tool":"Read","input":{"file_path":%q}}`, big), "")
-		var res api.CallResult
+		var res protocol.CallResult
 		decodeInto(t, b, &res)
 		if code != http.StatusOK || res.Error == nil || res.Error.Class != "too_large" || !strings.Contains(res.Error.Message, "smaller copy") {
 			t.Fatalf("6 MB image: %d %s", code, b)
@@ -157,7 +157,7 @@ func TestHostileImageBatch(t *testing.T) {
 			t.Errorf("daemon RSS grew by %d MiB, more than %d", growth, bound)
 		}
 		b, _ := os.ReadFile(out + ".0")
-		var br api.BatchResponse
+		var br protocol.BatchResponse
 		decodeInto(t, b, &br)
 		images, left := 0, 0
 		for _, r := range br.Results {

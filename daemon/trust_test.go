@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // trustFixture is a throwaway user with a project dir (a git repository) and the files an
@@ -63,13 +63,13 @@ func (f *trustFixture) session(t *testing.T, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-func (f *trustFixture) show(t *testing.T, id string) api.Session {
+func (f *trustFixture) show(t *testing.T, id string) protocol.Session {
 	t.Helper()
 	out, errOut, code := f.sbctl(t, "--json", "session", "show", id)
 	if code != 0 {
 		t.Fatalf("session show: %s", errOut)
 	}
-	var s api.Session
+	var s protocol.Session
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("session show printed %q: %v", out, err)
 	}
@@ -163,7 +163,7 @@ func TestPersistedCwdStaysInside(t *testing.T) {
 	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).Run()
 	f.td.d.core.reloadRules()
 	out, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"curl x"}`)
-	var res api.CallResult
+	var res protocol.CallResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil ||
 		res.Decision.Behavior != "deny" || res.Decision.Rule != "Bash(curl *)" {
 		t.Errorf("the project's deny rule was lost after cd sub and a reload: %s", out)
@@ -241,7 +241,7 @@ func TestPathRulesApplyToBash(t *testing.T) {
 		f.unchanged(t, filepath.Join(f.proj, ".git", "config"), string(gitConfig))
 		// The decision names the rule for what it can see.
 		out, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"cat .env"}`)
-		var res api.CallResult
+		var res protocol.CallResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil || res.Decision.Behavior != "deny" ||
 			!(strings.Contains(res.Decision.Reason, "hidden by the sandbox") || res.Decision.Rule == "Read(.env)") {
 			t.Errorf("%s: cat .env was not denied by the Read rule, with a reason that says so: %s", mode, out)

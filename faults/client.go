@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/unixhttp"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // Client speaks the daemon's HTTP+JSON protocol over its Unix socket.
@@ -30,7 +30,7 @@ func NewClient(socket string, timeout time.Duration) *Client {
 // StatusError is a non-2xx answer with the daemon's error body.
 type StatusError struct {
 	Status int
-	Body   api.ErrorBody
+	Body   protocol.ErrorBody
 }
 
 func (e *StatusError) Error() string {
@@ -91,15 +91,15 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) (in
 }
 
 // Health is GET /v1/healthz.
-func (c *Client) Health(ctx context.Context) (api.Health, error) {
-	var h api.Health
+func (c *Client) Health(ctx context.Context) (protocol.Health, error) {
+	var h protocol.Health
 	_, err := c.Do(ctx, http.MethodGet, "/v1/healthz", nil, &h)
 	return h, err
 }
 
 // CreateSession is POST /v1/sessions.
-func (c *Client) CreateSession(ctx context.Context, cs api.CreateSession) (api.Session, error) {
-	var s api.Session
+func (c *Client) CreateSession(ctx context.Context, cs protocol.CreateSession) (protocol.Session, error) {
+	var s protocol.Session
 	_, err := c.Do(ctx, http.MethodPost, "/v1/sessions", cs, &s)
 	return s, err
 }
@@ -112,15 +112,15 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 
 // Call is POST /v1/sessions/{id}/calls. A result object is returned with any status that
 // carries one; err is a transport error or a *StatusError.
-func (c *Client) Call(ctx context.Context, sid string, cr api.CallRequest) (api.CallResult, int, error) {
-	var res api.CallResult
+func (c *Client) Call(ctx context.Context, sid string, cr protocol.CallRequest) (protocol.CallResult, int, error) {
+	var res protocol.CallResult
 	st, err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+sid+"/calls", cr, &res)
 	return res, st, err
 }
 
 // Decide is POST /v1/sessions/{id}/decide.
-func (c *Client) Decide(ctx context.Context, sid string, cr api.CallRequest) (api.CallResult, error) {
-	var res api.CallResult
+func (c *Client) Decide(ctx context.Context, sid string, cr protocol.CallRequest) (protocol.CallResult, error) {
+	var res protocol.CallResult
 	_, err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+sid+"/decide", cr, &res)
 	return res, err
 }

@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
-func bashReq(id, cmd string) api.CallRequest {
-	return api.CallRequest{Tool: "Bash", ToolUseID: id, Input: Input(map[string]any{"command": cmd})}
+func bashReq(id, cmd string) protocol.CallRequest {
+	return protocol.CallRequest{Tool: "Bash", ToolUseID: id, Input: Input(map[string]any{"command": cmd})}
 }
 
-func text(r api.CallResult) string {
+func text(r protocol.CallResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
 		b.WriteString(c.Text)
@@ -41,7 +41,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	d := start(t, nil)
 	ctx := context.Background()
 	c := NewClient(d.Socket, 30*time.Second)
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestKill9UnderLoad(t *testing.T) {
 		t.Errorf("cgroups of the crashed daemon not reaped at start: %v", cgs)
 	}
 	// The restarted daemon serves.
-	s2, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	s2, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestClientDisconnectCancels(t *testing.T) {
 	d := start(t, nil)
 	ctx := context.Background()
 	c := NewClient(d.Socket, 30*time.Second)
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSlowStreamReader(t *testing.T) {
 	defer cancel()
 	c := NewClient(d.Socket, 30*time.Second)
 	work := workDir(t, d)
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestSlowStreamReader(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // ~25 KB/s
 		}
 	}()
-	other, err := c.CreateSession(ctx, api.CreateSession{Cwd: work})
+	other, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestSlowStreamReader(t *testing.T) {
 		if _, err := c.Health(ctx); err != nil {
 			t.Fatalf("healthz during the slow stream: %v", err)
 		}
-		res, _, err := c.Call(ctx, other.ID, api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		res, _, err := c.Call(ctx, other.ID, protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
 		if err != nil || res.IsError {
 			t.Fatalf("read during the slow stream: %v %s", err, text(res))
 		}
@@ -308,7 +308,7 @@ func TestDiskFull(t *testing.T) {
 	d := startWith(t, Options{Dir: dir, StateDir: state, ConfigYAML: DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
 	ctx := context.Background()
 	c := NewClient(d.Socket, 30*time.Second)
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestDiskFull(t *testing.T) {
 	if !strings.Contains(string(out), "No space left") {
 		t.Fatalf("dd did not fill the state dir: %s", out)
 	}
-	var res api.CallResult
+	var res protocol.CallResult
 	var status int
 	for i := 0; i < 20; i++ {
 		res, status, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_full_%d", i), "true"))
@@ -345,7 +345,7 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	var after api.CallResult
+	var after protocol.CallResult
 	ok := waitFor(15*time.Second, func() bool {
 		after, _, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_after_%d", time.Now().UnixNano()), "true"))
 		return err == nil && !after.IsError
@@ -398,7 +398,7 @@ func TestHungHook(t *testing.T) {
 	ctx := context.Background()
 	c := NewClient(d.Socket, 30*time.Second)
 	work := workDir(t, d)
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestHungHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	type out struct {
-		res api.CallResult
+		res protocol.CallResult
 		err error
 		dur time.Duration
 	}
@@ -420,7 +420,7 @@ func TestHungHook(t *testing.T) {
 	// Meanwhile, calls the hook does not match are served.
 	for i := 0; i < 5; i++ {
 		t0 := time.Now()
-		res, _, err := c.Call(ctx, s.ID, api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		res, _, err := c.Call(ctx, s.ID, protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
 		if err != nil || res.IsError || time.Since(t0) > time.Second {
 			t.Fatalf("Read while a hook hangs: %v %s (%v)", err, text(res), time.Since(t0))
 		}
@@ -470,7 +470,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	var sids []string
 	for i := 0; i < 4; i++ {
-		s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+		s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +492,7 @@ func TestReloadUnderLoad(t *testing.T) {
 				}
 				req := bashReq(fmt.Sprintf("hup_%d_%d", w, i), "echo hi")
 				if i%2 == 0 {
-					req = api.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})}
+					req = protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})}
 				}
 				res, _, err := c.Call(ctx, sids[w%len(sids)], req)
 				calls.Add(1)

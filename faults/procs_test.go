@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // TestSchedulerWidthFollowsTheWork: the daemon binary runs a lone request on one P, widens to
@@ -35,7 +35,7 @@ func TestSchedulerWidthFollowsTheWork(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { return width() == 1 }) {
 		t.Fatalf("a lone healthz on an idle daemon saw %d Ps, want 1", width())
 	}
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // abDaemon is one side of an A/B comparison: a private daemon, a session on it, and the
@@ -98,12 +98,12 @@ func (s *abDaemon) start(ctx context.Context, bin, tmp, command string) error {
 		return err
 	}
 	c := faults.NewClient(d.Socket, time.Minute)
-	sess, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	sess, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
 	s.call = func(int) error {
-		res, _, err := c.Call(ctx, sess.ID, api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": command})})
+		res, _, err := c.Call(ctx, sess.ID, protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": command})})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("the call failed: %v", res.Content)
 		}

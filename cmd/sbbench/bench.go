@@ -21,13 +21,13 @@ import (
 	"go.uber.org/zap"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/faults"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 type benchOpts struct {
@@ -134,7 +134,7 @@ func fileOf(n int) []byte {
 	return b[:n]
 }
 
-func (e *env) session(ctx context.Context, cs api.CreateSession) (string, error) {
+func (e *env) session(ctx context.Context, cs protocol.CreateSession) (string, error) {
 	if cs.Cwd == "" {
 		cs.Cwd = e.work
 	}
@@ -148,7 +148,7 @@ func (e *env) session(ctx context.Context, cs api.CreateSession) (string, error)
 // call makes one call and requires an allowed, successful result.
 func (e *env) call(ctx context.Context, sid, tool string, in map[string]any) error {
 	e.calls.Add(1)
-	res, _, err := e.c.Call(ctx, sid, api.CallRequest{Tool: tool, Input: faults.Input(in)})
+	res, _, err := e.c.Call(ctx, sid, protocol.CallRequest{Tool: tool, Input: faults.Input(in)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
@@ -298,14 +298,14 @@ func (e *env) decide(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reqs := []api.CallRequest{
+	reqs := []protocol.CallRequest{
 		{Tool: "Bash", Input: faults.Input(map[string]any{"command": decideCmd})},
 		{Tool: "Bash", Input: faults.Input(map[string]any{"command": "rm -rf build"})},
 		{Tool: "Read", Input: faults.Input(map[string]any{"file_path": e.file4k})},
 	}
 	for _, n := range []int{10, 200, 2000} {
 		allow, deny := benchRules(n)
-		sid, err := e.session(ctx, api.CreateSession{Rules: api.Rules{Allow: allow, Deny: deny}})
+		sid, err := e.session(ctx, protocol.CreateSession{Rules: protocol.Rules{Allow: allow, Deny: deny}})
 		if err != nil {
 			return fmt.Errorf("%d rules: %w", n, err)
 		}
@@ -331,7 +331,7 @@ var bwrapArgs = []string{"--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev"
 func (e *env) spawn(ctx context.Context) error {
 	n := e.o.pick(200, 40)
 	const sec = "confined spawn of /bin/true"
-	sid, err := e.session(ctx, api.CreateSession{Mode: "bypassPermissions"})
+	sid, err := e.session(ctx, protocol.CreateSession{Mode: "bypassPermissions"})
 	if err != nil {
 		return err
 	}
@@ -441,7 +441,7 @@ func (e *env) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sid, err := e.session(ctx, api.CreateSession{})
+	sid, err := e.session(ctx, protocol.CreateSession{})
 	if err != nil {
 		return err
 	}
@@ -577,7 +577,7 @@ func (e *env) grep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sid, err := e.session(ctx, api.CreateSession{AdditionalDirs: []string{tree}})
+	sid, err := e.session(ctx, protocol.CreateSession{AdditionalDirs: []string{tree}})
 	if err != nil {
 		return err
 	}
@@ -688,7 +688,7 @@ func (e *env) throughput(ctx context.Context) error {
 		nsess := min(conc, 8)
 		sids := make([]string, nsess)
 		for i := range sids {
-			sid, err := e.session(ctx, api.CreateSession{Mode: "bypassPermissions"})
+			sid, err := e.session(ctx, protocol.CreateSession{Mode: "bypassPermissions"})
 			if err != nil {
 				return err
 			}
@@ -797,7 +797,7 @@ func (e *env) memory(ctx context.Context, idle int64) error {
 	if left := target - e.calls.Load(); left > 0 {
 		sids := make([]string, 4)
 		for i := range sids {
-			sid, err := e.session(ctx, api.CreateSession{})
+			sid, err := e.session(ctx, protocol.CreateSession{})
 			if err != nil {
 				return err
 			}
@@ -842,7 +842,7 @@ func (e *env) memory(ctx context.Context, idle int64) error {
 	workersBefore := e.subtreeRSS()
 	sids := make([]string, 0, nsess)
 	for i := 0; i < nsess; i++ {
-		sid, err := e.session(ctx, api.CreateSession{})
+		sid, err := e.session(ctx, protocol.CreateSession{})
 		if err != nil {
 			return err
 		}

@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 type loadOpts struct {
@@ -222,7 +222,7 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 		st.fail("client %d: %v", id, err)
 		return
 	}
-	s, err := c.CreateSession(ctx, api.CreateSession{Cwd: work, Rules: api.Rules{Deny: []string{"Bash(curl *)"}}})
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Rules: protocol.Rules{Deny: []string{"Bash(curl *)"}}})
 	if err != nil {
 		st.fail("client %d: create session: %v", id, err)
 		return
@@ -235,7 +235,7 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 	counter := 0
 	for i := 0; i < n; i++ {
 		tid := fmt.Sprintf("load_%d_%d", id, i)
-		req := api.CallRequest{ToolUseID: tid}
+		req := protocol.CallRequest{ToolUseID: tid}
 		kind := []string{"read", "edit", "bash", "bash-true", "denied", "unknown-tool", "bad-request", "read"}[i%8]
 		switch kind {
 		case "read":

@@ -16,8 +16,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // The two tenants of the two-tenant row: uids with no other use on a test host. The daemon
@@ -139,11 +139,11 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 			return check{name, false, err.Error()}
 		}
 	}
-	ps, err := polite.CreateSession(ctx, api.CreateSession{Cwd: pdir})
+	ps, err := polite.CreateSession(ctx, protocol.CreateSession{Cwd: pdir})
 	if err != nil {
 		return check{name, false, fmt.Sprintf("polite session: %v", err)}
 	}
-	fs, err := flood.CreateSession(ctx, api.CreateSession{Cwd: fdir, Mode: "bypassPermissions"})
+	fs, err := flood.CreateSession(ctx, protocol.CreateSession{Cwd: fdir, Mode: "bypassPermissions"})
 	if err != nil {
 		return check{name, false, fmt.Sprintf("flood session: %v", err)}
 	}
@@ -157,9 +157,9 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 		defer tick.Stop()
 		for i := range calls {
 			<-tick.C
-			req := api.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": file})}
+			req := protocol.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": file})}
 			if i%2 == 1 {
-				req = api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "echo hi"})}
+				req = protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "echo hi"})}
 			}
 			start := time.Now()
 			res, status, err := polite.Call(ctx, ps.ID, req)
@@ -189,14 +189,14 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 			}
 		}
 	}
-	batch := api.BatchRequest{}
+	batch := protocol.BatchRequest{}
 	for range 64 {
-		batch.Calls = append(batch.Calls, api.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": imgPath})})
+		batch.Calls = append(batch.Calls, protocol.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": imgPath})})
 	}
 	for range 24 {
 		wg.Add(1)
 		go send(func() (int, error) {
-			_, st, err := flood.Call(floodCtx, fs.ID, api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "sleep 0.2"})})
+			_, st, err := flood.Call(floodCtx, fs.ID, protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "sleep 0.2"})})
 			return st, err
 		})
 	}
@@ -209,7 +209,7 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 	for range 8 {
 		wg.Add(1)
 		go send(func() (int, error) {
-			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/decide", api.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "ls"})}, nil)
+			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/decide", protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "ls"})}, nil)
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // the flood is in full swing

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // connectMCP starts `sbctl mcp` (through sbctl, which re-executes sbctl-full) and connects
@@ -189,7 +190,7 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 	})
 
 	t.Run("a session the daemon lost is made again", func(t *testing.T) {
-		var l client.SessionList
+		var l protocol.SessionList
 		if err := client.New(d.socket).Do(ctx, "GET", "/v1/sessions", nil, &l); err != nil || len(l.Sessions) != 1 {
 			t.Fatalf("sessions: %v %v", l.Sessions, err)
 		}
@@ -204,7 +205,7 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 
 	// The connection's session goes with the connection.
 	c := client.New(d.socket)
-	var before client.SessionList
+	var before protocol.SessionList
 	if err := c.Do(ctx, "GET", "/v1/sessions", nil, &before); err != nil || len(before.Sessions) != 1 {
 		t.Fatalf("sessions while connected: %v %v", before.Sessions, err)
 	}
@@ -213,7 +214,7 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var after client.SessionList
+		var after protocol.SessionList
 		if err := c.Do(ctx, "GET", "/v1/sessions", nil, &after); err != nil {
 			t.Fatal(err)
 		}

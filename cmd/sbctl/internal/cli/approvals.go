@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // rememberSources are where `approve --remember` may add the rule (never an admin source).
@@ -40,7 +41,7 @@ func cmdApprovals(e *Env, args []string) error {
 	}
 	if jsonOut {
 		if list == nil {
-			list = []client.Approval{}
+			list = []protocol.Approval{}
 		}
 		return PrintJSON(e.Stdout, list)
 	}
@@ -73,7 +74,7 @@ func cmdApprove(e *Env, args []string) error {
 	if *rule != "" && *remember == "" {
 		return UsageError("--rule needs --remember: say where to add it")
 	}
-	return answer(e, pos[0], client.ApprovalAnswer{Answer: client.Allow, Remember: *remember, Rule: *rule})
+	return answer(e, pos[0], protocol.ApprovalAnswer{Answer: protocol.Allow, Remember: *remember, Rule: *rule})
 }
 
 func cmdDeny(e *Env, args []string) error {
@@ -86,10 +87,10 @@ func cmdDeny(e *Env, args []string) error {
 	if len(pos) != 1 {
 		return UsageError("usage: sbctl deny ID [--message M]")
 	}
-	return answer(e, pos[0], client.ApprovalAnswer{Answer: client.Deny, Message: *msg})
+	return answer(e, pos[0], protocol.ApprovalAnswer{Answer: protocol.Deny, Message: *msg})
 }
 
-func answer(e *Env, id string, a client.ApprovalAnswer) error {
+func answer(e *Env, id string, a protocol.ApprovalAnswer) error {
 	res, err := e.Client().AnswerApproval(e.Ctx, id, a)
 	if err != nil {
 		return err
@@ -101,7 +102,7 @@ func answer(e *Env, id string, a client.ApprovalAnswer) error {
 	return nil
 }
 
-func resolutionLine(a client.Approval, r client.Resolution) string {
+func resolutionLine(a protocol.Approval, r protocol.Resolution) string {
 	line := fmt.Sprintf("%s: %s", a.ID, r.Answer)
 	if r.Rule != "" {
 		line += fmt.Sprintf(", remembered %s in %s", r.Rule, r.Remember)
@@ -116,7 +117,7 @@ func resolutionLine(a client.Approval, r client.Resolution) string {
 }
 
 // sessionLabel names the asking session, and the queue's when the ask bubbled up.
-func sessionLabel(a client.Approval) string {
+func sessionLabel(a protocol.Approval) string {
 	if a.ParentSession != "" {
 		return a.Session + " → " + a.ParentSession
 	}
@@ -133,7 +134,7 @@ func until(t time.Time) string {
 
 // inputSummary is the part of a call a person recognises: the command, the file, or the
 // input as compact JSON.
-func inputSummary(a client.Approval) string {
+func inputSummary(a protocol.Approval) string {
 	var m map[string]any
 	if json.Unmarshal(a.Input, &m) == nil {
 		for _, k := range []string{"command", "file_path", "notebook_path", "url", "pattern"} {
@@ -172,7 +173,7 @@ func followApprovals(e *Env, jsonOut bool) error {
 	enc := json.NewEncoder(e.Stdout)
 	enc.SetEscapeHTML(false)
 	for {
-		err := e.Client().StreamApprovals(e.Ctx, func(ev client.ApprovalEvent) error {
+		err := e.Client().StreamApprovals(e.Ctx, func(ev protocol.ApprovalEvent) error {
 			if jsonOut {
 				return enc.Encode(ev)
 			}
@@ -190,7 +191,7 @@ func followApprovals(e *Env, jsonOut bool) error {
 	}
 }
 
-func eventLine(ev client.ApprovalEvent) string {
+func eventLine(ev protocol.ApprovalEvent) string {
 	a := ev.Approval
 	if ev.Resolution != nil {
 		return fmt.Sprintf("%s %s", ev.Type, resolutionLine(a, *ev.Resolution))
@@ -210,7 +211,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 	defer cancel()
 
 	type streamMsg struct {
-		ev    *client.ApprovalEvent
+		ev    *protocol.ApprovalEvent
 		reset bool
 		err   error
 	}
@@ -229,7 +230,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			if !send(streamMsg{reset: true}) {
 				return
 			}
-			err := e.Client().StreamApprovals(ctx, func(ev client.ApprovalEvent) error {
+			err := e.Client().StreamApprovals(ctx, func(ev protocol.ApprovalEvent) error {
 				if !send(streamMsg{ev: &ev}) {
 					return ctx.Err()
 				}
@@ -262,7 +263,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		}
 	}()
 
-	var pending []client.Approval
+	var pending []protocol.Approval
 	sel := 0
 	status := "connecting…"
 	draw := func() {
@@ -342,10 +343,10 @@ func watchTerminal(e *Env, in, out *os.File) error {
 				if sel >= len(pending) {
 					break
 				}
-				ans := client.ApprovalAnswer{Answer: client.Allow}
+				ans := protocol.ApprovalAnswer{Answer: protocol.Allow}
 				switch k {
 				case 'n':
-					ans.Answer = client.Deny
+					ans.Answer = protocol.Deny
 				case 'a':
 					ans.Remember = "session"
 				}
@@ -384,20 +385,20 @@ func rawMode(f *os.File) (func(), error) {
 // it resumes that call waiting up to d while it asks here, inline, as agent CLIs do. Whoever
 // answers first wins: this prompt, or `sbctl approve|deny` and `sbctl approvals --watch` in
 // another terminal (the resumed call returns then, and the prompt goes away).
-func waitAnswer(e *Env, in *os.File, sessionID string, res *client.CallResult, d time.Duration) (*client.CallResult, error) {
+func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult, d time.Duration) (*protocol.CallResult, error) {
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	id := res.ApprovalID
 	type resumed struct {
-		res *client.CallResult
+		res *protocol.CallResult
 		err error
 	}
 	done := make(chan resumed, 1)
 	go func() {
-		r, err := e.Client().Call(ctx, sessionID, client.CallRequest{ApprovalID: id, WaitMS: d.Milliseconds()})
+		r, err := e.Client().Call(ctx, sessionID, protocol.CallRequest{ApprovalID: id, WaitMS: d.Milliseconds()})
 		done <- resumed{r, err}
 	}()
-	var a *client.Approval
+	var a *protocol.Approval
 	if list, err := e.Client().Approvals(ctx); err == nil {
 		for i := range list {
 			if list[i].ID == id {
@@ -439,14 +440,14 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *client.CallResult, d
 			fmt.Fprintln(e.Stderr)
 			return r.res, r.err
 		case l := <-lines:
-			var ans client.ApprovalAnswer
+			var ans protocol.ApprovalAnswer
 			switch l {
 			case "y", "yes":
-				ans.Answer = client.Allow
+				ans.Answer = protocol.Allow
 			case "n", "no":
-				ans.Answer = client.Deny
+				ans.Answer = protocol.Deny
 			case "a", "always":
-				ans.Answer, ans.Remember = client.Allow, "session"
+				ans.Answer, ans.Remember = protocol.Allow, "session"
 			default:
 				continue
 			}

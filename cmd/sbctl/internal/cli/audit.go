@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func cmdAudit(e *Env, args []string) error {
@@ -25,7 +26,7 @@ func cmdAudit(e *Env, args []string) error {
 	case "verify":
 		return auditVerify(e, rest)
 	case "pubkey":
-		var k client.AuditKey
+		var k protocol.AuditKey
 		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/audit/pubkey", nil, &k); err != nil {
 			return err
 		}
@@ -75,14 +76,14 @@ func auditQuery(e *Env, args []string, export bool) error {
 		return err
 	}
 	if export || e.JSON {
-		return e.Client().Records(e.Ctx, af.query(), func(raw []byte, _ *client.Record) error {
+		return e.Client().Records(e.Ctx, af.query(), func(raw []byte, _ *protocol.Record) error {
 			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
 			return err
 		})
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUSER\tSESSION\tTOOL\tDECISION\tRULE\tOUTCOME")
-	err := e.Client().Records(e.Ctx, af.query(), func(_ []byte, r *client.Record) error {
+	err := e.Client().Records(e.Ctx, af.query(), func(_ []byte, r *protocol.Record) error {
 		printRecord(tw, r)
 		return nil
 	})
@@ -92,7 +93,7 @@ func auditQuery(e *Env, args []string, export bool) error {
 	return err
 }
 
-func printRecord(w io.Writer, r *client.Record) {
+func printRecord(w io.Writer, r *protocol.Record) {
 	user, decision, rule, outcome := "-", "-", "-", "-"
 	if r.Caller != nil {
 		user = r.Caller.User
@@ -140,7 +141,7 @@ func auditTail(e *Env, args []string) error {
 		q.Set("follow", "1")
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	return e.Client().Records(e.Ctx, q, func(raw []byte, r *client.Record) error {
+	return e.Client().Records(e.Ctx, q, func(raw []byte, r *protocol.Record) error {
 		if e.JSON {
 			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
 			return err
@@ -167,7 +168,7 @@ func auditVerify(e *Env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var out client.AuditVerify
+	var out protocol.AuditVerify
 	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/audit/verify", nil, &out); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func auditVerify(e *Env, args []string) error {
 }
 
 // PrintVerify prints a verification's report and exits 1 unless the log is intact.
-func PrintVerify(e *Env, rep *client.VerifyReport, verr error) error {
+func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 	if e.JSON {
 		_ = PrintJSON(e.Stdout, map[string]any{"ok": verr == nil, "report": rep, "error": errString(verr)})
 	} else if verr == nil && rep != nil {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func TestParseInterspersed(t *testing.T) {
@@ -72,7 +72,7 @@ func TestRunExitCodes(t *testing.T) {
 func TestContainmentIsReported(t *testing.T) {
 	var errb bytes.Buffer
 	e := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}
-	res := &client.CallResult{Decision: &client.Decision{Behavior: client.Allow},
+	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Allow},
 		Data: map[string]any{"pids_limited": true, "oom_killed": true, "killed_by": "timeout", "timed_out": true,
 			"background_jobs_killed": float64(2)}}
 	err := finishBash(e, res, false)
@@ -91,8 +91,8 @@ func TestContainmentIsReported(t *testing.T) {
 func TestAskSaysHowToRun(t *testing.T) {
 	var errb bytes.Buffer
 	e := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}
-	res := &client.CallResult{Decision: &client.Decision{Behavior: client.Ask, Reason: "default mode: this call is not read-only; ask the user"},
-		IsError: true, Content: []client.Block{{Type: "text", Text: "permission required: default mode"}}}
+	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "default mode: this call is not read-only; ask the user"},
+		IsError: true, Content: []protocol.Block{{Type: "text", Text: "permission required: default mode"}}}
 	err := finishBash(e, res, true)
 	if !strings.Contains(errb.String(), "--mode bypassPermissions") || !strings.Contains(errb.String(), "decision: ask") {
 		t.Errorf("stderr %q: no decision line or no way to run it", errb.String())
@@ -102,7 +102,7 @@ func TestAskSaysHowToRun(t *testing.T) {
 		t.Errorf("exit = %v, want 126", err)
 	}
 	errb.Reset()
-	_ = finishBash(e, &client.CallResult{Decision: &client.Decision{Behavior: client.Deny}}, true)
+	_ = finishBash(e, &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Deny}}, true)
 	if strings.Contains(errb.String(), "--mode") {
 		t.Errorf("a denied call suggests a mode: %q", errb.String())
 	}
@@ -157,7 +157,7 @@ func TestProgressQuietWhenPiped(t *testing.T) {
 	e := &Env{Stdout: &out, Stderr: &errb}
 	p := startProgress(e)
 	p.write(e.Stdout, "a")
-	p.status(client.Event{Kind: "status", Data: "stdout continues past 4 MiB"})
+	p.status(protocol.Event{Kind: "status", Data: "stdout continues past 4 MiB"})
 	p.write(e.Stderr, "b")
 	p.stop()
 	if out.String() != "a" || errb.String() != "b" {

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func cmdStatus(e *Env, args []string) error {
 	if err := NewFlags(e, "status").Parse(args); err != nil {
 		return err
 	}
-	var h client.Health
+	var h protocol.Health
 	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/healthz", nil, &h); err != nil {
 		return err
 	}
@@ -40,17 +41,17 @@ type sessionFlags struct {
 	addDirs           Multi
 }
 
-func (sf *sessionFlags) request() (client.CreateSession, error) {
+func (sf *sessionFlags) request() (protocol.CreateSession, error) {
 	cwd := sf.cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return client.CreateSession{}, err
+			return protocol.CreateSession{}, err
 		}
 		cwd = wd
 	}
-	return client.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
-		Network: sf.network, Rules: client.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
+	return protocol.CreateSession{Cwd: cwd, Mode: sf.mode, ParentID: sf.parent, AdditionalDirs: sf.addDirs, PersistCwd: sf.persistCwd, TrustProject: sf.trustProject,
+		Network: sf.network, Rules: protocol.Rules{Allow: sf.allow, Deny: sf.deny, Ask: sf.ask}}, nil
 }
 
 func cmdSession(e *Env, args []string) error {
@@ -79,7 +80,7 @@ func cmdSession(e *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		var s client.Session
+		var s protocol.Session
 		if err := c.Do(e.Ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func cmdSession(e *Env, args []string) error {
 		fmt.Fprintln(e.Stdout, s.ID)
 		return nil
 	case "ls":
-		var l client.SessionList
+		var l protocol.SessionList
 		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions", nil, &l); err != nil {
 			return err
 		}
@@ -106,7 +107,7 @@ func cmdSession(e *Env, args []string) error {
 		if len(rest) != 1 {
 			return UsageError("usage: sbctl session show ID")
 		}
-		var s client.Session
+		var s protocol.Session
 		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions/"+rest[0], nil, &s); err != nil {
 			return err
 		}
@@ -115,8 +116,8 @@ func cmdSession(e *Env, args []string) error {
 		if len(rest) != 2 {
 			return UsageError("usage: sbctl session mode ID MODE")
 		}
-		var s client.Session
-		if err := c.Do(e.Ctx, client.MethodPatch, "/v1/sessions/"+rest[0], client.UpdateSession{Mode: &rest[1]}, &s); err != nil {
+		var s protocol.Session
+		if err := c.Do(e.Ctx, client.MethodPatch, "/v1/sessions/"+rest[0], protocol.UpdateSession{Mode: &rest[1]}, &s); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -139,7 +140,7 @@ func cmdSession(e *Env, args []string) error {
 	}
 }
 
-func ownerName(o client.Owner) string {
+func ownerName(o protocol.Owner) string {
 	if o.User != "" {
 		return o.User
 	}
@@ -164,7 +165,7 @@ func (tc *toolCall) waitFlag(fs *flag.FlagSet) {
 // and the result is the answered call's. On one (stdin and stderr), the ask comes back at
 // once and waitAnswer asks inline while the call waits for whoever answers first; resumed
 // says the result came from that resumed call (its output was not streamed).
-func (tc *toolCall) send(e *Env, id string, req client.CallRequest, call func(client.CallRequest) (*client.CallResult, error)) (res *client.CallResult, resumed bool, err error) {
+func (tc *toolCall) send(e *Env, id string, req protocol.CallRequest, call func(protocol.CallRequest) (*protocol.CallResult, error)) (res *protocol.CallResult, resumed bool, err error) {
 	in, prompt := e.Stdin.(*os.File)
 	errOut, ok := e.Stderr.(*os.File)
 	prompt = prompt && ok && tc.wait > 0 && isTerminal(in) && isTerminal(errOut)
@@ -172,7 +173,7 @@ func (tc *toolCall) send(e *Env, id string, req client.CallRequest, call func(cl
 		req.WaitMS = tc.wait.Milliseconds()
 	}
 	res, err = call(req)
-	if err != nil || !prompt || res.Decision == nil || res.Decision.Behavior != client.Ask || res.ApprovalID == "" {
+	if err != nil || !prompt || res.Decision == nil || res.Decision.Behavior != protocol.Ask || res.ApprovalID == "" {
 		return res, false, err
 	}
 	res, err = waitAnswer(e, in, id, res, tc.wait)
@@ -180,8 +181,8 @@ func (tc *toolCall) send(e *Env, id string, req client.CallRequest, call func(cl
 }
 
 // askExit is --wait's exit for a call that did not run: 126, as a shell's "cannot execute".
-func (tc *toolCall) askExit(res *client.CallResult) error {
-	if tc.wait > 0 && res.Decision != nil && res.Decision.Behavior != client.Allow {
+func (tc *toolCall) askExit(res *protocol.CallResult) error {
+	if tc.wait > 0 && res.Decision != nil && res.Decision.Behavior != protocol.Allow {
 		return &ExitError{Code: 126}
 	}
 	return nil
@@ -205,7 +206,7 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 	if err != nil {
 		return err
 	}
-	var s client.Session
+	var s protocol.Session
 	if err := c.Do(e.Ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
 		return err
 	}
@@ -216,8 +217,8 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 // callTool sends one call and prints its result; exit 1 for an error result.
 func callTool(e *Env, tc *toolCall, path, tool string, input json.RawMessage) error {
 	return tc.withSession(e, func(id, mode string) error {
-		res, _, err := tc.send(e, id, client.CallRequest{Tool: tool, Input: input, Mode: mode}, func(req client.CallRequest) (*client.CallResult, error) {
-			var res client.CallResult
+		res, _, err := tc.send(e, id, protocol.CallRequest{Tool: tool, Input: input, Mode: mode}, func(req protocol.CallRequest) (*protocol.CallResult, error) {
+			var res protocol.CallResult
 			err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/"+path, req, &res)
 			return &res, err
 		})
@@ -232,7 +233,7 @@ func callTool(e *Env, tc *toolCall, path, tool string, input json.RawMessage) er
 	})
 }
 
-func printResult(e *Env, res *client.CallResult) error {
+func printResult(e *Env, res *protocol.CallResult) error {
 	if e.JSON {
 		if err := PrintJSON(e.Stdout, res); err != nil {
 			return err
@@ -246,7 +247,7 @@ func printResult(e *Env, res *client.CallResult) error {
 	return nil
 }
 
-func printHuman(e *Env, res *client.CallResult) {
+func printHuman(e *Env, res *protocol.CallResult) {
 	if d := res.Decision; d != nil {
 		line := fmt.Sprintf("decision: %s", d.Behavior)
 		if d.Reason != "" {
@@ -266,7 +267,7 @@ func printHuman(e *Env, res *client.CallResult) {
 	if res.Error != nil && len(res.Content) == 0 {
 		fmt.Fprintf(e.Stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
 	}
-	if d := res.Decision; d != nil && d.Behavior == client.Ask {
+	if d := res.Decision; d != nil && d.Behavior == protocol.Ask {
 		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
 		// run it, since the sandbox confines it whatever the mode.
 		if res.ApprovalID != "" {
@@ -280,7 +281,7 @@ func printHuman(e *Env, res *client.CallResult) {
 const askHint = "sbctl: to run it without asking, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
 // printContent writes the result's content blocks; empty text prints nothing.
-func printContent(e *Env, res *client.CallResult) {
+func printContent(e *Env, res *protocol.CallResult) {
 	for _, b := range res.Content {
 		switch b.Type {
 		case "text":
@@ -346,9 +347,9 @@ func cmdDecide(e *Env, args []string) error {
 // the decision chain's steps.
 func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, explain bool) error {
 	return tc.withSession(e, func(id, mode string) error {
-		var res client.CallResult
+		var res protocol.CallResult
 		if err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/decide",
-			client.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
+			protocol.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
 			return err
 		}
 		if e.JSON {
@@ -380,7 +381,7 @@ func cmdTools(e *Env, args []string) error {
 	if err := NewFlags(e, "tools").Parse(args); err != nil {
 		return err
 	}
-	var tl client.ToolList
+	var tl protocol.ToolList
 	if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/tools", nil, &tl); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // hookInput is what an agent CLI sends a PreToolUse (or PostToolUse) command hook on stdin
@@ -151,7 +152,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if err != nil {
 		return unavailable(err.Error())
 	}
-	req := client.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Mode: mode}
+	req := protocol.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Mode: mode}
 	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, req)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Detail.Class == "unknown_tool" || err == nil && res.Error != nil && res.Error.Class == "unknown_tool" {
@@ -161,7 +162,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		if hf.unknownTool == "pass" {
 			return hookOutput{}, false
 		}
-		return decision(client.Ask, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it; asking", in.ToolName)), true
+		return decision(protocol.Ask, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it; asking", in.ToolName)), true
 	}
 	if err != nil {
 		return unavailable(err.Error())
@@ -175,14 +176,14 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		return unavailable(msg)
 	}
 	out = decision(d.Behavior, reason(d))
-	if d.Behavior != client.Allow && d.Behavior != client.Ask {
-		out.HookSpecificOutput.PermissionDecision = client.Deny
+	if d.Behavior != protocol.Allow && d.Behavior != protocol.Ask {
+		out.HookSpecificOutput.PermissionDecision = protocol.Deny
 		return out, true
 	}
 	if hf.confine && in.ToolName == "Bash" {
 		upd, err := confineBash(socket, store, sid, mode, d.Behavior, in.ToolInput)
 		if err != nil {
-			return decision(client.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
+			return decision(protocol.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
 		}
 		out.HookSpecificOutput.UpdatedInput = upd
 	}
@@ -190,7 +191,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 }
 
 func verb(behavior string) string {
-	if behavior == client.Ask {
+	if behavior == protocol.Ask {
 		return "asked"
 	}
 	return "denied"
@@ -206,13 +207,13 @@ func decision(behavior, why string) hookOutput {
 
 // reason is the decision's reason with the rule and source that made it, as the model and the
 // person at the agent should see it.
-func reason(d *client.Decision) string {
+func reason(d *protocol.Decision) string {
 	var b strings.Builder
 	b.WriteString("sandboxd ")
 	switch d.Behavior {
-	case client.Allow:
+	case protocol.Allow:
 		b.WriteString("allows")
-	case client.Ask:
+	case protocol.Ask:
 		b.WriteString("asks")
 	default:
 		b.WriteString("denies")
@@ -234,15 +235,15 @@ func reason(d *client.Decision) string {
 
 // decideInSession decides req in the agent session's sandboxd session, creating it on first
 // use and again when the daemon no longer knows it (a restart, an idle timeout).
-func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd string, req client.CallRequest) (string, *client.CallResult, error) {
+func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd string, req protocol.CallRequest) (string, *protocol.CallResult, error) {
 	sid, err := store.load()
 	if err != nil {
 		return "", nil, err
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		if sid == "" {
-			cs := client.CreateSession{Cwd: cwd, Mode: hf.mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
-				Rules: client.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}}
+			cs := protocol.CreateSession{Cwd: cwd, Mode: hf.mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
+				Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}}
 			s, err := c.CreateSession(ctx, cs)
 			if err != nil {
 				return "", nil, fmt.Errorf("create a session for %s: %w", cwd, err)
@@ -296,7 +297,7 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	sum := sha256.Sum256([]byte(cmd))
 	argv := []string{self, "--socket", socket, "bash", "--session", sid}
 	switch {
-	case behavior == client.Ask:
+	case behavior == protocol.Ask:
 		// The agent asks its user before it runs this; once they approve, the command runs
 		// confined as every call does, with no second question (deny rules and the safety
 		// checks no one may approve still hold in bypassPermissions).

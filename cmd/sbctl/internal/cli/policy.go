@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func cmdPolicy(e *Env, args []string) error {
@@ -64,7 +65,7 @@ func policyShow(e *Env, args []string) error {
 			// As the daemon sent it: the client decodes only the fields it prints.
 			return PrintJSON(e.Stdout, raw)
 		}
-		var rl client.RuleList
+		var rl protocol.RuleList
 		if err := json.Unmarshal(raw, &rl); err != nil {
 			return fmt.Errorf("decode rules: %w", err)
 		}

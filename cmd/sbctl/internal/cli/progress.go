@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // progressDelay is how long a call runs before a terminal shows that it is still running: a
@@ -92,7 +92,7 @@ func (p *progress) write(w io.Writer, s string) {
 }
 
 // status shows a daemon event that is not output (on a terminal only).
-func (p *progress) status(ev client.Event) {
+func (p *progress) status(ev protocol.Event) {
 	if p.tty == nil || ev.Data == "" {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // cmdTask manages a session's background Bash tasks (started with `sbctl bash --background`).
@@ -27,7 +28,7 @@ func cmdTask(e *Env, args []string) error {
 	c := e.Client()
 	switch sub {
 	case "ls":
-		var tl client.TaskList
+		var tl protocol.TaskList
 		if err := c.Do(e.Ctx, client.MethodGet, "/v1/sessions/"+*sessionID+"/tasks", nil, &tl); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // maxCommandFileBytes bounds a --command-file: a command, heredocs included, is far smaller.
@@ -57,9 +57,9 @@ func cmdBash(e *Env, args []string) error {
 		return fmt.Errorf("encode input: %w", err)
 	}
 	return tc.withSession(e, func(id, mode string) error {
-		req := client.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
+		req := protocol.CallRequest{Tool: "Bash", Input: raw, Mode: mode}
 		if e.JSON {
-			res, _, err := tc.send(e, id, req, func(req client.CallRequest) (*client.CallResult, error) {
+			res, _, err := tc.send(e, id, req, func(req protocol.CallRequest) (*protocol.CallResult, error) {
 				return e.Client().Call(e.Ctx, id, req)
 			})
 			if err != nil {
@@ -71,10 +71,10 @@ func cmdBash(e *Env, args []string) error {
 		// wrote them; the final result repeats it, so it is not printed again. A call resumed
 		// after an inline answer comes back whole.
 		streamed := false
-		res, resumed, err := tc.send(e, id, req, func(req client.CallRequest) (*client.CallResult, error) {
+		res, resumed, err := tc.send(e, id, req, func(req protocol.CallRequest) (*protocol.CallResult, error) {
 			p := startProgress(e)
 			defer p.stop()
-			return e.Client().Stream(e.Ctx, id, req, func(ev client.Event) {
+			return e.Client().Stream(e.Ctx, id, req, func(ev protocol.Event) {
 				switch ev.Kind {
 				case "stdout":
 					streamed = true
@@ -120,7 +120,7 @@ func readCommandFile(path, sum string) (string, error) {
 }
 
 // finishBash prints what was not streamed and exits with the command's own exit code.
-func finishBash(e *Env, res *client.CallResult, print bool) error {
+func finishBash(e *Env, res *protocol.CallResult, print bool) error {
 	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
 	if !e.JSON {
 		containment(e, res)
@@ -327,7 +327,7 @@ func setPath(in map[string]any, key, p string) error {
 
 // containment tells, on stderr, what the sandbox stopped: the streamed output alone would not
 // say that a fork bomb hit the process limit or that a command was killed for its memory.
-func containment(e *Env, res *client.CallResult) {
+func containment(e *Env, res *protocol.CallResult) {
 	d := res.Data
 	flag := func(k string) bool { b, _ := d[k].(bool); return b }
 	var notes []string

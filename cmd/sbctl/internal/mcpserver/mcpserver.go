@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // version is what the server tells MCP clients it is.
@@ -54,7 +55,7 @@ var served = map[string]toolSpec{
 // (stdin closes) or a signal ends sbctl, and removes the session.
 func Cmd(e *cli.Env, args []string) error {
 	fs := cli.NewFlags(e, "mcp")
-	var cs client.CreateSession
+	var cs protocol.CreateSession
 	var allow, deny, ask, dirs cli.Multi
 	fs.StringVar(&cs.Cwd, "cwd", "", "working directory of the session (default: the current one)")
 	fs.StringVar(&cs.Mode, "mode", "", "permission mode (default: default)")
@@ -71,7 +72,7 @@ func Cmd(e *cli.Env, args []string) error {
 	if fs.NArg() > 0 {
 		return cli.UsageError("usage: sbctl mcp [--mode M] [--cwd D] [--parent ID] [--allow R]... [--deny R]... [--ask R]... [--add-dir D]...")
 	}
-	cs.Rules = client.Rules{Allow: allow, Deny: deny, Ask: ask}
+	cs.Rules = protocol.Rules{Allow: allow, Deny: deny, Ask: ask}
 	cs.AdditionalDirs = dirs
 	if cs.Cwd == "" {
 		wd, err := os.Getwd()
@@ -121,7 +122,7 @@ func (nopWriteCloser) Close() error { return nil }
 // a daemon restart.
 type connSession struct {
 	c      *client.Client
-	params client.CreateSession
+	params protocol.CreateSession
 
 	mu sync.Mutex
 	id string
@@ -179,7 +180,7 @@ func toolDefs(ctx context.Context, c *client.Client, sessionID string) ([]*mcp.T
 	schemas := map[string]json.RawMessage{}
 	if len(deferred) > 0 {
 		in, _ := json.Marshal(map[string]any{"query": "select:" + strings.Join(deferred, ","), "max_results": len(deferred)})
-		res, err := c.Call(ctx, sessionID, client.CallRequest{Tool: "ToolSearch", Input: in})
+		res, err := c.Call(ctx, sessionID, protocol.CallRequest{Tool: "ToolSearch", Input: in})
 		if err != nil {
 			return nil, fmt.Errorf("load the deferred tools' schemas: %w", err)
 		}
@@ -234,9 +235,9 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		cr := client.CallRequest{Tool: tool, Input: args}
+		cr := protocol.CallRequest{Tool: tool, Input: args}
 		token := req.Params.GetProgressToken()
-		run := func(id string) (*client.CallResult, error) {
+		run := func(id string) (*protocol.CallResult, error) {
 			if token != nil && tool == "Bash" {
 				return conn.c.Stream(ctx, id, cr, progressNotifier(ctx, req, token))
 			}
@@ -262,10 +263,10 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 
 // progressNotifier turns the daemon's NDJSON events into MCP progress notifications: a
 // growing count of output bytes, and the latest output (or status) as the message.
-func progressNotifier(ctx context.Context, req *mcp.CallToolRequest, token any) func(client.Event) {
+func progressNotifier(ctx context.Context, req *mcp.CallToolRequest, token any) func(protocol.Event) {
 	var mu sync.Mutex
 	var total float64
-	return func(ev client.Event) {
+	return func(ev protocol.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		total += float64(len(ev.Data))
@@ -286,7 +287,7 @@ func progressNotifier(ctx context.Context, req *mcp.CallToolRequest, token any) 
 
 // toResult maps a call's result to MCP content. Anything but an allow is an error result
 // that says why, so the model reads the reason and the rule instead of an empty success.
-func toResult(res *client.CallResult) *mcp.CallToolResult {
+func toResult(res *protocol.CallResult) *mcp.CallToolResult {
 	d := res.Decision
 	switch {
 	case d == nil:
@@ -295,9 +296,9 @@ func toResult(res *client.CallResult) *mcp.CallToolResult {
 			msg = fmt.Sprintf("%s [%s]", res.Error.Message, res.Error.Class)
 		}
 		return errorResult(msg)
-	case d.Behavior == client.Deny:
+	case d.Behavior == protocol.Deny:
 		return errorResult("Denied by sandboxd: " + why(d))
-	case d.Behavior == client.Ask:
+	case d.Behavior == protocol.Ask:
 		pending := ""
 		if id := res.ApprovalID; id != "" {
 			pending = " It waits as approval " + id + " in sandboxd's approval queue."
@@ -305,7 +306,7 @@ func toResult(res *client.CallResult) *mcp.CallToolResult {
 		return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and this MCP session has " +
 			"no one to ask, so it did not run. " + why(d) + "." + pending + " To run it, the user can allow it with a rule " +
 			"(sbctl mcp --allow 'RULE') or start the server in a mode that allows it (--mode acceptEdits or bypassPermissions).")
-	case d.Behavior != client.Allow:
+	case d.Behavior != protocol.Allow:
 		return errorResult("sandboxd did not allow this call: " + why(d))
 	}
 	out := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
@@ -335,7 +336,7 @@ func toResult(res *client.CallResult) *mcp.CallToolResult {
 }
 
 // why is a decision's reason with its rule and source.
-func why(d *client.Decision) string {
+func why(d *protocol.Decision) string {
 	s := d.Reason
 	if s == "" {
 		s = "no reason given"

@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	"github.com/sandboxd/sandboxd/audit"
-	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // Policy runs `sbctl policy test`: the embedded Rego tests and the admin's custom ones,
@@ -65,14 +65,14 @@ func AuditVerify(e *cli.Env, args []string) error {
 	} else {
 		rep, verr = audit.Verify(files, audit.VerifyOptions{PublicKey: pub, Head: *head})
 	}
-	var out *client.VerifyReport
+	var out *protocol.VerifyReport
 	if rep != nil {
 		// The same fields by name: the client's copy is what sbctl prints.
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return fmt.Errorf("encode report: %w", err)
 		}
-		out = new(client.VerifyReport)
+		out = new(protocol.VerifyReport)
 		if err := json.Unmarshal(b, out); err != nil {
 			return fmt.Errorf("decode report: %w", err)
 		}

@@ -1,0 +1,71 @@
+package protocol
+
+import "time"
+
+// AuditKey is the body of GET /v1/audit/pubkey.
+type AuditKey struct {
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"`
+}
+
+// AuditVerify is the body of GET /v1/audit/verify.
+type AuditVerify struct {
+	OK     bool          `json:"ok"`
+	Error  string        `json:"error,omitempty"`
+	Report *VerifyReport `json:"report"`
+}
+
+// VerifyReport is what a verification saw (audit.VerifyReport, which has no JSON tags: the
+// fields go by their Go names). It has audit.VerifyReport's fields in the same order, so the
+// daemon converts one to the other.
+type VerifyReport struct {
+	Files       []string
+	Records     uint64
+	FirstSeq    uint64
+	LastSeq     uint64
+	LastHash    string
+	Pruned      bool   // the log starts at an audit.rotate: earlier files were removed by retention
+	Checkpoints int    // audit.checkpoint records seen (signatures checked when a key is given)
+	TornTails   int    // audit.torn_tail records: crashes that Open recovered
+	HeadSeq     uint64 // the head's seq, when a head was checked
+	Signed      bool   // checkpoints and head were checked against a public key
+
+	BadFile string // first failure: file, 1-based line, seq (the expected seq when unreadable)
+	BadLine int
+	BadSeq  uint64
+	Reason  string
+}
+
+// Record is the part of an audit record (audit.Record, one line of GET /v1/audit/records)
+// a client reads to print a table. The daemon sends audit.Record's lines as the log holds
+// them, so a client that passes records on should pass the raw lines.
+type Record struct {
+	Seq      uint64          `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Kind     string          `json:"kind"`
+	Caller   *RecordCaller   `json:"caller,omitempty"`
+	Session  string          `json:"session,omitempty"`
+	Tool     string          `json:"tool,omitempty"`
+	Decision *RecordDecision `json:"decision,omitempty"`
+	Outcome  *RecordOutcome  `json:"outcome,omitempty"`
+}
+
+// RecordCaller is an audit record's caller.
+type RecordCaller struct {
+	UID  uint32 `json:"uid"`
+	User string `json:"user,omitempty"`
+}
+
+// RecordDecision is an audit record's decision.
+type RecordDecision struct {
+	Behavior string `json:"behavior"`
+	Rule     string `json:"rule,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// RecordOutcome is an audit record's outcome.
+type RecordOutcome struct {
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
