@@ -122,7 +122,15 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 		if code != 126 {
 			t.Errorf("exit = %d, want 126 (permission required)", code)
 		}
-		_, _, code = sbctl(t, bin, td.socket, &alice, "bash", "--session", s.ID, "--mode", "bypassPermissions", "--", "exit 3")
+		// A call's mode may only narrow its session's: the agent cannot widen what its owner set.
+		out, errOut, code := sbctl(t, bin, td.socket, &alice, "bash", "--session", s.ID, "--mode", "bypassPermissions", "--", "exit 3")
+		if code == 3 || code == 0 || !strings.Contains(out+errOut, "narrow") {
+			t.Errorf("a per-call bypassPermissions in a default session: exit %d %q %q", code, out, errOut)
+		}
+		out, _, _ = sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", work, "--mode", "bypassPermissions")
+		bypass := strings.TrimSpace(out)
+		defer sbctl(t, bin, td.socket, &alice, "session", "rm", bypass)
+		_, _, code = sbctl(t, bin, td.socket, &alice, "bash", "--session", bypass, "--", "exit 3")
 		if code != 3 {
 			t.Errorf("exit = %d, want 3", code)
 		}

@@ -154,6 +154,11 @@ type toolCall struct {
 	sf      sessionFlags
 	// wait is --wait: how long an ask waits for its answer (0: not at all).
 	wait time.Duration
+	// approved is --approved: a person already approved this call where it was asked (the
+	// agent's own prompt, before it ran sbctl hook --confine's rewrite). Its ask is answered
+	// allow as the owner, through the approval queue (audited), and the call resumed: exactly
+	// the decided input, deny rules and the checks no one may approve still standing.
+	approved bool
 }
 
 // waitFlag adds --wait to the commands that run a call.
@@ -173,6 +178,13 @@ func (tc *toolCall) send(e *Env, id string, req protocol.CallRequest, call func(
 		req.WaitMS = tc.wait.Milliseconds()
 	}
 	res, err = call(req)
+	if err == nil && tc.approved && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
+		if _, err := e.Client().AnswerApproval(e.Ctx, res.ApprovalID, protocol.ApprovalAnswer{Answer: protocol.Allow}); err != nil {
+			return res, false, err
+		}
+		res, err = e.Client().Call(e.Ctx, id, protocol.CallRequest{ApprovalID: res.ApprovalID, WaitMS: 10_000})
+		return res, true, err
+	}
 	if err != nil || !prompt || res.Decision == nil || res.Decision.Behavior != protocol.Ask || res.ApprovalID == "" {
 		return res, false, err
 	}

@@ -148,12 +148,14 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if err != nil {
 		return unavailable("socket path: " + err.Error())
 	}
-	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd)
+	// One sandboxd session per agent session, cwd and mode: a call's mode may only narrow its
+	// session's, so a mode the agent switches to is a session of that mode.
+	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd+"\x00"+mode)
 	if err != nil {
 		return unavailable(err.Error())
 	}
-	req := protocol.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Mode: mode}
-	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, req)
+	req := protocol.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID}
+	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, mode, req)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Detail.Class == "unknown_tool" || err == nil && res.Error != nil && res.Error.Class == "unknown_tool" {
 		// A tool of the agent's own that sandboxd does not run (TodoWrite, Task, an MCP
@@ -235,14 +237,14 @@ func reason(d *protocol.Decision) string {
 
 // decideInSession decides req in the agent session's sandboxd session, creating it on first
 // use and again when the daemon no longer knows it (a restart, an idle timeout).
-func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd string, req protocol.CallRequest) (string, *protocol.CallResult, error) {
+func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd, mode string, req protocol.CallRequest) (string, *protocol.CallResult, error) {
 	sid, err := store.load()
 	if err != nil {
 		return "", nil, err
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		if sid == "" {
-			cs := protocol.CreateSession{Cwd: cwd, Mode: hf.mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
+			cs := protocol.CreateSession{Cwd: cwd, Mode: mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
 				Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}}
 			s, err := c.CreateSession(ctx, cs)
 			if err != nil {
@@ -299,9 +301,9 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	switch {
 	case behavior == protocol.Ask:
 		// The agent asks its user before it runs this; once they approve, the command runs
-		// confined as every call does, with no second question (deny rules and the safety
-		// checks no one may approve still hold in bypassPermissions).
-		argv = append(argv, "--mode", "bypassPermissions")
+		// confined as every call does, its ask answered through sandboxd's queue as the owner
+		// (audited) rather than asked twice. A per-call mode may only narrow the session's.
+		argv = append(argv, "--approved")
 	case mode != "":
 		argv = append(argv, "--mode", mode)
 	}
