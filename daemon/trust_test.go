@@ -253,7 +253,7 @@ func TestPathRulesApplyToBash(t *testing.T) {
 // keep the original and, beside it, the input that was decided and run, redacted the same way.
 func TestAuditRecordsDecidedInput(t *testing.T) {
 	out := filepath.Join(testHostDir(t), "hook.json")
-	hook := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"echo rewritten"}}}`
+	hook := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"echo rewritten"}}}`
 	if err := os.WriteFile(out, []byte(hook), 0o644); err != nil {
 		t.Fatal(err)
 	}
