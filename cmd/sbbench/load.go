@@ -72,9 +72,15 @@ func runLoad(args []string) int {
 	passed, failed := 0, 0
 	for _, c := range checks {
 		mark := "ok  "
-		if c.ok {
+		switch {
+		case c.figure:
+			mark = "info"
+			if !c.ok {
+				mark = "info (goal missed)"
+			}
+		case c.ok:
 			passed++
-		} else {
+		default:
 			mark = "FAIL"
 			failed++
 		}
@@ -95,6 +101,9 @@ type check struct {
 	name   string
 	ok     bool
 	detail string
+	// figure marks a measurement with a goal, reported beside the checks but not failing the
+	// run: on a shared host its value follows the machine's load, not the code alone.
+	figure bool
 }
 
 func load1(ctx context.Context, o loadOpts) ([]check, error) {
@@ -142,7 +151,7 @@ func load1(ctx context.Context, o loadOpts) ([]check, error) {
 
 	var checks []check
 	add := func(name string, ok bool, format string, args ...any) {
-		checks = append(checks, check{name, ok, fmt.Sprintf(format, args...)})
+		checks = append(checks, check{name: name, ok: ok, detail: fmt.Sprintf(format, args...)})
 	}
 	total := int64(o.clients * o.calls)
 	add("every request answered", st.answered == total && len(st.fails) == 0, "%d of %d answered in %s (%.0f/s); by kind %v; first failures %q",
@@ -202,10 +211,19 @@ func load1(ctx context.Context, o loadOpts) ([]check, error) {
 	return checks, nil
 }
 
+// comms names each pid by its command line and pids cgroup, so a leftover says what it is.
 func comms(pids []int) []string {
 	var out []string
 	for _, p := range pids {
-		out = append(out, fmt.Sprintf("%d:%s", p, faults.ProcComm(p)))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p))
+		where := ""
+		for _, l := range strings.Split(string(cg), "\n") {
+			if strings.Contains(l, ":pids:") || strings.HasPrefix(l, "0::") {
+				where = l
+			}
+		}
+		out = append(out, fmt.Sprintf("%d:%s[%s]@%s", p, faults.ProcComm(p), strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), where))
 	}
 	return out
 }
@@ -222,7 +240,9 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 		st.fail("client %d: %v", id, err)
 		return
 	}
-	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Rules: protocol.Rules{Deny: []string{"Bash(curl *)"}}})
+	// bypassPermissions: a call's mode may only narrow its session's, and the mix has edits
+	// and Bash that must run; the deny rule still denies its call.
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions", Rules: protocol.Rules{Deny: []string{"Bash(curl *)"}}})
 	if err != nil {
 		st.fail("client %d: create session: %v", id, err)
 		return
@@ -242,13 +262,13 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 			req.Tool, req.Input = "Read", faults.Input(map[string]any{"file_path": file})
 		case "edit":
 			// The Edit needs the file read in this session first, as an agent does.
-			req.Tool, req.Mode = "Edit", "acceptEdits"
+			req.Tool = "Edit"
 			req.Input = faults.Input(map[string]any{"file_path": file,
 				"old_string": fmt.Sprintf("counter=%d\n", counter), "new_string": fmt.Sprintf("counter=%d\n", counter+1)})
 		case "bash":
 			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "echo hello && wc -l " + file})
 		case "bash-true":
-			req.Tool, req.Mode, req.Input = "Bash", "bypassPermissions", faults.Input(map[string]any{"command": "true"})
+			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "true"})
 		case "denied":
 			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "curl http://example.invalid/"})
 		case "unknown-tool":
