@@ -60,6 +60,18 @@ func sbctl(t *testing.T, bin, socket string, u *testutil.User, args ...string) (
 	return out.String(), errb.String(), code
 }
 
+// testGroup makes a system group for the test and removes it when the test ends.
+func testGroup(t *testing.T, prefix string) string {
+	t.Helper()
+	group := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
+	_ = exec.Command("groupdel", group).Run() // a leftover of a killed run
+	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
+		t.Fatalf("groupadd: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	return group
+}
+
 // userGroups lists u's groups from the group database, as login(1) would set them.
 func userGroups(t *testing.T, u *testutil.User) []uint32 {
 	t.Helper()
@@ -439,12 +451,7 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 // Members of the configured admin group see every session; other users see only their own.
 func TestAdminGroupSeesAllSessions(t *testing.T) {
 	testutil.RequireRoot(t)
-	group := fmt.Sprintf("sbadm%d", os.Getpid()%100000)
-	_ = exec.Command("groupdel", group).Run()
-	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
-		t.Fatalf("groupadd: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	group := testGroup(t, "sbadm")
 	td := startDaemon(t, "admin_group: "+group+"\n")
 	bin := buildSbctl(t)
 	alice := testutil.CreateUser(t, "sbdx")
@@ -475,12 +482,7 @@ func TestAdminGroupSeesAllSessions(t *testing.T) {
 // mode or rules is refused as for anyone else (404); root still may.
 func TestAdminsSeeNeverAct(t *testing.T) {
 	testutil.RequireRoot(t)
-	group := fmt.Sprintf("sbadn%d", os.Getpid()%100000)
-	_ = exec.Command("groupdel", group).Run()
-	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
-		t.Fatalf("groupadd: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	group := testGroup(t, "sbadn")
 	td := startDaemon(t, "admin_group: "+group+"\n")
 	bin := buildSbctl(t)
 	alice := testutil.CreateUser(t, "sbna")
@@ -522,12 +524,7 @@ func TestAdminsSeeNeverAct(t *testing.T) {
 // connected (SO_PEERGROUPS), not the group database's: a group dropped is not given back.
 func TestDroppedGroupsStayDropped(t *testing.T) {
 	testutil.RequireRoot(t)
-	group := fmt.Sprintf("sbgrp%d", os.Getpid()%100000)
-	_ = exec.Command("groupdel", group).Run()
-	if out, err := exec.Command("groupadd", "--system", group).CombinedOutput(); err != nil {
-		t.Fatalf("groupadd: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("groupdel", group).Run() })
+	group := testGroup(t, "sbgrp")
 	td := startDaemon(t, "")
 	bin := buildSbctl(t)
 	u := testutil.CreateUser(t, "sbgd")
