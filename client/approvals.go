@@ -1,11 +1,9 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 
 	"github.com/sandboxd/sandboxd/protocol"
@@ -32,31 +30,11 @@ func (c *Client) AnswerApproval(ctx context.Context, id string, a protocol.Appro
 // daemon cuts off a reader that falls far behind: the stream then ends with a nil error and
 // the caller reconnects.
 func (c *Client) StreamApprovals(ctx context.Context, fn func(protocol.ApprovalEvent) error) error {
-	resp, err := c.send(ctx, MethodGet, "/v1/approvals/stream", nil, "application/x-ndjson")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return statusError(resp.StatusCode, data)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
+	return c.streamLines(ctx, "/v1/approvals/stream", "application/x-ndjson", "approval events", func(line []byte) error {
 		var ev protocol.ApprovalEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Type == "" {
-			return fmt.Errorf("bad approval event line: %q", sc.Bytes())
+		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
+			return fmt.Errorf("bad approval event line: %q", line)
 		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read approval events: %w", err)
-	}
-	return nil
+		return fn(ev)
+	})
 }

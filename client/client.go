@@ -108,7 +108,24 @@ func (c *Client) Stream(ctx context.Context, sessionID string, req protocol.Call
 // Records streams GET /v1/audit/records with query q, handing each line (raw) and its
 // decoded head to fn until the stream ends, ctx ends or fn fails.
 func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, r *protocol.Record) error) error {
-	resp, err := c.send(ctx, MethodGet, "/v1/audit/records?"+q.Encode(), nil, "")
+	return c.streamLines(ctx, "/v1/audit/records?"+q.Encode(), "", "records", func(line []byte) error {
+		var r protocol.Record
+		if err := json.Unmarshal(line, &r); err != nil || r.Seq == 0 {
+			// The daemon ends a stream that fails midway with an error object.
+			var eb protocol.ErrorBody
+			if json.Unmarshal(line, &eb) == nil && eb.Error.Class != "" {
+				return &APIError{Status: 500, Detail: eb.Error}
+			}
+			return fmt.Errorf("bad record line: %q", line)
+		}
+		return fn(line, &r)
+	})
+}
+
+// streamLines GETs path and hands each line of its body (NDJSON) to fn until the body ends,
+// ctx ends (not an error: the caller stopped) or fn fails.
+func (c *Client) streamLines(ctx context.Context, path, accept, what string, fn func([]byte) error) error {
+	resp, err := c.send(ctx, MethodGet, path, nil, accept)
 	if err != nil {
 		return err
 	}
@@ -120,16 +137,7 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
-		var r protocol.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Seq == 0 {
-			// The daemon ends a stream that fails midway with an error object.
-			var eb protocol.ErrorBody
-			if json.Unmarshal(sc.Bytes(), &eb) == nil && eb.Error.Class != "" {
-				return &APIError{Status: 500, Detail: eb.Error}
-			}
-			return fmt.Errorf("bad record line: %q", sc.Bytes())
-		}
-		if err := fn(sc.Bytes(), &r); err != nil {
+		if err := fn(sc.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -137,7 +145,7 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 		return nil
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read records: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
 	return nil
 }
