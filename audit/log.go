@@ -113,6 +113,8 @@ type Log struct {
 
 	mu     sync.RWMutex // guards closed against sends on reqs
 	closed bool
+	// rotations is Rotations.
+	rotations atomic.Uint64
 
 	healthy atomic.Bool
 	// preparing counts Appends between entry and enqueue (redacting, encoding). The writer
@@ -808,9 +810,15 @@ func (l *Log) rotateIfDue(now time.Time) error {
 		return err
 	}
 	l.w.pending = append([]*Record{rotateRecord(prev, last)}, l.w.pending...)
+	l.rotations.Add(1)
 	l.prune()
 	return nil
 }
+
+// Rotations counts the rotations since Open: a writer that states something once per file
+// (the rule sets a replay needs) states it again when this changes, so retention cannot
+// leave a file's records without it.
+func (l *Log) Rotations() uint64 { return l.rotations.Load() }
 
 // commit writes the batch (write) and starts an fsync for it.
 func (l *Log) commit(batch []*request, forceCP bool) {

@@ -48,5 +48,10 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 	if h := in.Hook; h != nil && h.Decision != "" {
 		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}
 	}
-	return p.engine.Decide(ctx, facts, rs)
+	digest := p.engine.Digest()
+	d, err := p.engine.Decide(ctx, facts, rs)
+	if err == nil {
+		d.Basis = &permission.Basis{Facts: facts, Rules: rs, PolicyDigest: digest}
+	}
+	return d, err
 }

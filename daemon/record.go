@@ -17,6 +17,8 @@ import (
 // recorder turns the daemon's events into audit records.
 type recorder struct {
 	log *audit.Log
+	// rules remembers which rule sets the log already holds (see basisDetail).
+	rules recordedRules
 	// wait is how long calls wait on their audit records, by wait level: the audit's share of
 	// a call's latency, for admins and the benchmark.
 	wait *prometheus.HistogramVec
@@ -78,6 +80,12 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 				rec.Detail["auto"] = string(b)
 			}
 		}
+	}
+	if p := cr.Policy; p != nil && p.Basis != nil && cr.Call != nil {
+		if rec.Detail == nil {
+			rec.Detail = map[string]string{}
+		}
+		r.basisDetail(rec.Detail, cr.Call.Caller.UID, p, cr.Decision)
 	}
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)

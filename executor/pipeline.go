@@ -76,7 +76,10 @@ type CallRecord struct {
 	Call     *Call
 	Request  *Request
 	Decision *permission.Decision
-	Outcome  *Outcome
+	// Policy is the policy's own decision, with its Basis, before any route (approval,
+	// classifier, parent) answered it: what a replay re-decides. Set on the call's last record.
+	Policy  *permission.Decision
+	Outcome *Outcome
 	// Approval and Resolution are set on approval.request and approval.resolve records.
 	Approval   *approval.Approval
 	Resolution *approval.Resolution
@@ -145,7 +148,9 @@ type state struct {
 	caller   session.Caller
 	call     *Call
 	decision *permission.Decision
-	hook     *HookVerdict
+	// policy is the policy's decision as it came from the decider (stepPermission).
+	policy *permission.Decision
+	hook   *HookVerdict
 	// facts are what the tool reported for the policy (paths, classification, domain).
 	facts permission.ToolFacts
 	// approval is the pending approval this call created; resolution its answer.
@@ -386,6 +391,8 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	}
 	st.call.RunReadOnly = d.Behavior == permission.Allow && (d.ReadOnly || st.call.Mode == permission.ModePlan)
 	st.decision = &d
+	pd := d
+	st.policy = &pd
 	return nil
 }
 
@@ -499,7 +506,7 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	if st.ran && st.readOnly {
 		wait = WaitWritten
 	}
-	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Outcome: out, Wait: wait}); err != nil {
+	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Policy: st.policy, Outcome: out, Wait: wait}); err != nil {
 		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
 		if !st.ran || st.readOnly {
 			// Nothing ran, or nothing but a read whose output has not left yet: refusing is

@@ -63,6 +63,17 @@ type Decision struct {
 	Auto []AutoStage `json:"auto,omitempty"`
 	// ApprovalID names the pending approval an unanswered ask created (or answered one).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Basis is what the policy decided from, set by the daemon's decider for the audit log,
+	// so a replay can decide the call again under another policy.
+	Basis *Basis `json:"-"`
+}
+
+// Basis is everything a policy decision was made from: the call's facts, the session's rules
+// and the digest of the policy that evaluated them.
+type Basis struct {
+	Facts        *Facts
+	Rules        *RuleSet
+	PolicyDigest string
 }
 
 // AutoStage is one auto-mode stage's verdict: stage 1 is the daemon's deterministic risk

@@ -294,3 +294,6 @@ func (rs *RuleSet) EditAllowed(p string) bool {
 	}
 	return false
 }
+
+// Anchors is the (home, cwd) the rule set's path patterns were made absolute with.
+func (rs *RuleSet) Anchors() Anchors { return rs.anchors }

@@ -52,6 +52,9 @@ type Config struct {
 	OnReload func(ReloadEvent)
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
+	// Modules, when not nil, is the whole policy by module name: nothing embedded, nothing
+	// from PolicyDir. A replay compiles a candidate policy this way.
+	Modules map[string]string
 }
 
 // ReloadEvent reports one load attempt.
@@ -193,6 +196,12 @@ func (e *Engine) load(ctx context.Context, trigger string) error {
 // modules, and PolicyDir/*.rego. Test files are not part of the evaluated policy.
 func (e *Engine) sources(ctx context.Context) (map[string]string, error) {
 	mods := map[string]string{}
+	if e.cfg.Modules != nil {
+		for k, v := range e.cfg.Modules {
+			mods[k] = v
+		}
+		return mods, nil
+	}
 	b := e.bundle.Load()
 	if b == nil || !b.full() {
 		em, err := embeddedModules(false)

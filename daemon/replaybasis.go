@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/replay"
+)
+
+// basisDetail puts into a call's last record what its policy decision was made from, so
+// `sbctl audit replay` can decide it again: the policy digest, the rule set (in full the first
+// time this daemon records it for this uid, by digest after), the facts beside the input, and
+// the policy's own decision when a route (approval, classifier, parent) changed it.
+func (r *recorder) basisDetail(detail map[string]string, uid uint32, policy, final *permission.Decision) {
+	b := policy.Basis
+	detail[replay.DetailPolicyDigest] = b.PolicyDigest
+	detail[replay.DetailRulesDigest] = b.Rules.Digest()
+	if r.rules.first(uid, b.Rules.Digest(), r.log.Rotations()) {
+		if js, err := json.Marshal(replay.RulesOf(b.Rules)); err == nil {
+			detail[replay.DetailRules] = string(js)
+		}
+	}
+	if js, err := json.Marshal(replay.FactsOf(b.Facts)); err == nil {
+		red, _ := audit.Redact(js)
+		detail[replay.DetailFacts] = string(red)
+	}
+	if final == nil || final.Behavior != policy.Behavior || final.Rule != policy.Rule {
+		js, _ := json.Marshal(auditDecision(policy))
+		detail[replay.DetailPolicyDecision] = string(js)
+	}
+}
+
+// recordedRules is the set of (uid, rules digest) written in full in the current log file.
+// It starts over on rotation (retention removes whole files) and past maxRecordedRules, which
+// only means a rule set is written again. Keyed by uid too, so each user's own records (all a
+// non-admin may query) hold their rules.
+type recordedRules struct {
+	mu   sync.Mutex
+	gen  uint64
+	seen map[recordedKey]struct{}
+}
+
+type recordedKey struct {
+	uid    uint32
+	digest string
+}
+
+const maxRecordedRules = 4096
+
+func (s *recordedRules) first(uid uint32, digest string, gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := recordedKey{uid, digest}
+	if _, ok := s.seen[k]; ok && gen == s.gen {
+		return false
+	}
+	if s.seen == nil || len(s.seen) >= maxRecordedRules || gen != s.gen {
+		s.gen = gen
+		s.seen = make(map[recordedKey]struct{})
+	}
+	s.seen[k] = struct{}{}
+	return true
+}
