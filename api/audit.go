@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -79,10 +80,30 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 			return errcode.Msg(errcode.BadRequest, "tail must be a non-negative number")
 		}
 	}
+	var ocsf bool
+	switch q.Get("format") {
+	case "", "jsonl":
+	case "ocsf":
+		ocsf = true
+	default:
+		return errcode.Msg(errcode.BadRequest, "format must be jsonl or ocsf")
+	}
+	host, _ := os.Hostname()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	emit := func(rec *audit.Record) error {
+		if !ocsf {
+			return enc.Encode(rec)
+		}
+		b, err := audit.OCSF(rec, host)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
 	flush := func() {
 		if fl, ok := w.(http.Flusher); ok {
 			fl.Flush()
@@ -95,7 +116,7 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 			return nil
 		}
 		if tail < 0 {
-			if err := enc.Encode(rec); err != nil {
+			if err := emit(rec); err != nil {
 				return nil
 			}
 			continue
@@ -106,7 +127,7 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 		}
 	}
 	for _, rec := range last {
-		_ = enc.Encode(rec)
+		_ = emit(rec)
 	}
 	flush()
 	if q.Get("follow") != "1" {
@@ -121,7 +142,7 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 		if rec.Seq <= lastSeq {
 			return nil
 		}
-		if err := enc.Encode(rec); err != nil {
+		if err := emit(rec); err != nil {
 			return err
 		}
 		flush()
@@ -153,5 +174,15 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request, c session.C
 func (s *Server) auditPubkey(w http.ResponseWriter, _ *http.Request, _ session.Caller) error {
 	pub := s.backend.AuditPublicKey()
 	writeJSON(w, http.StatusOK, protocol.AuditKey{KeyID: audit.KeyID(pub), PublicKey: strings.TrimSpace(string(audit.MarshalPublicKey(pub)))})
+	return nil
+}
+
+// policy returns the policy in force to admins: custom Rego may say more about a fleet than
+// its users should read.
+func (s *Server) policy(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
+	if !c.Admin {
+		return errcode.Msg(errcode.PermissionDenied, "the policy's modules are for admins (sbctl audit replay on the live log needs an admin)")
+	}
+	writeJSON(w, http.StatusOK, s.backend.Policy())
 	return nil
 }

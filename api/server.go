@@ -46,6 +46,8 @@ type Backend interface {
 	AuditDir() string
 	AuditCheckpoint(ctx context.Context) error
 	AuditPublicKey() ed25519.PublicKey
+	// Policy is the policy in force (digest and modules).
+	Policy() protocol.Policy
 	// Approvals are the caller's pending approvals (every one for admins);
 	// SubscribeApprovals streams their events; AnswerApproval answers one (its queue
 	// session's owner, or root).
@@ -103,6 +105,7 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"GET /v1/audit/records", s.auditRecords},
 		{"GET /v1/audit/verify", s.auditVerify},
 		{"GET /v1/audit/pubkey", s.auditPubkey},
+		{"GET /v1/policy", s.policy},
 	}
 	for _, rt := range routes {
 		s.mux.Handle(rt.pattern, s.wrap(rt.pattern, rt.h))

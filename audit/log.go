@@ -59,6 +59,8 @@ type Config struct {
 	// "/dev/log" or "unixgram:/path" (datagram) or "unix:/path" (stream, newline-framed).
 	SyslogAddr string
 	SyslogApp  string // APP-NAME; default "sandboxd"
+	// SyslogOCSF sends each record as an OCSF event (OCSF) after the header, not its line.
+	SyslogOCSF bool
 
 	maxBatch int // 1 disables group commit; the benchmark compares against it
 }
@@ -232,7 +234,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		l.flushSync()
 	}
 	if cfg.SyslogAddr != "" {
-		l.fwd = newForwarder(cfg.SyslogAddr, cfg.SyslogApp, l.log)
+		l.fwd = newForwarder(cfg.SyslogAddr, cfg.SyslogApp, cfg.SyslogOCSF, l.log)
 	}
 	go l.run()
 	return l, nil

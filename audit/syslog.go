@@ -103,6 +103,7 @@ type forwarder struct {
 	network, addr string
 	host, app     string
 	pid           int
+	ocsf          bool
 	log           *zap.Logger
 	ch            chan *Record
 	wg            sync.WaitGroup
@@ -111,13 +112,13 @@ type forwarder struct {
 	lastDial      time.Time
 }
 
-func newForwarder(spec, app string, log *zap.Logger) *forwarder {
+func newForwarder(spec, app string, ocsf bool, log *zap.Logger) *forwarder {
 	network, addr := "unixgram", spec
 	if n, a, ok := strings.Cut(spec, ":"); ok && (n == "unix" || n == "unixgram") {
 		network, addr = n, a
 	}
 	host, _ := os.Hostname()
-	f := &forwarder{network: network, addr: addr, host: host, app: app, pid: os.Getpid(),
+	f := &forwarder{network: network, addr: addr, host: host, app: app, pid: os.Getpid(), ocsf: ocsf,
 		log: log, ch: make(chan *Record, forwardQueue)}
 	f.wg.Add(1)
 	go f.run()
@@ -148,7 +149,13 @@ func (f *forwarder) run() {
 		}
 	}()
 	for r := range f.ch {
-		line, _, err := encode(r)
+		var line []byte
+		var err error
+		if f.ocsf {
+			line, err = OCSF(r, f.host)
+		} else {
+			line, _, err = encode(r)
+		}
 		if err != nil {
 			continue
 		}

@@ -122,6 +122,11 @@ func (c *Client) Records(ctx context.Context, q url.Values, fn func(raw []byte, 
 	})
 }
 
+// RawLines streams the lines of a GET of path (NDJSON) to fn as they are.
+func (c *Client) RawLines(ctx context.Context, path string, fn func(line []byte) error) error {
+	return c.streamLines(ctx, path, "", "lines", fn)
+}
+
 // streamLines GETs path and hands each line of its body (NDJSON) to fn until the body ends,
 // ctx ends (not an error: the caller stopped) or fn fails.
 func (c *Client) streamLines(ctx context.Context, path, accept, what string, fn func([]byte) error) error {

@@ -209,6 +209,9 @@ type Audit struct {
 	CheckpointEvery    int    `json:"checkpoint_every"`
 	CheckpointInterval int    `json:"checkpoint_interval_sec"`
 	Syslog             string `json:"syslog"`
+	// SyslogFormat is what each syslog message carries after its RFC 5424 header: "record"
+	// (the record line as stored, hash intact) or "ocsf" (the record as an OCSF event).
+	SyslogFormat string `json:"syslog_format"`
 	// MaxInputBytes bounds the input one record keeps; a larger input is stored as
 	// {"truncated":true,"bytes":N,"preview":"..."} beside the digest of the whole.
 	MaxInputBytes int `json:"max_input_bytes"`
@@ -395,6 +398,7 @@ func (c Config) Validate() error {
 		{"audit.retain_files must be >= 1", c.Audit.RetainFiles >= 1},
 		{"audit.max_input_bytes must be between 1 KiB and 1 MiB", c.Audit.MaxInputBytes >= 1<<10 && c.Audit.MaxInputBytes <= 1<<20},
 		{"audit.retain_days must be >= 0", c.Audit.RetainDays >= 0},
+		{"audit.syslog_format must be record or ocsf", c.Audit.SyslogFormat == "" || c.Audit.SyslogFormat == "record" || c.Audit.SyslogFormat == "ocsf"},
 		{"audit.min_free_bytes must be >= 0", c.Audit.MinFreeBytes >= 0},
 		{"limits.response_bytes must be between 1 MiB and 1 GiB", c.Limits.ResponseBytes >= 1<<20 && c.Limits.ResponseBytes <= 1<<30},
 		{"limits.batch_calls must be between 1 and 1024", c.Limits.BatchCalls >= 1 && c.Limits.BatchCalls <= 1024},

@@ -376,6 +376,11 @@ func (c *Core) Tasks(s *session.Session) []map[string]any { return c.host.Tasks(
 // AuditDir implements api.Backend.
 func (c *Core) AuditDir() string { return c.recorder.log.Dir() }
 
+// Policy implements api.Backend.
+func (c *Core) Policy() protocol.Policy {
+	return protocol.Policy{Digest: c.policy.Digest(), Modules: c.policy.Modules()}
+}
+
 // AuditCheckpoint implements api.Backend.
 func (c *Core) AuditCheckpoint(ctx context.Context) error { return c.recorder.log.Checkpoint(ctx) }
 

@@ -118,6 +118,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		CheckpointEvery:    cfg.Audit.CheckpointEvery,
 		CheckpointInterval: config.Duration(cfg.Audit.CheckpointInterval),
 		SyslogAddr:         cfg.Audit.Syslog,
+		SyslogOCSF:         cfg.Audit.SyslogFormat == "ocsf",
 		MinRetainAge:       time.Duration(cfg.Audit.RetainDays) * 24 * time.Hour,
 		MaxInputBytes:      cfg.Audit.MaxInputBytes,
 		MinFreeBytes:       cfg.Audit.MinFreeBytes,

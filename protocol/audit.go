@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // AuditKey is the body of GET /v1/audit/pubkey.
 type AuditKey struct {
@@ -40,14 +43,17 @@ type VerifyReport struct {
 // a client reads to print a table. The daemon sends audit.Record's lines as the log holds
 // them, so a client that passes records on should pass the raw lines.
 type Record struct {
-	Seq      uint64          `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Kind     string          `json:"kind"`
-	Caller   *RecordCaller   `json:"caller,omitempty"`
-	Session  string          `json:"session,omitempty"`
-	Tool     string          `json:"tool,omitempty"`
-	Decision *RecordDecision `json:"decision,omitempty"`
-	Outcome  *RecordOutcome  `json:"outcome,omitempty"`
+	Seq      uint64            `json:"seq"`
+	Time     time.Time         `json:"time"`
+	Kind     string            `json:"kind"`
+	Caller   *RecordCaller     `json:"caller,omitempty"`
+	Session  string            `json:"session,omitempty"`
+	Mode     string            `json:"mode,omitempty"`
+	Tool     string            `json:"tool,omitempty"`
+	Input    json.RawMessage   `json:"input,omitempty"`
+	Decision *RecordDecision   `json:"decision,omitempty"`
+	Outcome  *RecordOutcome    `json:"outcome,omitempty"`
+	Detail   map[string]string `json:"detail,omitempty"`
 }
 
 // RecordCaller is an audit record's caller.
@@ -59,8 +65,10 @@ type RecordCaller struct {
 // RecordDecision is an audit record's decision.
 type RecordDecision struct {
 	Behavior string `json:"behavior"`
+	Reason   string `json:"reason,omitempty"`
 	Rule     string `json:"rule,omitempty"`
 	Source   string `json:"source,omitempty"`
+	Step     string `json:"step,omitempty"`
 }
 
 // RecordOutcome is an audit record's outcome.
@@ -68,4 +76,11 @@ type RecordOutcome struct {
 	ExitCode   int    `json:"exit_code"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+}
+
+// Policy is the body of GET /v1/policy (admins): the policy in force, by module name, so a
+// replay decides recorded calls under exactly what the daemon runs.
+type Policy struct {
+	Digest  string            `json:"digest"`
+	Modules map[string]string `json:"modules"`
 }

@@ -28,7 +28,7 @@ func heavy(e *cli.Env, name string, args []string) error {
 	case "policy":
 		return offline.Policy(e, args)
 	case "audit":
-		return offline.AuditVerify(e, args)
+		return offline.Audit(e, args)
 	case "mcp":
 		return mcpserver.Cmd(e, args)
 	}

@@ -52,7 +52,7 @@ func cmdApprovals(e *Env, args []string) error {
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTOOL\tSESSION\tEXPIRES\tCALL\tREASON")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Tool, sessionLabel(a), until(a.Expires), clip(inputSummary(a), 60), clip(a.Reason, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Tool, sessionLabel(a), until(a.Expires), Clip(inputSummary(a), 60), Clip(a.Reason, 80))
 	}
 	return tw.Flush()
 }
@@ -132,22 +132,24 @@ func until(t time.Time) string {
 	return d.String()
 }
 
-// inputSummary is the part of a call a person recognises: the command, the file, or the
-// input as compact JSON.
-func inputSummary(a protocol.Approval) string {
+func inputSummary(a protocol.Approval) string { return InputSummary(a.Tool, a.Input) }
+
+// InputSummary is the part of a call a person recognises: the command, the file, the URL or
+// the pattern, or else the input as it is.
+func InputSummary(_ string, input json.RawMessage) string {
 	var m map[string]any
-	if json.Unmarshal(a.Input, &m) == nil {
+	if json.Unmarshal(input, &m) == nil {
 		for _, k := range []string{"command", "file_path", "notebook_path", "url", "pattern"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				return s
 			}
 		}
 	}
-	return string(a.Input)
+	return string(input)
 }
 
-// clip cuts s to n runes on one line.
-func clip(s string, n int) string {
+// Clip cuts s to n runes on one line.
+func Clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", "⏎")
 	r := []rune(s)
 	if len(r) <= n {
@@ -196,7 +198,7 @@ func eventLine(ev protocol.ApprovalEvent) string {
 	if ev.Resolution != nil {
 		return fmt.Sprintf("%s %s", ev.Type, resolutionLine(a, *ev.Resolution))
 	}
-	return fmt.Sprintf("%s %s %s session %s: %s — %s", ev.Type, a.ID, a.Tool, sessionLabel(a), clip(inputSummary(a), 100), a.Reason)
+	return fmt.Sprintf("%s %s %s session %s: %s — %s", ev.Type, a.ID, a.Tool, sessionLabel(a), Clip(inputSummary(a), 100), a.Reason)
 }
 
 // watchTerminal is the live view: the pending approvals, the selected one's preview, and
@@ -275,7 +277,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			if i == sel {
 				mark = "> "
 			}
-			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\n", mark, a.ID, a.Tool, clip(inputSummary(a), 80), until(a.Expires))
+			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\n", mark, a.ID, a.Tool, Clip(inputSummary(a), 80), until(a.Expires))
 		}
 		if sel < len(pending) {
 			a := pending[sel]
@@ -412,7 +414,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, reason)
 	if a != nil {
-		fmt.Fprintf(e.Stderr, "  %s %s\n", a.Tool, clip(inputSummary(*a), 200))
+		fmt.Fprintf(e.Stderr, "  %s %s\n", a.Tool, Clip(inputSummary(*a), 200))
 		if a.Preview != nil {
 			fmt.Fprint(e.Stderr, a.Preview.Diff)
 		}

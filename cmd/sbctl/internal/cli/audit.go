@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 func cmdAudit(e *Env, args []string) error {
 	if len(args) == 0 {
-		return UsageError("audit needs a subcommand: tail [-f], query, verify, export, pubkey")
+		return UsageError("audit needs a subcommand: tail [-f], query, stats, replay, verify, export, pubkey")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "tail":
@@ -23,6 +24,11 @@ func cmdAudit(e *Env, args []string) error {
 		return auditQuery(e, rest, false)
 	case "export":
 		return auditQuery(e, rest, true)
+	case "stats":
+		return auditStats(e, rest)
+	case "replay":
+		// Deciding calls again needs the policy engine, which only sbctl-full links.
+		return e.Heavy(e, "audit", args)
 	case "verify":
 		return auditVerify(e, rest)
 	case "pubkey":
@@ -72,19 +78,57 @@ func auditQuery(e *Env, args []string, export bool) error {
 	fs := NewFlags(e, "audit query")
 	var af auditFilters
 	af.register(fs)
+	grep := fs.String("grep", "", "only records whose input matches this regular expression")
+	format := "jsonl"
+	if export {
+		fs.StringVar(&format, "format", "jsonl", "jsonl (the records as stored, hashes intact) or ocsf (OCSF 1.3 events, one per line)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	var re *regexp.Regexp
+	if *grep != "" {
+		var err error
+		if re, err = regexp.Compile(*grep); err != nil {
+			return UsageError(fmt.Sprintf("--grep: %v", err))
+		}
+	}
+	match := func(r *protocol.Record) bool {
+		return re == nil || re.Match(r.Input) || re.MatchString(r.Detail["decided_input"]) || re.MatchString(InputSummary(r.Tool, r.Input))
+	}
+	q := af.query()
+	switch format {
+	case "jsonl":
+	case "ocsf":
+		q.Set("format", "ocsf")
+	default:
+		return UsageError(fmt.Sprintf("--format %q: want jsonl or ocsf", format))
+	}
 	if export || e.JSON {
-		return e.Client().Records(e.Ctx, af.query(), func(raw []byte, _ *protocol.Record) error {
+		if format == "ocsf" {
+			// OCSF events carry the record's input under unmapped; --grep matches it there.
+			return e.Client().RawLines(e.Ctx, "/v1/audit/records?"+q.Encode(), func(raw []byte) error {
+				if re != nil && !re.Match(raw) {
+					return nil
+				}
+				_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
+				return err
+			})
+		}
+		return e.Client().Records(e.Ctx, q, func(raw []byte, r *protocol.Record) error {
+			if !match(r) {
+				return nil
+			}
 			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
 			return err
 		})
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUSER\tSESSION\tTOOL\tDECISION\tRULE\tOUTCOME")
-	err := e.Client().Records(e.Ctx, af.query(), func(_ []byte, r *protocol.Record) error {
-		printRecord(tw, r)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUSER\tSESSION\tTOOL\tINPUT\tDECISION\tRULE\tOUTCOME")
+	err := e.Client().Records(e.Ctx, q, func(_ []byte, r *protocol.Record) error {
+		if match(r) {
+			printRecord(tw, r)
+		}
 		return nil
 	})
 	if ferr := tw.Flush(); err == nil {
@@ -115,8 +159,8 @@ func printRecord(w io.Writer, r *protocol.Record) {
 			outcome += " " + o.Error
 		}
 	}
-	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
-		r.Kind, user, orDash(r.Session), orDash(r.Tool), decision, rule, outcome)
+	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
+		r.Kind, user, orDash(r.Session), orDash(r.Tool), orDash(Clip(InputSummary(r.Tool, r.Input), 60)), decision, rule, outcome)
 }
 
 func orDash(s string) string {
@@ -141,6 +185,9 @@ func auditTail(e *Env, args []string) error {
 		q.Set("follow", "1")
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	if !e.JSON {
+		fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUSER\tSESSION\tTOOL\tINPUT\tDECISION\tRULE\tOUTCOME")
+	}
 	return e.Client().Records(e.Ctx, q, func(raw []byte, r *protocol.Record) error {
 		if e.JSON {
 			_, err := fmt.Fprintf(e.Stdout, "%s\n", raw)
