@@ -1,13 +1,19 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/replay"
 )
@@ -110,5 +116,108 @@ func TestReplayRecordedSession(t *testing.T) {
 	changes, _ = replayLog(t, logDir, mods, replay.Candidate{})
 	if len(changes) != 1 || changes[0].Seq != seq(calls[4]) || changes[0].New.Behavior != "deny" {
 		t.Fatalf("custom rego: %+v", changes)
+	}
+}
+
+// The audit commands a security team runs, end to end through sbctl: replay (live, --json,
+// --fail-on, offline on a copy, refused on a tampered copy and to a non-admin), query with the
+// input and --grep, stats, and the OCSF export.
+func TestAuditCommandsThroughSbctl(t *testing.T) {
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	dir := t.TempDir()
+	bypass := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	def := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"rules":{"deny":["Read(secret.txt)"]}}`, dir))
+	for _, cmd := range []string{"git status", "git push origin main", "ls -la", "git push --force origin HEAD"} {
+		decide(t, td, bypass.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+	}
+	decide(t, td, def.ID, "Bash", `{"command":"npm test"}`)
+	decide(t, td, def.ID, "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(dir, "secret.txt")))
+	if code, res := td.call(t, bypass.ID, "Bash", `{"command":"echo replayed-call"}`); code != 200 || res.IsError {
+		t.Fatalf("bash call: %d %+v", code, res)
+	}
+
+	out, stderr, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--deny", "Bash(git push:*)")
+	if code != 0 || strings.Count(out, "  allow→deny  ") != 2 || !strings.Contains(out, "git push origin main") ||
+		!strings.Contains(out, "git push --force origin HEAD") || strings.Contains(out, "git status") ||
+		!strings.Contains(out, "2 changes (allow→deny 2)") {
+		t.Fatalf("replay --deny: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = sbctl(t, bin, td.socket, nil, "--json", "audit", "replay", "--allow", "Bash(npm test)", "--fail-on", "loosen")
+	var rows []struct {
+		Seq     uint64 `json:"seq"`
+		Tool    string `json:"tool"`
+		Input   string `json:"input"`
+		Change  string `json:"change"`
+		Loosens bool   `json:"loosens"`
+		New     struct{ Behavior, Rule string }
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 1 || len(rows) != 1 ||
+		rows[0].Input != "npm test" || rows[0].Change != "ask→allow" || !rows[0].Loosens || rows[0].New.Rule != "Bash(npm test)" {
+		t.Fatalf("replay --allow --json --fail-on loosen: exit %d %v\n%s%s", code, err, out, stderr)
+	}
+	if _, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--deny", "Bash(git push:*)", "--fail-on", "loosen"); code != 0 {
+		t.Errorf("a deny loosens nothing: --fail-on loosen exit %d", code)
+	}
+	if _, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--deny", "Bash(git push:*)", "--fail-on", "any"); code != 1 {
+		t.Errorf("--fail-on any with changes: exit %d", code)
+	}
+	if out, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--fail-on", "any"); code != 0 || !strings.Contains(out, "no changes") {
+		t.Errorf("unchanged policy: exit %d\n%s", code, out)
+	}
+
+	// Offline on a copy of the log: the same answer; a tampered copy is refused.
+	copyDir := filepath.Join(t.TempDir(), "audit")
+	if b, err := exec.Command("cp", "-a", filepath.Join(td.state, "audit"), copyDir).CombinedOutput(); err != nil {
+		t.Fatalf("copy log: %v %s", err, b)
+	}
+	out, stderr, code = sbctl(t, bin, td.socket, nil, "audit", "replay", "--dir", copyDir, "--deny", "Bash(git push:*)")
+	if code != 0 || !strings.Contains(out, "2 changes (allow→deny 2)") {
+		t.Fatalf("offline replay: exit %d\n%s%s", code, out, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(copyDir, "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no log files in the copy")
+	}
+	b, _ := os.ReadFile(files[0])
+	if err := os.WriteFile(files[0], bytes.Replace(b, []byte("git status"), []byte("git stAtus"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--dir", copyDir); code != 1 || !strings.Contains(stderr, "not intact") {
+		t.Errorf("tampered copy: exit %d\n%s%s", code, out, stderr)
+	}
+	u := testutil.CreateUser(t, "sbreplay")
+	if _, stderr, code := sbctl(t, bin, td.socket, &u, "audit", "replay"); code == 0 || !strings.Contains(stderr, "admin") {
+		t.Errorf("a non-admin replayed the live log: exit %d %s", code, stderr)
+	}
+
+	out, _, code = sbctl(t, bin, td.socket, nil, "audit", "query", "--kind", "call.decide,call.end", "--grep", "git push")
+	if code != 0 || strings.Count(out, "git push") != 2 || strings.Contains(out, "ls -la") || !strings.Contains(out, "INPUT") {
+		t.Errorf("query --grep: exit %d\n%s", code, out)
+	}
+	out, _, code = sbctl(t, bin, td.socket, nil, "audit", "query", "--kind", "call.end")
+	if code != 0 || !strings.Contains(out, "echo replayed-call") {
+		t.Errorf("query does not show the command: exit %d\n%s", code, out)
+	}
+	out, _, code = sbctl(t, bin, td.socket, nil, "--json", "audit", "stats")
+	var st struct {
+		Calls          int `json:"calls"`
+		TopDenied      []struct{ Key string } `json:"top_denied"`
+		TopAskingRules []struct{ Key string } `json:"top_asking_rules"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Calls != 7 ||
+		len(st.TopDenied) != 1 || !strings.Contains(st.TopDenied[0].Key, "secret.txt") || len(st.TopAskingRules) != 1 {
+		t.Errorf("stats: exit %d %v\n%s", code, err, out)
+	}
+	out, _, code = sbctl(t, bin, td.socket, nil, "audit", "export", "--format", "ocsf", "--kind", "call.decide")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 6 {
+		t.Fatalf("export ocsf: exit %d, %d lines\n%s", code, len(lines), out)
+	}
+	for _, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev["class_uid"] == nil || ev["metadata"] == nil {
+			t.Errorf("ocsf line: %v %s", err, l)
+		}
 	}
 }

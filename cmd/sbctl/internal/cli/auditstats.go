@@ -74,8 +74,10 @@ func auditStats(e *Env, args []string) error {
 			if key == "" {
 				key = r.Decision.Rule
 			}
-			if key == "" {
-				key = "(" + r.Decision.Step + " in " + r.Mode + " mode)"
+			if key == "" && r.Decision.Step == "mode" {
+				key = "(no rule: " + r.Mode + " mode asks)"
+			} else if key == "" {
+				key = "(no rule: the " + r.Decision.Step + " step asks)"
 			}
 			asking[key]++
 		}
