@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,7 +147,15 @@ type Replayer struct {
 	mu    sync.Mutex
 	rules map[string]*Rules              // recorded, by digest
 	built map[string]*permission.RuleSet // with the candidate applied, by digest
+
+	// seen holds the new decision of each distinct recorded basis (rules, mode, tool, input,
+	// facts, as recorded): a day of calls repeats the same commands, and the policy is a
+	// function of its input. Bounded by maxSeen; it starts over when full.
+	seenMu sync.Mutex
+	seen   map[string]permission.Decision
 }
+
+const maxSeen = 1 << 16
 
 // New compiles modules (the whole policy: see policy.EmbeddedModules) and prepares the candidate.
 func New(ctx context.Context, modules map[string]string, cand Candidate) (*Replayer, error) {
@@ -163,13 +173,12 @@ func New(ctx context.Context, modules map[string]string, cand Candidate) (*Repla
 			extra = append(extra, r)
 		}
 	}
-	// The decision cache pays here: a day of calls repeats the same few commands.
-	eng, err := policy.New(ctx, policy.Config{Modules: modules, DecisionCacheSize: 1 << 14}, nil)
+	eng, err := policy.New(ctx, policy.Config{Modules: modules}, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &Replayer{engine: eng, cand: cand, extra: extra,
-		rules: map[string]*Rules{}, built: map[string]*permission.RuleSet{}}, nil
+		rules: map[string]*Rules{}, built: map[string]*permission.RuleSet{}, seen: map[string]permission.Decision{}}, nil
 }
 
 // Close stops the engine.
@@ -215,35 +224,26 @@ func (r *Replayer) Decide(ctx context.Context, rec *audit.Record) (*Change, erro
 	if !ok {
 		return nil, &ErrSkip{SkipNoFacts}
 	}
-	rs, err := r.ruleSet(rec.Detail[DetailRulesDigest])
-	if err != nil {
-		return nil, err
-	}
-	var rf Facts
-	if err := json.Unmarshal([]byte(factsJS), &rf); err != nil {
-		return nil, fmt.Errorf("record %d: recorded facts: %w", rec.Seq, err)
-	}
+	digest := rec.Detail[DetailRulesDigest]
 	input := rec.Input
 	if d, ok := rec.Detail[detailDecidedInput]; ok {
 		input = json.RawMessage(d)
 	}
-	var in map[string]any
-	if len(input) > 0 {
-		if err := json.Unmarshal(input, &in); err != nil {
-			return nil, fmt.Errorf("record %d: input: %w", rec.Seq, err)
+	key := strings.Join([]string{digest, rec.Mode, rec.Tool, string(input), factsJS}, "\x00")
+	r.seenMu.Lock()
+	nd, hit := r.seen[key]
+	r.seenMu.Unlock()
+	if !hit {
+		var err error
+		if nd, err = r.decide(ctx, rec, digest, input, factsJS); err != nil {
+			return nil, err
 		}
-	}
-	facts := &permission.Facts{Tool: rec.Tool, Input: in, Mode: permission.Mode(rec.Mode),
-		Caller: rf.Caller, Cwd: rf.Cwd, Dirs: rf.Dirs, Home: rf.Home, ReadOnly: rf.ReadOnly,
-		ToolFacts: permission.ToolFacts{Paths: rf.Paths, Bash: rf.Bash, Domain: rf.Domain},
-		Hook:      rf.Hook, RequiresUserInteraction: rf.RequiresUserInteraction}
-	var nd permission.Decision
-	if _, err := rs.Effective().ResolveMode(facts.Mode); err != nil {
-		// As the daemon's decider: a mode admin policy disables decides nothing else.
-		nd = permission.Decision{Behavior: permission.Deny, Source: string(permission.SourcePolicy), Step: "mode",
-			Reason: fmt.Sprintf("mode %s is disabled by admin policy: %v", facts.Mode, err)}
-	} else if nd, err = r.engine.Decide(ctx, facts, rs); err != nil {
-		return nil, fmt.Errorf("record %d: %w", rec.Seq, err)
+		r.seenMu.Lock()
+		if len(r.seen) >= maxSeen {
+			clear(r.seen)
+		}
+		r.seen[key] = nd
+		r.seenMu.Unlock()
 	}
 	if string(nd.Behavior) == old.Behavior {
 		return nil, nil
@@ -254,6 +254,38 @@ func (r *Replayer) Decide(ctx context.Context, rec *audit.Record) (*Change, erro
 		ch.User, ch.UID = c.User, c.UID
 	}
 	return ch, nil
+}
+
+// decide evaluates one recorded basis under the candidate.
+func (r *Replayer) decide(ctx context.Context, rec *audit.Record, digest string, input json.RawMessage, factsJS string) (permission.Decision, error) {
+	rs, err := r.ruleSet(digest)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	var rf Facts
+	if err := json.Unmarshal([]byte(factsJS), &rf); err != nil {
+		return permission.Decision{}, fmt.Errorf("record %d: recorded facts: %w", rec.Seq, err)
+	}
+	var in map[string]any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return permission.Decision{}, fmt.Errorf("record %d: input: %w", rec.Seq, err)
+		}
+	}
+	facts := &permission.Facts{Tool: rec.Tool, Input: in, Mode: permission.Mode(rec.Mode),
+		Caller: rf.Caller, Cwd: rf.Cwd, Dirs: rf.Dirs, Home: rf.Home, ReadOnly: rf.ReadOnly,
+		ToolFacts: permission.ToolFacts{Paths: rf.Paths, Bash: rf.Bash, Domain: rf.Domain},
+		Hook:      rf.Hook, RequiresUserInteraction: rf.RequiresUserInteraction}
+	if _, err := rs.Effective().ResolveMode(facts.Mode); err != nil {
+		// As the daemon's decider: a mode admin policy disables decides nothing else.
+		return permission.Decision{Behavior: permission.Deny, Source: string(permission.SourcePolicy), Step: "mode",
+			Reason: fmt.Sprintf("mode %s is disabled by admin policy: %v", facts.Mode, err)}, nil
+	}
+	d, err := r.engine.Decide(ctx, facts, rs)
+	if err != nil {
+		return permission.Decision{}, fmt.Errorf("record %d: %w", rec.Seq, err)
+	}
+	return d, nil
 }
 
 // oldVerdict is the policy's own recorded decision (before any route answered an ask).
@@ -332,41 +364,91 @@ func IsSkip(err error) (string, bool) {
 }
 
 // Run replays records in log order: every record teaches (Learn), the call records keep
-// selects are decided again, and onChange gets each change in order. A record that cannot be
-// replayed is counted in Stats.Skipped, never silently dropped.
+// selects are decided again, and onChange gets each change in log order. A record that cannot
+// be replayed is counted in Stats.Skipped, never silently dropped. Decisions run on every CPU:
+// a day of a busy server is a few hundred thousand records.
 func (r *Replayer) Run(ctx context.Context, records iter.Seq2[*audit.Record, error], keep func(*audit.Record) bool, onChange func(*Change) error) (Stats, error) {
+	return r.run(ctx, records, keep, onChange, runtime.GOMAXPROCS(0))
+}
+
+func (r *Replayer) run(ctx context.Context, records iter.Seq2[*audit.Record, error], keep func(*audit.Record) bool, onChange func(*Change) error, workers int) (Stats, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		rec    *audit.Record
+		change *Change
+		err    error
+		done   chan struct{}
+	}
+	jobs := make(chan *job, 64*workers)
+	ordered := make(chan *job, 64*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				j.change, j.err = r.Decide(ctx, j.rec)
+				close(j.done)
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(ordered)
+		defer close(jobs)
+		for rec, err := range records {
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err == nil {
+				// Before any later record is decided: rule sets are recorded once, then referenced.
+				err = r.Learn(rec)
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+			if !Replayable(rec) || (keep != nil && !keep(rec)) {
+				continue
+			}
+			j := &job{rec: rec, done: make(chan struct{})}
+			jobs <- j
+			ordered <- j
+		}
+		readErr <- nil
+	}()
 	st := Stats{Skipped: map[string]int{}, Directions: map[string]int{}, Policies: map[string]int{}}
-	for rec, err := range records {
-		if err != nil {
-			return st, err
+	var firstErr error
+	for j := range ordered {
+		<-j.done
+		if firstErr != nil {
+			continue // drain, so the reader and the workers end
 		}
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		if err := r.Learn(rec); err != nil {
-			return st, err
-		}
-		if !Replayable(rec) || (keep != nil && !keep(rec)) {
-			continue
-		}
-		ch, err := r.Decide(ctx, rec)
-		if why, ok := IsSkip(err); ok {
+		if why, ok := IsSkip(j.err); ok {
 			st.Skipped[why]++
 			continue
 		}
-		if err != nil {
-			return st, err
+		if j.err != nil {
+			firstErr = j.err
+			cancel()
+			continue
 		}
 		st.Replayed++
-		st.Policies[rec.Detail[DetailPolicyDigest]]++
-		if ch == nil {
+		st.Policies[j.rec.Detail[DetailPolicyDigest]]++
+		if j.change == nil {
 			continue
 		}
 		st.Changed++
-		st.Directions[ch.Direction()]++
-		if err := onChange(ch); err != nil {
-			return st, err
+		st.Directions[j.change.Direction()]++
+		if err := onChange(j.change); err != nil {
+			firstErr = err
+			cancel()
 		}
 	}
-	return st, nil
+	wg.Wait()
+	if err := <-readErr; firstErr == nil && err != nil && !errors.Is(err, context.Canceled) {
+		firstErr = err
+	}
+	return st, firstErr
 }
