@@ -10,9 +10,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	seccomp "github.com/seccomp/libseccomp-golang"
 	"sigs.k8s.io/yaml"
 )
 
@@ -191,7 +193,8 @@ type Sandbox struct {
 	FileSizeMaxBytes int64  `json:"file_size_max_bytes"`
 	OpenFilesMax     int64  `json:"open_files_max"`
 	TmpSizeBytes     int64  `json:"tmp_size_bytes"`
-	// ExtraSyscalls extend the seccomp allowlist.
+	// ExtraSyscalls extend the seccomp allowlist, by the kernel's names ("vhangup"). Each must
+	// be a name libseccomp knows; the daemon logs the ones that loosen the filter at start.
 	ExtraSyscalls []string `json:"extra_syscalls"`
 	// DenyPaths are hidden from every child; "~/" is the session owner's home.
 	DenyPaths []string `json:"deny_paths"`
@@ -430,7 +433,34 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New(ck.name))
 		}
 	}
+	if err := checkSyscallNames(c.Sandbox.ExtraSyscalls); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// checkSyscallNames refuses a name libseccomp does not know. Building the filter skips a name
+// it cannot resolve (one the kernel has only on another architecture resolves to a number
+// that allows nothing here), so a typo would otherwise leave the call refused with nothing
+// said. Every unknown name is in the error.
+func checkSyscallNames(names []string) error {
+	var unknown []string
+	for _, n := range names {
+		_, err := seccomp.GetSyscallFromName(n)
+		switch {
+		case errors.Is(err, seccomp.ErrSyscallDoesNotExist):
+			unknown = append(unknown, strconv.Quote(n))
+		case err != nil:
+			return fmt.Errorf("sandbox.extra_syscalls: resolve %q: %w", n, err)
+		}
+	}
+	switch len(unknown) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("sandbox.extra_syscalls: unknown syscall %s (the kernel's names, as in syscalls(2))", unknown[0])
+	}
+	return fmt.Errorf("sandbox.extra_syscalls: unknown syscalls %s (the kernel's names, as in syscalls(2))", strings.Join(unknown, ", "))
 }
 
 func validName(s string) bool {

@@ -41,6 +41,10 @@ func TestLoad(t *testing.T) {
 			return c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature
 		}},
 		{"bad cgroup name", "sandbox:\n  cgroup_name: ../x\n", "cgroup_name", nil},
+		{"extra syscalls", "sandbox:\n  extra_syscalls: [vhangup, open]\n", "", func(c Config) bool {
+			return strings.Join(c.Sandbox.ExtraSyscalls, ",") == "vhangup,open"
+		}},
+		{"extra syscall typo names it", "sandbox:\n  extra_syscalls: [vhangup, vhangupp]\n", `sandbox.extra_syscalls: unknown syscall "vhangupp"`, nil},
 		{"limits default", "", "", func(c Config) bool {
 			return c.Limits.ResponseBytes == 64<<20 && c.Limits.BatchCalls == 64 && c.Limits.PersistedBytesPerUser == 1<<30 &&
 				c.Limits.TaskMaxSeconds == 3600 && c.Audit.MaxInputBytes == 64<<10 && c.Audit.RetainDays == 90 && c.Sessions.IdleTimeoutSec == 86400
@@ -77,5 +81,48 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml"), true); err == nil {
 		t.Error("missing required file accepted")
+	}
+}
+
+// TestCheckSyscallNames: every name libseccomp does not know is in the error, the known ones
+// are not, and a name the kernel has only on another architecture is accepted (a config may
+// serve several).
+func TestCheckSyscallNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		names      []string
+		want, notW []string // in the error, not in it; want nil: no error
+	}{
+		{"none", nil, nil, nil},
+		{"known", []string{"vhangup", "open", "io_uring_setup"}, nil, nil},
+		{"another architecture's", []string{"cacheflush"}, nil, nil},
+		{"typos", []string{"vhangup", "opne", "io_uring_setpu"}, []string{`"opne"`, `"io_uring_setpu"`}, []string{"vhangup"}},
+		{"empty name", []string{""}, []string{`unknown syscall ""`}, nil},
+		{"case matters", []string{"VHANGUP"}, []string{`"VHANGUP"`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := checkSyscallNames(tc.names)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("checkSyscallNames(%q) = %v, want nil", tc.names, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("checkSyscallNames(%q) = nil, want an error naming %v", tc.names, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+			for _, w := range tc.notW {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q names %s, which is known", err, w)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -16,7 +17,8 @@ import (
 // matching, in Go, over rule lists the Rego hands them. A Rego loop over 200 rules with a
 // builtin call per rule costs ~1 us per rule in the evaluator; one call scanning a list is a
 // map lookup per rule. They are registered globally (init) so the compiler, `opa test`-style
-// runs (RunTests) and bundles all see the same capabilities.
+// runs (RunTests), bundles and OPA's own command line (sbctl opa) all see the same capabilities;
+// capabilities.json declares them to a stock opa.
 
 var (
 	ruleList = types.NewArray(nil, types.A)
@@ -35,7 +37,19 @@ const (
 	bnAbsPath      = "sandboxd.abs_path"
 )
 
-func init() {
+func init() { RegisterBuiltins() }
+
+var registerOnce sync.Once
+
+// RegisterBuiltins registers the sandboxd.* builtins with OPA globally: the compiler's default
+// capabilities (ast.CapabilitiesForThisVersion), the evaluator and the test runner all see them
+// afterwards. The package's init calls it, so whatever links policy has them, the daemon first;
+// a program that hands its arguments to OPA's command line calls it as well, so that its
+// builtins do not hang on an import's side effect. A second call does nothing (OPA would
+// declare each builtin twice).
+func RegisterBuiltins() { registerOnce.Do(registerBuiltins) }
+
+func registerBuiltins() {
 	rego.RegisterBuiltinDyn(&rego.Function{
 		Name: bnDenyAskHits,
 		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain, bash): the first deny and the first " +

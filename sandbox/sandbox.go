@@ -110,6 +110,7 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		netns:  map[string]*os.File{},
 	}
 	s.stepDone = cfg.StepObserver
+	warnLoosenings(s.log, cfg.ExtraSyscalls)
 	if err := s.init(); err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
 	}

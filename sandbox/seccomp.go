@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
 
@@ -455,6 +456,29 @@ func compileSeccomp(extra []string) (*seccomp.ScmpFilter, error) {
 // WARNING: the child's syscall surface; rerun as root after changing:
 // go test -run 'TestSeccomp|TestEscape|TestPoolEscape' ./sandbox/
 var setupSyscalls = []string{"mount", "mount_setattr", "open_tree", "move_mount", "setns", "seccomp"}
+
+// loosenings are the admin's extra syscalls that the table does not already allow outright,
+// sorted, each once: every one widens what a confined program may call (a setup syscall such
+// as mount for the program itself, clone or socket without their argument checks).
+func loosenings(extra []string) []string {
+	var out []string
+	for _, n := range extra {
+		if slices.Contains(out, n) || slices.ContainsFunc(allowedSyscalls, func(r syscallRule) bool { return r.name == n }) {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// warnLoosenings logs the loosenings at warn level, once per start: the seccomp allowlist is
+// the table in review, and a config that widens it must show beside the daemon's own logs.
+func warnLoosenings(log *zap.Logger, extra []string) {
+	if l := loosenings(extra); len(l) > 0 {
+		log.Warn("sandbox.extra_syscalls loosens the seccomp allowlist of every confined call", zap.Strings("syscalls", l))
+	}
+}
 
 // setupOnly lists the setup syscalls that neither the table nor the admin's extras allow.
 func setupOnly(extra []string) []string {

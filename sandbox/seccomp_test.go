@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -129,5 +132,47 @@ func TestSeccompSetupSyscallsOnlyForTheInit(t *testing.T) {
 	}
 	if got := setupOnly([]string{"setns"}); slices.Contains(got, "setns") {
 		t.Errorf("an admin extra setns is still refused by the last filter: %v", got)
+	}
+}
+
+// TestWarnLoosenings: each extra syscall that the table does not allow outright is logged at
+// warn level by name, once; an extra the table allows already, or none, logs nothing.
+func TestWarnLoosenings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  []string // nil: no log
+	}{
+		{"none", nil, nil},
+		{"already allowed", []string{"read"}, nil},
+		{"one", []string{"vhangup"}, []string{"vhangup"}},
+		{"sorted, once, allowed ones left out", []string{"vhangup", "read", "mount", "vhangup"}, []string{"mount", "vhangup"}},
+		{"allowed only with argument checks", []string{"clone", "socket"}, []string{"clone", "socket"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			core, logs := observer.New(zap.DebugLevel)
+			warnLoosenings(zap.New(core), tc.extra)
+			all := logs.All()
+			if tc.want == nil {
+				if len(all) != 0 {
+					t.Fatalf("logged %v, want nothing", all)
+				}
+				return
+			}
+			if len(all) != 1 {
+				t.Fatalf("logged %d entries, want 1: %v", len(all), all)
+			}
+			e := all[0]
+			got, _ := e.ContextMap()["syscalls"].([]any)
+			gotNames := make([]string, 0, len(got))
+			for _, g := range got {
+				gotNames = append(gotNames, fmt.Sprint(g))
+			}
+			if e.Level != zap.WarnLevel || !slices.Equal(gotNames, tc.want) {
+				t.Errorf("logged %s %q syscalls=%q, want warn syscalls=%q", e.Level, e.Message, gotNames, tc.want)
+			}
+		})
 	}
 }

@@ -27,57 +27,71 @@ type bins struct {
 }
 
 var (
-	buildOnce sync.Once
-	built     bins
-	buildErr  error
+	// buildMu makes one build at a time (the machine's cores are shared) and guards what
+	// follows.
+	buildMu  sync.Mutex
+	binDir   string
+	buildErr = map[string]error{} // by output path: built (nil) or failed
 )
 
+// buildBin builds package pkg as binDir/name once per test process. prebuilt, when set, is
+// copied instead (so that every user can run it from the 0755 directory).
+func buildBin(tb testing.TB, name, pkg, prebuilt string) string {
+	tb.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if binDir == "" {
+		dir, err := os.MkdirTemp("/var/tmp", "sbctl-test-bin-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		binDir = dir
+	}
+	out := filepath.Join(binDir, name)
+	err, done := buildErr[out]
+	if !done {
+		if prebuilt != "" {
+			var data []byte
+			if data, err = os.ReadFile(prebuilt); err == nil {
+				err = os.WriteFile(out, data, 0o755)
+			}
+		} else if b, e := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); e != nil {
+			err = fmt.Errorf("build %s: %v\n%s", pkg, e, b)
+		}
+		buildErr[out] = err
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// buildBins builds the daemon and both sbctl binaries.
 func buildBins(tb testing.TB) bins {
 	tb.Helper()
 	testutil.RequireRoot(tb)
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("/var/tmp", "sbctl-test-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		built = bins{dir: dir, sandboxd: filepath.Join(dir, "sandboxd"), sbctl: filepath.Join(dir, "sbctl"), full: filepath.Join(dir, "sbctl-full")}
-		targets := [][2]string{{built.sandboxd, "../sandboxd"}, {built.sbctl, "."}, {built.full, "./full"}}
-		// SANDBOXD_BIN names a daemon built beforehand (e.g. while the tree's daemon packages are
-		// mid-change); it is copied so that every user can run it from the 0755 directory.
-		if prebuilt := os.Getenv("SANDBOXD_BIN"); prebuilt != "" {
-			data, err := os.ReadFile(prebuilt)
-			if err == nil {
-				err = os.WriteFile(built.sandboxd, data, 0o755)
-			}
-			if err != nil {
-				buildErr = fmt.Errorf("SANDBOXD_BIN: %w", err)
-				return
-			}
-			targets = targets[1:]
-		}
-		// One build at a time: the machine's cores are shared.
-		for _, b := range targets {
-			if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v\n%s", b[1], err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return built
+	// SANDBOXD_BIN names a daemon built beforehand (e.g. while the tree's daemon packages are
+	// mid-change).
+	b := buildClientBins(tb)
+	b.sandboxd = buildBin(tb, "sandboxd", "../sandboxd", os.Getenv("SANDBOXD_BIN"))
+	return b
+}
+
+// buildClientBins builds sbctl and sbctl-full only, for the commands that need no daemon.
+func buildClientBins(tb testing.TB) bins {
+	tb.Helper()
+	sbctl := buildBin(tb, "sbctl", ".", "")
+	full := buildBin(tb, "sbctl-full", "./full", "")
+	return bins{dir: binDir, sbctl: sbctl, full: full}
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
 }

@@ -1,6 +1,7 @@
 // Command sbctl-full is sbctl with every command linked in: the client's, and those that need
-// the MCP SDK, the policy engine, the classifier or the audit verifier. sbctl runs it for
-// those (see cmd/sbctl/main.go), so the client's own start pays for none of them.
+// the MCP SDK, the policy engine, OPA's command line, the classifier or the audit verifier.
+// sbctl runs it for those (see cmd/sbctl/main.go), so the client's own start pays for none of
+// them.
 package main
 
 import (
@@ -31,6 +32,8 @@ func heavy(e *cli.Env, name string, args []string) error {
 		return offline.Audit(e, args)
 	case "mcp":
 		return mcpserver.Cmd(e, args)
+	case "opa":
+		return offline.OPA(e, args)
 	}
 	return cli.UsageError("unknown command " + name)
 }

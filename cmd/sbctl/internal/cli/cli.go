@@ -62,6 +62,7 @@ type Command struct {
 var heavyCommands = []Command{
 	{"classify", "[--json] -- CMD | --jsonl: classify Bash offline", nil},
 	{"mcp", "[--mode M] [--cwd D] [--parent ID] [--allow R]...: serve sandboxd's tools over MCP on stdio", nil},
+	{"opa", "check | test | eval | fmt | ... ARGS: OPA's command line with sandboxd's builtins (sbctl opa --help)", nil},
 }
 
 // Commands lists every subcommand.
