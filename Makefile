@@ -54,7 +54,8 @@ FUZZ_TARGETS := \
 	./audit:FuzzCanonical:100000 \
 	./audit:FuzzAppendBody:100000 \
 	./audit:FuzzRedactFastPath:20000 \
-	./egress:FuzzParseRequest:20000
+	./egress:FuzzParseRequest:20000 \
+	./replay:FuzzDecide:10000
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz

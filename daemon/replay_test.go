@@ -201,7 +201,7 @@ func TestAuditCommandsThroughSbctl(t *testing.T) {
 	}
 	out, _, code = sbctl(t, bin, td.socket, nil, "--json", "audit", "stats")
 	var st struct {
-		Calls          int `json:"calls"`
+		Calls          int                    `json:"calls"`
 		TopDenied      []struct{ Key string } `json:"top_denied"`
 		TopAskingRules []struct{ Key string } `json:"top_asking_rules"`
 	}
