@@ -54,6 +54,7 @@ FUZZ_TARGETS := \
 	./audit:FuzzCanonical:100000 \
 	./audit:FuzzAppendBody:100000 \
 	./audit:FuzzRedactFastPath:20000 \
+	./audit:FuzzInputDigest:30000 \
 	./egress:FuzzParseRequest:20000 \
 	./replay:FuzzDecide:10000
 

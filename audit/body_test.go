@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
@@ -130,17 +132,21 @@ func TestHintsNeverEscaped(t *testing.T) {
 	}
 }
 
-// redactSlow is Redact without the canonical fast path: decode, redact, re-encode.
+// redactSlow is Redact without the canonical fast path: decode, redact, re-encode; the digest
+// is over the input's JCS form.
 func redactSlow(input []byte) ([]byte, string) {
 	v, err := decodeNumbers(input)
 	if err != nil {
 		return nil, ""
 	}
-	canon, err := canonicalJSON(v)
+	if _, err := canonicalJSON(v); err != nil {
+		return nil, ""
+	}
+	jcsForm, err := jcs.Transform(input)
 	if err != nil {
 		return nil, ""
 	}
-	sum := sha256.Sum256(canon)
+	sum := sha256.Sum256(jcsForm)
 	red, _ := redactValue(v)
 	out, err := canonicalJSON(red)
 	if err != nil {

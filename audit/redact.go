@@ -2,8 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -96,32 +94,30 @@ func containsAny(s string, subs []string) bool {
 }
 
 // Redact returns input with secrets replaced (in every string value, and whole values under
-// secret-looking keys) and the digest "sha256:<hex>" of the canonical unredacted input, so two
-// records can be compared without revealing either.
+// secret-looking keys) and its InputDigest (over the unredacted input), so two records can be
+// compared without revealing either.
 //
-// Canonical JSON: decoded with numbers kept as written, re-encoded by encoding/json (object
-// keys sorted, no insignificant whitespace, no HTML escaping). Input that is not valid JSON is
-// not stored at all: the result is the JSON string "[REDACTED:invalid_json]" and the digest is
-// over the raw bytes.
+// The stored form is canonical JSON: decoded with numbers kept as written, re-encoded by
+// encoding/json (object keys sorted, no insignificant whitespace, no HTML escaping). Input that
+// is not valid JSON is not stored at all: the result is the JSON string
+// "[REDACTED:invalid_json]" and the digest is over the raw bytes.
 func Redact(input json.RawMessage) (json.RawMessage, string) {
 	if len(input) == 0 {
 		return nil, ""
 	}
-	if isCanonical(input) && !mayHoldSecret(input) {
-		sum := sha256.Sum256(input)
-		return append(json.RawMessage(nil), input...), "sha256:" + hex.EncodeToString(sum[:])
+	canonical := isCanonical(input)
+	digest := inputDigest(input, canonical)
+	if canonical && !mayHoldSecret(input) {
+		return append(json.RawMessage(nil), input...), digest
 	}
 	v, err := decodeNumbers(input)
 	if err != nil {
-		sum := sha256.Sum256(input)
-		return json.RawMessage(`"` + Redacted + `:invalid_json]"`), "sha256:" + hex.EncodeToString(sum[:])
+		return json.RawMessage(`"` + Redacted + `:invalid_json]"`), digest
 	}
 	canon, err := canonicalJSON(v)
 	if err != nil { // cannot happen for decoded JSON; refuse to store rather than leak
 		return json.RawMessage(`"` + Redacted + `:invalid_json]"`), ""
 	}
-	sum := sha256.Sum256(canon)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
 	red, changed := redactValue(v)
 	if !changed { // the common case: no secret, so the canonical input is the stored one
 		return canon, digest
