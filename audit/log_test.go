@@ -300,7 +300,7 @@ func TestSyslogForwarding(t *testing.T) {
 	}
 	msg := string(buf[:n])
 	for _, want := range []string{"<86>1 ", " sbtest ", " call.end [sandboxd@32473 seq=\"1\" hash=\"" + r.Hash + "\"",
-		` uid="1001"`, ` rule="Bash(x \"y\" \])"`, `] {"v":1,"seq":1,`} {
+		` uid="1001"`, ` rule="Bash(x \"y\" \])"`, `] {"v":2,"seq":1,`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("syslog message lacks %q:\n%s", want, msg)
 		}

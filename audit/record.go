@@ -14,8 +14,13 @@ import (
 )
 
 // Version is the record schema version written in every record's "v" field. Bump it when a
-// field changes meaning; adding an omitempty field does not need a bump.
-const Version = 1
+// field changes meaning; adding an omitempty field does not need a bump. Version 2: the
+// input_digest is over the input's RFC 8785 (JCS) form; in version 1 it was over Go's
+// canonical JSON. Both verify: the chain does not depend on what a field means.
+const Version = 2
+
+// oldestVersion is the oldest record version this build reads.
+const oldestVersion = 1
 
 // Kind is what a record is about.
 type Kind string
@@ -251,7 +256,7 @@ func parseLine(line []byte) (*Record, error) {
 	if computed != claimed {
 		return &r, fmt.Errorf("hash mismatch: line says %.12s, content hashes to %.12s", claimed, computed)
 	}
-	if r.V != Version {
+	if r.V < oldestVersion || r.V > Version {
 		return &r, fmt.Errorf("unsupported record version %d", r.V)
 	}
 	return &r, nil
