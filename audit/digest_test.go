@@ -23,11 +23,11 @@ func TestInputDigestIsJCS(t *testing.T) {
 		t.Errorf("RFC 8785 example: digest %s, want sha256 of %s", got, want)
 	}
 	for _, in := range []string{
-		`{"command":"ls -la","timeout":120000}`,             // the fast path
-		`{"b":1,"a":2}`,                                     // key order
-		`{"command":"echo \u00e9"}`,                         // an escape JCS writes raw
+		`{"command":"ls -la","timeout":120000}`,              // the fast path
+		`{"b":1,"a":2}`,                                      // key order
+		`{"command":"echo \u00e9"}`,                          // an escape JCS writes raw
 		`{"x":1.50}`, `{"x":1e3}`, `{"x":12345678901234567}`, // numbers as ECMAScript writes them
-		`{"\u20ac":1,"\ud83d\ude00":2,"z":3}`,               // keys ordered by UTF-16 code units
+		`{"\u20ac":1,"\ud83d\ude00":2,"z":3}`, // keys ordered by UTF-16 code units
 		`{"s":"tab\there\u2028"}`,
 	} {
 		canon, err := jcs.Transform([]byte(in))
