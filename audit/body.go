@@ -1,18 +1,21 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
-// appendBody appends the JSON members of r from kind to detail, without braces: byte for byte
-// what encodeBodyJSON (encoding/json over recordBody) writes, without reflection, which was
-// a fifth of an Append's CPU. Input is spliced as is when the caller vouches it is compact
-// (Redact's output always is) or isCanonical proves that compacting would not change it;
-// otherwise appendBody reports false and the caller falls back. TestAppendBodyMatchesJSON and
-// FuzzAppendBody keep the two in step.
-func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, bool) {
+// appendBody appends the JSON members of r from kind to detail, without braces: the record
+// encoder, byte for byte what encoding/json writes for the same struct (the tests' reference,
+// encodeBodyJSON), without reflection. Input is spliced as is when the caller vouches it is
+// compact (Redact's output always is) or isCanonical proves it; otherwise it is compacted as
+// encoding/json compacts a RawMessage. TestAppendBodyMatchesJSON and FuzzAppendBody keep the
+// encoder and the reference in step.
+func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, error) {
 	dst = append(dst, `"kind":`...)
 	dst = appendJSONString(dst, string(r.Kind))
 	if c := r.Caller; c != nil {
@@ -30,11 +33,16 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, bool) {
 	dst = appendOptString(dst, "tool", r.Tool)
 	dst = appendOptString(dst, "tool_use_id", r.ToolUseID)
 	if len(r.Input) > 0 {
-		if !inputCompact && !isCanonical(r.Input) {
-			return dst, false
-		}
 		dst = append(dst, `,"input":`...)
-		dst = append(dst, r.Input...)
+		if inputCompact || isCanonical(r.Input) {
+			dst = append(dst, r.Input...)
+		} else {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, r.Input); err != nil {
+				return nil, fmt.Errorf("encode record: input: %w", err)
+			}
+			dst = append(dst, buf.Bytes()...)
+		}
 	}
 	dst = appendOptString(dst, "input_digest", r.InputDigest)
 	if d := r.Decision; d != nil {
@@ -79,7 +87,7 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, bool) {
 		}
 		dst = append(dst, '}')
 	}
-	return dst, true
+	return dst, nil
 }
 
 // appendOptString appends ,"name":"s" unless s is empty (omitempty). name needs no escaping.

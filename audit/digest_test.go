@@ -69,7 +69,7 @@ func TestVersionOneRecordsStillVerify(t *testing.T) {
 	for v, ok := range map[int]bool{1: true, Version: true, Version + 1: false} {
 		r := callRecord(1)
 		r.V, r.Seq = v, 1
-		line, _, err := encode(r)
+		line, _, err := encodeReference(r)
 		if err != nil {
 			t.Fatal(err)
 		}

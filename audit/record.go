@@ -135,45 +135,10 @@ type Record struct {
 
 const hashSuffix = `"hash":""}`
 
-// recordBody is Record between time and prev, with the same tags in the same order. Append
-// encodes it in the caller's goroutine so the single writer only splices seq, time and prev
-// around it and hashes; TestSpliceMatchesCanonicalEncoding keeps the two structs in step.
-type recordBody struct {
-	Kind        Kind              `json:"kind"`
-	Caller      *Caller           `json:"caller,omitempty"`
-	Session     string            `json:"session,omitempty"`
-	Mode        string            `json:"mode,omitempty"`
-	Tool        string            `json:"tool,omitempty"`
-	ToolUseID   string            `json:"tool_use_id,omitempty"`
-	Input       json.RawMessage   `json:"input,omitempty"`
-	InputDigest string            `json:"input_digest,omitempty"`
-	Decision    *Decision         `json:"decision,omitempty"`
-	Outcome     *Outcome          `json:"outcome,omitempty"`
-	Detail      map[string]string `json:"detail,omitempty"`
-}
-
 // encodeBody returns the JSON members of r from kind to detail, without braces. inputCompact
 // says r.Input is known to be compact JSON (it came from Redact).
 func encodeBody(r *Record, inputCompact bool) ([]byte, error) {
-	if b, ok := appendBody(make([]byte, 0, bodySizeHint(r)), r, inputCompact); ok {
-		return b, nil
-	}
-	return encodeBodyJSON(r)
-}
-
-// encodeBodyJSON is encodeBody by encoding/json: the reference appendBody must match, and the
-// fallback for input it cannot prove canonical.
-func encodeBodyJSON(r *Record) ([]byte, error) {
-	b := recordBody{r.Kind, r.Caller, r.Session, r.Mode, r.Tool, r.ToolUseID, r.Input,
-		r.InputDigest, r.Decision, r.Outcome, r.Detail}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&b); err != nil {
-		return nil, fmt.Errorf("encode record: %w", err)
-	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	return out[1 : len(out)-1], nil
+	return appendBody(make([]byte, 0, bodySizeHint(r)), r, inputCompact)
 }
 
 // appendLine appends the canonical line of a record (body from encodeBody) to dst and returns
@@ -199,27 +164,14 @@ func appendLine(dst []byte, seq uint64, t time.Time, body []byte, prev string) (
 	return dst, string(hx[:])
 }
 
-// encode returns the record's line (with trailing newline) and its hash. r.Hash is ignored.
+// encode returns the record's line (with trailing newline) and its hash. r.Hash is ignored;
+// the line carries the current Version whatever r.V says.
 func encode(r *Record) (line []byte, hash string, err error) {
-	c := *r
-	c.Hash = ""
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	// Shell commands are full of & < >; \u0026 would make the log unreadable for no gain.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&c); err != nil {
-		return nil, "", fmt.Errorf("encode record: %w", err)
+	body, err := encodeBody(r, false)
+	if err != nil {
+		return nil, "", err
 	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if !bytes.HasSuffix(b, []byte(hashSuffix)) {
-		panic("audit: canonical encoding does not end in the hash field") // field order changed
-	}
-	sum := sha256.Sum256(b)
-	hash = hex.EncodeToString(sum[:])
-	line = make([]byte, 0, len(b)+len(hash)+1)
-	line = append(line, b[:len(b)-2]...)
-	line = append(line, hash...)
-	line = append(line, '"', '}', '\n')
+	line, hash = appendLine(nil, r.Seq, r.Time, body, r.Prev)
 	return line, hash, nil
 }
 

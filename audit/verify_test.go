@@ -165,7 +165,7 @@ func TestSpliceMatchesCanonicalEncoding(t *testing.T) {
 		}
 		r.V, r.Seq, r.Prev = Version, uint64(i+1), strings.Repeat("ab", 32)
 		r.Time = time.Date(2026, 1, 2, 3, 4, 5, i*1000, time.UTC)
-		want, wantHash, err := encode(r)
+		want, wantHash, err := encodeReference(r)
 		if err != nil {
 			t.Fatal(err)
 		}
