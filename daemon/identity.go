@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -16,18 +18,18 @@ import (
 type identities struct {
 	ttl time.Duration
 
+	// names holds name and home by uid, for ttl.
+	names *expirable.LRU[uint32, session.Caller]
+
 	mu         sync.Mutex
 	adminGroup string
-	cache      map[uint32]cachedCaller // name and home by uid
 	adminGid   uint32
 	adminOK    bool
 	adminExp   time.Time
 }
 
-type cachedCaller struct {
-	c   session.Caller
-	exp time.Time
-}
+// maxNames bounds the uids whose names are remembered.
+const maxNames = 4096
 
 // setAdminGroup changes the admin group (config reload) and forgets cached answers.
 func (ids *identities) setAdminGroup(g string) {
@@ -35,13 +37,14 @@ func (ids *identities) setAdminGroup(g string) {
 	defer ids.mu.Unlock()
 	if g != ids.adminGroup {
 		ids.adminGroup = g
-		ids.cache = map[uint32]cachedCaller{}
+		ids.names.Purge()
 		ids.adminExp = time.Time{}
 	}
 }
 
 func newIdentities(adminGroup string) *identities {
-	return &identities{adminGroup: adminGroup, ttl: 30 * time.Second, cache: map[uint32]cachedCaller{}}
+	const ttl = 30 * time.Second
+	return &identities{adminGroup: adminGroup, ttl: ttl, names: expirable.NewLRU[uint32, session.Caller](maxNames, nil, ttl)}
 }
 
 // Identify resolves a peer. Name and home come from NSS (cached); gid and supplementary
@@ -50,20 +53,13 @@ func newIdentities(adminGroup string) *identities {
 // without a passwd entry is still served (it may run tools as itself), with no name and "/"
 // as home.
 func (ids *identities) Identify(p api.Peer) (session.Caller, error) {
-	ids.mu.Lock()
-	cc, ok := ids.cache[p.UID]
-	ids.mu.Unlock()
-	var c session.Caller
-	if ok && time.Now().Before(cc.exp) {
-		c = cc.c
-	} else {
+	c, ok := ids.names.Get(p.UID)
+	if !ok {
 		c = session.Caller{UID: p.UID, Home: "/"}
 		if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
 			c.User, c.Home = u.Username, u.HomeDir
 		}
-		ids.mu.Lock()
-		ids.cache[p.UID] = cachedCaller{c: c, exp: time.Now().Add(ids.ttl)}
-		ids.mu.Unlock()
+		ids.names.Add(p.UID, c)
 	}
 	c.PID, c.GID = p.PID, p.GID
 	c.Groups = append([]uint32(nil), p.Groups...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/replay"
@@ -33,13 +35,13 @@ func (r *recorder) basisDetail(detail map[string]string, uid uint32, policy, fin
 }
 
 // recordedRules is the set of (uid, rules digest) written in full in the current log file.
-// It starts over on rotation (retention removes whole files) and past maxRecordedRules, which
-// only means a rule set is written again. Keyed by uid too, so each user's own records (all a
-// non-admin may query) hold their rules.
+// It starts over on rotation (retention removes whole files); past maxRecordedRules the least
+// recently used go, which only means a rule set is written again. Keyed by uid too, so each
+// user's own records (all a non-admin may query) hold their rules.
 type recordedRules struct {
 	mu   sync.Mutex
 	gen  uint64
-	seen map[recordedKey]struct{}
+	seen *lru.Cache[recordedKey, struct{}]
 }
 
 type recordedKey struct {
@@ -52,14 +54,17 @@ const maxRecordedRules = 4096
 func (s *recordedRules) first(uid uint32, digest string, gen uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen, _ = lru.New[recordedKey, struct{}](maxRecordedRules)
+	}
+	if gen != s.gen {
+		s.gen = gen
+		s.seen.Purge()
+	}
 	k := recordedKey{uid, digest}
-	if _, ok := s.seen[k]; ok && gen == s.gen {
+	if s.seen.Contains(k) {
 		return false
 	}
-	if s.seen == nil || len(s.seen) >= maxRecordedRules || gen != s.gen {
-		s.gen = gen
-		s.seen = make(map[recordedKey]struct{})
-	}
-	s.seen[k] = struct{}{}
+	s.seen.Add(k, struct{}{})
 	return true
 }

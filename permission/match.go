@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sandboxd/sandboxd/classifier"
 )
@@ -15,31 +16,21 @@ import (
 // patterns are cached by their text: a decision only looks them up, so matching 200 rules
 // costs map lookups, not regexp compiles.
 
-// cache is a bounded concurrent memo; it is dropped wholesale when full, which only costs
-// recompiles, so a flood of distinct patterns cannot grow memory without bound.
-type cache[V any] struct {
-	m atomic.Pointer[sync.Map]
-	n atomic.Int64
+// memo is a bounded memo of compiled patterns, least recently used out first.
+type memo[V any] struct {
+	once sync.Once
+	lru  *lru.Cache[string, V]
 }
 
-const cacheMax = 20000
+const memoSize = 20000
 
-func (c *cache[V]) get(key string, build func(string) V) V {
-	m := c.m.Load()
-	if m == nil {
-		c.m.CompareAndSwap(nil, new(sync.Map))
-		m = c.m.Load()
-	}
-	if v, ok := m.Load(key); ok {
-		return v.(V)
-	}
-	v := build(key)
-	if c.n.Add(1) > cacheMax {
-		c.n.Store(0)
-		c.m.Store(new(sync.Map))
+func (c *memo[V]) get(key string, build func(string) V) V {
+	c.once.Do(func() { c.lru, _ = lru.New[string, V](memoSize) })
+	if v, ok := c.lru.Get(key); ok {
 		return v
 	}
-	m.Store(key, v)
+	v := build(key)
+	c.lru.Add(key, v)
 	return v
 }
 
@@ -77,7 +68,7 @@ type pathMatcher struct {
 	multiStar bool // more than one **: use the memoised matcher
 }
 
-var pathCache cache[*pathMatcher]
+var pathCache memo[*pathMatcher]
 
 // MatchPath reports whether the absolute gitignore-style pattern (AbsPattern's result) matches
 // p or one of its ancestors: as in gitignore, a pattern naming a directory covers everything
@@ -265,7 +256,7 @@ func matchLabels(pattern, host string, suffix bool) bool {
 	return true
 }
 
-var globCache cache[*regexp.Regexp]
+var globCache memo[*regexp.Regexp]
 
 // MatchGlob matches s against a pattern where `*` spans any text (tool names, parameter values).
 func MatchGlob(pattern, s string) bool {

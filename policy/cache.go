@@ -2,7 +2,8 @@ package policy
 
 import (
 	"encoding/json"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sandboxd/sandboxd/permission"
 )
@@ -11,15 +12,12 @@ import (
 // The policy is deterministic (nondeterministic builtins are removed from its capabilities),
 // so a key fully determines its decision; a reload changes the digest and so every key.
 type decisionCache struct {
-	mu   sync.Mutex
-	max  int
-	m    map[string]permission.Decision
-	ring []string // insertion order, for FIFO eviction
-	next int
+	lru *lru.Cache[string, permission.Decision]
 }
 
 func newDecisionCache(n int) *decisionCache {
-	return &decisionCache{max: n, m: make(map[string]permission.Decision, n), ring: make([]string, n)}
+	c, _ := lru.New[string, permission.Decision](n) // n > 0: New's only error
+	return &decisionCache{lru: c}
 }
 
 // cacheKey normalises the facts through encoding/json (map keys sorted).
@@ -35,25 +33,11 @@ func (c *decisionCache) get(k string) (permission.Decision, bool) {
 	if k == "" {
 		return permission.Decision{}, false
 	}
-	c.mu.Lock()
-	d, ok := c.m[k]
-	c.mu.Unlock()
+	d, ok := c.lru.Get(k)
 	if ok {
 		d.Trace = append([]string(nil), d.Trace...)
 	}
 	return d, ok
 }
 
-func (c *decisionCache) put(k string, d permission.Decision) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		return
-	}
-	if old := c.ring[c.next]; old != "" {
-		delete(c.m, old)
-	}
-	c.ring[c.next] = k
-	c.next = (c.next + 1) % c.max
-	c.m[k] = d
-}
+func (c *decisionCache) put(k string, d permission.Decision) { c.lru.Add(k, d) }

@@ -242,8 +242,8 @@ func TestDecisionCache(t *testing.T) {
 	if d, _ := e.Decide(context.Background(), other.facts(), rs); d.Behavior != permission.Ask {
 		t.Errorf("cache returned another call's decision: %+v", d)
 	}
-	if len(e.cache.m) != 2 {
-		t.Errorf("cache size %d", len(e.cache.m))
+	if n := e.cache.lru.Len(); n != 2 {
+		t.Errorf("cache size %d", n)
 	}
 }
 

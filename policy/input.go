@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/sandboxd/sandboxd/classifier"
@@ -18,30 +19,23 @@ import (
 // rulesValues caches each RuleSet's rule data as an AST value, keyed by its digest: a session
 // reuses one RuleSet for many calls, so the conversion is paid once per rules change.
 type rulesValues struct {
-	mu sync.Mutex
-	m  map[string]ast.Value
+	once sync.Once
+	lru  *lru.Cache[string, ast.Value]
 }
 
 const rulesValuesMax = 1024
 
 func (c *rulesValues) get(rs *permission.RuleSet) (ast.Value, error) {
+	c.once.Do(func() { c.lru, _ = lru.New[string, ast.Value](rulesValuesMax) })
 	d := rs.Digest()
-	c.mu.Lock()
-	v, ok := c.m[d]
-	c.mu.Unlock()
-	if ok {
+	if v, ok := c.lru.Get(d); ok {
 		return v, nil
 	}
 	v, err := ast.InterfaceToValue(rs.Data())
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= rulesValuesMax {
-		c.m = make(map[string]ast.Value)
-	}
-	c.m[d] = v
-	c.mu.Unlock()
+	c.lru.Add(d, v)
 	return v, nil
 }
 

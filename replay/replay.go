@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/permission"
@@ -150,9 +152,8 @@ type Replayer struct {
 
 	// seen holds the new decision of each distinct recorded basis (rules, mode, tool, input,
 	// facts, as recorded): a day of calls repeats the same commands, and the policy is a
-	// function of its input. Bounded by maxSeen; it starts over when full.
-	seenMu sync.Mutex
-	seen   map[string]permission.Decision
+	// function of its input.
+	seen *lru.Cache[string, permission.Decision]
 }
 
 const maxSeen = 1 << 16
@@ -177,8 +178,9 @@ func New(ctx context.Context, modules map[string]string, cand Candidate) (*Repla
 	if err != nil {
 		return nil, err
 	}
+	seen, _ := lru.New[string, permission.Decision](maxSeen)
 	return &Replayer{engine: eng, cand: cand, extra: extra,
-		rules: map[string]*Rules{}, built: map[string]*permission.RuleSet{}, seen: map[string]permission.Decision{}}, nil
+		rules: map[string]*Rules{}, built: map[string]*permission.RuleSet{}, seen: seen}, nil
 }
 
 // Close stops the engine.
@@ -230,20 +232,13 @@ func (r *Replayer) Decide(ctx context.Context, rec *audit.Record) (*Change, erro
 		input = json.RawMessage(d)
 	}
 	key := strings.Join([]string{digest, rec.Mode, rec.Tool, string(input), factsJS}, "\x00")
-	r.seenMu.Lock()
-	nd, hit := r.seen[key]
-	r.seenMu.Unlock()
+	nd, hit := r.seen.Get(key)
 	if !hit {
 		var err error
 		if nd, err = r.decide(ctx, rec, digest, input, factsJS); err != nil {
 			return nil, err
 		}
-		r.seenMu.Lock()
-		if len(r.seen) >= maxSeen {
-			clear(r.seen)
-		}
-		r.seen[key] = nd
-		r.seenMu.Unlock()
+		r.seen.Add(key, nd)
 	}
 	if string(nd.Behavior) == old.Behavior {
 		return nil, nil
