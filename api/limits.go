@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,6 +244,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			}
 			msg := fmt.Sprintf("uid %d already has %d connections open; at most %d (limits.connections_per_user)", uid, u.conns, l.ConnectionsPerUser)
 			t.mu.Unlock()
+			ll.s.metrics.refusals.WithLabelValues(string(errcode.TooManyCalls), "connections_per_user").Inc()
 			if !held {
 				c.Close()
 				continue
@@ -263,6 +265,24 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			t.mu.Unlock()
 		}}, nil
 	}
+}
+
+// limitKeys are the limits a refusal may name, as "(limits.KEY)" in its message: the closed
+// set of the refusal counter's limit label.
+var limitKeys = []string{"calls_per_user", "connections_per_user", "sessions_per_user", "tasks_per_user",
+	"requests_per_second_per_user", "batch_calls", "response_bytes", "persisted_bytes_per_user"}
+
+// refusedBy reports whether an error of code is a limit's refusal, and which limit it names.
+func refusedBy(code errcode.Code, msg string) (limit string, ok bool) {
+	if code != errcode.TooManyCalls && code != errcode.RateLimited && code != errcode.TooLarge {
+		return "", false
+	}
+	for _, k := range limitKeys {
+		if strings.Contains(msg, "(limits."+k) {
+			return k, true
+		}
+	}
+	return "other", true
 }
 
 // maxHeldRefusals bounds the connections over the cap one uid has waiting for their 429.

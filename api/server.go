@@ -189,11 +189,15 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
+		s.metrics.refusals.WithLabelValues(string(errcode.TooLarge), "max_request_bytes").Inc()
 		writeJSON(w, http.StatusRequestEntityTooLarge, errBody(errcode.TooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", mbe.Limit)))
 	case errors.Is(err, session.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errBody(errcode.NotFound, "session not found"))
 	default:
 		code := errcode.Of(err)
+		if limit, ok := refusedBy(code, err.Error()); ok {
+			s.metrics.refusals.WithLabelValues(string(code), limit).Inc()
+		}
 		writeJSON(w, statusFor(code), errBody(code, err.Error()))
 	}
 }
@@ -299,6 +303,8 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	panics   prometheus.Counter
 	calls    *prometheus.CounterVec
+	// refusals counts requests and connections refused by a per-user or per-request limit.
+	refusals *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -306,8 +312,9 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_requests_total", Help: "HTTP requests by route and status."}, []string{"route", "status"}),
 		panics:   prometheus.NewCounter(prometheus.CounterOpts{Name: "sandboxd_handler_panics_total", Help: "Panics recovered in handlers."}),
 		calls:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_calls_total", Help: "Tool calls by tool, behavior and error code."}, []string{"tool", "behavior", "code"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_limit_refusals_total", Help: "Requests and connections refused by a limit, by error code and the limit's config key."}, []string{"code", "limit"}),
 	}
-	reg.MustRegister(m.requests, m.panics, m.calls)
+	reg.MustRegister(m.requests, m.panics, m.calls, m.refusals)
 	return m
 }
 

@@ -226,6 +226,26 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/decide", `{"tool":"Bash","input":{"command":"ls"}}`, ""); code != http.StatusOK {
 		t.Errorf("the other user while mallory is rate limited: %d %s", code, b)
 	}
+	// Each refusal is counted by class and the limit it named.
+	_, m := td.do(t, "GET", "/v1/metrics", "")
+	for _, want := range []string{
+		`sandboxd_limit_refusals_total{code="too_many_calls",limit="calls_per_user"} 1`,
+		fmt.Sprintf(`sandboxd_limit_refusals_total{code="rate_limited",limit="requests_per_second_per_user"} %d`, limited),
+	} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(string(m), "sandboxd_limit_refusals_total"))
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Persisted results of one user stay within persisted_bytes_per_user.
