@@ -398,3 +398,30 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 		}
 	}
 }
+
+// report records an agent's word on a call it ran (PostToolUse) in the session's audit trail.
+// Only who may act in the session may speak for it.
+func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.limitRate(r.Context(), c); err != nil {
+		return err
+	}
+	var tr protocol.ToolReport
+	if err := decode(r, &tr); err != nil {
+		return err
+	}
+	if tr.Tool == "" || tr.Event == "" || len(tr.Tool) > 256 || len(tr.Event) > 64 || len(tr.ToolUseID) > 256 {
+		return errcode.Msg(errcode.Validation, "a report needs event (at most 64 bytes) and tool (at most 256); tool_use_id is at most 256")
+	}
+	if len(tr.Input) > 0 && !json.Valid(tr.Input) {
+		return errcode.Msg(errcode.Validation, "input must be JSON")
+	}
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.backend.Report(r.Context(), sess, c, tr); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"recorded": true})
+	return nil
+}

@@ -48,6 +48,8 @@ type Backend interface {
 	AuditPublicKey() ed25519.PublicKey
 	// Policy is the policy in force (digest and modules).
 	Policy() protocol.Policy
+	// Report records what the agent says a call in session s did.
+	Report(ctx context.Context, s *session.Session, caller session.Caller, r protocol.ToolReport) error
 	// Approvals are the caller's pending approvals (every one for admins);
 	// SubscribeApprovals streams their events; AnswerApproval answers one (its queue
 	// session's owner, or root).
@@ -97,6 +99,7 @@ func NewServer(log *zap.Logger, b Backend, maxBody int64, reg *prometheus.Regist
 		{"POST /v1/sessions/{id}/calls", s.call},
 		{"POST /v1/sessions/{id}/batch", s.batch},
 		{"POST /v1/sessions/{id}/decide", s.decide},
+		{"POST /v1/sessions/{id}/reports", s.report},
 		{"GET /v1/sessions/{id}/rules", s.sessionRules},
 		{"GET /v1/sessions/{id}/tasks", s.sessionTasks},
 		{"GET /v1/approvals", s.listApprovals},

@@ -38,6 +38,9 @@ const (
 	KindCallDecide      Kind = "call.decide"
 	KindCallStart       Kind = "call.start"
 	KindCallEnd         Kind = "call.end"
+	// KindCallReport is what an agent reported a call it ran did (a PostToolUse hook): its
+	// word, recorded as such.
+	KindCallReport Kind = "call.report"
 	KindApprovalRequest Kind = "approval.request"
 	KindApprovalResolve Kind = "approval.resolve"
 	// KindNetConnect is one egress proxy decision: session, host, port, resolved ip, method and
@@ -52,7 +55,7 @@ var callerKinds = map[Kind]bool{
 	KindDaemonStart: true, KindDaemonStop: true, KindPolicyLoad: true,
 	KindSessionCreate: true, KindSessionUpdate: true, KindSessionDelete: true,
 	KindSessionSuspend: true, KindSessionResume: true,
-	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
+	KindCallDecide: true, KindCallStart: true, KindCallEnd: true, KindCallReport: true,
 	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true,
 }
 

@@ -376,6 +376,11 @@ func (c *Core) Tasks(s *session.Session) []map[string]any { return c.host.Tasks(
 // AuditDir implements api.Backend.
 func (c *Core) AuditDir() string { return c.recorder.log.Dir() }
 
+// Report implements api.Backend.
+func (c *Core) Report(ctx context.Context, s *session.Session, caller session.Caller, r protocol.ToolReport) error {
+	return c.recorder.report(ctx, s, caller, r)
+}
+
 // Policy implements api.Backend.
 func (c *Core) Policy() protocol.Policy {
 	return protocol.Policy{Digest: c.policy.Digest(), Modules: c.policy.Modules()}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -242,4 +244,17 @@ func (r *recorder) daemon(ctx context.Context, kind audit.Kind, detail map[strin
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// report records an agent's report on a call it ran, as the agent's word.
+func (r *recorder) report(ctx context.Context, s *session.Session, caller session.Caller, tr protocol.ToolReport) error {
+	snap := s.Snapshot()
+	detail := map[string]string{"event": tr.Event, "reported_by": "agent",
+		"is_error": strconv.FormatBool(tr.IsError), "response_bytes": strconv.Itoa(tr.ResponseBytes)}
+	err := r.log.Append(ctx, &audit.Record{Kind: audit.KindCallReport, Caller: auditCaller(caller), Session: snap.ID,
+		Mode: string(snap.Mode), Tool: tr.Tool, ToolUseID: tr.ToolUseID, Input: validJSON(tr.Input), Detail: detail})
+	if err != nil {
+		return errcode.New(errcode.AuditUnavailable, err)
+	}
+	return nil
 }

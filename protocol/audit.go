@@ -84,3 +84,18 @@ type Policy struct {
 	Digest  string            `json:"digest"`
 	Modules map[string]string `json:"modules"`
 }
+
+// ToolReport is the body of POST /v1/sessions/{id}/reports: what the agent says a call it ran
+// did (a PostToolUse hook). It is recorded as the agent's word (call.report), never as
+// something sandboxd saw.
+type ToolReport struct {
+	// Event is the agent's hook event, e.g. "PostToolUse".
+	Event     string          `json:"event"`
+	Tool      string          `json:"tool"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	// IsError and ResponseBytes describe the tool's response as the agent saw it; the response
+	// itself is not sent (it may hold what the agent read).
+	IsError       bool `json:"is_error,omitempty"`
+	ResponseBytes int  `json:"response_bytes,omitempty"`
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -125,14 +126,39 @@ func TestHookDecisions(t *testing.T) {
 			t.Errorf("%d session files, want 2", n)
 		}
 	})
-	t.Run("PostToolUse is a no-op", func(t *testing.T) {
+	t.Run("PostToolUse answers nothing and is recorded as the agent's report", func(t *testing.T) {
 		in := base("Bash", map[string]any{"command": "ls"})
 		in["hook_event_name"] = "PostToolUse"
+		in["tool_use_id"] = "toolu_post_1"
+		in["tool_response"] = map[string]any{"stdout": "a\nb\n", "stderr": "", "interrupted": false}
 		if out := runHook(t, b, d.socket, u, rt, in); out != "" {
 			t.Errorf("PostToolUse printed %q", out)
 		}
-		if out := runHook(t, b, d.socket, u, rt, base("Bash", map[string]any{"command": "ls"}), "--event", "PostToolUse"); out != "" {
+		flagged := base("Bash", map[string]any{"command": "false"})
+		flagged["tool_use_id"] = "toolu_post_2"
+		flagged["tool_response"] = map[string]any{"is_error": true}
+		if out := runHook(t, b, d.socket, u, rt, flagged, "--event", "PostToolUse"); out != "" {
 			t.Errorf("--event PostToolUse printed %q", out)
+		}
+		unknown := base("Bash", map[string]any{"command": "ls"})
+		unknown["session_id"] = "agent-never-decided"
+		unknown["hook_event_name"] = "PostToolUse"
+		if out := runHook(t, b, d.socket, u, rt, unknown); out != "" {
+			t.Errorf("PostToolUse of an agent session sandboxd never saw printed %q", out)
+		}
+		recs := map[string]map[string]any{}
+		for r, err := range audit.Query(filepath.Join(d.dir, "state", "audit"), audit.Filter{Kinds: []audit.Kind{audit.KindCallReport}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Caller == nil || r.Caller.UID != u.UID || r.Tool != "Bash" || r.Detail["reported_by"] != "agent" {
+				t.Errorf("report record: %+v", r)
+			}
+			recs[r.ToolUseID] = map[string]any{"is_error": r.Detail["is_error"], "input": string(r.Input)}
+		}
+		if len(recs) != 2 || recs["toolu_post_1"]["is_error"] != "false" || recs["toolu_post_2"]["is_error"] != "true" ||
+			recs["toolu_post_2"]["input"] != `{"command":"false"}` {
+			t.Errorf("call.report records: %v", recs)
 		}
 	})
 	t.Run("the session is recreated when the daemon lost it", func(t *testing.T) {

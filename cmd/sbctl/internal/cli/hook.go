@@ -27,6 +27,8 @@ type hookInput struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
+	// ToolResponse is PostToolUse's: what the tool returned to the agent.
+	ToolResponse json.RawMessage `json:"tool_response"`
 }
 
 // hookOutput is the PreToolUse answer.
@@ -108,13 +110,14 @@ func cmdHook(e *Env, args []string) error {
 // hook decides; ok is false when the event needs no answer (PostToolUse).
 func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) {
 	unavailable := func(why string) (hookOutput, bool) {
+		if hf.event == "PostToolUse" {
+			fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", why)
+			return hookOutput{}, false // nothing to answer after the fact
+		}
 		return decision(hf.onUnavailable, "sandboxd could not decide this call, so it is "+verb(hf.onUnavailable)+": "+why), true
 	}
-	if hf.event != "" && hf.event != "PreToolUse" {
-		// TODO(#19): record a PostToolUse outcome in the audit log once the daemon has a
-		// route for it; until then there is nothing to tell it, and no output means the
-		// agent's normal flow.
-		return hookOutput{}, false
+	if hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" {
+		return hookOutput{}, false // an event this command does not answer: the agent's normal flow
 	}
 	raw, err := io.ReadAll(io.LimitReader(e.Stdin, maxHookInputBytes+1))
 	if err != nil {
@@ -127,9 +130,16 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return unavailable("the hook input is not the expected JSON: " + err.Error())
 	}
-	if hf.event == "" && in.HookEventName != "" && in.HookEventName != "PreToolUse" {
-		// PostToolUse (see above), or an event this command does not answer.
+	event := hf.event
+	if event == "" {
+		event = in.HookEventName
+	}
+	if event == "PostToolUse" {
+		report(ctx, e, hf, &in)
 		return hookOutput{}, false
+	}
+	if event != "" && event != "PreToolUse" {
+		return hookOutput{}, false // an event this command does not answer
 	}
 	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
 		return unavailable("the hook input lacks tool_name, session_id or an absolute cwd")
@@ -325,4 +335,47 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// report records a PostToolUse outcome in the audit log of the session the PreToolUse hook
+// decided the call in. It answers nothing (the agent's flow goes on whatever happens); a
+// failure is said on stderr, which the agent shows in its transcript.
+func report(ctx context.Context, e *Env, hf *hookFlags, in *hookInput) {
+	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
+		fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse input lacks tool_name, session_id or an absolute cwd; not recorded")
+		return
+	}
+	socket, err := filepath.Abs(e.Socket)
+	if err != nil {
+		return
+	}
+	mode := hf.mode
+	if mode == "" && agentModes[in.PermissionMode] {
+		mode = in.PermissionMode
+	}
+	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd+"\x00"+mode)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "sbctl hook:", err)
+		return
+	}
+	sid, err := store.load()
+	if err != nil || sid == "" {
+		return // no PreToolUse decided in this session: nothing of sandboxd's to report on
+	}
+	tr := protocol.ToolReport{Event: "PostToolUse", Tool: in.ToolName, ToolUseID: in.ToolUseID, Input: in.ToolInput,
+		IsError: responseIsError(in.ToolResponse), ResponseBytes: len(in.ToolResponse)}
+	if err := e.Client().Do(ctx, client.MethodPost, "/v1/sessions/"+sid+"/reports", tr, nil); err != nil {
+		fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", err)
+	}
+}
+
+// responseIsError reads the agents' error markers in a tool response: is_error, or an
+// interrupted or failed Bash call.
+func responseIsError(resp json.RawMessage) bool {
+	var r struct {
+		IsError     bool   `json:"is_error"`
+		Interrupted bool   `json:"interrupted"`
+		Error       string `json:"error"`
+	}
+	return json.Unmarshal(resp, &r) == nil && (r.IsError || r.Interrupted || r.Error != "")
 }
