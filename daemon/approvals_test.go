@@ -470,3 +470,41 @@ func TestApprovalStream(t *testing.T) {
 }
 
 type syscallStat = syscall.Stat_t
+
+// TestParentRulesReachChildren: a rule the parent gains after its sub-agents were created binds
+// them (and theirs) from their next call, and one it drops frees them again.
+func TestParentRulesReachChildren(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	p := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	child := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","parent_id":%q}`, dir, p.ID))
+	grandchild := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","parent_id":%q}`, dir, child.ID))
+	push := `{"command":"git push origin main"}`
+	for _, s := range []string{child.ID, grandchild.ID} {
+		if b := decide(t, td, s, "Bash", push); b != "allow" {
+			_, body := td.do(t, "POST", "/v1/sessions/"+s+"/decide", `{"tool":"Bash","input":`+push+`}`)
+			t.Fatalf("before the parent's deny: %s: %s", b, body)
+		}
+	}
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+p.ID, `{"rules":{"deny":["Bash(git push:*)"]}}`); code != http.StatusOK {
+		t.Fatalf("patch parent: %d %s", code, b)
+	}
+	for _, s := range []string{p.ID, child.ID, grandchild.ID} {
+		if b := decide(t, td, s, "Bash", push); b != "deny" {
+			t.Errorf("after the parent's deny, session %s: %s", s, b)
+		}
+	}
+	// The child's own rules cannot lift it.
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+child.ID, `{"rules":{"allow":["Bash(git push:*)"]}}`); code != http.StatusOK {
+		t.Fatalf("patch child: %d %s", code, b)
+	}
+	if b := decide(t, td, child.ID, "Bash", push); b != "deny" {
+		t.Errorf("a child's allow outweighed its parent's deny: %s", b)
+	}
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+p.ID, `{"rules":{"deny":[]}}`); code != http.StatusOK {
+		t.Fatalf("patch parent: %d %s", code, b)
+	}
+	if b := decide(t, td, grandchild.ID, "Bash", push); b != "allow" {
+		t.Errorf("after the parent dropped its deny: %s", b)
+	}
+}

@@ -172,11 +172,20 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 // may have changed). A session whose rules fail to load is suspended: its old rules may lack
 // the admin's new deny, so every call is denied until a rebuild succeeds. Both are audited.
 func (c *Core) reloadRules() {
-	c.reloadMu.Lock()
-	defer c.reloadMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	c.rebuildRules(ctx, func(*session.Session) bool { return true })
+}
+
+// rebuildRules rebuilds the rule sets of the sessions which selects, suspending those whose
+// rules fail to load (see reloadRules).
+func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bool) {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
 	for _, s := range c.store.All() {
+		if !which(s) {
+			continue
+		}
 		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
 		if err != nil {
 			reason := fmt.Sprintf("session rules could not be rebuilt: %v; recreate the session", err)
@@ -341,6 +350,11 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	s.Apply(u)
 	if err := c.recorder.sessionChange(ctx, caller, snap, s); err != nil {
 		return session.Snapshot{}, err
+	}
+	if u.Rules != nil {
+		// Its sub-agents are decided by its rules too: theirs are rebuilt now, not at their
+		// next change, so a deny the parent gains binds them from its next call.
+		c.rebuildRules(ctx, func(d *session.Session) bool { return d.Descends(s) })
 	}
 	return s.Snapshot(), nil
 }

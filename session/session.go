@@ -65,9 +65,6 @@ type Session struct {
 	// child reads its parent's mode to bound its own and routes bubbled asks to it; it never
 	// changes it.
 	Parent *Session
-	// Inherited are the rules of the parent chain, fixed at creation: the child's rule set is
-	// these plus its own, so a child's allow never outweighs a parent's deny or ask.
-	Inherited Rules
 	// Denials counts auto mode's classifier denials (its own, never the parent's).
 	Denials Denials
 	// History is the session's last calls, for auto mode's classifier.

@@ -55,8 +55,6 @@ func (st *Store) Create(owner Caller, p Params) *Session {
 		s.Parent = par
 		s.Reads = par.Reads.Clone()
 		s.Budget = par.Budget.Clone()
-		ps := par.Snapshot()
-		s.Inherited = mergeRules(par.Inherited, ps.Rules)
 	}
 	st.mu.Lock()
 	st.sessions[s.ID] = s
@@ -80,8 +78,28 @@ func mergeRules(a, b Rules) Rules {
 	return Rules{Allow: cat(a.Allow, b.Allow), Deny: cat(a.Deny, b.Deny), Ask: cat(a.Ask, b.Ask)}
 }
 
+// Inherited are the rules of the parent chain as they are now: a child's rule set is these
+// plus its own, so a child's allow never outweighs a parent's deny or ask, and a rule its
+// parent gains later binds it too (the daemon rebuilds descendants' rule sets then).
+func (s *Session) Inherited() Rules {
+	if s.Parent == nil {
+		return Rules{}
+	}
+	return s.Parent.WithInherited(s.Parent.Snapshot().Rules)
+}
+
 // WithInherited is the rules the session is decided by: its parent chain's and then its own.
-func (s *Session) WithInherited(own Rules) Rules { return mergeRules(s.Inherited, own) }
+func (s *Session) WithInherited(own Rules) Rules { return mergeRules(s.Inherited(), own) }
+
+// Descends reports whether s is a (grand)child of ancestor.
+func (s *Session) Descends(ancestor *Session) bool {
+	for p := s.Parent; p != nil; p = p.Parent {
+		if p == ancestor {
+			return true
+		}
+	}
+	return false
+}
 
 // Get returns the session for acting in it (its calls, decisions and changes run as its
 // owner): only its owner, or root, may. An admin who is not root gets ErrNotFound, as any
