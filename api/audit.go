@@ -39,7 +39,7 @@ func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
 	}
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
-			t, err := parseTime(v)
+			t, err := protocol.ParseTime(v)
 			if err != nil {
 				return f, errcode.New(errcode.BadRequest, fmt.Errorf("%s: %w", name, err))
 			}
@@ -51,18 +51,6 @@ func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
 		f.UID = &uid
 	}
 	return f, nil
-}
-
-// parseTime takes RFC 3339 or a duration back from now ("15m", "24h").
-func parseTime(v string) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want RFC 3339 time or a duration like 15m: %q", v)
-	}
-	return t, nil
 }
 
 // auditRecords streams matching records as JSON lines; with follow=1 it keeps streaming new

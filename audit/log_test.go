@@ -277,17 +277,18 @@ func TestIntervalCheckpointAndHead(t *testing.T) {
 	}
 }
 
-func TestSyslogForwarding(t *testing.T) {
-	t.Parallel()
+// syslogMessage appends r to a log that forwards to a socket of the test's and returns the
+// message the socket got.
+func syslogMessage(t *testing.T, cfg Config, r *Record) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "log.sock")
 	pc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	l := openTest(t, Config{SyslogAddr: sock, SyslogApp: "sbtest"})
-	r := callRecord(1)
-	r.Decision.Rule = `Bash(x "y" ])`
+	cfg.SyslogAddr = sock
+	l := openTest(t, cfg)
 	if err := l.Append(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,14 @@ func TestSyslogForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := string(buf[:n])
+	return string(buf[:n])
+}
+
+func TestSyslogForwarding(t *testing.T) {
+	t.Parallel()
+	r := callRecord(1)
+	r.Decision.Rule = `Bash(x "y" ])`
+	msg := syslogMessage(t, Config{SyslogApp: "sbtest"}, r)
 	for _, want := range []string{"<86>1 ", " sbtest ", " call.end [sandboxd@32473 seq=\"1\" hash=\"" + r.Hash + "\"",
 		` uid="1001"`, ` rule="Bash(x \"y\" \])"`, `] {"v":2,"seq":1,`} {
 		if !strings.Contains(msg, want) {

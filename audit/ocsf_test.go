@@ -1,10 +1,7 @@
 package audit
 
 import (
-	"context"
 	"encoding/json"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,24 +92,7 @@ func TestOCSFRequiredFields(t *testing.T) {
 
 func TestSyslogForwardsOCSF(t *testing.T) {
 	t.Parallel()
-	sock := filepath.Join(t.TempDir(), "log.sock")
-	pc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	l := openTest(t, Config{SyslogAddr: sock, SyslogOCSF: true})
-	if err := l.Append(context.Background(), callRecord(1)); err != nil {
-		t.Fatal(err)
-	}
-	pc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 1<<16)
-	n, _, err := pc.ReadFrom(buf)
-	l.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := string(buf[:n])
+	msg := syslogMessage(t, Config{SyslogOCSF: true}, callRecord(1))
 	i := strings.Index(msg, "] {")
 	if i < 0 {
 		t.Fatalf("no JSON after the header: %s", msg)

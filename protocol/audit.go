@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -98,4 +99,17 @@ type ToolReport struct {
 	// itself is not sent (it may hold what the agent read).
 	IsError       bool `json:"is_error,omitempty"`
 	ResponseBytes int  `json:"response_bytes,omitempty"`
+}
+
+// ParseTime reads an audit filter's since or until: an RFC 3339 time, or a duration back from
+// now ("15m", "24h").
+func ParseTime(v string) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h: %q", v)
+	}
+	return t, nil
 }

@@ -80,7 +80,7 @@ func Replay(e *cli.Env, args []string) error {
 		if x.v == "" {
 			continue
 		}
-		t, err := parseWhen(x.v)
+		t, err := protocol.ParseTime(x.v)
 		if err != nil {
 			return cli.UsageError(err.Error())
 		}
@@ -251,16 +251,4 @@ func daemonRecords(e *cli.Env, f audit.Filter) iter.Seq2[*audit.Record, error] {
 			yield(nil, err)
 		}
 	}
-}
-
-// parseWhen takes RFC 3339 or a duration back from now, as the daemon's filters do.
-func parseWhen(v string) (time.Time, error) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h: %q", v)
-	}
-	return t, nil
 }
