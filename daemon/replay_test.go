@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,6 +168,29 @@ func TestAuditCommandsThroughSbctl(t *testing.T) {
 		t.Errorf("unchanged policy: exit %d\n%s", code, out)
 	}
 
+	// A candidate admin policy directory (custom Rego and settings) and a bundle, read by sbctl.
+	pdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pdir, "nostatus.rego"), []byte("package sandboxd.custom\n\nimport rego.v1\n\n"+
+		"deny contains \"no git status here\" if {\n\tinput.tool == \"Bash\"\n\tinput.input.command == \"git status\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, "managed.json"), []byte(`{"permissions":{"deny":["Bash(ls:*)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = sbctl(t, bin, td.socket, nil, "--json", "audit", "replay", "--policy-dir", pdir)
+	rows = nil
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 2 ||
+		rows[0].Input != "git status" || rows[1].Input != "ls -la" || rows[1].New.Rule != "Bash(ls:*)" {
+		t.Fatalf("replay --policy-dir: exit %d %v\n%s%s", code, err, out, stderr)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	writeBundle(t, bundle, "custom/noecho.rego", "package sandboxd.custom\n\nimport rego.v1\n\n"+
+		"deny contains \"no echo\" if {\n\tinput.tool == \"Bash\"\n\tstartswith(input.input.command, \"echo \")\n}\n")
+	out, stderr, code = sbctl(t, bin, td.socket, nil, "audit", "replay", "--bundle", bundle)
+	if code != 0 || !strings.Contains(out, "echo replayed-call") || !strings.Contains(out, "1 changes (allow→deny 1)") {
+		t.Fatalf("replay --bundle: exit %d\n%s%s", code, out, stderr)
+	}
+
 	// Offline on a copy of the log: the same answer; a tampered copy is refused.
 	copyDir := filepath.Join(t.TempDir(), "audit")
 	if b, err := exec.Command("cp", "-a", filepath.Join(td.state, "audit"), copyDir).CombinedOutput(); err != nil {
@@ -219,5 +244,28 @@ func TestAuditCommandsThroughSbctl(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev["class_uid"] == nil || ev["metadata"] == nil {
 			t.Errorf("ocsf line: %v %s", err, l)
 		}
+	}
+}
+
+// writeBundle writes an OPA bundle (tar.gz) holding one module.
+func writeBundle(t *testing.T, path, name, module string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: int64(len(module))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(module)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
