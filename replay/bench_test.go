@@ -17,10 +17,10 @@ import (
 	"github.com/sandboxd/sandboxd/policy"
 )
 
-// writeLog writes n call records as the daemon does: Bash and Read calls, half of them with
-// an input no other record has (so the decision cache cannot answer them), under one rule set
-// recorded in full once.
-func writeLog(tb testing.TB, n int) string {
+// writeLog writes n call records as the daemon does: Bash and Read calls, one in every
+// distinctEvery with an input no other record has (so nothing remembered answers it), under
+// one rule set recorded in full once.
+func writeLog(tb testing.TB, n, distinctEvery int) string {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "audit")
 	l, err := audit.Open(audit.Config{Dir: dir}, zap.NewNop())
@@ -49,14 +49,17 @@ func writeLog(tb testing.TB, n int) string {
 			Dirs: []string{"/home/u/p"}, Mode: permission.ModeDefault}
 		if i%4 == 3 {
 			tool = "Read"
-			p := fmt.Sprintf("/home/u/p/file%d.go", i%(n/2+1))
+			p := fmt.Sprintf("/home/u/p/file%d.go", i%50)
+			if i%distinctEvery == 0 {
+				p = fmt.Sprintf("/home/u/p/file%d.go", i)
+			}
 			input, _ = json.Marshal(map[string]any{"file_path": p})
 			f.ReadOnly = true
 			f.Paths = []permission.PathFact{{Requested: p, Resolved: p, Access: permission.Read}}
 		} else {
 			tool = "Bash"
 			cmd = cmds[i%len(cmds)]
-			if i%2 == 0 {
+			if i%distinctEvery == 0 {
 				cmd = fmt.Sprintf("grep -n item%d src/main.go", i)
 			}
 			input, _ = json.Marshal(map[string]any{"command": cmd})
@@ -80,32 +83,35 @@ func writeLog(tb testing.TB, n int) string {
 }
 
 // BenchmarkReplay100k replays a 100 000-record log; records/s is the figure (goal: 20 000),
-// with one decision at a time and with one per CPU.
+// with every other call distinct (a pessimistic log) and one in ten, with one decision at a
+// time and with one per CPU.
 func BenchmarkReplay100k(b *testing.B) {
 	const n = 100_000
-	dir := writeLog(b, n)
 	mods, err := policy.EmbeddedModules()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			for range b.N {
-				r, err := New(context.Background(), mods, Candidate{Deny: []string{"Bash(grep:*)"}})
-				if err != nil {
-					b.Fatal(err)
+	for _, distinct := range []int{2, 10} {
+		dir := writeLog(b, n, distinct)
+		for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("distinct=1in%d/workers=%d", distinct, workers), func(b *testing.B) {
+				for range b.N {
+					r, err := New(context.Background(), mods, Candidate{Deny: []string{"Bash(grep:*)"}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					st, err := r.run(context.Background(), audit.Query(dir, audit.Filter{}), nil, func(*Change) error { return nil }, workers)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st.Replayed != n || st.Changed == 0 {
+						b.Fatalf("replayed %d of %d, %d changed: skipped %v", st.Replayed, n, st.Changed, st.Skipped)
+					}
+					b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+					r.Close()
 				}
-				start := time.Now()
-				st, err := r.run(context.Background(), audit.Query(dir, audit.Filter{}), nil, func(*Change) error { return nil }, workers)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if st.Replayed != n || st.Changed == 0 {
-					b.Fatalf("replayed %d of %d, %d changed: skipped %v", st.Replayed, n, st.Changed, st.Skipped)
-				}
-				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
-				r.Close()
-			}
-		})
+			})
+		}
 	}
 }
