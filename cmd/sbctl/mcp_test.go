@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -245,4 +246,105 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// TestMCPAsksThroughElicitation: with a client that can ask its user, an asked call is put to
+// them; an allow runs it (once), a deny refuses it with their message, and the daemon's
+// approval queue records both answers.
+func TestMCPAsksThroughElicitation(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	work := filepath.Join(d.dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "sbctl-test", Version: "0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, r.Params.Message)
+			if strings.Contains(r.Params.Message, "allowed.txt") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "message": "write to allowed.txt instead"}}, nil
+		},
+	})
+	cmd := exec.Command(b.sbctl, "--socket", d.socket, "mcp", "--cwd", work, "--wait", "30s")
+	cmd.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	write := func(name string) *mcp.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Write", Arguments: map[string]any{"file_path": filepath.Join(work, name), "content": "x"}})
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		return r
+	}
+	if r := write("allowed.txt"); r.IsError {
+		t.Errorf("allowed through elicitation: %q", text(r))
+	}
+	if _, err := os.Stat(filepath.Join(work, "allowed.txt")); err != nil {
+		t.Errorf("the allowed Write did not run: %v", err)
+	}
+	r := write("refused.txt")
+	if !r.IsError || !strings.Contains(text(r), "write to allowed.txt instead") {
+		t.Errorf("denied through elicitation: error %v, %q", r.IsError, text(r))
+	}
+	if _, err := os.Stat(filepath.Join(work, "refused.txt")); err == nil {
+		t.Error("the denied Write ran")
+	}
+	if len(asked) != 2 || !strings.Contains(asked[0], "Write") {
+		t.Errorf("elicitations: %q", asked)
+	}
+	var answers []string
+	for rec, err := range audit.Query(filepath.Join(d.dir, "state", "audit"), audit.Filter{Kinds: []audit.Kind{audit.KindApprovalResolve}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, rec.Detail["answer"])
+	}
+	if strings.Join(answers, ",") != "allow,deny" {
+		t.Errorf("approval answers in the audit log: %v", answers)
+	}
+}
+
+// TestMCPWaitsInTheQueue: a client that cannot ask its user, with --wait, leaves the asked
+// call waiting in sandboxd's approval queue, where `sbctl approve` lets it run.
+func TestMCPWaitsInTheQueue(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	work := filepath.Join(d.dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectMCP(t, b, d.socket, nil, "--cwd", work, "--wait", "30s")
+	defer cs.Close()
+	go func() {
+		for range 100 {
+			out, err := exec.Command(b.sbctl, "--socket", d.socket, "--json", "approvals").Output()
+			var list []struct{ ID string }
+			if err == nil && json.Unmarshal(out, &list) == nil && len(list) == 1 {
+				exec.Command(b.sbctl, "--socket", d.socket, "approve", list[0].ID).Run()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Write", Arguments: map[string]any{"file_path": filepath.Join(work, "queued.txt"), "content": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IsError {
+		t.Errorf("approved from the queue: %q", text(r))
+	}
+	if _, err := os.Stat(filepath.Join(work, "queued.txt")); err != nil {
+		t.Errorf("the approved Write did not run: %v", err)
+	}
 }

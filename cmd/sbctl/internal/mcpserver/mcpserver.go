@@ -66,11 +66,12 @@ func Cmd(e *cli.Env, args []string) error {
 	fs.Var(&dirs, "add-dir", "additional directory (repeatable)")
 	fs.BoolVar(&cs.TrustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
 	fs.BoolVar(&cs.PersistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
+	wait := fs.Duration("wait", 0, "how long an asked call waits in sandboxd's approval queue for an answer (sbctl approvals) when the MCP client cannot ask its user (elicitation); 0: it returns at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return cli.UsageError("usage: sbctl mcp [--mode M] [--cwd D] [--parent ID] [--allow R]... [--deny R]... [--ask R]... [--add-dir D]...")
+		return cli.UsageError("usage: sbctl mcp [--mode M] [--cwd D] [--parent ID] [--allow R]... [--deny R]... [--ask R]... [--add-dir D]... [--wait D]")
 	}
 	cs.Rules = protocol.Rules{Allow: allow, Deny: deny, Ask: ask}
 	cs.AdditionalDirs = dirs
@@ -86,7 +87,7 @@ func Cmd(e *cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("create the connection's session: %w", err)
 	}
-	conn := &connSession{c: c, params: cs, id: sess.ID}
+	conn := &connSession{c: c, params: cs, id: sess.ID, wait: *wait}
 	defer func() {
 		// The connection's ctx may be what ended: removing the session (and killing what it
 		// still runs) must not depend on it.
@@ -123,6 +124,8 @@ func (nopWriteCloser) Close() error { return nil }
 type connSession struct {
 	c      *client.Client
 	params protocol.CreateSession
+	// wait is --wait: how long an ask waits in the approval queue when the client cannot ask.
+	wait time.Duration
 
 	mu sync.Mutex
 	id string
@@ -236,6 +239,12 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 			args = json.RawMessage("{}")
 		}
 		cr := protocol.CallRequest{Tool: tool, Input: args}
+		elicit := canElicit(req.Session)
+		if conn.wait > 0 && !elicit {
+			// Nobody to ask through the client: the call waits in the approval queue, where
+			// `sbctl approvals` answers it.
+			cr.WaitMS = conn.wait.Milliseconds()
+		}
 		token := req.Params.GetProgressToken()
 		run := func(id string) (*protocol.CallResult, error) {
 			if token != nil && tool == "Bash" {
@@ -244,6 +253,10 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 			return conn.c.Call(ctx, id, cr)
 		}
 		id := conn.current()
+		if resp, ok := req.Params.InputResponses[approveKey]; ok {
+			// The client's user answered the question askThroughClient put.
+			return answered(ctx, conn, id, cr, req.Params.RequestState, resp), nil
+		}
 		res, err := run(id)
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == 404 && ae.Detail.Class == "not_found" {
@@ -257,8 +270,71 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 			// error the model can read, not a protocol error.
 			return errorResult("sandboxd could not run the call: " + err.Error()), nil
 		}
+		if elicit && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
+			return askThroughClient(cr, res), nil
+		}
 		return toResult(res), nil
 	}
+}
+
+// canElicit reports whether the MCP client can put a question to its user.
+func canElicit(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+// approveKey names the one input request an asked call makes of the client.
+const approveKey = "approve"
+
+// elicitSchema is the form the client shows its user for an asked call.
+var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"decision":{"type":"string","enum":["allow","deny"],"description":"Run this call once (allow), or refuse it (deny)"},` +
+	`"message":{"type":"string","description":"With a deny: what the agent should do instead"}},` +
+	`"required":["decision"]}`)
+
+// askThroughClient turns an asked call into a question for the MCP client's user (an
+// elicitation, as an input request the client fulfils and retries the call with). The
+// request state is the call's approval in sandboxd: only its answer decides what runs, and
+// the daemon lets only the session's owner give it.
+func askThroughClient(cr protocol.CallRequest, asked *protocol.CallResult) *mcp.CallToolResult {
+	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cr.Tool, why(asked.Decision), cli.Clip(cli.InputSummary(cr.Tool, cr.Input), 500))
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{approveKey: &mcp.ElicitParams{Message: msg, RequestedSchema: elicitSchema}},
+		RequestState:  asked.ApprovalID,
+	}
+}
+
+// answered gives the user's answer to the approval the request state names and, on an
+// allow, resumes the approved call, which runs exactly what was decided (whatever arguments
+// the retry carries). A decline, a cancel or anything else is a deny.
+func answered(ctx context.Context, conn *connSession, sessionID string, cr protocol.CallRequest, approvalID string, resp mcp.InputResponse) *mcp.CallToolResult {
+	if approvalID == "" {
+		return errorResult("an answer came without the approval it answers; call the tool again")
+	}
+	answer := protocol.ApprovalAnswer{Answer: protocol.Deny, Message: "the user did not allow it"}
+	if er, ok := resp.(*mcp.ElicitResult); ok {
+		switch {
+		case er.Action == "accept" && er.Content["decision"] == protocol.Allow:
+			answer = protocol.ApprovalAnswer{Answer: protocol.Allow}
+		case er.Action == "accept":
+			if m, _ := er.Content["message"].(string); m != "" {
+				answer.Message = m
+			}
+		default:
+			answer.Message = "the user " + er.Action + "d the question"
+		}
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := conn.c.AnswerApproval(actx, approvalID, answer); err != nil {
+		return errorResult(fmt.Sprintf("sandboxd did not take the answer to approval %s (it may have expired; call the tool again): %v", approvalID, err))
+	}
+	cr.ApprovalID = approvalID
+	res, err := conn.c.Call(ctx, sessionID, cr)
+	if err != nil {
+		return errorResult("sandboxd could not run the call: " + err.Error())
+	}
+	return toResult(res)
 }
 
 // progressNotifier turns the daemon's NDJSON events into MCP progress notifications: a
