@@ -72,6 +72,7 @@ func Replay(e *cli.Env, args []string) error {
 	}
 	var modules map[string]string
 	var records iter.Seq2[*audit.Record, error]
+	inWindow := func(*audit.Record) bool { return true }
 	filter := audit.Filter{User: *user, Kinds: []audit.Kind{audit.KindCallEnd, audit.KindCallDecide}}
 	for _, x := range []struct {
 		v   string
@@ -95,7 +96,14 @@ func Replay(e *cli.Env, args []string) error {
 		if modules, err = policy.EmbeddedModules(); err != nil {
 			return err
 		}
+		// Every call record of the copy is read, the window applied after: a rule set recorded
+		// before --since still decides the calls inside it.
+		window := filter
+		filter.Since, filter.Until = time.Time{}, time.Time{}
 		records = audit.Query(*dir, filter)
+		inWindow = func(r *audit.Record) bool {
+			return (window.Since.IsZero() || !r.Time.Before(window.Since)) && (window.Until.IsZero() || r.Time.Before(window.Until))
+		}
 	} else {
 		var p protocol.Policy
 		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/policy", nil, &p); err != nil {
@@ -138,7 +146,7 @@ func Replay(e *cli.Env, args []string) error {
 	}
 	defer r.Close()
 	keep := func(rec *audit.Record) bool {
-		return (*session == "" || rec.Session == *session) && (*tool == "" || rec.Tool == *tool)
+		return (*session == "" || rec.Session == *session) && (*tool == "" || rec.Tool == *tool) && inWindow(rec)
 	}
 	var rows []replayRow
 	loosened := false
