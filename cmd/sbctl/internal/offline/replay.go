@@ -72,7 +72,6 @@ func Replay(e *cli.Env, args []string) error {
 	}
 	var modules map[string]string
 	var records iter.Seq2[*audit.Record, error]
-	inWindow := func(*audit.Record) bool { return true }
 	filter := audit.Filter{User: *user, Kinds: []audit.Kind{audit.KindCallEnd, audit.KindCallDecide}}
 	for _, x := range []struct {
 		v   string
@@ -87,6 +86,13 @@ func Replay(e *cli.Env, args []string) error {
 		}
 		*x.dst = t
 	}
+	// Every call record is read and the window applied after: a rule set recorded before
+	// --since still decides the calls inside it.
+	window := filter
+	filter.Since, filter.Until = time.Time{}, time.Time{}
+	inWindow := func(r *audit.Record) bool {
+		return (window.Since.IsZero() || !r.Time.Before(window.Since)) && (window.Until.IsZero() || r.Time.Before(window.Until))
+	}
 	if *dir != "" {
 		if _, err := audit.VerifyDir(*dir, nil); err != nil {
 			fmt.Fprintf(e.Stderr, "the log in %s is not intact; nothing replayed: %v\n", *dir, err)
@@ -96,14 +102,7 @@ func Replay(e *cli.Env, args []string) error {
 		if modules, err = policy.EmbeddedModules(); err != nil {
 			return err
 		}
-		// Every call record of the copy is read, the window applied after: a rule set recorded
-		// before --since still decides the calls inside it.
-		window := filter
-		filter.Since, filter.Until = time.Time{}, time.Time{}
 		records = audit.Query(*dir, filter)
-		inWindow = func(r *audit.Record) bool {
-			return (window.Since.IsZero() || !r.Time.Before(window.Since)) && (window.Until.IsZero() || r.Time.Before(window.Until))
-		}
 	} else {
 		var p protocol.Policy
 		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/policy", nil, &p); err != nil {
