@@ -158,6 +158,13 @@ func TestAuditCommandsThroughSbctl(t *testing.T) {
 		rows[0].Input != "npm test" || rows[0].Change != "ask→allow" || !rows[0].Loosens || rows[0].New.Rule != "Bash(npm test)" {
 		t.Fatalf("replay --allow --json --fail-on loosen: exit %d %v\n%s%s", code, err, out, stderr)
 	}
+	// A window: calls inside it are replayed with rule sets recorded before it.
+	if out, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--since", "1h", "--session", bypass.ID, "--deny", "Bash(git push:*)"); code != 0 || !strings.Contains(out, "2 changes (allow→deny 2)") {
+		t.Errorf("replay --since 1h --session: exit %d\n%s", code, out)
+	}
+	if out, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--until", "1h", "--deny", "Bash(git push:*)"); code != 0 || !strings.Contains(out, "replayed 0 calls") {
+		t.Errorf("replay --until 1h (before any call): exit %d\n%s", code, out)
+	}
 	if _, _, code := sbctl(t, bin, td.socket, nil, "audit", "replay", "--deny", "Bash(git push:*)", "--fail-on", "loosen"); code != 0 {
 		t.Errorf("a deny loosens nothing: --fail-on loosen exit %d", code)
 	}
