@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -84,9 +85,17 @@ func (h *Host) startConfined(ctx context.Context, spec *sandbox.Spec, stdin []by
 		_, _ = io.Copy(io.Discard, errR)
 	}()
 	res, werr := proc.Wait()
-	outR.Close() // unblocks a writer of stdin whose reader died
-	errR.Close()
+	// What the command wrote before it ended is still in the pipes: read it all, then close.
+	// Closing at once lost a hook's stderr (its block reason) whenever the reader had not
+	// run yet. A writer that outlived the command (its cgroup is gone, so none should) gets
+	// a second.
+	deadline := time.Now().Add(time.Second)
+	_ = outR.SetReadDeadline(deadline)
+	_ = errR.SetReadDeadline(deadline)
+	_ = stdinW.SetWriteDeadline(deadline)
 	wg.Wait()
+	outR.Close()
+	errR.Close()
 	if werr != nil {
 		return nil, werr
 	}
