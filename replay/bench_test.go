@@ -110,8 +110,8 @@ func BenchmarkReplay100k(b *testing.B) {
 						b.Fatalf("replayed %d of %d, %d changed: skipped %v", st.Replayed, n, st.Changed, st.Skipped)
 					}
 					b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
-				// What a loaded host cannot skew: the records one CPU-second replays.
-				b.ReportMetric(float64(n)/(cpuTime()-cpu0).Seconds(), "records/cpu-s")
+					// What a loaded host cannot skew: the records one CPU-second replays.
+					b.ReportMetric(float64(n)/(cpuTime()-cpu0).Seconds(), "records/cpu-s")
 					r.Close()
 				}
 			})
