@@ -150,7 +150,7 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request, c session.C
 	rep, err := audit.VerifyDir(s.backend.AuditDir(), s.backend.AuditPublicKey())
 	out := protocol.AuditVerify{OK: err == nil}
 	if rep != nil {
-		out.Report = (*protocol.VerifyReport)(rep)
+		out.Report = rep
 	}
 	if err != nil {
 		out.Error = err.Error()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // VerifyOptions says what to check beyond the hash chain.
@@ -20,24 +22,9 @@ type VerifyOptions struct {
 	Head string
 }
 
-// VerifyReport describes what Verify saw and, on failure, the first bad place.
-type VerifyReport struct {
-	Files       []string
-	Records     uint64
-	FirstSeq    uint64
-	LastSeq     uint64
-	LastHash    string
-	Pruned      bool   // the log starts at an audit.rotate: earlier files were removed by retention
-	Checkpoints int    // audit.checkpoint records seen (signatures checked when a key is given)
-	TornTails   int    // audit.torn_tail records: crashes that Open recovered
-	HeadSeq     uint64 // the head's seq, when a head was checked
-	Signed      bool   // checkpoints and head were checked against a public key
-
-	BadFile string // first failure: file, 1-based line, seq (the expected seq when unreadable)
-	BadLine int
-	BadSeq  uint64
-	Reason  string
-}
+// VerifyReport describes what Verify saw and, on failure, the first bad place. It is the
+// wire type itself: a report goes to clients as it is.
+type VerifyReport = protocol.VerifyReport
 
 // VerifyDir verifies the log files of dir against dir/head.json. With pub nil only the chain
 // is checked (and the head's hash, if a head is there).
@@ -69,7 +56,7 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 			return rep, err
 		}
 		if opt.PublicKey != nil && !verifySig(opt.PublicKey, h.Seq, h.Hash, h.Sig) {
-			return rep, rep.fail(opt.Head, 0, h.Seq, "head signature does not verify", ErrTampered)
+			return rep, fail(rep, opt.Head, 0, h.Seq, "head signature does not verify", ErrTampered)
 		}
 		head, rep.HeadSeq = h, h.Seq
 	} else if opt.PublicKey != nil {
@@ -88,9 +75,9 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 			next := rep.LastSeq + 1
 			r, perr := parseLine(line)
 			if perr != nil {
-				return rep.fail(path, lineNo, next, perr.Error(), ErrTampered)
+				return fail(rep, path, lineNo, next, perr.Error(), ErrTampered)
 			}
-			fail := func(why string) error { return rep.fail(path, lineNo, r.Seq, why, ErrTampered) }
+			fail := func(why string) error { return fail(rep, path, lineNo, r.Seq, why, ErrTampered) }
 			firstOfFile := lineNo == 1
 			switch {
 			case rep.Records == 0 && r.Seq == 1 && fi == 0:
@@ -160,24 +147,25 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 			return rep, bad
 		}
 		if len(tail) > 0 {
-			return rep, rep.fail(path, lineNo+1, rep.LastSeq+1,
+			return rep, fail(rep, path, lineNo+1, rep.LastSeq+1,
 				fmt.Sprintf("incomplete last line (%d bytes)", len(tail)), ErrTornTail)
 		}
 		if lineNo == 0 && fi != len(files)-1 {
-			return rep, rep.fail(path, 0, rep.LastSeq+1, "empty file in the middle of the log", ErrTampered)
+			return rep, fail(rep, path, 0, rep.LastSeq+1, "empty file in the middle of the log", ErrTampered)
 		}
 	}
 	if head != nil && !headSeen {
 		if head.Seq > rep.LastSeq {
-			return rep, rep.fail(opt.Head, 0, rep.LastSeq+1,
+			return rep, fail(rep, opt.Head, 0, rep.LastSeq+1,
 				fmt.Sprintf("log ends at seq %d but the signed head is seq %d: truncated", rep.LastSeq, head.Seq), ErrTampered)
 		}
-		return rep, rep.fail(opt.Head, 0, head.Seq, "signed head precedes the retained log", ErrTampered)
+		return rep, fail(rep, opt.Head, 0, head.Seq, "signed head precedes the retained log", ErrTampered)
 	}
 	return rep, nil
 }
 
-func (rep *VerifyReport) fail(file string, line int, seq uint64, why string, kind error) error {
+// fail records the first bad place in rep and returns the error that names it.
+func fail(rep *VerifyReport, file string, line int, seq uint64, why string, kind error) error {
 	rep.BadFile, rep.BadLine, rep.BadSeq, rep.Reason = file, line, seq, why
 	return fmt.Errorf("%s line %d (seq %d): %s: %w", filepath.Base(file), line, seq, why, kind)
 }

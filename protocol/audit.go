@@ -19,9 +19,8 @@ type AuditVerify struct {
 	Report *VerifyReport `json:"report"`
 }
 
-// VerifyReport is what a verification saw (audit.VerifyReport, which has no JSON tags: the
-// fields go by their Go names). It has audit.VerifyReport's fields in the same order, so the
-// daemon converts one to the other.
+// VerifyReport is what a verification saw, and on failure the first bad place (audit.Verify
+// fills it; it has no JSON tags: the fields go by their Go names).
 type VerifyReport struct {
 	Files       []string
 	Records     uint64

@@ -2,14 +2,12 @@ package offline
 
 import (
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/policy"
-	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // Policy runs `sbctl policy test`: the embedded Rego tests and the admin's custom ones,
@@ -65,17 +63,5 @@ func AuditVerify(e *cli.Env, args []string) error {
 	} else {
 		rep, verr = audit.Verify(files, audit.VerifyOptions{PublicKey: pub, Head: *head})
 	}
-	var out *protocol.VerifyReport
-	if rep != nil {
-		// The same fields by name: the client's copy is what sbctl prints.
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return fmt.Errorf("encode report: %w", err)
-		}
-		out = new(protocol.VerifyReport)
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("decode report: %w", err)
-		}
-	}
-	return cli.PrintVerify(e, out, verr)
+	return cli.PrintVerify(e, rep, verr)
 }
