@@ -361,6 +361,10 @@ func (l *Log) Healthy() bool { return l.healthy.Load() }
 // PublicKey is the checkpoint verification key.
 func (l *Log) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.PublicKey) }
 
+// MaxDetailBytes is how long a detail value may be before the log cuts it (0: no bound):
+// a writer with a value that must stay whole (JSON) leaves out a longer one instead.
+func (l *Log) MaxDetailBytes() int { return l.cfg.MaxInputBytes }
+
 // Dir is the log directory (for Verify/Query/Tail on the live log).
 func (l *Log) Dir() string { return l.cfg.Dir }
 

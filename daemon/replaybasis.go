@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -19,14 +20,23 @@ func (r *recorder) basisDetail(detail map[string]string, uid uint32, policy, fin
 	b := policy.Basis
 	detail[replay.DetailPolicyDigest] = b.PolicyDigest
 	detail[replay.DetailRulesDigest] = b.Rules.Digest()
+	// A value the log would cut (audit.max_input_bytes) is left out and its size said
+	// instead: cut JSON decides nothing, and a replay counts such a call as not replayable.
+	max := r.log.MaxDetailBytes()
+	fits := func(js []byte) bool { return max <= 0 || len(js) <= max }
 	if r.rules.first(uid, b.Rules.Digest(), r.log.Rotations()) {
-		if js, err := json.Marshal(replay.RulesOf(b.Rules)); err == nil {
+		if js, err := json.Marshal(replay.RulesOf(b.Rules)); err == nil && fits(js) {
 			detail[replay.DetailRules] = string(js)
+		} else if err == nil {
+			detail[replay.DetailRulesOmitted] = strconv.Itoa(len(js))
 		}
 	}
 	if js, err := json.Marshal(replay.FactsOf(b.Facts)); err == nil {
-		red, _ := audit.Redact(js)
-		detail[replay.DetailFacts] = string(red)
+		if red, _ := audit.Redact(js); fits(red) {
+			detail[replay.DetailFacts] = string(red)
+		} else {
+			detail[replay.DetailFactsOmitted] = strconv.Itoa(len(red))
+		}
 	}
 	if final == nil || final.Behavior != policy.Behavior || final.Rule != policy.Rule {
 		js, _ := json.Marshal(auditDecision(policy))

@@ -28,10 +28,14 @@ import (
 
 // The record detail keys the daemon writes for a replay.
 const (
-	DetailPolicyDigest   = "policy_digest"
-	DetailRulesDigest    = "rules_digest"
-	DetailRules          = "rules"
-	DetailFacts          = "facts"
+	DetailPolicyDigest = "policy_digest"
+	DetailRulesDigest  = "rules_digest"
+	DetailRules        = "rules"
+	DetailFacts        = "facts"
+	// DetailFactsOmitted and DetailRulesOmitted say the facts or the rule set were too large
+	// to record whole (audit.max_input_bytes); the value is their size in bytes.
+	DetailFactsOmitted   = "facts_omitted_bytes"
+	DetailRulesOmitted   = "rules_omitted_bytes"
 	DetailPolicyDecision = "policy_decision"
 	detailDecidedInput   = "decided_input"
 )
@@ -42,6 +46,8 @@ type Rules struct {
 	Effective permission.Effective `json:"effective"`
 	Home      string               `json:"home,omitempty"`
 	Cwd       string               `json:"cwd,omitempty"`
+	// unusable is why calls under this rule set cannot be replayed ("" when they can).
+	unusable string
 }
 
 // RulesOf is rs as recorded.
@@ -135,6 +141,9 @@ type Stats struct {
 // The reasons a call record is skipped.
 const (
 	SkipNoFacts   = "no decision facts recorded (the call failed before the permission step, or was recorded by an older daemon)"
+	SkipTooLarge  = "its input, facts or rule set were larger than audit.max_input_bytes, so they were not recorded whole"
+	SkipBadRecord = "its recorded facts or rule set do not decode"
+	SkipBadInput  = "its recorded input is not a JSON object (cut by audit.max_input_bytes, or not an object)"
 	SkipNoRules   = "its rule set is not in the records read (removed by retention, or outside --since)"
 	SkipNotPolicy = "decided before the policy (suspended session)"
 )
@@ -189,18 +198,25 @@ func (r *Replayer) Close() error { return r.engine.Close() }
 // PolicyDigest is the digest of the policy replayed under.
 func (r *Replayer) PolicyDigest() string { return r.engine.Digest() }
 
-// Learn takes what a record teaches about later ones (a rule set recorded in full).
+// Learn takes what a record teaches about later ones (a rule set recorded in full). A rule
+// set left out as too large, or that does not decode, makes the calls that use it skips.
 func (r *Replayer) Learn(rec *audit.Record) error {
-	js, ok := rec.Detail[DetailRules]
-	if !ok {
+	digest := rec.Detail[DetailRulesDigest]
+	var rs *Rules
+	if _, omitted := rec.Detail[DetailRulesOmitted]; omitted {
+		rs = &Rules{unusable: SkipTooLarge}
+	} else if js, ok := rec.Detail[DetailRules]; ok {
+		rs = new(Rules)
+		if err := json.Unmarshal([]byte(js), rs); err != nil {
+			rs = &Rules{unusable: SkipBadRecord}
+		}
+	}
+	if rs == nil {
 		return nil
 	}
-	var rs Rules
-	if err := json.Unmarshal([]byte(js), &rs); err != nil {
-		return fmt.Errorf("record %d: recorded rules: %w", rec.Seq, err)
-	}
 	r.mu.Lock()
-	r.rules[rec.Detail[DetailRulesDigest]] = &rs
+	r.rules[digest] = rs
+	delete(r.built, digest)
 	r.mu.Unlock()
 	return nil
 }
@@ -223,6 +239,9 @@ func (r *Replayer) Decide(ctx context.Context, rec *audit.Record) (*Change, erro
 		return nil, err
 	}
 	factsJS, ok := rec.Detail[DetailFacts]
+	if _, omitted := rec.Detail[DetailFactsOmitted]; omitted {
+		return nil, &ErrSkip{SkipTooLarge}
+	}
 	if !ok {
 		return nil, &ErrSkip{SkipNoFacts}
 	}
@@ -259,13 +278,16 @@ func (r *Replayer) decide(ctx context.Context, rec *audit.Record, digest string,
 	}
 	var rf Facts
 	if err := json.Unmarshal([]byte(factsJS), &rf); err != nil {
-		return permission.Decision{}, fmt.Errorf("record %d: recorded facts: %w", rec.Seq, err)
+		return permission.Decision{}, &ErrSkip{SkipBadRecord}
 	}
 	var in map[string]any
 	if len(input) > 0 {
 		if err := json.Unmarshal(input, &in); err != nil {
-			return permission.Decision{}, fmt.Errorf("record %d: input: %w", rec.Seq, err)
+			return permission.Decision{}, &ErrSkip{SkipBadInput}
 		}
+	}
+	if t, _ := in["truncated"].(bool); t && in["preview"] != nil {
+		return permission.Decision{}, &ErrSkip{SkipTooLarge} // the log kept only a preview
 	}
 	facts := &permission.Facts{Tool: rec.Tool, Input: in, Mode: permission.Mode(rec.Mode),
 		Caller: rf.Caller, Cwd: rf.Cwd, Dirs: rf.Dirs, Home: rf.Home, ReadOnly: rf.ReadOnly,
@@ -315,6 +337,9 @@ func (r *Replayer) ruleSet(digest string) (*permission.RuleSet, error) {
 	rec, ok := r.rules[digest]
 	if !ok || digest == "" {
 		return nil, &ErrSkip{SkipNoRules}
+	}
+	if rec.unusable != "" {
+		return nil, &ErrSkip{rec.unusable}
 	}
 	rules := rec.Rules
 	eff := rec.Effective

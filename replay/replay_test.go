@@ -61,7 +61,14 @@ func TestRunCountsSkipsAndKeepsOrder(t *testing.T) {
 	delete(noFacts.Detail, DetailFacts)
 	orphan := recorded(t, 3, "git push", false)
 	orphan.Detail[DetailRulesDigest] = "unknown"
-	recs := []*audit.Record{recorded(t, 1, "ls", true), noFacts, orphan}
+	cut := recorded(t, 4, "git push", false)
+	cut.Input = json.RawMessage(`{"truncated":true,"bytes":99999,"preview":"{\"command\":\"git pu"}`)
+	omitted := recorded(t, 5, "git push", false)
+	delete(omitted.Detail, DetailFacts)
+	omitted.Detail[DetailFactsOmitted] = "99999"
+	garbled := recorded(t, 6, "git push", false)
+	garbled.Detail[DetailFacts] = `{"caller":{"ui`
+	recs := []*audit.Record{recorded(t, 1, "ls", true), noFacts, orphan, cut, omitted, garbled}
 	for i := range 50 {
 		recs = append(recs, recorded(t, uint64(10+i), "git push origin b", false))
 	}
@@ -73,7 +80,8 @@ func TestRunCountsSkipsAndKeepsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Replayed != 51 || st.Changed != 50 || st.Skipped[SkipNoFacts] != 1 || st.Skipped[SkipNoRules] != 1 {
+	if st.Replayed != 51 || st.Changed != 50 || st.Skipped[SkipNoFacts] != 1 || st.Skipped[SkipNoRules] != 1 ||
+		st.Skipped[SkipTooLarge] != 2 || st.Skipped[SkipBadRecord] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	for i, s := range seqs {
@@ -101,4 +109,20 @@ func FuzzDecide(f *testing.F) {
 		clear(r.built)
 		r.mu.Unlock()
 	})
+}
+
+// A rule set the log could not keep whole makes its calls skips with that reason.
+func TestRulesLeftOutAreSkips(t *testing.T) {
+	r := newReplayer(t, Candidate{})
+	big := recorded(t, 1, "ls", false)
+	big.Detail[DetailRulesDigest] = "big"
+	big.Detail[DetailRulesOmitted] = "400000"
+	if err := r.Learn(big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Decide(context.Background(), big); err == nil {
+		t.Fatal("decided a call whose rule set was left out")
+	} else if why, ok := IsSkip(err); !ok || why != SkipTooLarge {
+		t.Fatalf("skip reason %q (%v)", why, err)
+	}
 }
