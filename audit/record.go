@@ -27,20 +27,20 @@ type Kind string
 
 // The record kinds. The audit.* kinds are written only by the log itself.
 const (
-	KindDaemonStart     Kind = "daemon.start"
-	KindDaemonStop      Kind = "daemon.stop"
-	KindPolicyLoad      Kind = "policy.load"
-	KindSessionCreate   Kind = "session.create"
-	KindSessionUpdate   Kind = "session.update"
-	KindSessionDelete   Kind = "session.delete"
-	KindSessionSuspend  Kind = "session.suspend"
-	KindSessionResume   Kind = "session.resume"
-	KindCallDecide      Kind = "call.decide"
-	KindCallStart       Kind = "call.start"
-	KindCallEnd         Kind = "call.end"
+	KindDaemonStart    Kind = "daemon.start"
+	KindDaemonStop     Kind = "daemon.stop"
+	KindPolicyLoad     Kind = "policy.load"
+	KindSessionCreate  Kind = "session.create"
+	KindSessionUpdate  Kind = "session.update"
+	KindSessionDelete  Kind = "session.delete"
+	KindSessionSuspend Kind = "session.suspend"
+	KindSessionResume  Kind = "session.resume"
+	KindCallDecide     Kind = "call.decide"
+	KindCallStart      Kind = "call.start"
+	KindCallEnd        Kind = "call.end"
 	// KindCallReport is what an agent reported a call it ran did (a PostToolUse hook): its
 	// word, recorded as such.
-	KindCallReport Kind = "call.report"
+	KindCallReport      Kind = "call.report"
 	KindApprovalRequest Kind = "approval.request"
 	KindApprovalResolve Kind = "approval.resolve"
 	// KindNetConnect is one egress proxy decision: session, host, port, resolved ip, method and
