@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +16,7 @@ import (
 )
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
-	h := s.backend.Health(c)
-	h.GoProcs = runtime.GOMAXPROCS(0)
-	writeJSON(w, http.StatusOK, h)
+	writeJSON(w, http.StatusOK, s.backend.Health(c))
 	return nil
 }
 

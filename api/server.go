@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,7 +18,6 @@ import (
 	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
-	"github.com/sandboxd/sandboxd/internal/procs"
 	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -66,20 +64,8 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 	inflight sync.WaitGroup
-	// narrow counts the in-flight requests of narrowRoutes (see beside).
-	narrow atomic.Int64
 	// tenants holds the per-user limits and what each uid holds of them (limits.go).
 	tenants tenants
-}
-
-// narrowRoutes are short, sequential bursts of the daemon's own work: the first of them in
-// flight runs on one P (package procs); any request beside it, and every other route (a
-// batch runs calls side by side; the audit endpoints scan and hash the log), widens the
-// scheduler to the host's CPUs while it runs.
-var narrowRoutes = map[string]bool{
-	"POST /v1/sessions/{id}/calls":  true,
-	"POST /v1/sessions/{id}/decide": true,
-	"GET /v1/healthz":               true,
 }
 
 // NewServer builds the handler. maxBody bounds request bodies (413 past it).
@@ -138,7 +124,6 @@ func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, s
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(1)
 		defer s.inflight.Done()
-		defer s.beside(route)()
 		sw := &statusWriter{ResponseWriter: w, extend: func() { s.extendWrite(w) }}
 		sw.extend()
 		defer sw.extend() // the server's final flush too
@@ -170,22 +155,6 @@ func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, s
 			s.writeError(sw, err)
 		}
 	})
-}
-
-// beside holds procs.Parallel for the request unless it is the only narrow-route request in
-// flight, and returns what ends that.
-func (s *Server) beside(route string) (done func()) {
-	if !narrowRoutes[route] {
-		return procs.Parallel()
-	}
-	if s.narrow.Add(1) == 1 {
-		return func() { s.narrow.Add(-1) }
-	}
-	release := procs.Parallel()
-	return func() {
-		s.narrow.Add(-1)
-		release()
-	}
 }
 
 func (s *Server) writeError(w http.ResponseWriter, err error) {

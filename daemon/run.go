@@ -24,7 +24,6 @@ import (
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
-	"github.com/sandboxd/sandboxd/internal/procs"
 	"github.com/sandboxd/sandboxd/internal/sdnotify"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -284,8 +283,6 @@ loop:
 
 // Reload re-reads the configuration and swaps it atomically; a bad file keeps the old one.
 func (d *Daemon) Reload() {
-	// Compiling the policy is CPU work beside whatever call runs: see internal/procs.
-	defer procs.Parallel()()
 	cfg, err := config.Load(d.opts.ConfigPath, d.opts.ConfigRequired)
 	if err != nil {
 		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))

@@ -239,7 +239,4 @@ type Health struct {
 	Uptime   string `json:"uptime"`
 	Caller   Owner  `json:"caller"`
 	Admin    bool   `json:"admin"`
-	// GoProcs is the Go scheduler's width as this request found it: 1 while the daemon serves
-	// one short request and nothing else (internal/procs), the host's CPUs otherwise.
-	GoProcs int `json:"go_procs"`
 }

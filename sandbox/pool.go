@@ -17,8 +17,6 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"github.com/sandboxd/sandboxd/internal/procs"
 )
 
 // The prefork pool takes the fork, the re-exec of this (big) binary up to the C constructor, and
@@ -166,12 +164,8 @@ func (p *pool) run(looked chan struct{}) {
 			drained, p.ready, p.target = p.ready, nil, poolMin
 		}
 		p.mu.Unlock()
-		if len(drained) > 0 {
-			release := procs.Parallel()
-			for _, in := range drained {
-				p.s.discard(in)
-			}
-			release()
+		for _, in := range drained {
+			p.s.discard(in)
 		}
 		var wait <-chan time.Time
 		switch {
@@ -202,9 +196,6 @@ func (p *pool) run(looked chan struct{}) {
 
 // fillOne starts one init and adds it to the ready list; false when that failed.
 func (p *pool) fillOne() bool {
-	// The fork, the cgroup's creation and attach: a burst of short system calls that must
-	// not hold the only P while a call waits for it (package procs).
-	defer procs.Parallel()()
 	in, err := p.s.startPoolInit()
 	if err != nil {
 		p.s.log.Warn("start pooled init", zap.Error(err))

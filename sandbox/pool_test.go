@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
-	"github.com/sandboxd/sandboxd/internal/procs"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"golang.org/x/sys/unix"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -560,59 +558,5 @@ func TestPooledInitUnderLowFdLimit(t *testing.T) {
 	if err != nil || !p.pooled || p.endReported || res.ExitCode != 5 {
 		t.Fatalf("err %v, pooled %v, end reported %v, exit %+v; want a pooled call ending by the init's exit with 5",
 			err, p != nil && p.pooled, p != nil && p.endReported, res)
-	}
-}
-
-// TestBackgroundWorkHoldsParallel: the janitor's chores and the pool's refill are bursts of
-// short system calls that must widen the daemon's scheduler while they run (internal/procs):
-// on one P they kept a waiting call's request unnoticed for milliseconds.
-func TestBackgroundWorkHoldsParallel(t *testing.T) {
-	s := newTestSandbox(t, Config{})
-	waitPoolReady(t, s, poolMin)
-	base := procs.Holds()
-
-	seen := make(chan int, 1)
-	s.janitor.add(func() { seen <- procs.Holds() })
-	if got := <-seen - base; got < 1 {
-		t.Errorf("a janitor chore ran holding %d, want a hold of Parallel", got)
-	}
-
-	// Take every ready init; the calls keep running, so the refill is the only background work.
-	var most atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if h := int64(procs.Holds() - base); h > most.Load() {
-				most.Store(h)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Microsecond):
-			}
-		}
-	}()
-	var running []*Process
-	defer func() {
-		for _, p := range running {
-			_ = p.Kill("test over")
-			_, _ = p.Wait()
-		}
-	}()
-	for i := 0; i < poolMin; i++ {
-		p, err := s.Start(ctxTimeout(t, time.Minute), &Spec{Path: "/bin/sleep", Args: []string{"60"},
-			UID: nobody, GID: nobody, Dir: "/", Session: "bg", Call: "c" + strconv.Itoa(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		running = append(running, p)
-	}
-	waitPoolReady(t, s, 1)
-	close(stop)
-	<-sampled
-	if most.Load() < 1 {
-		t.Errorf("the pool refilled without holding Parallel")
 	}
 }

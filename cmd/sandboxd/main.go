@@ -15,7 +15,6 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/gctune"
-	"github.com/sandboxd/sandboxd/internal/procs"
 	"github.com/sandboxd/sandboxd/internal/sdnotify"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -95,12 +94,6 @@ func run(opts daemon.Options, log *zap.Logger) error {
 	l, err := daemon.Listen(opts.Socket)
 	if err != nil {
 		return err
-	}
-	// Serving: one P while a lone call runs, the host's CPUs beside anything else (start-up,
-	// the policy's compile and the pool's first fill, keeps them all). GOMAXPROCS in the
-	// environment wins. Why: internal/procs.
-	if procs.Enable() {
-		log.Debug("go scheduler narrows to one P while a single call runs")
 	}
 	return d.Serve(context.Background(), l)
 }
