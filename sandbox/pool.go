@@ -26,9 +26,9 @@ import (
 // steps a per-call init runs. A claimed init's cgroup is the call's cgroup; it is never reused.
 //
 // The pool never makes a call wait: when none is ready, Start takes the per-call path and the
-// pool grows (up to poolMax). After poolIdle without a Start the idle inits are killed, as the
-// attach warmer stops: an idle daemon keeps no processes, and an init never sits for long on a
-// copy of the host's mounts taken when it was started.
+// pool grows (up to poolMax). After poolIdle without a Start the idle inits are killed: an idle
+// daemon keeps no processes, and an init never sits for long on a copy of the host's mounts
+// taken when it was started.
 const (
 	poolDir = "pool" // <root>/user-<uid>/pool: reserved, no session may be called so
 	poolMin = 2
@@ -43,7 +43,7 @@ const (
 )
 
 // poolIdle is how long the pool keeps idle inits after the last Start; a variable for tests.
-var poolIdle = warmWindow
+var poolIdle = 30 * time.Second
 
 // poolSeq names pool cgroups uniquely in this process; the pid keeps two daemons on one root
 // (a restart racing the old one's reaping) apart.

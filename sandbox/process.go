@@ -152,7 +152,6 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 		return nil, errcode.New(errcode.SandboxSetup, ErrClosed)
 	}
 	s.mu.Unlock()
-	s.warm.touch()
 
 	p := &Process{
 		s:         s,

@@ -77,7 +77,6 @@ type Sandbox struct {
 	userHint    atomic.Uint32                // the uid whose cgroup new pooled inits are made in
 	devNull     *os.File                     // /dev/null (read-write), handed to pooled calls for nil stdio
 	landlockABI int                          // 0: none
-	warm        *attachWarmer                // v1: keeps cgroup attaches fast while busy
 	pool        *pool                        // inits started ahead of their calls
 	janitor     *janitor                     // removes what finished calls leave
 

@@ -80,14 +80,12 @@ func (s *Sandbox) init() error {
 		s.log.Debug("landlock", zap.Int("abi", s.landlockABI))
 	}
 	// Last, so a failed init leaves no goroutine behind.
-	s.warm = newAttachWarmer(l)
 	s.janitor = newJanitor()
 	s.pool = newPool(s)
 	return nil
 }
 
 func (s *Sandbox) close() error {
-	s.warm.close()
 	s.pool.close()
 	s.janitor.close()
 	// The pool's parent goes too once empty; a pooled call still running removes it when its
