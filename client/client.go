@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -25,52 +27,89 @@ const (
 	MethodDelete = "DELETE"
 )
 
-// Client talks HTTP/1.1 over the daemon's Unix socket (http1.go), a connection per request.
-// It is safe for concurrent use.
+// Client talks HTTP/1.1 over the daemon's Unix socket (http1.go). It is safe for concurrent
+// use.
 type Client struct {
 	socket string
+	opts   Options
+
+	mu   sync.Mutex
+	idle []*conn // kept connections, most recently used last
 }
 
-// New returns a client of the daemon at socket.
+// Options tune a client for a long-lived caller (an agent harness, a benchmark); a CLI making a
+// request or two wants none of them.
+type Options struct {
+	// KeepAlive is how many idle connections are kept for later requests; 0 closes each
+	// connection after its answer.
+	KeepAlive int
+	// Timeout bounds each request made through Do or Send (and the methods built on them),
+	// reading the answer included; 0: none. Streams are bounded by their context only.
+	Timeout time.Duration
+	// Dial opens a connection to the daemon in place of connecting to the socket, e.g. one
+	// made with another user's credentials.
+	Dial func(ctx context.Context) (Conn, error)
+}
+
+// New returns a client of the daemon at socket, a connection per request.
 func New(socket string) *Client {
 	return &Client{socket: socket}
 }
 
+// NewWith returns a client of the daemon at socket with options o.
+func NewWith(socket string, o Options) *Client {
+	return &Client{socket: socket, opts: o}
+}
+
 // Socket is the socket path the client dials.
 func (c *Client) Socket() string { return c.socket }
-
-// Close releases the client's resources; it keeps no connection between requests.
-func (c *Client) Close() {}
 
 // Do sends body (nil, a json.RawMessage as is, or a value to encode) and decodes a 2xx answer
 // into out (a *json.RawMessage keeps it as is). A call's result comes back with its own error
 // field and sometimes a non-2xx status (503 audit_unavailable), so it is decoded whatever the
 // status when out is a *CallResult; any other non-2xx answer is an *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.Send(ctx, method, path, body, out)
+	return err
+}
+
+// Send is Do that also returns the answer's HTTP status (0 when none came).
+func (c *Client) Send(ctx context.Context, method, path string, body, out any) (int, error) {
+	if c.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
 	resp, err := c.send(ctx, method, path, body, "")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return fmt.Errorf("read response: %w", ctxOr(ctx, err))
+		return resp.StatusCode, fmt.Errorf("read response: %w", ctxOr(ctx, err))
 	}
 	if cr, ok := out.(*protocol.CallResult); ok && len(data) > 0 && resp.StatusCode != 404 {
 		if err := json.Unmarshal(data, cr); err == nil && cr.Tool != "" {
-			return nil
+			return resp.StatusCode, nil
 		}
 	}
 	if resp.StatusCode/100 != 2 {
-		return statusError(resp.StatusCode, data)
+		return resp.StatusCode, statusError(resp.StatusCode, data)
 	}
 	if out == nil || len(data) == 0 {
-		return nil
+		return resp.StatusCode, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("decode response: %w", err)
+		return resp.StatusCode, fmt.Errorf("decode response: %w", err)
 	}
-	return nil
+	return resp.StatusCode, nil
+}
+
+// Open sends a request and returns the answer, whatever its status, for the caller to read
+// (accept: the Accept header, or ""). The caller closes its body.
+func (c *Client) Open(ctx context.Context, method, path string, body any, accept string) (*Response, error) {
+	return c.send(ctx, method, path, body, accept)
 }
 
 // Stream sends a call asking for NDJSON progress and hands each event to onEvent as it comes;
@@ -210,7 +249,7 @@ func (c *Client) Tools(ctx context.Context, sessionID string) (protocol.ToolList
 	return tl, err
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*response, error) {
+func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*Response, error) {
 	var data []byte
 	ctype := ""
 	switch b := body.(type) {

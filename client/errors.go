@@ -25,3 +25,10 @@ func (e *APIError) Error() string {
 	}
 	return fmt.Sprintf("%s [%s]", msg, e.Detail.Class)
 }
+
+// NoAnswer reports whether err is a failure to get any answer from the daemon (it could not be
+// reached, the connection broke, the context ended), as opposed to an error answer (*APIError).
+func NoAnswer(err error) bool {
+	var ae *APIError
+	return err != nil && !errors.As(err, &ae)
+}

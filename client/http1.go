@@ -10,43 +10,89 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
-// The client speaks HTTP/1.1 itself, one request per connection, on a socket it opens with
-// syscall, rather than through net/http or net: linking net/http brings crypto/tls, x509 and
-// HTTP/2's tables, and linking net makes the binary use the C resolver, so dynamically linked
-// (ld.so, libc, pthreads); together they made a CLI started per tool call ~1.5x slower to
-// start (sbctl --help 15.9 ms against 11.6 ms static, /bin/true 3.5 ms, one loaded run). The
-// daemon is net/http's server; what it sends is plain HTTP/1.1 with a Content-Length or chunked.
+// The client speaks HTTP/1.1 itself on a socket it opens with syscall, rather than through
+// net/http or net: linking net/http brings crypto/tls, x509 and HTTP/2's tables, and linking
+// net makes the binary use the C resolver, so dynamically linked; both slow the start of a CLI
+// started per tool call. Each request is written and its answer read on the caller's
+// goroutine, where net/http's Transport hands both between goroutines of its own (a thread
+// wake-up each on a small host). The daemon is net/http's server; what it sends is plain
+// HTTP/1.1 with a Content-Length or chunked.
 
 // maxHeaderBytes bounds a response's status line and headers.
 const maxHeaderBytes = 64 << 10
 
-// response is a status and a body to read and close.
-type response struct {
-	StatusCode int
-	Body       io.ReadCloser
+// idleReuse is how long an idle connection is reused. The daemon closes connections idle for
+// its idle_timeout_sec (120 s by default); a request must never race that close, since a call
+// the daemon may have run is not sent again.
+const idleReuse = 30 * time.Second
+
+// Conn is a connection to the daemon: an *os.File from the default dialer, or a net.Conn from
+// Options.Dial.
+type Conn interface {
+	io.ReadWriteCloser
+	SetDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
 }
 
-// roundTrip sends one request on a new connection and returns the response once its head
-// is read. Cancelling ctx closes the connection, which ends any read or write on it.
-func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, contentType, accept string) (*response, error) {
-	conn, err := dialUnix(c.socket)
-	if err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	fail := func(err error) (*response, error) {
-		stop()
-		conn.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+// Response is an answer whose body the caller reads to its end and closes.
+type Response struct {
+	StatusCode  int
+	ContentType string
+	Body        io.ReadCloser
+}
+
+// conn is a connection and what was read ahead on it.
+type conn struct {
+	Conn
+	br   *bufio.Reader
+	used time.Time
+}
+
+// roundTrip sends one request and returns the response once its head is read. A request is
+// sent again, on a new connection, only when a kept one turned out closed before any of it
+// was written: one that reached the daemon may have run.
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, contentType, accept string) (*Response, error) {
+	for {
+		cn, reused, err := c.get(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		resp, written, err := c.exchange(ctx, cn, method, path, body, contentType, accept)
+		if err == nil {
+			return resp, nil
+		}
+		cn.Close()
+		if !reused || written || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// exchange writes one request on cn and reads the response's head; written says whether any
+// of the request may have reached the daemon. The body gives cn back when read to its end.
+// Cancelling ctx closes the connection, which ends any read or write on it.
+func (c *Client) exchange(ctx context.Context, cn *conn, method, path string, body []byte, contentType, accept string) (resp *Response, written bool, err error) {
+	if err := cn.SetDeadline(time.Time{}); err != nil { // the liveness check left a past one
+		return nil, false, err
+	}
+	stop := context.AfterFunc(ctx, func() { cn.Close() })
+	fail := func(err error) (*Response, bool, error) {
+		stop()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, written, err
 	}
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: sandboxd\r\nUser-Agent: sbctl\r\nConnection: close\r\n", method, path)
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: sandboxd\r\nUser-Agent: sbctl\r\n", method, path)
+	if c.opts.KeepAlive == 0 {
+		req.WriteString("Connection: close\r\n")
+	}
 	if contentType != "" {
 		fmt.Fprintf(&req, "Content-Type: %s\r\n", contentType)
 	}
@@ -58,28 +104,176 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	}
 	req.WriteString("\r\n")
 	req.Write(body)
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return fail(fmt.Errorf("send request: %w", err))
+	n, werr := cn.Write(req.Bytes())
+	written = n > 0
+	if werr != nil && !written {
+		return fail(fmt.Errorf("send request: %w", werr))
 	}
-	br := bufio.NewReaderSize(conn, 32<<10)
-	status, length, chunked, err := readHead(br)
+	// A write cut short may be the daemon answering early (a body over its limit: 413) and
+	// closing: its answer is then waiting to be read, and is the one to return.
+	h, err := readHead(cn.br)
 	if err != nil {
+		if werr != nil {
+			err = werr
+		}
 		return fail(fmt.Errorf("read response: %w", err))
 	}
-	var rd io.Reader = br
+	b := &connBody{Reader: cn.br, ctx: ctx, c: c, cn: cn, stop: stop}
 	switch {
-	case chunked:
-		rd = &chunkedReader{br: br}
-	case length >= 0:
-		rd = io.LimitReader(br, length)
+	case h.status == 204 || h.status == 304 || method == "HEAD":
+		b.Reader, h.length, h.chunked = &lengthReader{}, 0, false // never a body (RFC 9112 §6.3)
+	case h.chunked:
+		b.Reader = &chunkedReader{br: cn.br}
+	case h.length >= 0:
+		b.Reader = &lengthReader{r: cn.br, left: h.length}
 	}
-	return &response{StatusCode: status, Body: &connBody{Reader: rd, conn: conn, stop: stop}}, nil
+	// Kept only when its end is known and nobody said it would close.
+	b.keep = c.opts.KeepAlive > 0 && werr == nil && !h.close && (h.chunked || h.length >= 0)
+	return &Response{StatusCode: h.status, ContentType: h.contentType, Body: b}, true, nil
 }
 
-// readHead reads the status line and headers: the status, the Content-Length (-1 when none)
-// and whether the body is chunked.
-func readHead(br *bufio.Reader) (status int, length int64, chunked bool, err error) {
-	length = -1
+// get returns a kept connection still open, or a new one.
+func (c *Client) get(ctx context.Context) (*conn, bool, error) {
+	for {
+		c.mu.Lock()
+		n := len(c.idle)
+		if n == 0 {
+			c.mu.Unlock()
+			break
+		}
+		cn := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		if time.Since(cn.used) < idleReuse && cn.open() {
+			return cn, true, nil
+		}
+		cn.Close()
+	}
+	var nc Conn
+	var err error
+	if c.opts.Dial != nil {
+		nc, err = c.opts.Dial(ctx)
+	} else {
+		nc, err = dialUnix(c.socket)
+	}
+	if err != nil {
+		var de *dialError
+		if !errors.As(err, &de) {
+			err = &dialError{c.socket, err}
+		}
+		return nil, false, err
+	}
+	return &conn{Conn: nc, br: bufio.NewReaderSize(nc, 32<<10)}, false, nil
+}
+
+// open reports whether the daemon has not closed the idle connection: a read that cannot wait
+// finds nothing to read rather than the end (or stray bytes, which make it unusable too).
+func (cn *conn) open() bool {
+	if cn.br.Buffered() > 0 || cn.SetReadDeadline(time.Unix(1, 0)) != nil {
+		return false
+	}
+	_, err := cn.br.Peek(1)
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// put keeps cn for the next request, or closes it when enough are kept.
+func (c *Client) put(cn *conn) {
+	cn.used = time.Now()
+	c.mu.Lock()
+	if len(c.idle) < c.opts.KeepAlive {
+		c.idle = append(c.idle, cn)
+		cn = nil
+	}
+	c.mu.Unlock()
+	if cn != nil {
+		cn.Close()
+	}
+}
+
+// Close closes the kept connections.
+func (c *Client) Close() {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	for _, cn := range idle {
+		cn.Close()
+	}
+}
+
+// connBody gives its connection back when read to its end and closed; closed early, the rest
+// of the response is unread on the connection, so the connection is closed instead.
+type connBody struct {
+	io.Reader
+	ctx  context.Context
+	c    *Client
+	cn   *conn
+	stop func() bool
+	keep bool
+	eof  bool
+	once sync.Once
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil && b.ctx.Err() != nil:
+		err = b.ctx.Err()
+	}
+	return n, err
+}
+
+func (b *connBody) Close() error {
+	b.once.Do(func() {
+		interrupted := !b.stop() // the context ended: the connection is being closed
+		if b.keep && b.eof && !interrupted {
+			b.c.put(b.cn)
+		} else {
+			b.cn.Close()
+		}
+	})
+	return nil
+}
+
+// lengthReader reads a body of a known length; the connection ending before it is an error,
+// not a short body.
+type lengthReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *lengthReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if err == io.EOF && l.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil && l.left == 0 {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// head is what the client needs of a response's status line and headers.
+type head struct {
+	status      int
+	length      int64 // -1: none given
+	chunked     bool
+	close       bool // the daemon closes the connection after this response
+	contentType string
+}
+
+// readHead reads the status line and headers.
+func readHead(br *bufio.Reader) (head, error) {
+	h := head{length: -1}
 	total := 0
 	first := true
 	for {
@@ -87,12 +281,12 @@ func readHead(br *bufio.Reader) (status int, length int64, chunked bool, err err
 		total += len(line)
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) || total > maxHeaderBytes {
-				return 0, 0, false, errors.New("response head too large")
+				return h, errors.New("response head too large")
 			}
-			return 0, 0, false, err
+			return h, err
 		}
 		if total > maxHeaderBytes {
-			return 0, 0, false, errors.New("response head too large")
+			return h, errors.New("response head too large")
 		}
 		s := strings.TrimRight(string(line), "\r\n")
 		if first {
@@ -100,36 +294,40 @@ func readHead(br *bufio.Reader) (status int, length int64, chunked bool, err err
 			proto, rest, ok := strings.Cut(s, " ")
 			code, _, _ := strings.Cut(rest, " ")
 			if !ok || !strings.HasPrefix(proto, "HTTP/1.") {
-				return 0, 0, false, fmt.Errorf("malformed status line %q", s)
+				return h, fmt.Errorf("malformed status line %q", s)
 			}
-			if status, err = strconv.Atoi(code); err != nil || status < 100 || status > 999 {
-				return 0, 0, false, fmt.Errorf("malformed status line %q", s)
+			if h.status, err = strconv.Atoi(code); err != nil || h.status < 100 || h.status > 999 {
+				return h, fmt.Errorf("malformed status line %q", s)
 			}
+			h.close = proto == "HTTP/1.0"
 			continue
 		}
 		if s == "" {
-			if status >= 100 && status < 200 {
+			if h.status >= 100 && h.status < 200 {
 				// An interim response (the server never sends one unasked): the real one follows.
 				first = true
 				continue
 			}
-			return status, length, chunked, nil
+			return h, nil
 		}
 		k, v, ok := strings.Cut(s, ":")
 		if !ok {
-			return 0, 0, false, fmt.Errorf("malformed header %q", s)
+			return h, fmt.Errorf("malformed header %q", s)
 		}
 		v = strings.TrimSpace(v)
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "content-length":
-			if length, err = strconv.ParseInt(v, 10, 64); err != nil || length < 0 {
-				return 0, 0, false, fmt.Errorf("malformed Content-Length %q", v)
+			if h.length, err = strconv.ParseInt(v, 10, 64); err != nil || h.length < 0 {
+				return h, fmt.Errorf("malformed Content-Length %q", v)
 			}
 		case "transfer-encoding":
-			chunked = strings.EqualFold(v, "chunked")
-			if !chunked {
-				return 0, 0, false, fmt.Errorf("unsupported Transfer-Encoding %q", v)
+			if h.chunked = strings.EqualFold(v, "chunked"); !h.chunked {
+				return h, fmt.Errorf("unsupported Transfer-Encoding %q", v)
 			}
+		case "connection":
+			h.close = h.close || strings.EqualFold(v, "close")
+		case "content-type":
+			h.contentType = v
 		}
 	}
 }
@@ -226,16 +424,4 @@ func dialUnix(path string) (*os.File, error) {
 		return nil, &dialError{path, os.NewSyscallError("connect", err)}
 	}
 	return os.NewFile(uintptr(fd), "unix:"+path), nil
-}
-
-// connBody closes the connection with the body.
-type connBody struct {
-	io.Reader
-	conn *os.File
-	stop func() bool
-}
-
-func (b *connBody) Close() error {
-	b.stop()
-	return b.conn.Close()
 }
