@@ -1,2 +1,3 @@
-// Package faults runs a real sandboxd under crashes, disconnects, full disks, hung hooks and reloads (root-only tests), and is the harness sbbench starts its daemon with.
+// Package faults runs a real sandboxd under crashes, disconnects, full disks, hung hooks and
+// reloads (root-only tests). It holds tests only; the daemon harness is internal/harness.
 package faults

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,14 +17,19 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
 func bashReq(id, cmd string) protocol.CallRequest {
-	return protocol.CallRequest{Tool: "Bash", ToolUseID: id, Input: Input(map[string]any{"command": cmd})}
+	return protocol.CallRequest{Tool: "Bash", ToolUseID: id, Input: harness.Input(map[string]any{"command": cmd})}
 }
 
-func text(r protocol.CallResult) string {
+func text(r *protocol.CallResult) string {
+	if r == nil {
+		return "(no result)"
+	}
 	var b strings.Builder
 	for _, c := range r.Content {
 		b.WriteString(c.Text)
@@ -40,7 +46,7 @@ func text(r protocol.CallResult) string {
 func TestKill9UnderLoad(t *testing.T) {
 	d := start(t, nil)
 	ctx := context.Background()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +71,7 @@ func TestKill9UnderLoad(t *testing.T) {
 				if w == 0 {
 					cmd = "sleep 20" // still running when the daemon dies
 				}
-				res, _, err := c.Call(ctx, s.ID, bashReq(id, cmd))
+				res, err := c.Call(ctx, s.ID, bashReq(id, cmd))
 				if err != nil {
 					return // the daemon is gone
 				}
@@ -83,7 +89,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	waitFor(5*time.Second, func() bool {
 		sleepers = nil
 		for _, p := range d.SubtreeProcs() {
-			if ProcComm(p) == "sleep" {
+			if harness.ProcComm(p) == "sleep" {
 				sleepers = append(sleepers, p)
 			}
 		}
@@ -105,7 +111,7 @@ func TestKill9UnderLoad(t *testing.T) {
 		t.Fatalf("restart after kill -9: %v", err)
 	}
 	for _, p := range sleepers {
-		if ProcComm(p) == "sleep" {
+		if harness.ProcComm(p) == "sleep" {
 			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p))
 			t.Errorf("pid %d (sleep of the crashed daemon's call) still runs after the restart; its cgroups:\n%s", p, cg)
 		}
@@ -121,7 +127,7 @@ func TestKill9UnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := c.Call(ctx, s2.ID, bashReq("k9_after", "echo ok")); err != nil || res.IsError {
+	if res, err := c.Call(ctx, s2.ID, bashReq("k9_after", "echo ok")); err != nil || res.IsError {
 		t.Fatalf("call after restart: %v %s", err, text(res))
 	}
 	if err := d.Stop(20 * time.Second); err != nil {
@@ -156,21 +162,21 @@ func TestKill9UnderLoad(t *testing.T) {
 func TestClientDisconnectCancels(t *testing.T) {
 	d := start(t, nil)
 	ctx := context.Background()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := NewClient(d.Socket, time.Second)
+	short := d.Client(time.Second)
 	t0 := time.Now()
-	_, _, err = short.Call(ctx, s.ID, bashReq("dc_sleep", "sleep 30"))
-	if !IsTransport(err) {
+	_, err = short.Call(ctx, s.ID, bashReq("dc_sleep", "sleep 30"))
+	if !client.NoAnswer(err) {
 		t.Fatalf("the 1 s client got an answer to sleep 30: %v", err)
 	}
 	sleeping := func() []int {
 		var out []int
 		for _, p := range d.SubtreeProcs() {
-			if ProcComm(p) == "sleep" {
+			if harness.ProcComm(p) == "sleep" {
 				out = append(out, p)
 			}
 		}
@@ -207,7 +213,7 @@ func TestClientDisconnectCancels(t *testing.T) {
 		t.Errorf("call.end outcome %+v: the call was not cut short", end.Outcome)
 	}
 	t.Logf("call.end after disconnect: %+v", *end.Outcome)
-	if res, _, err := c.Call(ctx, s.ID, bashReq("dc_after", "echo ok")); err != nil || res.IsError {
+	if res, err := c.Call(ctx, s.ID, bashReq("dc_after", "echo ok")); err != nil || res.IsError {
 		t.Fatalf("session unusable after the disconnect: %v %s", err, text(res))
 	}
 }
@@ -218,7 +224,7 @@ func TestSlowStreamReader(t *testing.T) {
 	d := start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	work := workDir(t, d)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 	if err != nil {
@@ -228,17 +234,15 @@ func TestSlowStreamReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf(`{"tool":"Bash","tool_use_id":"slow_stream","input":{"command":"yes 0123456789abcdef0123456789abcdef | head -c 100000000"}}`)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://sandboxd/v1/sessions/"+s.ID+"/calls", strings.NewReader(body))
-	req.Header.Set("Accept", "application/x-ndjson")
-	slow := NewClient(d.Socket, 0)
-	resp, err := slow.HTTP.Do(req)
+	body := json.RawMessage(`{"tool":"Bash","tool_use_id":"slow_stream","input":{"command":"yes 0123456789abcdef0123456789abcdef | head -c 100000000"}}`)
+	slow := d.Client(0)
+	resp, err := slow.Open(ctx, client.MethodPost, "/v1/sessions/"+s.ID+"/calls", body, "application/x-ndjson")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "ndjson") {
-		t.Fatalf("content type %q", ct)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.ContentType, "ndjson") {
+		t.Fatalf("HTTP %d, content type %q", resp.StatusCode, resp.ContentType)
 	}
 	var read atomic.Int64
 	readerDone := make(chan struct{})
@@ -269,7 +273,7 @@ func TestSlowStreamReader(t *testing.T) {
 		if _, err := c.Health(ctx); err != nil {
 			t.Fatalf("healthz during the slow stream: %v", err)
 		}
-		res, _, err := c.Call(ctx, other.ID, protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		res, err := c.Call(ctx, other.ID, protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": f})})
 		if err != nil || res.IsError {
 			t.Fatalf("read during the slow stream: %v %s", err, text(res))
 		}
@@ -305,14 +309,14 @@ func TestDiskFull(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
 	// An 8 MiB volume: the free-space floor (256 MiB by default) scaled down to it, so the
 	// test sees the volume fill, and the floor refuse, before the write itself fails.
-	d := startWith(t, Options{Dir: dir, StateDir: state, ConfigYAML: DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
 	ctx := context.Background()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := c.Call(ctx, s.ID, bashReq("df_before", "true")); err != nil || res.IsError {
+	if res, err := c.Call(ctx, s.ID, bashReq("df_before", "true")); err != nil || res.IsError {
 		t.Fatalf("call before the disk filled: %v %s", err, text(res))
 	}
 	filler := filepath.Join(state, "filler")
@@ -323,14 +327,22 @@ func TestDiskFull(t *testing.T) {
 	var res protocol.CallResult
 	var status int
 	for i := 0; i < 20; i++ {
-		res, status, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_full_%d", i), "true"))
+		res = protocol.CallResult{}
+		status, err = c.Send(ctx, client.MethodPost, "/v1/sessions/"+s.ID+"/calls", bashReq(fmt.Sprintf("df_full_%d", i), "true"), &res)
 		if status == http.StatusServiceUnavailable {
 			break
 		}
 	}
-	var se *StatusError
-	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || se.Body.Error.Class != "audit_unavailable" {
-		t.Fatalf("call with the disk full: status %d err %v result %s; want 503 audit_unavailable", status, err, text(res))
+	// The refusal is a call result carrying the error, or a bare error answer.
+	class := ""
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		class = ae.Detail.Class
+	} else if err == nil && res.Error != nil {
+		class = res.Error.Class
+	}
+	if status != http.StatusServiceUnavailable || class != "audit_unavailable" {
+		t.Fatalf("call with the disk full: status %d err %v result %s; want 503 audit_unavailable", status, err, text(&res))
 	}
 	if res.Decision != nil && res.IsError == false {
 		t.Errorf("refused call reported success: %+v", res)
@@ -345,9 +357,9 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	var after protocol.CallResult
+	var after *protocol.CallResult
 	ok := waitFor(15*time.Second, func() bool {
-		after, _, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_after_%d", time.Now().UnixNano()), "true"))
+		after, err = c.Call(ctx, s.ID, bashReq(fmt.Sprintf("df_after_%d", time.Now().UnixNano()), "true"))
 		return err == nil && !after.IsError
 	})
 	if !ok {
@@ -365,18 +377,18 @@ func TestDiskFull(t *testing.T) {
 }
 
 // startWith is start with explicit options (Bin is filled in).
-func startWith(t *testing.T, o Options) *Daemon {
+func startWith(t *testing.T, o harness.Options) *harness.Daemon {
 	t.Helper()
 	o.Bin = daemonBin
 	if o.ConfigYAML == "" {
-		o.ConfigYAML = DefaultConfig(o.Dir)
+		o.ConfigYAML = harness.DefaultConfig(o.Dir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := os.Chmod(filepath.Dir(o.Dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Start(ctx, o)
+	d, err := harness.Start(ctx, o)
 	if err != nil {
 		t.Fatalf("start daemon: %v", err)
 	}
@@ -396,7 +408,7 @@ func TestHungHook(t *testing.T) {
 		return "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: command\n      command: sleep 600\n      timeout: 1\n"
 	})
 	ctx := context.Background()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	work := workDir(t, d)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
 	if err != nil {
@@ -407,26 +419,26 @@ func TestHungHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	type out struct {
-		res protocol.CallResult
+		res *protocol.CallResult
 		err error
 		dur time.Duration
 	}
 	hung := make(chan out, 1)
 	go func() {
 		t0 := time.Now()
-		res, _, err := c.Call(ctx, s.ID, bashReq("hook_hung", "echo should-not-run"))
+		res, err := c.Call(ctx, s.ID, bashReq("hook_hung", "echo should-not-run"))
 		hung <- out{res, err, time.Since(t0)}
 	}()
 	// Meanwhile, calls the hook does not match are served.
 	for i := 0; i < 5; i++ {
 		t0 := time.Now()
-		res, _, err := c.Call(ctx, s.ID, protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})})
+		res, err := c.Call(ctx, s.ID, protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": f})})
 		if err != nil || res.IsError || time.Since(t0) > time.Second {
 			t.Fatalf("Read while a hook hangs: %v %s (%v)", err, text(res), time.Since(t0))
 		}
 	}
 	o := <-hung
-	if o.err != nil {
+	if o.err != nil || o.res == nil {
 		t.Fatalf("hung-hook call: %v", o.err)
 	}
 	if o.dur > 10*time.Second {
@@ -448,7 +460,7 @@ func TestHungHook(t *testing.T) {
 	// No hook process is left behind.
 	if !waitFor(5*time.Second, func() bool {
 		for _, p := range d.SubtreeProcs() {
-			if ProcComm(p) == "sleep" {
+			if harness.ProcComm(p) == "sleep" {
 				return false
 			}
 		}
@@ -462,7 +474,7 @@ func TestHungHook(t *testing.T) {
 func TestReloadUnderLoad(t *testing.T) {
 	d := start(t, nil)
 	ctx := context.Background()
-	c := NewClient(d.Socket, 30*time.Second)
+	c := d.Client(30 * time.Second)
 	work := workDir(t, d)
 	f := filepath.Join(work, "f.txt")
 	if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
@@ -492,9 +504,9 @@ func TestReloadUnderLoad(t *testing.T) {
 				}
 				req := bashReq(fmt.Sprintf("hup_%d_%d", w, i), "echo hi")
 				if i%2 == 0 {
-					req = protocol.CallRequest{Tool: "Read", Input: Input(map[string]any{"file_path": f})}
+					req = protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": f})}
 				}
-				res, _, err := c.Call(ctx, sids[w%len(sids)], req)
+				res, err := c.Call(ctx, sids[w%len(sids)], req)
 				calls.Add(1)
 				if err != nil || res.IsError {
 					failed.Add(1)

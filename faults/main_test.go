@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -35,7 +36,7 @@ func runMain(m *testing.M) int {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		if daemonBin, err = Build(ctx, dir); err != nil {
+		if daemonBin, err = harness.Build(ctx, dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -44,7 +45,7 @@ func runMain(m *testing.M) int {
 }
 
 // start runs a daemon for t in a fresh directory; it is killed and its cgroup removed at the end.
-func start(t *testing.T, configYAML func(dir string) string) *Daemon {
+func start(t *testing.T, configYAML func(dir string) string) *harness.Daemon {
 	t.Helper()
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
@@ -53,11 +54,11 @@ func start(t *testing.T, configYAML func(dir string) string) *Daemon {
 	}
 	cfg := ""
 	if configYAML != nil {
-		cfg = DefaultConfig(dir) + configYAML(dir)
+		cfg = harness.DefaultConfig(dir) + configYAML(dir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := Start(ctx, Options{Bin: daemonBin, Dir: dir, ConfigYAML: cfg})
+	d, err := harness.Start(ctx, harness.Options{Bin: daemonBin, Dir: dir, ConfigYAML: cfg})
 	if err != nil {
 		t.Fatalf("start daemon: %v", err)
 	}
@@ -71,7 +72,7 @@ func start(t *testing.T, configYAML func(dir string) string) *Daemon {
 }
 
 // workDir is a session cwd under the daemon's directory.
-func workDir(t *testing.T, d *Daemon) string {
+func workDir(t *testing.T, d *harness.Daemon) string {
 	t.Helper()
 	w := filepath.Join(d.Dir, "work")
 	if err := os.MkdirAll(w, 0o755); err != nil {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -19,7 +19,7 @@ import (
 // latencies its calls and the bare baseline took in its blocks (with -clients, their rates).
 type abDaemon struct {
 	name       string
-	d          *faults.Daemon
+	d          *harness.Daemon
 	dir        string
 	call       func(w int) error
 	file       string // with -tool read: the 4 KB file its calls read
@@ -154,7 +154,7 @@ func (s *abDaemon) start(ctx context.Context, bin, tmp, command, tool string, ns
 	if err := os.WriteFile(s.file, fileOf(4096), 0o644); err != nil {
 		return err
 	}
-	c := faults.NewClient(d.Socket, time.Minute)
+	c := d.Client(time.Minute)
 	ids := make([]string, nsess)
 	for i := range ids {
 		sess, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
@@ -164,7 +164,7 @@ func (s *abDaemon) start(ctx context.Context, bin, tmp, command, tool string, ns
 		ids[i] = sess.ID
 	}
 	do := func(sid, tool string, in map[string]any) error {
-		res, _, err := c.Call(ctx, sid, protocol.CallRequest{Tool: tool, Input: faults.Input(in)})
+		res, err := c.Call(ctx, sid, protocol.CallRequest{Tool: tool, Input: harness.Input(in)})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("the %s call failed: %v", tool, res.Content)
 		}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net/http"
-
 	"context"
 	"fmt"
 	dto "github.com/prometheus/client_model/go"
@@ -23,8 +21,9 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/executor"
-	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -51,8 +50,8 @@ func (o benchOpts) pick(full, quick int) int {
 type env struct {
 	o      benchOpts
 	rep    *Report
-	d      *faults.Daemon
-	c      *faults.Client
+	d      *harness.Daemon
+	c      *client.Client
 	work   string // session cwd with the 4 KB file
 	file4k string
 	calls  atomic.Int64 // calls made to the daemon, for the RSS-after-N figure
@@ -74,7 +73,7 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 		}
 		defer os.RemoveAll(dir)
 		defer d.Close()
-		e.d, e.c = d, faults.NewClient(d.Socket, 5*time.Minute)
+		e.d, e.c = d, d.Client(5*time.Minute)
 		e.work = filepath.Join(dir, "work")
 		e.file4k = filepath.Join(e.work, "file4k.txt")
 		if err := os.Mkdir(e.work, 0o755); err != nil {
@@ -148,7 +147,7 @@ func (e *env) session(ctx context.Context, cs protocol.CreateSession) (string, e
 // call makes one call and requires an allowed, successful result.
 func (e *env) call(ctx context.Context, sid, tool string, in map[string]any) error {
 	e.calls.Add(1)
-	res, _, err := e.c.Call(ctx, sid, protocol.CallRequest{Tool: tool, Input: faults.Input(in)})
+	res, err := e.c.Call(ctx, sid, protocol.CallRequest{Tool: tool, Input: harness.Input(in)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
@@ -299,9 +298,9 @@ func (e *env) decide(ctx context.Context) error {
 		return err
 	}
 	reqs := []protocol.CallRequest{
-		{Tool: "Bash", Input: faults.Input(map[string]any{"command": decideCmd})},
-		{Tool: "Bash", Input: faults.Input(map[string]any{"command": "rm -rf build"})},
-		{Tool: "Read", Input: faults.Input(map[string]any{"file_path": e.file4k})},
+		{Tool: "Bash", Input: harness.Input(map[string]any{"command": decideCmd})},
+		{Tool: "Bash", Input: harness.Input(map[string]any{"command": "rm -rf build"})},
+		{Tool: "Read", Input: harness.Input(map[string]any{"file_path": e.file4k})},
 	}
 	for _, n := range []int{10, 200, 2000} {
 		allow, deny := benchRules(n)
@@ -506,16 +505,12 @@ func (e *env) auditWait(ctx context.Context) (auditTotals, error) {
 
 // metricFamilies is the daemon's /v1/metrics, parsed.
 func (e *env) metricFamilies(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sandboxd/v1/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := e.c.HTTP.Do(req)
+	resp, err := e.c.Open(ctx, client.MethodGet, "/v1/metrics", nil, "")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != 200 {
 		return nil, fmt.Errorf("GET /v1/metrics: HTTP %d", resp.StatusCode)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)

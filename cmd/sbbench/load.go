@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -15,7 +17,8 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/audit"
-	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -113,7 +116,7 @@ func load1(ctx context.Context, o loadOpts) ([]check, error) {
 	}
 	defer os.RemoveAll(dir)
 	defer d.Close()
-	c := faults.NewClient(d.Socket, 2*time.Minute)
+	c := d.Client(2 * time.Minute)
 	st := &loadStats{byKind: map[string]int64{}, results: map[string]bool{}}
 
 	// Sample the daemon's RSS through the run.
@@ -223,14 +226,14 @@ func comms(pids []int) []string {
 				where = l
 			}
 		}
-		out = append(out, fmt.Sprintf("%d:%s[%s]@%s", p, faults.ProcComm(p), strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), where))
+		out = append(out, fmt.Sprintf("%d:%s[%s]@%s", p, harness.ProcComm(p), strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), where))
 	}
 	return out
 }
 
 // loadClient runs one client's mix in its own session: reads, edits, bash, a denied call,
 // an unknown tool and a malformed body, in turn.
-func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, st *loadStats) {
+func loadClient(ctx context.Context, c *client.Client, work string, id, n int, st *loadStats) {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		st.fail("client %d: %v", id, err)
 		return
@@ -259,22 +262,22 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 		kind := []string{"read", "edit", "bash", "bash-true", "denied", "unknown-tool", "bad-request", "read"}[i%8]
 		switch kind {
 		case "read":
-			req.Tool, req.Input = "Read", faults.Input(map[string]any{"file_path": file})
+			req.Tool, req.Input = "Read", harness.Input(map[string]any{"file_path": file})
 		case "edit":
 			// The Edit needs the file read in this session first, as an agent does.
 			req.Tool = "Edit"
-			req.Input = faults.Input(map[string]any{"file_path": file,
+			req.Input = harness.Input(map[string]any{"file_path": file,
 				"old_string": fmt.Sprintf("counter=%d\n", counter), "new_string": fmt.Sprintf("counter=%d\n", counter+1)})
 		case "bash":
-			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "echo hello && wc -l " + file})
+			req.Tool, req.Input = "Bash", harness.Input(map[string]any{"command": "echo hello && wc -l " + file})
 		case "bash-true":
-			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "true"})
+			req.Tool, req.Input = "Bash", harness.Input(map[string]any{"command": "true"})
 		case "denied":
-			req.Tool, req.Input = "Bash", faults.Input(map[string]any{"command": "curl http://example.invalid/"})
+			req.Tool, req.Input = "Bash", harness.Input(map[string]any{"command": "curl http://example.invalid/"})
 		case "unknown-tool":
-			req.Tool, req.Input = "NoSuchTool", faults.Input(map[string]any{})
+			req.Tool, req.Input = "NoSuchTool", harness.Input(map[string]any{})
 		case "bad-request":
-			st2, err := c.Do(ctx, http.MethodPost, "/v1/sessions/"+s.ID+"/calls", []byte(`{"tool": "Read", "input": `), nil)
+			st2, err := c.Send(ctx, client.MethodPost, "/v1/sessions/"+s.ID+"/calls", json.RawMessage(`{"tool": "Read", "input": `), nil)
 			if st2 != http.StatusBadRequest {
 				st.fail("client %d: malformed body: status %d, %v", id, st2, err)
 				continue
@@ -282,9 +285,20 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 			st.ok(kind, "")
 			continue
 		}
-		res, status, err := c.Call(ctx, s.ID, req)
-		if faults.IsTransport(err) {
+		var res protocol.CallResult
+		status, err := c.Send(ctx, client.MethodPost, "/v1/sessions/"+s.ID+"/calls", req, &res)
+		if client.NoAnswer(err) {
 			st.fail("client %d %s: no answer: %v", id, kind, err)
+			continue
+		}
+		if kind == "unknown-tool" {
+			// An error answer, not a result: nothing ran.
+			var ae *client.APIError
+			if status != http.StatusNotFound || !errors.As(err, &ae) || ae.Detail.Class != "unknown_tool" {
+				st.fail("client %d %s: status %d, %v; want 404 unknown_tool", id, kind, status, err)
+				continue
+			}
+			st.ok(kind, tid)
 			continue
 		}
 		if res.ToolUseID != tid {
@@ -302,8 +316,6 @@ func loadClient(ctx context.Context, c *faults.Client, work string, id, n int, s
 			}
 		case "denied":
 			good = status == 200 && res.IsError && res.Decision != nil && res.Decision.Behavior == "deny"
-		case "unknown-tool":
-			good = status == http.StatusNotFound && res.Error != nil && res.Error.Class == "unknown_tool"
 		}
 		if !good {
 			msg := ""

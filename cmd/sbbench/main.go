@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandboxd/sandboxd/faults"
 	"github.com/sandboxd/sandboxd/internal/gctune"
+	"github.com/sandboxd/sandboxd/internal/harness"
 )
 
 // sections in the order they run; memory's idle figure is taken before any of them.
@@ -109,19 +109,19 @@ func daemonBinary(ctx context.Context, flagBin, dir string) (string, error) {
 	if flagBin != "" {
 		return filepath.Abs(flagBin)
 	}
-	if root, err := faults.ModuleRoot(ctx); err == nil {
+	if root, err := harness.ModuleRoot(ctx); err == nil {
 		p := filepath.Join(root, "bin", "sandboxd")
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p, nil
 		}
 	}
 	fmt.Fprintln(os.Stderr, "sbbench: building sandboxd ...")
-	return faults.Build(ctx, dir)
+	return harness.Build(ctx, dir)
 }
 
 // startDaemon starts a private daemon (never the system one) from the --bin binary or a fresh
 // build, in a new directory under tmp; the caller removes the dir and closes the daemon.
-func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*faults.Daemon, string, error) {
+func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*harness.Daemon, string, error) {
 	if os.Geteuid() != 0 {
 		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
 	}
@@ -135,9 +135,9 @@ func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*faults.
 		return nil, "", err
 	}
 	if configYAML == "" {
-		configYAML = faults.DefaultConfig(dir)
+		configYAML = harness.DefaultConfig(dir)
 	}
-	d, err := faults.Start(ctx, faults.Options{Bin: bin, Dir: dir, ConfigYAML: configYAML})
+	d, err := harness.Start(ctx, harness.Options{Bin: bin, Dir: dir, ConfigYAML: configYAML})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err

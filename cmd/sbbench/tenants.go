@@ -17,7 +17,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/faults"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -103,8 +104,11 @@ func setGroups(groups []int) error {
 	return nil
 }
 
-func tenantClient(socket string, uid uint32) *faults.Client {
-	return &faults.Client{HTTP: &http.Client{Transport: &http.Transport{DialContext: dialAs(socket, uid, uid), MaxIdleConnsPerHost: 64}}}
+func tenantClient(socket string, uid uint32) *client.Client {
+	dial := dialAs(socket, uid, uid)
+	return client.NewWith(socket, client.Options{KeepAlive: 64, Dial: func(ctx context.Context) (client.Conn, error) {
+		return dial(ctx, "unix", socket)
+	}})
 }
 
 // tenantDir makes a working directory the tenant owns.
@@ -160,12 +164,13 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 		defer tick.Stop()
 		for i := range calls {
 			<-tick.C
-			req := protocol.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": file})}
+			req := protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": file})}
 			if i%2 == 1 {
-				req = protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "echo hi"})}
+				req = protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "echo hi"})}
 			}
 			start := time.Now()
-			res, status, err := polite.Call(ctx, ps.ID, req)
+			var res protocol.CallResult
+			status, err := polite.Send(ctx, client.MethodPost, "/v1/sessions/"+ps.ID+"/calls", req, &res)
 			if err != nil || status != 200 || res.IsError {
 				return 0, fmt.Errorf("polite call %d: status %d, %v", i, status, err)
 			}
@@ -194,25 +199,24 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 	}
 	batch := protocol.BatchRequest{}
 	for range 64 {
-		batch.Calls = append(batch.Calls, protocol.CallRequest{Tool: "Read", Input: faults.Input(map[string]any{"file_path": imgPath})})
+		batch.Calls = append(batch.Calls, protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": imgPath})})
 	}
 	for range 24 {
 		wg.Add(1)
 		go send(func() (int, error) {
-			_, st, err := flood.Call(floodCtx, fs.ID, protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "sleep 0.2"})})
-			return st, err
+			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/calls", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "sleep 0.2"})}, nil)
 		})
 	}
 	for range 2 {
 		wg.Add(1)
 		go send(func() (int, error) {
-			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/batch", batch, nil)
+			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/batch", batch, nil)
 		})
 	}
 	for range 8 {
 		wg.Add(1)
 		go send(func() (int, error) {
-			return flood.Do(floodCtx, http.MethodPost, "/v1/sessions/"+fs.ID+"/decide", protocol.CallRequest{Tool: "Bash", Input: faults.Input(map[string]any{"command": "ls"})}, nil)
+			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/decide", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "ls"})}, nil)
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // the flood is in full swing
@@ -229,12 +233,12 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 
 // deleteEventually deletes a session, retrying for a while: a tenant that just flooded is
 // refused (429) until its limits recover.
-func deleteEventually(ctx context.Context, c *faults.Client, id string) {
+func deleteEventually(ctx context.Context, c *client.Client, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		err := c.DeleteSession(ctx, id)
-		var se *faults.StatusError
+		var se *client.APIError
 		if err == nil || errors.As(err, &se) && se.Status == http.StatusNotFound {
 			return
 		}

@@ -1,10 +1,13 @@
-package faults
+// Package harness runs a real sandboxd binary on its own socket, state directory and cgroup,
+// for the fault tests and the benchmarks: start, crash, restart, and read what it left.
+package harness
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -131,7 +135,7 @@ func (d *Daemon) Restart(ctx context.Context) error {
 		d.exit = cmd.Wait()
 		close(done)
 	}(d.cmd, d.done)
-	c := NewClient(d.Socket, 2*time.Second)
+	c := client.NewWith(d.Socket, client.Options{Timeout: 2 * time.Second})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := c.Health(ctx); err == nil {
@@ -149,6 +153,12 @@ func (d *Daemon) Restart(ctx context.Context) error {
 			return fmt.Errorf("sandboxd did not answer healthz within 30s: %s", d.LogTail(2000))
 		}
 	}
+}
+
+// Client returns a client of the daemon that keeps its connections, as an agent harness
+// would, with a per-request timeout (0: none).
+func (d *Daemon) Client(timeout time.Duration) *client.Client {
+	return client.NewWith(d.Socket, client.Options{KeepAlive: 256, Timeout: timeout})
 }
 
 // Running reports whether the daemon process is alive.
@@ -493,4 +503,13 @@ func (iso *isolation) remove() {
 			}
 		}
 	}
+}
+
+// Input encodes a tool input.
+func Input(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a map of plain values always encodes
+	}
+	return b
 }
