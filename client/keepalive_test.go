@@ -36,6 +36,31 @@ func serveCounting(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
 	return sock, &conns
 }
 
+// serveRaw answers each connection with handle, below HTTP: for answers net/http's server
+// would never give.
+func serveRaw(t *testing.T, handle func(nc net.Conn, req *http.Request)) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(nc)); err == nil {
+				handle(nc, req)
+			}
+			nc.Close()
+		}
+	}()
+	return sock
+}
+
 func echo(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, b)
@@ -111,31 +136,15 @@ func TestWithoutKeepAliveEachRequestCloses(t *testing.T) {
 // before a request is written on it; the request goes on a new one.
 func TestDaemonClosedIdleConnection(t *testing.T) {
 	t.Parallel()
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	var requests atomic.Int64
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			// One request and answer per connection, without saying so: keep-alive as far as
-			// the client knows, then closed as if by the daemon's idle timeout.
-			req, err := http.ReadRequest(bufio.NewReader(nc))
-			if err == nil {
-				b, _ := io.ReadAll(req.Body)
-				requests.Add(1)
-				fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
-			}
-			time.Sleep(10 * time.Millisecond)
-			nc.Close()
-		}
-	}()
+	// One request and answer per connection, without saying so: keep-alive as far as the
+	// client knows, then closed as if by the daemon's idle timeout.
+	sock := serveRaw(t, func(nc net.Conn, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		requests.Add(1)
+		fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+		time.Sleep(10 * time.Millisecond)
+	})
 	c := keepAlive(sock, 4)
 	for i := 0; i < 3; i++ {
 		time.Sleep(30 * time.Millisecond)
@@ -244,21 +253,9 @@ func TestUnreadBodyDropsConnection(t *testing.T) {
 // answer, never a short one taken as whole.
 func TestShortBodyIsAnError(t *testing.T) {
 	t.Parallel()
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		nc, err := l.Accept()
-		if err != nil {
-			return
-		}
-		http.ReadRequest(bufio.NewReader(nc))
+	sock := serveRaw(t, func(nc net.Conn, _ *http.Request) {
 		fmt.Fprint(nc, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"status\":")
-		nc.Close()
-	}()
+	})
 	var out map[string]any
 	if err := keepAlive(sock, 1).Do(context.Background(), MethodGet, "/", nil, &out); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("a body cut short: %v, want io.ErrUnexpectedEOF", err)

@@ -24,10 +24,6 @@ import (
 // runtime-spec) the module does not carry, and a direct write of cgroup.procs measured ~0.18 ms
 // against several ms through the library's paths. containerd/cgroups still decides the mode.
 
-// v1Controllers are the hierarchies used on v1/hybrid hosts. freezer is what makes the kill
-// atomic; cpuacct gives cpu_time_ms.
-var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct", "freezer"}
-
 // cgroupLayout is where this daemon's subtree lives, found once in New.
 type cgroupLayout struct {
 	v2   bool
@@ -113,25 +109,16 @@ func (cg *cgroup) setAggregate(u UserLimits) error {
 // detectCgroups finds the daemon's subtree for each hierarchy. It nests under the daemon's own
 // cgroup so an outer limit (a systemd unit, a CI job) also bounds every call.
 func detectCgroups(root string) (*cgroupLayout, error) {
-	mode := cgroups.Mode()
-	own, err := cgroupfs.Own()
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := cgroupfs.Mounts()
-	if err != nil {
-		return nil, err
-	}
 	l := &cgroupLayout{dirs: map[string]string{}}
-	switch mode {
+	var err error
+	switch cgroups.Mode() {
 	case cgroups.Unified:
-		mnt, ok := mounts[""]
-		if !ok {
-			return nil, errors.New("no cgroup2 mount")
+		base, atRoot, err := cgroupfs.V2Dir()
+		if err != nil {
+			return nil, err
 		}
 		l.v2 = true
-		base := filepath.Join(mnt, own[""])
-		if own[""] != "/" {
+		if !atRoot {
 			// cgroup v2's no-internal-processes rule: a cgroup with processes cannot hand
 			// controllers to children. Move the daemon into a leaf of its own cgroup (as
 			// runc and systemd's Delegate= expect), then the subtree sits beside it.
@@ -141,12 +128,8 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 		}
 		l.dirs[""] = filepath.Join(base, root)
 	case cgroups.Legacy, cgroups.Hybrid:
-		for _, c := range v1Controllers {
-			mnt, ok := mounts[c]
-			if !ok {
-				return nil, fmt.Errorf("cgroup v1 controller %s not mounted", c)
-			}
-			l.dirs[c] = filepath.Join(mnt, own[c], root)
+		if l.dirs, err = cgroupfs.V1Dirs(root); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, errors.New("cgroups unavailable")
@@ -311,7 +294,7 @@ func (cg *cgroup) setLimits(lim Limits, old *Limits) error {
 // addProc puts pid into every v1 hierarchy (v2 children start inside via CLONE_INTO_CGROUP).
 func (cg *cgroup) addProc(pid int) error {
 	p := strconv.Itoa(pid)
-	for _, c := range v1Controllers {
+	for _, c := range cgroupfs.V1Controllers {
 		if err := writeFile(filepath.Join(cg.dirs[c], "cgroup.procs"), p); err != nil {
 			return fmt.Errorf("add pid to %s cgroup: %w", c, err)
 		}

@@ -115,3 +115,46 @@ func ThawTree(dir, stateName, thawed string) error {
 	})
 	return firstErr
 }
+
+// V1Controllers are the hierarchies sandboxd uses on v1 and hybrid hosts. freezer is what
+// makes a kill atomic; cpuacct gives cpu_time_ms.
+var V1Controllers = []string{"memory", "pids", "cpu", "cpuacct", "freezer"}
+
+// V1Dirs maps each of V1Controllers to <its mount>/<this process's cgroup>/<name>.
+func V1Dirs(name string) (map[string]string, error) {
+	own, err := Own()
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := Mounts()
+	if err != nil {
+		return nil, err
+	}
+	dirs := map[string]string{}
+	for _, c := range V1Controllers {
+		mnt, ok := mounts[c]
+		if !ok {
+			return nil, fmt.Errorf("cgroup v1 controller %s not mounted", c)
+		}
+		dirs[c] = filepath.Join(mnt, own[c], name)
+	}
+	return dirs, nil
+}
+
+// V2Dir is this process's cgroup directory in the cgroup2 hierarchy; atRoot says it is the
+// hierarchy's root.
+func V2Dir() (dir string, atRoot bool, err error) {
+	own, err := Own()
+	if err != nil {
+		return "", false, err
+	}
+	mounts, err := Mounts()
+	if err != nil {
+		return "", false, err
+	}
+	mnt, ok := mounts[""]
+	if !ok {
+		return "", false, errors.New("no cgroup2 mount")
+	}
+	return filepath.Join(mnt, own[""]), own[""] == "/", nil
+}

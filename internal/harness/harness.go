@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/cgroups/v3"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
@@ -409,39 +410,19 @@ type isolation struct {
 	dirs map[string]string // controller ("" on v2) -> our cgroup directory
 }
 
-// v1Controllers are the hierarchies sandbox/cgroup.go uses on v1 hosts.
-var v1Controllers = []string{"memory", "pids", "cpu", "cpuacct", "freezer"}
-
 func newIsolation(name string) (*isolation, error) {
-	own, err := cgroupfs.Own()
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := cgroupfs.Mounts()
-	if err != nil {
-		return nil, err
-	}
 	iso := &isolation{dirs: map[string]string{}}
-	_, hasV1 := mounts["pids"]
-	if hasV1 {
-		iso.v1 = true
-		for _, c := range v1Controllers {
-			mnt, ok := mounts[c]
-			if !ok {
-				return nil, fmt.Errorf("cgroup v1 controller %s not mounted", c)
-			}
-			iso.dirs[c] = filepath.Join(mnt, own[c], name)
-		}
-	} else {
+	var err error
+	if cgroups.Mode() == cgroups.Unified {
 		// cgroup v2: the daemon enables controllers in its own cgroup's subtree_control,
 		// which the no-internal-processes rule refuses below the root when the daemon
 		// itself sits there; so the daemon runs where the caller does.
-		mnt, ok := mounts[""]
-		if !ok {
-			return nil, errors.New("no cgroup mount")
-		}
-		iso.dirs[""] = filepath.Join(mnt, own[""])
-		return iso, nil
+		iso.dirs[""], _, err = cgroupfs.V2Dir()
+		return iso, err
+	}
+	iso.v1 = true
+	if iso.dirs, err = cgroupfs.V1Dirs(name); err != nil {
+		return nil, err
 	}
 	for _, d := range iso.dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -459,7 +440,7 @@ func (iso *isolation) command(argv []string) *exec.Cmd {
 		return exec.Command(argv[0], argv[1:]...)
 	}
 	var procs []string
-	for _, c := range v1Controllers {
+	for _, c := range cgroupfs.V1Controllers {
 		procs = append(procs, filepath.Join(iso.dirs[c], "cgroup.procs"))
 	}
 	script := `for f in ` + strings.Join(procs, " ") + `; do echo $$ > "$f" || exit 97; done; exec "$@"`
