@@ -224,32 +224,30 @@ func (q *Queue) Pending(keep func(Approval) bool) []Approval {
 	return out
 }
 
-// Expire denies every unanswered approval past its expiry (a deny: a question nobody
-// answered never becomes an allow) and drops answered ones nobody took by then. It returns
-// the approvals it denied.
-func (q *Queue) Expire(now time.Time) []Approval {
-	var denied []Approval
+// Expired lists the unanswered approvals past their expiry, oldest first, and drops answered
+// ones nobody took by then (their caller gave up).
+func (q *Queue) Expired(now time.Time) []Approval {
+	var out []Approval
 	q.mu.Lock()
-	var ids []string
 	for id, e := range q.entries {
 		if now.Before(e.a.Expires) {
 			continue
 		}
 		if e.res != nil {
-			delete(q.entries, id) // answered, never taken: its caller gave up
+			delete(q.entries, id)
 			continue
 		}
-		ids = append(ids, id)
+		out = append(out, e.a)
 	}
 	q.mu.Unlock()
-	for _, id := range ids {
-		a, _, _ := q.Get(id)
-		msg := fmt.Sprintf("approval expired after %s with no answer; denied", a.Expires.Sub(a.Created).Round(time.Second))
-		if got, err := q.Resolve(id, Resolution{Answer: Deny, Message: msg, By: "expiry"}, nil); err == nil {
-			denied = append(denied, got)
-		}
-	}
-	return denied
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// ExpiryDenial is what an approval nobody answered in time gets: a deny, never an allow.
+func ExpiryDenial(a Approval) Resolution {
+	msg := fmt.Sprintf("approval expired after %s with no answer; denied", a.Expires.Sub(a.Created).Round(time.Second))
+	return Resolution{Answer: Deny, Message: msg, By: "expiry"}
 }
 
 // Subscribe streams the events of approvals keep accepts. A subscriber that falls

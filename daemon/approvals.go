@@ -169,17 +169,18 @@ func addAllowRule(old []byte, rule string) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// expireApprovals denies the approvals past their time and audits each.
+// expireApprovals denies the approvals past their time, each audited before it is resolved
+// (as an answer is), so the record is in the log before the call waiting on it returns.
+// A denial the log could not take still happens: nobody's answer never becomes an allow.
 func (c *Core) expireApprovals(ctx context.Context, now time.Time) {
-	for _, a := range c.approvals.Expire(now) {
-		_, res, _ := c.approvals.Get(a.ID)
-		r := approval.Resolution{Answer: approval.Deny, By: "expiry"}
-		if res != nil {
-			r = *res
-		}
+	for _, a := range c.approvals.Expired(now) {
+		r := approval.ExpiryDenial(a)
+		r.When = now.UTC()
 		if err := c.recorder.approvalResolve(ctx, session.Caller{}, a, r); err != nil {
 			c.log.Error("audit approval expiry", zap.Error(err))
 		}
+		// ErrAnswered: someone answered meanwhile, and that answer was audited as given.
+		_, _ = c.approvals.Resolve(a.ID, r, nil)
 	}
 }
 

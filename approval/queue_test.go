@@ -1,0 +1,60 @@
+package approval
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExpiry: an approval past its time is listed by Expired (an answered one nobody took is
+// dropped instead), stays pending until resolved, and its denial releases a waiter.
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	q := NewQueue()
+	open, err := q.Add(Approval{Owner: 1000, Tool: "Bash"}, time.Minute, "payload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered, err := q.Add(Approval{Owner: 1000, Tool: "Edit"}, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Resolve(answered.ID, Resolution{Answer: Allow, By: "uid:1000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Expired(time.Now()); len(got) != 0 {
+		t.Fatalf("expired before their time: %v", got)
+	}
+	later := time.Now().Add(2 * time.Minute)
+	got := q.Expired(later)
+	if len(got) != 1 || got[0].ID != open.ID {
+		t.Fatalf("Expired = %v, want only %s", got, open.ID)
+	}
+	if _, _, ok := q.Get(answered.ID); ok {
+		t.Error("an answered approval nobody took outlived its expiry")
+	}
+	if _, res, ok := q.Get(open.ID); !ok || res != nil {
+		t.Fatal("Expired resolved the approval itself: the daemon audits before it resolves")
+	}
+	waited := make(chan *Resolution, 1)
+	go func() {
+		res, _ := q.Wait(context.Background(), open.ID, time.Minute)
+		waited <- res
+	}()
+	deny := ExpiryDenial(open)
+	if deny.Answer != Deny || deny.By != "expiry" || !strings.Contains(deny.Message, "expired after 1m0s") {
+		t.Fatalf("ExpiryDenial = %+v", deny)
+	}
+	if _, err := q.Resolve(open.ID, deny, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-waited:
+		if res == nil || res.Answer != Deny {
+			t.Fatalf("waiter got %+v", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the denial did not release the waiter")
+	}
+}
