@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -12,7 +13,7 @@ import (
 )
 
 // FuzzDecodeRequest feeds arbitrary bodies to the request decoder: it never panics, every
-// failure is a typed bad_request (or the size limit), and what decodes converts cleanly.
+// failure is a typed bad_request (or the size limit), and what decodes is checked cleanly.
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"tool":"Bash","input":{"command":"ls"}}`,
@@ -37,12 +38,12 @@ func FuzzDecodeRequest(f *testing.F) {
 				continue
 			}
 			if cr, ok := target.(*protocol.CallRequest); ok {
-				if r, err := toRequest(*cr); err == nil {
-					if r.Tool == "" || r.ToolUseID == "" {
-						t.Fatalf("converted request lacks tool or id: %+v", r)
+				if err := checkCall(*cr); err == nil {
+					if strings.TrimSpace(cr.Tool) == "" || cr.WaitMS < 0 {
+						t.Fatalf("checkCall let through %+v", cr)
 					}
 				} else if c := errcode.Of(err); c != errcode.BadRequest && c != errcode.Validation {
-					t.Fatalf("toRequest error class %s", c)
+					t.Fatalf("checkCall error class %s", c)
 				}
 			}
 		}

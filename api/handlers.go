@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -21,19 +20,11 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request, c session.Caller
 }
 
 func (s *Server) tools(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	pool, err := s.backend.ToolPool(c, r.URL.Query().Get("session"))
+	tools, err := s.backend.Tools(c, r.URL.Query().Get("session"))
 	if err != nil {
 		return err
 	}
-	out := protocol.ToolList{Tools: make([]protocol.ToolInfo, 0, len(pool))}
-	for _, t := range pool {
-		ti := protocol.ToolInfo{Name: t.Name(), Aliases: t.Aliases(), Description: t.Description(), Deferred: t.ShouldDefer(), External: t.External()}
-		if !t.ShouldDefer() {
-			ti.InputSchema = t.Schema()
-		}
-		out.Tools = append(out.Tools, ti)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, protocol.ToolList{Tools: tools})
 	return nil
 }
 
@@ -123,39 +114,37 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c session
 	return nil
 }
 
-func toRequest(cr protocol.CallRequest) (*executor.Request, error) {
+// checkCall refuses what no call request may be, before any session is looked up or any
+// slot taken.
+func checkCall(cr protocol.CallRequest) error {
 	if strings.TrimSpace(cr.Tool) == "" {
-		return nil, errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
+		return errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
 	}
 	if cr.WaitMS < 0 {
-		return nil, errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
+		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
 	}
-	req := &executor.Request{Tool: cr.Tool, Input: cr.Input, ToolUseID: cr.ToolUseID, Wait: time.Duration(cr.WaitMS) * time.Millisecond}
 	if cr.Mode != "" {
-		m, err := permission.ParseMode(cr.Mode)
-		if err != nil {
-			return nil, errcode.New(errcode.Validation, err)
+		if _, err := permission.ParseMode(cr.Mode); err != nil {
+			return errcode.New(errcode.Validation, err)
 		}
-		req.Mode = m
 	}
-	if req.ToolUseID == "" {
-		req.ToolUseID = "call_" + session.NewID()[2:]
-	}
-	return req, nil
+	return nil
 }
 
 // outcomeStatus is the HTTP status of a single call: errors before the decision (unknown
 // tool, bad input) and an unwritable audit log are HTTP errors; everything the policy or
 // the tool decided is a 200 with the result object, which carries the decision.
-func outcomeStatus(o *executor.Outcome) int {
-	if o.Err == nil {
+func outcomeStatus(o Outcome) int {
+	r := o.Result
+	if r.Error == nil {
 		return http.StatusOK
 	}
-	if o.Err.Code == errcode.AuditUnavailable {
+	code := errcode.Code(r.Error.Class)
+	if code == errcode.AuditUnavailable {
 		return http.StatusServiceUnavailable
 	}
-	if o.Decision == nil && !o.Ran {
-		return statusFor(o.Err.Code)
+	if r.Decision == nil && !o.Ran {
+		return statusFor(code)
 	}
 	return http.StatusOK
 }
@@ -179,8 +168,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if cr.ApprovalID != "" && !decideOnly {
 		return s.resume(w, r, c, cr)
 	}
-	req, err := toRequest(cr)
-	if err != nil {
+	if err := checkCall(cr); err != nil {
 		return err
 	}
 	sess, err := s.backend.Session(c, r.PathValue("id"))
@@ -192,19 +180,23 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		return err
 	}
 	defer release()
-	p := s.backend.Pipeline()
 	if decideOnly {
-		o := p.Decide(r.Context(), sess, c, req)
-		writeJSON(w, outcomeStatus(o), callResult(o))
+		o, err := s.backend.Decide(r.Context(), sess, c, cr)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, outcomeStatus(o), o.Result)
 		return nil
 	}
-	fit, freeBytes := s.fitter(c, sess)
-	defer freeBytes()
+	budget := s.budget(c)
+	defer budget.release()
 	if !strings.Contains(r.Header.Get("Accept"), "application/x-ndjson") {
-		o := p.Run(r.Context(), sess, c, req, nil)
-		fit(o)
+		o, err := s.backend.Call(r.Context(), sess, c, cr, nil, budget)
+		if err != nil {
+			return err
+		}
 		s.countCall(o)
-		writeJSON(w, outcomeStatus(o), callResult(o))
+		writeJSON(w, outcomeStatus(o), o.Result)
 		return nil
 	}
 	// Streaming: progress events as they come, then the result, one JSON object a line.
@@ -218,15 +210,19 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 			f.Flush()
 		}
 	}
-	o := p.Run(r.Context(), sess, c, req, func(ev executor.Event) {
+	o, err := s.backend.Call(r.Context(), sess, c, cr, func(ev protocol.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = enc.Encode(protocol.StreamLine{Event: (*protocol.Event)(&ev)})
+		_ = enc.Encode(protocol.StreamLine{Event: &ev})
 		flush()
-	})
-	fit(o)
+	}, budget)
+	if err != nil {
+		// The status line is out: the refusal goes in the stream.
+		o = Outcome{Result: protocol.CallResult{ToolUseID: cr.ToolUseID, Tool: cr.Tool, IsError: true, Content: []protocol.Block{}, Data: map[string]any{},
+			Error: &protocol.ErrorDetail{Class: string(errcode.Of(err)), Message: err.Error()}}}
+	}
 	s.countCall(o)
-	res := callResult(o)
+	res := o.Result
 	mu.Lock()
 	_ = enc.Encode(protocol.StreamLine{Result: &res})
 	flush()
@@ -249,31 +245,31 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if len(br.Calls) > lim.BatchCalls {
 		return errcode.New(errcode.BadRequest, fmt.Errorf("a batch may hold at most %d calls (limits.batch_calls) and this one has %d; split it", lim.BatchCalls, len(br.Calls)))
 	}
-	reqs := make([]*executor.Request, len(br.Calls))
-	for i, cr := range br.Calls {
-		req, err := toRequest(cr)
-		if err != nil {
+	for _, cr := range br.Calls {
+		if err := checkCall(cr); err != nil {
 			return err
 		}
-		reqs[i] = req
 	}
 	sess, err := s.backend.Session(c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
-	release, err := s.admit(r.Context(), c, min(len(reqs), max(1, lim.MaxParallelCalls)))
+	release, err := s.admit(r.Context(), c, min(len(br.Calls), max(1, lim.MaxParallelCalls)))
 	if err != nil {
 		return err
 	}
 	defer release()
-	fit, freeBytes := s.fitter(c, sess)
-	defer freeBytes()
-	outs := s.backend.Batch(r.Context(), sess, c, reqs, fit)
+	budget := s.budget(c)
+	defer budget.release()
+	outs, err := s.backend.Batch(r.Context(), sess, c, br.Calls, budget)
+	if err != nil {
+		return err
+	}
 	resp := protocol.BatchResponse{Results: make([]protocol.CallResult, len(outs))}
 	for i, o := range outs {
 		s.countCall(o)
-		resp.Results[i] = callResult(o)
+		resp.Results[i] = o.Result
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -324,15 +320,14 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 		return err
 	}
 	defer release()
-	fit, freeBytes := s.fitter(c, sess)
-	defer freeBytes()
-	o, err := s.backend.Pipeline().Resume(r.Context(), sess, c, cr.ApprovalID, time.Duration(cr.WaitMS)*time.Millisecond, nil)
+	budget := s.budget(c)
+	defer budget.release()
+	o, err := s.backend.Resume(r.Context(), sess, c, cr.ApprovalID, time.Duration(cr.WaitMS)*time.Millisecond, budget)
 	if err != nil {
 		return err
 	}
-	fit(o)
 	s.countCall(o)
-	writeJSON(w, outcomeStatus(o), callResult(o))
+	writeJSON(w, outcomeStatus(o), o.Result)
 	return nil
 }
 

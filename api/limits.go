@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -167,45 +166,49 @@ func (s *Server) admit(ctx context.Context, c session.Caller, slots int) (releas
 	}, nil
 }
 
-// fitter returns the response budget of one request: fit charges each outcome to the caller's
-// share of limits.response_bytes and shrinks it when there is no room left; release gives
-// the bytes back once the response is written.
-func (s *Server) fitter(c session.Caller, sess *session.Session) (fit func(*executor.Outcome), release func()) {
-	t := &s.tenants
-	l := t.get()
-	var mu sync.Mutex
-	var held int64
-	fit = func(o *executor.Outcome) {
-		n := executor.ResponseSize(o)
-		t.mu.Lock()
-		u := t.user(c.UID, l, time.Now())
-		room := u.respBytes+n <= l.ResponseBytes
-		t.mu.Unlock()
-		if !room {
-			s.backend.Shrink(sess, o, l.ResponseBytes)
-			n = executor.ResponseSize(o)
-		}
-		// A shrunk result is a preview and a path: small, and always let through, so every
-		// call of a batch gets an answer.
-		t.mu.Lock()
-		u.respBytes += n
-		t.mu.Unlock()
-		mu.Lock()
-		held += n
-		mu.Unlock()
+// responseBudget is one request's Budget: its results are charged to the caller's share of
+// limits.response_bytes, and release gives the bytes back once the response is written.
+type responseBudget struct {
+	t     *tenants
+	uid   uint32
+	limit int64
+	mu    sync.Mutex
+	held  int64
+}
+
+func (s *Server) budget(c session.Caller) *responseBudget {
+	return &responseBudget{t: &s.tenants, uid: c.UID, limit: s.tenants.get().ResponseBytes}
+}
+
+func (b *responseBudget) Limit() int64 { return b.limit }
+
+func (b *responseBudget) Fits(n int64) bool {
+	l := b.t.get()
+	b.t.mu.Lock()
+	defer b.t.mu.Unlock()
+	return b.t.user(b.uid, l, time.Now()).respBytes+n <= b.limit
+}
+
+func (b *responseBudget) Charge(n int64) {
+	l := b.t.get()
+	b.t.mu.Lock()
+	b.t.user(b.uid, l, time.Now()).respBytes += n
+	b.t.mu.Unlock()
+	b.mu.Lock()
+	b.held += n
+	b.mu.Unlock()
+}
+
+func (b *responseBudget) release() {
+	b.mu.Lock()
+	n := b.held
+	b.held = 0
+	b.mu.Unlock()
+	b.t.mu.Lock()
+	if u := b.t.users[b.uid]; u != nil {
+		u.respBytes -= n
 	}
-	release = func() {
-		mu.Lock()
-		n := held
-		held = 0
-		mu.Unlock()
-		t.mu.Lock()
-		if u := t.users[c.UID]; u != nil {
-			u.respBytes -= n
-		}
-		t.mu.Unlock()
-	}
-	return fit, release
+	b.t.mu.Unlock()
 }
 
 // LimitListener wraps l so one uid holds at most limits.connections_per_user connections:

@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/approval"
-	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
@@ -34,12 +34,17 @@ type Backend interface {
 	Sessions(caller session.Caller) []session.Snapshot
 	UpdateSession(ctx context.Context, caller session.Caller, id string, u session.Update) (session.Snapshot, error)
 	DeleteSession(ctx context.Context, caller session.Caller, id string) error
-	Pipeline() *executor.Pipeline
-	// Batch runs reqs, calling fit on each outcome as it is done (the response budget).
-	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request, fit func(*executor.Outcome)) []*executor.Outcome
-	// Shrink persists o's text and leaves out its images: its response is out of room.
-	Shrink(s *session.Session, o *executor.Outcome, limit int64)
-	ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error)
+	// Call runs one call in s, handing its progress to onEvent when set and charging its
+	// result to b; Decide only decides it; Resume finishes the call a pending approval holds,
+	// waiting up to wait for the answer; Batch runs reqs, every one checked before any runs.
+	// An error is a request refused before its decision (malformed, unknown approval); all
+	// else is in the Outcome.
+	Call(ctx context.Context, s *session.Session, caller session.Caller, req protocol.CallRequest, onEvent func(protocol.Event), b Budget) (Outcome, error)
+	Decide(ctx context.Context, s *session.Session, caller session.Caller, req protocol.CallRequest) (Outcome, error)
+	Resume(ctx context.Context, s *session.Session, caller session.Caller, approvalID string, wait time.Duration, b Budget) (Outcome, error)
+	Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []protocol.CallRequest, b Budget) ([]Outcome, error)
+	// Tools is the tool pool, for sessionID's rules when it is not empty.
+	Tools(caller session.Caller, sessionID string) ([]protocol.ToolInfo, error)
 	Tasks(s *session.Session) []map[string]any
 	AuditDir() string
 	AuditCheckpoint(ctx context.Context) error
@@ -54,6 +59,25 @@ type Backend interface {
 	Approvals(caller session.Caller) []approval.Approval
 	SubscribeApprovals(caller session.Caller) (*approval.Sub, func())
 	AnswerApproval(ctx context.Context, caller session.Caller, id string, a protocol.ApprovalAnswer) (approval.Approval, approval.Resolution, error)
+}
+
+// Outcome is one call as the API answers it.
+type Outcome struct {
+	Result protocol.CallResult
+	// Ran says the call got past its decision: an error is then the call's, not the request's.
+	Ran bool
+}
+
+// Budget is one response's room in its user's share of limits.response_bytes. The backend
+// charges each result to it as the result is done, and shrinks one that does not fit.
+type Budget interface {
+	// Fits reports whether n more bytes fit.
+	Fits(n int64) bool
+	// Charge counts n bytes, fitting or not: a shrunk result is small and always let through,
+	// so every call of a batch gets an answer.
+	Charge(n int64)
+	// Limit is what a shrunk result is cut to.
+	Limit() int64
 }
 
 // Server is the HTTP handler of the socket.
@@ -290,17 +314,18 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
-func (s *Server) countCall(o *executor.Outcome) {
+func (s *Server) countCall(o Outcome) {
+	r := o.Result
 	behavior := "none"
-	if o.Decision != nil {
-		behavior = string(o.Decision.Behavior)
+	if r.Decision != nil {
+		behavior = r.Decision.Behavior
 	}
 	code := string(errcode.OK)
-	if o.Err != nil {
-		code = string(o.Err.Code)
+	if r.Error != nil {
+		code = r.Error.Class
 	}
-	tool := o.Tool
-	if o.Decision == nil && o.Err != nil && o.Err.Code == errcode.UnknownTool {
+	tool := r.Tool
+	if r.Decision == nil && r.Error != nil && errcode.Code(r.Error.Class) == errcode.UnknownTool {
 		tool = "unknown" // never let client text become a metric label
 	}
 	s.metrics.calls.WithLabelValues(tool, behavior, code).Inc()

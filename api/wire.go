@@ -2,7 +2,6 @@ package api
 
 import (
 	"github.com/sandboxd/sandboxd/approval"
-	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -27,57 +26,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func callResult(o *executor.Outcome) protocol.CallResult {
-	cr := protocol.CallResult{ToolUseID: o.ToolUseID, Tool: o.Tool, Decision: decisionView(o.Decision), Data: map[string]any{}}
-	if o.Decision != nil {
-		cr.ApprovalID = o.Decision.ApprovalID
-	}
-	if o.Result != nil {
-		cr.IsError = o.Result.IsError
-		cr.Content = blocksView(o.Result.Content)
-		cr.Extra = o.Result.ExtraMessages
-		if o.Result.Data != nil {
-			cr.Data = o.Result.Data
-		}
-	}
-	if cr.Content == nil {
-		cr.Content = []protocol.Block{}
-	}
-	if o.Err != nil {
-		cr.IsError = true
-		cr.Error = &protocol.ErrorDetail{Class: string(o.Err.Code), Message: o.Err.Error(), Suggestions: o.Suggestions}
-	}
-	return cr
-}
-
-func decisionView(d *permission.Decision) *protocol.Decision {
-	if d == nil {
-		return nil
-	}
-	out := &protocol.Decision{
-		Behavior: string(d.Behavior), Reason: d.Reason, Rule: d.Rule, Source: d.Source, Step: d.Step,
-		Route: d.Route, ReadOnly: d.ReadOnly, Trace: d.Trace, ApprovalID: d.ApprovalID,
-	}
-	if d.Auto != nil {
-		out.Auto = make([]protocol.AutoStage, len(d.Auto))
-		for i, st := range d.Auto {
-			out.Auto[i] = protocol.AutoStage(st)
-		}
-	}
-	return out
-}
-
-func blocksView(bs []executor.Block) []protocol.Block {
-	if bs == nil {
-		return nil
-	}
-	out := make([]protocol.Block, len(bs))
-	for i, b := range bs {
-		out[i] = protocol.Block(b)
-	}
-	return out
 }
 
 func effectiveView(e permission.Effective) protocol.Effective {

@@ -59,9 +59,6 @@ func (c *Core) Config() *config.Config { return c.cfg.Load() }
 // Identify implements api.Backend.
 func (c *Core) Identify(p api.Peer) (session.Caller, error) { return c.ids.Identify(p) }
 
-// Pipeline implements api.Backend.
-func (c *Core) Pipeline() *executor.Pipeline { return c.pipeline }
-
 // Health implements api.Backend.
 func (c *Core) Health(caller session.Caller) protocol.Health {
 	h := protocol.Health{
@@ -379,11 +376,6 @@ func (c *Core) release(s *session.Session) {
 	}
 }
 
-// Batch implements api.Backend.
-func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, reqs []*executor.Request, fit func(*executor.Outcome)) []*executor.Outcome {
-	return c.pipeline.BatchFit(ctx, s, caller, reqs, c.Config().MaxParallelCalls, fit)
-}
-
 // Tasks implements api.Backend.
 func (c *Core) Tasks(s *session.Session) []map[string]any { return c.host.Tasks(s) }
 
@@ -405,20 +397,6 @@ func (c *Core) AuditCheckpoint(ctx context.Context) error { return c.recorder.lo
 
 // AuditPublicKey implements api.Backend.
 func (c *Core) AuditPublicKey() ed25519.PublicKey { return c.recorder.log.PublicKey() }
-
-// ToolPool implements api.Backend: with a session, tools its bare-name deny rules cover
-// are hidden from the pool (a denied tool is not offered to the model at all).
-func (c *Core) ToolPool(caller session.Caller, sessionID string) ([]*executor.Tool, error) {
-	if sessionID == "" {
-		return c.pipeline.Registry().Pool(nil), nil
-	}
-	s, err := c.store.See(caller, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	rs := s.RuleSet()
-	return c.pipeline.Registry().Pool(func(name string) bool { return deniesWholeTool(rs, name) }), nil
-}
 
 // deniesWholeTool reports whether a deny rule covers every call of the tool.
 func deniesWholeTool(rs *permission.RuleSet, name string) bool {

@@ -15,11 +15,6 @@ import (
 	"github.com/sandboxd/sandboxd/session"
 )
 
-// Shrink implements api.Backend: the response is out of room (limits.response_bytes).
-func (c *Core) Shrink(s *session.Session, o *executor.Outcome, limit int64) {
-	c.host.Shrink(s, o, limit)
-}
-
 // apiLimits maps the config's limits onto the API's.
 func apiLimits(cfg *config.Config) api.Limits {
 	l := cfg.Limits
