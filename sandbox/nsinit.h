@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 7u
+#define SBX_VERSION 8u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -33,22 +33,24 @@
 /* The init keeps its socket at this fd or above: clear of every slot receive_call fills. */
 #define SBX_FD_STATUS_MIN 160
 
-/* Records, in this order. */
+/* Records, numbered in the order they appear. A call's spec: EXEC to FDS, MOUNTS, RLIMITS,
+ * LANDLOCK, SECCOMP. A pooled init's prelude (fd 6): MOUNTS, LANDLOCK_HINT, NETNS_HINT,
+ * SECCOMP. Each is {u32 tag, u32 count, fields}. */
 #define SBX_TAG_EXEC 1     /* path, dir */
 #define SBX_TAG_ARGV 2     /* count, strings */
 #define SBX_TAG_ENV 3      /* count, strings */
-#define SBX_TAG_DIRECT 11  /* count, strings: a simple command run as bash would, or 0 */
-#define SBX_TAG_CRED 4     /* uid, gid */
-#define SBX_TAG_GROUPS 5   /* count, u32s */
-#define SBX_TAG_FDS 6      /* netns fd (or -1), number of caller's ExtraFiles */
-#define SBX_TAG_MOUNTS 7   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
-#define SBX_TAG_RLIMITS 8  /* count, {resource, u64 limit} */
-#define SBX_TAG_LANDLOCK 9 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
-#define SBX_TAG_SECCOMP 10 /* program count, {u32 bytes, raw BPF}; all are loaded */
-/* prelude only, between its mounts and seccomp: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
-#define SBX_TAG_LANDLOCK_HINT 12
-/* prelude only, after the landlock hint: 0 or 1 = join the netns on fd SBX_FD_FIRST_EXTRA (a session's) */
-#define SBX_TAG_NETNS_HINT 13
+#define SBX_TAG_DIRECT 4   /* count, strings: a simple command run as bash would, or 0 */
+#define SBX_TAG_CRED 5     /* uid, gid */
+#define SBX_TAG_GROUPS 6   /* count, u32s */
+#define SBX_TAG_FDS 7      /* netns fd (or -1), number of caller's ExtraFiles */
+#define SBX_TAG_MOUNTS 8   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
+#define SBX_TAG_RLIMITS 9  /* count, {resource, u64 limit} */
+#define SBX_TAG_LANDLOCK 10 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
+/* prelude only: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
+#define SBX_TAG_LANDLOCK_HINT 11
+/* prelude only: 0 or 1 = join the netns on fd SBX_FD_FIRST_EXTRA (a session's) */
+#define SBX_TAG_NETNS_HINT 12
+#define SBX_TAG_SECCOMP 13 /* program count, {u32 bytes, raw BPF}; all are loaded */
 
 #define SBX_OP_MOUNT 1
 #define SBX_OP_SETATTR 2 /* flags = attr_set, clr = attr_clr, data "r" = recursive */
