@@ -333,6 +333,14 @@ static int open_nofollow(int dfd, const char *path)
 	return syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 }
 
+// close_keep_errno closes fd without losing the errno of the failure being reported.
+static void close_keep_errno(int fd)
+{
+	int e = errno;
+	close(fd);
+	errno = e;
+}
+
 // drop_held closes what only the mount plan needed, once the call's mounts are done.
 static void drop_held(void)
 {
@@ -342,6 +350,208 @@ static void drop_held(void)
 	if (empty_fs >= 0)
 		close(empty_fs);
 	empty_fs = -1;
+}
+
+// One mount op, decoded: each field has one meaning, named for its op (nsinit.h lists them).
+struct mount_op {
+	uint32_t op, opt;
+	const char *path; // what the op acts on; NOFOLLOW resolves it, a failure names it
+	union {
+		struct {
+			const char *src, *fstype, *data;
+			unsigned long flags;
+		} mount;
+		struct {
+			uint64_t set, clr;
+			int recursive;
+		} setattr;
+		struct {
+			mode_t mode;
+			dev_t dev;
+		} mknod;
+		struct {
+			mode_t mode;
+		} mkdir, touch;
+		struct {
+			const char *target;
+		} symlink;
+		struct {
+			const char *options;
+			uint64_t attrs;
+		} empty_fs;
+		struct {
+			const char *options;
+		} cover;
+		struct {
+			uint32_t slot;
+			int from_held;
+		} clone_tree;
+		struct {
+			uint32_t slot;
+		} move_tree;
+	};
+};
+
+static uint32_t rd_slot(struct rd *r)
+{
+	uint32_t slot = rd_u32(r);
+	if (slot >= SBX_MAX_TREES)
+		fail(EINVAL, "mount", "tree slot");
+	return slot;
+}
+
+// rd_mount_op decodes the next op of a mounts record, refusing one the plan never makes.
+static void rd_mount_op(struct rd *r, struct mount_op *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->op = rd_u32(r);
+	m->opt = rd_u32(r);
+	m->path = rd_str(r);
+	int resolvable = 0; // an op NOFOLLOW may apply to: its path is reached as a mount target
+	switch (m->op) {
+	case SBX_OP_MOUNT:
+		m->mount.src = rd_str(r);
+		m->mount.fstype = rd_str(r);
+		m->mount.data = rd_str(r);
+		m->mount.flags = (unsigned long)rd_u64(r);
+		resolvable = 1;
+		break;
+	case SBX_OP_SETATTR:
+		m->setattr.set = rd_u64(r);
+		m->setattr.clr = rd_u64(r);
+		m->setattr.recursive = rd_u32(r) != 0;
+		resolvable = 1;
+		break;
+	case SBX_OP_MKNOD:
+		m->mknod.mode = (mode_t)rd_u32(r);
+		m->mknod.dev = (dev_t)rd_u64(r);
+		break;
+	case SBX_OP_MKDIR:
+		m->mkdir.mode = (mode_t)rd_u32(r);
+		break;
+	case SBX_OP_SYMLINK:
+		m->symlink.target = rd_str(r);
+		break;
+	case SBX_OP_TOUCH:
+		m->touch.mode = (mode_t)rd_u32(r);
+		break;
+	case SBX_OP_HOLD:
+		break;
+	case SBX_OP_EMPTY_FS:
+		m->empty_fs.options = rd_str(r);
+		m->empty_fs.attrs = rd_u64(r);
+		break;
+	case SBX_OP_COVER:
+		m->cover.options = rd_str(r);
+		resolvable = 1;
+		break;
+	case SBX_OP_CLONE_TREE:
+		m->clone_tree.slot = rd_slot(r);
+		m->clone_tree.from_held = rd_u32(r) != 0;
+		resolvable = 1;
+		break;
+	case SBX_OP_MOVE_TREE:
+		m->move_tree.slot = rd_slot(r);
+		resolvable = 1;
+		break;
+	default:
+		fail(EINVAL, "mount", "unknown op");
+	}
+	if ((m->opt & SBX_OPT_NOFOLLOW) && !resolvable)
+		fail(EINVAL, "mount", "nofollow on an op that has no path to resolve");
+}
+
+// clone_tree detaches a recursive copy of the op's path into its slot, from the held directory
+// when the path lies under it.
+static int clone_tree(const struct mount_op *m, int *trees)
+{
+	int *slot = &trees[m->clone_tree.slot];
+	int dfd = AT_FDCWD;
+	const char *from = m->path;
+	unsigned int at = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
+	*slot = -1;
+	if (m->clone_tree.from_held) {
+		if (held_fd < 0)
+			fail(EBADF, "mount", "no held directory");
+		dfd = held_fd;
+		if (!from[0])
+			at |= AT_EMPTY_PATH;
+	}
+	int sfd = -1;
+	if ((m->opt & SBX_OPT_NOFOLLOW) && from[0]) {
+		sfd = open_nofollow(dfd, from);
+		if (sfd < 0)
+			return -1;
+		dfd = sfd;
+		from = "";
+		at |= AT_EMPTY_PATH;
+	}
+	*slot = syscall(SYS_open_tree, dfd, from, at);
+	if (sfd >= 0)
+		close_keep_errno(sfd);
+	return *slot;
+}
+
+// move_tree moves the copy in the op's slot onto the target (pfd, else the op's path).
+static int move_tree(const struct mount_op *m, int *trees, int pfd)
+{
+	int *slot = &trees[m->move_tree.slot];
+	if (*slot < 0) {
+		if (m->opt & SBX_OPT_OPTIONAL)
+			return 0; // its source did not exist
+		fail(EBADF, "mount", m->path);
+	}
+	int rc = mount_to(*slot, pfd, m->path);
+	close_keep_errno(*slot);
+	*slot = -1;
+	return rc;
+}
+
+// run_op runs one op on its target: pfd, the path opened without following symlinks
+// (SBX_OPT_NOFOLLOW), else -1; target, what mount(2) is given for it (/proc/self/fd/<pfd>, or
+// the path).
+static int run_op(const struct mount_op *m, int *trees, int pfd, const char *target)
+{
+	switch (m->op) {
+	case SBX_OP_MOUNT:
+		return mount(m->mount.src[0] ? m->mount.src : NULL, target,
+			     m->mount.fstype[0] ? m->mount.fstype : NULL, m->mount.flags,
+			     m->mount.data[0] ? m->mount.data : NULL);
+	case SBX_OP_SETATTR: {
+		struct sbx_mount_attr a = { .attr_set = m->setattr.set, .attr_clr = m->setattr.clr };
+		unsigned int at = m->setattr.recursive ? AT_RECURSIVE : 0;
+		if (pfd >= 0)
+			return syscall(SYS_mount_setattr, pfd, "", at | AT_EMPTY_PATH, &a, sizeof(a));
+		return syscall(SYS_mount_setattr, AT_FDCWD, m->path, at, &a, sizeof(a));
+	}
+	case SBX_OP_MKNOD:
+		return mknod(m->path, m->mknod.mode, m->mknod.dev);
+	case SBX_OP_MKDIR:
+		// mkdir -p: two planned trees under /tmp may share parents. The tmpfs is fresh, so
+		// whatever exists there was made by an earlier op of this plan.
+		if (mkdir(m->path, m->mkdir.mode) < 0 && errno != EEXIST)
+			return -1;
+		return 0;
+	case SBX_OP_SYMLINK:
+		return symlink(m->symlink.target, m->path);
+	case SBX_OP_TOUCH: {
+		int fd = open(m->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, m->touch.mode);
+		return fd < 0 ? -1 : close(fd);
+	}
+	case SBX_OP_HOLD:
+		// Keep the host's view of the path (the /tmp the private one covers) for the clones.
+		return hold_dir(m->path);
+	case SBX_OP_EMPTY_FS:
+		make_empty_fs(m->empty_fs.options, m->empty_fs.attrs);
+		return 0;
+	case SBX_OP_COVER:
+		return cover(pfd, m->path, target, m->cover.options);
+	case SBX_OP_CLONE_TREE:
+		return clone_tree(m, trees);
+	case SBX_OP_MOVE_TREE:
+		return move_tree(m, trees, pfd);
+	}
+	fail(EINVAL, "mount", "unknown op"); // rd_mount_op refused it already
 }
 
 // do_mounts runs the parent's mount plan. It is a plan rather than policy in C so the policy
@@ -356,143 +566,37 @@ static void do_mounts(struct rd *r)
 	uint32_t n = rd_tag(r, SBX_TAG_MOUNTS);
 	// The planned modes are exact (0666 device nodes, 1777 /dev/shm); umask would mask them.
 	mode_t old_umask = umask(0);
-	int trees[SBX_MAX_TREES];
+	int trees[SBX_MAX_TREES]; // CLONE_TREE's copies, until MOVE_TREE puts them in place
 	for (int t = 0; t < SBX_MAX_TREES; t++)
 		trees[t] = -1;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t op = rd_u32(r);
-		uint32_t opt = rd_u32(r);
-		uint64_t flags = rd_u64(r);
-		uint64_t clr = rd_u64(r);
-		char *src = rd_str(r), *dst = rd_str(r), *fstype = rd_str(r), *data = rd_str(r);
-		int optional = opt & SBX_OPT_OPTIONAL, nofollow = opt & SBX_OPT_NOFOLLOW;
-		if (nofollow && op != SBX_OP_MOUNT && op != SBX_OP_SETATTR && op != SBX_OP_COVER &&
-		    op != SBX_OP_CLONE_TREE && op != SBX_OP_MOVE_TREE)
-			fail(EINVAL, "mount", "nofollow on an op that has no path to resolve");
-		// The target opened without symlinks (pfd), and as a path mount(2) follows to it.
-		int pfd = -1;
-		char fdpath[32];
-		const char *target = dst;
-		int rc = 0;
-		if (nofollow && op != SBX_OP_CLONE_TREE) {
-			pfd = open_nofollow(AT_FDCWD, dst);
-			if (pfd >= 0) {
-				snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
-				target = fdpath;
-			} else {
+		struct mount_op m;
+		rd_mount_op(r, &m);
+		int nofollow = m.opt & SBX_OPT_NOFOLLOW, rc;
+		if (!nofollow || m.op == SBX_OP_CLONE_TREE) {
+			rc = run_op(&m, trees, -1, m.path); // a clone resolves its source itself
+		} else {
+			int pfd = open_nofollow(AT_FDCWD, m.path);
+			if (pfd < 0) {
 				rc = -1;
-				if (op == SBX_OP_MOVE_TREE && clr < SBX_MAX_TREES && trees[clr] >= 0) {
-					int e = errno;
-					close(trees[clr]);
-					trees[clr] = -1;
-					errno = e;
+				if (m.op == SBX_OP_MOVE_TREE && trees[m.move_tree.slot] >= 0) {
+					close_keep_errno(trees[m.move_tree.slot]);
+					trees[m.move_tree.slot] = -1;
 				}
-				op = 0; // nothing more to do: the failure is below
+			} else {
+				char fdpath[32];
+				snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
+				rc = run_op(&m, trees, pfd, fdpath);
+				close_keep_errno(pfd);
 			}
 		}
-		switch (op) {
-		case 0:
-			break;
-		case SBX_OP_MOUNT:
-			rc = mount(src[0] ? src : NULL, target, fstype[0] ? fstype : NULL,
-				   (unsigned long)flags, data[0] ? data : NULL);
-			break;
-		case SBX_OP_SETATTR: {
-			struct sbx_mount_attr a = { .attr_set = flags, .attr_clr = clr };
-			unsigned int at = data[0] == 'r' ? AT_RECURSIVE : 0;
-			rc = pfd >= 0 ? syscall(SYS_mount_setattr, pfd, "", at | AT_EMPTY_PATH, &a, sizeof(a))
-				      : syscall(SYS_mount_setattr, AT_FDCWD, dst, at, &a, sizeof(a));
-			break;
-		}
-		case SBX_OP_MKNOD:
-			rc = mknod(dst, (mode_t)flags, (dev_t)clr);
-			break;
-		case SBX_OP_MKDIR:
-			// mkdir -p: two planned trees under /tmp may share parents. The tmpfs is
-			// fresh, so whatever exists there was made by an earlier op of this plan.
-			rc = mkdir(dst, (mode_t)flags);
-			if (rc < 0 && errno == EEXIST)
-				rc = 0;
-			break;
-		case SBX_OP_SYMLINK:
-			rc = symlink(src, dst);
-			break;
-		case SBX_OP_TOUCH:
-			rc = open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, (mode_t)flags);
-			if (rc >= 0)
-				rc = close(rc);
-			break;
-		case SBX_OP_EMPTY_FS:
-			make_empty_fs(data, flags);
-			break;
-		case SBX_OP_COVER:
-			rc = cover(pfd, dst, target, data);
-			break;
-		case SBX_OP_HOLD:
-			// Keep the host's view of src (the /tmp the private one covers) for the clones.
-			rc = hold_dir(src);
-			break;
-		case SBX_OP_CLONE_TREE: {
-			// Detach a copy of src, from the held directory when it lies under it.
-			if (clr >= SBX_MAX_TREES)
-				fail(EINVAL, "mount", "tree slot");
-			int dfd = AT_FDCWD;
-			const char *from = src;
-			unsigned int at = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
-			if (flags & SBX_CLONE_FROM_HELD) {
-				if (held_fd < 0)
-					fail(EBADF, "mount", "no held directory");
-				dfd = held_fd;
-				if (!src[0])
-					at |= AT_EMPTY_PATH;
-			}
-			int sfd = -1;
-			if (nofollow && src[0]) {
-				sfd = open_nofollow(dfd, src);
-				if (sfd < 0) {
-					rc = -1;
-					break;
-				}
-				dfd = sfd;
-				from = "";
-				at |= AT_EMPTY_PATH;
-			}
-			rc = trees[clr] = syscall(SYS_open_tree, dfd, from, at);
-			if (sfd >= 0) {
-				int e = errno;
-				close(sfd);
-				errno = e;
-			}
-			break;
-		}
-		case SBX_OP_MOVE_TREE:
-			if (clr >= SBX_MAX_TREES)
-				fail(EINVAL, "mount", "tree slot");
-			if (trees[clr] < 0) {
-				if (optional)
-					break; // its source did not exist
-				fail(EBADF, "mount", dst);
-			}
-			rc = mount_to(trees[clr], pfd, dst);
-			if (trees[clr] >= 0)
-				close(trees[clr]);
-			trees[clr] = -1;
-			break;
-		default:
-			fail(EINVAL, "mount", "unknown op");
-		}
-		if (pfd >= 0) {
-			int e = errno;
-			close(pfd);
-			errno = e;
-		}
+		if (rc >= 0)
+			continue;
+		if (nofollow && errno == ELOOP)
+			fail(ELOOP, "mount (a symlink replaced a planned path)", m.path);
 		// Optional ops (masking paths this kernel may not have) tolerate a missing target.
-		if (rc < 0 && nofollow && errno == ELOOP)
-			fail(ELOOP, "mount (a symlink replaced a planned path)", dst[0] ? dst : src);
-		if (rc < 0 && !(optional && (errno == ENOENT || errno == ENOTDIR)))
-			fail(errno, "mount", dst[0] ? dst : src);
-		if (rc < 0 && op == SBX_OP_CLONE_TREE)
-			trees[clr] = -1;
+		if (!((m.opt & SBX_OPT_OPTIONAL) && (errno == ENOENT || errno == ENOTDIR)))
+			fail(errno, "mount", m.path);
 	}
 	umask(old_umask);
 }

@@ -41,13 +41,12 @@ const (
 )
 
 const (
-	opCloneTree   = C.SBX_OP_CLONE_TREE
-	opMoveTree    = C.SBX_OP_MOVE_TREE
-	opHold        = C.SBX_OP_HOLD
-	opEmptyFS     = C.SBX_OP_EMPTY_FS
-	opCover       = C.SBX_OP_COVER
-	cloneFromHeld = C.SBX_CLONE_FROM_HELD
-	optOptional   = C.SBX_OPT_OPTIONAL
-	optNoFollow   = C.SBX_OPT_NOFOLLOW
-	maxTrees      = C.SBX_MAX_TREES
+	opCloneTree = C.SBX_OP_CLONE_TREE
+	opMoveTree  = C.SBX_OP_MOVE_TREE
+	opHold      = C.SBX_OP_HOLD
+	opEmptyFS   = C.SBX_OP_EMPTY_FS
+	opCover     = C.SBX_OP_COVER
+	optOptional = C.SBX_OPT_OPTIONAL
+	optNoFollow = C.SBX_OPT_NOFOLLOW
+	maxTrees    = C.SBX_MAX_TREES
 )

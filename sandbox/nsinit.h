@@ -43,7 +43,7 @@
 #define SBX_TAG_CRED 5     /* uid, gid */
 #define SBX_TAG_GROUPS 6   /* count, u32s */
 #define SBX_TAG_FDS 7      /* netns fd (or -1), number of caller's ExtraFiles */
-#define SBX_TAG_MOUNTS 8   /* count, {op, optional, u64 flags, u64 clr, src, dst, fstype, data} */
+#define SBX_TAG_MOUNTS 8   /* count, mount ops (below) */
 #define SBX_TAG_RLIMITS 9  /* count, {resource, u64 limit} */
 #define SBX_TAG_LANDLOCK 10 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
 /* prelude only: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
@@ -52,23 +52,41 @@
 #define SBX_TAG_NETNS_HINT 12
 #define SBX_TAG_SECCOMP 13 /* program count, {u32 bytes, raw BPF}; all are loaded */
 
+/* A mount op is {u32 op, u32 opt (SBX_OPT_*), path, then the op's own fields}: path is what the
+ * op acts on, the one SBX_OPT_NOFOLLOW resolves and a failure names. Strings that mount(2)
+ * takes as optional are "" for none.
+ *   op          path         fields
+ *   MOUNT       target       src, fstype, data, u64 flags: mount(2)
+ *   SETATTR     mount        u64 set, u64 clr (MOUNT_ATTR_*), u32 recursive: mount_setattr(2)
+ *   MKNOD       node         u32 mode, u64 dev
+ *   MKDIR       directory    u32 mode; one already there is fine (mkdir -p)
+ *   SYMLINK     link         target
+ *   TOUCH       file         u32 mode: a new empty file, to bind over
+ *   HOLD        directory    -: kept (O_PATH) for CLONE_TREE, before a mount covers it
+ *   EMPTY_FS    "" (none)    options (tmpfs "k=v,..."), u64 attrs (MOUNT_ATTR_*): a detached,
+ *                            empty fs that COVER clones
+ *   COVER       directory    options: covered by a clone of the empty fs (or, without one, a
+ *                            tmpfs mounted with options)
+ *   CLONE_TREE  source       u32 slot, u32 from_held: a detached recursive copy of path
+ *                            (open_tree) put in slot; from_held: path is relative to the held
+ *                            directory ("" = itself)
+ *   MOVE_TREE   target       u32 slot: the copy in slot moved onto path (move_mount) */
 #define SBX_OP_MOUNT 1
-#define SBX_OP_SETATTR 2 /* flags = attr_set, clr = attr_clr, data "r" = recursive */
-#define SBX_OP_MKNOD 3   /* flags = mode, clr = dev */
-#define SBX_OP_MKDIR 4   /* flags = mode */
-#define SBX_OP_SYMLINK 5 /* src = target */
-#define SBX_OP_TOUCH 6   /* flags = mode; an empty file to bind over */
-#define SBX_OP_CLONE_TREE 7 /* src -> slot clr (open_tree clone, recursive); flags SBX_CLONE_FROM_HELD */
-#define SBX_OP_MOVE_TREE 8  /* slot clr -> dst (move_mount) */
-#define SBX_OP_HOLD 9       /* src: a directory held (O_PATH) for CLONE_TREE to clone from, before a mount covers it */
-#define SBX_OP_EMPTY_FS 10  /* data: tmpfs options, flags: MOUNT_ATTR_*: make the detached empty fs COVER clones */
-#define SBX_OP_COVER 11     /* dst: covered by a clone of the empty fs (or, without one, a tmpfs mounted with data) */
-#define SBX_CLONE_FROM_HELD 1 /* CLONE_TREE flags: src is relative to the held directory ("" = itself) */
+#define SBX_OP_SETATTR 2
+#define SBX_OP_MKNOD 3
+#define SBX_OP_MKDIR 4
+#define SBX_OP_SYMLINK 5
+#define SBX_OP_TOUCH 6
+#define SBX_OP_CLONE_TREE 7
+#define SBX_OP_MOVE_TREE 8
+#define SBX_OP_HOLD 9
+#define SBX_OP_EMPTY_FS 10
+#define SBX_OP_COVER 11
 /* A mount op's opt bits. */
 #define SBX_OPT_OPTIONAL 1 /* a missing path (ENOENT, ENOTDIR) skips the op */
-#define SBX_OPT_NOFOLLOW 2 /* the op's path (src of CLONE_TREE, dst otherwise) is resolved without
-			      following any symlink: the plan resolved it, so one there now means it
-			      changed since (a user's swap), and the op fails */
+#define SBX_OPT_NOFOLLOW 2 /* path is resolved without following any symlink: the plan resolved
+			      it, so one there now means it changed since (a user's swap), and
+			      the op fails. Only for MOUNT, SETATTR, COVER, CLONE_TREE, MOVE_TREE */
 #define SBX_MAX_TREES 64
 
 /* Landlock rights a rule on a non-directory may carry (EXECUTE, WRITE_FILE, READ_FILE,

@@ -27,6 +27,14 @@ func (e *specEncoder) str(s string) {
 
 func (e *specEncoder) tag(tag, count uint32) { e.u32(tag); e.u32(count) }
 
+func (e *specEncoder) bool(v bool) {
+	if v {
+		e.u32(1)
+	} else {
+		e.u32(0)
+	}
+}
+
 func (e *specEncoder) seccomp(progs [][]byte) {
 	e.tag(tagSeccomp, uint32(len(progs)))
 	for _, prog := range progs {
@@ -35,6 +43,8 @@ func (e *specEncoder) seccomp(progs [][]byte) {
 	}
 }
 
+// mounts writes the mount plan, each op laid out as nsinit.h has it: {op, opt, path, the op's
+// own fields}, so the child decodes every field under its own name.
 func (e *specEncoder) mounts(ops []mountOp) error {
 	e.tag(tagMounts, uint32(len(ops)))
 	for _, m := range ops {
@@ -50,12 +60,47 @@ func (e *specEncoder) mounts(ops []mountOp) error {
 			opt |= optNoFollow
 		}
 		e.u32(opt)
-		e.u64(m.flags)
-		e.u64(m.clr)
-		e.str(m.src)
-		e.str(m.dst)
-		e.str(m.fstype)
-		e.str(m.data)
+		switch m.op {
+		case opMount:
+			e.str(m.dst)
+			e.str(m.src)
+			e.str(m.fstype)
+			e.str(m.data)
+			e.u64(m.flags)
+		case opSetattr:
+			e.str(m.dst)
+			e.u64(m.flags)
+			e.u64(m.clr)
+			e.bool(m.data == "r")
+		case opMknod:
+			e.str(m.dst)
+			e.u32(uint32(m.flags))
+			e.u64(m.clr)
+		case opMkdir, opTouch:
+			e.str(m.dst)
+			e.u32(uint32(m.flags))
+		case opSymlink:
+			e.str(m.dst)
+			e.str(m.src)
+		case opHold:
+			e.str(m.src)
+		case opEmptyFS:
+			e.str("")
+			e.str(m.data)
+			e.u64(m.flags)
+		case opCover:
+			e.str(m.dst)
+			e.str(m.data)
+		case opCloneTree:
+			e.str(m.src)
+			e.u32(uint32(m.clr))
+			e.bool(m.flags&cloneFromHeld != 0)
+		case opMoveTree:
+			e.str(m.dst)
+			e.u32(uint32(m.clr))
+		default:
+			return fmt.Errorf("%w: mount op %d", ErrBadSpec, m.op)
+		}
 	}
 	return nil
 }
@@ -68,18 +113,26 @@ func (e *specEncoder) strs(tag uint32, v []string) {
 }
 
 // mountOp is one step of the child's mount plan, run in order by do_mounts in nsinit.c.
+// specEncoder.mounts writes each field under the name nsinit.h gives it for the op.
 type mountOp struct {
 	op       uint32
 	optional bool // a missing target is skipped (paths a kernel may not have)
 	// nofollow: the path (a user's, resolved by the plan) is reached without following any
 	// symlink; one there at the child's turn was swapped in since, and fails the call.
 	nofollow bool
-	flags    uint64
+	// flags: mount(2) flags (opMount), MOUNT_ATTR_* to set (opSetattr, opEmptyFS), the mode
+	// (opMknod, opMkdir, opTouch), cloneFromHeld (opCloneTree).
+	flags uint64
+	// clr: MOUNT_ATTR_* to clear (opSetattr), the device (opMknod), the tree slot
+	// (opCloneTree, opMoveTree).
 	clr      uint64
 	src, dst string
 	fstype   string
-	data     string
+	data     string // mount(2) data (opMount), tmpfs options (opEmptyFS, opCover), "r" recursive (opSetattr)
 }
+
+// cloneFromHeld in an opCloneTree's flags: src is relative to the directory opHold kept.
+const cloneFromHeld = 1
 
 type rlimit struct {
 	resource uint32
