@@ -130,20 +130,27 @@ static void trace(const char *what)
 #define trace(x) do { } while (0)
 #endif
 
+// msg_add appends s to buf at *n, stopping at cap.
+static void msg_add(char *buf, size_t *n, size_t cap, const char *s)
+{
+	while (*s && *n < cap)
+		buf[(*n)++] = *s++;
+}
+
 // fail reports {errno, "step: detail"} to the parent and exits. Nothing after the failing step
-// ran, so the user's program never runs half-confined.
+// ran, so the user's program never runs half-confined. It formats by hand, without stdio: the
+// vfork child of run_child fails through here too, and may only write and _exit.
 static void __attribute__((noreturn)) fail(int e, const char *step, const char *detail)
 {
 	char buf[1024];
-	int n = snprintf(buf + 8, sizeof(buf) - 8, "%s: %s", step, detail ? detail : "");
-	if (n < 0)
-		n = 0;
-	if (n > (int)sizeof(buf) - 9)
-		n = sizeof(buf) - 9;
-	uint32_t code = (uint32_t)e, len = (uint32_t)n;
+	size_t n = 8; // after {code, len}
+	msg_add(buf, &n, sizeof(buf) - 1, step);
+	msg_add(buf, &n, sizeof(buf) - 1, ": ");
+	msg_add(buf, &n, sizeof(buf) - 1, detail ? detail : "");
+	uint32_t code = (uint32_t)e, len = (uint32_t)(n - 8);
 	memcpy(buf, &code, 4);
 	memcpy(buf + 4, &len, 4);
-	ssize_t w = write(err_fd, buf, 8 + n);
+	ssize_t w = write(err_fd, buf, n);
 	(void)w;
 	_exit(SBX_EXIT_INIT_FAILED);
 }
@@ -804,64 +811,109 @@ static int set_extras_cloexec(uint32_t nextra, int on)
 	return 0;
 }
 
-// exec_direct execs argv (a simple command of literal words, never a builtin: the parent made
-// sure) the way `bash -c` execs such a command: argv[0] as typed, searched in PATH unless it
-// holds a slash, with bash's additions to the environment (PWD, SHLVL=0 and _ = the path run)
-// and only stdio open. It returns, having changed nothing the fallback depends on, whenever
-// bash might do something else: the program is not found, or exists but cannot be exec'd (bash
-// reports it, or runs a script without #! itself). The caller then execs bash, which does that.
-static void exec_direct(char **argv, char **envp, uint32_t nextra)
+// A direct exec, prepared before the vfork: the vfork child shares this process's memory and
+// may only exec or _exit, so every path it tries and the environment for each are made here.
+struct direct_try {
+	const char *path;
+	char **envp; // the caller's, then PWD, SHLVL=0 and _=path, as bash adds them
+};
+struct direct_exec {
+	char **argv;
+	struct direct_try *tries;
+	uint32_t ntries;
+};
+
+// add_try adds a path to try, "_=" followed by the directory (dlen bytes of dir; none: "./"
+// when name has no slash) and name, with its environment: envp (n strings), pwd and SHLVL=0.
+static int add_try(struct direct_exec *d, const char *dir, size_t dlen, const char *name,
+		   char **envp, size_t n, char *pwd)
 {
-	if (!direct_usable(argv, envp))
-		return;
-	const char *name = argv[0];
-	const char *path = strchr(name, '/') ? NULL : env_find(envp, "PATH");
-	if (!strchr(name, '/') && !path)
-		return; // bash's search without PATH is its own business
-	size_t n = 0;
-	while (envp[n])
-		n++;
+	size_t nlen = strlen(name);
+	char *under = malloc(2 + dlen + 2 + nlen + 1);
 	char **env = calloc(n + 4, sizeof(char *));
-	char *pwd = malloc(PATH_MAX + 4), *under = malloc(PATH_MAX + 2);
-	if (!env || !pwd || !under)
-		return;
-	memcpy(pwd, "PWD=", 4);
-	if (!getcwd(pwd + 4, PATH_MAX))
-		return;
+	if (!under || !env)
+		return -1;
+	char *p = under;
+	memcpy(p, "_=", 2);
+	p += 2;
+	if (dir) {
+		// An empty element is the current directory, as in bash.
+		memcpy(p, dlen ? dir : ".", dlen ? dlen : 1);
+		p += dlen ? dlen : 1;
+		*p++ = '/';
+	}
+	memcpy(p, name, nlen + 1);
 	memcpy(env, envp, n * sizeof(char *));
 	env[n] = pwd;
 	env[n + 1] = "SHLVL=0";
 	env[n + 2] = under;
+	d->tries[d->ntries++] = (struct direct_try){ .path = under + 2, .envp = env };
+	return 0;
+}
+
+// prepare_direct prepares argv (a simple command of literal words, never a builtin: the parent
+// made sure) to be exec'd the way `bash -c` execs such a command: argv[0] as typed, searched in
+// PATH unless it holds a slash, with bash's additions to the environment (PWD, SHLVL=0 and _ =
+// the path run). It returns 0, for the program (bash) to run the whole command instead, when
+// bash might do something else (envp has PWD, SHLVL or _; there is no PATH to search) or there
+// is nothing to try.
+static int prepare_direct(struct direct_exec *d, char **argv, char **envp)
+{
+	if (!direct_usable(argv, envp))
+		return 0;
+	const char *name = argv[0];
+	const char *path = strchr(name, '/') ? NULL : env_find(envp, "PATH");
+	if (!strchr(name, '/') && !path)
+		return 0; // bash's search without PATH is its own business
+	size_t n = 0, elems = 1;
+	while (envp[n])
+		n++;
+	for (const char *p = path; p && *p; p++)
+		elems += *p == ':';
+	char *pwd = malloc(PATH_MAX + 4);
+	*d = (struct direct_exec){ .argv = argv, .tries = calloc(elems, sizeof(struct direct_try)) };
+	if (!pwd || !d->tries)
+		return 0;
+	memcpy(pwd, "PWD=", 4);
+	if (!getcwd(pwd + 4, PATH_MAX))
+		return 0;
+	size_t nlen = strlen(name);
+	if (!path) {
+		if (nlen < PATH_MAX && add_try(d, NULL, 0, name, envp, n, pwd) < 0)
+			return 0;
+		return d->ntries > 0;
+	}
+	// Each element in order, up to the first that cannot name a file.
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + 1 + nlen >= PATH_MAX)
+			break;
+		if (add_try(d, p, dlen, name, envp, n, pwd) < 0)
+			return 0;
+		if (!*end)
+			break;
+		p = end;
+	}
+	return d->ntries > 0;
+}
+
+// exec_direct (in run_child's vfork child) execs the prepared tries in order. It returns,
+// having changed nothing the fallback depends on, whenever bash might do something else: the
+// program is not found, or exists but cannot be exec'd (bash reports it, or runs a script
+// without #! itself). The caller then execs bash, which does that.
+static void exec_direct(const struct direct_exec *d, uint32_t nextra)
+{
 	// The caller's ExtraFiles are the fallback shell's (its exit report): close them on exec.
 	if (set_extras_cloexec(nextra, 1) < 0)
 		return;
-	if (!path) {
-		if (strlen(name) < PATH_MAX) {
-			snprintf(under, PATH_MAX + 2, "_=%s", name);
-			execve(name, argv, env);
-		}
-	} else {
-		size_t nlen = strlen(name);
-		for (const char *p = path;; p++) {
-			const char *end = strchrnul(p, ':');
-			size_t dlen = (size_t)(end - p);
-			if (dlen + 1 + nlen >= PATH_MAX)
-				break;
-			// An empty element is the current directory, as in bash.
-			int w = dlen ? snprintf(under, PATH_MAX + 2, "_=%.*s/%s", (int)dlen, p, name)
-				     : snprintf(under, PATH_MAX + 2, "_=./%s", name);
-			if (w < 0)
-				break;
-			execve(under + 2, argv, env);
-			// Not there: try the next directory. Anything else (a directory of that name,
-			// no execute right, ENOEXEC, a missing #! interpreter) is bash's to handle.
-			struct stat st;
-			if ((errno != ENOENT && errno != ENOTDIR) || stat(under + 2, &st) == 0)
-				break;
-			if (!*end)
-				break;
-			p = end;
-		}
+	for (uint32_t i = 0; i < d->ntries; i++) {
+		execve(d->tries[i].path, d->argv, d->tries[i].envp);
+		// Not there: try the next directory. Anything else (a directory of that name, no
+		// execute right, ENOEXEC, a missing #! interpreter) is bash's to handle.
+		struct stat st;
+		if ((errno != ENOENT && errno != ENOTDIR) || stat(d->tries[i].path, &st) == 0)
+			break;
 	}
 	if (set_extras_cloexec(nextra, 0) < 0)
 		fail(errno, "fds", "restore");
@@ -916,20 +968,21 @@ static void report_end(int code)
 // ignores, from inside its namespace, every signal it has no handler for: `kill $$` or an
 // os.kill of itself would do nothing), and orphans it leaves are reaped here instead of piling
 // up as zombies against the pids limit. The child execs the simple command direct when it is
-// given (exec_direct) and that can be done exactly, else the program (bash with the whole
-// command). This process then only reaps, and exits as bash would have: with the program's
-// status, 128+N for a signal. Without a child (vfork failed) it returns and the caller execs
-// the program as PID 1.
-static void run_child(char **direct, char *path, char **argv, char **envp, uint32_t nextra)
+// given (exec_direct), else the program (bash with the whole command). This process then only
+// reaps, and exits as bash would have: with the program's status, 128+N for a signal. Without
+// a child (vfork failed) it returns and the caller execs the program as PID 1.
+static void run_child(const struct direct_exec *direct, char *path, char **argv, char **envp,
+		      uint32_t nextra)
 {
 	// vfork: no copy of this process's page tables; this process waits until the child has
-	// exec'd (or exited), and the child touches nothing of ours that we use afterwards.
+	// exec'd (or exited). The child shares our memory, so it only makes system calls on what
+	// was prepared before (prepare_direct), and execs or _exits (fail).
 	pid_t pid = vfork();
 	if (pid < 0)
 		return;
 	if (pid == 0) {
 		if (direct)
-			exec_direct(direct, envp, nextra);
+			exec_direct(direct, nextra);
 		execve(path, argv, envp);
 		fail(errno, "execve", path); // _exit: reported on the error pipe, this copy of it
 	}
@@ -1218,7 +1271,8 @@ static void sbx_run(int pooled)
 	// 8. exec, in a child (run_child). On success the CLOEXEC error pipe closes and the parent
 	//    reads EOF. A simple command is exec'd as bash would exec it, without bash; when that
 	//    cannot be done exactly, the program (bash with the whole command) runs and does it.
-	run_child(direct_usable(direct, envp) ? direct : NULL, path, argv, envp, nextra);
+	struct direct_exec d;
+	run_child(prepare_direct(&d, direct, envp) ? &d : NULL, path, argv, envp, nextra);
 	execve(path, argv, envp);
 	fail(errno, "execve", path);
 }
