@@ -19,8 +19,8 @@
 // the parent guarantees; strings carry no NUL (the parent rejects them) and are terminated here.
 // All integers are native-endian: writer and reader are the same binary on the same machine.
 //
-// The child does not log, touches no network and allocates only the spec buffer and the arrays
-// pointing into it.
+// The child does not log, touches no network and allocates only the spec buffer, the arrays
+// pointing into it and the direct exec's paths and environments.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -95,6 +95,14 @@
 #define SBX_CLOSE_RANGE_CLOEXEC (1U << 2)
 #define SBX_LANDLOCK_RULE_PATH_BENEATH 1
 
+// What an init keeps from before its call's fds arrive sits above every slot receive_call
+// fills (0-6, the call's ExtraFiles from SBX_FD_FIRST_EXTRA), so it survives them landing.
+#define SBX_FD_KEEP (SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA)
+#define SBX_FD_KEEP_RULESET (SBX_FD_KEEP + 32)
+#define SBX_FD_KEEP_HELD (SBX_FD_KEEP + 33)
+#define SBX_FD_KEEP_HOST_NETNS (SBX_FD_KEEP + 34)
+#define SBX_FD_KEEP_EMPTY_FS (SBX_FD_KEEP + 35)
+
 struct sbx_mount_attr {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
@@ -112,9 +120,9 @@ struct sbx_ll_path_beneath {
 	int32_t parent_fd;
 } __attribute__((packed));
 
+// err_fd is where fail() reports: the error pipe, SBX_FD_ERR until move_user_fds lifts it out
+// of the ExtraFiles' way. The one mutable static: every step may fail, and through one place.
 static int err_fd = SBX_FD_ERR;
-// status_fd: a pooled init's socket, kept to report the call's end (report_end).
-static int status_fd = -1;
 
 // SBX_TRACE (CGO_CFLAGS=-DSBX_TRACE, benchmarking only) prints a timestamp per step to the
 // child's stderr; release builds compile it out, keeping the child silent.
@@ -240,30 +248,44 @@ static char **rd_strv(struct rd *r, uint32_t tag)
 	return v;
 }
 
-// held_fd is a directory SBX_OP_HOLD kept (O_PATH) before a mount covered it, or -1. A pooled
-// init holds the host's /tmp from its prelude until its call's mounts are done.
-static int held_fd = -1;
+// close_keep_errno closes fd without losing the errno of the failure being reported.
+static void close_keep_errno(int fd)
+{
+	int e = errno;
+	close(fd);
+	errno = e;
+}
 
-static int hold_dir(const char *path)
+// What a mount plan leaves for a later one: a pooled init's prelude makes both for its call's
+// plan, which drops them when done (drop_held).
+struct mount_state {
+	// held: the directory SBX_OP_HOLD kept (O_PATH) before a mount covered it (the host's
+	// /tmp), or -1.
+	int held;
+	// empty_fs: a detached tmpfs with nothing in it and no room for anything
+	// (SBX_OP_EMPTY_FS), read-only: a directory is covered by a clone of it (open_tree +
+	// move_mount) instead of a tmpfs of its own, cheaper, and nothing shows where it came
+	// from. -1: none; a cover is then its own tmpfs.
+	int empty_fs;
+	// empty_attached: empty_fs itself covers a directory, so it is in the mount tree and
+	// closing its fd frees nothing (the last close of a detached mount waits for an RCU grace
+	// period).
+	int empty_attached;
+};
+
+static int hold_dir(struct mount_state *ms, const char *path)
 {
 	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	// Above every slot receive_call fills, like the prebuilt ruleset.
-	held_fd = fcntl(fd, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 33);
+	ms->held = fcntl(fd, F_DUPFD_CLOEXEC, SBX_FD_KEEP_HELD);
 	close(fd);
-	return held_fd < 0 ? -1 : 0;
+	return ms->held < 0 ? -1 : 0;
 }
 
-// empty_fs is a detached tmpfs with nothing in it and no room for anything (SBX_OP_EMPTY_FS),
-// read-only: a directory is covered by a clone of it (open_tree + move_mount, ~6 µs) instead
-// of a tmpfs of its own (~20 µs), and nothing shows where it came from. -1: none; a cover is
-// then its own tmpfs.
-static int empty_fs = -1;
-
 // make_empty_fs creates empty_fs from tmpfs options "k=v,k=v" and MOUNT_ATTR_* flags; on any
-// failure (a kernel without the new mount API) it leaves empty_fs at -1.
-static void make_empty_fs(const char *opts, uint64_t attrs)
+// failure (a kernel without the new mount API) it leaves it at -1.
+static void make_empty_fs(struct mount_state *ms, const char *opts, uint64_t attrs)
 {
 	int fs = syscall(SYS_fsopen, "tmpfs", SBX_FSOPEN_CLOEXEC);
 	if (fs < 0)
@@ -289,14 +311,9 @@ static void make_empty_fs(const char *opts, uint64_t attrs)
 	close(fs);
 	if (m < 0)
 		return;
-	// Above every slot receive_call fills, like the held directory.
-	empty_fs = fcntl(m, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 35);
+	ms->empty_fs = fcntl(m, F_DUPFD_CLOEXEC, SBX_FD_KEEP_EMPTY_FS);
 	close(m);
 }
-
-// empty_attached: empty_fs itself covers a directory, so it is in the mount tree and closing
-// its fd frees nothing (the last close of a detached mount waits for an RCU grace period).
-static int empty_attached;
 
 // mount_to moves the detached mount m onto the target: the directory pfd (SBX_OPT_NOFOLLOW)
 // or the path dst.
@@ -311,22 +328,21 @@ static int mount_to(int m, int pfd, const char *dst)
 // cover hides the target (as for mount_to; mount_path is the same target as a path mount(2)
 // takes) under empty_fs (the first time) or a clone of it, or a tmpfs mounted with opts when
 // there is none.
-static int cover(int pfd, const char *dst, const char *mount_path, const char *opts)
+static int cover(struct mount_state *ms, int pfd, const char *dst, const char *mount_path,
+		 const char *opts)
 {
-	if (empty_fs < 0)
+	if (ms->empty_fs < 0)
 		return mount("tmpfs", mount_path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
-	if (!empty_attached) {
-		int rc = mount_to(empty_fs, pfd, dst);
-		empty_attached = rc == 0;
+	if (!ms->empty_attached) {
+		int rc = mount_to(ms->empty_fs, pfd, dst);
+		ms->empty_attached = rc == 0;
 		return rc;
 	}
-	int t = syscall(SYS_open_tree, empty_fs, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	int t = syscall(SYS_open_tree, ms->empty_fs, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (t < 0)
 		return -1;
 	int rc = mount_to(t, pfd, dst);
-	int e = errno;
-	close(t);
-	errno = e;
+	close_keep_errno(t);
 	return rc;
 }
 
@@ -340,23 +356,15 @@ static int open_nofollow(int dfd, const char *path)
 	return syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 }
 
-// close_keep_errno closes fd without losing the errno of the failure being reported.
-static void close_keep_errno(int fd)
-{
-	int e = errno;
-	close(fd);
-	errno = e;
-}
-
 // drop_held closes what only the mount plan needed, once the call's mounts are done.
-static void drop_held(void)
+static void drop_held(struct mount_state *ms)
 {
-	if (held_fd >= 0)
-		close(held_fd);
-	held_fd = -1;
-	if (empty_fs >= 0)
-		close(empty_fs);
-	empty_fs = -1;
+	if (ms->held >= 0)
+		close(ms->held);
+	ms->held = -1;
+	if (ms->empty_fs >= 0)
+		close(ms->empty_fs);
+	ms->empty_fs = -1;
 }
 
 // One mount op, decoded: each field has one meaning, named for its op (nsinit.h lists them).
@@ -470,7 +478,7 @@ static void rd_mount_op(struct rd *r, struct mount_op *m)
 
 // clone_tree detaches a recursive copy of the op's path into its slot, from the held directory
 // when the path lies under it.
-static int clone_tree(const struct mount_op *m, int *trees)
+static int clone_tree(const struct mount_op *m, const struct mount_state *ms, int *trees)
 {
 	int *slot = &trees[m->clone_tree.slot];
 	int dfd = AT_FDCWD;
@@ -478,9 +486,9 @@ static int clone_tree(const struct mount_op *m, int *trees)
 	unsigned int at = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE;
 	*slot = -1;
 	if (m->clone_tree.from_held) {
-		if (held_fd < 0)
+		if (ms->held < 0)
 			fail(EBADF, "mount", "no held directory");
-		dfd = held_fd;
+		dfd = ms->held;
 		if (!from[0])
 			at |= AT_EMPTY_PATH;
 	}
@@ -517,7 +525,8 @@ static int move_tree(const struct mount_op *m, int *trees, int pfd)
 // run_op runs one op on its target: pfd, the path opened without following symlinks
 // (SBX_OPT_NOFOLLOW), else -1; target, what mount(2) is given for it (/proc/self/fd/<pfd>, or
 // the path).
-static int run_op(const struct mount_op *m, int *trees, int pfd, const char *target)
+static int run_op(const struct mount_op *m, struct mount_state *ms, int *trees, int pfd,
+		  const char *target)
 {
 	switch (m->op) {
 	case SBX_OP_MOUNT:
@@ -547,14 +556,14 @@ static int run_op(const struct mount_op *m, int *trees, int pfd, const char *tar
 	}
 	case SBX_OP_HOLD:
 		// Keep the host's view of the path (the /tmp the private one covers) for the clones.
-		return hold_dir(m->path);
+		return hold_dir(ms, m->path);
 	case SBX_OP_EMPTY_FS:
-		make_empty_fs(m->empty_fs.options, m->empty_fs.attrs);
+		make_empty_fs(ms, m->empty_fs.options, m->empty_fs.attrs);
 		return 0;
 	case SBX_OP_COVER:
-		return cover(pfd, m->path, target, m->cover.options);
+		return cover(ms, pfd, m->path, target, m->cover.options);
 	case SBX_OP_CLONE_TREE:
-		return clone_tree(m, trees);
+		return clone_tree(m, ms, trees);
 	case SBX_OP_MOVE_TREE:
 		return move_tree(m, trees, pfd);
 	}
@@ -568,7 +577,7 @@ static int run_op(const struct mount_op *m, int *trees, int pfd, const char *tar
 // paths). The plan resolved them as the caller; an op marked SBX_OPT_NOFOLLOW reaches its
 // path without following any symlink, so a component swapped for a symlink since (by another
 // process of the user) fails the call instead of redirecting a writable mount.
-static void do_mounts(struct rd *r)
+static void do_mounts(struct rd *r, struct mount_state *ms)
 {
 	uint32_t n = rd_tag(r, SBX_TAG_MOUNTS);
 	// The planned modes are exact (0666 device nodes, 1777 /dev/shm); umask would mask them.
@@ -581,7 +590,7 @@ static void do_mounts(struct rd *r)
 		rd_mount_op(r, &m);
 		int nofollow = m.opt & SBX_OPT_NOFOLLOW, rc;
 		if (!nofollow || m.op == SBX_OP_CLONE_TREE) {
-			rc = run_op(&m, trees, -1, m.path); // a clone resolves its source itself
+			rc = run_op(&m, ms, trees, -1, m.path); // a clone resolves its source itself
 		} else {
 			int pfd = open_nofollow(AT_FDCWD, m.path);
 			if (pfd < 0) {
@@ -593,7 +602,7 @@ static void do_mounts(struct rd *r)
 			} else {
 				char fdpath[32];
 				snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", pfd);
-				rc = run_op(&m, trees, pfd, fdpath);
+				rc = run_op(&m, ms, trees, pfd, fdpath);
 				close_keep_errno(pfd);
 			}
 		}
@@ -672,81 +681,77 @@ static void ll_add_rules(struct rd *r, int rs, uint64_t handled)
 	}
 }
 
-// prebuilt_rs is the ruleset a pooled init built in its prelude from the daemon's hint (the
-// rules around deny paths of its latest call), or -1.
-static int prebuilt_rs = -1;
-
-// prebuild_landlock (pooled inits, in the prelude) builds the hinted rules into prebuilt_rs
-// while the init waits: the part of a call's ruleset that costs most (a rule per entry of each
+// prebuild_landlock (pooled inits, in the prelude) builds the hinted rules (those around the
+// deny paths of the pool's latest call) into a ruleset, returned (-1: no hint), while the init
+// waits: the part of a call's ruleset that costs most (a rule per entry of each
 // ancestor of a deny path) is then off the call's critical path. The daemon hands the call a
 // spec that uses it only when the call's rules are exactly the hint's and the directories they
 // came from are unchanged since (expansionCache); otherwise the call builds its own.
-static void prebuild_landlock(struct rd *r)
+static int prebuild_landlock(struct rd *r)
 {
 	if (rd_tag(r, SBX_TAG_LANDLOCK_HINT) == 0)
-		return;
+		return -1;
 	struct ll_masks m = ll_read_masks(r);
 	int rs = ll_create(&m);
 	ll_add_rules(r, rs, m.attr.handled_access_fs);
-	// Above every slot receive_call fills (0-6, the call's ExtraFiles from 7): it must survive
-	// the call's fds landing there.
-	prebuilt_rs = fcntl(rs, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 32);
-	if (prebuilt_rs < 0)
+	int kept = fcntl(rs, F_DUPFD_CLOEXEC, SBX_FD_KEEP_RULESET);
+	if (kept < 0)
 		fail(errno, "landlock", "move prebuilt ruleset");
 	close(rs);
+	return kept;
 }
 
-// host_netns is the network namespace a pooled init was started in (the daemon's), held while
-// its prelude has it sit in the latest session's (joined_netns, its identity): a call of that
+// A pooled init's prelude may sit in the latest session's network namespace (joined, its
+// identity) while holding the one it was started in (host, the daemon's): a call of that
 // session stays, another joins its own, a call with the host's network goes back.
-static int host_netns = -1;
-static struct stat joined_netns;
+struct netns_state {
+	int host; // -1: the prelude joined none, the init is where it was started
+	struct stat joined;
+};
 
 // prejoin_netns (pooled inits, in the prelude) joins the network namespace on fd
 // SBX_FD_FIRST_EXTRA, the latest call's session's: a call of that session then need not join
 // it (setns, ~25 µs).
-static void prejoin_netns(struct rd *r)
+static void prejoin_netns(struct rd *r, struct netns_state *ns)
 {
 	if (rd_tag(r, SBX_TAG_NETNS_HINT) == 0)
 		return;
 	int host = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host < 0)
 		fail(errno, "prelude", "hold netns");
-	if (fstat(SBX_FD_FIRST_EXTRA, &joined_netns) < 0 || setns(SBX_FD_FIRST_EXTRA, CLONE_NEWNET) < 0)
+	if (fstat(SBX_FD_PRELUDE_NETNS, &ns->joined) < 0 || setns(SBX_FD_PRELUDE_NETNS, CLONE_NEWNET) < 0)
 		fail(errno, "prelude", "setns");
-	close(SBX_FD_FIRST_EXTRA);
-	// Above every slot receive_call fills, like the prebuilt ruleset.
-	host_netns = fcntl(host, F_DUPFD_CLOEXEC, SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA + 34);
-	if (host_netns < 0)
+	close(SBX_FD_PRELUDE_NETNS);
+	ns->host = fcntl(host, F_DUPFD_CLOEXEC, SBX_FD_KEEP_HOST_NETNS);
+	if (ns->host < 0)
 		fail(errno, "prelude", "move netns");
 	close(host);
 }
 
 // join_netns puts the call in its network namespace: the session's (fd), or the host's (-1).
-static void join_netns(int fd)
+static void join_netns(struct netns_state *ns, int fd)
 {
 	struct stat st;
-	int joined = host_netns >= 0 && fd >= 0 && fstat(fd, &st) == 0 &&
-		     st.st_dev == joined_netns.st_dev && st.st_ino == joined_netns.st_ino;
+	int joined = ns->host >= 0 && fd >= 0 && fstat(fd, &st) == 0 &&
+		     st.st_dev == ns->joined.st_dev && st.st_ino == ns->joined.st_ino;
 	if (fd >= 0 && !joined && setns(fd, CLONE_NEWNET) < 0)
 		fail(errno, "setns", "net");
-	if (fd < 0 && host_netns >= 0 && setns(host_netns, CLONE_NEWNET) < 0)
+	if (fd < 0 && ns->host >= 0 && setns(ns->host, CLONE_NEWNET) < 0)
 		fail(errno, "setns", "host net");
-	if (host_netns >= 0)
-		close(host_netns);
-	host_netns = -1;
+	if (ns->host >= 0)
+		close(ns->host);
+	ns->host = -1;
 }
 
-// do_landlock builds the ruleset (or finishes the prebuilt one) and enforces it. The parent
-// chose the access masks for the kernel's ABI, so this only opens paths and adds rules.
-static void do_landlock(struct rd *r, int exe_fd)
+// do_landlock builds the ruleset (or finishes prebuilt, the prelude's, which it takes) and
+// enforces it. The parent chose the access masks for the kernel's ABI, so this only opens
+// paths and adds rules.
+static void do_landlock(struct rd *r, int exe_fd, int prebuilt)
 {
 	uint32_t n = rd_tag(r, SBX_TAG_LANDLOCK);
 	uint32_t use_prebuilt = n ? rd_u32(r) : 0;
-	if (!use_prebuilt && prebuilt_rs >= 0) {
-		close(prebuilt_rs); // built for another call's rules
-		prebuilt_rs = -1;
-	}
+	if (!use_prebuilt && prebuilt >= 0)
+		close(prebuilt); // built for another call's rules
 	if (n == 0)
 		return; // the parent logged that landlock is unavailable
 	struct ll_masks m = ll_read_masks(r);
@@ -754,10 +759,9 @@ static void do_landlock(struct rd *r, int exe_fd)
 	int rs;
 	if (use_prebuilt) {
 		// Built with the same masks (the parent checked); the call's own rules go on top.
-		if (prebuilt_rs < 0)
+		if (prebuilt < 0)
 			fail(EINVAL, "landlock", "no prebuilt ruleset");
-		rs = prebuilt_rs;
-		prebuilt_rs = -1;
+		rs = prebuilt;
 	} else {
 		rs = ll_create(&m);
 	}
@@ -940,7 +944,7 @@ static void close_all_but(int keep)
 // namespace is gone. As its PID 1 this init kills them all and reaps each one; orphans are
 // re-parented to it, so "no child left" is "no process left". Without a report (a send that
 // fails) the daemon waits for the exit, as it does for an init that failed or was killed.
-static void report_end(int code)
+static void report_end(int status_fd, int code)
 {
 	for (;;) {
 		// kill(-1) walks every task of the host (2.6 µs with ~100 tasks, 56 µs with ~2100
@@ -972,7 +976,7 @@ static void report_end(int code)
 // reaps, and exits as bash would have: with the program's status, 128+N for a signal. Without
 // a child (vfork failed) it returns and the caller execs the program as PID 1.
 static void run_child(const struct direct_exec *direct, char *path, char **argv, char **envp,
-		      uint32_t nextra)
+		      uint32_t nextra, int status_fd)
 {
 	// vfork: no copy of this process's page tables; this process waits until the child has
 	// exec'd (or exited). The child shares our memory, so it only makes system calls on what
@@ -999,12 +1003,9 @@ static void run_child(const struct direct_exec *direct, char *path, char **argv,
 	}
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	if (status_fd >= 0)
-		report_end(code);
+		report_end(status_fd, code);
 	_exit(code);
 }
-
-// bset_dropped: the prelude of a pooled init dropped the bounding set already.
-static int bset_dropped;
 
 static void drop_bounding_set(void)
 {
@@ -1018,7 +1019,6 @@ static void drop_bounding_set(void)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		fail(errno, "capabilities", "ambient");
-	bset_dropped = 1;
 }
 
 static void move_user_fds(uint32_t nextra)
@@ -1041,8 +1041,9 @@ static void move_user_fds(uint32_t nextra)
 // receive_call (pooled inits only) blocks until the daemon hands over a call, then moves the
 // call's fds into the slots a per-call init is started with. Until the message arrives this
 // process holds nothing of any call and has run nothing but this constructor. It returns the
-// spec when it came inline (*len set), else NULL: the spec is then in the memfd on fd 3.
-static char *receive_call(size_t *len)
+// spec when it came inline (*len set), else NULL: the spec is then in the memfd on fd 3. The
+// socket it came on is kept at *status_fd (-1 if it could not be).
+static char *receive_call(size_t *len, int *status_fd)
 {
 	int fds[SBX_PASSED_FIXED + SBX_MAX_EXTRA];
 	union {
@@ -1059,7 +1060,7 @@ static char *receive_call(size_t *len)
 			      .msg_controllen = sizeof(ctl.buf) };
 	ssize_t got;
 	do
-		got = recvmsg(SBX_FD_SPEC, &msg, MSG_CMSG_CLOEXEC);
+		got = recvmsg(SBX_FD_POOL_SOCK, &msg, MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
 	if (got == 0)
 		fail(ECHILD, "receive", "daemon gone"); // the pool was closed: never a call here
@@ -1076,12 +1077,11 @@ static char *receive_call(size_t *len)
 	// The socket stays, out of the way and closed on exec, to report the call's end
 	// (run_child); the program exec'd never holds it. Where it cannot (an fd limit under
 	// SBX_FD_STATUS_MIN), the call's end is this process's exit, as for a per-call init.
-	status_fd = fcntl(SBX_FD_SPEC, F_DUPFD_CLOEXEC, SBX_FD_STATUS_MIN);
+	*status_fd = fcntl(SBX_FD_POOL_SOCK, F_DUPFD_CLOEXEC, SBX_FD_STATUS_MIN);
 	// The kernel gave the fds the lowest free numbers, which may be slots filled below: lift
 	// them all above every slot first, so no dup2 overwrites an fd not yet placed.
-	int high = SBX_FD_FIRST_EXTRA + SBX_MAX_EXTRA;
 	for (uint32_t i = 0; i < n; i++) {
-		int h = fcntl(fds[i], F_DUPFD_CLOEXEC, high);
+		int h = fcntl(fds[i], F_DUPFD_CLOEXEC, SBX_FD_KEEP);
 		if (h < 0)
 			fail(errno, "receive", "lift fd");
 		close(fds[i]);
@@ -1121,25 +1121,104 @@ static void load_seccomp(struct rd *r)
 	}
 }
 
-// prelude (pooled inits only) makes the call-independent part of the child's filesystem
-// (spec.go: preludeMounts), drops the capability bounding set and loads the early seccomp
-// filters while the init waits for a call, then says so with one byte on fd 3. Dropping the
-// bounding set only limits what an execve may grant later: the init keeps the capabilities it
-// still needs for the call's mounts, namespaces and credentials. The early filters let the
-// setup syscalls through (seccomp.go: setupSyscalls) until the last filter, loaded just before
-// execve, refuses them. Nothing here depends on, or holds anything of, a call.
-static void prelude(void)
+// init_state is what an init's steps leave for later ones. A pooled init's prelude fills it
+// ahead of its call; a per-call init starts with it empty.
+struct init_state {
+	struct mount_state mnt;
+	int prebuilt_rs; // the ruleset prebuilt from the prelude's landlock hint, or -1
+	struct netns_state netns;
+	int bset_dropped; // the prelude dropped the capability bounding set
+	int status_fd;    // a pooled init's socket, kept to report the call's end, or -1
+};
+
+// The call's records before its mounts: what to run, as whom, with which fds.
+struct call {
+	char *path, *dir; // the program; the directory it runs in ("": stay)
+	char **argv, **envp;
+	char **direct; // a simple command to exec as bash would (SBX_TAG_DIRECT), or empty
+	uint32_t uid, gid, ngroups;
+	gid_t *groups;
+	int netns_fd;    // the session's network namespace (SBX_FD_NETNS), or -1: the host's
+	uint32_t nextra; // the caller's ExtraFiles, on SBX_FD_FIRST_EXTRA and up
+};
+
+static void rd_call(struct rd *r, struct call *c)
 {
-	size_t len;
-	char *buf = read_spec(SBX_FD_NETNS, &len);
-	close(SBX_FD_NETNS); // the call's network namespace (or /dev/null) takes this slot
+	rd_tag(r, SBX_TAG_EXEC);
+	c->path = rd_str(r);
+	c->dir = rd_str(r);
+	c->argv = rd_strv(r, SBX_TAG_ARGV);
+	c->envp = rd_strv(r, SBX_TAG_ENV);
+	c->direct = rd_strv(r, SBX_TAG_DIRECT);
+	rd_tag(r, SBX_TAG_CRED);
+	c->uid = rd_u32(r);
+	c->gid = rd_u32(r);
+	c->ngroups = rd_tag(r, SBX_TAG_GROUPS);
+	c->groups = calloc(c->ngroups + 1, sizeof(gid_t));
+	if (!c->groups)
+		fail(ENOMEM, "spec", "calloc");
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		c->groups[i] = rd_u32(r);
+	rd_tag(r, SBX_TAG_FDS);
+	c->netns_fd = (int32_t)rd_u32(r);
+	c->nextra = rd_u32(r);
+}
+
+// rd_open starts reading a blob (the spec, the prelude) after checking it is one of ours.
+static struct rd rd_open(char *buf, size_t len, const char *what)
+{
 	struct rd r = { buf, buf + len };
 	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
-		fail(EINVAL, "prelude", "bad magic or version");
-	do_mounts(&r);
-	prebuild_landlock(&r);
-	prejoin_netns(&r);
+		fail(EINVAL, what, "bad magic or version");
+	return r;
+}
+
+// set_credentials gives up root for the caller's uid, gid and groups.
+static void set_credentials(const struct call *c)
+{
+	if (setgroups(c->ngroups, c->groups) < 0)
+		fail(errno, "credentials", "setgroups");
+	if (setresgid(c->gid, c->gid, c->gid) < 0)
+		fail(errno, "credentials", "setgid");
+	if (setresuid(c->uid, c->uid, c->uid) < 0)
+		fail(errno, "credentials", "setuid");
+	// Belt and braces: with the uid changed, root must be out of reach for good.
+	if ((c->uid != 0 && setresuid(0, 0, 0) == 0) || (c->uid != 0 && c->gid != 0 && setegid(0) == 0))
+		fail(EPERM, "credentials", "could regain root");
+}
+
+// wait_go_ahead blocks until the parent has put this init in its cgroup (one byte on
+// SBX_FD_SYNC); EOF means the parent died.
+static void wait_go_ahead(void)
+{
+	char go;
+	ssize_t got;
+	do
+		got = read(SBX_FD_SYNC, &go, 1);
+	while (got < 0 && errno == EINTR);
+	if (got != 1)
+		fail(ECHILD, "sync", "parent gone");
+}
+
+// prelude (pooled inits only) makes the call-independent part of the child's filesystem
+// (spec.go: preludeMounts), drops the capability bounding set and loads the early seccomp
+// filters while the init waits for a call, then says so with one byte on its socket. Dropping
+// the bounding set only limits what an execve may grant later: the init keeps the capabilities
+// it still needs for the call's mounts, namespaces and credentials. The early filters let the
+// setup syscalls through (seccomp.go: setupSyscalls) until the last filter, loaded just before
+// execve, refuses them. Nothing here depends on, or holds anything of, a call. What it keeps
+// for the call (st) sits above every slot receive_call fills.
+static void prelude(struct init_state *st)
+{
+	size_t len;
+	char *buf = read_spec(SBX_FD_PRELUDE, &len);
+	close(SBX_FD_PRELUDE); // the call's network namespace (or /dev/null) takes this slot
+	struct rd r = rd_open(buf, len, "prelude");
+	do_mounts(&r, &st->mnt);
+	st->prebuilt_rs = prebuild_landlock(&r);
+	prejoin_netns(&r, &st->netns);
 	drop_bounding_set();
+	st->bset_dropped = 1;
 	// Still root with CAP_SYS_ADMIN: loading a filter needs no no_new_privs yet.
 	load_seccomp(&r);
 	if (r.p != r.end)
@@ -1148,7 +1227,7 @@ static void prelude(void)
 	char ready = 1;
 	ssize_t w;
 	do
-		w = send(SBX_FD_SPEC, &ready, 1, MSG_NOSIGNAL);
+		w = send(SBX_FD_POOL_SOCK, &ready, 1, MSG_NOSIGNAL);
 	while (w < 0 && errno == EINTR);
 	if (w != 1)
 		fail(errno, "prelude", "ready");
@@ -1157,53 +1236,37 @@ static void prelude(void)
 
 static void sbx_run(int pooled)
 {
+	struct init_state st = { .mnt = { .held = -1, .empty_fs = -1 }, .prebuilt_rs = -1,
+				 .netns = { .host = -1 }, .status_fd = -1 };
 	size_t len;
 	if (fcntl(SBX_FD_ERR, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(SBX_EXIT_INIT_FAILED); // no error pipe: nothing to report on
 	char *buf = NULL;
 	if (pooled) {
-		prelude();
-		buf = receive_call(&len);
+		prelude(&st);
+		buf = receive_call(&len, &st.status_fd);
 	}
 	if (!buf)
 		buf = read_spec(SBX_FD_SPEC, &len);
-	struct rd r = { buf, buf + len };
-	if (rd_u32(&r) != SBX_MAGIC || rd_u32(&r) != SBX_VERSION)
-		fail(EINVAL, "spec", "bad magic or version");
-
-	rd_tag(&r, SBX_TAG_EXEC);
-	char *path = rd_str(&r);
-	char *dir = rd_str(&r);
-	char **argv = rd_strv(&r, SBX_TAG_ARGV);
-	char **envp = rd_strv(&r, SBX_TAG_ENV);
-	char **direct = rd_strv(&r, SBX_TAG_DIRECT);
-	rd_tag(&r, SBX_TAG_CRED);
-	uint32_t uid = rd_u32(&r), gid = rd_u32(&r);
-	uint32_t ngroups = rd_tag(&r, SBX_TAG_GROUPS);
-	gid_t *groups = calloc(ngroups + 1, sizeof(gid_t));
-	if (!groups)
-		fail(ENOMEM, "spec", "calloc");
-	for (uint32_t i = 0; i < ngroups; i++)
-		groups[i] = rd_u32(&r);
-	rd_tag(&r, SBX_TAG_FDS);
-	int32_t netns_fd = (int32_t)rd_u32(&r);
-	uint32_t nextra = rd_u32(&r);
+	struct rd r = rd_open(buf, len, "spec");
+	struct call c;
+	rd_call(&r, &c);
 
 	trace("spec read");
 	// 0. Join the session's loopback-only network namespace before anything else: setns needs
 	//    CAP_SYS_ADMIN, and the namespace was made once per session because creating one per
 	//    call costs more than the rest of this setup.
-	join_netns(netns_fd);
+	join_netns(&st.netns, c.netns_fd);
 
 	trace("setns");
 	// The executable as the host sees it, before the mounts may cover its path; landlock (3)
 	// grants exactly this file execute. A failure here shows up as execve's own error.
-	int exe_fd = open(path, O_PATH | O_CLOEXEC);
+	int exe_fd = open(c.path, O_PATH | O_CLOEXEC);
 
 	// 1. Mounts first: they need CAP_SYS_ADMIN, which step 4 gives up, and landlock (3) must see
 	//    the final tree (its rules bind to the inodes of the new /tmp and /dev).
-	do_mounts(&r);
-	drop_held(); // the host's /tmp and the empty fs: only the call's mounts needed them
+	do_mounts(&r, &st.mnt);
+	drop_held(&st.mnt); // the host's /tmp and the empty fs: only the call's mounts needed them
 
 	trace("mounts");
 	// 2. rlimits while still root, so the hard limits can be lowered and never raised again.
@@ -1211,7 +1274,8 @@ static void sbx_run(int pooled)
 
 	// 3. landlock while still root (restrict_self without no_new_privs needs CAP_SYS_ADMIN) and
 	//    after the mounts (its rules open the mounted paths).
-	do_landlock(&r, exe_fd);
+	do_landlock(&r, exe_fd, st.prebuilt_rs);
+	st.prebuilt_rs = -1;
 	if (exe_fd >= 0)
 		close(exe_fd);
 
@@ -1219,38 +1283,23 @@ static void sbx_run(int pooled)
 	// 4. Credentials: bounding set (needs CAP_SETPCAP; a pooled init's prelude did it), then
 	//    groups and gid while we may still change them, uid last because it takes away the
 	//    right to change the others.
-	if (!bset_dropped)
+	if (!st.bset_dropped)
 		drop_bounding_set();
-	if (setgroups(ngroups, groups) < 0)
-		fail(errno, "credentials", "setgroups");
-	if (setresgid(gid, gid, gid) < 0)
-		fail(errno, "credentials", "setgid");
-	if (setresuid(uid, uid, uid) < 0)
-		fail(errno, "credentials", "setuid");
-	// Belt and braces: with the uid changed, root must be out of reach for good.
-	if ((uid != 0 && setresuid(0, 0, 0) == 0) || (uid != 0 && gid != 0 && setegid(0) == 0))
-		fail(EPERM, "credentials", "could regain root");
+	set_credentials(&c);
 	// The uid change cleared the parent-death signal the parent set at fork: arm it again.
 	// The go-ahead read below then catches a parent that died before this point (EOF).
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(errno, "pdeathsig", "");
 	// chdir as the caller, not as root: root could enter a directory the caller cannot search.
-	if (dir[0] && chdir(dir) < 0)
-		fail(errno, "chdir", dir);
+	if (c.dir[0] && chdir(c.dir) < 0)
+		fail(errno, "chdir", c.dir);
 
 	trace("creds");
 	// Wait for the go-ahead: on cgroup v1 the parent writes our pid into each controller while
 	// we did the steps above; no user code runs before we are inside the cgroup. A pooled init
 	// was inside its cgroup before it was ready: its call is its go-ahead.
-	if (!pooled) {
-		char go;
-		ssize_t got;
-		do
-			got = read(SBX_FD_SYNC, &go, 1);
-		while (got < 0 && errno == EINTR);
-		if (got != 1)
-			fail(ECHILD, "sync", "parent gone");
-	}
+	if (!pooled)
+		wait_go_ahead();
 
 	trace("sync");
 	// 5. no_new_privs: setuid binaries, file capabilities and LSM transitions can no longer
@@ -1260,7 +1309,7 @@ static void sbx_run(int pooled)
 
 	trace("nnp");
 	// 6. fds: only stdio, the caller's ExtraFiles and (until exec) the error pipe survive.
-	move_user_fds(nextra);
+	move_user_fds(c.nextra);
 
 	trace("fds");
 	// 7. seccomp last: the setup above used calls the filters refuse (mount, setns, ...).
@@ -1272,9 +1321,10 @@ static void sbx_run(int pooled)
 	//    reads EOF. A simple command is exec'd as bash would exec it, without bash; when that
 	//    cannot be done exactly, the program (bash with the whole command) runs and does it.
 	struct direct_exec d;
-	run_child(prepare_direct(&d, direct, envp) ? &d : NULL, path, argv, envp, nextra);
-	execve(path, argv, envp);
-	fail(errno, "execve", path);
+	run_child(prepare_direct(&d, c.direct, c.envp) ? &d : NULL, c.path, c.argv, c.envp, c.nextra,
+		  st.status_fd);
+	execve(c.path, c.argv, c.envp);
+	fail(errno, "execve", c.path);
 }
 
 // sbx_init_mode returns 0 unless argv[1] is the hidden init argument; then 2 for a pooled init

@@ -13,6 +13,12 @@
 #define SBX_FD_SYNC 5
 #define SBX_FD_NETNS 6
 #define SBX_FD_FIRST_EXTRA 7
+/* A pooled init's fds before its call, whose own fds then take these slots (receive_call):
+ * its socket to the daemon (the ready byte, the call, the end report), the prelude blob, and
+ * the network namespace the prelude joins when it says so. */
+#define SBX_FD_POOL_SOCK 3
+#define SBX_FD_PRELUDE 6
+#define SBX_FD_PRELUDE_NETNS 7
 
 /* A pooled init receives its call's fds on fd 3 (a unix socket) in one message, in this order:
  * the spec memfd (to fd 3), stdin, stdout, stderr (0-2), the network namespace or /dev/null
@@ -48,7 +54,7 @@
 #define SBX_TAG_LANDLOCK 10 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
 /* prelude only: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
 #define SBX_TAG_LANDLOCK_HINT 11
-/* prelude only: 0 or 1 = join the netns on fd SBX_FD_FIRST_EXTRA (a session's) */
+/* prelude only: 0 or 1 = join the netns on fd SBX_FD_PRELUDE_NETNS (a session's) */
 #define SBX_TAG_NETNS_HINT 12
 #define SBX_TAG_SECCOMP 13 /* program count, {u32 bytes, raw BPF}; all are loaded */
 
