@@ -1,4 +1,4 @@
-// nsinit.h: the contract between the parent (Go, spec.go) and the child's constructor (nsinit.c).
+// nsinit.h: the contract between the parent (Go, spec.go) and the child's constructor (nsinit*.c).
 #ifndef SANDBOXD_NSINIT_H
 #define SANDBOXD_NSINIT_H
 
@@ -13,7 +13,7 @@
 #define SBX_FD_SYNC 5
 #define SBX_FD_NETNS 6
 #define SBX_FD_FIRST_EXTRA 7
-/* A pooled init's fds before its call, whose own fds then take these slots (receive_call):
+/* A pooled init's fds before its call, whose own fds then take these slots (sbx_receive_call):
  * its socket to the daemon (the ready byte, the call, the end report), the prelude blob, and
  * the network namespace the prelude joins when it says so. */
 #define SBX_FD_POOL_SOCK 3
@@ -31,12 +31,12 @@
 
 #define SBX_EXIT_INIT_FAILED 125
 
-/* A pooled init, which runs the program as its child (run_child), reports the call's end on
+/* A pooled init, which runs the program as its child (sbx_run_child), reports the call's end on
  * its socket: {SBX_STATUS_MAGIC, status} (two u32), sent once every other process of the call's
  * PID namespace was killed and reaped; status is what the init then exits with. Anything else
  * (EOF: the init was killed, or exec'd the program itself) means its exit status is the call's. */
 #define SBX_STATUS_MAGIC 0x54535853u /* "SXST" */
-/* The init keeps its socket at this fd or above: clear of every slot receive_call fills. */
+/* The init keeps its socket at this fd or above: clear of every slot sbx_receive_call fills. */
 #define SBX_FD_STATUS_MIN 160
 
 /* Records, numbered in the order they appear. A call's spec: EXEC to FDS, MOUNTS, RLIMITS,
@@ -51,7 +51,8 @@
 #define SBX_TAG_FDS 7      /* netns fd (or -1), number of caller's ExtraFiles */
 #define SBX_TAG_MOUNTS 8   /* count, mount ops (below) */
 #define SBX_TAG_RLIMITS 9  /* count, {resource, u64 limit} */
-#define SBX_TAG_LANDLOCK 10 /* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
+/* 0 or 1, {u32 use prebuilt, u64 fs, u64 scoped, attr size, n, {u64 access, path}} */
+#define SBX_TAG_LANDLOCK 10
 /* prelude only: 0 or 1, {u64 fs, u64 scoped, attr size, n, rules} */
 #define SBX_TAG_LANDLOCK_HINT 11
 /* prelude only: 0 or 1 = join the netns on fd SBX_FD_PRELUDE_NETNS (a session's) */

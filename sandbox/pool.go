@@ -21,8 +21,8 @@ import (
 
 // The prefork pool takes the fork, the re-exec of this (big) binary up to the C constructor, and
 // the cgroup creation and attach off a call's critical path: a few inits are started ahead,
-// each in a cgroup of its own under <root>/user-<uid>/pool, and block in nsinit.c's receive_call before
-// doing anything. Start hands one its call (limits, spec, stdio) and it then runs exactly the
+// each in a cgroup of its own under <root>/user-<uid>/pool, and block in sbx_receive_call
+// (nsinit_exec.c) before doing anything. Start hands one its call (limits, spec, stdio) and it then runs exactly the
 // steps a per-call init runs. A claimed init's cgroup is the call's cgroup; it is never reused.
 //
 // The pool never makes a call wait: when none is ready, Start takes the per-call path and the
@@ -323,7 +323,7 @@ func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
 	in.cmd = cmd
 	if !s.cg.v2 {
 		// v1: the init runs only its prelude (no user code, nothing of a call) before it
-		// blocks in receive_call; it is ready only once inside.
+		// blocks in sbx_receive_call; it is ready only once inside.
 		if err := cg.addProc(cmd.Process.Pid); err != nil {
 			return nil, err
 		}

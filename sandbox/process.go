@@ -256,8 +256,8 @@ func (p *Process) Wait() (*Result, error) {
 }
 
 // awaitEnd waits for a pooled init's report that the program it ran is over and every
-// other process of the call is gone (nsinit.c: report_end), and returns the status the init
-// exits with. Its own exit (unmapping the binary, tearing down the namespaces) then happens
+// other process of the call is gone (nsinit_exec.c: report_end), and returns the status the
+// init exits with. Its own exit (unmapping the binary, tearing down the namespaces) then happens
 // off the call's path. Without a report (the init failed, was killed, could not keep the
 // socket, or exec'd the program as PID 1 because it could not fork: EOF) the caller waits for
 // the init's exit instead. The report cannot be forged: the program never holds the socket

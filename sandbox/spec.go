@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// specEncoder writes the blob nsinit.c reads: u32/u64 native-endian (same binary, same
+// specEncoder writes the blob nsinit_spec.c reads: u32/u64 native-endian (same binary, same
 // machine), strings as u32 length, bytes and a NUL so the child can point into its buffer.
 type specEncoder struct{ b []byte }
 
@@ -112,7 +112,7 @@ func (e *specEncoder) strs(tag uint32, v []string) {
 	}
 }
 
-// mountOp is one step of the child's mount plan, run in order by do_mounts in nsinit.c.
+// mountOp is one step of the child's mount plan, run in order by sbx_do_mounts (nsinit_mount.c).
 // specEncoder.mounts writes each field under the name nsinit.h gives it for the op.
 type mountOp struct {
 	op       uint32
