@@ -114,6 +114,20 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c session
 	return nil
 }
 
+// sessionSlots is the session a call request names, and slots of its user's concurrent calls
+// (limits.calls_per_user) held until release.
+func (s *Server) sessionSlots(r *http.Request, c session.Caller, slots int) (*session.Session, func(), error) {
+	sess, err := s.backend.Session(c, r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	release, err := s.admit(r.Context(), c, slots)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, release, nil
+}
+
 // checkCall refuses what no call request may be, before any session is looked up or any
 // slot taken.
 func checkCall(cr protocol.CallRequest) error {
@@ -171,11 +185,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if err := checkCall(cr); err != nil {
 		return err
 	}
-	sess, err := s.backend.Session(c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	release, err := s.admit(r.Context(), c, 1)
+	sess, release, err := s.sessionSlots(r, c, 1)
 	if err != nil {
 		return err
 	}
@@ -250,12 +260,8 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 			return err
 		}
 	}
-	sess, err := s.backend.Session(c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
-	release, err := s.admit(r.Context(), c, min(len(br.Calls), max(1, lim.MaxParallelCalls)))
+	sess, release, err := s.sessionSlots(r, c, min(len(br.Calls), max(1, lim.MaxParallelCalls)))
 	if err != nil {
 		return err
 	}
@@ -311,11 +317,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 	if cr.WaitMS < 0 {
 		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
 	}
-	sess, err := s.backend.Session(c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	release, err := s.admit(r.Context(), c, 1)
+	sess, release, err := s.sessionSlots(r, c, 1)
 	if err != nil {
 		return err
 	}
