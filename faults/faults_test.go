@@ -26,6 +26,29 @@ func bashReq(id, cmd string) protocol.CallRequest {
 	return protocol.CallRequest{Tool: "Bash", ToolUseID: id, Input: harness.Input(map[string]any{"command": cmd})}
 }
 
+// hammer runs call(w, i) in a loop on each of n workers until stop is closed or call says
+// false; wg is done when every worker has returned.
+func hammer(n int, call func(w, i int) bool) (stop chan struct{}, wg *sync.WaitGroup) {
+	stop, wg = make(chan struct{}), &sync.WaitGroup{}
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !call(w, i) {
+					return
+				}
+			}
+		}()
+	}
+	return stop, wg
+}
+
 func text(r *protocol.CallResult) string {
 	if r == nil {
 		return "(no result)"
@@ -54,36 +77,24 @@ func TestKill9UnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	var n atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 6; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("k9_%d_%d", w, i)
-				cmd := "true"
-				if w == 0 {
-					cmd = "sleep 20" // still running when the daemon dies
-				}
-				res, err := c.Call(ctx, s.ID, bashReq(id, cmd))
-				if err != nil {
-					return // the daemon is gone
-				}
-				if res.ToolUseID == id {
-					mu.Lock()
-					seen[id] = true
-					mu.Unlock()
-					n.Add(1)
-				}
-			}
-		}(w)
-	}
+	stop, wg := hammer(6, func(w, i int) bool {
+		id := fmt.Sprintf("k9_%d_%d", w, i)
+		cmd := "true"
+		if w == 0 {
+			cmd = "sleep 20" // still running when the daemon dies
+		}
+		res, err := c.Call(ctx, s.ID, bashReq(id, cmd))
+		if err != nil {
+			return false // the daemon is gone
+		}
+		if res.ToolUseID == id {
+			mu.Lock()
+			seen[id] = true
+			mu.Unlock()
+			n.Add(1)
+		}
+		return true
+	})
 	waitFor(10*time.Second, func() bool { return n.Load() >= 20 })
 	var sleepers []int
 	waitFor(5*time.Second, func() bool {
@@ -488,33 +499,21 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 		sids = append(sids, s.ID)
 	}
-	stop := make(chan struct{})
 	var calls, failed atomic.Int64
 	var firstFail atomic.Value
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				req := bashReq(fmt.Sprintf("hup_%d_%d", w, i), "echo hi")
-				if i%2 == 0 {
-					req = protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": f})}
-				}
-				res, err := c.Call(ctx, sids[w%len(sids)], req)
-				calls.Add(1)
-				if err != nil || res.IsError {
-					failed.Add(1)
-					firstFail.CompareAndSwap(nil, fmt.Sprintf("%v %s", err, text(res)))
-				}
-			}
-		}(w)
-	}
+	stop, wg := hammer(8, func(w, i int) bool {
+		req := bashReq(fmt.Sprintf("hup_%d_%d", w, i), "echo hi")
+		if i%2 == 0 {
+			req = protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": f})}
+		}
+		res, err := c.Call(ctx, sids[w%len(sids)], req)
+		calls.Add(1)
+		if err != nil || res.IsError {
+			failed.Add(1)
+			firstFail.CompareAndSwap(nil, fmt.Sprintf("%v %s", err, text(res)))
+		}
+		return true
+	})
 	for i := 0; i < 15; i++ {
 		time.Sleep(150 * time.Millisecond)
 		if err := d.Signal(syscall.SIGHUP); err != nil {
