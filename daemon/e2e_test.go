@@ -448,15 +448,16 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 	}
 }
 
-// Members of the configured admin group see every session; other users see only their own.
-func TestAdminGroupSeesAllSessions(t *testing.T) {
+// adminAndAlice starts a daemon whose admin group (named from group) has the user admin, and
+// gives alice a session (id).
+func adminAndAlice(t *testing.T, group, aliceName, adminName string) (td *testDaemon, bin string, alice, admin testutil.User, id string) {
+	t.Helper()
 	testutil.RequireRoot(t)
-	group := testGroup(t, "sbadm")
-	td := startDaemon(t, "admin_group: "+group+"\n")
-	bin := buildSbctl(t)
-	alice := testutil.CreateUser(t, "sbdx")
-	admin := testutil.CreateUser(t, "sbdy")
-	other := testutil.CreateUser(t, "sbdz")
+	group = testGroup(t, group)
+	td = startDaemon(t, "admin_group: "+group+"\n")
+	bin = buildSbctl(t)
+	alice = testutil.CreateUser(t, aliceName)
+	admin = testutil.CreateUser(t, adminName)
 	if out, err := exec.Command("usermod", "-aG", group, admin.Name).CombinedOutput(); err != nil {
 		t.Fatalf("usermod: %v %s", err, out)
 	}
@@ -464,15 +465,20 @@ func TestAdminGroupSeesAllSessions(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("session new: %s", errOut)
 	}
-	id := strings.TrimSpace(out)
+	return td, bin, alice, admin, strings.TrimSpace(out)
+}
+
+// Members of the configured admin group see every session; other users see only their own.
+func TestAdminGroupSeesAllSessions(t *testing.T) {
+	td, bin, _, admin, id := adminAndAlice(t, "sbadm", "sbdx", "sbdy")
+	other := testutil.CreateUser(t, "sbdz")
 	if out, _, _ := sbctl(t, bin, td.socket, &admin, "session", "ls"); !strings.Contains(out, id) {
 		t.Errorf("admin-group member does not see alice's session: %q", out)
 	}
 	if out, _, _ := sbctl(t, bin, td.socket, &other, "session", "ls"); strings.Contains(out, id) {
 		t.Errorf("a non-member sees alice's session: %q", out)
 	}
-	out, _, _ = sbctl(t, bin, td.socket, &admin, "status")
-	if !strings.Contains(out, "admin") {
+	if out, _, _ := sbctl(t, bin, td.socket, &admin, "status"); !strings.Contains(out, "admin") {
 		t.Errorf("status for an admin-group member: %q", out)
 	}
 }
@@ -481,20 +487,7 @@ func TestAdminGroupSeesAllSessions(t *testing.T) {
 // session and read the audit log, but running a call in it, deciding in it, or changing its
 // mode or rules is refused as for anyone else (404); root still may.
 func TestAdminsSeeNeverAct(t *testing.T) {
-	testutil.RequireRoot(t)
-	group := testGroup(t, "sbadn")
-	td := startDaemon(t, "admin_group: "+group+"\n")
-	bin := buildSbctl(t)
-	alice := testutil.CreateUser(t, "sbna")
-	admin := testutil.CreateUser(t, "sbnb")
-	if out, err := exec.Command("usermod", "-aG", group, admin.Name).CombinedOutput(); err != nil {
-		t.Fatalf("usermod: %v %s", err, out)
-	}
-	out, errOut, code := sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", alice.Home)
-	if code != 0 {
-		t.Fatalf("session new: %s", errOut)
-	}
-	id := strings.TrimSpace(out)
+	td, bin, alice, admin, id := adminAndAlice(t, "sbadn", "sbna", "sbnb")
 	if out, errOut, code := sbctl(t, bin, td.socket, &admin, "session", "show", id); code != 0 || !strings.Contains(out, id) {
 		t.Errorf("admin cannot show alice's session: %d %q %q", code, out, errOut)
 	}
