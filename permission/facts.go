@@ -31,6 +31,17 @@ type ToolFacts struct {
 	Paths  []PathFact                 `json:"paths,omitempty"`
 	Bash   *classifier.Classification `json:"bash,omitempty"`
 	Domain string                     `json:"domain,omitempty"`
+	// HTTP is the request's method and path when they can be seen (plain HTTP through the
+	// proxy, WebFetch's own requests); nil for a tunnel (CONNECT, SOCKS), which is decided by
+	// its host alone.
+	HTTP *HTTPFact `json:"http,omitempty"`
+}
+
+// HTTPFact is the visible part of one HTTP request, for WebFetch(METHOD host/path) rules.
+type HTTPFact struct {
+	Method string `json:"method"`
+	// Path is decoded, with dot segments removed.
+	Path string `json:"path"`
 }
 
 // Caller is the kernel-reported identity (SO_PEERCRED) of the session owner.

@@ -281,3 +281,76 @@ func MatchGlob(pattern, s string) bool {
 	})
 	return re != nil && re.MatchString(s)
 }
+
+// WebRequest is what a WebFetch(METHOD host/path) rule is compared with: one HTTP request
+// whose method and path are visible (plain HTTP through the proxy, or WebFetch's own).
+type WebRequest struct {
+	Method string
+	Host   string
+	// Path is the decoded path; it is cleaned (dot segments removed) before matching.
+	Path string
+}
+
+var webPathCache memo[[]string]
+
+// MatchWeb reports whether a web rule (host pattern, method, path glob) matches req. Hosts
+// match as MatchDomain does. The path glob must match the whole path: `*` is one segment (or
+// part of one), `**` any number of segments; a trailing slash is not significant.
+//
+// fold is for deny and ask rules, which must not fail open on a server that is laxer than the
+// rule: the method and the path compare case-insensitively, and a path also matches with its
+// `;parameters` removed from each segment (/admin;x=1/ is /admin/ to some servers). Allow rules
+// match exactly (fold false), so an allow never covers more than it says.
+func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool) bool {
+	if req.Method == "" || !MatchDomain(hostPattern, req.Host) {
+		return false
+	}
+	if method != "*" && method != req.Method && !(fold && strings.EqualFold(method, req.Method)) {
+		return false
+	}
+	p := path.Clean("/" + req.Path)
+	if fold {
+		p = strings.ToLower(p)
+		pathPattern = strings.ToLower(pathPattern)
+	}
+	pat := webPathCache.get(pathPattern, splitPath)
+	if matchWhole(pat, splitPath(p)) {
+		return true
+	}
+	if fold && strings.Contains(p, ";") {
+		segs := splitPath(p)
+		for i, s := range segs {
+			segs[i], _, _ = strings.Cut(s, ";")
+		}
+		return matchWhole(pat, segs)
+	}
+	return false
+}
+
+// matchWhole matches pattern segments against all of segs (no ancestor match, unlike
+// matchSegs). Memoised so patterns with many ** stay polynomial.
+func matchWhole(pat, segs []string) bool {
+	seen := make(map[[2]int]bool)
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if i == len(pat) {
+			return j == len(segs)
+		}
+		k := [2]int{i, j}
+		if v, ok := seen[k]; ok {
+			return v
+		}
+		res := false
+		if pat[i] == "**" {
+			for x := j; x <= len(segs) && !res; x++ {
+				res = m(i+1, x)
+			}
+		} else if j < len(segs) {
+			ok, _ := path.Match(pat[i], segs[j])
+			res = ok && m(i+1, j+1)
+		}
+		seen[k] = res
+		return res
+	}
+	return m(0, 0)
+}

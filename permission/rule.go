@@ -28,7 +28,9 @@ const (
 // first hit reported is the strongest one.
 var Sources = []Source{SourcePolicy, SourceCLI, SourceSession, SourceLocal, SourceProject, SourceUser}
 
-func (s Source) rank() int {
+// Rank orders sources: 0 is the strongest (policySettings); an unknown source ranks after every
+// known one.
+func (s Source) Rank() int {
 	for i, x := range Sources {
 		if x == s {
 			return i
@@ -52,6 +54,9 @@ const (
 	KindPath Kind = "path"
 	// KindDomain is WebFetch(domain:host).
 	KindDomain Kind = "domain"
+	// KindWeb is WebFetch(METHOD host/path-glob): one HTTP method ("*": any) on a host pattern
+	// (as KindDomain's) and a path glob, for requests whose method and path can be seen.
+	KindWeb Kind = "web"
 	// KindParam is Tool(param:value), deny and ask only.
 	KindParam Kind = "param"
 )
@@ -90,6 +95,10 @@ type Rule struct {
 	Param string `json:"param,omitempty"`
 	// Anchor applies to KindPath.
 	Anchor Anchor `json:"anchor,omitempty"`
+	// Method and URLPath apply to KindWeb (whose Pattern is the host pattern): the HTTP method,
+	// "*" for any, and the path glob, starting with "/".
+	Method  string `json:"method,omitempty"`
+	URLPath string `json:"url_path,omitempty"`
 }
 
 // String renders the rule as written: Tool or Tool(content).
@@ -273,7 +282,7 @@ func (r *Rule) parseContent() error {
 	case pathTools[tool]:
 		return r.parsePath()
 	case tool == "WebFetch":
-		return malformed("WebFetch content must be domain:<host>")
+		return r.parseWeb()
 	default:
 		return malformed("tool %s takes no content other than param:value", tool)
 	}
@@ -362,25 +371,90 @@ func (r *Rule) parsePath() error {
 }
 
 func (r *Rule) parseDomain(d string) error {
-	d = strings.TrimSuffix(strings.ToLower(d), ".")
-	if d == "" {
-		return malformed("empty domain")
-	}
 	if strings.ContainsAny(d, "/:") {
 		return malformed("domain:%s: give a host name, not a URL", d)
+	}
+	d, err := hostPattern(d)
+	if err != nil {
+		return err
+	}
+	r.Kind, r.Pattern = KindDomain, d
+	return nil
+}
+
+// hostPattern normalizes a host pattern of a domain or web rule (lowercase, one trailing dot
+// dropped) and checks its characters.
+func hostPattern(d string) (string, error) {
+	d = strings.TrimSuffix(strings.ToLower(d), ".")
+	if d == "" {
+		return "", malformed("empty domain")
 	}
 	if d != "*" {
 		for _, label := range strings.Split(d, ".") {
 			if label == "" {
-				return malformed("empty label in domain %q", d)
+				return "", malformed("empty label in domain %q", d)
 			}
 			for _, c := range label {
 				if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '*' || c == '_') {
-					return malformed("domain %q: character %q not allowed", d, c)
+					return "", malformed("domain %q: character %q not allowed", d, c)
 				}
 			}
 		}
 	}
-	r.Kind, r.Pattern = KindDomain, d
+	return d, nil
+}
+
+// webRuleHint is the shape a WebFetch rule must have, for errors.
+const webRuleHint = "WebFetch content is domain:<host> or METHOD host/path-glob, e.g. WebFetch(GET registry.npmjs.org/**)"
+
+// parseWeb parses `METHOD host/path-glob`. Anything that could be read two ways is refused:
+// a rule that silently matched nothing would let a deny fail open.
+func (r *Rule) parseWeb() error {
+	f := strings.Fields(r.Content)
+	if len(f) != 2 {
+		return malformed("%s", webRuleHint)
+	}
+	method, target := f[0], f[1]
+	if method != "*" {
+		for i := 0; i < len(method); i++ {
+			c := method[i]
+			if c >= 'a' && c <= 'z' {
+				return malformed("method %q: HTTP methods are case-sensitive and written in uppercase (GET, POST), or * for any", method)
+			}
+			if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return malformed("method %q: not an HTTP method; %s", method, webRuleHint)
+			}
+		}
+	}
+	if strings.Contains(target, "://") {
+		return malformed("%q: give host/path without the scheme; the rule covers http and https alike", target)
+	}
+	host, rest, ok := strings.Cut(target, "/")
+	if !ok {
+		return malformed("%q: a path glob must follow the host (%s/** for every path); for the whole host use WebFetch(domain:%s)", target, target, target)
+	}
+	if strings.Contains(host, ":") {
+		return malformed("%q: rules name hosts, not ports; drop the :port", host)
+	}
+	host, err := hostPattern(host)
+	if err != nil {
+		return err
+	}
+	p := "/" + rest
+	if strings.ContainsAny(p, "?#") {
+		return malformed("path %q: the query and fragment are not matched; give the path only", p)
+	}
+	if strings.ContainsAny(p, "%[]\\") {
+		return malformed("path %q: write the path decoded, with * (one segment) and ** (any depth) as its only wildcards", p)
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(rest, "/"), "/") {
+		switch {
+		case seg == "" && rest != "":
+			return malformed("path %q has an empty segment", p)
+		case seg == "." || seg == "..":
+			return malformed("path %q: %q segments are resolved before matching; write the path without them", p, seg)
+		}
+	}
+	r.Kind, r.Pattern, r.Method, r.URLPath = KindWeb, host, method, p
 	return nil
 }

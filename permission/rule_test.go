@@ -45,6 +45,24 @@ func TestParseRule(t *testing.T) {
 		{text: "WebFetch(domain:https://x.com/)", b: Allow, errLike: "not a URL"},
 		{text: "WebFetch(example.com)", b: Allow, errLike: "domain:<host>"},
 		{text: "WebFetch(domain:)", b: Allow, errLike: "empty domain"},
+		{text: "WebFetch(POST paste.example/**)", b: Deny, kind: KindWeb, pattern: "paste.example"},
+		{text: "WebFetch(GET  Registry.NPMjs.org./**)", b: Allow, kind: KindWeb, pattern: "registry.npmjs.org"},
+		{text: "WebFetch(* *.example.com/api/*/x)", b: Ask, kind: KindWeb, pattern: "*.example.com"},
+		{text: "WebFetch(POST git.example/**/git-receive-pack)", b: Deny, kind: KindWeb, pattern: "git.example"},
+		{text: "WebFetch(M-SEARCH h.example/)", b: Deny, kind: KindWeb, pattern: "h.example"},
+		{text: "WebFetch(post x.com/**)", b: Deny, errLike: "uppercase"},
+		{text: "WebFetch(GET x.com)", b: Deny, errLike: "path glob must follow"},
+		{text: "WebFetch(GET https://x.com/**)", b: Deny, errLike: "without the scheme"},
+		{text: "WebFetch(GET x.com:8080/**)", b: Deny, errLike: "not ports"},
+		{text: "WebFetch(GET x.com/a?b=1)", b: Deny, errLike: "query"},
+		{text: "WebFetch(GET x.com/a%2Fb)", b: Deny, errLike: "decoded"},
+		{text: "WebFetch(GET x.com/[ab])", b: Deny, errLike: "decoded"},
+		{text: "WebFetch(GET x.com/a/../b)", b: Deny, errLike: "segments are resolved"},
+		{text: "WebFetch(GET x.com/a//b)", b: Deny, errLike: "empty segment"},
+		{text: "WebFetch(GET x.com/a b)", b: Deny, errLike: "METHOD host/path-glob"},
+		{text: "WebFetch(G@T x.com/a)", b: Deny, errLike: "not an HTTP method"},
+		{text: "WebFetch(GET x..com/a)", b: Deny, errLike: "empty label"},
+		{text: "WebFetch(*)", b: Deny, errLike: "METHOD host/path-glob"},
 		{text: "mcp__github", b: Allow, kind: KindTool, pattern: "mcp__github__*"},
 		{text: "mcp__github__*", b: Allow, kind: KindTool, pattern: "mcp__github__*"},
 		{text: "mcp__github__get_issue", b: Allow, kind: KindAll},
@@ -164,6 +182,51 @@ func TestMatchDomain(t *testing.T) {
 	}
 }
 
+func TestMatchWeb(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		rule         string
+		method, host string
+		path         string
+		fold, want   bool
+	}{
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/org/r.git/git-receive-pack", false, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/git-receive-pack", false, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r.git/git-upload-pack", false, false},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "GET", "git.example", "/r.git/git-receive-pack", false, false},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/a/../git-receive-pack", false, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/git-receive-pack/", false, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "post", "git.example", "/r/git-receive-pack", false, false},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "post", "git.example", "/r/git-receive-pack", true, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/Git-Receive-Pack", true, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/Git-Receive-Pack", false, false},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/git-receive-pack;a=b", true, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "git.example", "/r/git-receive-pack;a=b", false, false},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "GIT.example.", "/git-receive-pack", false, true},
+		{"WebFetch(POST git.example/**/git-receive-pack)", "POST", "sub.git.example", "/git-receive-pack", false, false},
+		{"WebFetch(GET x.com/api/*)", "GET", "x.com", "/api/v1", false, true},
+		{"WebFetch(GET x.com/api/*)", "GET", "x.com", "/api/v1/users", false, false}, // no ancestor match
+		{"WebFetch(GET x.com/api/*)", "GET", "x.com", "/api", false, false},
+		{"WebFetch(GET x.com/api/**)", "GET", "x.com", "/api", false, true},
+		{"WebFetch(GET x.com/api/v*.json)", "GET", "x.com", "/api/v2.json", false, true},
+		{"WebFetch(* *.x.com/**)", "DELETE", "a.b.x.com", "/", false, true},
+		{"WebFetch(* *.x.com/**)", "DELETE", "x.com", "/", false, false},
+		{"WebFetch(GET x.com/)", "GET", "x.com", "/", false, true},
+		{"WebFetch(GET x.com/)", "GET", "x.com", "/a", false, false},
+		{"WebFetch(GET x.com/**)", "", "x.com", "/", false, false}, // no method: a tunnel never matches
+	}
+	for _, tc := range cases {
+		r, err := ParseRule(tc.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := WebRequest{Method: tc.method, Host: tc.host, Path: tc.path}
+		if got := MatchWeb(r.Pattern, r.Method, r.URLPath, req, tc.fold); got != tc.want {
+			t.Errorf("%s vs %s %s%s (fold %v) = %v, want %v", tc.rule, tc.method, tc.host, tc.path, tc.fold, got, tc.want)
+		}
+	}
+}
+
 func TestAbsPattern(t *testing.T) {
 	t.Parallel()
 	a := Anchors{Home: "/home/u", Cwd: "/w/sub"}
@@ -200,7 +263,8 @@ func TestAbsPattern(t *testing.T) {
 // rule (so `sbctl policy show` output can be pasted back), and bash patterns compile.
 func FuzzParseRule(f *testing.F) {
 	for _, s := range []string{"Bash", "Bash(npm run test:*)", "Read(~/.ssh/**)", "Edit(/src/**)", "WebFetch(domain:*.x.com)",
-		"mcp__srv__*", "Bash(run_in_background:true)", "Read(.env)", "Bash(git * main)", "*", "Read([a-)", "Bash(()", "Edit(//)"} {
+		"mcp__srv__*", "Bash(run_in_background:true)", "Read(.env)", "Bash(git * main)", "*", "Read([a-)", "Bash(()", "Edit(//)",
+		"WebFetch(POST git.example/**/git-receive-pack)", "WebFetch(GET *.x.com/a/*/b)", "WebFetch(* x/)", "WebFetch(get x/a)", "WebFetch(GET x:1/a)"} {
 		f.Add(s, uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, text string, bsel uint8) {
@@ -225,7 +289,7 @@ func FuzzParseRule(f *testing.F) {
 		if err != nil {
 			t.Fatalf("rendered %q of %q does not parse: %v", r.String(), text, err)
 		}
-		if r2.Kind != r.Kind || r2.Pattern != r.Pattern || r2.Tool != r.Tool {
+		if r2.Kind != r.Kind || r2.Pattern != r.Pattern || r2.Tool != r.Tool || r2.Method != r.Method || r2.URLPath != r.URLPath {
 			t.Fatalf("round trip of %q changed the rule: %+v vs %+v", text, r, r2)
 		}
 		if r.Kind == KindBash {
@@ -242,6 +306,17 @@ func FuzzParseRule(f *testing.F) {
 		if r.Kind == KindPath {
 			if abs, ok := r.AbsPattern(Anchors{Home: "/h", Cwd: "/c"}); ok {
 				MatchPath(abs, "/c/a/b")
+			}
+		}
+		if r.Kind == KindWeb {
+			if r.Method == "" || !strings.HasPrefix(r.URLPath, "/") {
+				t.Fatalf("accepted web rule %q without method or path: %+v", text, r)
+			}
+			// The rule's own path, with its wildcards taken literally, is a request it covers.
+			host := strings.ReplaceAll(r.Pattern, "*", "a")
+			req := WebRequest{Method: strings.ReplaceAll(r.Method, "*", "GET"), Host: host, Path: strings.ReplaceAll(r.URLPath, "**", "x")}
+			if !MatchWeb(r.Pattern, r.Method, r.URLPath, req, false) || !MatchWeb(r.Pattern, r.Method, r.URLPath, req, true) {
+				t.Fatalf("web rule %q does not match %+v", text, req)
 			}
 		}
 	})

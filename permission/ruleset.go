@@ -65,7 +65,7 @@ type RuleSet struct {
 // deny/ask (failing closed) and dropped for allow, each with a warning.
 func NewRuleSet(rules []Rule, eff Effective, a Anchors) *RuleSet {
 	rs := &RuleSet{rules: append([]Rule(nil), rules...), eff: eff, anchors: a}
-	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.rank() < rs.rules[j].Source.rank() })
+	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.Rank() < rs.rules[j].Source.Rank() })
 	rs.eff.Warnings = append([]string(nil), eff.Warnings...)
 	rs.data = rs.build()
 	// The digest keys decision caches, so it covers everything a decision reads from the
@@ -116,6 +116,7 @@ type bucket struct {
 	other   []any
 	paths   map[string][]any
 	domains []any
+	web     []any
 	params  map[string][]any
 }
 
@@ -130,6 +131,7 @@ func (b *bucket) value() map[string]any {
 		"bash":    map[string]any{"word": b.words, "other": nonNil(b.other)},
 		"paths":   b.paths,
 		"domains": nonNil(b.domains),
+		"web":     nonNil(b.web),
 		"params":  b.params,
 	}
 }
@@ -181,6 +183,9 @@ func (rs *RuleSet) build() map[string]any {
 		case KindDomain:
 			item["pattern"] = r.Pattern
 			b.domains = append(b.domains, item)
+		case KindWeb:
+			item["pattern"], item["method"], item["path"] = r.Pattern, r.Method, r.URLPath
+			b.web = append(b.web, item)
 		case KindParam:
 			item["pattern"], item["param"] = r.Pattern, r.Param
 			b.params[r.Tool] = append(b.params[r.Tool], item)

@@ -33,6 +33,7 @@ const (
 	bnAllPathsHit  = "sandboxd.all_paths_hit"
 	bnAllWordsHit  = "sandboxd.all_words_hit"
 	bnDomainHit    = "sandboxd.domain_hit"
+	bnWebHit       = "sandboxd.web_hit"
 	bnPathWithin   = "sandboxd.path_within"
 	bnAbsPath      = "sandboxd.abs_path"
 )
@@ -52,13 +53,16 @@ func RegisterBuiltins() { registerOnce.Do(registerBuiltins) }
 func registerBuiltins() {
 	rego.RegisterBuiltinDyn(&rego.Function{
 		Name: bnDenyAskHits,
-		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain, bash): the first deny and the first " +
+		Description: "deny_ask_hits(rules, tool, params, words, path_subjects, domain, bash, http): the first deny and the first " +
 			"ask rule matching any part of the call (whole-tool rules, tool-name patterns, parameter rules, Bash " +
-			"rules for each word list, path rules for each [path, [bucket]], domain rules, in this order), as " +
-			"{\"deny\": rule, \"ask\": rule} with a key only where a rule matched. When bash (the classification) " +
-			"is opaque and no rule denied, the first Bash deny (else ask) rule is the ask hit: a command known only at " +
-			"run time may be the one it names. One call for both: each call costs the evaluator more than the scan.",
-		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S, types.A), types.A),
+			"rules for each word list, path rules for each [path, [bucket]], domain rules, WebFetch(METHOD host/path) " +
+			"rules against http {method, path}, in this order), as {\"deny\": rule, \"ask\": rule} with a key only " +
+			"where a rule matched. When bash (the classification) is opaque and no rule denied, the first Bash deny " +
+			"(else ask) rule is the ask hit: a command known only at run time may be the one it names. When http is " +
+			"null (a tunnel: only the host is known), a method/path rule naming the host hits unless a domain allow rule " +
+			"for the host comes from a source at least as strong. One call for both: each call costs the evaluator " +
+			"more than the scan.",
+		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S, types.A, types.A), types.A),
 	}, denyAskHits)
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathsAllowed,
@@ -110,6 +114,22 @@ func registerBuiltins() {
 		}
 		return firstMatch(rules, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(s)) }), nil
 	}))
+	rego.RegisterBuiltin3(&rego.Function{
+		Name: bnWebHit,
+		Description: "First WebFetch(METHOD host/path) rule matching the host and http {method, path} exactly (allow " +
+			"rules: no case folding); undefined when none or when http is null (a tunnel, whose method and path are unseen).",
+		Decl: types.NewFunction(types.Args(ruleList, types.S, types.A), nullable),
+	}, func(_ rego.BuiltinContext, rules, h, web *ast.Term) (*ast.Term, error) {
+		req, ok := webRequest(h, web)
+		if !ok {
+			return nil, nil
+		}
+		t := firstWebMatch(rules, req, false)
+		if isNull(t) {
+			return nil, nil
+		}
+		return t, nil
+	})
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathWithin,
 		Description: "True if the absolute path is one of dirs or below one.",
@@ -188,9 +208,85 @@ func undefinedIfNull2(f rego.Builtin2) rego.Builtin2 {
 }
 
 var (
-	denyKey = ast.StringTerm("deny")
-	askKey  = ast.StringTerm("ask")
+	denyKey   = ast.StringTerm("deny")
+	askKey    = ast.StringTerm("ask")
+	allowKey  = ast.StringTerm("allow")
+	webKey    = ast.StringTerm("web")
+	methodKey = ast.StringTerm("method")
+	pathKey   = ast.StringTerm("path")
 )
+
+// webRequest reads the host and the http fact ({method, path}); ok is false when either is
+// missing (a tunnel, or another tool).
+func webRequest(h, web *ast.Term) (permission.WebRequest, bool) {
+	host, ok := h.Value.(ast.String)
+	obj, ok2 := web.Value.(ast.Object)
+	if !ok || !ok2 || host == "" {
+		return permission.WebRequest{}, false
+	}
+	m, p := getStr(obj, methodKey), getStr(obj, pathKey)
+	if m == "" {
+		return permission.WebRequest{}, false
+	}
+	return permission.WebRequest{Method: m, Host: string(host), Path: p}, true
+}
+
+// firstWebMatch is the first web rule of a list matching req.
+func firstWebMatch(rules *ast.Term, req permission.WebRequest, fold bool) *ast.Term {
+	return firstMatch(rules, func(host string, r ast.Object) bool {
+		return permission.MatchWeb(host, getStr(r, methodKey), getStr(r, pathKey), req, fold)
+	})
+}
+
+// blindWebHit is the hit of a tunnel (http null: only the host is known) to a host that a
+// method/path rule of behavior k names: the tunnel could carry the very request the rule is
+// about, so the rule hits, unless a domain allow rule for the host comes from a source at least
+// as strong as the rule's (that source has said the host may be reached by host alone). The
+// hit carries a reason saying so. nil when nothing hits.
+func blindWebHit(rules ast.Object, k *ast.Term, host string) *ast.Term {
+	data := getObj(rules, k)
+	if data == nil {
+		return nil
+	}
+	web := getArr(data, webKey)
+	if web == nil {
+		return nil
+	}
+	// The host-level allows: domain rules naming the host, and a bare WebFetch allow (every host).
+	strongestAllow := len(permission.Sources) + 1
+	if a := getObj(rules, allowKey); a != nil {
+		consider := func(l *ast.Array, match bool) {
+			for i := 0; l != nil && i < l.Len(); i++ {
+				if o, ok := l.Elem(i).Value.(ast.Object); ok && (!match || permission.MatchDomain(getStr(o, patternKey), host)) {
+					strongestAllow = min(strongestAllow, permission.Source(getStr(o, sourceKey)).Rank())
+				}
+			}
+		}
+		consider(getArr(a, domainsKey), true)
+		if tools := getObj(a, toolsKey); tools != nil {
+			if l := tools.Get(ast.StringTerm("WebFetch")); l != nil {
+				arr, _ := l.Value.(*ast.Array)
+				consider(arr, false)
+			}
+		}
+	}
+	for i := 0; i < web.Len(); i++ {
+		o, ok := web.Elem(i).Value.(ast.Object)
+		if !ok || !permission.MatchDomain(getStr(o, patternKey), host) {
+			continue
+		}
+		if strongestAllow <= permission.Source(getStr(o, sourceKey)).Rank() {
+			continue
+		}
+		hit := o.Copy()
+		hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
+			"%s rule %s (%s) is about methods and paths of %s, which a tunnel (HTTPS, CONNECT, SOCKS) does not show; "+
+				"a tunnel to %s is refused unless WebFetch(domain:%s) is allowed in %s or a stronger source (then HTTPS to it is decided by host only)",
+			k.Value.(ast.String), getStr(o, ruleKey), getStr(o, sourceKey), host, host, host, getStr(o, sourceKey))))
+		return ast.NewTerm(hit)
+	}
+	return nil
+}
 
 func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	out := ast.NewObject()
@@ -206,12 +302,23 @@ func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) 
 		if data == nil {
 			continue
 		}
-		t, err := anyHit(bctx, append([]*ast.Term{data}, args[1:6]...))
+		t, err := anyHit(bctx, append([]*ast.Term{data}, args[1:]...))
 		if err != nil {
 			return nil, err
 		}
 		if !isNull(t) {
 			out.Insert(k, t)
+		}
+	}
+	// A tunnel: the domain is known, its method and path are not.
+	if d, ok := args[5].Value.(ast.String); ok && d != "" && (len(args) < 8 || isNull(args[7])) {
+		for _, k := range []*ast.Term{denyKey, askKey} {
+			if out.Get(k) != nil {
+				continue
+			}
+			if t := blindWebHit(rules, k, string(d)); t != nil {
+				out.Insert(k, t)
+			}
 		}
 	}
 	if len(args) > 6 && out.Get(denyKey) == nil && out.Get(askKey) == nil && opaqueBash(args[6]) {
@@ -340,7 +447,14 @@ func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	}
 	if d, ok := args[5].Value.(ast.String); ok && d != "" {
 		if l := data.Get(domainsKey); l != nil {
-			return firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(d)) }), nil
+			if t := firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchDomain(pat, string(d)) }); !isNull(t) {
+				return t, nil
+			}
+		}
+		if l := data.Get(webKey); l != nil && len(args) > 7 {
+			if req, ok := webRequest(args[5], args[7]); ok {
+				return firstWebMatch(l, req, true), nil
+			}
 		}
 	}
 	return ast.NullTerm(), nil

@@ -20,6 +20,7 @@ type call struct {
 	bash   *classifier.Classification
 	paths  []permission.PathFact
 	domain string
+	http   *permission.HTTPFact // a WebFetch request's method and path; nil: a tunnel
 	input  map[string]any
 	hook   *permission.HookVerdict
 	ro     bool // the tool's own read-only claim
@@ -71,7 +72,7 @@ func (c call) facts() *permission.Facts {
 	return &permission.Facts{
 		Tool: tool, Input: in, Mode: mode, Cwd: "/w", Home: "/home/u", Dirs: c.dirs,
 		Caller: permission.Caller{UID: 1000, GID: 1000, User: "u"}, ReadOnly: c.ro,
-		ToolFacts: permission.ToolFacts{Paths: c.paths, Bash: c.bash, Domain: c.domain},
+		ToolFacts: permission.ToolFacts{Paths: c.paths, Bash: c.bash, Domain: c.domain, HTTP: c.http},
 		Hook:      c.hook, RequiresUserInteraction: c.rui,
 	}
 }
@@ -255,6 +256,23 @@ func corpus() []call {
 		call{name: "domain star all", tool: "WebFetch", domain: "anything.io", allow: []string{"WebFetch(domain:*)"}, want: A},
 		call{name: "domain deny wins", tool: "WebFetch", domain: "evil.com", allow: []string{"WebFetch"}, deny: []string{"WebFetch(domain:evil.com)"}, want: D},
 		call{name: "webfetch param ask", tool: "WebFetch", domain: "x.com", input: map[string]any{"url": "https://x.com", "prompt": "dump secrets"}, allow: []string{"WebFetch"}, ask: []string{"WebFetch(prompt:*secret*)"}, want: AU},
+	)
+	// WebFetch methods and paths: what a request shows (http) meets them; a tunnel (no http)
+	// is decided by host, and a method/path deny on its host refuses it unless a host-level
+	// allow of a source as strong says the host may be reached by host alone.
+	post := &permission.HTTPFact{Method: "POST", Path: "/org/r.git/git-receive-pack"}
+	get := &permission.HTTPFact{Method: "GET", Path: "/org/r.git/info/refs"}
+	dontAsk := permission.ModeDontAsk
+	add(
+		call{name: "l7 deny push", mode: dontAsk, tool: "WebFetch", domain: "git.example", http: post, allow: []string{"WebFetch(domain:git.example)"}, deny: []string{"WebFetch(POST git.example/**/git-receive-pack)"}, want: D, step: "deny_rule", rule: "WebFetch(POST git.example/**/git-receive-pack)"},
+		call{name: "l7 deny leaves fetch", mode: dontAsk, tool: "WebFetch", domain: "git.example", http: get, allow: []string{"WebFetch(domain:git.example)"}, deny: []string{"WebFetch(POST git.example/**/git-receive-pack)"}, want: A},
+		call{name: "l7 allow get", mode: dontAsk, tool: "WebFetch", domain: "registry.npmjs.org", http: &permission.HTTPFact{Method: "GET", Path: "/left-pad"}, allow: []string{"WebFetch(GET registry.npmjs.org/**)"}, want: A, rule: "WebFetch(GET registry.npmjs.org/**)"},
+		call{name: "l7 allow not post", mode: dontAsk, tool: "WebFetch", domain: "registry.npmjs.org", http: &permission.HTTPFact{Method: "POST", Path: "/left-pad"}, allow: []string{"WebFetch(GET registry.npmjs.org/**)"}, want: D},
+		call{name: "l7 allow not a tunnel", mode: dontAsk, tool: "WebFetch", domain: "registry.npmjs.org", allow: []string{"WebFetch(GET registry.npmjs.org/**)"}, want: D, step: "mode"},
+		call{name: "tunnel under l7 deny, l7 allow only", mode: dontAsk, tool: "WebFetch", domain: "paste.example", allow: []string{"WebFetch(GET paste.example/**)"}, deny: []string{"WebFetch(POST paste.example/**)"}, want: D, step: "deny_rule"},
+		call{name: "tunnel under l7 deny, host allow same source", mode: dontAsk, tool: "WebFetch", domain: "paste.example", allow: []string{"WebFetch(domain:paste.example)"}, deny: []string{"WebFetch(POST paste.example/**)"}, want: A},
+		call{name: "l7 deny beats domain allow", tool: "WebFetch", domain: "paste.example", http: &permission.HTTPFact{Method: "POST", Path: "/"}, allow: []string{"WebFetch(domain:paste.example)"}, deny: []string{"WebFetch(POST paste.example/**)"}, want: D},
+		call{name: "l7 ask", tool: "WebFetch", domain: "paste.example", http: &permission.HTTPFact{Method: "PUT", Path: "/x"}, allow: []string{"WebFetch(domain:paste.example)"}, ask: []string{"WebFetch(* paste.example/x)"}, want: AU, step: "ask_rule"},
 	)
 	// MCP tool names.
 	add(

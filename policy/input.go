@@ -50,6 +50,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
 		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
+		"http", "method", "path",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -187,10 +188,19 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		item("command_words", strs(commandWords(f.Input))),
 		item("deny_words", denyWords(f)),
 		item("domain", str(f.Domain)),
+		item("http", httpTerm(f.HTTP)),
 		item("hook", hook),
 		item("requires_user_interaction", ast.InternedTerm(f.RequiresUserInteraction)),
 		item("rules", ast.NewTerm(rules)),
 	), nil
+}
+
+// httpTerm is the request's method and path, or null for a tunnel and for other tools.
+func httpTerm(h *permission.HTTPFact) *ast.Term {
+	if h == nil {
+		return ast.NullTerm()
+	}
+	return ast.ObjectTerm(item("method", str(h.Method)), item("path", str(h.Path)))
 }
 
 func bashTerm(c *classifier.Classification) *ast.Term {

@@ -68,6 +68,7 @@ type Facts struct {
 	Paths                   []permission.PathFact      `json:"paths,omitempty"`
 	Bash                    *classifier.Classification `json:"bash,omitempty"`
 	Domain                  string                     `json:"domain,omitempty"`
+	HTTP                    *permission.HTTPFact       `json:"http,omitempty"`
 	Hook                    *permission.HookVerdict    `json:"hook,omitempty"`
 	RequiresUserInteraction bool                       `json:"requires_user_interaction,omitempty"`
 }
@@ -75,7 +76,7 @@ type Facts struct {
 // FactsOf is f as recorded.
 func FactsOf(f *permission.Facts) Facts {
 	return Facts{Caller: f.Caller, Cwd: f.Cwd, Dirs: f.Dirs, Home: f.Home, ReadOnly: f.ReadOnly,
-		Paths: f.Paths, Bash: f.Bash, Domain: f.Domain, Hook: f.Hook,
+		Paths: f.Paths, Bash: f.Bash, Domain: f.Domain, HTTP: f.HTTP, Hook: f.Hook,
 		RequiresUserInteraction: f.RequiresUserInteraction}
 }
 
@@ -291,7 +292,7 @@ func (r *Replayer) decide(ctx context.Context, rec *audit.Record, digest string,
 	}
 	facts := &permission.Facts{Tool: rec.Tool, Input: in, Mode: permission.Mode(rec.Mode),
 		Caller: rf.Caller, Cwd: rf.Cwd, Dirs: rf.Dirs, Home: rf.Home, ReadOnly: rf.ReadOnly,
-		ToolFacts: permission.ToolFacts{Paths: rf.Paths, Bash: rf.Bash, Domain: rf.Domain},
+		ToolFacts: permission.ToolFacts{Paths: rf.Paths, Bash: rf.Bash, Domain: rf.Domain, HTTP: rf.HTTP},
 		Hook:      rf.Hook, RequiresUserInteraction: rf.RequiresUserInteraction}
 	if _, err := rs.Effective().ResolveMode(facts.Mode); err != nil {
 		// As the daemon's decider: a mode admin policy disables decides nothing else.

@@ -24,7 +24,17 @@ ask_hit := _deny_ask.ask
 # built by expansion, a script the classifier cannot read) is taken to match every Bash deny
 # and ask rule, as an ask (never auto; denied in dontAsk and bypassPermissions) when no rule
 # matched outright.
-_deny_ask := sandboxd.deny_ask_hits(input.rules, input.tool, input.input, input.deny_words, input.path_subjects, input.domain, input.bash)
+#
+# input.http ({method, path}) goes along for WebFetch(METHOD host/path) rules; null means a
+# tunnel (HTTPS, CONNECT, SOCKS) whose method and path cannot be seen, where such a rule naming
+# the host hits unless a host-level allow of a source at least as strong says the host may be
+# reached by host alone.
+_deny_ask := sandboxd.deny_ask_hits(input.rules, input.tool, input.input, input.deny_words, input.path_subjects, input.domain, input.bash, _http)
+
+# _http defaults to null (a tunnel): custom callers and fixtures may omit the field.
+default _http := null
+
+_http := input.http
 
 # bash_parsed holds when the classifier parsed the command (null bash: not parsed).
 bash_parsed if input.bash.parse_error == null
@@ -43,6 +53,10 @@ allow_hit := r if {
 } else := r if {
 	input.tool == "WebFetch"
 	r := sandboxd.domain_hit(input.rules.allow.domains, input.domain)
+} else := r if {
+	# A method/path allow covers only requests it can see: never a tunnel (http null).
+	input.tool == "WebFetch"
+	r := sandboxd.web_hit(input.rules.allow.web, input.domain, _http)
 } else := r if {
 	input.tool == "Bash"
 	input.bash.parse_error == null

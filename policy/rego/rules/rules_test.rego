@@ -94,3 +94,67 @@ test_allow_skips_nested if {
 	hit := rules.allow_hit with input as fx.input_with({"bash": fx.bash([outer, inner]), "rules": fx.rules({}, {}, {"bash": {"word": {"bash": [fx.rule("Bash(bash -c *)", "bash", "bash -c *")]}}})})
 	hit.rule == "Bash(bash -c *)"
 }
+
+_web(text, host, method, path, source) := object.union(fx.rule(text, "web", host), {"method": method, "path": path, "source": source})
+
+_post_paste := _web("WebFetch(POST paste.example/**)", "paste.example", "POST", "/**", "projectSettings")
+
+_push := _web("WebFetch(POST git.example/**/git-receive-pack)", "git.example", "POST", "/**/git-receive-pack", "policySettings")
+
+_get_npm := _web("WebFetch(GET registry.npmjs.org/**)", "registry.npmjs.org", "GET", "/**", "projectSettings")
+
+_fetch(host, http, rules) := fx.input_with({"tool": "WebFetch", "domain": host, "http": http, "rules": rules})
+
+_web_deny_cases := {
+	"method and path": {"x": _fetch("paste.example", {"method": "POST", "path": "/a/b"}, fx.rules({"web": [_post_paste]}, {}, {})), "want": "WebFetch(POST paste.example/**)"},
+	"method folded": {"x": _fetch("paste.example", {"method": "post", "path": "/"}, fx.rules({"web": [_post_paste]}, {}, {})), "want": "WebFetch(POST paste.example/**)"},
+	"git push": {"x": _fetch("git.example", {"method": "POST", "path": "/org/repo.git/git-receive-pack"}, fx.rules({"web": [_push]}, {}, {})), "want": "WebFetch(POST git.example/**/git-receive-pack)"},
+	"path folded": {"x": _fetch("git.example", {"method": "POST", "path": "/r/GIT-RECEIVE-PACK"}, fx.rules({"web": [_push]}, {}, {})), "want": "WebFetch(POST git.example/**/git-receive-pack)"},
+	"path parameters": {"x": _fetch("git.example", {"method": "POST", "path": "/r/git-receive-pack;x=1"}, fx.rules({"web": [_push]}, {}, {})), "want": "WebFetch(POST git.example/**/git-receive-pack)"},
+	"tunnel, only an L7 allow": {"x": _fetch("paste.example", null, fx.rules({"web": [_post_paste]}, {}, {"web": [_web("WebFetch(GET paste.example/**)", "paste.example", "GET", "/**", "projectSettings")]})), "want": "WebFetch(POST paste.example/**)"},
+	"tunnel, weaker host allow": {"x": _fetch("git.example", null, fx.rules({"web": [_push]}, {}, {"domains": [fx.rule("WebFetch(domain:git.example)", "domain", "git.example")]})), "want": "WebFetch(POST git.example/**/git-receive-pack)"},
+	"tunnel, field absent": {"x": object.remove(_fetch("paste.example", null, fx.rules({"web": [_post_paste]}, {}, {})), ["http"]), "want": "WebFetch(POST paste.example/**)"},
+}
+
+test_web_deny_hit[name] if {
+	some name, tc in _web_deny_cases
+	hit := rules.deny_hit with input as tc.x
+	hit.rule == tc.want
+}
+
+_web_no_deny_cases := {
+	"other method": _fetch("paste.example", {"method": "GET", "path": "/a"}, fx.rules({"web": [_post_paste]}, {}, {})),
+	"other path": _fetch("git.example", {"method": "POST", "path": "/r/git-upload-pack"}, fx.rules({"web": [_push]}, {}, {})),
+	"other host": _fetch("paste.example.org", {"method": "POST", "path": "/"}, fx.rules({"web": [_post_paste]}, {}, {})),
+	"tunnel, host allow as strong": _fetch("paste.example", null, fx.rules({"web": [_post_paste]}, {}, {"domains": [fx.rule("WebFetch(domain:paste.example)", "domain", "paste.example")]})),
+	"tunnel, stronger bare allow": _fetch("git.example", null, fx.rules({"web": [_web("WebFetch(POST git.example/**)", "git.example", "POST", "/**", "userSettings")]}, {}, {"tools": {"WebFetch": [fx.rule("WebFetch", "all", "")]}})),
+	"tunnel, other host": _fetch("other.example", null, fx.rules({"web": [_post_paste]}, {}, {})),
+}
+
+test_web_no_deny_hit[name] if {
+	some name, x in _web_no_deny_cases
+	not rules.deny_hit with input as x
+}
+
+test_web_blind_reason if {
+	hit := rules.deny_hit with input as _fetch("paste.example", null, fx.rules({"web": [_post_paste]}, {}, {}))
+	contains(hit.reason, "WebFetch(domain:paste.example)")
+}
+
+test_web_blind_ask if {
+	hit := rules.ask_hit with input as _fetch("paste.example", null, fx.rules({}, {"web": [_post_paste]}, {}))
+	hit.rule == "WebFetch(POST paste.example/**)"
+}
+
+_web_allow_cases := {
+	"get": {"x": _fetch("registry.npmjs.org", {"method": "GET", "path": "/left-pad"}, fx.rules({}, {}, {"web": [_get_npm]})), "want": true},
+	"post": {"x": _fetch("registry.npmjs.org", {"method": "POST", "path": "/left-pad"}, fx.rules({}, {}, {"web": [_get_npm]})), "want": false},
+	"lowercase method is not folded for allow": {"x": _fetch("registry.npmjs.org", {"method": "get", "path": "/x"}, fx.rules({}, {}, {"web": [_get_npm]})), "want": false},
+	"tunnel": {"x": _fetch("registry.npmjs.org", null, fx.rules({}, {}, {"web": [_get_npm]})), "want": false},
+	"other host": {"x": _fetch("registry.npmjs.org.evil", {"method": "GET", "path": "/x"}, fx.rules({}, {}, {"web": [_get_npm]})), "want": false},
+}
+
+test_web_allow_hit[name] if {
+	some name, tc in _web_allow_cases
+	_allowed(tc.x) == tc.want
+}
