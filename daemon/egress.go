@@ -117,10 +117,14 @@ func networkFor(cfg *config.Config, caller session.Caller, asked string, parent 
 
 var networkRank = map[string]int{config.NetworkNone: 0, config.NetworkProxy: 1, config.NetworkHost: 2}
 
-// decideEgress decides one proxied connection by host name, with the session's rules of every
-// source evaluated by the policy engine as a WebFetch of that domain (deny rules, admin custom
-// Rego), and the config's domain lists. A deny anywhere wins; what no rule allows is refused:
-// nobody is there to ask about a connection.
+// decideEgress decides one proxied connection (for plain HTTP, each request) with the session's
+// rules of every source, evaluated by the policy engine as a WebFetch of that host, and the
+// config's domain lists. A request that shows its method and path (plain HTTP) meets
+// WebFetch(METHOD host/path) rules too; a tunnel (CONNECT, SOCKS) shows only its host, so such
+// a rule naming the host refuses it unless a host-level allow at least as strong (a domain rule
+// of the rule's source or a stronger one, or network.allowed_domains, which is the admin's)
+// says the host may be reached by host alone. A deny anywhere wins; what no rule allows is
+// refused: nobody is there to ask about a connection.
 func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdict {
 	s, err := c.store.Get(session.Caller{UID: 0}, r.Session)
 	if err != nil {
@@ -144,27 +148,57 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 		Home:      snap.Owner.Home,
 		ToolFacts: permission.ToolFacts{Domain: r.Host},
 	}
+	if r.Method != "" {
+		facts.HTTP = &permission.HTTPFact{Method: r.Method, Path: r.Path}
+	}
+	configAllow := func() (egress.Verdict, bool) {
+		for _, p := range cfg.Network.AllowedDomains {
+			if permission.MatchDomain(p, r.Host) {
+				return egress.Verdict{Allow: true, Reason: fmt.Sprintf("%s is in network.allowed_domains", r.Host), Rule: "network.allowed_domains: " + p}, true
+			}
+		}
+		return egress.Verdict{}, false
+	}
 	d, err := c.policy.Decide(ctx, facts, rs)
-	switch {
-	case err != nil:
+	if err != nil {
 		return egress.Verdict{Reason: "policy evaluation failed: " + err.Error()}
-	case d.Behavior == permission.Deny && d.Step != "mode":
-		return egress.Verdict{Reason: d.Reason, Rule: d.Rule}
 	}
 	for _, p := range cfg.Network.DeniedDomains {
 		if permission.MatchDomain(p, r.Host) {
 			return egress.Verdict{Reason: fmt.Sprintf("%s is in network.denied_domains", r.Host), Rule: "network.denied_domains: " + p}
 		}
 	}
+	if d.Behavior == permission.Deny && d.Step != "mode" {
+		if r.Method == "" && isWebRule(d.Rule) {
+			// A tunnel refused only because a method/path rule names its host: the admin's
+			// allowed_domains is a host-level allow as strong as any rule.
+			if v, ok := configAllow(); ok {
+				v.Reason += "; tunnels to it are decided by host only, so " + d.Rule + " applies to plain HTTP only"
+				return v
+			}
+		}
+		return egress.Verdict{Reason: d.Reason, Rule: d.Rule}
+	}
 	if d.Behavior == permission.Allow {
 		return egress.Verdict{Allow: true, Reason: d.Reason, Rule: d.Rule}
 	}
-	for _, p := range cfg.Network.AllowedDomains {
-		if permission.MatchDomain(p, r.Host) {
-			return egress.Verdict{Allow: true, Reason: fmt.Sprintf("%s is in network.allowed_domains", r.Host), Rule: "network.allowed_domains: " + p}
+	if v, ok := configAllow(); ok {
+		return v
+	}
+	if r.Method == "" {
+		for _, rule := range rs.Rules() {
+			if rule.Behavior == permission.Allow && rule.Kind == permission.KindWeb && permission.MatchDomain(rule.Pattern, r.Host) {
+				return egress.Verdict{Reason: fmt.Sprintf("a tunnel (HTTPS, CONNECT, SOCKS) to %s shows only its host, and %s covers only plain HTTP requests it can see; allow the host with WebFetch(domain:%s) to permit HTTPS to it, decided by host only", r.Host, rule, r.Host)}
+			}
 		}
 	}
 	return egress.Verdict{Reason: fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)}
+}
+
+// isWebRule reports whether rule text is a WebFetch(METHOD host/path) rule.
+func isWebRule(text string) bool {
+	r, err := permission.ParseRule(text)
+	return err == nil && r.Kind == permission.KindWeb
 }
 
 // netConnect records one proxy decision (kind net.connect). An error refuses the connection.

@@ -6,11 +6,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/protocol"
@@ -134,5 +137,111 @@ func TestEgressPrivateGuard(t *testing.T) {
 	_, b = td.do(t, "GET", "/v1/sessions/"+host.ID, "")
 	if decodeInto(t, b, &hs); hs.Network != "host" {
 		t.Errorf("root's host session: %+v", hs)
+	}
+}
+
+// TestEgressMethodPathRules: WebFetch(METHOD host/path) rules decide plain HTTP requests by
+// method and path, each request of a kept connection on its own; a tunnel, which shows only
+// its host, is held to a method/path deny on that host unless a host-level allow at least as
+// strong says otherwise. git push over smart HTTP is refused while clone and fetch work.
+func TestEgressMethodPathRules(t *testing.T) {
+	// A smart-HTTP git server (git http-backend) and a paste service on the host's loopback.
+	root := testHostDir(t)
+	bare := filepath.Join(root, "repo.git")
+	work := filepath.Join(testHostDir(t), "w")
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", bare}, {"init", "-q", work},
+		{"-C", work, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "first"},
+		{"-C", work, "push", "-q", bare, "HEAD:refs/heads/main"}, {"-C", bare, "symbolic-ref", "HEAD", "refs/heads/main"},
+		{"-C", bare, "config", "http.receivepack", "true"},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	var posts atomic.Int64
+	mux := http.NewServeMux()
+	mux.Handle("/git/", &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Root: "/git",
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		io.WriteString(w, "hello from "+r.Host+"\n")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+
+	// The admin forbids POSTs to paste.test; a session's host allow cannot lift that for tunnels.
+	policyDir := filepath.Join(t.TempDir(), "policy.d")
+	if err := os.Mkdir(policyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(policyDir, "org.json"), []byte(`{"permissions":{"deny":["WebFetch(POST paste.test/**)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, "policy_dir: "+policyDir+"\nnetwork:\n  allow_private_cidrs: [127.0.0.0/8]\n  allowed_domains: [cfg.test]\n")
+	td.d.core.egress.srv.Resolver = testResolver{}
+	dir := testHostDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{
+		"allow":["WebFetch(domain:git.test)","WebFetch(GET registry.test/**)","WebFetch(domain:paste.test)"],
+		"deny":["WebFetch(POST git.test/**/git-receive-pack)","WebFetch(POST cfg.test/**)"]}}`, dir))
+	run := func(cmd string) string {
+		t.Helper()
+		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+		return fmt.Sprint(res.Data["stdout"]) + fmt.Sprint(res.Data["stderr"])
+	}
+	at := func(host, p string) string { return fmt.Sprintf("http://%s:%d%s", host, port, p) }
+	// -p: a CONNECT tunnel carrying plain HTTP, as HTTPS would, but readable by the test.
+	for _, tc := range []struct{ name, cmd, want, not string }{
+		{"l7 allow get", "curl -s " + at("registry.test", "/hello"), "hello from registry.test", ""},
+		{"l7 allow not post", "curl -s -d x " + at("registry.test", "/hello"), "Do not retry", "hello from"},
+		{"l7 allow not a tunnel", "curl -s -p " + at("registry.test", "/hello") + "; echo rc=$?", "rc=56", "hello from"},
+		{"admin l7 deny get passes", "curl -s " + at("paste.test", "/hello"), "hello from paste.test", ""},
+		{"admin l7 deny post", "curl -s -d secret " + at("paste.test", "/hello"), "WebFetch(POST paste.test/**)", "hello from"},
+		{"admin l7 deny holds a tunnel", "curl -s -p -d secret " + at("paste.test", "/hello") + "; echo rc=$?", "rc=56", "hello from"},
+		{"config host allow lets a tunnel by", "curl -s -p -d x " + at("cfg.test", "/hello"), "hello from cfg.test", ""},
+		{"session l7 deny on plain http", "curl -s -d x " + at("cfg.test", "/hello"), "WebFetch(POST cfg.test/**)", "hello from"},
+		// One connection to the proxy (curl says it re-used it) carries an allowed GET, a
+		// refused DELETE and another GET: each is decided on its own.
+		{"keep-alive: each request decided", "curl -sv " + at("registry.test", "/hello") + " --next -sv -X DELETE " + at("registry.test", "/hello") +
+			" --next -sv " + at("registry.test", "/hello") + " 2>&1 | grep -E '^(hello|sandboxd|\\* Re-using)' | cut -c1-33",
+			fmt.Sprintf("hello from registry.test:%d\n* Re-using existing connection #0\nsandboxd egress policy denied DEL\n* Re-using existing connection #0\nhello from registry.test:%d", port, port), ""},
+		{"git clone", fmt.Sprintf("git clone -q %s c && git -C c log --oneline | wc -l", at("git.test", "/git/repo.git")), "1", "fatal"},
+		{"git push refused", "cd c && git -c user.name=a -c user.email=a@x commit -q --allow-empty -m second && git push -q origin HEAD:main; echo rc=$?", "403", "rc=0"},
+		{"git fetch works", "git -C c fetch -q origin && echo fetched", "fetched", "fatal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(tc.cmd)
+			if !strings.Contains(out, tc.want) || (tc.not != "" && strings.Contains(out, tc.not)) {
+				t.Errorf("%s:\n%s\nwant %q in it and not %q", tc.cmd, out, tc.want, tc.not)
+			}
+		})
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("the server saw %d POSTs, want only cfg.test's tunnelled one", n)
+	}
+	if out, err := exec.Command("git", "-C", bare, "rev-list", "--count", "main").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Errorf("the push reached the server: %s %v", out, err)
+	}
+	// The audit log has each request with its method, path and deciding rule.
+	var push, paste, tunnel bool
+	for _, r := range auditRecords(t, td) {
+		if r.Kind != "net.connect" || r.Session != s.ID || r.Detail["allowed"] != "false" {
+			continue
+		}
+		d := r.Detail
+		switch {
+		case d["method"] == "POST" && strings.HasSuffix(d["path"], "/git-receive-pack") && d["rule"] == "WebFetch(POST git.test/**/git-receive-pack)":
+			push = true
+		case d["method"] == "POST" && d["path"] == "/hello" && d["host"] == "paste.test" && d["rule"] == "WebFetch(POST paste.test/**)":
+			paste = true
+		case d["kind"] == "connect" && d["host"] == "paste.test" && d["rule"] == "WebFetch(POST paste.test/**)" && strings.Contains(d["reason"], "by host only"):
+			tunnel = true
+		}
+	}
+	if !push || !paste || !tunnel {
+		t.Errorf("net.connect records: push %v, paste %v, tunnel %v", push, paste, tunnel)
 	}
 }

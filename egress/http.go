@@ -17,11 +17,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// denyBody is what an agent reads when it is refused. It says what happened and, because agents
-// otherwise try curl, then wget, then a raw socket, that another route will not help.
-func denyBody(hostport, reason string) string {
-	return "sandboxd egress policy denied " + hostport + ": " + reason +
-		". Do not retry through another route; ask the user to allow the domain.\n"
+// denyBody is what an agent reads when it is refused. It says what was refused (the method and
+// path too, when a rule about them decided) and why, and, because agents otherwise try curl,
+// then wget, then https, then a raw socket, that another route will not help: the same policy
+// decides every route, and a tunnel is held to a method/path deny on its host.
+func denyBody(t target, reason string) string {
+	what := t.hostport()
+	if t.method != "" {
+		what = t.method + " http://" + what + t.path
+	}
+	return "sandboxd egress policy denied " + what + ": " + reason +
+		". Do not retry through another route (another client, https, a tunnel or a raw socket): the same policy applies there. " +
+		"If this access is needed, ask the user to change the policy.\n"
 }
 
 // textResponse is a complete small response; proxyStatus, if set, is an RFC 9209 error type.
@@ -113,7 +120,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		}
 		// A refused request with no body leaves the connection clean for the next one.
 		keep := req.Body == http.NoBody && !req.Close && t.kind == KindHTTP
-		_, _ = h.bw.Write(textResponse(http.StatusForbidden, denyBody(t.hostport(), reason), ps, !keep))
+		_, _ = h.bw.Write(textResponse(http.StatusForbidden, denyBody(t, reason), ps, !keep))
 		_ = h.bw.Flush()
 		if !keep {
 			lingerClose(h.c)

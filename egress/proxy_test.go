@@ -350,7 +350,8 @@ func TestDenials(t *testing.T) {
 	addr := startProxy(t, s)
 
 	resp, body := rawRequest(t, addr, "GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n")
-	want := "sandboxd egress policy denied example.com:80: no rule allows example.com. Do not retry through another route; ask the user to allow the domain.\n"
+	want := "sandboxd egress policy denied GET http://example.com:80/x: no rule allows example.com. Do not retry through another route " +
+		"(another client, https, a tunnel or a raw socket): the same policy applies there. If this access is needed, ask the user to change the policy.\n"
 	if resp.StatusCode != 403 || body != want {
 		t.Errorf("GET: %d %q", resp.StatusCode, body)
 	}
@@ -831,5 +832,68 @@ func TestAuditFailureRefuses(t *testing.T) {
 	resp, body := rawRequest(t, addr, "CONNECT ok.test:80 HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 403 || !strings.Contains(body, "audit") {
 		t.Fatalf("an unauditable connection: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestKeepAliveDecidesEachRequest: on one kept connection every request is decided on its
+// own method and path, not only the first: an allowed GET does not open the connection for a
+// DELETE after it, and a refusal without a body leaves the connection usable for the next.
+func TestKeepAliveDecidesEachRequest(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path)
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if r.Method == "GET" {
+				return Verdict{Allow: true, Rule: "WebFetch(GET api.test/**)"}
+			}
+			return Verdict{Reason: "only GET is allowed", Rule: "WebFetch(GET api.test/**)"}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1"),
+	}
+	c, err := net.Dial("tcp", startProxy(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		body         string
+	}{
+		{"GET", "/a", 200, "GET /a"},
+		{"DELETE", "/b", 403, "only GET is allowed"},
+		{"GET", "/c", 200, "GET /c"},
+		{"delete", "/d", 403, "only GET is allowed"},
+	} {
+		fmt.Fprintf(c, "%s http://api.test:%s%s HTTP/1.1\r\nHost: api.test:%s\r\n\r\n", tc.method, port, tc.path, port)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.body) {
+			t.Errorf("%s %s: %d %q", tc.method, tc.path, resp.StatusCode, b)
+		}
+	}
+	if n := seen.Load(); n != 2 {
+		t.Errorf("origin saw %d requests, want the 2 GETs", n)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 4 || reqs[1].Method != "DELETE" || reqs[1].Path != "/b" || reqs[3].Method != "delete" {
+		t.Errorf("decided %+v", reqs)
+	}
+	evs := rec.audited()
+	if len(evs) != 4 || evs[1].Allowed || evs[1].Method != "DELETE" || evs[1].Rule == "" || !evs[2].Allowed {
+		t.Errorf("audited %+v", evs)
 	}
 }
