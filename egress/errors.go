@@ -5,6 +5,8 @@ import "errors"
 var (
 	// ErrServerClosed is returned by Serve once Close has been called.
 	ErrServerClosed = errors.New("egress server closed")
+	// ErrBusy is returned by ServeConn when MaxConns connections are being served.
+	ErrBusy = errors.New("egress proxy: too many concurrent connections")
 	// ErrBadRequest marks proxy input that cannot be parsed (malformed HTTP, SOCKS or host).
 	ErrBadRequest = errors.New("malformed proxy request")
 	// ErrNotProxyRequest marks an origin-form HTTP request sent to the proxy as if it were the server.

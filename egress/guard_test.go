@@ -113,8 +113,8 @@ func TestCleanPath(t *testing.T) {
 		"a//b":                  "/a/b",
 		"/x/./git-receive-pack": "/x/git-receive-pack",
 	} {
-		if got := cleanPath(in); got != want {
-			t.Errorf("cleanPath(%q) = %q, want %q", in, got, want)
+		if got := CleanPath(in); got != want {
+			t.Errorf("CleanPath(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

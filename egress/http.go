@@ -25,6 +25,8 @@ func denyBody(t target, reason string) string {
 	what := t.hostport()
 	if t.method != "" {
 		what = t.method + " http://" + what + t.path
+	} else if t.kind == KindConnect {
+		what = "a tunnel (CONNECT) to " + what
 	}
 	return "sandboxd egress policy denied " + what + ": " + reason +
 		". Do not retry through another route (another client, https, a tunnel or a raw socket): the same policy applies there. " +
@@ -58,17 +60,17 @@ const notProxyBody = "sandboxd egress proxy: this is a proxy, not a web server. 
 
 // httpConn is one client connection speaking HTTP/1.1 to the proxy.
 type httpConn struct {
-	s       *Server
-	c       *idleConn
-	br      *bufio.Reader
-	bw      *bufio.Writer
-	session string
+	s    *Server
+	c    *idleConn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	peer peer
 }
 
 // serveHTTP reads requests until the client closes, a request cannot continue the connection
 // (a CONNECT, a refused body, Connection: close) or ctx ends.
-func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, session string) {
-	h := &httpConn{s: s, c: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), session: session}
+func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, p peer) {
+	h := &httpConn{s: s, c: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p}
 	for first := true; ; first = false {
 		if !first {
 			// Between requests the connection is idle: wait for the next one's first byte with
@@ -111,7 +113,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_error")
 		return false
 	}
-	dst, out, reason := h.s.admit(ctx, h.session, t)
+	dst, out, reason := h.s.admit(ctx, h.peer, t)
 	switch out {
 	case outDenied, outPrivate:
 		ps := "http_request_denied"
@@ -246,7 +248,7 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 		if ctx.Err() != nil {
 			return false
 		}
-		h.s.log.Debug("forward", zap.String("session", h.session), zap.Error(err))
+		h.s.log.Debug("forward", zap.String("session", h.peer.session), zap.Error(err))
 		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: upstream "+req.URL.Host+": "+err.Error()+"\n", "destination_unavailable")
 		return false
 	}
@@ -254,7 +256,7 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	keep := !req.Close && !resp.Close && req.ProtoAtLeast(1, 1)
 	keep, err = h.writeResponse(req, resp, keep)
 	if err != nil {
-		h.s.log.Debug("response", zap.String("session", h.session), zap.Error(err))
+		h.s.log.Debug("response", zap.String("session", h.peer.session), zap.Error(err))
 		return false
 	}
 	if !body.eof.Load() {

@@ -359,7 +359,7 @@ func TestDenials(t *testing.T) {
 		t.Errorf("Proxy-Status %q", ps)
 	}
 	resp, body = rawRequest(t, addr, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-	if resp.StatusCode != 403 || !strings.HasPrefix(body, "sandboxd egress policy denied example.com:443: no rule allows example.com. Do not retry") {
+	if resp.StatusCode != 403 || !strings.HasPrefix(body, "sandboxd egress policy denied a tunnel (CONNECT) to example.com:443: no rule allows example.com. Do not retry") {
 		t.Errorf("CONNECT: %d %q", resp.StatusCode, body)
 	}
 	c, code := socksDial(t, addr, socksCmdConnect, socksAtypDomain, "example.com", 443)
@@ -895,5 +895,81 @@ func TestKeepAliveDecidesEachRequest(t *testing.T) {
 	evs := rec.audited()
 	if len(evs) != 4 || evs[1].Allowed || evs[1].Method != "DELETE" || evs[1].Rule == "" || !evs[2].Allowed {
 		t.Errorf("audited %+v", evs)
+	}
+}
+
+// TestServeConnOrigin: a connection the daemon's own client opens (ServeConn) is served like a
+// session's, and its tunnel is decided by the request the client declares; an approval counts
+// only for exactly that request. After Close, ServeConn refuses.
+func TestServeConnOrigin(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok "+r.URL.Path)
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if r.Approved {
+				return Verdict{Allow: true, Rule: "approval"}
+			}
+			return Verdict{Reason: "no"}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1"),
+	}
+	serve := func(o Origin) net.Conn {
+		client, server := net.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- s.ServeConn(server, "s1", o) }()
+		t.Cleanup(func() {
+			client.Close()
+			if err := <-done; err != nil {
+				t.Errorf("ServeConn: %v", err)
+			}
+		})
+		_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+		return client
+	}
+	o := Origin{Via: "WebFetch", Method: "GET", Path: "/x", Approved: true}
+
+	// A tunnel: decided as GET /x, approved.
+	c := serve(o)
+	fmt.Fprintf(c, "CONNECT api.test:%s HTTP/1.1\r\nHost: api.test\r\n\r\n", port)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	fmt.Fprintf(c, "GET /x HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+	if resp, err = http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("through the tunnel: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	// A plain request for another path than the approved one is not approved.
+	c = serve(o)
+	fmt.Fprintf(c, "GET http://api.test:%s/y HTTP/1.1\r\nHost: api.test\r\n\r\n", port)
+	if resp, err = http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("unapproved path: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	reqs := rec.requests()
+	if len(reqs) != 2 || reqs[0].Kind != KindConnect || reqs[0].Method != "GET" || reqs[0].Path != "/x" || !reqs[0].Approved ||
+		reqs[0].Via != "WebFetch" || reqs[1].Path != "/y" || reqs[1].Approved {
+		t.Errorf("decided %+v", reqs)
+	}
+	if evs := rec.audited(); len(evs) != 2 || evs[0].Via != "WebFetch" || evs[0].Method != "GET" || !evs[0].Allowed || evs[1].Allowed {
+		t.Errorf("audited %+v", evs)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	if err := s.ServeConn(b, "s1", o); !errors.Is(err, ErrServerClosed) {
+		t.Errorf("ServeConn after Close: %v", err)
 	}
 }

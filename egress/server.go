@@ -27,9 +27,36 @@ type Request struct {
 	Port int
 	// IP is the checked address that will be dialed (for an IP literal, the literal).
 	IP net.IP
-	// Method and Path are set for plain HTTP only; Path is decoded with dot segments removed.
+	// Method and Path are set for plain HTTP, and for a tunnel the daemon's own client opened
+	// (Via set), which declares the one request it will carry; Path is decoded with dot
+	// segments removed (CleanPath).
 	Method string
 	Path   string
+	// Via names the daemon's tool that opened the connection ("WebFetch"), "" for a session's
+	// program.
+	Via string
+	// Approved is set when a person approved this very request (the Origin's, Approved).
+	Approved bool
+}
+
+// Origin is what the daemon's own client (the WebFetch tool) tells the proxy about a connection
+// it opens with ServeConn. The daemon builds the request itself, so it can say what a tunnel
+// will carry: the proxy decides such a tunnel by that method and path, as it would a plain HTTP
+// request. Nothing a session sends can set it.
+type Origin struct {
+	Via    string
+	Method string
+	// Path is the request's path as CleanPath gives it.
+	Path string
+	// Approved: a person approved this request; it counts only for a request with exactly this
+	// method and path.
+	Approved bool
+}
+
+// peer is who a connection is served for.
+type peer struct {
+	session string
+	origin  *Origin
 }
 
 // Verdict is the policy's answer to a Request.
@@ -49,6 +76,7 @@ type Event struct {
 	IP      net.IP // nil when the name did not resolve
 	Method  string
 	Path    string
+	Via     string // the daemon's tool that opened the connection, "" for a session's program
 	Allowed bool
 	Reason  string
 	Rule    string
@@ -226,7 +254,7 @@ func (s *Server) Serve(l net.Listener, session string) error {
 		}
 		conns.Go(func() {
 			defer s.active.Add(-1)
-			s.serveConn(ctx, c, session)
+			s.serveConn(ctx, c, peer{session: session})
 		})
 	}
 }
@@ -291,9 +319,34 @@ func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn) {
 	})
 }
 
+// ServeConn serves one connection the daemon itself opened for session (the WebFetch tool's
+// end of a net.Pipe), as a session's program's connection is served, with o telling what it
+// will carry. It returns when the connection ends or the Server closes (ErrServerClosed if it
+// already had; ErrBusy when MaxConns connections are being served).
+func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
+	s.init()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = c.Close()
+		return ErrServerClosed
+	}
+	s.serving.Add(1)
+	s.mu.Unlock()
+	defer s.serving.Done()
+	if s.active.Add(1) > int64(s.maxConns()) {
+		s.active.Add(-1)
+		_ = c.Close()
+		return ErrBusy
+	}
+	defer s.active.Add(-1)
+	s.serveConn(s.ctx, c, peer{session: session, origin: &o})
+	return nil
+}
+
 // serveConn sniffs the protocol and hands the connection to its handler. ctx ends with the
 // listener's Serve; the connection is closed then, which unblocks whatever it waits on.
-func (s *Server) serveConn(ctx context.Context, c net.Conn, session string) {
+func (s *Server) serveConn(ctx context.Context, c net.Conn, p peer) {
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	defer c.Close()
@@ -306,10 +359,10 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, session string) {
 		return
 	}
 	if b[0] == socksVersion {
-		s.serveSOCKS(ctx, ic, br, session)
+		s.serveSOCKS(ctx, ic, br, p)
 		return
 	}
-	s.serveHTTP(ctx, ic, br, session)
+	s.serveHTTP(ctx, ic, br, p)
 }
 
 // outcome is how admit ended, for the client's reply.
@@ -328,21 +381,26 @@ const (
 //
 // WARNING: this is the egress security boundary (DNS rebinding, metadata, policy); rerun
 // TestGuard, TestPrivateRefused, TestIPLiteral and TestDenials after a change.
-func (s *Server) admit(ctx context.Context, session string, t target) (netip.AddrPort, outcome, string) {
+func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, outcome, string) {
+	req := Request{Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Method: t.method, Path: t.path}
+	if o := p.origin; o != nil {
+		req.Via = o.Via
+		if t.kind != KindHTTP {
+			// The daemon's own client says what its tunnel carries; it builds that request.
+			req.Method, req.Path = o.Method, o.Path
+		}
+		req.Approved = o.Approved && req.Method == o.Method && req.Path == o.Path
+	}
 	ev := Event{
-		Time: time.Now(), Session: session, Kind: t.kind, Host: t.host, Port: t.port,
-		Method: t.method, Path: t.path,
+		Time: time.Now(), Session: p.session, Kind: t.kind, Host: t.host, Port: t.port,
+		Method: req.Method, Path: req.Path, Via: req.Via,
 	}
 	v := Verdict{Reason: "no egress policy is configured"}
 	if s.Decide != nil {
-		var ip net.IP
 		if t.addr.IsValid() {
-			ip = net.IP(t.addr.AsSlice())
+			req.IP = net.IP(t.addr.AsSlice())
 		}
-		v = s.Decide(ctx, Request{
-			Session: session, Kind: t.kind, Host: t.host, Port: t.port,
-			IP: ip, Method: t.method, Path: t.path,
-		})
+		v = s.Decide(ctx, req)
 	}
 	ev.Rule = v.Rule
 	if !v.Allow {

@@ -10,7 +10,7 @@ import (
 )
 
 // serveSOCKS serves one SOCKS5 CONNECT.
-func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, session string) {
+func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, p peer) {
 	t, code, err := readSOCKS(br, c)
 	if err != nil {
 		if code != 0 {
@@ -20,7 +20,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		return
 	}
 	c.setHard(time.Time{})
-	dst, out, _ := s.admit(ctx, session, t)
+	dst, out, _ := s.admit(ctx, p, t)
 	switch out {
 	case outDenied, outPrivate:
 		// SOCKS has no room for a reason; the audit event carries it.

@@ -163,14 +163,14 @@ func parseHTTP(req *http.Request) (target, error) {
 	}
 	t.kind = KindHTTP
 	t.method = req.Method
-	t.path = cleanPath(req.URL.Path)
+	t.path = CleanPath(req.URL.Path)
 	return t, nil
 }
 
-// cleanPath gives rules the path the origin server will most likely act on: decoded (URL.Path
+// CleanPath gives rules the path the origin server will most likely act on: decoded (URL.Path
 // already is) and with dot segments removed, so /a/../x/git-receive-pack still matches a deny
 // on .../git-receive-pack. A trailing slash is kept, it distinguishes a directory.
-func cleanPath(p string) string {
+func CleanPath(p string) string {
 	if p == "" {
 		return "/"
 	}
