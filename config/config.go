@@ -98,6 +98,9 @@ type Network struct {
 	HostUsers []string `json:"host_users"`
 	// ProxyPort is where the proxy listens on each proxied session's loopback.
 	ProxyPort int `json:"proxy_port"`
+	// WebFetchPlainHTTP makes the WebFetch tool fetch http:// URLs as given instead of upgrading
+	// them to https:// (a LAN server without TLS); the policy decides either way.
+	WebFetchPlainHTTP bool `json:"webfetch_plain_http"`
 }
 
 // EffectiveNetworkMode is network.mode, or host when sandbox.allow_network asks for it.

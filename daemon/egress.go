@@ -79,6 +79,22 @@ func (e *egressProxy) close(id string) {
 	}
 }
 
+// dial opens a connection to the proxy for session on behalf of the daemon's own client (the
+// WebFetch tool): one end of an in-process pipe, the other served as a session's connection
+// is, with o saying what it carries. The tool's requests thus meet the same rules, guard and
+// audit as the session's programs, whatever the session's network mode.
+func (e *egressProxy) dial(_ context.Context, session string, o egress.Origin) (net.Conn, error) {
+	client, server := net.Pipe()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		if err := e.srv.ServeConn(server, session, o); err != nil && !errors.Is(err, egress.ErrServerClosed) {
+			e.log.Warn("egress proxy", zap.String("session", session), zap.String("via", o.Via), zap.Error(err))
+		}
+	}()
+	return client, nil
+}
+
 // shutdown ends every session's proxy and waits for them.
 func (e *egressProxy) shutdown() {
 	_ = e.srv.Close()
@@ -168,6 +184,11 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 			return egress.Verdict{Reason: fmt.Sprintf("%s is in network.denied_domains", r.Host), Rule: "network.denied_domains: " + p}
 		}
 	}
+	if r.Approved && d.Behavior != permission.Allow && approvable[d.Step] {
+		// A person approved this very request (the WebFetch call they were asked about):
+		// that is the allow it lacked. Deny rules, custom denies and denied_domains still won.
+		return egress.Verdict{Allow: true, Reason: "a person approved this " + r.Via + " call", Rule: "approval"}
+	}
 	if d.Behavior == permission.Deny && d.Step != "mode" {
 		if r.Method == "" && isWebRule(d.Rule) {
 			// A tunnel refused only because a method/path rule names its host: the admin's
@@ -195,6 +216,10 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 	return egress.Verdict{Reason: fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)}
 }
 
+// approvable are the decision steps a person's approval answers: an ask (by rule, custom Rego
+// or hook) and the mode's lack of an allow. Never a deny.
+var approvable = map[string]bool{"ask_rule": true, "custom_ask": true, "hook_ask": true, "mode": true}
+
 // isWebRule reports whether rule text is a WebFetch(METHOD host/path) rule.
 func isWebRule(text string) bool {
 	r, err := permission.ParseRule(text)
@@ -207,7 +232,7 @@ func (r *recorder) netConnect(ev egress.Event) error {
 		"kind": string(ev.Kind), "host": ev.Host, "port": strconv.Itoa(ev.Port),
 		"allowed": strconv.FormatBool(ev.Allowed), "reason": ev.Reason,
 	}
-	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "rule": ev.Rule} {
+	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "rule": ev.Rule, "via": ev.Via} {
 		if v != "" {
 			detail[k] = v
 		}

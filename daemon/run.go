@@ -167,6 +167,10 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
 	core.egress = newEgressProxy(core, &cfg, log)
 	host.ProxyPort = cfg.Network.ProxyPort
+	host.WebFetch = executor.WebFetchNet{
+		Dial:      core.egress.dial,
+		PlainHTTP: func() bool { return core.Config().Network.WebFetchPlainHTTP },
+	}
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)

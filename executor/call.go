@@ -77,6 +77,10 @@ type Call struct {
 	// RunReadOnly is set when the call was allowed because it only reads (plan mode's calls
 	// too): its child gets no writable mount but its private /tmp.
 	RunReadOnly bool
+	// Approved is set when the call ran because its ask was answered allow (a person, or a
+	// PermissionRequest hook answering for one): WebFetch's network step honours that answer
+	// for the request that was asked about.
+	Approved bool
 	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
 	read *readDecision
 	// Bash is the classification of a Bash command, started early (step 5).

@@ -35,6 +35,9 @@ type Host struct {
 	DaemonSocket string
 	// ProxyPort is where a proxied session's egress proxy listens on its loopback.
 	ProxyPort int
+	// WebFetch is the WebFetch tool's way out, through the sessions' egress proxy; set by the
+	// daemon before the first call.
+	WebFetch WebFetchNet
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
 	// resultsMade holds the IDs of sessions whose results directory was made and checked, so

@@ -190,6 +190,7 @@ func (st *state) applyResolution(res *approval.Resolution) {
 	d.Step, d.Route, d.Source = "approval", "", res.By
 	if res.Answer == approval.Allow {
 		d.Behavior = permission.Allow
+		st.call.Approved = true
 		d.Reason = "approved by " + res.By
 		if res.Rule != "" {
 			d.Reason += "; remembered " + res.Rule + " in " + res.Remember

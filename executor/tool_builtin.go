@@ -11,13 +11,13 @@ import (
 )
 
 // BuiltinDefs returns the Def of every built-in tool: Bash, BashOutput, KillShell, Read,
-// Write, Edit, MultiEdit, Glob, Grep, ToolSearch, EnterPlanMode, ExitPlanMode. ToolSearch
-// lists h.Tools().Registry.
+// Write, Edit, MultiEdit, Glob, Grep, WebFetch, ToolSearch, EnterPlanMode, ExitPlanMode.
+// ToolSearch lists h.Tools().Registry.
 func BuiltinDefs(h *Host) []Def {
 	return []Def{
 		bashDef(h), bashOutputDef(h), killShellDef(h),
 		readDef(h), writeDef(h), editDef(h), multiEditDef(h),
-		globDef(h), grepDef(h),
+		globDef(h), grepDef(h), webFetchDef(h),
 		toolSearchDef(h), enterPlanModeDef(h), exitPlanModeDef(h),
 	}
 }

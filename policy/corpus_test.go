@@ -146,8 +146,10 @@ func corpus() []call {
 	add(matrix(call{name: "parse error", cmd: `echo "x`, bash: parseErr(), allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	add(matrix(call{name: "hook deny", cmd: "ls", bash: bash(sub(true, "ls")), hook: &permission.HookVerdict{Decision: "deny", Reason: "no"}}, D, D, D, D, D, D, D)...)
 	add(matrix(call{name: "hook allow", cmd: "npm install", bash: bash(sub(false, "npm", "install")), hook: &permission.HookVerdict{Decision: "allow"}}, A, A, D, A, A, A, A)...)
-	add(matrix(call{name: "webfetch no rule", tool: "WebFetch", domain: "example.com", input: map[string]any{"url": "https://example.com/"}}, AU, AU, D, D, A, AC, AP)...)
-	add(matrix(call{name: "webfetch allowed", tool: "WebFetch", domain: "example.com", allow: []string{"WebFetch(domain:example.com)"}}, A, A, D, A, A, A, A)...)
+	// WebFetch writes nothing here, so plan mode leaves it to the rules and a person, as the others.
+	add(matrix(call{name: "webfetch no rule", tool: "WebFetch", domain: "example.com", input: map[string]any{"url": "https://example.com/"}}, AU, AU, AU, D, A, AC, AP)...)
+	add(matrix(call{name: "webfetch allowed", tool: "WebFetch", domain: "example.com", allow: []string{"WebFetch(domain:example.com)"}}, A, A, A, A, A, A, A)...)
+	add(matrix(call{name: "webfetch denied", tool: "WebFetch", domain: "example.com", deny: []string{"WebFetch(domain:example.com)"}, allow: []string{"WebFetch"}}, D, D, D, D, D, D, D)...)
 	add(matrix(call{name: "mcp server allow", tool: "mcp__github__create_issue", allow: []string{"mcp__github"}}, A, A, D, A, A, A, A)...)
 	add(matrix(call{name: "mcp deny glob", tool: "mcp__github__create_issue", deny: []string{"mcp__*"}, allow: []string{"mcp__github"}}, D, D, D, D, D, D, D)...)
 	add(matrix(call{name: "ask user question", tool: "AskUserQuestion", ro: true}, AU, AU, AU, D, D, AU, AP)...)

@@ -83,7 +83,7 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 	for _, tool := range tl.Tools {
 		got[tool.Name] = tool
 	}
-	for _, name := range []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "BashOutput", "KillShell"} {
+	for _, name := range []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "BashOutput", "KillShell", "WebFetch"} {
 		tool, ok := got[name]
 		if !ok {
 			t.Errorf("tool %s not listed (got %v)", name, keys(got))
@@ -113,6 +113,9 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 	}
 	if r := got["Bash"]; r != nil && (r.Annotations.ReadOnlyHint || !*r.Annotations.DestructiveHint) {
 		t.Errorf("Bash annotations %+v", r.Annotations)
+	}
+	if r := got["WebFetch"]; r != nil && (!r.Annotations.ReadOnlyHint || !*r.Annotations.OpenWorldHint) {
+		t.Errorf("WebFetch annotations %+v", r.Annotations)
 	}
 
 	call := func(name string, args map[string]any) *mcp.CallToolResult {

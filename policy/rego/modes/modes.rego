@@ -96,15 +96,20 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 	accept_edit
 } else := {"allow": false, "behavior": "ask", "reason": "read outside the session's directories"} if {
 	read_only
+} else := {"allow": false, "behavior": "ask", "reason": "WebFetch reaches the network: it needs an allow rule (WebFetch(domain:host) or WebFetch(GET host/path)) or a person's approval"} if {
+	input.tool == "WebFetch"
 } else := {"allow": false, "behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
 	mode == "acceptEdits"
 	count(safety.outside_writes) > 0
 } else := {"allow": false, "behavior": "ask", "reason": concat("", [mode, " mode: this call is not read-only"])}
 
-# plan_blocks: plan mode denies anything that is not read-only.
+# plan_blocks: plan mode denies anything that is not read-only. WebFetch writes nothing here;
+# it is not read-only for the modes only because the network needs a rule or a person, so plan
+# mode leaves it to them.
 plan_blocks if {
 	mode == "plan"
 	not read_only
+	input.tool != "WebFetch"
 }
 
 # resolve says where an ask goes in each mode. never_auto asks (ask rules, critical rm, ...)

@@ -109,3 +109,14 @@ test_plan_blocks if {
 test_plan_passes_reads if {
 	not modes.plan_blocks with input as fx.input_with({"mode": "plan", "tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]})
 }
+
+test_plan_leaves_webfetch_to_rules if {
+	not modes.plan_blocks with input as fx.input_with({"tool": "WebFetch", "mode": "plan", "domain": "x.com"})
+	modes.plan_blocks with input as fx.input_with({"tool": "Write", "mode": "plan"})
+}
+
+test_webfetch_asks_without_rule if {
+	f := modes.fallback with input as fx.input_with({"tool": "WebFetch", "mode": "default", "domain": "x.com"})
+	f.behavior == "ask"
+	contains(f.reason, "WebFetch(domain:host)")
+}

@@ -78,6 +78,7 @@ func Commands() []Command {
 		{"edit", "FILE --old S --new S [--replace-all]: Edit a file", cmdEdit},
 		{"glob", "PATTERN [--path DIR]: Glob files", cmdGlob},
 		{"grep", "PATTERN [--path P] [--glob G] [--mode M] [-i] ...: Grep files", cmdGrep},
+		{"fetch", "URL [--prompt P]: WebFetch a page through the session's egress policy, as Markdown", cmdFetch},
 		{"tools", "list the tool pool", cmdTools},
 		{"task", "ls | output TASK | kill TASK (--session ID): background Bash tasks", cmdTask},
 		{"policy", "eval [--explain] TOOL 'JSON' | show | test: inspect the policy", cmdPolicy},

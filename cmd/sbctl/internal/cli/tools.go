@@ -271,6 +271,16 @@ func cmdGrep(e *Env, args []string) error {
 	return callMap(e, tc, "Grep", in)
 }
 
+func cmdFetch(e *Env, args []string) error {
+	fs, tc := toolFlags(e, "fetch")
+	prompt := fs.String("prompt", "", "what to look for in the page (echoed: sandboxd runs no model)")
+	args, err := positional(fs, args, 1, "usage: sbctl fetch [--session ID] [--prompt P] URL")
+	if err != nil {
+		return err
+	}
+	return callMap(e, tc, "WebFetch", map[string]any{"url": args[0], "prompt": *prompt})
+}
+
 func setIf(m map[string]any, k string, v any, ok bool) {
 	if ok {
 		m[k] = v

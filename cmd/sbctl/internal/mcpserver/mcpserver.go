@@ -35,7 +35,7 @@ type toolSpec struct {
 }
 
 // served lists the tools an MCP client gets, in the daemon's vocabulary; a tool the daemon
-// does not have (WebFetch before it exists) is left out. Plan-mode and tool-search tools are
+// does not have (NotebookEdit before it exists, or an older daemon's) is left out. Plan-mode and tool-search tools are
 // not served: the session's mode is the connection's, and every tool's schema is given.
 var served = map[string]toolSpec{
 	"Bash":         {title: "Run a shell command (confined)", destructive: true, openWorld: true},
