@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -24,7 +25,7 @@ import (
 func denyBody(t target, reason string) string {
 	what := t.hostport()
 	if t.method != "" {
-		what = t.method + " http://" + what + t.path
+		what = t.method + " " + t.scheme() + "://" + what + t.path
 	} else if t.kind == KindConnect {
 		what = "a tunnel (CONNECT) to " + what
 	}
@@ -58,37 +59,48 @@ const notProxyBody = "sandboxd egress proxy: this is a proxy, not a web server. 
 	"CONNECT host:port for https, or an absolute URL (GET http://host/path) for http; " +
 	"set HTTP_PROXY/HTTPS_PROXY to this address.\n"
 
-// httpConn is one client connection speaking HTTP/1.1 to the proxy.
+// httpConn is one client connection speaking HTTP/1.1 to the proxy, or the decrypted stream of
+// an intercepted tunnel (tunnel set).
 type httpConn struct {
 	s    *Server
-	c    *idleConn
+	c    net.Conn  // what the client is answered on (the TLS side of an intercepted tunnel)
+	ic   *idleConn // the client's socket, for the deadlines and the activity
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	peer peer
+	// tunnel is the intercepted tunnel's target: requests are origin-form for that host only,
+	// forwarded over TLS through tr.
+	tunnel *target
+	tr     http.RoundTripper
 }
 
 // serveHTTP reads requests until the client closes, a request cannot continue the connection
 // (a CONNECT, a refused body, Connection: close) or ctx ends.
 func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, p peer) {
-	h := &httpConn{s: s, c: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p}
+	h := &httpConn{s: s, c: c, ic: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p, tr: s.transport}
+	h.loop(ctx)
+}
+
+// loop serves the connection's requests one after the other, each decided on its own.
+func (h *httpConn) loop(ctx context.Context) {
 	for first := true; ; first = false {
 		if !first {
 			// Between requests the connection is idle: wait for the next one's first byte with
 			// the idle deadline, then give its header the header deadline.
-			c.setHard(time.Time{})
-			if _, err := br.Peek(1); err != nil {
+			h.ic.setHard(time.Time{})
+			if _, err := h.br.Peek(1); err != nil {
 				return
 			}
-			c.setHard(time.Now().Add(s.headerTimeout()))
+			h.ic.setHard(time.Now().Add(h.s.headerTimeout()))
 		}
-		req, err := http.ReadRequest(br)
+		req, err := http.ReadRequest(h.br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				h.refuse(http.StatusBadRequest, "sandboxd egress proxy: malformed request: "+err.Error()+"\n", "http_request_error")
 			}
 			return
 		}
-		c.setHard(time.Time{})
+		h.ic.setHard(time.Time{})
 		if !h.handle(ctx, req) {
 			return
 		}
@@ -104,13 +116,24 @@ func (h *httpConn) refuse(code int, body, proxyStatus string) {
 
 // handle serves one request and reports whether the connection may carry another.
 func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
-	t, err := parseHTTP(req)
+	var t target
+	var err error
+	if h.tunnel != nil {
+		t, err = parseInner(req, *h.tunnel)
+	} else {
+		t, err = parseHTTP(req)
+	}
 	switch {
 	case errors.Is(err, ErrNotProxyRequest):
 		h.refuse(http.StatusBadRequest, notProxyBody, "http_request_error")
 		return false
 	case err != nil:
 		h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_error")
+		return false
+	}
+	if t.kind == KindConnect && h.s.Intercept != nil && h.peer.origin == nil {
+		// Decided per request inside, once the tunnel shows TLS (or by host if it does not).
+		h.intercept(ctx, t)
 		return false
 	}
 	dst, out, reason := h.s.admit(ctx, h.peer, t)
@@ -121,7 +144,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 			ps = "destination_ip_prohibited"
 		}
 		// A refused request with no body leaves the connection clean for the next one.
-		keep := req.Body == http.NoBody && !req.Close && t.kind == KindHTTP
+		keep := req.Body == http.NoBody && !req.Close && (t.kind == KindHTTP || t.kind == KindHTTPS)
 		_, _ = h.bw.Write(textResponse(http.StatusForbidden, denyBody(t, reason), ps, !keep))
 		_ = h.bw.Flush()
 		if !keep {
@@ -155,7 +178,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 		_ = up.Close()
 		return
 	}
-	uc := newIdleConn(up, h.s.idleTimeout(), h.c.act)
+	uc := newIdleConn(up, h.s.idleTimeout(), h.ic.act)
 	// The client may have sent the start of its stream (a TLS ClientHello) right behind the
 	// CONNECT; it sits in our reader, not the socket.
 	if n := h.br.Buffered(); n > 0 {
@@ -218,12 +241,20 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	}
 	out := req.WithContext(ctx)
 	out.RequestURI = ""
-	out.Host = req.URL.Host
 	u := *req.URL
+	u.Scheme = "http"
+	out.Host = req.URL.Host
+	if h.tunnel != nil {
+		// Inside a tunnel the request is origin-form; parseInner checked its Host is the tunnel's.
+		u.Scheme = "https"
+		out.Host = req.Host
+		if out.Host == "" {
+			out.Host = h.tunnel.hostport()
+		}
+	}
 	// The checked address goes in the URL, so the transport dials it (and pools connections by
 	// it) and never resolves the name again; the Host header keeps the name.
 	u.Host = dst.String()
-	u.Scheme = "http"
 	out.URL = &u
 	out.Header = req.Header.Clone()
 	removeHopHeaders(out.Header)
@@ -243,7 +274,7 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 		}
 	}
 
-	resp, err := h.s.transport.RoundTrip(out)
+	resp, err := h.tr.RoundTrip(out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false

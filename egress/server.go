@@ -127,6 +127,10 @@ type Server struct {
 	IdleTimeout time.Duration
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
+	// Intercept, when set, terminates TLS in the sessions' tunnels (not in the daemon's own
+	// connections, which declare their request) so each request inside is decided by method and
+	// path; nil: tunnels are decided by host only.
+	Intercept *Interceptor
 
 	noSplice bool // tests and the benchmark's A/B: tunnels copy through user space
 

@@ -20,6 +20,13 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		return
 	}
 	c.setHard(time.Time{})
+	if s.Intercept != nil && p.origin == nil {
+		if _, err := c.Write(socksReply(socksReplyOK)); err != nil {
+			return
+		}
+		s.interceptTunnel(ctx, p, t, c, br)
+		return
+	}
 	dst, out, _ := s.admit(ctx, p, t)
 	switch out {
 	case outDenied, outPrivate:

@@ -21,6 +21,7 @@ const (
 	KindHTTP    Kind = "http"    // absolute-form plain HTTP request, forwarded
 	KindConnect Kind = "connect" // HTTP CONNECT tunnel
 	KindSOCKS5  Kind = "socks5"  // SOCKS5 CONNECT tunnel
+	KindHTTPS   Kind = "https"   // a request inside an intercepted tunnel (network.tls_intercept)
 )
 
 // target is one parsed proxy request: where it goes and, for plain HTTP, what it asks.
@@ -31,6 +32,44 @@ type target struct {
 	port   int
 	method string // plain HTTP only
 	path   string // plain HTTP only: decoded and cleaned
+}
+
+// scheme is the URL scheme of a request target.
+func (t target) scheme() string {
+	if t.kind == KindHTTPS {
+		return "https"
+	}
+	return "http"
+}
+
+// parseInner turns a request read inside an intercepted tunnel into a target: origin-form (or
+// absolute-form naming the tunnel's own host), with a Host header naming the tunnel's host. A
+// request for another host through this tunnel (another name served by the same address) is
+// refused rather than decided as the tunnel's.
+func parseInner(req *http.Request, tunnel target) (target, error) {
+	if req.Method == http.MethodConnect {
+		return target{}, fmt.Errorf("%w: CONNECT inside a tunnel", ErrUnsupported)
+	}
+	for _, authority := range []string{req.URL.Host, req.Host} {
+		if authority == "" {
+			continue
+		}
+		a, err := parseHostPort(authority, tunnel.port)
+		if err != nil {
+			return target{}, err
+		}
+		if a.host != tunnel.host || a.port != tunnel.port {
+			return target{}, fmt.Errorf("%w: a request for %s inside a tunnel to %s", ErrBadRequest, a.hostport(), tunnel.hostport())
+		}
+	}
+	if req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, "https") {
+		return target{}, fmt.Errorf("%w: scheme %q inside a TLS tunnel", ErrBadRequest, req.URL.Scheme)
+	}
+	t := tunnel
+	t.kind = KindHTTPS
+	t.method = req.Method
+	t.path = CleanPath(req.URL.Path)
+	return t, nil
 }
 
 // hostport is the target as people write it, for messages.

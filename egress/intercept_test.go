@@ -1,0 +1,220 @@
+package egress
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testCA is a CA the test trusts, with the Interceptor that mints under it.
+func testCA(t *testing.T, name string) (*Interceptor, *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, err := GenerateCA(name, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, err := NewInterceptor(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(certPEM)
+	ca, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return i, pool
+}
+
+// tlsOrigin is an HTTPS server on loopback with a certificate for host under its own CA.
+func tlsOrigin(t *testing.T, host string, ca *Interceptor, h http.Handler) string {
+	t.Helper()
+	cert, err := ca.leaf(host, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return portOf(t, srv.Listener.Addr().String())
+}
+
+// TestIntercept: with interception on, a session's HTTPS is decided request by request, by
+// method and path, under a certificate of the daemon's CA, and the origin is verified by the
+// proxy; a TLS name or Host header naming another host is refused, a stream that is not TLS is
+// decided by host, an origin the proxy cannot verify is a 502.
+func TestIntercept(t *testing.T) {
+	t.Parallel()
+	originCA, originPool := testCA(t, "origin CA")
+	seen := make(chan string, 16)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Method + " " + r.Host + r.URL.Path
+		_, _ = io.WriteString(w, "origin says "+r.Method+" "+r.URL.Path)
+	})
+	port := tlsOrigin(t, "api.test", originCA, handler)
+	rogueCA, _ := testCA(t, "rogue CA")
+	roguePort := tlsOrigin(t, "rogue.test", rogueCA, handler)
+
+	icpt, sessionPool := testCA(t, "sandboxd egress CA")
+	icpt.Upstream = originPool
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			switch {
+			case r.Method == "GET":
+				return Verdict{Allow: true, Rule: "WebFetch(GET api.test/**)"}
+			case r.Method != "":
+				return Verdict{Reason: "only GET", Rule: "WebFetch(GET api.test/**)"}
+			}
+			return Verdict{Reason: "a tunnel the proxy cannot read"}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback, Intercept: icpt,
+		Resolver: newResolver("api.test", "127.0.0.1", "rogue.test", "127.0.0.1"),
+	}
+	proxyAddr := startProxy(t, s)
+	tr := &http.Transport{
+		Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr}),
+		TLSClientConfig: &tls.Config{RootCAs: sessionPool},
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	get := func(method, u string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, u, strings.NewReader("x"))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, u, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	base := "https://api.test:" + port
+	if code, body := get("GET", base+"/a/../b"); code != 200 || body != "origin says GET /a/../b" {
+		t.Errorf("GET: %d %q", code, body)
+	}
+	if code, body := get("POST", base+"/paste"); code != 403 || !strings.Contains(body, "denied POST https://api.test:"+port+"/paste: only GET") {
+		t.Errorf("POST: %d %q", code, body)
+	}
+	if code, body := get("GET", base+"/again"); code != 200 || body != "origin says GET /again" {
+		t.Errorf("GET after a refusal: %d %q", code, body)
+	}
+	if code, body := get("GET", "https://rogue.test:"+roguePort+"/x"); code != 502 || !strings.Contains(body, "certificate") {
+		t.Errorf("unverifiable origin: %d %q", code, body)
+	}
+	close(seen)
+	var got []string
+	for x := range seen {
+		got = append(got, x)
+	}
+	if len(got) != 2 || got[0] != "GET api.test:"+port+"/a/../b" || got[1] != "GET api.test:"+port+"/again" {
+		t.Errorf("origin saw %q", got)
+	}
+	var https int
+	for _, ev := range rec.audited() {
+		if ev.Kind == KindHTTPS && ev.Method != "" && ev.Path != "" {
+			https++
+		}
+	}
+	if https != 4 { // the SOCKS PUT below comes after this count
+		t.Errorf("audited %+v", rec.audited())
+	}
+
+	// SOCKS tunnels are intercepted alike.
+	pn, _ := strconv.Atoi(port)
+	sc, code := socksDial(t, proxyAddr, socksCmdConnect, socksAtypDomain, "api.test", pn)
+	if code != socksReplyOK {
+		t.Fatalf("socks reply %#x", code)
+	}
+	stc := tls.Client(sc, &tls.Config{ServerName: "api.test", RootCAs: sessionPool})
+	fmt.Fprintf(stc, "PUT /s HTTP/1.1\r\nHost: api.test:%s\r\nContent-Length: 0\r\n\r\n", port)
+	if resp, err := http.ReadResponse(bufio.NewReader(stc), nil); err != nil || resp.StatusCode != 403 {
+		t.Errorf("PUT through SOCKS: %v %v", resp, err)
+	}
+	sc.Close()
+
+	// A TLS name for another host than the tunnel's gets no certificate.
+	c := openTunnel(t, proxyAddr, "api.test:"+port)
+	tc := tls.Client(c, &tls.Config{ServerName: "other.test", RootCAs: sessionPool})
+	if err := tc.Handshake(); err == nil {
+		t.Error("handshake for another name succeeded")
+	}
+	c.Close()
+	// A Host header naming another host inside the tunnel is refused.
+	c = openTunnel(t, proxyAddr, "api.test:"+port)
+	tc = tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: sessionPool})
+	fmt.Fprintf(tc, "GET /x HTTP/1.1\r\nHost: rogue.test:%s\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil || resp.StatusCode != 400 {
+		t.Errorf("other Host inside the tunnel: %v %v", resp, err)
+	}
+	c.Close()
+	// Not TLS: decided by host (refused here) and closed.
+	c = openTunnel(t, proxyAddr, "api.test:"+port)
+	fmt.Fprintf(c, "GET /x HTTP/1.1\r\nHost: api.test\r\n\r\n")
+	if n, _ := c.Read(make([]byte, 1)); n != 0 {
+		t.Error("a tunnel that is not TLS was carried")
+	}
+	c.Close()
+}
+
+// openTunnel opens a CONNECT tunnel through the proxy.
+func openTunnel(t *testing.T, proxyAddr, hostport string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 || br.Buffered() != 0 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	return c
+}
+
+func TestInterceptorCA(t *testing.T) {
+	t.Parallel()
+	certPEM, keyPEM, err := GenerateCA("x", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, otherKey, _ := GenerateCA("y", time.Now())
+	if _, err := NewInterceptor(certPEM, otherKey); err == nil {
+		t.Error("a key of another CA was accepted")
+	}
+	if _, err := NewInterceptor(other[:10], keyPEM); err == nil {
+		t.Error("garbage was accepted")
+	}
+	i, pool := testCA(t, "z")
+	c, err := i.leaf("93.184.216.34", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "93.184.216.34"}); err != nil {
+		t.Errorf("IP leaf: %v", err)
+	}
+	c2, _ := i.leaf("93.184.216.34", time.Now())
+	if c2 != c {
+		t.Error("leaf not cached")
+	}
+	c3, _ := i.leaf("93.184.216.34", time.Now().Add(leafLifetime))
+	if c3 == c {
+		t.Error("an expiring leaf was reused")
+	}
+}
