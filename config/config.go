@@ -101,6 +101,10 @@ type Network struct {
 	// WebFetchPlainHTTP makes the WebFetch tool fetch http:// URLs as given instead of upgrading
 	// them to https:// (a LAN server without TLS); the policy decides either way.
 	WebFetchPlainHTTP bool `json:"webfetch_plain_http"`
+	// TLSIntercept makes the proxy terminate the sessions' TLS with certificates of a CA the
+	// daemon keeps in its state directory (and tells proxied sessions to trust), so
+	// WebFetch(METHOD host/path) rules apply to HTTPS too. Read at start.
+	TLSIntercept bool `json:"tls_intercept"`
 }
 
 // EffectiveNetworkMode is network.mode, or host when sandbox.allow_network asks for it.

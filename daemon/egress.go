@@ -27,6 +27,8 @@ type egressProxy struct {
 	srv  *egress.Server
 	port int
 	log  *zap.Logger
+	// caSHA256 is the interception CA's fingerprint, when the proxy intercepts TLS.
+	caSHA256 string
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener

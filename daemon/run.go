@@ -167,6 +167,20 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
 	core.egress = newEgressProxy(core, &cfg, log)
 	host.ProxyPort = cfg.Network.ProxyPort
+	if cfg.Network.TLSIntercept {
+		ca, notes, err := loadInterceptCA(opts.StateDir, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("network.tls_intercept: %w", err)
+		}
+		for _, n := range notes {
+			log.Warn(n)
+		}
+		log.Info("egress proxy intercepts TLS", zap.String("ca_sha256", ca.fingerprint), zap.String("bundle", ca.bundlePath))
+		core.egress.srv.Intercept = ca.interceptor
+		core.egress.caSHA256 = ca.fingerprint
+		host.ProxyCA = executor.ProxyCA{Bundle: ca.bundlePath, CA: ca.certPath}
+		host.SecretDirs = append(host.SecretDirs, ca.keyDir)
+	}
 	host.WebFetch = executor.WebFetchNet{
 		Dial:      core.egress.dial,
 		PlainHTTP: func() bool { return core.Config().Network.WebFetchPlainHTTP },
@@ -236,8 +250,12 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	_ = d.core.recorder.daemon(ctx, audit.KindDaemonStart, map[string]string{
-		"version": Version, "pid": strconv.Itoa(os.Getpid()), "socket": l.Addr().String()})
+	start := map[string]string{"version": Version, "pid": strconv.Itoa(os.Getpid()), "socket": l.Addr().String()}
+	if fp := d.core.egress.caSHA256; fp != "" {
+		// Which CA the sessions' HTTPS was shown under, for whoever reads a capture later.
+		start["egress_ca_sha256"] = fp
+	}
+	_ = d.core.recorder.daemon(ctx, audit.KindDaemonStart, start)
 	// A signed head from the start: verify with the public key works before the first periodic checkpoint.
 	if err := d.audit.Checkpoint(ctx); err != nil {
 		d.log.Warn("initial audit checkpoint", zap.Error(err))
@@ -380,7 +398,8 @@ func bundleConfig(b config.Bundle) (*policy.BundleConfig, error) {
 }
 
 // restartOnly names the settings that changed but are fixed for the daemon's lifetime: the
-// socket's HTTP limits, the cgroup subtree, the compiled seccomp filter, the audit log.
+// socket's HTTP limits, the cgroup subtree, the compiled seccomp filter, the audit log, and the
+// egress proxy's interception, private ranges and port.
 func restartOnly(old, cfg config.Config) []string {
 	var out []string
 	checks := []struct {
@@ -397,6 +416,9 @@ func restartOnly(old, cfg config.Config) []string {
 		{"bundle", old.Bundle.URL != cfg.Bundle.URL || old.Bundle.Resource != cfg.Bundle.Resource},
 		{"policy_dir", old.PolicyDir != cfg.PolicyDir},
 		{"metrics", old.Metrics != cfg.Metrics},
+		{"network.tls_intercept", old.Network.TLSIntercept != cfg.Network.TLSIntercept},
+		{"network.allow_private_cidrs", strings.Join(old.Network.AllowPrivateCIDRs, ",") != strings.Join(cfg.Network.AllowPrivateCIDRs, ",")},
+		{"network.proxy_port", old.Network.ProxyPort != cfg.Network.ProxyPort},
 	}
 	for _, c := range checks {
 		if c.changed {

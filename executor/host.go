@@ -38,6 +38,12 @@ type Host struct {
 	// WebFetch is the WebFetch tool's way out, through the sessions' egress proxy; set by the
 	// daemon before the first call.
 	WebFetch WebFetchNet
+	// ProxyCA, set when the proxy intercepts TLS (network.tls_intercept), is what a proxied
+	// session's programs are told to trust.
+	ProxyCA ProxyCA
+	// SecretDirs are daemon directories hidden from every child, root's included (the
+	// interception CA's key).
+	SecretDirs []string
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
 	// resultsMade holds the IDs of sessions whose results directory was made and checked, so
@@ -129,8 +135,31 @@ func (h *Host) sessionEnv(s *session.Session) []string {
 	env := ChildEnv(s.Owner)
 	if s.Network == config.NetworkProxy && h.ProxyPort > 0 {
 		env = append(env, ProxyEnv(h.ProxyPort)...)
+		env = append(env, h.ProxyCA.Env()...)
 	}
 	return env
+}
+
+// ProxyCA is the trust a proxied session's programs are given when the proxy intercepts TLS:
+// a bundle of the host's roots plus the daemon's interception CA (never the host's own trust
+// store, which stays as it is), and the CA alone.
+type ProxyCA struct {
+	Bundle string // path of the bundle
+	CA     string // path of the CA certificate alone
+}
+
+// Env is the environment that points the usual TLS clients at the bundle; nothing when unset.
+// Java keeps its own trust store and is not covered.
+func (p ProxyCA) Env() []string {
+	if p.Bundle == "" {
+		return nil
+	}
+	b := p.Bundle
+	return []string{
+		"SSL_CERT_FILE=" + b, "CURL_CA_BUNDLE=" + b, "REQUESTS_CA_BUNDLE=" + b, "GIT_SSL_CAINFO=" + b,
+		"PIP_CERT=" + b, "npm_config_cafile=" + b, "CARGO_HTTP_CAINFO=" + b, "AWS_CA_BUNDLE=" + b,
+		"DENO_CERT=" + b, "NODE_EXTRA_CA_CERTS=" + p.CA,
+	}
 }
 
 // ProxyEnv is what a proxied session's programs are told: the usual proxy variables in both
@@ -267,5 +296,5 @@ func (h *Host) denyPaths(cfg *config.Sandbox, home string) []string {
 	if h.StateDir != "" {
 		deny = append(deny, filepath.Join(h.StateDir, "audit"))
 	}
-	return deny
+	return append(deny, h.SecretDirs...)
 }
