@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -83,6 +84,39 @@ func FuzzParseRequest(f *testing.F) {
 		// Normalizing is idempotent: a rule written with the normalized name matches it.
 		if again, _, err := normalizeHost(tg.host); err != nil || again != tg.host {
 			t.Fatalf("normalize(%q) = %q, %v", tg.host, again, err)
+		}
+	})
+}
+
+// FuzzParseInner feeds untrusted bytes as a request read inside an intercepted tunnel to
+// api.test:443. It must never panic, and what it accepts is for the tunnel's host and port only,
+// with a method and a clean path.
+func FuzzParseInner(f *testing.F) {
+	for _, s := range []string{
+		"GET /a/../b HTTP/1.1\r\nHost: api.test\r\n\r\n",
+		"POST /x HTTP/1.1\r\nHost: API.test.:443\r\nContent-Length: 1\r\n\r\nx",
+		"GET https://api.test/x HTTP/1.1\r\nHost: api.test\r\n\r\n",
+		"GET https://other.test/x HTTP/1.1\r\nHost: api.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: api.test:444\r\n\r\n",
+		"GET http://api.test/x HTTP/1.1\r\n\r\n",
+		"CONNECT api.test:443 HTTP/1.1\r\n\r\n",
+		"GET /x HTTP/1.0\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	tunnel := target{kind: KindConnect, host: "api.test", port: 443}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(data)))
+		if err != nil {
+			return
+		}
+		tg, err := parseInner(req, tunnel)
+		if err != nil {
+			return
+		}
+		if tg.kind != KindHTTPS || tg.host != "api.test" || tg.port != 443 || tg.method == "" || !strings.HasPrefix(tg.path, "/") {
+			t.Fatalf("inner target %+v from %q", tg, data)
 		}
 	})
 }
