@@ -56,6 +56,7 @@ FUZZ_TARGETS := \
 	./audit:FuzzRedactFastPath:20000 \
 	./audit:FuzzInputDigest:30000 \
 	./egress:FuzzParseRequest:20000 \
+	./egress:FuzzParseInner:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:
