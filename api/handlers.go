@@ -347,7 +347,7 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c sessio
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, protocol.ApprovalAnswered{Approval: approvalView(a), Resolution: resolutionView(res)})
+	writeJSON(w, http.StatusOK, protocol.ApprovalAnswered{Approval: a.Approval, Resolution: res})
 	return nil
 }
 
@@ -369,7 +369,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 	seen := map[string]bool{}
 	for _, a := range s.backend.Approvals(c) {
 		seen[a.ID] = true
-		if err := enc.Encode(protocol.ApprovalEvent{Type: "created", Approval: approvalView(a)}); err != nil {
+		if err := enc.Encode(protocol.ApprovalEvent{Type: "created", Approval: a.Approval}); err != nil {
 			return nil
 		}
 	}

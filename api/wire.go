@@ -36,39 +36,19 @@ func effectiveView(e permission.Effective) protocol.Effective {
 	}
 }
 
-func approvalView(a approval.Approval) protocol.Approval {
-	out := protocol.Approval{
-		ID: a.ID, Session: a.Session, ParentSession: a.ParentSession, Owner: a.Owner, Tool: a.Tool,
-		Input: a.Input, Reason: a.Reason, SuggestedRules: a.SuggestedRules, Created: a.Created, Expires: a.Expires,
-	}
-	if p := a.Preview; p != nil {
-		out.Preview = &protocol.Preview{Path: p.Path, Diff: p.Diff, Exists: p.Exists, SHA256: p.SHA256, NewSHA256: p.NewSHA256}
-	}
-	return out
-}
-
 func approvalsView(as []approval.Approval) []protocol.Approval {
 	if as == nil {
 		return nil
 	}
 	out := make([]protocol.Approval, len(as))
 	for i, a := range as {
-		out[i] = approvalView(a)
+		out[i] = a.Approval
 	}
 	return out
-}
-
-func resolutionView(r approval.Resolution) protocol.Resolution {
-	return protocol.Resolution{Answer: string(r.Answer), Remember: r.Remember, Rule: r.Rule, Message: r.Message, By: r.By, When: r.When}
 }
 
 func approvalEventView(ev approval.Event) protocol.ApprovalEvent {
-	out := protocol.ApprovalEvent{Type: ev.Type, Approval: approvalView(ev.Approval)}
-	if ev.Resolution != nil {
-		r := resolutionView(*ev.Resolution)
-		out.Resolution = &r
-	}
-	return out
+	return protocol.ApprovalEvent{Type: ev.Type, Approval: ev.Approval.Approval, Resolution: ev.Resolution}
 }
 
 func errBody(code errcode.Code, msg string) protocol.ErrorBody {

@@ -4,67 +4,34 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
-// Approval is one question as the people who may answer it see it.
+// Approval is one question as the people who may answer it see it (the wire's fields), and
+// what approving an edit writes.
 type Approval struct {
-	ID string `json:"id"`
-	// Session is the session whose call asks; ParentSession, when the ask bubbled up, the
-	// session whose queue holds it (whose owner answers).
-	Session       string `json:"session"`
-	ParentSession string `json:"parent_session,omitempty"`
-	// Owner is the uid that may answer (the queue session's owner; root may too).
-	Owner uint32 `json:"owner_uid"`
-	Tool  string `json:"tool"`
-	// Input is the decided input, redacted like the audit log.
-	Input  json.RawMessage `json:"input"`
-	Reason string          `json:"reason"`
-	// SuggestedRules would allow the call next time; the first is what remember adds.
-	SuggestedRules []string  `json:"suggested_rules"`
-	Preview        *Preview  `json:"preview,omitempty"`
-	Created        time.Time `json:"created"`
-	Expires        time.Time `json:"expires"`
+	protocol.Approval
+	// PreviewContent is what approving writes to Preview.Path, and only while the file still
+	// has Preview.SHA256 (or is still absent); it never leaves the daemon.
+	PreviewContent []byte `json:"-"`
 }
 
-// Preview is what an approved edit writes: approving applies exactly Content to Path, and
-// only while the file still has the digest it had when the preview was made.
-type Preview struct {
-	Path string `json:"path"`
-	// Diff is a unified diff of the current file against the new content.
-	Diff string `json:"diff"`
-	// Exists says whether the file existed; SHA256 is its content's digest then.
-	Exists bool   `json:"exists"`
-	SHA256 string `json:"sha256,omitempty"`
-	// NewSHA256 is the digest of Content, so a UI can show what it approves.
-	NewSHA256 string `json:"new_sha256"`
-	Content   []byte `json:"-"`
-}
-
-// Answer is a person's answer.
-type Answer string
+// Answer is a person's answer: Allow or Deny.
+type Answer = string
 
 // The two answers.
 const (
-	Allow Answer = "allow"
-	Deny  Answer = "deny"
+	Allow Answer = protocol.Allow
+	Deny  Answer = protocol.Deny
 )
 
-// Resolution is how an approval ended.
-type Resolution struct {
-	Answer Answer `json:"answer"`
-	// Remember is the settings source the suggested rule was added to ("" for once).
-	Remember string `json:"remember,omitempty"`
-	Rule     string `json:"rule,omitempty"`
-	Message  string `json:"message,omitempty"`
-	// By says who answered: "uid:N", "hook" or "expiry".
-	By   string    `json:"by"`
-	When time.Time `json:"when"`
-}
+// Resolution is how an approval ended; By says who answered: "uid:N", "hook" or "expiry".
+type Resolution = protocol.Resolution
 
 // Event is one line of the approvals stream.
 type Event struct {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // TestExpiry: an approval past its time is listed by Expired (an answered one nobody took is
@@ -12,11 +14,11 @@ import (
 func TestExpiry(t *testing.T) {
 	t.Parallel()
 	q := NewQueue()
-	open, err := q.Add(Approval{Owner: 1000, Tool: "Bash"}, time.Minute, "payload")
+	open, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1000, Tool: "Bash"}}, time.Minute, "payload")
 	if err != nil {
 		t.Fatal(err)
 	}
-	answered, err := q.Add(Approval{Owner: 1000, Tool: "Edit"}, time.Minute, nil)
+	answered, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1000, Tool: "Edit"}}, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

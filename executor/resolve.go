@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -129,18 +130,18 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 		return errcode.New(errcode.Internal, fmt.Errorf("encode the input for the approval: %w", err))
 	}
 	red, _ := audit.Redact(b)
-	a := approval.Approval{
+	a := approval.Approval{Approval: protocol.Approval{
 		Session: st.sess.ID, Owner: queue.Owner.UID, Tool: c.Tool.Name(), Input: red,
 		Reason: st.decision.Reason, SuggestedRules: suggestRules(c, st.facts),
-	}
+	}}
 	if queue != st.sess {
 		a.ParentSession = queue.ID
 	}
-	if pv, err := p.preview(ctx, c); err != nil {
+	if pv, content, err := p.preview(ctx, c); err != nil {
 		// Without a preview the approved call runs as the tool, as any other call does.
 		p.log.Info("no preview for approval", zap.String("tool", a.Tool), zap.String("code", string(errcode.Of(err))))
 	} else {
-		a.Preview = pv
+		a.Preview, a.PreviewContent = pv, content
 	}
 	a, err = p.approvals.Queue.Add(a, p.approvals.TTL(), st)
 	if err != nil {
@@ -324,24 +325,24 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 // preview computes what an approved Write, Edit or MultiEdit writes, on the file as the
 // session owner reads it now. The session must have read an existing file as the tool
 // requires; otherwise there is no preview and the tool's own check applies.
-func (p *Pipeline) preview(ctx context.Context, c *Call) (*approval.Preview, error) {
+func (p *Pipeline) preview(ctx context.Context, c *Call) (*protocol.Preview, []byte, error) {
 	name := c.Tool.Name()
 	if name == "Bash" {
 		return p.sedPreview(ctx, c)
 	}
 	if name != "Write" && name != "Edit" && name != "MultiEdit" {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	pth := expandPath(c, c.Input.String("file_path"))
 	cur, err := p.host.ReadFileAs(ctx, c.Session, pth, worker.MaxEditFileBytes)
 	exists := err == nil
 	if err != nil && errcode.Of(err) != errcode.ErrnoENOENT {
-		return nil, err
+		return nil, nil, err
 	}
 	if exists {
 		rec, ok := c.Session.Reads.Lookup(pth)
 		if !ok || rec.Partial && name == "Write" {
-			return nil, errNoPreview
+			return nil, nil, errNoPreview
 		}
 	}
 	var next string
@@ -352,16 +353,16 @@ func (p *Pipeline) preview(ctx context.Context, c *Call) (*approval.Preview, err
 		edits := editsOf(c)
 		r, err := worker.ApplyEdits(pth, string(cur), edits)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		next = r.Content
 	}
-	pv := &approval.Preview{Path: pth, Exists: exists, Content: []byte(next), NewSHA256: sha256hex([]byte(next)),
+	pv := &protocol.Preview{Path: pth, Exists: exists, NewSHA256: sha256hex([]byte(next)),
 		Diff: UnifiedDiff(pth, string(cur), next, exists)}
 	if exists {
 		pv.SHA256 = sha256hex(cur)
 	}
-	return pv, nil
+	return pv, []byte(next), nil
 }
 
 var errNoPreview = errors.New("no preview for this call")
@@ -388,7 +389,7 @@ func editsOf(c *Call) []worker.Edit {
 
 // applyPreview writes exactly the approved content, and only over the file the preview was
 // made on (same digest; still absent for a new file): what was approved is what runs.
-func (h *Host) applyPreview(ctx context.Context, c *Call, pv *approval.Preview) (*Result, error) {
+func (h *Host) applyPreview(ctx context.Context, c *Call, pv *protocol.Preview, content []byte) (*Result, error) {
 	var expect *worker.Expect
 	if pv.Exists {
 		expect = &worker.Expect{SHA256: pv.SHA256}
@@ -397,7 +398,7 @@ func (h *Host) applyPreview(ctx context.Context, c *Call, pv *approval.Preview) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.Write(ctx, pv.Path, pv.Content, expect)
+	r, err := w.Write(ctx, pv.Path, content, expect)
 	if err != nil {
 		if errcode.Of(err) == errcode.Stale || errcode.Of(err) == errcode.ErrnoEEXIST {
 			c.Session.Reads.Forget(pv.Path)

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // sedPreview computes what an approved `sed -i` writes: the same sed without -i, run
@@ -17,14 +17,14 @@ import (
 // instead of running the command again. Only the plain shape has a preview: one simple
 // command `sed -i [OPTION|SCRIPT]... FILE` of static words, one file, no backup suffix, no
 // redirection; anything else runs as the command when approved, as before.
-func (p *Pipeline) sedPreview(ctx context.Context, c *Call) (*approval.Preview, error) {
+func (p *Pipeline) sedPreview(ctx context.Context, c *Call) (*protocol.Preview, []byte, error) {
 	cl := c.Classification()
 	if cl == nil || len(cl.Subcommands) != 1 || cl.PathsIncomplete {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	argv := cl.Subcommands[0].Argv
 	if len(argv) < 3 || argv[0] != "sed" || strings.ContainsAny(cl.Subcommands[0].Text, "<>|&;") {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	var target string
 	for _, pu := range cl.Paths {
@@ -32,23 +32,23 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) (*approval.Preview, 
 			continue
 		}
 		if pu.Cmd != "sed" || target != "" {
-			return nil, errNoPreview // another write, or more than one file
+			return nil, nil, errNoPreview // another write, or more than one file
 		}
 		target = pu.Path
 	}
 	if target == "" {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	args, ok := withoutInPlace(argv[1:])
 	if !ok {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	read := func() ([]byte, error) {
 		return p.host.ReadFileAs(ctx, c.Session, target, confinedOutputLimit-1)
 	}
 	cur, err := read()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	quoted := make([]string, 0, len(args)+1)
 	for _, a := range append([]string{"sed"}, args...) {
@@ -57,18 +57,18 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) (*approval.Preview, 
 	res, err := p.host.runConfined(ctx, c.Session, true, "sed-preview", strings.Join(quoted, " "), nil)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case res.timedOut || res.exitCode != 0 || len(res.stdout) >= confinedOutputLimit:
-		return nil, errcode.New(errcode.Validation, fmt.Errorf("%w: sed without -i exited %d", errNoPreview, res.exitCode))
+		return nil, nil, errcode.New(errcode.Validation, fmt.Errorf("%w: sed without -i exited %d", errNoPreview, res.exitCode))
 	}
 	// The file read before and after the run must agree: the preview is of one version.
 	again, err := read()
 	if err != nil || !bytes.Equal(cur, again) {
-		return nil, errNoPreview
+		return nil, nil, errNoPreview
 	}
 	next := res.stdout
-	return &approval.Preview{Path: target, Exists: true, SHA256: sha256hex(cur), Content: next,
-		NewSHA256: sha256hex(next), Diff: UnifiedDiff(target, string(cur), string(next), true)}, nil
+	return &protocol.Preview{Path: target, Exists: true, SHA256: sha256hex(cur),
+		NewSHA256: sha256hex(next), Diff: UnifiedDiff(target, string(cur), string(next), true)}, next, nil
 }
 
 // withoutInPlace drops sed's -i/--in-place from args; false when there is none, or when the

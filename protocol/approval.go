@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Approval is one pending question as GET /v1/approvals shows it (approval.Approval).
+// Approval is one pending question as GET /v1/approvals shows it; the daemon's approval.Approval
+// embeds it.
 type Approval struct {
 	ID string `json:"id"`
 	// Session is the session whose call asks; ParentSession, when the ask bubbled up, the
