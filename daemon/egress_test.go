@@ -144,10 +144,12 @@ func TestEgressPrivateGuard(t *testing.T) {
 // method and path, each request of a kept connection on its own; a tunnel, which shows only
 // its host, is held to a method/path deny on that host unless a host-level allow at least as
 // strong says otherwise. git push over smart HTTP is refused while clone and fetch work.
-func TestEgressMethodPathRules(t *testing.T) {
-	// A smart-HTTP git server (git http-backend) and a paste service on the host's loopback.
+// gitAndHello serves a bare repository (one commit on main, pushes accepted) over smart HTTP
+// at /git/repo.git, and /hello, which answers greeting and the host and counts POSTs.
+func gitAndHello(t *testing.T, greeting string) (mux *http.ServeMux, bare string, posts *atomic.Int64) {
+	t.Helper()
 	root := testHostDir(t)
-	bare := filepath.Join(root, "repo.git")
+	bare = filepath.Join(root, "repo.git")
 	work := filepath.Join(testHostDir(t), "w")
 	for _, args := range [][]string{
 		{"init", "-q", "--bare", bare}, {"init", "-q", work},
@@ -159,16 +161,22 @@ func TestEgressMethodPathRules(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	var posts atomic.Int64
-	mux := http.NewServeMux()
+	posts = &atomic.Int64{}
+	mux = http.NewServeMux()
 	mux.Handle("/git/", &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Root: "/git",
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			posts.Add(1)
 		}
-		io.WriteString(w, "hello from "+r.Host+"\n")
+		io.WriteString(w, greeting+r.Host+"\n")
 	})
+	return mux, bare, posts
+}
+
+func TestEgressMethodPathRules(t *testing.T) {
+	// A smart-HTTP git server (git http-backend) and a paste service on the host's loopback.
+	mux, bare, posts := gitAndHello(t, "hello from ")
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port

@@ -9,17 +9,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,29 +66,7 @@ func tlsTestServer(t *testing.T, h http.Handler, hosts ...string) (*httptest.Ser
 // inside TLS, git clone and fetch over https work while push is refused, and the CA's key is
 // hidden from the session, root's included.
 func TestEgressIntercept(t *testing.T) {
-	root := testHostDir(t)
-	bare := filepath.Join(root, "repo.git")
-	work := filepath.Join(testHostDir(t), "w")
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", bare}, {"init", "-q", work},
-		{"-C", work, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "first"},
-		{"-C", work, "push", "-q", bare, "HEAD:refs/heads/main"}, {"-C", bare, "symbolic-ref", "HEAD", "refs/heads/main"},
-		{"-C", bare, "config", "http.receivepack", "true"},
-	} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	var posts atomic.Int64
-	mux := http.NewServeMux()
-	mux.Handle("/git/", &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Root: "/git",
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
-	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			posts.Add(1)
-		}
-		io.WriteString(w, "hello over TLS from "+r.Host+"\n")
-	})
+	mux, bare, posts := gitAndHello(t, "hello over TLS from ")
 	srv, pool := tlsTestServer(t, mux, "api.test", "git.test")
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -124,6 +125,21 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b 
 // idle, then closes both. An EOF
 // in one direction is passed on as a half-close; an error tears the tunnel down so the other
 // direction ends too. The caller owns pipe; pipe owns the one goroutine it starts.
+// carry copies between the client c and the upstream connection up until either side ends or
+// idles out. The client may have sent the start of its stream (a TLS ClientHello) right behind
+// its request; what of it sits in br, not the socket, goes up first.
+func (s *Server) carry(c net.Conn, act *activity, up net.Conn, br *bufio.Reader) {
+	uc := newIdleConn(up, s.idleTimeout(), act)
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := uc.Write(b); err != nil {
+			_ = up.Close()
+			return
+		}
+	}
+	pipe(c, uc, s.idleTimeout(), !s.noSplice)
+}
+
 func pipe(a, b net.Conn, idle time.Duration, splice bool) {
 	if ta, tb, ok := spliceable(a, b); ok && splice {
 		pipeSplice(ta, tb, idle)

@@ -178,17 +178,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 		_ = up.Close()
 		return
 	}
-	uc := newIdleConn(up, h.s.idleTimeout(), h.ic.act)
-	// The client may have sent the start of its stream (a TLS ClientHello) right behind the
-	// CONNECT; it sits in our reader, not the socket.
-	if n := h.br.Buffered(); n > 0 {
-		b, _ := h.br.Peek(n)
-		if _, err := uc.Write(b); err != nil {
-			_ = up.Close()
-			return
-		}
-	}
-	pipe(h.c, uc, h.s.idleTimeout(), !h.s.noSplice)
+	h.s.carry(h.c, h.ic.act, up, h.br)
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

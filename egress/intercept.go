@@ -256,15 +256,7 @@ func (s *Server) blindTunnel(ctx context.Context, p peer, t target, c *idleConn,
 	}
 	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
 	defer stop()
-	uc := newIdleConn(up, s.idleTimeout(), c.act)
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := uc.Write(b); err != nil {
-			_ = up.Close()
-			return
-		}
-	}
-	pipe(c, uc, s.idleTimeout(), !s.noSplice)
+	s.carry(c, c.act, up, br)
 }
 
 // bufConn reads through a bufio.Reader that may hold the start of the stream (a ClientHello

@@ -51,16 +51,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		_ = up.Close()
 		return
 	}
-	uc := newIdleConn(up, s.idleTimeout(), c.act)
-	// A client may pipeline its first bytes behind the request.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := uc.Write(b); err != nil {
-			_ = up.Close()
-			return
-		}
-	}
-	pipe(c, uc, s.idleTimeout(), !s.noSplice)
+	s.carry(c, c.act, up, br)
 }
 
 // dialReplyCode maps a dial error to the SOCKS reply that describes it best.

@@ -137,12 +137,18 @@ func splitPath(p string) []string {
 
 // matchSegs matches pattern segments against path segments; the pattern may end early
 // (ancestor match). Memoised so patterns with many ** stay polynomial.
-func matchSegs(pat, segs []string) bool {
+func matchSegs(pat, segs []string) bool { return matchSegments(pat, segs, false) }
+
+// matchSegments matches pattern segments against segs: * and the like within a segment, **
+// over any number of them. whole requires every segment of segs to be matched; otherwise a
+// match of a leading part (an ancestor) is enough. Memoised so patterns with many ** stay
+// polynomial.
+func matchSegments(pat, segs []string, whole bool) bool {
 	seen := make(map[[2]int]bool)
 	var m func(i, j int) bool
 	m = func(i, j int) bool {
 		if i == len(pat) {
-			return true
+			return !whole || j == len(segs)
 		}
 		k := [2]int{i, j}
 		if v, ok := seen[k]; ok {
@@ -328,29 +334,5 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 }
 
 // matchWhole matches pattern segments against all of segs (no ancestor match, unlike
-// matchSegs). Memoised so patterns with many ** stay polynomial.
-func matchWhole(pat, segs []string) bool {
-	seen := make(map[[2]int]bool)
-	var m func(i, j int) bool
-	m = func(i, j int) bool {
-		if i == len(pat) {
-			return j == len(segs)
-		}
-		k := [2]int{i, j}
-		if v, ok := seen[k]; ok {
-			return v
-		}
-		res := false
-		if pat[i] == "**" {
-			for x := j; x <= len(segs) && !res; x++ {
-				res = m(i+1, x)
-			}
-		} else if j < len(segs) {
-			ok, _ := path.Match(pat[i], segs[j])
-			res = ok && m(i+1, j+1)
-		}
-		seen[k] = res
-		return res
-	}
-	return m(0, 0)
-}
+// matchSegs).
+func matchWhole(pat, segs []string) bool { return matchSegments(pat, segs, true) }
