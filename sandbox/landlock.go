@@ -84,6 +84,44 @@ func landlockMasks(abi int) (fs, scoped uint64, attrSize uint32) {
 	return fs, scoped, attrSize
 }
 
+type llRule struct {
+	access uint64
+	path   string
+}
+
+type landlockPlan struct {
+	handledFS uint64
+	scoped    uint64
+	attrSize  uint32
+	// base is the read rules around deny paths that may appear later (expansions of "/"):
+	// most of a ruleset's cost, and the same call after call. baseKey is the expansion cache
+	// entry they came from (nil: not cached). A pooled init prebuilds the base of a hint
+	// (landlockHint) while it waits; prebuilt says its call uses that instead of base.
+	base     []llRule
+	baseKey  *expansion
+	prebuilt bool
+	rules    []llRule // the call's own: /tmp, /dev, read-only and writable dirs
+}
+
+// landlockHint is the base a pooled init prebuilds: the latest call's.
+type landlockHint struct {
+	handledFS, scoped uint64
+	attrSize          uint32
+	key               *expansion
+	rules             []llRule
+}
+
+func (l *landlockPlan) hint() *landlockHint {
+	return &landlockHint{handledFS: l.handledFS, scoped: l.scoped, attrSize: l.attrSize, key: l.baseKey, rules: l.base}
+}
+
+// matches reports whether an init prebuilt from h has exactly l's base: the same masks and
+// rules, from the same expansion cache entry (so no directory they came from changed since).
+func (h *landlockHint) matches(l *landlockPlan) bool {
+	return h != nil && l != nil && h.key != nil && h.key == l.baseKey && h.handledFS == l.handledFS &&
+		h.scoped == l.scoped && h.attrSize == l.attrSize && slices.Equal(h.rules, l.base)
+}
+
 // landlockRules builds the ruleset: reads everywhere except around deny paths, writes only to
 // the writable dirs, /tmp and the few /dev nodes.
 //

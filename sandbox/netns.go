@@ -48,6 +48,33 @@ func newLoopbackNetns() (*os.File, error) {
 	return ns, nil
 }
 
+// sessionNetns returns a copy of the session's loopback-only network namespace (made on first
+// use) for one start; the caller closes it. A copy, taken under the lock the session's deletion
+// closes the original under: the start then never hands on an fd number closed and reused
+// meanwhile.
+func (s *Sandbox) sessionNetns(session string) (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.netns[session]
+	if f == nil {
+		var err error
+		if f, err = newLoopbackNetns(); err != nil {
+			return nil, err
+		}
+		s.netns[session] = f
+	}
+	return dupFile(f, "sandboxd-netns")
+}
+
+// dupFile is a close-on-exec copy of f.
+func dupFile(f *os.File, name string) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dup %s: %w", name, err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
 // loopbackUp sets IFF_UP on "lo" in the calling thread's network namespace.
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

@@ -10,7 +10,7 @@
 // WARNING: every line here runs as root in the child between fork and exec of user code.
 // After any change rerun, as root: go test -run 'TestEscape|TestInit|TestSeccomp' ./sandbox/
 //
-// The parent (spec.go) re-executes /proc/self/exe with argv[1] == SBX_INIT_ARG and these fds:
+// The parent (cold.go) re-executes /proc/self/exe with argv[1] == SBX_INIT_ARG and these fds:
 //   3  the spec: one blob, read to EOF (format below)
 //   4  the error pipe: {u32 errno, u32 len, msg}; CLOEXEC here, so EOF means execve succeeded
 //   5  the go-ahead pipe: one byte once the parent has the child in its cgroup; EOF = parent died
@@ -18,7 +18,7 @@
 //   7+ the caller's ExtraFiles, moved down to 3+ just before exec
 // A pooled init (argv[2] == SBX_POOL_ARG, pool.go) is started before its call exists, already
 // inside its own cgroup, with 4 and 5 as above, a unix socket on 3 (SBX_FD_POOL_SOCK), the
-// prelude on 6 (spec.go: encodePrelude: the call-independent mounts, hints, the early seccomp
+// prelude on 6 (encode.go: encodePrelude: the call-independent mounts, hints, the early seccomp
 // filters) and, when the prelude is to join it, a session's network namespace on 7. It runs
 // the prelude, sends one byte on its socket and blocks there; the one message that arrives
 // carries the call's fds (nsinit.h), which sbx_receive_call puts where a per-call init has
@@ -108,7 +108,7 @@ static void move_user_fds(uint32_t nextra)
 }
 
 // prelude (pooled inits only) makes the call-independent part of the child's filesystem
-// (spec.go: preludeMounts), drops the capability bounding set and loads the early seccomp
+// (mounts.go: preludeMounts), drops the capability bounding set and loads the early seccomp
 // filters while the init waits for a call, then says so with one byte on its socket. Dropping
 // the bounding set only limits what an execve may grant later: the init keeps the capabilities
 // it still needs for the call's mounts, namespaces and credentials. The early filters let the

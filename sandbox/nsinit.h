@@ -1,4 +1,4 @@
-// nsinit.h: the contract between the parent (Go, spec.go) and the child's constructor (nsinit*.c).
+// nsinit.h: the contract between the parent (encode.go) and the child's constructor (nsinit*.c).
 #ifndef SANDBOXD_NSINIT_H
 #define SANDBOXD_NSINIT_H
 

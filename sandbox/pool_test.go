@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/internal/cgroupfs"
-	"github.com/sandboxd/sandboxd/internal/testutil"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/internal/cgroupfs"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // waitPoolReady waits until the pool has n ready inits.

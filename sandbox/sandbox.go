@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	seccomp "github.com/seccomp/libseccomp-golang"
 )
 
 // Config is the daemon-wide confinement configuration. Zero values mean the safe default.
@@ -116,6 +119,73 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 	return s, nil
 }
 
+// nobodyUID is the overflow uid: the pool's user until a call names one.
+const nobodyUID = 65534
+
+// init runs once from New: cgroup layout, leftovers, seccomp, landlock.
+func (s *Sandbox) init() error {
+	l, err := detectCgroups(s.cfg.CgroupRoot)
+	if err != nil {
+		return fmt.Errorf("detect cgroups: %w", err)
+	}
+	s.cg = l
+	l.user = s.cfg.UserLimits
+	def := DefaultUserLimits()
+	if l.user.MemoryMaxBytes <= 0 {
+		l.user.MemoryMaxBytes = def.MemoryMaxBytes
+	}
+	if l.user.PidsMax <= 0 {
+		l.user.PidsMax = def.PidsMax
+	}
+	// Until a call names its user, pooled inits wait for nobody's (any other uid's call
+	// takes the per-call path, and the pool follows it).
+	s.userHint.Store(nobodyUID)
+	// A crashed daemon leaves its calls' cgroups (and maybe processes) behind: no process
+	// outlives its call, not even across a daemon restart.
+	if err := l.removeTree(""); err != nil {
+		s.log.Warn("reap leftover cgroups", zap.Error(err))
+	}
+	// Loaded in this order: the ioctl refinement, the allowlist (which still lets the setup
+	// syscalls through), then, just before execve, refuseSetup. A pooled init loads the first
+	// two in its prelude.
+	for i, build := range []func() (*seccomp.ScmpFilter, error){
+		refuseIoctls,
+		func() (*seccomp.ScmpFilter, error) { return compileSeccomp(s.cfg.ExtraSyscalls) },
+		func() (*seccomp.ScmpFilter, error) { return refuseSetup(s.cfg.ExtraSyscalls) },
+	} {
+		f, err := build()
+		if err != nil {
+			return err
+		}
+		b, err := exportBPF(f)
+		f.Release()
+		if err != nil {
+			return err
+		}
+		if i < 2 {
+			s.bpfEarly = append(s.bpfEarly, b)
+		} else {
+			s.bpfLate = append(s.bpfLate, b)
+		}
+	}
+	if s.prelude, err = encodePrelude(s.bpfEarly, s.limits.TmpSizeBytes, nil, false); err != nil {
+		return err
+	}
+	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return fmt.Errorf("open /dev/null: %w", err)
+	}
+	s.landlockABI = detectLandlockABI()
+	if s.landlockABI == 0 {
+		s.log.Warn("landlock unavailable: filesystem confinement rests on mounts alone, deny paths created after a call starts are not covered")
+	} else {
+		s.log.Debug("landlock", zap.Int("abi", s.landlockABI))
+	}
+	// Last, so a failed init leaves no goroutine behind.
+	s.janitor = newJanitor()
+	s.pool = newPool(s)
+	return nil
+}
+
 // KillSession kills every execution of session and removes its cgroups.
 func (s *Sandbox) KillSession(session string) error {
 	s.mu.Lock()
@@ -141,6 +211,22 @@ func (s *Sandbox) KillSession(session string) error {
 	return errors.Join(append(errs, s.killSessionCgroups(session))...)
 }
 
+func (s *Sandbox) killSessionCgroups(session string) error {
+	s.mu.Lock()
+	if f := s.netns[session]; f != nil {
+		f.Close()
+		delete(s.netns, session)
+	}
+	s.mu.Unlock()
+	var errs []error
+	s.cg.eachUser(func(rel string) {
+		if err := s.cg.removeTree(filepath.Join(rel, session)); err != nil {
+			errs = append(errs, fmt.Errorf("kill session: %w", err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
 // Close kills every running execution. Start fails afterwards.
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
@@ -154,6 +240,32 @@ func (s *Sandbox) Close() error {
 		_ = p.Kill("daemon_closed")
 	}
 	return s.close()
+}
+
+func (s *Sandbox) close() error {
+	s.pool.close()
+	s.janitor.close()
+	// The pool's parent goes too once empty; a pooled call still running removes it when its
+	// Wait releases it (Process.release).
+	s.removePoolDir()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, f := range s.netns {
+		f.Close()
+		delete(s.netns, k)
+	}
+	return nil
+}
+
+// removePoolDir removes each user's pool dir that is empty, then each user dir that is: a
+// closed sandbox leaves nothing behind.
+func (s *Sandbox) removePoolDir() {
+	s.cg.eachUser(func(rel string) {
+		for _, d := range s.cg.dirs {
+			_ = unix.Rmdir(filepath.Join(d, rel, poolDir))
+			_ = unix.Rmdir(filepath.Join(d, rel))
+		}
+	})
 }
 
 // RemoveCgroups kills whatever is still in the daemon's cgroup subtree and removes the subtree,
@@ -173,4 +285,17 @@ func (s *Sandbox) RemoveCgroups() error {
 		}
 	}
 	return err
+}
+
+// stepTimer returns a func reporting the time since its previous call to s.stepDone.
+func (s *Sandbox) stepTimer() func(string) {
+	if s.stepDone == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(name string) {
+		now := time.Now()
+		s.stepDone(name, now.Sub(last))
+		last = now
+	}
 }

@@ -1,0 +1,223 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// plan decides everything the child does; netns is the session's network namespace to join,
+// nil to keep the host's.
+//
+// WARNING: the whole confinement is decided here; rerun as root after changing:
+// go test -run 'TestEscape|TestInit' ./sandbox/
+func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
+	spec := &p.spec
+	var l *look
+	// Everything the plan learns about paths (the session's directories, their git dirs, the
+	// deny paths) it learns as the caller: the root daemon never resolves or opens a path a
+	// user named with root's rights.
+	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec) }); cerr != nil {
+		return nil, nil, errors.Join(err, cerr)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
+	// which become kernel rules that never grant past the caller's own permissions. As the
+	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
+	// child.
+	ll, err := landlockRules(s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The next pooled inits prebuild this base: the next call is most likely this session's.
+	if ll != nil && ll.baseKey != nil && !s.llHint.Load().matches(ll) {
+		s.llHint.Store(ll.hint())
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	cs = &childSpec{
+		path: spec.Path, dir: spec.Dir,
+		argv: append([]string{spec.Path}, spec.Args...), env: env, direct: spec.Direct,
+		uid: spec.UID, gid: spec.GID, groups: spec.Groups,
+		netnsFD: -1, nExtra: len(spec.ExtraFiles),
+		mounts: l.mounts, tmpSize: p.lim.TmpSizeBytes,
+		rlimits: []rlimit{
+			{unix.RLIMIT_CORE, 0}, // core dumps could land secrets on disk
+			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
+			{unix.RLIMIT_NOFILE, uint64(p.lim.OpenFilesMax)},
+		},
+		landlock: ll,
+		early:    s.bpfEarly,
+		late:     s.bpfLate,
+	}
+	// The next pooled inits are made in this user's cgroup: the next call is most likely theirs.
+	if s.userHint.Load() != spec.UID {
+		s.userHint.Store(spec.UID)
+	}
+	if !spec.AllowNetwork {
+		if netns, err = s.sessionNetns(spec.Session); err != nil {
+			return nil, nil, err
+		}
+		cs.netnsFD = fdNetns
+		// The next pooled inits wait in this session's network namespace.
+		if last := s.netnsHint.Load(); last == nil || *last != spec.Session {
+			s.netnsHint.Store(&spec.Session)
+		}
+	}
+	return cs, netns, nil
+}
+
+// afterPlan, tests only, runs between a call's plan and its child: where another process of
+// the caller may swap a planned path for a symlink.
+var afterPlan func()
+
+// look is what a plan learned about the filesystem, as the caller.
+type look struct {
+	writable, readOnly []string // resolved, outermost only
+	protected          []string // read-only inside writable dirs (protectedPaths)
+	fileDeny           []string // deny paths landlock keeps unreadable
+	later              []string // deny paths that may appear while the call runs (appearLater)
+	mounts             []mountOp
+}
+
+// lookAround resolves the spec's paths and plans the call's mounts. Run as the caller.
+func lookAround(spec *Spec) (*look, error) {
+	v := newFSView()
+	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
+	// but that file is the agent's to write, so following it would let the agent pick what
+	// becomes writable. A worktree's main repository is added as a session dir instead.
+	writable, err := cleanDirs(v, spec.WritableDirs)
+	if err != nil {
+		return nil, err
+	}
+	l := &look{writable: outermost(writable)}
+	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
+	if err != nil {
+		return nil, err
+	}
+	l.readOnly = outermost(readOnly)
+	deny, err := cleanDirs(v, spec.DenyPaths)
+	if err != nil {
+		return nil, err
+	}
+	// Paths the policy denies reading by a pattern: the ones that exist in the session's dirs
+	// now are hidden like deny paths.
+	for _, p := range expandPatterns(v, spec.HidePatterns, append(slices.Clone(l.writable), l.readOnly...)) {
+		if !slices.Contains(deny, p) {
+			deny = append(deny, p)
+		}
+	}
+	if !spec.ReadOnlyWorkspace {
+		if l.protected, err = protectedPaths(v, spec, l.writable); err != nil {
+			return nil, err
+		}
+	}
+	// The sockets (and the dirs that hold them) hidden by default stay mount-hidden only, also
+	// when the config names them: landlock does not govern connect(2), so rules around one that
+	// appears later would cost (a dozen around /run for a root caller) and protect nothing.
+	// Resolved like the rest (/var/run is a symlink): the child mounts over none.
+	sockets, err := cleanDirs(v, hiddenFor(spec.UID))
+	if err != nil {
+		return nil, err
+	}
+	sockets = hideAround(sockets, append(slices.Clone(l.writable), l.readOnly...))
+	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
+	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected); err != nil {
+		return nil, err
+	}
+	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
+	l.later = appearLater(v, l.fileDeny, spec.UID)
+	return l, nil
+}
+
+// hideAround returns hidden with every dir that holds one of keep (a session dir: an agent's
+// socket dir the policy exposes by path, such as /run/user/<uid>/gnupg) replaced by its
+// entries but the ones on the way to keep, recursively: a cover over the dir would hide what
+// the session asked for, and only that is shown. A hidden path in a session dir, or equal to
+// one, stays hidden, as deny paths do. The entries are listed as the caller, like the rest of
+// the plan.
+func hideAround(hidden, keep []string) []string {
+	var out []string
+	for _, h := range hidden {
+		out = append(out, hideAroundOne(h, keep)...)
+	}
+	return out
+}
+
+func hideAroundOne(h string, keep []string) []string {
+	holds := slices.ContainsFunc(keep, func(k string) bool { return k != h && under(k, h) })
+	if !holds {
+		return []string{h}
+	}
+	entries, err := os.ReadDir(h)
+	if err != nil {
+		return []string{h} // cannot be listed: hidden whole, the session dir with it
+	}
+	var out []string
+	for _, e := range entries {
+		// A symlink needs no cover: what it leads to is covered where it lies, or lies
+		// outside and is not the runtime dir's to hide (and the child mounts over no symlink).
+		if p := filepath.Join(h, e.Name()); !slices.Contains(keep, p) && e.Type()&os.ModeSymlink == 0 {
+			out = append(out, hideAroundOne(p, keep)...)
+		}
+	}
+	return out
+}
+
+// cleanDirs makes every path absolute-clean and symlink-resolved, dropping duplicates.
+func cleanDirs(v *fsView, in []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range in {
+		c, err := cleanAbs(p)
+		if err != nil {
+			return nil, err
+		}
+		c = resolve(v, c)
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// outermost drops every dir that lies inside another one of the list: the outer dir's mount
+// already carries it, and one mount per tree keeps the plan short.
+func outermost(dirs []string) []string {
+	var out []string
+	for i, d := range dirs {
+		inside := false
+		for j, o := range dirs {
+			if i != j && under(d, o) && d != o {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// cleanAbs returns the cleaned absolute path, or an error for a relative one.
+func cleanAbs(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%w: path %q is not absolute", ErrBadSpec, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+func under(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
