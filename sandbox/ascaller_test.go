@@ -17,6 +17,7 @@ import (
 // TestAsCaller: inside, paths are checked with the caller's uid, gid and groups (root's file
 // capabilities gone); after, even when f panics, the thread is the daemon's again.
 func TestAsCaller(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	dir := hostTempDir(t, "/var/tmp", "sbx-ascaller-")
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -85,6 +86,7 @@ func TestAsCaller(t *testing.T) {
 // lend one to another goroutine: callers running side by side are refused a root-only dir every
 // time, and root reading it meanwhile on the daemon's other threads is never refused.
 func TestAsCallerConcurrent(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	dir := hostTempDir(t, "/var/tmp", "sbx-ascaller-conc-") // root's, 0700
 	var callers, readers sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCgroupLayoutMatchesMode(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	mode := cgroups.Mode()
 	t.Logf("cgroup mode %v, v2 layout %v, dirs %v", mode, s.cg.v2, s.cg.dirs)
@@ -28,6 +29,7 @@ func TestCgroupLayoutMatchesMode(t *testing.T) {
 // TestCgroupV2Kill exercises the v2 paths (CLONE_INTO_CGROUP, cgroup.kill, removal) on any
 // cgroup2 mount, including a hybrid host's controller-less /sys/fs/cgroup/unified.
 func TestCgroupV2Kill(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	mounts, err := cgroupfs.Mounts()
 	if err != nil {
@@ -51,7 +53,7 @@ func TestCgroupV2Kill(t *testing.T) {
 		t.Fatal(err)
 	}
 	cg := &cgroup{v2: true, dirs: map[string]string{"": dir}, fd: fd}
-	cmd := exec.Command("/bin/sh", "-c", "setsid sleep 999.301 & sleep 999.302")
+	cmd := exec.Command("/bin/sh", "-c", "setsid sleep 999.501 & sleep 999.502")
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestCgroupV2Kill(t *testing.T) {
 	if !cg.empty() {
 		t.Fatal("processes survived cgroup.kill")
 	}
-	noHostProcess("999.301")(t, nil, nil, "")
+	noHostProcess("999.501")(t, nil, nil, "")
 	if err := cg.remove(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,7 @@ func TestCgroupV2Kill(t *testing.T) {
 // kills it and removes the cgroup. On v1, thawing only the root leaves a cgroup that froze
 // itself frozen, and its SIGKILLed tasks with it.
 func TestRemoveTreeThawsAFrozenCall(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	if s.cg.v2 {
 		t.Skip("cgroup v2: cgroup.kill kills frozen tasks, nothing is left frozen")

@@ -45,6 +45,7 @@ func directFixture(t *testing.T) string {
 // that falls back to bash: not found, not executable, no #!, a bad interpreter, a directory,
 // a non-executable file earlier in PATH, an empty PATH element.
 func TestDirectMatchesBash(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	dir := directFixture(t)
 	path := "PATH=/usr/local/bin:/usr/bin:/bin"
@@ -101,6 +102,7 @@ func sortedLines(s string) string {
 // not run), with PWD, SHLVL=0 and _ as bash sets them, and without the caller's ExtraFiles;
 // when it cannot be exec'd, the fallback runs and has them.
 func TestDirectRunsWithoutFallback(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	dir := directFixture(t)
 	r, w, err := os.Pipe()
@@ -142,6 +144,7 @@ func TestDirectRunsWithoutFallback(t *testing.T) {
 // program has a process's ordinary signal semantics (PID 1 would ignore its own SIGTERM) and
 // the orphans it leaves are reaped rather than kept as zombies.
 func TestDirectProgramIsNotPID1(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("python3 is needed to leave orphans behind")
 	}

@@ -28,6 +28,9 @@ type escapeEnv struct {
 
 const secret = "s3cr3t-do-not-leak"
 
+// escapeEnvSeq tells apart the abstract sockets of escape fixtures alive at once.
+var escapeEnvSeq atomic.Int32
+
 func newEscapeEnv(t *testing.T) *escapeEnv {
 	t.Helper()
 	// Not under /tmp: the child's /tmp is private, so a write "escaping" there proves nothing.
@@ -61,7 +64,7 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 	must(err)
 	e.hostPort = ln.Addr().(*net.TCPAddr).Port
 	e.hostHits = &atomic.Int32{}
-	e.abstract = fmt.Sprintf("@sbx-escape-%d", os.Getpid())
+	e.abstract = fmt.Sprintf("@sbx-escape-%d-%d", os.Getpid(), escapeEnvSeq.Add(1))
 	uln, err := net.Listen("unix", e.abstract)
 	must(err)
 	done := make(chan struct{}, 2)
@@ -393,12 +396,11 @@ func wantFlag(t *testing.T, ok bool, name string, res *Result) {
 // refusal (EPERM, EROFS, killed by the cgroup, OOM reported, timed out). It runs every case in
 // an init started for the call; TestPoolEscape runs them all again through pooled inits.
 func TestEscape(t *testing.T) {
+	// Not beside the parallel tests: its cases run in parallel with each other, and their
+	// orphan markers are TestPoolEscape's too.
 	s := newTestSandbox(t, Config{})
 	s.noPool.Store(true)
 	e := newEscapeEnv(t)
-	// The daemon's environment must not reach the child (case daemon_env).
-	os.Setenv("SANDBOXD_DAEMON_SECRET", secret)
-	t.Cleanup(func() { os.Unsetenv("SANDBOXD_DAEMON_SECRET") }) // after the parallel subtests
 	for i, tc := range escapeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ func resolveByPrefixes(p string) string {
 }
 
 func TestResolveMatchesPrefixWalk(t *testing.T) {
+	t.Parallel()
 	d := t.TempDir()
 	mk := func(p string) {
 		if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {

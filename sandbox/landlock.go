@@ -45,9 +45,6 @@ const (
 	maxDenyExpand = 4096 // directory entries read to build rules around a deny path
 )
 
-// detectLandlockABI is landlockABI; a variable so a test can play a kernel without landlock.
-var detectLandlockABI = landlockABI
-
 // landlockABI returns the kernel's landlock ABI version, 0 when it has none.
 func landlockABI() int {
 	const createRulesetVersion = 1
@@ -127,7 +124,7 @@ func (h *landlockHint) matches(l *landlockPlan) bool {
 //
 // WARNING: decides what the child may read and write; rerun as root after changing:
 // go test -run 'TestEscape|TestLandlock' ./sandbox/
-func landlockRules(abi int, spec *Spec, writable, readOnly, deny, later []string) (*landlockPlan, error) {
+func landlockRules(c *expansionCache, abi int, spec *Spec, writable, readOnly, deny, later []string) (*landlockPlan, error) {
 	if abi <= 0 {
 		return nil, nil
 	}
@@ -139,7 +136,7 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny, later []string
 	// they are. The host's /tmp gets no rule: every child has its own /tmp, granted below. A
 	// deny path that exists is covered by the mount plan (a file by /dev/null, which reads as
 	// empty): its rule is the call's, opened after the mounts, so it binds what covers it.
-	root, key, err := expansions.get("/", llRead, later)
+	root, key, err := c.get("/", llRead, later)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +158,7 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny, later []string
 		llRule{access: llRead | llWrite, path: "/dev/shm"},
 		llRule{access: llRead | llWriteFile | llIoctlDev | llTruncate, path: "/dev"})
 	for _, d := range readOnly {
-		r, _, err := expansions.get(d, llRead, later)
+		r, _, err := c.get(d, llRead, later)
 		if err != nil {
 			return nil, err
 		}
@@ -193,8 +190,13 @@ func landlockRules(abi int, spec *Spec, writable, readOnly, deny, later []string
 // so a cached expansion is the one expandAround would build now. Were one ever stale, it
 // could only lack a rule for a new entry (unreadable, fail closed): deny paths never get one.
 type expansionCache struct {
+	slack   time.Duration // stampSlack; tests set their own
 	mu      sync.Mutex
 	entries map[string]*expansion
+}
+
+func newExpansionCache(slack time.Duration) *expansionCache {
+	return &expansionCache{slack: slack, entries: map[string]*expansion{}}
 }
 
 type expansion struct {
@@ -210,13 +212,11 @@ type dirStamp struct {
 }
 
 // stampSlack is longer than any filesystem's timestamp granularity (the kernel's coarse clock
-// ticks every few ms); a variable for tests, whose fixtures live under busy directories.
-var stampSlack = 100 * time.Millisecond
+// ticks every few ms). Tests, whose fixtures live under busy directories, set their own.
+const stampSlack = 100 * time.Millisecond
 
 // maxExpansions bounds the cache (one entry per distinct root and deny set); full, it starts over.
 const maxExpansions = 256
-
-var expansions = &expansionCache{entries: map[string]*expansion{}}
 
 func stampOf(path string) (dirStamp, bool) {
 	var st unix.Stat_t
@@ -244,7 +244,7 @@ func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRul
 		// A directory whose entries changed within the last timestamp tick could change
 		// again without its mtime moving (it is coarse): such a listing is used once, not
 		// kept. (Adding, removing or renaming an entry always sets the mtime.)
-		recent := time.Now().UnixNano()-st.mtimeNs < int64(stampSlack)
+		recent := time.Now().UnixNano()-st.mtimeNs < int64(c.slack)
 		cacheable = cacheable && ok && !recent
 		dirs = append(dirs, st)
 	})

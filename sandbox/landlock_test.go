@@ -18,6 +18,7 @@ import (
 )
 
 func TestLandlockMasks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		abi      int
 		has, not uint64
@@ -43,12 +44,12 @@ func TestLandlockMasks(t *testing.T) {
 // TestLandlockUnavailable: on a kernel without landlock the sandbox says so in the log and
 // still runs calls under the mount confinement.
 func TestLandlockUnavailable(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
-	old := detectLandlockABI
-	detectLandlockABI = func() int { return 0 }
-	defer func() { detectLandlockABI = old }()
+	sm := realSeams()
+	sm.landlockABI = func() int { return 0 }
 	core, logs := observer.New(zap.WarnLevel)
-	s, err := New(Config{CgroupRoot: "sandboxd-test-nolandlock"}, zap.New(core))
+	s, err := newSandbox(Config{CgroupRoot: "sandboxd-test-nolandlock"}, zap.New(core), sm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,7 @@ func TestLandlockUnavailable(t *testing.T) {
 // A working directory that contains a deny path (a session in $HOME with ~/.ssh denied) stays
 // fully usable: new files and directories can be made in it, while the deny path stays hidden.
 func TestWritableDirContainingDenyPath(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	home := hostTempDir(t, "/var/tmp", "sbx-home-")
 	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
@@ -106,6 +108,7 @@ func TestWritableDirContainingDenyPath(t *testing.T) {
 }
 
 func TestAppearLater(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	base := hostTempDir(t, "/var/tmp", "sbx-later-")
 	mine := filepath.Join(base, "home")
@@ -138,6 +141,7 @@ func TestAppearLater(t *testing.T) {
 // stop a connect(2), so no rules are spent around /run for it, even for a root caller (who owns
 // /run). A file deny path beside it still gets its rules.
 func TestSocketDenyPathsAreMountOnly(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	s := newTestSandbox(t, Config{})
 	if s.landlockABI <= 0 {
@@ -170,6 +174,7 @@ func TestSocketDenyPathsAreMountOnly(t *testing.T) {
 // The expansion cache answers exactly what expandAround builds now: the same rules while the
 // listed directories are unchanged, and a new listing once an entry is added to one of them.
 func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, d := range []string{"a", "home/u/keep", "home/v"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -177,7 +182,7 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 		}
 	}
 	deny := []string{filepath.Join(root, "home/u/.aws")} // missing: expanded around
-	c := &expansionCache{entries: map[string]*expansion{}}
+	c := newExpansionCache(stampSlack)
 	// Old enough times, so the listing is cacheable (stampSlack).
 	old := time.Now().Add(-time.Hour)
 	for _, d := range []string{root, filepath.Join(root, "home"), filepath.Join(root, "home/u")} {
@@ -233,8 +238,12 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 // directory the base was listed from changes, the prebuilt base is not used: a deny path made
 // meanwhile is hidden, and a new entry beside it is readable.
 func TestPrebuiltLandlockBase(t *testing.T) {
-	testutil.RequireRoot(t)
-	s := newTestSandbox(t, Config{})
+	// Not parallel: the base is listed from /var/tmp, where the parallel tests make and remove
+	// their fixtures, and any change there rightly keeps the prebuilt base from being used.
+	// A listing is cached (and so a base can be prebuilt) only once its directories have been
+	// still for a while; /var/tmp never is while tests run. The stamps still see every change
+	// (a change moves the ctime, which age cannot set back).
+	s := newTestSandbox(t, Config{}, func(sm *seams) { sm.stampSlack = 0 })
 	if s.landlockABI <= 0 {
 		t.Skip("kernel has no landlock")
 	}
@@ -253,12 +262,6 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	}
 	os.Chmod(base, 0o755)
 	chownR(t, base)
-	// A listing is cached (and so a base can be prebuilt) only once its directories have been
-	// still for a while; /var/tmp never is while tests run. The stamps still see every change
-	// (a change moves the ctime, which age cannot set back).
-	saved := stampSlack
-	stampSlack = 0
-	t.Cleanup(func() { stampSlack = saved })
 	age := func() {
 		old := time.Now().Add(-time.Hour)
 		for _, d := range []string{base, home} {

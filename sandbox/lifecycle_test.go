@@ -64,6 +64,7 @@ func subtreeLeft(s *Sandbox) []string {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 
 	t.Run("kill reason", func(t *testing.T) {
@@ -137,6 +138,7 @@ func TestLifecycle(t *testing.T) {
 
 // TestReapLeftovers: New kills and removes what a crashed daemon left under its subtree.
 func TestReapLeftovers(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	p, err := s.Start(context.Background(), sleepSpec("left"))
 	if err != nil {
@@ -161,6 +163,7 @@ func TestReapLeftovers(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	p, err := s.Start(context.Background(), sleepSpec("close"))
 	if err != nil {
@@ -185,6 +188,7 @@ func TestClose(t *testing.T) {
 // (PR_SET_PDEATHSIG re-armed after the uid change, then the PID namespace goes), and the next
 // daemon start reaps the cgroups left behind.
 func TestDaemonCrash(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = []string{daemonEnv + "=" + s.cfg.CgroupRoot}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if root := os.Getenv(daemonEnv); root != "" {
 		os.Exit(testDaemon(root))
 	}
+	// The daemon's environment must not reach a child (escape case daemon_env). Set once for
+	// the whole run: a test that set and unset it would change it under the parallel ones.
+	os.Setenv(daemonSecretEnv, secret)
 	goleak.VerifyTestMain(m)
 }
 
@@ -118,15 +121,22 @@ func testDaemon(root string) int {
 
 var cgroupNameRE = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
+// daemonSecretEnv holds secret in the test binary's environment.
+const daemonSecretEnv = "SANDBOXD_DAEMON_SECRET"
+
 // newTestSandbox gives each test its own cgroup subtree: New reaps leftovers under its root,
-// which must not hit a parallel test's calls.
-func newTestSandbox(t testing.TB, cfg Config) *Sandbox {
+// which must not hit a parallel test's calls. Each seam func changes what the test replaces.
+func newTestSandbox(t testing.TB, cfg Config, seam ...func(*seams)) *Sandbox {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = "sandboxd-test-" + cgroupNameRE.ReplaceAllString(t.Name(), "_")
 	}
-	s, err := New(cfg, zaptest.NewLogger(t))
+	sm := realSeams()
+	for _, f := range seam {
+		f(&sm)
+	}
+	s, err := newSandbox(cfg, zaptest.NewLogger(t), sm)
 	if err != nil {
 		t.Fatal(err)
 	}

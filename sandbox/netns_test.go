@@ -12,6 +12,7 @@ import (
 // TestListenInSession: a listener the daemon opens in a session's namespace is what that
 // session's programs reach on loopback, and nothing of the host's loopback is.
 func TestListenInSession(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	l, err := s.ListenInSession("lis", "127.0.0.1:0")
 	if err != nil {

@@ -22,7 +22,8 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	// Everything the plan learns about paths (the session's directories, their git dirs, the
 	// deny paths) it learns as the caller: the root daemon never resolves or opens a path a
 	// user named with root's rights.
-	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec) }); cerr != nil {
+	hidden := hiddenFor(s.seams.defaultDeny, spec.UID)
+	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden) }); cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	// which become kernel rules that never grant past the caller's own permissions. As the
 	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
 	// child.
-	ll, err := landlockRules(s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later)
+	ll, err := landlockRules(s.expansions, s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,10 +77,6 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	return cs, netns, nil
 }
 
-// afterPlan, tests only, runs between a call's plan and its child: where another process of
-// the caller may swap a planned path for a symlink.
-var afterPlan func()
-
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {
 	writable, readOnly []string // resolved, outermost only
@@ -89,8 +86,9 @@ type look struct {
 	mounts             []mountOp
 }
 
-// lookAround resolves the spec's paths and plans the call's mounts. Run as the caller.
-func lookAround(spec *Spec) (*look, error) {
+// lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
+// socket dirs every call hides (hiddenFor). Run as the caller.
+func lookAround(spec *Spec, hidden []string) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -125,7 +123,7 @@ func lookAround(spec *Spec) (*look, error) {
 	// when the config names them: landlock does not govern connect(2), so rules around one that
 	// appears later would cost (a dozen around /run for a root caller) and protect nothing.
 	// Resolved like the rest (/var/run is a symlink): the child mounts over none.
-	sockets, err := cleanDirs(v, hiddenFor(spec.UID))
+	sockets, err := cleanDirs(v, hidden)
 	if err != nil {
 		return nil, err
 	}

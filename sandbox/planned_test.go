@@ -18,6 +18,7 @@ import (
 // (a read-only bind, the admin's way to freeze a tree the user owns) is not writable in the
 // sandbox either; a writable dir beside it still is.
 func TestWritableDirOnHostReadOnlyMountStaysReadOnly(t *testing.T) {
+	// Not parallel: it mounts on the host.
 	s := newTestSandbox(t, Config{})
 	base := hostTempDir(t, "/var/tmp", "sbx-romount-")
 	frozen, open := filepath.Join(base, "frozen"), filepath.Join(base, "open")
@@ -61,6 +62,7 @@ func TestWritableDirOnHostReadOnlyMountStaysReadOnly(t *testing.T) {
 // directory the symlink leads to, mount it writable and give landlock's write rule to it. The
 // call fails instead, and nothing is written there.
 func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	base := hostTempDir(t, "/var/tmp", "sbx-swap-")
 	// The writable dir is base/w/tmp and the deny path base/d/tmp; a symlink in place of w or d
@@ -87,7 +89,7 @@ func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
 	for _, swapped := range []string{"w", "d"} {
 		t.Run(swapped, func(t *testing.T) {
 			dir := filepath.Join(base, swapped)
-			afterPlan = func() {
+			s.seams.afterPlan = func() {
 				if err := os.Rename(dir, dir+".moved"); err != nil {
 					t.Error(err)
 				}
@@ -96,7 +98,7 @@ func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
 				}
 			}
 			defer func() {
-				afterPlan = nil
+				s.seams.afterPlan = nil
 				os.Remove(dir)
 				if err := os.Rename(dir+".moved", dir); err != nil {
 					t.Fatal(err)
@@ -127,6 +129,7 @@ func TestPathSwappedAfterPlanFailsClosed(t *testing.T) {
 // namespace's reach; a socket dir in it that a session names (gpg-agent's, here) is exposed
 // alone.
 func TestRuntimeDirHidden(t *testing.T) {
+	// Not parallel: it makes /run/user/65534, which every plan for nobody looks at.
 	s := newTestSandbox(t, Config{})
 	runtime := "/run/user/" + strconv.Itoa(nobody)
 	if _, err := os.Lstat(runtime); err == nil {
@@ -179,6 +182,7 @@ for p in sys.argv[1:]:
 }
 
 func TestHideAround(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	h := filepath.Join(base, "rt")
 	for _, d := range []string{"bus", "systemd", "gnupg", "a/b", "a/c"} {

@@ -31,8 +31,8 @@ const (
 	poolRetry = time.Second
 )
 
-// poolIdle is how long the pool keeps idle inits after the last Start; a variable for tests.
-var poolIdle = 30 * time.Second
+// poolIdle is how long the pool keeps idle inits after the last Start (seams.poolIdle).
+const poolIdle = 30 * time.Second
 
 // pool keeps the ready inits and the goroutine that starts them.
 type pool struct {
@@ -43,7 +43,7 @@ type pool struct {
 	target int           // how many to keep ready
 	last   time.Time     // the last take
 	hold   time.Time     // no refill before (refillDelay)
-	idle   time.Duration // poolIdle when made
+	idle   time.Duration // seams.poolIdle
 	closed bool
 
 	wake chan struct{}
@@ -53,7 +53,7 @@ type pool struct {
 
 // newPool fills the pool once, so a daemon is ready when New returns, and starts the filler.
 func newPool(s *Sandbox) *pool {
-	p := &pool{s: s, target: poolMin, last: time.Now(), idle: poolIdle,
+	p := &pool{s: s, target: poolMin, last: time.Now(), idle: s.seams.poolIdle,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for i := 0; i < poolMin; i++ {
 		if !p.fillOne() {

@@ -56,10 +56,9 @@ func alive(pid int) bool {
 // TestPoolEscape runs the whole escape suite again, each case handed to a pooled init: a call
 // from the pool is confined exactly as one started for itself (TestEscape).
 func TestPoolEscape(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	e := newEscapeEnv(t)
-	os.Setenv("SANDBOXD_DAEMON_SECRET", secret)
-	t.Cleanup(func() { os.Unsetenv("SANDBOXD_DAEMON_SECRET") })
 	// One at a time: each waits for a ready init and must get one.
 	for i, tc := range escapeCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +70,7 @@ func TestPoolEscape(t *testing.T) {
 // TestPoolLimits: a pooled cgroup gets its call's limits, up or down from the defaults it was
 // made with, before the call runs.
 func TestPoolLimits(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	if s.cg.v2 {
 		t.Skip("reads the v1 limit files")
@@ -112,6 +112,7 @@ func TestPoolLimits(t *testing.T) {
 // TestPoolFallback: with no ready init, or only a dead one, Start takes the per-call path at
 // once, and the pool refills for the next call.
 func TestPoolFallback(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	waitPoolReady(t, s, poolMin)
 
@@ -165,6 +166,7 @@ func TestPoolFallback(t *testing.T) {
 // call runs (the call's cleanup refills); a take that empties the pool refills at once, its
 // call still running.
 func TestPoolRefillsOffTheCallsPath(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	waitPoolReady(t, s, poolMin)
 	var running []*Process
@@ -215,6 +217,7 @@ func TestPoolRefillsOffTheCallsPath(t *testing.T) {
 // TestPoolKillSession: KillSession kills a call that came from the pool and removes its cgroup,
 // which lies outside the session's subtree.
 func TestPoolKillSession(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	waitPoolReady(t, s, 1)
 	spec := sleepSpec("pooled")
@@ -242,6 +245,7 @@ func TestPoolKillSession(t *testing.T) {
 
 // TestPoolReapedAtClose: Close kills the idle pooled inits and removes their cgroups.
 func TestPoolReapedAtClose(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	waitPoolReady(t, s, poolMin)
 	idle := readyInits(s)
@@ -263,13 +267,11 @@ func TestPoolReapedAtClose(t *testing.T) {
 	}
 }
 
-// TestPoolDrainsWhenIdle: after poolIdle without a Start the idle inits are killed; the next
+// TestPoolDrainsWhenIdle: after the pool's idle time without a Start the idle inits are killed; the next
 // Start takes the per-call path and the pool fills again.
 func TestPoolDrainsWhenIdle(t *testing.T) {
-	old := poolIdle
-	poolIdle = 300 * time.Millisecond
-	s := newTestSandbox(t, Config{})
-	poolIdle = old
+	t.Parallel()
+	s := newTestSandbox(t, Config{}, func(sm *seams) { sm.poolIdle = 300 * time.Millisecond })
 	waitPoolReady(t, s, 1)
 	idle := readyInits(s)
 	deadline := time.Now().Add(5 * time.Second)
@@ -298,6 +300,7 @@ func TestPoolDrainsWhenIdle(t *testing.T) {
 
 // TestPoolReservedSession: no session may be named like the pool's cgroup.
 func TestPoolReservedSession(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	if _, err := s.Start(context.Background(), &Spec{Path: "/bin/true", Session: poolDir, Call: "c"}); err == nil {
 		t.Fatal("Start in session \"pool\" succeeded")
@@ -307,6 +310,7 @@ func TestPoolReservedSession(t *testing.T) {
 // TestPoolStdioAndExtraFiles: a pooled init gets the call's stdin, stdout, stderr and
 // ExtraFiles (as 3, 4, ...) and nothing else of the daemon's; a nil stdin reads /dev/null.
 func TestPoolStdioAndExtraFiles(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	for _, withStdin := range []bool{true, false} {
 		waitPoolReady(t, s, 1)
@@ -356,6 +360,7 @@ func TestPoolStdioAndExtraFiles(t *testing.T) {
 // in a memfd when it does not, or when the socket's buffer is too small for it in one message;
 // either way the program sees the whole environment, and the spec's slot is not left open.
 func TestPoolSpecInlineOrMemfd(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	const smallBuf = -1 // a 20 KB spec, with every ready init's socket buffer cut to 4 KB
 	for _, size := range []int{10, inlineSpecMax - 1024, inlineSpecMax, 2 * inlineSpecMax, smallBuf} {
@@ -386,6 +391,7 @@ func TestPoolSpecInlineOrMemfd(t *testing.T) {
 // and its own report (step and errno) is the error, so a host where the prelude cannot work
 // says why in the log instead of silently running every call down the per-call path.
 func TestPoolPreludeFailureIsReported(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	good := s.prelude
 	defer func() { s.prelude = good }()
@@ -414,6 +420,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 // session; whichever call it gets ends up in its own: that session's, another session's, or
 // the host's.
 func TestPooledInitNetns(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	nsOf := func(f *os.File) string { return fmt.Sprintf("net:[%d]", fileIno(t, f)) }
 	host, err := os.Readlink("/proc/self/ns/net")
@@ -460,6 +467,7 @@ func TestPooledInitNetns(t *testing.T) {
 // TestHoldMountNS: the held fd is the process's own mount namespace (not the daemon's), and it
 // is close-on-exec, whether it came through a pidfd or /proc.
 func TestHoldMountNS(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	cmd := exec.Command("/bin/sleep", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
@@ -497,6 +505,7 @@ func TestHoldMountNS(t *testing.T) {
 // is dead, and the cgroup holds nothing but the exiting init, when Wait returns. Bash too
 // runs as the init's child: it can kill itself, as on a host.
 func TestPooledInitReportsEnd(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	dir := directFixture(t)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -542,6 +551,7 @@ func TestPooledInitReportsEnd(t *testing.T) {
 // TestPooledInitUnderLowFdLimit: where the fd limit is below the report socket's slot
 // (SBX_FD_STATUS_MIN), a pooled init still runs its call, which then ends by the init's exit.
 func TestPooledInitUnderLowFdLimit(t *testing.T) {
+	// Not parallel: the fd limit is the process's.
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)

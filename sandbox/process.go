@@ -105,8 +105,9 @@ func (s *Sandbox) start(p *Process) error {
 	if err != nil {
 		return err
 	}
-	if afterPlan != nil {
-		afterPlan()
+	if s.seams.afterPlan != nil {
+		// Tests: where another process of the caller may swap a planned path for a symlink.
+		s.seams.afterPlan()
 	}
 	if netns != nil {
 		defer netns.Close() // both paths below are done with it when they return

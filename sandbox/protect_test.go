@@ -88,6 +88,7 @@ func (f *protectFixture) spec(script, dir string, writable ...string) *Spec {
 // write, removal, rename or replacement of a protected path fails in the kernel and the host
 // files are unchanged; git's everyday commands still work. On both init paths.
 func TestProtectedPathsStayReadOnly(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	attacks := []string{
@@ -148,6 +149,7 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 // TestProtectedPathLiftedByAllow: a path left out of ProtectedPaths (an allow rule named it)
 // is writable again, and nothing else is.
 func TestProtectedPathLiftedByAllow(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	sp := f.spec("echo '# ok' >> .git/config && echo wrote-config; echo x >> .envrc || echo envrc-refused", f.repo, f.repo)
@@ -166,6 +168,7 @@ func TestProtectedPathLiftedByAllow(t *testing.T) {
 // does not make that directory writable: the agent writes that file, so it cannot choose what
 // becomes writable (it once could, and then wrote ~/.bashrc).
 func TestGitFileNeverWidens(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	work := filepath.Join(f.home, "work")
@@ -193,6 +196,7 @@ func TestGitFileNeverWidens(t *testing.T) {
 // TestReadOnlyCallWritesNothing: a call allowed because it only reads (ReadOnlyWorkspace)
 // cannot write its session dirs, whatever it runs; its private /tmp stays writable.
 func TestReadOnlyCallWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	script := `printf -v 'a[$(echo x > pwn)]' %s 1 2>/dev/null; touch made 2>/dev/null && echo WROTE;
@@ -216,6 +220,7 @@ echo t > /tmp/scratch && cat /tmp/scratch; git status --short >/dev/null 2>&1 &&
 // TestHidePatterns: Read deny patterns hide their matches in the session's dirs, at any
 // depth the scan reaches, from every program; other files stay readable.
 func TestHidePatterns(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	sub := filepath.Join(f.repo, "a", "b")
@@ -239,6 +244,7 @@ func TestHidePatterns(t *testing.T) {
 // TestSubmoduleConfigProtected: a submodule's config and hooks in the superproject's
 // .git/modules are read-only, and its objects stay writable (git in the submodule works).
 func TestSubmoduleConfigProtected(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	mod := filepath.Join(f.repo, ".git", "modules", "sub")

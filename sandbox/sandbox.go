@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +86,10 @@ type Sandbox struct {
 
 	// noPool (tests, benchmarks) sends every Start down the per-call path.
 	noPool atomic.Bool
+	// seams are what a test may replace in this Sandbox alone; New sets the real ones.
+	seams seams
+	// expansions keeps the landlock expansions of deny paths' ancestors between calls.
+	expansions *expansionCache
 
 	// stepDone, when set (Config.StepObserver, benchmarks), is told how long each step of
 	// Start and Wait took.
@@ -96,8 +101,29 @@ type Sandbox struct {
 	netns  map[string]*os.File // session -> loopback-only network namespace
 }
 
+// seams are the parts of a Sandbox a test replaces. They are per Sandbox, not package
+// variables, so tests that replace them still run in parallel.
+type seams struct {
+	landlockABI func() int    // the kernel's landlock ABI version, 0 for none (landlockABI)
+	poolIdle    time.Duration // how long the pool keeps idle inits after the last Start
+	stampSlack  time.Duration // expansionCache.slack
+	defaultDeny []string      // DefaultDenyPaths, as of New
+	afterPlan   func()        // when set, runs between a call's plan and its child
+}
+
+// realSeams are the daemon's.
+func realSeams() seams {
+	return seams{landlockABI: landlockABI, poolIdle: poolIdle, stampSlack: stampSlack,
+		defaultDeny: slices.Clone(DefaultDenyPaths)}
+}
+
 // New prepares the confinement once for the daemon's lifetime.
 func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
+	return newSandbox(cfg, log, realSeams())
+}
+
+// newSandbox is New with the seams given (tests).
+func newSandbox(cfg Config, log *zap.Logger, sm seams) (*Sandbox, error) {
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = "sandboxd"
 	}
@@ -110,7 +136,9 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		log:    log.Named("sandbox"),
 		procs:  map[*Process]struct{}{},
 		netns:  map[string]*os.File{},
+		seams:  sm,
 	}
+	s.expansions = newExpansionCache(sm.stampSlack)
 	s.stepDone = cfg.StepObserver
 	warnLoosenings(s.log, cfg.ExtraSyscalls)
 	if err := s.init(); err != nil {
@@ -174,7 +202,7 @@ func (s *Sandbox) init() error {
 	if s.devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return fmt.Errorf("open /dev/null: %w", err)
 	}
-	s.landlockABI = detectLandlockABI()
+	s.landlockABI = s.seams.landlockABI()
 	if s.landlockABI == 0 {
 		s.log.Warn("landlock unavailable: filesystem confinement rests on mounts alone, deny paths created after a call starts are not covered")
 	} else {

@@ -53,6 +53,7 @@ func runProc(t testing.TB, s *Sandbox, ctx context.Context, spec *Spec) (*Result
 const nobody = 65534
 
 func TestStartBasic(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	res, out, err := run(t, s, ctxTimeout(t, 10*time.Second), &Spec{
 		Path: "/bin/sh", Args: []string{"-c", "id -u; echo $FOO; exit 3"},
@@ -69,6 +70,7 @@ func TestStartBasic(t *testing.T) {
 
 // TestInitErrors: a failing setup step comes back as a typed error and nothing runs.
 func TestInitErrors(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	cases := []struct {
 		name  string
@@ -127,6 +129,7 @@ func onBothPaths(t *testing.T, s *Sandbox, session string, script func(call stri
 // TestPrivateTmp: every call has its own /tmp of its size, pooled or not; a call's dir that
 // lives under the host's /tmp is there, writable, and nothing else of the host's /tmp is.
 func TestPrivateTmp(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	dir := hostTempDir(t, "/tmp", "sbx-tmp-tree-")
 	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("in\n"), 0o644)
@@ -159,6 +162,7 @@ func TestPrivateTmp(t *testing.T) {
 // nobody may enter or write, pooled or not (clones of it, one superblock: ~6 µs a cover where a
 // tmpfs of its own cost ~20).
 func TestCoveredDirs(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	base := hostTempDir(t, "/var/tmp", "sbx-cover-")
 	deny1, deny2 := filepath.Join(base, "secret1"), filepath.Join(base, "secret2")
@@ -183,6 +187,7 @@ awk '$5 == "%[1]s" || $5 == "%[2]s" || $5 == "/sys/firmware" {for (i = 7; $i != 
 // not; it gets a mount of its own only where the read-only root would not show it as the host
 // has it (under the private /tmp here), never elsewhere (one clone and move fewer a call).
 func TestReadOnlyDirs(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	plain := hostTempDir(t, "/var/tmp", "sbx-ro-")
 	inTmp := hostTempDir(t, "/tmp", "sbx-ro-")
@@ -204,6 +209,7 @@ awk '$5 == "%[1]s" || $5 == "%[2]s" {print $5, substr($6, 1, 2)}' /proc/self/mou
 // TestSessionNetnsCopies: each start gets its own copy of the session's network namespace fd,
 // so closing one (as every start does when done) leaves the session's namespace in place.
 func TestSessionNetnsCopies(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	ino := func(f *os.File) uint64 { return fileIno(t, f) }
 	a, err := s.sessionNetns("copies")

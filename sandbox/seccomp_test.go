@@ -37,6 +37,7 @@ func exportPFC(t *testing.T, f *seccomp.ScmpFilter) string {
 // TestSeccompGolden keeps the exported filter in testdata so a table change shows in review.
 // Refresh with: go test ./sandbox -run TestSeccompGolden -args -update
 func TestSeccompGolden(t *testing.T) {
+	t.Parallel()
 	refine, err := refuseIoctls()
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestSeccompGolden(t *testing.T) {
 
 // TestSeccompTable guards the table itself: no forbidden call, no duplicates, extras extend it.
 func TestSeccompTable(t *testing.T) {
+	t.Parallel()
 	forbidden := []string{"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
 		"pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
 		"mount_setattr", "unshare", "setns", "clone3", "bpf", "perf_event_open", "keyctl", "add_key",
@@ -120,6 +122,7 @@ func TestSeccompTable(t *testing.T) {
 // the init's setup is one the table itself refuses, and the last filter refuses it again, so
 // the user's program meets exactly the table. An admin extra that allows one keeps it allowed.
 func TestSeccompSetupSyscallsOnlyForTheInit(t *testing.T) {
+	t.Parallel()
 	for _, n := range setupSyscalls {
 		for _, r := range allowedSyscalls {
 			if r.name == n {

@@ -90,17 +90,18 @@ func (spec *Spec) validate() error {
 // DefaultDenyPaths are hidden in every child in addition to Spec.DenyPaths: the container
 // runtimes' sockets would hand out root, and a unix socket reaches its server whatever the
 // network namespace: the system bus (services that act for the caller, polkit permitting) and
-// screen's sessions (a command typed into the caller's own screen runs unconfined).
+// screen's sessions (a command typed into the caller's own screen runs unconfined). New takes
+// them as they are then.
 var DefaultDenyPaths = []string{
 	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
 	"/run/podman/podman.sock", "/run/dbus", "/run/screen", "/run/snapd.socket",
 	"/run/snapd-snap.socket",
 }
 
-// hiddenFor is DefaultDenyPaths and the caller's runtime directory (/run/user/<uid>): its
-// session bus and systemd user manager run whatever they are asked outside the sandbox
-// (systemd-run --user), and its gpg-agent, keyring and editor sockets act with the caller's
-// keys and rights. An agent socket the policy allows is exposed by path (a session directory).
-func hiddenFor(uid uint32) []string {
-	return append(slices.Clone(DefaultDenyPaths), "/run/user/"+strconv.FormatUint(uint64(uid), 10))
+// hiddenFor is defaultDeny (DefaultDenyPaths) and the caller's runtime directory
+// (/run/user/<uid>): its session bus and systemd user manager run whatever they are asked
+// outside the sandbox (systemd-run --user), and its gpg-agent, keyring and editor sockets act
+// with the caller's keys and rights. An agent socket the policy allows is exposed by path (a session directory).
+func hiddenFor(defaultDeny []string, uid uint32) []string {
+	return append(slices.Clone(defaultDeny), "/run/user/"+strconv.FormatUint(uint64(uid), 10))
 }

@@ -40,8 +40,15 @@ func chownR(t *testing.T, dir string) {
 
 // TestRealTools: the tools agents use keep working under the full confinement.
 func TestRealTools(t *testing.T) {
-	s := newTestSandbox(t, Config{})
+	t.Parallel()
 	base := hostTempDir(t, "/var/tmp", "sbx-tools-")
+	// A fake docker.sock denied by default, named through a symlinked dir, as
+	// /var/run/docker.sock is: the child must mount over the resolved path (it follows no
+	// symlink while it mounts).
+	dockerSock := filepath.Join(base, "docker.sock")
+	s := newTestSandbox(t, Config{}, func(sm *seams) {
+		sm.defaultDeny = append(sm.defaultDeny, filepath.Join(base, "runlink", "docker.sock"))
+	})
 	os.Chmod(base, 0o755)
 	repo, sub, wt, cache := filepath.Join(base, "repo"), filepath.Join(base, "sub"),
 		filepath.Join(base, "wt"), filepath.Join(base, "cache")
@@ -67,22 +74,15 @@ func TestRealTools(t *testing.T) {
 	agentSock := filepath.Join(agentDir, "agent.sock")
 	serveUnix(t, agentSock, "agent-hello\n")
 
-	// A fake docker.sock denied by default.
-	dockerSock := filepath.Join(base, "docker.sock")
 	dl, err := net.Listen("unix", dockerSock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dl.Close()
 	os.Chmod(dockerSock, 0o777)
-	// Named through a symlinked dir, as /var/run/docker.sock is: the child must mount over the
-	// resolved path (it follows no symlink while it mounts).
 	if err := os.Symlink(base, filepath.Join(base, "runlink")); err != nil {
 		t.Fatal(err)
 	}
-	oldDeny := DefaultDenyPaths
-	DefaultDenyPaths = append(append([]string{}, oldDeny...), filepath.Join(base, "runlink", "docker.sock"))
-	defer func() { DefaultDenyPaths = oldDeny }()
 
 	hostUserNS, _ := os.Readlink("/proc/self/ns/user")
 	pyConnect := `python3 -c 'import socket,sys

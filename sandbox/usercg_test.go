@@ -14,6 +14,7 @@ import (
 // limit bounds the user's calls together: a second call cannot start what the first's share
 // left, while another user's call, at the same moment, can. Pooled and per-call alike.
 func TestUserCgroupBoundsAllOfAUsersCalls(t *testing.T) {
+	t.Parallel()
 	s := newTestSandbox(t, Config{UserLimits: UserLimits{PidsMax: 40}})
 	const other = nobody - 1
 	spec := func(uid uint32, call, script string) *Spec {
