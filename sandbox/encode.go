@@ -50,56 +50,43 @@ func (e *specEncoder) seccomp(progs [][]byte) {
 func (e *specEncoder) mounts(ops []mountOp) error {
 	e.tag(tagMounts, uint32(len(ops)))
 	for _, m := range ops {
-		if hasNUL(m.src, m.dst, m.fstype, m.data) {
+		if hasNUL(m.path, m.mount.src, m.mount.fstype, m.mount.data, m.symlink.target, m.emptyFS.options,
+			m.cover.options) {
 			return fmt.Errorf("%w: NUL byte in a path", ErrBadSpec)
 		}
 		e.u32(m.op)
-		opt := uint32(0)
-		if m.optional {
-			opt |= optOptional
-		}
-		if m.nofollow {
-			opt |= optNoFollow
-		}
-		e.u32(opt)
+		e.u32(m.opt)
+		e.str(m.path)
 		switch m.op {
 		case opMount:
-			e.str(m.dst)
-			e.str(m.src)
-			e.str(m.fstype)
-			e.str(m.data)
-			e.u64(m.flags)
+			e.str(m.mount.src)
+			e.str(m.mount.fstype)
+			e.str(m.mount.data)
+			e.u64(m.mount.flags)
 		case opSetattr:
-			e.str(m.dst)
-			e.u64(m.flags)
-			e.u64(m.clr)
-			e.bool(m.data == "r")
+			e.u64(m.setattr.set)
+			e.u64(m.setattr.clr)
+			e.bool(m.setattr.recursive)
 		case opMknod:
-			e.str(m.dst)
-			e.u32(uint32(m.flags))
-			e.u64(m.clr)
-		case opMkdir, opTouch:
-			e.str(m.dst)
-			e.u32(uint32(m.flags))
+			e.u32(m.mknod.mode)
+			e.u64(m.mknod.dev)
+		case opMkdir:
+			e.u32(m.mkdir.mode)
+		case opTouch:
+			e.u32(m.touch.mode)
 		case opSymlink:
-			e.str(m.dst)
-			e.str(m.src)
-		case opHold:
-			e.str(m.src)
+			e.str(m.symlink.target)
+		case opHold: // the path alone
 		case opEmptyFS:
-			e.str("")
-			e.str(m.data)
-			e.u64(m.flags)
+			e.str(m.emptyFS.options)
+			e.u64(m.emptyFS.attrs)
 		case opCover:
-			e.str(m.dst)
-			e.str(m.data)
+			e.str(m.cover.options)
 		case opCloneTree:
-			e.str(m.src)
-			e.u32(uint32(m.clr))
-			e.bool(m.flags&cloneFromHeld != 0)
+			e.u32(m.cloneTree.slot)
+			e.bool(m.cloneTree.fromHeld)
 		case opMoveTree:
-			e.str(m.dst)
-			e.u32(uint32(m.clr))
+			e.u32(m.moveTree.slot)
 		default:
 			return fmt.Errorf("%w: mount op %d", ErrBadSpec, m.op)
 		}

@@ -10,26 +10,124 @@ import (
 )
 
 // mountOp is one step of the child's mount plan, run in order by sbx_do_mounts (nsinit_mount.c).
-// specEncoder.mounts writes each field under the name nsinit.h gives it for the op.
+// Like nsinit.h's struct mount_op it is the op, its opt bits, the path it acts on, and the op's
+// own fields, each named for what it is to that op; only the op's own are set (the
+// constructors below make each op), and specEncoder.mounts writes them as nsinit.h lays them
+// out.
 type mountOp struct {
-	op       uint32
-	optional bool // a missing target is skipped (paths a kernel may not have)
-	// nofollow: the path (a user's, resolved by the plan) is reached without following any
-	// symlink; one there at the child's turn was swapped in since, and fails the call.
-	nofollow bool
-	// flags: mount(2) flags (opMount), MOUNT_ATTR_* to set (opSetattr, opEmptyFS), the mode
-	// (opMknod, opMkdir, opTouch), cloneFromHeld (opCloneTree).
-	flags uint64
-	// clr: MOUNT_ATTR_* to clear (opSetattr), the device (opMknod), the tree slot
-	// (opCloneTree, opMoveTree).
-	clr      uint64
-	src, dst string
-	fstype   string
-	data     string // mount(2) data (opMount), tmpfs options (opEmptyFS, opCover), "r" recursive (opSetattr)
+	op   uint32
+	opt  uint32 // optOptional, optNoFollow (optional, noFollow)
+	path string // what the op acts on; nsinit.h's table says what it is for each op
+
+	mount struct { // opMount: mount(2)
+		src, fstype, data string
+		flags             uint64 // MS_*
+	}
+	setattr struct { // opSetattr: mount_setattr(2)
+		set, clr  uint64 // MOUNT_ATTR_*
+		recursive bool
+	}
+	mknod struct { // opMknod
+		mode uint32
+		dev  uint64
+	}
+	mkdir   struct{ mode uint32 }   // opMkdir
+	touch   struct{ mode uint32 }   // opTouch
+	symlink struct{ target string } // opSymlink
+	emptyFS struct {                // opEmptyFS
+		options string // tmpfs options
+		attrs   uint64 // MOUNT_ATTR_*
+	}
+	cover     struct{ options string } // opCover: tmpfs options, for a kernel without the empty fs
+	cloneTree struct {                 // opCloneTree
+		slot     uint32
+		fromHeld bool // path is relative to the directory opHold kept ("" = itself)
+	}
+	moveTree struct{ slot uint32 } // opMoveTree
 }
 
-// cloneFromHeld in an opCloneTree's flags: src is relative to the directory opHold kept.
-const cloneFromHeld = 1
+// mountFS mounts src on target: mount(2).
+func mountFS(src, target, fstype string, flags uint64, data string) mountOp {
+	m := mountOp{op: opMount, path: target}
+	m.mount.src, m.mount.fstype, m.mount.flags, m.mount.data = src, fstype, flags, data
+	return m
+}
+
+// setattrOp sets and clears MOUNT_ATTR_* on the mount at path, on every mount below it too
+// when recursive: mount_setattr(2).
+func setattrOp(path string, set, clr uint64, recursive bool) mountOp {
+	m := mountOp{op: opSetattr, path: path}
+	m.setattr.set, m.setattr.clr, m.setattr.recursive = set, clr, recursive
+	return m
+}
+
+// mknodOp makes the device node path.
+func mknodOp(path string, mode uint32, dev uint64) mountOp {
+	m := mountOp{op: opMknod, path: path}
+	m.mknod.mode, m.mknod.dev = mode, dev
+	return m
+}
+
+// mkdirOp makes the directory path; one already there is fine.
+func mkdirOp(path string, mode uint32) mountOp {
+	m := mountOp{op: opMkdir, path: path}
+	m.mkdir.mode = mode
+	return m
+}
+
+// touchOp makes path a new empty file, to bind over.
+func touchOp(path string, mode uint32) mountOp {
+	m := mountOp{op: opTouch, path: path}
+	m.touch.mode = mode
+	return m
+}
+
+// symlinkOp makes the symlink path, pointing at target.
+func symlinkOp(path, target string) mountOp {
+	m := mountOp{op: opSymlink, path: path}
+	m.symlink.target = target
+	return m
+}
+
+// holdOp keeps the directory path (O_PATH) for opCloneTree, before a mount covers it.
+func holdOp(path string) mountOp { return mountOp{op: opHold, path: path} }
+
+// emptyFSOp makes the detached, empty fs that coverOp clones.
+func emptyFSOp(options string, attrs uint64) mountOp {
+	m := mountOp{op: opEmptyFS}
+	m.emptyFS.options, m.emptyFS.attrs = options, attrs
+	return m
+}
+
+// coverOp covers the directory path with a clone of the empty fs (where there is none, a
+// tmpfs mounted with options).
+func coverOp(path, options string) mountOp {
+	m := mountOp{op: opCover, path: path}
+	m.cover.options = options
+	return m
+}
+
+// cloneTreeOp puts a detached recursive copy of path in slot (open_tree); fromHeld: path is
+// relative to the directory holdOp kept.
+func cloneTreeOp(path string, slot uint32, fromHeld bool) mountOp {
+	m := mountOp{op: opCloneTree, path: path}
+	m.cloneTree.slot, m.cloneTree.fromHeld = slot, fromHeld
+	return m
+}
+
+// moveTreeOp moves the copy in slot onto path (move_mount).
+func moveTreeOp(path string, slot uint32) mountOp {
+	m := mountOp{op: opMoveTree, path: path}
+	m.moveTree.slot = slot
+	return m
+}
+
+// optional: a missing path skips the op (a path a kernel may not have, or a user's that went).
+func (m mountOp) optional() mountOp { m.opt |= optOptional; return m }
+
+// noFollow: the path (a user's, resolved by the plan) is reached without following any
+// symlink; one there at the child's turn was swapped in since, and fails the call.
+func (m mountOp) noFollow() mountOp { m.opt |= optNoFollow; return m }
 
 // emptyFSOptions make the empty fs that covers masked and denied directories: no room for a
 // file, nobody may enter it.
@@ -59,47 +157,41 @@ func preludeMounts(tmpSize int64) []mountOp {
 	add := func(op mountOp) { ops = append(ops, op) }
 	// Nothing we mount may propagate back to the host, and host mounts appearing later do not
 	// show up inside a running call either.
-	add(mountOp{op: opMount, dst: "/", flags: unix.MS_REC | unix.MS_PRIVATE})
+	add(mountFS("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""))
 	// A fresh /proc for the new PID namespace: the host's would show every host process.
-	add(mountOp{op: opMount, src: "proc", dst: "/proc", fstype: "proc",
-		flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC})
+	add(mountFS("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""))
 	// A minimal /dev: the nodes programs expect and nothing that reaches hardware.
-	add(mountOp{op: opMount, src: "tmpfs", dst: "/dev", fstype: "tmpfs",
-		flags: unix.MS_NOSUID | unix.MS_NOEXEC, data: "mode=755,size=64k,nr_inodes=64"})
+	add(mountFS("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=64k,nr_inodes=64"))
 	for _, d := range []struct {
 		name         string
 		major, minor uint32
 	}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}} {
-		add(mountOp{op: opMknod, dst: "/dev/" + d.name, flags: unix.S_IFCHR | 0o666,
-			clr: unix.Mkdev(d.major, d.minor)})
+		add(mknodOp("/dev/"+d.name, unix.S_IFCHR|0o666, unix.Mkdev(d.major, d.minor)))
 	}
-	add(mountOp{op: opMkdir, dst: "/dev/pts", flags: 0o755})
-	add(mountOp{op: opMkdir, dst: "/dev/shm", flags: 0o1777})
+	add(mkdirOp("/dev/pts", 0o755))
+	add(mkdirOp("/dev/shm", 0o1777))
 	// A private devpts instance: ptys of this call only, never the host's.
-	add(mountOp{op: opMount, src: "devpts", dst: "/dev/pts", fstype: "devpts",
-		flags: unix.MS_NOSUID | unix.MS_NOEXEC, data: "newinstance,ptmxmode=0666,mode=620"})
-	add(mountOp{op: opSymlink, src: "pts/ptmx", dst: "/dev/ptmx"})
+	add(mountFS("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"))
+	add(symlinkOp("/dev/ptmx", "pts/ptmx"))
 	for _, l := range [][2]string{{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
 		{"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
-		add(mountOp{op: opSymlink, src: l[0], dst: l[1]})
+		add(symlinkOp(l[1], l[0]))
 	}
 	for _, f := range maskedFiles {
-		add(mountOp{op: opMount, src: "/dev/null", dst: f, flags: unix.MS_BIND, optional: true})
+		add(mountFS("/dev/null", f, "", unix.MS_BIND, "").optional())
 	}
 	// Masked and denied directories are covered by clones of one empty, read-only fs made here
 	// (each a tmpfs of its own where the kernel lacks the new mount API).
-	add(mountOp{op: opEmptyFS, data: emptyFSOptions,
-		flags: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC})
+	add(emptyFSOp(emptyFSOptions, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC))
 	for _, d := range maskedDirs {
-		add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true})
+		add(coverOp(d, emptyFSOptions).optional())
 	}
 	// The private, size-limited /tmp and /dev/shm: nothing shared with other calls or users, no
 	// disk fill. An init serves one call, so making them here is making them for the call. The
 	// host's /tmp is held first: the call's dirs that live there are cloned from it (callMounts).
-	add(mountOp{op: opHold, src: "/tmp"})
+	add(holdOp("/tmp"))
 	for _, d := range []string{"/dev/shm", "/tmp"} {
-		add(mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
-			flags: unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("mode=1777,size=%d", tmpSize)})
+		add(mountFS("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", tmpSize)))
 	}
 	return ops
 }
@@ -109,8 +201,7 @@ func preludeMounts(tmpSize int64) []mountOp {
 func tmpRemounts(tmpSize int64) []mountOp {
 	var ops []mountOp
 	for _, d := range []string{"/dev/shm", "/tmp"} {
-		ops = append(ops, mountOp{op: opMount, src: "tmpfs", dst: d, fstype: "tmpfs",
-			flags: unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV, data: fmt.Sprintf("size=%d", tmpSize)})
+		ops = append(ops, mountFS("tmpfs", d, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", tmpSize)))
 	}
 	return ops
 }
@@ -156,23 +247,23 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 	// a masked path) is cloned as the child sees it, never the host's.
 	for i, d := range trees {
 		if rel, ok := strings.CutPrefix(d, "/tmp"); ok && (rel == "" || rel[0] == '/') {
-			add(mountOp{op: opCloneTree, src: strings.TrimPrefix(rel, "/"), flags: cloneFromHeld, clr: uint64(i), optional: true, nofollow: true})
+			add(cloneTreeOp(strings.TrimPrefix(rel, "/"), uint32(i), true).optional().noFollow())
 			continue
 		}
-		add(mountOp{op: opCloneTree, src: d, clr: uint64(i), optional: true, nofollow: true})
+		add(cloneTreeOp(d, uint32(i), false).optional().noFollow())
 	}
 	for i, d := range trees {
 		if under(d, "/tmp") && d != "/tmp" {
 			for _, p := range mkdirChain("/tmp", d) {
-				add(mountOp{op: opMkdir, dst: p, flags: 0o755, optional: true})
+				add(mkdirOp(p, 0o755).optional())
 			}
 			if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
-				add(mountOp{op: opTouch, dst: d, flags: 0o600, optional: true})
+				add(touchOp(d, 0o600).optional())
 			} else {
-				add(mountOp{op: opMkdir, dst: d, flags: 0o755, optional: true})
+				add(mkdirOp(d, 0o755).optional())
 			}
 		}
-		add(mountOp{op: opMoveTree, dst: d, clr: uint64(i), optional: true, nofollow: true})
+		add(moveTreeOp(d, uint32(i)).optional().noFollow())
 	}
 	// Deny paths that exist now are covered (after the moves, so a deny inside a writable dir
 	// wins); landlock keeps the ones created later unreadable.
@@ -182,19 +273,19 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 		case err != nil:
 			continue
 		case fi.IsDir():
-			add(mountOp{op: opCover, dst: d, data: emptyFSOptions, optional: true, nofollow: true})
+			add(coverOp(d, emptyFSOptions).optional().noFollow())
 		default:
-			add(mountOp{op: opMount, src: "/dev/null", dst: d, flags: unix.MS_BIND, optional: true, nofollow: true})
+			add(mountFS("/dev/null", d, "", unix.MS_BIND, "").optional().noFollow())
 		}
 	}
 	// Everything read-only and nosuid in one call (mount_setattr, AT_RECURSIVE), then the few
 	// writable places opened again: a writable mount can only come from this list.
-	add(mountOp{op: opSetattr, dst: "/", flags: ro | nosuid, data: "r"})
-	add(mountOp{op: opSetattr, dst: "/tmp", clr: ro})
-	add(mountOp{op: opSetattr, dst: "/dev/shm", clr: ro})
+	add(setattrOp("/", ro|nosuid, 0, true))
+	add(setattrOp("/tmp", 0, ro, false))
+	add(setattrOp("/dev/shm", 0, ro, false))
 	if !spec.ReadOnlyWorkspace {
 		for _, d := range reopen {
-			add(mountOp{op: opSetattr, dst: d, clr: ro, optional: true, nofollow: true})
+			add(setattrOp(d, 0, ro, false).optional().noFollow())
 		}
 		ops = append(ops, protectMounts(protected, reopen)...)
 	}

@@ -401,7 +401,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 	e := &specEncoder{}
 	e.u32(specMagic)
 	e.u32(specVersion)
-	if err := e.mounts([]mountOp{{op: opMount, src: "tmpfs", dst: "/nonexistent/sandboxd-prelude-test", fstype: "tmpfs"}}); err != nil {
+	if err := e.mounts([]mountOp{mountFS("tmpfs", "/nonexistent/sandboxd-prelude-test", "tmpfs", 0, "")}); err != nil {
 		t.Fatal(err)
 	}
 	s.prelude = e.b

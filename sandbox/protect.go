@@ -146,9 +146,7 @@ func protectMounts(protected, writable []string) []mountOp {
 	var ops []mountOp
 	pinned := map[string]bool{}
 	bind := func(p string) {
-		ops = append(ops,
-			mountOp{op: opCloneTree, src: p, clr: 0, optional: true, nofollow: true},
-			mountOp{op: opMoveTree, dst: p, clr: 0, optional: true, nofollow: true})
+		ops = append(ops, cloneTreeOp(p, 0, false).optional().noFollow(), moveTreeOp(p, 0).optional().noFollow())
 	}
 	for _, p := range protected {
 		for _, w := range writable {
@@ -164,7 +162,7 @@ func protectMounts(protected, writable []string) []mountOp {
 		}
 		pinned[p] = true
 		bind(p)
-		ops = append(ops, mountOp{op: opSetattr, dst: p, flags: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, data: "r", optional: true, nofollow: true})
+		ops = append(ops, setattrOp(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0, true).optional().noFollow())
 	}
 	return ops
 }

@@ -177,8 +177,8 @@ func TestGitFileNeverWidens(t *testing.T) {
 	chownR(t, work)
 	cs := planOf(t, s, *f.spec("true", work, work))
 	for _, m := range cs.mounts {
-		if m.op == opSetattr && m.clr != 0 && (m.dst == f.home || under(work, m.dst) && m.dst != work) {
-			t.Fatalf("a writable mount %s from the .git file", m.dst)
+		if m.op == opSetattr && m.setattr.clr != 0 && (m.path == f.home || under(work, m.path) && m.path != work) {
+			t.Fatalf("a writable mount %s from the .git file", m.path)
 		}
 	}
 	sp := f.spec("echo x >> ~/.bashrc && echo WROTE; echo y > ~/newfile && echo WROTE2; true", work, work)
