@@ -21,12 +21,15 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 	})
 	// confined: the per-call path (no pool), as before the pool.
-	b.Run("confined", func(b *testing.B) { benchConfined(b, false) })
+	b.Run("confined", func(b *testing.B) { benchConfined(b, false, "") })
 	// pooled: a call handed to a ready pooled init; the wait for the refill is not timed.
-	b.Run("pooled", func(b *testing.B) { benchConfined(b, true) })
+	b.Run("pooled", func(b *testing.B) { benchConfined(b, true, "") })
 	// pooled_repo: the same in a git repository with its protected paths (config, hooks,
 	// info/attributes) made read-only: the cost of the extra mounts, beside pooled.
 	b.Run("pooled_repo", func(b *testing.B) { benchConfined(b, true, "repo") })
+	// pooled_home: the same in a project inside a home, with the configuration's default
+	// deny paths, most of them missing: the landlock rules around them, as most calls have.
+	b.Run("pooled_home", func(b *testing.B) { benchConfined(b, true, "home") })
 	b.Run("bwrap", func(b *testing.B) {
 		bw, err := exec.LookPath("bwrap")
 		if err != nil {
@@ -45,12 +48,17 @@ func BenchmarkSpawn(b *testing.B) {
 	})
 }
 
-func benchConfined(b *testing.B, pooled bool, repo ...string) {
+// benchConfined times Start and Wait of /bin/true in a dir of shape "" (empty), "repo" or
+// "home" (benchHome).
+func benchConfined(b *testing.B, pooled bool, shape string) {
 	s := newTestSandbox(b, Config{})
 	s.noPool.Store(!pooled)
 	dir := b.TempDir()
-	var protected []string
-	if len(repo) > 0 {
+	var protected, deny []string
+	if shape == "home" {
+		dir, deny = benchHome(b)
+	}
+	if shape == "repo" {
 		for _, p := range []string{".git/hooks", ".git/info"} {
 			os.MkdirAll(filepath.Join(dir, p), 0o755)
 		}
@@ -73,9 +81,13 @@ func benchConfined(b *testing.B, pooled bool, repo ...string) {
 		}
 		steps[step] += d
 	}
+	prebuilt := 0 // calls whose pooled init had prebuilt their landlock base
 	defer func() {
 		for _, st := range order {
 			b.ReportMetric(float64(steps[st].Microseconds())/float64(b.N), st+"_µs/op")
+		}
+		if pooled {
+			b.ReportMetric(float64(prebuilt)/float64(b.N), "prebuilt/op")
 		}
 	}()
 	b.ResetTimer()
@@ -86,7 +98,7 @@ func benchConfined(b *testing.B, pooled bool, repo ...string) {
 			b.StartTimer()
 		}
 		p, err := s.Start(ctx, &Spec{Path: "/bin/true", Dir: dir, WritableDirs: []string{dir}, ProtectedPaths: protected,
-			Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
+			DenyPaths: deny, Env: []string{"PATH=/usr/bin:/bin"}, UID: nobody, GID: nobody,
 			Session: "bench", Call: fmt.Sprintf("c%d", i)})
 		if err != nil {
 			b.Fatal(err)
@@ -94,11 +106,36 @@ func benchConfined(b *testing.B, pooled bool, repo ...string) {
 		if p.pooled != pooled {
 			b.Fatalf("pooled = %v, want %v", p.pooled, pooled)
 		}
+		if p.llPrebuilt {
+			prebuilt++
+		}
 		res, err := p.Wait()
 		if err != nil || res.ExitCode != 0 {
 			b.Fatal(res, err)
 		}
 	}
+}
+
+// benchHome makes a home of nobody's under /var/tmp (not /tmp: a call's /tmp is its own), as a
+// developer's looks (a couple of dozen entries, ~/.ssh among them), and returns a project dir in
+// it and the configuration's default deny paths there (config.Defaults), of which only ~/.ssh
+// exists: landlock keeps the others unreadable should they appear.
+func benchHome(b *testing.B) (work string, deny []string) {
+	home := hostTempDir(b, "/var/tmp", "sbx-benchhome-")
+	os.Chmod(home, 0o755)
+	for _, d := range []string{".cache", ".config/git", ".config/htop", ".config/nvim", ".config/go", ".local/bin",
+		".ssh", ".npm", ".cargo", ".docker", ".vim", "go/pkg", "src/other", "work", "Documents", "Downloads"} {
+		os.MkdirAll(filepath.Join(home, d), 0o755)
+	}
+	for _, f := range []string{".bashrc", ".profile", ".bash_history", ".bash_logout", ".gitconfig", ".viminfo",
+		".lesshst", ".python_history", ".wget-hsts", ".ssh/id_ed25519", ".ssh/known_hosts", "work/main.go"} {
+		os.WriteFile(filepath.Join(home, f), []byte("x\n"), 0o644)
+	}
+	filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, nobody, nobody) })
+	for _, p := range []string{".ssh", ".aws", ".gnupg", ".config/gcloud", ".azure", ".kube", ".docker/config.json", ".netrc"} {
+		deny = append(deny, filepath.Join(home, p))
+	}
+	return filepath.Join(home, "work"), append(deny, "/var/run/docker.sock", "/run/docker.sock")
 }
 
 // BenchmarkPlan is the daemon's share of a call's setup before the hand-over: resolving the

@@ -184,11 +184,20 @@ func landlockRules(c *expansionCache, abi int, spec *Spec, writable, readOnly, d
 }
 
 // expansionCache keeps expandAround's results between calls. An expansion lists every
-// ancestor of a deny path (/, the home directory, ...): a few hundred µs per call for the
-// same answer. An entry is used only while each directory it listed still has the identity
-// and modification and change times it had (an entry added, removed or renamed changes them),
-// so a cached expansion is the one expandAround would build now. Were one ever stale, it
-// could only lack a rule for a new entry (unreadable, fail closed): deny paths never get one.
+// ancestor of a deny path (/, the home directory, ...): much of a plan's time, for the same
+// answer call after call. An entry is used only while each directory it listed still has the
+// dev, ino, mtime and ctime it had, so a cached expansion is the one expandAround would build
+// now and its rules' paths lead where they led then. A call's child opens its rules itself, so
+// a stale entry could only lack a rule for a new entry (unreadable, fail closed); but a pooled
+// init opened its prebuilt base before the call, and the same entry is what lets that base
+// stand for the call's (landlockHint.matches): a directory changed meanwhile (an entry renamed
+// over another, a directory swapped with a sibling) must never pass for unchanged.
+//
+// The ctime is what a stale directory cannot fool: adding, removing or renaming an entry sets
+// it to now, and no user can set it back (utimes sets the mtime the owner asks for, and the
+// ctime to now). Its clock is coarse (a tick of a few ms), so a second change in the tick of
+// the stamp would leave it as it was: an entry is kept only when each directory's ctime was
+// older than stampSlack when it was stamped, and any change after that moves it.
 type expansionCache struct {
 	slack   time.Duration // stampSlack; tests set their own
 	mu      sync.Mutex
@@ -241,10 +250,10 @@ func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRul
 	cacheable := true
 	rules, err := expandAround(root, access, deny, func(dir string) {
 		st, ok := stampOf(dir)
-		// A directory whose entries changed within the last timestamp tick could change
-		// again without its mtime moving (it is coarse): such a listing is used once, not
-		// kept. (Adding, removing or renaming an entry always sets the mtime.)
-		recent := time.Now().UnixNano()-st.mtimeNs < int64(c.slack)
+		// A directory changed within the slack could change again within the same tick, its
+		// ctime not moving: such a listing is used once, not kept. Judged by the ctime, which
+		// its owner cannot set back as the mtime can be.
+		recent := time.Now().UnixNano()-st.ctimeNs < int64(c.slack)
 		cacheable = cacheable && ok && !recent
 		dirs = append(dirs, st)
 	})

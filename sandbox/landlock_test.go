@@ -172,7 +172,9 @@ func TestSocketDenyPathsAreMountOnly(t *testing.T) {
 }
 
 // The expansion cache answers exactly what expandAround builds now: the same rules while the
-// listed directories are unchanged, and a new listing once an entry is added to one of them.
+// listed directories are unchanged, and a new listing once an entry is added to one of them or
+// renamed over another. A listing of directories changed just now is not kept, even with their
+// mtime set back: the ctime tells.
 func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -181,15 +183,26 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(root, "home/u/notes"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	deny := []string{filepath.Join(root, "home/u/.aws")} // missing: expanded around
-	c := newExpansionCache(stampSlack)
-	// Old enough times, so the listing is cacheable (stampSlack).
-	old := time.Now().Add(-time.Hour)
-	for _, d := range []string{root, filepath.Join(root, "home"), filepath.Join(root, "home/u")} {
-		if err := os.Chtimes(d, old, old); err != nil {
-			t.Fatal(err)
+	// Times set an hour back: the owner may, but the ctime is now.
+	age := func() {
+		old := time.Now().Add(-time.Hour)
+		for _, d := range []string{root, filepath.Join(root, "home"), filepath.Join(root, "home/u")} {
+			if err := os.Chtimes(d, old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	age()
+	// A minute's slack: the mtimes are an hour old, the ctimes are not a minute old.
+	if _, key, err := newExpansionCache(time.Minute).get(root, llRead, deny); err != nil || key != nil {
+		t.Fatalf("entry %p, %v: want a listing of directories changed just now used once, not kept", key, err)
+	}
+	// The rest with no slack: waiting for the test's directories to settle would take stampSlack.
+	c := newExpansionCache(0)
 	want, err := expandAround(root, llRead, deny, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +243,24 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 	if slices.ContainsFunc(got, func(r llRule) bool { return strings.HasPrefix(r.path, deny[0]) }) {
 		t.Fatalf("a rule reaches the deny path:\n%v", got)
 	}
+	// An entry renamed over another (an editor's save) leaves the rules as they were, but not
+	// the file behind one of them: the entry changes, whatever the mtime says.
+	notes := filepath.Join(root, "home/u/notes")
+	if err := os.WriteFile(notes+".new", []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(notes+".new", notes); err != nil {
+		t.Fatal(err)
+	}
+	age()
+	again, key2, err := c.get(root, llRead, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again, got) || key2 == key {
+		t.Fatalf("after a rename over an entry: same rules %v, same entry %v; want the same rules from a new entry",
+			slices.Equal(again, got), key2 == key)
+	}
 }
 
 // A pooled init prebuilds the landlock base of the latest call (the rules around a deny path
@@ -241,8 +272,8 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	// Not parallel: the base is listed from /var/tmp, where the parallel tests make and remove
 	// their fixtures, and any change there rightly keeps the prebuilt base from being used.
 	// A listing is cached (and so a base can be prebuilt) only once its directories have been
-	// still for a while; /var/tmp never is while tests run. The stamps still see every change
-	// (a change moves the ctime, which age cannot set back).
+	// still for stampSlack: no slack here, not to wait for the fixtures to settle. age's times
+	// an hour back make every change below show in the mtime too, whatever the clock's tick.
 	s := newTestSandbox(t, Config{}, func(sm *seams) { sm.stampSlack = 0 })
 	if s.landlockABI <= 0 {
 		t.Skip("kernel has no landlock")
