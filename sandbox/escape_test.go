@@ -18,6 +18,7 @@ import (
 //	base/work     the writable dir (owned by the caller)
 //	base/outside  owned by the caller too, so only the confinement (not file modes) stops writes
 //	base/home     a home with .ssh/id_rsa and .env (denied) and .aws (denied, created later)
+//	base/homelink a symlink to home, as /home is to /var/home on some hosts
 //	base/rootonly a root-owned 0600 file: another user's secret
 type escapeEnv struct {
 	base, work, outside, home, rootOnly string
@@ -53,6 +54,7 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 		must(os.WriteFile(f, []byte(secret+"\n"), 0o644))
 		must(os.Chown(f, nobody, nobody))
 	}
+	must(os.Symlink("home", filepath.Join(base, "homelink")))
 	must(os.WriteFile(e.rootOnly, []byte(secret+"\n"), 0o600))
 	// A setuid-root copy of id: if it ran with euid 0 the confinement would have failed.
 	id, err := os.ReadFile("/usr/bin/id")
@@ -222,6 +224,16 @@ func escapeCases() []escapeCase {
 				os.WriteFile(filepath.Join(e.home, ".aws/credentials"), []byte(secret+"\n"), 0o644)
 			},
 			check: wantOut("Permission denied")},
+		// The home's parent is listed around the deny paths, and the symlink to the home is one
+		// of its entries: its read rule must not land on the home.
+		{name: "deny_created_later_beside_symlink", script: `for i in $(seq 100); do [ -e $H/.kube/config ] && break; sleep 0.02; done; cat $H/.kube/config $B/homelink/.kube/config`,
+			spec: func(e *escapeEnv, s *Spec) { s.DenyPaths = append(s.DenyPaths, filepath.Join(e.home, ".kube")) },
+			during: func(e *escapeEnv) {
+				time.Sleep(100 * time.Millisecond)
+				os.Mkdir(filepath.Join(e.home, ".kube"), 0o755)
+				os.WriteFile(filepath.Join(e.home, ".kube/config"), []byte(secret+"\n"), 0o644)
+			},
+			check: wantOut(".kube/config: Permission denied", "homelink/.kube/config: Permission denied")},
 		{name: "deny_via_symlink", script: "ln -s $H/.ssh/id_rsa $W/k; cat $W/k",
 			check: wantOut("k: Permission denied")},
 		{name: "other_users_file", script: "cat $B/rootonly",

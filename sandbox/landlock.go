@@ -288,8 +288,9 @@ func (e *expansion) fresh() bool {
 // expandAround grants access on root, except that a deny path beneath root must not inherit
 // it: landlock has no deny rule, so the ancestors of a deny path get only READ_DIR (listing)
 // and each of their other entries gets access. A deny path created later therefore matches no
-// rule and stays unreadable; so does anything created later directly in such an ancestor.
-// listed, when set, is told each directory about to be listed.
+// rule and stays unreadable; so does anything created later directly in such an ancestor. An
+// entry that is a symlink gets no rule in the child (nsinit_landlock.c): one on what it leads
+// to could reach a deny path. listed, when set, is told each directory about to be listed.
 func expandAround(root string, access uint64, deny []string, listed func(dir string)) ([]llRule, error) {
 	var inside []string
 	for _, d := range deny {

@@ -287,7 +287,7 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(home, "notes.txt"), []byte("notes\n"), 0o644)
 	os.WriteFile(filepath.Join(home, ".env"), []byte("SECRET=1\n"), 0o600)
-	// An entry no rule can be made for (opening it fails with ELOOP) costs only its rule.
+	// An entry no rule is made for (a symlink, here to itself) costs only its rule.
 	if err := os.Symlink("loop", filepath.Join(home, "loop")); err != nil {
 		t.Fatal(err)
 	}

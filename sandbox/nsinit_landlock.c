@@ -44,24 +44,33 @@ static int ll_create(struct ll_masks *m)
 	return rs;
 }
 
-// ll_add_rules reads a count of {access, path} rules and adds each to rs. A missing path is
-// skipped: there is nothing to allow.
+// ll_add_rules reads a count of {access, path} rules and adds each to rs. A missing path, or
+// a symlink, is skipped: there is nothing to allow.
 static void ll_add_rules(struct rd *r, int rs, uint64_t handled)
 {
 	uint32_t rules = sbx_rd_u32(r);
 	for (uint32_t i = 0; i < rules; i++) {
 		uint64_t access = sbx_rd_u64(r);
 		char *path = sbx_rd_str(r);
-		int fd = open(path, O_PATH | O_CLOEXEC);
+		// O_NOFOLLOW: a rule is on the path's own inode. Followed, a symlink among the entries
+		// of a deny path's ancestor (/home -> /var/home) would put its read rule on what it
+		// leads to, that ancestor perhaps, and a deny path made below it later would read.
+		int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			// Out of resources: a rule silently missing would confuse; refuse instead.
 			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
 				sbx_fail(errno, "landlock open", path);
-			continue; // missing, a symlink loop, ...: there is nothing to allow
+			continue; // missing, ...: there is nothing to allow
 		}
 		struct stat st;
 		if (fstat(fd, &st) < 0)
 			sbx_fail(errno, "landlock stat", path);
+		// What a symlink leads to is granted, or not, by the rules on its own path, which a
+		// path through the symlink meets.
+		if (S_ISLNK(st.st_mode)) {
+			close(fd);
+			continue;
+		}
 		// A rule on a file may only carry file rights; drop directory-only ones.
 		if (!S_ISDIR(st.st_mode))
 			access &= SBX_LL_FILE_RIGHTS;
