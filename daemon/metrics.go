@@ -27,9 +27,9 @@ type opsMetrics struct {
 	kills         *prometheus.CounterVec
 }
 
-// setupClasses are the steps the confined child reports a failure at (sandbox/nsinit.c,
-// fail()), a closed set so no path or command from the report becomes a label. A failure
-// before the child ran is "parent" (cgroup, spec, fork); an unknown step is "other".
+// setupClasses are the steps the confined child reports a failure at (sbx_fail in
+// sandbox/nsinit*.c), a closed set so no path or command from the report becomes a label. A
+// failure before the child ran is "parent" (cgroup, spec, fork); an unknown step is "other".
 var setupClasses = map[string]bool{
 	"spec": true, "prelude": true, "receive": true, "setns": true, "mount": true, "rlimit": true,
 	"landlock": true, "capabilities": true, "fds": true, "seccomp": true, "execve": true,
