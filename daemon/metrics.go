@@ -32,7 +32,8 @@ type opsMetrics struct {
 // failure before the child ran is "parent" (cgroup, spec, fork); an unknown step is "other".
 var setupClasses = map[string]bool{
 	"spec": true, "prelude": true, "receive": true, "setns": true, "mount": true, "rlimit": true,
-	"landlock": true, "capabilities": true, "fds": true, "seccomp": true, "execve": true,
+	"landlock": true, "capabilities": true, "credentials": true, "chdir": true, "pdeathsig": true,
+	"no_new_privs": true, "fds": true, "sync": true, "seccomp": true, "execve": true,
 }
 
 // newOpsMetrics registers the operator metrics on reg. The gauges read core and al at scrape

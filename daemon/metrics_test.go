@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/sandbox"
 )
 
 // Every call's waits on the audit log show in /v1/metrics by wait level: a Read's start is
@@ -56,5 +59,37 @@ func TestStepTimeMetrics(t *testing.T) {
 		if got := re.FindSubmatch(b); got == nil || string(got[1]) == "0" {
 			t.Errorf("%s not counted:\n%s", m, b)
 		}
+	}
+}
+
+// TestSetupClassesCoverTheChild: every step the confined child reports a failure at
+// (sbx_fail's second argument in sandbox/nsinit*.c) has its own class, so no failure the
+// child can name is counted as "other".
+func TestSetupClassesCoverTheChild(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../sandbox/nsinit*.c")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no child sources: %v", err)
+	}
+	call := regexp.MustCompile(`sbx_fail\([^,]+,\s*"([^"]+)"`)
+	seen := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			seen++
+			step, _, _ := strings.Cut(m[1], " ")
+			if !setupClasses[step] {
+				t.Errorf("%s: the child fails at %q, which setupClasses counts as other", filepath.Base(f), m[1])
+			}
+			if got := setupClass(&sandbox.InitError{Step: m[1]}); got != step {
+				t.Errorf("setupClass(%q) = %q, want %q", m[1], got, step)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("found %d sbx_fail calls; the pattern no longer matches the sources", seen)
 	}
 }
