@@ -20,8 +20,8 @@ import (
 
 // The cgroup files are written directly rather than through containerd/cgroups' cgroup1 and
 // cgroup2 managers: those packages pull dependencies (go-systemd, godbus, cilium/ebpf,
-// runtime-spec) the module does not carry, and a direct write of cgroup.procs measured ~0.18 ms
-// against several ms through the library's paths. containerd/cgroups still decides the mode.
+// runtime-spec) the module does not carry, and their paths make a per-call attach several times
+// slower than a direct write of cgroup.procs. containerd/cgroups still decides the mode.
 
 // cgroupLayout is where this daemon's subtree lives, found once in New.
 type cgroupLayout struct {

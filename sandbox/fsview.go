@@ -10,7 +10,7 @@ import (
 // real place (e.g. /var/run -> /run). The rest of the path is kept as given.
 func resolve(v *fsView, p string) string {
 	// One pass over the components, each looked at once: resolving every prefix from the
-	// root again (EvalSymlinks per parent) cost ~80 µs a call for a dozen missing deny paths.
+	// root again (EvalSymlinks per parent) repeats work for every missing deny path.
 	// Same result: the resolved longest prefix whose resolution succeeds, then the rest.
 	resolved := "/"
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")

@@ -344,8 +344,8 @@ func denied(p string, deny []string) bool {
 // by the mount plan; one whose nearest existing directory belongs to someone else (a root-owned
 // /run for a docker socket) cannot be made by the call, and a socket another user makes there
 // is not a landlock matter anyway (landlock does not govern connect). Expanding around every
-// deny path cost ~2 ms a call: each expansion lists a directory in the parent and adds a rule
-// per entry in the child.
+// deny path would be costly on every call: each expansion lists a directory in the parent and
+// adds a rule per entry in the child.
 //
 // WARNING: decides which deny paths landlock guards; rerun as root after changing:
 // go test -run 'TestEscape|TestPoolEscape|TestLandlock' ./sandbox/

@@ -147,8 +147,8 @@ var maskedDirs = []string{
 
 // preludeMounts is the part of every child's filesystem that does not depend on its call: the
 // mounts made private, a fresh /proc, a minimal /dev and the masked kernel paths. A pooled init
-// runs it before it has a call (nsinit.c: prelude), taking ~0.2 ms off the call's critical
-// path; a per-call init runs it first in its plan. Either way it precedes callMounts.
+// runs it before it has a call (nsinit.c: prelude), off the call's critical path; a per-call
+// init runs it first in its plan. Either way it precedes callMounts.
 //
 // WARNING: part of the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape|TestPool' ./sandbox/
@@ -309,7 +309,7 @@ var preludeCovered = append([]string{"/tmp", "/dev", "/proc"}, maskedDirs...)
 // needsOwnMount reports whether a read-only dir must be mounted for the child to see it as the
 // host has it, read-only: when it lies in a writable dir (whose mount would make it writable)
 // or in a place the prelude covered. Anywhere else the read-only root shows it as it is, and
-// a clone and a move fewer take ~40 µs off the child's setup (the session's tool-results dir,
+// a clone and a move fewer shorten the child's setup (the session's tool-results dir,
 // read-only in every call, is such a dir).
 func needsOwnMount(d string, writable []string) bool {
 	for _, w := range writable {

@@ -24,7 +24,7 @@ const (
 	poolMax = 4
 	// refillDelay holds a refill back after a take: its fork and re-exec of this binary would
 	// compete with the call's setup and first milliseconds for the CPU and the kernel's mount
-	// and cgroup locks (measured +0.1-0.45 ms on a short call). A take that leaves a spare
+	// and cgroup locks, slowing a short call. A take that leaves a spare
 	// ready does not refill at all until the call's cleanup (see take).
 	refillDelay = 2 * time.Millisecond
 	// poolRetry is how long the filler waits after a failed start before trying again.
