@@ -13,20 +13,32 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
 )
 
-// The cgroup files are written directly rather than through containerd/cgroups' cgroup1 and
-// cgroup2 managers: those packages pull dependencies (go-systemd, godbus, cilium/ebpf,
-// runtime-spec) the module does not carry, and their paths make a per-call attach several times
-// slower than a direct write of cgroup.procs. containerd/cgroups still decides the mode.
+// The cgroups are created, limited and attached to through containerd/cgroups' managers
+// (cgroup1 on v1 and hybrid hosts, cgroup2 on unified ones), and killed through cgroup2's on
+// v2. By hand stays what they cannot do or do at a cost: CLONE_INTO_CGROUP's directory fd (v2),
+// the call's statistics read from files opened ahead (cgroupstats.go), a kill whose freeze is
+// bounded in time (the managers' Freeze waits without limit for a task in uninterruptible
+// sleep), removal (removeDirs), and the reaping of a crashed daemon's leftovers, whose shape no
+// manager knows.
 
 // cgroupLayout is where this daemon's subtree lives, found once in New.
 type cgroupLayout struct {
 	v2   bool
 	dirs map[string]string // v1: controller -> <mount>/<own cgroup>/<root>; v2: "" -> same
+	// v1: the controllers sandboxd uses, and each one's path to <root> inside its mount.
+	hier cgroup1.Hierarchy
+	rel  map[cgroup1.Name]string
+	// swap: the kernel accounts swap, so a call's can be set to none (memsw on v1,
+	// memory.swap.max on v2); without it, v1 gets swappiness 0 and v2 has no swap to limit.
+	swap bool
 	// user bounds what all of one uid's calls and workers take together: every cgroup of the
 	// uid sits under <root>/user-<uid>, which has these limits.
 	user UserLimits
@@ -59,21 +71,9 @@ func (l *cgroupLayout) userDir(uid uint32) (string, error) {
 	if _, ok := l.users.Load(uid); ok {
 		return rel, nil
 	}
-	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
-	for c, d := range l.dirs {
-		dir := filepath.Join(d, rel)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("create cgroup %s: %w", dir, err)
-		}
-		if l.v2 {
-			if err := enableV2Controllers(dir); err != nil {
-				return "", err
-			}
-		}
-		cg.dirs[c] = dir
-	}
-	if err := cg.setAggregate(l.user); err != nil {
-		return "", err
+	lim := limitSet{mem: l.user.MemoryMaxBytes, pids: l.user.PidsMax}
+	if _, err := l.create(rel, lim, true); err != nil {
+		return "", fmt.Errorf("create user cgroup: %w", err)
 	}
 	l.users.Store(uid, true)
 	return rel, nil
@@ -87,29 +87,11 @@ func (l *cgroupLayout) eachUser(f func(rel string)) {
 	})
 }
 
-// setAggregate writes a user dir's memory and pids limits (no CPU quota: each call has its
-// own, and a user's calls share the host's CPUs fairly by the scheduler's cgroup weights).
-func (cg *cgroup) setAggregate(u UserLimits) error {
-	mem, pids := strconv.FormatInt(u.MemoryMaxBytes, 10), strconv.FormatInt(u.PidsMax, 10)
-	var writes [][2]string
-	if cg.v2 {
-		writes = [][2]string{{filepath.Join(cg.dirs[""], "memory.max"), mem}, {filepath.Join(cg.dirs[""], "pids.max"), pids}}
-	} else {
-		writes = [][2]string{{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), mem}, {filepath.Join(cg.dirs["pids"], "pids.max"), pids}}
-	}
-	for _, w := range writes {
-		if err := writeFile(w[0], w[1]); err != nil {
-			return fmt.Errorf("set user cgroup limit %s: %w", filepath.Base(w[0]), err)
-		}
-	}
-	return nil
-}
-
-// detectCgroups finds the daemon's subtree for each hierarchy. It nests under the daemon's own
-// cgroup so an outer limit (a systemd unit, a CI job) also bounds every call.
+// detectCgroups finds the daemon's subtree for each hierarchy and creates its root. It nests
+// under the daemon's own cgroup so an outer limit (a systemd unit, a CI job) also bounds every
+// call.
 func detectCgroups(root string) (*cgroupLayout, error) {
 	l := &cgroupLayout{dirs: map[string]string{}}
-	var err error
 	switch cgroups.Mode() {
 	case cgroups.Unified:
 		base, atRoot, err := cgroupfs.V2Dir()
@@ -126,34 +108,83 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 			}
 		}
 		l.dirs[""] = filepath.Join(base, root)
-	case cgroups.Legacy, cgroups.Hybrid:
-		if l.dirs, err = cgroupfs.V1Dirs(root); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, errors.New("cgroups unavailable")
-	}
-	for _, d := range l.dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		// The manager enables the controllers in base, the daemon's own cgroup, for the
+		// root: never above it.
+		if _, err := cgroup2.NewManager(base, "/"+root, resources2(limitSet{}, false)); err != nil {
 			return nil, fmt.Errorf("create cgroup root: %w", err)
 		}
-	}
-	if l.v2 {
-		for _, d := range []string{filepath.Dir(l.dirs[""]), l.dirs[""]} {
-			if err := enableV2Controllers(d); err != nil {
-				return nil, err
-			}
+		_, err = os.Stat(filepath.Join(l.dirs[""], "memory.swap.max"))
+		l.swap = err == nil
+	case cgroups.Legacy, cgroups.Hybrid:
+		if err := l.detectV1(root); err != nil {
+			return nil, err
 		}
+		if _, err := cgroup1.New(l.path1(""), &specs.LinuxResources{}, cgroup1.WithHierarchy(l.hier)); err != nil {
+			return nil, fmt.Errorf("create cgroup root: %w", err)
+		}
+		_, err := os.Stat(filepath.Join(l.dirs["memory"], "memory.memsw.limit_in_bytes"))
+		l.swap = err == nil
+	default:
+		return nil, errors.New("cgroups unavailable")
 	}
 	return l, nil
 }
 
-// enableV2Controllers lets dir's children use memory, pids and cpu.
-func enableV2Controllers(dir string) error {
-	if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+memory +pids +cpu"); err != nil {
-		return fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
+// detectV1 finds each of cgroupfs.V1Controllers' mount and this process's cgroup in it. The
+// cgroup1 controllers take the directory above their mounts, so each must be mounted (or
+// linked, as systemd does for co-mounted ones) at <that dir>/<its name>.
+func (l *cgroupLayout) detectV1(root string) error {
+	own, err := cgroupfs.Own()
+	if err != nil {
+		return err
 	}
+	mounts, err := cgroupfs.Mounts()
+	if err != nil {
+		return err
+	}
+	l.rel = map[cgroup1.Name]string{}
+	var subs []cgroup1.Subsystem
+	for _, c := range cgroupfs.V1Controllers {
+		mnt, ok := mounts[c]
+		if !ok {
+			return fmt.Errorf("cgroup v1 controller %s not mounted", c)
+		}
+		top := filepath.Dir(mnt)
+		if got, err := filepath.EvalSymlinks(filepath.Join(top, c)); err != nil || got != mnt {
+			return fmt.Errorf("cgroup v1 controller %s is mounted at %s, not at %s", c, mnt, filepath.Join(top, c))
+		}
+		var s cgroup1.Subsystem
+		switch cgroup1.Name(c) {
+		case cgroup1.Memory:
+			s = cgroup1.NewMemory(top)
+		case cgroup1.Pids:
+			s = cgroup1.NewPids(top)
+		case cgroup1.Cpu:
+			s = cgroup1.NewCpu(top)
+		case cgroup1.Cpuacct:
+			s = cgroup1.NewCpuacct(top)
+		case cgroup1.Freezer:
+			s = cgroup1.NewFreezer(top)
+		default:
+			return fmt.Errorf("cgroup v1 controller %s: no manager", c)
+		}
+		subs = append(subs, s)
+		l.rel[cgroup1.Name(c)] = filepath.Join(own[c], root)
+		l.dirs[c] = filepath.Join(mnt, own[c], root)
+	}
+	l.hier = func() ([]cgroup1.Subsystem, error) { return subs, nil }
 	return nil
+}
+
+// path1 is the cgroup1 path of rel under the root, in each controller.
+func (l *cgroupLayout) path1(rel string) cgroup1.Path {
+	return func(n cgroup1.Name) (string, error) {
+		r, ok := l.rel[n]
+		if !ok {
+			return "", fmt.Errorf("cgroup v1 controller %s not used", n)
+		}
+		return filepath.Join(r, rel), nil
+	}
 }
 
 // moveSelfToLeaf moves the daemon's process into <base>/daemon.
@@ -162,7 +193,7 @@ func moveSelfToLeaf(base string) error {
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create daemon leaf cgroup: %w", err)
 	}
-	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+	if err := manager2(leaf).AddProc(uint64(os.Getpid())); err != nil {
 		return fmt.Errorf("move daemon to leaf cgroup: %w", err)
 	}
 	return nil
@@ -172,7 +203,11 @@ func moveSelfToLeaf(base string) error {
 type cgroup struct {
 	v2   bool
 	dirs map[string]string
-	fd   int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
+	swap bool
+	// The manager of this cgroup: cg1 on v1, cg2 on v2.
+	cg1 cgroup1.Cgroup
+	cg2 *cgroup2.Manager
+	fd  int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
 	// statFiles, when opened ahead (pool cgroups), are read with pread at the call's end:
 	// one syscall each instead of an open, a read and a close on the critical path.
 	statFiles [numStats]*os.File
@@ -181,17 +216,102 @@ type cgroup struct {
 	emptyFile *os.File
 }
 
-func writeFile(path, val string) error {
-	// O_WRONLY|O_TRUNC without O_CREAT: cgroup files exist or the controller is missing.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+// limitSet is what a cgroup is limited to; 0 leaves a limit out (a user dir has no CPU
+// quota: each call has its own, and a user's calls share the CPUs by the scheduler's weights).
+type limitSet struct {
+	mem, pids, cpuMilli int64
+}
+
+func limitsOf(lim Limits) limitSet {
+	return limitSet{mem: lim.MemoryMaxBytes, pids: lim.PidsMax, cpuMilli: lim.CPUQuotaMilli}
+}
+
+// cpuPeriod is the CFS period the quota is a share of, in µs.
+const cpuPeriod = 100000
+
+// resources1 is lim as cgroup1 writes it. fresh: a new cgroup, which also gets the period and,
+// without swap accounting, swappiness 0.
+func resources1(lim limitSet, fresh, swap bool) *specs.LinuxResources {
+	var r specs.LinuxResources
+	if lim.mem > 0 {
+		r.Memory = &specs.LinuxMemory{Limit: &lim.mem}
+		switch {
+		case swap:
+			// memsw = mem: no swap. The manager orders the two writes so memsw is never
+			// below the memory limit.
+			r.Memory.Swap = &lim.mem
+		case fresh:
+			zero := uint64(0)
+			r.Memory.Swappiness = &zero
+		}
+	}
+	if lim.pids > 0 {
+		r.Pids = &specs.LinuxPids{Limit: &lim.pids}
+	}
+	if lim.cpuMilli > 0 {
+		quota := lim.cpuMilli * cpuPeriod / 1000
+		r.CPU = &specs.LinuxCPU{Quota: &quota}
+		if fresh {
+			period := uint64(cpuPeriod)
+			r.CPU.Period = &period
+		}
+	}
+	return &r
+}
+
+// resources2 is lim as cgroup2 writes it. Every controller is named, limited or not, so the
+// manager enables all three in the parent for the new cgroup and its own children.
+func resources2(lim limitSet, swap bool) *cgroup2.Resources {
+	r := &cgroup2.Resources{Memory: &cgroup2.Memory{}, Pids: &cgroup2.Pids{}, CPU: &cgroup2.CPU{}}
+	if lim.mem > 0 {
+		r.Memory.Max = &lim.mem
+		if swap {
+			var zero int64
+			r.Memory.Swap = &zero
+		}
+	}
+	r.Pids.Max = lim.pids
+	if lim.cpuMilli > 0 {
+		quota, period := lim.cpuMilli*cpuPeriod/1000, uint64(cpuPeriod)
+		r.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
+	}
+	return r
+}
+
+// create makes the cgroup rel under the root with lim, and its parents as needed. exist: an
+// existing rel is fine (a user dir); else it is an error wrapping os.ErrExist.
+func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, error) {
+	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, swap: l.swap, fd: -1}
+	for c, d := range l.dirs {
+		cg.dirs[c] = filepath.Join(d, rel)
+	}
+	for _, d := range cg.dirs {
+		if _, err := os.Lstat(d); err == nil && !exist {
+			return nil, fmt.Errorf("create cgroup %s: %w", d, os.ErrExist)
+		}
+		break
+	}
+	var err error
+	if l.v2 {
+		// Made level by level: each level's manager enables the controllers in its parent.
+		parent := l.dirs[""]
+		if dir := filepath.Dir(rel); dir != "." {
+			parent = filepath.Join(parent, dir)
+			if _, err := os.Stat(parent); err != nil {
+				if _, err := l.create(dir, limitSet{}, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+		cg.cg2, err = cgroup2.NewManager(parent, "/"+filepath.Base(rel), resources2(lim, l.swap))
+	} else {
+		cg.cg1, err = cgroup1.New(l.path1(rel), resources1(lim, true, l.swap), cgroup1.WithHierarchy(l.hier))
+	}
 	if err != nil {
-		return err
+		_ = cg.removeDirs()
+		return nil, fmt.Errorf("create cgroup %s: %w", rel, err)
 	}
-	_, err = f.WriteString(val)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return cg, nil
 }
 
 // newCgroup creates <root>/<parent>/<call> with the limits set; parent is
@@ -200,27 +320,8 @@ func writeFile(path, val string) error {
 // WARNING: the limits that stop fork and memory bombs; rerun as root after changing:
 // go test -run 'TestEscape/(fork|memory)' ./sandbox/
 func (l *cgroupLayout) newCgroup(parent, call string, lim Limits) (*cgroup, error) {
-	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, fd: -1}
-	for c, d := range l.dirs {
-		sess := filepath.Join(d, parent)
-		err := os.Mkdir(sess, 0o755)
-		switch {
-		case err == nil && l.v2:
-			if err := enableV2Controllers(sess); err != nil {
-				return nil, err
-			}
-		case err != nil && !errors.Is(err, os.ErrExist):
-			return nil, fmt.Errorf("create cgroup %s: %w", sess, err)
-		}
-		dir := filepath.Join(sess, call)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
-		}
-		cg.dirs[c] = dir
-	}
-	if err := cg.setLimits(lim, nil); err != nil {
-		cg.remove()
+	cg, err := l.create(filepath.Join(parent, call), limitsOf(lim), false)
+	if err != nil {
 		return nil, err
 	}
 	if l.v2 {
@@ -234,69 +335,46 @@ func (l *cgroupLayout) newCgroup(parent, call string, lim Limits) (*cgroup, erro
 	return cg, nil
 }
 
-// setLimits writes lim. old is what the cgroup has (a pool cgroup given its call's limits):
-// only what differs is written, in an order every step of which the kernel accepts. nil: a new
-// cgroup, unlimited.
+// setLimits gives a pool cgroup, made with old, its call's limits: only what differs is
+// written, in an order every step of which the kernel accepts.
 //
 // WARNING: the limits that stop fork and memory bombs; rerun as root after changing:
 // go test -run 'TestEscape/(fork|memory)|TestPool' ./sandbox/
-func (cg *cgroup) setLimits(lim Limits, old *Limits) error {
-	const period = 100000 // µs
-	quota := lim.CPUQuotaMilli * period / 1000
-	changed := func(f func(Limits) int64) bool { return old == nil || f(*old) != f(lim) }
-	mem := changed(func(l Limits) int64 { return l.MemoryMaxBytes })
-	pids := changed(func(l Limits) int64 { return l.PidsMax })
-	cpu := changed(func(l Limits) int64 { return l.CPUQuotaMilli })
-	var writes [][2]string
-	add := func(ok bool, path, val string) {
-		if ok {
-			writes = append(writes, [2]string{path, val})
-		}
+func (cg *cgroup) setLimits(lim, old Limits) error {
+	var d limitSet
+	if lim.MemoryMaxBytes != old.MemoryMaxBytes {
+		d.mem = lim.MemoryMaxBytes
 	}
-	if cg.v2 {
-		d := cg.dirs[""]
-		add(mem, filepath.Join(d, "memory.max"), strconv.FormatInt(lim.MemoryMaxBytes, 10))
-		add(old == nil, filepath.Join(d, "memory.swap.max"), "0")
-		add(pids, filepath.Join(d, "pids.max"), strconv.FormatInt(lim.PidsMax, 10))
-		add(cpu, filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, period))
-	} else {
-		memDir := cg.dirs["memory"]
-		memVal := strconv.FormatInt(lim.MemoryMaxBytes, 10)
-		// memsw = mem: no swap. memsw may never be below the memory limit, so it is written
-		// after the memory limit when that comes down, before it when it goes up.
-		raise := old != nil && lim.MemoryMaxBytes > old.MemoryMaxBytes
-		add(mem && raise, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), memVal)
-		add(mem, filepath.Join(memDir, "memory.limit_in_bytes"), memVal)
-		add(mem && !raise, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), memVal)
-		add(pids, filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(lim.PidsMax, 10))
-		add(old == nil, filepath.Join(cg.dirs["cpu"], "cpu.cfs_period_us"), strconv.Itoa(period))
-		add(cpu, filepath.Join(cg.dirs["cpu"], "cpu.cfs_quota_us"), strconv.FormatInt(quota, 10))
+	if lim.PidsMax != old.PidsMax {
+		d.pids = lim.PidsMax
 	}
-	for _, w := range writes {
-		err := writeFile(w[0], w[1])
-		swap := strings.Contains(w[0], "swap") || strings.Contains(w[0], "memsw")
-		if err != nil && swap {
-			// No swap accounting on this kernel: swappiness 0 is the best v1 offers; on v2
-			// without swap there is no swap to limit.
-			if !cg.v2 {
-				_ = writeFile(filepath.Join(cg.dirs["memory"], "memory.swappiness"), "0")
-			}
-			continue
+	if lim.CPUQuotaMilli != old.CPUQuotaMilli {
+		d.cpuMilli = lim.CPUQuotaMilli
+	}
+	var err error
+	switch {
+	case cg.v2:
+		err = cg.cg2.Update(resources2(d, cg.swap))
+	case cg.swap && d.mem > old.MemoryMaxBytes:
+		// memsw may never be below the memory limit, so a raise writes it first. cgroup1's
+		// Update means to, but swaps the limit with the soft limit instead.
+		err = cg.cg1.Update(&specs.LinuxResources{Memory: &specs.LinuxMemory{Swap: &d.mem}})
+		if err == nil {
+			err = cg.cg1.Update(resources1(d, false, cg.swap))
 		}
-		if err != nil {
-			return fmt.Errorf("set cgroup limit %s: %w", filepath.Base(w[0]), err)
-		}
+	default:
+		err = cg.cg1.Update(resources1(d, false, cg.swap))
+	}
+	if err != nil {
+		return fmt.Errorf("set cgroup limits: %w", err)
 	}
 	return nil
 }
 
 // addProc puts pid into every v1 hierarchy (v2 children start inside via CLONE_INTO_CGROUP).
 func (cg *cgroup) addProc(pid int) error {
-	p := strconv.Itoa(pid)
-	for _, c := range cgroupfs.V1Controllers {
-		if err := writeFile(filepath.Join(cg.dirs[c], "cgroup.procs"), p); err != nil {
-			return fmt.Errorf("add pid to %s cgroup: %w", c, err)
-		}
+	if err := cg.cg1.AddProc(uint64(pid)); err != nil {
+		return fmt.Errorf("add pid to cgroup: %w", err)
 	}
 	return nil
 }
@@ -308,19 +386,19 @@ func (cg *cgroup) addProc(pid int) error {
 // go test -run 'TestEscape/orphan' ./sandbox/
 func killTree(v2 bool, dirs map[string]string) error {
 	if v2 {
-		err := writeFile(filepath.Join(dirs[""], "cgroup.kill"), "1")
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, os.ErrNotExist):
-			if _, serr := os.Stat(dirs[""]); serr != nil {
-				return nil // the cgroup is gone: nothing to kill
-			}
-			// A kernel before 5.14 (no cgroup.kill): freeze, kill, thaw as on v1.
-			return freezeKill(filepath.Join(dirs[""], "cgroup.freeze"), "1", "0", dirs[""])
-		default:
+		dir := dirs[""]
+		if _, err := os.Stat(dir); err != nil {
+			return nil // the cgroup is gone: nothing to kill
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+			// A kernel before 5.14 (no cgroup.kill): freeze, kill, thaw as on v1. Not the
+			// manager's fallback, whose freeze waits without bound.
+			return freezeKill(filepath.Join(dir, "cgroup.freeze"), "1", "0", dir)
+		}
+		if err := manager2(dir).Kill(); err != nil {
 			return fmt.Errorf("cgroup.kill: %w", err)
 		}
+		return nil
 	}
 	// v1 has no cgroup.kill: freeze so no task forks while we list and kill, kill each task
 	// (SIGKILL is delivered to frozen tasks once thawed), then thaw.
@@ -329,6 +407,26 @@ func killTree(v2 bool, dirs map[string]string) error {
 		return errors.New("no freezer cgroup")
 	}
 	return freezeKill(filepath.Join(frz, "freezer.state"), "FROZEN", "THAWED", frz)
+}
+
+// manager2 is the cgroup2 manager of an existing directory.
+func manager2(dir string) *cgroup2.Manager {
+	// Load only records the path; it fails only on a relative group, and "/" is not.
+	m, _ := cgroup2.Load("/", cgroup2.WithMountpoint(dir))
+	return m
+}
+
+func writeFile(path, val string) error {
+	// O_WRONLY|O_TRUNC without O_CREAT: cgroup files exist or the controller is missing.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(val)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // freezeKill freezes through stateFile, SIGKILLs every task under dir and thaws.
@@ -424,7 +522,9 @@ func (cg *cgroup) remove() error {
 }
 
 // removeDirs deletes the cgroup's directories, waiting for killed tasks to go. It touches no
-// field, so it may run beside the owner's remove (KillSession beside a Wait).
+// field, so it may run beside the owner's remove (KillSession beside a Wait). By hand, not the
+// managers' Delete: that lists every controller's tasks by walking each directory, which the
+// emptiness the kill already waited for makes redundant, and costs calls/s under load.
 func (cg *cgroup) removeDirs() error {
 	var firstErr error
 	for _, d := range cg.dirs {

@@ -246,7 +246,7 @@ func (s *Sandbox) discard(in *poolInit) {
 func (s *Sandbox) handOver(p *Process, in *poolInit, blob []byte, netns *os.File, step func(string)) (handed bool, err error) {
 	spec := &p.spec
 	if p.lim != in.lim {
-		if err := in.cg.setLimits(p.lim, &in.lim); err != nil {
+		if err := in.cg.setLimits(p.lim, in.lim); err != nil {
 			s.log.Warn("set pooled cgroup limits", zap.Error(err))
 			s.discard(in)
 			return false, nil
