@@ -172,7 +172,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c session.Caller
 }
 
 func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Caller, decideOnly bool) error {
-	if err := s.limitRate(r.Context(), c); err != nil {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
 	var cr protocol.CallRequest
@@ -241,7 +241,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c); err != nil {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
 	var br protocol.BatchRequest
@@ -259,6 +259,10 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		if err := checkCall(cr); err != nil {
 			return err
 		}
+	}
+	// The rate is of calls: the rest of the batch's tokens, now that its size is known.
+	if err := s.limitRate(r.Context(), c, len(br.Calls)-1); err != nil {
+		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
 	sess, release, err := s.sessionSlots(r, c, min(len(br.Calls), max(1, lim.MaxParallelCalls)))
@@ -396,7 +400,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 // report records an agent's word on a call it ran (PostToolUse) in the session's audit trail.
 // Only who may act in the session may speak for it.
 func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c); err != nil {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
 	var tr protocol.ToolReport

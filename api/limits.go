@@ -112,27 +112,30 @@ func refuse(ctx context.Context, err error) error {
 	return err
 }
 
-// limitRate takes one token of the caller's rate on calls, decide and batch, or refuses with
-// 429 rate_limited, naming the limit. It runs before the body is read, so a flood costs as
-// little as it can. Root is not limited (it is the host's administrator, not a tenant).
-func (s *Server) limitRate(ctx context.Context, c session.Caller) error {
+// limitRate takes n tokens of the caller's rate on calls, decide and batch (one per call,
+// so a batch takes one per call it holds, never more than the burst), or refuses with 429
+// rate_limited, naming the limit. A request takes its first token before the body is read,
+// so a flood costs as little as it can. Root is not limited (it is the host's administrator,
+// not a tenant).
+func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	if c.UID == 0 {
 		return nil
 	}
 	t := &s.tenants
 	l := t.get()
+	need := float64(min(n, max(1, l.Burst)))
 	now := time.Now()
 	t.mu.Lock()
 	u := t.user(c.UID, l, now)
 	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
 	u.last = now
-	ok := u.tokens >= 1
+	ok := u.tokens >= need
 	if ok {
-		u.tokens--
+		u.tokens -= need
 	}
 	t.mu.Unlock()
 	if !ok {
-		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g requests a second (limits.requests_per_second_per_user, burst %d); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
+		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
 	}
 	return nil
 }

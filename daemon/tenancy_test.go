@@ -238,6 +238,29 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 	}
 }
 
+// The rate limit is of calls, not of requests: a batch takes a token for each call it holds,
+// so batches cannot carry a user past limits.requests_per_second_per_user.
+func TestRateCountsEachCallOfABatch(t *testing.T) {
+	td := startDaemon(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 4\n")
+	mallory := testutil.CreateUser(t, "sbrb")
+	alice := testutil.CreateUser(t, "sbra")
+	mid := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	aid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	batch := `{"calls":[` + strings.Repeat(`{"tool":"Bash","input":{"command":"true"}},`, 3) + `{"tool":"Bash","input":{"command":"true"}}]}`
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/batch", batch, ""); code != http.StatusOK {
+		t.Fatalf("a batch of 4 within a burst of 4: %d %s", code, b)
+	}
+	// The burst is spent: one request of four calls more is refused as a whole, and so is a
+	// single call (one token in a second at most has come back since).
+	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/batch", batch, "")
+	if code != http.StatusTooManyRequests || errClass(b) != "rate_limited" || !strings.Contains(string(b), "a batch counts each of its calls") {
+		t.Errorf("a second batch of 4 right after a burst of 4: %d %s", code, b)
+	}
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/batch", batch, ""); code != http.StatusOK {
+		t.Errorf("the other user's batch while mallory is rate limited: %d %s", code, b)
+	}
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
