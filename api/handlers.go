@@ -276,12 +276,12 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if err != nil {
 		return err
 	}
-	resp := protocol.BatchResponse{Results: make([]protocol.CallResult, len(outs))}
+	results := make([]protocol.CallResult, len(outs))
 	for i, o := range outs {
 		s.countCall(o)
-		resp.Results[i] = o.Result
+		results[i] = o.Result
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeBatch(w, results)
 	return nil
 }
 

@@ -185,6 +185,13 @@ func (s *Server) budget(c session.Caller) *responseBudget {
 
 func (b *responseBudget) Limit() int64 { return b.limit }
 
+func (b *responseBudget) Room() int64 {
+	l := b.t.get()
+	b.t.mu.Lock()
+	defer b.t.mu.Unlock()
+	return b.limit - b.t.user(b.uid, l, time.Now()).respBytes
+}
+
 func (b *responseBudget) Fits(n int64) bool {
 	l := b.t.get()
 	b.t.mu.Lock()

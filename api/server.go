@@ -78,6 +78,9 @@ type Budget interface {
 	Charge(n int64)
 	// Limit is what a shrunk result is cut to.
 	Limit() int64
+	// Room is what is left before the limit (<= 0: nothing): a call that would fill more
+	// leaves its bulk out before it reads it.
+	Room() int64
 }
 
 // Server is the HTTP handler of the socket.
@@ -255,6 +258,31 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// writeBatch writes a protocol.BatchResponse one result at a time. Encoded whole, a response
+// of tens of MB grew one buffer through every size up to its own, and each fresh page was a
+// fault taken while holding the daemon's P: every other user's requests waited behind one
+// user's batch of images for hundreds of milliseconds.
+func writeBatch(w http.ResponseWriter, results []protocol.CallResult) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if _, err := io.WriteString(w, `{"results":[`); err != nil {
+		return
+	}
+	for i, r := range results {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return
+			}
+		}
+		if err := enc.Encode(r); err != nil {
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "]}\n")
 }
 
 type statusWriter struct {

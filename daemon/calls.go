@@ -21,6 +21,7 @@ func (c *Core) Call(ctx context.Context, s *session.Session, caller session.Call
 	if err != nil {
 		return api.Outcome{}, err
 	}
+	req.Room = b.Room
 	var progress func(executor.Event)
 	if onEvent != nil {
 		progress = func(ev executor.Event) { onEvent(protocol.Event(ev)) }
@@ -57,6 +58,7 @@ func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Cal
 		if err != nil {
 			return nil, err
 		}
+		req.Room = b.Room
 		reqs[i] = req
 	}
 	outs := c.pipeline.BatchFit(ctx, s, caller, reqs, c.Config().MaxParallelCalls, c.fitter(s, b))

@@ -86,7 +86,9 @@ func procKB(t *testing.T, field string) int64 {
 // The first attack: a batch of Reads of big images. The daemon runs in this process,
 // so its memory is this process's: the peak (VmHWM, reset first) may grow by at most 512 MiB.
 func TestHostileImageBatch(t *testing.T) {
-	td := startDaemon(t, "")
+	// A burst for two batches of 64 at once: the memory bound is what is tried here, and the
+	// rate counts each call of a batch (TestRateCountsEachCallOfABatch).
+	td := startDaemon(t, "limits:\n  requests_burst_per_user: 200\n")
 	mallory := testutil.CreateUser(t, "sbhm")
 	id := sessionAs(t, td, mallory, "")
 	mkImage := func(name string, size int) string {
@@ -159,7 +161,7 @@ func TestHostileImageBatch(t *testing.T) {
 		b, _ := os.ReadFile(out + ".0")
 		var br protocol.BatchResponse
 		decodeInto(t, b, &br)
-		images, left := 0, 0
+		images, left, unread := 0, 0, 0
 		for _, r := range br.Results {
 			for _, bl := range r.Content {
 				if bl.Type == "image" {
@@ -168,11 +170,19 @@ func TestHostileImageBatch(t *testing.T) {
 				if strings.Contains(bl.Text, "limits.response_bytes") {
 					left++
 				}
+				if strings.Contains(bl.Text, "this response has room for") {
+					unread++
+				}
 			}
 		}
-		t.Logf("response 0: %d images inline, %d left out with a note", images, left)
+		t.Logf("response 0: %d images inline, %d left out with a note, %d of them before they were read", images, left, unread)
 		if len(br.Results) != 64 || left == 0 || images == 0 {
 			t.Errorf("want 64 results, some images inline and the rest left out with a note: %d results, %d images, %d notes", len(br.Results), images, left)
+		}
+		// Once the budget is spent, the rest are left out before the worker reads them: the
+		// daemon does not read and encode images only to drop them.
+		if unread == 0 {
+			t.Error("no image was left out before it was read")
 		}
 	})
 }

@@ -81,6 +81,8 @@ type Call struct {
 	// PermissionRequest hook answering for one): WebFetch's network step honours that answer
 	// for the request that was asked about.
 	Approved bool
+	// room is Request.Room.
+	room func() int64
 	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
 	read *readDecision
 	// Bash is the classification of a Bash command, started early (step 5).

@@ -31,6 +31,9 @@ type Request struct {
 	Mode permission.Mode
 	// Wait is how long an ask waits for its approval's answer (0: not at all).
 	Wait time.Duration
+	// Room, when set, is the response's room left in bytes: an image that would not fit is
+	// left out before it is read.
+	Room func() int64
 }
 
 // Outcome is what the pipeline made of one request.
@@ -256,7 +259,7 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	mode = clampToParent(st.sess, mode)
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
-		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host,
+		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,
 	}
 	return nil
 }

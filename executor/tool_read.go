@@ -131,6 +131,18 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 		args.Offset = int(c.Input.Int("offset", 1))
 		args.Limit = int(c.Input.Int("limit", worker.DefaultLimit))
 	}
+	// An image the response has no room for is left out before the worker reads and sends
+	// it: a batch of big images would otherwise make the daemon read and encode every one
+	// and then drop most (the result fitter's shrink), the work one user's batches make
+	// everyone else wait behind.
+	room := int64(-1)
+	if args.Kind == worker.KindImage && c.room != nil {
+		room = max(0, (c.room()-imageResultBytes)/4*3) // base64: 4 bytes for 3
+		if room == 0 {
+			return imageLeftOut(path, room), nil
+		}
+		args.MaxFileBytes = min(args.MaxFileBytes, room)
+	}
 	var reply *worker.ReadReply
 	var payload []byte
 	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
@@ -138,6 +150,9 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 		reply, payload, err = w.Read(ctx, args)
 		return err
 	})
+	if err != nil && args.Kind == worker.KindImage && errcode.Of(err) == errcode.TooLarge && room >= 0 && room < MaxImageBytes {
+		return imageLeftOut(path, room), nil
+	}
 	if err != nil && args.Kind == worker.KindImage && errcode.Of(err) == errcode.TooLarge {
 		return nil, errcode.New(errcode.TooLarge, fmt.Errorf("%s is larger than an image result may be (%s; its base64 is the 5 MB the model's API takes per image); make a smaller copy first, e.g. Bash `convert %s -resize 50%% /tmp/smaller.png`, and Read that", path, humanBytes(MaxImageBytes), path))
 	}
@@ -377,4 +392,15 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// imageResultBytes is what an image result holds besides its base64: the JSON around it.
+const imageResultBytes = 1 << 10
+
+// imageLeftOut is the result for an image the response had room for only room bytes of: a
+// note, as the result fitter writes for images it leaves out, and no content (the file is
+// not recorded as read).
+func imageLeftOut(path string, room int64) *Result {
+	return &Result{Content: []Block{{Type: "text", Text: fmt.Sprintf("[image %s left out: this response has room for %s more (limits.response_bytes); read it in a request of its own]", path, humanBytes(room))}},
+		Data: map[string]any{"type": "image", "file": map[string]any{"filePath": path}, "leftOut": true}}
 }
