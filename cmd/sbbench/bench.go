@@ -62,12 +62,13 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 	rep := &Report{Time: start.UTC(), Quick: o.quick, CPUs: runtime.NumCPU(), Kernel: kernel()}
 	e := &env{o: o, rep: rep}
 	needDaemon := false
-	for _, s := range []string{"decide", "spawn", "read", "grep", "throughput", "memory"} {
+	for _, s := range []string{"decide", "spawn", "read", "grep", "throughput", "memory", "egress"} {
 		needDaemon = needDaemon || o.sections[s]
 	}
 	var idleRSS int64
 	if needDaemon {
-		d, dir, err := startDaemon(ctx, o.bin, o.tmp, "")
+		// The egress section's origin listens on the host's loopback.
+		d, dir, err := startDaemon(ctx, o.bin, o.tmp, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n")
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +96,7 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 		{"decide", e.decide}, {"spawn", e.spawn}, {"read", e.read}, {"grep", e.grep},
 		{"classify", e.classify}, {"throughput", e.throughput}, {"audit", e.audit},
 		{"memory", func(ctx context.Context) error { return e.memory(ctx, idleRSS) }},
+		{"egress", e.egress},
 	}
 	for _, s := range steps {
 		if !o.sections[s.name] {

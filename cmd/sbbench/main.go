@@ -16,7 +16,7 @@ import (
 )
 
 // sections in the order they run; memory's idle figure is taken before any of them.
-var allSections = []string{"decide", "spawn", "read", "grep", "classify", "throughput", "audit", "memory"}
+var allSections = []string{"decide", "spawn", "read", "grep", "classify", "throughput", "audit", "memory", "egress"}
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -121,7 +121,8 @@ func daemonBinary(ctx context.Context, flagBin, dir string) (string, error) {
 
 // startDaemon starts a private daemon (never the system one) from the --bin binary or a fresh
 // build, in a new directory under tmp; the caller removes the dir and closes the daemon.
-func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*harness.Daemon, string, error) {
+// startDaemon starts a daemon on harness.DefaultConfig plus extraYAML (top-level keys).
+func startDaemon(ctx context.Context, flagBin, tmp, extraYAML string) (*harness.Daemon, string, error) {
 	if os.Geteuid() != 0 {
 		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
 	}
@@ -134,10 +135,7 @@ func startDaemon(ctx context.Context, flagBin, tmp, configYAML string) (*harness
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
-	if configYAML == "" {
-		configYAML = harness.DefaultConfig(dir)
-	}
-	d, err := harness.Start(ctx, harness.Options{Bin: bin, Dir: dir, ConfigYAML: configYAML})
+	d, err := harness.Start(ctx, harness.Options{Bin: bin, Dir: dir, ConfigYAML: harness.DefaultConfig(dir) + extraYAML})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
