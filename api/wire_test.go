@@ -50,7 +50,7 @@ func TestWireBytesUnchanged(t *testing.T) {
 	when := time.Date(2025, 3, 4, 5, 6, 7, 890, time.UTC)
 	pv := &protocol.Preview{Path: "/p", Diff: "-a\n+b", Exists: true, SHA256: "s1", NewSHA256: "s2"}
 	ap := approval.Approval{Approval: protocol.Approval{ID: "ap1", Session: "s", ParentSession: "p", Owner: 1000, Tool: "Edit", Input: json.RawMessage(`{"a":1}`), Reason: "r", SuggestedRules: []string{"Edit(/p)"}, Preview: pv, Created: when, Expires: when.Add(time.Minute)},
-		PreviewContent: []byte("secret content")}
+		PreviewContents: [][]byte{[]byte("secret content")}}
 	bare := approval.Approval{Approval: protocol.Approval{ID: "ap2"}}
 	res := approval.Resolution{Answer: approval.Allow, Remember: "session", Rule: "Edit(/p)", Message: "m", By: "uid:0", When: when}
 	rep := &audit.VerifyReport{Files: []string{"a.jsonl"}, Records: 3, FirstSeq: 1, LastSeq: 3, LastHash: "h", Checkpoints: 1, HeadSeq: 3, Signed: true, BadLine: 2, Reason: "x"}

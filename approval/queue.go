@@ -16,9 +16,9 @@ import (
 // what approving an edit writes.
 type Approval struct {
 	protocol.Approval
-	// PreviewContent is what approving writes to Preview.Path, and only while the file still
-	// has Preview.SHA256 (or is still absent); it never leaves the daemon.
-	PreviewContent []byte `json:"-"`
+	// PreviewContents is what approving writes to each of AllPreviews' paths, and only while
+	// each file still has its SHA256 (or is still absent); it never leaves the daemon.
+	PreviewContents [][]byte `json:"-"`
 }
 
 // Answer is a person's answer: Allow or Deny.

@@ -218,6 +218,16 @@ func approvalDetail(a *approval.Approval, res *approval.Resolution) map[string]s
 			d["preview_sha256"] = a.Preview.SHA256
 			d["preview_new_sha256"] = a.Preview.NewSHA256
 		}
+		if len(a.Previews) > 1 {
+			// Every file, by digest: the diffs stay in the approval, not in the log.
+			files := make([]map[string]string, len(a.Previews))
+			for i, pv := range a.Previews {
+				files[i] = map[string]string{"path": pv.Path, "sha256": pv.SHA256, "new_sha256": pv.NewSHA256}
+			}
+			if b, err := json.Marshal(files); err == nil {
+				d["previews"] = string(b)
+			}
+		}
 	}
 	if res != nil {
 		d["answer"] = string(res.Answer)

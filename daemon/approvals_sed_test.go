@@ -13,7 +13,8 @@ import (
 // TestApprovalSedPreview: an approval for `sed -i` carries the diff of the same sed run
 // without -i, confined, on the current file; approving writes exactly that content (the
 // command is not run again: a file changed since is refused, not re-edited); a shape with no
-// preview (a backup suffix) still asks and runs as the command.
+// preview (a file named twice) still asks and runs as the command. Several files and backup
+// suffixes have one preview each, applied all or none.
 func TestApprovalSedPreview(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := rootDir(t)
@@ -59,23 +60,76 @@ func TestApprovalSedPreview(t *testing.T) {
 			t.Fatalf("changed file: %+v %q", r, got)
 		}
 	}
-	// A backup suffix has no preview: approved, it runs as the command.
-	if err := os.WriteFile(f, []byte(orig), 0o644); err != nil {
+	// Several files, and a backup suffix: each file and each backup is in the previews, in the
+	// order approving writes them, and approving writes exactly those.
+	g := filepath.Join(dir, "b.txt")
+	ask := func(cmd string) (protocol.CallResult, protocol.Approval) {
+		t.Helper()
+		for _, p := range []string{f, g} {
+			if err := os.WriteFile(p, []byte(orig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
+		if r.ApprovalID == "" {
+			t.Fatalf("%s: no approval: %+v", cmd, r)
+		}
+		_, b := td.do(t, "GET", "/v1/approvals", "")
+		var list protocol.ApprovalList
+		decodeInto(t, b, &list)
+		if len(list.Approvals) != 1 {
+			t.Fatalf("%s: approvals %s", cmd, b)
+		}
+		return r, list.Approvals[0]
+	}
+	paths := func(a protocol.Approval) []string {
+		var ps []string
+		for _, pv := range a.AllPreviews() {
+			ps = append(ps, pv.Path)
+		}
+		return ps
+	}
+	r, a := ask(fmt.Sprintf("sed -i.bak 's/two/2/' %s b.txt", f))
+	want := []string{f + ".bak", f, g + ".bak", g}
+	if fmt.Sprint(paths(a)) != fmt.Sprint(want) || a.Preview == nil || a.Preview.Path != want[0] ||
+		!strings.Contains(a.Previews[3].Diff, "-two\n+2\n") || a.Previews[2].Exists {
+		t.Fatalf("sed -i.bak on two files: previews %q (want %q): %+v", paths(a), want, a.Previews)
+	}
+	td.answer(t, r.ApprovalID, `{"answer":"allow"}`)
+	r = td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
+	if r.IsError || r.Data["approved_preview"] != true {
+		t.Fatalf("sed -i.bak on two files approved: %+v", r)
+	}
+	for p, w := range map[string]string{f: "one\n2\nthree\n", g: "one\n2\nthree\n", f + ".bak": orig, g + ".bak": orig} {
+		if got, _ := os.ReadFile(p); string(got) != w {
+			t.Errorf("%s after the approved sed -i.bak: %q, want %q", p, got, w)
+		}
+	}
+	// The second file changed after the question: nothing is written, not even the first.
+	for _, p := range []string{f + ".bak", g + ".bak"} {
+		os.Remove(p)
+	}
+	r, a = ask(fmt.Sprintf("sed -i -e 's/one/1/' %s %s", f, g))
+	if fmt.Sprint(paths(a)) != fmt.Sprint([]string{f, g}) {
+		t.Fatalf("sed -i on two files: previews %q", paths(a))
+	}
+	if err := os.WriteFile(g, []byte("changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":"sed -i.bak 's/two/2/' %s"}`, f), ""))
-	if r.ApprovalID == "" {
-		t.Fatalf("no approval: %+v", r)
+	td.answer(t, r.ApprovalID, `{"answer":"allow"}`)
+	r = td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
+	if got, _ := os.ReadFile(f); !r.IsError || r.Error == nil || r.Error.Class != "stale" || string(got) != orig {
+		t.Fatalf("second file changed: %+v; first file now %q", r, got)
 	}
-	_, b := td.do(t, "GET", "/v1/approvals", "")
-	var list protocol.ApprovalList
-	decodeInto(t, b, &list)
-	if len(list.Approvals) != 1 || list.Approvals[0].Preview != nil {
-		t.Fatalf("sed -i.bak: %s", b)
+	// A shape with no preview (a file named twice: sed edits it twice) still asks, and
+	// approved runs as the command.
+	r, a = ask(fmt.Sprintf("sed -i 's/two/2/' %s %s", f, f))
+	if a.Preview != nil {
+		t.Fatalf("a file named twice has a preview: %+v", a.Preview)
 	}
 	td.answer(t, r.ApprovalID, `{"answer":"allow"}`)
 	r = td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
 	if got, _ := os.ReadFile(f); r.IsError || string(got) != "one\n2\nthree\n" {
-		t.Fatalf("sed -i.bak approved: %+v %q", r, got)
+		t.Fatalf("a file named twice, approved: %+v %q", r, got)
 	}
 }

@@ -430,7 +430,7 @@ func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 	var err error
 	if st.resolution != nil && st.approval != nil && st.approval.Preview != nil {
 		// What was approved is what runs: the previewed content, not the tool again.
-		res, err = p.host.applyPreview(ctx, st.call, st.approval.Preview, st.approval.PreviewContent)
+		res, err = p.host.applyPreviews(ctx, st.call, st.approval.AllPreviews(), st.approval.PreviewContents)
 	} else {
 		res, err = st.call.Tool.Call(ctx, st.call, st.progress)
 	}

@@ -137,11 +137,14 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 	if queue != st.sess {
 		a.ParentSession = queue.ID
 	}
-	if pv, content, err := p.preview(ctx, c); err != nil {
+	if pvs, contents, err := p.preview(ctx, c); err != nil {
 		// Without a preview the approved call runs as the tool, as any other call does.
 		p.log.Info("no preview for approval", zap.String("tool", a.Tool), zap.String("code", string(errcode.Of(err))))
 	} else {
-		a.Preview, a.PreviewContent = pv, content
+		a.Preview, a.PreviewContents = &pvs[0], contents
+		if len(pvs) > 1 {
+			a.Previews = pvs
+		}
 	}
 	a, err = p.approvals.Queue.Add(a, p.approvals.TTL(), st)
 	if err != nil {
@@ -323,9 +326,10 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 }
 
 // preview computes what an approved Write, Edit or MultiEdit writes, on the file as the
-// session owner reads it now. The session must have read an existing file as the tool
-// requires; otherwise there is no preview and the tool's own check applies.
-func (p *Pipeline) preview(ctx context.Context, c *Call) (*protocol.Preview, []byte, error) {
+// session owner reads it now, or what an approved sed -i writes (sedPreview): each file, in
+// the order approving writes them, and its content. The session must have read an existing
+// file as the tool requires; otherwise there is no preview and the tool's own check applies.
+func (p *Pipeline) preview(ctx context.Context, c *Call) ([]protocol.Preview, [][]byte, error) {
 	name := c.Tool.Name()
 	if name == "Bash" {
 		return p.sedPreview(ctx, c)
@@ -357,12 +361,18 @@ func (p *Pipeline) preview(ctx context.Context, c *Call) (*protocol.Preview, []b
 		}
 		next = r.Content
 	}
-	pv := &protocol.Preview{Path: pth, Exists: exists, NewSHA256: sha256hex([]byte(next)),
-		Diff: UnifiedDiff(pth, string(cur), next, exists)}
+	return []protocol.Preview{newPreview(pth, cur, exists, []byte(next))}, [][]byte{[]byte(next)}, nil
+}
+
+// newPreview is the preview of writing next over path, whose content is cur (exists) or which
+// is absent.
+func newPreview(path string, cur []byte, exists bool, next []byte) protocol.Preview {
+	pv := protocol.Preview{Path: path, Exists: exists, NewSHA256: sha256hex(next),
+		Diff: UnifiedDiff(path, string(cur), string(next), exists)}
 	if exists {
 		pv.SHA256 = sha256hex(cur)
 	}
-	return pv, []byte(next), nil
+	return pv
 }
 
 var errNoPreview = errors.New("no preview for this call")
@@ -387,32 +397,77 @@ func editsOf(c *Call) []worker.Edit {
 	return edits
 }
 
-// applyPreview writes exactly the approved content, and only over the file the preview was
-// made on (same digest; still absent for a new file): what was approved is what runs.
-func (h *Host) applyPreview(ctx context.Context, c *Call, pv *protocol.Preview, content []byte) (*Result, error) {
-	var expect *worker.Expect
-	if pv.Exists {
-		expect = &worker.Expect{SHA256: pv.SHA256}
+// applyPreviews writes exactly the approved contents, and only over the files the previews
+// were made on (same digest; still absent for a new file): what was approved is what runs.
+// Every file is checked before the first is written, so a file changed since leaves all of
+// them as they were (a change in the moment between the check and the writes is still caught
+// by each write's own check).
+func (h *Host) applyPreviews(ctx context.Context, c *Call, pvs []protocol.Preview, contents [][]byte) (*Result, error) {
+	if len(pvs) == 0 || len(pvs) != len(contents) {
+		return nil, errcode.Msg(errcode.Internal, "the approval's previews and contents do not match")
 	}
-	w, err := h.writer(ctx, c.Session, pv.Path)
-	if err != nil {
-		return nil, err
+	stale := func(path string, err error) error {
+		c.Session.Reads.Forget(path)
+		return errcode.New(errcode.Stale, fmt.Errorf("%s changed since the approved preview was made, so the approved change was not applied; read it again and retry: %w", path, err))
 	}
-	r, err := w.Write(ctx, pv.Path, content, expect)
-	if err != nil {
-		if errcode.Of(err) == errcode.Stale || errcode.Of(err) == errcode.ErrnoEEXIST {
-			c.Session.Reads.Forget(pv.Path)
-			return nil, errcode.New(errcode.Stale, fmt.Errorf("%s changed since the approved preview was made, so the approved change was not applied; read it again and retry: %w", pv.Path, err))
+	// One file: its write's own check is the whole check.
+	for _, pv := range pvs[:checkFirst(len(pvs))] {
+		cur, err := h.ReadFileAs(ctx, c.Session, pv.Path, worker.MaxEditFileBytes)
+		switch {
+		case err != nil && errcode.Of(err) == errcode.ErrnoENOENT && !pv.Exists:
+		case err != nil && errcode.Of(err) == errcode.ErrnoENOENT:
+			return nil, stale(pv.Path, err)
+		case err != nil:
+			return nil, err
+		case !pv.Exists:
+			return nil, stale(pv.Path, errors.New("it exists now"))
+		case sha256hex(cur) != pv.SHA256:
+			return nil, stale(pv.Path, errors.New("its content differs"))
 		}
-		return nil, err
 	}
-	if !pv.Exists && r != nil && !r.Created {
-		return nil, errcode.Msg(errcode.Stale, pv.Path+" appeared since the approved preview was made")
+	var lines []string
+	res := &Result{Data: map[string]any{"approved_preview": true}}
+	for i, pv := range pvs {
+		var expect *worker.Expect
+		if pv.Exists {
+			expect = &worker.Expect{SHA256: pv.SHA256}
+		}
+		w, err := h.writer(ctx, c.Session, pv.Path)
+		if err != nil {
+			return nil, err
+		}
+		r, err := w.Write(ctx, pv.Path, contents[i], expect)
+		if err != nil {
+			if errcode.Of(err) == errcode.Stale || errcode.Of(err) == errcode.ErrnoEEXIST {
+				return nil, stale(pv.Path, err)
+			}
+			return nil, err
+		}
+		if !pv.Exists && r != nil && !r.Created {
+			return nil, errcode.Msg(errcode.Stale, pv.Path+" appeared since the approved preview was made")
+		}
+		recordWrite(c.Session, pv.Path, r, false)
+		lines = append(lines, fmt.Sprintf("%s (%d lines)", pv.Path, r.Lines))
+		if i == len(pvs)-1 {
+			res.Data["filePath"], res.Data["lines"], res.Data["bytes"], res.Data["sha256"] = pv.Path, r.Lines, r.Size, r.SHA256
+		}
 	}
-	recordWrite(c.Session, pv.Path, r, false)
-	res := Text(fmt.Sprintf("The file %s has been updated with the approved change (%d lines).", pv.Path, r.Lines))
-	res.Data = map[string]any{"filePath": pv.Path, "lines": r.Lines, "bytes": r.Size, "sha256": r.SHA256, "approved_preview": true}
+	if len(pvs) == 1 {
+		res.Content = Text(fmt.Sprintf("The file %s has been updated with the approved change (%d lines).", pvs[0].Path, res.Data["lines"])).Content
+	} else {
+		res.Content = Text("The approved change was applied to " + strings.Join(lines, ", ") + ".").Content
+		res.Data["files"] = len(pvs)
+	}
 	return res, nil
+}
+
+// checkFirst is how many of n previews applyPreviews checks before writing any: all of them
+// when there are several, none for one.
+func checkFirst(n int) int {
+	if n == 1 {
+		return 0
+	}
+	return n
 }
 
 // UnifiedDiff is a one-hunk unified diff of old against new (the changed middle after the

@@ -20,10 +20,25 @@ type Approval struct {
 	Input  json.RawMessage `json:"input"`
 	Reason string          `json:"reason"`
 	// SuggestedRules would allow the call next time; the first is what remember adds.
-	SuggestedRules []string  `json:"suggested_rules"`
-	Preview        *Preview  `json:"preview,omitempty"`
-	Created        time.Time `json:"created"`
-	Expires        time.Time `json:"expires"`
+	SuggestedRules []string `json:"suggested_rules"`
+	// Preview is what approving writes. A call that writes more than one file (sed -i on
+	// several, or with a backup suffix) has them all in Previews, in the order approving
+	// writes them; Preview is then the first.
+	Preview  *Preview  `json:"preview,omitempty"`
+	Previews []Preview `json:"previews,omitempty"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+}
+
+// AllPreviews is every file approving a writes, in order; none when it has no preview.
+func (a *Approval) AllPreviews() []Preview {
+	switch {
+	case len(a.Previews) > 0:
+		return a.Previews
+	case a.Preview != nil:
+		return []Preview{*a.Preview}
+	}
+	return nil
 }
 
 // Preview is what an approved edit writes (approval.Preview, less the content itself).

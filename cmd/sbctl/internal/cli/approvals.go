@@ -285,8 +285,8 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			if len(a.SuggestedRules) > 0 {
 				fmt.Fprintf(&b, "'a' adds: %s\n", a.SuggestedRules[0])
 			}
-			if a.Preview != nil {
-				lines := strings.Split(strings.TrimRight(a.Preview.Diff, "\n"), "\n")
+			if pvs := a.AllPreviews(); len(pvs) > 0 {
+				lines := strings.Split(strings.TrimRight(previewDiffs(pvs), "\n"), "\n")
 				if len(lines) > 30 {
 					lines = append(lines[:30], fmt.Sprintf("… %d more lines", len(lines)-30))
 				}
@@ -415,9 +415,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, reason)
 	if a != nil {
 		fmt.Fprintf(e.Stderr, "  %s %s\n", a.Tool, Clip(inputSummary(*a), 200))
-		if a.Preview != nil {
-			fmt.Fprint(e.Stderr, a.Preview.Diff)
-		}
+		fmt.Fprint(e.Stderr, previewDiffs(a.AllPreviews()))
 	}
 	always := "always (remember in this session)"
 	if a != nil && len(a.SuggestedRules) > 0 {
@@ -463,4 +461,16 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 			return r.res, r.err
 		}
 	}
+}
+
+// previewDiffs is the diffs of what approving writes, one file after the other.
+func previewDiffs(pvs []protocol.Preview) string {
+	var b strings.Builder
+	for _, pv := range pvs {
+		b.WriteString(pv.Diff)
+		if pv.Diff != "" && !strings.HasSuffix(pv.Diff, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
