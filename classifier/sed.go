@@ -4,90 +4,161 @@ import "strings"
 
 // checkSed allows sed only without in-place editing, script files, and
 // script commands that write files (w, W, s///w), read files into the output
-// stream (r, R) or run programs (e, s///e).
+// stream (r, R) or run programs (e, s///e). Of several problems, the one
+// whose word comes first is reported.
 func checkSed(args []string, _ *walker) string {
-	var scripts []string
-	haveScript := false
-	var operands []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			operands = append(operands, args[i+1:]...)
-			i = len(args)
-		case strings.HasPrefix(a, "--"):
-			name, val, has := strings.Cut(a[2:], "=")
-			switch {
-			case name == "":
-				return "unsafe_flag"
-			case longIs(name, "in-place"):
-				return "sed_in_place"
-			case longIs(name, "file"):
-				return "sed_script_file"
-			case longIs(name, "expression"):
-				if !has {
-					if i+1 >= len(args) {
-						return "unsafe_flag"
-					}
-					i++
-					val = args[i]
-				}
-				scripts = append(scripts, val)
-				haveScript = true
-			case longIs(name, "line-length"):
-				if !has {
-					i++
-				}
-			case longIs(name, "quiet"), longIs(name, "silent"), longIs(name, "null-data"),
-				longIs(name, "zero-terminated"), longIs(name, "regexp-extended"), longIs(name, "separate"),
-				longIs(name, "unbuffered"), longIs(name, "posix"), longIs(name, "debug"), longIs(name, "sandbox"),
-				longIs(name, "binary"), longIs(name, "follow-symlinks"):
-			default:
-				return "unsafe_flag"
-			}
-		case len(a) > 1 && a[0] == '-':
-		bundle:
-			for j := 1; j < len(a); j++ {
-				switch a[j] {
-				case 'n', 'E', 'r', 's', 'u', 'z', 'b':
-				case 'i':
-					return "sed_in_place"
-				case 'f':
-					return "sed_script_file"
-				case 'e', 'l':
-					v := a[j+1:]
-					if v == "" {
-						if i+1 >= len(args) {
-							return "unsafe_flag"
-						}
-						i++
-						v = args[i]
-					}
-					if a[j] == 'e' {
-						scripts = append(scripts, v)
-						haveScript = true
-					}
-					break bundle
-				default:
-					return "unsafe_flag"
-				}
-			}
-		default:
-			operands = append(operands, a)
-		}
+	a := ParseSedArgs(args)
+	switch first := min(a.Bad, a.InPlaceAt, a.ScriptFileAt); {
+	case first == len(args)+1:
+	case first == a.InPlaceAt:
+		return "sed_in_place"
+	case first == a.ScriptFileAt:
+		return "sed_script_file" // also when its file name is missing
+	default:
+		return "unsafe_flag"
 	}
-	if !haveScript {
-		if len(operands) == 0 {
-			return "unsafe_flag"
-		}
-		scripts = append(scripts, operands[0])
-	}
-	for _, s := range scripts {
+	for _, s := range a.Scripts {
 		if r := sedScript(s); r != "" {
 			return r
 		}
 	}
 	return ""
+}
+
+// SedArgs is a sed command line's words sorted out as GNU sed reads them.
+type SedArgs struct {
+	// Kept is every option word but -i/--in-place (with the words of their arguments), in
+	// order, then the script operand when no -e or -f gave the script: sed's command line
+	// without -i and without the files.
+	Kept []string
+	// Scripts are the script texts: each -e/--expression, or the first operand.
+	Scripts []string
+	// Files are the operands after the script.
+	Files []string
+	// Suffix is -i's backup suffix (-i.bak; -in is the suffix "n", as GNU sed reads it).
+	Suffix string
+	// FollowSymlinks and Debug say --follow-symlinks and --debug were given.
+	FollowSymlinks, Debug bool
+	// InPlaceAt, ScriptFileAt and Bad are the index of the first word with -i, with -f or
+	// --file, and of the first word sed would refuse (an unknown option, one missing its
+	// argument, no script at all), or len(args)+1 when there is none.
+	InPlaceAt, ScriptFileAt, Bad int
+}
+
+// ParseSedArgs sorts out sed's arguments (the words after "sed").
+func ParseSedArgs(args []string) SedArgs {
+	none := len(args) + 1
+	a := SedArgs{InPlaceAt: none, ScriptFileAt: none, Bad: none}
+	at := func(p *int, i int) {
+		*p = min(*p, i)
+	}
+	script := false
+	var operands []string
+	// value takes an option's argument: the rest of its word, or the next word (false: none).
+	value := func(i *int, rest string) (string, bool) {
+		if rest != "" {
+			return rest, true
+		}
+		if *i+1 >= len(args) {
+			return "", false
+		}
+		*i++
+		a.Kept = append(a.Kept, args[*i])
+		return args[*i], true
+	}
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(w, "--"):
+			name, val, has := strings.Cut(w[2:], "=")
+			switch {
+			case name == "":
+				at(&a.Bad, i)
+			case longIs(name, "in-place"):
+				at(&a.InPlaceAt, i)
+				a.Suffix = val
+			case longIs(name, "expression"), longIs(name, "file"), longIs(name, "line-length"):
+				a.Kept = append(a.Kept, w)
+				if longIs(name, "file") {
+					at(&a.ScriptFileAt, i)
+					script = true
+				}
+				if !has {
+					var ok bool
+					if val, ok = value(&i, ""); !ok {
+						at(&a.Bad, i)
+						continue
+					}
+				}
+				if longIs(name, "expression") {
+					a.Scripts, script = append(a.Scripts, val), true
+				}
+			case longIs(name, "follow-symlinks"):
+				a.Kept, a.FollowSymlinks = append(a.Kept, w), true
+			case longIs(name, "debug"):
+				a.Kept, a.Debug = append(a.Kept, w), true
+			case longIs(name, "quiet"), longIs(name, "silent"), longIs(name, "null-data"),
+				longIs(name, "zero-terminated"), longIs(name, "regexp-extended"), longIs(name, "separate"),
+				longIs(name, "unbuffered"), longIs(name, "posix"), longIs(name, "sandbox"), longIs(name, "binary"):
+				a.Kept = append(a.Kept, w)
+			default:
+				at(&a.Bad, i)
+			}
+		case len(w) > 1 && w[0] == '-':
+			a.shortOptions(w, &i, &script, value, at)
+		default:
+			operands = append(operands, w)
+		}
+	}
+	if !script {
+		if len(operands) == 0 {
+			at(&a.Bad, len(args))
+			return a
+		}
+		a.Scripts = append(a.Scripts, operands[0])
+		a.Kept, operands = append(a.Kept, operands[0]), operands[1:]
+	}
+	a.Files = operands
+	return a
+}
+
+// shortOptions reads one word of short options, args[*i]. -i takes the rest of the word as
+// its suffix; -e, -f and -l take the rest of the word or the next one.
+func (a *SedArgs) shortOptions(w string, i *int, script *bool, value func(*int, string) (string, bool), at func(*int, int)) {
+	for j := 1; j < len(w); j++ {
+		switch w[j] {
+		case 'n', 'E', 'r', 's', 'u', 'z', 'b':
+		case 'i':
+			if j > 1 {
+				a.Kept = append(a.Kept, w[:j])
+			}
+			at(&a.InPlaceAt, *i)
+			a.Suffix = w[j+1:]
+			return
+		case 'e', 'f', 'l':
+			a.Kept = append(a.Kept, w)
+			if w[j] == 'f' {
+				at(&a.ScriptFileAt, *i)
+				*script = true
+			}
+			pos := *i
+			v, ok := value(i, w[j+1:])
+			switch {
+			case !ok:
+				at(&a.Bad, pos)
+			case w[j] == 'e':
+				a.Scripts, *script = append(a.Scripts, v), true
+			}
+			return
+		default:
+			at(&a.Bad, *i)
+			return
+		}
+	}
+	a.Kept = append(a.Kept, w)
 }
 
 // sedScript parses a sed script just far enough to find its commands. It

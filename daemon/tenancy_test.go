@@ -190,11 +190,7 @@ func TestHostileImageBatch(t *testing.T) {
 // Concurrency over calls_per_user: the excess gets 429 too_many_calls while another user is
 // served; the rate limit likewise.
 func TestHostileConcurrencyAndRate(t *testing.T) {
-	td := startDaemon(t, "limits:\n  calls_per_user: 2\n  requests_per_second_per_user: 2\n  requests_burst_per_user: 6\n")
-	mallory := testutil.CreateUser(t, "sbhc")
-	alice := testutil.CreateUser(t, "sbha")
-	mid := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
-	aid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	td, mallory, alice, mid, aid := twoTenants(t, "limits:\n  calls_per_user: 2\n  requests_per_second_per_user: 2\n  requests_burst_per_user: 6\n", "sbh")
 	slow := `{"tool":"Bash","input":{"command":"sleep 3"}}`
 
 	var wg sync.WaitGroup
@@ -251,11 +247,7 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 // The rate limit is of calls, not of requests: a batch takes a token for each call it holds,
 // so batches cannot carry a user past limits.requests_per_second_per_user.
 func TestRateCountsEachCallOfABatch(t *testing.T) {
-	td := startDaemon(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 4\n")
-	mallory := testutil.CreateUser(t, "sbrb")
-	alice := testutil.CreateUser(t, "sbra")
-	mid := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
-	aid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	td, mallory, alice, mid, aid := twoTenants(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 4\n", "sbr")
 	batch := `{"calls":[` + strings.Repeat(`{"tool":"Bash","input":{"command":"true"}},`, 3) + `{"tool":"Bash","input":{"command":"true"}}]}`
 	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/batch", batch, ""); code != http.StatusOK {
 		t.Fatalf("a batch of 4 within a burst of 4: %d %s", code, b)
@@ -269,6 +261,18 @@ func TestRateCountsEachCallOfABatch(t *testing.T) {
 	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/batch", batch, ""); code != http.StatusOK {
 		t.Errorf("the other user's batch while mallory is rate limited: %d %s", code, b)
 	}
+}
+
+// twoTenants starts a daemon on config and makes two throwaway users, named from prefix,
+// each with a bypassPermissions session: mallory, who attacks, and alice, who must still be
+// served.
+func twoTenants(t *testing.T, config, prefix string) (td *testDaemon, mallory, alice testutil.User, mid, aid string) {
+	t.Helper()
+	td = startDaemon(t, config)
+	mallory, alice = testutil.CreateUser(t, prefix+"m"), testutil.CreateUser(t, prefix+"a")
+	mid = sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	aid = sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	return td, mallory, alice, mid, aid
 }
 
 func grepLines(s, sub string) string {

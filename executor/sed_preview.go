@@ -95,98 +95,13 @@ func (p *Pipeline) sedOne(ctx context.Context, c *Call, opts []string, target st
 
 // sedInPlace splits sed -i's arguments into the options and script that stay (opts, in
 // order), the files, and the backup suffix. ok is false when there is no -i, or when the
-// preview could not be what sed -i does: a suffix with `*` or `/` (sed makes a name or a
-// directory of it), --follow-symlinks (sed would write the link's target, the preview is of
-// the path), --debug (it prints to stdout), or an option it does not know.
+// preview could not be what sed -i does: a word sed would refuse, a suffix with `*` or `/`
+// (sed makes a name or a directory of it), --follow-symlinks (sed would write the link's
+// target, the preview is of the path), or --debug (it prints to stdout).
 func sedInPlace(args []string) (opts, files []string, suffix string, ok bool) {
-	inPlace, script := false, false
-	var operands []string
-	// value appends an option's argument: the rest of its word, or the next word.
-	value := func(i *int, rest string) bool {
-		if rest != "" {
-			return true
-		}
-		if *i+1 >= len(args) {
-			return false
-		}
-		*i++
-		opts = append(opts, args[*i])
-		return true
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			operands = append(operands, args[i+1:]...)
-			i = len(args)
-		case strings.HasPrefix(a, "--"):
-			name, val, has := strings.Cut(a[2:], "=")
-			switch {
-			case name == "":
-				return nil, nil, "", false
-			case longIs(name, "in-place"):
-				inPlace, suffix = true, val
-				continue
-			case longIs(name, "expression"), longIs(name, "file"), longIs(name, "line-length"):
-				opts = append(opts, a)
-				script = script || !longIs(name, "line-length")
-				if !has && !value(&i, "") {
-					return nil, nil, "", false
-				}
-				continue
-			case longIs(name, "quiet"), longIs(name, "silent"), longIs(name, "null-data"),
-				longIs(name, "zero-terminated"), longIs(name, "regexp-extended"), longIs(name, "separate"),
-				longIs(name, "unbuffered"), longIs(name, "posix"), longIs(name, "sandbox"), longIs(name, "binary"):
-				opts = append(opts, a)
-			default:
-				return nil, nil, "", false
-			}
-		case len(a) > 1 && a[0] == '-':
-			if !sedShortOptions(a, &i, &opts, &suffix, &inPlace, &script, value) {
-				return nil, nil, "", false
-			}
-		default:
-			operands = append(operands, a)
-		}
-	}
-	if !script {
-		if len(operands) == 0 {
-			return nil, nil, "", false
-		}
-		opts, operands = append(opts, operands[0]), operands[1:]
-	}
-	if !inPlace || strings.ContainsAny(suffix, "*/") {
+	a := classifier.ParseSedArgs(args)
+	if a.InPlaceAt > len(args) || a.Bad <= len(args) || a.FollowSymlinks || a.Debug || strings.ContainsAny(a.Suffix, "*/") {
 		return nil, nil, "", false
 	}
-	return opts, operands, suffix, true
-}
-
-// sedShortOptions reads one word of short options. -i takes the rest of the word as its
-// suffix, as GNU sed does (-in is -i with suffix "n"); -e, -f and -l take the rest of the
-// word or the next one.
-func sedShortOptions(a string, i *int, opts *[]string, suffix *string, inPlace, script *bool, value func(*int, string) bool) bool {
-	for j := 1; j < len(a); j++ {
-		switch a[j] {
-		case 'n', 'E', 'r', 's', 'u', 'z', 'b':
-		case 'i':
-			if j > 1 {
-				*opts = append(*opts, a[:j])
-			}
-			*inPlace, *suffix = true, a[j+1:]
-			return true
-		case 'e', 'f', 'l':
-			*opts = append(*opts, a)
-			*script = *script || a[j] != 'l'
-			return value(i, a[j+1:])
-		default:
-			return false
-		}
-	}
-	*opts = append(*opts, a)
-	return true
-}
-
-// longIs reports whether name abbreviates the long option full, as getopt accepts.
-func longIs(name, full string) bool {
-	return name != "" && strings.HasPrefix(full, name)
+	return a.Kept, a.Files, a.Suffix, true
 }
