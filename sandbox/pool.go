@@ -34,6 +34,10 @@ const (
 // poolIdle is how long the pool keeps idle inits after the last Start (seams.poolIdle).
 const poolIdle = 30 * time.Second
 
+// activeWindow is how long a user counts as calling after their last take: the filler shares
+// the pool among the users seen within it.
+const activeWindow = 10 * time.Second
+
 // pool keeps the ready inits and the goroutine that starts them.
 type pool struct {
 	s *Sandbox
@@ -45,6 +49,11 @@ type pool struct {
 	hold   time.Time     // no refill before (refillDelay)
 	idle   time.Duration // seams.poolIdle
 	closed bool
+	// demand is when each uid last wanted an init, filled when each last got one made: the
+	// filler makes the next for the active user with the fewest ready (the one served longest
+	// ago on a tie), so one user's stream of calls cannot keep every init while another
+	// user's calls all take the per-call path.
+	demand, filled map[uint32]time.Time
 
 	wake chan struct{}
 	stop chan struct{}
@@ -54,6 +63,7 @@ type pool struct {
 // newPool fills the pool once, so a daemon is ready when New returns, and starts the filler.
 func newPool(s *Sandbox) *pool {
 	p := &pool{s: s, target: poolMin, last: time.Now(), idle: s.seams.poolIdle,
+		demand: map[uint32]time.Time{}, filled: map[uint32]time.Time{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for i := 0; i < poolMin; i++ {
 		if !p.fillOne() {
@@ -77,27 +87,29 @@ func newPool(s *Sandbox) *pool {
 //
 // An init waits in a cgroup under its user's (user-<uid>), whose limits bound all of that
 // user's calls together, so only a call of that uid may take it. When none is ready for uid,
-// one made for another user is dropped to make room, and the filler makes the next for uid
-// (the plan set the hint).
+// the filler is woken to make one (nextUser), and one made for a user no longer calling, if
+// any, is dropped to make room.
 func (p *pool) take(uid uint32) *poolInit {
 	p.mu.Lock()
 	busy := time.Since(p.last) < p.idle
 	p.last = time.Now()
+	p.demand[uid] = p.last
 	var in, stale *poolInit
 	i := slices.IndexFunc(p.ready, func(r *poolInit) bool { return r.uid == uid })
+	idle := slices.IndexFunc(p.ready, func(r *poolInit) bool { return !p.active(r.uid, p.last) })
 	switch {
 	case p.closed:
 	case i >= 0:
 		in = p.ready[i]
 		p.ready = slices.Delete(p.ready, i, i+1)
 		p.hold = p.last.Add(refillDelay)
-	case len(p.ready) > 0:
-		stale = p.ready[0]
-		p.ready = p.ready[1:]
+	case idle >= 0:
+		stale = p.ready[idle]
+		p.ready = slices.Delete(p.ready, idle, idle+1)
 	case busy:
 		p.target = min(p.target+1, poolMax) // demand outran the pool
 	}
-	refill := len(p.ready) == 0 || stale != nil
+	refill := len(p.ready) == 0 || in == nil
 	p.mu.Unlock()
 	if stale != nil {
 		p.s.janitor.add(func() { p.s.discard(stale) })
@@ -106,6 +118,37 @@ func (p *pool) take(uid uint32) *poolInit {
 		p.kick()
 	}
 	return in
+}
+
+// active reports whether uid wanted an init within activeWindow of now; p.mu is held.
+func (p *pool) active(uid uint32, now time.Time) bool {
+	t, ok := p.demand[uid]
+	return ok && now.Sub(t) < activeWindow
+}
+
+// nextUser is whom the next init is made for: of the active users, the one with the fewest
+// ready, and of those the one served longest ago; before any call, the plan's hint. p.mu is
+// held.
+func (p *pool) nextUser(now time.Time) uint32 {
+	best, bestN := p.s.userHint.Load(), -1
+	for uid := range p.demand {
+		if !p.active(uid, now) {
+			delete(p.demand, uid)
+			delete(p.filled, uid)
+			continue
+		}
+		n := 0
+		for _, r := range p.ready {
+			if r.uid == uid {
+				n++
+			}
+		}
+		if bestN < 0 || n < bestN || n == bestN && p.filled[uid].Before(p.filled[best]) {
+			best, bestN = uid, n
+		}
+	}
+	p.filled[best] = now
+	return best
 }
 
 // callCleaned wakes the filler: a pooled call's cleanup ran, so a refill now is off every
@@ -167,7 +210,10 @@ func (p *pool) run(looked chan struct{}) {
 
 // fillOne starts one init and adds it to the ready list; false when that failed.
 func (p *pool) fillOne() bool {
-	in, err := p.s.startPoolInit()
+	p.mu.Lock()
+	uid := p.nextUser(time.Now())
+	p.mu.Unlock()
+	in, err := p.s.startPoolInit(uid)
 	if err != nil {
 		p.s.log.Warn("start pooled init", zap.Error(err))
 		return false

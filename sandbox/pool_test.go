@@ -405,7 +405,7 @@ func TestPoolPreludeFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.prelude = e.b
-	in, err := s.startPoolInit()
+	in, err := s.startPoolInit(s.userHint.Load())
 	if err == nil {
 		s.discard(in)
 		t.Fatal("a pooled init with a failing prelude was reported ready")

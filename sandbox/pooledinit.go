@@ -34,14 +34,14 @@ type poolInit struct {
 	tmpSize int64
 }
 
-// startPoolInit starts one init in a new pool cgroup and returns it once it is inside.
+// startPoolInit starts one init for uid's calls in a new pool cgroup under uid's, and
+// returns it once it is inside.
 //
 // WARNING: a pooled init must hold nothing of a call and run nothing until handOver sends it
 // one, and it must be inside its cgroup before it is ready; rerun as root after changing:
 // go test -run 'TestPool|TestEscape|TestDaemonCrash' ./sandbox/
-func (s *Sandbox) startPoolInit() (_ *poolInit, err error) {
+func (s *Sandbox) startPoolInit(uid uint32) (_ *poolInit, err error) {
 	name := strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(poolSeq.Add(1), 10)
-	uid := s.userHint.Load()
 	user, err := s.cg.userDir(uid)
 	if err != nil {
 		return nil, err
