@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -570,4 +571,36 @@ func TestPooledInitUnderLowFdLimit(t *testing.T) {
 		t.Fatalf("err %v, pooled %v, end reported %v, exit %+v; want a pooled call ending by the init's exit with 5",
 			err, p != nil && p.pooled, p != nil && p.endReported, res)
 	}
+}
+
+// TestPoolSharedAmongUsers: two users calling at once each get inits made for them; one's
+// miss does not drop the other's ready init (it is still calling), and the filler makes the
+// next for the user with the fewest ready. Made for the latest caller only, the pool flipped
+// between them and the quieter user's calls took the per-call path.
+func TestPoolSharedAmongUsers(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	const a, b = nobody - 2, nobody - 3
+	has := func(uid uint32) bool {
+		return slices.ContainsFunc(readyInits(s), func(in *poolInit) bool { return in.uid == uid })
+	}
+	waitPoolReady(t, s, poolMin)
+	for _, uid := range []uint32{a, b} {
+		if in := s.pool.take(uid); in != nil {
+			s.discard(in)
+			t.Fatalf("uid %d took an init made for another user", uid)
+		}
+		waitFor(t, func() bool { return has(uid) })
+	}
+	if !has(a) {
+		t.Errorf("b's miss dropped a's ready init while a is still calling: ready %v", readyUIDs(s))
+	}
+}
+
+func readyUIDs(s *Sandbox) []uint32 {
+	var uids []uint32
+	for _, in := range readyInits(s) {
+		uids = append(uids, in.uid)
+	}
+	return uids
 }
