@@ -204,6 +204,15 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 	err = tc.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
+		// Nothing was decided or carried, but the attempt is the security team's to see: a
+		// client that pins its certificates, one that does not trust the sandbox's CA, or a
+		// server name that is not the tunnel's (fronting) all end here.
+		ev := Event{Time: time.Now(), Session: p.session, Kind: t.kind, Host: t.host, Port: t.port,
+			Reason: fmt.Sprintf("the client's TLS handshake with the intercepting proxy failed, so nothing was sent (a client that pins certificates or does not trust the sandbox's CA cannot be intercepted): %v", err)}
+		if o := p.origin; o != nil {
+			ev.Via = o.Via
+		}
+		_ = s.audit(ev)
 		s.log.Debug("intercept handshake", zap.String("session", p.session), zap.String("host", t.host), zap.Error(err))
 		return
 	}

@@ -153,6 +153,25 @@ func TestIntercept(t *testing.T) {
 		t.Error("handshake for another name succeeded")
 	}
 	c.Close()
+	// A client that does not trust the sandbox's CA (or pins its origin's certificate) fails
+	// its handshake. Both failures are audited: nothing was sent, and the team sees why.
+	c = openTunnel(t, proxyAddr, "api.test:"+port)
+	tc = tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: originPool})
+	if err := tc.Handshake(); err == nil {
+		t.Error("a client that does not trust the sandbox's CA completed its handshake")
+	}
+	c.Close()
+	for _, want := range []string{"is not the tunnel's host", "certificate"} {
+		ok := false
+		for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			for _, ev := range rec.audited() {
+				ok = ok || !ev.Allowed && ev.Host == "api.test" && strings.Contains(ev.Reason, "TLS handshake") && strings.Contains(ev.Reason, want)
+			}
+		}
+		if !ok {
+			t.Errorf("no audit record of the failed handshake (%q): %+v", want, rec.audited())
+		}
+	}
 	// A Host header naming another host inside the tunnel is refused.
 	c = openTunnel(t, proxyAddr, "api.test:"+port)
 	tc = tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: sessionPool})
