@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/egress"
+	"github.com/sandboxd/sandboxd/executor"
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // interceptCA is the daemon's TLS interception CA (network.tls_intercept) as kept in the state
@@ -26,6 +28,7 @@ type interceptCA struct {
 	interceptor *egress.Interceptor
 	certPath    string // the CA certificate alone (NODE_EXTRA_CA_CERTS adds it to Node's roots)
 	bundlePath  string // the host's roots plus the CA (SSL_CERT_FILE and the like)
+	javaStore   string // the same as a PKCS#12 trust store, which Java reads and PEM it does not
 	keyDir      string
 	fingerprint string // SHA-256 of the certificate, hex
 }
@@ -116,12 +119,37 @@ func loadInterceptCA(stateDir string, now time.Time) (*interceptCA, []string, er
 	if err := writeReplace(bundlePath, bundle.Bytes(), 0o644); err != nil {
 		return nil, nil, err
 	}
+	javaStore := filepath.Join(pubDir, "bundle.p12")
+	store, err := javaTrustStore(bundle.Bytes())
+	if err == nil {
+		err = writeReplace(javaStore, store, 0o644)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("java trust store: %w", err)
+	}
 	b, _ := pem.Decode(certPEM)
 	sum := sha256.Sum256(b.Bytes)
 	return &interceptCA{
-		interceptor: icpt, certPath: certPath, bundlePath: bundlePath, keyDir: keyDir,
+		interceptor: icpt, certPath: certPath, bundlePath: bundlePath, javaStore: javaStore, keyDir: keyDir,
 		fingerprint: hex.EncodeToString(sum[:]),
 	}, notes, nil
+}
+
+// javaTrustStore is the certificates of a PEM bundle as a PKCS#12 trust store under
+// executor.JavaStorePassword (the store holds only public certificates: the password is
+// Java's convention, not a secret). A certificate Go cannot parse is left out.
+func javaTrustStore(bundle []byte) ([]byte, error) {
+	var certs []*x509.Certificate
+	for rest := bundle; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil && b.Type == "CERTIFICATE" {
+			certs = append(certs, c)
+		}
+	}
+	return pkcs12.Modern2023.EncodeTrustStore(certs, executor.JavaStorePassword)
 }
 
 func caExpiresBefore(certPEM []byte, t time.Time) bool {

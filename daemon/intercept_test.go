@@ -110,6 +110,21 @@ func TestEgressIntercept(t *testing.T) {
 			}
 		})
 	}
+	// Java reads neither the proxy variables nor a PEM bundle: JAVA_TOOL_OPTIONS gives it the
+	// proxy and the bundle as a PKCS#12 trust store.
+	t.Run("java get", func(t *testing.T) {
+		if _, err := exec.LookPath("java"); err != nil {
+			t.Skip("java is not installed here: the Java trust store is unchecked")
+		}
+		src := filepath.Join(dir, "Fetch.java")
+		if err := os.WriteFile(src, []byte(`public class Fetch { public static void main(String[] a) throws Exception {
+	try (var in = new java.net.URL(a[0]).openStream()) { System.out.println(new String(in.readAllBytes())); } } }`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out := run("java " + src + " " + at("api.test", "/hello")); !strings.Contains(out, "hello over TLS from api.test") {
+			t.Errorf("java through the intercepting proxy:\n%s", out)
+		}
+	})
 	if n := posts.Load(); n != 0 {
 		t.Errorf("the server saw %d POSTs to /hello", n)
 	}

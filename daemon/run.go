@@ -178,7 +178,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		log.Info("egress proxy intercepts TLS", zap.String("ca_sha256", ca.fingerprint), zap.String("bundle", ca.bundlePath))
 		core.egress.srv.Intercept = ca.interceptor
 		core.egress.caSHA256 = ca.fingerprint
-		host.ProxyCA = executor.ProxyCA{Bundle: ca.bundlePath, CA: ca.certPath}
+		host.ProxyCA = executor.ProxyCA{Bundle: ca.bundlePath, CA: ca.certPath, JavaStore: ca.javaStore}
 		host.SecretDirs = append(host.SecretDirs, ca.keyDir)
 	}
 	host.WebFetch = executor.WebFetchNet{

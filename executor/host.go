@@ -134,7 +134,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 func (h *Host) sessionEnv(s *session.Session) []string {
 	env := ChildEnv(s.Owner)
 	if s.Network == config.NetworkProxy && h.ProxyPort > 0 {
-		env = append(env, ProxyEnv(h.ProxyPort)...)
+		env = append(env, ProxyEnv(h.ProxyPort, h.ProxyCA.javaOptions())...)
 		env = append(env, h.ProxyCA.Env()...)
 	}
 	return env
@@ -144,12 +144,25 @@ func (h *Host) sessionEnv(s *session.Session) []string {
 // a bundle of the host's roots plus the daemon's interception CA (never the host's own trust
 // store, which stays as it is), and the CA alone.
 type ProxyCA struct {
-	Bundle string // path of the bundle
-	CA     string // path of the CA certificate alone
+	Bundle    string // path of the bundle
+	CA        string // path of the CA certificate alone
+	JavaStore string // path of the bundle as a PKCS#12 trust store, for Java
+}
+
+// JavaStorePassword is the password of ProxyCA.JavaStore: Java's conventional one, as the
+// store holds only public certificates.
+const JavaStorePassword = "changeit"
+
+// javaOptions points Java at JavaStore (JAVA_TOOL_OPTIONS); "" when unset.
+func (p ProxyCA) javaOptions() string {
+	if p.JavaStore == "" {
+		return ""
+	}
+	return " -Djavax.net.ssl.trustStore=" + p.JavaStore + " -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=" + JavaStorePassword
 }
 
 // Env is the environment that points the usual TLS clients at the bundle; nothing when unset.
-// Java keeps its own trust store and is not covered.
+// Java reads its trust store from JAVA_TOOL_OPTIONS, which ProxyEnv sets.
 func (p ProxyCA) Env() []string {
 	if p.Bundle == "" {
 		return nil
@@ -163,9 +176,10 @@ func (p ProxyCA) Env() []string {
 }
 
 // ProxyEnv is what a proxied session's programs are told: the usual proxy variables in both
-// cases, and the package managers' and Java's own settings. Programs that ignore them have no
-// route out anyway.
-func ProxyEnv(port int) []string {
+// cases, and the package managers' and Java's own settings (javaExtra: more Java options, its
+// trust store when the proxy intercepts TLS). Programs that ignore them have no route out
+// anyway.
+func ProxyEnv(port int, javaExtra string) []string {
 	http := "http://127.0.0.1:" + strconv.Itoa(port)
 	socks := "socks5h://127.0.0.1:" + strconv.Itoa(port)
 	const noProxy = "localhost,127.0.0.1,::1"
@@ -174,7 +188,7 @@ func ProxyEnv(port int) []string {
 		"HTTP_PROXY=" + http, "http_proxy=" + http, "HTTPS_PROXY=" + http, "https_proxy=" + http,
 		"ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
 		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http, "PIP_PROXY=" + http,
-		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p + " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p,
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + p + " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + p + javaExtra,
 	}
 }
 
