@@ -285,11 +285,13 @@ func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, er
 	for c, d := range l.dirs {
 		cg.dirs[c] = filepath.Join(d, rel)
 	}
-	for _, d := range cg.dirs {
-		if _, err := os.Lstat(d); err == nil && !exist {
-			return nil, fmt.Errorf("create cgroup %s: %w", d, os.ErrExist)
-		}
-		break
+	// One hierarchy tells: the dirs of a cgroup are made and removed together.
+	probe := cg.dirs["memory"]
+	if l.v2 {
+		probe = cg.dirs[""]
+	}
+	if _, err := os.Lstat(probe); err == nil && !exist {
+		return nil, fmt.Errorf("create cgroup %s: %w", probe, os.ErrExist)
 	}
 	var err error
 	if l.v2 {
@@ -308,7 +310,9 @@ func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, er
 		cg.cg1, err = cgroup1.New(l.path1(rel), resources1(lim, true, l.swap), cgroup1.WithHierarchy(l.hier))
 	}
 	if err != nil {
-		_ = cg.removeDirs()
+		if !exist {
+			_ = cg.removeDirs() // what this create made; an existing dir is someone's parent
+		}
 		return nil, fmt.Errorf("create cgroup %s: %w", rel, err)
 	}
 	return cg, nil
