@@ -285,13 +285,12 @@ func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, er
 	for c, d := range l.dirs {
 		cg.dirs[c] = filepath.Join(d, rel)
 	}
-	// One hierarchy tells: the dirs of a cgroup are made and removed together.
-	probe := cg.dirs["memory"]
-	if l.v2 {
-		probe = cg.dirs[""]
-	}
-	if _, err := os.Lstat(probe); err == nil && !exist {
-		return nil, fmt.Errorf("create cgroup %s: %w", probe, os.ErrExist)
+	// Every hierarchy is looked at: a run of the same name whose removal (the janitor's) is
+	// half done has some dirs left, and a create that reused them would see them go.
+	for _, d := range cg.dirs {
+		if _, err := os.Lstat(d); err == nil && !exist {
+			return nil, fmt.Errorf("create cgroup %s: %w", d, os.ErrExist)
+		}
 	}
 	var err error
 	if l.v2 {

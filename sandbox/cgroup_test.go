@@ -137,3 +137,43 @@ func TestRemoveTreeThawsAFrozenCall(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCgroupSeesAHalfRemovedRun: a call name comes again while its last run's cgroup is
+// being removed (a session's restarted worker; the janitor removes one hierarchy after the
+// other). A create that saw only some dirs gone and reused the rest lost them to that removal
+// (the attach then failed); it must report the name taken, in whichever hierarchy is left, so
+// the caller flushes the janitor and tries again.
+func TestNewCgroupSeesAHalfRemovedRun(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for c := range s.cg.dirs {
+		old, err := s.cg.newCgroup("half", "call", s.limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every hierarchy removed but c.
+		for k, d := range old.dirs {
+			if k != c {
+				if err := unix.Rmdir(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if cg, err := s.cg.newCgroup("half", "call", s.limits); !errors.Is(err, os.ErrExist) {
+			if cg != nil {
+				_ = cg.remove()
+			}
+			t.Errorf("only the %s dir left: create = %v, want os.ErrExist", c, err)
+		}
+		if err := unix.Rmdir(old.dirs[c]); err != nil {
+			t.Fatal(err)
+		}
+		cg, err := s.cg.newCgroup("half", "call", s.limits)
+		if err != nil {
+			t.Fatalf("all removed: %v", err)
+		}
+		if err := cg.remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
