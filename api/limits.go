@@ -192,12 +192,7 @@ func (b *responseBudget) Room() int64 {
 	return b.limit - b.t.user(b.uid, l, time.Now()).respBytes
 }
 
-func (b *responseBudget) Fits(n int64) bool {
-	l := b.t.get()
-	b.t.mu.Lock()
-	defer b.t.mu.Unlock()
-	return b.t.user(b.uid, l, time.Now()).respBytes+n <= b.limit
-}
+func (b *responseBudget) Fits(n int64) bool { return b.Room() >= n }
 
 func (b *responseBudget) Charge(n int64) {
 	l := b.t.get()
