@@ -65,6 +65,9 @@ func (l *Log) run() {
 			}
 			flush()
 			l.startSync()
+		case <-l.syncTimer.C:
+			l.syncArmed, l.syncDue = false, true
+			l.startSync()
 		case <-l.queueTimer.C:
 			l.takeQueued(&batch)
 			flush()
@@ -319,12 +322,30 @@ func (l *Log) answerWritten() {
 	l.written = l.written[:0]
 }
 
+// writtenSyncDelay bounds how long a record whose writer did not wait for durability (a
+// call's end, a proxied request's net.connect) may sit written but not synced: usually the next
+// durable record's fsync covers it well before. An fsync per such record would cost the CPUs a
+// busy proxy or a paced agent needs, for a window a power cut could still hit.
+const writtenSyncDelay = 20 * time.Millisecond
+
 // startSync begins an fsync of what was written since the last one began, unless one is in
-// flight (then synced starts the next).
+// flight (then synced starts the next) or nothing written needs it yet (then syncTimer does).
 func (l *Log) startSync() {
-	if l.inflight || !l.waiting.written {
+	if l.inflight {
 		return
 	}
+	if !l.waiting.written {
+		l.syncDue = false
+		return
+	}
+	if len(l.waiting.reqs) == 0 && len(l.waiting.cps) == 0 && !l.syncDue {
+		if !l.syncArmed {
+			l.syncArmed = true
+			l.syncTimer.Reset(writtenSyncDelay)
+		}
+		return
+	}
+	l.syncDue = false
 	l.inflight = true
 	l.syncing, l.waiting = l.waiting, syncWait{}
 	fd := int(l.w.f.Fd())
@@ -376,6 +397,7 @@ func (l *Log) answer(done syncWait) {
 func (l *Log) flushSync() {
 	for {
 		if !l.inflight {
+			l.syncDue = true
 			l.startSync()
 			if !l.inflight {
 				return

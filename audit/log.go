@@ -140,6 +140,12 @@ type Log struct {
 	syncing   syncWait // answered by the fsync in flight
 	waiting   syncWait // written since it began: answered by the next one
 	syncBroke bool     // an fsync failed: records written since the last good one are not known durable
+	// Records nobody waits to be durable for (AppendWritten, Enqueue) do not start an fsync
+	// of their own: the next durable record's covers them, or syncTimer's, writtenSyncDelay
+	// after the first of them (syncArmed); syncDue makes the next startSync run regardless.
+	syncTimer *time.Timer
+	syncArmed bool
+	syncDue   bool
 	// gathered is what the gather in progress has written so far; gatherBackoff how many
 	// more syncs skip the post-sync gather, gatherPenalty the last backoff. Owned by the
 	// writer goroutine.
@@ -207,6 +213,8 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	}
 	l.queueTimer = time.NewTimer(queuedHold)
 	l.queueTimer.Stop()
+	l.syncTimer = time.NewTimer(writtenSyncDelay)
+	l.syncTimer.Stop()
 	if err := secureDir(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -408,6 +416,7 @@ func (l *Log) Close() error {
 	close(l.quit)
 	<-l.done
 	l.queueTimer.Stop()
+	l.syncTimer.Stop()
 	l.heads.close()
 	if l.fwd != nil {
 		l.fwd.close()

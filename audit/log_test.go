@@ -152,6 +152,56 @@ func TestConcurrentAppendsGroupCommit(t *testing.T) {
 	}
 }
 
+// A record nobody waits to be durable for (a call's end, a proxied request's net.connect)
+// starts no fsync of its own: a run of them shares one, writtenSyncDelay after the first (or
+// the next durable record's), instead of costing the disk and the CPUs one each.
+func TestWrittenRecordsShareAnFsync(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{CheckpointEvery: 1000})
+	ctx := context.Background()
+	if err := l.Append(ctx, callRecord(0)); err != nil {
+		t.Fatal(err)
+	}
+	before, start := l.syncs.Load(), time.Now()
+	const n = 50
+	for i := range n {
+		if err := l.AppendWritten(ctx, callRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One sync per writtenSyncDelay that went by at most (a slow machine sees a few).
+	bound := 1 + int64(time.Since(start)/writtenSyncDelay)
+	if got := l.syncs.Load() - before; got > bound {
+		t.Fatalf("%d written-only records took %d fsyncs in %v, want at most %d", n, got, time.Since(start), bound)
+	}
+	// The timer syncs them without any further record.
+	deadline := time.Now().Add(5 * time.Second)
+	for l.syncs.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("written-only records were never synced")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A durable record after written ones starts its sync at once.
+	if err := l.AppendWritten(ctx, callRecord(n)); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := l.Append(ctx, callRecord(n+1)); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d >= time.Second {
+		t.Fatalf("a durable Append after a written one took %v", d)
+	}
+	dir := l.Dir()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustVerify(t, dir, l); rep.Records < n+2 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
 func TestReopenContinuesChainAndFilesAreRootOnly(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "audit")
