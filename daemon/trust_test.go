@@ -283,6 +283,40 @@ func TestAuditRecordsDecidedInput(t *testing.T) {
 	}
 }
 
+// TestBashReadsSpecialFilesInItsSandbox: a Bash command reads /dev/urandom or a /proc file
+// inside its own sandbox (its own /proc, a private /dev, a timeout), so it is decided like any
+// other command: run in bypassPermissions, asked in default mode as any read outside the
+// session's directories is. The Read tool, which the daemon's worker reads for, is still
+// refused them in every mode.
+func TestBashReadsSpecialFilesInItsSandbox(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	bypass := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	def := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	for cmd, want := range map[string]string{
+		"head -c 8 /dev/urandom | wc -c":                     "8\n",
+		"grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status": "NoNewPrivs:\t1\nSeccomp:\t2\n",
+		"head -n 1 /proc/cpuinfo | cut -c 1-9":               "processor\n",
+	} {
+		input := fmt.Sprintf(`{"command":%q}`, cmd)
+		if _, res := td.call(t, bypass.ID, "Bash", input); res.IsError || res.Data["stdout"] != want {
+			t.Errorf("bypassPermissions: %s: %+v, want stdout %q", cmd, res, want)
+		}
+		code, b := td.do(t, "POST", "/v1/sessions/"+def.ID+"/decide", fmt.Sprintf(`{"tool":"Bash","input":%s}`, input))
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != 200 || res.Decision == nil || res.Decision.Behavior != "ask" {
+			t.Errorf("default: %s: %d %+v, want an ask", cmd, code, res.Decision)
+		}
+	}
+	for _, s := range []string{bypass.ID, def.ID} {
+		_, res := td.call(t, s, "Read", `{"file_path":"/proc/self/status"}`)
+		if !res.IsError || res.Decision == nil || res.Decision.Step != "safety_deny" {
+			t.Errorf("Read /proc/self/status was not refused by the safety check: %+v", res)
+		}
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

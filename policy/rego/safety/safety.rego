@@ -4,9 +4,13 @@ package sandboxd.safety
 
 import rego.v1
 
-# special_reads are reads of device, FIFO and /proc paths that block or never end; denied in
-# every mode, bypassPermissions included.
+# special_reads are reads of device, FIFO and /proc paths that block or never end, by a tool
+# the daemon's worker reads for (Read, Edit, Grep, ...); denied in every mode, bypassPermissions
+# included. A Bash command reads them itself, inside its sandbox: its own /proc (its own pid
+# namespace), a private /dev, its timeout and output budget. `head -c 16 /dev/urandom` or
+# `cat /proc/cpuinfo` is an ordinary command there, decided like any other.
 special_reads contains f.requested if {
+	input.tool != "Bash"
 	some f in input.paths
 	f.access == "read"
 	f.special != ""
@@ -22,6 +26,7 @@ hidden_reads contains f.requested if {
 }
 
 special_reads contains p if {
+	input.tool != "Bash"
 	some p in input.read_paths
 	p in {
 		"/dev/zero", "/dev/random", "/dev/urandom", "/dev/full", "/dev/stdin", "/dev/stdout",
@@ -31,6 +36,7 @@ special_reads contains p if {
 }
 
 special_reads contains p if {
+	input.tool != "Bash"
 	some p in input.read_paths
 	regex.match(`^/proc/[^/]+/(mem|fd/0)$`, p)
 }

@@ -14,7 +14,23 @@ _special_cases := {
 
 test_special_reads[name] if {
 	some name, paths in _special_cases
-	count(safety.special_reads) > 0 with input as fx.input_with({"paths": paths})
+	count(safety.special_reads) > 0 with input as fx.input_with({"tool": "Read", "paths": paths})
+}
+
+# A Bash command reads inside its own sandbox (its /proc, a private /dev, a timeout): these are
+# decided like any other command, not refused as never-ending reads.
+_bash_reads := {
+	"urandom": ["/dev/urandom"],
+	"dev zero": ["/dev/zero"],
+	"proc status": ["/proc/self/status"],
+	"cpuinfo": ["/proc/cpuinfo"],
+	"proc mem": ["/proc/42/mem"],
+}
+
+test_bash_reads_not_special[name] if {
+	some name, ps in _bash_reads
+	paths := [{"requested": p, "resolved": p, "access": "read", "special": "proc"} | some p in ps]
+	count(safety.special_reads) == 0 with input as fx.input_with({"tool": "Bash", "paths": paths})
 }
 
 test_special_write_not_read if {
