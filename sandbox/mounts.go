@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -293,13 +294,74 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 }
 
 // hostReadOnly reports whether the mount d lies on is read-only on the host (or cannot be
-// told: then it is treated as read-only). Run as the caller, like the rest of the plan.
+// told: then it is treated as read-only). The host's answer is PID 1's mount table: under a
+// service manager's hardening (systemd's ProtectSystem=strict) the daemon's own namespace is
+// read-only where the host's is not, and a user's project in /srv or /var would otherwise be
+// read-only in every call. Where that table cannot be read, the daemon's own view decides.
+// Run as the caller, like the rest of the plan.
 func hostReadOnly(d string) bool {
+	if ro, ok := mountReadOnly("/proc/1/mountinfo", d); ok {
+		return ro
+	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(d, &st); err != nil {
 		return true
 	}
 	return st.Flags&unix.ST_RDONLY != 0
+}
+
+// mountReadOnly reports whether, in the mountinfo table at path, the mount d lies on is
+// read-only (the mount or its file system); ok is false when the table cannot be read or holds
+// no mount for d. The mount is the one with the longest mount point holding d, the last listed
+// of those (a later mount on the same point is on top).
+func mountReadOnly(path, d string) (ro, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, false
+	}
+	best := -1
+	for line := range strings.SplitSeq(string(b), "\n") {
+		// id parent major:minor root mount-point options [optional fields] - type source super-options
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+4 {
+			continue
+		}
+		mp := unescapeMountinfo(f[4])
+		if len(mp) < best || !under(d, mp) {
+			continue
+		}
+		best = len(mp)
+		ro = slices.Contains(strings.Split(f[5], ","), "ro") || slices.Contains(strings.Split(f[sep+3], ","), "ro")
+		ok = true
+	}
+	return ro, ok
+}
+
+// unescapeMountinfo undoes the kernel's octal escapes in a mountinfo path (\040 for a space).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1:i+4]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '7' {
+			return false
+		}
+	}
+	return true
 }
 
 // preludeCovered are the places the prelude covers with a mount of its own (preludeMounts):

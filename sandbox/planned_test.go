@@ -215,3 +215,38 @@ func TestHideAround(t *testing.T) {
 		})
 	}
 }
+
+// TestMountReadOnly reads a mount table as the kernel writes it: the mount a path lies on is
+// the longest mount point holding it, the last listed on a point (on top); read-only is the
+// mount's flag or its file system's; mount points come with octal escapes.
+func TestMountReadOnly(t *testing.T) {
+	table := `22 1 254:0 / / ro,relatime shared:1 - ext4 /dev/vda rw
+23 22 254:0 /home /home rw,relatime shared:2 - ext4 /dev/vda rw
+24 22 0:30 / /srv/ro\040dir rw,relatime - ext4 /dev/vdb ro
+25 22 254:0 /var /var rw,nosuid master:3 - ext4 /dev/vda rw
+26 25 254:0 /var /var ro,nosuid - ext4 /dev/vda rw
+27 22 0:31 / /data rw - xfs /dev/vdc rw
+`
+	path := filepath.Join(t.TempDir(), "mountinfo")
+	if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{
+		"/":             true,  // the root mount is read-only
+		"/opt/x":        true,  // on the root mount
+		"/home/u/proj":  false, // its own writable mount
+		"/homes":        true,  // not under /home: the root mount
+		"/srv/ro dir/a": true,  // a read-only file system, the point escaped
+		"/var/tmp/p":    true,  // the second mount on /var is on top
+		"/data":         false, // the mount point itself
+		"/data/../etc":  true,  // cleaned before: what under() is given is clean
+	} {
+		ro, ok := mountReadOnly(path, filepath.Clean(d))
+		if !ok || ro != want {
+			t.Errorf("%s: read-only %v (found %v), want %v", d, ro, ok, want)
+		}
+	}
+	if _, ok := mountReadOnly(filepath.Join(t.TempDir(), "none"), "/x"); ok {
+		t.Error("a missing table answered")
+	}
+}
