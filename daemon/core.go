@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +127,7 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return session.Snapshot{}, err
 	}
 	p.Network = network
+	p.Umask = processUmask(caller.PID)
 	owner := caller
 	owner.Admin = false // the owner identity runs tools; admin rights are per request
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
@@ -438,4 +442,29 @@ func (c *Core) checkChild(ctx context.Context, s *session.Session, mode permissi
 		}
 	}
 	return nil
+}
+
+// defaultUmask is what a session's calls get when its creator's umask cannot be read.
+const defaultUmask = 0o022
+
+// processUmask reads the umask of process pid (a session's creator, connected while it asks)
+// from /proc, or returns defaultUmask. The calls then create files as the creator's own
+// programs would, not with the daemon's umask (0077 under the shipped unit).
+func processUmask(pid int32) uint32 {
+	if pid <= 0 {
+		return defaultUmask
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/status")
+	if err != nil {
+		return defaultUmask
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil && m <= 0o777 {
+				return uint32(m)
+			}
+			break
+		}
+	}
+	return defaultUmask
 }

@@ -407,3 +407,31 @@ func TestIdleSessionsExpire(t *testing.T) {
 		t.Error("no session.delete record with reason idle_timeout")
 	}
 }
+
+// A session's calls get its creator's umask, read from /proc; 022 when it cannot be read.
+func TestProcessUmask(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "umask 027; exec sleep 30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		if string(comm) == "sleep\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sleep did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := processUmask(int32(cmd.Process.Pid)); got != 0o027 {
+		t.Errorf("umask of a process that set 027: %#o", got)
+	}
+	for _, pid := range []int32{0, -1, 1 << 30} {
+		if got := processUmask(pid); got != defaultUmask {
+			t.Errorf("pid %d: %#o, want the default %#o", pid, got, defaultUmask)
+		}
+	}
+}

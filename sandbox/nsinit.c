@@ -229,6 +229,7 @@ static void sbx_run(int pooled)
 	//    parent reads EOF. A simple command is exec'd as bash would exec it, without bash;
 	//    when that cannot be done exactly, the program (bash with the whole command) runs and
 	//    does it. The direct exec is prepared here: the vfork child may only exec or _exit.
+	umask(c.umask); // the caller's, not the daemon's
 	struct direct_exec d;
 	int direct = sbx_prepare_direct(&d, c.direct, c.envp);
 	sbx_run_child(direct ? &d : NULL, c.path, c.argv, c.envp, c.nextra, st.status_fd);

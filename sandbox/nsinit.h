@@ -6,7 +6,7 @@
 /* argv[2] of a pooled init: started ahead of any call, it waits on fd 3 for its call. */
 #define SBX_POOL_ARG "pool"
 #define SBX_MAGIC 0x58425353u /* "SSBX" */
-#define SBX_VERSION 8u
+#define SBX_VERSION 9u
 
 #define SBX_FD_SPEC 3
 #define SBX_FD_ERR 4
@@ -46,7 +46,7 @@
 #define SBX_TAG_ARGV 2     /* count, strings */
 #define SBX_TAG_ENV 3      /* count, strings */
 #define SBX_TAG_DIRECT 4   /* count, strings: a simple command run as bash would, or 0 */
-#define SBX_TAG_CRED 5     /* uid, gid */
+#define SBX_TAG_CRED 5     /* uid, gid, umask */
 #define SBX_TAG_GROUPS 6   /* count, u32s */
 #define SBX_TAG_FDS 7      /* netns fd (or -1), number of caller's ExtraFiles */
 #define SBX_TAG_MOUNTS 8   /* count, mount ops (below) */

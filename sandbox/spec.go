@@ -26,6 +26,9 @@ type Spec struct {
 	UID    uint32
 	GID    uint32
 	Groups []uint32
+	// Umask is the file mode creation mask the program runs with (the daemon's own, often
+	// 0077 under systemd, is never passed on).
+	Umask uint32
 
 	// WritableDirs are the session's dirs and configured cache dirs; read-only when
 	// ReadOnlyWorkspace. Nothing else is ever writable (a worktree's ".git" file is not

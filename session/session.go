@@ -43,6 +43,9 @@ type Session struct {
 	PersistCwd bool
 	// Network is the session's egress: none, proxy or host. Fixed at creation.
 	Network string
+	// Umask is the file mode creation mask its calls run with: its creator's, as a program
+	// the creator ran itself would have. Fixed at creation.
+	Umask uint32
 	// Root is the cwd the session was created with: its project (whose settings apply) and
 	// its first directory. A later cwd, persisted or set through the API, lies inside the
 	// session's directories and changes neither.

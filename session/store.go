@@ -26,7 +26,9 @@ type Params struct {
 	PersistCwd   bool
 	TrustProject bool
 	// Network is none, proxy or host (config.Network*), decided by the daemon.
-	Network        string
+	Network string
+	// Umask is the file mode creation mask the session's calls run with.
+	Umask          uint32
 	ReadStateBytes int64
 	BudgetChars    int64
 }
@@ -44,7 +46,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
 		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
-		Network: p.Network, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
+		Network: p.Network, Umask: p.Umask, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),
