@@ -259,8 +259,13 @@ exec unshare --pid --fork --mount --cgroup --uts --ipc --propagation private bas
 	if out, err := inside("systemctl", "reload", "sandboxd.service"); err != nil {
 		t.Fatalf("systemctl reload: %v\n%s", err, out)
 	}
-	if st := show("sandboxd.service", "ActiveState,MainPID"); st != "MainPID="+strings.TrimPrefix(mainPID, "MainPID=")+"\nActiveState=active" {
-		t.Fatalf("after reload: %s (was %s)", st, mainPID)
+	// systemctl returns once ExecReload (kill -HUP) has; the unit is "reloading" until the
+	// daemon's READY=1.
+	waitFor("active again after the reload", func() bool {
+		return show("sandboxd.service", "ActiveState") == "ActiveState=active"
+	})
+	if st := show("sandboxd.service", "MainPID"); st != mainPID {
+		t.Fatalf("after reload: %s, was %s", st, mainPID)
 	}
 
 	// Stop: STOPPING=1, the drain, a clean exit; the socket stays for the next client.
