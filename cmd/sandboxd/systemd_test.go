@@ -206,9 +206,10 @@ exec unshare --pid --fork --mount --cgroup --uts --ipc --propagation private bas
 	if err != nil || !strings.Contains(out, ": ok") {
 		t.Fatalf("sbctl status through the socket: %v\n%s", err, out)
 	}
-	if st := show("sandboxd.service", "ActiveState,SubState,Type"); st != "Type=notify\nActiveState=active\nSubState=running" {
-		t.Fatalf("after activation: %s", st)
-	}
+	// READY=1 goes out as the socket is served; systemd may read it after sbctl's answer.
+	waitFor("active after READY=1", func() bool {
+		return show("sandboxd.service", "ActiveState,SubState,Type") == "Type=notify\nActiveState=active\nSubState=running"
+	})
 
 	// A throwaway user's call, confined under the unit's hardening: its own seccomp filter
 	// and no_new_privs, the host read-only, its directory writable.
