@@ -294,20 +294,21 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 }
 
 // hostReadOnly reports whether the mount d lies on is read-only on the host (or cannot be
-// told: then it is treated as read-only). The host's answer is PID 1's mount table: under a
-// service manager's hardening (systemd's ProtectSystem=strict) the daemon's own namespace is
-// read-only where the host's is not, and a user's project in /srv or /var would otherwise be
-// read-only in every call. Where that table cannot be read, the daemon's own view decides.
+// told: then it is treated as read-only). The daemon's own view (statfs) answers first; only
+// where it says read-only is PID 1's mount table asked: under a service manager's hardening
+// (systemd's ProtectSystem=strict) the daemon's namespace is read-only where the host's is
+// not, and a user's project in /srv or /var would otherwise be read-only in every call.
 // Run as the caller, like the rest of the plan.
 func hostReadOnly(d string) bool {
-	if ro, ok := mountReadOnly("/proc/1/mountinfo", d); ok {
-		return ro
-	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(d, &st); err != nil {
 		return true
 	}
-	return st.Flags&unix.ST_RDONLY != 0
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return false
+	}
+	ro, ok := mountReadOnly("/proc/1/mountinfo", d)
+	return ro || !ok
 }
 
 // mountReadOnly reports whether, in the mountinfo table at path, the mount d lies on is
