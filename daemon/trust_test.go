@@ -317,6 +317,34 @@ func TestBashReadsSpecialFilesInItsSandbox(t *testing.T) {
 	}
 }
 
+// TestAcceptEditsReadsNoMoreThanDefault: acceptEdits widens what default writes inside the
+// session's directories, never what it reads: a Bash command reading outside them asks in both
+// modes, however the read is spelled, while the same commands on files inside are allowed.
+func TestAcceptEditsReadsNoMoreThanDefault(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	for _, mode := range []string{"default", "acceptEdits"} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q}`, dir, mode))
+		for cmd, want := range map[string]string{
+			"cat /etc/passwd":                    "ask",
+			"head -c 10 /etc/hostname":           "ask",
+			"cat /etc/passwd > copy.txt":         "ask",
+			"grep -r root /etc/passwd | wc -l":   "ask",
+			"mkdir -p out && cp /etc/passwd out": "ask",
+			"sed -n 1p ../../etc/passwd":         "ask",
+			"cp notes.txt copy.txt":              map[bool]string{true: "allow", false: "ask"}[mode == "acceptEdits"],
+			"cat notes.txt":                      "allow",
+		} {
+			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmd))
+			var res protocol.CallResult
+			decodeInto(t, b, &res)
+			if code != 200 || res.Decision == nil || string(res.Decision.Behavior) != want {
+				t.Errorf("%s: %s: %d %+v, want %s", mode, cmd, code, res.Decision, want)
+			}
+		}
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

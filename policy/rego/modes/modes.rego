@@ -38,6 +38,7 @@ read_only if {
 
 # accept_edit: what acceptEdits runs unasked: edits inside the session's directories, and
 # Bash made of read-only commands and mkdir/touch/rm/rmdir/mv/cp/sed on paths inside them.
+# Neither reads outside them: acceptEdits widens what default writes, never what it reads.
 accept_edit if {
 	input.tool in _edit_tools
 	count(input.paths) > 0
@@ -49,6 +50,7 @@ accept_edit if {
 	input.tool == "Bash"
 	input.bash.parse_error == null
 	count(safety.outside_writes) == 0
+	count(safety.outside_reads) == 0
 	not "outside_workspace_write" in object.get(input.bash, "risks", [])
 	every sub in input.bash.subcommands {
 		_accept_sub(sub)

@@ -55,6 +55,9 @@ _ae_cases := {
 	"home target": {"x": {"bash": fx.bash([fx.sub(["cp", "a", "~/b"], false)])}, "want": false},
 	"exact only": {"x": {"bash": fx.bash([object.union(fx.sub(["sed", "x"], false), {"exact_only": true})])}, "want": false},
 	"curl": {"x": {"bash": fx.bash([fx.sub(["curl", "x"], false)])}, "want": false},
+	"read outside": {"x": {"bash": fx.bash([fx.sub(["cat", "/etc/passwd"], true)]), "paths": [fx.read("/etc/passwd")]}, "want": false},
+	"read outside into a file inside": {"x": {"bash": fx.bash([fx.sub(["cat", "/etc/passwd"], true)]), "paths": [fx.read("/etc/passwd"), fx.write("/w/o")]}, "want": false},
+	"read inside into a file inside": {"x": {"bash": fx.bash([fx.sub(["cat", "a"], true)]), "paths": [fx.read("/w/a"), fx.write("/w/o")]}, "want": true},
 	"risk": {"x": {"bash": object.union(fx.bash([fx.sub(["touch", "a"], false)]), {"risks": ["outside_workspace_write"]})}, "want": false},
 }
 
@@ -70,6 +73,7 @@ _fb_cases := {
 	"read only outside": {"x": {"tool": "Read", "read_only": true, "paths": [fx.read("/etc/a")]}, "want": "ask"},
 	"accept edit": {"x": {"mode": "acceptEdits", "tool": "Edit", "paths": [fx.write("/w/a")]}, "want": "allow"},
 	"accept edit outside": {"x": {"mode": "acceptEdits", "tool": "Edit", "paths": [fx.write("/etc/a")]}, "want": "ask"},
+	"accept edit bash read outside": {"x": {"mode": "acceptEdits", "bash": fx.bash([fx.sub(["cat", "/etc/a"], true)]), "paths": [fx.read("/etc/a")]}, "want": "ask"},
 	"default write": {"x": {"tool": "Edit", "paths": [fx.write("/w/a")]}, "want": "ask"},
 }
 
