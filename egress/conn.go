@@ -92,13 +92,21 @@ func (c *idleConn) Read(p []byte) (int, error) {
 	}
 }
 
+// Write writes all of p unless nothing moves for idle: a deadline that fires while the peer is
+// still taking bytes, only slowly, starts another idle period instead of failing the write.
 func (c *idleConn) Write(p []byte) (int, error) {
-	c.refresh(&c.wdl, time.Now(), c.Conn.SetWriteDeadline)
-	n, err := c.Conn.Write(p)
-	if n > 0 {
-		c.act.touch(time.Now())
+	written := 0
+	for {
+		c.refresh(&c.wdl, time.Now(), c.Conn.SetWriteDeadline)
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if n > 0 {
+			c.act.touch(time.Now())
+		}
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || c.act.since(time.Now()) >= c.idle {
+			return written, err
+		}
 	}
-	return n, err
 }
 
 // closeWrite passes a half-close on: the peer sees EOF but can still answer.
@@ -118,13 +126,79 @@ func unwrap(c net.Conn) net.Conn {
 	return c
 }
 
-// copyBufs holds the tunnels' copy buffers; 64 KiB moves a loopback stream in few syscalls.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+// Copy buffers. A stream starts on a small buffer and moves to a bulk one once a read fills
+// the small one: a bulk transfer then moves in few large reads and writes (on a loopback
+// download three processes share the CPUs, and each wakeup is a switch between them), while a
+// chatty or quiet connection holds only the small buffer. bulkSlots bounds the bulk buffers in
+// use, so many downloads at once cost at most maxBulkBufs of them; the rest stay small.
+const (
+	smallBufSize = 64 << 10
+	bulkBufSize  = 2 << 20
+	maxBulkBufs  = 64
+)
 
-// pipe copies both ways between a and b until both directions end or nothing has moved for
-// idle, then closes both. An EOF
-// in one direction is passed on as a half-close; an error tears the tunnel down so the other
-// direction ends too. The caller owns pipe; pipe owns the one goroutine it starts.
+var (
+	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallBufSize); return &b }}
+	bulkBufs  = sync.Pool{New: func() any { b := make([]byte, bulkBufSize); return &b }}
+	bulkSlots = make(chan struct{}, maxBulkBufs)
+)
+
+// copyBuf is one stream's copy buffer.
+type copyBuf struct {
+	p    *[]byte
+	bulk bool
+}
+
+func newCopyBuf() *copyBuf { return &copyBuf{p: smallBufs.Get().(*[]byte)} }
+
+func (b *copyBuf) bytes() []byte { return *b.p }
+
+// filled is told each read's length: one that filled the small buffer moves the stream to a
+// bulk buffer, when a slot is free.
+func (b *copyBuf) filled(n int) {
+	if b.bulk || n < len(*b.p) {
+		return
+	}
+	select {
+	case bulkSlots <- struct{}{}:
+	default:
+		return
+	}
+	smallBufs.Put(b.p)
+	b.p, b.bulk = bulkBufs.Get().(*[]byte), true
+}
+
+func (b *copyBuf) release() {
+	if b.bulk {
+		bulkBufs.Put(b.p)
+		<-bulkSlots
+	} else {
+		smallBufs.Put(b.p)
+	}
+	b.p = nil
+}
+
+// copyStream copies src to dst until EOF or an error, through a copyBuf.
+func copyStream(dst io.Writer, src io.Reader) error {
+	b := newCopyBuf()
+	defer b.release()
+	for {
+		n, rerr := src.Read(b.bytes())
+		if n > 0 {
+			if _, err := dst.Write(b.bytes()[:n]); err != nil {
+				return err
+			}
+			b.filled(n)
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
 // carry copies between the client c and the upstream connection up until either side ends or
 // idles out. The client may have sent the start of its stream (a TLS ClientHello) right behind
 // its request; what of it sits in br, not the socket, goes up first.
@@ -137,14 +211,14 @@ func (s *Server) carry(c net.Conn, act *activity, up net.Conn, br *bufio.Reader)
 			return
 		}
 	}
-	pipe(c, uc, s.idleTimeout(), !s.noSplice)
+	pipe(c, uc)
 }
 
-func pipe(a, b net.Conn, idle time.Duration, splice bool) {
-	if ta, tb, ok := spliceable(a, b); ok && splice {
-		pipeSplice(ta, tb, idle)
-		return
-	}
+// pipe copies both ways between a and b until both directions end, then closes both; a and b
+// are idleConns, which end a tunnel nothing moves on. An EOF in one direction is passed on as
+// a half-close; an error tears the tunnel down so the other direction ends too. pipe owns the
+// one goroutine it starts.
+func pipe(a, b net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -157,10 +231,7 @@ func pipe(a, b net.Conn, idle time.Duration, splice bool) {
 }
 
 func copyHalf(dst, src net.Conn) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	_, err := io.CopyBuffer(writerOnly{dst}, readerOnly{src}, *bp)
-	if err == nil {
+	if err := copyStream(dst, src); err == nil {
 		if closeWrite(dst) == nil {
 			return
 		}
@@ -169,11 +240,6 @@ func copyHalf(dst, src net.Conn) {
 	_ = dst.Close()
 }
 
-// readerOnly and writerOnly hide ReadFrom/WriteTo so io.CopyBuffer goes through idleConn's
-// Read and Write, where the idle deadline lives, instead of splicing around it.
-type readerOnly struct{ io.Reader }
-type writerOnly struct{ io.Writer }
-
 // lingerClose ends a connection after a refusal without losing the refusal: closing a socket
 // with unread input makes the kernel send a reset, which can destroy the reply before the
 // client reads it. So half-close, drain briefly, then close.
@@ -181,7 +247,7 @@ func lingerClose(c net.Conn) {
 	c = unwrap(c)
 	_ = closeWrite(c)
 	_ = c.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.Copy(io.Discard, io.LimitReader(readerOnly{c}, lingerBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
 	_ = c.Close()
 }
 

@@ -335,24 +335,24 @@ func (h *httpConn) writeResponse(req *http.Request, resp *http.Response, keep bo
 			return false, fmt.Errorf("write response header: %w", err)
 		}
 	}
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	buf := newCopyBuf()
+	defer buf.release()
 	var written int64
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := resp.Body.Read(buf.bytes())
 		if n > 0 {
 			written += int64(n)
 			if chunked {
 				_, _ = h.bw.WriteString(strconv.FormatInt(int64(n), 16) + "\r\n")
 			}
-			_, _ = h.bw.Write(buf[:n])
+			_, _ = h.bw.Write(buf.bytes()[:n])
 			if chunked {
 				_, _ = h.bw.WriteString("\r\n")
 			}
 			if err := h.bw.Flush(); err != nil {
 				return false, fmt.Errorf("write response body: %w", err)
 			}
+			buf.filled(n)
 		}
 		if errors.Is(rerr, io.EOF) {
 			break

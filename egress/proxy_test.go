@@ -660,15 +660,6 @@ func TestListenerCloseEndsSession(t *testing.T) {
 
 func TestHalfClose(t *testing.T) {
 	t.Parallel()
-	for _, noSplice := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nosplice=%v", noSplice), func(t *testing.T) {
-			t.Parallel()
-			testHalfClose(t, noSplice)
-		})
-	}
-}
-
-func testHalfClose(t *testing.T, noSplice bool) {
 	// The origin reads to EOF, then answers: only a passed-on half-close gets the answer back.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -686,7 +677,7 @@ func testHalfClose(t *testing.T, noSplice bool) {
 		n, _ := io.Copy(io.Discard, c)
 		fmt.Fprintf(c, "read %d", n)
 	}()
-	s := &Server{Decide: allowDecide, AllowPrivate: loopback, noSplice: noSplice}
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
 	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
 	defer c.Close()
 	fmt.Fprint(c, "hello")
@@ -735,15 +726,6 @@ func TestConnCap(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	t.Parallel()
-	for _, noSplice := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nosplice=%v", noSplice), func(t *testing.T) {
-			t.Parallel()
-			testIdleTimeout(t, noSplice)
-		})
-	}
-}
-
-func testIdleTimeout(t *testing.T, noSplice bool) {
 	// The origin sends a byte every 20 ms for 400 ms, then goes quiet; the client never sends.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -766,7 +748,7 @@ func testIdleTimeout(t *testing.T, noSplice bool) {
 		}
 		_, _ = io.Copy(io.Discard, c) // quiet until the proxy closes
 	}()
-	s := &Server{Decide: allowDecide, AllowPrivate: loopback, IdleTimeout: 150 * time.Millisecond, noSplice: noSplice}
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, IdleTimeout: 150 * time.Millisecond}
 	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -132,8 +132,6 @@ type Server struct {
 	// path; nil: tunnels are decided by host only.
 	Intercept *Interceptor
 
-	noSplice bool // tests and the benchmark's A/B: tunnels copy through user space
-
 	initOnce  sync.Once
 	log       *zap.Logger
 	transport *http.Transport

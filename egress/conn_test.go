@@ -1,0 +1,130 @@
+package egress
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// takeBulkSlots holds every bulk copy buffer slot until tb ends, so streams keep their small
+// buffers. Not for parallel tests: it starves every other stream of bulk buffers meanwhile.
+func takeBulkSlots(tb testing.TB) {
+	for range maxBulkBufs {
+		bulkSlots <- struct{}{}
+	}
+	tb.Cleanup(func() {
+		for range maxBulkBufs {
+			<-bulkSlots
+		}
+	})
+}
+
+// TestTunnelCarriesBulkIntact sends 24 MB through a tunnel both ways at once, with bulk
+// buffers and with every bulk slot taken, and checks every byte arrives, and that each stream
+// gave its slot back.
+func TestTunnelCarriesBulkIntact(t *testing.T) {
+	for _, smallOnly := range []bool{false, true} {
+		name := map[bool]string{false: "bulk", true: "smallonly"}[smallOnly]
+		t.Run(name, func(t *testing.T) {
+			if smallOnly {
+				takeBulkSlots(t)
+			}
+			testTunnelCarriesBulk(t)
+			// The tunnel's goroutines give their buffers back after the client sees EOF.
+			want := map[bool]int{false: 0, true: maxBulkBufs}[smallOnly]
+			deadline := time.Now().Add(5 * time.Second)
+			for len(bulkSlots) != want && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := len(bulkSlots); n != want {
+				t.Errorf("%d bulk slots held after the tunnel ended, want %d", n, want)
+			}
+		})
+	}
+}
+
+func testTunnelCarriesBulk(t *testing.T) {
+	const size = 24 << 20
+	payload := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{1})
+	_, _ = r.Read(payload)
+	want := sha256.Sum256(payload)
+	// The origin echoes what it reads, so the same bytes cross the proxy both ways.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	go func() {
+		_, _ = c.Write(payload)
+		_ = c.(*net.TCPConn).CloseWrite()
+	}()
+	h := sha256.New()
+	n, err := io.Copy(h, br)
+	if err != nil || n != size {
+		t.Fatalf("echoed %d of %d bytes: %v", n, size, err)
+	}
+	if !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Error("the echoed bytes differ from those sent")
+	}
+}
+
+// TestIdleConnWriteToSlowReader: a large write to a peer that keeps reading, only slower than
+// the idle time per write, completes; one to a peer that stops reading fails once nothing has
+// moved for the idle time.
+func TestIdleConnWriteToSlowReader(t *testing.T) {
+	t.Parallel()
+	const idle = 50 * time.Millisecond
+	a, b := net.Pipe() // unbuffered: a write returns only as the reader takes the bytes
+	defer a.Close()
+	defer b.Close()
+	w := newIdleConn(a, idle, nil)
+	go func() {
+		buf := make([]byte, 16<<10)
+		for {
+			if _, err := b.Read(buf); err != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	p := make([]byte, 1<<20) // 64 reads of 16 KiB, 5 ms apart: 320 ms, past the idle time
+	start := time.Now()
+	if n, err := w.Write(p); n != len(p) || err != nil {
+		t.Fatalf("write to a slow reader: %d of %d after %v: %v", n, len(p), time.Since(start), err)
+	}
+	if took := time.Since(start); took < 2*idle {
+		t.Fatalf("the write took %v, not past the idle time: the test shows nothing", took)
+	}
+
+	c, d := net.Pipe()
+	defer c.Close()
+	defer d.Close()
+	w = newIdleConn(c, idle, nil)
+	start = time.Now()
+	n, err := w.Write(p)
+	if n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write to a reader that never reads: %d, %v", n, err)
+	}
+	if took := time.Since(start); took > 20*idle {
+		t.Errorf("a stalled write ended after %v, idle is %v", took, idle)
+	}
+}
