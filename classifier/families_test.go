@@ -99,6 +99,14 @@ func TestEvalFamilies(t *testing.T) {
 		{"sed", `sed ':x R /etc/passwd' f`, false, "sed_read_file"},
 		{"sed", `sed -n '1e id' f`, false, "sed_exec"},
 		{"sed", `sed -n ':a;N;$!ba;p' f`, true, ""},
+		// In-place editing is reported only when it is sed's one problem.
+		{"sed", `sed -i 's/a/b/' f`, false, "sed_in_place"},
+		{"sed", `sed -i '1e id' f`, false, "sed_exec"},
+		{"sed", `sed -i -e 's/a/b/e' f`, false, "sed_exec"},
+		{"sed", `sed --in-place=.bak '1r /etc/shadow' f`, false, "sed_read_file"},
+		{"sed", `sed -i 's/a/b/w /etc/x' f`, false, "sed_write"},
+		{"sed", `sed -i -f s.sed f`, false, "sed_script_file"},
+		{"sed", `sed -i --nosuchflag 's/a/b/' f`, false, "unsafe_flag"},
 		// git writing a file, other repositories, config writes.
 		{"git", `git rev-list --output=x HEAD`, false, "git_output"},
 		{"git", `git shortlog --output=x HEAD`, false, "git_output"},

@@ -4,14 +4,15 @@ import "strings"
 
 // checkSed allows sed only without in-place editing, script files, and
 // script commands that write files (w, W, s///w), read files into the output
-// stream (r, R) or run programs (e, s///e). Of several problems, the one
-// whose word comes first is reported.
+// stream (r, R) or run programs (e, s///e). Of a bad option and a script file,
+// the one whose word comes first is reported, then a script's problem, and
+// sed_in_place only when in-place editing is sed's one problem: acceptEdits
+// lets an in-place edit of the session's files run by that reason, so a
+// script that also runs programs or touches other files must not hide behind it.
 func checkSed(args []string, _ *walker) string {
 	a := ParseSedArgs(args)
-	switch first := min(a.Bad, a.InPlaceAt, a.ScriptFileAt); {
+	switch first := min(a.Bad, a.ScriptFileAt); {
 	case first == len(args)+1:
-	case first == a.InPlaceAt:
-		return "sed_in_place"
 	case first == a.ScriptFileAt:
 		return "sed_script_file" // also when its file name is missing
 	default:
@@ -21,6 +22,9 @@ func checkSed(args []string, _ *walker) string {
 		if r := sedScript(s); r != "" {
 			return r
 		}
+	}
+	if a.InPlaceAt <= len(args) {
+		return "sed_in_place"
 	}
 	return ""
 }

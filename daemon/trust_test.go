@@ -345,6 +345,36 @@ func TestAcceptEditsReadsNoMoreThanDefault(t *testing.T) {
 	}
 }
 
+// TestAcceptEditsSedEditsOnly: acceptEdits runs sed unasked only as an editor of the
+// session's files; a sed script that runs programs, reads or writes other files, or comes
+// from a file asks, whether or not it edits in place.
+func TestAcceptEditsSedEditsOnly(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"acceptEdits"}`, dir))
+	for cmd, want := range map[string]string{
+		"sed -i 's/a/b/' notes.txt":                 "allow",
+		"sed -i.bak -e 's/a/b/g' -e '2d' notes.txt": "allow",
+		"sed -i '1e id' notes.txt":                  "ask",
+		"sed -n '1e id' notes.txt":                  "ask",
+		"sed 's/a/id/e' notes.txt":                  "ask",
+		"sed -i -e 's/a/id/e' notes.txt":            "ask",
+		"sed --in-place '1r /etc/shadow' notes.txt": "ask",
+		"sed -i '1R /etc/passwd' notes.txt":         "ask",
+		"sed -i 's/a/b/w /etc/cron.d/x' notes.txt":  "ask",
+		"sed -n 'w copy.txt' notes.txt":             "ask",
+		"sed -i -f script.sed notes.txt":            "ask",
+		"sed -i --nosuchflag 's/a/b/' notes.txt":    "ask",
+	} {
+		code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmd))
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != 200 || res.Decision == nil || string(res.Decision.Behavior) != want {
+			t.Errorf("%s: %d %+v, want %s", cmd, code, res.Decision, want)
+		}
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

@@ -64,11 +64,19 @@ _accept_sub(sub) if sub.read_only == true
 _accept_sub(sub) if {
 	is_array(sub.prefix)
 	sub.prefix[0] in _file_commands
+	_edits_only(sub)
 	sub.exact_only != true
 	every a in array.slice(sub.prefix, 1, count(sub.prefix)) {
 		_arg_inside(a)
 	}
 }
+
+# _edits_only: sed is an edit only when in-place editing is all that keeps it from being
+# read-only; a script that runs programs (e), writes or reads other files (w, r) or comes from
+# a file asks. The other file commands run nothing.
+_edits_only(sub) if sub.prefix[0] != "sed"
+
+_edits_only(sub) if sub.reason == "sed_in_place"
 
 _arg_inside(a) if startswith(a, "-")
 
