@@ -173,7 +173,7 @@ func autoStageOne(st *state) (verdict, reason string) {
 		if sub.ReadOnly {
 			continue
 		}
-		if len(sub.Prefix) == 0 || !fileCommands[sub.Prefix[0]] || sub.Opaque || sub.ExactOnly {
+		if len(sub.Prefix) == 0 || !fileCommands[sub.Prefix[0]] || sub.Opaque || sub.ExactOnly || !editsOnly(sub) {
 			return verdictAmbiguous, "stage one: runs " + strings.TrimSpace(sub.Text)
 		}
 	}
@@ -182,6 +182,13 @@ func autoStageOne(st *state) (verdict, reason string) {
 
 // fileCommands are the commands whose effects the classifier's path facts describe fully.
 var fileCommands = map[string]bool{"mkdir": true, "touch": true, "mv": true, "cp": true, "sed": true, "tee": true, "rm": true}
+
+// editsOnly: sed's path facts describe it fully only when in-place editing is all it does
+// beyond reading; a script that runs programs (e), reads or writes other files (r, w) or
+// comes from a file is more than a file change (the classifier reports those first).
+func editsOnly(sub classifier.Subcommand) bool {
+	return sub.Prefix[0] != "sed" || sub.Reason == "sed_in_place"
+}
 
 // pipesIntoShell reports a line that feeds a shell or an interpreter a script it cannot read
 // statically (curl … | sh, bash <(wget …)).
