@@ -375,6 +375,32 @@ func TestAcceptEditsSedEditsOnly(t *testing.T) {
 	}
 }
 
+// TestReadDenyWholeDirIsKernelEnforced: a Read(<dir>/**) deny rule for a dir outside the
+// session's dirs holds in the kernel too: a command whose path the decision cannot see (built
+// at run time, in bypassPermissions where nothing asks) still cannot read there, for a host
+// dir as for the child's own /proc.
+func TestReadDenyWholeDirIsKernelEnforced(t *testing.T) {
+	td := startDaemon(t, "")
+	dir, outside := testHostDir(t), testHostDir(t)
+	if err := os.WriteFile(filepath.Join(outside, "key"), []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for rule, cmd := range map[string]string{
+		"Read(/" + outside + "/**)": "cat " + outside + "/$(echo key)",
+		"Read(//proc/**)":           "head -c 9 /proc/$(echo cpuinfo)",
+	} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, rule))
+		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+		if out, _ := res.Data["stdout"].(string); out != "" || res.Data["exit_code"] == float64(0) {
+			t.Errorf("%s: %s read what the rule denies: %+v", rule, cmd, res.Data)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	if _, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":"cat %s/$(echo key)"}`, outside)); res.Data["stdout"] != "SECRET\n" {
+		t.Errorf("without the rule the file was not readable, so the test shows nothing: %+v", res.Data)
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

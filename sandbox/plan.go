@@ -108,8 +108,10 @@ func lookAround(spec *Spec, hidden []string) (*look, error) {
 		return nil, err
 	}
 	// Paths the policy denies reading by a pattern: the ones that exist in the session's dirs
-	// now are hidden like deny paths.
-	for _, p := range expandPatterns(v, spec.HidePatterns, append(slices.Clone(l.writable), l.readOnly...)) {
+	// now are hidden like deny paths, and so is a whole dir outside them that a pattern denies
+	// everything under (Read(//etc/**)).
+	roots := append(slices.Clone(l.writable), l.readOnly...)
+	for _, p := range append(expandPatterns(v, spec.HidePatterns, roots), wholeDirs(v, spec.HidePatterns, roots)...) {
 		if !slices.Contains(deny, p) {
 			deny = append(deny, p)
 		}

@@ -237,6 +237,32 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 	return out
 }
 
+// wholeDirs are the existing dirs that a pattern of the form <dir>/** denies everything under,
+// where <dir> holds none of roots and lies in none of them: expandPatterns walks only the
+// roots, so without this such a rule (Read(//etc/**), Read(//proc/**)) would be the policy's
+// alone. The dir is hidden whole, its own listing included: stricter than the rule, never
+// looser.
+func wholeDirs(v *fsView, patterns, roots []string) []string {
+	var out []string
+	for _, pat := range patterns {
+		dir, ok := strings.CutSuffix(pat, "/**")
+		if !ok || dir == "" {
+			continue
+		}
+		dir, wild := literalPrefix(dir)
+		if wild || len(walkStarts(dir, roots)) > 0 {
+			continue
+		}
+		if dir = resolve(v, dir); dir == "/" || len(walkStarts(dir, roots)) > 0 {
+			continue
+		}
+		if fi, err := v.lstat(dir); err == nil && fi.IsDir() && !slices.Contains(out, dir) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
 func mentionsGit(pats []pathPattern) bool {
 	for _, pp := range pats {
 		if strings.Contains(pp.pat, ".git") {

@@ -266,3 +266,56 @@ func TestSubmoduleConfigProtected(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeDirs: a <dir>/** pattern hides dir whole where dir is outside every root and holds
+// none; a dir around or inside a root is left to the walk, and wildcards, files, missing dirs
+// and / are not hidden this way. A symlinked dir is hidden where it points.
+func TestWholeDirs(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	for _, d := range []string{"root/in", "other/sub", "around/root2"} {
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(base, "file"), nil, 0o644)
+	os.Symlink(filepath.Join(base, "other"), filepath.Join(base, "link"))
+	roots := []string{filepath.Join(base, "root"), filepath.Join(base, "around", "root2")}
+	pat := func(rel string) string { return filepath.Join(base, rel) + "/**" }
+	got := wholeDirs(newFSView(), []string{
+		pat("other"), pat("other"), pat("link"), pat("root"), pat("root/in"), pat("around"),
+		filepath.Join(base, "o*") + "/**", pat("file"), pat("missing"), "/**", filepath.Join(base, "other") + "/*",
+	}, roots)
+	want := []string{filepath.Join(base, "other")}
+	if !slices.Equal(got, want) {
+		t.Errorf("wholeDirs = %v, want %v", got, want)
+	}
+}
+
+// TestHideWholeDirOutside: Read(<dir>/**) for a dir outside the session's dirs hides the dir
+// from every program, however the path is spelled; the session's own files stay readable.
+func TestHideWholeDirOutside(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	secret, err := os.MkdirTemp("/var/tmp", "sandbox-test-secret-") // the child's /tmp is its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(secret) })
+	os.Chmod(secret, 0o755)
+	os.WriteFile(filepath.Join(secret, "key"), []byte("SECRET=1\n"), 0o644)
+	cmd := fmt.Sprintf("cat README; cat %[1]s/$(echo key) 2>/dev/null || echo read-refused; "+
+		"cat %[1]s/../%[2]s/key 2>/dev/null || echo dotdot-refused; ls %[1]s 2>/dev/null | grep -q key && echo listed || echo list-refused",
+		secret, filepath.Base(secret))
+	sp := f.spec(cmd, f.repo, f.repo)
+	sp.HidePatterns = []string{secret + "/**"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"hello", "read-refused", "dotdot-refused", "list-refused"} {
+		if !strings.Contains(out, w) || strings.Contains(out, "SECRET") {
+			t.Fatalf("no %q, or the secret shows, in:\n%s", w, out)
+		}
+	}
+}
