@@ -154,18 +154,23 @@ func newCopyBuf() *copyBuf { return &copyBuf{p: smallBufs.Get().(*[]byte)} }
 func (b *copyBuf) bytes() []byte { return *b.p }
 
 // filled is told each read's length: one that filled the small buffer moves the stream to a
-// bulk buffer, when a slot is free.
+// bulk buffer, when a slot is free; one that would have fitted the small buffer moves it back,
+// so a stream that slowed or went quiet (a kept-alive tunnel between responses) does not wait
+// in its next read holding a bulk buffer.
 func (b *copyBuf) filled(n int) {
-	if b.bulk || n < len(*b.p) {
-		return
+	switch {
+	case !b.bulk && n == len(*b.p):
+		select {
+		case bulkSlots <- struct{}{}:
+		default:
+			return
+		}
+		smallBufs.Put(b.p)
+		b.p, b.bulk = bulkBufs.Get().(*[]byte), true
+	case b.bulk && n < smallBufSize:
+		b.release()
+		b.p = smallBufs.Get().(*[]byte)
 	}
-	select {
-	case bulkSlots <- struct{}{}:
-	default:
-		return
-	}
-	smallBufs.Put(b.p)
-	b.p, b.bulk = bulkBufs.Get().(*[]byte), true
 }
 
 func (b *copyBuf) release() {
@@ -175,7 +180,7 @@ func (b *copyBuf) release() {
 	} else {
 		smallBufs.Put(b.p)
 	}
-	b.p = nil
+	b.p, b.bulk = nil, false
 }
 
 // copyStream copies src to dst until EOF or an error, through a copyBuf.

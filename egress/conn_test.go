@@ -13,16 +13,25 @@ import (
 )
 
 // takeBulkSlots holds every bulk copy buffer slot until tb ends, so streams keep their small
-// buffers. Not for parallel tests: it starves every other stream of bulk buffers meanwhile.
+// buffers. Not for parallel tests: it starves every other stream of bulk buffers meanwhile. A
+// stream still open (a kept-alive tunnel) holds its slot, so this waits for it, for a while.
 func takeBulkSlots(tb testing.TB) {
-	for range maxBulkBufs {
-		bulkSlots <- struct{}{}
-	}
+	tb.Helper()
+	taken := 0
 	tb.Cleanup(func() {
-		for range maxBulkBufs {
+		for range taken {
 			<-bulkSlots
 		}
 	})
+	timeout := time.After(10 * time.Second)
+	for taken < maxBulkBufs {
+		select {
+		case bulkSlots <- struct{}{}:
+			taken++
+		case <-timeout:
+			tb.Fatalf("%d bulk slots still held by open streams after 10 s", maxBulkBufs-taken)
+		}
+	}
 }
 
 // TestTunnelCarriesBulkIntact sends 24 MB through a tunnel both ways at once, with bulk
@@ -85,6 +94,33 @@ func testTunnelCarriesBulk(t *testing.T) {
 	if !bytes.Equal(h.Sum(nil), want[:]) {
 		t.Error("the echoed bytes differ from those sent")
 	}
+}
+
+// TestCopyBufGrowsAndShrinks: a read that fills the small buffer moves a stream to a bulk one
+// (taking a slot), a short read moves it back (giving the slot back), and with no slot free
+// the stream stays small.
+func TestCopyBufGrowsAndShrinks(t *testing.T) {
+	held := len(bulkSlots)
+	b := newCopyBuf()
+	defer b.release()
+	step := func(n int, wantBulk bool) {
+		t.Helper()
+		b.filled(n)
+		if b.bulk != wantBulk || len(b.bytes()) != map[bool]int{false: smallBufSize, true: bulkBufSize}[wantBulk] {
+			t.Fatalf("after a read of %d: bulk %v with %d bytes, want bulk %v", n, b.bulk, len(b.bytes()), wantBulk)
+		}
+		if want := held + map[bool]int{false: 0, true: 1}[wantBulk]; len(bulkSlots) != want {
+			t.Fatalf("after a read of %d: %d slots held, want %d", n, len(bulkSlots), want)
+		}
+	}
+	step(smallBufSize-1, false)
+	step(smallBufSize, true)
+	step(bulkBufSize, true)
+	step(smallBufSize, true)
+	step(100, false)
+	takeBulkSlots(t)
+	held = maxBulkBufs
+	step(smallBufSize, false)
 }
 
 // TestIdleConnWriteToSlowReader: a large write to a peer that keeps reading, only slower than
