@@ -335,11 +335,8 @@ func TestAcceptEditsReadsNoMoreThanDefault(t *testing.T) {
 			"cp notes.txt copy.txt":              map[bool]string{true: "allow", false: "ask"}[mode == "acceptEdits"],
 			"cat notes.txt":                      "allow",
 		} {
-			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmd))
-			var res protocol.CallResult
-			decodeInto(t, b, &res)
-			if code != 200 || res.Decision == nil || string(res.Decision.Behavior) != want {
-				t.Errorf("%s: %s: %d %+v, want %s", mode, cmd, code, res.Decision, want)
+			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != want {
+				t.Errorf("%s: %s: %s, want %s", mode, cmd, got, want)
 			}
 		}
 	}
@@ -366,11 +363,8 @@ func TestAcceptEditsSedEditsOnly(t *testing.T) {
 		"sed -i -f script.sed notes.txt":            "ask",
 		"sed -i --nosuchflag 's/a/b/' notes.txt":    "ask",
 	} {
-		code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, cmd))
-		var res protocol.CallResult
-		decodeInto(t, b, &res)
-		if code != 200 || res.Decision == nil || string(res.Decision.Behavior) != want {
-			t.Errorf("%s: %d %+v, want %s", cmd, code, res.Decision, want)
+		if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != want {
+			t.Errorf("%s: %s, want %s", cmd, got, want)
 		}
 	}
 }
