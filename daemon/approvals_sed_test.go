@@ -121,6 +121,16 @@ func TestApprovalSedPreview(t *testing.T) {
 	if got, _ := os.ReadFile(f); !r.IsError || r.Error == nil || r.Error.Class != "stale" || string(got) != orig {
 		t.Fatalf("second file changed: %+v; first file now %q", r, got)
 	}
+	// A script that does more than edit is not run for a preview before it is approved: not
+	// one that runs a program (e), nor one that reads another file in (r).
+	for _, cmd := range []string{fmt.Sprintf("sed -i '1e echo EXECUTED' %s", f), fmt.Sprintf("sed -i 's/two/echo EXECUTED/e' %s", f),
+		fmt.Sprintf("sed -i '1r %s' %s", g, f)} {
+		r, a = ask(cmd)
+		if a.Preview != nil || len(a.AllPreviews()) != 0 {
+			t.Fatalf("%s: previewed before approval: %+v", cmd, a.AllPreviews())
+		}
+		td.answer(t, r.ApprovalID, `{"answer":"deny"}`)
+	}
 	// A shape with no preview (a file named twice: sed edits it twice) still asks, and
 	// approved runs as the command.
 	r, a = ask(fmt.Sprintf("sed -i 's/two/2/' %s %s", f, f))

@@ -23,8 +23,12 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) ([]protocol.Preview,
 	if cl == nil || len(cl.Subcommands) != 1 || cl.PathsIncomplete {
 		return nil, nil, errNoPreview
 	}
-	argv := cl.Subcommands[0].Argv
-	if len(argv) < 3 || argv[0] != "sed" || strings.ContainsAny(cl.Subcommands[0].Text, "<>|&;") {
+	// Only a script that edits and does nothing else: the preview runs it before anyone has
+	// approved it, and a script's e command runs a program, r reads another file into the
+	// output, w writes one (the classifier reports those before sed_in_place).
+	sub := cl.Subcommands[0]
+	argv := sub.Argv
+	if len(argv) < 3 || argv[0] != "sed" || sub.Reason != "sed_in_place" || strings.ContainsAny(sub.Text, "<>|&;") {
 		return nil, nil, errNoPreview
 	}
 	var targets []string
