@@ -2,6 +2,10 @@ package classifier
 
 import "strings"
 
+// ReasonSedInPlace is sed's reason when in-place editing is its one problem: the script only
+// edits. acceptEdits, auto's stage one and the approval preview take sed by this reason alone.
+const ReasonSedInPlace = "sed_in_place"
+
 // checkSed allows sed only without in-place editing, script files, and
 // script commands that write files (w, W, s///w), read files into the output
 // stream (r, R) or run programs (e, s///e). Of a bad option and a script file,
@@ -24,7 +28,7 @@ func checkSed(args []string, _ *walker) string {
 		}
 	}
 	if a.InPlaceAt <= len(args) {
-		return "sed_in_place"
+		return ReasonSedInPlace
 	}
 	return ""
 }

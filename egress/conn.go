@@ -220,9 +220,9 @@ func (s *Server) carry(c net.Conn, act *activity, up net.Conn, br *bufio.Reader)
 }
 
 // pipe copies both ways between a and b until both directions end, then closes both; each is
-// an idleConn or wraps one (TLS), which ends a tunnel nothing moves on. An EOF in one direction is passed on as
-// a half-close; an error tears the tunnel down so the other direction ends too. pipe owns the
-// one goroutine it starts.
+// an idleConn or wraps one (TLS), which ends a tunnel nothing moves on. An EOF in one direction
+// is passed on as a half-close; an error tears the tunnel down so the other direction ends
+// too. pipe owns the one goroutine it starts.
 func pipe(a, b net.Conn) {
 	done := make(chan struct{})
 	go func() {

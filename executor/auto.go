@@ -187,7 +187,7 @@ var fileCommands = map[string]bool{"mkdir": true, "touch": true, "mv": true, "cp
 // beyond reading; a script that runs programs (e), reads or writes other files (r, w) or
 // comes from a file is more than a file change (the classifier reports those first).
 func editsOnly(sub classifier.Subcommand) bool {
-	return sub.Prefix[0] != "sed" || sub.Reason == "sed_in_place"
+	return sub.Prefix[0] != "sed" || sub.Reason == classifier.ReasonSedInPlace
 }
 
 // pipesIntoShell reports a line that feeds a shell or an interpreter a script it cannot read

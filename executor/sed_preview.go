@@ -28,7 +28,7 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) ([]protocol.Preview,
 	// output, w writes one (the classifier reports those before sed_in_place).
 	sub := cl.Subcommands[0]
 	argv := sub.Argv
-	if len(argv) < 3 || argv[0] != "sed" || sub.Reason != "sed_in_place" || strings.ContainsAny(sub.Text, "<>|&;") {
+	if len(argv) < 3 || argv[0] != "sed" || sub.Reason != classifier.ReasonSedInPlace || strings.ContainsAny(sub.Text, "<>|&;") {
 		return nil, nil, errNoPreview
 	}
 	var targets []string

@@ -129,7 +129,7 @@ func lookAround(spec *Spec, hidden []string) (*look, error) {
 	if err != nil {
 		return nil, err
 	}
-	sockets = hideAround(sockets, append(slices.Clone(l.writable), l.readOnly...))
+	sockets = hideAround(sockets, roots)
 	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
 	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected); err != nil {
 		return nil, err
