@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -184,51 +187,39 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 		return check{name: name, ok: false, detail: err.Error()}
 	}
 
-	floodCtx, stopFlood := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var sent, refused atomic.Int64
-	send := func(fn func() (int, error)) {
-		defer wg.Done()
-		for floodCtx.Err() == nil {
-			st, _ := fn()
-			sent.Add(1)
-			if st == http.StatusTooManyRequests {
-				refused.Add(1)
-			}
-		}
-	}
-	batch := protocol.BatchRequest{}
-	for range 64 {
-		batch.Calls = append(batch.Calls, protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": imgPath})})
-	}
-	for range 24 {
-		wg.Add(1)
-		go send(func() (int, error) {
-			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/calls", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "sleep 0.2"})}, nil)
-		})
-	}
-	for range 2 {
-		wg.Add(1)
-		go send(func() (int, error) {
-			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/batch", batch, nil)
-		})
-	}
-	for range 8 {
-		wg.Add(1)
-		go send(func() (int, error) {
-			return flood.Send(floodCtx, client.MethodPost, "/v1/sessions/"+fs.ID+"/decide", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "ls"})}, nil)
-		})
-	}
-	time.Sleep(500 * time.Millisecond) // the flood is in full swing
-	during, err := p99()
-	stopFlood()
-	wg.Wait()
+	// The flood comes from a process of its own, as another user's agent would: in this one,
+	// its goroutines and its big responses would share the polite client's Go scheduler and
+	// garbage collector, a coupling two tenants' clients never have.
+	self, err := os.Executable()
 	if err != nil {
 		return check{name: name, ok: false, detail: err.Error()}
 	}
+	flooder := exec.CommandContext(ctx, self, "flood", socket, fs.ID, imgPath)
+	stop, err := flooder.StdinPipe()
+	if err != nil {
+		return check{name: name, ok: false, detail: err.Error()}
+	}
+	var counts bytes.Buffer
+	flooder.Stdout, flooder.Stderr = &counts, os.Stderr
+	if err := flooder.Start(); err != nil {
+		return check{name: name, ok: false, detail: fmt.Sprintf("start the flood: %v", err)}
+	}
+	time.Sleep(500 * time.Millisecond) // the flood is in full swing
+	during, err := p99()
+	stop.Close()
+	if werr := flooder.Wait(); werr != nil && err == nil {
+		err = fmt.Errorf("the flood: %v", werr)
+	}
+	if err != nil {
+		return check{name: name, ok: false, detail: err.Error()}
+	}
+	var sent, refused int64
+	if _, err := fmt.Sscan(counts.String(), &sent, &refused); err != nil {
+		return check{name: name, ok: false, detail: fmt.Sprintf("the flood's counts %q: %v", counts.String(), err)}
+	}
 	ratio := float64(during) / float64(alone)
 	return check{name: name, ok: ratio <= tenantRatioGoal, figure: true, detail: fmt.Sprintf("%.2fx (goal <= %.0fx): p99 alone %v, while flooded %v over %d calls; the flood sent %d requests, %d refused with 429",
-		ratio, tenantRatioGoal, alone.Round(time.Microsecond), during.Round(time.Microsecond), calls, sent.Load(), refused.Load())}
+		ratio, tenantRatioGoal, alone.Round(time.Microsecond), during.Round(time.Microsecond), calls, sent, refused)}
 }
 
 // deleteEventually deletes a session, retrying for a while: a tenant that just flooded is
@@ -244,4 +235,48 @@ func deleteEventually(ctx context.Context, c *client.Client, id string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// runFlood is the flooding tenant of the two-tenant row, started by it as "sbbench flood
+// SOCKET SESSION IMAGE": as floodUID, in session SESSION, it sends everything one user can send
+// (parallel Bash calls over its call limit, batches of Reads of IMAGE, decides past its rate
+// limit) until its stdin closes, then prints how many requests it sent and how many were
+// refused with 429.
+func runFlood(args []string) int {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: sbbench flood SOCKET SESSION IMAGE (the two-tenant row starts it)")
+		return 2
+	}
+	socket, id, img := args[0], args[1], args[2]
+	flood := tenantClient(socket, floodUID)
+	ctx, stopFlood := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stopFlood()
+	}()
+	var wg sync.WaitGroup
+	var sent, refused atomic.Int64
+	send := func(n int, path string, req any) {
+		for range n {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					st, _ := flood.Send(ctx, client.MethodPost, "/v1/sessions/"+id+path, req, nil)
+					sent.Add(1)
+					if st == http.StatusTooManyRequests {
+						refused.Add(1)
+					}
+				}
+			})
+		}
+	}
+	batch := protocol.BatchRequest{}
+	for range 64 {
+		batch.Calls = append(batch.Calls, protocol.CallRequest{Tool: "Read", Input: harness.Input(map[string]any{"file_path": img})})
+	}
+	send(24, "/calls", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "sleep 0.2"})})
+	send(2, "/batch", batch)
+	send(8, "/decide", protocol.CallRequest{Tool: "Bash", Input: harness.Input(map[string]any{"command": "ls"})})
+	wg.Wait()
+	fmt.Println(sent.Load(), refused.Load())
+	return 0
 }
