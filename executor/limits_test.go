@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/base64"
 	"errors"
 	"os"
 	"strings"
@@ -98,5 +99,19 @@ func TestTaskMaxLifetime(t *testing.T) {
 			t.Fatalf("task still running past its lifetime: %v", st)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// base64Yielding encodes exactly as base64.StdEncoding does, whatever the length's place
+// against its slices.
+func TestBase64Yielding(t *testing.T) {
+	b := make([]byte, 3*base64Slice+2)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	for _, n := range []int{0, 1, 2, 3, base64Slice - 1, base64Slice, base64Slice + 1, 2*base64Slice + 3, len(b)} {
+		if got, want := base64Yielding(b[:n]), base64.StdEncoding.EncodeToString(b[:n]); got != want {
+			t.Errorf("%d bytes: base64Yielding differs from base64.StdEncoding (%d against %d chars)", n, len(got), len(want))
+		}
 	}
 }

@@ -155,7 +155,7 @@ func (o *outputSink) finish(limitChars int, headTail bool) sinkView {
 	v := sinkView{total: o.total}
 	if o.spill == nil && o.total > 0 {
 		if mt := worker.SniffImage(o.head); mt != "" && int64(len(o.head)) == o.total {
-			v.image = &Block{Type: "image", MediaType: mt, Data: encodeBase64(o.head)}
+			v.image = &Block{Type: "image", MediaType: mt, Data: base64Yielding(o.head)}
 			return v
 		}
 	}

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -522,8 +521,6 @@ func parseExitReport(s string) exitReport {
 func insideDir(p, d string) bool {
 	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
 }
-
-func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func runeLen(b []byte) int { return utf8.RuneCount(b) }
 

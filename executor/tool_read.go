@@ -3,7 +3,6 @@ package executor
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -163,7 +162,7 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	var res *Result
 	switch args.Kind {
 	case worker.KindImage:
-		res = &Result{Content: []Block{{Type: "image", MediaType: reply.MediaType, Data: base64.StdEncoding.EncodeToString(payload)}}}
+		res = &Result{Content: []Block{{Type: "image", MediaType: reply.MediaType, Data: base64Yielding(payload)}}}
 		res.Data = map[string]any{"type": "image", "file": map[string]any{"filePath": path, "type": reply.MediaType, "originalSize": reply.Size}}
 	case worker.KindPDF:
 		if reply.Pages > readPDFPagesFree && c.Input.String("pages") == "" {
