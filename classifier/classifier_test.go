@@ -292,3 +292,33 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A command that is not classified (too long, nested too deep) carries a ParseError, so the
+// policy treats it as unparsed: never read-only, no allow rule, asked or denied in every mode.
+// Without one it read as a command that parsed into no commands, which no deny rule matched.
+func TestUnclassifiedIsUnparsed(t *testing.T) {
+	t.Parallel()
+	nest := func(n int, inner string) string {
+		return strings.Repeat("$(", n) + inner + strings.Repeat(")", n)
+	}
+	for name, cmd := range map[string]string{
+		// Past the parse bound: a deny-ruled command first, padding after.
+		"too long": "rm -rf ~; #" + strings.Repeat("x", maxParseLen),
+		// 20 000 substitutions deep fits the parse bound; its commands' texts sum to ~600 MB.
+		"deep substitutions": nest(maxParseLen/3-2, "ls"),
+		"deep subshells":     strings.Repeat("( ", maxParseLen/4-2) + "ls" + strings.Repeat(" )", maxParseLen/4-2),
+		// Each script alone is under the bound; together they are over it.
+		"nested scripts": strings.Repeat("bash -c '"+nest(400, "id")+"'; ", 12) + "rm -rf ~",
+	} {
+		c := Classify(cmd, testOpts)
+		if c.ParseError == nil || c.ReadOnly || len(c.Subcommands) != 0 {
+			t.Errorf("%s (%d bytes): parse error %v, read-only %v, %d subcommands; want unparsed, not read-only, none",
+				name, len(cmd), c.ParseError, c.ReadOnly, len(c.Subcommands))
+		}
+	}
+	// What a real command nests stays classified: a script in a script in a substitution.
+	c := Classify(`echo "$(bash -c 'ls $(pwd)' )"; `+strings.Repeat("ls -l; ", 5000), testOpts)
+	if c.ParseError != nil || len(c.Subcommands) < 5000 {
+		t.Errorf("a long flat line with a little nesting: parse error %v, %d subcommands", c.ParseError, len(c.Subcommands))
+	}
+}

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,13 @@ const (
 	maxParseLen = 64 << 10
 	// maxWrapDepth bounds wrapper unwrapping (`nice nice nice ...`).
 	maxWrapDepth = 16
+	// maxStmtBytes bounds the work done on one input past the parser: the sum, over every
+	// statement found (in substitutions and bash -c scripts too), of the length of its text.
+	// A flat command sums to about its own length; nesting makes the sum grow as the square of
+	// the depth ($( … ) 20 000 deep fits in 64 KiB and sums to 600 MB), and the walker, and
+	// then the policy matching each command's words, cost in proportion to it. Past it the
+	// command is not classified, as if it had not parsed.
+	maxStmtBytes = 1 << 20
 )
 
 // parserPool reuses parsers: a syntax.Parser is not safe for concurrent use
@@ -52,20 +60,23 @@ var parserPool = sync.Pool{New: func() any {
 func Classify(command string, opts Options) (c *Classification) {
 	defer func() {
 		if r := recover(); r != nil {
-			c = failed("internal_error")
+			c = failed("internal_error", "not classified: the classifier failed on this command")
 		}
 	}()
 	return classify(command, opts)
 }
 
-// failed builds a fail-closed classification with no subcommands.
-func failed(reason string) *Classification {
-	return &Classification{Reason: reason, Subcommands: []Subcommand{}, Risks: []string{}}
+// failed builds a fail-closed classification with no subcommands. It always carries a
+// ParseError: a command that was not classified must be treated as one that did not parse
+// (never read-only, no allow rule, asked for or denied whatever the mode), never as one
+// that parsed into no commands, which no deny rule could match.
+func failed(reason, msg string) *Classification {
+	return &Classification{Reason: reason, ParseError: &msg, Subcommands: []Subcommand{}, Risks: []string{}}
 }
 
 func classify(command string, opts Options) *Classification {
 	if len(command) > maxParseLen {
-		return failed("too_long")
+		return failed("too_long", fmt.Sprintf("not parsed: the command is %d bytes, over the %d the classifier reads; put a long script in a file and run that", len(command), maxParseLen))
 	}
 	if r := badChar(command); r != "" {
 		// Control characters can hide text from a human approver and make
@@ -147,22 +158,34 @@ func load64(b string) uint64 {
 
 // parse runs the parser and the walker and classifies the result.
 func parse(command string, opts Options) *Classification {
-	return parseDepth(command, opts, 0)
+	left := maxStmtBytes
+	c := parseDepth(command, opts, 0, &left)
+	if left < 0 {
+		// A nested script ran the budget out: it was left opaque, but the line is refused
+		// whole, so no part of it is judged on less than all of it.
+		return tooComplex()
+	}
+	return c
 }
 
-// parseDepth is parse for a script nested depth levels deep (bash -c 'STRING').
-func parseDepth(command string, opts Options, depth int) *Classification {
+func tooComplex() *Classification {
+	return failed("too_complex", fmt.Sprintf("not classified: its commands nest so deep that their texts add up to over %d bytes", maxStmtBytes))
+}
+
+// parseDepth is parse for a script nested depth levels deep (bash -c 'STRING'). left is
+// what is left of maxStmtBytes for the whole line, nested scripts included.
+func parseDepth(command string, opts Options, depth int, left *int) *Classification {
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
 	parserPool.Put(p)
 	if err != nil {
-		msg := err.Error()
-		c := failed("parse_error")
-		c.ParseError = &msg
-		return c
+		return failed("parse_error", err.Error())
+	}
+	if *left -= stmtBytes(f, *left); *left < 0 {
+		return tooComplex()
 	}
 	w := walkerPool.Get().(*walker)
-	w.src, w.opts, w.depth = command, opts, depth
+	w.src, w.opts, w.depth, w.left = command, opts, depth, left
 	w.stmts(f.Stmts, nil)
 	c := w.finish()
 	// Nothing in c points into the walker's buffers (Argv, Prefix,
@@ -170,6 +193,19 @@ func parseDepth(command string, opts Options, depth int) *Classification {
 	w.reset()
 	walkerPool.Put(w)
 	return c
+}
+
+// stmtBytes sums the length of every statement's text in f, nested ones included, stopping
+// once the sum passes limit.
+func stmtBytes(f *syntax.File, limit int) int {
+	n := 0
+	syntax.Walk(f, func(node syntax.Node) bool {
+		if st, ok := node.(*syntax.Stmt); ok {
+			n += int(st.End().Offset() - st.Pos().Offset())
+		}
+		return n <= limit
+	})
+	return n
 }
 
 // walkerPool reuses walkers and their buffers. A walker is put back only
@@ -218,6 +254,8 @@ type walker struct {
 
 	// depth is how deep in nested scripts (bash -c 'STRING') this walker is.
 	depth int
+	// left is what the line has left of maxStmtBytes, shared with its nested scripts.
+	left *int
 	// pipeIn is the statement whose output is the stdin of the commands being walked
 	// (the left side of a pipe), nil when there is none.
 	pipeIn *syntax.Stmt

@@ -358,7 +358,7 @@ func (w *walker) nestedScript(sb *sub, script string) {
 		sb.opaque = true
 		return
 	}
-	c := parseDepth(script, w.opts, w.depth+1)
+	c := parseDepth(script, w.opts, w.depth+1, w.left)
 	if c.ParseError != nil {
 		sb.opaque = true
 		return

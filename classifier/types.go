@@ -8,7 +8,8 @@ type Classification struct {
 	// Reason is a machine-readable reason (snake_case, e.g. "read_only", "parse_error",
 	// "unknown_command", "write_redirect", "find_exec") for the overall verdict.
 	Reason string `json:"reason"`
-	// ParseError is the parser's message when the text did not parse; nil otherwise.
+	// ParseError is the parser's message when the text did not parse, or why it was not
+	// classified (too long, too deeply nested); nil otherwise.
 	ParseError *string `json:"parse_error"`
 	// Subcommands are the simple commands in source order, including those nested in
 	// substitutions, subshells, functions and control flow.

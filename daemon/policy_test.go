@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,5 +129,48 @@ func TestConfigReloadAppliesHooks(t *testing.T) {
 	td.d.Reload()
 	if _, res := td.call(t, s.ID, "Bash", `{"command":"echo again"}`); !res.IsError {
 		t.Errorf("a broken config file replaced the running one: %+v", res.Decision)
+	}
+}
+
+// TestUnclassifiedBashNeverSlipsPastRules: a command the classifier does not classify (longer
+// than it reads, or nested so deep its commands' texts add up past its bound) is treated as
+// one that did not parse. It once read as a line of no commands, which no deny rule matched:
+// `rm -f victim; #` and 64 KiB of padding ran in bypassPermissions under a Bash(rm:*) deny.
+func TestUnclassifiedBashNeverSlipsPastRules(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pad := "; #" + strings.Repeat("x", 70000)
+	deep := strings.Repeat("$(", 20000) + "rm -f " + victim + strings.Repeat(")", 20000)
+	hidden := "echo ok; rm -f " + victim + pad
+	cases := []struct{ name, cmd, unparsed string }{
+		// The rule still sees the text split on blanks, so a line that starts with rm is denied.
+		{"padded", "rm -f " + victim + pad, "deny"},
+		// Where the rule cannot see the rm, not parsing is itself an ask, or a deny in the modes
+		// that never ask.
+		{"padded behind echo", hidden, ""},
+		{"deep", deep, ""},
+	}
+	for mode, unparsed := range map[string]string{"bypassPermissions": "deny", "default": "ask", "acceptEdits": "ask", "dontAsk": "deny"} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Bash(rm:*)"]}}`, dir, mode))
+		for _, tc := range cases {
+			want := cmp.Or(tc.unparsed, unparsed)
+			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd)); got != want {
+				t.Errorf("%s, %s rm under a Bash(rm:*) deny: %s, want %s", mode, tc.name, got, want)
+			}
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Bash(rm:*)"]}}`, dir))
+	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, hidden))
+	var res protocol.CallResult
+	decodeInto(t, b, &res)
+	if code != 200 || res.Decision == nil || res.Decision.Behavior != "deny" || !strings.Contains(res.Decision.Reason, "not parsed") {
+		t.Errorf("the padded rm as a call: %d %.300s", code, b)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the padded rm ran: %v", err)
 	}
 }

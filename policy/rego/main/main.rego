@@ -73,7 +73,7 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	input.requires_user_interaction == true
 } else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
 	input.tool == "AskUserQuestion"
-} else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": "the command did not parse; it is never read-only and matches no allow rule", "source": "safety"} if {
+} else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": sprintf("the command did not parse (%s); it is never read-only and matches no allow rule", [input.bash.parse_error]), "source": "safety"} if {
 	input.tool == "Bash"
 	not input.bash.parse_error == null
 } else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
