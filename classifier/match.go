@@ -50,33 +50,32 @@ func normalizePattern(pattern string) string {
 	return p
 }
 
-// globMatch matches text against p where only * is special. It is the
-// classic two-pointer wildcard match: linear in practice and never worse
-// than len(p)*len(text), so a hostile pattern cannot make it backtrack
-// exponentially.
+// globMatch matches text against p where only * is special. The pieces between the stars
+// are found left to right, each at its first place (the earliest leaves the most room for the
+// rest, so that is never wrong), with strings.Index: linear in practice. The classic two-pointer
+// match backtracks on every failure, len(p)*len(text) at worst: one rule of "*aaa…ab" against
+// 60 KB of a's took 0.2 s, and a session may hold hundreds of rules.
 func globMatch(p, text string) bool {
-	pi, ti := 0, 0
-	star, mark := -1, 0
-	for ti < len(text) {
-		switch {
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ti
-			pi++
-		case pi < len(p) && p[pi] == text[ti]:
-			pi++
-			ti++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			ti = mark
-		default:
+	first, rest, ok := strings.Cut(p, "*")
+	if !ok {
+		return p == text
+	}
+	if !strings.HasPrefix(text, first) {
+		return false
+	}
+	text = text[len(first):]
+	for {
+		piece, after, more := strings.Cut(rest, "*")
+		if !more {
+			// The last piece ends the text.
+			return strings.HasSuffix(text, piece)
+		}
+		i := strings.Index(text, piece)
+		if i < 0 {
 			return false
 		}
+		text, rest = text[i+len(piece):], after
 	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }
 
 // ValidateRulePattern checks a Bash rule's content before it is stored:

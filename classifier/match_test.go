@@ -103,3 +103,46 @@ func TestValidateRulePattern(t *testing.T) {
 		}
 	}
 }
+
+// globMatch finds the pieces between stars left to right; it must agree with the plain
+// recursive definition of * on every small pattern and text.
+func TestGlobMatchAgainstDefinition(t *testing.T) {
+	t.Parallel()
+	var def func(p, s string) bool
+	def = func(p, s string) bool {
+		switch {
+		case p == "":
+			return s == ""
+		case p[0] == '*':
+			return def(p[1:], s) || s != "" && def(p, s[1:])
+		default:
+			return s != "" && p[0] == s[0] && def(p[1:], s[1:])
+		}
+	}
+	all := func(alphabet string, max int) []string {
+		out := []string{""}
+		for prev := []string{""}; max > 0; max-- {
+			var next []string
+			for _, x := range prev {
+				for _, c := range alphabet {
+					next = append(next, x+string(c))
+				}
+			}
+			out, prev = append(out, next...), next
+		}
+		return out
+	}
+	texts := all("ab", 6)
+	for _, p := range all("ab*", 5) {
+		for _, s := range texts {
+			if got, want := globMatch(p, s), def(p, s); got != want {
+				t.Fatalf("globMatch(%q, %q) = %v, want %v", p, s, got, want)
+			}
+		}
+	}
+	// The shape that made the backtracking match quadratic still answers right.
+	long := strings.Repeat("a", 60000)
+	if globMatch("*"+strings.Repeat("a", 4000)+"b", long) || !globMatch("*"+strings.Repeat("a", 4000), long) {
+		t.Error("a long piece after a star against a long text: wrong answer")
+	}
+}

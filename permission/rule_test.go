@@ -2,6 +2,8 @@ package permission
 
 import (
 	"errors"
+	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,4 +322,61 @@ func FuzzParseRule(f *testing.F) {
 			}
 		}
 	})
+}
+
+// matchSegments decides each (pattern, path) position once; it must agree with the plain
+// recursive definition of ** on every small pattern and path, whole or as an ancestor.
+func TestMatchSegmentsAgainstDefinition(t *testing.T) {
+	var def func(pat, segs []string, whole bool) bool
+	def = func(pat, segs []string, whole bool) bool {
+		switch {
+		case len(pat) == 0:
+			return !whole || len(segs) == 0
+		case pat[0] == "**":
+			return def(pat[1:], segs, whole) || len(segs) > 0 && def(pat, segs[1:], whole)
+		default:
+			ok, _ := path.Match(pat[0], firstOr(segs))
+			return len(segs) > 0 && ok && def(pat[1:], segs[1:], whole)
+		}
+	}
+	all := func(alphabet []string, max int) [][]string {
+		out := [][]string{nil}
+		for prev := [][]string{nil}; max > 0; max-- {
+			var next [][]string
+			for _, x := range prev {
+				for _, c := range alphabet {
+					next = append(next, append(slices.Clone(x), c))
+				}
+			}
+			out, prev = append(out, next...), next
+		}
+		return out
+	}
+	paths := all([]string{"a", "b"}, 5)
+	for _, pat := range all([]string{"a", "*", "**"}, 4) {
+		for _, segs := range paths {
+			for _, whole := range []bool{false, true} {
+				if got, want := matchSegments(pat, segs, whole), def(pat, segs, whole); got != want {
+					t.Fatalf("matchSegments(%q, %q, whole %v) = %v, want %v", pat, segs, whole, got, want)
+				}
+			}
+		}
+	}
+	// The shape that once took 95 s: a thousand ** against a path two thousand deep.
+	deep := "/" + strings.Repeat("a/", 2000)
+	stars := "/" + strings.Repeat("**/", 1000) + "x"
+	if MatchPath(stars, deep+"y") || !MatchPath(stars, deep+"x") || !MatchPath(stars, deep+"x/under") {
+		t.Error("many ** against a deep path: wrong answer")
+	}
+	spread := "/" + strings.Repeat("**/a/", 300) + "x"
+	if MatchPath(spread, deep+"y") || !MatchPath(spread, deep+"x") {
+		t.Error("** between segments against a deep path: wrong answer")
+	}
+}
+
+func firstOr(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }
