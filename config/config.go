@@ -168,6 +168,9 @@ type Limits struct {
 	// WriteTimeoutSec cuts off a client that does not read a response (each write must
 	// complete within it), so a slow reader cannot hold a call's resources forever.
 	WriteTimeoutSec int `json:"write_timeout_sec"`
+	// RulesPerSession bounds the rules a session's owner controls (its request's, its parents',
+	// its project's and its user's settings files): each is checked on every call.
+	RulesPerSession int `json:"rules_per_session"`
 	// UserMemoryBytes and UserPids bound all of one uid's calls and workers together (the
 	// cgroup <subtree>/user-<uid>); 0: half the host's memory, and 4096. Read at start only.
 	UserMemoryBytes int64 `json:"user_memory_bytes"`
@@ -328,6 +331,7 @@ func Default() Config {
 			RequestsPerSecondPerUser: 50,
 			RequestsBurstPerUser:     100,
 			WriteTimeoutSec:          60,
+			RulesPerSession:          1024,
 		},
 		Sessions:  Sessions{IdleTimeoutSec: 86400},
 		Approvals: Approvals{TimeoutSec: 300},
@@ -421,6 +425,7 @@ func (c Config) Validate() error {
 		{"limits.requests_per_second_per_user must be > 0", c.Limits.RequestsPerSecondPerUser > 0},
 		{"limits.requests_burst_per_user must be >= 1", c.Limits.RequestsBurstPerUser >= 1},
 		{"limits.write_timeout_sec must be >= 1", c.Limits.WriteTimeoutSec >= 1},
+		{"limits.rules_per_session must be between 1 and 1048576", c.Limits.RulesPerSession >= 1 && c.Limits.RulesPerSession <= 1<<20},
 		{"limits.user_memory_bytes must be 0 (half the host's memory) or >= 64 MiB", c.Limits.UserMemoryBytes == 0 || c.Limits.UserMemoryBytes >= 64<<20},
 		{"limits.user_pids must be 0 (4096) or >= 16", c.Limits.UserPids == 0 || c.Limits.UserPids >= 16},
 		{"sessions.idle_timeout_sec must be >= 60", c.Sessions.IdleTimeoutSec >= 60},

@@ -248,7 +248,22 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 	if err != nil {
 		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: %w", err))
 	}
+	if n := ownedRules(rs); n > cfg.Limits.RulesPerSession {
+		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: the session's own rules (its request's, its parents', its project's and user's settings files) number %d, over limits.rules_per_session (%d); each is checked on every call", n, cfg.Limits.RulesPerSession))
+	}
 	return rs, nil
+}
+
+// ownedRules counts the rules of rs its session's owner controls: all but the admin's and the
+// daemon's command line.
+func ownedRules(rs *permission.RuleSet) int {
+	n := 0
+	for _, r := range rs.Rules() {
+		if r.Source != permission.SourcePolicy && r.Source != permission.SourceCLI {
+			n++
+		}
+	}
+	return n
 }
 
 // ownerReader reads settings files as the session owner, through the owner's worker.

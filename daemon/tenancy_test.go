@@ -435,3 +435,37 @@ func TestProcessUmask(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesPerSession: the rules a session's owner controls are bounded (each is checked on
+// every call, so thousands of them made each call cost the daemon tens of milliseconds),
+// counting the project's settings file with the request's.
+func TestRulesPerSession(t *testing.T) {
+	td := startDaemon(t, "limits:\n  rules_per_session: 20\n")
+	dir := t.TempDir()
+	rules := func(n int) string {
+		rs := make([]string, n)
+		for i := range rs {
+			rs[i] = fmt.Sprintf("%q", fmt.Sprintf("Read(//var/tmp/nothing-%d)", i))
+		}
+		return "[" + strings.Join(rs, ",") + "]"
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"rules":{"deny":%s}}`, dir, rules(20)))
+	code, b := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"rules":{"deny":%s}}`, dir, rules(21)))
+	if code != 422 || !strings.Contains(string(b), "limits.rules_per_session (20)") {
+		t.Errorf("21 rules: %d %s, want 422 naming limits.rules_per_session", code, b)
+	}
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+s.ID, fmt.Sprintf(`{"rules":{"deny":%s}}`, rules(21))); code != 422 || !strings.Contains(string(b), "rules_per_session") {
+		t.Errorf("an update to 21 rules: %d %s, want 422", code, b)
+	}
+	// The project's settings count too: 5 there and 16 in the request are 21.
+	if err := os.MkdirAll(filepath.Join(dir, ".sandboxd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".sandboxd", "settings.json"), []byte(fmt.Sprintf(`{"permissions":{"deny":%s}}`, rules(5))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"rules":{"deny":%s}}`, dir, rules(16))); code != 422 {
+		t.Errorf("16 rules and 5 in the project's settings: %d %s, want 422", code, b)
+	}
+	td.newSession(t, fmt.Sprintf(`{"cwd":%q,"rules":{"deny":%s}}`, dir, rules(15)))
+}
