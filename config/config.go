@@ -171,6 +171,8 @@ type Limits struct {
 	// RulesPerSession bounds the rules a session's owner controls (its request's, its parents',
 	// its project's and its user's settings files): each is checked on every call.
 	RulesPerSession int `json:"rules_per_session"`
+	// DirsPerSession bounds a session's additional directories: each is mounted in every call.
+	DirsPerSession int `json:"dirs_per_session"`
 	// UserMemoryBytes and UserPids bound all of one uid's calls and workers together (the
 	// cgroup <subtree>/user-<uid>); 0: half the host's memory, and 4096. Read at start only.
 	UserMemoryBytes int64 `json:"user_memory_bytes"`
@@ -332,6 +334,7 @@ func Default() Config {
 			RequestsBurstPerUser:     100,
 			WriteTimeoutSec:          60,
 			RulesPerSession:          1024,
+			DirsPerSession:           64,
 		},
 		Sessions:  Sessions{IdleTimeoutSec: 86400},
 		Approvals: Approvals{TimeoutSec: 300},
@@ -426,6 +429,7 @@ func (c Config) Validate() error {
 		{"limits.requests_burst_per_user must be >= 1", c.Limits.RequestsBurstPerUser >= 1},
 		{"limits.write_timeout_sec must be >= 1", c.Limits.WriteTimeoutSec >= 1},
 		{"limits.rules_per_session must be between 1 and 1048576", c.Limits.RulesPerSession >= 1 && c.Limits.RulesPerSession <= 1<<20},
+		{"limits.dirs_per_session must be between 1 and 4096", c.Limits.DirsPerSession >= 1 && c.Limits.DirsPerSession <= 4096},
 		{"limits.user_memory_bytes must be 0 (half the host's memory) or >= 64 MiB", c.Limits.UserMemoryBytes == 0 || c.Limits.UserMemoryBytes >= 64<<20},
 		{"limits.user_pids must be 0 (4096) or >= 16", c.Limits.UserPids == 0 || c.Limits.UserPids >= 16},
 		{"sessions.idle_timeout_sec must be >= 60", c.Sessions.IdleTimeoutSec >= 60},

@@ -79,7 +79,10 @@ func (c *Core) Health(caller session.Caller) protocol.Health {
 
 // checkDirs requires absolute, clean directory paths. Whether they exist and the owner may
 // use them is checked by the owner's own confined child, never by the daemon as root.
-func checkDirs(cwd string, extra []string) error {
+func checkDirs(cwd string, extra []string, max int) error {
+	if err := checkDirCount(extra, max); err != nil {
+		return err
+	}
 	for _, d := range append([]string{cwd}, extra...) {
 		if d == "" {
 			return errcode.Msg(errcode.Validation, "cwd is required: give the session's working directory as an absolute path")
@@ -94,10 +97,19 @@ func checkDirs(cwd string, extra []string) error {
 	return nil
 }
 
+// checkDirCount bounds a session's additional directories (limits.dirs_per_session): each is
+// resolved as the owner and mounted in every call, a cost the owner sets and the daemon pays.
+func checkDirCount(extra []string, max int) error {
+	if len(extra) > max {
+		return errcode.New(errcode.Validation, fmt.Errorf("%d additional directories, over limits.dirs_per_session (%d): each is mounted in every call; give a common parent instead", len(extra), max))
+	}
+	return nil
+}
+
 // CreateSession implements api.Backend.
 func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p session.Params) (session.Snapshot, error) {
 	cfg := c.Config()
-	if err := checkDirs(p.Cwd, p.AdditionalDirs); err != nil {
+	if err := checkDirs(p.Cwd, p.AdditionalDirs, cfg.Limits.DirsPerSession); err != nil {
 		return session.Snapshot{}, err
 	}
 	if p.ParentID != "" {
@@ -153,6 +165,9 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return fail(errcode.New(errcode.Validation, err))
 	}
 	extra := mergeDirs(p.AdditionalDirs, eff.AdditionalDirectories)
+	if err := checkDirCount(extra, cfg.Limits.DirsPerSession); err != nil {
+		return fail(err)
+	}
 	if err := c.checkChild(ctx, s, mode, append([]string{s.Root}, extra...)); err != nil {
 		return fail(err)
 	}
@@ -329,7 +344,7 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	if u.AdditionalDirs != nil {
 		extra = *u.AdditionalDirs
 	}
-	if err := checkDirs(cwd, extra); err != nil {
+	if err := checkDirs(cwd, extra, c.Config().Limits.DirsPerSession); err != nil {
 		return session.Snapshot{}, err
 	}
 	if u.Cwd != nil {
