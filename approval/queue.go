@@ -40,9 +40,27 @@ type Event struct {
 	Resolution *Resolution `json:"resolution,omitempty"`
 }
 
-// MaxPendingPerOwner bounds one uid's unanswered approvals: past it an ask is not queued
-// (it stays an ask, nothing runs), so one user's agent cannot grow the daemon.
-const MaxPendingPerOwner = 256
+// MaxPendingPerOwner and MaxPendingBytesPerOwner bound one uid's unanswered approvals, in
+// number and in the bytes they hold (inputs, diffs and what approving writes): past either an
+// ask is not queued (it stays an ask, nothing runs), so one user's agent cannot grow the
+// daemon. By number alone, 256 pending Writes of 1 MB each grew it by 1.3 GB.
+const (
+	MaxPendingPerOwner      = 256
+	MaxPendingBytesPerOwner = 32 << 20
+)
+
+// size is about what a holds in memory: its input twice (the redacted copy here, the
+// asker's request in the payload), its diffs and what approving writes.
+func (a Approval) size() int {
+	n := 2*len(a.Input) + len(a.Reason)
+	for _, p := range a.AllPreviews() {
+		n += len(p.Diff)
+	}
+	for _, c := range a.PreviewContents {
+		n += len(c)
+	}
+	return n
+}
 
 // subBuffer is how many events a stream may fall behind before it is cut off.
 const subBuffer = 64
@@ -91,14 +109,18 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := 0
+	n, bytes := 0, a.size()
 	for _, e := range q.entries {
 		if e.res == nil && e.a.Owner == a.Owner {
 			n++
+			bytes += e.a.size()
 		}
 	}
 	if n >= MaxPendingPerOwner {
 		return Approval{}, fmt.Errorf("%w: uid %d has %d unanswered", ErrFull, a.Owner, n)
+	}
+	if bytes > MaxPendingBytesPerOwner {
+		return Approval{}, fmt.Errorf("%w: uid %d's unanswered ones would hold %d MiB, over %d MiB; answer some first", ErrFull, a.Owner, bytes>>20, MaxPendingBytesPerOwner>>20)
 	}
 	q.entries[a.ID] = &entry{a: a, payload: payload, done: make(chan struct{})}
 	q.publish(Event{Type: "created", Approval: a})

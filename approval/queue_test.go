@@ -2,6 +2,8 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,34 @@ func TestExpiry(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the denial did not release the waiter")
+	}
+}
+
+// One uid's unanswered approvals are bounded in number and in bytes; another uid still queues.
+func TestQueueBoundsOneOwner(t *testing.T) {
+	q := NewQueue()
+	big := json.RawMessage(`"` + strings.Repeat("x", 4<<20) + `"`)
+	n := 0
+	for ; n < 100; n++ {
+		if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1000, Tool: "Write", Input: big}}, time.Minute, nil); err != nil {
+			if !errors.Is(err, ErrFull) {
+				t.Fatalf("add %d: %v, want ErrFull", n, err)
+			}
+			break
+		}
+	}
+	if n == 0 || 2*n*len(big) > MaxPendingBytesPerOwner {
+		t.Errorf("%d approvals of 4 MiB queued for one uid, want as many as fit %d MiB", n, MaxPendingBytesPerOwner>>20)
+	}
+	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1001, Tool: "Write", Input: big}}, time.Minute, nil); err != nil {
+		t.Errorf("another uid: %v", err)
+	}
+	for i := range MaxPendingPerOwner {
+		if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1002, Tool: "Bash"}}, time.Minute, nil); err != nil {
+			t.Fatalf("small approval %d: %v", i, err)
+		}
+	}
+	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1002, Tool: "Bash"}}, time.Minute, nil); !errors.Is(err, ErrFull) {
+		t.Errorf("approval %d of one uid: %v, want ErrFull", MaxPendingPerOwner+1, err)
 	}
 }
