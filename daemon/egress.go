@@ -32,6 +32,7 @@ type egressProxy struct {
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener
+	owners    map[string]string // session -> "uid:N", for the proxy's per-owner cap
 	wg        sync.WaitGroup
 }
 
@@ -40,7 +41,7 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	for _, s := range cfg.Network.AllowPrivateCIDRs {
 		private = append(private, netip.MustParsePrefix(s)) // Validate parsed them
 	}
-	return &egressProxy{
+	e := &egressProxy{
 		srv: &egress.Server{
 			Decide: c.decideEgress, Audit: c.recorder.netConnect, AllowPrivate: private,
 			Logger: log,
@@ -48,7 +49,16 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 		port:      cfg.Network.ProxyPort,
 		log:       log.Named("egress"),
 		listeners: map[string]net.Listener{},
+		owners:    map[string]string{},
 	}
+	// One user's sessions share one connection cap, so they cannot take every connection
+	// the proxy serves from other users.
+	e.srv.Owner = func(session string) string {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.owners[session]
+	}
+	return e
 }
 
 // open starts serving s's proxy inside its network namespace.
@@ -59,6 +69,7 @@ func (e *egressProxy) open(c *Core, s *session.Session) error {
 	}
 	e.mu.Lock()
 	e.listeners[s.ID] = l
+	e.owners[s.ID] = "uid:" + strconv.FormatUint(uint64(s.Owner.UID), 10)
 	e.mu.Unlock()
 	e.wg.Add(1)
 	go func() {
@@ -75,6 +86,7 @@ func (e *egressProxy) close(id string) {
 	e.mu.Lock()
 	l := e.listeners[id]
 	delete(e.listeners, id)
+	delete(e.owners, id)
 	e.mu.Unlock()
 	if l != nil {
 		l.Close()

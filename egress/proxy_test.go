@@ -955,3 +955,33 @@ func TestServeConnOrigin(t *testing.T) {
 		t.Errorf("ServeConn after Close: %v", err)
 	}
 }
+
+// One owner's sessions share MaxConnsPerOwner: a second session of the same user is refused
+// past it, another user's session is still served.
+func TestConnCapPerOwner(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	owners := map[string]string{"s1": "alice", "s2": "alice", "s3": "bob"}
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, MaxConns: 10, MaxConnsPerOwner: 2,
+		Owner: func(session string) string { return owners[session] }}
+	alice1 := startProxy(t, s) // session s1
+	listen := func(session string) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = s.Serve(l, session) }()
+		return l.Addr().String()
+	}
+	alice2, bob := listen("s2"), listen("s3")
+	c1, _ := connectTunnel(t, alice1, echo)
+	defer c1.Close()
+	c2, _ := connectTunnel(t, alice2, echo)
+	defer c2.Close()
+	resp, body := rawRequest(t, alice2, "CONNECT "+echo+" HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 503 || !strings.Contains(body, "this user's sessions (limit 2)") {
+		t.Errorf("alice's third connection: %d %q", resp.StatusCode, body)
+	}
+	c3, _ := connectTunnel(t, bob, echo)
+	c3.Close()
+}

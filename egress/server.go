@@ -95,6 +95,7 @@ type Dialer interface {
 // Defaults for the Server's zero-valued fields.
 const (
 	DefaultMaxConns      = 512
+	DefaultMaxConnsOwner = 128
 	DefaultDialTimeout   = 10 * time.Second
 	DefaultHeaderTimeout = 30 * time.Second
 	DefaultIdleTimeout   = 5 * time.Minute
@@ -119,6 +120,11 @@ type Server struct {
 	AllowPrivate []netip.Prefix
 	// MaxConns caps concurrent client connections over all listeners (DefaultMaxConns if 0).
 	MaxConns int
+	// MaxConnsPerOwner caps one owner's (DefaultMaxConnsOwner if 0), so one user's programs
+	// cannot take every connection MaxConns allows from everyone else's. Owner names the owner
+	// of a session's listener; nil: each session is its own.
+	MaxConnsPerOwner int
+	Owner            func(session string) string
 	// DialTimeout bounds resolving plus dialing (DefaultDialTimeout if 0).
 	DialTimeout time.Duration
 	// HeaderTimeout bounds reading one request's header or SOCKS handshake (DefaultHeaderTimeout if 0).
@@ -137,8 +143,9 @@ type Server struct {
 	transport *http.Transport
 	ctx       context.Context // cancelled by Close: every connection's context derives from it
 	cancel    context.CancelFunc
-	active    atomic.Int64 // client connections being served
-	refusing  atomic.Int64 // over-cap connections being told so
+	active    atomic.Int64             // client connections being served
+	owners    map[string]*atomic.Int64 // the same, per owner; under mu
+	refusing  atomic.Int64             // over-cap connections being told so
 
 	mu        sync.Mutex
 	closed    bool
@@ -155,6 +162,7 @@ func (s *Server) init() {
 		s.log = s.log.Named("egress")
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
+		s.owners = make(map[string]*atomic.Int64)
 		s.transport = &http.Transport{
 			Proxy:       nil, // the daemon's own proxy settings must not apply to sessions
 			DialContext: s.dialChecked,
@@ -169,6 +177,13 @@ func (s *Server) init() {
 			WriteBufferSize:     64 << 10,
 		}
 	})
+}
+
+func (s *Server) maxConnsPerOwner() int {
+	if s.MaxConnsPerOwner > 0 {
+		return s.MaxConnsPerOwner
+	}
+	return DefaultMaxConnsOwner
 }
 
 func (s *Server) maxConns() int {
@@ -213,6 +228,15 @@ func (s *Server) Serve(l net.Listener, session string) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
+	owner := session
+	if s.Owner != nil {
+		owner = s.Owner(session)
+	}
+	owned := s.owners[owner]
+	if owned == nil {
+		owned = new(atomic.Int64)
+		s.owners[owner] = owned
+	}
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -251,11 +275,18 @@ func (s *Server) Serve(l net.Listener, session string) error {
 		backoff = 0
 		if s.active.Add(1) > int64(s.maxConns()) {
 			s.active.Add(-1)
-			s.refuseBusy(&conns, c)
+			s.refuseBusy(&conns, c, "too many concurrent connections (limit "+strconv.Itoa(s.maxConns())+")")
+			continue
+		}
+		if owned.Add(1) > int64(s.maxConnsPerOwner()) {
+			owned.Add(-1)
+			s.active.Add(-1)
+			s.refuseBusy(&conns, c, "too many concurrent connections from this user's sessions (limit "+strconv.Itoa(s.maxConnsPerOwner())+")")
 			continue
 		}
 		conns.Go(func() {
 			defer s.active.Add(-1)
+			defer owned.Add(-1)
 			s.serveConn(ctx, c, peer{session: session})
 		})
 	}
@@ -296,7 +327,7 @@ func (s *Server) Close() error {
 const maxRefusing = 16
 
 // refuseBusy tells an over-cap client why, in its own protocol, when that is cheap.
-func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn) {
+func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn, why string) {
 	if s.refusing.Add(1) > maxRefusing {
 		s.refusing.Add(-1)
 		_ = c.Close()
@@ -313,8 +344,7 @@ func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn) {
 			// The greeting's "no acceptable method" is the only refusal SOCKS has this early.
 			_, _ = c.Write([]byte{socksVersion, socksMethodNoAcceptable})
 		default:
-			msg := "sandboxd egress proxy: too many concurrent connections (limit " +
-				strconv.Itoa(s.maxConns()) + "); close some and retry.\n"
+			msg := "sandboxd egress proxy: " + why + "; close some and retry.\n"
 			_, _ = c.Write(textResponse(http.StatusServiceUnavailable, msg, "", true))
 		}
 		lingerClose(c)
