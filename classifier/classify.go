@@ -27,9 +27,12 @@ const (
 	// MaxReadOnlyLen is the longest command that may classify as read-only;
 	// COMPAT makes longer commands prompt.
 	MaxReadOnlyLen = 10000
-	// maxParseLen bounds the work done on one input: beyond it the text is
-	// not parsed at all, so a huge input costs nothing and matches no rule.
-	maxParseLen = 64 << 10
+	// maxParseLen bounds the text parsed: beyond it the text is not parsed at
+	// all, so a huge input costs nothing, and it is treated as one that did not
+	// parse. It is the kernel's limit on one execve argument (MAX_ARG_STRLEN), so
+	// every command bash -c can be given is parsed; maxStmtBytes bounds the work
+	// past the parser.
+	maxParseLen = 32 * 4096
 	// maxWrapDepth bounds wrapper unwrapping (`nice nice nice ...`).
 	maxWrapDepth = 16
 	// maxStmtBytes bounds the work done on one input past the parser: the sum, over every

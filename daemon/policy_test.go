@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -132,10 +132,12 @@ func TestConfigReloadAppliesHooks(t *testing.T) {
 	}
 }
 
-// TestUnclassifiedBashNeverSlipsPastRules: a command the classifier does not classify (longer
-// than it reads, or nested so deep its commands' texts add up past its bound) is treated as
-// one that did not parse. It once read as a line of no commands, which no deny rule matched:
-// `rm -f victim; #` and 64 KiB of padding ran in bypassPermissions under a Bash(rm:*) deny.
+// TestUnclassifiedBashNeverSlipsPastRules: a command the classifier does not classify (nested
+// so deep that its commands' texts add up past its bound) is treated as one that did not
+// parse: asked for, or denied in the modes that never ask. It once read as a line of no
+// commands, which no deny rule matched (`rm -f victim; #` and 64 KiB of padding, then past the
+// classifier's read bound, ran in bypassPermissions under a Bash(rm:*) deny), and the
+// classification of such nesting cost the daemon tens of seconds.
 func TestUnclassifiedBashNeverSlipsPastRules(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := t.TempDir()
@@ -143,31 +145,21 @@ func TestUnclassifiedBashNeverSlipsPastRules(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pad := "; #" + strings.Repeat("x", 70000)
-	deep := strings.Repeat("$(", 20000) + "rm -f " + victim + strings.Repeat(")", 20000)
-	hidden := "echo ok; rm -f " + victim + pad
-	cases := []struct{ name, cmd, unparsed string }{
-		// The rule still sees the text split on blanks, so a line that starts with rm is denied.
-		{"padded", "rm -f " + victim + pad, "deny"},
-		// Where the rule cannot see the rm, not parsing is itself an ask, or a deny in the modes
-		// that never ask.
-		{"padded behind echo", hidden, ""},
-		{"deep", deep, ""},
-	}
-	for mode, unparsed := range map[string]string{"bypassPermissions": "deny", "default": "ask", "acceptEdits": "ask", "dontAsk": "deny"} {
+	deep := "echo ok; " + strings.Repeat("$(", 20000) + "rm -f " + victim + strings.Repeat(")", 20000)
+	for mode, want := range map[string]string{"bypassPermissions": "deny", "default": "ask", "acceptEdits": "ask", "dontAsk": "deny"} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Bash(rm:*)"]}}`, dir, mode))
-		for _, tc := range cases {
-			want := cmp.Or(tc.unparsed, unparsed)
-			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd)); got != want {
-				t.Errorf("%s, %s rm under a Bash(rm:*) deny: %s, want %s", mode, tc.name, got, want)
-			}
+		if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, deep)); got != want {
+			t.Errorf("%s, an rm 20 000 substitutions deep under a Bash(rm:*) deny: %s, want %s", mode, got, want)
 		}
 	}
+	// The longest command bash -c takes is parsed, so its rm meets the deny rule.
+	padded := "echo ok; rm -f " + victim + "; #"
+	padded += strings.Repeat("x", executor.MaxBashCommandBytes-len(padded))
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Bash(rm:*)"]}}`, dir))
-	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, hidden))
+	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", fmt.Sprintf(`{"tool":"Bash","input":{"command":%q}}`, padded))
 	var res protocol.CallResult
 	decodeInto(t, b, &res)
-	if code != 200 || res.Decision == nil || res.Decision.Behavior != "deny" || !strings.Contains(res.Decision.Reason, "not parsed") {
+	if code != 200 || res.Decision == nil || res.Decision.Behavior != "deny" || res.Decision.Rule != "Bash(rm:*)" {
 		t.Errorf("the padded rm as a call: %d %.300s", code, b)
 	}
 	if _, err := os.Stat(victim); err != nil {

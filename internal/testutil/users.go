@@ -1,12 +1,16 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -33,6 +37,7 @@ func CreateUser(t testing.TB, prefix string) User {
 			t.Fatal(err)
 		}
 	}
+	sweepOnce.Do(sweepStaleUsers)
 	_ = exec.Command("userdel", name).Run() // a leftover of a killed run
 	if out, err := exec.Command("useradd", "--system", "--user-group", "--home-dir", home, "--shell", "/bin/bash", name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)
@@ -48,4 +53,28 @@ func CreateUser(t testing.TB, prefix string) User {
 		t.Fatal(err)
 	}
 	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: home}
+}
+
+var sweepOnce sync.Once
+
+// sweepStaleUsers removes the throwaway users of runs killed before their cleanup: a user whose
+// home was a test's temporary directory (os.TempDir()/Test…) that no longer exists. A test's
+// user is removed before its home (cleanups run last-registered first), so a live test's user
+// always has its home. Left alone they use up the system range of uids and gids, and useradd
+// then fails in every test that needs a user.
+func sweepStaleUsers() {
+	passwd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return
+	}
+	prefix := filepath.Join(os.TempDir(), "Test")
+	for line := range strings.SplitSeq(string(passwd), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 7 || !strings.HasPrefix(f[5], prefix) {
+			continue
+		}
+		if _, err := os.Stat(f[5]); errors.Is(err, fs.ErrNotExist) {
+			_ = exec.Command("userdel", f[0]).Run()
+		}
+	}
 }
