@@ -176,7 +176,11 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		return err
 	}
 	var cr protocol.CallRequest
-	if err := decode(r, &cr); err != nil {
+	size, err := decodeCounted(r, &cr)
+	if err != nil {
+		return err
+	}
+	if err := s.limitRate(r.Context(), c, bodyTokens(size)); err != nil {
 		return err
 	}
 	if cr.ApprovalID != "" && !decideOnly {
@@ -245,7 +249,8 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		return err
 	}
 	var br protocol.BatchRequest
-	if err := decode(r, &br); err != nil {
+	size, err := decodeCounted(r, &br)
+	if err != nil {
 		return err
 	}
 	if len(br.Calls) == 0 {
@@ -261,7 +266,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		}
 	}
 	// The rate is of calls: the rest of the batch's tokens, now that its size is known.
-	if err := s.limitRate(r.Context(), c, len(br.Calls)-1); err != nil {
+	if err := s.limitRate(r.Context(), c, len(br.Calls)-1+bodyTokens(size)); err != nil {
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -112,8 +113,38 @@ func refuse(ctx context.Context, err error) error {
 	return err
 }
 
+// bytesPerToken is how much of a request body one token of the rate pays for: what the daemon
+// does with a request (decode, classify, match rules, audit) grows with its size, up to a
+// quarter of a second of its one P for a 128 KB command of deep nesting, so one call's token
+// covers its first 8 KiB and each further 8 KiB takes one more.
+const bytesPerToken = 8 << 10
+
+// bodyTokens are the tokens a body of n bytes takes beyond its request's first.
+func bodyTokens(n int64) int { return int(n / bytesPerToken) }
+
+// countedBody counts the bytes read from a request's body.
+type countedBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// decodeCounted is decode, also returning the body's size.
+func decodeCounted(r *http.Request, v any) (int64, error) {
+	body := &countedBody{ReadCloser: r.Body}
+	r.Body = body
+	err := decode(r, v)
+	return body.n, err
+}
+
 // limitRate takes n tokens of the caller's rate on calls, decide and batch (one per call,
-// so a batch takes one per call it holds, never more than the burst), or refuses with 429
+// so a batch takes one per call it holds, and one per 8 KiB of body past the first, never
+// more than the burst), or refuses with 429
 // rate_limited, naming the limit. A request takes its first token before the body is read,
 // so a flood costs as little as it can. Root is not limited (it is the host's administrator,
 // not a tenant).
@@ -135,7 +166,7 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	}
 	t.mu.Unlock()
 	if !ok {
-		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
+		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
 	}
 	return nil
 }

@@ -263,6 +263,27 @@ func TestRateCountsEachCallOfABatch(t *testing.T) {
 	}
 }
 
+// A request's body pays for its size (a token per 8 KiB past the first 8): a user's big
+// commands cost the daemon in proportion, so they count against the rate in proportion.
+func TestRateCountsBigBodies(t *testing.T) {
+	td, mallory, alice, mid, aid := twoTenants(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 20\n", "sbz")
+	big := fmt.Sprintf(`{"tool":"Bash","input":{"command":"echo %s"}}`, strings.Repeat("x", 100<<10))
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", big, ""); code != http.StatusOK {
+		t.Fatalf("a 100 KiB decide within a burst of 20: %d %.300s", code, b)
+	}
+	// 13 of the 20 tokens are spent: a second one is refused, a small one still passes.
+	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", big, "")
+	if code != http.StatusTooManyRequests || errClass(b) != "rate_limited" || !strings.Contains(string(b), "a body each 8 KiB past its first") {
+		t.Errorf("a second 100 KiB decide right after: %d %.300s", code, b)
+	}
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", `{"tool":"Bash","input":{"command":"true"}}`, ""); code != http.StatusOK {
+		t.Errorf("a small decide with tokens left: %d %.300s", code, b)
+	}
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/decide", big, ""); code != http.StatusOK {
+		t.Errorf("the other user's big decide while mallory is rate limited: %d %.300s", code, b)
+	}
+}
+
 // twoTenants starts a daemon on config and makes two throwaway users, named from prefix,
 // each with a bypassPermissions session: mallory, who attacks, and alice, who must still be
 // served.
