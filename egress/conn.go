@@ -29,6 +29,10 @@ type idleConn struct {
 	idle time.Duration
 	act  *activity
 	hard atomic.Int64 // unix nanos of a fixed read deadline; 0: the rolling idle deadline
+	// headLeft is what may still be read while hard is set: a request's head (or a SOCKS
+	// request, or a TLS handshake) is read under it, so no client makes the root daemon buffer
+	// an endless request line or header. Only the reader touches it.
+	headLeft int
 
 	rdl, wdl time.Time // deadlines last set, to skip resetting the timer on every call
 }
@@ -41,15 +45,30 @@ func newIdleConn(c net.Conn, idle time.Duration, act *activity) *idleConn {
 	return &idleConn{Conn: c, idle: idle, act: act}
 }
 
+// maxHeadBytes bounds what is read under a hard deadline: a request line and its headers, as
+// the daemon's API bounds its own (MaxHeaderBytes).
+const maxHeadBytes = 64 << 10
+
+// maxResponseHeadBytes bounds an origin's response head (net/http's default is 10 MiB, which a
+// hostile allowed origin could make the daemon hold per connection); browsers take about this.
+const maxResponseHeadBytes = 256 << 10
+
 // setHard fixes the read deadline at t (a header must arrive whole by then, however slowly it
-// trickles in); the zero time returns to the rolling idle deadline.
+// trickles in, and within maxHeadBytes); the zero time returns to the rolling idle deadline
+// and to unbounded reads (a body or a tunnel streams through).
 func (c *idleConn) setHard(t time.Time) {
 	if t.IsZero() {
 		c.hard.Store(0)
 	} else {
 		c.hard.Store(t.UnixNano())
+		c.headLeft = maxHeadBytes
 	}
 	c.rdl = time.Time{}
+}
+
+// headSpent reports whether a head being read under the hard deadline used up maxHeadBytes.
+func (c *idleConn) headSpent() bool {
+	return c.hard.Load() != 0 && c.headLeft <= 0
 }
 
 // refresh moves a deadline forward only when it has used up an eighth of the idle time, so a
@@ -63,6 +82,13 @@ func (c *idleConn) refresh(cur *time.Time, now time.Time, set func(time.Time) er
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
+	bounded := c.hard.Load() != 0
+	if bounded {
+		if c.headLeft <= 0 {
+			return 0, errHeadTooLarge
+		}
+		p = p[:min(len(p), c.headLeft)]
+	}
 	for {
 		now := time.Now()
 		if h := c.hard.Load(); h != 0 {
@@ -76,6 +102,9 @@ func (c *idleConn) Read(p []byte) (int, error) {
 		n, err := c.Conn.Read(p)
 		if n > 0 {
 			c.act.touch(time.Now())
+			if bounded {
+				c.headLeft -= n
+			}
 			return n, err
 		}
 		if err == nil || c.hard.Load() != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {

@@ -19,4 +19,7 @@ var (
 	// ErrNotChecked marks an upstream dial of an address that is not an IP literal: the proxy only
 	// ever dials an address it has checked, never a name.
 	ErrNotChecked = errors.New("dial of an unchecked address")
+
+	// errHeadTooLarge ends a read of a request's head past maxHeadBytes.
+	errHeadTooLarge = errors.New("request line and headers over 64 KiB")
 )

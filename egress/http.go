@@ -95,8 +95,16 @@ func (h *httpConn) loop(ctx context.Context) {
 		}
 		req, err := http.ReadRequest(h.br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				h.refuse(http.StatusBadRequest, "sandboxd egress proxy: malformed request: "+err.Error()+"\n", "http_request_error")
+			// Past the bound the parser may see a cut line rather than the error (a TLS
+			// record ends mid-line), so the budget itself says why.
+			if errors.Is(err, errHeadTooLarge) || h.ic.headSpent() {
+				h.refuse(http.StatusRequestHeaderFieldsTooLarge, "sandboxd egress proxy: "+errHeadTooLarge.Error()+"\n", "http_request_error")
+			} else if !errors.Is(err, io.EOF) {
+				msg := err.Error()
+				if len(msg) > 512 { // the parser quotes the line it could not parse
+					msg = strings.ToValidUTF8(msg[:512], "") + "…"
+				}
+				h.refuse(http.StatusBadRequest, "sandboxd egress proxy: malformed request: "+msg+"\n", "http_request_error")
 			}
 			return
 		}

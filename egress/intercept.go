@@ -216,7 +216,8 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 		s.log.Debug("intercept handshake", zap.String("session", p.session), zap.String("host", t.host), zap.Error(err))
 		return
 	}
-	c.setHard(time.Time{})
+	// The first request inside gets a head deadline and bound of its own, as loop gives the next.
+	c.setHard(time.Now().Add(s.headerTimeout()))
 	tr := &http.Transport{
 		Proxy: nil,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -234,12 +235,13 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 			}
 			return uc, nil
 		},
-		DisableCompression:  true,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     90 * time.Second,
-		ReadBufferSize:      64 << 10,
-		WriteBufferSize:     64 << 10,
+		DisableCompression:     true,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxResponseHeaderBytes: maxResponseHeadBytes,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		ReadBufferSize:         64 << 10,
+		WriteBufferSize:        64 << 10,
 	}
 	defer tr.CloseIdleConnections()
 	inner := &httpConn{

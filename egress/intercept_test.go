@@ -181,6 +181,15 @@ func TestIntercept(t *testing.T) {
 		t.Errorf("other Host inside the tunnel: %v %v", resp, err)
 	}
 	c.Close()
+	// A request head past the bound inside the tunnel is refused as outside it.
+	c = openTunnel(t, proxyAddr, "api.test:"+port)
+	tc = tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: sessionPool})
+	go fmt.Fprintf(tc, "GET /%s", strings.Repeat("a", 100<<10))
+	resp, err = http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized head inside the tunnel: %v %v", resp, err)
+	}
+	c.Close()
 	// Not TLS: decided by host (refused here) and closed.
 	c = openTunnel(t, proxyAddr, "api.test:"+port)
 	fmt.Fprintf(c, "GET /x HTTP/1.1\r\nHost: api.test\r\n\r\n")

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -984,4 +985,91 @@ func TestConnCapPerOwner(t *testing.T) {
 	}
 	c3, _ := connectTunnel(t, bob, echo)
 	c3.Close()
+}
+
+// TestHeadBounded: a request line or header block past maxHeadBytes is refused with 431 as soon
+// as the bound is read (the proxy runs as root and must not buffer what a client streams at
+// it), first on a connection or after a kept-alive request; a head within the bound and a body
+// of any size still go through.
+func TestHeadBounded(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bighead" {
+			w.Header().Set("X-Big", strings.Repeat("e", 1<<20))
+		}
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Store(n)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	// A timeout far longer than the test's deadline: only the byte bound can answer in time.
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1"),
+		HeaderTimeout: time.Minute}
+	addr := startProxy(t, s)
+	url := "http://api.test:" + port
+	good := "GET " + url + "/ HTTP/1.1\r\nHost: api.test:" + port + "\r\n"
+	big := strings.Repeat("a", 200<<10) // past the bound, within what lingerClose drains
+	for _, tc := range []struct{ name, first, req string }{
+		{"request line", "", "GET " + url + "/" + big},
+		{"headers", "", good + strings.Repeat("X-Pad: "+strings.Repeat("b", 1000)+"\r\n", 200)},
+		{"one header", "", good + "X-Pad: " + big},
+		{"after a kept-alive request", good + "\r\n", "GET " + url + "/" + big},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(c)
+			if tc.first != "" {
+				_, _ = io.WriteString(c, tc.first)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("first request: %v %v", resp, err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			go func() { _, _ = io.WriteString(c, tc.req) }()
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer to an oversized head: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(string(b), "over 64 KiB") {
+				t.Errorf("%d %q, want 431 naming the bound", resp.StatusCode, b)
+			}
+		})
+	}
+	t.Run("an origin's response head", func(t *testing.T) {
+		resp, body := rawRequest(t, addr, "GET "+url+"/bighead HTTP/1.1\r\nHost: api.test:"+port+"\r\n\r\n")
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "headers exceeded 262144 bytes") {
+			t.Errorf("%d %q, want 502 for a 1 MiB response header", resp.StatusCode, body)
+		}
+	})
+	t.Run("within the bound, with a big body", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		body := strings.Repeat("c", 4<<20)
+		req := "POST " + url + "/ HTTP/1.1\r\nHost: api.test:" + port + "\r\nX-Pad: " + strings.Repeat("d", 60<<10) +
+			"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+		go func() { _, _ = io.WriteString(c, req+body) }()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || got.Load() != int64(len(body)) {
+			t.Errorf("%d, origin got %d of %d body bytes", resp.StatusCode, got.Load(), len(body))
+		}
+	})
 }

@@ -169,12 +169,13 @@ func (s *Server) init() {
 			// Pass the origin's encoding through untouched; the client asked for it.
 			DisableCompression: true,
 			// Only http:// is forwarded (https goes through CONNECT), so no HTTP/2.
-			TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-			MaxIdleConns:        256,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-			ReadBufferSize:      64 << 10,
-			WriteBufferSize:     64 << 10,
+			TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+			MaxResponseHeaderBytes: maxResponseHeadBytes,
+			MaxIdleConns:           256,
+			MaxIdleConnsPerHost:    64,
+			IdleConnTimeout:        90 * time.Second,
+			ReadBufferSize:         64 << 10,
+			WriteBufferSize:        64 << 10,
 		}
 	})
 }
