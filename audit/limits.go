@@ -50,8 +50,8 @@ func TruncateInput(red json.RawMessage, max int) json.RawMessage {
 	return truncatedInput(red, max)
 }
 
-// truncatedDetail cuts a detail value longer than max, saying how long it was.
-func truncatedDetail(v string, max int) string {
+// TruncateDetail cuts a detail value longer than max, saying how long it was.
+func TruncateDetail(v string, max int) string {
 	if len(v) <= max {
 		return v
 	}

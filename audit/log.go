@@ -301,7 +301,7 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 		for k, v := range r.Detail {
 			v = RedactString(v)
 			if l.cfg.MaxInputBytes > 0 {
-				v = truncatedDetail(v, l.cfg.MaxInputBytes)
+				v = TruncateDetail(v, l.cfg.MaxInputBytes)
 			}
 			req.rec.Detail[k] = v
 		}

@@ -165,6 +165,12 @@ type Limits struct {
 	// bucket; burst RequestsBurstPerUser). Over it: 429 rate_limited.
 	RequestsPerSecondPerUser float64 `json:"requests_per_second_per_user"`
 	RequestsBurstPerUser     int     `json:"requests_burst_per_user"`
+	// EgressRequestsPerSecondPerUser paces one uid's proxied requests and tunnels over all its
+	// sessions (burst EgressRequestsBurstPerUser): each is decided and audited, so this bounds
+	// how fast one user's programs can grow the audit log. Over it a request waits its turn,
+	// and is refused (429) if that would take more than 5 s.
+	EgressRequestsPerSecondPerUser float64 `json:"egress_requests_per_second_per_user"`
+	EgressRequestsBurstPerUser     int     `json:"egress_requests_burst_per_user"`
 	// WriteTimeoutSec cuts off a client that does not read a response (each write must
 	// complete within it), so a slow reader cannot hold a call's resources forever.
 	WriteTimeoutSec int `json:"write_timeout_sec"`
@@ -323,18 +329,20 @@ func Default() Config {
 			MinFreeBytes:       256 << 20,
 		},
 		Limits: Limits{
-			ResponseBytes:            64 << 20,
-			BatchCalls:               64,
-			ConnectionsPerUser:       32,
-			CallsPerUser:             16,
-			PersistedBytesPerUser:    1 << 30,
-			TasksPerUser:             32,
-			TaskMaxSeconds:           3600,
-			RequestsPerSecondPerUser: 50,
-			RequestsBurstPerUser:     100,
-			WriteTimeoutSec:          60,
-			RulesPerSession:          1024,
-			DirsPerSession:           64,
+			ResponseBytes:                  64 << 20,
+			BatchCalls:                     64,
+			ConnectionsPerUser:             32,
+			CallsPerUser:                   16,
+			PersistedBytesPerUser:          1 << 30,
+			TasksPerUser:                   32,
+			TaskMaxSeconds:                 3600,
+			RequestsPerSecondPerUser:       50,
+			RequestsBurstPerUser:           100,
+			EgressRequestsPerSecondPerUser: 1000,
+			EgressRequestsBurstPerUser:     5000,
+			WriteTimeoutSec:                60,
+			RulesPerSession:                1024,
+			DirsPerSession:                 64,
 		},
 		Sessions:  Sessions{IdleTimeoutSec: 86400},
 		Approvals: Approvals{TimeoutSec: 300},
@@ -427,6 +435,8 @@ func (c Config) Validate() error {
 		{"limits.task_max_seconds must be >= 1", c.Limits.TaskMaxSeconds >= 1},
 		{"limits.requests_per_second_per_user must be > 0", c.Limits.RequestsPerSecondPerUser > 0},
 		{"limits.requests_burst_per_user must be >= 1", c.Limits.RequestsBurstPerUser >= 1},
+		{"limits.egress_requests_per_second_per_user must be > 0", c.Limits.EgressRequestsPerSecondPerUser > 0},
+		{"limits.egress_requests_burst_per_user must be >= 1", c.Limits.EgressRequestsBurstPerUser >= 1},
 		{"limits.write_timeout_sec must be >= 1", c.Limits.WriteTimeoutSec >= 1},
 		{"limits.rules_per_session must be between 1 and 1048576", c.Limits.RulesPerSession >= 1 && c.Limits.RulesPerSession <= 1<<20},
 		{"limits.dirs_per_session must be between 1 and 4096", c.Limits.DirsPerSession >= 1 && c.Limits.DirsPerSession <= 4096},

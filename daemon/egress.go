@@ -44,6 +44,7 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	e := &egressProxy{
 		srv: &egress.Server{
 			Decide: c.decideEgress, Audit: c.recorder.netConnect, AllowPrivate: private,
+			RatePerOwner: cfg.Limits.EgressRequestsPerSecondPerUser, BurstPerOwner: cfg.Limits.EgressRequestsBurstPerUser,
 			Logger: log,
 		},
 		port:      cfg.Network.ProxyPort,
@@ -51,8 +52,8 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 		listeners: map[string]net.Listener{},
 		owners:    map[string]string{},
 	}
-	// One user's sessions share one connection cap, so they cannot take every connection
-	// the proxy serves from other users.
+	// One user's sessions share one connection cap and one pace of requests, so they cannot
+	// take every connection the proxy serves from other users, nor fill the audit log at will.
 	e.srv.Owner = func(session string) string {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -240,13 +241,18 @@ func isWebRule(text string) bool {
 	return err == nil && r.Kind == permission.KindWeb
 }
 
+// maxNetPathBytes is how much of a request's path a net.connect record keeps: a proxied program
+// sends requests far faster than the API takes calls, so its records are kept small.
+const maxNetPathBytes = 4 << 10
+
 // netConnect records one proxy decision (kind net.connect). An error refuses the connection.
 func (r *recorder) netConnect(ev egress.Event) error {
 	detail := map[string]string{
 		"kind": string(ev.Kind), "host": ev.Host, "port": strconv.Itoa(ev.Port),
 		"allowed": strconv.FormatBool(ev.Allowed), "reason": ev.Reason,
 	}
-	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "rule": ev.Rule, "via": ev.Via} {
+	path := audit.TruncateDetail(ev.Path, maxNetPathBytes)
+	for k, v := range map[string]string{"method": ev.Method, "path": path, "rule": ev.Rule, "via": ev.Via} {
 		if v != "" {
 			detail[k] = v
 		}

@@ -253,3 +253,47 @@ func TestEgressMethodPathRules(t *testing.T) {
 		t.Errorf("net.connect records: push %v, paste %v, tunnel %v", push, paste, tunnel)
 	}
 }
+
+// TestEgressPace: one user's proxied requests are paced (limits.egress_requests_*_per_user),
+// since each is an audit record: past the burst a request that would wait too long gets a 429
+// and is neither decided nor recorded. A record keeps the first 4 KiB of a long path.
+func TestEgressPace(t *testing.T) {
+	mux, _, _ := gitAndHello(t, "hello from ")
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	// After three requests, one every 100 s: the fourth would wait far past the 5 s it may.
+	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\nlimits:\n  egress_requests_per_second_per_user: 0.01\n  egress_requests_burst_per_user: 3\n")
+	td.d.core.egress.srv.Resolver = testResolver{}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{"allow":["WebFetch(domain:registry.test)"]}}`, testHostDir(t)))
+	long := "/hello/" + strings.Repeat("q", 10<<10)
+	at := func(p string) string { return fmt.Sprintf("http://registry.test:%d%s", port, p) }
+	cmd := "for u in " + at(long) + " " + at("/hello") + " " + at("/hello") + " " + at("/hello") + `; do out=$(curl -s -w ' %{http_code}' "$u" | tr -d '\n'); echo "${out:0:150} ${out: -3}"; done`
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+	lines := strings.Split(strings.TrimSpace(fmt.Sprint(res.Data["stdout"])), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 answers, got %q (stderr %v)", lines, res.Data["stderr"])
+	}
+	if !strings.HasSuffix(lines[0], " 404") { // the server has no such page; the proxy let it by
+		t.Errorf("request with a long path within the burst: %q", lines[0])
+	}
+	for i, l := range lines[1:3] {
+		if !strings.HasPrefix(l, "hello from registry.test") || !strings.HasSuffix(l, " 200") {
+			t.Errorf("request %d within the burst: %q", i+2, l)
+		}
+	}
+	if l := lines[3]; !strings.Contains(l, "more than 0.01 proxied requests a second") || !strings.HasSuffix(l, " 429") {
+		t.Errorf("request over the pace: %q", l)
+	}
+	var n int
+	var truncated bool
+	for _, r := range auditRecords(t, td) {
+		if r.Kind == "net.connect" && r.Session == s.ID {
+			n++
+			truncated = truncated || len(r.Detail["path"]) < 5<<10 && strings.HasSuffix(r.Detail["path"], fmt.Sprintf("[truncated: %d bytes]", len(long)))
+		}
+	}
+	if n != 3 || !truncated {
+		t.Errorf("%d net.connect records (want 3, none for the refused one); long path cut: %v", n, truncated)
+	}
+}

@@ -38,6 +38,7 @@ func hostLimits(cfg *config.Config) executor.Limits {
 func (d *Daemon) applyLimits(cfg *config.Config) {
 	d.api.SetLimits(apiLimits(cfg))
 	d.core.host.SetLimits(hostLimits(cfg))
+	d.core.egress.srv.SetPace(cfg.Limits.EgressRequestsPerSecondPerUser, cfg.Limits.EgressRequestsBurstPerUser)
 }
 
 // activity is when each session last served a request: sessions.idle_timeout_sec ends the

@@ -162,6 +162,9 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 	case outResolve:
 		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: "+reason+"\n", "dns_error")
 		return false
+	case outPaced:
+		h.refuse(http.StatusTooManyRequests, "sandboxd egress proxy: "+reason+"\n", "http_request_denied")
+		return false
 	}
 	if t.kind == KindConnect {
 		h.connect(ctx, t, dst)

@@ -1073,3 +1073,70 @@ func TestHeadBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestPacePerOwner: one owner's sessions share a pace of decisions; a request that would wait
+// past maxPaceWait is refused (429 for HTTP, a general failure for SOCKS) without being
+// decided or audited, and another owner is served meanwhile. A request within the pace waits
+// its turn rather than failing.
+func TestPacePerOwner(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	owners := map[string]string{"s1": "alice", "s2": "alice", "s3": "bob"}
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("api.test", "127.0.0.1"),
+		// One request per 100 s after a burst of 3: the fourth would wait far past maxPaceWait.
+		RatePerOwner: 0.01, BurstPerOwner: 3,
+		Owner: func(session string) string { return owners[session] }}
+	alice1 := startProxy(t, s) // session s1
+	listen := func(session string) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = s.Serve(l, session) }()
+		return l.Addr().String()
+	}
+	alice2, bob := listen("s2"), listen("s3")
+	get := "GET http://api.test:" + port + "/ HTTP/1.1\r\nHost: api.test:" + port + "\r\n\r\n"
+	for i, addr := range []string{alice1, alice1, alice2} {
+		if resp, body := rawRequest(t, addr, get); resp.StatusCode != 200 {
+			t.Fatalf("alice's request %d within the burst: %d %q", i+1, resp.StatusCode, body)
+		}
+	}
+	resp, body := rawRequest(t, alice2, get)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "more than 0.01 proxied requests a second") {
+		t.Errorf("alice's fourth request: %d %q, want 429 naming the pace", resp.StatusCode, body)
+	}
+	sc, code := socksDial(t, alice1, socksCmdConnect, socksAtypDomain, "api.test", atoiT(t, port))
+	sc.Close()
+	if code != socksReplyGeneralFailure {
+		t.Errorf("alice's SOCKS connect over the pace: reply %#x", code)
+	}
+	if n, m := len(rec.requests()), len(rec.audited()); n != 3 || m != 3 {
+		t.Errorf("%d decided and %d audited, want only the 3 within the pace", n, m)
+	}
+	if resp, body := rawRequest(t, bob, get); resp.StatusCode != 200 {
+		t.Errorf("bob while alice is over her pace: %d %q", resp.StatusCode, body)
+	}
+	// A reload that lifts the pace applies to owners already served.
+	s.SetPace(0, 1)
+	if resp, body := rawRequest(t, alice2, get); resp.StatusCode != 200 {
+		t.Errorf("alice after the pace was lifted: %d %q", resp.StatusCode, body)
+	}
+
+	// Within the pace, a request waits for its turn: 20 a second, no burst.
+	rec2 := &recorder{}
+	s2 := &Server{Decide: rec2.decide(allowAll), Audit: rec2.audit, AllowPrivate: loopback,
+		Resolver: newResolver("api.test", "127.0.0.1"), RatePerOwner: 20, BurstPerOwner: 1}
+	carol := startProxy(t, s2)
+	for i := range 4 {
+		if resp, body := rawRequest(t, carol, get); resp.StatusCode != 200 {
+			t.Errorf("paced request %d: %d %q", i+1, resp.StatusCode, body)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 )
 
 // Request is one connection attempt, as the policy sees it.
@@ -57,6 +58,13 @@ type Origin struct {
 type peer struct {
 	session string
 	origin  *Origin
+	owner   *owner // nil for the daemon's own connections (ServeConn): its API paces those
+}
+
+// owner is what one owner's sessions share: the connection cap and the request pace.
+type owner struct {
+	conns atomic.Int64
+	pace  *rate.Limiter
 }
 
 // Verdict is the policy's answer to a Request.
@@ -125,6 +133,13 @@ type Server struct {
 	// of a session's listener; nil: each session is its own.
 	MaxConnsPerOwner int
 	Owner            func(session string) string
+	// RatePerOwner paces one owner's decisions (each plain HTTP request, each tunnel: each one
+	// audited) to this many a second, in bursts of up to BurstPerOwner; 0: not paced. A request
+	// over it waits its turn, up to maxPaceWait, and is refused past that (429) without being
+	// decided or audited, so a program looping on requests cannot grow the audit log faster.
+	// SetPace changes both while serving.
+	RatePerOwner  float64
+	BurstPerOwner int
 	// DialTimeout bounds resolving plus dialing (DefaultDialTimeout if 0).
 	DialTimeout time.Duration
 	// HeaderTimeout bounds reading one request's header or SOCKS handshake (DefaultHeaderTimeout if 0).
@@ -143,9 +158,9 @@ type Server struct {
 	transport *http.Transport
 	ctx       context.Context // cancelled by Close: every connection's context derives from it
 	cancel    context.CancelFunc
-	active    atomic.Int64             // client connections being served
-	owners    map[string]*atomic.Int64 // the same, per owner; under mu
-	refusing  atomic.Int64             // over-cap connections being told so
+	active    atomic.Int64      // client connections being served
+	owners    map[string]*owner // under mu
+	refusing  atomic.Int64      // over-cap connections being told so
 
 	mu        sync.Mutex
 	closed    bool
@@ -162,7 +177,7 @@ func (s *Server) init() {
 		s.log = s.log.Named("egress")
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
-		s.owners = make(map[string]*atomic.Int64)
+		s.owners = make(map[string]*owner)
 		s.transport = &http.Transport{
 			Proxy:       nil, // the daemon's own proxy settings must not apply to sessions
 			DialContext: s.dialChecked,
@@ -229,14 +244,14 @@ func (s *Server) Serve(l net.Listener, session string) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
-	owner := session
+	name := session
 	if s.Owner != nil {
-		owner = s.Owner(session)
+		name = s.Owner(session)
 	}
-	owned := s.owners[owner]
-	if owned == nil {
-		owned = new(atomic.Int64)
-		s.owners[owner] = owned
+	own := s.owners[name]
+	if own == nil {
+		own = &owner{pace: rate.NewLimiter(s.paceLimit(), max(s.BurstPerOwner, 1))}
+		s.owners[name] = own
 	}
 	s.mu.Unlock()
 
@@ -279,18 +294,38 @@ func (s *Server) Serve(l net.Listener, session string) error {
 			s.refuseBusy(&conns, c, "too many concurrent connections (limit "+strconv.Itoa(s.maxConns())+")")
 			continue
 		}
-		if owned.Add(1) > int64(s.maxConnsPerOwner()) {
-			owned.Add(-1)
+		if own.conns.Add(1) > int64(s.maxConnsPerOwner()) {
+			own.conns.Add(-1)
 			s.active.Add(-1)
 			s.refuseBusy(&conns, c, "too many concurrent connections from this user's sessions (limit "+strconv.Itoa(s.maxConnsPerOwner())+")")
 			continue
 		}
 		conns.Go(func() {
 			defer s.active.Add(-1)
-			defer owned.Add(-1)
-			s.serveConn(ctx, c, peer{session: session})
+			defer own.conns.Add(-1)
+			s.serveConn(ctx, c, peer{session: session, owner: own})
 		})
 	}
+}
+
+// SetPace changes RatePerOwner and BurstPerOwner, for the owners served already too.
+func (s *Server) SetPace(perSecond float64, burst int) {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.RatePerOwner, s.BurstPerOwner = perSecond, burst
+	for _, o := range s.owners {
+		o.pace.SetLimit(s.paceLimit())
+		o.pace.SetBurst(max(burst, 1))
+	}
+}
+
+// paceLimit is RatePerOwner as a limiter's rate; s.mu is held.
+func (s *Server) paceLimit() rate.Limit {
+	if s.RatePerOwner <= 0 {
+		return rate.Inf
+	}
+	return rate.Limit(s.RatePerOwner)
 }
 
 func (s *Server) isClosed() bool {
@@ -406,7 +441,35 @@ const (
 	outDenied          // the policy said no
 	outPrivate         // the guard said no
 	outResolve         // the name did not resolve
+	outPaced           // over its owner's rate: not decided
 )
+
+// maxPaceWait is the longest a request waits for its owner's pace; past it it is refused, so a
+// flood's connections do not pile up waiting.
+const maxPaceWait = 5 * time.Second
+
+// pace waits for p's owner's turn, or says why not.
+func (s *Server) pace(ctx context.Context, p peer) error {
+	if p.owner == nil {
+		return nil
+	}
+	r := p.owner.pace.Reserve()
+	if d := r.Delay(); d > 0 {
+		if d > maxPaceWait {
+			r.Cancel()
+			return fmt.Errorf("this user's sessions send more than %g proxied requests a second (their limit); slow down", float64(p.owner.pace.Limit()))
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			r.Cancel()
+			return ctx.Err()
+		}
+	}
+	return nil
+}
 
 // admit resolves t once, applies the private-address guard to every address, asks the policy
 // about the address it will dial and audits the decision. The returned address is the only one
@@ -415,6 +478,9 @@ const (
 // WARNING: this is the egress security boundary (DNS rebinding, metadata, policy); rerun
 // TestGuard, TestPrivateRefused, TestIPLiteral and TestDenials after a change.
 func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, outcome, string) {
+	if err := s.pace(ctx, p); err != nil {
+		return netip.AddrPort{}, outPaced, err.Error()
+	}
 	req := Request{Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Method: t.method, Path: t.path}
 	if o := p.origin; o != nil {
 		req.Via = o.Via

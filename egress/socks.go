@@ -38,6 +38,10 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		_, _ = c.Write(socksReply(socksReplyHostUnreachable))
 		lingerClose(c)
 		return
+	case outPaced:
+		_, _ = c.Write(socksReply(socksReplyGeneralFailure))
+		lingerClose(c)
+		return
 	}
 	up, err := s.dial(ctx, dst)
 	if err != nil {
