@@ -43,6 +43,7 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 		path = "/proc/self/exe"
 	}
 	spec := h.Spec(s, false, "settings", []string{path, worker.Arg})
+	spec.Undumpable = true // as the file worker: it answers the daemon
 	spec.Dir = base
 	spec.WritableDirs = []string{base}
 	spec.ProtectedPaths = nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/worker"
 )
 
 func TestReadTool(t *testing.T) {
@@ -324,4 +325,35 @@ func TestWorkerRestartsAfterDeath(t *testing.T) {
 	we.mu.Unlock()
 	<-exited
 	e.mustCall(t, "Read", Input{"file_path": p})
+}
+
+// TestWorkerUndumpable: the file worker runs as the session's owner but answers the root
+// daemon, so it is started undumpable (its real gid apart from its effective one): its owner
+// cannot ptrace it into sending the daemon anything (sandbox.TestUndumpable has the mechanism).
+func TestWorkerUndumpable(t *testing.T) {
+	e := newToolEnv(t)
+	e.mustCall(t, "Read", Input{"file_path": e.file(t, "a.txt", "a\n")})
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	found := 0
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p)
+		if args := strings.Split(string(cmd), "\x00"); err != nil || len(args) < 2 || args[1] != worker.Arg {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join(filepath.Dir(p), "status"))
+		if err != nil {
+			continue // gone
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[0] == "Gid:" {
+				found++
+				if f[1] == f[2] {
+					t.Errorf("%s: a file worker whose real gid is its effective one (%s): its owner could ptrace it", p, line)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no file worker found")
+	}
 }

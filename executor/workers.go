@@ -158,6 +158,9 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 	// Writable: the worker is long-lived and serves every mode; the policy keeps plan mode
 	// from writing, not the worker's mounts. Its hidden and protected paths are the rules'.
 	spec := h.Spec(s, false, "worker", []string{path, worker.Arg})
+	// The worker answers the root daemon: its owner must not be able to ptrace it into saying
+	// anything (frames of 256 MiB, or false answers).
+	spec.Undumpable = true
 	spec.ExtraFiles = []*os.File{childEnd}
 	spec.Stderr = stderrW
 	wctx, cancel := context.WithCancel(context.Background())

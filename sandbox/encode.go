@@ -132,6 +132,7 @@ type childSpec struct {
 	argv, env []string
 	direct    []string // Spec.Direct
 	uid, gid  uint32
+	rgid      uint32 // the real gid: gid, or OverflowGID for an undumpable program
 	umask     uint32
 	groups    []uint32
 	netnsFD   int // -1: stay in the daemon's network namespace
@@ -161,9 +162,10 @@ func (c *childSpec) encode() ([]byte, error) {
 	e.strs(tagArgv, c.argv)
 	e.strs(tagEnv, c.env)
 	e.strs(tagDirect, c.direct)
-	e.tag(tagCred, 3)
+	e.tag(tagCred, 4)
 	e.u32(c.uid)
 	e.u32(c.gid)
+	e.u32(c.rgid)
 	e.u32(c.umask & 0o777)
 	e.tag(tagGroups, uint32(len(c.groups)))
 	for _, g := range c.groups {

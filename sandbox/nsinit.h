@@ -46,7 +46,7 @@
 #define SBX_TAG_ARGV 2     /* count, strings */
 #define SBX_TAG_ENV 3      /* count, strings */
 #define SBX_TAG_DIRECT 4   /* count, strings: a simple command run as bash would, or 0 */
-#define SBX_TAG_CRED 5     /* uid, gid, umask */
+#define SBX_TAG_CRED 5     /* uid, gid, real gid, umask */
 #define SBX_TAG_GROUPS 6   /* count, u32s */
 #define SBX_TAG_FDS 7      /* netns fd (or -1), number of caller's ExtraFiles */
 #define SBX_TAG_MOUNTS 8   /* count, mount ops (below) */

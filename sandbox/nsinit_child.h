@@ -67,6 +67,7 @@ struct call {
 	char **argv, **envp;
 	char **direct; // a simple command to exec as bash would (SBX_TAG_DIRECT), or empty
 	uint32_t uid, gid, ngroups;
+	uint32_t rgid; // the real gid: gid, or another for a program that must be undumpable
 	mode_t umask; // the program's file mode creation mask
 	gid_t *groups;
 	int netns_fd;    // the session's network namespace (SBX_FD_NETNS), or -1: the host's

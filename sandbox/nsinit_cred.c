@@ -82,7 +82,9 @@ void sbx_set_credentials(const struct call *c)
 {
 	if (setgroups(c->ngroups, c->groups) < 0)
 		sbx_fail(errno, "credentials", "setgroups");
-	if (setresgid(c->gid, c->gid, c->gid) < 0)
+	// A real gid other than the effective one makes the exec'd program non-dumpable (the kernel
+	// checks them at execve), so the caller cannot ptrace it; access checks use the effective.
+	if (setresgid(c->rgid, c->gid, c->gid) < 0)
 		sbx_fail(errno, "credentials", "setgid");
 	if (setresuid(c->uid, c->uid, c->uid) < 0)
 		sbx_fail(errno, "credentials", "setuid");

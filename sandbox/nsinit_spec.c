@@ -102,6 +102,7 @@ void sbx_rd_call(struct rd *r, struct call *c)
 	sbx_rd_tag(r, SBX_TAG_CRED);
 	c->uid = sbx_rd_u32(r);
 	c->gid = sbx_rd_u32(r);
+	c->rgid = sbx_rd_u32(r);
 	c->umask = (mode_t)(sbx_rd_u32(r) & 0777);
 	c->ngroups = sbx_rd_tag(r, SBX_TAG_GROUPS);
 	c->groups = calloc(c->ngroups + 1, sizeof(gid_t));

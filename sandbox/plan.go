@@ -48,7 +48,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	cs = &childSpec{
 		path: spec.Path, dir: spec.Dir,
 		argv: append([]string{spec.Path}, spec.Args...), env: env, direct: spec.Direct,
-		uid: spec.UID, gid: spec.GID, umask: spec.Umask, groups: spec.Groups,
+		uid: spec.UID, gid: spec.GID, rgid: realGID(spec), umask: spec.Umask, groups: spec.Groups,
 		netnsFD: -1, nExtra: len(spec.ExtraFiles),
 		mounts: l.mounts, tmpSize: p.lim.TmpSizeBytes,
 		rlimits: []rlimit{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -236,5 +237,58 @@ func TestSessionNetnsCopies(t *testing.T) {
 		Dir: "/", UID: nobody, GID: nobody, Session: "copies", Call: "c1"})
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(out) != fmt.Sprintf("net:[%d]", want) {
 		t.Fatalf("%v %+v %q, want net:[%d]", err, res, out, want)
+	}
+}
+
+// TestUndumpable: a program started Undumpable runs with a real gid apart from its effective
+// one, so the kernel makes it non-dumpable at exec: a process of the same uid and gid cannot
+// read its memory or ptrace it (here /proc/PID/environ, which takes the same check). Access
+// checks still use the effective gid. The same program started normally is readable, so the
+// check is not vacuous. (A shell would set its effective gid to the real one, as bash and dash
+// do when they differ; the file worker is not a shell.)
+func TestUndumpable(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, undumpable := range []bool{false, true} {
+		t.Run(fmt.Sprint(undumpable), func(t *testing.T) {
+			p, err := s.Start(ctxTimeout(t, 30*time.Second), &Spec{
+				Path: "/bin/sleep", Args: []string{"60"}, Env: []string{"SECRET=x"}, Dir: "/",
+				UID: nobody, GID: nobody, Session: "s1", Call: fmt.Sprint("c", undumpable), Undumpable: undumpable,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = p.Kill("test"); _, _ = p.Wait() }()
+			var child string
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Pid(), p.Pid()))
+				if f := strings.Fields(string(kids)); len(f) == 1 {
+					if cmd, _ := os.ReadFile("/proc/" + f[0] + "/cmdline"); strings.HasPrefix(string(cmd), "/bin/sleep\x00") {
+						child = f[0]
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the program never started")
+				}
+			}
+			status, err := os.ReadFile("/proc/" + child + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantGid := "Gid:\t65534\t65534\t65534\t65534"
+			if undumpable {
+				wantGid = "Gid:\t65533\t65534\t65534\t65534" // the caller's gid is the overflow one
+			}
+			if !strings.Contains(string(status), wantGid) {
+				t.Errorf("status has no %q:\n%s", wantGid, status)
+			}
+			cat := exec.Command("cat", "/proc/"+child+"/environ")
+			cat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+			env, err := cat.CombinedOutput()
+			if readable := err == nil && strings.Contains(string(env), "SECRET=x"); readable == undumpable {
+				t.Errorf("undumpable %v: a process of the same uid and gid read its environment: %v, %q", undumpable, readable, env)
+			}
+		})
 	}
 }

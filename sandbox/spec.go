@@ -26,6 +26,13 @@ type Spec struct {
 	UID    uint32
 	GID    uint32
 	Groups []uint32
+	// Undumpable runs the program with a real gid (OverflowGID) other than its effective one
+	// (GID, which every access check uses), so the kernel makes it non-dumpable from its first
+	// instruction: no process of the caller's can ptrace it or read its memory. For the
+	// daemon's own helpers that run as the caller and answer the daemon (the file worker), which
+	// the caller must not be able to take over; not for a caller's programs, whose debuggers
+	// would stop working.
+	Undumpable bool
 	// Umask is the file mode creation mask the program runs with (the daemon's own, often
 	// 0077 under systemd, is never passed on).
 	Umask uint32
@@ -64,6 +71,21 @@ type Spec struct {
 
 	Stdin, Stdout, Stderr *os.File
 	ExtraFiles            []*os.File // fd 3, 4, ... in the child
+}
+
+// OverflowGID is the real gid of an Undumpable program: the kernel's overflow gid ("nogroup"),
+// which no access check of the program uses (they use the effective gid).
+const OverflowGID = 65534
+
+// realGID is the real gid spec's program runs with.
+func realGID(spec *Spec) uint32 {
+	switch {
+	case !spec.Undumpable:
+		return spec.GID
+	case spec.GID == OverflowGID: // the caller's own: any other gid will do
+		return OverflowGID - 1
+	}
+	return OverflowGID
 }
 
 func validName(s string) bool {
