@@ -49,10 +49,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	if err != nil {
 		return err
 	}
+	if len(req.ClientKey) > maxClientKey {
+		return errcode.New(errcode.Validation, fmt.Errorf("client_key may be at most %d bytes", maxClientKey))
+	}
 	snap, err := s.backend.CreateSession(r.Context(), c, session.Params{
 		Cwd: req.Cwd, AdditionalDirs: req.AdditionalDirs, Mode: mode,
 		Rules: session.Rules(req.Rules), ParentID: req.ParentID, PersistCwd: req.PersistCwd, TrustProject: req.TrustProject,
-		Network: req.Network,
+		Network: req.Network, ClientKey: req.ClientKey,
 	})
 	if err != nil {
 		return err
@@ -116,16 +119,33 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c session
 
 // sessionSlots is the session a call request names, and slots of its user's concurrent calls
 // (limits.calls_per_user) held until release.
-func (s *Server) sessionSlots(r *http.Request, c session.Caller, slots int) (*session.Session, func(), error) {
+func (s *Server) sessionSlots(r *http.Request, c session.Caller, slots int, clientKeys ...string) (*session.Session, func(), error) {
 	sess, err := s.backend.Session(c, r.PathValue("id"))
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, k := range clientKeys {
+		if err := checkClientKey(sess, k); err != nil {
+			return nil, nil, err
+		}
 	}
 	release, err := s.admit(r.Context(), c, slots)
 	if err != nil {
 		return nil, nil, err
 	}
 	return sess, release, nil
+}
+
+// maxClientKey bounds a session's client_key: a digest's hex fits.
+const maxClientKey = 128
+
+// checkClientKey refuses a request naming a client key that is not sess's, as not found: the
+// client then makes its own session rather than act in one it was pointed at.
+func checkClientKey(sess *session.Session, key string) error {
+	if key != "" && key != sess.ClientKey {
+		return errcode.New(errcode.NotFound, fmt.Errorf("session %q is not the one this client made (its client_key differs)", sess.ID))
+	}
+	return nil
 }
 
 // checkCall refuses what no call request may be, before any session is looked up or any
@@ -189,7 +209,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if err := checkCall(cr); err != nil {
 		return err
 	}
-	sess, release, err := s.sessionSlots(r, c, 1)
+	sess, release, err := s.sessionSlots(r, c, 1, cr.ClientKey)
 	if err != nil {
 		return err
 	}
@@ -260,17 +280,19 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if len(br.Calls) > lim.BatchCalls {
 		return errcode.New(errcode.BadRequest, fmt.Errorf("a batch may hold at most %d calls (limits.batch_calls) and this one has %d; split it", lim.BatchCalls, len(br.Calls)))
 	}
-	for _, cr := range br.Calls {
+	keys := make([]string, len(br.Calls))
+	for i, cr := range br.Calls {
 		if err := checkCall(cr); err != nil {
 			return err
 		}
+		keys[i] = cr.ClientKey
 	}
 	// The rate is of calls: the rest of the batch's tokens, now that its size is known.
 	if err := s.limitRate(r.Context(), c, len(br.Calls)-1+bodyTokens(size)); err != nil {
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
-	sess, release, err := s.sessionSlots(r, c, min(len(br.Calls), max(1, lim.MaxParallelCalls)))
+	sess, release, err := s.sessionSlots(r, c, min(len(br.Calls), max(1, lim.MaxParallelCalls)), keys...)
 	if err != nil {
 		return err
 	}
@@ -420,6 +442,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller
 	}
 	sess, err := s.backend.Session(c, r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := checkClientKey(sess, tr.ClientKey); err != nil {
 		return err
 	}
 	if err := s.backend.Report(r.Context(), sess, c, tr); err != nil {

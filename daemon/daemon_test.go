@@ -368,3 +368,33 @@ func TestStartRemovesLeftoverResults(t *testing.T) {
 		t.Fatalf("a file behind a symlink in tool-results was removed: %v", err)
 	}
 }
+
+// TestClientKey: a session made with a client_key answers a call, decide, batch or report
+// that names another key as not found (the client then makes its own session), and one that
+// names its key or none as usual; a key past 128 bytes is refused at creation.
+func TestClientKey(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default","client_key":"hook:k1"}`, testHostDir(t)))
+	call := `{"tool":"Bash","input":{"command":"true"}%s}`
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"decide", fmt.Sprintf(call, `,"client_key":"hook:k2"`), 404},
+		{"calls", fmt.Sprintf(call, `,"client_key":"hook:k2"`), 404},
+		{"batch", `{"calls":[` + fmt.Sprintf(call, "") + "," + fmt.Sprintf(call, `,"client_key":"hook:k2"`) + `]}`, 404},
+		{"reports", `{"event":"PostToolUse","tool":"Bash","client_key":"hook:k2"}`, 404},
+		{"decide", fmt.Sprintf(call, `,"client_key":"hook:k1"`), 200},
+		{"calls", fmt.Sprintf(call, ""), 200},
+		{"reports", `{"event":"PostToolUse","tool":"Bash","client_key":"hook:k1"}`, 202},
+	} {
+		code, body := td.do(t, "POST", "/v1/sessions/"+s.ID+"/"+tc.path, tc.body)
+		if code != tc.want || code == 404 && !strings.Contains(string(body), "client_key differs") {
+			t.Errorf("%s %s: %d %s, want %d", tc.path, tc.body, code, body, tc.want)
+		}
+	}
+	code, body := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"client_key":%q}`, testHostDir(t), strings.Repeat("k", 129)))
+	if code != 422 || !strings.Contains(string(body), "client_key") {
+		t.Errorf("a 129-byte key: %d %s", code, body)
+	}
+}

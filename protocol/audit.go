@@ -98,6 +98,8 @@ type ToolReport struct {
 	// itself is not sent (it may hold what the agent read).
 	IsError       bool `json:"is_error,omitempty"`
 	ResponseBytes int  `json:"response_bytes,omitempty"`
+	// ClientKey, when set, must be the session's (CreateSession.ClientKey), else 404.
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // ParseTime reads an audit filter's since or until: an RFC 3339 time, or a duration back from

@@ -49,6 +49,11 @@ type CreateSession struct {
 	// Network is none (loopback only), proxy (only through the daemon's filtering proxy) or
 	// host; empty takes the daemon's network.mode.
 	Network string `json:"network,omitempty"`
+	// ClientKey binds the session to what its client made it for (sbctl hook: the agent
+	// session, cwd and mode). A call or decide that names a key is refused as not found unless
+	// it is the session's, so a client that keeps the session's id in a file another program
+	// could write cannot be switched to another session of its owner.
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.
@@ -100,6 +105,8 @@ type CallRequest struct {
 	// wait up to WaitMS for its answer, then run exactly what was decided (tool and input
 	// are then not needed).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// ClientKey, when set, must be the session's (CreateSession.ClientKey), else 404.
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/sessions/{id}/batch.

@@ -43,6 +43,8 @@ type Session struct {
 	PersistCwd bool
 	// Network is the session's egress: none, proxy or host. Fixed at creation.
 	Network string
+	// ClientKey is what its client made it for; a call naming another key does not reach it.
+	ClientKey string
 	// Umask is the file mode creation mask its calls run with: its creator's, as a program
 	// the creator ran itself would have. Fixed at creation.
 	Umask uint32

@@ -27,6 +27,8 @@ type Params struct {
 	TrustProject bool
 	// Network is none, proxy or host (config.Network*), decided by the daemon.
 	Network string
+	// ClientKey is what the session's client made it for (protocol.CreateSession.ClientKey).
+	ClientKey string
 	// Umask is the file mode creation mask the session's calls run with.
 	Umask          uint32
 	ReadStateBytes int64
@@ -46,7 +48,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
 		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
-		Network: p.Network, Umask: p.Umask, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
+		Network: p.Network, ClientKey: p.ClientKey, Umask: p.Umask, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -159,6 +161,38 @@ func TestHookDecisions(t *testing.T) {
 		if len(recs) != 2 || recs["toolu_post_1"]["is_error"] != "false" || recs["toolu_post_2"]["is_error"] != "true" ||
 			recs["toolu_post_2"]["input"] != `{"command":"false"}` {
 			t.Errorf("call.report records: %v", recs)
+		}
+	})
+	t.Run("a session id planted in the state file is not used", func(t *testing.T) {
+		// A program that can write the state (a confined call whose directories hold it, when
+		// there is no /run/user/UID) copies the id of another of the user's hook sessions, here
+		// one in bypassPermissions, into this agent session's file.
+		stateFile := func(agent, mode string) string {
+			socket, _ := filepath.Abs(d.socket)
+			sum := sha256.Sum256([]byte(socket + "\x00" + agent + "\x00" + work + "\x00" + mode))
+			return filepath.Join(rt, "sandboxd", "hook", hex.EncodeToString(sum[:16])+".session")
+		}
+		bypass := base("Bash", map[string]any{"command": "touch x"})
+		bypass["session_id"], bypass["permission_mode"] = "agent-bypass", "bypassPermissions"
+		if a := decodeHook(t, runHook(t, b, d.socket, u, rt, bypass)); a.HookSpecificOutput.PermissionDecision != "allow" {
+			t.Fatalf("bypassPermissions: %+v", a)
+		}
+		planted, err := os.ReadFile(stateFile("agent-bypass", "bypassPermissions"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(stateFile("agent-1", "default"), planted, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(stateFile("agent-1", "default"), int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, base("Bash", map[string]any{"command": "touch x"})))
+		if a.HookSpecificOutput.PermissionDecision != "ask" {
+			t.Errorf("default mode with a bypassPermissions session's id planted: %+v", a)
+		}
+		if now, _ := os.ReadFile(stateFile("agent-1", "default")); string(now) == string(planted) {
+			t.Error("the planted id is still in the state file")
 		}
 	})
 	t.Run("the session is recreated when the daemon lost it", func(t *testing.T) {

@@ -255,7 +255,7 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 	for attempt := 0; attempt < 2; attempt++ {
 		if sid == "" {
 			cs := protocol.CreateSession{Cwd: cwd, Mode: mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
-				Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}}
+				Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key}
 			s, err := c.CreateSession(ctx, cs)
 			if err != nil {
 				return "", nil, fmt.Errorf("create a session for %s: %w", cwd, err)
@@ -270,6 +270,7 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 				_ = c.DeleteSession(ctx, s.ID)
 			}
 		}
+		req.ClientKey = store.key
 		res, err := c.Decide(ctx, sid, req)
 		var ae *client.APIError
 		// not_found is the session, gone (an unknown tool is unknown_tool).
@@ -363,7 +364,7 @@ func report(ctx context.Context, e *Env, hf *hookFlags, in *hookInput) {
 		return // no PreToolUse decided in this session: nothing of sandboxd's to report on
 	}
 	tr := protocol.ToolReport{Event: "PostToolUse", Tool: in.ToolName, ToolUseID: in.ToolUseID, Input: in.ToolInput,
-		IsError: responseIsError(in.ToolResponse), ResponseBytes: len(in.ToolResponse)}
+		IsError: responseIsError(in.ToolResponse), ResponseBytes: len(in.ToolResponse), ClientKey: store.key}
 	if err := e.Client().Do(ctx, client.MethodPost, "/v1/sessions/"+sid+"/reports", tr, nil); err != nil {
 		fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", err)
 	}

@@ -20,6 +20,10 @@ import (
 type hookStore struct {
 	dir  string
 	path string // this agent session's file
+	// key names this agent session to the daemon (client_key): the file only says which
+	// session; the daemon answers for it only if it was made with this key, so a program that
+	// can write the file cannot point the hook at another of the user's sessions.
+	key string
 }
 
 // commandFileTTL is how long a command file that was never run (the user said no) is kept.
@@ -53,7 +57,8 @@ func newHookStore(flagDir, socket, agentSession, cwd string) (*hookStore, error)
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(socket + "\x00" + agentSession + "\x00" + cwd))
-	return &hookStore{dir: dir, path: filepath.Join(dir, hex.EncodeToString(sum[:16])+".session")}, nil
+	key := hex.EncodeToString(sum[:])
+	return &hookStore{dir: dir, path: filepath.Join(dir, key[:32]+".session"), key: "hook:" + key}, nil
 }
 
 // checkOwn refuses a state path that is not this user's own, or that others may write.
