@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -248,5 +249,34 @@ func TestWebFetch(t *testing.T) {
 	}
 	if !allowed || !refused || !approved || !tunnel {
 		t.Errorf("net.connect records via WebFetch: allowed %v, refused %v, approved %v, tunnel %v", allowed, refused, approved, tunnel)
+	}
+}
+
+// TestWebFetchConvertsAsOwner: a page built to be expensive to convert (a 10 MB list costs the
+// converter about 1 GB of allocations) is converted in the session's worker, as its owner and
+// within its limits: the root daemon allocates a small multiple of the page, not the converter's
+// cost. Not parallel, so the daemon's allocations are this test's.
+func TestWebFetchConvertsAsOwner(t *testing.T) {
+	page := "<ul>" + strings.Repeat("<li>x</li>", 1<<20) + "</ul>"
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/html")
+		io.WriteString(rw, page)
+	}))
+	defer srv.Close()
+	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n  webfetch_plain_http: true\n")
+	td.d.core.egress.srv.Resolver = testResolver{}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"dontAsk","rules":{"allow":["WebFetch(domain:list.test)"]}}`, testHostDir(t)))
+	url := fmt.Sprintf("http://list.test:%d/", srv.Listener.Addr().(*net.TCPAddr).Port)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, res := td.call(t, s.ID, "WebFetch", fmt.Sprintf(`{"url":%q,"prompt":"list"}`, url))
+	runtime.ReadMemStats(&after)
+	if res.IsError || !strings.Contains(fmt.Sprint(res.Content), "- x\n- x\n") {
+		t.Fatalf("the list did not come back as Markdown: error %v, %.300v", res.IsError, res.Content)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the daemon allocated %d MB for a %d MB page", alloc>>20, len(page)>>20)
+	if alloc > 20*uint64(len(page)) {
+		t.Errorf("the daemon allocated %d MB for a %d MB page: the conversion ran in the daemon", alloc>>20, len(page)>>20)
 	}
 }

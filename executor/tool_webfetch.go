@@ -16,13 +16,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/net/html/charset"
 
 	"github.com/sandboxd/sandboxd/egress"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/worker"
 )
 
 // WebFetch limits.
@@ -183,7 +182,7 @@ func (h *Host) runWebFetch(ctx context.Context, c *Call) (*Result, error) {
 		}
 		if !isRedirect(resp.StatusCode) {
 			defer resp.Body.Close()
-			return h.webFetchResult(c, u, resp, time.Since(start))
+			return h.webFetchResult(ctx, c, u, resp, time.Since(start))
 		}
 		resp.Body.Close()
 		loc := resp.Header.Get("Location")
@@ -306,7 +305,7 @@ func (h *Host) fetchOnce(ctx context.Context, c *Call, u *url.URL, approved bool
 
 // webFetchResult turns a response into the tool's result: HTML as Markdown, other text as it
 // is, anything else described, never shown.
-func (h *Host) webFetchResult(c *Call, u *url.URL, resp *http.Response, took time.Duration) (*Result, error) {
+func (h *Host) webFetchResult(ctx context.Context, c *Call, u *url.URL, resp *http.Response, took time.Duration) (*Result, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, webFetchMaxBodyBytes+1))
 	if err != nil {
 		return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("read the response of %s: %w", u, err))
@@ -324,9 +323,18 @@ func (h *Host) webFetchResult(c *Call, u *url.URL, resp *http.Response, took tim
 		if err != nil {
 			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("decode %s: %w", u, err))
 		}
-		md, err := htmltomarkdown.ConvertString(text, converter.WithDomain(u.Scheme+"://"+u.Host))
+		// In the session's worker, as its owner and within its limits: what a page costs to
+		// convert is its fetcher's to pay, never the root daemon's.
+		w, err := h.Worker(ctx, c.Session)
 		if err != nil {
-			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("convert the HTML of %s to Markdown: %w", u, err))
+			return nil, err
+		}
+		md, err := w.Markdown(ctx, []byte(text), u.Scheme+"://"+u.Host)
+		if errors.Is(err, worker.ErrGone) {
+			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("convert the HTML of %s: the converter ran out of the session's limits (memory or time): %w", u, err))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("convert the HTML of %s to Markdown: %w", u, err)
 		}
 		content = md
 	case textual(mt):

@@ -238,6 +238,13 @@ func (c *Client) ResolveRead(ctx context.Context, path string) (*Resolved, error
 	return resp.Resolve, nil
 }
 
+// Markdown converts a page's HTML to Markdown in the worker (domain: the page's
+// scheme://host, for its relative links).
+func (c *Client) Markdown(ctx context.Context, html []byte, domain string) (string, error) {
+	_, payload, err := c.do(ctx, &Request{Op: OpMarkdown, Domain: domain}, html)
+	return string(payload), err
+}
+
 // ReadFile reads at most maxBytes of a regular file as the owner (settings files). A longer
 // file is an error, so a truncated settings file is never parsed.
 func (c *Client) ReadFile(ctx context.Context, path string, maxBytes int64) ([]byte, error) {

@@ -33,6 +33,7 @@ const (
 	OpGrep     = "grep"
 	OpResolve  = "resolve"
 	OpReadFile = "readfile"
+	OpMarkdown = "markdown" // the payload is HTML; the answer's payload is its Markdown
 	OpCancel   = "cancel"
 )
 
@@ -47,6 +48,7 @@ type Request struct {
 	Path     string     `json:"path,omitempty"`      // resolve, readfile
 	MaxBytes int64      `json:"max_bytes,omitempty"` // readfile
 	CancelID uint64     `json:"cancel_id,omitempty"` // cancel: the request to stop
+	Domain   string     `json:"domain,omitempty"`    // markdown: scheme://host of the page
 	// Fallback (resolve) also looks for a Unicode or spacing variant of a missing name, as
 	// Read does: the policy then decides on the variant that Read will open.
 	Fallback bool `json:"fallback,omitempty"`
@@ -54,13 +56,14 @@ type Request struct {
 
 // Response is a response header. Err is set on failure; otherwise the field of the op.
 type Response struct {
-	Err      *WireError  `json:"err,omitempty"`
-	Read     *ReadReply  `json:"read,omitempty"`
-	Write    *WriteReply `json:"write,omitempty"`
-	Glob     *GlobReply  `json:"glob,omitempty"`
-	Grep     *GrepReply  `json:"grep,omitempty"`
-	Resolve  *Resolved   `json:"resolve,omitempty"`
-	FileInfo *FileInfo   `json:"file,omitempty"` // readfile
+	Err      *WireError     `json:"err,omitempty"`
+	Read     *ReadReply     `json:"read,omitempty"`
+	Write    *WriteReply    `json:"write,omitempty"`
+	Glob     *GlobReply     `json:"glob,omitempty"`
+	Grep     *GrepReply     `json:"grep,omitempty"`
+	Resolve  *Resolved      `json:"resolve,omitempty"`
+	FileInfo *FileInfo      `json:"file,omitempty"` // readfile
+	Markdown *MarkdownReply `json:"markdown,omitempty"`
 }
 
 // WireError is an error crossing the socket: a telemetry-safe code and the agent-facing message.

@@ -147,11 +147,13 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 		resp.Resolve, err = doResolve(req.Path, req.Fallback)
 	case OpReadFile:
 		resp.FileInfo, out, err = doReadFile(req.Path, req.MaxBytes)
+	case OpMarkdown:
+		resp.Markdown, out, err = doMarkdown(payload, req.Domain)
 	default:
 		err = errcode.Msg(errcode.BadRequest, "unknown worker op "+req.Op)
 	}
 	if err == nil && resp.Read == nil && resp.Write == nil && resp.Glob == nil && resp.Grep == nil &&
-		resp.Resolve == nil && resp.FileInfo == nil {
+		resp.Resolve == nil && resp.FileInfo == nil && resp.Markdown == nil {
 		err = errcode.Msg(errcode.BadRequest, "worker op "+req.Op+" without arguments")
 	}
 	if err != nil {
