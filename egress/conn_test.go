@@ -128,7 +128,9 @@ func TestCopyBufGrowsAndShrinks(t *testing.T) {
 // moved for the idle time.
 func TestIdleConnWriteToSlowReader(t *testing.T) {
 	t.Parallel()
-	const idle = 50 * time.Millisecond
+	// Wide enough that a loaded machine (the race detector, packages in parallel) does not stall
+	// the reader for a whole idle time between its reads.
+	const idle = 250 * time.Millisecond
 	a, b := net.Pipe() // unbuffered: a write returns only as the reader takes the bytes
 	defer a.Close()
 	defer b.Close()
@@ -139,10 +141,10 @@ func TestIdleConnWriteToSlowReader(t *testing.T) {
 			if _, err := b.Read(buf); err != nil {
 				return
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	p := make([]byte, 1<<20) // 64 reads of 16 KiB, 5 ms apart: 320 ms, past the idle time
+	p := make([]byte, 1<<20) // 64 reads of 16 KiB, 10 ms apart: 640 ms, past twice the idle time
 	start := time.Now()
 	if n, err := w.Write(p); n != len(p) || err != nil {
 		t.Fatalf("write to a slow reader: %d of %d after %v: %v", n, len(p), time.Since(start), err)
