@@ -53,6 +53,9 @@ func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
 	return f, nil
 }
 
+// maxTail bounds tail=N: the last N matching records are held in memory until the log is read.
+const maxTail = 10000
+
 // auditRecords streams matching records as JSON lines; with follow=1 it keeps streaming new
 // ones until the client goes away; with tail=N only the last N matching records come first.
 func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.Caller) error {
@@ -64,10 +67,18 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 	q := r.URL.Query()
 	tail := -1
 	if v := q.Get("tail"); v != "" {
-		if tail, err = strconv.Atoi(v); err != nil || tail < 0 {
-			return errcode.Msg(errcode.BadRequest, "tail must be a non-negative number")
+		if tail, err = strconv.Atoi(v); err != nil || tail < 0 || tail > maxTail {
+			return errcode.Msg(errcode.BadRequest, fmt.Sprintf("tail must be a number from 0 to %d (the records are held until the query ends); narrow the query with since, kind or session for more", maxTail))
 		}
 	}
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
+		return err
+	}
+	release, err := s.admitScan(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var ocsf bool
 	switch q.Get("format") {
 	case "", "jsonl":
@@ -118,6 +129,7 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 		_ = emit(rec)
 	}
 	flush()
+	release() // following reads only what is appended
 	if q.Get("follow") != "1" {
 		return nil
 	}
@@ -143,6 +155,11 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request, c session.C
 	if !c.Admin {
 		return errcode.Msg(errcode.PermissionDenied, "verifying the whole log is for admins; verify a copy offline with sbctl audit verify --dir")
 	}
+	release, err := s.admitScan(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// A fresh signed head first, so the verify covers every record up to now.
 	if err := s.backend.AuditCheckpoint(r.Context()); err != nil {
 		return err

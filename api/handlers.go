@@ -41,6 +41,11 @@ func parseMode(s string) (permission.Mode, error) {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	// A session costs the daemon a network namespace, its directories checked as the owner and
+	// its settings read: making and ending them in a loop is paced like calls.
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
+		return err
+	}
 	var req protocol.CreateSession
 	if err := decode(r, &req); err != nil {
 		return err
@@ -84,6 +89,9 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c session.Ca
 }
 
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
+		return err
+	}
 	var req protocol.UpdateSession
 	if err := decode(r, &req); err != nil {
 		return err

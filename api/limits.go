@@ -29,7 +29,8 @@ type Limits struct {
 	CallsPerUser int
 	// ConnectionsPerUser bounds one uid's open connections (over it: 429, then close).
 	ConnectionsPerUser int
-	// RequestsPerSecond and Burst are one uid's token bucket on calls, decide and batch.
+	// RequestsPerSecond and Burst are one uid's token bucket on calls, decide, batch, reports,
+	// session creation and update, and audit queries.
 	RequestsPerSecond float64
 	Burst             int
 	// ResponseBytes bounds the result bytes one uid's responses in flight hold together;
@@ -58,6 +59,7 @@ type tenant struct {
 	conns     int     // open connections
 	respBytes int64   // result bytes held by responses in flight
 	refusing  int     // connections over the cap waiting for their 429
+	scans     int     // audit queries reading the log
 	tokens    float64 // token bucket
 	last      time.Time
 }
@@ -90,7 +92,7 @@ func (t *tenants) user(uid uint32, l Limits, now time.Time) *tenant {
 func (t *tenants) prune(l Limits, now time.Time) {
 	full := time.Duration(float64(l.Burst) / l.RequestsPerSecond * float64(time.Second))
 	for uid, u := range t.users {
-		if u.calls == 0 && u.conns == 0 && u.respBytes == 0 && u.refusing == 0 && now.Sub(u.last) >= full {
+		if u.calls == 0 && u.conns == 0 && u.respBytes == 0 && u.refusing == 0 && u.scans == 0 && now.Sub(u.last) >= full {
 			delete(t.users, uid)
 		}
 	}
@@ -195,6 +197,38 @@ func (s *Server) admit(ctx context.Context, c session.Caller, slots int) (releas
 		once.Do(func() {
 			t.mu.Lock()
 			u.calls -= slots
+			t.mu.Unlock()
+		})
+	}, nil
+}
+
+// scansPerUser is how many audit queries (or verifies) one uid may have reading the log at once: each reads
+// every retained file (gigabytes, tens of seconds of CPU), whoever's records it keeps.
+const scansPerUser = 1
+
+// admitScan takes the caller's audit-query slot, or refuses with 429 too_many_calls. Root is
+// not limited. The returned func gives the slot back.
+func (s *Server) admitScan(ctx context.Context, c session.Caller) (release func(), err error) {
+	if c.UID == 0 {
+		return func() {}, nil
+	}
+	t := &s.tenants
+	l := t.get()
+	t.mu.Lock()
+	u := t.user(c.UID, l, time.Now())
+	ok := u.scans < scansPerUser
+	if ok {
+		u.scans++
+	}
+	t.mu.Unlock()
+	if !ok {
+		return nil, refuse(ctx, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already has an audit query reading the log; one may run at a time per user (each reads every retained file), so wait for it or narrow it with since", c.UID)))
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			u.scans--
 			t.mu.Unlock()
 		})
 	}, nil

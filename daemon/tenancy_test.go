@@ -247,10 +247,11 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 // The rate limit is of calls, not of requests: a batch takes a token for each call it holds,
 // so batches cannot carry a user past limits.requests_per_second_per_user.
 func TestRateCountsEachCallOfABatch(t *testing.T) {
-	td, mallory, alice, mid, aid := twoTenants(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 4\n", "sbr")
+	// A burst of 5: making the session took one.
+	td, mallory, alice, mid, aid := twoTenants(t, "limits:\n  requests_per_second_per_user: 0.5\n  requests_burst_per_user: 5\n", "sbr")
 	batch := `{"calls":[` + strings.Repeat(`{"tool":"Bash","input":{"command":"true"}},`, 3) + `{"tool":"Bash","input":{"command":"true"}}]}`
 	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/batch", batch, ""); code != http.StatusOK {
-		t.Fatalf("a batch of 4 within a burst of 4: %d %s", code, b)
+		t.Fatalf("a batch of 4 within the 4 tokens left: %d %s", code, b)
 	}
 	// The burst is spent: one request of four calls more is refused as a whole, and so is a
 	// single call (one token in a second at most has come back since).
@@ -271,7 +272,8 @@ func TestRateCountsBigBodies(t *testing.T) {
 	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", big, ""); code != http.StatusOK {
 		t.Fatalf("a 100 KiB decide within a burst of 20: %d %.300s", code, b)
 	}
-	// 13 of the 20 tokens are spent: a second one is refused, a small one still passes.
+	// 14 of the 20 tokens are spent (one made the session): a second one is refused, a small
+	// one still passes.
 	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", big, "")
 	if code != http.StatusTooManyRequests || errClass(b) != "rate_limited" || !strings.Contains(string(b), "a body each 8 KiB past its first") {
 		t.Errorf("a second 100 KiB decide right after: %d %.300s", code, b)
@@ -514,5 +516,77 @@ func TestDirsPerSession(t *testing.T) {
 	}
 	if code, b := td.do(t, "PATCH", "/v1/sessions/"+s.ID, fmt.Sprintf(`{"additional_dirs":%s}`, dirs(4))); code != 422 || !strings.Contains(string(b), "dirs_per_session") {
 		t.Errorf("an update to 4 directories: %d %s, want 422", code, b)
+	}
+}
+
+// TestAuditQueryOnePerUser: an audit query reads every retained file, so one uid may have one
+// reading the log at a time: while mallory's is held (her client reads slowly), her next is
+// refused with 429 and alice's is served; once hers ends she may query again. A tail past
+// 10 000 records is refused, since they are held until the log is read.
+func TestAuditQueryOnePerUser(t *testing.T) {
+	td, mallory, alice, mid, _ := twoTenants(t, "limits:\n  requests_per_second_per_user: 10000\n  requests_burst_per_user: 10000\n", "sbaq")
+	// Enough of mallory's records (60 KB inputs) that a slow reader holds the query mid-log.
+	body := fmt.Sprintf(`{"tool":"Write","input":{"file_path":%q,"content":%q}}`, filepath.Join(mallory.Home, "f.txt"), strings.Repeat("x", 60<<10))
+	for i := range 60 {
+		if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/decide", body, ""); code != http.StatusOK {
+			t.Fatalf("decide %d: %d %.300s", i, code, b)
+		}
+	}
+	slow := exec.Command("curl", "-sS", "--limit-rate", "2k", "--unix-socket", td.socket, "-o", "/dev/null", "http://sandboxd/v1/audit/records")
+	slow.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: mallory.UID, Gid: mallory.GID}}
+	if err := slow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = slow.Process.Kill() }()
+	// Let the slow query be admitted first: a probe that came first would have it refused.
+	exited := make(chan struct{})
+	go func() { _, _ = slow.Process.Wait(); close(exited) }()
+	select {
+	case <-exited:
+		t.Fatal("the slow query ended at once")
+	case <-time.After(2 * time.Second):
+	}
+	held := false
+	for deadline := time.Now().Add(20 * time.Second); !held && time.Now().Before(deadline); {
+		code, b := curlAs(t, td, mallory, "GET", "/v1/audit/records?kind=session.create", "", "")
+		held = code == http.StatusTooManyRequests && strings.Contains(string(b), "one may run at a time per user")
+	}
+	if !held {
+		t.Fatal("mallory's second audit query was never refused while her first was reading")
+	}
+	if code, b := curlAs(t, td, alice, "GET", "/v1/audit/records?kind=session.create", "", ""); code != http.StatusOK || !strings.Contains(string(b), "session.create") {
+		t.Errorf("alice's query while mallory's runs: %d %.300s", code, b)
+	}
+	_ = slow.Process.Kill()
+	<-exited
+	freed := false
+	for deadline := time.Now().Add(20 * time.Second); !freed && time.Now().Before(deadline); {
+		code, _ := curlAs(t, td, mallory, "GET", "/v1/audit/records?kind=session.create", "", "")
+		freed = code == http.StatusOK
+	}
+	if !freed {
+		t.Error("mallory could not query again after her first query ended")
+	}
+	if code, b := curlAs(t, td, mallory, "GET", "/v1/audit/records?tail=10001", "", ""); code != http.StatusBadRequest || !strings.Contains(string(b), "from 0 to 10000") {
+		t.Errorf("tail=10001: %d %.300s", code, b)
+	}
+}
+
+// TestSessionChangesPaced: making and changing sessions takes the caller's rate like a call (a
+// session costs the daemon a network namespace, its directories checked and its settings read),
+// so a loop of them is refused with 429 past the burst.
+func TestSessionChangesPaced(t *testing.T) {
+	td := startDaemon(t, "limits:\n  requests_per_second_per_user: 0.01\n  requests_burst_per_user: 3\n")
+	u := testutil.CreateUser(t, "sbsp")
+	id := sessionAs(t, td, u, "")
+	if code, b := curlAs(t, td, u, "PATCH", "/v1/sessions/"+id, `{"mode":"plan"}`, ""); code != http.StatusOK {
+		t.Fatalf("update within the burst: %d %s", code, b)
+	}
+	sessionAs(t, td, u, "")
+	if code, b := curlAs(t, td, u, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, u.Home), ""); code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
+		t.Errorf("a fourth change past the burst of 3: %d %s", code, b)
+	}
+	if code, b := curlAs(t, td, u, "PATCH", "/v1/sessions/"+id, `{"mode":"default"}`, ""); code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
+		t.Errorf("an update past the burst: %d %s", code, b)
 	}
 }
