@@ -176,39 +176,29 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 // admit takes slots of the caller's concurrent calls, or refuses with 429 too_many_calls,
 // naming the limit. Root is not limited. The returned func gives the slots back.
 func (s *Server) admit(ctx context.Context, c session.Caller, slots int) (release func(), err error) {
-	if c.UID == 0 {
-		return func() {}, nil
-	}
-	t := &s.tenants
-	l := t.get()
-	t.mu.Lock()
-	u := t.user(c.UID, l, time.Now())
-	running := u.calls
-	ok := running+slots <= l.CallsPerUser
-	if ok {
-		u.calls += slots
-	}
-	t.mu.Unlock()
-	if !ok {
-		return nil, refuse(ctx, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, running, slots, l.CallsPerUser)))
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			t.mu.Lock()
-			u.calls -= slots
-			t.mu.Unlock()
-		})
-	}, nil
+	l := s.tenants.get()
+	return s.hold(ctx, c, func(u *tenant) *int { return &u.calls }, slots, l.CallsPerUser, func(running int) error {
+		return errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, running, slots, l.CallsPerUser))
+	})
 }
 
-// scansPerUser is how many audit queries (or verifies) one uid may have reading the log at once: each reads
-// every retained file (gigabytes, tens of seconds of CPU), whoever's records it keeps.
+// scansPerUser is how many audit queries (or verifies) one uid may have reading the log at
+// once: each reads every retained file (gigabytes, tens of seconds of CPU), whoever's records
+// it keeps.
 const scansPerUser = 1
 
 // admitScan takes the caller's audit-query slot, or refuses with 429 too_many_calls. Root is
 // not limited. The returned func gives the slot back.
 func (s *Server) admitScan(ctx context.Context, c session.Caller) (release func(), err error) {
+	return s.hold(ctx, c, func(u *tenant) *int { return &u.scans }, 1, scansPerUser, func(int) error {
+		return errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already has an audit query reading the log; one may run at a time per user (each reads every retained file), so wait for it or narrow it with since", c.UID))
+	})
+}
+
+// hold takes n of the caller's slots of one kind (slot picks the counter) if at most max are
+// then held, or refuses with why(the number held). Root is not limited. The returned func
+// gives the slots back, once.
+func (s *Server) hold(ctx context.Context, c session.Caller, slot func(*tenant) *int, n, max int, why func(held int) error) (func(), error) {
 	if c.UID == 0 {
 		return func() {}, nil
 	}
@@ -216,19 +206,20 @@ func (s *Server) admitScan(ctx context.Context, c session.Caller) (release func(
 	l := t.get()
 	t.mu.Lock()
 	u := t.user(c.UID, l, time.Now())
-	ok := u.scans < scansPerUser
+	held := *slot(u)
+	ok := held+n <= max
 	if ok {
-		u.scans++
+		*slot(u) += n
 	}
 	t.mu.Unlock()
 	if !ok {
-		return nil, refuse(ctx, errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already has an audit query reading the log; one may run at a time per user (each reads every retained file), so wait for it or narrow it with since", c.UID)))
+		return nil, refuse(ctx, why(held))
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			t.mu.Lock()
-			u.scans--
+			*slot(u) -= n
 			t.mu.Unlock()
 		})
 	}, nil

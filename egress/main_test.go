@@ -123,6 +123,17 @@ func startProxy(t testing.TB, s *Server) string {
 	return l.Addr().String()
 }
 
+// listenAs serves one more listener of s, for session; startProxy's Close ends it too.
+func listenAs(t testing.TB, s *Server, session string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(l, session) }()
+	return l.Addr().String()
+}
+
 // proxyClient is an http.Client using the proxy through net/http's own proxy support.
 func proxyClient(t testing.TB, proxyAddr string) *http.Client {
 	t.Helper()

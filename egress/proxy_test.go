@@ -966,15 +966,7 @@ func TestConnCapPerOwner(t *testing.T) {
 	s := &Server{Decide: allowDecide, AllowPrivate: loopback, MaxConns: 10, MaxConnsPerOwner: 2,
 		Owner: func(session string) string { return owners[session] }}
 	alice1 := startProxy(t, s) // session s1
-	listen := func(session string) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(l, session) }()
-		return l.Addr().String()
-	}
-	alice2, bob := listen("s2"), listen("s3")
+	alice2, bob := listenAs(t, s, "s2"), listenAs(t, s, "s3")
 	c1, _ := connectTunnel(t, alice1, echo)
 	defer c1.Close()
 	c2, _ := connectTunnel(t, alice2, echo)
@@ -1093,15 +1085,7 @@ func TestPacePerOwner(t *testing.T) {
 		RatePerOwner: 0.01, BurstPerOwner: 3,
 		Owner: func(session string) string { return owners[session] }}
 	alice1 := startProxy(t, s) // session s1
-	listen := func(session string) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(l, session) }()
-		return l.Addr().String()
-	}
-	alice2, bob := listen("s2"), listen("s3")
+	alice2, bob := listenAs(t, s, "s2"), listenAs(t, s, "s3")
 	get := "GET http://api.test:" + port + "/ HTTP/1.1\r\nHost: api.test:" + port + "\r\n\r\n"
 	for i, addr := range []string{alice1, alice1, alice2} {
 		if resp, body := rawRequest(t, addr, get); resp.StatusCode != 200 {
