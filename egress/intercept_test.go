@@ -246,3 +246,32 @@ func TestInterceptorCA(t *testing.T) {
 		t.Error("an expiring leaf was reused")
 	}
 }
+
+// TestInterceptFailuresPaced: a failed handshake inside an intercepted tunnel is recorded, and
+// that record takes its owner's pace like a decision: past it, failures in a loop are closed
+// without a record.
+func TestInterceptFailuresPaced(t *testing.T) {
+	t.Parallel()
+	icpt, _ := testCA(t, "sandboxd egress CA")
+	_, otherPool := testCA(t, "a CA the client trusts instead")
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback, Intercept: icpt,
+		Resolver: newResolver("api.test", "127.0.0.1"), RatePerOwner: 0.01, BurstPerOwner: 2}
+	addr := startProxy(t, s)
+	for range 5 {
+		c := openTunnel(t, addr, "api.test:443")
+		if err := tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: otherPool}).Handshake(); err == nil {
+			t.Fatal("a client that does not trust the sandbox's CA completed its handshake")
+		}
+		c.Close()
+	}
+	// The proxy's side of a handshake ends after the client's: wait for the two records, then
+	// a little for any the pace should have kept out.
+	for deadline := time.Now().Add(5 * time.Second); len(rec.audited()) < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(rec.audited()); n != 2 {
+		t.Errorf("%d handshake failures recorded, want the 2 the pace's burst allows: %+v", n, rec.audited())
+	}
+}
