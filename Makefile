@@ -57,6 +57,7 @@ FUZZ_TARGETS := \
 	./audit:FuzzInputDigest:30000 \
 	./egress:FuzzParseRequest:20000 \
 	./egress:FuzzParseInner:20000 \
+	./egress:FuzzOpenStream:20000 \
 	./executor:FuzzSedInPlace:20000 \
 	./replay:FuzzDecide:10000
 

@@ -297,3 +297,38 @@ func TestEgressPace(t *testing.T) {
 		t.Errorf("%d net.connect records (want 3, none for the refused one); long path cut: %v", n, truncated)
 	}
 }
+
+// TestEgressTunnelServerName: an HTTPS tunnel is held to the name it was decided on. curl in a
+// session reaches an allowed name over TLS, but a tunnel opened to that allowed name whose TLS
+// server name is another host (domain fronting, spelled with curl's --connect-to through the
+// HTTP proxy and through SOCKS5) ends with the proxy's access_denied alert, and the audit log
+// says why.
+func TestEgressTunnelServerName(t *testing.T) {
+	mux, _, _ := gitAndHello(t, "hello from ")
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n")
+	td.d.core.egress.srv.Resolver = testResolver{}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{"allow":["WebFetch(domain:registry.test)"]}}`, testHostDir(t)))
+	// -k: the test server's certificate names example.com; the server name curl sends is
+	// what is under test, not its verification.
+	front := fmt.Sprintf("--connect-to other.test:%d:registry.test:%d https://other.test:%d/hello", port, port, port)
+	cmd := fmt.Sprintf(`curl -sSk https://registry.test:%d/hello; echo " rc=$?"; curl -sSk %s 2>&1; echo " rc=$?"; curl -sSk -x "$ALL_PROXY" %s 2>&1; echo " rc=$?"`, port, front, front)
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+	out := fmt.Sprint(res.Data["stdout"])
+	if !strings.HasPrefix(out, "hello from registry.test") || !strings.Contains(out, "\n rc=0\n") ||
+		strings.Count(out, "alert access denied\n rc=35\n") != 2 {
+		t.Errorf("want the allowed name served and both fronted requests refused by the alert, got %q (stderr %v)", out, res.Data["stderr"])
+	}
+	var refused int
+	for _, r := range auditRecords(t, td) {
+		if r.Kind == "net.connect" && r.Session == s.ID && r.Detail["allowed"] == "false" && r.Detail["host"] == "registry.test" &&
+			strings.Contains(r.Detail["reason"], `TLS server name "other.test" in the tunnel is not its host registry.test`) {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refusals of the fronted tunnels in the audit log, want 2", refused)
+	}
+}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -75,17 +74,14 @@ func TestWebFetch(t *testing.T) {
 	site := &webSite{hits: map[string]int{}}
 	srv := httptest.NewServer(site.handler())
 	defer srv.Close()
-	tlsSrv := httptest.NewTLSServer(site.handler())
-	defer tlsSrv.Close()
+	tlsSrv, roots := tlsTestServer(t, site.handler(), "tls.test")
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	tlsPort := tlsSrv.Listener.Addr().(*net.TCPAddr).Port
 
 	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n  webfetch_plain_http: true\n")
 	td.d.core.egress.srv.Resolver = testResolver{}
-	// The TLS test server's certificate names example.com; the daemon trusts its CA only here.
-	roots := x509.NewCertPool()
-	roots.AddCert(tlsSrv.Certificate())
-	td.d.core.host.WebFetch.TLS = &tls.Config{RootCAs: roots, ServerName: "example.com"}
+	// The daemon trusts the TLS test server's CA only here.
+	td.d.core.host.WebFetch.TLS = &tls.Config{RootCAs: roots}
 
 	dir := testHostDir(t)
 	// network none: the session's programs have no way out; WebFetch is governed by the rules.

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -233,42 +234,56 @@ func copyStream(dst io.Writer, src io.Reader) error {
 	}
 }
 
-// carry copies between the client c and the upstream connection up until either side ends or
-// idles out. The client may have sent the start of its stream (a TLS ClientHello) right behind
-// its request; what of it sits in br, not the socket, goes up first.
-func (s *Server) carry(c net.Conn, act *activity, up net.Conn, br *bufio.Reader) {
-	uc := newIdleConn(up, s.idleTimeout(), act)
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := uc.Write(b); err != nil {
-			_ = up.Close()
-			return
-		}
-	}
-	pipe(c, uc)
-}
-
-// pipe copies both ways between a and b until both directions end, then closes both; each is
-// an idleConn or wraps one (TLS), which ends a tunnel nothing moves on. An EOF in one direction
-// is passed on as a half-close; an error tears the tunnel down so the other direction ends
-// too. pipe owns the one goroutine it starts.
-func pipe(a, b net.Conn) {
+// carry copies between the client c and the upstream connection up until both directions end
+// or the tunnel idles out, then closes both. What the origin sends flows from the start (some
+// protocols speak first); what the client sends goes up once openStream has seen how it starts,
+// and a ClientHello naming another host than t's ends the tunnel there. The client may have sent
+// the start of its stream right behind its request: it sits in br, which the client's direction
+// reads through.
+func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, br *bufio.Reader) {
+	uc := newIdleConn(up, s.idleTimeout(), c.act)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyHalf(b, a)
+		copyHalf(c, uc, uc)
 	}()
-	copyHalf(a, b)
-	<-done
-	_ = a.Close()
-	_ = b.Close()
+	defer func() {
+		<-done
+		_ = c.Close()
+		_ = uc.Close()
+	}()
+	first, refused, err := openStream(c, br, t, s.headerTimeout())
+	if refused != "" {
+		_, _ = unwrap(c).Write(tlsAlertAccessDenied)
+		s.recordRefusal(ctx, p, t, up.RemoteAddr(), refused)
+		lingerClose(c)
+		_ = uc.Close()
+		return
+	}
+	if err == nil && len(first) > 0 {
+		_, err = uc.Write(first)
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = nil // the client ended before sending anything: pass its half-close on
+		}
+		endHalf(uc, c, err)
+		return
+	}
+	copyHalf(uc, br, c)
 }
 
-func copyHalf(dst, src net.Conn) {
-	if err := copyStream(dst, src); err == nil {
-		if closeWrite(dst) == nil {
-			return
-		}
+// copyHalf copies one direction of a tunnel, from src (read through r) to dst, and ends it.
+func copyHalf(dst net.Conn, r io.Reader, src net.Conn) {
+	endHalf(dst, src, copyStream(dst, r))
+}
+
+// endHalf ends one direction of a tunnel: its EOF (err nil) is passed on as a half-close, so the
+// other direction can still answer; an error tears the tunnel down so the other direction ends
+// too.
+func endHalf(dst, src net.Conn, err error) {
+	if err == nil && closeWrite(dst) == nil {
+		return
 	}
 	_ = src.Close()
 	_ = dst.Close()

@@ -3,11 +3,14 @@ package egress
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzParseRequest feeds untrusted bytes to the first-request parser (SOCKS5 or HTTP). It must
@@ -117,6 +120,41 @@ func FuzzParseInner(f *testing.F) {
 		}
 		if tg.kind != KindHTTPS || tg.host != "api.test" || tg.port != 443 || tg.method == "" || !strings.HasPrefix(tg.path, "/") {
 			t.Fatalf("inner target %+v from %q", tg, data)
+		}
+	})
+}
+
+// FuzzOpenStream feeds a tunnel's first bytes to the ClientHello check. It must never panic or
+// lose a byte: what it consumed and what is left are the stream as sent; it passes only a
+// stream that is not TLS or a ClientHello naming the tunnel's host or none.
+func FuzzOpenStream(f *testing.F) {
+	f.Add(rawClientHello("front.test", 0x1234))
+	f.Add(rawClientHello("other.test", 0x1234))
+	f.Add(rawClientHello("front.test", extEncryptedClientHello))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("\x16\x03\x01\x00\x04\x02\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, b := net.Pipe()
+		defer a.Close()
+		go func() {
+			_, _ = b.Write(data)
+			_ = b.Close()
+		}()
+		ic := newIdleConn(a, 5*time.Second, nil)
+		br := bufio.NewReader(ic)
+		first, refused, err := openStream(ic, br, target{host: "front.test"}, 5*time.Second)
+		if err != nil && len(data) > 0 && !errors.Is(err, errHeadTooLarge) {
+			t.Fatalf("error %v on %q", err, data)
+		}
+		rest, _ := io.ReadAll(br)
+		if got := append(first, rest...); !bytes.Equal(got, data) {
+			t.Fatalf("stream %q after the check, sent %q", got, data)
+		}
+		if refused == "" && len(data) > 0 && data[0] == tlsRecordHandshake {
+			hello, _, err := readClientHello(ic, bytes.NewReader(data))
+			if err != nil || hello.serverName != "" && !strings.EqualFold(strings.TrimSuffix(hello.serverName, "."), "front.test") {
+				t.Fatalf("passed %q: %+v %v", data, hello, err)
+			}
 		}
 	})
 }

@@ -189,7 +189,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 		_ = up.Close()
 		return
 	}
-	h.s.carry(h.c, h.ic.act, up, h.br)
+	h.s.carry(ctx, h.peer, t, h.ic, up, h.br)
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

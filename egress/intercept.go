@@ -207,17 +207,7 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 		// Nothing was decided or carried, but the attempt is the security team's to see: a
 		// client that pins its certificates, one that does not trust the sandbox's CA, or a
 		// server name that is not the tunnel's (fronting) all end here.
-		// Its record is paced like a decision's, so failing handshakes in a loop cannot grow
-		// the audit log faster than requests can.
-		if s.pace(ctx, p) != nil {
-			return
-		}
-		ev := Event{Time: time.Now(), Session: p.session, Kind: t.kind, Host: t.host, Port: t.port,
-			Reason: fmt.Sprintf("the client's TLS handshake with the intercepting proxy failed, so nothing was sent (a client that pins certificates or does not trust the sandbox's CA cannot be intercepted): %v", err)}
-		if o := p.origin; o != nil {
-			ev.Via = o.Via
-		}
-		_ = s.audit(ev)
+		s.recordRefusal(ctx, p, t, nil, fmt.Sprintf("the client's TLS handshake with the intercepting proxy failed, so nothing was sent (a client that pins certificates or does not trust the sandbox's CA cannot be intercepted): %v", err))
 		s.log.Debug("intercept handshake", zap.String("session", p.session), zap.String("host", t.host), zap.Error(err))
 		return
 	}
@@ -272,7 +262,7 @@ func (s *Server) blindTunnel(ctx context.Context, p peer, t target, c *idleConn,
 	}
 	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
 	defer stop()
-	s.carry(c, c.act, up, br)
+	s.carry(ctx, p, t, c, up, br)
 }
 
 // bufConn reads through a bufio.Reader that may hold the start of the stream (a ClientHello

@@ -568,6 +568,23 @@ func (s *Server) audit(ev Event) error {
 	return nil
 }
 
+// recordRefusal records a tunnel refused after its decision (its opening answered, at, when
+// known, the address it was dialed on). The record is paced like a decision's, so a client
+// failing this way in a loop cannot grow the audit log faster than requests can.
+func (s *Server) recordRefusal(ctx context.Context, p peer, t target, at net.Addr, reason string) {
+	if s.pace(ctx, p) != nil {
+		return
+	}
+	ev := Event{Time: time.Now(), Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Reason: reason}
+	if o := p.origin; o != nil {
+		ev.Via = o.Via
+	}
+	if a, ok := at.(*net.TCPAddr); ok {
+		ev.IP = a.IP
+	}
+	_ = s.audit(ev)
+}
+
 // dial connects to an address admit returned.
 func (s *Server) dial(ctx context.Context, dst netip.AddrPort) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.dialTimeout())

@@ -55,7 +55,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		_ = up.Close()
 		return
 	}
-	s.carry(c, c.act, up, br)
+	s.carry(ctx, p, t, c, up, br)
 }
 
 // dialReplyCode maps a dial error to the SOCKS reply that describes it best.
