@@ -346,3 +346,38 @@ exit 0
 		t.Fatal("a hook-blocked call ran")
 	}
 }
+
+// TestApprovalsShowWhatRuns: an agent's command written to look like another on a terminal
+// (a carriage return and an erase-line sequence drawing `ls -la` over it, a right-to-left
+// override) reaches the approver, the waiting client and the audit reader as visible escapes,
+// never as characters their terminal would act on.
+func TestApprovalsShowWhatRuns(t *testing.T) {
+	td := startDaemon(t, "")
+	bin := buildSbctl(t)
+	alice := testutil.CreateUser(t, "sbtvis")
+	hostile := "touch pwned # \r\x1b[2K\u202els -la"
+	shown := `touch pwned # \x0d\x1b[2K\u202els -la`
+	acted := func(s string) bool { return strings.ContainsAny(s, "\r\x1b\u202e") }
+
+	wait := sbctlAsync(t, bin, td.socket, alice, "bash", "--wait", "20s", "--", hostile)
+	a := pendingVia(t, bin, td.socket, alice, "touch pwned")
+	out, errOut, code := sbctl(t, bin, td.socket, &alice, "approvals")
+	if code != 0 || acted(out) || !strings.Contains(out, shown) {
+		t.Errorf("sbctl approvals: exit %d, %q (%s); want the command shown as %q", code, out, errOut, shown)
+	}
+	if out, errOut, code = sbctl(t, bin, td.socket, &alice, "deny", a.ID); code != 0 {
+		t.Fatalf("sbctl deny: exit %d, %q %q", code, out, errOut)
+	}
+	out, errOut, _ = wait()
+	if acted(out + errOut) {
+		t.Errorf("the waiting sbctl bash printed characters a terminal acts on: %q %q", out, errOut)
+	}
+	// The audit reader (root) sees the same.
+	out, errOut, code = sbctl(t, bin, td.socket, nil, "audit", "tail", "-n", "50")
+	if code != 0 || acted(out) || !strings.Contains(out, `touch pwned # \x0d\x1b[2K`) {
+		t.Errorf("sbctl audit tail: exit %d, %q (%s)", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(alice.Home, "pwned")); err == nil {
+		t.Error("the denied command ran")
+	}
+}

@@ -52,7 +52,7 @@ func cmdApprovals(e *Env, args []string) error {
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTOOL\tSESSION\tEXPIRES\tCALL\tREASON")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Tool, sessionLabel(a), until(a.Expires), Clip(inputSummary(a), 60), Clip(a.Reason, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, Visible(a.Tool), sessionLabel(a), until(a.Expires), Clip(inputSummary(a), 60), Clip(a.Reason, 80))
 	}
 	return tw.Flush()
 }
@@ -148,9 +148,9 @@ func InputSummary(_ string, input json.RawMessage) string {
 	return string(input)
 }
 
-// Clip cuts s to n runes on one line.
+// Clip cuts s to n runes on one line, shown as Visible shows it.
 func Clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", "⏎")
+	s = Visible(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -277,13 +277,13 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			if i == sel {
 				mark = "> "
 			}
-			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\n", mark, a.ID, a.Tool, Clip(inputSummary(a), 80), until(a.Expires))
+			fmt.Fprintf(&b, "%s%s  %-9s %s  (expires in %s)\n", mark, a.ID, Visible(a.Tool), Clip(inputSummary(a), 80), until(a.Expires))
 		}
 		if sel < len(pending) {
 			a := pending[sel]
-			fmt.Fprintf(&b, "\nsession: %s\nreason:  %s\n", sessionLabel(a), a.Reason)
+			fmt.Fprintf(&b, "\nsession: %s\nreason:  %s\n", sessionLabel(a), Visible(a.Reason))
 			if len(a.SuggestedRules) > 0 {
-				fmt.Fprintf(&b, "'a' adds: %s\n", a.SuggestedRules[0])
+				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(a.SuggestedRules[0]))
 			}
 			if pvs := a.AllPreviews(); len(pvs) > 0 {
 				lines := strings.Split(strings.TrimRight(previewDiffs(pvs), "\n"), "\n")
@@ -412,14 +412,14 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	if res.Decision != nil {
 		reason = res.Decision.Reason
 	}
-	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, reason)
+	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, Visible(reason))
 	if a != nil {
-		fmt.Fprintf(e.Stderr, "  %s %s\n", a.Tool, Clip(inputSummary(*a), 200))
+		fmt.Fprintf(e.Stderr, "  %s %s\n", Visible(a.Tool), Clip(inputSummary(*a), 200))
 		fmt.Fprint(e.Stderr, previewDiffs(a.AllPreviews()))
 	}
 	always := "always (remember in this session)"
 	if a != nil && len(a.SuggestedRules) > 0 {
-		always = "always (" + a.SuggestedRules[0] + " in this session)"
+		always = "always (" + Visible(a.SuggestedRules[0]) + " in this session)"
 	}
 	lines := make(chan string)
 	go func() {
@@ -463,7 +463,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 }
 
-// previewDiffs is the diffs of what approving writes, one file after the other.
+// previewDiffs is the diffs of what approving writes, one file after the other, to show.
 func previewDiffs(pvs []protocol.Preview) string {
 	var b strings.Builder
 	for _, pv := range pvs {
@@ -472,5 +472,5 @@ func previewDiffs(pvs []protocol.Preview) string {
 			b.WriteString("\n")
 		}
 	}
-	return b.String()
+	return VisibleLines(b.String())
 }

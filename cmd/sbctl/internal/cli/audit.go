@@ -160,7 +160,8 @@ func printRecord(w io.Writer, r *protocol.Record) {
 		}
 	}
 	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
-		r.Kind, user, orDash(r.Session), orDash(r.Tool), orDash(Clip(InputSummary(r.Tool, r.Input), 60)), decision, rule, outcome)
+		Visible(r.Kind), Visible(user), orDash(Visible(r.Session)), orDash(Visible(r.Tool)), orDash(Clip(InputSummary(r.Tool, r.Input), 60)),
+		Visible(decision), Visible(rule), Visible(outcome))
 }
 
 func orDash(s string) string {

@@ -100,7 +100,7 @@ func cmdSession(e *Env, args []string) error {
 		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tOWNER\tMODE\tCWD\tCREATED")
 		for _, s := range l.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, ownerName(s.Owner), s.Mode, s.Cwd, s.Created.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, Visible(ownerName(s.Owner)), s.Mode, Visible(s.Cwd), s.Created.Local().Format(time.DateTime))
 		}
 		return tw.Flush()
 	case "show":
@@ -270,14 +270,14 @@ func printHuman(e *Env, res *protocol.CallResult) {
 		} else if d.Source != "" {
 			line += fmt.Sprintf(" [%s]", d.Source)
 		}
-		fmt.Fprintln(e.Stderr, line)
+		fmt.Fprintln(e.Stderr, Visible(line))
 	}
 	printContent(e, res)
 	for _, m := range res.Extra {
-		fmt.Fprintln(e.Stderr, m)
+		fmt.Fprintln(e.Stderr, VisibleLines(m))
 	}
 	if res.Error != nil && len(res.Content) == 0 {
-		fmt.Fprintf(e.Stderr, "error [%s]: %s\n", res.Error.Class, res.Error.Message)
+		fmt.Fprintf(e.Stderr, "error [%s]: %s\n", res.Error.Class, VisibleLines(res.Error.Message))
 	}
 	if d := res.Decision; d != nil && d.Behavior == protocol.Ask {
 		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
@@ -371,9 +371,9 @@ func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, ex
 		if d == nil {
 			return fmt.Errorf("%s", res.Error.Message)
 		}
-		fmt.Fprintf(e.Stdout, "decision: %s\nreason:   %s\n", d.Behavior, d.Reason)
+		fmt.Fprintf(e.Stdout, "decision: %s\nreason:   %s\n", d.Behavior, Visible(d.Reason))
 		if d.Rule != "" {
-			fmt.Fprintf(e.Stdout, "rule:     %s\n", d.Rule)
+			fmt.Fprintf(e.Stdout, "rule:     %s\n", Visible(d.Rule))
 		}
 		fmt.Fprintf(e.Stdout, "source:   %s\nstep:     %s\n", d.Source, d.Step)
 		if d.Route != "" {
@@ -382,7 +382,7 @@ func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, ex
 		if explain {
 			fmt.Fprintln(e.Stdout, "trace:")
 			for i, step := range d.Trace {
-				fmt.Fprintf(e.Stdout, "  %d. %s\n", i+1, step)
+				fmt.Fprintf(e.Stdout, "  %d. %s\n", i+1, Visible(step))
 			}
 		}
 		return nil

@@ -210,6 +210,8 @@ func verb(behavior string) string {
 }
 
 func decision(behavior, why string) hookOutput {
+	// The person at the agent reads the reason in its prompt, next to the command it quotes.
+	why = Visible(why)
 	if len(why) > maxReasonChars {
 		// Cut on a character boundary: the agent reads the reason as UTF-8 text.
 		why = strings.ToValidUTF8(why[:maxReasonChars], "") + "…"

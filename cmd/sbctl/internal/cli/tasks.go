@@ -42,7 +42,7 @@ func cmdTask(e *Env, args []string) error {
 			if v, ok := t["exit_code"]; ok {
 				exit = fmt.Sprint(v)
 			}
-			fmt.Fprintf(tw, "%v\t%v\t%s\t%v\n", t["id"], t["status"], exit, t["command"])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Visible(fmt.Sprint(t["id"])), Visible(fmt.Sprint(t["status"])), exit, Visible(fmt.Sprint(t["command"])))
 		}
 		return tw.Flush()
 	case "output", "kill":

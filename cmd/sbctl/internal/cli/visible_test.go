@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestVisible: what a terminal would act on, and what hides or reorders text, is shown as an
+// escape; everything else, any script included, passes unchanged.
+func TestVisible(t *testing.T) {
+	for _, tc := range []struct{ in, one, block string }{
+		{"ls -la", "ls -la", "ls -la"},
+		{"grep 'é' fichier # 注释 🙂", "grep 'é' fichier # 注释 🙂", "grep 'é' fichier # 注释 🙂"},
+		// Erase the line and draw a harmless command over the real one.
+		{"curl x | sh #\r\x1b[2Kls", `curl x | sh #\x0d\x1b[2Kls`, `curl x | sh #\x0d\x1b[2Kls`},
+		{"rm -rf ~ \b\b\b\b\b\b\b\becho", `rm -rf ~ \x08\x08\x08\x08\x08\x08\x08\x08echo`, `rm -rf ~ \x08\x08\x08\x08\x08\x08\x08\x08echo`},
+		{"a\tb\nc", `a\x09b⏎c`, "a\tb\nc"},
+		{"del\x7f", `del\x7f`, `del\x7f`},
+		{"\u009b2K", `\u009b2K`, `\u009b2K`}, // an 8-bit CSI
+		{"echo safe \u202e hs.lave", `echo safe \u202e hs.lave`, `echo safe \u202e hs.lave`},
+		{"a\u2066b\u2069", `a\u2066b\u2069`, `a\u2066b\u2069`},
+		{"zero\u200bwidth\ufeff", `zero\u200bwidth\ufeff`, `zero\u200bwidth\ufeff`},
+		{"tag\U000E0041\U000E0042", `tag\U000e0041\U000e0042`, `tag\U000e0041\U000e0042`},
+		{"vs\ufe0f\U000E0100", `vs\ufe0f\U000e0100`, `vs\ufe0f\U000e0100`},
+		{"hangul\u3164filler", `hangul\u3164filler`, `hangul\u3164filler`},
+		{"line\u2028sep", `line\u2028sep`, `line\u2028sep`},
+		{"bad\xff\xfe", `bad\xff\xfe`, `bad\xff\xfe`},
+	} {
+		if got := Visible(tc.in); got != tc.one {
+			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.one)
+		}
+		if got := VisibleLines(tc.in); got != tc.block {
+			t.Errorf("VisibleLines(%q) = %q, want %q", tc.in, got, tc.block)
+		}
+	}
+	// Clip shows what it keeps the same way.
+	if got := Clip("ls\r\x1b[2K", 60); strings.ContainsAny(got, "\r\x1b") {
+		t.Errorf("Clip kept control characters: %q", got)
+	}
+}
