@@ -65,7 +65,7 @@ func auditStats(e *Env, args []string) error {
 				user = fmt.Sprint(r.Caller.UID)
 			}
 		}
-		byUTB[user+"\t"+orDash(r.Tool)+"\t"+r.Decision.Behavior]++
+		byUTB[Visible(user)+"\t"+Visible(orDash(r.Tool))+"\t"+Visible(r.Decision.Behavior)]++
 		switch r.Decision.Behavior {
 		case "deny":
 			denied[r.Tool+": "+Clip(InputSummary(r.Tool, r.Input), 100)]++
@@ -105,7 +105,7 @@ func auditStats(e *Env, args []string) error {
 	}{{"TOP DENIED", st.TopDenied}, {"TOP ASKING RULES (candidates for an allow)", st.TopAskingRules}} {
 		fmt.Fprintf(tw, "\n%s\tCALLS\n", list.title)
 		for _, c := range list.rows {
-			fmt.Fprintf(tw, "%s\t%d\n", c.Key, c.Count)
+			fmt.Fprintf(tw, "%s\t%d\n", Visible(c.Key), c.Count)
 		}
 	}
 	return tw.Flush()
