@@ -135,12 +135,16 @@ func until(t time.Time) string {
 func inputSummary(a protocol.Approval) string { return InputSummary(a.Tool, a.Input) }
 
 // InputSummary is the part of a call a person recognises: the command, the file, the URL or
-// the pattern, or else the input as it is.
+// the pattern with where it searches (a search is approved for its place as much as for its
+// pattern), or else the input as it is.
 func InputSummary(_ string, input json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(input, &m) == nil {
 		for _, k := range []string{"command", "file_path", "notebook_path", "url", "pattern"} {
 			if s, ok := m[k].(string); ok && s != "" {
+				if p, ok := m["path"].(string); ok && k == "pattern" && p != "" {
+					return s + " in " + p
+				}
 				return s
 			}
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,20 @@ func TestVisible(t *testing.T) {
 	// Clip shows what it keeps the same way.
 	if got := Clip("ls\r\x1b[2K", 60); strings.ContainsAny(got, "\r\x1b") {
 		t.Errorf("Clip kept control characters: %q", got)
+	}
+}
+
+// TestInputSummary: a search shows where it searches, not only its pattern.
+func TestInputSummary(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"command":"ls","description":"harmless"}`: "ls",
+		`{"pattern":"key","path":"/root/.ssh"}`:     "key in /root/.ssh",
+		`{"pattern":"*.go"}`:                        "*.go",
+		`{"file_path":"/etc/hosts","offset":2}`:     "/etc/hosts",
+		`{"other":1}`:                               `{"other":1}`,
+	} {
+		if got := InputSummary("", json.RawMessage(in)); got != want {
+			t.Errorf("InputSummary(%s) = %q, want %q", in, got, want)
+		}
 	}
 }
