@@ -3,6 +3,7 @@ package executor
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/session"
+	"golang.org/x/sys/unix"
 )
 
 // PreviewChars is the size of the preview that replaces a persisted result.
@@ -229,7 +231,10 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 }
 
 // createResultFile opens a new, empty file for the session owner in its results directory,
-// under a temporary name; finishResultFile gives it its content-addressed name.
+// under a temporary name; finishResultFile gives it its content-addressed name. The file stays
+// the daemon's: a file of the owner's own in the state volume (where the audit log lives) could
+// be grown without end from the owner's shell, whatever persisted_bytes_per_user counted. The
+// owner reads it through an ACL entry, which lets it neither write nor change the mode.
 func (h *Host) createResultFile(s *session.Session) (*os.File, error) {
 	dir, err := h.resultsDir(s)
 	if err != nil {
@@ -243,15 +248,49 @@ func (h *Host) createResultFile(s *session.Session) (*os.File, error) {
 	if err != nil {
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("create result file: %w", err))
 	}
-	uid, gid := int(s.Owner.UID), int(s.Owner.GID)
-	if os.Geteuid() == 0 || uid != os.Geteuid() {
-		if err := f.Chown(uid, gid); err != nil {
+	if uid := s.Owner.UID; int(uid) != os.Geteuid() {
+		if err := grantRead(f, uid); err != nil {
 			f.Close()
 			os.Remove(name)
-			return nil, errcode.New(errcode.Of(err), fmt.Errorf("give result file to its owner: %w", err))
+			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// POSIX ACL entries as the kernel takes them in system.posix_acl_access (linux/posix_acl_xattr.h).
+const (
+	aclXattrVersion = 2
+	aclUserObj      = 0x01
+	aclUser         = 0x02
+	aclGroupObj     = 0x04
+	aclMask         = 0x10
+	aclOther        = 0x20
+	aclUndefinedID  = 0xffffffff
+)
+
+// grantRead gives uid read access to f, whose owner stays the daemon: owner rw, user uid r,
+// nobody else anything (mode 0640 with the mask r, group empty).
+func grantRead(f *os.File, uid uint32) error {
+	var acl []byte
+	add := func(tag, perm uint16, id uint32) {
+		acl = binary.LittleEndian.AppendUint16(acl, tag)
+		acl = binary.LittleEndian.AppendUint16(acl, perm)
+		acl = binary.LittleEndian.AppendUint32(acl, id)
+	}
+	acl = binary.LittleEndian.AppendUint32(acl, aclXattrVersion)
+	add(aclUserObj, 6, aclUndefinedID)
+	add(aclUser, 4, uid)
+	add(aclGroupObj, 0, aclUndefinedID)
+	add(aclMask, 4, aclUndefinedID)
+	add(aclOther, 0, aclUndefinedID)
+	if err := unix.Fsetxattr(int(f.Fd()), "system.posix_acl_access", acl, 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			return errcode.Msg(errcode.Unavailable, "the state directory's filesystem has no POSIX ACLs, which sandboxd needs to let a user read a saved result it may not write; ask the administrator to mount it with ACLs")
+		}
+		return errcode.New(errcode.Of(err), fmt.Errorf("let the owner read the result file: %w", err))
+	}
+	return nil
 }
 
 // finishResultFile closes f and renames it to <sum>.txt; an identical result already there

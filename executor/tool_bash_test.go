@@ -2,6 +2,7 @@ package executor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -142,9 +143,14 @@ func TestBashTool(t *testing.T) {
 		if path == "" || !strings.Contains(text(r), "<persisted-output>") || len(text(r)) > 4000 {
 			t.Fatalf("%v %.300q", r.Data, text(r))
 		}
+		// The daemon's file, which the owner may read and not write, grow or chmod.
 		fi, err := os.Stat(path)
-		if err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != nobody {
+		if err != nil || fi.Mode().Perm() != 0o640 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 			t.Fatalf("persisted file %v %v", fi, err)
+		}
+		out, err := asUser(nobody, "head -c 5 "+path+"; echo x >> "+path+" || echo not-written; chmod 666 "+path+" || echo not-chmodded").CombinedOutput()
+		if got := string(out); !strings.HasPrefix(got, "1\n2\n3") || !strings.Contains(got, "not-written") || !strings.Contains(got, "not-chmodded") {
+			t.Fatalf("the owner's access to its persisted file: %q %v", got, err)
 		}
 		if dfi, _ := os.Stat(filepath.Dir(path)); dfi.Mode().Perm() != 0o711 || dfi.Sys().(*syscall.Stat_t).Uid != 0 {
 			t.Fatalf("results dir %v", dfi.Mode())
@@ -281,4 +287,11 @@ func TestBash20GBOutputBoundedMemory(t *testing.T) {
 	if peak-before > 96<<20 {
 		t.Fatalf("daemon RSS grew by %d MiB", (peak-before)>>20)
 	}
+}
+
+// asUser is `sh -c script` as uid (and gid uid), with no supplementary groups.
+func asUser(uid uint32, script string) *exec.Cmd {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+	return cmd
 }
