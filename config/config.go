@@ -105,6 +105,11 @@ type Network struct {
 	// daemon keeps in its state directory (and tells proxied sessions to trust), so
 	// WebFetch(METHOD host/path) rules apply to HTTPS too. Read at start.
 	TLSIntercept bool `json:"tls_intercept"`
+	// AllowEncryptedClientHello lets a tunnel's TLS offer to encrypt its server name (Chrome
+	// does on every connection, with a GREASE offer no proxy can tell from a real one). The
+	// visible name must still be the tunnel's host; a real offer then hides which customer of
+	// a shared front it reaches. Read at start.
+	AllowEncryptedClientHello bool `json:"allow_encrypted_client_hello"`
 }
 
 // EffectiveNetworkMode is network.mode, or host when sandbox.allow_network asks for it.

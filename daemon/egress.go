@@ -44,6 +44,7 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	e := &egressProxy{
 		srv: &egress.Server{
 			Decide: c.decideEgress, Audit: c.recorder.netConnect, AllowPrivate: private,
+			AllowECH:     cfg.Network.AllowEncryptedClientHello,
 			RatePerOwner: cfg.Limits.EgressRequestsPerSecondPerUser, BurstPerOwner: cfg.Limits.EgressRequestsBurstPerUser,
 			Logger: log,
 		},

@@ -417,6 +417,7 @@ func restartOnly(old, cfg config.Config) []string {
 		{"policy_dir", old.PolicyDir != cfg.PolicyDir},
 		{"metrics", old.Metrics != cfg.Metrics},
 		{"network.tls_intercept", old.Network.TLSIntercept != cfg.Network.TLSIntercept},
+		{"network.allow_encrypted_client_hello", old.Network.AllowEncryptedClientHello != cfg.Network.AllowEncryptedClientHello},
 		{"network.allow_private_cidrs", strings.Join(old.Network.AllowPrivateCIDRs, ",") != strings.Join(cfg.Network.AllowPrivateCIDRs, ",")},
 		{"network.proxy_port", old.Network.ProxyPort != cfg.Network.ProxyPort},
 	}

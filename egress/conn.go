@@ -252,7 +252,7 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		_ = c.Close()
 		_ = uc.Close()
 	}()
-	first, refused, err := openStream(c, br, t, s.headerTimeout())
+	first, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
 	if refused != "" {
 		_, _ = unwrap(c).Write(tlsAlertAccessDenied)
 		s.recordRefusal(ctx, p, t, up.RemoteAddr(), refused)

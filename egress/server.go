@@ -126,6 +126,10 @@ type Server struct {
 	Dialer Dialer
 	// AllowPrivate lists the non-public ranges that may be reached anyway.
 	AllowPrivate []netip.Prefix
+	// AllowECH lets a tunnel's ClientHello carry an encrypted ClientHello extension as long as
+	// its visible server name is the tunnel's host. Chrome sends one (a GREASE one, which
+	// cannot be told from a real one) on every connection; a real one hides the name it means.
+	AllowECH bool
 	// MaxConns caps concurrent client connections over all listeners (DefaultMaxConns if 0).
 	MaxConns int
 	// MaxConnsPerOwner caps one owner's (DefaultMaxConnsOwner if 0), so one user's programs

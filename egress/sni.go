@@ -38,7 +38,7 @@ var tlsAlertAccessDenied = []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49}
 // starts with a TLS handshake; anything else passes as it comes, decided by host. A ClientHello
 // is read under the header deadline and bound, so a client cannot hold the check open or make
 // it buffer without end.
-func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Duration) ([]byte, string, error) {
+func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Duration, allowECH bool) ([]byte, string, error) {
 	b, err := br.Peek(1)
 	if err != nil {
 		return nil, "", err
@@ -55,8 +55,8 @@ func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Dur
 		}
 		return seen, fmt.Sprintf("the tunnel's stream starts with a TLS handshake the proxy cannot read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
 	}
-	if slices.Contains(hello.extensions, extEncryptedClientHello) || slices.Contains(hello.extensions, extEncryptedServerName) {
-		return seen, fmt.Sprintf("the TLS ClientHello in the tunnel to %s encrypts the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off for sandboxed clients", t.host, t.host), nil
+	if !allowECH && (slices.Contains(hello.extensions, extEncryptedClientHello) || slices.Contains(hello.extensions, extEncryptedServerName)) {
+		return seen, fmt.Sprintf("the TLS ClientHello in the tunnel to %s offers to encrypt the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off in the client (Chrome: --disable-features=EncryptedClientHello), or an administrator may allow it with network.allow_encrypted_client_hello", t.host, t.host), nil
 	}
 	if hello.serverName == "" {
 		return seen, "", nil // the server's default name, at the address the tunnel was decided on

@@ -102,7 +102,7 @@ func TestTunnelServerName(t *testing.T) {
 			if !bytes.Equal(got, tlsAlertAccessDenied) {
 				t.Errorf("extension %#x: client read %x, want the access_denied alert", ext, got)
 			}
-			if evs := rec.audited(); !strings.Contains(evs[len(evs)-1].Reason, "encrypts the server name") {
+			if evs := rec.audited(); !strings.Contains(evs[len(evs)-1].Reason, "offers to encrypt the server name") {
 				t.Errorf("extension %#x: last event %+v", ext, evs[len(evs)-1])
 			}
 		}
@@ -171,15 +171,20 @@ func rawClientHello(host string, ext uint16) []byte {
 func TestOpenStream(t *testing.T) {
 	t.Parallel()
 	hello := rawClientHello("front.test", 0x1234)
+	ech := rawClientHello("front.test", extEncryptedClientHello)
 	for _, tc := range []struct {
 		name, host, stream string
+		allowECH           bool
 		wantRefused        bool
 	}{
-		{"matching name, early data behind it", "front.test", string(hello) + "early", false},
-		{"other name", "example.com", string(hello), true},
-		{"not TLS", "example.com", "GET / HTTP/1.1\r\n\r\n", false},
-		{"cut-off hello", "front.test", string(hello[:20]), true},
-		{"not a ClientHello", "front.test", "\x16\x03\x01\x00\x04\x02\x00\x00\x00", true},
+		{"matching name, early data behind it", "front.test", string(hello) + "early", false, false},
+		{"other name", "example.com", string(hello), false, true},
+		{"not TLS", "example.com", "GET / HTTP/1.1\r\n\r\n", false, false},
+		{"cut-off hello", "front.test", string(hello[:20]), false, true},
+		{"not a ClientHello", "front.test", "\x16\x03\x01\x00\x04\x02\x00\x00\x00", false, true},
+		{"encrypted ClientHello", "front.test", string(ech), false, true},
+		{"encrypted ClientHello allowed", "front.test", string(ech), true, false},
+		{"encrypted ClientHello allowed, other name", "example.com", string(ech), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := net.Pipe()
@@ -190,7 +195,7 @@ func TestOpenStream(t *testing.T) {
 			}()
 			ic := newIdleConn(a, 5*time.Second, nil)
 			br := bufio.NewReader(ic)
-			first, refused, err := openStream(ic, br, target{host: tc.host}, 5*time.Second)
+			first, refused, err := openStream(ic, br, target{host: tc.host}, 5*time.Second, tc.allowECH)
 			if err != nil {
 				t.Fatalf("err %v", err)
 			}
