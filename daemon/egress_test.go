@@ -332,3 +332,15 @@ func TestEgressTunnelServerName(t *testing.T) {
 		t.Errorf("%d refusals of the fronted tunnels in the audit log, want 2", refused)
 	}
 }
+
+// TestEgressAllowECHWired: network.allow_encrypted_client_hello reaches the proxy (its effect
+// is egress/TestOpenStream's).
+func TestEgressAllowECHWired(t *testing.T) {
+	for yaml, want := range map[string]bool{"": false, "network:\n  allow_encrypted_client_hello: true\n": true} {
+		t.Run(fmt.Sprint(want), func(t *testing.T) {
+			if got := startDaemon(t, yaml).d.core.egress.srv.AllowECH; got != want {
+				t.Errorf("config %q: AllowECH %v", yaml, got)
+			}
+		})
+	}
+}
