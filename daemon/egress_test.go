@@ -254,18 +254,27 @@ func TestEgressMethodPathRules(t *testing.T) {
 	}
 }
 
+// registrySession serves gitAndHello's pages with serve (plain or TLS) on loopback, starts a
+// daemon whose proxy may reach loopback and resolves *.test there (config adds to that), and
+// makes a proxied session allowed registry.test. It returns the daemon, the session and the
+// server's port.
+func registrySession(t *testing.T, serve func(http.Handler) *httptest.Server, config string) (*testDaemon, protocol.Session, int) {
+	t.Helper()
+	mux, _, _ := gitAndHello(t, "hello from ")
+	srv := serve(mux)
+	t.Cleanup(srv.Close)
+	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n"+config)
+	td.d.core.egress.srv.Resolver = testResolver{}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{"allow":["WebFetch(domain:registry.test)"]}}`, testHostDir(t)))
+	return td, s, srv.Listener.Addr().(*net.TCPAddr).Port
+}
+
 // TestEgressPace: one user's proxied requests are paced (limits.egress_requests_*_per_user),
 // since each is an audit record: past the burst a request that would wait too long gets a 429
 // and is neither decided nor recorded. A record keeps the first 4 KiB of a long path.
 func TestEgressPace(t *testing.T) {
-	mux, _, _ := gitAndHello(t, "hello from ")
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	// After three requests, one every 100 s: the fourth would wait far past the 5 s it may.
-	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\nlimits:\n  egress_requests_per_second_per_user: 0.01\n  egress_requests_burst_per_user: 3\n")
-	td.d.core.egress.srv.Resolver = testResolver{}
-	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{"allow":["WebFetch(domain:registry.test)"]}}`, testHostDir(t)))
+	td, s, port := registrySession(t, httptest.NewServer, "limits:\n  egress_requests_per_second_per_user: 0.01\n  egress_requests_burst_per_user: 3\n")
 	long := "/hello/" + strings.Repeat("q", 10<<10)
 	at := func(p string) string { return fmt.Sprintf("http://registry.test:%d%s", port, p) }
 	cmd := "for u in " + at(long) + " " + at("/hello") + " " + at("/hello") + " " + at("/hello") + `; do out=$(curl -s -w ' %{http_code}' "$u" | tr -d '\n'); echo "${out:0:150} ${out: -3}"; done`
@@ -304,13 +313,7 @@ func TestEgressPace(t *testing.T) {
 // HTTP proxy and through SOCKS5) ends with the proxy's access_denied alert, and the audit log
 // says why.
 func TestEgressTunnelServerName(t *testing.T) {
-	mux, _, _ := gitAndHello(t, "hello from ")
-	srv := httptest.NewTLSServer(mux)
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	td := startDaemon(t, "network:\n  allow_private_cidrs: [127.0.0.0/8]\n")
-	td.d.core.egress.srv.Resolver = testResolver{}
-	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{"allow":["WebFetch(domain:registry.test)"]}}`, testHostDir(t)))
+	td, s, port := registrySession(t, httptest.NewTLSServer, "")
 	// -k: the test server's certificate names example.com; the server name curl sends is
 	// what is under test, not its verification.
 	front := fmt.Sprintf("--connect-to other.test:%d:registry.test:%d https://other.test:%d/hello", port, port, port)

@@ -65,21 +65,9 @@ func testTunnelCarriesBulk(t *testing.T) {
 	_, _ = r.Read(payload)
 	want := sha256.Sum256(payload)
 	// The origin echoes what it reads, so the same bytes cross the proxy both ways.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
+	origin := echoOnce(t, "")
 	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
-	c, br := connectTunnel(t, startProxy(t, s), l.Addr().String())
+	c, br := connectTunnel(t, startProxy(t, s), origin)
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	go func() {

@@ -250,6 +250,27 @@ func echoServer(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// echoOnce serves one connection on loopback: it sends banner first (an origin that speaks
+// first), then echoes what it reads. It returns the address.
+func echoOnce(t *testing.T, banner string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, banner)
+		_, _ = io.Copy(c, c)
+	}()
+	return l.Addr().String()
+}
+
 func connectTunnel(t *testing.T, proxyAddr, target string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.Dial("tcp", proxyAddr)

@@ -110,21 +110,8 @@ func TestTunnelServerName(t *testing.T) {
 
 	t.Run("not TLS", func(t *testing.T) {
 		// An origin that speaks first: its banner must reach a client that waits for it.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			_, _ = io.WriteString(c, "SSH-2.0-banner\r\n")
-			_, _ = io.Copy(c, c)
-		}()
-		c, br := connectTunnel(t, addr, "front.test:"+portOf(t, l.Addr().String()))
+		origin := echoOnce(t, "SSH-2.0-banner\r\n")
+		c, br := connectTunnel(t, addr, "front.test:"+portOf(t, origin))
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		line, err := br.ReadString('\n')
