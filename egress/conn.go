@@ -254,8 +254,9 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 	}()
 	first, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
 	if refused != "" {
-		_, _ = unwrap(c).Write(tlsAlertAccessDenied)
+		// Recorded before the client learns of it, as every decision is.
 		s.recordRefusal(ctx, p, t, up.RemoteAddr(), refused)
+		_, _ = unwrap(c).Write(tlsAlertAccessDenied)
 		lingerClose(c)
 		_ = uc.Close()
 		return
