@@ -177,8 +177,8 @@ func Replay(e *cli.Env, args []string) error {
 			fmt.Fprintln(tw, "SEQ\tTIME\tUSER\tTOOL\tINPUT\tCHANGE\tRULE\tREASON")
 		}
 		for _, row := range rows {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Seq, row.Time.Local().Format(time.DateTime), row.User, row.Tool,
-				cli.Clip(row.Input, 60), row.Change, dash(row.New.Rule), cli.Clip(row.New.Reason, 80))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Seq, row.Time.Local().Format(time.DateTime), cli.Visible(row.User), cli.Visible(row.Tool),
+				cli.Clip(row.Input, 60), row.Change, cli.Visible(dash(row.New.Rule)), cli.Clip(row.New.Reason, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
