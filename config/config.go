@@ -226,6 +226,9 @@ type Sandbox struct {
 	CacheDirs []string `json:"cache_dirs"`
 	// AllowNetwork gives children the host network instead of loopback only.
 	AllowNetwork bool `json:"allow_network"`
+	// AllowUnixSockets lets children create AF_UNIX sockets, and so connect to any pathname
+	// socket the session's owner may reach (refused by default: see sandbox.Spec).
+	AllowUnixSockets bool `json:"allow_unix_sockets"`
 }
 
 // Audit configures the audit log.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,53 @@ func TestDaemonDenyPathsExist(t *testing.T) {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("the daemon denies %s, which does not exist: %v", p, err)
 		}
+	}
+}
+
+// A socket of the caller's own outside the sandbox acts with the caller's rights and secrets,
+// and connect(2) is no filesystem right: git's credential cache, reached from a confined
+// call, handed out the cached password. Calls cannot make unix sockets unless the config
+// allows them (read at reload).
+func TestUnixSocketOfTheCallerUnreachable(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git (its credential cache is the socket under test)")
+	}
+	td := startDaemon(t, "sandbox:\n  pids_max: 64\n")
+	host, err := os.MkdirTemp("/var/tmp", "sandboxd-cc-") // outside every child's private /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	sock := filepath.Join(host, "cc", "socket")
+	cache := func(stdin string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(git, append([]string{"credential-cache", "--socket", sock}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git credential-cache %v: %v: %s", args, err, out)
+		}
+	}
+	cache("protocol=https\nhost=example.com\nusername=alice\npassword=s3cret-token\n\n", "--timeout", "120", "store")
+	t.Cleanup(func() { cache("", "exit") })
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	get := fmt.Sprintf(`printf 'protocol=https\nhost=example.com\n\n' | git credential-cache --socket %s get; python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1`, sock)
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, get))
+	if out := fmt.Sprint(res.Data["stdout"]); strings.Contains(out, "s3cret-token") || !strings.Contains(out, "PermissionError") {
+		t.Fatalf("a confined call reached the caller's credential cache, or made a unix socket: %+v", res.Data)
+	}
+
+	cfgPath := td.d.opts.ConfigPath
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := strings.Replace(string(cfg), "sandbox:\n", "sandbox:\n  allow_unix_sockets: true\n", 1)
+	if err := os.WriteFile(cfgPath, []byte(allowed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+	if _, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, get)); !strings.Contains(fmt.Sprint(res.Data["stdout"]), "s3cret-token") {
+		t.Fatalf("sandbox.allow_unix_sockets: true did not let the call reach the socket: %+v", res.Data)
 	}
 }

@@ -96,6 +96,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
 		DenyPaths:         h.denyPaths(cfg, home),
 		AllowNetwork:      s.Network == config.NetworkHost,
+		AllowUnixSockets:  cfg.AllowUnixSockets,
 		Limits: sandbox.Limits{
 			MemoryMaxBytes: cfg.MemoryMaxBytes, PidsMax: cfg.PidsMax, CPUQuotaMilli: cfg.CPUQuotaMilli,
 			FileSizeMaxBytes: cfg.FileSizeMaxBytes, OpenFilesMax: cfg.OpenFilesMax, TmpSizeBytes: cfg.TmpSizeBytes,

@@ -25,6 +25,7 @@ type escapeEnv struct {
 	hostPort                            int // a listener on the host's 127.0.0.1
 	hostHits                            *atomic.Int32
 	abstract                            string // an abstract unix socket of the host
+	unixSock                            string // a pathname unix socket of the host the caller may connect to
 }
 
 const secret = "s3cr3t-do-not-leak"
@@ -69,21 +70,35 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 	e.abstract = fmt.Sprintf("@sbx-escape-%d-%d", os.Getpid(), escapeEnvSeq.Add(1))
 	uln, err := net.Listen("unix", e.abstract)
 	must(err)
-	done := make(chan struct{}, 2)
-	for _, l := range []net.Listener{ln, uln} {
-		go func(l net.Listener) {
+	// As a server of the caller's own outside the sandbox (git's credential cache, an ssh
+	// ControlMaster): owned by the caller, in a directory the child sees.
+	e.unixSock = filepath.Join(base, "host.sock")
+	pln, err := net.Listen("unix", e.unixSock)
+	must(err)
+	must(os.Chown(e.unixSock, nobody, nobody))
+	done := make(chan struct{}, 3)
+	// The pathname socket's connections are not counted: a case connects to it on purpose.
+	for l, hits := range map[net.Listener]*atomic.Int32{ln: e.hostHits, uln: e.hostHits, pln: {}} {
+		go func() {
 			defer func() { done <- struct{}{} }()
 			for {
 				c, err := l.Accept()
 				if err != nil {
 					return
 				}
-				e.hostHits.Add(1)
+				hits.Add(1)
 				c.Close()
 			}
-		}(l)
+		}()
 	}
-	t.Cleanup(func() { ln.Close(); uln.Close(); <-done; <-done })
+	t.Cleanup(func() {
+		ln.Close()
+		uln.Close()
+		pln.Close()
+		<-done
+		<-done
+		<-done
+	})
 	return e
 }
 
@@ -94,6 +109,13 @@ libc.syscall.restype=ctypes.c_long
 a=[ctypes.c_ulong(int(x,0)) for x in sys.argv[2:]]
 r=libc.syscall(ctypes.c_long(int(sys.argv[1],0)),*a)
 print("errno="+errno.errorcode[ctypes.get_errno()] if r<0 else "ok")`
+
+// pyUnixSocket tries the host's pathname socket $UNIXSOCK, then a socketpair.
+const pyUnixSocket = `python3 -c 'import socket,os
+try:
+  s=socket.socket(socket.AF_UNIX); s.connect(os.environ["UNIXSOCK"]); print("connected")
+except OSError as e: print("socket refused", e.errno)
+a,b=socket.socketpair(); a.send(b"x"); print("socketpair ok" if b.recv(1)==b"x" else "socketpair broken")'`
 
 // pyTIOCSTI makes a fresh pty its controlling terminal (so the kernel itself would allow the
 // call) and tries to inject input, plainly and with high bits set in the command.
@@ -333,8 +355,13 @@ c=socket.create_connection(l.getsockname()); print("inside ok")'`, check: wantOu
 s=socket.socket(socket.AF_UNIX)
 try: s.connect("\0"+os.environ["ABSTRACT"][1:]); print("connected")
 except OSError as e: print("refused", e.errno)'`,
-			spec:  func(e *escapeEnv, s *Spec) { s.AllowNetwork = true }, // same netns: only landlock stops it
+			// Same netns, unix sockets allowed: only landlock's scope stops it.
+			spec:  func(e *escapeEnv, s *Spec) { s.AllowNetwork, s.AllowUnixSockets = true, true },
 			check: wantOut("refused 1")},
+		{name: "unix_socket_of_the_host_refused", script: pyUnixSocket, check: wantOut("socket refused 1", "socketpair ok")},
+		{name: "unix_socket_of_the_host_when_allowed", script: pyUnixSocket,
+			spec:  func(e *escapeEnv, s *Spec) { s.AllowUnixSockets = true },
+			check: wantOut("connected", "socketpair ok")},
 		{name: "net_packet_socket", script: `python3 -c 'import socket
 try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print("opened")
 except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
@@ -388,6 +415,8 @@ except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
 		{"io_uring_enter", 426, []string{"0", "0", "0", "0", "0", "0"}},
 		{"io_uring_register", 427, []string{"0", "0", "0", "0"}},
 		{"personality_no_aslr", 135, []string{"0x0040000"}},
+		{"socket_unix", 41, []string{"1", "1", "0"}},
+		{"socket_unix_high_bits", 41, []string{"0x100000001", "1", "0"}},
 		{"x32_abi_getpid", 0x40000000 + 39, nil},
 	} {
 		cases = append(cases, syscallCase(sc.name, sc.nr, sc.args...))
@@ -428,7 +457,7 @@ func runEscapeCase(t *testing.T, s *Sandbox, e *escapeEnv, i int, tc escapeCase,
 		Path: "/bin/sh", Args: []string{"-c", tc.script},
 		Env: []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "W=" + e.work, "OUT=" + e.outside,
 			"H=" + e.home, "B=" + e.base, fmt.Sprintf("HOSTPID=%d", os.Getpid()),
-			fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract},
+			fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract, "UNIXSOCK=" + e.unixSock},
 		Dir: e.work, UID: nobody, GID: nobody,
 		WritableDirs: []string{e.work},
 		DenyPaths: []string{filepath.Join(e.home, ".ssh"), filepath.Join(e.home, ".env"),

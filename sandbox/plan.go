@@ -58,7 +58,10 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		},
 		landlock: ll,
 		early:    s.bpfEarly,
-		late:     s.bpfLate,
+		late:     [][]byte{s.bpfLate},
+	}
+	if spec.AllowUnixSockets {
+		cs.late = [][]byte{s.bpfLateUnix}
 	}
 	// The next pooled inits are made in this user's cgroup: the next call is most likely theirs.
 	if s.userHint.Load() != spec.UID {

@@ -74,7 +74,8 @@ type Sandbox struct {
 
 	cg          *cgroupLayout
 	bpfEarly    [][]byte                     // seccomp filters a pooled init loads in its prelude
-	bpfLate     [][]byte                     // seccomp filters loaded just before execve (refuseSetup)
+	bpfLate     []byte                       // the seccomp filter loaded just before execve (refuseSetup)
+	bpfLateUnix []byte                       // the same for a Spec that allows unix sockets
 	prelude     []byte                       // encodePrelude: what a pooled init does before its call
 	llHint      atomic.Pointer[landlockHint] // the landlock base new pooled inits prebuild
 	netnsHint   atomic.Pointer[string]       // the session whose netns new pooled inits join
@@ -174,26 +175,29 @@ func (s *Sandbox) init() error {
 		s.log.Warn("reap leftover cgroups", zap.Error(err))
 	}
 	// Loaded in this order: the ioctl refinement, the allowlist (which still lets the setup
-	// syscalls through), then, just before execve, refuseSetup. A pooled init loads the first
-	// two in its prelude.
-	for i, build := range []func() (*seccomp.ScmpFilter, error){
-		refuseIoctls,
-		func() (*seccomp.ScmpFilter, error) { return compileSeccomp(s.cfg.ExtraSyscalls) },
-		func() (*seccomp.ScmpFilter, error) { return refuseSetup(s.cfg.ExtraSyscalls) },
-	} {
+	// syscalls through), then, just before execve, refuseSetup, in the variant the call's
+	// Spec.AllowUnixSockets picks. A pooled init loads the first two in its prelude.
+	bpf := func(build func() (*seccomp.ScmpFilter, error)) ([]byte, error) {
 		f, err := build()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b, err := exportBPF(f)
-		f.Release()
+		defer f.Release()
+		return exportBPF(f)
+	}
+	for _, build := range []func() (*seccomp.ScmpFilter, error){
+		refuseIoctls,
+		func() (*seccomp.ScmpFilter, error) { return compileSeccomp(s.cfg.ExtraSyscalls) },
+	} {
+		b, err := bpf(build)
 		if err != nil {
 			return err
 		}
-		if i < 2 {
-			s.bpfEarly = append(s.bpfEarly, b)
-		} else {
-			s.bpfLate = append(s.bpfLate, b)
+		s.bpfEarly = append(s.bpfEarly, b)
+	}
+	for refuseUnix, late := range map[bool]*[]byte{true: &s.bpfLate, false: &s.bpfLateUnix} {
+		if *late, err = bpf(func() (*seccomp.ScmpFilter, error) { return refuseSetup(s.cfg.ExtraSyscalls, refuseUnix) }); err != nil {
+			return err
 		}
 	}
 	if s.prelude, err = encodePrelude(s.bpfEarly, s.limits.TmpSizeBytes, nil, false); err != nil {

@@ -48,7 +48,7 @@ func TestSeccompGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer main.Release()
-	last, err := refuseSetup(nil)
+	last, err := refuseSetup(nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,8 +167,15 @@ func refiningFilter() (f *seccomp.ScmpFilter, eperm seccomp.ScmpAction, err erro
 }
 
 // refuseSetup is the last filter: EPERM for setupOnly, everything else left to the filters
-// before it.
-func refuseSetup(extra []string) (*seccomp.ScmpFilter, error) {
+// before it. With refuseUnix it also refuses socket(AF_UNIX, ...) (Spec.AllowUnixSockets):
+// connect(2) to a pathname socket is no filesystem right, so neither the mounts nor landlock
+// stop a program from reaching a server of the caller's outside the sandbox (git's credential
+// cache, an ssh ControlMaster, a database with peer authentication) unless it cannot make the
+// socket. socketpair(2) stays: its two ends reach nothing else.
+//
+// WARNING: the child's syscall surface; rerun as root after changing:
+// go test -run 'TestEscape|TestSeccompGolden' ./sandbox/
+func refuseSetup(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
 	f, eperm, err := refiningFilter()
 	if err != nil {
 		return nil, err
@@ -181,6 +188,24 @@ func refuseSetup(extra []string) (*seccomp.ScmpFilter, error) {
 		if err := f.AddRule(nr, eperm); err != nil {
 			f.Release()
 			return nil, fmt.Errorf("refuse %s: %w", n, err)
+		}
+	}
+	if refuseUnix {
+		nr, err := seccomp.GetSyscallFromName("socket")
+		if err != nil {
+			f.Release()
+			return nil, fmt.Errorf("socket syscall: %w", err)
+		}
+		// The kernel takes the family as an int: the upper half of the register is masked off
+		// so no high bits can pass AF_UNIX by the comparison.
+		unixFamily, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, 0xffffffff, unix.AF_UNIX)
+		if err != nil {
+			f.Release()
+			return nil, fmt.Errorf("socket condition: %w", err)
+		}
+		if err := f.AddRuleConditional(nr, eperm, []seccomp.ScmpCondition{unixFamily}); err != nil {
+			f.Release()
+			return nil, fmt.Errorf("refuse unix sockets: %w", err)
 		}
 	}
 	return f, nil

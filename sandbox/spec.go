@@ -63,6 +63,11 @@ type Spec struct {
 	// are always added (mount-hidden only: landlock does not govern connect(2)).
 	DenyPaths    []string
 	AllowNetwork bool // false: the session's own network namespace with loopback only
+	// AllowUnixSockets lets the program create AF_UNIX sockets. Without it socket(AF_UNIX)
+	// fails with EPERM (socketpair still works): connect(2) is no filesystem right, so a
+	// pathname socket of a server outside the sandbox that the caller can reach would take
+	// the program's requests past every other confinement.
+	AllowUnixSockets bool
 
 	Limits Limits // overrides of Config.Limits, 0 = keep
 

@@ -118,13 +118,19 @@ except OSError as e: print("refused", e.errno)' `
 			script: "echo pkg > " + cache + "/pkg && echo cached", want: []string{"cached"}},
 		{name: "cache_dir_not_configured", dir: repo,
 			script: "echo pkg > " + cache + "/pkg2", want: []string{"Read-only file system"}},
+		// The sockets' hide list, which is what stands where the config allows unix sockets.
 		{name: "ssh_agent_socket_allowed_by_path", dir: repo,
-			spec:   func(s *Spec) { s.ReadOnlyDirs = []string{agentDir} },
+			spec:   func(s *Spec) { s.ReadOnlyDirs, s.AllowUnixSockets = []string{agentDir}, true },
 			script: pyConnect + agentSock, want: []string{"connected agent-hello"}},
 		{name: "ssh_agent_socket_not_allowed", dir: repo,
+			spec:   func(s *Spec) { s.AllowUnixSockets = true },
 			script: pyConnect + agentSock, want: []string{"refused 2"}},
 		{name: "docker_sock_denied_by_default", dir: repo,
+			spec:   func(s *Spec) { s.AllowUnixSockets = true },
 			script: pyConnect + dockerSock, want: []string{"refused 111"}},
+		{name: "ssh_agent_socket_unix_sockets_refused", dir: repo,
+			spec:   func(s *Spec) { s.ReadOnlyDirs = []string{agentDir} },
+			script: pyConnect + agentSock, want: []string{"PermissionError"}},
 		{name: "go_worker_via_proc_self_exe", dir: repo,
 			spec: func(s *Spec) {
 				s.Path, s.Args = "/proc/self/exe", []string{"worker", "x"}
