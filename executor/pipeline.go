@@ -505,8 +505,13 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	if st.decideOnly {
 		kind = KindDecide
 	}
+	// Durable before the answer where the record stands for an effect that may change
+	// something: a call that ran, or a decision that lets the caller run it (a hook's agent
+	// runs what was decided). A read-only call, run or only decided, and a decision that
+	// allows nothing have no effect but what they disclose: written, as the Waits say.
 	wait := WaitDurable
-	if st.ran && st.readOnly {
+	allowed := st.decision != nil && st.decision.Behavior == permission.Allow
+	if st.readOnly && (st.ran || st.decideOnly) || !st.ran && !allowed {
 		wait = WaitWritten
 	}
 	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Policy: st.policy, Outcome: out, Wait: wait}); err != nil {

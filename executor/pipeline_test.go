@@ -239,7 +239,8 @@ func TestProgressEventsReachTheCaller(t *testing.T) {
 }
 
 // A call that may write waits for a durable start and end; a read-only one queues its start
-// and waits for its end to be written; a read whose end cannot be recorded is withheld.
+// and waits for its end to be written; a read whose end cannot be recorded is withheld. A
+// decision alone is durable only where it lets the caller change something.
 func TestAuditWaitsByEffect(t *testing.T) {
 	for _, tc := range []struct {
 		msg   string
@@ -252,6 +253,28 @@ func TestAuditWaitsByEffect(t *testing.T) {
 		p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"`+tc.msg+`"}`), nil)
 		if len(rec.kinds) != 2 || rec.kinds[0] != KindStart || rec.waits[0] != tc.start || rec.waits[1] != tc.end {
 			t.Errorf("%s: records %v waits %v", tc.msg, rec.kinds, rec.waits)
+		}
+	}
+	// A decision waits to be durable only when it lets the caller do what may change
+	// something (a hook's agent runs it): a read-only allow, a deny and an ask are written.
+	deny := &decideBy{d: permission.Decision{Behavior: permission.Deny, Reason: "no"}}
+	ask := &decideBy{d: permission.Decision{Behavior: permission.Ask, Reason: "maybe"}}
+	for _, tc := range []struct {
+		name string
+		d    *decideBy
+		msg  string
+		want Wait
+	}{
+		{"allowed write", allow(), "write", WaitDurable},
+		{"allowed read", allow(), "read", WaitWritten},
+		{"denied write", deny, "write", WaitWritten},
+		{"asked write", ask, "write", WaitWritten},
+	} {
+		rec := &memRecorder{}
+		p, s := newTestPipeline(t, tc.d, rec, echoDef(new(int)))
+		p.Decide(context.Background(), s, s.Owner, req("Echo", `{"msg":"`+tc.msg+`"}`))
+		if len(rec.kinds) != 1 || rec.kinds[0] != KindDecide || rec.waits[0] != tc.want {
+			t.Errorf("decide, %s: records %v waits %v, want one %s waiting %v", tc.name, rec.kinds, rec.waits, KindDecide, tc.want)
 		}
 	}
 	ran := 0

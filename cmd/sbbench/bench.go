@@ -321,7 +321,7 @@ func (e *env) decide(ctx context.Context) error {
 		_ = e.c.DeleteSession(ctx, sid)
 		for _, q := range p50p99 {
 			e.rep.add(Row{Section: sec, Name: fmt.Sprintf("socket decide %d rules %s", n, q.name), Value: us(l.q(q.q)), Unit: "µs",
-				Baseline: us(health.q(q.q)), BaselineName: "GET /v1/healthz", Note: "includes the call.decide audit fsync"})
+				Baseline: us(health.q(q.q)), BaselineName: "GET /v1/healthz", Note: "includes the call.decide audit record, fsynced for the decision that allows a change"})
 		}
 	}
 	return nil
