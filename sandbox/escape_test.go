@@ -26,6 +26,7 @@ type escapeEnv struct {
 	hostHits                            *atomic.Int32
 	abstract                            string // an abstract unix socket of the host
 	unixSock                            string // a pathname unix socket of the host the caller may connect to
+	unixDgram                           string // the same, a datagram socket
 }
 
 const secret = "s3cr3t-do-not-leak"
@@ -76,6 +77,18 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 	pln, err := net.Listen("unix", e.unixSock)
 	must(err)
 	must(os.Chown(e.unixSock, nobody, nobody))
+	e.unixDgram = filepath.Join(base, "host-dgram.sock")
+	dg, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: e.unixDgram, Net: "unixgram"})
+	must(err)
+	must(os.Chown(e.unixDgram, nobody, nobody))
+	go func() {
+		for b := make([]byte, 64); ; {
+			if _, _, err := dg.ReadFrom(b); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { dg.Close() })
 	done := make(chan struct{}, 3)
 	// The pathname socket's connections are not counted: a case connects to it on purpose.
 	for l, hits := range map[net.Listener]*atomic.Int32{ln: e.hostHits, uln: e.hostHits, pln: {}} {
@@ -110,12 +123,16 @@ a=[ctypes.c_ulong(int(x,0)) for x in sys.argv[2:]]
 r=libc.syscall(ctypes.c_long(int(sys.argv[1],0)),*a)
 print("errno="+errno.errorcode[ctypes.get_errno()] if r<0 else "ok")`
 
-// pyUnixSocket tries the host's pathname socket $UNIXSOCK, then a socketpair.
+// pyUnixSocket tries the host's pathname socket $UNIXSOCK, then a socketpair, then the
+// host's datagram socket $UNIXDGRAM through a datagram pair's end (connectable again).
 const pyUnixSocket = `python3 -c 'import socket,os
 try:
   s=socket.socket(socket.AF_UNIX); s.connect(os.environ["UNIXSOCK"]); print("connected")
 except OSError as e: print("socket refused", e.errno)
-a,b=socket.socketpair(); a.send(b"x"); print("socketpair ok" if b.recv(1)==b"x" else "socketpair broken")'`
+a,b=socket.socketpair(); a.send(b"x"); print("socketpair ok" if b.recv(1)==b"x" else "socketpair broken")
+try:
+  a,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.connect(os.environ["UNIXDGRAM"]); a.send(b"x"); print("dgram sent")
+except OSError as e: print("dgram refused", e.errno)'`
 
 // pyTIOCSTI makes a fresh pty its controlling terminal (so the kernel itself would allow the
 // call) and tries to inject input, plainly and with high bits set in the command.
@@ -358,10 +375,10 @@ except OSError as e: print("refused", e.errno)'`,
 			// Same netns, unix sockets allowed: only landlock's scope stops it.
 			spec:  func(e *escapeEnv, s *Spec) { s.AllowNetwork, s.AllowUnixSockets = true, true },
 			check: wantOut("refused 1")},
-		{name: "unix_socket_of_the_host_refused", script: pyUnixSocket, check: wantOut("socket refused 1", "socketpair ok")},
+		{name: "unix_socket_of_the_host_refused", script: pyUnixSocket, check: wantOut("socket refused 1", "socketpair ok", "dgram refused 1")},
 		{name: "unix_socket_of_the_host_when_allowed", script: pyUnixSocket,
 			spec:  func(e *escapeEnv, s *Spec) { s.AllowUnixSockets = true },
-			check: wantOut("connected", "socketpair ok")},
+			check: wantOut("connected", "socketpair ok", "dgram sent")},
 		{name: "net_packet_socket", script: `python3 -c 'import socket
 try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print("opened")
 except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
@@ -457,7 +474,7 @@ func runEscapeCase(t *testing.T, s *Sandbox, e *escapeEnv, i int, tc escapeCase,
 		Path: "/bin/sh", Args: []string{"-c", tc.script},
 		Env: []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "W=" + e.work, "OUT=" + e.outside,
 			"H=" + e.home, "B=" + e.base, fmt.Sprintf("HOSTPID=%d", os.Getpid()),
-			fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract, "UNIXSOCK=" + e.unixSock},
+			fmt.Sprintf("HOSTPORT=%d", e.hostPort), "ABSTRACT=" + e.abstract, "UNIXSOCK=" + e.unixSock, "UNIXDGRAM=" + e.unixDgram},
 		Dir: e.work, UID: nobody, GID: nobody,
 		WritableDirs: []string{e.work},
 		DenyPaths: []string{filepath.Join(e.home, ".ssh"), filepath.Join(e.home, ".env"),

@@ -171,7 +171,8 @@ func refiningFilter() (f *seccomp.ScmpFilter, eperm seccomp.ScmpAction, err erro
 // connect(2) to a pathname socket is no filesystem right, so neither the mounts nor landlock
 // stop a program from reaching a server of the caller's outside the sandbox (git's credential
 // cache, an ssh ControlMaster, a database with peer authentication) unless it cannot make the
-// socket. socketpair(2) stays: its two ends reach nothing else.
+// socket. A stream or seqpacket socketpair(2) stays: its two ends reach nothing else; a
+// datagram pair is refused, since its ends can be connected to any datagram socket.
 //
 // WARNING: the child's syscall surface; rerun as root after changing:
 // go test -run 'TestEscape|TestSeccompGolden' ./sandbox/
@@ -191,21 +192,33 @@ func refuseSetup(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
 		}
 	}
 	if refuseUnix {
-		nr, err := seccomp.GetSyscallFromName("socket")
-		if err != nil {
-			f.Release()
-			return nil, fmt.Errorf("socket syscall: %w", err)
-		}
-		// The kernel takes the family as an int: the upper half of the register is masked off
-		// so no high bits can pass AF_UNIX by the comparison.
-		unixFamily, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, 0xffffffff, unix.AF_UNIX)
-		if err != nil {
-			f.Release()
-			return nil, fmt.Errorf("socket condition: %w", err)
-		}
-		if err := f.AddRuleConditional(nr, eperm, []seccomp.ScmpCondition{unixFamily}); err != nil {
-			f.Release()
-			return nil, fmt.Errorf("refuse unix sockets: %w", err)
+		for _, r := range []struct {
+			syscall   string
+			arg       uint
+			mask, val uint64
+		}{
+			// The kernel takes the family as an int: the upper half of the register is masked
+			// off so no high bits can pass AF_UNIX by the comparison.
+			{"socket", 0, 0xffffffff, unix.AF_UNIX},
+			// A datagram pair's end can be connect(2)ed again, to any pathname datagram
+			// socket; a stream or seqpacket pair's cannot (EISCONN). The type's low bits are
+			// the type, the rest SOCK_NONBLOCK and SOCK_CLOEXEC.
+			{"socketpair", 1, 0xf, unix.SOCK_DGRAM},
+		} {
+			nr, err := seccomp.GetSyscallFromName(r.syscall)
+			if err != nil {
+				f.Release()
+				return nil, fmt.Errorf("%s syscall: %w", r.syscall, err)
+			}
+			c, err := seccomp.MakeCondition(r.arg, seccomp.CompareMaskedEqual, r.mask, r.val)
+			if err != nil {
+				f.Release()
+				return nil, fmt.Errorf("%s condition: %w", r.syscall, err)
+			}
+			if err := f.AddRuleConditional(nr, eperm, []seccomp.ScmpCondition{c}); err != nil {
+				f.Release()
+				return nil, fmt.Errorf("refuse unix sockets (%s): %w", r.syscall, err)
+			}
 		}
 	}
 	return f, nil
