@@ -74,7 +74,7 @@ type Sandbox struct {
 
 	cg          *cgroupLayout
 	bpfEarly    [][]byte                     // seccomp filters a pooled init loads in its prelude
-	bpfLate     []byte                       // the seccomp filter loaded just before execve (refuseSetup)
+	bpfLate     []byte                       // the seccomp filter loaded just before execve (lastFilter)
 	bpfLateUnix []byte                       // the same for a Spec that allows unix sockets
 	prelude     []byte                       // encodePrelude: what a pooled init does before its call
 	llHint      atomic.Pointer[landlockHint] // the landlock base new pooled inits prebuild
@@ -175,7 +175,7 @@ func (s *Sandbox) init() error {
 		s.log.Warn("reap leftover cgroups", zap.Error(err))
 	}
 	// Loaded in this order: the ioctl refinement, the allowlist (which still lets the setup
-	// syscalls through), then, just before execve, refuseSetup, in the variant the call's
+	// syscalls through), then, just before execve, lastFilter, in the variant the call's
 	// Spec.AllowUnixSockets picks. A pooled init loads the first two in its prelude.
 	bpf := func(build func() (*seccomp.ScmpFilter, error)) ([]byte, error) {
 		f, err := build()
@@ -196,7 +196,7 @@ func (s *Sandbox) init() error {
 		s.bpfEarly = append(s.bpfEarly, b)
 	}
 	for refuseUnix, late := range map[bool]*[]byte{true: &s.bpfLate, false: &s.bpfLateUnix} {
-		if *late, err = bpf(func() (*seccomp.ScmpFilter, error) { return refuseSetup(s.cfg.ExtraSyscalls, refuseUnix) }); err != nil {
+		if *late, err = bpf(func() (*seccomp.ScmpFilter, error) { return lastFilter(s.cfg.ExtraSyscalls, refuseUnix) }); err != nil {
 			return err
 		}
 	}

@@ -341,7 +341,7 @@ var allowedSocketFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, 
 // setupSyscalls are what the init's setup still needs once the allowlist is loaded (a pooled
 // init loads it while it waits, so the ~0.1 ms its load costs stays off the call's path): the
 // call's mounts, the session's network namespace, and the last filter's own load. The
-// allowlist lets them through and refuseSetup, loaded just before execve, refuses them, so the
+// allowlist lets them through and lastFilter, loaded just before execve, refuses them, so the
 // program the init execs meets exactly the allowlist (the filters' verdicts intersect).
 //
 // WARNING: the child's syscall surface; rerun as root after changing:

@@ -48,7 +48,7 @@ func TestSeccompGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer main.Release()
-	last, err := refuseSetup(nil, true)
+	last, err := lastFilter(nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSeccompGolden(t *testing.T) {
 	got.WriteString(exportPFC(t, refine))
 	got.WriteString("# filter 2: the allowlist (allowedSyscalls), plus setupSyscalls for the init\n")
 	got.WriteString(exportPFC(t, main))
-	got.WriteString("# filter 3: refuseSetup (loaded just before execve)\n")
+	got.WriteString("# filter 3: lastFilter (loaded just before execve)\n")
 	got.WriteString(exportPFC(t, last))
 	golden := filepath.Join("testdata", "seccomp.pfc")
 	if *update {

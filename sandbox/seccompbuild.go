@@ -52,7 +52,7 @@ func compileSeccomp(extra []string) (*seccomp.ScmpFilter, error) {
 		names = append(names, r.name)
 	}
 	names = append(names, extra...)
-	// The init's own setup after this filter is in; refuseSetup takes them away again.
+	// The init's own setup after this filter is in; lastFilter takes them away again.
 	names = append(names, setupOnly(extra)...)
 	sort.Strings(names)
 	for _, n := range names {
@@ -166,17 +166,27 @@ func refiningFilter() (f *seccomp.ScmpFilter, eperm seccomp.ScmpAction, err erro
 	return f, eperm, nil
 }
 
-// refuseSetup is the last filter: EPERM for setupOnly, everything else left to the filters
-// before it. With refuseUnix it also refuses socket(AF_UNIX, ...) (Spec.AllowUnixSockets):
-// connect(2) to a pathname socket is no filesystem right, so neither the mounts nor landlock
-// stop a program from reaching a server of the caller's outside the sandbox (git's credential
-// cache, an ssh ControlMaster, a database with peer authentication) unless it cannot make the
-// socket. A stream or seqpacket socketpair(2) stays: its two ends reach nothing else; a
-// datagram pair is refused, since its ends can be connected to any datagram socket.
+// lastFilter is the last filter, loaded just before execve: EPERM for setupOnly, for making
+// a file setuid or setgid, and (refuseUnix) for unix sockets; everything else is left to the
+// filters before it.
+//
+// A setuid or setgid file outlives the call: the kernel runs it with its owner's uid (or its
+// group, the docker group say) for whoever starts it outside the sandbox, so a confined
+// program could hand any local user the caller's identity. The bits are refused where a mode
+// is given (chmod, the O_CREAT mode of open, mknod's regular files); mkdir drops them itself.
+// openat2 carries its mode in memory seccomp cannot read: ENOSYS, so libraries fall back to
+// openat.
+//
+// With refuseUnix, socket(AF_UNIX, ...) is refused (Spec.AllowUnixSockets): connect(2) to a
+// pathname socket is no filesystem right, so neither the mounts nor landlock stop a program
+// from reaching a server of the caller's outside the sandbox (git's credential cache, an ssh
+// ControlMaster, a database with peer authentication) unless it cannot make the socket. A
+// stream or seqpacket socketpair(2) stays: its two ends reach nothing else; a datagram pair is
+// refused, since its ends can be connected to any datagram socket.
 //
 // WARNING: the child's syscall surface; rerun as root after changing:
 // go test -run 'TestEscape|TestSeccompGolden' ./sandbox/
-func refuseSetup(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
+func lastFilter(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
 	f, eperm, err := refiningFilter()
 	if err != nil {
 		return nil, err
@@ -191,34 +201,47 @@ func refuseSetup(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
 			return nil, fmt.Errorf("refuse %s: %w", n, err)
 		}
 	}
+	// An argument matches when (arg & mask) == val. The kernel reads these arguments as ints
+	// and modes: the masks keep to the low 32 bits, so high bits change nothing.
+	type argRule struct {
+		syscall   string
+		arg       uint
+		mask, val uint64
+	}
+	var rules []argRule
+	for _, m := range []struct {
+		syscall string
+		arg     uint
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2}, {"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+		for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
+			rules = append(rules, argRule{m.syscall, m.arg, bit, bit})
+		}
+	}
 	if refuseUnix {
-		for _, r := range []struct {
-			syscall   string
-			arg       uint
-			mask, val uint64
-		}{
-			// The kernel takes the family as an int: the upper half of the register is masked
-			// off so no high bits can pass AF_UNIX by the comparison.
-			{"socket", 0, 0xffffffff, unix.AF_UNIX},
-			// A datagram pair's end can be connect(2)ed again, to any pathname datagram
-			// socket; a stream or seqpacket pair's cannot (EISCONN). The type's low bits are
-			// the type, the rest SOCK_NONBLOCK and SOCK_CLOEXEC.
-			{"socketpair", 1, 0xf, unix.SOCK_DGRAM},
-		} {
-			nr, err := seccomp.GetSyscallFromName(r.syscall)
-			if err != nil {
-				f.Release()
-				return nil, fmt.Errorf("%s syscall: %w", r.syscall, err)
-			}
-			c, err := seccomp.MakeCondition(r.arg, seccomp.CompareMaskedEqual, r.mask, r.val)
-			if err != nil {
-				f.Release()
-				return nil, fmt.Errorf("%s condition: %w", r.syscall, err)
-			}
-			if err := f.AddRuleConditional(nr, eperm, []seccomp.ScmpCondition{c}); err != nil {
-				f.Release()
-				return nil, fmt.Errorf("refuse unix sockets (%s): %w", r.syscall, err)
-			}
+		rules = append(rules,
+			argRule{"socket", 0, 0xffffffff, unix.AF_UNIX},
+			// The type's low bits are the type, the rest SOCK_NONBLOCK and SOCK_CLOEXEC.
+			argRule{"socketpair", 1, 0xf, unix.SOCK_DGRAM})
+	}
+	for _, r := range rules {
+		nr, err := seccomp.GetSyscallFromName(r.syscall)
+		if err != nil {
+			continue // not on this architecture: nothing to refuse
+		}
+		c, err := seccomp.MakeCondition(r.arg, seccomp.CompareMaskedEqual, r.mask, r.val)
+		if err != nil {
+			f.Release()
+			return nil, fmt.Errorf("%s condition: %w", r.syscall, err)
+		}
+		if err := f.AddRuleConditional(nr, eperm, []seccomp.ScmpCondition{c}); err != nil {
+			f.Release()
+			return nil, fmt.Errorf("refuse %s: %w", r.syscall, err)
+		}
+	}
+	if nr, err := seccomp.GetSyscallFromName("openat2"); err == nil {
+		if err := f.AddRule(nr, seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+			f.Release()
+			return nil, fmt.Errorf("openat2 enosys: %w", err)
 		}
 	}
 	return f, nil
