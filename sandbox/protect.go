@@ -28,12 +28,15 @@ var ProtectedInDir = []string{
 }
 
 // ProtectedInHome are the same, relative to the owner's home when a writable dir holds it:
-// the shells' start-up files, git's and the user's sandboxd settings, and what the user's
+// the shells' start-up files, the dirs a login puts first on PATH (Debian's .profile adds
+// ~/bin and ~/.local/bin), git's and the user's sandboxd settings, and what the user's
 // systemd manager and desktop session start.
 var ProtectedInHome = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
-	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".config/fish", ".pam_environment",
+	"bin", ".local/bin",
 	".gitconfig", ".config/git", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
+	".xprofile", ".xsessionrc",
 	".ssh/rc", ".ssh/authorized_keys",
 }
 

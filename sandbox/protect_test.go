@@ -24,7 +24,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	f := &protectFixture{home: filepath.Join(base, "home"), files: map[string]string{}}
 	f.repo, f.remote = filepath.Join(f.home, "repo"), filepath.Join(f.home, "remote")
 	for _, d := range []string{f.home, f.repo, f.remote, filepath.Join(f.home, ".config", "sandboxd"),
-		filepath.Join(f.home, ".config", "git")} {
+		filepath.Join(f.home, ".config", "git"), filepath.Join(f.home, ".local", "bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +43,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 		filepath.Join(f.home, ".gitconfig"):                           "[user]\n\tname = u\n",
 		filepath.Join(f.home, ".config", "sandboxd", "settings.json"): `{"permissions":{}}` + "\n",
 		filepath.Join(f.home, ".config", "git", "config"):             "[core]\n",
+		filepath.Join(f.home, ".local", "bin", "tool"):                "#!/bin/sh\n",
 		filepath.Join(f.repo, ".envrc"):                               "export A=1\n",
 		filepath.Join(f.repo, ".git", "hooks", "pre-commit"):          "#!/bin/sh\nexit 0\n",
 	} {
@@ -52,7 +53,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	}
 	chownR(t, base)
 	for _, p := range []string{".bashrc", ".gitconfig", ".config/sandboxd/settings.json", ".config/git/config",
-		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config"} {
+		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config", ".local/bin/tool"} {
 		b, err := os.ReadFile(filepath.Join(f.home, p))
 		if err != nil {
 			t.Fatal(err)
@@ -109,6 +110,9 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 		`mv ~/.config ~/.config2`,
 		`echo x > ~/.config/git/config`,
 		`git config core.hooksPath /tmp`,
+		// First on a login's PATH: a planted ls would run instead of the real one.
+		`echo 'id' > ~/.local/bin/ls`,
+		`echo 'id' > ~/.local/bin/tool`,
 	}
 	var script strings.Builder
 	for i, a := range attacks {
