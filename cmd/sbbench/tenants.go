@@ -160,7 +160,7 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 	defer deleteEventually(ctx, polite, ps.ID)
 	defer deleteEventually(ctx, flood, fs.ID)
 
-	p99 := func() (time.Duration, error) {
+	p99 := func(calls int) (time.Duration, error) {
 		var lat []time.Duration
 		// Well-behaved: 40 calls a second, under the default rate limit of 50.
 		tick := time.NewTicker(25 * time.Millisecond)
@@ -182,7 +182,15 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 		slices.Sort(lat)
 		return lat[len(lat)*99/100], nil
 	}
-	alone, err := p99()
+	// Alone means alone: the daemon's prefork pool shares its ready inits among the users that
+	// called in the last 10 s, so until the calls before this row are that old, the polite
+	// tenant's Bash calls would often take the slower per-call path and inflate the baseline.
+	// Then a second of calls, not counted, lets the pool follow the polite tenant.
+	time.Sleep(10 * time.Second)
+	if _, err := p99(40); err != nil {
+		return check{name: name, ok: false, detail: err.Error()}
+	}
+	alone, err := p99(calls)
 	if err != nil {
 		return check{name: name, ok: false, detail: err.Error()}
 	}
@@ -205,7 +213,7 @@ func twoTenants(ctx context.Context, socket, dir string, calls int) check {
 		return check{name: name, ok: false, detail: fmt.Sprintf("start the flood: %v", err)}
 	}
 	time.Sleep(500 * time.Millisecond) // the flood is in full swing
-	during, err := p99()
+	during, err := p99(calls)
 	stop.Close()
 	if werr := flooder.Wait(); werr != nil && err == nil {
 		err = fmt.Errorf("the flood: %v", werr)
