@@ -387,6 +387,9 @@ stat -c '%a %n' setid-copy`,
 			check: func(t *testing.T, e *escapeEnv, res *Result, out string) {
 				wantOut("chmod-u=1", "chmod-g=1", "create refused 1\ncreate refused 1", "mknod refused 1", "755 setid-copy")(t, e, res, out)
 			}},
+		{name: "netlink_route_and_diag_work", script: `python3 -c 'import socket
+for p in (0, 4): socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, p)
+print("route and diag ok")'; ip -o link | cut -d: -f2`, check: wantOut("route and diag ok", " lo\n")},
 		{name: "unix_socket_of_the_host_refused", script: pyUnixSocket, check: wantOut("socket refused 1", "socketpair ok", "dgram refused 1")},
 		{name: "unix_socket_of_the_host_when_allowed", script: pyUnixSocket,
 			spec:  func(e *escapeEnv, s *Spec) { s.AllowUnixSockets = true },
@@ -445,6 +448,7 @@ except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
 		{"io_uring_register", 427, []string{"0", "0", "0", "0"}},
 		{"personality_no_aslr", 135, []string{"0x0040000"}},
 		{"socket_unix", 41, []string{"1", "1", "0"}},
+		{"socket_netlink_uevent", 41, []string{"16", "2", "15"}},
 		{"socket_unix_high_bits", 41, []string{"0x100000001", "1", "0"}},
 		{"x32_abi_getpid", 0x40000000 + 39, nil},
 	} {

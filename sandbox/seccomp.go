@@ -338,6 +338,12 @@ var allowedPersonalities = []uint64{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
 // families are refused.
 var allowedSocketFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
 
+// Netlink protocols a tool may open: routes and links (ip, getaddrinfo) and socket diagnostics
+// (ss), both of the child's own network namespace. The others are refused: the kernel's
+// uevents, for one, reach every network namespace, so a call could watch the host's devices
+// come and go.
+var allowedNetlinkProtocols = []uint64{unix.NETLINK_ROUTE, unix.NETLINK_SOCK_DIAG}
+
 // setupSyscalls are what the init's setup still needs once the allowlist is loaded (a pooled
 // init loads it while it waits, so the ~0.1 ms its load costs stays off the call's path): the
 // call's mounts, the session's network namespace, and the last filter's own load. The

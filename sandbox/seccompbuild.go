@@ -82,10 +82,17 @@ func compileSeccomp(extra []string) (*seccomp.ScmpFilter, error) {
 		}{"personality", [][]seccomp.ScmpCondition{{cond(0, seccomp.CompareEqual, p)}}})
 	}
 	for _, fam := range allowedSocketFamilies {
+		conds := [][]seccomp.ScmpCondition{{cond(0, seccomp.CompareEqual, fam)}}
+		if fam == unix.AF_NETLINK {
+			conds = nil
+			for _, proto := range allowedNetlinkProtocols {
+				conds = append(conds, []seccomp.ScmpCondition{cond(0, seccomp.CompareEqual, fam), cond(2, seccomp.CompareEqual, proto)})
+			}
+		}
 		rules = append(rules, struct {
 			name  string
 			conds [][]seccomp.ScmpCondition
-		}{"socket", [][]seccomp.ScmpCondition{{cond(0, seccomp.CompareEqual, fam)}}})
+		}{"socket", conds})
 	}
 	for _, r := range rules {
 		for _, c := range r.conds {
