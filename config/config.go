@@ -222,7 +222,8 @@ type Sandbox struct {
 	ExtraSyscalls []string `json:"extra_syscalls"`
 	// DenyPaths are hidden from every child; "~/" is the session owner's home.
 	DenyPaths []string `json:"deny_paths"`
-	// CacheDirs are made writable in every child ("~/" = owner's home), e.g. ~/.cache/go-build.
+	// CacheDirs are made writable in every child ("~/" = owner's home), e.g. ~/.npm: a call writes
+	// what the user's tools outside read there, so only caches that check their entries.
 	CacheDirs []string `json:"cache_dirs"`
 	// AllowNetwork gives children the host network instead of loopback only.
 	AllowNetwork bool `json:"allow_network"`
