@@ -48,6 +48,7 @@ load:
 # wrote no file to testdata/fuzz is that race, not a finding.
 FUZZ_TARGETS := \
 	./classifier:FuzzClassify:25000 \
+	./classifier:FuzzClassifyDialects:15000 \
 	./classifier:FuzzSimpleCommand:10000 \
 	./permission:FuzzParseRule:10000 \
 	./api:FuzzDecodeRequest:20000 \

@@ -21,6 +21,9 @@ type Options struct {
 	Cwd string
 	// Home is the caller's home directory, for ~ and critical_path_rm.
 	Home string
+	// Shell is the shell that runs the command: "" or ShellBash, ShellZsh or ShellSh (see
+	// dialect.go). Any other value leaves the command unclassified.
+	Shell string
 }
 
 const (
@@ -183,6 +186,9 @@ func parseDepth(command string, opts Options, depth int, left *int) *Classificat
 	parserPool.Put(p)
 	if err != nil {
 		return failed("parse_error", err.Error())
+	}
+	if c := checkShell(f, command, opts.Shell); c != nil {
+		return c
 	}
 	if *left -= stmtBytes(f, *left); *left < 0 {
 		return tooComplex()

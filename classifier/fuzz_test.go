@@ -33,3 +33,34 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClassifyDialects: reading a command for zsh or sh only ever refuses more than reading
+// it for bash (each dialect is bash's reading plus refusals), never panics, and a refusal
+// for a dialect alone is a parse error, so no allow rule can match it.
+func FuzzClassifyDialects(f *testing.F) {
+	for _, c := range loadCorpus(f) {
+		f.Add(c.cmd, uint8(1))
+	}
+	f.Add("ls *(e:'touch x':)", uint8(1))
+	f.Add("echo $'a\\' ; touch x ; # '", uint8(2))
+	f.Fuzz(func(t *testing.T, cmd string, which uint8) {
+		if len(cmd) > maxParseLen+16 {
+			t.Skip("beyond the parse bound")
+		}
+		shell := []string{ShellBash, ShellZsh, ShellSh, "fish"}[which%4]
+		opts := testOpts
+		opts.Shell = shell
+		c := Classify(cmd, opts)
+		if c.Reason == "internal_error" {
+			t.Fatalf("internal error (recovered panic) on %q for %s", cmd, shell)
+		}
+		checkInvariants(t, cmd, c)
+		bash := Classify(cmd, testOpts)
+		if c.ReadOnly && !bash.ReadOnly {
+			t.Fatalf("%q is read-only for %s but not for bash (%s)", cmd, shell, bash.Reason)
+		}
+		if bash.ReadOnly && !c.ReadOnly && (c.Reason == reasonZsh || c.Reason == reasonSh || c.Reason == reasonUnknownShell) && c.ParseError == nil {
+			t.Fatalf("%q refused for %s without a parse error", cmd, shell)
+		}
+	})
+}

@@ -68,16 +68,16 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 		if len(parts) > 0 {
 			// eval joins its arguments with spaces and runs the result.
-			w.nestedScript(sb, strings.Join(parts, " "))
+			w.nestedScript(sb, strings.Join(parts, " "), w.opts.Shell)
 		}
 	case name == "source" || name == ".":
 		sb.opaque = true
 	case name == "find":
 		w.nestedFind(sb, ws)
 	case name == "watch":
-		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true})
+		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true}, ShellSh)
 	case name == "setsid":
-		w.nestedArgv(sb, ws[1:], nil)
+		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
 	case name == "env":
 		// Still env after unwrapping: -S splits a string into a command line.
 		for _, a := range ws[1:] {
@@ -92,6 +92,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 // nestedShell handles sh/bash/...: -c STRING runs STRING, an operand is a script file
 // (opaque), and otherwise the script is read from stdin.
 func (w *walker) nestedShell(sb *sub, s *syntax.Stmt, ws []word) {
+	shell := ShellOf(ws[0].val)
+	if shell == "" {
+		sb.opaque = true // ksh, fish, csh: a script the classifier cannot read for them
+		return
+	}
 	cmdString, stdinFlag := false, false
 	i := 1
 	for ; i < len(ws); i++ {
@@ -139,7 +144,7 @@ func (w *walker) nestedShell(sb *sub, s *syntax.Stmt, ws []word) {
 			sb.opaque = true
 			return
 		}
-		w.nestedScript(sb, ops[0].val)
+		w.nestedScript(sb, ops[0].val, shell)
 	case len(ops) > 0 && !stdinFlag:
 		sb.opaque = true // a script file the policy cannot see
 	default:
@@ -148,7 +153,7 @@ func (w *walker) nestedShell(sb *sub, s *syntax.Stmt, ws []word) {
 			sb.opaque = true
 			return
 		}
-		w.nestedScript(sb, script)
+		w.nestedScript(sb, script, shell)
 	}
 }
 
@@ -316,7 +321,7 @@ func (w *walker) nestedFind(sb *sub, ws []word) {
 		i = j
 	}
 	if b.Len() > 0 {
-		w.nestedScript(sb, b.String())
+		w.nestedScript(sb, b.String(), w.opts.Shell)
 	}
 }
 
@@ -325,7 +330,7 @@ func (w *walker) nestedFind(sb *sub, ws []word) {
 // joined by spaces, setsid execs them: joining static values covers the first and, for
 // simple words, the second; a non-static word keeps its source (and makes it opaque if it
 // is the command).
-func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool) {
+func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool, shell string) {
 	i := 0
 	for i < len(ws) && ws[i].static && strings.HasPrefix(ws[i].val, "-") {
 		if ws[i].val == "--" {
@@ -348,17 +353,20 @@ func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool) {
 			parts = append(parts, a.src)
 		}
 	}
-	w.nestedScript(sb, strings.Join(parts, " "))
+	w.nestedScript(sb, strings.Join(parts, " "), shell)
 }
 
-// nestedScript parses script as a line of its own and keeps its classification on sb. A
-// script that does not parse, or is nested too deep, is opaque.
-func (w *walker) nestedScript(sb *sub, script string) {
+// nestedScript parses script as a line of its own, read as shell reads it, and keeps its
+// classification on sb. A script that does not parse, is read differently by its shell, or
+// is nested too deep, is opaque.
+func (w *walker) nestedScript(sb *sub, script, shell string) {
 	if w.depth+1 >= maxNestDepth || len(script) > maxParseLen {
 		sb.opaque = true
 		return
 	}
-	c := parseDepth(script, w.opts, w.depth+1, w.left)
+	opts := w.opts
+	opts.Shell = shell
+	c := parseDepth(script, opts, w.depth+1, w.left)
 	if c.ParseError != nil {
 		sb.opaque = true
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,16 +39,30 @@ type failure struct {
 	wrote []string
 }
 
+// shells are the shells the differential test runs commands in, each with the dialect the
+// classifier is given for it: bash as the Bash tool runs it, and the shells an agent that
+// runs its own commands may use (sbctl hook without --confine), zsh with and without the
+// EXTENDED_GLOB many users set.
+var shells = []struct {
+	name, dialect string
+	argv          []string
+}{
+	{"bash", classifier.ShellBash, []string{"/bin/bash", "--noprofile", "--norc"}},
+	{"zsh", classifier.ShellZsh, []string{"/usr/bin/zsh", "-f"}},
+	{"zsh-extendedglob", classifier.ShellZsh, []string{"/usr/bin/zsh", "-f", "-o", "extendedglob"}},
+	{"dash", classifier.ShellSh, []string{"/bin/dash"}},
+}
+
 // TestDifferential is the differential test of issue #16 (What to build, 4): every
-// generated command the classifier calls read-only is run by real bash as nobody, in the
-// sandbox, in a writable throwaway workspace, and must leave it exactly as it was: no
-// marker, no file created, changed or removed. Commands not called read-only are not run.
+// generated command the classifier calls read-only is run by the real shell it was
+// classified for, as nobody, in the sandbox, in a writable throwaway workspace, and must
+// leave it exactly as it was: no marker, no file created, changed or removed. Commands not
+// called read-only are not run.
 //
 // WARNING: a failure here is a classifier blind spot; rerun as root with
 // go test ./classifier/difftest/ -run TestDifferential -difftest.report=/tmp/report.
 func TestDifferential(t *testing.T) {
 	testutil.RequireRoot(t)
-	start := time.Now()
 	s, err := sandbox.New(sandbox.Config{CgroupRoot: "sandboxd-test-difftest"}, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
 	if err != nil {
 		t.Fatal(err)
@@ -60,9 +75,21 @@ func TestDifferential(t *testing.T) {
 			t.Errorf("remove test cgroups: %v", err)
 		}
 	})
-	r := newRunner(t, s)
+	for _, sh := range shells {
+		t.Run(sh.name, func(t *testing.T) {
+			if _, err := os.Stat(sh.argv[0]); err != nil {
+				t.Skipf("%s is not installed (scripts/deps.sh installs it): %v", sh.argv[0], err)
+			}
+			differential(t, s, sh.dialect, sh.argv)
+		})
+	}
+}
+
+func differential(t *testing.T, s *sandbox.Sandbox, dialect string, argv []string) {
+	start := time.Now()
+	r := newRunner(t, s, argv)
 	dir := r.dir()
-	opts := classifier.Options{Cwd: dir, WorkDirs: []string{dir}, Home: dir}
+	opts := classifier.Options{Cwd: dir, WorkDirs: []string{dir}, Home: dir, Shell: dialect}
 
 	corpus := generate(corpusSeed)
 	generated, readOnly := map[string]int{}, map[string]int{}
@@ -118,7 +145,7 @@ func TestDifferential(t *testing.T) {
 		t.Logf("hung (killed after %ss of CPU): %s %q", cpuLimitSec, byID[id].family, byID[id].cmd)
 	}
 	if *reportPath != "" {
-		if err := os.WriteFile(*reportPath, []byte(fullReport(fails)), 0o644); err != nil {
+		if err := os.WriteFile(*reportPath+"."+filepath.Base(t.Name()), []byte(fullReport(fails)), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
@@ -242,8 +269,18 @@ func TestPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(); _ = s.RemoveCgroups() })
-	r := newRunner(t, s)
-	opts := classifier.Options{Cwd: r.dir(), WorkDirs: []string{r.dir()}, Home: r.dir()}
+	for _, sh := range shells {
+		t.Run(sh.name, func(t *testing.T) {
+			if _, err := os.Stat(sh.argv[0]); err != nil {
+				t.Skipf("%s is not installed: %v", sh.argv[0], err)
+			}
+			samplePayloads(t, newRunner(t, s, sh.argv), sh.dialect)
+		})
+	}
+}
+
+func samplePayloads(t *testing.T, r *runner, dialect string) {
+	opts := classifier.Options{Cwd: r.dir(), WorkDirs: []string{r.dir()}, Home: r.dir(), Shell: dialect}
 	by := map[string][]gcase{}
 	for _, c := range generate(corpusSeed) {
 		by[c.family] = append(by[c.family], c)

@@ -121,6 +121,8 @@ var families = []struct {
 	{"heredoc", genHeredoc},
 	{"redirect", genRedirects},
 	{"substitution", genSubst},
+	{"zsh-glob", genZsh},
+	{"sh-quote", genSh},
 }
 
 // ---- spellings -----------------------------------------------------------------
@@ -939,6 +941,43 @@ func genSubst(g *gen, fam string) {
 			"git log \"$(%s)\"", "sort \"$(%s)\"", "cd \"$(%s)\"", "echo \"'$(%s)'\"", "echo '$('\"$(%s)\"", "declare x=$(%s)",
 			"test $(%s)", "[ \"$(%s)\" ]", "echo x | read \"$(%s)\""} {
 			g.add(fam, inContext(g, strings.ReplaceAll(t, "%s", p)))
+		}
+	}
+}
+
+// genZsh: text bash reads as an extended glob or as literal text, which zsh runs: glob
+// qualifiers (e:…:, P:…:, #q with EXTENDED_GLOB) after any pattern, and $~x / $=x, which
+// glob or split a value set on the line. In bash they are harmless.
+func genZsh(g *gen, fam string) {
+	m := phMark
+	for _, pat := range []string{"*", "a*", "*.txt", "?.txt", "a.tx?", "[a]*", "sub/*", "*/*.txt", "**/*.txt"} {
+		for _, q := range []string{"(e:'touch %[1]s':)", "(e.'id > %[1]s'.)", "(e{': > %[1]s'})", "(.e:'touch %[1]s':)",
+			"(#qe:'touch %[1]s':)", "(N)(e:'touch %[1]s':)"} {
+			for _, cmd := range []string{"ls ", "cat ", "wc -l ", "echo \"$(ls ", "git log -- "} {
+				w := pat + fill(q, m, "")
+				if strings.HasSuffix(cmd, "(ls ") {
+					w += ")\""
+				}
+				g.add(fam, cmd+w)
+			}
+		}
+		g.add(fam, "sort "+pat+"(P:-o"+m+":)")
+	}
+	for _, t := range []string{"x='*(e:touch %[1]s:)'; ls $~x", "x='*(e:touch %[1]s:)'; echo \"$(ls $~x)\"", "x='-o %[1]s'; sort $=x a.txt",
+		"for x in '-o %[1]s'; do sort $=x a.txt; done", "x='--output=%[1]s'; git diff $=x", "x='*(e:touch %[1]s:)'; cat $~x",
+		"echo ${x:-*(e:'touch %[1]s':)}", "ls ${x:-a*(e:'touch %[1]s':)}", "cat ${x:-*.txt(e.'id > %[1]s'.)}",
+		"y='*(e:touch %[1]s:)'; echo ${x:-$~y}", "echo ${x:-${y:-*(e:'touch %[1]s':)}}"} {
+		g.add(fam, fill(t, m, ""))
+	}
+}
+
+// genSh: $'…' is a $ and a single-quoted string to dash, so a quote bash reads as escaped
+// ends dash's string and what follows runs.
+func genSh(g *gen, fam string) {
+	for _, p := range payloads {
+		for _, t := range []string{"echo $'a\\' ; %[1]s ; # '", "ls $'\\' ; %[1]s ; # '", "cat $'x\\'; %[1]s #'",
+			"echo $'\\' && %[1]s ; # '", "echo $'\\n\\' ; %[1]s ; true # '"} {
+			g.add(fam, fill(t, p, ""))
 		}
 	}
 }

@@ -35,16 +35,17 @@ const nobody = 65534
 const cpuLimitSec = "5"
 
 // driver is the script the sandbox child runs: it reads NUL-separated (id, command)
-// records on stdin and runs each exactly as the Bash tool does, `bash --noprofile --norc -c
-// CMD`, in a bash of its own with stdin, stdout and stderr on /dev/null, so no command can
-// consume the records, change the driver's state or hide another's result.
+// records on stdin and runs each with the shell its arguments name, as the Bash tool runs
+// bash (`bash --noprofile --norc -c CMD`), in a shell of its own with stdin, stdout and
+// stderr on /dev/null, so no command can consume the records, change the driver's state or
+// hide another's result.
 // DIFFTEST_MARK tells ./hook whose run it is.
 const driver = `cd "$DIFFTEST_DIR" || exit 99
 ulimit -t ` + cpuLimitSec + ` || exit 97
 n=0
 while IFS= read -r -d '' id && IFS= read -r -d '' cmd; do
 	echo "start $id"
-	DIFFTEST_MARK=M_$id /bin/bash --noprofile --norc -c "$cmd" </dev/null >/dev/null 2>&1
+	DIFFTEST_MARK=M_$id "$@" -c "$cmd" </dev/null >/dev/null 2>&1
 	[ $? = 152 ] && echo "hung $id"
 	n=$((n+1))
 	cd "$DIFFTEST_DIR" || exit 98
@@ -74,8 +75,9 @@ var oldTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 // template workspace.
 type runner struct {
 	s     *sandbox.Sandbox
-	base  string // 0755 dir under /var/tmp (a child's /tmp is private)
-	tmpl  string // the template workspace
+	shell []string // the shell that runs each command, with its options
+	base  string   // 0755 dir under /var/tmp (a child's /tmp is private)
+	tmpl  string   // the template workspace
 	calls int
 	// searchUntil ends the search for the command behind an unattributed write: after it a
 	// batch's unattributed writes are reported for the batch as a whole, which bounds the
@@ -91,7 +93,7 @@ type result struct {
 	unattributed []string
 }
 
-func newRunner(t *testing.T, s *sandbox.Sandbox) *runner {
+func newRunner(t *testing.T, s *sandbox.Sandbox, shell []string) *runner {
 	t.Helper()
 	base, err := os.MkdirTemp("/var/tmp", "sandboxd-difftest-")
 	if err != nil {
@@ -101,7 +103,7 @@ func newRunner(t *testing.T, s *sandbox.Sandbox) *runner {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{s: s, base: base, tmpl: filepath.Join(base, "template"), searchUntil: time.Now().Add(searchBudget)}
+	r := &runner{s: s, shell: shell, base: base, tmpl: filepath.Join(base, "template"), searchUntil: time.Now().Add(searchBudget)}
 	if err := makeTemplate(r.tmpl); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +390,7 @@ func (r *runner) exec(ctx context.Context, dir string, cases []gcase) (string, e
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	p, err := r.s.Start(ctx, &sandbox.Spec{
-		Path: "/bin/bash", Args: []string{"--noprofile", "--norc", "-c", driver},
+		Path: "/bin/bash", Args: append([]string{"--noprofile", "--norc", "-c", driver, "driver"}, r.shell...),
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "DIFFTEST_DIR=" + dir,
 			"DIFFTEST_HOOK=" + hookPath, "GIT_OPTIONAL_LOCKS=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_PAGER=" + hookPath,
 			"PAGER=" + hookPath, "EDITOR=" + hookPath, "VISUAL=" + hookPath, "GIT_EDITOR=" + hookPath},

@@ -14,10 +14,11 @@ func Classify(e *cli.Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	jsonl := fs.Bool("jsonl", false, "read one JSON string (a command) per line on stdin, write one JSON result per line")
 	cwd := fs.String("cwd", "", "working directory for outside-workspace checks (default: the current one)")
+	shell := fs.String("shell", classifier.ShellBash, "the shell that will run the command: bash, zsh or sh")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts := classifier.Options{Cwd: *cwd, Home: os.Getenv("HOME")}
+	opts := classifier.Options{Cwd: *cwd, Home: os.Getenv("HOME"), Shell: *shell}
 	if opts.Cwd == "" {
 		opts.Cwd, _ = os.Getwd()
 	}
@@ -26,7 +27,7 @@ func Classify(e *cli.Env, args []string) error {
 		return classifier.RunJSONL(e.Stdin, e.Stdout, opts)
 	}
 	if fs.NArg() == 0 {
-		return cli.UsageError("usage: sbctl classify [--json] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
+		return cli.UsageError("usage: sbctl classify [--json] [--shell bash|zsh|sh] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
 	}
 	c := classifier.Classify(strings.Join(fs.Args(), " "), opts)
 	if *asJSON || e.JSON {

@@ -1,0 +1,158 @@
+package classifier
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A command is parsed as Bash, but not every command runs in bash: an agent that runs its
+// commands itself (sbctl hook without --confine) uses its own shell, often zsh, and a script
+// given to `sh -c` or `zsh -c` runs in that shell. Where the other shell reads the same text
+// as code that bash reads as data, the classification is refused whole (a parse error: never
+// read-only, no allow rule matches, deny rules see the text split on blanks; a nested script
+// becomes opaque), so what is called read-only is read-only in the shell that runs it.
+
+// The shells a command can be classified for (Options.Shell).
+const (
+	ShellBash = "bash"
+	// ShellZsh is zsh with its default options and EXTENDED_GLOB. Options that make zsh glob
+	// or split a variable's value (GLOB_SUBST, SH_WORD_SPLIT, `emulate sh`) are not modelled.
+	ShellZsh = "zsh"
+	// ShellSh is a POSIX sh: dash, ash, busybox sh, and bash run as sh.
+	ShellSh = "sh"
+)
+
+// ShellOf is the dialect a shell program reads, by its name or path: "" for a shell the
+// classifier cannot read (ksh, fish, csh, ...), whose commands are never classified.
+func ShellOf(program string) string {
+	switch baseName(program) {
+	case "bash", "rbash":
+		return ShellBash
+	case "zsh":
+		return ShellZsh
+	case "sh", "dash", "ash", "posh", "hush":
+		return ShellSh
+	}
+	return ""
+}
+
+// Reasons for text another shell reads differently.
+const (
+	reasonUnknownShell = "unknown_shell"
+	reasonZsh          = "zsh_divergence"
+	reasonSh           = "sh_divergence"
+)
+
+// checkShell is the text's first construct that shell reads as code, or differently from
+// bash, as a failed classification; nil when there is none.
+func checkShell(f *syntax.File, src, shell string) *Classification {
+	var what string
+	switch shell {
+	case "", ShellBash:
+		return nil
+	case ShellZsh:
+		what = zshDivergence(f, src)
+	case ShellSh:
+		what = shDivergence(f)
+	default:
+		return failed(reasonUnknownShell, fmt.Sprintf("not classified: sandboxd reads commands for bash, zsh and POSIX sh, not %q", shell))
+	}
+	if what == "" {
+		return nil
+	}
+	reason := reasonZsh
+	if shell == ShellSh {
+		reason = reasonSh
+	}
+	return failed(reason, fmt.Sprintf("not classified: %s runs it in %s, which reads %s", shell, shell, what))
+}
+
+// zshDivergence names the first construct zsh evaluates where bash does not:
+//   - a word with ( after a pattern: zsh reads glob qualifiers there, and e:…: and +func run
+//     code for each file, P:…: adds words. Bash parses the same text as an extended glob, or
+//     as plain text in an operand such as ${x:-*(e:…:)}, which zsh globs too. A ( in
+//     unquoted text is refused wherever it is;
+//   - $~x, $=x, $^x, $+x, which bash reads as literal text: $~x globs x's value (qualifiers
+//     included), $=x splits it into words.
+func zshDivergence(f *syntax.File, src string) (what string) {
+	// Text directly inside double quotes is never globbed: ( there is a character.
+	quoted := map[*syntax.Lit]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if dq, ok := n.(*syntax.DblQuoted); ok {
+			for _, p := range dq.Parts {
+				if l, ok := p.(*syntax.Lit); ok {
+					quoted[l] = true
+				}
+			}
+		}
+		return true
+	})
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if what != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.ExtGlob:
+			what = "a glob qualifier in " + n.Op.String() + n.Pattern.Value + ")"
+		case *syntax.Lit:
+			if !quoted[n] && strings.IndexByte(n.Value, '(') >= 0 {
+				what = "a glob qualifier in " + n.Value
+				break
+			}
+			// The parser splits a lone $ into a literal of its own: look at what follows it.
+			lit := n.Value
+			if end := int(n.End().Offset()); strings.HasSuffix(lit, "$") && end < len(src) {
+				lit += src[end : end+1]
+			}
+			if i := zshFlagExpansion(lit); i >= 0 {
+				what = "the expansion " + lit[i:i+2] + "… as code"
+			}
+		}
+		return what == ""
+	})
+	return what
+}
+
+// zshFlagExpansion is the index of a $ followed by ~, =, ^ or + in lit, or -1.
+func zshFlagExpansion(lit string) int {
+	for i := strings.IndexByte(lit, '$'); i >= 0 && i+1 < len(lit); {
+		if strings.IndexByte("~=^+", lit[i+1]) >= 0 {
+			return i
+		}
+		j := strings.IndexByte(lit[i+1:], '$')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return -1
+}
+
+// shDivergence names the first construct a POSIX sh reads differently from bash: $'…' and
+// $"…" are a $ and a quoted string to dash, so a quote bash reads as escaped ends the string
+// there and what follows runs; ((…)) is two nested subshells running a command.
+func shDivergence(f *syntax.File) (what string) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if what != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.SglQuoted:
+			if n.Dollar {
+				what = "$'…' as a $ and a quoted string"
+			}
+		case *syntax.DblQuoted:
+			if n.Dollar {
+				what = `$"…" as a $ and a quoted string`
+			}
+		case *syntax.ArithmCmd:
+			what = "((…)) as subshells running a command"
+		case *syntax.ExtGlob:
+			what = "an extended glob as a syntax error or a command"
+		}
+		return what == ""
+	})
+	return what
+}

@@ -1,0 +1,103 @@
+package classifier
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestShellDialects: text bash reads as data but zsh or dash runs is refused for that shell
+// (checked against the real shells by difftest), and what every shell reads alike stays
+// read-only.
+func TestShellDialects(t *testing.T) {
+	for _, tc := range []struct {
+		cmd string
+		// readOnly in bash, zsh and sh
+		bash, zsh, sh bool
+	}{
+		{"ls -la", true, true, true},
+		{"git status && git log --oneline -3", true, true, true},
+		{`grep -E "(a|b)" a.txt`, true, true, true},
+		{"echo 'a(b)' \"c(d)\"", true, true, true},
+		{"echo $$ a$", true, true, true},
+		{"ls *(e:'touch x':)", true, false, false},
+		{"ls *.txt(e.'id > x'.)", false, false, false},
+		{"sort *(P:-ox:)", false, false, false},
+		{"ls *(#qe:'touch x':)", true, false, false},
+		{"echo ${x:-*(e:'touch x':)}", true, false, true},
+		{"x='*(e:touch x:)'; ls $~x", true, false, true},
+		{"x='-o x'; sort $=x a.txt", true, false, true},
+		{"echo \"$~x\" $^y $+z", true, false, true},
+		{"echo $'a\\' ; touch x ; # '", true, true, false},
+		{"cat $'x\\'; touch x #'", true, true, false},
+		{"((x))", true, true, false},
+	} {
+		for _, sh := range []struct {
+			name string
+			want bool
+		}{{ShellBash, tc.bash}, {ShellZsh, tc.zsh}, {ShellSh, tc.sh}} {
+			opts := testOpts
+			opts.Shell = sh.name
+			c := Classify(tc.cmd, opts)
+			if c.ReadOnly != sh.want {
+				t.Errorf("%s: %q read-only %v (%s), want %v", sh.name, tc.cmd, c.ReadOnly, c.Reason, sh.want)
+			}
+			if !sh.want && tc.bash && c.ParseError == nil {
+				// Refused for the shell alone: no allow rule may match it either.
+				t.Errorf("%s: %q refused without a parse error, so an allow rule could still match it", sh.name, tc.cmd)
+			}
+		}
+	}
+}
+
+// TestUnknownShellUnclassified: a shell the classifier cannot read leaves every command
+// unparsed, even one every shell reads alike.
+func TestUnknownShellUnclassified(t *testing.T) {
+	for _, sh := range []string{"fish", "ksh", "csh", "Bash", " zsh"} {
+		opts := testOpts
+		opts.Shell = sh
+		c := Classify("ls", opts)
+		if c.ReadOnly || c.ParseError == nil || c.Reason != reasonUnknownShell {
+			t.Errorf("%q: read-only %v, reason %s, parse error %v; want unclassified", sh, c.ReadOnly, c.Reason, c.ParseError)
+		}
+	}
+}
+
+// TestNestedScriptInItsShell: a script given to sh or zsh is read as that shell reads it,
+// so a command it hides from bash's reading still meets deny rules (the command is opaque);
+// a shell the classifier cannot read is opaque whatever the script.
+func TestNestedScriptInItsShell(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		opaque bool
+	}{
+		{`sh -c "echo \$'a\\' ; rm -rf x ; # '"`, true},
+		{`dash -c "echo \$'a\\' ; rm -rf x ; # '"`, true},
+		{`busybox sh -c "echo \$'a\\' ; rm -rf x ; # '"`, true},
+		{`watch -n1 "echo \$'a\\' ; rm -rf x ; # '"`, true},
+		{`zsh -c "ls *(e:'rm -rf x':)"`, true},
+		{`ksh -c 'ls'`, true},
+		{`fish -c 'ls'`, true},
+		{`bash -c "echo \$'a\\' ; rm -rf x ; # '"`, false},
+		{`sh -c 'ls -la'`, false},
+		{`zsh -c 'ls -la'`, false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		opaque := false
+		for _, s := range c.Subcommands {
+			opaque = opaque || s.Opaque
+		}
+		if opaque != tc.opaque {
+			t.Errorf("%q: opaque %v, want %v:\n%s", tc.cmd, opaque, tc.opaque, c.Format())
+		}
+		if c.ReadOnly {
+			t.Errorf("%q: a shell running a script is never read-only", tc.cmd)
+		}
+	}
+	// eval runs its text in the shell it is in.
+	opts := testOpts
+	opts.Shell = ShellZsh
+	c := Classify(`eval "ls *(e:'rm -rf x':)"`, opts)
+	if c.ReadOnly || !strings.Contains(c.Format(), "opaque") {
+		t.Errorf("zsh eval of a glob qualifier: read-only %v, want opaque:\n%s", c.ReadOnly, c.Format())
+	}
+}
