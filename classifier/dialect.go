@@ -66,7 +66,7 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 	if shell == ShellSh {
 		reason = reasonSh
 	}
-	return failed(reason, fmt.Sprintf("not classified: %s runs it in %s, which reads %s", shell, shell, what))
+	return failed(reason, fmt.Sprintf("not classified: %s reads %s", shell, what))
 }
 
 // zshDivergence names the first construct zsh evaluates where bash does not:
@@ -95,10 +95,10 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 		}
 		switch n := n.(type) {
 		case *syntax.ExtGlob:
-			what = "a glob qualifier in " + n.Op.String() + n.Pattern.Value + ")"
+			what = n.Op.String() + n.Pattern.Value + ") as a glob qualifier, which can run code"
 		case *syntax.Lit:
 			if !quoted[n] && strings.IndexByte(n.Value, '(') >= 0 {
-				what = "a glob qualifier in " + n.Value
+				what = n.Value + " as a glob qualifier, which can run code"
 				break
 			}
 			// The parser splits a lone $ into a literal of its own: look at what follows it.
@@ -107,7 +107,7 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 				lit += src[end : end+1]
 			}
 			if i := zshFlagExpansion(lit); i >= 0 {
-				what = "the expansion " + lit[i:i+2] + "… as code"
+				what = lit[i:i+2] + "… as an expansion that globs or splits a value"
 			}
 		}
 		return what == ""
@@ -130,9 +130,10 @@ func zshFlagExpansion(lit string) int {
 	return -1
 }
 
-// shDivergence names the first construct a POSIX sh reads differently from bash: $'…' and
-// $"…" are a $ and a quoted string to dash, so a quote bash reads as escaped ends the string
-// there and what follows runs; ((…)) is two nested subshells running a command.
+// shDivergence names the first construct a POSIX sh runs where bash does not: $'…' is a $
+// and a single-quoted string to dash, so a quote bash reads as escaped ends the string there
+// and what follows runs; ((…)) is two nested subshells running a command. (What dash cannot
+// parse, an extended glob or [[, runs nothing.)
 func shDivergence(f *syntax.File) (what string) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if what != "" {
@@ -141,16 +142,10 @@ func shDivergence(f *syntax.File) (what string) {
 		switch n := n.(type) {
 		case *syntax.SglQuoted:
 			if n.Dollar {
-				what = "$'…' as a $ and a quoted string"
-			}
-		case *syntax.DblQuoted:
-			if n.Dollar {
-				what = `$"…" as a $ and a quoted string`
+				what = "$'…' as a $ and a quoted string, ending it where bash does not"
 			}
 		case *syntax.ArithmCmd:
 			what = "((…)) as subshells running a command"
-		case *syntax.ExtGlob:
-			what = "an extended glob as a syntax error or a command"
 		}
 		return what == ""
 	})
