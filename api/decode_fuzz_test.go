@@ -21,7 +21,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"calls":[{"tool":"Read","input":{}}]}`,
 		`{"tool":"Bash","input":{"command":"ls"}} trailing`,
 		`{"tool":1}`, `[]`, `null`, ``, `{"tool":"Bash","bogus":1}`, "{\"tool\":\"\u0000\"}",
-		`{"tool":"Bash","mode":"yolo"}`,
+		`{"tool":"Bash","mode":"yolo"}`, `{"tool":"Bash","shell":"zsh"}`, `{"tool":"Bash","shell":"/bin/zsh"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -38,12 +38,15 @@ func FuzzDecodeRequest(f *testing.F) {
 				continue
 			}
 			if cr, ok := target.(*protocol.CallRequest); ok {
-				if err := checkCall(*cr); err == nil {
-					if strings.TrimSpace(cr.Tool) == "" || cr.WaitMS < 0 {
-						t.Fatalf("checkCall let through %+v", cr)
+				for _, decideOnly := range []bool{false, true} {
+					if err := checkCall(*cr, decideOnly); err == nil {
+						if strings.TrimSpace(cr.Tool) == "" || cr.WaitMS < 0 || !decideOnly && cr.Shell != "" && cr.Shell != "bash" ||
+							len(cr.Shell) > 32 || strings.ContainsAny(cr.Shell, "/ \x00\n") {
+							t.Fatalf("checkCall (decide only %v) let through %+v", decideOnly, cr)
+						}
+					} else if c := errcode.Of(err); c != errcode.BadRequest && c != errcode.Validation {
+						t.Fatalf("checkCall error class %s", c)
 					}
-				} else if c := errcode.Of(err); c != errcode.BadRequest && c != errcode.Validation {
-					t.Fatalf("checkCall error class %s", c)
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -158,9 +159,20 @@ func checkClientKey(sess *session.Session, key string) error {
 
 // checkCall refuses what no call request may be, before any session is looked up or any
 // slot taken.
-func checkCall(cr protocol.CallRequest) error {
+// shellName is what "shell" may hold: a program's name, short enough for an audit record.
+var shellName = regexp.MustCompile(`^[a-z][a-z0-9_.+-]{0,31}$`)
+
+func checkCall(cr protocol.CallRequest, decideOnly bool) error {
 	if strings.TrimSpace(cr.Tool) == "" {
 		return errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
+	}
+	if cr.Shell != "" {
+		if !shellName.MatchString(cr.Shell) {
+			return errcode.Msg(errcode.BadRequest, `"shell" must be a shell's name, such as bash, zsh or sh`)
+		}
+		if !decideOnly && cr.Shell != "bash" {
+			return errcode.Msg(errcode.BadRequest, `"shell" other than bash is for decide only: sandboxd runs Bash commands with bash`)
+		}
 	}
 	if cr.WaitMS < 0 {
 		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
@@ -214,7 +226,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	if cr.ApprovalID != "" && !decideOnly {
 		return s.resume(w, r, c, cr)
 	}
-	if err := checkCall(cr); err != nil {
+	if err := checkCall(cr, decideOnly); err != nil {
 		return err
 	}
 	sess, release, err := s.sessionSlots(r, c, 1, cr.ClientKey)
@@ -290,7 +302,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	}
 	keys := make([]string, len(br.Calls))
 	for i, cr := range br.Calls {
-		if err := checkCall(cr); err != nil {
+		if err := checkCall(cr, false); err != nil {
 			return err
 		}
 		keys[i] = cr.ClientKey

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -164,5 +165,65 @@ func TestUnclassifiedBashNeverSlipsPastRules(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Errorf("the padded rm ran: %v", err)
+	}
+}
+
+// A command the caller runs itself (an agent's hook) is decided as its own shell reads it:
+// for zsh a glob qualifier that runs code is asked even in a read-only-looking ls, and even
+// under an allow rule that matches ls; the decision record names the shell. sandboxd itself
+// runs Bash with bash, so a call that names another shell is refused.
+func TestDecideForTheCallersShell(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := t.TempDir()
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"rules":{"allow":["Bash(cat:*)"]}}`, dir))
+	qualifier := `{"command":"ls *(e:'touch pwned':)"}`
+	cases := []struct {
+		shell, input, want, why string
+	}{
+		{"", qualifier, "allow", "read-only"},
+		{"bash", qualifier, "allow", "read-only"},
+		{"zsh", qualifier, "ask", "zsh"},
+		{"bash", `{"command":"cat *(e.'id > pwned'.)"}`, "allow", ""},
+		{"zsh", `{"command":"cat *(e.'id > pwned'.)"}`, "ask", "zsh"},
+		{"zsh", `{"command":"ls -la"}`, "allow", "read-only"},
+		{"sh", `{"command":"echo $'a\\' ; touch pwned ; # '"}`, "ask", "sh"},
+		{"dash", `{"command":"echo $'a\\' ; touch pwned ; # '"}`, "ask", "sh"},
+		{"bash", `{"command":"echo $'a\\' ; touch pwned ; # '"}`, "allow", "read-only"},
+		{"fish", `{"command":"ls"}`, "ask", "fish"},
+	}
+	for i, tc := range cases {
+		body := fmt.Sprintf(`{"tool":"Bash","input":%s,"shell":%q,"tool_use_id":"toolu_sh_%d"}`, tc.input, tc.shell, i)
+		code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", body)
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != 200 || res.Decision == nil {
+			t.Fatalf("decide %s: %d %s", body, code, b)
+		}
+		if res.Decision.Behavior != tc.want || !strings.Contains(res.Decision.Reason, tc.why) {
+			t.Errorf("%s %s: %s (%s), want %s mentioning %q", tc.shell, tc.input, res.Decision.Behavior, res.Decision.Reason, tc.want, tc.why)
+		}
+	}
+	shells := map[string]string{}
+	for r, err := range audit.Query(filepath.Join(td.state, "audit"), audit.Filter{Kinds: []audit.Kind{audit.KindCallDecide}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		shells[r.ToolUseID] = r.Detail["shell"]
+	}
+	if shells["toolu_sh_2"] != "zsh" || shells["toolu_sh_7"] != "dash" || shells["toolu_sh_1"] != "" {
+		t.Errorf("the decision records name the shell: %v", shells)
+	}
+	for _, bad := range []struct{ path, body, why string }{
+		{"/calls", `{"tool":"Bash","input":{"command":"ls"},"shell":"zsh"}`, "decide only"},
+		{"/batch", `{"calls":[{"tool":"Bash","input":{"command":"ls"},"shell":"zsh"}]}`, "decide only"},
+		{"/decide", `{"tool":"Bash","input":{"command":"ls"},"shell":"/bin/zsh"}`, "shell's name"},
+		{"/decide", `{"tool":"Bash","input":{"command":"ls"},"shell":"` + strings.Repeat("z", 40) + `"}`, "shell's name"},
+	} {
+		if code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+bad.path, bad.body); code != 400 || !strings.Contains(string(b), bad.why) {
+			t.Errorf("%s %s: %d %s, want 400 saying %q", bad.path, bad.body, code, b, bad.why)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("something ran a decided command")
 	}
 }

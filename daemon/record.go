@@ -65,6 +65,13 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 		rec.Session, rec.Mode, rec.Tool = c.Session.ID, string(c.Mode), c.Tool.Name()
 		rec.Detail = decidedInput(rec.Input, c.Input)
 	}
+	if cr.Request != nil && cr.Request.Shell != "" && cr.Request.Shell != "bash" {
+		// The shell the command was classified for decided it as much as the input did.
+		if rec.Detail == nil {
+			rec.Detail = map[string]string{}
+		}
+		rec.Detail["shell"] = cr.Request.Shell
+	}
 	if cr.Approval != nil || cr.Resolution != nil || (cr.Decision != nil && (len(cr.Decision.Auto) > 0 || cr.Decision.ApprovalID != "")) {
 		if rec.Detail == nil {
 			rec.Detail = map[string]string{}

@@ -34,6 +34,9 @@ type Request struct {
 	// Room, when set, is the response's room left in bytes: an image that would not fit is
 	// left out before it is read.
 	Room func() int64
+	// Shell is the shell a Bash command is classified for (classifier.Options.Shell): set
+	// only when the caller runs the command itself (decide); "" is bash.
+	Shell string
 }
 
 // Outcome is what the pipeline made of one request.
@@ -322,7 +325,11 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	}
 	ch := make(chan *classifier.Classification, 1)
 	st.call.bash = ch
-	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home}
+	shell := st.req.Shell
+	if d := classifier.ShellOf(shell); d != "" {
+		shell = d // dash reads as sh, rbash as bash; a shell it cannot read stays unclassified
+	}
+	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home, Shell: shell}
 	if p.hooks.Load() == nil {
 		// No hook to overlap with: classifying here costs less than waking a thread for it.
 		ch <- classifier.Classify(cmd, opts)
@@ -380,6 +387,10 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	st.facts = facts
 	// Nothing changes the input after this step: execute and the audit use the same answer.
 	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
+	if cl := st.call.Classification(); cl != nil && !cl.ReadOnly {
+		// Read for the shell that runs it (Request.Shell), a command bash reads as read-only may not be.
+		st.readOnly = false
+	}
 	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook}
 	d, err := p.decider.Decide(ctx, in)
 	if err != nil {

@@ -107,6 +107,11 @@ type CallRequest struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 	// ClientKey, when set, must be the session's (CreateSession.ClientKey), else 404.
 	ClientKey string `json:"client_key,omitempty"`
+	// Shell is the shell that will run a Bash command the caller runs itself, for decide
+	// only (an agent's hook): "bash" (the default), "zsh" or "sh". The command is classified
+	// as that shell reads it; any other name leaves it unclassified, so it is asked. A call
+	// sandboxd runs is run by bash, so it takes no other.
+	Shell string `json:"shell,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/sessions/{id}/batch.

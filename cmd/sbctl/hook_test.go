@@ -27,13 +27,19 @@ type hookAnswer struct {
 // runHook runs `sbctl hook` as u with the input and returns its raw stdout.
 func runHook(t *testing.T, b bins, socket string, u testutil.User, rt string, input map[string]any, flags ...string) string {
 	t.Helper()
+	return runHookEnv(t, b, socket, u, rt, nil, input, flags...)
+}
+
+// runHookEnv is runHook with more of the agent's environment (SHELL, ...).
+func runHookEnv(t *testing.T, b bins, socket string, u testutil.User, rt string, env []string, input map[string]any, flags ...string) string {
+	t.Helper()
 	in, err := json.Marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(b.sbctl, append([]string{"--socket", socket, "hook"}, flags...)...)
 	asUser(t, cmd, u)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}, env...)
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -126,6 +132,53 @@ func TestHookDecisions(t *testing.T) {
 		// got one).
 		if n != 2 {
 			t.Errorf("%d session files, want 2", n)
+		}
+	})
+	t.Run("decided as the agent's shell reads it", func(t *testing.T) {
+		// In zsh this ls runs touch for each file (a glob qualifier); bash reads an extended
+		// glob. Without --confine the agent runs it in its own shell.
+		qualifier := "ls *(e:'touch pwned':)"
+		if _, err := os.Stat("/usr/bin/zsh"); err == nil {
+			zsh := exec.Command("/usr/bin/zsh", "-f", "-c", qualifier)
+			zsh.Dir = t.TempDir()
+			if err := os.WriteFile(filepath.Join(zsh.Dir, "f"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_ = zsh.Run()
+			if _, err := os.Stat(filepath.Join(zsh.Dir, "pwned")); err != nil {
+				t.Fatalf("zsh did not run the qualifier's code, so this test shows nothing: %v", err)
+			}
+		}
+		for _, tc := range []struct {
+			name    string
+			env     []string
+			flags   []string
+			command string
+			want    string
+			reason  string
+		}{
+			{"SHELL bash", []string{"SHELL=/bin/bash"}, nil, qualifier, "allow", "read-only"},
+			{"SHELL zsh", []string{"SHELL=/usr/bin/zsh"}, nil, qualifier, "ask", "zsh"},
+			{"CLAUDE_CODE_SHELL over SHELL", []string{"SHELL=/bin/bash", "CLAUDE_CODE_SHELL=/bin/zsh"}, nil, qualifier, "ask", "zsh"},
+			{"no SHELL reads as zsh", nil, nil, qualifier, "ask", "zsh"},
+			{"SHELL fish reads as zsh", []string{"SHELL=/usr/bin/fish"}, nil, qualifier, "ask", "zsh"},
+			{"--shell wins", []string{"SHELL=/usr/bin/zsh"}, []string{"--shell", "bash"}, qualifier, "allow", "read-only"},
+			{"--shell sh", nil, []string{"--shell", "sh"}, `echo $'a\' ; touch pwned ; # '`, "ask", "sh"},
+			{"--shell fish is not classified", nil, []string{"--shell", "fish"}, "ls", "ask", "fish"},
+			{"zsh under an allow rule", []string{"SHELL=/usr/bin/zsh"}, []string{"--allow", "Bash(ls:*)"}, qualifier, "ask", "zsh"},
+			{"--confine runs it in sandboxd's bash", []string{"SHELL=/usr/bin/zsh"}, []string{"--confine"}, qualifier, "allow", "read-only"},
+		} {
+			in := base("Bash", map[string]any{"command": tc.command})
+			if tc.flags != nil {
+				in["session_id"] = "agent-shell-" + tc.name
+			}
+			a := decodeHook(t, runHookEnv(t, b, d.socket, u, rt, tc.env, in, tc.flags...))
+			if a.HookSpecificOutput.PermissionDecision != tc.want || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, tc.reason) {
+				t.Errorf("%s: %q (%s); want %q mentioning %q", tc.name, a.HookSpecificOutput.PermissionDecision, a.HookSpecificOutput.PermissionDecisionReason, tc.want, tc.reason)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(work, "pwned")); err == nil {
+			t.Error("a decision ran the command")
 		}
 	})
 	t.Run("PostToolUse answers nothing and is recorded as the agent's report", func(t *testing.T) {

@@ -62,6 +62,7 @@ type hookFlags struct {
 	mode          string
 	timeout       time.Duration
 	stateDir      string
+	shell         string
 	sf            sessionFlags
 }
 
@@ -78,6 +79,7 @@ func cmdHook(e *Env, args []string) error {
 	fs.StringVar(&hf.unknownTool, "unknown-tool", "ask", "answer for a tool sandboxd does not run (TodoWrite, Task, …): ask, or pass (no answer: the agent's own permissions decide)")
 	fs.StringVar(&hf.mode, "mode", "", "mode of the session and its calls (default: the agent's permission_mode when sandboxd has it)")
 	fs.DurationVar(&hf.timeout, "timeout", 20*time.Second, "own deadline, under the hook's timeout in the agent's settings (30 s in the README's snippet): an agent runs a call whose hook timed out")
+	fs.StringVar(&hf.shell, "shell", "", "the shell the agent runs its Bash commands in, without --confine: bash, zsh or sh (default: from $CLAUDE_CODE_SHELL, else $SHELL; zsh when neither names bash or zsh)")
 	fs.StringVar(&hf.stateDir, "state-dir", "", "where the hook keeps the session of each agent session (default $XDG_RUNTIME_DIR/sandboxd/hook, else ~/.cache/sandboxd/hook)")
 	fs.Var(&hf.sf.allow, "allow", "allow rule of new sessions (repeatable)")
 	fs.Var(&hf.sf.deny, "deny", "deny rule of new sessions (repeatable)")
@@ -165,6 +167,10 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		return unavailable(err.Error())
 	}
 	req := protocol.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID}
+	if in.ToolName == "Bash" && !hf.confine {
+		// The agent runs the command itself, in its own shell: decide it as that shell reads it.
+		req.Shell = agentShell(hf.shell)
+	}
 	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, mode, req)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Detail.Class == "unknown_tool" || err == nil && res.Error != nil && res.Error.Class == "unknown_tool" {
@@ -200,6 +206,25 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		out.HookSpecificOutput.UpdatedInput = upd
 	}
 	return out, true
+}
+
+// agentShell is the shell an agent runs its Bash commands in: the --shell flag, else the one
+// Claude Code picks, $CLAUDE_CODE_SHELL or else $SHELL when it names bash or zsh. When
+// neither does, the agent falls back to a bash or zsh it finds; zsh's reading refuses
+// everything bash's does, and more, so it is the one to decide by.
+func agentShell(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	for _, v := range []string{"CLAUDE_CODE_SHELL", "SHELL"} {
+		switch name := filepath.Base(os.Getenv(v)); {
+		case strings.Contains(name, "zsh"):
+			return "zsh"
+		case strings.Contains(name, "bash"):
+			return "bash"
+		}
+	}
+	return "zsh"
 }
 
 func verb(behavior string) string {
