@@ -101,3 +101,29 @@ func TestNestedScriptInItsShell(t *testing.T) {
 		t.Errorf("zsh eval of a glob qualifier: read-only %v, want opaque:\n%s", c.ReadOnly, c.Format())
 	}
 }
+
+// TestRunnersShowTheirCommand: a program that runs a command after arguments of its own
+// shows that command to deny and ask rules, wherever its arguments let it start; a command
+// known only at run time makes it opaque.
+func TestRunnersShowTheirCommand(t *testing.T) {
+	for _, tc := range []struct {
+		cmd    string
+		opaque bool
+	}{
+		{"taskset 1 rm -rf x", false}, {"taskset -c 0 rm -rf x", false}, {"chrt -f 10 rm -rf x", false},
+		{"flock /tmp/l rm -rf x", false}, {"flock /tmp/l -c 'rm -rf x'", false}, {"strace -o /dev/null rm -rf x", false},
+		{"script -qc 'rm -rf x' /dev/null", false}, {"ssh h 'rm -rf x'", false}, {"uv run rm -rf x", false},
+		{"busybox rm -rf x", false}, {"/usr/bin/ionice -c3 nice rm -rf x", false},
+		{"flock /tmp/l $CMD", true}, {"taskset 1 " + strings.Repeat("a ", maxRunnerWords) + "rm -rf x", true},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		found, opaque := false, false
+		for _, s := range c.Subcommands {
+			opaque = opaque || s.Opaque
+			found = found || len(s.DenyPrefix) > 0 && s.DenyPrefix[0] == "rm" && s.Nested
+		}
+		if opaque != tc.opaque || !tc.opaque && !found {
+			t.Errorf("%q: opaque %v, rm seen %v; want opaque %v:\n%s", tc.cmd, opaque, found, tc.opaque, c.Format())
+		}
+	}
+}

@@ -56,6 +56,8 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	case name == "busybox" || name == "toybox":
 		if len(ws) > 1 && ws[1].static && shellNames[ws[1].val] {
 			w.nestedShell(sb, s, ws[1:])
+		} else {
+			w.nestedTails(sb, ws[1:]) // busybox rm: the applet is the command
 		}
 	case name == "eval":
 		parts := make([]string, 0, len(ws)-1)
@@ -78,6 +80,8 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true}, ShellSh)
 	case name == "setsid":
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
+	case runners[name]:
+		w.nestedTails(sb, ws[1:])
 	case name == "env":
 		// Still env after unwrapping: -S splits a string into a command line.
 		for _, a := range ws[1:] {
@@ -85,6 +89,59 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 				sb.opaque = true
 				return
 			}
+		}
+	}
+}
+
+// runners run a command named in their arguments after operands and options of their own,
+// each in its own shape (taskset MASK CMD, chrt -f 10 CMD, flock FILE -c CMD, strace -o F CMD,
+// ssh HOST CMD, uv run CMD, script -qc CMD FILE). Which word starts the command is not
+// parsed per program: every tail of the arguments is read as a command line, so a deny or
+// ask rule meets the command wherever it starts (and, rarely, an operand that happens to
+// spell a denied command). Interpreters given code (python -c, awk, make) are not here:
+// what their code runs is not a command line.
+var runners = map[string]bool{
+	"flock": true, "ionice": true, "taskset": true, "chrt": true, "setarch": true, "linux32": true,
+	"linux64": true, "prlimit": true, "numactl": true, "unbuffer": true, "chronic": true,
+	"fakeroot": true, "fakechroot": true, "cpulimit": true, "dbus-run-session": true,
+	"dbus-launch": true, "strace": true, "ltrace": true, "unshare": true, "nsenter": true,
+	"chroot": true, "setpriv": true, "bwrap": true, "firejail": true, "systemd-run": true,
+	"systemd-inhibit": true, "runuser": true, "su": true, "sg": true, "doas": true, "pkexec": true,
+	"ssh": true, "sshpass": true, "parallel": true, "sem": true, "script": true, "entr": true,
+	"xvfb-run": true, "faketime": true, "proxychains": true, "proxychains4": true,
+	"torsocks": true, "catchsegv": true, "valgrind": true, "perf": true, "eatmydata": true,
+	"nocache": true, "trickle": true, "chpst": true, "setuidgid": true, "softlimit": true,
+	"envdir": true, "runcon": true, "tmux": true, "screen": true, "daemonize": true,
+	"npx": true, "pnpx": true, "bunx": true, "uvx": true, "uv": true, "pipx": true,
+	"poetry": true, "pipenv": true, "conda": true, "mise": true, "asdf": true, "direnv": true,
+	"nix-shell": true, "devbox": true, "bundle": true, "dotenv": true, "cross-env": true,
+	"env-cmd": true, "op": true, "doppler": true, "aws-vault": true,
+}
+
+// maxRunnerWords bounds the tails read for a runner; a longer command line is opaque.
+const maxRunnerWords = 32
+
+// nestedTails reads every tail of a runner's arguments as a command line (see runners). A
+// word known only at run time may be the command, so it makes the command opaque.
+func (w *walker) nestedTails(sb *sub, ws []word) {
+	if len(ws) > maxRunnerWords {
+		sb.opaque = true
+		return
+	}
+	for _, a := range ws {
+		if !a.static {
+			sb.opaque = true
+			return
+		}
+	}
+	for i := range ws {
+		parts := make([]string, 0, len(ws)-i)
+		for _, a := range ws[i:] {
+			parts = append(parts, a.val)
+		}
+		w.nestedScript(sb, strings.Join(parts, " "), w.opts.Shell)
+		if sb.opaque {
+			return
 		}
 	}
 }

@@ -398,12 +398,18 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`timeout 5 curl x`, `nice -n 5 curl x`, `nohup curl x`, `stdbuf -o0 curl x`, `time curl x`,
 		`/usr/bin/curl x`, `c\url x`, `'cu'rl x`, `"curl" x`, `bash <<< 'curl x'`, `echo 'curl x' | bash`,
 		"bash <<'EOF'\ncurl x\nEOF", `watch curl x`, `sudo curl x`,
+		// Runners: programs that run a command after arguments of their own.
+		`flock /tmp/l curl x`, `flock /tmp/l -c 'curl x'`, `taskset 1 curl x`, `taskset -c 0 curl x`,
+		`chrt -f 10 curl x`, `ionice -c3 curl x`, `prlimit --nofile=10 curl x`, `setarch x86_64 curl x`,
+		`strace -f -o /dev/null curl x`, `unshare -r curl x`, `script -qc 'curl x' /dev/null`,
+		`ssh host curl x`, `ssh host 'curl x'`, `systemd-run --user curl x`, `uv run curl x`, `npx curl x`,
+		`direnv exec . curl x`, `busybox curl x`, `/usr/bin/taskset 1 curl x`, `flock /tmp/l timeout 5 curl x`,
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
 	for _, cmd := range []string{
 		`$X x`, `$(echo curl) x`, `${cmd} x`, `wget -O- x | sh`, `bash < file`, `bash script.sh`, `eval "$X"`,
-		`source f`, `. ./f`, `ls && bash -c "$CMD"`,
+		`source f`, `. ./f`, `ls && bash -c "$CMD"`, `flock /tmp/l $CMD`, `taskset 1 "$@"`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
