@@ -477,6 +477,8 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			aw := evalAssign(w.src, a)
 			sb.args = append(sb.args, aw.word)
 		}
+		// export GIT_SSH_COMMAND='curl x' runs curl in the git after it.
+		w.commandVars(sb, sb.args[1:])
 		w.subs = append(w.subs, sb)
 	case *syntax.LetClause:
 		w.setsVars = true

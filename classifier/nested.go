@@ -29,6 +29,8 @@ var shellNames = map[string]bool{
 // the wrappers deny rules see through (DenyPrefix), so `timeout 5 bash -c X` is bash -c X.
 func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	if len(sb.args) == 0 {
+		// PAGER='curl x' alone changes an exported variable for the commands after it.
+		w.commandVars(sb, nil)
 		return
 	}
 	vals := w.vals[:0]
@@ -50,7 +52,13 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		sb.opaque = true
 		return
 	}
+	w.commandVars(sb, sb.args[:k])
+	if sb.opaque {
+		return
+	}
 	switch name := baseName(ws[0].val); {
+	case name == "git":
+		w.nestedGitConfig(sb, ws[1:])
 	case shellNames[name]:
 		w.nestedShell(sb, s, ws)
 	case name == "busybox" || name == "toybox":
@@ -89,6 +97,79 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 				sb.opaque = true
 				return
 			}
+		}
+	}
+}
+
+// commandVar reports a variable whose value programs run as a shell command: git's and
+// ssh's helpers, pagers, editors, less's preprocessor. GIT_SSH_COMMAND='curl x' git fetch
+// runs curl.
+func commandVar(name string) bool {
+	switch name {
+	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS",
+		"GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
+		return true
+	}
+	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER")
+}
+
+// commandVars reads the value of each command variable the command is given, in its own
+// assignments or env's (FOO=x git …, env FOO=x git …), as a script sh runs; a value known only
+// at run time makes the command opaque.
+func (w *walker) commandVars(sb *sub, wrappers []word) {
+	check := func(name string, value word) {
+		if !commandVar(name) {
+			return
+		}
+		if !value.static {
+			sb.opaque = true
+			return
+		}
+		// LESSOPEN='|cmd %s' pipes; the others are run as written.
+		w.nestedScript(sb, strings.TrimLeft(value.val, "|"), ShellSh)
+	}
+	for _, a := range sb.assigns {
+		if _, v, ok := strings.Cut(a.word.val, "="); ok || !a.static {
+			check(a.name, word{val: v, static: a.static})
+		}
+	}
+	for _, a := range wrappers {
+		if name, v, ok := strings.Cut(a.val, "="); ok && isIdent(name) {
+			check(name, word{val: v, static: a.static})
+		}
+	}
+}
+
+// nestedGitConfig reads what git -c KEY=VALUE may run: an alias's !command, core.sshCommand,
+// core.pager, core.editor, diff.external and the other keys whose value is a command git
+// runs through sh. Every value is read as a script (one that is not a command names none a
+// rule denies); --config-env takes its value from the environment, so it is opaque.
+func (w *walker) nestedGitConfig(sb *sub, ws []word) {
+	for i := 0; i < len(ws); i++ {
+		a := ws[i]
+		switch {
+		case a.static && strings.HasPrefix(a.val, "--config-env"):
+			sb.opaque = true
+			return
+		case a.static && (a.val == "-c" || a.val == "--config"):
+			if i+1 >= len(ws) {
+				return
+			}
+			i++
+			if !ws[i].static {
+				sb.opaque = true
+				return
+			}
+			if _, v, ok := strings.Cut(ws[i].val, "="); ok {
+				w.nestedScript(sb, strings.TrimPrefix(v, "!"), ShellSh)
+			}
+		case a.static && strings.HasPrefix(a.val, "-"):
+			// -C DIR, --git-dir=…, -p: git's own options before the subcommand.
+			if a.val == "-C" || a.val == "--git-dir" || a.val == "--work-tree" || a.val == "--namespace" {
+				i++
+			}
+		default:
+			return // the subcommand: -c after it is the subcommand's own option
 		}
 	}
 }

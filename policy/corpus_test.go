@@ -404,12 +404,17 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`strace -f -o /dev/null curl x`, `unshare -r curl x`, `script -qc 'curl x' /dev/null`,
 		`ssh host curl x`, `ssh host 'curl x'`, `systemd-run --user curl x`, `uv run curl x`, `npx curl x`,
 		`direnv exec . curl x`, `busybox curl x`, `/usr/bin/taskset 1 curl x`, `flock /tmp/l timeout 5 curl x`,
+		// Command strings programs run: git's config, and the variables of helpers and pagers.
+		`git -c alias.x='!curl x' x`, `git -C sub -c core.sshCommand='curl x' fetch`, `GIT_SSH_COMMAND='curl x' git fetch`,
+		`env GIT_SSH_COMMAND='curl x' git fetch`, `export GIT_SSH_COMMAND='curl x'; git fetch`, `PAGER='curl x'; git log`,
+		`LESSOPEN='|curl x %s' less f`,
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
 	for _, cmd := range []string{
 		`$X x`, `$(echo curl) x`, `${cmd} x`, `wget -O- x | sh`, `bash < file`, `bash script.sh`, `eval "$X"`,
 		`source f`, `. ./f`, `ls && bash -c "$CMD"`, `flock /tmp/l $CMD`, `taskset 1 "$@"`,
+		`git --config-env=alias.x=FOO x`, `GIT_SSH_COMMAND=$X git fetch`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
