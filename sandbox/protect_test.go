@@ -24,7 +24,8 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	f := &protectFixture{home: filepath.Join(base, "home"), files: map[string]string{}}
 	f.repo, f.remote = filepath.Join(f.home, "repo"), filepath.Join(f.home, "remote")
 	for _, d := range []string{f.home, f.repo, f.remote, filepath.Join(f.home, ".config", "sandboxd"),
-		filepath.Join(f.home, ".config", "git"), filepath.Join(f.home, ".local", "bin")} {
+		filepath.Join(f.home, ".config", "git"), filepath.Join(f.home, ".local", "bin"), filepath.Join(f.home, ".ssh"),
+		filepath.Join(f.home, ".local", "lib", "python3", "site-packages")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +45,8 @@ func newProtectFixture(t *testing.T) *protectFixture {
 		filepath.Join(f.home, ".config", "sandboxd", "settings.json"): `{"permissions":{}}` + "\n",
 		filepath.Join(f.home, ".config", "git", "config"):             "[core]\n",
 		filepath.Join(f.home, ".local", "bin", "tool"):                "#!/bin/sh\n",
+		filepath.Join(f.home, ".ssh", "authorized_keys"):              "ssh-ed25519 AAAA owner\n",
+		filepath.Join(f.home, ".inputrc"):                             "set bell-style none\n",
 		filepath.Join(f.repo, ".envrc"):                               "export A=1\n",
 		filepath.Join(f.repo, ".git", "hooks", "pre-commit"):          "#!/bin/sh\nexit 0\n",
 	} {
@@ -53,7 +56,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	}
 	chownR(t, base)
 	for _, p := range []string{".bashrc", ".gitconfig", ".config/sandboxd/settings.json", ".config/git/config",
-		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config", ".local/bin/tool"} {
+		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config", ".local/bin/tool", ".ssh/authorized_keys", ".inputrc"} {
 		b, err := os.ReadFile(filepath.Join(f.home, p))
 		if err != nil {
 			t.Fatal(err)
@@ -113,6 +116,13 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 		// First on a login's PATH: a planted ls would run instead of the real one.
 		`echo 'id' > ~/.local/bin/ls`,
 		`echo 'id' > ~/.local/bin/tool`,
+		// A key let in, under the other name sshd reads; readline bindings typed at the next
+		// prompt; a .pth file Python runs at every start.
+		`echo 'ssh-ed25519 AAAA attacker' > ~/.ssh/authorized_keys2`,
+		`echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys`,
+		`echo 'Host *' > ~/.ssh/config`,
+		`echo '"\C-m": "id\n"' >> ~/.inputrc`,
+		`echo 'import os' > ~/.local/lib/python3/site-packages/evil.pth`,
 	}
 	var script strings.Builder
 	for i, a := range attacks {
