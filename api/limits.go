@@ -390,13 +390,18 @@ func (c *limitedConn) Close() error {
 	return c.UnixConn.Close()
 }
 
-// ConnContext is ConnContext for connections from LimitListener.
+// ConnContext is ConnContext for connections from LimitListener; with SetPeerCgroups on, it
+// also records where the peer runs (Peer.Cgroup).
 func (s *Server) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if lc, ok := c.(*limitedConn); ok {
 		c = lc.UnixConn
 	}
-	return ConnContext(ctx, c)
+	return connContext(ctx, c, s.peerCgroups.Load())
 }
+
+// SetPeerCgroups says whether each connection's peer has its cgroups read (Peer.Cgroup): needed
+// only while confined calls can make unix sockets at all; it costs each connection ~50 µs.
+func (s *Server) SetPeerCgroups(on bool) { s.peerCgroups.Store(on) }
 
 // extendWrite moves the connection's write deadline to now+WriteTimeout: each write of a
 // response (and the server's final flush after the handler) must complete within it, so a

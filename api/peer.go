@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,12 @@ type Peer struct {
 	UID, GID uint32
 	PID      int32
 	Groups   []uint32
+	// Cgroup is /proc/PID/cgroup of the process that connected, read when the connection
+	// was accepted; empty when its pid means nothing here (another pid namespace) or the
+	// file could not be read. Gone is set when that process had exited by then, so the
+	// file read may be another's.
+	Cgroup []byte
+	Gone   bool
 }
 
 // errNoPeer means the connection carried no credentials; such a request is refused.
@@ -28,6 +35,11 @@ var errNoPeer = errors.New("no peer credentials on the connection")
 // It is the http.Server's ConnContext hook: credentials are read once per connection, from
 // the kernel (SO_PEERCRED), never from anything the client sends.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return connContext(ctx, c, false)
+}
+
+// connContext is ConnContext; withCgroup also reads where the peer runs (Peer.Cgroup).
+func connContext(ctx context.Context, c net.Conn, withCgroup bool) context.Context {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return ctx
@@ -39,13 +51,47 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	var cred *unix.Ucred
 	var groups []uint32
 	var serr, gerr error
+	pidfd := -1
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 		groups, gerr = peerGroups(int(fd))
+		if !withCgroup {
+			return
+		}
+		if p, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+			pidfd = p
+		}
 	}); err != nil || serr != nil || gerr != nil || cred == nil {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		return ctx // no credentials: every request on it is refused
 	}
-	return context.WithValue(ctx, peerKey{}, Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups})
+	p := Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups}
+	if withCgroup {
+		p.Cgroup, p.Gone = peerCgroup(cred.Pid, pidfd)
+	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// peerCgroup reads the cgroups of the process that connected. A pid is a name that can be
+// reused: with the peer's pidfd (SO_PEERPIDFD, Linux 6.5+), the process is checked to be
+// alive after the read, so the file read was its own; gone says it was not. It closes pidfd.
+func peerCgroup(pid int32, pidfd int) (cgroup []byte, gone bool) {
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	if pid <= 0 {
+		return nil, false // in a pid namespace this daemon does not see into: none of its calls
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if pidfd >= 0 && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+		return nil, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	return b, false
 }
 
 // peerGroups reads SO_PEERGROUPS (Linux 4.13+), growing the buffer as the kernel asks.

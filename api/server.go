@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,8 @@ type Server struct {
 	inflight sync.WaitGroup
 	// tenants holds the per-user limits and what each uid holds of them (limits.go).
 	tenants tenants
+	// peerCgroups: read each peer's cgroups at accept (SetPeerCgroups).
+	peerCgroups atomic.Bool
 }
 
 // NewServer builds the handler. maxBody bounds request bodies (413 past it).

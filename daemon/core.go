@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,20 @@ var _ api.Backend = (*Core)(nil)
 func (c *Core) Config() *config.Config { return c.cfg.Load() }
 
 // Identify implements api.Backend.
-func (c *Core) Identify(p api.Peer) (session.Caller, error) { return c.ids.Identify(p) }
+//
+// Nothing sandboxd runs may use sandboxd: a call that reached the daemon (a hard link to its
+// socket, with sandbox.allow_unix_sockets) would make itself a session of any mode, or answer
+// its own asks. Path hiding keeps the socket out of sight; this refuses by the kernel's account
+// of where the process that connected sits.
+func (c *Core) Identify(p api.Peer) (session.Caller, error) {
+	switch {
+	case p.Gone:
+		return session.Caller{}, errors.New("the process that opened this connection has exited; connect from the process that makes the requests")
+	case len(p.Cgroup) > 0 && c.host != nil && c.host.Sandbox() != nil && c.host.Sandbox().Holds(p.Cgroup):
+		return session.Caller{}, errors.New("this connection comes from inside a sandboxd call or worker; nothing sandboxd runs may use sandboxd")
+	}
+	return c.ids.Identify(p)
+}
 
 // Health implements api.Backend.
 func (c *Core) Health(caller session.Caller) protocol.Health {

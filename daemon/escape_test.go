@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -156,5 +158,37 @@ func TestUnixSocketOfTheCallerUnreachable(t *testing.T) {
 	td.d.Reload()
 	if _, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, get)); !strings.Contains(fmt.Sprint(res.Data["stdout"]), "s3cret-token") {
 		t.Fatalf("sandbox.allow_unix_sockets: true did not let the call reach the socket: %+v", res.Data)
+	}
+}
+
+// TestCallsCannotUseTheDaemon: a call that reaches the daemon's socket by another name (a
+// hard link where the call can see it, with unix sockets allowed) is refused by where the
+// kernel says it runs, so it cannot make itself sessions, read the log or answer its own asks;
+// a process outside uses the same name normally.
+func TestCallsCannotUseTheDaemon(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl (scripts/deps.sh installs it)")
+	}
+	td := startDaemon(t, "sandbox:\n  allow_unix_sockets: true\n")
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-link-") // outside every child's private /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	link := filepath.Join(dir, "d.sock")
+	if err := os.Link(td.socket, link); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	cmd := fmt.Sprintf(`curl -s --unix-socket %s -X POST -d '{"cwd":"/","mode":"bypassPermissions"}' http://sandboxd/v1/sessions; echo; curl -s --unix-socket %s http://sandboxd/v1/healthz`, link, link)
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))
+	out := fmt.Sprint(res.Data["stdout"])
+	if strings.Contains(out, `"id":"s_`) || strings.Contains(out, `"status":"ok"`) || strings.Count(out, "nothing sandboxd runs may use sandboxd") != 2 {
+		t.Fatalf("a call used the daemon through a link to its socket: %+v", res.Data)
+	}
+	c := client.New(link)
+	defer c.Close()
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Errorf("a process outside, through the same link: %v", err)
 	}
 }

@@ -37,6 +37,9 @@ func hostLimits(cfg *config.Config) executor.Limits {
 // applyLimits puts the limits in force (at start and on reload).
 func (d *Daemon) applyLimits(cfg *config.Config) {
 	d.api.SetLimits(apiLimits(cfg))
+	// Without unix sockets no call can connect at all (seccomp); with them, Identify refuses
+	// a peer inside the sandbox's cgroups, which needs each peer's cgroups read.
+	d.api.SetPeerCgroups(cfg.Sandbox.AllowUnixSockets)
 	d.core.host.SetLimits(hostLimits(cfg))
 	d.core.egress.srv.SetPace(cfg.Limits.EgressRequestsPerSecondPerUser, cfg.Limits.EgressRequestsBurstPerUser)
 }

@@ -44,6 +44,8 @@ type cgroupLayout struct {
 	user UserLimits
 	// users holds the uids whose user-<uid> dir was made (and given its limits) by this daemon.
 	users sync.Map
+	// rel2 is the root's path inside the cgroup2 mount (v2), as /proc/PID/cgroup shows it.
+	rel2 string
 }
 
 // UserLimits bounds one user's calls together. 0 means the default (DefaultUserLimits).
@@ -108,6 +110,11 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 			}
 		}
 		l.dirs[""] = filepath.Join(base, root)
+		mounts, err := cgroupfs.Mounts()
+		if err != nil {
+			return nil, err
+		}
+		l.rel2 = "/" + strings.TrimPrefix(strings.TrimPrefix(l.dirs[""], mounts[""]), "/")
 		// The manager enables the controllers in base, the daemon's own cgroup, for the
 		// root: never above it.
 		if _, err := cgroup2.NewManager(base, "/"+root, resources2(limitSet{}, false)); err != nil {
@@ -174,6 +181,32 @@ func (l *cgroupLayout) detectV1(root string) error {
 	}
 	l.hier = func() ([]cgroup1.Subsystem, error) { return subs, nil }
 	return nil
+}
+
+// holds reports whether procCgroup, the text of a /proc/PID/cgroup, places the process inside
+// this daemon's subtree: one of its calls, inits or workers.
+func (l *cgroupLayout) holds(procCgroup []byte) bool {
+	for _, line := range strings.Split(string(procCgroup), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var roots []string
+		if l.v2 && parts[1] == "" {
+			roots = append(roots, l.rel2)
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if r, ok := l.rel[cgroup1.Name(c)]; ok && !l.v2 {
+				roots = append(roots, r)
+			}
+		}
+		for _, r := range roots {
+			if parts[2] == r || strings.HasPrefix(parts[2], strings.TrimSuffix(r, "/")+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // path1 is the cgroup1 path of rel under the root, in each controller.

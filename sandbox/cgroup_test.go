@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
@@ -174,6 +175,34 @@ func TestNewCgroupSeesAHalfRemovedRun(t *testing.T) {
 		}
 		if err := cg.remove(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestLayoutHolds: a /proc/PID/cgroup text is inside the subtree when any controller sandboxd
+// uses (v1), or the unified entry (v2), is the root or below it; a sibling that shares the
+// root's name as a prefix is not.
+func TestLayoutHolds(t *testing.T) {
+	v1 := &cgroupLayout{rel: map[cgroup1.Name]string{cgroup1.Pids: "/sandboxd", cgroup1.Memory: "/system.slice/sb.service/sandboxd"}}
+	v2 := &cgroupLayout{v2: true, rel2: "/system.slice/sb.service/sandboxd"}
+	for _, tc := range []struct {
+		l    *cgroupLayout
+		text string
+		want bool
+	}{
+		{v1, "8:pids:/sandboxd/user-1000/s_x/c1\n7:memory:/\n", true},
+		{v1, "8:pids:/sandboxd\n", true},
+		{v1, "7:memory:/system.slice/sb.service/sandboxd/user-1000/pool-3\n", true},
+		{v1, "8:pids:/sandboxd-other/x\n7:memory:/user.slice\n", false},
+		{v1, "9:name=systemd:/sandboxd/x\n0::/sandboxd/x\n", false},
+		{v1, "", false},
+		{v2, "0::/system.slice/sb.service/sandboxd/user-1000/s_x/c1\n", true},
+		{v2, "0::/system.slice/sb.service/daemon\n", false},
+		{v2, "0::/system.slice/sb.service/sandboxd2\n", false},
+		{v2, "8:pids:/system.slice/sb.service/sandboxd/x\n", false},
+	} {
+		if got := tc.l.holds([]byte(tc.text)); got != tc.want {
+			t.Errorf("v2=%v %q: holds %v, want %v", tc.l.v2, tc.text, got, tc.want)
 		}
 	}
 }

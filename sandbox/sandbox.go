@@ -218,6 +218,10 @@ func (s *Sandbox) init() error {
 	return nil
 }
 
+// Holds reports whether procCgroup, the text of a /proc/PID/cgroup, places the process in this
+// sandbox's cgroup subtree: a call, a pooled init or a worker it started.
+func (s *Sandbox) Holds(procCgroup []byte) bool { return s.cg.holds(procCgroup) }
+
 // KillSession kills every execution of session and removes its cgroups.
 func (s *Sandbox) KillSession(session string) error {
 	s.mu.Lock()
