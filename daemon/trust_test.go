@@ -477,3 +477,29 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestSbctlDecidesForAShell: sbctl decide and policy eval take --shell, for an admin checking
+// how a hook decides a command its agent runs in zsh.
+func TestSbctlDecidesForAShell(t *testing.T) {
+	f := newTrustFixture(t, "sbshl")
+	id := f.session(t)
+	qualifier := `{"command":"ls *(e:'touch pwned':)"}`
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"decide", "--session", id, "Bash", qualifier}, "allow"},
+		{[]string{"decide", "--session", id, "--shell", "zsh", "Bash", qualifier}, "ask"},
+		{[]string{"policy", "eval", "--allow", "Bash(ls:*)", "Bash", qualifier}, "allow"},
+		{[]string{"policy", "eval", "--shell", "zsh", "--allow", "Bash(ls:*)", "Bash", qualifier}, "ask"},
+	} {
+		out, errOut, code := f.sbctl(t, append([]string{"--json"}, tc.args...)...)
+		var res protocol.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Decision == nil || res.Decision.Behavior != tc.want {
+			t.Errorf("sbctl %v: %d %s %s; want %s", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if _, errOut, code := f.sbctl(t, "call", "--session", id, "--shell", "zsh", "Bash", `{"command":"ls"}`); code == 0 || !strings.Contains(errOut, "shell") {
+		t.Errorf("sbctl call takes no --shell (sandboxd runs bash): %d %s", code, errOut)
+	}
+}

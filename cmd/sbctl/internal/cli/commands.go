@@ -159,6 +159,13 @@ type toolCall struct {
 	// allow as the owner, through the approval queue (audited), and the call resumed: exactly
 	// the decided input, deny rules and the checks no one may approve still standing.
 	approved bool
+	// shell is --shell (decide only): the shell the caller will run a Bash command in.
+	shell string
+}
+
+// shellFlag adds --shell to the commands that decide without running.
+func (tc *toolCall) shellFlag(fs *flag.FlagSet) {
+	fs.StringVar(&tc.shell, "shell", "", "decide a Bash command as this shell reads it (bash, zsh, sh): for a command you run yourself, not in sandboxd")
 }
 
 // waitFlag adds --wait to the commands that run a call.
@@ -316,6 +323,8 @@ func parseCallArgs(e *Env, name string, args []string) (*toolCall, string, json.
 	tc.flags(fs)
 	if name == "call" {
 		tc.waitFlag(fs)
+	} else {
+		tc.shellFlag(fs)
 	}
 	args, err := ParseInterspersed(fs, args)
 	if err != nil {
@@ -361,7 +370,7 @@ func decideAndPrint(e *Env, tc *toolCall, tool string, input json.RawMessage, ex
 	return tc.withSession(e, func(id, mode string) error {
 		var res protocol.CallResult
 		if err := e.Client().Do(e.Ctx, client.MethodPost, "/v1/sessions/"+id+"/decide",
-			protocol.CallRequest{Tool: tool, Input: input, Mode: mode}, &res); err != nil {
+			protocol.CallRequest{Tool: tool, Input: input, Mode: mode, Shell: tc.shell}, &res); err != nil {
 			return err
 		}
 		if e.JSON {

@@ -34,6 +34,7 @@ func policyEval(e *Env, args []string) error {
 	tc := &toolCall{}
 	tc.flags(fs)
 	explain := fs.Bool("explain", false, "print the decision chain's steps")
+	tc.shellFlag(fs)
 	fs.Var(&tc.sf.allow, "allow", "allow rule (repeatable)")
 	fs.Var(&tc.sf.deny, "deny", "deny rule (repeatable)")
 	fs.Var(&tc.sf.ask, "ask", "ask rule (repeatable)")
@@ -43,7 +44,7 @@ func policyEval(e *Env, args []string) error {
 		return err
 	}
 	if len(args) != 2 {
-		return UsageError("usage: sbctl policy eval [--explain] [--mode M] [--allow R]... [--deny R]... [--ask R]... TOOL 'JSON'")
+		return UsageError("usage: sbctl policy eval [--explain] [--shell S] [--mode M] [--allow R]... [--deny R]... [--ask R]... TOOL 'JSON'")
 	}
 	return decideAndPrint(e, tc, args[0], json.RawMessage(args[1]), *explain)
 }
