@@ -30,7 +30,7 @@ var ProtectedInDir = []string{
 // ProtectedInHome are the same, relative to the owner's home when a writable dir holds it:
 // the shells' start-up files and what they source (readline's key bindings, completions,
 // zsh frameworks), the dirs a login puts first on PATH (Debian's .profile adds ~/bin and
-// ~/.local/bin), Python's user site (a .pth file there runs at every python start), editors'
+// ~/.local/bin, and toolchains' bin dirs rc files add), Python's user site (a .pth file there runs at every python start), editors'
 // and tmux's start-up files, git's, npm's and the user's sandboxd settings, what the user's
 // systemd manager and desktop session start, and ~/.ssh (authorized_keys and
 // authorized_keys2 let a key in, rc and config run commands).
@@ -39,7 +39,7 @@ var ProtectedInHome = []string{
 	".bashrc.d", ".bash_completion", ".local/share/bash-completion", ".inputrc",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".config/zsh", ".oh-my-zsh",
 	".config/fish", ".pam_environment", ".config/environment.d",
-	"bin", ".local/bin", ".local/lib",
+	"bin", ".local/bin", ".local/lib", ".cargo/env", ".cargo/bin", ".nvm/nvm.sh", "go/bin",
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
 	".gitconfig", ".config/git", ".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
 	".xprofile", ".xsessionrc",

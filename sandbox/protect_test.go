@@ -25,7 +25,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	f.repo, f.remote = filepath.Join(f.home, "repo"), filepath.Join(f.home, "remote")
 	for _, d := range []string{f.home, f.repo, f.remote, filepath.Join(f.home, ".config", "sandboxd"),
 		filepath.Join(f.home, ".config", "git"), filepath.Join(f.home, ".local", "bin"), filepath.Join(f.home, ".ssh"),
-		filepath.Join(f.home, ".local", "lib", "python3", "site-packages")} {
+		filepath.Join(f.home, ".local", "lib", "python3", "site-packages"), filepath.Join(f.home, ".cargo", "bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +47,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 		filepath.Join(f.home, ".local", "bin", "tool"):                "#!/bin/sh\n",
 		filepath.Join(f.home, ".ssh", "authorized_keys"):              "ssh-ed25519 AAAA owner\n",
 		filepath.Join(f.home, ".inputrc"):                             "set bell-style none\n",
+		filepath.Join(f.home, ".cargo", "env"):                        "export PATH=\"$HOME/.cargo/bin:$PATH\"\n",
 		filepath.Join(f.repo, ".envrc"):                               "export A=1\n",
 		filepath.Join(f.repo, ".git", "hooks", "pre-commit"):          "#!/bin/sh\nexit 0\n",
 	} {
@@ -56,7 +57,7 @@ func newProtectFixture(t *testing.T) *protectFixture {
 	}
 	chownR(t, base)
 	for _, p := range []string{".bashrc", ".gitconfig", ".config/sandboxd/settings.json", ".config/git/config",
-		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config", ".local/bin/tool", ".ssh/authorized_keys", ".inputrc"} {
+		"repo/.envrc", "repo/.git/hooks/pre-commit", "repo/.git/config", ".local/bin/tool", ".ssh/authorized_keys", ".inputrc", ".cargo/env"} {
 		b, err := os.ReadFile(filepath.Join(f.home, p))
 		if err != nil {
 			t.Fatal(err)
@@ -123,6 +124,9 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 		`echo 'Host *' > ~/.ssh/config`,
 		`echo '"\C-m": "id\n"' >> ~/.inputrc`,
 		`echo 'import os' > ~/.local/lib/python3/site-packages/evil.pth`,
+		// rustup's env, which .profile sources, and the bin dir it puts on PATH.
+		`echo id >> ~/.cargo/env`,
+		`echo id > ~/.cargo/bin/git`,
 	}
 	var script strings.Builder
 	for i, a := range attacks {
