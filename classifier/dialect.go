@@ -22,6 +22,9 @@ const (
 	ShellZsh = "zsh"
 	// ShellSh is a POSIX sh: dash, ash, busybox sh, and bash run as sh.
 	ShellSh = "sh"
+	// shellAny is a shell not known until run time (a runner's $SHELL -c): what zsh or sh
+	// reads differently is refused.
+	shellAny = "any"
 )
 
 // ShellOf is the dialect a shell program reads, by its name or path: "" for a shell the
@@ -56,6 +59,10 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 		what = zshDivergence(f, src)
 	case ShellSh:
 		what = shDivergence(f)
+	case shellAny:
+		if what = zshDivergence(f, src); what == "" {
+			what = shDivergence(f)
+		}
 	default:
 		return failed(reasonUnknownShell, fmt.Sprintf("not classified: sandboxd reads commands for bash, zsh and POSIX sh, not %q", shell))
 	}
@@ -63,8 +70,11 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 		return nil
 	}
 	reason := reasonZsh
-	if shell == ShellSh {
+	switch shell {
+	case ShellSh:
 		reason = reasonSh
+	case shellAny:
+		return failed(reasonZsh, "not classified: the shell that runs it may be zsh or sh, which reads "+what)
 	}
 	return failed(reason, fmt.Sprintf("not classified: %s reads %s", shell, what))
 }

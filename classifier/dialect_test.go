@@ -76,6 +76,10 @@ func TestNestedScriptInItsShell(t *testing.T) {
 		{`watch -n1 "echo \$'a\\' ; rm -rf x ; # '"`, true},
 		{`zsh -c "ls *(e:'rm -rf x':)"`, true},
 		{`ksh -c 'ls'`, true},
+		// script -c runs its command with $SHELL, which may be zsh or dash.
+		{`script -qc "ls *(e:'rm -rf x':)" /dev/null`, true},
+		{`su -c "echo \$'a\\' ; rm -rf x ; # '"`, true},
+		{`script -qc 'ls -la' /dev/null`, false},
 		{`fish -c 'ls'`, true},
 		{`bash -c "echo \$'a\\' ; rm -rf x ; # '"`, false},
 		{`sh -c 'ls -la'`, false},

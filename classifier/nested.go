@@ -203,7 +203,9 @@ var runners = map[string]bool{
 const maxRunnerWords = 32
 
 // nestedTails reads every tail of a runner's arguments as a command line (see runners). A
-// word known only at run time may be the command, so it makes the command opaque.
+// word known only at run time may be the command, so it makes the command opaque. Some
+// runners hand their command to the user's shell (script -c, su -c, ssh), which may be zsh or
+// dash: a tail either reads differently is opaque too.
 func (w *walker) nestedTails(sb *sub, ws []word) {
 	if len(ws) > maxRunnerWords {
 		sb.opaque = true
@@ -220,7 +222,7 @@ func (w *walker) nestedTails(sb *sub, ws []word) {
 		for _, a := range ws[i:] {
 			parts = append(parts, a.val)
 		}
-		w.nestedScript(sb, strings.Join(parts, " "), w.opts.Shell)
+		w.nestedScript(sb, strings.Join(parts, " "), shellAny)
 		if sb.opaque {
 			return
 		}
