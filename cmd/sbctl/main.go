@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 
@@ -23,10 +22,10 @@ import (
 const fullName = "sbctl-full"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, execFull)
-	stop()
-	os.Exit(code)
+	// No signal handler here: sbctl dies of SIGINT and SIGTERM, as a shell expects of the
+	// commands it runs, and the end of its connection makes the daemon cancel the call it was
+	// in. A command with something to undo first catches them itself (cli.interruptible).
+	os.Exit(cli.Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, execFull))
 }
 
 // execFull replaces this process with sbctl-full and the same arguments: beside this binary

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -225,12 +226,30 @@ func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) erro
 	if err != nil {
 		return err
 	}
-	var s protocol.Session
-	if err := c.Do(e.Ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
-		return err
+	// The session is this command's to remove, interrupted or not: an interrupt ends the call
+	// (its context), then the session goes, then sbctl exits as the signal would have it.
+	parent := e.Ctx
+	ctx, stop := interruptible(parent)
+	e.Ctx = ctx
+	defer func() { e.Ctx = parent }()
+	err = func() error {
+		var s protocol.Session
+		if err := c.Do(ctx, client.MethodPost, "/v1/sessions", req, &s); err != nil {
+			return err
+		}
+		defer func() {
+			rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := c.Do(rmCtx, client.MethodDelete, "/v1/sessions/"+s.ID, nil, nil); err != nil {
+				fmt.Fprintf(e.Stderr, "sbctl: the short-lived session %s was not removed (it expires when idle): %v\n", s.ID, err)
+			}
+		}()
+		return fn(s.ID, "")
+	}()
+	if sig := stop(); sig != 0 {
+		return &ExitError{Code: 128 + int(sig)}
 	}
-	defer func() { _ = c.Do(e.Ctx, client.MethodDelete, "/v1/sessions/"+s.ID, nil, nil) }()
-	return fn(s.ID, "")
+	return err
 }
 
 // callTool sends one call and prints its result; exit 1 for an error result.
