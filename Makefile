@@ -35,6 +35,7 @@ test: deps vet
 # plan began to skip dirs the caller cannot reach.
 bench-smoke:
 	$(TESTENV) $(GO) test -run '^$$' -bench . -benchtime 1x -count=1 ./...
+	$(GO) run ./cmd/sbbench -only hook -quick
 
 # A mixed load against a fresh daemon, with its checks: every request answered, audit
 # verified, one call.end per executed call, nothing left in the cgroups, RSS bounded.

@@ -62,7 +62,7 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 	rep := &Report{Time: start.UTC(), Quick: o.quick, CPUs: runtime.NumCPU(), Kernel: kernel()}
 	e := &env{o: o, rep: rep}
 	needDaemon := false
-	for _, s := range []string{"decide", "spawn", "read", "grep", "throughput", "memory", "egress"} {
+	for _, s := range []string{"decide", "spawn", "read", "grep", "throughput", "memory", "egress", "hook"} {
 		needDaemon = needDaemon || o.sections[s]
 	}
 	var idleRSS int64
@@ -96,7 +96,7 @@ func bench(ctx context.Context, o benchOpts) (*Report, error) {
 		{"decide", e.decide}, {"spawn", e.spawn}, {"read", e.read}, {"grep", e.grep},
 		{"classify", e.classify}, {"throughput", e.throughput}, {"audit", e.audit},
 		{"memory", func(ctx context.Context) error { return e.memory(ctx, idleRSS) }},
-		{"egress", e.egress},
+		{"egress", e.egress}, {"hook", e.hook},
 	}
 	for _, s := range steps {
 		if !o.sections[s.name] {

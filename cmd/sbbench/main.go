@@ -16,7 +16,7 @@ import (
 )
 
 // sections in the order they run; memory's idle figure is taken before any of them.
-var allSections = []string{"decide", "spawn", "read", "grep", "classify", "throughput", "audit", "memory", "egress"}
+var allSections = []string{"decide", "spawn", "read", "grep", "classify", "throughput", "audit", "memory", "egress", "hook"}
 
 func main() {
 	os.Exit(run(os.Args[1:]))

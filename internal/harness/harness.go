@@ -25,18 +25,23 @@ import (
 	"github.com/sandboxd/sandboxd/worker"
 )
 
-// Build compiles cmd/sandboxd into dir and returns the binary's path. It runs in the module
-// root so the caller's working directory does not matter.
+// Build compiles cmd/sandboxd into dir and returns the binary's path.
 func Build(ctx context.Context, dir string) (string, error) {
+	return BuildCommand(ctx, dir, "sandboxd")
+}
+
+// BuildCommand compiles cmd/NAME into dir/NAME and returns its path. It runs in the module
+// root so the caller's working directory does not matter.
+func BuildCommand(ctx context.Context, dir, name string) (string, error) {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "sandboxd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sandboxd")
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build sandboxd: %w\n%s", err, out)
+		return "", fmt.Errorf("build %s: %w\n%s", name, err, out)
 	}
 	return bin, nil
 }
