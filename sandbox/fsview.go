@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // resolve follows symlinks in the longest existing prefix of p, so a rule or a mount names the
@@ -88,4 +91,25 @@ func (v *fsView) stat(p string) (os.FileInfo, error) {
 		return os.Stat(p)
 	}
 	return fi, err
+}
+
+// ownDirInTheWay returns the dir of uid's that keeps the caller from telling whether p exists
+// (p's lstat failed for want of search permission, and that dir is the nearest ancestor the
+// caller can stat), or "". A call, as the same user, could chmod that dir and reach p, so a
+// plan must not take p for missing.
+func (v *fsView) ownDirInTheWay(p string, uid uint32) string {
+	if _, err := v.lstat(p); !errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if fi, err := v.lstat(d); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
+				return d
+			}
+			return ""
+		}
+		if d == "/" {
+			return ""
+		}
+	}
 }

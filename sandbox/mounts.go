@@ -268,6 +268,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 	}
 	// Deny paths that exist now are covered (after the moves, so a deny inside a writable dir
 	// wins); landlock keeps the ones created later unreadable.
+	var covered []string
 	for _, d := range deny {
 		fi, err := v.stat(d)
 		switch {
@@ -278,6 +279,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 		default:
 			add(mountFS("/dev/null", d, "", unix.MS_BIND, "").optional().noFollow())
 		}
+		covered = append(covered, d)
 	}
 	// Everything read-only and nosuid in one call (mount_setattr, AT_RECURSIVE), then the few
 	// writable places opened again: a writable mount can only come from this list.
@@ -288,7 +290,7 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 		for _, d := range reopen {
 			add(setattrOp(d, 0, ro, false).optional().noFollow())
 		}
-		ops = append(ops, protectMounts(protected, reopen)...)
+		ops = append(ops, protectMounts(protected, covered, reopen)...)
 	}
 	return ops, nil
 }

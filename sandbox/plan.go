@@ -110,11 +110,20 @@ func lookAround(spec *Spec, hidden []string) (*look, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range deny {
+		if dir := v.ownDirInTheWay(d, spec.UID); dir != "" {
+			return nil, fmt.Errorf("%w: cannot tell whether %s exists, to hide it: %s, yours, cannot be searched, so a call could chmod it and look; make it searchable (chmod u+x)", ErrBadSpec, d, dir)
+		}
+	}
 	// Paths the policy denies reading by a pattern: the ones that exist in the session's dirs
 	// now are hidden like deny paths, and so is a whole dir outside them that a pattern denies
 	// everything under (Read(//etc/**)).
 	roots := append(slices.Clone(l.writable), l.readOnly...)
-	for _, p := range append(expandPatterns(v, spec.HidePatterns, roots), wholeDirs(v, spec.HidePatterns, roots)...) {
+	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(matches, wholeDirs(v, spec.HidePatterns, roots)...) {
 		if !slices.Contains(deny, p) {
 			deny = append(deny, p)
 		}

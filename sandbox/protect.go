@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -131,9 +132,15 @@ func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) 
 		// may be a link into a repository; a parent may be a link, as /home can be).
 		if _, err := v.lstat(c); err == nil {
 			add(resolve(v, c))
+		} else if dir := v.ownDirInTheWay(c, spec.UID); dir != "" {
+			return nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
 		}
 	}
-	for _, p := range expandPatterns(v, spec.ProtectedPatterns, writable) {
+	matches, err := expandPatterns(v, spec.ProtectedPatterns, writable, spec.UID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range matches {
 		add(p)
 	}
 	if len(out) > maxProtected {
@@ -147,17 +154,20 @@ func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) 
 // again: every dir between its writable dir and it first becomes a mount point (a writable
 // bind onto itself), so `mv .git x && mkdir .git` or `mv ~/.config c` fails with EBUSY
 // instead of putting a file of the agent's where the read-only one was; then the path itself
-// is bound onto itself and made read-only, recursively (a file or a whole dir).
+// is bound onto itself and made read-only, recursively (a file or a whole dir). The dirs on
+// the way to each covered (hidden) path are pinned the same way: a call that could move a
+// hidden file's dir (`mv secrets s2`) would leave it where the next call's rules do not name
+// it, or deeper than a pattern's walk looks.
 //
-// WARNING: what keeps a writable dir's configuration files out of the agent's reach; rerun as
-// root after changing: go test -run 'TestProtected' ./sandbox/
-func protectMounts(protected, writable []string) []mountOp {
+// WARNING: what keeps a writable dir's configuration files and hidden files out of the
+// agent's reach; rerun as root after changing: go test -run 'TestProtected|TestHid' ./sandbox/
+func protectMounts(protected, covered, writable []string) []mountOp {
 	var ops []mountOp
 	pinned := map[string]bool{}
 	bind := func(p string) {
 		ops = append(ops, cloneTreeOp(p, 0, false).optional().noFollow(), moveTreeOp(p, 0).optional().noFollow())
 	}
-	for _, p := range protected {
+	pinWay := func(p string) {
 		for _, w := range writable {
 			if !under(p, w) || p == w {
 				continue
@@ -169,6 +179,12 @@ func protectMounts(protected, writable []string) []mountOp {
 				}
 			}
 		}
+	}
+	for _, p := range covered {
+		pinWay(p)
+	}
+	for _, p := range protected {
+		pinWay(p)
 		pinned[p] = true
 		bind(p)
 		ops = append(ops, setattrOp(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0, true).optional().noFollow())
@@ -176,13 +192,11 @@ func protectMounts(protected, writable []string) []mountOp {
 	return ops
 }
 
-// maxPatternWalk bounds the entries one call's pattern expansion visits, and maxPatternDepth
-// how deep below a session dir it looks (sandbox-runtime scans 3 levels by default). What lies
-// beyond is left to the policy, which checks every path a tool names against the same rules.
-const (
-	maxPatternWalk  = 10000
-	maxPatternDepth = 4
-)
+// maxPatternWalk bounds the entries one call's pattern expansion visits. The walk goes as deep
+// as the tree does: a match the walk missed would be one the call could read (or write), and
+// a call could move one deeper before the next looks. A tree too large to walk refuses the
+// call instead.
+const maxPatternWalk = 50000
 
 // expandPatterns lists the existing paths that match one of the absolute path-rule patterns
 // (permission.MatchPath syntax), looked for inside roots only: the policy decides reads and
@@ -190,8 +204,10 @@ const (
 // read-only dirs. A pattern without wildcards is its own (unescaped) path. A matching dir is
 // not descended: it is covered whole. Each walk start is walked once for all its patterns, and
 // the commonest form, a name at any depth (Read(.env) is /**/.env), is matched on the entry's
-// name alone: the walk runs on every call of a session with such a rule. Run as the caller.
-func expandPatterns(v *fsView, patterns, roots []string) []string {
+// name alone: the walk runs on every call of a session with such a rule. It fails when the
+// walk cannot be complete (more than maxPatternWalk entries, or a dir of the caller's it cannot
+// read). Run as the caller, uid.
+func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, error) {
 	var out []string
 	walks := map[string][]pathPattern{}
 	var order []string
@@ -211,39 +227,41 @@ func expandPatterns(v *fsView, patterns, roots []string) []string {
 			walks[start] = append(walks[start], pp)
 		}
 	}
-	budget := maxPatternWalk
+	w := &treeWalk{budget: maxPatternWalk, uid: uid}
 	for _, start := range order {
 		pats := walks[start]
-		base := strings.Count(start, "/")
-		fi, err := v.lstat(start)
-		if err != nil {
-			continue
-		}
-		var visit func(p, name string, isDir bool)
-		visit = func(p, name string, isDir bool) {
-			if budget--; budget < 0 {
-				return
-			}
+		// visit reports whether to walk into p: a match is covered whole, not entered.
+		visit := func(p, name string, isDir bool) bool {
 			descend := false
 			for _, pp := range pats {
 				if pp.match(p, name) {
-					out = append(out, p) // a dir is covered whole: not entered
-					return
+					out = append(out, p)
+					return false
 				}
 				descend = descend || pp.mayHold(p)
 			}
-			// A repository's .git is many dirs of objects and never holds what a Read rule
-			// hides (a pattern naming .git is matched where it points, by the others).
-			if !isDir || !descend || strings.Count(p, "/")-base >= maxPatternDepth || name == ".git" && !mentionsGit(pats) {
-				return
-			}
-			for _, e := range readDirUnsorted(p) {
-				visit(filepath.Join(p, e.Name()), e.Name(), e.IsDir())
-			}
+			// A repository's objects are many dirs of files named by their hash, never what a
+			// rule names (a pattern naming .git is matched there too), and nothing is moved
+			// in: a covered file's dirs are mount points. The rest of .git is walked.
+			return isDir && descend && !(name == "objects" && strings.HasSuffix(p, "/.git/objects") && !mentionsGit(pats))
 		}
-		visit(start, filepath.Base(start), fi.IsDir())
+		fi, err := v.lstat(start)
+		if err != nil || !visit(start, filepath.Base(start), fi.IsDir()) {
+			continue
+		}
+		w.visit = visit
+		if err := w.walk(start); err != nil {
+			pats := make([]string, len(pats))
+			for i, pp := range walks[start] {
+				pats[i] = pp.pat
+			}
+			if errors.Is(err, errWalkBudget) {
+				err = fmt.Errorf("%s holds more than %d entries", start, maxPatternWalk)
+			}
+			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)) or narrow the session's dirs", ErrBadSpec, strings.Join(pats, ", "), err)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // wholeDirs are the existing dirs that a pattern of the form <dir>/** denies everything under,

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -236,14 +237,16 @@ echo t > /tmp/scratch && cat /tmp/scratch; git status --short >/dev/null 2>&1 &&
 }
 
 // TestHidePatterns: Read deny patterns hide their matches in the session's dirs, at any
-// depth the scan reaches, from every program; other files stay readable.
+// depth, from every program; other files stay readable.
 func TestHidePatterns(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	sub := filepath.Join(f.repo, "a", "b")
+	deep := filepath.Join(f.repo, "d1", "d2", "d3", "d4", "d5", "d6", "d7")
 	os.MkdirAll(sub, 0o755)
-	for _, p := range []string{filepath.Join(f.repo, ".env"), filepath.Join(sub, ".env")} {
+	os.MkdirAll(deep, 0o755)
+	for _, p := range []string{filepath.Join(f.repo, ".env"), filepath.Join(sub, ".env"), filepath.Join(deep, ".env")} {
 		os.WriteFile(p, []byte("SECRET=1\n"), 0o644)
 	}
 	chownR(t, f.repo)
@@ -256,6 +259,135 @@ func TestHidePatterns(t *testing.T) {
 	}
 	if strings.Contains(out, "SECRET") || !strings.Contains(out, "hello") {
 		t.Fatalf("a denied .env was readable, or README was not:\n%s", out)
+	}
+}
+
+// TestHiddenFilesStayPut: a call cannot move a hidden file's dirs (to where the next call's
+// rule does not name it, or deeper), by a literal deny path or a pattern; other renames work.
+func TestHiddenFilesStayPut(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	for _, d := range []string{"secrets/prod", "q/r"} {
+		os.MkdirAll(filepath.Join(f.repo, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(f.repo, "secrets", "prod", "key"), []byte("KEY\n"), 0o644)
+	os.WriteFile(filepath.Join(f.repo, "q", "r", ".env"), []byte("SECRET=1\n"), 0o644)
+	os.WriteFile(filepath.Join(f.repo, "plain"), []byte("x\n"), 0o644)
+	chownR(t, f.repo)
+	sp := f.spec("mv secrets s2 || echo refused-1; mv secrets/prod p2 || echo refused-2; mkdir -p x/y/z/w && { mv q x/y/z/w/q || echo refused-3; }; mv q/r r2 || echo refused-4; mv plain plain2 && echo renamed", f.repo, f.repo)
+	sp.DenyPaths = append(sp.DenyPaths, filepath.Join(f.repo, "secrets", "prod", "key"))
+	sp.HidePatterns = []string{"/**/.env"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"refused-1", "refused-2", "refused-3", "refused-4", "renamed"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
+		}
+	}
+	for _, p := range []string{"secrets/prod/key", "q/r/.env"} {
+		if _, err := os.Stat(filepath.Join(f.repo, p)); err != nil {
+			t.Errorf("%s moved on the host: %v", p, err)
+		}
+	}
+}
+
+// TestPatternWalkIsComplete: a walk that cannot see everything (too many entries, a dir of the
+// caller's it cannot read) fails rather than leave a match unseen; another user's unreadable
+// dir is skipped, as the call cannot look inside either.
+func TestPatternWalkIsComplete(t *testing.T) {
+	t.Parallel()
+	base := hostTempDir(t, "/var/tmp", "sbx-walk-")
+	os.Chmod(base, 0o755)
+	for _, d := range []string{"a/b/c/d/e/f", "mine", "theirs"} {
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(base, "a/b/c/d/e/f/.env"), nil, 0o644)
+	pat := []string{escapePattern(base) + "/**/.env"}
+	got, err := expandPatterns(newFSView(), pat, []string{base}, 0)
+	if err != nil || len(got) != 1 || got[0] != filepath.Join(base, "a/b/c/d/e/f/.env") {
+		t.Fatalf("expand: %v %v, want the deep .env", got, err)
+	}
+	w := &treeWalk{budget: 5, visit: func(string, string, bool) bool { return true }}
+	if err := w.walk(base); !errors.Is(err, errWalkBudget) {
+		t.Errorf("a walk over its budget: %v, want errWalkBudget", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the unreadable-dir cases need root (a dir unreadable to its own owner, and another owner)")
+	}
+	os.Chmod(filepath.Join(base, "mine"), 0)
+	os.Chown(filepath.Join(base, "mine"), nobody, nobody)
+	os.Chmod(filepath.Join(base, "theirs"), 0)
+	var errMine error
+	if err := asCaller(nobody, nobody, nil, func() { _, errMine = expandPatterns(newFSView(), pat, []string{base}, nobody) }); err != nil {
+		t.Fatal(err)
+	}
+	if errMine == nil || !errors.Is(errMine, ErrBadSpec) || !strings.Contains(errMine.Error(), "mine") {
+		t.Errorf("a dir of the caller's it cannot read: %v, want a refusal naming it", errMine)
+	}
+	os.Chown(filepath.Join(base, "mine"), 0, 0)
+	var errTheirs error
+	if err := asCaller(nobody, nobody, nil, func() { _, errTheirs = expandPatterns(newFSView(), pat, []string{base}, nobody) }); err != nil {
+		t.Fatal(err)
+	}
+	if errTheirs != nil {
+		t.Errorf("other users' unreadable dirs: %v, want them skipped", errTheirs)
+	}
+}
+
+// TestUnsearchableOwnDirRefused: a protected or hidden path behind a dir of the caller's that
+// the caller cannot search (chmod 000 .git in one call) is not taken for missing, since the
+// next call could chmod the dir back and write or read there: the call is refused. Behind
+// someone else's such dir it is out of the call's reach, and the call runs.
+func TestUnsearchableOwnDirRefused(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, tc := range []struct {
+		name  string
+		setup func(f *protectFixture) string // returns the deny path to add, if any
+		owner int
+		want  string
+	}{
+		{"protected, own dir", func(f *protectFixture) string { return "" }, nobody, ".git"},
+		{"hidden, own dir", func(f *protectFixture) string {
+			os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
+			os.WriteFile(filepath.Join(f.repo, "secrets", "key"), []byte("KEY\n"), 0o644)
+			return filepath.Join(f.repo, "secrets", "key")
+		}, nobody, "secrets"},
+		{"hidden, another's dir", func(f *protectFixture) string {
+			os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
+			return filepath.Join(f.repo, "secrets", "key")
+		}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProtectFixture(t)
+			deny := tc.setup(f)
+			locked := filepath.Join(f.repo, tc.want)
+			if tc.want == "" {
+				locked = filepath.Join(f.repo, "secrets")
+			}
+			os.Chown(locked, tc.owner, tc.owner)
+			os.Chmod(locked, 0)
+			defer os.Chmod(locked, 0o755)
+			sp := f.spec("echo ran", f.repo, f.repo)
+			if deny != "" {
+				sp.DenyPaths = append(sp.DenyPaths, deny)
+			}
+			sp.Call = "c"
+			_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+			if tc.want == "" {
+				if err != nil || !strings.Contains(out, "ran") {
+					t.Fatalf("behind another user's dir: %v %q, want the call to run", err, out)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), locked+",") {
+				t.Fatalf("behind the caller's own unsearchable %s: %v %q, want a refusal naming it", tc.want, err, out)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxWalkDepth bounds how many dirs deep a walk goes; a tree deeper than that is refused, not
+// cut short.
+const maxWalkDepth = 256
+
+// treeWalk lists a tree as the caller, to find what a path pattern matches in all of it. Each
+// dir is opened relative to its parent's descriptor (O_NOFOLLOW: a symlink is an entry, never
+// followed) and read with getdents, so a deep tree costs neither a path lookup from / per dir
+// nor a stat per entry. What it cannot read completely is an error, never a silent gap: the
+// call would otherwise reach a match the walk did not see.
+type treeWalk struct {
+	budget int    // entries left to visit
+	uid    uint32 // the caller: a dir of theirs they cannot read is one they could open up
+	buf    []byte
+	// visit is told of each entry and returns whether to walk into it (a dir only).
+	visit func(p, name string, isDir bool) bool
+}
+
+var errWalkBudget = errors.New("too many entries")
+
+// walk lists the dir at p and, recursively, the dirs visit walks into.
+func (w *treeWalk) walk(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return w.openFailed(unix.AT_FDCWD, p, p, err)
+	}
+	defer unix.Close(fd)
+	if w.buf == nil {
+		w.buf = make([]byte, 32<<10)
+	}
+	return w.dir(fd, p, 0)
+}
+
+func (w *treeWalk) dir(fd int, p string, depth int) error {
+	if depth >= maxWalkDepth {
+		return fmt.Errorf("%s is more than %d dirs deep", p, maxWalkDepth)
+	}
+	var into []string
+	for {
+		n, err := unix.Getdents(fd, w.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		if n <= 0 {
+			break
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(w.buf[off+16:]))
+			if reclen < 19 || off+reclen > n {
+				return fmt.Errorf("read %s: a malformed directory entry", p)
+			}
+			typ, name := w.buf[off+18], w.buf[off+19:off+reclen]
+			off += reclen
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			if w.budget--; w.budget < 0 {
+				return errWalkBudget
+			}
+			isDir := typ == unix.DT_DIR
+			if typ == unix.DT_UNKNOWN { // a file system that does not say: ask
+				var st unix.Stat_t
+				isDir = unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+			}
+			nm := string(name)
+			if w.visit(p+"/"+nm, nm, isDir) && isDir {
+				into = append(into, nm)
+			}
+		}
+	}
+	for _, name := range into {
+		sub := p + "/" + name
+		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if err := w.openFailed(fd, name, sub, err); err != nil {
+				return err
+			}
+			continue
+		}
+		err = w.dir(cfd, sub, depth+1)
+		unix.Close(cfd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openFailed says whether a dir that could not be opened leaves a gap. Gone, or no longer a
+// dir, it holds nothing. Unreadable, it is a gap only when the caller owns it: the call, as
+// the same user, could chmod it and look inside; anyone else's stays as closed to the call.
+func (w *treeWalk) openFailed(dirfd int, name, p string, err error) error {
+	switch err {
+	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP:
+		return nil
+	case unix.EACCES, unix.EPERM:
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Uid != w.uid {
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot search %s: %w", p, err)
+}
