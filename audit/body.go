@@ -67,6 +67,16 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, error) {
 		dst = appendOptTrue(dst, "pids_limit", o.PidsLimit)
 		dst = appendOptInt(dst, "output_bytes", o.OutputBytes)
 		dst = appendOptString(dst, "persisted_path", o.PersistedPath)
+		if len(o.MovedAside) > 0 {
+			dst = append(dst, `,"moved_aside":[`...)
+			for i, p := range o.MovedAside {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendJSONString(dst, p)
+			}
+			dst = append(dst, ']')
+		}
 		dst = appendOptString(dst, "error", string(o.Error))
 		dst = append(dst, '}')
 	}
@@ -182,6 +192,9 @@ func bodySizeHint(r *Record) int {
 	n := 512 + len(r.Input) + len(r.Session) + len(r.ToolUseID)
 	if r.Outcome != nil {
 		n += len(r.Outcome.PersistedPath)
+		for _, p := range r.Outcome.MovedAside {
+			n += len(p) + 3
+		}
 	}
 	for k, v := range r.Detail {
 		n += len(k) + len(v) + 8

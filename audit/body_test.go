@@ -31,12 +31,12 @@ func TestAppendBodyMatchesJSON(t *testing.T) {
 				r.Caller = &Caller{UID: 4294967295, GID: 7, PID: -1, User: s}
 				r.Decision = &Decision{Behavior: "allow", Reason: s, Step: "mode"}
 				r.Outcome = &Outcome{ExitCode: -1, Signal: s, DurationMS: 12, OOM: true, PidsLimit: true,
-					OutputBytes: 1 << 40, Error: errcode.Timeout}
+					OutputBytes: 1 << 40, MovedAside: []string{s, s + "/.envrc"}, Error: errcode.Timeout}
 				r.Detail = map[string]string{s: s, "z": "1", "a" + s: "", "m": s}
 			} else {
 				r.Caller = &Caller{}
 				r.Decision = &Decision{}
-				r.Outcome = &Outcome{CPUMS: 3, PeakMemoryBytes: 9, Timeout: true, PersistedPath: s}
+				r.Outcome = &Outcome{CPUMS: 3, PeakMemoryBytes: 9, Timeout: true, PersistedPath: s, MovedAside: []string{s}}
 				r.Detail = map[string]string{}
 			}
 			checkBody(t, r)
@@ -72,7 +72,7 @@ func FuzzAppendBody(f *testing.F) {
 		if flag {
 			r.Caller = &Caller{UID: uint32(n), PID: int32(n), User: s}
 			r.Decision = &Decision{Behavior: s, Rule: s}
-			r.Outcome = &Outcome{ExitCode: int(n), DurationMS: n, CPUMS: -n, OOM: n%2 == 0, Signal: s}
+			r.Outcome = &Outcome{ExitCode: int(n), DurationMS: n, CPUMS: -n, OOM: n%2 == 0, Signal: s, MovedAside: []string{s}}
 			r.Detail = map[string]string{s: s, "k": s}
 		}
 		checkBody(t, r)

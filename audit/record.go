@@ -95,6 +95,8 @@ type Outcome struct {
 	PidsLimit       bool   `json:"pids_limit,omitempty"`
 	OutputBytes     int64  `json:"output_bytes,omitempty"`
 	PersistedPath   string `json:"persisted_path,omitempty"`
+	// MovedAside are the protected paths a Bash command made, moved aside when it ended.
+	MovedAside []string `json:"moved_aside,omitempty"`
 	// Error is the error class (Classify), never the message.
 	Error errcode.Code `json:"error,omitempty"`
 }

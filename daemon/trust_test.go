@@ -503,3 +503,72 @@ func TestSbctlDecidesForAShell(t *testing.T) {
 		t.Errorf("sbctl call takes no --shell (sandboxd runs bash): %d %s", code, errOut)
 	}
 }
+
+// TestProtectedPathsCreatedAreMovedAside: a protected path that does not exist yet, made by a
+// command whose decision did not see the write (python here), is moved aside when the call
+// ends, in every mode that runs it; the command and the audit log say so. One a person
+// approved stays.
+func TestProtectedPathsCreatedAreMovedAside(t *testing.T) {
+	f := newTrustFixture(t, "sbtma")
+	home := f.u.Home
+	rels := []string{"p/.claude/settings.json", "p/.envrc", "p/.git/info/attributes", ".ssh/authorized_keys", ".bashrc.d/x.sh"}
+	var paths []string
+	for _, rel := range rels {
+		paths = append(paths, filepath.Join(home, rel))
+	}
+	script := fmt.Sprintf(`import json, os
+for p in json.loads(%q):
+    os.makedirs(os.path.dirname(p), exist_ok=True); open(p, "w").write("pwned\n")
+print("made")
+`, mustJSON(t, paths))
+	cmd := "python3 -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+	tops := []string{"p/.claude", "p/.envrc", "p/.git/info/attributes", ".ssh", ".bashrc.d"}
+	clean := func() {
+		for _, top := range tops {
+			matches, _ := filepath.Glob(filepath.Join(home, top) + "*")
+			for _, m := range matches {
+				os.RemoveAll(m)
+			}
+		}
+	}
+	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions"} {
+		clean()
+		id := f.session(t, "--mode", mode, "--add-dir", home, "--allow", "Bash(python3:*)")
+		out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", cmd)
+		if code != 0 || !strings.Contains(out, "made") || !strings.Contains(errOut, "moved aside") {
+			t.Errorf("%s: exit %d %q %q, want the command to run and say what was moved aside", mode, code, out, errOut)
+		}
+		for _, top := range tops {
+			p := filepath.Join(home, top)
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("%s: %s was left where the user's tools trust it", mode, p)
+			}
+			if m, _ := filepath.Glob(p + ".sandboxd-blocked-*"); len(m) != 1 {
+				t.Errorf("%s: %s was not moved aside: %v", mode, p, m)
+			}
+		}
+	}
+	// The audit log names what was moved, on the call's end record.
+	recorded := 0
+	for _, r := range auditRecords(t, f.td) {
+		if r.Outcome != nil && len(r.Outcome.MovedAside) == len(tops) {
+			recorded++
+		}
+	}
+	if recorded != 3 {
+		t.Errorf("%d call.end records name %d moved paths, want 3", recorded, len(tops))
+	}
+	// Approved by its owner where it was asked (what sbctl hook --confine's rewrite does once
+	// the agent's user said yes): the person saw the command; what it made stays.
+	clean()
+	id := f.session(t, "--mode", "default", "--add-dir", home)
+	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--approved", "--", cmd)
+	if code != 0 || !strings.Contains(out, "made") || strings.Contains(errOut, "moved aside") {
+		t.Errorf("approved: exit %d %q %q, want the command to run and nothing moved", code, out, errOut)
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("approved: what the approved command made was moved: %v", err)
+		}
+	}
+}

@@ -194,6 +194,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		mode = c.Session.Mode()
 	}
 	spec := h.Spec(c.Session, c.RunReadOnly || mode == permission.ModePlan, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
+	// A protected path the command makes that its decision did not see (a visible write to
+	// one asks) is moved aside when it ends; one a person approved is theirs.
+	spec.MoveAsideCreated = !c.Approved
 	if isSimple {
 		spec.Direct = simple.Argv
 	}
@@ -432,6 +435,10 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 	if !exitOK && !interrupted {
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}
+	if len(sres.MovedAside) > 0 {
+		text = append(text, fmt.Sprintf("[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s. Protected paths are read-only in every call, and making one takes a person's approval: write it with Write or Edit, which ask]",
+			sandbox.BlockedSuffix, strings.Join(sres.MovedAside, ", ")))
+	}
 	if len(text) > 0 {
 		res.Content = append([]Block{{Type: "text", Text: strings.Join(text, "\n")}}, res.Content...)
 	}
@@ -461,6 +468,9 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 	}
 	if rep.jobs > 0 {
 		res.Data["background_jobs_killed"] = rep.jobs
+	}
+	if len(sres.MovedAside) > 0 {
+		res.Data["moved_aside"] = sres.MovedAside
 	}
 	// The report comes from the command's own shell, so it is only a claim: the new cwd is
 	// resolved as the owner and kept only inside the session's directories.

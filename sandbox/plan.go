@@ -29,6 +29,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	p.guard = l.guard
 	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
 	// which become kernel rules that never grant past the caller's own permissions. As the
 	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
@@ -82,10 +83,11 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {
-	writable, readOnly []string // resolved, outermost only
-	protected          []string // read-only inside writable dirs (protectedPaths)
-	fileDeny           []string // deny paths landlock keeps unreadable
-	later              []string // deny paths that may appear while the call runs (appearLater)
+	writable, readOnly []string  // resolved, outermost only
+	protected          []string  // read-only inside writable dirs (protectedPaths)
+	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
+	fileDeny           []string  // deny paths landlock keeps unreadable
+	later              []string  // deny paths that may appear while the call runs (appearLater)
 	mounts             []mountOp
 }
 
@@ -129,7 +131,7 @@ func lookAround(spec *Spec, hidden []string) (*look, error) {
 		}
 	}
 	if !spec.ReadOnlyWorkspace {
-		if l.protected, err = protectedPaths(v, spec, l.writable); err != nil {
+		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable); err != nil {
 			return nil, err
 		}
 	}

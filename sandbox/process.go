@@ -28,6 +28,8 @@ type Result struct {
 	PidsLimited     bool
 	TimedOut        bool
 	KilledBy        string // "timeout", "cancelled", or the reason given to Kill
+	// MovedAside are the protected paths the call created, moved aside (Spec.MoveAsideCreated).
+	MovedAside []string
 }
 
 // Process is a started execution. Wait must be called exactly once.
@@ -48,6 +50,9 @@ type Process struct {
 	sock *os.File
 	// endReported: the init reported the call's end and may still be exiting; release reaps it.
 	endReported bool
+	// guard are the protected paths missing at the start, in their writable dirs
+	// (Spec.MoveAsideCreated); moved aside if they exist at the end.
+	guard []guarded
 
 	mu       sync.Mutex
 	killedBy string
@@ -226,7 +231,9 @@ func (p *Process) Wait() (*Result, error) {
 	if reported {
 		p.endReported = true
 		res.ExitCode = status
-		return res, p.finish(res)
+		err := p.finish(res)
+		res.MovedAside = p.moveAsideCreated()
+		return res, err
 	}
 	var ee *exec.ExitError
 	switch {
@@ -243,6 +250,7 @@ func (p *Process) Wait() (*Result, error) {
 		res.ExitCode = ws.ExitStatus()
 	}
 	cleanupErr := p.finish(res)
+	res.MovedAside = p.moveAsideCreated()
 	p.mu.Lock()
 	res.KilledBy = p.killedBy
 	res.TimedOut = p.timedOut

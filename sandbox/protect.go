@@ -111,8 +111,7 @@ const maxProtected = 256
 // protectedPaths resolves the spec's protected paths and patterns as the caller and keeps the
 // ones that exist inside a writable dir, outermost first. A path whose real place lies outside
 // every writable dir needs nothing: the call cannot write there anyway. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) {
-	var out []string
+func protectedPaths(v *fsView, spec *Spec, writable []string) (out []string, missing []guarded, err error) {
 	add := func(p string) {
 		if slices.Contains(out, p) || !slices.ContainsFunc(writable, func(w string) bool { return under(p, w) && p != w }) {
 			return
@@ -123,31 +122,43 @@ func protectedPaths(v *fsView, spec *Spec, writable []string) ([]string, error) 
 		}
 		out = append(out, p)
 	}
-	for _, p := range spec.ProtectedPaths {
+	// A literal pattern (an Edit deny naming one path) is a candidate like the others.
+	candidates := slices.Clone(spec.ProtectedPaths)
+	var patterns []string
+	for _, pat := range spec.ProtectedPatterns {
+		if lit, wild := literalPrefix(pat); wild {
+			patterns = append(patterns, pat)
+		} else {
+			candidates = append(candidates, lit)
+		}
+	}
+	for _, p := range candidates {
 		c, err := cleanAbs(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile
 		// may be a link into a repository; a parent may be a link, as /home can be).
 		if _, err := v.lstat(c); err == nil {
 			add(resolve(v, c))
 		} else if dir := v.ownDirInTheWay(c, spec.UID); dir != "" {
-			return nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
+			return nil, nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
+		} else if g, ok := guardable(v, c, writable); ok && spec.MoveAsideCreated && errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, g)
 		}
 	}
-	matches, err := expandPatterns(v, spec.ProtectedPatterns, writable, spec.UID)
+	matches, err := expandPatterns(v, patterns, writable, spec.UID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, p := range matches {
 		add(p)
 	}
 	if len(out) > maxProtected {
-		return nil, fmt.Errorf("%w: more than %d protected paths exist in the session's dirs; narrow the Edit deny rules", ErrBadSpec, maxProtected)
+		return nil, nil, fmt.Errorf("%w: more than %d protected paths exist in the session's dirs; narrow the Edit deny rules", ErrBadSpec, maxProtected)
 	}
 	slices.Sort(out) // an ancestor before what lies below it
-	return out, nil
+	return out, missing, nil
 }
 
 // protectMounts makes each protected path read-only, after the writable dirs were opened

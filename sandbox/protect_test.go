@@ -391,6 +391,55 @@ func TestUnsearchableOwnDirRefused(t *testing.T) {
 	}
 }
 
+// TestMoveAsideCreated: a protected path that did not exist when the call started, made by it
+// (in a way no decision saw), is moved aside once the call has ended, whatever it is (a dir,
+// a file, a symlink, beneath a dir the call made); anything else the call made stays, and a
+// new repository's .git stays whole. Without MoveAsideCreated nothing moves.
+func TestMoveAsideCreated(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	const script = `d=.cla; mkdir ${d}ude && echo '{"hooks":{}}' > ${d}ude/settings.json; ln -s /tmp .vscode; echo '{}' > .mcp.json; ` +
+		`echo x > .gitmodules; mkdir sub && echo kept > sub/file; mkdir .git/hooks2; ` +
+		`mkdir newrepo && cd newrepo && git init -q . && cd .. && echo done`
+	for _, guard := range []bool{true, false} {
+		f := newProtectFixture(t)
+		sp := f.spec(script, f.repo, f.repo)
+		sp.MoveAsideCreated = guard
+		sp.Call = "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Fatalf("guard %v: %v %q", guard, err, out)
+		}
+		made := []string{".claude", ".vscode", ".mcp.json", ".gitmodules"}
+		if !guard {
+			if len(res.MovedAside) != 0 {
+				t.Errorf("without the guard, moved %v", res.MovedAside)
+			}
+			continue
+		}
+		var want []string
+		for _, m := range made {
+			want = append(want, filepath.Join(f.repo, m))
+			if _, err := os.Lstat(filepath.Join(f.repo, m)); err == nil {
+				t.Errorf("%s is still there", m)
+			}
+			if _, err := os.Lstat(filepath.Join(f.repo, m+BlockedSuffix+"c1")); err != nil {
+				t.Errorf("%s was not moved aside: %v", m, err)
+			}
+		}
+		slices.Sort(want)
+		got := slices.Sorted(slices.Values(res.MovedAside))
+		if !slices.Equal(got, want) {
+			t.Errorf("MovedAside %v, want %v", got, want)
+		}
+		for _, p := range []string{"sub/file", ".git/hooks2", "newrepo/.git/config", "newrepo/.git/hooks", ".envrc"} {
+			if _, err := os.Lstat(filepath.Join(f.repo, p)); err != nil {
+				t.Errorf("%s should have stayed: %v", p, err)
+			}
+		}
+	}
+}
+
 // TestSubmoduleConfigProtected: a submodule's config and hooks in the superproject's
 // .git/modules are read-only, and its objects stay writable (git in the submodule works).
 func TestSubmoduleConfigProtected(t *testing.T) {

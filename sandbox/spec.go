@@ -49,6 +49,11 @@ type Spec struct {
 	// protected paths (ProtectedCandidates) and the Edit deny rules.
 	ProtectedPaths    []string
 	ProtectedPatterns []string
+	// MoveAsideCreated: a protected path missing when the call starts that exists when it has
+	// ended was made by the call (mounts can protect only what exists): it is moved aside, as
+	// the caller, to NAME.sandboxd-blocked-CALL, and named in Result.MovedAside. Off for a
+	// call a person approved (they were asked about what it writes).
+	MoveAsideCreated bool
 	// HidePatterns are absolute path-rule patterns (Read deny rules) whose matches in the
 	// session's dirs are hidden like DenyPaths; literal ones belong in DenyPaths.
 	HidePatterns []string

@@ -357,6 +357,15 @@ func containment(e *Env, res *protocol.CallResult) {
 	if n, _ := d["background_jobs_killed"].(float64); n > 0 {
 		notes = append(notes, fmt.Sprintf("left %d background job(s) running; they were killed when it ended (background_jobs_killed)", int(n)))
 	}
+	if moved, _ := d["moved_aside"].([]any); len(moved) > 0 {
+		var paths []string
+		for _, m := range moved {
+			if p, ok := m.(string); ok {
+				paths = append(paths, Visible(p))
+			}
+		}
+		notes = append(notes, "made protected paths, which sandboxd moved aside to NAME.sandboxd-blocked-CALL (moved_aside; making one takes a person's approval): "+strings.Join(paths, ", "))
+	}
 	for _, n := range notes {
 		fmt.Fprintf(e.Stderr, "sandboxd: the command %s\n", n)
 	}

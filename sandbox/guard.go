@@ -1,0 +1,96 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// guarded is a protected path that did not exist when a call started: rel below the writable
+// dir root.
+type guarded struct{ root, rel string }
+
+// guardable returns c as a guarded path when it lies inside one of writable and a call could
+// make it: not inside a repository's .git that does not exist yet, since `git init` and
+// `git clone` make a new one whole (its config and hooks are then the call's own, as the
+// rest of the new repository is).
+func guardable(v *fsView, c string, writable []string) (guarded, bool) {
+	if i := strings.Index(c+"/", "/.git/"); i >= 0 {
+		if _, err := v.lstat(c[:i+len("/.git")]); err != nil {
+			return guarded{}, false
+		}
+	}
+	for _, w := range writable {
+		if under(c, w) && c != w {
+			return guarded{root: w, rel: strings.TrimPrefix(c[len(w):], "/")}, true
+		}
+	}
+	return guarded{}, false
+}
+
+// BlockedSuffix names what a protected path a call made is moved aside to: NAME + suffix +
+// the call's id, beside it, where nothing that trusts NAME looks.
+const BlockedSuffix = ".sandboxd-blocked-"
+
+// moveAsideCreated moves aside each guarded path that exists now that every process of the
+// call is gone: the call made it, in a way its decision did not see (a visible write to a
+// protected path asks). It runs as the caller, and reaches each path from its writable dir
+// without following a symlink, so nothing the call left can point it elsewhere. Returns the
+// paths moved.
+//
+// WARNING: writes in the caller's dirs; rerun as root after changing:
+// go test -run 'TestMoveAside' ./sandbox/
+func (p *Process) moveAsideCreated() []string {
+	if len(p.guard) == 0 {
+		return nil
+	}
+	var moved []string
+	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
+		for _, g := range p.guard {
+			dir, name := filepath.Split(g.rel)
+			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, name+BlockedSuffix+p.spec.Call)
+			switch {
+			case err == nil:
+				moved = append(moved, filepath.Join(g.root, g.rel))
+			case !errors.Is(err, fs.ErrNotExist):
+				p.s.log.Warn("a protected path the call made could not be moved aside",
+					zap.String("path", filepath.Join(g.root, g.rel)), zap.Error(err))
+			}
+		}
+	})
+	if err != nil {
+		p.s.log.Warn("move aside protected paths", zap.Error(err))
+	}
+	return moved
+}
+
+// moveAside renames root/dir/name to root/dir/aside, dir reached beneath root without
+// symlinks; fs.ErrNotExist when there is nothing to move.
+func moveAside(root, dir, name, aside string) error {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	dfd := rfd
+	if dir != "" {
+		dfd, err = unix.Openat2(rfd, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+		if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
+			return fs.ErrNotExist // its dir is gone, or is a link the call left: nothing made there
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fs.ErrNotExist
+	}
+	return unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+}
