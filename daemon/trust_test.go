@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -570,5 +571,30 @@ print("made")
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("approved: what the approved command made was moved: %v", err)
 		}
+	}
+}
+
+// TestBackgroundTaskProtectedPathMovedAside: a background task that makes a protected path and
+// runs on does not keep it in place until it ends: it is moved aside while the task runs.
+func TestBackgroundTaskProtectedPathMovedAside(t *testing.T) {
+	f := newTrustFixture(t, "sbtbg")
+	p := filepath.Join(f.u.Home, "p", ".envrc")
+	id := f.session(t, "--mode", "bypassPermissions", "--add-dir", f.u.Home)
+	cmd := fmt.Sprintf(`python3 -c 'open(%q, "w").write("export X=1\n")'; sleep 30`, p)
+	out, errOut, code := f.sbctl(t, "call", "--session", id, "Bash", mustJSON(t, map[string]any{"command": cmd, "run_in_background": true}))
+	if code != 0 || !strings.Contains(out, "running in background") {
+		t.Fatalf("start the task: %d %s %s", code, out, errOut)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := os.Lstat(p)
+		moved, _ := filepath.Glob(p + ".sandboxd-blocked-*")
+		if err != nil && len(moved) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still in place (%v) while the task runs; moved: %v", p, err, moved)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

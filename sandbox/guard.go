@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"crypto/rand"
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -36,36 +39,65 @@ func guardable(v *fsView, c string, writable []string) (guarded, bool) {
 // the call's id, beside it, where nothing that trusts NAME looks.
 const BlockedSuffix = ".sandboxd-blocked-"
 
-// moveAsideCreated moves aside each guarded path that exists now that every process of the
-// call is gone: the call made it, in a way its decision did not see (a visible write to a
-// protected path asks). It runs as the caller, and reaches each path from its writable dir
-// without following a symlink, so nothing the call left can point it elsewhere. Returns the
-// paths moved.
-//
-// WARNING: writes in the caller's dirs; rerun as root after changing:
-// go test -run 'TestMoveAside' ./sandbox/
-func (p *Process) moveAsideCreated() []string {
+// sweepInterval is how often a running call's guarded paths are looked at: what a long call
+// or a background task makes is moved aside within about this long, not only when it ends (an
+// agent or shell started meanwhile would trust it).
+const sweepInterval = time.Second
+
+// sweepWhileRunning moves aside what the call made at guarded paths so far, every
+// sweepInterval until the child is reaped. Wait waits for it (sweepDone) before its last sweep.
+func (p *Process) sweepWhileRunning() {
+	defer close(p.sweepDone)
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+			p.moveAsideCreated()
+		}
+	}
+}
+
+// lastSweep runs once every process of the call is gone, and returns every path moved aside
+// while it ran and now.
+func (p *Process) lastSweep() []string {
 	if len(p.guard) == 0 {
 		return nil
 	}
-	var moved []string
+	<-p.sweepDone
+	p.moveAsideCreated()
+	return p.moved
+}
+
+// moveAsideCreated moves aside each guarded path that exists: the call made it, in a way its
+// decision did not see (a visible write to a protected path asks). It runs as the caller, and
+// reaches each path from its writable dir without following a symlink, so nothing the call
+// left can point it elsewhere. Adds what it moved to p.moved.
+//
+// WARNING: writes in the caller's dirs; rerun as root after changing:
+// go test -run 'TestMoveAside' ./sandbox/
+func (p *Process) moveAsideCreated() {
 	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
 		for _, g := range p.guard {
 			dir, name := filepath.Split(g.rel)
 			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, name+BlockedSuffix+p.spec.Call)
+			path := filepath.Join(g.root, g.rel)
 			switch {
 			case err == nil:
-				moved = append(moved, filepath.Join(g.root, g.rel))
+				if !slices.Contains(p.moved, path) {
+					p.moved = append(p.moved, path)
+				}
 			case !errors.Is(err, fs.ErrNotExist):
 				p.s.log.Warn("a protected path the call made could not be moved aside",
-					zap.String("path", filepath.Join(g.root, g.rel)), zap.Error(err))
+					zap.String("path", path), zap.Error(err))
 			}
 		}
 	})
 	if err != nil {
 		p.s.log.Warn("move aside protected paths", zap.Error(err))
 	}
-	return moved
 }
 
 // moveAside renames root/dir/name to root/dir/aside, dir reached beneath root without
@@ -92,5 +124,11 @@ func moveAside(root, dir, name, aside string) error {
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fs.ErrNotExist
 	}
-	return unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	err = unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	if err == unix.EEXIST {
+		// Made again after a sweep moved it, or the call took the name to keep this one in
+		// place: a name it cannot guess.
+		err = unix.Renameat2(dfd, name, dfd, aside+"-"+rand.Text()[:10], unix.RENAME_NOREPLACE)
+	}
+	return err
 }

@@ -51,8 +51,11 @@ type Process struct {
 	// endReported: the init reported the call's end and may still be exiting; release reaps it.
 	endReported bool
 	// guard are the protected paths missing at the start, in their writable dirs
-	// (Spec.MoveAsideCreated); moved aside if they exist at the end.
-	guard []guarded
+	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
+	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
+	guard     []guarded
+	sweepDone chan struct{}
+	moved     []string
 
 	mu       sync.Mutex
 	killedBy string
@@ -93,6 +96,10 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
 	s.mu.Unlock()
+	if len(p.guard) > 0 {
+		p.sweepDone = make(chan struct{})
+		go p.sweepWhileRunning()
+	}
 	// Registered on ctx rather than a goroutine waiting on it: most calls end first, and then
 	// Wait only unregisters it instead of waking a watcher and waiting for it to return.
 	p.stopWatch = context.AfterFunc(ctx, func() { p.watch(ctx) })
@@ -232,7 +239,7 @@ func (p *Process) Wait() (*Result, error) {
 		p.endReported = true
 		res.ExitCode = status
 		err := p.finish(res)
-		res.MovedAside = p.moveAsideCreated()
+		res.MovedAside = p.lastSweep()
 		return res, err
 	}
 	var ee *exec.ExitError
@@ -250,7 +257,7 @@ func (p *Process) Wait() (*Result, error) {
 		res.ExitCode = ws.ExitStatus()
 	}
 	cleanupErr := p.finish(res)
-	res.MovedAside = p.moveAsideCreated()
+	res.MovedAside = p.lastSweep()
 	p.mu.Lock()
 	res.KilledBy = p.killedBy
 	res.TimedOut = p.timedOut

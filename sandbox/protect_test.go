@@ -440,6 +440,38 @@ func TestMoveAsideCreated(t *testing.T) {
 	}
 }
 
+// TestMoveAsideWhileRunning: what a call makes at a protected path is moved aside while the
+// call still runs (a long call, a background task), and again when made again.
+func TestMoveAsideWhileRunning(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const script = `echo a > .mcp.json; for i in $(seq 50); do [ -e .mcp.json ] || break; sleep 0.1; done; ` +
+		`[ -e .mcp.json ] && echo still-there || echo moved-while-running; echo b > .mcp.json; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "moved-while-running") || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q, want the file moved while the call ran", err, out)
+	}
+	if want := []string{filepath.Join(f.repo, ".mcp.json")}; !slices.Equal(res.MovedAside, want) {
+		t.Errorf("MovedAside %v, want %v", res.MovedAside, want)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, ".mcp.json")); err == nil {
+		t.Error(".mcp.json made again is still there")
+	}
+	var contents []string
+	moved, _ := filepath.Glob(filepath.Join(f.repo, ".mcp.json"+BlockedSuffix+"c1*"))
+	for _, m := range moved {
+		b, _ := os.ReadFile(m)
+		contents = append(contents, string(b))
+	}
+	if slices.Sort(contents); !slices.Equal(contents, []string{"a\n", "b\n"}) {
+		t.Errorf("moved aside %v holding %q, want both versions kept", moved, contents)
+	}
+}
+
 // TestSubmoduleConfigProtected: a submodule's config and hooks in the superproject's
 // .git/modules are read-only, and its objects stay writable (git in the submodule works).
 func TestSubmoduleConfigProtected(t *testing.T) {
