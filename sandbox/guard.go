@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func (p *Process) moveAsideCreated() {
 	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
 		for _, g := range p.guard {
 			dir, name := filepath.Split(g.rel)
-			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, name+BlockedSuffix+p.spec.Call)
+			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
 			path := filepath.Join(g.root, g.rel)
 			switch {
 			case err == nil:
@@ -100,35 +101,78 @@ func (p *Process) moveAsideCreated() {
 	}
 }
 
-// moveAside renames root/dir/name to root/dir/aside, dir reached beneath root without
-// symlinks; fs.ErrNotExist when there is nothing to move.
+// asideName is what name is moved aside to: name, BlockedSuffix and the call's id, the name cut
+// short when the whole would not fit in a file name with moveAside's random tail after it.
+func asideName(name, call string) string {
+	const nameMax, tail = 255, 11
+	tag := BlockedSuffix + call
+	if over := len(name) + len(tag) + tail - nameMax; over > 0 {
+		name = name[:max(len(name)-over, 1)]
+	}
+	return name + tag
+}
+
+// moveAside renames root/dir/name to root/dir/aside, each dir reached beneath root without
+// symlinks; fs.ErrNotExist when there is nothing to move. A dir of the caller's that the call
+// took the search or write bit from to keep what it made in place gets it back (unlock).
 func moveAside(root, dir, name, aside string) error {
-	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(rfd)
-	dfd := rfd
-	if dir != "" {
-		dfd, err = unix.Openat2(rfd, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	defer func() { unix.Close(fd) }()
+	for _, c := range strings.Split(dir, "/") {
+		if c == "" {
+			continue
+		}
+		next, err := openBeneath(fd, c)
+		if err == unix.EACCES && unlock(fd) {
+			next, err = openBeneath(fd, c)
+		}
 		if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
 			return fs.ErrNotExist // its dir is gone, or is a link the call left: nothing made there
 		}
 		if err != nil {
 			return err
 		}
-		defer unix.Close(dfd)
+		unix.Close(fd)
+		fd = next
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.EACCES && unlock(fd) {
+		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
 		return fs.ErrNotExist
 	}
-	err = unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+	if err == unix.EACCES && unlock(fd) {
+		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+	}
 	if err == unix.EEXIST {
 		// Made again after a sweep moved it, or the call took the name to keep this one in
 		// place: a name it cannot guess.
-		err = unix.Renameat2(dfd, name, dfd, aside+"-"+rand.Text()[:10], unix.RENAME_NOREPLACE)
+		err = unix.Renameat2(fd, name, fd, aside+"-"+rand.Text()[:10], unix.RENAME_NOREPLACE)
 	}
 	return err
+}
+
+// openBeneath opens the dir name in dir fd, refusing a symlink or a step out.
+func openBeneath(fd int, name string) (int, error) {
+	return unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+}
+
+// unlock gives the dir at fd back the owner's search and write bits when it lacks one, and
+// reports whether it did. Run as the caller, it changes only the caller's own dirs: a call can
+// take those bits from them after making something inside (chmod 500 .), and not from anyone
+// else's. Through /proc, since fchmod takes no O_PATH fd; the fd pins the inode, so nothing can
+// swap the dir meanwhile.
+func unlock(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o300 == 0o300 {
+		return false
+	}
+	return unix.Chmod("/proc/thread-self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o300) == nil
 }

@@ -472,6 +472,35 @@ func TestMoveAsideWhileRunning(t *testing.T) {
 	}
 }
 
+// TestMoveAsideThroughModes: a call that takes the search or write bit from its own dirs after
+// making a protected path inside (chmod 500 .) does not keep it in place.
+func TestMoveAsideThroughModes(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const script = `echo '{}' > .mcp.json; echo '* diff=x' > .git/info/attributes; ` +
+		`chmod 000 .git/info; chmod 600 .git; chmod 500 .; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	want := []string{filepath.Join(f.repo, ".git/info/attributes"), filepath.Join(f.repo, ".mcp.json")}
+	if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
+		t.Errorf("MovedAside %v, want %v", got, want)
+	}
+	for _, p := range want {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+		if _, err := os.Lstat(p + BlockedSuffix + "c1"); err != nil {
+			t.Errorf("%s was not moved aside: %v", p, err)
+		}
+	}
+}
+
 // TestSubmoduleConfigProtected: a submodule's config and hooks in the superproject's
 // .git/modules are read-only, and its objects stay writable (git in the submodule works).
 func TestSubmoduleConfigProtected(t *testing.T) {
@@ -547,6 +576,19 @@ func TestHideWholeDirOutside(t *testing.T) {
 	for _, w := range []string{"hello", "read-refused", "dotdot-refused", "list-refused"} {
 		if !strings.Contains(out, w) || strings.Contains(out, "SECRET") {
 			t.Fatalf("no %q, or the secret shows, in:\n%s", w, out)
+		}
+	}
+}
+
+func TestAsideNameFits(t *testing.T) {
+	for _, n := range []int{1, 10, 200, 255} {
+		name := strings.Repeat("n", n)
+		got := asideName(name, "call_0123456789abcdef")
+		if len(got)+11 > 255 || !strings.HasPrefix(got, "n") || !strings.HasSuffix(got, BlockedSuffix+"call_0123456789abcdef") {
+			t.Errorf("asideName(%d bytes) = %q (%d bytes)", n, got, len(got))
+		}
+		if n <= 200 && got != name+BlockedSuffix+"call_0123456789abcdef" {
+			t.Errorf("a short name was cut: %q", got)
 		}
 	}
 }
