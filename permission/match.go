@@ -248,7 +248,10 @@ func MatchDomain(pattern, host string) bool {
 		return strings.HasSuffix(host, "."+rest)
 	}
 	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
-		return strings.HasSuffix(host, "."+rest) && matchLabels(rest, host[strings.Index(host, ".")+1:], true)
+		// One or more labels, then rest's labels, each a glob (rest has wildcards of its own,
+		// so it cannot be compared as a suffix).
+		i := strings.Index(host, ".")
+		return i > 0 && matchLabels(rest, host[i+1:], true)
 	}
 	return matchLabels(pattern, host, false)
 }

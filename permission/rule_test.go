@@ -176,6 +176,14 @@ func TestMatchDomain(t *testing.T) {
 		{"x.*", "x.evil.com", false},
 		{"*", "anything", true},
 		{"example.com", "", false},
+		// A wildcard after the leading "*.": rest's labels are globs, not a literal suffix.
+		{"*.evil*.com", "x.evil1.com", true},
+		{"*.evil*.com", "a.b.evil-cdn.com", true},
+		{"*.evil*.com", "evil1.com", false},
+		{"*.evil*.com", "x.good.com", false},
+		{"*.0*", "a.0a", true},
+		{"*.*.example.com", "a.b.example.com", true},
+		{"*.*.example.com", "b.example.com", false},
 	}
 	for _, tc := range cases {
 		if got := MatchDomain(tc.pattern, tc.host); got != tc.want {
