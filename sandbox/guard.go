@@ -81,7 +81,16 @@ func (p *Process) lastSweep() []string {
 // go test -run 'TestMoveAside' ./sandbox/
 func (p *Process) moveAsideCreated() {
 	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
+		roots := map[string]int{}
+		defer func() {
+			for _, fd := range roots {
+				unix.Close(fd)
+			}
+		}()
 		for _, g := range p.guard {
+			if !mayExist(roots, g) {
+				continue
+			}
 			dir, name := filepath.Split(g.rel)
 			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
 			path := filepath.Join(g.root, g.rel)
@@ -99,6 +108,25 @@ func (p *Process) moveAsideCreated() {
 	if err != nil {
 		p.s.log.Warn("move aside protected paths", zap.Error(err))
 	}
+}
+
+// mayExist is a guarded path's quick look, one fstatat from its root: most were not made, and
+// for those a careful walk would cost a syscall a component. A path that resolves only through
+// a symlink fails the careful walk anyway, so "no such path" here is the careful answer too;
+// anything else (it exists, or EACCES) goes on to the careful walk. roots caches the roots'
+// fds for one sweep.
+func mayExist(roots map[string]int, g guarded) bool {
+	fd, ok := roots[g.root]
+	if !ok {
+		var err error
+		if fd, err = unix.Open(g.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return true
+		}
+		roots[g.root] = fd
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(fd, g.rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return err != unix.ENOENT && err != unix.ENOTDIR
 }
 
 // asideName is what name is moved aside to: name, BlockedSuffix and the call's id, the name cut
