@@ -88,12 +88,22 @@ func (p *Process) moveAsideCreated() {
 			}
 		}()
 		for _, g := range p.guard {
-			if !mayExist(roots, g) {
+			path := filepath.Join(g.root, g.rel)
+			rfd, ok := roots[g.root]
+			if !ok {
+				var err error
+				if rfd, err = unix.Open(g.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+					p.s.log.Warn("a writable dir could not be opened to look for protected paths the call made",
+						zap.String("dir", g.root), zap.Error(err))
+					continue
+				}
+				roots[g.root] = rfd
+			}
+			if !mayExist(rfd, g.rel) {
 				continue
 			}
 			dir, name := filepath.Split(g.rel)
-			err := moveAside(g.root, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
-			path := filepath.Join(g.root, g.rel)
+			err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
 			switch {
 			case err == nil:
 				if !slices.Contains(p.moved, path) {
@@ -110,22 +120,13 @@ func (p *Process) moveAsideCreated() {
 	}
 }
 
-// mayExist is a guarded path's quick look, one fstatat from its root: most were not made, and
-// for those a careful walk would cost a syscall a component. A path that resolves only through
-// a symlink fails the careful walk anyway, so "no such path" here is the careful answer too;
-// anything else (it exists, or EACCES) goes on to the careful walk. roots caches the roots'
-// fds for one sweep.
-func mayExist(roots map[string]int, g guarded) bool {
-	fd, ok := roots[g.root]
-	if !ok {
-		var err error
-		if fd, err = unix.Open(g.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-			return true
-		}
-		roots[g.root] = fd
-	}
+// mayExist is a guarded path's quick look, one fstatat from its root's fd: most were not made,
+// and for those a careful walk would cost a syscall a component. A path that resolves only
+// through a symlink fails the careful walk anyway, so "no such path" here is the careful answer
+// too; anything else (it exists, or EACCES) goes on to the careful walk.
+func mayExist(rfd int, rel string) bool {
 	var st unix.Stat_t
-	err := unix.Fstatat(fd, g.rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err := unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
 	return err != unix.ENOENT && err != unix.ENOTDIR
 }
 
@@ -140,15 +141,17 @@ func asideName(name, call string) string {
 	return name + tag
 }
 
-// moveAside renames root/dir/name to root/dir/aside, each dir reached beneath root without
-// symlinks; fs.ErrNotExist when there is nothing to move. A dir of the caller's that the call
-// took the search or write bit from to keep what it made in place gets it back (unlock).
-func moveAside(root, dir, name, aside string) error {
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer func() { unix.Close(fd) }()
+// moveAside renames dir/name to dir/aside, dir reached from the root's fd rfd one component at
+// a time without symlinks; fs.ErrNotExist when there is nothing to move. A dir of the caller's
+// that the call took the search or write bit from to keep what it made in place gets it back
+// (unlock). rfd stays open.
+func moveAside(rfd int, dir, name, aside string) error {
+	fd := rfd
+	defer func() {
+		if fd != rfd {
+			unix.Close(fd)
+		}
+	}()
 	for _, c := range strings.Split(dir, "/") {
 		if c == "" {
 			continue
@@ -163,11 +166,13 @@ func moveAside(root, dir, name, aside string) error {
 		if err != nil {
 			return err
 		}
-		unix.Close(fd)
+		if fd != rfd {
+			unix.Close(fd)
+		}
 		fd = next
 	}
 	var st unix.Stat_t
-	err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.EACCES && unlock(fd) {
 		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
