@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // trustFixture is a throwaway user with a project dir (a git repository) and the files an
@@ -393,6 +394,30 @@ func TestReadDenyWholeDirIsKernelEnforced(t *testing.T) {
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
 	if _, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":"cat %s/$(echo key)"}`, outside)); res.Data["stdout"] != "SECRET\n" {
 		t.Errorf("without the rule the file was not readable, so the test shows nothing: %+v", res.Data)
+	}
+}
+
+// TestReadDenyThroughBindMount: a Read deny rule holds where the host shows the same dir again
+// (a bind mount), for Bash and for the Read tool, though the path the call names matches no
+// rule.
+func TestReadDenyThroughBindMount(t *testing.T) {
+	dir, alias := testHostDir(t), testHostDir(t)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(dir, "secrets", "key"), []byte("SECRET\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "plain"), []byte("plain\n"), 0o644)
+	if err := unix.Mount(dir, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./secrets/**)"]}}`, dir))
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":"cat %s/plain; cat %s/secrets/key"}`, alias, alias))
+	if out, _ := res.Data["stdout"].(string); out != "plain\n" {
+		t.Errorf("Bash through the bind: stdout %q, want the plain file only: %+v", out, res.Data)
+	}
+	_, res = td.call(t, s.ID, "Read", fmt.Sprintf(`{"file_path":"%s/secrets/key"}`, alias))
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "SECRET") || res.Error == nil {
+		t.Errorf("Read through the bind: %s, want an error and no secret", b)
 	}
 }
 

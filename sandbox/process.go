@@ -126,7 +126,15 @@ func (s *Sandbox) start(p *Process) error {
 	}
 	step("plan")
 	if s.poolable(&p.spec) {
-		if in := s.pool.take(p.spec.UID); in != nil {
+		in := s.pool.take(p.spec.UID)
+		if in != nil && in.mountGen != cs.mountGen {
+			// Its mounts are a copy of a table with a mount gone since: it would show a
+			// hidden path where the plan no longer covers it.
+			stale := in
+			s.janitor.add(func() { s.discard(stale) })
+			in = nil
+		}
+		if in != nil {
 			// A pooled init ran preludeMounts while it waited, and built the landlock base of
 			// its hint: its spec carries only the call's part (the base too, unless the hint
 			// is exactly this call's).

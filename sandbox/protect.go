@@ -109,18 +109,31 @@ func escapePattern(p string) string {
 const maxProtected = 256
 
 // protectedPaths resolves the spec's protected paths and patterns as the caller and keeps the
-// ones that exist inside a writable dir, outermost first. A path whose real place lies outside
-// every writable dir needs nothing: the call cannot write there anyway. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string) (out []string, missing []guarded, err error) {
+// ones that exist inside a writable dir, outermost first, and each place tab shows one at
+// again inside a writable dir (a writable bind mount of the home shows ~/.bashrc again). A
+// path whose real place lies outside every writable dir needs nothing: the call cannot write
+// there anyway. Run as the caller.
+func protectedPaths(v *fsView, spec *Spec, writable []string, tab []mountEntry) (out []string, missing []guarded, err error) {
 	add := func(p string) {
-		if slices.Contains(out, p) || !slices.ContainsFunc(writable, func(w string) bool { return under(p, w) && p != w }) {
-			return
+		for _, q := range append([]string{p}, aliases(tab, p)...) {
+			if slices.Contains(out, q) || !slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
+				continue
+			}
+			fi, err := v.lstat(q)
+			if err != nil || (filepath.Base(q) == ".git" && fi.IsDir()) {
+				continue // a repository's .git dir stays writable; its config and hooks do not
+			}
+			out = append(out, q)
 		}
-		fi, err := v.lstat(p)
-		if err != nil || (filepath.Base(p) == ".git" && fi.IsDir()) {
-			return // a repository's .git dir stays writable; its config and hooks do not
+	}
+	// A missing one is guarded where a call could make it: at its own place or any other
+	// place tab shows its dir at.
+	guard := func(c string) {
+		for _, q := range append([]string{c}, aliases(tab, c)...) {
+			if g, ok := guardable(v, q, writable); ok && !slices.Contains(missing, g) {
+				missing = append(missing, g)
+			}
 		}
-		out = append(out, p)
 	}
 	// A literal pattern (an Edit deny naming one path) is a candidate like the others.
 	candidates := slices.Clone(spec.ProtectedPaths)
@@ -143,8 +156,8 @@ func protectedPaths(v *fsView, spec *Spec, writable []string) (out []string, mis
 			add(resolve(v, c))
 		} else if dir := v.ownDirInTheWay(c, spec.UID); dir != "" {
 			return nil, nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
-		} else if g, ok := guardable(v, c, writable); ok && spec.MoveAsideCreated && errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, g)
+		} else if spec.MoveAsideCreated && errors.Is(err, fs.ErrNotExist) {
+			guard(c)
 		}
 	}
 	matches, err := expandPatterns(v, patterns, writable, spec.UID)

@@ -91,6 +91,8 @@ type Sandbox struct {
 	seams seams
 	// expansions keeps the landlock expansions of deny paths' ancestors between calls.
 	expansions *expansionCache
+	// mounts is the mount table children start with: where else a hidden path shows.
+	mounts *mountTable
 
 	// stepDone, when set (Config.StepObserver, benchmarks), is told how long each step of
 	// Start and Wait took.
@@ -140,6 +142,11 @@ func newSandbox(cfg Config, log *zap.Logger, sm seams) (*Sandbox, error) {
 		seams:  sm,
 	}
 	s.expansions = newExpansionCache(sm.stampSlack)
+	mt, err := newMountTable()
+	if err != nil {
+		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
+	}
+	s.mounts = mt
 	s.stepDone = cfg.StepObserver
 	warnLoosenings(s.log, cfg.ExtraSyscalls)
 	if err := s.init(); err != nil {
@@ -290,6 +297,7 @@ func (s *Sandbox) close() error {
 		f.Close()
 		delete(s.netns, k)
 	}
+	s.mounts.close()
 	return nil
 }
 

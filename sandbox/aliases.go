@@ -1,0 +1,194 @@
+package sandbox
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// A host may show one directory at several places: a bind mount (/srv/home of /home), or one
+// file system mounted twice. A mount over a hidden or read-only path covers that place only,
+// so every other place the mount table shows the path at gets the same mount: otherwise
+// `cat /srv/home/u/ws/secrets/key` reads what a Read deny rule hides under /home.
+
+// mountEntry is one mount of a mountinfo table: the dir root of file system dev, shown at point.
+type mountEntry struct{ dev, root, point string }
+
+// parseMountinfo reads a mountinfo table, in the kernel's order (a later mount on the same
+// point is on top). Entries whose root is no path (an nsfs mount) are left out.
+func parseMountinfo(b []byte) []mountEntry {
+	var out []mountEntry
+	for line := range strings.SplitSeq(string(b), "\n") {
+		// id parent major:minor root mount-point options ...
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasPrefix(f[3], "/") {
+			continue
+		}
+		out = append(out, mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])})
+	}
+	return out
+}
+
+// mountAt returns the index of the mount p lies on: the one with the longest mount point
+// holding p, the last listed of those; -1 when none does.
+func mountAt(tab []mountEntry, p string) int {
+	best := -1
+	for i, m := range tab {
+		if under(p, m.point) && (best < 0 || len(m.point) >= len(tab[best].point)) {
+			best = i
+		}
+	}
+	return best
+}
+
+// aliases returns the other places tab shows the clean absolute path p at: for every other
+// mount of p's file system whose root holds p, the path p has there, when that mount is what
+// shows at it (a mount deeper on the way shows something else, or is an alias itself).
+func aliases(tab []mountEntry, p string) []string {
+	own := mountAt(tab, p)
+	if own < 0 {
+		return nil
+	}
+	m0 := tab[own]
+	inFS := filepath.Join(m0.root, strings.TrimPrefix(p, m0.point))
+	var out []string
+	for i, m := range tab {
+		if i == own || m.dev != m0.dev || !under(inFS, m.root) {
+			continue
+		}
+		a := filepath.Join(m.point, strings.TrimPrefix(inFS, m.root))
+		if a != p && mountAt(tab, a) == i {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// withAliases returns paths followed by every alias of each that is not among them already.
+func withAliases(tab []mountEntry, paths []string) []string {
+	out := slices.Clone(paths)
+	seen := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		seen[p] = true
+	}
+	for _, p := range paths {
+		for _, a := range aliases(tab, p) {
+			if !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// mountTable is the daemon's mount table, which every child's mount namespace starts as a
+// copy of. It is read again only when the kernel says it changed (poll on mountinfo reports
+// POLLPRI), so a call pays one poll for it. The fd is a raw one, never os.File's: Go's
+// netpoller would register it and its own poll would take the change reports.
+type mountTable struct {
+	mu  sync.Mutex
+	fd  int // /proc/self/mountinfo, opened as root before any plan runs as a caller; -1 closed
+	tab []mountEntry
+	gen uint64 // bumped when a mount that may be an alias goes (lostAlias); 0 before a read
+}
+
+func newMountTable() (*mountTable, error) {
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "/proc/self/mountinfo", Err: err}
+	}
+	return &mountTable{fd: fd}, nil
+}
+
+// get returns the current table and its generation. A pooled init started under an older
+// generation holds a copy of a table with an alias the plan no longer sees, so it is not used
+// (poolInit.mountGen); one started before mounts were only added is: the plan covers what
+// it lacks as optional. An error means the table could not be read: the call fails rather
+// than be planned without knowing where its hidden paths also show.
+func (t *mountTable) get() ([]mountEntry, uint64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fd < 0 {
+		return nil, 0, os.ErrClosed
+	}
+	if t.gen > 0 && !t.changed() {
+		return t.tab, t.gen, nil
+	}
+	b, err := t.readAll()
+	if err != nil {
+		return nil, 0, &os.PathError{Op: "read", Path: "/proc/self/mountinfo", Err: err}
+	}
+	tab := parseMountinfo(b)
+	if t.gen == 0 || lostAlias(t.tab, tab) {
+		t.gen++
+	}
+	t.tab = tab
+	return t.tab, t.gen, nil
+}
+
+// changed reports whether the table changed since the last poll, or poll cannot tell.
+func (t *mountTable) changed() bool {
+	fds := []unix.PollFd{{Fd: int32(t.fd), Events: unix.POLLPRI}}
+	n, err := unix.Poll(fds, 0)
+	return err != nil || n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
+}
+
+// readAll reads the table from its start.
+func (t *mountTable) readAll() ([]byte, error) {
+	if _, err := unix.Seek(t.fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 16<<10)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := unix.Read(t.fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+// lostAlias reports whether a mount of old that shares its file system with another (so may
+// show a path again elsewhere) is gone from tab. Mounts that come and go alone, a container's
+// overlay, change nothing a plan hides.
+func lostAlias(old, tab []mountEntry) bool {
+	now := make(map[mountEntry]bool, len(tab))
+	for _, m := range tab {
+		now[m] = true
+	}
+	perDev := map[string]int{}
+	for _, m := range old {
+		perDev[m.dev]++
+	}
+	for _, m := range old {
+		if !now[m] && perDev[m.dev] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// close releases the table's fd; a get after it fails.
+func (t *mountTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fd >= 0 {
+		unix.Close(t.fd)
+		t.fd = -1
+	}
+}

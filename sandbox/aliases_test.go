@@ -1,0 +1,217 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestAliases(t *testing.T) {
+	tab := parseMountinfo([]byte(`22 1 8:1 / / rw - ext4 /dev/vda1 rw
+23 22 8:1 /var/tmp /mnt/alias rw - ext4 /dev/vda1 rw
+24 22 8:3 / /mnt/alias/x rw - tmpfs tmpfs rw
+25 22 8:1 / /mnt/twice rw - ext4 /dev/vda1 rw
+26 22 8:2 / /srv/data rw - ext4 /dev/vdb rw
+27 22 8:1 /home/a\040b /mnt/sp rw - ext4 /dev/vda1 rw
+28 22 0:4 net:[4026531840] /run/netns/x rw - nsfs nsfs rw
+`))
+	for _, c := range []struct {
+		p    string
+		want []string
+	}{
+		{"/var/tmp/u/ws/secrets", []string{"/mnt/alias/u/ws/secrets", "/mnt/twice/var/tmp/u/ws/secrets"}},
+		// Through a bind, back to the original and the other places.
+		{"/mnt/alias/u/k", []string{"/var/tmp/u/k", "/mnt/twice/var/tmp/u/k"}},
+		// /mnt/alias/x shows another file system: not an alias of /var/tmp/x.
+		{"/var/tmp/x/k", []string{"/mnt/twice/var/tmp/x/k"}},
+		{"/var/tmp", []string{"/mnt/alias", "/mnt/twice/var/tmp"}},
+		{"/var", []string{"/mnt/twice/var"}},
+		{"/home/a b/.ssh", []string{"/mnt/twice/home/a b/.ssh", "/mnt/sp/.ssh"}},
+		{"/srv/data/f", nil},
+		{"/mnt/alias/x/f", nil},
+	} {
+		got := aliases(tab, c.p)
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("aliases(%s) = %q, want %q", c.p, got, c.want)
+		}
+	}
+	if got := withAliases(tab, []string{"/var/tmp/k", "/mnt/alias/k"}); len(got) != 3 || got[0] != "/var/tmp/k" || got[1] != "/mnt/alias/k" {
+		t.Errorf("withAliases: %q, want the two then /mnt/twice/var/tmp/k once", got)
+	}
+	// Only a mount that may be an alias going makes older copies of the table stale.
+	if !lostAlias(tab, tab[1:]) || lostAlias(tab, slices.Delete(slices.Clone(tab), 2, 3)) || lostAlias(tab[:2], tab) {
+		t.Error("lostAlias: want true for a bind gone, false for a lone mount gone or mounts added")
+	}
+}
+
+// TestHiddenWhereverItShows: a deny path, an Edit-protected path and a protected path made
+// during the call are hidden, read-only or moved aside also where a bind mount of the home
+// shows them again, a writable session dir included.
+func TestHiddenWhereverItShows(t *testing.T) {
+	t.Parallel()
+	f := newProtectFixture(t)
+	os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "secrets", "key"), []byte("KEY-1\n"), 0o644)
+	os.MkdirAll(filepath.Join(f.repo, "q"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "q", ".env"), []byte("KEY-2\n"), 0o644)
+	chownR(t, f.repo)
+	alias := hostTempDir(t, "/var/tmp", "sbx-alias-")
+	os.Chmod(alias, 0o755)
+	if err := unix.Mount(f.home, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+	// After the mount: a pooled init holds a copy of the mount table as it was when it started.
+	s := newTestSandbox(t, Config{})
+	a := func(rel string) string { return filepath.Join(alias, rel) }
+	reads := `cat ` + a("repo/README") + `; cat ` + a("repo/secrets/key") + ` ` + a("repo/q/.env") + ` 2>/dev/null; ` +
+		`ls ` + a("repo/secrets") + ` 2>/dev/null; `
+	// A deny path outside the writable dirs that the owner makes while the call runs stays
+	// unreadable (landlock) through the bind too.
+	later := `touch started; for i in $(seq 200); do [ -e ` + a(".aws/creds") + ` ] && break; sleep 0.02; done; ` +
+		`cat ` + a(".aws/creds") + ` 2>/dev/null || echo later-denied; `
+	for _, tc := range []struct {
+		name     string
+		writable []string
+		script   string
+	}{
+		{"repository writable", []string{f.repo}, reads + later + `echo x >> ` + a("repo/.git/config") + `; echo done`},
+		{"the bind a session dir too", []string{f.repo, alias}, reads +
+			`for p in repo/.git/config repo/.envrc .bashrc .ssh/authorized_keys; do echo x >> ` + alias + `/$p; done; ` +
+			`mkdir -p ` + a("repo/.claude") + ` && echo '{}' > ` + a("repo/.claude/settings.json") + `; ` +
+			`mkdir ` + a(".bashrc.d") + ` && echo id > ` + a(".bashrc.d/x.sh") + `; echo done`},
+	} {
+		sp := f.spec(tc.script, f.repo, tc.writable...)
+		sp.ProtectedPaths = ProtectedCandidates(tc.writable, f.repo, f.home)
+		sp.DenyPaths = []string{filepath.Join(f.repo, "secrets"), filepath.Join(f.home, ".aws", "creds")}
+		sp.HidePatterns = []string{"/**/.env"}
+		sp.MoveAsideCreated = true
+		sp.Call = "c1"
+		made := make(chan struct{})
+		go func() {
+			defer close(made)
+			for i := 0; i < 400 && strings.Contains(tc.script, "touch started"); i++ {
+				if _, err := os.Stat(filepath.Join(f.repo, "started")); err == nil {
+					os.MkdirAll(filepath.Join(f.home, ".aws"), 0o755)
+					os.WriteFile(filepath.Join(f.home, ".aws", "creds"), []byte("KEY-3\n"), 0o644)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		<-made
+		if err != nil || !strings.Contains(out, "hello\n") || !strings.Contains(out, "done") {
+			t.Fatalf("%s: %v %q, want the bind's README read and the script done", tc.name, err, out)
+		}
+		if strings.Contains(out, "KEY-") || strings.Contains(tc.script, "later-denied") && !strings.Contains(out, "later-denied") {
+			t.Errorf("%s: a hidden file read through the bind:\n%s", tc.name, out)
+		}
+		f.unchanged(t)
+		for _, p := range []string{"repo/.claude", ".bashrc.d"} {
+			if _, err := os.Lstat(filepath.Join(f.home, p)); err == nil {
+				t.Errorf("%s: %s made through the bind was not moved aside (MovedAside %v)", tc.name, p, res.MovedAside)
+			}
+		}
+		os.RemoveAll(filepath.Join(f.home, ".aws"))
+		os.Remove(filepath.Join(f.repo, "started"))
+	}
+}
+
+// TestMountTableGeneration: the generation moves when a mount that may be an alias goes, and
+// only then, so pooled inits are dropped for the one change that would make them unsafe.
+func TestMountTableGeneration(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	mt, err := newMountTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mt.close()
+	dir := hostTempDir(t, "/var/tmp", "sbx-gen-")
+	src, bind, lone := filepath.Join(dir, "src"), filepath.Join(dir, "bind"), filepath.Join(dir, "lone")
+	for _, d := range []string{src, bind, lone} {
+		os.Mkdir(d, 0o755)
+	}
+	gen := func() uint64 {
+		t.Helper()
+		_, g, err := mt.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g0 := gen()
+	if err := unix.Mount(src, bind, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(bind, unix.MNT_DETACH)
+	if err := unix.Mount("tmpfs", lone, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(lone, unix.MNT_DETACH)
+	tab, g1, _ := mt.get()
+	if g1 != g0 || !slices.ContainsFunc(tab, func(m mountEntry) bool { return m.point == bind }) {
+		t.Fatalf("mounts added: generation %d -> %d, bind seen %v; want the same generation and the new table", g0, g1, tab)
+	}
+	unix.Unmount(lone, 0)
+	if g := gen(); g != g1 {
+		t.Errorf("a lone tmpfs gone moved the generation %d -> %d", g1, g)
+	}
+	if err := unix.Unmount(bind, 0); err != nil {
+		t.Fatal(err)
+	}
+	if g := gen(); g == g1 {
+		t.Errorf("a bind mount gone left the generation at %d: %v", g, mt.tab)
+	}
+}
+
+// TestStalePoolInitNotUsed: a pooled init started while a bind mount existed holds a copy of
+// it; once the bind is gone the plan covers nothing there, so that init must not serve a call.
+func TestStalePoolInitNotUsed(t *testing.T) {
+	t.Parallel()
+	f := newProtectFixture(t)
+	os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "secrets", "key"), []byte("KEY-1\n"), 0o644)
+	chownR(t, f.repo)
+	alias := hostTempDir(t, "/var/tmp", "sbx-alias-")
+	os.Chmod(alias, 0o755)
+	if err := unix.Mount(f.home, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+	s := newTestSandbox(t, Config{})
+	warm := f.spec("true", f.repo, f.repo)
+	warm.Call = "c0"
+	if _, _, err := run(t, s, ctxTimeout(t, 20*time.Second), warm); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(readyInits(s), func(in *poolInit) bool { return in.uid == nobody }) {
+		if time.Now().After(deadline) {
+			t.Fatal("no pooled init for the caller after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := unix.Unmount(alias, 0); err != nil {
+		t.Fatal(err)
+	}
+	sp := f.spec(`cat `+filepath.Join(alias, "repo/secrets/key")+` 2>&1; echo done`, f.repo, f.repo)
+	sp.DenyPaths = []string{filepath.Join(f.repo, "secrets")}
+	sp.Call = "c1"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if strings.Contains(out, "KEY-1") {
+		t.Errorf("a pooled init started before the bind went showed it:\n%s", out)
+	}
+}
