@@ -19,19 +19,32 @@ import (
 // mountEntry is one mount of a mountinfo table: the dir root of file system dev, shown at point.
 type mountEntry struct{ dev, root, point string }
 
-// parseMountinfo reads a mountinfo table, in the kernel's order (a later mount on the same
-// point is on top). Entries whose root is no path (an nsfs mount) are left out.
-func parseMountinfo(b []byte) []mountEntry {
-	var out []mountEntry
+// mountTab is a mountinfo table, in the kernel's order (a later mount on the same point is on
+// top), and the file systems it shows at more than one mount: only those have aliases, and
+// on most hosts there are none, so most plans look no further.
+type mountTab struct {
+	all    []mountEntry
+	shared map[string]bool
+}
+
+// parseMountinfo reads a mountinfo table. Entries whose root is no path (an nsfs mount) are
+// left out.
+func parseMountinfo(b []byte) *mountTab {
+	t := &mountTab{shared: map[string]bool{}}
+	seen := map[string]bool{}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		// id parent major:minor root mount-point options ...
 		f := strings.Fields(line)
 		if len(f) < 5 || !strings.HasPrefix(f[3], "/") {
 			continue
 		}
-		out = append(out, mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])})
+		t.all = append(t.all, mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])})
+		if seen[f[2]] {
+			t.shared[f[2]] = true
+		}
+		seen[f[2]] = true
 	}
-	return out
+	return t
 }
 
 // mountAt returns the index of the mount p lies on: the one with the longest mount point
@@ -49,9 +62,13 @@ func mountAt(tab []mountEntry, p string) int {
 // aliases returns the other places tab shows the clean absolute path p at: for every other
 // mount of p's file system whose root holds p, the path p has there, when that mount is what
 // shows at it (a mount deeper on the way shows something else, or is an alias itself).
-func aliases(tab []mountEntry, p string) []string {
+func aliases(t *mountTab, p string) []string {
+	if t == nil || len(t.shared) == 0 {
+		return nil
+	}
+	tab := t.all
 	own := mountAt(tab, p)
-	if own < 0 {
+	if own < 0 || !t.shared[tab[own].dev] {
 		return nil
 	}
 	m0 := tab[own]
@@ -70,7 +87,7 @@ func aliases(tab []mountEntry, p string) []string {
 }
 
 // withAliases returns paths followed by every alias of each that is not among them already.
-func withAliases(tab []mountEntry, paths []string) []string {
+func withAliases(tab *mountTab, paths []string) []string {
 	out := slices.Clone(paths)
 	seen := make(map[string]bool, len(paths))
 	for _, p := range paths {
@@ -94,7 +111,7 @@ func withAliases(tab []mountEntry, paths []string) []string {
 type mountTable struct {
 	mu  sync.Mutex
 	fd  int // /proc/self/mountinfo, opened as root before any plan runs as a caller; -1 closed
-	tab []mountEntry
+	tab *mountTab
 	gen uint64 // bumped when a mount that may be an alias goes (lostAlias); 0 before a read
 }
 
@@ -111,7 +128,7 @@ func newMountTable() (*mountTable, error) {
 // (poolInit.mountGen); one started before mounts were only added is: the plan covers what
 // it lacks as optional. An error means the table could not be read: the call fails rather
 // than be planned without knowing where its hidden paths also show.
-func (t *mountTable) get() ([]mountEntry, uint64, error) {
+func (t *mountTable) get() (*mountTab, uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.fd < 0 {
@@ -125,7 +142,7 @@ func (t *mountTable) get() ([]mountEntry, uint64, error) {
 		return nil, 0, &os.PathError{Op: "read", Path: "/proc/self/mountinfo", Err: err}
 	}
 	tab := parseMountinfo(b)
-	if t.gen == 0 || lostAlias(t.tab, tab) {
+	if t.gen == 0 || lostAlias(t.tab.all, tab.all) {
 		t.gen++
 	}
 	t.tab = tab

@@ -98,7 +98,7 @@ type look struct {
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
 // socket dirs every call hides (hiddenFor), tab the mount table the child starts with. Run as
 // the caller.
-func lookAround(spec *Spec, hidden []string, tab []mountEntry) (*look, error) {
+func lookAround(spec *Spec, hidden []string, tab *mountTab) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what

@@ -113,7 +113,7 @@ const maxProtected = 256
 // again inside a writable dir (a writable bind mount of the home shows ~/.bashrc again). A
 // path whose real place lies outside every writable dir needs nothing: the call cannot write
 // there anyway. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string, tab []mountEntry) (out []string, missing []guarded, err error) {
+func protectedPaths(v *fsView, spec *Spec, writable []string, tab *mountTab) (out []string, missing []guarded, err error) {
 	add := func(p string) {
 		for _, q := range append([]string{p}, aliases(tab, p)...) {
 			if slices.Contains(out, q) || !slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
