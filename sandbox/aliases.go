@@ -86,15 +86,30 @@ func aliases(t *mountTab, p string) []string {
 	return out
 }
 
+// aliasLookup answers aliases against one table and keeps the paths it was asked about. A
+// pooled init holds a copy of the table as it was when the init started; if that copy shows
+// one of those paths at a place the plan's table no longer does (a bind mount gone since),
+// the init would show it uncovered, and is not used (staleIn).
+type aliasLookup struct {
+	tab   *mountTab
+	asked []string
+}
+
+// of returns the aliases of p in the lookup's table.
+func (l *aliasLookup) of(p string) []string {
+	l.asked = append(l.asked, p)
+	return aliases(l.tab, p)
+}
+
 // withAliases returns paths followed by every alias of each that is not among them already.
-func withAliases(tab *mountTab, paths []string) []string {
+func (l *aliasLookup) withAliases(paths []string) []string {
 	out := slices.Clone(paths)
 	seen := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		seen[p] = true
 	}
 	for _, p := range paths {
-		for _, a := range aliases(tab, p) {
+		for _, a := range l.of(p) {
 			if !seen[a] {
 				seen[a] = true
 				out = append(out, a)
@@ -104,15 +119,32 @@ func withAliases(tab *mountTab, paths []string) []string {
 	return out
 }
 
+// staleIn reports whether old, the table a pooled init copied, shows a path the plan asked
+// about at a place the plan's table does not.
+func (l *aliasLookup) staleIn(old *mountTab) bool {
+	if old == l.tab || old == nil || len(old.shared) == 0 {
+		return false
+	}
+	for _, p := range l.asked {
+		now := aliases(l.tab, p)
+		for _, a := range aliases(old, p) {
+			if !slices.Contains(now, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // mountTable is the daemon's mount table, which every child's mount namespace starts as a
 // copy of. It is read again only when the kernel says it changed (poll on mountinfo reports
-// POLLPRI), so a call pays one poll for it. The fd is a raw one, never os.File's: Go's
-// netpoller would register it and its own poll would take the change reports.
+// POLLPRI), so a call pays one poll for it; each read is a new *mountTab, so an unchanged
+// table is the same pointer. The fd is a raw one, never os.File's: Go's netpoller would
+// register it and its own poll would take the change reports.
 type mountTable struct {
 	mu  sync.Mutex
 	fd  int // /proc/self/mountinfo, opened as root before any plan runs as a caller; -1 closed
 	tab *mountTab
-	gen uint64 // bumped when a mount that may be an alias goes (lostAlias); 0 before a read
 }
 
 func newMountTable() (*mountTable, error) {
@@ -123,30 +155,23 @@ func newMountTable() (*mountTable, error) {
 	return &mountTable{fd: fd}, nil
 }
 
-// get returns the current table and its generation. A pooled init started under an older
-// generation holds a copy of a table with an alias the plan no longer sees, so it is not used
-// (poolInit.mountGen); one started before mounts were only added is: the plan covers what
-// it lacks as optional. An error means the table could not be read: the call fails rather
-// than be planned without knowing where its hidden paths also show.
-func (t *mountTable) get() (*mountTab, uint64, error) {
+// get returns the current table. An error means the table could not be read: the call fails
+// rather than be planned without knowing where its hidden paths also show.
+func (t *mountTable) get() (*mountTab, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.fd < 0 {
-		return nil, 0, os.ErrClosed
+		return nil, os.ErrClosed
 	}
-	if t.gen > 0 && !t.changed() {
-		return t.tab, t.gen, nil
+	if t.tab != nil && !t.changed() {
+		return t.tab, nil
 	}
 	b, err := t.readAll()
 	if err != nil {
-		return nil, 0, &os.PathError{Op: "read", Path: "/proc/self/mountinfo", Err: err}
+		return nil, &os.PathError{Op: "read", Path: "/proc/self/mountinfo", Err: err}
 	}
-	tab := parseMountinfo(b)
-	if t.gen == 0 || lostAlias(t.tab.all, tab.all) {
-		t.gen++
-	}
-	t.tab = tab
-	return t.tab, t.gen, nil
+	t.tab = parseMountinfo(b)
+	return t.tab, nil
 }
 
 // changed reports whether the table changed since the last poll, or poll cannot tell.
@@ -178,26 +203,6 @@ func (t *mountTable) readAll() ([]byte, error) {
 		}
 		b = b[:len(b)+n]
 	}
-}
-
-// lostAlias reports whether a mount of old that shares its file system with another (so may
-// show a path again elsewhere) is gone from tab. Mounts that come and go alone, a container's
-// overlay, change nothing a plan hides.
-func lostAlias(old, tab []mountEntry) bool {
-	now := make(map[mountEntry]bool, len(tab))
-	for _, m := range tab {
-		now[m] = true
-	}
-	perDev := map[string]int{}
-	for _, m := range old {
-		perDev[m.dev]++
-	}
-	for _, m := range old {
-		if !now[m] && perDev[m.dev] > 1 {
-			return true
-		}
-	}
-	return false
 }
 
 // close releases the table's fd; a get after it fails.

@@ -144,9 +144,9 @@ type childSpec struct {
 	remountTmp bool
 	rlimits    []rlimit
 	landlock   *landlockPlan
-	// mountGen is the mount table's generation the mounts were planned on (mountTable.get):
-	// a pooled init started under another one copied another table.
-	mountGen uint64
+	// aliases is the mount table the mounts were planned on and the paths looked up in it
+	// (aliasLookup.staleIn).
+	aliases *aliasLookup
 	// early seccomp filters go in the prelude, late ones just before execve; a per-call init
 	// loads both there, in order.
 	early, late [][]byte

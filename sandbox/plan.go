@@ -23,11 +23,12 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	// deny paths) it learns as the caller: the root daemon never resolves or opens a path a
 	// user named with root's rights.
 	hidden := hiddenFor(s.seams.defaultDeny, spec.UID)
-	tab, gen, err := s.mounts.get()
+	tab, err := s.mounts.get()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the mount table, to hide each path wherever it shows: %w", err)
 	}
-	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, tab) }); cerr != nil {
+	al := &aliasLookup{tab: tab}
+	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al) }); cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
 	if err != nil {
@@ -61,7 +62,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 			{unix.RLIMIT_FSIZE, uint64(p.lim.FileSizeMaxBytes)},
 			{unix.RLIMIT_NOFILE, uint64(p.lim.OpenFilesMax)},
 		},
-		landlock: ll, mountGen: gen,
+		landlock: ll, aliases: al,
 		early: s.bpfEarly,
 		late:  [][]byte{s.bpfLate},
 	}
@@ -96,9 +97,9 @@ type look struct {
 }
 
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
-// socket dirs every call hides (hiddenFor), tab the mount table the child starts with. Run as
+// socket dirs every call hides (hiddenFor), al the mount table the child starts with. Run as
 // the caller.
-func lookAround(spec *Spec, hidden []string, tab *mountTab) (*look, error) {
+func lookAround(spec *Spec, hidden []string, al *aliasLookup) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -138,9 +139,9 @@ func lookAround(spec *Spec, hidden []string, tab *mountTab) (*look, error) {
 	// A mount over a path covers that place only, and landlock's rules hold on the dirs around
 	// it as reached from there: each other place the host shows a deny path at (a bind mount of
 	// a parent, the file system mounted twice) is a deny path too.
-	deny = withAliases(tab, deny)
+	deny = al.withAliases(deny)
 	if !spec.ReadOnlyWorkspace {
-		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, tab); err != nil {
+		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +154,7 @@ func lookAround(spec *Spec, hidden []string, tab *mountTab) (*look, error) {
 		return nil, err
 	}
 	sockets = hideAround(sockets, roots)
-	sockets = withAliases(tab, sockets)
+	sockets = al.withAliases(sockets)
 	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
 	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected); err != nil {
 		return nil, err

@@ -32,9 +32,9 @@ type poolInit struct {
 	hint  *landlockHint // the landlock base it built in its prelude, or nil
 	// tmpSize is the size its prelude gave /tmp and /dev/shm.
 	tmpSize int64
-	// mountGen is the generation of the mount table (mountTable.get) when it was started: its
-	// mount namespace is a copy of that table, or of a later one.
-	mountGen uint64
+	// mounts is the mount table when it was started: its mount namespace is a copy of that
+	// table, or of a later one (aliasLookup.staleIn).
+	mounts *mountTab
 }
 
 // startPoolInit starts one init for uid's calls in a new pool cgroup under uid's, and
@@ -53,15 +53,15 @@ func (s *Sandbox) startPoolInit(uid uint32) (_ *poolInit, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The generation first, the fork after: a table that changes between them gives the init
-	// a newer copy than its generation says, and the init is discarded, never used stale.
-	_, gen, err := s.mounts.get()
+	// The table first, the fork after: one that changes between them gives the init a newer
+	// copy than it records, which can only make it look stale when it is not.
+	tab, err := s.mounts.get()
 	if err != nil {
 		_ = cg.remove()
 		return nil, fmt.Errorf("read the mount table: %w", err)
 	}
 	// in, not a named result: the cleanup below must see the init however we return.
-	in := &poolInit{uid: uid, cg: cg, lim: s.limits, mntns: -1, mountGen: gen}
+	in := &poolInit{uid: uid, cg: cg, lim: s.limits, mntns: -1, mounts: tab}
 	defer func() {
 		if err != nil {
 			in.closeFiles()

@@ -127,9 +127,9 @@ func (s *Sandbox) start(p *Process) error {
 	step("plan")
 	if s.poolable(&p.spec) {
 		in := s.pool.take(p.spec.UID)
-		if in != nil && in.mountGen != cs.mountGen {
-			// Its mounts are a copy of a table with a mount gone since: it would show a
-			// hidden path where the plan no longer covers it.
+		if in != nil && cs.aliases.staleIn(in.mounts) {
+			// Its mounts are a copy of a table with a bind mount gone since: it would show
+			// a hidden or protected path where the plan no longer covers it.
 			stale := in
 			s.janitor.add(func() { s.discard(stale) })
 			in = nil

@@ -109,13 +109,13 @@ func escapePattern(p string) string {
 const maxProtected = 256
 
 // protectedPaths resolves the spec's protected paths and patterns as the caller and keeps the
-// ones that exist inside a writable dir, outermost first, and each place tab shows one at
+// ones that exist inside a writable dir, outermost first, and each place al's table shows one at
 // again inside a writable dir (a writable bind mount of the home shows ~/.bashrc again). A
 // path whose real place lies outside every writable dir needs nothing: the call cannot write
 // there anyway. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string, tab *mountTab) (out []string, missing []guarded, err error) {
+func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (out []string, missing []guarded, err error) {
 	add := func(p string) {
-		for _, q := range append([]string{p}, aliases(tab, p)...) {
+		for _, q := range append([]string{p}, al.of(p)...) {
 			if slices.Contains(out, q) || !slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
 				continue
 			}
@@ -127,9 +127,9 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, tab *mountTab) (ou
 		}
 	}
 	// A missing one is guarded where a call could make it: at its own place or any other
-	// place tab shows its dir at.
+	// place the table shows its dir at.
 	guard := func(c string) {
-		for _, q := range append([]string{c}, aliases(tab, c)...) {
+		for _, q := range append([]string{c}, al.of(c)...) {
 			if g, ok := guardable(v, q, writable); ok && !slices.Contains(missing, g) {
 				missing = append(missing, g)
 			}
