@@ -205,11 +205,114 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		}
 		return
 	}
+	if name == "git" {
+		pc.gitPaths(sb, ws[1:])
+		return
+	}
 	spec, ok := pathSpecs[name]
 	if !ok {
 		return
 	}
 	pc.operands(sb, name, spec, ws[1:])
+}
+
+// gitReads are the git subcommands that print what the repository holds for a path: a file
+// at a revision (show HEAD:f, cat-file -p :f), its history (log -p -- f, blame f), a search of
+// a revision (grep x HEAD -- f). A committed file's content lives in .git/objects as well as at
+// its path, where the sandbox hides it from a Read deny rule; so the paths these name are
+// reads of those paths, and a Read deny rule refuses `git show HEAD:.env` as it refuses
+// `cat .env`. What names no path (git log -p alone) is the documented limit.
+var gitReads = map[string]bool{
+	"show": true, "cat-file": true, "log": true, "whatchanged": true, "diff": true, "diff-tree": true,
+	"diff-index": true, "grep": true, "blame": true, "annotate": true, "archive": true,
+	"format-patch": true, "range-diff": true, "stash": true,
+}
+
+// gitPaths adds the paths a git command names where it reads a repository's copy of a file
+// (gitReads): each REV:PATH or :[N:]PATH object name (PATH from the repository's top, taken
+// from the cwd, where agents run git), each operand (a path or a revision: which, only git
+// knows, so each counts), everything after `--`, and -L's :PATH. A global option that moves
+// git elsewhere (-C, --git-dir, --work-tree) leaves the list incomplete.
+func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
+	i := 0
+	for ; i < len(ws); i++ {
+		if !ws[i].static {
+			pc.incomplete = true
+			return
+		}
+		v := ws[i].val
+		if !strings.HasPrefix(v, "-") {
+			break
+		}
+		name, _, _ := strings.Cut(v, "=")
+		switch {
+		case name == "-C" || strings.HasPrefix(v, "-C") || name == "--git-dir" || name == "--work-tree":
+			pc.incomplete = true
+			return
+		case v == "-c" || v == "--config-env" || v == "--namespace" || v == "--exec-path":
+			i++ // its value
+		}
+	}
+	if i >= len(ws) || !gitReads[ws[i].val] {
+		return
+	}
+	sub := ws[i].val
+	// git grep's first operand is its pattern unless -e or -f gave one.
+	pattern := sub == "grep"
+	for _, a := range ws[i+1:] {
+		if sub == "grep" && a.static && (a.val == "-e" || a.val == "-f" || strings.HasPrefix(a.val, "--regexp") || strings.HasPrefix(a.val, "--file")) {
+			pattern = false
+		}
+	}
+	afterDashes, skip := false, false
+	for _, a := range ws[i+1:] {
+		if skip { // the value of git grep's -e or -f
+			skip = false
+			continue
+		}
+		if !a.static || a.glob {
+			pc.incomplete = true
+			continue
+		}
+		v := a.val
+		switch {
+		case afterDashes:
+		case sub == "grep" && (v == "-e" || v == "-f" || v == "--regexp" || v == "--file"):
+			skip = true
+			continue
+		case v == "--":
+			afterDashes = true
+			continue
+		case strings.HasPrefix(v, "-L"):
+			if p, ok := objectPath(v); ok {
+				pc.add(p, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+			}
+			continue
+		case strings.HasPrefix(v, "-"):
+			continue
+		case pattern:
+			pattern = false
+			continue
+		}
+		if p, ok := objectPath(v); ok {
+			v = p
+		}
+		pc.add(v, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+	}
+}
+
+// objectPath returns PATH of a REV:PATH or :[N:]PATH object name (or -L's RANGE:PATH); false
+// for a word without one (HEAD, HEAD: is the top tree).
+func objectPath(v string) (string, bool) {
+	i := strings.IndexByte(v, ':')
+	if i < 0 {
+		return "", false
+	}
+	rest := v[i+1:]
+	if i == 0 && len(rest) >= 2 && rest[0] >= '0' && rest[0] <= '3' && rest[1] == ':' {
+		rest = rest[2:] // :N:PATH, the index's stage N
+	}
+	return rest, rest != ""
 }
 
 // operands applies spec to a recognised command's arguments.

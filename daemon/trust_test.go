@@ -421,6 +421,39 @@ func TestReadDenyThroughBindMount(t *testing.T) {
 	}
 }
 
+// TestReadDenyCoversGitObjectNames: a committed file's content is in .git/objects too, out of
+// reach of the mount that hides its path; a git command that names the path (HEAD:PATH,
+// :PATH, a pathspec, -L's :PATH) is denied by the Read rule, in every mode.
+func TestReadDenyCoversGitObjectNames(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(dir, "secrets", "prod.key"), []byte("TOPSECRET\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=abc\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q", "."}, {"add", "-A"}, {"-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions"} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Read(./secrets/**)","Read(.env)"]}}`, dir, mode))
+		for _, cmd := range []string{"git show HEAD:secrets/prod.key", "git --no-pager show HEAD:./.env", "git cat-file -p :0:.env",
+			"git log -p -- secrets", "git log -L1,1:.env", "git grep -e SECRET HEAD -- .env", "git diff HEAD~0 -- secrets/prod.key",
+			"timeout 5 git blame .env"} {
+			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != "deny" {
+				t.Errorf("%s: %s: %s, want deny", mode, cmd, got)
+			}
+		}
+		if got := decide(t, td, s.ID, "Bash", `{"command":"git log --oneline -- README"}`); got != "allow" {
+			t.Errorf("%s: git log naming another path: %s, want allow", mode, got)
+		}
+		_, res := td.call(t, s.ID, "Bash", `{"command":"git show HEAD:secrets/prod.key"}`)
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "TOPSECRET") {
+			t.Errorf("%s: the committed secret was printed: %s", mode, b)
+		}
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()
