@@ -139,8 +139,8 @@ func benchHome(b *testing.B) (work string, deny []string) {
 }
 
 // BenchmarkPlan is the daemon's share of a call's setup before the hand-over: resolving the
-// session's dirs and the default deny paths of a home (as the caller), the mount plan and the
-// landlock rules (their expansion cached). go test -run '^$' -bench Plan ./sandbox/
+// session's dirs, the default deny paths of a home and the protected paths (as the caller), the
+// mount plan and the landlock rules (their expansion cached). go test -run '^$' -bench Plan ./sandbox/
 func BenchmarkPlan(b *testing.B) {
 	s := newTestSandbox(b, Config{})
 	home := hostTempDir(b, "/var/tmp", "sbx-benchplan-")
@@ -161,8 +161,11 @@ func BenchmarkPlan(b *testing.B) {
 	deny = append(deny, "/var/run/docker.sock", "/run/docker.sock")
 	results := hostTempDir(b, "/var/tmp", "sbx-benchresults-") // the daemon's, as a session's tool-results dir
 	os.Chmod(results, 0o755)
-	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work, home + "/.cache/go-build"},
-		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c"}
+	writable := []string{work, home + "/.cache/go-build"}
+	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: writable,
+		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c",
+		ProtectedPaths: ProtectedCandidates(writable, work, home), ProtectedPatterns: ProtectedPatterns(writable, work),
+		MoveAsideCreated: true}
 	planOf(b, s, spec) // the expansion cache and the session's netns, as a session's later calls find them
 	b.ReportAllocs()
 	b.ResetTimer()

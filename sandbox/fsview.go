@@ -5,8 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // resolve follows symlinks in the longest existing prefix of p, so a rule or a mount names the
@@ -41,6 +44,9 @@ func resolve(v *fsView, p string) string {
 type fsView struct {
 	lstats map[string]lstatResult
 	links  map[string]linkResult // filepath.EvalSymlinks of a symlink met while resolving
+	// listed holds the entry names of dirs read whole (listDirsOf): a name one lacks is
+	// missing without a syscall. Most protected paths are missing, dozens a call.
+	listed map[string]map[string]bool
 }
 
 type linkResult struct {
@@ -62,9 +68,67 @@ func (v *fsView) lstat(p string) (os.FileInfo, error) {
 	if r, ok := v.lstats[p]; ok {
 		return r.fi, r.err
 	}
+	if v.knownMissing(p) {
+		err := &fs.PathError{Op: "lstat", Path: p, Err: syscall.ENOENT}
+		v.lstats[p] = lstatResult{nil, err}
+		return nil, err
+	}
 	fi, err := os.Lstat(p)
 	v.lstats[p] = lstatResult{fi, err}
 	return fi, err
+}
+
+// knownMissing reports whether what the view saw already says the clean absolute path p does
+// not exist: a listing of its dir without it, or an ancestor found missing.
+func (v *fsView) knownMissing(p string) bool {
+	for p != "/" {
+		i := strings.LastIndexByte(p, '/')
+		dir, name := p[:max(i, 1)], p[i+1:]
+		if names, ok := v.listed[dir]; ok {
+			return !names[name]
+		}
+		if r, ok := v.lstats[dir]; ok {
+			return errors.Is(r.err, fs.ErrNotExist)
+		}
+		p = dir
+	}
+	return false
+}
+
+// listDirsOf reads whole each dir that holds several of paths (most of a call's protected
+// candidates share a few: the session dir, .git, the home), shallowest first, so a dir a
+// listing shows missing is not read at all. A dir that cannot be read, or holds more than
+// maxListed entries, is left to lstat.
+func (v *fsView) listDirsOf(paths []string) {
+	count := map[string]int{}
+	for _, p := range paths {
+		count[p[:max(strings.LastIndexByte(p, '/'), 1)]]++
+	}
+	var dirs []string
+	for d, n := range count {
+		if n >= 3 {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+	for _, d := range dirs {
+		if _, err := v.lstat(d); err != nil {
+			continue // missing: what lies below is missing too, by lstat's own rule
+		}
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		names := readNames(fd)
+		unix.Close(fd)
+		if names == nil {
+			continue
+		}
+		if v.listed == nil {
+			v.listed = map[string]map[string]bool{}
+		}
+		v.listed[d] = names
+	}
 }
 
 // evalSymlinks is filepath.EvalSymlinks through the view: several deny paths share a symlinked

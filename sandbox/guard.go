@@ -87,6 +87,13 @@ func (p *Process) moveAsideCreated() {
 				unix.Close(fd)
 			}
 		}()
+		// A dir that holds several guarded paths is read whole once: most were not made, and
+		// one getdents answers for all of them.
+		perDir := map[guarded]int{}
+		for _, g := range p.guard {
+			perDir[guarded{root: g.root, rel: filepath.Dir(g.rel)}]++
+		}
+		listed := map[guarded]map[string]bool{}
 		for _, g := range p.guard {
 			path := filepath.Join(g.root, g.rel)
 			rfd, ok := roots[g.root]
@@ -98,6 +105,17 @@ func (p *Process) moveAsideCreated() {
 					continue
 				}
 				roots[g.root] = rfd
+			}
+			holder := guarded{root: g.root, rel: filepath.Dir(g.rel)}
+			if perDir[holder] >= 3 {
+				names, ok := listed[holder]
+				if !ok {
+					names = namesIn(rfd, holder.rel)
+					listed[holder] = names
+				}
+				if names != nil && !names[filepath.Base(g.rel)] {
+					continue
+				}
 			}
 			if !mayExist(rfd, g.rel) {
 				continue
@@ -128,6 +146,53 @@ func mayExist(rfd int, rel string) bool {
 	var st unix.Stat_t
 	err := unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
 	return err != unix.ENOENT && err != unix.ENOTDIR
+}
+
+// namesIn returns the entry names of dir, reached from the root's fd rfd without a symlink
+// or a step out: an empty set when dir does not exist, nil when it cannot be read whole (then
+// each name is looked at alone).
+func namesIn(rfd int, dir string) map[string]bool {
+	fd, err := unix.Openat2(rfd, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		return map[string]bool{}
+	}
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	return readNames(fd)
+}
+
+// maxListed bounds the entries of a dir read whole (readNames); a larger one is asked about
+// path by path.
+const maxListed = 1024
+
+// readNames reads the entry names of the open dir fd; nil when it cannot, or when it holds
+// more than maxListed.
+func readNames(fd int) map[string]bool {
+	names := map[string]bool{}
+	buf := make([]byte, 4096)
+	var got []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		if n <= 0 {
+			return names
+		}
+		_, _, got = unix.ParseDirent(buf[:n], -1, got[:0])
+		for _, name := range got {
+			names[name] = true
+		}
+		if len(names) > maxListed {
+			return nil
+		}
+	}
 }
 
 // asideName is what name is moved aside to: name, BlockedSuffix and the call's id, the name cut

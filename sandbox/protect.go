@@ -129,7 +129,10 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 	// A missing one is guarded where a call could make it: at its own place or any other
 	// place the table shows its dir at.
 	guard := func(c string) {
-		for _, q := range append([]string{c}, al.of(c)...) {
+		if g, ok := guardable(v, c, writable); ok {
+			missing = append(missing, g) // candidates are distinct; only an alias may repeat one
+		}
+		for _, q := range al.of(c) {
 			if g, ok := guardable(v, q, writable); ok && !slices.Contains(missing, g) {
 				missing = append(missing, g)
 			}
@@ -145,11 +148,16 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 			candidates = append(candidates, lit)
 		}
 	}
+	clean := make([]string, 0, len(candidates))
 	for _, p := range candidates {
 		c, err := cleanAbs(p)
 		if err != nil {
 			return nil, nil, err
 		}
+		clean = append(clean, c)
+	}
+	v.listDirsOf(clean)
+	for _, c := range clean {
 		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile
 		// may be a link into a repository; a parent may be a link, as /home can be).
 		if _, err := v.lstat(c); err == nil {
@@ -411,6 +419,16 @@ func LiteralPath(pattern string) (string, bool) {
 // literalPrefix is the pattern's leading segments that hold no wildcard, unescaped, and
 // whether anything after them does.
 func literalPrefix(pat string) (string, bool) {
+	if !strings.Contains(pat, `\`) {
+		// Nothing escaped (nearly every pattern): the prefix is the text before the segment
+		// that holds the first metacharacter. A plan asks this of dozens of patterns.
+		rest := strings.TrimPrefix(pat, "/")
+		i := strings.IndexAny(rest, "*?[")
+		if i < 0 {
+			return "/" + rest, false
+		}
+		return "/" + rest[:max(strings.LastIndexByte(rest[:i], '/'), 0)], true
+	}
 	segs := strings.Split(strings.TrimPrefix(pat, "/"), "/")
 	var lit []string
 	for _, s := range segs {
