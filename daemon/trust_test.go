@@ -473,9 +473,11 @@ func TestProtectedPathsEveryMode(t *testing.T) {
 	f := newTrustFixture(t, "sbtpe")
 	home := f.u.Home
 	files := map[string]string{}
-	for _, rel := range []string{"p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
+	tools := []string{"p/.pre-commit-config.yaml", "p/.npmrc", "p/.yarnrc.yml", "p/.yarn/releases/yarn.cjs",
+		"p/.cargo/config.toml", "p/gradle/wrapper/gradle-wrapper.properties", "p/.mvn/extensions.xml"}
+	for _, rel := range append([]string{"p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
 		"p/.claude/settings.json", "p/.mcp.json", "p/.vscode/tasks.json", "p/.envrc", ".gitconfig",
-		".config/git/config", ".config/systemd/user/x.service", ".config/autostart/x.desktop"} {
+		".config/git/config", ".config/systemd/user/x.service", ".config/autostart/x.desktop"}, tools...) {
 		p := filepath.Join(home, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		content := "# orig\n"
@@ -485,9 +487,9 @@ func TestProtectedPathsEveryMode(t *testing.T) {
 		os.WriteFile(p, []byte(content), 0o644)
 	}
 	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), home).Run()
-	for _, rel := range []string{"p/.git/config", "p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
+	for _, rel := range append([]string{"p/.git/config", "p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
 		"p/.claude/settings.json", "p/.mcp.json", "p/.vscode/tasks.json", "p/.envrc", ".bashrc", ".gitconfig",
-		".config/git/config", ".config/sandboxd/settings.json", ".config/systemd/user/x.service", ".config/autostart/x.desktop"} {
+		".config/git/config", ".config/sandboxd/settings.json", ".config/systemd/user/x.service", ".config/autostart/x.desktop"}, tools...) {
 		b, err := os.ReadFile(filepath.Join(home, rel))
 		if err != nil {
 			t.Fatal(err)
@@ -570,7 +572,8 @@ func TestSbctlDecidesForAShell(t *testing.T) {
 func TestProtectedPathsCreatedAreMovedAside(t *testing.T) {
 	f := newTrustFixture(t, "sbtma")
 	home := f.u.Home
-	rels := []string{"p/.claude/settings.json", "p/.envrc", "p/.git/info/attributes", ".ssh/authorized_keys", ".bashrc.d/x.sh"}
+	rels := []string{"p/.claude/settings.json", "p/.envrc", "p/.git/info/attributes", "p/.git/commondir",
+		"p/.pre-commit-config.yaml", "p/.cargo/config.toml", ".ssh/authorized_keys", ".bashrc.d/x.sh"}
 	var paths []string
 	for _, rel := range rels {
 		paths = append(paths, filepath.Join(home, rel))
@@ -581,7 +584,8 @@ for p in json.loads(%q):
 print("made")
 `, mustJSON(t, paths))
 	cmd := "python3 -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
-	tops := []string{"p/.claude", "p/.envrc", "p/.git/info/attributes", ".ssh", ".bashrc.d"}
+	tops := []string{"p/.claude", "p/.envrc", "p/.git/info/attributes", "p/.git/commondir", "p/.pre-commit-config.yaml",
+		"p/.cargo/config.toml", ".ssh", ".bashrc.d"}
 	clean := func() {
 		for _, top := range tops {
 			matches, _ := filepath.Glob(filepath.Join(home, top) + "*")

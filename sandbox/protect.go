@@ -24,8 +24,21 @@ import (
 // away and replaced.
 var ProtectedInDir = []string{
 	".git/config", ".git/hooks", ".git/info/attributes", ".gitmodules",
-	".sandboxd", ".claude", ".codex", ".mcp.json", ".vscode", ".idea", ".devcontainer", ".devcontainer.json",
-	".envrc", ".husky", ".git", // .git last: a worktree's .git file names its git dir
+	// git reads its config from the dir .git/commondir names, and .git/config.worktree as
+	// config where extensions.worktreeConfig is on (sparse-checkout turns it on).
+	".git/commondir", ".git/config.worktree",
+	".sandboxd", ".claude", ".codex", ".mcp.json", ".claude.json", ".vscode", ".idea", ".devcontainer", ".devcontainer.json",
+	".envrc", ".husky",
+	// What the user's git commit (pre-commit, lefthook) and package managers run or load on
+	// any command: npm's node-options and script-shell, yarn's yarnPath and plugins, pnpm's
+	// hooks, bun's preloads, cargo's rustc-wrapper, the build wrappers' download URLs. Not
+	// the files those tools write as they work (.yarn/cache, .pnp.cjs), which stay writable.
+	".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
+	".npmrc", ".yarnrc", ".yarnrc.yml", ".yarn/releases", ".yarn/plugins", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml",
+	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
+	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
+	".mvn/jvm.config", ".mvn/maven.config", ".ripgreprc", "pyrightconfig.json",
+	".git", // .git last: a worktree's .git file names its git dir
 }
 
 // ProtectedInHome are the same, relative to the owner's home when a writable dir holds it:
@@ -79,16 +92,21 @@ func protectedRoots(writable []string, cwd string) []string {
 	return roots
 }
 
-// ProtectedPatterns are the protected paths that need a pattern: each submodule's config and
-// hooks, kept in the superproject's .git/modules (git status runs the submodules' fsmonitor
-// and hooks too).
+// ProtectedPatterns are the protected paths that need a pattern: each submodule's config,
+// hooks and commondir, kept in the superproject's .git/modules (git status runs the
+// submodules' fsmonitor and hooks too), and each linked worktree's commondir and
+// config.worktree in .git/worktrees.
 func ProtectedPatterns(writable []string, cwd string) []string {
 	var out []string
 	for _, d := range protectedRoots(writable, cwd) {
 		// One and two levels of nesting, each segment named: a walk then never enters a
 		// module's objects (see expandPatterns' pruning).
 		m := escapePattern(filepath.Join(d, ".git", "modules"))
-		out = append(out, m+"/*/config", m+"/*/hooks", m+"/*/modules/*/config", m+"/*/modules/*/hooks")
+		out = append(out, m+"/*/config", m+"/*/hooks", m+"/*/modules/*/config", m+"/*/modules/*/hooks",
+			m+"/*/commondir", m+"/*/config.worktree")
+		// A linked worktree's git dir: its commondir names where its config is.
+		wt := escapePattern(filepath.Join(d, ".git", "worktrees"))
+		out = append(out, wt+"/*/commondir", wt+"/*/config.worktree")
 	}
 	return out
 }

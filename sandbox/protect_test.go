@@ -592,3 +592,31 @@ func TestAsideNameFits(t *testing.T) {
 		}
 	}
 }
+
+// TestToolSettingsProtectedWorkFilesNot: a package manager's settings and the code it loads
+// are read-only, and what it writes as it works (yarn's cache and PnP loader) is not, nor is
+// a new git commondir left in place.
+func TestToolSettingsProtectedWorkFilesNot(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	for p, c := range map[string]string{".yarn/releases/yarn.cjs": "// yarn\n", ".yarnrc.yml": "yarnPath: .yarn/releases/yarn.cjs\n",
+		".npmrc": "fund=false\n", ".pre-commit-config.yaml": "repos: []\n", ".yarn/cache/a.zip": "zip\n"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(f.repo, p)), 0o755)
+		os.WriteFile(filepath.Join(f.repo, p), []byte(c), 0o644)
+	}
+	chownR(t, f.repo)
+	const script = `for p in .yarn/releases/yarn.cjs .yarnrc.yml .npmrc .pre-commit-config.yaml; do echo x >> $p 2>/dev/null && echo "WROTE $p"; done; ` +
+		`echo z > .yarn/cache/b.zip && echo '//' > .pnp.cjs && echo x > .yarn/install-state.gz && echo work-ok; ` +
+		`echo ../elsewhere > .git/commondir; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "work-ok") || !strings.Contains(out, "done") || strings.Contains(out, "WROTE") {
+		t.Fatalf("%v %q: want the settings unwritable and the work files written", err, out)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, ".git", "commondir")); err == nil || !slices.Contains(res.MovedAside, filepath.Join(f.repo, ".git", "commondir")) {
+		t.Errorf("a new .git/commondir was left in place (moved aside: %v)", res.MovedAside)
+	}
+}
