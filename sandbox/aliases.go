@@ -20,43 +20,57 @@ import (
 type mountEntry struct{ dev, root, point string }
 
 // mountTab is a mountinfo table, in the kernel's order (a later mount on the same point is on
-// top), and the file systems it shows at more than one mount: only those have aliases, and
-// on most hosts there are none, so most plans look no further.
+// top), indexed for the lookups a plan makes (a hundred paths a call).
 type mountTab struct {
-	all    []mountEntry
+	all     []mountEntry
+	byPoint map[string]int   // mount point -> the last entry there (the one on top)
+	byDev   map[string][]int // file system -> its entries
+	// shared are the file systems one of whose dirs shows at two places. A mount of a dir onto
+	// itself (systemd's ProtectSystem and ReadWritePaths make dozens) shows nothing twice; on
+	// most hosts no file system is shared, and a plan looks no further than this.
 	shared map[string]bool
 }
 
 // parseMountinfo reads a mountinfo table. Entries whose root is no path (an nsfs mount) are
 // left out.
 func parseMountinfo(b []byte) *mountTab {
-	t := &mountTab{shared: map[string]bool{}}
-	seen := map[string]bool{}
+	t := &mountTab{byPoint: map[string]int{}, byDev: map[string][]int{}, shared: map[string]bool{}}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		// id parent major:minor root mount-point options ...
 		f := strings.Fields(line)
 		if len(f) < 5 || !strings.HasPrefix(f[3], "/") {
 			continue
 		}
-		t.all = append(t.all, mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])})
-		if seen[f[2]] {
-			t.shared[f[2]] = true
+		m := mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])}
+		t.byPoint[m.point] = len(t.all)
+		t.byDev[m.dev] = append(t.byDev[m.dev], len(t.all))
+		t.all = append(t.all, m)
+	}
+	for dev, idx := range t.byDev {
+		for _, i := range idx {
+			for _, j := range idx {
+				if m, o := t.all[i], t.all[j]; i != j && under(m.root, o.root) &&
+					filepath.Join(o.point, strings.TrimPrefix(m.root, o.root)) != m.point {
+					t.shared[dev] = true
+				}
+			}
 		}
-		seen[f[2]] = true
 	}
 	return t
 }
 
-// mountAt returns the index of the mount p lies on: the one with the longest mount point
-// holding p, the last listed of those; -1 when none does.
-func mountAt(tab []mountEntry, p string) int {
-	best := -1
-	for i, m := range tab {
-		if under(p, m.point) && (best < 0 || len(m.point) >= len(tab[best].point)) {
-			best = i
+// mountAt returns the index of the mount p (clean, absolute) lies on: the one with the longest
+// mount point holding p, the last listed there; -1 when none does.
+func (t *mountTab) mountAt(p string) int {
+	for {
+		if i, ok := t.byPoint[p]; ok {
+			return i
 		}
+		if p == "/" {
+			return -1
+		}
+		p = p[:max(strings.LastIndexByte(p, '/'), 1)]
 	}
-	return best
 }
 
 // aliases returns the other places tab shows the clean absolute path p at: for every other
@@ -66,20 +80,20 @@ func aliases(t *mountTab, p string) []string {
 	if t == nil || len(t.shared) == 0 {
 		return nil
 	}
-	tab := t.all
-	own := mountAt(tab, p)
-	if own < 0 || !t.shared[tab[own].dev] {
+	own := t.mountAt(p)
+	if own < 0 || !t.shared[t.all[own].dev] {
 		return nil
 	}
-	m0 := tab[own]
+	m0 := t.all[own]
 	inFS := filepath.Join(m0.root, strings.TrimPrefix(p, m0.point))
 	var out []string
-	for i, m := range tab {
-		if i == own || m.dev != m0.dev || !under(inFS, m.root) {
+	for _, i := range t.byDev[m0.dev] {
+		m := t.all[i]
+		if i == own || !under(inFS, m.root) {
 			continue
 		}
 		a := filepath.Join(m.point, strings.TrimPrefix(inFS, m.root))
-		if a != p && mountAt(tab, a) == i {
+		if a != p && t.mountAt(a) == i {
 			out = append(out, a)
 		}
 	}

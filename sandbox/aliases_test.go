@@ -42,6 +42,12 @@ func TestAliases(t *testing.T) {
 			t.Errorf("aliases(%s) = %q, want %q", c.p, got, c.want)
 		}
 	}
+	// Dirs mounted onto themselves (systemd's hardening makes dozens) show nothing twice.
+	self := parseMountinfo([]byte("22 1 8:1 / / rw - ext4 /dev/vda1 rw\n23 22 8:1 /home /home rw - ext4 /dev/vda1 rw\n" +
+		"24 22 8:1 /var/lib/x /var/lib/x rw - ext4 /dev/vda1 rw\n"))
+	if len(self.shared) != 0 || aliases(self, "/home/u/.ssh") != nil {
+		t.Errorf("self-binds: shared %v, aliases %q; want none", self.shared, aliases(self, "/home/u/.ssh"))
+	}
 	al := &aliasLookup{tab: tab}
 	if got := al.withAliases([]string{"/var/tmp/k", "/mnt/alias/k"}); len(got) != 3 || got[0] != "/var/tmp/k" || got[1] != "/mnt/alias/k" {
 		t.Errorf("withAliases: %q, want the two then /mnt/twice/var/tmp/k once", got)
