@@ -80,16 +80,13 @@ func TestStaleIn(t *testing.T) {
 	}
 }
 
-// TestHiddenWhereverItShows: a deny path, an Edit-protected path and a protected path made
-// during the call are hidden, read-only or moved aside also where a bind mount of the home
-// shows them again, a writable session dir included.
-func TestHiddenWhereverItShows(t *testing.T) {
-	t.Parallel()
+// newAliasFixture is a protect fixture whose repository holds secrets/key, with its home bound
+// (a bind mount) at the returned dir as well, until the test ends.
+func newAliasFixture(t *testing.T) (*protectFixture, string) {
+	t.Helper()
 	f := newProtectFixture(t)
 	os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
 	os.WriteFile(filepath.Join(f.repo, "secrets", "key"), []byte("KEY-1\n"), 0o644)
-	os.MkdirAll(filepath.Join(f.repo, "q"), 0o755)
-	os.WriteFile(filepath.Join(f.repo, "q", ".env"), []byte("KEY-2\n"), 0o644)
 	chownR(t, f.repo)
 	alias := hostTempDir(t, "/var/tmp", "sbx-alias-")
 	os.Chmod(alias, 0o755)
@@ -97,6 +94,18 @@ func TestHiddenWhereverItShows(t *testing.T) {
 		t.Fatalf("bind mount: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+	return f, alias
+}
+
+// TestHiddenWhereverItShows: a deny path, an Edit-protected path and a protected path made
+// during the call are hidden, read-only or moved aside also where a bind mount of the home
+// shows them again, a writable session dir included.
+func TestHiddenWhereverItShows(t *testing.T) {
+	t.Parallel()
+	f, alias := newAliasFixture(t)
+	os.MkdirAll(filepath.Join(f.repo, "q"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "q", ".env"), []byte("KEY-2\n"), 0o644)
+	chownR(t, f.repo)
 	// After the mount: a pooled init holds a copy of the mount table as it was when it started.
 	s := newTestSandbox(t, Config{})
 	a := func(rel string) string { return filepath.Join(alias, rel) }
@@ -191,16 +200,7 @@ func TestMountTableRereads(t *testing.T) {
 // it; once the bind is gone the plan covers nothing there, so that init must not serve a call.
 func TestStalePoolInitNotUsed(t *testing.T) {
 	t.Parallel()
-	f := newProtectFixture(t)
-	os.MkdirAll(filepath.Join(f.repo, "secrets"), 0o755)
-	os.WriteFile(filepath.Join(f.repo, "secrets", "key"), []byte("KEY-1\n"), 0o644)
-	chownR(t, f.repo)
-	alias := hostTempDir(t, "/var/tmp", "sbx-alias-")
-	os.Chmod(alias, 0o755)
-	if err := unix.Mount(f.home, alias, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind mount: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(alias, unix.MNT_DETACH) })
+	f, alias := newAliasFixture(t)
 	s := newTestSandbox(t, Config{})
 	warm := f.spec("true", f.repo, f.repo)
 	warm.Call = "c0"
