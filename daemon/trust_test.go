@@ -474,7 +474,7 @@ func TestProtectedPathsEveryMode(t *testing.T) {
 	home := f.u.Home
 	files := map[string]string{}
 	tools := []string{"p/.pre-commit-config.yaml", "p/.npmrc", "p/.yarnrc.yml", "p/.yarn/releases/yarn.cjs",
-		"p/.cargo/config.toml", "p/gradle/wrapper/gradle-wrapper.properties", "p/.mvn/extensions.xml"}
+		"p/.cargo/config.toml", "p/gradle/wrapper/gradle-wrapper.properties", "p/.mvn/extensions.xml", "p/.gemini/settings.json"}
 	for _, rel := range append([]string{"p/.git/hooks/pre-commit", "p/.gitmodules", "p/.sandboxd/settings.json",
 		"p/.claude/settings.json", "p/.mcp.json", "p/.vscode/tasks.json", "p/.envrc", ".gitconfig",
 		".config/git/config", ".config/systemd/user/x.service", ".config/autostart/x.desktop"}, tools...) {
@@ -573,7 +573,7 @@ func TestProtectedPathsCreatedAreMovedAside(t *testing.T) {
 	f := newTrustFixture(t, "sbtma")
 	home := f.u.Home
 	rels := []string{"p/.claude/settings.json", "p/.envrc", "p/.git/info/attributes", "p/.git/commondir",
-		"p/.pre-commit-config.yaml", "p/.cargo/config.toml", ".ssh/authorized_keys", ".bashrc.d/x.sh"}
+		"p/.pre-commit-config.yaml", "p/.cargo/config.toml", "p/.cursor/mcp.json", ".ssh/authorized_keys", ".bashrc.d/x.sh"}
 	var paths []string
 	for _, rel := range rels {
 		paths = append(paths, filepath.Join(home, rel))
@@ -585,7 +585,7 @@ print("made")
 `, mustJSON(t, paths))
 	cmd := "python3 -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
 	tops := []string{"p/.claude", "p/.envrc", "p/.git/info/attributes", "p/.git/commondir", "p/.pre-commit-config.yaml",
-		"p/.cargo/config.toml", ".ssh", ".bashrc.d"}
+		"p/.cargo/config.toml", "p/.cursor", ".ssh", ".bashrc.d"}
 	clean := func() {
 		for _, top := range tops {
 			matches, _ := filepath.Glob(filepath.Join(home, top) + "*")

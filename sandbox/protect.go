@@ -28,6 +28,10 @@ var ProtectedInDir = []string{
 	// config where extensions.worktreeConfig is on (sparse-checkout turns it on).
 	".git/commondir", ".git/config.worktree",
 	".sandboxd", ".claude", ".codex", ".mcp.json", ".claude.json", ".vscode", ".idea", ".devcontainer", ".devcontainer.json",
+	// Other agents' and editors' project settings: the MCP servers, hooks, tasks and language
+	// servers they start, unconfined, when the user next opens the project with them.
+	".cursor", ".gemini", ".continue", ".windsurf", ".kiro", ".roo", ".zed", ".helix", ".aider.conf.yml",
+	"opencode.json", "opencode.jsonc",
 	".envrc", ".husky",
 	// What the user's git commit (pre-commit, lefthook) and package managers run or load on
 	// any command: npm's node-options and script-shell, yarn's yarnPath and plugins, pnpm's

@@ -43,12 +43,14 @@ special_reads contains p if {
 
 # One regexp instead of a loop over path segments: a segment loop costs the evaluator about a
 # microsecond per segment. Directories: .git .config/git .vscode .idea .husky .cargo
-# .devcontainer .yarn .mvn .claude (.sandboxd, .codex: ours and Codex's settings; the user's
+# .devcontainer .yarn .mvn .claude (.sandboxd, .codex: ours and Codex's settings; .cursor,
+# .gemini, .continue, .windsurf, .kiro, .roo, .zed, .helix: other agents' and editors' MCP
+# servers, hooks and language servers, which they start unconfined; the user's
 # sandboxd settings, systemd user units and autostart entries, fish's config, ~/.local/bin,
 # ~/.ssh, what shells source, Python's user site and editors' and tmux's start-up files, which
 # run or decide outside the sandbox); then the protected file names (COMPAT 3). ~/bin and
 # ~/.vim are protected by the kernel only: a project's bin/ is no start-up file.
-_protected_re := `(^|/)(\.git|\.config/git|\.config/sandboxd|\.config/systemd/user|\.config/autostart|\.config/fish|\.local/bin|\.ssh|\.bashrc\.d|\.local/share/bash-completion|\.config/zsh|\.oh-my-zsh|\.config/environment\.d|\.local/lib|\.config/nvim|\.emacs\.d|\.config/tmux|\.vscode|\.idea|\.husky|\.cargo|\.devcontainer|\.yarn|\.mvn|\.claude|\.sandboxd|\.codex)(/|$)|(^|/)(\.gitconfig|\.gitmodules|\.bashrc|\.bash_profile|\.bash_login|\.bash_aliases|\.bash_logout|\.zshrc|\.zprofile|\.zshenv|\.zlogin|\.zlogout|\.profile|\.pam_environment|\.bash_completion|\.inputrc|\.nvm/nvm\.sh|\.vimrc|\.emacs|\.tmux\.conf|\.xprofile|\.xsessionrc|\.envrc|\.npmrc|\.yarnrc|\.yarnrc\.yml|\.pnp\.cjs|\.pnp\.loader\.mjs|\.pnpmfile\.cjs|bunfig\.toml|\.bunfig\.toml|\.bazelrc|\.bazelversion|\.bazeliskrc|\.pre-commit-config\.yaml|lefthook\.yml|lefthook\.yaml|\.lefthook\.yml|\.lefthook\.yaml|gradle-wrapper\.properties|maven-wrapper\.properties|\.devcontainer\.json|\.ripgreprc|pyrightconfig\.json|\.mcp\.json|\.claude\.json)$`
+_protected_re := `(^|/)(\.git|\.config/git|\.config/sandboxd|\.config/systemd/user|\.config/autostart|\.config/fish|\.local/bin|\.ssh|\.bashrc\.d|\.local/share/bash-completion|\.config/zsh|\.oh-my-zsh|\.config/environment\.d|\.local/lib|\.config/nvim|\.emacs\.d|\.config/tmux|\.vscode|\.idea|\.husky|\.cargo|\.devcontainer|\.yarn|\.mvn|\.claude|\.sandboxd|\.codex|\.cursor|\.gemini|\.continue|\.windsurf|\.kiro|\.roo|\.zed|\.helix)(/|$)|(^|/)(\.gitconfig|\.gitmodules|\.bashrc|\.bash_profile|\.bash_login|\.bash_aliases|\.bash_logout|\.zshrc|\.zprofile|\.zshenv|\.zlogin|\.zlogout|\.profile|\.pam_environment|\.bash_completion|\.inputrc|\.nvm/nvm\.sh|\.vimrc|\.emacs|\.tmux\.conf|\.xprofile|\.xsessionrc|\.envrc|\.npmrc|\.yarnrc|\.yarnrc\.yml|\.pnp\.cjs|\.pnp\.loader\.mjs|\.pnpmfile\.cjs|bunfig\.toml|\.bunfig\.toml|\.bazelrc|\.bazelversion|\.bazeliskrc|\.pre-commit-config\.yaml|lefthook\.yml|lefthook\.yaml|\.lefthook\.yml|\.lefthook\.yaml|gradle-wrapper\.properties|maven-wrapper\.properties|\.devcontainer\.json|\.ripgreprc|pyrightconfig\.json|\.mcp\.json|\.claude\.json|\.aider\.conf\.yml|opencode\.json|opencode\.jsonc)$`
 
 # protected_writes are written paths (requested or resolved) under a protected directory or
 # naming a protected file (COMPAT 3). They ask even where edits are otherwise allowed.

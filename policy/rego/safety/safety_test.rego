@@ -57,6 +57,12 @@ _protected_cases := {
 	"systemd user unit": {"p": "/home/u/.config/systemd/user/x.service", "want": true},
 	"autostart": {"p": "/home/u/.config/autostart/x.desktop", "want": true},
 	"systemd other": {"p": "/home/u/.config/systemd/other", "want": false},
+	"cursor mcp": {"p": "/w/.cursor/mcp.json", "want": true},
+	"gemini settings": {"p": "/w/.gemini/settings.json", "want": true},
+	"zed tasks": {"p": "/w/.zed/tasks.json", "want": true},
+	"aider conf": {"p": "/w/.aider.conf.yml", "want": true},
+	"opencode": {"p": "/w/opencode.json", "want": true},
+	"cursorignore": {"p": "/w/.cursorignore", "want": false},
 }
 
 _is_protected(p) if {
