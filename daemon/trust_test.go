@@ -454,6 +454,30 @@ func TestReadDenyCoversGitObjectNames(t *testing.T) {
 	}
 }
 
+// TestRemadeProtectedPathKillsCall: a command that makes a protected path again as soon as it
+// is moved aside is killed, says why, and leaves nothing where git would trust it.
+func TestRemadeProtectedPathKillsCall(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	// A program the classifier cannot see into, as an attacker would use.
+	loop := `python3 -c 'import os, time
+while True:
+    os.path.exists(".git/commondir") or open(".git/commondir", "w").write("../evil\\n")
+    time.sleep(0.05)'`
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q,"timeout":20000}`, loop))
+	b, _ := json.Marshal(res)
+	if res.Data["killed_by"] != "protected_path_remade" || !strings.Contains(string(b), "made a protected path again") {
+		t.Errorf("want the command killed for remaking .git/commondir, with the reason: %s", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git", "commondir")); err == nil {
+		t.Error(".git/commondir is still there")
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

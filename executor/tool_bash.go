@@ -432,7 +432,9 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 			text = append(text, "<error>Command was aborted before completion</error>")
 		}
 	}
-	if !exitOK && !interrupted {
+	if sres.KilledBy == sandbox.KilledRemade {
+		text = append(text, "<error>sandboxd killed the command: it made a protected path again after sandboxd had moved it aside (moved_aside names it)</error>")
+	} else if !exitOK && !interrupted {
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}
 	if len(sres.MovedAside) > 0 {

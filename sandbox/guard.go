@@ -43,7 +43,13 @@ const BlockedSuffix = ".sandboxd-blocked-"
 // sweepInterval is how often a running call's guarded paths are looked at: what a long call
 // or a background task makes is moved aside within about this long, not only when it ends (an
 // agent or shell started meanwhile would trust it).
-const sweepInterval = time.Second
+const sweepInterval = 500 * time.Millisecond
+
+// KilledRemade is the kill reason (Result.KilledBy) of a call that made a protected path again
+// after a sweep moved it aside while the call ran. One creation may be a tool's accident; a
+// program that makes the path again as soon as it is moved would keep it there most of the
+// time, where the user's git, shell or editor would trust it.
+const KilledRemade = "protected_path_remade"
 
 // sweepWhileRunning moves aside what the call made at guarded paths so far, every
 // sweepInterval until the child is reaped. Wait waits for it (sweepDone) before its last sweep.
@@ -56,7 +62,7 @@ func (p *Process) sweepWhileRunning() {
 		case <-p.done:
 			return
 		case <-t.C:
-			p.moveAsideCreated()
+			p.moveAsideCreated(true)
 		}
 	}
 }
@@ -68,18 +74,28 @@ func (p *Process) lastSweep() []string {
 		return nil
 	}
 	<-p.sweepDone
-	p.moveAsideCreated()
+	p.moveAsideCreated(false)
 	return p.moved
 }
 
 // moveAsideCreated moves aside each guarded path that exists: the call made it, in a way its
 // decision did not see (a visible write to a protected path asks). It runs as the caller, and
 // reaches each path from its writable dir without following a symlink, so nothing the call
-// left can point it elsewhere. Adds what it moved to p.moved.
+// left can point it elsewhere. Adds what it moved to p.moved. While the call runs, a path
+// moved aside before and made again kills the call (KilledRemade).
 //
 // WARNING: writes in the caller's dirs; rerun as root after changing:
 // go test -run 'TestMoveAside' ./sandbox/
-func (p *Process) moveAsideCreated() {
+func (p *Process) moveAsideCreated(running bool) {
+	remade := ""
+	defer func() {
+		if remade != "" {
+			// As the daemon, not the caller: the cgroup is root's.
+			p.s.log.Warn("a call made a protected path again after it was moved aside; killing the call",
+				zap.String("path", remade), zap.String("call", p.spec.Call))
+			_ = p.Kill(KilledRemade)
+		}
+	}()
 	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
 		roots := map[string]int{}
 		defer func() {
@@ -126,6 +142,8 @@ func (p *Process) moveAsideCreated() {
 			case err == nil:
 				if !slices.Contains(p.moved, path) {
 					p.moved = append(p.moved, path)
+				} else if running && remade == "" {
+					remade = path
 				}
 			case !errors.Is(err, fs.ErrNotExist):
 				p.s.log.Warn("a protected path the call made could not be moved aside",

@@ -447,7 +447,7 @@ func TestMoveAsideWhileRunning(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	const script = `echo a > .mcp.json; for i in $(seq 50); do [ -e .mcp.json ] || break; sleep 0.1; done; ` +
-		`[ -e .mcp.json ] && echo still-there || echo moved-while-running; echo b > .mcp.json; echo done`
+		`[ -e .mcp.json ] && echo still-there || echo moved-while-running; echo done; echo b > .mcp.json`
 	sp := f.spec(script, f.repo, f.repo)
 	sp.MoveAsideCreated = true
 	sp.Call = "c1"
@@ -469,6 +469,29 @@ func TestMoveAsideWhileRunning(t *testing.T) {
 	}
 	if slices.Sort(contents); !slices.Equal(contents, []string{"a\n", "b\n"}) {
 		t.Errorf("moved aside %v holding %q, want both versions kept", moved, contents)
+	}
+}
+
+// TestRemadeProtectedPathKillsCall: a call that makes a protected path again after a sweep
+// moved it aside while it ran is killed, so a loop that remakes it cannot keep it in place.
+func TestRemadeProtectedPathKillsCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const script = `while :; do [ -e .git/commondir ] || echo ../evil > .git/commondir; sleep 0.05; done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	start := time.Now()
+	res, _, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KilledBy != KilledRemade || time.Since(start) > 10*time.Second {
+		t.Errorf("killed by %q after %v, want %q within a few sweeps", res.KilledBy, time.Since(start), KilledRemade)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, ".git", "commondir")); err == nil {
+		t.Error(".git/commondir is still there")
 	}
 }
 
