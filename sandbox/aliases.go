@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,6 +108,10 @@ func aliases(t *mountTab, p string) []string {
 type aliasLookup struct {
 	tab   *mountTab
 	asked []string
+	// origin maps each alias withAliases added to the path it shows: what it is (a file, a
+	// dir) is looked up there, since a pooled init may still show an alias the host no longer
+	// has (a bind removed since the table was read).
+	origin map[string]string
 }
 
 // of returns the aliases of p in the lookup's table.
@@ -127,6 +132,10 @@ func (l *aliasLookup) withAliases(paths []string) []string {
 			if !seen[a] {
 				seen[a] = true
 				out = append(out, a)
+				if l.origin == nil {
+					l.origin = map[string]string{}
+				}
+				l.origin[a] = p
 			}
 		}
 	}
@@ -159,7 +168,17 @@ type mountTable struct {
 	mu  sync.Mutex
 	fd  int // /proc/self/mountinfo, opened as root before any plan runs as a caller; -1 closed
 	tab *mountTab
+	// stale: the kernel reported a change not read yet; read: when tab was read.
+	stale bool
+	read  time.Time
 }
+
+// minReread is how long a table read serves plans before a change is read: a user's FUSE
+// mounts reach the daemon's table too, and mounting and unmounting in a loop must not make
+// every other user's call read and parse a table of a thousand mounts. A bind mount an admin
+// adds is covered from the next read on; one removed is safe meanwhile (the plan covers a
+// place that no longer shows anything).
+const minReread = 50 * time.Millisecond
 
 func newMountTable() (*mountTable, error) {
 	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -177,14 +196,17 @@ func (t *mountTable) get() (*mountTab, error) {
 	if t.fd < 0 {
 		return nil, os.ErrClosed
 	}
-	if t.tab != nil && !t.changed() {
-		return t.tab, nil
+	if t.tab != nil {
+		t.stale = t.stale || t.changed()
+		if !t.stale || time.Since(t.read) < minReread {
+			return t.tab, nil
+		}
 	}
 	b, err := t.readAll()
 	if err != nil {
 		return nil, &os.PathError{Op: "read", Path: "/proc/self/mountinfo", Err: err}
 	}
-	t.tab = parseMountinfo(b)
+	t.tab, t.stale, t.read = parseMountinfo(b), false, time.Now()
 	return t.tab, nil
 }
 

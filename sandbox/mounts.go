@@ -209,11 +209,11 @@ func tmpRemounts(tmpSize int64) []mountOp {
 
 // callMounts decides the rest of the child's filesystem, after preludeMounts: the call's
 // writable and read-only dirs, its private /tmp and /dev/shm, deny paths, and read-only
-// everywhere else.
+// everywhere else. origin maps a deny path that is an alias (aliasLookup) to the path it shows.
 //
 // WARNING: the child's whole filesystem view; rerun as root after changing:
 // go test -run 'TestEscape' ./sandbox/
-func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []string) ([]mountOp, error) {
+func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []string, origin map[string]string) ([]mountOp, error) {
 	const (
 		ro     = unix.MOUNT_ATTR_RDONLY
 		nosuid = unix.MOUNT_ATTR_NOSUID
@@ -271,6 +271,11 @@ func callMounts(v *fsView, spec *Spec, writable, readOnly, deny, protected []str
 	var covered []string
 	for _, d := range deny {
 		fi, err := v.stat(d)
+		if o, ok := origin[d]; ok && err != nil {
+			// An alias the host's table no longer shows may still be in a pooled init's copy:
+			// covered as what it showed, where it shows it (optional: nothing there, no cover).
+			fi, err = v.stat(o)
+		}
 		switch {
 		case err != nil:
 			continue

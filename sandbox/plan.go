@@ -156,7 +156,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup) (*look, error) {
 	sockets = hideAround(sockets, roots)
 	sockets = al.withAliases(sockets)
 	mountDeny := append(slices.Clone(deny), slices.DeleteFunc(slices.Clone(sockets), func(d string) bool { return slices.Contains(deny, d) })...)
-	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected); err != nil {
+	if l.mounts, err = callMounts(v, spec, l.writable, l.readOnly, mountDeny, l.protected, al.origin); err != nil {
 		return nil, err
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })

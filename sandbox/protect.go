@@ -137,15 +137,16 @@ const maxProtected = 256
 // there anyway. Run as the caller.
 func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (out []string, missing []guarded, err error) {
 	add := func(p string) {
+		fi, err := v.lstat(p)
+		if err != nil || (filepath.Base(p) == ".git" && fi.IsDir()) {
+			return // a repository's .git dir stays writable; its config and hooks do not
+		}
+		// An alias is the same file, looked at no further: a pooled init's copy of an older
+		// table may show it where the host's table no longer does (its mounts are optional).
 		for _, q := range append([]string{p}, al.of(p)...) {
-			if slices.Contains(out, q) || !slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
-				continue
+			if !slices.Contains(out, q) && slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
+				out = append(out, q)
 			}
-			fi, err := v.lstat(q)
-			if err != nil || (filepath.Base(q) == ".git" && fi.IsDir()) {
-				continue // a repository's .git dir stays writable; its config and hooks do not
-			}
-			out = append(out, q)
 		}
 	}
 	// A missing one is guarded where a call could make it: at its own place or any other
