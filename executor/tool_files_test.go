@@ -309,6 +309,39 @@ func TestGrepTool(t *testing.T) {
 	if _, err := e.call(t, "Grep", Input{"pattern": "a(b"}); err == nil || !strings.Contains(err.Error(), "regex") {
 		t.Fatalf("bad pattern: %v", err)
 	}
+	// A dir below the searched path that cannot be read is said, not an error: the rest was
+	// searched. The searched path itself unreadable is an error.
+	locked := e.file(t, "locked/secret.txt", "needle")
+	os.Chmod(filepath.Dir(locked), 0)
+	defer os.Chmod(filepath.Dir(locked), 0o755)
+	r = e.mustCall(t, "Grep", Input{"pattern": "no-such-text"})
+	if text(r) != "No files found" || !strings.Contains(strings.Join(r.ExtraMessages, " "), "locked") {
+		t.Fatalf("an unreadable dir below: %q %q", text(r), r.ExtraMessages)
+	}
+	if _, err := e.call(t, "Grep", Input{"pattern": "no-such-text", "path": filepath.Dir(locked)}); err == nil {
+		t.Fatal("an unreadable searched path: no error")
+	}
+}
+
+func TestOnlyUnreadableBelow(t *testing.T) {
+	for _, c := range []struct {
+		stderr, path string
+		want         bool
+	}{
+		{"rg: /w/a: Permission denied (os error 13)\n", "/w", true},
+		{"rg: /w/a: Permission denied (os error 13)\nrg: /w/b/c: Permission denied (os error 13)", "/w/", true},
+		{"rg: /w/a: IO error for operation on /w/a: Permission denied (os error 13)", "/w", true},
+		{"/w/a: IO error for operation on /w/a: Permission denied (os error 13)", "/w", true},
+		{"rg: /w: Permission denied (os error 13)", "/w", false},
+		{"rg: /wx/a: Permission denied (os error 13)", "/w", false},
+		{"rg: regex parse error", "/w", false},
+		{"rg: /w/a: Permission denied (os error 13)\nrg: /w/b: No such file", "/w", false},
+		{"", "/w", false},
+	} {
+		if got := onlyUnreadableBelow(c.stderr, c.path); got != c.want {
+			t.Errorf("%q under %s: %v, want %v", c.stderr, c.path, got, c.want)
+		}
+	}
 }
 
 func TestWorkerRestartsAfterDeath(t *testing.T) {

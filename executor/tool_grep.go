@@ -150,7 +150,7 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.ExitCode >= 2 && r.Total == 0 {
+	if r.ExitCode >= 2 && r.Total == 0 && !onlyUnreadableBelow(r.Stderr, path) {
 		msg := r.Stderr
 		if msg == "" {
 			msg = fmt.Sprintf("rg exited with status %d", r.ExitCode)
@@ -223,6 +223,23 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	}
 	res.Data = data
 	return res, nil
+}
+
+// onlyUnreadableBelow reports whether rg's stderr holds only "Permission denied" for paths
+// below the searched path: the search ran, and found nothing where it could read (a dir of
+// another user's, a dir the sandbox hides); the result says which it could not read.
+func onlyUnreadableBelow(stderr, path string) bool {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range lines {
+		// [rg: ]PATH: Permission denied (os error 13), or from its walker
+		// [rg: ]PATH: IO error for operation on PATH: Permission denied (os error 13)
+		p, _, found := strings.Cut(strings.TrimPrefix(l, "rg: "), ": ")
+		if !found || !strings.HasSuffix(l, ": Permission denied (os error 13)") ||
+			!strings.HasPrefix(p, strings.TrimSuffix(path, "/")+"/") {
+			return false
+		}
+	}
+	return stderr != ""
 }
 
 // WARNING: Glob and Grep list and print nothing under what these patterns name (issue 16,
