@@ -61,6 +61,7 @@ FUZZ_TARGETS := \
 	./egress:FuzzParseInner:20000 \
 	./egress:FuzzOpenStream:20000 \
 	./executor:FuzzSedInPlace:20000 \
+	./sandbox:FuzzMountinfo:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

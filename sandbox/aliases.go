@@ -32,6 +32,10 @@ type mountTab struct {
 	shared map[string]bool
 }
 
+// maxPairwise bounds the mounts of one file system parseMountinfo compares pairwise to tell
+// whether any shows a dir twice.
+const maxPairwise = 64
+
 // parseMountinfo reads a mountinfo table. Entries whose root is no path (an nsfs mount) are
 // left out.
 func parseMountinfo(b []byte) *mountTab {
@@ -48,6 +52,10 @@ func parseMountinfo(b []byte) *mountTab {
 		t.all = append(t.all, m)
 	}
 	for dev, idx := range t.byDev {
+		if len(idx) > maxPairwise {
+			t.shared[dev] = true // too many to compare pairwise at every read: aliases decides per path
+			continue
+		}
 		for _, i := range idx {
 			for _, j := range idx {
 				if m, o := t.all[i], t.all[j]; i != j && under(m.root, o.root) &&
@@ -63,6 +71,9 @@ func parseMountinfo(b []byte) *mountTab {
 // mountAt returns the index of the mount p (clean, absolute) lies on: the one with the longest
 // mount point holding p, the last listed there; -1 when none does.
 func (t *mountTab) mountAt(p string) int {
+	if !strings.HasPrefix(p, "/") {
+		return -1
+	}
 	for {
 		if i, ok := t.byPoint[p]; ok {
 			return i

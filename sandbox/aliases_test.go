@@ -33,6 +33,8 @@ func TestAliases(t *testing.T) {
 		{"/var", []string{"/mnt/twice/var"}},
 		{"/home/a b/.ssh", []string{"/mnt/twice/home/a b/.ssh", "/mnt/sp/.ssh"}},
 		{"/srv/data/f", nil},
+		{"", nil},
+		{"relative/x", nil},
 		{"/mnt/alias/x/f", nil},
 	} {
 		got := aliases(tab, c.p)
@@ -52,6 +54,25 @@ func TestAliases(t *testing.T) {
 	if got := al.withAliases([]string{"/var/tmp/k", "/mnt/alias/k"}); len(got) != 3 || got[0] != "/var/tmp/k" || got[1] != "/mnt/alias/k" {
 		t.Errorf("withAliases: %q, want the two then /mnt/twice/var/tmp/k once", got)
 	}
+}
+
+// FuzzMountinfo: any table and path parse and look up without a panic, and a path is never
+// its own alias.
+func FuzzMountinfo(f *testing.F) {
+	f.Add([]byte("22 1 8:1 / / rw - ext4 /dev/vda1 rw\n23 22 8:1 /var/tmp /mnt/alias rw - ext4 /dev/vda1 rw\n"), "/var/tmp/u/.ssh")
+	f.Add([]byte("27 22 8:1 /home/a\\040b /mnt/sp rw - ext4 x rw\n28 22 8:1 / / rw - ext4 x rw\n"), "/home/a b/x")
+	f.Add([]byte("1 1 0:1 / / rw\n2 1 0:1 / //x rw\n"), "//x/y")
+	f.Fuzz(func(t *testing.T, b []byte, p string) {
+		tab := parseMountinfo(b)
+		for _, a := range aliases(tab, p) {
+			if a == p {
+				t.Fatalf("%q is its own alias", p)
+			}
+		}
+		al := &aliasLookup{tab: tab}
+		al.withAliases([]string{p})
+		al.staleIn(parseMountinfo([]byte("1 1 9:9 / / rw\n")))
+	})
 }
 
 // TestStaleIn: a pooled init's copy of an older table is stale for a plan only when it shows

@@ -81,7 +81,7 @@ func (v *fsView) lstat(p string) (os.FileInfo, error) {
 // knownMissing reports whether what the view saw already says the clean absolute path p does
 // not exist: a listing of its dir without it, or an ancestor found missing.
 func (v *fsView) knownMissing(p string) bool {
-	for p != "/" {
+	for strings.HasPrefix(p, "/") && p != "/" {
 		i := strings.LastIndexByte(p, '/')
 		dir, name := p[:max(i, 1)], p[i+1:]
 		if names, ok := v.listed[dir]; ok {
@@ -102,7 +102,9 @@ func (v *fsView) knownMissing(p string) bool {
 func (v *fsView) listDirsOf(paths []string) {
 	count := map[string]int{}
 	for _, p := range paths {
-		count[p[:max(strings.LastIndexByte(p, '/'), 1)]]++
+		if strings.HasPrefix(p, "/") {
+			count[p[:max(strings.LastIndexByte(p, '/'), 1)]]++
+		}
 	}
 	var dirs []string
 	for d, n := range count {
