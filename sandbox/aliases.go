@@ -17,8 +17,12 @@ import (
 // so every other place the mount table shows the path at gets the same mount: otherwise
 // `cat /srv/home/u/ws/secrets/key` reads what a Read deny rule hides under /home.
 
-// mountEntry is one mount of a mountinfo table: the dir root of file system dev, shown at point.
-type mountEntry struct{ dev, root, point string }
+// mountEntry is one mount of a mountinfo table: the dir root of file system dev, shown at
+// point; ro when the mount or its file system is read-only.
+type mountEntry struct {
+	dev, root, point string
+	ro               bool
+}
 
 // mountTab is a mountinfo table, in the kernel's order (a later mount on the same point is on
 // top), indexed for the lookups a plan makes (a hundred paths a call).
@@ -36,17 +40,19 @@ type mountTab struct {
 // whether any shows a dir twice.
 const maxPairwise = 64
 
-// parseMountinfo reads a mountinfo table. Entries whose root is no path (an nsfs mount) are
-// left out.
+// parseMountinfo reads a mountinfo table. Entries whose root is no path (an nsfs mount), or
+// that are cut short, are left out.
 func parseMountinfo(b []byte) *mountTab {
 	t := &mountTab{byPoint: map[string]int{}, byDev: map[string][]int{}, shared: map[string]bool{}}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		// id parent major:minor root mount-point options ...
+		// id parent major:minor root mount-point options [optional fields] - type source super-options
 		f := strings.Fields(line)
-		if len(f) < 5 || !strings.HasPrefix(f[3], "/") {
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+4 || !strings.HasPrefix(f[3], "/") {
 			continue
 		}
-		m := mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4])}
+		m := mountEntry{dev: f[2], root: unescapeMountinfo(f[3]), point: unescapeMountinfo(f[4]),
+			ro: slices.Contains(strings.Split(f[5], ","), "ro") || slices.Contains(strings.Split(f[sep+3], ","), "ro")}
 		t.byPoint[m.point] = len(t.all)
 		t.byDev[m.dev] = append(t.byDev[m.dev], len(t.all))
 		t.all = append(t.all, m)
@@ -172,8 +178,8 @@ func (l *aliasLookup) staleIn(old *mountTab) bool {
 
 // mountTable is the daemon's mount table, which every child's mount namespace starts as a
 // copy of. It is read again only when the kernel says it changed (poll on mountinfo reports
-// POLLPRI), so a call pays one poll for it; each read is a new *mountTab, so an unchanged
-// table is the same pointer. The fd is a raw one, never os.File's: Go's netpoller would
+// POLLPRI), and at most every minReread, so a call pays one poll for it; each read is a new
+// *mountTab, so an unchanged table is the same pointer. The fd is a raw one, never os.File's: Go's netpoller would
 // register it and its own poll would take the change reports.
 type mountTable struct {
 	mu  sync.Mutex

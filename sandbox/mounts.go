@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -320,30 +319,18 @@ func hostReadOnly(d string) bool {
 
 // mountReadOnly reports whether, in the mountinfo table at path, the mount d lies on is
 // read-only (the mount or its file system); ok is false when the table cannot be read or holds
-// no mount for d. The mount is the one with the longest mount point holding d, the last listed
-// of those (a later mount on the same point is on top).
+// no mount for d.
 func mountReadOnly(path, d string) (ro, ok bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false, false
 	}
-	best := -1
-	for line := range strings.SplitSeq(string(b), "\n") {
-		// id parent major:minor root mount-point options [optional fields] - type source super-options
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if sep < 6 || len(f) < sep+4 {
-			continue
-		}
-		mp := unescapeMountinfo(f[4])
-		if len(mp) < best || !under(d, mp) {
-			continue
-		}
-		best = len(mp)
-		ro = slices.Contains(strings.Split(f[5], ","), "ro") || slices.Contains(strings.Split(f[sep+3], ","), "ro")
-		ok = true
+	t := parseMountinfo(b)
+	i := t.mountAt(d)
+	if i < 0 {
+		return false, false
 	}
-	return ro, ok
+	return t.all[i].ro, true
 }
 
 // unescapeMountinfo undoes the kernel's octal escapes in a mountinfo path (\040 for a space).
