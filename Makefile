@@ -53,6 +53,7 @@ FUZZ_TARGETS := \
 	./classifier:FuzzSimpleCommand:10000 \
 	./permission:FuzzParseRule:10000 \
 	./api:FuzzDecodeRequest:20000 \
+	./api:FuzzWriteResult:3000 \
 	./audit:FuzzCanonical:100000 \
 	./audit:FuzzAppendBody:100000 \
 	./audit:FuzzRedactFastPath:20000 \

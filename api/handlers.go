@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -239,7 +240,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		if err != nil {
 			return err
 		}
-		writeJSON(w, outcomeStatus(o), o.Result)
+		writeCallResult(w, outcomeStatus(o), o.Result)
 		return nil
 	}
 	budget := s.budget(c)
@@ -250,7 +251,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 			return err
 		}
 		s.countCall(o)
-		writeJSON(w, outcomeStatus(o), o.Result)
+		writeCallResult(w, outcomeStatus(o), o.Result)
 		return nil
 	}
 	// Streaming: progress events as they come, then the result, one JSON object a line.
@@ -278,7 +279,10 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 	s.countCall(o)
 	res := o.Result
 	mu.Lock()
-	_ = enc.Encode(protocol.StreamLine{Result: &res})
+	// protocol.StreamLine{Result: &res}, written by hand for writeResult's sake.
+	if _, err := io.WriteString(w, `{"result":`); err == nil && writeResult(w, &res) == nil {
+		_, _ = io.WriteString(w, "}\n")
+	}
 	flush()
 	mu.Unlock()
 	return nil
@@ -380,7 +384,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 		return err
 	}
 	s.countCall(o)
-	writeJSON(w, outcomeStatus(o), o.Result)
+	writeCallResult(w, outcomeStatus(o), o.Result)
 	return nil
 }
 

@@ -255,6 +255,16 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// writeCallResult writes a call's result as the response, its big data without stalling
+// other requests (writeResult).
+func writeCallResult(w http.ResponseWriter, status int, r protocol.CallResult) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if writeResult(w, &r) == nil {
+		_, _ = io.WriteString(w, "\n")
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -270,8 +280,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeBatch(w http.ResponseWriter, results []protocol.CallResult) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	if _, err := io.WriteString(w, `{"results":[`); err != nil {
 		return
 	}
@@ -281,7 +289,10 @@ func writeBatch(w http.ResponseWriter, results []protocol.CallResult) {
 				return
 			}
 		}
-		if err := enc.Encode(r); err != nil {
+		if err := writeResult(w, &r); err != nil {
+			return
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
 			return
 		}
 	}
