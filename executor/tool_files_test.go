@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,7 +76,7 @@ func TestReadTool(t *testing.T) {
 	t.Run("image", func(t *testing.T) {
 		p := e.file(t, "i.png", "\x89PNG\r\n\x1a\n0000")
 		r := e.mustCall(t, "Read", Input{"file_path": p})
-		if r.Content[0].Type != "image" || r.Content[0].MediaType != "image/png" || r.Content[0].Data == "" {
+		if r.Content[0].Type != "image" || r.Content[0].MediaType != "image/png" || r.Content[0].Data != base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n0000")) {
 			t.Fatalf("content %+v", r.Content)
 		}
 	})

@@ -162,7 +162,9 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	var res *Result
 	switch args.Kind {
 	case worker.KindImage:
-		res = &Result{Content: []Block{{Type: "image", MediaType: reply.MediaType, Data: base64Yielding(payload)}}}
+		// The worker sent the base64. What it holds goes only to its own user, and the writer
+		// escapes whatever is not plain base64.
+		res = &Result{Content: []Block{{Type: "image", MediaType: reply.MediaType, Data: string(payload)}}}
 		res.Data = map[string]any{"type": "image", "file": map[string]any{"filePath": path, "type": reply.MediaType, "originalSize": reply.Size}}
 	case worker.KindPDF:
 		if reply.Pages > readPDFPagesFree && c.Input.String("pages") == "" {

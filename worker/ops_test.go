@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -89,9 +90,12 @@ func TestReadMissingFallsBackToUnicodeVariants(t *testing.T) {
 	d := ownedDir(t)
 	writeOwned(t, d+"/Screen Shot at 10.00.00\u202fAM.png", "\x89PNG\r\n\x1a\nrest")
 	writeOwned(t, d+"/caf\u00e9.txt", "nfc\n") // NFC on disk
-	res, r, _, err := readDecided(t, c, ReadArgs{Path: d + "/Screen Shot at 10.00.00 AM.png", Kind: KindImage})
+	res, r, img, err := readDecided(t, c, ReadArgs{Path: d + "/Screen Shot at 10.00.00 AM.png", Kind: KindImage})
 	if err != nil || r.MediaType != "image/png" || !strings.Contains(r.Path, "\u202f") || res.Variant != r.Path {
 		t.Fatalf("narrow nbsp: %+v %+v %v", res, r, err)
+	}
+	if want := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\nrest")); string(img) != want || r.Size != 12 {
+		t.Fatalf("an image's payload is its base64: got %q (size %d), want %q", img, r.Size, want)
 	}
 	res, _, out, err := readDecided(t, c, ReadArgs{Path: d + "/cafe\u0301.txt"}) // asked for NFD
 	if err != nil || !strings.Contains(string(out), "nfc") || res.Variant != d+"/caf\u00e9.txt" || res.Resolved != res.Variant {

@@ -99,7 +99,10 @@ type Expect struct {
 // Read kinds.
 const (
 	KindText  = "text"  // cat -n lines
-	KindImage = "image" // raw bytes, media type sniffed
+	// KindImage's payload is the image's base64 (standard alphabet), media type sniffed: the
+	// encoding costs the user's own worker, in the user's cgroup, not the daemon every user
+	// shares.
+	KindImage = "image"
 	KindBytes = "bytes" // raw bytes (notebooks)
 	KindPDF   = "pdf"   // text per page via pdftotext
 )

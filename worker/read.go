@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -357,6 +358,9 @@ func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
 			if reply.MediaType == "" {
 				return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is not a PNG, JPEG, GIF or WebP image (its bytes say otherwise); inspect it with Bash `file`", f.Name()))
 			}
+			enc := make([]byte, base64.StdEncoding.EncodedLen(len(b)))
+			base64.StdEncoding.Encode(enc, b)
+			return reply, enc, nil
 		case KindPDF:
 			text, pages, err := pdfText(ctx, f, a)
 			if err != nil {
