@@ -63,6 +63,7 @@ FUZZ_TARGETS := \
 	./egress:FuzzOpenStream:20000 \
 	./executor:FuzzSedInPlace:20000 \
 	./sandbox:FuzzMountinfo:20000 \
+	./sandbox:FuzzSafeGitConfig:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

@@ -478,6 +478,36 @@ while True:
 	}
 }
 
+// TestPlantedRepoMovedAside: in a project that is not a repository, a program the classifier
+// cannot see into plants a .git naming a git dir whose config runs a command, and then a
+// repository whose config does: the user's next git status there would run it outside the
+// sandbox. Each is moved aside as the call ends, and said so in the result.
+func TestPlantedRepoMovedAside(t *testing.T) {
+	td := startDaemon(t, "")
+	for _, tc := range []struct{ plant, moved string }{
+		{`os.makedirs("evil/objects"); os.makedirs("evil/refs")
+open("evil/HEAD", "w").write("ref: refs/heads/main\n")
+open("evil/config", "w").write("[core]\n\tfsmonitor = touch PWNED; false\n")
+open(".git", "w").write("gitdir: evil\n")`, ".git"},
+		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
+open(".git/config", "a").write("[core]\n\tfsmonitor = touch PWNED; false\n")`, ".git/config"},
+	} {
+		dir := testHostDir(t)
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, "python3 -c 'import os\n"+tc.plant+"'"))
+		b, _ := json.Marshal(res)
+		if code, _ := res.Data["exit_code"].(float64); res.IsError || code != 0 || !strings.Contains(string(b), filepath.Join(dir, tc.moved)) {
+			t.Errorf("want %s moved aside and said so: %s", tc.moved, b)
+		}
+		cmd := exec.Command("git", "-c", "safe.directory=*", "status")
+		cmd.Dir, cmd.Env = dir, []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		_ = cmd.Run()
+		if _, err := os.Lstat(filepath.Join(dir, "PWNED")); err == nil {
+			t.Errorf("git status in the project ran what the call planted (%s)", tc.moved)
+		}
+	}
+}
+
 // testHostDir is a directory children see as the host has it (not under the private /tmp).
 func testHostDir(t *testing.T) string {
 	t.Helper()

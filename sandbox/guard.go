@@ -20,10 +20,10 @@ type guarded struct{ root, rel string }
 
 // guardable returns c as a guarded path when it lies inside one of writable and a call could
 // make it: not inside a repository's .git that does not exist yet, since `git init` and
-// `git clone` make a new one whole (its config and hooks are then the call's own, as the
-// rest of the new repository is).
+// `git clone` make a new one whole; that .git itself is guarded, and what in it would run
+// code is moved aside (unsafeInNewRepo).
 func guardable(v *fsView, c string, writable []string) (guarded, bool) {
-	if i := strings.Index(c+"/", "/.git/"); i >= 0 {
+	if i := strings.Index(c+"/", "/.git/"); i >= 0 && i+len("/.git") < len(c) {
 		if _, err := v.lstat(c[:i+len("/.git")]); err != nil {
 			return guarded{}, false
 		}
@@ -111,7 +111,6 @@ func (p *Process) moveAsideCreated(running bool) {
 		}
 		listed := map[guarded]map[string]bool{}
 		for _, g := range p.guard {
-			path := filepath.Join(g.root, g.rel)
 			rfd, ok := roots[g.root]
 			if !ok {
 				var err error
@@ -136,18 +135,25 @@ func (p *Process) moveAsideCreated(running bool) {
 			if !mayExist(rfd, g.rel) {
 				continue
 			}
-			dir, name := filepath.Split(g.rel)
-			err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
-			switch {
-			case err == nil:
-				if !slices.Contains(p.moved, path) {
-					p.moved = append(p.moved, path)
-				} else if running && remade == "" {
-					remade = path
+			rels := []string{g.rel}
+			if filepath.Base(g.rel) == ".git" && isDirBeneath(rfd, g.rel) {
+				rels = unsafeInNewRepo(rfd, g.rel) // a new repository; a .git file or link goes
+			}
+			for _, rel := range rels {
+				path := filepath.Join(g.root, rel)
+				dir, name := filepath.Split(rel)
+				err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
+				switch {
+				case err == nil:
+					if !slices.Contains(p.moved, path) {
+						p.moved = append(p.moved, path)
+					} else if running && remade == "" {
+						remade = path
+					}
+				case !errors.Is(err, fs.ErrNotExist):
+					p.s.log.Warn("a protected path the call made could not be moved aside",
+						zap.String("path", path), zap.Error(err))
 				}
-			case !errors.Is(err, fs.ErrNotExist):
-				p.s.log.Warn("a protected path the call made could not be moved aside",
-					zap.String("path", path), zap.Error(err))
 			}
 		}
 	})

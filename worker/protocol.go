@@ -99,10 +99,7 @@ type Expect struct {
 // Read kinds.
 const (
 	KindText  = "text"  // cat -n lines
-	// KindImage's payload is the image's base64 (standard alphabet), media type sniffed: the
-	// encoding costs the user's own worker, in the user's cgroup, not the daemon every user
-	// shares.
-	KindImage = "image"
+	KindImage = "image" // base64 of the bytes, media type sniffed: the user's worker encodes, not the shared daemon
 	KindBytes = "bytes" // raw bytes (notebooks)
 	KindPDF   = "pdf"   // text per page via pdftotext
 )

@@ -1,0 +1,212 @@
+package sandbox
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A repository a call makes where the user runs git (a writable dir, the dirs down to the
+// cwd, the home) is where the user's next `git status`, or a shell prompt showing it, reads a
+// config and runs hooks outside the sandbox. `git init` and `git clone` write a config of a
+// few known keys and hooks that are only samples; a repository's config naming anything else
+// (core.fsmonitor, core.hooksPath, filter drivers, aliases, an include), a hook, a commondir
+// or a worktree config is what could run code there, and is moved aside.
+
+// maxGitConfigBytes bounds a new repository's config that is read at all; a larger one is
+// moved aside unread.
+const maxGitConfigBytes = 64 << 10
+
+// safeGitKeys are the config keys `git init`, `git clone` (its submodules too) and the
+// commands an agent uses to set a repository up write, none of which runs a program or names
+// a file git reads as config or code: section, then "*" when the section takes a
+// subsection, then the key; all lower case as git compares them.
+var safeGitKeys = setOf(
+	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
+	"core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf",
+	"core.eol", "core.safecrlf", "core.quotepath", "core.worktree",
+	"extensions.objectformat", "extensions.refstorage",
+	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt",
+	"remote.*.mirror", "remote.*.prune", "remote.*.promisor", "remote.*.partialclonefilter",
+	"branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
+	"submodule.*.url", "submodule.*.active", "submodule.*.branch",
+	"user.name", "user.email", "init.defaultbranch",
+)
+
+func setOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+var (
+	gitSection = regexp.MustCompile(`^\[([A-Za-z0-9-]+)(?:[ \t]+"((?:[^"\\\n]|\\.)*)")?\][ \t]*(?:[#;].*)?$`)
+	gitKey     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=(.*))?$`)
+)
+
+// safeGitConfig reports whether a git config holds only safeGitKeys. What it cannot read
+// strictly (a continued line, the old [section.sub] form, a key after a section header on one
+// line, a NUL, anything else git's own writers never write) is unsafe.
+func safeGitConfig(b []byte) bool {
+	if len(b) > maxGitConfigBytes || strings.IndexByte(string(b), 0) >= 0 {
+		return false
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.Trim(strings.TrimSuffix(line, "\r"), " \t")
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if m := gitSection.FindStringSubmatchIndex(line); m != nil {
+			section = strings.ToLower(line[m[2]:m[3]])
+			if m[4] >= 0 {
+				section += ".*" // [remote "origin"]
+			}
+			continue
+		}
+		m := gitKey.FindStringSubmatch(line)
+		if m == nil || section == "" || strings.HasSuffix(m[2], `\`) || !safeGitKeys[section+"."+strings.ToLower(m[1])] {
+			return false
+		}
+	}
+	return true
+}
+
+// Bounds of the look into a new repository's submodule git dirs: deeper or wider is moved
+// aside whole.
+const (
+	maxGitModuleDepth   = 8
+	maxGitModuleEntries = 512
+)
+
+// unsafeInNewRepo returns what in the git dir gitDir (below the dir fd rfd, reached without
+// symlinks) the user's git would run or read as config: relative to rfd, to be moved aside.
+// Run as the caller.
+func unsafeInNewRepo(rfd int, gitDir string) []string {
+	var out []string
+	budget := maxGitModuleEntries
+	var look func(dir string, depth int)
+	look = func(dir string, depth int) {
+		for _, name := range []string{"commondir", "config.worktree"} {
+			if exists(rfd, path.Join(dir, name)) {
+				out = append(out, path.Join(dir, name))
+			}
+		}
+		if cfg := path.Join(dir, "config"); exists(rfd, cfg) && !safeGitConfigAt(rfd, cfg) {
+			out = append(out, cfg)
+		}
+		if hooks := path.Join(dir, "hooks"); exists(rfd, hooks) {
+			names := namesIn(rfd, hooks)
+			ok := names != nil
+			for n := range names {
+				ok = ok && strings.HasSuffix(n, ".sample")
+			}
+			if !ok {
+				out = append(out, hooks)
+			}
+		}
+		if wt := path.Join(dir, "worktrees"); exists(rfd, wt) {
+			// A linked worktree's admin dir: its commondir must lead back here.
+			names := namesIn(rfd, wt)
+			if names == nil {
+				out = append(out, wt)
+			}
+			for n := range names {
+				w := path.Join(wt, n)
+				if exists(rfd, path.Join(w, "config.worktree")) {
+					out = append(out, path.Join(w, "config.worktree"))
+				}
+				if c := path.Join(w, "commondir"); exists(rfd, c) {
+					if b, ok := readBeneath(rfd, c); !ok || strings.TrimSpace(string(b)) != "../.." {
+						out = append(out, c)
+					}
+				}
+			}
+		}
+		if mods := path.Join(dir, "modules"); exists(rfd, mods) && !lookModules(rfd, mods, depth+1, &budget, look) {
+			out = append(out, mods)
+		}
+	}
+	look(gitDir, 0)
+	return out
+}
+
+// lookModules walks a modules dir: a dir holding HEAD is a submodule's git dir (checked by
+// look); any other is a level of a submodule's name ("lib/x" is modules/lib/x). False when the
+// tree is deeper or wider than the bounds, or cannot be read.
+func lookModules(rfd int, dir string, depth int, budget *int, look func(string, int)) bool {
+	if depth > maxGitModuleDepth {
+		return false
+	}
+	names := namesIn(rfd, dir)
+	if names == nil {
+		return false
+	}
+	if *budget -= len(names); *budget < 0 {
+		return false
+	}
+	if names["HEAD"] {
+		look(dir, depth)
+		return true
+	}
+	for n := range names {
+		sub := path.Join(dir, n)
+		if isDirBeneath(rfd, sub) && !lookModules(rfd, sub, depth+1, budget, look) {
+			return false
+		}
+	}
+	return true
+}
+
+// exists reports whether rel exists below rfd (reached without following a symlink); a
+// symlink counts as existing.
+func exists(rfd int, rel string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+func isDirBeneath(rfd int, rel string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// safeGitConfigAt reports whether the config file rel below rfd is one safeGitConfig passes;
+// one that cannot be read is not.
+func safeGitConfigAt(rfd int, rel string) bool {
+	b, ok := readBeneath(rfd, rel)
+	return ok && safeGitConfig(b)
+}
+
+// readBeneath reads the regular file rel below rfd, reached without a symlink or a step out;
+// false when it cannot, or when it is larger than maxGitConfigBytes.
+func readBeneath(rfd int, rel string) ([]byte, bool) {
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxGitConfigBytes {
+		return nil, false
+	}
+	b := make([]byte, 0, maxGitConfigBytes+1)
+	for len(b) < cap(b) {
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false
+		}
+		if n == 0 {
+			return b, true
+		}
+		b = b[:len(b)+n]
+	}
+	return nil, false // grew past the bound while read
+}

@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gitConfigKeys is what git itself reads from a config file: its keys as section[.sub].key,
+// the subsection replaced by "*"; false when git refuses the file.
+func gitConfigKeys(t testing.TB, content []byte) ([]string, bool) {
+	f := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(f, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "config", "--file", f, "--list", "--name-only", "--null").Output()
+	if err != nil {
+		return nil, false
+	}
+	var keys []string
+	for _, k := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if k == "" {
+			continue
+		}
+		first, last := strings.Index(k, "."), strings.LastIndex(k, ".")
+		if first != last {
+			k = k[:first] + ".*" + k[last:]
+		}
+		keys = append(keys, strings.ToLower(k))
+	}
+	return keys, true
+}
+
+func needGit(t testing.TB) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+}
+
+// TestSafeGitConfig: the configs git's own commands write for a new repository pass; any key
+// that could run a program or pull in other config, and anything not read strictly, does not.
+func TestSafeGitConfig(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	remote, clone := filepath.Join(dir, "remote"), filepath.Join(dir, "clone")
+	for _, args := range [][]string{
+		{"init", "-q", remote}, {"-C", remote, "commit", "-q", "--allow-empty", "-m", "x"},
+		{"clone", "-q", remote, clone}, {"-C", clone, "remote", "add", "up", remote},
+		{"-C", clone, "config", "user.name", "A"}, {"-C", clone, "config", "user.email", "a@b"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	for _, f := range []string{filepath.Join(remote, ".git", "config"), filepath.Join(clone, ".git", "config")} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !safeGitConfig(b) {
+			t.Errorf("what git wrote is refused:\n%s", b)
+		}
+	}
+	for _, ok := range []string{"", "[core]\n\tbare = true\n[x]\n", "# c\n; c\n", "[core]\r\n\tbare = false\r\n", "[CORE] # x\n\tFileMode\n",
+		"[remote \"a b\\\"c\"]\n\turl = x # y\n", "[submodule \"lib/x\"]\n\turl = ../x\n\tactive = true\n"} {
+		if !safeGitConfig([]byte(ok)) {
+			t.Errorf("refused %q", ok)
+		}
+	}
+	for _, bad := range []string{
+		"[core]\n\tfsmonitor = touch x\n", "[core]\n\tFsMonitor = x\n", "[core]\n\thooksPath = h\n",
+		"[core]\n\tsshCommand = x\n", "[core]\n\tpager = x\n", "[core]\n\teditor = x\n",
+		"[include]\n\tpath = ../evil\n", "[includeIf \"gitdir:/\"]\n\tpath = ../evil\n",
+		"[alias]\n\tst = !touch x\n", "[filter \"a\"]\n\tclean = touch x\n", "[diff \"a\"]\n\ttextconv = x\n",
+		"[extensions]\n\tworktreeConfig = true\n", "[remote \"o\"]\n\tuploadpack = x\n",
+		"[submodule \"s\"]\n\tupdate = !x\n", "[credential]\n\thelper = !x\n",
+		"[core] fsmonitor = x\n", "[core.x]\n\tbare = true\n", "[remote.o]\n\turl = x\n", "bare = true\n",
+		"[core]\n\tbare = \\\nfsmonitor\n", "[core\n", "[core]\n\t=x\n",
+		"[remote \"o\"]\n\tfetch = x\n[core]\n\tfsmonitor = y\n", "[core]\n\tbare = true\n\tfsmonitor\n",
+	} {
+		if safeGitConfig([]byte(bad)) {
+			t.Errorf("passed %q", bad)
+		}
+	}
+	if safeGitConfig([]byte("[core]\n" + strings.Repeat("\tbare = true\n", maxGitConfigBytes/12))) {
+		t.Error("a config over the bound passed")
+	}
+}
+
+// FuzzSafeGitConfig: whatever safeGitConfig passes, git reads no key outside safeGitKeys from.
+func FuzzSafeGitConfig(f *testing.F) {
+	needGit(f)
+	for _, s := range []string{"[core]\n\tbare = true\n", "[remote \"o\"]\n\turl = x\n", "[core]\n\tfsmonitor = x\n", "[a \"b\"] # c\n\tk\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !safeGitConfig(b) {
+			return
+		}
+		keys, ok := gitConfigKeys(t, b)
+		if !ok {
+			return // git refuses it: it runs nothing from it either
+		}
+		for _, k := range keys {
+			if !safeGitKeys[k] {
+				t.Fatalf("passed %q, where git reads %s", b, k)
+			}
+		}
+	})
+}
+
+// TestNewRepoMadeSafe: a repository a call makes where the user runs git keeps what git init
+// and clone write, and loses what would run code at the user's next git command there: a config
+// key outside the safe ones, a hook, a commondir, a submodule's config; a .git file or link is
+// moved aside whole. Without the guard (a call a person approved) all of it stays.
+func TestNewRepoMadeSafe(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const plant = `printf '[core]\n\tfsmonitor = touch PWNED; false\n'`
+	for i, tc := range []struct {
+		script string
+		moved  []string
+	}{
+		{`git init -q . && git config user.name a && git remote add o ../remote && git fetch -q o`, nil},
+		{`git init -q . && git config core.fsmonitor 'touch PWNED; false' && printf '#!/bin/sh\ntouch PWNED\n' > .git/hooks/post-checkout && ` +
+			`chmod +x .git/hooks/post-checkout && echo ../x > .git/commondir`, []string{".git/commondir", ".git/config", ".git/hooks"}},
+		{`mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` + plant + ` > evil/config && echo 'gitdir: evil' > .git`, []string{".git"}},
+		{`mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` + plant + ` > evil/config && ln -s evil .git`, []string{".git"}},
+		{`git init -q . && mkdir -p .git/modules/lib/x/objects && echo 'ref: refs/heads/main' > .git/modules/lib/x/HEAD && ` +
+			plant + ` > .git/modules/lib/x/config`, []string{".git/modules/lib/x/config"}},
+		{`git init -q . && git worktree add -q wt 2>/dev/null; git commit -q --allow-empty -m x && git worktree add -q wt && echo ../../../evil > .git/worktrees/wt/commondir`,
+			[]string{".git/worktrees/wt/commondir"}},
+	} {
+		for _, guard := range []bool{true, false} {
+			dir := filepath.Join(f.home, fmt.Sprintf("plain%d-%v", i, guard))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			chownR(t, dir)
+			sp := f.spec(tc.script+" && echo done", dir, dir)
+			sp.Env = append(sp.Env, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
+			sp.MoveAsideCreated = guard
+			sp.Call = "c1"
+			res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+			if err != nil || !strings.Contains(out, "done") {
+				t.Fatalf("case %d: %v %q", i, err, out)
+			}
+			var want []string
+			if guard {
+				for _, m := range tc.moved {
+					want = append(want, filepath.Join(dir, m))
+				}
+			}
+			if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
+				t.Errorf("case %d, guard %v: moved aside %v, want %v", i, guard, got, want)
+			}
+			if !guard {
+				continue
+			}
+			// The user's own git in the dir afterwards runs nothing the call left.
+			cmd := exec.Command("git", "-c", "safe.directory=*", "status")
+			cmd.Dir, cmd.Env = dir, []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+			_ = cmd.Run()
+			if _, err := os.Lstat(filepath.Join(dir, "PWNED")); err == nil {
+				t.Errorf("case %d: git status in the new repository ran what the call left", i)
+			}
+		}
+	}
+}
