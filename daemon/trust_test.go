@@ -479,8 +479,8 @@ while True:
 }
 
 // TestPlantedRepoMovedAside: in a project that is not a repository, a program the classifier
-// cannot see into plants a .git naming a git dir whose config runs a command, and then a
-// repository whose config does: the user's next git status there would run it outside the
+// cannot see into plants a .git naming a git dir whose config runs a command, a repository
+// whose config does, and the files that make the project dir itself one: the user's next git status there would run it outside the
 // sandbox. Each is moved aside as the call ends, and said so in the result.
 func TestPlantedRepoMovedAside(t *testing.T) {
 	td := startDaemon(t, "")
@@ -491,6 +491,10 @@ open("evil/config", "w").write("[core]\n\tfsmonitor = touch PWNED; false\n")
 open(".git", "w").write("gitdir: evil\n")`, ".git"},
 		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
 open(".git/config", "a").write("[core]\n\tfsmonitor = touch PWNED; false\n")`, ".git/config"},
+		// The project dir itself made a repository: git finds no .git and takes ./config.
+		{`os.makedirs("objects"); os.makedirs("refs")
+open("HEAD", "w").write("ref: refs/heads/main\n")
+open("config", "w").write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch PWNED; false\n")`, "HEAD"},
 	} {
 		dir := testHostDir(t)
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))

@@ -119,7 +119,8 @@ func FuzzSafeGitConfig(f *testing.F) {
 // TestNewRepoMadeSafe: a repository a call makes where the user runs git keeps what git init
 // and clone write, and loses what would run code at the user's next git command there: a config
 // key outside the safe ones, a hook, a commondir, a submodule's config; a .git file or link is
-// moved aside whole. Without the guard (a call a person approved) all of it stays.
+// moved aside whole, and so is a HEAD that makes the dir itself a (bare) repository. Without
+// the guard (a call a person approved) all of it stays.
 func TestNewRepoMadeSafe(t *testing.T) {
 	t.Parallel()
 	needGit(t)
@@ -137,6 +138,7 @@ func TestNewRepoMadeSafe(t *testing.T) {
 		{`mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` + plant + ` > evil/config && ln -s evil .git`, []string{".git"}},
 		{`git init -q . && mkdir -p .git/modules/lib/x/objects && echo 'ref: refs/heads/main' > .git/modules/lib/x/HEAD && ` +
 			plant + ` > .git/modules/lib/x/config`, []string{".git/modules/lib/x/config"}},
+		{`mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch PWNED; false\n' > config`, []string{"HEAD"}},
 		{`git init -q . && git worktree add -q wt 2>/dev/null; git commit -q --allow-empty -m x && git worktree add -q wt && echo ../../../evil > .git/worktrees/wt/commondir`,
 			[]string{".git/worktrees/wt/commondir"}},
 	} {

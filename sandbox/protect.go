@@ -42,6 +42,9 @@ var ProtectedInDir = []string{
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
 	".mvn/jvm.config", ".mvn/maven.config", ".ripgreprc", "pyrightconfig.json",
+	// With objects/ and refs/ beside it, git takes the dir for a bare repository, whose
+	// ./config (core.worktree, core.fsmonitor) runs where no .git is found first.
+	"HEAD",
 	".git", // .git last: a worktree's .git file names its git dir
 }
 
