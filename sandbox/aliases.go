@@ -234,27 +234,38 @@ func (t *mountTable) changed() bool {
 	return err != nil || n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
 }
 
+// maxMountinfoBytes bounds the table read: far past any host's (a line is ~150 bytes), so a
+// table grown past it by mounts without end fails the plan rather than the daemon's memory.
+const maxMountinfoBytes = 64 << 20
+
 // readAll reads the table from its start.
 func (t *mountTable) readAll() ([]byte, error) {
 	if _, err := unix.Seek(t.fd, 0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 16<<10)
+	return readFD(t.fd, maxMountinfoBytes)
+}
+
+// readFD reads fd from where it is to its end: unix.EFBIG past limit bytes.
+func readFD(fd, limit int) ([]byte, error) {
+	b := make([]byte, 0, min(limit+1, 16<<10))
 	for {
 		if len(b) == cap(b) {
-			b = slices.Grow(b, cap(b))
+			b = slices.Grow(b, min(cap(b), limit+1-len(b)))
 		}
-		n, err := unix.Read(t.fd, b[len(b):cap(b)])
+		n, err := unix.Read(fd, b[len(b):cap(b)])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
+		if b = b[:len(b)+n]; len(b) > limit {
+			return nil, unix.EFBIG
+		}
 		if n == 0 {
 			return b, nil
 		}
-		b = b[:len(b)+n]
 	}
 }
 

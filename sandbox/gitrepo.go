@@ -194,19 +194,6 @@ func readBeneath(rfd int, rel string) ([]byte, bool) {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxGitConfigBytes {
 		return nil, false
 	}
-	b := make([]byte, 0, maxGitConfigBytes+1)
-	for len(b) < cap(b) {
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false
-		}
-		if n == 0 {
-			return b, true
-		}
-		b = b[:len(b)+n]
-	}
-	return nil, false // grew past the bound while read
+	b, err := readFD(fd, maxGitConfigBytes)
+	return b, err == nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // gitConfigKeys is what git itself reads from a config file: its keys as section[.sub].key,
@@ -175,6 +177,26 @@ func TestNewRepoMadeSafe(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(dir, "PWNED")); err == nil {
 				t.Errorf("case %d: git status in the new repository ran what the call left", i)
 			}
+		}
+	}
+}
+
+// TestReadFD: a file up to the limit is read whole, one byte more is refused.
+func TestReadFD(t *testing.T) {
+	for _, size := range []int{0, 1, 16 << 10, 70000, 70001} {
+		f := filepath.Join(t.TempDir(), "f")
+		want := strings.Repeat("x", size)
+		if err := os.WriteFile(f, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(f, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := readFD(fd, 70000)
+		unix.Close(fd)
+		if size <= 70000 && (err != nil || string(b) != want) || size > 70000 && err != unix.EFBIG {
+			t.Errorf("size %d: %d bytes, %v", size, len(b), err)
 		}
 	}
 }
