@@ -240,6 +240,8 @@ func corpus() []call {
 		call{name: "proc mem", tool: "Read", ro: true, paths: []permission.PathFact{rd("/proc/123/mem")}, mode: permission.ModeBypassPermissions, want: D},
 		call{name: "stdin via symlink", tool: "Read", ro: true, paths: []permission.PathFact{link("/w/in", "/dev/stdin", permission.Read)}, want: D},
 		call{name: "protected file list", tool: "Write", paths: []permission.PathFact{wr("/w/.npmrc")}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
+		call{name: "mise config", tool: "Edit", paths: []permission.PathFact{wr("/w/mise.toml")}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
+		call{name: "mise conf.d", tool: "Write", paths: []permission.PathFact{wr("/w/.config/mise/conf.d/x.toml")}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
 		call{name: "a git dir's HEAD", tool: "Write", paths: []permission.PathFact{wr("/w/sub/HEAD")}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
 		call{name: "a git dir's HEAD in bypass", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{wr("/w/HEAD")}, want: D},
 		call{name: "head is no git dir's", tool: "Write", paths: []permission.PathFact{wr("/w/docs/head")}, allow: []string{"Edit"}, want: A},

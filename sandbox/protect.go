@@ -42,6 +42,9 @@ var ProtectedInDir = []string{
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
 	".mvn/jvm.config", ".mvn/maven.config", ".ripgreprc", "pyrightconfig.json",
+	// mise runs a config's hooks and sourced env scripts on cd, once the user trusted its path.
+	"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", "mise/config.toml",
+	".config/mise.toml", ".config/mise",
 	// With objects/ and refs/ beside it, git takes the dir for a bare repository, whose
 	// ./config (core.worktree, core.fsmonitor) runs where no .git is found first.
 	"HEAD",
@@ -63,7 +66,7 @@ var ProtectedInHome = []string{
 	"bin", ".local/bin", ".local/lib", ".cargo/env", ".cargo/bin", ".nvm/nvm.sh", "go/bin",
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
 	".gitconfig", ".config/git", ".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
-	".xprofile", ".xsessionrc",
+	".config/mise", ".xprofile", ".xsessionrc",
 	".ssh",
 }
 

@@ -624,12 +624,13 @@ func TestToolSettingsProtectedWorkFilesNot(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	for p, c := range map[string]string{".yarn/releases/yarn.cjs": "// yarn\n", ".yarnrc.yml": "yarnPath: .yarn/releases/yarn.cjs\n",
-		".npmrc": "fund=false\n", ".pre-commit-config.yaml": "repos: []\n", ".yarn/cache/a.zip": "zip\n"} {
+		".npmrc": "fund=false\n", ".pre-commit-config.yaml": "repos: []\n", ".yarn/cache/a.zip": "zip\n",
+		"mise.toml": "[hooks]\n", ".config/mise/config.toml": "[env]\n"} {
 		os.MkdirAll(filepath.Dir(filepath.Join(f.repo, p)), 0o755)
 		os.WriteFile(filepath.Join(f.repo, p), []byte(c), 0o644)
 	}
 	chownR(t, f.repo)
-	const script = `for p in .yarn/releases/yarn.cjs .yarnrc.yml .npmrc .pre-commit-config.yaml; do echo x >> $p 2>/dev/null && echo "WROTE $p"; done; ` +
+	const script = `for p in .yarn/releases/yarn.cjs .yarnrc.yml .npmrc .pre-commit-config.yaml mise.toml .config/mise/config.toml; do echo x >> $p 2>/dev/null && echo "WROTE $p"; done; ` +
 		`echo z > .yarn/cache/b.zip && echo '//' > .pnp.cjs && echo x > .yarn/install-state.gz && echo work-ok; ` +
 		`echo ../elsewhere > .git/commondir; echo done`
 	sp := f.spec(script, f.repo, f.repo)
