@@ -64,6 +64,7 @@ FUZZ_TARGETS := \
 	./executor:FuzzSedInPlace:20000 \
 	./sandbox:FuzzMountinfo:20000 \
 	./sandbox:FuzzSafeGitConfig:20000 \
+	./sandbox:FuzzIndexGitlinks:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

@@ -484,19 +484,38 @@ while True:
 // sandbox. Each is moved aside as the call ends, and said so in the result.
 func TestPlantedRepoMovedAside(t *testing.T) {
 	td := startDaemon(t, "")
-	for _, tc := range []struct{ plant, moved string }{
+	for _, tc := range []struct {
+		plant, moved string
+		repo         bool // the project is a repository already
+	}{
 		{`os.makedirs("evil/objects"); os.makedirs("evil/refs")
 open("evil/HEAD", "w").write("ref: refs/heads/main\n")
 open("evil/config", "w").write("[core]\n\tfsmonitor = touch PWNED; false\n")
-open(".git", "w").write("gitdir: evil\n")`, ".git"},
+open(".git", "w").write("gitdir: evil\n")`, ".git", false},
 		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
-open(".git/config", "a").write("[core]\n\tfsmonitor = touch PWNED; false\n")`, ".git/config"},
+open(".git/config", "a").write("[core]\n\tfsmonitor = touch PWNED; false\n")`, ".git/config", false},
 		// The project dir itself made a repository: git finds no .git and takes ./config.
 		{`os.makedirs("objects"); os.makedirs("refs")
 open("HEAD", "w").write("ref: refs/heads/main\n")
-open("config", "w").write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch PWNED; false\n")`, "HEAD"},
+open("config", "w").write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch PWNED; false\n")`, "HEAD", false},
+		// In a repository: a submodule whose .git names the call's own git dir.
+		{`import subprocess
+os.makedirs("evil/objects"); os.makedirs("evil/refs"); os.makedirs("lib")
+open("evil/HEAD", "w").write("ref: refs/heads/main\n")
+open("evil/config", "w").write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = touch PWNED; false\n")
+open("lib/.git", "w").write("gitdir: ../evil\n")
+head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+subprocess.run(["git", "update-index", "--add", "--cacheinfo", "160000," + head + ",lib"], check=True)`, "lib/.git", true},
 	} {
 		dir := testHostDir(t)
+		if tc.repo {
+			for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "x"}} {
+				if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v %s", args, err, out)
+				}
+			}
+			time.Sleep(20 * time.Millisecond) // the repository is older than the call
+		}
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, "python3 -c 'import os\n"+tc.plant+"'"))
 		b, _ := json.Marshal(res)

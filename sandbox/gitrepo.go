@@ -76,6 +76,21 @@ func safeGitConfig(b []byte) bool {
 	return true
 }
 
+// repoRoots are the dirs the user's git runs in as the project's (protectedRoots: the writable
+// dirs and the dirs down to the cwd), each in its writable dir.
+func repoRoots(writable []string, cwd string) []guarded {
+	var out []guarded
+	for _, d := range protectedRoots(writable, cwd) {
+		for _, w := range writable {
+			if under(d, w) {
+				out = append(out, guarded{root: w, rel: strings.TrimPrefix(strings.TrimPrefix(d, w), "/")})
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Bounds of the look into a new repository's submodule git dirs: deeper or wider is moved
 // aside whole.
 const (
@@ -184,6 +199,11 @@ func safeGitConfigAt(rfd int, rel string) bool {
 // readBeneath reads the regular file rel below rfd, reached without a symlink or a step out;
 // false when it cannot, or when it is larger than maxGitConfigBytes.
 func readBeneath(rfd int, rel string) ([]byte, bool) {
+	return readBeneathMax(rfd, rel, maxGitConfigBytes)
+}
+
+// readBeneathMax is readBeneath with a bound of limit bytes.
+func readBeneathMax(rfd int, rel string, limit int) ([]byte, bool) {
 	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
 	if err != nil {
@@ -191,9 +211,9 @@ func readBeneath(rfd int, rel string) ([]byte, bool) {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxGitConfigBytes {
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > int64(limit) {
 		return nil, false
 	}
-	b, err := readFD(fd, maxGitConfigBytes)
+	b, err := readFD(fd, limit)
 	return b, err == nil
 }

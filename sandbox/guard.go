@@ -36,6 +36,10 @@ func guardable(v *fsView, c string, writable []string) (guarded, bool) {
 	return guarded{}, false
 }
 
+// ctimeSlack is how far before a call's start a ctime still counts as the call's: the kernel
+// stamps ctimes from a clock that may lag the one the start was read from by a tick.
+const ctimeSlack = 10 * time.Millisecond
+
 // BlockedSuffix names what a protected path a call made is moved aside to: NAME + suffix +
 // the call's id, beside it, where nothing that trusts NAME looks.
 const BlockedSuffix = ".sandboxd-blocked-"
@@ -70,7 +74,7 @@ func (p *Process) sweepWhileRunning() {
 // lastSweep runs once every process of the call is gone, and returns every path moved aside
 // while it ran and now.
 func (p *Process) lastSweep() []string {
-	if len(p.guard) == 0 {
+	if len(p.guard) == 0 && len(p.repos) == 0 {
 		return nil
 	}
 	<-p.sweepDone
@@ -103,6 +107,35 @@ func (p *Process) moveAsideCreated(running bool) {
 				unix.Close(fd)
 			}
 		}()
+		rootFD := func(root string) (int, bool) {
+			rfd, ok := roots[root]
+			if !ok {
+				var err error
+				if rfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+					p.s.log.Warn("a writable dir could not be opened to look for protected paths the call made",
+						zap.String("dir", root), zap.Error(err))
+					return -1, false
+				}
+				roots[root] = rfd
+			}
+			return rfd, true
+		}
+		move := func(rfd int, root, rel string) {
+			path := filepath.Join(root, rel)
+			dir, name := filepath.Split(rel)
+			err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
+			switch {
+			case err == nil:
+				if !slices.Contains(p.moved, path) {
+					p.moved = append(p.moved, path)
+				} else if running && remade == "" {
+					remade = path
+				}
+			case !errors.Is(err, fs.ErrNotExist):
+				p.s.log.Warn("a protected path the call made could not be moved aside",
+					zap.String("path", path), zap.Error(err))
+			}
+		}
 		// A dir that holds several guarded paths is read whole once: most were not made, and
 		// one getdents answers for all of them.
 		perDir := map[guarded]int{}
@@ -111,15 +144,9 @@ func (p *Process) moveAsideCreated(running bool) {
 		}
 		listed := map[guarded]map[string]bool{}
 		for _, g := range p.guard {
-			rfd, ok := roots[g.root]
+			rfd, ok := rootFD(g.root)
 			if !ok {
-				var err error
-				if rfd, err = unix.Open(g.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-					p.s.log.Warn("a writable dir could not be opened to look for protected paths the call made",
-						zap.String("dir", g.root), zap.Error(err))
-					continue
-				}
-				roots[g.root] = rfd
+				continue
 			}
 			holder := guarded{root: g.root, rel: filepath.Dir(g.rel)}
 			if perDir[holder] >= 3 {
@@ -140,20 +167,22 @@ func (p *Process) moveAsideCreated(running bool) {
 				rels = unsafeInNewRepo(rfd, g.rel) // a new repository; a .git file or link goes
 			}
 			for _, rel := range rels {
-				path := filepath.Join(g.root, rel)
-				dir, name := filepath.Split(rel)
-				err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
-				switch {
-				case err == nil:
-					if !slices.Contains(p.moved, path) {
-						p.moved = append(p.moved, path)
-					} else if running && remade == "" {
-						remade = path
-					}
-				case !errors.Is(err, fs.ErrNotExist):
-					p.s.log.Warn("a protected path the call made could not be moved aside",
-						zap.String("path", path), zap.Error(err))
-				}
+				move(rfd, g.root, rel)
+			}
+		}
+		// A submodule's .git the call made or changed: the user's git status runs git there.
+		for _, r := range p.repos {
+			rfd, ok := rootFD(r.root)
+			if !ok {
+				continue
+			}
+			gits, err := p.s.gitlinks.gitlinkGits(rfd, r.rel, p.start.Add(-ctimeSlack))
+			if err != nil {
+				p.s.log.Warn("a repository's index could not be read to look at its submodules",
+					zap.String("dir", filepath.Join(r.root, r.rel)), zap.Error(err))
+			}
+			for _, g := range gits {
+				move(rfd, r.root, g)
 			}
 		}
 	})

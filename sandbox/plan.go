@@ -34,7 +34,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.guard = l.guard
+	p.guard, p.repos = l.guard, l.repos
 	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
 	// which become kernel rules that never grant past the caller's own permissions. As the
 	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
@@ -91,6 +91,7 @@ type look struct {
 	writable, readOnly []string  // resolved, outermost only
 	protected          []string  // read-only inside writable dirs (protectedPaths)
 	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
+	repos              []guarded // where a repository's submodules are looked at (gitlinkGits)
 	fileDeny           []string  // deny paths landlock keeps unreadable
 	later              []string  // deny paths that may appear while the call runs (appearLater)
 	mounts             []mountOp
@@ -143,6 +144,9 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup) (*look, error) {
 	if !spec.ReadOnlyWorkspace {
 		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al); err != nil {
 			return nil, err
+		}
+		if spec.MoveAsideCreated {
+			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
 		}
 	}
 	// The sockets (and the dirs that hold them) hidden by default stay mount-hidden only, also

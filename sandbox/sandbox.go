@@ -71,6 +71,8 @@ type Sandbox struct {
 	cfg    Config
 	limits Limits
 	log    *zap.Logger
+	// gitlinks are the submodules of the indexes the sweeps read (gitlinkGits).
+	gitlinks gitlinkCache
 
 	cg          *cgroupLayout
 	bpfEarly    [][]byte                     // seccomp filters a pooled init loads in its prelude

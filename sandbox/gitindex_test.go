@@ -1,0 +1,157 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gitIn runs git in dir for the index tests.
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir, cmd.Env = dir, []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestIndexGitlinks: the gitlinks of every index format git writes are found, and nothing
+// else is taken for one.
+func TestIndexGitlinks(t *testing.T) {
+	needGit(t)
+	for _, tc := range []struct {
+		name string
+		init []string
+		then [][]string
+	}{
+		{"v2", []string{"init", "-q"}, nil},
+		{"v3 (intent to add)", []string{"init", "-q"}, [][]string{{"add", "-N", "later.txt"}}},
+		{"v4", []string{"init", "-q"}, [][]string{{"update-index", "--index-version", "4"}}},
+		{"sha256", []string{"init", "-q", "--object-format=sha256"}, nil},
+		{"split", []string{"init", "-q"}, [][]string{{"update-index", "--split-index"}, {"update-index", "--add", "--cacheinfo", "160000,HEAD2,deep/er/sub2"}}},
+		{"no checksum", []string{"init", "-q"}, [][]string{{"config", "index.skipHash", "true"}, {"add", "a.txt"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gitIn(t, dir, tc.init...)
+			for _, f := range []string{"a.txt", "later.txt", "long/" + strings.Repeat("n", 300) + ".txt"} {
+				os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+				os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
+			}
+			gitIn(t, dir, "add", "a.txt", "long")
+			gitIn(t, dir, "commit", "-qm", "x")
+			out, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+			head := strings.TrimSpace(string(out))
+			gitIn(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+head+",lib/sub")
+			want := []string{"lib/sub"}
+			for _, args := range tc.then {
+				for i := range args {
+					args[i] = strings.ReplaceAll(args[i], "HEAD2", head)
+				}
+				gitIn(t, dir, args...)
+				if strings.Contains(strings.Join(args, " "), "deep/er/sub2") {
+					want = append(want, "deep/er/sub2")
+				}
+			}
+			fd := openDirFD(t, dir)
+			links, err := readGitlinks(fd, ".git/index")
+			slices.Sort(links)
+			if slices.Sort(want); err != nil || !slices.Equal(slices.Compact(links), want) {
+				t.Errorf("gitlinks %q, %v; want %q", links, err, want)
+			}
+		})
+	}
+	for _, bad := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x02\xff\xff\xff\xff" + strings.Repeat("\x00", 20))} {
+		if _, _, ok := indexGitlinks(bad); ok {
+			t.Errorf("read %q as an index", bad)
+		}
+	}
+}
+
+func FuzzIndexGitlinks(f *testing.F) {
+	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x00" + strings.Repeat("\x00", 20)))
+	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01" + strings.Repeat("\x00", 62) + "\x05a\x00" + strings.Repeat("\x00", 20)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, n := range []int{20, 32} {
+			links, _, ok := parseIndex(b, n)
+			if !ok && links != nil {
+				t.Fatal("links from an index it could not read")
+			}
+			for _, l := range links {
+				if strings.IndexByte(l, 0) >= 0 {
+					t.Fatalf("a NUL in gitlink %q", l)
+				}
+			}
+		}
+	})
+}
+
+func openDirFD(t *testing.T, dir string) int {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return int(f.Fd())
+}
+
+// TestNewGitlinkGitMovedAside: in an existing repository, a call that adds a gitlink and a
+// lib/.git naming a git dir of its own (or an embedded one) would have the user's next git
+// status run that dir's core.fsmonitor; the .git is moved aside. A submodule that was there
+// before the call and that it left alone stays.
+func TestNewGitlinkGitMovedAside(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const evil = `mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && ` +
+		`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = touch PWNED; false\n' > evil/config && `
+	const link = `git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),lib && `
+	// A submodule present before the call, whose .git the call does not touch.
+	hostGit(t, f.repo, "update-index", "--add", "--cacheinfo", "160000,"+strings.TrimSpace(gitOut(t, f.repo, "rev-parse", "HEAD"))+",kept")
+	os.MkdirAll(filepath.Join(f.repo, "kept"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "kept", ".git"), []byte("gitdir: ../.git/modules/kept\n"), 0o644)
+	chownR(t, f.repo)
+	time.Sleep(100 * time.Millisecond) // kept/.git is older than the calls
+	for i, script := range []string{
+		evil + `mkdir lib && echo 'gitdir: ../evil' > lib/.git && ` + link + `echo done`,
+		`mkdir -p lib && git init -q lib && printf '[core]\n\tfsmonitor = touch PWNED; false\n' >> lib/.git/config && ` + link + `echo done`,
+	} {
+		os.RemoveAll(filepath.Join(f.repo, "lib"))
+		os.RemoveAll(filepath.Join(f.repo, "evil"))
+		hostGit(t, f.repo, "rm", "-q", "--cached", "--ignore-unmatch", "lib")
+		sp := f.spec(script, f.repo, f.repo)
+		sp.MoveAsideCreated = true
+		sp.Call = "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Fatalf("case %d: %v %q", i, err, out)
+		}
+		if want := filepath.Join(f.repo, "lib", ".git"); !slices.Contains(res.MovedAside, want) || slices.Contains(res.MovedAside, filepath.Join(f.repo, "kept", ".git")) {
+			t.Errorf("case %d: moved aside %v, want %s and not kept/.git", i, res.MovedAside, want)
+		}
+		cmd := exec.Command("git", "-c", "safe.directory=*", "status")
+		cmd.Dir, cmd.Env = f.repo, []string{"HOME=" + f.repo, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		_ = cmd.Run()
+		for _, p := range []string{"PWNED", "lib/PWNED"} {
+			if _, err := os.Lstat(filepath.Join(f.repo, p)); err == nil {
+				t.Errorf("case %d: git status ran what the call left in a submodule (%s)", i, p)
+			}
+		}
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir, "-c", "safe.directory=*"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
