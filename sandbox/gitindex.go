@@ -163,7 +163,8 @@ const maxCachedIndexes = 256
 
 // gitlinkGits returns the .git of each gitlink of the repository at dir (below rfd, reached
 // as the caller) that was made or changed at since or later (its ctime: no call can set it),
-// or, when it is a dir, whose config, config.worktree or commondir was: relative to rfd.
+// or, when it is a dir, whose config, config.worktree or commondir was: relative to rfd. An
+// index it cannot read is an error, and itself returned when it changed since then.
 // Run as the caller.
 func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time) ([]string, error) {
 	idx := path.Join(dir, ".git", "index")
@@ -178,6 +179,11 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time) ([]stri
 	if !ok {
 		var err error
 		if links, err = readGitlinks(rfd, idx); err != nil {
+			if !time.Unix(st.Ctim.Unix()).Before(since) {
+				// The call left an index whose gitlinks cannot be read (past the bound, or
+				// not git's format): it goes, as what cannot be checked.
+				return []string{idx}, err
+			}
 			return nil, err
 		}
 		c.mu.Lock()

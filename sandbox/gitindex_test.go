@@ -145,6 +145,14 @@ func TestNewGitlinkGitMovedAside(t *testing.T) {
 			}
 		}
 	}
+	// An index the sweep cannot read, left by the call, goes too: its gitlinks cannot be checked.
+	sp := f.spec(`head -c 100 /dev/urandom >> .git/index && echo done`, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c2"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") || !slices.Contains(res.MovedAside, filepath.Join(f.repo, ".git", "index")) {
+		t.Errorf("an unreadable index the call left: %v %q, moved aside %v", err, out, res.MovedAside)
+	}
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

@@ -178,7 +178,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			gits, err := p.s.gitlinks.gitlinkGits(rfd, r.rel, p.start.Add(-ctimeSlack))
 			if err != nil {
-				p.s.log.Warn("a repository's index could not be read to look at its submodules",
+				p.s.log.Warn("a repository's index could not be read to look at its submodules; moved aside if the call changed it",
 					zap.String("dir", filepath.Join(r.root, r.rel)), zap.Error(err))
 			}
 			for _, g := range gits {
