@@ -10,16 +10,6 @@ import (
 	"time"
 )
 
-// gitIn runs git in dir for the index tests.
-func gitIn(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir, cmd.Env = dir, []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 // TestIndexGitlinks: the gitlinks of every index format git writes are found, and nothing
 // else is taken for one.
 func TestIndexGitlinks(t *testing.T) {
@@ -38,22 +28,22 @@ func TestIndexGitlinks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			gitIn(t, dir, tc.init...)
+			hostGit(t, dir, tc.init...)
 			for _, f := range []string{"a.txt", "later.txt", "long/" + strings.Repeat("n", 300) + ".txt"} {
 				os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
 				os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
 			}
-			gitIn(t, dir, "add", "a.txt", "long")
-			gitIn(t, dir, "commit", "-qm", "x")
+			hostGit(t, dir, "add", "a.txt", "long")
+			hostGit(t, dir, "commit", "-qm", "x")
 			out, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
 			head := strings.TrimSpace(string(out))
-			gitIn(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+head+",lib/sub")
+			hostGit(t, dir, "update-index", "--add", "--cacheinfo", "160000,"+head+",lib/sub")
 			want := []string{"lib/sub"}
 			for _, args := range tc.then {
 				for i := range args {
 					args[i] = strings.ReplaceAll(args[i], "HEAD2", head)
 				}
-				gitIn(t, dir, args...)
+				hostGit(t, dir, args...)
 				if strings.Contains(strings.Join(args, " "), "deep/er/sub2") {
 					want = append(want, "deep/er/sub2")
 				}
