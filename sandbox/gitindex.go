@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -146,11 +147,16 @@ func gitVarint(b []byte) (uint64, int) {
 	return 0, 0
 }
 
-// gitlinkCache remembers each index's gitlinks by what stat says of the index, so a sweep
-// reads an index again only after it changed.
+// gitlinkCache remembers each index's gitlinks (or why they could not be read) by what stat
+// says of the index, so a sweep reads and hashes an index again only after it changed.
 type gitlinkCache struct {
 	mu sync.Mutex
-	m  map[indexKey][]string
+	m  map[indexKey]indexLinks
+}
+
+type indexLinks struct {
+	links []string
+	err   error
 }
 
 type indexKey struct {
@@ -174,31 +180,34 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time) ([]stri
 	}
 	key := indexKey{st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
 	c.mu.Lock()
-	links, ok := c.m[key]
+	got, ok := c.m[key]
 	c.mu.Unlock()
 	if !ok {
-		var err error
-		if links, err = readGitlinks(rfd, idx); err != nil {
-			if !time.Unix(st.Ctim.Unix()).Before(since) {
-				// The call left an index whose gitlinks cannot be read (past the bound, or
-				// not git's format): it goes, as what cannot be checked.
-				return []string{idx}, err
-			}
-			return nil, err
-		}
+		got.links, got.err = readGitlinks(rfd, idx)
 		c.mu.Lock()
 		if c.m == nil || len(c.m) >= maxCachedIndexes {
-			c.m = map[indexKey][]string{}
+			c.m = map[indexKey]indexLinks{}
 		}
-		c.m[key] = links
+		c.m[key] = got
 		c.mu.Unlock()
+	}
+	if got.err != nil {
+		if !time.Unix(st.Ctim.Unix()).Before(since) {
+			// The call left an index whose gitlinks cannot be read (past the bound, or not
+			// git's format): it goes, as what cannot be checked.
+			return []string{idx}, got.err
+		}
+		return nil, got.err
 	}
 	var out []string
 	changed := func(rel string) bool {
 		var st unix.Stat_t
 		return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && !time.Unix(st.Ctim.Unix()).Before(since)
 	}
-	for _, l := range links {
+	for _, l := range got.links {
+		if !filepath.IsLocal(l) {
+			continue // git refuses such a path too: no submodule of it is ever checked out
+		}
 		g := path.Join(dir, l, ".git")
 		if changed(g) || isDirBeneath(rfd, g) && (changed(path.Join(g, "config")) || changed(path.Join(g, "config.worktree")) || changed(path.Join(g, "commondir"))) {
 			out = append(out, g)
