@@ -139,6 +139,12 @@ func (c *Client) do(ctx context.Context, req *Request, payload []byte) (*Respons
 		if r.resp.Err != nil {
 			return nil, nil, r.resp.Err.err()
 		}
+		if !answers(req.Op, r.resp) {
+			// Another request's answer, or none: the worker no longer speaks the protocol, so
+			// nothing more it sends is taken (its requests in flight fail with ErrGone).
+			c.conn.Close()
+			return nil, nil, errcode.New(errcode.Internal, fmt.Errorf("%w: its answer to a %s request carried no %s reply", ErrBroken, req.Op, req.Op))
+		}
 		return r.resp, r.payload, nil
 	case <-ctx.Done():
 		c.mu.Lock()
@@ -147,6 +153,24 @@ func (c *Client) do(ctx context.Context, req *Request, payload []byte) (*Respons
 		_ = c.send(0, &Request{Op: OpCancel, CancelID: id}, nil)
 		return nil, nil, ctx.Err()
 	}
+}
+
+// answers reports whether r carries the reply an op needs; ops answered by the payload alone
+// (readfile, markdown) need none.
+func answers(op string, r *Response) bool {
+	switch op {
+	case OpRead:
+		return r.Read != nil
+	case OpWrite, OpEdit:
+		return r.Write != nil
+	case OpGlob:
+		return r.Glob != nil
+	case OpGrep:
+		return r.Grep != nil
+	case OpResolve:
+		return r.Resolve != nil
+	}
+	return true
 }
 
 func (c *Client) send(id uint64, req *Request, payload []byte) error {
