@@ -29,6 +29,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "flood" {
 		return runFlood(args[1:])
 	}
+	if len(args) > 0 && args[0] == "relay" {
+		return runRelay(args[1:])
+	}
 	if len(args) > 0 && args[0] == "ab" {
 		return runAB(args[1:])
 	}
