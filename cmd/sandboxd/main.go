@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -95,12 +94,6 @@ func run(opts daemon.Options, log *zap.Logger) error {
 	l, err := daemon.Listen(opts.Socket)
 	if err != nil {
 		return err
-	}
-	// One P: with a second, each goroutine a request readies wakes a thread on another CPU,
-	// which then competes with the request's own child for it. GOMAXPROCS in the environment
-	// wins.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
 	}
 	return d.Serve(context.Background(), l)
 }
