@@ -77,7 +77,9 @@ type httpConn struct {
 // serveHTTP reads requests until the client closes, a request cannot continue the connection
 // (a CONNECT, a refused body, Connection: close) or ctx ends.
 func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, p peer) {
-	h := &httpConn{s: s, c: c, ic: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p, tr: s.transport}
+	tr := s.forwarder()
+	defer tr.CloseIdleConnections()
+	h := &httpConn{s: s, c: c, ic: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p, tr: tr}
 	h.loop(ctx)
 }
 

@@ -1124,3 +1124,49 @@ func TestPacePerOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamNotShared: an upstream connection serves the client connection that opened it
+// and no other. Shared, a connection one user's request opened (an origin that authenticates
+// the connection, as NTLM does, or one left mid-response) would carry the next session's
+// request as that user's. One client connection's requests still share theirs.
+func TestUpstreamNotShared(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.RemoteAddr) // which upstream connection carried it
+	}))
+	defer origin.Close()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	proxies := []string{startProxy(t, s), listenAs(t, s, "s2")}
+	get := func(c net.Conn, br *bufio.Reader) string {
+		t.Helper()
+		fmt.Fprintf(c, "GET %s/x HTTP/1.1\r\nHost: %s\r\n\r\n", origin.URL, origin.Listener.Addr())
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b)
+	}
+	seen := map[string]string{}
+	for i, p := range []string{proxies[0], proxies[1], proxies[0]} {
+		c, err := net.Dial("tcp", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		first, second := get(c, br), get(c, br)
+		c.Close()
+		if first != second {
+			t.Errorf("client connection %d: its two requests went up on %s and %s, want one kept-alive connection", i, first, second)
+		}
+		if prev, ok := seen[first]; ok {
+			t.Errorf("client connection %d's requests went up on %s, which carried %s's", i, first, prev)
+		}
+		seen[first] = fmt.Sprintf("client connection %d", i)
+		// The origin's side is closed when the proxy lets go; give an idle pool the chance
+		// to hand the connection on, as a shared one would.
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -157,14 +157,13 @@ type Server struct {
 	// path; nil: tunnels are decided by host only.
 	Intercept *Interceptor
 
-	initOnce  sync.Once
-	log       *zap.Logger
-	transport *http.Transport
-	ctx       context.Context // cancelled by Close: every connection's context derives from it
-	cancel    context.CancelFunc
-	active    atomic.Int64      // client connections being served
-	owners    map[string]*owner // under mu
-	refusing  atomic.Int64      // over-cap connections being told so
+	initOnce sync.Once
+	log      *zap.Logger
+	ctx      context.Context // cancelled by Close: every connection's context derives from it
+	cancel   context.CancelFunc
+	active   atomic.Int64      // client connections being served
+	owners   map[string]*owner // under mu
+	refusing atomic.Int64      // over-cap connections being told so
 
 	mu        sync.Mutex
 	closed    bool
@@ -182,21 +181,31 @@ func (s *Server) init() {
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
 		s.owners = make(map[string]*owner)
-		s.transport = &http.Transport{
-			Proxy:       nil, // the daemon's own proxy settings must not apply to sessions
-			DialContext: s.dialChecked,
-			// Pass the origin's encoding through untouched; the client asked for it.
-			DisableCompression: true,
-			// Only http:// is forwarded (https goes through CONNECT), so no HTTP/2.
-			TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
-			MaxResponseHeaderBytes: maxResponseHeadBytes,
-			MaxIdleConns:           256,
-			MaxIdleConnsPerHost:    64,
-			IdleConnTimeout:        90 * time.Second,
-			ReadBufferSize:         64 << 10,
-			WriteBufferSize:        64 << 10,
-		}
 	})
+}
+
+// forwarder is the transport of one client connection's plain HTTP requests. Its upstream
+// connections serve that client connection alone: pooled across connections, one that a
+// session's request opened would carry another session's (another user's) next request, as
+// whoever the origin took the connection for (NTLM and Negotiate authenticate the connection,
+// not the request). The caller closes its idle connections when the client's connection ends.
+func (s *Server) forwarder() *http.Transport {
+	return &http.Transport{
+		Proxy:       nil, // the daemon's own proxy settings must not apply to sessions
+		DialContext: s.dialChecked,
+		// Pass the origin's encoding through untouched; the client asked for it.
+		DisableCompression: true,
+		// Only http:// is forwarded (https goes through CONNECT), so no HTTP/2.
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxResponseHeaderBytes: maxResponseHeadBytes,
+		// One request at a time per client connection: one kept-alive connection per host it
+		// names, a few hosts.
+		MaxIdleConns:        4,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     90 * time.Second,
+		ReadBufferSize:      64 << 10,
+		WriteBufferSize:     64 << 10,
+	}
 }
 
 func (s *Server) maxConnsPerOwner() int {
@@ -358,7 +367,6 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.serving.Wait()
-	s.transport.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
@@ -604,7 +612,7 @@ func (s *Server) dial(ctx context.Context, dst netip.AddrPort) (net.Conn, error)
 	return c, nil
 }
 
-// dialChecked is the forwarding transport's dialer. The forwarder puts the checked address in
+// dialChecked is the forwarders' dialer. The forwarder puts the checked address in
 // the URL, so addr is always an IP literal; anything else would mean a re-resolution, so it is
 // refused.
 func (s *Server) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
