@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/worker"
 )
 
@@ -359,6 +360,48 @@ func TestWorkerRestartsAfterDeath(t *testing.T) {
 	we.mu.Unlock()
 	<-exited
 	e.mustCall(t, "Read", Input{"file_path": p})
+}
+
+// TestWorkerKeptWhenRulesLeaveItsConfinement: a session's worker is kept when new rules make
+// no difference to its confinement (the first rules of a session, read through the worker
+// that checked its directories: restarting it cost every session's first file call a worker
+// start), and replaced when they do, so a path a new Read deny names is hidden from it too.
+func TestWorkerKeptWhenRulesLeaveItsConfinement(t *testing.T) {
+	e := newToolEnv(t)
+	secret := e.file(t, "secret.txt", "s3cret\n")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := e.h.Worker(ctx, e.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := func(text ...string) *permission.RuleSet {
+		var rs []permission.Rule
+		for _, x := range text {
+			r, err := permission.ParseRuleFor(x, permission.Deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Source, r.Origin = permission.SourceSession, "session"
+			rs = append(rs, r)
+		}
+		return permission.NewRuleSet(rs, permission.Effective{}, permission.Anchors{Home: e.dir, Cwd: e.dir})
+	}
+	e.s.SetRuleSet(rules("Bash(rm:*)"))
+	if w, err := e.h.Worker(ctx, e.s); err != nil || w != first {
+		t.Fatalf("rules that hide and protect nothing more restarted the worker (err %v)", err)
+	}
+	e.s.SetRuleSet(rules("Read(/" + secret + ")")) // "//": an absolute path
+	w, err := e.h.Worker(ctx, e.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w == first {
+		t.Fatal("a new Read deny kept the worker started without it")
+	}
+	if _, _, err := w.Read(ctx, worker.ReadArgs{Path: secret, Kind: worker.KindText}); err == nil {
+		t.Fatal("the new worker read a file a Read deny hides")
+	}
 }
 
 // TestWorkerUndumpable: the file worker runs as the session's owner but answers the root

@@ -51,8 +51,23 @@ type workerEntry struct {
 	client *worker.Client
 	dirs   []string
 	rules  *permission.RuleSet // the rules its hidden and protected paths came from
+	paths  ruledPaths          // what those rules made of its confinement
 	cancel context.CancelFunc
 	exited chan struct{}
+}
+
+// ruledPaths is the part of a worker's confinement that the session's rules decide.
+type ruledPaths struct {
+	deny, hide, protected, protectedPatterns []string
+}
+
+func ruledPathsOf(spec *sandbox.Spec) ruledPaths {
+	return ruledPaths{spec.DenyPaths, spec.HidePatterns, spec.ProtectedPaths, spec.ProtectedPatterns}
+}
+
+func (a ruledPaths) equal(b ruledPaths) bool {
+	return slices.Equal(a.deny, b.deny) && slices.Equal(a.hide, b.hide) &&
+		slices.Equal(a.protected, b.protected) && slices.Equal(a.protectedPatterns, b.protectedPatterns)
 }
 
 // Worker returns the session's file worker, starting it (or a new one, when the last died
@@ -79,6 +94,12 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 		case <-e.client.Done():
 		default:
 			if slices.Equal(dirs, e.dirs) && rules == e.rules {
+				return e.client, nil
+			}
+			// New rules that leave its confinement as it is (a session's first rules, read
+			// through the worker that checked its directories, usually do) keep the worker.
+			if slices.Equal(dirs, e.dirs) && ruledPathsOf(h.workerSpec(s)).equal(e.paths) {
+				e.rules = rules
 				return e.client, nil
 			}
 		}
@@ -151,13 +172,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		childEnd.Close()
 		return errcode.New(errcode.SandboxSetup, fmt.Errorf("worker stderr pipe: %w", err))
 	}
-	path := h.tools().WorkerPath
-	if path == "" {
-		path = "/proc/self/exe"
-	}
-	// Writable: the worker is long-lived and serves every mode; the policy keeps plan mode
-	// from writing, not the worker's mounts. Its hidden and protected paths are the rules'.
-	spec := h.Spec(s, false, "worker", []string{path, worker.Arg})
+	spec := h.workerSpec(s)
 	// The worker answers the root daemon: its owner must not be able to ptrace it into saying
 	// anything (frames of 256 MiB, or false answers).
 	spec.Undumpable = true
@@ -202,8 +217,19 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		}
 		close(exited)
 	}()
-	e.client, e.dirs, e.rules, e.cancel, e.exited = client, dirs, rules, cancel, exited
+	e.client, e.dirs, e.rules, e.paths, e.cancel, e.exited = client, dirs, rules, ruledPathsOf(spec), cancel, exited
 	return nil
+}
+
+// workerSpec is the confinement a worker of s starts in now. Writable: the worker is
+// long-lived and serves every mode; the policy keeps plan mode from writing, not the worker's
+// mounts. Its hidden and protected paths are the rules'.
+func (h *Host) workerSpec(s *session.Session) *sandbox.Spec {
+	path := h.tools().WorkerPath
+	if path == "" {
+		path = "/proc/self/exe"
+	}
+	return h.Spec(s, false, "worker", []string{path, worker.Arg})
 }
 
 func (h *Host) logger() *zap.Logger {
