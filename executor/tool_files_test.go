@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/worker"
@@ -365,7 +366,8 @@ func TestWorkerRestartsAfterDeath(t *testing.T) {
 // TestWorkerKeptWhenRulesLeaveItsConfinement: a session's worker is kept when new rules make
 // no difference to its confinement (the first rules of a session, read through the worker
 // that checked its directories: restarting it cost every session's first file call a worker
-// start), and replaced when they do, so a path a new Read deny names is hidden from it too.
+// start), and replaced when they or a reloaded configuration do, so a path a new Read deny
+// names is hidden from it too.
 func TestWorkerKeptWhenRulesLeaveItsConfinement(t *testing.T) {
 	e := newToolEnv(t)
 	secret := e.file(t, "secret.txt", "s3cret\n")
@@ -391,6 +393,15 @@ func TestWorkerKeptWhenRulesLeaveItsConfinement(t *testing.T) {
 	if w, err := e.h.Worker(ctx, e.s); err != nil || w != first {
 		t.Fatalf("rules that hide and protect nothing more restarted the worker (err %v)", err)
 	}
+	// A configuration reload rebuilds the rules: one that changes the confinement (here a
+	// limit) replaces the worker even when the rules alone would not.
+	e.h.SetConfig(config.Sandbox{PidsMax: 77})
+	e.s.SetRuleSet(rules("Bash(rm:*)"))
+	reloaded, err := e.h.Worker(ctx, e.s)
+	if err != nil || reloaded == first {
+		t.Fatalf("a reloaded limit kept the worker started under the old one (err %v)", err)
+	}
+	first = reloaded
 	e.s.SetRuleSet(rules("Read(/" + secret + ")")) // "//": an absolute path
 	w, err := e.h.Worker(ctx, e.s)
 	if err != nil {

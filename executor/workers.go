@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -51,23 +52,9 @@ type workerEntry struct {
 	client *worker.Client
 	dirs   []string
 	rules  *permission.RuleSet // the rules its hidden and protected paths came from
-	paths  ruledPaths          // what those rules made of its confinement
+	spec   sandbox.Spec        // the confinement it was started in (workerSpec's, before its files)
 	cancel context.CancelFunc
 	exited chan struct{}
-}
-
-// ruledPaths is the part of a worker's confinement that the session's rules decide.
-type ruledPaths struct {
-	deny, hide, protected, protectedPatterns []string
-}
-
-func ruledPathsOf(spec *sandbox.Spec) ruledPaths {
-	return ruledPaths{spec.DenyPaths, spec.HidePatterns, spec.ProtectedPaths, spec.ProtectedPatterns}
-}
-
-func (a ruledPaths) equal(b ruledPaths) bool {
-	return slices.Equal(a.deny, b.deny) && slices.Equal(a.hide, b.hide) &&
-		slices.Equal(a.protected, b.protected) && slices.Equal(a.protectedPatterns, b.protectedPatterns)
 }
 
 // Worker returns the session's file worker, starting it (or a new one, when the last died
@@ -96,9 +83,10 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 			if slices.Equal(dirs, e.dirs) && rules == e.rules {
 				return e.client, nil
 			}
-			// New rules that leave its confinement as it is (a session's first rules, read
-			// through the worker that checked its directories, usually do) keep the worker.
-			if slices.Equal(dirs, e.dirs) && ruledPathsOf(h.workerSpec(s)).equal(e.paths) {
+			// New rules (or a reloaded configuration, which rebuilds them) under which a worker
+			// would start in exactly this one's confinement keep it: a session's first rules,
+			// read through the worker that checked its directories, usually do.
+			if slices.Equal(dirs, e.dirs) && reflect.DeepEqual(*h.workerSpec(s), e.spec) {
 				e.rules = rules
 				return e.client, nil
 			}
@@ -173,6 +161,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		return errcode.New(errcode.SandboxSetup, fmt.Errorf("worker stderr pipe: %w", err))
 	}
 	spec := h.workerSpec(s)
+	started := *spec
 	// The worker answers the root daemon: its owner must not be able to ptrace it into saying
 	// anything (frames of 256 MiB, or false answers).
 	spec.Undumpable = true
@@ -217,7 +206,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		}
 		close(exited)
 	}()
-	e.client, e.dirs, e.rules, e.paths, e.cancel, e.exited = client, dirs, rules, ruledPathsOf(spec), cancel, exited
+	e.client, e.dirs, e.rules, e.spec, e.cancel, e.exited = client, dirs, rules, started, cancel, exited
 	return nil
 }
 
