@@ -84,10 +84,13 @@ func call(c *Client, op string) (bool, error) {
 		ok = true
 	}
 	if ctx.Err() != nil {
-		return false, errors.New("the call did not return")
+		return false, errNoReturn
 	}
 	return ok, err
 }
+
+// errNoReturn is call's answer when the request was still waiting at its deadline.
+var errNoReturn = errors.New("the call did not return")
 
 var answeredOps = []string{OpRead, OpWrite, OpEdit, OpGlob, OpGrep, OpResolve}
 
@@ -136,7 +139,7 @@ func FuzzClientFrames(f *testing.F) {
 		if err == nil && !ok {
 			t.Fatalf("%s: no error and no reply for header %q", op, header)
 		}
-		if err != nil && err.Error() == "the call did not return" {
+		if errors.Is(err, errNoReturn) {
 			t.Fatalf("%s: %v", op, err)
 		}
 	})
