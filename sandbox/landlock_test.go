@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,8 +270,6 @@ func TestExpansionCacheFollowsTheDirectories(t *testing.T) {
 // directory the base was listed from changes, the prebuilt base is not used: a deny path made
 // meanwhile is hidden, and a new entry beside it is readable.
 func TestPrebuiltLandlockBase(t *testing.T) {
-	// Not parallel: the base is listed from /var/tmp, where the parallel tests make and remove
-	// their fixtures, and any change there rightly keeps the prebuilt base from being used.
 	// A listing is cached (and so a base can be prebuilt) only once its directories have been
 	// still for stampSlack: no slack here, not to wait for the fixtures to settle. age's times
 	// an hour back make every change below show in the mtime too, whatever the clock's tick.
@@ -278,7 +277,9 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	if s.landlockABI <= 0 {
 		t.Skip("kernel has no landlock")
 	}
-	base := hostTempDir(t, "/var/tmp", "sbx-prebuilt-")
+	// The base lists each ancestor of the deny paths, so the fixture lives directly under /,
+	// which changes far more rarely than /var/tmp, where tests of other packages run alongside.
+	base := hostTempDir(t, "/", "sbx-test-prebuilt-")
 	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
 	for _, d := range []string{home, work} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -316,16 +317,35 @@ func TestPrebuiltLandlockBase(t *testing.T) {
 	}
 	read := "cat " + filepath.Join(home, "notes.txt") + "; cat " + filepath.Join(home, ".env") + "; echo end"
 	// The first call sets the hint; the inits started after it prebuild its base. Drain the
-	// ones started before (no hint), so the next call takes a hinted one.
-	call("c1", "true")
-	for i := 0; i < poolMax; i++ {
-		if in := s.pool.take(nobodyUID); in != nil {
-			s.discard(in)
-		}
+	// ones started before (no hint), so the next call takes a hinted one. A change to / between
+	// the two calls rightly keeps the base from being used: that shows as a new expansion cache
+	// entry, and only then is the pair tried again.
+	entries := func() map[string]*expansion {
+		s.expansions.mu.Lock()
+		defer s.expansions.mu.Unlock()
+		return maps.Clone(s.expansions.entries)
 	}
-	out, p := call("c2", read)
-	if !p.llPrebuilt {
-		t.Fatal("the call did not use the base its init prebuilt")
+	var out string
+	var p *Process
+	for attempt := 1; ; attempt++ {
+		call("c1", "true")
+		before := entries()
+		for i := 0; i < poolMax; i++ {
+			if in := s.pool.take(nobodyUID); in != nil {
+				s.discard(in)
+			}
+		}
+		out, p = call("c2", read)
+		if p.llPrebuilt {
+			break
+		}
+		if maps.Equal(before, entries()) {
+			t.Fatal("the call did not use the base its init prebuilt, and no directory it lists changed")
+		}
+		if attempt == 5 {
+			t.Fatal("a directory the base lists changed between the calls in each of 5 tries")
+		}
+		t.Logf("try %d: a directory the base lists changed between the calls; again", attempt)
 	}
 	if out != "notes\nend\n" {
 		t.Fatalf("with the prebuilt base: %q, want the notes, an empty .env, end", out)
