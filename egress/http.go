@@ -72,6 +72,7 @@ type httpConn struct {
 	// forwarded over TLS through tr.
 	tunnel *target
 	tr     http.RoundTripper
+	up     *upstream // the plain HTTP requests' kept upstream connection (upstream.go)
 }
 
 // serveHTTP reads requests until the client closes, a request cannot continue the connection
@@ -80,6 +81,7 @@ func (s *Server) serveHTTP(ctx context.Context, c *idleConn, br *bufio.Reader, p
 	tr := s.forwarder()
 	defer tr.CloseIdleConnections()
 	h := &httpConn{s: s, c: c, ic: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p, tr: tr}
+	defer h.dropUpstream()
 	h.loop(ctx)
 }
 
@@ -277,7 +279,14 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 		}
 	}
 
-	resp, err := h.tr.RoundTrip(out)
+	var resp *http.Response
+	var err error
+	inline := h.tunnel == nil && req.Body == http.NoBody
+	if inline {
+		resp, err = h.exchange(ctx, out, dst)
+	} else {
+		resp, err = h.tr.RoundTrip(out)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
@@ -287,8 +296,13 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 		return false
 	}
 	defer resp.Body.Close()
-	keep := !req.Close && !resp.Close && req.ProtoAtLeast(1, 1)
+	// An origin that closes its connection does not end the client's: the next request gets
+	// a new upstream connection.
+	keep := !req.Close && req.ProtoAtLeast(1, 1)
 	keep, err = h.writeResponse(req, resp, keep)
+	if inline && (err != nil || resp.Close) {
+		h.dropUpstream() // what is left of its answer cannot be told from the next one
+	}
 	if err != nil {
 		h.s.log.Debug("response", zap.String("session", h.peer.session), zap.Error(err))
 		return false
