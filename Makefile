@@ -61,6 +61,7 @@ FUZZ_TARGETS := \
 	./egress:FuzzParseRequest:20000 \
 	./egress:FuzzParseInner:20000 \
 	./egress:FuzzOpenStream:20000 \
+	./egress:FuzzUpstreamAnswer:1500 \
 	./worker:FuzzClientFrames:20000 \
 	./executor:FuzzSedInPlace:20000 \
 	./sandbox:FuzzMountinfo:20000 \

@@ -3,11 +3,13 @@ package egress
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +157,128 @@ func FuzzOpenStream(f *testing.F) {
 			if err != nil || hello.serverName != "" && !strings.EqualFold(strings.TrimSuffix(hello.serverName, "."), "front.test") {
 				t.Fatalf("passed %q: %+v %v", data, hello, err)
 			}
+		}
+	})
+}
+
+// fuzzOrigin is an origin on loopback: the first connection reads one request and answers it
+// with answer, whatever those bytes are, and closes; later ones answer each request with
+// freshAnswer. Its Dialer connects there whatever address is asked.
+type fuzzOrigin struct {
+	l      net.Listener
+	answer []byte
+}
+
+const freshAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh"
+
+func startFuzzOrigin(t *testing.T, answer []byte) *fuzzOrigin {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &fuzzOrigin{l: l, answer: answer}
+	go func() {
+		for first := true; ; first = false {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn, first bool) {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if first {
+						_, _ = c.Write(o.answer)
+						return
+					}
+					if _, err := io.WriteString(c, freshAnswer); err != nil {
+						return
+					}
+				}
+			}(c, first)
+		}
+	}()
+	return o
+}
+
+func (o *fuzzOrigin) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", o.l.Addr().String())
+}
+
+// FuzzUpstreamAnswer feeds an allowed origin's answer, any bytes at all, to the proxy's plain
+// HTTP forwarding, where an origin's answer is parsed on the client's own goroutine. The proxy
+// must never panic or hang, must answer the client with one well-formed HTTP response, and must
+// never pass on more than that one: whatever the origin sent past its answer (a second
+// response, a smuggled one) must neither reach the client unasked nor be taken as the answer
+// to the client's next request, which goes to the origin on a connection of its own.
+func FuzzUpstreamAnswer(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nextra",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n2\r\nok\r\n0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 304 Not Modified\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforge",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nraw",
+		"HTTP/1.0 200 OK\r\n\r\nuntil the close",
+		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+		"HTTP/1.1 999 Whatever\r\nX: \x00\r\n\r\n",
+		"garbage",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		o := startFuzzOrigin(t, answer)
+		defer o.l.Close()
+		s := &Server{Decide: allowDecide, AllowPrivate: loopback, Dialer: o}
+		defer s.Close()
+		client, proxySide := net.Pipe()
+		defer client.Close()
+		served := make(chan error, 1)
+		go func() { served <- s.ServeConn(proxySide, "s1", Origin{}) }()
+		_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(client)
+		get := func() (*http.Response, error) {
+			go func() {
+				_, _ = io.WriteString(client, "GET http://127.0.0.1:80/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+			}()
+			return http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+		}
+		resp, err := get()
+		if err != nil {
+			t.Fatalf("the client got no well-formed response (%v) to the origin's %q", err, answer)
+		}
+		// A body cut short is how the client learns the origin failed mid-body.
+		_, bodyErr := io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		// Nothing more comes unasked: the connection is kept for the next request, or closed.
+		_ = client.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, err := br.Read(make([]byte, 64))
+		if n > 0 {
+			t.Fatalf("the client got more than the one answer to its one request from the origin's %q", answer)
+		}
+		if bodyErr == nil && errors.Is(err, os.ErrDeadlineExceeded) && !resp.Close {
+			// Kept: the next request's answer is the origin's to it, from a new connection.
+			_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+			resp, err := get()
+			if err != nil {
+				t.Fatalf("second request after the origin's %q: %v", answer, err)
+			}
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != "fresh" {
+				t.Fatalf("second request after the origin's %q: %d %q, want the fresh connection's answer", answer, resp.StatusCode, b)
+			}
+		}
+		client.Close()
+		if err := <-served; err != nil {
+			t.Fatal(err)
 		}
 	})
 }
