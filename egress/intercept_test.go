@@ -202,11 +202,7 @@ func TestIntercept(t *testing.T) {
 // openTunnel opens a CONNECT tunnel through the proxy.
 func openTunnel(t *testing.T, proxyAddr, hostport string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialProxy(t, proxyAddr, 10*time.Second)
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)

@@ -151,15 +151,23 @@ func portOf(t testing.TB, addr string) string {
 	return p
 }
 
-// rawRequest sends one raw HTTP request to the proxy and returns the response.
-func rawRequest(t *testing.T, proxyAddr, req string) (*http.Response, string) {
+// dialProxy connects to the proxy at addr, with d for the whole exchange; the connection is
+// closed when the test ends.
+func dialProxy(t testing.TB, addr string, d time.Duration) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", proxyAddr)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(d))
+	return c
+}
+
+// rawRequest sends one raw HTTP request to the proxy and returns the response.
+func rawRequest(t *testing.T, proxyAddr, req string) (*http.Response, string) {
+	t.Helper()
+	c := dialProxy(t, proxyAddr, 10*time.Second)
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +184,7 @@ func rawRequest(t *testing.T, proxyAddr, req string) (*http.Response, string) {
 // returns the connection and the reply code; code 0 means a tunnel is open.
 func socksDial(t *testing.T, proxyAddr string, cmd, atyp byte, host string, port int) (net.Conn, byte) {
 	t.Helper()
-	c, err := net.Dial("tcp", proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialProxy(t, proxyAddr, 10*time.Second)
 	if _, err := c.Write([]byte{5, 1, 0}); err != nil {
 		t.Fatal(err)
 	}

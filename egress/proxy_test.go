@@ -122,12 +122,7 @@ func TestHTTPForward(t *testing.T) {
 	}
 
 	// curl's large uploads wait for 100 Continue before sending the body.
-	c, err := net.Dial("tcp", proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialProxy(t, proxyAddr, 5*time.Second)
 	fmt.Fprintf(c, "PUT http://origin.test:%s/echo HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", port)
 	cbr := bufio.NewReader(c)
 	line, err := cbr.ReadString('\n')
@@ -311,12 +306,7 @@ func TestSOCKS5(t *testing.T) {
 	}
 
 	t.Run("no acceptable method", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		c := dialProxy(t, addr, 5*time.Second)
 		_, _ = c.Write([]byte{5, 1, 2}) // username/password only
 		var sel [2]byte
 		if _, err := io.ReadFull(c, sel[:]); err != nil || sel != [2]byte{5, 0xff} {
@@ -382,12 +372,7 @@ func TestDenials(t *testing.T) {
 
 	// A denied request without a body leaves the connection usable: an agent's client that
 	// keeps one connection to the proxy can go on.
-	c2, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	_ = c2.SetDeadline(time.Now().Add(5 * time.Second))
+	c2 := dialProxy(t, addr, 5*time.Second)
 	br := bufio.NewReader(c2)
 	for range 2 {
 		fmt.Fprintf(c2, "GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
@@ -705,11 +690,7 @@ func TestConnCap(t *testing.T) {
 		t.Errorf("over cap: %d %q", resp.StatusCode, body)
 	}
 	// A SOCKS client over the cap gets SOCKS' refusal.
-	sc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sc.SetDeadline(time.Now().Add(5 * time.Second))
+	sc := dialProxy(t, addr, 5*time.Second)
 	_, _ = sc.Write([]byte{5, 1, 0})
 	var sel [2]byte
 	if _, err := io.ReadFull(sc, sel[:]); err != nil || sel != [2]byte{5, 0xff} {
@@ -770,12 +751,7 @@ func TestHeaderTimeout(t *testing.T) {
 	t.Parallel()
 	s := &Server{Decide: allowDecide, HeaderTimeout: 200 * time.Millisecond}
 	addr := startProxy(t, s)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialProxy(t, addr, 5*time.Second)
 	// A header trickled in a byte at a time still has to finish by the deadline.
 	start := time.Now()
 	for _, b := range []byte("GET http://example.com/ HTTP/1.1\r\nX: ") {
@@ -1011,12 +987,7 @@ func TestHeadBounded(t *testing.T) {
 		{"after a kept-alive request", good + "\r\n", "GET " + url + "/" + big},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			c := dialProxy(t, addr, 10*time.Second)
 			br := bufio.NewReader(c)
 			if tc.first != "" {
 				_, _ = io.WriteString(c, tc.first)
@@ -1046,12 +1017,7 @@ func TestHeadBounded(t *testing.T) {
 		}
 	})
 	t.Run("within the bound, with a big body", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		c := dialProxy(t, addr, 10*time.Second)
 		body := strings.Repeat("c", 4<<20)
 		req := "POST " + url + "/ HTTP/1.1\r\nHost: api.test:" + port + "\r\nX-Pad: " + strings.Repeat("d", 60<<10) +
 			"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
@@ -1151,11 +1117,7 @@ func TestUpstreamNotShared(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for i, p := range []string{proxies[0], proxies[1], proxies[0]} {
-		c, err := net.Dial("tcp", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		c := dialProxy(t, p, 10*time.Second)
 		br := bufio.NewReader(c)
 		first, second := get(c, br), get(c, br)
 		c.Close()
@@ -1265,12 +1227,7 @@ func TestUpstreamKeptConnection(t *testing.T) {
 		return ok(fmt.Sprintf("other conn %d %s", conn, r.URL.Path)), false
 	})
 	addr := startProxy(t, &Server{Decide: allowDecide, AllowPrivate: loopback})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialProxy(t, addr, 10*time.Second)
 	br := bufio.NewReader(c)
 	send := func(method, origin, path string) string {
 		t.Helper()
