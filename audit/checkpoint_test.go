@@ -104,7 +104,9 @@ func TestEnqueueAloneIsWrittenSoon(t *testing.T) {
 }
 
 // Each caller's start (Enqueue) precedes its end (AppendWritten) in the chain, however many
-// callers interleave: the writer takes queued records ahead of the request that follows them.
+// callers interleave: the writer takes queued records ahead of the request that follows them,
+// and an end written on its caller's goroutine (writeNow) never overtakes a start the writer
+// took in with durable records it holds for the next fsync (durable callers run alongside).
 func TestEnqueueKeepsEachCallersOrder(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(Config{Dir: dir}, zaptest.NewLogger(t))
@@ -113,6 +115,23 @@ func TestEnqueueKeepsEachCallersOrder(t *testing.T) {
 	}
 	const callers, calls = 16, 50
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var durable sync.WaitGroup
+	for range 4 {
+		durable.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := l.Append(context.Background(), &Record{Kind: KindSessionCreate, Session: itoa(i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
 	for c := range callers {
 		wg.Add(1)
 		go func() {
@@ -123,6 +142,7 @@ func TestEnqueueKeepsEachCallersOrder(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				time.Sleep(100 * time.Microsecond) // the call runs: a durable record may take the start in
 				if err := l.AppendWritten(context.Background(), &Record{Kind: KindCallEnd, ToolUseID: id}); err != nil {
 					t.Error(err)
 					return
@@ -131,6 +151,8 @@ func TestEnqueueKeepsEachCallersOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	durable.Wait()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,35 @@ func (l *Log) run() {
 			batch = batch[:0]
 		}
 	}
+	// wmu is held from each wake-up until the next wait (see writeNow).
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	for {
+		l.held = len(batch)
+		l.wmu.Unlock()
+		var req *request
+		var syncErr error
+		var cpDone chan error
+		var which int
 		select {
-		case req := <-l.reqs:
+		case req = <-l.reqs:
+			which = wakeRequest
+		case syncErr = <-l.syncDone:
+			which = wakeSynced
+		case <-l.syncTimer.C:
+			which = wakeSyncTimer
+		case <-l.queueTimer.C:
+			which = wakeQueueTimer
+		case <-tick.C:
+			which = wakeTick
+		case cpDone = <-l.cps:
+			which = wakeCheckpoint
+		case <-l.quit:
+			which = wakeQuit
+		}
+		l.wmu.Lock()
+		switch which {
+		case wakeRequest:
 			l.receive(&batch, req)
 			l.drain(&batch)
 			if l.inflight && len(batch) < l.cfg.maxBatch && !anyWritten(batch) {
@@ -39,7 +65,7 @@ func (l *Log) run() {
 			l.gather(&batch, 0)
 			flush()
 			l.startSync()
-		case err := <-l.syncDone:
+		case wakeSynced:
 			// Under load, wake this sync's waiters first and give them a moment to come
 			// back (gather) before the next sync: otherwise each sync carries only the
 			// writers that were not in the previous one, and batches settle at half the
@@ -47,7 +73,7 @@ func (l *Log) run() {
 			// load whose woken writers did not come back last time (a daemon's calls go
 			// off to run their tool): like a database's commit delay, the pause only pays
 			// when many commit at once, again and again.
-			done := l.endSync(err)
+			done := l.endSync(syncErr)
 			l.answer(done)
 			switch {
 			case len(done.reqs) < gatherSiblings:
@@ -65,17 +91,17 @@ func (l *Log) run() {
 			}
 			flush()
 			l.startSync()
-		case <-l.syncTimer.C:
+		case wakeSyncTimer:
 			l.syncArmed, l.syncDue = false, true
 			l.startSync()
-		case <-l.queueTimer.C:
+		case wakeQueueTimer:
 			l.takeQueued(&batch)
 			flush()
-		case <-tick.C:
+		case wakeTick:
 			l.takeQueued(&batch)
 			flush()
 			l.periodic()
-		case done := <-l.cps:
+		case wakeCheckpoint:
 			l.takeQueued(&batch)
 			flush()
 			if l.w.sinceCP > 0 || len(l.w.pending) > 0 {
@@ -83,11 +109,11 @@ func (l *Log) run() {
 			}
 			l.flushSync()
 			if !l.healthy.Load() {
-				done <- errcode.Msg(errcode.AuditUnavailable, "audit log unwritable: checkpoint not written")
+				cpDone <- errcode.Msg(errcode.AuditUnavailable, "audit log unwritable: checkpoint not written")
 			} else {
-				done <- nil
+				cpDone <- nil
 			}
-		case <-l.quit:
+		case wakeQuit:
 			// Close set closed under mu, so no sender is left; flush what they queued.
 			for {
 				l.takeQueued(&batch)
@@ -104,6 +130,43 @@ func (l *Log) run() {
 			return
 		}
 	}
+}
+
+// What woke the writer goroutine.
+const (
+	wakeRequest = iota
+	wakeSynced
+	wakeSyncTimer
+	wakeQueueTimer
+	wakeTick
+	wakeCheckpoint
+	wakeQuit
+)
+
+// writeNow writes req, an AppendWritten's record, on the caller's goroutine when the writer is
+// idle and nothing is waiting for it, and answers it: handing it to the writer goroutine and
+// back costs two goroutine wake-ups, on a small host a good part of a decision's latency. It
+// reports false, having done nothing, when the record must go the writer's way: the writer is
+// busy, has requests waiting or holds some for the next sync (they were taken in first, and
+// may hold this caller's Enqueued records), a rotation is due, or a failed write or sync must be repaired
+// first. Those may wait on the fsync goroutine, which only the writer goroutine may do: the
+// caller holds wmu, and the writer goroutine may be the one that takes the sync's result
+// (syncDone) and then waits for wmu.
+func (l *Log) writeNow(req *request) bool {
+	if l.cfg.maxBatch == 1 || len(l.reqs) > 0 || !l.wmu.TryLock() {
+		return false
+	}
+	defer l.wmu.Unlock()
+	if len(l.reqs) > 0 || l.held > 0 || l.syncBroke || l.w.dirty || l.rotationDue(time.Now().UTC()) {
+		return false
+	}
+	batch := []*request{}
+	l.takeQueued(&batch) // an Enqueued record goes before any later one of its caller's
+	batch = append(batch, req)
+	l.write(batch, false)
+	l.startSync()
+	l.answerWritten()
+	return true
 }
 
 // queuedHold bounds how long an Enqueued record waits for a request with a waiter.

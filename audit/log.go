@@ -121,7 +121,11 @@ type Log struct {
 	spaceChecked atomic.Int64
 	spaceLow     atomic.Bool
 
-	w     writer // owned by the writer goroutine (and Open before it starts)
+	// wmu is held by whoever writes: the writer goroutine, from the moment it takes something
+	// in until it waits again, or an AppendWritten that finds it idle (writeNow). Everything
+	// below that the comments call the writer goroutine's is guarded by it.
+	wmu   sync.Mutex
+	w     writer // the writer's (and Open's, before the writer starts)
 	heads *headWriter
 
 	// queued holds Enqueue's records. Nobody waits for them, so Enqueue adds them here without
@@ -153,6 +157,7 @@ type Log struct {
 	gatherBackoff int
 	gatherPenalty int
 	written       []*request // written by write, answered by answerWritten
+	held          int        // requests the writer goroutine took in and holds for the next sync
 }
 
 type writer struct {
@@ -339,6 +344,12 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 		}
 		return nil
 	}
+	if wait == waitWritten && l.writeNow(req) {
+		enqueued = true
+		l.preparing.Add(-1)
+		l.mu.RUnlock()
+		return l.answered(ctx, r, req)
+	}
 	select {
 	case l.reqs <- req:
 		enqueued = true
@@ -348,6 +359,11 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 		l.mu.RUnlock()
 		return fmt.Errorf("audit append: %w", ctx.Err())
 	}
+	return l.answered(ctx, r, req)
+}
+
+// answered waits for req's answer and copies what the log set into r.
+func (l *Log) answered(ctx context.Context, r *Record, req *request) error {
 	select {
 	case err := <-req.done:
 		if err != nil {

@@ -35,10 +35,7 @@ func (l *Log) openFile(name string, now time.Time) error {
 }
 
 func (l *Log) rotateIfDue(now time.Time) error {
-	if l.w.off == 0 {
-		return nil
-	}
-	if l.w.off < l.cfg.MaxFileBytes && now.Sub(l.w.started) < l.cfg.MaxFileAge {
+	if !l.rotationDue(now) {
 		return nil
 	}
 	// Everything written to the old file is synced before the writer moves on from it.
@@ -55,6 +52,11 @@ func (l *Log) rotateIfDue(now time.Time) error {
 	l.rotations.Add(1)
 	l.prune()
 	return nil
+}
+
+// rotationDue reports whether the current file is big or old enough to rotate.
+func (l *Log) rotationDue(now time.Time) bool {
+	return l.w.off > 0 && (l.w.off >= l.cfg.MaxFileBytes || now.Sub(l.w.started) >= l.cfg.MaxFileAge)
 }
 
 // Rotations counts the rotations since Open: a writer that states something once per file
