@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -1263,10 +1265,10 @@ func TestUpstreamKeptConnection(t *testing.T) {
 			t.Errorf("%s %s: the origin saw %q, want %q", step.method, step.path, got, step.want)
 		}
 		if strings.Contains(step.path, "close") {
-			// The next request comes once the origin has closed (its FIN on the way on
-			// loopback): a close the proxy could not have seen is the race every client has.
+			// The next request comes once the proxy's kernel has the origin's FIN: a close
+			// the proxy could not have seen yet is the race every client has.
 			<-o.closed
-			time.Sleep(10 * time.Millisecond)
+			waitNotEstablished(t, o.addr)
 		}
 	}
 	if n := o.conns.Load(); n != 6 {
@@ -1276,5 +1278,37 @@ func TestUpstreamKeptConnection(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Count(strings.Join(seen, "\n"), "POST /i"); got != 1 {
 		t.Errorf("the origin saw POST /i %d times, want once:\n%s", got, strings.Join(seen, "\n"))
+	}
+}
+
+// waitNotEstablished waits until no TCP connection of this network namespace to addr (an IPv4
+// loopback address) is still ESTABLISHED: the peer's FIN has reached every one
+// (/proc/net/tcp, state 01).
+func waitNotEstablished(t *testing.T, addr string) {
+	t.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	ip := ap.Addr().As4()
+	// /proc/net/tcp writes the address as the host-order u32 and the port big-endian, in hex.
+	remote := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ap.Port())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := false
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && f[2] == remote && f[3] == "01" {
+				open = true
+			}
+		}
+		if !open {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a connection to %s is still established 10 s after the origin closed it", addr)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
