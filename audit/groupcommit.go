@@ -145,15 +145,16 @@ const (
 
 // writeNow writes req, an AppendWritten's record, on the caller's goroutine when the writer is
 // idle and nothing is waiting for it, and answers it: handing it to the writer goroutine and
-// back costs two goroutine wake-ups, on a small host a good part of a decision's latency. It
-// reports false, having done nothing, when the record must go the writer's way: the writer is
-// busy, has requests waiting or holds some for the next sync (they were taken in first, and
-// may hold this caller's Enqueued records), a rotation is due, or a failed write or sync must be repaired
-// first. Those may wait on the fsync goroutine, which only the writer goroutine may do: the
-// caller holds wmu, and the writer goroutine may be the one that takes the sync's result
-// (syncDone) and then waits for wmu.
+// back costs two goroutine wake-ups, on a small host a good part of a decision's latency.
+//
+// It reports false, having done nothing, when the record must go the writer's way: the writer
+// is busy, has requests waiting, or holds some for the next sync (taken in first, they may
+// include this caller's Enqueued records); or a rotation is due, or a failed write or sync
+// must be repaired first. Those may wait on the fsync goroutine, which only the writer
+// goroutine may do: the caller holds wmu, and the writer goroutine may be the one that takes
+// the sync's result (syncDone) and then waits for wmu.
 func (l *Log) writeNow(req *request) bool {
-	if l.cfg.maxBatch == 1 || len(l.reqs) > 0 || !l.wmu.TryLock() {
+	if l.cfg.maxBatch == 1 || !l.wmu.TryLock() {
 		return false
 	}
 	defer l.wmu.Unlock()

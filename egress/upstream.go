@@ -64,10 +64,10 @@ func (u *upstream) close() {
 const maxInformational = 5
 
 // exchange sends out, a request with no body, to dst on the kept connection to it (or a new
-// one) and reads the answer's head; the body is read from the connection by the caller, and
-// done says whether it may carry the next request. A request that may be sent twice (GET,
-// HEAD, OPTIONS, TRACE) is sent again on a new connection when a kept one turns out closed by
-// the origin before it said anything: it was idle, and the origin timed it out.
+// one) and reads the answer's head. The caller reads the body from the connection and drops
+// the connection (dropUpstream) when it cannot carry the next request. A request that may be
+// sent twice (GET, HEAD, OPTIONS, TRACE) is sent again on a new connection when the origin
+// closed a kept one without a word after alive looked: it timed the idle connection out.
 func (h *httpConn) exchange(ctx context.Context, out *http.Request, dst netip.AddrPort) (*http.Response, error) {
 	for {
 		reused := h.up != nil && h.up.dst == dst && h.up.alive()
