@@ -23,7 +23,7 @@ type guarded struct{ root, rel string }
 // `git clone` make a new one whole; that .git itself is guarded, and what in it would run
 // code is moved aside (unsafeInNewRepo).
 func guardable(v *fsView, c string, writable []string) (guarded, bool) {
-	if i := strings.Index(c+"/", "/.git/"); i >= 0 && i+len("/.git") < len(c) {
+	if i := strings.Index(c, "/.git/"); i >= 0 {
 		if _, err := v.lstat(c[:i+len("/.git")]); err != nil {
 			return guarded{}, false
 		}

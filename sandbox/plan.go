@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -248,5 +247,7 @@ func cleanAbs(p string) (string, error) {
 }
 
 func under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+	// Compared in place: dir+"/" would allocate, and the plan asks this of every pair of
+	// candidate and writable dir.
+	return p == dir || dir == "/" || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }

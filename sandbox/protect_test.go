@@ -644,3 +644,56 @@ func TestToolSettingsProtectedWorkFilesNot(t *testing.T) {
 		t.Errorf("a new .git/commondir was left in place (moved aside: %v)", res.MovedAside)
 	}
 }
+
+// TestUnder pins the path containment every plan decision rests on: a dir holds itself and
+// what lies below a "/" after it, never a sibling that only shares its name's start.
+func TestUnder(t *testing.T) {
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/b", "/a", true},
+		{"/a", "/a", true},
+		{"/a/b/c", "/a/b", true},
+		{"/ab", "/a", false},
+		{"/a", "/a/b", false},
+		{"/", "/a", false},
+		{"/x", "/", true},
+		{"/", "/", true},
+		{"/a/bc", "/a/b", false},
+		{"", "/a", false},
+	} {
+		if got := under(c.p, c.dir); got != c.want {
+			t.Errorf("under(%q, %q) = %v, want %v", c.p, c.dir, got, c.want)
+		}
+	}
+}
+
+// TestGuardableInsideGit: a path inside a .git that does not exist is not guarded (git init
+// makes the .git whole); one inside an existing .git, or the .git itself, is.
+func TestGuardableInsideGit(t *testing.T) {
+	w := t.TempDir()
+	if err := os.Mkdir(filepath.Join(w, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v := newFSView()
+	for rel, want := range map[string]bool{
+		"repo/.git":        true,
+		"repo/.git/config": false, // repo/.git is missing
+		".gitmodules":      true,
+	} {
+		if _, ok := guardable(v, filepath.Join(w, rel), []string{w}); ok != want {
+			t.Errorf("guardable(%s) = %v, want %v", rel, ok, want)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(w, "repo", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := guardable(newFSView(), filepath.Join(w, "repo/.git/config"), []string{w})
+	if !ok || g.root != w || g.rel != "repo/.git/config" {
+		t.Errorf("guardable inside an existing .git = %+v %v, want root %s rel repo/.git/config", g, ok, w)
+	}
+	if _, ok := guardable(newFSView(), w, []string{w}); ok {
+		t.Error("the writable dir itself was guardable")
+	}
+}
