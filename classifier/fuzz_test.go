@@ -24,6 +24,13 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("internal error (recovered panic) on %q", cmd)
 		}
 		checkInvariants(t, cmd, c)
+		// The session's dirs feed paths and risks, never ReadOnly: the pipeline takes a
+		// call's ReadOnly from its classification with them and reads it nowhere else.
+		for _, o := range []Options{{}, {Cwd: "/", Home: "/root", WorkDirs: []string{"/srv", "/tmp"}}} {
+			if other := Classify(cmd, o); other.ReadOnly != c.ReadOnly {
+				t.Fatalf("%q: read-only %v with the test dirs, %v with %+v (%s / %s)", cmd, c.ReadOnly, other.ReadOnly, o, c.Reason, other.Reason)
+			}
+		}
 		if c.ReadOnly && badChar(cmd) != "" {
 			t.Fatalf("read-only with a control character: %q", cmd)
 		}

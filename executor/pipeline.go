@@ -324,7 +324,8 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 		return nil
 	}
 	ch := make(chan *classifier.Classification, 1)
-	st.call.bash = ch
+	// A hook's updatedInput starts this again: what was read of the old command is dropped.
+	st.call.bash, st.call.bashResult = ch, nil
 	shell := st.req.Shell
 	if d := classifier.ShellOf(shell); d != "" {
 		shell = d // dash reads as sh, rbash as bash; a shell it cannot read stays unclassified
@@ -386,10 +387,15 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	}
 	st.facts = facts
 	// Nothing changes the input after this step: execute and the audit use the same answer.
-	st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
-	if cl := st.call.Classification(); cl != nil && !cl.ReadOnly {
-		// Read for the shell that runs it (Request.Shell), a command bash reads as read-only may not be.
-		st.readOnly = false
+	if cl := st.call.Classification(); cl != nil {
+		// The command as read for the shell that runs it (Request.Shell). Bash's own reading
+		// without the session's dirs (the tool's IsReadOnly) says the same or less: the
+		// dirs do not change ReadOnly, and another shell's reading only ever refuses more
+		// (both are fuzzed: FuzzClassify, FuzzClassifyDialects). So the command is not
+		// parsed twice.
+		st.readOnly = cl.ReadOnly
+	} else {
+		st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
 	}
 	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook}
 	d, err := p.decider.Decide(ctx, in)

@@ -284,3 +284,45 @@ func TestAuditWaitsByEffect(t *testing.T) {
 		t.Errorf("read with an unrecordable end was returned: %+v %v", out.Result, out.Err)
 	}
 }
+
+// fakeBashDef is a tool named Bash whose own IsReadOnly always says yes, so a test sees where
+// the pipeline takes a Bash call's ReadOnly from.
+func fakeBashDef() Def {
+	return Def{
+		Name:     "Bash",
+		Schema:   `{"type":"object","properties":{"command":{"type":"string"}},"required":["command"],"additionalProperties":false}`,
+		ReadOnly: func(Input) bool { return true },
+		Run:      func(context.Context, *Call, Progress) (*Result, error) { return Text(""), nil },
+	}
+}
+
+// TestBashReadOnlyFromItsClassification: a Bash call is read-only exactly when its
+// classification (read for the shell that runs it) says so, and a command read again after a
+// hook's updatedInput replaces the one read before.
+func TestBashReadOnlyFromItsClassification(t *testing.T) {
+	for cmd, want := range map[string]bool{"ls -la": true, "touch x": false, "ls *(e:'touch x':)": false} {
+		d := allow()
+		p, s := newTestPipeline(t, d, &memRecorder{}, fakeBashDef())
+		r := req("Bash", `{"command":`+strconvQuote(cmd)+`}`)
+		r.Shell = "zsh"
+		p.Decide(context.Background(), s, s.Owner, r)
+		if len(d.seen) != 1 || d.seen[0].ReadOnly != want {
+			t.Errorf("%q for zsh: decided with read-only %v, want %v", cmd, d.seen, want)
+		}
+	}
+	p, s := newTestPipeline(t, allow(), &memRecorder{}, fakeBashDef())
+	st := &state{req: req("Bash", `{"command":"ls"}`), sess: s, caller: s.Owner}
+	if err := stepLookup(context.Background(), p, st); err != nil {
+		t.Fatal(err)
+	}
+	st.call.Input = Input{"command": "ls"}
+	if err := stepClassifyStart(context.Background(), p, st); err != nil || !st.call.Classification().ReadOnly {
+		t.Fatalf("ls: %v %+v", err, st.call.Classification())
+	}
+	st.call.Input = Input{"command": "touch x"} // as a hook's updatedInput replaces it
+	if err := stepClassifyStart(context.Background(), p, st); err != nil || st.call.Classification().ReadOnly {
+		t.Errorf("the rewritten command kept the first one's classification: %+v", st.call.Classification())
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
