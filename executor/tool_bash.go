@@ -89,7 +89,12 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	if len(cl.Paths) > maxBashPathFacts {
 		return tf, errcode.Msg(errcode.Validation, fmt.Sprintf("the command names more than %d paths; split it", maxBashPathFacts))
 	}
-	for _, pu := range cl.Paths {
+	if len(cl.Paths) == 0 {
+		return tf, nil
+	}
+	tf.Paths = make([]permission.PathFact, len(cl.Paths))
+	fact := func(i int) {
+		pu := cl.Paths[i]
 		access := permission.Read
 		if pu.Access == "write" {
 			access = permission.Write
@@ -99,9 +104,17 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given.
 			resolved, special = pu.Path, ""
 		}
-		tf.Paths = append(tf.Paths, permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
-			Redirect: pu.Cmd == "redirect"})
+		tf.Paths[i] = permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
+			Redirect: pu.Cmd == "redirect"}
 	}
+	// Each path is a round trip to the worker, which answers requests concurrently: asked
+	// all at once, a command's paths cost about one round trip, not one each.
+	var wg sync.WaitGroup
+	for i := 1; i < len(cl.Paths); i++ {
+		wg.Go(func() { fact(i) })
+	}
+	fact(0)
+	wg.Wait()
 	return tf, nil
 }
 

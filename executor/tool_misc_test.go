@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/session"
@@ -114,6 +115,47 @@ func TestPathFactsResolvedAsOwner(t *testing.T) {
 	b, err := e.h.ReadFileAs(context.Background(), e.s, target, 1024)
 	if err != nil || string(b) != "s" {
 		t.Fatalf("ReadFileAs %q %v", b, err)
+	}
+}
+
+// TestBashPathFactsEachResolved: every path a command names gets its own fact, in the
+// command's order, resolved as the owner: the worker is asked for them all at once.
+func TestBashPathFactsEachResolved(t *testing.T) {
+	e := newToolEnv(t)
+	target := e.file(t, "real/secret.txt", "s")
+	if err := os.Symlink(filepath.Dir(target), filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range 9 {
+		names = append(names, fmt.Sprintf("f%d.txt", i))
+	}
+	cmd := "cat link/secret.txt " + strings.Join(names, " ") + " /dev/zero > out.txt"
+	cl := classifier.Classify(cmd, classifier.Options{Cwd: e.dir, WorkDirs: []string{e.dir}})
+	ch := make(chan *classifier.Classification, 1)
+	ch <- cl
+	c := &Call{Tool: e.defs["Bash"], Input: Input{"command": cmd}, Session: e.s, bash: ch}
+	facts, err := e.defs["Bash"].CheckPermissions(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]permission.PathFact{}
+	add := func(f permission.PathFact) { want[f.Requested] = f }
+	add(permission.PathFact{Requested: filepath.Join(e.dir, "link/secret.txt"), Resolved: target, Access: permission.Read})
+	for _, n := range names {
+		p := filepath.Join(e.dir, n)
+		add(permission.PathFact{Requested: p, Resolved: p, Access: permission.Read})
+	}
+	add(permission.PathFact{Requested: "/dev/zero", Resolved: "/dev/zero", Access: permission.Read, Special: "device"})
+	out := filepath.Join(e.dir, "out.txt")
+	add(permission.PathFact{Requested: out, Resolved: out, Access: permission.Write, Redirect: true})
+	if len(cl.Paths) != len(want) || len(facts.Paths) != len(want) {
+		t.Fatalf("%d paths classified, %d facts, want %d: %+v", len(cl.Paths), len(facts.Paths), len(want), facts.Paths)
+	}
+	for i, pu := range cl.Paths {
+		if f := facts.Paths[i]; f.Requested != pu.Path || f != want[pu.Path] {
+			t.Errorf("fact %d: %+v, want %+v (the classifier's path %d is %s)", i, f, want[pu.Path], i, pu.Path)
+		}
 	}
 }
 

@@ -96,7 +96,9 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return e.client, h.startWorker(s, e, dirs, rules)
+	// Started first: the order of a field's read and a call in one return is unspecified.
+	err := h.startWorker(s, e, dirs, rules)
+	return e.client, err
 }
 
 // writer is the session's worker for a write to path. A write under a protected path gets a
