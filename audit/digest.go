@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"github.com/gowebpki/jcs"
 )
@@ -33,7 +35,7 @@ func jcsAlready(b []byte) bool { return isCanonical(b) && jcsSafe(b) }
 // \u escape (JCS writes those characters raw or as \b \f) and no number but a short integer
 // other than -0 (JCS writes numbers as ECMAScript does).
 func jcsSafe(b []byte) bool {
-	inStr, digits := false, 0
+	inStr := false
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if c >= 0x80 {
@@ -54,17 +56,18 @@ func jcsSafe(b []byte) bool {
 		switch {
 		case c == '"':
 			inStr = true
-		case c == '.' || c == 'e' || c == 'E':
-			return false
-		case c == '-' && i+1 < len(b) && b[i+1] == '0':
-			return false // -0: JCS writes 0
-		case c >= '0' && c <= '9':
-			if digits++; digits > 15 {
-				return false
+		case c == '-' || c >= '0' && c <= '9':
+			// A number, to its end: the e of true and false is not an exponent.
+			j := i
+			for j < len(b) && strings.IndexByte("0123456789+-.eE", b[j]) >= 0 {
+				j++
 			}
-			continue
+			num := b[i:j]
+			if bytes.ContainsAny(num, ".eE") || string(num) == "-0" || len(bytes.TrimPrefix(num, []byte("-"))) > 15 {
+				return false // JCS writes these as ECMAScript does, -0 as 0
+			}
+			i = j - 1
 		}
-		digits = 0
 	}
 	return true
 }

@@ -38,6 +38,18 @@ func TestInputDigestIsJCS(t *testing.T) {
 			t.Errorf("%s: digest %s, want the JCS form's %s (%s)", in, got, sha(canon), canon)
 		}
 	}
+	// Literals are not numbers: input with true or false is its own JCS form like any other,
+	// and takes the fast path.
+	for _, in := range []string{`{"a":true,"b":false,"c":null}`, `[false,-12,true,0]`, `{"read_only":true,"uid":0}`} {
+		if !jcsAlready([]byte(in)) {
+			t.Errorf("%s: not proved its own JCS form", in)
+		}
+	}
+	for _, in := range []string{`[1e3]`, `[1.5]`, `[-0]`, `[1234567890123456]`, `[true,1E2]`} {
+		if jcsAlready([]byte(in)) {
+			t.Errorf("%s: proved its own JCS form, which it is not", in)
+		}
+	}
 	if got := InputDigest([]byte("not json")); got != sha([]byte("not json")) {
 		t.Errorf("invalid JSON is digested raw: %s", got)
 	}
@@ -45,7 +57,8 @@ func TestInputDigestIsJCS(t *testing.T) {
 
 // The fast path never claims input is its own JCS form when it is not.
 func FuzzInputDigest(f *testing.F) {
-	for _, s := range []string{`{"command":"ls"}`, `{"a":[1,2,{"b":null}],"c":"\n"}`, `{"x":1e3}`, `{"é":1}`, `[0,-1,"\u0001"]`} {
+	for _, s := range []string{`{"command":"ls"}`, `{"a":[1,2,{"b":null}],"c":"\n"}`, `{"x":1e3}`, `{"é":1}`, `[0,-1,"\u0001"]`,
+		`{"a":true,"b":false,"c":-0}`, `[1E2,-1.5,123456789012345,1234567890123456]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
