@@ -413,7 +413,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.ForClause:
 		switch l := cmd.Loop.(type) {
 		case *syntax.WordIter:
-			w.setsVars = true
+			w.assigned(l.Name.Value)
 			for _, x := range l.Items {
 				w.node(x)
 			}
@@ -544,6 +544,17 @@ func (w *walker) unsupportedf(reason string) {
 	}
 }
 
+// assigned notes a variable the line sets other than by a plain assignment: a for or select
+// loop's name, ${name:=word}, a {name}<file redirection. It is held to what a bare assignment
+// may set (safeBareAssign): PATH or HOME set any of these ways is exported to every command
+// after it, which then runs whatever that PATH or HOME points at.
+func (w *walker) assigned(name string) {
+	w.setsVars = true
+	if !safeBareAssign(name) {
+		w.unsupportedf(reasonUnsafeAssign)
+	}
+}
+
 // node finds substitutions and arithmetic anywhere under n. Commands nested in
 // $(...), backticks and <(...)/>(...) become subcommands of their own.
 func (w *walker) node(n syntax.Node) {
@@ -604,8 +615,8 @@ func (w *walker) visitNode(n syntax.Node) bool {
 		if x.Index != nil || x.Slice != nil {
 			w.hasArith = true
 		}
-		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
-			w.setsVars = true
+		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
+			w.assigned(x.Param.Value)
 		}
 	}
 	return true
@@ -617,6 +628,9 @@ func (w *walker) redirects(inherited []Redirect, rs []*syntax.Redirect) []Redire
 	out := make([]Redirect, 0, len(inherited)+len(rs))
 	out = append(out, inherited...)
 	for _, r := range rs {
+		if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+			w.assigned(strings.Trim(r.N.Value, "{}")) // bash stores the fd it opens in the name
+		}
 		if r.Word != nil {
 			w.node(r.Word)
 		}

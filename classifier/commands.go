@@ -202,7 +202,7 @@ func (w *walker) readOnlyReason(sb *sub) string {
 	if len(sb.args) == 0 {
 		for _, a := range sb.assigns {
 			if !safeBareAssign(a.name) {
-				return "unsafe_assignment"
+				return reasonUnsafeAssign
 			}
 		}
 		return "neutral"

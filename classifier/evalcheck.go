@@ -24,6 +24,8 @@ const (
 	reasonArrayAssign = "array_assignment"
 	reasonFuncDef     = "function_definition"
 	reasonLineStruct  = "line_structure"
+	// reasonUnsafeAssign is a variable set that a bare assignment could not set (safeBareAssign).
+	reasonUnsafeAssign = "unsafe_assignment"
 )
 
 // isIdent reports whether s is a shell variable name.
@@ -255,6 +257,30 @@ func nameArg(a word) bool {
 	return a.static && !a.glob && isIdent(a.val)
 }
 
+// assignedName checks a word a builtin assigns to as a variable (read, mapfile, getopts,
+// printf -v): a plain name, and one a bare assignment could set. PATH or HOME set through
+// `read` or `printf -v` is exported to the commands after it as surely as PATH=x is.
+func assignedName(a word) string {
+	if !nameArg(a) {
+		return reasonVarName
+	}
+	if !safeBareAssign(a.val) {
+		return reasonUnsafeAssign
+	}
+	return ""
+}
+
+// assignedInline is assignedName for a name glued to its option (-vHOME, -aHOME).
+func assignedInline(name string) string {
+	if !isIdent(name) {
+		return reasonVarName
+	}
+	if !safeBareAssign(name) {
+		return reasonUnsafeAssign
+	}
+	return ""
+}
+
 // checkNameArgs is the check of read, mapfile, readarray, getopts, printf, test and [: the
 // words they take as variable names must be plain names (nameArg), and any word that could
 // expand to an option (a glob, a brace expansion, a non-static word where options go) is
@@ -278,9 +304,10 @@ func checkNameArgs(args []string, w *walker) string {
 		return readNames(ws[1:], "dnOsuc", "", "C")
 	case "getopts":
 		w.setsVars = true
-		if len(ws) < 3 || !nameArg(ws[2]) {
+		if len(ws) < 3 {
 			return reasonVarName
 		}
+		return assignedName(ws[2])
 	case "printf":
 		if len(ws) < 2 {
 			return ""
@@ -292,12 +319,12 @@ func checkNameArgs(args []string, w *walker) string {
 		if v, ok := strings.CutPrefix(a.val, "-v"); ok {
 			w.setsVars = true
 			if v == "" {
-				if len(ws) < 3 || !nameArg(ws[2]) {
+				if len(ws) < 3 {
 					return reasonVarName
 				}
-			} else if !isIdent(v) {
-				return reasonVarName
+				return assignedName(ws[2])
 			}
+			return assignedInline(v)
 		}
 	case "test", "[":
 		hasSub := false
@@ -355,22 +382,26 @@ func readNames(ws []word, argOpts, nameOpts, execOpts string) string {
 						return reasonVarName
 					}
 					i++
-					if inName && !nameArg(ws[i]) {
-						return reasonVarName
+					if inName {
+						if r := assignedName(ws[i]); r != "" {
+							return r
+						}
 					}
 					if !ws[i].static {
 						return reasonVarName
 					}
-				} else if inName && !isIdent(arg) {
-					return reasonVarName
+				} else if inName {
+					if r := assignedInline(arg); r != "" {
+						return r
+					}
 				}
 				break
 			}
 		}
 	}
 	for ; i < len(ws); i++ {
-		if !nameArg(ws[i]) {
-			return reasonVarName
+		if r := assignedName(ws[i]); r != "" {
+			return r
 		}
 	}
 	return ""
