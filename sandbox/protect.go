@@ -74,6 +74,11 @@ var ProtectedInHome = []string{
 // home, absolute; which of them exist is the plan's to find out, as the caller. Besides each
 // writable dir, every dir from the one holding cwd down to cwd is a root: git finds its
 // repository from the cwd up, and the session's cwd may be a repository inside a writable dir.
+//
+// A writable dir may also lie inside a protected path (an added ~/.ssh, ~/.claude/commands or
+// a repository's .git/hooks), or hold part of one that starts above it (an added .cargo holds
+// .cargo/config.toml). The first is a candidate itself, protected whole; the second is a
+// candidate as any other.
 func ProtectedCandidates(writable []string, cwd, home string) []string {
 	var out []string
 	for _, d := range protectedRoots(writable, cwd) {
@@ -81,15 +86,53 @@ func ProtectedCandidates(writable []string, cwd, home string) []string {
 			out = append(out, filepath.Join(d, rel))
 		}
 	}
-	if home != "" && home != "/" {
+	hasHome := home != "" && home != "/"
+	if hasHome {
 		for _, rel := range ProtectedInHome {
 			out = append(out, filepath.Join(home, rel))
+		}
+	}
+	for _, w := range writable {
+		// tail is w below d; compared with each rel in place, as the plan asks this of every
+		// ancestor of every writable dir.
+		for d := filepath.Dir(w); ; d = filepath.Dir(d) {
+			tail := strings.TrimPrefix(w[len(d):], "/")
+			for _, rel := range ProtectedInDir {
+				if rel == ".git" {
+					continue // a .git dir stays writable: its config and hooks are named apart
+				}
+				if under(rel, tail) {
+					out = appendNew(out, filepath.Join(d, rel))
+				} else if under(tail, rel) {
+					out = appendNew(out, w)
+				}
+			}
+			if d == "/" || d == "." {
+				break
+			}
+		}
+		if hasHome {
+			for _, rel := range ProtectedInHome {
+				if under(w, filepath.Join(home, rel)) {
+					out = appendNew(out, w)
+				}
+			}
 		}
 	}
 	return out
 }
 
-// protectedRoots are the writable dirs and every dir from the one holding cwd down to cwd.
+// appendNew appends p unless out holds it: the plan takes candidates to be distinct.
+func appendNew(out []string, p string) []string {
+	if slices.Contains(out, p) {
+		return out
+	}
+	return append(out, p)
+}
+
+// protectedRoots are the writable dirs, every dir from the one holding cwd down to cwd, and
+// the repository of a writable dir inside a .git dir (its submodules' config and hooks are
+// patterns from there).
 func protectedRoots(writable []string, cwd string) []string {
 	roots := slices.Clone(writable)
 	for _, w := range writable {
@@ -97,6 +140,9 @@ func protectedRoots(writable []string, cwd string) []string {
 			for d := cwd; d != w && under(d, w); d = filepath.Dir(d) {
 				roots = append(roots, d)
 			}
+		}
+		if i := strings.Index(w+"/", "/.git/"); i >= 0 && !slices.Contains(roots, w[:max(i, 1)]) {
+			roots = append(roots, w[:max(i, 1)])
 		}
 	}
 	return roots
@@ -150,7 +196,8 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 		// An alias is the same file, looked at no further: a pooled init's copy of an older
 		// table may show it where the host's table no longer does (its mounts are optional).
 		for _, q := range append([]string{p}, al.of(p)...) {
-			if !slices.Contains(out, q) && slices.ContainsFunc(writable, func(w string) bool { return under(q, w) && q != w }) {
+			// A writable dir itself may be one: protected whole (an Edit deny of all of it).
+			if !slices.Contains(out, q) && slices.ContainsFunc(writable, func(w string) bool { return under(q, w) }) {
 				out = append(out, q)
 			}
 		}

@@ -697,3 +697,102 @@ func TestGuardableInsideGit(t *testing.T) {
 		t.Error("the writable dir itself was guardable")
 	}
 }
+
+// TestWritableDirInsideProtected: a writable dir that is a protected path (an added ~/.ssh),
+// lies inside one (an added ~/.config/sandboxd, a repository's .git/hooks) or holds the rest of
+// one that starts above it (an added .git holds .git/config) is read-only there in the kernel,
+// with the call's cwd elsewhere; and an Edit deny pattern covering a whole writable dir makes
+// it read-only whole. The .git dir itself stays writable where nothing protects it.
+func TestWritableDirInsideProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	other := filepath.Join(f.home, "other")
+	shared := filepath.Join(f.home, "shared")
+	for _, d := range []string{other, shared} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(shared, "f"), []byte("orig\n"), 0o644)
+	chownR(t, f.home)
+	gitDir := filepath.Join(f.repo, ".git")
+	for i, tc := range []struct {
+		writable string
+		attack   string
+		deny     string // an Edit deny pattern, as the rule set hands it over
+	}{
+		{filepath.Join(f.home, ".ssh"), `echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys`, ""},
+		{filepath.Join(f.home, ".ssh"), `echo 'Host *' > ~/.ssh/config`, ""},
+		{filepath.Join(f.home, ".config", "sandboxd"), `echo '{}' > ~/.config/sandboxd/settings.json`, ""},
+		{filepath.Join(gitDir, "hooks"), `echo id > ` + gitDir + `/hooks/post-checkout`, ""},
+		{gitDir, `echo '[core] fsmonitor = id' >> ` + gitDir + `/config`, ""},
+		{gitDir, `echo id > ` + gitDir + `/hooks/pre-commit`, ""},
+		{shared, `echo pw >> ` + shared + `/f`, shared + "/**"},
+		{shared, `echo pw > ` + shared + `/new`, shared + "/**"},
+	} {
+		sp := f.spec("( "+tc.attack+" ) 2>/dev/null && echo ATTACK-WORKED; echo done", other, other, tc.writable)
+		if tc.deny != "" {
+			sp.ProtectedPatterns = []string{tc.deny}
+		}
+		sp.Call = fmt.Sprintf("w%d", i)
+		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.attack, err)
+		}
+		if strings.Contains(out, "ATTACK-WORKED") || !strings.Contains(out, "done") {
+			t.Errorf("writable %s: %q was not refused:\n%s", tc.writable, tc.attack, out)
+		}
+	}
+	f.unchanged(t)
+	if b, _ := os.ReadFile(filepath.Join(shared, "f")); string(b) != "orig\n" {
+		t.Errorf("shared/f changed: %q", b)
+	}
+	// The rest of an added .git stays as writable as a repository's .git is.
+	sp := f.spec("echo o > "+gitDir+"/objects/o && echo objects-ok", other, other, gitDir)
+	sp.Call = "git-rest"
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp); err != nil || !strings.Contains(out, "objects-ok") {
+		t.Errorf("an added .git's objects: %v\n%s", err, out)
+	}
+}
+
+// TestProtectedCandidatesAroundWritable: the candidates name a writable dir inside a protected
+// path, and the part of one below a writable dir that starts above it, once each.
+func TestProtectedCandidatesAroundWritable(t *testing.T) {
+	t.Parallel()
+	const home = "/h/u"
+	for _, tc := range []struct {
+		writable  string
+		want, not []string
+	}{
+		{"/h/u/.ssh", []string{"/h/u/.ssh"}, nil},
+		{"/h/u/.claude/commands", []string{"/h/u/.claude/commands"}, nil},
+		{"/h/u/bin", []string{"/h/u/bin"}, nil},
+		{"/h/u/p/.git", []string{"/h/u/p/.git/config", "/h/u/p/.git/hooks", "/h/u/p/.git/commondir"}, nil},
+		{"/h/u/p/.git/hooks", []string{"/h/u/p/.git/hooks"}, nil},
+		{"/h/u/p/.git/objects", nil, []string{"/h/u/p/.git/objects"}},
+		{"/h/u/p/.cargo", []string{"/h/u/p/.cargo/config.toml"}, []string{"/h/u/p/.cargo"}},
+		{"/h/u/p", nil, []string{"/h/u/p"}},
+	} {
+		got := ProtectedCandidates([]string{tc.writable}, "/elsewhere", home)
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("writable %s: no candidate %s", tc.writable, w)
+			}
+		}
+		for _, w := range tc.not {
+			if slices.Contains(got, w) {
+				t.Errorf("writable %s: candidate %s, which must stay writable", tc.writable, w)
+			}
+		}
+		seen := map[string]bool{}
+		for _, c := range got {
+			if seen[c] {
+				t.Errorf("writable %s: candidate %s twice", tc.writable, c)
+			}
+			seen[c] = true
+		}
+	}
+	pats := ProtectedPatterns([]string{"/h/u/p/.git"}, "/elsewhere")
+	if !slices.Contains(pats, "/h/u/p/.git/modules/*/config") {
+		t.Errorf("an added .git: no submodule config pattern in %v", pats)
+	}
+}
