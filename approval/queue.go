@@ -40,10 +40,12 @@ type Event struct {
 	Resolution *Resolution `json:"resolution,omitempty"`
 }
 
-// MaxPendingPerOwner and MaxPendingBytesPerOwner bound one uid's unanswered approvals, in
+// MaxPendingPerOwner and MaxPendingBytesPerOwner bound one uid's approvals not yet taken, in
 // number and in the bytes they hold (inputs, diffs and what approving writes): past either an
 // ask is not queued (it stays an ask, nothing runs), so one user's agent cannot grow the
-// daemon. By number alone, 256 pending Writes of 1 MB each grew it by 1.3 GB.
+// daemon. By number alone, 256 pending Writes of 1 MB each grew it by 1.3 GB. An answered one
+// counts until its call takes it or it expires: it holds the same call, and asks answered at
+// once and never resumed would otherwise pile up without bound.
 const (
 	MaxPendingPerOwner      = 256
 	MaxPendingBytesPerOwner = 32 << 20
@@ -111,16 +113,16 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	defer q.mu.Unlock()
 	n, bytes := 0, a.size()
 	for _, e := range q.entries {
-		if e.res == nil && e.a.Owner == a.Owner {
+		if e.a.Owner == a.Owner {
 			n++
 			bytes += e.a.size()
 		}
 	}
 	if n >= MaxPendingPerOwner {
-		return Approval{}, fmt.Errorf("%w: uid %d has %d unanswered", ErrFull, a.Owner, n)
+		return Approval{}, fmt.Errorf("%w: uid %d has %d not yet taken (unanswered, or answered and not resumed); answer or resume some first, or wait for them to expire", ErrFull, a.Owner, n)
 	}
 	if bytes > MaxPendingBytesPerOwner {
-		return Approval{}, fmt.Errorf("%w: uid %d's unanswered ones would hold %d MiB, over %d MiB; answer some first", ErrFull, a.Owner, bytes>>20, MaxPendingBytesPerOwner>>20)
+		return Approval{}, fmt.Errorf("%w: uid %d's approvals not yet taken would hold %d MiB, over %d MiB; answer or resume some first", ErrFull, a.Owner, bytes>>20, MaxPendingBytesPerOwner>>20)
 	}
 	q.entries[a.ID] = &entry{a: a, payload: payload, done: make(chan struct{})}
 	q.publish(Event{Type: "created", Approval: a})

@@ -90,4 +90,25 @@ func TestQueueBoundsOneOwner(t *testing.T) {
 	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1002, Tool: "Bash"}}, time.Minute, nil); !errors.Is(err, ErrFull) {
 		t.Errorf("approval %d of one uid: %v, want ErrFull", MaxPendingPerOwner+1, err)
 	}
+	// Answered and never resumed, they still hold their calls: they count until taken.
+	var last Approval
+	for i := range MaxPendingPerOwner {
+		a, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1003, Tool: "Bash"}}, time.Minute, nil)
+		if err != nil {
+			t.Fatalf("approval %d of uid 1003: %v", i, err)
+		}
+		if _, err := q.Resolve(a.ID, Resolution{Answer: Deny}, nil); err != nil {
+			t.Fatal(err)
+		}
+		last = a
+	}
+	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1003, Tool: "Bash"}}, time.Minute, nil); !errors.Is(err, ErrFull) {
+		t.Errorf("approval %d of one uid, the others answered and not taken: %v, want ErrFull", MaxPendingPerOwner+1, err)
+	}
+	if _, _, ok := q.Take(last.ID); !ok {
+		t.Fatal("take an answered approval")
+	}
+	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1003, Tool: "Bash"}}, time.Minute, nil); err != nil {
+		t.Errorf("after one was taken: %v", err)
+	}
 }
