@@ -49,7 +49,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 		return err
 	}
 	var req protocol.CreateSession
-	if err := decode(r, &req); err != nil {
+	if err := s.decodePaced(r, c, &req); err != nil {
 		return err
 	}
 	mode, err := parseMode(req.Mode)
@@ -95,7 +95,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session
 		return err
 	}
 	var req protocol.UpdateSession
-	if err := decode(r, &req); err != nil {
+	if err := s.decodePaced(r, c, &req); err != nil {
 		return err
 	}
 	var u session.Update
@@ -217,11 +217,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		return err
 	}
 	var cr protocol.CallRequest
-	size, err := decodeCounted(r, &cr)
-	if err != nil {
-		return err
-	}
-	if err := s.limitRate(r.Context(), c, bodyTokens(size)); err != nil {
+	if err := s.decodePaced(r, c, &cr); err != nil {
 		return err
 	}
 	if cr.ApprovalID != "" && !decideOnly {
@@ -455,7 +451,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller
 		return err
 	}
 	var tr protocol.ToolReport
-	if err := decode(r, &tr); err != nil {
+	if err := s.decodePaced(r, c, &tr); err != nil {
 		return err
 	}
 	if tr.Tool == "" || tr.Event == "" || len(tr.Tool) > 256 || len(tr.Event) > 64 || len(tr.ToolUseID) > 256 {

@@ -136,6 +136,17 @@ func (b *countedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// decodePaced is decode, then the rest of the caller's rate the body takes (bodyTokens) on
+// top of the token the request took before reading it: what a call, a report or a session's
+// rules make the daemon do and the audit log hold grows with their size.
+func (s *Server) decodePaced(r *http.Request, c session.Caller, v any) error {
+	size, err := decodeCounted(r, v)
+	if err != nil {
+		return err
+	}
+	return s.limitRate(r.Context(), c, bodyTokens(size))
+}
+
 // decodeCounted is decode, also returning the body's size.
 func decodeCounted(r *http.Request, v any) (int64, error) {
 	body := &countedBody{ReadCloser: r.Body}

@@ -284,6 +284,16 @@ func TestRateCountsBigBodies(t *testing.T) {
 	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/decide", big, ""); code != http.StatusOK {
 		t.Errorf("the other user's big decide while mallory is rate limited: %d %.300s", code, b)
 	}
+	// A report goes to the audit log whole, and a session's rules into its record: they pay
+	// for their size as calls do.
+	report := fmt.Sprintf(`{"tool":"Bash","event":"PostToolUse","input":{"command":"echo %s"}}`, strings.Repeat("x", 100<<10))
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/reports", report, ""); code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
+		t.Errorf("a 100 KiB report with a few tokens left: %d %.300s", code, b)
+	}
+	rules := fmt.Sprintf(`{"cwd":%q,"rules":{"deny":["Bash(echo %s)"]}}`, mallory.Home, strings.Repeat("x", 100<<10))
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions", rules, ""); code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
+		t.Errorf("a session with 100 KiB of rules, a few tokens left: %d %.300s", code, b)
+	}
 }
 
 // twoTenants starts a daemon on config and makes two throwaway users, named from prefix,
