@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"errors"
 	"net"
 	"path"
 	"regexp"
@@ -67,9 +68,67 @@ func MatchBashText(pattern, text string, exactOnly bool) bool {
 type pathMatcher struct {
 	segs      []string
 	multiStar bool // more than one **: use the memoised matcher
+	star      bool // any **: the match may try every segment of the path for each of the pattern's
 }
 
 var pathCache memo[*pathMatcher]
+
+// ErrMatchBudget is a decision whose path rules would take more work against the call's paths
+// than one decision may: the rules and the paths are both a user's own, and a path thousands
+// of segments deep against a thousand rules of as many segments each kept the root daemon's
+// CPUs busy for seconds per call.
+var ErrMatchBudget = errors.New("the session's path rules are too costly to match against this call's paths (rules of many segments with **, against a very deep path); shorten the rules or the path")
+
+// MatchBudget bounds the path matching work of one decision, in (pattern segment, path
+// segment) pairs. A session's worth of ordinary rules (a thousand, against a path of dozens of
+// segments) takes a fraction of it.
+type MatchBudget struct{ left int }
+
+// DefaultMatchBudget is one decision's MatchBudget: about 40 ms of matching at worst.
+const DefaultMatchBudget = 1 << 20
+
+// NewMatchBudget is a full budget for one decision.
+func NewMatchBudget() *MatchBudget { return &MatchBudget{left: DefaultMatchBudget} }
+
+// MatchPathSegsWithin is MatchPathSegs charged to b, up front and at the most the match can
+// cost (every pair of pattern and path segments for a pattern with **), so an over-budget
+// match costs nothing: ErrMatchBudget, which the caller must not take for "no match".
+func MatchPathSegsWithin(absPattern string, segs []string, b *MatchBudget) (bool, error) {
+	if absPattern == "" {
+		return false, nil
+	}
+	m := pathMatcherOf(absPattern)
+	cost := min(len(m.segs), len(segs)) + 1
+	if m.star {
+		cost = (len(m.segs) + 1) * (len(segs) + 1)
+	}
+	if cost > b.left {
+		return false, ErrMatchBudget
+	}
+	b.left -= cost
+	return m.match(segs), nil
+}
+
+func pathMatcherOf(absPattern string) *pathMatcher {
+	return pathCache.get(absPattern, func(s string) *pathMatcher {
+		// A run of ** is one **: the same paths, and fewer positions to decide.
+		ps := slices.CompactFunc(splitPath(s), func(a, b string) bool { return a == "**" && b == "**" })
+		n := 0
+		for _, x := range ps {
+			if x == "**" {
+				n++
+			}
+		}
+		return &pathMatcher{segs: ps, multiStar: n > 1, star: n > 0}
+	})
+}
+
+func (m *pathMatcher) match(segs []string) bool {
+	if !m.multiStar {
+		return matchSimple(m.segs, segs)
+	}
+	return matchSegs(m.segs, segs)
+}
 
 // MatchPath reports whether the absolute gitignore-style pattern (AbsPattern's result) matches
 // p or one of its ancestors: as in gitignore, a pattern naming a directory covers everything
@@ -90,21 +149,7 @@ func MatchPathSegs(absPattern string, segs []string) bool {
 	if absPattern == "" {
 		return false
 	}
-	m := pathCache.get(absPattern, func(s string) *pathMatcher {
-		// A run of ** is one **: the same paths, and fewer positions to decide.
-		ps := slices.CompactFunc(splitPath(s), func(a, b string) bool { return a == "**" && b == "**" })
-		n := 0
-		for _, x := range ps {
-			if x == "**" {
-				n++
-			}
-		}
-		return &pathMatcher{segs: ps, multiStar: n > 1}
-	})
-	if !m.multiStar {
-		return matchSimple(m.segs, segs)
-	}
-	return matchSegs(m.segs, segs)
+	return pathMatcherOf(absPattern).match(segs)
 }
 
 // matchSimple matches a pattern with at most one ** without allocating: backtracking over a

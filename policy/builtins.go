@@ -68,7 +68,7 @@ func registerBuiltins() {
 		Name:        bnPathsAllowed,
 		Description: "True if every [path, [bucket]] subject is matched by a rule of one of its buckets (vacuously true).",
 		Decl:        types.NewFunction(types.Args(types.A, types.A), types.B),
-	}, func(_ rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
+	}, func(bctx rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
 		ps, ok := subjT.Value.(*ast.Array)
 		if !ok {
 			return ast.InternedTerm(false), nil
@@ -76,7 +76,10 @@ func registerBuiltins() {
 		if ps.Len() == 0 {
 			return ast.InternedTerm(true), nil
 		}
-		t, _ := allPathsHit(rego.BuiltinContext{}, bucketsT, subjT)
+		t, err := allPathsHit(bctx, bucketsT, subjT)
+		if err != nil {
+			return nil, err
+		}
 		return ast.InternedTerm(!isNull(t)), nil
 	})
 	rego.RegisterBuiltin2(&rego.Function{
@@ -407,7 +410,7 @@ func firstBashRule(bucket ast.Object) *ast.Term {
 
 // anyHit is the scan behind deny_ask_hits for one behavior's rule data (args[0]; the rest as
 // deny_ask_hits takes them): the first rule matching any part of the call, or null.
-func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
+func anyHit(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	if len(args) < 6 {
 		return ast.NullTerm(), nil
 	}
@@ -438,8 +441,13 @@ func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	}
 	if pb := getObj(data, pathsKey); pb != nil {
 		if ps, ok := args[4].Value.(*ast.Array); ok {
+			b := matchBudget(bctx)
 			for i := 0; i < ps.Len(); i++ {
-				if t := pathHit(pb, ps.Elem(i)); !isNull(t) {
+				t, err := pathHit(pb, ps.Elem(i), b)
+				if err != nil {
+					return nil, err
+				}
+				if !isNull(t) {
 					return t, nil
 				}
 			}
@@ -460,42 +468,74 @@ func anyHit(_ rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	return ast.NullTerm(), nil
 }
 
-// pathHit matches one [path, [bucket...]] subject against the path buckets.
-func pathHit(buckets ast.Object, subj *ast.Term) *ast.Term {
+// matchBudgetKey keys the decision's permission.MatchBudget in the context it is evaluated
+// with (Engine.eval).
+type matchBudgetKey struct{}
+
+// matchBudget is the decision's path matching budget, or a fresh one where the evaluation
+// brought none (the test runner, opa eval): then each builtin call has its own.
+func matchBudget(bctx rego.BuiltinContext) *permission.MatchBudget {
+	if bctx.Context != nil {
+		if b, ok := bctx.Context.Value(matchBudgetKey{}).(*permission.MatchBudget); ok {
+			return b
+		}
+	}
+	return permission.NewMatchBudget()
+}
+
+// pathHit matches one [path, [bucket...]] subject against the path buckets, charging b. Over
+// budget it fails (the decision then denies): neither a match nor its absence is known.
+func pathHit(buckets ast.Object, subj *ast.Term, b *permission.MatchBudget) (*ast.Term, error) {
 	pair, ok := subj.Value.(*ast.Array)
 	if !ok || pair.Len() != 2 {
-		return ast.NullTerm()
+		return ast.NullTerm(), nil
 	}
 	p, ok := pair.Elem(0).Value.(ast.String)
 	names, ok2 := pair.Elem(1).Value.(*ast.Array)
 	if !ok || !ok2 || p == "" {
-		return ast.NullTerm()
+		return ast.NullTerm(), nil
 	}
 	if !strings.HasPrefix(string(p), "/") {
-		return ast.NullTerm()
+		return ast.NullTerm(), nil
 	}
 	segs := permission.SplitPath(string(p))
-	for j := 0; j < names.Len(); j++ {
+	var err error
+	for j := 0; j < names.Len() && err == nil; j++ {
 		l := buckets.Get(names.Elem(j))
 		if l == nil {
 			continue
 		}
-		if t := firstMatch(l, func(pat string, _ ast.Object) bool { return permission.MatchPathSegs(pat, segs) }); !isNull(t) {
-			return t
+		t := firstMatch(l, func(pat string, _ ast.Object) bool {
+			hit, e := permission.MatchPathSegsWithin(pat, segs, b)
+			if e != nil {
+				err = e
+				return true // stop: the error decides
+			}
+			return hit
+		})
+		if err == nil && !isNull(t) {
+			return t, nil
 		}
 	}
-	return ast.NullTerm()
+	if err != nil {
+		return nil, err
+	}
+	return ast.NullTerm(), nil
 }
 
-func allPathsHit(_ rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
+func allPathsHit(bctx rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
 	buckets, ok := bucketsT.Value.(ast.Object)
 	ps, ok2 := subjT.Value.(*ast.Array)
 	if !ok || !ok2 || ps.Len() == 0 {
 		return ast.NullTerm(), nil
 	}
+	b := matchBudget(bctx)
 	var first *ast.Term
 	for i := 0; i < ps.Len(); i++ {
-		t := pathHit(buckets, ps.Elem(i))
+		t, err := pathHit(buckets, ps.Elem(i), b)
+		if err != nil {
+			return nil, err
+		}
 		if isNull(t) {
 			return t, nil
 		}

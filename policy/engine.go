@@ -407,6 +407,8 @@ func (e *Engine) eval(ctx context.Context, c *compiled, f *permission.Facts, rs 
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("build input: %w", err)
 	}
+	// One path matching budget for the whole decision: its builtins share it.
+	ctx = context.WithValue(ctx, matchBudgetKey{}, permission.NewMatchBudget())
 	res, err := c.pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalGenerateJSON(rawTerm))
 	if err != nil {
 		return permission.Decision{}, fmt.Errorf("evaluate policy: %w", err)
