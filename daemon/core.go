@@ -166,7 +166,7 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	}
 	// The owner's own confined worker checks the directory: the daemon never stats a user
 	// path as root.
-	if err := c.checkDirsAsOwner(ctx, s); err != nil {
+	if err := c.checkDirsAsOwner(ctx, s, s.Dirs()); err != nil {
 		return fail(err)
 	}
 	rs, err := c.loadRules(ctx, s, p.Rules)
@@ -238,8 +238,8 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 
 // checkDirsAsOwner asks the owner's worker whether each session directory exists and is a
 // directory the owner can use.
-func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session) error {
-	for _, d := range s.Dirs() {
+func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []string) error {
+	for _, d := range dirs {
 		info, err := c.host.ResolveInfo(ctx, s, d)
 		if err != nil {
 			return errcode.New(errcode.Validation, fmt.Errorf("directory %s is not usable by uid %d: %w", d, s.Owner.UID, err))
@@ -360,6 +360,12 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	}
 	if err := checkDirs(cwd, extra, c.Config().Limits.DirsPerSession); err != nil {
 		return session.Snapshot{}, err
+	}
+	if u.AdditionalDirs != nil {
+		// As at creation: each is a directory its owner can use, checked as the owner.
+		if err := c.checkDirsAsOwner(ctx, s, extra); err != nil {
+			return session.Snapshot{}, err
+		}
 	}
 	if u.Cwd != nil {
 		// A new cwd lies inside the session's directories, as the owner resolves it: the

@@ -600,3 +600,36 @@ func TestSessionChangesPaced(t *testing.T) {
 		t.Errorf("an update past the burst: %d %s", code, b)
 	}
 }
+
+// An update's additional dirs are checked as the owner, as a new session's are: one that does
+// not exist, or that only another user can enter, is refused, and the session keeps its dirs.
+func TestUpdateDirsCheckedAsOwner(t *testing.T) {
+	td, mallory, alice, mid, _ := twoTenants(t, "", "sbud")
+	private := filepath.Join(alice.Home, "private")
+	if err := os.MkdirAll(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(private, int(alice.UID), int(alice.GID)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{private, filepath.Join(mallory.Home, "nosuch")} {
+		code, b := curlAs(t, td, mallory, "PATCH", "/v1/sessions/"+mid, fmt.Sprintf(`{"additional_dirs":[%q]}`, d), "")
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(b), "not usable by uid") {
+			t.Errorf("an update adding %s: %d %.300s, want 422 not usable", d, code, b)
+		}
+	}
+	code, b := curlAs(t, td, mallory, "GET", "/v1/sessions/"+mid, "", "")
+	if code != http.StatusOK || strings.Contains(string(b), "private") || strings.Contains(string(b), "nosuch") {
+		t.Errorf("the session after refused updates: %d %.300s", code, b)
+	}
+	ok := filepath.Join(mallory.Home, "more")
+	if err := os.MkdirAll(ok, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ok, int(mallory.UID), int(mallory.GID)); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := curlAs(t, td, mallory, "PATCH", "/v1/sessions/"+mid, fmt.Sprintf(`{"additional_dirs":[%q]}`, ok), ""); code != http.StatusOK {
+		t.Errorf("an update adding the owner's own dir: %d %.300s", code, b)
+	}
+}
