@@ -350,6 +350,45 @@ func TestHostilePersistedBytes(t *testing.T) {
 	}
 }
 
+// Output still being written counts too: three background commands printing 600 kB each and
+// still running, under a 1 MiB limit, leave at most the limit (and one reservation step) on
+// the state disk, not 1.8 MB.
+func TestHostileInflightSpills(t *testing.T) {
+	td := startDaemon(t, "limits:\n  persisted_bytes_per_user: 1048576\n")
+	mallory := testutil.CreateUser(t, "sbhi")
+	id := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	for i := range 3 {
+		cmd := fmt.Sprintf(`{"tool":"Bash","input":{"command":"yes %c | head -c 600000; sleep 60","run_in_background":true}}`, 'a'+i)
+		if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", cmd, ""); code != http.StatusOK {
+			t.Fatalf("background command %d: %d %.300s", i, code, b)
+		}
+	}
+	onDisk := func() int64 {
+		var n int64
+		files, _ := filepath.Glob(filepath.Join(td.d.core.host.ResultsDir(id), "*"))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				n += fi.Size()
+			}
+		}
+		return n
+	}
+	// Wait until the outputs stop growing: each command prints at once, then sleeps.
+	last := int64(-1)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		n := onDisk()
+		if n == last && n > 0 {
+			break
+		}
+		last = n
+	}
+	if n := onDisk(); n > 1<<20+256<<10 {
+		t.Errorf("three running commands' output takes %d bytes on the state disk, past the 1 MiB limit", n)
+	} else if n < 600000 {
+		t.Errorf("%d bytes spilled: the first command's output was not kept", n)
+	}
+}
+
 // An audit flood: large inputs and many records cannot push out another user's first record,
 // and the chain still verifies.
 func TestHostileAuditFlood(t *testing.T) {

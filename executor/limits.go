@@ -90,6 +90,9 @@ type persistLedger struct {
 type userFiles struct {
 	total int64
 	files []persistedFile // oldest first
+	// inflight is what the owner's running commands have spilled so far (reserve): on disk
+	// already, though no file is finished to count.
+	inflight int64
 }
 
 type persistedFile struct {
@@ -111,14 +114,7 @@ func (h *Host) account(s *session.Session, path string, size int64) error {
 	l := &h.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.users == nil {
-		l.users = map[uint32]*userFiles{}
-	}
-	uf := l.users[s.Owner.UID]
-	if uf == nil {
-		uf = &userFiles{}
-		l.users[s.Owner.UID] = uf
-	}
+	uf := l.user(s.Owner.UID)
 	// Results are content-addressed: an identical one reuses the file, so count it once
 	// and make it the newest.
 	for i, f := range uf.files {
@@ -130,7 +126,27 @@ func (h *Host) account(s *session.Session, path string, size int64) error {
 	}
 	uf.files = append(uf.files, persistedFile{path: path, session: s.ID, size: size})
 	uf.total += size
-	for uf.total > limit && len(uf.files) > 1 {
+	h.evict(uf, limit, 1)
+	return nil
+}
+
+// user is uid's entry, made on first use; l.mu is held.
+func (l *persistLedger) user(uid uint32) *userFiles {
+	if l.users == nil {
+		l.users = map[uint32]*userFiles{}
+	}
+	uf := l.users[uid]
+	if uf == nil {
+		uf = &userFiles{}
+		l.users[uid] = uf
+	}
+	return uf
+}
+
+// evict removes uf's oldest files, keeping at least keep, until its files and what is in
+// flight fit limit; the ledger's lock is held.
+func (h *Host) evict(uf *userFiles, limit int64, keep int) {
+	for uf.total+uf.inflight > limit && len(uf.files) > keep {
 		old := uf.files[0]
 		uf.files = uf.files[1:]
 		uf.total -= old.size
@@ -138,7 +154,42 @@ func (h *Host) account(s *session.Session, path string, size int64) error {
 			h.logger().Warn("remove an evicted persisted result: " + string(errcode.Of(err)))
 		}
 	}
+}
+
+// errSpillOverLimit: the owner's running commands' output would not fit
+// persisted_bytes_per_user even with every saved result evicted.
+var errSpillOverLimit = errors.New("the output of this user's running commands is over limits.persisted_bytes_per_user")
+
+// reserve counts n more bytes a running command of s's owner is about to spill, evicting the
+// owner's oldest saved results to make room, or refuses when even that cannot: spill files
+// are written as root, so without this a user's concurrent commands and tasks could fill the
+// state disk many times past the limit before any of them finished.
+func (h *Host) reserve(s *session.Session, n int64) error {
+	limit := h.limits().PersistedBytesPerUser
+	l := &h.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	uf := l.user(s.Owner.UID)
+	uf.inflight += n
+	h.evict(uf, limit, 0)
+	if uf.total+uf.inflight > limit {
+		uf.inflight -= n
+		return errcode.New(errcode.TooLarge, errSpillOverLimit)
+	}
 	return nil
+}
+
+// unreserve gives back n bytes reserve counted, once their file is accounted or removed.
+func (h *Host) unreserve(s *session.Session, n int64) {
+	l := &h.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if uf := l.users[s.Owner.UID]; uf != nil {
+		uf.inflight -= n
+		if len(uf.files) == 0 && uf.inflight == 0 {
+			delete(l.users, s.Owner.UID)
+		}
+	}
 }
 
 // forgetSession drops the ledger entries of a session whose results directory is removed.
@@ -155,7 +206,7 @@ func (l *persistLedger) forgetSession(id string) {
 			kept = append(kept, f)
 		}
 		uf.files = kept
-		if len(uf.files) == 0 {
+		if len(uf.files) == 0 && uf.inflight == 0 {
 			delete(l.users, uid)
 		}
 	}

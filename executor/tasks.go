@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +46,7 @@ type outputSink struct {
 	head     []byte
 	memCap   int
 	spill    *hashingFile
+	reserved int64 // of the owner's persisted bytes, for the spill (Host.reserve)
 	spillErr error
 	total    int64
 	tail     []byte // ring of the last sinkTailBytes, in order
@@ -82,11 +84,33 @@ func (o *outputSink) Write(p []byte) (int, error) {
 	}
 	if o.spill != nil && o.spill.n < MaxPersistedBytes {
 		q := p[:min(int64(len(p)), MaxPersistedBytes-o.spill.n)]
+		if err := o.reserveFor(int64(len(q))); err != nil {
+			o.spillErr = err
+			o.discardSpill()
+			return len(p), nil
+		}
 		if _, err := o.spill.Write(q); err != nil {
 			o.spillErr = err
 		}
 	}
 	return len(p), nil
+}
+
+// spillReserve is how much a spill reserves of its owner's persisted bytes at a time: the
+// ledger's lock is taken once per this much output, not per read.
+const spillReserve = 256 << 10
+
+// reserveFor makes sure the spill's reservation covers n more bytes; o.mu is held.
+func (o *outputSink) reserveFor(n int64) error {
+	if o.spill.n+n <= o.reserved {
+		return nil
+	}
+	more := max(spillReserve, o.spill.n+n-o.reserved)
+	if err := o.h.reserve(o.s, more); err != nil {
+		return err
+	}
+	o.reserved += more
+	return nil
 }
 
 // startSpill moves the head into a new result file; o.mu is held.
@@ -97,6 +121,11 @@ func (o *outputSink) startSpill() {
 		return
 	}
 	o.spill = &hashingFile{f: f, h: sha256.New()}
+	if err := o.reserveFor(int64(len(o.head))); err != nil {
+		o.spillErr = err
+		o.discardSpill()
+		return
+	}
 	if _, err := o.spill.Write(o.head); err != nil {
 		o.spillErr = err
 	}
@@ -180,12 +209,18 @@ func (o *outputSink) finish(limitChars int, headTail bool) sinkView {
 	preview := previewOf(toValidUTF8(string(o.head[:min(len(o.head), PreviewChars*4)])))
 	if o.spillErr != nil {
 		o.discardSpill()
-		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved (%s). Narrow the command's output]", humanBytes(o.total), errcode.Of(o.spillErr))
+		why := string(errcode.Of(o.spillErr))
+		if errors.Is(o.spillErr, errSpillOverLimit) {
+			why = o.spillErr.Error() // the owner's own limit: say it in full
+		}
+		v.text = preview + fmt.Sprintf("\n\n[output truncated: %s in total; it could not be saved (%s). Narrow the command's output]", humanBytes(o.total), why)
 		return v
 	}
 	size := o.spill.n
 	path, err := o.spill.finish()
 	o.spill = nil
+	o.h.unreserve(o.s, o.reserved)
+	o.reserved = 0
 	if err == nil {
 		err = o.h.account(o.s, path, size)
 	}
@@ -205,6 +240,10 @@ func (o *outputSink) discardSpill() {
 	if o.spill != nil {
 		o.spill.discard()
 		o.spill = nil
+	}
+	if o.reserved > 0 {
+		o.h.unreserve(o.s, o.reserved)
+		o.reserved = 0
 	}
 }
 
