@@ -17,7 +17,7 @@ import (
 
 // FuzzParseRequest feeds untrusted bytes to the first-request parser (SOCKS5 or HTTP). It must
 // never panic, and whatever it accepts must be a target the policy can match safely: a
-// normalized host, a valid port, and for plain HTTP a method and a clean path.
+// normalized host, a valid port, and for plain HTTP a method and a path starting with /.
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{
 		"GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n",
@@ -95,7 +95,7 @@ func FuzzParseRequest(f *testing.F) {
 
 // FuzzParseInner feeds untrusted bytes as a request read inside an intercepted tunnel to
 // api.test:443. It must never panic, and what it accepts is for the tunnel's host and port only,
-// with a method and a clean path.
+// with a method and a path starting with /.
 func FuzzParseInner(f *testing.F) {
 	for _, s := range []string{
 		"GET /a/../b HTTP/1.1\r\nHost: api.test\r\n\r\n",

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 func TestHTTPForward(t *testing.T) {
@@ -535,6 +537,74 @@ func TestMethodPathRule(t *testing.T) {
 	if len(evs) != 4 || evs[1].Method != "POST" || evs[1].Path != "/repo.git/git-receive-pack" || evs[1].Allowed {
 		t.Errorf("events %+v", evs)
 	}
+}
+
+// TestMethodPathReadings: the proxy hands the rules the path as sent, so a deny holds against
+// what a server that drops `;parameters` (Tomcat, Jetty, Spring) acts on, and an allow does
+// not stretch past its path the same way, however the client spells it (`curl --path-as-is`).
+func TestMethodPathReadings(t *testing.T) {
+	t.Parallel()
+	var reached sync.Map
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(r.Method+" "+r.URL.EscapedPath(), true)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rule := func(text string, b permission.Behavior) permission.Rule {
+		r, err := permission.ParseRuleFor(text, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	deny := rule("WebFetch(POST app.test/admin/**)", permission.Deny)
+	allows := []permission.Rule{rule("WebFetch(GET app.test/public/**)", permission.Allow), rule("WebFetch(POST app.test/**)", permission.Allow)}
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			req := permission.WebRequest{Method: r.Method, Host: r.Host, Path: r.Path}
+			if permission.MatchWeb(deny.Pattern, deny.Method, deny.URLPath, req, true) {
+				return Verdict{Reason: "denied", Rule: deny.String()}
+			}
+			for _, a := range allows {
+				if permission.MatchWeb(a.Pattern, a.Method, a.URLPath, req, false) {
+					return Verdict{Allow: true, Rule: a.String()}
+				}
+			}
+			return Verdict{Reason: "no rule allows it"}
+		},
+		AllowPrivate: loopback, Resolver: newResolver("app.test", "127.0.0.1"),
+	}
+	addr := startProxy(t, s)
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/public/a", 200},
+		{"POST", "/x/a", 200},
+		{"POST", "/x/..;/admin/users", 403},
+		{"POST", "/x/..%3b/admin/users", 403},
+		{"POST", "/x/..;a=b/admin/users", 403},
+		{"POST", "/a/..;/../admin/users", 403},
+		{"POST", "/admin;x/users", 403},
+		{"POST", "/x/%252e%252e/admin/users", 403},
+		{"GET", "/public/..;/admin/secret", 403},
+		{"GET", "/public/..%3b/admin/secret", 403},
+		{"GET", "/public/%252e%252e/admin/secret", 403},
+		{"GET", "/public/..%5cadmin", 403},
+	} {
+		req := fmt.Sprintf("%s http://app.test:%s%s HTTP/1.1\r\nHost: app.test\r\nContent-Length: 0\r\n\r\n", tc.method, port, tc.path)
+		resp, body := rawRequest(t, addr, req)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s: %d %q, want %d", tc.method, tc.path, resp.StatusCode, body, tc.want)
+		}
+	}
+	reached.Range(func(k, _ any) bool {
+		if k != "GET /public/a" && k != "POST /x/a" {
+			t.Errorf("the origin got %s", k)
+		}
+		return true
+	})
 }
 
 func TestBadRequests(t *testing.T) {

@@ -29,8 +29,8 @@ type Request struct {
 	// IP is the checked address that will be dialed (for an IP literal, the literal).
 	IP net.IP
 	// Method and Path are set for plain HTTP, and for a tunnel the daemon's own client opened
-	// (Via set), which declares the one request it will carry; Path is decoded with dot
-	// segments removed (CleanPath).
+	// (Via set), which declares the one request it will carry; Path is decoded and otherwise
+	// as sent, dot segments included (RootedPath): the rules' matcher reads it as servers may.
 	Method string
 	Path   string
 	// Via names the daemon's tool that opened the connection ("WebFetch"), "" for a session's
@@ -47,7 +47,7 @@ type Request struct {
 type Origin struct {
 	Via    string
 	Method string
-	// Path is the request's path as CleanPath gives it.
+	// Path is the request's path as RootedPath gives it.
 	Path string
 	// Approved: a person approved this request; it counts only for a request with exactly this
 	// method and path.

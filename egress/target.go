@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"path"
 	"strconv"
 	"strings"
 )
@@ -31,7 +30,7 @@ type target struct {
 	addr   netip.Addr // valid when host is an IP literal
 	port   int
 	method string // plain HTTP only
-	path   string // plain HTTP only: decoded and cleaned
+	path   string // plain HTTP only: decoded, as sent (RootedPath)
 }
 
 // scheme is the URL scheme of a request target.
@@ -68,7 +67,7 @@ func parseInner(req *http.Request, tunnel target) (target, error) {
 	t := tunnel
 	t.kind = KindHTTPS
 	t.method = req.Method
-	t.path = CleanPath(req.URL.Path)
+	t.path = RootedPath(req.URL.Path)
 	return t, nil
 }
 
@@ -202,22 +201,19 @@ func parseHTTP(req *http.Request) (target, error) {
 	}
 	t.kind = KindHTTP
 	t.method = req.Method
-	t.path = CleanPath(req.URL.Path)
+	t.path = RootedPath(req.URL.Path)
 	return t, nil
 }
 
-// CleanPath gives rules the path the origin server will most likely act on: decoded (URL.Path
-// already is) and with dot segments removed, so /a/../x/git-receive-pack still matches a deny
-// on .../git-receive-pack. A trailing slash is kept, it distinguishes a directory.
-func CleanPath(p string) string {
-	if p == "" {
-		return "/"
+// RootedPath is the decoded path p (URL.Path) with a leading slash, and nothing else changed:
+// the rules' matcher reads dot segments, `;parameters` and escapes as the servers that may act
+// on the path do (permission.MatchWeb), which removing dot segments here first would defeat
+// (path.Clean takes `/a/..;/../b` to /a/b, a path a server dropping `;parameters` reads as /b).
+func RootedPath(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return p
 	}
-	c := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c
+	return "/" + p
 }
 
 // SOCKS5 (RFC 1928) constants.

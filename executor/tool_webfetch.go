@@ -153,7 +153,7 @@ func webFetchFacts(_ context.Context, c *Call) (permission.ToolFacts, error) {
 	}
 	return permission.ToolFacts{
 		Domain: strings.TrimSuffix(strings.ToLower(u.Hostname()), "."),
-		HTTP:   &permission.HTTPFact{Method: http.MethodGet, Path: egress.CleanPath(u.Path)},
+		HTTP:   &permission.HTTPFact{Method: http.MethodGet, Path: egress.RootedPath(u.Path)},
 	}, nil
 }
 
@@ -250,7 +250,7 @@ func redirectReport(first string, from, to *url.URL, resp *http.Response) *Resul
 // that tells the proxy what it carries (the tunnel of an https URL is decided by that method
 // and path, as a plain http request is). Keep-alive is off, so every hop is decided again.
 func (h *Host) fetchOnce(ctx context.Context, c *Call, u *url.URL, approved bool) (*http.Response, error) {
-	origin := egress.Origin{Via: "WebFetch", Method: http.MethodGet, Path: egress.CleanPath(u.Path), Approved: approved}
+	origin := egress.Origin{Via: "WebFetch", Method: http.MethodGet, Path: egress.RootedPath(u.Path), Approved: approved}
 	var refusal atomic.Pointer[string] // set on the dialing goroutine
 	tr := &http.Transport{
 		// The address is never dialed: DialContext hands back the in-process proxy connection.

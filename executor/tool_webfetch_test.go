@@ -51,13 +51,15 @@ func TestWebFetchURL(t *testing.T) {
 	}
 }
 
+// TestWebFetchFacts: the path is the one the request carries, dot segments and all; the rules'
+// matcher reads them (permission.MatchWeb).
 func TestWebFetchFacts(t *testing.T) {
 	t.Parallel()
 	f, err := webFetchFacts(context.Background(), &Call{Input: Input{"url": "https://Git.Example.COM./org/r.git/x/../git-upload-pack"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Domain != "git.example.com" || f.HTTP == nil || f.HTTP.Method != "GET" || f.HTTP.Path != "/org/r.git/git-upload-pack" {
+	if f.Domain != "git.example.com" || f.HTTP == nil || f.HTTP.Method != "GET" || f.HTTP.Path != "/org/r.git/x/../git-upload-pack" {
 		t.Errorf("facts %+v %+v", f, f.HTTP)
 	}
 }

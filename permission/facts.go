@@ -40,7 +40,8 @@ type ToolFacts struct {
 // HTTPFact is the visible part of one HTTP request, for WebFetch(METHOD host/path) rules.
 type HTTPFact struct {
 	Method string `json:"method"`
-	// Path is decoded, with dot segments removed.
+	// Path is decoded and otherwise as sent, dot segments included: MatchWeb reads it as the
+	// servers that may act on it do.
 	Path string `json:"path"`
 }
 

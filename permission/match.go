@@ -349,7 +349,8 @@ func MatchGlob(pattern, s string) bool {
 type WebRequest struct {
 	Method string
 	Host   string
-	// Path is the decoded path; it is cleaned (dot segments removed) before matching.
+	// Path is the decoded path as the request carries it, dot segments and all: MatchWeb
+	// removes them itself, from each reading of the path a server may act on.
 	Path string
 }
 
@@ -359,10 +360,12 @@ var webPathCache memo[[]string]
 // match as MatchDomain does. The path glob must match the whole path: `*` is one segment (or
 // part of one), `**` any number of segments; a trailing slash is not significant.
 //
-// fold is for deny and ask rules, which must not fail open on a server that is laxer than the
-// rule: the method and the path compare case-insensitively, and a path also matches with its
-// `;parameters` removed from each segment (/admin;x=1/ is /admin/ to some servers). Allow rules
-// match exactly (fold false), so an allow never covers more than it says.
+// Servers disagree on what a path names (webPathReadings): `/x/..;/admin` is /admin to one
+// that drops `;parameters` and a segment `..;` under /x to one that does not. fold is for
+// deny and ask rules, which must not fail open on a server that is laxer than the rule: the
+// method and the path compare case-insensitively, and any reading matching is a match. Allow
+// rules (fold false) match exactly and only when every reading matches, so an allow never
+// covers more than it says.
 func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool) bool {
 	if req.Method == "" || !MatchDomain(hostPattern, req.Host) {
 		return false
@@ -370,23 +373,102 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 	if method != "*" && method != req.Method && !(fold && strings.EqualFold(method, req.Method)) {
 		return false
 	}
-	p := path.Clean("/" + req.Path)
 	if fold {
-		p = strings.ToLower(p)
 		pathPattern = strings.ToLower(pathPattern)
 	}
 	pat := webPathCache.get(pathPattern, splitPath)
-	if matchWhole(pat, splitPath(p)) {
-		return true
-	}
-	if fold && strings.Contains(p, ";") {
-		segs := splitPath(p)
-		for i, s := range segs {
-			segs[i], _, _ = strings.Cut(s, ";")
+	var buf [3]string
+	for _, p := range webPathReadings(req.Path, buf[:0]) {
+		if fold {
+			p = strings.ToLower(p)
 		}
-		return matchWhole(pat, segs)
+		if matchWhole(pat, splitPath(p)) == fold {
+			// A deny's first match, or an allow's first miss, decides.
+			return fold
+		}
 	}
-	return false
+	return !fold
+}
+
+// webPathReadings appends to out the paths an origin server may act on for the decoded
+// request path p, each with its dot segments removed after its own transformation, never
+// before: cleaning first loses what a laxer server sees (path.Clean takes `/a/..;/../b` to
+// /a/b, which a server that drops `;parameters` reads as /a/../../b, that is /b). The readings:
+//   - p as it is;
+//   - p with each segment's `;parameters` dropped (Tomcat, Jetty and Spring read `/x/..;/admin`
+//     as /admin);
+//   - the laxest: p decoded once more (a server or framework behind a decoding front reads a
+//     double-encoded %252e%252e as ..; a malformed escape stays as it is, so one bad escape
+//     does not hide the good ones), `\` taken as `/` (IIS, some routers) and `;parameters`
+//     dropped.
+//
+// A path with no `;`, `%` or `\` has the one reading; a reading equal to an earlier one is
+// left out.
+func webPathReadings(p string, out []string) []string {
+	out = append(out, path.Clean("/"+p))
+	if !strings.ContainsAny(p, ";%\\") {
+		return out
+	}
+	add := func(r string) {
+		r = path.Clean("/" + r)
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	if strings.Contains(p, ";") {
+		add(dropPathParams(p))
+	}
+	add(dropPathParams(strings.ReplaceAll(unescapeLenient(p), `\`, "/")))
+	return out
+}
+
+// dropPathParams removes each segment's `;parameters` (RFC 3986's path parameters, which
+// Java servlet containers strip before routing).
+func dropPathParams(p string) string {
+	if !strings.Contains(p, ";") {
+		return p
+	}
+	var b strings.Builder
+	b.Grow(len(p))
+	for i, seg := range strings.Split(p, "/") {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		seg, _, _ = strings.Cut(seg, ";")
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+// unescapeLenient decodes every valid %XX escape of s and keeps a malformed one as it is, as
+// lenient servers do; url.PathUnescape would refuse the whole path for one bad escape.
+func unescapeLenient(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // matchWhole matches pattern segments against all of segs (no ancestor match, unlike

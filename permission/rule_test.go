@@ -2,10 +2,12 @@ package permission
 
 import (
 	"errors"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/classifier"
 )
@@ -237,6 +239,98 @@ func TestMatchWeb(t *testing.T) {
 	}
 }
 
+// TestMatchWebPathReadings: a path is matched as every server that may act on it reads it.
+// A deny or ask rule (fold) matches when any reading is under it, so `..;`, `;params`, a
+// second decoding and backslashes do not get past it; an allow matches only when every
+// reading is under it, so none of them widens it.
+func TestMatchWebPathReadings(t *testing.T) {
+	t.Parallel()
+	deny, err := ParseRuleFor("WebFetch(POST h.test/admin/**)", Deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := ParseRuleFor("WebFetch(GET h.test/public/**)", Allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		path string // decoded, as URL.Path gives it
+		want bool
+	}{
+		{"deny plain", deny, "/admin/users", true},
+		{"deny params dropped, then dot segments", deny, "/x/..;/admin/users", true},
+		{"deny params with a value", deny, "/x/..;a=b/admin", true},
+		{"deny params on the named segment", deny, "/admin;x/users", true},
+		{"deny params in a deeper segment", deny, "/x/y/..;/..;/admin", true},
+		{"deny cleaning first would lose it", deny, "/a/..;/../admin/users", true},
+		{"deny decoded again", deny, "/x/%2e%2e/admin", true},
+		{"deny decoded again, uppercase escapes", deny, "/x/%2E%2E/ADMIN", true},
+		{"deny decoded again, then params", deny, "/x/%2e%2e%3b/admin", true},
+		{"deny decoded again despite a bad escape", deny, "/x/%2e%2e/admin/%zz", true},
+		{"deny decoded slash", deny, "/x%2f..%2fadmin", true},
+		{"deny backslashes", deny, `\admin\users`, true},
+		{"deny backslash dot segments", deny, `/x\..\admin`, true},
+		{"deny case folded", deny, "/x/..;/ADMIN/users", true},
+		{"deny relative", deny, "admin", true},
+		{"deny not another path", deny, "/public/a", false},
+		{"deny not a look-alike", deny, "/adminx/..;/users", false},
+		{"deny not when the params hide nothing", deny, "/x/..;/public", false},
+		{"deny not a semicolon name", deny, "/admin-x;/users", false},
+		{"allow plain", allow, "/public/a/b", true},
+		{"allow the root", allow, "/public", true},
+		{"allow params inside", allow, "/public/a;v=1", true},
+		{"allow dot segments inside", allow, "/public/a/../b", true},
+		{"allow params then dot segments inside", allow, "/public/a;v=1/../b", true},
+		{"allow a percent that decodes to nothing", allow, "/public/100%", true},
+		{"allow not params dot segments", allow, "/public/..;/admin/secret", false},
+		{"allow not params dot segments, deeper", allow, "/public/a/..;/..;/admin", false},
+		{"allow not cleaning first", allow, "/public/..;/../public/../admin", false},
+		{"allow not decoded again", allow, "/public/%2e%2e/admin", false},
+		{"allow not decoded again despite a bad escape", allow, "/public/%2e%2e/admin/%zz", false},
+		{"allow not decoded slash", allow, "/public/..%2f..%2fadmin", false},
+		{"allow not backslash", allow, `/public/..\admin`, false},
+		{"allow not backslash only", allow, `/public\..\admin`, false},
+		{"allow not dot segments", allow, "/public/../admin", false},
+		{"allow not case folded", allow, "/Public/a", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.rule
+			req := WebRequest{Method: r.Method, Host: "h.test", Path: tc.path}
+			if got := MatchWeb(r.Pattern, r.Method, r.URLPath, req, r.Behavior != Allow); got != tc.want {
+				t.Errorf("%s vs %s %q = %v, want %v (readings %q)", r, r.Method, tc.path, got, tc.want, webPathReadings(tc.path, nil))
+			}
+		})
+	}
+}
+
+// TestWebPathReadings pins the readings themselves: one for a path with nothing to read
+// differently, each dot-segment-free, none twice.
+func TestWebPathReadings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{"/a/b/", []string{"/a/b"}},
+		{"", []string{"/"}},
+		{"/a/./b/../c", []string{"/a/c"}},
+		{"/x/..;/admin", []string{"/x/..;/admin", "/admin"}},
+		{"/a/..;/../b", []string{"/a/b", "/b"}},
+		{"/x/%2e%2e/admin", []string{"/x/%2e%2e/admin", "/admin"}},
+		{"/x/%2e%2e;a/admin", []string{"/x/%2e%2e;a/admin", "/x/%2e%2e/admin", "/admin"}},
+		{"/x/%zz/%2e%2e/y", []string{"/x/%zz/%2e%2e/y", "/x/y"}},
+		{`/x\..\y`, []string{`/x\..\y`, "/y"}},
+		{"/a;v=1", []string{"/a;v=1", "/a"}},
+		{"/%41", []string{"/%41", "/A"}},
+	} {
+		if got := webPathReadings(tc.path, nil); !slices.Equal(got, tc.want) {
+			t.Errorf("webPathReadings(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
 func TestAbsPattern(t *testing.T) {
 	t.Parallel()
 	a := Anchors{Home: "/home/u", Cwd: "/w/sub"}
@@ -328,6 +422,68 @@ func FuzzParseRule(f *testing.F) {
 			if !MatchWeb(r.Pattern, r.Method, r.URLPath, req, false) || !MatchWeb(r.Pattern, r.Method, r.URLPath, req, true) {
 				t.Fatalf("web rule %q does not match %+v", text, req)
 			}
+		}
+	})
+}
+
+// FuzzMatchWeb checks MatchWeb against the readings of a path worked out here on their own
+// (url.PathUnescape for the second decoding): an allow rule matches exactly when every
+// reading is under it, a deny rule when any one is (folded), and a deny matches whatever the
+// same allow matches. It must never panic.
+func FuzzMatchWeb(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/admin/**", "/x/..;/admin/users"}, {"/public/**", "/public/..;/admin"}, {"/public/**", "/public/%2e%2e/admin"},
+		{"/public/**", `/public\..\admin`}, {"/a/*/b", "/a/..;x/b"}, {"/**/git-receive-pack", "/r/git-receive-pack;a=b"},
+		{"/public/**", "/public/a;v=1"}, {"/x", "/a/..;/../x"}, {"/x/**", "/x/%zz/%2e%2e/y"}, {"/", ""},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, glob, p string) {
+		allow, err := ParseRuleFor("WebFetch(GET h.test"+glob+")", Allow)
+		if err != nil || allow.Kind != KindWeb || allow.Pattern != "h.test" {
+			return
+		}
+		segs := func(r string) []string { return splitPath(path.Clean("/" + r)) }
+		params := func(r string) string {
+			parts := strings.Split(r, "/")
+			for i := range parts {
+				parts[i], _, _ = strings.Cut(parts[i], ";")
+			}
+			return strings.Join(parts, "/")
+		}
+		readings := [][]string{segs(p), segs(params(p))}
+		decoded, derr := url.PathUnescape(p)
+		if derr == nil {
+			readings = append(readings, segs(params(strings.ReplaceAll(decoded, `\`, "/"))))
+		}
+		pat := splitPath(allow.URLPath)
+		every, any := true, false
+		for _, r := range readings {
+			ok := matchWhole(pat, r)
+			every, any = every && ok, any || ok
+		}
+		req := WebRequest{Method: "GET", Host: "h.test", Path: p}
+		got := MatchWeb(allow.Pattern, allow.Method, allow.URLPath, req, false)
+		if got && !every {
+			t.Fatalf("allow %s matches %q, which a server may read outside it", allow, p)
+		}
+		if derr == nil && got != every {
+			t.Fatalf("allow %s vs %q = %v, every reading under it = %v", allow, p, got, every)
+		}
+		folded := MatchWeb(allow.Pattern, allow.Method, allow.URLPath, req, true)
+		if utf8.ValidString(glob) && utf8.ValidString(p) && got && !folded {
+			t.Fatalf("%q is under allow %s but not under the deny of the same text", p, allow)
+		}
+		lower := splitPath(strings.ToLower(allow.URLPath))
+		foldedAny := false
+		for _, r := range readings {
+			foldedAny = foldedAny || matchWhole(lower, segs(strings.ToLower(strings.Join(r, "/"))))
+		}
+		if foldedAny && !folded {
+			t.Fatalf("deny %s misses %q, which a server may read under it", allow, p)
+		}
+		if derr == nil && utf8.ValidString(p) && folded != foldedAny {
+			t.Fatalf("deny %s vs %q = %v, any reading under it = %v", allow, p, folded, foldedAny)
 		}
 	})
 }
