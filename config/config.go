@@ -90,8 +90,9 @@ type Network struct {
 	// rules of every source; a deny anywhere wins. Same syntax as the rules' domain part.
 	AllowedDomains []string `json:"allowed_domains"`
 	DeniedDomains  []string `json:"denied_domains"`
-	// AllowPrivateCIDRs are private, loopback or link-local ranges the proxy may still reach
-	// (a registry on the LAN); everything else there is refused whatever a name resolves to.
+	// AllowPrivateCIDRs are private, loopback, link-local or other special-purpose ranges, and
+	// addresses of the daemon's host, that the proxy may still reach (a registry on the LAN);
+	// everything else there is refused whatever a name resolves to.
 	AllowPrivateCIDRs []string `json:"allow_private_cidrs"`
 	// HostUsers may choose the host's network for their sessions (user names or uids); root
 	// always may.

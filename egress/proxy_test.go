@@ -411,6 +411,7 @@ func TestPrivateRefused(t *testing.T) {
 			"mapped.test", "::ffff:192.168.1.1",
 			"cgnat.test", "100.64.1.1",
 			"nat64.test", "64:ff9b::7f00:1",
+			"doc.test", "203.0.113.7",
 		),
 	}
 	addr := startProxy(t, s)
@@ -422,6 +423,8 @@ func TestPrivateRefused(t *testing.T) {
 		{"mapped.test:80", "resolves to 192.168.1.1, a private address"},
 		{"cgnat.test:80", "a CGNAT shared address"},
 		{"nat64.test:80", "NAT64 of a loopback"},
+		{"doc.test:80", "doc.test resolves to 203.0.113.7, a documentation address"},
+		{"[2001:db8::1]:80", "2001:db8::1 is a documentation address"},
 		{"127.0.0.1:80", "127.0.0.1 is a loopback address"},
 		{"[::ffff:127.0.0.1]:80", "127.0.0.1 is a loopback address"},
 		{"[::1]:80", "::1 is a loopback address"},
@@ -444,6 +447,60 @@ func TestPrivateRefused(t *testing.T) {
 			t.Errorf("event %+v", ev)
 		}
 	}
+}
+
+// TestOwnAddressRefused: the proxy refuses the host's own addresses, by name or by number,
+// public or not, unless allow_private_cidrs covers them: from the host they reach what is
+// bound to 0.0.0.0 there.
+func TestOwnAddressRefused(t *testing.T) {
+	t.Parallel()
+	var dialed atomic.Int64
+	s := &Server{
+		Decide: allowDecide,
+		Dialer: dialerFunc(func(context.Context, string, string) (net.Conn, error) {
+			dialed.Add(1)
+			return nil, errors.New("not dialed in this test")
+		}),
+		Resolver: newResolver("self.test", "93.184.216.34", "other.test", "93.184.216.35"),
+	}
+	// This host, as far as this Server knows, has 93.184.216.34: a public address, which no
+	// range refuses.
+	s.watching = true
+	s.local = *knownHostAddrs("93.184.216.34")
+	addr := startProxy(t, s)
+	for _, tc := range []struct{ target, want string }{
+		{"self.test:80", "self.test resolves to 93.184.216.34, an address of this host"},
+		{"93.184.216.34:80", "93.184.216.34 is an address of this host"},
+		{"[::ffff:93.184.216.34]:80", "93.184.216.34 is an address of this host"},
+	} {
+		resp, body := rawRequest(t, addr, "CONNECT "+tc.target+" HTTP/1.1\r\n\r\n")
+		if resp.StatusCode != 403 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %q, want 403 with %q", tc.target, resp.StatusCode, body, tc.want)
+		}
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Fatalf("%d refused addresses dialed", n)
+	}
+	resp, body := rawRequest(t, addr, "CONNECT other.test:80 HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 502 || dialed.Load() != 1 {
+		t.Errorf("another public address: %d %q, dialed %d; want it dialed", resp.StatusCode, body, dialed.Load())
+	}
+
+	// A CIDR covering it lets it through.
+	allowed := &Server{Decide: allowDecide, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("93.184.216.34/32")},
+		Dialer: s.Dialer, Resolver: s.Resolver}
+	allowed.watching = true
+	allowed.local = *knownHostAddrs("93.184.216.34")
+	resp, body = rawRequest(t, startProxy(t, allowed), "CONNECT self.test:80 HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 502 || dialed.Load() != 2 {
+		t.Errorf("covered by allow_private_cidrs: %d %q, dialed %d; want it dialed", resp.StatusCode, body, dialed.Load())
+	}
+}
+
+type dialerFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+func (f dialerFunc) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return f(ctx, network, address)
 }
 
 func TestIPLiteral(t *testing.T) {

@@ -124,7 +124,8 @@ type Server struct {
 	Resolver Resolver
 	// Dialer defaults to a *net.Dialer with DialTimeout.
 	Dialer Dialer
-	// AllowPrivate lists the non-public ranges that may be reached anyway.
+	// AllowPrivate lists the non-public ranges, and the host's own addresses, that may be
+	// reached anyway.
 	AllowPrivate []netip.Prefix
 	// AllowECH lets a tunnel's ClientHello carry an encrypted ClientHello extension as long as
 	// its visible server name is the tunnel's host. Chrome sends one (a GREASE one, which
@@ -164,9 +165,13 @@ type Server struct {
 	active   atomic.Int64      // client connections being served
 	owners   map[string]*owner // under mu
 	refusing atomic.Int64      // over-cap connections being told so
+	// local is the host's own addresses, for the guard: watched from the first Serve or
+	// ServeConn until Close.
+	local hostAddrs
 
 	mu        sync.Mutex
 	closed    bool
+	watching  bool // local was started
 	listeners map[net.Listener]struct{}
 	serving   sync.WaitGroup // one per running Serve
 }
@@ -257,6 +262,7 @@ func (s *Server) Serve(l net.Listener, session string) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
+	s.watchLocal()
 	name := session
 	if s.Owner != nil {
 		name = s.Owner(session)
@@ -341,6 +347,15 @@ func (s *Server) paceLimit() rate.Limit {
 	return rate.Limit(s.RatePerOwner)
 }
 
+// watchLocal starts following the host's addresses when the Server first serves (not at
+// Close, nor for a Server never used); s.mu is held and the Server is not closed.
+func (s *Server) watchLocal() {
+	if !s.watching {
+		s.watching = true
+		s.local.start(s.log)
+	}
+}
+
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -367,6 +382,8 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.serving.Wait()
+	// Nothing is served any more, so nothing asks the guard.
+	s.local.stop()
 	return errors.Join(errs...)
 }
 
@@ -412,6 +429,7 @@ func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 		return ErrServerClosed
 	}
 	s.serving.Add(1)
+	s.watchLocal()
 	s.mu.Unlock()
 	defer s.serving.Done()
 	if s.active.Add(1) > int64(s.maxConns()) {
@@ -487,8 +505,10 @@ func (s *Server) pace(ctx context.Context, p peer) error {
 // about the address it will dial and audits the decision. The returned address is the only one
 // the caller may dial.
 //
-// WARNING: this is the egress security boundary (DNS rebinding, metadata, policy); rerun
-// TestGuard, TestPrivateRefused, TestIPLiteral and TestDenials after a change.
+// WARNING: this is the egress security boundary (DNS rebinding, metadata, the host's own
+// addresses, policy); rerun TestGuard, TestGuardHostAddrs, TestPrivateRefused,
+// TestOwnAddressRefused, TestIPLiteral, TestDenials and, as root, TestHostAddrsFollowKernel
+// after a change.
 func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, outcome, string) {
 	if err := s.pace(ctx, p); err != nil {
 		return netip.AddrPort{}, outPaced, err.Error()
@@ -540,17 +560,17 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, o
 		// Every address is checked, not just the one dialed: a name answering with one public
 		// and one private address is a rebinding attempt whichever is dialed.
 		for _, a := range addrs {
-			if w := refusal(a, s.AllowPrivate); w != "" {
+			if w := refusal(a, s.AllowPrivate, &s.local); w != "" {
 				ev.IP = net.IP(a.Unmap().AsSlice())
-				ev.Reason = fmt.Sprintf("%s resolves to %s, a %s address", t.host, a.Unmap(), w)
+				ev.Reason = fmt.Sprintf("%s resolves to %s, %s", t.host, a.Unmap(), w)
 				_ = s.audit(ev)
 				return netip.AddrPort{}, outPrivate, ev.Reason
 			}
 		}
 		addr = addrs[0].Unmap().WithZone("")
-	} else if w := refusal(addr, s.AllowPrivate); w != "" {
+	} else if w := refusal(addr, s.AllowPrivate, &s.local); w != "" {
 		ev.IP = net.IP(addr.AsSlice())
-		ev.Reason = fmt.Sprintf("%s is a %s address", addr, w)
+		ev.Reason = fmt.Sprintf("%s is %s", addr, w)
 		_ = s.audit(ev)
 		return netip.AddrPort{}, outPrivate, ev.Reason
 	}
