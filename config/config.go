@@ -16,6 +16,8 @@ import (
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 // Default paths of DESIGN.md.
@@ -87,7 +89,9 @@ type Network struct {
 	// older switch, makes it host (and lets everyone choose host).
 	Mode string `json:"mode"`
 	// AllowedDomains and DeniedDomains decide proxied connections beside the WebFetch(domain:…)
-	// rules of every source; a deny anywhere wins. Same syntax as the rules' domain part.
+	// rules of every source; a deny anywhere wins. Same syntax as the rules' domain part, and
+	// normalized as it is (permission.DomainPattern) when loaded: an entry that is not a
+	// domain pattern is refused, since it would match nothing, and a deny would fail open.
 	AllowedDomains []string `json:"allowed_domains"`
 	DeniedDomains  []string `json:"denied_domains"`
 	// AllowPrivateCIDRs are private, loopback, link-local or other special-purpose ranges, and
@@ -385,7 +389,20 @@ func Load(path string, required bool) (Config, error) {
 	if err := Parse(data, &cfg); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
+	cfg.normalize()
 	return cfg, cfg.Validate()
+}
+
+// normalize puts the fields that have one canonical form in it, the form the code using them
+// compares with. An entry with none is left as it is, for Validate to refuse.
+func (c *Config) normalize() {
+	for _, list := range []*[]string{&c.Network.AllowedDomains, &c.Network.DeniedDomains} {
+		for i, d := range *list {
+			if n, err := permission.DomainPattern(d); err == nil {
+				(*list)[i] = n
+			}
+		}
+	}
 }
 
 // Parse decodes YAML (or JSON) into cfg, rejecting unknown fields.
@@ -473,7 +490,27 @@ func (c Config) Validate() error {
 	if err := checkSyscallNames(c.Sandbox.ExtraSyscalls); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
+	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
+}
+
+// checkDomains refuses each entry of a domain list that is not a domain pattern as a
+// WebFetch(domain:…) rule takes it, naming the entry, or that is not in its normalized form
+// (Load normalizes; a Config made otherwise must too): MatchDomain compares a pattern as it is,
+// so `Secret.example.com` would match nothing and a deny of it would let everything by.
+func checkDomains(key string, entries []string) []error {
+	var errs []error
+	for _, d := range entries {
+		n, err := permission.DomainPattern(d)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %q is not a domain pattern (as in WebFetch(domain:…), e.g. example.com or *.example.com): %w", key, d, err))
+		case n != d:
+			errs = append(errs, fmt.Errorf("%s: %q is not normalized; write %q", key, d, n))
+		}
+	}
+	return errs
 }
 
 // checkSyscallNames refuses a name libseccomp does not know. Building the filter skips a name

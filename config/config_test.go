@@ -1,10 +1,15 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 func TestDefaultsValidate(t *testing.T) {
@@ -124,5 +129,53 @@ func TestCheckSyscallNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNetworkDomains: network.allowed_domains and denied_domains take a rule's domain syntax,
+// normalized as a rule's is, so `Example.COM.` matches example.com; an entry no host could
+// match refuses the configuration, naming it, rather than matching nothing.
+func TestNetworkDomains(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	load := func(name, body string) (Config, error) {
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Load(p, true)
+	}
+	cfg, err := load("ok", "network:\n  allowed_domains: [Example.COM., '*.NpmJS.org']\n  denied_domains: [Secret.Example.com, 'x.TEST.']\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Network.AllowedDomains, " "); got != "example.com *.npmjs.org" {
+		t.Errorf("allowed_domains %q", got)
+	}
+	if got := strings.Join(cfg.Network.DeniedDomains, " "); got != "secret.example.com x.test" {
+		t.Errorf("denied_domains %q", got)
+	}
+	for host, list := range map[string][]string{
+		"example.com": cfg.Network.AllowedDomains, "registry.npmjs.org": cfg.Network.AllowedDomains,
+		"secret.example.com": cfg.Network.DeniedDomains, "X.test.": cfg.Network.DeniedDomains,
+	} {
+		if !slices.ContainsFunc(list, func(p string) bool { return permission.MatchDomain(p, host) }) {
+			t.Errorf("%s matches no entry of %q", host, list)
+		}
+	}
+	for i, bad := range []string{"exa mple.com", "*.", "http://x", "", "example.com:443", "a..b", "ex/ample.com"} {
+		for _, key := range []string{"allowed_domains", "denied_domains"} {
+			body := fmt.Sprintf("network:\n  %s: [ok.example, %q]\n", key, bad)
+			_, err := load(fmt.Sprintf("bad%d-%s", i, key), body)
+			if err == nil || !strings.Contains(err.Error(), "network."+key+": "+strconv.Quote(bad)) {
+				t.Errorf("%s: %q: err = %v, want one naming the entry", key, bad, err)
+			}
+		}
+	}
+	// A Config made without Load is held to the normalized form too.
+	c := Default()
+	c.Network.DeniedDomains = []string{"Secret.example.com"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `write "secret.example.com"`) {
+		t.Errorf("an unnormalized entry validated: %v", err)
 	}
 }

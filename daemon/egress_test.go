@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/egress"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -346,4 +347,41 @@ func TestEgressAllowECHWired(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEgressConfigDomainsNormalized: network.denied_domains and allowed_domains entries written
+// with capitals and a trailing dot decide as a rule's domain does (an entry that matched
+// nothing would let a deny fail open), and a reload with an entry that is no domain pattern is
+// refused, the running lists staying in force.
+func TestEgressConfigDomainsNormalized(t *testing.T) {
+	td := startDaemon(t, "network:\n  denied_domains: [Blocked.TEST.]\n  allowed_domains: [CFG.Test]\n")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"allow":["WebFetch(domain:blocked.test)"]}}`, testHostDir(t)))
+	check := func(when string) {
+		t.Helper()
+		decide := func(host string) egress.Verdict {
+			return td.d.core.decideEgress(context.Background(), egress.Request{Session: s.ID, Kind: egress.KindConnect, Host: host, Port: 443})
+		}
+		if v := decide("blocked.test"); v.Allow || v.Rule != "network.denied_domains: blocked.test" {
+			t.Errorf("%s: blocked.test, allowed by the session, denied by Blocked.TEST.: %+v", when, v)
+		}
+		if v := decide("cfg.test"); !v.Allow || v.Rule != "network.allowed_domains: cfg.test" {
+			t.Errorf("%s: cfg.test, allowed by CFG.Test: %+v", when, v)
+		}
+	}
+	check("at start")
+
+	cfgPath := td.d.opts.ConfigPath
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(b), "[Blocked.TEST.]", `["exa mple.test"]`, 1)
+	if bad == string(b) {
+		t.Fatal("the test's config has no denied_domains to change")
+	}
+	if err := os.WriteFile(cfgPath, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+	check("after a refused reload")
 }

@@ -371,10 +371,7 @@ func (r *Rule) parsePath() error {
 }
 
 func (r *Rule) parseDomain(d string) error {
-	if strings.ContainsAny(d, "/:") {
-		return malformed("domain:%s: give a host name, not a URL", d)
-	}
-	d, err := hostPattern(d)
+	d, err := DomainPattern(d)
 	if err != nil {
 		return err
 	}
@@ -382,12 +379,29 @@ func (r *Rule) parseDomain(d string) error {
 	return nil
 }
 
+// DomainPattern checks and normalizes the host pattern of WebFetch(domain:…), the form
+// MatchDomain expects: lowercase, one trailing dot dropped. Anything else that names a domain
+// by this syntax (network.allowed_domains and denied_domains) goes through it too, so that no
+// entry silently matches nothing.
+func DomainPattern(d string) (string, error) {
+	if strings.ContainsAny(d, "/:") {
+		return "", malformed("domain:%s: give a host name, not a URL", d)
+	}
+	return hostPattern(d)
+}
+
 // hostPattern normalizes a host pattern of a domain or web rule (lowercase, one trailing dot
 // dropped) and checks its characters.
 func hostPattern(d string) (string, error) {
-	d = strings.TrimSuffix(strings.ToLower(d), ".")
+	lower := strings.ToLower(d)
+	d = strings.TrimSuffix(lower, ".")
 	if d == "" {
 		return "", malformed("empty domain")
+	}
+	if d == "*" && lower != d {
+		// `*.` is `*` (every name) with its dot dropped, or any single label if the dot is
+		// the root's: refused rather than guessed.
+		return "", malformed("domain %q: write * for every name", lower)
 	}
 	if d != "*" {
 		for _, label := range strings.Split(d, ".") {

@@ -49,6 +49,9 @@ func TestParseRule(t *testing.T) {
 		{text: "WebFetch(domain:https://x.com/)", b: Allow, errLike: "not a URL"},
 		{text: "WebFetch(example.com)", b: Allow, errLike: "domain:<host>"},
 		{text: "WebFetch(domain:)", b: Allow, errLike: "empty domain"},
+		{text: "WebFetch(domain:*.)", b: Deny, errLike: "write * for every name"},
+		{text: "WebFetch(GET *./x)", b: Deny, errLike: "write * for every name"},
+		{text: "WebFetch(domain:*)", b: Deny, kind: KindDomain, pattern: "*"},
 		{text: "WebFetch(POST paste.example/**)", b: Deny, kind: KindWeb, pattern: "paste.example"},
 		{text: "WebFetch(GET  Registry.NPMjs.org./**)", b: Allow, kind: KindWeb, pattern: "registry.npmjs.org"},
 		{text: "WebFetch(* *.example.com/api/*/x)", b: Ask, kind: KindWeb, pattern: "*.example.com"},
@@ -190,6 +193,34 @@ func TestMatchDomain(t *testing.T) {
 	for _, tc := range cases {
 		if got := MatchDomain(tc.pattern, tc.host); got != tc.want {
 			t.Errorf("MatchDomain(%q, %q) = %v, want %v", tc.pattern, tc.host, got, tc.want)
+		}
+	}
+}
+
+// TestDomainPattern: the domain part of a rule, and the config's domain lists, normalized as
+// MatchDomain expects, and refused when no host could match them.
+func TestDomainPattern(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Example.COM.":     "example.com",
+		"*.Npmjs.ORG":      "*.npmjs.org",
+		"*":                "*",
+		"api-*.x.com":      "api-*.x.com",
+		"192.0.2.1":        "192.0.2.1",
+		"exa mple.com":     "",
+		" example.com":     "",
+		"*.":               "",
+		"http://x":         "",
+		"example.com:1":    "",
+		"x.com/a":          "",
+		"":                 "",
+		".":                "",
+		"a..b":             "",
+		"ex\u00e4mple.com": "",
+	} {
+		got, err := DomainPattern(in)
+		if want == "" && (err == nil || !errors.Is(err, ErrMalformedRule)) || want != "" && (err != nil || got != want) {
+			t.Errorf("DomainPattern(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }
