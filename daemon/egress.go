@@ -43,7 +43,7 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	}
 	e := &egressProxy{
 		srv: &egress.Server{
-			Decide: c.decideEgress, Audit: c.recorder.netConnect, AllowPrivate: private,
+			Decide: c.decideEgress, Audit: c.auditEgress, AllowPrivate: private,
 			AllowECH:     cfg.Network.AllowEncryptedClientHello,
 			RatePerOwner: cfg.Limits.EgressRequestsPerSecondPerUser, BurstPerOwner: cfg.Limits.EgressRequestsBurstPerUser,
 			Logger: log,
@@ -246,8 +246,20 @@ func isWebRule(text string) bool {
 // sends requests far faster than the API takes calls, so its records are kept small.
 const maxNetPathBytes = 4 << 10
 
+// auditEgress records one proxy decision with its session's owner as the caller: the owner's
+// own audit queries then show their sessions' connections, and an admin's can pick them out
+// by user. A connection of a session deleted meanwhile is recorded without one.
+func (c *Core) auditEgress(ev egress.Event) error {
+	var owner *audit.Caller
+	if s, err := c.store.Get(session.Caller{UID: 0}, ev.Session); err == nil {
+		owner = auditCaller(s.Owner)
+		owner.PID = 0 // the proxy knows the session, not which of its processes connected
+	}
+	return c.recorder.netConnect(ev, owner)
+}
+
 // netConnect records one proxy decision (kind net.connect). An error refuses the connection.
-func (r *recorder) netConnect(ev egress.Event) error {
+func (r *recorder) netConnect(ev egress.Event, owner *audit.Caller) error {
 	detail := map[string]string{
 		"kind": string(ev.Kind), "host": ev.Host, "port": strconv.Itoa(ev.Port),
 		"allowed": strconv.FormatBool(ev.Allowed), "reason": ev.Reason,
@@ -261,5 +273,5 @@ func (r *recorder) netConnect(ev egress.Event) error {
 	if ev.IP != nil {
 		detail["ip"] = ev.IP.String()
 	}
-	return r.log.AppendWritten(context.Background(), &audit.Record{Kind: audit.KindNetConnect, Session: ev.Session, Detail: detail})
+	return r.log.AppendWritten(context.Background(), &audit.Record{Kind: audit.KindNetConnect, Caller: owner, Session: ev.Session, Detail: detail})
 }

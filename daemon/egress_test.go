@@ -92,11 +92,15 @@ func TestEgressProxy(t *testing.T) {
 	if out := fmt.Sprint(res.Data["stdout"]); !strings.Contains(out, "rc=") || strings.Contains(out, "hello") || !strings.HasSuffix(strings.TrimSpace(out), "0") {
 		t.Errorf("a session without egress reached the registry or got proxy settings: %q", out)
 	}
-	// Every decision is audited, with the host and the verdict.
+	// Every decision is audited, with the host and the verdict, and the session's owner as
+	// the caller (whose own audit queries show it).
 	var allowed, denied int
 	for _, r := range auditRecords(t, td) {
 		if r.Kind != "net.connect" || r.Session != s.ID {
 			continue
+		}
+		if r.Caller == nil || r.Caller.UID != s.Owner.UID || r.Caller.User != s.Owner.User {
+			t.Errorf("net.connect record %d: caller %+v, want the session's owner %+v", r.Seq, r.Caller, s.Owner)
 		}
 		if r.Detail["allowed"] == "true" && r.Detail["host"] == "registry.test" && r.Detail["ip"] == "127.0.0.1" {
 			allowed++

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -159,9 +160,38 @@ func printRecord(w io.Writer, r *protocol.Record) {
 			outcome += " " + o.Error
 		}
 	}
+	input := InputSummary(r.Tool, r.Input)
+	if r.Kind == "net.connect" {
+		input, decision, rule, outcome = netConnectColumns(r.Detail)
+	}
 	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
-		Visible(r.Kind), Visible(user), orDash(Visible(r.Session)), orDash(Visible(r.Tool)), orDash(Clip(InputSummary(r.Tool, r.Input), 60)),
+		Visible(r.Kind), Visible(user), orDash(Visible(r.Session)), orDash(Visible(r.Tool)), orDash(Clip(input, 60)),
 		Visible(decision), Visible(rule), Visible(outcome))
+}
+
+// netConnectColumns shows a proxy decision in the call columns: what was asked for (a
+// request's method and URL, or the tunnel's host and port), allow or deny, the deciding rule,
+// and the reason with the address it resolved to.
+func netConnectColumns(d map[string]string) (input, decision, rule, outcome string) {
+	hostport := net.JoinHostPort(d["host"], d["port"])
+	switch {
+	case d["method"] != "":
+		input = d["method"] + " " + hostport + d["path"]
+	default:
+		input = d["kind"] + " " + hostport
+	}
+	if d["via"] != "" {
+		input += " (" + d["via"] + ")"
+	}
+	decision = "deny"
+	if d["allowed"] == "true" {
+		decision = "allow"
+	}
+	rule, outcome = orDash(d["rule"]), orDash(d["reason"])
+	if d["ip"] != "" {
+		outcome = d["ip"] + ": " + outcome
+	}
+	return input, decision, rule, outcome
 }
 
 func orDash(s string) string {

@@ -54,3 +54,22 @@ func TestInputSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestNetConnectColumns: a proxy decision reads in the query table as what was asked for, the
+// verdict, the rule and the reason with the address, not as dashes.
+func TestNetConnectColumns(t *testing.T) {
+	for _, tc := range []struct {
+		detail                         map[string]string
+		input, decision, rule, outcome string
+	}{
+		{map[string]string{"kind": "http", "host": "h.test", "port": "80", "method": "POST", "path": "/x/..;/admin", "allowed": "false", "rule": "WebFetch(POST h.test/admin/**)", "reason": "deny rule"},
+			"POST h.test:80/x/..;/admin", "deny", "WebFetch(POST h.test/admin/**)", "deny rule"},
+		{map[string]string{"kind": "connect", "host": "::1", "port": "443", "allowed": "true", "ip": "::1", "reason": "allowed", "via": "WebFetch"},
+			"connect [::1]:443 (WebFetch)", "allow", "-", "::1: allowed"},
+	} {
+		in, d, r, o := netConnectColumns(tc.detail)
+		if in != tc.input || d != tc.decision || r != tc.rule || o != tc.outcome {
+			t.Errorf("%v: %q %q %q %q, want %q %q %q %q", tc.detail, in, d, r, o, tc.input, tc.decision, tc.rule, tc.outcome)
+		}
+	}
+}
