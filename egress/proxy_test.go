@@ -1083,6 +1083,21 @@ func TestConnCapPerOwner(t *testing.T) {
 	}
 	c3, _ := connectTunnel(t, bob, echo)
 	c3.Close()
+	// The daemon's own connection for one of alice's sessions (WebFetch) counts with hers:
+	// refused with the same reason while her two tunnels are open.
+	client, server := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeConn(server, "s1", Origin{Via: "WebFetch"}) }()
+	go func() { _, _ = io.WriteString(client, "CONNECT "+echo+" HTTP/1.1\r\n\r\n") }()
+	_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(client), nil)
+	if err != nil || resp.StatusCode != 503 {
+		t.Errorf("alice's WebFetch connection past her cap: %v %v", resp, err)
+	}
+	client.Close()
+	if err := <-done; !errors.Is(err, ErrBusy) {
+		t.Errorf("ServeConn past the owner's cap: %v, want ErrBusy", err)
+	}
 }
 
 // TestHeadBounded: a request line or header block past maxHeadBytes is refused with 431 as soon

@@ -263,15 +263,7 @@ func (s *Server) Serve(l net.Listener, session string) error {
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
 	s.watchLocal()
-	name := session
-	if s.Owner != nil {
-		name = s.Owner(session)
-	}
-	own := s.owners[name]
-	if own == nil {
-		own = &owner{pace: rate.NewLimiter(s.paceLimit(), max(s.BurstPerOwner, 1))}
-		s.owners[name] = own
-	}
+	own := s.ownerOf(session)
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -325,6 +317,20 @@ func (s *Server) Serve(l net.Listener, session string) error {
 			s.serveConn(ctx, c, peer{session: session, owner: own})
 		})
 	}
+}
+
+// ownerOf is what session's owner's sessions share, made on first use; s.mu is held.
+func (s *Server) ownerOf(session string) *owner {
+	name := session
+	if s.Owner != nil {
+		name = s.Owner(session)
+	}
+	own := s.owners[name]
+	if own == nil {
+		own = &owner{pace: rate.NewLimiter(s.paceLimit(), max(s.BurstPerOwner, 1))}
+		s.owners[name] = own
+	}
+	return own
 }
 
 // SetPace changes RatePerOwner and BurstPerOwner, for the owners served already too.
@@ -419,7 +425,8 @@ func (s *Server) refuseBusy(wg *sync.WaitGroup, c net.Conn, why string) {
 // ServeConn serves one connection the daemon itself opened for session (the WebFetch tool's
 // end of a net.Pipe), as a session's program's connection is served, with o telling what it
 // will carry. It returns when the connection ends or the Server closes (ErrServerClosed if it
-// already had; ErrBusy when MaxConns connections are being served).
+// already had; ErrBusy when MaxConns connections are being served, or MaxConnsPerOwner of the
+// session owner's).
 func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 	s.init()
 	s.mu.Lock()
@@ -430,6 +437,10 @@ func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 	}
 	s.serving.Add(1)
 	s.watchLocal()
+	// The daemon's own connections for a session (WebFetch) count with its programs' against
+	// the owner's cap and pace: a user's many WebFetch calls at once could otherwise hold most
+	// of the proxy's connections from every other user.
+	own := s.ownerOf(session)
 	s.mu.Unlock()
 	defer s.serving.Done()
 	if s.active.Add(1) > int64(s.maxConns()) {
@@ -438,7 +449,15 @@ func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 		return ErrBusy
 	}
 	defer s.active.Add(-1)
-	s.serveConn(s.ctx, c, peer{session: session, origin: &o})
+	if own.conns.Add(1) > int64(s.maxConnsPerOwner()) {
+		own.conns.Add(-1)
+		var refusing sync.WaitGroup
+		s.refuseBusy(&refusing, c, "too many concurrent connections from this user's sessions (limit "+strconv.Itoa(s.maxConnsPerOwner())+")")
+		refusing.Wait()
+		return ErrBusy
+	}
+	defer own.conns.Add(-1)
+	s.serveConn(s.ctx, c, peer{session: session, origin: &o, owner: own})
 	return nil
 }
 
