@@ -144,7 +144,13 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		return false
 	}
 	if t.kind == KindConnect && h.s.Intercept != nil && h.peer.origin == nil {
-		// Decided per request inside, once the tunnel shows TLS (or by host if it does not).
+		// Decided per request inside, once the tunnel shows TLS (or by host if it does not);
+		// paced here, as a tunnel is without interception (admit): each new host's
+		// certificate costs the daemon a signature.
+		if err := h.s.pace(ctx, h.peer); err != nil {
+			h.refuse(http.StatusTooManyRequests, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
+			return false
+		}
 		h.intercept(ctx, t)
 		return false
 	}

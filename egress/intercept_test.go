@@ -243,23 +243,48 @@ func TestInterceptorCA(t *testing.T) {
 	}
 }
 
-// TestInterceptFailuresPaced: a failed handshake inside an intercepted tunnel is recorded, and
-// that record takes its owner's pace like a decision: past it, failures in a loop are closed
-// without a record.
+// TestInterceptFailuresPaced: an intercepted tunnel takes its owner's pace when it opens, as a
+// tunnel does without interception (each new host's certificate costs a signature), and a
+// failed handshake inside it is recorded, that record taking the pace like a decision: past
+// it, tunnels in a loop are refused (429) before any certificate is made.
 func TestInterceptFailuresPaced(t *testing.T) {
 	t.Parallel()
 	icpt, _ := testCA(t, "sandboxd egress CA")
 	_, otherPool := testCA(t, "a CA the client trusts instead")
 	rec := &recorder{}
 	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback, Intercept: icpt,
-		Resolver: newResolver("api.test", "127.0.0.1"), RatePerOwner: 0.01, BurstPerOwner: 2}
+		Resolver: newResolver("api.test", "127.0.0.1"), RatePerOwner: 0.01, BurstPerOwner: 4}
 	addr := startProxy(t, s)
+	refused, opened := 0, 0
 	for range 5 {
-		c := openTunnel(t, addr, "api.test:443")
+		c := dialProxy(t, addr, 10*time.Second)
+		fmt.Fprintf(c, "CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("CONNECT: %v", err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+			c.Close()
+			continue
+		}
+		if resp.StatusCode != 200 || br.Buffered() != 0 {
+			t.Fatalf("CONNECT: %v", resp)
+		}
 		if err := tls.Client(c, &tls.Config{ServerName: "api.test", RootCAs: otherPool}).Handshake(); err == nil {
 			t.Fatal("a client that does not trust the sandbox's CA completed its handshake")
 		}
+		// The proxy's side of a handshake ends after the client's: wait for its record (and
+		// the token it takes) before the next tunnel asks for one.
+		opened++
+		for deadline := time.Now().Add(5 * time.Second); len(rec.audited()) < opened && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		c.Close()
+	}
+	if refused != 3 {
+		t.Errorf("%d of 5 tunnels refused, want the 3 past a burst of 4 (two tunnels and their two failure records)", refused)
 	}
 	// The proxy's side of a handshake ends after the client's: wait for the two records, then
 	// a little for any the pace should have kept out.

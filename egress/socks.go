@@ -21,6 +21,13 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 	}
 	c.setHard(time.Time{})
 	if s.Intercept != nil && p.origin == nil {
+		// Paced before it is answered, as a tunnel is without interception (admit): each
+		// new host's certificate costs the daemon a signature.
+		if s.pace(ctx, p) != nil {
+			_, _ = c.Write(socksReply(socksReplyGeneralFailure))
+			lingerClose(c)
+			return
+		}
 		if _, err := c.Write(socksReply(socksReplyOK)); err != nil {
 			return
 		}
