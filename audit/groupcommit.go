@@ -261,10 +261,17 @@ func (l *Log) gather(batch *[]*request, target int) (joined int) {
 }
 
 func (l *Log) periodic() {
+	// Short of space, calls are refused before they make a record that would look again:
+	// the tick does, so freeing space is seen. A write that works again after a failure looks
+	// too: the write may have failed for want of space the repair then gave back.
+	if l.spaceLow.Load() {
+		l.refreshSpace()
+	}
 	if !l.healthy.Load() {
 		if len(l.w.pending) > 0 {
 			l.commit(nil, false)
 		} else if err := l.probe(); err == nil {
+			l.refreshSpace()
 			l.setHealthy(true, nil)
 		}
 		return

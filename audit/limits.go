@@ -82,26 +82,35 @@ func (l *Log) checkSpace(k Kind) error {
 	}
 	now := time.Now().UnixNano()
 	if last := l.spaceChecked.Load(); now-last >= int64(spaceCheckEvery) && l.spaceChecked.CompareAndSwap(last, now) {
-		var st unix.Statfs_t
-		low := false
-		var free int64
-		if err := unix.Statfs(l.cfg.Dir, &st); err == nil {
-			free = int64(st.Bavail) * int64(st.Bsize)
-			low = free < l.cfg.MinFreeBytes
-		}
-		if was := l.spaceLow.Swap(low); was != low {
-			if low {
-				l.log.Error("ALERT: audit volume short of space; new calls are refused until space is freed (audit.min_free_bytes)",
-					zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", l.cfg.MinFreeBytes), zap.String("dir", l.cfg.Dir))
-			} else {
-				l.log.Warn("audit volume has space again; calls are accepted", zap.Int64("free_bytes", free))
-			}
-		}
+		l.refreshSpace()
 	}
 	if l.spaceLow.Load() {
 		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("%w: less than %d bytes free on the audit volume (audit.min_free_bytes); calls are refused until an administrator frees space", ErrLowSpace, l.cfg.MinFreeBytes))
 	}
 	return nil
+}
+
+// refreshSpace looks up the audit volume's free space now and says when it crosses
+// Config.MinFreeBytes.
+func (l *Log) refreshSpace() {
+	if l.cfg.MinFreeBytes <= 0 {
+		return
+	}
+	var st unix.Statfs_t
+	low := false
+	var free int64
+	if err := unix.Statfs(l.cfg.Dir, &st); err == nil {
+		free = int64(st.Bavail) * int64(st.Bsize)
+		low = free < l.cfg.MinFreeBytes
+	}
+	if was := l.spaceLow.Swap(low); was != low {
+		if low {
+			l.log.Error("ALERT: audit volume short of space; new calls are refused until space is freed (audit.min_free_bytes)",
+				zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", l.cfg.MinFreeBytes), zap.String("dir", l.cfg.Dir))
+		} else {
+			l.log.Warn("audit volume has space again; calls are accepted", zap.Int64("free_bytes", free))
+		}
+	}
 }
 
 // youngerThanRetention reports whether a rotated file's newest record (its mtime) is

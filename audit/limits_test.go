@@ -88,6 +88,9 @@ func TestLowSpaceRefusesNewWork(t *testing.T) {
 		{KindSessionDelete, false},
 		{KindDaemonStop, false},
 	}
+	if !l.Healthy() {
+		t.Error("healthy before any record looked at the space")
+	}
 	for _, tc := range cases {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			err := l.Append(context.Background(), &Record{Kind: tc.kind})
@@ -101,5 +104,10 @@ func TestLowSpaceRefusesNewWork(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+	// Short of space, the log says it is not taking new work (healthz: degraded), though its
+	// writes succeed.
+	if l.Healthy() {
+		t.Error("healthy while the volume is short of space")
 	}
 }

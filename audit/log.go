@@ -378,9 +378,10 @@ func (l *Log) answered(ctx context.Context, r *Record, req *request) error {
 	}
 }
 
-// Healthy reports whether the last write attempt succeeded. It turns false when a write fails
-// and true again once a write or the periodic probe succeeds.
-func (l *Log) Healthy() bool { return l.healthy.Load() }
+// Healthy reports whether the log takes records of new work: the last write attempt
+// succeeded (it turns false when a write fails and true again once a write or the periodic
+// probe succeeds) and the volume is not short of space (Config.MinFreeBytes).
+func (l *Log) Healthy() bool { return l.healthy.Load() && !l.spaceLow.Load() }
 
 // PublicKey is the checkpoint verification key.
 func (l *Log) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.PublicKey) }
