@@ -304,6 +304,15 @@ func TestMCPAsksThroughElicitation(t *testing.T) {
 	if len(asked) != 2 || !strings.Contains(asked[0], "Write") {
 		t.Errorf("elicitations: %q", asked)
 	}
+	// A command padded with blanks is put to the user whole: its tail is in the question
+	// (the handler allows only what it can read there).
+	padded := "git status" + strings.Repeat(" ", 600) + "; touch allowed.txt.tail"
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": padded}}); err != nil || r.IsError {
+		t.Errorf("a padded command whose tail the user read: %v %q; asked %q", err, text(r), asked[len(asked)-1])
+	}
+	if _, err := os.Stat(filepath.Join(work, "allowed.txt.tail")); err != nil {
+		t.Errorf("the padded command's tail did not run after an allow: %v", err)
+	}
 	var answers []string
 	for rec, err := range audit.Query(filepath.Join(d.dir, "state", "audit"), audit.Filter{Kinds: []audit.Kind{audit.KindApprovalResolve}}) {
 		if err != nil {
@@ -311,7 +320,7 @@ func TestMCPAsksThroughElicitation(t *testing.T) {
 		}
 		answers = append(answers, rec.Detail["answer"])
 	}
-	if strings.Join(answers, ",") != "allow,deny" {
+	if strings.Join(answers, ",") != "allow,deny,allow" {
 		t.Errorf("approval answers in the audit log: %v", answers)
 	}
 }

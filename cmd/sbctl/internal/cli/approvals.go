@@ -152,14 +152,46 @@ func InputSummary(_ string, input json.RawMessage) string {
 	return string(input)
 }
 
-// Clip cuts s to n runes on one line, shown as Visible shows it.
+// Clip cuts s to about n runes on one line for a listing, shown as Shown shows it, and says
+// how much it cut: "git status ⟨600 blanks⟩; curl …⟨+40 chars⟩", never a bare "git status …"
+// that a padded command would show. Whoever answers for a call reads it whole (Shown).
 func Clip(s string, n int) string {
-	s = Visible(s)
+	s = Shown(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	return string(r[:n-1]) + fmt.Sprintf("…⟨+%d chars⟩", len(r)-(n-1))
+}
+
+// Shown is s as a person must read it before answering for it: whole, on one line as Visible
+// shows it, with each run of more than three blanks (spaces, tabs) shown as its length, so
+// padding cannot push what follows out of sight.
+func Shown(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		if n := j - i; n > 3 {
+			fmt.Fprintf(&b, " ⟨%d blanks⟩ ", n)
+			i = j
+			continue
+		}
+		if j > i {
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
+		k := strings.IndexAny(s[i:], " \t")
+		if k < 0 {
+			k = len(s) - i
+		}
+		b.WriteString(s[i : i+k])
+		i += k
+	}
+	return Visible(b.String())
 }
 
 // watchApprovals follows the approvals stream. On a terminal (stdin and stdout) it is a live
@@ -285,7 +317,8 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		}
 		if sel < len(pending) {
 			a := pending[sel]
-			fmt.Fprintf(&b, "\nsession: %s\nreason:  %s\n", sessionLabel(a), Visible(a.Reason))
+			// The selected call whole: y runs all of it, not the line above.
+			fmt.Fprintf(&b, "\ninput:   %s\nsession: %s\nreason:  %s\n", Shown(inputSummary(a)), sessionLabel(a), Visible(a.Reason))
 			if len(a.SuggestedRules) > 0 {
 				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(a.SuggestedRules[0]))
 			}
@@ -418,7 +451,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, Visible(reason))
 	if a != nil {
-		fmt.Fprintf(e.Stderr, "  %s %s\n", Visible(a.Tool), Clip(inputSummary(*a), 200))
+		fmt.Fprintf(e.Stderr, "  %s %s\n", Visible(a.Tool), Shown(inputSummary(*a)))
 		fmt.Fprint(e.Stderr, previewDiffs(a.AllPreviews()))
 	}
 	always := "always (remember in this session)"

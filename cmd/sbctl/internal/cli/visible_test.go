@@ -73,3 +73,27 @@ func TestNetConnectColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestShownAndClip: a command padded with blanks cannot push its tail out of sight: the
+// padding is shown as its length, a prompt shows the whole command, and a listing that cuts
+// says how much it cut.
+func TestShownAndClip(t *testing.T) {
+	padded := "git status" + strings.Repeat(" ", 600) + "; echo owned > PWNED"
+	if got, want := Shown(padded), "git status ⟨600 blanks⟩ ; echo owned > PWNED"; got != want {
+		t.Errorf("Shown(padded) = %q, want %q", got, want)
+	}
+	if got := Clip(padded, 60); !strings.Contains(got, "echo owned > PWNED") {
+		t.Errorf("Clip(padded, 60) = %q: the tail is out of sight", got)
+	}
+	long := "echo " + strings.Repeat("a", 200) + "; rm -rf ~"
+	got := Clip(long, 60)
+	if !strings.HasSuffix(got, "…⟨+156 chars⟩") || !strings.HasPrefix(got, "echo aaa") {
+		t.Errorf("Clip(long, 60) = %q, want 59 runes and …⟨+156 chars⟩", got)
+	}
+	if got := Shown("a\tb  c\x1b[2J"); got != Visible("a\tb  c\x1b[2J") {
+		t.Errorf("Shown of short blanks and an escape = %q, want what Visible shows", got)
+	}
+	if got := Clip("ls -la", 60); got != "ls -la" {
+		t.Errorf("Clip(ls -la) = %q", got)
+	}
+}

@@ -297,8 +297,9 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
 // request state is the call's approval in sandboxd: only its answer decides what runs, and
 // the daemon lets only the session's owner give it.
 func askThroughClient(cr protocol.CallRequest, asked *protocol.CallResult) *mcp.CallToolResult {
-	// The person answering reads this in the client: shown as it will run (cli.Visible).
-	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cr.Tool, cli.Visible(why(asked.Decision)), cli.Clip(cli.InputSummary(cr.Tool, cr.Input), 500))
+	// The person answering reads this in the client: whole, as it will run (cli.Shown), since
+	// an allow runs all of it.
+	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cr.Tool, cli.Visible(why(asked.Decision)), cli.Shown(cli.InputSummary(cr.Tool, cr.Input)))
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{approveKey: &mcp.ElicitParams{Message: msg, RequestedSchema: elicitSchema}},
 		RequestState:  asked.ApprovalID,
