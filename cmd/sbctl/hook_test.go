@@ -329,6 +329,32 @@ func TestHookConfine(t *testing.T) {
 			t.Errorf("NUL command: %+v", a.HookSpecificOutput)
 		}
 	})
+	t.Run("an ask quotes the command the rewrite hides", func(t *testing.T) {
+		// The agent shows its user the launcher it was given, so the reason carries the
+		// command, whole: padding cannot push its tail out of sight, and one too long to show
+		// is refused rather than put to the user unseen.
+		padded := "git status" + strings.Repeat(" ", 600) + "; touch tail-of-ask"
+		in := map[string]any{"session_id": "agent-ask", "cwd": u.Home, "permission_mode": "default",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": padded}}
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+		h := a.HookSpecificOutput
+		if h.PermissionDecision != "ask" || !strings.Contains(h.PermissionDecisionReason, "Approving runs, confined: git status ⟨600 blanks⟩ ; touch tail-of-ask") || h.UpdatedInput == nil {
+			t.Errorf("asked padded command: %+v", h)
+		}
+		in["tool_input"] = map[string]any{"command": "touch " + strings.Repeat("x", 9500)}
+		a = decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+		if h := a.HookSpecificOutput; h.PermissionDecision != "deny" || !strings.Contains(h.PermissionDecisionReason, "too long to show") || h.UpdatedInput != nil {
+			t.Errorf("an asked command too long to show: %+v", h)
+		}
+		// The user never approved the first: the agent would not run its rewrite.
+		files, _ := filepath.Glob(filepath.Join(rt, "sandboxd", "hook", "cmd-*"))
+		if len(files) != 1 {
+			t.Errorf("command files after one rewrite and one refusal: %v", files)
+		}
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
+	})
 	t.Run("a swapped command file runs nothing", func(t *testing.T) {
 		in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "permission_mode": "bypassPermissions",
 			"tool_name": "Bash", "tool_input": map[string]any{"command": "echo decided"}}

@@ -199,6 +199,19 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		return out, true
 	}
 	if hf.confine && in.ToolName == "Bash" {
+		if d.Behavior == protocol.Ask {
+			// The agent shows its user the rewrite (the launcher), not the command: the reason
+			// carries the command, whole, or the call is not put to them at all.
+			var bi struct {
+				Command string `json:"command"`
+			}
+			_ = json.Unmarshal(in.ToolInput, &bi)
+			why := reason(d) + "\nApproving runs, confined: " + Shown(bi.Command)
+			if len(why) > maxReasonChars {
+				return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this command, but at %d characters it is too long to show the user in full for approval; split it into shorter commands", len(bi.Command))), true
+			}
+			out = decision(protocol.Ask, why)
+		}
 		upd, err := confineBash(socket, store, sid, mode, d.Behavior, in.ToolInput)
 		if err != nil {
 			return decision(protocol.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
