@@ -423,5 +423,24 @@ func dialUnix(path string) (*os.File, error) {
 		syscall.Close(fd)
 		return nil, &dialError{path, os.NewSyscallError("connect", err)}
 	}
+	if err := checkServer(fd); err != nil {
+		syscall.Close(fd)
+		return nil, &dialError{path, err}
+	}
 	return os.NewFile(uintptr(fd), "unix:"+path), nil
+}
+
+// checkServer refuses a socket served by anyone but root (the daemon) or this user. A socket
+// path in a shared directory (/tmp) can be bound by another user while the daemon is down:
+// their server would then decide this user's calls and read what they send. A server of the
+// user's own is the user's business (a test, a daemon of their own).
+func checkServer(fd int) error {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	if err != nil {
+		return os.NewSyscallError("getsockopt SO_PEERCRED", err)
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("the socket is served by uid %d, neither root nor you, so it is not sandboxd: refusing to send it anything", cred.Uid)
+	}
+	return nil
 }

@@ -9,10 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -357,5 +360,52 @@ func TestEarlyAnswerToALargeBody(t *testing.T) {
 	var got string
 	if err := c.Do(context.Background(), MethodPost, "/x", json.RawMessage(`"after"`), &got); err != nil || got != "small" {
 		t.Fatalf("the next request: %q, %v", got, err)
+	}
+}
+
+// TestRefusesAnotherUsersServer: a socket another user serves (one bound in a shared
+// directory while the daemon is down) gets no request: the dial fails, naming the uid.
+func TestRefusesAnotherUsersServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: serves a socket as another user (nobody)")
+	}
+	dir, err := os.MkdirTemp("", "sbclient-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	// nobody's server: any request it gets, it records in the file next to its socket.
+	script := `import socket,sys
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4); print("ready", flush=True)
+while True:
+    c,_=s.accept(); d=c.recv(65536)
+    if d: open(sys.argv[1]+".got","wb").write(d)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); c.close()
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start a server as nobody: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready") {
+		t.Fatalf("nobody's server did not start: %q %v", line, err)
+	}
+	c := New(sock)
+	var v map[string]any
+	_, err = c.Send(context.Background(), MethodGet, "/v1/status", nil, &v)
+	if err == nil || !strings.Contains(err.Error(), "served by uid 65534") {
+		t.Errorf("a request to nobody's socket: %v, want a refusal naming uid 65534", err)
+	}
+	if _, err := os.Stat(sock + ".got"); err == nil {
+		t.Error("nobody's server received the request")
 	}
 }
