@@ -222,7 +222,10 @@ func TestHookDecisions(t *testing.T) {
 		// one in bypassPermissions, into this agent session's file.
 		stateFile := func(agent, mode string) string {
 			socket, _ := filepath.Abs(d.socket)
-			sum := sha256.Sum256([]byte(socket + "\x00" + agent + "\x00" + work + "\x00" + mode))
+			// The hook's key with no session flags: cwd, mode, network, persist-cwd and
+			// trust-project, the allow, deny and ask rules and the added dirs.
+			key := strings.Join([]string{work, mode, "", "false false", "", "", "", ""}, "\x00")
+			sum := sha256.Sum256([]byte(socket + "\x00" + agent + "\x00" + key))
 			return filepath.Join(rt, "sandboxd", "hook", hex.EncodeToString(sum[:16])+".session")
 		}
 		bypass := base("Bash", map[string]any{"command": "touch x"})
@@ -382,4 +385,21 @@ func mustOutput(t *testing.T, name string, args ...string) []byte {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return out
+}
+
+// TestHookFlagsPickTheSession: the session flags a hook runs with are part of what picks the
+// agent session's sandboxd session, so a --deny added to the hook command applies to the
+// agent's next call, not only once the old session goes idle.
+func TestHookFlagsPickTheSession(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhf")
+	in := map[string]any{"session_id": "agent-flags", "cwd": u.Home, "permission_mode": "default",
+		"tool_name": "Bash", "tool_input": map[string]any{"command": "touch x"}}
+	if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--allow", "Bash(touch:*)")); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Fatalf("with --allow: %+v", a.HookSpecificOutput)
+	}
+	if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--deny", "Bash(touch:*)")); a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Errorf("the same agent session, the hook now with --deny: %+v", a.HookSpecificOutput)
+	}
 }

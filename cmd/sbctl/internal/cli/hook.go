@@ -66,6 +66,19 @@ type hookFlags struct {
 	sf            sessionFlags
 }
 
+// sessionKey is what picks the agent session's sandboxd session besides the agent's session
+// id: its cwd, the mode, and the session flags the hook was given. A hook command changed to
+// deny more (a --deny added to the agent's settings) then decides in a new session with that
+// rule at once, not after the old session goes idle.
+func (hf *hookFlags) sessionKey(cwd, mode string) string {
+	sf := &hf.sf
+	parts := []string{cwd, mode, sf.network, fmt.Sprint(sf.persistCwd, sf.trustProject)}
+	for _, l := range []Multi{sf.allow, sf.deny, sf.ask, sf.addDirs} {
+		parts = append(parts, strings.Join(l, "\x01"))
+	}
+	return strings.Join(parts, "\x00")
+}
+
 // cmdHook is the PreToolUse command hook: it decides the agent's call in a sandboxd session
 // of that agent session and prints the hook's JSON. It always answers PreToolUse with
 // explicit JSON and exit 0, since agents fail open on anything else (a crash, bad JSON, a
@@ -81,10 +94,10 @@ func cmdHook(e *Env, args []string) error {
 	fs.DurationVar(&hf.timeout, "timeout", 20*time.Second, "own deadline, under the hook's timeout in the agent's settings (30 s in the README's snippet): an agent runs a call whose hook timed out")
 	fs.StringVar(&hf.shell, "shell", "", "the shell the agent runs its Bash commands in, without --confine: bash, zsh or sh (default: from $CLAUDE_CODE_SHELL, else $SHELL; zsh when neither names bash or zsh)")
 	fs.StringVar(&hf.stateDir, "state-dir", "", "where the hook keeps the session of each agent session (default $XDG_RUNTIME_DIR/sandboxd/hook, else ~/.cache/sandboxd/hook)")
-	fs.Var(&hf.sf.allow, "allow", "allow rule of new sessions (repeatable)")
-	fs.Var(&hf.sf.deny, "deny", "deny rule of new sessions (repeatable)")
-	fs.Var(&hf.sf.ask, "ask", "ask rule of new sessions (repeatable)")
-	fs.Var(&hf.sf.addDirs, "add-dir", "additional directory of new sessions (repeatable)")
+	fs.Var(&hf.sf.allow, "allow", "allow rule of the agent session's sandboxd session (repeatable; a changed set of session flags picks a new one)")
+	fs.Var(&hf.sf.deny, "deny", "deny rule of the agent session's sandboxd session (repeatable)")
+	fs.Var(&hf.sf.ask, "ask", "ask rule of the agent session's sandboxd session (repeatable)")
+	fs.Var(&hf.sf.addDirs, "add-dir", "additional directory of the agent session's sandboxd session (repeatable)")
 	fs.BoolVar(&hf.sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -162,7 +175,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	}
 	// One sandboxd session per agent session, cwd and mode: a call's mode may only narrow its
 	// session's, so a mode the agent switches to is a session of that mode.
-	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd+"\x00"+mode)
+	store, err := newHookStore(hf.stateDir, socket, in.SessionID, hf.sessionKey(in.Cwd, mode))
 	if err != nil {
 		return unavailable(err.Error())
 	}
@@ -394,7 +407,7 @@ func report(ctx context.Context, e *Env, hf *hookFlags, in *hookInput) {
 	if mode == "" && agentModes[in.PermissionMode] {
 		mode = in.PermissionMode
 	}
-	store, err := newHookStore(hf.stateDir, socket, in.SessionID, in.Cwd+"\x00"+mode)
+	store, err := newHookStore(hf.stateDir, socket, in.SessionID, hf.sessionKey(in.Cwd, mode))
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "sbctl hook:", err)
 		return
