@@ -85,6 +85,9 @@ type Call struct {
 	room func() int64
 	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
 	read *readDecision
+	// decidedWrite is where a Write or Edit call's facts resolved its path (pathFacts): Run
+	// writes there or nowhere.
+	decidedWrite string
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification

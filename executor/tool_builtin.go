@@ -66,6 +66,9 @@ func pathFacts(h *Host, key string, access permission.Access) func(ctx context.C
 		if err != nil {
 			return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
 		}
+		if access == permission.Write {
+			c.decidedWrite = resolved
+		}
 		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: resolved, Access: access, Special: special}}}, nil
 	}
 }

@@ -102,11 +102,11 @@ func (h *Host) runEdit(ctx context.Context, c *Call, edits []worker.Edit) (*Resu
 		}
 	}
 	expect, rec, _ := expectOf(c.Session, path)
-	w, err := h.writer(ctx, c.Session, path)
+	w, err := h.writer(ctx, c.Session, path, c.decidedWrite)
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.Edit(ctx, worker.EditArgs{Path: path, Edits: edits, Expect: expect})
+	r, err := w.Edit(ctx, worker.EditArgs{Path: path, Edits: edits, Expect: expect, Decided: c.decidedWrite})
 	if err != nil {
 		if errcode.Of(err) == errcode.Stale {
 			c.Session.Reads.Forget(path)

@@ -56,11 +56,11 @@ func (h *Host) runWrite(ctx context.Context, c *Call) (*Result, error) {
 	if ok && rec.Partial {
 		return nil, errcode.Msg(errcode.Stale, fmt.Sprintf("this session read only part of %s (from line %d); Read the whole file (without offset and limit) before overwriting it, or use Edit to change part of it", path, max(rec.Offset, 1)))
 	}
-	w, err := h.writer(ctx, c.Session, path)
+	w, err := h.writer(ctx, c.Session, path, c.decidedWrite)
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.Write(ctx, path, []byte(content), expect)
+	r, err := w.WriteDecided(ctx, worker.WriteArgs{Path: path, Expect: expect, Decided: c.decidedWrite}, []byte(content))
 	if err != nil {
 		if errcode.Of(err) == errcode.Stale {
 			c.Session.Reads.Forget(path)

@@ -104,9 +104,11 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 // writer is the session's worker for a write to path. A write under a protected path gets a
 // worker started now: a worker's mounts are planned when it starts, so one started before the
 // protected path existed (a `git init` since) would not have it read-only.
-func (h *Host) writer(ctx context.Context, s *session.Session, path string) (*worker.Client, error) {
+// The path as asked and as the decision resolved it both count: a symlink names one place,
+// the write lands at the other.
+func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) (*worker.Client, error) {
 	for _, p := range sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home) {
-		if insideDir(path, p) {
+		if slices.ContainsFunc(paths, func(path string) bool { return path != "" && insideDir(path, p) }) {
 			h.restartWorker(s)
 			break
 		}

@@ -197,7 +197,12 @@ func (c *Client) Read(ctx context.Context, args ReadArgs) (*ReadReply, []byte, e
 
 // Write replaces path with content atomically, as the owner.
 func (c *Client) Write(ctx context.Context, path string, content []byte, expect *Expect) (*WriteReply, error) {
-	resp, _, err := c.do(ctx, &Request{Op: OpWrite, Write: &WriteArgs{Path: path, Expect: expect}}, content)
+	return c.WriteDecided(ctx, WriteArgs{Path: path, Expect: expect}, content)
+}
+
+// WriteDecided is Write with the place the policy decided the path leads (WriteArgs.Decided).
+func (c *Client) WriteDecided(ctx context.Context, a WriteArgs, content []byte) (*WriteReply, error) {
+	resp, _, err := c.do(ctx, &Request{Op: OpWrite, Write: &a}, content)
 	if err != nil {
 		return nil, err
 	}

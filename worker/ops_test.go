@@ -407,3 +407,67 @@ func TestRgExclude(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteGoesWhereDecided: a write goes where the decision resolved its path or nowhere. A
+// symlink repointed since the decision is refused; a symlink put in place of the decided file
+// is replaced, not written through; a directory on the way swapped for a symlink is refused.
+// In each case the file the link now names is untouched.
+func TestWriteGoesWhereDecided(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	decoy, secret, link := d+"/decoy", d+"/secret", d+"/link"
+	writeOwned(t, decoy, "decoy\n")
+	writeOwned(t, secret, "[core]\n")
+	if err := os.Symlink(decoy, link); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := c.Resolve(ctx(t), link)
+	if err != nil || res != decoy {
+		t.Fatalf("resolve the link: %q %v", res, err)
+	}
+	expect := &Expect{SHA256: sha256hex([]byte("decoy\n"))}
+	// The link repointed after the decision.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteDecided(ctx(t), WriteArgs{Path: link, Expect: expect, Decided: decoy}, []byte("evil\n")); errcode.Of(err) != errcode.Conflict {
+		t.Errorf("a write through a repointed link: %v, want a conflict", err)
+	}
+	if _, err := c.Edit(ctx(t), EditArgs{Path: link, Edits: []Edit{{OldString: "[core]", NewString: "evil"}}, Expect: &Expect{SHA256: sha256hex([]byte("[core]\n"))}, Decided: decoy}); errcode.Of(err) != errcode.Conflict {
+		t.Errorf("an edit through a repointed link: %v, want a conflict", err)
+	}
+	// The decided file itself swapped for a link to another file, past the resolve: the write
+	// lands on the decided name, replacing the link.
+	if err := os.Remove(decoy); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, decoy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeAtomic(decoy, decoy, []byte("new\n"), nil); err != nil {
+		t.Fatalf("write the decided name: %v", err)
+	}
+	if fi, err := os.Lstat(decoy); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the decided name after the write: %v %v, want a regular file", fi, err)
+	}
+	// A directory on the way swapped for a symlink to elsewhere.
+	sub, elsewhere := d+"/sub", d+"/elsewhere"
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeAtomic(sub+"/f", sub+"/f", []byte("x\n"), nil); errcode.Of(err) != errcode.Conflict {
+		t.Errorf("a write through a directory symlink: %v, want a conflict", err)
+	}
+	if _, err := os.Stat(elsewhere + "/f"); err == nil {
+		t.Error("the write went through the directory symlink")
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "[core]\n" {
+		t.Errorf("the file the links named changed: %q", b)
+	}
+}

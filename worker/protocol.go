@@ -146,6 +146,9 @@ type WriteArgs struct {
 	Path string `json:"path"`
 	// Expect is required when the file exists; nil means "must not exist yet".
 	Expect *Expect `json:"expect,omitempty"`
+	// Decided is where the policy decided Path leads (Resolved.Resolved): the write goes there
+	// or nowhere. Empty: wherever Path leads when the write starts.
+	Decided string `json:"decided,omitempty"`
 }
 
 // WriteReply is the new state of a written or edited file.
@@ -174,6 +177,8 @@ type EditArgs struct {
 	Path   string  `json:"path"`
 	Edits  []Edit  `json:"edits"`
 	Expect *Expect `json:"expect,omitempty"`
+	// Decided is as in WriteArgs.
+	Decided string `json:"decided,omitempty"`
 }
 
 // GlobArgs lists files matching Pattern under Root.

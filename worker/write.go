@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -40,14 +44,39 @@ func notReadError(path string) error {
 	return errcode.Msg(errcode.Stale, fmt.Sprintf("%s already exists and this session has not read it; Read it first, then write", path))
 }
 
-// WARNING: writes where the agent says, as the owner; the policy has decided on the path
-// resolved the same way. Rerun TestWriteAtomicKeepsModeAndOwner, TestWriteTool and TestEditTool as root after changing.
+// writeTarget is where a write of path lands: path resolved now, as the policy's facts resolve
+// it (resolveClean), which must be where the policy decided it leads when the caller says so.
+// The write then goes to that name in that directory without following any symlink
+// (writeAtomic), so a link swapped in meanwhile cannot send it to another file.
+func writeTarget(path, decided string) (string, error) {
+	r, err := resolveClean(path)
+	if err != nil {
+		return "", err
+	}
+	if decided != "" && r.Resolved != decided {
+		return "", errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to write %s: it leads to %s now, not to %s where the permission decision was made (a symlink or a directory changed); write it again to have the new place decided", path, r.Resolved, decided))
+	}
+	return r.Resolved, nil
+}
+
+// WARNING: writes as the owner where the policy decided (writeTarget). Rerun
+// TestWriteAtomicKeepsModeAndOwner, TestWriteGoesWhereDecided, TestWriteTool and TestEditTool
+// as root after changing.
 func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 	path, err := cleanAbs(a.Path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
+	if l, lerr := os.Lstat(path); lerr == nil && l.Mode()&fs.ModeSymlink != 0 {
+		if _, serr := os.Stat(path); isNotExist(serr) {
+			return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is a symlink to a missing file; write to the target path instead", path))
+		}
+	}
+	target, err := writeTarget(path, a.Decided)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(target)
 	var cur []byte
 	switch {
 	case err == nil:
@@ -61,7 +90,7 @@ func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 			return nil, notReadError(path)
 		}
 		if a.Expect.SHA256 != "" && fi.Size() <= MaxEditFileBytes {
-			f, _, err := openRegular(path)
+			f, _, err := openRegular(target)
 			if err != nil {
 				return nil, err
 			}
@@ -75,14 +104,11 @@ func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 			return nil, err
 		}
 	case isNotExist(err):
-		if l, lerr := os.Lstat(path); lerr == nil && l.Mode()&fs.ModeSymlink != 0 {
-			return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is a symlink to a missing file; write to the target path instead", path))
-		}
 		fi = nil
 	default:
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w; check the path and its permissions", path, unwrapPath(err)))
 	}
-	return writeAtomic(path, content, fi)
+	return writeAtomic(path, target, content, fi)
 }
 
 func doEdit(a *EditArgs) (*WriteReply, error) {
@@ -90,8 +116,12 @@ func doEdit(a *EditArgs) (*WriteReply, error) {
 	if err != nil {
 		return nil, err
 	}
+	target, err := writeTarget(path, a.Decided)
+	if err != nil {
+		return nil, err
+	}
 	var content []byte
-	f, fi, err := openRegular(path)
+	f, fi, err := openRegular(target)
 	switch {
 	case err == nil:
 		if fi.Size() > MaxEditFileBytes {
@@ -119,7 +149,7 @@ func doEdit(a *EditArgs) (*WriteReply, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, err := writeAtomic(path, []byte(res.Content), fi)
+	reply, err := writeAtomic(path, target, []byte(res.Content), fi)
 	if err != nil {
 		return nil, err
 	}
@@ -140,35 +170,40 @@ func cleanAbs(p string) (string, error) {
 	return p, nil
 }
 
-// writeAtomic replaces path (following a symlink to its target) with content: a temp file in
-// the same directory, the old mode and ownership, then rename, so readers never see a half
-// file. Missing parent directories are created. old is the current file's info, nil if new.
-func writeAtomic(path string, content []byte, old fs.FileInfo) (*WriteReply, error) {
-	target := path
-	if old != nil {
-		if r, err := filepath.EvalSymlinks(path); err == nil {
-			target = r
-		}
-	}
-	dir := filepath.Dir(target)
+// writeAtomic replaces target, the file path leads to (writeTarget), with content: a temp file
+// in the same directory, the old mode and ownership, then rename, so readers never see a half
+// file. Missing parent directories are created. The directory is opened without following
+// any symlink and the temp file made and renamed inside it, so the write lands on target's
+// name there whatever is swapped in meanwhile (a symlink at the name is replaced, never
+// followed). old is the current file's info, nil if new.
+func writeAtomic(path, target string, content []byte, old fs.FileInfo) (*WriteReply, error) {
+	dir, base := filepath.Dir(target), filepath.Base(target)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("create directory %s: %w; check that the path is inside a writable directory", dir, unwrapPath(err)))
 	}
+	dfd, err := openDirNoFollow(dir)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EXDEV) {
+			return nil, errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to write %s: its directory %s changed since the permission decision (a symlink is there now); write it again", path, dir))
+		}
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("open directory %s: %w", dir, err))
+	}
+	defer unix.Close(dfd)
 	mode := 0o666 &^ umask
 	if old != nil {
 		mode = old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".sbx-*")
+	tmpName, tmp, err := createTempAt(dfd, "."+base+".sbx-")
 	if err != nil {
 		if old != nil && errors.Is(err, fs.ErrPermission) {
 			// A writable file in a directory the owner may not add to: write in place.
-			return writeInPlace(path, target, content, old)
+			return writeInPlace(path, target, dfd, content)
 		}
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("create temp file in %s: %w; check the directory is writable", dir, unwrapPath(err)))
 	}
 	fail := func(err error) (*WriteReply, error) {
 		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = unix.Unlinkat(dfd, tmpName, 0)
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("write %s: %w", path, unwrapPath(err)))
 	}
 	if _, err := tmp.Write(content); err != nil {
@@ -185,21 +220,51 @@ func writeAtomic(path string, content []byte, old fs.FileInfo) (*WriteReply, err
 		}
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		_ = unix.Unlinkat(dfd, tmpName, 0)
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("write %s: %w", path, unwrapPath(err)))
 	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		os.Remove(tmp.Name())
+	if err := unix.Renameat(dfd, tmpName, dfd, base); err != nil {
+		_ = unix.Unlinkat(dfd, tmpName, 0)
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("replace %s: %w", path, unwrapPath(err)))
 	}
 	return written(path, target, content, old == nil)
 }
 
-func writeInPlace(path, target string, content []byte, old fs.FileInfo) (*WriteReply, error) {
-	f, err := os.OpenFile(target, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, errcode.New(errcode.Of(err), fmt.Errorf("write %s: %w; check its permissions", path, unwrapPath(err)))
+// openDirNoFollow opens dir (O_PATH) for the *at calls of a write, refusing a symlink in any
+// component (ELOOP).
+func openDirNoFollow(dir string) (int, error) {
+	flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOSYS) {
+		// Kernels before 5.6: the last component at least is not followed.
+		fd, err = unix.Open(dir, flags|unix.O_NOFOLLOW, 0)
 	}
+	return fd, err
+}
+
+// createTempAt makes a new file named prefix plus a random suffix in the directory dfd, as
+// os.CreateTemp does in a named one.
+func createTempAt(dfd int, prefix string) (string, *os.File, error) {
+	for range 10000 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return name, os.NewFile(uintptr(fd), name), nil
+	}
+	return "", nil, &fs.PathError{Op: "open", Path: prefix + "*", Err: fs.ErrExist}
+}
+
+func writeInPlace(path, target string, dfd int, content []byte) (*WriteReply, error) {
+	fd, err := unix.Openat(dfd, filepath.Base(target), unix.O_WRONLY|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("write %s: %w; check its permissions", path, err))
+	}
+	f := os.NewFile(uintptr(fd), target)
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("%s is not a regular file; refusing to write to it", path))
