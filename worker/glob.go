@@ -167,7 +167,10 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 		limit = 100
 	}
 	deny := denySet(a.Deny)
-	if deny.match(start) {
+	// The deny patterns name real paths: a walk from a start reached through a symlink (a
+	// link in the project to a denied dir) is matched where it really is too.
+	real := realDir(start)
+	if deny.match(start) || deny.match(real) {
 		// Everything the walk could list is under a denied path.
 		return &GlobReply{Paths: []string{}}, nil
 	}
@@ -191,7 +194,7 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 			}
 			return nil
 		}
-		if deny.match(p) {
+		if deny.match(p) || real != start && deny.match(real+p[len(start):]) {
 			// Neither listed nor walked into: a Read deny hides the names too.
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -288,7 +291,7 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		args = append(append(append(make([]string, 0, n+len(extra)), args[:n-2]...), extra...), args[n-2:]...)
 		// rg anchors "/x" globs at its working directory; in / they are the absolute paths.
 		dir = "/"
-		filter = &grepFilter{deny: a.Deny}
+		filter = &grepFilter{deny: a.Deny, root: a.Path, realRoot: realDir(a.Path)}
 	}
 	cmd := exec.CommandContext(ctx, rg, args...)
 	cmd.Dir = dir
@@ -513,6 +516,10 @@ func rgSegment(s string) string {
 // grepFilter drops rg output lines of denied files and restores rg's own separators.
 type grepFilter struct {
 	deny denySet
+	// root is the searched path as rg prints it, realRoot where it really is: the deny
+	// patterns name real paths, and rg follows a symlinked root (a link in the project to a
+	// denied dir), so a file under it is matched at both places.
+	root, realRoot string
 	// last and lastDenied memoise the previous line's file: a file's lines come together.
 	last       string
 	lastDenied bool
@@ -521,8 +528,20 @@ type grepFilter struct {
 func (f *grepFilter) denied(p string) bool {
 	if p != f.last {
 		f.last, f.lastDenied = p, f.deny.match(p)
+		if !f.lastDenied && f.realRoot != f.root && under(p, f.root) {
+			f.lastDenied = f.deny.match(f.realRoot + p[len(f.root):])
+		}
 	}
 	return f.lastDenied
+}
+
+// realDir is p with its symlinks resolved (rg and the walk follow a symlinked start), or
+// p itself when it cannot be resolved (then nothing is listed from it anyway).
+func realDir(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // line returns line as rg would have printed it without the NUL separators, and false when

@@ -471,3 +471,41 @@ func TestWriteGoesWhereDecided(t *testing.T) {
 		t.Errorf("the file the links named changed: %q", b)
 	}
 }
+
+// TestDenyThroughSymlinkedRoot: deny patterns name real paths, so a search started through a
+// symlink (a link in the project to a denied tree) hides what they name there too: Grep
+// prints none of its lines and Glob lists none of its names, in the requested spelling.
+func TestDenyThroughSymlinkedRoot(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	writeOwned(t, d+"/notes/deep/prod.key", "APIKEY=secret-77\n")
+	writeOwned(t, d+"/notes/deep/ok.txt", "APIKEY=fine\n")
+	writeOwned(t, d+"/proj/.env", "APIKEY=env-secret\n")
+	for old, link := range map[string]string{d + "/notes": d + "/proj/n", d + "/proj": d + "/proj/alias"} {
+		if err := os.Symlink(old, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deny := []string{d + "/notes/**/*.key", d + "/proj/.env"}
+	for _, root := range []string{d + "/proj/n", d + "/proj/alias"} {
+		args := []string{"--hidden", "--no-heading", "--color=never", "-n", "-e", "APIKEY", "--", root}
+		_, out, err := c.Grep(ctx(t), GrepArgs{Args: args, Dir: "/", Deny: deny, Path: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), "secret") {
+			t.Errorf("grep under %s printed a denied file: %q", root, out)
+		}
+	}
+	g, err := c.Glob(ctx(t), GlobArgs{Pattern: "n/deep/*", Root: d + "/proj", Limit: 100, Deny: deny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(g.Paths, "\n"); strings.Contains(got, "prod.key") || !strings.Contains(got, d+"/proj/n/deep/ok.txt") {
+		t.Errorf("glob through a symlinked dir: %q, want ok.txt only, as asked", got)
+	}
+	g, err = c.Glob(ctx(t), GlobArgs{Pattern: "**/.env", Root: d + "/proj/alias", Limit: 100, Deny: deny})
+	if err != nil || g.Total != 0 {
+		t.Errorf("glob of a denied name through a symlinked root: %+v %v", g, err)
+	}
+}
