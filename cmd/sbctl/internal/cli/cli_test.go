@@ -173,3 +173,36 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestHookStateDirOnlyOwnRuntimeDir: the hook keeps its state in $XDG_RUNTIME_DIR only when
+// that is this user's own dir that no one else may write; else under the home.
+func TestHookStateDirOnlyOwnRuntimeDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	own := t.TempDir()
+	if err := os.Chmod(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", own)
+	if d, err := hookStateDir(""); err != nil || d != filepath.Join(own, "sandboxd", "hook") {
+		t.Errorf("own runtime dir: %q %v", d, err)
+	}
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", shared)
+	if d, err := hookStateDir(""); err != nil || d != filepath.Join(home, ".cache", "sandboxd", "hook") {
+		t.Errorf("a runtime dir others may write: %q %v, want the home's", d, err)
+	}
+	if os.Geteuid() == 0 {
+		other := t.TempDir()
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("XDG_RUNTIME_DIR", other)
+		if d, err := hookStateDir(""); err != nil || d != filepath.Join(home, ".cache", "sandboxd", "hook") {
+			t.Errorf("another user's runtime dir: %q %v, want the home's", d, err)
+		}
+	}
+}

@@ -33,10 +33,10 @@ func hookStateDir(flagDir string) (string, error) {
 	if flagDir != "" {
 		return flagDir, nil
 	}
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
-		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
-			return filepath.Join(rt, "sandboxd", "hook"), nil
-		}
+	// Only a runtime dir of this user's own that no one else may write: one inherited from
+	// another user (through su) would let them move the state under the hook.
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) && checkOwn(rt, true) == nil {
+		return filepath.Join(rt, "sandboxd", "hook"), nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
