@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -173,7 +172,12 @@ func printRecord(w io.Writer, r *protocol.Record) {
 // request's method and URL, or the tunnel's host and port), allow or deny, the deciding rule,
 // and the reason with the address it resolved to.
 func netConnectColumns(d map[string]string) (input, decision, rule, outcome string) {
-	hostport := net.JoinHostPort(d["host"], d["port"])
+	// As net.JoinHostPort, which this package must not link: net brings cgo, and the
+	// client's start with it.
+	hostport := d["host"] + ":" + d["port"]
+	if strings.Contains(d["host"], ":") {
+		hostport = "[" + d["host"] + "]:" + d["port"]
+	}
 	switch {
 	case d["method"] != "":
 		input = d["method"] + " " + hostport + d["path"]

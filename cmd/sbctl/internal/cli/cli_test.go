@@ -206,3 +206,26 @@ func TestHookStateDirOnlyOwnRuntimeDir(t *testing.T) {
 		}
 	}
 }
+
+// TestClientLinksLittle: sbctl starts on every tool call an agent makes (the hook, the
+// confined rewrite), so what it links is kept small. net brings runtime/cgo, a dynamically
+// linked binary and about a millisecond more per start; the heavy packages (OPA, the MCP SDK,
+// Prometheus, zap, the JSON Schema compiler) belong to sbctl-full.
+func TestClientLinksLittle(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to list sbctl's packages")
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/sandboxd/sandboxd/cmd/sbctl").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		switch {
+		case p == "net", p == "runtime/cgo", p == "net/http", p == "crypto/tls",
+			strings.HasPrefix(p, "github.com/open-policy-agent/"), strings.HasPrefix(p, "github.com/modelcontextprotocol/"),
+			strings.HasPrefix(p, "github.com/prometheus/"), strings.HasPrefix(p, "go.uber.org/"),
+			strings.HasPrefix(p, "github.com/santhosh-tekuri/"):
+			t.Errorf("sbctl links %s", p)
+		}
+	}
+}
