@@ -105,6 +105,11 @@ type bundleState struct {
 	log    *zap.Logger
 	vc     *bundleapi.VerificationConfig
 
+	// fetching serialises fetchBundle: the poller's first fetch and a TriggerBundle run side
+	// by side, and the second would otherwise see the first's ETag (304, nothing to do) and
+	// return before the first had loaded the bundle it names.
+	fetching sync.Mutex
+
 	mu       sync.Mutex
 	mods     map[string]string
 	revision string
@@ -254,7 +259,8 @@ func (e *Engine) startBundle(ctx context.Context) error {
 	return nil
 }
 
-// TriggerBundle fetches the bundle now (as OPA's manual trigger), for SIGHUP and tests.
+// TriggerBundle fetches the bundle now (as OPA's manual trigger), for SIGHUP and tests; it
+// returns once the newest bundle is in force, waiting for a fetch already under way.
 func (e *Engine) TriggerBundle(ctx context.Context) error {
 	st := e.bundle.Load()
 	if st == nil {
@@ -292,6 +298,8 @@ func jitter(lo, hi time.Duration) time.Duration {
 // fetchBundle does one conditional GET and activates a new bundle. Any failure (HTTP,
 // signature, size, compile) keeps the policy in force.
 func (e *Engine) fetchBundle(ctx context.Context, st *bundleState) error {
+	st.fetching.Lock()
+	defer st.fetching.Unlock()
 	u := strings.TrimSuffix(st.cfg.ServiceURL, "/") + "/" + strings.TrimPrefix(st.cfg.Resource, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
