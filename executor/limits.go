@@ -170,12 +170,12 @@ func (h *Host) reserve(s *session.Session, n int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	uf := l.user(s.Owner.UID)
-	uf.inflight += n
-	h.evict(uf, limit, 0)
-	if uf.total+uf.inflight > limit {
-		uf.inflight -= n
+	if uf.inflight+n > limit {
+		// Not even with every saved result gone: refuse before evicting any.
 		return errcode.New(errcode.TooLarge, errSpillOverLimit)
 	}
+	uf.inflight += n
+	h.evict(uf, limit, 0)
 	return nil
 }
 
