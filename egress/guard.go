@@ -1,12 +1,12 @@
 package egress
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"os"
-	"sync/atomic"
+	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -113,150 +113,178 @@ func allowedPrivate(a netip.Addr, allow []netip.Prefix) bool {
 
 // refusal returns why a must not be dialed, as a phrase ("a loopback address", "an address of
 // this host"), or "" when it may: it is public and not the host's own, or allow covers it.
-func refusal(a netip.Addr, allow []netip.Prefix, local *hostAddrs) string {
+func refusal(a netip.Addr, allow []netip.Prefix, local *hostRoutes) string {
 	if allowedPrivate(a, allow) {
 		return ""
 	}
 	if w := classify(a); w != "" {
 		return "a " + w + " address"
 	}
-	// The daemon dials from the host's network namespace, so its own addresses, public ones
-	// included, reach services bound to 0.0.0.0 over loopback, where host firewalls usually
-	// accept everything.
-	switch own, err := local.has(a); {
-	case err != nil:
-		return "possibly an address of this host (" + err.Error() + ")"
-	case own:
-		return "an address of this host"
+	// The daemon dials from the host's network namespace, so an address the kernel delivers
+	// locally (its own, public ones included, or a range routed `local`) reaches services bound
+	// to 0.0.0.0, where host firewalls usually accept everything. A NAT64 or 6to4 address is
+	// asked about by the IPv4 address it carries too, which a gateway may hand back to the host.
+	for _, x := range append([]netip.Addr{a}, embeddedIPv4(a)...) {
+		switch own, err := local.isLocal(x); {
+		case err != nil:
+			return "possibly an address of this host (" + err.Error() + ")"
+		case own:
+			return "an address of this host"
+		}
 	}
 	return ""
 }
 
-// hostAddrs knows the addresses assigned to the interfaces of the network namespace the daemon
-// dials from. Every proxied connection and request asks it, so it keeps a snapshot, replaced
-// whenever the kernel says an address came or went, rather than listing the interfaces per
-// dial. The zero value has no snapshot and lists them on every question: slower, never
-// stale.
-type hostAddrs struct {
-	set  atomic.Pointer[addrSet] // nil: no snapshot to trust; has lists the addresses itself
-	file *os.File                // the kernel's address notifications; nil when not watching
-	done chan struct{}           // closed when the watching goroutine has ended
+// embeddedIPv4 is the IPv4 address a NAT64 or 6to4 address carries, or nothing.
+func embeddedIPv4(a netip.Addr) []netip.Addr {
+	a = a.Unmap()
+	if !a.Is6() {
+		return nil
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:16]))}
+	case sixToFour.Contains(a):
+		return []netip.Addr{netip.AddrFrom4([4]byte(b[2:6]))}
+	}
+	return nil
 }
 
-type addrSet map[netip.Addr]struct{}
+// hostRoutes asks the kernel's routing of the network namespace the daemon dials from whether
+// it delivers an address locally: the route lookup `ip route get` does, so the answer covers
+// the interfaces' addresses, ranges routed `local` and any change since, with nothing to keep
+// in step. start opens the netlink socket once, in the daemon's own namespace; the zero value
+// opens one per question, in the calling thread's.
+type hostRoutes struct {
+	mu  sync.Mutex
+	fd  int // the netlink socket; -1 or unset (open is false) when not started
+	seq uint32
+	// open is set while fd is a socket start opened.
+	open bool
+}
 
-// has reports whether a is assigned to one of the host's interfaces. An error means the
-// addresses could not be listed, and the caller must refuse.
-func (h *hostAddrs) has(a netip.Addr) (bool, error) {
+// start opens the socket every question then uses; a failure is logged and questions open
+// their own.
+func (h *hostRoutes) start(log *zap.Logger) {
+	fd, err := routeSocket()
+	if err != nil {
+		log.Warn("the kernel's routes cannot be asked through one socket; the proxy opens one per address it checks", zap.Error(err))
+		return
+	}
+	h.mu.Lock()
+	h.fd, h.open = fd, true
+	h.mu.Unlock()
+}
+
+// stop closes the socket start opened, if any.
+func (h *hostRoutes) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open {
+		_ = unix.Close(h.fd)
+		h.open = false
+	}
+}
+
+// isLocal reports whether the kernel routes a to this host (route type local). An error means
+// the kernel could not be asked, and the caller must refuse.
+func (h *hostRoutes) isLocal(a netip.Addr) (bool, error) {
 	a = a.Unmap().WithZone("")
-	if m := h.set.Load(); m != nil {
-		_, ok := (*m)[a]
-		return ok, nil
-	}
-	m, err := readHostAddrs()
-	if err != nil {
-		return false, err
-	}
-	_, ok := m[a]
-	return ok, nil
-}
-
-// start subscribes to the kernel's address notifications and keeps the snapshot from them.
-// Without a subscription the snapshot stays unset, so every question lists the addresses (fail
-// closed), and that is logged once. stop ends it.
-func (h *hostAddrs) start(log *zap.Logger) {
-	f, err := subscribeAddrChanges()
-	if err != nil {
-		log.Warn("this host's addresses cannot be watched; the proxy lists them for every address it checks", zap.Error(err))
-		return
-	}
-	h.watch(f, log)
-}
-
-// watch reads notifications from f (one datagram each) and lists the addresses again after
-// each one; their content does not matter, only that something changed.
-func (h *hostAddrs) watch(f *os.File, log *zap.Logger) {
-	h.file, h.done = f, make(chan struct{})
-	// Subscribed before the first listing, so a change in between is not missed.
-	h.refresh()
-	go func() {
-		defer close(h.done)
-		buf := make([]byte, 16<<10)
-		for {
-			_, err := f.Read(buf)
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			// ENOBUFS: the socket overflowed and notifications were lost; listing again makes
-			// up for them. Any other error ends the watch, and with no snapshot every question
-			// lists the addresses itself.
-			if err != nil && !errors.Is(err, unix.ENOBUFS) {
-				h.set.Store(nil)
-				log.Warn("watching this host's addresses stopped; the proxy lists them for every address it checks", zap.Error(err))
-				return
-			}
-			h.refresh()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fd := h.fd
+	if !h.open {
+		var err error
+		if fd, err = routeSocket(); err != nil {
+			return false, err
 		}
-	}()
-}
-
-// refresh replaces the snapshot with the addresses now assigned, or drops it when they cannot
-// be listed.
-func (h *hostAddrs) refresh() {
-	m, err := readHostAddrs()
+		defer unix.Close(fd)
+	}
+	h.seq++
+	t, err := routeType(fd, h.seq, a)
 	if err != nil {
-		h.set.Store(nil)
-		return
+		return false, fmt.Errorf("ask the kernel's route to %s: %w", a, err)
 	}
-	h.set.Store(&m)
+	return t == unix.RTN_LOCAL, nil
 }
 
-// stop ends the watch started by start, if any, and waits for it.
-func (h *hostAddrs) stop() {
-	if h.file == nil {
-		return
-	}
-	_ = h.file.Close()
-	<-h.done
-	h.file = nil
-}
-
-// readHostAddrs lists the addresses of every interface, up or down: an IPv4 address stays
-// assigned while its interface is down, and the interface coming up notifies no address
-// change, so one left out now would stay out once it is up.
-func readHostAddrs() (addrSet, error) {
-	as, err := net.InterfaceAddrs()
+func routeSocket() (int, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("list this host's addresses: %w", err)
+		return -1, fmt.Errorf("netlink socket: %w", err)
 	}
-	m := make(addrSet, len(as))
-	for _, a := range as {
-		var ip net.IP
-		switch a := a.(type) {
-		case *net.IPNet:
-			ip = a.IP
-		case *net.IPAddr:
-			ip = a.IP
-		}
-		if x, ok := netip.AddrFromSlice(ip); ok {
-			m[x.Unmap()] = struct{}{}
-		}
-	}
-	return m, nil
-}
-
-// subscribeAddrChanges opens a NETLINK_ROUTE socket that receives a message whenever an IPv4 or
-// IPv6 address is added to or removed from an interface of the calling thread's network
-// namespace. It is non-blocking, so reads wait in the runtime's poller and Close ends them.
-func subscribeAddrChanges() (*os.File, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink socket: %w", err)
-	}
-	sa := &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR}
-	if err := unix.Bind(fd, sa); err != nil {
+	// The kernel answers a route lookup before sendto returns; the timeout only keeps a
+	// broken answer from holding the guard.
+	tv := unix.Timeval{Sec: 2}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("subscribe to address changes: %w", err)
+		return -1, fmt.Errorf("netlink socket timeout: %w", err)
 	}
-	return os.NewFile(uintptr(fd), "netlink:ifaddr"), nil
+	return fd, nil
+}
+
+// routeType sends an RTM_GETROUTE for a on fd and returns the type of the route the kernel
+// picks (unix.RTN_LOCAL, RTN_UNICAST, ...). An unreachable address is RTN_UNREACHABLE, not an
+// error: nothing delivers it here.
+func routeType(fd int, seq uint32, a netip.Addr) (uint8, error) {
+	family, bits := unix.AF_INET, 32
+	if a.Is6() {
+		family, bits = unix.AF_INET6, 128
+	}
+	dst := a.AsSlice()
+	attrLen := unix.SizeofRtAttr + len(dst)
+	msgLen := unix.SizeofNlMsghdr + unix.SizeofRtMsg + attrLen
+	req := make([]byte, msgLen)
+	ne := binary.NativeEndian
+	ne.PutUint32(req[0:], uint32(msgLen))
+	ne.PutUint16(req[4:], unix.RTM_GETROUTE)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	ne.PutUint32(req[8:], seq)
+	rt := req[unix.SizeofNlMsghdr:]
+	rt[0], rt[1] = byte(family), byte(bits) // rtm_family, rtm_dst_len
+	attr := rt[unix.SizeofRtMsg:]
+	ne.PutUint16(attr[0:], uint16(attrLen))
+	ne.PutUint16(attr[2:], unix.RTA_DST)
+	copy(attr[unix.SizeofRtAttr:], dst)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 8<<10)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return 0, err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range msgs {
+			if m.Header.Seq != seq {
+				continue // the late answer to an earlier question that timed out
+			}
+			switch m.Header.Type {
+			case unix.NLMSG_ERROR:
+				if len(m.Data) < 4 {
+					return 0, errors.New("short netlink error")
+				}
+				switch errno := syscall.Errno(-int32(ne.Uint32(m.Data))); errno {
+				case 0:
+					return 0, errors.New("no route in the answer")
+				case unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EACCES:
+					// No route (or a prohibit one): the dial cannot reach
+					// anything, least of all this host.
+					return unix.RTN_UNREACHABLE, nil
+				default:
+					return 0, errno
+				}
+			case unix.RTM_NEWROUTE:
+				if len(m.Data) < unix.SizeofRtMsg {
+					return 0, errors.New("short route message")
+				}
+				return m.Data[7], nil // rtm_type
+			}
+		}
+	}
 }

@@ -7,24 +7,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
-
-// knownHostAddrs is a hostAddrs whose snapshot is addrs, for tests that must not depend on the
-// machine's interfaces.
-func knownHostAddrs(addrs ...string) *hostAddrs {
-	m := addrSet{}
-	for _, a := range addrs {
-		m[netip.MustParseAddr(a)] = struct{}{}
-	}
-	h := &hostAddrs{}
-	h.set.Store(&m)
-	return h
-}
 
 func TestGuard(t *testing.T) {
 	t.Parallel()
@@ -101,7 +88,7 @@ func TestGuard(t *testing.T) {
 		{"2001:db8::1", []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}, ""},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
-			got := refusal(netip.MustParseAddr(tc.addr), tc.allow, knownHostAddrs())
+			got := refusal(netip.MustParseAddr(tc.addr), tc.allow, &hostRoutes{})
 			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 				t.Errorf("refusal(%s) = %q, want %q", tc.addr, got, tc.want)
 			}
@@ -166,33 +153,67 @@ func TestRootedPath(t *testing.T) {
 	}
 }
 
-// TestGuardHostAddrs: an address of the host's own interfaces is refused however public it
-// looks (the daemon dials from the host, where it reaches services bound to 0.0.0.0), unless
-// allow_private_cidrs covers it.
-func TestGuardHostAddrs(t *testing.T) {
-	t.Parallel()
-	own := knownHostAddrs("93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "127.0.0.1")
+// TestGuardHostRoutes: an address the kernel delivers to this host is refused however public
+// it looks (the daemon dials from the host, where it reaches services bound to 0.0.0.0), by
+// itself or carried in a NAT64 or 6to4 address, whether it is an interface's or inside a range
+// routed `local`, unless allow_private_cidrs covers it. It runs in a network namespace of its
+// own, where the test gives itself public-looking addresses.
+func TestGuardHostRoutes(t *testing.T) {
+	if !inOwnNetns(t, "^TestGuardHostRoutes$") {
+		return
+	}
+	ip(t, "link", "set", "lo", "up")
+	ip(t, "addr", "add", "93.184.216.34/32", "dev", "lo")
+	ip(t, "addr", "add", "2606:2800:220:1:248:1893:25c8:1946/128", "dev", "lo")
+	ip(t, "route", "add", "local", "45.33.0.0/24", "dev", "lo")
 	pfx := func(s string) []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix(s)} }
-	for _, tc := range []struct {
-		addr  string
-		allow []netip.Prefix
-		want  string
-	}{
-		{"93.184.216.34", nil, "an address of this host"},
-		{"::ffff:93.184.216.34", nil, "an address of this host"},
-		{"2606:2800:220:1:248:1893:25c8:1946", nil, "an address of this host"},
-		{"93.184.216.35", nil, ""},
-		{"93.184.216.34", pfx("93.184.216.34/32"), ""},
-		{"93.184.216.34", pfx("93.184.216.0/24"), ""},
-		{"93.184.216.34", pfx("10.0.0.0/8"), "an address of this host"},
-		{"127.0.0.1", nil, "a loopback address"},
-		{"127.0.0.1", loopback, ""},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			if got := refusal(netip.MustParseAddr(tc.addr), tc.allow, own); got != tc.want {
-				t.Errorf("refusal(%s, %v) = %q, want %q", tc.addr, tc.allow, got, tc.want)
+	started := &hostRoutes{}
+	started.start(zaptest.NewLogger(t))
+	defer started.stop()
+	if !started.open {
+		t.Fatal("the route socket did not open")
+	}
+	for name, h := range map[string]*hostRoutes{"one socket": started, "a socket per question": {}} {
+		for _, tc := range []struct {
+			addr  string
+			allow []netip.Prefix
+			want  string
+		}{
+			{"93.184.216.34", nil, "an address of this host"},
+			{"::ffff:93.184.216.34", nil, "an address of this host"},
+			{"2606:2800:220:1:248:1893:25c8:1946", nil, "an address of this host"},
+			{"45.33.0.9", nil, "an address of this host"},
+			{"64:ff9b::2d21:9", nil, "an address of this host"},   // NAT64 of 45.33.0.9
+			{"2002:5db8:d822::1", nil, "an address of this host"}, // 6to4 of 93.184.216.34
+			{"64:ff9b::5db8:d823", nil, ""},                       // NAT64 of a public address not here
+			{"93.184.216.35", nil, ""},                            // no route at all here
+			{"2606:2800:220:1:248:1893:25c8:1947", nil, ""},
+			{"93.184.216.34", pfx("93.184.216.34/32"), ""},
+			{"45.33.0.9", pfx("45.33.0.0/16"), ""},
+			{"93.184.216.34", pfx("10.0.0.0/8"), "an address of this host"},
+			{"127.0.0.1", nil, "a loopback address"},
+			{"127.0.0.1", loopback, ""},
+		} {
+			if got := refusal(netip.MustParseAddr(tc.addr), tc.allow, h); got != tc.want {
+				t.Errorf("%s: refusal(%s, %v) = %q, want %q", name, tc.addr, tc.allow, got, tc.want)
 			}
-		})
+		}
+	}
+	// The kernel is asked each time, so a change shows at once.
+	h := &hostRoutes{}
+	h.start(zaptest.NewLogger(t))
+	defer h.stop()
+	x := netip.MustParseAddr("198.51.100.7")
+	if own, err := h.isLocal(x); own || err != nil {
+		t.Fatalf("isLocal(%s) before it is added = %v, %v", x, own, err)
+	}
+	ip(t, "addr", "add", "198.51.100.7/32", "dev", "lo")
+	if own, err := h.isLocal(x); !own || err != nil {
+		t.Errorf("isLocal(%s) once added = %v, %v", x, own, err)
+	}
+	ip(t, "addr", "del", "198.51.100.7/32", "dev", "lo")
+	if own, err := h.isLocal(x); own || err != nil {
+		t.Errorf("isLocal(%s) once removed = %v, %v", x, own, err)
 	}
 }
 
@@ -214,114 +235,66 @@ func nonLoopbackAddr(t *testing.T) netip.Addr {
 	return netip.Addr{}
 }
 
-// TestGuardRealHostAddr: an address of one of this machine's interfaces is known to the guard,
-// from the kernel's notifications and by listing them per question alike, and is refused
-// unless a CIDR covers it.
+// TestGuardRealHostAddr: an address of one of this machine's interfaces is local to the guard
+// in the namespace tests run in, and a public one elsewhere is not.
 func TestGuardRealHostAddr(t *testing.T) {
 	t.Parallel()
 	a := nonLoopbackAddr(t)
-	watched := &hostAddrs{}
-	watched.start(zaptest.NewLogger(t))
-	defer watched.stop()
-	if watched.set.Load() == nil {
-		t.Fatal("no snapshot after start: the subscription to address changes failed")
+	h := &hostRoutes{}
+	if own, err := h.isLocal(a); !own || err != nil {
+		t.Errorf("isLocal(%s) = %v, %v; want true", a, own, err)
 	}
-	for name, h := range map[string]*hostAddrs{"watched": watched, "listed per question": {}} {
-		if own, err := h.has(a); !own || err != nil {
-			t.Errorf("%s: has(%s) = %v, %v; want true", name, a, own, err)
-		}
-		if own, err := h.has(netip.MustParseAddr("93.184.216.34")); own || err != nil {
-			t.Errorf("%s: has(93.184.216.34) = %v, %v; want false", name, own, err)
-		}
-		if w := refusal(a, nil, h); w == "" {
-			t.Errorf("%s: %s, this host's own, is not refused", name, a)
-		}
-		if w := refusal(a, []netip.Prefix{netip.PrefixFrom(a, a.BitLen())}, h); w != "" {
-			t.Errorf("%s: %s refused although a CIDR covers it: %s", name, a, w)
-		}
+	if own, err := h.isLocal(netip.MustParseAddr("93.184.216.34")); own || err != nil {
+		t.Errorf("isLocal(93.184.216.34) = %v, %v; want false", own, err)
+	}
+	if w := refusal(a, nil, h); w == "" {
+		t.Errorf("%s, this host's own, is not refused", a)
+	}
+	if w := refusal(a, []netip.Prefix{netip.PrefixFrom(a, a.BitLen())}, h); w != "" {
+		t.Errorf("%s refused although a CIDR covers it: %s", a, w)
 	}
 }
 
-// TestHostAddrsWatch: each notification replaces the snapshot; when notifications stop
-// coming (the subscription fails), the snapshot goes and every question lists the addresses,
-// so the guard never answers from a stale one.
-func TestHostAddrsWatch(t *testing.T) {
-	t.Parallel()
-	a := nonLoopbackAddr(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &hostAddrs{}
-	h.watch(r, zaptest.NewLogger(t))
-	defer h.stop()
-	if m := h.set.Load(); m == nil || !hasKey(*m, a) {
-		t.Fatalf("the first snapshot lacks %s", a)
-	}
-	h.set.Store(&addrSet{}) // a stale snapshot; the next notification must replace it
-	if _, err := w.Write([]byte{0}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the snapshot refreshed on a notification", func() bool { m := h.set.Load(); return m != nil && hasKey(*m, a) })
-	w.Close() // the subscription ends
-	<-h.done
-	if h.set.Load() != nil {
-		t.Error("a snapshot is kept after the watch ended")
-	}
-	if own, err := h.has(a); !own || err != nil {
-		t.Errorf("has(%s) without a snapshot = %v, %v; want true", a, own, err)
-	}
-}
-
-func hasKey(m addrSet, a netip.Addr) bool { _, ok := m[a]; return ok }
-
-func waitFor(t *testing.T, what string, cond func() bool) {
+// inOwnNetns runs the test named by run again in a network namespace of its own (the test
+// binary under unshare -n) and reports false, or reports true when it is that run.
+func inOwnNetns(t *testing.T, run string) bool {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	const inNetns = "SANDBOXD_EGRESS_TEST_NETNS"
+	if os.Getenv(inNetns) != "" {
+		return true
+	}
+	testutil.RequireRoot(t)
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
 		}
+	}
+	cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run="+run, "-test.v")
+	cmd.Env = append(os.Environ(), inNetns+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("in a network namespace of its own: %v\n%s", err, out)
+	}
+	return false
+}
+
+func ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v %s", args, err, out)
 	}
 }
 
-// TestHostAddrsFollowKernel: the snapshot follows the kernel as addresses come and go, with no
-// listing but the one each notification brings. It runs in a network namespace of its own
-// (the test binary again under unshare -n), so the host's interfaces are left alone.
-func TestHostAddrsFollowKernel(t *testing.T) {
-	const inNetns = "SANDBOXD_EGRESS_TEST_NETNS"
-	if os.Getenv(inNetns) == "" {
-		testutil.RequireRoot(t)
-		for _, tool := range []string{"unshare", "ip"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				t.Skipf("needs %s: %v", tool, err)
-			}
-		}
-		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestHostAddrsFollowKernel$", "-test.v")
-		cmd.Env = append(os.Environ(), inNetns+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestHostAddrsFollowKernel") {
-			t.Fatalf("in a network namespace of its own: %v\n%s", err, out)
-		}
-		return
-	}
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v %s", args, err, out)
-		}
-	}
-	h := &hostAddrs{}
-	h.start(zaptest.NewLogger(t))
+// BenchmarkRefusalPublic is the guard's cost for a public address, the kernel asked through
+// the socket start opens.
+func BenchmarkRefusalPublic(b *testing.B) {
+	h := &hostRoutes{}
+	h.start(zaptest.NewLogger(b))
 	defer h.stop()
-	snapshotHas := func(a netip.Addr) bool { m := h.set.Load(); return m != nil && hasKey(*m, a) }
-	for _, a := range []string{"198.51.100.7", "2001:db8::7"} {
-		x := netip.MustParseAddr(a)
-		if snapshotHas(x) {
-			t.Fatalf("%s is there before it is added", a)
+	a := netip.MustParseAddr("93.184.216.34")
+	for b.Loop() {
+		if w := refusal(a, nil, h); w != "" {
+			b.Fatal(w)
 		}
-		ip("addr", "add", netip.PrefixFrom(x, x.BitLen()).String(), "dev", "lo")
-		waitFor(t, a+" in the snapshot", func() bool { return snapshotHas(x) })
-		ip("addr", "del", netip.PrefixFrom(x, x.BitLen()).String(), "dev", "lo")
-		waitFor(t, a+" gone from the snapshot", func() bool { m := h.set.Load(); return m != nil && !hasKey(*m, x) })
 	}
 }

@@ -453,7 +453,11 @@ func TestPrivateRefused(t *testing.T) {
 // public or not, unless allow_private_cidrs covers them: from the host they reach what is
 // bound to 0.0.0.0 there.
 func TestOwnAddressRefused(t *testing.T) {
-	t.Parallel()
+	if !inOwnNetns(t, "^TestOwnAddressRefused$") {
+		return
+	}
+	ip(t, "link", "set", "lo", "up")
+	ip(t, "addr", "add", "93.184.216.34/32", "dev", "lo")
 	var dialed atomic.Int64
 	s := &Server{
 		Decide: allowDecide,
@@ -463,10 +467,8 @@ func TestOwnAddressRefused(t *testing.T) {
 		}),
 		Resolver: newResolver("self.test", "93.184.216.34", "other.test", "93.184.216.35"),
 	}
-	// This host, as far as this Server knows, has 93.184.216.34: a public address, which no
+	// This host (the test's network namespace) has 93.184.216.34: a public address, which no
 	// range refuses.
-	s.watching = true
-	s.local = *knownHostAddrs("93.184.216.34")
 	addr := startProxy(t, s)
 	for _, tc := range []struct{ target, want string }{
 		{"self.test:80", "self.test resolves to 93.184.216.34, an address of this host"},
@@ -489,8 +491,6 @@ func TestOwnAddressRefused(t *testing.T) {
 	// A CIDR covering it lets it through.
 	allowed := &Server{Decide: allowDecide, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("93.184.216.34/32")},
 		Dialer: s.Dialer, Resolver: s.Resolver}
-	allowed.watching = true
-	allowed.local = *knownHostAddrs("93.184.216.34")
 	resp, body = rawRequest(t, startProxy(t, allowed), "CONNECT self.test:80 HTTP/1.1\r\n\r\n")
 	if resp.StatusCode != 502 || dialed.Load() != 2 {
 		t.Errorf("covered by allow_private_cidrs: %d %q, dialed %d; want it dialed", resp.StatusCode, body, dialed.Load())

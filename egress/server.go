@@ -165,13 +165,13 @@ type Server struct {
 	active   atomic.Int64      // client connections being served
 	owners   map[string]*owner // under mu
 	refusing atomic.Int64      // over-cap connections being told so
-	// local is the host's own addresses, for the guard: watched from the first Serve or
+	// local asks the host's routes for the guard: its socket is open from the first Serve or
 	// ServeConn until Close.
-	local hostAddrs
+	local hostRoutes
 
 	mu        sync.Mutex
 	closed    bool
-	watching  bool // local was started
+	routing   bool // local was started
 	listeners map[net.Listener]struct{}
 	serving   sync.WaitGroup // one per running Serve
 }
@@ -262,7 +262,7 @@ func (s *Server) Serve(l net.Listener, session string) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
-	s.watchLocal()
+	s.startRoutes()
 	own := s.ownerOf(session)
 	s.mu.Unlock()
 
@@ -353,11 +353,12 @@ func (s *Server) paceLimit() rate.Limit {
 	return rate.Limit(s.RatePerOwner)
 }
 
-// watchLocal starts following the host's addresses when the Server first serves (not at
-// Close, nor for a Server never used); s.mu is held and the Server is not closed.
-func (s *Server) watchLocal() {
-	if !s.watching {
-		s.watching = true
+// startRoutes opens the guard's route socket when the Server first serves (not at Close, nor
+// for a Server never used), in the daemon's own network namespace; s.mu is held and the
+// Server is not closed.
+func (s *Server) startRoutes() {
+	if !s.routing {
+		s.routing = true
 		s.local.start(s.log)
 	}
 }
@@ -436,7 +437,7 @@ func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 		return ErrServerClosed
 	}
 	s.serving.Add(1)
-	s.watchLocal()
+	s.startRoutes()
 	// The daemon's own connections for a session (WebFetch) count with its programs' against
 	// the owner's cap and pace: a user's many WebFetch calls at once could otherwise hold most
 	// of the proxy's connections from every other user.
