@@ -85,6 +85,8 @@ type Call struct {
 	room func() int64
 	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
 	read *readDecision
+	// searched is what a Grep call's facts resolved (grepFacts): Run searches exactly that.
+	searched *searchDecision
 	// decidedWrite is where a Write or Edit call's facts resolved its path (pathFacts): Run
 	// writes there or nowhere.
 	decidedWrite string

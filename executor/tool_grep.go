@@ -50,11 +50,45 @@ func grepDef(h *Host) Def {
 		ConcurrencySafe:    always,
 		Validate:           requireAbs("path"),
 		Backfill:           backfillPath("path", true),
-		CheckPermissions:   pathFacts(h, "path", permission.Read),
+		CheckPermissions:   grepFacts(h),
 		MaxResultSizeChars: grepMaxResultChars,
 		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
 			return h.runGrep(ctx, c)
 		},
+	}
+}
+
+// searchDecision is what Grep's CheckPermissions resolved as the owner, which the policy then
+// decided on: Run searches that file or directory and no other.
+type searchDecision struct {
+	requested string
+	resolved  worker.Resolved
+}
+
+// WARNING: the policy decides on these facts and Grep searches only what they name; rerun
+// TestGrepSearchesOnlyTheDecidedPath (worker) as root after changing.
+//
+// grepFacts resolves path as the owner, as pathFacts does, and keeps the resolution (with the
+// file's device and inode) for Run: rg is given that file or directory itself, so a symlink
+// repointed after the decision cannot send the search to a denied file.
+func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	return func(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+		p := c.Input.String("path")
+		if p == "" {
+			return permission.ToolFacts{}, nil
+		}
+		p = expandPath(c, p)
+		var r *worker.Resolved
+		err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+			var err error
+			r, err = w.ResolveInfo(ctx, p)
+			return err
+		})
+		if err != nil {
+			return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
+		}
+		c.searched = &searchDecision{requested: p, resolved: *r}
+		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}}, nil
 	}
 }
 
@@ -139,12 +173,20 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ga := worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit,
+		SortByMTime: mode == "files_with_matches", Deny: deny, Path: path}
+	// Outside the pipeline (no decision) the worker searches path by name.
+	if d := c.searched; d != nil {
+		if d.requested != path {
+			return nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to search %s: the permission decision was made on %s", path, d.requested))
+		}
+		ga.Decided = &d.resolved
+	}
 	var r *worker.GrepReply
 	var payload []byte
 	err = h.withWorker(ctx, c.Session, func(w *worker.Client) error {
 		var err error
-		r, payload, err = w.Grep(ctx, worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit,
-			SortByMTime: mode == "files_with_matches", Deny: deny, Path: path})
+		r, payload, err = w.Grep(ctx, ga)
 		return err
 	})
 	if err != nil {

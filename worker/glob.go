@@ -13,8 +13,11 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -279,22 +282,48 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		a.MaxBytes = 64 << 20
 	}
 	args, dir := a.Args, a.Dir
+	n := len(args)
+	if (len(a.Deny) > 0 || a.Decided != nil) && (a.Path == "" || n < 2 || args[n-2] != "--" || args[n-1] != a.Path) {
+		return nil, nil, errcode.Msg(errcode.BadRequest, "grep with deny patterns or a decision: the arguments must end with \"--\" and the searched path")
+	}
+	// With a decision rg is given the decided file or directory itself, never its name (which
+	// rg would resolve again, following whatever symlink is there by then): a file as fd 3, a
+	// directory as its working directory (so its .gitignore and its parents' still apply), and
+	// its output names are put back under Path (shown).
+	var searched *decidedSearch
+	if a.Decided != nil {
+		var err error
+		if searched, err = openDecidedSearch(a.Path, a.Decided); err != nil {
+			return nil, nil, err
+		}
+		defer searched.f.Close()
+		args = append(append(make([]string, 0, n), args[:n-1]...), searched.arg)
+		dir = searched.dir
+	}
 	var filter *grepFilter
 	if len(a.Deny) > 0 {
-		n := len(args)
-		if a.Path == "" || n < 2 || args[n-2] != "--" || args[n-1] != a.Path {
-			return nil, nil, errcode.Msg(errcode.BadRequest, "grep with deny patterns: the arguments must end with \"--\" and the searched path")
+		var extra []string
+		realRoot := realDir(a.Path)
+		if searched != nil {
+			// The deny patterns are matched where the decided path really is, not where its
+			// name leads now.
+			realRoot = a.Decided.Resolved
+			extra = rgDenyArgsUnder(a.Deny, realRoot, searched.dir != "")
+		} else {
+			extra = rgDenyArgs(a.Deny)
+			// rg anchors "/x" globs at its working directory; in / they are the absolute paths.
+			dir = "/"
 		}
-		extra := rgDenyArgs(a.Deny)
 		// After the caller's own --glob flags: of several globs matching a file, rg obeys the
 		// last, so an include such as "*.env" cannot re-admit a denied file.
 		args = append(append(append(make([]string, 0, n+len(extra)), args[:n-2]...), extra...), args[n-2:]...)
-		// rg anchors "/x" globs at its working directory; in / they are the absolute paths.
-		dir = "/"
-		filter = &grepFilter{deny: a.Deny, root: a.Path, realRoot: realDir(a.Path)}
+		filter = &grepFilter{deny: a.Deny, root: a.Path, realRoot: realRoot}
 	}
 	cmd := exec.CommandContext(ctx, rg, args...)
 	cmd.Dir = dir
+	if searched != nil && searched.dir == "" {
+		cmd.ExtraFiles = []*os.File{searched.f}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 8192}
 	stdout, err := cmd.StdoutPipe()
@@ -324,6 +353,9 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		if keep {
 			read += int64(len(line))
 			line = bytes.TrimSuffix(line, []byte("\n"))
+			if searched != nil {
+				line = searched.shown(line)
+			}
 			if filter != nil {
 				line, keep = filter.line(line)
 			}
@@ -379,6 +411,17 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		return nil, nil, errcode.New(errcode.ToolFailed, fmt.Errorf("rg: %w", werr))
 	}
 	reply.Stderr = strings.TrimSpace(stderr.String())
+	if searched != nil {
+		ls := strings.Split(reply.Stderr, "\n")
+		for i, l := range ls {
+			rest, isRg := strings.CutPrefix(l, "rg: ")
+			if rest = string(searched.shown([]byte(rest))); isRg {
+				rest = "rg: " + rest
+			}
+			ls[i] = rest
+		}
+		reply.Stderr = strings.Join(ls, "\n")
+	}
 	if a.SortByMTime {
 		type ent struct {
 			line  []byte
@@ -586,4 +629,135 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// decidedSearch is the file or directory a Grep decided on, open, and how rg is given it.
+type decidedSearch struct {
+	f    *os.File
+	path string // the searched path as asked, under which rg's names are shown
+	// arg is rg's path argument: "." in dir (a directory), or "/dev/fd/3" (a file, f as fd 3).
+	arg, dir string
+}
+
+// shown puts a name rg printed (at the start of line) back under the path asked for.
+func (s *decidedSearch) shown(line []byte) []byte {
+	if s.dir != "" {
+		if rest, ok := bytes.CutPrefix(line, []byte("./")); ok {
+			return append([]byte(strings.TrimSuffix(s.path, "/")+"/"), rest...)
+		}
+		return line
+	}
+	if rest, ok := bytes.CutPrefix(line, []byte(s.arg)); ok && (len(rest) == 0 || rest[0] == 0 || rest[0] == ':') {
+		return append([]byte(s.path), rest...)
+	}
+	return line
+}
+
+// WARNING: this is how Grep searches only what the policy decided on; rerun
+// TestGrepSearchesOnlyTheDecidedPath as root after changing.
+//
+// openDecidedSearch opens the file or directory a resolve of path found, d, and nothing else,
+// as openDecided does for Read: d's resolved path with no symlink followed on the way, then
+// the device and inode the resolve saw.
+func openDecidedSearch(path string, d *Resolved) (*decidedSearch, error) {
+	name := filepath.Clean(path)
+	switch {
+	case !filepath.IsAbs(path) || !filepath.IsAbs(d.Resolved):
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
+	case !d.Exists:
+		// Missing when decided: whatever is there now was not decided on.
+		return nil, notExist(name)
+	case d.Special != "":
+		return nil, refuseSpecial(name, d.Special)
+	case under(d.Resolved, "/proc"):
+		return nil, refuseSpecial(name, SpecialProc)
+	case d.Ino == 0:
+		return nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to search %s: the decision on it does not say which file it is; try again", name))
+	}
+	changed := errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to search %s: it changed between the permission decision and the search (a different file, or a symlink, is there now); search again to have the new one decided", name))
+	// O_NONBLOCK and O_NOCTTY in case a FIFO or tty was swapped in: the fstat below refuses it.
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(unix.AT_FDCWD, d.Resolved, &unix.OpenHow{
+		Flags:   uint64(flags),
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(d.Resolved, flags|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+			return nil, changed
+		}
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("open %s: %w", name, err))
+	}
+	f := os.NewFile(uintptr(fd), name)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", name, unwrapPath(err)))
+	}
+	if dev, ino := devIno(fi); dev != d.Dev || ino != d.Ino {
+		f.Close()
+		return nil, changed
+	}
+	s := &decidedSearch{f: f, path: name}
+	switch {
+	case fi.IsDir():
+		// The child's working directory is this very directory: /proc/self/fd/N is resolved
+		// by the child after the fork, where fd N is still open.
+		s.arg, s.dir = ".", "/proc/self/fd/"+strconv.Itoa(fd)
+	case fi.Mode().IsRegular():
+		s.arg = "/dev/fd/3"
+	default:
+		f.Close()
+		return nil, refuseSpecial(name, "special file")
+	}
+	return s, nil
+}
+
+// rgDenyArgsUnder is rgDenyArgs for a search whose rg runs in root (inDir) or searches one
+// file (not inDir: rg searches a file it is given whatever the globs, and the output filter
+// and the decision are what keep a denied one out). The excludes are the deny patterns
+// made relative to root, where they can be; the output filter stays the guarantee.
+func rgDenyArgsUnder(deny []string, root string, inDir bool) []string {
+	out := []string{"--field-match-separator", `\x00:`, "--field-context-separator", `\x00-`}
+	if !inDir {
+		return out
+	}
+	for _, p := range deny {
+		if g := rgExcludeUnder(p, root); g != "" {
+			out = append(out, "--glob", g)
+		}
+	}
+	return out
+}
+
+// rgExcludeUnder is rgExclude for an rg whose working directory is root: the part of pattern
+// that names paths below root, anchored there ("" when it names none or cannot be said).
+func rgExcludeUnder(pattern, root string) string {
+	segs := strings.Split(strings.Trim(pattern, "/"), "/")
+	rootSegs := strings.Split(strings.Trim(root, "/"), "/")
+	if root == "/" {
+		rootSegs = nil
+	}
+	for i, r := range rootSegs {
+		if i >= len(segs) {
+			return "" // the pattern names root or an ancestor: the decision saw to it
+		}
+		if segs[i] == "**" {
+			// Any depth from here: every path below root that ends as the rest does.
+			g := rgExclude("/" + strings.Join(segs[i:], "/"))
+			if g == "" || g == "!/**" {
+				return g
+			}
+			return "!" + strings.TrimPrefix(g, "!/")
+		}
+		if ok, err := path.Match(segs[i], r); err != nil || !ok {
+			return ""
+		}
+	}
+	if len(segs) <= len(rootSegs) {
+		return ""
+	}
+	return rgExclude("/" + strings.Join(segs[len(rootSegs):], "/"))
 }

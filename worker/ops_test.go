@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -507,5 +508,147 @@ func TestDenyThroughSymlinkedRoot(t *testing.T) {
 	g, err = c.Glob(ctx(t), GlobArgs{Pattern: "**/.env", Root: d + "/proj/alias", Limit: 100, Deny: deny})
 	if err != nil || g.Total != 0 {
 		t.Errorf("glob of a denied name through a symlinked root: %+v %v", g, err)
+	}
+}
+
+// TestGrepSearchesOnlyTheDecidedPath swaps what a decided Grep path names between the
+// resolve and the search, as TestReadOpensOnlyTheDecidedFile does for Read: rg must search
+// the file or directory decided on or nothing, never what the name leads to by then, in
+// every output mode, with and without deny patterns.
+func TestGrepSearchesOnlyTheDecidedPath(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	outside := ownedDir(t)
+	// Two matching lines in what was not decided on, one in what was: -c tells them apart.
+	writeOwned(t, outside+"/secret", "needle SECRET\nneedle SECRET\n")
+	writeOwned(t, outside+"/dir/secret", "needle SECRET\nneedle SECRET\n")
+	tests := []struct {
+		name string
+		// setup makes the path decided on; swap changes it afterwards.
+		setup, swap func(t *testing.T, p string)
+	}{
+		{"file replaced by a symlink", func(t *testing.T, p string) { writeOwned(t, p, "needle ok\n") }, func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := os.Symlink(outside+"/secret", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"symlink repointed", func(t *testing.T, p string) {
+			writeOwned(t, p+".ok", "needle ok\n")
+			if err := os.Symlink(p+".ok", p); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, p string) {
+			if err := os.Symlink(outside+"/secret", p+".new"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file replaced by another file", func(t *testing.T, p string) { writeOwned(t, p, "needle ok\n") }, func(t *testing.T, p string) {
+			writeOwned(t, p+".new", "needle SECRET\nneedle SECRET\n")
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory symlink repointed", func(t *testing.T, p string) {
+			writeOwned(t, p+".ok/f", "needle ok\n")
+			if err := os.Symlink(p+".ok", p); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, p string) {
+			if err := os.Symlink(outside+"/dir", p+".new"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory replaced by a symlink", func(t *testing.T, p string) { writeOwned(t, p+"/f", "needle ok\n") }, func(t *testing.T, p string) {
+			if err := os.Rename(p, p+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside+"/dir", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"created after a decision that it was missing", func(*testing.T, string) {}, func(t *testing.T, p string) {
+			writeOwned(t, p, "needle SECRET\nneedle SECRET\n")
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(d, fmt.Sprintf("d%d", i), "target")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() == 0 {
+				os.Chown(filepath.Dir(p), nobody, nobody)
+			}
+			tc.setup(t, p)
+			res, err := c.ResolveInfo(ctx(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.swap(t, p)
+			for _, mode := range [][]string{{"-n"}, {"-l"}, {"-c"}} {
+				for _, deny := range [][]string{nil, {outside + "/nothing-here/**"}} {
+					args := append(append([]string{"--hidden", "--no-heading", "--color=never"}, mode...), "-e", "needle", "--", p)
+					_, out, err := c.Grep(ctx(t), GrepArgs{Args: args, Dir: d, Path: p, Deny: deny, Decided: res})
+					// Refused, or the search of what was decided on (a link's old target).
+					if strings.Contains(string(out), "SECRET") || strings.Contains(string(out), outside) || regexp.MustCompile(`(^|:)2\n`).Match(out) {
+						t.Fatalf("%v deny=%v: searched what was not decided on: %q %v", mode, deny, out, err)
+					}
+				}
+			}
+		})
+	}
+	t.Run("unchanged", func(t *testing.T) {
+		dir := filepath.Join(d, "same")
+		writeOwned(t, dir+"/sub/f.txt", "needle one\nafter\n")
+		writeOwned(t, dir+"/.env", "needle env\n")
+		if err := os.Symlink(dir, d+"/samelink"); err != nil {
+			t.Fatal(err)
+		}
+		deny := []string{"/**/.env"}
+		for _, p := range []string{dir, d + "/samelink", dir + "/sub/f.txt"} {
+			res, err := c.ResolveInfo(ctx(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range [][]string{{"-n", "-A", "1"}, {"-l"}, {"-c"}} {
+				args := append(append([]string{"--hidden", "--no-heading", "--color=never"}, mode...), "-e", "needle", "--", p)
+				_, out, err := c.Grep(ctx(t), GrepArgs{Args: args, Dir: d, Path: p, Deny: deny, Decided: res})
+				if err != nil || strings.Contains(string(out), "env") || bytes.IndexByte(out, 0) >= 0 {
+					t.Fatalf("%s %v: %q %v", p, mode, out, err)
+				}
+				want := map[string]string{"-n": p + "/sub/f.txt:1:needle one\n" + p + "/sub/f.txt-2-after\n", "-l": p + "/sub/f.txt\n", "-c": p + "/sub/f.txt:1\n"}[mode[0]]
+				if p == dir+"/sub/f.txt" {
+					want = map[string]string{"-n": "1:needle one\n2-after\n", "-l": p + "\n", "-c": "1\n"}[mode[0]]
+				}
+				if string(out) != want {
+					t.Fatalf("%s %v: got %q, want %q", p, mode, out, want)
+				}
+			}
+		}
+	})
+}
+
+func TestRgExcludeUnder(t *testing.T) {
+	tests := []struct{ in, root, want string }{
+		{"/**/.env", "/home/u/p", "!**/.env"},
+		{"/home/u/p/secret/**", "/home/u/p", "!/secret"},
+		{"/home/*/p/*.key", "/home/u/p", "!/*.key"},
+		{"/home/u/other/**", "/home/u/p", ""},
+		{"/home/u/**/secret/**", "/home/u/p", "!**/secret"},
+		{"/home/u", "/home/u/p", ""},
+		{"/home/u/p", "/home/u/p", ""},
+		{"/x/.env", "/", "!/x/.env"},
+	}
+	for _, tc := range tests {
+		if got := rgExcludeUnder(tc.in, tc.root); got != tc.want {
+			t.Errorf("rgExcludeUnder(%q, %q) = %q, want %q", tc.in, tc.root, got, tc.want)
+		}
 	}
 }

@@ -213,8 +213,13 @@ type GrepArgs struct {
 	// the session may not read: rg is told to exclude them, and an output line of a file
 	// matching one is dropped all the same. With Deny, Args must end with "--", Path.
 	Deny []string `json:"deny,omitempty"`
-	// Path is the searched path, the last of Args (needed with Deny).
+	// Path is the searched path, the last of Args (needed with Deny and Decided).
 	Path string `json:"path,omitempty"`
+	// Decided is what a resolve of Path found and the policy decided on: rg searches exactly
+	// that file or directory, opened without following any symlink and checked by device and
+	// inode, or nothing. A name swapped since the decision (a symlink repointed, a file
+	// renamed over it) is refused, never followed. Without it Path is searched by name.
+	Decided *Resolved `json:"decided,omitempty"`
 }
 
 // GrepReply is one page of output lines (payload, newline-separated).
