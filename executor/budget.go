@@ -93,6 +93,9 @@ func (h *Host) Budget(c *Call, r *Result) (*Result, error) {
 }
 
 func joinText(r *Result) string {
+	if len(r.Content) == 1 && r.Content[0].Type == "text" {
+		return r.Content[0].Text // no copy of a result that may be 64 MiB
+	}
 	var b strings.Builder
 	for _, bl := range r.Content {
 		if bl.Type == "text" {
@@ -112,7 +115,7 @@ func (h *Host) persistResult(s *session.Session, r *Result, limit int) {
 	path, err := h.persistText(s, text)
 	var block string
 	if err != nil {
-		cut := string([]rune(text)[:max(0, limit-200)])
+		cut := runePrefix(text, max(0, limit-200))
 		block = cut + fmt.Sprintf("\n\n[output truncated: %d characters in total; it could not be saved (%s). Narrow the command or the search to see the rest]", utf8.RuneCountInString(text), errcode.Of(err))
 	} else {
 		block = PersistedBlock(path, int64(len(text)), previewOf(text), "")
@@ -135,11 +138,22 @@ func previewOf(text string) string {
 	if utf8.RuneCountInString(text) <= PreviewChars {
 		return text
 	}
-	cut := string([]rune(text)[:PreviewChars])
+	cut := runePrefix(text, PreviewChars)
 	if i := strings.LastIndexByte(cut, '\n'); i > PreviewChars/2 {
 		cut = cut[:i]
 	}
 	return cut
+}
+
+// runePrefix is s cut after n characters, without converting the rest: a result being
+// persisted may be 64 MiB, and its []rune four times that, in the daemon's own memory.
+func runePrefix(s string, n int) string {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
 }
 
 // PersistedBlock is the text that stands for a persisted output: the path to Read it from,

@@ -203,8 +203,12 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		}
 		return nil, errcode.Msg(errcode.ToolFailed, "rg: "+msg+"\nFix the pattern (ripgrep regex syntax; escape literal braces and parentheses) or the path, then search again.")
 	}
-	lines := strings.Split(strings.TrimSuffix(string(payload), "\n"), "\n")
-	if len(payload) == 0 {
+	// One copy of rg's output (it may be 64 MiB, held in the daemon): the lines and the text
+	// below are slices of it.
+	all := strings.TrimSuffix(string(payload), "\n")
+	payload = nil
+	lines := strings.Split(all, "\n")
+	if all == "" {
 		lines = nil
 	}
 	data := map[string]any{"mode": mode}
@@ -223,7 +227,9 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		if len(lines) != 1 {
 			b.WriteString("s")
 		}
-		b.WriteString("\n" + strings.Join(lines, "\n"))
+		b.Grow(1 + len(all) + 256)
+		b.WriteString("\n")
+		b.WriteString(all)
 		data["filenames"] = lines
 	case mode == "count":
 		matches, files := 0, 0
@@ -234,7 +240,8 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 				files++
 			}
 		}
-		b.WriteString(strings.Join(lines, "\n"))
+		b.Grow(len(all) + 256)
+		b.WriteString(all)
 		fmt.Fprintf(&b, "\n\nFound %d total occurrence", matches)
 		if matches != 1 {
 			b.WriteString("s")
@@ -246,7 +253,8 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		b.WriteString(".")
 		data["numMatches"], data["numFiles"] = matches, files
 	default:
-		b.WriteString(strings.Join(lines, "\n"))
+		b.Grow(len(all) + 256)
+		b.WriteString(all)
 	}
 	data["numLines"] = len(lines)
 	if r.More {

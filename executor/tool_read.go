@@ -366,8 +366,8 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 			if out == "" {
 				continue
 			}
-			if r := []rune(out); len(r) > notebookOutputChars {
-				out = string(r[:notebookOutputChars]) + "\n[output truncated]"
+			if cut := runePrefix(out, notebookOutputChars); len(cut) < len(out) {
+				out = cut + "\n[output truncated]"
 			}
 			fmt.Fprintf(&text, "<output cell=%q>\n%s\n</output>\n", id, strings.TrimRight(out, "\n"))
 		}
