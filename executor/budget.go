@@ -215,6 +215,11 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 	if !validSessionID(s.ID) {
 		return "", errcode.Msg(errcode.Internal, "invalid session id")
 	}
+	if s.Closed() {
+		// StopSession removed (or is removing) its results: a file made now would be left
+		// behind, on no ledger.
+		return "", errSessionClosed(s)
+	}
 	root := filepath.Join(h.StateDir, "tool-results")
 	dir := h.ResultsDir(s.ID)
 	if _, ok := h.resultsMade.Load(s.ID); ok {

@@ -214,6 +214,8 @@ func (p *Pipeline) Decide(ctx context.Context, sess *session.Session, caller ses
 
 func (p *Pipeline) run(ctx context.Context, st *state) (out *Outcome) {
 	st.start = time.Now()
+	ctx, cancel := sessionContext(ctx, st.sess)
+	defer cancel()
 	defer func() {
 		// A panic in a tool or a stage is a bug; the call fails closed and the daemon goes on.
 		if r := recover(); r != nil {
@@ -267,8 +269,12 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	return nil
 }
 
-// stepAbortCheck stops a call whose client already gave up. Step 2.
-func stepAbortCheck(ctx context.Context, _ *Pipeline, _ *state) error {
+// stepAbortCheck stops a call whose client already gave up, or whose session is gone (a
+// batch's later calls, a request that found the session just before it was deleted). Step 2.
+func stepAbortCheck(ctx context.Context, _ *Pipeline, st *state) error {
+	if st.sess != nil && st.sess.Closed() {
+		return errSessionClosed(st.sess)
+	}
 	if err := ctx.Err(); err != nil {
 		return errcode.New(errcode.Cancelled, fmt.Errorf("call aborted before it started: %w", err))
 	}
@@ -573,3 +579,27 @@ func (e *UnknownToolError) Error() string {
 
 // Unwrap lets errcode.Of classify it.
 func (e *UnknownToolError) Unwrap() error { return errcode.Msg(errcode.UnknownTool, "unknown tool") }
+
+// errSessionClosed refuses to start anything in a session that was removed.
+func errSessionClosed(s *session.Session) error {
+	return errcode.New(errcode.NotFound, fmt.Errorf("session %s was deleted; nothing more runs in it", s.ID))
+}
+
+// sessionContext is ctx, also cancelled when sess is removed: a call does not outlive its
+// session (deleted by its owner, ended by an admin or expired), so what it runs is stopped
+// with the session's other processes rather than left behind them.
+func sessionContext(ctx context.Context, sess *session.Session) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if sess == nil {
+		return ctx, cancel
+	}
+	done := sess.Done()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

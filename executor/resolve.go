@@ -248,6 +248,12 @@ func (p *Pipeline) Resume(ctx context.Context, sess *session.Session, caller ses
 
 // runFrom runs the run stages from the named one on (a resumed call), then finish.
 func (p *Pipeline) runFrom(ctx context.Context, st *state, from string) *Outcome {
+	ctx, cancel := sessionContext(ctx, st.sess)
+	defer cancel()
+	if st.sess != nil && st.sess.Closed() {
+		st.err = errSessionClosed(st.sess)
+		return p.finish(ctx, st)
+	}
 	started := false
 	for _, s := range runStages {
 		if s.name == from {

@@ -279,6 +279,11 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	ts := h.tools()
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if s.Closed() {
+		// StopSession sweeps a session's tasks under ts.mu after it is closed: one added now
+		// would run on with nobody able to see or stop it.
+		return nil, errSessionClosed(s)
+	}
 	if ts.tasks == nil {
 		ts.tasks = map[string]*task{}
 	}

@@ -62,6 +62,12 @@ type workerEntry struct {
 func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, error) {
 	ts := h.tools()
 	ts.mu.Lock()
+	if s.Closed() {
+		// Removed: StopSession has swept, or is about to sweep, its workers; one made now
+		// would outlive it with nobody to stop it.
+		ts.mu.Unlock()
+		return nil, errSessionClosed(s)
+	}
 	if ts.workers == nil {
 		ts.workers = map[string]*workerEntry{}
 	}
@@ -74,6 +80,14 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// StopSession drops the entry before it takes e.mu to stop its worker: an entry no longer
+	// in the table was stopped, or will be once this returns, so start nothing in it.
+	ts.mu.Lock()
+	current := ts.workers[s.ID] == e
+	ts.mu.Unlock()
+	if !current {
+		return nil, errSessionClosed(s)
+	}
 	dirs := s.Dirs()
 	rules := s.RuleSet()
 	if e.client != nil {

@@ -59,6 +59,8 @@ type Session struct {
 	mode           permission.Mode
 	rules          Rules
 	closed         bool
+	// done is closed when the session is removed (Done); made on first use.
+	done chan struct{}
 
 	// ruleSet is the loaded rules of every source; swapped whole when rules change.
 	ruleSet atomic.Pointer[permission.RuleSet]
@@ -231,6 +233,40 @@ func copyRules(r Rules) Rules {
 		Allow: append([]string(nil), r.Allow...),
 		Deny:  append([]string(nil), r.Deny...),
 		Ask:   append([]string(nil), r.Ask...),
+	}
+}
+
+// Closed reports whether the session was removed (deleted, expired or ended by an admin).
+// Nothing may start in a closed session: no call, worker or background task.
+func (s *Session) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Done is closed when the session is removed: calls still running in it stop then.
+func (s *Session) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.closed {
+			close(s.done)
+		}
+	}
+	return s.done
+}
+
+// markClosed closes the session for good: Closed reports it and Done is closed.
+func (s *Session) markClosed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.done != nil {
+		close(s.done)
 	}
 }
 

@@ -151,9 +151,9 @@ func (st *Store) Remove(caller Caller, id string) (*Session, error) {
 		return nil, ErrNotFound
 	}
 	delete(st.sessions, id)
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+	// Closed before the caller releases what the session holds: what checks Closed under the
+	// same lock as that release (workers, tasks) cannot start anything after it.
+	s.markClosed()
 	return s, nil
 }
 
