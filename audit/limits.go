@@ -62,12 +62,16 @@ func TruncateDetail(v string, max int) string {
 	return fmt.Sprintf("%s…[truncated: %d bytes]", cut, len(v))
 }
 
-// spaceKinds are refused while the audit volume is short of space: the records of new work.
-// Ending work (session.delete, approval.resolve), the daemon's own and the policy's records
-// still go through, so the daemon can stop and sessions can be ended to free space.
+// spaceKinds are refused while the audit volume is short of space: the records of new work,
+// and every record a user can add at will (an agent's reports, a proxied program's
+// connections, which are refused with it). Ending work (session.delete, approval.resolve),
+// the daemon's own and the policy's records still go through, so the daemon can stop and
+// sessions can be ended to free space: the margin min_free_bytes keeps is theirs, and one
+// user's records must not spend it down to a full volume, which stops the log for everyone.
 var spaceKinds = map[Kind]bool{
 	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
 	KindSessionCreate: true, KindSessionUpdate: true, KindApprovalRequest: true,
+	KindCallReport: true, KindNetConnect: true,
 }
 
 // spaceCheckEvery is how often the free space is looked up (a statfs) under load.

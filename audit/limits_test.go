@@ -85,7 +85,12 @@ func TestLowSpaceRefusesNewWork(t *testing.T) {
 		{KindCallDecide, true},
 		{KindCallStart, true},
 		{KindSessionCreate, true},
+		// What a user's agent or programs add at will: an agent's reports, a proxied
+		// session's connections.
+		{KindCallReport, true},
+		{KindNetConnect, true},
 		{KindSessionDelete, false},
+		{KindApprovalResolve, false},
 		{KindDaemonStop, false},
 	}
 	if !l.Healthy() {
