@@ -391,6 +391,11 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 			return session.Snapshot{}, err
 		}
 	}
+	if u.AdditionalDirs != nil {
+		if err := c.checkDescendantsWithin(ctx, s, append([]string{s.Root}, extra...)); err != nil {
+			return session.Snapshot{}, err
+		}
+	}
 	if u.Rules != nil {
 		rs, err := c.loadRules(ctx, s, *u.Rules)
 		if err != nil {
@@ -489,6 +494,25 @@ func (c *Core) checkChild(ctx context.Context, s *session.Session, mode permissi
 	for _, d := range dirs {
 		if _, err := c.host.DirInside(ctx, s, d, pdirs); err != nil {
 			return errcode.New(errcode.PermissionDenied, fmt.Errorf("a child session's directories must lie within its parent's (%v): %s: %w", pdirs, d, err))
+		}
+	}
+	return nil
+}
+
+// checkDescendantsWithin refuses a change of s's directories to dirs that would leave one of
+// its sub-agents' directories outside them: a child's directories lie within its parent's
+// (checkChild), and narrowing the parent must bind the child as a narrowed mode or a new deny
+// does, not leave it writing where the parent no longer may. It refuses rather than narrows
+// the child, whose root cannot change: the caller narrows or deletes the child first.
+func (c *Core) checkDescendantsWithin(ctx context.Context, s *session.Session, dirs []string) error {
+	for _, d := range c.store.All() {
+		if !d.Descends(s) {
+			continue
+		}
+		for _, dir := range d.Dirs() {
+			if _, err := c.host.DirInside(ctx, d, dir, dirs); err != nil {
+				return errcode.New(errcode.Conflict, fmt.Errorf("sub-agent session %s has the directory %s, which would lie outside this session's directories %v; narrow or delete that session first", d.ID, dir, dirs))
+			}
 		}
 	}
 	return nil
