@@ -72,6 +72,8 @@ type entry struct {
 	payload any
 	done    chan struct{}
 	res     *Resolution
+	// claimed: an answer (a person's, a hook's or the expiry) is being audited (Claim).
+	claimed bool
 }
 
 // Sub is one stream of events.
@@ -163,6 +165,33 @@ func (q *Queue) Wait(ctx context.Context, id string, d time.Duration) (*Resoluti
 	return e.res, nil
 }
 
+// Claim reserves an unanswered approval for one answer, checked by may under the queue's
+// lock (false reports ErrNotFound). Until that answer is given (Resolve) or given up
+// (Unclaim), every other Claim gets ErrAnswered: the answer is audited in between, so the log
+// holds one answer per approval, the one that took effect, never a losing one beside it.
+func (q *Queue) Claim(id string, may func(Approval) bool) (Approval, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.entries[id]
+	if !ok || (may != nil && !may(e.a)) {
+		return Approval{}, ErrNotFound
+	}
+	if e.res != nil || e.claimed {
+		return Approval{}, ErrAnswered
+	}
+	e.claimed = true
+	return e.a, nil
+}
+
+// Unclaim gives up a Claim whose answer was not given (it could not be audited).
+func (q *Queue) Unclaim(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.entries[id]; ok && e.res == nil {
+		e.claimed = false
+	}
+}
+
 // Resolve answers a pending approval. may is checked under the queue's lock: false reports
 // ErrNotFound (the caller may not see it).
 func (q *Queue) Resolve(id string, res Resolution, may func(Approval) bool) (Approval, error) {
@@ -227,6 +256,9 @@ func (q *Queue) Expired(now time.Time) []Approval {
 		if e.res != nil {
 			delete(q.entries, id)
 			continue
+		}
+		if e.claimed {
+			continue // being answered: that answer decides it
 		}
 		out = append(out, e.a)
 	}

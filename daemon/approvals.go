@@ -70,6 +70,20 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 	default:
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Validation, fmt.Errorf(`answer must be "allow" or "deny", not %q`, ans.Answer))
 	}
+	// Claimed before anything is remembered or audited: of concurrent answers (and the
+	// expiry) one goes on, the others are refused here and leave no record.
+	if _, err := c.approvals.Claim(id, func(x approval.Approval) bool { return answersApproval(caller, x) }); err != nil {
+		if errors.Is(err, approval.ErrAnswered) {
+			return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was answered meanwhile", id))
+		}
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))
+	}
+	resolved := false
+	defer func() {
+		if !resolved {
+			c.approvals.Unclaim(id)
+		}
+	}()
 	if ans.Remember != "" {
 		if r.Answer != approval.Allow {
 			return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "remember goes with allow: a deny is not remembered")
@@ -93,6 +107,7 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 		return approval.Approval{}, approval.Resolution{}, err
 	}
 	got, err := c.approvals.Resolve(id, r, func(x approval.Approval) bool { return answersApproval(caller, x) })
+	resolved = err == nil
 	switch {
 	case errors.Is(err, approval.ErrAnswered):
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was answered meanwhile", id))
@@ -174,12 +189,14 @@ func addAllowRule(old []byte, rule string) ([]byte, error) {
 // A denial the log could not take still happens: nobody's answer never becomes an allow.
 func (c *Core) expireApprovals(ctx context.Context, now time.Time) {
 	for _, a := range c.approvals.Expired(now) {
+		if _, err := c.approvals.Claim(a.ID, nil); err != nil {
+			continue // answered (or being answered) meanwhile: that answer is the one audited
+		}
 		r := approval.ExpiryDenial(a)
 		r.When = now.UTC()
 		if err := c.recorder.approvalResolve(ctx, session.Caller{}, a, r); err != nil {
 			c.log.Error("audit approval expiry", zap.Error(err))
 		}
-		// ErrAnswered: someone answered meanwhile, and that answer was audited as given.
 		_, _ = c.approvals.Resolve(a.ID, r, nil)
 	}
 }

@@ -332,9 +332,14 @@ func (p *Pipeline) permissionRequestHooks(ctx context.Context, h *Hooks, st *sta
 		return
 	}
 	res := approval.Resolution{Answer: approval.Answer(answer), Message: msg, By: "hook", When: time.Now().UTC()}
+	// Claimed first, so a person answering meanwhile leaves one answer in the log, not two.
+	if _, err := p.approvals.Queue.Claim(a.ID, nil); err != nil {
+		return
+	}
 	// Audited before it takes effect: an answer nobody can audit is not given.
 	if err := p.recorder.RecordCall(ctx, KindApprovalResolve, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Approval: &a, Resolution: &res, Wait: WaitDurable}); err != nil {
 		p.log.Error("audit approval answered by hook; left pending", zap.String("code", string(errcode.Of(err))))
+		p.approvals.Queue.Unclaim(a.ID)
 		return
 	}
 	_, _ = p.approvals.Queue.Resolve(a.ID, res, nil)
