@@ -373,6 +373,28 @@ func TestSyslogForwarding(t *testing.T) {
 	}
 }
 
+// TestSyslogParamsCannotFrame: a caller's value with a line break in it (a report's tool) stays
+// inside its parameter: on a stream socket, whose frames end at a newline, it would otherwise
+// end the record's message and start one the caller wrote.
+func TestSyslogParamsCannotFrame(t *testing.T) {
+	t.Parallel()
+	r := callRecord(1)
+	r.Tool = "Bash\n<86>1 2026-01-01T00:00:00.000000Z vm sandboxd 1 daemon.stop - stopped\r\u2028\u0085"
+	r.ToolUseID = "id\x00\x1b[2J"
+	msg := syslogMessage(t, Config{SyslogApp: "sbtest"}, r)
+	// The record line after the structured data is the canonical JSON (JSON escapes the C0
+	// controls); the header and parameters before it hold none at all.
+	if strings.ContainsAny(msg, "\n\r\x00") {
+		t.Fatalf("a line break reached the message:\n%q", msg)
+	}
+	if head := msg[:strings.Index(msg, "] {")]; strings.ContainsAny(head, "\x1b\u2028\u0085") {
+		t.Fatalf("a control character reached the structured data:\n%q", head)
+	}
+	if want := `tool="Bash\\u000a<86>1 `; !strings.Contains(msg, want) {
+		t.Errorf("syslog message lacks %q:\n%s", want, msg)
+	}
+}
+
 func TestTailFollowsAcrossRotation(t *testing.T) {
 	t.Parallel()
 	l := openTest(t, Config{MaxFileBytes: 2 << 10})

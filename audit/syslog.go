@@ -97,7 +97,30 @@ func headerField(s string, maxLen int) string {
 
 var sdEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `]`, `\]`)
 
-func sdEscape(s string) string { return sdEscaper.Replace(s) }
+// sdEscape makes s a PARAM-VALUE: RFC 5424's three escapes, and every control character
+// written as \\uXXXX (which a receiver unescapes to \uXXXX). The values come from callers (a
+// report's tool, a call's tool_use_id): a raw newline would end the message on a stream
+// socket's newline framing and start one of the caller's making, headers and all.
+func sdEscape(s string) string {
+	s = sdEscaper.Replace(s)
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, `\\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// isControl: C0, DEL and C1 controls, and the Unicode line and paragraph separators.
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029
+}
 
 type forwarder struct {
 	network, addr string
