@@ -51,6 +51,8 @@ type outputSink struct {
 	total    int64
 	tail     []byte // ring of the last sinkTailBytes, in order
 	sniffed  bool
+	// task: the stream is a background task's, read as text only (forTask).
+	task bool
 }
 
 func newSink(h *Host, s *session.Session) *outputSink {
@@ -62,7 +64,7 @@ func (o *outputSink) Write(p []byte) (int, error) {
 	defer o.mu.Unlock()
 	if !o.sniffed {
 		o.sniffed = true
-		if worker.SniffImage(p) != "" {
+		if !o.task && worker.SniffImage(p) != "" {
 			o.memCap = sinkImageMemBytes
 		}
 	}
@@ -76,11 +78,21 @@ func (o *outputSink) Write(p []byte) (int, error) {
 		o.tail = append(o.tail, p...)
 	}
 	if o.spill == nil && o.spillErr == nil {
-		if len(o.head)+len(p) <= o.memCap {
+		if need := len(o.head) + len(p); need <= o.memCap {
+			if need > cap(o.head) {
+				// Grown by doubling, but never past memCap: append's growth would let the
+				// head hold up to twice what it keeps.
+				h := make([]byte, len(o.head), min(max(2*cap(o.head), need), o.memCap))
+				copy(h, o.head)
+				o.head = h
+			}
 			o.head = append(o.head, p...)
 			return len(p), nil
 		}
 		o.startSpill()
+		if o.task && o.spill != nil {
+			o.head = nil // a task's output is read from the file from now on
+		}
 	}
 	if o.spill != nil && o.spill.n < MaxPersistedBytes {
 		q := p[:min(int64(len(p)), MaxPersistedBytes-o.spill.n)]
@@ -247,6 +259,25 @@ func (o *outputSink) discardSpill() {
 	}
 }
 
+// forTask bounds what the stream of a background task keeps in memory, for as long as the
+// task is kept: its output is read as text (BashOutput), never as an image, so what an image
+// kept in memory goes to the spill file as any long output does, and once there is a spill
+// file the head is let go (a task's output is read from the file then).
+func (o *outputSink) forTask() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.task, o.memCap = true, sinkMemBytes
+	if o.spill == nil && o.spillErr == nil && len(o.head) > o.memCap {
+		o.startSpill()
+	}
+	switch {
+	case o.spill != nil:
+		o.head = nil
+	case len(o.head) > o.memCap:
+		o.head = append([]byte(nil), o.head[:o.memCap]...) // not saved: the rest is lost
+	}
+}
+
 // close releases the spill file without naming it (tasks keep it until the session goes).
 func (o *outputSink) close() {
 	o.mu.Lock()
@@ -310,19 +341,34 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	if userRunning >= lim.TasksPerUser {
 		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("uid %d already has %d background commands running in its sessions (limits.tasks_per_user); stop some with KillShell first", s.Owner.UID, userRunning))
 	}
-	// Forget the oldest finished tasks past the bound, so the table stays bounded.
-	sort.Slice(mine, func(i, j int) bool { return mine[i].started.Before(mine[j].started) })
-	for _, t := range mine {
-		if len(mine) < maxTasksPerSession*2 {
-			break
-		}
-		if t.run.finished() {
-			t.run.stdout.close()
-			t.run.stderr.close()
-			delete(ts.tasks, t.id)
-			mine = mine[1:]
+	// Forget the oldest finished tasks past the bounds, so the table stays bounded: per
+	// session, and per user over all its sessions (each task keeps its output's head in
+	// the daemon's memory until it is forgotten).
+	forget := func(tasks []*task, keep int) {
+		sort.Slice(tasks, func(i, j int) bool { return tasks[i].started.Before(tasks[j].started) })
+		n := len(tasks)
+		for _, t := range tasks {
+			if n < keep {
+				break
+			}
+			if t.run.finished() && ts.tasks[t.id] == t {
+				t.run.stdout.close()
+				t.run.stderr.close()
+				delete(ts.tasks, t.id)
+				n--
+			}
 		}
 	}
+	forget(mine, maxTasksPerSession*2)
+	var users []*task
+	for _, t := range ts.tasks {
+		if t.uid == s.Owner.UID {
+			users = append(users, t)
+		}
+	}
+	forget(users, max(1, lim.TasksPerUser)*2)
+	run.stdout.forTask()
+	run.stderr.forTask()
 	t := &task{id: id, sessionID: s.ID, uid: s.Owner.UID, command: command, started: time.Now(), run: run}
 	ts.tasks[id] = t
 	// A task never outlives limits.task_max_seconds: nothing of a user outlives its bounds.
