@@ -252,6 +252,11 @@ func (p *Pipeline) run(ctx context.Context, st *state) (out *Outcome) {
 func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	t, ok := p.registry.Lookup(st.req.Tool)
 	if !ok || !t.IsEnabled() {
+		if st.decideOnly {
+			if err := decideForeign(st); err != nil {
+				return err
+			}
+		}
 		return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
 	}
 	mode := st.req.Mode
@@ -267,6 +272,35 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,
 	}
 	return nil
+}
+
+// decideForeign holds the session's deny and ask rules on a call of a tool sandboxd does not
+// run, decided for an agent that runs it itself (a hook): a rule that names it (Task,
+// mcp__srv, *, Edit(...) for NotebookEdit) denies or asks as it would in the agent, in every
+// mode; an ask is a deny in dontAsk. Nothing else is said of such a call (unknown tool).
+func decideForeign(st *state) error {
+	var in map[string]any
+	dec := json.NewDecoder(bytes.NewReader(st.req.Input))
+	dec.UseNumber()
+	_ = dec.Decode(&in) // an input that is not an object has no parameters or path to match
+	r, ok := st.sess.RuleSet().ForeignHit(st.req.Tool, in)
+	if !ok {
+		return nil
+	}
+	d := permission.Decision{Behavior: r.Behavior, Rule: r.String(), Source: string(r.Source), Step: "rules",
+		Reason: fmt.Sprintf("%s rule %s (%s)", r.Behavior, r, r.Source)}
+	mode := st.req.Mode
+	if mode == "" {
+		mode = st.sess.Mode()
+	}
+	if d.Behavior == permission.Ask && clampToParent(st.sess, mode) == permission.ModeDontAsk {
+		d.Behavior, d.Reason = permission.Deny, "dontAsk mode: "+d.Reason+" would require approval"
+	}
+	st.decision = &d
+	if d.Behavior == permission.Ask {
+		return errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s", d.Reason))
+	}
+	return errcode.New(errcode.PermissionDenied, fmt.Errorf("permission denied: %s", d.Reason))
 }
 
 // stepAbortCheck stops a call whose client already gave up, or whose session is gone (a

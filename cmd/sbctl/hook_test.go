@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -401,5 +402,73 @@ func TestHookFlagsPickTheSession(t *testing.T) {
 	}
 	if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--deny", "Bash(touch:*)")); a.HookSpecificOutput.PermissionDecision != "deny" {
 		t.Errorf("the same agent session, the hook now with --deny: %+v", a.HookSpecificOutput)
+	}
+}
+
+// A `cd` the agent keeps moves the session's cwd, never its root: the hook's rules stay
+// anchored where the agent's are (its project), so `cd src` does not let a Write reach what
+// Edit(/src/**) denies or a Read reach what Read(./.env) denies.
+func TestHookCdKeepsRuleAnchors(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhc")
+	work := filepath.Join(u.Home, "work")
+	for _, dir := range []string{work, filepath.Join(work, "src")} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flags := []string{"--deny", "Edit(/src/**)", "--deny", "Read(./.env)"}
+	call := func(cwd, tool string, input map[string]any) hookAnswer {
+		return decodeHook(t, runHook(t, b, d.socket, u, rt, map[string]any{"session_id": "agent-cd", "cwd": cwd,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input}, flags...))
+	}
+	for _, cwd := range []string{work, filepath.Join(work, "src"), work} {
+		if a := call(cwd, "Write", map[string]any{"file_path": filepath.Join(work, "src", "x"), "content": "x"}); a.HookSpecificOutput.PermissionDecision != "deny" {
+			t.Errorf("cwd %s: Write src/x under Edit(/src/**): %+v", cwd, a.HookSpecificOutput)
+		}
+		if a := call(cwd, "Read", map[string]any{"file_path": filepath.Join(work, ".env")}); a.HookSpecificOutput.PermissionDecision != "deny" {
+			t.Errorf("cwd %s: Read .env under Read(./.env): %+v", cwd, a.HookSpecificOutput)
+		}
+	}
+	// The session follows the agent's cwd: a relative path is the agent's.
+	if a := call(filepath.Join(work, "src"), "Bash", map[string]any{"command": "cat ../.env"}); a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Errorf("cwd src: cat ../.env: %+v", a.HookSpecificOutput)
+	}
+}
+
+// A rule that names a tool sandboxd does not run (the agent's own: Task, WebSearch,
+// NotebookEdit, an MCP server's) still holds when the hook decides it: a deny denies, in
+// every mode and with --unknown-tool pass, as the agent's own rule would.
+func TestHookRulesOnAgentTools(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhu")
+	cases := []struct {
+		rule, tool string
+		input      map[string]any
+	}{
+		{"WebSearch", "WebSearch", map[string]any{"query": "x"}},
+		{"mcp__srv", "mcp__srv__tool", map[string]any{}},
+		{"mcp__*", "mcp__srv__tool", map[string]any{}},
+		{"*", "TodoWrite", map[string]any{"todos": []any{}}},
+		{"Task(subagent_type:evil)", "Task", map[string]any{"description": "d", "prompt": "p", "subagent_type": "evil"}},
+		{"Edit(secret/**)", "NotebookEdit", map[string]any{"notebook_path": filepath.Join(u.Home, "secret", "n.ipynb"), "new_source": "x"}},
+	}
+	for i, c := range cases {
+		for _, flags := range [][]string{{"--deny", c.rule}, {"--deny", c.rule, "--unknown-tool", "pass"}} {
+			out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-u", i), "cwd": u.Home,
+				"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": c.tool, "tool_input": c.input}, flags...)
+			if out == "" {
+				t.Errorf("%s %v: no answer", c.tool, flags)
+				continue
+			}
+			if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != "deny" {
+				t.Errorf("%s %v: %+v", c.tool, flags, a.HookSpecificOutput)
+			}
+		}
 	}
 }
