@@ -406,14 +406,16 @@ func TestHookFlagsPickTheSession(t *testing.T) {
 }
 
 // A `cd` the agent keeps moves the session's cwd, never its root: the hook's rules stay
-// anchored where the agent's are (its project), so `cd src` does not let a Write reach what
-// Edit(/src/**) denies or a Read reach what Read(./.env) denies.
+// anchored where the agent's are (its project, or the first cwd of the agent session), so
+// `cd src` does not let a Write reach what Edit(/src/**) denies or a Read reach what
+// Read(./.env) denies, and a relative path is still the agent's.
 func TestHookCdKeepsRuleAnchors(t *testing.T) {
 	b := buildBins(t)
 	d := startDaemon(t, b, "")
 	u, rt := userHome(t, "sbhc")
 	work := filepath.Join(u.Home, "work")
-	for _, dir := range []string{work, filepath.Join(work, "src")} {
+	src := filepath.Join(work, "src")
+	for _, dir := range []string{work, src} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -422,21 +424,47 @@ func TestHookCdKeepsRuleAnchors(t *testing.T) {
 		}
 	}
 	flags := []string{"--deny", "Edit(/src/**)", "--deny", "Read(./.env)"}
-	call := func(cwd, tool string, input map[string]any) hookAnswer {
-		return decodeHook(t, runHook(t, b, d.socket, u, rt, map[string]any{"session_id": "agent-cd", "cwd": cwd,
-			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input}, flags...))
+	call := func(agent string, env []string, cwd, tool string, input map[string]any, extra ...string) hookAnswer {
+		t.Helper()
+		return decodeHook(t, runHookEnv(t, b, d.socket, u, rt, env, map[string]any{"session_id": agent, "cwd": cwd,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input}, append(flags, extra...)...))
 	}
-	for _, cwd := range []string{work, filepath.Join(work, "src"), work} {
-		if a := call(cwd, "Write", map[string]any{"file_path": filepath.Join(work, "src", "x"), "content": "x"}); a.HookSpecificOutput.PermissionDecision != "deny" {
-			t.Errorf("cwd %s: Write src/x under Edit(/src/**): %+v", cwd, a.HookSpecificOutput)
+	check := func(agent string, env []string, cwds ...string) {
+		t.Helper()
+		for _, cwd := range cwds {
+			if a := call(agent, env, cwd, "Write", map[string]any{"file_path": filepath.Join(src, "x"), "content": "x"}); a.HookSpecificOutput.PermissionDecision != "deny" {
+				t.Errorf("%s at %s: Write src/x under Edit(/src/**): %+v", agent, cwd, a.HookSpecificOutput)
+			}
+			if a := call(agent, env, cwd, "Read", map[string]any{"file_path": filepath.Join(work, ".env")}); a.HookSpecificOutput.PermissionDecision != "deny" {
+				t.Errorf("%s at %s: Read .env under Read(./.env): %+v", agent, cwd, a.HookSpecificOutput)
+			}
 		}
-		if a := call(cwd, "Read", map[string]any{"file_path": filepath.Join(work, ".env")}); a.HookSpecificOutput.PermissionDecision != "deny" {
-			t.Errorf("cwd %s: Read .env under Read(./.env): %+v", cwd, a.HookSpecificOutput)
+		if a := call(agent, env, src, "Bash", map[string]any{"command": "cat ../.env"}); a.HookSpecificOutput.PermissionDecision != "deny" {
+			t.Errorf("%s at src: cat ../.env: %+v", agent, a.HookSpecificOutput)
 		}
 	}
-	// The session follows the agent's cwd: a relative path is the agent's.
-	if a := call(filepath.Join(work, "src"), "Bash", map[string]any{"command": "cat ../.env"}); a.HookSpecificOutput.PermissionDecision != "deny" {
-		t.Errorf("cwd src: cat ../.env: %+v", a.HookSpecificOutput)
+	// Rooted at the first cwd seen.
+	check("agent-cd", nil, work, src, work)
+	// Rooted at the project Claude Code names, though the first call is made from src.
+	check("agent-project", []string{"CLAUDE_PROJECT_DIR=" + work}, src, work)
+
+	// A confined command runs where the agent is, not at the root.
+	a := call("agent-cd", nil, src, "Bash", map[string]any{"command": "pwd"}, "--confine")
+	cmd, _ := a.HookSpecificOutput.UpdatedInput["command"].(string)
+	if a.HookSpecificOutput.PermissionDecision != "allow" || cmd == "" {
+		t.Fatalf("pwd at src, confined: %+v", a.HookSpecificOutput)
+	}
+	sh := exec.Command("/bin/bash", "-c", cmd)
+	asUser(t, sh, u)
+	sh.Dir, sh.Env = src, []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+	if out, err := sh.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != src {
+		t.Errorf("confined pwd at src: %q %v, want %s", out, err, src)
+	}
+
+	// A cwd outside the agent session's root is not decided at all.
+	a = call("agent-cd", nil, u.Home, "Read", map[string]any{"file_path": filepath.Join(work, "README")})
+	if a.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "cwd") {
+		t.Errorf("a cwd outside the root: %+v", a.HookSpecificOutput)
 	}
 }
 

@@ -307,11 +307,9 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		if sid == "" {
-			cs := protocol.CreateSession{Cwd: cwd, Mode: mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
-				Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key}
-			s, err := c.CreateSession(ctx, cs)
+			s, err := createHookSession(ctx, c, store, hf, cwd, mode)
 			if err != nil {
-				return "", nil, fmt.Errorf("create a session for %s: %w", cwd, err)
+				return "", nil, err
 			}
 			if sid, err = store.save(s.ID, attempt > 0); err != nil {
 				_ = c.DeleteSession(ctx, s.ID)
@@ -334,6 +332,30 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 		return sid, res, err
 	}
 	return "", nil, errors.New("the daemon keeps losing the session")
+}
+
+// createHookSession makes the sandboxd session of the agent session for calls at cwd: rooted
+// at the agent's root, with cwd as its cwd, so a relative path is the agent's and a rule is
+// anchored where the agent's is. A cwd outside the session's directories is refused.
+func createHookSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd, mode string) (protocol.Session, error) {
+	root, err := store.agentRoot(cwd)
+	if err != nil {
+		return protocol.Session{}, err
+	}
+	cs := protocol.CreateSession{Cwd: root, Mode: mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
+		Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key}
+	s, err := c.CreateSession(ctx, cs)
+	if err != nil {
+		return protocol.Session{}, fmt.Errorf("create a session for %s: %w", root, err)
+	}
+	if cwd != root {
+		// Moved before the session's id is saved: no other call uses it at its root.
+		if err := c.Do(ctx, client.MethodPatch, "/v1/sessions/"+s.ID, protocol.UpdateSession{Cwd: &cwd}, nil); err != nil {
+			_ = c.DeleteSession(ctx, s.ID)
+			return protocol.Session{}, fmt.Errorf("the agent's cwd %s in its session rooted at %s: %w", cwd, root, err)
+		}
+	}
+	return s, nil
 }
 
 // confineBash writes the command where only this user can read it and returns the Bash input

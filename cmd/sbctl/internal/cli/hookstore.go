@@ -24,6 +24,9 @@ type hookStore struct {
 	// session; the daemon answers for it only if it was made with this key, so a program that
 	// can write the file cannot point the hook at another of the user's sessions.
 	key string
+	// rootPath is the agent session's file (whatever the cwd, mode or flags) naming the
+	// directory its sessions are rooted at (agentRoot).
+	rootPath string
 }
 
 // commandFileTTL is how long a command file that was never run (the user said no) is kept.
@@ -58,7 +61,52 @@ func newHookStore(flagDir, socket, agentSession, cwd string) (*hookStore, error)
 	}
 	sum := sha256.Sum256([]byte(socket + "\x00" + agentSession + "\x00" + cwd))
 	key := hex.EncodeToString(sum[:])
-	return &hookStore{dir: dir, path: filepath.Join(dir, key[:32]+".session"), key: "hook:" + key}, nil
+	rootSum := sha256.Sum256([]byte(socket + "\x00" + agentSession))
+	return &hookStore{dir: dir, path: filepath.Join(dir, key[:32]+".session"), key: "hook:" + key,
+		rootPath: filepath.Join(dir, hex.EncodeToString(rootSum[:16])+".root")}, nil
+}
+
+// agentRoot is the directory the agent session's sandboxd sessions are rooted at, whatever
+// the cwd the agent has moved to: its project ($CLAUDE_PROJECT_DIR, which Claude Code gives
+// its hooks) when that holds cwd, else the first cwd the hook saw in the agent session. The
+// root anchors the rules (`./.env`, `/src/**`) and the project's settings, as the agent's
+// original cwd anchors its own, so a `cd src` the agent keeps does not move them with it.
+func (s *hookStore) agentRoot(cwd string) (string, error) {
+	if p := os.Getenv("CLAUDE_PROJECT_DIR"); filepath.IsAbs(p) && filepath.Clean(p) == p && within(cwd, p) {
+		return p, nil
+	}
+	for range 2 {
+		b, err := readPrivate(s.rootPath, 8<<10)
+		if err == nil {
+			root := strings.TrimSuffix(string(b), "\n")
+			if !filepath.IsAbs(root) || filepath.Clean(root) != root {
+				return "", fmt.Errorf("hook state %s does not hold a directory; remove it", s.rootPath)
+			}
+			return root, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		tmp, err := s.writeTemp("tmp-", cwd+"\n")
+		if err != nil {
+			return "", err
+		}
+		// link(2) fails on an existing name: of hooks racing, the first one's cwd is the root.
+		err = os.Link(tmp, s.rootPath)
+		os.Remove(tmp)
+		if err == nil {
+			return cwd, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("save hook state: %w", err)
+		}
+	}
+	return "", fmt.Errorf("hook state %s keeps changing", s.rootPath)
+}
+
+// within reports whether path is dir or lies below it (both absolute and clean).
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // checkOwn refuses a state path that is not this user's own, or that others may write.
