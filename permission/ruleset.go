@@ -62,11 +62,19 @@ type RuleSet struct {
 // NewRuleSet orders rules by source precedence (stable within a source) and precomputes the
 // data the policy reads: rules grouped by behavior, tool and first word, path patterns made
 // absolute with a (home, cwd). Path rules whose anchor is unknown are widened to any depth for
-// deny/ask (failing closed) and dropped for allow, each with a warning.
+// deny/ask (failing closed) and dropped for allow, each with a warning. So are the allow path
+// rules agents ignore (ignoredAllow).
 func NewRuleSet(rules []Rule, eff Effective, a Anchors) *RuleSet {
-	rs := &RuleSet{rules: append([]Rule(nil), rules...), eff: eff, anchors: a}
-	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.Rank() < rs.rules[j].Source.Rank() })
+	rs := &RuleSet{rules: make([]Rule, 0, len(rules)), eff: eff, anchors: a}
 	rs.eff.Warnings = append([]string(nil), eff.Warnings...)
+	for _, r := range rules {
+		if ignoredAllow(r) {
+			rs.eff.Warnings = append(rs.eff.Warnings, fmt.Sprintf("%s (%s): agents ignore %s path rules, so this allow is dropped; use Edit(...) or Read(...)", r, r.Origin, r.Tool))
+			continue
+		}
+		rs.rules = append(rs.rules, r)
+	}
+	sort.SliceStable(rs.rules, func(i, j int) bool { return rs.rules[i].Source.Rank() < rs.rules[j].Source.Rank() })
 	rs.data = rs.build()
 	// The digest keys decision caches, so it covers everything a decision reads from the
 	// RuleSet: the rule data and the settings' directories (they widen the session's).
@@ -212,6 +220,20 @@ func (rs *RuleSet) build() map[string]any {
 		"admin": map[string]any{"disable_bypass": rs.eff.DisableBypass, "disable_auto": rs.eff.DisableAuto},
 		"count": len(rs.rules),
 	}
+}
+
+// ignoredAllow reports an allow path rule of a tool whose path rules agents ignore (COMPAT 1:
+// Write, NotebookEdit, Glob, MultiEdit). Honoured, it would allow what the agent asks about;
+// the deny and ask rules of those tools are kept, since they only narrow.
+func ignoredAllow(r Rule) bool {
+	if r.Behavior != Allow || r.Kind != KindPath {
+		return false
+	}
+	switch r.Tool {
+	case "Write", "NotebookEdit", "Glob", "MultiEdit":
+		return true
+	}
+	return false
 }
 
 // coveredTools lists the tools a bare tool rule applies to: Edit rules govern every writing

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,5 +302,39 @@ func TestKernelPaths(t *testing.T) {
 	}
 	if rs.EditAllowed("/home/u/p/.bashrc") {
 		t.Error("Edit(**) names no path: it must not lift .bashrc")
+	}
+}
+
+// TestIgnoredAllowPathRules: agents ignore Write, NotebookEdit, Glob and MultiEdit path rules
+// (COMPAT 1), so their allows are dropped with a warning (honoured, they would allow what the
+// agent asks about), while their denies and asks are kept: they only narrow.
+func TestIgnoredAllowPathRules(t *testing.T) {
+	var rules []Rule
+	for _, tc := range []struct {
+		text string
+		b    Behavior
+	}{
+		{"Write(//tmp/**)", Allow}, {"MultiEdit(//tmp/**)", Allow}, {"NotebookEdit(//tmp/**)", Allow}, {"Glob(//tmp/**)", Allow},
+		{"Write(//tmp/x)", Deny}, {"Glob(//tmp/y)", Ask}, {"Edit(//tmp/**)", Allow},
+	} {
+		r, err := ParseRuleFor(tc.text, tc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	rs := NewRuleSet(rules, Effective{}, Anchors{Home: "/home/u", Cwd: "/home/u/p"})
+	var kept []string
+	for _, r := range rs.Rules() {
+		kept = append(kept, string(r.Behavior)+" "+r.String())
+	}
+	want := []string{"allow Edit(//tmp/**)", "deny Write(//tmp/x)", "ask Glob(//tmp/y)"}
+	slices.Sort(kept)
+	slices.Sort(want)
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+	if n := len(rs.Effective().Warnings); n != 4 {
+		t.Errorf("%d warnings, want one per dropped allow: %v", n, rs.Effective().Warnings)
 	}
 }

@@ -250,7 +250,10 @@ func corpus() []call {
 		call{name: "sandboxd settings protected", tool: "Edit", mode: ae, paths: []permission.PathFact{wr("/w/.sandboxd/settings.json")}, want: AU},
 		call{name: "protected via symlink target", tool: "Edit", mode: ae, paths: []permission.PathFact{link("/w/cfg", "/w/.git/hooks/pre-commit", permission.Write)}, want: AU},
 		call{name: "edit with no paths asks", tool: "Edit", want: AU},
-		call{name: "write outside allowed by rule", tool: "Write", paths: []permission.PathFact{wr("/tmp/x")}, allow: []string{"Write(//tmp/**)"}, want: A},
+		call{name: "write outside allowed by rule", tool: "Write", paths: []permission.PathFact{wr("/tmp/x")}, allow: []string{"Edit(//tmp/**)"}, want: A},
+		// Agents ignore Write path rules (COMPAT 1): an allow of them allows nothing.
+		call{name: "write allow of a Write path rule ignored", tool: "Write", paths: []permission.PathFact{wr("/tmp/x")}, allow: []string{"Write(//tmp/**)"}, want: AU},
+		call{name: "write deny of a Write path rule kept", tool: "Write", paths: []permission.PathFact{wr("/tmp/x")}, allow: []string{"Edit(//tmp/**)"}, deny: []string{"Write(//tmp/**)"}, want: D},
 	)
 	// WebFetch domains.
 	add(
