@@ -182,6 +182,22 @@ func TestHookDecisions(t *testing.T) {
 			t.Error("a decision ran the command")
 		}
 	})
+	t.Run("an event name it does not know is decided as PreToolUse", func(t *testing.T) {
+		for _, ev := range []string{"pretooluse", "PreToolUse ", "BeforeTool"} {
+			in := base("Bash", map[string]any{"command": "touch " + filepath.Join(work, "pwned")})
+			in["hook_event_name"] = ev
+			if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in)); a.HookSpecificOutput.PermissionDecision != "ask" {
+				t.Errorf("event %q: %+v", ev, a.HookSpecificOutput)
+			}
+		}
+		for _, ev := range []string{"PermissionRequest", "UserPromptSubmit"} {
+			in := base("Bash", map[string]any{"command": "ls"})
+			in["hook_event_name"] = ev
+			if out := runHook(t, b, d.socket, u, rt, in); out != "" {
+				t.Errorf("event %s printed %q", ev, out)
+			}
+		}
+	})
 	t.Run("PostToolUse answers nothing and is recorded as the agent's report", func(t *testing.T) {
 		in := base("Bash", map[string]any{"command": "ls"})
 		in["hook_event_name"] = "PostToolUse"

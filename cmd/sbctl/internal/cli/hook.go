@@ -122,6 +122,13 @@ func cmdHook(e *Env, args []string) error {
 	return err
 }
 
+// otherHookEvents are the agents' hook events other than PreToolUse and PostToolUse, which
+// this command leaves to the agent's normal flow.
+var otherHookEvents = map[string]bool{
+	"PostToolUseFailure": true, "PermissionRequest": true, "Notification": true, "UserPromptSubmit": true,
+	"Stop": true, "SubagentStart": true, "SubagentStop": true, "PreCompact": true, "SessionStart": true, "SessionEnd": true,
+}
+
 // hook decides; ok is false when the event needs no answer (PostToolUse).
 func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) {
 	unavailable := func(why string) (hookOutput, bool) {
@@ -153,9 +160,11 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		report(ctx, e, hf, &in)
 		return hookOutput{}, false
 	}
-	if event != "" && event != "PreToolUse" {
+	if event != "" && event != "PreToolUse" && (otherHookEvents[event] || in.ToolName == "") {
 		return hookOutput{}, false // an event this command does not answer
 	}
+	// An event name it does not know, on a tool call, is decided as PreToolUse: answered
+	// nothing, the agent would run the call (its hooks fail open).
 	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
 		return unavailable("the hook input lacks tool_name, session_id or an absolute cwd")
 	}
