@@ -184,8 +184,41 @@ func (p *Pipeline) awaitAnswer(ctx context.Context, st *state, a approval.Approv
 		// Someone else (a concurrent resume) took it: it runs there, not here.
 		return errcode.Msg(errcode.Conflict, fmt.Sprintf("approval %s was already taken by another request", id))
 	}
-	st.applyResolution(res)
+	p.applyAnswer(ctx, st, res)
 	return nil
+}
+
+// applyAnswer makes the answer the call's decision. An allow answers the question asked, not
+// what changed since: the call is decided again, on the facts it was asked with, under the
+// session's rules, mode and admin policy as they are now, and a deny then (a rule or policy
+// added, the mode narrowed to plan) wins over the answer. Anything short of a deny leaves
+// the allow, which answered that ask.
+func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Resolution) {
+	st.applyResolution(res)
+	if st.decision.Behavior != permission.Allow {
+		return
+	}
+	deny := func(why string) {
+		d := *st.decision
+		d.Behavior, d.Step, d.Reason = permission.Deny, "recheck", "approved by "+res.By+", but denied since: "+why
+		st.decision = &d
+	}
+	mode := st.req.Mode
+	if err := modeBound(st.sess, mode); err != nil {
+		deny(err.Error())
+		return
+	}
+	if mode == "" {
+		mode = st.sess.Mode()
+	}
+	st.call.Mode = clampToParent(st.sess, mode)
+	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: st.facts, ReadOnly: st.readOnly, Hook: st.hook})
+	switch {
+	case err != nil:
+		deny("the policy could not decide it again: " + err.Error())
+	case d.Behavior == permission.Deny:
+		deny(d.Reason)
+	}
 }
 
 // applyResolution makes the answer the call's decision.
@@ -241,7 +274,7 @@ func (p *Pipeline) Resume(ctx context.Context, sess *session.Session, caller ses
 	}
 	st.err, st.result, st.ran, st.progress = nil, nil, false, progress
 	st.start = time.Now()
-	st.applyResolution(res)
+	p.applyAnswer(ctx, st, res)
 	_ = caller // the call runs as the session's owner, whoever resumes it (only its owner or root may)
 	return p.runFrom(ctx, st, "denied"), nil
 }
