@@ -301,19 +301,26 @@ func TestHookConfine(t *testing.T) {
 		{"a rewrite-like text is just text", `echo "'; exit 99; '" && echo done`, "'; exit 99; '\ndone\n", "", 0},
 		{"confined", `grep -E '^(NoNewPrivs|Seccomp):' /proc/$$/status`, "NoNewPrivs:\t1\nSeccomp:\t2\n", "", 0},
 		{"a signal", `kill -TERM $$`, "", "", 143},
+		// At its timeout the agent moves the launcher to the background and goes on reading
+		// it: sandboxd runs on, so a command outliving the call's timeout ends as it would.
+		{"past the call's timeout", `sleep 1.5; echo late`, "late\n", "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			timeoutMs := 60000
+			if strings.Contains(tc.name, "timeout") {
+				timeoutMs = 500
+			}
 			in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "hook_event_name": "PreToolUse",
 				"permission_mode": "bypassPermissions", "tool_name": "Bash",
-				"tool_input": map[string]any{"command": tc.command, "description": "test", "timeout": 60000}}
+				"tool_input": map[string]any{"command": tc.command, "description": "test", "timeout": timeoutMs}}
 			a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
 			hs := a.HookSpecificOutput
 			if hs.PermissionDecision != "allow" {
 				t.Fatalf("decision %q: %s", hs.PermissionDecision, hs.PermissionDecisionReason)
 			}
 			rewritten, _ := hs.UpdatedInput["command"].(string)
-			if hs.UpdatedInput["description"] != "test" || hs.UpdatedInput["timeout"] != float64(60000) || !strings.Contains(rewritten, "--command-file") {
+			if hs.UpdatedInput["description"] != "test" || hs.UpdatedInput["timeout"] != float64(timeoutMs) || !strings.Contains(rewritten, "--command-file") {
 				t.Fatalf("updatedInput %v", hs.UpdatedInput)
 			}
 			cmd := exec.Command("bash", "-c", rewritten)

@@ -402,9 +402,11 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	case mode != "":
 		argv = append(argv, "--mode", mode)
 	}
-	if t, ok := in["timeout"].(float64); ok && t > 0 {
-		argv = append(argv, "--timeout", fmt.Sprintf("%dms", int64(t)))
-	}
+	// The agent's own timeout moves its launcher to the background, where the agent goes on
+	// reading it; sandboxd must not end the command first. So the call runs to the longest
+	// timeout a Bash call takes, whatever the agent's: past it, sandboxd keeps the command as
+	// a background task of the session and the launcher exits 124 with what it printed.
+	argv = append(argv, "--timeout", confinedTimeout)
 	argv = append(argv, "--command-file", path, "--command-sha256", hex.EncodeToString(sum[:]))
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
@@ -413,6 +415,10 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	in["command"] = strings.Join(quoted, " ")
 	return in, nil
 }
+
+// confinedTimeout is the longest timeout a Bash call takes (COMPAT: 600000 ms, larger
+// clamped).
+const confinedTimeout = "600000ms"
 
 // shellQuote quotes s for any POSIX shell (and zsh, fish's single quotes aside).
 func shellQuote(s string) string {
