@@ -17,8 +17,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 )
@@ -675,37 +673,16 @@ func openDecidedSearch(path string, d *Resolved) (*decidedSearch, error) {
 		return nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to search %s: the decision on it does not say which file it is; try again", name))
 	}
 	changed := errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to search %s: it changed between the permission decision and the search (a different file, or a symlink, is there now); search again to have the new one decided", name))
-	// O_NONBLOCK and O_NOCTTY in case a FIFO or tty was swapped in: the fstat below refuses it.
-	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
-	fd, err := unix.Openat2(unix.AT_FDCWD, d.Resolved, &unix.OpenHow{
-		Flags:   uint64(flags),
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ENOSYS) {
-		fd, err = unix.Open(d.Resolved, flags|unix.O_NOFOLLOW, 0)
-	}
+	f, fi, err := openResolved(d, name, changed)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
-			return nil, changed
-		}
-		return nil, errcode.New(errcode.Of(err), fmt.Errorf("open %s: %w", name, err))
-	}
-	f := os.NewFile(uintptr(fd), name)
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", name, unwrapPath(err)))
-	}
-	if dev, ino := devIno(fi); dev != d.Dev || ino != d.Ino {
-		f.Close()
-		return nil, changed
+		return nil, err
 	}
 	s := &decidedSearch{f: f, path: name}
 	switch {
 	case fi.IsDir():
 		// The child's working directory is this very directory: /proc/self/fd/N is resolved
 		// by the child after the fork, where fd N is still open.
-		s.arg, s.dir = ".", "/proc/self/fd/"+strconv.Itoa(fd)
+		s.arg, s.dir = ".", "/proc/self/fd/"+strconv.Itoa(int(f.Fd()))
 	case fi.Mode().IsRegular():
 		s.arg = "/dev/fd/3"
 	default:

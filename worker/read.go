@@ -125,6 +125,22 @@ func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
 	case d.Ino == 0:
 		return nil, nil, errcode.Msg(errcode.Internal, fmt.Sprintf("refused to read %s: the decision on it does not say which file it is; try again", name))
 	}
+	f, fi, err := openResolved(d, name, changedError(name))
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, refuseSpecial(name, "special file")
+	}
+	return f, fi, nil
+}
+
+// openResolved opens d.Resolved, the file or directory a resolve found, and nothing else: no
+// symlink followed on the way (openat2 RESOLVE_NO_SYMLINKS; O_NOFOLLOW where the kernel has
+// no openat2), then fstat must show the device and inode the resolve saw, else changed. name
+// is the path shown in errors.
+func openResolved(d *Resolved, name string, changed error) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK and O_NOCTTY in case the path was swapped for a FIFO or tty since the
 	// decision; the fstat below then refuses it without ever blocking.
 	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
@@ -139,7 +155,7 @@ func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
 	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
-			return nil, nil, changedError(name)
+			return nil, nil, changed
 		}
 		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("open %s: %w", name, err))
 	}
@@ -151,11 +167,7 @@ func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
 	}
 	if dev, ino := devIno(fi); dev != d.Dev || ino != d.Ino {
 		f.Close()
-		return nil, nil, changedError(name)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, refuseSpecial(name, "special file")
+		return nil, nil, changed
 	}
 	return f, fi, nil
 }
