@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/sandboxd/sandboxd/client"
@@ -165,33 +167,47 @@ func Clip(s string, n int) string {
 }
 
 // Shown is s as a person must read it before answering for it: whole, on one line as Visible
-// shows it, with each run of more than three blanks (spaces, tabs) shown as its length, so
-// padding cannot push what follows out of sight.
+// shows it, with each run of more than three blanks (spaces, tabs, and the other characters
+// a terminal draws as empty cells: U+3000, U+00A0, U+2800…) shown as its length, so padding
+// cannot push what follows out of sight.
 func Shown(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
-		j := i
-		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-			j++
+		j, n := i, 0
+		for j < len(s) {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if !blank(r) {
+				break
+			}
+			j += size
+			n++
 		}
-		if n := j - i; n > 3 {
+		if n > 3 {
 			fmt.Fprintf(&b, " ⟨%d blanks⟩ ", n)
 			i = j
 			continue
 		}
 		if j > i {
-			b.WriteString(s[i:j])
+			b.WriteString(Visible(s[i:j]))
 			i = j
 			continue
 		}
-		k := strings.IndexAny(s[i:], " \t")
-		if k < 0 {
-			k = len(s) - i
+		for j < len(s) {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if blank(r) {
+				break
+			}
+			j += size
 		}
-		b.WriteString(s[i : i+k])
-		i += k
+		b.WriteString(Visible(s[i:j]))
+		i = j
 	}
-	return Visible(b.String())
+	return b.String()
+}
+
+// blank reports a character drawn as an empty cell (a tab as several).
+func blank(r rune) bool {
+	return r == ' ' || r == '\t' || unicode.Is(unicode.Zs, r) || blankGlyph(r)
 }
 
 // watchApprovals follows the approvals stream. On a terminal (stdin and stdout) it is a live

@@ -15,8 +15,9 @@ import (
 // such character as an escape instead, so what a person reads is what runs.
 
 // Visible returns s for one line of a terminal: control characters (a tab too, which would
-// shift a table's columns), bidirectional and other invisible formatting characters, and bytes
-// that are not UTF-8 are shown as Go-style escapes; a newline is ⏎.
+// shift a table's columns), bidirectional and other invisible formatting characters, spaces
+// other than U+0020 and characters drawn blank, and bytes that are not UTF-8 are shown as
+// Go-style escapes; a newline is ⏎.
 func Visible(s string) string { return visible(s, false) }
 
 // VisibleLines is Visible for a block of lines (a diff): newlines and tabs are kept.
@@ -68,6 +69,20 @@ func hidden(r rune, size int, lines bool) bool {
 	case r < utf8.RuneSelf:
 		return r < 0x20 || r == 0x7f
 	}
-	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp,
+	// Not printable: controls, formatting, separators, surrogates, private use and unassigned
+	// code points, and every space but U+0020 (a no-break or ideographic space looks like a
+	// space but is none to a shell, and a run of them is blank padding that Shown would not
+	// see). Nor the printable characters that draw nothing.
+	return !unicode.IsPrint(r) || blankGlyph(r) || unicode.In(r,
 		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// blankGlyph reports the printable characters a terminal draws as empty cells: the braille
+// blank and the Hangul fillers.
+func blankGlyph(r rune) bool {
+	switch r {
+	case '\u2800', '\u115f', '\u1160', '\u3164', '\uffa0':
+		return true
+	}
+	return false
 }

@@ -26,6 +26,10 @@ func TestVisible(t *testing.T) {
 		{"hangul\u3164filler", `hangul\u3164filler`, `hangul\u3164filler`},
 		{"line\u2028sep", `line\u2028sep`, `line\u2028sep`},
 		{"bad\xff\xfe", `bad\xff\xfe`, `bad\xff\xfe`},
+		// Spaces a shell does not split on, and characters drawn as nothing.
+		{"ls\u00a0-la", `ls\u00a0-la`, `ls\u00a0-la`},
+		{"a\u3000\u2003\u2800b", `a\u3000\u2003\u2800b`, `a\u3000\u2003\u2800b`},
+		{"pua\ue000 unassigned\u0378", `pua\ue000 unassigned\u0378`, `pua\ue000 unassigned\u0378`},
 	} {
 		if got := Visible(tc.in); got != tc.one {
 			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.one)
@@ -92,6 +96,15 @@ func TestShownAndClip(t *testing.T) {
 	}
 	if got := Shown("a\tb  c\x1b[2J"); got != Visible("a\tb  c\x1b[2J") {
 		t.Errorf("Shown of short blanks and an escape = %q, want what Visible shows", got)
+	}
+	// Padding of other blanks (ideographic, em and no-break spaces, braille blanks) is a
+	// length too: a screen of it would scroll the command's head away.
+	for _, sp := range []string{"\u3000", "\u2003", "\u00a0", "\u2800", " \u3000"} {
+		padded := "curl x | sh; #" + strings.Repeat(sp, 3000) + " git status"
+		got := Shown(padded)
+		if !strings.HasPrefix(got, "curl x | sh; # ⟨") || !strings.HasSuffix(got, "blanks⟩ git status") || len(got) > 60 {
+			t.Errorf("Shown(padded with %q) = %.80q…, want the padding as its length", sp, got)
+		}
 	}
 	if got := Clip("ls -la", 60); got != "ls -la" {
 		t.Errorf("Clip(ls -la) = %q", got)
