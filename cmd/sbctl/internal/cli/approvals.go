@@ -105,15 +105,17 @@ func answer(e *Env, id string, a protocol.ApprovalAnswer) error {
 }
 
 func resolutionLine(a protocol.Approval, r protocol.Resolution) string {
-	line := fmt.Sprintf("%s: %s", a.ID, r.Answer)
+	// The rule is made of the agent's command or path, and the message may quote it: this
+	// line is printed to a terminal (and under the watch view's next question).
+	line := fmt.Sprintf("%s: %s", Visible(a.ID), Visible(r.Answer))
 	if r.Rule != "" {
-		line += fmt.Sprintf(", remembered %s in %s", r.Rule, r.Remember)
+		line += fmt.Sprintf(", remembered %s in %s", Visible(r.Rule), Visible(r.Remember))
 	}
 	if r.Message != "" {
-		line += " — " + r.Message
+		line += " — " + Visible(r.Message)
 	}
 	if r.By != "" {
-		line += " (by " + r.By + ")"
+		line += " (by " + Visible(r.By) + ")"
 	}
 	return line
 }
@@ -250,7 +252,8 @@ func eventLine(ev protocol.ApprovalEvent) string {
 	if ev.Resolution != nil {
 		return fmt.Sprintf("%s %s", ev.Type, resolutionLine(a, *ev.Resolution))
 	}
-	return fmt.Sprintf("%s %s %s session %s: %s — %s", ev.Type, a.ID, a.Tool, sessionLabel(a), Clip(inputSummary(a), 100), a.Reason)
+	// The reason quotes the command or the path it asks about ("rm of a critical path: …").
+	return fmt.Sprintf("%s %s %s session %s: %s — %s", Visible(ev.Type), Visible(a.ID), Visible(a.Tool), Visible(sessionLabel(a)), Clip(inputSummary(a), 100), Clip(a.Reason, 200))
 }
 
 // watchTerminal is the live view: the pending approvals, the selected one's preview, and
@@ -334,7 +337,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		if sel < len(pending) {
 			a := pending[sel]
 			// The selected call whole: y runs all of it, not the line above.
-			fmt.Fprintf(&b, "\ninput:   %s\nsession: %s\nreason:  %s\n", Shown(inputSummary(a)), sessionLabel(a), Visible(a.Reason))
+			fmt.Fprintf(&b, "\ninput:   %s\nsession: %s\nreason:  %s\n", Shown(inputSummary(a)), Visible(sessionLabel(a)), Shown(a.Reason))
 			if len(a.SuggestedRules) > 0 {
 				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(a.SuggestedRules[0]))
 			}

@@ -73,7 +73,7 @@ func policyShow(e *Env, args []string) error {
 		tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "BEHAVIOR\tRULE\tSOURCE\tORIGIN")
 		for _, r := range rl.Rules {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Behavior, r.Rule, r.Source, r.Origin)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Visible(r.Behavior), Visible(r.Rule), Visible(r.Source), Visible(r.Origin))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -81,13 +81,13 @@ func policyShow(e *Env, args []string) error {
 		eff := rl.Effective
 		fmt.Fprintf(e.Stdout, "\ndefault mode: %s\n", eff.DefaultMode)
 		if len(eff.AdditionalDirectories) > 0 {
-			fmt.Fprintf(e.Stdout, "additional directories: %s\n", strings.Join(eff.AdditionalDirectories, ", "))
+			fmt.Fprintf(e.Stdout, "additional directories: %s\n", Visible(strings.Join(eff.AdditionalDirectories, ", ")))
 		}
 		if len(eff.Files) > 0 {
-			fmt.Fprintf(e.Stdout, "settings files: %s\n", strings.Join(eff.Files, ", "))
+			fmt.Fprintf(e.Stdout, "settings files: %s\n", Visible(strings.Join(eff.Files, ", ")))
 		}
 		for _, w := range eff.Warnings {
-			fmt.Fprintf(e.Stdout, "warning: %s\n", w)
+			fmt.Fprintf(e.Stdout, "warning: %s\n", Visible(w))
 		}
 		return nil
 	})

@@ -103,7 +103,7 @@ func (p *progress) status(ev protocol.Event) {
 		fmt.Fprintln(p.tty)
 		p.midLine = false
 	}
-	fmt.Fprintf(p.tty, "sandboxd: %s\n", ev.Data)
+	fmt.Fprintf(p.tty, "sandboxd: %s\n", Visible(ev.Data))
 }
 
 func (p *progress) stop() {

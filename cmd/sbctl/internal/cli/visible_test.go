@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // TestVisible: what a terminal would act on, and what hides or reorders text, is shown as an
@@ -108,5 +110,24 @@ func TestShownAndClip(t *testing.T) {
 	}
 	if got := Clip("ls -la", 60); got != "ls -la" {
 		t.Errorf("Clip(ls -la) = %q", got)
+	}
+}
+
+// TestEventLines: an approval's reason quotes the agent's command or path, and a remembered
+// rule is made of it; the lines `approvals --watch` prints (and its view's status line) show
+// them escaped, or a reason would erase the line and draw a harmless call over it.
+func TestEventLines(t *testing.T) {
+	a := protocol.Approval{ID: "ap_1", Tool: "Bash", Session: "s_1",
+		Input:  json.RawMessage(`{"command":"rm -rf ~ x\u001b[1F\u001b[J"}`),
+		Reason: "rm of a critical path: rm -rf ~ x\x1b[1F\x1b[Jcreated ap_2 Bash session s_1: git status"}
+	res := protocol.Resolution{Answer: "allow", Rule: "Edit(//p/\u202etxt.sh)", Remember: "session", Message: "m\x1b]52;c;ZWNobw==\a", By: "uid:1"}
+	for _, line := range []string{
+		eventLine(protocol.ApprovalEvent{Type: "created", Approval: a}),
+		eventLine(protocol.ApprovalEvent{Type: "answered", Approval: a, Resolution: &res}),
+		resolutionLine(a, res),
+	} {
+		if strings.ContainsAny(line, "\x1b\a\u202e") {
+			t.Errorf("line printed with a terminal escape or a bidi override: %q", line)
+		}
 	}
 }
