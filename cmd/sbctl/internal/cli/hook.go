@@ -228,8 +228,8 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 				Command string `json:"command"`
 			}
 			_ = json.Unmarshal(in.ToolInput, &bi)
-			why := reason(d) + "\nApproving runs, confined: " + Shown(bi.Command)
-			if len(why) > maxReasonChars {
+			why, fits := confinedAskReason(d, bi.Command)
+			if !fits {
 				return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this command, but at %d characters it is too long to show the user in full for approval; split it into shorter commands", len(bi.Command))), true
 			}
 			out = decision(protocol.Ask, why)
@@ -260,6 +260,14 @@ func agentShell(flag string) string {
 		}
 	}
 	return "zsh"
+}
+
+// confinedAskReason is the reason an ask of a confined command gives, as the agent shows it,
+// and whether it fits the agent's limit whole. It is measured as shown: escaping makes a
+// reason longer, and decision would cut the command's tail off a reason that only fit raw.
+func confinedAskReason(d *protocol.Decision, command string) (string, bool) {
+	why := Visible(reason(d)+"\nApproving runs, confined: ") + Shown(command)
+	return why, len(why) <= maxReasonChars
 }
 
 func verb(behavior string) string {

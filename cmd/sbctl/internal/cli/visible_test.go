@@ -131,3 +131,28 @@ func TestEventLines(t *testing.T) {
 		}
 	}
 }
+
+// TestConfinedAskReasonWhole: the reason that carries a confined command to the person at the
+// agent either shows it to its last character or is refused; it is never cut by the
+// escaping that happens after it was measured.
+func TestConfinedAskReasonWhole(t *testing.T) {
+	d := &protocol.Decision{Behavior: protocol.Ask, Reason: "default mode: this call is not read-only; ask the user", Source: "mode"}
+	for n := 8800; n < 9000; n++ {
+		cmd := "echo " + strings.Repeat("a", n) + "; rm -rf ~/x"
+		why, fits := confinedAskReason(d, cmd)
+		if !fits {
+			continue
+		}
+		out := decision(protocol.Ask, why).HookSpecificOutput.PermissionDecisionReason
+		if !strings.HasSuffix(out, "; rm -rf ~/x") {
+			t.Fatalf("a command of %d characters was cut: …%q", len(cmd), out[len(out)-20:])
+		}
+	}
+	// Escapes in a reason that quotes the command count as shown.
+	d.Reason = "rm of a critical path: rm -rf ~/x" + strings.Repeat("\x1b", 2000)
+	if why, fits := confinedAskReason(d, "rm -rf ~/x"+strings.Repeat("\x1b", 2000)); fits {
+		if out := decision(protocol.Ask, why).HookSpecificOutput.PermissionDecisionReason; out != why {
+			t.Errorf("a reason that fits was changed on the way out")
+		}
+	}
+}
