@@ -121,9 +121,9 @@ func (p *Process) moveAsideCreated(running bool) {
 			return rfd, true
 		}
 		move := func(rfd int, root, rel string) {
-			path := filepath.Join(root, rel)
 			dir, name := filepath.Split(rel)
-			err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, asideName(name, p.spec.Call))
+			movedRel, err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, p.spec.Call, p.start.Add(-ctimeSlack))
+			path := filepath.Join(root, movedRel)
 			switch {
 			case err == nil:
 				if !slices.Contains(p.moved, path) {
@@ -259,17 +259,23 @@ func asideName(name, call string) string {
 	return name + tag
 }
 
-// moveAside renames dir/name to dir/aside, dir reached from the root's fd rfd one component at
-// a time without symlinks; fs.ErrNotExist when there is nothing to move. A dir of the caller's
-// that the call took the search or write bit from to keep what it made in place gets it back
-// (unlock). rfd stays open.
-func moveAside(rfd int, dir, name, aside string) error {
+// moveAside renames dir/name aside (asideName with the call's id), dir reached from the root's
+// fd rfd one component at a time without symlinks; fs.ErrNotExist when there is nothing to
+// move. It returns what it moved, relative to rfd: dir/name, or a symlink on the way that
+// the call made (its ctime since since or later). Such a link leads the user's tools, which
+// follow it, to a protected path's name in a dir the walk never enters (`ln -s c .cargo` with
+// c/config.toml, or the cwd's dir swapped for a link to a dir holding a new .git), so the link
+// itself goes. A link that was there before the call is the user's own and stays. A dir of the
+// caller's that the call took the search or write bit from to keep what it made in place gets
+// it back (unlock). rfd stays open.
+func moveAside(rfd int, dir, name, call string, since time.Time) (string, error) {
 	fd := rfd
 	defer func() {
 		if fd != rfd {
 			unix.Close(fd)
 		}
 	}()
+	var walked []string
 	for _, c := range strings.Split(dir, "/") {
 		if c == "" {
 			continue
@@ -278,16 +284,20 @@ func moveAside(rfd int, dir, name, aside string) error {
 		if err == unix.EACCES && unlock(fd) {
 			next, err = openBeneath(fd, c)
 		}
+		if err == unix.ELOOP && madeLinkSince(fd, c, since) {
+			return filepath.Join(append(walked, c)...), renameAside(fd, c, asideName(c, call))
+		}
 		if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
-			return fs.ErrNotExist // its dir is gone, or is a link the call left: nothing made there
+			return "", fs.ErrNotExist // its dir is gone, or is a link that was there before: nothing made there
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if fd != rfd {
 			unix.Close(fd)
 		}
 		fd = next
+		walked = append(walked, c)
 	}
 	var st unix.Stat_t
 	err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -295,9 +305,25 @@ func moveAside(rfd int, dir, name, aside string) error {
 		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err != nil {
-		return fs.ErrNotExist
+		return "", fs.ErrNotExist
 	}
-	err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
+	return filepath.Join(append(walked, name)...), renameAside(fd, name, asideName(name, call))
+}
+
+// madeLinkSince reports whether name in the dir fd is a symlink whose ctime (set when it was
+// made, renamed or linked) is since or later.
+func madeLinkSince(fd int, name string, since time.Time) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return false
+	}
+	return !time.Unix(st.Ctim.Unix()).Before(since)
+}
+
+// renameAside renames name in the dir fd to aside, or to aside and a random tail when that is
+// taken.
+func renameAside(fd int, name, aside string) error {
+	err := unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
 	if err == unix.EACCES && unlock(fd) {
 		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
 	}

@@ -440,6 +440,50 @@ func TestMoveAsideCreated(t *testing.T) {
 	}
 }
 
+// TestMoveAsideLinkOnTheWay: a call that makes a protected path's name reachable through a
+// symlink it made on the way (`ln -s c .cargo` with c/config.toml; the cwd's dir swapped for a
+// link to a dir holding a new repository whose config names core.fsmonitor) does not keep it:
+// the user's cargo and git follow the link, so the link is moved aside. A link that was there
+// before the call stays.
+func TestMoveAsideLinkOnTheWay(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	sub := filepath.Join(f.repo, "sub")
+	if err := os.MkdirAll(filepath.Join(f.repo, "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("old", filepath.Join(f.repo, ".mvn")); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.repo)
+	time.Sleep(50 * time.Millisecond) // the fixture's link is older than the call
+	const script = `mkdir ../c && echo '[build] rustc-wrapper = "/x"' > ../c/config.toml && ln -s c ../.cargo && ` +
+		`echo '-Dx=1' > ../old/jvm.config && ` +
+		`cd .. && mv sub real && ln -s real sub && git init -q real && git -C real config core.fsmonitor id && echo done`
+	sp := f.spec(script, sub, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, p := range []string{".cargo", "sub"} {
+		if _, err := os.Lstat(filepath.Join(f.repo, p)); err == nil {
+			t.Errorf("the link %s the call made is still there", p)
+		}
+		if !slices.Contains(res.MovedAside, filepath.Join(f.repo, p)) {
+			t.Errorf("MovedAside %v, want %s in it", res.MovedAside, p)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(f.repo, ".mvn")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the user's own link .mvn was moved: %v", err)
+	}
+}
+
 // TestMoveAsideWhileRunning: what a call makes at a protected path is moved aside while the
 // call still runs (a long call, a background task), and again when made again.
 func TestMoveAsideWhileRunning(t *testing.T) {
