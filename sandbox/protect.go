@@ -205,8 +205,8 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 	// A missing one is guarded where a call could make it: at its own place or any other
 	// place the table shows its dir at.
 	guard := func(c string) {
-		if g, ok := guardable(v, c, writable); ok {
-			missing = append(missing, g) // candidates are distinct; only an alias may repeat one
+		if g, ok := guardable(v, c, writable); ok && !slices.Contains(missing, g) {
+			missing = append(missing, g) // a candidate and where a link leads it may meet
 		}
 		for _, q := range al.of(c) {
 			if g, ok := guardable(v, q, writable); ok && !slices.Contains(missing, g) {
@@ -242,6 +242,12 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 			return nil, nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
 		} else if spec.MoveAsideCreated && errors.Is(err, fs.ErrNotExist) {
 			guard(c)
+			// A link of the user's on the way (.mvn, ~/.config into a dotfiles repository)
+			// leads their tools to another name, where the sweep must look too: it does not
+			// follow links, and the user's own link stays.
+			if r := resolve(v, c); r != c {
+				guard(r)
+			}
 		}
 	}
 	matches, err := expandPatterns(v, patterns, writable, spec.UID)

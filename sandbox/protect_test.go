@@ -444,7 +444,7 @@ func TestMoveAsideCreated(t *testing.T) {
 // symlink it made on the way (`ln -s c .cargo` with c/config.toml; the cwd's dir swapped for a
 // link to a dir holding a new repository whose config names core.fsmonitor) does not keep it:
 // the user's cargo and git follow the link, so the link is moved aside. A link that was there
-// before the call stays.
+// before the call stays, and what the call made where it leads goes.
 func TestMoveAsideLinkOnTheWay(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
@@ -481,6 +481,10 @@ func TestMoveAsideLinkOnTheWay(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(f.repo, ".mvn")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the user's own link .mvn was moved: %v", err)
+	}
+	// What the call made behind the user's link, where .mvn/jvm.config leads, goes.
+	if _, err := os.Lstat(filepath.Join(f.repo, "old", "jvm.config")); err == nil {
+		t.Error("old/jvm.config, reached as .mvn/jvm.config through the user's link, is still there")
 	}
 }
 
