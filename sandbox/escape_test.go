@@ -458,7 +458,10 @@ except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
 		script: fmt.Sprintf("python3 -c '%s' 435 0 0", pySyscall), check: wantOut("errno=ENOSYS")},
 		// openat2's mode is in memory the filter cannot read: libraries fall back to openat.
 		escapeCase{name: "seccomp_openat2_enosys",
-			script: fmt.Sprintf("python3 -c '%s' 437 0 0 0 0", pySyscall), check: wantOut("errno=ENOSYS")})
+			script: fmt.Sprintf("python3 -c '%s' 437 0 0 0 0", pySyscall), check: wantOut("errno=ENOSYS")},
+		// Legacy AIO's contexts come from one host-wide limit (fs.aio-max-nr): none for a call.
+		escapeCase{name: "seccomp_io_setup_enosys",
+			script: fmt.Sprintf("python3 -c '%s' 206 1 0", pySyscall), check: wantOut("errno=ENOSYS")})
 	return cases
 }
 

@@ -109,6 +109,17 @@ func compileSeccomp(extra []string) (*seccomp.ScmpFilter, error) {
 			return nil, fmt.Errorf("allow ioctl: %w", err)
 		}
 	}
+	// Legacy AIO's contexts count against fs.aio-max-nr, one limit for the whole host and
+	// nothing per cgroup or user: a call holding them all (a few io_setup calls) makes every
+	// other program's io_setup fail with EAGAIN until it ends, a background task's until its
+	// session does. ENOSYS, as on a kernel built without AIO: libaio's users (databases, fio,
+	// qemu) fall back to threads. An admin extra allows it again.
+	if nr, err := seccomp.GetSyscallFromName("io_setup"); err == nil && !slices.Contains(extra, "io_setup") {
+		if err := f.AddRule(nr, seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+			f.Release()
+			return nil, fmt.Errorf("io_setup enosys: %w", err)
+		}
+	}
 	// clone3 passes its flags in memory seccomp cannot read: ENOSYS makes glibc and Go fall
 	// back to clone, which the rule above inspects (what runc and moby do).
 	if nr, err := seccomp.GetSyscallFromName("clone3"); err == nil {
