@@ -459,6 +459,14 @@ except OSError as e: print("refused", e.errno)'`, check: wantOut("refused 1")},
 		// openat2's mode is in memory the filter cannot read: libraries fall back to openat.
 		escapeCase{name: "seccomp_openat2_enosys",
 			script: fmt.Sprintf("python3 -c '%s' 437 0 0 0 0", pySyscall), check: wantOut("errno=ENOSYS")},
+		// The ptys of every devpts instance come from one host-wide pool: a call holds few.
+		escapeCase{name: "ptys_bounded",
+			script: `python3 -c 'import os
+n=0
+try:
+  while n < 1000: os.open("/dev/ptmx", os.O_RDWR|os.O_NOCTTY); n+=1
+except OSError: pass
+print("ptys=%d" % n)'`, check: wantOut(fmt.Sprintf("ptys=%d\n", maxPtys))},
 		// Legacy AIO's contexts come from one host-wide limit (fs.aio-max-nr): none for a call.
 		escapeCase{name: "seccomp_io_setup_enosys",
 			script: fmt.Sprintf("python3 -c '%s' 206 1 0", pySyscall), check: wantOut("errno=ENOSYS")})

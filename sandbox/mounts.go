@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxPtys bounds the ptys one call may hold at once (its devpts instance's max=): enough for
+// a terminal multiplexer's or expect's tests, far below the pool every instance shares.
+const maxPtys = 64
+
 // mountOp is one step of the child's mount plan, run in order by sbx_do_mounts (nsinit_mount.c).
 // Like nsinit.h's struct mount_op it is the op, its opt bits, the path it acts on, and the op's
 // own fields, each named for what it is to that op; only the op's own are set (the
@@ -171,7 +175,10 @@ func preludeMounts(tmpSize int64) []mountOp {
 	add(mkdirOp("/dev/pts", 0o755))
 	add(mkdirOp("/dev/shm", 0o1777))
 	// A private devpts instance: ptys of this call only, never the host's.
-	add(mountFS("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"))
+	// The ptys of every devpts instance but the host's first come from one pool
+	// (kernel.pty.max less kernel.pty.reserve, 3072 by default): a call without a bound of its
+	// own could take them all from every other user's calls and the host's containers.
+	add(mountFS("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, fmt.Sprintf("newinstance,ptmxmode=0666,mode=620,max=%d", maxPtys)))
 	add(symlinkOp("/dev/ptmx", "pts/ptmx"))
 	for _, l := range [][2]string{{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
 		{"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
