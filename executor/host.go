@@ -225,6 +225,21 @@ func expandHome(paths []string, home string) []string {
 	return out
 }
 
+// resolveAsOwner resolves path as the session owner with how, through the owner's worker, for
+// the facts a decision is made on.
+func (h *Host) resolveAsOwner(ctx context.Context, s *session.Session, path string, how func(*worker.Client) (*worker.Resolved, error)) (*worker.Resolved, error) {
+	var r *worker.Resolved
+	err := h.withWorker(ctx, s, func(w *worker.Client) error {
+		var err error
+		r, err = how(w)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s as the session owner: %w", path, err)
+	}
+	return r, nil
+}
+
 // ResolveInfo resolves path as the session owner, through the owner's worker.
 func (h *Host) ResolveInfo(ctx context.Context, s *session.Session, path string) (*worker.Resolved, error) {
 	var r *worker.Resolved

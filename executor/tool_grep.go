@@ -78,14 +78,9 @@ func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			return permission.ToolFacts{}, nil
 		}
 		p = expandPath(c, p)
-		var r *worker.Resolved
-		err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
-			var err error
-			r, err = w.ResolveInfo(ctx, p)
-			return err
-		})
+		r, err := h.resolveAsOwner(ctx, c.Session, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveInfo(ctx, p) })
 		if err != nil {
-			return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
+			return permission.ToolFacts{}, err
 		}
 		c.searched = &searchDecision{requested: p, resolved: *r}
 		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}}, nil

@@ -82,14 +82,9 @@ func (h *Host) readFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		return permission.ToolFacts{}, nil
 	}
 	p = expandPath(c, p)
-	var r *worker.Resolved
-	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
-		var err error
-		r, err = w.ResolveRead(ctx, p)
-		return err
-	})
+	r, err := h.resolveAsOwner(ctx, c.Session, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveRead(ctx, p) })
 	if err != nil {
-		return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
+		return permission.ToolFacts{}, err
 	}
 	facts := []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}
 	if r.Variant != "" {
