@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // User is a throwaway Unix user made for a test.
@@ -42,17 +44,56 @@ func CreateUser(t testing.TB, prefix string) User {
 	if out, err := exec.Command("useradd", "--system", "--user-group", "--home-dir", home, "--shell", "/bin/bash", name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("userdel", name).Run() })
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	t.Cleanup(func() { removeUser(name, int(uid)) })
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	if err := os.Chown(home, int(uid), int(gid)); err != nil {
 		t.Fatal(err)
 	}
 	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: home}
+}
+
+// removeUser deletes the user. userdel refuses a user that still has processes, and a test's
+// daemon (stopped by a cleanup that runs after this one) may still hold the user's file
+// worker or a background task: those are killed and userdel tried again, so no run leaves
+// its users behind.
+func removeUser(name string, uid int) {
+	for range 50 {
+		err := exec.Command("userdel", name).Run()
+		var ee *exec.ExitError
+		if err == nil || !errors.As(err, &ee) || ee.ExitCode() != 8 { // 8: the user is logged in
+			return
+		}
+		killUserProcesses(uid)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// killUserProcesses sends SIGKILL to every process whose real uid is uid.
+func killUserProcesses(uid int) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == strconv.Itoa(uid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 }
 
 var sweepOnce sync.Once
