@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -312,6 +313,42 @@ func multiline(raw json.RawMessage) string {
 
 const notebookOutputChars = 10_000
 
+// notebookTextBytes bounds the text one notebook Read returns, like any Read's text. It is
+// checked as the text is built: a cell's id is written again beside each of its outputs, so a
+// notebook of one long id and many tiny outputs (1 MB of file) otherwise made gigabytes of
+// text in the daemon before any budget saw it.
+const notebookTextBytes = readMaxOutputBytes
+
+// boundedText is a strings.Builder that takes at most left more bytes; past them it keeps
+// what fit (cut on a rune boundary) and reports full.
+type boundedText struct {
+	b    strings.Builder
+	left int
+	full bool
+}
+
+func (t *boundedText) WriteString(s string) {
+	if t.full {
+		return
+	}
+	if len(s) > t.left {
+		cut := s[:t.left]
+		for len(cut) > 0 && !utf8.ValidString(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		s, t.full = cut, true
+	}
+	t.b.WriteString(s)
+	t.left -= len(s)
+}
+
+// printf formats only what can still be kept: once full it does no work at all.
+func (t *boundedText) printf(format string, args ...any) {
+	if !t.full {
+		t.WriteString(fmt.Sprintf(format, args...))
+	}
+}
+
 func formatNotebook(path string, b []byte) ([]Block, error) {
 	var nb notebook
 	if err := json.Unmarshal(b, &nb); err != nil {
@@ -322,27 +359,35 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 		lang = "python"
 	}
 	var blocks []Block
-	var text strings.Builder
+	text := &boundedText{left: notebookTextBytes}
 	flush := func() {
-		if text.Len() > 0 {
-			blocks = append(blocks, Block{Type: "text", Text: text.String()})
-			text.Reset()
+		if text.b.Len() > 0 {
+			blocks = append(blocks, Block{Type: "text", Text: text.b.String()})
+			text.b.Reset()
 		}
 	}
+	shown := 0
 	for i, cell := range nb.Cells {
+		if text.full {
+			break
+		}
+		shown = i + 1
 		id := cell.ID
 		if id == "" {
 			id = fmt.Sprintf("cell-%d", i)
 		}
-		fmt.Fprintf(&text, "<cell id=%q>", id)
+		text.printf("<cell id=%q>", id)
 		if cell.CellType != "code" {
-			fmt.Fprintf(&text, "<cell_type>%s</cell_type>", cell.CellType)
+			text.printf("<cell_type>%s</cell_type>", cell.CellType)
 		} else {
-			fmt.Fprintf(&text, "<language>%s</language>", lang)
+			text.printf("<language>%s</language>", lang)
 		}
 		text.WriteString(multiline(cell.Source))
-		fmt.Fprintf(&text, "</cell id=%q>\n", id)
+		text.printf("</cell id=%q>\n", id)
 		for _, o := range cell.Outputs {
+			if text.full {
+				break
+			}
 			var out string
 			switch o.OutputType {
 			case "stream":
@@ -364,11 +409,15 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 			if cut := runePrefix(out, notebookOutputChars); len(cut) < len(out) {
 				out = cut + "\n[output truncated]"
 			}
-			fmt.Fprintf(&text, "<output cell=%q>\n%s\n</output>\n", id, strings.TrimRight(out, "\n"))
+			text.printf("<output cell=%q>\n%s\n</output>\n", id, strings.TrimRight(out, "\n"))
 		}
 	}
 	if len(nb.Cells) == 0 {
 		text.WriteString("<system-reminder>The notebook has no cells.</system-reminder>")
+	}
+	if text.full {
+		text.full, text.left = false, 1<<10
+		text.printf("\n[notebook truncated: its text is over %d KB, shown up to cell %d of %d; read the rest with Bash, e.g. jq '.cells[%d:]' %s]", notebookTextBytes>>10, shown, len(nb.Cells), shown, path)
 	}
 	flush()
 	return blocks, nil

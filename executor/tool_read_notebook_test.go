@@ -1,0 +1,47 @@
+package executor
+
+import (
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// A cell's id is repeated beside each of its outputs: a small notebook of one long id and
+// many empty outputs must not make the daemon build text in proportion to their product.
+func TestFormatNotebookBoundsRepeatedID(t *testing.T) {
+	outputs := make([]map[string]any, 2000)
+	for i := range outputs {
+		outputs[i] = map[string]any{"output_type": "stream", "text": "x"}
+	}
+	nb, err := json.Marshal(map[string]any{
+		"cells":    []any{map[string]any{"id": strings.Repeat("A", 100_000), "cell_type": "code", "source": "x", "outputs": outputs}},
+		"metadata": map[string]any{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	blocks, err := formatNotebook("/n.ipynb", nb)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range blocks {
+		n += len(b.Text) + len(b.Data)
+	}
+	if n > readMaxOutputBytes+2<<10 {
+		t.Errorf("a %d-byte notebook made %d bytes of text, over %d", len(nb), n, readMaxOutputBytes)
+	}
+	if !strings.Contains(blocks[len(blocks)-1].Text, "[notebook truncated") {
+		t.Error("the cut text does not say it was cut")
+	}
+	// The input (about 180 KB) is decoded once and the text built once: a few MB at most,
+	// where the unbounded text took over 400 MB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Errorf("formatting allocated %d MB", got>>20)
+	}
+}
