@@ -131,6 +131,26 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	return a, nil
 }
 
+// Room is how many bytes of previews a could still hold and be queued: what its owner's
+// approvals not yet taken leave of MaxPendingBytesPerOwner past a itself, 0 when none (or when
+// the owner has MaxPendingPerOwner already). A preview is built only within it: one bigger
+// would be refused by Add after the daemon had read, edited and diffed the file for nothing.
+func (q *Queue) Room(a Approval) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, bytes := 0, a.size()
+	for _, e := range q.entries {
+		if e.a.Owner == a.Owner {
+			n++
+			bytes += e.a.size()
+		}
+	}
+	if n >= MaxPendingPerOwner || bytes >= MaxPendingBytesPerOwner {
+		return 0
+	}
+	return MaxPendingBytesPerOwner - bytes
+}
+
 // Get returns an approval, answered or not, that has not been taken.
 func (q *Queue) Get(id string) (Approval, *Resolution, bool) {
 	q.mu.Lock()

@@ -137,7 +137,7 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 	if queue != st.sess {
 		a.ParentSession = queue.ID
 	}
-	if pvs, contents, err := p.preview(ctx, c); err != nil {
+	if pvs, contents, err := p.preview(ctx, c, p.approvals.Queue.Room(a)); err != nil {
 		// Without a preview the approved call runs as the tool, as any other call does.
 		p.log.Info("no preview for approval", zap.String("tool", a.Tool), zap.String("code", string(errcode.Of(err))))
 	} else {
@@ -368,17 +368,33 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 // session owner reads it now, or what an approved sed -i writes (sedPreview): each file, in
 // the order approving writes them, and its content. The session must have read an existing
 // file as the tool requires; otherwise there is no preview and the tool's own check applies.
-func (p *Pipeline) preview(ctx context.Context, c *Call) ([]protocol.Preview, [][]byte, error) {
+//
+// room bounds the preview (previewBytes): what its owner's approval queue can still take of
+// it (approval.Queue.Room), and at most maxPreviewFileBytes of file. Past it there is no
+// preview and nothing is read: a 60 MB file's replace_all preview took 1 GB and 7 s of the
+// daemon's own memory and CPU, only for the queue to refuse it.
+func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.Preview, [][]byte, error) {
 	name := c.Tool.Name()
 	if name == "Bash" {
-		return p.sedPreview(ctx, c)
+		pvs, contents, err := p.sedPreview(ctx, c)
+		if err == nil && previewBytes(pvs, contents) > room {
+			return nil, nil, errNoPreview
+		}
+		return pvs, contents, err
 	}
 	if name != "Write" && name != "Edit" && name != "MultiEdit" {
 		return nil, nil, errNoPreview
 	}
+	limit := min(room/2, maxPreviewFileBytes)
+	if limit <= 0 || name == "Write" && len(c.Input.String("content")) > limit {
+		return nil, nil, errNoPreview
+	}
 	pth := expandPath(c, c.Input.String("file_path"))
-	cur, err := p.host.ReadFileAs(ctx, c.Session, pth, worker.MaxEditFileBytes)
+	cur, err := p.host.ReadFileAs(ctx, c.Session, pth, int64(limit))
 	exists := err == nil
+	if errcode.Of(err) == errcode.TooLarge {
+		return nil, nil, errNoPreview
+	}
 	if err != nil && errcode.Of(err) != errcode.ErrnoENOENT {
 		return nil, nil, err
 	}
@@ -394,13 +410,40 @@ func (p *Pipeline) preview(ctx context.Context, c *Call) ([]protocol.Preview, []
 		next = c.Input.String("content")
 	default:
 		edits := editsOf(c)
+		if int64(len(cur)+1)*int64(len(edits)) > maxPreviewEditWork {
+			return nil, nil, errNoPreview // each edit rewrites the whole file
+		}
 		r, err := worker.ApplyEdits(pth, string(cur), edits)
 		if err != nil {
 			return nil, nil, err
 		}
 		next = r.Content
 	}
-	return []protocol.Preview{newPreview(pth, cur, exists, []byte(next))}, [][]byte{[]byte(next)}, nil
+	pvs, contents := []protocol.Preview{newPreview(pth, cur, exists, []byte(next))}, [][]byte{[]byte(next)}
+	if previewBytes(pvs, contents) > room {
+		return nil, nil, errNoPreview
+	}
+	return pvs, contents, nil
+}
+
+const (
+	// maxPreviewFileBytes is the largest file an approval's preview reads and the largest
+	// content it holds; a larger edit is approved without one and runs as the tool.
+	maxPreviewFileBytes = 4 << 20
+	// maxPreviewEditWork bounds the bytes a preview's edits rewrite (the file once per edit).
+	maxPreviewEditWork = 64 << 20
+)
+
+// previewBytes is what previews hold in an approval: their diffs and contents.
+func previewBytes(pvs []protocol.Preview, contents [][]byte) int {
+	n := 0
+	for _, pv := range pvs {
+		n += len(pv.Diff)
+	}
+	for _, c := range contents {
+		n += len(c)
+	}
+	return n
 }
 
 // newPreview is the preview of writing next over path, whose content is cur (exists) or which
