@@ -53,7 +53,7 @@ func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
 	return f, nil
 }
 
-// maxTail bounds tail=N: the last N matching records are held in memory until the log is read.
+// maxTail bounds tail=N: where the last N matching records are is held until the log is read.
 const maxTail = 10000
 
 // auditRecords streams matching records as JSON lines; with follow=1 it keeps streaming new
@@ -108,34 +108,37 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 			fl.Flush()
 		}
 	}
-	var last []*audit.Record
-	for rec, err := range audit.Query(dir, f) {
+	var lastSeq uint64
+	records := audit.Query(dir, f)
+	if tail >= 0 {
+		// Only where the last records are is held while the log is read, then they are read
+		// again: holding the records themselves took up to 650 MB for one query.
+		refs, err := audit.TailRefs(dir, f, tail)
 		if err != nil {
 			_ = enc.Encode(errBody(errcode.Of(err), "reading the audit log: "+err.Error()))
 			return nil
 		}
-		if tail < 0 {
-			if err := emit(rec); err != nil {
-				return nil
-			}
-			continue
+		if len(refs) > 0 {
+			lastSeq = refs[len(refs)-1].Seq
 		}
-		last = append(last, rec)
-		if len(last) > tail {
-			last = last[1:]
-		}
+		records = audit.ReadRefs(refs)
 	}
-	for _, rec := range last {
-		_ = emit(rec)
+	for rec, err := range records {
+		if err != nil {
+			_ = enc.Encode(errBody(errcode.Of(err), "reading the audit log: "+err.Error()))
+			return nil
+		}
+		if err := emit(rec); err != nil {
+			return nil
+		}
+		if tail < 0 {
+			lastSeq = rec.Seq
+		}
 	}
 	flush()
 	release() // following reads only what is appended
 	if q.Get("follow") != "1" {
 		return nil
-	}
-	var lastSeq uint64
-	if len(last) > 0 {
-		lastSeq = last[len(last)-1].Seq
 	}
 	// Tail starts at the newest file; skip what was already sent.
 	_ = audit.Tail(r.Context(), dir, f, true, func(rec *audit.Record) error {

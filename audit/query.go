@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"os"
 	"slices"
 	"time"
 )
@@ -196,4 +197,117 @@ func Tail(ctx context.Context, dir string, f Filter, follow bool, fn func(*Recor
 		case <-t.C:
 		}
 	}
+}
+
+// Ref is where one record is stored: its file and the byte range of its line.
+type Ref struct {
+	Path string
+	Off  int64
+	Len  int
+	Seq  uint64
+}
+
+// TailRefs returns where the last n records of dir that match f are, oldest first. A tail
+// holds their places, not the records: 10 000 records of up to the inputs' 64 KiB each held
+// until the scan ended took 650 MB of the daemon for one query. ReadRefs reads them.
+func TailRefs(dir string, f Filter, n int) ([]Ref, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	files, err := ListFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	ring := make([]Ref, 0, min(n, 1024))
+	next := 0 // where the next ref goes once ring is full
+	for _, path := range files {
+		_, err := scanFileAt(path, func(r *Record, off int64, line []byte) error {
+			if !f.Match(r) {
+				return nil
+			}
+			ref := Ref{Path: path, Off: off, Len: len(line), Seq: r.Seq}
+			if len(ring) < n {
+				ring = append(ring, ref)
+				return nil
+			}
+			ring[next] = ref
+			next = (next + 1) % n
+			return nil
+		})
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by retention while we listed
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(ring[next:], ring[:next]...), nil
+}
+
+// ReadRefs yields the records at refs, in order. One whose file retention removed since is
+// skipped.
+func ReadRefs(refs []Ref) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		var f *os.File
+		var open string
+		defer func() {
+			if f != nil {
+				f.Close()
+			}
+		}()
+		var buf []byte
+		for _, ref := range refs {
+			if ref.Path != open {
+				if f != nil {
+					f.Close()
+					f = nil
+				}
+				open = ref.Path
+				var err error
+				if f, err = openRead(ref.Path); err != nil {
+					if errors.Is(err, fs.ErrNotExist) {
+						continue
+					}
+					yield(nil, err)
+					return
+				}
+			}
+			if f == nil {
+				continue
+			}
+			if cap(buf) < ref.Len {
+				buf = make([]byte, ref.Len)
+			}
+			buf = buf[:ref.Len]
+			if _, err := f.ReadAt(buf, ref.Off); err != nil {
+				yield(nil, fmt.Errorf("%s at byte %d: read record: %w", ref.Path, ref.Off, err))
+				return
+			}
+			var r Record
+			if err := json.Unmarshal(buf, &r); err != nil {
+				yield(nil, fmt.Errorf("%s at byte %d: decode record: %w", ref.Path, ref.Off, err))
+				return
+			}
+			if !yield(&r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// scanFileAt is scanFile from the start of path, also telling each line's offset.
+func scanFileAt(path string, fn func(r *Record, off int64, line []byte) error) (int64, error) {
+	f, err := openRead(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	good, _, err := scanLines(f, func(line []byte, at int64) error {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("%s at byte %d: decode record: %w", path, at, err)
+		}
+		return fn(&r, at, line)
+	})
+	return good, err
 }
