@@ -417,7 +417,7 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 	}
 	if text.full {
 		text.full, text.left = false, 1<<10
-		text.printf("\n[notebook truncated: its text is over %d KB, shown up to cell %d of %d; read the rest with Bash, e.g. jq '.cells[%d:]' %s]", notebookTextBytes>>10, shown, len(nb.Cells), shown, path)
+		text.printf("\n[notebook truncated: its text is over %d KB, cut in cell %d of %d; read from there with Bash, e.g. jq '.cells[%d:]' %s]", notebookTextBytes>>10, shown, len(nb.Cells), shown-1, path)
 	}
 	flush()
 	return blocks, nil
