@@ -121,7 +121,7 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 		if len(refs) > 0 {
 			lastSeq = refs[len(refs)-1].Seq
 		}
-		records = audit.ReadRefs(refs)
+		records = audit.ReadRefs(refs, f)
 	}
 	for rec, err := range records {
 		if err != nil {

@@ -245,8 +245,9 @@ func TailRefs(dir string, f Filter, n int) ([]Ref, error) {
 }
 
 // ReadRefs yields the records at refs, in order. One whose file retention removed since is
-// skipped.
-func ReadRefs(refs []Ref) iter.Seq2[*Record, error] {
+// skipped. Each record read must still be the one TailRefs found there (its sequence number)
+// and match filter: bytes that changed meanwhile are an error, never another caller's record.
+func ReadRefs(refs []Ref, filter Filter) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		var f *os.File
 		var open string
@@ -286,6 +287,10 @@ func ReadRefs(refs []Ref) iter.Seq2[*Record, error] {
 			var r Record
 			if err := json.Unmarshal(buf, &r); err != nil {
 				yield(nil, fmt.Errorf("%s at byte %d: decode record: %w", ref.Path, ref.Off, err))
+				return
+			}
+			if r.Seq != ref.Seq || !filter.Match(&r) {
+				yield(nil, fmt.Errorf("%s at byte %d: the log changed while it was read; query again", ref.Path, ref.Off))
 				return
 			}
 			if !yield(&r, nil) {

@@ -64,7 +64,7 @@ func TestTailRefsHoldPlacesNotRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []uint64
-	for r, err := range ReadRefs(refs) {
+	for r, err := range ReadRefs(refs, f) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,5 +80,23 @@ func TestTailRefsHoldPlacesNotRecords(t *testing.T) {
 		if got[i] != want[len(want)-7+i] {
 			t.Fatalf("tail %v, want the last 7 of %v", got, want[len(want)-7:])
 		}
+	}
+	// A place that holds another record by the time it is read (another caller's, another
+	// kind) is an error, never that record.
+	moved := append([]Ref(nil), refs...)
+	moved[0].Seq++
+	for _, err := range ReadRefs(moved, f) {
+		if err == nil {
+			t.Fatal("a record other than the one found there was yielded")
+		}
+		break
+	}
+	other := f
+	other.Kinds = []Kind{KindCallEnd}
+	for _, err := range ReadRefs(refs, other) {
+		if err == nil {
+			t.Fatal("a record the filter does not match was yielded")
+		}
+		break
 	}
 }
