@@ -27,6 +27,9 @@ var (
 	// ErrLowSpace refuses a record of new work while the audit volume is short of space
 	// (Config.MinFreeBytes).
 	ErrLowSpace = errors.New("audit volume short of space")
+	// ErrOwnerBudget refuses a record of new work of a uid whose records took their hourly
+	// bytes (Config.MaxBytesPerUserHour).
+	ErrOwnerBudget = errors.New("audit bytes per user exceeded")
 	// ErrBadKey is returned for an unreadable or malformed key file.
 	ErrBadKey = errors.New("bad audit key")
 )

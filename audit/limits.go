@@ -3,11 +3,13 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -72,6 +74,44 @@ var spaceKinds = map[Kind]bool{
 	KindCallDecide: true, KindCallStart: true, KindCallEnd: true,
 	KindSessionCreate: true, KindSessionUpdate: true, KindApprovalRequest: true,
 	KindCallReport: true, KindNetConnect: true,
+}
+
+// ownerBudgets holds a byte budget per uid, refilled at Config.MaxBytesPerUserHour an hour.
+type ownerBudgets struct {
+	mu sync.Mutex
+	m  map[uint32]*rate.Limiter
+}
+
+// chargeOwner spends n bytes of r's caller's budget, or refuses r: one user's records of new
+// work (the spaceKinds, which a user adds at will) may not add more than
+// Config.MaxBytesPerUserHour to the log in an hour. Without it one user's flood fills the
+// volume to min_free_bytes, and then every user's calls are refused; with it that user's own
+// are, and the others go on. Root's records and the daemon's own are not counted.
+func (l *Log) chargeOwner(r *Record, n int) error {
+	max := l.cfg.MaxBytesPerUserHour
+	if max <= 0 || !spaceKinds[r.Kind] || r.Caller == nil || r.Caller.UID == 0 {
+		return nil
+	}
+	b := &l.owners
+	b.mu.Lock()
+	lim := b.m[r.Caller.UID]
+	if lim == nil {
+		if b.m == nil {
+			b.m = map[uint32]*rate.Limiter{}
+		}
+		lim = rate.NewLimiter(rate.Limit(float64(max)/3600), int(max))
+		b.m[r.Caller.UID] = lim
+	}
+	b.mu.Unlock()
+	if r.Kind == KindCallEnd {
+		// What ran is always recorded: its bytes are spent, in debt if need be, never refused.
+		lim.ReserveN(time.Now(), min(n, int(max)))
+		return nil
+	}
+	if !lim.AllowN(time.Now(), n) {
+		return errcode.New(errcode.RateLimited, fmt.Errorf("%w: uid %d's records took their %d bytes for the hour (audit.max_bytes_per_user_hour); try again later", ErrOwnerBudget, r.Caller.UID, max))
+	}
+	return nil
 }
 
 // spaceCheckEvery is how often the free space is looked up (a statfs) under load.

@@ -116,3 +116,39 @@ func TestLowSpaceRefusesNewWork(t *testing.T) {
 		t.Error("healthy while the volume is short of space")
 	}
 }
+
+// TestOwnerBudget: one uid's records of new work stop at its hourly bytes while another uid's,
+// root's, the ending of work and what ran (call.end) still go in.
+func TestOwnerBudget(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{MaxBytesPerUserHour: 64 << 10})
+	defer l.Close()
+	ctx := context.Background()
+	input := json.RawMessage(`{"command":"` + strings.Repeat("x", 8<<10) + `"}`)
+	rec := func(uid uint32, k Kind) *Record {
+		return &Record{Kind: k, Caller: &Caller{UID: uid}, Input: input}
+	}
+	var refused error
+	for i := range 64 {
+		if err := l.Append(ctx, rec(1000, KindCallStart)); err != nil {
+			if i < 4 {
+				t.Fatalf("refused after %d records of about 8 KiB within a 64 KiB budget: %v", i, err)
+			}
+			refused = err
+			break
+		}
+	}
+	if !errors.Is(refused, ErrOwnerBudget) || errcode.Of(refused) != errcode.RateLimited {
+		t.Fatalf("64 records of about 8 KiB each against a 64 KiB budget: %v, want rate_limited", refused)
+	}
+	for _, k := range []Kind{KindCallDecide, KindCallReport, KindNetConnect, KindSessionCreate} {
+		if err := l.Append(ctx, rec(1000, k)); !errors.Is(err, ErrOwnerBudget) {
+			t.Errorf("%s of the spent uid: %v, want refused", k, err)
+		}
+	}
+	for _, r := range []*Record{rec(1000, KindCallEnd), rec(1000, KindSessionDelete), rec(1001, KindCallStart), rec(0, KindCallStart)} {
+		if err := l.Append(ctx, r); err != nil {
+			t.Errorf("%s of uid %d: %v", r.Kind, r.Caller.UID, err)
+		}
+	}
+}

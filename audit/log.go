@@ -45,6 +45,9 @@ type Config struct {
 	MaxInputBytes int
 	// MinFreeBytes: below this much free space on Dir, records of new work are refused (0: no check).
 	MinFreeBytes int64
+	// MaxBytesPerUserHour bounds what one uid's records of new work add to the log in an hour
+	// (0: no bound); see chargeOwner.
+	MaxBytesPerUserHour int64
 
 	CheckpointEvery    int           // signed checkpoint after this many records
 	CheckpointInterval time.Duration // ... or this long after the last one, if records came since
@@ -88,7 +91,7 @@ func (c Config) validate() error {
 	switch {
 	case c.Dir == "":
 		return errors.New("audit config: dir is required")
-	case c.MaxFileBytes < 0, c.MaxFileAge < 0, c.Retain < 0, c.RetainAge < 0, c.MinRetainAge < 0, c.MaxInputBytes < 0, c.MinFreeBytes < 0,
+	case c.MaxFileBytes < 0, c.MaxFileAge < 0, c.Retain < 0, c.RetainAge < 0, c.MinRetainAge < 0, c.MaxInputBytes < 0, c.MinFreeBytes < 0, c.MaxBytesPerUserHour < 0,
 		c.CheckpointEvery < 0, c.CheckpointInterval < 0:
 		return errors.New("audit config: sizes, ages and counts must not be negative")
 	}
@@ -120,6 +123,8 @@ type Log struct {
 	// spaceChecked is when the free space was last looked up (unix ns); spaceLow its answer.
 	spaceChecked atomic.Int64
 	spaceLow     atomic.Bool
+	// owners are the uids' byte budgets (chargeOwner).
+	owners ownerBudgets
 
 	// wmu is held by whoever writes: the writer goroutine, from the moment it takes something
 	// in until it waits again, or an AppendWritten that finds it idle (writeNow). Everything
@@ -321,6 +326,9 @@ func (l *Log) append(ctx context.Context, r *Record, wait waitFor) error {
 	body, err := encodeBody(&req.rec, true) // Input is Redact's output
 	if err != nil {
 		return errcode.New(errcode.Validation, err)
+	}
+	if err := l.chargeOwner(r, len(body)); err != nil {
+		return err
 	}
 	req.body = body
 	l.mu.RLock()

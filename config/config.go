@@ -257,6 +257,9 @@ type Audit struct {
 	// MinFreeBytes: below this much free space on the audit volume new calls are refused
 	// (503 audit_unavailable) instead of deleting anyone's history.
 	MinFreeBytes int64 `json:"min_free_bytes"`
+	// MaxBytesPerUserHour bounds the bytes one user's records of new work add to the log in an
+	// hour (0: no bound): past it that user's new calls are refused (429), not everyone's.
+	MaxBytesPerUserHour int64 `json:"max_bytes_per_user_hour"`
 }
 
 // Hooks are command hooks keyed by event, in the agents' settings shape.
@@ -342,6 +345,9 @@ func Default() Config {
 			MaxInputBytes:      64 << 10,
 			RetainDays:         90,
 			MinFreeBytes:       256 << 20,
+			// About 1 000 of the largest calls (64 KiB inputs) an hour; an agent's usual
+			// load is a few MB.
+			MaxBytesPerUserHour: 256 << 20,
 		},
 		Limits: Limits{
 			ResponseBytes:                  64 << 20,
@@ -453,6 +459,7 @@ func (c Config) Validate() error {
 		{"audit.retain_days must be >= 0", c.Audit.RetainDays >= 0},
 		{"audit.syslog_format must be record or ocsf", c.Audit.SyslogFormat == "" || c.Audit.SyslogFormat == "record" || c.Audit.SyslogFormat == "ocsf"},
 		{"audit.min_free_bytes must be >= 0", c.Audit.MinFreeBytes >= 0},
+		{"audit.max_bytes_per_user_hour must be >= 0", c.Audit.MaxBytesPerUserHour >= 0},
 		{"limits.response_bytes must be between 1 MiB and 1 GiB", c.Limits.ResponseBytes >= 1<<20 && c.Limits.ResponseBytes <= 1<<30},
 		{"limits.batch_calls must be between 1 and 1024", c.Limits.BatchCalls >= 1 && c.Limits.BatchCalls <= 1024},
 		{"limits.connections_per_user must be between 1 and 4096", c.Limits.ConnectionsPerUser >= 1 && c.Limits.ConnectionsPerUser <= 4096},

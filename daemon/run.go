@@ -110,17 +110,18 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	}
 	undo = append(undo, func() { sb.Close() })
 	al, err := audit.Open(audit.Config{
-		Dir:                filepath.Join(opts.StateDir, "audit"),
-		MaxFileBytes:       cfg.Audit.MaxFileBytes,
-		MaxFileAge:         config.Duration(cfg.Audit.MaxFileAgeSec),
-		Retain:             cfg.Audit.RetainFiles,
-		CheckpointEvery:    cfg.Audit.CheckpointEvery,
-		CheckpointInterval: config.Duration(cfg.Audit.CheckpointInterval),
-		SyslogAddr:         cfg.Audit.Syslog,
-		SyslogOCSF:         cfg.Audit.SyslogFormat == "ocsf",
-		MinRetainAge:       time.Duration(cfg.Audit.RetainDays) * 24 * time.Hour,
-		MaxInputBytes:      cfg.Audit.MaxInputBytes,
-		MinFreeBytes:       cfg.Audit.MinFreeBytes,
+		Dir:                 filepath.Join(opts.StateDir, "audit"),
+		MaxFileBytes:        cfg.Audit.MaxFileBytes,
+		MaxFileAge:          config.Duration(cfg.Audit.MaxFileAgeSec),
+		Retain:              cfg.Audit.RetainFiles,
+		CheckpointEvery:     cfg.Audit.CheckpointEvery,
+		CheckpointInterval:  config.Duration(cfg.Audit.CheckpointInterval),
+		SyslogAddr:          cfg.Audit.Syslog,
+		SyslogOCSF:          cfg.Audit.SyslogFormat == "ocsf",
+		MinRetainAge:        time.Duration(cfg.Audit.RetainDays) * 24 * time.Hour,
+		MaxInputBytes:       cfg.Audit.MaxInputBytes,
+		MinFreeBytes:        cfg.Audit.MinFreeBytes,
+		MaxBytesPerUserHour: cfg.Audit.MaxBytesPerUserHour,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
