@@ -242,10 +242,16 @@ func copyStream(dst io.Writer, src io.Reader) error {
 // reads through.
 func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, br *bufio.Reader) {
 	uc := newIdleConn(up, s.idleTimeout(), c.act)
+	// handover: the client's stream is plain HTTP, served request by request instead; the
+	// origin's direction then ends without touching the client's connection.
+	var handover atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyHalf(c, uc, uc)
+		err := copyStream(c, uc)
+		if !handover.Load() {
+			endHalf(c, uc, err)
+		}
 	}()
 	defer func() {
 		<-done
@@ -260,6 +266,20 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		lingerClose(c)
 		_ = uc.Close()
 		return
+	}
+	if err == nil && first == nil && p.origin == nil {
+		// Not TLS. Plain HTTP the proxy can read, so the rules about requests apply to it as
+		// to a forwarded request (tunnelhttp.go); the daemon's own client (origin) declared
+		// its request already. The tunnel's own connection, which has seen no whole line, is
+		// not used: each request goes to the address its own decision checked.
+		var isHTTP bool
+		if isHTTP, err = passUntilKnown(br, uc); isHTTP {
+			handover.Store(true)
+			_ = uc.Close()
+			<-done
+			s.serveTunnelHTTP(ctx, p, t, c, br)
+			return
+		}
 	}
 	if err == nil && len(first) > 0 {
 		_, err = uc.Write(first)

@@ -116,7 +116,7 @@ func FuzzParseInner(f *testing.F) {
 		if err != nil {
 			return
 		}
-		tg, err := parseInner(req, tunnel)
+		tg, err := parseInner(req, tunnel, KindHTTPS)
 		if err != nil {
 			return
 		}

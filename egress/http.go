@@ -68,9 +68,11 @@ type httpConn struct {
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	peer peer
-	// tunnel is the intercepted tunnel's target: requests are origin-form for that host only,
-	// forwarded over TLS through tr.
+	// tunnel is the target of the tunnel the requests came through: they are origin-form for
+	// that host only, decided as inner (KindHTTPS: an intercepted tunnel's, forwarded over TLS
+	// through tr; KindHTTP: plain HTTP a tunnel carries, serveTunnelHTTP).
 	tunnel *target
+	inner  Kind
 	tr     http.RoundTripper
 	up     *upstream // the plain HTTP requests' kept upstream connection (upstream.go)
 }
@@ -131,7 +133,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 	var t target
 	var err error
 	if h.tunnel != nil {
-		t, err = parseInner(req, *h.tunnel)
+		t, err = parseInner(req, *h.tunnel, h.inner)
 	} else {
 		t, err = parseHTTP(req)
 	}
@@ -257,7 +259,9 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	out.Host = req.URL.Host
 	if h.tunnel != nil {
 		// Inside a tunnel the request is origin-form; parseInner checked its Host is the tunnel's.
-		u.Scheme = "https"
+		if h.inner == KindHTTPS {
+			u.Scheme = "https"
+		}
 		out.Host = req.Host
 		if out.Host == "" {
 			out.Host = h.tunnel.hostport()
@@ -287,7 +291,7 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 
 	var resp *http.Response
 	var err error
-	inline := h.tunnel == nil && req.Body == http.NoBody
+	inline := h.inner != KindHTTPS && req.Body == http.NoBody
 	if inline {
 		resp, err = h.exchange(ctx, out, dst)
 	} else {

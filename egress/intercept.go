@@ -241,7 +241,7 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 	defer tr.CloseIdleConnections()
 	inner := &httpConn{
 		s: s, c: tc, ic: c, br: bufio.NewReaderSize(tc, 4<<10), bw: bufio.NewWriterSize(tc, 16<<10),
-		peer: p, tunnel: &t, tr: tr,
+		peer: p, tunnel: &t, inner: KindHTTPS, tr: tr,
 	}
 	inner.loop(ctx)
 }

@@ -41,13 +41,18 @@ func (t target) scheme() string {
 	return "http"
 }
 
-// parseInner turns a request read inside an intercepted tunnel into a target: origin-form (or
+// parseInner turns a request read inside a tunnel into a target of kind (KindHTTPS inside an
+// intercepted TLS tunnel, KindHTTP for plain HTTP a tunnel carries): origin-form (or
 // absolute-form naming the tunnel's own host), with a Host header naming the tunnel's host. A
 // request for another host through this tunnel (another name served by the same address) is
 // refused rather than decided as the tunnel's.
-func parseInner(req *http.Request, tunnel target) (target, error) {
+func parseInner(req *http.Request, tunnel target, kind Kind) (target, error) {
 	if req.Method == http.MethodConnect {
 		return target{}, fmt.Errorf("%w: CONNECT inside a tunnel", ErrUnsupported)
+	}
+	if req.ProtoMajor != 1 {
+		// HTTP/2 with prior knowledge (PRI * HTTP/2.0) would carry requests no one reads.
+		return target{}, fmt.Errorf("%w: %s inside a tunnel", ErrUnsupported, req.Proto)
 	}
 	for _, authority := range []string{req.URL.Host, req.Host} {
 		if authority == "" {
@@ -61,11 +66,11 @@ func parseInner(req *http.Request, tunnel target) (target, error) {
 			return target{}, fmt.Errorf("%w: a request for %s inside a tunnel to %s", ErrBadRequest, a.hostport(), tunnel.hostport())
 		}
 	}
-	if req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, "https") {
-		return target{}, fmt.Errorf("%w: scheme %q inside a TLS tunnel", ErrBadRequest, req.URL.Scheme)
+	if want := (target{kind: kind}).scheme(); req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, want) {
+		return target{}, fmt.Errorf("%w: scheme %q inside a tunnel carrying %s", ErrBadRequest, req.URL.Scheme, want)
 	}
 	t := tunnel
-	t.kind = KindHTTPS
+	t.kind = kind
 	t.method = req.Method
 	t.path = RootedPath(req.URL.Path)
 	return t, nil

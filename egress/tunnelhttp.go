@@ -1,0 +1,130 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// A tunnel (CONNECT, SOCKS) is decided by its host because what it carries is usually TLS,
+// which the proxy cannot read without interception. Plain HTTP sent through a tunnel (curl
+// --proxytunnel, a SOCKS client to port 80) is another matter: the proxy reads it as well as a
+// forwarded request, and carrying it blind would let any request the rules refuse for plain
+// HTTP (a method/path deny, another name served by the tunnel's address) through by wrapping
+// it in a tunnel. So a tunnel whose stream starts like an HTTP/1 request is served as plain HTTP
+// is: each request decided by its method and path, held to the tunnel's host (serveTunnelHTTP).
+
+// isSpaceLike reports bytes some origin server takes as white space in a request line (Python's
+// http.server splits it with str.split, which also splits on \v, \f, \x1c-\x1f, \x85, \xa0).
+func isSpaceLike(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0:
+		return true
+	}
+	return false
+}
+
+// isTokenByte reports an RFC 9110 tchar, what a method is made of.
+func isTokenByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0
+}
+
+// looksHTTP tells from the start b of a tunnel's stream whether an origin server may read it as
+// an HTTP/1 request: after any leading white space, a token (the method), white space or `/`,
+// and a line that names an HTTP version, or (HTTP/0.9) goes on with a path. known is false
+// while the first line is not all there.
+func looksHTTP(b []byte) (isHTTP, known bool) {
+	i := 0
+	for i < len(b) && isSpaceLike(b[i]) {
+		i++
+	}
+	start := i
+	for i < len(b) && isTokenByte(b[i]) {
+		i++
+	}
+	if i == len(b) {
+		return false, false
+	}
+	if i == start || b[i] == '\n' || !isSpaceLike(b[i]) && b[i] != '/' {
+		return false, true // binary, or one word on its line: no request line
+	}
+	line, _, found := bytes.Cut(b[i:], []byte{'\n'})
+	if !found {
+		return false, false
+	}
+	if bytes.Contains(bytes.ToLower(line), []byte("http/")) {
+		return true, true
+	}
+	j := 0
+	for j < len(line) && isSpaceLike(line[j]) {
+		j++
+	}
+	return j < len(line) && line[j] == '/', true
+}
+
+// passUntilKnown sends the start of a tunnel's stream, which is not TLS, to up as it arrives
+// until looksHTTP can tell whether it is HTTP, and reports which. No line end goes up before
+// then (neither CR nor LF: an origin acts on a request line only once it ends), so an origin
+// has seen no whole line of a stream found to be HTTP, and the bytes passed on so far stay in
+// br for the HTTP parser. A client that waits for an answer to a few bytes (a prompt, a
+// protocol without lines) still gets it. A first line longer than br's buffer is taken as
+// HTTP, so the doubt goes to the parser that refuses what it cannot read, never to a blind
+// tunnel; a stream that ends first is not HTTP (no origin acts on an unended line).
+func passUntilKnown(br *bufio.Reader, up io.Writer) (bool, error) {
+	sent := 0
+	for {
+		b, err := br.Peek(max(br.Buffered(), sent+1))
+		if isHTTP, known := looksHTTP(b); known {
+			if !isHTTP {
+				_, err := br.Discard(sent)
+				return false, err
+			}
+			return true, nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return true, nil
+		}
+		lim := len(b)
+		if k := bytes.IndexAny(b, "\r\n"); k >= 0 {
+			lim = k
+		}
+		if lim > sent {
+			if _, werr := up.Write(b[sent:lim]); werr != nil {
+				return false, werr
+			}
+			sent = lim
+		}
+		if err != nil {
+			if _, derr := br.Discard(sent); derr != nil {
+				return false, derr
+			}
+			if lim < len(b) {
+				// Line ends held back, then the stream ended: not HTTP, they may go.
+				if _, werr := up.Write(b[lim:]); werr != nil {
+					return false, werr
+				}
+				_, _ = br.Discard(len(b) - lim)
+			}
+			return false, err
+		}
+	}
+}
+
+// serveTunnelHTTP serves the plain HTTP requests a tunnel to t carries, as forwarded requests
+// are served: each decided by its method and path (kind http) and audited, origin-form or
+// absolute-form for t's own host and port only, sent to the address its own decision checked.
+func (s *Server) serveTunnelHTTP(ctx context.Context, p peer, t target, c *idleConn, br *bufio.Reader) {
+	tr := s.forwarder()
+	defer tr.CloseIdleConnections()
+	h := &httpConn{s: s, c: c, ic: c, br: br, bw: bufio.NewWriterSize(c, 16<<10), peer: p, tunnel: &t, inner: KindHTTP, tr: tr}
+	defer h.dropUpstream()
+	c.setHard(time.Now().Add(s.headerTimeout()))
+	h.loop(ctx)
+}

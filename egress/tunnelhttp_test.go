@@ -1,0 +1,176 @@
+package egress
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestTunnelPlainHTTPDecided: plain HTTP sent through an allowed tunnel (CONNECT or SOCKS to
+// port 80, curl --proxytunnel) is the same plain HTTP a forwarded request is: each request in
+// it is decided by method and path, and held to the tunnel's host, so neither a method/path
+// deny nor the tunnel's host is escaped by wrapping the request in a tunnel.
+func TestTunnelPlainHTTPDecided(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.Host+" "+r.URL.Path)
+		mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if r.Host != "git.test" {
+				return Verdict{Reason: "not allowed"}
+			}
+			if r.Method == "POST" {
+				return Verdict{Reason: "git push is not allowed", Rule: "WebFetch(POST git.test/**)"}
+			}
+			return Verdict{Allow: true, Rule: "WebFetch(domain:git.test)"}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback, Resolver: newResolver("git.test", "127.0.0.1"),
+	}
+	proxy := startProxy(t, s)
+
+	exchange := func(c net.Conn, br *bufio.Reader, req string) (int, string) {
+		t.Helper()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			return 0, err.Error()
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return 0, err.Error()
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	host := "git.test:" + port
+	check := func(name string, c net.Conn, br *bufio.Reader) {
+		t.Helper()
+		if code, body := exchange(c, br, "GET /repo.git/info/refs HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); code != 200 || body != "ok" {
+			t.Errorf("%s: GET: %d %q", name, code, body)
+		}
+		if code, body := exchange(c, br, "POST /repo.git/git-receive-pack HTTP/1.1\r\nHost: "+host+"\r\nContent-Length: 4\r\n\r\n0000"); code != 403 || !strings.Contains(body, "git push is not allowed") {
+			t.Errorf("%s: POST: %d %q", name, code, body)
+		}
+		c.Close()
+	}
+	c, br := connectTunnel(t, proxy, host)
+	check("connect", c, br)
+	// A request line sent in pieces, the client waiting in between, is read whole all the same.
+	c, br = connectTunnel(t, proxy, host)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "POST /repo.git/git-receive-pack")
+	time.Sleep(100 * time.Millisecond)
+	if code, body := exchange(c, br, " HTTP/1.1\r\nHost: "+host+"\r\nContent-Length: 0\r\n\r\n"); code != 403 {
+		t.Errorf("split request line: %d %q", code, body)
+	}
+	c.Close()
+	sc, code := socksDial(t, proxy, socksCmdConnect, socksAtypDomain, "git.test", atoiT(t, port))
+	if code != 0 {
+		t.Fatalf("socks: %d", code)
+	}
+	check("socks", sc, bufio.NewReader(sc))
+
+	// Another name served by the same address is not reached through this tunnel.
+	c, br = connectTunnel(t, proxy, host)
+	if code, body := exchange(c, br, "GET /x HTTP/1.1\r\nHost: other.test\r\n\r\n"); code == 200 {
+		t.Errorf("Host other.test through a tunnel to git.test: %d %q", code, body)
+	}
+	c.Close()
+	// Pipelined behind an allowed request, a denied one is still decided on its own.
+	c, br = connectTunnel(t, proxy, host)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /a HTTP/1.1\r\nHost: %s\r\n\r\nPOST /b HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n\r\n", host, host)
+	for _, want := range []int{200, 403} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("pipelined: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("pipelined: %d, want %d", resp.StatusCode, want)
+		}
+	}
+	c.Close()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range seen {
+		if strings.HasPrefix(r, "POST") || strings.Contains(r, "other.test") {
+			t.Errorf("origin saw %q", r)
+		}
+	}
+}
+
+// TestTunnelNotHTTPPasses: a tunnel whose stream is neither TLS nor HTTP (ssh, a database) is
+// still carried as it comes, decided by its host.
+func TestTunnelNotHTTPPasses(t *testing.T) {
+	t.Parallel()
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback}
+	proxy := startProxy(t, s)
+	for _, first := range []string{"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", "\x00\x00\x00\x08\x04\xd2\x16\x2f", "EHLO client.example\r\n"} {
+		c, br := connectTunnel(t, proxy, echoServer(t))
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, first); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, len(first))
+		if _, err := io.ReadFull(br, b); err != nil || string(b) != first {
+			t.Errorf("%q came back as %q, %v", first, b, err)
+		}
+		c.Close()
+	}
+}
+
+func TestPassUntilKnown(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{
+		"GET / HTTP/1.1\r\n":                 true,
+		"post /x HTTP/1.0\r\n":               true,
+		"\r\nGET /x HTTP/1.1\r\n":            true,
+		"GET\t/x\tHTTP/1.1\r\n":              true,
+		"GET\x1c/x\x1cHTTP/1.1\r\n":          true,
+		"GET\r/x\rHTTP/1.1\r\n":              true,
+		"GET /x\r\n":                         true, // HTTP/0.9
+		"GET http://a/ HTTP/1.1\r\n":         true,
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":   true,
+		"GET /" + strings.Repeat("a", 5000):  true, // no end of line in sight
+		"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n": false,
+		"EHLO client.example\r\n":            false,
+		"*1\r\n$4\r\nPING\r\n":               false,
+		"\x00\x00\x00\x08\x04\xd2\x16\x2f":   false,
+		"U\x00\x00\x01\x85\xa6":              false,
+		"hello":                              false, // ended before its line did
+		"GET /x HTTP/1.1":                    false,
+	} {
+		var up strings.Builder
+		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
+		got, _ := passUntilKnown(br, &up)
+		if got != want {
+			t.Errorf("%.40q: %v, want %v", in, got, want)
+		}
+		if got && strings.ContainsAny(up.String(), "\r\n") {
+			t.Errorf("%.40q: a line end went up before it was known to be HTTP: %q", in, up.String())
+		}
+		rest, _ := io.ReadAll(br)
+		if got && string(rest) != in || !got && up.String()+string(rest) != in {
+			t.Errorf("%.40q: up %q, left %q", in, up.String(), rest)
+		}
+	}
+}
