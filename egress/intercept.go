@@ -178,6 +178,9 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 	c.setHard(time.Now().Add(s.headerTimeout()))
 	b, err := br.Peek(1)
 	if err != nil {
+		// The tunnel was answered before any decision, so without a record an ended or silent
+		// tunnel would leave no trace of the name it asked for.
+		s.recordRefusal(ctx, p, t, nil, fmt.Sprintf("the client sent nothing through the tunnel before it ended or the header deadline passed (%v), so nothing was decided or sent", err))
 		return
 	}
 	if b[0] != tlsRecordHandshake {

@@ -296,3 +296,33 @@ func TestInterceptFailuresPaced(t *testing.T) {
 		t.Errorf("%d handshake failures recorded, want the 2 the pace's burst allows: %+v", n, rec.audited())
 	}
 }
+
+// TestInterceptSilentTunnelAudited: with interception a tunnel is answered before it is
+// decided, so one the client ends without sending anything (or before the header deadline) was
+// decided by nothing; it is still recorded, refused, so probing names leaves a trace.
+func TestInterceptSilentTunnelAudited(t *testing.T) {
+	t.Parallel()
+	ca, _ := testCA(t, "silent")
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(Request) Verdict { return Verdict{Reason: "no"} }),
+		Audit:  rec.audit, Intercept: ca, HeaderTimeout: 500 * time.Millisecond,
+	}
+	proxy := startProxy(t, s)
+	openTunnel(t, proxy, "closed.test:443").Close()
+	c := openTunnel(t, proxy, "quiet.test:443") // says nothing until the header deadline
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.audited()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	evs := rec.audited()
+	if len(evs) != 2 {
+		t.Fatalf("audited %+v, want one record for each tunnel", evs)
+	}
+	for _, ev := range evs {
+		if ev.Allowed || ev.Kind != KindConnect || (ev.Host != "closed.test" && ev.Host != "quiet.test") || ev.Reason == "" {
+			t.Errorf("record %+v", ev)
+		}
+	}
+}
