@@ -395,7 +395,10 @@ func (h *httpConn) writeResponse(req *http.Request, resp *http.Response, keep bo
 			break
 		}
 		if rerr != nil {
-			// The client cannot be told mid-body; ending the connection is the signal.
+			// The client cannot be told mid-body; ending the connection is the signal. The
+			// header still goes first (a sized body keeps it buffered until the first bytes),
+			// so the client reads one answer cut short, not a connection closed on nothing.
+			_ = h.bw.Flush()
 			return false, fmt.Errorf("read upstream body after %d bytes: %w", written, rerr)
 		}
 	}
