@@ -113,13 +113,7 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n, bytes := 0, a.size()
-	for _, e := range q.entries {
-		if e.a.Owner == a.Owner {
-			n++
-			bytes += e.a.size()
-		}
-	}
+	n, bytes := q.ownerLoad(a)
 	if n >= MaxPendingPerOwner {
 		return Approval{}, fmt.Errorf("%w: uid %d has %d not yet taken (unanswered, or answered and not resumed); answer or resume some first, or wait for them to expire", ErrFull, a.Owner, n)
 	}
@@ -131,6 +125,19 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	return a, nil
 }
 
+// ownerLoad is how many approvals a's owner has not yet taken, and their bytes with a's own
+// added; q.mu is held.
+func (q *Queue) ownerLoad(a Approval) (n, bytes int) {
+	bytes = a.size()
+	for _, e := range q.entries {
+		if e.a.Owner == a.Owner {
+			n++
+			bytes += e.a.size()
+		}
+	}
+	return n, bytes
+}
+
 // Room is how many bytes of previews a could still hold and be queued: what its owner's
 // approvals not yet taken leave of MaxPendingBytesPerOwner past a itself, 0 when none (or when
 // the owner has MaxPendingPerOwner already). A preview is built only within it: one bigger
@@ -138,13 +145,7 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 func (q *Queue) Room(a Approval) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n, bytes := 0, a.size()
-	for _, e := range q.entries {
-		if e.a.Owner == a.Owner {
-			n++
-			bytes += e.a.size()
-		}
-	}
+	n, bytes := q.ownerLoad(a)
 	if n >= MaxPendingPerOwner || bytes >= MaxPendingBytesPerOwner {
 		return 0
 	}
