@@ -627,13 +627,9 @@ func sessionContext(ctx context.Context, sess *session.Session) (context.Context
 	if sess == nil {
 		return ctx, cancel
 	}
-	done := sess.Done()
-	go func() {
-		select {
-		case <-done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	stop := context.AfterFunc(sess.Lifetime(), cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -59,8 +60,9 @@ type Session struct {
 	mode           permission.Mode
 	rules          Rules
 	closed         bool
-	// done is closed when the session is removed (Done); made on first use.
-	done chan struct{}
+	// lifetime is cancelled when the session is removed (Lifetime); made on first use.
+	lifetime    context.Context
+	endLifetime context.CancelFunc
 
 	// ruleSet is the loaded rules of every source; swapped whole when rules change.
 	ruleSet atomic.Pointer[permission.RuleSet]
@@ -244,20 +246,22 @@ func (s *Session) Closed() bool {
 	return s.closed
 }
 
-// Done is closed when the session is removed: calls still running in it stop then.
-func (s *Session) Done() <-chan struct{} {
+// Lifetime is cancelled when the session is removed: calls still running in it stop then.
+// A context rather than a channel, so a call ties itself to it with context.AfterFunc and no
+// goroutine of its own.
+func (s *Session) Lifetime() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done == nil {
-		s.done = make(chan struct{})
+	if s.lifetime == nil {
+		s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 		if s.closed {
-			close(s.done)
+			s.endLifetime()
 		}
 	}
-	return s.done
+	return s.lifetime
 }
 
-// markClosed closes the session for good: Closed reports it and Done is closed.
+// markClosed closes the session for good: Closed reports it and Lifetime is cancelled.
 func (s *Session) markClosed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,8 +269,8 @@ func (s *Session) markClosed() {
 		return
 	}
 	s.closed = true
-	if s.done != nil {
-		close(s.done)
+	if s.endLifetime != nil {
+		s.endLifetime()
 	}
 }
 
