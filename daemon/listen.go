@@ -23,8 +23,18 @@ func Listen(path string) (net.Listener, error) {
 	if l, ok, err := activated(); ok || err != nil {
 		return l, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// The socket's directory is where the daemon removes a stale socket and chmods the new
+	// one by path, as root: a directory another user can change would let them swap a symlink
+	// in between. A sticky one (/tmp) is fine: nobody else can replace root's socket there.
+	dir := filepath.Dir(path)
+	if err := checkTrustedDir(dir, true, true); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := checkTrustedDir(dir, true, false); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {

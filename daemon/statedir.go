@@ -14,9 +14,17 @@ func prepareStateDir(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("state dir %q must be absolute", dir)
 	}
+	// Before anything is made or changed there: the daemon removes what tool-results holds at
+	// every start, so a state dir a user can rename entries in would be a root rm -rf.
+	if err := checkTrustedDir(dir, false, true); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
 	for _, d := range []string{dir, filepath.Join(dir, "tool-results")} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return fmt.Errorf("create state dir: %w", err)
+		}
+		if err := checkTrustedDir(d, false, false); err != nil {
+			return fmt.Errorf("state dir: %w", err)
 		}
 		if err := os.Chmod(d, 0o711); err != nil {
 			return fmt.Errorf("chmod state dir: %w", err)
