@@ -216,14 +216,14 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 		if !which(s) {
 			continue
 		}
+		if err := networkPermitted(c.Config(), s); err != nil {
+			// Not resumed by rules that load: the network it has is no longer its owner's.
+			c.suspend(ctx, s, err)
+			continue
+		}
 		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
 		if err != nil {
-			reason := fmt.Sprintf("session rules could not be rebuilt: %v; recreate the session", err)
-			s.Suspend(reason)
-			c.log.Error("rebuild session rules; session suspended", zap.String("session", s.ID), zap.Error(err))
-			if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionSuspend, s, map[string]string{"reason": reason}); aerr != nil {
-				c.log.Error("audit session suspension", zap.Error(aerr))
-			}
+			c.suspend(ctx, s, fmt.Errorf("session rules could not be rebuilt: %w", err))
 			continue
 		}
 		was := s.Suspended()
@@ -234,6 +234,43 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 			}
 		}
 	}
+}
+
+// revokeNetworks suspends, at once, the sessions whose network the configuration in force no
+// longer gives their owner (host taken from network.host_users or sandbox.allow_network): a
+// session keeps the network namespace it was made with, so what a reload withdraws would
+// otherwise stay with every session already open. A later reload that gives it back resumes
+// them, with their rules rebuilt (rebuildRules checks the same).
+func (c *Core) revokeNetworks(ctx context.Context) {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	cfg := c.Config()
+	for _, s := range c.store.All() {
+		if err := networkPermitted(cfg, s); err != nil && s.Suspended() == "" {
+			c.suspend(ctx, s, err)
+		}
+	}
+}
+
+// suspend denies every call of s from now on with why, and audits it.
+func (c *Core) suspend(ctx context.Context, s *session.Session, why error) {
+	reason := fmt.Sprintf("%v; recreate the session", why)
+	s.Suspend(reason)
+	c.log.Error("session suspended", zap.String("session", s.ID), zap.Error(why))
+	if err := c.recorder.sessionEvent(ctx, audit.KindSessionSuspend, s, map[string]string{"reason": reason}); err != nil {
+		c.log.Error("audit session suspension", zap.Error(err))
+	}
+}
+
+// networkPermitted says whether cfg still lets s's owner have the network s was made with.
+func networkPermitted(cfg *config.Config, s *session.Session) error {
+	if s.Network != config.NetworkHost {
+		return nil // none and proxy are anyone's
+	}
+	if _, err := networkFor(cfg, s.Owner, config.NetworkHost, nil); err != nil {
+		return fmt.Errorf("the configuration no longer permits this session's network: %w", err)
+	}
+	return nil
 }
 
 // checkDirsAsOwner asks the owner's worker whether each session directory exists and is a

@@ -325,6 +325,7 @@ func (d *Daemon) Reload() {
 	d.core.host.SetConfig(cfg.Sandbox)
 	d.core.pipeline.SetHooks(hooks)
 	d.core.ids.setAdminGroup(cfg.AdminGroup)
+	d.core.revokeNetworks(context.Background())
 	if err := d.core.policy.Reload(context.Background()); err != nil {
 		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
 	}
