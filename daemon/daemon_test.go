@@ -43,6 +43,13 @@ type testDaemon struct {
 
 func startDaemon(t testing.TB, configYAML string) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, configYAML, nil)
+}
+
+// startDaemonWith is startDaemon with prepare run on the state dir's path before the daemon
+// is made (a test mounts a small filesystem there).
+func startDaemonWith(t testing.TB, configYAML string, prepare func(state string)) *testDaemon {
+	t.Helper()
 	testutil.RequireRoot(t)
 	// Not under /tmp: every child has a private /tmp, and the socket and state dir must be
 	// where a production daemon's are, in the children's view of the host.
@@ -69,6 +76,9 @@ func startDaemon(t testing.TB, configYAML string) *testDaemon {
 		t.Fatal(err)
 	}
 	td := &testDaemon{socket: filepath.Join(dir, "sandboxd.sock"), state: filepath.Join(dir, "state"), done: make(chan error, 1)}
+	if prepare != nil {
+		prepare(td.state)
+	}
 	d, err := New(Options{Socket: td.socket, StateDir: td.state, ConfigPath: cfgPath, ConfigRequired: true}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatalf("new daemon: %v", err)

@@ -31,6 +31,9 @@ func hostLimits(cfg *config.Config) executor.Limits {
 		PersistedBytesPerUser: cfg.Limits.PersistedBytesPerUser,
 		TasksPerUser:          cfg.Limits.TasksPerUser,
 		TaskMaxLifetime:       config.Duration(cfg.Limits.TaskMaxSeconds),
+		// Twice the audit's own floor: results stop while the audit log still has room of its
+		// own, even with several large results being written at once.
+		VolumeReserveBytes: 2 * cfg.Audit.MinFreeBytes,
 	}
 }
 

@@ -672,3 +672,40 @@ func TestUpdateDirsCheckedAsOwner(t *testing.T) {
 		t.Errorf("an update adding the owner's own dir: %d %.300s", code, b)
 	}
 }
+
+// One user's saved results cannot fill the state volume the audit log shares: they stop at
+// twice audit.min_free_bytes (the output is cut with a note), so the audit log keeps its room
+// and another user's calls still run.
+func TestPersistedResultsLeaveTheAuditRoom(t *testing.T) {
+	td := startDaemonWith(t, "audit:\n  min_free_bytes: 4194304\n", func(state string) {
+		if err := os.Mkdir(state, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+		}
+		// Cleanups run last-in first-out: after the daemon's stop, before the dir's removal.
+		t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	})
+	mallory, alice := testutil.CreateUser(t, "sbvm"), testutil.CreateUser(t, "sbva")
+	mid := sessionAs(t, td, mallory, `,"mode":"bypassPermissions"`)
+	aid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	cut := false
+	for i := range 8 {
+		cmd := fmt.Sprintf(`{"tool":"Bash","input":{"command":"yes %c | head -c 3000000"}}`, 'a'+i)
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", cmd, "")
+		if code != http.StatusOK {
+			t.Fatalf("mallory's output %d: %d %.300s", i, code, b)
+		}
+		if strings.Contains(string(b), "could not be saved (ENOSPC)") {
+			cut = true
+		}
+	}
+	if !cut {
+		t.Error("24 MB of output on a 24 MiB state volume were all saved")
+	}
+	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/calls", `{"tool":"Bash","input":{"command":"echo served"}}`, "")
+	if code != http.StatusOK || !strings.Contains(string(b), "served") {
+		t.Errorf("alice, after mallory's outputs: %d %.500s", code, b)
+	}
+}

@@ -182,6 +182,9 @@ func humanBytes(n int64) string {
 
 // persistText saves text for the session owner and returns its path.
 func (h *Host) persistText(s *session.Session, text string) (string, error) {
+	if err := h.roomFor(int64(len(text))); err != nil {
+		return "", err
+	}
 	f, err := h.createResultFile(s)
 	if err != nil {
 		return "", err

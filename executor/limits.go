@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -55,6 +57,10 @@ type Limits struct {
 	TasksPerUser int
 	// TaskMaxLifetime is how long a background task may run before it is killed.
 	TaskMaxLifetime time.Duration
+	// VolumeReserveBytes is free space of the state volume that saved results never take
+	// (0: no reserve). The audit log lives there and refuses every user's calls when the
+	// volume runs low, so one user's results must stop well before it does.
+	VolumeReserveBytes int64
 }
 
 // SetLimits swaps in the per-user limits (at start and on reload).
@@ -99,6 +105,29 @@ type persistedFile struct {
 	path    string
 	session string
 	size    int64
+}
+
+// errStateVolumeLow: saving this much would eat into the state volume's reserve.
+var errStateVolumeLow = errors.New("the state volume is short of space, and what is left is kept for the audit log")
+
+// roomFor refuses n more bytes of saved results when the state volume would then have less
+// than Limits.VolumeReserveBytes free. Every user's results count against one volume, so the
+// per-user bound alone (persisted_bytes_per_user) lets one user fill it, and the audit log
+// then refuses everyone's calls. A volume whose space cannot be read is let be: the write
+// itself then fails, or not.
+func (h *Host) roomFor(n int64) error {
+	reserve := h.limits().VolumeReserveBytes
+	if reserve <= 0 || h.StateDir == "" {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(h.StateDir, &st); err != nil {
+		return nil
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free-n < reserve {
+		return errcode.New(errcode.ErrnoENOSPC, errStateVolumeLow)
+	}
+	return nil
 }
 
 // account records a finished result file of s's owner and removes the owner's oldest files
@@ -165,6 +194,9 @@ var errSpillOverLimit = errors.New("the output of this user's running commands i
 // are written as root, so without this a user's concurrent commands and tasks could fill the
 // state disk many times past the limit before any of them finished.
 func (h *Host) reserve(s *session.Session, n int64) error {
+	if err := h.roomFor(n); err != nil {
+		return err
+	}
 	limit := h.limits().PersistedBytesPerUser
 	l := &h.ledger
 	l.mu.Lock()
