@@ -53,6 +53,8 @@ type Core struct {
 	approvals *approval.Queue
 	// egress is the filtering proxy of sessions in network mode proxy.
 	egress *egressProxy
+	// reloads is how the last loads of the configuration and the policy went.
+	reloads reloadState
 }
 
 var _ api.Backend = (*Core)(nil)
@@ -87,6 +89,10 @@ func (c *Core) Health(caller session.Caller) protocol.Health {
 	}
 	if !c.recorder.healthy() {
 		h.Status, h.Audit = "degraded", "unavailable: calls are refused until the audit log can be written"
+	}
+	if caller.Admin {
+		// Admins reload; what a refused reload says (file names, parse errors) is theirs.
+		h.Reload = c.reloads.summary()
 	}
 	return h
 }

@@ -78,6 +78,14 @@ func newOpsMetrics(reg prometheus.Registerer, core *Core, al *audit.Log) *opsMet
 			Help: "Audit records waiting for the writer; one that keeps growing means the disk cannot keep up.",
 		}, func() float64 { return float64(al.QueueDepth()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sandboxd_config_last_reload_successful",
+			Help: "1 if the last configuration reload succeeded (or none was made); 0 means the daemon serves on an older configuration than the file's.",
+		}, func() float64 { return boolGauge(core.reloads.ok(&core.reloads.config)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sandboxd_policy_last_load_successful",
+			Help: "1 if the last policy load (reload, policy directory change, bundle) succeeded; 0 means the daemon decides with an older policy than the admin's files.",
+		}, func() float64 { return boolGauge(core.reloads.ok(&core.reloads.policy)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sandboxd_audit_healthy",
 			Help: "1 while the audit log can be written; 0 means calls are refused (fail closed).",
 		}, func() float64 {
@@ -88,6 +96,13 @@ func newOpsMetrics(reg prometheus.Registerer, core *Core, al *audit.Log) *opsMet
 		}),
 	)
 	return m
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // pendingApprovals counts without copying the queue.

@@ -143,8 +143,13 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	// Admin settings live beside the Rego: when the policy reloads, sessions' rule sets are
 	// rebuilt so a new admin deny applies to sessions already open.
 	var built atomic.Pointer[Core]
-	pcfg, err := policyConfig(cfg, rec, log, func() {
-		if c := built.Load(); c != nil {
+	pcfg, err := policyConfig(cfg, rec, log, func(ev policy.ReloadEvent) {
+		c := built.Load()
+		if c == nil {
+			return // the start's load: New fails if it does
+		}
+		c.reloads.record(&c.reloads.policy, ev.Err)
+		if ev.Err == nil {
 			go c.reloadRules()
 		}
 	})
@@ -210,7 +215,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 const policyWatchInterval = 2 * time.Second
 
 // policyConfig configures the engine; every load attempt is audited with the digest in force.
-func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger, onReload func()) (policy.Config, error) {
+func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger, onReload func(policy.ReloadEvent)) (policy.Config, error) {
 	pc := policy.Config{WatchInterval: policyWatchInterval, DecisionCacheSize: 4096}
 	// A policy directory that does not exist means no admin policy yet; one that exists must
 	// pass the engine's ownership checks.
@@ -234,8 +239,8 @@ func policyConfig(cfg config.Config, rec *recorder, log *zap.Logger, onReload fu
 		if err := rec.daemon(context.Background(), audit.KindPolicyLoad, detail); err != nil {
 			log.Error("audit policy load", zap.Error(err))
 		}
-		if ev.Err == nil && ev.Trigger != "start" && onReload != nil {
-			onReload()
+		if ev.Trigger != "start" && onReload != nil {
+			onReload(ev)
 		}
 	}
 	return pc, nil
@@ -308,15 +313,18 @@ loop:
 func (d *Daemon) Reload() {
 	cfg, err := config.Load(d.opts.ConfigPath, d.opts.ConfigRequired)
 	if err != nil {
+		d.core.reloads.record(&d.core.reloads.config, err)
 		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))
 		return
 	}
 	old := d.core.Config()
 	hooks, err := executor.NewHooks(d.core.host, cfg.Hooks)
 	if err != nil {
+		d.core.reloads.record(&d.core.reloads.config, fmt.Errorf("hooks: %w", err))
 		d.log.Error("reload refused: hooks; the running configuration stays in force", zap.Error(err))
 		return
 	}
+	d.core.reloads.record(&d.core.reloads.config, nil)
 	for _, f := range restartOnly(*old, cfg) {
 		d.log.Warn("changed setting takes effect at the next start", zap.String("setting", f))
 	}

@@ -248,7 +248,10 @@ type Health struct {
 	Sessions int    `json:"sessions"`
 	Audit    string `json:"audit"`
 	Policy   string `json:"policy,omitempty"`
-	Uptime   string `json:"uptime"`
-	Caller   Owner  `json:"caller"`
-	Admin    bool   `json:"admin"`
+	// Reload, for admins, says which reload was refused and why while the daemon serves on
+	// the configuration or policy it had; empty when the last ones succeeded.
+	Reload string `json:"reload,omitempty"`
+	Uptime string `json:"uptime"`
+	Caller Owner  `json:"caller"`
+	Admin  bool   `json:"admin"`
 }

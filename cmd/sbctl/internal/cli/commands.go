@@ -28,6 +28,9 @@ func cmdStatus(e *Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "sandboxd %s: %s (up %s)\nsocket:   %s\ncaller:   uid %d (%s)%s\nsessions: %d\naudit:    %s\n",
 		h.Version, h.Status, h.Uptime, e.Socket, h.Caller.UID, h.Caller.User, map[bool]string{true: ", admin"}[h.Admin], h.Sessions, h.Audit)
+	if h.Reload != "" {
+		fmt.Fprintf(e.Stdout, "reload:   %s\n", Visible(h.Reload))
+	}
 	return nil
 }
 
