@@ -68,6 +68,9 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err := prepareStateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
+	if err := raiseOpenFiles(uint64(max(cfg.Sandbox.OpenFilesMax, minOpenFiles))); err != nil {
+		return nil, err
+	}
 	// Undo what was built, newest first, if a later step fails.
 	var undo []func()
 	defer func() {
@@ -313,6 +316,11 @@ loop:
 func (d *Daemon) Reload() {
 	cfg, err := config.Load(d.opts.ConfigPath, d.opts.ConfigRequired)
 	if err != nil {
+		d.core.reloads.record(&d.core.reloads.config, err)
+		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))
+		return
+	}
+	if err := raiseOpenFiles(uint64(max(cfg.Sandbox.OpenFilesMax, minOpenFiles))); err != nil {
 		d.core.reloads.record(&d.core.reloads.config, err)
 		d.log.Error("reload refused; the running configuration stays in force", zap.Error(err))
 		return
