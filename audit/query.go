@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -86,6 +87,12 @@ var errStop = errors.New("stop")
 // Query yields the records of dir that match f, oldest first. It reads the files as they are
 // and does not verify hashes (Verify does).
 func Query(dir string, f Filter) iter.Seq2[*Record, error] {
+	return QueryFrom(dir, "", f)
+}
+
+// QueryFrom is Query from the log file named first (a base name, as ListFiles and
+// CurrentFile give) onward: the older files are not read. An empty first reads them all.
+func QueryFrom(dir, first string, f Filter) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		files, err := ListFiles(dir)
 		if err != nil {
@@ -93,6 +100,9 @@ func Query(dir string, f Filter) iter.Seq2[*Record, error] {
 			return
 		}
 		for _, path := range files {
+			if first != "" && filepath.Base(path) < first {
+				continue
+			}
 			_, err := scanFile(path, 0, func(r *Record, _ []byte) error {
 				if f.Match(r) && !yield(r, nil) {
 					return errStop

@@ -264,7 +264,27 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 		// Which CA the sessions' HTTPS was shown under, for whoever reads a capture later.
 		start["egress_ca_sha256"] = fp
 	}
-	_ = d.core.recorder.daemon(ctx, audit.KindDaemonStart, start)
+	prev, err := readRunMarker(d.opts.StateDir)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		d.log.Warn("the previous daemon did not stop cleanly; daemon.start names the calls it left without an end", zap.Int("previous_pid", prev.PID))
+		for k, v := range uncleanStopDetail(d.audit.Dir(), prev) {
+			start[k] = v
+		}
+	}
+	marker := runMarker{PID: os.Getpid(), Started: time.Now()}
+	if files, err := audit.ListFiles(d.audit.Dir()); err == nil && len(files) > 0 {
+		marker.AuditFile = filepath.Base(files[len(files)-1])
+	}
+	if err := d.core.recorder.daemon(ctx, audit.KindDaemonStart, start); err != nil {
+		// Served all the same: every call is refused until the log can be written.
+		d.log.Error("audit the daemon's start", zap.Error(err))
+	}
+	if err := writeRunMarker(d.opts.StateDir, marker); err != nil {
+		return err
+	}
 	// A signed head from the start: verify with the public key works before the first periodic checkpoint.
 	if err := d.audit.Checkpoint(ctx); err != nil {
 		d.log.Warn("initial audit checkpoint", zap.Error(err))
@@ -381,9 +401,14 @@ func (d *Daemon) shutdown() {
 	if err := d.core.sandbox.RemoveCgroups(); err != nil {
 		d.log.Warn("remove the cgroup subtree", zap.Error(err))
 	}
-	_ = d.core.recorder.daemon(context.Background(), audit.KindDaemonStop, map[string]string{"pid": strconv.Itoa(os.Getpid())})
+	stopped := d.core.recorder.daemon(context.Background(), audit.KindDaemonStop, map[string]string{"pid": strconv.Itoa(os.Getpid())})
 	if err := d.audit.Close(); err != nil {
 		d.log.Error("close audit log", zap.Error(err))
+	} else if stopped == nil {
+		// Only once the stop is in the log: a stop it does not show was not clean.
+		if err := removeRunMarker(d.opts.StateDir); err != nil {
+			d.log.Error("remove the run marker", zap.Error(err))
+		}
 	}
 	d.cgLock.Release()
 	d.stateLock.Close()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,13 @@ func TestKill9UnderLoad(t *testing.T) {
 	if err := d.Stop(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// And once more after a clean stop, which the next start must not call unclean.
+	if err := d.Restart(rctx); err != nil {
+		t.Fatalf("restart after a clean stop: %v", err)
+	}
+	if err := d.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := d.VerifyAudit()
 	if err != nil {
 		t.Fatalf("audit verify after kill -9 and restart: %v (report %+v)", err, rep)
@@ -154,9 +162,13 @@ func TestKill9UnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends := map[string]bool{}
+	var starts []*audit.Record
 	for _, r := range recs {
-		if r.Kind == audit.KindCallEnd {
+		switch r.Kind {
+		case audit.KindCallEnd:
 			ends[r.ToolUseID] = true
+		case audit.KindDaemonStart:
+			starts = append(starts, r)
 		}
 	}
 	mu.Lock()
@@ -165,6 +177,37 @@ func TestKill9UnderLoad(t *testing.T) {
 		if !ends[id] {
 			t.Errorf("the client saw the result of %s but the audit log has no call.end for it", id)
 		}
+	}
+	checkStartsAfterKill(t, starts, ends)
+}
+
+// checkStartsAfterKill: of three daemon.start records (first start, after kill -9, after a
+// clean stop) only the second says the previous daemon stopped uncleanly, and it names the
+// calls still running at the kill (the sleeps of worker 0), whose call.end never came.
+func checkStartsAfterKill(t *testing.T, starts []*audit.Record, ends map[string]bool) {
+	t.Helper()
+	if len(starts) != 3 {
+		t.Fatalf("want 3 daemon.start records, got %d", len(starts))
+	}
+	for i, r := range starts {
+		if got := r.Detail["previous_stop"]; (i == 1) != (got == "unclean") {
+			t.Errorf("daemon.start %d: previous_stop %q (details %v)", i+1, got, r.Detail)
+		}
+	}
+	d := starts[1].Detail
+	ids := strings.Split(d["unfinished_call_ids"], ",")
+	if d["unfinished_calls"] != strconv.Itoa(len(ids)) || d["unfinished_call_ids"] == "" {
+		t.Fatalf("after kill -9: unfinished calls %q, ids %q", d["unfinished_calls"], d["unfinished_call_ids"])
+	}
+	sleeper := false
+	for _, id := range ids {
+		if ends[id] {
+			t.Errorf("%s is named unfinished but has a call.end", id)
+		}
+		sleeper = sleeper || strings.HasPrefix(id, "k9_0_")
+	}
+	if !sleeper {
+		t.Errorf("the running sleep is not among the unfinished calls %v", ids)
 	}
 }
 

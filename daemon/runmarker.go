@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/audit"
+)
+
+// runMarkerName is the state directory's file saying a daemon serves from it. A clean stop
+// removes it after its daemon.stop record; one found at start means the previous daemon died
+// (killed, crashed, the host lost power) with calls perhaps in flight, whose call.start has no
+// call.end: the next daemon.start says so, and which, for whoever reads the log after.
+const runMarkerName = "sandboxd.running"
+
+// maxUnfinishedListed bounds the call ids a daemon.start names; the count is always whole.
+const maxUnfinishedListed = 50
+
+// runMarker is what a serving daemon leaves in its state directory.
+type runMarker struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// AuditFile is the log file that was current before its daemon.start: the records of
+	// that run are in it and the files after it.
+	AuditFile string `json:"audit_file"`
+}
+
+// readRunMarker returns the marker a previous daemon left, or nil when it stopped cleanly
+// (or none ever ran here). The state directory is root's and locked by now.
+func readRunMarker(stateDir string) (*runMarker, error) {
+	f, err := os.OpenFile(filepath.Join(stateDir, runMarkerName), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run marker: %w", err)
+	}
+	defer f.Close()
+	var m runMarker
+	if err := json.NewDecoder(io.LimitReader(f, 4<<10)).Decode(&m); err != nil {
+		// Unreadable (torn by the crash it reports): the stop was still unclean.
+		return &runMarker{}, nil
+	}
+	return &m, nil
+}
+
+// writeRunMarker records that this daemon serves from stateDir, durably: a crash right after
+// must still be seen at the next start.
+func writeRunMarker(stateDir string, m runMarker) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(stateDir, runMarkerName)
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write run marker: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write run marker: %w", err)
+	}
+	return nil
+}
+
+// removeRunMarker ends the run cleanly: called after the daemon.stop record is durable.
+func removeRunMarker(stateDir string) error {
+	err := os.Remove(filepath.Join(stateDir, runMarkerName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// uncleanStopDetail is what a daemon.start says about a previous daemon that did not stop
+// cleanly: its pid and start, and the calls it started whose end it never recorded (found in
+// the log files of its run only).
+func uncleanStopDetail(auditDir string, prev *runMarker) map[string]string {
+	d := map[string]string{"previous_stop": "unclean"}
+	if prev.PID > 0 {
+		d["previous_pid"] = strconv.Itoa(prev.PID)
+	}
+	if !prev.Started.IsZero() {
+		d["previous_start"] = prev.Started.UTC().Format(time.RFC3339Nano)
+	}
+	ids, n, err := unfinishedCalls(auditDir, prev)
+	if err != nil {
+		d["unfinished_calls_error"] = err.Error()
+		return d
+	}
+	d["unfinished_calls"] = strconv.Itoa(n)
+	if len(ids) > 0 {
+		d["unfinished_call_ids"] = strings.Join(ids, ",")
+	}
+	return d
+}
+
+// unfinishedCalls finds the call.start records of prev's run with no call.end after them:
+// calls that may have had effects the log does not show the end of. It returns the first
+// maxUnfinishedListed tool_use_ids, oldest first, and how many there are.
+func unfinishedCalls(auditDir string, prev *runMarker) ([]string, int, error) {
+	f := audit.Filter{Kinds: []audit.Kind{audit.KindCallStart, audit.KindCallEnd}, Since: prev.Started}
+	type key struct{ session, id string }
+	open := map[key]int{}
+	var order []key
+	for r, err := range audit.QueryFrom(auditDir, prev.AuditFile, f) {
+		if err != nil {
+			return nil, 0, err
+		}
+		k := key{r.Session, r.ToolUseID}
+		if r.Kind == audit.KindCallStart {
+			open[k] = len(order)
+			order = append(order, k)
+		} else {
+			delete(open, k)
+		}
+	}
+	var ids []string
+	for i, k := range order {
+		if j, ok := open[k]; ok && j == i && len(ids) < maxUnfinishedListed {
+			ids = append(ids, k.id)
+		}
+	}
+	return ids, len(open), nil
+}
