@@ -205,6 +205,12 @@ func TestMCPListsAndCallsTools(t *testing.T) {
 		if r.IsError || !strings.Contains(text(r), "again") {
 			t.Errorf("after the session was lost: error %v, %q", r.IsError, text(r))
 		}
+		if !strings.Contains(text(r), "session was gone") {
+			t.Errorf("the call that made the session again does not say so: %q", text(r))
+		}
+		if r := call("Bash", map[string]any{"command": "echo later"}); strings.Contains(text(r), "session was gone") {
+			t.Errorf("a later call in the new session says it was made again: %q", text(r))
+		}
 	})
 
 	// The connection's session goes with the connection.

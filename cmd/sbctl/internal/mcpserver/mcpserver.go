@@ -259,9 +259,11 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 		}
 		res, err := run(id)
 		var ae *client.APIError
+		renewed := false
 		if errors.As(err, &ae) && ae.Status == 404 && ae.Detail.Class == "not_found" {
 			// Nothing ran: the daemon did not know the session.
 			if id, err = conn.renew(ctx, id); err == nil {
+				renewed = true
 				res, err = run(id)
 			}
 		}
@@ -270,12 +272,24 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 			// error the model can read, not a protocol error.
 			return errorResult("sandboxd could not run the call: " + err.Error()), nil
 		}
+		var out *mcp.CallToolResult
 		if elicit && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
-			return askThroughClient(cr, res, approvalPreviews(ctx, conn.c, res.ApprovalID)), nil
+			out = askThroughClient(cr, res, approvalPreviews(ctx, conn.c, res.ApprovalID))
+		} else {
+			out = toResult(res)
 		}
-		return toResult(res), nil
+		if renewed {
+			// Said where the model and its user read it: the old session's changes are gone.
+			out.Content = append(out.Content, &mcp.TextContent{Text: sessionRenewedNote})
+		}
+		return out, nil
 	}
 }
+
+// sessionRenewedNote follows the result of the call that found the connection's session gone.
+const sessionRenewedNote = "[sandboxd: this connection's session was gone (the daemon restarted, or the session was " +
+	"deleted or expired), so a new one was made from the flags sbctl mcp was started with. Changes made to the old " +
+	"session since (its mode, directories or working directory) are not carried over.]"
 
 // canElicit reports whether the MCP client can put a question to its user.
 func canElicit(ss *mcp.ServerSession) bool {
