@@ -160,8 +160,14 @@ func printRecord(w io.Writer, r *protocol.Record) {
 		}
 	}
 	input := InputSummary(r.Tool, r.Input)
-	if r.Kind == "net.connect" {
+	switch r.Kind {
+	case "net.connect":
 		input, decision, rule, outcome = netConnectColumns(r.Detail)
+	case "daemon.start":
+		if r.Detail["previous_stop"] == "unclean" {
+			// What a reader of the log must not miss: calls whose end was never recorded.
+			outcome = "previous daemon stopped uncleanly; unfinished calls: " + orDash(r.Detail["unfinished_calls"])
+		}
 	}
 	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
 		Visible(r.Kind), Visible(user), orDash(Visible(r.Session)), orDash(Visible(r.Tool)), orDash(Clip(input, 60)),

@@ -156,3 +156,20 @@ func TestConfinedAskReasonWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintDaemonStart: a start after a crash says so in the table; a clean one shows nothing.
+func TestPrintDaemonStart(t *testing.T) {
+	for _, tc := range []struct {
+		detail map[string]string
+		want   string
+	}{
+		{map[string]string{"pid": "1"}, "\t-\n"},
+		{map[string]string{"previous_stop": "unclean", "unfinished_calls": "3"}, "previous daemon stopped uncleanly; unfinished calls: 3\n"},
+	} {
+		var b strings.Builder
+		printRecord(&b, &protocol.Record{Seq: 1, Kind: "daemon.start", Detail: tc.detail})
+		if !strings.HasSuffix(b.String(), tc.want) {
+			t.Errorf("%v: got %q, want it to end %q", tc.detail, b.String(), tc.want)
+		}
+	}
+}
