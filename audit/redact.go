@@ -129,6 +129,19 @@ func Redact(input json.RawMessage) (json.RawMessage, string) {
 	return out, digest
 }
 
+// RedactMarshaled is Redact's redaction, without the digest, for JSON that encoding/json
+// produced: such JSON escapes none of the characters a secret hint is made of (letters,
+// digits, "_", "-", ":", "/", space), so, as in canonical JSON, every key and string appears
+// with its hints verbatim. Without a hint anywhere, nothing would be redacted, and js comes
+// back as it is, neither decoded nor re-encoded; otherwise it is Redact's canonical output.
+func RedactMarshaled(js []byte) []byte {
+	if !mayHoldSecret(js) {
+		return js
+	}
+	red, _ := Redact(js)
+	return red
+}
+
 func decodeNumbers(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,6 +118,46 @@ func TestClassify(t *testing.T) {
 	for _, tc := range cases {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestRedactMarshaled: for JSON encoding/json made, RedactMarshaled redacts what Redact does,
+// and leaves JSON without a secret hint untouched (not even re-encoded).
+func TestRedactMarshaled(t *testing.T) {
+	// The premise: encoding/json writes every hint verbatim, in keys and in strings, next to
+	// characters it does escape.
+	for _, h := range allSecretHints {
+		js, err := json.Marshal(map[string]string{"<" + string(h) + ">": "&" + string(h) + "\u2028"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := bytes.Count(bytes.ToLower(js), h); c != 2 {
+			t.Errorf("hint %q appears %d times in %s, want 2", h, c, js)
+		}
+	}
+	for _, v := range []any{
+		map[string]any{"argv": []string{"/bin/true"}, "cwd": "/work/<a&b>", "n": 1.5},
+		map[string]any{"API_KEY": "abc", "nested": map[string]any{"Authorization": "Bearer xyz"}},
+		map[string]any{"cmd": "curl https://user:hunter2@example.com/x", "z": []any{"AKIAABCDEFGHIJKLMNOP"}},
+		map[string]any{"cmd": "echo ghp_" + strings.Repeat("a", 36)},
+		struct {
+			Zeta  string `json:"zeta"`
+			Alpha string `json:"alpha"`
+		}{"x", "password=hunter2"},
+	} {
+		js, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := Redact(js)
+		got := RedactMarshaled(js)
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: RedactMarshaled %s, Redact %s", js, got, want)
+		}
+		if !mayHoldSecret(js) && !bytes.Equal(got, js) {
+			t.Errorf("%s without a hint came back changed: %s", js, got)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func (r *recorder) basisDetail(detail map[string]string, uid uint32, policy, fin
 		}
 	}
 	if js, err := json.Marshal(replay.FactsOf(b.Facts)); err == nil {
-		if red, _ := audit.Redact(js); fits(red) {
+		if red := audit.RedactMarshaled(js); fits(red) {
 			detail[replay.DetailFacts] = string(red)
 		} else {
 			detail[replay.DetailFactsOmitted] = strconv.Itoa(len(red))
