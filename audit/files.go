@@ -83,53 +83,6 @@ func openRead(path string) (*os.File, error) {
 	return f, nil
 }
 
-// createExcl creates a new root-only file; O_EXCL|O_NOFOLLOW so nothing pre-planted is reused.
-func createExcl(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", filepath.Base(path), err)
-	}
-	return f, nil
-}
-
-// syncDir makes a create, rename or remove in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir for sync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data durably: temp file, fsync, rename, fsync dir.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp) // a leftover from a crash; O_EXCL below refuses anything planted meanwhile
-	f, err := createExcl(tmp, os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
 // secureDir creates dir 0700 or checks an existing one: a real directory owned by us, and
 // tightened to 0700 because the log holds commands and inputs of every user.
 func secureDir(dir string) error {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxd/sandboxd/internal/durable"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
@@ -502,7 +503,7 @@ func (l *Log) setHealthy(ok bool, err error) {
 func (l *Log) writeHead(h Head) {
 	h.Sig = sign(l.key, h.Seq, h.Hash)
 	b, _ := json.Marshal(h)
-	if err := writeFileAtomic(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {
+	if err := durable.WriteFile(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {
 		l.log.Warn("audit head not updated", zap.String("code", string(Classify(err))))
 	}
 }

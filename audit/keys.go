@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/sandboxd/sandboxd/internal/durable"
 )
 
 // Head is the side file head.json: the latest signed (seq, hash) of the chain. Truncating the
@@ -98,10 +100,10 @@ func createKey(dir string) (ed25519.PrivateKey, error) {
 	}
 	// Public key first: a crash in between leaves no private key, so the next start simply
 	// generates a new pair, never a private key without its public half.
-	if err := writeFileAtomic(filepath.Join(dir, pubFile), MarshalPublicKey(pub)); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, pubFile), MarshalPublicKey(pub)); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, keyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, keyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err != nil {
 		return nil, err
 	}
 	return priv, nil

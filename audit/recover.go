@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/durable"
 )
 
 // recover finds the chain head and makes the newest file end in a complete record, moving any
@@ -85,7 +87,7 @@ func (l *Log) recover() error {
 // newline included, is in the file (AppendWritten) or fsynced (Append).
 func (l *Log) tornAside(path string, good int64, tail []byte) (*Record, error) {
 	aside := fmt.Sprintf("%s%s%d", path, tornInfix, good)
-	f, err := createExcl(aside, os.O_WRONLY)
+	f, err := durable.CreateExcl(aside, os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (l *Log) tornAside(path string, good int64, tail []byte) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("save torn tail: %w", err)
 	}
-	if err := syncDir(l.cfg.Dir); err != nil {
+	if err := durable.SyncDir(l.cfg.Dir); err != nil {
 		return nil, err
 	}
 	if err := os.Truncate(path, good); err != nil {
@@ -130,7 +132,7 @@ func (l *Log) probe() error {
 	}
 	path := filepath.Join(l.cfg.Dir, probeFile)
 	_ = os.Remove(path)
-	f, err := createExcl(path, os.O_WRONLY)
+	f, err := durable.CreateExcl(path, os.O_WRONLY)
 	if err != nil {
 		return err
 	}

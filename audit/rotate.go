@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/internal/durable"
 )
 
 func rotateRecord(prevFile string, last *Record) *Record {
@@ -19,11 +21,11 @@ func rotateRecord(prevFile string, last *Record) *Record {
 }
 
 func (l *Log) openFile(name string, now time.Time) error {
-	f, err := createExcl(filepath.Join(l.cfg.Dir, name), os.O_WRONLY)
+	f, err := durable.CreateExcl(filepath.Join(l.cfg.Dir, name), os.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	if err := syncDir(l.cfg.Dir); err != nil {
+	if err := durable.SyncDir(l.cfg.Dir); err != nil {
 		f.Close()
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/internal/durable"
 )
 
 // runMarkerName is the state directory's file saying a daemon serves from it. A clean stop
@@ -61,25 +62,7 @@ func writeRunMarker(stateDir string, m runMarker) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(stateDir, runMarkerName)
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write run marker: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := durable.WriteFile(filepath.Join(stateDir, runMarkerName), b); err != nil {
 		return fmt.Errorf("write run marker: %w", err)
 	}
 	return nil
