@@ -224,7 +224,7 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 		}
 		if err := networkPermitted(c.Config(), s); err != nil {
 			// Not resumed by rules that load: the network it has is no longer its owner's.
-			c.suspend(ctx, s, err)
+			c.revokeNetwork(ctx, s, err)
 			continue
 		}
 		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
@@ -253,7 +253,7 @@ func (c *Core) revokeNetworks(ctx context.Context) {
 	cfg := c.Config()
 	for _, s := range c.store.All() {
 		if err := networkPermitted(cfg, s); err != nil && s.Suspended() == "" {
-			c.suspend(ctx, s, err)
+			c.revokeNetwork(ctx, s, err)
 		}
 	}
 }
@@ -261,10 +261,23 @@ func (c *Core) revokeNetworks(ctx context.Context) {
 // suspend denies every call of s from now on with why, and audits it.
 func (c *Core) suspend(ctx context.Context, s *session.Session, why error) {
 	reason := fmt.Sprintf("%v; recreate the session", why)
+	if s.Suspended() == reason {
+		return // already, for the same reason: one record of it is enough
+	}
 	s.Suspend(reason)
 	c.log.Error("session suspended", zap.String("session", s.ID), zap.Error(why))
 	if err := c.recorder.sessionEvent(ctx, audit.KindSessionSuspend, s, map[string]string{"reason": reason}); err != nil {
 		c.log.Error("audit session suspension", zap.Error(err))
+	}
+}
+
+// revokeNetwork suspends s and kills what it runs: a running command or background task holds
+// the network it was started with, and the configuration no longer gives it to its owner.
+// The session stays (suspended), so a reload that gives the network back resumes it.
+func (c *Core) revokeNetwork(ctx context.Context, s *session.Session, why error) {
+	c.suspend(ctx, s, why)
+	if err := c.sandbox.KillSession(s.ID, "network_revoked"); err != nil {
+		c.log.Warn("kill the processes of a session whose network was withdrawn", zap.String("session", s.ID), zap.Error(err))
 	}
 }
 
@@ -473,7 +486,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 func (c *Core) release(s *session.Session) {
 	c.egress.close(s.ID)
 	c.host.StopSession(s.ID)
-	if err := c.sandbox.KillSession(s.ID); err != nil {
+	if err := c.sandbox.KillSession(s.ID, "session_deleted"); err != nil {
 		c.log.Warn("kill session processes", zap.String("session", s.ID), zap.Error(err))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -29,6 +30,21 @@ func TestReloadRevokesHostNetwork(t *testing.T) {
 	if code, res := run(host); code != http.StatusOK || res.IsError {
 		t.Fatalf("host session before the reload: %d %+v", code, res)
 	}
+	// A background task holds the host's network as long as it runs.
+	if code, b := curlAs(t, td, u, "POST", "/v1/sessions/"+host+"/calls",
+		`{"tool":"Bash","input":{"command":"sleep 300","run_in_background":true}}`, ""); code != http.StatusOK {
+		t.Fatalf("start a background task: %d %s", code, b)
+	}
+	sleeping := func() []int {
+		var pids []int
+		for _, pid := range testutil.ProcessesOf(u.UID) {
+			if harness.ProcComm(pid) == "sleep" {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	waitFor(t, func() bool { return len(sleeping()) > 0 })
 	cfgPath := td.d.opts.ConfigPath
 	orig, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -46,6 +62,9 @@ func TestReloadRevokesHostNetwork(t *testing.T) {
 	}
 	if code, res := run(none); code != http.StatusOK || res.IsError {
 		t.Errorf("a session without the host's network after the reload: %d %+v", code, res.Decision)
+	}
+	if left := sleeping(); len(left) > 0 {
+		t.Errorf("the host session's background task still runs after its network was withdrawn: pids %v", left)
 	}
 	// The asynchronous rules rebuild that follows a reload must not resume it either.
 	td.d.core.reloadRules()

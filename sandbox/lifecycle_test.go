@@ -115,7 +115,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.KillSession("life"); err != nil {
+		if err := s.KillSession("life", "session_deleted"); err != nil {
 			t.Fatal(err)
 		}
 		res, err := p.Wait()

@@ -230,7 +230,7 @@ func TestPoolKillSession(t *testing.T) {
 	if !p.pooled {
 		t.Fatal("not pooled")
 	}
-	if err := s.KillSession("ks"); err != nil {
+	if err := s.KillSession("ks", "session_deleted"); err != nil {
 		t.Fatal(err)
 	}
 	for c, d := range p.cg.dirs {

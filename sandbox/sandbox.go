@@ -231,8 +231,9 @@ func (s *Sandbox) init() error {
 // sandbox's cgroup subtree: a call, a pooled init or a worker it started.
 func (s *Sandbox) Holds(procCgroup []byte) bool { return s.cg.holds(procCgroup) }
 
-// KillSession kills every execution of session and removes its cgroups.
-func (s *Sandbox) KillSession(session string) error {
+// KillSession kills every execution of session and removes its cgroups; reason is what each
+// killed process's outcome says killed it (e.g. "session_deleted").
+func (s *Sandbox) KillSession(session, reason string) error {
 	s.mu.Lock()
 	var victims []*Process
 	for p := range s.procs {
@@ -242,7 +243,7 @@ func (s *Sandbox) KillSession(session string) error {
 	}
 	s.mu.Unlock()
 	for _, p := range victims {
-		_ = p.Kill("session_deleted")
+		_ = p.Kill(reason)
 	}
 	// A call from the pool has its cgroup under <root>/pool, not the session's subtree.
 	var errs []error

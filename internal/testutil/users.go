@@ -75,10 +75,19 @@ func removeUser(name string, uid int) {
 
 // killUserProcesses sends SIGKILL to every process whose real uid is uid.
 func killUserProcesses(uid int) {
+	for _, pid := range ProcessesOf(uint32(uid)) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// ProcessesOf lists the processes whose real uid is uid (as the host sees it: a confined
+// call's, too).
+func ProcessesOf(uid uint32) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return nil
 	}
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -89,11 +98,12 @@ func killUserProcesses(uid int) {
 			continue
 		}
 		for line := range strings.SplitSeq(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == strconv.Itoa(uid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == strconv.FormatUint(uint64(uid), 10) {
+				pids = append(pids, pid)
 			}
 		}
 	}
+	return pids
 }
 
 var sweepOnce sync.Once
