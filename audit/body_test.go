@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -169,6 +170,21 @@ func FuzzRedactFastPath(f *testing.F) {
 		got, gotDigest := Redact(b)
 		if !bytes.Equal(got, want) || gotDigest != wantDigest {
 			t.Fatalf("Redact(%q) = %q %s, slow path %q %s", b, got, gotDigest, want, wantDigest)
+		}
+		// RedactMarshaled's premise: on what encoding/json writes, skipping the decode when no
+		// hint shows changes nothing Redact would have redacted.
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		full, _ := Redact(js)
+		var a, c any
+		if json.Unmarshal(RedactMarshaled(js), &a) != nil || json.Unmarshal(full, &c) != nil || !reflect.DeepEqual(a, c) {
+			t.Fatalf("RedactMarshaled(%q) = %q, Redact %q", js, RedactMarshaled(js), full)
 		}
 	})
 }
