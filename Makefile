@@ -64,6 +64,7 @@ FUZZ_TARGETS := \
 	./egress:FuzzOpenStream:20000 \
 	./egress:FuzzUpstreamAnswer:1500 \
 	./worker:FuzzClientFrames:20000 \
+	./cmd/sbctl/internal/mcpserver:FuzzScreenLine:20000 \
 	./executor:FuzzSedInPlace:20000 \
 	./sandbox:FuzzMountinfo:20000 \
 	./sandbox:FuzzSafeGitConfig:20000 \

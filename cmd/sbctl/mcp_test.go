@@ -366,3 +366,74 @@ func TestMCPWaitsInTheQueue(t *testing.T) {
 		t.Errorf("the approved Write did not run: %v", err)
 	}
 }
+
+// TestMCPSurvivesBadLines: lines that are not JSON-RPC messages get a JSON-RPC error each,
+// and the server goes on serving the client's real requests (the SDK alone ends the session
+// on the first one, and the agent loses its tools).
+func TestMCPSurvivesBadLines(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	cmd := exec.Command(b.sbctl, "--socket", d.socket, "mcp", "--cwd", d.dir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan map[string]any, 16)
+	go func() {
+		dec := json.NewDecoder(stdout)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(lines)
+				return
+			}
+			lines <- m
+		}
+	}()
+	next := func() map[string]any {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatal("sbctl mcp ended")
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer from sbctl mcp")
+		}
+		return nil
+	}
+	send := func(s string) {
+		if _, err := stdin.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []string{"not json", `{"foo":1}`, `{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`} {
+		send(bad)
+		if m := next(); m["error"] == nil {
+			t.Errorf("%s: answered %v, want an error", bad, m)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := next(); m["result"] == nil {
+		t.Fatalf("initialize after the bad lines: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`) // no batches in 2025-06-18
+	if m := next(); m["error"] == nil {
+		t.Errorf("a batch in 2025-06-18: answered %v, want an error", m)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"Bash","arguments":{"command":"echo still-here"}}}`)
+	m := next()
+	if b, _ := json.Marshal(m); m["id"] != float64(3) || !strings.Contains(string(b), "still-here") {
+		t.Errorf("a call after the bad lines: %s", b)
+	}
+}
