@@ -237,7 +237,29 @@ func (h *Host) resolveAsOwner(ctx context.Context, s *session.Session, path stri
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s as the session owner: %w", path, err)
 	}
+	r.Special = h.hiddenSpecial(s, path, r.Resolved, r.Special)
 	return r, nil
+}
+
+// hiddenSpecial is special, or "hidden" when path (as asked for, or resolved) is one the
+// sandbox hides from every call of s: the configured deny_paths and the daemon's own (see
+// denyPaths). The worker recognises a hidden file by the null device bound over it, but
+// inside a hidden directory it sees an empty, unreadable tmpfs, where a file looks missing
+// and a read of it would be allowed. A caller that acts on the decision itself (sbctl hook,
+// which leaves the read to the agent, outside any sandbox) would then read ~/.ssh/id_rsa:
+// the policy must see it as hidden, and deny it in every mode, as deny_paths promise.
+func (h *Host) hiddenSpecial(s *session.Session, path, resolved, special string) string {
+	cfg := h.cfg.Load()
+	if special != "" || cfg == nil {
+		return special
+	}
+	clean := filepath.Clean(path)
+	for _, d := range h.denyPaths(cfg, s.Owner.Home) {
+		if insideDir(clean, d) || insideDir(resolved, d) {
+			return worker.SpecialHidden
+		}
+	}
+	return special
 }
 
 // ResolveInfo resolves path as the session owner, through the owner's worker.

@@ -101,8 +101,9 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		}
 		resolved, special, err := h.Resolve(ctx, c.Session, pu.Path)
 		if err != nil {
-			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given.
-			resolved, special = pu.Path, ""
+			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given,
+			// and a name the sandbox hides is still hidden.
+			resolved, special = pu.Path, h.hiddenSpecial(c.Session, pu.Path, pu.Path, "")
 		}
 		tf.Paths[i] = permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
 			Redirect: pu.Cmd == "redirect"}

@@ -10,9 +10,12 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // The tests here decide each call with the embedded Rego policy on the facts the tool
@@ -68,6 +71,12 @@ func (e *decideEnv) decideOnly(t *testing.T, name string, in Input) (*Call, perm
 		t.Fatalf("schema: %v", err)
 	}
 	c := &Call{Tool: tool, ToolUseID: "toolu_decide", Input: in.Clone(), Session: e.s, Mode: e.s.Mode(), host: e.h}
+	if cmd, ok := in["command"].(string); ok && name == "Bash" {
+		// As the pipeline's classify step does.
+		ch := make(chan *classifier.Classification, 1)
+		ch <- classifier.Classify(cmd, classifier.Options{WorkDirs: e.s.Dirs(), Cwd: e.s.Cwd(), Home: e.s.Owner.Home})
+		c.bash = ch
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := tool.Validate(ctx, c); err != nil {
@@ -179,4 +188,44 @@ func TestReadDecidesOnWhatItOpens(t *testing.T) {
 			t.Fatalf("read a file created after the decision: %q %v", text(r), err)
 		}
 	})
+}
+
+// TestDenyPathsAreHiddenInTheDecision: a file inside a deny_paths directory is decided as
+// hidden, denied in every mode, not allowed as a read that would find nothing. Inside the
+// sandbox it is unreachable anyway, but the decision alone is what sbctl hook gives an agent,
+// which then reads the file itself: an allow there would hand it ~/.ssh/id_rsa.
+func TestDenyPathsAreHiddenInTheDecision(t *testing.T) {
+	e := &decideEnv{toolEnv: newToolEnvCfg(t, config.Sandbox{DenyPaths: []string{"~/.secrets", "~/.netrc"}})}
+	engine, err := policy.New(context.Background(), policy.Config{}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	e.engine = engine
+	e.s.SetRuleSet(permission.NewRuleSet(nil, permission.Effective{}, permission.Anchors{Home: e.dir, Cwd: e.dir}))
+	key := e.file(t, ".secrets/id_rsa", "PRIVATE-KEY\n")
+	e.file(t, ".netrc", "machine x password p\n")
+	e.file(t, "ok.txt", "fine\n")
+	for _, mode := range []permission.Mode{permission.ModeDefault, permission.ModeBypassPermissions} {
+		e.s.Apply(session.Update{Mode: &mode})
+		for _, c := range []struct {
+			tool string
+			in   Input
+		}{
+			{"Read", Input{"file_path": key}},
+			{"Read", Input{"file_path": filepath.Join(e.dir, ".secrets", "missing")}},
+			{"Read", Input{"file_path": filepath.Join(e.dir, ".netrc")}},
+			{"Grep", Input{"pattern": "KEY", "path": filepath.Join(e.dir, ".secrets")}},
+			{"Glob", Input{"pattern": "*", "path": filepath.Join(e.dir, ".secrets")}},
+			{"Bash", Input{"command": "cat .secrets/id_rsa"}},
+		} {
+			_, d := e.decideOnly(t, c.tool, c.in)
+			if d.Behavior != permission.Deny || !strings.Contains(d.Reason, "hidden") {
+				t.Errorf("%s: %s %v: %s (%s); want a deny saying it is hidden", mode, c.tool, c.in, d.Behavior, d.Reason)
+			}
+		}
+		if _, d := e.decideOnly(t, "Read", Input{"file_path": filepath.Join(e.dir, "ok.txt")}); d.Behavior != permission.Allow {
+			t.Errorf("%s: a file outside deny_paths: %s (%s)", mode, d.Behavior, d.Reason)
+		}
+	}
 }

@@ -275,13 +275,17 @@ func (h *Host) withWorker(ctx context.Context, s *session.Session, fn func(*work
 }
 
 // Resolve resolves path as the session owner: symlinks, `..`, `//`. special is "device",
-// "fifo", "socket" or "proc" for paths never to be read. The policy decides on this.
+// "fifo", "socket" or "proc" for paths never to be read, "hidden" for one the sandbox hides
+// (hiddenSpecial). The policy decides on this.
 func (h *Host) Resolve(ctx context.Context, s *session.Session, path string) (resolved, special string, err error) {
 	err = h.withWorker(ctx, s, func(w *worker.Client) error {
 		resolved, special, err = w.Resolve(ctx, path)
 		return err
 	})
-	return resolved, special, err
+	if err != nil {
+		return resolved, special, err
+	}
+	return resolved, h.hiddenSpecial(s, path, resolved, special), nil
 }
 
 // ReadFileAs reads a small file (a settings file) as the session owner.
