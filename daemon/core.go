@@ -90,6 +90,9 @@ func (c *Core) Health(caller session.Caller) protocol.Health {
 	if !c.recorder.healthy() {
 		h.Status, h.Audit = "degraded", "unavailable: calls are refused until the audit log can be written"
 	}
+	if !c.reloads.ok(&c.reloads.rules) {
+		h.Status = "degraded"
+	}
 	if caller.Admin {
 		// Admins reload; what a refused reload says (file names, parse errors) is theirs.
 		h.Reload = c.reloads.summary()
@@ -202,6 +205,18 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return fail(err)
 	}
 	return s.Snapshot(), nil
+}
+
+// checkAdminSettings loads the admin settings files (policy_dir's *.json) and the daemon's
+// own rules alone. Every session's rule set includes them, so one that does not load (bad
+// JSON, a malformed rule, a file others may write) refuses every new session and suspends
+// the open ones; a session's error names the file to its user, and this says it once to
+// the admins, in the status and the metrics, instead of a daemon that reports ok.
+func (c *Core) checkAdminSettings() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := permission.Load(ctx, permission.LoadOptions{PolicyDir: c.Config().PolicyDir, CLIArgs: c.cliRules})
+	return err
 }
 
 // reloadRules rebuilds every session's rule set after the policy reloaded (admin settings

@@ -83,8 +83,8 @@ func newOpsMetrics(reg prometheus.Registerer, core *Core, al *audit.Log) *opsMet
 		}, func() float64 { return boolGauge(core.reloads.ok(&core.reloads.config)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sandboxd_policy_last_load_successful",
-			Help: "1 if the last policy load (reload, policy directory change, bundle) succeeded; 0 means the daemon decides with an older policy than the admin's files.",
-		}, func() float64 { return boolGauge(core.reloads.ok(&core.reloads.policy)) }),
+			Help: "1 if the last policy load (reload, policy directory change, bundle) succeeded, the admin settings files included; 0 means the daemon decides with an older policy than the admin's files, or refuses sessions because an admin settings file does not load.",
+		}, func() float64 { return boolGauge(core.reloads.policyOK()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sandboxd_audit_healthy",
 			Help: "1 while the audit log can be written; 0 means calls are refused (fail closed).",

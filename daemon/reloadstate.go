@@ -11,6 +11,11 @@ import (
 // status and metrics keep saying until a load succeeds.
 type reloadState struct {
 	config, policy atomic.Pointer[loadAttempt]
+	// rules is the last load of the admin settings files (policy_dir's *.json) that came with
+	// a policy load. Unlike a refused policy, a refused file does not leave the old rules in
+	// force: every session's rules include them, so new sessions are refused and open ones
+	// suspended until the files load (Core.reloadRules).
+	rules atomic.Pointer[loadAttempt]
 }
 
 // loadAttempt is one load: when, and why it was refused ("" when it was not).
@@ -33,9 +38,15 @@ func (r *reloadState) ok(which *atomic.Pointer[loadAttempt]) bool {
 	return a == nil || a.err == ""
 }
 
-// summary says what was refused and that the previous version stays in force, or "".
+// policyOK says whether the policy and the admin settings beside it both loaded last time.
+func (r *reloadState) policyOK() bool { return r.ok(&r.policy) && r.ok(&r.rules) }
+
+// summary says what was refused and what is in force meanwhile, or "".
 func (r *reloadState) summary() string {
 	out := ""
+	if a := r.rules.Load(); a != nil && a.err != "" {
+		out = fmt.Sprintf("admin settings refused at %s: every new session is refused and open ones are suspended until they load: %s", a.at.UTC().Format(time.RFC3339), a.err)
+	}
 	for _, c := range []struct {
 		what string
 		a    *loadAttempt

@@ -153,6 +153,11 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		}
 		c.reloads.record(&c.reloads.policy, ev.Err)
 		if ev.Err == nil {
+			err := c.checkAdminSettings()
+			if err != nil {
+				log.Error("admin settings refused: every new session is refused and open ones are suspended until they load", zap.Error(err))
+			}
+			c.reloads.record(&c.reloads.rules, err)
 			go c.reloadRules()
 		}
 	})
@@ -168,6 +173,11 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		host: host, sandbox: sb, recorder: rec, policy: engine, started: time.Now(),
 	}
 	core.cfg.Store(&cfg)
+	// A daemon whose admin settings do not load would refuse every session while it says it
+	// is up: refused at start, as a policy that does not compile is.
+	if err := core.checkAdminSettings(); err != nil {
+		return nil, fmt.Errorf("policy_dir: admin settings: %w", err)
+	}
 	ops := newOpsMetrics(promReg, core, al)
 	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, ops.recorder(rec), hooks)
 	core.pipeline.ObserveStages(ops.stages(steps.stage))
