@@ -3,6 +3,8 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -103,14 +105,23 @@ type ToolReport struct {
 }
 
 // ParseTime reads an audit filter's since or until: an RFC 3339 time, or a duration back from
-// now ("15m", "24h").
+// now ("15m", "24h", or whole days and weeks, "7d", "2w", which is how a log is asked about
+// and which time.ParseDuration does not take).
 func ParseTime(v string) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil {
 		return time.Now().Add(-d), nil
 	}
+	if n, unit := strings.TrimRight(v, "dw"), strings.TrimLeft(v, "0123456789"); n != "" && (unit == "d" || unit == "w") {
+		if days, err := strconv.Atoi(n); err == nil && days <= 100*366 {
+			if unit == "w" {
+				days *= 7
+			}
+			return time.Now().AddDate(0, 0, -days), nil
+		}
+	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h: %q", v)
+		return time.Time{}, fmt.Errorf("want an RFC 3339 time or a duration like 24h or 7d: %q", v)
 	}
 	return t, nil
 }
