@@ -457,6 +457,7 @@ func (c Config) Validate() error {
 		{"audit.retain_files must be >= 1", c.Audit.RetainFiles >= 1},
 		{"audit.max_input_bytes must be between 1 KiB and 1 MiB", c.Audit.MaxInputBytes >= 1<<10 && c.Audit.MaxInputBytes <= 1<<20},
 		{"audit.retain_days must be >= 0", c.Audit.RetainDays >= 0},
+		{"audit.syslog must be a local socket: /dev/log (or another absolute path), unixgram:/path or unix:/path; forward to a remote collector from the host's syslog daemon", syslogValid(c.Audit.Syslog)},
 		{"audit.syslog_format must be record or ocsf", c.Audit.SyslogFormat == "" || c.Audit.SyslogFormat == "record" || c.Audit.SyslogFormat == "ocsf"},
 		{"audit.min_free_bytes must be >= 0", c.Audit.MinFreeBytes >= 0},
 		{"audit.max_bytes_per_user_hour must be >= 0", c.Audit.MaxBytesPerUserHour >= 0},
@@ -542,6 +543,19 @@ func checkSyscallNames(names []string) error {
 		return fmt.Errorf("sandbox.extra_syscalls: unknown syscall %s (the kernel's names, as in syscalls(2))", unknown[0])
 	}
 	return fmt.Errorf("sandbox.extra_syscalls: unknown syscalls %s (the kernel's names, as in syscalls(2))", strings.Join(unknown, ", "))
+}
+
+// syslogValid takes what the audit log's forwarder dials: "" (off), an absolute path (a
+// datagram socket), or unixgram: or unix: and one. Anything else (udp:host:514, a host name)
+// would be dialed as a relative path and every copy dropped with only a warning in the log.
+func syslogValid(s string) bool {
+	if s == "" {
+		return true
+	}
+	if n, a, ok := strings.Cut(s, ":"); ok && (n == "unix" || n == "unixgram") {
+		s = a
+	}
+	return filepath.IsAbs(s)
 }
 
 func validName(s string) bool {

@@ -179,3 +179,20 @@ func TestNetworkDomains(t *testing.T) {
 		t.Errorf("an unnormalized entry validated: %v", err)
 	}
 }
+
+// TestAuditSyslog: audit.syslog names a local socket, as the forwarder dials it; a remote
+// address (which it would dial as a relative path, dropping every copy) refuses the file.
+func TestAuditSyslog(t *testing.T) {
+	t.Parallel()
+	for v, ok := range map[string]bool{
+		"": true, "/dev/log": true, "unixgram:/run/x.sock": true, "unix:/run/x.sock": true,
+		"udp:10.0.0.1:514": false, "tcp:logs.example:514": false, "logs.example:514": false,
+		"dev/log": false, "unix:relative.sock": false, "unixgram:": false,
+	} {
+		c := Default()
+		c.Audit.Syslog = v
+		if err := c.Validate(); (err == nil) != ok {
+			t.Errorf("audit.syslog %q: Validate() = %v, want ok %v", v, err, ok)
+		}
+	}
+}
