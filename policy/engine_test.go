@@ -270,6 +270,13 @@ test_denies_ls if {
 	if _, ok, err := RunTests(context.Background(), dir); ok || err != nil {
 		t.Errorf("failing custom test reported ok=%v err=%v", ok, err)
 	}
+	// No tests at all fails, and says so: an exit status alone leaves the admin guessing.
+	if err := os.Remove(filepath.Join(dir, "site_test.rego")); err != nil {
+		t.Fatal(err)
+	}
+	if report, ok, err := RunTests(context.Background(), dir); ok || err != nil || !strings.Contains(report, "no tests") {
+		t.Errorf("custom policy without tests: ok=%v err=%v\n%s", ok, err, report)
+	}
 }
 
 func TestExplain(t *testing.T) {

@@ -62,6 +62,10 @@ func RunTests(ctx context.Context, customDir string) (report string, ok bool, er
 		return "", false, err
 	}
 	report += "\n== custom policy (" + customDir + ") ==\n" + text
+	if r.Pass+r.Fail+r.Errors == 0 {
+		// Failing on no tests is opa test --fail-on-empty's rule; the exit alone would not say why.
+		report += "no tests: write test_ rules in *_test.rego files beside the modules (e.g. package sandboxd.custom_test)\n"
+	}
 	return report, ok && r.Fail == 0 && r.Errors == 0 && r.Pass > 0, nil
 }
 
