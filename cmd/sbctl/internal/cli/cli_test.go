@@ -229,3 +229,42 @@ func TestClientLinksLittle(t *testing.T) {
 		}
 	}
 }
+
+// A call that did not run prints nothing on stdout: `sbctl bash -- CMD > out` gets the
+// command's output or nothing, never the daemon's message about it.
+func TestNotRunPrintsNothingOnStdout(t *testing.T) {
+	for _, b := range []string{protocol.Ask, protocol.Deny} {
+		var out, errb bytes.Buffer
+		e := &Env{Stdout: &out, Stderr: &errb}
+		res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: b, Reason: "why"}, IsError: true,
+			Content: []protocol.Block{{Type: "text", Text: "permission required: why"}}}
+		_ = finishBash(e, res, true)
+		_ = printResult(e, res)
+		if out.Len() != 0 || !strings.Contains(errb.String(), "permission required: why") {
+			t.Errorf("%s: stdout %q, stderr %q", b, out.String(), errb.String())
+		}
+	}
+}
+
+// --background prints the task's id alone on stdout, so T=$(sbctl bash --background ...) has
+// it; a command moved to the background at its timeout keeps its output and exit 124.
+func TestBackgroundPrintsTheTaskID(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb}
+	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Allow},
+		Content: []protocol.Block{{Type: "text", Text: "Command running in background with ID: bash_1."}},
+		Data:    map[string]any{"backgroundTaskId": "bash_1", "stdout": "", "stderr": "", "interrupted": false}}
+	if err := finishBash(e, res, true); err != nil || out.String() != "bash_1\n" || !strings.Contains(errb.String(), "sbctl task output bash_1") {
+		t.Errorf("exit %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+	out.Reset()
+	res.Data = map[string]any{"backgroundTaskId": "bash_2", "timed_out": true, "stdout": "partial\n", "stderr": ""}
+	var ee *ExitError
+	if err := finishBash(e, res, true); !errors.As(err, &ee) || ee.Code != 124 || out.String() != "partial\n" {
+		t.Errorf("moved at its timeout: exit %v, stdout %q", err, out.String())
+	}
+	code := Run(context.Background(), []string{"--socket", "/nonexistent", "bash", "--background", "--", "sleep 1"}, strings.NewReader(""), &out, &errb, nil)
+	if code != 2 || !strings.Contains(errb.String(), "needs --session") {
+		t.Errorf("--background without --session: exit %d, %q", code, errb.String())
+	}
+}

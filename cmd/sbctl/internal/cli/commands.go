@@ -301,7 +301,13 @@ func printHuman(e *Env, res *protocol.CallResult) {
 		}
 		fmt.Fprintln(e.Stderr, Visible(line))
 	}
-	printContent(e, res)
+	if d := res.Decision; d != nil && d.Behavior != protocol.Allow {
+		// Nothing ran: what the daemon says about it is a message, not the call's output, and
+		// `sbctl bash -- CMD > out` must not write it into out.
+		printContentTo(e.Stderr, res)
+	} else {
+		printContentTo(e.Stdout, res)
+	}
 	for _, m := range res.Extra {
 		fmt.Fprintln(e.Stderr, VisibleLines(m))
 	}
@@ -321,20 +327,22 @@ func printHuman(e *Env, res *protocol.CallResult) {
 // askHint is what sbctl says when a call asked and nobody answered.
 const askHint = "sbctl: to run it without asking, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
-// printContent writes the result's content blocks; empty text prints nothing.
-func printContent(e *Env, res *protocol.CallResult) {
+// printContent writes the result's content blocks to stdout; empty text prints nothing.
+func printContent(e *Env, res *protocol.CallResult) { printContentTo(e.Stdout, res) }
+
+func printContentTo(w io.Writer, res *protocol.CallResult) {
 	for _, b := range res.Content {
 		switch b.Type {
 		case "text":
 			if b.Text == "" {
 				continue
 			}
-			fmt.Fprint(e.Stdout, b.Text)
+			fmt.Fprint(w, b.Text)
 			if !strings.HasSuffix(b.Text, "\n") {
-				fmt.Fprintln(e.Stdout)
+				fmt.Fprintln(w)
 			}
 		case "image":
-			fmt.Fprintf(e.Stdout, "[image %s, %d base64 bytes]\n", b.MediaType, len(b.Data))
+			fmt.Fprintf(w, "[image %s, %d base64 bytes]\n", b.MediaType, len(b.Data))
 		}
 	}
 }

@@ -51,6 +51,10 @@ func cmdBash(e *Env, args []string) error {
 		input["timeout"] = timeout.Milliseconds()
 	}
 	if *background {
+		if tc.session == "" {
+			// A short-lived session ends, with its tasks, as soon as sbctl exits.
+			return UsageError("sbctl bash --background needs --session ID (from sbctl session new): a short-lived session ends, and kills its tasks, when sbctl exits")
+		}
 		input["run_in_background"] = true
 	}
 	raw, err := json.Marshal(input)
@@ -120,6 +124,14 @@ func readCommandFile(path, sum string) (string, error) {
 	return string(b), nil
 }
 
+// startedInBackground says res is a command started as a background task (run_in_background),
+// not one moved there at its timeout (which reports timed_out, its output so far and 124).
+func startedInBackground(res *protocol.CallResult) bool {
+	id, _ := res.Data["backgroundTaskId"].(string)
+	to, _ := res.Data["timed_out"].(bool)
+	return id != "" && !to
+}
+
 // finishBash prints what was not streamed and exits with the command's own exit code.
 func finishBash(e *Env, res *protocol.CallResult, print bool) error {
 	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
@@ -133,6 +145,13 @@ func finishBash(e *Env, res *protocol.CallResult, print bool) error {
 		}
 	case !allowed || res.Error != nil:
 		printHuman(e, res)
+	case startedInBackground(res):
+		// --background: the task id alone on stdout (T=$(sbctl bash --background ...)), how to
+		// follow it on stderr.
+		id, _ := res.Data["backgroundTaskId"].(string)
+		fmt.Fprintln(e.Stdout, Visible(id))
+		fmt.Fprintf(e.Stderr, "sbctl: running in the background as task %s: sbctl task output %s --session ID; sbctl task kill %s --session ID\n", Visible(id), Visible(id), Visible(id))
+		return nil
 	case print:
 		// The command's own output, as a shell would show it: no decision line for an allowed
 		// call (its exit code says how it went), nothing at all for a silent command, and
