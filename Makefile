@@ -102,10 +102,11 @@ install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PREFIX)/lib/tmpfiles.d \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandboxd/policy.d
 	install -m 0755 $(BIN)/sandboxd $(BIN)/sbctl $(BIN)/sbctl-full $(DESTDIR)$(BINDIR)/
-# The units name /usr/bin/sandboxd; another PREFIX gets its own path.
-	sed 's#/usr/bin/sandboxd#$(BINDIR)/sandboxd#' systemd/sandboxd.service > $(DESTDIR)$(UNITDIR)/sandboxd.service
-	install -m 0644 systemd/sandboxd.socket $(DESTDIR)$(UNITDIR)/sandboxd.socket
-	chmod 0644 $(DESTDIR)$(UNITDIR)/sandboxd.service
+# The units name /usr/bin/sandboxd and /usr/share/doc/sandboxd; another PREFIX gets its own.
+	sed -e 's#/usr/bin/sandboxd#$(BINDIR)/sandboxd#' -e 's#/usr/share/doc/sandboxd#$(DOCDIR)#g' \
+		systemd/sandboxd.service > $(DESTDIR)$(UNITDIR)/sandboxd.service
+	sed 's#/usr/share/doc/sandboxd#$(DOCDIR)#g' systemd/sandboxd.socket > $(DESTDIR)$(UNITDIR)/sandboxd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sandboxd.service $(DESTDIR)$(UNITDIR)/sandboxd.socket
 	install -m 0644 systemd/sandboxd.tmpfiles.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/sandboxd.conf
 	install -m 0644 systemd/sandboxd.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/sandboxd.conf
 	install -m 0644 README.md docs/operations.md $(DESTDIR)$(DOCDIR)/
