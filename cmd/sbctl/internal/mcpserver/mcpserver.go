@@ -417,7 +417,9 @@ func toResult(res *protocol.CallResult) *mcp.CallToolResult {
 		}
 		return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and this MCP session has " +
 			"no one to ask, so it did not run. " + why(d) + "." + pending + " To run it, the user can allow it with a rule " +
-			"(sbctl mcp --allow 'RULE') or start the server in a mode that allows it (--mode acceptEdits or bypassPermissions).")
+			"(sbctl mcp --allow 'RULE'), start the server with --wait D so that such calls wait for an answer from " +
+			"sbctl approvals --watch in another terminal, or start it in a mode that allows it (--mode acceptEdits for " +
+			"edits inside the session's directories, bypassPermissions).")
 	case d.Behavior != protocol.Allow:
 		return errorResult("sandboxd did not allow this call: " + why(d))
 	}
