@@ -101,7 +101,9 @@ func TestEgressIntercept(t *testing.T) {
 		{"git push refused", "cd c && git -c user.name=a -c user.email=a@x commit -q --allow-empty -m second && git push -q origin HEAD:main; echo rc=$?", "403", "rc=0"},
 		{"git fetch", "git -C c fetch -q origin && echo fetched", "fetched", "fatal"},
 		{"the bundle has the host's roots and the CA", `grep -c 'BEGIN CERTIFICATE' "$SSL_CERT_FILE"; test "$NODE_EXTRA_CA_CERTS" != "$SSL_CERT_FILE" && echo two-files`, "two-files", ""},
-		{"the CA key is hidden", "cat " + keyPath + " >/dev/null 2>&1 || echo hidden", "hidden", "PRIVATE"},
+		// The path is spelled backwards so only the kernel can stop the read: the decision
+		// already denies a path it sees under the key's directory.
+		{"the CA key is hidden", "cat \"$(echo " + reverse(keyPath) + " | rev)\" >/dev/null 2>&1 || echo hidden", "hidden", "PRIVATE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := run(tc.cmd)
@@ -154,4 +156,12 @@ func TestEgressIntercept(t *testing.T) {
 	if err != nil || ca2.fingerprint != fp {
 		t.Errorf("reload of the CA: %v, %s vs %s", err, ca2.fingerprint, fp)
 	}
+}
+
+func reverse(s string) string {
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
 }
