@@ -456,7 +456,7 @@ func (l *Log) endSync(err error) syncWait {
 // answer tells the waiters of a successful fsync, and publishes its checkpoints as the head.
 func (l *Log) answer(done syncWait) {
 	for _, cp := range done.cps {
-		l.heads.publish(Head{V: Version, Seq: cp.rec.Seq, Hash: cp.rec.Hash, Time: cp.rec.Time, File: cp.file,
+		l.heads.publish(Head{V: headVersion, Seq: cp.rec.Seq, Hash: cp.rec.Hash, Time: cp.rec.Time, File: cp.file,
 			Key: KeyID(l.PublicKey())})
 	}
 	for _, req := range done.reqs {
@@ -501,7 +501,7 @@ func (l *Log) setHealthy(ok bool, err error) {
 // writeHead signs h and writes it as the head (on the head writer's goroutine). A failure
 // leaves an older head, which still verifies; it is logged, not fatal.
 func (l *Log) writeHead(h Head) {
-	h.Sig = sign(l.key, h.Seq, h.Hash)
+	h.Sig = signHead(l.key, h.Seq, h.Hash)
 	b, _ := json.Marshal(h)
 	if err := durable.WriteFile(filepath.Join(l.cfg.Dir, headFile), append(b, '\n')); err != nil {
 		l.log.Warn("audit head not updated", zap.String("code", string(Classify(err))))

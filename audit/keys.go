@@ -29,11 +29,18 @@ type Head struct {
 	Time time.Time `json:"time"`
 	File string    `json:"file"`
 	Key  string    `json:"key"` // KeyID of the signing key
-	Sig  string    `json:"sig"` // base64 ed25519 over SignedMessage(Seq, Hash)
+	Sig  string    `json:"sig"` // base64 ed25519 over HeadMessage(Seq, Hash)
 }
 
-// SignedMessage is what checkpoints and the head sign. The domain prefix keeps these
-// signatures from being valid for anything else the key might ever sign.
+// headVersion is the Head.V of heads signed over HeadMessage. Older heads signed
+// SignedMessage, the very message a checkpoint signs: a checkpoint's signature then made a
+// valid head for the record before it, and anyone with the files could cut the log back to any
+// checkpoint and sign the cut with the key's own signature. Verify refuses such a head; the
+// daemon replaces it at its first checkpoint after start.
+const headVersion = 3
+
+// SignedMessage is what checkpoints sign. The domain prefix keeps these signatures from being
+// valid for anything else the key signs, the head included.
 func SignedMessage(seq uint64, hash string) []byte {
 	return []byte("sandboxd.audit.v1\x00" + strconv.FormatUint(seq, 10) + "\x00" + hash)
 }
@@ -42,6 +49,21 @@ func SignedMessage(seq uint64, hash string) []byte {
 func KeyID(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return hex.EncodeToString(sum[:8])
+}
+
+// HeadMessage is what a head signs: a message no checkpoint signs, so no checkpoint's signature
+// can stand for a head (see headVersion).
+func HeadMessage(seq uint64, hash string) []byte {
+	return []byte("sandboxd.audit.head.v1\x00" + strconv.FormatUint(seq, 10) + "\x00" + hash)
+}
+
+func signHead(key ed25519.PrivateKey, seq uint64, hash string) string {
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(key, HeadMessage(seq, hash)))
+}
+
+func verifyHeadSig(pub ed25519.PublicKey, h *Head) bool {
+	raw, err := base64.StdEncoding.DecodeString(h.Sig)
+	return err == nil && h.V >= headVersion && ed25519.Verify(pub, HeadMessage(h.Seq, h.Hash), raw)
 }
 
 func sign(key ed25519.PrivateKey, seq uint64, hash string) string {

@@ -315,7 +315,7 @@ func TestIntervalCheckpointAndHead(t *testing.T) {
 	for {
 		h, err := ReadHead(filepath.Join(l.Dir(), headFile))
 		if err == nil && h.Seq == 4 {
-			if !verifySig(l.PublicKey(), h.Seq, h.Hash, h.Sig) {
+			if !verifyHeadSig(l.PublicKey(), h) {
 				t.Fatal("head signature")
 			}
 			break

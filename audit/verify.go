@@ -55,8 +55,16 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		if opt.PublicKey != nil && !verifySig(opt.PublicKey, h.Seq, h.Hash, h.Sig) {
-			return rep, fail(rep, opt.Head, 0, h.Seq, "head signature does not verify", ErrTampered)
+		if opt.PublicKey != nil && !verifyHeadSig(opt.PublicKey, h) {
+			why := "head signature does not verify"
+			switch {
+			case h.V < headVersion && verifySig(opt.PublicKey, h.Seq, h.Hash, h.Sig):
+				why = fmt.Sprintf("head is signed in the version %d form, which a checkpoint's signature can forge, so it cannot show the tail is whole; "+
+					"start this log's daemon (its first checkpoint signs a new head) and copy the log again", h.V)
+			case h.Key != "" && h.Key != KeyID(opt.PublicKey):
+				why = fmt.Sprintf("head signature does not verify: the head names key %s, the public key given is %s", h.Key, KeyID(opt.PublicKey))
+			}
+			return rep, fail(rep, opt.Head, 0, h.Seq, why, ErrTampered)
 		}
 		head, rep.HeadSeq = h, h.Seq
 	} else if opt.PublicKey != nil {

@@ -3,9 +3,11 @@ package audit
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +179,64 @@ func TestSpliceMatchesCanonicalEncoding(t *testing.T) {
 		if !bytes.Equal(got, want) || gotHash != wantHash {
 			t.Fatalf("splice differs from canonical encoding:\n%s\n%s", got, want)
 		}
+	}
+}
+
+// A checkpoint's signature must not serve as a head's: with the files alone, a head made from
+// the last checkpoint but one (its signed seq and hash, its signature) and the log cut back to
+// that seq would otherwise verify, the records after it gone without a trace.
+func TestVerifyCatchesHeadForgedFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir, l := genLog(t)
+	files, _ := ListFiles(dir)
+	var cp *Record
+	var cpFile string
+	var keep []byte // the file holding cp, up to the record cp signs
+	for _, path := range files {
+		b, _ := os.ReadFile(path)
+		off := 0
+		for _, line := range lines(b) {
+			r, err := parseLine(bytes.TrimSuffix(line, []byte("\n")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind == KindCheckpoint && r.Seq < 9 {
+				cp, cpFile, keep = r, path, b[:off]
+			}
+			off += len(line)
+		}
+	}
+	if cp == nil {
+		t.Fatal("no checkpoint in the log")
+	}
+	os.WriteFile(cpFile, keep, 0o600)
+	for _, path := range files {
+		if filepath.Base(path) > filepath.Base(cpFile) {
+			os.Remove(path)
+		}
+	}
+	seq, _ := strconv.ParseUint(cp.Detail["signed_seq"], 10, 64)
+	h := Head{V: headVersion, Seq: seq, Hash: cp.Detail["signed_hash"], Time: cp.Time, File: filepath.Base(cpFile),
+		Key: KeyID(l.PublicKey()), Sig: cp.Detail["sig"]}
+	b, _ := json.Marshal(h)
+	os.WriteFile(filepath.Join(dir, headFile), b, 0o600)
+	expectCaught(t, dir, l, "log cut back to a checkpoint, head forged from it")
+}
+
+// A head in the old form (signed over a checkpoint's message) is refused, and the reason says
+// how to get a head that can be trusted.
+func TestVerifyRefusesOldFormHead(t *testing.T) {
+	t.Parallel()
+	dir, l := genLog(t)
+	h, err := ReadHead(filepath.Join(dir, headFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.V, h.Sig = 2, sign(l.key, h.Seq, h.Hash)
+	b, _ := json.Marshal(h)
+	os.WriteFile(filepath.Join(dir, headFile), b, 0o600)
+	rep, err := VerifyDir(dir, l.PublicKey())
+	if !errors.Is(err, ErrTampered) || !strings.Contains(rep.Reason, "version 2 form") {
+		t.Fatalf("old-form head: err %v, reason %q", err, rep.Reason)
 	}
 }
