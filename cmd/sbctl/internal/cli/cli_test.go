@@ -268,3 +268,32 @@ func TestBackgroundPrintsTheTaskID(t *testing.T) {
 		t.Errorf("--background without --session: exit %d, %q", code, errb.String())
 	}
 }
+// TestFlagHelpNamesTypes: in --help, the word after a flag is its value's type. Go's flag
+// package takes a back-quoted word in a usage string for the value's name, so "a Bash `cd`"
+// printed a boolean flag as "-persist-cwd cd", as though it took an argument.
+func TestFlagHelpNamesTypes(t *testing.T) {
+	types := map[string]bool{"string": true, "value": true, "duration": true, "int": true, "uint": true, "float": true, "int64": true, "uint64": true}
+	for _, args := range [][]string{
+		{"session", "new"}, {"bash"}, {"read"}, {"write"}, {"edit"}, {"glob"}, {"grep"}, {"fetch"},
+		{"call"}, {"decide"}, {"hook"}, {"approvals"}, {"approve"}, {"deny"}, {"audit", "query"},
+		{"audit", "tail"}, {"audit", "export"}, {"audit", "stats"}, {"policy", "eval"}, {"task", "ls"},
+	} {
+		var out, errb bytes.Buffer
+		Run(context.Background(), append(args, "--help"), strings.NewReader(""), &out, &errb, nil)
+		lines := strings.Split(out.String()+errb.String(), "\n")
+		if !strings.Contains(out.String()+errb.String(), "  -") {
+			t.Errorf("sbctl %q --help lists no flags: %q", args, out.String()+errb.String())
+		}
+		for _, l := range lines {
+			// A one-letter flag's usage follows on the same line, after a tab.
+			head, _, _ := strings.Cut(l, "\t")
+			f := strings.Fields(head)
+			if !strings.HasPrefix(l, "  -") || len(f) < 2 {
+				continue
+			}
+			if !types[f[1]] {
+				t.Errorf("sbctl %q --help: %q shows %q where the type goes", args, l, f[1])
+			}
+		}
+	}
+}

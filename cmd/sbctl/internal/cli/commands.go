@@ -75,7 +75,7 @@ func cmdSession(e *Env, args []string) error {
 		fs.Var(&sf.ask, "ask", "ask rule (repeatable)")
 		fs.Var(&sf.addDirs, "add-dir", "additional directory (repeatable)")
 		fs.BoolVar(&sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
-		fs.BoolVar(&sf.persistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
+		fs.BoolVar(&sf.persistCwd, "persist-cwd", false, "let a Bash cd inside the session's directories carry over to later calls")
 		fs.StringVar(&sf.network, "network", "", "none (loopback only), proxy (only through the daemon's filtering proxy) or host (default: the daemon's network.mode)")
 		if err := fs.Parse(rest); err != nil {
 			return err

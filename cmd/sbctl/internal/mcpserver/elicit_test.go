@@ -1,12 +1,14 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxd/sandboxd/cmd/sbctl/internal/cli"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -34,5 +36,15 @@ func TestAskResultSaysHowToRun(t *testing.T) {
 		if !r.IsError || !strings.Contains(text, want) {
 			t.Errorf("ask result lacks %q: %s", want, text)
 		}
+	}
+}
+
+// TestHelpNamesTypes: a back-quoted word in a flag's usage becomes its value's name in
+// --help, and made the boolean --persist-cwd look as though it took an argument ("cd").
+func TestHelpNamesTypes(t *testing.T) {
+	var errb bytes.Buffer
+	_ = Cmd(&cli.Env{Stdout: &errb, Stderr: &errb}, []string{"--help"})
+	if !strings.Contains(errb.String(), "-persist-cwd\n") {
+		t.Errorf("--help does not show -persist-cwd as a boolean:\n%s", errb.String())
 	}
 }

@@ -65,7 +65,7 @@ func Cmd(e *cli.Env, args []string) error {
 	fs.Var(&ask, "ask", "ask rule (repeatable)")
 	fs.Var(&dirs, "add-dir", "additional directory (repeatable)")
 	fs.BoolVar(&cs.TrustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
-	fs.BoolVar(&cs.PersistCwd, "persist-cwd", false, "let a Bash `cd` inside the session's directories carry over to later calls")
+	fs.BoolVar(&cs.PersistCwd, "persist-cwd", false, "let a Bash cd inside the session's directories carry over to later calls")
 	wait := fs.Duration("wait", 0, "how long an asked call waits in sandboxd's approval queue for an answer (sbctl approvals) when the MCP client cannot ask its user (elicitation); 0: it returns at once")
 	if err := fs.Parse(args); err != nil {
 		return err
