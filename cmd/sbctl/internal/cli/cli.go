@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/client"
 )
@@ -26,6 +27,9 @@ type Env struct {
 	Heavy HeavyFunc
 
 	c *client.Client
+	// askWait is the call's --wait, so an ask still unanswered after it says so instead of
+	// suggesting --wait.
+	askWait time.Duration
 }
 
 // HeavyFunc runs command name (with its arguments after the global flags) where the policy

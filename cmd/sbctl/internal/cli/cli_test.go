@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -100,6 +101,19 @@ func TestAskSaysHowToRun(t *testing.T) {
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 126 {
 		t.Errorf("exit = %v, want 126", err)
+	}
+	// After --wait ran out, the hint is not to pass --wait.
+	errb.Reset()
+	res.ApprovalID = "ap_1"
+	_ = finishBash(e, res, true)
+	if !strings.Contains(errb.String(), "pass --wait D") {
+		t.Errorf("an unanswered call without --wait does not suggest it: %q", errb.String())
+	}
+	errb.Reset()
+	e.askWait = 5 * time.Second
+	_ = finishBash(e, res, true)
+	if strings.Contains(errb.String(), "pass --wait") || !strings.Contains(errb.String(), "no answer within --wait 5s") {
+		t.Errorf("a call that waited 5s: %q", errb.String())
 	}
 	errb.Reset()
 	_ = finishBash(e, &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Deny}}, true)

@@ -185,6 +185,7 @@ func (tc *toolCall) send(e *Env, id string, req protocol.CallRequest, call func(
 	in, prompt := e.Stdin.(*os.File)
 	errOut, ok := e.Stderr.(*os.File)
 	prompt = prompt && ok && tc.wait > 0 && isTerminal(in) && isTerminal(errOut)
+	e.askWait = tc.wait
 	if tc.wait > 0 && !prompt {
 		req.WaitMS = tc.wait.Milliseconds()
 	}
@@ -317,7 +318,9 @@ func printHuman(e *Env, res *protocol.CallResult) {
 	if d := res.Decision; d != nil && d.Behavior == protocol.Ask {
 		// A new user's first `sbctl bash -- CMD` in the default mode lands here: say how to
 		// run it, since the sandbox confines it whatever the mode.
-		if res.ApprovalID != "" {
+		if res.ApprovalID != "" && e.askWait > 0 {
+			fmt.Fprintf(e.Stderr, "sbctl: no answer within --wait %s (approval %s); answer with `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal while a call waits\n", e.askWait, res.ApprovalID)
+		} else if res.ApprovalID != "" {
 			fmt.Fprintf(e.Stderr, "sbctl: unanswered (approval %s); pass --wait D to wait for an answer from `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal (inline on a terminal)\n", res.ApprovalID)
 		}
 		fmt.Fprintln(e.Stderr, askHint)
