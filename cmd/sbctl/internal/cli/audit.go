@@ -154,7 +154,14 @@ func printRecord(w io.Writer, r *protocol.Record) {
 		}
 	}
 	if o := r.Outcome; o != nil {
-		outcome = fmt.Sprintf("exit=%d %dms", o.ExitCode, o.DurationMS)
+		// Every call's last record has an outcome, with exit code 0 where nothing ran (a
+		// denial, an ask, a decision only): "deny ... exit=0" read as though it ran and passed.
+		ran := r.Kind != "call.decide" && r.Decision != nil && r.Decision.Behavior == protocol.Allow
+		if ran {
+			outcome = fmt.Sprintf("exit=%d %dms", o.ExitCode, o.DurationMS)
+		} else {
+			outcome = fmt.Sprintf("not run %dms", o.DurationMS)
+		}
 		if o.Error != "" {
 			outcome += " " + o.Error
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -170,6 +171,29 @@ func TestPrintDaemonStart(t *testing.T) {
 		printRecord(&b, &protocol.Record{Seq: 1, Kind: "daemon.start", Detail: tc.detail})
 		if !strings.HasSuffix(b.String(), tc.want) {
 			t.Errorf("%v: got %q, want it to end %q", tc.detail, b.String(), tc.want)
+		}
+	}
+}
+
+// TestRecordOutcomeSaysNotRun: a call that did not run (denied, asked, only decided) has an
+// outcome with exit code 0 in the log; the table says it did not run, not "exit=0".
+func TestRecordOutcomeSaysNotRun(t *testing.T) {
+	for _, tc := range []struct {
+		kind, behavior, want string
+	}{
+		{"call.end", "deny", "not run 3ms permission_denied"},
+		{"call.end", "ask", "not run 3ms permission_denied"},
+		{"call.decide", "allow", "not run 3ms"},
+		{"call.end", "allow", "exit=0 3ms"},
+	} {
+		var b bytes.Buffer
+		o := &protocol.RecordOutcome{DurationMS: 3}
+		if tc.behavior != "allow" {
+			o.Error = "permission_denied"
+		}
+		printRecord(&b, &protocol.Record{Seq: 1, Kind: tc.kind, Tool: "Bash", Decision: &protocol.RecordDecision{Behavior: tc.behavior}, Outcome: o})
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%s %s: %q, want %q", tc.kind, tc.behavior, b.String(), tc.want)
 		}
 	}
 }
