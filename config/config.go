@@ -498,9 +498,25 @@ func (c Config) Validate() error {
 	if err := checkSyscallNames(c.Sandbox.ExtraSyscalls); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkPaths("sandbox.deny_paths", c.Sandbox.DenyPaths)...)
+	errs = append(errs, checkPaths("sandbox.cache_dirs", c.Sandbox.CacheDirs)...)
 	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
 	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
+}
+
+// checkPaths refuses each entry of a path list that is neither absolute nor under the owner's
+// home ("~/"), naming it. A relative one was accepted and then refused by every call's
+// sandbox spec, so one typo in a reload made every user's calls fail, each naming their
+// own cwd as the problem.
+func checkPaths(key string, entries []string) []error {
+	var errs []error
+	for _, p := range entries {
+		if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
+			errs = append(errs, fmt.Errorf("%s: %q must be absolute or start with ~/ (the session owner's home)", key, p))
+		}
+	}
+	return errs
 }
 
 // checkDomains refuses each entry of a domain list that is not a domain pattern as a

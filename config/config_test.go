@@ -46,6 +46,12 @@ func TestLoad(t *testing.T) {
 			return c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature
 		}},
 		{"bad cgroup name", "sandbox:\n  cgroup_name: ../x\n", "cgroup_name", nil},
+		// A relative path was accepted and then failed every call's sandbox spec.
+		{"relative deny path named", "sandbox:\n  deny_paths: [~/.ssh, secrets]\n", `sandbox.deny_paths: "secrets" must be absolute`, nil},
+		{"relative cache dir named", "sandbox:\n  cache_dirs: [.npm]\n", `sandbox.cache_dirs: ".npm" must be absolute`, nil},
+		{"home and absolute paths", "sandbox:\n  deny_paths: [~/.ssh, /srv/secret]\n  cache_dirs: [~/.npm]\n", "", func(c Config) bool {
+			return len(c.Sandbox.DenyPaths) == 2 && len(c.Sandbox.CacheDirs) == 1
+		}},
 		{"extra syscalls", "sandbox:\n  extra_syscalls: [vhangup, open]\n", "", func(c Config) bool {
 			return strings.Join(c.Sandbox.ExtraSyscalls, ",") == "vhangup,open"
 		}},
