@@ -282,6 +282,7 @@ func TestBackgroundPrintsTheTaskID(t *testing.T) {
 		t.Errorf("--background without --session: exit %d, %q", code, errb.String())
 	}
 }
+
 // TestFlagHelpNamesTypes: in --help, the word after a flag is its value's type. Go's flag
 // package takes a back-quoted word in a usage string for the value's name, so "a Bash `cd`"
 // printed a boolean flag as "-persist-cwd cd", as though it took an argument.
@@ -309,5 +310,18 @@ func TestFlagHelpNamesTypes(t *testing.T) {
 				t.Errorf("sbctl %q --help: %q shows %q where the type goes", args, l, f[1])
 			}
 		}
+	}
+}
+
+// TestFetchAskSaysRuleNotMode: an asked WebFetch is not told to use bypassPermissions, which
+// lets the call through to the egress proxy that then refuses it; it is told to allow the host.
+func TestFetchAskSaysRuleNotMode(t *testing.T) {
+	var errb bytes.Buffer
+	e := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}
+	res := &protocol.CallResult{Tool: "WebFetch", Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "WebFetch reaches the network"},
+		IsError: true, ApprovalID: "ap_1"}
+	_ = printResult(e, res)
+	if strings.Contains(errb.String(), "bypassPermissions") || !strings.Contains(errb.String(), "WebFetch(domain:") {
+		t.Errorf("stderr %q: suggests a mode, or not the rule", errb.String())
 	}
 }

@@ -323,12 +323,21 @@ func printHuman(e *Env, res *protocol.CallResult) {
 		} else if res.ApprovalID != "" {
 			fmt.Fprintf(e.Stderr, "sbctl: unanswered (approval %s); pass --wait D to wait for an answer from `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal (inline on a terminal)\n", res.ApprovalID)
 		}
-		fmt.Fprintln(e.Stderr, askHint)
+		if res.Tool == "WebFetch" {
+			fmt.Fprintln(e.Stderr, fetchAskHint)
+		} else {
+			fmt.Fprintln(e.Stderr, askHint)
+		}
 	}
 }
 
 // askHint is what sbctl says when a call asked and nobody answered.
 const askHint = "sbctl: to run it without asking, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
+
+// fetchAskHint replaces askHint for WebFetch: bypassPermissions allows the call and the
+// egress proxy then refuses it, since a mode never opens the network; only a rule or an
+// answer lets it through.
+const fetchAskHint = "sbctl: a mode never opens the network: allow the host with a rule (sbctl session new --allow 'WebFetch(domain:HOST)', or the admin's network.allowed_domains), or answer the ask (sbctl approve ID)"
 
 // printContent writes the result's content blocks to stdout; empty text prints nothing.
 func printContent(e *Env, res *protocol.CallResult) { printContentTo(e.Stdout, res) }
