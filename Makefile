@@ -100,7 +100,7 @@ DOCDIR     := $(PREFIX)/share/doc/sandboxd
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(PREFIX)/lib/tmpfiles.d \
-		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandboxd/policy.d
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(SYSCONFDIR)/sandboxd/policy.d
 	install -m 0755 $(BIN)/sandboxd $(BIN)/sbctl $(BIN)/sbctl-full $(DESTDIR)$(BINDIR)/
 # The units name /usr/bin/sandboxd and /usr/share/doc/sandboxd; another PREFIX gets its own.
 	sed -e 's#/usr/bin/sandboxd#$(BINDIR)/sandboxd#' -e 's#/usr/share/doc/sandboxd#$(DOCDIR)#g' \
@@ -109,7 +109,9 @@ install: build
 	chmod 0644 $(DESTDIR)$(UNITDIR)/sandboxd.service $(DESTDIR)$(UNITDIR)/sandboxd.socket
 	install -m 0644 systemd/sandboxd.tmpfiles.conf $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/sandboxd.conf
 	install -m 0644 systemd/sandboxd.sysusers.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/sandboxd.conf
-	install -m 0644 README.md docs/operations.md $(DESTDIR)$(DOCDIR)/
+# Every page, laid out as in the tree: README links docs/*.md and the pages link each other.
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 systemd/sandboxd.yaml $(DESTDIR)$(DOCDIR)/sandboxd.yaml.example
 # An admin's edited config is never overwritten.
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.yaml ] || \

@@ -120,7 +120,9 @@ func TestDeb(t *testing.T) {
 		`-rw-r--r-- root/root .* \./usr/lib/systemd/system/sandboxd\.service$`,
 		`-rw-r--r-- root/root .* \./usr/lib/systemd/system/sandboxd\.socket$`,
 		`\./usr/lib/tmpfiles\.d/sandboxd\.conf$`, `\./usr/lib/sysusers\.d/sandboxd\.conf$`,
-		`-rw-r--r-- root/root .* \./etc/sandboxd/sandboxd\.yaml$`, `\./usr/share/doc/sandboxd/operations\.md$`,
+		`-rw-r--r-- root/root .* \./etc/sandboxd/sandboxd\.yaml$`, `\./usr/share/doc/sandboxd/README\.md$`,
+		// README links docs/*.md, and the pages each other: all are installed beside it.
+		`\./usr/share/doc/sandboxd/docs/operations\.md$`, `\./usr/share/doc/sandboxd/docs/configuration\.md$`,
 	} {
 		if !regexp.MustCompile(`(?m)` + want).Match(contents) {
 			t.Errorf("dpkg-deb --contents lacks %s:\n%s", want, contents)
