@@ -274,7 +274,8 @@ func (c *Client) send(ctx context.Context, method, path string, body any, accept
 func (c *Client) dialError(err error) error {
 	var de *dialError
 	if errors.As(err, &de) {
-		return fmt.Errorf("cannot reach sandboxd at %s (is it running? start it with `make run` or pass --socket): %w: %w", c.socket, ErrUnavailable, err)
+		// Most who read this installed the package, where make run means nothing.
+		return fmt.Errorf("cannot reach sandboxd at %s (is it running? an admin starts it with `systemctl start sandboxd.socket`, or `make run` in the source tree; elsewhere: pass --socket or set SANDBOXD_SOCKET): %w: %w", c.socket, ErrUnavailable, err)
 	}
 	return fmt.Errorf("request to %s: %w", c.socket, err)
 }

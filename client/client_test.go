@@ -95,5 +95,8 @@ func TestHTTP1(t *testing.T) {
 	}
 	if _, err := New(filepath.Join(t.TempDir(), "none.sock")).Health(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("no daemon: %v", err)
+	} else if !strings.Contains(err.Error(), "systemctl start sandboxd.socket") || !strings.Contains(err.Error(), "SANDBOXD_SOCKET") {
+		// An installed machine has no make run: say how it starts there, and how to point elsewhere.
+		t.Errorf("no daemon, and no word on how to start it or point sbctl elsewhere: %v", err)
 	}
 }
