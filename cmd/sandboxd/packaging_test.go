@@ -128,6 +128,18 @@ func TestDeb(t *testing.T) {
 			t.Errorf("dpkg-deb --contents lacks %s:\n%s", want, contents)
 		}
 	}
+	// Each unit's Documentation= pages are in the package: `systemctl help` opens them.
+	for _, unit := range []string{"sandboxd.service", "sandboxd.socket"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "systemd", unit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`file:(/\S+)`).FindAllSubmatch(b, -1) {
+			if !regexp.MustCompile(`(?m) \.` + regexp.QuoteMeta(string(m[1])) + `$`).Match(contents) {
+				t.Errorf("%s names %s as its documentation; the package lacks it", unit, m[1])
+			}
+		}
+	}
 	if os.Getenv("DEB_TEST") != "1" {
 		t.Log("DEB_TEST=1 (as root) also installs and removes the package on this machine")
 		return
