@@ -64,6 +64,11 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 		rec.Caller = auditCaller(c.Caller)
 		rec.Session, rec.Mode, rec.Tool = c.Session.ID, string(c.Mode), c.Tool.Name()
 		rec.Detail = decidedInput(rec.Input, c.Input)
+	} else if cr.Session != nil {
+		// Refused before its tool was found: still the caller's record, or a caller could
+		// write records that no budget counts and no query of theirs shows.
+		rec.Caller = auditCaller(cr.Caller)
+		rec.Session = cr.Session.ID
 	}
 	if cr.Request != nil && cr.Request.Shell != "" && cr.Request.Shell != "bash" {
 		// The shell the command was classified for decided it as much as the input did.

@@ -709,3 +709,33 @@ func TestPersistedResultsLeaveTheAuditRoom(t *testing.T) {
 		t.Errorf("alice, after mallory's outputs: %d %.500s", code, b)
 	}
 }
+
+// A call refused before its tool is found (an unknown tool) is still its caller's record: it
+// names the caller and session, so the caller's own query shows it, an admin sees who sent it,
+// and the caller's audit budget counts it.
+func TestUnknownToolRecordsAreTheCallers(t *testing.T) {
+	td := startDaemon(t, "")
+	mallory := testutil.CreateUser(t, "sbut")
+	mid := sessionAs(t, td, mallory, "")
+	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", `{"tool":"NoSuchTool","input":{}}`, "")
+	if code != http.StatusNotFound || errClass(b) != "unknown_tool" {
+		t.Fatalf("unknown tool: %d %.300s", code, b)
+	}
+	n := 0
+	for _, r := range auditRecords(t, td) {
+		if r.Tool != "NoSuchTool" {
+			continue
+		}
+		n++
+		if r.Caller == nil || r.Caller.UID != mallory.UID || r.Session != mid {
+			t.Errorf("an unknown tool's %s record does not name its caller and session: caller %+v session %q", r.Kind, r.Caller, r.Session)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no record of the unknown-tool call")
+	}
+	code, b = curlAs(t, td, mallory, "GET", "/v1/audit/records?tool=NoSuchTool", "", "")
+	if code != http.StatusOK || !bytes.Contains(b, []byte(`"NoSuchTool"`)) {
+		t.Errorf("the caller's own query does not show their unknown-tool call: %d %.300s", code, b)
+	}
+}

@@ -79,7 +79,11 @@ type Recorder interface {
 
 // CallRecord is the pipeline's view of one call for the audit log.
 type CallRecord struct {
-	Call     *Call
+	Call *Call
+	// Session and Caller name whose call it is when Call is nil (refused before the tool was
+	// found): such a record is still its caller's, on their budget and in their queries.
+	Session  *session.Session
+	Caller   session.Caller
 	Request  *Request
 	Decision *permission.Decision
 	// Policy is the policy's own decision, with its Basis, before any route (approval,
@@ -571,7 +575,7 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 	if st.readOnly && (st.ran || st.decideOnly) || !st.ran && !allowed {
 		wait = WaitWritten
 	}
-	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Policy: st.policy, Outcome: out, Wait: wait}); err != nil {
+	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Session: st.sess, Caller: st.caller, Request: st.req, Decision: st.decision, Policy: st.policy, Outcome: out, Wait: wait}); err != nil {
 		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
 		if !st.ran || st.readOnly {
 			// Nothing ran, or nothing but a read whose output has not left yet: refusing is
