@@ -103,8 +103,10 @@ func (l *Log) chargeOwner(r *Record, n int) error {
 		b.m[r.Caller.UID] = lim
 	}
 	b.mu.Unlock()
-	if r.Kind == KindCallEnd {
+	if r.Kind == KindCallEnd && !r.NotRun {
 		// What ran is always recorded: its bytes are spent, in debt if need be, never refused.
+		// The end of a call that did not run is not exempt: a caller past the budget could
+		// otherwise add one record per refused call, without end.
 		lim.ReserveN(time.Now(), min(n, int(max)))
 		return nil
 	}

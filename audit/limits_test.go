@@ -146,6 +146,11 @@ func TestOwnerBudget(t *testing.T) {
 			t.Errorf("%s of the spent uid: %v, want refused", k, err)
 		}
 	}
+	notRun := rec(1000, KindCallEnd)
+	notRun.NotRun = true
+	if err := l.Append(ctx, notRun); !errors.Is(err, ErrOwnerBudget) {
+		t.Errorf("call.end of a call that did not run, of the spent uid: %v, want refused", err)
+	}
 	for _, r := range []*Record{rec(1000, KindCallEnd), rec(1000, KindSessionDelete), rec(1001, KindCallStart), rec(0, KindCallStart)} {
 		if err := l.Append(ctx, r); err != nil {
 			t.Errorf("%s of uid %d: %v", r.Kind, r.Caller.UID, err)

@@ -136,6 +136,11 @@ type Record struct {
 
 	Prev string `json:"prev"`
 	Hash string `json:"hash"`
+
+	// NotRun marks a call.end of a call that did not run. Its record stands for no effect, so
+	// it is charged to its caller's budget like new work and refused past it; without the
+	// mark a call.end is what ran, which is always recorded. Not part of the line.
+	NotRun bool `json:"-"`
 }
 
 const hashSuffix = `"hash":""}`

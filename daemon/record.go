@@ -103,6 +103,7 @@ func (r *recorder) RecordCall(ctx context.Context, kind string, cr *executor.Cal
 	}
 	if o := cr.Outcome; o != nil {
 		rec.Outcome = outcomeOf(o)
+		rec.NotRun = !o.Ran
 		if o.Result != nil && o.Result.ContextChange != nil {
 			// A call that moves its session's cwd or mode (a persisted cd, plan mode) says so.
 			if rec.Detail == nil {

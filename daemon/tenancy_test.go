@@ -739,3 +739,37 @@ func TestUnknownToolRecordsAreTheCallers(t *testing.T) {
 		t.Errorf("the caller's own query does not show their unknown-tool call: %d %.300s", code, b)
 	}
 }
+
+// A caller past their audit budget cannot go on adding records with calls that do not run: the
+// end of an unknown tool's call (or of any call refused before it ran) is charged like new
+// work, so a flood of them stops at the budget instead of filling the volume for everyone.
+func TestAuditBudgetCountsCallsThatDidNotRun(t *testing.T) {
+	td := startDaemon(t, "audit:\n  max_bytes_per_user_hour: 65536\nlimits:\n  requests_per_second_per_user: 10000\n  requests_burst_per_user: 10000\n")
+	mallory := testutil.CreateUser(t, "sbub")
+	mid := sessionAs(t, td, mallory, "")
+	body := fmt.Sprintf(`{"tool":"NoSuchTool","input":{"x":%q}}`, strings.Repeat("y", 8<<10))
+	refusedAt := -1
+	for i := range 64 {
+		code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", body, "")
+		if code == http.StatusNotFound && errClass(b) == "unknown_tool" {
+			continue
+		}
+		if code != http.StatusServiceUnavailable || errClass(b) != "audit_unavailable" {
+			t.Fatalf("call %d: %d %.300s", i, code, b)
+		}
+		refusedAt = i
+		break
+	}
+	if refusedAt < 0 {
+		t.Fatal("64 unknown-tool calls of 8 KiB each all went into a 64 KiB hourly audit budget")
+	}
+	var stored int
+	for _, r := range auditRecords(t, td) {
+		if r.Caller != nil && r.Caller.UID == mallory.UID && r.Tool == "NoSuchTool" {
+			stored += len(r.Input)
+		}
+	}
+	if stored > 80<<10 {
+		t.Errorf("mallory's unknown-tool calls stored %d KiB past a 64 KiB budget", stored>>10)
+	}
+}
