@@ -158,6 +158,9 @@ func checkClientKey(sess *session.Session, key string) error {
 	return nil
 }
 
+// maxAuditedName bounds a call's tool name and tool_use_id, as a report's.
+const maxAuditedName = 256
+
 // checkCall refuses what no call request may be, before any session is looked up or any
 // slot taken.
 // shellName is what "shell" may hold: a program's name, short enough for an audit record.
@@ -166,6 +169,11 @@ var shellName = regexp.MustCompile(`^[a-z][a-z0-9_.+-]{0,31}$`)
 func checkCall(cr protocol.CallRequest, decideOnly bool) error {
 	if strings.TrimSpace(cr.Tool) == "" {
 		return errcode.Msg(errcode.BadRequest, `missing "tool": name the tool to call`)
+	}
+	// Both go into the call's audit records whole, where audit.max_input_bytes bounds only
+	// the input: unbounded, one request's body became one record's tool name.
+	if len(cr.Tool) > maxAuditedName || len(cr.ToolUseID) > maxAuditedName {
+		return errcode.Msg(errcode.Validation, fmt.Sprintf(`"tool" and "tool_use_id" are at most %d bytes`, maxAuditedName))
 	}
 	if cr.Shell != "" {
 		if !shellName.MatchString(cr.Shell) {
