@@ -71,6 +71,9 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 		return rep, ErrNoHead
 	}
 	headSeen := false
+	// signedTo is the last seq a verified signature covers: a checkpoint's (it signs what
+	// precedes it and holds nothing else) or the head's.
+	var signedTo uint64
 	for fi, path := range files {
 		f, err := openRead(path)
 		if err != nil {
@@ -123,8 +126,11 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 				if r.Detail["signed_seq"] != strconv.FormatUint(rep.LastSeq, 10) || r.Detail["signed_hash"] != rep.LastHash {
 					return fail("checkpoint does not sign the record before it")
 				}
-				if opt.PublicKey != nil && !verifySig(opt.PublicKey, rep.LastSeq, rep.LastHash, r.Detail["sig"]) {
-					return fail("checkpoint signature does not verify")
+				if opt.PublicKey != nil {
+					if !verifySig(opt.PublicKey, rep.LastSeq, rep.LastHash, r.Detail["sig"]) {
+						return fail("checkpoint signature does not verify")
+					}
+					signedTo = r.Seq
 				}
 			case KindTornTail:
 				rep.TornTails++
@@ -138,6 +144,9 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 					return fail("record differs from the signed head")
 				}
 				headSeen = true
+				if opt.PublicKey != nil {
+					signedTo = max(signedTo, r.Seq)
+				}
 			}
 			rep.Records++
 			rep.LastSeq, rep.LastHash = r.Seq, r.Hash
@@ -168,6 +177,11 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 				fmt.Sprintf("log ends at seq %d but the signed head is seq %d: truncated", rep.LastSeq, head.Seq), ErrTampered)
 		}
 		return rep, fail(rep, opt.Head, 0, head.Seq, "signed head precedes the retained log", ErrTampered)
+	}
+	if opt.PublicKey != nil {
+		// Whoever holds the files can extend the chain past the last signature without the
+		// key; such records are no tampering with signed ones, but they are not proven either.
+		rep.Unsigned = rep.LastSeq - signedTo
 	}
 	return rep, nil
 }

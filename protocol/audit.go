@@ -34,6 +34,9 @@ type VerifyReport struct {
 	TornTails   int    // audit.torn_tail records: crashes that Open recovered
 	HeadSeq     uint64 // the head's seq, when a head was checked
 	Signed      bool   // checkpoints and head were checked against a public key
+	// Unsigned counts the records after the last signature (checkpoint or head), when Signed:
+	// the chain alone holds them, and anyone with the files can append such records.
+	Unsigned uint64
 
 	BadFile string // first failure: file, 1-based line, seq (the expected seq when unreadable)
 	BadLine int

@@ -285,6 +285,10 @@ func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 		}
 		fmt.Fprintf(e.Stdout, "intact: %d records, seq %d..%d, %d files, %d checkpoints, %d recovered torn tails; checked %s\n",
 			rep.Records, rep.FirstSeq, rep.LastSeq, len(rep.Files), rep.Checkpoints, rep.TornTails, signed)
+		if rep.Signed && rep.Unsigned > 0 {
+			fmt.Fprintf(e.Stdout, "unsigned: the last %d records (seq %d..%d) follow the last signature: only the chain holds them, and anyone with the files can append such records\n",
+				rep.Unsigned, rep.LastSeq-rep.Unsigned+1, rep.LastSeq)
+		}
 	}
 	if verr != nil {
 		if !e.JSON {

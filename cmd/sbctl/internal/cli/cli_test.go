@@ -325,3 +325,17 @@ func TestFetchAskSaysRuleNotMode(t *testing.T) {
 		t.Errorf("stderr %q: suggests a mode, or not the rule", errb.String())
 	}
 }
+
+// An intact verify says how many records no signature covers: they could have been appended
+// by anyone with the files, so "intact" alone must not vouch for them.
+func TestPrintVerifySaysWhatNoSignatureCovers(t *testing.T) {
+	var out bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &bytes.Buffer{}}
+	rep := &protocol.VerifyReport{Records: 12, FirstSeq: 1, LastSeq: 12, Signed: true, HeadSeq: 10, Unsigned: 2}
+	if err := PrintVerify(e, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "seq 11..12") || !strings.Contains(out.String(), "unsigned") {
+		t.Fatalf("verify output does not name the unsigned records:\n%s", out.String())
+	}
+}
