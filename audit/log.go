@@ -231,6 +231,9 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	if err := secureDir(cfg.KeyDir); err != nil {
 		return nil, err
 	}
+	if err := moveKey(cfg.Dir, cfg.KeyDir); err != nil {
+		return nil, err
+	}
 	key, err := loadOrCreateKey(cfg.KeyDir)
 	if err != nil {
 		return nil, err

@@ -434,3 +434,46 @@ func TestTailFollowsAcrossRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A log that kept its key pair in its own directory has it moved to KeyDir: the same key
+// signs on, and a copy of the log directory no longer carries it.
+func TestKeyMovesOutOfLogDir(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	dir, keyDir := filepath.Join(base, "audit"), filepath.Join(base, "audit-key")
+	old := openTest(t, Config{Dir: dir})
+	pub := old.PublicKey()
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := openTest(t, Config{Dir: dir, KeyDir: keyDir})
+	if !l.PublicKey().Equal(pub) {
+		t.Fatal("the moved log signs with a new key")
+	}
+	for _, name := range []string{keyFile, pubFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s still in the log directory: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(keyDir, name)); err != nil {
+			t.Errorf("%s not in the key directory: %v", name, err)
+		}
+	}
+	if err := l.Append(context.Background(), &Record{Kind: KindCallStart, Caller: &Caller{UID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyDir(dir, pub); err != nil {
+		t.Fatalf("verify across the move: %v", err)
+	}
+	// A different private key left in the log directory is refused, not guessed between.
+	other := filepath.Join(base, "other")
+	o := openTest(t, Config{Dir: other})
+	o.Close()
+	b, _ := os.ReadFile(filepath.Join(other, keyFile))
+	os.WriteFile(filepath.Join(dir, keyFile), b, 0o600)
+	if _, err := Open(Config{Dir: dir, KeyDir: keyDir}, nil); !errors.Is(err, ErrBadKey) {
+		t.Fatalf("two different keys: %v, want ErrBadKey", err)
+	}
+}

@@ -422,6 +422,10 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", filepath.Join(td.state, "audit"), cp).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
+	// The copy carries no signing key: whoever holds it cannot re-sign a rewritten log.
+	if keys, _ := filepath.Glob(filepath.Join(cp, "*.key")); len(keys) != 0 {
+		t.Fatalf("a copy of the audit directory holds %v", keys)
+	}
 	pubFile := filepath.Join(t.TempDir(), "audit.pub")
 	if err := os.WriteFile(pubFile, []byte(pub), 0o644); err != nil {
 		t.Fatal(err)

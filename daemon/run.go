@@ -113,7 +113,10 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	}
 	undo = append(undo, func() { sb.Close() })
 	al, err := audit.Open(audit.Config{
-		Dir:                 filepath.Join(opts.StateDir, "audit"),
+		Dir: filepath.Join(opts.StateDir, "audit"),
+		// Beside the log, not in it: a copy of the log directory (for verify, a backup, an
+		// auditor) must not carry the key that could re-sign a rewritten log.
+		KeyDir:              filepath.Join(opts.StateDir, "audit-key"),
 		MaxFileBytes:        cfg.Audit.MaxFileBytes,
 		MaxFileAge:          config.Duration(cfg.Audit.MaxFileAgeSec),
 		Retain:              cfg.Audit.RetainFiles,

@@ -370,7 +370,7 @@ func (d *Daemon) AuditDir() string { return filepath.Join(d.StateDir, "audit") }
 
 // PublicKey is the audit log's verification key.
 func (d *Daemon) PublicKey() (ed25519.PublicKey, error) {
-	return audit.LoadPublicKey(filepath.Join(d.AuditDir(), "audit.pub"))
+	return audit.LoadPublicKey(filepath.Join(d.StateDir, "audit-key", "audit.pub"))
 }
 
 // VerifyAudit checks the chain, checkpoints and head with the public key. Run it with the
