@@ -285,6 +285,11 @@ func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 		}
 		fmt.Fprintf(e.Stdout, "intact: %d records, seq %d..%d, %d files, %d checkpoints, %d recovered torn tails; checked %s\n",
 			rep.Records, rep.FirstSeq, rep.LastSeq, len(rep.Files), rep.Checkpoints, rep.TornTails, signed)
+		if rep.Pruned {
+			// Retention removes the oldest files, and so can anyone with the files: the chain
+			// cannot tell which, so the reader is told where the history begins.
+			fmt.Fprintf(e.Stdout, "starts at seq %d: the records before it are not in these files (removed by retention, or by whoever removed the files)\n", rep.FirstSeq)
+		}
 		if rep.Signed && rep.Unsigned > 0 {
 			fmt.Fprintf(e.Stdout, "unsigned: the last %d records (seq %d..%d) follow the last signature: only the chain holds them, and anyone with the files can append such records\n",
 				rep.Unsigned, rep.LastSeq-rep.Unsigned+1, rep.LastSeq)

@@ -338,4 +338,13 @@ func TestPrintVerifySaysWhatNoSignatureCovers(t *testing.T) {
 	if !strings.Contains(out.String(), "seq 11..12") || !strings.Contains(out.String(), "unsigned") {
 		t.Fatalf("verify output does not name the unsigned records:\n%s", out.String())
 	}
+	// A log whose oldest files are gone says where its history begins.
+	out.Reset()
+	rep = &protocol.VerifyReport{Records: 5, FirstSeq: 40, LastSeq: 44, Signed: true, HeadSeq: 44, Pruned: true}
+	if err := PrintVerify(e, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "starts at seq 40") {
+		t.Fatalf("verify output does not say the oldest records are missing:\n%s", out.String())
+	}
 }
