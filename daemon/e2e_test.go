@@ -375,6 +375,10 @@ func TestTasksAndAuditThroughSbctl(t *testing.T) {
 	if !strings.Contains(out, task) || !strings.Contains(out, "running") {
 		t.Errorf("task ls: %q", out)
 	}
+	// KillShell changes something, so default mode asks; --mode is this call's mode.
+	if _, errOut, code := sbctl(t, bin, td.socket, &alice, "task", "kill", "--session", id, "--mode", "default", task); code == 0 || !strings.Contains(errOut, "--wait") {
+		t.Errorf("task kill in default mode: %d %q, want asked", code, errOut)
+	}
 	if _, errOut, code := sbctl(t, bin, td.socket, &alice, "task", "kill", "--session", id, task); code != 0 {
 		t.Errorf("task kill: %d %q", code, errOut)
 	}

@@ -12,12 +12,17 @@ import (
 // cmdTask manages a session's background Bash tasks (started with `sbctl bash --background`).
 func cmdTask(e *Env, args []string) error {
 	if len(args) == 0 {
-		return UsageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK")
+		return UsageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK [--wait D] [--mode M]")
 	}
 	sub := args[0]
 	fs := NewFlags(e, "task "+sub)
 	sessionID := fs.String("session", "", "session id (required)")
 	offset := fs.Int("offset", -1, "output: read from this byte offset instead of what is new")
+	// KillShell is not read-only: default mode asks before it, like any call that changes
+	// something, so kill takes the tool commands' answers to an ask.
+	tc := &toolCall{}
+	fs.StringVar(&tc.sf.mode, "mode", "", "output, kill: mode of this call (default: the session's)")
+	tc.waitFlag(fs)
 	rest, err := ParseInterspersed(fs, args[1:])
 	if err != nil {
 		return err
@@ -57,7 +62,8 @@ func cmdTask(e *Env, args []string) error {
 			}
 		}
 		raw, _ := json.Marshal(in)
-		return callTool(e, &toolCall{session: *sessionID}, "calls", tool, raw)
+		tc.session = *sessionID
+		return callTool(e, tc, "calls", tool, raw)
 	default:
 		return UsageError(fmt.Sprintf("unknown task subcommand %q: want ls, output, kill", sub))
 	}
