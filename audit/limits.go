@@ -143,12 +143,16 @@ func (l *Log) refreshSpace() {
 		return
 	}
 	var st unix.Statfs_t
-	low := false
 	var free int64
-	if err := unix.Statfs(l.cfg.Dir, &st); err == nil {
+	// A volume whose free space cannot be read is taken as short of it: the floor exists so
+	// that calls stop before the log cannot be written, and an unknown is not a yes.
+	err := unix.Statfs(l.cfg.Dir, &st)
+	if err == nil {
 		free = int64(st.Bavail) * int64(st.Bsize)
-		low = free < l.cfg.MinFreeBytes
+	} else {
+		l.log.Error("audit volume's free space unknown", zap.String("dir", l.cfg.Dir), zap.Error(err))
 	}
+	low := err != nil || free < l.cfg.MinFreeBytes
 	if was := l.spaceLow.Swap(low); was != low {
 		if low {
 			l.log.Error("ALERT: audit volume short of space; new calls are refused until space is freed (audit.min_free_bytes)",

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zaptest"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -155,5 +158,17 @@ func TestOwnerBudget(t *testing.T) {
 		if err := l.Append(ctx, r); err != nil {
 			t.Errorf("%s of uid %d: %v", r.Kind, r.Caller.UID, err)
 		}
+	}
+}
+
+// A volume whose free space cannot be read counts as short: the floor must not open on an
+// unknown.
+func TestUnreadableSpaceCountsAsLow(t *testing.T) {
+	t.Parallel()
+	// statfs fails: no such directory. No writer runs: refreshSpace alone is under test.
+	l := &Log{cfg: Config{Dir: filepath.Join(t.TempDir(), "gone"), MinFreeBytes: 1}, log: zaptest.NewLogger(t)}
+	l.refreshSpace()
+	if !l.spaceLow.Load() {
+		t.Fatal("free space unknown, and the log takes it as enough")
 	}
 }
