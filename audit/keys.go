@@ -116,43 +116,43 @@ func loadOrCreateKey(dir string) (ed25519.PrivateKey, error) {
 // the log directory no longer carries the signing key. A pair already in keyDir stays; an
 // identical private key left in from is removed, a different one is refused: which one signed
 // the log is then not for the daemon to guess.
-func moveKey(from, keyDir string) error {
+func moveKey(from, keyDir string) (moved bool, err error) {
 	if filepath.Clean(from) == filepath.Clean(keyDir) {
-		return nil
+		return false, nil
 	}
 	old, err := os.ReadFile(filepath.Join(from, keyFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read audit key in the log directory: %w", err)
+		return false, fmt.Errorf("read audit key in the log directory: %w", err)
 	}
 	cur, err := os.ReadFile(filepath.Join(keyDir, keyFile))
 	switch {
 	case err == nil && !bytes.Equal(cur, old):
-		return fmt.Errorf("%s and %s are different signing keys; keep the one that signed this log's checkpoints and remove the other: %w",
+		return false, fmt.Errorf("%s and %s are different signing keys; keep the one that signed this log's checkpoints and remove the other: %w",
 			filepath.Join(from, keyFile), filepath.Join(keyDir, keyFile), ErrBadKey)
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
 		// The public half first, as createKey writes them: a crash between the renames leaves
 		// the private key where it is found next time.
 		if err := os.Rename(filepath.Join(from, pubFile), filepath.Join(keyDir, pubFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("move audit public key: %w", err)
+			return false, fmt.Errorf("move audit public key: %w", err)
 		}
 		if err := os.Rename(filepath.Join(from, keyFile), filepath.Join(keyDir, keyFile)); err != nil {
-			return fmt.Errorf("move audit key: %w", err)
+			return false, fmt.Errorf("move audit key: %w", err)
 		}
 		if err := durable.SyncDir(keyDir); err != nil {
-			return err
+			return false, err
 		}
 	default:
-		return fmt.Errorf("read audit key: %w", err)
+		return false, fmt.Errorf("read audit key: %w", err)
 	}
 	os.Remove(filepath.Join(from, pubFile))
 	if err := os.Remove(filepath.Join(from, keyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the audit key from the log directory: %w", err)
+		return false, fmt.Errorf("remove the audit key from the log directory: %w", err)
 	}
-	return durable.SyncDir(from)
+	return true, durable.SyncDir(from)
 }
 
 func createKey(dir string) (ed25519.PrivateKey, error) {

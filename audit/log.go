@@ -231,8 +231,11 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	if err := secureDir(cfg.KeyDir); err != nil {
 		return nil, err
 	}
-	if err := moveKey(cfg.Dir, cfg.KeyDir); err != nil {
+	if moved, err := moveKey(cfg.Dir, cfg.KeyDir); err != nil {
 		return nil, err
+	} else if moved {
+		l.log.Warn("audit signing key moved out of the log directory; copies of the log no longer carry it",
+			zap.String("from", cfg.Dir), zap.String("to", cfg.KeyDir))
 	}
 	key, err := loadOrCreateKey(cfg.KeyDir)
 	if err != nil {
