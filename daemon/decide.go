@@ -38,12 +38,13 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 	}
 	facts := &permission.Facts{
 		Tool: c.Tool.Name(), Input: c.Input, Mode: c.Mode,
-		Caller:    permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
-		Cwd:       snap.Cwd,
-		Dirs:      append([]string{snap.Root}, snap.AdditionalDirs...),
-		Home:      snap.Owner.Home,
-		ReadOnly:  in.ReadOnly,
-		ToolFacts: tf,
+		Caller:     permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
+		Cwd:        snap.Cwd,
+		Dirs:       append([]string{snap.Root}, snap.AdditionalDirs...),
+		Home:       snap.Owner.Home,
+		ReadOnly:   in.ReadOnly,
+		ToolFacts:  tf,
+		Unconfined: in.Unconfined,
 	}
 	if h := in.Hook; h != nil && h.Decision != "" {
 		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}

@@ -69,6 +69,10 @@ type DecisionInput struct {
 	ToolFacts permission.ToolFacts
 	ReadOnly  bool
 	Hook      *HookVerdict
+	// Unconfined says the caller runs the call itself, outside any sandbox: a decide that
+	// names the shell it will run a Bash command in (an agent's hook). Nothing then holds
+	// what the decision did not see.
+	Unconfined bool
 }
 
 // Recorder writes the audit trail of calls. Record must not return before the record is
@@ -441,7 +445,8 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	} else {
 		st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
 	}
-	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook}
+	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook,
+		Unconfined: st.decideOnly && st.req.Shell != ""}
 	d, err := p.decider.Decide(ctx, in)
 	if err != nil {
 		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",

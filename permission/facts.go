@@ -81,4 +81,7 @@ type Facts struct {
 	// RequiresUserInteraction marks calls that are never auto-approved (AskUserQuestion, MCP
 	// tools with _meta["anthropic/requiresUserInteraction"]).
 	RequiresUserInteraction bool `json:"requires_user_interaction,omitempty"`
+	// Unconfined marks a call its caller runs itself, outside any sandbox (a decide for an
+	// agent's hook): no mount or landlock rule then holds a path the facts do not name.
+	Unconfined bool `json:"unconfined,omitempty"`
 }

@@ -50,7 +50,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
 		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
-		"http", "method", "path",
+		"http", "method", "path", "paths_incomplete", "unconfined",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -191,6 +191,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		item("http", httpTerm(f.HTTP)),
 		item("hook", hook),
 		item("requires_user_interaction", ast.InternedTerm(f.RequiresUserInteraction)),
+		item("unconfined", ast.InternedTerm(f.Unconfined)),
 		item("rules", ast.NewTerm(rules)),
 	), nil
 }
@@ -254,6 +255,9 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		item("risks", risks),
 		// opaque: some command is known only at run time (see classifier.Subcommand.Opaque).
 		item("opaque", ast.InternedTerm(opaque)),
+		// paths_incomplete: some path a command reads or writes is known only at run time
+		// ($HOME/x, a glob, a cd to a variable).
+		item("paths_incomplete", ast.InternedTerm(c.PathsIncomplete)),
 	)
 }
 

@@ -158,12 +158,14 @@ func TestHookDecisions(t *testing.T) {
 			want    string
 			reason  string
 		}{
-			{"SHELL bash", []string{"SHELL=/bin/bash"}, nil, qualifier, "allow", "read-only"},
+			// bash reads the qualifier as a plain glob: a path known only when it runs, which
+			// the agent's own shell is not held to (TestHookUnknownPathsAsk).
+			{"SHELL bash", []string{"SHELL=/bin/bash"}, nil, qualifier, "ask", "known only when it runs"},
 			{"SHELL zsh", []string{"SHELL=/usr/bin/zsh"}, nil, qualifier, "ask", "zsh"},
 			{"CLAUDE_CODE_SHELL over SHELL", []string{"SHELL=/bin/bash", "CLAUDE_CODE_SHELL=/bin/zsh"}, nil, qualifier, "ask", "zsh"},
 			{"no SHELL reads as zsh", nil, nil, qualifier, "ask", "zsh"},
 			{"SHELL fish reads as zsh", []string{"SHELL=/usr/bin/fish"}, nil, qualifier, "ask", "zsh"},
-			{"--shell wins", []string{"SHELL=/usr/bin/zsh"}, []string{"--shell", "bash"}, qualifier, "allow", "read-only"},
+			{"--shell wins", []string{"SHELL=/usr/bin/zsh"}, []string{"--shell", "bash"}, qualifier, "ask", "known only when it runs"},
 			{"--shell sh", nil, []string{"--shell", "sh"}, `echo $'a\' ; touch pwned ; # '`, "ask", "sh"},
 			{"--shell fish is not classified", nil, []string{"--shell", "fish"}, "ls", "ask", "fish"},
 			{"zsh under an allow rule", []string{"SHELL=/usr/bin/zsh"}, []string{"--allow", "Bash(ls:*)"}, qualifier, "ask", "zsh"},
@@ -521,5 +523,45 @@ func TestHookRulesOnAgentTools(t *testing.T) {
 				t.Errorf("%s %v: %+v", c.tool, flags, a.HookSpecificOutput)
 			}
 		}
+	}
+}
+
+// TestHookUnknownPathsAsk: a command the agent runs itself (no --confine) meets no sandbox, so
+// a path it names only at run time ($HOME/x, a glob, a cd to a variable) is never allowed
+// unasked: the deny rules and protected paths that mounts would hold in sandboxd hold nothing
+// in the agent's own shell. Confined, the same command is allowed: the sandbox holds them.
+func TestHookUnknownPathsAsk(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhp")
+	work := filepath.Join(u.Home, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	deny := []string{"--deny", "Read(~/secret/**)"}
+	for i, command := range []string{
+		`cat $HOME/secret/f`,
+		`cat "${HOME}"/secret/f`,
+		`cat ~/secre?/f`,
+		`head -n 5 $(echo ~/secret/f)`,
+		`cd $HOME && cat secret/f`,
+		`grep -r key $OLDPWD`,
+	} {
+		for _, flags := range [][]string{deny, append([]string{"--allow", "Bash"}, deny...)} {
+			in := map[string]any{"session_id": fmt.Sprint("agent-p", i, len(flags)), "cwd": work, "hook_event_name": "PreToolUse",
+				"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": command}}
+			h := decodeHook(t, runHookEnv(t, b, d.socket, u, rt, []string{"SHELL=/bin/bash"}, in, flags...)).HookSpecificOutput
+			if h.PermissionDecision == "allow" {
+				t.Errorf("%s %v, run by the agent: allowed: %s", command, flags, h.PermissionDecisionReason)
+			}
+		}
+	}
+	in := map[string]any{"session_id": "agent-pc", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": `cat $HOME/notes`}}
+	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in, append([]string{"--confine"}, deny...)...)).HookSpecificOutput; h.PermissionDecision != "allow" || h.UpdatedInput == nil {
+		t.Errorf("cat $HOME/notes, confined: %+v", h)
 	}
 }

@@ -12,12 +12,12 @@ import rego.v1
 # The chain, in order. A decision's trace is the prefix of this list up to its step.
 steps := [
 	"hook_deny", "safety_deny", "deny_rule", "custom_deny", "plan", "ask_rule", "custom_ask",
-	"critical_rm", "user_interaction", "bash_parse_error", "hook_ask", "hook_allow",
+	"critical_rm", "user_interaction", "bash_parse_error", "bash_paths_unknown", "hook_ask", "hook_allow",
 	"protected_path", "allow_rule", "mode",
 ]
 
 # Asks from these steps go to a person even in auto mode.
-_never_auto := {"ask_rule", "custom_ask", "critical_rm", "user_interaction", "bash_parse_error", "hook_ask"}
+_never_auto := {"ask_rule", "custom_ask", "critical_rm", "user_interaction", "bash_parse_error", "bash_paths_unknown", "hook_ask"}
 
 # METADATA
 # title: decision
@@ -76,19 +76,26 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 } else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": sprintf("the command did not parse (%s); it is never read-only and matches no allow rule", [input.bash.parse_error]), "source": "safety"} if {
 	input.tool == "Bash"
 	not input.bash.parse_error == null
-} else := {"i": 10, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
+} else := {"i": 10, "step": "bash_paths_unknown", "behavior": "ask", "reason": "the command reads or writes a path known only when it runs ($VAR, a glob, a cd to a variable), and it runs outside any sandbox, where no deny rule or protected path would hold it; it is never read-only and matches no allow rule", "source": "safety"} if {
+	# A command sandboxd runs meets the deny rules and protected paths in its sandbox's
+	# mounts and landlock, whatever its words; one the caller runs itself (an agent's hook)
+	# meets only what was decided here.
+	input.unconfined == true
+	input.tool == "Bash"
+	input.bash.paths_incomplete == true
+} else := {"i": 11, "step": "hook_ask", "behavior": "ask", "reason": _hook_reason("a PreToolUse hook asked"), "source": "hook"} if {
 	input.hook.decision == "ask"
-} else := {"i": 11, "step": "hook_allow", "allow": true, "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
+} else := {"i": 12, "step": "hook_allow", "allow": true, "behavior": "allow", "reason": _hook_reason("a PreToolUse hook allowed the call"), "source": "hook"} if {
 	input.hook.decision == "allow"
 	count(safety.protected_writes) == 0
-} else := {"i": 12, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
+} else := {"i": 13, "step": "protected_path", "behavior": "ask", "reason": sprintf("write to a protected path: %s", [_first(safety.protected_writes)]), "source": "safety"} if {
 	# In bypassPermissions too (where the agents let it through): bypass never asks, so the
 	# ask becomes a deny, as the kernel's read-only mount of an existing protected path does.
 	input.write_paths[0]
 	count(safety.protected_writes) > 0
-} else := _rule_result(13, "allow_rule", "allow", rules.allow_hit) if {
+} else := _rule_result(14, "allow_rule", "allow", rules.allow_hit) if {
 	rules.allow_hit
-} else := object.union({"i": 14, "step": "mode", "source": "mode"}, modes.fallback)
+} else := object.union({"i": 15, "step": "mode", "source": "mode"}, modes.fallback)
 
 # hit.reason is "<behavior> rule <rule> (<source>)", built with the rule data once per rule set
 # (a concat here was a twentieth of a decision). Rule data without one still decides.
