@@ -282,6 +282,21 @@ func TestHookDecisions(t *testing.T) {
 			t.Errorf("after a lost session: %+v", a)
 		}
 	})
+	t.Run("leaving plan mode asks the person", func(t *testing.T) {
+		// Plan mode denies what is not read-only, but its way out is the approval of the plan:
+		// a deny would leave the agent in plan mode for good.
+		in := base("ExitPlanMode", map[string]any{"plan": "1. edit main.go"})
+		in["permission_mode"] = "plan"
+		a := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput
+		if a.PermissionDecision != "ask" || !strings.Contains(a.PermissionDecisionReason, "person") {
+			t.Errorf("ExitPlanMode in plan mode: %+v", a)
+		}
+		in = base("Write", map[string]any{"file_path": filepath.Join(work, "f"), "content": "x"})
+		in["permission_mode"] = "plan"
+		if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput; a.PermissionDecision != "deny" {
+			t.Errorf("Write in plan mode: %+v", a)
+		}
+	})
 }
 
 // TestHookConfine runs what --confine rewrites as the agent would (bash -c, as the agent's

@@ -72,7 +72,7 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 } else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
 	input.requires_user_interaction == true
 } else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
-	input.tool == "AskUserQuestion"
+	input.tool in {"AskUserQuestion", "ExitPlanMode"}
 } else := {"i": 9, "step": "bash_parse_error", "behavior": "ask", "reason": sprintf("the command did not parse (%s); it is never read-only and matches no allow rule", [input.bash.parse_error]), "source": "safety"} if {
 	input.tool == "Bash"
 	not input.bash.parse_error == null

@@ -19,6 +19,8 @@ _cases := {
 	"ask rule auto": {"x": {"mode": "auto", "bash": fx.bash([fx.sub(["git", "push"], false)]), "rules": fx.rules({}, {"bash": {"word": {"git": [_git]}}}, {})}, "want": ["ask", "ask_rule", "user"]},
 	"critical rm": {"x": {"bash": fx.bash([fx.sub(["rm", "-rf", "/"], false)]), "hook": {"decision": "allow", "reason": ""}}, "want": ["ask", "critical_rm", "user"]},
 	"user interaction": {"x": {"tool": "AskUserQuestion", "read_only": true}, "want": ["ask", "user_interaction", "user"]},
+	"plan approval": {"x": {"tool": "ExitPlanMode", "mode": "plan"}, "want": ["ask", "user_interaction", "user"]},
+	"plan approval auto": {"x": {"tool": "ExitPlanMode", "mode": "auto"}, "want": ["ask", "user_interaction", "user"]},
 	"parse error": {"x": {"bash": {"parse_error": "eof", "read_only": false, "subcommands": []}}, "want": ["ask", "bash_parse_error", "user"]},
 	"paths unknown, run unconfined": {"x": {"unconfined": true, "read_only": true, "bash": object.union(fx.bash([fx.sub(["cat"], true)]), {"paths_incomplete": true}), "hook": {"decision": "allow", "reason": ""}}, "want": ["ask", "bash_paths_unknown", "user"]},
 	"paths unknown, run unconfined, allow rule": {"x": {"unconfined": true, "bash": object.union(fx.bash([fx.sub(["cat"], false)]), {"paths_incomplete": true}), "rules": fx.rules({}, {}, {"tools": {"Bash": [_all_bash]}})}, "want": ["ask", "bash_paths_unknown", "user"]},

@@ -115,11 +115,12 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 
 # plan_blocks: plan mode denies anything that is not read-only. WebFetch writes nothing here;
 # it is not read-only for the modes only because the network needs a rule or a person, so plan
-# mode leaves it to them.
+# mode leaves it to them. ExitPlanMode is the way out of plan mode, which a person approves
+# (safety.user_interaction): denying it would leave an agent in plan mode for good.
 plan_blocks if {
 	mode == "plan"
 	not read_only
-	input.tool != "WebFetch"
+	not input.tool in {"WebFetch", "ExitPlanMode"}
 }
 
 # resolve says where an ask goes in each mode. never_auto asks (ask rules, critical rm, ...)

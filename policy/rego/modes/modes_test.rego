@@ -118,6 +118,10 @@ test_plan_passes_reads if {
 	not modes.plan_blocks with input as fx.input_with({"mode": "plan", "tool": "Read", "read_only": true, "paths": [fx.read("/w/a")]})
 }
 
+test_plan_leaves_its_exit_to_a_person if {
+	not modes.plan_blocks with input as fx.input_with({"tool": "ExitPlanMode", "mode": "plan"})
+}
+
 test_plan_leaves_webfetch_to_rules if {
 	not modes.plan_blocks with input as fx.input_with({"tool": "WebFetch", "mode": "plan", "domain": "x.com"})
 	modes.plan_blocks with input as fx.input_with({"tool": "Write", "mode": "plan"})

@@ -118,8 +118,8 @@ outside_reads contains p if {
 	not sandboxd.path_within(p, input.workdirs)
 }
 
-# user_interaction holds for calls that only a person may approve (main inlines the same two
-# conditions on its hot path).
+# user_interaction holds for calls that only a person may approve: a question to them, the
+# approval of a plan (main inlines the same conditions on its hot path).
 user_interaction if input.requires_user_interaction == true
 
-user_interaction if input.tool == "AskUserQuestion"
+user_interaction if input.tool in {"AskUserQuestion", "ExitPlanMode"}
