@@ -79,8 +79,14 @@ func looksHTTP(b []byte) (isHTTP, known bool) {
 // tunnel; a stream that ends first is not HTTP (no origin acts on an unended line).
 func passUntilKnown(br *bufio.Reader, up io.Writer) (bool, error) {
 	sent := 0
+	// What is buffered already is looked at first; after that each look needs a byte more than
+	// the last one saw. Peeking again at the bytes that left it undecided (a line whose CR has
+	// come but not its LF, which is held back, so sent stays short of it) would return at once
+	// without reading, and spin for good.
+	want := max(br.Buffered(), 1)
 	for {
-		b, err := br.Peek(max(br.Buffered(), sent+1))
+		b, err := br.Peek(want)
+		want = len(b) + 1
 		if isHTTP, known := looksHTTP(b); known {
 			if !isHTTP {
 				_, err := br.Discard(sent)

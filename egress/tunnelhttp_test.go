@@ -174,3 +174,42 @@ func TestPassUntilKnown(t *testing.T) {
 		}
 	}
 }
+
+// TestPassUntilKnownWaitsForMore: a first line that holds a line end (a CR) but no LF yet is
+// undecided, and the check waits for the client's next bytes rather than looking at the same
+// ones again: a client sending "GET /x HTTP/1.1\r" and nothing more once kept a root daemon's
+// CPU busy for good, past the idle timeout, its session's end and Close.
+func TestPassUntilKnownWaitsForMore(t *testing.T) {
+	t.Parallel()
+	for _, start := range []string{"GET /x HTTP/1.1\r", "GET /x\r", "\rGET /x HTTP/1.1\r"} {
+		pr, pw := io.Pipe()
+		br := bufio.NewReaderSize(pr, 4096)
+		var up strings.Builder
+		done := make(chan bool, 1)
+		go func() {
+			isHTTP, _ := passUntilKnown(br, &up)
+			done <- isHTTP
+		}()
+		if _, err := io.WriteString(pw, start); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+			t.Fatalf("%q: decided before its line ended", start)
+		case <-time.After(50 * time.Millisecond):
+		}
+		// The next byte must be read: the check is waiting in a read, not spinning on a peek.
+		wrote := make(chan error, 1)
+		go func() { _, err := io.WriteString(pw, "\nHost: x\r\n\r\n"); wrote <- err }()
+		select {
+		case isHTTP := <-done:
+			if !isHTTP {
+				t.Errorf("%q then a line end: not HTTP", start)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%q: the check never read the line end that followed (spinning)", start)
+		}
+		_ = pw.Close()
+		<-wrote
+	}
+}
