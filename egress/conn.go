@@ -272,6 +272,12 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		// to a forwarded request (tunnelhttp.go); the daemon's own client (origin) declared
 		// its request already. The tunnel's own connection, which has seen no whole line, is
 		// not used: each request goes to the address its own decision checked.
+		//
+		// The start of the first line goes up before it is known, and an origin may run a
+		// request line that the end of its stream ends: until the stream is known not to be
+		// HTTP, closing the upstream connection (a handover, the client's end, a timeout, the
+		// session's end) resets it rather than ending it.
+		abortive(up, true)
 		var isHTTP bool
 		if isHTTP, err = passUntilKnown(br, uc); isHTTP {
 			handover.Store(true)
@@ -279,6 +285,9 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 			<-done
 			s.serveTunnelHTTP(ctx, p, t, c, br)
 			return
+		}
+		if !errors.Is(err, errUnendedRequestLine) {
+			abortive(up, false)
 		}
 	}
 	if err == nil && len(first) > 0 {
@@ -308,6 +317,18 @@ func endHalf(dst, src net.Conn, err error) {
 	}
 	_ = src.Close()
 	_ = dst.Close()
+}
+
+// abortive makes closing c reset the connection (on), so its peer reads an error rather than
+// the end of the stream, or end it gracefully again (off). Only a TCP connection can.
+func abortive(c net.Conn, on bool) {
+	sec := -1
+	if on {
+		sec = 0
+	}
+	if l, ok := unwrap(c).(interface{ SetLinger(sec int) error }); ok {
+		_ = l.SetLinger(sec)
+	}
 }
 
 // lingerClose ends a connection after a refusal without losing the refusal: closing a socket

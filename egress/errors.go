@@ -20,6 +20,11 @@ var (
 	// ever dials an address it has checked, never a name.
 	ErrNotChecked = errors.New("dial of an unchecked address")
 
+	// errUnendedRequestLine ends a tunnel whose stream ended (or failed) in the middle of a first
+	// line that, ended there, would be an HTTP request: its start has gone up, so the upstream
+	// connection is reset rather than ended.
+	errUnendedRequestLine = errors.New("the tunnel's stream ended inside what would be an HTTP request line")
+
 	// errHeadTooLarge ends a read of a request's head past maxHeadBytes.
 	errHeadTooLarge = errors.New("request line and headers over 64 KiB")
 )

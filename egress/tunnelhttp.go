@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -71,12 +72,15 @@ func looksHTTP(b []byte) (isHTTP, known bool) {
 
 // passUntilKnown sends the start of a tunnel's stream, which is not TLS, to up as it arrives
 // until looksHTTP can tell whether it is HTTP, and reports which. No line end goes up before
-// then (neither CR nor LF: an origin acts on a request line only once it ends), so an origin
-// has seen no whole line of a stream found to be HTTP, and the bytes passed on so far stay in
-// br for the HTTP parser. A client that waits for an answer to a few bytes (a prompt, a
-// protocol without lines) still gets it. A first line longer than br's buffer is taken as
-// HTTP, so the doubt goes to the parser that refuses what it cannot read, never to a blind
-// tunnel; a stream that ends first is not HTTP (no origin acts on an unended line).
+// then (neither CR nor LF), so an origin has seen no whole line of a stream found to be HTTP,
+// and the bytes passed on so far stay in br for the HTTP parser. A client that waits for an
+// answer to a few bytes (a prompt, a protocol without lines) still gets it. A first line longer
+// than br's buffer is taken as HTTP, so the doubt goes to the parser that refuses what it cannot
+// read, never to a blind tunnel. A stream that ends (or fails) first is not HTTP, unless what
+// it sent would be a request line ended there: that is errUnendedRequestLine. Since an origin
+// may act on a line the end of its stream ends, the caller keeps up's connection abortive (a
+// close resets it) until the answer is "not HTTP", and never ends it gracefully after such a
+// start (nor after handing an HTTP stream over).
 func passUntilKnown(br *bufio.Reader, up io.Writer) (bool, error) {
 	sent := 0
 	// What is buffered already is looked at first; after that each look needs a byte more than
@@ -110,6 +114,14 @@ func passUntilKnown(br *bufio.Reader, up io.Writer) (bool, error) {
 		if err != nil {
 			if _, derr := br.Discard(sent); derr != nil {
 				return false, derr
+			}
+			// Some origins take the end of the stream for the end of the line: Python's
+			// http.server (so Flask's and Django's development servers) reads the request line
+			// with readline, which returns what came before the end, and runs it. A line that,
+			// ended here, is a request is no request any rule decided, so it must not be ended:
+			// the caller resets the connection instead (abortive).
+			if isHTTP, _ := looksHTTP(append(slices.Clip(b), '\n')); isHTTP {
+				return false, errUnendedRequestLine // not io.EOF: nothing is passed on, not even the end
 			}
 			if lim < len(b) {
 				// Line ends held back, then the stream ended: not HTTP, they may go.

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -211,5 +212,78 @@ func TestPassUntilKnownWaitsForMore(t *testing.T) {
 		}
 		_ = pw.Close()
 		<-wrote
+	}
+}
+
+// TestTunnelUnendedRequestLineNotActedOn: the start of a request line passes up a tunnel before
+// the proxy knows it is HTTP, and some origins (Python's http.server, so Flask's and Django's
+// development servers) act on a request line that the end of the stream ends. However the
+// client then ends the tunnel (a half-close, a close, going silent, or by going on with the line
+// as HTTP), the origin must not see that line ended by a clean end of stream: that would run a
+// request no one decided, past any method/path rule on the tunnel's host.
+func TestTunnelUnendedRequestLineNotActedOn(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		got   string
+		clean bool // the stream ended with EOF, not a reset
+	}
+	for _, tc := range []struct {
+		name string
+		end  func(c net.Conn)
+	}{
+		{"half-close", func(c net.Conn) { _ = c.(*net.TCPConn).CloseWrite() }},
+		{"close", func(c net.Conn) { _ = c.Close() }},
+		{"line end held back, then half-close", func(c net.Conn) {
+			_, _ = io.WriteString(c, "\r")
+			time.Sleep(50 * time.Millisecond)
+			_ = c.(*net.TCPConn).CloseWrite()
+		}},
+		{"goes on as HTTP", func(c net.Conn) { _, _ = io.WriteString(c, "\r\nHost: x\r\n\r\n") }},
+		{"silent past the idle timeout", func(net.Conn) { time.Sleep(700 * time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			res := make(chan result, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					res <- result{}
+					return
+				}
+				defer c.Close()
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				b, err := io.ReadAll(c)
+				res <- result{got: string(b), clean: err == nil}
+			}()
+			s := &Server{Decide: allowDecide, AllowPrivate: loopback, IdleTimeout: 300 * time.Millisecond}
+			proxy := startProxy(t, s)
+			c, _ := connectTunnel(t, proxy, l.Addr().String())
+			defer c.Close()
+			if _, err := io.WriteString(c, "POST /delete HTTP/1.1"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // the proxy passes the unended line up
+			tc.end(c)
+			r := <-res
+			if r.clean && strings.Contains(r.got, "POST /delete") {
+				t.Errorf("origin read %q and then a clean end of stream", r.got)
+			}
+		})
+	}
+	for in, want := range map[string]error{
+		"GET /x HTTP/1.1": errUnendedRequestLine,
+		"POST /x":         errUnendedRequestLine,
+		"hello":           io.EOF,
+		"GET":             io.EOF,
+	} {
+		var up strings.Builder
+		if _, err := passUntilKnown(bufio.NewReader(strings.NewReader(in)), &up); !errors.Is(err, want) {
+			t.Errorf("%q then the end: %v, want %v", in, err, want)
+		}
 	}
 }
