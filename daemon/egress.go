@@ -55,13 +55,26 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	}
 	// One user's sessions share one connection cap and one pace of requests, so they cannot
 	// take every connection the proxy serves from other users, nor fill the audit log at will.
-	e.srv.Owner = func(session string) string {
+	// A session without a listener (network none or host) still reaches the proxy through
+	// WebFetch (dial), so its owner comes from the store: under a name of its own ("") every
+	// user's such sessions would share one cap and one pace.
+	e.srv.Owner = func(id string) string {
 		e.mu.Lock()
-		defer e.mu.Unlock()
-		return e.owners[session]
+		name, ok := e.owners[id]
+		e.mu.Unlock()
+		if ok {
+			return name
+		}
+		if s, err := c.store.Get(session.Caller{UID: 0}, id); err == nil {
+			return ownerName(s.Owner.UID)
+		}
+		return "" // the session is gone: the policy refuses whatever it asks
 	}
 	return e
 }
+
+// ownerName names a uid's share of the proxy's connection cap and pace.
+func ownerName(uid uint32) string { return "uid:" + strconv.FormatUint(uint64(uid), 10) }
 
 // open starts serving s's proxy inside its network namespace.
 func (e *egressProxy) open(c *Core, s *session.Session) error {
@@ -71,7 +84,7 @@ func (e *egressProxy) open(c *Core, s *session.Session) error {
 	}
 	e.mu.Lock()
 	e.listeners[s.ID] = l
-	e.owners[s.ID] = "uid:" + strconv.FormatUint(uint64(s.Owner.UID), 10)
+	e.owners[s.ID] = ownerName(s.Owner.UID)
 	e.mu.Unlock()
 	e.wg.Add(1)
 	go func() {

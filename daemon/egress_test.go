@@ -392,3 +392,22 @@ func TestEgressConfigDomainsNormalized(t *testing.T) {
 	td.d.Reload()
 	check("after a refused reload")
 }
+
+// TestEgressOwnerOfEverySession: the proxy's per-owner connection cap and pace count a
+// session's WebFetch connections with its owner's, whatever the session's network mode. A
+// session without a proxy of its own (network none or host) still fetches through it, and
+// such sessions of every user once shared one nameless owner: one user's fetches could use up
+// the cap and the pace every other user's fetches were held to.
+func TestEgressOwnerOfEverySession(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	none := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	proxied := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy"}`, dir))
+	owner := td.d.core.egress.srv.Owner
+	want := fmt.Sprintf("uid:%d", none.Owner.UID)
+	for _, s := range []protocol.Session{none, proxied} {
+		if got := owner(s.ID); got != want {
+			t.Errorf("session in network %q: owner %q, want %q", s.Network, got, want)
+		}
+	}
+}
