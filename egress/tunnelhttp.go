@@ -39,8 +39,8 @@ func isTokenByte(c byte) bool {
 
 // looksHTTP tells from the start b of a tunnel's stream whether an origin server may read it as
 // an HTTP/1 request: after any leading white space, a token (the method), white space or `/`,
-// and a line that names an HTTP version, or (HTTP/0.9) goes on with a path. known is false
-// while the first line is not all there.
+// and a line that names an HTTP version, or (HTTP/0.9) goes on with a path, or is GET and
+// anything. known is false while the first line is not all there.
 func looksHTTP(b []byte) (isHTTP, known bool) {
 	i := 0
 	for i < len(b) && isSpaceLike(b[i]) {
@@ -55,6 +55,12 @@ func looksHTTP(b []byte) (isHTTP, known bool) {
 	}
 	if i == start || b[i] == '\n' || !isSpaceLike(b[i]) && b[i] != '/' {
 		return false, true // binary, or one word on its line: no request line
+	}
+	if string(b[start:i]) == "GET" && isSpaceLike(b[i]) {
+		// HTTP/0.9's request is GET and a target, and a lax server takes any target: Python's
+		// http.server runs `GET admin/../secret` (no version, no leading slash) as a GET of
+		// /secret, so the target's shape cannot tell such a line from another protocol's.
+		return true, true
 	}
 	line, _, found := bytes.Cut(b[i:], []byte{'\n'})
 	if !found {

@@ -149,6 +149,8 @@ func TestPassUntilKnown(t *testing.T) {
 		"GET\x1c/x\x1cHTTP/1.1\r\n":          true,
 		"GET\r/x\rHTTP/1.1\r\n":              true,
 		"GET /x\r\n":                         true, // HTTP/0.9
+		"GET x/../admin\r\n":                 true, // HTTP/0.9 as Python's http.server takes it
+		"GET\tadmin":                         true,
 		"GET http://a/ HTTP/1.1\r\n":         true,
 		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":   true,
 		"GET /" + strings.Repeat("a", 5000):  true, // no end of line in sight
@@ -158,7 +160,7 @@ func TestPassUntilKnown(t *testing.T) {
 		"\x00\x00\x00\x08\x04\xd2\x16\x2f":   false,
 		"U\x00\x00\x01\x85\xa6":              false,
 		"hello":                              false, // ended before its line did
-		"GET /x HTTP/1.1":                    false,
+		"POST /x HTTP/1.1":                   false,
 	} {
 		var up strings.Builder
 		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
@@ -178,11 +180,11 @@ func TestPassUntilKnown(t *testing.T) {
 
 // TestPassUntilKnownWaitsForMore: a first line that holds a line end (a CR) but no LF yet is
 // undecided, and the check waits for the client's next bytes rather than looking at the same
-// ones again: a client sending "GET /x HTTP/1.1\r" and nothing more once kept a root daemon's
+// ones again: a client sending "POST /x HTTP/1.1\r" and nothing more once kept a root daemon's
 // CPU busy for good, past the idle timeout, its session's end and Close.
 func TestPassUntilKnownWaitsForMore(t *testing.T) {
 	t.Parallel()
-	for _, start := range []string{"GET /x HTTP/1.1\r", "GET /x\r", "\rGET /x HTTP/1.1\r"} {
+	for _, start := range []string{"POST /x HTTP/1.1\r", "POST /x\r", "\rPOST /x HTTP/1.1\r"} {
 		pr, pw := io.Pipe()
 		br := bufio.NewReaderSize(pr, 4096)
 		var up strings.Builder
@@ -276,10 +278,10 @@ func TestTunnelUnendedRequestLineNotActedOn(t *testing.T) {
 		})
 	}
 	for in, want := range map[string]error{
-		"GET /x HTTP/1.1": errUnendedRequestLine,
-		"POST /x":         errUnendedRequestLine,
-		"hello":           io.EOF,
-		"GET":             io.EOF,
+		"POST /x HTTP/1.1": errUnendedRequestLine,
+		"POST /x":          errUnendedRequestLine,
+		"hello":            io.EOF,
+		"GET":              io.EOF,
 	} {
 		var up strings.Builder
 		if _, err := passUntilKnown(bufio.NewReader(strings.NewReader(in)), &up); !errors.Is(err, want) {
