@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -145,6 +147,12 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_error")
 		return false
 	}
+	if t.method != "" {
+		if err := checkOverrides(req); err != nil {
+			h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
+			return false
+		}
+	}
 	if t.kind == KindConnect && h.s.Intercept != nil && h.peer.origin == nil {
 		// Decided per request inside, once the tunnel shows TLS (or by host if it does not);
 		// paced here, as a tunnel is without interception (admit): each new host's
@@ -202,6 +210,46 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 		return
 	}
 	h.s.carry(ctx, h.peer, t, h.ic, up, h.br)
+}
+
+// Headers by which a request asks the server to act on another method or path than its own:
+// Rack (Rails), Symfony and Laravel run a POST carrying X-HTTP-Method-Override: DELETE as a
+// DELETE, and IIS's URL Rewrite and older Symfony route by X-Original-URL or X-Rewrite-URL.
+// Compared lowercased with `_` as `-`, since CGI-style servers (Rack, WSGI) read both as `_`.
+var (
+	methodOverrideHeaders = []string{"x-http-method-override", "x-http-method", "x-method-override"}
+	urlOverrideHeaders    = []string{"x-original-url", "x-rewrite-url"}
+)
+
+// checkOverrides refuses a request whose headers ask the server to act on another method or
+// path than the request line's: the rules decide the method and path the proxy sees, and a
+// server honoring such a header would act on one no rule decided (a POST allowed, then run as
+// the DELETE a rule denies). A `_method` query parameter is one too (Symfony and Laravel read
+// it from the query as from a form body). An override naming the request's own method changes
+// nothing.
+func checkOverrides(req *http.Request) error {
+	if req.URL.RawQuery != "" {
+		q, _ := url.ParseQuery(req.URL.RawQuery) // what parses of a malformed query is what a server reads
+		for _, v := range q["_method"] {
+			if !strings.EqualFold(strings.TrimSpace(v), req.Method) {
+				return fmt.Errorf("%w: the query parameter _method=%.64q asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, v, req.Method)
+			}
+		}
+	}
+	for k, vs := range req.Header {
+		name := strings.ReplaceAll(strings.ToLower(k), "_", "-")
+		switch {
+		case slices.Contains(methodOverrideHeaders, name):
+			for _, v := range vs {
+				if !strings.EqualFold(textproto.TrimString(v), req.Method) {
+					return fmt.Errorf("%w: the header %s: %.64q asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
+				}
+			}
+		case slices.Contains(urlOverrideHeaders, name):
+			return fmt.Errorf("%w: the header %s asks the server to act on another path than the request's, which the egress rules did not decide; request that path instead", ErrUnsupported, k)
+		}
+	}
+	return nil
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

@@ -1454,3 +1454,82 @@ func waitNotEstablished(t *testing.T, addr string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestOverrideHeadersRefused: a request whose headers ask the server to act on another method
+// or path (X-HTTP-Method-Override, which Rack, Symfony and Laravel honor on a POST, in either
+// spelling a CGI-style server reads; X-Original-URL) is refused, forwarded or in a tunnel: the
+// rules decided the method and path on the request line, not the ones the server would run.
+func TestOverrideHeadersRefused(t *testing.T) {
+	t.Parallel()
+	var acted sync.Map // what the origin ran, as a framework honoring the headers would
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method, path := r.Method, r.URL.Path
+		if m := r.URL.Query().Get("_method"); m != "" {
+			method = m
+		}
+		for k, v := range r.Header {
+			switch strings.ReplaceAll(strings.ToLower(k), "_", "-") {
+			case "x-http-method-override":
+				method = v[0]
+			case "x-original-url":
+				path = v[0]
+			}
+		}
+		acted.Store(method+" "+path, true)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			if r.Method == "DELETE" || strings.HasPrefix(r.Path, "/admin") {
+				return Verdict{Reason: "not allowed", Rule: "WebFetch(DELETE api.test/**)"}
+			}
+			return Verdict{Allow: true}
+		},
+		AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1"),
+	}
+	proxy := startProxy(t, s)
+	host := "api.test:" + port
+	for _, tc := range []struct {
+		name, head string
+		want       int
+	}{
+		{"method override", "POST /items/1 HTTP/1.1\r\nX-HTTP-Method-Override: DELETE\r\n", 400},
+		{"method override, CGI spelling", "POST /items/1 HTTP/1.1\r\nX_HTTP_METHOD_OVERRIDE: delete\r\n", 400},
+		{"X-HTTP-Method", "POST /items/1 HTTP/1.1\r\nX-Http-Method: DELETE\r\n", 400},
+		{"url override", "GET /public HTTP/1.1\r\nX-Original-URL: /admin/users\r\n", 400},
+		{"override naming its own method", "POST /items/1 HTTP/1.1\r\nX-HTTP-Method-Override: post\r\n", 200},
+		{"_method in the query", "POST /items/1?a=1&_method=DELETE HTTP/1.1\r\n", 400},
+		{"_method in the query, escaped", "POST /items/1?%5Fmethod=DELETE HTTP/1.1\r\n", 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method, rest, _ := strings.Cut(tc.head, " ")
+			path, rest, _ := strings.Cut(rest, " ")
+			fwd := method + " http://" + host + path + " " + rest + "Host: " + host + "\r\nContent-Length: 0\r\n\r\n"
+			if resp, body := rawRequest(t, proxy, fwd); resp.StatusCode != tc.want {
+				t.Errorf("forwarded: %d %q, want %d", resp.StatusCode, body, tc.want)
+			}
+			c, br := connectTunnel(t, proxy, host)
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, tc.head+"Host: "+host+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("in a tunnel: %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	acted.Range(func(k, _ any) bool {
+		if a := k.(string); strings.HasPrefix(strings.ToUpper(a), "DELETE") || strings.Contains(a, "/admin") {
+			t.Errorf("origin ran %q", a)
+		}
+		return true
+	})
+}
