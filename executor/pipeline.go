@@ -274,7 +274,7 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	if mode == "" {
 		mode = st.sess.Mode()
 	}
-	mode = clampToParent(st.sess, mode)
+	mode = clampToAncestors(st.sess, mode)
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,
@@ -301,7 +301,7 @@ func decideForeign(st *state) error {
 	if mode == "" {
 		mode = st.sess.Mode()
 	}
-	if d.Behavior == permission.Ask && clampToParent(st.sess, mode) == permission.ModeDontAsk {
+	if d.Behavior == permission.Ask && clampToAncestors(st.sess, mode) == permission.ModeDontAsk {
 		d.Behavior, d.Reason = permission.Deny, "dontAsk mode: "+d.Reason+" would require approval"
 	}
 	st.decision = &d

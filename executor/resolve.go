@@ -211,7 +211,7 @@ func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Res
 	if mode == "" {
 		mode = st.sess.Mode()
 	}
-	st.call.Mode = clampToParent(st.sess, mode)
+	st.call.Mode = clampToAncestors(st.sess, mode)
 	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: st.facts, ReadOnly: st.readOnly, Hook: st.hook})
 	switch {
 	case err != nil:
@@ -639,17 +639,22 @@ func modeBound(sess *session.Session, m permission.Mode) error {
 	return nil
 }
 
-// clampToParent keeps a child's calls within its parent's mode when the parent narrowed
-// after the child was made (a child's own widening is refused when it is asked for).
-func clampToParent(sess *session.Session, m permission.Mode) permission.Mode {
-	if sess.Parent == nil || m == permission.ModeBubble {
+// clampToAncestors keeps a sub-agent's calls within the mode of every session above it, when
+// one of them narrowed after it was made (its own widening is refused when it is asked for).
+// Every ancestor, not only the parent: a parent keeps the mode it was made with when its own
+// parent narrows, so a grandchild bound by its parent alone wrote in acceptEdits under a
+// session put in plan.
+func clampToAncestors(sess *session.Session, m permission.Mode) permission.Mode {
+	if m == permission.ModeBubble {
 		return m
 	}
-	pm := sess.Parent.EffectiveMode()
-	want, ok1 := permission.Rank(m)
-	have, ok2 := permission.Rank(pm)
-	if ok1 && ok2 && want > have {
-		return pm
+	for anc := sess.Parent; anc != nil; anc = anc.Parent {
+		am := anc.EffectiveMode()
+		want, ok1 := permission.Rank(m)
+		have, ok2 := permission.Rank(am)
+		if ok1 && ok2 && want > have {
+			m = am
+		}
 	}
 	return m
 }
