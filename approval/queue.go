@@ -81,6 +81,7 @@ type Sub struct {
 	C      <-chan Event
 	c      chan Event
 	filter func(Approval) bool
+	view   func(Approval) Approval
 }
 
 // Queue holds the pending approvals of every owner. Its zero value is not usable: NewQueue.
@@ -294,11 +295,12 @@ func ExpiryDenial(a Approval) Resolution {
 	return Resolution{Answer: Deny, Message: msg, By: "expiry"}
 }
 
-// Subscribe streams the events of approvals keep accepts. A subscriber that falls
-// subBuffer events behind is cut off (its channel closes) rather than slowing the queue.
-func (q *Queue) Subscribe(keep func(Approval) bool) (*Sub, func()) {
+// Subscribe streams the events of approvals keep accepts, each approval as view shows it to
+// this subscriber (nil: as it is). A subscriber that falls subBuffer events behind is cut off
+// (its channel closes) rather than slowing the queue.
+func (q *Queue) Subscribe(keep func(Approval) bool, view func(Approval) Approval) (*Sub, func()) {
 	c := make(chan Event, subBuffer)
-	s := &Sub{C: c, c: c, filter: keep}
+	s := &Sub{C: c, c: c, filter: keep, view: view}
 	q.mu.Lock()
 	q.subs[s] = struct{}{}
 	q.mu.Unlock()
@@ -318,8 +320,12 @@ func (q *Queue) publish(ev Event) {
 		if s.filter != nil && !s.filter(ev.Approval) {
 			continue
 		}
+		sev := ev
+		if s.view != nil {
+			sev.Approval = s.view(ev.Approval)
+		}
 		select {
-		case s.c <- ev:
+		case s.c <- sev:
 		default:
 			delete(q.subs, s)
 			close(s.c)

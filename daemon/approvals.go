@@ -40,14 +40,46 @@ func answersApproval(caller session.Caller, a approval.Approval) bool {
 	return caller.UID == 0 || caller.UID == a.Owner
 }
 
-// Approvals implements api.Backend: the caller's pending approvals (all for admins).
+// approvalFor is a as caller is shown it. Who answers it sees all of it; an admin who only
+// sees it gets its previews without their diffs (paths and digests stay): a diff holds lines of
+// the file as it is, which the daemon read as the session's owner, and a file its owner may
+// read is not one an admin may (a Write over a 0600 file showed all of it as removed lines).
+// The audit log, which admins read, keeps the same digests and no diff.
+func approvalFor(caller session.Caller, a approval.Approval) approval.Approval {
+	if answersApproval(caller, a) {
+		return a
+	}
+	if a.Preview != nil {
+		pv := *a.Preview
+		pv.Diff = ""
+		a.Preview = &pv
+	}
+	if len(a.Previews) > 0 {
+		pvs := make([]protocol.Preview, len(a.Previews))
+		for i, pv := range a.Previews {
+			pv.Diff = ""
+			pvs[i] = pv
+		}
+		a.Previews = pvs
+	}
+	a.PreviewContents = nil
+	return a
+}
+
+// Approvals implements api.Backend: the caller's pending approvals (all for admins), each as
+// approvalFor shows it to the caller.
 func (c *Core) Approvals(caller session.Caller) []approval.Approval {
-	return c.approvals.Pending(func(a approval.Approval) bool { return seesApproval(caller, a) })
+	list := c.approvals.Pending(func(a approval.Approval) bool { return seesApproval(caller, a) })
+	for i := range list {
+		list[i] = approvalFor(caller, list[i])
+	}
+	return list
 }
 
 // SubscribeApprovals implements api.Backend.
 func (c *Core) SubscribeApprovals(caller session.Caller) (*approval.Sub, func()) {
-	return c.approvals.Subscribe(func(a approval.Approval) bool { return seesApproval(caller, a) })
+	return c.approvals.Subscribe(func(a approval.Approval) bool { return seesApproval(caller, a) },
+		func(a approval.Approval) approval.Approval { return approvalFor(caller, a) })
 }
 
 // AnswerApproval implements api.Backend. A remembered rule is written (and the session's
