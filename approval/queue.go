@@ -333,23 +333,33 @@ func (q *Queue) publish(ev Event) {
 	}
 }
 
-// DropSession denies the unanswered approvals of a deleted session (asked by it or queued
-// for it): nobody can run their calls any more.
-func (q *Queue) DropSession(id string) {
+// DropSession denies with res the unanswered approvals of a deleted session (asked by it or
+// queued for it), nobody can run their calls any more, and returns them so the denial can be
+// audited as any other answer is. One being answered (claimed) is left to that answer: the
+// answer is already in the log, and its call cannot run in a deleted session.
+func (q *Queue) DropSession(id string, res Resolution) []Approval {
+	if res.When.IsZero() {
+		res.When = time.Now().UTC()
+	}
 	q.mu.Lock()
-	var ids []string
+	defer q.mu.Unlock()
+	var out []Approval
 	for aid, e := range q.entries {
-		if e.a.Session == id || e.a.ParentSession == id {
-			if e.res == nil {
-				ids = append(ids, aid)
-			} else {
-				delete(q.entries, aid)
-			}
+		if e.a.Session != id && e.a.ParentSession != id {
+			continue
+		}
+		switch {
+		case e.res != nil:
+			delete(q.entries, aid)
+		case !e.claimed:
+			r := res
+			e.res = &r
+			close(e.done)
+			q.publish(Event{Type: "answered", Approval: e.a, Resolution: &r})
+			delete(q.entries, aid)
+			out = append(out, e.a)
 		}
 	}
-	q.mu.Unlock()
-	for _, aid := range ids {
-		_, _ = q.Resolve(aid, Resolution{Answer: Deny, Message: "the session was deleted; denied", By: "session_deleted"}, nil)
-		q.Take(aid)
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
 }

@@ -233,6 +233,18 @@ func (c *Core) expireApprovals(ctx context.Context, now time.Time) {
 	}
 }
 
+// dropApprovals denies the unanswered approvals of a session that ended and audits each denial
+// as an answer, by caller (nobody's for an idle timeout): the log holds how every approval it
+// asked for ended, not only the session's end.
+func (c *Core) dropApprovals(ctx context.Context, caller session.Caller, id string, r approval.Resolution) {
+	r.When = time.Now().UTC()
+	for _, a := range c.approvals.DropSession(id, r) {
+		if err := c.recorder.approvalResolve(ctx, caller, a, r); err != nil {
+			c.log.Error("audit approval dropped with its session", zap.Error(err))
+		}
+	}
+}
+
 // approvalTTL is approvals.timeout_sec in force.
 func (c *Core) approvalTTL() time.Duration { return config.Duration(c.Config().Approvals.TimeoutSec) }
 
@@ -240,7 +252,7 @@ func (c *Core) approvalTTL() time.Duration { return config.Duration(c.Config().A
 func (r *recorder) approvalResolve(ctx context.Context, caller session.Caller, a approval.Approval, res approval.Resolution) error {
 	detail := approvalDetail(&a, &res)
 	rec := &audit.Record{Kind: audit.KindApprovalResolve, Session: a.Session, Tool: a.Tool, Detail: detail}
-	if res.By != "expiry" {
+	if res.By != "expiry" && res.By != "idle_timeout" {
 		rec.Caller = auditCaller(caller)
 	}
 	if err := r.log.Append(ctx, rec); err != nil {

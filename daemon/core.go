@@ -494,7 +494,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 	}
 	c.release(s)
 	c.activity.last.Delete(id)
-	c.approvals.DropSession(id)
+	c.dropApprovals(ctx, caller, id, approval.Resolution{Answer: approval.Deny, Message: "the session was deleted; denied", By: "session_deleted"})
 	return c.recorder.session(ctx, "session.delete", caller, s)
 }
 

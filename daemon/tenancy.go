@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
@@ -87,7 +88,7 @@ func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
 			continue // ended meanwhile
 		}
 		c.release(removed)
-		c.approvals.DropSession(s.ID)
+		c.dropApprovals(ctx, session.Caller{}, s.ID, approval.Resolution{Answer: approval.Deny, Message: "the session ended after being idle; denied", By: "idle_timeout"})
 		c.activity.last.Delete(s.ID)
 		n++
 		c.log.Info("session expired: idle", zap.String("session", s.ID), zap.Duration("idle_timeout", idle))
