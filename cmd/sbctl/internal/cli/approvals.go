@@ -320,12 +320,12 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		}
 	}()
 
-	var pending []protocol.Approval
-	sel := 0
+	var list watchList
 	status := "connecting…"
 	draw := func() {
 		var b strings.Builder
 		b.WriteString("\x1b[H\x1b[2J")
+		pending, sel := list.items, list.sel
 		fmt.Fprintf(&b, "sandboxd approvals (%d pending)   y allow once · n deny · a allow and remember in session · j/k select · q quit\n\n", len(pending))
 		for i, a := range pending {
 			mark := "  "
@@ -364,24 +364,17 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		case m := <-events:
 			switch {
 			case m.reset:
-				pending, sel, status = nil, 0, "watching"
+				list.reset(time.Now())
+				status = "watching"
 			case m.err != nil:
 				status = "stream: " + m.err.Error() + " (reconnecting)"
 			case m.ev.Type == "created":
-				pending = append(pending, m.ev.Approval)
+				list.add(m.ev.Approval, time.Now())
 			default:
-				for i, a := range pending {
-					if a.ID == m.ev.Approval.ID {
-						pending = append(pending[:i], pending[i+1:]...)
-						break
-					}
-				}
+				list.remove(m.ev.Approval.ID, time.Now())
 				if m.ev.Resolution != nil {
 					status = eventLine(*m.ev)
 				}
-			}
-			if sel >= len(pending) && sel > 0 {
-				sel = len(pending) - 1
 			}
 		case k, ok := <-keys:
 			if !ok || k == 'q' || k == 3 || k == 4 {
@@ -390,15 +383,15 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			}
 			switch k {
 			case 'j':
-				if sel+1 < len(pending) {
-					sel++
-				}
+				list.move(1)
 			case 'k':
-				if sel > 0 {
-					sel--
-				}
+				list.move(-1)
 			case 'y', 'n', 'a':
-				if sel >= len(pending) {
+				a, ok := list.selected(time.Now())
+				if !ok {
+					if len(list.items) > 0 {
+						status = "the selected approval changed under you; read it, then answer again"
+					}
 					break
 				}
 				ans := protocol.ApprovalAnswer{Answer: protocol.Allow}
@@ -409,7 +402,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 					ans.Remember = "session"
 				}
 				// The answered event removes it from the list.
-				if res, err := e.Client().AnswerApproval(ctx, pending[sel].ID, ans); err != nil {
+				if res, err := e.Client().AnswerApproval(ctx, a.ID, ans); err != nil {
 					status = "answer: " + err.Error()
 				} else {
 					status = resolutionLine(res.Approval, res.Resolution)
@@ -418,6 +411,70 @@ func watchTerminal(e *Env, in, out *os.File) error {
 		}
 		draw()
 	}
+}
+
+// watchSettle is how long an approval the selection moved onto by itself is left on screen
+// before a key answers it: longer than it takes to press a key meant for the one before.
+const watchSettle = 1500 * time.Millisecond
+
+// watchList is the watch view's pending approvals and which one is selected. The selection
+// follows its approval, not its row: when an approval above it leaves (answered elsewhere,
+// expired), the rows shift and the selection stays on the one the person is reading. When the
+// selected one itself leaves, or the list is rebuilt, the selection lands on another approval
+// that the person has not read (so does the first approval of an empty list): a key pressed for the one that left would answer it, and an
+// agent can time its own asks to expire under a waiting keystroke. Such a selection answers
+// nothing until it has been on screen for watchSettle or the person moves to it.
+type watchList struct {
+	items []protocol.Approval
+	sel   int
+	// moved is when the selection last landed somewhere by itself; zero once the person chose.
+	moved time.Time
+}
+
+func (w *watchList) reset(now time.Time) { w.items, w.sel, w.moved = nil, 0, now }
+
+// add puts a at the end; on an empty list the selection lands on it by itself.
+func (w *watchList) add(a protocol.Approval, now time.Time) {
+	if len(w.items) == 0 {
+		w.moved = now
+	}
+	w.items = append(w.items, a)
+}
+
+func (w *watchList) remove(id string, now time.Time) {
+	for i, a := range w.items {
+		if a.ID != id {
+			continue
+		}
+		w.items = append(w.items[:i], w.items[i+1:]...)
+		switch {
+		case i < w.sel:
+			w.sel--
+		case i == w.sel:
+			w.moved = now
+		}
+		break
+	}
+	if w.sel >= len(w.items) && w.sel > 0 {
+		w.sel = len(w.items) - 1
+	}
+}
+
+// move is the person's j or k.
+func (w *watchList) move(d int) {
+	if n := w.sel + d; n >= 0 && n < len(w.items) {
+		w.sel = n
+	}
+	w.moved = time.Time{}
+}
+
+// selected is the approval a key answers now: none when the list is empty or the selection
+// has not settled.
+func (w *watchList) selected(now time.Time) (protocol.Approval, bool) {
+	if w.sel >= len(w.items) || (!w.moved.IsZero() && now.Sub(w.moved) < watchSettle) {
+		return protocol.Approval{}, false
+	}
+	return w.items[w.sel], true
 }
 
 // rawMode turns off the terminal's line buffering and echo (keys arrive one by one) and
