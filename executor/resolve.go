@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -324,10 +325,15 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			return []string{}
 		}
 		for _, sub := range cl.Subcommands {
-			if sub.ReadOnly || len(sub.Prefix) == 0 {
+			if sub.ReadOnly || len(sub.Prefix) == 0 || strings.Contains(sub.Prefix[0], "*") {
+				// A Bash rule cannot say a literal *: the command word `*` made Bash(*:*),
+				// which is every command.
 				continue
 			}
 			if sub.ExactOnly || sub.Opaque {
+				if slices.ContainsFunc(sub.Prefix, func(w string) bool { return strings.Contains(w, "*") }) {
+					continue // as an exact rule it would match more than this command
+				}
 				add("Bash(" + strings.Join(sub.Prefix, " ") + ")")
 				continue
 			}
@@ -351,7 +357,9 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			if pf.Access == permission.Write {
 				// //p is the filesystem root in rule syntax (COMPAT 1); /p would be the
 				// rule file's directory.
-				add("Edit(/" + pf.Requested + ")")
+				// Its name quoted: a remembered rule allows the file approved, and a file
+				// named `*` must not make it allow the whole directory.
+				add("Edit(/" + permission.LiteralPath(pf.Requested) + ")")
 			}
 		}
 		if len(out) == 0 {

@@ -222,6 +222,10 @@ func matchSegments(pat, segs []string, whole bool) bool {
 	return m(0, 0)
 }
 
+// LiteralPath is p as a path rule's pattern that matches p alone: a file named `*` or `[a-z]*`
+// is that file, not every file its name would match as a glob.
+func LiteralPath(p string) string { return escapeGlob(p) }
+
 // escapeGlob quotes glob metacharacters of a literal base directory (cwd, home) so a directory
 // named `[x]` does not turn into a character class.
 func escapeGlob(s string) string {

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// TestRememberedRuleIsTheApprovedPath: "allow and remember" of a write to a file whose name
+// holds glob characters remembers a rule for that file alone, not a pattern the name spells.
+func TestRememberedRuleIsTheApprovedPath(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	for _, name := range []string{"*", "[a-z]*", "x?", `back\slash*`} {
+		t.Run(name, func(t *testing.T) {
+			s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+			defer td.do(t, "DELETE", "/v1/sessions/"+s.ID, "")
+			target := filepath.Join(dir, name)
+			r := td.callRaw(t, s.ID, callBody("Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, target), ""))
+			if behavior(r) != permission.Ask || r.ApprovalID == "" {
+				t.Fatalf("want an ask: %+v", r.Decision)
+			}
+			if code, b := td.answer(t, r.ApprovalID, `{"answer":"allow","remember":"session"}`); code != 200 {
+				t.Fatalf("allow and remember: %d %s", code, b)
+			}
+			other := filepath.Join(dir, "other-"+fmt.Sprint(len(name)))
+			r = td.callRaw(t, s.ID, callBody("Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, other), ""))
+			if behavior(r) == permission.Allow {
+				t.Errorf("the rule remembered for %q allowed %s: %+v", target, other, r.Decision)
+			}
+			if _, err := os.Stat(other); err == nil {
+				t.Errorf("%s was written", other)
+			}
+			r = td.callRaw(t, s.ID, callBody("Write", fmt.Sprintf(`{"file_path":%q,"content":"y"}`, target), ""))
+			if behavior(r) != permission.Allow {
+				t.Errorf("the remembered rule does not allow %s again: %+v", target, r.Decision)
+			}
+		})
+	}
+}
+
+// TestSuggestedBashRulesHoldNoStar: a Bash rule cannot quote a `*`, so a command word holding
+// one is never put in a suggested rule, where it would be a wildcard (the word `*` made
+// Bash(*:*), every command).
+func TestSuggestedBashRulesHoldNoStar(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	for _, cmd := range []string{`'*' x`, `./run* now`, `watch 'rm *'`, `setsid 'x*'`, `find . -name '*.o' -exec rm {} +`} {
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
+		if r.ApprovalID == "" {
+			continue
+		}
+		_, b := td.do(t, "GET", "/v1/approvals", "")
+		var list struct {
+			Approvals []struct {
+				ID             string   `json:"id"`
+				SuggestedRules []string `json:"suggested_rules"`
+			} `json:"approvals"`
+		}
+		decodeInto(t, b, &list)
+		for _, a := range list.Approvals {
+			if a.ID != r.ApprovalID {
+				continue
+			}
+			t.Logf("%s: %q", cmd, a.SuggestedRules)
+			for _, rule := range a.SuggestedRules {
+				if strings.Contains(strings.TrimSuffix(strings.TrimSuffix(rule, ")"), ":*"), "*") {
+					t.Errorf("%s: suggested %s", cmd, rule)
+				}
+			}
+		}
+	}
+}
