@@ -76,3 +76,22 @@ func TestSuggestedBashRulesHoldNoStar(t *testing.T) {
 		}
 	}
 }
+
+// TestWebFetchHostIsNoPattern: a WebFetch host with a wildcard character is refused before it
+// is decided, so no approval suggests WebFetch(domain:*.com) for it.
+func TestWebFetchHostIsNoPattern(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	for _, u := range []string{"https://*.com/", "https://ex?mple.com/", "https://[a-z].com/"} {
+		r := td.callRaw(t, s.ID, callBody("WebFetch", fmt.Sprintf(`{"url":%q,"prompt":"p"}`, u), ""))
+		if r.ApprovalID != "" || behavior(r) == permission.Allow {
+			t.Errorf("%s: %+v approval %q", u, r.Decision, r.ApprovalID)
+		}
+	}
+	// A plain name still asks, and suggests its own domain.
+	r := td.callRaw(t, s.ID, callBody("WebFetch", `{"url":"https://example.com/","prompt":"p"}`, ""))
+	if r.ApprovalID == "" {
+		t.Fatalf("a plain host: %+v", r.Decision)
+	}
+}
