@@ -167,6 +167,9 @@ type state struct {
 	hook   *HookVerdict
 	// facts are what the tool reported for the policy (paths, classification, domain).
 	facts permission.ToolFacts
+	// cwd is the session's working directory the call was decided in: its relative paths
+	// and facts mean that directory, and the call runs in the session's.
+	cwd string
 	// approval is the pending approval this call created; resolution its answer.
 	approval   *approval.Approval
 	resolution *approval.Resolution
@@ -275,6 +278,7 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 		mode = st.sess.Mode()
 	}
 	mode = clampToAncestors(st.sess, mode)
+	st.cwd = st.sess.Cwd()
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,

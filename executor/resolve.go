@@ -204,6 +204,12 @@ func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Res
 		d.Behavior, d.Step, d.Reason = permission.Deny, "recheck", "approved by "+res.By+", but denied since: "+why
 		st.decision = &d
 	}
+	if cwd := st.sess.Cwd(); cwd != st.cwd {
+		// A call runs in the session's working directory, and this one was asked, shown and
+		// decided in another: its relative paths would now name other files.
+		deny(fmt.Sprintf("the session's working directory changed from %s to %s since it was asked; call it again", st.cwd, cwd))
+		return
+	}
 	mode := st.req.Mode
 	if err := modeBound(st.sess, mode); err != nil {
 		deny(err.Error())
