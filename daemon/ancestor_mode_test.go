@@ -40,3 +40,34 @@ func TestAncestorNarrowingBindsDescendants(t *testing.T) {
 		t.Fatalf("grandchild once the top is back in acceptEdits: %+v", r.Decision)
 	}
 }
+
+// TestBubbleBoundByAncestors: a bubble session's asks are answered as its ancestors' own
+// calls would be: under a session in plan a write is denied, not put to a person, and under
+// an auto session narrowed by its own parent to default, a person answers, not the classifier.
+func TestBubbleBoundByAncestors(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+
+	plan := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"plan"}`, dir))
+	child := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bubble","parent_id":%q}`, dir, plan.ID))
+	r := td.callRaw(t, child.ID, callBody("Bash", `{"command":"mkdir -p under-plan"}`, ""))
+	if behavior(r) != permission.Deny || r.ApprovalID != "" {
+		t.Errorf("a bubble session's write under a plan parent: %+v approval %q", r.Decision, r.ApprovalID)
+	}
+
+	top := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"auto"}`, dir))
+	mid := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"auto","parent_id":%q}`, dir, top.ID))
+	leaf := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bubble","parent_id":%q}`, dir, mid.ID))
+	if code, b := td.do(t, "PATCH", "/v1/sessions/"+top.ID, `{"mode":"default"}`); code != 200 {
+		t.Fatalf("narrow the top session: %d %s", code, b)
+	}
+	r = td.callRaw(t, leaf.ID, callBody("Bash", `{"command":"mkdir -p by-classifier"}`, ""))
+	if behavior(r) != permission.Ask || r.ApprovalID == "" {
+		t.Errorf("a bubble session's write under an auto parent narrowed to default: %+v", r.Decision)
+	}
+	for _, d := range []string{"under-plan", "by-classifier"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+			t.Errorf("%s was made", d)
+		}
+	}
+}

@@ -81,7 +81,8 @@ func stepResolve(ctx context.Context, p *Pipeline, st *state) error {
 			return nil
 		}
 		queue = anc
-		switch anc.Mode() {
+		// The ancestor's mode as its own calls are decided in: bound by its ancestors too.
+		switch clampToAncestors(anc, anc.Mode()) {
 		case permission.ModeDontAsk:
 			st.denyResolved(DontAskReason + " (the parent session is in dontAsk mode)")
 			return nil
@@ -658,8 +659,17 @@ func modeBound(sess *session.Session, m permission.Mode) error {
 // Every ancestor, not only the parent: a parent keeps the mode it was made with when its own
 // parent narrows, so a grandchild bound by its parent alone wrote in acceptEdits under a
 // session put in plan.
+//
+// A bubble call keeps its mode (its asks go up, stepResolve) unless an ancestor is in plan:
+// it is then decided in plan, as that ancestor's own calls are, so its writes are denied
+// rather than put to a person.
 func clampToAncestors(sess *session.Session, m permission.Mode) permission.Mode {
 	if m == permission.ModeBubble {
+		for anc := sess.Parent; anc != nil; anc = anc.Parent {
+			if anc.EffectiveMode() == permission.ModePlan {
+				return permission.ModePlan
+			}
+		}
 		return m
 	}
 	for anc := sess.Parent; anc != nil; anc = anc.Parent {
