@@ -140,6 +140,12 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		if err != nil {
 			return session.Snapshot{}, errcode.New(errcode.NotFound, fmt.Errorf("parent session %q not found", p.ParentID))
 		}
+		if parent.Owner.UID != caller.UID {
+			// A child's asks go to its parent's queue, answered by the parent's owner, and its
+			// calls run as the child's: root's child of a user's session ran as root what that
+			// user approved, and a remembered rule went into root's settings.
+			return session.Snapshot{}, errcode.Msg(errcode.PermissionDenied, "a sub-agent session belongs to its parent's owner: make it as that user")
+		}
 		p.Parent = parent
 		if p.Mode == "" {
 			// A sub-agent without a mode of its own takes its parent's: never wider.
