@@ -19,6 +19,10 @@ type Approval struct {
 	// PreviewContents is what approving writes to each of AllPreviews' paths, and only while
 	// each file still has its SHA256 (or is still absent); it never leaves the daemon.
 	PreviewContents [][]byte `json:"-"`
+	// AsAsked is the call's input as it runs, when redaction changed it for Input: who
+	// answers must read what runs (a secret-looking assignment's value may be a command
+	// substitution), and the secrets in it are the answerer's own. Nobody else gets it.
+	AsAsked []byte `json:"-"`
 }
 
 // Answer is a person's answer: Allow or Deny.
@@ -54,7 +58,7 @@ const (
 // size is about what a holds in memory: its input twice (the redacted copy here, the
 // asker's request in the payload), its diffs and what approving writes.
 func (a Approval) size() int {
-	n := 2*len(a.Input) + len(a.Reason)
+	n := 2*len(a.Input) + len(a.AsAsked) + len(a.Reason)
 	for _, p := range a.AllPreviews() {
 		n += len(p.Diff)
 	}

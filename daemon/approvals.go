@@ -40,15 +40,20 @@ func answersApproval(caller session.Caller, a approval.Approval) bool {
 	return caller.UID == 0 || caller.UID == a.Owner
 }
 
-// approvalFor is a as caller is shown it. Who answers it sees all of it; an admin who only
+// approvalFor is a as caller is shown it. Who answers it sees all of it, its input as it runs
+// rather than as redacted for the log (AsAsked); an admin who only
 // sees it gets its previews without their diffs (paths and digests stay): a diff holds lines of
 // the file as it is, which the daemon read as the session's owner, and a file its owner may
 // read is not one an admin may (a Write over a 0600 file showed all of it as removed lines).
 // The audit log, which admins read, keeps the same digests and no diff.
 func approvalFor(caller session.Caller, a approval.Approval) approval.Approval {
 	if answersApproval(caller, a) {
+		if a.AsAsked != nil {
+			a.Input, a.AsAsked = a.AsAsked, nil
+		}
 		return a
 	}
+	a.AsAsked = nil
 	if a.Preview != nil {
 		pv := *a.Preview
 		pv.Diff = ""
@@ -146,7 +151,7 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 	case err != nil:
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))
 	}
-	return got, r, nil
+	return approvalFor(caller, got), r, nil
 }
 
 // remember adds rule as an allow to the asking session's own rules, or to its project's

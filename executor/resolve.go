@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -136,6 +137,9 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 		Session: st.sess.ID, Owner: queue.Owner.UID, Tool: c.Tool.Name(), Input: red,
 		Reason: st.decision.Reason, SuggestedRules: suggestRules(c, st.facts),
 	}}
+	if !bytes.Equal(red, b) {
+		a.AsAsked = b
+	}
 	if queue != st.sess {
 		a.ParentSession = queue.ID
 	}

@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
+)
+
+// TestApprovalShowsWhatRunsUnredacted: who answers an approval reads its input as it runs, not
+// as redacted for the log, where a secret-looking assignment hid a command substitution; an
+// admin who does not answer it, and the audit log, still get the redacted input.
+func TestApprovalShowsWhatRunsUnredacted(t *testing.T) {
+	alice := testutil.CreateUser(t, "sbaua")
+	bob := testutil.CreateUser(t, "sbaub")
+	td := startDaemon(t, "admin_group: "+bob.Name+"\n")
+	sid := sessionAs(t, td, alice, `,"mode":"default"`)
+	const hidden = "touch pwned-by-substitution"
+	cmd := fmt.Sprintf(`MY_TOKEN="$(%s)" true`, hidden)
+	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""), "")
+	var res struct {
+		ApprovalID string `json:"approval_id"`
+		Decision   *struct {
+			Behavior permission.Behavior `json:"behavior"`
+		} `json:"decision"`
+	}
+	decodeInto(t, b, &res)
+	if code != 200 || res.ApprovalID == "" {
+		t.Fatalf("want an ask: %d %s", code, b)
+	}
+	_, b = curlAs(t, td, alice, "GET", "/v1/approvals", "", "")
+	var list protocol.ApprovalList
+	decodeInto(t, b, &list)
+	if len(list.Approvals) != 1 || !strings.Contains(string(list.Approvals[0].Input), hidden) {
+		t.Errorf("the owner is not shown what runs: %s", b)
+	}
+	_, b = curlAs(t, td, bob, "GET", "/v1/approvals", "", "")
+	list = protocol.ApprovalList{}
+	decodeInto(t, b, &list)
+	if len(list.Approvals) != 1 || list.Approvals[0].ID != res.ApprovalID || strings.Contains(string(list.Approvals[0].Input), "pwned") {
+		t.Errorf("the admin's view: %s", b)
+	}
+	for _, rec := range auditRecords(t, td) {
+		if strings.Contains(string(rec.Input), "pwned-by-substitution") {
+			t.Errorf("the audit log holds the unredacted input: %s %s", rec.Kind, rec.Input)
+		}
+	}
+}
