@@ -54,6 +54,13 @@ func approvalFor(caller session.Caller, a approval.Approval) approval.Approval {
 		return a
 	}
 	a.AsAsked = nil
+	// Suggested rules are made of the call's words: redacted as its input is, as the audit log
+	// redacts them.
+	rules := make([]string, len(a.SuggestedRules))
+	for i, r := range a.SuggestedRules {
+		rules[i] = audit.RedactString(r)
+	}
+	a.SuggestedRules = rules
 	if a.Preview != nil {
 		pv := *a.Preview
 		pv.Diff = ""

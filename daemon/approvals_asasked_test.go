@@ -49,3 +49,32 @@ func TestApprovalShowsWhatRunsUnredacted(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestedRulesRedactedForOthers: a suggested rule is made of the command's words, so a
+// token among them is redacted in the audit log and for an admin, as the input is.
+func TestSuggestedRulesRedactedForOthers(t *testing.T) {
+	alice := testutil.CreateUser(t, "sbsra")
+	bob := testutil.CreateUser(t, "sbsrb")
+	td := startDaemon(t, "admin_group: "+bob.Name+"\n")
+	sid := sessionAs(t, td, alice, `,"mode":"default"`)
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", fmt.Sprintf(`{"command":"mytool %s"}`, token), ""), "")
+	if code != 200 || !strings.Contains(string(b), "approval_id") {
+		t.Fatalf("want an ask: %d %s", code, b)
+	}
+	_, b = curlAs(t, td, alice, "GET", "/v1/approvals", "", "")
+	if !strings.Contains(string(b), "Bash(mytool "+token+")") {
+		t.Errorf("the owner's suggestion: %s", b)
+	}
+	_, b = curlAs(t, td, bob, "GET", "/v1/approvals", "", "")
+	if strings.Contains(string(b), token) {
+		t.Errorf("the admin sees the token: %s", b)
+	}
+	for _, rec := range auditRecords(t, td) {
+		for k, v := range rec.Detail {
+			if strings.Contains(v, token) {
+				t.Errorf("%s record's %s holds the token: %s", rec.Kind, k, v)
+			}
+		}
+	}
+}
