@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -481,6 +482,12 @@ func (l *Log) flushSync() {
 
 func (l *Log) fail(batch []*request, err error) {
 	l.setHealthy(false, err)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		// The volume is full now, whatever the last look at it said: engage the free-space
+		// floor at once. A smaller record may still fit and make the log healthy again, and
+		// calls must not go on filling the last bytes until the next look.
+		l.refreshSpace()
+	}
 	e := errcode.New(errcode.AuditUnavailable, fmt.Errorf("write audit log: %w", err))
 	for _, req := range batch {
 		req.done <- e

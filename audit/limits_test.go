@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -170,5 +172,18 @@ func TestUnreadableSpaceCountsAsLow(t *testing.T) {
 	l.refreshSpace()
 	if !l.spaceLow.Load() {
 		t.Fatal("free space unknown, and the log takes it as enough")
+	}
+}
+
+// A write refused for want of space engages the free-space floor at once, not at the next
+// periodic look: a smaller record may still fit and make the log healthy again, while the
+// volume is full.
+func TestNoSpaceWriteEngagesTheFloor(t *testing.T) {
+	t.Parallel()
+	l := &Log{cfg: Config{Dir: t.TempDir(), MinFreeBytes: 1 << 62}, log: zaptest.NewLogger(t)}
+	l.spaceChecked.Store(time.Now().UnixNano()) // just looked: the rate limit would wait
+	l.fail(nil, &os.PathError{Op: "write", Path: "audit.jsonl", Err: unix.ENOSPC})
+	if !l.spaceLow.Load() {
+		t.Fatal("ENOSPC from a write, and the floor still says there is room")
 	}
 }
