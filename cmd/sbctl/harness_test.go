@@ -173,6 +173,19 @@ func asUser(tb testing.TB, cmd *exec.Cmd, u testutil.User) {
 	cmd.Dir = u.Home
 }
 
+// ownedDirs makes each dir (in order, so a child may follow its parent) owned by u.
+func ownedDirs(tb testing.TB, u testutil.User, dirs ...string) {
+	tb.Helper()
+	for _, dir := range dirs {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // userHome makes a throwaway user whose home is under /var/tmp (not the children's private
 // /tmp), with a runtime dir of its own for the hook's state.
 func userHome(tb testing.TB, prefix string) (testutil.User, string) {

@@ -67,12 +67,7 @@ func TestHookDecisions(t *testing.T) {
 	d := startDaemon(t, b, "")
 	u, rt := userHome(t, "sbhk")
 	work := filepath.Join(u.Home, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(work, int(u.UID), int(u.GID)); err != nil {
-		t.Fatal(err)
-	}
+	ownedDirs(t, u, work)
 	base := func(tool string, input map[string]any) map[string]any {
 		return map[string]any{"session_id": "agent-1", "cwd": work, "hook_event_name": "PreToolUse", "permission_mode": "default",
 			"tool_name": tool, "tool_input": input, "tool_use_id": "toolu_1"}
@@ -455,14 +450,7 @@ func TestHookCdKeepsRuleAnchors(t *testing.T) {
 	u, rt := userHome(t, "sbhc")
 	work := filepath.Join(u.Home, "work")
 	src := filepath.Join(work, "src")
-	for _, dir := range []string{work, src} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ownedDirs(t, u, work, src)
 	flags := []string{"--deny", "Edit(/src/**)", "--deny", "Read(./.env)"}
 	call := func(agent string, env []string, cwd, tool string, input map[string]any, extra ...string) hookAnswer {
 		t.Helper()
@@ -550,12 +538,7 @@ func TestHookUnknownPathsAsk(t *testing.T) {
 	d := startDaemon(t, b, "")
 	u, rt := userHome(t, "sbhp")
 	work := filepath.Join(u.Home, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(work, int(u.UID), int(u.GID)); err != nil {
-		t.Fatal(err)
-	}
+	ownedDirs(t, u, work)
 	deny := []string{"--deny", "Read(~/secret/**)"}
 	for i, command := range []string{
 		`cat $HOME/secret/f`,
