@@ -54,8 +54,9 @@ func approvalFor(caller session.Caller, a approval.Approval) approval.Approval {
 		return a
 	}
 	a.AsAsked = nil
-	// Suggested rules are made of the call's words: redacted as its input is, as the audit log
-	// redacts them.
+	// The reason and the suggested rules may quote the call's words (a rule's text, a path):
+	// redacted as its input is, as the audit log redacts them.
+	a.Reason = audit.RedactString(a.Reason)
 	rules := make([]string, len(a.SuggestedRules))
 	for i, r := range a.SuggestedRules {
 		rules[i] = audit.RedactString(r)

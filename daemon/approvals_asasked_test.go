@@ -70,6 +70,16 @@ func TestSuggestedRulesRedactedForOthers(t *testing.T) {
 	if strings.Contains(string(b), token) {
 		t.Errorf("the admin sees the token: %s", b)
 	}
+	// The reason quotes the rule that asked, and the rule the token: redacted for the admin too.
+	sid = sessionAs(t, td, alice, fmt.Sprintf(`,"mode":"default","rules":{"ask":["Bash(othertool %s:*)"]}`, token))
+	code, b = curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", fmt.Sprintf(`{"command":"othertool %s x"}`, token), ""), "")
+	if code != 200 || !strings.Contains(string(b), "approval_id") {
+		t.Fatalf("want an ask by the rule: %d %s", code, b)
+	}
+	_, b = curlAs(t, td, bob, "GET", "/v1/approvals", "", "")
+	if !strings.Contains(string(b), "othertool") || strings.Contains(string(b), token) {
+		t.Errorf("the admin's view of an ask whose reason quotes the token: %s", b)
+	}
 	for _, rec := range auditRecords(t, td) {
 		for k, v := range rec.Detail {
 			if strings.Contains(v, token) {
