@@ -264,6 +264,15 @@ func TestCleanStopRemovesCgroups(t *testing.T) {
 	td.call(t, s.ID, "Bash", `{"command":"true"}`)
 	td.call(t, s.ID, "Glob", `{"pattern":"*"}`)
 	td.stop()
+	for _, d := range cgroupsLeft(t, "sandboxd-test-"+strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())) {
+		t.Errorf("cgroup %s left behind", d)
+	}
+}
+
+// cgroupsLeft lists the directories of the cgroup subtree name that exist, in every hierarchy
+// this process is in.
+func cgroupsLeft(t *testing.T, name string) []string {
+	t.Helper()
 	own, err := cgroupfs.Own()
 	if err != nil {
 		t.Fatal(err)
@@ -272,14 +281,15 @@ func TestCleanStopRemovesCgroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "sandboxd-test-" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	var left []string
 	for _, c := range []string{"pids", "memory", "cpu", "cpuacct", "freezer", ""} {
 		if mounts[c] == "" {
 			continue
 		}
 		d := filepath.Join(mounts[c], own[c], name)
 		if _, err := os.Stat(d); err == nil {
-			t.Errorf("cgroup %s left behind", d)
+			left = append(left, d)
 		}
 	}
+	return left
 }

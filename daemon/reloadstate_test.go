@@ -100,6 +100,10 @@ func TestBrokenAdminSettingsShowInStatusAndMetrics(t *testing.T) {
 	if _, err := New(Options{Socket: filepath.Join(dir, "s.sock"), StateDir: filepath.Join(dir, "state"), ConfigPath: cfgPath, ConfigRequired: true}, zaptest.NewLogger(t)); err == nil || !strings.Contains(err.Error(), "10-broken.json") {
 		t.Fatalf("a daemon started with a broken admin settings file: %v", err)
 	}
+	// A daemon that refuses to start leaves nothing behind: not even its empty cgroup subtree.
+	for _, d := range cgroupsLeft(t, "sandboxd-test-broken-admin-settings") {
+		t.Errorf("the refused start left cgroup %s", d)
+	}
 
 	if err := os.Remove(broken); err != nil {
 		t.Fatal(err)

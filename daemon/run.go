@@ -111,7 +111,8 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	undo = append(undo, func() { sb.Close() })
+	// A refused start leaves no cgroup subtree behind, as a clean stop leaves none.
+	undo = append(undo, func() { sb.Close(); _ = sb.RemoveCgroups() })
 	al, err := audit.Open(audit.Config{
 		Dir: filepath.Join(opts.StateDir, "audit"),
 		// Beside the log, not in it: a copy of the log directory (for verify, a backup, an
