@@ -142,15 +142,53 @@ func benchHome(b *testing.B) (work string, deny []string) {
 // session's dirs, the default deny paths of a home and the protected paths (as the caller), the
 // mount plan and the landlock rules (their expansion cached). go test -run '^$' -bench Plan ./sandbox/
 func BenchmarkPlan(b *testing.B) {
+	s, spec := benchPlanSpec(b)
+	planOf(b, s, spec) // the expansion cache and the session's netns, as a session's later calls find them
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		planOf(b, s, spec)
+	}
+}
+
+// BenchmarkSweep is the look for protected paths a call made, which the result waits for once
+// the call's processes are gone: every missing one of BenchmarkPlan's candidates, none made.
+// go test -run '^$' -bench Sweep ./sandbox/
+func BenchmarkSweep(b *testing.B) {
+	s, spec := benchPlanSpec(b)
+	p := &Process{s: s, spec: spec, start: time.Now()}
+	p.lim = p.spec.Limits.merge(s.limits)
+	if _, netns, err := s.plan(p); err != nil {
+		b.Fatal(err)
+	} else if netns != nil {
+		netns.Close()
+	}
+	if len(p.guard) == 0 {
+		b.Fatal("the plan guards nothing")
+	}
+	b.ReportMetric(float64(len(p.guard)), "guarded")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.moveAsideCreated(false)
+	}
+	if len(p.moved) != 0 {
+		b.Fatalf("moved aside %v, which nothing made", p.moved)
+	}
+}
+
+// benchPlanSpec is a call's spec in a project inside a home of nobody's, with the default deny
+// paths of the configuration and the protected paths the daemon gives a session there.
+func benchPlanSpec(b *testing.B) (*Sandbox, Spec) {
 	s := newTestSandbox(b, Config{})
 	home := hostTempDir(b, "/var/tmp", "sbx-benchplan-")
 	work := home + "/work"
-	for _, d := range []string{work, home + "/.ssh", home + "/.config"} {
+	for _, d := range []string{work, home + "/.ssh", home + "/.cache/go-build"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for _, d := range []string{home, work, home + "/.ssh", home + "/.config"} {
+	for _, d := range []string{home, work, home + "/.ssh", home + "/.cache", home + "/.cache/go-build"} {
 		os.Chown(d, nobody, nobody)
 	}
 	os.Chmod(home, 0o755)
@@ -162,14 +200,8 @@ func BenchmarkPlan(b *testing.B) {
 	results := hostTempDir(b, "/var/tmp", "sbx-benchresults-") // the daemon's, as a session's tool-results dir
 	os.Chmod(results, 0o755)
 	writable := []string{work, home + "/.cache/go-build"}
-	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: writable,
+	return s, Spec{Path: "/bin/true", Dir: work, WritableDirs: writable,
 		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c",
 		ProtectedPaths: ProtectedCandidates(writable, work, home), ProtectedPatterns: ProtectedPatterns(writable, work),
 		MoveAsideCreated: true}
-	planOf(b, s, spec) // the expansion cache and the session's netns, as a session's later calls find them
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		planOf(b, s, spec)
-	}
 }

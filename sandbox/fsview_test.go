@@ -46,20 +46,26 @@ func TestResolveMatchesPrefixWalk(t *testing.T) {
 	ln("loop1", "loop2")
 	ln("../real", "real/sub/up")
 	ln("file", "real/tofile")
-	view := newFSView()
-	for _, p := range []string{
+	paths := []string{
 		"", "/real", "/real/sub", "/real/sub/new/deeper", "/rel", "/rel/sub/x", "/abs", "/abs/x/y",
 		"/chain", "/chain/up/sub/up/file", "/dangling", "/dangling/x", "/loop1", "/loop1/x",
 		"/real/file", "/real/file/x", "/real/tofile/x", "/nothere", "/nothere/a/b",
-	} {
+	}
+	view, reversed := newFSView(), newFSView()
+	for i, p := range paths {
 		in := d + p
 		want := resolveByPrefixes(in)
 		if got := resolve(nil, in); got != want {
 			t.Errorf("resolve(%q) = %q, want %q", in, got, want)
 		}
-		// Through one view shared by every path, as a plan resolves its paths.
+		// Through one view shared by every path, as a plan resolves its paths: a path's
+		// answer is built on its dir's, which the view may or may not have seen first.
 		if got := resolve(view, in); got != want {
 			t.Errorf("resolve(view, %q) = %q, want %q", in, got, want)
+		}
+		in = d + paths[len(paths)-1-i]
+		if got, want := resolve(reversed, in), resolveByPrefixes(in); got != want {
+			t.Errorf("resolve(view, %q) after the deeper paths = %q, want %q", in, got, want)
 		}
 	}
 	for _, p := range []string{"/", "/proc/self", "/var/run/docker.sock", "/nonexistent/.aws"} {
