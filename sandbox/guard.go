@@ -143,6 +143,14 @@ func (p *Process) moveAsideCreated(running bool) {
 			perDir[guarded{root: g.root, rel: filepath.Dir(g.rel)}]++
 		}
 		listed := map[guarded]map[string]bool{}
+		namesOf := func(rfd int, holder guarded) map[string]bool {
+			names, ok := listed[holder]
+			if !ok {
+				names = namesIn(rfd, holder.rel)
+				listed[holder] = names
+			}
+			return names
+		}
 		for _, g := range p.guard {
 			rfd, ok := rootFD(g.root)
 			if !ok {
@@ -150,12 +158,13 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			holder := guarded{root: g.root, rel: filepath.Dir(g.rel)}
 			if perDir[holder] >= 3 {
-				names, ok := listed[holder]
-				if !ok {
-					names = namesIn(rfd, holder.rel)
-					listed[holder] = names
+				if names := namesOf(rfd, holder); names != nil && !names[filepath.Base(g.rel)] {
+					continue
 				}
-				if names != nil && !names[filepath.Base(g.rel)] {
+			} else if top, _, below := strings.Cut(g.rel, "/"); below && perDir[guarded{root: g.root, rel: "."}] >= 3 {
+				// Most deeper ones lie in a dir the root does not hold (.cargo, .mvn/wrapper,
+				// .yarn/releases): its listing answers for everything below it.
+				if names := namesOf(rfd, guarded{root: g.root, rel: "."}); names != nil && !names[top] {
 					continue
 				}
 			}

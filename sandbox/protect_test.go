@@ -400,6 +400,7 @@ func TestMoveAsideCreated(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	const script = `d=.cla; mkdir ${d}ude && echo '{"hooks":{}}' > ${d}ude/settings.json; ln -s /tmp .vscode; echo '{}' > .mcp.json; ` +
 		`echo x > .gitmodules; mkdir sub && echo kept > sub/file; mkdir .git/hooks2; ` +
+		`mkdir -p .cargo .mvn/wrapper && echo x > .cargo/config.toml && echo x > .mvn/wrapper/maven-wrapper.properties; ` +
 		`mkdir newrepo && cd newrepo && git init -q . && cd .. && echo done`
 	for _, guard := range []bool{true, false} {
 		f := newProtectFixture(t)
@@ -410,7 +411,7 @@ func TestMoveAsideCreated(t *testing.T) {
 		if err != nil || !strings.Contains(out, "done") {
 			t.Fatalf("guard %v: %v %q", guard, err, out)
 		}
-		made := []string{".claude", ".vscode", ".mcp.json", ".gitmodules"}
+		made := []string{".claude", ".vscode", ".mcp.json", ".gitmodules", ".cargo/config.toml", ".mvn/wrapper/maven-wrapper.properties"}
 		if !guard {
 			if len(res.MovedAside) != 0 {
 				t.Errorf("without the guard, moved %v", res.MovedAside)
