@@ -123,6 +123,13 @@ func TestNormalizeHost(t *testing.T) {
 		{strings.Repeat("a", 64) + ".com", "", false},
 		{strings.Repeat("a.", 127) + "com", "", false},
 		{"cafe.de1x", "cafe.de1x", true},
+		// A gateway turns these into the IPv4 address they carry, which rules name instead.
+		{"64:ff9b::a9fe:a9fe", "", false},
+		{"[64:ff9b::cb00:7107]", "", false},
+		{"2002:cb00:7107::1", "", false},
+		{"::ffff:203.0.113.7", "203.0.113.7", true},
+		{"2001:4860::8888", "2001:4860::8888", true},
+		{"bücher.example", "", false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, _, err := normalizeHost(tc.in)

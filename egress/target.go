@@ -88,39 +88,61 @@ const maxHostLen = 253
 // literal (unmapped, so ::ffff:127.0.0.1 is checked as 127.0.0.1) or a syntactically valid
 // name. Policy rules match the result, so anything ambiguous is refused rather than guessed.
 func normalizeHost(h string) (string, netip.Addr, error) {
+	host, a, err := policyHost(h)
+	if err != nil {
+		return "", netip.Addr{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return host, a, nil
+}
+
+// PolicyHost is the host WebFetch rules are matched against for a URL's host h, as the proxy
+// normalizes it: a decision taken before the proxy sees the request (WebFetch's own, or one
+// for an agent that fetches by itself) must name the host the proxy would, and refuse what it
+// would refuse.
+func PolicyHost(h string) (string, error) {
+	host, _, err := policyHost(h)
+	return host, err
+}
+
+func policyHost(h string) (string, netip.Addr, error) {
 	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
 		h = h[1 : len(h)-1]
 	}
 	if a, err := netip.ParseAddr(h); err == nil {
 		// A zone names a host interface; nothing outside the daemon's host should pick one.
 		if a.Zone() != "" {
-			return "", netip.Addr{}, fmt.Errorf("%w: host %q has a zone", ErrBadRequest, h)
+			return "", netip.Addr{}, fmt.Errorf("host %q has a zone", h)
 		}
 		a = a.Unmap()
+		// A NAT64 or 6to4 address reaches the IPv4 address it carries through a gateway, where
+		// a rule naming that IPv4 address would not see it.
+		if v4 := embeddedIPv4(a); len(v4) > 0 {
+			return "", netip.Addr{}, fmt.Errorf("host %s carries the IPv4 address %s (NAT64 or 6to4); ask for %s itself", a, v4[0], v4[0])
+		}
 		return a.String(), a, nil
 	}
 	h = strings.ToLower(strings.TrimSuffix(h, "."))
 	if h == "" || len(h) > maxHostLen {
-		return "", netip.Addr{}, fmt.Errorf("%w: bad host length %d", ErrBadRequest, len(h))
+		return "", netip.Addr{}, fmt.Errorf("bad host length %d", len(h))
 	}
 	for label := range strings.SplitSeq(h, ".") {
 		if label == "" || len(label) > 63 {
-			return "", netip.Addr{}, fmt.Errorf("%w: host %q has a bad label", ErrBadRequest, h)
+			return "", netip.Addr{}, fmt.Errorf("host %q has a bad label", h)
 		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
 			// '_' appears in real names (SRV-style, some CDNs); the resolver decides if it exists.
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", netip.Addr{}, fmt.Errorf("%w: host %q has a bad character", ErrBadRequest, h)
+				return "", netip.Addr{}, fmt.Errorf("host %q has a character other than a-z, 0-9, - and _ (a name in another script goes in its xn-- form)", h)
 			}
 		}
 	}
 	// inet_aton forms (127.1, 0x7f.1, 2130706433) are not IP literals to netip but are to a libc
-	// resolver; a name whose last label is a number is never a real DNS name, so refuse it rather
-	// than let a rule about "names" match an address.
+	// resolver and to a browser's URL parser; a name whose last label is a number is never a
+	// real DNS name, so refuse it rather than let a rule about "names" match an address.
 	last := h[strings.LastIndexByte(h, '.')+1:]
 	if isNumeric(last) {
-		return "", netip.Addr{}, fmt.Errorf("%w: host %q looks like a numeric address", ErrBadRequest, h)
+		return "", netip.Addr{}, fmt.Errorf("host %q looks like a numeric address; give the address in dotted decimal", h)
 	}
 	return h, netip.Addr{}, nil
 }

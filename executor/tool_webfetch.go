@@ -100,11 +100,13 @@ func fetchURL(raw string) (*url.URL, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("url %q has no host", raw))
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if strings.ContainsAny(host, `*?[]\`) {
-		// No name has them, and the host becomes the call's suggested domain rule: *.com
-		// asked for once and remembered allowed every .com name.
-		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("host %q is not a name: it holds a wildcard character", host))
+	// The rules see the host as the proxy does: an address in one canonical form
+	// (::ffff:1.2.3.4 is 1.2.3.4), and no spelling a fetcher would read as an address the
+	// rules do not name (0x7f.1, 64:ff9b::7f00:1), nor a wildcard character, since the host
+	// becomes the call's suggested domain rule (*.com asked for once, then remembered).
+	host, err := egress.PolicyHost(u.Hostname())
+	if err != nil {
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("url %q: %v", raw, err))
 	}
 	if net.ParseIP(host) == nil {
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
@@ -156,8 +158,12 @@ func webFetchFacts(_ context.Context, c *Call) (permission.ToolFacts, error) {
 	if err != nil {
 		return permission.ToolFacts{}, err
 	}
+	host, err := egress.PolicyHost(u.Hostname())
+	if err != nil {
+		return permission.ToolFacts{}, errcode.New(errcode.Validation, err)
+	}
 	return permission.ToolFacts{
-		Domain: strings.TrimSuffix(strings.ToLower(u.Hostname()), "."),
+		Domain: host,
 		HTTP:   &permission.HTTPFact{Method: http.MethodGet, Path: egress.RootedPath(u.Path)},
 	}, nil
 }

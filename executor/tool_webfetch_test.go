@@ -27,6 +27,13 @@ func TestWebFetchURL(t *testing.T) {
 		{"docs.example.com/a", "", ""},
 		{"http://docs.example.com:0/", "", ""},
 		{"http://docs.example.com/" + string(make([]byte, 2100)), "", ""},
+		// Spellings a fetcher reads as an address no rule names.
+		{"http://0xa9.0xfe.0xa9.0xfe/", "", ""},
+		{"http://169.254.43518/", "", ""},
+		{"http://[64:ff9b::a9fe:a9fe]/", "", ""},
+		{"http://[2002:a9fe:a9fe::1]/", "", ""},
+		{"http://*.example.com/", "", ""},
+		{"http://bücher.example/", "", ""},
 	} {
 		for _, plain := range []bool{false, true} {
 			want := tc.upgraded
@@ -61,6 +68,11 @@ func TestWebFetchFacts(t *testing.T) {
 	}
 	if f.Domain != "git.example.com" || f.HTTP == nil || f.HTTP.Method != "GET" || f.HTTP.Path != "/org/r.git/x/../git-upload-pack" {
 		t.Errorf("facts %+v %+v", f, f.HTTP)
+	}
+	// An address is the rules' in the form the proxy checks and rules name it in.
+	f, err = webFetchFacts(context.Background(), &Call{Input: Input{"url": "http://[::ffff:169.254.169.254]/"}})
+	if err != nil || f.Domain != "169.254.169.254" {
+		t.Errorf("facts of a mapped address: %+v, %v; want the domain 169.254.169.254", f, err)
 	}
 }
 
