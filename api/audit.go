@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -51,6 +52,19 @@ func auditFilter(r *http.Request, c session.Caller) (audit.Filter, error) {
 		f.UID = &uid
 	}
 	return f, nil
+}
+
+// errNoLongerAdmin ends an admin's stream whose caller lost the admin group meanwhile.
+var errNoLongerAdmin = errors.New("no longer an admin")
+
+// stillAdmin asks again whether r's caller is an admin, for a stream that outlives a reload.
+func (s *Server) stillAdmin(r *http.Request) bool {
+	peer, err := PeerFrom(r.Context())
+	if err != nil {
+		return false
+	}
+	c, err := s.backend.Identify(peer)
+	return err == nil && c.Admin
 }
 
 // maxTail bounds tail=N: where the last N matching records are is held until the log is read.
@@ -144,6 +158,11 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 	_ = audit.Tail(r.Context(), dir, f, true, func(rec *audit.Record) error {
 		if rec.Seq <= lastSeq {
 			return nil
+		}
+		if f.UID == nil && !s.stillAdmin(r) {
+			// Every user's records were an admin's to follow; a reload took that away.
+			_ = enc.Encode(errBody(errcode.PermissionDenied, "you are no longer an admin (the configuration was reloaded); follow your own records with a new request"))
+			return errNoLongerAdmin
 		}
 		if err := emit(rec); err != nil {
 			return err

@@ -89,10 +89,17 @@ func (c *Core) Approvals(caller session.Caller) []approval.Approval {
 	return list
 }
 
-// SubscribeApprovals implements api.Backend.
+// SubscribeApprovals implements api.Backend. A stream lasts: whether its caller is an admin is
+// asked again for each event, so a reload that takes the admin group away (or names another)
+// stops an open `approvals --watch` showing other users' calls.
 func (c *Core) SubscribeApprovals(caller session.Caller) (*approval.Sub, func()) {
-	return c.approvals.Subscribe(func(a approval.Approval) bool { return seesApproval(caller, a) },
-		func(a approval.Approval) approval.Approval { return approvalFor(caller, a) })
+	now := func() session.Caller {
+		cur := caller
+		cur.Admin = caller.UID == 0 || c.ids.inAdminGroup(caller)
+		return cur
+	}
+	return c.approvals.Subscribe(func(a approval.Approval) bool { return seesApproval(now(), a) },
+		func(a approval.Approval) approval.Approval { return approvalFor(now(), a) })
 }
 
 // AnswerApproval implements api.Backend. A remembered rule is written (and the session's
