@@ -174,8 +174,10 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
 	s := c.store.Create(owner, p)
 	fail := func(err error) (session.Snapshot, error) {
-		if _, rerr := c.store.Remove(caller, s.ID); rerr == nil {
-			c.release(s)
+		if removed, rerr := c.store.Remove(caller, s.ID); rerr == nil {
+			for _, r := range removed {
+				c.release(r)
+			}
 		}
 		return session.Snapshot{}, err
 	}
@@ -206,6 +208,10 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		if err := c.egress.open(c, s); err != nil {
 			return fail(err)
 		}
+	}
+	if s.Closed() || s.Parent != nil && s.Parent.Closed() {
+		// Its parent was deleted while it was made: deleting a session ends the ones below it.
+		return fail(errcode.New(errcode.NotFound, fmt.Errorf("parent session %q was deleted", p.ParentID)))
 	}
 	if err := c.recorder.session(ctx, "session.create", caller, s); err != nil {
 		return fail(err)
@@ -494,14 +500,22 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 
 // DeleteSession implements api.Backend: the session's processes and cgroups go with it.
 func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id string) error {
-	s, err := c.store.Remove(caller, id)
+	removed, err := c.store.Remove(caller, id)
 	if err != nil {
 		return err
 	}
-	c.release(s)
-	c.activity.last.Delete(id)
-	c.dropApprovals(ctx, caller, id, approval.Resolution{Answer: approval.Deny, Message: "the session was deleted; denied", By: "session_deleted"})
-	return c.recorder.session(ctx, "session.delete", caller, s)
+	var errs []error
+	for i, s := range removed {
+		c.release(s)
+		c.activity.last.Delete(s.ID)
+		msg, detail := "the session was deleted; denied", map[string]string(nil)
+		if i > 0 {
+			msg, detail = "the session's parent "+id+" was deleted; denied", map[string]string{"reason": "parent_deleted", "parent": id}
+		}
+		c.dropApprovals(ctx, caller, s.ID, approval.Resolution{Answer: approval.Deny, Message: msg, By: "session_deleted"})
+		errs = append(errs, c.recorder.sessionDelete(ctx, caller, s, detail))
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Core) release(s *session.Session) {

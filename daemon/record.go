@@ -209,6 +209,17 @@ func (r *recorder) session(ctx context.Context, kind string, caller session.Call
 	return r.appendSession(ctx, kind, caller, s.Snapshot(), sessionDetail(s.Snapshot()))
 }
 
+// sessionDelete records a session's end at caller's request; extra says why, when it was not
+// the session named (a sub-agent's, whose parent was deleted).
+func (r *recorder) sessionDelete(ctx context.Context, caller session.Caller, s *session.Session, extra map[string]string) error {
+	snap := s.Snapshot()
+	detail := sessionDetail(snap)
+	for k, v := range extra {
+		detail[k] = v
+	}
+	return r.appendSession(ctx, "session.delete", caller, snap, detail)
+}
+
 // sessionChange records an update with the state before and after it.
 func (r *recorder) sessionChange(ctx context.Context, caller session.Caller, before session.Snapshot, s *session.Session) error {
 	after := s.Snapshot()

@@ -79,21 +79,40 @@ func (a *activity) idleSince(s *session.Session) time.Time {
 func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
 	idle := config.Duration(c.Config().Sessions.IdleTimeoutSec)
 	n := 0
-	for _, s := range c.store.All() {
-		if now.Sub(c.activity.idleSince(s)) < idle {
+	all := c.store.All()
+	// A session is as busy as its busiest sub-agent: an agent waits on its sub-agent's work,
+	// and ending the agent's session would end the sub-agent's with it.
+	latest := make(map[*session.Session]time.Time, len(all))
+	for _, s := range all {
+		t := c.activity.idleSince(s)
+		for a := s; a != nil; a = a.Parent {
+			if t.After(latest[a]) {
+				latest[a] = t
+			}
+		}
+	}
+	for _, s := range all {
+		if now.Sub(latest[s]) < idle {
 			continue
 		}
 		removed, err := c.store.Remove(session.Caller{Admin: true}, s.ID)
 		if err != nil {
 			continue // ended meanwhile
 		}
-		c.release(removed)
-		c.dropApprovals(ctx, session.Caller{}, s.ID, approval.Resolution{Answer: approval.Deny, Message: "the session ended after being idle; denied", By: "idle_timeout"})
-		c.activity.last.Delete(s.ID)
-		n++
-		c.log.Info("session expired: idle", zap.String("session", s.ID), zap.Duration("idle_timeout", idle))
-		if err := c.recorder.sessionEvent(ctx, audit.KindSessionDelete, removed, map[string]string{"reason": "idle_timeout"}); err != nil {
-			c.log.Error("audit session expiry", zap.Error(err))
+		for i, r := range removed {
+			c.release(r)
+			msg, detail := "the session ended after being idle; denied", map[string]string{"reason": "idle_timeout"}
+			if i > 0 {
+				// A sub-agent idle or not: it does not outlive the session it works for.
+				msg, detail = "the session's parent "+s.ID+" ended after being idle; denied", map[string]string{"reason": "parent_deleted", "parent": s.ID}
+			}
+			c.dropApprovals(ctx, session.Caller{}, r.ID, approval.Resolution{Answer: approval.Deny, Message: msg, By: "idle_timeout"})
+			c.activity.last.Delete(r.ID)
+			n++
+			c.log.Info("session expired", zap.String("session", r.ID), zap.String("reason", detail["reason"]), zap.Duration("idle_timeout", idle))
+			if err := c.recorder.sessionEvent(ctx, audit.KindSessionDelete, r, detail); err != nil {
+				c.log.Error("audit session expiry", zap.Error(err))
+			}
 		}
 	}
 	return n

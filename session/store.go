@@ -141,20 +141,30 @@ func (st *Store) List(caller Caller) []*Session {
 	return out
 }
 
-// Remove deletes the session if caller may see it (its owner, or an admin ending it), and returns it so the caller can release
-// what it holds (worker, cgroups, background tasks).
-func (st *Store) Remove(caller Caller, id string) (*Session, error) {
+// Remove deletes the session if caller may see it (its owner, or an admin ending it), with
+// every session below it: a sub-agent works for the agent above it and does not outlive it,
+// nor an admin's ending of it. It returns them, the named one first, so the caller can release
+// what each holds (worker, cgroups, background tasks).
+func (st *Store) Remove(caller Caller, id string) ([]*Session, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s, ok := st.sessions[id]
 	if !ok || !visible(caller, s) {
 		return nil, ErrNotFound
 	}
-	delete(st.sessions, id)
-	// Closed before the caller releases what the session holds: what checks Closed under the
-	// same lock as that release (workers, tasks) cannot start anything after it.
-	s.markClosed()
-	return s, nil
+	out := []*Session{s}
+	for _, x := range st.sessions {
+		if x.Descends(s) {
+			out = append(out, x)
+		}
+	}
+	for _, x := range out {
+		delete(st.sessions, x.ID)
+		// Closed before the caller releases what the session holds: what checks Closed under
+		// the same lock as that release (workers, tasks) cannot start anything after it.
+		x.markClosed()
+	}
+	return out, nil
 }
 
 // All returns every session, for shutdown.
