@@ -183,6 +183,12 @@ func checkCall(cr protocol.CallRequest, decideOnly bool) error {
 			return errcode.Msg(errcode.BadRequest, `"shell" other than bash is for decide only: sandboxd runs Bash commands with bash`)
 		}
 	}
+	if cr.Unconfined && !decideOnly {
+		return errcode.Msg(errcode.BadRequest, `"unconfined" is for decide only: a call sandboxd runs is confined`)
+	}
+	if cr.Unconfined && !decideOnly {
+		return errcode.Msg(errcode.BadRequest, `"unconfined" is for decide only: a call sandboxd runs is confined`)
+	}
 	if cr.WaitMS < 0 {
 		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)
 	}

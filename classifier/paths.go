@@ -127,7 +127,7 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 		p = pc.opts.Home + p[1:]
 	}
 	if path.IsAbs(p) {
-		pc.put(path.Clean(p), access, cmd)
+		pc.put(p, access, cmd)
 		return
 	}
 	if unknownDir {
@@ -138,17 +138,21 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 			pc.incomplete = true
 			return
 		}
-		pc.put(path.Join(pc.opts.Cwd, p), access, cmd)
-		return
+		dirs = []string{pc.opts.Cwd}
 	}
 	for _, d := range dirs {
-		pc.put(path.Join(d, p), access, cmd)
+		pc.put(strings.TrimSuffix(d, "/")+"/"+p, access, cmd)
 	}
 }
 
-func (pc *pathCollector) put(p, access, cmd string) {
+// put records the absolute path raw, cleaned, and raw itself when cleaning changed it.
+func (pc *pathCollector) put(raw, access, cmd string) {
+	p := path.Clean(raw)
+	if raw == p {
+		raw = ""
+	}
 	for _, u := range pc.out {
-		if u.Path == p && u.Access == access && u.Cmd == cmd {
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd {
 			return
 		}
 	}
@@ -156,7 +160,7 @@ func (pc *pathCollector) put(p, access, cmd string) {
 		pc.incomplete = true
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Access: access, Cmd: cmd})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd})
 }
 
 // word records a word where a path goes: a static, glob-free one as a path, anything else

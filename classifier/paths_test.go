@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,30 @@ func TestPaths(t *testing.T) {
 				t.Errorf("%q: paths_incomplete=%v, want %v", tc.cmd, c.PathsIncomplete, tc.incomplete)
 			}
 		})
+	}
+}
+
+// TestPathsRaw: a path cleaning changes keeps its form as the program gets it, made absolute
+// (Raw): the kernel takes a `..` after a symlink from where the link leads, so for a command
+// run outside any sandbox the cleaned path is not always the file opened.
+func TestPathsRaw(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]string{
+		"cat link/../secret/f":            "/home/u/proj/secret/f</home/u/proj/link/../secret/f",
+		"cat /tmp/l/../x":                 "/tmp/x</tmp/l/../x",
+		"cd /tmp/l && cat ../s":           "/home/u/s</home/u/proj/../s,/tmp/l<,/tmp/s</tmp/l/../s",
+		"cat plain ./dot ~/h//x":          "/home/u/h/x</home/u/h//x,/home/u/proj/dot</home/u/proj/./dot,/home/u/proj/plain<",
+		"cat /etc/passwd < /etc/../etc/x": "/etc/passwd<,/etc/x</etc/../etc/x",
+	} {
+		c := Classify(cmd, testOpts)
+		var got []string
+		for _, p := range c.Paths {
+			got = append(got, p.Path+"<"+p.Raw)
+		}
+		slices.Sort(got)
+		if g := strings.Join(got, ","); g != want {
+			t.Errorf("%q: paths %s, want %s", cmd, g, want)
+		}
 	}
 }
 

@@ -34,7 +34,11 @@ type Classification struct {
 
 // PathUse is one path a command line reads or writes.
 type PathUse struct {
-	Path   string `json:"path"`   // absolute and cleaned, symlinks not resolved
+	Path string `json:"path"` // absolute and cleaned, symlinks not resolved
+	// Raw is the path as the program gets it, made absolute but not cleaned, when that is
+	// not Path: the kernel takes a `..` after a symlink from where the link leads, not from
+	// the link's dir, which a decision for a command run outside any sandbox must follow.
+	Raw    string `json:"raw,omitempty"`
 	Access string `json:"access"` // "read" or "write" (a write may read too)
 	Cmd    string `json:"cmd"`    // the command (base name) or "redirect"
 }

@@ -95,6 +95,9 @@ type Call struct {
 	bashResult *classifier.Classification
 	// host gives tools the daemon's services (sandbox, workers, state).
 	host *Host
+	// unconfined: the caller runs this call itself, outside any sandbox (Request.Unconfined):
+	// its paths are decided where its own process will find them (Host.resolveFor).
+	unconfined bool
 }
 
 // Classification waits for the early Bash classification of this call.

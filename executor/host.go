@@ -225,9 +225,47 @@ func expandHome(paths []string, home string) []string {
 	return out
 }
 
+// resolveFor resolves path for c's decision as Resolve does, or, for a call its caller runs
+// itself, as resolveOnHost does.
+func (h *Host) resolveFor(ctx context.Context, c *Call, path string) (resolved, special string, err error) {
+	if c.unconfined {
+		r, err := h.resolveOnHost(c, path)
+		if err != nil {
+			return "", "", err
+		}
+		return r.Resolved, r.Special, nil
+	}
+	return h.Resolve(ctx, c.Session, path)
+}
+
+// resolveOnHost resolves path for a call its caller runs itself, outside any sandbox (an
+// agent's hook): as the owner, on the host. The owner's worker looks from the sandbox's view,
+// where /tmp and /dev/shm are its own and /proc is its pid namespace's, so there a link the
+// agent left in /tmp to a denied file led nowhere, and the agent's own `cat /tmp/link` read it.
+// A path through /proc to a process's root, cwd or files is refused: where it leads depends on
+// the process that opens it.
+func (h *Host) resolveOnHost(c *Call, path string) (*worker.Resolved, error) {
+	o := c.Session.Owner
+	hidden := func(p string) bool { return h.hiddenSpecial(c.Session, p, p, "") == worker.SpecialHidden }
+	hp, err := sandbox.ResolveOnHost(o.UID, o.GID, o.Groups, path, hidden)
+	if errors.Is(err, sandbox.ErrOpenerDependent) {
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s: %v; it would be opened outside any sandbox, so it is not decided", path, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s as the session owner: %w", path, err)
+	}
+	r := &worker.Resolved{Resolved: hp.Resolved, Special: hp.Special, Exists: hp.Exists, IsDir: hp.IsDir}
+	r.Special = h.hiddenSpecial(c.Session, path, r.Resolved, r.Special)
+	return r, nil
+}
+
 // resolveAsOwner resolves path as the session owner with how, through the owner's worker, for
-// the facts a decision is made on.
-func (h *Host) resolveAsOwner(ctx context.Context, s *session.Session, path string, how func(*worker.Client) (*worker.Resolved, error)) (*worker.Resolved, error) {
+// the facts a decision is made on; for a call its caller runs itself, as resolveOnHost does.
+func (h *Host) resolveAsOwner(ctx context.Context, c *Call, path string, how func(*worker.Client) (*worker.Resolved, error)) (*worker.Resolved, error) {
+	if c.unconfined {
+		return h.resolveOnHost(c, path)
+	}
+	s := c.Session
 	var r *worker.Resolved
 	err := h.withWorker(ctx, s, func(w *worker.Client) error {
 		var err error

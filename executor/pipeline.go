@@ -37,6 +37,9 @@ type Request struct {
 	// Shell is the shell a Bash command is classified for (classifier.Options.Shell): set
 	// only when the caller runs the command itself (decide); "" is bash.
 	Shell string
+	// Unconfined: the caller runs the call itself, outside any sandbox (decide only; a Shell
+	// says so too).
+	Unconfined bool
 }
 
 // Outcome is what the pipeline made of one request.
@@ -282,6 +285,7 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,
+		unconfined: st.decideOnly && (st.req.Shell != "" || st.req.Unconfined),
 	}
 	return nil
 }
@@ -450,7 +454,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		st.readOnly = st.call.Tool.IsReadOnly(st.call.Input)
 	}
 	in := &DecisionInput{Call: st.call, ToolFacts: facts, ReadOnly: st.readOnly, Hook: st.hook,
-		Unconfined: st.decideOnly && st.req.Shell != ""}
+		Unconfined: st.call.unconfined}
 	d, err := p.decider.Decide(ctx, in)
 	if err != nil {
 		d = permission.Decision{Behavior: permission.Deny, Source: "policy", Step: "error",

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -93,13 +94,22 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		return tf, nil
 	}
 	tf.Paths = make([]permission.PathFact, len(cl.Paths))
+	undecidable := make([]error, len(cl.Paths))
 	fact := func(i int) {
 		pu := cl.Paths[i]
 		access := permission.Read
 		if pu.Access == "write" {
 			access = permission.Write
 		}
-		resolved, special, err := h.Resolve(ctx, c.Session, pu.Path)
+		name := pu.Path
+		if c.unconfined && pu.Raw != "" {
+			name = pu.Raw // the agent's program hands the kernel this, `..` and all
+		}
+		resolved, special, err := h.resolveFor(ctx, c, name)
+		if errcode.Of(err) == errcode.Validation {
+			undecidable[i] = err // run by its caller, where it leads depends on the process
+			return
+		}
 		if err != nil {
 			// Unresolvable as the owner (a dir it cannot enter): the rules see the name as given,
 			// and a name the sandbox hides is still hidden.
@@ -116,6 +126,9 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	}
 	fact(0)
 	wg.Wait()
+	if err := errors.Join(undecidable...); err != nil {
+		return tf, err
+	}
 	return tf, nil
 }
 

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,46 @@ func expandPath(c *Call, p string) string {
 	return filepath.Clean(p)
 }
 
+// rawPath is key's path as the client sent it, made absolute as expandPath makes it but not
+// cleaned, or "" when cleaning changes nothing (or no such string was sent).
+func rawPath(c *Call, key string) string {
+	var in map[string]json.RawMessage
+	var p string
+	if json.Unmarshal(c.Original, &in) != nil || json.Unmarshal(in[key], &p) != nil || p == "" {
+		return ""
+	}
+	switch {
+	case p == "~":
+		p = c.Session.Owner.Home
+	case strings.HasPrefix(p, "~/"):
+		p = c.Session.Owner.Home + "/" + p[2:]
+	case !filepath.IsAbs(p):
+		p = c.Session.Cwd() + "/" + p
+	}
+	if p == filepath.Clean(p) {
+		return ""
+	}
+	return p
+}
+
+// rawFact is, for a call its caller runs itself, the fact of key's path as sent, when
+// cleaning it changed it: the agent's own tool may open it as sent, and the kernel takes a
+// `..` after a symlink from where the link leads (/tmp/link/../secret is not /tmp/secret).
+func (h *Host) rawFact(c *Call, key string, access permission.Access) (*permission.PathFact, error) {
+	if !c.unconfined {
+		return nil, nil
+	}
+	raw := rawPath(c, key)
+	if raw == "" {
+		return nil, nil
+	}
+	r, err := h.resolveOnHost(c, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &permission.PathFact{Requested: raw, Resolved: r.Resolved, Access: access, Special: r.Special}, nil
+}
+
 // backfillPath fills key with its absolute form; an absent key (optional path) becomes the cwd
 // when def is set.
 func backfillPath(key string, defCwd bool) func(c *Call) error {
@@ -62,14 +103,22 @@ func pathFacts(h *Host, key string, access permission.Access) func(ctx context.C
 			return permission.ToolFacts{}, nil
 		}
 		p = expandPath(c, p)
-		resolved, special, err := h.Resolve(ctx, c.Session, p)
+		resolved, special, err := h.resolveFor(ctx, c, p)
 		if err != nil {
 			return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", p, err)
 		}
 		if access == permission.Write {
 			c.decidedWrite = resolved
 		}
-		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: resolved, Access: access, Special: special}}}, nil
+		facts := []permission.PathFact{{Requested: p, Resolved: resolved, Access: access, Special: special}}
+		raw, err := h.rawFact(c, key, access)
+		if err != nil {
+			return permission.ToolFacts{}, err
+		}
+		if raw != nil {
+			facts = append(facts, *raw)
+		}
+		return permission.ToolFacts{Paths: facts}, nil
 	}
 }
 

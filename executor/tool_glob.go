@@ -100,7 +100,7 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 				continue
 			}
 			seen[dir] = true
-			resolved, special, err := h.Resolve(ctx, c.Session, dir)
+			resolved, special, err := h.resolveFor(ctx, c, dir)
 			if err != nil {
 				return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", dir, err)
 			}

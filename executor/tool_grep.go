@@ -78,12 +78,20 @@ func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			return permission.ToolFacts{}, nil
 		}
 		p = expandPath(c, p)
-		r, err := h.resolveAsOwner(ctx, c.Session, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveInfo(ctx, p) })
+		r, err := h.resolveAsOwner(ctx, c, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveInfo(ctx, p) })
 		if err != nil {
 			return permission.ToolFacts{}, err
 		}
 		c.searched = &searchDecision{requested: p, resolved: *r}
-		return permission.ToolFacts{Paths: []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}}, nil
+		facts := []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}
+		raw, err := h.rawFact(c, "path", permission.Read)
+		if err != nil {
+			return permission.ToolFacts{}, err
+		}
+		if raw != nil {
+			facts = append(facts, *raw)
+		}
+		return permission.ToolFacts{Paths: facts}, nil
 	}
 }
 

@@ -83,13 +83,20 @@ func (h *Host) readFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		return permission.ToolFacts{}, nil
 	}
 	p = expandPath(c, p)
-	r, err := h.resolveAsOwner(ctx, c.Session, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveRead(ctx, p) })
+	r, err := h.resolveAsOwner(ctx, c, p, func(w *worker.Client) (*worker.Resolved, error) { return w.ResolveRead(ctx, p) })
 	if err != nil {
 		return permission.ToolFacts{}, err
 	}
 	facts := []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}
 	if r.Variant != "" {
 		facts = append(facts, permission.PathFact{Requested: r.Variant, Resolved: r.Resolved, Access: permission.Read, Special: r.Special})
+	}
+	raw, err := h.rawFact(c, "file_path", permission.Read)
+	if err != nil {
+		return permission.ToolFacts{}, err
+	}
+	if raw != nil {
+		facts = append(facts, *raw)
 	}
 	c.read = &readDecision{requested: p, resolved: *r}
 	return permission.ToolFacts{Paths: facts}, nil

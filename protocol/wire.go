@@ -112,6 +112,12 @@ type CallRequest struct {
 	// as that shell reads it; any other name leaves it unclassified, so it is asked. A call
 	// sandboxd runs is run by bash, so it takes no other.
 	Shell string `json:"shell,omitempty"`
+	// Unconfined says the caller runs the call itself, outside any sandbox (an agent's hook:
+	// its own Read, Write and Edit, and Bash without --confine), for decide only. The paths
+	// are then looked up as the caller's own process would look them up on the host, not in
+	// the sandbox's view (its private /tmp and /dev/shm, its own /proc). A Bash decide that
+	// names a shell is unconfined anyway.
+	Unconfined bool `json:"unconfined,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/sessions/{id}/batch.

@@ -193,6 +193,9 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		// The agent runs the command itself, in its own shell: decide it as that shell reads it.
 		req.Shell = agentShell(hf.shell)
 	}
+	// The agent runs every other tool itself, and Bash too unless it is rewritten to run in
+	// sandboxd: its paths are decided where the agent's own process finds them.
+	req.Unconfined = in.ToolName != "Bash" || !hf.confine
 	sid, res, err := decideInSession(ctx, c, store, hf, in.Cwd, mode, req)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Detail.Class == "unknown_tool" || err == nil && res.Error != nil && res.Error.Class == "unknown_tool" {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestHookDecidesWhereTheAgentLooks: a call the agent makes itself (no --confine, or any file
+// tool) is decided on the paths its own process finds on the host, not in the sandbox's view
+// of them. A link left in the real /tmp or /dev/shm to a denied file, a `..` after a symlink
+// (the kernel takes it from where the link leads), and /proc/self/root are each denied, in
+// bypassPermissions, for Bash and the file tools alike; the same names, harmless, stay
+// allowed, and a confined Bash call is still decided in the sandbox's view.
+func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhv")
+	work := filepath.Join(u.Home, "work")
+	secret := filepath.Join(u.Home, "secret")
+	ownedDirs(t, u, work, secret)
+	if err := os.WriteFile(filepath.Join(secret, "f"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(secret, "f"), int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's own links, in the host's shared dirs and in its work dir.
+	var links []string
+	ln := func(target, name string) {
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(name, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, name)
+	}
+	t.Cleanup(func() {
+		for _, l := range links {
+			os.Remove(l)
+		}
+	})
+	tmpLink := fmt.Sprintf("/tmp/sbhv-%d-f", os.Getpid())
+	shmLink := fmt.Sprintf("/dev/shm/sbhv-%d-f", os.Getpid())
+	tmpDir := fmt.Sprintf("/tmp/sbhv-%d-d", os.Getpid())
+	ln(filepath.Join(secret, "f"), tmpLink)
+	ln(filepath.Join(secret, "f"), shmLink)
+	ln(secret, tmpDir)
+	ln(secret, filepath.Join(work, "lnk"))
+	// Absolute: the test's home is not the one NSS gives the user, which ~ names.
+	deny := []string{"--deny", "Read(/" + secret + "/**)"}
+	decide := func(id, tool string, input map[string]any, flags ...string) hookAnswer {
+		in := map[string]any{"session_id": id, "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input}
+		return decodeHook(t, runHook(t, b, d.socket, u, rt, in, append(flags, deny...)...))
+	}
+	for i, command := range []string{
+		"cat " + tmpLink,
+		"cat " + shmLink,
+		"cat " + tmpDir + "/f",
+		"cat " + tmpDir + "/../secret/f",
+		"cat lnk/../secret/f",
+		"cd " + tmpDir + " && cat ../secret/f",
+		"cat /proc/self/root" + secret + "/f",
+	} {
+		if h := decide(fmt.Sprint("hv-b", i), "Bash", map[string]any{"command": command}).HookSpecificOutput; h.PermissionDecision != "deny" {
+			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+	}
+	for i, tc := range []struct{ tool, key, path string }{
+		{"Read", "file_path", tmpLink},
+		{"Read", "file_path", shmLink},
+		{"Read", "file_path", filepath.Join(work, "lnk") + "/../secret/f"},
+		{"Grep", "path", tmpDir},
+		{"Edit", "file_path", tmpDir + "/f"},
+	} {
+		in := map[string]any{tc.key: tc.path}
+		switch tc.tool {
+		case "Grep":
+			in["pattern"] = "s3cret"
+		case "Edit":
+			in["old_string"], in["new_string"] = "s3cret", "x"
+		}
+		if h := decide(fmt.Sprint("hv-f", i), tc.tool, in).HookSpecificOutput; h.PermissionDecision != "deny" {
+			t.Errorf("%s %s, by the agent: %s (%s)", tc.tool, tc.path, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+	}
+	for i, command := range []string{"cat lnk/../work/x", "ls /tmp", "cat /proc/cpuinfo"} {
+		if h := decide(fmt.Sprint("hv-ok", i), "Bash", map[string]any{"command": command}).HookSpecificOutput; h.PermissionDecision != "allow" {
+			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+	}
+	// Confined, /tmp is the call's own: the agent's link is not there, and the sandbox hides
+	// the secret whatever the name.
+	if h := decide("hv-c", "Bash", map[string]any{"command": "cat " + tmpLink}, "--confine").HookSpecificOutput; h.PermissionDecision != "allow" {
+		t.Errorf("cat %s, confined: %s (%s)", tmpLink, h.PermissionDecision, h.PermissionDecisionReason)
+	}
+}

@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// HostPath is where a path leads for a process of the caller's own, outside any sandbox.
+type HostPath struct {
+	// Resolved is the path with every symlink on it followed, as far as it exists; from the
+	// first part that does not (or cannot be searched), the rest as named.
+	Resolved string
+	// Special is "hidden" when the path leads into one hidden(p) says the sandbox hides (the
+	// walk stops there, as a sandboxed lookup would), "proc" for a path in /proc, else
+	// "device", "fifo" or "socket" for what it leads to, or "".
+	Special string
+	Exists  bool
+	IsDir   bool
+}
+
+// ErrOpenerDependent is a path that leads through one of /proc's links to a process's root,
+// cwd, executable or files: where it leads depends on the process that opens it.
+var ErrOpenerDependent = errors.New("the path leads through /proc to a process's root, cwd or files, which depend on the process that opens it")
+
+// maxHostLinks is the kernel's bound on the symlinks one lookup follows (ELOOP past it).
+const maxHostLinks = 40
+
+// procLinks are the entries of a /proc/PID (or self, thread-self, task/TID) dir that lead
+// elsewhere, as magic links, for whichever process opens them.
+var procLinks = map[string]bool{"root": true, "cwd": true, "exe": true, "fd": true, "map_files": true}
+
+// ResolveOnHost resolves the absolute path p as the caller (uid, gid, groups) looks it up in
+// the daemon's mount namespace, the host's. It is for a decision about a path the caller
+// opens itself, outside any sandbox (an agent's hook): the owner's worker looks from inside
+// the sandbox's view, where /tmp and /dev/shm are private and /proc is its own, so a link the
+// caller left in /tmp to a denied file, or a /proc/PID/cwd, leads somewhere else there.
+//
+// The walk is physical: `..` is the parent of the dir reached, as the kernel takes it. hidden
+// says which paths the sandbox hides; the walk does not look into them.
+//
+// WARNING: the daemon looks up user-named paths here, as the caller (asCaller); rerun as root
+// after changing: go test -run 'TestResolveOnHost|TestAsCaller' ./sandbox/
+func ResolveOnHost(uid, gid uint32, groups []uint32, p string, hidden func(string) bool) (HostPath, error) {
+	if !filepath.IsAbs(p) {
+		return HostPath{}, fmt.Errorf("path %q is not absolute", p)
+	}
+	var out HostPath
+	var werr error
+	if err := asCaller(uid, gid, groups, func() { out, werr = walkHost(p, hidden) }); err != nil {
+		return HostPath{}, err
+	}
+	return out, werr
+}
+
+// walkHost is ResolveOnHost's walk, on the calling thread's identity.
+func walkHost(p string, hidden func(string) bool) (HostPath, error) {
+	resolved := "/"
+	rest := strings.Split(p, "/")
+	links := 0
+	var last fs.FileInfo
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			last = nil
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		if hidden != nil && hidden(next) {
+			return HostPath{Resolved: joinRest(next, rest), Special: "hidden"}, nil
+		}
+		if next == "/proc" {
+			// /proc/self is the daemon here, not the opener: what lies below is judged by its
+			// names, never looked up.
+			below := filepath.Clean("/" + strings.Join(rest, "/"))
+			for _, part := range strings.Split(below, "/") {
+				if procLinks[part] {
+					return HostPath{}, ErrOpenerDependent
+				}
+			}
+			return HostPath{Resolved: filepath.Join("/proc", below), Special: "proc", Exists: true}, nil
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Missing, not a dir on the way, or not searchable by the caller: the caller's own
+			// open stops here too.
+			return HostPath{Resolved: joinRest(next, rest)}, nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			links++
+			target, err := os.Readlink(next)
+			if err != nil || links > maxHostLinks {
+				return HostPath{Resolved: joinRest(next, rest)}, nil // the open fails (ELOOP) too
+			}
+			if strings.HasPrefix(target, "/") {
+				resolved = "/"
+			}
+			rest = append(strings.Split(target, "/"), rest...)
+			last = nil
+			continue
+		}
+		resolved, last = next, fi
+	}
+	if last == nil {
+		if fi, err := os.Lstat(resolved); err == nil {
+			last = fi
+		}
+	}
+	out := HostPath{Resolved: resolved, Exists: last != nil}
+	if last != nil {
+		out.IsDir = last.IsDir()
+		out.Special = specialFile(last.Mode())
+	}
+	return out, nil
+}
+
+// joinRest is dir followed by the components not walked, cleaned.
+func joinRest(dir string, rest []string) string {
+	return filepath.Join(append([]string{dir}, rest...)...)
+}
+
+// specialFile names a file never to be read as one: "device", "fifo" or "socket".
+func specialFile(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "device"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return ""
+}
