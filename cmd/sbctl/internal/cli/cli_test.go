@@ -179,11 +179,21 @@ func TestProgressQuietWhenPiped(t *testing.T) {
 	}
 }
 
+// TestShellQuote: what the hook's rewrite quotes reads back unchanged in every shell an agent
+// may run it in, fish's single quotes (which take \\ and \' as escapes) included.
 func TestShellQuote(t *testing.T) {
-	for _, s := range []string{"plain", "", "it's", "a b", "$(x)", "`x`", "a\nb", "--x=y", "'"} {
-		out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(s)).Output()
-		if err != nil || string(out) != s {
-			t.Errorf("%q quoted %s: bash gave %q (%v)", s, shellQuote(s), out, err)
+	values := []string{"plain", "", "it's", "a b", "$(x)", "`x`", "a\nb", "--x=y", "'",
+		`a\b`, `a\\b`, `dir\`, `\'`, `it's\`, `\\'\`, "sp ace\\"}
+	for _, sh := range []string{"bash", "dash", "zsh", "fish"} {
+		if _, err := exec.LookPath(sh); err != nil {
+			t.Errorf("%s is not installed (scripts/deps.sh installs it): %v", sh, err)
+			continue
+		}
+		for _, s := range values {
+			out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(s)).Output()
+			if err != nil || string(out) != s {
+				t.Errorf("%q quoted %s: %s gave %q (%v)", s, shellQuote(s), sh, out, err)
+			}
 		}
 	}
 }

@@ -431,12 +431,15 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 // clamped).
 const confinedTimeout = "600000ms"
 
-// shellQuote quotes s for any POSIX shell (and zsh, fish's single quotes aside).
+// shellQuote quotes s so that every POSIX shell, zsh and fish read it back as s: inside single
+// quotes fish takes \\ and \' as escapes, so a backslash, like a quote, is written between
+// closed quotes, escaped, where each shell reads \\ as one backslash and \' as a quote.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	r := strings.NewReplacer(`'`, `'\''`, `\`, `'\\'`)
+	return "'" + r.Replace(s) + "'"
 }
 
 // report records a PostToolUse outcome in the audit log of the session the PreToolUse hook
