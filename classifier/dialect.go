@@ -86,15 +86,63 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 //     unquoted text is refused wherever it is;
 //   - $~x, $=x, $^x, $+x, which bash reads as literal text: $~x globs x's value (qualifiers
 //     included), $=x splits it into words.
+//   - ^ and # in unquoted text: EXTENDED_GLOB makes them glob operators (^x is every name
+//     but x, x# is zero or more x), where bash reads plain characters. `find . ^a` is
+//     `find . -delete` in a directory holding a file named -delete, and `cat se^x/f` reads
+//     secret/f, a name no path check sees. Words that are only matched, never made into
+//     file names ([[ ]], case patterns) and arithmetic (16#ff) are left alone.
 func zshDivergence(f *syntax.File, src string) (what string) {
 	// Text directly inside double quotes is never globbed: ( there is a character.
 	quoted := map[*syntax.Lit]bool{}
+	// noGlob: literals zsh never makes file names of (see extGlobChar).
+	noGlob := map[*syntax.Lit]bool{}
+	markNoGlob := func(n syntax.Node) {
+		if n == nil {
+			return
+		}
+		syntax.Walk(n, func(n syntax.Node) bool {
+			if l, ok := n.(*syntax.Lit); ok {
+				noGlob[l] = true
+			}
+			return true
+		})
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if dq, ok := n.(*syntax.DblQuoted); ok {
-			for _, p := range dq.Parts {
+		switch n := n.(type) {
+		case *syntax.DblQuoted:
+			for _, p := range n.Parts {
 				if l, ok := p.(*syntax.Lit); ok {
 					quoted[l] = true
 				}
+			}
+		case *syntax.TestClause:
+			markNoGlob(n.X)
+		case *syntax.CaseClause:
+			for _, it := range n.Items {
+				for _, p := range it.Patterns {
+					markNoGlob(p)
+				}
+			}
+		case *syntax.ArithmExp:
+			markNoGlob(n.X)
+		case *syntax.ArithmCmd:
+			markNoGlob(n.X)
+		case *syntax.LetClause:
+			for _, e := range n.Exprs {
+				markNoGlob(e)
+			}
+		case *syntax.CStyleLoop:
+			markNoGlob(n.Init)
+			markNoGlob(n.Cond)
+			markNoGlob(n.Post)
+		case *syntax.ParamExp:
+			if n.Param != nil {
+				noGlob[n.Param] = true // $# is a name
+			}
+			markNoGlob(n.Index)
+			if n.Slice != nil {
+				markNoGlob(n.Slice.Offset)
+				markNoGlob(n.Slice.Length)
 			}
 		}
 		return true
@@ -118,11 +166,32 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 			}
 			if i := zshFlagExpansion(lit); i >= 0 {
 				what = lit[i:i+2] + "… as an expansion that globs or splits a value"
+				break
+			}
+			if !quoted[n] && !noGlob[n] {
+				if c := extGlobChar(n.Value); c != 0 {
+					what = n.Value + " as a pattern (EXTENDED_GLOB's " + string(c) + "), which can expand to any file name"
+				}
 			}
 		}
 		return what == ""
 	})
 	return what
+}
+
+// extGlobChar is the first unescaped ^ or # of an unquoted literal, or 0. A # is EXTENDED_GLOB's
+// wherever it follows text, in the literal or before it ($x#), so every one counts: a # that
+// starts a word is a comment, which the parser has already dropped.
+func extGlobChar(lit string) byte {
+	for i := 0; i < len(lit); i++ {
+		switch lit[i] {
+		case '\\':
+			i++
+		case '^', '#':
+			return lit[i]
+		}
+	}
+	return 0
 }
 
 // zshFlagExpansion is the index of a $ followed by ~, =, ^ or + in lit, or -1.

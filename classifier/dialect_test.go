@@ -30,6 +30,16 @@ func TestShellDialects(t *testing.T) {
 		{"echo $'a\\' ; touch x ; # '", true, true, false},
 		{"cat $'x\\'; touch x #'", true, true, false},
 		{"((x))", true, true, false},
+		// EXTENDED_GLOB: ^ and # are glob operators to zsh, characters to bash.
+		{"find sub -delet#e", true, false, true},
+		{"find . ^a", true, false, true},
+		{"cat se^x/f", true, false, true},
+		{"git log HEAD^", true, false, true},
+		{"echo $x#", true, false, true},
+		{"echo ${x:-^a}", true, false, true},
+		{"git log 'HEAD^' \\^x \"a#b\"", true, true, true},
+		{"echo $# ${#} ${#x} ${x#a} ${x##*/} $((16#ff))", true, true, true},
+		{"[[ $x =~ ^a# ]] && case $x in ^a) ls;; esac", true, true, true},
 	} {
 		for _, sh := range []struct {
 			name string
