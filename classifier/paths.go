@@ -201,6 +201,13 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	if len(sb.args) == 0 || k < 0 || k >= len(sb.args) || !sb.args[k].static {
 		return
 	}
+	if k > 0 && wrapperChdir(sb.args[:k]) {
+		// env -C DIR and sudo -D DIR run the command in DIR: its relative paths are DIR's, which
+		// the directories tracked for the line are not.
+		moved := *sb
+		moved.dirsUnknown = true
+		sb = &moved
+	}
 	ws := sb.args[k:]
 	name := baseName(ws[0].val)
 	if name == "cd" || name == "pushd" {
@@ -218,6 +225,26 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		return
 	}
 	pc.operands(sb, name, spec, ws[1:])
+}
+
+// wrapperChdir reports whether the wrapper words before a command may change its directory:
+// env's -C/--chdir and sudo's -D/--chdir and -R/--chroot, in any cluster or abbreviation (no
+// other long option of theirs starts with c), or a word not known until run time.
+func wrapperChdir(ws []word) bool {
+	for _, a := range ws {
+		if !a.static {
+			return true
+		}
+		v := a.val
+		switch {
+		case v == "--":
+		case strings.HasPrefix(v, "--c"):
+			return true
+		case len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v[1:], "CDR"):
+			return true
+		}
+	}
+	return false
 }
 
 // gitReads are the git subcommands that print what the repository holds for a path: a file
