@@ -39,6 +39,7 @@ const (
 	pkDD                      // if= read, of= written
 	pkInterp                  // first operand a script, read, unless code is given by option
 	pkFetch                   // curl/wget: -o/-O FILE written, -T FILE read
+	pkNone                    // no operand is a file; only fileOpts' values are read (date -f)
 )
 
 type pathSpec struct {
@@ -56,21 +57,33 @@ func init() {
 	rd := pathSpec{kind: pkRead, opts: optSpec{permute: true}}
 	wr := pathSpec{kind: pkWrite, opts: optSpec{permute: true}}
 	pathSpecs = map[string]pathSpec{
-		"cat": rd, "tac": rd, "nl": rd, "less": rd, "more": rd, "wc": rd, "diff": rd, "cmp": rd,
-		"file": rd, "stat": rd, "ls": rd, "du": rd, "strings": rd, "od": rd, "hexdump": rd, "xxd": rd,
-		"md5sum": rd, "sha1sum": rd, "sha256sum": rd, "sha512sum": rd, "b2sum": rd, "cksum": rd,
+		"cat": rd, "tac": rd, "nl": rd, "less": rd, "more": rd, "cmp": rd,
+		"file": rd, "stat": rd, "ls": rd, "strings": rd, "od": rd, "xxd": rd,
+		"md5sum": rd, "sha1sum": rd, "sha224sum": rd, "sha256sum": rd, "sha384sum": rd, "sha512sum": rd,
+		"b2sum": rd, "cksum": rd, "unexpand": rd,
 		"readlink": rd, "realpath": rd, "tree": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
+		// Options whose value is a file the command reads: its lines are names (--files0-from),
+		// patterns (-X) or a format (hexdump -f), and the error for each bad one prints it.
+		"wc": {kind: pkRead, opts: optSpec{longArg: []string{"files0-from"}, permute: true}, fileLong: []string{"files0-from"}},
+		"du": {kind: pkRead, opts: optSpec{shortArg: "X", longArg: []string{"files0-from", "exclude-from"}, permute: true},
+			fileOpts: "X", fileLong: []string{"files0-from", "exclude-from"}},
+		"diff": {kind: pkRead, opts: optSpec{shortArg: "X", longArg: []string{"from-file", "to-file", "exclude-from"}, permute: true},
+			fileOpts: "X", fileLong: []string{"from-file", "to-file", "exclude-from"}},
+		"hexdump": {kind: pkRead, opts: optSpec{shortArg: "efns", permute: true}, fileOpts: "f"},
+		"date": {kind: pkNone, opts: optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true},
+			fileOpts: "f", fileLong: []string{"file"}},
 		"column": rd, "comm": rd, "paste": rd, "join": rd, "source": rd, ".": rd,
 		"head": {kind: pkRead, opts: optSpec{shortArg: "nc", longArg: []string{"lines", "bytes"}, permute: true}},
 		"tail": {kind: pkRead, opts: optSpec{shortArg: "ncs", longArg: []string{"lines", "bytes", "pid", "sleep-interval", "max-unchanged-stats"}, permute: true}},
 		"cut":  {kind: pkRead, opts: optSpec{shortArg: "bcdf", longArg: []string{"bytes", "characters", "delimiter", "fields", "output-delimiter"}, permute: true}},
-		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true}},
+		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true},
+			fileLong: []string{"files0-from", "random-source"}},
 		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "color", "colour", "group-separator"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
 		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
 		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent", "tab"}, permute: true},
-			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "f", fileLong: []string{"from-file"}},
+			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},
 		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
 		"find":    {kind: pkFind},
@@ -98,6 +111,7 @@ func init() {
 		"curl":     {kind: pkFetch, opts: optSpec{shortArg: "oTdFHXAeuwmxrEK", longArg: []string{"output", "upload-file", "data", "data-binary", "form", "header", "request", "user-agent", "referer", "user", "write-out", "max-time", "proxy", "range", "cert", "config"}, permute: true}},
 		"wget":     {kind: pkFetch, opts: optSpec{shortArg: "OPoaiU", longArg: []string{"output-document", "directory-prefix", "output-file", "append-output", "input-file", "user-agent"}, permute: true}},
 	}
+	pathSpecs["egrep"], pathSpecs["fgrep"] = pathSpecs["grep"], pathSpecs["grep"]
 	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh"} {
 		pathSpecs[sh] = pathSpec{kind: pkInterp, opts: optSpec{shortArg: "oO", longArg: []string{"rcfile", "init-file"}}, patOpts: "cs"}
 	}
@@ -284,6 +298,9 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			i++ // its value
 		}
 	}
+	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
+		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:])
+	}
 	if i >= len(ws) || !gitReads[ws[i].val] {
 		return
 	}
@@ -297,7 +314,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	}
 	afterDashes, skip := false, false
 	for _, a := range ws[i+1:] {
-		if skip { // the value of git grep's -e or -f
+		if skip { // the value of git grep's -e or -f (gitFileOpts has -f's file)
 			skip = false
 			continue
 		}
@@ -332,6 +349,62 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	}
 }
 
+// gitFileOpts are the options of git subcommands whose value is a file git reads: a config
+// file whose entries `git config -f F -l` prints, a pattern file. A --blob's REV:PATH is the
+// path's content in the repository, as gitReads' object names are.
+var gitFileOpts = map[string][]string{
+	"config":   {"-f", "--file", "--blob"},
+	"grep":     {"-f"},
+	"ls-files": {"-X", "--exclude-from"},
+}
+
+// gitFileOpts records the file values of a git subcommand's options (gitFileOpts): -f F, -fF,
+// --file F, --file=F, and long abbreviations.
+func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word) {
+	for i := 0; i < len(ws); i++ {
+		a := ws[i]
+		if !a.static {
+			pc.incomplete = true
+			continue
+		}
+		if a.val == "--" {
+			return
+		}
+		for _, o := range opts {
+			v, ok := "", false
+			switch {
+			case a.val == o, len(o) > 2 && len(a.val) > 3 && strings.HasPrefix(o, a.val):
+				if i+1 < len(ws) {
+					i++
+					if !ws[i].static {
+						pc.incomplete = true
+						break
+					}
+					v, ok = ws[i].val, true
+				}
+			case len(o) == 2 && strings.HasPrefix(a.val, o):
+				v, ok = a.val[2:], true
+			case len(o) > 2 && strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "="):
+				name, val, _ := strings.Cut(a.val, "=")
+				if len(name) > 3 && strings.HasPrefix(o, name) {
+					v, ok = val, true
+				}
+			}
+			if !ok {
+				continue
+			}
+			if o == "--blob" {
+				if p, isObj := objectPath(v); isObj {
+					pc.add(p, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+				}
+				break
+			}
+			pc.add(v, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+			break
+		}
+	}
+}
+
 // objectPath returns PATH of a REV:PATH or :[N:]PATH object name (or -L's RANGE:PATH); false
 // for a word without one (HEAD, HEAD: is the top tree).
 func objectPath(v string) (string, bool) {
@@ -348,6 +421,18 @@ func objectPath(v string) (string, bool) {
 
 // operands applies spec to a recognised command's arguments.
 func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word) {
+	switch name {
+	case "jq":
+		ws = pc.jqFiles(sb, ws)
+	case "strings":
+		// binutils reads the options and file names of @FILE from FILE (and prints each one
+		// that names no file).
+		for _, a := range ws {
+			if f, ok := strings.CutPrefix(a.val, "@"); ok && a.static && f != "" {
+				pc.addVal(a, f, AccessRead, name, sb)
+			}
+		}
+	}
 	vals := pc.vals[:0]
 	for i, a := range ws {
 		vals = append(vals, a.val)
@@ -427,7 +512,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
 		}
-		if len(opWords) == 0 && (name == "rg" || name == "grep" && recursive(opts)) {
+		if len(opWords) == 0 && (name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts)) {
 			// rg and grep -r with no path search the current directory.
 			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown)
 		}
@@ -470,6 +555,29 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	}
 }
 
+// jqFiles records the files jq reads besides its inputs and returns ws without the two words
+// of each --rawfile NAME FILE and --slurpfile NAME FILE, which take two arguments where optSpec
+// knows one. A program that imports or includes a module, or one read from a file (which may),
+// reads a file found on a search path the words do not show: the list is then incomplete.
+func (pc *pathCollector) jqFiles(sb *sub, ws []word) []word {
+	out := make([]word, 0, len(ws))
+	for i := 0; i < len(ws); i++ {
+		a := ws[i]
+		switch {
+		case a.static && (a.val == "--rawfile" || a.val == "--slurpfile") && i+2 < len(ws):
+			pc.word(ws[i+2], AccessRead, "jq", sb)
+			i += 2
+			continue
+		case !a.static || strings.Contains(a.val, "import") || strings.Contains(a.val, "include") ||
+			a.val == "-f" || strings.HasPrefix(a.val, "--from-file") || a.val == "--library-path" ||
+			strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.ContainsAny(a.val, "fL"):
+			pc.incomplete = true
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // addVal records the file part of an option word (dd's if=FILE).
 func (pc *pathCollector) addVal(a word, v, access, cmd string, sb *sub) {
 	if !a.static || a.glob {
@@ -508,7 +616,8 @@ func operandWords(out, ws []word, vals, operands []string) []word {
 // recursive reports grep's -r/-R/--recursive/--dereference-recursive.
 func recursive(opts []opt) bool {
 	for _, o := range opts {
-		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) {
+		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) ||
+			(o.name == "d" || o.long && longIs(o.name, "directories")) && o.val == "recurse" {
 			return true
 		}
 	}

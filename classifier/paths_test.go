@@ -132,3 +132,74 @@ func TestPathsNoCwd(t *testing.T) {
 		t.Fatalf("paths %+v incomplete %v", c.Paths, c.PathsIncomplete)
 	}
 }
+
+// noFileOperands are the read-only commands whose operands and options name no file whose
+// content they read: they print, test or resolve names, or their paths are taken elsewhere
+// (cd, git).
+var noFileOperands = map[string]bool{
+	"pwd": true, "which": true, "tr": true, "basename": true, "dirname": true, "id": true,
+	"whoami": true, "uname": true, "printenv": true, "seq": true, "type": true, "df": true,
+	"free": true, "uptime": true, "nproc": true, "arch": true, "locale": true, "tty": true,
+	"groups": true, "ps": true, "echo": true, "printf": true, "true": true, "false": true,
+	":": true, "test": true, "[": true, "sleep": true, "cd": true, "pushd": true, "popd": true,
+	"dirs": true, "read": true, "mapfile": true, "readarray": true, "getopts": true,
+	"git": true, "hostname": true,
+}
+
+// TestEveryReaderHasPaths: a read-only command that reads files has a path spec, so an agent's
+// hook, which runs it unconfined with only the path facts to hold a Read deny rule, sees what it
+// reads. `egrep x ~/secret/f` once reported no path at all.
+func TestEveryReaderHasPaths(t *testing.T) {
+	t.Parallel()
+	for name := range readOnly {
+		if _, ok := pathSpecs[name]; !ok && !noFileOperands[name] {
+			t.Errorf("%s is read-only but has no path spec: the files it reads go unreported", name)
+		}
+	}
+}
+
+// TestPathsOfFileOptions: a file given as an option's value, read by a read-only command, is a
+// path fact (a Read deny rule on it must meet it), or the list is incomplete.
+func TestPathsOfFileOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		want       string
+		incomplete bool
+	}{
+		{"egrep x s/f", "read:/home/u/proj/s/f:egrep", false},
+		{"fgrep -r x", "read:/home/u/proj:fgrep", false},
+		{"sha384sum s/f", "read:/home/u/proj/s/f:sha384sum", false},
+		{"unexpand s/f", "read:/home/u/proj/s/f:unexpand", false},
+		{"diff --from-file=s/f a", "read:/home/u/proj/s/f:diff read:/home/u/proj/a:diff", false},
+		{"diff -u a b", "read:/home/u/proj/a:diff read:/home/u/proj/b:diff", false},
+		{"du --files0-from=s/f", "read:/home/u/proj/s/f:du", false},
+		{"wc --files0-from=s/f", "read:/home/u/proj/s/f:wc", false},
+		{"sort --files0-from=s/f", "read:/home/u/proj/s/f:sort", false},
+		{"date -f s/f", "read:/home/u/proj/s/f:date", false},
+		{"date -d yesterday +%F", "", false},
+		{"hexdump -fs/f a", "read:/home/u/proj/s/f:hexdump read:/home/u/proj/a:hexdump", false},
+		{"strings @s/f", "read:/home/u/proj/s/f:strings read:/home/u/proj/@s/f:strings", false},
+		{"git config -f s/f --list", "read:/home/u/proj/s/f:git", false},
+		{"git config --file=s/f -l", "read:/home/u/proj/s/f:git", false},
+		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git", false},
+		{"git grep -f s/f", "read:/home/u/proj/s/f:git", false},
+		{"git ls-files -X s/f", "read:/home/u/proj/s/f:git", false},
+		{"jq --rawfile x s/f -n '$x'", "read:/home/u/proj/s/f:jq", false},
+		{"jq -r .a x.json", "read:/home/u/proj/x.json:jq", false},
+		{"jq -n -L s 'import \"f\" as $d; $d'", "read:/home/u/proj/s:jq", true},
+		{"jq -n 'include \"f\"; .'", "", true},
+	} {
+		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if !c.ReadOnly {
+			t.Errorf("%q: not read-only (%s)", tc.cmd, c.Reason)
+		}
+		var got []string
+		for _, p := range c.Paths {
+			got = append(got, p.Access+":"+p.Path+":"+p.Cmd)
+		}
+		if g := strings.Join(got, " "); g != tc.want || c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths %q incomplete %v, want %q incomplete %v", tc.cmd, g, c.PathsIncomplete, tc.want, tc.incomplete)
+		}
+	}
+}
