@@ -133,6 +133,13 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 	if p == "" || p == "-" {
 		return
 	}
+	if dotDotAfterName(p) || len(dirs) > 0 && !path.IsAbs(p) && hasDotDot(p) {
+		// The kernel takes .. from where a symlink leads, not from the name before it: with
+		// link -> /home/u/other, `cat link/../secret/f` reads /home/u/secret/f, which the
+		// cleaned name (secret/f) does not show. After a cd (bash's is logical), a leading .. is
+		// taken from the physical directory too. The symlinks are not known here.
+		pc.incomplete = true
+	}
 	if strings.HasPrefix(p, "~") {
 		if pc.opts.Home == "" || !(p == "~" || strings.HasPrefix(p, "~/")) {
 			pc.incomplete = true // ~user, or no home known
@@ -157,6 +164,28 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 	for _, d := range dirs {
 		pc.put(strings.TrimSuffix(d, "/")+"/"+p, access, cmd)
 	}
+}
+
+// dotDotAfterName reports a .. component that follows a named one (a/.., not ../a).
+func dotDotAfterName(p string) bool {
+	named := false
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if named {
+				return true
+			}
+		default:
+			named = true
+		}
+	}
+	return false
+}
+
+// hasDotDot reports a .. component in p.
+func hasDotDot(p string) bool {
+	return p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../")
 }
 
 // put records the absolute path raw, cleaned, and raw itself when cleaning changed it.

@@ -203,3 +203,26 @@ func TestPathsOfFileOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsDotDotThroughSymlink: the kernel takes a .. from where a symlink leads, so a .. after
+// a name (or a leading one after a cd) leaves the lexical path unsure: with x/link ->
+// /home/u/other, `cat x/link/../secret/f` reads /home/u/secret/f, not x/secret/f.
+func TestPathsDotDotThroughSymlink(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"cat x/link/../secret/f", true},
+		{"cat < x/link/../secret/f", true},
+		{"cd x/link && cat ../secret/f", true},
+		{"cat ~/link/../f", true},
+		{"cat ../x ./a/./b a..b/c", false},
+		{"ls ..", false},
+	} {
+		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if !c.ReadOnly || c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: read-only %v, paths incomplete %v, want incomplete %v", tc.cmd, c.ReadOnly, c.PathsIncomplete, tc.incomplete)
+		}
+	}
+}
