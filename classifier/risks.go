@@ -146,7 +146,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 	for i, sb := range subs {
 		words := out[i].DenyPrefix
 		for _, r := range sb.redirs {
-			if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") {
+			if strings.HasPrefix(r.Target, "/dev/tcp/") || strings.HasPrefix(r.Target, "/dev/udp/") || r.mayBeNet {
 				network = true
 			}
 			if r.Write {

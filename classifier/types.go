@@ -82,4 +82,7 @@ type Redirect struct {
 	Write  bool   `json:"write"`  // true when it writes to a file (not /dev/null and friends, not an fd dup)
 	// tilde is the static target when it starts with ~ (Target is then ""), for Paths.
 	tilde string
+	// mayBeNet: the target is known only at run time and may expand to /dev/tcp/... or
+	// /dev/udp/..., which bash opens as a connection.
+	mayBeNet bool
 }
