@@ -256,6 +256,10 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	if name == "cd" || name == "pushd" {
 		if t, ok := cdTarget(ws); ok && t != "" {
 			pc.add(t, AccessRead, name, sb.dirs, sb.dirsUnknown)
+		} else if !ok {
+			// A command after it that reads the directory it is in names no path at all (ls,
+			// du): the directory itself is then the one path no fact shows.
+			pc.incomplete = true
 		}
 		return
 	}
@@ -663,7 +667,8 @@ func anyLong(name string, longs []string) bool {
 }
 
 // cdTarget is the directory a cd or pushd goes to: "~" for none, ok false when it is not
-// static (or cd -, pushd +N: a directory from the stack).
+// static (or cd -, pushd +N, zsh's cd -N: a directory from the stack), or when there is more
+// than one operand: zsh's `cd old new` goes to $PWD with old replaced by new.
 func cdTarget(ws []word) (string, bool) {
 	i := 1
 	for i < len(ws) && ws[i].static && len(ws[i].val) > 1 && ws[i].val[0] == '-' {
@@ -671,13 +676,16 @@ func cdTarget(ws []word) (string, bool) {
 			i++
 			break
 		}
+		if strings.Trim(ws[i].val[1:], "0123456789") == "" {
+			return "", false
+		}
 		i++
 	}
 	if i >= len(ws) {
 		return "~", true
 	}
 	a := ws[i]
-	if !a.static || a.glob || a.val == "-" || strings.HasPrefix(a.val, "+") {
+	if !a.static || a.glob || a.val == "-" || strings.HasPrefix(a.val, "+") || i+1 < len(ws) {
 		return "", false
 	}
 	return a.val, true

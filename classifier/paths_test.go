@@ -226,3 +226,29 @@ func TestPathsDotDotThroughSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsCdFromStackOrSubstitution: zsh's `cd old new` goes to $PWD with old replaced by new
+// (bash refuses it), and zsh's cd -N to an entry of the directory stack: where either leads is
+// not known from the words, so the relative paths after it are not either.
+func TestPathsCdFromStackOrSubstitution(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"cd proj secret && cat f", true},
+		{"pushd proj secret && cat f", true},
+		{"cd -1 && cat f", true},
+		{"cd proj secret && ls", true},
+		{"cd $D && ls", true},
+		{"cd -q sub && cat f", false},
+		{"cd -P -- sub && cat f", false},
+	} {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+			if c.PathsIncomplete != tc.incomplete {
+				t.Errorf("%s: %q: paths incomplete %v, want %v", sh, tc.cmd, c.PathsIncomplete, tc.incomplete)
+			}
+		}
+	}
+}
