@@ -478,17 +478,45 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	}
 	switch spec.kind {
 	case pkFind:
-		if len(vals) == 0 || strings.HasPrefix(vals[0], "-") || vals[0] == "(" || vals[0] == "!" {
-			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
+		// The options before the roots: -H, -L, -P, -D LIST, -OLEVEL.
+		start := 0
+		for start < len(vals) {
+			v := vals[start]
+			if v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O") {
+				start++
+				continue
+			}
+			if v == "-D" {
+				start += 2
+				continue
+			}
+			break
 		}
-		for i, v := range vals {
+		start = min(start, len(vals))
+		roots := 0
+		for i := start; i < len(vals); i++ {
+			v := vals[i]
 			if strings.HasPrefix(v, "-") || v == "(" || v == "!" {
 				break
 			}
+			roots++
 			if v == "\x00" {
 				continue
 			}
 			pc.word(ws[i], AccessRead, name, sb)
+		}
+		filesFrom := false
+		for i, v := range vals {
+			// -files0-from FILE: the roots are the names in FILE (each bad one printed).
+			if v == "-files0-from" && i+1 < len(vals) {
+				filesFrom = true
+				pc.word(ws[i+1], AccessRead, name, sb)
+			}
+		}
+		if filesFrom {
+			pc.incomplete = true // the roots FILE names
+		} else if roots == 0 {
+			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
 		}
 		return
 	case pkDD:

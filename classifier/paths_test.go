@@ -189,6 +189,10 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"jq -r .a x.json", "read:/home/u/proj/x.json:jq", false},
 		{"jq -n -L s 'import \"f\" as $d; $d'", "read:/home/u/proj/s:jq", true},
 		{"jq -n 'include \"f\"; .'", "", true},
+		{"find -files0-from s/f", "read:/home/u/proj/s/f:find", true},
+		{"find -L s -name x", "read:/home/u/proj/s:find", false},
+		{"find -D tree -O2 s", "read:/home/u/proj/s:find", false},
+		{"find -name x", "read:/home/u/proj:find", false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if !c.ReadOnly {
