@@ -44,6 +44,9 @@ const (
 
 type pathSpec struct {
 	kind pathKind
+	// opts' longArg must hold only options whose argument is required: one with an optional
+	// argument (grep --color[=WHEN]) takes none unless given with =, and reading the next
+	// word as its value would hide that word, a file, from the facts.
 	opts optSpec
 	// patOpts are the options that give the pattern or script (grep -e, sed -e, jq -f ...),
 	// so that the first operand is a file; fileOpts' values are files read.
@@ -78,11 +81,11 @@ func init() {
 		"cut":  {kind: pkRead, opts: optSpec{shortArg: "bcdf", longArg: []string{"bytes", "characters", "delimiter", "fields", "output-delimiter"}, permute: true}},
 		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true},
 			fileLong: []string{"files0-from", "random-source"}},
-		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "color", "colour", "group-separator"}, permute: true},
+		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
 		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
-		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent", "tab"}, permute: true},
+		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true},
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},
 		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
