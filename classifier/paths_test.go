@@ -59,6 +59,7 @@ func TestPaths(t *testing.T) {
 		{"cd $D; cat z", "read:/home/u/proj/z:cat", true},
 		{"cat $F", "", true},
 		{"cat *.go", "", true},
+		{"cat secre[\"t\"]/f", "", true},
 		{"echo x > $F", "", true},
 		{"touch ~other/x", "", true},
 		{"bash -c 'cat /etc/shadow'", "read:/etc/shadow:cat", false},

@@ -111,11 +111,40 @@ func evalWordSlow(src string, w *syntax.Word) word {
 		}
 	}
 	out.val = b.String()
-	if !out.glob && len(w.Parts) > 1 && braceExpands(w) {
-		// {"-o",f}: the comma is in another literal part than the brace.
+	if !out.glob && len(w.Parts) > 1 && (braceExpands(w) || bracketAcrossParts(w)) {
+		// {"-o",f}: the comma is in another literal part than the brace. -dele["t"]e: the ]
+		// closing the bracket expression is in another literal part than its [, and bash
+		// globs it to a file named -delete.
 		out.glob = true
 	}
 	return out
+}
+
+// bracketAcrossParts reports an unquoted [ followed, in the same or a later unquoted literal
+// of w, by an unquoted ]: a bracket expression bash matches file names with, whatever quoted
+// text sits inside it.
+func bracketAcrossParts(w *syntax.Word) bool {
+	open := false
+	for _, part := range w.Parts {
+		l, ok := part.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		s := l.Value
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case '[':
+				open = true
+			case ']':
+				if open {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // plainLit reports whether s holds none of \ * ? [ { ~, the characters
