@@ -391,7 +391,11 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.dirs, w.dirsUnknown = dirs, unk
 			w.pipeIn = cmd.X
 			w.stmt(cmd.Y, redirs)
-			w.pipeIn, w.dirs, w.dirsUnknown = in, dirs, unk
+			w.pipeIn = in
+			if w.opts.Shell != ShellZsh && w.opts.Shell != shellAny {
+				// zsh runs the last command of a pipeline in the shell itself: its cd lasts.
+				w.dirs, w.dirsUnknown = dirs, unk
+			}
 			break
 		}
 		w.stmt(cmd.X, redirs)

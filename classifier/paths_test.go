@@ -260,3 +260,19 @@ func TestPathsCdFromStackOrSubstitution(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsZshLastPipeCd: zsh runs the last command of a pipeline in the shell itself, so a cd
+// there lasts: `echo | cd ~/secret; cat f` reads ~/secret/f in zsh, ./f in bash.
+func TestPathsZshLastPipeCd(t *testing.T) {
+	t.Parallel()
+	for _, sh := range []string{ShellBash, ShellZsh} {
+		c := Classify("echo | cd /home/u/secret; cat f", Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+		found := false
+		for _, p := range c.Paths {
+			found = found || p.Path == "/home/u/secret/f"
+		}
+		if want := sh == ShellZsh; found != want {
+			t.Errorf("%s: paths %v, want /home/u/secret/f among them %v", sh, c.Paths, want)
+		}
+	}
+}
