@@ -402,9 +402,22 @@ func (w *walker) wrapperReason(n string, args []word, depth int) string {
 		}
 	}
 	if n == "env" {
-		for _, v := range vals[1:inner] {
+		opts := true
+		for i := 1; i < inner; i++ {
+			v := vals[i]
 			if name, _, ok := strings.Cut(v, "="); ok && !strings.HasPrefix(v, "-") && !safeEnv[name] {
 				return "unsafe_env_assignment"
+			}
+			switch {
+			case !opts:
+			case v == "--" || !strings.HasPrefix(v, "-"):
+				opts = false
+			case v == "-u" || v == "--unset":
+				i++ // its value is a name
+			case strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "--chdir"):
+				// env -C DIR is a cd for the command alone: git there reads DIR's repository
+				// config, which runs programs (core.fsmonitor) even for git status, as after cd.
+				return "env_chdir"
 			}
 		}
 	}
