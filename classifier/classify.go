@@ -554,7 +554,7 @@ func (w *walker) unsupportedf(reason string) {
 // after it, which then runs whatever that PATH or HOME points at.
 func (w *walker) assigned(name string) {
 	w.setsVars = true
-	if !safeBareAssign(name) {
+	if !safeBareAssign(name, w.opts.Shell) {
 		w.unsupportedf(reasonUnsafeAssign)
 	}
 }

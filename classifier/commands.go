@@ -90,15 +90,37 @@ var safeEnv = map[string]bool{
 }
 
 // safeBareAssign reports whether a bare assignment (x=1 with no command) may
-// appear in a read-only line. Shell-special and exported variables are upper
-// case by convention (PATH, IFS, BASH_ENV, PS4); a lower-case name only
-// affects later words of this line.
-func safeBareAssign(name string) bool {
+// appear in a read-only line run by shell (Options.Shell). Shell-special and
+// exported variables are upper case by convention (PATH, IFS, BASH_ENV, PS4); a
+// lower-case name only affects later words of this line, except zsh's own
+// lower-case specials (zshSpecial).
+func safeBareAssign(name, shell string) bool {
 	if safeEnv[name] {
 		return true
 	}
+	if (shell == ShellZsh || shell == shellAny) && zshSpecial[name] {
+		return false
+	}
 	return name != "" && strings.ToLower(name) == name
 }
+
+// zshSpecial are zsh's lower-case special parameters. path is tied to PATH: in zsh
+// `path=~/evil; ls` runs ~/evil/ls. cdpath moves cd, fpath and module_path say where
+// functions and modules load from, prompt is PS1, argv the positional parameters, and the
+// zsh/parameter module's hashes (commands, functions, aliases, ...) change what a name runs.
+var zshSpecial = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Fields(`path cdpath fpath module_path manpath mailpath fignore psvar
+		watch prompt histchars argv status pipestatus signals zsh_eval_context zsh_scheduled_events
+		commands functions functions_source dis_functions dis_functions_source aliases dis_aliases
+		galiases dis_galiases saliases dis_saliases builtins dis_builtins reswords dis_reswords
+		parameters options modules nameddirs userdirs usergroups dirstack history historywords
+		jobdirs jobstates jobtexts funcstack functrace funcfiletrace funcsourcetrace patchars
+		dis_patchars match mbegin mend reply keymaps widgets zle_bracketed_paste`) {
+		m[n] = true
+	}
+	return m
+}()
 
 // classifySub fills *out, a zero Subcommand, for sb, taking its word slices
 // from strs.
@@ -201,7 +223,7 @@ func (w *walker) readOnlyReason(sb *sub) string {
 	}
 	if len(sb.args) == 0 {
 		for _, a := range sb.assigns {
-			if !safeBareAssign(a.name) {
+			if !safeBareAssign(a.name, w.opts.Shell) {
 				return reasonUnsafeAssign
 			}
 		}

@@ -141,3 +141,28 @@ func TestRunnersShowTheirCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestZshLowerCaseSpecials: zsh's path is PATH (`path=~/evil; ls` runs ~/evil/ls), and its
+// other lower-case specials change what runs or where cd goes; bash has none, so there a
+// lower-case name stays free to set.
+func TestZshLowerCaseSpecials(t *testing.T) {
+	for _, cmd := range []string{
+		"path=/tmp/evil; ls",
+		"fpath=/tmp/evil; ls",
+		"cdpath=/tmp; cd evil && ls",
+		"read path <<< /tmp/evil; ls",
+		"printf -v path /tmp/evil; ls",
+		"for path in /tmp/evil; do ls; done",
+		"echo ${path:=/tmp/evil}; ls",
+		"ls {path}</dev/null; ls",
+	} {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			opts := testOpts
+			opts.Shell = sh
+			c := Classify(cmd, opts)
+			if want := sh == ShellBash; c.ReadOnly != want {
+				t.Errorf("%s: %q read-only %v (%s), want %v", sh, cmd, c.ReadOnly, c.Reason, want)
+			}
+		}
+	}
+}

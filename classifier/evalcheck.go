@@ -260,22 +260,22 @@ func nameArg(a word) bool {
 // assignedName checks a word a builtin assigns to as a variable (read, mapfile, getopts,
 // printf -v): a plain name, and one a bare assignment could set. PATH or HOME set through
 // `read` or `printf -v` is exported to the commands after it as surely as PATH=x is.
-func assignedName(a word) string {
+func assignedName(a word, shell string) string {
 	if !nameArg(a) {
 		return reasonVarName
 	}
-	if !safeBareAssign(a.val) {
+	if !safeBareAssign(a.val, shell) {
 		return reasonUnsafeAssign
 	}
 	return ""
 }
 
 // assignedInline is assignedName for a name glued to its option (-vHOME, -aHOME).
-func assignedInline(name string) string {
+func assignedInline(name, shell string) string {
 	if !isIdent(name) {
 		return reasonVarName
 	}
-	if !safeBareAssign(name) {
+	if !safeBareAssign(name, shell) {
 		return reasonUnsafeAssign
 	}
 	return ""
@@ -298,16 +298,16 @@ func checkNameArgs(args []string, w *walker) string {
 	switch name := baseName(ws[0].val); name {
 	case "read":
 		w.setsVars = true
-		return readNames(ws[1:], "dinNptu", "a", "")
+		return readNames(ws[1:], "dinNptu", "a", "", w.opts.Shell)
 	case "mapfile", "readarray":
 		w.setsVars = true
-		return readNames(ws[1:], "dnOsuc", "", "C")
+		return readNames(ws[1:], "dnOsuc", "", "C", w.opts.Shell)
 	case "getopts":
 		w.setsVars = true
 		if len(ws) < 3 {
 			return reasonVarName
 		}
-		return assignedName(ws[2])
+		return assignedName(ws[2], w.opts.Shell)
 	case "printf":
 		if len(ws) < 2 {
 			return ""
@@ -322,9 +322,9 @@ func checkNameArgs(args []string, w *walker) string {
 				if len(ws) < 3 {
 					return reasonVarName
 				}
-				return assignedName(ws[2])
+				return assignedName(ws[2], w.opts.Shell)
 			}
-			return assignedInline(v)
+			return assignedInline(v, w.opts.Shell)
 		}
 	case "test", "[":
 		hasSub := false
@@ -354,7 +354,7 @@ func checkNameArgs(args []string, w *walker) string {
 
 // readNames checks the options and name operands of read and mapfile: argOpts take an
 // argument, nameOpts take a variable name as their argument, execOpts run code (mapfile -C).
-func readNames(ws []word, argOpts, nameOpts, execOpts string) string {
+func readNames(ws []word, argOpts, nameOpts, execOpts, shell string) string {
 	i := 0
 	for ; i < len(ws); i++ {
 		a := ws[i]
@@ -383,7 +383,7 @@ func readNames(ws []word, argOpts, nameOpts, execOpts string) string {
 					}
 					i++
 					if inName {
-						if r := assignedName(ws[i]); r != "" {
+						if r := assignedName(ws[i], shell); r != "" {
 							return r
 						}
 					}
@@ -391,7 +391,7 @@ func readNames(ws []word, argOpts, nameOpts, execOpts string) string {
 						return reasonVarName
 					}
 				} else if inName {
-					if r := assignedInline(arg); r != "" {
+					if r := assignedInline(arg, shell); r != "" {
 						return r
 					}
 				}
@@ -400,7 +400,7 @@ func readNames(ws []word, argOpts, nameOpts, execOpts string) string {
 		}
 	}
 	for ; i < len(ws); i++ {
-		if r := assignedName(ws[i]); r != "" {
+		if r := assignedName(ws[i], shell); r != "" {
 			return r
 		}
 	}
