@@ -151,6 +151,8 @@ func TestZshLowerCaseSpecials(t *testing.T) {
 		"fpath=/tmp/evil; ls",
 		"cdpath=/tmp; cd evil && ls",
 		"read path <<< /tmp/evil; ls",
+		"read -t path <<< /tmp/evil; ls",
+		"read -n path <<< /tmp/evil; ls",
 		"printf -v path /tmp/evil; ls",
 		"for path in /tmp/evil; do ls; done",
 		"echo ${path:=/tmp/evil}; ls",

@@ -298,10 +298,10 @@ func checkNameArgs(args []string, w *walker) string {
 	switch name := baseName(ws[0].val); name {
 	case "read":
 		w.setsVars = true
-		return readNames(ws[1:], "dinNptu", "a", "", w.opts.Shell)
+		return readNames(ws[1:], "dinNptu", "a", "", "inNpt", w.opts.Shell)
 	case "mapfile", "readarray":
 		w.setsVars = true
-		return readNames(ws[1:], "dnOsuc", "", "C", w.opts.Shell)
+		return readNames(ws[1:], "dnOsuc", "", "C", "", w.opts.Shell)
 	case "getopts":
 		w.setsVars = true
 		if len(ws) < 3 {
@@ -354,7 +354,9 @@ func checkNameArgs(args []string, w *walker) string {
 
 // readNames checks the options and name operands of read and mapfile: argOpts take an
 // argument, nameOpts take a variable name as their argument, execOpts run code (mapfile -C).
-func readNames(ws []word, argOpts, nameOpts, execOpts, shell string) string {
+// zshFlags are argOpts that take no argument in zsh (read -t, -n, -p): the word after one is
+// a name there, so `read -t path` sets zsh's path, its PATH, and is held to what a name may be.
+func readNames(ws []word, argOpts, nameOpts, execOpts, zshFlags, shell string) string {
 	i := 0
 	for ; i < len(ws); i++ {
 		a := ws[i]
@@ -386,6 +388,10 @@ func readNames(ws []word, argOpts, nameOpts, execOpts, shell string) string {
 						if r := assignedName(ws[i], shell); r != "" {
 							return r
 						}
+					}
+					if (shell == ShellZsh || shell == shellAny) && strings.IndexByte(zshFlags, c) >= 0 &&
+						ws[i].static && isIdent(ws[i].val) && !safeBareAssign(ws[i].val, shell) {
+						return reasonUnsafeAssign
 					}
 					if !ws[i].static {
 						return reasonVarName
