@@ -713,6 +713,11 @@ func cdTarget(ws []word) (string, bool) {
 		i++
 	}
 	if i >= len(ws) {
+		if baseName(ws[0].val) == "pushd" {
+			// pushd alone swaps the top two entries of the stack (which zsh's dirs ARGS and
+			// bash's pushd -n DIR fill without a cd): it goes to a directory from the stack.
+			return "", false
+		}
 		return "~", true
 	}
 	a := ws[i]

@@ -247,6 +247,8 @@ func TestPathsCdFromStackOrSubstitution(t *testing.T) {
 		{"cd proj secret && cat f", true},
 		{"pushd proj secret && cat f", true},
 		{"cd -1 && cat f", true},
+		{"dirs /home/u/secret; pushd; cat f", true},
+		{"pushd -n /home/u/secret; pushd -q; cat f", true},
 		{"cd proj secret && ls", true},
 		{"cd $D && ls", true},
 		{"cd -q sub && cat f", false},
