@@ -191,11 +191,37 @@ func hasDotDot(p string) bool {
 	return p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../")
 }
 
+// procLink reports a path through one of /proc's magic links (/proc/PID/root, cwd, exe, fd/N,
+// map_files/..., of a task too): it names a file elsewhere, /proc/self/root/home/u/.env being
+// /home/u/.env, which the owner's resolution does not follow under /proc.
+func procLink(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	i := 1 // past the pid, self or thread-self
+	if i+1 < len(parts) && parts[i] == "task" {
+		i += 2
+	}
+	if i >= len(parts) {
+		return false
+	}
+	switch parts[i] {
+	case "root", "cwd", "exe", "fd", "map_files":
+		return true
+	}
+	return false
+}
+
 // put records the absolute path raw, cleaned, and raw itself when cleaning changed it.
 func (pc *pathCollector) put(raw, access, cmd string) {
 	p := path.Clean(raw)
 	if raw == p {
 		raw = ""
+	}
+	if procLink(p) {
+		pc.incomplete = true
 	}
 	for _, u := range pc.out {
 		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd {

@@ -278,3 +278,26 @@ func TestPathsZshLastPipeCd(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsThroughProcLinks: /proc/PID/root, cwd, exe, fd and map_files are links to files
+// elsewhere: `cat /proc/self/root/home/u/secret/f` reads /home/u/secret/f, which the fact
+// under /proc does not name.
+func TestPathsThroughProcLinks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"cat /proc/self/root/home/u/secret/f", true},
+		{"cat /proc/1/cwd/f", true},
+		{"cat /proc/self/task/5/root/etc/x", true},
+		{"cd /proc/self/root/home/u && cat secret/f", true},
+		{"cat /proc/self/fd/3", true},
+		{"cat /proc/cpuinfo /proc/self/status", false},
+	} {
+		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if !c.ReadOnly || c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: read-only %v, paths incomplete %v, want %v", tc.cmd, c.ReadOnly, c.PathsIncomplete, tc.incomplete)
+		}
+	}
+}
