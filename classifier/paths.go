@@ -418,6 +418,8 @@ var gitFileOpts = map[string][]string{
 	"config":   {"-f", "--file", "--blob"},
 	"grep":     {"-f"},
 	"ls-files": {"-X", "--exclude-from"},
+	"blame":    {"-S", "--ignore-revs-file", "--contents"},
+	"annotate": {"-S", "--ignore-revs-file", "--contents"},
 }
 
 // gitFileOpts records the file values of a git subcommand's options (gitFileOpts): -f F, -fF,

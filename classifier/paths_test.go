@@ -186,6 +186,7 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git", false},
 		{"git grep -f s/f", "read:/home/u/proj/s/f:git", false},
 		{"git ls-files -X s/f", "read:/home/u/proj/s/f:git", false},
+		{"git blame --ignore-revs-file=s/f a", "read:/home/u/proj/s/f:git read:/home/u/proj/a:git", false},
 		{"jq --rawfile x s/f -n '$x'", "read:/home/u/proj/s/f:jq", false},
 		{"jq -r .a x.json", "read:/home/u/proj/x.json:jq", false},
 		{"jq -n -L s 'import \"f\" as $d; $d'", "read:/home/u/proj/s:jq", true},
