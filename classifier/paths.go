@@ -404,6 +404,12 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			pattern = false
 			continue
 		}
+		if strings.HasPrefix(v, ":(") || strings.HasPrefix(v, ":/") || strings.ContainsAny(v, "*?[") {
+			// A pathspec with magic (:(top), :/ from the top, :(icase), :(glob)) or a wildcard,
+			// which git matches itself (even quoted, even before --): `git log -p -- '*.env'`
+			// reads .env's history under a name no path rule meets.
+			pc.incomplete = true
+		}
 		if p, ok := objectPath(v); ok {
 			v = p
 		}

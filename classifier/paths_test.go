@@ -302,3 +302,26 @@ func TestPathsThroughProcLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsGitPathspecMagic: git matches wildcards and pathspec magic itself, quoted or not:
+// `git log -p -- '*.env'` and `git grep . -- ':/.env'` read .env, a name their words do not
+// spell.
+func TestPathsGitPathspecMagic(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"git log -p -- '*.env'", true},
+		{"git grep -h . -- ':/.env'", true},
+		{"git show HEAD -- ':(top).env'", true},
+		{"git diff HEAD -- 'sec?et'", true},
+		{"git log -p -- .env", false},
+		{"git show HEAD:.env", false},
+	} {
+		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if !c.ReadOnly || c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: read-only %v, paths incomplete %v, want %v", tc.cmd, c.ReadOnly, c.PathsIncomplete, tc.incomplete)
+		}
+	}
+}
