@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // optSpec describes a command's getopt-style options well enough to tell
 // option arguments from operands. It need not list every option: callers
@@ -11,6 +14,9 @@ type optSpec struct {
 	longArg  []string // long options that take an argument (--date X, --date=X)
 	// permute is true for GNU tools that accept options after operands.
 	permute bool
+	// longFlag are long options without an argument whose name starts another's that takes
+	// one (tree's --info and --infofile): given whole, they are themselves, not an abbreviation.
+	longFlag []string
 }
 
 // opt is one parsed option.
@@ -33,7 +39,7 @@ func parseOpts(args []string, sp optSpec) (opts []opt, operands []string) {
 		case strings.HasPrefix(a, "--"):
 			name, val, has := strings.Cut(a[2:], "=")
 			o := opt{name: name, long: true, val: val, hasVal: has}
-			if !has && longTakesArg(name, sp.longArg) && i+1 < len(args) {
+			if !has && !slices.Contains(sp.longFlag, name) && longTakesArg(name, sp.longArg) && i+1 < len(args) {
 				i++
 				o.val, o.hasVal = args[i], true
 			}

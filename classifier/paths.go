@@ -64,7 +64,7 @@ func init() {
 		"file": rd, "stat": rd, "ls": rd, "strings": rd, "od": rd, "xxd": rd,
 		"md5sum": rd, "sha1sum": rd, "sha224sum": rd, "sha256sum": rd, "sha384sum": rd, "sha512sum": rd,
 		"b2sum": rd, "cksum": rd, "unexpand": rd,
-		"readlink": rd, "realpath": rd, "tree": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
+		"readlink": rd, "realpath": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
 		// Options whose value is a file the command reads: its lines are names (--files0-from),
 		// patterns (-X) or a format (hexdump -f), and the error for each bad one prints it.
 		"wc": {kind: pkRead, opts: optSpec{longArg: []string{"files0-from"}, permute: true}, fileLong: []string{"files0-from"}},
@@ -73,6 +73,9 @@ func init() {
 		"diff": {kind: pkRead, opts: optSpec{shortArg: "X", longArg: []string{"from-file", "to-file", "exclude-from"}, permute: true},
 			fileOpts: "X", fileLong: []string{"from-file", "to-file", "exclude-from"}},
 		"hexdump": {kind: pkRead, opts: optSpec{shortArg: "efns", permute: true}, fileOpts: "f"},
+		// tree prints the comments of an --infofile and the HTML --hintro/--houtro files.
+		"tree": {kind: pkRead, opts: optSpec{shortArg: "LPIHT", longArg: []string{"infofile", "gitfile", "hintro", "houtro", "charset", "filelimit", "timefmt", "sort"}, longFlag: []string{"info"}, permute: true},
+			fileLong: []string{"infofile", "gitfile", "hintro", "houtro"}},
 		"date": {kind: pkNone, opts: optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true},
 			fileOpts: "f", fileLong: []string{"file"}},
 		"column": rd, "comm": rd, "paste": rd, "join": rd, "source": rd, ".": rd,

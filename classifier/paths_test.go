@@ -178,6 +178,8 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"wc --files0-from=s/f", "read:/home/u/proj/s/f:wc", false},
 		{"sort --files0-from=s/f", "read:/home/u/proj/s/f:sort", false},
 		{"date -f s/f", "read:/home/u/proj/s/f:date", false},
+		{"tree -H . --hintro=s/f d", "read:/home/u/proj/s/f:tree read:/home/u/proj/d:tree", false},
+		{"tree --info --infofile s/f -L 2", "read:/home/u/proj/s/f:tree", false},
 		{"date -d yesterday +%F", "", false},
 		{"hexdump -fs/f a", "read:/home/u/proj/s/f:hexdump read:/home/u/proj/a:hexdump", false},
 		{"strings @s/f", "read:/home/u/proj/s/f:strings read:/home/u/proj/@s/f:strings", false},
