@@ -366,6 +366,15 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
 		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:])
 	}
+	if i < len(ws) && ws[i].val == "config" {
+		for _, a := range ws[i+1:] {
+			if a.val == "--includes" {
+				// A config file's include.path names another file, which git config prints
+				// too: `git config -f evil.cfg --includes -l` reads what evil.cfg points at.
+				pc.incomplete = true
+			}
+		}
+	}
 	if i >= len(ws) || !gitReads[ws[i].val] {
 		return
 	}

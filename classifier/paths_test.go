@@ -186,6 +186,7 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"git config -f s/f --list", "read:/home/u/proj/s/f:git", false},
 		{"git config --file=s/f -l", "read:/home/u/proj/s/f:git", false},
 		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git", false},
+		{"git config -f evil.cfg --includes -l", "read:/home/u/proj/evil.cfg:git", true},
 		{"git grep -f s/f", "read:/home/u/proj/s/f:git", false},
 		{"git ls-files -X s/f", "read:/home/u/proj/s/f:git", false},
 		{"git blame --ignore-revs-file=s/f a", "read:/home/u/proj/s/f:git read:/home/u/proj/a:git", false},
