@@ -853,8 +853,13 @@ func (w *walker) finish() *Classification {
 			c.ReadOnly = false
 			c.Reason = out.Reason
 		}
-		if len(out.Prefix) > 0 {
-			switch out.Prefix[0] {
+		// The deny prefix as well as the allow prefix: it sees through env and a path to the
+		// program (`cd /tmp/evil && env git status`, `... && /usr/bin/git status`).
+		for _, p := range [][]string{out.Prefix, out.DenyPrefix} {
+			if len(p) == 0 {
+				continue
+			}
+			switch baseName(p[0]) {
 			case "cd", "pushd", "popd":
 				hasCd = true
 			case "git":
