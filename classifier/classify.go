@@ -705,7 +705,6 @@ func mayBeNetPath(w *syntax.Word) bool {
 		}
 	}
 	var b strings.Builder
-	prefix := func() string { return b.String() }
 parts:
 	for _, part := range w.Parts {
 		switch p := part.(type) {
@@ -729,7 +728,7 @@ parts:
 			break parts
 		}
 	}
-	s := prefix()
+	s := b.String()
 	for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
 		if strings.HasPrefix(dev, s) || strings.HasPrefix(s, dev) {
 			return true
