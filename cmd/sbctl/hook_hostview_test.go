@@ -49,6 +49,7 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 	ln(filepath.Join(secret, "f"), shmLink)
 	ln(secret, tmpDir)
 	ln(secret, filepath.Join(work, "lnk"))
+	ln(work, filepath.Join(work, "lnk2")) // a link that stays inside
 	// Absolute: the test's home is not the one NSS gives the user, which ~ names.
 	deny := []string{"--deny", "Read(/" + secret + "/**)"}
 	decide := func(id, tool string, input map[string]any, flags ...string) hookAnswer {
@@ -87,7 +88,7 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 			t.Errorf("%s %s, by the agent: %s (%s)", tc.tool, tc.path, h.PermissionDecision, h.PermissionDecisionReason)
 		}
 	}
-	for i, command := range []string{"cat lnk/../work/x", "ls /tmp", "cat /proc/cpuinfo"} {
+	for i, command := range []string{"cat ../work/x", "cat lnk2/x", "ls /tmp", "cat /proc/cpuinfo"} {
 		if h := decide(fmt.Sprint("hv-ok", i), "Bash", map[string]any{"command": command}).HookSpecificOutput; h.PermissionDecision != "allow" {
 			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
 		}
