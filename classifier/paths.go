@@ -128,6 +128,8 @@ type pathCollector struct {
 	opts       Options
 	out        []PathUse
 	incomplete bool
+	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree).
+	tree bool
 	// vals and ws are scratch space for one command's argument values and operand words.
 	vals []string
 	ws   []word
@@ -226,8 +228,9 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	if procLink(p) {
 		pc.incomplete = true
 	}
+	tree := pc.tree && access == AccessRead
 	for _, u := range pc.out {
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd {
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && u.Tree == tree {
 			return
 		}
 	}
@@ -235,7 +238,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.incomplete = true
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree})
 }
 
 // word records a word where a path goes: a static, glob-free one as a path, anything else
@@ -613,6 +616,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			patGiven = true // no mode operand
 		}
 	}
+	// A recursive search, diff or copy reads every file below a directory operand.
+	pc.tree = name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) || name == "diff" && recursive(opts) ||
+		spec.kind == pkCopy && recursiveCopy(opts)
+	defer func() { pc.tree = false }()
 	switch spec.kind {
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)
@@ -728,6 +735,17 @@ func recursive(opts []opt) bool {
 	for _, o := range opts {
 		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) ||
 			(o.name == "d" || o.long && longIs(o.name, "directories")) && o.val == "recurse" {
+			return true
+		}
+	}
+	return false
+}
+
+// recursiveCopy reports cp's and install's options that copy a directory whole.
+func recursiveCopy(opts []opt) bool {
+	for _, o := range opts {
+		if !o.long && (o.name == "r" || o.name == "R" || o.name == "a") ||
+			o.long && (longIs(o.name, "recursive") || longIs(o.name, "archive")) {
 			return true
 		}
 	}

@@ -328,3 +328,35 @@ func TestPathsGitPathspecMagic(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsTree: a recursive search, diff or copy reads every file below a directory operand,
+// which the fact says (Tree); a plain read or a copy's target does not.
+func TestPathsTree(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]string{
+		"grep -r key ~":          "/home/u:tree",
+		"grep -rn key":           "/home/u/proj:tree",
+		"egrep --recursive k d":  "/home/u/proj/d:tree",
+		"grep -d recurse k d":    "/home/u/proj/d:tree",
+		"grep key f":             "/home/u/proj/f:",
+		"rg key /etc":            "/etc:tree",
+		"diff -r a b":            "/home/u/proj/a:tree /home/u/proj/b:tree",
+		"diff a b":               "/home/u/proj/a: /home/u/proj/b:",
+		"cp -a ~/.config backup": "/home/u/proj/backup: /home/u/.config:tree",
+		"cp f g":                 "/home/u/proj/g: /home/u/proj/f:",
+		"cat ~":                  "/home/u:",
+	} {
+		c := Classify(cmd, testOpts)
+		var got []string
+		for _, p := range c.Paths {
+			tree := ""
+			if p.Tree {
+				tree = "tree"
+			}
+			got = append(got, p.Path+":"+tree)
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("%q: paths %s, want %s", cmd, g, want)
+		}
+	}
+}

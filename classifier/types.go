@@ -41,6 +41,9 @@ type PathUse struct {
 	Raw    string `json:"raw,omitempty"`
 	Access string `json:"access"` // "read" or "write" (a write may read too)
 	Cmd    string `json:"cmd"`    // the command (base name) or "redirect"
+	// Tree says a directory there is read whole, everything below it (grep -r, rg, diff -r,
+	// cp -r's sources): a deny below it is met by a program that runs outside any sandbox.
+	Tree bool `json:"tree,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.

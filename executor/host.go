@@ -259,6 +259,37 @@ func (h *Host) resolveOnHost(c *Call, path string) (*worker.Resolved, error) {
 	return r, nil
 }
 
+// checkTreeUnconfined refuses, for a call its caller runs itself, a read of everything under
+// root (grep -r, rg, Grep's dir) when something the sandbox hides lies below root, or what a
+// Read deny rule anchored below it names: the agent's own program meets no sandbox there, and
+// the policy sees only root. A deny anchored anywhere (Read(.env)) is not held this way: every
+// tree would hold it.
+func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
+	if !c.unconfined {
+		return nil
+	}
+	refuse := func(what string) error {
+		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, which holds %s; outside any sandbox it would read that too: search below it, or run the command in sandboxd (sbctl hook --confine)", tool, root, what))
+	}
+	if cfg := h.cfg.Load(); cfg != nil {
+		for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
+			if d != root && insideDir(d, root) {
+				return refuse(d + ", hidden by the sandbox (deny_paths)")
+			}
+		}
+	}
+	pats, err := readDenyPatterns(c, tool)
+	if err != nil {
+		return err
+	}
+	for _, pat := range pats {
+		if d := sandbox.PatternRoot(pat); d != root && insideDir(d, root) {
+			return refuse(pat + ", which a Read deny rule names")
+		}
+	}
+	return nil
+}
+
 // resolveAsOwner resolves path as the session owner with how, through the owner's worker, for
 // the facts a decision is made on; for a call its caller runs itself, as resolveOnHost does.
 func (h *Host) resolveAsOwner(ctx context.Context, c *Call, path string, how func(*worker.Client) (*worker.Resolved, error)) (*worker.Resolved, error) {

@@ -106,6 +106,9 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			name = pu.Raw // the agent's program hands the kernel this, `..` and all
 		}
 		resolved, special, err := h.resolveFor(ctx, c, name)
+		if err == nil && pu.Tree {
+			err = h.checkTreeUnconfined(c, resolved, pu.Cmd)
+		}
 		if errcode.Of(err) == errcode.Validation {
 			undecidable[i] = err // run by its caller, where it leads depends on the process
 			return

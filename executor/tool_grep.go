@@ -82,6 +82,11 @@ func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 		if err != nil {
 			return permission.ToolFacts{}, err
 		}
+		if r.IsDir {
+			if err := h.checkTreeUnconfined(c, r.Resolved, "Grep"); err != nil {
+				return permission.ToolFacts{}, err
+			}
+		}
 		c.searched = &searchDecision{requested: p, resolved: *r}
 		facts := []permission.PathFact{{Requested: p, Resolved: r.Resolved, Access: permission.Read, Special: r.Special}}
 		raw, err := h.rawFact(c, "path", permission.Read)

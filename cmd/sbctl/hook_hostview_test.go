@@ -10,7 +10,8 @@ import (
 // TestHookDecidesWhereTheAgentLooks: a call the agent makes itself (no --confine, or any file
 // tool) is decided on the paths its own process finds on the host, not in the sandbox's view
 // of them. A link left in the real /tmp or /dev/shm to a denied file, a `..` after a symlink
-// (the kernel takes it from where the link leads), and /proc/self/root are each denied, in
+// (the kernel takes it from where the link leads), /proc/self/root, and a whole-tree read
+// (grep -r, rg, cp -r, Grep) of a dir that holds the denied one are each denied, in
 // bypassPermissions, for Bash and the file tools alike; the same names, harmless, stay
 // allowed, and a confined Bash call is still decided in the sandbox's view.
 func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
@@ -65,6 +66,10 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 		"cat lnk/../secret/f",
 		"cd " + tmpDir + " && cat ../secret/f",
 		"cat /proc/self/root" + secret + "/f",
+		// A whole tree read meets every file below it, the denied ones too.
+		"grep -r s3cret " + u.Home,
+		"rg s3cret ..",
+		"cp -r " + u.Home + " /var/tmp/x",
 	} {
 		if h := decide(fmt.Sprint("hv-b", i), "Bash", map[string]any{"command": command}).HookSpecificOutput; h.PermissionDecision != "deny" {
 			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
@@ -76,6 +81,7 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 		{"Read", "file_path", filepath.Join(work, "lnk") + "/../secret/f"},
 		{"Grep", "path", tmpDir},
 		{"Edit", "file_path", tmpDir + "/f"},
+		{"Grep", "path", u.Home},
 	} {
 		in := map[string]any{tc.key: tc.path}
 		switch tc.tool {
@@ -88,7 +94,7 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 			t.Errorf("%s %s, by the agent: %s (%s)", tc.tool, tc.path, h.PermissionDecision, h.PermissionDecisionReason)
 		}
 	}
-	for i, command := range []string{"cat ../work/x", "cat lnk2/x", "ls /tmp", "cat /proc/cpuinfo"} {
+	for i, command := range []string{"cat ../work/x", "cat lnk2/x", "ls /tmp", "cat /proc/cpuinfo", "grep -r x .", "cat " + u.Home} {
 		if h := decide(fmt.Sprint("hv-ok", i), "Bash", map[string]any{"command": command}).HookSpecificOutput; h.PermissionDecision != "allow" {
 			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
 		}
