@@ -705,14 +705,34 @@ func absPath(_ rego.BuiltinContext, w, cwd, home *ast.Term) (*ast.Term, error) {
 	return ast.StringTerm(absWord(string(ws), string(cs), string(hs))), nil
 }
 
+// absWord is a shell word as the path it names, for the critical-path rm check and
+// acceptEdits. Quotes go first, as the shell removes them: `"$HOME"` and `"${HOME}"/` are the
+// home directory, not a directory named $HOME under the cwd, which made `rm -rf "$HOME"` pass
+// the critical-path check that `rm -rf $HOME` met. The variables and substitutions that name
+// the home or the cwd expand to them, with their ${X:?} and ${X:-...} forms.
 func absWord(w, cwd, home string) string {
-	for _, pre := range []string{"~", "$HOME", "${HOME}"} {
-		if w == pre || strings.HasPrefix(w, pre+"/") {
-			w = home + strings.TrimPrefix(w, pre)
+	w = strings.NewReplacer(`"`, "", `'`, "").Replace(w)
+	for _, x := range []struct{ pre, val string }{
+		{"~", home}, {"$HOME", home}, {"$PWD", cwd}, {"$(pwd)", cwd}, {"`pwd`", cwd},
+		{"${HOME}", home}, {"${PWD}", cwd}, {"${HOME:", home}, {"${PWD:", cwd},
+	} {
+		rest, ok := strings.CutPrefix(w, x.pre)
+		if !ok {
+			continue
+		}
+		if strings.HasSuffix(x.pre, ":") {
+			// ${HOME:?msg}, ${HOME:-default}: the value is the variable's when it is set.
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			rest = rest[end+1:]
+		}
+		if rest == "" || strings.HasPrefix(rest, "/") {
+			w = x.val + rest
 			break
 		}
 	}
-	w = strings.Trim(w, `"'`)
 	if !strings.HasPrefix(w, "/") {
 		w = cwd + "/" + w
 	}

@@ -95,6 +95,10 @@ _critical_target(arg) if {
 	_critical_path(p)
 }
 
+# A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")") is known
+# only when it runs, and may then be / or the home directory: it is judged as such.
+_critical_target(arg) if regex.match("^[\"']*(\\$[A-Za-z_][A-Za-z0-9_]*|\\$\\{[^}]*\\}|\\$\\(.*\\)|`.*`)[\"']*/*$", arg)
+
 _critical_path("/")
 
 # A top-level directory (/usr, /etc, /home) or everything in / (/*).
