@@ -474,3 +474,48 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		})
 	}
 }
+
+// TestDenySeesPastGlobalOptions: a deny rule on a subcommand holds when global options stand
+// between the program and it (Bash(git push:*) against `git -C . push`, which bypassPermissions
+// ran), while an allow rule still matches only what it says.
+func TestDenySeesPastGlobalOptions(t *testing.T) {
+	e := newEngine(t, Config{})
+	var cs []call
+	for _, tc := range []struct{ rule, cmd string }{
+		{"Bash(git push:*)", `git -C x push origin main`},
+		{"Bash(git push:*)", `git -c user.name=x push`},
+		{"Bash(git push:*)", `git --git-dir=.git --work-tree . push`},
+		{"Bash(git push:*)", `git --no-pager -C x push`},
+		{"Bash(git push:*)", `sudo git -C x push`},
+		{"Bash(git push:*)", `/usr/bin/git -C x push`},
+		{"Bash(git push *)", `timeout 5 git -C x push --force`},
+		{"Bash(make install)", `make -C sub install`},
+		{"Bash(kubectl delete:*)", `kubectl -n prod delete pod x`},
+		{"Bash(kubectl delete:*)", `kubectl --context prod --namespace=x delete pod x`},
+		{"Bash(terraform destroy:*)", `terraform -chdir=infra destroy`},
+		{"Bash(cargo publish:*)", `cargo +nightly publish`},
+		{"Bash(docker rm:*)", `docker -H tcp://h:2375 rm -f c`},
+	} {
+		//                                                                                              default acceptEdits plan dontAsk bypass auto bubble
+		cs = append(cs, matrix(call{name: tc.rule + " " + tc.cmd, cmd: tc.cmd, bash: realBash(tc.cmd), deny: []string{tc.rule}}, D, D, D, D, D, D, D)...)
+	}
+	cs = append(cs,
+		call{name: "allow stays literal", cmd: `git -C x push`, bash: realBash(`git -C x push`), allow: []string{"Bash(git push:*)"}, want: AU, step: "mode"},
+		call{name: "ask rule too", mode: permission.ModeBypassPermissions, cmd: `git -C x push`, bash: realBash(`git -C x push`), ask: []string{"Bash(git push:*)"}, want: D, step: "ask_rule"},
+		call{name: "other subcommand", mode: permission.ModeBypassPermissions, cmd: `git -C x status`, bash: realBash(`git -C x status`), deny: []string{"Bash(git push:*)"}, want: A},
+	)
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := outcome(d); got != c.want {
+				t.Errorf("got %s, want %s\n  decision: %+v\n%s", got, c.want, d, c.bash.Format())
+			}
+			if c.step != "" && d.Step != c.step {
+				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
+			}
+		})
+	}
+}

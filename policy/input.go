@@ -284,6 +284,9 @@ func denyWords(f *permission.Facts) *ast.Term {
 		for _, s := range c.Subcommands {
 			w := matchWords(s)
 			ts = append(ts, strs(w))
+			for _, v := range optionSkips(w) {
+				ts = append(ts, strs(v))
+			}
 			if len(w) > 0 && strings.IndexByte(w[0], '/') >= 0 {
 				// /usr/bin/curl is curl to a deny rule: both spellings are matched, so a
 				// rule written with the path still hits.
@@ -292,6 +295,9 @@ func denyWords(f *permission.Facts) *ast.Term {
 					copy(bw, w)
 					bw[0] = b
 					ts = append(ts, strs(bw))
+					for _, v := range optionSkips(bw) {
+						ts = append(ts, strs(v))
+					}
 				}
 			}
 		}
@@ -301,6 +307,39 @@ func denyWords(f *permission.Facts) *ast.Term {
 		return ast.ArrayTerm(strs(w))
 	}
 	return emptyArray
+}
+
+// maxOptionSkips bounds the extra word lists optionSkips gives one command.
+const maxOptionSkips = 8
+
+// optionSkips are w with the options between the program and an operand taken out
+// (`git -C x push` as `git push`), for deny and ask rules: programs with subcommands take
+// global options before them (git -C/-c/--git-dir, docker -H, kubectl -n, make -C, npm
+// --prefix, terraform -chdir=, cargo +toolchain), and Bash(git push:*) missed
+// `git -C . push`, which then ran unasked in bypassPermissions. Whether an option takes the
+// next word as its argument is the program's to say, so each reading is given: every operand
+// reached through options, each optionally followed by one argument, starts a variant. Deny
+// rules err toward matching; allow rules never see these.
+func optionSkips(w []string) [][]string {
+	isOpt := func(j int) bool {
+		return strings.HasPrefix(w[j], "-") || j == 1 && strings.HasPrefix(w[j], "+") && len(w[j]) > 1
+	}
+	if len(w) < 3 || !isOpt(1) {
+		return nil
+	}
+	var out [][]string
+	for k := 2; k < len(w) && len(out) < maxOptionSkips; k++ {
+		// w[1:k] must read as options, each perhaps followed by its argument.
+		if !isOpt(k-1) && !(k-2 >= 1 && isOpt(k-2)) {
+			break
+		}
+		if isOpt(k) {
+			continue
+		}
+		v := make([]string, 0, 1+len(w)-k)
+		out = append(out, append(append(v, w[0]), w[k:]...))
+	}
+	return out
 }
 
 // commandWords is the command text split on whitespace, for text the classifier could not
