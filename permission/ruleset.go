@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -182,11 +183,27 @@ func (rs *RuleSet) build() map[string]any {
 			item["pattern"] = r.Pattern
 			b.globs = append(b.globs, item)
 		case KindBash:
-			item["pattern"] = r.Pattern
-			if w := BashIndexWord(r.Pattern); w != "" {
-				b.words[w] = append(b.words[w], item)
-			} else {
-				b.other = append(b.other, item)
+			pats := []string{r.Pattern}
+			if r.Behavior != Allow {
+				if u, ok := shellUnquote(r.Pattern); ok && u != r.Pattern && strings.TrimSpace(u) != "" {
+					// Commands are matched as words, their quotes removed, so a deny rule
+					// written as the command is typed (Bash(rm "my file")) matched nothing:
+					// it matches as written and with its quotes removed. Allow rules keep
+					// their one reading; remembered rules are written as unquoted words.
+					pats = append(pats, u)
+				}
+			}
+			for i, pat := range pats {
+				it := item
+				if i > 0 {
+					it = maps.Clone(item)
+				}
+				it["pattern"] = pat
+				if w := BashIndexWord(pat); w != "" {
+					b.words[w] = append(b.words[w], it)
+				} else {
+					b.other = append(b.other, it)
+				}
 			}
 		case KindDomain:
 			item["pattern"] = r.Pattern
@@ -324,3 +341,46 @@ func (rs *RuleSet) EditAllowed(p string) bool {
 
 // Anchors is the (home, cwd) the rule set's path patterns were made absolute with.
 func (rs *RuleSet) Anchors() Anchors { return rs.anchors }
+
+// shellUnquote removes a pattern's shell quoting as the shell removes a command's: '...' is
+// literal, "..." keeps all but \$ \` \" \\, and a backslash outside quotes escapes the next
+// character. ok is false for an unterminated quote or a trailing backslash.
+func shellUnquote(p string) (string, bool) {
+	if !strings.ContainsAny(p, `"'\`) {
+		return p, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '\\':
+			if i+1 == len(p) {
+				return "", false
+			}
+			i++
+			b.WriteByte(p[i])
+		case '\'':
+			j := strings.IndexByte(p[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(p[i+1 : i+1+j])
+			i += j + 1
+		case '"':
+			for i++; ; i++ {
+				if i == len(p) {
+					return "", false
+				}
+				if p[i] == '"' {
+					break
+				}
+				if p[i] == '\\' && i+1 < len(p) && strings.IndexByte("$`\"\\", p[i+1]) >= 0 {
+					i++
+				}
+				b.WriteByte(p[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}

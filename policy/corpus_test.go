@@ -519,3 +519,36 @@ func TestDenySeesPastGlobalOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestDenyRuleWithQuotes: a deny rule written as the command is typed, quotes and
+// backslashes included, holds against that command; commands are matched as words with their
+// quotes removed, and such a rule once matched nothing.
+func TestDenyRuleWithQuotes(t *testing.T) {
+	e := newEngine(t, Config{})
+	for _, tc := range []struct{ rule, cmd string }{
+		{`Bash(rm -rf "my dir")`, `rm -rf "my dir"`},
+		{`Bash(rm -rf 'my dir')`, `rm -rf "my dir"`},
+		{`Bash(rm -rf my\ dir)`, `rm -rf 'my dir'`},
+		{`Bash(git commit -m "wip":*)`, `git commit -m wip --no-verify`},
+		{`Bash("curl" *)`, `curl x`},
+		{`Bash(echo "a \"b\"")`, `echo 'a "b"'`},
+	} {
+		for _, behavior := range []string{"deny", "ask"} {
+			c := call{name: behavior + " " + tc.rule, mode: permission.ModeBypassPermissions, cmd: tc.cmd, bash: realBash(tc.cmd), want: D}
+			if behavior == "deny" {
+				c.deny = []string{tc.rule}
+			} else {
+				c.ask = []string{tc.rule}
+			}
+			t.Run(c.name, func(t *testing.T) {
+				d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
+				if err != nil {
+					t.Fatalf("decide: %v", err)
+				}
+				if got := outcome(d); got != c.want || d.Rule != tc.rule {
+					t.Errorf("got %s by %q, want %s by %q\n  decision: %+v", got, d.Rule, c.want, tc.rule, d)
+				}
+			})
+		}
+	}
+}
