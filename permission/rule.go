@@ -253,6 +253,32 @@ func (r *Rule) parseTool() error {
 	if !toolNameRe.MatchString(name) {
 		return malformed("%q: tool names use letters, digits, '_' and '-'", name)
 	}
+	if err := checkToolCase(name); err != nil {
+		return err
+	}
+	return nil
+}
+
+// canonicalTools are the agents' built-in tool names as calls carry them (COMPAT 1: canonical
+// names only).
+var canonicalTools = []string{
+	"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "NotebookEdit", "NotebookRead", "WebFetch",
+	"WebSearch", "Task", "Agent", "TodoWrite", "AskUserQuestion", "ExitPlanMode", "LS", "BashOutput", "KillShell",
+	"Skill", "SlashCommand",
+}
+
+// checkToolCase refuses a tool name that differs from a built-in one, or from the mcp__
+// prefix, only in case. Tool names compare exactly, so deny Webfetch(domain:x) or bash was
+// accepted and matched no call: a deny that silently held nothing.
+func checkToolCase(name string) error {
+	if strings.HasPrefix(strings.ToLower(name), "mcp__") {
+		return malformed("%q: MCP tool names start with mcp__ in lowercase", name)
+	}
+	for _, t := range canonicalTools {
+		if name != t && strings.EqualFold(name, t) {
+			return malformed("%q: tool names are case-sensitive; write %s", name, t)
+		}
+	}
 	return nil
 }
 

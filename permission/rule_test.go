@@ -23,6 +23,14 @@ func TestParseRule(t *testing.T) {
 		errLike string // non-empty: must fail with a message containing it
 	}{
 		{text: "Bash", b: Allow, kind: KindAll},
+		{text: "bash", b: Deny, errLike: "case-sensitive; write Bash"},
+		{text: "BASH(rm *)", b: Deny, errLike: "case-sensitive; write Bash"},
+		{text: "Webfetch(domain:evil.example)", b: Deny, errLike: "case-sensitive; write WebFetch"},
+		{text: "read(~/.ssh/**)", b: Deny, errLike: "case-sensitive; write Read"},
+		{text: "websearch", b: Ask, errLike: "case-sensitive; write WebSearch"},
+		{text: "MCP__github__create_issue", b: Deny, errLike: "lowercase"},
+		{text: "Mcp__github", b: Deny, errLike: "lowercase"},
+		{text: "WebSearch", b: Deny, kind: KindAll},
 		{text: "Bash(*)", b: Allow, kind: KindAll},
 		{text: "Bash(npm run test:*)", b: Allow, kind: KindBash, pattern: "npm run test *"},
 		{text: "Bash(git   *  main)", b: Allow, kind: KindBash, pattern: "git * main"},
