@@ -314,14 +314,16 @@ func (r *Rule) parseContent() error {
 	}
 }
 
-// isParam decides whether `name:value` is a parameter rule. For Bash a lone `name:*` is the
-// legacy prefix syntax (`Bash(timeout:*)` is the timeout command), so it stays a command pattern.
+// isParam decides whether `name:value` is a parameter rule. For Bash a lone `timeout:*` is the
+// legacy prefix syntax (`Bash(timeout:*)` is the timeout command), so it stays a command
+// pattern; Bash's other parameters name no command, and as a prefix rule
+// Bash(run_in_background:*) or Bash(dangerouslyDisableSandbox:*) denied nothing at all.
 func (r *Rule) isParam(name, val string) bool {
 	params, known := toolParams[r.Tool]
 	if !known {
 		return true // MCP and other tools: the content syntax is only param:value
 	}
-	if r.Tool == "Bash" && val == "*" {
+	if r.Tool == "Bash" && val == "*" && name == "timeout" {
 		return false
 	}
 	for _, p := range params {
