@@ -152,6 +152,51 @@ func MatchPathSegs(absPattern string, segs []string) bool {
 	return pathMatcherOf(absPattern).match(segs)
 }
 
+// MayMatchBelowWithin reports, charged to b as MatchPathSegsWithin is, whether the absolute
+// pattern may match a path strictly below the directory segs names: a search of that tree
+// (Grep) would read what the rule is about. A pattern that matches the directory itself or an
+// ancestor is MatchPath's to report.
+func MayMatchBelowWithin(absPattern string, segs []string, b *MatchBudget) (bool, error) {
+	if absPattern == "" {
+		return false, nil
+	}
+	pat := pathMatcherOf(absPattern).segs
+	cost := (len(pat) + 1) * (len(segs) + 1)
+	if cost > b.left {
+		return false, ErrMatchBudget
+	}
+	b.left -= cost
+	const unknown, no, yes = 0, 1, 2
+	w := len(segs) + 1
+	memo := make([]uint8, (len(pat)+1)*w)
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if j == len(segs) {
+			// The directory is consumed: what is left of the pattern names something below.
+			return i < len(pat)
+		}
+		if i == len(pat) {
+			return false
+		}
+		k := i*w + j
+		if memo[k] != unknown {
+			return memo[k] == yes
+		}
+		res := false
+		if pat[i] == "**" {
+			res = m(i+1, j) || m(i, j+1)
+		} else if ok, _ := path.Match(pat[i], segs[j]); ok {
+			res = m(i+1, j+1)
+		}
+		memo[k] = no
+		if res {
+			memo[k] = yes
+		}
+		return res
+	}
+	return m(0, 0), nil
+}
+
 // matchSimple matches a pattern with at most one ** without allocating: backtracking over a
 // single ** is linear in the path length.
 func matchSimple(pat, segs []string) bool {

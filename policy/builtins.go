@@ -36,6 +36,7 @@ const (
 	bnWebHit       = "sandboxd.web_hit"
 	bnPathWithin   = "sandboxd.path_within"
 	bnAbsPath      = "sandboxd.abs_path"
+	bnBelowHit     = "sandboxd.below_hit"
 )
 
 func init() { RegisterBuiltins() }
@@ -133,6 +134,12 @@ func registerBuiltins() {
 		}
 		return t, nil
 	})
+	rego.RegisterBuiltin2(&rego.Function{
+		Name: bnBelowHit,
+		Description: "Given path rule buckets and [[path, [bucket]]], the first rule of a path's buckets that may match " +
+			"something strictly below that path (a tree a search reads); undefined when none.",
+		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+	}, undefinedIfNull2(belowHit))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathWithin,
 		Description: "True if the absolute path is one of dirs or below one.",
@@ -519,6 +526,51 @@ func pathHit(buckets ast.Object, subj *ast.Term, b *permission.MatchBudget) (*as
 	}
 	if err != nil {
 		return nil, err
+	}
+	return ast.NullTerm(), nil
+}
+
+// belowHit is the first rule, of the buckets of any [path, [bucket]] subject, that may match a
+// path below that subject (permission.MayMatchBelowWithin), or null.
+func belowHit(bctx rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, error) {
+	buckets, ok := bucketsT.Value.(ast.Object)
+	ps, ok2 := subjT.Value.(*ast.Array)
+	if !ok || !ok2 {
+		return ast.NullTerm(), nil
+	}
+	b := matchBudget(bctx)
+	for i := 0; i < ps.Len(); i++ {
+		pair, ok := ps.Elem(i).Value.(*ast.Array)
+		if !ok || pair.Len() != 2 {
+			continue
+		}
+		p, ok := pair.Elem(0).Value.(ast.String)
+		names, ok2 := pair.Elem(1).Value.(*ast.Array)
+		if !ok || !ok2 || !strings.HasPrefix(string(p), "/") {
+			continue
+		}
+		segs := permission.SplitPath(string(p))
+		for j := 0; j < names.Len(); j++ {
+			l := buckets.Get(names.Elem(j))
+			if l == nil {
+				continue
+			}
+			var err error
+			t := firstMatch(l, func(pat string, _ ast.Object) bool {
+				hit, e := permission.MayMatchBelowWithin(pat, segs, b)
+				if e != nil {
+					err = e
+					return true // stop: the error decides
+				}
+				return hit
+			})
+			if err != nil {
+				return nil, err
+			}
+			if !isNull(t) {
+				return t, nil
+			}
+		}
 	}
 	return ast.NullTerm(), nil
 }

@@ -552,3 +552,42 @@ func TestDenyRuleWithQuotes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnconfinedGrepBelowDenied: a Grep its caller runs itself (an agent's hook) that searches
+// a directory holding files a Read deny or ask rule covers is decided by that rule: the agent's
+// rg reads them outside any sandbox. sandboxd's own Grep meets them hidden, so it is not.
+func TestUnconfinedGrepBelowDenied(t *testing.T) {
+	e := newEngine(t, Config{})
+	home := "/home/u"
+	for _, tc := range []struct {
+		name       string
+		root       string
+		deny, ask  []string
+		unconfined bool
+		want, step string
+	}{
+		{name: "home holds ssh", root: home, deny: []string{"Read(~/.ssh/**)"}, unconfined: true, want: D, step: "deny_rule"},
+		{name: "root holds ssh", root: "/", deny: []string{"Read(~/.ssh/**)"}, unconfined: true, want: D, step: "deny_rule"},
+		{name: "project holds secrets", root: "/w", deny: []string{"Read(./secrets/**)"}, unconfined: true, want: D, step: "deny_rule"},
+		{name: "anywhere rule", root: "/w/src", deny: []string{"Read(.env)"}, unconfined: true, want: D, step: "deny_rule"},
+		{name: "grep rule", root: home, deny: []string{"Grep(~/.aws)"}, unconfined: true, want: D, step: "deny_rule"},
+		{name: "ask rule", root: home, ask: []string{"Read(~/.ssh/**)"}, unconfined: true, want: AU, step: "ask_rule"},
+		{name: "sibling tree", root: "/w/src", deny: []string{"Read(./secrets/**)"}, unconfined: true, want: A},
+		{name: "edit rule", root: home, deny: []string{"Edit(~/.ssh/**)"}, unconfined: true, want: A},
+		{name: "confined", root: home, deny: []string{"Read(~/.ssh/**)"}, want: A},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := call{tool: "Grep", paths: []permission.PathFact{rd(tc.root)}, ro: true, dirs: []string{"/", home},
+				input: map[string]any{"pattern": "KEY", "path": tc.root}, deny: tc.deny, ask: tc.ask}
+			f := c.facts()
+			f.Unconfined = tc.unconfined
+			d, err := e.Decide(context.Background(), f, c.ruleSet(t))
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := outcome(d); got != tc.want || tc.step != "" && d.Step != tc.step {
+				t.Errorf("got %s at %s, want %s at %s\n  decision: %+v", got, d.Step, tc.want, tc.step, d)
+			}
+		})
+	}
+}

@@ -55,6 +55,8 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	count(safety.special_reads) > 0
 } else := _rule_result(2, "deny_rule", "deny", rules.deny_hit) if {
 	rules.deny_hit
+} else := _tree_result(2, "deny_rule", "deny", rules.tree_deny_hit) if {
+	rules.tree_deny_hit
 } else := {"i": 3, "step": "custom_deny", "allow": false, "behavior": "deny", "reason": _reasons(custom.deny), "source": "custom"} if {
 	count(custom.deny) > 0
 } else := {"i": 4, "step": "plan", "allow": false, "behavior": "deny", "reason": "plan mode: only read-only calls run", "source": "mode"} if {
@@ -62,6 +64,8 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	modes.plan_blocks
 } else := _rule_result(5, "ask_rule", "ask", rules.ask_hit) if {
 	rules.ask_hit
+} else := _tree_result(5, "ask_rule", "ask", rules.tree_ask_hit) if {
+	rules.tree_ask_hit
 } else := {"i": 6, "step": "custom_ask", "behavior": "ask", "reason": _reasons(custom.ask), "source": "custom"} if {
 	count(custom.ask) > 0
 } else := {"i": 7, "step": "critical_rm", "behavior": "ask", "reason": sprintf("rm of a critical path: %s", [_first(safety.critical_rm)]), "source": "safety"} if {
@@ -103,6 +107,13 @@ _rule_result(i, step, behavior, hit) := {
 	"i": i, "step": step, "allow": behavior == "allow", "behavior": behavior, "source": hit.source, "rule": hit.rule,
 	"reason": object.get(hit, "reason", behavior),
 }
+
+# _tree_result is the result of a rule that covers files below a directory the caller's own
+# Grep searches (rules.tree_deny_hit), with a reason saying how to search without them.
+_tree_result(i, step, behavior, hit) := object.union(_rule_result(i, step, behavior, hit), {"reason": sprintf(
+	"%s covers files under %s, which the agent's own Grep would read outside any sandbox; search a directory the rule does not reach, or serve the tools over MCP (sbctl mcp) to search inside sandboxd",
+	[object.get(hit, "reason", behavior), input.paths[0].requested],
+)})
 
 _hook_reason(default_reason) := r if {
 	r := input.hook.reason

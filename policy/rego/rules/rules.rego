@@ -36,6 +36,23 @@ default _http := null
 
 _http := input.http
 
+# tree_deny_hit and tree_ask_hit are, for a Grep its caller runs itself (input.unconfined: an
+# agent's hook), the first deny or ask path rule that may match a file below the searched
+# directory. sandboxd's own Grep meets such files hidden by the sandbox; the agent's rg reads
+# them, so Read(~/.ssh/**) held Read of ~/.ssh/id_rsa but not a Grep of ~ for its contents.
+tree_deny_hit := r if {
+	input.unconfined == true
+	input.tool == "Grep"
+	r := sandboxd.below_hit(input.rules.deny.paths, input.path_subjects)
+}
+
+# tree_ask_hit: see tree_deny_hit.
+tree_ask_hit := r if {
+	input.unconfined == true
+	input.tool == "Grep"
+	r := sandboxd.below_hit(input.rules.ask.paths, input.path_subjects)
+}
+
 # bash_parsed holds when the classifier parsed the command (null bash: not parsed).
 bash_parsed if input.bash.parse_error == null
 

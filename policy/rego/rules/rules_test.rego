@@ -158,3 +158,24 @@ test_web_allow_hit[name] if {
 	some name, tc in _web_allow_cases
 	_allowed(tc.x) == tc.want
 }
+
+_ssh := fx.rule("Read(~/.ssh/**)", "path", "/home/u/.ssh/**")
+
+_tree_cases := {
+	"grep of home": {"x": {"tool": "Grep", "unconfined": true, "paths": [fx.read("/home/u")]}, "want": true},
+	"grep of a sibling": {"x": {"tool": "Grep", "unconfined": true, "paths": [fx.read("/home/u/src")]}, "want": false},
+	"confined grep": {"x": {"tool": "Grep", "paths": [fx.read("/home/u")]}, "want": false},
+	"unconfined read": {"x": {"tool": "Read", "unconfined": true, "paths": [fx.read("/home/u")]}, "want": false},
+}
+
+_tree_hit(x, behavior) if {
+	r := fx.rules({"paths": {"read": [_ssh]}}, {"paths": {"read": [_ssh]}}, {})
+	hit := {"deny": rules.tree_deny_hit, "ask": rules.tree_ask_hit}[behavior] with input as fx.input_with(object.union(x, {"rules": r}))
+	hit.rule == "Read(~/.ssh/**)"
+} else := false
+
+test_tree_hit[name] if {
+	some name, tc in _tree_cases
+	some behavior in ["deny", "ask"]
+	_tree_hit(tc.x, behavior) == tc.want
+}
