@@ -591,3 +591,34 @@ func TestUnconfinedGrepBelowDenied(t *testing.T) {
 		})
 	}
 }
+
+// TestCriticalRmSpellings: the critical-path rm check holds for every spelling of its target
+// and of rm itself, through the real classifier: no allow rule approves these, and
+// bypassPermissions, which never asks, denies them.
+func TestCriticalRmSpellings(t *testing.T) {
+	e := newEngine(t, Config{})
+	var cs []call
+	for _, cmd := range []string{
+		`rm -rf "$HOME"`, `rm -rf "${HOME}"/`, `rm -rf ${HOME:?}`, `rm -rf "$(pwd)"`, `rm -rf $PWD`,
+		`rm -rf "$DIR"`, `/bin/rm -rf ~`, `/usr/bin/rmdir /usr`, `rm -rf ~root`, `rm -rf ~u`,
+		`rm -rf {/,x}`, `rm -rf ~/{.,x}`, `bash -c 'rm -rf "$HOME"'`,
+	} {
+		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
+		def, byp := base, base
+		def.name, def.want, def.step = cmd+"/default", AU, "critical_rm"
+		byp.name, byp.mode, byp.want, byp.step = cmd+"/bypass", permission.ModeBypassPermissions, D, "critical_rm"
+		cs = append(cs, def, byp)
+	}
+	cs = append(cs, call{name: "subdir", cmd: `rm -rf "$HOME/w/build" src/{a,b}`, bash: realBash(`rm -rf "$HOME/w/build" src/{a,b}`), allow: []string{"Bash"}, want: A})
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := outcome(d); got != c.want || c.step != "" && d.Step != c.step {
+				t.Errorf("got %s at %s, want %s at %s\n  decision: %+v\n%s", got, d.Step, c.want, c.step, d, c.bash.Format())
+			}
+		})
+	}
+}

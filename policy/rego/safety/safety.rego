@@ -79,11 +79,19 @@ _only_worktree(p) if {
 # them; only a person can.
 critical_rm contains concat(" ", words) if {
 	some words in input.bash.match_words
-	words[0] in {"rm", "rmdir"}
+	rm_word(words[0])
 	some arg in array.slice(words, 1, count(words))
 	not startswith(arg, "-")
 	_critical_target(arg)
 }
+
+# rm_word holds for a command word that runs rm or rmdir, by name or by path: /bin/rm -rf ~
+# is rm -rf ~.
+rm_word(w) if w in {"rm", "rmdir"}
+
+rm_word(w) if endswith(w, "/rm")
+
+rm_word(w) if endswith(w, "/rmdir")
 
 _critical_target(arg) if {
 	contains(arg, "$")
@@ -94,6 +102,18 @@ _critical_target(arg) if {
 	p := sandboxd.abs_path(arg, input.cwd, input.home)
 	_critical_path(p)
 }
+
+# A brace expansion is each of its words: rm -rf {/,x} removes /. The first group is expanded.
+_critical_target(arg) if {
+	m := regex.find_all_string_submatch_n(`^([^{]*)\{([^{}]*,[^{}]*)\}(.*)$`, arg, 1)[0]
+	some alt in split(m[2], ",")
+	p := sandboxd.abs_path(concat("", [m[1], alt, m[3]]), input.cwd, input.home)
+	_critical_path(p)
+}
+
+# ~user (a home directory), ~+ (the cwd) and ~- (the previous one) name a critical directory,
+# or one known only when the command runs.
+_critical_target(arg) if regex.match(`^["']*~[^/"']+["']*/*$`, arg)
 
 # A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")") is known
 # only when it runs, and may then be / or the home directory: it is judged as such.
