@@ -264,7 +264,7 @@ func (r *Rule) parseTool() error {
 var canonicalTools = []string{
 	"Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "NotebookEdit", "NotebookRead", "WebFetch",
 	"WebSearch", "Task", "Agent", "TodoWrite", "AskUserQuestion", "ExitPlanMode", "LS", "BashOutput", "KillShell",
-	"Skill", "SlashCommand",
+	"Skill", "SlashCommand", "ToolSearch", "EnterPlanMode",
 }
 
 // checkToolCase refuses a tool name that differs from a built-in one, or from the mcp__

@@ -28,6 +28,7 @@ func TestParseRule(t *testing.T) {
 		{text: "Webfetch(domain:evil.example)", b: Deny, errLike: "case-sensitive; write WebFetch"},
 		{text: "read(~/.ssh/**)", b: Deny, errLike: "case-sensitive; write Read"},
 		{text: "websearch", b: Ask, errLike: "case-sensitive; write WebSearch"},
+		{text: "enterplanmode", b: Deny, errLike: "case-sensitive; write EnterPlanMode"},
 		{text: "MCP__github__create_issue", b: Deny, errLike: "lowercase"},
 		{text: "Mcp__github", b: Deny, errLike: "lowercase"},
 		{text: "WebSearch", b: Deny, kind: KindAll},
