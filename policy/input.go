@@ -309,8 +309,13 @@ func denyWords(f *permission.Facts) *ast.Term {
 	return emptyArray
 }
 
-// maxOptionSkips bounds the extra word lists optionSkips gives one command.
-const maxOptionSkips = 8
+// maxOptionSkips bounds the extra word lists optionSkips gives one command, and
+// maxOptionWords how far past the program it looks for them: global options are few, and a
+// command of a million option words must not cost a million-word copy per reading.
+const (
+	maxOptionSkips = 8
+	maxOptionWords = 16
+)
 
 // optionSkips are w with the options between the program and an operand taken out
 // (`git -C x push` as `git push`), for deny and ask rules: programs with subcommands take
@@ -328,7 +333,7 @@ func optionSkips(w []string) [][]string {
 		return nil
 	}
 	var out [][]string
-	for k := 2; k < len(w) && len(out) < maxOptionSkips; k++ {
+	for k := 2; k < len(w) && k <= maxOptionWords && len(out) < maxOptionSkips; k++ {
 		// w[1:k] must read as options, each perhaps followed by its argument.
 		if !isOpt(k-1) && !(k-2 >= 1 && isOpt(k-2)) {
 			break
