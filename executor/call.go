@@ -120,6 +120,8 @@ type Block struct {
 type ContextChange struct {
 	Mode *permission.Mode `json:"mode,omitempty"`
 	Cwd  *string          `json:"cwd,omitempty"`
+	// PlanFrom is EnterPlanMode's: the mode left for plan mode (session.Update.PlanFrom).
+	PlanFrom *permission.Mode `json:"-"`
 }
 
 // Result is what a tool returns.

@@ -547,7 +547,7 @@ func stepContextChange(_ context.Context, _ *Pipeline, st *state) error {
 }
 
 func applyContextChange(s *session.Session, cc *ContextChange) {
-	s.Apply(session.Update{Mode: cc.Mode, Cwd: cc.Cwd})
+	s.Apply(session.Update{Mode: cc.Mode, Cwd: cc.Cwd, PlanFrom: cc.PlanFrom})
 }
 
 // finish classifies the error into a telemetry-safe code and writes the audit record. Step 14.

@@ -77,12 +77,12 @@ func TestToolSearchAndPlanMode(t *testing.T) {
 	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModePlan {
 		t.Fatalf("%+v", r.ContextChange)
 	}
-	e.s.Apply(session.Update{Mode: r.ContextChange.Mode})
+	applyContextChange(e.s, r.ContextChange)
 	r = e.mustCall(t, "ExitPlanMode", Input{"plan": "1. do it"})
 	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModeAcceptEdits {
 		t.Fatalf("%+v", r.ContextChange)
 	}
-	e.s.Apply(session.Update{Mode: r.ContextChange.Mode})
+	applyContextChange(e.s, r.ContextChange)
 	if _, err := e.call(t, "ExitPlanMode", Input{}); err == nil {
 		t.Fatal("ExitPlanMode outside plan mode succeeded")
 	}
@@ -92,6 +92,17 @@ func TestToolSearchAndPlanMode(t *testing.T) {
 	e.s.Apply(session.Update{Mode: &plan})
 	if _, err := e.call(t, "ExitPlanMode", Input{"plan": "x"}); err == nil {
 		t.Fatal("ExitPlanMode left a plan mode the owner had set")
+	}
+	// Nor one the owner set after the agent's EnterPlanMode: an owner who narrowed the session
+	// to default and then put it in plan did not choose the acceptEdits it was entered from.
+	e.s.Apply(session.Update{Mode: &accept})
+	r = e.mustCall(t, "EnterPlanMode", Input{})
+	applyContextChange(e.s, r.ContextChange)
+	def := permission.ModeDefault
+	e.s.Apply(session.Update{Mode: &def})
+	e.s.Apply(session.Update{Mode: &plan})
+	if r, err := e.call(t, "ExitPlanMode", Input{"plan": "x"}); err == nil {
+		t.Fatalf("ExitPlanMode went back to a mode the owner had left: %+v", r.ContextChange)
 	}
 }
 

@@ -29,16 +29,9 @@ func enterPlanModeDef(h *Host) Def {
 			if cur == permission.ModePlan {
 				return Text("The session is already in plan mode."), nil
 			}
-			ts := h.tools()
-			ts.mu.Lock()
-			if ts.prePlan == nil {
-				ts.prePlan = map[string]permission.Mode{}
-			}
-			ts.prePlan[c.Session.ID] = cur
-			ts.mu.Unlock()
 			plan := permission.ModePlan
 			res := Text("Entered plan mode. Explore with read-only tools (Read, Glob, Grep, read-only Bash), then present the plan with ExitPlanMode; nothing can be changed until it is approved.")
-			res.ContextChange = &ContextChange{Mode: &plan}
+			res.ContextChange = &ContextChange{Mode: &plan, PlanFrom: &cur}
 			res.Data = map[string]any{"mode": plan, "previous_mode": cur}
 			return res, nil
 		},
@@ -57,14 +50,13 @@ func exitPlanModeDef(h *Host) Def {
 			if c.Session.Mode() != permission.ModePlan {
 				return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the session is not in plan mode (it is in %s); there is nothing to exit", c.Session.Mode()))
 			}
-			ts := h.tools()
-			ts.mu.Lock()
-			next, ok := ts.prePlan[c.Session.ID]
-			delete(ts.prePlan, c.Session.ID)
-			ts.mu.Unlock()
-			if !ok || next == permission.ModePlan || next == "" {
-				// Created in plan mode: only its owner may loosen it, through the API.
-				return nil, errcode.Msg(errcode.Validation, "the session was created in plan mode; its owner changes the mode (sbctl session mode), not a tool call")
+			// The mode EnterPlanMode left, as long as nothing else has changed the mode since:
+			// an owner who narrowed the session and then put it in plan did not choose the
+			// mode the agent entered plan mode from.
+			next := c.Session.PrePlan()
+			if next == permission.ModePlan || next == "" {
+				// Created in plan mode, or put in it by its owner: only the owner loosens it.
+				return nil, errcode.Msg(errcode.Validation, "the session was put in plan mode by its owner, not by EnterPlanMode; its owner changes the mode (sbctl session mode), not a tool call")
 			}
 			res := Text(fmt.Sprintf("The plan was approved; plan mode is over and the session is back in %s mode. Carry out the plan.", next))
 			res.ContextChange = &ContextChange{Mode: &next}

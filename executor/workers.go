@@ -38,8 +38,7 @@ type ToolState struct {
 	workers  map[string]*workerEntry
 	tasks    map[string]*task
 	budgeted map[string]map[string]string // session -> tool_use_id -> result text
-	prePlan  map[string]permission.Mode
-	wg       sync.WaitGroup // worker and task goroutines
+	wg       sync.WaitGroup               // worker and task goroutines
 }
 
 func (h *Host) tools() *ToolState { return &h.toolState }
@@ -314,7 +313,6 @@ func (h *Host) StopSession(id string) {
 		}
 	}
 	delete(ts.budgeted, id)
-	delete(ts.prePlan, id)
 	ts.mu.Unlock()
 	for _, t := range victims {
 		t.run.kill("session_deleted")

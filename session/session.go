@@ -60,6 +60,10 @@ type Session struct {
 	mode           permission.Mode
 	rules          Rules
 	closed         bool
+	// prePlan is the mode EnterPlanMode left for plan mode, which ExitPlanMode returns to; any
+	// other change of mode forgets it, so an approved ExitPlanMode never restores a mode its
+	// owner has since left.
+	prePlan permission.Mode
 	// lifetime is cancelled when the session is removed (Lifetime); made on first use.
 	lifetime    context.Context
 	endLifetime context.CancelFunc
@@ -126,6 +130,14 @@ func (s *Session) Mode() permission.Mode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
+}
+
+// PrePlan returns the mode the session left when EnterPlanMode put it in plan mode, "" when
+// it is not in plan mode that way (created in plan, or set to plan by its owner).
+func (s *Session) PrePlan() permission.Mode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prePlan
 }
 
 // Cwd returns the session's working directory.
@@ -206,7 +218,9 @@ func (s *Session) EffectiveMode() permission.Mode {
 
 // Update is a change to a session; nil fields are left alone.
 type Update struct {
-	Mode           *permission.Mode
+	Mode *permission.Mode
+	// PlanFrom, with Mode plan, is the mode EnterPlanMode leaves (PrePlan).
+	PlanFrom       *permission.Mode
 	Cwd            *string
 	AdditionalDirs *[]string
 	Rules          *Rules
@@ -218,6 +232,10 @@ func (s *Session) Apply(u Update) {
 	defer s.mu.Unlock()
 	if u.Mode != nil {
 		s.mode = *u.Mode
+		s.prePlan = ""
+		if u.PlanFrom != nil && *u.Mode == permission.ModePlan {
+			s.prePlan = *u.PlanFrom
+		}
 	}
 	if u.Cwd != nil {
 		s.cwd = *u.Cwd
