@@ -260,16 +260,16 @@ func (h *Host) resolveOnHost(c *Call, path string) (*worker.Resolved, error) {
 }
 
 // checkTreeUnconfined refuses, for a call its caller runs itself, a read of everything under
-// root (grep -r, rg, Grep's dir) when something the sandbox hides lies below root, or what a
-// Read deny rule anchored below it names: the agent's own program meets no sandbox there, and
-// the policy sees only root. A deny anchored anywhere (Read(.env)) is not held this way: every
-// tree would hold it.
+// root (grep -r, rg, cp -r's sources, Grep's dir) when something the sandbox hides lies below
+// root (deny_paths), and for Bash, when a Read deny rule may match a file below it, as the
+// policy holds the agent's own Grep (rules.tree_deny_hit): the agent's program meets no
+// sandbox there, and the policy sees only root.
 func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if !c.unconfined {
 		return nil
 	}
 	refuse := func(what string) error {
-		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, which holds %s; outside any sandbox it would read that too: search below it, or run the command in sandboxd (sbctl hook --confine)", tool, root, what))
+		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, which holds %s; outside any sandbox it would read that too: read a directory it does not reach, or run the command in sandboxd (sbctl hook --confine)", tool, root, what))
 	}
 	if cfg := h.cfg.Load(); cfg != nil {
 		for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
@@ -278,13 +278,25 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 			}
 		}
 	}
-	pats, err := readDenyPatterns(c, tool)
+	if c.Tool.Name() != "Bash" {
+		return nil
+	}
+	pats, err := readDenyPatterns(c, "Bash")
 	if err != nil {
 		return err
 	}
+	segs := strings.Split(strings.Trim(root, "/"), "/")
+	if root == "/" {
+		segs = nil
+	}
+	b := permission.NewMatchBudget()
 	for _, pat := range pats {
-		if d := sandbox.PatternRoot(pat); d != root && insideDir(d, root) {
-			return refuse(pat + ", which a Read deny rule names")
+		below, err := permission.MayMatchBelowWithin(pat, segs, b)
+		if err != nil {
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
+		}
+		if below {
+			return refuse("what the Read deny pattern " + pat + " names")
 		}
 	}
 	return nil

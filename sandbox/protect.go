@@ -498,13 +498,6 @@ func LiteralPath(pattern string) (string, bool) {
 	return p, !wild
 }
 
-// PatternRoot is the dir an absolute path-rule pattern's matches all lie in: its leading
-// segments that hold no wildcard ("/" for a pattern anchored anywhere, /**/.env).
-func PatternRoot(pattern string) string {
-	p, _ := literalPrefix(pattern)
-	return p
-}
-
 // literalPrefix is the pattern's leading segments that hold no wildcard, unescaped, and
 // whether anything after them does.
 func literalPrefix(pat string) (string, bool) {

@@ -99,6 +99,19 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
 		}
 	}
+	// A bare-name deny may match below any dir: a search the agent runs itself is refused, as
+	// its own Grep is; confined, the sandbox hides the files.
+	bare := func(id string, flags ...string) hookAnswer {
+		in := map[string]any{"session_id": id, "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": "bypassPermissions", "tool_name": "Bash", "tool_input": map[string]any{"command": "grep -r KEY ."}}
+		return decodeHook(t, runHook(t, b, d.socket, u, rt, in, append(flags, "--deny", "Read(.env)")...))
+	}
+	if h := bare("hv-env").HookSpecificOutput; h.PermissionDecision != "deny" {
+		t.Errorf("grep -r KEY . under Read(.env), run by the agent: %s (%s)", h.PermissionDecision, h.PermissionDecisionReason)
+	}
+	if h := bare("hv-envc", "--confine").HookSpecificOutput; h.PermissionDecision != "allow" {
+		t.Errorf("grep -r KEY . under Read(.env), confined: %s (%s)", h.PermissionDecision, h.PermissionDecisionReason)
+	}
 	// Confined, /tmp is the call's own: the agent's link is not there, and the sandbox hides
 	// the secret whatever the name.
 	if h := decide("hv-c", "Bash", map[string]any{"command": "cat " + tmpLink}, "--confine").HookSpecificOutput; h.PermissionDecision != "allow" {
