@@ -285,10 +285,7 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if err != nil {
 		return err
 	}
-	segs := strings.Split(strings.Trim(root, "/"), "/")
-	if root == "/" {
-		segs = nil
-	}
+	segs := permission.SplitPath(root)
 	b := permission.NewMatchBudget()
 	for _, pat := range pats {
 		below, err := permission.MayMatchBelowWithin(pat, segs, b)

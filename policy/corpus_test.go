@@ -456,23 +456,7 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		add(call{name: "family " + cmd, cmd: cmd, bash: realBash(cmd), want: AU, step: "mode"})
 		add(call{name: "family plan " + cmd, mode: permission.ModePlan, cmd: cmd, bash: realBash(cmd), want: D})
 	}
-	for _, c := range cs {
-		t.Run(c.name, func(t *testing.T) {
-			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
-			if err != nil {
-				t.Fatalf("decide: %v", err)
-			}
-			if got := outcome(d); got != c.want {
-				t.Errorf("got %s, want %s\n  decision: %+v\n%s", got, c.want, d, c.bash.Format())
-			}
-			if c.step != "" && d.Step != c.step {
-				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
-			}
-			if c.rule != "" && d.Rule != c.rule {
-				t.Errorf("rule %q, want %q", d.Rule, c.rule)
-			}
-		})
-	}
+	decideCases(t, e, cs)
 }
 
 // TestDenySeesPastGlobalOptions: a deny rule on a subcommand holds when global options stand
@@ -504,20 +488,7 @@ func TestDenySeesPastGlobalOptions(t *testing.T) {
 		call{name: "ask rule too", mode: permission.ModeBypassPermissions, cmd: `git -C x push`, bash: realBash(`git -C x push`), ask: []string{"Bash(git push:*)"}, want: D, step: "ask_rule"},
 		call{name: "other subcommand", mode: permission.ModeBypassPermissions, cmd: `git -C x status`, bash: realBash(`git -C x status`), deny: []string{"Bash(git push:*)"}, want: A},
 	)
-	for _, c := range cs {
-		t.Run(c.name, func(t *testing.T) {
-			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
-			if err != nil {
-				t.Fatalf("decide: %v", err)
-			}
-			if got := outcome(d); got != c.want {
-				t.Errorf("got %s, want %s\n  decision: %+v\n%s", got, c.want, d, c.bash.Format())
-			}
-			if c.step != "" && d.Step != c.step {
-				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
-			}
-		})
-	}
+	decideCases(t, e, cs)
 }
 
 // TestDenyRuleWithQuotes: a deny rule written as the command is typed, quotes and
@@ -610,14 +581,27 @@ func TestCriticalRmSpellings(t *testing.T) {
 		cs = append(cs, def, byp)
 	}
 	cs = append(cs, call{name: "subdir", cmd: `rm -rf "$HOME/w/build" src/{a,b}`, bash: realBash(`rm -rf "$HOME/w/build" src/{a,b}`), allow: []string{"Bash"}, want: A})
+	decideCases(t, e, cs)
+}
+
+// decideCases decides each case with its own rules, and checks its outcome, and its step and
+// rule where it names them.
+func decideCases(t *testing.T, e *Engine, cs []call) {
+	t.Helper()
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
 			if err != nil {
 				t.Fatalf("decide: %v", err)
 			}
-			if got := outcome(d); got != c.want || c.step != "" && d.Step != c.step {
-				t.Errorf("got %s at %s, want %s at %s\n  decision: %+v\n%s", got, d.Step, c.want, c.step, d, c.bash.Format())
+			if got := outcome(d); got != c.want {
+				t.Errorf("got %s, want %s\n  decision: %+v\n%s", got, c.want, d, c.bash.Format())
+			}
+			if c.step != "" && d.Step != c.step {
+				t.Errorf("step %q, want %q (%+v)", d.Step, c.step, d)
+			}
+			if c.rule != "" && d.Rule != c.rule {
+				t.Errorf("rule %q, want %q", d.Rule, c.rule)
 			}
 		})
 	}
