@@ -135,6 +135,14 @@ func TestRuntimeDirHidden(t *testing.T) {
 	if _, err := os.Lstat(runtime); err == nil {
 		t.Skipf("%s exists on this host: the test makes its own and removes it", runtime)
 	}
+	// A host without /run/user (a container) gets one as logind makes it, searchable by all:
+	// MkdirAll would make it 0700 like the dirs below, and nobody could reach its own.
+	if _, err := os.Lstat("/run/user"); os.IsNotExist(err) {
+		if err := os.Mkdir("/run/user", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove("/run/user") })
+	}
 	if err := os.MkdirAll(filepath.Join(runtime, "gnupg"), 0o700); err != nil {
 		t.Fatal(err)
 	}
