@@ -27,16 +27,19 @@ func always(Input) bool { return true }
 
 // expandPath makes p absolute the way Claude Code does: ~ is the owner's home, a relative
 // path is relative to the session's cwd; the result is cleaned.
-func expandPath(c *Call, p string) string {
+func expandPath(c *Call, p string) string { return filepath.Clean(absPath(c, p)) }
+
+// absPath is expandPath without the cleaning: the path as a program is handed it.
+func absPath(c *Call, p string) string {
 	switch {
 	case p == "~":
-		p = c.Session.Owner.Home
+		return c.Session.Owner.Home
 	case strings.HasPrefix(p, "~/"):
-		p = filepath.Join(c.Session.Owner.Home, p[2:])
+		return c.Session.Owner.Home + "/" + p[2:]
 	case !filepath.IsAbs(p):
-		p = filepath.Join(c.Session.Cwd(), p)
+		return c.Session.Cwd() + "/" + p
 	}
-	return filepath.Clean(p)
+	return p
 }
 
 // rawPath is key's path as the client sent it, made absolute as expandPath makes it but not
@@ -47,15 +50,7 @@ func rawPath(c *Call, key string) string {
 	if json.Unmarshal(c.Original, &in) != nil || json.Unmarshal(in[key], &p) != nil || p == "" {
 		return ""
 	}
-	switch {
-	case p == "~":
-		p = c.Session.Owner.Home
-	case strings.HasPrefix(p, "~/"):
-		p = c.Session.Owner.Home + "/" + p[2:]
-	case !filepath.IsAbs(p):
-		p = c.Session.Cwd() + "/" + p
-	}
-	if p == filepath.Clean(p) {
+	if p = absPath(c, p); p == filepath.Clean(p) {
 		return ""
 	}
 	return p
