@@ -367,7 +367,11 @@ func ParseSettings(name string, data []byte) (Settings, map[string][]int, error)
 			return Settings{}, nil, &SettingsError{File: name, Line: line, Err: fmt.Errorf("%w: permissions: %w", ErrBadSettings, err)}
 		}
 	}
-	return s, ruleLines(data), nil
+	lines, err := scanSettings(name, data)
+	if err != nil {
+		return Settings{}, nil, err
+	}
+	return s, lines, nil
 }
 
 func jsonErrLine(data []byte, err error) int {
@@ -389,11 +393,23 @@ func lineAt(data []byte, off int64) int {
 	return bytes.Count(data[:off], []byte("\n")) + 1
 }
 
-// ruleLines walks the JSON tokens and records the line of each string in
-// permissions.allow/deny/ask. Errors are ignored: the file already decoded.
-func ruleLines(data []byte) map[string][]int {
+// settingsKeys are the keys of a "permissions" object, spelled as the agents spell them.
+var settingsKeys = map[string]bool{
+	"allow": true, "deny": true, "ask": true, "defaultMode": true, "additionalDirectories": true,
+	"disableBypassPermissionsMode": true, "disableAutoMode": true, "allowManagedPermissionRulesOnly": true,
+}
+
+// scanSettings walks the JSON tokens: it records the line of each string in
+// permissions.allow/deny/ask, and refuses what encoding/json would read differently from the
+// agents, which are case-sensitive and keep the last of repeated keys. A repeated key anywhere
+// (a second "deny" that empties the first), "Permissions" or "Deny" (read by Go's
+// case-insensitive match, ignored by the agent) is an error, not a guess.
+func scanSettings(name string, data []byte) (map[string][]int, error) {
 	out := map[string][]int{}
 	dec := json.NewDecoder(bytes.NewReader(data))
+	bad := func(format string, a ...any) error {
+		return &SettingsError{File: name, Line: lineAt(data, dec.InputOffset()), Err: fmt.Errorf("%w: "+format, append([]any{ErrBadSettings}, a...)...)}
+	}
 	var walk func(p []string) error
 	walk = func(p []string) error {
 		tok, err := dec.Token()
@@ -404,12 +420,21 @@ func ruleLines(data []byte) map[string][]int {
 		case json.Delim:
 			switch t {
 			case '{':
+				seen := map[string]bool{} // checked within "permissions", and for that key itself
 				for dec.More() {
 					k, err := dec.Token()
 					if err != nil {
 						return err
 					}
 					ks, _ := k.(string)
+					switch {
+					case seen[ks] && (len(p) == 0 && ks == "permissions" || len(p) > 0 && p[0] == "permissions"):
+						return bad("key %q appears twice in one object", ks)
+					case len(p) == 0 && ks != "permissions" && strings.EqualFold(ks, "permissions"),
+						len(p) == 1 && p[0] == "permissions" && !settingsKeys[ks]:
+						return bad("unknown key %q (keys are case-sensitive)", ks)
+					}
+					seen[ks] = true
 					if err := walk(append(p[:len(p):len(p)], ks)); err != nil {
 						return err
 					}
@@ -432,6 +457,9 @@ func ruleLines(data []byte) map[string][]int {
 		}
 		return nil
 	}
-	_ = walk(nil)
-	return out
+	var se *SettingsError
+	if err := walk(nil); errors.As(err, &se) {
+		return nil, err
+	}
+	return out, nil // other errors: the file already decoded
 }

@@ -147,6 +147,13 @@ func TestLoadErrors(t *testing.T) {
 		{"bad mode", `{"permissions": {"defaultMode": "yolo"}}`, 0, ErrBadSettings, "unknown permission mode"},
 		{"bad disable", `{"permissions": {"disableAutoMode": "yes"}}`, 0, ErrBadSettings, "disable"},
 		{"param allow", `{"permissions": {"allow": ["Bash(run_in_background:true)"]}}`, 1, ErrMalformedRule, "deny/ask only"},
+		// What Go would read one way and the agent another: the agent keeps the last of
+		// repeated keys and ignores differently-cased ones.
+		{"repeated deny", "{\"permissions\": {\n\"deny\": [\"Read(./.env)\"],\n\"deny\": []}}", 3, ErrBadSettings, `"deny" appears twice`},
+		{"repeated permissions", "{\"permissions\": {\"deny\": [\"Bash\"]},\n\"permissions\": {}}", 2, ErrBadSettings, `"permissions" appears twice`},
+		{"cased key", "{\"permissions\": {\"deny\": [\"Bash\"],\n \"Deny\": []}}", 2, ErrBadSettings, `unknown key "Deny"`},
+		{"cased allow", `{"permissions": {"Allow": ["Bash"]}}`, 1, ErrBadSettings, `unknown key "Allow"`},
+		{"cased permissions", `{"Permissions": {"allow": ["Bash"]}}`, 1, ErrBadSettings, `unknown key "Permissions"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,6 +169,16 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("located at %s:%d, want %s:%d", se.File, se.Line, f, tc.line)
 			}
 		})
+	}
+}
+
+// TestSettingsOtherKeysLoose: repeated keys outside "permissions" belong to other readers
+// (hooks, env) and do not stop a session.
+func TestSettingsOtherKeysLoose(t *testing.T) {
+	t.Parallel()
+	s, _, err := ParseSettings("s.json", []byte(`{"env": {"A": "1", "A": "2"}, "env": {}, "permissions": {"deny": ["Bash"]}}`))
+	if err != nil || !slices.Equal(s.Deny, []string{"Bash"}) {
+		t.Fatalf("ParseSettings = %+v, %v; want deny [Bash] and no error", s, err)
 	}
 }
 
