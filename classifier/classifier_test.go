@@ -233,6 +233,10 @@ func TestRisks(t *testing.T) {
 		{`rm -rf "$DIR"/*`, []string{RiskCriticalPathRm, RiskDestructive, RiskOutsideWorkspaceWrite}},
 		{"rm -rf /home/u/proj", []string{RiskCriticalPathRm, RiskDestructive}},
 		{"rm -f /home/u/proj/x.o", []string{RiskDestructive}},
+		// A relative target after a cd is judged from where the cd leaves the line.
+		{"cd / && rm -rf usr", []string{RiskCriticalPathRm, RiskDestructive}},
+		{"cd .. && rm -rf proj", []string{RiskCriticalPathRm, RiskDestructive}},
+		{"cd sub && rm -rf x", []string{RiskDestructive}},
 		{"git push --force", []string{RiskDestructive, RiskNetwork}},
 		{"git push origin +main", []string{RiskDestructive, RiskNetwork}},
 		{"git reset --hard HEAD~1", []string{RiskDestructive}},

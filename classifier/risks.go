@@ -458,6 +458,15 @@ func criticalRm(sb *sub, opts Options) bool {
 		if !a.static {
 			continue
 		}
+		// A relative target is judged from every directory a cd before it may have left the
+		// line in: cd / && rm -rf usr removes /usr.
+		for _, d := range sb.dirs {
+			o := opts
+			o.Cwd = d
+			if criticalPath(a.val, a.tilde, o) || !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
+				return true
+			}
+		}
 		if criticalPath(a.val, a.tilde, opts) {
 			return true
 		}

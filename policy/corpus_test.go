@@ -573,6 +573,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`rm -rf "$HOME"`, `rm -rf "${HOME}"/`, `rm -rf ${HOME:?}`, `rm -rf "$(pwd)"`, `rm -rf $PWD`,
 		`rm -rf "$DIR"`, `/bin/rm -rf ~`, `/usr/bin/rmdir /usr`, `rm -rf ~root`, `rm -rf ~u`,
 		`rm -rf {/,x}`, `rm -rf ~/{.,x}`, `bash -c 'rm -rf "$HOME"'`,
+		// The home or cwd and then only what may expand to nothing, and a cd before the rm.
+		`rm -rf "$HOME/$(echo)"`, `rm -rf ~/"$NAME"`, `rm -rf "$HOME"/$X/`, `rm -rf $PWD/./$X`,
+		"rm -rf \"`pwd`/${X}\"", `cd / && rm -rf usr`, `cd .. && rm -rf w`, `cd ~/.. && rm -rf u`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -580,7 +583,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 		byp.name, byp.mode, byp.want, byp.step = cmd+"/bypass", permission.ModeBypassPermissions, D, "critical_rm"
 		cs = append(cs, def, byp)
 	}
-	cs = append(cs, call{name: "subdir", cmd: `rm -rf "$HOME/w/build" src/{a,b}`, bash: realBash(`rm -rf "$HOME/w/build" src/{a,b}`), allow: []string{"Bash"}, want: A})
+	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`} {
+		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
+	}
 	decideCases(t, e, cs)
 }
 

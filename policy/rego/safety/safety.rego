@@ -85,6 +85,14 @@ critical_rm contains concat(" ", words) if {
 	_critical_target(arg)
 }
 
+# The classifier's own check follows the line's cd, which the words alone do not show:
+# cd / && rm -rf usr removes /usr.
+critical_rm contains concat(" ", words) if {
+	"critical_path_rm" in input.bash.risks
+	some words in input.bash.match_words
+	rm_word(words[0])
+}
+
 # rm_word holds for a command word that runs rm or rmdir, by name or by path: /bin/rm -rf ~
 # is rm -rf ~.
 rm_word(w) if w in {"rm", "rmdir"}
@@ -114,6 +122,10 @@ _critical_target(arg) if {
 # ~user (a home directory), ~+ (the cwd) and ~- (the previous one) name a critical directory,
 # or one known only when the command runs.
 _critical_target(arg) if regex.match(`^["']*~[^/"']+["']*/*$`, arg)
+
+# The home or the cwd followed by nothing but slashes, dots and expansions that may be empty
+# ("$HOME/$NAME", ~/"$(cmd)", $PWD/./$X) is that directory, or an ancestor, when they are.
+_critical_target(arg) if regex.match("^[\"']*(~|\\$HOME|\\$\\{HOME(:?[-?=][^}]*)?\\}|\\$PWD|\\$\\{PWD(:?[-?=][^}]*)?\\}|\\$\\(pwd\\)|`pwd`)([\"'/.]|\\$[A-Za-z_][A-Za-z0-9_]*|\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`)*$", arg)
 
 # A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")") is known
 # only when it runs, and may then be / or the home directory: it is judged as such.
