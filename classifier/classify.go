@@ -412,9 +412,12 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.stmts(c.Then, redirs)
 		}
 	case *syntax.WhileClause:
+		n, dirs, unk := len(w.subs), w.dirs, w.dirsUnknown
 		w.stmts(cmd.Cond, redirs)
 		w.stmts(cmd.Do, redirs)
+		w.loopCd(n, dirs, unk)
 	case *syntax.ForClause:
+		n, dirs, unk := len(w.subs), w.dirs, w.dirsUnknown
 		switch l := cmd.Loop.(type) {
 		case *syntax.WordIter:
 			w.assigned(l.Name.Value)
@@ -430,6 +433,7 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.node(l)
 		}
 		w.stmts(cmd.Do, redirs)
+		w.loopCd(n, dirs, unk)
 	case *syntax.CaseClause:
 		w.node(cmd.Word)
 		for _, it := range cmd.Items {
@@ -514,6 +518,21 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.subs = append(w.subs, sb)
 		}
 	}
+}
+
+// loopCd is called after a loop whose commands are w.subs[n:], with the directories before
+// it: a loop runs its commands again after a cd among them, so on the next pass a command
+// before the cd reads relative to the cd's target (`for i in 1 2; do cat id_rsa; cd ~/.ssh;
+// done` reads ~/.ssh/id_rsa), and two passes of `cd sub` land in sub/sub. When the loop left
+// the directories changed, its commands' relative paths and those after it are unknown.
+func (w *walker) loopCd(n int, dirs []string, unk bool) {
+	if slices.Equal(dirs, w.dirs) && unk == w.dirsUnknown {
+		return
+	}
+	for _, sb := range w.subs[n:] {
+		sb.dirsUnknown = true
+	}
+	w.dirsUnknown = true
 }
 
 // subshell walks statements that run in a subshell of their own ($(...), <(...)): a cd

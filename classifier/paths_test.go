@@ -360,3 +360,39 @@ func TestPathsTree(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsCdInLoop: a loop runs its body again after a cd in it, so a command before the cd
+// reads relative to the cd's target on the next pass, and two passes of `cd sub` land in
+// sub/sub: `for i in 1 2; do cat id_rsa; cd ~/.ssh; done` reads ~/.ssh/id_rsa, which no path
+// of the line named. A loop that changes the directory leaves its relative paths, and those
+// after it, unknown.
+func TestPathsCdInLoop(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"for i in 1 2; do cat id_rsa; cd ~/.ssh; done", true},
+		{"while true; do cat id_rsa; cd ~/.ssh; done", true},
+		{"until false; do cat id_rsa; cd /x; done", true},
+		{"select i in 1 2; do cat id_rsa; cd /x; done", true},
+		{"while cat id_rsa; do cd /x; done", true},
+		{"while read l; do head -1 $l; done < f; cat g", true},
+		{"for i in 1 2; do cd sub; done; cat f", true},
+		{"for i in 1 2; do cd /etc; done; cat /x/f", false},
+		{"for i in 1 2; do cat f; done", false},
+		{"for i in 1 2; do echo | cd /x; cat f; done", false},
+		{"for i in 1 2; do (cd /x; cat /y); cat f; done", false},
+		{"cd /x; for i in 1 2; do cat f; done", false},
+	} {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			if sh == ShellZsh && strings.Contains(tc.cmd, "echo |") {
+				continue // zsh's cd at a pipeline's end lasts
+			}
+			c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+			if c.PathsIncomplete != tc.incomplete {
+				t.Errorf("%s: %q: paths incomplete %v, want %v (%v)", sh, tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+			}
+		}
+	}
+}
