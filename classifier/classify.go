@@ -310,7 +310,10 @@ func (w *walker) newSub(s *syntax.Stmt, redirs []Redirect) *sub {
 	if len(w.subBuf) == cap(w.subBuf) {
 		w.subBuf = make([]sub, 0, max(2*cap(w.subBuf), 16))
 	}
-	w.subBuf = append(w.subBuf, sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs})
+	// Every record takes the directories of this point of the line, the redirections of a
+	// statement without a command too: `cd ~/.ssh; < id_rsa` opens ~/.ssh/id_rsa.
+	w.subBuf = append(w.subBuf, sub{pos: int(s.Pos().Offset()), text: w.stmtText(s), redirs: redirs,
+		dirs: w.dirs, dirsUnknown: w.dirsUnknown})
 	return &w.subBuf[len(w.subBuf)-1]
 }
 

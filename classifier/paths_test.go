@@ -396,3 +396,27 @@ func TestPathsCdInLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsRedirectOnlyAfterCd: a statement of redirections alone (in zsh `< f` prints f), or a
+// [[ ]], (( )), declaration or let with redirections, opens its files where the cds before it
+// led, as a command does: `cd ~/.ssh; < id_rsa` reads ~/.ssh/id_rsa.
+func TestPathsRedirectOnlyAfterCd(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{
+		"cd /home/u/.ssh; < id_rsa",
+		"cd /home/u/.ssh; [[ -n x ]] < id_rsa",
+		"cd /home/u/.ssh; let x=1 < id_rsa",
+		"cd /home/u/.ssh; declare x < id_rsa",
+	} {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+			found := false
+			for _, p := range c.Paths {
+				found = found || p.Path == "/home/u/.ssh/id_rsa"
+			}
+			if !found && !c.PathsIncomplete {
+				t.Errorf("%s: %q: paths %v, want /home/u/.ssh/id_rsa among them", sh, cmd, c.Paths)
+			}
+		}
+	}
+}
