@@ -389,6 +389,12 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			pattern = false
 		}
 	}
+	// A pathspec names a directory as well as a file (`git log -p -- secrets` prints the
+	// history of every file below), and git diff compares two paths as diff does, in the
+	// repository or not (--no-index, implied for a path outside it): `git diff ~/.ssh ./id_rsa`
+	// prints ~/.ssh/id_rsa. Every path here may be read below.
+	pc.tree = true
+	defer func() { pc.tree = false }()
 	afterDashes, skip := false, false
 	for _, a := range ws[i+1:] {
 		if skip { // the value of git grep's -e or -f (gitFileOpts has -f's file)
@@ -587,6 +593,11 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	opWords := operandWords(pc.ws[:0], ws, vals, operands)
 	pc.vals, pc.ws = vals, opWords
 	target, patGiven, inPlace := "", false, false
+	// diff reads the files in a directory operand even without -r, and `diff DIR FILE` reads
+	// DIR/FILE's base name (`diff ~/.ssh ./id_rsa` prints ~/.ssh/id_rsa): each of its operands,
+	// --from-file's and --to-file's too, may be read below.
+	pc.tree = name == "diff"
+	defer func() { pc.tree = false }()
 	for _, o := range opts {
 		short := !o.long && len(o.name) == 1
 		if short && strings.Contains(spec.patOpts, o.name) || o.long && anyLong(o.name, spec.patLong) {
@@ -617,9 +628,8 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 	}
 	// A recursive search, diff or copy reads every file below a directory operand.
-	pc.tree = name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) || name == "diff" && recursive(opts) ||
+	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
 		spec.kind == pkCopy && recursiveCopy(opts)
-	defer func() { pc.tree = false }()
 	switch spec.kind {
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)

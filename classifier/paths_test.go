@@ -334,17 +334,26 @@ func TestPathsGitPathspecMagic(t *testing.T) {
 func TestPathsTree(t *testing.T) {
 	t.Parallel()
 	for cmd, want := range map[string]string{
-		"grep -r key ~":          "/home/u:tree",
-		"grep -rn key":           "/home/u/proj:tree",
-		"egrep --recursive k d":  "/home/u/proj/d:tree",
-		"grep -d recurse k d":    "/home/u/proj/d:tree",
-		"grep key f":             "/home/u/proj/f:",
-		"rg key /etc":            "/etc:tree",
-		"diff -r a b":            "/home/u/proj/a:tree /home/u/proj/b:tree",
-		"diff a b":               "/home/u/proj/a: /home/u/proj/b:",
-		"cp -a ~/.config backup": "/home/u/proj/backup: /home/u/.config:tree",
-		"cp f g":                 "/home/u/proj/g: /home/u/proj/f:",
-		"cat ~":                  "/home/u:",
+		"grep -r key ~":         "/home/u:tree",
+		"grep -rn key":          "/home/u/proj:tree",
+		"egrep --recursive k d": "/home/u/proj/d:tree",
+		"grep -d recurse k d":   "/home/u/proj/d:tree",
+		"grep key f":            "/home/u/proj/f:",
+		"rg key /etc":           "/etc:tree",
+		"diff -r a b":           "/home/u/proj/a:tree /home/u/proj/b:tree",
+		// Without -r, diff still reads the files directly in a directory operand, and
+		// `diff DIR FILE` reads DIR/FILE's base name: `diff ~/.ssh ./id_rsa` prints
+		// ~/.ssh/id_rsa. So does git diff, with --no-index or a path outside the repository,
+		// and a git pathspec is every file below it.
+		"diff a b":                            "/home/u/proj/a:tree /home/u/proj/b:tree",
+		"diff /home/u/.ssh ./id_rsa":          "/home/u/.ssh:tree /home/u/proj/id_rsa:tree",
+		"diff --to-file=/home/u/.ssh id_rsa":  "/home/u/.ssh:tree /home/u/proj/id_rsa:tree",
+		"git diff --no-index /home/u/.ssh id": "/home/u/.ssh:tree /home/u/proj/id:tree",
+		"git diff /home/u/.ssh id":            "/home/u/.ssh:tree /home/u/proj/id:tree",
+		"git log -p -- secrets":               "/home/u/proj/secrets:tree",
+		"cp -a ~/.config backup":              "/home/u/proj/backup: /home/u/.config:tree",
+		"cp f g":                              "/home/u/proj/g: /home/u/proj/f:",
+		"cat ~":                               "/home/u:",
 	} {
 		c := Classify(cmd, testOpts)
 		var got []string

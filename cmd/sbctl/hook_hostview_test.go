@@ -75,6 +75,28 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 			t.Errorf("%s, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
 		}
 	}
+	// A deny on the file alone: the commands name its dir, and read the file below it.
+	denyFile := func(id, command string) hookAnswer {
+		in := map[string]any{"session_id": id, "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": "bypassPermissions", "tool_name": "Bash", "tool_input": map[string]any{"command": command}}
+		return decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--deny", "Read(/"+secret+"/f)"))
+	}
+	for i, command := range []string{
+		// diff reads DIR/FILE's base name without -r; git diff too, in the repository or not.
+		"diff " + secret + " ./f",
+		"git diff " + secret + " ./f",
+		// A cd in a loop moves the commands before it on the next pass.
+		"for i in 1 2; do cat f; cd " + secret + "; done",
+		// zsh prints the file of a statement with no command; bash opens it.
+		"cd " + secret + "; < f",
+	} {
+		if h := denyFile(fmt.Sprint("hv-df", i), command).HookSpecificOutput; h.PermissionDecision != "deny" {
+			t.Errorf("%s under a deny of its file, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+	}
+	if h := denyFile("hv-df-ok", "cat "+secret+"/g").HookSpecificOutput; h.PermissionDecision != "allow" {
+		t.Errorf("cat %s/g under a deny of f, run by the agent: %s (%s)", secret, h.PermissionDecision, h.PermissionDecisionReason)
+	}
 	for i, tc := range []struct{ tool, key, path string }{
 		{"Read", "file_path", tmpLink},
 		{"Read", "file_path", shmLink},
