@@ -606,6 +606,11 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if o.hasVal && (short && strings.Contains(spec.fileOpts, o.name) || o.long && anyLong(o.name, spec.fileLong)) {
 			pc.add(o.val, AccessRead, name, sb.dirs, sb.dirsUnknown)
 		}
+		if o.long && longIs(o.name, "files0-from") && anyLong(o.name, spec.fileLong) {
+			// sort, wc and du read the files the list names (from stdin for -), which no word
+			// shows: `printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-` prints it.
+			pc.incomplete = true
+		}
 		switch {
 		case (spec.kind == pkCopy || spec.kind == pkMove || spec.kind == pkLink) && o.hasVal && (o.name == "t" || o.long && longIs(o.name, "target-directory")):
 			target = o.val

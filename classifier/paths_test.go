@@ -174,9 +174,9 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"unexpand s/f", "read:/home/u/proj/s/f:unexpand", false},
 		{"diff --from-file=s/f a", "read:/home/u/proj/s/f:diff read:/home/u/proj/a:diff", false},
 		{"diff -u a b", "read:/home/u/proj/a:diff read:/home/u/proj/b:diff", false},
-		{"du --files0-from=s/f", "read:/home/u/proj/s/f:du", false},
-		{"wc --files0-from=s/f", "read:/home/u/proj/s/f:wc", false},
-		{"sort --files0-from=s/f", "read:/home/u/proj/s/f:sort", false},
+		{"du --files0-from=s/f", "read:/home/u/proj/s/f:du", true},     // and the files it names
+		{"wc --files0-from=s/f", "read:/home/u/proj/s/f:wc", true},     // and the files it names
+		{"sort --files0-from=s/f", "read:/home/u/proj/s/f:sort", true}, // and the files it names
 		{"date -f s/f", "read:/home/u/proj/s/f:date", false},
 		{"tree -H . --hintro=s/f d", "read:/home/u/proj/s/f:tree read:/home/u/proj/d:tree", false},
 		{"tree --info --infofile s/f -L 2", "read:/home/u/proj/s/f:tree", false},
@@ -426,6 +426,29 @@ func TestPathsRedirectOnlyAfterCd(t *testing.T) {
 			if !found && !c.PathsIncomplete {
 				t.Errorf("%s: %q: paths %v, want /home/u/.ssh/id_rsa among them", sh, cmd, c.Paths)
 			}
+		}
+	}
+}
+
+// TestPathsFileLists: --files0-from=F reads the files F names (from stdin for -), which no
+// word of the line does: `printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-` prints it.
+func TestPathsFileLists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{`printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-`, true},
+		{"sort --files0-from list", true},
+		{"sort --files0=list", true},
+		{"wc --files0-from=- < list", true},
+		{"du --files0-from=list", true},
+		{"sort -u a b", false},
+		{"wc -l a", false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
 		}
 	}
 }
