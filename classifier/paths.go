@@ -395,7 +395,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	// prints ~/.ssh/id_rsa. Every path here may be read below.
 	pc.tree = true
 	defer func() { pc.tree = false }()
-	afterDashes, skip := false, false
+	afterDashes, skip, named := false, false, false
 	for _, a := range ws[i+1:] {
 		if skip { // the value of git grep's -e or -f (gitFileOpts has -f's file)
 			skip = false
@@ -408,7 +408,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		v := a.val
 		switch {
 		case afterDashes:
-		case sub == "grep" && (v == "-e" || v == "-f" || v == "--regexp" || v == "--file"):
+		case sub == "grep" && (v == "-e" || v == "-f" || v == "--regexp" || v == "--file" || gitGrepValue(v)):
 			skip = true
 			continue
 		case v == "--":
@@ -435,7 +435,31 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			v = p
 		}
 		pc.add(v, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+		named = true
 	}
+	if sub == "grep" && !named {
+		// git grep without a path searches the working tree below the cwd, as rg does
+		// (--no-index and --untracked the files git does not track too): `git grep
+		// --no-index -h ''` prints ./.env.
+		pc.add(".", AccessRead, "git", sb.dirs, sb.dirsUnknown)
+	}
+}
+
+// gitGrepValue reports an option of git grep whose value is the next word: -A, -B, -C or -m
+// at the end of a cluster, or --context, --max-depth, ... (abbreviated too) without =.
+func gitGrepValue(v string) bool {
+	if name, ok := strings.CutPrefix(v, "--"); ok {
+		if strings.Contains(name, "=") {
+			return false
+		}
+		for _, l := range []string{"max-depth", "threads", "max-count", "context", "after-context", "before-context"} {
+			if longIs(name, l) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(v) > 1 && v[0] == '-' && strings.IndexByte("ABCm", v[len(v)-1]) >= 0
 }
 
 // gitFileOpts are the options of git subcommands whose value is a file git reads: a config

@@ -187,7 +187,7 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"git config --file=s/f -l", "read:/home/u/proj/s/f:git", false},
 		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git", false},
 		{"git config -f evil.cfg --includes -l", "read:/home/u/proj/evil.cfg:git", true},
-		{"git grep -f s/f", "read:/home/u/proj/s/f:git", false},
+		{"git grep -f s/f", "read:/home/u/proj/s/f:git read:/home/u/proj:git", false},
 		{"git ls-files -X s/f", "read:/home/u/proj/s/f:git", false},
 		{"git blame --ignore-revs-file=s/f a", "read:/home/u/proj/s/f:git read:/home/u/proj/a:git", false},
 		{"jq --rawfile x s/f -n '$x'", "read:/home/u/proj/s/f:jq", false},
@@ -351,9 +351,17 @@ func TestPathsTree(t *testing.T) {
 		"git diff --no-index /home/u/.ssh id": "/home/u/.ssh:tree /home/u/proj/id:tree",
 		"git diff /home/u/.ssh id":            "/home/u/.ssh:tree /home/u/proj/id:tree",
 		"git log -p -- secrets":               "/home/u/proj/secrets:tree",
-		"cp -a ~/.config backup":              "/home/u/proj/backup: /home/u/.config:tree",
-		"cp f g":                              "/home/u/proj/g: /home/u/proj/f:",
-		"cat ~":                               "/home/u:",
+		// git grep without a path searches the working tree below the cwd, as rg does:
+		// --no-index and --untracked take the files git does not track too.
+		"git grep --no-index -h ''": "/home/u/proj:tree",
+		"git grep -e KEY":           "/home/u/proj:tree",
+		"git grep KEY -- src":       "/home/u/proj/src:tree",
+		"git grep -C 3 -h KEY":      "/home/u/proj:tree",
+		"git grep --context 3 KEY":  "/home/u/proj:tree",
+		"git grep -iA 3 KEY src":    "/home/u/proj/src:tree",
+		"cp -a ~/.config backup":    "/home/u/proj/backup: /home/u/.config:tree",
+		"cp f g":                    "/home/u/proj/g: /home/u/proj/f:",
+		"cat ~":                     "/home/u:",
 	} {
 		c := Classify(cmd, testOpts)
 		var got []string

@@ -89,6 +89,8 @@ func TestHookDecidesWhereTheAgentLooks(t *testing.T) {
 		"for i in 1 2; do cat f; cd " + secret + "; done",
 		// zsh prints the file of a statement with no command; bash opens it.
 		"cd " + secret + "; < f",
+		// git grep without a path searches the working tree below the cwd.
+		"cd " + secret + " && git grep --no-index -h s3cret",
 	} {
 		if h := denyFile(fmt.Sprint("hv-df", i), command).HookSpecificOutput; h.PermissionDecision != "deny" {
 			t.Errorf("%s under a deny of its file, run by the agent: %s (%s)", command, h.PermissionDecision, h.PermissionDecisionReason)
