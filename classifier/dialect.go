@@ -86,6 +86,8 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 //     unquoted text is refused wherever it is;
 //   - $~x, $=x, $^x, $+x, which bash reads as literal text: $~x globs x's value (qualifiers
 //     included), $=x splits it into words.
+//   - $name[...], which zsh subscripts (arithmetic, evaluating $_'s value as code), where bash
+//     reads $name and a glob (zshSubscript).
 //   - ^ and # in unquoted text: EXTENDED_GLOB makes them glob operators (^x is every name
 //     but x, x# is zero or more x), where bash reads plain characters. `find . ^a` is
 //     `find . -delete` in a directory holding a file named -delete, and `cat se^x/f` reads
@@ -152,6 +154,10 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 			return false
 		}
 		switch n := n.(type) {
+		case *syntax.Word:
+			what = zshSubscript(n.Parts)
+		case *syntax.DblQuoted:
+			what = zshSubscript(n.Parts)
 		case *syntax.ExtGlob:
 			what = n.Op.String() + n.Pattern.Value + ") as a glob qualifier, which can run code"
 		case *syntax.Lit:
@@ -177,6 +183,30 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 		return what == ""
 	})
 	return what
+}
+
+// zshSubscript names a $name[...] in parts, a parameter without braces followed by [, whose
+// subscript zsh evaluates, quoted or not, where bash reads $name and a glob: the subscript is
+// arithmetic, and a name in it is evaluated as an expression, `$_` (the last word of the
+// command before) too, so `echo 'path[$(id)1]'; echo $HOME[_]` runs id. A subscript of digits,
+// commas and minus signs alone ($x[1], $x[2,-1]) evaluates nothing.
+func zshSubscript(parts []syntax.WordPart) string {
+	for i := 0; i+1 < len(parts); i++ {
+		pe, ok := parts[i].(*syntax.ParamExp)
+		if !ok || !pe.Short {
+			continue
+		}
+		l, ok := parts[i+1].(*syntax.Lit)
+		if !ok || !strings.HasPrefix(l.Value, "[") {
+			continue
+		}
+		end := strings.IndexByte(l.Value, ']')
+		if end > 1 && strings.Trim(l.Value[1:end], "0123456789,-") == "" {
+			continue
+		}
+		return "$" + pe.Param.Value + l.Value + " as a subscript, which is evaluated as code"
+	}
+	return ""
 }
 
 // extGlobChar is the first unescaped ^ or # of an unquoted literal, or 0. A # is EXTENDED_GLOB's

@@ -40,6 +40,12 @@ func TestShellDialects(t *testing.T) {
 		{"git log 'HEAD^' \\^x \"a#b\"", true, true, true},
 		{"echo $# ${#} ${#x} ${x#a} ${x##*/} $((16#ff))", true, true, true},
 		{"[[ $x =~ ^a# ]] && case $x in ^a) ls;; esac", true, true, true},
+		// zsh subscripts $name[...] without braces, arithmetically: $_ is the last word
+		// before, and its subscript $(...) runs. To bash [_] is a glob after $HOME.
+		{"echo 'path[$(touch x)1]'; echo $HOME[_]", true, false, true},
+		{"echo 'path[$(touch x)1]'; echo \"$HOME[_]\"", true, false, true},
+		{"echo $x[y] $1[_]", true, false, true},
+		{"echo $x[1] \"$x[-1]\" $x[2,3] ${x}[_] $x\\[_] '$x[_]'", true, true, true},
 	} {
 		for _, sh := range []struct {
 			name string
