@@ -377,6 +377,14 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 				pc.incomplete = true
 			}
 		}
+		pc.gitConfigFiles(sb, ws[i+1:])
+	}
+	if i+1 < len(ws) && ws[i].val == "var" {
+		for _, a := range ws[i+1:] {
+			if a.val == "-l" {
+				pc.gitConfigFiles(sb, nil)
+			}
+		}
 	}
 	if i >= len(ws) || !gitReads[ws[i].val] {
 		return
@@ -460,6 +468,38 @@ func gitGrepValue(v string) bool {
 		return false
 	}
 	return len(v) > 1 && v[0] == '-' && strings.IndexByte("ABCm", v[len(v)-1]) >= 0
+}
+
+// gitConfigFiles records the config files git config (its options ws) and git var -l print
+// when no -f or --blob names one: the user's (~/.gitconfig, ~/.config/git/config), the
+// system's (/etc/gitconfig) and the repository's (.git/config, from the cwd, where agents run
+// git), or those of the scope an option gives. `git config -l` prints ~/.gitconfig, tokens in
+// it included, as `cat ~/.gitconfig` does.
+func (pc *pathCollector) gitConfigFiles(sb *sub, ws []word) {
+	scopes := map[string][]string{
+		"--global":   {"~/.gitconfig", "~/.config/git/config"},
+		"--system":   {"/etc/gitconfig"},
+		"--local":    {".git/config"},
+		"--worktree": {".git/config", ".git/config.worktree"},
+	}
+	var files []string
+	for _, a := range ws {
+		name, _, _ := strings.Cut(a.val, "=")
+		switch {
+		case !a.static:
+			pc.incomplete = true
+		case a.val == "-f" || strings.HasPrefix(a.val, "-f") && !strings.HasPrefix(a.val, "--") || name == "--file" || name == "--blob":
+			return // gitFileOpts has the file
+		case scopes[a.val] != nil:
+			files = append(files, scopes[a.val]...)
+		}
+	}
+	if files == nil {
+		files = []string{"~/.gitconfig", "~/.config/git/config", "/etc/gitconfig", ".git/config"}
+	}
+	for _, f := range files {
+		pc.add(f, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+	}
 }
 
 // gitFileOpts are the options of git subcommands whose value is a file git reads: a config

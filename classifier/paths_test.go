@@ -460,3 +460,31 @@ func TestPathsFileLists(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsGitConfigFiles: git config's reads and git var -l print the config files git reads
+// by default, which no word names: the user's ~/.gitconfig and ~/.config/git/config, the
+// system's /etc/gitconfig, the repository's .git/config; a scope names its own.
+func TestPathsGitConfigFiles(t *testing.T) {
+	t.Parallel()
+	all := "/home/u/.gitconfig /home/u/.config/git/config /etc/gitconfig /home/u/proj/.git/config"
+	for cmd, want := range map[string]string{
+		"git config -l":                all,
+		"git config user.email":        all,
+		"git var -l":                   all,
+		"git config --global --list":   "/home/u/.gitconfig /home/u/.config/git/config",
+		"git config --system -l":       "/etc/gitconfig",
+		"git config --local --get x.y": "/home/u/proj/.git/config",
+		"git config -f x -l":           "/home/u/proj/x",
+		"git var GIT_EDITOR":           "",
+		"git status":                   "",
+	} {
+		c := Classify(cmd, testOpts)
+		var got []string
+		for _, p := range c.Paths {
+			got = append(got, p.Path)
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("%q: paths %s, want %s", cmd, g, want)
+		}
+	}
+}
