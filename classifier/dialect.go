@@ -241,7 +241,9 @@ func zshFlagExpansion(lit string) int {
 
 // shDivergence names the first construct a POSIX sh runs where bash does not: $'…' is a $
 // and a single-quoted string to dash, so a quote bash reads as escaped ends the string there
-// and what follows runs; ((…)) is two nested subshells running a command. (What dash cannot
+// and what follows runs; ((…)) is two nested subshells running a command; &> and &>> end the
+// command before them with & and redirect the words after them, a command of their own
+// (`ls &>/dev/null ./evil.sh` runs ./evil.sh). (What dash cannot
 // parse, an extended glob or [[, runs nothing.)
 func shDivergence(f *syntax.File) (what string) {
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -255,6 +257,11 @@ func shDivergence(f *syntax.File) (what string) {
 			}
 		case *syntax.ArithmCmd:
 			what = "((…)) as subshells running a command"
+		case *syntax.Redirect:
+			switch n.Op {
+			case syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
+				what = n.Op.String() + " as & (the command before it in the background) and a redirection of a command made of the words after it"
+			}
 		}
 		return what == ""
 	})

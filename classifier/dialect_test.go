@@ -30,6 +30,11 @@ func TestShellDialects(t *testing.T) {
 		{"echo $'a\\' ; touch x ; # '", true, true, false},
 		{"cat $'x\\'; touch x #'", true, true, false},
 		{"((x))", true, true, false},
+		// dash reads &> as & (run in the background) and a redirection of the words after
+		// it, which run: ./evil.sh is a command there.
+		{"ls &>/dev/null ./evil.sh", true, true, false},
+		{"cat &>>/dev/null ./evil.sh", true, true, false},
+		{"ls >/dev/null 2>&1 ./evil.sh", true, true, true},
 		// EXTENDED_GLOB: ^ and # are glob operators to zsh, characters to bash.
 		{"find sub -delet#e", true, false, true},
 		{"find . ^a", true, false, true},
