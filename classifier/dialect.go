@@ -243,8 +243,10 @@ func zshFlagExpansion(lit string) int {
 // and a single-quoted string to dash, so a quote bash reads as escaped ends the string there
 // and what follows runs; ((…)) is two nested subshells running a command; &> and &>> end the
 // command before them with & and redirect the words after them, a command of their own
-// (`ls &>/dev/null ./evil.sh` runs ./evil.sh). (What dash cannot
-// parse, an extended glob or [[, runs nothing.)
+// (`ls &>/dev/null ./evil.sh` runs ./evil.sh). [[ is a command dash does not have: once it
+// fails, the words after a || in it run (`[[ -z x || ./evil.sh ]]`), and its > is a
+// redirection made first, which empties the file. (What dash cannot parse, an extended
+// glob, runs nothing.)
 func shDivergence(f *syntax.File) (what string) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if what != "" {
@@ -257,6 +259,8 @@ func shDivergence(f *syntax.File) (what string) {
 			}
 		case *syntax.ArithmCmd:
 			what = "((…)) as subshells running a command"
+		case *syntax.TestClause:
+			what = "[[ as a command it does not have, its words after || as a command and its > as a redirection"
 		case *syntax.Redirect:
 			switch n.Op {
 			case syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:

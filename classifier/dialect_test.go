@@ -35,6 +35,13 @@ func TestShellDialects(t *testing.T) {
 		{"ls &>/dev/null ./evil.sh", true, true, false},
 		{"cat &>>/dev/null ./evil.sh", true, true, false},
 		{"ls >/dev/null 2>&1 ./evil.sh", true, true, true},
+		// [[ is a command dash does not have, and its > a redirection it makes first: the
+		// file is created or emptied.
+		{"[[ a > notes.txt ]]", true, true, false},
+		{"[[ -n x ]] && ls", true, true, false},
+		// dash runs the words after || as a command once [[ is not found.
+		{"[[ -z x || ./evil.sh ]]", true, true, false},
+		{"[ -n x ] && ls", true, true, true},
 		// EXTENDED_GLOB: ^ and # are glob operators to zsh, characters to bash.
 		{"find sub -delet#e", true, false, true},
 		{"find . ^a", true, false, true},
@@ -44,7 +51,7 @@ func TestShellDialects(t *testing.T) {
 		{"echo ${x:-^a}", true, false, true},
 		{"git log 'HEAD^' \\^x \"a#b\"", true, true, true},
 		{"echo $# ${#} ${#x} ${x#a} ${x##*/} $((16#ff))", true, true, true},
-		{"[[ $x =~ ^a# ]] && case $x in ^a) ls;; esac", true, true, true},
+		{"[[ $x =~ ^a# ]] && case $x in ^a) ls;; esac", true, true, false},
 		// zsh subscripts $name[...] without braces, arithmetically: $_ is the last word
 		// before, and its subscript $(...) runs. To bash [_] is a glob after $HOME.
 		{"echo 'path[$(touch x)1]'; echo $HOME[_]", true, false, true},
