@@ -86,6 +86,8 @@ func checkShell(f *syntax.File, src, shell string) *Classification {
 //     unquoted text is refused wherever it is;
 //   - $~x, $=x, $^x, $+x, which bash reads as literal text: $~x globs x's value (qualifiers
 //     included), $=x splits it into words.
+//   - <N-M> with no blanks, zsh's numeric glob, where bash reads an input redirection from
+//     N-M followed by another redirection (zshNumericGlob).
 //   - $name[...], which zsh subscripts (arithmetic, evaluating $_'s value as code), where bash
 //     reads $name and a glob (zshSubscript).
 //   - ^ and # in unquoted text: EXTENDED_GLOB makes them glob operators (^x is every name
@@ -154,6 +156,10 @@ func zshDivergence(f *syntax.File, src string) (what string) {
 			return false
 		}
 		switch n := n.(type) {
+		case *syntax.Redirect:
+			if zshNumericGlob(n, src) {
+				what = "<" + n.Word.Lit() + "> as a numeric glob, which can expand to any file name"
+			}
 		case *syntax.Word:
 			what = zshSubscript(n.Parts)
 		case *syntax.DblQuoted:
@@ -207,6 +213,23 @@ func zshSubscript(parts []syntax.WordPart) string {
 		return "$" + pe.Param.Value + l.Value + " as a subscript, which is evaluated as code"
 	}
 	return ""
+}
+
+// zshNumericGlob reports an input redirection that zsh reads as a numeric glob: <N-M>, N and
+// M optional digits, with no blank between (`cat ~/.ssh/id_ed<->&2` prints
+// ~/.ssh/id_ed25519 in zsh), where bash reads `<` from the file N-M and a redirection after it.
+func zshNumericGlob(r *syntax.Redirect, src string) bool {
+	if r.Op != syntax.RdrIn || r.Word == nil || len(r.Word.Parts) != 1 {
+		return false
+	}
+	l, ok := r.Word.Parts[0].(*syntax.Lit)
+	if !ok || r.Word.Pos().Offset() != r.OpPos.Offset()+1 {
+		return false
+	}
+	lo, hi, dash := strings.Cut(l.Value, "-")
+	end := int(r.Word.End().Offset())
+	return dash && strings.Trim(lo, "0123456789") == "" && strings.Trim(hi, "0123456789") == "" &&
+		end < len(src) && src[end] == '>'
 }
 
 // extGlobChar is the first unescaped ^ or # of an unquoted literal, or 0. A # is EXTENDED_GLOB's

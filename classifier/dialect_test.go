@@ -52,6 +52,13 @@ func TestShellDialects(t *testing.T) {
 		{"git log 'HEAD^' \\^x \"a#b\"", true, true, true},
 		{"echo $# ${#} ${#x} ${x#a} ${x##*/} $((16#ff))", true, true, true},
 		{"[[ $x =~ ^a# ]] && case $x in ^a) ls;; esac", true, true, false},
+		// <N-M> is zsh's numeric glob, where bash reads an input redirection from N-M and
+		// what follows the >: `cat ~/.ssh/id_ed<->&2` prints ~/.ssh/id_ed25519 in zsh.
+		{"cat key<->&2", true, false, true},
+		{"cat key<0-9>&2", true, false, true},
+		{"cat <1-20>/dev/null", true, false, true},
+		{"cat < 1-2 >/dev/null", true, true, true},
+		{"cat <'1-2'>/dev/null", true, true, true},
 		// zsh subscripts $name[...] without braces, arithmetically: $_ is the last word
 		// before, and its subscript $(...) runs. To bash [_] is a glob after $HOME.
 		{"echo 'path[$(touch x)1]'; echo $HOME[_]", true, false, true},
