@@ -390,6 +390,16 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		return
 	}
 	sub := ws[i].val
+	for _, a := range ws[i+1:] {
+		if a.val == "--" {
+			break
+		}
+		if a.val == "--stdin" || strings.HasPrefix(a.val, "--batch") {
+			// The object names (cat-file --batch) or revisions and pathspecs (log --stdin)
+			// come from stdin: `echo HEAD:.env | git cat-file --batch` prints .env.
+			pc.incomplete = true
+		}
+	}
 	// git grep's first operand is its pattern unless -e or -f gave one.
 	pattern := sub == "grep"
 	for _, a := range ws[i+1:] {

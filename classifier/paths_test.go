@@ -488,3 +488,27 @@ func TestPathsGitConfigFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsGitNamesFromStdin: git cat-file --batch and the --stdin of log, diff-tree, ... take
+// their object names and pathspecs from stdin, which no word shows: `echo HEAD:.env | git
+// cat-file --batch` prints .env as `git cat-file -p HEAD:.env` does.
+func TestPathsGitNamesFromStdin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"echo HEAD:.env | git cat-file --batch", true},
+		{"echo HEAD:.env | git cat-file --batch-command", true},
+		{"echo HEAD:.env | git cat-file '--batch=%(objectname) %(rest)'", true},
+		{`printf -- '--\n.env\n' | git log -p --stdin`, true},
+		{"git rev-list HEAD | git diff-tree --stdin -p", true},
+		{"git cat-file -t HEAD", false},
+		{"git log -p -3", false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+		}
+	}
+}
