@@ -887,9 +887,10 @@ func (w *walker) trackCd(sb *sub) {
 	if len(sb.args) == 0 || !sb.args[0].static {
 		return
 	}
-	ws := sb.args
-	if (ws[0].val == "builtin" || ws[0].val == "command") && len(ws) > 1 && ws[1].static {
-		ws = ws[1:]
+	ws := shellPrecommands(sb.args)
+	if len(ws) == 0 {
+		w.dirsUnknown = true
+		return
 	}
 	switch ws[0].val {
 	case "cd", "pushd":
@@ -937,6 +938,32 @@ func (w *walker) trackCd(sb *sub) {
 		}
 	}
 	w.dirs = next
+}
+
+// shellPrecommands returns ws without the words that run the command after them in the shell
+// itself, as a cd there changes the shell's directory: builtin and command (bash's; -p and --
+// with them), noglob and nocorrect (zsh's), one inside another (`command builtin cd DIR`). It
+// returns nil when such a word is not static. command -v and -V only look the name up.
+func shellPrecommands(ws []word) []word {
+	for len(ws) > 1 {
+		if !ws[0].static {
+			return ws
+		}
+		switch ws[0].val {
+		case "builtin", "command", "noglob", "nocorrect":
+		default:
+			return ws
+		}
+		cmd := ws[0].val == "command"
+		ws = ws[1:]
+		for len(ws) > 1 && ws[0].static && (ws[0].val == "--" || cmd && ws[0].val == "-p") {
+			ws = ws[1:]
+		}
+		if !ws[0].static {
+			return nil
+		}
+	}
+	return ws
 }
 
 func containsStr(l []string, s string) bool {

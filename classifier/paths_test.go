@@ -512,3 +512,35 @@ func TestPathsGitNamesFromStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsCdThroughPrecommands: builtin, command (bash), noglob and nocorrect (zsh) run cd in
+// the shell itself, one inside another and after -- or -p too: `command builtin cd ~/.ssh;
+// cat id_rsa` reads ~/.ssh/id_rsa.
+func TestPathsCdThroughPrecommands(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{
+		"command builtin cd /home/u/.ssh; cat id_rsa",
+		"builtin command cd /home/u/.ssh; cat id_rsa",
+		"command -- cd /home/u/.ssh; cat id_rsa",
+		"command -p cd /home/u/.ssh; cat id_rsa",
+		"builtin -- cd /home/u/.ssh; cat id_rsa",
+		"noglob cd /home/u/.ssh; cat id_rsa",
+		"nocorrect cd /home/u/.ssh; cat id_rsa",
+		"noglob builtin cd /home/u/.ssh; cat id_rsa",
+	} {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+			found := false
+			for _, p := range c.Paths {
+				found = found || p.Path == "/home/u/.ssh/id_rsa"
+			}
+			if !found && !c.PathsIncomplete {
+				t.Errorf("%s: %q: paths %v, want /home/u/.ssh/id_rsa among them", sh, cmd, c.Paths)
+			}
+		}
+	}
+	c := Classify("command -v cd; cat f", testOpts)
+	if len(c.Paths) != 1 || c.Paths[0].Path != "/home/u/proj/f" || c.PathsIncomplete {
+		t.Errorf("command -v cd looks cd up, it does not run it: paths %v", c.Paths)
+	}
+}
