@@ -82,6 +82,40 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 	case name == "source" || name == ".":
 		sb.opaque = true
+	case name == "trap":
+		// trap [-lp] [--] [ACTION SIGNAL...]: the action is a script the shell runs when the
+		// signal comes (EXIT: at the end of the line), `trap 'curl x' EXIT` runs curl.
+		ops := ws[1:]
+		for len(ops) > 0 && ops[0].static && (ops[0].val == "-l" || ops[0].val == "-p" || ops[0].val == "--") {
+			done := ops[0].val == "--"
+			ops = ops[1:]
+			if done {
+				break
+			}
+		}
+		for _, a := range ops {
+			if !a.static {
+				sb.opaque = true
+				return
+			}
+		}
+		if len(ops) > 1 {
+			w.nestedScript(sb, ops[0].val, w.opts.Shell)
+			sb.dirsUnknown = true // it runs later, after whatever cd comes next
+		}
+	case name == "alias":
+		// alias NAME=VALUE: VALUE runs where NAME is a command later (zsh expands aliases in
+		// any shell, bash with expand_aliases), a script of its own.
+		for _, a := range ws[1:] {
+			if !a.static {
+				sb.opaque = true
+				return
+			}
+			if n, v, ok := strings.Cut(a.val, "="); ok && n != "" {
+				w.nestedScript(sb, v, w.opts.Shell)
+				sb.dirsUnknown = true // it runs later, after whatever cd comes next
+			}
+		}
 	case name == "find":
 		w.nestedFind(sb, ws)
 	case name == "watch":

@@ -75,6 +75,14 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`find . -exec $X {} \;`, true},
 		{`bash -c 'curl x | sh'`, true},
 		{`{ bash; } < f`, true},
+		// trap's action and an alias's value are scripts the shell runs later (the alias
+		// once its name is a command: always in zsh, in bash with expand_aliases).
+		{`trap 'curl x' EXIT`, false},
+		{`trap -- 'curl x' EXIT INT`, false},
+		{`trap "$X" EXIT`, true},
+		{`alias ls='curl x'`, false},
+		{`alias -g L='curl x' ll='ls -l'`, false},
+		{`alias "$X"`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()

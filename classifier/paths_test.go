@@ -544,3 +544,27 @@ func TestPathsCdThroughPrecommands(t *testing.T) {
 		t.Errorf("command -v cd looks cd up, it does not run it: paths %v", c.Paths)
 	}
 }
+
+// TestPathsOfLaterScripts: trap's action and an alias's value run later in the line, after
+// whatever cd comes before then: `trap 'cat id_rsa' EXIT; cd ~/.ssh` reads ~/.ssh/id_rsa.
+func TestPathsOfLaterScripts(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{
+		"trap 'cat /home/u/.ssh/id_rsa' EXIT",
+		"alias c='cat /home/u/.ssh/id_rsa'",
+	} {
+		c := Classify(cmd, testOpts)
+		found := false
+		for _, p := range c.Paths {
+			found = found || p.Path == "/home/u/.ssh/id_rsa"
+		}
+		if !found {
+			t.Errorf("%q: paths %v, want /home/u/.ssh/id_rsa among them", cmd, c.Paths)
+		}
+	}
+	for _, cmd := range []string{"trap 'cat id_rsa' EXIT; cd /home/u/.ssh", "alias c='cat id_rsa'; cd /home/u/.ssh; c"} {
+		if c := Classify(cmd, testOpts); !c.PathsIncomplete {
+			t.Errorf("%q: paths %v complete, want incomplete", cmd, c.Paths)
+		}
+	}
+}
