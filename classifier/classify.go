@@ -460,7 +460,15 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		for _, n := range cmd.Names {
 			w.funcs[n.Value] = true
 		}
+		// The body runs where the function is called, after whatever cd comes before
+		// (`f() { cat id_rsa; }; cd ~/.ssh; f`), as often as it is called: its relative
+		// paths are unknown, and so are those after it when a cd in it may run.
+		n, dirs, unk := len(w.subs), w.dirs, w.dirsUnknown
 		w.stmt(cmd.Body, redirs)
+		for _, sb := range w.subs[n:] {
+			sb.dirsUnknown = true
+		}
+		w.loopCd(n, dirs, unk)
 	case *syntax.ArithmCmd:
 		w.hasArith = true
 		w.arith(cmd.X)

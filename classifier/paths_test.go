@@ -568,3 +568,23 @@ func TestPathsOfLaterScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsFunctionBody: a function's body runs where it is called, after any cd before the
+// call, and as often: `f() { cat id_rsa; }; cd ~/.ssh; f` reads ~/.ssh/id_rsa.
+func TestPathsFunctionBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"f() { cat id_rsa; }; cd /home/u/.ssh; f", true},
+		{"f() { cd /home/u/.ssh; }; f; cat id_rsa", true},
+		{"function f { cat id_rsa; }; cd /home/u/.ssh; f", true},
+		{"f() { cat /etc/hosts; }; f", false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+		}
+	}
+}
