@@ -276,6 +276,13 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		}
 	}
 	k := len(sb.args) - len(denyPrefix)
+	for i := 0; i < len(sb.args) && i <= k; i++ {
+		if a := sb.args[i]; a.static && (baseName(a.val) == "xargs" || baseName(a.val) == "parallel" || baseName(a.val) == "sem") {
+			// The command gets the names xargs or parallel reads (stdin, -a FILE) as operands:
+			// `echo ~/.ssh/id_rsa | xargs cat` reads a file no word names.
+			pc.incomplete = true
+		}
+	}
 	if len(sb.args) == 0 || k < 0 || k >= len(sb.args) || !sb.args[k].static {
 		return
 	}
@@ -625,6 +632,15 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			break
 		}
 		start = min(start, len(vals))
+		for _, v := range vals {
+			if v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
+				// The command gets every file found below the roots: `find ~/.ssh -exec cat
+				// {} +` reads what is there.
+				pc.tree = true
+				defer func() { pc.tree = false }()
+				break
+			}
+		}
 		roots := 0
 		for i := start; i < len(vals); i++ {
 			v := vals[i]

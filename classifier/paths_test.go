@@ -588,3 +588,40 @@ func TestPathsFunctionBody(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsOfFoundOrPipedNames: xargs and parallel give the command the names they read (from
+// stdin, or -a FILE), and find -exec the names it finds below its roots, which no word shows:
+// `echo ~/.ssh/id_rsa | xargs cat` and `find ~/.ssh -exec cat {} +` read ~/.ssh/id_rsa.
+func TestPathsOfFoundOrPipedNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"echo /home/u/.ssh/id_rsa | xargs cat", true},
+		{"xargs -a list cat", true},
+		{"echo /home/u/.ssh/id_rsa | xargs -n1 head -5", true},
+		{"find . | parallel cat", true},
+		{"echo x | xargs", true},
+		{"cat list", false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+		}
+	}
+	for cmd, want := range map[string]string{
+		"find /home/u/.ssh -name id_rsa -exec cat {} ;": "/home/u/.ssh",
+		"find -execdir cat {} +":                        "/home/u/proj",
+		"find /home/u/.ssh -L -ok cat {} ;":             "/home/u/.ssh",
+	} {
+		c := Classify(strings.ReplaceAll(cmd, ";", `\;`), testOpts)
+		tree := false
+		for _, p := range c.Paths {
+			tree = tree || p.Path == want && p.Tree && p.Cmd == "find"
+		}
+		if !tree {
+			t.Errorf("%q: paths %v, want a tree read of %s", cmd, c.Paths, want)
+		}
+	}
+}
