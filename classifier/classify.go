@@ -868,7 +868,7 @@ func (w *walker) finish() *Classification {
 	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
 	nested := 0
-	pc := pathCollector{opts: w.opts}
+	pc := pathCollector{opts: w.opts, cdVars: cdVarNamed(w.src)}
 	for i, sb := range w.subs {
 		c.Subcommands = c.Subcommands[:i+1]
 		out := &c.Subcommands[i]
@@ -932,7 +932,7 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
 		c.Paths = append(c.Paths, sb.nested.Paths...)
-		if sb.nested.PathsIncomplete || len(sb.dirs) > 0 || sb.dirsUnknown {
+		if sb.nested.PathsIncomplete || len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
 			// The script's relative paths were taken against Options.Cwd; after a cd
 			// in the outer line they may be elsewhere.
 			c.PathsIncomplete = true

@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -133,7 +134,23 @@ type pathCollector struct {
 	// vals and ws are scratch space for one command's argument values and operand words.
 	vals []string
 	ws   []word
+	// cdVars: the line may set CDPATH, zsh's cdpath or HOME (cdVarNamed), so where a cd goes
+	// and what ~ is are not known.
+	cdVars bool
 }
+
+// cdVarNamed reports CDPATH, zsh's cdpath and HOME written as a name rather than expanded ($HOME,
+// ${HOME}): set by an assignment, export, read, printf -v, a for loop, ... CDPATH moves a
+// relative cd (`CDPATH=~ cd .ssh` goes to ~/.ssh), HOME is what ~ and a bare cd mean
+// (`HOME=~/.ssh; cat ~/id_rsa`). A name merely mentioned errs toward unknown.
+func cdVarNamed(src string) bool {
+	if !strings.Contains(src, "HOME") && !strings.Contains(src, "CDPATH") && !strings.Contains(src, "cdpath") {
+		return false // most lines: no regexp
+	}
+	return cdVarName.MatchString(src)
+}
+
+var cdVarName = regexp.MustCompile(`(^|[^$\w{/.-])(CDPATH|cdpath|HOME)\b`)
 
 // add records p (a static word) with access for cmd, against the directories dirs (nil:
 // Options.Cwd); unknownDir says a non-static cd came before.
@@ -149,7 +166,7 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 		pc.incomplete = true
 	}
 	if strings.HasPrefix(p, "~") {
-		if pc.opts.Home == "" || !(p == "~" || strings.HasPrefix(p, "~/")) {
+		if pc.opts.Home == "" || pc.cdVars || !(p == "~" || strings.HasPrefix(p, "~/")) {
 			pc.incomplete = true // ~user, or no home known
 			return
 		}
@@ -296,6 +313,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	ws := sb.args[k:]
 	name := baseName(ws[0].val)
 	if name == "cd" || name == "pushd" {
+		if pc.cdVars {
+			pc.incomplete = true // CDPATH or HOME may be set: where it goes is not known
+		}
 		if t, ok := cdTarget(ws); ok && t != "" {
 			pc.add(t, AccessRead, name, sb.dirs, sb.dirsUnknown)
 		} else if !ok {

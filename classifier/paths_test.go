@@ -625,3 +625,31 @@ func TestPathsOfFoundOrPipedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsCdVarsSetInLine: CDPATH (zsh's cdpath) moves a relative cd and HOME is what ~ and a
+// bare cd mean: a line that sets one, however (HOME=x, export, read, a prefix), leaves its cds
+// and ~ unknown: `HOME=/home/u/.ssh; cat ~/id_rsa` reads ~/.ssh/id_rsa.
+func TestPathsCdVarsSetInLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd        string
+		incomplete bool
+	}{
+		{"CDPATH=/home/u cd .ssh; cat id_rsa", true},
+		{"CDPATH=/home/u; cd .ssh; cat id_rsa", true},
+		{"export CDPATH=/home/u; cd .ssh && cat id_rsa", true},
+		{"cdpath=(/home/u); cd .ssh; cat id_rsa", true},
+		{"HOME=/home/u/.ssh; cat ~/id_rsa", true},
+		{"HOME=/home/u/.ssh git config --global -l", true},
+		{"echo /home/u/.ssh | read HOME; cd; cat id_rsa", true},
+		{"HOME=/home/u/.ssh bash -c 'cat ~/id_rsa'", true},
+		{"cat $HOME/x ~/y", true}, // $HOME is not static anyway
+		{"echo ${HOME}; cd sub; cat ~/f", false},
+		{"cd sub; cat ~/f", false},
+	} {
+		c := Classify(tc.cmd, testOpts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+		}
+	}
+}
