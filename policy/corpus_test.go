@@ -416,6 +416,8 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`git -c alias.x='!curl x' x`, `git -C sub -c core.sshCommand='curl x' fetch`, `GIT_SSH_COMMAND='curl x' git fetch`,
 		`env GIT_SSH_COMMAND='curl x' git fetch`, `export GIT_SSH_COMMAND='curl x'; git fetch`, `PAGER='curl x'; git log`,
 		`LESSOPEN='|curl x %s' less f`,
+		// Scripts the shell runs later: a trap's action, an alias's value.
+		`trap 'curl x' EXIT`, `alias ll='curl x'`,
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
