@@ -165,6 +165,12 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 		// taken from the physical directory too. The symlinks are not known here.
 		pc.incomplete = true
 	}
+	if len(p) > 1 && p[0] == '=' && (pc.opts.Shell == ShellZsh || pc.opts.Shell == shellAny) {
+		// zsh's EQUALS: =NAME is the path of the command NAME on $PATH, wherever that is
+		// (`cat =deploy-key` reads ~/bin/deploy-key). A quoted '=x' errs toward unknown.
+		pc.incomplete = true
+		return
+	}
 	if strings.HasPrefix(p, "~") {
 		if pc.opts.Home == "" || pc.cdVars || !(p == "~" || strings.HasPrefix(p, "~/")) {
 			pc.incomplete = true // ~user, or no home known

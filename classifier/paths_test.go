@@ -653,3 +653,15 @@ func TestPathsCdVarsSetInLine(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsZshEquals: zsh expands a word =NAME to the path of the command NAME on $PATH
+// (EQUALS, on by default): `cat =deploy-key` reads ~/bin/deploy-key, not ./=deploy-key.
+func TestPathsZshEquals(t *testing.T) {
+	t.Parallel()
+	for _, sh := range []string{ShellBash, ShellZsh} {
+		c := Classify("cat =deploy-key", Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+		if want := sh == ShellZsh; c.PathsIncomplete != want {
+			t.Errorf("%s: paths incomplete %v, want %v (%v)", sh, c.PathsIncomplete, want, c.Paths)
+		}
+	}
+}
