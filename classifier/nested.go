@@ -82,6 +82,16 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 	case name == "source" || name == ".":
 		sb.opaque = true
+	case name == "hash" || name == "enable":
+		// hash -p PATH NAME (bash) and hash NAME=PATH (zsh) make a later NAME run PATH, and
+		// enable -f FILE loads a builtin from a shared object: `hash -p /usr/bin/curl ls; ls x`
+		// runs curl under a name no deny rule on curl meets.
+		for _, a := range ws[1:] {
+			if !a.static || strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val, "pf") || name == "hash" && strings.Contains(a.val, "=") {
+				sb.opaque = true
+				return
+			}
+		}
 	case name == "trap":
 		// trap [-lp] [--] [ACTION SIGNAL...]: the action is a script the shell runs when the
 		// signal comes (EXIT: at the end of the line), `trap 'curl x' EXIT` runs curl.

@@ -83,6 +83,11 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`alias ls='curl x'`, false},
 		{`alias -g L='curl x' ll='ls -l'`, false},
 		{`alias "$X"`, true},
+		// hash -p PATH NAME (bash) and hash NAME=PATH (zsh) make NAME run PATH, and enable -f
+		// loads a builtin from a shared object: what a later command runs is not its name.
+		{`hash -p /usr/bin/curl ls; ls x`, true},
+		{`hash ls=/usr/bin/curl; ls x`, true},
+		{`enable -f ./x.so x`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
