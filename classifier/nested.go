@@ -157,11 +157,30 @@ func commandVar(name string) bool {
 	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER")
 }
 
+// commandTable reports a variable that says what a command name runs: zsh's functions,
+// aliases and commands hashes (and their kin), bash's BASH_CMDS and BASH_ALIASES.
+// `commands[ls]=/usr/bin/curl; ls x` runs curl under a name no deny rule on curl meets.
+func commandTable(name string) bool {
+	switch name {
+	case "functions", "functions_source", "aliases", "galiases", "saliases", "commands", "builtins",
+		"reswords", "BASH_CMDS", "BASH_ALIASES":
+		return true
+	}
+	return strings.HasPrefix(name, "dis_")
+}
+
 // commandVars reads the value of each command variable the command is given, in its own
 // assignments or env's (FOO=x git …, env FOO=x git …), as a script sh runs; a value known only
 // at run time makes the command opaque.
 func (w *walker) commandVars(sb *sub, wrappers []word) {
 	check := func(name string, value word) {
+		if i := strings.IndexByte(name, '['); i >= 0 {
+			name = name[:i] // a[k]=v sets a
+		}
+		if commandTable(name) {
+			sb.opaque = true
+			return
+		}
 		if !commandVar(name) {
 			return
 		}
@@ -178,8 +197,10 @@ func (w *walker) commandVars(sb *sub, wrappers []word) {
 		}
 	}
 	for _, a := range wrappers {
-		if name, v, ok := strings.Cut(a.val, "="); ok && isIdent(name) {
+		if name, v, ok := strings.Cut(a.val, "="); ok && isIdent(strings.Split(name, "[")[0]) {
 			check(name, word{val: v, static: a.static})
+		} else if commandTable(a.val) {
+			sb.opaque = true // typeset -A aliases: the table is filled after
 		}
 	}
 }

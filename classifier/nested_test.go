@@ -88,6 +88,13 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`hash -p /usr/bin/curl ls; ls x`, true},
 		{`hash ls=/usr/bin/curl; ls x`, true},
 		{`enable -f ./x.so x`, true},
+		// zsh's functions, aliases and commands hashes and bash's BASH_CMDS and BASH_ALIASES
+		// say what a name runs: `commands[ls]=/usr/bin/curl; ls x` runs curl.
+		{`commands[ls]=/usr/bin/curl; ls x`, true},
+		{`functions[ff]='curl x'; ff`, true},
+		{`BASH_CMDS[ls]=/usr/bin/curl; ls x`, true},
+		{`declare -A BASH_ALIASES=([ll]='curl x')`, true},
+		{`typeset -A aliases; aliases=(ll 'curl x')`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
