@@ -177,7 +177,9 @@ func (w *walker) commandVars(sb *sub, wrappers []word) {
 		if i := strings.IndexByte(name, '['); i >= 0 {
 			name = name[:i] // a[k]=v sets a
 		}
-		if commandTable(name) {
+		if commandTable(name) || name == "BASH_ENV" || name == "ENV" || name == "ZDOTDIR" {
+			// BASH_ENV and ENV name a file the next shell sources, ZDOTDIR the dir of zsh's
+			// .zshenv: a script file given to a shell, as in `bash script.sh`.
 			sb.opaque = true
 			return
 		}

@@ -95,6 +95,11 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`BASH_CMDS[ls]=/usr/bin/curl; ls x`, true},
 		{`declare -A BASH_ALIASES=([ll]='curl x')`, true},
 		{`typeset -A aliases; aliases=(ll 'curl x')`, true},
+		// BASH_ENV and ENV name a file the next shell sources, ZDOTDIR the dir of zsh's
+		// .zshenv: a script file given to a shell, as bash script.sh is.
+		{`BASH_ENV=./x.sh bash -c true`, true},
+		{`export ENV=./x.sh; sh -c true`, true},
+		{`ZDOTDIR=. zsh -c true`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
