@@ -149,12 +149,35 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 // ssh's helpers, pagers, editors, less's preprocessor. GIT_SSH_COMMAND='curl x' git fetch
 // runs curl.
 func commandVar(name string) bool {
+	if strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
+		return true // GIT_CONFIG_KEY_n=core.pager GIT_CONFIG_VALUE_n='curl x': git -c's value
+	}
 	switch name {
+	case "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT":
+		// Prompt strings are expanded, $(...) included: bash -x prints PS4 before each
+		// command. Read as a script, PS4='$(curl x)' shows curl.
+		return true
 	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS",
 		"GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
 		return true
 	}
 	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER")
+}
+
+// codeFileVar reports a variable that names a file whose code or config the programs after
+// it run, which the line does not show: BASH_ENV and ENV (a file the next shell sources),
+// ZDOTDIR (the dir of zsh's .zshenv), git's config file, repository and exec path (their
+// config runs programs, core.fsmonitor even for git status) and GIT_CONFIG_PARAMETERS (a
+// quoted list of -c's), and the dynamic loader's LD_PRELOAD, LD_LIBRARY_PATH and LD_AUDIT.
+// A script file given to a shell is opaque the same way (`bash script.sh`).
+func codeFileVar(name string) bool {
+	switch name {
+	case "BASH_ENV", "ENV", "ZDOTDIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_EXEC_PATH",
+		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT":
+		return true
+	}
+	return false
 }
 
 // commandTable reports a variable that says what a command name runs: zsh's functions,
@@ -177,9 +200,7 @@ func (w *walker) commandVars(sb *sub, wrappers []word) {
 		if i := strings.IndexByte(name, '['); i >= 0 {
 			name = name[:i] // a[k]=v sets a
 		}
-		if commandTable(name) || name == "BASH_ENV" || name == "ENV" || name == "ZDOTDIR" {
-			// BASH_ENV and ENV name a file the next shell sources, ZDOTDIR the dir of zsh's
-			// .zshenv: a script file given to a shell, as in `bash script.sh`.
+		if commandTable(name) || codeFileVar(name) {
 			sb.opaque = true
 			return
 		}

@@ -100,6 +100,15 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`BASH_ENV=./x.sh bash -c true`, true},
 		{`export ENV=./x.sh; sh -c true`, true},
 		{`ZDOTDIR=. zsh -c true`, true},
+		// git's config from the environment: the values are read as git -c's are, a config
+		// file, a git dir or an exec path is opaque. PS4 is expanded, $(...) included, by
+		// bash -x; LD_PRELOAD loads a shared object into any program.
+		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='curl x' git -p log`, false},
+		{`GIT_CONFIG_PARAMETERS="'core.pager=curl x'" git -p log`, true},
+		{`GIT_CONFIG_GLOBAL=./evil.cfg git status`, true},
+		{`GIT_DIR=./evil git status`, true},
+		{`PS4='$(curl x)' bash -xc true`, true},
+		{`LD_PRELOAD=./x.so ls`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
