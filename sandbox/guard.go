@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,6 +18,72 @@ import (
 // guarded is a protected path that did not exist when a call started: rel below the writable
 // dir root.
 type guarded struct{ root, rel string }
+
+// is reports whether g is the absolute path p, without building g's path.
+func (g guarded) is(p string) bool {
+	r := strings.TrimSuffix(g.root, "/")
+	return len(p) == len(r)+1+len(g.rel) && strings.HasPrefix(p, r) && p[len(r)] == '/' && p[len(r)+1:] == g.rel
+}
+
+// guardSet holds what each running call guards (its protected paths that were missing when
+// it started, so it moves them aside). A call that starts while such a path exists must not
+// take it for the user's: mounted read-only, it would find the name free once the other
+// call's sweep moved it away (a rename moves the mount along), and keep what it wrote there.
+// So it guards the path too.
+type guardSet struct {
+	mu    sync.Mutex
+	calls map[*Process][]guarded
+}
+
+// guardLists are the running calls' guarded paths, as a plan saw them before it looked at any.
+type guardLists [][]guarded
+
+func (gs *guardSet) snapshot() guardLists {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if len(gs.calls) == 0 {
+		return nil
+	}
+	out := make(guardLists, 0, len(gs.calls))
+	for _, g := range gs.calls {
+		out = append(out, g)
+	}
+	return out
+}
+
+// start records what p guards, until done.
+func (gs *guardSet) start(p *Process) {
+	if len(p.guard) == 0 {
+		return
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.calls == nil {
+		gs.calls = map[*Process][]guarded{}
+	}
+	gs.calls[p] = p.guard
+}
+
+func (gs *guardSet) done(p *Process) {
+	if len(p.guard) == 0 {
+		return
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	delete(gs.calls, p)
+}
+
+// has reports whether a running call guards the absolute path p.
+func (ls guardLists) has(p string) bool {
+	for _, l := range ls {
+		for _, g := range l {
+			if g.is(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // guardable returns c as a guarded path when it lies inside one of writable and a call could
 // make it: not inside a repository's .git that does not exist yet, since `git init` and

@@ -180,6 +180,7 @@ func planOf(t testing.TB, s *Sandbox, spec Spec) *childSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.guarding.done(p) // no call runs: Wait's part
 	if netns != nil {
 		netns.Close()
 	}

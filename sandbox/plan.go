@@ -27,13 +27,15 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		return nil, nil, fmt.Errorf("read the mount table, to hide each path wherever it shows: %w", err)
 	}
 	al := &aliasLookup{tab: tab}
-	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al) }); cerr != nil {
+	busy := s.guarding.snapshot() // before any lstat: see guardSet
+	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy) }); cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	p.guard, p.repos = l.guard, l.repos
+	s.guarding.start(p) // until Wait, or Start's failure
 	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
 	// which become kernel rules that never grant past the caller's own permissions. As the
 	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
@@ -98,8 +100,8 @@ type look struct {
 
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
 // socket dirs every call hides (hiddenFor), al the mount table the child starts with. Run as
-// the caller.
-func lookAround(spec *Spec, hidden []string, al *aliasLookup) (*look, error) {
+// the caller. busy are the paths other running calls guard (guardSet).
+func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -141,7 +143,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup) (*look, error) {
 	// a parent, the file system mounted twice) is a deny path too.
 	deny = al.withAliases(deny)
 	if !spec.ReadOnlyWorkspace {
-		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al); err != nil {
+		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al, busy); err != nil {
 			return nil, err
 		}
 		if spec.MoveAsideCreated {

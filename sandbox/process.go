@@ -92,6 +92,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 		watchDone: make(chan struct{}),
 	}
 	if err := s.start(p); err != nil {
+		s.guarding.done(p)
 		return nil, errcode.New(errcode.SandboxSetup, err)
 	}
 	s.mu.Lock()
@@ -238,6 +239,7 @@ func (p *Process) Wait() (*Result, error) {
 		<-p.watchDone // ctx ended: the watcher runs; no Kill may come after Wait returns
 	}
 	defer func() {
+		p.s.guarding.done(p) // after the last sweep
 		p.s.mu.Lock()
 		delete(p.s.procs, p)
 		p.s.mu.Unlock()

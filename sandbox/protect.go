@@ -186,8 +186,9 @@ const maxProtected = 256
 // ones that exist inside a writable dir, outermost first, and each place al's table shows one at
 // again inside a writable dir (a writable bind mount of the home shows ~/.bashrc again). A
 // path whose real place lies outside every writable dir needs nothing: the call cannot write
-// there anyway. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (out []string, missing []guarded, err error) {
+// there anyway. One that another running call guards (busy) counts as missing: that call made
+// it, and moves it aside. Run as the caller.
+func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, busy guardLists) (out []string, missing []guarded, err error) {
 	add := func(p string) {
 		fi, err := v.lstat(p)
 		if err != nil || (filepath.Base(p) == ".git" && fi.IsDir()) {
@@ -236,11 +237,18 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup) (
 	for _, c := range clean {
 		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile
 		// may be a link into a repository; a parent may be a link, as /home can be).
-		if _, err := v.lstat(c); err == nil {
+		_, err := v.lstat(c)
+		// One another running call made is its to move aside, and this call's too: mounted
+		// read-only here, it would leave the name free once that call moved it.
+		made := spec.MoveAsideCreated && err == nil && busy != nil && (busy.has(c) || busy.has(resolve(v, c)))
+		if err == nil {
 			add(resolve(v, c))
+		}
+		if err == nil && !made {
+			continue
 		} else if dir := v.ownDirInTheWay(c, spec.UID); dir != "" {
 			return nil, nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
-		} else if spec.MoveAsideCreated && errors.Is(err, fs.ErrNotExist) {
+		} else if spec.MoveAsideCreated && (made || errors.Is(err, fs.ErrNotExist)) {
 			guard(c)
 			// A link of the user's on the way (.mvn, ~/.config into a dotfiles repository)
 			// leads their tools to another name, where the sweep must look too: it does not

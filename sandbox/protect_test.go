@@ -845,3 +845,41 @@ func TestProtectedCandidatesAroundWritable(t *testing.T) {
 		t.Errorf("an added .git: no submodule config pattern in %v", pats)
 	}
 }
+
+// TestMoveAsideMadeByAnotherCall: a protected path another running call made (and will move
+// aside) is not taken, by a call that starts while it is there, for one of the user's: that
+// call would mount it read-only, then find the name free once the first call's sweep moved
+// it, and keep whatever it wrote there after the first call ended.
+func TestMoveAsideMadeByAnotherCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	made := filepath.Join(f.repo, ".mcp.json")
+	a := f.spec(`echo '{"a":1}' > .mcp.json; sleep 1`, f.repo, f.repo)
+	a.MoveAsideCreated, a.Call = true, "a"
+	aDone := make(chan error, 1)
+	go func() {
+		_, _, err := run(t, s, ctxTimeout(t, 20*time.Second), a)
+		aDone <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(made); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call did not make .mcp.json")
+		}
+	}
+	b := f.spec(`sleep 2.5; echo '{"mcpServers":{"x":{"command":"/bin/evil"}}}' > .mcp.json && echo wrote; echo done`, f.repo, f.repo)
+	b.MoveAsideCreated, b.Call = true, "b"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), b)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if c, err := os.ReadFile(made); err == nil {
+		t.Errorf(".mcp.json the second call wrote (%q) is still there; MovedAside %v, output %q", c, res.MovedAside, out)
+	}
+}

@@ -100,6 +100,8 @@ type Sandbox struct {
 	// Start and Wait took.
 	stepDone func(step string, d time.Duration)
 
+	guarding guardSet // the paths running calls guard (guardSet)
+
 	mu     sync.Mutex
 	closed bool
 	procs  map[*Process]struct{}
