@@ -127,6 +127,11 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 		}
 	}
 	spec.ProtectedPatterns = append(sandbox.ProtectedPatterns(writable, spec.Dir), kp.ReadOnly...)
+	for _, p := range kp.ReadOnly {
+		if _, ok := sandbox.LiteralPath(p); !ok {
+			spec.GuardPatterns = append(spec.GuardPatterns, p)
+		}
+	}
 	return spec
 }
 

@@ -141,7 +141,7 @@ func (p *Process) sweepWhileRunning() {
 // lastSweep runs once every process of the call is gone, and returns every path moved aside
 // while it ran and now.
 func (p *Process) lastSweep() []string {
-	if len(p.guard) == 0 && len(p.repos) == 0 {
+	if len(p.guard) == 0 && len(p.repos) == 0 && p.guardWalk == nil {
 		return nil
 	}
 	<-p.sweepDone
@@ -246,6 +246,19 @@ func (p *Process) moveAsideCreated(running bool) {
 				move(rfd, g.root, rel)
 			}
 		}
+		// A new match of an Edit deny pattern (Edit(src/**) where there was no src).
+		if pg := p.guardWalk; pg != nil {
+			for _, m := range pg.made(p.spec.UID, p.s.log) {
+				for _, w := range pg.roots {
+					if under(m, w) && m != w {
+						if rfd, ok := rootFD(w); ok {
+							move(rfd, w, m[len(w)+1:])
+						}
+						break
+					}
+				}
+			}
+		}
 		// A submodule's .git the call made or changed: the user's git status runs git there.
 		for _, r := range p.repos {
 			rfd, ok := rootFD(r.root)
@@ -265,6 +278,35 @@ func (p *Process) moveAsideCreated(running bool) {
 	if err != nil {
 		p.s.log.Warn("move aside protected paths", zap.Error(err))
 	}
+}
+
+// patternGuard finds what a call made that matches an Edit deny pattern with wildcards: the
+// mounts keep each match that existed at the start read-only (had), but cannot refuse a new
+// name in a writable dir.
+type patternGuard struct {
+	pats, roots []string
+	had         []string // the protected paths at the start: nothing new lies below them
+}
+
+// made walks the roots for the patterns and returns each match that lies under none of had.
+// A repository's .git dir is left alone, as the plan leaves it writable. Run as the caller.
+func (pg *patternGuard) made(uid uint32, log *zap.Logger) []string {
+	v := newFSView()
+	ms, err := expandPatterns(v, pg.pats, pg.roots, uid)
+	if err != nil {
+		log.Warn("could not look for what the call made that an Edit deny rule names", zap.Error(err))
+	}
+	var out []string
+	for _, m := range ms {
+		if slices.ContainsFunc(pg.had, func(h string) bool { return under(m, h) }) {
+			continue
+		}
+		if fi, err := v.lstat(m); err == nil && fi.IsDir() && filepath.Base(m) == ".git" {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // mayExist is a guarded path's quick look, one fstatat from its root's fd: most were not made,

@@ -35,6 +35,9 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		return nil, nil, err
 	}
 	p.guard, p.repos = l.guard, l.repos
+	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
+		p.guardWalk = &patternGuard{pats: spec.GuardPatterns, roots: l.writable, had: l.protected}
+	}
 	s.guarding.start(p) // until Wait, or Start's failure
 	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,
 	// which become kernel rules that never grant past the caller's own permissions. As the

@@ -54,7 +54,8 @@ type Process struct {
 	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
 	guard     []guarded
-	repos     []guarded // the dirs whose repository's new gitlinks' .git are moved aside too
+	repos     []guarded     // the dirs whose repository's new gitlinks' .git are moved aside too
+	guardWalk *patternGuard // Spec.GuardPatterns, whose new matches are moved aside too
 	sweepDone chan struct{}
 	moved     []string
 
@@ -98,7 +99,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
 	s.mu.Unlock()
-	if len(p.guard) > 0 || len(p.repos) > 0 {
+	if len(p.guard) > 0 || len(p.repos) > 0 || p.guardWalk != nil {
 		p.sweepDone = make(chan struct{})
 		go p.sweepWhileRunning()
 	}

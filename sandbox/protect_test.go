@@ -883,3 +883,42 @@ func TestMoveAsideMadeByAnotherCall(t *testing.T) {
 		t.Errorf(".mcp.json the second call wrote (%q) is still there; MovedAside %v, output %q", c, res.MovedAside, out)
 	}
 }
+
+// TestMoveAsideEditDenyPatternMatch: an Edit deny rule with wildcards holds for what did not
+// exist when the call started. The mounts keep each existing match read-only; a match the call
+// makes (Edit(src/**) where there was no src, a second *.lock) is moved aside once it ends,
+// and what no rule names stays.
+func TestMoveAsideEditDenyPatternMatch(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	if err := os.MkdirAll(filepath.Join(f.repo, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.repo, "lib", "a.lock"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.repo)
+	const script = `d=sr; mkdir ${d}c && echo x > ${d}c/main.go; echo x > lib/b.lock; echo x >> lib/a.lock; ` +
+		`mkdir other && echo kept > other/file; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	pats := []string{f.repo + "/**/src/**", f.repo + "/**/*.lock"}
+	sp.ProtectedPatterns = append(sp.ProtectedPatterns, pats...)
+	sp.GuardPatterns = pats
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, p := range []string{"src", "lib/b.lock"} {
+		if _, err := os.Lstat(filepath.Join(f.repo, p)); err == nil {
+			t.Errorf("%s, which an Edit deny rule names, made by the call, is still there; MovedAside %v", p, res.MovedAside)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.repo, "lib", "a.lock")); string(b) != "old\n" {
+		t.Errorf("lib/a.lock changed: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, "other", "file")); err != nil {
+		t.Errorf("other/file should have stayed: %v", err)
+	}
+}

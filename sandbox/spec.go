@@ -54,6 +54,10 @@ type Spec struct {
 	// the caller, to NAME.sandboxd-blocked-CALL, and named in Result.MovedAside. Off for a
 	// call a person approved (they were asked about what it writes).
 	MoveAsideCreated bool
+	// GuardPatterns are the ProtectedPatterns with wildcards that a call must not make new
+	// matches of (the Edit deny rules): with MoveAsideCreated, a match inside a writable dir
+	// that was not there when the call started is moved aside like a protected path.
+	GuardPatterns []string
 	// HidePatterns are absolute path-rule patterns (Read deny rules) whose matches in the
 	// session's dirs are hidden like DenyPaths; literal ones belong in DenyPaths.
 	HidePatterns []string
