@@ -187,9 +187,32 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			return rfd, true
 		}
-		move := func(rfd int, root, rel string) {
+		moveOne := func(rfd int, rel string) (string, error) {
 			dir, name := filepath.Split(rel)
-			movedRel, err := moveAside(rfd, strings.TrimSuffix(dir, "/"), name, p.spec.Call, p.start.Add(-ctimeSlack))
+			return moveAside(rfd, strings.TrimSuffix(dir, "/"), name, p.spec.Call, p.start.Add(-ctimeSlack))
+		}
+		move := func(rfd int, root, rel string) {
+			movedRel, err := moveOne(rfd, rel)
+			if errors.Is(err, errOldLink) {
+				// Behind a link that was there before, where it leads now: the plan resolved it
+				// when the call started, and the call may have made what it leads to since
+				// (an earlier call's .cargo -> c, with no c then).
+				err = fs.ErrNotExist
+				if r := resolve(newFSView(), filepath.Join(root, rel)); r != filepath.Join(root, rel) {
+					for _, w := range p.writable {
+						if under(r, w) && r != w {
+							if wfd, ok := rootFD(w); ok {
+								root = w
+								movedRel, err = moveOne(wfd, r[len(w)+1:])
+							}
+							break
+						}
+					}
+				}
+				if errors.Is(err, errOldLink) {
+					err = fs.ErrNotExist
+				}
+			}
 			path := filepath.Join(root, movedRel)
 			switch {
 			case err == nil:
@@ -405,8 +428,11 @@ func moveAside(rfd int, dir, name, call string, since time.Time) (string, error)
 		if err == unix.ELOOP && madeLinkSince(fd, c, since) {
 			return filepath.Join(append(walked, c)...), renameAside(fd, c, asideName(c, call))
 		}
-		if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
-			return "", fs.ErrNotExist // its dir is gone, or is a link that was there before: nothing made there
+		if err == unix.ELOOP {
+			return "", errOldLink
+		}
+		if err == unix.ENOENT || err == unix.ENOTDIR {
+			return "", fs.ErrNotExist // its dir is gone: nothing made there
 		}
 		if err != nil {
 			return "", err
@@ -427,6 +453,11 @@ func moveAside(rfd int, dir, name, call string, since time.Time) (string, error)
 	}
 	return filepath.Join(append(walked, name)...), renameAside(fd, name, asideName(name, call))
 }
+
+// errOldLink is moveAside's answer for a path whose way holds a symlink that was there before
+// the call: the user's own (a dotfile link), or one an earlier call left. The caller looks
+// where it leads.
+var errOldLink = errors.New("a symlink older than the call on the way")
 
 // madeLinkSince reports whether name in the dir fd is a symlink whose ctime (set when it was
 // made, renamed or linked) is since or later.

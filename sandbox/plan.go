@@ -34,7 +34,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.guard, p.repos = l.guard, l.repos
+	p.guard, p.repos, p.writable = l.guard, l.repos, l.writable
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
 		p.guardWalk = &patternGuard{pats: spec.GuardPatterns, roots: l.writable, had: l.protected}
 	}

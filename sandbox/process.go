@@ -56,6 +56,7 @@ type Process struct {
 	guard     []guarded
 	repos     []guarded     // the dirs whose repository's new gitlinks' .git are moved aside too
 	guardWalk *patternGuard // Spec.GuardPatterns, whose new matches are moved aside too
+	writable  []string      // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
 	moved     []string
 

@@ -922,3 +922,31 @@ func TestMoveAsideEditDenyPatternMatch(t *testing.T) {
 		t.Errorf("other/file should have stayed: %v", err)
 	}
 }
+
+// TestMoveAsideBehindEarlierLink: a link that was there before a call, on the way to a
+// protected path and dangling when the call started (.cargo -> c with no c, left by the user
+// or by a call they approved), does not let the call make the path behind it (mkdir c &&
+// c/config.toml): the sweep looks where the link leads when it ends.
+func TestMoveAsideBehindEarlierLink(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	first := f.spec(`ln -s c .cargo; ln -s e .mvn; ln -s e2 e; echo done`, f.repo, f.repo)
+	first.Call = "c1" // approved: what it makes stays
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), first); err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	time.Sleep(50 * time.Millisecond) // the links are older than the next call
+	second := f.spec(`mkdir c && echo '[build] rustc-wrapper = "/x"' > c/config.toml; `+
+		`rm e && mkdir e && echo '-Dx=1' > e/jvm.config; echo done`, f.repo, f.repo)
+	second.MoveAsideCreated, second.Call = true, "c2"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), second)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, p := range []string{".cargo/config.toml", ".mvn/jvm.config"} {
+		if _, err := os.Stat(filepath.Join(f.repo, p)); err == nil {
+			t.Errorf("%s, made behind an earlier call's link, is still there; MovedAside %v", p, res.MovedAside)
+		}
+	}
+}
