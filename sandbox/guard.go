@@ -332,13 +332,18 @@ func (pg *patternGuard) made(uid uint32, log *zap.Logger) []string {
 	return out
 }
 
-// mayExist is a guarded path's quick look, one fstatat from its root's fd: most were not made,
-// and for those a careful walk would cost a syscall a component. A path that resolves only
-// through a symlink fails the careful walk anyway, so "no such path" here is the careful answer
-// too; anything else (it exists, or EACCES) goes on to the careful walk.
+// mayExist is a guarded path's quick look, one openat2 from its root's fd that follows no
+// symlink: most were not made, and for those a careful walk would cost a syscall a component.
+// Not found without a symlink is the careful answer too; anything else (it exists, a symlink on
+// the way, EACCES) goes on to the careful walk. A look that followed links would take a link's
+// meaning to the daemon for its meaning to the user's tools, and a link can mean another place
+// to each process (/proc/self/cwd/c is the daemon's cwd here, the project to cargo run there).
 func mayExist(rfd int, rel string) bool {
-	var st unix.Stat_t
-	err := unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err == nil {
+		unix.Close(fd)
+	}
 	return err != unix.ENOENT && err != unix.ENOTDIR
 }
 

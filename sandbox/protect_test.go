@@ -950,3 +950,21 @@ func TestMoveAsideBehindEarlierLink(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveAsideMagicLinkOnTheWay: a link the call made on the way to a protected path whose
+// target means another place to each process that follows it (/proc/self/cwd/c: the daemon's
+// cwd to the sweep, the project to the user's cargo run there) is moved aside like any link.
+func TestMoveAsideMagicLinkOnTheWay(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	sp := f.spec(`mkdir c && echo '[build] rustc-wrapper = "/x"' > c/config.toml && ln -s /proc/self/cwd/c .cargo && echo done`, f.repo, f.repo)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, ".cargo")); err == nil {
+		t.Errorf("the link .cargo -> /proc/self/cwd/c is still there; MovedAside %v", res.MovedAside)
+	}
+}
