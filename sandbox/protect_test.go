@@ -968,3 +968,44 @@ func TestMoveAsideMagicLinkOnTheWay(t *testing.T) {
 		t.Errorf("the link .cargo -> /proc/self/cwd/c is still there; MovedAside %v", res.MovedAside)
 	}
 }
+
+// TestHidePatternsBehindSearchOnlyDir: another user's dir the caller may search but not list
+// (mode 711) cannot be walked for a Read deny pattern's matches, yet the call opens what lies
+// inside by name: the call is refused rather than run with such a match unseen.
+func TestHidePatternsBehindSearchOnlyDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	shared := filepath.Join(f.repo, "shared")
+	if err := os.Mkdir(shared, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o711)
+	secret := filepath.Join(shared, ".env")
+	if err := os.WriteFile(secret, []byte("SECRET=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(secret, nobody, nobody) // the caller's own file, in root's search-only dir
+	sp := f.spec("cat shared/.env; echo ran", f.repo, f.repo)
+	sp.HidePatterns = []string{"/**/.env"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("shared/.env, behind a dir the walk could not list, was readable:\n%s", out)
+	}
+	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), shared) {
+		t.Fatalf("%v %q, want a refusal naming %s", err, out, shared)
+	}
+	// A session dir the daemon made search-only (the session's results dir, 0711 root's, whose
+	// file names are its own) is a walk's start, not a gap: the call runs.
+	os.RemoveAll(shared)
+	results := hostTempDir(t, "/var/tmp", "sbx-results-")
+	os.Chmod(results, 0o711)
+	sp = f.spec("echo ran", f.repo, f.repo)
+	sp.HidePatterns = []string{"/**/.env"}
+	sp.ReadOnlyDirs = []string{results}
+	sp.Call = "c2"
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp); err != nil || !strings.Contains(out, "ran") {
+		t.Fatalf("with a search-only results dir: %v %q, want the call to run", err, out)
+	}
+}

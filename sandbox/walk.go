@@ -32,7 +32,7 @@ var errWalkBudget = errors.New("too many entries")
 func (w *treeWalk) walk(p string) error {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return w.openFailed(unix.AT_FDCWD, p, p, err)
+		return w.openFailed(unix.AT_FDCWD, p, p, err, false)
 	}
 	defer unix.Close(fd)
 	if w.buf == nil {
@@ -89,7 +89,7 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 		sub := p + "/" + name
 		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if err := w.openFailed(fd, name, sub, err); err != nil {
+			if err := w.openFailed(fd, name, sub, err, true); err != nil {
 				return err
 			}
 			continue
@@ -104,15 +104,20 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 }
 
 // openFailed says whether a dir that could not be opened leaves a gap. Gone, or no longer a
-// dir, it holds nothing. Unreadable, it is a gap only when the caller owns it: the call, as
-// the same user, could chmod it and look inside; anyone else's stays as closed to the call.
-func (w *treeWalk) openFailed(dirfd int, name, p string, err error) error {
+// dir, it holds nothing. Unreadable, it is a gap when the caller owns it (the call, as the
+// same user, could chmod it and look inside), or when it lies inside the tree and the caller
+// may still search it (mode 711: the call opens what it holds by name); anyone else's that
+// the caller cannot search stays closed to the call, and so does a walk's start the daemon
+// made searchable only (the session's results dir, whose file names are the daemon's). Run as
+// the caller, so the search check is the caller's.
+func (w *treeWalk) openFailed(dirfd int, name, p string, err error, inside bool) error {
 	switch err {
 	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP:
 		return nil
 	case unix.EACCES, unix.EPERM:
 		var st unix.Stat_t
-		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Uid != w.uid {
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Uid != w.uid &&
+			(!inside || unix.Faccessat(dirfd, name, unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW) != nil) {
 			return nil
 		}
 	}
