@@ -30,9 +30,14 @@ func (g guarded) is(p string) bool {
 // take it for the user's: mounted read-only, it would find the name free once the other
 // call's sweep moved it away (a rename moves the mount along), and keep what it wrote there.
 // So it guards the path too.
+//
+// Likewise, a match of an Edit deny pattern that another call made was there when this call
+// started, so mounted read-only and taken for the user's (patternGuard.had); once a sweep
+// moved it (moved), what this call makes at its name is this call's.
 type guardSet struct {
 	mu    sync.Mutex
 	calls map[*Process][]guarded
+	moved map[string]time.Time // what sweeps moved aside while a call that started before ran
 }
 
 // guardLists are the running calls' guarded paths, as a plan saw them before it looked at any.
@@ -53,7 +58,7 @@ func (gs *guardSet) snapshot() guardLists {
 
 // start records what p guards, until done.
 func (gs *guardSet) start(p *Process) {
-	if len(p.guard) == 0 {
+	if len(p.guard) == 0 && p.guardWalk == nil {
 		return
 	}
 	gs.mu.Lock()
@@ -65,12 +70,45 @@ func (gs *guardSet) start(p *Process) {
 }
 
 func (gs *guardSet) done(p *Process) {
-	if len(p.guard) == 0 {
+	if len(p.guard) == 0 && p.guardWalk == nil {
 		return
 	}
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	delete(gs.calls, p)
+	if len(gs.calls) == 0 {
+		gs.moved = nil
+	}
+}
+
+// movedAside notes that a sweep moved path aside now; it matters only to the calls running.
+func (gs *guardSet) movedAside(path string) {
+	now := time.Now()
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	oldest := now
+	for p := range gs.calls {
+		if p.start.Before(oldest) {
+			oldest = p.start
+		}
+	}
+	if gs.moved == nil {
+		gs.moved = map[string]time.Time{}
+	}
+	for q, t := range gs.moved {
+		if t.Before(oldest) {
+			delete(gs.moved, q)
+		}
+	}
+	gs.moved[path] = now
+}
+
+// movedSince reports whether a sweep moved path aside since t.
+func (gs *guardSet) movedSince(path string, t time.Time) bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	m, ok := gs.moved[path]
+	return ok && !m.Before(t)
 }
 
 // has reports whether a running call guards the absolute path p.
@@ -216,6 +254,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			path := filepath.Join(root, movedRel)
 			switch {
 			case err == nil:
+				p.s.guarding.movedAside(path)
 				if !slices.Contains(p.moved, path) {
 					p.moved = append(p.moved, path)
 				} else if running && remade == "" {
@@ -271,7 +310,8 @@ func (p *Process) moveAsideCreated(running bool) {
 		}
 		// A new match of an Edit deny pattern (Edit(src/**) where there was no src).
 		if pg := p.guardWalk; pg != nil {
-			for _, m := range pg.made(p.spec.UID, p.s.log) {
+			movedSince := func(h string) bool { return p.s.guarding.movedSince(h, p.start) }
+			for _, m := range pg.made(p.spec.UID, p.s.log, movedSince) {
 				for _, w := range pg.roots {
 					if under(m, w) && m != w {
 						if rfd, ok := rootFD(w); ok {
@@ -311,9 +351,11 @@ type patternGuard struct {
 	had         []string // the protected paths at the start: nothing new lies below them
 }
 
-// made walks the roots for the patterns and returns each match that lies under none of had.
-// A repository's .git dir is left alone, as the plan leaves it writable. Run as the caller.
-func (pg *patternGuard) made(uid uint32, log *zap.Logger) []string {
+// made walks the roots for the patterns and returns each match that lies under none of had,
+// but those another call's sweep moved since the call started (movedSince): the name was free
+// then. A repository's .git dir is left alone, as the plan leaves it writable. Run as the
+// caller.
+func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string) bool) []string {
 	v := newFSView()
 	ms, err := expandPatterns(v, pg.pats, pg.roots, uid)
 	if err != nil {
@@ -321,7 +363,7 @@ func (pg *patternGuard) made(uid uint32, log *zap.Logger) []string {
 	}
 	var out []string
 	for _, m := range ms {
-		if slices.ContainsFunc(pg.had, func(h string) bool { return under(m, h) }) {
+		if slices.ContainsFunc(pg.had, func(h string) bool { return under(m, h) && !movedSince(h) }) {
 			continue
 		}
 		if fi, err := v.lstat(m); err == nil && fi.IsDir() && filepath.Base(m) == ".git" {

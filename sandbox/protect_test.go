@@ -1009,3 +1009,43 @@ func TestHidePatternsBehindSearchOnlyDir(t *testing.T) {
 		t.Fatalf("with a search-only results dir: %v %q, want the call to run", err, out)
 	}
 }
+
+// TestMoveAsideEditDenyMatchOfAnotherCall: a match of an Edit deny pattern that another
+// running call made, there when this call started (so mounted read-only here), then moved
+// aside by that call's sweep, does not leave this call free to make it again and keep it.
+func TestMoveAsideEditDenyMatchOfAnotherCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	pats := []string{f.repo + "/**/src/**"}
+	a := f.spec(`d=sr; mkdir ${d}c && echo a > ${d}c/a; sleep 1`, f.repo, f.repo)
+	a.ProtectedPatterns = append(a.ProtectedPatterns, pats...)
+	a.GuardPatterns, a.MoveAsideCreated, a.Call = pats, true, "a"
+	aDone := make(chan error, 1)
+	go func() {
+		_, _, err := run(t, s, ctxTimeout(t, 20*time.Second), a)
+		aDone <- err
+	}()
+	made := filepath.Join(f.repo, "src", "a")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(made); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call did not make src/a")
+		}
+	}
+	b := f.spec(`sleep 2.5; d=sr; mkdir ${d}c && echo b > ${d}c/b && echo wrote; echo done`, f.repo, f.repo)
+	b.ProtectedPatterns = append(b.ProtectedPatterns, pats...)
+	b.GuardPatterns, b.MoveAsideCreated, b.Call = pats, true, "b"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), b)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, "src")); err == nil {
+		t.Errorf("src the second call made is still there; MovedAside %v, output %q", res.MovedAside, out)
+	}
+}
