@@ -16,8 +16,12 @@ import (
 )
 
 // guarded is a protected path that did not exist when a call started: rel below the writable
-// dir root.
-type guarded struct{ root, rel string }
+// dir root. Or, with ino set, one that was the user's symlink (ino its inode): a mount cannot
+// hold a link in place, so anything else at its name when the sweep looks was put there.
+type guarded struct {
+	root, rel string
+	ino       uint64
+}
 
 // is reports whether g is the absolute path p, without building g's path.
 func (g guarded) is(p string) bool {
@@ -111,11 +115,11 @@ func (gs *guardSet) movedSince(path string, t time.Time) bool {
 	return ok && !m.Before(t)
 }
 
-// has reports whether a running call guards the absolute path p.
+// has reports whether a running call guards the absolute path p, missing at its start.
 func (ls guardLists) has(p string) bool {
 	for _, l := range ls {
 		for _, g := range l {
-			if g.is(p) {
+			if g.ino == 0 && g.is(p) {
 				return true
 			}
 		}
@@ -297,7 +301,7 @@ func (p *Process) moveAsideCreated(running bool) {
 					continue
 				}
 			}
-			if !mayExist(rfd, g.rel) {
+			if !mayExist(rfd, g.rel) || g.ino != 0 && isLink(rfd, g.rel, g.ino) {
 				continue
 			}
 			rels := []string{g.rel}
@@ -387,6 +391,12 @@ func mayExist(rfd int, rel string) bool {
 		unix.Close(fd)
 	}
 	return err != unix.ENOENT && err != unix.ENOTDIR
+}
+
+// isLink reports whether rel below the dir fd rfd is still the symlink of inode ino.
+func isLink(rfd int, rel string, ino uint64) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Ino == ino && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // namesIn returns the entry names of dir, reached from the root's fd rfd without a symlink

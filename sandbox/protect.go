@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -243,6 +244,11 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		made := spec.MoveAsideCreated && err == nil && busy != nil && (busy.has(c) || busy.has(resolve(v, c)))
 		if err == nil {
 			add(resolve(v, c))
+			if spec.MoveAsideCreated {
+				if g, ok := linkOnTheWay(v, c, writable); ok && !slices.Contains(missing, g) {
+					missing = append(missing, g)
+				}
+			}
 		}
 		if err == nil && !made {
 			continue
@@ -270,6 +276,35 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	}
 	slices.Sort(out) // an ancestor before what lies below it
 	return out, missing, nil
+}
+
+// linkOnTheWay returns the first symlink from c's writable dir down to c, c included, as a
+// guarded path with its inode: the user's link (a dotfile kept in a repository, ~/.bashrc ->
+// dotfiles/bashrc, ~/.config -> dotfiles/config). Its target is read-only, but a mount cannot
+// hold the link itself in place: what a call puts at its name instead is moved aside.
+func linkOnTheWay(v *fsView, c string, writable []string) (guarded, bool) {
+	for _, w := range writable {
+		if !under(c, w) || c == w || w == "/" {
+			continue
+		}
+		for p := w; p != c; {
+			i := strings.IndexByte(c[len(p)+1:], '/')
+			if i < 0 {
+				p = c
+			} else {
+				p = c[:len(p)+1+i]
+			}
+			fi, err := v.lstat(p)
+			if err != nil {
+				return guarded{}, false
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode()&os.ModeSymlink != 0 {
+				return guarded{root: w, rel: p[len(w)+1:], ino: st.Ino}, true
+			}
+		}
+		return guarded{}, false
+	}
+	return guarded{}, false
 }
 
 // protectMounts makes each protected path read-only, after the writable dirs were opened

@@ -1049,3 +1049,57 @@ func TestMoveAsideEditDenyMatchOfAnotherCall(t *testing.T) {
 		t.Errorf("src the second call made is still there; MovedAside %v, output %q", res.MovedAside, out)
 	}
 }
+
+// TestProtectedLinkReplaced: a protected path that is the user's symlink, or lies behind one
+// (a dotfile kept in a repository: ~/.bashrc -> dotfiles/bashrc, ~/.config -> dotfiles/config)
+// has its target read-only, and what a call puts at the link's name instead (rm .bashrc && a
+// file of its own) is moved aside; the user's links, left alone, stay.
+func TestProtectedLinkReplaced(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, replace := range []bool{true, false} {
+		f := newProtectFixture(t)
+		rc := filepath.Join(f.home, ".bashrc")
+		dot := filepath.Join(f.home, "dotfiles")
+		os.Chmod(rc, 0o644)
+		if err := os.Mkdir(dot, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(rc, filepath.Join(dot, "bashrc")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("dotfiles/bashrc", rc); err != nil {
+			t.Fatal(err)
+		}
+		// A link on the way to one: ~/.config -> dotfiles/config, holding git/config.
+		if err := os.Rename(filepath.Join(f.home, ".config"), filepath.Join(dot, "config")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("dotfiles/config", filepath.Join(f.home, ".config")); err != nil {
+			t.Fatal(err)
+		}
+		chownR(t, f.home)
+		time.Sleep(50 * time.Millisecond) // the user's links are older than the call
+		script := `echo kept`
+		if replace {
+			script = `f=.bash; rm ${f}rc && echo 'echo evil' > ${f}rc && ` +
+				`c=.con; rm ${c}fig && mkdir -p ${c}fig/git && printf '[core]\n\tfsmonitor = evil\n' > ${c}fig/git/config && echo replaced`
+		}
+		sp := f.spec(script, f.home, f.home)
+		sp.MoveAsideCreated, sp.Call = true, "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "replaced") && replace {
+			t.Fatalf("%v %q", err, out)
+		}
+		for _, p := range []string{rc, filepath.Join(f.home, ".config", "git", "config")} {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), "evil") {
+				t.Errorf("the call's %s in place of the user's link is still there; MovedAside %v", p, res.MovedAside)
+			}
+		}
+		if !replace {
+			if fi, err := os.Lstat(rc); err != nil || fi.Mode()&os.ModeSymlink == 0 || len(res.MovedAside) != 0 {
+				t.Errorf("the user's link was moved: %v, MovedAside %v", err, res.MovedAside)
+			}
+		}
+	}
+}
