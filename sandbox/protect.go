@@ -376,8 +376,18 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 			}
 			continue
 		}
+		starts := walkStarts(prefix, roots)
+		if len(starts) == 1 && starts[0] == prefix {
+			// The rule names a place in the session's dirs through a link there (cfg ->
+			// ~/realcfg): what it names lies where the link leads, inside the roots or not.
+			if r := resolve(v, prefix); r != prefix {
+				if lit := escapePattern(prefix); strings.HasPrefix(pat, lit) {
+					pat, starts = escapePattern(r)+pat[len(lit):], []string{r}
+				}
+			}
+		}
 		pp := compilePattern(pat)
-		for _, start := range walkStarts(prefix, roots) {
+		for _, start := range starts {
 			if walks[start] == nil {
 				order = append(order, start)
 			}

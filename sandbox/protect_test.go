@@ -1103,3 +1103,32 @@ func TestProtectedLinkReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestHidePatternsThroughLink: a Read deny pattern whose literal part is the user's symlink in
+// a session dir (cfg -> a dir outside it) holds where the link leads: Read(./cfg/*) hides
+// cfg/key, and Read(./cfg/**) hides the whole dir instead of failing every call.
+func TestHidePatternsThroughLink(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, tail := range []string{"/*", "/**", "/*ey"} {
+		f := newProtectFixture(t)
+		real := filepath.Join(f.home, "realcfg")
+		if err := os.Mkdir(real, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, "key"), []byte("SECRET=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, filepath.Join(f.repo, "cfg")); err != nil {
+			t.Fatal(err)
+		}
+		chownR(t, f.home)
+		sp := f.spec(`c=cf; cat ${c}g/key; echo ran`, f.repo, f.repo)
+		sp.HidePatterns = []string{filepath.Join(f.repo, "cfg") + tail}
+		sp.Call = "c"
+		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "ran") || strings.Contains(out, "SECRET") {
+			t.Errorf("Read(./cfg%s) with cfg a link: %v %q, want the call to run and cfg/key hidden", tail, err, out)
+		}
+	}
+}
