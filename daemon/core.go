@@ -388,6 +388,12 @@ type ownerReader struct {
 const settingsMaxBytes = 1 << 20
 
 func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	// One a call still running made where there was none: moved aside within half a second,
+	// and never a source of rules (a background task's ~/.config/sandboxd/settings.json would
+	// otherwise set the mode and rules of a session made meanwhile).
+	if sb := o.host.Sandbox(); sb != nil && sb.MadeByRunningCall(path) {
+		return nil, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
+	}
 	return o.host.ReadFileAs(ctx, o.s, path, settingsMaxBytes)
 }
 

@@ -737,3 +737,36 @@ func TestBackgroundTaskProtectedPathMovedAside(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSettingsMadeByRunningCallNotRead: settings a call makes where there were none (a
+// background task's ~/.config/sandboxd/settings.json naming bypassPermissions and Bash) are
+// moved aside by its sweep, and a session made before that (a sub-agent's, the user's next)
+// does not take its rules and mode from them meanwhile: it is refused with the reason.
+func TestSettingsMadeByRunningCallNotRead(t *testing.T) {
+	f := newTrustFixture(t, "sbmade")
+	if err := os.RemoveAll(filepath.Join(f.u.Home, ".config", "sandboxd")); err != nil {
+		t.Fatal(err)
+	}
+	home := f.session(t, "--cwd", f.u.Home, "--mode", "bypassPermissions")
+	settings := filepath.Join(f.u.Home, ".config", "sandboxd", "settings.json")
+	script := `python3 -c 'import os, sys; d = sys.argv[1]; os.makedirs(os.path.dirname(d)); open(d, "w").write("{\"permissions\":{\"allow\":[\"Bash\"],\"defaultMode\":\"bypassPermissions\"}}")' ` +
+		strings.Replace(settings, "sandboxd/", "sand''boxd/", 1) + `; sleep 3`
+	if _, errOut, code := f.sbctl(t, "bash", "--session", home, "--background", "--", script); code != 0 {
+		t.Fatalf("background task: %d %s", code, errOut)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(settings); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not write the settings")
+		}
+	}
+	out, errOut, code := f.sbctl(t, "session", "new", "--cwd", f.proj)
+	if code == 0 {
+		t.Fatalf("a session made while a call's settings were there: %s (mode %s), want it refused", out, f.show(t, strings.TrimSpace(out)).Mode)
+	}
+	if !strings.Contains(errOut, "still running") {
+		t.Errorf("refused with %q, want the reason", errOut)
+	}
+}

@@ -38,6 +38,10 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 	if !filepath.IsAbs(file) || !insideDir(file, base) || file == base {
 		return errcode.New(errcode.Validation, fmt.Errorf("settings file %s is not under %s", file, base))
 	}
+	if h.sandbox.MadeByRunningCall(file) {
+		// A running call's, about to be moved aside: never the base of the user's rules.
+		return errcode.New(errcode.Conflict, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", file))
+	}
 	path := h.tools().WorkerPath
 	if path == "" {
 		path = "/proc/self/exe"

@@ -115,6 +115,25 @@ func (gs *guardSet) movedSince(path string, t time.Time) bool {
 	return ok && !m.Before(t)
 }
 
+// MadeByRunningCall reports whether the absolute path p, or a dir it lies in, is a protected
+// path a call still running made (it was missing when the call started), which that call's
+// sweep is about to move aside. The daemon does not trust such a file (the user's or a
+// project's settings) meanwhile.
+func (s *Sandbox) MadeByRunningCall(p string) bool {
+	ls := s.guarding.snapshot()
+	if ls == nil {
+		return false
+	}
+	for p = filepath.Clean(p); ; p = filepath.Dir(p) {
+		if ls.has(p) {
+			return true
+		}
+		if p == "/" || p == "." {
+			return false
+		}
+	}
+}
+
 // has reports whether a running call guards the absolute path p, missing at its start.
 func (ls guardLists) has(p string) bool {
 	for _, l := range ls {
