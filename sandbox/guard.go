@@ -40,8 +40,15 @@ func (g guarded) is(p string) bool {
 // moved it (moved), what this call makes at its name is this call's.
 type guardSet struct {
 	mu    sync.Mutex
-	calls map[*Process][]guarded
+	calls map[*Process]guardEntry
 	moved map[string]time.Time // what sweeps moved aside while a call that started before ran
+}
+
+// guardEntry is one running call's guarded paths, and when they were recorded: before the
+// call started, so no earlier than what it made (Process.start is its own goroutines').
+type guardEntry struct {
+	guard []guarded
+	since time.Time
 }
 
 // guardLists are the running calls' guarded paths, as a plan saw them before it looked at any.
@@ -54,8 +61,8 @@ func (gs *guardSet) snapshot() guardLists {
 		return nil
 	}
 	out := make(guardLists, 0, len(gs.calls))
-	for _, g := range gs.calls {
-		out = append(out, g)
+	for _, e := range gs.calls {
+		out = append(out, e.guard)
 	}
 	return out
 }
@@ -68,9 +75,9 @@ func (gs *guardSet) start(p *Process) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if gs.calls == nil {
-		gs.calls = map[*Process][]guarded{}
+		gs.calls = map[*Process]guardEntry{}
 	}
-	gs.calls[p] = p.guard
+	gs.calls[p] = guardEntry{guard: p.guard, since: time.Now()}
 }
 
 func (gs *guardSet) done(p *Process) {
@@ -91,9 +98,9 @@ func (gs *guardSet) movedAside(path string) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	oldest := now
-	for p := range gs.calls {
-		if p.start.Before(oldest) {
-			oldest = p.start
+	for _, e := range gs.calls {
+		if e.since.Before(oldest) {
+			oldest = e.since
 		}
 	}
 	if gs.moved == nil {
