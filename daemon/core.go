@@ -390,11 +390,16 @@ const settingsMaxBytes = 1 << 20
 func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	// One a call still running made where there was none: moved aside within half a second,
 	// and never a source of rules (a background task's ~/.config/sandboxd/settings.json would
-	// otherwise set the mode and rules of a session made meanwhile).
-	if sb := o.host.Sandbox(); sb != nil && sb.MadeByRunningCall(path) {
+	// otherwise set the mode and rules of a session made meanwhile). Asked before and after
+	// the read, and only of a file that exists: a running call guards every missing one, and
+	// a missing file is no source at all.
+	sb := o.host.Sandbox()
+	before := sb != nil && sb.MadeByRunningCall(path)
+	b, err := o.host.ReadFileAs(ctx, o.s, path, settingsMaxBytes)
+	if err == nil && (before || sb != nil && sb.MadeByRunningCall(path)) {
 		return nil, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
 	}
-	return o.host.ReadFileAs(ctx, o.s, path, settingsMaxBytes)
+	return b, err
 }
 
 func mergeDirs(a, b []string) []string {

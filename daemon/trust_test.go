@@ -749,6 +749,15 @@ func TestSettingsMadeByRunningCallNotRead(t *testing.T) {
 	}
 	home := f.session(t, "--cwd", f.u.Home, "--mode", "bypassPermissions")
 	settings := filepath.Join(f.u.Home, ".config", "sandboxd", "settings.json")
+	// A running call guards the settings files missing at its start; while none exists, a
+	// session is made as ever.
+	if _, errOut, code := f.sbctl(t, "bash", "--session", home, "--background", "--", "sleep 3"); code != 0 {
+		t.Fatalf("background task: %d %s", code, errOut)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if out, errOut, code := f.sbctl(t, "session", "new", "--cwd", f.proj); code != 0 {
+		t.Fatalf("a session made while a call runs that wrote no settings: %d %s %s", code, out, errOut)
+	}
 	script := `python3 -c 'import os, sys; d = sys.argv[1]; os.makedirs(os.path.dirname(d)); open(d, "w").write("{\"permissions\":{\"allow\":[\"Bash\"],\"defaultMode\":\"bypassPermissions\"}}")' ` +
 		strings.Replace(settings, "sandboxd/", "sand''boxd/", 1) + `; sleep 3`
 	if _, errOut, code := f.sbctl(t, "bash", "--session", home, "--background", "--", script); code != 0 {
@@ -762,11 +771,15 @@ func TestSettingsMadeByRunningCallNotRead(t *testing.T) {
 			t.Fatal("the task did not write the settings")
 		}
 	}
+	// Refused with the reason, or made without them: never in the call's mode.
 	out, errOut, code := f.sbctl(t, "session", "new", "--cwd", f.proj)
-	if code == 0 {
-		t.Fatalf("a session made while a call's settings were there: %s (mode %s), want it refused", out, f.show(t, strings.TrimSpace(out)).Mode)
+	if code != 0 {
+		if !strings.Contains(errOut, "still running") {
+			t.Errorf("refused with %q, want the reason", errOut)
+		}
+		return
 	}
-	if !strings.Contains(errOut, "still running") {
-		t.Errorf("refused with %q, want the reason", errOut)
+	if s := f.show(t, strings.TrimSpace(out)); s.Mode == "bypassPermissions" {
+		t.Fatalf("a session made while a call's settings were there came up in %s", s.Mode)
 	}
 }
