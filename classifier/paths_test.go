@@ -419,33 +419,19 @@ func TestPathsCdInLoop(t *testing.T) {
 // led, as a command does: `cd ~/.ssh; < id_rsa` reads ~/.ssh/id_rsa.
 func TestPathsRedirectOnlyAfterCd(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{
+	checkReadsOrUnknown(t, "/home/u/.ssh/id_rsa", []string{
 		"cd /home/u/.ssh; < id_rsa",
 		"cd /home/u/.ssh; [[ -n x ]] < id_rsa",
 		"cd /home/u/.ssh; let x=1 < id_rsa",
 		"cd /home/u/.ssh; declare x < id_rsa",
-	} {
-		for _, sh := range []string{ShellBash, ShellZsh} {
-			c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
-			found := false
-			for _, p := range c.Paths {
-				found = found || p.Path == "/home/u/.ssh/id_rsa"
-			}
-			if !found && !c.PathsIncomplete {
-				t.Errorf("%s: %q: paths %v, want /home/u/.ssh/id_rsa among them", sh, cmd, c.Paths)
-			}
-		}
-	}
+	})
 }
 
 // TestPathsFileLists: --files0-from=F reads the files F names (from stdin for -), which no
 // word of the line does: `printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-` prints it.
 func TestPathsFileLists(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd        string
-		incomplete bool
-	}{
+	checkIncomplete(t, testOpts, []incompleteCase{
 		{`printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-`, true},
 		{"sort --files0-from list", true},
 		{"sort --files0=list", true},
@@ -453,12 +439,7 @@ func TestPathsFileLists(t *testing.T) {
 		{"du --files0-from=list", true},
 		{"sort -u a b", false},
 		{"wc -l a", false},
-	} {
-		c := Classify(tc.cmd, testOpts)
-		if c.PathsIncomplete != tc.incomplete {
-			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
-		}
-	}
+	})
 }
 
 // TestPathsGitConfigFiles: git config's reads and git var -l print the config files git reads
@@ -494,10 +475,7 @@ func TestPathsGitConfigFiles(t *testing.T) {
 // cat-file --batch` prints .env as `git cat-file -p HEAD:.env` does.
 func TestPathsGitNamesFromStdin(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd        string
-		incomplete bool
-	}{
+	checkIncomplete(t, testOpts, []incompleteCase{
 		{"echo HEAD:.env | git cat-file --batch", true},
 		{"echo HEAD:.env | git cat-file --batch-command", true},
 		{"echo HEAD:.env | git cat-file '--batch=%(objectname) %(rest)'", true},
@@ -505,12 +483,7 @@ func TestPathsGitNamesFromStdin(t *testing.T) {
 		{"git rev-list HEAD | git diff-tree --stdin -p", true},
 		{"git cat-file -t HEAD", false},
 		{"git log -p -3", false},
-	} {
-		c := Classify(tc.cmd, testOpts)
-		if c.PathsIncomplete != tc.incomplete {
-			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
-		}
-	}
+	})
 }
 
 // TestPathsCdThroughPrecommands: builtin, command (bash), noglob and nocorrect (zsh) run cd in
@@ -518,7 +491,7 @@ func TestPathsGitNamesFromStdin(t *testing.T) {
 // cat id_rsa` reads ~/.ssh/id_rsa.
 func TestPathsCdThroughPrecommands(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{
+	checkReadsOrUnknown(t, "/home/u/.ssh/id_rsa", []string{
 		"command builtin cd /home/u/.ssh; cat id_rsa",
 		"builtin command cd /home/u/.ssh; cat id_rsa",
 		"command -- cd /home/u/.ssh; cat id_rsa",
@@ -527,18 +500,7 @@ func TestPathsCdThroughPrecommands(t *testing.T) {
 		"noglob cd /home/u/.ssh; cat id_rsa",
 		"nocorrect cd /home/u/.ssh; cat id_rsa",
 		"noglob builtin cd /home/u/.ssh; cat id_rsa",
-	} {
-		for _, sh := range []string{ShellBash, ShellZsh} {
-			c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
-			found := false
-			for _, p := range c.Paths {
-				found = found || p.Path == "/home/u/.ssh/id_rsa"
-			}
-			if !found && !c.PathsIncomplete {
-				t.Errorf("%s: %q: paths %v, want /home/u/.ssh/id_rsa among them", sh, cmd, c.Paths)
-			}
-		}
-	}
+	})
 	c := Classify("command -v cd; cat f", testOpts)
 	if len(c.Paths) != 1 || c.Paths[0].Path != "/home/u/proj/f" || c.PathsIncomplete {
 		t.Errorf("command -v cd looks cd up, it does not run it: paths %v", c.Paths)
@@ -573,20 +535,12 @@ func TestPathsOfLaterScripts(t *testing.T) {
 // call, and as often: `f() { cat id_rsa; }; cd ~/.ssh; f` reads ~/.ssh/id_rsa.
 func TestPathsFunctionBody(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd        string
-		incomplete bool
-	}{
+	checkIncomplete(t, testOpts, []incompleteCase{
 		{"f() { cat id_rsa; }; cd /home/u/.ssh; f", true},
 		{"f() { cd /home/u/.ssh; }; f; cat id_rsa", true},
 		{"function f { cat id_rsa; }; cd /home/u/.ssh; f", true},
 		{"f() { cat /etc/hosts; }; f", false},
-	} {
-		c := Classify(tc.cmd, testOpts)
-		if c.PathsIncomplete != tc.incomplete {
-			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
-		}
-	}
+	})
 }
 
 // TestPathsOfFoundOrPipedNames: xargs and parallel give the command the names they read (from
@@ -594,22 +548,14 @@ func TestPathsFunctionBody(t *testing.T) {
 // `echo ~/.ssh/id_rsa | xargs cat` and `find ~/.ssh -exec cat {} +` read ~/.ssh/id_rsa.
 func TestPathsOfFoundOrPipedNames(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd        string
-		incomplete bool
-	}{
+	checkIncomplete(t, testOpts, []incompleteCase{
 		{"echo /home/u/.ssh/id_rsa | xargs cat", true},
 		{"xargs -a list cat", true},
 		{"echo /home/u/.ssh/id_rsa | xargs -n1 head -5", true},
 		{"find . | parallel cat", true},
 		{"echo x | xargs", true},
 		{"cat list", false},
-	} {
-		c := Classify(tc.cmd, testOpts)
-		if c.PathsIncomplete != tc.incomplete {
-			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
-		}
-	}
+	})
 	for cmd, want := range map[string]string{
 		"find /home/u/.ssh -name id_rsa -exec cat {} ;": "/home/u/.ssh",
 		"find -execdir cat {} +":                        "/home/u/proj",
@@ -631,10 +577,7 @@ func TestPathsOfFoundOrPipedNames(t *testing.T) {
 // and ~ unknown: `HOME=/home/u/.ssh; cat ~/id_rsa` reads ~/.ssh/id_rsa.
 func TestPathsCdVarsSetInLine(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd        string
-		incomplete bool
-	}{
+	checkIncomplete(t, testOpts, []incompleteCase{
 		{"CDPATH=/home/u cd .ssh; cat id_rsa", true},
 		{"CDPATH=/home/u; cd .ssh; cat id_rsa", true},
 		{"export CDPATH=/home/u; cd .ssh && cat id_rsa", true},
@@ -646,12 +589,7 @@ func TestPathsCdVarsSetInLine(t *testing.T) {
 		{"cat $HOME/x ~/y", true}, // $HOME is not static anyway
 		{"echo ${HOME}; cd sub; cat ~/f", false},
 		{"cd sub; cat ~/f", false},
-	} {
-		c := Classify(tc.cmd, testOpts)
-		if c.PathsIncomplete != tc.incomplete {
-			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
-		}
-	}
+	})
 }
 
 // TestPathsZshEquals: zsh expands a word =NAME to the path of the command NAME on $PATH
@@ -662,6 +600,37 @@ func TestPathsZshEquals(t *testing.T) {
 		c := Classify("cat =deploy-key", Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
 		if want := sh == ShellZsh; c.PathsIncomplete != want {
 			t.Errorf("%s: paths incomplete %v, want %v (%v)", sh, c.PathsIncomplete, want, c.Paths)
+		}
+	}
+}
+
+// incompleteCase is a command and whether its paths are incomplete (the call then asks).
+type incompleteCase struct {
+	cmd        string
+	incomplete bool
+}
+
+// checkIncomplete classifies each case with opts and checks PathsIncomplete.
+func checkIncomplete(t *testing.T, opts Options, cases []incompleteCase) {
+	t.Helper()
+	for _, tc := range cases {
+		c := Classify(tc.cmd, opts)
+		if c.PathsIncomplete != tc.incomplete {
+			t.Errorf("%q: paths incomplete %v, want %v (%v)", tc.cmd, c.PathsIncomplete, tc.incomplete, c.Paths)
+		}
+	}
+}
+
+// checkReadsOrUnknown checks that each command, read by bash and by zsh from /home/u/proj, reads
+// want among its paths or leaves its paths incomplete (the call then asks).
+func checkReadsOrUnknown(t *testing.T, want string, cmds []string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		for _, sh := range []string{ShellBash, ShellZsh} {
+			c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: sh})
+			if !c.PathsIncomplete && !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want }) {
+				t.Errorf("%s: %q: paths %v, want %s among them", sh, cmd, c.Paths, want)
+			}
 		}
 	}
 }
