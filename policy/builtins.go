@@ -506,26 +506,33 @@ func pathHit(buckets ast.Object, subj *ast.Term, b *permission.MatchBudget) (*as
 		return ast.NullTerm(), nil
 	}
 	segs := permission.SplitPath(string(p))
-	var err error
-	for j := 0; j < names.Len() && err == nil; j++ {
+	return bucketsHit(buckets, names, func(pat string) (bool, error) { return permission.MatchPathSegsWithin(pat, segs, b) })
+}
+
+// bucketsHit is the first rule, bucket by bucket in the order names gives, that hit matches,
+// or null. An error of hit ends the search and is the answer: neither a match nor its
+// absence is known.
+func bucketsHit(buckets ast.Object, names *ast.Array, hit func(pat string) (bool, error)) (*ast.Term, error) {
+	for j := 0; j < names.Len(); j++ {
 		l := buckets.Get(names.Elem(j))
 		if l == nil {
 			continue
 		}
+		var err error
 		t := firstMatch(l, func(pat string, _ ast.Object) bool {
-			hit, e := permission.MatchPathSegsWithin(pat, segs, b)
+			h, e := hit(pat)
 			if e != nil {
 				err = e
 				return true // stop: the error decides
 			}
-			return hit
+			return h
 		})
-		if err == nil && !isNull(t) {
+		if err != nil {
+			return nil, err
+		}
+		if !isNull(t) {
 			return t, nil
 		}
-	}
-	if err != nil {
-		return nil, err
 	}
 	return ast.NullTerm(), nil
 }
@@ -550,26 +557,9 @@ func belowHit(bctx rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, e
 			continue
 		}
 		segs := permission.SplitPath(string(p))
-		for j := 0; j < names.Len(); j++ {
-			l := buckets.Get(names.Elem(j))
-			if l == nil {
-				continue
-			}
-			var err error
-			t := firstMatch(l, func(pat string, _ ast.Object) bool {
-				hit, e := permission.MayMatchBelowWithin(pat, segs, b)
-				if e != nil {
-					err = e
-					return true // stop: the error decides
-				}
-				return hit
-			})
-			if err != nil {
-				return nil, err
-			}
-			if !isNull(t) {
-				return t, nil
-			}
+		t, err := bucketsHit(buckets, names, func(pat string) (bool, error) { return permission.MayMatchBelowWithin(pat, segs, b) })
+		if err != nil || !isNull(t) {
+			return t, err
 		}
 	}
 	return ast.NullTerm(), nil
