@@ -24,6 +24,10 @@ type Options struct {
 	// Shell is the shell that runs the command: "" or ShellBash, ShellZsh or ShellSh (see
 	// dialect.go). Any other value leaves the command unclassified.
 	Shell string
+	// Unconfined says the command runs outside any sandbox (an agent's own shell, through its
+	// hook): no mount or landlock holds a path rule there, so the words of a command no table
+	// describes count as paths it may read and write (PathUse.Mention).
+	Unconfined bool
 }
 
 const (

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,7 +27,18 @@ func FuzzClassify(f *testing.F) {
 		checkInvariants(t, cmd, c)
 		// The session's dirs feed paths and risks, never ReadOnly: the pipeline takes a
 		// call's ReadOnly from its classification with them and reads it nowhere else.
-		for _, o := range []Options{{}, {Cwd: "/", Home: "/root", WorkDirs: []string{"/srv", "/tmp"}}} {
+		// Outside any sandbox, mentions only add paths: every fact of the same line read for
+		// sandboxd is there too, unless the list ran out of room.
+		un := testOpts
+		un.Unconfined = true
+		if other := Classify(cmd, un); !other.PathsIncomplete || !c.PathsIncomplete {
+			for _, p := range c.Paths {
+				if !other.PathsIncomplete && !slices.ContainsFunc(other.Paths, func(q PathUse) bool { return q == p }) {
+					t.Fatalf("%q: %+v read for sandboxd is not among its paths outside any sandbox %+v", cmd, p, other.Paths)
+				}
+			}
+		}
+		for _, o := range []Options{{}, {Cwd: "/", Home: "/root", WorkDirs: []string{"/srv", "/tmp"}}, {Unconfined: true}} {
 			if other := Classify(cmd, o); other.ReadOnly != c.ReadOnly {
 				t.Fatalf("%q: read-only %v with the test dirs, %v with %+v (%s / %s)", cmd, c.ReadOnly, other.ReadOnly, o, c.Reason, other.Reason)
 			}

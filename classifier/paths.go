@@ -131,6 +131,10 @@ type pathCollector struct {
 	incomplete bool
 	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree).
 	tree bool
+	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
+	// them, up to maxMentions.
+	mentioning bool
+	mentions   int
 	// vals and ws are scratch space for one command's argument values and operand words.
 	vals []string
 	ws   []word
@@ -253,7 +257,8 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	}
 	tree := pc.tree && access == AccessRead
 	for _, u := range pc.out {
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && u.Tree == tree {
+		// A mention adds nothing to the same path a table already put (its Mention is false).
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && u.Tree == tree && (u.Mention == pc.mentioning || !u.Mention) {
 			return
 		}
 	}
@@ -261,7 +266,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.incomplete = true
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning})
 }
 
 // word records a word where a path goes: a static, glob-free one as a path, anything else
@@ -336,6 +341,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		return
 	}
 	spec, ok := pathSpecs[name]
+	if pc.opts.Unconfined {
+		pc.mentionsOf(sb, name, ws[1:], !ok || spec.kind == pkInterp)
+	}
 	if !ok {
 		return
 	}

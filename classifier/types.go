@@ -28,7 +28,8 @@ type Classification struct {
 	// not be known statically (a non-static or glob word where a path goes, a relative path
 	// after a non-static cd, ~user) or a nested script ran after a cd. Paths then lists only
 	// what was seen. Commands the classifier does not recognise add no paths and do not set
-	// it: their files are the sandbox's to confine.
+	// it, their files being the sandbox's to confine, unless the command runs outside any
+	// sandbox (Options.Unconfined: see PathUse.Mention).
 	PathsIncomplete bool `json:"paths_incomplete,omitempty"`
 }
 
@@ -44,6 +45,10 @@ type PathUse struct {
 	// Tree says a directory there is read whole, everything below it (grep -r, rg, diff -r,
 	// cp -r's sources): a deny below it is met by a program that runs outside any sandbox.
 	Tree bool `json:"tree,omitempty"`
+	// Mention says a word of a command no path table describes names it, in a command run
+	// outside any sandbox (Options.Unconfined): awk, tar or a script's argument may read it,
+	// write it, or, for a directory, read what it holds.
+	Mention bool `json:"mention,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.

