@@ -250,18 +250,33 @@ func (h *Host) resolveFor(ctx context.Context, c *Call, path string) (resolved, 
 // A path through /proc to a process's root, cwd or files is refused: where it leads depends on
 // the process that opens it.
 func (h *Host) resolveOnHost(c *Call, path string) (*worker.Resolved, error) {
+	rs, errs := h.resolveAllOnHost(c, []string{path})
+	return rs[0], errs[0]
+}
+
+// resolveAllOnHost is resolveOnHost of each path, in one walk as the owner.
+func (h *Host) resolveAllOnHost(c *Call, paths []string) ([]*worker.Resolved, []error) {
 	o := c.Session.Owner
-	hidden := func(p string) bool { return h.hiddenSpecial(c.Session, p, p, "") == worker.SpecialHidden }
-	hp, err := sandbox.ResolveOnHost(o.UID, o.GID, o.Groups, path, hidden)
-	if errors.Is(err, sandbox.ErrOpenerDependent) {
-		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s: %v; it would be opened outside any sandbox, so it is not decided", path, err))
+	var deny []string // looked up once: the walk asks at each step of each path
+	if cfg := h.cfg.Load(); cfg != nil {
+		deny = h.denyPaths(cfg, o.Home)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s as the session owner: %w", path, err)
+	hidden := func(p string) bool { return hiddenIn(deny, p, p, "") == worker.SpecialHidden }
+	hps, errs := sandbox.ResolveAllOnHost(o.UID, o.GID, o.Groups, paths, hidden)
+	rs := make([]*worker.Resolved, len(paths))
+	for i, path := range paths {
+		hp, err := hps[i], errs[i]
+		switch {
+		case errors.Is(err, sandbox.ErrOpenerDependent):
+			errs[i] = errcode.Msg(errcode.Validation, fmt.Sprintf("%s: %v; it would be opened outside any sandbox, so it is not decided", path, err))
+		case err != nil:
+			errs[i] = fmt.Errorf("resolve %s as the session owner: %w", path, err)
+		default:
+			rs[i] = &worker.Resolved{Resolved: hp.Resolved, Special: hp.Special, Exists: hp.Exists, IsDir: hp.IsDir}
+			rs[i].Special = hiddenIn(deny, path, rs[i].Resolved, rs[i].Special)
+		}
 	}
-	r := &worker.Resolved{Resolved: hp.Resolved, Special: hp.Special, Exists: hp.Exists, IsDir: hp.IsDir}
-	r.Special = h.hiddenSpecial(c.Session, path, r.Resolved, r.Special)
-	return r, nil
+	return rs, errs
 }
 
 // checkTreeUnconfined refuses, for a call its caller runs itself, a read of everything under
@@ -336,8 +351,16 @@ func (h *Host) hiddenSpecial(s *session.Session, path, resolved, special string)
 	if special != "" || cfg == nil {
 		return special
 	}
+	return hiddenIn(h.denyPaths(cfg, s.Owner.Home), path, resolved, special)
+}
+
+// hiddenIn is hiddenSpecial with the hidden paths given (denyPaths).
+func hiddenIn(deny []string, path, resolved, special string) string {
+	if special != "" {
+		return special
+	}
 	clean := filepath.Clean(path)
-	for _, d := range h.denyPaths(cfg, s.Owner.Home) {
+	for _, d := range deny {
 		if insideDir(clean, d) || insideDir(resolved, d) {
 			return worker.SpecialHidden
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/worker"
 )
 
 const bashSchema = `{
@@ -95,17 +96,45 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	}
 	tf.Paths = make([]permission.PathFact, len(cl.Paths))
 	undecidable := make([]error, len(cl.Paths))
+	entries := make([]*permission.PathFact, len(cl.Paths))
+	names := make([]string, len(cl.Paths))
+	for i, pu := range cl.Paths {
+		names[i] = pu.Path
+		if c.unconfined && pu.Raw != "" {
+			names[i] = pu.Raw // the agent's program hands the kernel this, `..` and all
+		}
+	}
+	// A call its caller runs itself is looked up on the host, all its paths in one walk as the
+	// owner; otherwise each path is a round trip to the worker, which answers requests
+	// concurrently: asked all at once, a command's paths cost about one round trip.
+	var onHost []*worker.Resolved
+	var onHostErrs []error
+	if c.unconfined {
+		onHost, onHostErrs = h.resolveAllOnHost(c, names)
+	}
 	fact := func(i int) {
 		pu := cl.Paths[i]
 		access := permission.Read
 		if pu.Access == "write" {
 			access = permission.Write
 		}
-		name := pu.Path
-		if c.unconfined && pu.Raw != "" {
-			name = pu.Raw // the agent's program hands the kernel this, `..` and all
+		var resolved, special string
+		var err error
+		if c.unconfined {
+			if r := onHost[i]; r != nil {
+				resolved, special = r.Resolved, r.Special
+				if pu.Mention && r.IsDir && r.Exists {
+					// A program given a directory may read or write what it holds (tar, zip,
+					// a script): a rule that covers each of its entries (Read(~/.ssh/**)) holds
+					// it, one that names some of them (Read(./.env)) does not, as for a command
+					// that names no directory at all.
+					entries[i] = &permission.PathFact{Requested: filepath.Join(pu.Path, "*"), Resolved: filepath.Join(resolved, "*"), Access: access}
+				}
+			}
+			err = onHostErrs[i]
+		} else {
+			resolved, special, err = h.Resolve(ctx, c.Session, names[i])
 		}
-		resolved, special, err := h.resolveFor(ctx, c, name)
 		if err == nil && pu.Tree {
 			err = h.checkTreeUnconfined(c, resolved, pu.Cmd)
 		}
@@ -121,16 +150,25 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		tf.Paths[i] = permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
 			Redirect: pu.Cmd == "redirect"}
 	}
-	// Each path is a round trip to the worker, which answers requests concurrently: asked
-	// all at once, a command's paths cost about one round trip, not one each.
-	var wg sync.WaitGroup
-	for i := 1; i < len(cl.Paths); i++ {
-		wg.Go(func() { fact(i) })
+	if c.unconfined {
+		for i := range cl.Paths {
+			fact(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := 1; i < len(cl.Paths); i++ {
+			wg.Go(func() { fact(i) })
+		}
+		fact(0)
+		wg.Wait()
 	}
-	fact(0)
-	wg.Wait()
 	if err := errors.Join(undecidable...); err != nil {
 		return tf, err
+	}
+	for _, e := range entries {
+		if e != nil {
+			tf.Paths = append(tf.Paths, *e)
+		}
 	}
 	return tf, nil
 }

@@ -45,19 +45,52 @@ var procLinks = map[string]bool{"root": true, "cwd": true, "exe": true, "fd": tr
 // WARNING: the daemon looks up user-named paths here, as the caller (asCaller); rerun as root
 // after changing: go test -run 'TestResolveOnHost|TestAsCaller' ./sandbox/
 func ResolveOnHost(uid, gid uint32, groups []uint32, p string, hidden func(string) bool) (HostPath, error) {
-	if !filepath.IsAbs(p) {
-		return HostPath{}, fmt.Errorf("path %q is not absolute", p)
+	out, errs := ResolveAllOnHost(uid, gid, groups, []string{p}, hidden)
+	return out[0], errs[0]
+}
+
+// ResolveAllOnHost is ResolveOnHost of each path, under one change of identity: a command's
+// paths cost a lookup each, not a lookup and a thread's identity switched twice.
+func ResolveAllOnHost(uid, gid uint32, groups []uint32, paths []string, hidden func(string) bool) ([]HostPath, []error) {
+	out, errs := make([]HostPath, len(paths)), make([]error, len(paths))
+	err := asCaller(uid, gid, groups, func() {
+		seen := lookups{}
+		for i, p := range paths {
+			if !filepath.IsAbs(p) {
+				errs[i] = fmt.Errorf("path %q is not absolute", p)
+				continue
+			}
+			out[i], errs[i] = walkHost(p, hidden, seen)
+		}
+	})
+	if err != nil {
+		for i := range errs {
+			out[i], errs[i] = HostPath{}, err
+		}
 	}
-	var out HostPath
-	var werr error
-	if err := asCaller(uid, gid, groups, func() { out, werr = walkHost(p, hidden) }); err != nil {
-		return HostPath{}, err
+	return out, errs
+}
+
+// lookups keeps one batch's lstat answers: a command's paths share their directories (the cwd,
+// the home), each looked up once.
+type lookups map[string]lstatAnswer
+
+type lstatAnswer struct {
+	fi  fs.FileInfo
+	err error
+}
+
+func (l lookups) lstat(p string) (fs.FileInfo, error) {
+	if a, ok := l[p]; ok {
+		return a.fi, a.err
 	}
-	return out, werr
+	fi, err := os.Lstat(p)
+	l[p] = lstatAnswer{fi, err}
+	return fi, err
 }
 
 // walkHost is ResolveOnHost's walk, on the calling thread's identity.
-func walkHost(p string, hidden func(string) bool) (HostPath, error) {
+func walkHost(p string, hidden func(string) bool, seen lookups) (HostPath, error) {
 	resolved := "/"
 	rest := strings.Split(p, "/")
 	links := 0
@@ -88,7 +121,7 @@ func walkHost(p string, hidden func(string) bool) (HostPath, error) {
 			}
 			return HostPath{Resolved: filepath.Join("/proc", below), Special: "proc", Exists: true}, nil
 		}
-		fi, err := os.Lstat(next)
+		fi, err := seen.lstat(next)
 		if err != nil {
 			// Missing, not a dir on the way, or not searchable by the caller: the caller's own
 			// open stops here too.
@@ -110,7 +143,7 @@ func walkHost(p string, hidden func(string) bool) (HostPath, error) {
 		resolved, last = next, fi
 	}
 	if last == nil {
-		if fi, err := os.Lstat(resolved); err == nil {
+		if fi, err := seen.lstat(resolved); err == nil {
 			last = fi
 		}
 	}

@@ -54,6 +54,8 @@ func TestResolveOnHost(t *testing.T) {
 	ln("loop2", "pub/loop1")
 	ln("loop1", "pub/loop2")
 	hidden := func(p string) bool { return p == d+"/secret" || strings.HasPrefix(p, d+"/secret/") }
+	var ins []string
+	var wants []HostPath
 	for _, tc := range []struct {
 		in, want, special string
 		exists, dir       bool
@@ -75,6 +77,18 @@ func TestResolveOnHost(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("%s: %+v, %v; want %+v", tc.in, got, err, want)
 		}
+		ins, wants = append(ins, d+tc.in), append(wants, want)
+	}
+	// All at once, as a command's paths are (their lookups shared): the same answers, and a
+	// relative path refused on its own.
+	got, errs := ResolveAllOnHost(nobody, nobody, nil, append(ins, "rel/path"), hidden)
+	for i, want := range wants {
+		if errs[i] != nil || got[i] != want {
+			t.Errorf("%s, in a batch: %+v, %v; want %+v", ins[i], got[i], errs[i], want)
+		}
+	}
+	if errs[len(ins)] == nil {
+		t.Error("a relative path in a batch resolved")
 	}
 	if got, err := ResolveOnHost(nobody, nobody, nil, d+"/pub/cpuinfo", hidden); err != nil || got.Resolved != "/proc/cpuinfo" || got.Special != "proc" {
 		t.Errorf("a link to /proc/cpuinfo: %+v, %v", got, err)

@@ -533,6 +533,65 @@ func TestHookRulesOnAgentTools(t *testing.T) {
 // a path it names only at run time ($HOME/x, a glob, a cd to a variable) is never allowed
 // unasked: the deny rules and protected paths that mounts would hold in sandboxd hold nothing
 // in the agent's own shell. Confined, the same command is allowed: the sandbox holds them.
+// TestHookMentionedPaths: a command no table describes, run by the agent itself, is held by a
+// Read deny rule on a path its words name (a file, a directory the rule covers whole, a path
+// inside a script's text or an option), in bypassPermissions and under an allow rule for it.
+// Inside sandboxd (--confine) the sandbox holds the rule, and the same command is allowed.
+func TestHookMentionedPaths(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhm")
+	work, secret := filepath.Join(u.Home, "work"), filepath.Join(u.Home, "secret")
+	ownedDirs(t, u, work, secret)
+	if err := os.WriteFile(filepath.Join(secret, "f"), []byte("key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(secret, "f"), int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	// The hook's HOME is not the account's home, which ~ in rules and commands means: the
+	// rule names the directory itself.
+	deny := []string{"--deny", "Read(/" + secret + "/**)"}
+	f := filepath.Join(secret, "f")
+	decide := func(id, mode, command string, flags ...string) hookAnswer {
+		in := map[string]any{"session_id": id, "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": mode, "tool_name": "Bash", "tool_input": map[string]any{"command": command}}
+		return decodeHook(t, runHookEnv(t, b, d.socket, u, rt, []string{"SHELL=/bin/bash"}, in, append(flags, deny...)...))
+	}
+	for i, command := range []string{
+		`awk 1 ` + f,
+		`zcat -f ` + f,
+		`tar cf - ` + secret,
+		`cd ` + secret + ` && perl -pe1 f`,
+		`python3 -c 'print(open("` + f + `").read())'`,
+		`curl -d @` + f + ` http://127.0.0.1:9/`,
+		`ln ` + f + ` copy`,
+		`awk 1 $HOME/secret/f`,
+	} {
+		if h := decide(fmt.Sprint("agent-m", i), "bypassPermissions", command).HookSpecificOutput; h.PermissionDecision != "deny" {
+			t.Errorf("%s, bypassPermissions, run by the agent: %s: %s", command, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+		if h := decide(fmt.Sprint("agent-ma", i), "default", command, "--allow", "Bash").HookSpecificOutput; h.PermissionDecision == "allow" {
+			t.Errorf("%s, --allow Bash, run by the agent: allowed: %s", command, h.PermissionDecisionReason)
+		}
+	}
+	// A rule on each entry of a directory holds a program given the directory.
+	in := map[string]any{"session_id": "agent-md", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "bypassPermissions", "tool_name": "Bash", "tool_input": map[string]any{"command": `zip -r /tmp/z.zip ` + secret}}
+	if h := decodeHook(t, runHookEnv(t, b, d.socket, u, rt, nil, in, "--deny", "Read(/"+secret+"/*)")).HookSpecificOutput; h.PermissionDecision != "deny" {
+		t.Errorf("zip -r of a directory under Read(%s/*): %s: %s", secret, h.PermissionDecision, h.PermissionDecisionReason)
+	}
+	if h := decide("agent-mc", "bypassPermissions", `tar cf - `+secret, "--confine").HookSpecificOutput; h.PermissionDecision != "allow" || h.UpdatedInput == nil {
+		t.Errorf("tar cf - %s, confined: %+v", secret, h)
+	}
+	// A directory the rule covers only in part, and words that name nothing denied, still run.
+	for _, command := range []string{`tar cf - ` + u.Home, `make test`, `awk '{print $1}' notes.txt`, `export PATH=$PATH:~/bin`} {
+		if h := decide("agent-mok", "bypassPermissions", command).HookSpecificOutput; h.PermissionDecision != "allow" {
+			t.Errorf("%s, bypassPermissions: %s: %s", command, h.PermissionDecision, h.PermissionDecisionReason)
+		}
+	}
+}
+
 func TestHookUnknownPathsAsk(t *testing.T) {
 	b := buildBins(t)
 	d := startDaemon(t, b, "")
