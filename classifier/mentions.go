@@ -21,7 +21,7 @@ var stateBuiltins = map[string]bool{
 	"unset": true, "set": true, "shift": true, "exit": true, "return": true, "wait": true,
 	"umask": true, "ulimit": true, "times": true, "shopt": true, "setopt": true, "unsetopt": true,
 	"kill": true, "jobs": true, "fg": true, "bg": true, "disown": true, "break": true,
-	"continue": true, "logout": true, "unalias": true, "unfunction": true,
+	"continue": true, "logout": true, "unalias": true, "unfunction": true, "let": true,
 }
 
 // mentionsOf adds the mentions of one command's words (args: past its name). unknown says no
@@ -50,7 +50,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 		v := a.val
 		if unknown {
 			if strings.HasPrefix(v, "-") {
-				_, v, _ = strings.Cut(v, "=") // --file=PATH; a bare option names nothing
+				v = optionValue(v) // --file=PATH, -CDIR; a bare option names nothing
 			}
 			if fileWord(v) {
 				pc.mention(v, access, name, sb)
@@ -67,6 +67,28 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 			}
 		}
 	}
+}
+
+// optionValue is the value an option word carries: after the = of --name=VALUE or -n=VALUE,
+// else after the letters of a short option that starts a path (-C/dir, -I~/inc, -f./x), else
+// "". A cluster's letters and value cannot be told apart further (-xfarchive).
+func optionValue(v string) string {
+	if _, val, ok := strings.Cut(v, "="); ok {
+		return val
+	}
+	if strings.HasPrefix(v, "--") {
+		return ""
+	}
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		if c == '/' || c == '~' || c == '.' {
+			return v[i:]
+		}
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return ""
+		}
+	}
+	return ""
 }
 
 // mention adds one mentioned path, or past maxMentions marks the paths incomplete.

@@ -23,6 +23,9 @@ func TestMentions(t *testing.T) {
 		{`cd ~/.ssh && awk 1 id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
 		{`tool --key-file=~/.ssh/id_rsa`, "/home/u/.ssh/id_rsa", AccessWrite},
 		{`make KEY=.env`, "/home/u/proj/.env", AccessWrite},
+		{`tar -C/home/u/.ssh -cf- .`, "/home/u/.ssh", AccessWrite},
+		{`gcc -I~/.ssh x.c`, "/home/u/.ssh", AccessWrite},
+		{`tool -f./.env`, "/home/u/proj/.env", AccessWrite},
 		{`timeout 5 nice awk 1 .env`, "/home/u/proj/.env", AccessWrite},
 		{`sudo -u u vim -es .env`, "/home/u/proj/.env", AccessWrite},
 		// ln's table writes the link only; a hard link would carry the file past the rule.
@@ -50,6 +53,7 @@ func TestMentions(t *testing.T) {
 		{`export PATH=$PATH:~/bin`, false},
 		{`echo $HOME/.ssh/id_rsa`, false},
 		{`kill $PID`, false},
+		{`let x=1`, false},
 		{`npm install`, false},
 	})
 	for _, cmd := range []string{
