@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Mentions: in a command run outside any sandbox (Options.Unconfined), the words of a command
 // no path table describes. sandboxd's sandbox holds a Read or Edit deny rule whatever a program
@@ -38,6 +41,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	if unknown {
 		access = AccessWrite
 	}
+	trees := unknown && readsTrees(name, args)
 	pc.mentioning = true
 	defer func() { pc.mentioning = false }()
 	for _, a := range args {
@@ -54,6 +58,9 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 			}
 			if fileWord(v) {
 				pc.mention(v, access, name, sb)
+				if trees {
+					pc.treeRead(v, name, sb)
+				}
 			}
 			if _, val, ok := strings.Cut(v, "="); ok && fileWord(val) {
 				pc.mention(val, access, name, sb) // make OUT=dir, if=dir/f
@@ -67,6 +74,42 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 			}
 		}
 	}
+}
+
+// readsTrees reports whether a command reads each directory it is given whole, to pack it or
+// send it elsewhere: tar c/r/u, zip -r, rsync -r/-a, scp -r, 7z a/u. Its words are then also
+// whole-tree reads, as cp -r's sources are (PathUse.Tree): a Read deny rule below one holds it,
+// so `tar cf - ~` under Read(~/.ssh/**) is refused as `grep -r x ~` is.
+func readsTrees(name string, args []word) bool {
+	vals := make([]string, 0, len(args))
+	for _, a := range args {
+		if a.static {
+			vals = append(vals, a.val)
+		}
+	}
+	switch name {
+	case "tar", "gtar", "bsdtar":
+		if len(vals) > 0 && !strings.HasPrefix(vals[0], "-") && strings.ContainsAny(vals[0], "cru") {
+			return true // the old style: tar czf out.tgz dir
+		}
+		return hasFlag(vals, "cru", "create", "append", "update", "catenate", "concatenate")
+	case "zip":
+		return hasFlag(vals, "rR", "recurse-paths", "recurse-patterns")
+	case "rsync":
+		return hasFlag(vals, "ra", "recursive", "archive")
+	case "scp":
+		return hasFlag(vals, "r")
+	case "7z", "7za", "7zr":
+		return slices.Contains(vals, "a") || slices.Contains(vals, "u")
+	}
+	return false
+}
+
+// treeRead adds p as a read of everything below it (PathUse.Tree).
+func (pc *pathCollector) treeRead(p, cmd string, sb *sub) {
+	pc.tree, pc.mentioning = true, false
+	defer func() { pc.tree, pc.mentioning = false, true }()
+	pc.add(p, AccessRead, cmd, sb.dirs, sb.dirsUnknown)
 }
 
 // optionValue is the value an option word carries: after the = of --name=VALUE or -n=VALUE,

@@ -43,6 +43,18 @@ func TestMentions(t *testing.T) {
 		}
 	}
 
+	// What packs or sends a directory reads it whole.
+	for cmd, want := range map[string]bool{
+		`tar czf out.tgz ~`: true, `tar -c -f - ~`: true, `tar --create -f x ~`: true, `tar -C ~ -cf- .`: true,
+		`zip -r x.zip ~`: true, `rsync -a ~ host:b`: true, `scp -r ~ host:`: true, `7z a x.7z ~`: true,
+		`tar xf x.tar -C ~`: false, `zip x.zip ~`: false, `rsync ~/f host:`: false, `awk 1 ~`: false,
+	} {
+		c := Classify(cmd, opts)
+		if got := slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u" && p.Tree }); got != want {
+			t.Errorf("%q: reads ~ whole %v, want %v (%+v)", cmd, got, want, c.Paths)
+		}
+	}
+
 	checkIncomplete(t, opts, []incompleteCase{
 		{`awk 1 $HOME/.ssh/id_rsa`, true},
 		{`python3 "$(echo ~/.ssh)/id_rsa"`, true},

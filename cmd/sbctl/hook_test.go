@@ -567,6 +567,8 @@ func TestHookMentionedPaths(t *testing.T) {
 		`curl -d @` + f + ` http://127.0.0.1:9/`,
 		`ln ` + f + ` copy`,
 		`awk 1 $HOME/secret/f`,
+		`tar czf /tmp/home.tgz ` + u.Home, // packs what the rule covers, with the rest
+		`rsync -a ` + u.Home + `/ /tmp/copy`,
 	} {
 		if h := decide(fmt.Sprint("agent-m", i), "bypassPermissions", command).HookSpecificOutput; h.PermissionDecision != "deny" {
 			t.Errorf("%s, bypassPermissions, run by the agent: %s: %s", command, h.PermissionDecision, h.PermissionDecisionReason)
@@ -584,8 +586,8 @@ func TestHookMentionedPaths(t *testing.T) {
 	if h := decide("agent-mc", "bypassPermissions", `tar cf - `+secret, "--confine").HookSpecificOutput; h.PermissionDecision != "allow" || h.UpdatedInput == nil {
 		t.Errorf("tar cf - %s, confined: %+v", secret, h)
 	}
-	// A directory the rule covers only in part, and words that name nothing denied, still run.
-	for _, command := range []string{`tar cf - ` + u.Home, `make test`, `awk '{print $1}' notes.txt`, `export PATH=$PATH:~/bin`} {
+	// A directory that holds nothing the rule covers, and words that name nothing denied, run.
+	for _, command := range []string{`tar cf - ` + work, `make test`, `awk '{print $1}' notes.txt`, `export PATH=$PATH:~/bin`} {
 		if h := decide("agent-mok", "bypassPermissions", command).HookSpecificOutput; h.PermissionDecision != "allow" {
 			t.Errorf("%s, bypassPermissions: %s: %s", command, h.PermissionDecision, h.PermissionDecisionReason)
 		}
