@@ -237,6 +237,13 @@ func TestRisks(t *testing.T) {
 		{"cd / && rm -rf usr", []string{RiskCriticalPathRm, RiskDestructive}},
 		{"cd .. && rm -rf proj", []string{RiskCriticalPathRm, RiskDestructive}},
 		{"cd sub && rm -rf x", []string{RiskDestructive}},
+		// find removing all it finds below a critical root is that rm -rf; one that picks
+		// files by a test is not.
+		{"find ~ -delete", []string{RiskCriticalPathRm, RiskDestructive}},
+		{"find . -type f -delete", []string{RiskCriticalPathRm, RiskDestructive}},
+		{"find / -exec rm -rf {} +", []string{RiskCriticalPathRm, RiskDestructive}},
+		{"find . -name '*.pyc' -delete", []string{RiskDestructive}},
+		{"find build -delete", []string{RiskDestructive}},
 		{"git push --force", []string{RiskDestructive, RiskNetwork}},
 		{"git push origin +main", []string{RiskDestructive, RiskNetwork}},
 		{"git reset --hard HEAD~1", []string{RiskDestructive}},

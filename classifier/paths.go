@@ -651,21 +651,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	}
 	switch spec.kind {
 	case pkFind:
-		// The options before the roots: -H, -L, -P, -D LIST, -OLEVEL.
-		start := 0
-		for start < len(vals) {
-			v := vals[start]
-			if v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O") {
-				start++
-				continue
-			}
-			if v == "-D" {
-				start += 2
-				continue
-			}
-			break
-		}
-		start = min(start, len(vals))
+		start := findRootsStart(vals)
+		// What find removes, its roots included, is written: `find .git -delete` is a write
+		// of .git, as `rm -rf .git` is.
+		removes := findRemoves(vals)
 		for _, v := range vals {
 			if v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
 				// The command gets every file found below the roots: `find ~/.ssh -exec cat
@@ -675,17 +664,16 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 				break
 			}
 		}
-		roots := 0
-		for i := start; i < len(vals); i++ {
-			v := vals[i]
-			if strings.HasPrefix(v, "-") || v == "(" || v == "!" {
-				break
-			}
-			roots++
-			if v == "\x00" {
+		end := findRootsEnd(vals, start)
+		roots := end - start
+		for i := start; i < end; i++ {
+			if vals[i] == "\x00" {
 				continue
 			}
 			pc.word(ws[i], AccessRead, name, sb)
+			if removes {
+				pc.word(ws[i], AccessWrite, name, sb)
+			}
 		}
 		filesFrom := false
 		for i, v := range vals {
@@ -699,6 +687,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.incomplete = true // the roots FILE names
 		} else if roots == 0 {
 			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
+			if removes {
+				pc.add(".", AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			}
 		}
 		return
 	case pkDD:

@@ -211,6 +211,9 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 			if hasWord(args, "-delete") {
 				set |= bitDestructive
 			}
+			if criticalFind(sb, opts) {
+				set |= bitCriticalPathRm | bitDestructive
+			}
 		case "git":
 			gitRisks(args, &set, &network)
 		case "kill":
@@ -469,6 +472,52 @@ func criticalRm(sb *sub, opts Options) bool {
 		}
 		if criticalPath(a.val, a.tilde, opts) {
 			return true
+		}
+	}
+	return false
+}
+
+// criticalFind is criticalRm for find: a find that removes everything it finds below a
+// critical root (`find ~ -delete`, `find / -exec rm -rf {} +`, `find . -type f -delete` in the
+// cwd, `find "$DIR" -delete`) is that rm -rf. One whose expression picks files by name, time,
+// size or owner (`find . -name '*.pyc' -delete`) is not.
+func criticalFind(sb *sub, opts Options) bool {
+	k := -1
+	for i, a := range sb.args {
+		if a.static && baseName(a.val) == "find" {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return false
+	}
+	ws := sb.args[k+1:]
+	vals := make([]string, len(ws))
+	for i, a := range ws {
+		vals[i] = a.val
+		if !a.static {
+			vals[i] = "\x00"
+		}
+	}
+	if !findRemoves(vals) || findSelects(vals) {
+		return false
+	}
+	start := findRootsStart(vals)
+	end := findRootsEnd(vals, start)
+	if start == end {
+		return true // no root: the cwd
+	}
+	for _, a := range ws[start:end] {
+		if !a.static {
+			return true // known only when it runs: judged as / or the home, as rm's is
+		}
+		for _, d := range append([]string{opts.Cwd}, sb.dirs...) {
+			o := opts
+			o.Cwd = d
+			if criticalPath(a.val, a.tilde, o) {
+				return true
+			}
 		}
 	}
 	return false

@@ -246,6 +246,10 @@ func corpus() []call {
 		call{name: "a git dir's HEAD in bypass", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{wr("/w/HEAD")}, want: D},
 		call{name: "head is no git dir's", tool: "Write", paths: []permission.PathFact{wr("/w/docs/head")}, allow: []string{"Edit"}, want: A},
 		call{name: "protected config git", tool: "Write", paths: []permission.PathFact{wr("/home/u/.config/git/config")}, allow: []string{"Edit"}, want: AU},
+		// rm -rf ~/.config, mv ~/.local x, find ~/.config -delete: the protected dirs go with it.
+		call{name: "dir holding protected ones", cmd: "rm -rf ~/.config", bash: realBash("rm -rf ~/.config"), paths: []permission.PathFact{wr("/home/u/.config/")}, mode: permission.ModeBypassPermissions, want: D, step: "protected_path"},
+		call{name: "dir holding protected ones, mv", cmd: "mv ~/.local x", bash: realBash("mv ~/.local x"), paths: []permission.PathFact{wr("/home/u/.local"), wr("/w/x")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
+		call{name: "a file beside protected dirs", tool: "Write", paths: []permission.PathFact{wr("/home/u/.config/app.toml")}, allow: []string{"Edit"}, want: A},
 		call{name: "claude worktrees not protected", tool: "Write", paths: []permission.PathFact{wr("/w/.claude/worktrees/a/x")}, allow: []string{"Edit"}, want: A},
 		call{name: "sandboxd settings protected", tool: "Edit", mode: ae, paths: []permission.PathFact{wr("/w/.sandboxd/settings.json")}, want: AU},
 		call{name: "protected via symlink target", tool: "Edit", mode: ae, paths: []permission.PathFact{link("/w/cfg", "/w/.git/hooks/pre-commit", permission.Write)}, want: AU},
@@ -578,6 +582,10 @@ func TestCriticalRmSpellings(t *testing.T) {
 		// The home or cwd and then only what may expand to nothing, and a cd before the rm.
 		`rm -rf "$HOME/$(echo)"`, `rm -rf ~/"$NAME"`, `rm -rf "$HOME"/$X/`, `rm -rf $PWD/./$X`,
 		"rm -rf \"`pwd`/${X}\"", `cd / && rm -rf usr`, `cd .. && rm -rf w`, `cd ~/.. && rm -rf u`,
+		// find removing all it finds below a critical root.
+		`find ~ -delete`, `find / -mindepth 1 -delete`, `find -delete`, `find . -type f -delete`,
+		`find "$DIR" -delete`, `find / -exec rm -rf {} +`, `cd / && find usr -delete`, `/usr/bin/find ~ -delete`,
+		`find ~ -name '*' -delete`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -585,7 +593,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		byp.name, byp.mode, byp.want, byp.step = cmd+"/bypass", permission.ModeBypassPermissions, D, "critical_rm"
 		cs = append(cs, def, byp)
 	}
-	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`} {
+	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
+		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)

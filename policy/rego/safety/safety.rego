@@ -69,6 +69,11 @@ protected(p) if {
 	not _only_worktree(p)
 }
 
+# A directory that holds protected ones is protected itself as a whole: removing or moving
+# ~/.config (rm -rf, mv, find -delete) takes ~/.config/sandboxd/settings.json, the user's own
+# rules, and git's and systemd's config with it. Paths below it are judged by the rule above.
+protected(p) if regex.match(`(^|/)(\.config|\.config/systemd|\.local|\.local/share|\.nvm)/*$`, p)
+
 _only_worktree(p) if {
 	regex.match(`(^|/)\.claude/worktrees(/|$)`, p)
 	not regex.match(_protected_re, regex.replace(p, `(^|/)\.claude/worktrees(/|$)`, "/"))
@@ -86,11 +91,11 @@ critical_rm contains concat(" ", words) if {
 }
 
 # The classifier's own check follows the line's cd, which the words alone do not show:
-# cd / && rm -rf usr removes /usr.
+# cd / && rm -rf usr removes /usr. It also knows find's grammar: find ~ -delete is rm -rf ~.
 critical_rm contains concat(" ", words) if {
 	"critical_path_rm" in input.bash.risks
 	some words in input.bash.match_words
-	rm_word(words[0])
+	removes_word(words[0])
 }
 
 # rm_word holds for a command word that runs rm or rmdir, by name or by path: /bin/rm -rf ~
@@ -100,6 +105,13 @@ rm_word(w) if w in {"rm", "rmdir"}
 rm_word(w) if endswith(w, "/rm")
 
 rm_word(w) if endswith(w, "/rmdir")
+
+# removes_word holds for rm_word and for find, whose -delete and -exec rm remove what it finds.
+removes_word(w) if rm_word(w)
+
+removes_word(w) if w == "find"
+
+removes_word(w) if endswith(w, "/find")
 
 _critical_target(arg) if {
 	contains(arg, "$")
