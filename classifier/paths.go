@@ -775,7 +775,13 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
 			opWords = opWords[:len(opWords)-1]
 		}
-		if spec.kind == pkCopy {
+		switch {
+		case hardLinks(name, opts):
+			// A hard link is the file under one more name, through which it is written:
+			// `ln ~/.bashrc x` then a write of x changes ~/.bashrc, which the name x does not
+			// show. So its sources are written, as far as the rules and protected paths go.
+			pc.all(opWords, AccessWrite, name, sb)
+		case spec.kind == pkCopy:
 			pc.all(opWords, AccessRead, name, sb)
 		}
 	case pkMove:
@@ -800,6 +806,20 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.word(opWords[0], AccessRead, name, sb)
 		}
 	}
+}
+
+// hardLinks reports whether ln or cp makes hard links to its sources: ln without -s, cp with
+// -l (--link).
+func hardLinks(name string, opts []opt) bool {
+	for _, o := range opts {
+		switch {
+		case name == "ln" && (!o.long && o.name == "s" || o.long && longIs(o.name, "symbolic")):
+			return false
+		case name == "cp" && (!o.long && o.name == "l" || o.long && longIs(o.name, "link")):
+			return true
+		}
+	}
+	return name == "ln"
 }
 
 // jqFiles records the files jq reads besides its inputs and returns ws without the two words

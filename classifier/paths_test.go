@@ -634,3 +634,21 @@ func checkReadsOrUnknown(t *testing.T, want string, cmds []string) {
 		}
 	}
 }
+
+// TestPathsHardLinks: a hard link's source is written through the new name, so it counts as
+// written (ln without -s, cp -l); a symlink's target is resolved where it is used instead.
+func TestPathsHardLinks(t *testing.T) {
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
+	written := func(c *Classification, p string) bool {
+		return slices.ContainsFunc(c.Paths, func(u PathUse) bool { return u.Path == p && u.Access == AccessWrite })
+	}
+	for cmd, want := range map[string]bool{
+		`ln ~/.bashrc x`: true, `ln -f ~/.bashrc`: true, `ln -t d ~/.bashrc`: true, `cp -l ~/.bashrc x`: true,
+		`cp -al ~/.bashrc x`: true, `cp --link ~/.bashrc x`: true,
+		`ln -s ~/.bashrc x`: false, `ln --symbolic ~/.bashrc x`: false, `cp ~/.bashrc x`: false,
+	} {
+		if got := written(Classify(cmd, opts), "/home/u/.bashrc"); got != want {
+			t.Errorf("%q: ~/.bashrc written %v, want %v", cmd, got, want)
+		}
+	}
+}
