@@ -3,6 +3,7 @@ package classifier
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -420,6 +421,11 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		pc.gitConfigFiles(sb, ws[i+1:])
 	}
+	if i < len(ws) {
+		for _, f := range gitConfigWrittenBy(ws[i].val, ws[i+1:]) {
+			pc.add(f, AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+		}
+	}
 	if i+1 < len(ws) && ws[i].val == "var" {
 		for _, a := range ws[i+1:] {
 			if a.val == "-l" {
@@ -533,24 +539,113 @@ func (pc *pathCollector) gitConfigFiles(sb *sub, ws []word) {
 		"--local":    {".git/config"},
 		"--worktree": {".git/config", ".git/config.worktree"},
 	}
+	writes := gitConfigWrites(ws)
 	var files []string
-	for _, a := range ws {
-		name, _, _ := strings.Cut(a.val, "=")
+	for i, a := range ws {
+		name, val, hasVal := strings.Cut(a.val, "=")
 		switch {
 		case !a.static:
 			pc.incomplete = true
-		case a.val == "-f" || strings.HasPrefix(a.val, "-f") && !strings.HasPrefix(a.val, "--") || name == "--file" || name == "--blob":
+		case a.val == "-f" || name == "--file":
+			// gitFileOpts has the file as read; a setting written there is a write of it:
+			// `git config -f ~/.bashrc a.b c` writes ~/.bashrc.
+			if writes && hasVal {
+				pc.add(val, AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+			} else if writes && i+1 < len(ws) {
+				pc.word(ws[i+1], AccessWrite, "git", sb)
+			}
+			return
+		case strings.HasPrefix(a.val, "-f") && !strings.HasPrefix(a.val, "--"):
+			if writes {
+				pc.add(a.val[2:], AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+			}
+			return
+		case name == "--blob":
 			return // gitFileOpts has the file
 		case scopes[a.val] != nil:
 			files = append(files, scopes[a.val]...)
+		}
+	}
+	access := AccessRead
+	if writes {
+		// git writes the scope's file: the repository's config, unless a scope says otherwise.
+		access = AccessWrite
+		if files == nil {
+			files = []string{".git/config"}
 		}
 	}
 	if files == nil {
 		files = []string{"~/.gitconfig", "~/.config/git/config", "/etc/gitconfig", ".git/config"}
 	}
 	for _, f := range files {
-		pc.add(f, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+		pc.add(f, access, "git", sb.dirs, sb.dirsUnknown)
 	}
+}
+
+// gitConfigWrittenBy names the config, hooks and settings files a git subcommand other than
+// config writes with what its words say: clone's -c/--config keys and init's and clone's
+// --template hooks go into the new repository (named here as ./.git, which the protected
+// paths hold wherever it is), submodule add writes .gitmodules and the repository's config,
+// maintenance start and register write the global config and the user's systemd timers.
+func gitConfigWrittenBy(sub string, ws []word) []string {
+	has := func(names ...string) bool {
+		for _, a := range ws {
+			name, _, _ := strings.Cut(a.val, "=")
+			if !a.static || slices.Contains(names, name) || slices.ContainsFunc(names, func(n string) bool {
+				return len(n) == 2 && strings.HasPrefix(a.val, n) // -ckey=value
+			}) {
+				return true
+			}
+		}
+		return false
+	}
+	first := ""
+	if len(ws) > 0 {
+		first = ws[0].val
+	}
+	switch {
+	case sub == "clone" && has("-c", "--config", "--template"), sub == "init" && has("--template"):
+		return []string{".git/config", ".git/hooks"}
+	case sub == "submodule" && first == "add":
+		return []string{".gitmodules", ".git/config"}
+	case sub == "maintenance" && (first == "start" || first == "register"):
+		return []string{"~/.gitconfig", "~/.config/systemd/user"}
+	}
+	return nil
+}
+
+// gitConfigWrites reports whether `git config` (its words past "config") sets or removes
+// something: the set, unset, rename-section, remove-section and edit subcommands, the
+// --add, --unset, --replace-all, ..., --edit options, or the older `git config NAME VALUE`
+// (two operands, no --get). A setting a later git runs (core.fsmonitor, core.pager, an alias)
+// is then a write of the config file, which the protected paths hold.
+func gitConfigWrites(ws []word) bool {
+	operands, get := 0, false
+	for i, a := range ws {
+		v := a.val
+		name, _, _ := strings.Cut(v, "=")
+		switch {
+		case !a.static:
+			operands++
+		case i == 0 && (v == "set" || v == "unset" || v == "rename-section" || v == "remove-section" || v == "edit"):
+			return true
+		case i == 0 && (v == "get" || v == "list"):
+			return false
+		case name == "--add" || name == "--unset" || name == "--unset-all" || name == "--replace-all" ||
+			name == "--rename-section" || name == "--remove-section" || name == "--edit" || v == "-e":
+			return true
+		case strings.HasPrefix(name, "--get") || name == "--list" || v == "-l" || strings.HasPrefix(v, "-l") && !strings.HasPrefix(v, "--"):
+			get = true
+		case v == "-f" || name == "--file" || name == "--blob" || name == "--type" || name == "--default" || name == "--comment":
+			if !strings.Contains(v, "=") {
+				operands-- // its value is the next word, not an operand
+			}
+		case strings.HasPrefix(v, "-"):
+		default:
+			operands++
+		}
+	}
+	return !get && operands >= 2
 }
 
 // gitFileOpts are the options of git subcommands whose value is a file git reads: a config

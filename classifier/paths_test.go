@@ -652,3 +652,34 @@ func TestPathsHardLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsGitConfigWrites: git commands that set what a later git runs (core.fsmonitor, an
+// alias, a template's hooks) write the config file they go to, so the protected paths hold
+// them in a command the agent runs itself; reading the config writes nothing.
+func TestPathsGitConfigWrites(t *testing.T) {
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
+	for cmd, want := range map[string]string{
+		`git config core.fsmonitor "touch /tmp/x"`: "/home/u/proj/.git/config",
+		`git config set core.pager x`:              "/home/u/proj/.git/config",
+		`git config --unset core.pager`:            "/home/u/proj/.git/config",
+		`git config --type=bool a.b true`:          "/home/u/proj/.git/config",
+		`git config --global alias.st '!id'`:       "/home/u/.gitconfig",
+		`git config --file ~/.bashrc a.b c`:        "/home/u/.bashrc",
+		`git config -f~/.bashrc a.b c`:             "/home/u/.bashrc",
+		`git clone -c core.fsmonitor=x /srv/r d`:   "/home/u/proj/.git/config",
+		`git init --template=/tmp/t`:               "/home/u/proj/.git/hooks",
+		`git submodule add /srv/r s`:               "/home/u/proj/.gitmodules",
+		`git maintenance start`:                    "/home/u/.config/systemd/user",
+	} {
+		c := Classify(cmd, opts)
+		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Access == AccessWrite }) {
+			t.Errorf("%q: paths %+v, want %s written", cmd, c.Paths, want)
+		}
+	}
+	for _, cmd := range []string{`git config user.name`, `git config --get core.pager`, `git config -l`, `git config get user.name`,
+		`git config --type bool a.b`, `git -c core.pager=cat log`, `git clone /srv/r d`, `git submodule update`} {
+		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Access == AccessWrite }) {
+			t.Errorf("%q: writes %+v", cmd, c.Paths)
+		}
+	}
+}
