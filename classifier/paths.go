@@ -341,6 +341,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		pc.gitPaths(sb, ws[1:])
 		return
 	}
+	for _, f := range pkgConfigWrittenBy(name, ws[1:]) {
+		pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+	}
 	spec, ok := pathSpecs[name]
 	if pc.opts.Unconfined {
 		pc.mentionsOf(sb, name, ws[1:], !ok || spec.kind == pkInterp)
@@ -610,6 +613,37 @@ func gitConfigWrittenBy(sub string, ws []word) []string {
 		return []string{".gitmodules", ".git/config"}
 	case sub == "maintenance" && (first == "start" || first == "register"):
 		return []string{"~/.gitconfig", "~/.config/systemd/user"}
+	}
+	return nil
+}
+
+// pkgConfigWrittenBy names the settings files `npm config set` and its kin write: npm's,
+// pnpm's and yarn's settings run code at the user's next install (npm's script-shell and
+// node-options, yarn's yarnPath), so each is a protected path. Where the setting goes
+// (--location, -g, -H) is not modelled: every file it may go to is named.
+func pkgConfigWrittenBy(name string, ws []word) []string {
+	var ops []string
+	for _, a := range ws {
+		if !a.static {
+			ops = append(ops, "\x00") // may be anything, "set" too
+			continue
+		}
+		if !strings.HasPrefix(a.val, "-") {
+			ops = append(ops, a.val)
+		}
+	}
+	sets := func(i int) bool {
+		return i < len(ops) && (slices.Contains([]string{"set", "delete", "rm", "edit", "fix", "unset"}, ops[i]) || ops[i] == "\x00")
+	}
+	switch name {
+	case "npm", "pnpm":
+		if len(ops) > 0 && (ops[0] == "set" || ops[0] == "\x00" || (ops[0] == "config" || ops[0] == "c") && sets(1)) {
+			return []string{"~/.npmrc", ".npmrc"}
+		}
+	case "yarn":
+		if len(ops) > 0 && (ops[0] == "\x00" || ops[0] == "config" && sets(1)) {
+			return []string{"~/.yarnrc", "~/.yarnrc.yml", ".yarnrc", ".yarnrc.yml"}
+		}
 	}
 	return nil
 }

@@ -683,3 +683,25 @@ func TestPathsGitConfigWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsPkgConfigWrites: npm's, pnpm's and yarn's settings run code at the user's next
+// install, so setting them writes the files they may go to.
+func TestPathsPkgConfigWrites(t *testing.T) {
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
+	for cmd, want := range map[string]string{
+		`npm config set script-shell /tmp/evil`:   "/home/u/.npmrc",
+		`npm set node-options "--require /tmp/x"`: "/home/u/proj/.npmrc",
+		`pnpm config delete registry`:             "/home/u/.npmrc",
+		`yarn config set yarnPath /tmp/x.js`:      "/home/u/proj/.yarnrc.yml",
+	} {
+		c := Classify(cmd, opts)
+		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Access == AccessWrite }) {
+			t.Errorf("%q: paths %+v, want %s written", cmd, c.Paths, want)
+		}
+	}
+	for _, cmd := range []string{`npm config get registry`, `npm install`, `npm run build`, `yarn install`} {
+		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Access == AccessWrite }) {
+			t.Errorf("%q: writes %+v", cmd, c.Paths)
+		}
+	}
+}
