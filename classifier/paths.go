@@ -412,7 +412,13 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 	}
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
-		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:])
+		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:], AccessRead)
+	}
+	if i < len(ws) && gitOutputOpts[ws[i].val] != nil {
+		pc.gitFileOpts(sb, gitOutputOpts[ws[i].val], ws[i+1:], AccessWrite)
+	}
+	if i+2 < len(ws) && ws[i].val == "bundle" && ws[i+1].val == "create" {
+		pc.word(ws[i+2], AccessWrite, "git", sb)
 	}
 	if i < len(ws) && ws[i].val == "config" {
 		for _, a := range ws[i+1:] {
@@ -693,9 +699,23 @@ var gitFileOpts = map[string][]string{
 	"annotate": {"-S", "--ignore-revs-file", "--contents"},
 }
 
+// gitOutputOpts are the options of git subcommands whose value is a file (or, for
+// format-patch's -o, a directory) git writes: `git log --format=… --output=~/.bashrc` writes
+// what its format says there.
+var gitOutputOpts = func() map[string][]string {
+	m := map[string][]string{
+		"archive":      {"-o", "--output"},
+		"format-patch": {"-o", "--output-directory", "--output"},
+	}
+	for _, sub := range []string{"log", "show", "diff", "diff-tree", "diff-index", "diff-files", "whatchanged", "range-diff", "shortlog"} {
+		m[sub] = []string{"--output"}
+	}
+	return m
+}()
+
 // gitFileOpts records the file values of a git subcommand's options (gitFileOpts): -f F, -fF,
 // --file F, --file=F, and long abbreviations.
-func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word) {
+func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access string) {
 	for i := 0; i < len(ws); i++ {
 		a := ws[i]
 		if !a.static {
@@ -734,7 +754,7 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word) {
 				}
 				break
 			}
-			pc.add(v, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+			pc.add(v, access, "git", sb.dirs, sb.dirsUnknown)
 			break
 		}
 	}

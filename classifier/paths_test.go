@@ -670,6 +670,12 @@ func TestPathsGitConfigWrites(t *testing.T) {
 		`git init --template=/tmp/t`:               "/home/u/proj/.git/hooks",
 		`git submodule add /srv/r s`:               "/home/u/proj/.gitmodules",
 		`git maintenance start`:                    "/home/u/.config/systemd/user",
+		// Files git writes what it prints into.
+		`git log --format=%s --output=/home/u/.bashrc`: "/home/u/.bashrc",
+		`git diff --output .git/hooks/pre-commit`:      "/home/u/proj/.git/hooks/pre-commit",
+		`git archive -o ~/.bashrc HEAD`:                "/home/u/.bashrc",
+		`git format-patch -o .git/hooks HEAD~1`:        "/home/u/proj/.git/hooks",
+		`git bundle create ~/.bashrc HEAD`:             "/home/u/.bashrc",
 	} {
 		c := Classify(cmd, opts)
 		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Access == AccessWrite }) {
@@ -677,7 +683,7 @@ func TestPathsGitConfigWrites(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{`git config user.name`, `git config --get core.pager`, `git config -l`, `git config get user.name`,
-		`git config --type bool a.b`, `git -c core.pager=cat log`, `git clone /srv/r d`, `git submodule update`} {
+		`git config --type bool a.b`, `git -c core.pager=cat log`, `git clone /srv/r d`, `git submodule update`, `git log -1`, `git archive HEAD`} {
 		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Access == AccessWrite }) {
 			t.Errorf("%q: writes %+v", cmd, c.Paths)
 		}
