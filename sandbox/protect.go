@@ -234,6 +234,12 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		}
 		clean = append(clean, c)
 	}
+	// What git's configs among them name as hooks or config is theirs to protect too.
+	for _, c := range gitNamedPaths(clean, envValue(spec.Env, "HOME")) {
+		if !slices.Contains(clean, c) {
+			clean = append(clean, c)
+		}
+	}
 	v.listDirsOf(clean)
 	for _, c := range clean {
 		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile

@@ -1132,3 +1132,53 @@ func TestHidePatternsThroughLink(t *testing.T) {
 		}
 	}
 }
+
+// TestGitNamedHooksAndIncludesProtected: a repository whose config sets core.hooksPath to a
+// dir of the worktree (.githooks, so the hooks are versioned) or includes a config file of
+// the worktree has them as its hooks and config: a call can neither change an existing hook
+// or included config there nor keep a hook it makes in a hooks dir that did not exist (the
+// user's next git commit runs it outside the sandbox). Likewise for a hooksPath the user's
+// ~/.gitconfig names.
+func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	hostGit(t, f.repo, "config", "core.hooksPath", ".githooks")
+	hostGit(t, f.repo, "config", "include.path", "../project.gitconfig")
+	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[user]\n\tname = u\n[includeIf \"gitdir:~/\"]\n\tpath = \"~/.hooks.gitconfig\" # ours\n"), 0o644)
+	os.WriteFile(filepath.Join(f.home, ".hooks.gitconfig"), []byte("[core]\n\thooksPath = ~/githooks-global\n"), 0o644)
+	os.MkdirAll(filepath.Join(f.repo, ".githooks"), 0o755)
+	for p, c := range map[string]string{
+		filepath.Join(f.repo, ".githooks", "pre-commit"): "#!/bin/sh\nexit 0\n",
+		filepath.Join(f.repo, "project.gitconfig"):       "[alias]\n\tst = status\n",
+	} {
+		os.WriteFile(p, []byte(c), 0o755)
+	}
+	chownR(t, filepath.Dir(f.home))
+	for _, p := range []string{".gitconfig", "repo/.git/config", "repo/.githooks/pre-commit", "repo/project.gitconfig"} {
+		b, _ := os.ReadFile(filepath.Join(f.home, p))
+		f.files[filepath.Join(f.home, p)] = string(b)
+	}
+	// The names are built at run time, as a program the classifier cannot see into would.
+	const script = `g=.git; h=git; ` +
+		`( echo id > ${g}hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED existing hook'; ` +
+		`( echo id > ${g}hooks/post-checkout ) 2>/dev/null && echo 'ATTACK-WORKED new hook'; ` +
+		`( echo '[core] fsmonitor = id' >> project.${h}config ) 2>/dev/null && echo 'ATTACK-WORKED include'; ` +
+		`mkdir ~/githooks-global && echo id > ~/githooks-global/pre-commit; echo done`
+	sp := f.spec(script, f.repo, f.home)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if strings.Contains(out, "ATTACK-WORKED") {
+		t.Errorf("a write to a hooks dir or config git's config names worked (res %+v):\n%s", res, out)
+	}
+	f.unchanged(t)
+	for _, p := range []string{filepath.Join(f.repo, ".githooks", "post-checkout"), filepath.Join(f.home, "githooks-global")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there after the call", p)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package sandbox
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The git configs among the protected paths (a repository's .git/config and config.worktree,
+// ~/.gitconfig, ~/.config/git/config) are read-only, but they may name other files git then
+// takes as code or config: core.hooksPath is where git runs every hook from instead of
+// .git/hooks (a project's `.githooks`, set up so the hooks are versioned), and include.path and
+// includeIf.*.path are read as config (a project's own `.gitconfig`). Such a file in a writable
+// dir is as much git's config or hooks as .git/config is, so it is protected like them.
+
+// maxGitNamedConfigs bounds the config files read to find them, includes included.
+const maxGitNamedConfigs = 16
+
+// gitNamedPaths returns what the git configs among candidates (absolute, clean) name as hooks
+// or config, absolute and clean: core.hooksPath (relative: to each repository's worktree
+// among candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
+// including file's dir), `~/` as home. The included files are read as well. Run as the caller.
+func gitNamedPaths(candidates []string, home string) []string {
+	type config struct{ path, worktree string } // worktree "": the user's, for every repository
+	var configs []config
+	var worktrees []string
+	for _, c := range candidates {
+		dir, base := filepath.Split(c)
+		dir = filepath.Clean(dir)
+		switch {
+		case filepath.Base(dir) == ".git" && (base == "config" || base == "config.worktree"):
+			configs = append(configs, config{c, filepath.Dir(dir)})
+			if _, err := os.Stat(c); err == nil && !slices.Contains(worktrees, filepath.Dir(dir)) {
+				worktrees = append(worktrees, filepath.Dir(dir))
+			}
+		case home != "" && c == filepath.Join(home, ".gitconfig"):
+			configs = append(configs, config{c, ""})
+		case home != "" && c == filepath.Join(home, ".config/git"):
+			configs = append(configs, config{filepath.Join(c, "config"), ""})
+		}
+	}
+	expand := func(p, rel string) string {
+		switch {
+		case strings.HasPrefix(p, "~/") && home != "":
+			return filepath.Join(home, p[2:])
+		case filepath.IsAbs(p):
+			return filepath.Clean(p)
+		case p == "", rel == "", strings.HasPrefix(p, "~"), strings.HasPrefix(p, "%("):
+			return ""
+		}
+		return filepath.Join(rel, p)
+	}
+	var out []string
+	add := func(p string) {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for i := 0; i < len(configs) && i < maxGitNamedConfigs; i++ {
+		c := configs[i]
+		hooks, includes := gitConfigNames(c.path)
+		for _, h := range hooks {
+			if c.worktree != "" {
+				add(expand(h, c.worktree))
+				continue
+			}
+			add(expand(h, ""))
+			for _, wt := range worktrees {
+				add(expand(h, wt))
+			}
+		}
+		for _, inc := range includes {
+			p := expand(inc, filepath.Dir(c.path))
+			add(p)
+			if p != "" && !slices.ContainsFunc(configs, func(o config) bool { return o.path == p }) {
+				configs = append(configs, config{p, c.worktree})
+			}
+		}
+	}
+	return out
+}
+
+// gitConfigNames reads one git config and returns its core.hooksPath values and its
+// include.path and includeIf.*.path values, as written. A file that cannot be read names
+// nothing (git skips a missing include too).
+func gitConfigNames(p string) (hooks, includes []string) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, nil
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.Trim(strings.TrimSuffix(line, "\r"), " \t")
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				section = ""
+				continue
+			}
+			head := strings.TrimSpace(line[1:end])
+			name, sub, _ := strings.Cut(head, " ")
+			if i := strings.IndexByte(name, '.'); i >= 0 { // the old [section.sub] form
+				name, sub = name[:i], "x"
+			}
+			section = strings.ToLower(name)
+			if strings.TrimSpace(sub) != "" {
+				section += ".*"
+			}
+			line = strings.TrimSpace(line[end+1:]) // a key may follow on the same line
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch section + "." + strings.ToLower(strings.TrimSpace(key)) {
+		case "core.hookspath":
+			hooks = append(hooks, gitValue(val))
+		case "include.path", "includeif.*.path":
+			includes = append(includes, gitValue(val))
+		}
+	}
+	return hooks, includes
+}
+
+// gitValue is a config value as git reads it: quotes removed, a comment outside them cut,
+// backslash escapes resolved.
+func gitValue(v string) string {
+	v = strings.TrimSpace(v)
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 't':
+				b.WriteByte('\t')
+			case 'n':
+				b.WriteByte('\n')
+			default:
+				b.WriteByte(v[i])
+			}
+		case (c == '#' || c == ';') && !quoted:
+			return strings.TrimRight(b.String(), " \t")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.Trim(b.String(), " \t")
+}
+
+// envValue is the value of key in env (KEY=value entries), "" when absent.
+func envValue(env []string, key string) string {
+	for _, e := range env {
+		if k, v, ok := strings.Cut(e, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
