@@ -11,7 +11,8 @@ import (
 // The git configs among the protected paths (a repository's .git/config and config.worktree,
 // ~/.gitconfig, ~/.config/git/config) are read-only, but they may name other files git then
 // takes as code or config: core.hooksPath is where git runs every hook from instead of
-// .git/hooks (a project's `.githooks`, set up so the hooks are versioned), and include.path and
+// .git/hooks (a project's `.githooks`, set up so the hooks are versioned), init.templateDir is
+// what git init and git clone copy into every new repository, hooks included, and include.path and
 // includeIf.*.path are read as config (a project's own `.gitconfig`). Such a file in a writable
 // dir is as much git's config or hooks as .git/config is, so it is protected like them.
 
@@ -19,7 +20,8 @@ import (
 const maxGitNamedConfigs = 16
 
 // gitNamedPaths returns what the git configs among candidates (absolute, clean) name as hooks
-// or config, absolute and clean: core.hooksPath (relative: to each repository's worktree
+// or config, absolute and clean: core.hooksPath and init.templateDir, whose hooks git init and
+// git clone copy into a new repository (relative hooksPath: to each repository's worktree
 // among candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
 // including file's dir), `~/` as home. The included files are read as well. Run as the caller.
 func gitNamedPaths(candidates []string, home string) []string {
@@ -82,8 +84,8 @@ func gitNamedPaths(candidates []string, home string) []string {
 	return out
 }
 
-// gitConfigNames reads one git config and returns its core.hooksPath values and its
-// include.path and includeIf.*.path values, as written. A file that cannot be read names
+// gitConfigNames reads one git config and returns its core.hooksPath and init.templateDir
+// values and its include.path and includeIf.*.path values, as written. A file that cannot be read names
 // nothing (git skips a missing include too).
 func gitConfigNames(p string) (hooks, includes []string) {
 	f, err := os.Open(p)
@@ -128,6 +130,12 @@ func gitConfigNames(p string) (hooks, includes []string) {
 		switch section + "." + strings.ToLower(strings.TrimSpace(key)) {
 		case "core.hookspath":
 			hooks = append(hooks, gitValue(val))
+		case "init.templatedir":
+			// What git init and git clone copy into the new repository, hooks included
+			// (post-checkout runs at once): only an absolute or ~/ one means one place.
+			if v := gitValue(val); filepath.IsAbs(v) || strings.HasPrefix(v, "~/") {
+				hooks = append(hooks, v)
+			}
 		case "include.path", "includeif.*.path":
 			includes = append(includes, gitValue(val))
 		}

@@ -1138,7 +1138,7 @@ func TestHidePatternsThroughLink(t *testing.T) {
 // the worktree has them as its hooks and config: a call can neither change an existing hook
 // or included config there nor keep a hook it makes in a hooks dir that did not exist (the
 // user's next git commit runs it outside the sandbox). Likewise for a hooksPath the user's
-// ~/.gitconfig names.
+// ~/.gitconfig names, and the template dir whose hooks git clone copies into a new repository.
 func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
@@ -1146,7 +1146,7 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 	hostGit(t, f.repo, "config", "core.hooksPath", ".githooks")
 	hostGit(t, f.repo, "config", "include.path", "../project.gitconfig")
 	os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[user]\n\tname = u\n[includeIf \"gitdir:~/\"]\n\tpath = \"~/.hooks.gitconfig\" # ours\n"), 0o644)
-	os.WriteFile(filepath.Join(f.home, ".hooks.gitconfig"), []byte("[core]\n\thooksPath = ~/githooks-global\n"), 0o644)
+	os.WriteFile(filepath.Join(f.home, ".hooks.gitconfig"), []byte("[core]\n\thooksPath = ~/githooks-global\n[init]\n\ttemplateDir = ~/git-template\n"), 0o644)
 	os.MkdirAll(filepath.Join(f.repo, ".githooks"), 0o755)
 	for p, c := range map[string]string{
 		filepath.Join(f.repo, ".githooks", "pre-commit"): "#!/bin/sh\nexit 0\n",
@@ -1164,7 +1164,8 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 		`( echo id > ${g}hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED existing hook'; ` +
 		`( echo id > ${g}hooks/post-checkout ) 2>/dev/null && echo 'ATTACK-WORKED new hook'; ` +
 		`( echo '[core] fsmonitor = id' >> project.${h}config ) 2>/dev/null && echo 'ATTACK-WORKED include'; ` +
-		`mkdir ~/githooks-global && echo id > ~/githooks-global/pre-commit; echo done`
+		`mkdir ~/githooks-global && echo id > ~/githooks-global/pre-commit; ` +
+		`mkdir -p ~/git-template/hooks && echo id > ~/git-template/hooks/post-checkout; echo done`
 	sp := f.spec(script, f.repo, f.home)
 	sp.MoveAsideCreated = true
 	sp.Call = "c1"
@@ -1176,7 +1177,7 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 		t.Errorf("a write to a hooks dir or config git's config names worked (res %+v):\n%s", res, out)
 	}
 	f.unchanged(t)
-	for _, p := range []string{filepath.Join(f.repo, ".githooks", "post-checkout"), filepath.Join(f.home, "githooks-global")} {
+	for _, p := range []string{filepath.Join(f.repo, ".githooks", "post-checkout"), filepath.Join(f.home, "githooks-global"), filepath.Join(f.home, "git-template")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s is still there after the call", p)
 		}
