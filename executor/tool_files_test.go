@@ -445,3 +445,28 @@ func TestWorkerUndumpable(t *testing.T) {
 		t.Fatal("no file worker found")
 	}
 }
+
+// TestWriteToolRefusesGitNamedPaths: a file the user's git config includes
+// (~/.gitconfig.local, missing) or a hooks dir a repository's core.hooksPath names
+// (.githooks, missing) is not written by Write or Edit: the file worker has no sweep to move
+// it aside, and the user's next git command would run what it holds.
+func TestWriteToolRefusesGitNamedPaths(t *testing.T) {
+	e := newToolEnv(t)
+	os.WriteFile(filepath.Join(e.dir, ".gitconfig"), []byte("[include]\n\tpath = ~/.gitconfig.local\n"), 0o644)
+	os.MkdirAll(filepath.Join(e.dir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(e.dir, ".git", "config"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	for _, p := range []string{".gitconfig", ".git", ".git/config"} {
+		os.Lchown(filepath.Join(e.dir, p), nobody, nobody)
+	}
+	for _, rel := range []string{".gitconfig.local", ".githooks/post-checkout"} {
+		p := filepath.Join(e.dir, rel)
+		_, err := e.call(t, "Write", Input{"file_path": p, "content": "[core]\n\tfsmonitor = id\n"})
+		if errcode.Of(err) != errcode.PermissionDenied {
+			t.Errorf("Write %s: %v, want it refused", rel, err)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", rel)
+		}
+	}
+	e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
+}

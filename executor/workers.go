@@ -119,8 +119,24 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 // protected path existed (a `git init` since) would not have it read-only.
 // The path as asked and as the decision resolved it both count: a symlink names one place,
 // the write lands at the other.
+//
+// What git's configs name as hooks or config (a project's .githooks, an included
+// ~/.gitconfig.local) is refused: the policy's names do not know it, and what the worker
+// makes there, where none was, no sweep moves aside; the user's next git command would run it.
 func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) (*worker.Client, error) {
-	for _, p := range sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home) {
+	candidates := sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home)
+	named, err := sandbox.GitNamedPaths(s.Owner.UID, s.Owner.GID, s.Owner.Groups, candidates, s.Owner.Home)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range named {
+		for _, path := range paths {
+			if path != "" && insideDir(path, n) {
+				return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("%s is where git's config takes hooks or config from (%s): the user's next git command would run what is written there, so file tools do not write it; ask the user to write it", path, n))
+			}
+		}
+	}
+	for _, p := range candidates {
 		if slices.ContainsFunc(paths, func(path string) bool { return path != "" && insideDir(path, p) }) {
 			h.restartWorker(s)
 			break

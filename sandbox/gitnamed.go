@@ -182,3 +182,12 @@ func envValue(env []string, key string) string {
 	}
 	return ""
 }
+
+// GitNamedPaths is what the git configs among candidates name as hooks or config
+// (gitNamedPaths), read as the caller: for the daemon's own check before a file tool writes,
+// since the file worker has no sweep to move aside what it makes there.
+func GitNamedPaths(uid, gid uint32, groups []uint32, candidates []string, home string) ([]string, error) {
+	var out []string
+	err := asCaller(uid, gid, groups, func() { out = gitNamedPaths(candidates, home) })
+	return out, err
+}
