@@ -21,26 +21,28 @@ const maxGitNamedConfigs = 16
 
 // gitNamedPaths returns what the git configs among candidates (absolute, clean) name as hooks
 // or config, absolute and clean: core.hooksPath and init.templateDir, whose hooks git init and
-// git clone copy into a new repository (relative hooksPath: to each repository's worktree
-// among candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
+// git clone copy into a new repository (relative hooksPath: to each worktree among
+// candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
 // including file's dir), `~/` as home. The included files are read as well. Run as the caller.
 func gitNamedPaths(candidates []string, home string) []string {
-	type config struct{ path, worktree string } // worktree "": the user's, for every repository
-	var configs []config
-	var worktrees []string
+	// A relative hooksPath is taken in whichever worktree git runs: each dir among the
+	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
+	// repository's, which the session holds as another dir).
+	var configs, worktrees []string
 	for _, c := range candidates {
 		dir, base := filepath.Split(c)
 		dir = filepath.Clean(dir)
 		switch {
 		case filepath.Base(dir) == ".git" && (base == "config" || base == "config.worktree"):
-			configs = append(configs, config{c, filepath.Dir(dir)})
-			if _, err := os.Stat(c); err == nil && !slices.Contains(worktrees, filepath.Dir(dir)) {
-				worktrees = append(worktrees, filepath.Dir(dir))
+			configs = append(configs, c)
+		case base == ".git":
+			if _, err := os.Lstat(c); err == nil && !slices.Contains(worktrees, dir) {
+				worktrees = append(worktrees, dir)
 			}
 		case home != "" && c == filepath.Join(home, ".gitconfig"):
-			configs = append(configs, config{c, ""})
+			configs = append(configs, c)
 		case home != "" && c == filepath.Join(home, ".config/git"):
-			configs = append(configs, config{filepath.Join(c, "config"), ""})
+			configs = append(configs, filepath.Join(c, "config"))
 		}
 	}
 	expand := func(p, rel string) string {
@@ -61,23 +63,18 @@ func gitNamedPaths(candidates []string, home string) []string {
 		}
 	}
 	for i := 0; i < len(configs) && i < maxGitNamedConfigs; i++ {
-		c := configs[i]
-		hooks, includes := gitConfigNames(c.path)
+		hooks, includes := gitConfigNames(configs[i])
 		for _, h := range hooks {
-			if c.worktree != "" {
-				add(expand(h, c.worktree))
-				continue
-			}
 			add(expand(h, ""))
 			for _, wt := range worktrees {
 				add(expand(h, wt))
 			}
 		}
 		for _, inc := range includes {
-			p := expand(inc, filepath.Dir(c.path))
+			p := expand(inc, filepath.Dir(configs[i]))
 			add(p)
-			if p != "" && !slices.ContainsFunc(configs, func(o config) bool { return o.path == p }) {
-				configs = append(configs, config{p, c.worktree})
+			if p != "" && !slices.Contains(configs, p) {
+				configs = append(configs, p)
 			}
 		}
 	}

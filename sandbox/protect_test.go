@@ -1183,3 +1183,23 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 		}
 	}
 }
+
+// TestGitNamedPathsInLinkedWorktree: a relative core.hooksPath is where git runs hooks in
+// every worktree, a linked one (whose .git is a file, its config the main repository's) too;
+// includes are taken relative to the including file, ~/ as the home.
+func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
+	d := t.TempDir()
+	home, main, wt := d, filepath.Join(d, "main"), filepath.Join(d, "wt")
+	os.MkdirAll(filepath.Join(main, ".git"), 0o755)
+	os.MkdirAll(wt, 0o755)
+	os.WriteFile(filepath.Join(main, ".git", "config"), []byte("[core]\n\thooksPath = .githooks ; versioned\n[include]\n\tpath = ../shared.gitconfig\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = \"~/.gitconfig.local\"\n"), 0o644)
+	got := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), home)
+	for _, want := range []string{filepath.Join(wt, ".githooks"), filepath.Join(main, ".githooks"),
+		filepath.Join(main, "shared.gitconfig"), filepath.Join(home, ".gitconfig.local")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+}
