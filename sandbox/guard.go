@@ -18,9 +18,15 @@ import (
 // guarded is a protected path that did not exist when a call started: rel below the writable
 // dir root. Or, with ino set, one that was the user's symlink (ino its inode): a mount cannot
 // hold a link in place, so anything else at its name when the sweep looks was put there.
+//
+// With target set, rel was the user's symlink, leading to target, on the way to a path a Read
+// deny hides (Read(./secrets/**) with secrets -> ~/vault): the mounts hide where it leads, but
+// a call may remove or retarget the link, and the next call would then hide wherever the new
+// one leads and show ~/vault. So the sweep puts the user's link back (keepLink).
 type guarded struct {
 	root, rel string
 	ino       uint64
+	target    string
 }
 
 // is reports whether g is the absolute path p, without building g's path.
@@ -145,7 +151,7 @@ func (s *Sandbox) MadeByRunningCall(p string) bool {
 func (ls guardLists) has(p string) bool {
 	for _, l := range ls {
 		for _, g := range l {
-			if g.ino == 0 && g.is(p) {
+			if g.ino == 0 && g.target == "" && g.is(p) {
 				return true
 			}
 		}
@@ -313,6 +319,17 @@ func (p *Process) moveAsideCreated(running bool) {
 		for _, g := range p.guard {
 			rfd, ok := rootFD(g.root)
 			if !ok {
+				continue
+			}
+			if g.target != "" {
+				if keepLink(rfd, g.rel, g.target, p.spec.Call) {
+					path := filepath.Join(g.root, g.rel)
+					if !slices.Contains(p.moved, path) {
+						p.moved = append(p.moved, path)
+					} else if running && remade == "" {
+						remade = path
+					}
+				}
 				continue
 			}
 			holder := guarded{root: g.root, rel: filepath.Dir(g.rel)}
@@ -584,4 +601,31 @@ func unlock(fd int) bool {
 		return false
 	}
 	return unix.Chmod("/proc/thread-self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o300) == nil
+}
+
+// keepLink makes rel below rfd the symlink to target again when a call removed or replaced
+// it, moving aside what it put there; it reports whether it had to. The dirs on the way are
+// reached without following a symlink. Run as the caller.
+func keepLink(rfd int, rel, target, call string) bool {
+	dir, name := filepath.Split(rel)
+	fd := rfd
+	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
+		var err error
+		if fd, err = openBeneath(rfd, dir); err != nil {
+			return false // its dir is gone or not a dir: no name there leads anywhere
+		}
+		defer unix.Close(fd)
+	}
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(fd, name, buf)
+	if err == nil && string(buf[:n]) == target {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if renameAside(fd, name, asideName(name, call)) != nil {
+			return false
+		}
+	}
+	return unix.Symlinkat(target, fd, name) == nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -151,6 +152,13 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 		}
 		if spec.MoveAsideCreated {
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
+			links := linksToHidden(v, spec, l.writable, l.guard)
+			// Kept leading where it did, a link is also held in place: no second entry moves
+			// the restored one aside.
+			l.guard = slices.DeleteFunc(l.guard, func(g guarded) bool {
+				return g.ino != 0 && slices.ContainsFunc(links, func(k guarded) bool { return k.root == g.root && k.rel == g.rel })
+			})
+			l.guard = append(l.guard, links...)
 		}
 	}
 	// The sockets (and the dirs that hold them) hidden by default stay mount-hidden only, also
@@ -255,4 +263,44 @@ func under(p, dir string) bool {
 	// Compared in place: dir+"/" would allocate, and the plan asks this of every pair of
 	// candidate and writable dir.
 	return p == dir || dir == "/" || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
+}
+
+// linksToHidden are the user's symlinks in writable dirs on the way to a deny path or to a
+// hide pattern's literal part, as guarded links with their targets (guarded.target): the
+// mounts hide where each leads now, and the sweep keeps it leading there. Run as the caller.
+func linksToHidden(v *fsView, spec *Spec, writable []string, have []guarded) []guarded {
+	named := slices.Clone(spec.DenyPaths)
+	for _, pat := range spec.HidePatterns {
+		if lit, _ := literalPrefix(pat); lit != "" {
+			named = append(named, lit)
+		}
+	}
+	var out []guarded
+	for _, n := range named {
+		c, err := cleanAbs(n)
+		if err != nil {
+			continue
+		}
+		// Each link on the way, not only the first: one may lead to a dir holding another.
+		for range 40 {
+			g, ok := linkOnTheWay(v, c, writable)
+			if !ok {
+				break
+			}
+			target, err := os.Readlink(filepath.Join(g.root, g.rel))
+			if err != nil {
+				break
+			}
+			g.ino, g.target = 0, target
+			if !slices.Contains(out, g) && !slices.Contains(have, g) {
+				out = append(out, g)
+			}
+			r := resolve(v, filepath.Join(g.root, g.rel))
+			if r == filepath.Join(g.root, g.rel) {
+				break
+			}
+			c = filepath.Join(r, strings.TrimPrefix(c[len(g.root)+1+len(g.rel):], "/"))
+		}
+	}
+	return out
 }

@@ -1203,3 +1203,39 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 		}
 	}
 }
+
+// TestHiddenThroughLinkKeptLeadingThere: a Read deny naming a place through the user's link
+// in a writable dir (secrets -> ~/vault) hides where the link leads; a call that removes or
+// retargets the link gets it back after it ends, so the next call still hides ~/vault.
+func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	base := hostTempDir(t, "/var/tmp", "sbx-hidelink-")
+	os.Chmod(base, 0o755)
+	proj, vault := filepath.Join(base, "proj"), filepath.Join(base, "vault")
+	os.MkdirAll(proj, 0o755)
+	os.MkdirAll(vault, 0o755)
+	os.WriteFile(filepath.Join(vault, "key"), []byte("VAULTSECRET\n"), 0o644)
+	os.Symlink(vault, filepath.Join(proj, "secrets"))
+	chownR(t, base)
+	for i, script := range []string{
+		`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && echo relinked`,
+		`cat ` + vault + `/key; rm secrets && echo removed`,
+		`cat ` + vault + `/key; echo done`,
+	} {
+		sp := &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: proj,
+			Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, UID: nobody, GID: nobody,
+			WritableDirs: []string{proj}, HidePatterns: []string{escapePattern(proj) + "/secrets/**"},
+			MoveAsideCreated: true, Session: "hidelink", Call: fmt.Sprintf("c%d", i)}
+		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if strings.Contains(out, "VAULTSECRET") {
+			t.Fatalf("call %d read what the deny hides:\n%s", i, out)
+		}
+		if got, err := os.Readlink(filepath.Join(proj, "secrets")); err != nil || got != vault {
+			t.Errorf("after call %d the link leads to %q (%v), want %s", i, got, err, vault)
+		}
+	}
+}
