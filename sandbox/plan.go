@@ -265,12 +265,15 @@ func under(p, dir string) bool {
 	return p == dir || dir == "/" || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
-// linksToHidden are the user's symlinks in writable dirs on the way to a deny path or to a
-// hide pattern's literal part, as guarded links with their targets (guarded.target): the
-// mounts hide where each leads now, and the sweep keeps it leading there. Run as the caller.
+// linksToHidden are the user's symlinks in writable dirs on the way to a deny path, a hide
+// pattern's literal part, a protected path or an Edit deny's, as guarded links with their
+// targets (guarded.target): the mounts hide, or hold read-only, where each leads now, and the
+// sweep keeps it leading there (a link removed would leave the place it led to open to the
+// next call: ~/dotfiles/bashrc once ~/.bashrc is gone, until the user makes the link again).
+// Run as the caller.
 func linksToHidden(v *fsView, spec *Spec, writable []string, have []guarded) []guarded {
-	named := slices.Clone(spec.DenyPaths)
-	for _, pat := range spec.HidePatterns {
+	named := slices.Concat(spec.DenyPaths, spec.ProtectedPaths)
+	for _, pat := range slices.Concat(spec.HidePatterns, spec.ProtectedPatterns) {
 		if lit, _ := literalPrefix(pat); lit != "" {
 			named = append(named, lit)
 		}

@@ -1239,3 +1239,34 @@ func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
 		}
 	}
 }
+
+// TestEditDenyThroughLinkKeptLeadingThere: an Edit deny naming a file through the user's link
+// (conf -> ../shared) holds where the link leads; a call that removes the link gets it back,
+// so the next call cannot write ../shared/prod.yaml, which the link no longer named.
+func TestEditDenyThroughLinkKeptLeadingThere(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	base := hostTempDir(t, "/var/tmp", "sbx-editlink-")
+	os.Chmod(base, 0o755)
+	proj, shared := filepath.Join(base, "proj"), filepath.Join(base, "shared")
+	os.MkdirAll(proj, 0o755)
+	os.MkdirAll(shared, 0o755)
+	os.WriteFile(filepath.Join(shared, "prod.yaml"), []byte("orig\n"), 0o644)
+	os.Symlink("../shared", filepath.Join(proj, "conf"))
+	chownR(t, base)
+	for i, script := range []string{
+		`echo evil >> ` + shared + `/prod.yaml; rm conf && echo removed`,
+		`echo evil >> ` + shared + `/prod.yaml; echo done`,
+	} {
+		sp := &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: proj,
+			Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, UID: nobody, GID: nobody,
+			WritableDirs: []string{base}, ProtectedPatterns: []string{escapePattern(proj) + "/conf/prod.yaml"},
+			MoveAsideCreated: true, Session: "editlink", Call: fmt.Sprintf("c%d", i)}
+		if _, _, err := run(t, s, ctxTimeout(t, 20*time.Second), sp); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(shared, "prod.yaml")); string(b) != "orig\n" {
+			t.Fatalf("after call %d the file the Edit deny names holds %q", i, b)
+		}
+	}
+}
