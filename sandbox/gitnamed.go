@@ -82,7 +82,8 @@ func gitNamedPaths(candidates []string, home string) []string {
 }
 
 // gitConfigNames reads one git config and returns its core.hooksPath and init.templateDir
-// values and its include.path and includeIf.*.path values, as written. A file that cannot be read names
+// values and the programs its commands name by path (gitRunsValue), and its include.path and
+// includeIf.*.path values, as written. A file that cannot be read names
 // nothing (git skips a missing include too).
 func gitConfigNames(p string) (hooks, includes []string) {
 	f, err := os.Open(p)
@@ -135,9 +136,46 @@ func gitConfigNames(p string) (hooks, includes []string) {
 			}
 		case "include.path", "includeif.*.path":
 			includes = append(includes, gitValue(val))
+		default:
+			// A program git runs (core.fsmonitor = ./scripts/fsmonitor, a filter's
+			// ./tools/clean, an alias's !./x) named by its path: the file is as much git's
+			// code as a hook.
+			if k := section + "." + strings.ToLower(strings.TrimSpace(key)); gitRunsValue(k) {
+				if prog := programPath(gitValue(val)); prog != "" {
+					hooks = append(hooks, prog)
+				}
+			}
 		}
 	}
 	return hooks, includes
+}
+
+// gitRunsValue reports a config key whose value git runs as a command: git config's list
+// of such keys (the fsmonitor, pagers, editors, ssh, askpass, diff, merge and filter drivers,
+// credential helpers, gpg programs, aliases).
+func gitRunsValue(key string) bool {
+	switch key {
+	case "core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "sequence.editor",
+		"diff.external", "gpg.program", "gpg.*.program", "credential.helper", "credential.*.helper",
+		"interactive.difffilter", "diff.*.command", "diff.*.textconv", "merge.*.driver",
+		"filter.*.clean", "filter.*.smudge", "filter.*.process", "uploadpack.packobjectshook":
+		return true
+	}
+	return strings.HasPrefix(key, "alias.") || strings.HasPrefix(key, "pager.")
+}
+
+// programPath is the program a command value runs when it names one by a path (has a /):
+// its first word, an alias's ! dropped. A bare name is looked up on PATH, a program of the
+// system's or the user's, which are protected where they may be.
+func programPath(v string) string {
+	v = strings.TrimLeft(strings.TrimPrefix(strings.TrimSpace(v), "!"), " \t")
+	prog, _, _ := strings.Cut(v, " ")
+	prog, _, _ = strings.Cut(prog, "\t")
+	prog = strings.Trim(prog, `"'`)
+	if !strings.Contains(prog, "/") {
+		return ""
+	}
+	return prog
 }
 
 // gitValue is a config value as git reads it: quotes removed, a comment outside them cut,

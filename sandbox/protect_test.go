@@ -1192,15 +1192,21 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 	home, main, wt := d, filepath.Join(d, "main"), filepath.Join(d, "wt")
 	os.MkdirAll(filepath.Join(main, ".git"), 0o755)
 	os.MkdirAll(wt, 0o755)
-	os.WriteFile(filepath.Join(main, ".git", "config"), []byte("[core]\n\thooksPath = .githooks ; versioned\n[include]\n\tpath = ../shared.gitconfig\n"), 0o644)
+	os.WriteFile(filepath.Join(main, ".git", "config"), []byte("[core]\n\thooksPath = .githooks ; versioned\n\tfsmonitor = ./tools/fsmon\n[include]\n\tpath = ../shared.gitconfig\n"+
+		"[alias]\n\tx = \"!./bin/x --all\"\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n[diff \"img\"]\n\ttextconv = ~/bin/exif\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = \"~/.gitconfig.local\"\n"), 0o644)
 	got := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), home)
 	for _, want := range []string{filepath.Join(wt, ".githooks"), filepath.Join(main, ".githooks"),
-		filepath.Join(main, "shared.gitconfig"), filepath.Join(home, ".gitconfig.local")} {
+		filepath.Join(main, "shared.gitconfig"), filepath.Join(home, ".gitconfig.local"),
+		// Programs git runs, named by path: relative ones in each worktree.
+		filepath.Join(wt, "tools/fsmon"), filepath.Join(main, "bin/x"), filepath.Join(home, "bin/exif")} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%s not among %v", want, got)
 		}
+	}
+	if slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, "git-lfs") }) {
+		t.Errorf("a program found on PATH is named: %v", got)
 	}
 }
 
