@@ -442,6 +442,14 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		st.decision = &d
 		return errcode.New(errcode.Of(err), err)
 	}
+	if p.host != nil {
+		if err := p.host.markGitNamed(st.call, facts.Paths); err != nil {
+			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
+				Reason: "could not gather the facts to decide this call: " + err.Error()}
+			st.decision = &d
+			return errcode.New(errcode.Of(err), err)
+		}
+	}
 	st.facts = facts
 	// Nothing changes the input after this step: execute and the audit use the same answer.
 	if cl := st.call.Classification(); cl != nil {

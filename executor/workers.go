@@ -145,6 +145,35 @@ func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) 
 	return h.Worker(ctx, s)
 }
 
+// specialGitNamed marks a written path where git's configs take hooks, config or a program
+// from (markGitNamed); the policy holds it as a protected path.
+const specialGitNamed = "git_named"
+
+// markGitNamed marks each written path that lies where the git configs among the session's
+// protected paths take hooks, config or programs from (sandbox.GitNamedPaths: a project's
+// .githooks, an included ~/.gitconfig.local, core.fsmonitor's ./tools/fsmonitor). The
+// policy's protected names cannot know these; marked, they ask as .git/hooks does, for a
+// file tool, a Bash command's path and a call the agent runs itself alike.
+func (h *Host) markGitNamed(c *Call, paths []permission.PathFact) error {
+	if c == nil || c.Session == nil || !slices.ContainsFunc(paths, func(f permission.PathFact) bool { return f.Access == permission.Write }) {
+		return nil
+	}
+	s := c.Session
+	named, err := sandbox.GitNamedPaths(s.Owner.UID, s.Owner.GID, s.Owner.Groups, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home), s.Owner.Home)
+	if err != nil || len(named) == 0 {
+		return err
+	}
+	for i := range paths {
+		f := &paths[i]
+		if f.Access == permission.Write && f.Special == "" && slices.ContainsFunc(named, func(n string) bool {
+			return insideDir(f.Requested, n) || insideDir(f.Resolved, n)
+		}) {
+			f.Special = specialGitNamed
+		}
+	}
+	return nil
+}
+
 // restartWorker stops the session's worker, if any; the next Worker starts a new one.
 func (h *Host) restartWorker(s *session.Session) {
 	ts := h.tools()

@@ -250,6 +250,9 @@ func corpus() []call {
 		call{name: "dir holding protected ones", cmd: "rm -rf ~/.config", bash: realBash("rm -rf ~/.config"), paths: []permission.PathFact{wr("/home/u/.config/")}, mode: permission.ModeBypassPermissions, want: D, step: "protected_path"},
 		call{name: "dir holding protected ones, mv", cmd: "mv ~/.local x", bash: realBash("mv ~/.local x"), paths: []permission.PathFact{wr("/home/u/.local"), wr("/w/x")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
 		call{name: "a file beside protected dirs", tool: "Write", paths: []permission.PathFact{wr("/home/u/.config/app.toml")}, allow: []string{"Edit"}, want: A},
+		// Where git's config takes hooks from (core.hooksPath = .githooks), as the daemon marks it.
+		call{name: "git-named hooks dir", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{{Requested: "/w/.githooks/pre-commit", Resolved: "/w/.githooks/pre-commit", Access: permission.Write, Special: "git_named"}}, want: D, step: "protected_path"},
+		call{name: "git-named hooks dir, allowed edits", tool: "Write", paths: []permission.PathFact{{Requested: "/w/.githooks/pre-commit", Resolved: "/w/.githooks/pre-commit", Access: permission.Write, Special: "git_named"}}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
 		call{name: "claude worktrees not protected", tool: "Write", paths: []permission.PathFact{wr("/w/.claude/worktrees/a/x")}, allow: []string{"Edit"}, want: A},
 		call{name: "sandboxd settings protected", tool: "Edit", mode: ae, paths: []permission.PathFact{wr("/w/.sandboxd/settings.json")}, want: AU},
 		call{name: "protected via symlink target", tool: "Edit", mode: ae, paths: []permission.PathFact{link("/w/cfg", "/w/.git/hooks/pre-commit", permission.Write)}, want: AU},

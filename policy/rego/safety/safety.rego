@@ -62,6 +62,14 @@ protected_writes contains p if {
 	protected(p)
 }
 
+# A written path where git's configs take hooks, config or a program from (the daemon marks
+# it: a project's .githooks, an included ~/.gitconfig.local) is protected as .git/hooks is.
+protected_writes contains f.requested if {
+	some f in input.paths
+	f.access == "write"
+	f.special == "git_named"
+}
+
 # protected holds for a path inside a protected directory or naming a protected file;
 # .claude/worktrees is where Claude keeps worktrees and is not protected.
 protected(p) if {
