@@ -134,6 +134,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 	// everything under (Read(//etc/**)).
 	roots := append(slices.Clone(l.writable), l.readOnly...)
 	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID)
+	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, err
 	}

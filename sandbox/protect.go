@@ -271,6 +271,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		}
 	}
 	matches, err := expandPatterns(v, patterns, writable, spec.UID)
+	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -435,6 +436,28 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 		}
 	}
 	return out, nil
+}
+
+// throughLinks replaces each matched path that is a symlink (the user's cfg -> ../shared under
+// Read(cfg/**), the walk not following it) by where it leads, which is what a program opening
+// it reaches, and which a mount can cover; a mount planned on the link itself fails every
+// call. A link that leads nowhere has nothing to cover. For a plan only: a sweep moves aside a
+// link a call made, not where it leads.
+func throughLinks(v *fsView, paths []string) []string {
+	out := paths[:0]
+	for _, p := range paths {
+		if fi, err := v.lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			r := resolve(v, p)
+			if _, err := v.lstat(r); err != nil || r == p {
+				continue
+			}
+			p = r
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // wholeDirs are the existing dirs that a pattern of the form <dir>/** denies everything under,

@@ -1104,13 +1104,42 @@ func TestProtectedLinkReplaced(t *testing.T) {
 	}
 }
 
+// TestEditDenyPatternThroughLink: Edit(cfg/**) with cfg the user's link to a dir (the walk
+// meets the link, not a dir) holds where it leads read-only, and the call runs.
+func TestEditDenyPatternThroughLink(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	shared := filepath.Join(f.repo, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "prod.yaml"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("shared", filepath.Join(f.repo, "cfg")); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.home)
+	sp := f.spec(`c=cf; echo b > ${c}g/prod.yaml; echo ran`, f.repo, f.repo)
+	sp.ProtectedPatterns = []string{filepath.Join(f.repo, "**/cfg/**")}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "ran") {
+		t.Fatalf("Edit(cfg/**) with cfg a link: %v %q, want the call to run", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "prod.yaml")); string(b) != "a\n" {
+		t.Errorf("cfg/prod.yaml was written through the link: %q", b)
+	}
+}
+
 // TestHidePatternsThroughLink: a Read deny pattern whose literal part is the user's symlink in
 // a session dir (cfg -> a dir outside it) holds where the link leads: Read(./cfg/*) hides
 // cfg/key, and Read(./cfg/**) hides the whole dir instead of failing every call.
 func TestHidePatternsThroughLink(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
-	for _, tail := range []string{"/*", "/**", "/*ey"} {
+	for _, tail := range []string{"/*", "/**", "/*ey", "/**/cfg/**"} {
 		f := newProtectFixture(t)
 		real := filepath.Join(f.home, "realcfg")
 		if err := os.Mkdir(real, 0o755); err != nil {
@@ -1125,6 +1154,10 @@ func TestHidePatternsThroughLink(t *testing.T) {
 		chownR(t, f.home)
 		sp := f.spec(`c=cf; cat ${c}g/key; echo ran`, f.repo, f.repo)
 		sp.HidePatterns = []string{filepath.Join(f.repo, "cfg") + tail}
+		if tail == "/**/cfg/**" {
+			// Read(cfg/**): cfg at any depth, the walk meeting the link itself.
+			sp.HidePatterns = []string{filepath.Join(f.repo, "**/cfg/**")}
+		}
 		sp.Call = "c"
 		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
 		if err != nil || !strings.Contains(out, "ran") || strings.Contains(out, "SECRET") {
