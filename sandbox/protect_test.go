@@ -1243,20 +1243,41 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 	}
 }
 
+// linkedDirFixture makes, in a new dir under /var/tmp owned by nobody, proj and a dir beside
+// it holding file with content, and proj/link leading to that dir (to target as written, or
+// its absolute path when target is ""). It returns the three dirs.
+func linkedDirFixture(t *testing.T, dir, file, content, link, target string) (base, proj, real string) {
+	t.Helper()
+	base = hostTempDir(t, "/var/tmp", "sbx-"+link+"link-")
+	proj, real = filepath.Join(base, "proj"), filepath.Join(base, dir)
+	for _, d := range []string{proj, real} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if target == "" {
+		target = real
+	}
+	if err := os.WriteFile(filepath.Join(real, file), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(proj, link)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, base)
+	return base, proj, real
+}
+
 // TestHiddenThroughLinkKeptLeadingThere: a Read deny naming a place through the user's link
 // in a writable dir (secrets -> ~/vault) hides where the link leads; a call that removes or
 // retargets the link gets it back after it ends, so the next call still hides ~/vault.
 func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
-	base := hostTempDir(t, "/var/tmp", "sbx-hidelink-")
-	os.Chmod(base, 0o755)
-	proj, vault := filepath.Join(base, "proj"), filepath.Join(base, "vault")
-	os.MkdirAll(proj, 0o755)
-	os.MkdirAll(vault, 0o755)
-	os.WriteFile(filepath.Join(vault, "key"), []byte("VAULTSECRET\n"), 0o644)
-	os.Symlink(vault, filepath.Join(proj, "secrets"))
-	chownR(t, base)
+	_, proj, vault := linkedDirFixture(t, "vault", "key", "VAULTSECRET\n", "secrets", "")
 	for i, script := range []string{
 		`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && echo relinked`,
 		`cat ` + vault + `/key; rm secrets && echo removed`,
@@ -1285,14 +1306,7 @@ func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
 func TestEditDenyThroughLinkKeptLeadingThere(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
-	base := hostTempDir(t, "/var/tmp", "sbx-editlink-")
-	os.Chmod(base, 0o755)
-	proj, shared := filepath.Join(base, "proj"), filepath.Join(base, "shared")
-	os.MkdirAll(proj, 0o755)
-	os.MkdirAll(shared, 0o755)
-	os.WriteFile(filepath.Join(shared, "prod.yaml"), []byte("orig\n"), 0o644)
-	os.Symlink("../shared", filepath.Join(proj, "conf"))
-	chownR(t, base)
+	base, proj, shared := linkedDirFixture(t, "shared", "prod.yaml", "orig\n", "conf", "../shared")
 	for i, script := range []string{
 		`echo evil >> ` + shared + `/prod.yaml; rm conf && echo removed`,
 		`echo evil >> ` + shared + `/prod.yaml; echo done`,
