@@ -125,7 +125,7 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 // makes there, where none was, no sweep moves aside; the user's next git command would run it.
 func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) (*worker.Client, error) {
 	candidates := sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home)
-	named, err := sandbox.GitNamedPaths(s.Owner.UID, s.Owner.GID, s.Owner.Groups, candidates, s.Owner.Home)
+	named, err := gitNamed(s, candidates)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +145,13 @@ func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) 
 	return h.Worker(ctx, s)
 }
 
+// gitNamed is what the git configs among s's protected candidates name as hooks, config or
+// programs (sandbox.GitNamedPaths), read as s's owner.
+func gitNamed(s *session.Session, candidates []string) ([]string, error) {
+	o := s.Owner
+	return sandbox.GitNamedPaths(o.UID, o.GID, o.Groups, candidates, o.Home)
+}
+
 // specialGitNamed marks a written path where git's configs take hooks, config or a program
 // from (markGitNamed); the policy holds it as a protected path.
 const specialGitNamed = "git_named"
@@ -159,7 +166,7 @@ func (h *Host) markGitNamed(c *Call, paths []permission.PathFact) error {
 		return nil
 	}
 	s := c.Session
-	named, err := sandbox.GitNamedPaths(s.Owner.UID, s.Owner.GID, s.Owner.Groups, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home), s.Owner.Home)
+	named, err := gitNamed(s, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home))
 	if err != nil || len(named) == 0 {
 		return err
 	}
