@@ -93,6 +93,9 @@ type fsView struct {
 	listed map[string]map[string]bool
 	// resolved holds resolveClean's answers, a path's after its dir's.
 	resolved map[string]resolution
+	// matchedLinks are the user's symlinks a deny pattern matched, which the plan covers where
+	// they lead (throughLinks) and the sweep keeps leading there (linksToHidden).
+	matchedLinks []string
 }
 
 type resolution struct {

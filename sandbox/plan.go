@@ -273,7 +273,7 @@ func under(p, dir string) bool {
 // next call: ~/dotfiles/bashrc once ~/.bashrc is gone, until the user makes the link again).
 // Run as the caller.
 func linksToHidden(v *fsView, spec *Spec, writable []string, have []guarded) []guarded {
-	named := slices.Concat(spec.DenyPaths, spec.ProtectedPaths)
+	named := slices.Concat(spec.DenyPaths, spec.ProtectedPaths, v.matchedLinks)
 	for _, pat := range slices.Concat(spec.HidePatterns, spec.ProtectedPatterns) {
 		if lit, _ := literalPrefix(pat); lit != "" {
 			named = append(named, lit)

@@ -441,8 +441,10 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 // throughLinks replaces each matched path that is a symlink (the user's cfg -> ../shared under
 // Read(cfg/**), the walk not following it) by where it leads, which is what a program opening
 // it reaches, and which a mount can cover; a mount planned on the link itself fails every
-// call. A link that leads nowhere has nothing to cover. For a plan only: a sweep moves aside a
-// link a call made, not where it leads.
+// call. A link that leads nowhere has nothing to cover. Each such link is kept in
+// v.matchedLinks: a call that removed or retargeted it would leave where it led uncovered for
+// the next call, so the sweep puts it back (linksToHidden). For a plan only: a sweep moves
+// aside a link a call made, not where it leads.
 func throughLinks(v *fsView, paths []string) []string {
 	out := paths[:0]
 	for _, p := range paths {
@@ -450,6 +452,9 @@ func throughLinks(v *fsView, paths []string) []string {
 			r := resolve(v, p)
 			if _, err := v.lstat(r); err != nil || r == p {
 				continue
+			}
+			if !slices.Contains(v.matchedLinks, p) {
+				v.matchedLinks = append(v.matchedLinks, p)
 			}
 			p = r
 		}

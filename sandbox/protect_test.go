@@ -1277,25 +1277,28 @@ func linkedDirFixture(t *testing.T, dir, file, content, link, target string) (ba
 func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
-	_, proj, vault := linkedDirFixture(t, "vault", "key", "VAULTSECRET\n", "secrets", "")
-	for i, script := range []string{
-		`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && echo relinked`,
-		`cat ` + vault + `/key; rm secrets && echo removed`,
-		`cat ` + vault + `/key; echo done`,
-	} {
-		sp := &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: proj,
-			Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, UID: nobody, GID: nobody,
-			WritableDirs: []string{proj}, HidePatterns: []string{escapePattern(proj) + "/secrets/**"},
-			MoveAsideCreated: true, Session: "hidelink", Call: fmt.Sprintf("c%d", i)}
-		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if strings.Contains(out, "VAULTSECRET") {
-			t.Fatalf("call %d read what the deny hides:\n%s", i, out)
-		}
-		if got, err := os.Readlink(filepath.Join(proj, "secrets")); err != nil || got != vault {
-			t.Errorf("after call %d the link leads to %q (%v), want %s", i, got, err, vault)
+	// Through the link (secrets/**), and matching the link itself (Read(secrets/**): any depth).
+	for _, tail := range []string{"/secrets/**", "/**/secrets/**"} {
+		_, proj, vault := linkedDirFixture(t, "vault", "key", "VAULTSECRET\n", "secrets", "")
+		for i, script := range []string{
+			`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && echo relinked`,
+			`cat ` + vault + `/key; rm secrets && echo removed`,
+			`cat ` + vault + `/key; echo done`,
+		} {
+			sp := &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: proj,
+				Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, UID: nobody, GID: nobody,
+				WritableDirs: []string{proj}, HidePatterns: []string{escapePattern(proj) + tail},
+				MoveAsideCreated: true, Session: "hidelink", Call: fmt.Sprintf("c%d", i)}
+			_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+			if err != nil {
+				t.Fatalf("%s, call %d: %v", tail, i, err)
+			}
+			if strings.Contains(out, "VAULTSECRET") {
+				t.Fatalf("%s, call %d read what the deny hides:\n%s", tail, i, out)
+			}
+			if got, err := os.Readlink(filepath.Join(proj, "secrets")); err != nil || got != vault {
+				t.Errorf("%s: after call %d the link leads to %q (%v), want %s", tail, i, got, err, vault)
+			}
 		}
 	}
 }
