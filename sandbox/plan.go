@@ -37,7 +37,15 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	p.guard, p.repos, p.writable = l.guard, l.repos, l.writable
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
-		p.guardWalk = &patternGuard{pats: spec.GuardPatterns, roots: l.writable, had: l.protected}
+		// A user's link kept leading where it did (guarded.target) is the user's, not a new
+		// match the call made: the sweep puts it back, and must not then move it aside.
+		had := slices.Clone(l.protected)
+		for _, g := range l.guard {
+			if g.target != "" {
+				had = append(had, filepath.Join(g.root, g.rel))
+			}
+		}
+		p.guardWalk = &patternGuard{pats: spec.GuardPatterns, roots: l.writable, had: had}
 	}
 	s.guarding.start(p) // until Wait, or Start's failure
 	// The landlock expansion lists the ancestors of deny paths as the daemon: names only,

@@ -1121,15 +1121,23 @@ func TestEditDenyPatternThroughLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	chownR(t, f.home)
-	sp := f.spec(`c=cf; echo b > ${c}g/prod.yaml; echo ran`, f.repo, f.repo)
-	sp.ProtectedPatterns = []string{filepath.Join(f.repo, "**/cfg/**")}
-	sp.Call = "c"
-	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-	if err != nil || !strings.Contains(out, "ran") {
-		t.Fatalf("Edit(cfg/**) with cfg a link: %v %q, want the call to run", err, out)
-	}
-	if b, _ := os.ReadFile(filepath.Join(shared, "prod.yaml")); string(b) != "a\n" {
-		t.Errorf("cfg/prod.yaml was written through the link: %q", b)
+	// Each call writes through the link, then re-points it; the next finds it put back.
+	for i := range 2 {
+		sp := f.spec(`c=cf; echo b > ${c}g/prod.yaml; rm ${c}g && ln -s /nonexistent ${c}g; echo ran`, f.repo, f.repo)
+		sp.ProtectedPatterns = []string{filepath.Join(f.repo, "**/cfg/**")}
+		sp.GuardPatterns = sp.ProtectedPatterns
+		sp.MoveAsideCreated = true
+		sp.Call = fmt.Sprintf("c%d", i)
+		_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "ran") {
+			t.Fatalf("call %d, Edit(cfg/**) with cfg a link: %v %q, want the call to run", i, err, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(shared, "prod.yaml")); string(b) != "a\n" {
+			t.Errorf("call %d wrote cfg/prod.yaml through the link: %q", i, b)
+		}
+		if got, err := os.Readlink(filepath.Join(f.repo, "cfg")); err != nil || got != "shared" {
+			t.Errorf("after call %d cfg leads to %q (%v), want shared", i, got, err)
+		}
 	}
 }
 
