@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,16 +82,11 @@ func gitNamedPaths(candidates []string, home string) []string {
 
 // gitConfigNames reads one git config and returns its core.hooksPath and init.templateDir
 // values and the programs its commands name by path (gitRunsValue), and its include.path and
-// includeIf.*.path values, as written. A file that cannot be read names
-// nothing (git skips a missing include too).
+// includeIf.*.path values, as written. A file that cannot be read, or is no regular file,
+// names nothing (git skips a missing include too).
 func gitConfigNames(p string) (hooks, includes []string) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
+	b, ok := readRegular(p, 1<<20)
+	if !ok {
 		return nil, nil
 	}
 	section := ""

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"io"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -194,6 +196,23 @@ func isDirBeneath(rfd int, rel string) bool {
 func safeGitConfigAt(rfd int, rel string) bool {
 	b, ok := readBeneath(rfd, rel)
 	return ok && safeGitConfig(b)
+}
+
+// readRegular reads the first limit bytes of the regular file at p, a link followed as the
+// program that reads it follows it; false for anything else. The open does not block: a FIFO
+// put where a config is read would hold the daemon's thread until someone wrote to it.
+func readRegular(p string, limit int64) ([]byte, bool) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	return b, err == nil
 }
 
 // readBeneath reads the regular file rel below rfd, reached without a symlink or a step out;

@@ -308,10 +308,13 @@ func expandAround(root string, access uint64, deny []string, listed func(dir str
 	if listed != nil {
 		listed(root)
 	}
-	f, err := os.Open(root)
+	// A directory only, opened without blocking: the user can put a FIFO where a deny path's
+	// ancestor was, and open(2) of one waits for a writer.
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return rules, nil // nothing to list; nothing to allow below
 	}
+	f := os.NewFile(uintptr(fd), root)
 	names, err := f.Readdirnames(maxDenyExpand + 1)
 	f.Close()
 	if len(names) > maxDenyExpand {

@@ -500,19 +500,6 @@ func mentionsGit(pats []pathPattern) bool {
 	return false
 }
 
-// readDirUnsorted lists dir in the order the kernel gives (os.ReadDir sorts: a walk that only
-// collects matches need not pay for that); nothing when the caller cannot read it, as then the
-// child cannot either.
-func readDirUnsorted(dir string) []fs.DirEntry {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	es, _ := f.ReadDir(-1)
-	return es
-}
-
 // pathPattern is a pattern compiled for a walk: name, for /…/**/NAME, matches an entry by its
 // name; segs, for a pattern without **, prunes what cannot match; anything else is MatchPath.
 type pathPattern struct {
