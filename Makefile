@@ -69,6 +69,7 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzMountinfo:20000 \
 	./sandbox:FuzzSafeGitConfig:20000 \
 	./sandbox:FuzzIndexGitlinks:20000 \
+	./sandbox:FuzzShellNames:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

@@ -443,7 +443,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		return errcode.New(errcode.Of(err), err)
 	}
 	if p.host != nil {
-		if err := p.host.markGitNamed(st.call, facts.Paths); err != nil {
+		if err := p.host.markConfigNamed(st.call, facts.Paths); err != nil {
 			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
 				Reason: "could not gather the facts to decide this call: " + err.Error()}
 			st.decision = &d

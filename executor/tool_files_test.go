@@ -470,3 +470,26 @@ func TestWriteToolRefusesGitNamedPaths(t *testing.T) {
 	}
 	e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
 }
+
+// TestWriteToolRefusesShellNamedPaths: a file the owner's .bashrc sources (env.sh, missing)
+// or a program in a dir its .profile puts on PATH is not written by Write: the user's next
+// shell would run it, and the file worker has no sweep to move it aside.
+func TestWriteToolRefusesShellNamedPaths(t *testing.T) {
+	e := newToolEnv(t)
+	os.WriteFile(filepath.Join(e.dir, ".bashrc"), []byte("[ -f ~/env.sh ] && . ~/env.sh\n"), 0o644)
+	os.WriteFile(filepath.Join(e.dir, ".profile"), []byte("export PATH=\"$HOME/tools:$PATH\"\n"), 0o644)
+	for _, p := range []string{".bashrc", ".profile"} {
+		os.Lchown(filepath.Join(e.dir, p), nobody, nobody)
+	}
+	for _, rel := range []string{"env.sh", "tools/ls"} {
+		p := filepath.Join(e.dir, rel)
+		_, err := e.call(t, "Write", Input{"file_path": p, "content": "id\n"})
+		if errcode.Of(err) != errcode.PermissionDenied {
+			t.Errorf("Write %s: %v, want it refused", rel, err)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written", rel)
+		}
+	}
+	e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
+}

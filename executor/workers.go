@@ -121,18 +121,19 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 // the write lands at the other.
 //
 // What git's configs name as hooks or config (a project's .githooks, an included
-// ~/.gitconfig.local) is refused: the policy's names do not know it, and what the worker
-// makes there, where none was, no sweep moves aside; the user's next git command would run it.
+// ~/.gitconfig.local), and what the shells' start-up files source or put on PATH, is refused:
+// the policy's names do not know it, and what the worker makes there, where none was, no sweep
+// moves aside; the user's next git command or shell would run it.
 func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) (*worker.Client, error) {
 	candidates := sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home)
-	named, err := gitNamed(s, candidates)
+	named, err := configNamed(s, candidates)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range named {
 		for _, path := range paths {
-			if path != "" && insideDir(path, n) {
-				return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("%s is where git's config takes hooks or config from (%s): the user's next git command would run what is written there, so file tools do not write it; ask the user to write it", path, n))
+			if path != "" && insideDir(path, n.path) {
+				return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("%s is where %s (%s): %s would run what is written there, so file tools do not write it; ask the user to write it", path, n.what, n.path, n.runner))
 			}
 		}
 	}
@@ -145,37 +146,69 @@ func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) 
 	return h.Worker(ctx, s)
 }
 
-// gitNamed is what the git configs among s's protected candidates name as hooks, config or
-// programs (sandbox.GitNamedPaths), read as s's owner.
-func gitNamed(s *session.Session, candidates []string) ([]string, error) {
+// namedPath is a path a protected config names as code or config its program runs.
+type namedPath struct {
+	path    string
+	special string // the PathFact.Special a write there gets
+	what    string // what names it, for a refusal
+	runner  string // what would run it
+}
+
+// configNamed is what s's owner's protected configs name: what the git configs among s's
+// protected candidates take hooks, config or programs from (sandbox.GitNamedPaths), and what
+// the shells' start-up files source, run or put on PATH (sandbox.ShellNamedPaths), read as
+// s's owner.
+func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	o := s.Owner
-	return sandbox.GitNamedPaths(o.UID, o.GID, o.Groups, candidates, o.Home)
+	git, err := sandbox.GitNamedPaths(o.UID, o.GID, o.Groups, candidates, o.Home)
+	if err != nil {
+		return nil, err
+	}
+	shell, err := sandbox.ShellNamedPaths(o.UID, o.GID, o.Groups, o.Home)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]namedPath, 0, len(git)+len(shell))
+	for _, p := range git {
+		out = append(out, namedPath{path: p, special: specialGitNamed, what: "git's config takes hooks or config from", runner: "the user's next git command"})
+	}
+	for _, p := range shell {
+		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's shell start-up files source, run or find programs", runner: "the user's next shell"})
+	}
+	return out, nil
 }
 
 // specialGitNamed marks a written path where git's configs take hooks, config or a program
-// from (markGitNamed); the policy holds it as a protected path.
-const specialGitNamed = "git_named"
+// from, and specialShellNamed one the shells' start-up files name (markConfigNamed); the
+// policy holds both as protected paths.
+const (
+	specialGitNamed   = "git_named"
+	specialShellNamed = "shell_named"
+)
 
-// markGitNamed marks each written path that lies where the git configs among the session's
-// protected paths take hooks, config or programs from (sandbox.GitNamedPaths: a project's
-// .githooks, an included ~/.gitconfig.local, core.fsmonitor's ./tools/fsmonitor). The
+// markConfigNamed marks each written path that lies where the session owner's protected
+// configs name (configNamed: a project's .githooks, an included ~/.gitconfig.local,
+// core.fsmonitor's ./tools/fsmonitor, a file ~/.bashrc sources, a dir it puts on PATH). The
 // policy's protected names cannot know these; marked, they ask as .git/hooks does, for a
 // file tool, a Bash command's path and a call the agent runs itself alike.
-func (h *Host) markGitNamed(c *Call, paths []permission.PathFact) error {
+func (h *Host) markConfigNamed(c *Call, paths []permission.PathFact) error {
 	if c == nil || c.Session == nil || !slices.ContainsFunc(paths, func(f permission.PathFact) bool { return f.Access == permission.Write }) {
 		return nil
 	}
 	s := c.Session
-	named, err := gitNamed(s, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home))
+	named, err := configNamed(s, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home))
 	if err != nil || len(named) == 0 {
 		return err
 	}
 	for i := range paths {
 		f := &paths[i]
-		if f.Access == permission.Write && f.Special == "" && slices.ContainsFunc(named, func(n string) bool {
-			return insideDir(f.Requested, n) || insideDir(f.Resolved, n)
-		}) {
-			f.Special = specialGitNamed
+		if f.Access != permission.Write || f.Special != "" {
+			continue
+		}
+		if j := slices.IndexFunc(named, func(n namedPath) bool {
+			return insideDir(f.Requested, n.path) || insideDir(f.Resolved, n.path)
+		}); j >= 0 {
+			f.Special = named[j].special
 		}
 	}
 	return nil

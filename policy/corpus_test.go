@@ -253,6 +253,8 @@ func corpus() []call {
 		// Where git's config takes hooks from (core.hooksPath = .githooks), as the daemon marks it.
 		call{name: "git-named hooks dir", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{{Requested: "/w/.githooks/pre-commit", Resolved: "/w/.githooks/pre-commit", Access: permission.Write, Special: "git_named"}}, want: D, step: "protected_path"},
 		call{name: "git-named hooks dir, allowed edits", tool: "Write", paths: []permission.PathFact{{Requested: "/w/.githooks/pre-commit", Resolved: "/w/.githooks/pre-commit", Access: permission.Write, Special: "git_named"}}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
+		call{name: "shell-named sourced file", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{{Requested: "/w/env.sh", Resolved: "/w/env.sh", Access: permission.Write, Special: "shell_named"}}, want: D, step: "protected_path"},
+		call{name: "shell-named PATH dir, allowed edits", tool: "Write", paths: []permission.PathFact{{Requested: "/w/tools/ls", Resolved: "/w/tools/ls", Access: permission.Write, Special: "shell_named"}}, allow: []string{"Edit"}, want: AU, step: "protected_path"},
 		call{name: "claude worktrees not protected", tool: "Write", paths: []permission.PathFact{wr("/w/.claude/worktrees/a/x")}, allow: []string{"Edit"}, want: A},
 		call{name: "sandboxd settings protected", tool: "Edit", mode: ae, paths: []permission.PathFact{wr("/w/.sandboxd/settings.json")}, want: AU},
 		call{name: "protected via symlink target", tool: "Edit", mode: ae, paths: []permission.PathFact{link("/w/cfg", "/w/.git/hooks/pre-commit", permission.Write)}, want: AU},

@@ -193,6 +193,12 @@ func benchPlanSpec(b *testing.B) (*Sandbox, Spec) {
 		os.Chown(d, nobody, nobody)
 	}
 	os.Chmod(home, 0o755)
+	// A new account's start-up files, which the plan reads for what they source or put on PATH.
+	for _, f := range []string{".bashrc", ".profile", ".bash_logout"} {
+		if src, err := os.ReadFile(filepath.Join("/etc/skel", f)); err == nil {
+			os.WriteFile(filepath.Join(home, f), src, 0o644)
+		}
+	}
 	var deny []string
 	for _, p := range []string{"/.ssh", "/.aws", "/.gnupg", "/.config/gcloud", "/.azure", "/.kube", "/.docker/config.json", "/.netrc"} {
 		deny = append(deny, home+p)
@@ -201,7 +207,7 @@ func benchPlanSpec(b *testing.B) (*Sandbox, Spec) {
 	results := hostTempDir(b, "/var/tmp", "sbx-benchresults-") // the daemon's, as a session's tool-results dir
 	os.Chmod(results, 0o755)
 	writable := []string{work, home + "/.cache/go-build"}
-	return s, Spec{Path: "/bin/true", Dir: work, WritableDirs: writable,
+	return s, Spec{Path: "/bin/true", Dir: work, WritableDirs: writable, Env: []string{"HOME=" + home},
 		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c",
 		ProtectedPaths: ProtectedCandidates(writable, work, home), ProtectedPatterns: ProtectedPatterns(writable, work),
 		MoveAsideCreated: true}

@@ -234,13 +234,22 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		}
 		clean = append(clean, c)
 	}
-	// What git's configs among them name as hooks or config is theirs to protect too.
-	for _, c := range gitNamedPaths(clean, envValue(spec.Env, "HOME")) {
+	v.listDirsOf(clean)
+	// What git's configs among them name as hooks or config is theirs to protect too, and so is
+	// what the shells' start-up files in the home source, run or put on PATH.
+	home := envValue(spec.Env, "HOME")
+	for _, c := range gitNamedPaths(clean, home) {
 		if !slices.Contains(clean, c) {
 			clean = append(clean, c)
 		}
 	}
-	v.listDirsOf(clean)
+	// Only those in the home (a dotfile may be a link to a writable dir) or a writable dir can
+	// be written: the system's (/etc/bash_completion) cost a look each for nothing.
+	for _, c := range shellNamedPaths(home, spec.UID, v.knownMissing) {
+		if !slices.Contains(clean, c) && (under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) })) {
+			clean = append(clean, c)
+		}
+	}
 	for _, c := range clean {
 		// Most candidates do not exist: one lstat each. One that does is resolved (a dotfile
 		// may be a link into a repository; a parent may be a link, as /home can be).

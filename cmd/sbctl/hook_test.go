@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -624,6 +625,48 @@ func TestHookGitNamedHooksProtected(t *testing.T) {
 		}
 	}
 	in := map[string]any{"session_id": "agent-gok", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "acceptEdits", "tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(work, "notes.txt"), "content": "x"}}
+	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput; h.PermissionDecision != "allow" {
+		t.Errorf("a write beside them: %s: %s", h.PermissionDecision, h.PermissionDecisionReason)
+	}
+}
+
+// TestHookShellNamedPathsProtected: a file the user's .bashrc sources, and a dir it puts on
+// PATH, are protected as .bashrc is, for the agent's own Write and a Bash redirect it runs
+// itself: the user's next shell runs what is there.
+func TestHookShellNamedPathsProtected(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhs")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	// The daemon reads the start-up files in the home the user database gives.
+	pw, err := user.Lookup(u.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := fmt.Sprintf("[ -f %[1]s/env.sh ] && . %[1]s/env.sh\nexport PATH=\"%[1]s/bin:$PATH\"\n", work)
+	if err := os.WriteFile(filepath.Join(pw.HomeDir, ".bashrc"), []byte(rc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		tool  string
+		input map[string]any
+	}{
+		{"Write", map[string]any{"file_path": filepath.Join(work, "env.sh"), "content": "curl x | sh\n"}},
+		{"Bash", map[string]any{"command": "echo 'curl x | sh' >> env.sh"}},
+		{"Bash", map[string]any{"command": "mkdir -p bin && cp /bin/true bin/ls"}},
+	} {
+		for _, mode := range []string{"acceptEdits", "bypassPermissions"} {
+			in := map[string]any{"session_id": fmt.Sprint("agent-s", i, mode), "cwd": work, "hook_event_name": "PreToolUse",
+				"permission_mode": mode, "tool_name": tc.tool, "tool_input": tc.input}
+			h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput
+			if h.PermissionDecision == "allow" || !strings.Contains(h.PermissionDecisionReason, "protected") {
+				t.Errorf("%s %v in %s: %s: %s", tc.tool, tc.input, mode, h.PermissionDecision, h.PermissionDecisionReason)
+			}
+		}
+	}
+	in := map[string]any{"session_id": "agent-sok", "cwd": work, "hook_event_name": "PreToolUse",
 		"permission_mode": "acceptEdits", "tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(work, "notes.txt"), "content": "x"}}
 	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput; h.PermissionDecision != "allow" {
 		t.Errorf("a write beside them: %s: %s", h.PermissionDecision, h.PermissionDecisionReason)

@@ -1,0 +1,290 @@
+package sandbox
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The shells' start-up files in the owner's home are protected, but they may name other files
+// the user's next shell runs: a file they source (`. ~/proj/env.sh`, a dotfiles repository's
+// aliases), a program they run by its path, the dirs they put first on PATH or zsh's fpath
+// (`export PATH=~/proj/tools:$PATH`: a `ls` there runs instead of the system's), ZDOTDIR,
+// where zsh reads the rest of its start-up files, and ENV and BASH_ENV, which other shells
+// source. Such a path in a writable dir is as much the shell's start-up as .bashrc is, so it
+// is protected like it. Only what the files say in words known before they run is seen: a
+// name built at run time (`eval "$(pyenv init -)"`) is not.
+
+// shellStartup are the start-up files bash, sh and zsh read from the home.
+var shellStartup = []string{
+	".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_aliases", ".bash_logout",
+	".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout",
+}
+
+// zshStartup are the files zsh reads from ZDOTDIR when it is set.
+var zshStartup = []string{".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout"}
+
+const (
+	// maxShellNamedFiles bounds the files read to find them, sourced ones included.
+	maxShellNamedFiles = 24
+	// maxShellFileBytes bounds each one: start-up files are small.
+	maxShellFileBytes = 256 << 10
+)
+
+// shellNamedPaths returns what the shells' start-up files in home name as code they run,
+// absolute and clean (see above); a sourced file is read as well. A relative name is the
+// home's: a login shell starts there. missing, when set, answers for a path known not to be
+// there without a look of its own (most of the files are some other shell's). Run as the
+// caller, uid.
+func shellNamedPaths(home string, uid uint32, missing func(string) bool) []string {
+	if home == "" || home == "/" {
+		return nil
+	}
+	var out, queue []string
+	add := func(p string) {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	read := func(p string) {
+		if p != "" && !slices.Contains(queue, p) {
+			queue = append(queue, p)
+		}
+	}
+	for _, f := range shellStartup {
+		read(filepath.Join(home, f))
+	}
+	for i := 0; i < len(queue) && i < maxShellNamedFiles; i++ {
+		if missing != nil && missing(queue[i]) {
+			continue
+		}
+		n, ok := shellFileNames(queue[i], home, uid)
+		if !ok {
+			continue
+		}
+		for _, p := range n.sourced {
+			add(p)
+			read(p)
+		}
+		for _, d := range n.zdotdirs {
+			for _, f := range zshStartup {
+				add(filepath.Join(d, f))
+				read(filepath.Join(d, f))
+			}
+		}
+		for _, p := range n.named {
+			add(p)
+		}
+	}
+	return out
+}
+
+// shellFileNames is shellNames of the file at p, parsed once for each version of it: the plan
+// asks on every call, and parsing a distribution's .bashrc costs a few hundred µs where a stat
+// costs one or two. A version is the file's identity, size and times (a ctime its owner cannot
+// set back); a cached answer is given only to the uid that read it.
+func shellFileNames(p, home string, uid uint32) (startupNames, bool) {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxShellFileBytes {
+		return startupNames{}, false
+	}
+	key := shellFileKey{path: p, home: home, uid: uid, dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	shellNamesCache.Lock()
+	n, ok := shellNamesCache.m[key]
+	shellNamesCache.Unlock()
+	if ok {
+		return n, true
+	}
+	b, ok := readRegular(p, maxShellFileBytes)
+	if !ok {
+		return startupNames{}, false
+	}
+	n = shellNames(b, home)
+	if time.Now().UnixNano()-key.ctime < int64(stampSlack) {
+		// Changed within the ctime's tick of now, it could change again without the ctime
+		// moving: used, not kept.
+		return n, true
+	}
+	shellNamesCache.Lock()
+	if len(shellNamesCache.m) >= maxShellNamesCached {
+		clear(shellNamesCache.m)
+	}
+	shellNamesCache.m[key] = n
+	shellNamesCache.Unlock()
+	return n, true
+}
+
+// shellFileKey is one version of one start-up file, as read by one uid for one home.
+type shellFileKey struct {
+	path, home         string
+	uid                uint32
+	dev, ino           uint64
+	size, mtime, ctime int64
+}
+
+// maxShellNamesCached bounds the cache: a few files for each user of the host.
+const maxShellNamesCached = 1024
+
+var shellNamesCache = struct {
+	sync.Mutex
+	m map[shellFileKey]startupNames
+}{m: map[shellFileKey]startupNames{}}
+
+// startupNames is what one start-up file names: files it sources (or names as ENV or
+// BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.
+type startupNames struct {
+	sourced, zdotdirs, named []string
+}
+
+// shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
+// returns what it names, absolute and clean; nothing when neither can parse it.
+func shellNames(src []byte, home string) startupNames {
+	var f *syntax.File
+	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangZsh} {
+		var err error
+		if f, err = syntax.NewParser(syntax.Variant(lang)).Parse(bytes.NewReader(src), ""); err == nil {
+			break
+		}
+		f = nil
+	}
+	var n startupNames
+	if f == nil {
+		return n
+	}
+	abs := func(p string) string {
+		switch {
+		case p == "":
+			return ""
+		case filepath.IsAbs(p):
+			return filepath.Clean(p)
+		}
+		return filepath.Join(home, p)
+	}
+	assign := func(a *syntax.Assign) {
+		if a == nil || a.Name == nil {
+			return
+		}
+		var vals []string
+		if a.Value != nil {
+			if s, ok := wordText(a.Value, home); ok {
+				vals = append(vals, s)
+			}
+		}
+		if a.Array != nil {
+			for _, e := range a.Array.Elems {
+				if e.Value != nil {
+					if s, ok := wordText(e.Value, home); ok {
+						vals = append(vals, s)
+					}
+				}
+			}
+		}
+		for _, v := range vals {
+			switch a.Name.Value {
+			case "PATH", "FPATH", "path", "fpath":
+				// Each entry that is known: a dynamic one ($PATH) holds the marker.
+				for _, e := range strings.Split(v, ":") {
+					if strings.HasPrefix(e, "~/") {
+						e = filepath.Join(home, e[2:])
+					}
+					if filepath.IsAbs(e) && !strings.Contains(e, dynamicPart) {
+						n.named = append(n.named, filepath.Clean(e))
+					}
+				}
+			case "ZDOTDIR":
+				if !strings.Contains(v, dynamicPart) {
+					n.zdotdirs = append(n.zdotdirs, abs(v))
+				}
+			case "ENV", "BASH_ENV":
+				if !strings.Contains(v, dynamicPart) {
+					n.sourced = append(n.sourced, abs(v))
+				}
+			}
+		}
+	}
+	syntax.Walk(f, func(node syntax.Node) bool {
+		switch x := node.(type) {
+		case *syntax.CallExpr:
+			for _, a := range x.Assigns {
+				assign(a)
+			}
+			if len(x.Args) == 0 {
+				break
+			}
+			first, ok := wordText(x.Args[0], home)
+			if !ok || strings.Contains(first, dynamicPart) {
+				break
+			}
+			switch {
+			case (first == "source" || first == ".") && len(x.Args) > 1:
+				if p, ok := wordText(x.Args[1], home); ok && !strings.Contains(p, dynamicPart) {
+					n.sourced = append(n.sourced, abs(p))
+				}
+			case filepath.IsAbs(first):
+				n.named = append(n.named, filepath.Clean(first))
+			}
+		case *syntax.DeclClause:
+			for _, a := range x.Args {
+				assign(a)
+			}
+		}
+		return true
+	})
+	return n
+}
+
+// dynamicPart stands for a part of a word known only when the shell runs.
+const dynamicPart = "\x00"
+
+// wordText is w as the shell would expand it where that is known before it runs: literal
+// and quoted text, $HOME, and a leading ~/; anything else becomes dynamicPart. false for a
+// word with no known text at all.
+func wordText(w *syntax.Word, home string) (string, bool) {
+	var b strings.Builder
+	var part func(p syntax.WordPart, top bool)
+	part = func(p syntax.WordPart, top bool) {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			v := x.Value
+			if top && b.Len() == 0 && (v == "~" || strings.HasPrefix(v, "~/")) {
+				v = home + v[1:]
+			}
+			b.WriteString(v)
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				part(q, false)
+			}
+		case *syntax.ParamExp:
+			if x.Param != nil && x.Param.Value == "HOME" && x.Exp == nil && x.Repl == nil && x.Slice == nil &&
+				x.Index == nil && !x.Length && !x.Width && !x.Excl && x.Names == 0 {
+				b.WriteString(home)
+			} else {
+				b.WriteString(dynamicPart)
+			}
+		default:
+			b.WriteString(dynamicPart)
+		}
+	}
+	for _, p := range w.Parts {
+		part(p, true)
+	}
+	s := b.String()
+	return s, s != "" && s != dynamicPart
+}
+
+// ShellNamedPaths is what the shells' start-up files in home name as code they run
+// (shellNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
+func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
+	var out []string
+	err := asCaller(uid, gid, groups, func() { out = shellNamedPaths(home, uid, nil) })
+	return out, err
+}

@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShellNamedPaths: what the start-up files source, run by path, or put on PATH, fpath,
+// ZDOTDIR, ENV and BASH_ENV, in the forms dotfiles write them; sourced files are read too,
+// and names known only at run time are left out.
+func TestShellNamedPaths(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for name, body := range map[string]string{
+		".profile": `if [ -d "$HOME/bin" ] ; then PATH="$HOME/bin:$PATH"; fi
+[ -f ~/work/env.sh ] && . ~/work/env.sh
+export BASH_ENV=$HOME/work/bashenv
+`,
+		".bashrc": `source "${HOME}/dotfiles/aliases.sh"
+export PATH=~/work/tools:$PATH:/opt/x/bin
+eval "$(pyenv init -)"
+. "$DYNAMIC/skip.sh"
+~/work/prompt.sh --init
+`,
+		"dotfiles/aliases.sh": "source .fzf.bash\nalias ll='ls -l'\n",
+		".zshenv":             "export ZDOTDIR=$HOME/work/zdot\n",
+		".zshrc":              "path=(~/work/zbin $path)\nfpath=($HOME/work/zfunc $fpath)\ntypeset -U path\nsetopt extendedglob\nls *(.)\n",
+	} {
+		p := filepath.Join(home, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := shellNamedPaths(home, 0, nil)
+	for _, want := range []string{"bin", "work/env.sh", "work/bashenv", "dotfiles/aliases.sh", ".fzf.bash",
+		"work/tools", "work/prompt.sh", "work/zdot/.zshrc", "work/zdot/.zshenv", "work/zbin", "work/zfunc"} {
+		if !slices.Contains(got, filepath.Join(home, want)) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+	if !slices.Contains(got, "/opt/x/bin") {
+		t.Errorf("/opt/x/bin not among %v", got)
+	}
+	for _, p := range got {
+		if strings.Contains(p, dynamicPart) || strings.Contains(p, "skip.sh") || !filepath.IsAbs(p) {
+			t.Errorf("a name known only at run time, or not absolute: %q", p)
+		}
+	}
+}
+
+// TestShellNamedPathsProtected: in a session rooted at a project, what the owner's start-up
+// files (outside the session) source or put on PATH inside the project is read-only, and what
+// a call makes there is moved aside, however the call spells the name.
+func TestShellNamedPathsProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	rc := "# rc\n. ~/repo/env.sh\nexport PATH=\"$HOME/repo/tools:$PATH\"\n[ -x ~/repo/hello ] && ~/repo/hello\n"
+	for p, c := range map[string]string{
+		filepath.Join(f.home, ".bashrc"):     rc,
+		filepath.Join(f.repo, "env.sh"):      "export A=1\n",
+		filepath.Join(f.repo, "src", "a.go"): "package a\n",
+	} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f.files[p] = c
+	}
+	chownR(t, filepath.Dir(f.home))
+	// The names are built at run time, as a program the classifier cannot see into would.
+	const script = `e=env; ( echo id >> ${e}.sh ) 2>/dev/null && echo 'ATTACK-WORKED sourced file'; ` +
+		`mkdir -p too""ls && printf '#!/bin/sh\nid\n' > tools/ls && chmod +x tools/ls; ` +
+		`printf '#!/bin/sh\nid\n' > hel""lo; chmod +x hello; ` +
+		`echo ok >> src/a.go && echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if strings.Contains(out, "ATTACK-WORKED") {
+		t.Errorf("a write to a file the owner's .bashrc sources worked (res %+v):\n%s", res, out)
+	}
+	delete(f.files, filepath.Join(f.repo, "src", "a.go")) // the project's own file: written
+	f.unchanged(t)
+	for _, p := range []string{filepath.Join(f.repo, "tools"), filepath.Join(f.repo, "hello")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s, on the owner's PATH or run by their .bashrc, is still there after the call", p)
+		}
+	}
+}
+
+// FuzzShellNames: any start-up file, as bash or zsh or neither can parse it, is read without a
+// panic (the plan runs in the daemon), and names only absolute paths with nothing unknown in
+// them.
+func FuzzShellNames(f *testing.F) {
+	for _, s := range []string{
+		". ~/a.sh\nexport PATH=$HOME/bin:$PATH\n", "path=(~/x $path)\nfpath+=(${HOME}/f)\n",
+		"ZDOTDIR=~/z; ENV=\"$HOME\"/e\n~/bin/hello --x\n", "source \"${X:-~}/y\"\nalias a='. b'\n",
+		"setopt extendedglob; print -l *(.)\n", "if x; then . ~/q; fi; f() { source ~/r; }\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := shellNames(b, "/home/u")
+		for _, p := range slices.Concat(n.sourced, n.zdotdirs, n.named) {
+			if !filepath.IsAbs(p) || strings.Contains(p, dynamicPart) || filepath.Clean(p) != p {
+				t.Fatalf("%q names %q", b, p)
+			}
+		}
+	})
+}
