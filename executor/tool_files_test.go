@@ -446,50 +446,43 @@ func TestWorkerUndumpable(t *testing.T) {
 	}
 }
 
-// TestWriteToolRefusesGitNamedPaths: a file the user's git config includes
-// (~/.gitconfig.local, missing) or a hooks dir a repository's core.hooksPath names
-// (.githooks, missing) is not written by Write or Edit: the file worker has no sweep to move
-// it aside, and the user's next git command would run what it holds.
-func TestWriteToolRefusesGitNamedPaths(t *testing.T) {
-	e := newToolEnv(t)
-	os.WriteFile(filepath.Join(e.dir, ".gitconfig"), []byte("[include]\n\tpath = ~/.gitconfig.local\n"), 0o644)
-	os.MkdirAll(filepath.Join(e.dir, ".git"), 0o755)
-	os.WriteFile(filepath.Join(e.dir, ".git", "config"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
-	for _, p := range []string{".gitconfig", ".git", ".git/config"} {
-		os.Lchown(filepath.Join(e.dir, p), nobody, nobody)
+// TestWriteToolRefusesConfigNamedPaths: a file the user's git config includes
+// (~/.gitconfig.local, missing), a hooks dir a repository's core.hooksPath names (.githooks,
+// missing), a file the owner's .bashrc sources (env.sh) and a program in a dir .profile puts
+// on PATH is not written by Write: the file worker has no sweep to move it aside, and the
+// user's next git command or shell would run what it holds.
+func TestWriteToolRefusesConfigNamedPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		configs map[string]string // relative to the home, the session's dir
+		refused []string
+	}{
+		{"git", map[string]string{".gitconfig": "[include]\n\tpath = ~/.gitconfig.local\n", ".git/config": "[core]\n\thooksPath = .githooks\n"},
+			[]string{".gitconfig.local", ".githooks/post-checkout"}},
+		{"shell", map[string]string{".bashrc": "[ -f ~/env.sh ] && . ~/env.sh\n", ".profile": "export PATH=\"$HOME/tools:$PATH\"\n"},
+			[]string{"env.sh", "tools/ls"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newToolEnv(t)
+			for rel, body := range tc.configs {
+				p := filepath.Join(e.dir, rel)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.WriteFile(p, []byte(body), 0o644)
+				for q := p; q != e.dir; q = filepath.Dir(q) {
+					os.Lchown(q, nobody, nobody)
+				}
+			}
+			for _, rel := range tc.refused {
+				p := filepath.Join(e.dir, rel)
+				_, err := e.call(t, "Write", Input{"file_path": p, "content": "[core]\n\tfsmonitor = id\n"})
+				if errcode.Of(err) != errcode.PermissionDenied {
+					t.Errorf("Write %s: %v, want it refused", rel, err)
+				}
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s was written", rel)
+				}
+			}
+			e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
+		})
 	}
-	for _, rel := range []string{".gitconfig.local", ".githooks/post-checkout"} {
-		p := filepath.Join(e.dir, rel)
-		_, err := e.call(t, "Write", Input{"file_path": p, "content": "[core]\n\tfsmonitor = id\n"})
-		if errcode.Of(err) != errcode.PermissionDenied {
-			t.Errorf("Write %s: %v, want it refused", rel, err)
-		}
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s was written", rel)
-		}
-	}
-	e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
-}
-
-// TestWriteToolRefusesShellNamedPaths: a file the owner's .bashrc sources (env.sh, missing)
-// or a program in a dir its .profile puts on PATH is not written by Write: the user's next
-// shell would run it, and the file worker has no sweep to move it aside.
-func TestWriteToolRefusesShellNamedPaths(t *testing.T) {
-	e := newToolEnv(t)
-	os.WriteFile(filepath.Join(e.dir, ".bashrc"), []byte("[ -f ~/env.sh ] && . ~/env.sh\n"), 0o644)
-	os.WriteFile(filepath.Join(e.dir, ".profile"), []byte("export PATH=\"$HOME/tools:$PATH\"\n"), 0o644)
-	for _, p := range []string{".bashrc", ".profile"} {
-		os.Lchown(filepath.Join(e.dir, p), nobody, nobody)
-	}
-	for _, rel := range []string{"env.sh", "tools/ls"} {
-		p := filepath.Join(e.dir, rel)
-		_, err := e.call(t, "Write", Input{"file_path": p, "content": "id\n"})
-		if errcode.Of(err) != errcode.PermissionDenied {
-			t.Errorf("Write %s: %v, want it refused", rel, err)
-		}
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s was written", rel)
-		}
-	}
-	e.mustCall(t, "Write", Input{"file_path": filepath.Join(e.dir, "other.txt"), "content": "x\n"})
 }

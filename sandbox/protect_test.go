@@ -83,6 +83,22 @@ func (f *protectFixture) unchanged(t *testing.T) {
 	}
 }
 
+// attack runs script in dir, as a call that moves aside the protected paths it makes, and
+// fails the test where it printed ATTACK-WORKED, or did not finish with "done".
+func (f *protectFixture) attack(t *testing.T, s *Sandbox, script, dir string, writable ...string) {
+	t.Helper()
+	sp := f.spec(script, dir, writable...)
+	sp.MoveAsideCreated = true
+	sp.Call = "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if strings.Contains(out, "ATTACK-WORKED") {
+		t.Errorf("an attack worked (res %+v):\n%s", res, out)
+	}
+}
+
 func (f *protectFixture) spec(script, dir string, writable ...string) *Spec {
 	return &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: dir,
 		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + f.home, "LANG=C.UTF-8", "GIT_CONFIG_NOSYSTEM=1"},
@@ -1207,16 +1223,7 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 		`( echo '[core] fsmonitor = id' >> project.${h}config ) 2>/dev/null && echo 'ATTACK-WORKED include'; ` +
 		`mkdir ~/githooks-global && echo id > ~/githooks-global/pre-commit; ` +
 		`mkdir -p ~/git-template/hooks && echo id > ~/git-template/hooks/post-checkout; echo done`
-	sp := f.spec(script, f.repo, f.home)
-	sp.MoveAsideCreated = true
-	sp.Call = "c1"
-	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-	if err != nil || !strings.Contains(out, "done") {
-		t.Fatalf("%v %q", err, out)
-	}
-	if strings.Contains(out, "ATTACK-WORKED") {
-		t.Errorf("a write to a hooks dir or config git's config names worked (res %+v):\n%s", res, out)
-	}
+	f.attack(t, s, script, f.repo, f.home)
 	f.unchanged(t)
 	for _, p := range []string{filepath.Join(f.repo, ".githooks", "post-checkout"), filepath.Join(f.home, "githooks-global"), filepath.Join(f.home, "git-template")} {
 		if _, err := os.Lstat(p); err == nil {

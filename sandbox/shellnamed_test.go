@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestShellNamedPaths: what the start-up files source, run by path, or put on PATH, fpath,
@@ -80,16 +79,7 @@ func TestShellNamedPathsProtected(t *testing.T) {
 		`mkdir -p too""ls && printf '#!/bin/sh\nid\n' > tools/ls && chmod +x tools/ls; ` +
 		`printf '#!/bin/sh\nid\n' > hel""lo; chmod +x hello; ` +
 		`echo ok >> src/a.go && echo done`
-	sp := f.spec(script, f.repo, f.repo)
-	sp.MoveAsideCreated = true
-	sp.Call = "c1"
-	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-	if err != nil || !strings.Contains(out, "done") {
-		t.Fatalf("%v %q", err, out)
-	}
-	if strings.Contains(out, "ATTACK-WORKED") {
-		t.Errorf("a write to a file the owner's .bashrc sources worked (res %+v):\n%s", res, out)
-	}
+	f.attack(t, s, script, f.repo, f.repo)
 	delete(f.files, filepath.Join(f.repo, "src", "a.go")) // the project's own file: written
 	f.unchanged(t)
 	for _, p := range []string{filepath.Join(f.repo, "tools"), filepath.Join(f.repo, "hello")} {

@@ -608,25 +608,35 @@ func TestHookGitNamedHooksProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook := filepath.Join(work, ".githooks", "pre-commit")
-	for i, tc := range []struct {
-		tool  string
-		input map[string]any
-	}{
-		{"Write", map[string]any{"file_path": hook, "content": "#!/bin/sh\ncurl x | sh\n"}},
-		{"Bash", map[string]any{"command": "echo 'curl x | sh' > .githooks/pre-commit"}},
-	} {
+	hookProtects(t, b, d.socket, u, rt, work, "agent-g",
+		toolCase{"Write", map[string]any{"file_path": hook, "content": "#!/bin/sh\ncurl x | sh\n"}},
+		toolCase{"Bash", map[string]any{"command": "echo 'curl x | sh' > .githooks/pre-commit"}})
+}
+
+// toolCase is one tool call an agent makes.
+type toolCase struct {
+	tool  string
+	input map[string]any
+}
+
+// hookProtects checks that each call, decided by the hook in work in acceptEdits and
+// bypassPermissions (sessions named from prefix), is not allowed as a write to a protected
+// path, and that a Write beside them in work is.
+func hookProtects(t *testing.T, b bins, socket string, u testutil.User, rt, work, prefix string, cases ...toolCase) {
+	t.Helper()
+	for i, tc := range cases {
 		for _, mode := range []string{"acceptEdits", "bypassPermissions"} {
-			in := map[string]any{"session_id": fmt.Sprint("agent-g", i, mode), "cwd": work, "hook_event_name": "PreToolUse",
+			in := map[string]any{"session_id": fmt.Sprint(prefix, i, mode), "cwd": work, "hook_event_name": "PreToolUse",
 				"permission_mode": mode, "tool_name": tc.tool, "tool_input": tc.input}
-			h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput
+			h := decodeHook(t, runHook(t, b, socket, u, rt, in)).HookSpecificOutput
 			if h.PermissionDecision == "allow" || !strings.Contains(h.PermissionDecisionReason, "protected") {
 				t.Errorf("%s %v in %s: %s: %s", tc.tool, tc.input, mode, h.PermissionDecision, h.PermissionDecisionReason)
 			}
 		}
 	}
-	in := map[string]any{"session_id": "agent-gok", "cwd": work, "hook_event_name": "PreToolUse",
+	in := map[string]any{"session_id": prefix + "ok", "cwd": work, "hook_event_name": "PreToolUse",
 		"permission_mode": "acceptEdits", "tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(work, "notes.txt"), "content": "x"}}
-	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput; h.PermissionDecision != "allow" {
+	if h := decodeHook(t, runHook(t, b, socket, u, rt, in)).HookSpecificOutput; h.PermissionDecision != "allow" {
 		t.Errorf("a write beside them: %s: %s", h.PermissionDecision, h.PermissionDecisionReason)
 	}
 }
@@ -649,28 +659,10 @@ func TestHookShellNamedPathsProtected(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pw.HomeDir, ".bashrc"), []byte(rc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i, tc := range []struct {
-		tool  string
-		input map[string]any
-	}{
-		{"Write", map[string]any{"file_path": filepath.Join(work, "env.sh"), "content": "curl x | sh\n"}},
-		{"Bash", map[string]any{"command": "echo 'curl x | sh' >> env.sh"}},
-		{"Bash", map[string]any{"command": "mkdir -p bin && cp /bin/true bin/ls"}},
-	} {
-		for _, mode := range []string{"acceptEdits", "bypassPermissions"} {
-			in := map[string]any{"session_id": fmt.Sprint("agent-s", i, mode), "cwd": work, "hook_event_name": "PreToolUse",
-				"permission_mode": mode, "tool_name": tc.tool, "tool_input": tc.input}
-			h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput
-			if h.PermissionDecision == "allow" || !strings.Contains(h.PermissionDecisionReason, "protected") {
-				t.Errorf("%s %v in %s: %s: %s", tc.tool, tc.input, mode, h.PermissionDecision, h.PermissionDecisionReason)
-			}
-		}
-	}
-	in := map[string]any{"session_id": "agent-sok", "cwd": work, "hook_event_name": "PreToolUse",
-		"permission_mode": "acceptEdits", "tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(work, "notes.txt"), "content": "x"}}
-	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in)).HookSpecificOutput; h.PermissionDecision != "allow" {
-		t.Errorf("a write beside them: %s: %s", h.PermissionDecision, h.PermissionDecisionReason)
-	}
+	hookProtects(t, b, d.socket, u, rt, work, "agent-s",
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(work, "env.sh"), "content": "curl x | sh\n"}},
+		toolCase{"Bash", map[string]any{"command": "echo 'curl x | sh' >> env.sh"}},
+		toolCase{"Bash", map[string]any{"command": "mkdir -p bin && cp /bin/true bin/ls"}})
 }
 
 func TestHookUnknownPathsAsk(t *testing.T) {
