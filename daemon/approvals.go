@@ -27,6 +27,15 @@ const (
 	rememberUser    = "userSettings"
 )
 
+// maxAnswerMessage bounds a deny's message. It is held with the answered approval until its
+// call takes it or it expires, and written whole into the approval.resolve record, neither of
+// which the owner's bounds count (approval.MaxPendingBytesPerOwner,
+// audit.max_bytes_per_user_hour): unbounded, each ask a user answered themselves carried a
+// body's worth (max_request_bytes) of their text, 256 of them 600 MB of the daemon's memory
+// and 64 KiB a record of the log. It is a reason for the agent, and the agents' own cap a
+// hook's reason at 9 000 characters.
+const maxAnswerMessage = 4096
+
 // approvalSweepInterval is how often pending approvals are checked for expiry.
 const approvalSweepInterval = time.Second
 
@@ -115,6 +124,9 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 	}
 	if res != nil {
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was already answered (%s by %s)", id, res.Answer, res.By))
+	}
+	if len(ans.Message) > maxAnswerMessage {
+		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Validation, fmt.Errorf("message may be at most %d bytes, not %d: it is a reason for the agent", maxAnswerMessage, len(ans.Message)))
 	}
 	r := approval.Resolution{Answer: approval.Answer(ans.Answer), Message: ans.Message, By: "uid:" + strconv.FormatUint(uint64(caller.UID), 10), When: time.Now().UTC()}
 	switch r.Answer {
