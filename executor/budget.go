@@ -48,7 +48,13 @@ func (h *Host) Budget(c *Call, r *Result) (*Result, error) {
 		h.persistResult(c.Session, r, limit)
 	}
 	chars := int64(r.TextChars())
-	evicted := c.Session.Budget.Admit(c.ToolUseID, chars)
+	// A result no larger than a preview is never replaced by one: it is counted, not kept.
+	var evicted []session.BudgetEntry
+	if chars > PreviewChars {
+		evicted = c.Session.Budget.Admit(c.ToolUseID, chars)
+	} else {
+		evicted = c.Session.Budget.AdmitSmall(chars)
+	}
 	ts := h.tools()
 	if chars > PreviewChars {
 		ts.mu.Lock()

@@ -8,7 +8,11 @@ type Budget struct {
 	mu      sync.Mutex
 	limit   int64
 	results []BudgetEntry
-	total   int64
+	// small is the characters of the results admitted with AdmitSmall, counted together: an
+	// entry each kept the session's every call (an empty Bash output, an image) for its
+	// lifetime, by the tool_use_id its client chose, and an empty one was never evicted.
+	small int64
+	total int64
 }
 
 // BudgetEntry is one result counted against the budget.
@@ -34,6 +38,29 @@ func NewBudget(limit int64) *Budget {
 func (b *Budget) Admit(toolUseID string, chars int64) (evict []BudgetEntry) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	evict = b.makeRoom(chars)
+	b.results = append(b.results, BudgetEntry{ToolUseID: toolUseID, Chars: chars})
+	b.total += chars
+	return evict
+}
+
+// AdmitSmall counts a result the caller would never replace with a preview (one no larger
+// than the preview): it is not remembered by itself, so a session's entries stay as many as
+// its limit holds of results worth replacing, however many calls it makes. What it returns
+// is Admit's.
+func (b *Budget) AdmitSmall(chars int64) (evict []BudgetEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	evict = b.makeRoom(chars)
+	b.small += chars
+	b.total += chars
+	return evict
+}
+
+// makeRoom takes results off the budget, largest first, until chars more fit; the small
+// results, each smaller than any entry worth replacing, go last and only as far as needed.
+// b.mu is held.
+func (b *Budget) makeRoom(chars int64) (evict []BudgetEntry) {
 	for b.total+chars > b.limit && len(b.results) > 0 {
 		largest := 0
 		for i, e := range b.results {
@@ -46,8 +73,11 @@ func (b *Budget) Admit(toolUseID string, chars int64) (evict []BudgetEntry) {
 		b.total -= e.Chars
 		evict = append(evict, e)
 	}
-	b.results = append(b.results, BudgetEntry{ToolUseID: toolUseID, Chars: chars})
-	b.total += chars
+	if over := b.total + chars - b.limit; over > 0 && b.small > 0 {
+		take := min(over, b.small)
+		b.small -= take
+		b.total -= take
+	}
 	return evict
 }
 
@@ -58,6 +88,13 @@ func (b *Budget) Total() int64 {
 	return b.total
 }
 
+// Entries is how many results the budget remembers one by one.
+func (b *Budget) Entries() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.results)
+}
+
 // Limit is the budget's size.
 func (b *Budget) Limit() int64 { return b.limit }
 
@@ -65,5 +102,5 @@ func (b *Budget) Limit() int64 { return b.limit }
 func (b *Budget) Clone() *Budget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return &Budget{limit: b.limit, total: b.total, results: append([]BudgetEntry(nil), b.results...)}
+	return &Budget{limit: b.limit, total: b.total, small: b.small, results: append([]BudgetEntry(nil), b.results...)}
 }
