@@ -222,10 +222,22 @@ type AutoResponse struct {
 	Reason   string `json:"reason"`
 }
 
+// historyInputBytes bounds the input of a call a session remembers (History) for the
+// classifier's context, as audit.max_input_bytes bounds a record's: every call is remembered,
+// in every mode, so whole inputs held a body's worth each (max_request_bytes) for the
+// session's life, 100 a session and 64 sessions a user, gigabytes of the daemon's memory.
+// The call being decided goes to the classifier whole.
+const historyInputBytes = 8 << 10
+
 // callSummary is one call as the classifier sees it: tool, redacted input, classification.
-func callSummary(st *state) json.RawMessage {
+// An input over maxInput bytes (redacted) is kept in the audit log's truncated form; 0 keeps
+// it whole.
+func callSummary(st *state, maxInput int) json.RawMessage {
 	in, _ := json.Marshal(st.call.Input)
 	red, _ := audit.Redact(in)
+	if maxInput > 0 {
+		red = audit.TruncateInput(red, maxInput)
+	}
 	m := map[string]any{"tool": st.call.Tool.Name(), "input": red}
 	if cl := st.call.Classification(); cl != nil {
 		m["risks"] = cl.Risks
@@ -250,7 +262,7 @@ func (p *Pipeline) autoStageTwo(ctx context.Context, st *state) (verdict, reason
 		return verdictAsk, "stage two: no classifier configured"
 	}
 	req := AutoRequest{Version: 1, SessionID: st.sess.ID, Cwd: st.sess.Cwd(), Workdirs: st.sess.Dirs(),
-		Call: callSummary(st), Recent: st.sess.History.Last(cfg.History)}
+		Call: callSummary(st, 0), Recent: st.sess.History.Last(cfg.History)}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return verdictError, "stage two: " + err.Error()
@@ -318,7 +330,7 @@ func rememberCall(st *state) {
 	if st.call == nil || st.decision == nil || st.decideOnly {
 		return
 	}
-	st.sess.History.Add(callSummary(st))
+	st.sess.History.Add(callSummary(st, historyInputBytes))
 }
 
 // permissionRequestHooks lets PermissionRequest hooks answer a new approval. Their answer is
