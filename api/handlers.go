@@ -322,7 +322,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		keys[i] = cr.ClientKey
 	}
 	// The rate is of calls: the rest of the batch's tokens, now that its size is known.
-	if err := s.limitRate(r.Context(), c, len(br.Calls)-1+bodyTokens(size)); err != nil {
+	if err := s.limitRate(r.Context(), c, s.restTokens(len(br.Calls)-1+bodyTokens(size))); err != nil {
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.

@@ -144,7 +144,15 @@ func (s *Server) decodePaced(r *http.Request, c session.Caller, v any) error {
 	if err != nil {
 		return err
 	}
-	return s.limitRate(r.Context(), c, bodyTokens(size))
+	return s.limitRate(r.Context(), c, s.restTokens(bodyTokens(size)))
+}
+
+// restTokens is n, what a request takes past the token it took on arrival, kept within what
+// the whole request may take (the burst): a bucket holds at most the burst, so a request
+// wanting more than it, one plus the burst for any body of 800 KiB or more, was refused
+// however long its client waited, and a body max_request_bytes allows never went through.
+func (s *Server) restTokens(n int) int {
+	return max(0, min(n, s.tenants.get().Burst-1))
 }
 
 // decodeCounted is decode, also returning the body's size.
