@@ -20,10 +20,18 @@ func newDecisionCache(n int) *decisionCache {
 	return &decisionCache{lru: c}
 }
 
-// cacheKey normalises the facts through encoding/json (map keys sorted).
+// maxCachedFactsBytes bounds the facts a cached decision is keyed by. The key holds the
+// call's whole input, and the cache is the daemon's, shared by every user: a Write of a
+// request body's worth (max_request_bytes) kept that much in the daemon's memory for each
+// of its entries, 4 GiB for one user's 4096 large calls, never freed. A call that large is
+// decided afresh each time; calls that repeat are small.
+const maxCachedFactsBytes = 16 << 10
+
+// cacheKey normalises the facts through encoding/json (map keys sorted); "" for facts not
+// cached.
 func cacheKey(policy, rules string, f *permission.Facts) string {
 	b, err := json.Marshal(f)
-	if err != nil {
+	if err != nil || len(b) > maxCachedFactsBytes {
 		return "" // not cacheable; evaluate
 	}
 	return policy + "\x00" + rules + "\x00" + string(b)
