@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -195,13 +196,15 @@ func (h *Host) persistText(s *session.Session, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(text))
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", errcode.New(errcode.Of(err), fmt.Errorf("write persisted result: %w", err))
+	// Written and hashed a slice at a time: []byte(text) would copy what may be 64 MiB again.
+	hf := &hashingFile{f: f, h: sha256.New()}
+	for rest := text; rest != ""; rest = rest[min(len(rest), 1<<20):] {
+		if _, err := io.WriteString(hf, rest[:min(len(rest), 1<<20)]); err != nil {
+			hf.discard()
+			return "", errcode.New(errcode.Of(err), fmt.Errorf("write persisted result: %w", err))
+		}
 	}
-	path, err := finishResultFile(f, hex.EncodeToString(sum[:]))
+	path, err := hf.finish()
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -211,45 +212,49 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		}
 		return nil, errcode.Msg(errcode.ToolFailed, "rg: "+msg+"\nFix the pattern (ripgrep regex syntax; escape literal braces and parentheses) or the path, then search again.")
 	}
-	// One copy of rg's output (it may be 64 MiB, held in the daemon): the lines and the text
-	// below are slices of it.
-	all := strings.TrimSuffix(string(payload), "\n")
+	// rg's output may be 64 MiB, held in the daemon, and a user may run several searches at
+	// once: it is copied once, into the result's text, and its lines are counted or walked
+	// in place; only the file names of files_with_matches become strings of their own.
+	out := bytes.TrimSuffix(payload, []byte("\n"))
 	payload = nil
-	lines := strings.Split(all, "\n")
-	if all == "" {
-		lines = nil
+	numLines := 0
+	if len(out) > 0 {
+		numLines = bytes.Count(out, []byte("\n")) + 1
 	}
 	data := map[string]any{"mode": mode}
 	var b strings.Builder
 	switch {
-	case len(lines) == 0 && offset > 0 && r.Total > 0:
+	case numLines == 0 && offset > 0 && r.Total > 0:
 		fmt.Fprintf(&b, "No entries at this offset (offset %d; there are %d in total). Use a smaller offset.", offset, r.Total)
-	case len(lines) == 0:
+	case numLines == 0:
 		if mode == "files_with_matches" {
 			b.WriteString("No files found")
 		} else {
 			b.WriteString("No matches found")
 		}
 	case mode == "files_with_matches":
-		fmt.Fprintf(&b, "Found %d file", len(lines))
-		if len(lines) != 1 {
+		fmt.Fprintf(&b, "Found %d file", numLines)
+		if numLines != 1 {
 			b.WriteString("s")
 		}
-		b.Grow(1 + len(all) + 256)
+		b.Grow(1 + len(out) + 256)
 		b.WriteString("\n")
-		b.WriteString(all)
-		data["filenames"] = lines
+		start := b.Len()
+		b.Write(out)
+		// The names are slices of the text: built once, never changed after.
+		data["filenames"] = strings.Split(b.String()[start:], "\n")
 	case mode == "count":
 		matches, files := 0, 0
-		for _, l := range lines {
-			i := strings.LastIndexByte(l, ':')
-			if n, err := strconv.Atoi(l[i+1:]); err == nil {
+		for l := range bytes.Lines(out) {
+			l = bytes.TrimSuffix(l, []byte("\n"))
+			i := bytes.LastIndexByte(l, ':')
+			if n, err := strconv.Atoi(string(l[i+1:])); err == nil {
 				matches += n
 				files++
 			}
 		}
-		b.Grow(len(all) + 256)
-		b.WriteString(all)
+		b.Grow(len(out) + 256)
+		b.Write(out)
 		fmt.Fprintf(&b, "\n\nFound %d total occurrence", matches)
 		if matches != 1 {
 			b.WriteString("s")
@@ -261,12 +266,13 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		b.WriteString(".")
 		data["numMatches"], data["numFiles"] = matches, files
 	default:
-		b.Grow(len(all) + 256)
-		b.WriteString(all)
+		b.Grow(len(out) + 256)
+		b.Write(out)
 	}
-	data["numLines"] = len(lines)
+	out = nil
+	data["numLines"] = numLines
 	if r.More {
-		fmt.Fprintf(&b, "\n\n[Showing results with pagination = limit: %d, offset: %d. Pass offset=%d for the next page.]", limit, offset, offset+len(lines))
+		fmt.Fprintf(&b, "\n\n[Showing results with pagination = limit: %d, offset: %d. Pass offset=%d for the next page.]", limit, offset, offset+numLines)
 		data["applied_limit"] = limit
 		data["applied_offset"] = offset
 	} else if offset > 0 {
