@@ -52,6 +52,8 @@ type Host struct {
 	// limitsV are the per-user limits (SetLimits); ledger counts each uid's persisted results.
 	limitsV atomic.Pointer[Limits]
 	ledger  persistLedger
+	// grepHeld bounds what each user's running searches hold of rg's output.
+	grepHeld grepHeld
 }
 
 // NewHost wires the services tools use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -182,8 +183,12 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the user's other searches hold of the daemon's memory now leaves this one less.
+	uid := c.Session.Owner.UID
+	room := h.grepHeld.take(uid)
+	defer func() { h.grepHeld.give(uid, room) }()
 	ga := worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit,
-		SortByMTime: mode == "files_with_matches", Deny: deny, Path: path}
+		SortByMTime: mode == "files_with_matches", Deny: deny, Path: path, MaxBytes: room}
 	// Outside the pipeline (no decision) the worker searches path by name.
 	if d := c.searched; d != nil {
 		if d.requested != path {
@@ -278,10 +283,15 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	} else if offset > 0 {
 		data["applied_offset"] = offset
 	}
-	if r.CutByBytes {
-		b.WriteString("\n\n[rg's output was cut at 64 MB; narrow the pattern, path, glob or type]")
-	}
 	res := Text(b.String())
+	// Beside the result, not in it: a result this large is persisted, and the agent sees its
+	// first lines only.
+	switch {
+	case r.CutByBytes && room < maxGrepOutput:
+		res.ExtraMessages = append(res.ExtraMessages, fmt.Sprintf("rg's output was cut at %s: your other searches running now hold the rest of what the daemon keeps for one user's; search again when they end, or narrow the pattern, path, glob or type", humanBytes(room)))
+	case r.CutByBytes:
+		res.ExtraMessages = append(res.ExtraMessages, fmt.Sprintf("rg's output was cut at %s; narrow the pattern, path, glob or type", humanBytes(room)))
+	}
 	if r.ExitCode >= 2 && r.Stderr != "" {
 		res.ExtraMessages = append(res.ExtraMessages, "rg reported errors for some files: "+firstLines(r.Stderr, 5))
 	}
@@ -355,4 +365,43 @@ func firstLines(s string, n int) string {
 		ls = append(ls[:n], "…")
 	}
 	return strings.Join(ls, "\n")
+}
+
+const (
+	// maxGrepOutput is what is read of one search's output: the bound of a persisted result.
+	maxGrepOutput = 64 << 20
+	// maxGrepHeldPerUser is what one user's searches hold of rg's output at once, in the
+	// daemon's memory until each result is built: two whole ones. A user runs up to
+	// limits.calls_per_user calls at once, and sixteen searches of 64 MiB each, copied once
+	// more into their results, held two GiB.
+	maxGrepHeldPerUser = 2 * maxGrepOutput
+	// minGrepOutput is what a search may read however much the user's others hold.
+	minGrepOutput = 1 << 20
+)
+
+// grepHeld counts, by uid, the room taken by the searches running now.
+type grepHeld struct {
+	mu sync.Mutex
+	by map[uint32]int64
+}
+
+// take returns the room for one more search of uid's, and counts it until give.
+func (g *grepHeld) take(uid uint32) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.by == nil {
+		g.by = map[uint32]int64{}
+	}
+	n := max(minGrepOutput, min(maxGrepOutput, maxGrepHeldPerUser-g.by[uid]))
+	g.by[uid] += n
+	return n
+}
+
+// give returns room n that take gave.
+func (g *grepHeld) give(uid uint32, n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.by[uid] -= n; g.by[uid] <= 0 {
+		delete(g.by, uid)
+	}
 }

@@ -1,0 +1,56 @@
+package executor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGrepHeldPerUser: one user's running searches hold at most two whole outputs of rg in
+// the daemon's memory; another search of theirs meanwhile reads 1 MiB and says why it was cut,
+// and gets all of it once they end. Another user's searches are not held back.
+func TestGrepHeldPerUser(t *testing.T) {
+	var g grepHeld
+	a, b, c := g.take(1), g.take(1), g.take(1)
+	if a != maxGrepOutput || b != maxGrepOutput || c != minGrepOutput {
+		t.Errorf("rooms %d %d %d, want two whole and then %d", a, b, c, minGrepOutput)
+	}
+	if other := g.take(2); other != maxGrepOutput {
+		t.Errorf("another user's room %d, want %d", other, maxGrepOutput)
+	}
+	g.give(1, a)
+	if d := g.take(1); d != maxGrepOutput-minGrepOutput {
+		t.Errorf("room once one ended: %d, want what the others leave, %d", d, maxGrepOutput-minGrepOutput)
+	}
+
+	e := newToolEnv(t)
+	line := strings.Repeat("needle ", 20) + "\n"
+	if err := os.WriteFile(filepath.Join(e.dir, "big.txt"), []byte(strings.Repeat(line, (3<<20)/len(line))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(filepath.Join(e.dir, "big.txt"), nobody, nobody)
+	in := Input{"pattern": "needle", "output_mode": "content", "head_limit": 0}
+	held := []int64{e.h.grepHeld.take(nobody), e.h.grepHeld.take(nobody)}
+	res, err := e.call(t, "Grep", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(res.ExtraMessages, "\n"); !strings.Contains(notes, "your other searches running now hold") {
+		t.Errorf("a search while two whole ones run is not cut, or does not say why: %q", notes)
+	}
+	cut := res.Data["numLines"].(int)
+	for _, n := range held {
+		e.h.grepHeld.give(nobody, n)
+	}
+	res, err = e.call(t, "Grep", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole := res.Data["numLines"].(int); whole <= cut || len(res.ExtraMessages) > 0 {
+		t.Errorf("alone, the search read %d lines (%d while held), or was cut", whole, cut)
+	}
+	if len(e.h.grepHeld.by) != 0 {
+		t.Errorf("room still held after the searches: %v", e.h.grepHeld.by)
+	}
+}
