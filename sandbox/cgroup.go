@@ -39,6 +39,13 @@ type cgroupLayout struct {
 	// swap: the kernel accounts swap, so a call's can be set to none (memsw on v1,
 	// memory.swap.max on v2); without it, v1 gets swappiness 0 and v2 has no swap to limit.
 	swap bool
+	// tcp (v1): the memory controller has memory.kmem.tcp.limit_in_bytes. cgroup1 charges
+	// the buffers of a cgroup's TCP and UDP sockets to it only once that limit is set
+	// (cgroup2 charges them to memory.current always); until then they count against the
+	// host's net.ipv4.tcp_mem alone, one limit for every socket on the host, which one
+	// call's loopback connections (a few hundred, each holding its buffers full) could take
+	// whole, beyond its memory limit.
+	tcp bool
 	// user bounds what all of one uid's calls and workers take together: every cgroup of the
 	// uid sits under <root>/user-<uid>, which has these limits.
 	user UserLimits
@@ -131,6 +138,8 @@ func detectCgroups(root string) (*cgroupLayout, error) {
 		}
 		_, err := os.Stat(filepath.Join(l.dirs["memory"], "memory.memsw.limit_in_bytes"))
 		l.swap = err == nil
+		_, err = os.Stat(filepath.Join(l.dirs["memory"], "memory.kmem.tcp.limit_in_bytes"))
+		l.tcp = err == nil
 	default:
 		return nil, errors.New("cgroups unavailable")
 	}
@@ -237,6 +246,7 @@ type cgroup struct {
 	v2   bool
 	dirs map[string]string
 	swap bool
+	tcp  bool // v1: cgroupLayout.tcp
 	// The manager of this cgroup: cg1 on v1, cg2 on v2.
 	cg1 cgroup1.Cgroup
 	cg2 *cgroup2.Manager
@@ -263,11 +273,17 @@ func limitsOf(lim Limits) limitSet {
 const cpuPeriod = 100000
 
 // resources1 is lim as cgroup1 writes it. fresh: a new cgroup, which also gets the period and,
-// without swap accounting, swappiness 0.
-func resources1(lim limitSet, fresh, swap bool) *specs.LinuxResources {
+// without swap accounting, swappiness 0. tcp: the memory limit bounds the cgroup's socket
+// buffers too (cgroupLayout.tcp), set with the limit so that it is on before any socket of the
+// call is made (a socket is charged to the cgroup it was made in, and only if the limit was
+// set by then).
+func resources1(lim limitSet, fresh, swap, tcp bool) *specs.LinuxResources {
 	var r specs.LinuxResources
 	if lim.mem > 0 {
 		r.Memory = &specs.LinuxMemory{Limit: &lim.mem}
+		if tcp {
+			r.Memory.KernelTCP = &lim.mem
+		}
 		switch {
 		case swap:
 			// memsw = mem: no swap. The manager orders the two writes so memsw is never
@@ -314,7 +330,7 @@ func resources2(lim limitSet, swap bool) *cgroup2.Resources {
 // create makes the cgroup rel under the root with lim, and its parents as needed. exist: an
 // existing rel is fine (a user dir); else it is an error wrapping os.ErrExist.
 func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, error) {
-	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, swap: l.swap, fd: -1}
+	cg := &cgroup{v2: l.v2, dirs: map[string]string{}, swap: l.swap, tcp: l.tcp, fd: -1}
 	for c, d := range l.dirs {
 		cg.dirs[c] = filepath.Join(d, rel)
 	}
@@ -339,7 +355,7 @@ func (l *cgroupLayout) create(rel string, lim limitSet, exist bool) (*cgroup, er
 		}
 		cg.cg2, err = cgroup2.NewManager(parent, "/"+filepath.Base(rel), resources2(lim, l.swap))
 	} else {
-		cg.cg1, err = cgroup1.New(l.path1(rel), resources1(lim, true, l.swap), cgroup1.WithHierarchy(l.hier))
+		cg.cg1, err = cgroup1.New(l.path1(rel), resources1(lim, true, l.swap, l.tcp), cgroup1.WithHierarchy(l.hier))
 	}
 	if err != nil {
 		if !exist {
@@ -396,10 +412,10 @@ func (cg *cgroup) setLimits(lim, old Limits) error {
 		// Update means to, but swaps the limit with the soft limit instead.
 		err = cg.cg1.Update(&specs.LinuxResources{Memory: &specs.LinuxMemory{Swap: &d.mem}})
 		if err == nil {
-			err = cg.cg1.Update(resources1(d, false, cg.swap))
+			err = cg.cg1.Update(resources1(d, false, cg.swap, cg.tcp))
 		}
 	default:
-		err = cg.cg1.Update(resources1(d, false, cg.swap))
+		err = cg.cg1.Update(resources1(d, false, cg.swap, cg.tcp))
 	}
 	if err != nil {
 		return fmt.Errorf("set cgroup limits: %w", err)

@@ -302,6 +302,29 @@ while True: x.append(bytearray(8<<20))'`,
 					t.Errorf("peak memory %d, want near the 64 MiB limit", res.PeakMemoryBytes)
 				}
 			}},
+		// cgroup1 charges socket buffers to a cgroup only once its kmem.tcp limit is set;
+		// uncharged, 40 loopback connections held full queue ~150 MiB past the call's limit,
+		// taken from net.ipv4.tcp_mem, which every TCP socket on the host shares.
+		{name: "socket_buffers_bounded", script: `python3 -c 'import socket
+ln = socket.socket(); ln.bind(("127.0.0.1", 0)); ln.listen(64)
+keep, total = [], 0
+for i in range(40):
+	c = socket.create_connection(ln.getsockname()); s, _ = ln.accept(); c.setblocking(False)
+	keep += [c, s]
+	try:
+		while True: total += c.send(bytes(1 << 20))
+	except OSError: pass
+print("queued", total >> 20, "MiB")'`,
+			spec: func(e *escapeEnv, s *Spec) { s.Limits.MemoryMaxBytes = 64 << 20 },
+			check: func(t *testing.T, e *escapeEnv, res *Result, out string) {
+				var mib int
+				if _, err := fmt.Sscanf(out[strings.Index(out, "queued"):], "queued %d MiB", &mib); err != nil && !res.OOMKilled {
+					t.Fatalf("no total: %v", err)
+				}
+				if mib > 96 {
+					t.Errorf("%d MiB queued in socket buffers, want the 64 MiB memory limit to bound them", mib)
+				}
+			}},
 		{name: "disk_fill_tmp", script: "dd if=/dev/zero of=/tmp/fill bs=1M count=64",
 			spec:  func(e *escapeEnv, s *Spec) { s.Limits.TmpSizeBytes = 8 << 20 },
 			check: wantOut("No space left on device")},
