@@ -91,6 +91,9 @@ func checkInvariants(t testing.TB, cmd string, c *Classification) {
 	if c.Reason == "" {
 		t.Errorf("%q: empty reason", cmd)
 	}
+	if c.PathsUnbounded && !c.PathsIncomplete {
+		t.Errorf("%q: paths unbounded but not incomplete", cmd)
+	}
 	if c.Subcommands == nil || c.Risks == nil {
 		t.Errorf("%q: nil slices would encode as null", cmd)
 	}

@@ -699,6 +699,7 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 		if tw.static && !tw.glob && tw.tilde {
 			out.tilde = tw.val
 		}
+		out.procSubst = tw.procSubst
 		if r.Op == syntax.RdrIn {
 			// The one read that opens a file by name (every other such op writes, and is refused
 			// as a write already; here-documents, here-strings and fd dups open no name).
@@ -914,7 +915,7 @@ func (w *walker) finish() *Classification {
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
-	c.Paths, c.PathsIncomplete = pc.out, pc.incomplete
+	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}
@@ -936,10 +937,14 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
 		c.Paths = append(c.Paths, sb.nested.Paths...)
-		if sb.nested.PathsIncomplete || len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
+		if sb.nested.PathsIncomplete {
+			c.PathsIncomplete = true
+			c.PathsUnbounded = c.PathsUnbounded || sb.nested.PathsUnbounded
+		}
+		if len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
 			// The script's relative paths were taken against Options.Cwd; after a cd
 			// in the outer line they may be elsewhere.
-			c.PathsIncomplete = true
+			c.PathsIncomplete, c.PathsUnbounded = true, true
 		}
 	}
 	c.Subcommands = all

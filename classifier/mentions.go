@@ -47,7 +47,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	for _, a := range args {
 		if !a.static || a.glob {
 			if unknown {
-				pc.incomplete = true
+				pc.unknown()
 			}
 			continue
 		}
@@ -137,7 +137,7 @@ func optionValue(v string) string {
 // mention adds one mentioned path, or past maxMentions marks the paths incomplete.
 func (pc *pathCollector) mention(p, access, cmd string, sb *sub) {
 	if pc.mentions >= maxMentions {
-		pc.incomplete = true
+		pc.unknown()
 		return
 	}
 	pc.mentions++

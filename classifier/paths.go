@@ -130,6 +130,9 @@ type pathCollector struct {
 	opts       Options
 	out        []PathUse
 	incomplete bool
+	// unbounded: some path it missed may lie anywhere, not only under a directory the line
+	// names (see Classification.PathsUnbounded).
+	unbounded bool
 	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree).
 	tree bool
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
@@ -168,17 +171,17 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 		// link -> /home/u/other, `cat link/../secret/f` reads /home/u/secret/f, which the
 		// cleaned name (secret/f) does not show. After a cd (bash's is logical), a leading .. is
 		// taken from the physical directory too. The symlinks are not known here.
-		pc.incomplete = true
+		pc.unknown()
 	}
 	if len(p) > 1 && p[0] == '=' && (pc.opts.Shell == ShellZsh || pc.opts.Shell == shellAny) {
 		// zsh's EQUALS: =NAME is the path of the command NAME on $PATH, wherever that is
 		// (`cat =deploy-key` reads ~/bin/deploy-key). A quoted '=x' errs toward unknown.
-		pc.incomplete = true
+		pc.unknown()
 		return
 	}
 	if strings.HasPrefix(p, "~") {
 		if pc.opts.Home == "" || pc.cdVars || !(p == "~" || strings.HasPrefix(p, "~/")) {
-			pc.incomplete = true // ~user, or no home known
+			pc.unknown() // ~user, or no home known
 			return
 		}
 		p = pc.opts.Home + p[1:]
@@ -188,11 +191,11 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 		return
 	}
 	if unknownDir {
-		pc.incomplete = true
+		pc.unknown()
 	}
 	if len(dirs) == 0 {
 		if pc.opts.Cwd == "" {
-			pc.incomplete = true
+			pc.unknown()
 			return
 		}
 		dirs = []string{pc.opts.Cwd}
@@ -200,6 +203,47 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 	for _, d := range dirs {
 		pc.put(strings.TrimSuffix(d, "/")+"/"+p, access, cmd)
 	}
+}
+
+// runtimeWord marks the list incomplete by a word where a path goes that is known only when
+// the line runs: bounded when it is a glob under a directory the line names (`*.go`,
+// `+(a|b).go`), unbounded otherwise.
+func (pc *pathCollector) runtimeWord(a word, sb *sub) {
+	if a.glob && !sb.dirsUnknown && (a.static && boundedGlob(a.val) || a.extGlob && boundedGlob(extGlobText(a.src))) {
+		pc.incomplete = true
+		return
+	}
+	pc.unknown()
+}
+
+// extGlobText is an extended glob's text as boundedGlob reads it: quotes and backslashes
+// dropped, so `'/etc/'*(x)` starts at /. One that expands a parameter or a command inside its
+// pattern (`@($d|x)`) is not read at all.
+func extGlobText(src string) string {
+	if strings.ContainsAny(src, "$`") {
+		return "/"
+	}
+	return extGlobQuotes.Replace(src)
+}
+
+var extGlobQuotes = strings.NewReplacer(`\`, "", `'`, "", `"`, "")
+
+// boundedGlob reports a glob that matches only names under the directory it starts in (the
+// cwd, or one a cd before it names): relative, no .., and no brace or extended glob
+// alternative that starts elsewhere (`cat {/etc/x,y}`, `cat @(/etc/x|y)`); zsh's =cmd and the
+// ~ forms start elsewhere too.
+func boundedGlob(p string) bool {
+	if p == "" || strings.Contains(p, "..") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		// A word, or a brace or extended glob alternative, starting at / ~ or = names a
+		// place of its own.
+		if (i == 0 || strings.IndexByte("{,(|", p[i-1]) >= 0) && strings.IndexByte("/~=", p[i]) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // dotDotAfterName reports a .. component that follows a named one (a/.., not ../a).
@@ -254,7 +298,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		raw = ""
 	}
 	if procLink(p) {
-		pc.incomplete = true
+		pc.unknown()
 	}
 	tree := pc.tree && access == AccessRead
 	for _, u := range pc.out {
@@ -264,17 +308,25 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		}
 	}
 	if len(pc.out) >= maxPaths {
-		pc.incomplete = true
+		pc.unknown()
 		return
 	}
 	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning})
 }
 
+// unknown marks the list incomplete by a path that may lie anywhere.
+func (pc *pathCollector) unknown() {
+	pc.incomplete, pc.unbounded = true, true
+}
+
 // word records a word where a path goes: a static, glob-free one as a path, anything else
 // makes the list incomplete.
 func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
+	if a.procSubst {
+		return // a pipe: what its command reads are that command's paths
+	}
 	if !a.static || a.glob {
-		pc.incomplete = true
+		pc.runtimeWord(a, sb)
 		return
 	}
 	pc.add(a.val, access, cmd, sb.dirs, sb.dirsUnknown)
@@ -292,13 +344,16 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		switch {
 		case r.Write:
 			if t == "" {
-				pc.incomplete = true
+				pc.unknown()
 				continue
 			}
 			pc.add(t, AccessWrite, "redirect", sb.dirs, sb.dirsUnknown)
 		case op == "<":
+			if r.procSubst {
+				continue // a pipe: what its command reads are that command's paths
+			}
 			if t == "" {
-				pc.incomplete = true
+				pc.unknown()
 				continue
 			}
 			pc.add(t, AccessRead, "redirect", sb.dirs, sb.dirsUnknown)
@@ -309,7 +364,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		if a := sb.args[i]; a.static && (baseName(a.val) == "xargs" || baseName(a.val) == "parallel" || baseName(a.val) == "sem") {
 			// The command gets the names xargs or parallel reads (stdin, -a FILE) as operands:
 			// `echo ~/.ssh/id_rsa | xargs cat` reads a file no word names.
-			pc.incomplete = true
+			pc.unknown()
 		}
 	}
 	if len(sb.args) == 0 || k < 0 || k >= len(sb.args) || !sb.args[k].static {
@@ -326,14 +381,14 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	name := baseName(ws[0].val)
 	if name == "cd" || name == "pushd" {
 		if pc.cdVars {
-			pc.incomplete = true // CDPATH or HOME may be set: where it goes is not known
+			pc.unknown() // CDPATH or HOME may be set: where it goes is not known
 		}
 		if t, ok := cdTarget(ws); ok && t != "" {
 			pc.add(t, AccessRead, name, sb.dirs, sb.dirsUnknown)
 		} else if !ok {
 			// A command after it that reads the directory it is in names no path at all (ls,
 			// du): the directory itself is then the one path no fact shows.
-			pc.incomplete = true
+			pc.unknown()
 		}
 		return
 	}
@@ -395,7 +450,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	i := 0
 	for ; i < len(ws); i++ {
 		if !ws[i].static {
-			pc.incomplete = true
+			pc.unknown()
 			return
 		}
 		v := ws[i].val
@@ -405,7 +460,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		name, _, _ := strings.Cut(v, "=")
 		switch {
 		case name == "-C" || strings.HasPrefix(v, "-C") || name == "--git-dir" || name == "--work-tree":
-			pc.incomplete = true
+			pc.unknown()
 			return
 		case v == "-c" || v == "--config-env" || v == "--namespace" || v == "--exec-path":
 			i++ // its value
@@ -425,7 +480,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			if a.val == "--includes" {
 				// A config file's include.path names another file, which git config prints
 				// too: `git config -f evil.cfg --includes -l` reads what evil.cfg points at.
-				pc.incomplete = true
+				pc.unknown()
 			}
 		}
 		pc.gitConfigFiles(sb, ws[i+1:])
@@ -453,7 +508,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		if a.val == "--stdin" || strings.HasPrefix(a.val, "--batch") {
 			// The object names (cat-file --batch) or revisions and pathspecs (log --stdin)
 			// come from stdin: `echo HEAD:.env | git cat-file --batch` prints .env.
-			pc.incomplete = true
+			pc.unknown()
 		}
 	}
 	// git grep's first operand is its pattern unless -e or -f gave one.
@@ -476,7 +531,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			continue
 		}
 		if !a.static || a.glob {
-			pc.incomplete = true
+			pc.unknown()
 			continue
 		}
 		v := a.val
@@ -503,7 +558,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			// A pathspec with magic (:(top), :/ from the top, :(icase), :(glob)) or a wildcard,
 			// which git matches itself (even quoted, even before --): `git log -p -- '*.env'`
 			// reads .env's history under a name no path rule meets.
-			pc.incomplete = true
+			pc.unknown()
 		}
 		if p, ok := objectPath(v); ok {
 			v = p
@@ -554,7 +609,7 @@ func (pc *pathCollector) gitConfigFiles(sb *sub, ws []word) {
 		name, val, hasVal := strings.Cut(a.val, "=")
 		switch {
 		case !a.static:
-			pc.incomplete = true
+			pc.unknown()
 		case a.val == "-f" || name == "--file":
 			// gitFileOpts has the file as read; a setting written there is a write of it:
 			// `git config -f ~/.bashrc a.b c` writes ~/.bashrc.
@@ -719,7 +774,7 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 	for i := 0; i < len(ws); i++ {
 		a := ws[i]
 		if !a.static {
-			pc.incomplete = true
+			pc.unknown()
 			continue
 		}
 		if a.val == "--" {
@@ -732,7 +787,7 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 				if i+1 < len(ws) {
 					i++
 					if !ws[i].static {
-						pc.incomplete = true
+						pc.unknown()
 						break
 					}
 					v, ok = ws[i].val, true
@@ -791,10 +846,14 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	vals := pc.vals[:0]
 	for i, a := range ws {
 		vals = append(vals, a.val)
+		if a.procSubst {
+			vals[i] = "\x00" // a pipe (/dev/fd/N), never an option; its command's paths are its own
+			continue
+		}
 		if !a.static {
 			// A non-static word may be an option or an operand: nothing after the
 			// options can be placed for sure.
-			pc.incomplete = true
+			pc.runtimeWord(a, sb)
 			vals[i] = "\x00" // an operand no path check matches
 		}
 	}
@@ -833,7 +892,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			}
 		}
 		if filesFrom {
-			pc.incomplete = true // the roots FILE names
+			pc.unknown() // the roots FILE names
 		} else if roots == 0 {
 			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
 			if removes {
@@ -873,7 +932,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if o.long && longIs(o.name, "files0-from") && anyLong(o.name, spec.fileLong) {
 			// sort, wc and du read the files the list names (from stdin for -), which no word
 			// shows: `printf '/home/u/.ssh/id_rsa\0' | sort --files0-from=-` prints it.
-			pc.incomplete = true
+			pc.unknown()
 		}
 		switch {
 		case (spec.kind == pkCopy || spec.kind == pkMove || spec.kind == pkLink) && o.hasVal && (o.name == "t" || o.long && longIs(o.name, "target-directory")):
@@ -987,7 +1046,7 @@ func (pc *pathCollector) jqFiles(sb *sub, ws []word) []word {
 		case !a.static || strings.Contains(a.val, "import") || strings.Contains(a.val, "include") ||
 			a.val == "-f" || strings.HasPrefix(a.val, "--from-file") || a.val == "--library-path" ||
 			strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.ContainsAny(a.val, "fL"):
-			pc.incomplete = true
+			pc.unknown()
 		}
 		out = append(out, a)
 	}
@@ -997,7 +1056,7 @@ func (pc *pathCollector) jqFiles(sb *sub, ws []word) []word {
 // addVal records the file part of an option word (dd's if=FILE).
 func (pc *pathCollector) addVal(a word, v, access, cmd string, sb *sub) {
 	if !a.static || a.glob {
-		pc.incomplete = true
+		pc.unknown()
 		return
 	}
 	pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)

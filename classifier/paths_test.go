@@ -711,3 +711,52 @@ func TestPathsPkgConfigWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsUnbounded: a path known only at run time leaves the list incomplete; it is unbounded
+// when it may lie anywhere, bounded when it is a glob under a directory the line names. The
+// modes count only a bounded line as inside the session's directories.
+func TestPathsUnbounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd                   string
+		incomplete, unbounded bool
+	}{
+		{"cat *.go", true, false},
+		{"wc -l src/*/*.go", true, false},
+		{"ls {a,b}/x", true, false},
+		{"cd src && cat *.go", true, false},
+		{"diff <(sort a) <(sort b)", false, false},
+		{"while read l; do echo $l; done < <(ls)", false, false},
+		{"cat README.md", false, false},
+		{"cat $HOME/x", true, true},
+		{`cat "$(echo /etc/hosts)"`, true, true},
+		{"cat ${x:-/etc/hosts}", true, true},
+		{"cat ~root/.bashrc", true, true},
+		{"cat ~+/../x", true, true},
+		{"cat ~-/x", true, true},
+		{"cat /etc/*", true, true},
+		{"cat ../*", true, true},
+		{"cat */../../x", true, true},
+		{"cat {/etc/hosts,x}", true, true},
+		{"cat x{,/../../etc/hosts}", true, true},
+		{"cat {~,x}/y", true, true},
+		{"cd $D && cat *", true, true},
+		{"cat < ./$f", true, true},
+		{"echo /etc/hosts | xargs cat", true, true},
+		{"cat <(cat $HOME/x)", true, true},
+		{"bash -c 'cat $HOME/x'", true, true},
+		{"bash -c 'cat *.go'", true, false},
+		{"ls *(e:'touch pwned':)", true, false},
+		{"ls +(a|b).go", true, false},
+		{"cat @(/etc/hosts|x)", true, true},
+		{"cat @(x|~/y)", true, true},
+		{"cat '/etc/'*(x)", true, true},
+		{"cat $d/*(x)", true, true},
+		{"cd src && bash -c 'cat *.go'", true, true},
+	} {
+		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if c.PathsIncomplete != tc.incomplete || c.PathsUnbounded != tc.unbounded {
+			t.Errorf("%q: incomplete %v unbounded %v, want %v %v", tc.cmd, c.PathsIncomplete, c.PathsUnbounded, tc.incomplete, tc.unbounded)
+		}
+	}
+}

@@ -31,6 +31,11 @@ type Classification struct {
 	// it, their files being the sandbox's to confine, unless the command runs outside any
 	// sandbox (Options.Unconfined: see PathUse.Mention).
 	PathsIncomplete bool `json:"paths_incomplete,omitempty"`
+	// PathsUnbounded is true when some path left out may lie anywhere: a name built at run
+	// time ($VAR, $(…), ~user, ~+), one after a cd the line cannot follow, names read from
+	// input (xargs). A glob relative to a directory the line names (`cat *.go`) leaves the
+	// list incomplete but bounded: what it matches is under that directory.
+	PathsUnbounded bool `json:"paths_unbounded,omitempty"`
 }
 
 // PathUse is one path a command line reads or writes.
@@ -90,6 +95,8 @@ type Redirect struct {
 	Write  bool   `json:"write"`  // true when it writes to a file (not /dev/null and friends, not an fd dup)
 	// tilde is the static target when it starts with ~ (Target is then ""), for Paths.
 	tilde string
+	// procSubst: the target is a process substitution, a pipe (`< <(ls)`).
+	procSubst bool
 	// mayBeNet: the target is known only at run time and may expand to /dev/tcp/... or
 	// /dev/udp/..., which bash opens as a connection.
 	mayBeNet bool

@@ -21,6 +21,12 @@ type word struct {
 	param bool
 	// tilde is true when the word starts with an unquoted ~ (home expansion).
 	tilde bool
+	// procSubst is true when the word is one process substitution, <(cmd) or >(cmd): it
+	// names a pipe (/dev/fd/N), not a file; cmd's own paths are its words'.
+	procSubst bool
+	// extGlob is true when the word is made of literals and extended globs (`*(x|y)`) only:
+	// not static, but what it matches is decided by its text as a glob's is.
+	extGlob bool
 }
 
 // srcText returns the source text of a node, bounded so that a position
@@ -111,6 +117,17 @@ func evalWordSlow(src string, w *syntax.Word) word {
 		}
 	}
 	out.val = b.String()
+	if len(w.Parts) == 1 {
+		_, out.procSubst = w.Parts[0].(*syntax.ProcSubst)
+	}
+	out.extGlob = !out.static
+	for _, part := range w.Parts {
+		switch part.(type) {
+		case *syntax.Lit, *syntax.ExtGlob:
+		default:
+			out.extGlob = false
+		}
+	}
 	if !out.glob && len(w.Parts) > 1 && (braceExpands(w) || bracketAcrossParts(w)) {
 		// {"-o",f}: the comma is in another literal part than the brace. -dele["t"]e: the ]
 		// closing the bracket expression is in another literal part than its [, and bash

@@ -312,6 +312,22 @@ func TestAgentLoopThroughSbctl(t *testing.T) {
 	if code == 0 {
 		t.Error("acceptEdits wrote outside the session's directories")
 	}
+	// A read through Bash runs unasked inside the session's directories, a glob in them too;
+	// one whose path is known only when it runs may be anywhere, so it asks as a read outside
+	// them does, however it is spelled.
+	secret := filepath.Join(alice.Home, "notes.txt")
+	if err := os.WriteFile(secret, []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run("bash", "--", "cat *.sh"); code != 0 || !strings.Contains(out, "greet()") {
+		t.Errorf("cat *.sh: exit %d, %q %q", code, out, errOut)
+	}
+	for _, cmd := range []string{"cat " + secret, "cat $HOME/notes.txt", "cat ~+/../notes.txt", "cat ${x:-" + secret + "}", "echo " + secret + " | xargs cat"} {
+		out, errOut, code := run("bash", "--", cmd)
+		if code == 0 || strings.Contains(out, "outside") || !strings.Contains(errOut, "ask") {
+			t.Errorf("%s in acceptEdits: exit %d, %q %q; want an ask", cmd, code, out, errOut)
+		}
+	}
 }
 
 func TestClassifyOffline(t *testing.T) {

@@ -30,6 +30,24 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "dontAsk read-only", mode: permission.ModeDontAsk, cmd: "ls -la", want: A},
 		{name: "bypass allows install", mode: permission.ModeBypassPermissions, cmd: "pip install x", want: A},
 		{name: "auto routes to classifier", mode: permission.ModeAuto, cmd: "pip install x", want: AC},
+		// A read whose path is known only at run time may be outside the session's
+		// directories: the modes never count it as inside them. A glob stays in its directory.
+		{name: "read of a variable's path asks", cmd: "cat $HOME/.config/gh/hosts.yml", want: AU, step: "mode"},
+		{name: "read of a default's path asks", cmd: "cat ${x:-/etc/hosts}", want: AU, step: "mode"},
+		{name: "read through ~+ asks", cmd: "cat ~+/../../etc/hosts", want: AU, step: "mode"},
+		{name: "read through ~user asks", cmd: "cat ~root/.bashrc", want: AU, step: "mode"},
+		{name: "read of a substitution asks", cmd: `cat "$(echo /etc/hosts)"`, want: AU, step: "mode"},
+		{name: "names xargs reads ask", cmd: "echo /etc/hosts | xargs cat", want: AU, step: "mode"},
+		{name: "brace to elsewhere asks", cmd: "cat {/etc/hosts,x}", want: AU, step: "mode"},
+		{name: "acceptEdits: variable read asks", mode: permission.ModeAcceptEdits, cmd: "cat $HOME/x", want: AU, step: "mode"},
+		{name: "acceptEdits: edit beside a variable read asks", mode: permission.ModeAcceptEdits, cmd: "mkdir d && cat $HOME/x", want: AU, step: "mode"},
+		{name: "plan: variable read asks", mode: permission.ModePlan, cmd: "cat $HOME/x", want: AU, step: "mode"},
+		{name: "dontAsk: variable read denied", mode: permission.ModeDontAsk, cmd: "cat $HOME/x", want: D},
+		{name: "auto: variable read to the classifier", mode: permission.ModeAuto, cmd: "cat $HOME/x", want: AC},
+		{name: "bypass: variable read runs", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/x", want: A},
+		{name: "glob in the cwd runs", cmd: "wc -l *.go src/*/*.go", want: A},
+		{name: "glob after a cd runs", cmd: "cd src && cat *.go", want: A},
+		{name: "process substitutions run", cmd: "diff <(sort a) <(sort b)", want: A},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

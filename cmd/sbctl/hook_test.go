@@ -690,8 +690,8 @@ func TestHookUnknownPathsAsk(t *testing.T) {
 		}
 	}
 	in := map[string]any{"session_id": "agent-pc", "cwd": work, "hook_event_name": "PreToolUse",
-		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": `cat $HOME/notes`}}
+		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": `cat *.md`}}
 	if h := decodeHook(t, runHook(t, b, d.socket, u, rt, in, append([]string{"--confine"}, deny...)...)).HookSpecificOutput; h.PermissionDecision != "allow" || h.UpdatedInput == nil {
-		t.Errorf("cat $HOME/notes, confined: %+v", h)
+		t.Errorf("cat *.md, confined: %+v", h)
 	}
 }

@@ -36,6 +36,12 @@ read_only if {
 	count(input.write_paths) == 0
 }
 
+# paths_unbounded: a Bash line reads or writes a path known only when it runs that may lie
+# anywhere ($HOME/x, $(...), ~user, the names xargs reads). Whether it stays inside the
+# session's directories is not known, so the modes never count it as inside them. A glob such
+# as *.go is bounded by the directory it is in, and the line's other paths are checked.
+paths_unbounded if input.bash.paths_unbounded == true
+
 # accept_edit: what acceptEdits runs unasked: edits inside the session's directories, and
 # Bash made of read-only commands and mkdir/touch/rm/rmdir/mv/cp/sed on paths inside them.
 # Neither reads outside them: acceptEdits widens what default writes, never what it reads.
@@ -51,6 +57,7 @@ accept_edit if {
 	input.bash.parse_error == null
 	count(safety.outside_writes) == 0
 	count(safety.outside_reads) == 0
+	not paths_unbounded
 	not "outside_workspace_write" in object.get(input.bash, "risks", [])
 	every sub in input.bash.subcommands {
 		_accept_sub(sub)
@@ -95,15 +102,20 @@ _arg_inside(a) if {
 fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	input.read_paths == []
+	not paths_unbounded
 	mode != "bypassPermissions"
 } else := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
 } else := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	count(safety.outside_reads) == 0
+	not paths_unbounded
 } else := {"allow": true, "behavior": "allow", "reason": "acceptEdits: edit inside the session's directories"} if {
 	mode == "acceptEdits"
 	accept_edit
+} else := {"allow": false, "behavior": "ask", "reason": "a path the command reads is known only when it runs ($VAR, $(...), ~user, names xargs reads), so it may be outside the session's directories"} if {
+	read_only
+	paths_unbounded
 } else := {"allow": false, "behavior": "ask", "reason": "read outside the session's directories"} if {
 	read_only
 } else := {"allow": false, "behavior": "ask", "reason": "WebFetch reaches the network: it needs an allow rule (WebFetch(domain:host) or WebFetch(GET host/path)) or a person's approval"} if {
