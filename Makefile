@@ -70,6 +70,7 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzSafeGitConfig:20000 \
 	./sandbox:FuzzIndexGitlinks:20000 \
 	./sandbox:FuzzShellNames:20000 \
+	./sandbox:FuzzAgentNames:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

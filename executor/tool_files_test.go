@@ -461,6 +461,9 @@ func TestWriteToolRefusesConfigNamedPaths(t *testing.T) {
 			[]string{".gitconfig.local", ".githooks/post-checkout"}},
 		{"shell", map[string]string{".bashrc": "[ -f ~/env.sh ] && . ~/env.sh\n", ".profile": "export PATH=\"$HOME/tools:$PATH\"\n"},
 			[]string{"env.sh", "tools/ls"}},
+		{"agent", map[string]string{".claude/settings.json": `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./hooks/stop.sh"}]}]}}`,
+			".mcp.json": `{"mcpServers": {"a": {"command": "node", "args": ["./mcp/server.js"]}}}`},
+			[]string{"hooks/stop.sh", "mcp/server.js"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newToolEnv(t)

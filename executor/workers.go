@@ -156,8 +156,8 @@ type namedPath struct {
 
 // configNamed is what s's owner's protected configs name: what the git configs among s's
 // protected candidates take hooks, config or programs from (sandbox.GitNamedPaths), and what
-// the shells' start-up files source, run or put on PATH (sandbox.ShellNamedPaths), read as
-// s's owner.
+// the shells' start-up files source, run or put on PATH (sandbox.ShellNamedPaths), and what
+// the agents' settings run (sandbox.AgentNamedPaths), read as s's owner.
 func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	o := s.Owner
 	git, err := sandbox.GitNamedPaths(o.UID, o.GID, o.Groups, candidates, o.Home)
@@ -168,22 +168,30 @@ func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]namedPath, 0, len(git)+len(shell))
+	agent, err := sandbox.AgentNamedPaths(o.UID, o.GID, o.Groups, candidates, o.Home)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]namedPath, 0, len(git)+len(shell)+len(agent))
 	for _, p := range git {
 		out = append(out, namedPath{path: p, special: specialGitNamed, what: "git's config takes hooks or config from", runner: "the user's next git command"})
 	}
 	for _, p := range shell {
 		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's shell start-up files source, run or find programs", runner: "the user's next shell"})
 	}
+	for _, p := range agent {
+		out = append(out, namedPath{path: p, special: specialAgentNamed, what: "the agent's settings run hooks, helpers or MCP servers", runner: "the agent, outside any sandbox"})
+	}
 	return out, nil
 }
 
 // specialGitNamed marks a written path where git's configs take hooks, config or a program
-// from, and specialShellNamed one the shells' start-up files name (markConfigNamed); the
-// policy holds both as protected paths.
+// from, specialShellNamed one the shells' start-up files name and specialAgentNamed one the
+// agents' settings run (markConfigNamed); the policy holds them as protected paths.
 const (
 	specialGitNamed   = "git_named"
 	specialShellNamed = "shell_named"
+	specialAgentNamed = "agent_named"
 )
 
 // markConfigNamed marks each written path that lies where the session owner's protected

@@ -243,9 +243,12 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 			clean = append(clean, c)
 		}
 	}
-	// Only those in the home (a dotfile may be a link to a writable dir) or a writable dir can
-	// be written: the system's (/etc/bash_completion) cost a look each for nothing.
-	for _, c := range shellNamedPaths(home, spec.UID, v.knownMissing) {
+	// So is what the agents' settings run (hooks, helpers, MCP servers). Only those in the home
+	// (a dotfile may be a link to a writable dir) or a writable dir can be written: the
+	// system's (/etc/bash_completion, /usr/bin/node) cost a look each for nothing.
+	named := shellNamedPaths(home, spec.UID, v.knownMissing)
+	named = append(named, agentNamedPaths(clean, home, spec.UID, v.knownMissing)...)
+	for _, c := range named {
 		if !slices.Contains(clean, c) && (under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) })) {
 			clean = append(clean, c)
 		}

@@ -1341,3 +1341,13 @@ func TestEditDenyThroughLinkKeptLeadingThere(t *testing.T) {
 		}
 	}
 }
+
+// write writes files (absolute path: content) and keeps them among the files a test checks are
+// unchanged.
+func (f *protectFixture) write(t *testing.T, files map[string]string) {
+	t.Helper()
+	writeFiles(t, files)
+	for p, c := range files {
+		f.files[p] = c
+	}
+}

@@ -85,57 +85,71 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) []strin
 	return out
 }
 
-// shellFileNames is shellNames of the file at p, parsed once for each version of it: the plan
-// asks on every call, and parsing a distribution's .bashrc costs a few hundred µs where a stat
-// costs one or two. A version is the file's identity, size and times (a ctime its owner cannot
-// set back); a cached answer is given only to the uid that read it.
+// shellFileNames is shellNames of the file at p, parsed once for each version of it
+// (parsedFiles): parsing a distribution's .bashrc costs a few hundred µs where a stat costs one
+// or two.
 func shellFileNames(p, home string, uid uint32) (startupNames, bool) {
-	var st unix.Stat_t
-	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxShellFileBytes {
-		return startupNames{}, false
-	}
-	key := shellFileKey{path: p, home: home, uid: uid, dev: st.Dev, ino: st.Ino, size: st.Size,
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
-	shellNamesCache.Lock()
-	n, ok := shellNamesCache.m[key]
-	shellNamesCache.Unlock()
-	if ok {
-		return n, true
-	}
-	b, ok := readRegular(p, maxShellFileBytes)
-	if !ok {
-		return startupNames{}, false
-	}
-	n = shellNames(b, home)
-	if time.Now().UnixNano()-key.ctime < int64(stampSlack) {
-		// Changed within the ctime's tick of now, it could change again without the ctime
-		// moving: used, not kept.
-		return n, true
-	}
-	shellNamesCache.Lock()
-	if len(shellNamesCache.m) >= maxShellNamesCached {
-		clear(shellNamesCache.m)
-	}
-	shellNamesCache.m[key] = n
-	shellNamesCache.Unlock()
-	return n, true
+	return shellNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) startupNames { return shellNames(b, home) })
 }
 
-// shellFileKey is one version of one start-up file, as read by one uid for one home.
-type shellFileKey struct {
-	path, home         string
+var shellNamesCache = newParsedFiles[startupNames]()
+
+// parsedFiles keeps what a parse made of each version of a file the plan reads on every call
+// (a start-up file, an agent's settings). A version is the file's identity, size and times (a
+// ctime its owner cannot set back); an answer is given only to the uid that read it, in the
+// context (a home) it was read for.
+type parsedFiles[T any] struct {
+	mu sync.Mutex
+	m  map[fileVersion]T
+}
+
+// fileVersion is one version of one file, as read by one uid for one context.
+type fileVersion struct {
+	path, context      string
 	uid                uint32
 	dev, ino           uint64
 	size, mtime, ctime int64
 }
 
-// maxShellNamesCached bounds the cache: a few files for each user of the host.
-const maxShellNamesCached = 1024
+// maxParsedFiles bounds each cache: a few files for each user of the host.
+const maxParsedFiles = 1024
 
-var shellNamesCache = struct {
-	sync.Mutex
-	m map[shellFileKey]startupNames
-}{m: map[shellFileKey]startupNames{}}
+func newParsedFiles[T any]() *parsedFiles[T] { return &parsedFiles[T]{m: map[fileVersion]T{}} }
+
+// get is parse of the regular file at p (at most limit bytes), read as the caller uid; false
+// when it is not one or is larger.
+func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse func([]byte) T) (T, bool) {
+	var zero T
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
+		return zero, false
+	}
+	key := fileVersion{path: p, context: context, uid: uid, dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return v, true
+	}
+	b, ok := readRegular(p, limit)
+	if !ok {
+		return zero, false
+	}
+	v = parse(b)
+	if time.Now().UnixNano()-key.ctime < int64(stampSlack) {
+		// Changed within the ctime's tick of now, it could change again without the ctime
+		// moving: used, not kept.
+		return v, true
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxParsedFiles {
+		clear(c.m)
+	}
+	c.m[key] = v
+	c.mu.Unlock()
+	return v, true
+}
 
 // startupNames is what one start-up file names: files it sources (or names as ENV or
 // BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.

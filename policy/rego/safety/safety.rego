@@ -62,14 +62,14 @@ protected_writes contains p if {
 	protected(p)
 }
 
-# A written path where git's configs take hooks, config or a program from, or one the shells'
-# start-up files source, run or put on PATH (the daemon marks it: a project's .githooks, an
-# included ~/.gitconfig.local, a ~/proj/env.sh that ~/.bashrc sources) is protected as
-# .git/hooks is.
+# A written path where git's configs take hooks, config or a program from, one the shells'
+# start-up files source, run or put on PATH, or one the agents' settings run as a hook, helper
+# or MCP server (the daemon marks it: a project's .githooks, an included ~/.gitconfig.local, a
+# ~/proj/env.sh that ~/.bashrc sources, a ./tools/check.sh hook) is protected as .git/hooks is.
 protected_writes contains f.requested if {
 	some f in input.paths
 	f.access == "write"
-	f.special in {"git_named", "shell_named"}
+	f.special in {"git_named", "shell_named", "agent_named"}
 }
 
 # protected holds for a path inside a protected directory or naming a protected file;
