@@ -209,21 +209,18 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 // the line runs: bounded when it is a glob under a directory the line names (`*.go`,
 // `+(a|b).go`), unbounded otherwise.
 func (pc *pathCollector) runtimeWord(a word, sb *sub) {
-	if a.glob && !sb.dirsUnknown && (a.static && boundedGlob(a.val) || a.extGlob && boundedGlob(extGlobText(a.src))) {
+	if a.glob && !sb.dirsUnknown && (a.static && boundedGlob(a.val) || a.extGlob && boundedExtGlob(a.src)) {
 		pc.incomplete = true
 		return
 	}
 	pc.unknown()
 }
 
-// extGlobText is an extended glob's text as boundedGlob reads it: quotes and backslashes
-// dropped, so `'/etc/'*(x)` starts at /. One that expands a parameter or a command inside its
-// pattern (`@($d|x)`) is not read at all.
-func extGlobText(src string) string {
-	if strings.ContainsAny(src, "$`") {
-		return "/"
-	}
-	return extGlobQuotes.Replace(src)
+// boundedExtGlob is boundedGlob of an extended glob's source text, its quotes and backslashes
+// dropped (`'/etc/'*(x)` starts at /). One that expands a parameter or a command inside its
+// pattern (`@($d|x)`) is not bounded.
+func boundedExtGlob(src string) bool {
+	return !strings.ContainsAny(src, "$`") && boundedGlob(extGlobQuotes.Replace(src))
 }
 
 var extGlobQuotes = strings.NewReplacer(`\`, "", `'`, "", `"`, "")

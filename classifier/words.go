@@ -78,10 +78,12 @@ func evalWordTo(dst *word, src string, w *syntax.Word) {
 func evalWordSlow(src string, w *syntax.Word) word {
 	out := word{src: srcText(src, w), static: true}
 	var b strings.Builder
+	litOrExtGlob := true // every part a literal or an extended glob
 	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			unquoteLit(&b, p.Value, &out, i == 0)
+			continue
 		case *syntax.SglQuoted:
 			if p.Dollar && strings.ContainsRune(p.Value, '\\') {
 				// $'..' escapes (\x, \u, \c) are decoded by bash; rather than
@@ -110,24 +112,19 @@ func evalWordSlow(src string, w *syntax.Word) word {
 			out.static = false
 			if _, ok := p.(*syntax.ExtGlob); ok {
 				out.glob = true
+				continue
 			}
 			if _, ok := p.(*syntax.BraceExp); ok {
 				out.glob = true
 			}
 		}
+		litOrExtGlob = false
 	}
 	out.val = b.String()
 	if len(w.Parts) == 1 {
 		_, out.procSubst = w.Parts[0].(*syntax.ProcSubst)
 	}
-	out.extGlob = !out.static
-	for _, part := range w.Parts {
-		switch part.(type) {
-		case *syntax.Lit, *syntax.ExtGlob:
-		default:
-			out.extGlob = false
-		}
-	}
+	out.extGlob = !out.static && litOrExtGlob
 	if !out.glob && len(w.Parts) > 1 && (braceExpands(w) || bracketAcrossParts(w)) {
 		// {"-o",f}: the comma is in another literal part than the brace. -dele["t"]e: the ]
 		// closing the bracket expression is in another literal part than its [, and bash

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -207,8 +208,8 @@ func lineWords(line, project, home string) []string {
 
 // regularFile reports whether p is a regular file, links followed.
 func regularFile(p string) bool {
-	_, ok := readRegular(p, 0)
-	return ok
+	var st unix.Stat_t
+	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
 // AgentNamedPaths is what the agents' settings among candidates and in home name as programs
