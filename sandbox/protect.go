@@ -57,8 +57,11 @@ var ProtectedInDir = []string{
 // zsh frameworks), the dirs a login puts first on PATH (Debian's .profile adds ~/bin and
 // ~/.local/bin, and toolchains' bin dirs rc files add), Python's user site (a .pth file there runs at every python start), editors'
 // and tmux's start-up files, git's, npm's and the user's sandboxd settings, what the user's
-// systemd manager and desktop session start, and ~/.ssh (authorized_keys and
-// authorized_keys2 let a key in, rc and config run commands).
+// systemd manager and desktop session start, ~/.ssh (authorized_keys and authorized_keys2
+// let a key in, rc and config run commands), and the state `sbctl hook` keeps there when the
+// user has no runtime dir (which session and root an agent's calls are decided in, and the
+// commands its rewrites run: a call that could replace them could stall the hook, and an agent
+// runs a call whose hook never answers, unconfined).
 var ProtectedInHome = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
 	".bashrc.d", ".bash_completion", ".local/share/bash-completion", ".inputrc",
@@ -68,7 +71,7 @@ var ProtectedInHome = []string{
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
 	".gitconfig", ".config/git", ".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
 	".config/mise", ".xprofile", ".xsessionrc",
-	".ssh",
+	".ssh", ".cache/sandboxd",
 }
 
 // ProtectedCandidates lists the protected paths for writable dirs, a working directory and a

@@ -115,7 +115,12 @@ func startDaemon(tb testing.TB, b bins, configYAML string) *daemon {
 	// Its own cgroup subtree: a daemon reaps its subtree at start, and test packages run at once.
 	name := fmt.Sprintf("sandboxd-test-sbctl-%d-%s", os.Getpid(), strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name()))
 	cfg := filepath.Join(dir, "sandboxd.yaml")
-	if err := os.WriteFile(cfg, []byte(configYAML+"\nsandbox:\n  cgroup_name: "+name+"\n"), 0o600); err != nil {
+	if strings.Contains(configYAML, "sandbox:\n") {
+		configYAML = strings.Replace(configYAML, "sandbox:\n", "sandbox:\n  cgroup_name: "+name+"\n", 1)
+	} else {
+		configYAML += "\nsandbox:\n  cgroup_name: " + name + "\n"
+	}
+	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	d := &daemon{dir: dir, socket: filepath.Join(dir, "sandboxd.sock")}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -411,6 +412,116 @@ func TestHookConfine(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err == nil || strings.Contains(string(out), "swapped\n") || !strings.Contains(string(out), "SHA-256") {
 			t.Errorf("swapped file: err %v, output %q", err, out)
+		}
+	})
+}
+
+// TestHookStateCannotStallIt: an agent runs a call whose hook never answers, so nothing may
+// keep the hook from answering. Without a runtime dir the hook keeps its state under
+// ~/.cache, which a session may have writable (sandbox.cache_dirs): there a confined call
+// cannot replace it, a FIFO put in its place (by anyone) is refused rather than waited on, and
+// whatever else blocks the hook past --timeout gets the answer for an undecided call.
+func TestHookStateCannotStallIt(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "sandbox:\n  cache_dirs: [\"~/.cache\"]\n")
+	// The user's home as the daemon knows it: the calls' ~ and HOME.
+	u := testutil.CreateUser(t, "sbhs")
+	noRuntime := []string{"XDG_RUNTIME_DIR="}
+	state := filepath.Join(u.Home, ".cache", "sandboxd", "hook")
+	bash := func(t *testing.T, agent, command string) hookAnswer {
+		in := map[string]any{"session_id": agent, "cwd": u.Home, "permission_mode": "bypassPermissions",
+			"tool_name": "Bash", "tool_input": map[string]any{"command": command}}
+		return decodeHook(t, runHookEnv(t, b, d.socket, u, "", noRuntime, in, "--confine", "--timeout", "5s"))
+	}
+	run := func(t *testing.T, a hookAnswer) string {
+		t.Helper()
+		if a.HookSpecificOutput.PermissionDecision != "allow" {
+			t.Fatalf("decision %+v", a.HookSpecificOutput)
+		}
+		cmd := exec.Command("bash", "-c", a.HookSpecificOutput.UpdatedInput["command"].(string))
+		asUser(t, cmd, u)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	t.Run("a confined call cannot replace the state", func(t *testing.T) {
+		out := run(t, bash(t, "agent-s", `cd ~/.cache/sandboxd/hook && for f in *.session *.root; do mv "$f" "$f.old" || echo kept; : > "$f" || echo kept; done; mkfifo x.session || echo refused; touch ~/.cache/other && echo cache-writable`))
+		if strings.Count(out, "kept") < 4 || !strings.Contains(out, "refused") || !strings.Contains(out, "cache-writable") {
+			t.Errorf("confined call on the hook's state:\n%s", out)
+		}
+		for _, pat := range []string{"*.session", "*.root"} {
+			if m, _ := filepath.Glob(filepath.Join(state, pat)); len(m) != 1 {
+				t.Errorf("%s after the call: %v", pat, m)
+			}
+		}
+		if out := run(t, bash(t, "agent-s", "echo again")); out != "again\n" {
+			t.Errorf("next call: %q", out)
+		}
+		// Nor may the agent's own Write tool replace it unasked.
+		roots, _ := filepath.Glob(filepath.Join(state, "*.root"))
+		for _, mode := range []string{"acceptEdits", "bypassPermissions"} {
+			in := map[string]any{"session_id": "agent-w", "cwd": u.Home, "permission_mode": mode,
+				"tool_name": "Write", "tool_input": map[string]any{"file_path": roots[0], "content": "/\n"}}
+			a := decodeHook(t, runHookEnv(t, b, d.socket, u, "", noRuntime, in))
+			if h := a.HookSpecificOutput; h.PermissionDecision == "allow" || !strings.Contains(h.PermissionDecisionReason, "protected") {
+				t.Errorf("Write of the hook's state, %s: %+v", mode, h)
+			}
+		}
+	})
+	t.Run("a FIFO in place of the state is refused, not waited on", func(t *testing.T) {
+		bash(t, "agent-f", "true") // the agent session's files
+		for _, pat := range []string{"*.session", "*.root"} {
+			m, _ := filepath.Glob(filepath.Join(state, pat))
+			for _, f := range m {
+				// Made by the user (outside any sandbox), as the agent itself could.
+				cmd := exec.Command("sh", "-c", `rm -f "$1" && mkfifo -m 600 "$1"`, "sh", f)
+				asUser(t, cmd, u)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("mkfifo: %v %s", err, out)
+				}
+			}
+		}
+		start := time.Now()
+		a := bash(t, "agent-f", "echo hi")
+		if h := a.HookSpecificOutput; h.PermissionDecision != "deny" || !strings.Contains(h.PermissionDecisionReason, "not a private regular file") || h.UpdatedInput != nil {
+			t.Errorf("FIFO state: %+v", h)
+		}
+		if el := time.Since(start); el > 4*time.Second {
+			t.Errorf("the hook took %v over a FIFO: it waited on it", el)
+		}
+	})
+	t.Run("what blocks past --timeout is answered as undecided", func(t *testing.T) {
+		// An input that never ends (the agent's pipe left open) blocks the hook where no
+		// deadline reaches: the watchdog answers.
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		cmd := exec.Command(b.sbctl, "--socket", d.socket, "hook", "--timeout", "1s")
+		asUser(t, cmd, u)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}
+		cmd.Stdin = r
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("hook: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("the hook did not answer within 20 s of its 1 s --timeout")
+		}
+		a := decodeHook(t, out.String())
+		if h := a.HookSpecificOutput; h.PermissionDecision != "deny" || !strings.Contains(h.PermissionDecisionReason, "within 1s") {
+			t.Errorf("blocked hook: %+v", h)
 		}
 	})
 }

@@ -54,6 +54,8 @@ _protected_cases := {
 	"python user site": {"p": "/home/u/.local/lib/python3.13/site-packages/x.pth", "want": true},
 	"local share other": {"p": "/home/u/.local/share/x/y", "want": false},
 	"user sandboxd settings": {"p": "/home/u/.config/sandboxd/settings.json", "want": true},
+	"sbctl hook state": {"p": "/home/u/.cache/sandboxd/hook/0123.root", "want": true},
+	"other caches": {"p": "/home/u/.cache/pip/x", "want": false},
 	"systemd user unit": {"p": "/home/u/.config/systemd/user/x.service", "want": true},
 	"autostart": {"p": "/home/u/.config/autostart/x.desktop", "want": true},
 	"systemd other": {"p": "/home/u/.config/systemd/other", "want": false},

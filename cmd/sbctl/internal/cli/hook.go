@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxd/sandboxd/client"
@@ -64,7 +65,12 @@ type hookFlags struct {
 	stateDir      string
 	shell         string
 	sf            sessionFlags
+	// noAnswer is set once the input turns out to be an event that gets no answer (PostToolUse).
+	noAnswer atomic.Bool
 }
+
+// hookGrace is how long past --timeout the watchdog waits for an answer still on its way.
+const hookGrace = time.Second
 
 // sessionKey is what picks the agent session's sandboxd session besides the agent's session
 // id: its cwd, the mode, and the session flags the hook was given. A hook command changed to
@@ -110,7 +116,31 @@ func cmdHook(e *Env, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(e.Ctx, hf.timeout)
 	defer cancel()
-	out, ok := hook(ctx, e, &hf)
+	// The deadline ends what listens to ctx (the daemon's answer); the watchdog ends the rest
+	// (a file operation that blocks), with the answer for a call that could not be decided. The
+	// goroutine left behind ends with the process.
+	type answer struct {
+		out hookOutput
+		ok  bool
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		out, ok := hook(ctx, e, &hf)
+		answered <- answer{out, ok}
+	}()
+	watchdog := time.NewTimer(hf.timeout + hookGrace)
+	defer watchdog.Stop()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-watchdog.C:
+		if hf.event == "PostToolUse" || hf.noAnswer.Load() {
+			fmt.Fprintln(e.Stderr, "sbctl hook: the report was not recorded within --timeout")
+			return nil
+		}
+		a = answer{decision(hf.onUnavailable, fmt.Sprintf("sandboxd could not decide this call within %s, so it is %s", hf.timeout, verb(hf.onUnavailable))), true}
+	}
+	out, ok := a.out, a.ok
 	if !ok {
 		return nil
 	}
@@ -157,6 +187,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		event = in.HookEventName
 	}
 	if event == "PostToolUse" {
+		hf.noAnswer.Store(true)
 		report(ctx, e, hf, &in)
 		return hookOutput{}, false
 	}

@@ -17,6 +17,8 @@ import (
 // the hook decides in, and the command files of confined Bash calls. Its directory is the
 // user's own (0700), under $XDG_RUNTIME_DIR when there is one: that directory is hidden from
 // every confined child, so no command sandboxd runs can plant a session id or swap a command.
+// The fallback, ~/.cache/sandboxd/hook, is a protected path (sandbox.ProtectedInHome): read-only
+// in every child that has ~/.cache writable.
 type hookStore struct {
 	dir  string
 	path string // this agent session's file
@@ -213,9 +215,11 @@ func (s *hookStore) sweep() {
 }
 
 // readPrivate reads at most max bytes of a regular file this user owns and no one else may
-// write, without following a symlink in its last component.
+// write, without following a symlink in its last component. It opens without blocking: opening
+// a FIFO put in the file's place would wait for a writer, past the hook's deadline, and an agent
+// runs a call whose hook never answers.
 func readPrivate(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
