@@ -245,21 +245,28 @@ func (p *Process) moveAsideCreated(running bool) {
 		roots := map[string]int{}
 		defer func() {
 			for _, fd := range roots {
-				unix.Close(fd)
+				if fd >= 0 {
+					unix.Close(fd)
+				}
 			}
 		}()
 		rootFD := func(root string) (int, bool) {
 			rfd, ok := roots[root]
 			if !ok {
 				var err error
-				if rfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+				// Once per root and call: a root that failed stays failed (-1), and one that
+				// does not exist (a cache dir the user never made) holds nothing to move.
+				rfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					rfd = -1
+				}
+				if err != nil && !errors.Is(err, unix.ENOENT) {
 					p.s.log.Warn("a writable dir could not be opened to look for protected paths the call made",
 						zap.String("dir", root), zap.Error(err))
-					return -1, false
 				}
 				roots[root] = rfd
 			}
-			return rfd, true
+			return rfd, rfd >= 0
 		}
 		moveOne := func(rfd int, rel string) (string, error) {
 			dir, name := filepath.Split(rel)
