@@ -28,6 +28,16 @@ func isSpaceLike(c byte) bool {
 	return false
 }
 
+// isSkippedBeforeRequest reports bytes some origin server skips, or takes into the method,
+// ahead of a request line: Netty skips ISO control characters and white space (Java's
+// Character.isISOControl, 0x00-0x1f and 0x7f-0x9f), the JDK's com.sun.net.httpserver takes
+// everything before the first space as the method and serves it anyway, and Python's
+// http.server splits on 0xa0 too. A stream starting with such bytes and then a request line
+// is a request to them, and must not be carried blind because its first byte is not a letter.
+func isSkippedBeforeRequest(c byte) bool {
+	return c <= ' ' || c >= 0x7f && c <= 0xa0
+}
+
 // isTokenByte reports an RFC 9110 tchar, what a method is made of.
 func isTokenByte(c byte) bool {
 	switch {
@@ -38,12 +48,13 @@ func isTokenByte(c byte) bool {
 }
 
 // looksHTTP tells from the start b of a tunnel's stream whether an origin server may read it as
-// an HTTP/1 request: after any leading white space, a token (the method), white space or `/`,
-// and a line that names an HTTP version, or (HTTP/0.9) goes on with a path, or is GET and
-// anything. known is false while the first line is not all there.
+// an HTTP/1 request: after any leading bytes a server may skip (isSkippedBeforeRequest), a
+// token (the method), white space or `/`, and a line that names an HTTP version, or (HTTP/0.9)
+// goes on with a path, or is GET and anything. known is false while the first line is not all
+// there.
 func looksHTTP(b []byte) (isHTTP, known bool) {
 	i := 0
-	for i < len(b) && isSpaceLike(b[i]) {
+	for i < len(b) && isSkippedBeforeRequest(b[i]) {
 		i++
 	}
 	start := i

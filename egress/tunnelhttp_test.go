@@ -161,6 +161,19 @@ func TestPassUntilKnown(t *testing.T) {
 		"U\x00\x00\x01\x85\xa6":              false,
 		"hello":                              false, // ended before its line did
 		"POST /x HTTP/1.1":                   false,
+
+		// Bytes Netty skips before a request line (ISO controls, white space), and 0xa0, on
+		// which Python splits.
+		"\x01GET /admin/x HTTP/1.1\r\n":       true,
+		"\x00\x00\x00\x08GET /x HTTP/1.1\r\n": true,
+		"\x7f\r\nGET /x HTTP/1.1\r\n":         true,
+		"\x85GET /x HTTP/1.1\r\n":             true,
+		"\x9f\x80GET /x\r\n":                  true,
+		"\xa0GET /x HTTP/1.1\r\n":             true,
+		"\x1b DELETE /x HTTP/1.1\r\n":         true,
+		// Past them, a byte that is neither a method's nor skipped: not HTTP to this test.
+		"\xa1GET /x HTTP/1.1\r\n": false,
+		"{GET /x HTTP/1.1\r\n":    false,
 	} {
 		var up strings.Builder
 		br := bufio.NewReaderSize(strings.NewReader(in), 4096)
@@ -286,6 +299,150 @@ func TestTunnelUnendedRequestLineNotActedOn(t *testing.T) {
 		var up strings.Builder
 		if _, err := passUntilKnown(bufio.NewReader(strings.NewReader(in)), &up); !errors.Is(err, want) {
 			t.Errorf("%q then the end: %v, want %v", in, err, want)
+		}
+	}
+}
+
+// laxOrigin is a plain TCP origin on loopback that serves any head, as a lax server does (the
+// JDK's takes whatever comes before the first space as the method): once it has read a line
+// end and then an empty line it answers 200 "served". Each connection's bytes go on the
+// channel when it ends.
+func laxOrigin(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]struct{}{}
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = struct{}{}
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				var b []byte
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					b = append(b, buf[:n]...)
+					if strings.Contains(string(b), "\n\r\n") || strings.Contains(string(b), "\n\n") {
+						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
+						break
+					}
+					if err != nil {
+						break
+					}
+				}
+				got <- string(b)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		for c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String(), got
+}
+
+// originSaw is what reached the origin's connections until none ended for a while.
+func originSaw(got <-chan string) []string {
+	var all []string
+	for {
+		select {
+		case s := <-got:
+			all = append(all, s)
+		case <-time.After(300 * time.Millisecond):
+			return all
+		}
+	}
+}
+
+// tunnelRoutes opens a tunnel to vm.test:port through the proxy by each route a session has:
+// CONNECT, SOCKS5, and CONNECT to a proxy that intercepts TLS (answered before it is decided).
+func tunnelRoutes(t *testing.T, decide func(Request) Verdict) map[string]func(port string) (net.Conn, *bufio.Reader, *recorder) {
+	t.Helper()
+	start := func(intercept bool) (string, *recorder) {
+		rec := &recorder{}
+		s := &Server{
+			Decide: rec.decide(decide), Audit: rec.audit, AllowPrivate: loopback,
+			Resolver: newResolver("vm.test", "127.0.0.1"),
+		}
+		if intercept {
+			s.Intercept, _ = testCA(t, "sandboxd egress CA")
+		}
+		return startProxy(t, s), rec
+	}
+	plain, plainRec := start(false)
+	icpt, icptRec := start(true)
+	return map[string]func(string) (net.Conn, *bufio.Reader, *recorder){
+		"connect": func(port string) (net.Conn, *bufio.Reader, *recorder) {
+			c, br := connectTunnel(t, plain, "vm.test:"+port)
+			return c, br, plainRec
+		},
+		"socks": func(port string) (net.Conn, *bufio.Reader, *recorder) {
+			c, code := socksDial(t, plain, socksCmdConnect, socksAtypDomain, "vm.test", atoiT(t, port))
+			if code != socksReplyOK {
+				t.Fatalf("socks: %#x", code)
+			}
+			return c, bufio.NewReader(c), plainRec
+		},
+		"intercept": func(port string) (net.Conn, *bufio.Reader, *recorder) {
+			c := openTunnel(t, icpt, "vm.test:"+port)
+			return c, bufio.NewReader(c), icptRec
+		},
+	}
+}
+
+// TestTunnelControlBytesBeforeRequest: Netty skips ISO control characters and white space
+// before a request line, and the JDK's server takes them into the method and serves the
+// request anyway, so a tunnel's stream that starts with such bytes and then a request is HTTP
+// to them. The proxy must read it as HTTP too (decided per request, here refused as malformed)
+// and not carry it blind past a method/path deny.
+func TestTunnelControlBytesBeforeRequest(t *testing.T) {
+	t.Parallel()
+	routes := tunnelRoutes(t, func(r Request) Verdict {
+		if r.Method != "" && strings.HasPrefix(r.Path, "/admin") {
+			return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
+		}
+		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
+	})
+	for name, open := range routes {
+		for _, lead := range []string{"\x01", "\x00\x00", "\x7f\r\n", "\x85", "\x9f", "\xa0", "\x1b\x08 \x0b"} {
+			t.Run(fmt.Sprintf("%s/%q", name, lead), func(t *testing.T) {
+				addr, got := laxOrigin(t)
+				port := portOf(t, addr)
+				c, br, _ := open(port)
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				fmt.Fprintf(c, "%sGET /admin/x HTTP/1.1\r\nHost: vm.test:%s\r\n\r\n", lead, port)
+				if resp, err := http.ReadResponse(br, nil); err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 || string(b) == "served" {
+						t.Errorf("answered %s %q", resp.Status, b)
+					}
+				}
+				c.Close()
+				for _, s := range originSaw(got) {
+					if strings.ContainsAny(s, "\r\n") {
+						t.Errorf("a line reached the origin: %q", s)
+					}
+				}
+			})
 		}
 	}
 }
