@@ -182,6 +182,20 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 	if rs == nil {
 		return egress.Verdict{Reason: "the session's rules are not loaded"}
 	}
+	v := c.egressVerdict(ctx, r, s, rs)
+	if v.Allow && r.Method == "" {
+		// A tunnel allowed by host although a method/path deny or ask names the host (a
+		// host-level allow at least as strong, or the admin's allowed_domains): its TLS is
+		// decided by host, but a stream the proxy cannot read may be the request that rule
+		// is about, so the proxy refuses such a stream. Every source's rules count: an
+		// admin's deny is no weaker for a user's domain allow.
+		_, v.PathRules = rs.WebRule(r.Host, permission.Deny, permission.Ask)
+	}
+	return v
+}
+
+// egressVerdict is decideEgress's decision for the session s with rules rs.
+func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.Session, rs *permission.RuleSet) egress.Verdict {
 	cfg := c.Config()
 	snap := s.Snapshot()
 	facts := &permission.Facts{
@@ -236,10 +250,8 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 		return v
 	}
 	if r.Method == "" {
-		for _, rule := range rs.Rules() {
-			if rule.Behavior == permission.Allow && rule.Kind == permission.KindWeb && permission.MatchDomain(rule.Pattern, r.Host) {
-				return egress.Verdict{Reason: fmt.Sprintf("a tunnel (HTTPS, CONNECT, SOCKS) to %s shows only its host, and %s covers only plain HTTP requests it can see; allow the host with WebFetch(domain:%s) to permit HTTPS to it, decided by host only", r.Host, rule, r.Host)}
-			}
+		if rule, ok := rs.WebRule(r.Host, permission.Allow); ok {
+			return egress.Verdict{Reason: fmt.Sprintf("a tunnel (HTTPS, CONNECT, SOCKS) to %s shows only its host, and %s covers only plain HTTP requests it can see; allow the host with WebFetch(domain:%s) to permit HTTPS to it, decided by host only", r.Host, rule, r.Host)}
 		}
 	}
 	return egress.Verdict{Reason: fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)}

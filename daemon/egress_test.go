@@ -411,3 +411,91 @@ func TestEgressOwnerOfEverySession(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressTunnelPathRules: a tunnel let by on its host while a method/path deny or ask (the
+// session's or the admin's) names that host is told so (Verdict.PathRules), and the proxy then
+// refuses a stream in it that it reads neither as TLS nor as HTTP, with a record saying why:
+// `{GET /admin/x HTTP/1.1` is no request line to the proxy, and a request to the JDK's server.
+func TestEgressTunnelPathRules(t *testing.T) {
+	policyDir := filepath.Join(t.TempDir(), "policy.d")
+	if err := os.Mkdir(policyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(policyDir, "org.json"), []byte(`{"permissions":{"deny":["WebFetch(DELETE adm.test/**)"],"allow":["WebFetch(domain:adm.test)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, "policy_dir: "+policyDir+"\nnetwork:\n  allow_private_cidrs: [127.0.0.0/8]\n  allowed_domains: [cfg.test]\n")
+	td.d.core.egress.srv.Resolver = testResolver{}
+	dir := testHostDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","network":"proxy","rules":{
+		"allow":["WebFetch(domain:vm.test)","WebFetch(domain:ask.test)","WebFetch(domain:plain.test)"],
+		"ask":["WebFetch(PUT ask.test/**)"],
+		"deny":["WebFetch(* vm.test/admin/**)","WebFetch(POST cfg.test/**)"]}}`, dir))
+	for _, tc := range []struct {
+		name             string
+		r                egress.Request
+		allow, pathRules bool
+	}{
+		{"session deny, session host allow", egress.Request{Kind: egress.KindConnect, Host: "vm.test"}, true, true},
+		{"session ask, session host allow", egress.Request{Kind: egress.KindSOCKS5, Host: "ask.test"}, true, true},
+		{"session deny, config host allow", egress.Request{Kind: egress.KindConnect, Host: "cfg.test"}, true, true},
+		{"admin deny, admin host allow", egress.Request{Kind: egress.KindConnect, Host: "adm.test"}, true, true},
+		{"host allow alone", egress.Request{Kind: egress.KindConnect, Host: "plain.test"}, true, false},
+		{"plain http shows its request", egress.Request{Kind: egress.KindHTTP, Host: "vm.test", Method: "GET", Path: "/x"}, true, false},
+	} {
+		tc.r.Session, tc.r.Port = s.ID, 443
+		if v := td.d.core.decideEgress(context.Background(), tc.r); v.Allow != tc.allow || v.PathRules != tc.pathRules {
+			t.Errorf("%s: %+v, want allow %v, path rules %v", tc.name, v, tc.allow, tc.pathRules)
+		}
+	}
+
+	// A lax origin: it serves whatever head it is sent.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var reached atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 4096)
+				if n, _ := c.Read(b); n > 0 {
+					reached.Add(1)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nserved")
+				}
+			}()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`import os, socket, urllib.parse
+u = urllib.parse.urlparse(os.environ["HTTP_PROXY"])
+s = socket.create_connection((u.hostname, u.port), timeout=10)
+s.sendall(b"CONNECT vm.test:%[1]d HTTP/1.1\r\nHost: vm.test:%[1]d\r\n\r\n")
+print(s.recv(4096).split(b"\r\n")[0].decode())
+s.sendall(b"{GET /admin/x HTTP/1.1\r\nHost: vm.test:%[1]d\r\n\r\n")
+try:
+    print("got", s.recv(4096))
+except OSError as e:
+    print("reset", e)
+`, port)
+	_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, "python3 -c '"+script+"'"))
+	out := fmt.Sprint(res.Data["stdout"]) + fmt.Sprint(res.Data["stderr"])
+	if !strings.Contains(out, "200") || strings.Contains(out, "served") || reached.Load() != 0 {
+		t.Errorf("a stream the proxy cannot read went through a tunnel to a host with method/path rules:\n%s(origin reached %d times)", out, reached.Load())
+	}
+	var refused bool
+	for _, r := range auditRecords(t, td) {
+		d := r.Detail
+		refused = refused || r.Kind == "net.connect" && r.Session == s.ID && d["kind"] == "connect" && d["host"] == "vm.test" &&
+			d["allowed"] == "false" && strings.Contains(d["reason"], "could not read the tunnel's stream as HTTP")
+	}
+	if !refused {
+		t.Error("no refused net.connect record for the unreadable stream")
+	}
+}

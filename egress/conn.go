@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -239,8 +240,9 @@ func copyStream(dst io.Writer, src io.Reader) error {
 // protocols speak first); what the client sends goes up once openStream has seen how it starts,
 // and a ClientHello naming another host than t's ends the tunnel there. The client may have sent
 // the start of its stream right behind its request: it sits in br, which the client's direction
-// reads through.
-func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, br *bufio.Reader) {
+// reads through. pathRules (Verdict.PathRules): method/path rules name t's host, so a stream
+// that is neither TLS nor HTTP the proxy reads is refused, the tunnel reset, rather than carried.
+func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, br *bufio.Reader, pathRules bool) {
 	uc := newIdleConn(up, s.idleTimeout(), c.act)
 	// handover: the client's stream is plain HTTP, served request by request instead; the
 	// origin's direction then ends without touching the client's connection.
@@ -278,12 +280,30 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		// HTTP, closing the upstream connection (a handover, the client's end, a timeout, the
 		// session's end) resets it rather than ending it.
 		abortive(up, true)
+		var toUp io.Writer = uc
+		if pathRules {
+			// The stream is either HTTP, served over connections of its own, or refused: none
+			// of it is for this connection, not even the start of a line.
+			toUp = io.Discard
+		}
 		var isHTTP bool
-		if isHTTP, err = passUntilKnown(br, uc); isHTTP {
+		if isHTTP, err = passUntilKnown(br, toUp); isHTTP {
 			handover.Store(true)
 			_ = uc.Close()
 			<-done
 			s.serveTunnelHTTP(ctx, p, t, c, br)
+			return
+		}
+		if pathRules {
+			// Not reading a stream as HTTP does not mean no server does: the JDK's takes any
+			// bytes before a space as the method, so no first-byte test is complete, and a rule
+			// about a request must not be passed by a stream the proxy could not read.
+			if ctx.Err() == nil {
+				s.recordRefusal(ctx, p, t, up.RemoteAddr(), fmt.Sprintf("method/path rules name %s, and the proxy could not read the tunnel's stream as HTTP (nor as TLS, which is decided by host), so it could not tell which request the stream makes; the tunnel was reset without passing any of it on", t.host))
+			}
+			abortive(c, true)
+			_ = c.Close()
+			_ = uc.Close()
 			return
 		}
 		if !errors.Is(err, errUnendedRequestLine) {

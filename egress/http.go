@@ -164,7 +164,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		h.intercept(ctx, t)
 		return false
 	}
-	dst, out, reason := h.s.admit(ctx, h.peer, t)
+	dst, out, reason, pathRules := h.s.admit(ctx, h.peer, t)
 	switch out {
 	case outDenied, outPrivate:
 		ps := "http_request_denied"
@@ -187,14 +187,14 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		return false
 	}
 	if t.kind == KindConnect {
-		h.connect(ctx, t, dst)
+		h.connect(ctx, t, dst, pathRules)
 		return false
 	}
 	return h.forward(ctx, req, dst)
 }
 
-// connect opens the tunnel of a CONNECT request.
-func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
+// connect opens the tunnel of a CONNECT request; pathRules as carry takes it.
+func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort, pathRules bool) {
 	up, err := h.s.dial(ctx, dst)
 	if err != nil {
 		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: cannot reach "+t.hostport()+": "+err.Error()+"\n", "connection_refused")
@@ -209,7 +209,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort) {
 		_ = up.Close()
 		return
 	}
-	h.s.carry(ctx, h.peer, t, h.ic, up, h.br)
+	h.s.carry(ctx, h.peer, t, h.ic, up, h.br, pathRules)
 }
 
 // Headers by which a request asks the server to act on another method or path than its own:

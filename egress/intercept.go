@@ -249,10 +249,11 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 	inner.loop(ctx)
 }
 
-// blindTunnel decides a tunnel the proxy cannot read by its host, as without interception, and
-// carries it if allowed.
+// blindTunnel decides a tunnel that does not start with TLS by its host, as without
+// interception, and carries it if allowed: plain HTTP in it is then decided per request, and
+// anything else is refused where method/path rules name the host (carry).
 func (s *Server) blindTunnel(ctx context.Context, p peer, t target, c *idleConn, br *bufio.Reader) {
-	dst, out, _ := s.admit(ctx, p, t)
+	dst, out, _, pathRules := s.admit(ctx, p, t)
 	if out != outAllowed {
 		lingerClose(c)
 		return
@@ -265,7 +266,7 @@ func (s *Server) blindTunnel(ctx context.Context, p peer, t target, c *idleConn,
 	}
 	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
 	defer stop()
-	s.carry(ctx, p, t, c, up, br)
+	s.carry(ctx, p, t, c, up, br, pathRules)
 }
 
 // bufConn reads through a bufio.Reader that may hold the start of the stream (a ClientHello

@@ -72,6 +72,12 @@ type Verdict struct {
 	Allow  bool
 	Reason string
 	Rule   string
+	// PathRules is set on an allowed tunnel to a host that method/path deny or ask rules name.
+	// The tunnel was admitted by its host, which is all TLS shows; a stream the proxy can read
+	// neither as TLS nor as HTTP may still be a request to a server laxer than the proxy's
+	// reading (the JDK's takes `{GET /admin HTTP/1.1`), the very one such a rule is about, so
+	// it is refused rather than carried blind.
+	PathRules bool
 }
 
 // Event is one connection decision, for the audit log (record kind net.connect).
@@ -523,15 +529,15 @@ func (s *Server) pace(ctx context.Context, p peer) error {
 
 // admit resolves t once, applies the private-address guard to every address, asks the policy
 // about the address it will dial and audits the decision. The returned address is the only one
-// the caller may dial.
+// the caller may dial; pathRules is the allowed Verdict's PathRules, for a tunnel's carry.
 //
 // WARNING: this is the egress security boundary (DNS rebinding, metadata, the host's own
 // addresses, policy); rerun TestGuard, TestGuardHostAddrs, TestPrivateRefused,
 // TestOwnAddressRefused, TestIPLiteral, TestDenials and, as root, TestHostAddrsFollowKernel
 // after a change.
-func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, outcome, string) {
+func (s *Server) admit(ctx context.Context, p peer, t target) (dst netip.AddrPort, out outcome, reason string, pathRules bool) {
 	if err := s.pace(ctx, p); err != nil {
-		return netip.AddrPort{}, outPaced, err.Error()
+		return netip.AddrPort{}, outPaced, err.Error(), false
 	}
 	req := Request{Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Method: t.method, Path: t.path}
 	if o := p.origin; o != nil {
@@ -560,9 +566,9 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, o
 			ev.Reason = "not allowed"
 		}
 		if err := s.audit(ev); err != nil {
-			return netip.AddrPort{}, outDenied, err.Error()
+			return netip.AddrPort{}, outDenied, err.Error(), false
 		}
-		return netip.AddrPort{}, outDenied, ev.Reason
+		return netip.AddrPort{}, outDenied, ev.Reason, false
 	}
 	addr := t.addr
 	if !addr.IsValid() {
@@ -575,7 +581,7 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, o
 		if err != nil {
 			ev.Reason = fmt.Sprintf("resolve %s: %v", t.host, err)
 			_ = s.audit(ev) // refused whatever the audit says
-			return netip.AddrPort{}, outResolve, ev.Reason
+			return netip.AddrPort{}, outResolve, ev.Reason, false
 		}
 		// Every address is checked, not just the one dialed: a name answering with one public
 		// and one private address is a rebinding attempt whichever is dialed.
@@ -584,7 +590,7 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, o
 				ev.IP = net.IP(a.Unmap().AsSlice())
 				ev.Reason = fmt.Sprintf("%s resolves to %s, %s", t.host, a.Unmap(), w)
 				_ = s.audit(ev)
-				return netip.AddrPort{}, outPrivate, ev.Reason
+				return netip.AddrPort{}, outPrivate, ev.Reason, false
 			}
 		}
 		addr = addrs[0].Unmap().WithZone("")
@@ -592,14 +598,14 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (netip.AddrPort, o
 		ev.IP = net.IP(addr.AsSlice())
 		ev.Reason = fmt.Sprintf("%s is %s", addr, w)
 		_ = s.audit(ev)
-		return netip.AddrPort{}, outPrivate, ev.Reason
+		return netip.AddrPort{}, outPrivate, ev.Reason, false
 	}
 	ev.IP = net.IP(addr.AsSlice())
 	ev.Allowed, ev.Reason = true, v.Reason
 	if err := s.audit(ev); err != nil {
-		return netip.AddrPort{}, outDenied, err.Error()
+		return netip.AddrPort{}, outDenied, err.Error(), false
 	}
-	return netip.AddrPortFrom(addr, uint16(t.port)), outAllowed, v.Reason
+	return netip.AddrPortFrom(addr, uint16(t.port)), outAllowed, v.Reason, v.PathRules
 }
 
 func (s *Server) resolver() Resolver {

@@ -34,7 +34,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		s.interceptTunnel(ctx, p, t, c, br)
 		return
 	}
-	dst, out, _ := s.admit(ctx, p, t)
+	dst, out, _, pathRules := s.admit(ctx, p, t)
 	switch out {
 	case outDenied, outPrivate:
 		// SOCKS has no room for a reason; the audit event carries it.
@@ -62,7 +62,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		_ = up.Close()
 		return
 	}
-	s.carry(ctx, p, t, c, up, br)
+	s.carry(ctx, p, t, c, up, br, pathRules)
 }
 
 // dialReplyCode maps a dial error to the SOCKS reply that describes it best.

@@ -51,7 +51,9 @@ func isTokenByte(c byte) bool {
 // an HTTP/1 request: after any leading bytes a server may skip (isSkippedBeforeRequest), a
 // token (the method), white space or `/`, and a line that names an HTTP version, or (HTTP/0.9)
 // goes on with a path, or is GET and anything. known is false while the first line is not all
-// there.
+// there. No such test is complete (the JDK's server also takes `{GET /x HTTP/1.1`, its method
+// being `{GET`): where it matters, a host with method/path rules, a stream found not to be HTTP
+// is refused rather than carried (carry).
 func looksHTTP(b []byte) (isHTTP, known bool) {
 	i := 0
 	for i < len(b) && isSkippedBeforeRequest(b[i]) {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -171,7 +172,8 @@ func TestPassUntilKnown(t *testing.T) {
 		"\x9f\x80GET /x\r\n":                  true,
 		"\xa0GET /x HTTP/1.1\r\n":             true,
 		"\x1b DELETE /x HTTP/1.1\r\n":         true,
-		// Past them, a byte that is neither a method's nor skipped: not HTTP to this test.
+		// Past them, a byte that is neither a method's nor skipped: not HTTP to this test
+		// (carry refuses such a stream where method/path rules name the host).
 		"\xa1GET /x HTTP/1.1\r\n": false,
 		"{GET /x HTTP/1.1\r\n":    false,
 	} {
@@ -444,5 +446,84 @@ func TestTunnelControlBytesBeforeRequest(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTunnelPathRulesRefuseUnread: where method/path rules name a tunnel's host
+// (Verdict.PathRules), a stream the proxy reads neither as TLS nor as HTTP is refused and
+// recorded, the tunnel reset, whatever its first byte: the JDK's server serves `{GET /admin/x
+// HTTP/1.1` (method `{GET`), so no test of the first bytes can tell every request from another
+// protocol. HTTP in such a tunnel is still served request by request.
+func TestTunnelPathRulesRefuseUnread(t *testing.T) {
+	t.Parallel()
+	routes := tunnelRoutes(t, func(r Request) Verdict {
+		if r.Method == "" {
+			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
+		}
+		if strings.HasPrefix(r.Path, "/admin") {
+			return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
+		}
+		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
+	})
+	for name, open := range routes {
+		for _, first := range []string{"{GET /admin/x HTTP/1.1\r\nHost: vm.test\r\n\r\n", "\xa1GET /admin/x HTTP/1.1\r\nHost: vm.test\r\n\r\n", "SSH-2.0-OpenSSH_9.2p1\r\n", "{"} {
+			t.Run(fmt.Sprintf("%s/%.8q", name, first), func(t *testing.T) {
+				addr, got := laxOrigin(t)
+				c, br, rec := open(portOf(t, addr))
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				before := len(rec.audited())
+				if _, err := io.WriteString(c, first); err != nil {
+					t.Fatal(err)
+				}
+				if b, err := io.ReadAll(br); len(b) > 0 || err == nil {
+					// A reset, not an answer nor a clean end: the client's stream went nowhere.
+					t.Errorf("client read %q, %v", b, err)
+				}
+				for _, s := range originSaw(got) {
+					if s != "" {
+						t.Errorf("the origin read %q", s)
+					}
+				}
+				var refused bool
+				for _, ev := range rec.audited()[before:] {
+					refused = refused || !ev.Allowed && ev.Host == "vm.test" && ev.Kind != KindHTTP && strings.Contains(ev.Reason, "could not read the tunnel's stream as HTTP")
+				}
+				if !refused {
+					t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
+				}
+			})
+		}
+		t.Run(name+"/http", func(t *testing.T) {
+			addr, _ := laxOrigin(t)
+			port := portOf(t, addr)
+			for path, want := range map[string]int{"/ok": 200, "/admin/x": 403} {
+				c, br, _ := open(port)
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: vm.test:%s\r\n\r\n", path, port)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("%s: %s, want %d", path, resp.Status, want)
+				}
+			}
+		})
+	}
+	// TLS is decided by host, as the tunnel was.
+	origin := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "tls") }))
+	defer origin.Close()
+	for _, name := range []string{"connect", "socks"} {
+		c, _, _ := routes[name](portOf(t, origin.Listener.Addr().String()))
+		tc := tls.Client(c, &tls.Config{ServerName: "vm.test", InsecureSkipVerify: true})
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			t.Errorf("%s: TLS through a tunnel to a host with method/path rules: %v", name, err)
+		}
+		tc.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -337,6 +338,18 @@ func (rs *RuleSet) EditAllowed(p string) bool {
 		}
 	}
 	return false
+}
+
+// WebRule is the first WebFetch(METHOD host/path) rule, strongest source first, of one of
+// behaviors whose host pattern matches host: a rule about that host's requests, which a tunnel
+// to it, showing only the host, may carry. ok is false when there is none.
+func (rs *RuleSet) WebRule(host string, behaviors ...Behavior) (r Rule, ok bool) {
+	for _, r := range rs.rules {
+		if r.Kind == KindWeb && slices.Contains(behaviors, r.Behavior) && MatchDomain(r.Pattern, host) {
+			return r, true
+		}
+	}
+	return Rule{}, false
 }
 
 // Anchors is the (home, cwd) the rule set's path patterns were made absolute with.
