@@ -649,6 +649,9 @@ func TestMethodPathReadings(t *testing.T) {
 		{"GET", "/public/..%3b/admin/secret", 403},
 		{"GET", "/public/%252e%252e/admin/secret", 403},
 		{"GET", "/public/..%5cadmin", 403},
+		{"POST", "/admin//../users", 403},
+		{"POST", "//admin/.//../users", 403},
+		{"GET", "/x//../public/a", 403},
 	} {
 		req := fmt.Sprintf("%s http://app.test:%s%s HTTP/1.1\r\nHost: app.test\r\nContent-Length: 0\r\n\r\n", tc.method, port, tc.path)
 		resp, body := rawRequest(t, addr, req)

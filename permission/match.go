@@ -426,7 +426,7 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 		pathPattern = strings.ToLower(pathPattern)
 	}
 	pat := webPathCache.get(pathPattern, splitPath)
-	var buf [3]string
+	var buf [6]string
 	for _, p := range webPathReadings(req.Path, buf[:0]) {
 		if fold {
 			p = strings.ToLower(p)
@@ -451,24 +451,58 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 //     does not hide the good ones), `\` taken as `/` (IIS, some routers) and `;parameters`
 //     dropped.
 //
-// A path with no `;`, `%` or `\` has the one reading; a reading equal to an earlier one is
+// Each is read two ways when it holds an empty segment: path.Clean merges `//` before it
+// removes dot segments, while RFC 3986 (5.2.4) and WHATWG URL parsing, so Node's `new URL()`,
+// Envoy's normalisation and nginx with merge_slashes off, remove them without merging, and a
+// `..` then drops the empty segment: `/secret//../x` is /x to the one, /secret/x to the others
+// (removeDotSegments).
+//
+// A path with no `;`, `%`, `\` or `//` has the one reading; a reading equal to an earlier one is
 // left out.
 func webPathReadings(p string, out []string) []string {
 	out = append(out, path.Clean("/"+p))
-	if !strings.ContainsAny(p, ";%\\") {
+	if !strings.ContainsAny(p, ";%\\") && !strings.Contains(p, "//") {
 		return out
 	}
 	add := func(r string) {
-		r = path.Clean("/" + r)
-		if !slices.Contains(out, r) {
-			out = append(out, r)
+		for _, c := range []string{path.Clean("/" + r), removeDotSegments("/" + r)} {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
 		}
 	}
+	add(p)
 	if strings.Contains(p, ";") {
 		add(dropPathParams(p))
 	}
 	add(dropPathParams(strings.ReplaceAll(unescapeLenient(p), `\`, "/")))
 	return out
+}
+
+// removeDotSegments removes the dot segments of the absolute path p as RFC 3986 (5.2.4) does,
+// without merging `//` first: a `..` drops the segment before it even when that one is empty.
+// The empty segments left are then folded, since the matcher does not tell them apart from
+// none (path.Clean's reading folds them too), so the result differs from path.Clean's only
+// where a `..` met an empty segment.
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, "//") {
+		return path.Clean(p)
+	}
+	segs := strings.Split(p, "/")[1:]
+	out := make([]string, 0, len(segs))
+	for _, seg := range segs {
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	return "/" + strings.Join(out, "/")
 }
 
 // dropPathParams removes each segment's `;parameters` (RFC 3986's path parameters, which

@@ -323,6 +323,13 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"deny not a look-alike", deny, "/adminx/..;/users", false},
 		{"deny not when the params hide nothing", deny, "/x/..;/public", false},
 		{"deny not a semicolon name", deny, "/admin-x;/users", false},
+		{"deny dot segments without merging slashes", deny, "/admin//../users", true},
+		{"deny dot segments without merging slashes, after a dot", deny, "/admin/.//../users", true},
+		{"deny dot segments without merging slashes, leading", deny, "//admin//../users", true},
+		{"deny dot segments without merging slashes, deeper", deny, "/admin/a///../../users", true},
+		{"deny dot segments without merging slashes, after params", deny, "/admin;x//../users", true},
+		{"deny dot segments without merging slashes, decoded again", deny, "/admin%2f%2f%2e%2e/users", true},
+		{"deny not where no server reads it under", deny, "/public//../x", false},
 		{"allow plain", allow, "/public/a/b", true},
 		{"allow the root", allow, "/public", true},
 		{"allow params inside", allow, "/public/a;v=1", true},
@@ -339,6 +346,10 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"allow not backslash only", allow, `/public\..\admin`, false},
 		{"allow not dot segments", allow, "/public/../admin", false},
 		{"allow not case folded", allow, "/Public/a", false},
+		{"allow empty segments inside", allow, "/public//a", true},
+		{"allow dot segments over an empty segment inside", allow, "/public/a//../b", true},
+		{"allow not dot segments merging slashes", allow, "/x//../public/a", false},
+		{"allow not dot segments without merging slashes", allow, "/public//../../admin", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.rule
@@ -369,6 +380,12 @@ func TestWebPathReadings(t *testing.T) {
 		{`/x\..\y`, []string{`/x\..\y`, "/y"}},
 		{"/a;v=1", []string{"/a;v=1", "/a"}},
 		{"/%41", []string{"/%41", "/A"}},
+		{"/a//b", []string{"/a/b"}},
+		{"/secret//../x", []string{"/x", "/secret/x"}},
+		{"/secret/.//../x", []string{"/x", "/secret/x"}},
+		{"//secret//../x", []string{"/x", "/secret/x"}},
+		{"/a/;x/../b", []string{"/a/b", "/b"}},
+		{"/a/;x//../b", []string{"/a/b", "/a/;x/b", "/b"}},
 	} {
 		if got := webPathReadings(tc.path, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("webPathReadings(%q) = %q, want %q", tc.path, got, tc.want)
@@ -472,7 +489,8 @@ func FuzzParseRule(f *testing.F) {
 }
 
 // FuzzMatchWeb checks MatchWeb against the readings of a path worked out here on their own
-// (url.PathUnescape for the second decoding): an allow rule matches exactly when every
+// (url.PathUnescape for the second decoding, net/url's resolver for dot segments removed
+// without merging slashes): an allow rule matches exactly when every
 // reading is under it, a deny rule when any one is (folded), and a deny matches whatever the
 // same allow matches. It must never panic.
 func FuzzMatchWeb(f *testing.F) {
@@ -480,6 +498,8 @@ func FuzzMatchWeb(f *testing.F) {
 		{"/admin/**", "/x/..;/admin/users"}, {"/public/**", "/public/..;/admin"}, {"/public/**", "/public/%2e%2e/admin"},
 		{"/public/**", `/public\..\admin`}, {"/a/*/b", "/a/..;x/b"}, {"/**/git-receive-pack", "/r/git-receive-pack;a=b"},
 		{"/public/**", "/public/a;v=1"}, {"/x", "/a/..;/../x"}, {"/x/**", "/x/%zz/%2e%2e/y"}, {"/", ""},
+		{"/secret/**", "/secret//../x"}, {"/secret/**", "//secret/.//../x"}, {"/public/**", "/x//../public/a"},
+		{"/a/*", "/a/;x//../b"}, {"/a/b", "/a//b"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -489,6 +509,12 @@ func FuzzMatchWeb(f *testing.F) {
 			return
 		}
 		segs := func(r string) []string { return splitPath(path.Clean("/" + r)) }
+		// As RFC 3986 removes dot segments (net/url's resolver), no slashes merged first; the
+		// empty segments left are folded, as in the Clean reading.
+		root := &url.URL{Path: "/"}
+		rfcSegs := func(r string) []string {
+			return slices.DeleteFunc(splitPath(root.ResolveReference(&url.URL{Path: "/" + r}).Path), func(s string) bool { return s == "" })
+		}
 		params := func(r string) string {
 			parts := strings.Split(r, "/")
 			for i := range parts {
@@ -496,10 +522,11 @@ func FuzzMatchWeb(f *testing.F) {
 			}
 			return strings.Join(parts, "/")
 		}
-		readings := [][]string{segs(p), segs(params(p))}
+		readings := [][]string{segs(p), segs(params(p)), rfcSegs(p), rfcSegs(params(p))}
 		decoded, derr := url.PathUnescape(p)
 		if derr == nil {
-			readings = append(readings, segs(params(strings.ReplaceAll(decoded, `\`, "/"))))
+			r := params(strings.ReplaceAll(decoded, `\`, "/"))
+			readings = append(readings, segs(r), rfcSegs(r))
 		}
 		pat := splitPath(allow.URLPath)
 		every, any := true, false
