@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,15 +224,19 @@ var (
 // path than the request line's: the rules decide the method and path the proxy sees, and a
 // server honoring such a header would act on one no rule decided (a POST allowed, then run as
 // the DELETE a rule denies). A `_method` query parameter is one too (Symfony and Laravel read
-// it from the query as from a form body). An override naming the request's own method changes
-// nothing.
+// it from the query as from a form body), under any name PHP reads as `_method`
+// (phpParamName). An override naming the request's own method changes nothing.
 func checkOverrides(req *http.Request) error {
-	if req.URL.RawQuery != "" {
-		q, _ := url.ParseQuery(req.URL.RawQuery) // what parses of a malformed query is what a server reads
-		for _, v := range q["_method"] {
-			if !strings.EqualFold(strings.TrimSpace(v), req.Method) {
-				return fmt.Errorf("%w: the query parameter _method=%.64q asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, v, req.Method)
-			}
+	// Each pair is read as PHP reads it, leniently: url.ParseQuery drops a whole pair for one
+	// bad escape or a `;`, which PHP keeps. Split at `;` too, as servers that take it for `&`
+	// (Rack before 3, Python before 3.9.2) do.
+	for _, pair := range strings.FieldsFunc(req.URL.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, _ := strings.Cut(pair, "=")
+		if phpParamName(unescapeQueryLenient(k)) != "_method" {
+			continue
+		}
+		if v = unescapeQueryLenient(v); !strings.EqualFold(strings.TrimSpace(v), req.Method) {
+			return fmt.Errorf("%w: the query parameter %.64q=%.64q, which PHP (so Symfony and Laravel) reads as _method, asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
 		}
 	}
 	for k, vs := range req.Header {
@@ -250,6 +253,60 @@ func checkOverrides(req *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// phpParamName is the name PHP files the query parameter name (decoded) under in $_GET, what
+// Symfony and Laravel read `_method` from: cut at a NUL (PHP takes the name as a C string),
+// leading spaces dropped, then ` ` and `.` taken as `_`, as is a `[` no `]` closes, and every
+// ` `, `.` and `[` after that one; for `name[key]`, the array's own name (its value, an array,
+// is then not a method, but some framework may take its first element). So `?.method=`,
+// `?%5Bmethod=` and `?%20_method=` are all `$_GET['_method']` (php_register_variable_ex).
+func phpParamName(name string) string {
+	name, _, _ = strings.Cut(name, "\x00")
+	name = strings.TrimLeft(name, " ")
+	mangle := strings.NewReplacer(" ", "_", ".", "_")
+	i := strings.IndexByte(name, '[')
+	if i < 0 {
+		return mangle.Replace(name)
+	}
+	if strings.IndexByte(name[i+1:], ']') >= 0 {
+		return mangle.Replace(name[:i])
+	}
+	return mangle.Replace(name[:i]) + "_" + strings.NewReplacer(" ", "_", ".", "_", "[", "_").Replace(name[i+1:])
+}
+
+// unescapeQueryLenient decodes a query's name or value as PHP does: `+` is a space, each valid
+// %XX escape is its byte and a malformed one stays as it is.
+func unescapeQueryLenient(s string) string {
+	if !strings.ContainsAny(s, "+%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			b.WriteByte(' ')
+		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func ishex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

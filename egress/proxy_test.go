@@ -667,6 +667,30 @@ func TestMethodPathReadings(t *testing.T) {
 	})
 }
 
+// TestPHPParamName: the names PHP files a query parameter under (php_register_variable_ex).
+func TestPHPParamName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"_method":         "_method",
+		".method":         "_method",
+		" .method":        "_method",
+		"  _method":       "_method",
+		" method":         "method", // leading spaces are dropped, not turned into _
+		"[method":         "_method",
+		"[method.x[y":     "_method_x_y",
+		"_method[]":       "_method",
+		".method[a]":      "_method",
+		"_method[":        "_method_",
+		"_method\x00tail": "_method",
+		"a b.c":           "a_b_c",
+		"a[ b]":           "a",
+	} {
+		if got := phpParamName(in); got != want {
+			t.Errorf("phpParamName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
 	s := &Server{Decide: allowDecide, Dialer: failDialer{t}}
@@ -1505,6 +1529,17 @@ func TestOverrideHeadersRefused(t *testing.T) {
 		{"override naming its own method", "POST /items/1 HTTP/1.1\r\nX-HTTP-Method-Override: post\r\n", 200},
 		{"_method in the query", "POST /items/1?a=1&_method=DELETE HTTP/1.1\r\n", 400},
 		{"_method in the query, escaped", "POST /items/1?%5Fmethod=DELETE HTTP/1.1\r\n", 400},
+		// PHP files these under $_GET['_method'] too.
+		{"_method spelled .method", "POST /items/1?.method=DELETE HTTP/1.1\r\n", 400},
+		{"_method spelled [method", "POST /items/1?%5Bmethod=DELETE HTTP/1.1\r\n", 400},
+		{"_method spelled [method, raw", "POST /items/1?[method=DELETE HTTP/1.1\r\n", 400},
+		{"_method after a space", "POST /items/1?+_method=DELETE HTTP/1.1\r\n", 400},
+		{"_method cut at a NUL", "POST /items/1?_method%00x=DELETE HTTP/1.1\r\n", 400},
+		{"_method as an array", "POST /items/1?.method[]=DELETE HTTP/1.1\r\n", 400},
+		{"_method with a bad escape beside it", "POST /items/1?.method=DELETE%zz HTTP/1.1\r\n", 400},
+		{"_method behind a semicolon", "POST /items/1?a=1;_method=DELETE HTTP/1.1\r\n", 400},
+		{".method naming its own method", "POST /items/1?.method=post HTTP/1.1\r\n", 200},
+		{"x.method is another name", "POST /items/1?x.method=DELETE&method=DELETE HTTP/1.1\r\n", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method, rest, _ := strings.Cut(tc.head, " ")
