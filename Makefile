@@ -52,6 +52,7 @@ FUZZ_TARGETS := \
 	./classifier:FuzzClassifyDialects:15000 \
 	./classifier:FuzzSimpleCommand:10000 \
 	./permission:FuzzParseRule:10000 \
+	./internal/subid:FuzzParse:5000 \
 	./permission:FuzzMatchWeb:20000 \
 	./api:FuzzDecodeRequest:20000 \
 	./api:FuzzWriteResult:3000 \

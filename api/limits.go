@@ -47,6 +47,17 @@ var defaultLimits = Limits{BatchCalls: 64, MaxParallelCalls: 8, CallsPerUser: 16
 // SetLimits swaps in new limits (at start and on reload).
 func (s *Server) SetLimits(l Limits) { s.tenants.limits.Store(&l) }
 
+// SetTenantOf gives the uid whose limits a peer's uid counts against (session.Caller.Tenant),
+// for the connection cap, which counts a peer before it is identified. Call before serving.
+func (s *Server) SetTenantOf(f func(uid uint32) uint32) { s.tenantOfUID = f }
+
+func (s *Server) tenantOf(uid uint32) uint32 {
+	if s.tenantOfUID == nil {
+		return uid
+	}
+	return s.tenantOfUID(uid)
+}
+
 // tenants is the per-uid bookkeeping behind Limits.
 type tenants struct {
 	limits atomic.Pointer[Limits]
@@ -178,7 +189,7 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	need := float64(min(n, max(1, l.Burst)))
 	now := time.Now()
 	t.mu.Lock()
-	u := t.user(c.UID, l, now)
+	u := t.user(c.Tenant(), l, now)
 	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
 	u.last = now
 	ok := u.tokens >= need
@@ -187,7 +198,7 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	}
 	t.mu.Unlock()
 	if !ok {
-		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("uid %d sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.UID, l.RequestsPerSecond, l.Burst)))
+		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("%s sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.TenantName(), l.RequestsPerSecond, l.Burst)))
 	}
 	return nil
 }
@@ -197,7 +208,7 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 func (s *Server) admit(ctx context.Context, c session.Caller, slots int) (release func(), err error) {
 	l := s.tenants.get()
 	return s.hold(ctx, c, func(u *tenant) *int { return &u.calls }, slots, l.CallsPerUser, func(running int) error {
-		return errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.UID, running, slots, l.CallsPerUser))
+		return errcode.New(errcode.TooManyCalls, fmt.Errorf("%s already runs %d calls and this request needs %d; at most %d may run at once (limits.calls_per_user); retry when some are done", c.TenantName(), running, slots, l.CallsPerUser))
 	})
 }
 
@@ -210,7 +221,7 @@ const scansPerUser = 1
 // not limited. The returned func gives the slot back.
 func (s *Server) admitScan(ctx context.Context, c session.Caller) (release func(), err error) {
 	return s.hold(ctx, c, func(u *tenant) *int { return &u.scans }, 1, scansPerUser, func(int) error {
-		return errcode.New(errcode.TooManyCalls, fmt.Errorf("uid %d already has an audit query reading the log; one may run at a time per user (each reads every retained file), so wait for it or narrow it with since", c.UID))
+		return errcode.New(errcode.TooManyCalls, fmt.Errorf("%s already has an audit query reading the log; one may run at a time per user (each reads every retained file), so wait for it or narrow it with since", c.TenantName()))
 	})
 }
 
@@ -224,7 +235,7 @@ func (s *Server) hold(ctx context.Context, c session.Caller, slot func(*tenant) 
 	t := &s.tenants
 	l := t.get()
 	t.mu.Lock()
-	u := t.user(c.UID, l, time.Now())
+	u := t.user(c.Tenant(), l, time.Now())
 	held := *slot(u)
 	ok := held+n <= max
 	if ok {
@@ -255,7 +266,7 @@ type responseBudget struct {
 }
 
 func (s *Server) budget(c session.Caller) *responseBudget {
-	return &responseBudget{t: &s.tenants, uid: c.UID, limit: s.tenants.get().ResponseBytes}
+	return &responseBudget{t: &s.tenants, uid: c.Tenant(), limit: s.tenants.get().ResponseBytes}
 }
 
 func (b *responseBudget) Limit() int64 { return b.limit }
@@ -316,8 +327,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		}
 		t := &ll.s.tenants
 		l := t.get()
+		tenant := ll.s.tenantOf(uid)
 		t.mu.Lock()
-		u := t.user(uid, l, time.Now())
+		u := t.user(tenant, l, time.Now())
 		if u.conns >= l.ConnectionsPerUser {
 			// Held refusals are bounded too: past maxHeldRefusals the connection is just
 			// closed, so refusing cannot cost the daemon more descriptors than that.
@@ -325,7 +337,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			if held {
 				u.refusing++
 			}
-			msg := fmt.Sprintf("uid %d already has %d connections open; at most %d (limits.connections_per_user)", uid, u.conns, l.ConnectionsPerUser)
+			who := fmt.Sprintf("uid %d", uid)
+			if tenant != uid {
+				who = fmt.Sprintf("uid %d (for its subordinate uid %d)", tenant, uid)
+			}
+			msg := fmt.Sprintf("%s already has %d connections open; at most %d (limits.connections_per_user)", who, u.conns, l.ConnectionsPerUser)
 			t.mu.Unlock()
 			ll.s.metrics.refusals.WithLabelValues(string(errcode.TooManyCalls), "connections_per_user").Inc()
 			if !held {

@@ -96,6 +96,8 @@ type Server struct {
 	tenants tenants
 	// peerCgroups: read each peer's cgroups at accept (SetPeerCgroups).
 	peerCgroups atomic.Bool
+	// tenantOfUID maps a peer's uid to its tenant's (SetTenantOf); nil: itself.
+	tenantOfUID func(uid uint32) uint32
 }
 
 // NewServer builds the handler. maxBody bounds request bodies (413 past it).

@@ -26,6 +26,10 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, error) {
 		dst = append(dst, `,"pid":`...)
 		dst = strconv.AppendInt(dst, int64(c.PID), 10)
 		dst = appendOptString(dst, "user", c.User)
+		if c.RangeOwner != 0 {
+			dst = append(dst, `,"range_owner":`...)
+			dst = strconv.AppendUint(dst, uint64(c.RangeOwner), 10)
+		}
 		dst = append(dst, '}')
 	}
 	dst = appendOptString(dst, "session", r.Session)

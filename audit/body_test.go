@@ -29,7 +29,7 @@ func TestAppendBodyMatchesJSON(t *testing.T) {
 			r := &Record{Kind: KindCallEnd, Session: s, Mode: "default", Tool: "Bash", ToolUseID: s + "x", Input: in,
 				InputDigest: "sha256:00"}
 			if (i+j)%2 == 0 {
-				r.Caller = &Caller{UID: 4294967295, GID: 7, PID: -1, User: s}
+				r.Caller = &Caller{UID: 4294967295, GID: 7, PID: -1, User: s, RangeOwner: 1001}
 				r.Decision = &Decision{Behavior: "allow", Reason: s, Step: "mode"}
 				r.Outcome = &Outcome{ExitCode: -1, Signal: s, DurationMS: 12, OOM: true, PidsLimit: true,
 					OutputBytes: 1 << 40, MovedAside: []string{s, s + "/.envrc"}, Error: errcode.Timeout}
@@ -71,7 +71,7 @@ func FuzzAppendBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, input []byte, n int64, flag bool) {
 		r := &Record{Kind: Kind(s), Session: s, ToolUseID: s, Input: input}
 		if flag {
-			r.Caller = &Caller{UID: uint32(n), PID: int32(n), User: s}
+			r.Caller = &Caller{UID: uint32(n), PID: int32(n), User: s, RangeOwner: uint32(n >> 32)}
 			r.Decision = &Decision{Behavior: s, Rule: s}
 			r.Outcome = &Outcome{ExitCode: int(n), DurationMS: n, CPUMS: -n, OOM: n%2 == 0, Signal: s, MovedAside: []string{s}}
 			r.Detail = map[string]string{s: s, "k": s}

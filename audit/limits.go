@@ -94,13 +94,14 @@ func (l *Log) chargeOwner(r *Record, n int) error {
 	}
 	b := &l.owners
 	b.mu.Lock()
-	lim := b.m[r.Caller.UID]
+	tenant := r.Caller.tenant()
+	lim := b.m[tenant]
 	if lim == nil {
 		if b.m == nil {
 			b.m = map[uint32]*rate.Limiter{}
 		}
 		lim = rate.NewLimiter(rate.Limit(float64(max)/3600), int(max))
-		b.m[r.Caller.UID] = lim
+		b.m[tenant] = lim
 	}
 	b.mu.Unlock()
 	if r.Kind == KindCallEnd && !r.NotRun {
@@ -111,7 +112,7 @@ func (l *Log) chargeOwner(r *Record, n int) error {
 		return nil
 	}
 	if !lim.AllowN(time.Now(), n) {
-		return errcode.New(errcode.RateLimited, fmt.Errorf("%w: uid %d's records took their %d bytes for the hour (audit.max_bytes_per_user_hour); try again later", ErrOwnerBudget, r.Caller.UID, max))
+		return errcode.New(errcode.RateLimited, fmt.Errorf("%w: uid %d's records took their %d bytes for the hour (audit.max_bytes_per_user_hour); try again later", ErrOwnerBudget, tenant, max))
 	}
 	return nil
 }

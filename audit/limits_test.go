@@ -161,6 +161,13 @@ func TestOwnerBudget(t *testing.T) {
 			t.Errorf("%s of uid %d: %v", r.Kind, r.Caller.UID, err)
 		}
 	}
+	// A subordinate uid of the spent user's range spends the same budget: a user's tens of
+	// thousands of subordinate uids are not as many budgets.
+	sub := rec(100007, KindCallStart)
+	sub.Caller.RangeOwner = 1000
+	if err := l.Append(ctx, sub); !errors.Is(err, ErrOwnerBudget) {
+		t.Errorf("a subordinate uid of the spent user: %v, want refused", err)
+	}
 }
 
 // A volume whose free space cannot be read counts as short: the floor must not open on an

@@ -70,6 +70,17 @@ type Caller struct {
 	GID  uint32 `json:"gid"`
 	PID  int32  `json:"pid"`
 	User string `json:"user,omitempty"`
+	// RangeOwner is the user whose subordinate uid range holds UID (a process in a user
+	// namespace that user made), whose limits the record counts against.
+	RangeOwner uint32 `json:"range_owner,omitempty"`
+}
+
+// tenant is the uid whose budget c's records spend: its range owner's, else its own.
+func (c *Caller) tenant() uint32 {
+	if c.RangeOwner != 0 {
+		return c.RangeOwner
+	}
+	return c.UID
 }
 
 // Decision is the permission decision as recorded. It mirrors permission.Decision without the

@@ -155,13 +155,13 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode routes asks to a parent session: give parent_id")
 	}
 	owned := 0
-	for _, s := range c.store.List(session.Caller{UID: caller.UID}) {
-		if s.Owner.UID == caller.UID {
+	for _, s := range c.store.All() {
+		if s.Owner.Tenant() == caller.Tenant() {
 			owned++
 		}
 	}
 	if owned >= cfg.EffectiveSessionsPerUser() {
-		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("uid %d already has %d sessions (limits.sessions_per_user); delete one first", caller.UID, owned))
+		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("%s already has %d sessions (limits.sessions_per_user); delete one first", caller.TenantName(), owned))
 	}
 	network, err := networkFor(cfg, caller, p.Network, p.Parent)
 	if err != nil {

@@ -66,14 +66,14 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 			return name
 		}
 		if s, err := c.store.Get(session.Caller{UID: 0}, id); err == nil {
-			return ownerName(s.Owner.UID)
+			return ownerName(s.Owner.Tenant())
 		}
 		return "" // the session is gone: the policy refuses whatever it asks
 	}
 	return e
 }
 
-// ownerName names a uid's share of the proxy's connection cap and pace.
+// ownerName names a tenant's share of the proxy's connection cap and pace (session.Caller.Tenant).
 func ownerName(uid uint32) string { return "uid:" + strconv.FormatUint(uint64(uid), 10) }
 
 // open starts serving s's proxy inside its network namespace.
@@ -84,7 +84,7 @@ func (e *egressProxy) open(c *Core, s *session.Session) error {
 	}
 	e.mu.Lock()
 	e.listeners[s.ID] = l
-	e.owners[s.ID] = ownerName(s.Owner.UID)
+	e.owners[s.ID] = ownerName(s.Owner.Tenant())
 	e.mu.Unlock()
 	e.wg.Add(1)
 	go func() {

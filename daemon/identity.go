@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/subid"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -20,6 +21,10 @@ type identities struct {
 
 	// names holds name and home by uid, for ttl.
 	names *expirable.LRU[uint32, session.Caller]
+
+	// subuids and subgids are the users' subordinate id ranges: a subordinate uid counts
+	// against its owner's limits, and is never an admin.
+	subuids, subgids *subid.Table
 
 	mu         sync.Mutex
 	adminGroup string
@@ -44,14 +49,16 @@ func (ids *identities) setAdminGroup(g string) {
 
 func newIdentities(adminGroup string) *identities {
 	const ttl = 30 * time.Second
-	return &identities{adminGroup: adminGroup, ttl: ttl, names: expirable.NewLRU[uint32, session.Caller](maxNames, nil, ttl)}
+	return &identities{adminGroup: adminGroup, ttl: ttl, names: expirable.NewLRU[uint32, session.Caller](maxNames, nil, ttl),
+		subuids: subid.Open("/etc/subuid"), subgids: subid.Open("/etc/subgid")}
 }
 
 // Identify resolves a peer. Name and home come from NSS (cached); gid and supplementary
 // groups are the peer's own, from the kernel, so a group dropped before connecting is not
 // given back to the tools that run as the caller, nor counted for the admin group. An uid
 // without a passwd entry is still served (it may run tools as itself), with no name and "/"
-// as home.
+// as home. One in a user's subordinate range (a process in a user namespace that user made)
+// counts against that user's limits and is no admin, whatever groups it maps.
 func (ids *identities) Identify(p api.Peer) (session.Caller, error) {
 	c, ok := ids.names.Get(p.UID)
 	if !ok {
@@ -59,12 +66,25 @@ func (ids *identities) Identify(p api.Peer) (session.Caller, error) {
 		if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
 			c.User, c.Home = u.Username, u.HomeDir
 		}
+		c.RangeOwner, _ = ids.subuids.Owner(p.UID)
 		ids.names.Add(p.UID, c)
 	}
 	c.PID, c.GID = p.PID, p.GID
 	c.Groups = append([]uint32(nil), p.Groups...)
-	c.Admin = p.UID == 0 || ids.inAdminGroup(c)
+	c.Admin = p.UID == 0 || c.RangeOwner == 0 && ids.inAdminGroup(c)
 	return c, nil
+}
+
+// Tenant is the uid whose limits uid counts against (session.Caller.Tenant), for the socket's
+// connection cap, which counts a peer before its request names anything.
+func (ids *identities) Tenant(uid uint32) uint32 {
+	if c, ok := ids.names.Get(uid); ok {
+		return c.Tenant()
+	}
+	if owner, ok := ids.subuids.Owner(uid); ok {
+		return owner
+	}
+	return uid
 }
 
 func (ids *identities) inAdminGroup(c session.Caller) bool {
@@ -85,7 +105,9 @@ func (ids *identities) adminGID() (uint32, bool) {
 	}
 	ids.adminGid, ids.adminOK = 0, false
 	if g, err := user.LookupGroup(ids.adminGroup); err == nil {
-		if n, err := strconv.ParseUint(g.Gid, 10, 32); err == nil {
+		// A gid in a user's subordinate range is one that user can hold in a user namespace
+		// (newgidmap, then setgroups): such a group makes no one an admin.
+		if n, err := strconv.ParseUint(g.Gid, 10, 32); err == nil && !ids.subgids.Holds(uint32(n)) {
 			ids.adminGid, ids.adminOK = uint32(n), true
 		}
 	}

@@ -43,7 +43,7 @@ var _ executor.Recorder = (*recorder)(nil)
 func (r *recorder) healthy() bool { return r.log.Healthy() }
 
 func auditCaller(c session.Caller) *audit.Caller {
-	return &audit.Caller{UID: c.UID, GID: c.GID, PID: c.PID, User: c.User}
+	return &audit.Caller{UID: c.UID, GID: c.GID, PID: c.PID, User: c.User, RangeOwner: c.RangeOwner}
 }
 
 func auditDecision(d *permission.Decision) *audit.Decision {

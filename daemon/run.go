@@ -211,6 +211,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	built.Store(core)
 
 	apiServer := api.NewServer(log, core, cfg.MaxRequestBytes, promReg)
+	apiServer.SetTenantOf(core.ids.Tenant)
 	d = &Daemon{opts: opts, log: log.Named("daemon"), core: core, audit: al, api: apiServer, cgLock: cgLock, stateLock: stateLock}
 	d.server = &http.Server{
 		Handler:           apiServer,

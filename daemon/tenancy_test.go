@@ -773,3 +773,86 @@ func TestAuditBudgetCountsCallsThatDidNotRun(t *testing.T) {
 		t.Errorf("mallory's unknown-tool calls stored %d KiB past a 64 KiB budget", stored>>10)
 	}
 }
+
+// A user may map its subordinate uids (/etc/subuid) into a user namespace, and connect as any
+// of them: each would otherwise be a tenant of its own, with a full set of limits (enough of
+// them hold every descriptor the daemon has). Their requests, sessions, calls and records
+// count against the range's owner; they run in its user cgroup; none is an admin.
+func TestSubordinateUidsCountAsTheirOwner(t *testing.T) {
+	owner := testutil.CreateUser(t, "sbsu")
+	td := startDaemon(t, "admin_group: "+owner.Name+"\nlimits:\n  sessions_per_user: 2\n  connections_per_user: 3\n")
+	first := uint32(3_000_000_000) + uint32(os.Getpid()%4096)*65536
+	span := fmt.Sprintf("%d-%d", first, first+65535)
+	if out, err := exec.Command("usermod", "--add-subuids", span, owner.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod --add-subuids: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("usermod", "--del-subuids", span, owner.Name).Run() })
+	sub := func(n uint32) testutil.User {
+		u := testutil.User{Name: fmt.Sprint("subordinate ", n), UID: first + n, GID: first + n, Home: t.TempDir()}
+		if err := os.Chown(u.Home, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(u.Home), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	s7, s8 := sub(7), sub(8)
+	// The identities cache names for 30 s: the range is in place before either is seen.
+	sessionAs(t, td, owner, `,"mode":"bypassPermissions"`)
+	sid := sessionAs(t, td, s7, `,"mode":"bypassPermissions"`)
+	for _, u := range []testutil.User{s7, s8, owner} {
+		code, b := curlAs(t, td, u, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, u.Home), "")
+		if code != http.StatusConflict || !strings.Contains(string(b), fmt.Sprintf("uid %d", owner.UID)) {
+			t.Errorf("a third session, as %s, with 2 per user: %d %s", u.Name, code, b)
+		}
+	}
+	// The call runs as the subordinate uid, in the owner's user cgroup.
+	code, b := curlAs(t, td, s7, "POST", "/v1/sessions/"+sid+"/calls", `{"tool":"Bash","input":{"command":"id -u; cat /proc/self/cgroup"}}`, "")
+	if code != http.StatusOK || !strings.Contains(string(b), fmt.Sprint(s7.UID)) || !strings.Contains(string(b), fmt.Sprintf("user-%d/", owner.UID)) || strings.Contains(string(b), fmt.Sprintf("user-%d/", s7.UID)) {
+		t.Errorf("a call of a subordinate uid: %d %s", code, b)
+	}
+	// Its records name the owner.
+	_, recs := td.do(t, "GET", "/v1/audit/records?kind=session.create&session="+sid, "")
+	if !strings.Contains(string(recs), fmt.Sprintf(`"range_owner":%d`, owner.UID)) {
+		t.Errorf("session.create of a subordinate uid: %s", recs)
+	}
+	// The owner's group, mapped into the namespace, makes the owner an admin, not its uids.
+	metrics := func(u testutil.User) int {
+		cmd := exec.Command("curl", "-sS", "--unix-socket", td.socket, "-o", "/dev/null", "-w", "%{http_code}", "http://sandboxd/v1/metrics")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{owner.GID}}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(string(out))
+		return n
+	}
+	if code := metrics(owner); code != http.StatusOK {
+		t.Errorf("metrics as the admin group's member: %d", code)
+	}
+	if code := metrics(s7); code != http.StatusForbidden {
+		t.Errorf("metrics as a subordinate uid holding the admin group: %d, want 403", code)
+	}
+	// Connections: the owner holds 2 and a subordinate uid 1 of the owner's 3; the next, from
+	// another subordinate uid, is over the cap.
+	for _, u := range []testutil.User{owner, owner, s7} {
+		cmd := exec.Command("curl", "-sSN", "--unix-socket", td.socket, "http://sandboxd/v1/approvals/stream")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, b := curlAs(t, td, s8, "GET", "/v1/healthz", "", "")
+		if code == http.StatusTooManyRequests && strings.Contains(string(b), fmt.Sprintf("uid %d (for its subordinate uid %d)", owner.UID, s8.UID)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a fourth connection of the owner's range: %d %s", code, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -92,7 +92,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 		Path: argv[0], Args: argv[1:],
 		Env: h.sessionEnv(s),
 		Dir: s.Cwd(),
-		UID: owner.UID, GID: owner.GID, Groups: owner.Groups, Umask: s.Umask,
+		UID: owner.UID, GID: owner.GID, Groups: owner.Groups, Tenant: owner.RangeOwner, Umask: s.Umask,
 		WritableDirs:      writable,
 		ReadOnlyWorkspace: readOnly,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},

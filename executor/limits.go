@@ -143,7 +143,7 @@ func (h *Host) account(s *session.Session, path string, size int64) error {
 	l := &h.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	uf := l.user(s.Owner.UID)
+	uf := l.user(s.Owner.Tenant())
 	// Results are content-addressed: an identical one reuses the file, so count it once
 	// and make it the newest.
 	for i, f := range uf.files {
@@ -201,7 +201,7 @@ func (h *Host) reserve(s *session.Session, n int64) error {
 	l := &h.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	uf := l.user(s.Owner.UID)
+	uf := l.user(s.Owner.Tenant())
 	if uf.inflight+n > limit {
 		// Not even with every saved result gone: refuse before evicting any.
 		return errcode.New(errcode.TooLarge, errSpillOverLimit)
@@ -216,10 +216,10 @@ func (h *Host) unreserve(s *session.Session, n int64) {
 	l := &h.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if uf := l.users[s.Owner.UID]; uf != nil {
+	if uf := l.users[s.Owner.Tenant()]; uf != nil {
 		uf.inflight -= n
 		if len(uf.files) == 0 && uf.inflight == 0 {
-			delete(l.users, s.Owner.UID)
+			delete(l.users, s.Owner.Tenant())
 		}
 	}
 }

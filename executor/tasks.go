@@ -289,7 +289,7 @@ func (o *outputSink) close() {
 type task struct {
 	id        string
 	sessionID string
-	uid       uint32 // the session owner's: tasks_per_user counts by it
+	tenant    uint32 // the session owner's tenant (session.Caller.Tenant): tasks_per_user counts by it
 	command   string
 	started   time.Time
 	run       *bashRun
@@ -334,12 +334,12 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	lim := h.limits()
 	userRunning := 0
 	for _, t := range ts.tasks {
-		if t.uid == s.Owner.UID && !t.run.finished() {
+		if t.tenant == s.Owner.Tenant() && !t.run.finished() {
 			userRunning++
 		}
 	}
 	if userRunning >= lim.TasksPerUser {
-		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("uid %d already has %d background commands running in its sessions (limits.tasks_per_user); stop some with KillShell first", s.Owner.UID, userRunning))
+		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s already has %d background commands running in its sessions (limits.tasks_per_user); stop some with KillShell first", s.Owner.TenantName(), userRunning))
 	}
 	// Forget the oldest finished tasks past the bounds, so the table stays bounded: per
 	// session, and per user over all its sessions (each task keeps its output's head in
@@ -362,14 +362,14 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	forget(mine, maxTasksPerSession*2)
 	var users []*task
 	for _, t := range ts.tasks {
-		if t.uid == s.Owner.UID {
+		if t.tenant == s.Owner.Tenant() {
 			users = append(users, t)
 		}
 	}
 	forget(users, max(1, lim.TasksPerUser)*2)
 	run.stdout.forTask()
 	run.stderr.forTask()
-	t := &task{id: id, sessionID: s.ID, uid: s.Owner.UID, command: command, started: time.Now(), run: run}
+	t := &task{id: id, sessionID: s.ID, tenant: s.Owner.Tenant(), command: command, started: time.Now(), run: run}
 	ts.tasks[id] = t
 	// A task never outlives limits.task_max_seconds: nothing of a user outlives its bounds.
 	// Kill on a finished run is a no-op, so the timer needs no stopping.

@@ -174,7 +174,9 @@ func (s *Sandbox) start(p *Process) error {
 // poolable reports whether a pooled init can take spec: the pool is on and every fd fits in
 // the one message (a nil ExtraFiles entry fails the per-call init, which reports why).
 func (s *Sandbox) poolable(spec *Spec) bool {
-	if s.pool == nil || s.noPool.Load() || len(spec.ExtraFiles) > maxPassedExtra {
+	// A pooled init waits in its uid's own user cgroup: a call counted under another user's
+	// (a subordinate uid's) starts cold.
+	if s.pool == nil || s.noPool.Load() || len(spec.ExtraFiles) > maxPassedExtra || spec.cgroupUser() != spec.UID {
 		return false
 	}
 	for _, f := range spec.ExtraFiles {

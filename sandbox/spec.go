@@ -26,6 +26,10 @@ type Spec struct {
 	UID    uint32
 	GID    uint32
 	Groups []uint32
+	// Tenant is the user whose cgroup (user-<uid>, its limits on all that user's calls
+	// together) the call runs in, when that is not UID: the owner of the subordinate uid range
+	// UID lies in. 0: UID's own.
+	Tenant uint32
 	// Undumpable runs the program with a real gid (OverflowGID) other than its effective one
 	// (GID, which every access check uses), so the kernel makes it non-dumpable from its first
 	// instruction: no process of the caller's can ptrace it or read its memory. For the
@@ -143,4 +147,12 @@ var DefaultDenyPaths = []string{
 // with the caller's keys and rights. An agent socket the policy allows is exposed by path (a session directory).
 func hiddenFor(defaultDeny []string, uid uint32) []string {
 	return append(slices.Clone(defaultDeny), "/run/user/"+strconv.FormatUint(uint64(uid), 10))
+}
+
+// cgroupUser is the uid whose user cgroup the call runs in.
+func (s *Spec) cgroupUser() uint32 {
+	if s.Tenant != 0 {
+		return s.Tenant
+	}
+	return s.UID
 }

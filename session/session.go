@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,27 @@ type Caller struct {
 	Home   string   `json:"home,omitempty"`
 	// Admin is true for root and members of the configured admin group.
 	Admin bool `json:"admin,omitempty"`
+	// RangeOwner is the user, other than root, whose subordinate uid range (/etc/subuid) holds
+	// UID: the caller runs in a user namespace that user made. 0 when none.
+	RangeOwner uint32 `json:"range_owner,omitempty"`
+}
+
+// Tenant is the uid whose per-user limits the caller counts against: its range owner's for a
+// subordinate uid (a user may map tens of thousands of them, each of which would otherwise
+// bring a full set of limits of its own), else its own.
+func (c Caller) Tenant() uint32 {
+	if c.RangeOwner != 0 {
+		return c.RangeOwner
+	}
+	return c.UID
+}
+
+// TenantName names Tenant for a refusal: "uid N", and the subordinate uid when there is one.
+func (c Caller) TenantName() string {
+	if c.RangeOwner != 0 {
+		return fmt.Sprintf("uid %d (for its subordinate uid %d)", c.RangeOwner, c.UID)
+	}
+	return fmt.Sprintf("uid %d", c.UID)
 }
 
 // Rules are the allow/deny/ask rule texts a session carries (source "session").
