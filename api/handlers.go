@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -351,7 +352,16 @@ func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, protocol.TaskList{Tasks: s.backend.Tasks(sess)})
+	tasks := s.backend.Tasks(sess)
+	if c.UID != sess.Owner.UID && c.UID != 0 {
+		// An admin sees a command as the audit log shows it: with its secrets redacted.
+		for _, t := range tasks {
+			if cmd, ok := t["command"].(string); ok {
+				t["command"] = audit.RedactString(cmd)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, protocol.TaskList{Tasks: tasks})
 	return nil
 }
 

@@ -78,3 +78,23 @@ func TestAdminSeesNoPreviewContent(t *testing.T) {
 		t.Errorf("the admin's stream shows the owner's file: %s", streamed.String())
 	}
 }
+
+// TestAdminSeesTasksRedacted: an admin who is not root lists another user's background tasks
+// with their commands as the audit log shows them, secrets redacted; the owner sees them whole.
+func TestAdminSeesTasksRedacted(t *testing.T) {
+	alice := testutil.CreateUser(t, "sbatka")
+	bob := testutil.CreateUser(t, "sbatkb")
+	td := startDaemon(t, "admin_group: "+bob.Name+"\n")
+	const secret = "hunter2-very-secret-61c0"
+	sid := sessionAs(t, td, alice, `,"mode":"bypassPermissions"`)
+	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", fmt.Sprintf(`{"command":"DB_PASSWORD=%s sleep 30","run_in_background":true}`, secret), ""), ""); code != 200 {
+		t.Fatalf("background task: %d %s", code, b)
+	}
+	if code, b := curlAs(t, td, alice, "GET", "/v1/sessions/"+sid+"/tasks", "", ""); code != 200 || !strings.Contains(string(b), secret) {
+		t.Errorf("the owner's task list: %d %s", code, b)
+	}
+	code, b := curlAs(t, td, bob, "GET", "/v1/sessions/"+sid+"/tasks", "", "")
+	if code != 200 || strings.Contains(string(b), secret) || !strings.Contains(string(b), "REDACTED") {
+		t.Errorf("an admin's view of another user's tasks: %d %s", code, b)
+	}
+}
