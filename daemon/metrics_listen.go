@@ -95,7 +95,16 @@ func listenMetricsTCP(m config.Metrics) (net.Listener, error) {
 // mode and group are set, so the path never serves it with wider access (the unit's
 // UMask=0077 closes the temporary name's window too).
 func listenMetricsUnix(path, adminGroup string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// As root the daemon removes, chmods and renames by path here: a directory another user
+	// can change would let them point those at a file of their choosing (Listen's check).
+	dir := filepath.Dir(path)
+	if err := checkTrustedDir(dir, true, true); err != nil {
+		return nil, fmt.Errorf("metrics socket directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metrics socket directory: %w", err)
+	}
+	if err := checkTrustedDir(dir, true, false); err != nil {
 		return nil, fmt.Errorf("metrics socket directory: %w", err)
 	}
 	if err := removeStaleSocket(path); err != nil {

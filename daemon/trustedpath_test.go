@@ -163,3 +163,23 @@ func TestUntrustedSocketDirRefused(t *testing.T) {
 	}
 	l.Close()
 }
+
+// The metrics socket is bound, chmodded and renamed by path as root too: the same check.
+func TestUntrustedMetricsSocketDirRefused(t *testing.T) {
+	base := trustedBase(t)
+	user := filepath.Join(base, "user")
+	mkdirOwned(t, user, 0o755, nobody)
+	if l, err := listenMetricsUnix(filepath.Join(user, "m.sock"), "root"); err == nil {
+		l.Close()
+		t.Fatal("a metrics socket in a directory a user owns")
+	} else if !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("error does not say why: %v", err)
+	}
+	shared := filepath.Join(base, "tmp")
+	mkdirOwned(t, shared, os.ModeSticky|0o777, 0)
+	l, err := listenMetricsUnix(filepath.Join(shared, "m.sock"), "root")
+	if err != nil {
+		t.Fatalf("a metrics socket in a sticky directory: %v", err)
+	}
+	l.Close()
+}
