@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +30,48 @@ func TestMain(m *testing.M) {
 		worker.Main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-test-bin-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+		// Every user may run what is built here: the CLI as the test users, workers as their
+		// sessions' owners.
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test binaries' directory:", err)
+		return 1
+	}
+	testBinDir = dir
+	if raceEnabled {
+		// Under the race detector this binary takes over a second to start (its package init
+		// instrumented), once per session's worker: the workers run from the daemon built
+		// without it instead, the same worker code (the worker package has race tests of its
+		// own). The daemon under test stays instrumented.
+		if testWorkerPath, err = buildTestBinary("sandboxd", "../cmd/sandboxd"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// testBinDir holds the binaries the tests build once: the worker's (under race) and the CLI.
+var testBinDir string
+
+// testWorkerPath is the binary the test daemons start workers from; "" is this one.
+var testWorkerPath string
+
+// buildTestBinary builds pkg, without the race detector, into testBinDir as name.
+func buildTestBinary(name, pkg string) (string, error) {
+	bin := filepath.Join(testBinDir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
 }
 
 // testDaemon is a real daemon on a temp socket and state dir.
@@ -84,6 +126,9 @@ func startDaemonWith(t testing.TB, configYAML string, prepare func(state string)
 		t.Fatalf("new daemon: %v", err)
 	}
 	td.d = d
+	if testWorkerPath != "" {
+		d.core.host.Tools().WorkerPath = testWorkerPath
+	}
 	l, err := Listen(td.socket)
 	if err != nil {
 		t.Fatal(err)

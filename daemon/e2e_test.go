@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,24 +19,26 @@ import (
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
-// buildSbctl builds the CLI into a directory every user can reach.
+// buildSbctl builds the CLI, with sbctl-full beside it (the offline commands: classify,
+// policy, audit verify --dir), once for the package's tests, where every user can reach it.
 func buildSbctl(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
+	sbctlOnce.Do(func() {
+		if sbctlBin, sbctlErr = buildTestBinary("sbctl", "../cmd/sbctl"); sbctlErr == nil {
+			_, sbctlErr = buildTestBinary("sbctl-full", "../cmd/sbctl/full")
 		}
+	})
+	if sbctlErr != nil {
+		t.Fatal(sbctlErr)
 	}
-	bin := filepath.Join(dir, "sbctl")
-	// sbctl-full beside it: the offline commands (classify, policy, audit verify --dir) run there.
-	for out, pkg := range map[string]string{bin: "../cmd/sbctl", filepath.Join(dir, "sbctl-full"): "../cmd/sbctl/full"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, b)
-		}
-	}
-	return bin
+	return sbctlBin
 }
+
+var (
+	sbctlOnce sync.Once
+	sbctlBin  string
+	sbctlErr  error
+)
 
 // sbctl runs the CLI as user u (nil: root) and returns stdout, stderr and the exit code.
 func sbctl(t *testing.T, bin, socket string, u *testutil.User, args ...string) (string, string, int) {
