@@ -84,6 +84,11 @@ protected(p) if {
 # rules, and git's and systemd's config with it. Paths below it are judged by the rule above.
 protected(p) if regex.match(`(^|/)(\.config|\.config/systemd|\.local|\.local/share|\.nvm)/*$`, p)
 
+# `sbctl hook`'s state in the user's runtime dir (its fallback, ~/.cache/sandboxd, is in the
+# list above): which session and root an agent's calls are decided in. Hidden from every call
+# by the sandbox; this keeps the agent's own Write tool from replacing it unasked.
+protected(p) if regex.match(`^/run/user/[0-9]+/sandboxd(/|$)`, p)
+
 _only_worktree(p) if {
 	regex.match(`(^|/)\.claude/worktrees(/|$)`, p)
 	not regex.match(_protected_re, regex.replace(p, `(^|/)\.claude/worktrees(/|$)`, "/"))

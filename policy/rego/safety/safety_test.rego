@@ -55,6 +55,8 @@ _protected_cases := {
 	"local share other": {"p": "/home/u/.local/share/x/y", "want": false},
 	"user sandboxd settings": {"p": "/home/u/.config/sandboxd/settings.json", "want": true},
 	"sbctl hook state": {"p": "/home/u/.cache/sandboxd/hook/0123.root", "want": true},
+	"sbctl hook state in the runtime dir": {"p": "/run/user/1000/sandboxd/hook/0123.session", "want": true},
+	"other runtime files": {"p": "/run/user/1000/other.sock", "want": false},
 	"other caches": {"p": "/home/u/.cache/pip/x", "want": false},
 	"systemd user unit": {"p": "/home/u/.config/systemd/user/x.service", "want": true},
 	"autostart": {"p": "/home/u/.config/autostart/x.desktop", "want": true},
