@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sandboxd/sandboxd/internal/pctenc"
 )
 
 // denyBody is what an agent reads when it is refused. It says what was refused (the method and
@@ -232,10 +234,10 @@ func checkOverrides(req *http.Request) error {
 	// (Rack before 3, Python before 3.9.2) do.
 	for _, pair := range strings.FieldsFunc(req.URL.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
 		k, v, _ := strings.Cut(pair, "=")
-		if phpParamName(unescapeQueryLenient(k)) != "_method" {
+		if phpParamName(pctenc.DecodeLenient(k, true)) != "_method" {
 			continue
 		}
-		if v = unescapeQueryLenient(v); !strings.EqualFold(strings.TrimSpace(v), req.Method) {
+		if v = pctenc.DecodeLenient(v, true); !strings.EqualFold(strings.TrimSpace(v), req.Method) {
 			return fmt.Errorf("%w: the query parameter %.64q=%.64q, which PHP (so Symfony and Laravel) reads as _method, asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
 		}
 	}
@@ -273,40 +275,6 @@ func phpParamName(name string) string {
 		return mangle.Replace(name[:i])
 	}
 	return mangle.Replace(name[:i]) + "_" + strings.NewReplacer(" ", "_", ".", "_", "[", "_").Replace(name[i+1:])
-}
-
-// unescapeQueryLenient decodes a query's name or value as PHP does: `+` is a space, each valid
-// %XX escape is its byte and a malformed one stays as it is.
-func unescapeQueryLenient(s string) string {
-	if !strings.ContainsAny(s, "+%") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '+':
-			b.WriteByte(' ')
-		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-func ishex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
 }
 
 // hopHeaders are per-connection headers (RFC 9110 7.6.1) that must not be forwarded.

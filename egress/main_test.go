@@ -220,6 +220,14 @@ func socksDial(t *testing.T, proxyAddr string, cmd, atyp byte, host string, port
 // echoServer accepts TCP connections on loopback and echoes them until closed.
 func echoServer(t *testing.T) string {
 	t.Helper()
+	return tcpServer(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// tcpServer serves each TCP connection on loopback with handle (which need not close it) until
+// the test ends, when the listener and every connection still open are closed. It returns the
+// address.
+func tcpServer(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +246,7 @@ func echoServer(t *testing.T) string {
 			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			})
 		}
 	})

@@ -311,53 +311,25 @@ func TestTunnelUnendedRequestLineNotActedOn(t *testing.T) {
 // channel when it ends.
 func laxOrigin(t *testing.T) (string, <-chan string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan string, 64)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	wg.Go(func() {
+	addr := tcpServer(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		var b []byte
+		buf := make([]byte, 4096)
 		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
+			n, err := c.Read(buf)
+			b = append(b, buf[:n]...)
+			if strings.Contains(string(b), "\n\r\n") || strings.Contains(string(b), "\n\n") {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
+				break
 			}
-			mu.Lock()
-			conns[c] = struct{}{}
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				var b []byte
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					b = append(b, buf[:n]...)
-					if strings.Contains(string(b), "\n\r\n") || strings.Contains(string(b), "\n\n") {
-						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
-						break
-					}
-					if err != nil {
-						break
-					}
-				}
-				got <- string(b)
-			})
+			if err != nil {
+				break
+			}
 		}
+		got <- string(b)
 	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return l.Addr().String(), got
+	return addr, got
 }
 
 // originSaw is what reached the origin's connections until none ended for a while.

@@ -12,6 +12,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/internal/pctenc"
 )
 
 // The matchers below are the primitives the Rego policy calls as custom builtins. Compiled
@@ -475,7 +476,7 @@ func webPathReadings(p string, out []string) []string {
 	if strings.Contains(p, ";") {
 		add(dropPathParams(p))
 	}
-	add(dropPathParams(strings.ReplaceAll(unescapeLenient(p), `\`, "/")))
+	add(dropPathParams(strings.ReplaceAll(pctenc.DecodeLenient(p, false), `\`, "/")))
 	return out
 }
 
@@ -521,37 +522,6 @@ func dropPathParams(p string) string {
 		b.WriteString(seg)
 	}
 	return b.String()
-}
-
-// unescapeLenient decodes every valid %XX escape of s and keeps a malformed one as it is, as
-// lenient servers do; url.PathUnescape would refuse the whole path for one bad escape.
-func unescapeLenient(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
-
-func unhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
 }
 
 // matchWhole matches pattern segments against all of segs (no ancestor match, unlike

@@ -1,0 +1,2 @@
+// Package pctenc decodes %XX escapes the lenient way servers do.
+package pctenc
