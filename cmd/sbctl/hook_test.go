@@ -396,6 +396,32 @@ func TestHookConfine(t *testing.T) {
 			_ = os.Remove(f)
 		}
 	})
+	t.Run("an ask the agent may answer without a person is asked again", func(t *testing.T) {
+		// In auto mode the agent's classifier may answer the hook's ask: its yes is not the
+		// owner's, so the rewrite carries no --approved and the command waits on sandboxd's own
+		// ask. A person's yes (default mode) runs it.
+		for _, c := range []struct {
+			mode    string
+			approve bool
+		}{{"auto", false}, {"acceptEdits", true}} {
+			marker := filepath.Join(u.Home, "asked-"+c.mode)
+			in := map[string]any{"session_id": "agent-auto-" + c.mode, "cwd": u.Home, "permission_mode": c.mode,
+				"tool_name": "Bash", "tool_input": map[string]any{"command": "curl -s http://127.0.0.1:9/ ; touch " + marker}}
+			a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
+			h := a.HookSpecificOutput
+			rewritten, _ := h.UpdatedInput["command"].(string)
+			if h.PermissionDecision != "ask" || strings.Contains(rewritten, "--approved") == !c.approve || strings.Contains(h.PermissionDecisionReason, "sbctl approvals") == c.approve {
+				t.Fatalf("%s: %+v", c.mode, h)
+			}
+			cmd := exec.Command("bash", "-c", rewritten)
+			asUser(t, cmd, u)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}
+			out, _ := cmd.CombinedOutput()
+			if _, err := os.Stat(marker); (err == nil) != c.approve {
+				t.Errorf("%s: the rewrite ran the command: %v; output %s", c.mode, err == nil, out)
+			}
+		}
+	})
 	t.Run("a swapped command file runs nothing", func(t *testing.T) {
 		in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "permission_mode": "bypassPermissions",
 			"tool_name": "Bash", "tool_input": map[string]any{"command": "echo decided"}}

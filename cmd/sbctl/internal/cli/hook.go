@@ -266,9 +266,16 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 			if !fits {
 				return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this command, but at %d characters it is too long to show the user in full for approval; split it into shorter commands", len(bi.Command))), true
 			}
+			if !personAnswers(in.PermissionMode) {
+				why += fmt.Sprintf(" In the agent's %q mode its asks may be answered without a person, so its approval does not count as yours: sandboxd asks again when the command runs (answer with sbctl approvals).", in.PermissionMode)
+			}
 			out = decision(protocol.Ask, why)
 		}
-		upd, err := confineBash(socket, store, sid, mode, d.Behavior, in.ToolInput)
+		behavior := d.Behavior
+		if behavior == protocol.Ask && !personAnswers(in.PermissionMode) {
+			behavior = askAgain
+		}
+		upd, err := confineBash(socket, store, sid, mode, behavior, in.ToolInput)
 		if err != nil {
 			return decision(protocol.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
 		}
@@ -441,6 +448,8 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 		// confined as every call does, its ask answered through sandboxd's queue as the owner
 		// (audited) rather than asked twice. A per-call mode may only narrow the session's.
 		argv = append(argv, "--approved")
+	case behavior == askAgain:
+		// Whoever answers the agent may not be a person: sandboxd's own ask stands.
 	case mode != "":
 		argv = append(argv, "--mode", mode)
 	}
@@ -456,6 +465,17 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	}
 	in["command"] = strings.Join(quoted, " ")
 	return in, nil
+}
+
+// askAgain is confineBash's behavior for an asked call whose approval by the agent is not a
+// person's: rewritten without --approved, so sandboxd asks its owner when it runs.
+const askAgain = "ask_again"
+
+// personAnswers reports whether, in the agent's permission_mode, what the hook asks is put to
+// a person: the modes sandboxd shares with the agent, and no mode given (an agent that sends
+// none prompts). Not in auto, where the agent's classifier answers, nor in a mode unknown here.
+func personAnswers(permissionMode string) bool {
+	return permissionMode == "" || agentModes[permissionMode]
 }
 
 // confinedTimeout is the longest timeout a Bash call takes (COMPAT: 600000 ms, larger
