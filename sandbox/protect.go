@@ -43,6 +43,11 @@ var ProtectedInDir = []string{
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
 	".mvn/jvm.config", ".mvn/maven.config", ".ripgreprc", "pyrightconfig.json",
+	// Mercurial runs its repository config's [hooks] on the user's next hg command (a shared
+	// repository's config is where .hg/sharedpath points); jj its repository config's
+	// commands (ui.pager, diff and merge tools, fix.tools). Not their stores, which they write
+	// as they work.
+	".hg/hgrc", ".hg/hgrc-not-shared", ".hg/sharedpath", ".jj/repo/config.toml",
 	// mise runs a config's hooks and sourced env scripts on cd, once the user trusted its path.
 	"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise", "mise/config.toml",
 	".config/mise.toml", ".config/mise",
@@ -69,7 +74,8 @@ var ProtectedInHome = []string{
 	".config/fish", ".pam_environment", ".config/environment.d",
 	"bin", ".local/bin", ".local/lib", ".cargo/env", ".cargo/bin", ".nvm/nvm.sh", "go/bin",
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
-	".gitconfig", ".config/git", ".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
+	".gitconfig", ".config/git", ".hgrc", ".config/hg", ".jjconfig.toml", ".config/jj",
+	".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
 	".config/mise", ".xprofile", ".xsessionrc",
 	".ssh", ".cache/sandboxd",
 }

@@ -417,6 +417,7 @@ func TestMoveAsideCreated(t *testing.T) {
 	const script = `d=.cla; mkdir ${d}ude && echo '{"hooks":{}}' > ${d}ude/settings.json; ln -s /tmp .vscode; echo '{}' > .mcp.json; ` +
 		`echo x > .gitmodules; mkdir sub && echo kept > sub/file; mkdir .git/hooks2; ` +
 		`mkdir -p .cargo .mvn/wrapper && echo x > .cargo/config.toml && echo x > .mvn/wrapper/maven-wrapper.properties; ` +
+		`mkdir -p .hg/store .jj/repo && echo '[hooks]' > .hg/hgrc && echo x > .hg/store/kept && echo x > .jj/repo/config.toml; ` +
 		`mkdir newrepo && cd newrepo && git init -q . && cd .. && echo done`
 	for _, guard := range []bool{true, false} {
 		f := newProtectFixture(t)
@@ -427,7 +428,8 @@ func TestMoveAsideCreated(t *testing.T) {
 		if err != nil || !strings.Contains(out, "done") {
 			t.Fatalf("guard %v: %v %q", guard, err, out)
 		}
-		made := []string{".claude", ".vscode", ".mcp.json", ".gitmodules", ".cargo/config.toml", ".mvn/wrapper/maven-wrapper.properties"}
+		made := []string{".claude", ".vscode", ".mcp.json", ".gitmodules", ".cargo/config.toml", ".mvn/wrapper/maven-wrapper.properties",
+			".hg/hgrc", ".jj/repo/config.toml"}
 		if !guard {
 			if len(res.MovedAside) != 0 {
 				t.Errorf("without the guard, moved %v", res.MovedAside)
@@ -449,7 +451,7 @@ func TestMoveAsideCreated(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("MovedAside %v, want %v", got, want)
 		}
-		for _, p := range []string{"sub/file", ".git/hooks2", "newrepo/.git/config", "newrepo/.git/hooks", ".envrc"} {
+		for _, p := range []string{"sub/file", ".git/hooks2", "newrepo/.git/config", "newrepo/.git/hooks", ".envrc", ".hg/store/kept"} {
 			if _, err := os.Lstat(filepath.Join(f.repo, p)); err != nil {
 				t.Errorf("%s should have stayed: %v", p, err)
 			}
