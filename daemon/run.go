@@ -172,6 +172,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	undo = append(undo, func() { _ = engine.Close() }) // its watcher would go on reloading
 	core := &Core{
 		log: log.Named("daemon"), ids: newIdentities(cfg.AdminGroup), store: session.NewStore(),
 		host: host, sandbox: sb, recorder: rec, policy: engine, started: time.Now(),
