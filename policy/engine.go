@@ -331,8 +331,17 @@ func parseModules(mods map[string]string) (map[string]*ast.Module, error) {
 	return out, nil
 }
 
+// compileMu makes one compile at a time in the process. OPA's type checker widens some
+// types in place (ast.mergeTypes adds to a dynamic property of an object type it found in a
+// types.Any), and such a type can be one every compiler shares (a builtin's declared result):
+// two engines compiling at once (a reload beside a replay's, two daemons in a test) race on
+// it. Compiles are rare (start, reload), so waiting costs nothing that matters.
+var compileMu sync.Mutex
+
 // compile prepares the entrypoint query over mods, strict, once per load.
 func compile(ctx context.Context, mods map[string]string) (*compiled, error) {
+	compileMu.Lock()
+	defer compileMu.Unlock()
 	parsed, err := parseModules(mods)
 	if err != nil {
 		return nil, err

@@ -96,7 +96,9 @@ func runTests(ctx context.Context, mods map[string]string, filter string) (testR
 		SetDefaultRegoVersion(ast.RegoV1).
 		SetTimeout(30 * time.Second).
 		Filter(filter)
+	compileMu.Lock() // the runner compiles the modules too (compileMu)
 	ch, err := runner.RunTests(ctx, txn)
+	compileMu.Unlock()
 	if err != nil {
 		return testReport{}, "", fmt.Errorf("%w: %w", ErrPolicyCompile, err)
 	}
