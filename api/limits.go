@@ -337,11 +337,11 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			if held {
 				u.refusing++
 			}
-			who := fmt.Sprintf("uid %d", uid)
+			who := session.Caller{UID: uid}
 			if tenant != uid {
-				who = fmt.Sprintf("uid %d (for its subordinate uid %d)", tenant, uid)
+				who.RangeOwner = tenant
 			}
-			msg := fmt.Sprintf("%s already has %d connections open; at most %d (limits.connections_per_user)", who, u.conns, l.ConnectionsPerUser)
+			msg := fmt.Sprintf("%s already has %d connections open; at most %d (limits.connections_per_user)", who.TenantName(), u.conns, l.ConnectionsPerUser)
 			t.mu.Unlock()
 			ll.s.metrics.refusals.WithLabelValues(string(errcode.TooManyCalls), "connections_per_user").Inc()
 			if !held {
