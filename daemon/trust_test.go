@@ -645,7 +645,7 @@ func TestSbctlDecidesForAShell(t *testing.T) {
 // TestProtectedPathsCreatedAreMovedAside: a protected path that does not exist yet, made by a
 // command whose decision did not see the write (python here), is moved aside when the call
 // ends, in every mode that runs it; the command and the audit log say so. One a person
-// approved stays.
+// approved the command to write, by its name, stays.
 func TestProtectedPathsCreatedAreMovedAside(t *testing.T) {
 	f := newTrustFixture(t, "sbtma")
 	home := f.u.Home
@@ -699,16 +699,23 @@ print("made")
 		t.Errorf("%d call.end records name %d moved paths, want 3", recorded, len(tops))
 	}
 	// Approved by its owner where it was asked (what sbctl hook --confine's rewrite does once
-	// the agent's user said yes): the person saw the command; what it made stays.
+	// the agent's user said yes): the person saw the command write .envrc, which stays; what
+	// it made out of their sight (python's writes) is moved aside as in any call.
 	clean()
+	envrc := filepath.Join(home, "p/.envrc")
 	id := f.session(t, "--mode", "default", "--add-dir", home)
-	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--approved", "--", cmd)
-	if code != 0 || !strings.Contains(out, "made") || strings.Contains(errOut, "moved aside") {
-		t.Errorf("approved: exit %d %q %q, want the command to run and nothing moved", code, out, errOut)
+	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--approved", "--", "mkdir -p "+filepath.Dir(envrc)+" && echo 'export A=1' > "+envrc+"; "+cmd)
+	if code != 0 || !strings.Contains(out, "made") || !strings.Contains(errOut, "moved aside") {
+		t.Errorf("approved: exit %d %q %q, want the command to run and say what was moved aside", code, out, errOut)
 	}
-	for _, p := range paths {
-		if _, err := os.Lstat(p); err != nil {
-			t.Errorf("approved: what the approved command made was moved: %v", err)
+	if _, err := os.Lstat(envrc); err != nil {
+		t.Errorf("approved: the write the person saw was moved: %v", err)
+	}
+	for _, top := range tops {
+		if p := filepath.Join(home, top); p != envrc {
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("approved: %s, made out of the person's sight, was left where the user's tools trust it", p)
+			}
 		}
 	}
 }

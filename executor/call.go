@@ -90,6 +90,9 @@ type Call struct {
 	// decidedWrite is where a Write or Edit call's facts resolved its path (pathFacts): Run
 	// writes there or nowhere.
 	decidedWrite string
+	// bashWrites are the paths a Bash call's facts show it writing, as named and as resolved
+	// (bashFacts): what a person approving the call saw it write.
+	bashWrites []string
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification

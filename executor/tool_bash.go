@@ -170,6 +170,12 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			tf.Paths = append(tf.Paths, *e)
 		}
 	}
+	c.bashWrites = c.bashWrites[:0]
+	for _, p := range tf.Paths {
+		if p.Access == permission.Write {
+			c.bashWrites = append(c.bashWrites, p.Requested, p.Resolved)
+		}
+	}
 	return tf, nil
 }
 
@@ -263,8 +269,13 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	}
 	spec := h.Spec(c.Session, c.RunReadOnly || mode == permission.ModePlan, callID, []string{"/bin/bash", "--noprofile", "--norc", "-c", script})
 	// A protected path the command makes that its decision did not see (a visible write to
-	// one asks) is moved aside when it ends; one a person approved is theirs.
-	spec.MoveAsideCreated = !c.Approved
+	// one asks) is moved aside when it ends. One a person approved the command to write is
+	// theirs; approving a command is not approving what it writes out of sight (a build's
+	// script, a path in a variable), which goes aside as in any call.
+	spec.MoveAsideCreated = true
+	if c.Approved {
+		spec.KeepCreated = c.bashWrites
+	}
 	if isSimple {
 		spec.Direct = simple.Argv
 	}
@@ -506,7 +517,7 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}
 	if len(sres.MovedAside) > 0 {
-		text = append(text, fmt.Sprintf("[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s. Protected paths are read-only in every call, and making one takes a person's approval: write it with Write or Edit, which ask]",
+		text = append(text, fmt.Sprintf("[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s. Protected paths are read-only in every call, and making one takes a person's approval of that very path: write it with Write or Edit, which ask]",
 			sandbox.BlockedSuffix, strings.Join(sres.MovedAside, ", ")))
 	}
 	if len(text) > 0 {

@@ -459,6 +459,34 @@ func TestMoveAsideCreated(t *testing.T) {
 	}
 }
 
+// TestMoveAsideKeepsApproved: in a call a person approved, the protected paths it was seen to
+// write by their own name (KeepCreated) stay; what else it makes at protected paths is moved
+// aside as in any call, a protected dir made to hold a kept file included.
+func TestMoveAsideKeepsApproved(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const script = `mkdir .claude && echo '{}' > .claude/settings.json && echo '{}' > .mcp.json && echo x > .gitmodules; ` +
+		`d=.vsc; mkdir ${d}ode && echo '{}' > ${d}ode/tasks.json; mkdir .cargo && echo x > .cargo/config.toml; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	sp.KeepCreated = []string{filepath.Join(f.repo, ".claude/settings.json"), filepath.Join(f.repo, "sub/../.mcp.json"),
+		filepath.Join(f.repo, ".gitmodules")}
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, kept := range []string{".mcp.json", ".gitmodules"} {
+		if _, err := os.Lstat(filepath.Join(f.repo, kept)); err != nil {
+			t.Errorf("%s was approved and should have stayed: %v", kept, err)
+		}
+	}
+	want := []string{filepath.Join(f.repo, ".cargo/config.toml"), filepath.Join(f.repo, ".claude"), filepath.Join(f.repo, ".vscode")}
+	if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
+		t.Errorf("MovedAside %v, want %v", got, want)
+	}
+}
+
 // TestMoveAsideLinkOnTheWay: a call that makes a protected path's name reachable through a
 // symlink it made on the way (`ln -s c .cargo` with c/config.toml; the cwd's dir swapped for a
 // link to a dir holding a new repository whose config names core.fsmonitor) does not keep it:

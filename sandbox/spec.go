@@ -55,9 +55,13 @@ type Spec struct {
 	ProtectedPatterns []string
 	// MoveAsideCreated: a protected path missing when the call starts that exists when it has
 	// ended was made by the call (mounts can protect only what exists): it is moved aside, as
-	// the caller, to NAME.sandboxd-blocked-CALL, and named in Result.MovedAside. Off for a
-	// call a person approved (they were asked about what it writes).
+	// the caller, to NAME.sandboxd-blocked-CALL, and named in Result.MovedAside.
 	MoveAsideCreated bool
+	// KeepCreated (absolute) are paths a person approved this call to write, having seen it
+	// name them: a missing protected path that is one of them is theirs and stays when the
+	// call makes it. What else the call makes is moved aside all the same, a protected dir
+	// made to hold a kept path included.
+	KeepCreated []string
 	// GuardPatterns are the ProtectedPatterns with wildcards that a call must not make new
 	// matches of (the Edit deny rules): with MoveAsideCreated, a match inside a writable dir
 	// that was not there when the call started is moved aside like a protected path.

@@ -383,7 +383,7 @@ func containment(e *Env, res *protocol.CallResult) {
 				paths = append(paths, Visible(p))
 			}
 		}
-		notes = append(notes, "made protected paths, which sandboxd moved aside to NAME.sandboxd-blocked-CALL (moved_aside; making one takes a person's approval): "+strings.Join(paths, ", "))
+		notes = append(notes, "made protected paths, which sandboxd moved aside to NAME.sandboxd-blocked-CALL (moved_aside; making one takes a person's approval of that very path: use Write or Edit): "+strings.Join(paths, ", "))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(e.Stderr, "sandboxd: the command %s\n", n)
