@@ -347,6 +347,10 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	out.Header = req.Header.Clone()
 	removeHopHeaders(out.Header)
 	out.TransferEncoding = nil
+	// A chunked body's trailers arrive after the request was decided and sent on, where no
+	// check can see them first; a server that files them among the headers (Tomcat's
+	// allowedTrailerHeaders) would act on an override header in one (checkOverrides).
+	out.Trailer = nil
 	out.Close = false
 	if req.Body != http.NoBody {
 		out.Body = body

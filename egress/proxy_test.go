@@ -1571,3 +1571,49 @@ func TestOverrideHeadersRefused(t *testing.T) {
 		return true
 	})
 }
+
+// TestRequestTrailersDropped: a chunked request's trailers never reach the origin. They come
+// after the request was decided and sent on, so no check can see them first, and a server
+// that files allowed trailers among the headers (Tomcat's allowedTrailerHeaders) would act on
+// an X-HTTP-Method-Override in one.
+func TestRequestTrailersDropped(t *testing.T) {
+	t.Parallel()
+	var trailers sync.Map
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		for k := range r.Trailer {
+			if r.Trailer.Get(k) != "" {
+				trailers.Store(k, true)
+			}
+		}
+		_, _ = io.WriteString(w, "got "+string(b))
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	proxy := startProxy(t, &Server{Decide: allowDecide, AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1")})
+	host := "api.test:" + port
+	const chunked = "Transfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n4\r\nbody\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n"
+	resp, body := rawRequest(t, proxy, "POST http://"+host+"/items/1 HTTP/1.1\r\nHost: "+host+"\r\n"+chunked)
+	if resp.StatusCode != 200 || body != "got body" {
+		t.Errorf("forwarded: %d %q, want the request through without its trailer", resp.StatusCode, body)
+	}
+	c, br := connectTunnel(t, proxy, host)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "POST /items/1 HTTP/1.1\r\nHost: "+host+"\r\n"+chunked); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "got body" {
+		t.Errorf("in a tunnel: %d %q, want the request through without its trailer", resp.StatusCode, b)
+	}
+	trailers.Range(func(k, _ any) bool {
+		t.Errorf("the origin got the trailer %s", k)
+		return true
+	})
+}
