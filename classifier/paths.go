@@ -912,7 +912,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	// operands are a suffix-free subset of vals in order; find their words.
 	opWords := operandWords(pc.ws[:0], ws, vals, operands)
 	pc.vals, pc.ws = vals, opWords
-	target, patGiven, inPlace := "", false, false
+	target, patGiven, inPlace, backup := "", false, false, ""
 	// diff reads the files in a directory operand even without -r, and `diff DIR FILE` reads
 	// DIR/FILE's base name (`diff ~/.ssh ./id_rsa` prints ~/.ssh/id_rsa): each of its operands,
 	// --from-file's and --to-file's too, may be read below.
@@ -938,6 +938,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.add(o.val, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 		case name == "sed" && (o.name == "i" || o.long && longIs(o.name, "in-place")):
 			inPlace = true
+			if o.hasVal {
+				backup = o.val
+			}
 		case name == "install" && o.name == "d":
 			spec.kind = pkWrite
 		case spec.kind == pkFetch && o.hasVal:
@@ -971,6 +974,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		access := AccessRead
 		if inPlace {
 			access = AccessWrite
+			pc.sedBackups(opWords, backup, name, sb)
 		}
 		pc.all(opWords, access, name, sb)
 	case pkCopy, pkLink:
@@ -1057,6 +1061,23 @@ func (pc *pathCollector) addVal(a word, v, access, cmd string, sb *sub) {
 		return
 	}
 	pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)
+}
+
+// sedBackups adds the backups sed -iSUFFIX writes, as GNU sed names them: each * in the
+// suffix is the file's name as given (-i'bak/*' puts them in bak/), and a suffix with none
+// follows the name (-i.json makes .mcp's backup .mcp.json, a file other programs run).
+func (pc *pathCollector) sedBackups(files []word, suffix, cmd string, sb *sub) {
+	if suffix == "" || suffix == "*" {
+		return
+	}
+	for _, f := range files {
+		name := f.val
+		if !strings.Contains(suffix, "*") {
+			pc.addVal(f, name+suffix, AccessWrite, cmd, sb)
+		} else {
+			pc.addVal(f, strings.ReplaceAll(suffix, "*", name), AccessWrite, cmd, sb)
+		}
+	}
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

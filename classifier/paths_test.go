@@ -26,6 +26,13 @@ func TestPaths(t *testing.T) {
 		{"find . -name x", "read:/home/u/proj:find", false},
 		{"sed -n 1p f", "read:/home/u/proj/f:sed", false},
 		{"sed -i 's/a/b/' f", "write:/home/u/proj/f:sed", false},
+		// Its backups are written too: FILE+suffix, or the suffix with each * the file's name.
+		{"sed -i.json 's/a/b/' .mcp", "write:/home/u/proj/.mcp.json:sed write:/home/u/proj/.mcp:sed", false},
+		{"sed -Ei.bak -e 's/a/b/' x y", "write:/home/u/proj/x.bak:sed write:/home/u/proj/y.bak:sed write:/home/u/proj/x:sed write:/home/u/proj/y:sed", false},
+		{"sed --in-place=.envrc s/a/b/ ''", "write:/home/u/proj/.envrc:sed", false},
+		{"sed -i'.git/hooks/*' s/a/b/ pre-commit", "write:/home/u/proj/.git/hooks/pre-commit:sed write:/home/u/proj/pre-commit:sed", false},
+		{"sed -i'*' s/a/b/ f", "write:/home/u/proj/f:sed", false},
+		{`sed -i.bak s/a/b/ "$F"`, "", true},
 		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
 		{"cp -t dir a", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp", false},
 		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp read:/home/u/proj/evil.cfg:cp", false},

@@ -31,7 +31,11 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) ([]protocol.Preview,
 	if len(argv) < 3 || argv[0] != "sed" || sub.Reason != classifier.ReasonSedInPlace || strings.ContainsAny(sub.Text, "<>|&;") {
 		return nil, nil, errNoPreview
 	}
-	var targets []string
+	opts, files, suffix, ok := sedInPlace(argv[1:])
+	if !ok {
+		return nil, nil, errNoPreview
+	}
+	var writes []string
 	seen := map[string]bool{}
 	for _, pu := range cl.Paths {
 		if pu.Access != classifier.AccessWrite {
@@ -41,15 +45,25 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) ([]protocol.Preview,
 			return nil, nil, errNoPreview // another write, or a file named twice (edited twice)
 		}
 		seen[pu.Path] = true
-		targets = append(targets, pu.Path)
+		writes = append(writes, pu.Path)
 	}
-	opts, files, suffix, ok := sedInPlace(argv[1:])
-	if !ok || len(targets) == 0 || len(files) != len(targets) {
+	// The writes are the files and, with a suffix, their backups (FILE+suffix, made from
+	// what each file held, previewed below).
+	var targets []string
+	for _, w := range writes {
+		if base, isBackup := strings.CutSuffix(w, suffix); suffix == "" || !isBackup || !seen[base] {
+			targets = append(targets, w)
+		}
+	}
+	if len(targets) == 0 || len(files) != len(targets) || suffix != "" && len(writes) != 2*len(targets) {
 		return nil, nil, errNoPreview
 	}
 	var pvs []protocol.Preview
 	var contents [][]byte
 	for _, target := range targets {
+		if c.decidedWriteOf(target) == "" || suffix != "" && c.decidedWriteOf(target+suffix) == "" {
+			return nil, nil, errNoPreview // nowhere decided for an approved write to go
+		}
 		cur, next, err := p.sedOne(ctx, c, opts, target)
 		if err != nil {
 			return nil, nil, err
@@ -60,10 +74,10 @@ func (p *Pipeline) sedPreview(ctx context.Context, c *Call) ([]protocol.Preview,
 			if err != nil && errcode.Of(err) != errcode.ErrnoENOENT {
 				return nil, nil, err
 			}
-			pvs = append(pvs, newPreview(bak, old, err == nil, cur))
+			pvs = append(pvs, newPreview(bak, c.decidedWriteOf(bak), old, err == nil, cur))
 			contents = append(contents, cur)
 		}
-		pvs = append(pvs, newPreview(target, cur, true, next))
+		pvs = append(pvs, newPreview(target, c.decidedWriteOf(target), cur, true, next))
 		contents = append(contents, next)
 	}
 	return pvs, contents, nil
