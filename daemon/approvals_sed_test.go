@@ -143,3 +143,66 @@ func TestApprovalSedPreview(t *testing.T) {
 		t.Fatalf("a file named twice, approved: %+v %q", r, got)
 	}
 }
+
+// TestApprovedPreviewGoesWhereDecided: an approved write goes where its decision found the
+// path leads, or nowhere. A dir on the way swapped for a symlink while the approval waited
+// (notes -> .claude, which the decision never saw) refuses the write rather than following
+// it, for Write's preview and for sed -i's.
+func TestApprovedPreviewGoesWhereDecided(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	notes, claude := filepath.Join(dir, "notes"), filepath.Join(dir, ".claude")
+	swap := func() {
+		t.Helper()
+		if err := os.RemoveAll(notes); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(".claude", notes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, tool, input string }{
+		{"Write", "Write", fmt.Sprintf(`{"file_path":%q,"content":"{\"hooks\":{}}\n"}`, filepath.Join(notes, "settings.json"))},
+		{"sed -i", "Bash", fmt.Sprintf(`{"command":"sed -i s/a/b/ %s"}`, filepath.Join(notes, "settings.json"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(notes)
+			os.RemoveAll(claude)
+			if err := os.Mkdir(notes, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(claude, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.tool == "Bash" {
+				for _, d := range []string{notes, claude} {
+					if err := os.WriteFile(filepath.Join(d, "settings.json"), []byte("a\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			r := td.callRaw(t, s.ID, callBody(tc.tool, tc.input, ""))
+			if r.ApprovalID == "" {
+				t.Fatalf("no approval: %+v", r)
+			}
+			_, b := td.do(t, "GET", "/v1/approvals", "")
+			var list protocol.ApprovalList
+			decodeInto(t, b, &list)
+			if len(list.Approvals) != 1 || list.Approvals[0].Preview == nil || list.Approvals[0].Preview.Resolved != filepath.Join(notes, "settings.json") {
+				t.Fatalf("want one preview resolved to notes/settings.json: %s", b)
+			}
+			swap()
+			if code, b := td.answer(t, r.ApprovalID, `{"answer":"allow"}`); code != 200 {
+				t.Fatalf("answer: %d %s", code, b)
+			}
+			r = td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
+			if !r.IsError {
+				t.Errorf("the approved write followed the swapped-in link: %+v", r)
+			}
+			if got, _ := os.ReadFile(filepath.Join(claude, "settings.json")); strings.Contains(string(got), "hooks") || string(got) == "b\n" {
+				t.Errorf(".claude/settings.json was written through the link: %q", got)
+			}
+		})
+	}
+}

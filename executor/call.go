@@ -90,9 +90,9 @@ type Call struct {
 	// decidedWrite is where a Write or Edit call's facts resolved its path (pathFacts): Run
 	// writes there or nowhere.
 	decidedWrite string
-	// bashWrites are the paths a Bash call's facts show it writing, as named and as resolved
-	// (bashFacts): what a person approving the call saw it write.
-	bashWrites []string
+	// bashWrites are the paths a Bash call's facts show it writing (bashFacts): what a person
+	// approving the call saw it write, and where the decision found each leads.
+	bashWrites []decidedPath
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification
@@ -102,6 +102,9 @@ type Call struct {
 	// its paths are decided where its own process will find them (Host.resolveFor).
 	unconfined bool
 }
+
+// decidedPath is a path a call names and where its decision resolved it (PathFact).
+type decidedPath struct{ requested, resolved string }
 
 // Classification waits for the early Bash classification of this call.
 func (c *Call) Classification() *classifier.Classification {
@@ -202,3 +205,14 @@ func (e *SchemaError) Error() string {
 }
 
 var englishPrinter = message.NewPrinter(language.English)
+
+// decidedWriteOf is where the call's decision found a path it writes leads; "" for one its
+// facts do not show.
+func (c *Call) decidedWriteOf(path string) string {
+	for _, w := range c.bashWrites {
+		if w.requested == path {
+			return w.resolved
+		}
+	}
+	return ""
+}

@@ -438,7 +438,10 @@ func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.P
 		}
 		next = r.Content
 	}
-	pvs, contents := []protocol.Preview{newPreview(pth, cur, exists, []byte(next))}, [][]byte{[]byte(next)}
+	if c.decidedWrite == "" {
+		return nil, nil, errNoPreview // nowhere decided for the approved write to go
+	}
+	pvs, contents := []protocol.Preview{newPreview(pth, c.decidedWrite, cur, exists, []byte(next))}, [][]byte{[]byte(next)}
 	if previewBytes(pvs, contents) > room {
 		return nil, nil, errNoPreview
 	}
@@ -465,10 +468,10 @@ func previewBytes(pvs []protocol.Preview, contents [][]byte) int {
 	return n
 }
 
-// newPreview is the preview of writing next over path, whose content is cur (exists) or which
-// is absent.
-func newPreview(path string, cur []byte, exists bool, next []byte) protocol.Preview {
-	pv := protocol.Preview{Path: path, Exists: exists, NewSHA256: sha256hex(next),
+// newPreview is the preview of writing next over path, which the decision found leads to
+// resolved, and whose content is cur (exists) or which is absent.
+func newPreview(path, resolved string, cur []byte, exists bool, next []byte) protocol.Preview {
+	pv := protocol.Preview{Path: path, Resolved: resolved, Exists: exists, NewSHA256: sha256hex(next),
 		Diff: UnifiedDiff(path, string(cur), string(next), exists)}
 	if exists {
 		pv.SHA256 = sha256hex(cur)
@@ -533,11 +536,16 @@ func (h *Host) applyPreviews(ctx context.Context, c *Call, pvs []protocol.Previe
 		if pv.Exists {
 			expect = &worker.Expect{SHA256: pv.SHA256}
 		}
-		w, err := h.writer(ctx, c.Session, pv.Path)
+		if pv.Resolved == "" {
+			return nil, errcode.Msg(errcode.Internal, "the approval's preview of "+pv.Path+" has no decided place to write")
+		}
+		w, err := h.writer(ctx, c.Session, pv.Path, pv.Resolved)
 		if err != nil {
 			return nil, err
 		}
-		r, err := w.Write(ctx, pv.Path, contents[i], expect)
+		// Where the decision found the path leads, or nowhere: a link swapped in on the way
+		// while the approval waited would take the write elsewhere (a protected path).
+		r, err := w.WriteDecided(ctx, worker.WriteArgs{Path: pv.Path, Expect: expect, Decided: pv.Resolved}, contents[i])
 		if err != nil {
 			if errcode.Of(err) == errcode.Stale || errcode.Of(err) == errcode.ErrnoEEXIST {
 				return nil, stale(pv.Path, err)

@@ -173,7 +173,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	c.bashWrites = c.bashWrites[:0]
 	for _, p := range tf.Paths {
 		if p.Access == permission.Write {
-			c.bashWrites = append(c.bashWrites, p.Requested, p.Resolved)
+			c.bashWrites = append(c.bashWrites, decidedPath{p.Requested, p.Resolved})
 		}
 	}
 	return tf, nil
@@ -274,7 +274,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	// script, a path in a variable), which goes aside as in any call.
 	spec.MoveAsideCreated = true
 	if c.Approved {
-		spec.KeepCreated = c.bashWrites
+		for _, w := range c.bashWrites {
+			spec.KeepCreated = append(spec.KeepCreated, w.requested, w.resolved)
+		}
 	}
 	if isSimple {
 		spec.Direct = simple.Argv

@@ -44,6 +44,9 @@ func (a *Approval) AllPreviews() []Preview {
 // Preview is what an approved edit writes (approval.Preview, less the content itself).
 type Preview struct {
 	Path string `json:"path"`
+	// Resolved is where Path leads, its symlinks followed, as the decision found it: the
+	// approved write goes there or nowhere.
+	Resolved string `json:"resolved,omitempty"`
 	// Diff is a unified diff of the current file against the new content.
 	Diff string `json:"diff"`
 	// Exists says whether the file existed; SHA256 is its content's digest then.

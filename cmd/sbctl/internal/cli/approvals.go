@@ -582,6 +582,10 @@ func PreviewDiffs(pvs []protocol.Preview) string { return previewDiffs(pvs) }
 func previewDiffs(pvs []protocol.Preview) string {
 	var b strings.Builder
 	for _, pv := range pvs {
+		if pv.Resolved != "" && pv.Resolved != pv.Path {
+			// The diff names the path as the call did; a link on the way takes it elsewhere.
+			fmt.Fprintf(&b, "# %s leads to %s (through a symlink): approving writes there\n", pv.Path, pv.Resolved)
+		}
 		b.WriteString(pv.Diff)
 		if pv.Diff != "" && !strings.HasSuffix(pv.Diff, "\n") {
 			b.WriteString("\n")
