@@ -408,8 +408,16 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 	return nil
 }
 
-func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request, c session.Caller) error {
-	writeJSON(w, http.StatusOK, protocol.ApprovalList{Approvals: approvalsView(s.backend.Approvals(c))})
+// listApprovals writes the caller's pending approvals one at a time, and charges their size
+// to the caller's request rate (a token per MiB): a list can be tens of MB (each approval holds
+// its call's input and previews), and looping on it from many connections took the daemon's
+// CPU and memory from every other user.
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
+		return err
+	}
+	n := writeApprovals(w, approvalsView(s.backend.Approvals(c)))
+	s.chargeRate(c, int(n>>20))
 	return nil
 }
 
@@ -430,6 +438,9 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c sessio
 // NDJSON until the client goes away; first the approvals already pending, as created. A
 // reader that falls too far behind is cut off and reconnects.
 func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c session.Caller) error {
+	if err := s.limitRate(r.Context(), c, 1); err != nil {
+		return err
+	}
 	sub, cancel := s.backend.SubscribeApprovals(c)
 	defer cancel()
 	w.Header().Set("Content-Type", "application/x-ndjson")

@@ -184,23 +184,40 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	if c.UID == 0 {
 		return nil
 	}
-	t := &s.tenants
-	l := t.get()
-	need := float64(min(n, max(1, l.Burst)))
-	now := time.Now()
-	t.mu.Lock()
-	u := t.user(c.Tenant(), l, now)
-	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
-	u.last = now
-	ok := u.tokens >= need
-	if ok {
-		u.tokens -= need
-	}
-	t.mu.Unlock()
-	if !ok {
+	l := s.tenants.get()
+	if !s.tenants.takeTokens(c, l, float64(min(n, max(1, l.Burst))), false) {
 		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("%s sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.TenantName(), l.RequestsPerSecond, l.Burst)))
 	}
 	return nil
+}
+
+// chargeRate takes n more of the caller's request tokens after the fact, for work whose size
+// was known only once done (a long list written): the balance may go below zero, so the
+// caller's next requests wait for it to refill. Root is not limited.
+func (s *Server) chargeRate(c session.Caller, n int) {
+	if c.UID == 0 || n <= 0 {
+		return
+	}
+	s.tenants.takeTokens(c, s.tenants.get(), float64(n), true)
+}
+
+// takeTokens refills the caller's bucket and takes need from it: only if it holds that much,
+// or (debt) whatever it holds, down to minus a burst. It reports whether need was taken.
+func (t *tenants) takeTokens(c session.Caller, l Limits, need float64, debt bool) bool {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.user(c.Tenant(), l, now)
+	u.tokens = min(float64(l.Burst), u.tokens+now.Sub(u.last).Seconds()*l.RequestsPerSecond)
+	u.last = now
+	switch {
+	case u.tokens >= need:
+		u.tokens -= need
+		return true
+	case debt:
+		u.tokens = max(u.tokens-need, -float64(l.Burst))
+	}
+	return false
 }
 
 // admit takes slots of the caller's concurrent calls, or refuses with 429 too_many_calls,

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -43,5 +45,53 @@ func TestLargeBodyFitsTheBurst(t *testing.T) {
 	s.ServeHTTP(rec, req) // the first request of uid 4242: its bucket is full
 	if rec.Code != http.StatusOK {
 		t.Fatalf("a %d KiB body with a full bucket: %d %.300s", len(body)>>10, rec.Code, rec.Body)
+	}
+}
+
+// approvalsBackend holds one user's pending approvals of about a MiB each.
+type approvalsBackend struct {
+	decider
+	as []approval.Approval
+}
+
+func (b approvalsBackend) Approvals(session.Caller) []approval.Approval { return b.as }
+
+// TestApprovalsListIsPacedBySize: listing approvals takes a request token, and a token per MiB
+// written after the fact, so looping on a long list from many connections runs out of tokens
+// in a few lists (429) instead of keeping the daemon encoding tens of MB for each.
+func TestApprovalsListIsPacedBySize(t *testing.T) {
+	var as []approval.Approval
+	for i := range 8 {
+		a := approval.Approval{}
+		a.ID = fmt.Sprintf("ap_%d", i)
+		in, _ := json.Marshal(map[string]string{"content": strings.Repeat("\x01", 200<<10)}) // ~1.2 MiB escaped
+		a.Input = in
+		as = append(as, a)
+	}
+	s := NewServer(zaptest.NewLogger(t), approvalsBackend{as: as}, 1<<20, prometheus.NewRegistry())
+	l := s.tenants.get()
+	l.RequestsPerSecond, l.Burst = 0.001, 40 // no refill to speak of while the test runs
+	s.SetLimits(l)
+	list := func(uid uint32) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/v1/approvals", nil)
+		req = req.WithContext(context.WithValue(req.Context(), peerKey{}, Peer{UID: uid}))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := list(4242)
+	var got protocol.ApprovalList
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || err != nil || len(got.Approvals) != 8 || got.Approvals[7].ID != "ap_7" {
+		t.Fatalf("list: %d %v %d approvals %.300s", rec.Code, err, len(got.Approvals), rec.Body)
+	}
+	lists := 1
+	for ; lists < 100 && list(4242).Code == http.StatusOK; lists++ {
+	}
+	// A list of ~10 MiB costs about 10 tokens, so a bucket of 40 serves 4 (the last into debt).
+	if lists != 4 {
+		t.Errorf("%d lists of ~10 MiB in a row were served from a bucket of 40 tokens; want 4", lists)
+	}
+	if rec := list(0); rec.Code != http.StatusOK {
+		t.Errorf("root is not paced: %d", rec.Code)
 	}
 }

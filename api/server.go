@@ -301,6 +301,43 @@ func writeBatch(w http.ResponseWriter, results []protocol.CallResult) {
 	_, _ = io.WriteString(w, "]}\n")
 }
 
+// writeApprovals writes a protocol.ApprovalList one approval at a time, so a request holds
+// one approval's encoding rather than the whole list's; it returns the bytes written.
+func writeApprovals(w http.ResponseWriter, as []protocol.Approval) int64 {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	cw := &countingWriter{w: w}
+	enc := json.NewEncoder(cw)
+	enc.SetEscapeHTML(false)
+	if _, err := io.WriteString(cw, `{"approvals":[`); err != nil {
+		return cw.n
+	}
+	for i := range as {
+		if i > 0 {
+			if _, err := io.WriteString(cw, ","); err != nil {
+				return cw.n
+			}
+		}
+		if err := enc.Encode(&as[i]); err != nil {
+			return cw.n
+		}
+	}
+	_, _ = io.WriteString(cw, "]}\n")
+	return cw.n
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 type statusWriter struct {
 	http.ResponseWriter
 	code  int
