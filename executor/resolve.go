@@ -428,11 +428,12 @@ func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.P
 	case "Write":
 		next = c.Input.String("content")
 	default:
-		edits := editsOf(c)
-		if int64(len(cur)+1)*int64(len(edits)) > maxPreviewEditWork {
-			return nil, nil, errNoPreview // each edit rewrites the whole file
+		// Each edit reads the whole content as the edits before it left it, which they may
+		// have grown: bounded as it goes, not by the file's size.
+		r, err := worker.ApplyEditsBounded(pth, string(cur), editsOf(c), int64(limit), maxPreviewEditWork)
+		if errcode.Of(err) == errcode.TooLarge {
+			return nil, nil, errNoPreview
 		}
-		r, err := worker.ApplyEdits(pth, string(cur), edits)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -24,14 +25,27 @@ type EditResult struct {
 // quotes straightened and trailing whitespace ignored on both sides, and the replacement
 // then takes the file's quote style. name is used in error messages.
 func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
+	return ApplyEditsBounded(name, content, edits, MaxEditFileBytes, math.MaxInt64)
+}
+
+// ApplyEditsBounded is ApplyEdits with the content never past maxBytes and the edits
+// reading at most maxWork bytes in all (each reads the whole content as the edits before it
+// left it): the root daemon's approval preview runs the agent's edits in its own memory, where
+// edits that grow the content first (a one-byte old_string replaced by sixty, then again)
+// would have it find tens of millions of matches. Past either bound: errcode.TooLarge.
+func ApplyEditsBounded(name, content string, edits []Edit, maxBytes, maxWork int64) (*EditResult, error) {
 	if len(edits) == 0 {
 		return nil, errcode.Msg(errcode.Validation, "no edits given; pass old_string and new_string")
 	}
 	res := &EditResult{Content: content}
+	var work int64
 	for i, e := range edits {
 		which := ""
 		if len(edits) > 1 {
 			which = fmt.Sprintf("edit %d: ", i+1)
+		}
+		if work += int64(len(res.Content)) + 1; work > maxWork {
+			return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%sthe edits would read more than %d bytes of %s in all", which, maxWork, name))
 		}
 		if e.OldString == e.NewString {
 			return nil, errcode.Msg(errcode.Validation, which+"old_string and new_string are the same, so there is nothing to change; pass the new text in new_string")
@@ -64,8 +78,8 @@ func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
 		// new_string would grow the result far past what Edit takes in (issue 17). Bound it
 		// before building it.
 		grown := int64(len(res.Content)) + int64(len(spans))*int64(len(newString)-(spans[0][1]-spans[0][0]))
-		if grown > MaxEditFileBytes {
-			return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%sreplacing %d occurrences would make %s %d bytes, more than Edit writes (%d); narrow old_string or edit it with Bash (sed)", which, len(spans), name, grown, MaxEditFileBytes))
+		if grown > maxBytes {
+			return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%sreplacing %d occurrences would make %s %d bytes, more than Edit writes (%d); narrow old_string or edit it with Bash (sed)", which, len(spans), name, grown, maxBytes))
 		}
 		var b strings.Builder
 		b.Grow(int(grown))
