@@ -357,6 +357,11 @@ func (t *boundedText) printf(format string, args ...any) {
 }
 
 func formatNotebook(path string, b []byte) ([]Block, error) {
+	// Decoded in the daemon: each JSON object becomes a struct (three bytes of `{},` an output
+	// of a hundred), so the objects are counted first, without decoding anything.
+	if n := jsonObjects(b, notebookMaxObjects); n > notebookMaxObjects {
+		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s holds more than %d JSON objects (cells, outputs and their parts), more than Read takes apart; read it with Bash, e.g. jq '.cells[:50]' %s", path, notebookMaxObjects, path))
+	}
 	var nb notebook
 	if err := json.Unmarshal(b, &nb); err != nil {
 		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s is not a valid Jupyter notebook (%v); read it as text with Bash cat", path, err))
@@ -428,6 +433,26 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 	}
 	flush()
 	return blocks, nil
+}
+
+// notebookMaxObjects bounds the JSON objects of a notebook Read decodes: real ones hold a few
+// thousand (a cell, an output, its data), and each costs the daemon about a hundred bytes.
+const notebookMaxObjects = 100_000
+
+// jsonObjects counts the objects ('{' outside strings) of the JSON text b, stopping past max.
+func jsonObjects(b []byte, max int) int {
+	n, inString := 0, false
+	for i := 0; i < len(b) && n <= max; i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte, a quote maybe
+		case c == '"':
+			inString = !inString
+		case !inString && c == '{':
+			n++
+		}
+	}
+	return n
 }
 
 func stripANSI(s string) string {

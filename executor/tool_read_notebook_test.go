@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
 // A cell's id is repeated beside each of its outputs: a small notebook of one long id and
@@ -43,5 +45,24 @@ func TestFormatNotebookBoundsRepeatedID(t *testing.T) {
 	// where the unbounded text took over 400 MB.
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Errorf("formatting allocated %d MB", got>>20)
+	}
+}
+
+// TestNotebookObjectsBounded: a notebook of millions of tiny objects (`{}` outputs, 3 bytes
+// each, decoded into a struct of a hundred) is refused before anything is decoded: one 10 MB
+// file took the daemon 1.1 GB. Braces inside strings (code, escaped quotes) do not count.
+func TestNotebookObjectsBounded(t *testing.T) {
+	outputs := strings.Repeat("{},", notebookMaxObjects) + "{}"
+	_, err := formatNotebook("/n.ipynb", []byte(`{"cells":[{"cell_type":"code","source":"x","outputs":[`+outputs+`]}]}`))
+	if errcode.Of(err) != errcode.TooLarge || !strings.Contains(err.Error(), "jq") {
+		t.Fatalf("a notebook of %d objects: %v, want too_large naming a way to read it", notebookMaxObjects+2, err)
+	}
+	code, _ := json.Marshal(strings.Repeat(`{"a": "\"{"}`, notebookMaxObjects))
+	blocks, err := formatNotebook("/n.ipynb", []byte(`{"cells":[{"cell_type":"code","source":`+string(code)+`,"outputs":[]}]}`))
+	if err != nil || len(blocks) == 0 {
+		t.Fatalf("a cell of code full of braces: %v", err)
+	}
+	if n := jsonObjects([]byte(`{"a":"{\\\"{","b":[{},{"c":"}"}]}`), 10); n != 3 {
+		t.Errorf("jsonObjects = %d, want 3", n)
 	}
 }
