@@ -360,22 +360,31 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 	if err != nil {
 		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: %w", err))
 	}
-	if n := ownedRules(rs); n > cfg.Limits.RulesPerSession {
+	n, size := ownedRules(rs)
+	if n > cfg.Limits.RulesPerSession {
 		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: the session's own rules (its request's, its parents', its project's and user's settings files) number %d, over limits.rules_per_session (%d); each is checked on every call", n, cfg.Limits.RulesPerSession))
+	}
+	if size > maxOwnedRuleBytes {
+		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: the session's own rules (its request's, its parents', its project's and user's settings files) hold %d bytes, over %d; each session keeps them compiled, about ten times that", size, maxOwnedRuleBytes))
 	}
 	return rs, nil
 }
 
-// ownedRules counts the rules of rs its session's owner controls: all but the admin's and the
-// daemon's command line.
-func ownedRules(rs *permission.RuleSet) int {
-	n := 0
+// maxOwnedRuleBytes bounds the text of the rules a session's owner controls. The count alone
+// let 1 MB settings files of long rules hold 9 MB of the daemon per session, every session of
+// their owner; real rule sets are a few KB.
+const maxOwnedRuleBytes = 64 << 10
+
+// ownedRules counts the rules of rs its session's owner controls (all but the admin's and the
+// daemon's command line), and the bytes of their text.
+func ownedRules(rs *permission.RuleSet) (n, size int) {
 	for _, r := range rs.Rules() {
 		if r.Source != permission.SourcePolicy && r.Source != permission.SourceCLI {
 			n++
+			size += len(r.Tool) + len(r.Content)
 		}
 	}
-	return n
+	return n, size
 }
 
 // ownerReader reads settings files as the session owner, through the owner's worker.

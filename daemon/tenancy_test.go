@@ -540,6 +540,26 @@ func TestRulesPerSession(t *testing.T) {
 		t.Errorf("16 rules and 5 in the project's settings: %d %s, want 422", code, b)
 	}
 	td.newSession(t, fmt.Sprintf(`{"cwd":%q,"rules":{"deny":%s}}`, dir, rules(15)))
+	// Their text is bounded too: 19 rules of 3.6 KB in the project's settings file hold over
+	// 64 KiB (the count is fine), and 15 of them do not.
+	long := func(n int) []byte {
+		rs := make([]string, n)
+		for i := range rs {
+			rs[i] = fmt.Sprintf("%q", "Read(//var/tmp/"+strings.Repeat("x", 3600)+fmt.Sprint(i)+")")
+		}
+		return []byte(`{"permissions":{"deny":[` + strings.Join(rs, ",") + `]}}`)
+	}
+	settings := filepath.Join(dir, ".sandboxd", "settings.json")
+	if err := os.WriteFile(settings, long(19), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, dir)); code != 422 || !strings.Contains(string(b), "bytes") {
+		t.Errorf("19 rules of 3.6 KB: %d %s, want 422 naming their size", code, b)
+	}
+	if err := os.WriteFile(settings, long(15), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
 }
 
 // TestDirsPerSession: a session's additional directories are bounded (each is mounted in every
