@@ -392,6 +392,9 @@ func unexpected(err error) error {
 	return err
 }
 
+// connectWait bounds how long a connect waits for room in the daemon's listen backlog.
+const connectWait = 5 * time.Second
+
 // dialError is a connection that could not be made: nothing was sent.
 type dialError struct {
 	socket string
@@ -401,23 +404,32 @@ type dialError struct {
 func (e *dialError) Error() string { return fmt.Sprintf("dial unix %s: %v", e.socket, e.err) }
 func (e *dialError) Unwrap() error { return e.err }
 
-// dialUnix connects to a Unix stream socket. The descriptor is non-blocking, so *os.File
-// puts it in the runtime's poller: reads and writes park the goroutine, deadlines and Close
-// end them, as on a net.Conn.
+// dialUnix connects to a Unix stream socket. The descriptor is non-blocking once connected,
+// so *os.File puts it in the runtime's poller: reads and writes park the goroutine, deadlines
+// and Close end them, as on a net.Conn.
+//
+// The connect itself blocks, up to connectWait, while the daemon's listen backlog is full: a
+// non-blocking one fails at once (EAGAIN), so any user flooding the socket with connections
+// made every other user's calls fail, and sbctl hook answer deny for lack of a daemon. The
+// kernel wakes the waiting connects as the backlog drains.
 func dialUnix(path string) (*os.File, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, &dialError{path, os.NewSyscallError("socket", err)}
 	}
-	for {
+	wait := syscall.NsecToTimeval(connectWait.Nanoseconds())
+	err = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &wait)
+	for err == nil {
 		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
 		if err != syscall.EINTR {
 			break
 		}
+		err = nil
 	}
-	if err == syscall.EINPROGRESS || err == syscall.EAGAIN {
-		// A Unix socket's connect does not go on in the background: EAGAIN is a full backlog.
-		err = syscall.EAGAIN
+	if err == syscall.EAGAIN || err == syscall.EINPROGRESS {
+		err = fmt.Errorf("the daemon's connection queue stayed full for %v: %w", connectWait, syscall.EAGAIN)
+	} else if err == nil {
+		err = syscall.SetNonblock(fd, true)
 	}
 	if err != nil {
 		syscall.Close(fd)
