@@ -76,6 +76,12 @@ var spaceKinds = map[Kind]bool{
 	KindCallReport: true, KindNetConnect: true,
 }
 
+// debtKinds are the records of ending work a user's earlier records began: never refused, as
+// the daemon must be able to end work, but their bytes are spent all the same, in debt if need
+// be, so that creating and ending sessions (whose end record holds their whole state) in a
+// loop cannot add twice the budget.
+var debtKinds = map[Kind]bool{KindSessionDelete: true, KindApprovalResolve: true}
+
 // ownerBudgets holds a byte budget per uid, refilled at Config.MaxBytesPerUserHour an hour.
 type ownerBudgets struct {
 	mu sync.Mutex
@@ -89,7 +95,7 @@ type ownerBudgets struct {
 // are, and the others go on. Root's records and the daemon's own are not counted.
 func (l *Log) chargeOwner(r *Record, n int) error {
 	max := l.cfg.MaxBytesPerUserHour
-	if max <= 0 || !spaceKinds[r.Kind] || r.Caller == nil || r.Caller.UID == 0 {
+	if max <= 0 || !spaceKinds[r.Kind] && !debtKinds[r.Kind] || r.Caller == nil || r.Caller.UID == 0 {
 		return nil
 	}
 	b := &l.owners
@@ -104,7 +110,7 @@ func (l *Log) chargeOwner(r *Record, n int) error {
 		b.m[tenant] = lim
 	}
 	b.mu.Unlock()
-	if r.Kind == KindCallEnd && !r.NotRun {
+	if r.Kind == KindCallEnd && !r.NotRun || debtKinds[r.Kind] {
 		// What ran is always recorded: its bytes are spent, in debt if need be, never refused.
 		// The end of a call that did not run is not exempt: a caller past the budget could
 		// otherwise add one record per refused call, without end.

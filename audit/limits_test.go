@@ -156,10 +156,21 @@ func TestOwnerBudget(t *testing.T) {
 	if err := l.Append(ctx, notRun); !errors.Is(err, ErrOwnerBudget) {
 		t.Errorf("call.end of a call that did not run, of the spent uid: %v, want refused", err)
 	}
-	for _, r := range []*Record{rec(1000, KindCallEnd), rec(1000, KindSessionDelete), rec(1001, KindCallStart), rec(0, KindCallStart)} {
+	for _, r := range []*Record{rec(1000, KindCallEnd), rec(1000, KindSessionDelete), rec(1000, KindApprovalResolve), rec(1001, KindCallStart), rec(0, KindCallStart)} {
 		if err := l.Append(ctx, r); err != nil {
 			t.Errorf("%s of uid %d: %v", r.Kind, r.Caller.UID, err)
 		}
+	}
+	// Ending work is never refused, but it spends the budget: a session's end, in debt, keeps
+	// the next session's start out as its start would.
+	fresh := rec(1002, KindCallStart)
+	for range 7 {
+		if err := l.Append(ctx, rec(1002, KindSessionDelete)); err != nil {
+			t.Fatalf("session.delete refused: %v", err)
+		}
+	}
+	if err := l.Append(ctx, fresh); !errors.Is(err, ErrOwnerBudget) {
+		t.Errorf("a start after 7 session ends of about 8 KiB against a 64 KiB budget: %v, want refused", err)
 	}
 	// A subordinate uid of the spent user's range spends the same budget: a user's tens of
 	// thousands of subordinate uids are not as many budgets.
