@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -424,7 +425,7 @@ func TestPooledInitNetns(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	nsOf := func(f *os.File) string { return fmt.Sprintf("net:[%d]", fileIno(t, f)) }
-	host, err := os.Readlink("/proc/self/ns/net")
+	host, err := hostNetns()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,4 +604,13 @@ func readyUIDs(s *Sandbox) []uint32 {
 		uids = append(uids, in.uid)
 	}
 	return uids
+}
+
+// hostNetns names the test process's own network namespace. Not by /proc/self, which is the
+// main thread's: a parallel test's ListenInSession may have that thread in a session's
+// namespace at the moment. A thread this goroutine holds is in no one else's.
+func hostNetns() (string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return os.Readlink("/proc/thread-self/ns/net")
 }
