@@ -27,6 +27,10 @@ type guarded struct {
 	root, rel string
 	ino       uint64
 	target    string
+	// keep: a person approved the call to write this very path (Spec.KeepCreated), so a
+	// regular file made there stays; a dir, link or anything else is moved aside all the same
+	// (what a new .claude holds went unseen).
+	keep bool
 }
 
 // is reports whether g is the absolute path p, without building g's path.
@@ -151,7 +155,7 @@ func (s *Sandbox) MadeByRunningCall(p string) bool {
 func (ls guardLists) has(p string) bool {
 	for _, l := range ls {
 		for _, g := range l {
-			if g.ino == 0 && g.target == "" && g.is(p) {
+			if g.ino == 0 && g.target == "" && !g.keep && g.is(p) {
 				return true
 			}
 		}
@@ -351,7 +355,7 @@ func (p *Process) moveAsideCreated(running bool) {
 					continue
 				}
 			}
-			if !mayExist(rfd, g.rel) || g.ino != 0 && isLink(rfd, g.rel, g.ino) {
+			if !mayExist(rfd, g.rel) || g.ino != 0 && isLink(rfd, g.rel, g.ino) || g.keep && isFileBeneath(rfd, g.rel) {
 				continue
 			}
 			rels := []string{g.rel}
@@ -441,6 +445,19 @@ func mayExist(rfd int, rel string) bool {
 		unix.Close(fd)
 	}
 	return err != unix.ENOENT && err != unix.ENOTDIR
+}
+
+// isFileBeneath reports whether rel below the dir fd rfd is a regular file, reached without a
+// symlink or a step out.
+func isFileBeneath(rfd int, rel string) bool {
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
 // isLink reports whether rel below the dir fd rfd is still the symlink of inode ino.

@@ -281,13 +281,19 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 			continue
 		} else if dir := v.ownDirInTheWay(c, spec.UID); dir != "" {
 			return nil, nil, fmt.Errorf("%w: cannot tell whether %s exists, to keep it read-only: %s, yours, cannot be searched, so a call could chmod it and write there; make it searchable (chmod u+x)", ErrBadSpec, c, dir)
-		} else if spec.MoveAsideCreated && (made || errors.Is(err, fs.ErrNotExist)) && !keeps(spec.KeepCreated, c) {
+		} else if spec.MoveAsideCreated && (made || errors.Is(err, fs.ErrNotExist)) {
+			n := len(missing)
 			guard(c)
 			// A link of the user's on the way (.mvn, ~/.config into a dotfiles repository)
 			// leads their tools to another name, where the sweep must look too: it does not
 			// follow links, and the user's own link stays.
 			if r := resolve(v, c); r != c {
 				guard(r)
+			}
+			if keeps(spec.KeepCreated, c) {
+				for i := n; i < len(missing); i++ {
+					missing[i].keep = true
+				}
 			}
 		}
 	}
@@ -306,9 +312,10 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	return out, missing, nil
 }
 
-// keeps reports whether the approved paths kept name c itself. One inside c does not keep c:
-// a protected dir made for it (a new .claude for its settings.json) would keep whatever else
-// the call put in it, out of the person's sight.
+// keeps reports whether the approved paths kept name c itself (then a regular file made there
+// stays: guarded.keep). One inside c does not keep c: a protected dir made for it (a new
+// .claude for its settings.json) would keep whatever else the call put in it, out of the
+// person's sight.
 func keeps(kept []string, c string) bool {
 	return slices.ContainsFunc(kept, func(k string) bool { return filepath.Clean(k) == c })
 }

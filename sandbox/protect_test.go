@@ -460,18 +460,19 @@ func TestMoveAsideCreated(t *testing.T) {
 }
 
 // TestMoveAsideKeepsApproved: in a call a person approved, the protected paths it was seen to
-// write by their own name (KeepCreated) stay; what else it makes at protected paths is moved
-// aside as in any call, a protected dir made to hold a kept file included.
+// write by their own name (KeepCreated) stay when made regular files; what else it makes at
+// protected paths is moved aside as in any call: a protected dir made to hold a kept file, and
+// a kept name made a dir (what it holds went unseen) or a link.
 func TestMoveAsideKeepsApproved(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	const script = `mkdir .claude && echo '{}' > .claude/settings.json && echo '{}' > .mcp.json && echo x > .gitmodules; ` +
-		`d=.vsc; mkdir ${d}ode && echo '{}' > ${d}ode/tasks.json; mkdir .cargo && echo x > .cargo/config.toml; echo done`
+		`d=.vsc; mkdir ${d}ode && echo '{}' > ${d}ode/tasks.json; mkdir .cargo && echo x > .cargo/config.toml; ln -s /tmp .idea; echo done`
 	sp := f.spec(script, f.repo, f.repo)
 	sp.MoveAsideCreated, sp.Call = true, "c1"
 	sp.KeepCreated = []string{filepath.Join(f.repo, ".claude/settings.json"), filepath.Join(f.repo, "sub/../.mcp.json"),
-		filepath.Join(f.repo, ".gitmodules")}
+		filepath.Join(f.repo, ".gitmodules"), filepath.Join(f.repo, ".vscode"), filepath.Join(f.repo, ".idea")}
 	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
 	if err != nil || !strings.Contains(out, "done") {
 		t.Fatalf("%v %q", err, out)
@@ -481,7 +482,7 @@ func TestMoveAsideKeepsApproved(t *testing.T) {
 			t.Errorf("%s was approved and should have stayed: %v", kept, err)
 		}
 	}
-	want := []string{filepath.Join(f.repo, ".cargo/config.toml"), filepath.Join(f.repo, ".claude"), filepath.Join(f.repo, ".vscode")}
+	want := []string{filepath.Join(f.repo, ".cargo/config.toml"), filepath.Join(f.repo, ".claude"), filepath.Join(f.repo, ".idea"), filepath.Join(f.repo, ".vscode")}
 	if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
 		t.Errorf("MovedAside %v, want %v", got, want)
 	}

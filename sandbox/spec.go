@@ -59,8 +59,8 @@ type Spec struct {
 	MoveAsideCreated bool
 	// KeepCreated (absolute) are paths a person approved this call to write, having seen it
 	// name them: a missing protected path that is one of them is theirs and stays when the
-	// call makes it. What else the call makes is moved aside all the same, a protected dir
-	// made to hold a kept path included.
+	// call makes it a regular file. What else the call makes is moved aside all the same: a
+	// dir made there (its content went unseen), a protected dir made to hold a kept path.
 	KeepCreated []string
 	// GuardPatterns are the ProtectedPatterns with wildcards that a call must not make new
 	// matches of (the Edit deny rules): with MoveAsideCreated, a match inside a writable dir
