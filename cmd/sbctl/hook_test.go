@@ -859,3 +859,62 @@ func TestHookUnknownPathsAsk(t *testing.T) {
 		t.Errorf("cat *.md, confined: %+v", h)
 	}
 }
+
+// TestHookRefusesAReplaceableSelf: the agent CLI runs sbctl hook itself, outside any sandbox,
+// so an sbctl the agent's own (confined) commands could replace, or one found on $PATH, where
+// a directory they may write can hold another sbctl first, denies every call and says how to
+// set it up instead. sbctl mcp refuses to start the same way.
+func TestHookRefusesAReplaceableSelf(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhs")
+	work := filepath.Join(u.Home, "work")
+	bin := filepath.Join(u.Home, "bin")
+	ownedDirs(t, u, work, bin)
+	for _, name := range []string{"sbctl", "sbctl-full"} {
+		data, err := os.ReadFile(filepath.Join(b.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(bin, name)
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := json.Marshal(map[string]any{"session_id": "agent-1", "cwd": work, "hook_event_name": "PreToolUse", "permission_mode": "default",
+		"tool_name": "Bash", "tool_input": map[string]any{"command": "ls"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(path, command string) (string, string) {
+		cmd := exec.Command("/bin/sh", "-c", command)
+		asUser(t, cmd, u)
+		cmd.Env = []string{"PATH=" + path, "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+		cmd.Stdin = bytes.NewReader(in)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String()
+	}
+	for _, tc := range []struct{ name, path, command, reason string }{
+		{"its own copy", "/usr/bin:/bin", filepath.Join(bin, "sbctl") + " --socket " + d.socket + " hook", "could be replaced by uid"},
+		{"found on PATH", b.dir + ":/usr/bin:/bin", "sbctl --socket " + d.socket + " hook", "found on $PATH"},
+	} {
+		out, _ := run(tc.path, tc.command)
+		a := decodeHook(t, out)
+		if a.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, tc.reason) {
+			t.Errorf("%s: %q %q, want deny saying %q", tc.name, a.HookSpecificOutput.PermissionDecision, a.HookSpecificOutput.PermissionDecisionReason, tc.reason)
+		}
+	}
+	if out, errOut := run(b.dir+":/usr/bin:/bin", "sbctl --socket "+d.socket+" mcp"); out != "" || !strings.Contains(errOut, "found on $PATH") {
+		t.Errorf("sbctl mcp by its bare name: %q %q, want it refused", out, errOut)
+	}
+	// The root-owned one, named by its absolute path, decides.
+	if a := decodeHook(t, runHook(t, b, d.socket, u, rt, map[string]any{"session_id": "agent-1", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls"}})); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Errorf("the installed sbctl: %+v", a.HookSpecificOutput)
+	}
+}

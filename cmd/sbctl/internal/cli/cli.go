@@ -124,6 +124,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "mcp" {
+		// The agent CLI starts the MCP server itself (sbctl hook checks on each call).
+		if err := selfCheck(); err != nil {
+			return exitCode(stderr, name, err)
+		}
+	}
 	for _, c := range cmds {
 		if c.Name == name {
 			return exitCode(stderr, name, c.Run(e, rest))

@@ -199,6 +199,9 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
 		return unavailable("the hook input lacks tool_name, session_id or an absolute cwd")
 	}
+	if err := selfCheck(); err != nil {
+		return unavailable(err.Error())
+	}
 	if len(in.ToolInput) == 0 || string(in.ToolInput) == "null" {
 		in.ToolInput = json.RawMessage("{}")
 	}
