@@ -912,7 +912,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	// operands are a suffix-free subset of vals in order; find their words.
 	opWords := operandWords(pc.ws[:0], ws, vals, operands)
 	pc.vals, pc.ws = vals, opWords
-	target, patGiven, inPlace, backup := "", false, false, ""
+	target, patGiven, inPlace, backup, followLinks := "", false, false, "", false
 	// diff reads the files in a directory operand even without -r, and `diff DIR FILE` reads
 	// DIR/FILE's base name (`diff ~/.ssh ./id_rsa` prints ~/.ssh/id_rsa): each of its operands,
 	// --from-file's and --to-file's too, may be read below.
@@ -924,7 +924,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			patGiven = true
 		}
 		if o.hasVal && (short && strings.Contains(spec.fileOpts, o.name) || o.long && anyLong(o.name, spec.fileLong)) {
-			pc.add(o.val, AccessRead, name, sb.dirs, sb.dirsUnknown)
+			pc.optVal(ws, vals, o.val, AccessRead, name, sb)
 		}
 		if o.long && longIs(o.name, "files0-from") && anyLong(o.name, spec.fileLong) {
 			// sort, wc and du read the files the list names (from stdin for -), which no word
@@ -934,22 +934,30 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		switch {
 		case (spec.kind == pkCopy || spec.kind == pkMove || spec.kind == pkLink) && o.hasVal && (o.name == "t" || o.long && longIs(o.name, "target-directory")):
 			target = o.val
+		case (spec.kind == pkCopy || spec.kind == pkMove || spec.kind == pkLink) &&
+			(o.name == "b" || o.name == "S" || o.long && (longIs(o.name, "backup") || longIs(o.name, "suffix"))):
+			// A backup of each file it replaces, named by a suffix the line may not show
+			// (SIMPLE_BACKUP_SUFFIX, inherited): cp -b -S .json x .mcp makes .mcp.json.
+			pc.unknown()
 		case name == "sort" && o.hasVal && (o.name == "o" || o.long && longIs(o.name, "output")):
-			pc.add(o.val, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			pc.optVal(ws, vals, o.val, AccessWrite, name, sb)
 		case name == "sed" && (o.name == "i" || o.long && longIs(o.name, "in-place")):
 			inPlace = true
 			if o.hasVal {
 				backup = o.val
 			}
+		case name == "sed" && o.long && longIs(o.name, "follow-symlinks"):
+			// The backup goes beside where a link leads, which no name on the line shows.
+			followLinks = true
 		case name == "install" && o.name == "d":
 			spec.kind = pkWrite
 		case spec.kind == pkFetch && o.hasVal:
 			switch {
 			case o.name == "o" && name == "curl", o.name == "O" && name == "wget", o.name == "P",
 				o.long && (longIs(o.name, "output") || longIs(o.name, "output-document") || longIs(o.name, "directory-prefix")):
-				pc.add(o.val, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+				pc.optVal(ws, vals, o.val, AccessWrite, name, sb)
 			case o.name == "T" || o.long && longIs(o.name, "upload-file"):
-				pc.add(o.val, AccessRead, name, sb.dirs, sb.dirsUnknown)
+				pc.optVal(ws, vals, o.val, AccessRead, name, sb)
 			}
 		case spec.kind == pkMode && o.long && longIs(o.name, "reference"):
 			patGiven = true // no mode operand
@@ -974,12 +982,15 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		access := AccessRead
 		if inPlace {
 			access = AccessWrite
+			if followLinks && backup != "" {
+				pc.unknown()
+			}
 			pc.sedBackups(opWords, backup, name, sb)
 		}
 		pc.all(opWords, access, name, sb)
 	case pkCopy, pkLink:
 		if target != "" {
-			pc.add(target, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			pc.optVal(ws, vals, target, AccessWrite, name, sb)
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
 			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
 			opWords = opWords[:len(opWords)-1]
@@ -995,7 +1006,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 	case pkMove:
 		if target != "" {
-			pc.add(target, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			pc.optVal(ws, vals, target, AccessWrite, name, sb)
 		}
 		pc.all(opWords, AccessWrite, name, sb)
 	case pkMode:
@@ -1078,6 +1089,21 @@ func (pc *pathCollector) sedBackups(files []word, suffix, cmd string, sb *sub) {
 			pc.addVal(f, strings.ReplaceAll(suffix, "*", name), AccessWrite, cmd, sb)
 		}
 	}
+}
+
+// optVal adds the path an option's value names, from the word that holds it (the value, or
+// the end of -oVALUE or --opt=VALUE): a glob or an expansion there is known only at run time
+// (cp -t .claud? is .claude). A value no word shows is unknown.
+func (pc *pathCollector) optVal(ws []word, vals []string, v, access, cmd string, sb *sub) {
+	if v != "" {
+		for i, x := range vals {
+			if i < len(ws) && strings.HasSuffix(x, v) {
+				pc.addVal(ws[i], v, access, cmd, sb)
+				return
+			}
+		}
+	}
+	pc.unknown()
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

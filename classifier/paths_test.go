@@ -33,8 +33,16 @@ func TestPaths(t *testing.T) {
 		{"sed -i'.git/hooks/*' s/a/b/ pre-commit", "write:/home/u/proj/.git/hooks/pre-commit:sed write:/home/u/proj/pre-commit:sed", false},
 		{"sed -i'*' s/a/b/ f", "write:/home/u/proj/f:sed", false},
 		{`sed -i.bak s/a/b/ "$F"`, "", true},
-		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
+		{"sed --follow-symlinks -i.json s/a/b/ link", "write:/home/u/proj/link.json:sed write:/home/u/proj/link:sed", true},
+		// cp, mv, install and ln's backups are named by a suffix the line may not show.
+		{"cp -b -S .json x .mcp", "write:/home/u/proj/.mcp:cp read:/home/u/proj/x:cp", true},
+		{"mv --suffix=rc y .env", "write:/home/u/proj/y:mv write:/home/u/proj/.env:mv", true},
+		{"ln -sfb x .mcp", "write:/home/u/proj/.mcp:ln", true},
+		// A glob in an option's value is expanded by the shell too.
+		{"cp -t .claud? settings.json", "read:/home/u/proj/settings.json:cp", true},
+		{"sort -o .envr? x", "read:/home/u/proj/x:sort", true},
 		{"cp -t dir a", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp", false},
+		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
 		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp read:/home/u/proj/evil.cfg:cp", false},
 		{"mv a b", "write:/home/u/proj/a:mv write:/home/u/proj/b:mv", false},
 		{"rm -rf build ~/x", "write:/home/u/proj/build:rm write:/home/u/x:rm", false},
