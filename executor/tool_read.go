@@ -357,10 +357,10 @@ func (t *boundedText) printf(format string, args ...any) {
 }
 
 func formatNotebook(path string, b []byte) ([]Block, error) {
-	// Decoded in the daemon: each JSON object becomes a struct (three bytes of `{},` an output
-	// of a hundred), so the objects are counted first, without decoding anything.
-	if n := jsonObjects(b, notebookMaxObjects); n > notebookMaxObjects {
-		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s holds more than %d JSON objects (cells, outputs and their parts), more than Read takes apart; read it with Bash, e.g. jq '.cells[:50]' %s", path, notebookMaxObjects, path))
+	// Decoded in the daemon: each element becomes a struct or a string (three bytes of `{},`
+	// or `null,` an output of a hundred), so the values are counted first, decoding nothing.
+	if n := jsonValues(b, notebookMaxValues); n > notebookMaxValues {
+		return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s holds more than %d JSON values (cells, outputs, lines and their parts), more than Read takes apart; read it with Bash, e.g. jq '.cells[:50]' %s", path, notebookMaxValues, path))
 	}
 	var nb notebook
 	if err := json.Unmarshal(b, &nb); err != nil {
@@ -435,12 +435,14 @@ func formatNotebook(path string, b []byte) ([]Block, error) {
 	return blocks, nil
 }
 
-// notebookMaxObjects bounds the JSON objects of a notebook Read decodes: real ones hold a few
-// thousand (a cell, an output, its data), and each costs the daemon about a hundred bytes.
-const notebookMaxObjects = 100_000
+// notebookMaxValues bounds the JSON values of a notebook Read decodes: real ones hold tens of
+// thousands (cells, outputs, their lines), and each costs the daemon up to a hundred bytes.
+const notebookMaxValues = 250_000
 
-// jsonObjects counts the objects ('{' outside strings) of the JSON text b, stopping past max.
-func jsonObjects(b []byte, max int) int {
+// jsonValues counts about as many values as the JSON text b holds (each object and array,
+// and each element or member past a container's first: its '{', '[' and ',' outside
+// strings), stopping past max.
+func jsonValues(b []byte, max int) int {
 	n, inString := 0, false
 	for i := 0; i < len(b) && n <= max; i++ {
 		switch c := b[i]; {
@@ -448,7 +450,7 @@ func jsonObjects(b []byte, max int) int {
 			i++ // the escaped byte, a quote maybe
 		case c == '"':
 			inString = !inString
-		case !inString && c == '{':
+		case !inString && (c == '{' || c == '[' || c == ','):
 			n++
 		}
 	}

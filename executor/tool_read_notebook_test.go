@@ -48,21 +48,24 @@ func TestFormatNotebookBoundsRepeatedID(t *testing.T) {
 	}
 }
 
-// TestNotebookObjectsBounded: a notebook of millions of tiny objects (`{}` outputs, 3 bytes
-// each, decoded into a struct of a hundred) is refused before anything is decoded: one 10 MB
-// file took the daemon 1.1 GB. Braces inside strings (code, escaped quotes) do not count.
-func TestNotebookObjectsBounded(t *testing.T) {
-	outputs := strings.Repeat("{},", notebookMaxObjects) + "{}"
-	_, err := formatNotebook("/n.ipynb", []byte(`{"cells":[{"cell_type":"code","source":"x","outputs":[`+outputs+`]}]}`))
-	if errcode.Of(err) != errcode.TooLarge || !strings.Contains(err.Error(), "jq") {
-		t.Fatalf("a notebook of %d objects: %v, want too_large naming a way to read it", notebookMaxObjects+2, err)
+// TestNotebookValuesBounded: a notebook of millions of tiny elements (`{}` or `null` outputs,
+// `""` traceback lines, a few bytes each, decoded into a struct of a hundred) is refused before
+// anything is decoded: one 10 MB file took the daemon 1.1 GB. What is inside strings (code,
+// escaped quotes) does not count.
+func TestNotebookValuesBounded(t *testing.T) {
+	for _, elem := range []string{"{}", "null"} {
+		outputs := strings.Repeat(elem+",", notebookMaxValues) + elem
+		_, err := formatNotebook("/n.ipynb", []byte(`{"cells":[{"cell_type":"code","source":"x","outputs":[`+outputs+`]}]}`))
+		if errcode.Of(err) != errcode.TooLarge || !strings.Contains(err.Error(), "jq") {
+			t.Fatalf("a notebook of %d %s outputs: %v, want too_large naming a way to read it", notebookMaxValues+1, elem, err)
+		}
 	}
-	code, _ := json.Marshal(strings.Repeat(`{"a": "\"{"}`, notebookMaxObjects))
+	code, _ := json.Marshal(strings.Repeat(`{"a": "\"{", [1,2]}`, notebookMaxValues))
 	blocks, err := formatNotebook("/n.ipynb", []byte(`{"cells":[{"cell_type":"code","source":`+string(code)+`,"outputs":[]}]}`))
 	if err != nil || len(blocks) == 0 {
-		t.Fatalf("a cell of code full of braces: %v", err)
+		t.Fatalf("a cell of code full of braces and commas: %v", err)
 	}
-	if n := jsonObjects([]byte(`{"a":"{\\\"{","b":[{},{"c":"}"}]}`), 10); n != 3 {
-		t.Errorf("jsonObjects = %d, want 3", n)
+	if n := jsonValues([]byte(`{"a":"{\\\",[{","b":[{},{"c":"}"}]}`), 10); n != 6 {
+		t.Errorf("jsonValues = %d, want 6", n)
 	}
 }
