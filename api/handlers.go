@@ -445,7 +445,8 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 	defer cancel()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	cw := &countingWriter{w: w}
+	enc := json.NewEncoder(cw)
 	enc.SetEscapeHTML(false)
 	flush := func() {
 		if f, ok := w.(http.Flusher); ok {
@@ -460,6 +461,7 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 		}
 	}
 	flush()
+	s.chargeRate(c, int(cw.n>>20)) // the pending ones, as a list of them is (listApprovals)
 	for {
 		select {
 		case <-r.Context().Done():

@@ -56,6 +56,13 @@ type approvalsBackend struct {
 
 func (b approvalsBackend) Approvals(session.Caller) []approval.Approval { return b.as }
 
+// SubscribeApprovals is a stream with no events after the pending ones: closed at once.
+func (b approvalsBackend) SubscribeApprovals(session.Caller) (*approval.Sub, func()) {
+	c := make(chan approval.Event)
+	close(c)
+	return &approval.Sub{C: c}, func() {}
+}
+
 // TestApprovalsListIsPacedBySize: listing approvals takes a request token, and a token per MiB
 // written after the fact, so looping on a long list from many connections runs out of tokens
 // in a few lists (429) instead of keeping the daemon encoding tens of MB for each.
@@ -93,5 +100,19 @@ func TestApprovalsListIsPacedBySize(t *testing.T) {
 	}
 	if rec := list(0); rec.Code != http.StatusOK {
 		t.Errorf("root is not paced: %d", rec.Code)
+	}
+	// The stream replays the pending approvals first: paced the same way.
+	stream := func(uid uint32) int {
+		req := httptest.NewRequest("GET", "/v1/approvals/stream", nil)
+		req = req.WithContext(context.WithValue(req.Context(), peerKey{}, Peer{UID: uid}))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	streams := 0
+	for ; streams < 100 && stream(4343) == http.StatusOK; streams++ {
+	}
+	if streams != 4 {
+		t.Errorf("%d streams replaying ~10 MiB each were opened from a bucket of 40 tokens; want 4", streams)
 	}
 }
