@@ -67,6 +67,7 @@ FUZZ_TARGETS := \
 	./worker:FuzzClientFrames:20000 \
 	./cmd/sbctl/internal/mcpserver:FuzzScreenLine:20000 \
 	./executor:FuzzSedInPlace:20000 \
+	./executor:FuzzUnifiedDiff:20000 \
 	./sandbox:FuzzMountinfo:20000 \
 	./sandbox:FuzzSafeGitConfig:20000 \
 	./sandbox:FuzzIndexGitlinks:20000 \

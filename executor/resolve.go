@@ -442,6 +442,9 @@ func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.P
 	if c.decidedWrite == "" {
 		return nil, nil, errNoPreview // nowhere decided for the approved write to go
 	}
+	if len(next)+diffSize(pth, string(cur), next, exists) > room {
+		return nil, nil, errNoPreview // known before the diff is made
+	}
 	pvs, contents := []protocol.Preview{newPreview(pth, c.decidedWrite, cur, exists, []byte(next))}, [][]byte{[]byte(next)}
 	if previewBytes(pvs, contents) > room {
 		return nil, nil, errNoPreview
@@ -578,71 +581,6 @@ func checkFirst(n int) int {
 		return 0
 	}
 	return n
-}
-
-// UnifiedDiff is a one-hunk unified diff of old against new (the changed middle after the
-// common leading and trailing lines, with up to three lines of context).
-func UnifiedDiff(name, old, new string, exists bool) string {
-	if old == new {
-		return ""
-	}
-	a, b := splitLines(old), splitLines(new)
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	const ctxLines = 3
-	start := max(0, pre-ctxLines)
-	endA, endB := min(len(a), len(a)-suf+ctxLines), min(len(b), len(b)-suf+ctxLines)
-	var sb strings.Builder
-	from := "a" + name
-	if !exists {
-		from = "/dev/null"
-	}
-	fmt.Fprintf(&sb, "--- %s\n+++ b%s\n", from, name)
-	fmt.Fprintf(&sb, "@@ -%s +%s @@\n", hunkRange(start, endA-start), hunkRange(start, endB-start))
-	for i := start; i < pre; i++ {
-		sb.WriteString(" " + a[i])
-	}
-	for i := pre; i < len(a)-suf; i++ {
-		sb.WriteString("-" + a[i])
-	}
-	for i := pre; i < len(b)-suf; i++ {
-		sb.WriteString("+" + b[i])
-	}
-	for i := len(a) - suf; i < endA; i++ {
-		sb.WriteString(" " + a[i])
-	}
-	return sb.String()
-}
-
-func hunkRange(start, n int) string {
-	if n == 0 {
-		return fmt.Sprintf("%d,0", start)
-	}
-	return fmt.Sprintf("%d,%d", start+1, n)
-}
-
-// splitLines splits keeping each line's newline; a last line without one gets the marker.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s+"\n\\ No newline at end of file\n")
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
 }
 
 // modeBound refuses a call's own mode that is wider than its session's: a call's mode may
