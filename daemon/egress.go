@@ -183,13 +183,18 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 		return egress.Verdict{Reason: "the session's rules are not loaded"}
 	}
 	v := c.egressVerdict(ctx, r, s, rs)
-	if v.Allow && r.Method == "" {
+	switch {
+	case v.Allow && r.Method == "":
 		// A tunnel allowed by host although a method/path deny or ask names the host (a
 		// host-level allow at least as strong, or the admin's allowed_domains): its TLS is
 		// decided by host, but a stream the proxy cannot read may be the request that rule
 		// is about, so the proxy refuses such a stream. Every source's rules count: an
 		// admin's deny is no weaker for a user's domain allow.
 		_, v.PathRules = rs.WebRule(r.Host, permission.Deny, permission.Ask)
+	case v.Allow:
+		// A request whose method the rules tell apart: a POST form's _method field could
+		// make it another, so the proxy reads the form first.
+		_, v.PathRules = rs.WebRule(r.Host, permission.Deny, permission.Ask, permission.Allow)
 	}
 	return v
 }

@@ -441,7 +441,9 @@ func TestEgressTunnelPathRules(t *testing.T) {
 		{"session deny, config host allow", egress.Request{Kind: egress.KindConnect, Host: "cfg.test"}, true, true},
 		{"admin deny, admin host allow", egress.Request{Kind: egress.KindConnect, Host: "adm.test"}, true, true},
 		{"host allow alone", egress.Request{Kind: egress.KindConnect, Host: "plain.test"}, true, false},
-		{"plain http shows its request", egress.Request{Kind: egress.KindHTTP, Host: "vm.test", Method: "GET", Path: "/x"}, true, false},
+		// Plain HTTP shows its request; a POST to a host method rules name has its form read.
+		{"plain http, rules name the host", egress.Request{Kind: egress.KindHTTP, Host: "vm.test", Method: "GET", Path: "/x"}, true, true},
+		{"plain http, host allow alone", egress.Request{Kind: egress.KindHTTP, Host: "plain.test", Method: "POST", Path: "/x"}, true, false},
 	} {
 		tc.r.Session, tc.r.Port = s.ID, 443
 		if v := td.d.core.decideEgress(context.Background(), tc.r); v.Allow != tc.allow || v.PathRules != tc.pathRules {

@@ -2,10 +2,14 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/netip"
@@ -191,6 +195,13 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 		h.connect(ctx, t, dst, pathRules)
 		return false
 	}
+	if pathRules && req.Method == http.MethodPost {
+		if code, err := h.checkFormBody(req); err != nil {
+			h.s.recordRefusal(ctx, h.peer, t, nil, err.Error())
+			h.refuse(code, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
+			return false
+		}
+	}
 	return h.forward(ctx, req, dst)
 }
 
@@ -229,17 +240,8 @@ var (
 // it from the query as from a form body), under any name PHP reads as `_method`
 // (phpParamName). An override naming the request's own method changes nothing.
 func checkOverrides(req *http.Request) error {
-	// Each pair is read as PHP reads it, leniently: url.ParseQuery drops a whole pair for one
-	// bad escape or a `;`, which PHP keeps. Split at `;` too, as servers that take it for `&`
-	// (Rack before 3, Python before 3.9.2) do.
-	for _, pair := range strings.FieldsFunc(req.URL.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
-		k, v, _ := strings.Cut(pair, "=")
-		if phpParamName(pctenc.DecodeLenient(k, true)) != "_method" {
-			continue
-		}
-		if v = pctenc.DecodeLenient(v, true); !strings.EqualFold(strings.TrimSpace(v), req.Method) {
-			return fmt.Errorf("%w: the query parameter %.64q=%.64q, which PHP (so Symfony and Laravel) reads as _method, asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
-		}
+	if k, v, ok := methodOverridePair(req.URL.RawQuery, req.Method); ok {
+		return fmt.Errorf("%w: the query parameter %.64q=%.64q, which PHP (so Symfony and Laravel) reads as _method, asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
 	}
 	for k, vs := range req.Header {
 		name := strings.ReplaceAll(strings.ToLower(k), "_", "-")
@@ -255,6 +257,97 @@ func checkOverrides(req *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// methodOverridePair finds in form-encoded pairs (a query, a urlencoded body) one PHP files
+// under _method whose value is another method than method. Each pair is read as PHP reads it,
+// leniently: url.ParseQuery drops a whole pair for one bad escape or a `;`, which PHP keeps.
+// Split at `;` too, as servers that take it for `&` (Rack before 3, Python before 3.9.2) do.
+func methodOverridePair(pairs, method string) (k, v string, ok bool) {
+	for _, pair := range strings.FieldsFunc(pairs, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, _ := strings.Cut(pair, "=")
+		if phpParamName(pctenc.DecodeLenient(k, true)) != "_method" {
+			continue
+		}
+		if v = pctenc.DecodeLenient(v, true); !strings.EqualFold(strings.TrimSpace(v), method) {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// maxFormScan bounds the form body of a POST that checkFormBody reads before it is sent.
+const maxFormScan = 64 << 10
+
+// checkFormBody refuses a POST whose body holds a _method field naming another method: Rack
+// (Rails), Symfony and Laravel act on such a POST as that method, one the rules did not decide
+// (a DELETE they deny), reading it from a form, and Laravel from a JSON object too. The body is
+// read before anything is sent, so it may be at most maxFormScan bytes, and then forwarded as
+// read. Rack reads a POST with no Content-Type as a form too; one whose Content-Type cannot be
+// read is taken for urlencoded. It returns the status to refuse with.
+func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
+	ct := req.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	// As Laravel's isJson tells a JSON body.
+	isJSON := strings.Contains(ct, "/json") || strings.Contains(ct, "+json")
+	if ct != "" && err == nil && mt != "application/x-www-form-urlencoded" && mt != "multipart/form-data" && !isJSON {
+		return 0, nil
+	}
+	if req.Body == http.NoBody {
+		return 0, nil
+	}
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// The client waits for this before it sends the body read here.
+		req.Header.Del("Expect")
+		if req.ProtoAtLeast(1, 1) {
+			_, _ = h.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := h.bw.Flush(); err != nil {
+				return http.StatusBadRequest, fmt.Errorf("write 100 Continue: %w", err)
+			}
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxFormScan+1))
+	if err != nil {
+		return http.StatusBadRequest, fmt.Errorf("read the form body: %w", err)
+	}
+	if len(body) > maxFormScan {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("%w: a form POST to a host that method or path rules name is read whole before it is sent (a _method field in it makes Rails, Symfony and Laravel act as another method), and this one is over %d KiB; send a smaller one, or another content type", ErrUnsupported, maxFormScan>>10)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	override := func(k, v string) error {
+		return fmt.Errorf("%w: the field %.64q=%.64q in the body, which Rails, Symfony and Laravel read as _method, asks the server to act as another method than %s, which the egress rules did not decide; send the request with that method instead", ErrUnsupported, k, v, req.Method)
+	}
+	if isJSON {
+		var fields map[string]any
+		if json.Unmarshal(body, &fields) == nil {
+			if v, ok := fields["_method"].(string); ok && !strings.EqualFold(strings.TrimSpace(v), req.Method) {
+				return http.StatusBadRequest, override("_method", v)
+			}
+		}
+		return 0, nil
+	}
+	if mt != "multipart/form-data" {
+		if k, v, ok := methodOverridePair(string(body), req.Method); ok {
+			return http.StatusBadRequest, override(k, v)
+		}
+		return 0, nil
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return 0, nil
+		}
+		if err != nil {
+			return http.StatusBadRequest, fmt.Errorf("%w: a multipart form body that cannot be read (%v) cannot be checked for a _method field", ErrUnsupported, err)
+		}
+		if phpParamName(p.FormName()) == "_method" {
+			v, _ := io.ReadAll(io.LimitReader(p, 256))
+			if !strings.EqualFold(strings.TrimSpace(string(v)), req.Method) {
+				return http.StatusBadRequest, override(p.FormName(), string(v))
+			}
+		}
+	}
 }
 
 // phpParamName is the name PHP files the query parameter name (decoded) under in $_GET, what

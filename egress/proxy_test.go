@@ -1617,3 +1617,94 @@ func TestRequestTrailersDropped(t *testing.T) {
 		return true
 	})
 }
+
+// TestFormBodyOverrideRefused: a POST whose form body holds a _method field naming another
+// method is refused, to a host that method or path rules name (Rails, Symfony and Laravel act
+// on it as that method, one the rules did not decide); urlencoded, multipart, or with no
+// Content-Type (Rack reads that as a form). Its body is read before anything is sent, so a
+// larger one is refused (413); other content types and hosts no such rule names pass as sent.
+func TestFormBodyOverrideRefused(t *testing.T) {
+	t.Parallel()
+	var acted sync.Map
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := r.Method
+		if m := r.FormValue("_method"); r.Method == "POST" && m != "" {
+			method = strings.ToUpper(m)
+		}
+		acted.Store(method+" "+r.Host, true)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	var refusals atomic.Int32
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			if r.Method == "DELETE" {
+				return Verdict{Reason: "not allowed"}
+			}
+			return Verdict{Allow: true, PathRules: r.Host == "api.test"}
+		},
+		Audit: func(ev Event) error {
+			if !ev.Allowed && strings.Contains(ev.Reason, "_method") || strings.Contains(ev.Reason, "KiB") {
+				refusals.Add(1)
+			}
+			return nil
+		},
+		AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1", "free.test", "127.0.0.1"),
+	}
+	proxy := startProxy(t, s)
+	multipartBody := "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"
+	big := "a=" + strings.Repeat("x", maxFormScan) + "&_method=DELETE"
+	for _, tc := range []struct {
+		name, host, headers, body string
+		want                      int
+	}{
+		{"urlencoded", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", "a=1&_method=DELETE", 400},
+		{"urlencoded, PHP's spelling", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", "a=1&.method=delete", 400},
+		{"multipart", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", multipartBody, 400},
+		{"no content type", "api.test", "", "_method=DELETE", 400},
+		{"expecting 100-continue", "api.test", "Content-Type: application/x-www-form-urlencoded\r\nExpect: 100-continue\r\n", "_method=DELETE", 400},
+		{"over the bound", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", big, 413},
+		{"its own method", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", "_method=post&a=1", 200},
+		{"a small form", "api.test", "Content-Type: application/x-www-form-urlencoded\r\nExpect: 100-continue\r\n", "a=1", 200},
+		{"JSON (Laravel)", "api.test", "Content-Type: application/json; charset=utf-8\r\n", `{"a":1,"_method":"DELETE"}`, 400},
+		{"JSON without it", "api.test", "Content-Type: application/vnd.api+json\r\n", `{"a":"_method"}`, 200},
+		{"another type", "api.test", "Content-Type: text/plain\r\n", "_method=DELETE", 200},
+		{"a host no rule names", "free.test", "Content-Type: application/x-www-form-urlencoded\r\n", "_method=DELETE", 200},
+	} {
+		host := tc.host + ":" + port
+		head := "POST http://" + host + "/items/1 HTTP/1.1\r\nHost: " + host + "\r\n" + tc.headers + "Content-Length: " + strconv.Itoa(len(tc.body)) + "\r\n\r\n"
+		c := dialProxy(t, proxy, 10*time.Second)
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		if strings.Contains(tc.headers, "100-continue") {
+			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 100 {
+				t.Fatalf("%s: want 100 Continue first: %v %v", tc.name, resp, err)
+			}
+		}
+		if _, err := io.WriteString(c, tc.body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, b, tc.want)
+		}
+	}
+	if _, ok := acted.Load("DELETE api.test:" + port); ok {
+		t.Error("the origin ran a DELETE the rules deny")
+	}
+	if _, ok := acted.Load("DELETE free.test:" + port); !ok {
+		t.Error("the form to a host no method rule names did not reach the origin as sent")
+	}
+	if n := refusals.Load(); n != 7 {
+		t.Errorf("%d refusals recorded, want 7", n)
+	}
+}

@@ -76,7 +76,9 @@ type Verdict struct {
 	// The tunnel was admitted by its host, which is all TLS shows; a stream the proxy can read
 	// neither as TLS nor as HTTP may still be a request to a server laxer than the proxy's
 	// reading (the JDK's takes `{GET /admin HTTP/1.1`), the very one such a rule is about, so
-	// it is refused rather than carried blind.
+	// it is refused rather than carried blind. On an allowed plain HTTP request, it is set when
+	// method/path rules of any behavior name the host: a POST's form body is then read for a
+	// _method field before it is sent (checkFormBody).
 	PathRules bool
 }
 
