@@ -180,6 +180,25 @@ func rawRequest(t *testing.T, proxyAddr, req string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// tunnelRequest sends raw, a whole request, through a CONNECT tunnel to host and returns the
+// answer and its body.
+func tunnelRequest(t *testing.T, proxyAddr, host, raw string) (*http.Response, string) {
+	t.Helper()
+	c, br := connectTunnel(t, proxyAddr, host)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	return resp, string(b)
+}
+
 // socksDial is a small SOCKS5 client (RFC 1928, no auth) so the tests control every byte. It
 // returns the connection and the reply code; code 0 means a tunnel is open.
 func socksDial(t *testing.T, proxyAddr string, cmd, atyp byte, host string, port int) (net.Conn, byte) {

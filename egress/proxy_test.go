@@ -1548,18 +1548,7 @@ func TestOverrideHeadersRefused(t *testing.T) {
 			if resp, body := rawRequest(t, proxy, fwd); resp.StatusCode != tc.want {
 				t.Errorf("forwarded: %d %q, want %d", resp.StatusCode, body, tc.want)
 			}
-			c, br := connectTunnel(t, proxy, host)
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(c, tc.head+"Host: "+host+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tc.want {
+			if resp, _ := tunnelRequest(t, proxy, host, tc.head+"Host: "+host+"\r\nContent-Length: 0\r\n\r\n"); resp.StatusCode != tc.want {
 				t.Errorf("in a tunnel: %d, want %d", resp.StatusCode, tc.want)
 			}
 		})
@@ -1597,20 +1586,8 @@ func TestRequestTrailersDropped(t *testing.T) {
 	if resp.StatusCode != 200 || body != "got body" {
 		t.Errorf("forwarded: %d %q, want the request through without its trailer", resp.StatusCode, body)
 	}
-	c, br := connectTunnel(t, proxy, host)
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "POST /items/1 HTTP/1.1\r\nHost: "+host+"\r\n"+chunked); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || string(b) != "got body" {
-		t.Errorf("in a tunnel: %d %q, want the request through without its trailer", resp.StatusCode, b)
+	if resp, body := tunnelRequest(t, proxy, host, "POST /items/1 HTTP/1.1\r\nHost: "+host+"\r\n"+chunked); resp.StatusCode != 200 || body != "got body" {
+		t.Errorf("in a tunnel: %d %q, want the request through without its trailer", resp.StatusCode, body)
 	}
 	trailers.Range(func(k, _ any) bool {
 		t.Errorf("the origin got the trailer %s", k)
