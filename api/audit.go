@@ -150,12 +150,13 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 		}
 	}
 	flush()
-	release() // following reads only what is appended
 	if q.Get("follow") != "1" {
 		return nil
 	}
-	// Tail starts at the newest file; skip what was already sent.
-	_ = audit.Tail(r.Context(), dir, f, true, func(rec *audit.Record) error {
+	// Tail starts at the newest file; skip what was already sent. Reading it again is a scan
+	// like the query's, so the slot is held until Tail has caught up: following from then on
+	// reads only what is appended.
+	_ = audit.Tail(r.Context(), dir, f, true, release, func(rec *audit.Record) error {
 		if rec.Seq <= lastSeq {
 			return nil
 		}

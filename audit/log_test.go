@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -404,8 +405,15 @@ func TestTailFollowsAcrossRotation(t *testing.T) {
 	defer cancel()
 	seen := make(chan uint64, 1000)
 	done := make(chan error, 1)
+	// Caught up once, when the newest file is first read to its end: before the records
+	// appended after the first two were seen (the first two may come before or after).
+	var caughtUp atomic.Int32
+	seenAtCatchUp := -1
 	go func() {
-		done <- Tail(ctx, l.Dir(), Filter{Kinds: []Kind{KindCallEnd}}, true, func(r *Record) error {
+		done <- Tail(ctx, l.Dir(), Filter{Kinds: []Kind{KindCallEnd}}, true, func() {
+			caughtUp.Add(1)
+			seenAtCatchUp = len(seen)
+		}, func(r *Record) error {
 			seen <- r.Seq
 			return nil
 		})
@@ -432,6 +440,9 @@ func TestTailFollowsAcrossRotation(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if n := caughtUp.Load(); n != 1 || seenAtCatchUp < 0 || seenAtCatchUp > 2 {
+		t.Errorf("caught up %d times, with %d records read; want once, before the 20 appended later", n, seenAtCatchUp)
 	}
 }
 

@@ -155,8 +155,9 @@ const tailPoll = 250 * time.Millisecond
 
 // Tail calls fn for the matching records of the newest file and, with follow, for every record
 // appended afterwards (across rotations) until ctx is done or fn returns an error. It returns
-// nil when ctx ends a follow.
-func Tail(ctx context.Context, dir string, f Filter, follow bool, fn func(*Record) error) error {
+// nil when ctx ends a follow. caughtUp, when not nil, is called once the newest file has been
+// read to its end the first time: what follows is only what is appended.
+func Tail(ctx context.Context, dir string, f Filter, follow bool, caughtUp func(), fn func(*Record) error) error {
 	files, err := ListFiles(dir)
 	if err != nil {
 		return err
@@ -180,6 +181,10 @@ func Tail(ctx context.Context, dir string, f Filter, follow bool, fn func(*Recor
 			if off, err = scanFile(cur, off, emit); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
+		}
+		if caughtUp != nil {
+			caughtUp()
+			caughtUp = nil
 		}
 		if !follow {
 			return nil

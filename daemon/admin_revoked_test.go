@@ -98,3 +98,31 @@ func TestReloadEndsAdminStreams(t *testing.T) {
 		t.Errorf("the audit stream after the admin group was taken away: %s", followed.String())
 	}
 }
+
+// TestAuditFollowFreesItsScan: following the audit log reads the newest file again to catch up
+// (a scan, which holds the user's one scan slot), then only what is appended: a query of the
+// same user's while the follow goes on is served.
+func TestAuditFollowFreesItsScan(t *testing.T) {
+	alice := testutil.CreateUser(t, "sbafs")
+	td := startDaemon(t, "")
+	sessionAs(t, td, alice, `,"mode":"default"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "curl", "-sS", "-N", "--unix-socket", td.socket, "http://sandboxd/v1/audit/records?follow=1&tail=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: alice.UID, Gid: alice.GID}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, b := curlAs(t, td, alice, "GET", "/v1/audit/records?tail=1", "", "")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a query while following: %d %s, want it served once the follow caught up", code, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
