@@ -899,8 +899,15 @@ func TestHookRefusesAReplaceableSelf(t *testing.T) {
 		_ = cmd.Run()
 		return out.String(), errb.String()
 	}
+	if err := os.Symlink(filepath.Join(b.dir, "sbctl"), filepath.Join(bin, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(filepath.Join(bin, "link"), int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ name, path, command, reason string }{
 		{"its own copy", "/usr/bin:/bin", filepath.Join(bin, "sbctl") + " --socket " + d.socket + " hook", "could be replaced by uid"},
+		{"its own link to the installed one", "/usr/bin:/bin", filepath.Join(bin, "link") + " --socket " + d.socket + " hook", "could be replaced by uid"},
 		{"found on PATH", b.dir + ":/usr/bin:/bin", "sbctl --socket " + d.socket + " hook", "found on $PATH"},
 	} {
 		out, _ := run(tc.path, tc.command)

@@ -31,8 +31,16 @@ func checkSelf(argv0 string, uid int) error {
 	if uid == 0 {
 		return nil
 	}
-	if p, ok := replaceable(self, uint32(uid)); ok {
-		return fmt.Errorf("%s could be replaced by uid %d's own programs (%s is theirs, or writable by them), and so by a confined call of the agent's, which would then run outside any sandbox; install sbctl root-owned (make install) and name that one", self, uid, p)
+	// The name it was started by too: a link of the user's to the installed sbctl
+	// (~/bin/sbctl) is theirs to point elsewhere next time.
+	named, err := filepath.Abs(argv0)
+	if err != nil {
+		return fmt.Errorf("find sbctl's path: %w", err)
+	}
+	for _, path := range []string{named, self} {
+		if p, ok := replaceable(path, uint32(uid)); ok {
+			return fmt.Errorf("%s could be replaced by uid %d's own programs (%s is theirs, or writable by them), and so by a confined call of the agent's, which would then run outside any sandbox; install sbctl root-owned (make install) and name that one by its path", path, uid, p)
+		}
 	}
 	return nil
 }
