@@ -286,6 +286,10 @@ const maxFormScan = 64 << 10
 // read. Rack reads a POST with no Content-Type as a form too; one whose Content-Type cannot be
 // read is taken for urlencoded. It returns the status to refuse with.
 func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
+	if len(req.Header.Values("Content-Type")) > 1 {
+		// Servers differ on which one counts; one of them may make it a form.
+		return http.StatusBadRequest, fmt.Errorf("%w: a POST with more than one Content-Type to a host that method or path rules name cannot be checked for a _method field; send one", ErrUnsupported)
+	}
 	ct := req.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	// As Laravel's isJson tells a JSON body.

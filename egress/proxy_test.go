@@ -1647,6 +1647,7 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 		{"JSON (Laravel)", "api.test", "Content-Type: application/json; charset=utf-8\r\n", `{"a":1,"_method":"DELETE"}`, 400},
 		{"JSON without it", "api.test", "Content-Type: application/vnd.api+json\r\n", `{"a":"_method"}`, 200},
 		{"another type", "api.test", "Content-Type: text/plain\r\n", "_method=DELETE", 200},
+		{"two content types", "api.test", "Content-Type: text/plain\r\nContent-Type: application/x-www-form-urlencoded\r\n", "_method=DELETE", 400},
 		{"a host no rule names", "free.test", "Content-Type: application/x-www-form-urlencoded\r\n", "_method=DELETE", 200},
 	} {
 		host := tc.host + ":" + port
@@ -1681,7 +1682,7 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 	if _, ok := acted.Load("DELETE free.test:" + port); !ok {
 		t.Error("the form to a host no method rule names did not reach the origin as sent")
 	}
-	if n := refusals.Load(); n != 7 {
-		t.Errorf("%d refusals recorded, want 7", n)
+	if n := refusals.Load(); n != 8 {
+		t.Errorf("%d refusals recorded, want 8", n)
 	}
 }
