@@ -1093,17 +1093,24 @@ func (pc *pathCollector) sedBackups(files []word, suffix, cmd string, sb *sub) {
 
 // optVal adds the path an option's value names, from the word that holds it (the value, or
 // the end of -oVALUE or --opt=VALUE): a glob or an expansion there is known only at run time
-// (cp -t .claud? is .claude). A value no word shows is unknown.
+// (cp -t .claud? is .claude). Every word that could hold it must be a literal, so a quoted
+// 'x.claud?' beside it cannot pass for it; a value no word shows is unknown.
 func (pc *pathCollector) optVal(ws []word, vals []string, v, access, cmd string, sb *sub) {
-	if v != "" {
-		for i, x := range vals {
-			if i < len(ws) && strings.HasSuffix(x, v) {
-				pc.addVal(ws[i], v, access, cmd, sb)
+	found := false
+	for i, x := range vals {
+		if v != "" && i < len(ws) && strings.HasSuffix(x, v) {
+			if !ws[i].static || ws[i].glob {
+				pc.unknown()
 				return
 			}
+			found = true
 		}
 	}
-	pc.unknown()
+	if !found {
+		pc.unknown()
+		return
+	}
+	pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

@@ -41,6 +41,8 @@ func TestPaths(t *testing.T) {
 		// A glob in an option's value is expanded by the shell too.
 		{"cp -t .claud? settings.json", "read:/home/u/proj/settings.json:cp", true},
 		{"sort -o .envr? x", "read:/home/u/proj/x:sort", true},
+		{"cp 'x.claud?' -t .claud?", "read:/home/u/proj/x.claud?:cp", true},
+		{"cp -t .claud? 'x.claud?'", "read:/home/u/proj/x.claud?:cp", true},
 		{"cp -t dir a", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp", false},
 		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
 		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp read:/home/u/proj/evil.cfg:cp", false},
