@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -18,23 +19,25 @@ const diffContext = 3
 // approval of a Write or Edit, and splitting a 4 MiB file of newlines into lines took it
 // hundreds of MB.
 func UnifiedDiff(name, old, new string, exists bool) string {
-	d := diffOf(old, new)
-	if d.same {
-		return ""
-	}
-	var sb strings.Builder
-	sb.Grow(d.size(name, exists))
-	d.write(&sb, name, exists)
-	return sb.String()
+	diff, _ := unifiedDiffWithin(name, old, new, exists, math.MaxInt)
+	return diff
 }
 
-// diffSize is the length of UnifiedDiff(name, old, new, exists), found without writing it.
-func diffSize(name, old, new string, exists bool) int {
+// unifiedDiffWithin is UnifiedDiff when it is at most max bytes long; past that it is not
+// made, and fits is false: its size is known before it is written.
+func unifiedDiffWithin(name, old, new string, exists bool, max int) (diff string, fits bool) {
 	d := diffOf(old, new)
 	if d.same {
-		return 0
+		return "", max >= 0
 	}
-	return d.size(name, exists)
+	n := d.size(name, exists)
+	if n > max {
+		return "", false
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	d.write(&sb, name, exists)
+	return sb.String(), true
 }
 
 // lineDiff is old against new as a common head, changed middles and a common tail, each in

@@ -96,8 +96,11 @@ func checkDiff(t *testing.T, a, b string, exists bool) {
 	if got != want {
 		t.Fatalf("diff of %q against %q (exists %v):\n%s\nwant\n%s", a, b, exists, got, want)
 	}
-	if n := diffSize("/f", a, b, exists); n != len(want) {
-		t.Fatalf("diffSize of %q against %q = %d, want %d", a, b, n, len(want))
+	if d, fits := unifiedDiffWithin("/f", a, b, exists, len(want)); !fits || d != want {
+		t.Fatalf("the diff of %q against %q within its own size: %v %q", a, b, fits, d)
+	}
+	if _, fits := unifiedDiffWithin("/f", a, b, exists, len(want)-1); fits && want != "" {
+		t.Fatalf("the diff of %q against %q fits in a byte less than it takes", a, b)
 	}
 }
 
@@ -120,7 +123,7 @@ func TestUnifiedDiffOfManyLines(t *testing.T) {
 		t.Errorf("%v allocations for one diff of %d lines, want a few", allocs, 4<<20)
 	}
 	d := UnifiedDiff("/f", old, new, true)
-	if !strings.HasPrefix(d, fmt.Sprintf("--- a/f\n+++ b/f\n@@ -1,%d +1,%d @@\n-\n-\n", 4<<20, 4<<20-1)) || len(d) != diffSize("/f", old, new, true) {
+	if !strings.HasPrefix(d, fmt.Sprintf("--- a/f\n+++ b/f\n@@ -1,%d +1,%d @@\n-\n-\n", 4<<20, 4<<20-1)) || strings.Count(d, "\n") != 2+1+2*(4<<20)-1 {
 		t.Errorf("diff of %d bytes starts %q", len(d), d[:60])
 	}
 }

@@ -442,14 +442,12 @@ func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.P
 	if c.decidedWrite == "" {
 		return nil, nil, errNoPreview // nowhere decided for the approved write to go
 	}
-	if len(next)+diffSize(pth, string(cur), next, exists) > room {
-		return nil, nil, errNoPreview // known before the diff is made
-	}
-	pvs, contents := []protocol.Preview{newPreview(pth, c.decidedWrite, cur, exists, []byte(next))}, [][]byte{[]byte(next)}
-	if previewBytes(pvs, contents) > room {
+	// The diff's size is known before it is made: past the room, it is not made at all.
+	diff, fits := unifiedDiffWithin(pth, string(cur), next, exists, room-len(next))
+	if !fits {
 		return nil, nil, errNoPreview
 	}
-	return pvs, contents, nil
+	return []protocol.Preview{previewWith(pth, c.decidedWrite, cur, exists, []byte(next), diff)}, [][]byte{[]byte(next)}, nil
 }
 
 const (
@@ -475,8 +473,12 @@ func previewBytes(pvs []protocol.Preview, contents [][]byte) int {
 // newPreview is the preview of writing next over path, which the decision found leads to
 // resolved, and whose content is cur (exists) or which is absent.
 func newPreview(path, resolved string, cur []byte, exists bool, next []byte) protocol.Preview {
-	pv := protocol.Preview{Path: path, Resolved: resolved, Exists: exists, NewSHA256: sha256hex(next),
-		Diff: UnifiedDiff(path, string(cur), string(next), exists)}
+	return previewWith(path, resolved, cur, exists, next, UnifiedDiff(path, string(cur), string(next), exists))
+}
+
+// previewWith is newPreview with its diff made already.
+func previewWith(path, resolved string, cur []byte, exists bool, next []byte, diff string) protocol.Preview {
+	pv := protocol.Preview{Path: path, Resolved: resolved, Exists: exists, NewSHA256: sha256hex(next), Diff: diff}
 	if exists {
 		pv.SHA256 = sha256hex(cur)
 	}
