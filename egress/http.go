@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,6 +203,13 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 			return false
 		}
 	}
+	if pathRules && req.Body != http.NoBody {
+		if err := h.checkBodyStart(req); err != nil {
+			h.s.recordRefusal(ctx, h.peer, t, nil, err.Error())
+			h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
+			return false
+		}
+	}
 	return h.forward(ctx, req, dst)
 }
 
@@ -300,15 +308,8 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 	if req.Body == http.NoBody {
 		return 0, nil
 	}
-	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
-		// The client waits for this before it sends the body read here.
-		req.Header.Del("Expect")
-		if req.ProtoAtLeast(1, 1) {
-			_, _ = h.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := h.bw.Flush(); err != nil {
-				return http.StatusBadRequest, fmt.Errorf("write 100 Continue: %w", err)
-			}
-		}
+	if err := h.continueNow(req); err != nil {
+		return http.StatusBadRequest, err
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxFormScan+1))
 	if err != nil {
@@ -337,19 +338,118 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 		return 0, nil
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	placed := 0 // the _method fields found in parts, each naming the request's own method
 	for {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return 0, nil
+			break
 		}
 		if err != nil {
 			return http.StatusBadRequest, fmt.Errorf("%w: a multipart form body that cannot be read (%v) cannot be checked for a _method field", ErrUnsupported, err)
 		}
-		if phpParamName(p.FormName()) == "_method" {
-			v, _ := io.ReadAll(io.LimitReader(p, 256))
-			if !strings.EqualFold(strings.TrimSpace(string(v)), req.Method) {
-				return http.StatusBadRequest, override(p.FormName(), string(v))
+		cd := p.Header.Values("Content-Disposition")
+		if len(cd) > 1 {
+			return http.StatusBadRequest, fmt.Errorf("%w: a multipart part with more than one Content-Disposition cannot be checked for a _method field (servers differ on which names it); send one", ErrUnsupported)
+		}
+		names := []string{p.FormName()}
+		if len(cd) == 1 {
+			names = append(names, looseFieldNames(cd[0])...)
+		}
+		if !slices.ContainsFunc(names, isMethodField) {
+			continue
+		}
+		v, _ := io.ReadAll(io.LimitReader(p, 256))
+		if !strings.EqualFold(strings.TrimSpace(string(v)), req.Method) {
+			return http.StatusBadRequest, override("_method", string(v))
+		}
+		placed++
+	}
+	// Rack finds a part's name with a loose pattern, and parsers differ on where parts begin:
+	// a field named _method anywhere in the body that the parts above do not account for may
+	// be one a server reads where this parser saw none.
+	if n := len(slices.DeleteFunc(looseFieldNames(string(body)), func(n string) bool { return !isMethodField(n) })); n > placed {
+		return http.StatusBadRequest, fmt.Errorf("%w: the multipart body names a _method field outside any part this proxy can read, which a server may still act on as another method than %s; send a well-formed form", ErrUnsupported, req.Method)
+	}
+	return 0, nil
+}
+
+// looseFieldNameRE finds `name=VALUE` as the loosest multipart parsers do (Rack's
+// `/Content-Disposition:.*\s+name=(VALUE)/i`, PHP's rfc1867): anywhere, in any case, quoted or
+// not, `name*=` too.
+var looseFieldNameRE = regexp.MustCompile(`(?i)name\*?\s*=\s*(?:"((?:\\.|[^"\\\r\n])*)|'([^'\r\n]*)|([^;\s"]*))`)
+
+// looseFieldNames lists every value s gives a name parameter, read loosely (looseFieldNameRE).
+func looseFieldNames(s string) []string {
+	var names []string
+	for _, m := range looseFieldNameRE.FindAllStringSubmatch(s, -1) {
+		names = append(names, strings.ReplaceAll(m[1], `\"`, `"`)+m[2]+m[3])
+	}
+	return names
+}
+
+// isMethodField reports whether a form field of this name is read as _method: by PHP's rules
+// (phpParamName), which Rack shares for `_method[...]`, as given or past an RFC 2231
+// `charset'language'` prefix.
+func isMethodField(name string) bool {
+	if phpParamName(name) == "_method" {
+		return true
+	}
+	parts := strings.SplitN(name, "'", 3)
+	return len(parts) == 3 && phpParamName(parts[2]) == "_method"
+}
+
+// continueNow answers a request that expects 100-continue before the proxy reads its body:
+// the client waits for that before it sends the body.
+func (h *httpConn) continueNow(req *http.Request) error {
+	if !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		return nil
+	}
+	req.Header.Del("Expect")
+	if !req.ProtoAtLeast(1, 1) {
+		return nil
+	}
+	_, _ = h.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	if err := h.bw.Flush(); err != nil {
+		return fmt.Errorf("write 100 Continue: %w", err)
+	}
+	return nil
+}
+
+// maxBodyStartScan bounds what checkBodyStart reads of a body before it is sent.
+const maxBodyStartScan = 64 << 10
+
+// checkBodyStart refuses a request whose body begins as a request line does (looksHTTP, as a
+// tunnel's stream is told). An origin that does not read a body it does not expect (a GET's,
+// or any its handler ignores: Python's http.server) takes it for the connection's next request:
+// one the proxy never decided nor recorded (a POST a rule denies, hidden in an allowed GET).
+// Only as much of the body as tells is read before it is sent, at most maxBodyStartScan bytes.
+func (h *httpConn) checkBodyStart(req *http.Request) error {
+	if err := h.continueNow(req); err != nil {
+		return err
+	}
+	var start []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := req.Body.Read(buf)
+		start = append(start, buf[:n]...)
+		end := err != nil || len(start) >= maxBodyStartScan
+		looks, known := looksHTTP(start)
+		if !known && end {
+			// An origin waits for the line's end, and takes the next bytes it gets for it.
+			looks, known = looksHTTP(append(start[:len(start):len(start)], '\n'))
+		}
+		if looks {
+			return fmt.Errorf("%w: the request's body begins as an HTTP request does, and an origin that ignores the body would run it as a request no rule decided; send it in another encoding", ErrUnsupported)
+		}
+		if known || end {
+			if err != nil && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("read the request body: %w", err)
 			}
+			req.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(start), req.Body), req.Body}
+			return nil
 		}
 	}
 }
@@ -441,6 +541,9 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	// it) and never resolves the name again; the Host header keeps the name.
 	u.Host = dst.String()
 	out.URL = &u
+	if err := h.continueNow(req); err != nil { // before the transport reads the body
+		return false
+	}
 	out.Header = req.Header.Clone()
 	removeHopHeaders(out.Header)
 	out.TransferEncoding = nil
@@ -451,16 +554,6 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 	out.Close = false
 	if req.Body != http.NoBody {
 		out.Body = body
-	}
-	if strings.EqualFold(out.Header.Get("Expect"), "100-continue") {
-		// The client waits for this before sending the body the transport is about to read.
-		out.Header.Del("Expect")
-		if req.ProtoAtLeast(1, 1) {
-			_, _ = h.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := h.bw.Flush(); err != nil {
-				return false
-			}
-		}
 	}
 
 	var resp *http.Response

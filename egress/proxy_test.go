@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1631,6 +1632,9 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 	}
 	proxy := startProxy(t, s)
 	multipartBody := "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n"
+	part := func(disposition string) string {
+		return "--b\r\nContent-Disposition: " + disposition + "\r\n\r\nDELETE\r\n--b--\r\n"
+	}
 	big := "a=" + strings.Repeat("x", maxFormScan) + "&_method=DELETE"
 	for _, tc := range []struct {
 		name, host, headers, body string
@@ -1639,6 +1643,13 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 		{"urlencoded", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", "a=1&_method=DELETE", 400},
 		{"urlencoded, PHP's spelling", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", "a=1&.method=delete", 400},
 		{"multipart", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", multipartBody, 400},
+		{"multipart, a disposition Go cannot read", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", part(`form-data; name="_method";;`), 400},
+		{"multipart, an unquoted name and a stray word", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", part(`form-data; name=_method; x`), 400},
+		{"multipart, a parameter twice", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", part(`form-data; name="_method"; a="1"; a="2"`), 400},
+		{"multipart, the name inside another parameter", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", part(`form-data; x="a name=_method"`), 400},
+		{"multipart, two dispositions", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", "--b\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\nDELETE\r\n--b--\r\n", 400},
+		{"multipart, a part outside the parts", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\n--b\nContent-Disposition: form-data; name=\"_method\"\n\nDELETE\r\n--b--\r\n", 400},
+		{"multipart, its own method", "api.test", "Content-Type: multipart/form-data; boundary=b\r\n", strings.Replace(part(`form-data; name="_method"`), "DELETE", "POST", 1), 200},
 		{"no content type", "api.test", "", "_method=DELETE", 400},
 		{"expecting 100-continue", "api.test", "Content-Type: application/x-www-form-urlencoded\r\nExpect: 100-continue\r\n", "_method=DELETE", 400},
 		{"over the bound", "api.test", "Content-Type: application/x-www-form-urlencoded\r\n", big, 413},
@@ -1681,6 +1692,155 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 	}
 	if _, ok := acted.Load("DELETE free.test:" + port); !ok {
 		t.Error("the form to a host no method rule names did not reach the origin as sent")
+	}
+	if n := refusals.Load(); n != 14 {
+		t.Errorf("%d refusals recorded, want 14", n)
+	}
+}
+
+// bodyIgnoringOrigin is an origin that never reads a request's body, as Python's http.server does for a
+// handler that ignores it: what a body holds becomes the connection's next request. It
+// records every request it serves, as method, host and path.
+func bodyIgnoringOrigin(t *testing.T) (addr string, served func() []string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	var lines []string
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					lines = append(lines, req.Method+" "+req.Host+req.URL.Path)
+					mu.Unlock()
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lines)
+	}
+}
+
+// TestBodyStartingAsRequestRefused: to a host that method or path rules name, a request whose
+// body begins as a request line does is refused before anything reaches the origin, forwarded
+// or through a tunnel: an origin that ignores the body would serve that line as a request no
+// rule decided. Other bodies go through as sent, and to a host no such rule names any body.
+func TestBodyStartingAsRequestRefused(t *testing.T) {
+	t.Parallel()
+	addr, served := bodyIgnoringOrigin(t)
+	port := portOf(t, addr)
+	var refusals atomic.Int32
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			if r.Method == "POST" || r.Method == "DELETE" {
+				return Verdict{Reason: "not allowed"}
+			}
+			return Verdict{Allow: true, PathRules: r.Host == "api.test"}
+		},
+		Audit: func(ev Event) error {
+			if !ev.Allowed && strings.Contains(ev.Reason, "begins as an HTTP request") {
+				refusals.Add(1)
+			}
+			return nil
+		},
+		AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1", "free.test", "127.0.0.1"),
+	}
+	proxy := startProxy(t, s)
+	hidden := func(host string) string {
+		return "POST /paste HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 6\r\n\r\nsecret"
+	}
+	for _, tc := range []struct {
+		name, host string
+		tunnel     bool
+		headers    string
+		body       []string // written one after the other, the proxy reading between them
+		want       int
+	}{
+		{"a POST in a GET's body", "api.test", false, "", []string{hidden("api.test")}, 400},
+		{"after empty lines", "api.test", false, "", []string{"\r\n\r\n" + hidden("api.test")}, 400},
+		{"absolute form, lower case", "api.test", false, "", []string{"delete http://api.test/x http/1.1\r\n\r\n"}, 400},
+		{"HTTP/0.9", "api.test", false, "", []string{"GET admin/../secret\n"}, 400},
+		{"a line its body leaves open", "api.test", false, "", []string{"GET /secret?q=1"}, 400},
+		{"in pieces", "api.test", false, "", []string{"PO", "ST /paste HTTP/1.1\r\n\r\n"}, 400},
+		{"expecting 100-continue", "api.test", false, "Expect: 100-continue\r\n", []string{hidden("api.test")}, 400},
+		{"through a tunnel", "api.test", true, "", []string{hidden("api.test")}, 400},
+		{"JSON", "api.test", false, "", []string{`{"q":"POST /paste HTTP/1.1"}`}, 200},
+		{"text", "api.test", false, "", []string{"hello world\nPOST /paste HTTP/1.1\r\n"}, 200},
+		{"a host no rule names", "free.test", false, "", []string{hidden("free.test")}, 200},
+	} {
+		host := tc.host + ":" + port
+		c := dialProxy(t, proxy, 10*time.Second)
+		br := bufio.NewReader(c)
+		target := "http://" + host
+		if tc.tunnel {
+			if _, err := io.WriteString(c, "CONNECT "+host+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: CONNECT: %v %v", tc.name, resp, err)
+			}
+			target = ""
+		}
+		n := 0
+		for _, b := range tc.body {
+			n += len(b)
+		}
+		head := "GET " + target + "/ok/a HTTP/1.1\r\nHost: " + host + "\r\n" + tc.headers + "Content-Length: " + strconv.Itoa(n) + "\r\n\r\n"
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		if tc.headers != "" {
+			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 100 {
+				t.Fatalf("%s: want 100 Continue first: %v %v", tc.name, resp, err)
+			}
+		}
+		for _, b := range tc.body {
+			if _, err := io.WriteString(c, b); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, b, tc.want)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the origin serves what a forwarded body hid after answering
+	// Each body that went through reached it, and to the host no rule names, what it hid.
+	want := []string{"GET api.test:/ok/a", "GET api.test:/ok/a", "GET free.test:/ok/a", "POST free.test:/paste"}
+	got := served()
+	for i, l := range got {
+		got[i] = strings.Replace(strings.Replace(l, ":"+port, "", 1), "/", ":/", 1)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the origin served %q, want %q", got, want)
 	}
 	if n := refusals.Load(); n != 8 {
 		t.Errorf("%d refusals recorded, want 8", n)
