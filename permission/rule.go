@@ -385,14 +385,28 @@ func (r *Rule) parsePath() error {
 			r.Anchor = AnchorAnywhere
 		}
 	}
-	p = strings.TrimSuffix(p, "/")
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
+	// Empty and `.` segments name the directory they are in, as they do in a path: dropped,
+	// so `sub//.env` and `sub/./.env` match the .env `sub/.env` does rather than nothing.
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	kept := segs[:0]
+	for _, seg := range segs {
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
 			return malformed("'..' in a path pattern; patterns match resolved paths")
 		}
 		if _, err := path.Match(seg, ""); err != nil {
 			return malformed("bad glob segment %q: %v", seg, err)
 		}
+		kept = append(kept, seg)
+	}
+	p = strings.Join(kept, "/")
+	switch {
+	case r.Anchor == AnchorRoot:
+		p = "/" + p // `//` alone is the whole filesystem
+	case p == "" && r.Anchor == AnchorAnywhere:
+		return malformed("the path pattern names no file or directory")
 	}
 	r.Kind, r.Pattern = KindPath, p
 	return nil

@@ -425,6 +425,51 @@ func TestAbsPattern(t *testing.T) {
 	}
 }
 
+// TestPathRuleEmptyAndDotSegments: `.` and empty segments in a path rule name the directory
+// they are in, as in a path, so a rule spelled with them matches what the clean spelling does;
+// `//` alone is the whole filesystem. Once they made a deny that matched nothing.
+func TestPathRuleEmptyAndDotSegments(t *testing.T) {
+	t.Parallel()
+	a := Anchors{Home: "/home/u", Cwd: "/home/u/proj"}
+	for _, tc := range []struct {
+		rule string
+		b    Behavior
+		path string
+	}{
+		{"Read(sub//.env)", Deny, "/home/u/proj/sub/.env"},
+		{"Read(sub/./.env)", Deny, "/x/sub/.env"},
+		{"Read(**//.env)", Deny, "/a/b/.env"},
+		{"Edit(./sub//x)", Deny, "/home/u/proj/sub/x"},
+		{"Edit(sub/./x)", Allow, "/home/u/proj/sub/x"},
+		{"Edit(./././sub/x)", Deny, "/home/u/proj/sub/x"},
+		{"Edit(~/./proj/sub/x)", Deny, "/home/u/proj/sub/x"},
+		{"Edit(/sub//x)", Deny, "/home/u/proj/sub/x"},
+		{"Edit(//home/u/proj/./Makefile)", Deny, "/home/u/proj/Makefile"},
+		{"Read(//)", Deny, "/etc/hostname"},
+		{"Read(///)", Deny, "/etc/hostname"},
+		{"Read(//etc//)", Deny, "/etc/hostname"},
+	} {
+		r, err := ParseRuleFor(tc.rule, tc.b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rule, err)
+		}
+		r.Source = SourceCLI
+		abs, ok := r.AbsPattern(a)
+		if !ok || !MatchPath(abs, tc.path) {
+			t.Errorf("%s (%q) does not match %s", tc.rule, abs, tc.path)
+		}
+		if again, err := ParseRuleFor(r.String(), tc.b); err != nil || again.Pattern != r.Pattern || again.Anchor != r.Anchor {
+			t.Errorf("%s renders as %s, which parses to %+v (%v)", tc.rule, r.String(), again, err)
+		}
+	}
+	for _, text := range []string{"Read(.)", "Read(./.)", "Read(**/)", "Read(**/.)"} {
+		r, err := ParseRuleFor(text, Allow)
+		if err == nil && r.Anchor == AnchorAnywhere {
+			t.Errorf("%s parsed to a rule matching at any depth with pattern %q; want it refused", text, r.Pattern)
+		}
+	}
+}
+
 // FuzzParseRule: never panic; an accepted rule renders back to text that parses to the same
 // rule (so `sbctl policy show` output can be pasted back), and bash patterns compile.
 func FuzzParseRule(f *testing.F) {
@@ -470,6 +515,10 @@ func FuzzParseRule(f *testing.F) {
 			}
 		}
 		if r.Kind == KindPath {
+			if slices.ContainsFunc(strings.Split(strings.TrimPrefix(r.Pattern, "/"), "/"), func(s string) bool { return s == "." }) ||
+				strings.Contains(r.Pattern, "//") {
+				t.Fatalf("rule %q kept a `.` or empty segment: %q", text, r.Pattern)
+			}
 			if abs, ok := r.AbsPattern(Anchors{Home: "/h", Cwd: "/c"}); ok {
 				MatchPath(abs, "/c/a/b")
 			}
