@@ -2,7 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -709,13 +711,29 @@ func paramMatch(_ rego.BuiltinContext, rules, params *ast.Term) (*ast.Term, erro
 		switch x := v.Value.(type) {
 		case ast.String:
 			s = string(x)
-		case ast.Boolean, ast.Number:
+		case ast.Number:
+			s = numberText(x)
+		case ast.Boolean:
 			s = x.String()
 		default:
 			return false // objects, arrays, null: not a top-level scalar
 		}
 		return permission.MatchGlob(pat, s)
 	}), nil
+}
+
+// numberText is a JSON number as the agents' JavaScript writes it: 5000.0 and 5e3 are 5000,
+// which a rule's value is compared with. The decimal text the call held would let `5e3` past
+// a deny of `timeout:5000` that the agent applies to the number.
+func numberText(n ast.Number) string {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return string(n)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func pathWithin(_ rego.BuiltinContext, p, dirs *ast.Term) (*ast.Term, error) {

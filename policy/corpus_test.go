@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -182,6 +183,10 @@ func corpus() []call {
 		call{name: "bare Bash deny blocks read-only", cmd: "ls", bash: bash(sub(true, "ls")), deny: []string{"Bash"}, want: D},
 		call{name: "Bash(*) is bare", cmd: "npm i", bash: bash(sub(false, "npm", "i")), allow: []string{"Bash(*)"}, want: A},
 		call{name: "param deny background", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "run_in_background": true}, allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: D},
+		call{name: "param number as written", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "timeout": json.Number("5000")}, allow: []string{"Bash"}, deny: []string{"Bash(timeout:5000)"}, want: D},
+		call{name: "param number in exponent form", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "timeout": json.Number("5e3")}, allow: []string{"Bash"}, deny: []string{"Bash(timeout:5000)"}, want: D},
+		call{name: "param number with a fraction of zero", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "timeout": json.Number("5000.0")}, allow: []string{"Bash"}, deny: []string{"Bash(timeout:5000)"}, want: D},
+		call{name: "param number, another value", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), input: map[string]any{"command": "sleep 9", "timeout": json.Number("5001")}, allow: []string{"Bash"}, deny: []string{"Bash(timeout:5000)"}, want: A},
 		call{name: "param absent never matches", cmd: "sleep 9", bash: bash(sub(false, "sleep", "9")), allow: []string{"Bash"}, deny: []string{"Bash(run_in_background:true)"}, want: A},
 		call{name: "param glob ask", cmd: "make", bash: bash(sub(false, "make")), input: map[string]any{"command": "make", "timeout": 600000}, allow: []string{"Bash"}, ask: []string{"Bash(timeout: 6*)"}, want: AU},
 		call{name: "redirect write needs edit allow", cmd: "echo hi > /w/out.txt", bash: bash(sub(true, "echo", "hi")), paths: []permission.PathFact{redir("/w/out.txt")}, allow: []string{"Bash(echo *)"}, want: AU},
