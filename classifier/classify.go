@@ -916,10 +916,16 @@ func (w *walker) finish() *Classification {
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
+	c.RedirectsIncomplete = pc.redirectsIncomplete
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}
 	return c
+}
+
+// writesByRedirect reports whether a command writes a file through a redirection.
+func writesByRedirect(s Subcommand) bool {
+	return slices.ContainsFunc(s.Redirects, func(r Redirect) bool { return r.Write })
 }
 
 // spliceNested puts the commands of nested scripts right after the command that runs
@@ -941,10 +947,12 @@ func (w *walker) spliceNested(c *Classification, n int) {
 			c.PathsIncomplete = true
 			c.PathsUnbounded = c.PathsUnbounded || sb.nested.PathsUnbounded
 		}
+		c.RedirectsIncomplete = c.RedirectsIncomplete || sb.nested.RedirectsIncomplete
 		if len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
 			// The script's relative paths were taken against Options.Cwd; after a cd
 			// in the outer line they may be elsewhere.
 			c.PathsIncomplete, c.PathsUnbounded = true, true
+			c.RedirectsIncomplete = c.RedirectsIncomplete || slices.ContainsFunc(sb.nested.Subcommands, writesByRedirect)
 		}
 	}
 	c.Subcommands = all

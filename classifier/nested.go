@@ -609,6 +609,7 @@ func (w *walker) nestedScript(sb *sub, script, shell string) {
 	sb.nested.Risks = mergeRisks(sb.nested.Risks, c.Risks)
 	sb.nested.Paths = append(sb.nested.Paths, c.Paths...)
 	sb.nested.PathsIncomplete = sb.nested.PathsIncomplete || c.PathsIncomplete
+	sb.nested.RedirectsIncomplete = sb.nested.RedirectsIncomplete || c.RedirectsIncomplete
 }
 
 // mergeRisks is the sorted union of two risk lists.

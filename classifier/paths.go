@@ -145,6 +145,9 @@ type pathCollector struct {
 	// cdVars: the line may set CDPATH, zsh's cdpath or HOME (cdVarNamed), so where a cd goes
 	// and what ~ is are not known.
 	cdVars bool
+	// redirectsIncomplete: some write redirection's file is not among out
+	// (Classification.RedirectsIncomplete).
+	redirectsIncomplete bool
 }
 
 // cdVarNamed reports CDPATH, zsh's cdpath and HOME written as a name rather than expanded ($HOME,
@@ -340,11 +343,15 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		}
 		switch {
 		case r.Write:
+			was := pc.incomplete
+			pc.incomplete = false
 			if t == "" {
 				pc.unknown()
-				continue
+			} else {
+				pc.add(t, AccessWrite, "redirect", sb.dirs, sb.dirsUnknown)
 			}
-			pc.add(t, AccessWrite, "redirect", sb.dirs, sb.dirsUnknown)
+			pc.redirectsIncomplete = pc.redirectsIncomplete || pc.incomplete
+			pc.incomplete = pc.incomplete || was
 		case op == "<":
 			if r.procSubst {
 				continue // a pipe: what its command reads are that command's paths

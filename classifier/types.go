@@ -36,6 +36,11 @@ type Classification struct {
 	// input (xargs). A glob relative to a directory the line names (`cat *.go`) leaves the
 	// list incomplete but bounded: what it matches is under that directory.
 	PathsUnbounded bool `json:"paths_unbounded,omitempty"`
+	// RedirectsIncomplete is true when some file a write redirection opens is known only at
+	// run time (a target built by expansion, ~user, a relative target after a cd the line
+	// cannot follow, a nested script's after a cd): Paths lacks it, so no rule about paths
+	// can vouch for that write.
+	RedirectsIncomplete bool `json:"redirects_incomplete,omitempty"`
 }
 
 // PathUse is one path a command line reads or writes.

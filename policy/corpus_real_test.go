@@ -48,6 +48,18 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "glob in the cwd runs", cmd: "wc -l *.go src/*/*.go", want: A},
 		{name: "glob after a cd runs", cmd: "cd src && cat *.go", want: A},
 		{name: "process substitutions run", cmd: "diff <(sort a) <(sort b)", want: A},
+		// A Bash allow rule does not vouch for a redirect's write it cannot see: only an Edit
+		// allow of the target could, and a target known only at run time has none.
+		{name: "allow rule, redirect to a variable's file", cmd: "echo a > ${PWD}/x", allow: []string{"Bash(echo *)"}, want: AU},
+		{name: "allow rule, stderr to a variable's file", cmd: "echo a 2> $PWD/x", allow: []string{"Bash(echo *)"}, want: AU},
+		{name: "allow rule, redirect through ~+", cmd: "echo a > ~+/x", allow: []string{"Bash(echo *)"}, want: AU},
+		{name: "allow rule, redirect to a glob", cmd: "echo a > *.txt", allow: []string{"Bash(echo *)"}, want: AU},
+		{name: "allow rule, redirect to a substitution", cmd: `echo a > "$(pwd)/x"`, allow: []string{"Bash(echo *)"}, want: AU},
+		{name: "allow rule, redirect after a cd to a variable", cmd: `cd "$D" && echo a > x`, allow: []string{"Bash(echo *)", "Bash(cd *)"}, want: AU},
+		{name: "allow rule, redirect in a nested script", cmd: `bash -c 'echo a > $PWD/x'`, allow: []string{"Bash(bash *)"}, want: AU},
+		{name: "allow rule, nested redirect after a cd", cmd: `cd sub && bash -c 'echo a > x'`, allow: []string{"Bash(bash *)"}, want: AU},
+		{name: "dontAsk: allow rule, redirect to a variable's file", mode: permission.ModeDontAsk, cmd: "echo a > $PWD/x", allow: []string{"Bash(echo *)"}, want: D},
+		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -79,10 +79,14 @@ allow_hit := r if {
 	input.bash.parse_error == null
 
 	# A Bash allow rule covers the paths its command names; a redirect is a write of its own
-	# that needs an Edit allow (redirect_subjects: the redirect targets only).
+	# that needs an Edit allow (redirect_subjects: the redirect targets only), and one whose
+	# file is known only at run time (`> $PWD/x`) has none that could.
+	not _redirects_incomplete
 	sandboxd.paths_allowed(input.rules.allow.paths, _redirect_subjects)
 	r := _allow_bash
 }
+
+_redirects_incomplete if input.bash.redirects_incomplete == true
 
 _allow_bash := r if {
 	r := sandboxd.tool_hit(input.rules.allow, "Bash")
