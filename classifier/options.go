@@ -17,6 +17,9 @@ type optSpec struct {
 	// longFlag are long options without an argument whose name starts another's that takes
 	// one (tree's --info and --infofile): given whole, they are themselves, not an abbreviation.
 	longFlag []string
+	// exactLong: the command takes long options only whole, never abbreviated (jq, rg, node),
+	// so --slurp is itself there, not the start of --slurpfile.
+	exactLong bool
 }
 
 // opt is one parsed option.
@@ -39,7 +42,7 @@ func parseOpts(args []string, sp optSpec) (opts []opt, operands []string) {
 		case strings.HasPrefix(a, "--"):
 			name, val, has := strings.Cut(a[2:], "=")
 			o := opt{name: name, long: true, val: val, hasVal: has}
-			if !has && !slices.Contains(sp.longFlag, name) && longTakesArg(name, sp.longArg) && i+1 < len(args) {
+			if !has && !slices.Contains(sp.longFlag, name) && longTakesArg(name, sp.longArg, sp.exactLong) && i+1 < len(args) {
 				i++
 				o.val, o.hasVal = args[i], true
 			}
@@ -77,11 +80,11 @@ func parseOpts(args []string, sp optSpec) (opts []opt, operands []string) {
 	return opts, operands
 }
 
-// longTakesArg reports whether name (possibly abbreviated) names a long
-// option that takes an argument.
-func longTakesArg(name string, longs []string) bool {
+// longTakesArg reports whether name (abbreviated, unless exact) names a long option that
+// takes an argument.
+func longTakesArg(name string, longs []string, exact bool) bool {
 	for _, l := range longs {
-		if name != "" && strings.HasPrefix(l, name) {
+		if name != "" && (l == name || !exact && strings.HasPrefix(l, name)) {
 			return true
 		}
 	}

@@ -79,25 +79,25 @@ func init() {
 		"tree": {kind: pkRead, opts: optSpec{shortArg: "LPIHT", longArg: []string{"infofile", "gitfile", "hintro", "houtro", "charset", "filelimit", "timefmt", "sort"}, longFlag: []string{"info"}, permute: true},
 			fileLong: []string{"infofile", "gitfile", "hintro", "houtro"}},
 		"date": {kind: pkNone, opts: optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true},
-			fileOpts: "f", fileLong: []string{"file"}},
+			fileOpts: "fr", fileLong: []string{"file", "reference"}},
 		"column": rd, "comm": rd, "paste": rd, "join": rd, "source": rd, ".": rd,
 		"head": {kind: pkRead, opts: optSpec{shortArg: "nc", longArg: []string{"lines", "bytes"}, permute: true}},
 		"tail": {kind: pkRead, opts: optSpec{shortArg: "ncs", longArg: []string{"lines", "bytes", "pid", "sleep-interval", "max-unchanged-stats"}, permute: true}},
 		"cut":  {kind: pkRead, opts: optSpec{shortArg: "bcdf", longArg: []string{"bytes", "characters", "delimiter", "fields", "output-delimiter"}, permute: true}},
 		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true},
 			fileLong: []string{"files0-from", "random-source"}},
-		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, permute: true},
+		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, longFlag: []string{"binary"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
-		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true},
+		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true, exactLong: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
-		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true},
+		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true, exactLong: true},
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},
 		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
 		"find":    {kind: pkFind},
 		"uniq":    {kind: pkUniq, opts: optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true}},
 		"cp":      {kind: pkCopy, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup", "reflink", "sparse", "preserve", "no-preserve"}, permute: true}},
-		"install": {kind: pkCopy, opts: optSpec{shortArg: "tSmogC", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program", "backup"}, permute: true}},
+		"install": {kind: pkCopy, opts: optSpec{shortArg: "tSmogC", longArg: []string{"target-directory", "suffix", "mode", "owner", "group", "strip-program", "backup"}, longFlag: []string{"strip"}, permute: true}},
 		"mv":      {kind: pkMove, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
 		"ln":      {kind: pkLink, opts: optSpec{shortArg: "tS", longArg: []string{"target-directory", "suffix", "backup"}, permute: true}},
 		"rm":      wr, "rmdir": wr, "unlink": wr, "shred": wr,
@@ -111,12 +111,12 @@ func init() {
 		"dd":       {kind: pkDD},
 		"python":   {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
 		"python3":  {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
-		"node":     {kind: pkInterp, opts: optSpec{shortArg: "r", longArg: []string{"require", "import", "loader"}}, patOpts: "ep", patLong: []string{"eval", "print"}},
+		"node":     {kind: pkInterp, opts: optSpec{shortArg: "r", longArg: []string{"require", "import", "loader"}, exactLong: true}, patOpts: "ep", patLong: []string{"eval", "print"}},
 		"perl":     {kind: pkInterp, opts: optSpec{shortArg: "IMm"}, patOpts: "eE"},
 		"ruby":     {kind: pkInterp, opts: optSpec{shortArg: "Ir"}, patOpts: "e"},
 		"php":      {kind: pkInterp, opts: optSpec{shortArg: "dc"}, patOpts: "rR"},
 		"lua":      {kind: pkInterp, opts: optSpec{shortArg: "l"}, patOpts: "e"},
-		"curl":     {kind: pkFetch, opts: optSpec{shortArg: "oTdFHXAeuwmxrEK", longArg: []string{"output", "upload-file", "data", "data-binary", "form", "header", "request", "user-agent", "referer", "user", "write-out", "max-time", "proxy", "range", "cert", "config"}, permute: true}},
+		"curl":     {kind: pkFetch, opts: optSpec{shortArg: "oTdFHXAeuwmxrEK", longArg: []string{"output", "upload-file", "data", "data-binary", "form", "header", "request", "user-agent", "referer", "user", "write-out", "max-time", "proxy", "range", "cert", "config"}, longFlag: []string{"head"}, permute: true}},
 		"wget":     {kind: pkFetch, opts: optSpec{shortArg: "OPoaiU", longArg: []string{"output-document", "directory-prefix", "output-file", "append-output", "input-file", "user-agent"}, permute: true}},
 	}
 	pathSpecs["egrep"], pathSpecs["fgrep"] = pathSpecs["grep"], pathSpecs["grep"]
@@ -968,6 +968,8 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			}
 		case spec.kind == pkMode && o.long && longIs(o.name, "reference"):
 			patGiven = true // no mode operand
+		case name == "rg" && o.long && (o.name == "files" || o.name == "type-list"):
+			patGiven = true // no pattern: every operand is a path to list
 		}
 	}
 	// A recursive search, diff or copy reads every file below a directory operand.

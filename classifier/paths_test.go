@@ -218,6 +218,16 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"find -L s -name x", "read:/home/u/proj/s:find", false},
 		{"find -D tree -O2 s", "read:/home/u/proj/s:find", false},
 		{"find -name x", "read:/home/u/proj:find", false},
+		// A long option given whole is itself, not the start of a longer one that takes a
+		// value: that reading took the pattern for the value and the file for the pattern.
+		{`grep --binary "" s/f`, "read:/home/u/proj/s/f:grep", false},
+		{"jq -R --slurp . s/f", "read:/home/u/proj/s/f:jq", false},
+		{"rg --ignore x s", "read:/home/u/proj/s:rg", false},
+		{"date -r s/f", "read:/home/u/proj/s/f:date", false},
+		{"date --reference=s/f", "read:/home/u/proj/s/f:date", false},
+		// rg --files takes no pattern: its one operand is the directory it lists.
+		{"rg --files s", "read:/home/u/proj/s:rg", false},
+		{"rg --files --hidden s t", "read:/home/u/proj/s:rg read:/home/u/proj/t:rg", false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if !c.ReadOnly {
