@@ -1676,16 +1676,7 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 		if _, err := io.WriteString(c, tc.body); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		c.Close()
-		if resp.StatusCode != tc.want {
-			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, b, tc.want)
-		}
+		wantStatus(t, tc.name, c, br, tc.want)
 	}
 	if _, ok := acted.Load("DELETE api.test:" + port); ok {
 		t.Error("the origin ran a DELETE the rules deny")
@@ -1703,38 +1694,24 @@ func TestFormBodyOverrideRefused(t *testing.T) {
 // records every request it serves, as method, host and path.
 func bodyIgnoringOrigin(t *testing.T) (addr string, served func() []string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	var mu sync.Mutex
 	var lines []string
-	go func() {
+	addr = tcpServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					lines = append(lines, req.Method+" "+req.Host+req.URL.Path)
-					mu.Unlock()
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
-						return
-					}
-				}
-			}()
+			mu.Lock()
+			lines = append(lines, req.Method+" "+req.Host+req.URL.Path)
+			mu.Unlock()
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+				return
+			}
 		}
-	}()
-	return l.Addr().String(), func() []string {
+	})
+	return addr, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(lines)
@@ -1820,16 +1797,7 @@ func TestBodyStartingAsRequestRefused(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		c.Close()
-		if resp.StatusCode != tc.want {
-			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, b, tc.want)
-		}
+		wantStatus(t, tc.name, c, br, tc.want)
 	}
 	time.Sleep(100 * time.Millisecond) // the origin serves what a forwarded body hid after answering
 	// Each body that went through reached it, and to the host no rule names, what it hid.
@@ -1844,5 +1812,20 @@ func TestBodyStartingAsRequestRefused(t *testing.T) {
 	}
 	if n := refusals.Load(); n != 8 {
 		t.Errorf("%d refusals recorded, want 8", n)
+	}
+}
+
+// wantStatus reads the proxy's answer on c and closes c; the status must be want.
+func wantStatus(t *testing.T, name string, c net.Conn, br *bufio.Reader, want int) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c.Close()
+	if resp.StatusCode != want {
+		t.Errorf("%s: %d %q, want %d", name, resp.StatusCode, b, want)
 	}
 }
