@@ -1,13 +1,18 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestScreenLines: a line the SDK cannot decode is answered with a JSON-RPC error and not
@@ -30,13 +35,13 @@ func TestScreenLines(t *testing.T) {
 		{"an object id", []string{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`}, nil, []int{codeInvalidRequest}, []string{"null"}},
 		{"an empty batch", []string{`[]`}, nil, []int{codeInvalidRequest}, []string{"null"}},
 		{"blank lines", []string{"", "  ", ping}, []string{ping}, nil, nil},
-		{"a batch before 2025-06-18", []string{initOld, batch}, []string{initOld, batch}, nil, nil},
+		{"a batch before 2025-06-18", []string{initOld, batch}, []string{initOld, ping}, nil, nil},
 		{"a batch from 2025-06-18", []string{initNew, batch, ping}, []string{initNew, ping}, []int{codeInvalidRequest}, []string{"null"}},
 		{"too long", []string{`{"jsonrpc":"2.0","id":3,"method":"ping","pad":"` + strings.Repeat("x", maxLineBytes) + `"}`, ping}, []string{ping}, []int{codeInvalidRequest}, []string{"null"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, logs bytes.Buffer
-			r := screenLines(strings.NewReader(strings.Join(tc.lines, "\n")), &lockedWriter{w: &out}, &logs)
+			r, _ := screenLines(strings.NewReader(strings.Join(tc.lines, "\n")), &lockedWriter{w: &out}, &logs)
 			got, err := io.ReadAll(r)
 			if err != nil {
 				t.Fatal(err)
@@ -69,6 +74,147 @@ func TestScreenLines(t *testing.T) {
 	}
 }
 
+// TestBatchReplies: a batch is answered with one array holding a response for each of its
+// requests and an error for each element that is no message, whatever notifications it
+// holds, and not at all when it holds notifications alone. The SDK alone never answered a
+// batch holding a notification, and the client waited forever on its requests.
+func TestBatchReplies(t *testing.T) {
+	ping := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` }
+	cancelled := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`
+	unknown := `{"jsonrpc":"2.0","method":"notifications/no_such"}`
+	for _, tc := range []struct {
+		name    string
+		version string
+		batch   string
+		// want is the replies to the batch: a result by its id, an error as E<code>@<id>, an
+		// array in brackets.
+		want []string
+	}{
+		{"requests and a notification", "2025-03-26", "[" + ping("1") + "," + cancelled + "," + ping("2") + "]", []string{"[1 2]"}},
+		{"a notification first", "2025-03-26", "[" + unknown + "," + ping(`"a"`) + "]", []string{`["a"]`}},
+		{"under 2024-11-05", "2024-11-05", "[" + ping("1") + "," + unknown + "]", []string{"[1]"}},
+		{"notifications alone", "2025-03-26", "[" + cancelled + "," + unknown + "]", nil},
+		{"an element that is no object", "2025-03-26", "[1," + ping("2") + "," + unknown + "]", []string{"[E-32600@null 2]"}},
+		{"no message at all", "2025-03-26", `[1,"x",{"jsonrpc":"1.0","id":4,"method":"ping"}]`, []string{"[E-32600@null E-32600@null E-32600@4]"}},
+		{"invalid elements and notifications", "2025-03-26", "[" + unknown + `,{"foo":1}]`, []string{"[E-32600@null]"}},
+		{"an id twice", "2025-03-26", "[" + ping("1") + "," + ping("1") + "]", []string{"[1 E-32600@null]"}},
+		{"an unknown method", "2025-03-26", `[{"jsonrpc":"2.0","id":3,"method":"no/such"},` + cancelled + "]", []string{"[E-32601@3]"}},
+		{"an empty batch", "2025-03-26", "[]", []string{"E-32600@null"}},
+		{"no batches in 2025-06-18", "2025-06-18", "[" + ping("1") + "," + unknown + "]", []string{"E-32600@null"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := startServer(t)
+			c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + tc.version +
+				`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			if got := c.until("0"); len(got) != 1 || got[0] != "0" {
+				t.Fatalf("initialize: %q", got)
+			}
+			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c.send(tc.batch)
+			// Pings are answered in turn: whatever the batch gets comes before this one's.
+			c.send(ping(`"sync"`))
+			got := c.until(`"sync"`)
+			if strings.Join(got[:len(got)-1], " | ") != strings.Join(tc.want, " | ") {
+				t.Errorf("replies %q, want %q", got[:len(got)-1], tc.want)
+			}
+		})
+	}
+}
+
+// testConn is a client's end of a server on screenLines.
+type testConn struct {
+	t     *testing.T
+	in    io.Writer
+	lines chan string
+}
+
+// startServer serves an MCP server with no tools through screenLines until the test ends.
+func startServer(t *testing.T) *testConn {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	out := &lockedWriter{w: outW}
+	r, w := screenLines(inR, out, io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, &mcp.IOTransport{Reader: nopReadCloser{r}, Writer: nopWriteCloser{w}}) }()
+	c := &testConn{t: t, in: inW, lines: make(chan string, 16)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		cancel()
+		<-done
+		_ = outW.Close()
+		<-read
+	})
+	return c
+}
+
+func (c *testConn) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// until reads the server's messages up to the response with id, and returns each as
+// summary puts it.
+func (c *testConn) until(id string) []string {
+	c.t.Helper()
+	var got []string
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				c.t.Fatalf("the server ended; read %q", got)
+			}
+			s := summary(line)
+			got = append(got, s)
+			if s == id {
+				return got
+			}
+		case <-time.After(10 * time.Second):
+			c.t.Fatalf("no response %s; read %q", id, got)
+		}
+	}
+}
+
+// summary is a response as its id, an error as E<code>@<id>, and an array as its elements'
+// in brackets.
+func summary(line string) string {
+	var many []json.RawMessage
+	if json.Unmarshal([]byte(line), &many) == nil {
+		var s []string
+		for _, m := range many {
+			s = append(s, summary(string(m)))
+		}
+		return "[" + strings.Join(s, " ") + "]"
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Error  *struct{ Code int }
+	}
+	switch {
+	case json.Unmarshal([]byte(line), &m) != nil:
+		return "not JSON: " + line
+	case m.Method != "":
+		return "request " + m.Method
+	case m.Error != nil:
+		return fmt.Sprintf("E%d@%s", m.Error.Code, m.ID)
+	}
+	return string(m.ID)
+}
+
 func clip(b []byte) string {
 	if len(b) > 200 {
 		return string(b[:200]) + "..."
@@ -76,45 +222,50 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// FuzzScreenLine: whatever a line holds, it is either answered with a well-formed JSON-RPC
-// error or passed on as something the SDK decodes without ending the session.
+// FuzzScreenLine: whatever a line holds, what is passed on is messages the SDK decodes
+// without ending the session, one a line and none a batch, and a reply at once is a
+// well-formed JSON-RPC error or a batch's array of responses.
 func FuzzScreenLine(f *testing.F) {
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, `{"id":{"a":1}}`, `[]`, `"x"`, `nul`} {
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, `{"id":{"a":1}}`, `[]`, `"x"`, `nul`,
+		`[{"jsonrpc":"2.0","method":"notifications/cancelled"},1,{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		if bytes.ContainsRune(line, '\n') || len(bytes.TrimSpace(line)) == 0 {
-			return // screenLines splits lines and skips blank ones before screen
+			t.Skip("screenLines splits lines and skips blank ones before screen")
 		}
-		var sc screener
-		reply, _ := sc.screen(line, false)
+		sc := screener{batches: &batcher{out: io.Discard}}
+		pass, reply, _ := sc.screen(line, false)
 		if reply != nil {
-			var rep struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Error   *struct{ Code int }
-			}
-			if err := json.Unmarshal(reply, &rep); err != nil || rep.JSONRPC != "2.0" || rep.Error == nil || len(rep.ID) == 0 {
+			var one json.RawMessage
+			if err := json.Unmarshal(reply, &one); err != nil || !bytes.HasSuffix(reply, []byte("\n")) {
 				t.Fatalf("reply %q to %q", reply, line)
 			}
-			return
-		}
-		trimmed := bytes.TrimSpace(line)
-		if trimmed[0] == '[' {
-			var batch []json.RawMessage
-			if json.Unmarshal(trimmed, &batch) != nil || len(batch) == 0 {
-				t.Fatalf("passed on a batch the SDK refuses: %q", line)
-			}
-			for _, m := range batch {
-				if _, err := jsonrpc.DecodeMessage(m); err != nil {
-					t.Fatalf("passed on a batch with %q: %v", m, err)
+			msgs := []json.RawMessage{one}
+			if one[0] == '[' {
+				if err := json.Unmarshal(one, &msgs); err != nil || len(msgs) == 0 {
+					t.Fatalf("reply %q to %q", reply, line)
 				}
 			}
-			return
+			for _, m := range msgs {
+				var rep struct {
+					JSONRPC string          `json:"jsonrpc"`
+					ID      json.RawMessage `json:"id"`
+					Error   *struct{ Code int }
+				}
+				if err := json.Unmarshal(m, &rep); err != nil || rep.JSONRPC != "2.0" || rep.Error == nil || len(rep.ID) == 0 {
+					t.Fatalf("reply %q to %q", reply, line)
+				}
+			}
 		}
-		if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
-			t.Fatalf("passed on %q: %v", line, err)
+		for _, m := range pass {
+			if bytes.ContainsRune(m, '\n') || bytes.TrimSpace(m)[0] == '[' {
+				t.Fatalf("passed on %q of %q: not one message a line", m, line)
+			}
+			if _, err := jsonrpc.DecodeMessage(bytes.TrimSpace(m)); err != nil {
+				t.Fatalf("passed on %q of %q: %v", m, line, err)
+			}
 		}
 	})
 }

@@ -104,7 +104,8 @@ func Cmd(e *cli.Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stderr, "sbctl mcp: serving sandboxd's tools in session %s (mode %s, cwd %s)\n", sess.ID, sess.Mode, sess.Cwd)
 	out := &lockedWriter{w: e.Stdout}
-	t := &mcp.IOTransport{Reader: nopReadCloser{screenLines(e.Stdin, out, e.Stderr)}, Writer: nopWriteCloser{out}}
+	in, sdkOut := screenLines(e.Stdin, out, e.Stderr)
+	t := &mcp.IOTransport{Reader: nopReadCloser{in}, Writer: nopWriteCloser{sdkOut}}
 	if err := srv.Run(e.Ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve MCP: %w", err)
 	}
