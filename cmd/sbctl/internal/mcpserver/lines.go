@@ -129,7 +129,7 @@ func (sc *screener) screen(line []byte, tooLong bool) (pass [][]byte, reply []by
 		return nil, reply, why
 	}
 	sc.note(msg)
-	return [][]byte{line}, nil, ""
+	return [][]byte{trimmed}, nil, "" // the SDK ends the session on white space after a message
 }
 
 // screenBatch screens a batch. The SDK is handed its messages one a line, not the batch:

@@ -101,6 +101,8 @@ func TestBatchReplies(t *testing.T) {
 		{"an unknown method", "2025-03-26", `[{"jsonrpc":"2.0","id":3,"method":"no/such"},` + cancelled + "]", []string{"[E-32601@3]"}},
 		{"an empty batch", "2025-03-26", "[]", []string{"E-32600@null"}},
 		{"no batches in 2025-06-18", "2025-06-18", "[" + ping("1") + "," + unknown + "]", []string{"E-32600@null"}},
+		// Not a batch: white space after a message once made the SDK end the session.
+		{"white space after a message", "2025-06-18", ping("5") + " \t ", []string{"5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
