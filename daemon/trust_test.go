@@ -374,7 +374,8 @@ func TestAcceptEditsSedEditsOnly(t *testing.T) {
 // TestReadDenyWholeDirIsKernelEnforced: a Read(<dir>/**) deny rule for a dir outside the
 // session's dirs holds in the kernel too: a command whose path the decision cannot see (built
 // at run time, in bypassPermissions where nothing asks) still cannot read there, for a host
-// dir as for the child's own /proc.
+// dir as for the child's own /proc. So does Read(<file>/**), which the decision reads as the
+// file itself (a hidden file reads as empty, hence the grep).
 func TestReadDenyWholeDirIsKernelEnforced(t *testing.T) {
 	td := startDaemon(t, "")
 	dir, outside := testHostDir(t), testHostDir(t)
@@ -382,8 +383,9 @@ func TestReadDenyWholeDirIsKernelEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	for rule, cmd := range map[string]string{
-		"Read(/" + outside + "/**)": "cat " + outside + "/$(echo key)",
-		"Read(//proc/**)":           "head -c 9 /proc/$(echo cpuinfo)",
+		"Read(/" + outside + "/**)":     "cat " + outside + "/$(echo key)",
+		"Read(//proc/**)":               "head -c 9 /proc/$(echo cpuinfo)",
+		"Read(/" + outside + "/key/**)": "cat " + outside + "/$(echo key) | grep SECRET",
 	} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, rule))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd))

@@ -138,15 +138,15 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 		}
 	}
 	// Paths the policy denies reading by a pattern: the ones that exist in the session's dirs
-	// now are hidden like deny paths, and so is a whole dir outside them that a pattern denies
-	// everything under (Read(//etc/**)).
+	// now are hidden like deny paths, and so is a whole dir (or file) outside them that a
+	// pattern denies everything under (Read(//etc/**), Read(~/out.txt/**)).
 	roots := append(slices.Clone(l.writable), l.readOnly...)
 	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID)
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range append(matches, wholeDirs(v, spec.HidePatterns, roots)...) {
+	for _, p := range append(matches, wholePaths(v, spec.HidePatterns, roots)...) {
 		if !slices.Contains(deny, p) {
 			deny = append(deny, p)
 		}

@@ -500,27 +500,29 @@ func throughLinks(v *fsView, paths []string) []string {
 	return out
 }
 
-// wholeDirs are the existing dirs that a pattern of the form <dir>/** denies everything under,
-// where <dir> holds none of roots and lies in none of them: expandPatterns walks only the
-// roots, so without this such a rule (Read(//etc/**), Read(//proc/**)) would be the policy's
-// alone. The dir is hidden whole, its own listing included: stricter than the rule, never
-// looser.
-func wholeDirs(v *fsView, patterns, roots []string) []string {
+// wholePaths are the existing paths that a pattern of the form <path>/** denies everything
+// under, where <path> holds none of roots and lies in none of them: expandPatterns walks only
+// the roots, so without this such a rule (Read(//etc/**), Read(//proc/**)) would be the
+// policy's alone. A dir is hidden whole, its own listing included: stricter than the rule,
+// never looser. <path> may be a file: ** matches nothing too, so the decision denies the file
+// itself (Read(~/out.txt/**)), and the kernel must as well.
+func wholePaths(v *fsView, patterns, roots []string) []string {
 	var out []string
 	for _, pat := range patterns {
-		dir, ok := strings.CutSuffix(pat, "/**")
-		if !ok || dir == "" {
+		p, ok := strings.CutSuffix(pat, "/**")
+		if !ok || p == "" {
 			continue
 		}
-		dir, wild := literalPrefix(dir)
-		if wild || len(walkStarts(dir, roots)) > 0 {
+		p, wild := literalPrefix(p)
+		if wild || len(walkStarts(p, roots)) > 0 {
 			continue
 		}
-		if dir = resolve(v, dir); dir == "/" || len(walkStarts(dir, roots)) > 0 {
+		if p = resolve(v, p); p == "/" || len(walkStarts(p, roots)) > 0 {
 			continue
 		}
-		if fi, err := v.lstat(dir); err == nil && fi.IsDir() && !slices.Contains(out, dir) {
-			out = append(out, dir)
+		// After resolve, a link is one that leads nowhere (or in a loop): nothing to hide.
+		if fi, err := v.lstat(p); err == nil && fi.Mode()&fs.ModeSymlink == 0 && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -646,26 +646,32 @@ func TestSubmoduleConfigProtected(t *testing.T) {
 	}
 }
 
-// TestWholeDirs: a <dir>/** pattern hides dir whole where dir is outside every root and holds
-// none; a dir around or inside a root is left to the walk, and wildcards, files, missing dirs
-// and / are not hidden this way. A symlinked dir is hidden where it points.
-func TestWholeDirs(t *testing.T) {
+// TestWholePaths: a <path>/** pattern hides path whole where path is outside every root and
+// holds none, a dir or a file (which the decision denies too: ** matches nothing); a path
+// around or inside a root is left to the walk, and wildcards, missing paths, dangling links
+// and / are not hidden this way. A symlinked dir or file is hidden where it points.
+func TestWholePaths(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	for _, d := range []string{"root/in", "other/sub", "around/root2"} {
 		os.MkdirAll(filepath.Join(base, d), 0o755)
 	}
 	os.WriteFile(filepath.Join(base, "file"), nil, 0o644)
+	os.WriteFile(filepath.Join(base, "root", "inner"), nil, 0o644)
 	os.Symlink(filepath.Join(base, "other"), filepath.Join(base, "link"))
+	os.Symlink(filepath.Join(base, "file"), filepath.Join(base, "filelink"))
+	os.Symlink(filepath.Join(base, "root", "inner"), filepath.Join(base, "innerlink"))
+	os.Symlink(filepath.Join(base, "missing"), filepath.Join(base, "dangling"))
 	roots := []string{filepath.Join(base, "root"), filepath.Join(base, "around", "root2")}
 	pat := func(rel string) string { return filepath.Join(base, rel) + "/**" }
-	got := wholeDirs(newFSView(), []string{
+	got := wholePaths(newFSView(), []string{
 		pat("other"), pat("other"), pat("link"), pat("root"), pat("root/in"), pat("around"),
-		filepath.Join(base, "o*") + "/**", pat("file"), pat("missing"), "/**", filepath.Join(base, "other") + "/*",
+		filepath.Join(base, "o*") + "/**", pat("file"), pat("filelink"), pat("root/inner"), pat("innerlink"),
+		pat("missing"), pat("dangling"), "/**", filepath.Join(base, "other") + "/*",
 	}, roots)
-	want := []string{filepath.Join(base, "other")}
+	want := []string{filepath.Join(base, "other"), filepath.Join(base, "file")}
 	if !slices.Equal(got, want) {
-		t.Errorf("wholeDirs = %v, want %v", got, want)
+		t.Errorf("wholePaths = %v, want %v", got, want)
 	}
 }
 
@@ -695,6 +701,35 @@ func TestHideWholeDirOutside(t *testing.T) {
 	for _, w := range []string{"hello", "read-refused", "dotdot-refused", "list-refused"} {
 		if !strings.Contains(out, w) || strings.Contains(out, "SECRET") {
 			t.Fatalf("no %q, or the secret shows, in:\n%s", w, out)
+		}
+	}
+}
+
+// TestHideWholeFileOutside: Read(<file>/**) for a file outside the session's dirs hides the
+// file from every program, as the decision denies it (** matches nothing too) and as the same
+// rule hides a file inside them; its siblings and the session's own files stay readable.
+func TestHideWholeFileOutside(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	secret := filepath.Join(f.home, "out.txt") // outside the session's dir, f.repo
+	os.WriteFile(secret, []byte("SECRET=1\n"), 0o644)
+	os.WriteFile(filepath.Join(f.home, "plain"), []byte("plain-ok\n"), 0o644)
+	cmd := fmt.Sprintf("cat README; h=%[1]s; cat $h/$(echo out.txt); cat $h/../%[2]s/out.txt; cat $h/plain; "+
+		"grep -c -F $h/out.txt /proc/self/mountinfo; echo done", f.home, filepath.Base(f.home))
+	sp := f.spec(cmd, f.repo, f.repo)
+	sp.HidePatterns = []string{secret + "/**"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("the file the rule denies was read:\n%s", out)
+	}
+	for _, w := range []string{"hello", "plain-ok", "\n1\n", "done"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q (the session's file, a sibling, one mount over the file) in:\n%s", w, out)
 		}
 	}
 }
