@@ -1222,6 +1222,13 @@ func (w *walker) trackCd(sb *sub) {
 		return
 	}
 	switch ws[0].val {
+	case "eval", "trap", "alias":
+		// Their scripts run in this shell, now or later (a DEBUG trap before each command):
+		// a cd in one moves every command after it somewhere the line does not say.
+		if sb.opaque || sb.nested != nil && slices.ContainsFunc(sb.nested.Subcommands, changesDir) {
+			w.dirsUnknown = true
+		}
+		return
 	case "cd", "pushd":
 	case "popd":
 		w.dirsUnknown = true
@@ -1273,6 +1280,23 @@ func (w *walker) trackCd(sb *sub) {
 // itself, as a cd there changes the shell's directory: builtin and command (bash's; -p and --
 // with them), noglob and nocorrect (zsh's), one inside another (`command builtin cd DIR`). It
 // returns nil when such a word is not static. command -v and -V only look the name up.
+// changesDir reports whether a command may change the shell's directory: a cd, pushd or
+// popd past builtin and command, or a command known only at run time.
+func changesDir(s Subcommand) bool {
+	argv := s.Argv
+	for len(argv) > 1 && (argv[0] == "builtin" || argv[0] == "command" || argv[0] == "noglob" || argv[0] == "nocorrect" || argv[0] == "--" || argv[0] == "-p") {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 || s.Opaque {
+		return s.Opaque
+	}
+	switch argv[0] {
+	case "cd", "pushd", "popd", "":
+		return true
+	}
+	return false
+}
+
 func shellPrecommands(ws []word) []word {
 	for len(ws) > 1 {
 		if !ws[0].static {

@@ -294,7 +294,7 @@ func blindWebHit(rules ast.Object, k *ast.Term, host string) *ast.Term {
 		hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
 			"%s rule %s (%s) is about methods and paths of %s, which a tunnel (HTTPS, CONNECT, SOCKS) does not show; "+
 				"a tunnel to %s is refused unless WebFetch(domain:%s) is allowed in %s or a stronger source (then HTTPS to it is decided by host only)",
-			k.Value.(ast.String), getStr(o, ruleKey), getStr(o, sourceKey), host, host, host, getStr(o, sourceKey))))
+			string(k.Value.(ast.String)), getStr(o, ruleKey), getStr(o, sourceKey), host, host, host, getStr(o, sourceKey))))
 		return ast.NewTerm(hit)
 	}
 	return nil
@@ -338,7 +338,80 @@ func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) 
 			out.Insert(askKey, t)
 		}
 	}
+	if len(args) > 6 && out.Get(denyKey) == nil && out.Get(askKey) == nil && boolField(args[6], unboundedKey) {
+		if t := unboundedReadHit(rules); t != nil {
+			out.Insert(askKey, t)
+		}
+	}
 	return ast.NewTerm(out), nil
+}
+
+var (
+	unboundedKey = ast.StringTerm("paths_unbounded")
+	readKey      = ast.StringTerm("read")
+)
+
+// boolField reports whether the object t has key k set to true.
+func boolField(t, k *ast.Term) bool {
+	o, ok := t.Value.(ast.Object)
+	if !ok {
+		return false
+	}
+	v := o.Get(k)
+	if v == nil {
+		return false
+	}
+	b, ok := v.Value.(ast.Boolean)
+	return ok && bool(b)
+}
+
+// unboundedReadHit is the ask hit of a Bash line with a path known only at run time that may
+// lie anywhere (`cat $HOME/x`, `cat ~/o*/k`): the first Read deny rule, else ask rule, whose
+// pattern the kernel does not enforce everywhere, since only the decision holds such a
+// pattern outside the session's directories, and the decision cannot see this path. Like an
+// opaque command's, it asks, never auto: denied in dontAsk and bypassPermissions. A literal
+// path, or everything under one (`Read(//dir/**)`), is hidden by the kernel wherever it is,
+// so it needs no such hit.
+func unboundedReadHit(rules ast.Object) *ast.Term {
+	for _, k := range []*ast.Term{denyKey, askKey} {
+		data := getObj(rules, k)
+		if data == nil {
+			continue
+		}
+		paths := getObj(data, pathsKey)
+		if paths == nil {
+			continue
+		}
+		l := getArr(paths, readKey)
+		if l == nil {
+			continue
+		}
+		for i := 0; i < l.Len(); i++ {
+			obj, ok := l.Elem(i).Value.(ast.Object)
+			if !ok || !hasGlobMeta(strings.TrimSuffix(getStr(obj, patternKey), "/**")) {
+				continue
+			}
+			hit := obj.Copy()
+			hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
+				"a path the command reads is known only when it runs, and may be one that %s rule %s (%s) names, which outside the session's directories only this decision holds",
+				string(k.Value.(ast.String)), getStr(obj, ruleKey), getStr(obj, sourceKey))))
+			return ast.NewTerm(hit)
+		}
+	}
+	return nil
+}
+
+// hasGlobMeta reports an unescaped *, ? or [ in a path pattern.
+func hasGlobMeta(pat string) bool {
+	for i := 0; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -383,7 +456,7 @@ func opaqueHit(rules ast.Object) *ast.Term {
 		hit := obj.Copy()
 		hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
 			"a command known only at run time (built by expansion, or a script the policy cannot read) may run what %s rule %s (%s) names",
-			k.Value.(ast.String), getStr(obj, ruleKey), getStr(obj, sourceKey))))
+			string(k.Value.(ast.String)), getStr(obj, ruleKey), getStr(obj, sourceKey))))
 		return ast.NewTerm(hit)
 	}
 	return nil

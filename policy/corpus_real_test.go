@@ -59,6 +59,21 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "allow rule, redirect in a nested script", cmd: `bash -c 'echo a > $PWD/x'`, allow: []string{"Bash(bash *)"}, want: AU},
 		{name: "allow rule, nested redirect after a cd", cmd: `cd sub && bash -c 'echo a > x'`, allow: []string{"Bash(bash *)"}, want: AU},
 		{name: "dontAsk: allow rule, redirect to a variable's file", mode: permission.ModeDontAsk, cmd: "echo a > $PWD/x", allow: []string{"Bash(echo *)"}, want: D},
+		// A cd in a script the same shell runs (eval, a trap, an alias) moves the commands after
+		// it: their relative paths are not where the line seems to say.
+		{name: "allow rule, a read after eval's cd", cmd: "eval cd ~/other; cat id.key", allow: []string{"Bash(eval *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
+		{name: "allow rule, a read after a DEBUG trap's cd", cmd: "trap 'cd ~/other' DEBUG; cat id.key", allow: []string{"Bash(trap *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
+		// A path known only at run time may be one a wildcard Read deny names, which outside the
+		// session's directories only the decision holds: never allowed outright. A literal deny,
+		// or a whole dir's, the kernel hides wherever it is.
+		{name: "bypass: a variable's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/other/id.key", deny: []string{"Read(~/**/*.key)"}, want: D},
+		{name: "bypass: a glob's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat ~/other/*.key", deny: []string{"Read(~/**/*.key)"}, want: D},
+		{name: "a wildcard ask rule", cmd: "cat $X", allow: []string{"Bash(cat *)"}, ask: []string{"Read(**/*.pem)"}, want: AU},
+		{name: "default: a variable's read and a wildcard deny", cmd: "cat $HOME/other/id.key", allow: []string{"Bash(cat *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
+		{name: "bypass: a variable's read and a literal deny", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/x", deny: []string{"Read(~/.ssh/id_rsa)", "Read(//etc/secret/**)"}, want: A},
+		{name: "bypass: a glob in the cwd and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat *.go", deny: []string{"Read(~/**/*.key)"}, want: A},
+		{name: "allow rule, a redirect after eval's cd", cmd: "eval cd sub; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
+		{name: "allow rule, a redirect after eval's builtin cd", cmd: "eval 'builtin cd sub'; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
