@@ -399,6 +399,20 @@ func (r *Rule) parsePath() error {
 		if _, err := path.Match(seg, ""); err != nil {
 			return malformed("bad glob segment %q: %v", seg, err)
 		}
+		if !strings.ContainsAny(seg, "*?") {
+			// A segment that matches only what `.` or `..` name matches no path (paths are
+			// clean), however it is spelled: `\.` and `[.]` are `.`.
+			dot, _ := path.Match(seg, ".")
+			dotDot, _ := path.Match(seg, "..")
+			switch {
+			case dotDot:
+				return malformed("%q in a path pattern is '..'; patterns match resolved paths", seg)
+			case dot && (strings.ReplaceAll(seg, "\\", "") == "." || seg == "[.]"):
+				continue
+			case dot:
+				return malformed("segment %q may be '.', the directory it is in; write a rule for each name it stands for", seg)
+			}
+		}
 		kept = append(kept, seg)
 	}
 	p = strings.Join(kept, "/")

@@ -448,6 +448,11 @@ func TestPathRuleEmptyAndDotSegments(t *testing.T) {
 		{"Read(//)", Deny, "/etc/hostname"},
 		{"Read(///)", Deny, "/etc/hostname"},
 		{"Read(//etc//)", Deny, "/etc/hostname"},
+		{`Read(sub/\./.env)`, Deny, "/home/u/proj/sub/.env"},
+		{"Read(sub/[.]/.env)", Deny, "/home/u/proj/sub/.env"},
+		{`Read(\./sub/.env)`, Deny, "/home/u/proj/sub/.env"},
+		{"Read(~/proj/sub/[.]/.env)", Deny, "/home/u/proj/sub/.env"},
+		{`Read(//home/u/proj/sub/\./.env)`, Deny, "/home/u/proj/sub/.env"},
 	} {
 		r, err := ParseRuleFor(tc.rule, tc.b)
 		if err != nil {
@@ -460,6 +465,11 @@ func TestPathRuleEmptyAndDotSegments(t *testing.T) {
 		}
 		if again, err := ParseRuleFor(r.String(), tc.b); err != nil || again.Pattern != r.Pattern || again.Anchor != r.Anchor {
 			t.Errorf("%s renders as %s, which parses to %+v (%v)", tc.rule, r.String(), again, err)
+		}
+	}
+	for _, text := range []string{"Read(sub/[.a]/x)", `Read(sub/\.\./x)`, "Read(sub/[.][.]/x)", "Read(sub/.[.]/x)"} {
+		if r, err := ParseRuleFor(text, Deny); err == nil {
+			t.Errorf("%s parsed to %q; want it refused (a segment that is or may be . or ..)", text, r.Pattern)
 		}
 	}
 	for _, text := range []string{"Read(.)", "Read(./.)", "Read(**/)", "Read(**/.)"} {
