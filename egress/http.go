@@ -299,10 +299,13 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 		return http.StatusBadRequest, fmt.Errorf("%w: a POST with more than one Content-Type to a host that method or path rules name cannot be checked for a _method field; send one", ErrUnsupported)
 	}
 	ct := req.Header.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
+	mt, params, perr := mime.ParseMediaType(ct)
 	// As Laravel's isJson tells a JSON body.
 	isJSON := strings.Contains(ct, "/json") || strings.Contains(ct, "+json")
-	if ct != "" && err == nil && mt != "application/x-www-form-urlencoded" && mt != "multipart/form-data" && !isJSON {
+	// Rack parses multipart/mixed and multipart/related as forms too, and Rack and PHP find
+	// the boundary in a Content-Type Go cannot parse (`multipart/form-data, boundary=x`).
+	multi := strings.Contains(strings.ToLower(ct), "multipart")
+	if ct != "" && perr == nil && mt != "application/x-www-form-urlencoded" && !multi && !isJSON {
 		return 0, nil
 	}
 	if req.Body == http.NoBody {
@@ -331,60 +334,72 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 		}
 		return 0, nil
 	}
-	if mt != "multipart/form-data" {
+	if !multi || perr != nil {
+		// A Content-Type that cannot be read is taken for urlencoded, as Rack takes it.
 		if k, v, ok := methodOverridePair(string(body), req.Method); ok {
 			return http.StatusBadRequest, override(k, v)
 		}
-		return 0, nil
+		if !multi {
+			return 0, nil
+		}
 	}
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
 	placed := 0 // the _method fields found in parts, each naming the request's own method
-	for {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
+	if perr == nil && params["boundary"] != "" {
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		for {
+			p, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return http.StatusBadRequest, fmt.Errorf("%w: a multipart form body that cannot be read (%v) cannot be checked for a _method field", ErrUnsupported, err)
+			}
+			cd := p.Header.Values("Content-Disposition")
+			if len(cd) > 1 {
+				return http.StatusBadRequest, fmt.Errorf("%w: a multipart part with more than one Content-Disposition cannot be checked for a _method field (servers differ on which names it); send one", ErrUnsupported)
+			}
+			head := "Content-Disposition: " + strings.Join(cd, "") + "\nContent-ID: " + strings.Join(p.Header.Values("Content-Id"), " ")
+			if !isMethodField(p.FormName()) && methodFieldNames(head) == 0 {
+				continue
+			}
+			v, _ := io.ReadAll(io.LimitReader(p, 256))
+			if !strings.EqualFold(strings.TrimSpace(string(v)), req.Method) {
+				return http.StatusBadRequest, override("_method", string(v))
+			}
+			placed++
 		}
-		if err != nil {
-			return http.StatusBadRequest, fmt.Errorf("%w: a multipart form body that cannot be read (%v) cannot be checked for a _method field", ErrUnsupported, err)
-		}
-		cd := p.Header.Values("Content-Disposition")
-		if len(cd) > 1 {
-			return http.StatusBadRequest, fmt.Errorf("%w: a multipart part with more than one Content-Disposition cannot be checked for a _method field (servers differ on which names it); send one", ErrUnsupported)
-		}
-		names := []string{p.FormName()}
-		if len(cd) == 1 {
-			names = append(names, looseFieldNames(cd[0])...)
-		}
-		if !slices.ContainsFunc(names, isMethodField) {
-			continue
-		}
-		v, _ := io.ReadAll(io.LimitReader(p, 256))
-		if !strings.EqualFold(strings.TrimSpace(string(v)), req.Method) {
-			return http.StatusBadRequest, override("_method", string(v))
-		}
-		placed++
 	}
-	// Rack finds a part's name with a loose pattern, and parsers differ on where parts begin:
-	// a field named _method anywhere in the body that the parts above do not account for may
-	// be one a server reads where this parser saw none.
-	if n := len(slices.DeleteFunc(looseFieldNames(string(body)), func(n string) bool { return !isMethodField(n) })); n > placed {
-		return http.StatusBadRequest, fmt.Errorf("%w: the multipart body names a _method field outside any part this proxy can read, which a server may still act on as another method than %s; send a well-formed form", ErrUnsupported, req.Method)
+	// Rack finds a part's name with a loose pattern (and takes a Content-ID for it), and
+	// parsers differ on where parts begin and on the boundary: a field named _method anywhere
+	// in the body that the parts above do not account for may be one a server reads where
+	// this parser saw none.
+	if methodFieldNames(string(body)) > placed {
+		return http.StatusBadRequest, fmt.Errorf("%w: the multipart body names a _method field outside any part this proxy can read, which a server may still act on as another method than %s; send a well-formed multipart/form-data form", ErrUnsupported, req.Method)
 	}
 	return 0, nil
 }
 
-// looseFieldNameRE finds `name=VALUE` as the loosest multipart parsers do (Rack's
-// `/Content-Disposition:.*\s+name=(VALUE)/i`, PHP's rfc1867): anywhere, in any case, quoted or
-// not, `name*=` too.
-var looseFieldNameRE = regexp.MustCompile(`(?i)name\*?\s*=\s*(?:"((?:\\.|[^"\\\r\n])*)|'([^'\r\n]*)|([^;\s"]*))`)
+// looseFieldNameRE finds a field's name as the loosest multipart parsers do (Rack's
+// `/Content-Disposition:.*\s+name=(VALUE)/i` and its Content-ID fallback, PHP's rfc1867):
+// anywhere, in any case, quoted or not, `name*=` too.
+var looseFieldNameRE = regexp.MustCompile(`(?i)(?:name\*?\s*=|content-id\s*:)\s*(?:"([^"\r\n]*)|'([^'\r\n]*)|([^;\s"]*))`)
 
-// looseFieldNames lists every value s gives a name parameter, read loosely (looseFieldNameRE).
-func looseFieldNames(s string) []string {
-	var names []string
-	for _, m := range looseFieldNameRE.FindAllStringSubmatch(s, -1) {
-		names = append(names, strings.ReplaceAll(m[1], `\"`, `"`)+m[2]+m[3])
+// methodFieldNames counts the field names in s that a server may read as _method
+// (looseFieldNameRE): each as given, and as Rack reads it, its backslashes dropped (it
+// dequotes so) and an unquoted one cut at the first separator its token stops at.
+func methodFieldNames(s string) int {
+	n := 0
+	for _, m := range looseFieldNameRE.FindAllStringSubmatch(strings.ReplaceAll(s, `\`, ""), -1) {
+		name := m[1] + m[2] + m[3]
+		token := name
+		if i := strings.IndexAny(m[3], "()<>@,;:\"/[]?={}"); i >= 0 {
+			token = m[3][:i]
+		}
+		if isMethodField(name) || isMethodField(token) {
+			n++
+		}
 	}
-	return names
+	return n
 }
 
 // isMethodField reports whether a form field of this name is read as _method: by PHP's rules
