@@ -800,8 +800,15 @@ func paramMatch(_ rego.BuiltinContext, rules, params *ast.Term) (*ast.Term, erro
 // a deny of `timeout:5000` that the agent applies to the number.
 func numberText(n ast.Number) string {
 	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity" // 1e400
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case err != nil:
 		return string(n)
+	case f == 0:
+		return "0" // -0 too
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
