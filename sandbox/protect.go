@@ -398,9 +398,8 @@ func protectMounts(protected, covered, writable []string) []mountOp {
 const maxPatternWalk = 50000
 
 // expandPatterns lists the existing paths that match one of the absolute path-rule patterns
-// (permission.MatchPath syntax), looked for inside roots only: the policy decides reads and
-// writes elsewhere, and hiding needs only what a call can reach through its writable or
-// read-only dirs. A pattern without wildcards is its own (unescaped) path. A matching dir is
+// (permission.MatchPath syntax), looked for inside roots, and in a pattern's literal start
+// where that holds no root and lies in none (walkStarts). A pattern without wildcards is its own (unescaped) path. A matching dir is
 // not descended: it is covered whole. Each walk start is walked once for all its patterns, and
 // the commonest form, a name at any depth (Read(.env) is /**/.env), is matched on the entry's
 // name alone: the walk runs on every call of a session with such a rule. It fails when the
@@ -419,6 +418,13 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 			continue
 		}
 		starts := walkStarts(prefix, roots)
+		if len(starts) == 0 && prefix != "/" {
+			// A place apart from the session's dirs (Read(~/other/*.key), Read(//etc/**/*.pem)):
+			// only this walk makes the rule the kernel's there, since a program's own reads
+			// (awk, tar -T, a script's cd) are out of the decision's sight. What holds a
+			// session dir or is / (Read(.env)) is walked in the session's dirs only.
+			starts = []string{prefix}
+		}
 		if len(starts) == 1 && starts[0] == prefix {
 			// The rule names a place in the session's dirs through a link there (cfg ->
 			// ~/realcfg): what it names lies where the link leads, inside the roots or not.

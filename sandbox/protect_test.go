@@ -734,6 +734,36 @@ func TestHideWholeFileOutside(t *testing.T) {
 	}
 }
 
+// TestHidePatternOutside: a wildcard Read rule whose literal start lies apart from the
+// session's dirs (Read(~/other/*.key)) hides each match there from every program, however it
+// names the file (a program's own read, a path built at run time), as it does inside them.
+func TestHidePatternOutside(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	other := filepath.Join(f.home, "other") // outside the session's dir, f.repo
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "id.key"), []byte("SECRET=1\n"), 0o644)
+	os.WriteFile(filepath.Join(other, "plain"), []byte("plain-ok\n"), 0o644)
+	chownR(t, other)
+	cmd := fmt.Sprintf("cat README; o=%[1]s; awk 1 $o/id.key; tar cf - -C $o id.key 2>/dev/null | tar xOf - 2>/dev/null; cat $o/plain; echo done", other)
+	sp := f.spec(cmd, f.repo, f.repo)
+	sp.HidePatterns = []string{other + "/*.key"}
+	sp.Call = "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("a file the rule denies was read:\n%s", out)
+	}
+	for _, w := range []string{"hello", "plain-ok", "done"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q (the session's file, a sibling) in:\n%s", w, out)
+		}
+	}
+}
+
 func TestAsideNameFits(t *testing.T) {
 	for _, n := range []int{1, 10, 200, 255} {
 		name := strings.Repeat("n", n)
