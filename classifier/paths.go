@@ -1222,10 +1222,12 @@ func (w *walker) trackCd(sb *sub) {
 		return
 	}
 	switch ws[0].val {
-	case "eval", "trap", "alias":
-		// Their scripts run in this shell, now or later (a DEBUG trap before each command):
-		// a cd in one moves every command after it somewhere the line does not say.
-		if sb.opaque || sb.nested != nil && slices.ContainsFunc(sb.nested.Subcommands, changesDir) {
+	case "eval", "trap", "alias", "source", ".", "mapfile", "readarray":
+		// Their scripts run in this shell, now or later (a DEBUG trap before each command, a
+		// mapfile -C callback, a sourced file's): a cd in one moves every command after it
+		// somewhere the line does not say.
+		if sb.opaque || sb.nested != nil && slices.ContainsFunc(sb.nested.Subcommands, changesDir) ||
+			ws[0].val == "source" || ws[0].val == "." || slices.ContainsFunc(ws[1:], func(a word) bool { return !a.static || strings.HasPrefix(a.val, "-C") }) && (ws[0].val == "mapfile" || ws[0].val == "readarray") {
 			w.dirsUnknown = true
 		}
 		return

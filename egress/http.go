@@ -327,10 +327,17 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 	}
 	if isJSON {
 		var fields map[string]any
-		if json.Unmarshal(body, &fields) == nil {
-			if v, ok := fields["_method"].(string); ok && !strings.EqualFold(strings.TrimSpace(v), req.Method) {
-				return http.StatusBadRequest, override("_method", v)
+		if err := json.Unmarshal(body, &fields); err != nil {
+			// PHP's json_decode takes some JSON Go's does not (1e400), and may find a
+			// _method in it: a body no check can read is refused if it could hold one.
+			var v any
+			if json.Unmarshal(body, &v) != nil && bytes.Contains(bytes.ToLower(body), []byte("method")) {
+				return http.StatusBadRequest, fmt.Errorf("%w: a JSON body this proxy cannot read (%v) may hold a _method field, which Laravel acts on as another method than %s; send valid JSON", ErrUnsupported, err, req.Method)
 			}
+			return 0, nil
+		}
+		if v, ok := fields["_method"].(string); ok && !strings.EqualFold(strings.TrimSpace(v), req.Method) {
+			return http.StatusBadRequest, override("_method", v)
 		}
 		return 0, nil
 	}
@@ -373,7 +380,10 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 	// parsers differ on where parts begin and on the boundary: a field named _method anywhere
 	// in the body that the parts above do not account for may be one a server reads where
 	// this parser saw none.
-	if methodFieldNames(string(body)) > placed {
+	// PHP joins a part's header line that has no colon to the line before it
+	// (`name="_met` and `hod"`): the body is looked at with its lines joined too.
+	joined := strings.NewReplacer("\r", "", "\n", "").Replace(string(body))
+	if max(methodFieldNames(string(body)), methodFieldNames(joined)) > placed {
 		return http.StatusBadRequest, fmt.Errorf("%w: the multipart body names a _method field outside any part this proxy can read, which a server may still act on as another method than %s; send a well-formed multipart/form-data form", ErrUnsupported, req.Method)
 	}
 	return 0, nil

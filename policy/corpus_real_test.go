@@ -74,6 +74,8 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: a glob in the cwd and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat *.go", deny: []string{"Read(~/**/*.key)"}, want: A},
 		{name: "allow rule, a redirect after eval's cd", cmd: "eval cd sub; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after eval's builtin cd", cmd: "eval 'builtin cd sub'; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
+		{name: "allow rule, a redirect after a sourced file", cmd: "source s.sh; echo pwn > out/x", allow: []string{"Bash(source *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
+		{name: "allow rule, a redirect after a mapfile callback", cmd: "mapfile -C 'cd sub #' -c 1 < list; echo pwn > out/x", allow: []string{"Bash(mapfile *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
