@@ -155,13 +155,14 @@ type pathCollector struct {
 // relative cd (`CDPATH=~ cd .ssh` goes to ~/.ssh), HOME is what ~ and a bare cd mean
 // (`HOME=~/.ssh; cat ~/id_rsa`). A name merely mentioned errs toward unknown.
 func cdVarNamed(src string) bool {
-	if !strings.Contains(src, "HOME") && !strings.Contains(src, "CDPATH") && !strings.Contains(src, "cdpath") {
+	if !strings.Contains(src, "HOME") && !strings.Contains(src, "CDPATH") && !strings.Contains(src, "cdpath") && !strings.Contains(src, "cdable") {
 		return false // most lines: no regexp
 	}
 	return cdVarName.MatchString(src)
 }
 
-var cdVarName = regexp.MustCompile(`(^|[^$\w{/.-])(CDPATH|cdpath|HOME)\b`)
+// cdVarName also finds bash's cdable_vars option, with which `cd o` goes where $o names.
+var cdVarName = regexp.MustCompile(`(^|[^$\w{/.-])(CDPATH|cdpath|HOME|cdable_vars)\b`)
 
 // add records p (a static word) with access for cmd, against the directories dirs (nil:
 // Options.Cwd); unknownDir says a non-static cd came before.

@@ -76,6 +76,7 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "allow rule, a redirect after eval's builtin cd", cmd: "eval 'builtin cd sub'; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after a sourced file", cmd: "source s.sh; echo pwn > out/x", allow: []string{"Bash(source *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after a mapfile callback", cmd: "mapfile -C 'cd sub #' -c 1 < list; echo pwn > out/x", allow: []string{"Bash(mapfile *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
+		{name: "cdable_vars: a cd to a variable's dir", mode: permission.ModeBypassPermissions, cmd: "shopt -s cdable_vars; o=/home/u/other; cd o; cat id.key", deny: []string{"Read(~/**/*.key)"}, want: D},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
