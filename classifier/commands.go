@@ -587,16 +587,10 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 
 // isAssignWord reports whether a is NAME=value as env(1) reads it.
 func isAssignWord(a string) bool {
-	name, _, ok := strings.Cut(a, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for i, c := range name {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	// env puts any word holding `=` before the command in the environment, whatever its
+	// name: 'BASH_FUNC_ls%%=() { … }' is an exported function to a bash it starts, not the
+	// command.
+	return strings.Contains(a, "=")
 }
 
 // checkTail refuses following: tail -f never ends, and a command approved

@@ -222,8 +222,10 @@ func (w *walker) commandVars(sb *sub, wrappers []word) {
 	for _, a := range wrappers {
 		if name, v, ok := strings.Cut(a.val, "="); ok && isIdent(strings.Split(name, "[")[0]) {
 			check(name, word{val: v, static: a.static})
-		} else if commandTable(a.val) {
-			sb.opaque = true // typeset -A aliases: the table is filled after
+		} else if commandTable(a.val) || strings.HasPrefix(a.val, "BASH_FUNC_") {
+			// typeset -A aliases: the table is filled after. env 'BASH_FUNC_ls%%=() {…}': a
+			// bash started under it runs that body for ls.
+			sb.opaque = true
 		}
 	}
 }
@@ -339,14 +341,20 @@ func (w *walker) nestedShell(sb *sub, s *syntax.Stmt, ws []word) {
 			break
 		}
 		if strings.HasPrefix(v, "--") {
-			if v == "--rcfile" || v == "--init-file" {
-				i++
+			if v == "--rcfile" || v == "--init-file" || v == "--interactive" {
+				sb.opaque = true // a start-up script the policy cannot see runs first
+				return
 			}
 			continue
 		}
 		if len(v) > 1 && (v[0] == '-' || v[0] == '+') {
 			for j := 1; j < len(v); j++ {
 				switch v[j] {
+				case 'i':
+					if v[0] == '-' {
+						sb.opaque = true // an interactive shell runs ~/.bashrc and PROMPT_COMMAND first
+						return
+					}
 				case 'c':
 					cmdString = true
 				case 's':

@@ -39,6 +39,7 @@ const (
 	bnPathWithin   = "sandboxd.path_within"
 	bnAbsPath      = "sandboxd.abs_path"
 	bnBelowHit     = "sandboxd.below_hit"
+	bnUnseenRead   = "sandboxd.unseen_read_hit"
 )
 
 func init() { RegisterBuiltins() }
@@ -67,6 +68,13 @@ func registerBuiltins() {
 			"more than the scan.",
 		Decl: types.NewFunction(types.Args(types.A, types.S, types.A, types.A, types.A, types.S, types.A, types.A), types.A),
 	}, denyAskHits)
+	rego.RegisterBuiltin2(&rego.Function{
+		Name: bnUnseenRead,
+		Description: "unseen_read_hit(rules, workdirs): for a Bash line reading a path known only at run time, the first Read " +
+			"deny (else ask) path rule that only the decision holds somewhere outside the session's directories " +
+			"(a wildcard pattern whose literal start is / or holds one of workdirs), with a reason; undefined when none.",
+		Decl: types.NewFunction(types.Args(types.A, types.A), nullable),
+	}, undefinedIfNull2(unseenReadHit))
 	rego.RegisterBuiltin2(&rego.Function{
 		Name:        bnPathsAllowed,
 		Description: "True if every [path, [bucket]] subject is matched by a rule of one of its buckets (vacuously true).",
@@ -338,41 +346,26 @@ func denyAskHits(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) 
 			out.Insert(askKey, t)
 		}
 	}
-	if len(args) > 6 && out.Get(denyKey) == nil && out.Get(askKey) == nil && boolField(args[6], unboundedKey) {
-		if t := unboundedReadHit(rules); t != nil {
-			out.Insert(askKey, t)
-		}
-	}
 	return ast.NewTerm(out), nil
 }
 
-var (
-	unboundedKey = ast.StringTerm("paths_unbounded")
-	readKey      = ast.StringTerm("read")
-)
+var readKey = ast.StringTerm("read")
 
-// boolField reports whether the object t has key k set to true.
-func boolField(t, k *ast.Term) bool {
-	o, ok := t.Value.(ast.Object)
-	if !ok {
-		return false
+// unseenReadHit is the ask hit of a Bash line that reads a path known only at run time that
+// may lie anywhere (`cat $HOME/x`, `cat ~/o*/k`): the first Read deny rule, else ask rule,
+// that only the decision holds somewhere outside the session's directories (workdirs), since
+// the decision cannot see where this read goes. Like an opaque command's, it asks, never
+// auto: denied in dontAsk and bypassPermissions. The kernel holds the rest wherever the path
+// turns out to be: a literal path, everything under one (`Read(//dir/**)`), and a pattern
+// whose literal start lies in a session dir or apart from them all (the sandbox walks it
+// there); a pattern starting at / or at a dir that holds a session dir (`Read(.env)`,
+// `Read(~/**/*.key)`) it holds in the session's dirs only.
+func unseenReadHit(_ rego.BuiltinContext, rulesT, workdirsT *ast.Term) (*ast.Term, error) {
+	rules, ok := rulesT.Value.(ast.Object)
+	workdirs, ok2 := stringsOf(workdirsT)
+	if !ok || !ok2 {
+		return ast.NullTerm(), nil
 	}
-	v := o.Get(k)
-	if v == nil {
-		return false
-	}
-	b, ok := v.Value.(ast.Boolean)
-	return ok && bool(b)
-}
-
-// unboundedReadHit is the ask hit of a Bash line with a path known only at run time that may
-// lie anywhere (`cat $HOME/x`, `cat ~/o*/k`): the first Read deny rule, else ask rule, whose
-// pattern the kernel does not enforce everywhere, since only the decision holds such a
-// pattern outside the session's directories, and the decision cannot see this path. Like an
-// opaque command's, it asks, never auto: denied in dontAsk and bypassPermissions. A literal
-// path, or everything under one (`Read(//dir/**)`), is hidden by the kernel wherever it is,
-// so it needs no such hit.
-func unboundedReadHit(rules ast.Object) *ast.Term {
 	for _, k := range []*ast.Term{denyKey, askKey} {
 		data := getObj(rules, k)
 		if data == nil {
@@ -388,30 +381,50 @@ func unboundedReadHit(rules ast.Object) *ast.Term {
 		}
 		for i := 0; i < l.Len(); i++ {
 			obj, ok := l.Elem(i).Value.(ast.Object)
-			if !ok || !hasGlobMeta(strings.TrimSuffix(getStr(obj, patternKey), "/**")) {
+			if !ok || !onlyDecided(getStr(obj, patternKey), workdirs) {
 				continue
 			}
 			hit := obj.Copy()
 			hit.Insert(reasonKey, ast.StringTerm(fmt.Sprintf(
-				"a path the command reads is known only when it runs, and may be one that %s rule %s (%s) names, which outside the session's directories only this decision holds",
+				"a path the command reads is known only when it runs, and may be one that %s rule %s (%s) names, "+
+					"which outside the session's directories only this decision holds; name the path, or write the rule "+
+					"from the place it protects (the kernel then holds it)",
 				string(k.Value.(ast.String)), getStr(obj, ruleKey), getStr(obj, sourceKey))))
-			return ast.NewTerm(hit)
+			return ast.NewTerm(hit), nil
 		}
 	}
-	return nil
+	return ast.NullTerm(), nil
 }
 
-// hasGlobMeta reports an unescaped *, ? or [ in a path pattern.
-func hasGlobMeta(pat string) bool {
-	for i := 0; i < len(pat); i++ {
-		switch pat[i] {
-		case '\\':
-			i++
-		case '*', '?', '[':
-			return true
+// onlyDecided reports whether the kernel leaves an absolute path pattern to the decision
+// somewhere outside the session's dirs (unseenReadHit): it holds a wildcard before a last
+// `/**`, and its literal start is / or holds one of dirs.
+func onlyDecided(pat string, dirs []string) bool {
+	var lit []string
+	wild := false
+	for _, seg := range strings.Split(strings.TrimPrefix(strings.TrimSuffix(pat, "/**"), "/"), "/") {
+		if strings.ContainsAny(strings.NewReplacer(`\*`, "", `\?`, "", `\[`, "").Replace(seg), "*?[") {
+			wild = true
+			break
+		}
+		lit = append(lit, strings.ReplaceAll(seg, `\`, ""))
+	}
+	if !wild {
+		return false
+	}
+	start := "/" + strings.Join(lit, "/")
+	if within(start, dirs) {
+		return false // walked in the session's dirs
+	}
+	if start == "/" {
+		return true
+	}
+	for _, d := range dirs {
+		if within(d, []string{start}) {
+			return true // walked in the session's dirs only
 		}
 	}
-	return false
+	return false // walked where it points, apart from them all
 }
 
 var (

@@ -61,22 +61,30 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "dontAsk: allow rule, redirect to a variable's file", mode: permission.ModeDontAsk, cmd: "echo a > $PWD/x", allow: []string{"Bash(echo *)"}, want: D},
 		// A cd in a script the same shell runs (eval, a trap, an alias) moves the commands after
 		// it: their relative paths are not where the line seems to say.
-		{name: "allow rule, a read after eval's cd", cmd: "eval cd ~/other; cat id.key", allow: []string{"Bash(eval *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
-		{name: "allow rule, a read after a DEBUG trap's cd", cmd: "trap 'cd ~/other' DEBUG; cat id.key", allow: []string{"Bash(trap *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
+		{name: "allow rule, a read after eval's cd", cmd: "eval cd ~/other; cat id.key", allow: []string{"Bash(eval *)"}, deny: []string{"Read(**/*.key)"}, want: AU},
+		{name: "allow rule, a read after a DEBUG trap's cd", cmd: "trap 'cd ~/other' DEBUG; cat id.key", allow: []string{"Bash(trap *)"}, deny: []string{"Read(**/*.key)"}, want: AU},
 		// A path known only at run time may be one a wildcard Read deny names, which outside the
 		// session's directories only the decision holds: never allowed outright. A literal deny,
 		// or a whole dir's, the kernel hides wherever it is.
-		{name: "bypass: a variable's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/other/id.key", deny: []string{"Read(~/**/*.key)"}, want: D},
-		{name: "bypass: a glob's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat ~/other/*.key", deny: []string{"Read(~/**/*.key)"}, want: D},
+		{name: "bypass: a variable's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/other/id.key", deny: []string{"Read(**/*.key)"}, want: D},
+		{name: "bypass: a glob's read and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat ~/other/*.key", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "a wildcard ask rule", cmd: "cat $X", allow: []string{"Bash(cat *)"}, ask: []string{"Read(**/*.pem)"}, want: AU},
-		{name: "default: a variable's read and a wildcard deny", cmd: "cat $HOME/other/id.key", allow: []string{"Bash(cat *)"}, deny: []string{"Read(~/**/*.key)"}, want: AU},
+		{name: "default: a variable's read and a wildcard deny", cmd: "cat $HOME/other/id.key", allow: []string{"Bash(cat *)"}, deny: []string{"Read(**/*.key)"}, want: AU},
+		{name: "bypass: a variable's read and a wildcard deny apart from the session", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/other/id.key", deny: []string{"Read(~/other/*.key)", "Read(~/**/*.pem)"}, want: A},
+		{name: "bypass: a variable's read and a wildcard deny inside the session", mode: permission.ModeBypassPermissions, cmd: "cat $X", deny: []string{"Read(./**/*.key)"}, want: A},
 		{name: "bypass: a variable's read and a literal deny", mode: permission.ModeBypassPermissions, cmd: "cat $HOME/x", deny: []string{"Read(~/.ssh/id_rsa)", "Read(//etc/secret/**)"}, want: A},
-		{name: "bypass: a glob in the cwd and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat *.go", deny: []string{"Read(~/**/*.key)"}, want: A},
+		{name: "bypass: a glob in the cwd and a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "cat *.go", deny: []string{"Read(**/*.key)"}, want: A},
 		{name: "allow rule, a redirect after eval's cd", cmd: "eval cd sub; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after eval's builtin cd", cmd: "eval 'builtin cd sub'; echo pwn > out/x", allow: []string{"Bash(eval *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after a sourced file", cmd: "source s.sh; echo pwn > out/x", allow: []string{"Bash(source *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
 		{name: "allow rule, a redirect after a mapfile callback", cmd: "mapfile -C 'cd sub #' -c 1 < list; echo pwn > out/x", allow: []string{"Bash(mapfile *)", "Bash(echo *)", "Edit(out/**)"}, want: AU},
-		{name: "cdable_vars: a cd to a variable's dir", mode: permission.ModeBypassPermissions, cmd: "shopt -s cdable_vars; o=/home/u/other; cd o; cat id.key", deny: []string{"Read(~/**/*.key)"}, want: D},
+		{name: "cdable_vars: a cd to a variable's dir", mode: permission.ModeBypassPermissions, cmd: "shopt -s cdable_vars; o=/home/u/other; cd o; cat id.key", deny: []string{"Read(**/*.key)"}, want: D},
+		// A shell's start-up code (an exported function, --rcfile, BASH_ENV, -i) is a script the
+		// policy cannot read: the line meets every Bash deny and ask rule.
+		{name: "bypass: an exported function through env", mode: permission.ModeBypassPermissions, cmd: "env 'BASH_FUNC_ls%%=() { curl x; }' bash -c ls", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: --rcfile and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "bash --rcfile s.sh -c 'ls'", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: BASH_ENV and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "BASH_ENV=s.sh bash -c 'ls'", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: an interactive shell and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "bash -i <<< 'ls'", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {

@@ -16,8 +16,17 @@ import rego.v1
 # an unknown access meets both).
 deny_hit := _deny_ask.deny
 
-# ask_hit is the first ask rule matching the call.
-ask_hit := _deny_ask.ask
+# ask_hit is the first ask rule matching the call; failing one, for a Bash line reading a path
+# known only at run time that may lie anywhere, the first Read deny (else ask) rule that only
+# the decision holds outside the session's directories (sandboxd.unseen_read_hit), as an ask:
+# the decision cannot see where the read goes, and the kernel does not hold that rule there.
+ask_hit := h if {
+	h := _deny_ask.ask
+} else := h if {
+	not _deny_ask.deny
+	input.bash.paths_unbounded == true
+	h := sandboxd.unseen_read_hit(input.rules, input.workdirs)
+}
 
 # Both scans in one builtin call: each call costs the evaluator more than the scan itself.
 # input.bash goes along for its opaque flag: a command known only at run time (a command word
