@@ -399,6 +399,37 @@ func TestReadDenyWholeDirIsKernelEnforced(t *testing.T) {
 	}
 }
 
+// TestReadDenyPatternOutsideTheSession: a wildcard Read deny naming files outside the
+// session's dir holds against reads no decision sees. One written from the place it protects
+// is walked there and its matches hidden from every program (awk, a sourced script's cd, a
+// link made in the line); one that starts at / is the decision's alone there, so a line that
+// reads a path known only at run time, or a whole tree outside, is refused in
+// bypassPermissions rather than run.
+func TestReadDenyPatternOutsideTheSession(t *testing.T) {
+	td := startDaemon(t, "")
+	dir, outside := testHostDir(t), testHostDir(t)
+	os.WriteFile(filepath.Join(outside, "id.key"), []byte("SECRET\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.sh"), []byte("cd "+outside+"\n"), 0o644)
+	for _, tc := range []struct{ rule, cmd string }{
+		{"Read(/" + outside + "/*.key)", "awk 1 " + outside + "/id.key"},
+		{"Read(/" + outside + "/*.key)", "source s.sh; cat id.key"},
+		{"Read(/" + outside + "/*.key)", "ln -s " + outside + "/id.key k; cat k"},
+		{"Read(/" + outside + "/*.key)", "grep -r SECRET " + outside},
+		{"Read(**/*.key)", "cat " + outside + "/$(echo id.key)"},
+		{"Read(**/*.key)", "grep -r SECRET " + outside},
+	} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, tc.rule))
+		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd))
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "SECRET\\n") {
+			t.Errorf("%s: %s read what the rule denies: %s", tc.rule, tc.cmd, b)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	if _, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":"awk 1 %s/id.key"}`, outside)); res.Data["stdout"] != "SECRET\n" {
+		t.Errorf("without the rule the file was not readable, so the test shows nothing: %+v", res.Data)
+	}
+}
+
 // TestReadDenyThroughBindMount: a Read deny rule holds where the host shows the same dir again
 // (a bind mount), for Bash and for the Read tool, though the path the call names matches no
 // rule.

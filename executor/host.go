@@ -288,7 +288,7 @@ func (h *Host) resolveAllOnHost(c *Call, paths []string) ([]*worker.Resolved, []
 // sandbox there, and the policy sees only root.
 func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if !c.unconfined {
-		return nil
+		return h.checkTreeOutside(c, root, tool)
 	}
 	refuse := func(what string) error {
 		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, which holds %s; outside any sandbox it would read that too: read a directory it does not reach, or run the command in sandboxd (sbctl hook --confine)", tool, root, what))
@@ -316,6 +316,41 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 		}
 		if below {
 			return refuse("what the Read deny pattern " + pat + " names")
+		}
+	}
+	return nil
+}
+
+// checkTreeOutside refuses a confined Bash command that reads everything under root, a dir
+// outside the session's dirs, where a Read deny pattern the kernel leaves to the decision there
+// (permission.DecidedOnlyOutside: Read(**/*.key)) may name a file: the decision sees the dir,
+// not the files the command reads in it (`grep -r SECRET ~/other`).
+func (h *Host) checkTreeOutside(c *Call, root, tool string) error {
+	if c.Tool.Name() != "Bash" {
+		return nil
+	}
+	dirs := append([]string{c.Session.Cwd()}, c.Session.Dirs()...)
+	for _, d := range dirs {
+		if insideDir(root, d) {
+			return nil
+		}
+	}
+	pats, err := readDenyPatterns(c, "Bash")
+	if err != nil {
+		return err
+	}
+	segs := permission.SplitPath(root)
+	b := permission.NewMatchBudget()
+	for _, pat := range pats {
+		if !permission.DecidedOnlyOutside(pat, dirs) {
+			continue
+		}
+		below, err := permission.MayMatchBelowWithin(pat, segs, b)
+		if err != nil {
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
+		}
+		if below {
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, outside the session's directories, where only this decision holds the Read deny pattern %s, and cannot see which files it reads: read a directory the pattern cannot reach, or write the rule from the place it protects", tool, root, pat))
 		}
 	}
 	return nil

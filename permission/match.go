@@ -527,3 +527,38 @@ func dropPathParams(p string) string {
 // matchWhole matches pattern segments against all of segs (no ancestor match, unlike
 // matchSegs).
 func matchWhole(pat, segs []string) bool { return matchSegments(pat, segs, true) }
+
+// DecidedOnlyOutside reports whether the kernel leaves an absolute Read path pattern to the
+// decision somewhere outside the session's dirs: it holds a wildcard before a last `/**`, and
+// its literal start is / or holds one of dirs (Read(.env), Read(~/**/*.key) for a session under
+// ~). The sandbox hides a literal path wherever it is, everything under one (Read(//dir/**)),
+// and each match of a pattern whose literal start lies in a session dir or apart from them
+// all, where it walks.
+func DecidedOnlyOutside(absPattern string, dirs []string) bool {
+	var lit []string
+	wild := false
+	unescapedMeta := strings.NewReplacer(`\*`, "", `\?`, "", `\[`, "")
+	for _, seg := range strings.Split(strings.TrimPrefix(strings.TrimSuffix(absPattern, "/**"), "/"), "/") {
+		if strings.ContainsAny(unescapedMeta.Replace(seg), "*?[") {
+			wild = true
+			break
+		}
+		lit = append(lit, strings.ReplaceAll(seg, `\`, ""))
+	}
+	if !wild {
+		return false
+	}
+	start := path.Clean("/" + strings.Join(lit, "/"))
+	holds := false
+	for _, d := range dirs {
+		d = path.Clean(d)
+		if !path.IsAbs(d) {
+			continue
+		}
+		if start == d || d == "/" || strings.HasPrefix(start, d+"/") {
+			return false // walked in the session's dirs
+		}
+		holds = holds || start == "/" || strings.HasPrefix(d, start+"/")
+	}
+	return holds || start == "/"
+}

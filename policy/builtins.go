@@ -381,7 +381,7 @@ func unseenReadHit(_ rego.BuiltinContext, rulesT, workdirsT *ast.Term) (*ast.Ter
 		}
 		for i := 0; i < l.Len(); i++ {
 			obj, ok := l.Elem(i).Value.(ast.Object)
-			if !ok || !onlyDecided(getStr(obj, patternKey), workdirs) {
+			if !ok || !permission.DecidedOnlyOutside(getStr(obj, patternKey), workdirs) {
 				continue
 			}
 			hit := obj.Copy()
@@ -394,37 +394,6 @@ func unseenReadHit(_ rego.BuiltinContext, rulesT, workdirsT *ast.Term) (*ast.Ter
 		}
 	}
 	return ast.NullTerm(), nil
-}
-
-// onlyDecided reports whether the kernel leaves an absolute path pattern to the decision
-// somewhere outside the session's dirs (unseenReadHit): it holds a wildcard before a last
-// `/**`, and its literal start is / or holds one of dirs.
-func onlyDecided(pat string, dirs []string) bool {
-	var lit []string
-	wild := false
-	for _, seg := range strings.Split(strings.TrimPrefix(strings.TrimSuffix(pat, "/**"), "/"), "/") {
-		if strings.ContainsAny(strings.NewReplacer(`\*`, "", `\?`, "", `\[`, "").Replace(seg), "*?[") {
-			wild = true
-			break
-		}
-		lit = append(lit, strings.ReplaceAll(seg, `\`, ""))
-	}
-	if !wild {
-		return false
-	}
-	start := "/" + strings.Join(lit, "/")
-	if within(start, dirs) {
-		return false // walked in the session's dirs
-	}
-	if start == "/" {
-		return true
-	}
-	for _, d := range dirs {
-		if within(d, []string{start}) {
-			return true // walked in the session's dirs only
-		}
-	}
-	return false // walked where it points, apart from them all
 }
 
 var (
