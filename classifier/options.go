@@ -20,6 +20,11 @@ type optSpec struct {
 	// exactLong: the command takes long options only whole, never abbreviated (jq, rg, node),
 	// so --slurp is itself there, not the start of --slurpfile.
 	exactLong bool
+	// countWord: a short-option word whose first letter is a digit is one option that takes
+	// no other word, as head's and tail's obsolete count is: -99c is 99 bytes, not -9 -9 and
+	// a -c whose value is the next word (the file read). Where digits are ordinary options
+	// (grep -5f PATS reads PATS) it must stay unset.
+	countWord bool
 }
 
 // opt is one parsed option.
@@ -47,6 +52,8 @@ func parseOpts(args []string, sp optSpec) (opts []opt, operands []string) {
 				o.val, o.hasVal = args[i], true
 			}
 			opts = append(opts, o)
+		case sp.countWord && len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9':
+			opts = append(opts, opt{name: a[1:]})
 		case len(a) > 1 && a[0] == '-':
 			for j := 1; j < len(a); j++ {
 				c := a[j]

@@ -228,6 +228,12 @@ func TestPathsOfFileOptions(t *testing.T) {
 		// rg --files takes no pattern: its one operand is the directory it lists.
 		{"rg --files s", "read:/home/u/proj/s:rg", false},
 		{"rg --files --hidden s t", "read:/home/u/proj/s:rg read:/home/u/proj/t:rg", false},
+		// head's and tail's obsolete count is one word: -99c is 99 bytes, and the next word is a
+		// file. grep's digits are options of their own: -5f takes the next word as its file.
+		{"head -99c s/f", "read:/home/u/proj/s/f:head", false},
+		{"tail -99c s/f", "read:/home/u/proj/s/f:tail", false},
+		{"head -5 s/f -n 2 a", "read:/home/u/proj/s/f:head read:/home/u/proj/a:head", false},
+		{"grep -5f s/f a", "read:/home/u/proj/s/f:grep read:/home/u/proj/a:grep", false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if !c.ReadOnly {
