@@ -88,7 +88,10 @@ func init() {
 			fileLong: []string{"files0-from", "random-source"}},
 		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, longFlag: []string{"binary"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
-		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmABCEMtTj", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "sort", "sortr", "type-add", "ignore-file", "replace", "colors", "path-separator", "pre", "pre-glob"}, permute: true, exactLong: true},
+		// rg's -d (--max-depth) and the options after "pre-glob" are newer than some rg: one that
+		// does not know them stops at them, so reading a value for them never hides a file.
+		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmrABCEMtTjd", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "maxdepth", "sort", "sortr", "type-add", "type-clear", "ignore-file", "replace", "color", "colors", "path-separator", "pre", "pre-glob",
+			"context-separator", "field-context-separator", "field-match-separator", "dfa-size-limit", "regex-size-limit", "max-filesize", "engine", "hostname-bin", "hyperlink-format", "generate"}, permute: true, exactLong: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
 		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true, exactLong: true},
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},

@@ -234,6 +234,10 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"tail -99c s/f", "read:/home/u/proj/s/f:tail", false},
 		{"head -5 s/f -n 2 a", "read:/home/u/proj/s/f:head read:/home/u/proj/a:head", false},
 		{"grep -5f s/f a", "read:/home/u/proj/s/f:grep read:/home/u/proj/a:grep", false},
+		// rg's -r (--replace) takes a value, the rest of its cluster here: ^ is the pattern.
+		{"rg -rA ^ s/f", "read:/home/u/proj/s/f:rg", false},
+		{"rg --color never x s/f", "read:/home/u/proj/s/f:rg", false},
+		{"rg --engine auto -e x s/f", "read:/home/u/proj/s/f:rg", false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if !c.ReadOnly {
