@@ -47,6 +47,11 @@ func TestPaths(t *testing.T) {
 		{"cp a b dir", "write:/home/u/proj/dir:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
 		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp read:/home/u/proj/evil.cfg:cp", false},
 		{"mv a b", "write:/home/u/proj/a:mv write:/home/u/proj/b:mv", false},
+		// An option whose value is optional takes none unless given with =: the next word is
+		// a file.
+		{"cp --preserve a b", "write:/home/u/proj/b:cp read:/home/u/proj/a:cp", false},
+		{"mkdir -Z a", "write:/home/u/proj/a:mkdir", false},
+		{"install -C a b", "write:/home/u/proj/b:install read:/home/u/proj/a:install", false},
 		{"rm -rf build ~/x", "write:/home/u/proj/build:rm write:/home/u/x:rm", false},
 		{"mkdir -p -m 755 a/b", "write:/home/u/proj/a/b:mkdir", false},
 		{"touch x", "write:/home/u/proj/x:touch", false},
