@@ -656,7 +656,7 @@ func checkSort(args []string, _ *walker) string {
 // checkDate refuses setting the clock: -s/--set, or an operand that is not a
 // +FORMAT (GNU date sets the time from MMDDhhmm[[CC]YY][.ss]).
 func checkDate(args []string, _ *walker) string {
-	opts, operands := parseOpts(args, optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true})
+	opts, operands := parseOpts(args, pathSpecs["date"].opts)
 	for _, o := range opts {
 		if o.name == "s" || (o.long && longIs(o.name, "set")) {
 			return "date_set"

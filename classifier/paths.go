@@ -69,24 +69,25 @@ func init() {
 		"readlink": rd, "realpath": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
 		// Options whose value is a file the command reads: its lines are names (--files0-from),
 		// patterns (-X) or a format (hexdump -f), and the error for each bad one prints it.
-		"wc": {kind: pkRead, opts: optSpec{longArg: []string{"files0-from"}, permute: true}, fileLong: []string{"files0-from"}},
-		"du": {kind: pkRead, opts: optSpec{shortArg: "X", longArg: []string{"files0-from", "exclude-from"}, permute: true},
+		"wc": {kind: pkRead, opts: optSpec{longArg: []string{"files0-from", "total"}, permute: true}, fileLong: []string{"files0-from"}},
+		"du": {kind: pkRead, opts: optSpec{shortArg: "dtBX", longArg: []string{"files0-from", "exclude-from", "exclude", "max-depth", "threshold", "block-size", "time-style"}, permute: true},
 			fileOpts: "X", fileLong: []string{"files0-from", "exclude-from"}},
-		"diff": {kind: pkRead, opts: optSpec{shortArg: "X", longArg: []string{"from-file", "to-file", "exclude-from"}, permute: true},
+		"diff": {kind: pkRead, opts: optSpec{shortArg: "xCDFILSUWX", longArg: []string{"from-file", "to-file", "exclude-from", "exclude", "starting-file", "ignore-matching-lines", "ifdef", "show-function-line", "label", "width", "tabsize", "horizon-lines", "palette",
+			"line-format", "old-line-format", "new-line-format", "unchanged-line-format", "old-group-format", "new-group-format", "unchanged-group-format", "changed-group-format"}, permute: true},
 			fileOpts: "X", fileLong: []string{"from-file", "to-file", "exclude-from"}},
 		"hexdump": {kind: pkRead, opts: optSpec{shortArg: "efns", permute: true}, fileOpts: "f"},
 		// tree prints the comments of an --infofile and the HTML --hintro/--houtro files.
 		"tree": {kind: pkRead, opts: optSpec{shortArg: "LPIHT", longArg: []string{"infofile", "gitfile", "hintro", "houtro", "charset", "filelimit", "timefmt", "sort"}, longFlag: []string{"info"}, permute: true},
 			fileLong: []string{"infofile", "gitfile", "hintro", "houtro"}},
-		"date": {kind: pkNone, opts: optSpec{shortArg: "dfr", shortOpt: "I", longArg: []string{"date", "file", "reference"}, permute: true},
+		"date": {kind: pkNone, opts: optSpec{shortArg: "dfrs", shortOpt: "I", longArg: []string{"date", "file", "reference", "set", "rfc-3339"}, permute: true},
 			fileOpts: "fr", fileLong: []string{"file", "reference"}},
 		"column": rd, "comm": rd, "paste": rd, "join": rd, "source": rd, ".": rd,
 		"head": {kind: pkRead, opts: optSpec{shortArg: "nc", longArg: []string{"lines", "bytes"}, permute: true, countWord: true}},
 		"tail": {kind: pkRead, opts: optSpec{shortArg: "ncs", longArg: []string{"lines", "bytes", "pid", "sleep-interval", "max-unchanged-stats"}, permute: true, countWord: true}},
 		"cut":  {kind: pkRead, opts: optSpec{shortArg: "bcdf", longArg: []string{"bytes", "characters", "delimiter", "fields", "output-delimiter"}, permute: true}},
-		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true},
+		"sort": {kind: pkRead, opts: optSpec{shortArg: "kotyST", longArg: []string{"key", "output", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "compress-program", "sort", "random-source", "batch-size"}, permute: true},
 			fileLong: []string{"files0-from", "random-source"}},
-		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCd", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, longFlag: []string{"binary"}, permute: true},
+		"grep": {kind: pkPattern, opts: optSpec{shortArg: "efmABCdDX", longArg: []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "devices", "directories", "binary-files", "group-separator"}, longFlag: []string{"binary"}, permute: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "exclude-from"}},
 		// rg's -d (--max-depth) and the options after "pre-glob" are newer than some rg: one that
 		// does not know them stops at them, so reading a value for them never hides a file.
@@ -95,7 +96,7 @@ func init() {
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
 		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true, exactLong: true},
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},
-		"sed": {kind: pkPattern, opts: optSpec{shortArg: "efl", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
+		"sed": {kind: pkPattern, opts: optSpec{shortArg: "eflV", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
 		"find": {kind: pkFind},
 		"uniq": {kind: pkUniq, opts: optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true}},
@@ -121,8 +122,11 @@ func init() {
 		"ruby":     {kind: pkInterp, opts: optSpec{shortArg: "Ir"}, patOpts: "e"},
 		"php":      {kind: pkInterp, opts: optSpec{shortArg: "dc"}, patOpts: "rR"},
 		"lua":      {kind: pkInterp, opts: optSpec{shortArg: "l"}, patOpts: "e"},
-		"curl":     {kind: pkFetch, opts: optSpec{shortArg: "oTdFHXAeuwmxrEK", longArg: []string{"output", "upload-file", "data", "data-binary", "form", "header", "request", "user-agent", "referer", "user", "write-out", "max-time", "proxy", "range", "cert", "config"}, longFlag: []string{"head"}, permute: true}},
-		"wget":     {kind: pkFetch, opts: optSpec{shortArg: "OPoaiU", longArg: []string{"output-document", "directory-prefix", "output-file", "append-output", "input-file", "user-agent"}, permute: true}},
+		// curl's and wget's options with a value, as their --help lists them; curl's longFlag are
+		// flags whose name starts one with a value (--head, --header).
+		"curl": {kind: pkFetch, opts: optSpec{shortArg: "bcdemortuwxyzACDEFHKPQTUXY", longArg: []string{"abstract-unix-socket", "alt-svc", "aws-sigv4", "cacert", "capath", "cert", "cert-type", "ciphers", "config", "connect-timeout", "connect-to", "continue-at", "cookie", "cookie-jar", "create-file-mode", "crlfile", "curves", "data", "data-ascii", "data-binary", "data-raw", "data-urlencode", "delegation", "dns-interface", "dns-ipv4-addr", "dns-ipv6-addr", "dns-servers", "doh-url", "dump-header", "egd-file", "engine", "etag-compare", "etag-save", "expect100-timeout", "form", "form-string", "ftp-account", "ftp-alternative-to-user", "ftp-method", "ftp-port", "ftp-ssl-ccc-mode", "happy-eyeballs-timeout-ms", "header", "help", "hostpubmd5", "hostpubsha256", "hsts", "interface", "json", "keepalive-time", "key", "key-type", "krb", "libcurl", "limit-rate", "local-port", "login-options", "mail-auth", "mail-from", "mail-rcpt", "max-filesize", "max-redirs", "max-time", "netrc-file", "noproxy", "oauth2-bearer", "output", "output-dir", "parallel-max", "pass", "pinnedpubkey", "preproxy", "proto", "proto-default", "proto-redir", "proxy", "proxy-cacert", "proxy-capath", "proxy-cert", "proxy-cert-type", "proxy-ciphers", "proxy-crlfile", "proxy-header", "proxy-key", "proxy-key-type", "proxy-pass", "proxy-pinnedpubkey", "proxy-service-name", "proxy-tls13-ciphers", "proxy-tlsauthtype", "proxy-tlspassword", "proxy-tlsuser", "proxy-user", "proxy1.0", "pubkey", "quote", "random-file", "range", "rate", "referer", "request", "request-target", "resolve", "retry", "retry-delay", "retry-max-time", "sasl-authzid", "service-name", "socks4", "socks4a", "socks5", "socks5-gssapi-service", "socks5-hostname", "speed-limit", "speed-time", "stderr", "telnet-option", "tftp-blksize", "time-cond", "tls-max", "tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace", "trace-ascii", "unix-socket", "upload-file", "url", "url-query", "user", "user-agent", "write-out"},
+			longFlag: []string{"crlf", "ftp-ssl-ccc", "head", "netrc", "parallel", "socks5-gssapi"}, permute: true}},
+		"wget": {kind: pkFetch, opts: optSpec{shortArg: "aeilnotwABDIOPQRTUXY", longArg: []string{"accept", "accept-regex", "append-output", "backups", "base", "bind-address", "body-data", "body-file", "ca-certificate", "ca-directory", "certificate", "certificate-type", "ciphers", "compression", "config", "connect-timeout", "crl-file", "cut-dirs", "default-page", "directory-prefix", "dns-timeout", "domains", "exclude-directories", "exclude-domains", "execute", "follow-tags", "ftp-password", "ftp-user", "header", "http-password", "http-user", "ignore-tags", "include-directories", "input-file", "level", "limit-rate", "load-cookies", "local-encoding", "method", "output-document", "output-file", "password", "pinnedpubkey", "post-data", "post-file", "prefer-family", "private-key", "private-key-type", "progress", "proxy-password", "proxy-user", "quota", "read-timeout", "referer", "regex-type", "reject", "reject-regex", "rejected-log", "remote-encoding", "report-speed", "restrict-file-names", "retry-on-http-error", "save-cookies", "secure-protocol", "start-pos", "timeout", "tries", "use-askpass", "user", "user-agent", "wait", "waitretry", "warc-dedup", "warc-file", "warc-header", "warc-max-size", "warc-tempdir"}, permute: true}},
 	}
 	pathSpecs["egrep"], pathSpecs["fgrep"] = pathSpecs["grep"], pathSpecs["grep"]
 	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh"} {

@@ -243,6 +243,10 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"rg -rA ^ s/f", "read:/home/u/proj/s/f:rg", false},
 		{"rg --color never x s/f", "read:/home/u/proj/s/f:rg", false},
 		{"rg --engine auto -e x s/f", "read:/home/u/proj/s/f:rg", false},
+		// Each value-taking option takes its value, in a cluster too, and the value is no path.
+		{"grep -D skip -e x s/f", "read:/home/u/proj/s/f:grep", false},
+		{"du -d 1 s/f", "read:/home/u/proj/s/f:du", false},
+		{"diff -U 3 a s/f", "read:/home/u/proj/a:diff read:/home/u/proj/s/f:diff", false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if !c.ReadOnly {
