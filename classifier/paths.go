@@ -94,7 +94,7 @@ func init() {
 		"rg": {kind: pkPattern, opts: optSpec{shortArg: "efgmrABCEMtTjd", longArg: []string{"regexp", "file", "glob", "iglob", "max-count", "after-context", "before-context", "context", "encoding", "max-columns", "type", "type-not", "threads", "max-depth", "maxdepth", "sort", "sortr", "type-add", "type-clear", "ignore-file", "replace", "color", "colors", "path-separator", "pre", "pre-glob",
 			"context-separator", "field-context-separator", "field-match-separator", "dfa-size-limit", "regex-size-limit", "max-filesize", "engine", "hostname-bin", "hyperlink-format", "generate"}, permute: true, exactLong: true},
 			patOpts: "ef", patLong: []string{"regexp", "file"}, fileOpts: "f", fileLong: []string{"file", "ignore-file"}},
-		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "arg", "argjson", "slurpfile", "rawfile", "indent"}, permute: true, exactLong: true},
+		"jq": {kind: pkPattern, opts: optSpec{shortArg: "fL", longArg: []string{"from-file", "indent", "library-path"}, permute: true, exactLong: true},
 			patOpts: "f", patLong: []string{"from-file"}, fileOpts: "fL", fileLong: []string{"from-file"}},
 		"sed": {kind: pkPattern, opts: optSpec{shortArg: "eflV", shortOpt: "i", longArg: []string{"expression", "file", "line-length"}, permute: true},
 			patOpts: "ef", patLong: []string{"expression", "file"}, fileOpts: "f", fileLong: []string{"file"}},
@@ -1061,19 +1061,35 @@ func hardLinks(name string, opts []opt) bool {
 	return name == "ln"
 }
 
-// jqFiles records the files jq reads besides its inputs and returns ws without the two words
-// of each --rawfile NAME FILE and --slurpfile NAME FILE, which take two arguments where optSpec
-// knows one. A program that imports or includes a module, or one read from a file (which may),
-// reads a file found on a search path the words do not show: the list is then incomplete.
+// jqFiles records the files jq reads besides its inputs and returns ws without each option
+// that takes two words (--arg NAME VALUE, --argjson NAME TEXT, and --rawfile, --slurpfile and
+// --argfile NAME FILE), which optSpec cannot express: taken one word short, the second word
+// passes for the program and the program for a file, or the option's words for another's
+// (--arg --rawfile x PROG FILE is an --arg named --rawfile, and FILE is read). They are taken
+// in order, as jq does, so that such a value is never read as an option. A program that
+// imports or includes a module, or one read from a file (which may), reads a file found on a
+// search path the words do not show: the list is then incomplete, and so for --run-tests,
+// whose file of tests holds programs.
 func (pc *pathCollector) jqFiles(sb *sub, ws []word) []word {
 	out := make([]word, 0, len(ws))
 	for i := 0; i < len(ws); i++ {
 		a := ws[i]
 		switch {
-		case a.static && (a.val == "--rawfile" || a.val == "--slurpfile") && i+2 < len(ws):
-			pc.word(ws[i+2], AccessRead, "jq", sb)
+		case a.static && (a.val == "--arg" || a.val == "--argjson"):
 			i += 2
 			continue
+		case a.static && (a.val == "--rawfile" || a.val == "--slurpfile" || a.val == "--argfile"):
+			if i+2 < len(ws) {
+				pc.word(ws[i+2], AccessRead, "jq", sb)
+			}
+			i += 2
+			continue
+		case a.static && a.val == "--run-tests":
+			// jq reads the tests from the next word, whatever it is, or from stdin.
+			if i+1 < len(ws) {
+				pc.word(ws[i+1], AccessRead, "jq", sb)
+			}
+			pc.unknown()
 		case !a.static || strings.Contains(a.val, "import") || strings.Contains(a.val, "include") ||
 			a.val == "-f" || strings.HasPrefix(a.val, "--from-file") || a.val == "--library-path" ||
 			strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.ContainsAny(a.val, "fL"):

@@ -214,6 +214,14 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"git blame --ignore-revs-file=s/f a", "read:/home/u/proj/s/f:git read:/home/u/proj/a:git", false},
 		{"jq --rawfile x s/f -n '$x'", "read:/home/u/proj/s/f:jq", false},
 		{"jq -r .a x.json", "read:/home/u/proj/x.json:jq", false},
+		// --argfile, --arg and --argjson take two words, in order: the words after them are
+		// no option's value.
+		{"jq -n --argfile N s/f '$ARGS.named'", "read:/home/u/proj/s/f:jq", false},
+		{"jq -n --argfile --arg s/f '$ARGS.named'", "read:/home/u/proj/s/f:jq", false},
+		{"jq --arg --rawfile x . s/f", "read:/home/u/proj/s/f:jq", false},
+		{"jq --argjson n 1 . s/f", "read:/home/u/proj/s/f:jq", false},
+		// The tests' programs may import modules from anywhere.
+		{"jq --run-tests s/f", "read:/home/u/proj/s/f:jq", true},
 		{"jq -n -L s 'import \"f\" as $d; $d'", "read:/home/u/proj/s:jq", true},
 		{"jq -n 'include \"f\"; .'", "", true},
 		{"find -files0-from s/f", "read:/home/u/proj/s/f:find", true},
