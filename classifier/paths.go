@@ -850,10 +850,12 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		ws = pc.jqFiles(sb, ws)
 	case "strings":
 		// binutils reads the options and file names of @FILE from FILE (and prints each one
-		// that names no file).
+		// that names no file), and expands an @OTHER there in turn: the files it reads are
+		// named in files, not words.
 		for _, a := range ws {
 			if f, ok := strings.CutPrefix(a.val, "@"); ok && a.static && f != "" {
 				pc.addVal(a, f, AccessRead, name, sb)
+				pc.unknown()
 			}
 		}
 	}

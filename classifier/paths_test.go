@@ -204,7 +204,7 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"tree --info --infofile s/f -L 2", "read:/home/u/proj/s/f:tree", false},
 		{"date -d yesterday +%F", "", false},
 		{"hexdump -fs/f a", "read:/home/u/proj/s/f:hexdump read:/home/u/proj/a:hexdump", false},
-		{"strings @s/f", "read:/home/u/proj/s/f:strings read:/home/u/proj/@s/f:strings", false},
+		{"strings @s/f", "read:/home/u/proj/s/f:strings read:/home/u/proj/@s/f:strings", true},
 		{"git config -f s/f --list", "read:/home/u/proj/s/f:git", false},
 		{"git config --file=s/f -l", "read:/home/u/proj/s/f:git", false},
 		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git", false},
