@@ -848,6 +848,15 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	switch name {
 	case "jq":
 		ws = pc.jqFiles(sb, ws)
+	case "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum":
+		// -c reads the files its list (or stdin) names, and prints each one's name with OK or
+		// FAILED, and a line of it that is not a checksum line in a warning. A word known only
+		// when the line runs (a glob too: a file may be named -c) may be -c.
+		for _, a := range ws {
+			if !a.static || a.glob || hasFlag([]string{a.val}, "c", "check") {
+				pc.unknown()
+			}
+		}
 	case "strings":
 		// binutils reads the options and file names of @FILE from FILE (and prints each one
 		// that names no file), and expands an @OTHER there in turn: the files it reads are

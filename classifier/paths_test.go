@@ -193,6 +193,11 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"egrep x s/f", "read:/home/u/proj/s/f:egrep", false},
 		{"fgrep -r x", "read:/home/u/proj:fgrep", false},
 		{"sha384sum s/f", "read:/home/u/proj/s/f:sha384sum", false},
+		// -c reads the files its list names.
+		{"sha256sum -c s/f", "read:/home/u/proj/s/f:sha256sum", true},
+		{"md5sum --quiet --check s/f", "read:/home/u/proj/s/f:md5sum", true},
+		{"b2sum -wc s/f", "read:/home/u/proj/s/f:b2sum", true},
+		{"cksum --ch s/f", "read:/home/u/proj/s/f:cksum", true},
 		{"unexpand s/f", "read:/home/u/proj/s/f:unexpand", false},
 		{"diff --from-file=s/f a", "read:/home/u/proj/s/f:diff read:/home/u/proj/a:diff", false},
 		{"diff -u a b", "read:/home/u/proj/a:diff read:/home/u/proj/b:diff", false},
