@@ -3,8 +3,8 @@ package classifier
 import "strings"
 
 // find's grammar, as the path facts and the risks both need it: the options before the roots
-// (-H, -L, -P, -D LIST, -OLEVEL), the roots up to the first expression word, and whether the
-// expression removes what it finds.
+// (-H, -L, -P, -D LIST, -OLEVEL, and -- that ends them), the roots up to the first expression
+// word, and whether the expression removes what it finds.
 
 // findRootsStart is the index of find's first root in vals (its words past the name).
 func findRootsStart(vals []string) int {
@@ -18,6 +18,9 @@ func findRootsStart(vals []string) int {
 		if v == "-D" {
 			start += 2
 			continue
+		}
+		if v == "--" {
+			start++
 		}
 		break
 	}

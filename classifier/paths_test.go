@@ -236,6 +236,9 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"find -L s -name x", "read:/home/u/proj/s:find", false},
 		{"find -D tree -O2 s", "read:/home/u/proj/s:find", false},
 		{"find -name x", "read:/home/u/proj:find", false},
+		// -- ends find's leading options: the word after it is a root.
+		{"find -- s -name x", "read:/home/u/proj/s:find", false},
+		{"find -L -- s t", "read:/home/u/proj/s:find read:/home/u/proj/t:find", false},
 		// A long option given whole is itself, not the start of a longer one that takes a
 		// value: that reading took the pattern for the value and the file for the pattern.
 		{`grep --binary "" s/f`, "read:/home/u/proj/s/f:grep", false},
