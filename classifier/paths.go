@@ -525,10 +525,11 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			pc.unknown()
 		}
 	}
-	// git grep's first operand is its pattern unless -e or -f gave one.
+	// git grep's first operand is its pattern unless -e or -f gave one. Any word that may be
+	// one counts, a value too: the pattern then taken for a path errs toward more paths.
 	pattern := sub == "grep"
 	for _, a := range ws[i+1:] {
-		if sub == "grep" && a.static && (a.val == "-e" || a.val == "-f" || strings.HasPrefix(a.val, "--regexp") || strings.HasPrefix(a.val, "--file")) {
+		if name, _, _ := gitGrepOpt(a.val); sub == "grep" && a.static && (name == "e" || name == "f") {
 			pattern = false
 		}
 	}
@@ -538,10 +539,15 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	// prints ~/.ssh/id_rsa. Every path here may be read below.
 	pc.tree = true
 	defer func() { pc.tree = false }()
-	afterDashes, skip, named := false, false, false
+	afterDashes, skip, patFile, named := false, false, false, false
 	for _, a := range ws[i+1:] {
-		if skip { // the value of git grep's -e or -f (gitFileOpts has -f's file)
+		if skip { // the value of an option of git grep: for -f, the file of patterns
 			skip = false
+			if patFile {
+				pc.tree = false
+				pc.word(a, AccessRead, "git", sb)
+				pc.tree = true
+			}
 			continue
 		}
 		if !a.static || a.glob {
@@ -549,10 +555,19 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			continue
 		}
 		v := a.val
+		opt, val, next := "", "", false
+		if sub == "grep" && !afterDashes {
+			opt, val, next = gitGrepOpt(v)
+		}
 		switch {
 		case afterDashes:
-		case sub == "grep" && (v == "-e" || v == "-f" || v == "--regexp" || v == "--file" || gitGrepValue(v)):
-			skip = true
+		case opt != "":
+			skip, patFile = next, opt == "f"
+			if opt == "f" && !next {
+				pc.tree = false
+				pc.add(val, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+				pc.tree = true
+			}
 			continue
 		case v == "--":
 			afterDashes = true
@@ -588,21 +603,41 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	}
 }
 
-// gitGrepValue reports an option of git grep whose value is the next word: -A, -B, -C or -m
-// at the end of a cluster, or --context, --max-depth, ... (abbreviated too) without =.
-func gitGrepValue(v string) bool {
-	if name, ok := strings.CutPrefix(v, "--"); ok {
-		if strings.Contains(name, "=") {
-			return false
-		}
-		for _, l := range []string{"max-depth", "threads", "max-count", "context", "after-context", "before-context"} {
-			if longIs(name, l) {
-				return true
+// gitGrepOpt reads a word of git grep as git's parse-options does and returns the option in
+// it that takes a value, if any: in a cluster of short options, a letter that takes one (-e,
+// -f, -A, -B, -C, -m) takes the rest of the cluster (-eK: the pattern K), or the next word when
+// it ends the cluster (-hf FILE), and -O takes the rest as its optional value; a long option
+// (abbreviated too) takes what follows its =, else the next word. name is the short letter,
+// or "e" or "f" for --regexp and --file; next reports that the value is the next word.
+func gitGrepOpt(v string) (name, val string, next bool) {
+	if long, ok := strings.CutPrefix(v, "--"); ok {
+		long, val, has := strings.Cut(long, "=")
+		for _, l := range []string{"regexp", "file", "max-depth", "threads", "max-count", "context", "after-context", "before-context"} {
+			if longIs(long, l) {
+				name = l
+				switch l {
+				case "regexp":
+					name = "e"
+				case "file":
+					name = "f"
+				}
+				return name, val, !has
 			}
 		}
-		return false
+		return "", "", false
 	}
-	return len(v) > 1 && v[0] == '-' && strings.IndexByte("ABCm", v[len(v)-1]) >= 0
+	if len(v) < 2 || v[0] != '-' {
+		return "", "", false
+	}
+	for j := 1; j < len(v); j++ {
+		switch c := v[j]; {
+		case strings.IndexByte("efABCm", c) >= 0:
+			return string(c), v[j+1:], j+1 == len(v)
+		case c == 'O':
+			return "", "", false
+		}
+	}
+	return "", "", false
 }
 
 // gitConfigFiles records the config files git config (its options ws) and git var -l print
@@ -762,7 +797,6 @@ func gitConfigWrites(ws []word) bool {
 // path's content in the repository, as gitReads' object names are.
 var gitFileOpts = map[string][]string{
 	"config":   {"-f", "--file", "--blob"},
-	"grep":     {"-f"},
 	"ls-files": {"-X", "--exclude-from"},
 	"blame":    {"-S", "--ignore-revs-file", "--contents"},
 	"annotate": {"-S", "--ignore-revs-file", "--contents"},
