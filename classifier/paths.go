@@ -1023,6 +1023,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			}
 		case spec.kind == pkMode && o.long && longIs(o.name, "reference"):
 			patGiven = true // no mode operand
+		case name == "chmod" && !o.long && strings.Contains("rwxXstugoa,+=01234567", o.name):
+			// chmod -w FILE: a word that starts as a mode is the mode, and every operand a file.
+			patGiven = true
 		case name == "rg" && o.long && (o.name == "files" || o.name == "type-list"):
 			patGiven = true // no pattern: every operand is a path to list
 		}
