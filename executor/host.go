@@ -303,22 +303,35 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if c.Tool.Name() != "Bash" {
 		return nil
 	}
+	pat, err := denyBelow(c, root, tool, func(string) bool { return true })
+	if err != nil || pat == "" {
+		return err
+	}
+	return refuse("what the Read deny pattern " + pat + " names")
+}
+
+// denyBelow is the first of the call's Bash Read deny patterns that consider accepts and that
+// may match a file below root, or "".
+func denyBelow(c *Call, root, tool string, consider func(pat string) bool) (string, error) {
 	pats, err := readDenyPatterns(c, "Bash")
 	if err != nil {
-		return err
+		return "", err
 	}
 	segs := permission.SplitPath(root)
 	b := permission.NewMatchBudget()
 	for _, pat := range pats {
+		if !consider(pat) {
+			continue
+		}
 		below, err := permission.MayMatchBelowWithin(pat, segs, b)
 		if err != nil {
-			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
+			return "", errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
 		}
 		if below {
-			return refuse("what the Read deny pattern " + pat + " names")
+			return pat, nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // checkTreeOutside refuses a confined Bash command that reads everything under root, a dir
@@ -335,25 +348,11 @@ func (h *Host) checkTreeOutside(c *Call, root, tool string) error {
 			return nil
 		}
 	}
-	pats, err := readDenyPatterns(c, "Bash")
-	if err != nil {
+	pat, err := denyBelow(c, root, tool, func(pat string) bool { return permission.DecidedOnlyOutside(pat, dirs) })
+	if err != nil || pat == "" {
 		return err
 	}
-	segs := permission.SplitPath(root)
-	b := permission.NewMatchBudget()
-	for _, pat := range pats {
-		if !permission.DecidedOnlyOutside(pat, dirs) {
-			continue
-		}
-		below, err := permission.MayMatchBelowWithin(pat, segs, b)
-		if err != nil {
-			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
-		}
-		if below {
-			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, outside the session's directories, where only this decision holds the Read deny pattern %s, and cannot see which files it reads: read a directory the pattern cannot reach, or write the rule from the place it protects", tool, root, pat))
-		}
-	}
-	return nil
+	return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, outside the session's directories, where only this decision holds the Read deny pattern %s, and cannot see which files it reads: read a directory the pattern cannot reach, or write the rule from the place it protects", tool, root, pat))
 }
 
 // resolveAsOwner resolves path as the session owner with how, through the owner's worker, for

@@ -705,62 +705,52 @@ func TestHideWholeDirOutside(t *testing.T) {
 	}
 }
 
-// TestHideWholeFileOutside: Read(<file>/**) for a file outside the session's dirs hides the
-// file from every program, as the decision denies it (** matches nothing too) and as the same
-// rule hides a file inside them; its siblings and the session's own files stay readable.
-func TestHideWholeFileOutside(t *testing.T) {
+// TestHideOutside: a Read rule naming a place apart from the session's dirs hides what it names
+// there from every program, however it names the file (a path built at run time, a `..`, a
+// program's own read), as it does inside them; siblings and the session's own files stay
+// readable. Read(<file>/**) hides the file itself (** matches nothing too, as the decision
+// reads it); a wildcard pattern (Read(~/other/*.key)) is walked where it points.
+func TestHideOutside(t *testing.T) {
 	t.Parallel()
-	s := newTestSandbox(t, Config{})
-	f := newProtectFixture(t)
-	secret := filepath.Join(f.home, "out.txt") // outside the session's dir, f.repo
-	os.WriteFile(secret, []byte("SECRET=1\n"), 0o644)
-	os.WriteFile(filepath.Join(f.home, "plain"), []byte("plain-ok\n"), 0o644)
-	cmd := fmt.Sprintf("cat README; h=%[1]s; cat $h/$(echo out.txt); cat $h/../%[2]s/out.txt; cat $h/plain; "+
-		"grep -c -F $h/out.txt /proc/self/mountinfo; echo done", f.home, filepath.Base(f.home))
-	sp := f.spec(cmd, f.repo, f.repo)
-	sp.HidePatterns = []string{secret + "/**"}
-	sp.Call = "c"
-	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out, "SECRET") {
-		t.Fatalf("the file the rule denies was read:\n%s", out)
-	}
-	for _, w := range []string{"hello", "plain-ok", "\n1\n", "done"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("no %q (the session's file, a sibling, one mount over the file) in:\n%s", w, out)
-		}
-	}
-}
-
-// TestHidePatternOutside: a wildcard Read rule whose literal start lies apart from the
-// session's dirs (Read(~/other/*.key)) hides each match there from every program, however it
-// names the file (a program's own read, a path built at run time), as it does inside them.
-func TestHidePatternOutside(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t, Config{})
-	f := newProtectFixture(t)
-	other := filepath.Join(f.home, "other") // outside the session's dir, f.repo
-	os.MkdirAll(other, 0o755)
-	os.WriteFile(filepath.Join(other, "id.key"), []byte("SECRET=1\n"), 0o644)
-	os.WriteFile(filepath.Join(other, "plain"), []byte("plain-ok\n"), 0o644)
-	chownR(t, other)
-	cmd := fmt.Sprintf("cat README; o=%[1]s; awk 1 $o/id.key; tar cf - -C $o id.key 2>/dev/null | tar xOf - 2>/dev/null; cat $o/plain; echo done", other)
-	sp := f.spec(cmd, f.repo, f.repo)
-	sp.HidePatterns = []string{other + "/*.key"}
-	sp.Call = "c"
-	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out, "SECRET") {
-		t.Fatalf("a file the rule denies was read:\n%s", out)
-	}
-	for _, w := range []string{"hello", "plain-ok", "done"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("no %q (the session's file, a sibling) in:\n%s", w, out)
-		}
+	for _, tc := range []struct {
+		name, secret string
+		pattern      func(dir string) string
+		mounts       bool // one mount over the file shows in mountinfo
+	}{
+		{"a file by <file>/**", "out.txt", func(d string) string { return filepath.Join(d, "out.txt") + "/**" }, true},
+		{"a wildcard pattern", "id.key", func(d string) string { return d + "/*.key" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newTestSandbox(t, Config{})
+			f := newProtectFixture(t)
+			dir := filepath.Join(f.home, "other") // outside the session's dir, f.repo
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, tc.secret), []byte("SECRET=1\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "plain"), []byte("plain-ok\n"), 0o644)
+			chownR(t, dir)
+			cmd := fmt.Sprintf("cat README; o=%[1]s; cat $o/$(echo %[2]s); cat $o/../other/%[2]s; awk 1 $o/%[2]s; "+
+				"tar cf - -C $o %[2]s 2>/dev/null | tar xOf - 2>/dev/null; cat $o/plain; grep -c -F $o/%[2]s /proc/self/mountinfo; echo done", dir, tc.secret)
+			sp := f.spec(cmd, f.repo, f.repo)
+			sp.HidePatterns = []string{tc.pattern(dir)}
+			sp.Call = "c"
+			_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "SECRET") {
+				t.Fatalf("the file the rule denies was read:\n%s", out)
+			}
+			want := []string{"hello", "plain-ok", "done"}
+			if tc.mounts {
+				want = append(want, "\n1\n")
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q (the session's file, a sibling, the mount over the file) in:\n%s", w, out)
+				}
+			}
+		})
 	}
 }
 
