@@ -473,7 +473,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 			if errors.Is(err, errWalkBudget) {
 				err = fmt.Errorf("%s holds more than %d entries", start, maxPatternWalk)
 			}
-			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)) or narrow the session's dirs", ErrBadSpec, strings.Join(pats, ", "), err)
+			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)), or narrow what it reaches (the session's dirs, or the place the rule starts at)", ErrBadSpec, strings.Join(pats, ", "), err)
 		}
 	}
 	return out, nil
