@@ -222,11 +222,33 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 // the line runs: bounded when it is a glob under a directory the line names (`*.go`,
 // `+(a|b).go`), unbounded otherwise.
 func (pc *pathCollector) runtimeWord(a word, sb *sub) {
-	if a.glob && !sb.dirsUnknown && (a.static && boundedGlob(a.val) || a.extGlob && boundedExtGlob(a.src)) {
+	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && boundedGlob(a.val) || a.extGlob && boundedExtGlob(a.src)) {
 		pc.incomplete = true
 		return
 	}
 	pc.unknown()
+}
+
+// inSession reports whether dirs (nil: Options.Cwd) all lie in the cwd or a WorkDir. A glob
+// is bounded by the dir it starts in only there: after a cd out of the session's dirs
+// (`cd ~/other && cat *`) what it matches lies outside them, where no rule's match is known.
+func (pc *pathCollector) inSession(dirs []string) bool {
+	if len(dirs) == 0 {
+		return true
+	}
+	for _, d := range dirs {
+		ok := false
+		for _, w := range append([]string{pc.opts.Cwd}, pc.opts.WorkDirs...) {
+			if w != "" && (d == w || w == "/" || strings.HasPrefix(d, strings.TrimSuffix(w, "/")+"/")) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // boundedExtGlob is boundedGlob of an extended glob's source text, its quotes and backslashes
@@ -1033,6 +1055,11 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	// A recursive search, diff or copy reads every file below a directory operand.
 	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
 		spec.kind == pkCopy && recursiveCopy(opts)
+	if pc.tree && followsLinks(name, opts) {
+		// A link below the dir leads wherever it leads (vendor -> ~/other): the files read
+		// there are not below the dir the line names.
+		pc.unknown()
+	}
 	switch spec.kind {
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)
@@ -1227,6 +1254,20 @@ func recursive(opts []opt) bool {
 	for _, o := range opts {
 		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) ||
 			(o.name == "d" || o.long && longIs(o.name, "directories")) && o.val == "recurse" {
+			return true
+		}
+	}
+	return false
+}
+
+// followsLinks reports the options with which a recursive read follows the symlinks it meets
+// below its dirs: grep -R, rg -L, cp -L.
+func followsLinks(name string, opts []opt) bool {
+	for _, o := range opts {
+		switch {
+		case strings.HasSuffix(name, "grep") && (o.name == "R" || o.long && longIs(o.name, "dereference-recursive")),
+			name == "rg" && (o.name == "L" || o.long && o.name == "follow"),
+			name == "cp" && (o.name == "L" || o.long && longIs(o.name, "dereference")):
 			return true
 		}
 	}

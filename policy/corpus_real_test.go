@@ -85,6 +85,12 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: --rcfile and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "bash --rcfile s.sh -c 'ls'", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "bypass: BASH_ENV and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "BASH_ENV=s.sh bash -c 'ls'", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "bypass: an interactive shell and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "bash -i <<< 'ls'", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: a glob after a cd out of the session", mode: permission.ModeBypassPermissions, cmd: "cd .. && cat other/*", deny: []string{"Read(**/*.key)"}, want: D},
+		{name: "bypass: a glob after a cd into the session", mode: permission.ModeBypassPermissions, cmd: "cd /w/src && cat *.go", deny: []string{"Read(**/*.key)"}, want: A},
+		{name: "bypass: grep -R follows links out", mode: permission.ModeBypassPermissions, cmd: "grep -R KEY .", deny: []string{"Read(**/*.key)"}, want: D},
+		{name: "bypass: rg -L follows links out", mode: permission.ModeBypassPermissions, cmd: "rg -L KEY", deny: []string{"Read(**/*.key)"}, want: D},
+		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
+		{name: "grep -r runs in default", cmd: "grep -r KEY .", want: A},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
