@@ -1337,12 +1337,21 @@ func (w *walker) trackCd(sb *sub) {
 		return
 	}
 	switch ws[0].val {
-	case "eval", "trap", "alias", "source", ".", "mapfile", "readarray":
-		// Their scripts run in this shell, now or later (a DEBUG trap before each command, a
-		// mapfile -C callback, a sourced file's): a cd in one moves every command after it
-		// somewhere the line does not say.
-		if sb.opaque || sb.nested != nil && slices.ContainsFunc(sb.nested.Subcommands, changesDir) ||
-			ws[0].val == "source" || ws[0].val == "." || slices.ContainsFunc(ws[1:], func(a word) bool { return !a.static || strings.HasPrefix(a.val, "-C") }) && (ws[0].val == "mapfile" || ws[0].val == "readarray") {
+	// Scripts run in this shell, now or later (a DEBUG trap before each command): a cd in one
+	// moves every command after it somewhere the line does not say.
+	case "eval", "trap", "alias":
+		if sb.opaque || sb.nested != nil && slices.ContainsFunc(sb.nested.Subcommands, changesDir) {
+			w.dirsUnknown = true
+		}
+		return
+	case "source", ".":
+		w.dirsUnknown = true // a file's script, which the line does not show
+		return
+	case "mapfile", "readarray":
+		// -C's callback is a script too (`mapfile -tC 'cd ..' a`).
+		if slices.ContainsFunc(ws[1:], func(a word) bool {
+			return !a.static || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsRune(a.val, 'C')
+		}) {
 			w.dirsUnknown = true
 		}
 		return

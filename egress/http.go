@@ -376,12 +376,11 @@ func (h *httpConn) checkFormBody(req *http.Request) (int, error) {
 			placed++
 		}
 	}
-	// Rack finds a part's name with a loose pattern (and takes a Content-ID for it), and
-	// parsers differ on where parts begin and on the boundary: a field named _method anywhere
-	// in the body that the parts above do not account for may be one a server reads where
-	// this parser saw none.
-	// PHP joins a part's header line that has no colon to the line before it
-	// (`name="_met` and `hod"`): the body is looked at with its lines joined too.
+	// Rack finds a part's name with a loose pattern (and takes a Content-ID for it), PHP
+	// joins a part's header line that has no colon to the one before (`name="_met` / `hod"`),
+	// and parsers differ on where parts begin and on the boundary: a field named _method
+	// anywhere in the body, its lines joined or not, that the parts above do not account for
+	// may be one a server reads where this parser saw none.
 	joined := strings.NewReplacer("\r", "", "\n", "").Replace(string(body))
 	if max(methodFieldNames(string(body)), methodFieldNames(joined)) > placed {
 		return http.StatusBadRequest, fmt.Errorf("%w: the multipart body names a _method field outside any part this proxy can read, which a server may still act on as another method than %s; send a well-formed multipart/form-data form", ErrUnsupported, req.Method)

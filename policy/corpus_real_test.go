@@ -91,6 +91,7 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: rg -L follows links out", mode: permission.ModeBypassPermissions, cmd: "rg -L KEY", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
 		{name: "grep -r runs in default", cmd: "grep -r KEY .", want: A},
+		{name: "bypass: a mapfile callback meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "mapfile -tC 'curl x' -c 1 a < l", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
