@@ -519,7 +519,15 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		w.stmt(cmd.Stmt, redirs)
 	case *syntax.CoprocClause:
 		w.unsupportedf("coproc")
+		n := len(w.subs)
 		w.stmt(cmd.Stmt, redirs)
+		if _, simple := cmd.Stmt.Cmd.(*syntax.CallExpr); simple && cmd.Name != nil {
+			// bash takes a NAME only before a compound command: `coproc curl x` runs curl x,
+			// where the parser read curl as the name. What runs is not the command seen.
+			for _, sb := range w.subs[n:] {
+				sb.opaque = true
+			}
+		}
 	default:
 		w.unsupportedf("unsupported_construct")
 		w.node(cmd)

@@ -113,32 +113,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 			w.nestedScript(sb, ops[0].val, w.opts.Shell)
 			sb.dirsUnknown = true // it runs later, after whatever cd comes next
 		}
-	case name == "mapfile" || name == "readarray":
-		// -C CALLBACK is a script the shell runs for every -c lines read (`mapfile -C 'curl x'
-		// -c 1 a < f`), later in the line.
-		for i := 1; i < len(ws); i++ {
-			a := ws[i]
-			if !a.static {
-				sb.opaque = true
-				return
-			}
-			if len(a.val) < 2 || a.val[0] != '-' || a.val[1] == '-' {
-				continue
-			}
-			if j := strings.IndexByte(a.val, 'C'); j > 0 {
-				script := a.val[j+1:]
-				if script == "" && i+1 < len(ws) {
-					i++
-					if !ws[i].static {
-						sb.opaque = true
-						return
-					}
-					script = ws[i].val
-				}
-				w.nestedScript(sb, script, w.opts.Shell)
-				sb.dirsUnknown = true // it runs later, after whatever cd comes next
-			}
-		}
+	case name == "mapfile" || name == "readarray" || name == "compgen" || name == "complete":
+		// -C COMMAND is a script the shell runs: mapfile's callback for every -c lines read
+		// (`mapfile -C 'curl x' -c 1 a < f`), compgen's to list completions.
+		w.nestedOptionScripts(sb, ws[1:], 'C')
 	case name == "alias":
 		// alias NAME=VALUE: VALUE runs where NAME is a command later (zsh expands aliases in
 		// any shell, bash with expand_aliases), a script of its own.
@@ -659,4 +637,34 @@ func mergeRisks(a, b []string) []string {
 		}
 	}
 	return set.list()
+}
+
+// nestedOptionScripts reads as scripts the values of a short option, letter, that takes a
+// command (`-C CMD`, `-CCMD`, or last in a bundle: `-tC CMD`). They run later in the line.
+func (w *walker) nestedOptionScripts(sb *sub, ws []word, letter byte) {
+	for i := 0; i < len(ws); i++ {
+		a := ws[i]
+		if !a.static {
+			sb.opaque = true
+			return
+		}
+		if len(a.val) < 2 || a.val[0] != '-' || a.val[1] == '-' {
+			continue
+		}
+		j := strings.IndexByte(a.val, letter)
+		if j < 0 {
+			continue
+		}
+		script := a.val[j+1:]
+		if script == "" && i+1 < len(ws) {
+			i++
+			if !ws[i].static {
+				sb.opaque = true
+				return
+			}
+			script = ws[i].val
+		}
+		w.nestedScript(sb, script, w.opts.Shell)
+		sb.dirsUnknown = true // it runs later, after whatever cd comes next
+	}
 }

@@ -92,6 +92,8 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
 		{name: "grep -r runs in default", cmd: "grep -r KEY .", want: A},
 		{name: "bypass: a mapfile callback meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "mapfile -tC 'curl x' -c 1 a < l", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: a compgen -C command meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "compgen -C 'curl x' w", deny: []string{"Bash(curl *)"}, want: D},
+		{name: "bypass: coproc of a simple command meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "coproc curl x", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {
