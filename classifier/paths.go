@@ -375,7 +375,10 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		}
 		switch {
 		case r.Write:
-			was := pc.incomplete
+			// A write redirect's unknown target leaves the list incomplete and says so
+			// (redirectsIncomplete), not unbounded: that one says some read may lie anywhere,
+			// and the kernel holds what a write reaches.
+			was, wasUnbounded := pc.incomplete, pc.unbounded
 			pc.incomplete = false
 			if t == "" {
 				pc.unknown()
@@ -383,7 +386,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 				pc.add(t, AccessWrite, "redirect", sb.dirs, sb.dirsUnknown)
 			}
 			pc.redirectsIncomplete = pc.redirectsIncomplete || pc.incomplete
-			pc.incomplete = pc.incomplete || was
+			pc.incomplete, pc.unbounded = pc.incomplete || was, wasUnbounded
 		case op == "<":
 			if r.procSubst {
 				continue // a pipe: what its command reads are that command's paths

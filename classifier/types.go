@@ -31,7 +31,8 @@ type Classification struct {
 	// it, their files being the sandbox's to confine, unless the command runs outside any
 	// sandbox (Options.Unconfined: see PathUse.Mention).
 	PathsIncomplete bool `json:"paths_incomplete,omitempty"`
-	// PathsUnbounded is true when some path left out may lie anywhere: a name built at run
+	// PathsUnbounded is true when some path left out (a write redirection's target aside: see
+	// RedirectsIncomplete) may lie anywhere: a name built at run
 	// time ($VAR, $(…), ~user, ~+), one after a cd the line cannot follow, names read from
 	// input (xargs). A glob relative to a directory the line names (`cat *.go`) leaves the
 	// list incomplete but bounded: what it matches is under that directory.

@@ -94,6 +94,9 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: a mapfile callback meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "mapfile -tC 'curl x' -c 1 a < l", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "bypass: a compgen -C command meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "compgen -C 'curl x' w", deny: []string{"Bash(curl *)"}, want: D},
 		{name: "bypass: coproc of a simple command meets Bash denies", mode: permission.ModeBypassPermissions, cmd: "coproc curl x", deny: []string{"Bash(curl *)"}, want: D},
+		// A write's unknown target is the kernel's to hold; it does not meet Read rules.
+		{name: "bypass: a redirect to a variable's file and a wildcard Read deny", mode: permission.ModeBypassPermissions, cmd: "echo x > \"$f\"", deny: []string{"Read(**/*.key)"}, want: A},
+		{name: "acceptEdits: a redirect to a variable's file asks", mode: permission.ModeAcceptEdits, cmd: "echo x > \"$f\"", want: AU},
 		{name: "allow rule, redirect to /dev/null", cmd: "echo a > /dev/null 2>&1", allow: []string{"Bash(echo *)"}, want: A},
 	}
 	for _, c := range cases {

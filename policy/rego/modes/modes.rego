@@ -58,6 +58,7 @@ accept_edit if {
 	count(safety.outside_writes) == 0
 	count(safety.outside_reads) == 0
 	not paths_unbounded
+	not input.bash.redirects_incomplete == true
 	not "outside_workspace_write" in object.get(input.bash, "risks", [])
 	every sub in input.bash.subcommands {
 		_accept_sub(sub)
