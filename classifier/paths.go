@@ -148,6 +148,8 @@ type pathCollector struct {
 	// them, up to maxMentions.
 	mentioning bool
 	mentions   int
+	// alternative marks the paths put meanwhile as alternatives (PathUse.Alternative).
+	alternative bool
 	// vals and ws are scratch space for one command's argument values and operand words.
 	vals []string
 	ws   []word
@@ -335,7 +337,9 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	tree := pc.tree && access == AccessRead
 	for _, u := range pc.out {
 		// A mention adds nothing to the same path a table already put (its Mention is false).
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && u.Tree == tree && (u.Mention == pc.mentioning || !u.Mention) {
+		// An alternative adds nothing to a path already put as read there.
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) &&
+			(u.Mention == pc.mentioning || !u.Mention) && (u.Alternative == pc.alternative || !u.Alternative) {
 			return
 		}
 	}
@@ -343,7 +347,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.unknown()
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative})
 }
 
 // unknown marks the list incomplete by a path that may lie anywhere.
@@ -614,10 +618,14 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			// reads .env's history under a name no path rule meets.
 			pc.unknown()
 		}
-		if p, ok := objectPath(v); ok {
+		p, object := objectPath(v)
+		if object {
 			v = p
 		}
 		pc.add(v, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+		if object {
+			pc.objectAbove(p, sb)
+		}
 		named = true
 	}
 	if sub == "grep" && !named {
@@ -625,6 +633,33 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		// (--no-index and --untracked the files git does not track too): `git grep
 		// --no-index -h ''` prints ./.env.
 		pc.add(".", AccessRead, "git", sb.dirs, sb.dirsUnknown)
+	}
+}
+
+// objectAbove adds an object name's PATH (HEAD:PATH, :PATH) below each dir above the cwd, as
+// alternative reads (PathUse.Alternative): git takes it from the repository's top, which may
+// be any of them (in a session made in a repository's subdir, `git show HEAD:.env` prints the
+// top's .env), and the line does not say which. A PATH that starts with ./ or ../ is git's
+// from the cwd, which add takes.
+func (pc *pathCollector) objectAbove(p string, sb *sub) {
+	if p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || path.IsAbs(p) || sb.dirsUnknown {
+		return
+	}
+	dirs := sb.dirs
+	if len(dirs) == 0 {
+		dirs = []string{pc.opts.Cwd} // none known: add has made the list incomplete
+	}
+	// Not tree reads: a dir above the session's is not read whole because it may be the top.
+	tree := pc.tree
+	pc.alternative, pc.tree = true, false
+	defer func() { pc.alternative, pc.tree = false, tree }()
+	for _, d := range dirs {
+		for a := path.Dir(path.Clean(d)); path.IsAbs(d) && d != "/"; a = path.Dir(a) {
+			pc.put(strings.TrimSuffix(a, "/")+"/"+p, AccessRead, "git")
+			if a == "/" {
+				break
+			}
+		}
 	}
 }
 
@@ -879,6 +914,7 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 			if o == "--blob" {
 				if p, isObj := objectPath(v); isObj {
 					pc.add(p, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+					pc.objectAbove(p, sb)
 				}
 				break
 			}

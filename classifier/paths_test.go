@@ -90,19 +90,22 @@ func TestPaths(t *testing.T) {
 		{"bash -c 'cat /etc/shadow'", "read:/etc/shadow:cat", false},
 		{"git status", "", false},
 		{"git log --oneline -5", "", false},
-		{"git show HEAD:secrets/k", "read:/home/u/proj/secrets/k:git", false},
+		{"git show HEAD:secrets/k", "read:/home/u/proj/secrets/k:git read:/home/u/secrets/k:git:alt read:/home/secrets/k:git:alt read:/secrets/k:git:alt", false},
 		{"git --no-pager show main~2:./.env", "read:/home/u/proj/.env:git", false},
-		{"git cat-file -p :0:.env", "read:/home/u/proj/.env:git", false},
-		{"git cat-file blob :.env", "read:/home/u/proj/blob:git read:/home/u/proj/.env:git", false},
+		{"git cat-file -p :0:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
+		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git read:/home/u/s/f:git:alt read:/home/s/f:git:alt read:/s/f:git:alt", false},
+		{"git cat-file blob :.env", "read:/home/u/proj/blob:git read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git log -p -- secrets", "read:/home/u/proj/secrets:git", false},
-		{"git log -L 1,5:.env", "read:/home/u/proj/.env:git", false},
+		{"git log -L 1,5:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git log -L1,5:.env", "read:/home/u/proj/.env:git", false},
 		{"git diff HEAD~1 .env", "read:/home/u/proj/HEAD~1:git read:/home/u/proj/.env:git", false},
 		{"git grep SECRET HEAD -- .env", "read:/home/u/proj/HEAD:git read:/home/u/proj/.env:git", false},
-		{"git grep -e SECRET HEAD:.env", "read:/home/u/proj/.env:git", false},
+		{"git grep -e SECRET HEAD:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git blame -- .env", "read:/home/u/proj/.env:git", false},
 		{"git stash show -p", "read:/home/u/proj/show:git", false},
-		{"timeout 5 git show HEAD:.env", "read:/home/u/proj/.env:git", false},
+		{"timeout 5 git show HEAD:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
+		// From a session in a repository's subdir, HEAD:PATH is PATH at the top, wherever that is.
+		{"cd sub && git show HEAD:.env", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/.env:git read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git -C /elsewhere show HEAD:.env", "", true},
 		{"git show $REV:.env", "", true},
 		{"cd sub; bash -c 'cat x'", "read:/home/u/proj/sub:cd read:/home/u/proj/x:cat", true},
@@ -114,6 +117,9 @@ func TestPaths(t *testing.T) {
 			c := Classify(tc.cmd, testOpts)
 			var got []string
 			for _, p := range c.Paths {
+				if p.Alternative {
+					p.Cmd += ":alt"
+				}
 				got = append(got, p.Access+":"+p.Path+":"+p.Cmd)
 			}
 			if g := strings.Join(got, " "); g != tc.want {
@@ -286,6 +292,9 @@ func TestPathsOfFileOptions(t *testing.T) {
 		}
 		var got []string
 		for _, p := range c.Paths {
+			if p.Alternative {
+				continue // TestPaths has them
+			}
 			got = append(got, p.Access+":"+p.Path+":"+p.Cmd)
 		}
 		if g := strings.Join(got, " "); g != tc.want || c.PathsIncomplete != tc.incomplete {

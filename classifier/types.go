@@ -60,6 +60,11 @@ type PathUse struct {
 	// outside any sandbox (Options.Unconfined): awk, tar or a script's argument may read it,
 	// write it, or, for a directory, read what it holds.
 	Mention bool `json:"mention,omitempty"`
+	// Alternative says the read happens here or at another of the line's alternative paths,
+	// which only the program knows (git takes HEAD:PATH from the repository's top, which may be
+	// any dir above the cwd): it meets the rules as a read, but alone it is no read outside
+	// the session's dirs.
+	Alternative bool `json:"alternative,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.

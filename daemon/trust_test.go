@@ -485,6 +485,27 @@ func TestReadDenyCoversGitObjectNames(t *testing.T) {
 			t.Errorf("%s: the committed secret was printed: %s", mode, b)
 		}
 	}
+	// From a session made in the repository's subdir, git takes HEAD:PATH from the top, which
+	// the session does not know: each dir above the cwd may be it, and a rule on any holds.
+	// Those candidate reads ask nothing by themselves: a path beside the cwd still runs.
+	sub := filepath.Join(dir, "sub")
+	os.MkdirAll(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "notes"), []byte("notes\n"), 0o644)
+	for _, mode := range []string{"default", "bypassPermissions"} {
+		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Read(/%s/secrets/**)","Read(**/.env)"]}}`, sub, mode, dir))
+		for _, cmd := range []string{"git show HEAD:secrets/prod.key", "git cat-file -p :.env", "cd .. && git show HEAD:.env"} {
+			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != "deny" {
+				t.Errorf("%s, in a subdir: %s: %s, want deny", mode, cmd, got)
+			}
+		}
+		if got := decide(t, td, s.ID, "Bash", `{"command":"git show HEAD:sub/notes"}`); got != "allow" {
+			t.Errorf("%s, in a subdir: git show HEAD:sub/notes (the top's sub/notes, or one below the cwd): %s, want allow", mode, got)
+		}
+		_, res := td.call(t, s.ID, "Bash", `{"command":"git show HEAD:secrets/prod.key"}`)
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "TOPSECRET") {
+			t.Errorf("%s, in a subdir: the committed secret was printed: %s", mode, b)
+		}
+	}
 }
 
 // TestRemadeProtectedPathKillsCall: a command that makes a protected path again as soon as it

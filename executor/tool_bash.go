@@ -148,7 +148,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			resolved, special = pu.Path, h.hiddenSpecial(c.Session, pu.Path, pu.Path, "")
 		}
 		tf.Paths[i] = permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
-			Redirect: pu.Cmd == "redirect"}
+			Redirect: pu.Cmd == "redirect", Alternative: pu.Alternative}
 	}
 	if c.unconfined {
 		for i := range cl.Paths {

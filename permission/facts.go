@@ -24,6 +24,10 @@ type PathFact struct {
 	// Redirect marks a Bash redirection's target: a Bash allow rule covers the paths its
 	// command names, but a redirect is a write of its own that needs an Edit allow (COMPAT 1).
 	Redirect bool `json:"redirect,omitempty"`
+	// Alternative marks a read that happens here or at another of the call's alternative paths
+	// (classifier.PathUse.Alternative): the rules meet it, but alone it is no read outside the
+	// session's directories.
+	Alternative bool `json:"alternative,omitempty"`
 }
 
 // ToolFacts is what a tool's CheckPermissions step reports about one call, for the policy.

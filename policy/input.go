@@ -46,7 +46,7 @@ var keyTerms = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{
 		"tool", "input", "mode", "caller", "uid", "gid", "user", "cwd", "home", "workdirs", "read_only",
-		"paths", "requested", "resolved", "access", "special", "bash", "command_words", "domain", "hook",
+		"paths", "requested", "resolved", "access", "special", "alternative", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
 		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
@@ -141,6 +141,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 			item("resolved", res),
 			item("access", str(string(p.Access))),
 			item("special", str(p.Special)),
+			item("alternative", ast.InternedTerm(p.Alternative)),
 		)
 		// The rule buckets each path meets mirror permission.RuleSet's layout: reads meet
 		// read rules and the tool's own (Glob/Grep) rules, writes meet write rules (where Read
@@ -148,7 +149,9 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		var buckets *ast.Term
 		switch p.Access {
 		case permission.Read:
-			reads = append(reads, req, res)
+			if !p.Alternative { // one of several places read: no read outside by itself
+				reads = append(reads, req, res)
+			}
 			buckets = ast.ArrayTerm(str("read"), str(f.Tool))
 		case permission.Write:
 			writes = append(writes, req, res)
