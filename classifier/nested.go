@@ -138,6 +138,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
 	case runners[name]:
 		w.nestedTails(sb, ws[1:])
+	case name == "wget":
+		if wgetRunsProgram(ws[1:]) {
+			sb.opaque = true
+		}
 	case name == "env":
 		// Still env after unwrapping: -S splits a string into a command line.
 		for _, a := range ws[1:] {
@@ -161,7 +165,7 @@ func commandVar(name string) bool {
 		// Prompt strings are expanded, $(...) included: bash -x prints PS4 before each
 		// command. Read as a script, PS4='$(curl x)' shows curl.
 		return true
-	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS",
+	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
 		"GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
 		return true
 	}
@@ -172,13 +176,14 @@ func commandVar(name string) bool {
 // it run, which the line does not show: BASH_ENV and ENV (a file the next shell sources),
 // ZDOTDIR (the dir of zsh's .zshenv), git's config file, repository and exec path (their
 // config runs programs, core.fsmonitor even for git status) and GIT_CONFIG_PARAMETERS (a
-// quoted list of -c's), and the dynamic loader's LD_PRELOAD, LD_LIBRARY_PATH and LD_AUDIT.
+// quoted list of -c's), the dynamic loader's LD_PRELOAD, LD_LIBRARY_PATH and LD_AUDIT, and
+// wget's config (use_askpass runs a program).
 // A script file given to a shell is opaque the same way (`bash script.sh`).
 func codeFileVar(name string) bool {
 	switch name {
 	case "BASH_ENV", "ENV", "ZDOTDIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
 		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_EXEC_PATH",
-		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT":
+		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "WGETRC", "SYSTEM_WGETRC":
 		return true
 	}
 	return false

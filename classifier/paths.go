@@ -40,7 +40,7 @@ const (
 	pkUniq                    // [input [output]]
 	pkDD                      // if= read, of= written
 	pkInterp                  // first operand a script, read, unless code is given by option
-	pkFetch                   // curl/wget: -o/-O FILE written, -T FILE read
+	pkFetch                   // curl/wget: their options' files (fetch.go)
 	pkNone                    // no operand is a file; only fileOpts' values are read (date -f)
 )
 
@@ -126,7 +126,7 @@ func init() {
 		// flags whose name starts one with a value (--head, --header).
 		"curl": {kind: pkFetch, opts: optSpec{shortArg: "bcdemortuwxyzACDEFHKPQTUXY", longArg: []string{"abstract-unix-socket", "alt-svc", "aws-sigv4", "cacert", "capath", "cert", "cert-type", "ciphers", "config", "connect-timeout", "connect-to", "continue-at", "cookie", "cookie-jar", "create-file-mode", "crlfile", "curves", "data", "data-ascii", "data-binary", "data-raw", "data-urlencode", "delegation", "dns-interface", "dns-ipv4-addr", "dns-ipv6-addr", "dns-servers", "doh-url", "dump-header", "egd-file", "engine", "etag-compare", "etag-save", "expect100-timeout", "form", "form-string", "ftp-account", "ftp-alternative-to-user", "ftp-method", "ftp-port", "ftp-ssl-ccc-mode", "happy-eyeballs-timeout-ms", "header", "help", "hostpubmd5", "hostpubsha256", "hsts", "interface", "json", "keepalive-time", "key", "key-type", "krb", "libcurl", "limit-rate", "local-port", "login-options", "mail-auth", "mail-from", "mail-rcpt", "max-filesize", "max-redirs", "max-time", "netrc-file", "noproxy", "oauth2-bearer", "output", "output-dir", "parallel-max", "pass", "pinnedpubkey", "preproxy", "proto", "proto-default", "proto-redir", "proxy", "proxy-cacert", "proxy-capath", "proxy-cert", "proxy-cert-type", "proxy-ciphers", "proxy-crlfile", "proxy-header", "proxy-key", "proxy-key-type", "proxy-pass", "proxy-pinnedpubkey", "proxy-service-name", "proxy-tls13-ciphers", "proxy-tlsauthtype", "proxy-tlspassword", "proxy-tlsuser", "proxy-user", "proxy1.0", "pubkey", "quote", "random-file", "range", "rate", "referer", "request", "request-target", "resolve", "retry", "retry-delay", "retry-max-time", "sasl-authzid", "service-name", "socks4", "socks4a", "socks5", "socks5-gssapi-service", "socks5-hostname", "speed-limit", "speed-time", "stderr", "telnet-option", "tftp-blksize", "time-cond", "tls-max", "tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace", "trace-ascii", "unix-socket", "upload-file", "url", "url-query", "user", "user-agent", "write-out"},
 			longFlag: []string{"crlf", "ftp-ssl-ccc", "head", "netrc", "parallel", "socks5-gssapi"}, permute: true}},
-		"wget": {kind: pkFetch, opts: optSpec{shortArg: "aeilnotwABDIOPQRTUXY", longArg: []string{"accept", "accept-regex", "append-output", "backups", "base", "bind-address", "body-data", "body-file", "ca-certificate", "ca-directory", "certificate", "certificate-type", "ciphers", "compression", "config", "connect-timeout", "crl-file", "cut-dirs", "default-page", "directory-prefix", "dns-timeout", "domains", "exclude-directories", "exclude-domains", "execute", "follow-tags", "ftp-password", "ftp-user", "header", "http-password", "http-user", "ignore-tags", "include-directories", "input-file", "level", "limit-rate", "load-cookies", "local-encoding", "method", "output-document", "output-file", "password", "pinnedpubkey", "post-data", "post-file", "prefer-family", "private-key", "private-key-type", "progress", "proxy-password", "proxy-user", "quota", "read-timeout", "referer", "regex-type", "reject", "reject-regex", "rejected-log", "remote-encoding", "report-speed", "restrict-file-names", "retry-on-http-error", "save-cookies", "secure-protocol", "start-pos", "timeout", "tries", "use-askpass", "user", "user-agent", "wait", "waitretry", "warc-dedup", "warc-file", "warc-header", "warc-max-size", "warc-tempdir"}, permute: true}},
+		"wget": {kind: pkFetch, opts: optSpec{shortArg: wgetShortArg, longArg: []string{"accept", "accept-regex", "append-output", "backups", "base", "bind-address", "body-data", "body-file", "ca-certificate", "ca-directory", "certificate", "certificate-type", "ciphers", "compression", "config", "connect-timeout", "crl-file", "cut-dirs", "default-page", "directory-prefix", "dns-timeout", "domains", "exclude-directories", "exclude-domains", "execute", "follow-tags", "ftp-password", "ftp-user", "header", "http-password", "http-user", "ignore-tags", "include-directories", "input-file", "level", "limit-rate", "load-cookies", "local-encoding", "method", "output-document", "output-file", "password", "pinnedpubkey", "post-data", "post-file", "prefer-family", "private-key", "private-key-type", "progress", "proxy-password", "proxy-user", "quota", "read-timeout", "referer", "regex-type", "reject", "reject-regex", "rejected-log", "remote-encoding", "report-speed", "restrict-file-names", "retry-on-http-error", "save-cookies", "secure-protocol", "start-pos", "timeout", "tries", "use-askpass", "user", "user-agent", "wait", "waitretry", "warc-dedup", "warc-file", "warc-header", "warc-max-size", "warc-tempdir"}, permute: true}},
 	}
 	pathSpecs["egrep"], pathSpecs["fgrep"] = pathSpecs["grep"], pathSpecs["grep"]
 	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh"} {
@@ -1036,6 +1036,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	opWords := operandWords(pc.ws[:0], ws, vals, operands)
 	pc.vals, pc.ws = vals, opWords
 	target, patGiven, inPlace, backup, followLinks := "", false, false, "", false
+	var fetch fetchState
 	// diff reads the files in a directory operand even without -r, and `diff DIR FILE` reads
 	// DIR/FILE's base name (`diff ~/.ssh ./id_rsa` prints ~/.ssh/id_rsa): each of its operands,
 	// --from-file's and --to-file's too, may be read below.
@@ -1074,14 +1075,8 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			followLinks = true
 		case name == "install" && o.name == "d":
 			spec.kind = pkWrite
-		case spec.kind == pkFetch && o.hasVal:
-			switch {
-			case o.name == "o" && name == "curl", o.name == "O" && name == "wget", o.name == "P",
-				o.long && (longIs(o.name, "output") || longIs(o.name, "output-document") || longIs(o.name, "directory-prefix")):
-				pc.optVal(ws, vals, o.val, AccessWrite, name, sb)
-			case o.name == "T" || o.long && longIs(o.name, "upload-file"):
-				pc.optVal(ws, vals, o.val, AccessRead, name, sb)
-			}
+		case spec.kind == pkFetch:
+			pc.fetchOpt(name, o, ws, vals, sb, &fetch)
 		case spec.kind == pkMode && o.long && longIs(o.name, "reference"):
 			patGiven = true // no mode operand
 		case name == "chmod" && !o.long && strings.Contains("rwxXstugoa,+=01234567", o.name):
@@ -1090,6 +1085,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		case name == "rg" && o.long && (o.name == "files" || o.name == "type-list"):
 			patGiven = true // no pattern: every operand is a path to list
 		}
+	}
+	if spec.kind == pkFetch {
+		pc.fetchDone(name, sb, &fetch)
 	}
 	// A recursive search, diff or copy reads every file below a directory operand.
 	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
@@ -1245,21 +1243,28 @@ func (pc *pathCollector) sedBackups(files []word, suffix, cmd string, sb *sub) {
 // (cp -t .claud? is .claude). Every word that could hold it must be a literal, so a quoted
 // 'x.claud?' beside it cannot pass for it; a value no word shows is unknown.
 func (pc *pathCollector) optVal(ws []word, vals []string, v, access, cmd string, sb *sub) {
+	if pc.optStatic(ws, vals, v) {
+		pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)
+	}
+}
+
+// optStatic reports whether every word that could hold the option value v is a literal, and
+// some word does; if not, the list is marked unknown.
+func (pc *pathCollector) optStatic(ws []word, vals []string, v string) bool {
 	found := false
 	for i, x := range vals {
 		if v != "" && i < len(ws) && strings.HasSuffix(x, v) {
 			if !ws[i].static || ws[i].glob {
 				pc.unknown()
-				return
+				return false
 			}
 			found = true
 		}
 	}
 	if !found {
 		pc.unknown()
-		return
 	}
-	pc.add(v, access, cmd, sb.dirs, sb.dirsUnknown)
+	return found
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

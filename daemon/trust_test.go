@@ -417,10 +417,12 @@ func TestReadDenyPatternOutsideTheSession(t *testing.T) {
 		{"Read(/" + outside + "/*.key)", "grep -r SECRET " + outside},
 		{"Read(**/*.key)", "cat " + outside + "/$(echo id.key)"},
 		{"Read(**/*.key)", "grep -r SECRET " + outside},
+		{"Read(**/*.key)", "curl -sw @" + outside + "/id.key file:///dev/null"},
 	} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, tc.rule))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd))
-		if b, _ := json.Marshal(res); strings.Contains(string(b), "SECRET\\n") {
+		if out, _ := res.Data["stdout"].(string); strings.Contains(out, "SECRET") {
+			b, _ := json.Marshal(res)
 			t.Errorf("%s: %s read what the rule denies: %s", tc.rule, tc.cmd, b)
 		}
 	}
