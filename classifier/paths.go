@@ -728,9 +728,11 @@ func (pc *pathCollector) gitConfigFiles(sb *sub, ws []word) {
 				pc.word(ws[i+1], AccessWrite, "git", sb)
 			}
 			return
-		case strings.HasPrefix(a.val, "-f") && !strings.HasPrefix(a.val, "--"):
-			if writes {
-				pc.add(a.val[2:], AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+		case shortInCluster(a.val, 'f') >= 0:
+			if f := a.val[shortInCluster(a.val, 'f')+1:]; writes && f != "" {
+				pc.add(f, AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+			} else if writes && i+1 < len(ws) {
+				pc.word(ws[i+1], AccessWrite, "git", sb)
 			}
 			return
 		case name == "--blob":
@@ -900,8 +902,21 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 					}
 					v, ok = ws[i].val, true
 				}
-			case len(o) == 2 && strings.HasPrefix(a.val, o):
-				v, ok = a.val[2:], true
+			case len(o) == 2 && shortInCluster(a.val, o[1]) >= 0:
+				// git's parse-options: in a cluster (-lf FILE, -lfFILE), the letter takes the
+				// rest, or the next word when it ends the cluster.
+				v, ok = a.val[shortInCluster(a.val, o[1])+1:], true
+				if v == "" {
+					ok = false
+					if i+1 < len(ws) {
+						i++
+						if !ws[i].static {
+							pc.unknown()
+							break
+						}
+						v, ok = ws[i].val, true
+					}
+				}
 			case len(o) > 2 && strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "="):
 				name, val, _ := strings.Cut(a.val, "=")
 				if len(name) > 3 && strings.HasPrefix(o, name) {
@@ -922,6 +937,18 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 			break
 		}
 	}
+}
+
+// shortInCluster is the index in v, a cluster of short options (-lf), of letter, or -1. An
+// earlier letter that takes a value would take it as its value: erring toward the letter.
+func shortInCluster(v string, letter byte) int {
+	if len(v) < 2 || v[0] != '-' || v[1] == '-' {
+		return -1
+	}
+	if i := strings.IndexByte(v[1:], letter); i >= 0 {
+		return i + 1
+	}
+	return -1
 }
 
 // objectPath returns PATH of a REV:PATH or :[N:]PATH object name (or -L's RANGE:PATH); false

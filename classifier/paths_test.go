@@ -113,6 +113,9 @@ func TestPaths(t *testing.T) {
 		{"git show HEAD:secrets/k", "read:/home/u/proj/secrets/k:git read:/home/u/secrets/k:git:alt read:/home/secrets/k:git:alt read:/secrets/k:git:alt", false},
 		{"git --no-pager show main~2:./.env", "read:/home/u/proj/.env:git", false},
 		{"git cat-file -p :0:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
+		// A short option in a cluster takes the rest, or the next word.
+		{"git config -lf s/f", "read:/home/u/proj/s/f:git", false},
+		{"git config -lzfs/f", "read:/home/u/proj/s/f:git", false},
 		{"git config --blob=HEAD:s/f -l", "read:/home/u/proj/s/f:git read:/home/u/s/f:git:alt read:/home/s/f:git:alt read:/s/f:git:alt", false},
 		{"git cat-file blob :.env", "read:/home/u/proj/blob:git read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git log -p -- secrets", "read:/home/u/proj/secrets:git", false},
