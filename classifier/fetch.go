@@ -14,9 +14,11 @@ const wgetShortArg = "aeilnotwABDIOPQRTUXY"
 
 // fetchState is what a curl or wget line's options said so far, for what follows them.
 type fetchState struct {
-	named     bool // an output file is named (-o, -O FILE)
-	madeUp    bool // a file named by the URL or the server is written (curl -O, -J)
-	outputDir bool // curl --output-dir, wget -P: the made-up name goes there
+	urls      []string // curl --url values: operands too
+	fileProto bool     // curl --proto-default names file: a URL without a scheme is a path
+	named     bool     // an output file is named (-o, -O FILE)
+	madeUp    bool     // a file named by the URL or the server is written (curl -O, -J)
+	outputDir bool     // curl --output-dir, wget -P: the made-up name goes there
 }
 
 // fetchOpt records what curl's or wget's (name) option o reads or writes.
@@ -46,6 +48,10 @@ func (pc *pathCollector) fetchOpt(name string, o opt, ws []word, vals []string, 
 	case is("O", "remote-name", "remote-name-all", "remote-header-name"), is("J"):
 		st.madeUp = true
 	case !o.hasVal:
+	case is("", "url"):
+		st.urls = append(st.urls, o.val)
+	case is("", "proto-default"):
+		st.fileProto = st.fileProto || strings.Contains(strings.ToLower(o.val), "file")
 	case is("o", "output"):
 		st.named = true
 		if curlTemplate(o.val) {
@@ -188,10 +194,21 @@ func wgetRunsProgram(ws []word) bool {
 	return false
 }
 
-// fetchDone records, after the options, a file named by the URL or the server: curl -O and
-// wget without -O write one (wget -r a tree) in the cwd or the output dir, a write the line
-// bounds but does not name.
-func (pc *pathCollector) fetchDone(name string, sb *sub, st *fetchState) {
+// fetchDone records, after the options, what the URLs (operands) read and a file named by the
+// URL or the server: curl -O and wget without -O write one (wget -r a tree) in the cwd or the
+// output dir, a write the line bounds but does not name.
+func (pc *pathCollector) fetchDone(name string, operands []word, sb *sub, st *fetchState) {
+	if name == "curl" {
+		for _, a := range operands {
+			if !a.static || a.glob {
+				continue // runtimeWord has marked it
+			}
+			pc.curlURL(a.val, sb, st)
+		}
+		for _, u := range st.urls {
+			pc.curlURL(u, sb, st)
+		}
+	}
 	if st.madeUp || name == "wget" && !st.named {
 		if st.outputDir || sb.dirsUnknown || !pc.inSession(sb.dirs) {
 			pc.unknown()
@@ -199,4 +216,32 @@ func (pc *pathCollector) fetchDone(name string, sb *sub, st *fetchState) {
 		}
 		pc.incomplete = true
 	}
+}
+
+// curlURL records the file a curl URL reads: file:///PATH (file:/PATH, file://localhost/PATH,
+// any case) prints PATH as cat would, and with --proto-default file a URL without a scheme is
+// one. curl decodes %XX and expands {a,b} and [1-9] in it, so such a name is not known.
+func (pc *pathCollector) curlURL(u string, sb *sub, st *fetchState) {
+	scheme, rest, ok := strings.Cut(u, ":")
+	switch {
+	case ok && strings.EqualFold(scheme, "file"):
+	case st.fileProto && (!ok || strings.ContainsAny(scheme, "/.")):
+		rest = u // /PATH, or HOST/PATH as after file://
+		if !strings.HasPrefix(rest, "/") {
+			rest = "//" + rest
+		}
+	default:
+		return
+	}
+	if strings.ContainsAny(rest, "%{}[]?#") {
+		pc.unknown()
+		return
+	}
+	if r, ok := strings.CutPrefix(rest, "//"); ok {
+		// The path, whatever the host: curl reads it for file://localhost/ and
+		// file://127.0.0.1/ alike, or refuses.
+		_, p, _ := strings.Cut(r, "/")
+		rest = "/" + p
+	}
+	pc.add(rest, AccessRead, "curl", sb.dirs, sb.dirsUnknown)
 }

@@ -1114,7 +1114,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 	}
 	if spec.kind == pkFetch {
-		pc.fetchDone(name, sb, &fetch)
+		pc.fetchDone(name, opWords, sb, &fetch)
 	}
 	// A recursive search, diff or copy reads every file below a directory operand.
 	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||

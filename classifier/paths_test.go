@@ -87,6 +87,10 @@ func TestPaths(t *testing.T) {
 		{"curl -O http://x/.bashrc", "", true},
 		{"curl -o '#1' 'http://x/{a,b}'", "", true},
 		{"wget http://x/y", "", true},
+		// A file: URL is a read of its path; one curl decodes or expands is not known.
+		{"curl -s file:///etc/x File:/a http://x --url file://localhost/b", "read:/etc/x:curl read:/a:curl read:/b:curl", false},
+		{"curl --proto-default file /c localhost/d http://x", "read:/c:curl read:/d:curl", false},
+		{"curl file:///a/%2eenv", "", true},
 		{"wget -O- -i urls --post-file body --load-cookies c --save-cookies s -o log http://x", "read:/home/u/proj/urls:wget read:/home/u/proj/body:wget read:/home/u/proj/c:wget write:/home/u/proj/s:wget write:/home/u/proj/log:wget", false},
 		{"wget -qO out http://x", "write:/home/u/proj/out:wget", false},
 		{"timeout 5 cat f", "read:/home/u/proj/f:cat", false},

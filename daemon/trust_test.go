@@ -418,6 +418,7 @@ func TestReadDenyPatternOutsideTheSession(t *testing.T) {
 		{"Read(**/*.key)", "cat " + outside + "/$(echo id.key)"},
 		{"Read(**/*.key)", "grep -r SECRET " + outside},
 		{"Read(**/*.key)", "curl -sw @" + outside + "/id.key file:///dev/null"},
+		{"Read(**/*.key)", "curl -s FILE://localhost" + outside + "/id.key"},
 	} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, tc.rule))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd))
