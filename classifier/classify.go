@@ -28,6 +28,12 @@ type Options struct {
 	// hook): no mount or landlock holds a path rule there, so the words of a command no table
 	// describes count as paths it may read and write (PathUse.Mention).
 	Unconfined bool
+	// MentionReads: the session has a Read deny or ask rule that only the decision holds
+	// outside its directories (a wildcard starting at / or at a dir holding a session dir),
+	// where no mount hides what a program opens. The literal words of a command no table
+	// describes, and the paths inside any command's words, then count as paths it may read
+	// (PathUse.Mention, PathUse.Alternative): the rule meets `awk 1 ~/other/id.key`.
+	MentionReads bool
 }
 
 const (

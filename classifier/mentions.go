@@ -38,15 +38,19 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 		return
 	}
 	access := AccessRead
-	if unknown {
+	if unknown && pc.opts.Unconfined {
 		access = AccessWrite
 	}
 	trees := unknown && readsTrees(name, args)
-	pc.mentioning = true
-	defer func() { pc.mentioning = false }()
+	// In the sandbox (Options.MentionReads) the kernel holds every write and every other
+	// read rule: a mention is only a read the rule may meet, no read outside the session by
+	// itself, and a word known only at run time is a name the program builds, as it may.
+	sandboxed := !pc.opts.Unconfined
+	pc.mentioning, pc.alternative = true, sandboxed
+	defer func() { pc.mentioning, pc.alternative = false, false }()
 	for _, a := range args {
 		if !a.static || a.glob {
-			if unknown {
+			if unknown && !sandboxed {
 				pc.unknown()
 			}
 			continue

@@ -41,6 +41,21 @@ func TestMentions(t *testing.T) {
 		if c := Classify(tc.cmd, Options{Cwd: opts.Cwd, Home: opts.Home}); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Mention }) {
 			t.Errorf("%q, run in sandboxd: mentions %+v", tc.cmd, c.Paths)
 		}
+		// In sandboxd with a Read rule only the decision holds outside the session: the same
+		// path, as an alternative read (the rules meet it; no read outside by itself).
+		c = Classify(tc.cmd, Options{Cwd: opts.Cwd, Home: opts.Home, MentionReads: true})
+		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool {
+			return p.Path == tc.path && p.Access == AccessRead && p.Mention && p.Alternative
+		}) {
+			t.Errorf("%q, MentionReads: paths %+v, want %s an alternative read", tc.cmd, c.Paths, tc.path)
+		}
+	}
+	// There a word known only at run time is a name the program builds, as any may: no more
+	// unknown than the line was.
+	for _, cmd := range []string{`awk 1 $HOME/.ssh/id_rsa`, `make -j$(nproc)`} {
+		if c := Classify(cmd, Options{Cwd: opts.Cwd, Home: opts.Home, MentionReads: true}); c.PathsIncomplete {
+			t.Errorf("%q, MentionReads: paths incomplete", cmd)
+		}
 	}
 
 	// What packs or sends a directory reads it whole.

@@ -443,7 +443,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 	}
 	spec, ok := pathSpecs[name]
-	if pc.opts.Unconfined {
+	if pc.opts.Unconfined || pc.opts.MentionReads {
 		pc.mentionsOf(sb, name, ws[1:], !ok || spec.kind == pkInterp)
 	}
 	if !ok {

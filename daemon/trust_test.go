@@ -419,6 +419,10 @@ func TestReadDenyPatternOutsideTheSession(t *testing.T) {
 		{"Read(**/*.key)", "grep -r SECRET " + outside},
 		{"Read(**/*.key)", "curl -sw @" + outside + "/id.key file:///dev/null"},
 		{"Read(**/*.key)", "curl -s FILE://localhost" + outside + "/id.key"},
+		// Programs no table describes: their words are looked up as paths they may read.
+		{"Read(**/*.key)", "awk 1 " + outside + "/id.key"},
+		{"Read(**/*.key)", "python3 -c 'print(open(\"" + outside + "/id.key\").read())'"},
+		{"Read(**/*.key)", "tar cf - -C " + outside + " . | tar xOf -"},
 	} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, tc.rule))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd))

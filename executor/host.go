@@ -310,6 +310,27 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	return refuse("what the Read deny pattern " + pat + " names")
 }
 
+// mentionReads reports whether the session has a Read deny or ask rule that only the decision
+// holds outside its dirs (permission.DecidedOnlyOutside): `awk 1 ~/other/id.key` under
+// Read(**/*.key) reads a file no mount hides, so the words of a command no table describes
+// are looked up as paths it may read (classifier.Options.MentionReads). Rule data it cannot
+// read counts as such a rule.
+func mentionReads(c *Call) bool {
+	dirs := append([]string{c.Session.Cwd()}, c.Session.Dirs()...)
+	for _, behavior := range []string{"deny", "ask"} {
+		pats, err := readPatterns(c, behavior, "Bash")
+		if err != nil {
+			return true
+		}
+		for _, p := range pats {
+			if permission.DecidedOnlyOutside(p, dirs) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // denyBelow is the first of the call's Bash Read deny patterns that consider accepts and that
 // may match a file below root, or "".
 func denyBelow(c *Call, root, tool string, consider func(pat string) bool) (string, error) {

@@ -387,7 +387,7 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 		shell = d // dash reads as sh, rbash as bash; a shell it cannot read stays unclassified
 	}
 	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home, Shell: shell,
-		Unconfined: st.call.unconfined}
+		Unconfined: st.call.unconfined, MentionReads: mentionReads(st.call)}
 	if p.hooks.Load() == nil {
 		// No hook to overlap with: classifying here costs less than waking a thread for it.
 		ch <- classifier.Classify(cmd, opts)

@@ -326,20 +326,26 @@ func onlyUnreadableBelow(stderr, path string) bool {
 // filtered by the worker with these. A deny whose anchor is unknown is already widened to any
 // depth by the RuleSet. Rule data of an unexpected shape is an error: the call fails closed.
 func readDenyPatterns(c *Call, tool string) ([]string, error) {
+	return readPatterns(c, "deny", tool)
+}
+
+// readPatterns are the absolute patterns of the session's behavior ("deny", "ask") rules on
+// reading with tool, as readDenyPatterns.
+func readPatterns(c *Call, behavior, tool string) ([]string, error) {
 	rs := c.Session.RuleSet()
 	if rs == nil {
 		return nil, nil
 	}
 	bad := func(what string) error {
-		return errcode.New(errcode.Internal, fmt.Errorf("read the session's deny rules for %s: %s", tool, what))
+		return errcode.New(errcode.Internal, fmt.Errorf("read the session's %s rules for %s: %s", behavior, tool, what))
 	}
-	deny, ok := rs.Data()["deny"].(map[string]any)
+	rules, ok := rs.Data()[behavior].(map[string]any)
 	if !ok {
-		return nil, bad("no deny rules in the rule data")
+		return nil, bad("no " + behavior + " rules in the rule data")
 	}
-	paths, ok := deny["paths"].(map[string][]any)
+	paths, ok := rules["paths"].(map[string][]any)
 	if !ok {
-		return nil, bad("no path rules in the deny rules")
+		return nil, bad("no path rules in the " + behavior + " rules")
 	}
 	var out []string
 	seen := map[string]bool{}
