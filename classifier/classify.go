@@ -887,7 +887,7 @@ func (w *walker) finish() *Classification {
 	strs := strSlab(make([]string, 0, n))
 	hasCd, hasGit := false, false
 	nested := 0
-	pc := pathCollector{opts: w.opts, cdVars: cdVarNamed(w.src)}
+	pc := pathCollector{opts: w.opts, cdVars: cdVarNamed(w.src), curlrcVars: curlrcVarNamed(w.src)}
 	for i, sb := range w.subs {
 		c.Subcommands = c.Subcommands[:i+1]
 		out := &c.Subcommands[i]

@@ -199,6 +199,11 @@ func wgetRunsProgram(ws []word) bool {
 // output dir, a write the line bounds but does not name.
 func (pc *pathCollector) fetchDone(name string, operands []word, sb *sub, st *fetchState) {
 	if name == "curl" {
+		if pc.curlrcVars || pc.cdVars {
+			// A .curlrc the line points curl at (CURL_HOME=. curl URL) holds options: an
+			// upload, a @FILE, an output, none of them on the line.
+			pc.unknown()
+		}
 		for _, a := range operands {
 			if !a.static || a.glob {
 				continue // runtimeWord has marked it
@@ -244,4 +249,10 @@ func (pc *pathCollector) curlURL(u string, sb *sub, st *fetchState) {
 		rest = "/" + p
 	}
 	pc.add(rest, AccessRead, "curl", sb.dirs, sb.dirsUnknown)
+}
+
+// curlrcVarNamed reports a line that names CURL_HOME or XDG_CONFIG_HOME, where curl looks for
+// its .curlrc (HOME, the third, is cdVarNamed's).
+func curlrcVarNamed(src string) bool {
+	return strings.Contains(src, "CURL_HOME") || strings.Contains(src, "XDG_CONFIG_HOME")
 }

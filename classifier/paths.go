@@ -156,6 +156,8 @@ type pathCollector struct {
 	// cdVars: the line may set CDPATH, zsh's cdpath or HOME (cdVarNamed), so where a cd goes
 	// and what ~ is are not known.
 	cdVars bool
+	// curlrcVars: the line may name where curl finds its .curlrc (curlrcVarNamed).
+	curlrcVars bool
 	// redirectsIncomplete: some write redirection's file is not among out
 	// (Classification.RedirectsIncomplete).
 	redirectsIncomplete bool

@@ -91,6 +91,8 @@ func TestPaths(t *testing.T) {
 		{"curl -s file:///etc/x File:/a http://x --url file://localhost/b", "read:/etc/x:curl read:/a:curl read:/b:curl", false},
 		{"curl --proto-default file /c localhost/d http://x", "read:/c:curl read:/d:curl", false},
 		{"curl file:///a/%2eenv", "", true},
+		{"CURL_HOME=. curl http://x", "", true},
+		{"export XDG_CONFIG_HOME=/tmp; curl http://x", "", true},
 		{"wget -O- -i urls --post-file body --load-cookies c --save-cookies s -o log http://x", "read:/home/u/proj/urls:wget read:/home/u/proj/body:wget read:/home/u/proj/c:wget write:/home/u/proj/s:wget write:/home/u/proj/log:wget", false},
 		{"wget -qO out http://x", "write:/home/u/proj/out:wget", false},
 		{"timeout 5 cat f", "read:/home/u/proj/f:cat", false},
