@@ -203,7 +203,10 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 			return false
 		}
 	}
-	if pathRules && req.Body != http.NoBody {
+	// Whatever rules name the host: the origin at its address may serve other names, and a
+	// request hidden in the body carries a Host of its own (a POST for a host whose method a
+	// rule denies, hidden in a GET to one no rule names).
+	if req.Body != http.NoBody {
 		if err := h.checkBodyStart(req); err != nil {
 			h.s.recordRefusal(ctx, h.peer, t, nil, err.Error())
 			h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
