@@ -892,32 +892,28 @@ func (pc *pathCollector) gitFileOpts(sb *sub, opts []string, ws []word, access s
 		if a.val == "--" {
 			return
 		}
+		// nextWord takes the next word as the value.
+		nextWord := func() (string, bool) {
+			if i+1 >= len(ws) {
+				return "", false
+			}
+			i++
+			if !ws[i].static {
+				pc.unknown()
+				return "", false
+			}
+			return ws[i].val, true
+		}
 		for _, o := range opts {
 			v, ok := "", false
 			switch {
-			case a.val == o, len(o) > 2 && len(a.val) > 3 && strings.HasPrefix(o, a.val):
-				if i+1 < len(ws) {
-					i++
-					if !ws[i].static {
-						pc.unknown()
-						break
-					}
-					v, ok = ws[i].val, true
-				}
+			case len(o) > 2 && (a.val == o || len(a.val) > 3 && strings.HasPrefix(o, a.val)):
+				v, ok = nextWord()
 			case len(o) == 2 && shortInCluster(a.val, o[1]) >= 0:
-				// git's parse-options: in a cluster (-lf FILE, -lfFILE), the letter takes the
-				// rest, or the next word when it ends the cluster.
-				v, ok = a.val[shortInCluster(a.val, o[1])+1:], true
-				if v == "" {
-					ok = false
-					if i+1 < len(ws) {
-						i++
-						if !ws[i].static {
-							pc.unknown()
-							break
-						}
-						v, ok = ws[i].val, true
-					}
+				// git's parse-options: in a cluster (-f FILE, -lf FILE, -lfFILE), the letter
+				// takes the rest, or the next word when it ends the cluster.
+				if v, ok = a.val[shortInCluster(a.val, o[1])+1:], true; v == "" {
+					v, ok = nextWord()
 				}
 			case len(o) > 2 && strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "="):
 				name, val, _ := strings.Cut(a.val, "=")

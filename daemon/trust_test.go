@@ -475,42 +475,40 @@ func TestReadDenyCoversGitObjectNames(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions"} {
-		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Read(./secrets/**)","Read(.env)"]}}`, dir, mode))
-		for _, cmd := range []string{"git show HEAD:secrets/prod.key", "git --no-pager show HEAD:./.env", "git cat-file -p :0:.env",
-			"git log -p -- secrets", "git log -L1,1:.env", "git grep -e SECRET HEAD -- .env", "git diff HEAD~0 -- secrets/prod.key",
-			"timeout 5 git blame .env"} {
-			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != "deny" {
-				t.Errorf("%s: %s: %s, want deny", mode, cmd, got)
-			}
-		}
-		if got := decide(t, td, s.ID, "Bash", `{"command":"git log --oneline -- README"}`); got != "allow" {
-			t.Errorf("%s: git log naming another path: %s, want allow", mode, got)
-		}
-		_, res := td.call(t, s.ID, "Bash", `{"command":"git show HEAD:secrets/prod.key"}`)
-		if b, _ := json.Marshal(res); strings.Contains(string(b), "TOPSECRET") {
-			t.Errorf("%s: the committed secret was printed: %s", mode, b)
-		}
-	}
 	// From a session made in the repository's subdir, git takes HEAD:PATH from the top, which
 	// the session does not know: each dir above the cwd may be it, and a rule on any holds.
 	// Those candidate reads ask nothing by themselves: a path beside the cwd still runs.
 	sub := filepath.Join(dir, "sub")
 	os.MkdirAll(sub, 0o755)
-	os.WriteFile(filepath.Join(sub, "notes"), []byte("notes\n"), 0o644)
-	for _, mode := range []string{"default", "bypassPermissions"} {
-		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":["Read(/%s/secrets/**)","Read(**/.env)"]}}`, sub, mode, dir))
-		for _, cmd := range []string{"git show HEAD:secrets/prod.key", "git cat-file -p :.env", "cd .. && git show HEAD:.env"} {
-			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != "deny" {
-				t.Errorf("%s, in a subdir: %s: %s, want deny", mode, cmd, got)
+	for _, tc := range []struct {
+		where, cwd, rules string
+		modes             []string
+		denied            []string
+		allowed           string
+	}{
+		{"at the top", dir, `"Read(./secrets/**)","Read(.env)"`, []string{"default", "acceptEdits", "bypassPermissions"},
+			[]string{"git show HEAD:secrets/prod.key", "git --no-pager show HEAD:./.env", "git cat-file -p :0:.env",
+				"git log -p -- secrets", "git log -L1,1:.env", "git grep -e SECRET HEAD -- .env", "git diff HEAD~0 -- secrets/prod.key",
+				"timeout 5 git blame .env"},
+			"git log --oneline -- README"},
+		{"in a subdir", sub, fmt.Sprintf(`"Read(/%s/secrets/**)","Read(**/.env)"`, dir), []string{"default", "bypassPermissions"},
+			[]string{"git show HEAD:secrets/prod.key", "git cat-file -p :.env", "cd .. && git show HEAD:.env"},
+			"git show HEAD:sub/notes"}, // the top's sub/notes, or one below the cwd
+	} {
+		for _, mode := range tc.modes {
+			s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":[%s]}}`, tc.cwd, mode, tc.rules))
+			for _, cmd := range tc.denied {
+				if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd)); got != "deny" {
+					t.Errorf("%s, %s: %s: %s, want deny", mode, tc.where, cmd, got)
+				}
 			}
-		}
-		if got := decide(t, td, s.ID, "Bash", `{"command":"git show HEAD:sub/notes"}`); got != "allow" {
-			t.Errorf("%s, in a subdir: git show HEAD:sub/notes (the top's sub/notes, or one below the cwd): %s, want allow", mode, got)
-		}
-		_, res := td.call(t, s.ID, "Bash", `{"command":"git show HEAD:secrets/prod.key"}`)
-		if b, _ := json.Marshal(res); strings.Contains(string(b), "TOPSECRET") {
-			t.Errorf("%s, in a subdir: the committed secret was printed: %s", mode, b)
+			if got := decide(t, td, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.allowed)); got != "allow" {
+				t.Errorf("%s, %s: %s, naming another path: %s, want allow", mode, tc.where, tc.allowed, got)
+			}
+			_, res := td.call(t, s.ID, "Bash", `{"command":"git show HEAD:secrets/prod.key"}`)
+			if b, _ := json.Marshal(res); strings.Contains(string(b), "TOPSECRET") {
+				t.Errorf("%s, %s: the committed secret was printed: %s", mode, tc.where, b)
+			}
 		}
 	}
 }
