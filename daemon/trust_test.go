@@ -553,6 +553,12 @@ open("evil/config", "w").write("[core]\n\tfsmonitor = touch PWNED; false\n")
 open(".git", "w").write("gitdir: evil\n")`, ".git", false},
 		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
 open(".git/config", "a").write("[core]\n\tfsmonitor = touch PWNED; false\n")`, ".git/config", false},
+		// A second name for the new config, which a later call could write past its mount.
+		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
+os.link(".git/config", "notes.txt")`, ".git/config", false},
+		// A work tree outside the project, which the user's git reset would write.
+		{`import subprocess; subprocess.run(["git", "init", "-q", "."], check=True)
+subprocess.run(["git", "config", "core.worktree", os.path.expanduser("~")], check=True)`, ".git/config", false},
 		// The project dir itself made a repository: git finds no .git and takes ./config.
 		{`os.makedirs("objects"); os.makedirs("refs")
 open("HEAD", "w").write("ref: refs/heads/main\n")

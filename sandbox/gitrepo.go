@@ -28,7 +28,7 @@ const maxGitConfigBytes = 64 << 10
 var safeGitKeys = setOf(
 	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
 	"core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf",
-	"core.eol", "core.safecrlf", "core.quotepath", "core.worktree",
+	"core.eol", "core.safecrlf", "core.quotepath",
 	"extensions.objectformat", "extensions.refstorage",
 	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt",
 	"remote.*.mirror", "remote.*.prune", "remote.*.promisor", "remote.*.partialclonefilter",
@@ -50,10 +50,11 @@ var (
 	gitKey     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=(.*))?$`)
 )
 
-// safeGitConfig reports whether a git config holds only safeGitKeys. What it cannot read
+// safeGitConfig reports whether a git config holds only safeGitKeys, and core.worktree only
+// with a value worktreeOK passes (plain: no quote, escape or comment). What it cannot read
 // strictly (a continued line, the old [section.sub] form, a key after a section header on one
 // line, a NUL, anything else git's own writers never write) is unsafe.
-func safeGitConfig(b []byte) bool {
+func safeGitConfig(b []byte, worktreeOK func(string) bool) bool {
 	if len(b) > maxGitConfigBytes || strings.IndexByte(string(b), 0) >= 0 {
 		return false
 	}
@@ -71,7 +72,17 @@ func safeGitConfig(b []byte) bool {
 			continue
 		}
 		m := gitKey.FindStringSubmatch(line)
-		if m == nil || section == "" || strings.HasSuffix(m[2], `\`) || !safeGitKeys[section+"."+strings.ToLower(m[1])] {
+		if m == nil || section == "" || strings.HasSuffix(m[2], `\`) {
+			return false
+		}
+		if key := section + "." + strings.ToLower(m[1]); key == "core.worktree" {
+			// Where git checks files out: one outside the repository's dir (a home whose
+			// .bashrc the repository tracks) is written by the user's next git reset there.
+			v := strings.TrimSpace(m[2])
+			if v == "" || strings.ContainsAny(v, `\"#;`) || !worktreeOK(v) {
+				return false
+			}
+		} else if !safeGitKeys[key] {
 			return false
 		}
 	}
@@ -113,14 +124,15 @@ func unsafeInNewRepo(rfd int, gitDir string) []string {
 				out = append(out, path.Join(dir, name))
 			}
 		}
-		if cfg := path.Join(dir, "config"); exists(rfd, cfg) && !safeGitConfigAt(rfd, cfg) {
+		worktreeOK := func(v string) bool { return worktreeWithin(gitDir, dir, v) }
+		if cfg := path.Join(dir, "config"); exists(rfd, cfg) && (!safeGitConfigAt(rfd, cfg, worktreeOK) || hardLinked(rfd, cfg)) {
 			out = append(out, cfg)
 		}
 		if hooks := path.Join(dir, "hooks"); exists(rfd, hooks) {
 			names := namesIn(rfd, hooks)
 			ok := names != nil
 			for n := range names {
-				ok = ok && strings.HasSuffix(n, ".sample")
+				ok = ok && strings.HasSuffix(n, ".sample") && !hardLinked(rfd, path.Join(hooks, n))
 			}
 			if !ok {
 				out = append(out, hooks)
@@ -179,6 +191,27 @@ func lookModules(rfd int, dir string, depth int, budget *int, look func(string, 
 	return true
 }
 
+// worktreeWithin reports whether core.worktree v, in the config of the git dir dir (both
+// relative to the same root, top the repository's own .git), names the repository's dir or a
+// dir below it outside top: a submodule's ../../../lib. Absolute, or past the repository, or
+// into its git dir (where a checkout would write hooks), is not.
+func worktreeWithin(top, dir, v string) bool {
+	if path.IsAbs(v) {
+		return false
+	}
+	repo, t := path.Dir(top), path.Join(dir, v)
+	return (repo == "." && t != ".." && !strings.HasPrefix(t, "../") || t == repo || strings.HasPrefix(t, repo+"/")) &&
+		t != top && !strings.HasPrefix(t, top+"/")
+}
+
+// hardLinked reports whether rel below rfd is a file with another name: a call that made a
+// repository and linked its config (or a hook) to a name outside the git dir could write it
+// there in a later call, past the read-only mount of the path.
+func hardLinked(rfd int, rel string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1
+}
+
 // exists reports whether rel exists below rfd (reached without following a symlink); a
 // symlink counts as existing.
 func exists(rfd int, rel string) bool {
@@ -193,9 +226,9 @@ func isDirBeneath(rfd int, rel string) bool {
 
 // safeGitConfigAt reports whether the config file rel below rfd is one safeGitConfig passes;
 // one that cannot be read is not.
-func safeGitConfigAt(rfd int, rel string) bool {
+func safeGitConfigAt(rfd int, rel string, worktreeOK func(string) bool) bool {
 	b, ok := readBeneath(rfd, rel)
-	return ok && safeGitConfig(b)
+	return ok && safeGitConfig(b, worktreeOK)
 }
 
 // readRegular reads the first limit bytes of the regular file at p, a link followed as the

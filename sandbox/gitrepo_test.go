@@ -66,13 +66,13 @@ func TestSafeGitConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !safeGitConfig(b) {
+		if !safeGitConfig(b, noWorktree) {
 			t.Errorf("what git wrote is refused:\n%s", b)
 		}
 	}
 	for _, ok := range []string{"", "[core]\n\tbare = true\n[x]\n", "# c\n; c\n", "[core]\r\n\tbare = false\r\n", "[CORE] # x\n\tFileMode\n",
 		"[remote \"a b\\\"c\"]\n\turl = x # y\n", "[submodule \"lib/x\"]\n\turl = ../x\n\tactive = true\n"} {
-		if !safeGitConfig([]byte(ok)) {
+		if !safeGitConfig([]byte(ok), noWorktree) {
 			t.Errorf("refused %q", ok)
 		}
 	}
@@ -86,13 +86,40 @@ func TestSafeGitConfig(t *testing.T) {
 		"[core] fsmonitor = x\n", "[core.x]\n\tbare = true\n", "[remote.o]\n\turl = x\n", "bare = true\n",
 		"[core]\n\tbare = \\\nfsmonitor\n", "[core\n", "[core]\n\t=x\n",
 		"[remote \"o\"]\n\tfetch = x\n[core]\n\tfsmonitor = y\n", "[core]\n\tbare = true\n\tfsmonitor\n",
+		"[core]\n\tworktree\n", "[core]\n\tworktree = \"x\"\n", "[core]\n\tworktree = x # y\n", "[core]\n\tworktree = a\\b\n",
 	} {
-		if safeGitConfig([]byte(bad)) {
+		if safeGitConfig([]byte(bad), func(string) bool { return true }) {
 			t.Errorf("passed %q", bad)
 		}
 	}
-	if safeGitConfig([]byte("[core]\n" + strings.Repeat("\tbare = true\n", maxGitConfigBytes/12))) {
+	if safeGitConfig([]byte("[core]\n"+strings.Repeat("\tbare = true\n", maxGitConfigBytes/12)), noWorktree) {
 		t.Error("a config over the bound passed")
+	}
+}
+
+// noWorktree passes no core.worktree.
+func noWorktree(string) bool { return false }
+
+// TestWorktreeWithin: a new repository's core.worktree may name its own dir or one below,
+// outside its git dir (a submodule's), never a dir outside it or the git dir.
+func TestWorktreeWithin(t *testing.T) {
+	for _, tc := range []struct {
+		top, dir, v string
+		want        bool
+	}{
+		{".git", ".git", "..", true},
+		{"p/.git", "p/.git/modules/lib", "../../../lib", true},
+		{"p/.git", "p/.git/modules/a/b", "../../../../a/b", true},
+		{".git", ".git", "/home/u", false},
+		{".git", ".git", "../..", false},
+		{"p/.git", "p/.git", "../../q", false},
+		{"p/.git", "p/.git", ".", false},
+		{"p/.git", "p/.git", "hooks", false},
+		{"p/.git", "p/.git/modules/lib", "../..", false},
+	} {
+		if got := worktreeWithin(tc.top, tc.dir, tc.v); got != tc.want {
+			t.Errorf("worktreeWithin(%q, %q, %q) = %v, want %v", tc.top, tc.dir, tc.v, got, tc.want)
+		}
 	}
 }
 
@@ -103,7 +130,7 @@ func FuzzSafeGitConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if !safeGitConfig(b) {
+		if !safeGitConfig(b, noWorktree) {
 			return
 		}
 		keys, ok := gitConfigKeys(t, b)
@@ -143,6 +170,14 @@ func TestNewRepoMadeSafe(t *testing.T) {
 		{`mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = touch PWNED; false\n' > config`, []string{"HEAD"}},
 		{`git init -q . && git worktree add -q wt 2>/dev/null; git commit -q --allow-empty -m x && git worktree add -q wt && echo ../../../evil > .git/worktrees/wt/commondir`,
 			[]string{".git/worktrees/wt/commondir"}},
+		// A work tree outside the repository: the user's git reset there writes what it tracks.
+		{`git init -q . && git config core.worktree "$HOME"`, []string{".git/config"}},
+		// A config or hook with a second name, which a later call could write past the mount.
+		{`git init -q . && ln .git/config notes.txt`, []string{".git/config"}},
+		{`git init -q . && ln .git/hooks/pre-commit.sample s.txt`, []string{".git/hooks"}},
+		// What git submodule writes: a worktree below the superproject.
+		{`git init -q . && mkdir -p .git/modules/lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
+			`git --git-dir=.git/modules/lib config core.worktree ../../../lib`, nil},
 	} {
 		for _, guard := range []bool{true, false} {
 			dir := filepath.Join(f.home, fmt.Sprintf("plain%d-%v", i, guard))
