@@ -337,3 +337,23 @@ func TestUnclassifiedIsUnparsed(t *testing.T) {
 		t.Errorf("a long flat line with a little nesting: parse error %v, %d subcommands", c.ParseError, len(c.Subcommands))
 	}
 }
+
+// TestNestedTooDeepNotParsed: brackets nested past shnest.MaxDepth are not handed to the
+// parser, whose stack grows with the depth (130 KB of `(` took 512 MiB of it): such a command
+// is one that did not parse, never read-only, and asks.
+func TestNestedTooDeepNotParsed(t *testing.T) {
+	for _, cmd := range []string{
+		"echo $((" + strings.Repeat("(", 129000),
+		"echo $((" + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + "))", // parses, given the stack
+		"echo ${a[" + strings.Repeat("a[", 60000),
+		"bash -c 'echo " + strings.Repeat("{", 300) + "'",
+	} {
+		c := Classify(cmd, Options{})
+		if c.ReadOnly || c.ParseError == nil || c.Reason != "too_deep" {
+			t.Errorf("%.20q… (%d bytes): read-only %v, reason %s; want not parsed, too deep", cmd, len(cmd), c.ReadOnly, c.Reason)
+		}
+	}
+	if c := Classify("echo $((1+(2*(3))))", Options{}); c.ParseError != nil {
+		t.Errorf("a shallow command did not parse: %s", *c.ParseError)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sandboxd/sandboxd/internal/shnest"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -191,6 +192,9 @@ func tooComplex() *Classification {
 // parseDepth is parse for a script nested depth levels deep (bash -c 'STRING'). left is
 // what is left of maxStmtBytes for the whole line, nested scripts included.
 func parseDepth(command string, opts Options, depth int, left *int) *Classification {
+	if shnest.TooDeep(command) {
+		return failed("too_deep", fmt.Sprintf("not parsed: its brackets nest over %d deep", shnest.MaxDepth))
+	}
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
 	parserPool.Put(p)

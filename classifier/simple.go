@@ -3,6 +3,7 @@ package classifier
 import (
 	"strings"
 
+	"github.com/sandboxd/sandboxd/internal/shnest"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -27,7 +28,7 @@ func SimpleCommand(command string) (sc Simple, ok bool) {
 			sc, ok = Simple{}, false
 		}
 	}()
-	if len(command) > maxParseLen || badChar(command) != "" || lineDivergence(command) {
+	if len(command) > maxParseLen || badChar(command) != "" || lineDivergence(command) || shnest.TooDeep(command) {
 		// lineDivergence: the parser and bash may split the lines differently.
 		return Simple{}, false
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/internal/shnest"
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -187,6 +188,9 @@ func (c command) paths(project, home string) []string {
 func lineWords(line, project, home string) []string {
 	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"} {
 		line = strings.ReplaceAll(line, v, project)
+	}
+	if shnest.TooDeep(line) {
+		return nil // as a line that does not parse
 	}
 	f, err := syntax.NewParser().Parse(strings.NewReader(line), "")
 	if err != nil {

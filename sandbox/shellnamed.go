@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/shnest"
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -161,6 +162,9 @@ type startupNames struct {
 // returns what it names, absolute and clean; nothing when neither can parse it.
 func shellNames(src []byte, home string) startupNames {
 	var f *syntax.File
+	if shnest.TooDeep(src) {
+		return startupNames{} // as one that does not parse
+	}
 	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangZsh} {
 		var err error
 		if f, err = syntax.NewParser(syntax.Variant(lang)).Parse(bytes.NewReader(src), ""); err == nil {

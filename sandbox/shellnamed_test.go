@@ -100,3 +100,16 @@ func FuzzShellNames(f *testing.F) {
 		}
 	})
 }
+
+// TestShellNamesTooDeep: a start-up file nesting past shnest.MaxDepth is not parsed (as one
+// that does not parse): 256 KiB of `(` would take the parser's stack past the runtime's 1 GiB
+// limit, which ends the daemon.
+func TestShellNamesTooDeep(t *testing.T) {
+	deep := []byte(". ~/real.sh\necho $((" + strings.Repeat("(", maxShellFileBytes-32))
+	if n := shellNames(deep, "/home/u"); len(n.sourced)+len(n.named)+len(n.zdotdirs) != 0 {
+		t.Errorf("a file nested too deep named %+v", n)
+	}
+	if n := shellNames([]byte(". ~/real.sh\n"), "/home/u"); len(n.sourced) != 1 {
+		t.Errorf("a plain file named %+v, want ~/real.sh sourced", n)
+	}
+}
