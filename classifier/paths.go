@@ -859,12 +859,19 @@ func gitConfigWrites(ws []word) bool {
 // gitFileOpts are the options of git subcommands whose value is a file git reads: a config
 // file whose entries `git config -f F -l` prints, a pattern file. A --blob's REV:PATH is the
 // path's content in the repository, as gitReads' object names are.
-var gitFileOpts = map[string][]string{
-	"config":   {"-f", "--file", "--blob"},
-	"ls-files": {"-X", "--exclude-from"},
-	"blame":    {"-S", "--ignore-revs-file", "--contents"},
-	"annotate": {"-S", "--ignore-revs-file", "--contents"},
-}
+var gitFileOpts = func() map[string][]string {
+	m := map[string][]string{
+		"config":   {"-f", "--file", "--blob"},
+		"ls-files": {"-X", "--exclude-from"},
+		"blame":    {"-S", "--ignore-revs-file", "--contents"},
+		"annotate": {"-S", "--ignore-revs-file", "--contents"},
+	}
+	// The order file of a diff (-O FILE): its lines are patterns, read though not printed.
+	for _, sub := range []string{"log", "show", "diff", "diff-tree", "diff-index", "diff-files", "whatchanged", "format-patch"} {
+		m[sub] = []string{"-O", "--orderfile"}
+	}
+	return m
+}()
 
 // gitOutputOpts are the options of git subcommands whose value is a file (or, for
 // format-patch's -o, a directory) git writes: `git log --format=… --output=~/.bashrc` writes
@@ -1034,6 +1041,14 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			if v == "-files0-from" && i+1 < len(vals) {
 				filesFrom = true
 				pc.word(ws[i+1], AccessRead, name, sb)
+			}
+			// A test against another file stats it (-newer F, -samefile F): what it says of F
+			// (its times, its inode) is read as stat would read it.
+			if (v == "-anewer" || v == "-cnewer" || v == "-samefile" || strings.HasPrefix(v, "-newer") && !strings.HasSuffix(v, "t")) && i+1 < len(vals) {
+				tree := pc.tree
+				pc.tree = false
+				pc.word(ws[i+1], AccessRead, name, sb)
+				pc.tree = tree
 			}
 		}
 		if filesFrom {

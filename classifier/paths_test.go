@@ -119,6 +119,9 @@ func TestPaths(t *testing.T) {
 		{"git show HEAD:secrets/k", "read:/home/u/proj/secrets/k:git read:/home/u/secrets/k:git:alt read:/home/secrets/k:git:alt read:/secrets/k:git:alt", false},
 		{"git --no-pager show main~2:./.env", "read:/home/u/proj/.env:git", false},
 		{"git cat-file -p :0:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
+		// A diff's order file, and the file find compares with, are read.
+		{"git diff -O../o/f", "read:/home/u/o/f:git", false},
+		{"find . -anewer /o/f -newermt 2020-01-01 -samefile x", "read:/home/u/proj:find read:/o/f:find read:/home/u/proj/x:find", false},
 		// A short option in a cluster takes the rest, or the next word.
 		{"git config -lf s/f", "read:/home/u/proj/s/f:git", false},
 		{"git config -lzfs/f", "read:/home/u/proj/s/f:git", false},
