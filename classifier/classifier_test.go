@@ -347,6 +347,8 @@ func TestNestedTooDeepNotParsed(t *testing.T) {
 		"echo $((" + strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000) + "))", // parses, given the stack
 		"echo ${a[" + strings.Repeat("a[", 60000),
 		"bash -c 'echo " + strings.Repeat("{", 300) + "'",
+		"echo $((" + strings.Repeat("!", 129000) + "1))", // no bracket, each ! a node in the next
+		"[[ " + strings.Repeat("! ", 60000) + "a ]]",
 	} {
 		c := Classify(cmd, Options{})
 		if c.ReadOnly || c.ParseError == nil || c.Reason != "too_deep" {

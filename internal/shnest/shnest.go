@@ -10,12 +10,15 @@ package shnest
 const MaxDepth = 256
 
 // TooDeep reports whether src has, at some point, more than MaxDepth brackets ((, {, [)
-// opened and not yet closed. Quoting is not looked at, so a quoted bracket counts too: the
-// count is at least the depth the parser sees, and errs toward refusing.
+// opened and not yet closed, or a run of more than MaxDepth unary operators (!, ~, -, +,
+// blanks between them): `$((!!!…1))` nests one arithmetic node in the next, which the
+// parser and every walk over the tree recurse through (129 KB of them took 280 MB to
+// classify). Quoting is not looked at, so a quoted bracket or a line of 300 dashes counts
+// too: the count is at least the depth the parser sees, and errs toward refusing.
 func TooDeep[T string | []byte](src T) bool {
-	depth := 0
+	depth, run := 0, 0
 	for i := 0; i < len(src); i++ {
-		switch src[i] {
+		switch c := src[i]; c {
 		case '(', '{', '[':
 			if depth++; depth > MaxDepth {
 				return true
@@ -24,7 +27,15 @@ func TooDeep[T string | []byte](src T) bool {
 			if depth > 0 {
 				depth--
 			}
+		case '!', '~', '-', '+':
+			if run++; run > MaxDepth {
+				return true
+			}
+			continue
+		case ' ', '\t':
+			continue // a blank neither starts nor ends a run
 		}
+		run = 0
 	}
 	return false
 }

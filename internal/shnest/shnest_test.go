@@ -17,6 +17,10 @@ func TestTooDeep(t *testing.T) {
 		strings.Repeat("()", 10000):     false,
 		"echo ${a[" + strings.Repeat("a[", MaxDepth) + "1]}": true,
 		"'" + strings.Repeat("{", MaxDepth+1) + "'":          true, // quoted: counted all the same
+		"echo $((" + strings.Repeat("!", MaxDepth+1) + "1))": true,
+		"echo $((" + strings.Repeat("~ -", MaxDepth) + "1))": true,
+		"echo $((" + strings.Repeat("!", MaxDepth) + "1))":   false,
+		strings.Repeat("a -b ", 1000):                        false,
 	} {
 		if got := TooDeep(src); got != want {
 			t.Errorf("TooDeep(%.20q… %d bytes) = %v, want %v", src, len(src), got, want)
