@@ -124,7 +124,9 @@ func unsafeInNewRepo(rfd int, gitDir string) []string {
 				out = append(out, path.Join(dir, name))
 			}
 		}
-		worktreeOK := func(v string) bool { return worktreeWithin(gitDir, dir, v) }
+		worktreeOK := func(v string) bool {
+			return worktreeWithin(gitDir, dir, v) && dirWithoutLinks(rfd, path.Join(dir, v))
+		}
 		if cfg := path.Join(dir, "config"); exists(rfd, cfg) && (!safeGitConfigAt(rfd, cfg, worktreeOK) || hardLinked(rfd, cfg)) {
 			out = append(out, cfg)
 		}
@@ -202,6 +204,18 @@ func worktreeWithin(top, dir, v string) bool {
 	repo, t := path.Dir(top), path.Join(dir, v)
 	return (repo == "." && t != ".." && !strings.HasPrefix(t, "../") || t == repo || strings.HasPrefix(t, repo+"/")) &&
 		t != top && !strings.HasPrefix(t, top+"/")
+}
+
+// dirWithoutLinks reports whether rel below rfd is a dir reached without a symlink: a work
+// tree named through a link (../w, w -> ~) is where the link leads, outside the repository.
+func dirWithoutLinks(rfd int, rel string) bool {
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // hardLinked reports whether rel below rfd is a file with another name: a call that made a

@@ -172,11 +172,13 @@ func TestNewRepoMadeSafe(t *testing.T) {
 			[]string{".git/worktrees/wt/commondir"}},
 		// A work tree outside the repository: the user's git reset there writes what it tracks.
 		{`git init -q . && git config core.worktree "$HOME"`, []string{".git/config"}},
+		{`git init -q . && ln -s "$HOME" w && git config core.worktree ../w`, []string{".git/config"}},
+		{`git init -q . && mkdir w && git config core.worktree ../w`, nil},
 		// A config or hook with a second name, which a later call could write past the mount.
 		{`git init -q . && ln .git/config notes.txt`, []string{".git/config"}},
 		{`git init -q . && ln .git/hooks/pre-commit.sample s.txt`, []string{".git/hooks"}},
 		// What git submodule writes: a worktree below the superproject.
-		{`git init -q . && mkdir -p .git/modules/lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
+		{`git init -q . && mkdir -p .git/modules/lib lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
 			`git --git-dir=.git/modules/lib config core.worktree ../../../lib`, nil},
 	} {
 		for _, guard := range []bool{true, false} {
