@@ -724,6 +724,12 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 			out.mayBeNet = !tw.static && mayBeNetPath(r.Word)
 		}
 	}
+	switch {
+	case r.Hdoc != nil && int(r.Hdoc.End().Offset()) <= len(w.src):
+		out.body = w.src[r.Hdoc.Pos().Offset():r.Hdoc.End().Offset()]
+	case r.Op == syntax.WordHdoc && r.Word != nil && int(r.Word.End().Offset()) <= len(w.src):
+		out.body = w.src[r.Word.Pos().Offset():r.Word.End().Offset()]
+	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
 		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:

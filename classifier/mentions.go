@@ -50,7 +50,10 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	defer func() { pc.mentioning, pc.alternative = false, false }()
 	for _, a := range args {
 		if !a.static || a.glob {
-			if unknown && !sandboxed {
+			switch {
+			case unknown && sandboxed:
+				pc.runtimeWord(a, sb) // a glob in the session is bounded by it
+			case unknown:
 				pc.unknown()
 			}
 			continue
@@ -74,6 +77,15 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 			var p string
 			p, rest = nextEmbeddedPath(rest)
 			if p != "" && !(unknown && p == v) {
+				pc.mention(p, access, name, sb)
+			}
+		}
+	}
+	// A script on stdin (`python3 - <<EOF`, `perl <<< '...'`) names paths as -c's text does.
+	for _, r := range sb.redirs {
+		for rest := r.body; rest != ""; {
+			var p string
+			if p, rest = nextEmbeddedPath(rest); p != "" {
 				pc.mention(p, access, name, sb)
 			}
 		}

@@ -50,11 +50,17 @@ func TestMentions(t *testing.T) {
 			t.Errorf("%q, MentionReads: paths %+v, want %s an alternative read", tc.cmd, c.Paths, tc.path)
 		}
 	}
-	// There a word known only at run time is a name the program builds, as any may: no more
-	// unknown than the line was.
-	for _, cmd := range []string{`awk 1 $HOME/.ssh/id_rsa`, `make -j$(nproc)`} {
-		if c := Classify(cmd, Options{Cwd: opts.Cwd, Home: opts.Home, MentionReads: true}); c.PathsIncomplete {
-			t.Errorf("%q, MentionReads: paths incomplete", cmd)
+	// There a word known only at run time may be a path anywhere, as `cat $HOME/x`'s is; a
+	// glob in the session is bounded by it. A script on stdin is read for paths as -c's is.
+	sb := Options{Cwd: opts.Cwd, Home: opts.Home, MentionReads: true}
+	for cmd, unbounded := range map[string]bool{`awk 1 $HOME/.ssh/id_rsa`: true, `awk 1 ~/.ssh/id_*`: true, `awk 1 *.txt`: false} {
+		if c := Classify(cmd, sb); !c.PathsIncomplete || c.PathsUnbounded != unbounded {
+			t.Errorf("%q, MentionReads: incomplete %v unbounded %v, want true %v", cmd, c.PathsIncomplete, c.PathsUnbounded, unbounded)
+		}
+	}
+	for _, cmd := range []string{"python3 - <<EOF\nprint(open('/home/u/.ssh/id_rsa').read())\nEOF", `perl <<< 'open F, "/home/u/.ssh/id_rsa"'`} {
+		if c := Classify(cmd, sb); !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/.ssh/id_rsa" && p.Mention }) {
+			t.Errorf("%q, MentionReads: paths %+v, want the script's path", cmd, c.Paths)
 		}
 	}
 

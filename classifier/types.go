@@ -108,6 +108,9 @@ type Redirect struct {
 	tilde string
 	// procSubst: the target is a process substitution, a pipe (`< <(ls)`).
 	procSubst bool
+	// body is a here-document's or here-string's source text: the script an interpreter
+	// reads on stdin (`python3 - <<EOF`), where Mentions look for paths.
+	body string
 	// mayBeNet: the target is known only at run time and may expand to /dev/tcp/... or
 	// /dev/udp/..., which bash opens as a connection.
 	mayBeNet bool

@@ -423,6 +423,8 @@ func TestReadDenyPatternOutsideTheSession(t *testing.T) {
 		{"Read(**/*.key)", "awk 1 " + outside + "/id.key"},
 		{"Read(**/*.key)", "python3 -c 'print(open(\"" + outside + "/id.key\").read())'"},
 		{"Read(**/*.key)", "tar cf - -C " + outside + " . | tar xOf -"},
+		{"Read(**/*.key)", "d=" + outside + "; awk 1 $d/id.key"},
+		{"Read(**/*.key)", "python3 - <<'EOF'\nprint(open('" + outside + "/id.key').read())\nEOF"},
 	} {
 		s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, tc.rule))
 		_, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.cmd))
