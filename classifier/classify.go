@@ -941,6 +941,7 @@ func (w *walker) finish() *Classification {
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
 	c.RedirectsIncomplete = pc.redirectsIncomplete
+	c.GitObjectsUnseen = pc.gitUnseen
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}
@@ -972,6 +973,7 @@ func (w *walker) spliceNested(c *Classification, n int) {
 			c.PathsUnbounded = c.PathsUnbounded || sb.nested.PathsUnbounded
 		}
 		c.RedirectsIncomplete = c.RedirectsIncomplete || sb.nested.RedirectsIncomplete
+		c.GitObjectsUnseen = c.GitObjectsUnseen || sb.nested.GitObjectsUnseen
 		if len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
 			// The script's relative paths were taken against Options.Cwd; after a cd
 			// in the outer line they may be elsewhere.

@@ -158,6 +158,8 @@ type pathCollector struct {
 	cdVars bool
 	// curlrcVars: the line may name where curl finds its .curlrc (curlrcVarNamed).
 	curlrcVars bool
+	// gitUnseen: a git read names paths the line does not show (Classification.GitObjectsUnseen).
+	gitUnseen bool
 	// redirectsIncomplete: some write redirection's file is not among out
 	// (Classification.RedirectsIncomplete).
 	redirectsIncomplete bool
@@ -493,9 +495,11 @@ var gitReads = map[string]bool{
 // git elsewhere (-C, --git-dir, --work-tree) leaves the list incomplete.
 func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	i := 0
+	moved := false
 	for ; i < len(ws); i++ {
 		if !ws[i].static {
 			pc.unknown()
+			pc.gitUnseen = true
 			return
 		}
 		v := ws[i].val
@@ -505,11 +509,22 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		name, _, _ := strings.Cut(v, "=")
 		switch {
 		case name == "-C" || strings.HasPrefix(v, "-C") || name == "--git-dir" || name == "--work-tree":
-			pc.unknown()
-			return
-		case v == "-c" || v == "--config-env" || v == "--namespace" || v == "--exec-path":
+			moved = true
+			if (v == "-C" || v == "--git-dir" || v == "--work-tree") && i+1 < len(ws) {
+				i++ // its value
+			}
+		case v == "-c" && i+1 < len(ws):
+			i++
+			pc.gitConfigValue(sb, ws[i])
+		case v == "--config-env" || v == "--namespace" || v == "--exec-path":
 			i++ // its value
 		}
+	}
+	if moved {
+		// Every path below is taken from elsewhere: what the line names is not what git reads.
+		pc.unknown()
+		pc.gitUnseen = i < len(ws) && gitReads[ws[i].val]
+		return
 	}
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
 		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:], AccessRead)
@@ -554,6 +569,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			// The object names (cat-file --batch) or revisions and pathspecs (log --stdin)
 			// come from stdin: `echo HEAD:.env | git cat-file --batch` prints .env.
 			pc.unknown()
+			pc.gitUnseen = true
 		}
 	}
 	// git grep's first operand is its pattern unless -e or -f gave one. Any word that may be
@@ -583,6 +599,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		if !a.static || a.glob {
 			pc.unknown()
+			pc.gitUnseen = true
 			continue
 		}
 		v := a.val
@@ -619,6 +636,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 			// which git matches itself (even quoted, even before --): `git log -p -- '*.env'`
 			// reads .env's history under a name no path rule meets.
 			pc.unknown()
+			pc.gitUnseen = true
 		}
 		p, object := objectPath(v)
 		if object {
@@ -636,6 +654,22 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		// --no-index -h ''` prints ./.env.
 		pc.add(".", AccessRead, "git", sb.dirs, sb.dirsUnknown)
 	}
+}
+
+// gitConfigValue reads a `git -c KEY=VALUE` whose key names a file git reads (include.path,
+// includeIf.*.path, core.excludesFile, mailmap.file, diff.orderFile, commit.template, ...): its
+// value is a read of that file (`git -c include.path=~/x config -l` prints x as config).
+func (pc *pathCollector) gitConfigValue(sb *sub, a word) {
+	key, val, _ := strings.Cut(a.val, "=")
+	key = strings.ToLower(key)
+	if !strings.HasSuffix(key, "path") && !strings.HasSuffix(key, "file") && key != "commit.template" {
+		return
+	}
+	if !a.static || a.glob {
+		pc.runtimeWord(a, sb)
+		return
+	}
+	pc.add(val, AccessRead, "git", sb.dirs, sb.dirsUnknown)
 }
 
 // objectAbove adds an object name's PATH (HEAD:PATH, :PATH) below each dir above the cwd, as

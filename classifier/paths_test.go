@@ -879,3 +879,28 @@ func TestPathsUnbounded(t *testing.T) {
 		}
 	}
 }
+
+// TestGitObjectsUnseen: a git read of paths the line does not show (from elsewhere, names on
+// stdin, pathspec magic) is flagged, as any Read rule may be one it meets; a git command
+// that reads no repository copy of a file, or names its paths, is not.
+func TestGitObjectsUnseen(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"git -C .. show HEAD:.env":              true,
+		"git --git-dir=../.git log -p":          true,
+		"echo HEAD:.env | git cat-file --batch": true,
+		"git log -p -- ':/.env'":                true,
+		"git grep -h . HEAD -- '*.env'":         true,
+		"git show $REV:.env":                    true,
+		"git -C .. status":                      false,
+		"git show HEAD:.env":                    false,
+		"git -c include.path=k config -l":       false,
+	} {
+		if got := Classify(cmd, testOpts).GitObjectsUnseen; got != want {
+			t.Errorf("%q: git_objects_unseen %v, want %v", cmd, got, want)
+		}
+	}
+	c := Classify("git -c include.path=../o/k config --list", testOpts)
+	if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/o/k" && p.Access == AccessRead }) {
+		t.Errorf("git -c include.path=FILE: paths %+v, want FILE read", c.Paths)
+	}
+}

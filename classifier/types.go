@@ -42,6 +42,11 @@ type Classification struct {
 	// cannot follow, a nested script's after a cd): Paths lacks it, so no rule about paths
 	// can vouch for that write.
 	RedirectsIncomplete bool `json:"redirects_incomplete,omitempty"`
+	// GitObjectsUnseen is true when a git command prints what a repository holds for paths
+	// the line does not show (-C, --git-dir, --work-tree, names on stdin, pathspec magic or a
+	// wildcard): a committed file's content is out of the mounts' reach, so any Read rule may
+	// be one it meets.
+	GitObjectsUnseen bool `json:"git_objects_unseen,omitempty"`
 }
 
 // PathUse is one path a command line reads or writes.

@@ -496,6 +496,12 @@ func TestReadDenyCoversGitObjectNames(t *testing.T) {
 		{"in a subdir", sub, fmt.Sprintf(`"Read(/%s/secrets/**)","Read(**/.env)"`, dir), []string{"default", "bypassPermissions"},
 			[]string{"git show HEAD:secrets/prod.key", "git cat-file -p :.env", "cd .. && git show HEAD:.env"},
 			"git show HEAD:sub/notes"}, // the top's sub/notes, or one below the cwd
+		// git reading paths the line does not show meets any Read rule, a literal one too:
+		// the mount that hides the file does not hide its committed copy.
+		{"in a subdir, naming paths elsewhere", sub, fmt.Sprintf(`"Read(/%s/.env)","Read(/%s/secrets/prod.key)"`, dir, dir), []string{"bypassPermissions"},
+			[]string{"git -C .. show HEAD:.env", "git --git-dir=../.git show HEAD:.env", "echo HEAD:.env | git cat-file --batch",
+				"git log -p -- ':/.env'", "git -c include.path=../.env config --list"},
+			"git -C .. status"},
 	} {
 		for _, mode := range tc.modes {
 			s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":%q,"rules":{"deny":[%s]}}`, tc.cwd, mode, tc.rules))

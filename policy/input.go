@@ -50,7 +50,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
 		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
-		"http", "method", "path", "paths_incomplete", "paths_unbounded", "redirects_incomplete", "unconfined",
+		"http", "method", "path", "paths_incomplete", "paths_unbounded", "redirects_incomplete", "git_objects_unseen", "unconfined",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -263,6 +263,7 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 		item("paths_incomplete", ast.InternedTerm(c.PathsIncomplete)),
 		// redirects_incomplete: some file a write redirection opens is known only at run time.
 		item("redirects_incomplete", ast.InternedTerm(c.RedirectsIncomplete)),
+		item("git_objects_unseen", ast.InternedTerm(c.GitObjectsUnseen)),
 		// paths_unbounded: such a path may lie anywhere, not only under a directory the line
 		// names ($HOME/x, $(...), ~user; a glob like *.go is incomplete but bounded).
 		item("paths_unbounded", ast.InternedTerm(c.PathsUnbounded)),

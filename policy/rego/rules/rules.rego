@@ -26,7 +26,23 @@ ask_hit := h if {
 	not _deny_ask.deny
 	input.bash.paths_unbounded == true
 	h := sandboxd.unseen_read_hit(input.rules, input.workdirs)
+} else := h if {
+	# A git read of paths the line does not show: a committed file's content is in
+	# .git/objects, out of every mount's reach, so any Read rule may be one it meets.
+	not _deny_ask.deny
+	input.bash.git_objects_unseen == true
+	h := _git_unseen_hit
 }
+
+# _git_unseen_hit is the first Read deny, else ask, path rule, with the reason a git read of
+# unnamed paths meets it.
+_git_unseen_hit := _git_unseen("deny", r) if {
+	r := input.rules.deny.paths.read[0]
+} else := _git_unseen("ask", r) if {
+	r := input.rules.ask.paths.read[0]
+}
+
+_git_unseen(b, r) := object.union(r, {"reason": sprintf("git prints what a repository holds for paths the command does not name (-C, --git-dir, names on stdin, pathspec magic or a wildcard), where no mount hides a committed file, and %s rule %s (%s) may name one; name the paths plainly from the repository's dir", [b, r.rule, r.source])})
 
 # Both scans in one builtin call: each call costs the evaluator more than the scan itself.
 # input.bash goes along for its opaque flag: a command known only at run time (a command word
