@@ -193,7 +193,7 @@ func tooComplex() *Classification {
 // what is left of maxStmtBytes for the whole line, nested scripts included.
 func parseDepth(command string, opts Options, depth int, left *int) *Classification {
 	if shnest.TooDeep(command) {
-		return failed("too_deep", fmt.Sprintf("not parsed: its brackets nest over %d deep", shnest.MaxDepth))
+		return failed("too_deep", fmt.Sprintf("not parsed: its brackets, or a run of unary operators, nest over %d deep", shnest.MaxDepth))
 	}
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
