@@ -134,7 +134,7 @@ func curlTemplate(v string) bool {
 
 // wgetOpt records what wget's option o reads or writes. Its config (--config, -e) can set any
 // option, an output or a file to post: files the line does not show (and a program it runs,
-// use_askpass, which wgetRunsConfig sees to).
+// use_askpass, which wgetRunsProgram sees to).
 func (pc *pathCollector) wgetOpt(o opt, is func(string, ...string) bool, file func(string, string), st *fetchState) {
 	switch {
 	case is("e", "execute"), is("", "config"):

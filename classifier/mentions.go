@@ -44,7 +44,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	trees := unknown && readsTrees(name, args)
 	// In the sandbox (Options.MentionReads) the kernel holds every write and every other
 	// read rule: a mention is only a read the rule may meet, no read outside the session by
-	// itself, and a word known only at run time is a name the program builds, as it may.
+	// itself, and a word known only at run time is a path known only at run time, as cat's.
 	sandboxed := !pc.opts.Unconfined
 	pc.mentioning, pc.alternative = true, sandboxed
 	defer func() { pc.mentioning, pc.alternative = false, false }()

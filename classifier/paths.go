@@ -523,7 +523,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	if moved {
 		// Every path below is taken from elsewhere: what the line names is not what git reads.
 		pc.unknown()
-		pc.gitUnseen = i < len(ws) && gitReads[ws[i].val]
+		pc.gitUnseen = pc.gitUnseen || i < len(ws) && gitReads[ws[i].val]
 		return
 	}
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {

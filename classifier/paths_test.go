@@ -885,15 +885,16 @@ func TestPathsUnbounded(t *testing.T) {
 // that reads no repository copy of a file, or names its paths, is not.
 func TestGitObjectsUnseen(t *testing.T) {
 	for cmd, want := range map[string]bool{
-		"git -C .. show HEAD:.env":              true,
-		"git --git-dir=../.git log -p":          true,
-		"echo HEAD:.env | git cat-file --batch": true,
-		"git log -p -- ':/.env'":                true,
-		"git grep -h . HEAD -- '*.env'":         true,
-		"git show $REV:.env":                    true,
-		"git -C .. status":                      false,
-		"git show HEAD:.env":                    false,
-		"git -c include.path=k config -l":       false,
+		"git -C .. show HEAD:.env":                               true,
+		"git --git-dir=../.git log -p":                           true,
+		"echo HEAD:.env | git cat-file --batch":                  true,
+		"git log -p -- ':/.env'":                                 true,
+		"git grep -h . HEAD -- '*.env'":                          true,
+		"git show $REV:.env":                                     true,
+		"git -C .. status":                                       false,
+		"git show HEAD:.env":                                     false,
+		"git -c include.path=k config -l":                        false,
+		"echo HEAD:.env | git cat-file --batch; git -C x status": true,
 	} {
 		if got := Classify(cmd, testOpts).GitObjectsUnseen; got != want {
 			t.Errorf("%q: git_objects_unseen %v, want %v", cmd, got, want)
