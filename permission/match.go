@@ -524,6 +524,9 @@ func dropPathParams(p string) string {
 	return b.String()
 }
 
+// unescapedMeta drops the escaped wildcards from a pattern segment, leaving the live ones.
+var unescapedMeta = strings.NewReplacer(`\*`, "", `\?`, "", `\[`, "")
+
 // matchWhole matches pattern segments against all of segs (no ancestor match, unlike
 // matchSegs).
 func matchWhole(pat, segs []string) bool { return matchSegments(pat, segs, true) }
@@ -535,11 +538,14 @@ func matchWhole(pat, segs []string) bool { return matchSegments(pat, segs, true)
 // and each match of a pattern whose literal start lies in a session dir or apart from them
 // all, where it walks.
 func DecidedOnlyOutside(absPattern string, dirs []string) bool {
+	body := strings.TrimPrefix(strings.TrimSuffix(absPattern, "/**"), "/")
+	if !strings.ContainsAny(body, "*?[") {
+		return false // literal: hidden wherever it is
+	}
 	var lit []string
 	wild := false
-	unescapedMeta := strings.NewReplacer(`\*`, "", `\?`, "", `\[`, "")
-	for _, seg := range strings.Split(strings.TrimPrefix(strings.TrimSuffix(absPattern, "/**"), "/"), "/") {
-		if strings.ContainsAny(unescapedMeta.Replace(seg), "*?[") {
+	for seg := range strings.SplitSeq(body, "/") {
+		if strings.ContainsAny(seg, "*?[") && strings.ContainsAny(unescapedMeta.Replace(seg), "*?[") {
 			wild = true
 			break
 		}
