@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -356,5 +357,35 @@ func TestPrintVerifySaysWhatNoSignatureCovers(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "starts at seq 40") {
 		t.Fatalf("verify output does not say the oldest records are missing:\n%s", out.String())
+	}
+}
+
+// An agent runs a call whose hook printed nothing, so a hook command the agent's settings
+// got wrong must still deny, on stdout and with exit 2.
+func TestHookMisconfiguredDenies(t *testing.T) {
+	in := `{"session_id":"s1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf ~"}}`
+	for _, flags := range [][]string{
+		{"--timeout", "30"}, // seconds, as the agent's settings write its own timeout
+		{"--confined"},
+		{"--timeout", "-1s"},
+		{"--event", "PretoolUse"},
+		{"--on-unavailable", "maybe"},
+		{"--unknown-tool", "x"},
+		{"--shell", "fish"},
+		{"extra"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"--socket", "/nonexistent", "hook"}, flags...), strings.NewReader(in), &out, &errb, nil)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", flags, code, errb.String())
+		}
+		var a hookOutput
+		if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+			t.Errorf("%q: stdout %q is not the hook's JSON: %v", flags, out.String(), err)
+			continue
+		}
+		if d := a.HookSpecificOutput; d.PermissionDecision != protocol.Deny || !strings.Contains(d.PermissionDecisionReason, "misconfigured") {
+			t.Errorf("%q: answered %+v, want a deny naming the misconfiguration", flags, d)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -105,14 +106,16 @@ func cmdHook(e *Env, args []string) error {
 	fs.Var(&hf.sf.ask, "ask", "ask rule of the agent session's sandboxd session (repeatable)")
 	fs.Var(&hf.sf.addDirs, "add-dir", "additional directory of the agent session's sandboxd session (repeatable)")
 	fs.BoolVar(&hf.sf.trustProject, "trust-project", false, "let the project's .sandboxd settings allow, not only deny and ask")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if hf.onUnavailable != "deny" && hf.onUnavailable != "ask" {
-		return UsageError("--on-unavailable is deny or ask")
-	}
-	if hf.unknownTool != "ask" && hf.unknownTool != "pass" {
-		return UsageError("--unknown-tool is ask or pass")
+	if err := hookConfig(fs, &hf, args); err != nil {
+		// A hook the agent cannot run as written still answers: the agent runs a call whose
+		// hook printed nothing. Exit 2 blocks the call as well, with the message.
+		if b, jerr := json.Marshal(decision(protocol.Deny, "sbctl hook is misconfigured in the agent's settings, so sandboxd denies every call until it is fixed: "+err.Error())); jerr == nil {
+			e.Stdout.Write(append(b, '\n'))
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return UsageError(err.Error())
 	}
 	ctx, cancel := context.WithTimeout(e.Ctx, hf.timeout)
 	defer cancel()
@@ -150,6 +153,28 @@ func cmdHook(e *Env, args []string) error {
 	}
 	_, err = e.Stdout.Write(append(b, '\n'))
 	return err
+}
+
+// hookConfig parses the hook's flags and checks their values.
+func hookConfig(fs *flag.FlagSet, hf *hookFlags, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q (the hook reads its input on stdin)", fs.Arg(0))
+	case hf.onUnavailable != "deny" && hf.onUnavailable != "ask":
+		return errors.New("--on-unavailable is deny or ask")
+	case hf.unknownTool != "ask" && hf.unknownTool != "pass":
+		return errors.New("--unknown-tool is ask or pass")
+	case hf.shell != "" && hf.shell != "bash" && hf.shell != "zsh" && hf.shell != "sh":
+		return errors.New("--shell is bash, zsh or sh")
+	case hf.timeout <= 0:
+		return errors.New("--timeout is a positive duration, such as 20s")
+	case hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" && !otherHookEvents[hf.event]:
+		return fmt.Errorf("--event %q is not a hook event (PreToolUse, PostToolUse, …)", hf.event)
+	}
+	return nil
 }
 
 // otherHookEvents are the agents' hook events other than PreToolUse and PostToolUse, which
