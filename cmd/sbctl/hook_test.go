@@ -627,6 +627,16 @@ func TestHookCdKeepsRuleAnchors(t *testing.T) {
 		t.Errorf("confined pwd at src: %q %v, want %s", out, err, src)
 	}
 
+	// A first cwd no session could be made at is not kept as the root: the agent session's
+	// next call, from a real dir, is decided there.
+	gone := filepath.Join(u.Home, "gone")
+	if a := call("agent-gone", nil, gone, "Bash", map[string]any{"command": "ls"}); a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Errorf("a cwd that does not exist: %+v", a.HookSpecificOutput)
+	}
+	if a := call("agent-gone", nil, work, "Bash", map[string]any{"command": "ls"}); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Errorf("after a first cwd that does not exist, ls from %s: %+v", work, a.HookSpecificOutput)
+	}
+
 	// A cwd outside the agent session's root is not decided at all.
 	a = call("agent-cd", nil, u.Home, "Read", map[string]any{"file_path": filepath.Join(work, "README")})
 	if a.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "cwd") {

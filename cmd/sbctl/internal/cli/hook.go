@@ -424,7 +424,7 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 // at the agent's root, with cwd as its cwd, so a relative path is the agent's and a rule is
 // anchored where the agent's is. A cwd outside the session's directories is refused.
 func createHookSession(ctx context.Context, c *client.Client, store *hookStore, hf *hookFlags, cwd, mode string) (protocol.Session, error) {
-	root, err := store.agentRoot(cwd)
+	root, saved, err := store.agentRoot(cwd)
 	if err != nil {
 		return protocol.Session{}, err
 	}
@@ -432,7 +432,11 @@ func createHookSession(ctx context.Context, c *client.Client, store *hookStore, 
 		Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key}
 	s, err := c.CreateSession(ctx, cs)
 	if err != nil {
-		return protocol.Session{}, fmt.Errorf("create a session for %s: %w", root, err)
+		if saved {
+			store.forgetRoot(root)
+			return protocol.Session{}, fmt.Errorf("create a session for %s: %w", root, err)
+		}
+		return protocol.Session{}, fmt.Errorf("create a session for %s, the agent session's first cwd (kept in %s: remove it to root the agent session elsewhere): %w", root, store.rootPath, err)
 	}
 	if cwd != root {
 		// Moved before the session's id is saved: no other call uses it at its root.

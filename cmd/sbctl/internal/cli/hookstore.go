@@ -73,37 +73,47 @@ func newHookStore(flagDir, socket, agentSession, cwd string) (*hookStore, error)
 // its hooks) when that holds cwd, else the first cwd the hook saw in the agent session. The
 // root anchors the rules (`./.env`, `/src/**`) and the project's settings, as the agent's
 // original cwd anchors its own, so a `cd src` the agent keeps does not move them with it.
-func (s *hookStore) agentRoot(cwd string) (string, error) {
+// saved is true when this call saved cwd as the root.
+func (s *hookStore) agentRoot(cwd string) (root string, saved bool, err error) {
 	if p := os.Getenv("CLAUDE_PROJECT_DIR"); filepath.IsAbs(p) && filepath.Clean(p) == p && within(cwd, p) {
-		return p, nil
+		return p, false, nil
 	}
 	for range 2 {
 		b, err := readPrivate(s.rootPath, 8<<10)
 		if err == nil {
 			root := strings.TrimSuffix(string(b), "\n")
 			if !filepath.IsAbs(root) || filepath.Clean(root) != root {
-				return "", fmt.Errorf("hook state %s does not hold a directory; remove it", s.rootPath)
+				return "", false, fmt.Errorf("hook state %s does not hold a directory; remove it", s.rootPath)
 			}
-			return root, nil
+			return root, false, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return "", err
+			return "", false, err
 		}
 		tmp, err := s.writeTemp("tmp-", cwd+"\n")
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		// link(2) fails on an existing name: of hooks racing, the first one's cwd is the root.
 		err = os.Link(tmp, s.rootPath)
 		os.Remove(tmp)
 		if err == nil {
-			return cwd, nil
+			return cwd, true, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("save hook state: %w", err)
+			return "", false, fmt.Errorf("save hook state: %w", err)
 		}
 	}
-	return "", fmt.Errorf("hook state %s keeps changing", s.rootPath)
+	return "", false, fmt.Errorf("hook state %s keeps changing", s.rootPath)
+}
+
+// forgetRoot removes a root this hook saved but could not make a session at (a cwd that is
+// gone, a daemon that is down), so the agent session's next call roots it afresh rather
+// than failing on it for good. A root another hook saved meanwhile stays.
+func (s *hookStore) forgetRoot(root string) {
+	if b, err := readPrivate(s.rootPath, 8<<10); err == nil && strings.TrimSuffix(string(b), "\n") == root {
+		os.Remove(s.rootPath)
+	}
 }
 
 // within reports whether path is dir or lies below it (both absolute and clean).
