@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -509,5 +510,42 @@ func TestParentRulesReachChildren(t *testing.T) {
 	}
 	if b := decide(t, td, grandchild.ID, "Bash", push); b != "allow" {
 		t.Errorf("after the parent dropped its deny: %s", b)
+	}
+}
+
+// TestApprovalRememberReadIsThePath: remembering an approved read outside the session allows
+// that path, not the Read tool everywhere (a bare `Read` rule allowed every later read).
+func TestApprovalRememberReadIsThePath(t *testing.T) {
+	td := startDaemon(t, "")
+	alice := testutil.CreateUser(t, "sbaprr")
+	sid := sessionAs(t, td, alice, `,"mode":"default"`)
+	read := func(p string) protocol.CallResult {
+		t.Helper()
+		_, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Read", fmt.Sprintf(`{"file_path":%q}`, p), ""), "")
+		var r protocol.CallResult
+		decodeInto(t, b, &r)
+		return r
+	}
+	r := read("/etc/hostname")
+	if r.ApprovalID == "" {
+		t.Fatalf("a read outside the session did not ask: %+v", r.Decision)
+	}
+	_, b := curlAs(t, td, alice, "GET", "/v1/approvals", "", "")
+	var list protocol.ApprovalList
+	decodeInto(t, b, &list)
+	if len(list.Approvals) != 1 || !slices.Equal(list.Approvals[0].SuggestedRules, []string{"Read(//etc/hostname)"}) {
+		t.Fatalf("suggested rules: %s", b)
+	}
+	code, b := curlAs(t, td, alice, "POST", "/v1/approvals/"+r.ApprovalID, `{"answer":"allow","remember":"session"}`, "")
+	var ans protocol.ApprovalAnswered
+	decodeInto(t, b, &ans)
+	if code != 200 || ans.Resolution.Rule != "Read(//etc/hostname)" {
+		t.Fatalf("answer: %d %s", code, b)
+	}
+	if r := read("/etc/hostname"); behavior(r) != permission.Allow || r.IsError {
+		t.Errorf("the remembered path again: %+v", r.Decision)
+	}
+	if r := read("/etc/os-release"); behavior(r) != permission.Ask {
+		t.Errorf("another path outside the session after remembering one: %+v", r.Decision)
 	}
 }

@@ -317,7 +317,9 @@ func (p *Pipeline) runFrom(ctx context.Context, st *state, from string) *Outcome
 
 // suggestRules are the rules that would allow this call next time, most specific first: a
 // Bash prefix rule per command that is not read-only (the classifier's allow prefix, up to
-// its first flag or path), the file's own Edit rule, the domain of a fetch, else the tool.
+// its first flag or path), the file's own Edit rule, the path's own Read rule, the domain of
+// a fetch; the bare tool only for a call that names neither path nor domain, since it would
+// allow the tool on every path.
 func suggestRules(c *Call, tf permission.ToolFacts) []string {
 	name := c.Tool.Name()
 	var out []string
@@ -364,16 +366,28 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 	case tf.Domain != "":
 		add(name + "(domain:" + tf.Domain + ")")
 	default:
+		reads := false
 		for _, pf := range tf.Paths {
-			if pf.Access == permission.Write {
-				// //p is the filesystem root in rule syntax (COMPAT 1); /p would be the
-				// rule file's directory.
-				// Its name quoted: a remembered rule allows the file approved, and a file
-				// named `*` must not make it allow the whole directory.
+			// //p is the filesystem root in rule syntax (COMPAT 1); /p would be the rule
+			// file's directory. Its name quoted: a remembered rule allows the path approved,
+			// and a file named `*` must not make it allow the whole directory.
+			switch {
+			case pf.Access == permission.Write:
 				add("Edit(/" + permission.LiteralPath(pf.Requested) + ")")
+			case pf.Access == permission.Read && !pf.Alternative:
+				reads = true
 			}
 		}
 		if len(out) == 0 {
+			// A read's own rule only when the call writes nothing: an Edit rule allows
+			// reading its file too.
+			for _, pf := range tf.Paths {
+				if pf.Access == permission.Read && !pf.Alternative {
+					add("Read(/" + permission.LiteralPath(pf.Requested) + ")")
+				}
+			}
+		}
+		if len(out) == 0 && !reads {
 			add(name)
 		}
 	}
