@@ -26,14 +26,13 @@ var rememberSources = map[string]bool{"session": true, "localSettings": true, "u
 func cmdApprovals(e *Env, args []string) error {
 	fs := NewFlags(e, "approvals")
 	watch := fs.Bool("watch", false, "follow the approvals as they arrive and leave; on a terminal, answer with y/n/a")
-	asJSON := fs.Bool("json", false, "print JSON (with --watch: one event per line)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return UsageError("usage: sbctl approvals [--watch] [--json]")
 	}
-	jsonOut := *asJSON || e.JSON
+	jsonOut := e.JSON // with --watch: one event per line
 	if *watch {
 		return watchApprovals(e, jsonOut)
 	}

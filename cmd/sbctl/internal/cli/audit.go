@@ -14,10 +14,11 @@ import (
 )
 
 func cmdAudit(e *Env, args []string) error {
-	if len(args) == 0 {
-		return UsageError("audit needs a subcommand: tail [-f], query, stats, replay, verify, export, pubkey")
+	sub, rest, err := subcommand(e, args, "usage: sbctl audit tail [-f] | query | stats | replay | verify | export | pubkey   (sbctl audit SUB -h: its flags)")
+	if err != nil {
+		return err
 	}
-	switch sub, rest := args[0], args[1:]; sub {
+	switch sub {
 	case "tail":
 		return auditTail(e, rest)
 	case "query":
@@ -32,6 +33,11 @@ func cmdAudit(e *Env, args []string) error {
 	case "verify":
 		return auditVerify(e, rest)
 	case "pubkey":
+		if rest, err := positionalOnly(e, "audit pubkey", rest); err != nil {
+			return err
+		} else if len(rest) > 0 {
+			return UsageError("usage: sbctl audit pubkey")
+		}
 		var k protocol.AuditKey
 		if err := e.Client().Do(e.Ctx, client.MethodGet, "/v1/audit/pubkey", nil, &k); err != nil {
 			return err
@@ -75,7 +81,11 @@ func (af *auditFilters) query() url.Values {
 }
 
 func auditQuery(e *Env, args []string, export bool) error {
-	fs := NewFlags(e, "audit query")
+	name := "audit query"
+	if export {
+		name = "audit export"
+	}
+	fs := NewFlags(e, name)
 	var af auditFilters
 	af.register(fs)
 	grep := fs.String("grep", "", "only records whose input matches this regular expression")

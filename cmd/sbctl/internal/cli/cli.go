@@ -30,6 +30,8 @@ type Env struct {
 	// askWait is the call's --wait, so an ask still unanswered after it says so instead of
 	// suggesting --wait.
 	askWait time.Duration
+	// usageShown is set once a flag set showed its usage: -h, or a flag it could not parse.
+	usageShown bool
 }
 
 // HeavyFunc runs command name (with its arguments after the global flags) where the policy
@@ -112,11 +114,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&e.Socket, "socket", defSocket, "daemon socket (env SANDBOXD_SOCKET)")
 	fs.BoolVar(&e.JSON, "json", false, "print JSON")
 	cmds := Commands()
-	fs.Usage = func() { usage(stderr, cmds) }
+	fs.Usage = func() {} // shown below: on stdout when asked for, on stderr after a mistake
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, cmds)
 			return 0
 		}
+		usage(stderr, cmds)
 		return 2
 	}
 	if fs.NArg() == 0 {
@@ -124,6 +128,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		usage(stdout, cmds)
+		return 0
+	}
 	if name == "mcp" {
 		// The agent CLI starts the MCP server itself (sbctl hook checks on each call).
 		if err := selfCheck(); err != nil {
@@ -132,7 +140,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, c := range cmds {
 		if c.Name == name {
-			return exitCode(stderr, name, c.Run(e, rest))
+			err := c.Run(e, rest)
+			var ee *ExitError
+			if err != nil && e.usageShown && !errors.As(err, &ee) && !errors.Is(err, flag.ErrHelp) {
+				return 2 // a flag it could not parse, reported with the usage
+			}
+			return exitCode(stderr, name, err)
 		}
 	}
 	fmt.Fprintf(stderr, "sbctl: unknown command %q\n", name)
@@ -159,7 +172,7 @@ func exitCode(stderr io.Writer, name string, err error) int {
 }
 
 func usage(w io.Writer, cmds []Command) {
-	fmt.Fprintln(w, "usage: sbctl [--socket PATH] [--json] COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: sbctl [--socket PATH] [--json] COMMAND [ARGS]   (sbctl COMMAND -h: its flags; docs/sbctl.md: every form)")
 	names := make([]string, 0, len(cmds))
 	for _, c := range cmds {
 		names = append(names, fmt.Sprintf("  %-9s %s", c.Name, c.Summary))
@@ -186,7 +199,37 @@ func (m *Multi) Set(v string) error { *m = append(*m, v); return nil }
 func NewFlags(e *Env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("sbctl "+name, flag.ContinueOnError)
 	fs.SetOutput(e.Stderr)
+	// --json after the command too (sbctl audit replay --json), as before it.
+	fs.BoolVar(&e.JSON, "json", e.JSON, "print JSON")
+	fs.Usage = func() {
+		// The flag package shows the usage on -h and after the message of a flag it could
+		// not parse: either way the invocation was the problem (exit 2), already explained.
+		e.usageShown = true
+		fmt.Fprintf(e.Stderr, "usage of sbctl %s:\n", name)
+		fs.PrintDefaults()
+	}
 	return fs
+}
+
+// subcommand splits a command's args into its subcommand and the rest: none is a wrong
+// invocation (usage says which there are), and -h prints usage on stdout (exit 0).
+func subcommand(e *Env, args []string, usage string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, UsageError(usage)
+	}
+	if isHelp(args[0]) {
+		fmt.Fprintln(e.Stdout, usage)
+		return "", nil, flag.ErrHelp
+	}
+	return args[0], args[1:], nil
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// positionalOnly parses the args of a subcommand that takes no flags of its own but --json,
+// so -h shows its usage and an unknown flag is refused rather than taken for an argument.
+func positionalOnly(e *Env, name string, args []string) ([]string, error) {
+	return ParseInterspersed(NewFlags(e, name), args)
 }
 
 // ParseInterspersed parses flags wherever they stand among the positional arguments

@@ -56,7 +56,18 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"audit", "verify", "--dir", "/x"}, 3, "heavy audit"},
 		{[]string{"hook", "--on-unavailable", "allow"}, 2, "deny or ask"},
 		{[]string{"--socket", "/nonexistent/sock", "status"}, 1, "cannot reach sandboxd"},
-		{[]string{"session"}, 2, "subcommand"},
+		{[]string{"session"}, 2, "usage: sbctl session new"},
+		{[]string{"help"}, 0, "usage"},
+		{[]string{"session", "--help"}, 0, "usage: sbctl session new"},
+		{[]string{"session", "show", "--help"}, 0, "usage of sbctl session show"},
+		{[]string{"session", "rm", "-h"}, 0, "usage of sbctl session rm"},
+		{[]string{"audit", "pubkey", "--help"}, 0, "usage of sbctl audit pubkey"},
+		{[]string{"audit", "export", "--help"}, 0, "usage of sbctl audit export"},
+		{[]string{"task", "--help"}, 0, "usage: sbctl task ls"},
+		{[]string{"read", "--bogus", "x"}, 2, "flag provided but not defined"},
+		{[]string{"session", "new", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"session", "show", "--bogus", "x"}, 2, "flag provided but not defined"},
+		{[]string{"audit", "replay", "--json"}, 3, "heavy audit"},
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer

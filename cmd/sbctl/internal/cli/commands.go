@@ -59,11 +59,17 @@ func (sf *sessionFlags) request() (protocol.CreateSession, error) {
 }
 
 func cmdSession(e *Env, args []string) error {
-	if len(args) == 0 {
-		return UsageError("session needs a subcommand: new, ls, show ID, mode ID MODE, rm ID")
+	sub, rest, err := subcommand(e, args, "usage: sbctl session new [flags] | ls | show ID | mode ID MODE | rm ID...")
+	if err != nil {
+		return err
+	}
+	if sub != "new" {
+		if rest, err = positionalOnly(e, "session "+sub, rest); err != nil {
+			return err
+		}
 	}
 	c := e.Client()
-	switch sub, rest := args[0], args[1:]; sub {
+	switch sub {
 	case "new":
 		fs := NewFlags(e, "session new")
 		var sf sessionFlags
@@ -282,6 +288,9 @@ func printResult(e *Env, res *protocol.CallResult) error {
 		}
 	} else {
 		printHuman(e, res)
+	}
+	if d := res.Decision; d != nil && d.Behavior != protocol.Allow {
+		return &ExitError{Code: 126} // denied, or asked and unanswered: nothing ran
 	}
 	if res.IsError {
 		return &ExitError{Code: 1}

@@ -11,10 +11,11 @@ import (
 )
 
 func cmdPolicy(e *Env, args []string) error {
-	if len(args) == 0 {
-		return UsageError("policy needs a subcommand: eval, show, test")
+	sub, rest, err := subcommand(e, args, "usage: sbctl policy eval | show | test   (sbctl policy SUB -h: its flags)")
+	if err != nil {
+		return err
 	}
-	switch sub, rest := args[0], args[1:]; sub {
+	switch sub {
 	case "eval":
 		return policyEval(e, rest)
 	case "show":

@@ -11,10 +11,10 @@ import (
 
 // cmdTask manages a session's background Bash tasks (started with `sbctl bash --background`).
 func cmdTask(e *Env, args []string) error {
-	if len(args) == 0 {
-		return UsageError("task needs a subcommand: ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK [--wait D] [--mode M]")
+	sub, _, err := subcommand(e, args, "usage: sbctl task ls --session ID | output --session ID TASK [--offset N] | kill --session ID TASK [--wait D] [--mode M]")
+	if err != nil {
+		return err
 	}
-	sub := args[0]
 	fs := NewFlags(e, "task "+sub)
 	sessionID := fs.String("session", "", "session id (required)")
 	offset := fs.Int("offset", -1, "output: read from this byte offset instead of what is new")

@@ -11,7 +11,6 @@ import (
 // Classify classifies Bash offline: no daemon is needed.
 func Classify(e *cli.Env, args []string) error {
 	fs := cli.NewFlags(e, "classify")
-	asJSON := fs.Bool("json", false, "print JSON")
 	jsonl := fs.Bool("jsonl", false, "read one JSON string (a command) per line on stdin, write one JSON result per line")
 	cwd := fs.String("cwd", "", "working directory for outside-workspace checks (default: the current one)")
 	shell := fs.String("shell", classifier.ShellBash, "the shell that will run the command: bash, zsh or sh")
@@ -32,7 +31,7 @@ func Classify(e *cli.Env, args []string) error {
 		return cli.UsageError("usage: sbctl classify [--json] [--shell bash|zsh|sh] [--unconfined] [--mention-reads] -- 'CMD'   or   sbctl classify --jsonl < commands.jsonl")
 	}
 	c := classifier.Classify(strings.Join(fs.Args(), " "), opts)
-	if *asJSON || e.JSON {
+	if e.JSON {
 		return cli.PrintJSON(e.Stdout, c)
 	}
 	_, err := e.Stdout.Write([]byte(c.Format()))
