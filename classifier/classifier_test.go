@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -357,5 +358,47 @@ func TestNestedTooDeepNotParsed(t *testing.T) {
 	}
 	if c := Classify("echo $((1+(2*(3))))", Options{}); c.ParseError != nil {
 		t.Errorf("a shallow command did not parse: %s", *c.ParseError)
+	}
+}
+
+// TestLineDivergenceNotParsed: text whose lines bash may split differently from the parser
+// is not parsed at all, so no command bash would run hides from the rules: a here-document
+// line that starts with its delimiter and goes on (bash ends the document there inside a
+// command substitution) and a backslash-newline ending a comment line.
+func TestLineDivergenceNotParsed(t *testing.T) {
+	hidden := "cat /home/u/secret/id.key\ntrue || (\nEOF\n)\n"
+	for _, cmd := range []string{
+		"echo $(cat <<EOF\nx\nEOF)\n" + hidden,
+		"echo $(cat <<EOF\nx\nEOF )\n" + hidden,
+		"echo $(cat <<-EOF\n\tx\n\tEOF)\n" + hidden,
+		"cat <(cat <<EOF\nx\nEOF)\n" + hidden,
+		"x=$(cat <<EOF\nx\nEOF)\n" + hidden,
+		"echo \"$(cat <<EOF\nx\nEOF)\"\n" + hidden,
+		"echo ${x:-$(cat <<EOF\nx\nEOF)}\n" + hidden,
+		"echo $(cat <<'EOF'\nx\nEOF)\n" + hidden,
+		"echo $(cat <<\"E\"OF\nx\nEOF)\n" + hidden,
+		"echo $(cat <<\\EOF\nx\nEOF)\n" + hidden,
+		"ls # x\\\npython3 -c 1",
+	} {
+		c := Classify(cmd, Options{Cwd: "/home/u/proj"})
+		if c.ParseError == nil || c.ReadOnly {
+			t.Errorf("%q: read_only %v, parse_error %v; want not parsed", cmd, c.ReadOnly, c.ParseError)
+		}
+	}
+	// A script given to a shell is not parsed either: the shell is opaque, so it meets every
+	// Bash deny and ask rule.
+	c := Classify("echo $(bash -c 'cat <<EOF\nx\nEOF)\nid\nEOF\n')", Options{Cwd: "/home/u/proj"})
+	if c.ReadOnly || !slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }) {
+		t.Errorf("a nested script with the divergence: %+v", c)
+	}
+	for _, cmd := range []string{
+		"cat <<EOF\nx\nEOF\n",
+		"cat <<-EOF\n\tx\n\tEOF\n",
+		"cat <<'E F'\nabc\nE F\n",
+		"echo \"$(cat <<'EOF'\nmsg\nEOF\n)\"",
+	} {
+		if c := Classify(cmd, Options{Cwd: "/home/u/proj"}); c.ParseError != nil || !c.ReadOnly {
+			t.Errorf("%q: read_only %v, parse_error %v; want read-only", cmd, c.ReadOnly, c.ParseError)
+		}
 	}
 }

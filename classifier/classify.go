@@ -105,10 +105,6 @@ func classify(command string, opts Options) *Classification {
 		return c
 	}
 	c := parse(command, opts)
-	if c.ReadOnly && lineDivergence(command) {
-		c.ReadOnly = false
-		c.Reason = reasonLineStruct
-	}
 	if c.ReadOnly && len(command) > MaxReadOnlyLen {
 		c.ReadOnly = false
 		c.Reason = "too_long"
@@ -195,11 +191,17 @@ func parseDepth(command string, opts Options, depth int, left *int) *Classificat
 	if shnest.TooDeep(command) {
 		return failed("too_deep", fmt.Sprintf("not parsed: its brackets, or a run of unary operators, nest over %d deep", shnest.MaxDepth))
 	}
+	if lineDivergence(command) {
+		return failed(reasonLineStruct, "not parsed: a backslash-newline ends a comment line, or shares a command with a here-document, where bash and the parser may split the lines differently")
+	}
 	p := parserPool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(command), "")
 	parserPool.Put(p)
 	if err != nil {
 		return failed("parse_error", err.Error())
+	}
+	if heredocDivergence(f, command) {
+		return failed(reasonLineStruct, "not parsed: a line of a here-document starts with its delimiter and goes on (`EOF)`), where bash may end the document and run the lines after it as commands")
 	}
 	if c := checkShell(f, command, opts.Shell); c != nil {
 		return c

@@ -487,3 +487,61 @@ func lineDivergence(src string) bool {
 	}
 	return false
 }
+
+// heredocDivergence reports a here-document whose end bash and the parser may find at
+// different lines: a line of its text that starts with the delimiter and goes on (`EOF)`,
+// `EOF )`). Inside a command substitution bash 5.2 ends the document there, and runs the
+// lines after it, which the parser took for the document's text, as commands. A delimiter
+// built by expansion, which bash does not expand either, counts as such too.
+func heredocDivergence(f *syntax.File, src string) bool {
+	diverges := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		rd, ok := n.(*syntax.Redirect)
+		if diverges || !ok || (rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc) {
+			return !diverges
+		}
+		delim, ok := heredocDelim(rd.Word)
+		if !ok {
+			diverges = true
+			return false
+		}
+		if rd.Hdoc == nil {
+			return true
+		}
+		body := src[rd.Hdoc.Pos().Offset():rd.Hdoc.End().Offset()]
+		for line := range strings.SplitSeq(body, "\n") {
+			// Tabs stripped for << too: the document's text is what bash may end early.
+			if line = strings.TrimLeft(line, "\t"); line != delim && strings.HasPrefix(line, delim) {
+				diverges = true
+				return false
+			}
+		}
+		return true
+	})
+	return diverges
+}
+
+// heredocDelim is a here-document's delimiter as bash compares lines with it: its word with
+// the quotes removed; false for a word with an expansion in it.
+func heredocDelim(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(strings.ReplaceAll(p.Value, `\`, ""))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
