@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"os"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
