@@ -424,22 +424,15 @@ func (w *walker) wrapperReason(n string, args []word, depth int) string {
 		}
 	}
 	if n == "env" {
-		opts := true
-		for i := 1; i < inner; i++ {
-			v := vals[i]
-			if name, _, ok := strings.Cut(v, "="); ok && !strings.HasPrefix(v, "-") && !safeEnv[name] {
+		first, eo := envOptions(vals)
+		if eo.chdir {
+			// env -C DIR is a cd for the command alone: git there reads DIR's repository
+			// config, which runs programs (core.fsmonitor) even for git status, as after cd.
+			return "env_chdir"
+		}
+		for _, v := range vals[first:inner] {
+			if name, _, _ := strings.Cut(v, "="); !safeEnv[name] {
 				return "unsafe_env_assignment"
-			}
-			switch {
-			case !opts:
-			case v == "--" || !strings.HasPrefix(v, "-"):
-				opts = false
-			case v == "-u" || v == "--unset":
-				i++ // its value is a name
-			case strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "--chdir"):
-				// env -C DIR is a cd for the command alone: git there reads DIR's repository
-				// config, which runs programs (core.fsmonitor) even for git status, as after cd.
-				return "env_chdir"
 			}
 		}
 	}
@@ -529,32 +522,15 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 		}
 		return i, ""
 	case "env":
-		i := 1
-		for i < len(argv) {
-			a := argv[i]
-			switch {
-			case a == "--":
-				i++
-				goto assigns
-			case a == "-i" || a == "-0" || a == "-v" || a == "--null" || a == "--ignore-environment" || a == "--debug" || a == "-":
-				i++
-			case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
-				i += 2
-			case strings.HasPrefix(a, "--unset=") || strings.HasPrefix(a, "--chdir=") ||
-				(strings.HasPrefix(a, "-u") || strings.HasPrefix(a, "-C")) && !strings.HasPrefix(a, "--"):
-				i++
-			case a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string") || strings.HasPrefix(a, "--s"):
-				if lenient {
-					return 0, "not_a_wrapper"
-				}
-				return 0, "env_split_string"
-			case strings.HasPrefix(a, "-"):
-				return 0, "unsafe_wrapper_option"
-			default:
-				goto assigns
-			}
+		i, eo := envOptions(argv)
+		switch {
+		case !eo.known:
+			return 0, "unsafe_wrapper_option"
+		case eo.split && lenient:
+			return 0, "not_a_wrapper"
+		case eo.split:
+			return 0, "env_split_string"
 		}
-	assigns:
 		for i < len(argv) && isAssignWord(argv[i]) {
 			i++
 		}
@@ -583,6 +559,79 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 		return i, ""
 	}
 	return 0, "not_a_wrapper"
+}
+
+// envOpts is what env's options do besides setting the environment.
+type envOpts struct {
+	known bool // every option is one env has
+	chdir bool // -C DIR: the command runs in DIR
+	split bool // -S STRING: STRING is split into the command line
+}
+
+// envLong are GNU env's long options and whether each takes a value: 1 always (--chdir DIR,
+// --chdir=DIR), 2 only after = (--default-signal[=SIG]).
+var envLong = map[string]int{
+	"argv0": 1, "block-signal": 2, "chdir": 1, "debug": 0, "default-signal": 2, "help": 0,
+	"ignore-environment": 0, "ignore-signal": 2, "list-signal-handling": 0, "null": 0,
+	"split-string": 1, "unset": 1, "version": 0,
+}
+
+// envOptions reads env's options as GNU env's getopt does: clusters (-iC DIR, -iCDIR), values
+// attached or in the next word, long options abbreviated to any unique prefix. It returns the
+// index in argv of the first word after them (an assignment or the command).
+func envOptions(argv []string) (int, envOpts) {
+	eo := envOpts{known: true}
+	i := 1
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			return i + 1, eo
+		case a == "-":
+			continue // as -i
+		case strings.HasPrefix(a, "--"):
+			name, _, hasValue := strings.Cut(a[2:], "=")
+			full, takes := "", 0
+			for l, t := range envLong {
+				if l == name {
+					full, takes = l, t
+					break
+				}
+				if strings.HasPrefix(l, name) && name != "" {
+					if full != "" {
+						return i, envOpts{} // ambiguous: env refuses it
+					}
+					full, takes = l, t
+				}
+			}
+			if full == "" {
+				return i, envOpts{}
+			}
+			eo.chdir = eo.chdir || full == "chdir"
+			eo.split = eo.split || full == "split-string"
+			if takes == 1 && !hasValue {
+				i++
+			}
+		case strings.HasPrefix(a, "-"):
+			for j := 1; j < len(a); j++ {
+				switch c := a[j]; c {
+				case 'i', '0', 'v':
+				case 'u', 'C', 'S', 'a':
+					eo.chdir = eo.chdir || c == 'C'
+					eo.split = eo.split || c == 'S'
+					if j == len(a)-1 {
+						i++ // the value is the next word
+					}
+					j = len(a)
+				default:
+					return i, envOpts{}
+				}
+			}
+		default:
+			return i, eo
+		}
+	}
+	return min(i, len(argv)), eo
 }
 
 // isAssignWord reports whether a is NAME=value as env(1) reads it.

@@ -142,14 +142,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if wgetRunsProgram(ws[1:]) {
 			sb.opaque = true
 		}
-	case name == "env":
-		// Still env after unwrapping: -S splits a string into a command line.
-		for _, a := range ws[1:] {
-			if !a.static || strings.HasPrefix(a.val, "-S") || strings.HasPrefix(a.val, "--s") {
-				sb.opaque = true
-				return
-			}
-		}
+	case isWrapper(name) && len(ws) > 1 && !(name == "command" && lookupOnly(ws[1:])):
+		// Still a wrapper after unwrapping: an option the classifier does not know (env -S
+		// splits a string into a command line), so what it runs is not known.
+		sb.opaque = true
 	}
 }
 
@@ -672,4 +668,18 @@ func (w *walker) nestedOptionScripts(sb *sub, ws []word, letter byte) {
 		w.nestedScript(sb, script, w.opts.Shell)
 		sb.dirsUnknown = true // it runs later, after whatever cd comes next
 	}
+}
+
+// lookupOnly reports `command -v NAME` / `-V`: a lookup that runs nothing, which the
+// deny-rule unwrapping leaves as command.
+func lookupOnly(ws []word) bool {
+	for _, a := range ws {
+		if !a.static || a.val == "--" || !strings.HasPrefix(a.val, "-") {
+			return false
+		}
+		if strings.ContainsAny(a.val, "vV") {
+			return true
+		}
+	}
+	return false
 }

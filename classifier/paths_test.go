@@ -98,6 +98,8 @@ func TestPaths(t *testing.T) {
 		{"timeout 5 cat f", "read:/home/u/proj/f:cat", false},
 		{"env -C /home/u/secret cat f", "read:/home/u/proj/f:cat", true},
 		{"env --chdir=/home/u/secret cat f", "read:/home/u/proj/f:cat", true},
+		{"env -iC../secret cat f", "read:/home/u/proj/f:cat", true},
+		{"env -i --ch=../secret cat f", "read:/home/u/proj/f:cat", true},
 		{"env -i LC_ALL=C cat f", "read:/home/u/proj/f:cat", false},
 		{"echo x > out 2>/dev/null", "write:/home/u/proj/out:redirect", false},
 		{"echo x >> ~/.bashrc", "write:/home/u/.bashrc:redirect", false},
