@@ -413,7 +413,10 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.pipeIn = in
 			if w.opts.Shell != ShellZsh && w.opts.Shell != shellAny {
 				// zsh runs the last command of a pipeline in the shell itself: its cd lasts.
-				w.dirs, w.dirsUnknown = dirs, unk
+				// So does bash after `shopt -s lastpipe`, which the line may or may not have
+				// set by then: a cd there leaves the dir unknown.
+				moved := w.dirsUnknown != unk || !slices.Equal(w.dirs, dirs)
+				w.dirs, w.dirsUnknown = dirs, unk || moved && strings.Contains(w.src, "shopt")
 			}
 			break
 		}

@@ -402,6 +402,12 @@ func TestPathsZshLastPipeCd(t *testing.T) {
 			t.Errorf("%s: paths %v, want /home/u/secret/f among them %v", sh, c.Paths, want)
 		}
 	}
+	// bash does the same after `shopt -s lastpipe`: with a shopt on the line, a cd in a
+	// pipeline's last command leaves the dir unknown.
+	c := Classify("shopt -s lastpipe; echo | cd /home/u/secret; cat f", Options{Cwd: "/home/u/proj", Home: "/home/u", Shell: ShellBash})
+	if !c.PathsIncomplete || !c.PathsUnbounded {
+		t.Errorf("bash with shopt: incomplete %v, unbounded %v; want both", c.PathsIncomplete, c.PathsUnbounded)
+	}
 }
 
 // TestPathsThroughProcLinks: /proc/PID/root, cwd, exe, fd and map_files are links to files
