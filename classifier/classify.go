@@ -515,6 +515,13 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			aw := evalAssign(w.src, a)
 			sb.args = append(sb.args, aw.word)
 		}
+		if w.opts.Shell == ShellZsh || w.opts.Shell == shellAny {
+			for _, a := range sb.args[1:] {
+				if a.static && zshSubscriptCode(a.val) {
+					w.unsupportedf(reasonArith) // typeset -i x='path[$(id)]'
+				}
+			}
+		}
 		// export GIT_SSH_COMMAND='curl x' runs curl in the git after it.
 		w.commandVars(sb, sb.args[1:])
 		w.subs = append(w.subs, sb)
@@ -848,18 +855,29 @@ func evalAssign(src string, a *syntax.Assign) assign {
 func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 	sb := w.newSub(s, redirs)
 	sb.args = w.newWords(len(c.Args))
+	zsh := w.opts.Shell == ShellZsh || w.opts.Shell == shellAny
 	for _, a := range c.Assigns {
 		if a.Index != nil || a.Array != nil {
 			// a[i]=v and a=([i]=v) evaluate i arithmetically (indexed arrays).
 			w.unsupportedf(reasonArrayAssign)
 		}
-		sb.assigns = append(sb.assigns, evalAssign(w.src, a))
+		as := evalAssign(w.src, a)
+		if zsh && as.word.static && zshSubscriptCode(as.word.val) {
+			w.unsupportedf(reasonArith) // x='path[$(id)]'; printf %d x
+		}
+		sb.assigns = append(sb.assigns, as)
 	}
 	plain := len(c.Args) > 0 && len(sb.assigns) == 0
 	for i, a := range c.Args {
 		sb.args = sb.args[:i+1]
 		evalWordTo(&sb.args[i], w.src, a)
 		plain = plain && sb.args[i].static
+		if zsh && sb.args[i].static && zshSubscriptCode(sb.args[i].val) {
+			w.unsupportedf(reasonArith)
+		}
+	}
+	if zsh && zshMathArgs(sb.args) {
+		w.hasArith = true // a variable the line sets is evaluated as math here
 	}
 	sb.plain = plain
 	if len(c.Args) == 0 {

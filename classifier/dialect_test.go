@@ -193,3 +193,35 @@ func TestZshLowerCaseSpecials(t *testing.T) {
 		}
 	}
 }
+
+// TestZshMathRunsCode: zsh evaluates many builtin arguments as math (printf's %d, read's and
+// test's -t, test's -eq, shift), and a subscript's expansions run when the name is looked up:
+// `printf '%d' 'path[$(id)]'` runs id in zsh, so it is never read-only there. bash reads
+// the same words as text.
+func TestZshMathRunsCode(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{
+		`printf '%d' 'path[$(touch x)]'`,
+		`printf -- '%i' 'argv[$(id)]'`,
+		`printf '%*d' 'signals[$(id)]' 1`,
+		"printf '%d' 'fpath[`id`]'",
+		`read -t 'path[$(id)]' x < README.md`,
+		`read -n 'pipestatus[$(id)]' x < README.md`,
+		`test -t 'path[$(id)]'`,
+		`[ -t 'path[$(id)]' ]`,
+		`[[ -t 'path[$(id)]' ]]`,
+		`echo $(printf '%d' 'path[$(id)]')`,
+		`x='path[$(id)]'; printf %d x`,
+		`read x < f; printf '%d' x`,
+		`read x < f; test x -eq 1`,
+	} {
+		if c := Classify(cmd, Options{Cwd: "/home/u/proj", Shell: ShellZsh}); c.ReadOnly {
+			t.Errorf("zsh: %s: read-only", cmd)
+		}
+	}
+	for _, cmd := range []string{`printf '%d' 5`, `printf '%s\n' hello`, `grep -E 'a[bc]' f`, `for f in a b; do echo $f; done`, `read x < f; printf '%s' x`} {
+		if c := Classify(cmd, Options{Cwd: "/home/u/proj", Shell: ShellZsh}); !c.ReadOnly {
+			t.Errorf("zsh: %s: %s, want read-only", cmd, c.Reason)
+		}
+	}
+}

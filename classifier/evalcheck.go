@@ -235,6 +235,12 @@ func (w *walker) testClause(x syntax.TestExpr) {
 			case syntax.TsReMatch:
 				w.setsVars = true // BASH_REMATCH
 			}
+		case *syntax.Word:
+			if w.opts.Shell == ShellZsh || w.opts.Shell == shellAny {
+				if v := evalWord(w.src, t); v.static && zshSubscriptCode(v.val) {
+					w.unsupportedf(reasonArith) // [[ -t 'path[$(id)]' ]]: zsh does math on -t's fd
+				}
+			}
 		case *syntax.UnaryTest:
 			if t.Op == syntax.TsVarSet || t.Op == syntax.TsRefVar {
 				wd, ok := t.X.(*syntax.Word)
@@ -249,6 +255,53 @@ func (w *walker) testClause(x syntax.TestExpr) {
 		}
 		return true
 	})
+}
+
+// zshSubscriptCode reports a word zsh would run code from wherever it evaluates it as math:
+// a subscript with an expansion in it (path[$(id)]). zsh does math on far more builtin
+// arguments than bash (printf's %d, read's and test's -t, shift, exit, repeat, ...), and a
+// subscript's expansions run when the name is looked up, so such a word is refused wherever
+// it stands rather than builtin by builtin.
+func zshSubscriptCode(s string) bool {
+	i := strings.IndexByte(s, '[')
+	return i >= 0 && strings.ContainsAny(s[i:], "$`")
+}
+
+// zshMathArgs reports a zsh builtin that evaluates a plain name among its arguments as math,
+// which evaluates the name's value in turn: printf's numeric conversions, test's -t and
+// integer comparisons, shift, exit, return, break, continue and repeat. Like bash's
+// arithmetic, it fails a line that also sets variables (walker.hasArith).
+func zshMathArgs(args []word) bool {
+	if len(args) < 2 || !args[0].static {
+		return false
+	}
+	names := false
+	for _, a := range args[1:] {
+		names = names || !a.static || isIdent(a.val)
+	}
+	if !names {
+		return false
+	}
+	switch baseName(args[0].val) {
+	case "shift", "exit", "return", "break", "continue", "repeat":
+		return true
+	case "printf":
+		for _, a := range args[1:] {
+			if !a.static || strings.HasPrefix(a.val, "-") {
+				continue
+			}
+			// The format: a numeric conversion (or a * width) takes its argument as math.
+			return strings.Contains(a.val, "%") && strings.ContainsAny(a.val, "diouxXeEfFgGaAc*")
+		}
+	case "test", "[":
+		for _, a := range args[1:] {
+			switch a.val {
+			case "-t", "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nameArg reports whether a word a builtin takes as a variable name is a plain name: static
