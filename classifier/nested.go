@@ -59,6 +59,7 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	switch name := baseName(ws[0].val); {
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
+		w.nestedGitCommands(sb, ws[1:])
 	case shellNames[name]:
 		w.nestedShell(sb, s, ws)
 	case name == "busybox" || name == "toybox":
@@ -142,6 +143,8 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if wgetRunsProgram(ws[1:]) {
 			sb.opaque = true
 		}
+	case hasCommandOptions(name):
+		w.nestedCommandOptions(sb, name, ws[1:])
 	case isWrapper(name) && len(ws) > 1 && !(name == "command" && lookupOnly(ws[1:])):
 		// Still a wrapper after unwrapping: an option the classifier does not know (env -S
 		// splits a string into a command line), so what it runs is not known.

@@ -1,0 +1,183 @@
+package classifier
+
+import "strings"
+
+// Programs that take a command line as an option's value and run it: tar -I zstd,
+// split --filter, sort --compress-program, rsync -e. The value is read as a script (sh runs
+// most of them), so deny and ask rules meet the command it names, as they do through
+// find -exec; one known only at run time makes the command opaque.
+
+// cmdOptSpec names a program's options whose value is a command line.
+type cmdOptSpec struct {
+	short string   // single-letter options, in any cluster (value attached or the next word)
+	long  []string // long options, whole or abbreviated, --opt=V or --opt V
+	// words are options spelled as one whole word that take the next word (zip -TT, gdb -ex).
+	words []string
+	// prefix: only a value starting with it is a command, the rest after it (tar's
+	// --checkpoint-action=exec=CMD).
+	prefix map[string]string
+}
+
+var cmdOptPrograms = map[string]cmdOptSpec{
+	"tar": {short: "IF", long: []string{"use-compress-program", "to-command", "info-script", "new-volume-script", "rsh-command", "rmt-command", "checkpoint-action"},
+		prefix: map[string]string{"checkpoint-action": "exec="}},
+	"split":   {long: []string{"filter"}},
+	"sort":    {long: []string{"compress-program"}},
+	"install": {long: []string{"strip-program"}},
+	"zip":     {long: []string{"unzip-command"}, words: []string{"-TT"}},
+	"scp":     {short: "S"},
+	"rsync":   {short: "e", long: []string{"rsh"}},
+	"man":     {short: "P", long: []string{"pager"}},
+}
+
+// commandLanguages run commands of their own language, which can start any program (vim's
+// :!, gdb's shell, less's !), from these options: present at all, the command is opaque.
+var commandLanguages = map[string]cmdOptSpec{
+	"vim": {short: "cS", long: []string{"cmd"}}, "vi": {short: "cS", long: []string{"cmd"}},
+	"nvim": {short: "cS", long: []string{"cmd"}}, "view": {short: "cS", long: []string{"cmd"}},
+	"vimdiff": {short: "cS", long: []string{"cmd"}}, "ex": {short: "cS", long: []string{"cmd"}},
+	"gdb": {short: "x", long: []string{"eval-command", "command", "init-eval-command", "init-command"}, words: []string{"-ex", "-iex", "-eval-command", "-command", "-init-eval-command", "-init-command"}},
+}
+
+// nestedCommandOptions reads the command lines a program's options name (cmdOptPrograms),
+// and makes a command-language program opaque when an option gives it commands; vim's and
+// less's +CMD count too.
+func (w *walker) nestedCommandOptions(sb *sub, name string, ws []word) {
+	if spec, ok := commandLanguages[name]; ok {
+		w.optionValues(sb, ws, spec, func(string) { sb.opaque = true })
+		for _, a := range ws {
+			if !a.static || strings.HasPrefix(a.val, "+") && len(a.val) > 1 {
+				sb.opaque = true
+			}
+		}
+		return
+	}
+	if name == "less" || name == "more" {
+		for _, a := range ws {
+			// +CMD is a command less runs at start; ! and | in it run a shell.
+			if !a.static || strings.HasPrefix(a.val, "+") && strings.ContainsAny(a.val, "!|") {
+				sb.opaque = true
+			}
+		}
+		return
+	}
+	if spec, ok := cmdOptPrograms[name]; ok {
+		w.optionValues(sb, ws, spec, func(v string) { w.nestedScript(sb, v, ShellSh) })
+	}
+}
+
+// optionValues calls run with each value of spec's options among ws, up to `--`. A value,
+// or an option, known only at run time makes sb opaque.
+func (w *walker) optionValues(sb *sub, ws []word, spec cmdOptSpec, run func(string)) {
+	value := func(opt string, i int, attached string, hasAttached bool) int {
+		v := attached
+		if !hasAttached {
+			if i+1 >= len(ws) {
+				return i
+			}
+			i++
+			if !ws[i].static {
+				sb.opaque = true
+				return i
+			}
+			v = ws[i].val
+		}
+		if p, ok := spec.prefix[opt]; ok {
+			if !strings.HasPrefix(v, p) {
+				return i
+			}
+			v = v[len(p):]
+		}
+		run(v)
+		return i
+	}
+	for i := 0; i < len(ws) && !sb.opaque; i++ {
+		a := ws[i]
+		if !a.static {
+			sb.opaque = true // it may be any option
+			return
+		}
+		v := a.val
+		switch {
+		case v == "--":
+			return
+		case containsWord(spec.words, v):
+			i = value(v, i, "", false)
+		case strings.HasPrefix(v, "--"):
+			name, val, has := strings.Cut(v[2:], "=")
+			for _, l := range spec.long {
+				if longIs(name, l) {
+					i = value(l, i, val, has)
+					break
+				}
+			}
+		case len(v) > 1 && v[0] == '-' && spec.short != "":
+			for j := 1; j < len(v); j++ {
+				if strings.IndexByte(spec.short, v[j]) >= 0 {
+					i = value(v[j:j+1], i, v[j+1:], j+1 < len(v))
+					break
+				}
+			}
+		}
+	}
+}
+
+func containsWord(list []string, w string) bool {
+	for _, x := range list {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// gitCommandOptions are the git subcommands' options whose value is a shell command git runs.
+var gitCommandOptions = map[string]cmdOptSpec{
+	"rebase":   {short: "x", long: []string{"exec"}},
+	"difftool": {short: "x", long: []string{"extcmd"}},
+	"filter-branch": {long: []string{"env-filter", "tree-filter", "index-filter", "parent-filter",
+		"msg-filter", "commit-filter", "tag-name-filter"}},
+}
+
+// nestedGitCommands reads the commands a git subcommand runs: rebase --exec, difftool
+// --extcmd, filter-branch's filters, and the command lines of bisect run and submodule
+// foreach.
+func (w *walker) nestedGitCommands(sb *sub, ws []word) {
+	i := 0
+	for ; i < len(ws) && ws[i].static && strings.HasPrefix(ws[i].val, "-"); i++ {
+		switch ws[i].val {
+		case "-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--exec-path":
+			i++ // its value is the next word
+		}
+	}
+	if i >= len(ws) {
+		return
+	}
+	if !ws[i].static {
+		sb.opaque = true
+		return
+	}
+	sub, rest := ws[i].val, ws[i+1:]
+	switch {
+	case sub == "bisect" && len(rest) > 0 && rest[0].static && rest[0].val == "run":
+		w.nestedArgv(sb, rest[1:], nil, ShellSh)
+	case sub == "submodule":
+		for j, a := range rest {
+			if a.static && a.val == "foreach" {
+				w.nestedArgv(sb, rest[j+1:], nil, ShellSh) // --recursive is skipped as an option
+				break
+			}
+		}
+	default:
+		if spec, ok := gitCommandOptions[sub]; ok {
+			w.optionValues(sb, rest, spec, func(v string) { w.nestedScript(sb, v, ShellSh) })
+		}
+	}
+}
+
+// hasCommandOptions reports a program nestedCommandOptions reads.
+func hasCommandOptions(name string) bool {
+	_, p := cmdOptPrograms[name]
+	_, l := commandLanguages[name]
+	return p || l || name == "less" || name == "more"
+}
