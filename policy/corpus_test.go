@@ -467,7 +467,7 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`printf -v 'a[$(id>pwn)]' %s 1`, `read 'a[$(id)]' < /dev/null`, `test -v 'a[$(id)]'`, `[[ -v 'a[$(id)]' ]]`,
 		`echo ${!x}`, `echo "${x@P}"`, `[[ 'a[$(id)]' -eq 0 ]]`, `echo x; (( $_ ))`, `echo $(( "a[1]" ))`,
 		`echo "${x:-'$(id)'}"`, `a['$(id)']=1`, `sort {"-o",out} f`, `/bin/ls() { id; }; /bin/ls`,
-		`command_not_found_handle() { id; }; x`, `mapfile -C 'id #' -c 1 x < f`, "ls # x\\\nid",
+		`command_not_found_handle() { id; }; x`, `mapfile -C 'id #' -c 1 x < f`,
 		`sed -n ':x w out' f`, `git rev-list --output=x HEAD`, `git shortlog --output=x HEAD`, `git blame --output=x f`,
 		`git reflog --output=x`, `git stash list --output=x`, `git config core.pager x --get`, `case x in esac > out`,
 		`git -C sub status`, `git --git-dir=.git log`, `nohup ls`,

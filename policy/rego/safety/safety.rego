@@ -81,8 +81,10 @@ protected(p) if {
 
 # A directory that holds protected ones is protected itself as a whole: removing or moving
 # ~/.config (rm -rf, mv, find -delete) takes ~/.config/sandboxd/settings.json, the user's own
-# rules, and git's and systemd's config with it. Paths below it are judged by the rule above.
-protected(p) if regex.match(`(^|/)(\.config|\.config/systemd|\.local|\.local/share|\.nvm)/*$`, p)
+# rules, and git's and systemd's config with it; moving ~/.cache and putting another in its
+# place swaps the hook's state under ~/.cache/sandboxd. Each is a dir above a protected path
+# of more than one segment in the list above. Paths below it are judged by the rule above.
+protected(p) if regex.match(`(^|/)(\.config|\.config/systemd|\.local|\.local/share|\.nvm|\.cache|\.hg|\.jj|\.jj/repo|mise)/*$`, p)
 
 # `sbctl hook`'s state in the user's runtime dir (its fallback, ~/.cache/sandboxd, is in the
 # list above): which session and root an agent's calls are decided in. Hidden from every call
