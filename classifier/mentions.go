@@ -27,6 +27,44 @@ var stateBuiltins = map[string]bool{
 	"continue": true, "logout": true, "unalias": true, "unfunction": true, "let": true,
 }
 
+// namesFromList reports a program that reads the names of the files it reads from a list
+// file or stdin: tar -T/--files-from, zip -@ and -i@, cpio -o and -p, rsync --files-from,
+// 7z's @listfile, and --files0-from anywhere.
+func namesFromList(name string, args []word) bool {
+	vals := make([]string, 0, len(args))
+	for _, a := range args {
+		if a.static {
+			vals = append(vals, a.val)
+		}
+	}
+	switch name {
+	case "tar", "gtar", "bsdtar":
+		if hasFlag(vals, "T", "files-from") {
+			return true
+		}
+	case "zip":
+		for _, v := range vals {
+			if v == "-@" || strings.HasPrefix(v, "-i@") || strings.HasPrefix(v, "-x@") || v == "--names-stdin" {
+				return true
+			}
+		}
+	case "cpio":
+		return hasFlag(vals, "op", "create", "pass-through")
+	case "7z", "7za", "7zr":
+		for _, v := range vals {
+			if strings.HasPrefix(v, "@") || strings.HasPrefix(v, "-i@") || strings.HasPrefix(v, "-x@") {
+				return true
+			}
+		}
+	}
+	for _, v := range vals {
+		if strings.HasPrefix(v, "--files-from") || strings.HasPrefix(v, "--files0-from") {
+			return true
+		}
+	}
+	return false
+}
+
 // mentionsOf adds the mentions of one command's words (args: past its name). unknown says no
 // table knows what its operands are (no path spec, or an interpreter, whose operands past the
 // script are the script's): each word is then a path, read and written, and a word known only
@@ -36,6 +74,11 @@ var stateBuiltins = map[string]bool{
 func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown bool) {
 	if _, ro := readOnly[name]; ro || sb.nested != nil || stateBuiltins[name] {
 		return
+	}
+	if unknown && namesFromList(name, args) {
+		// tar -T LIST, zip -@, cpio -o: the files it reads are named in a list or on stdin,
+		// which no word of the line shows (echo ~/.ssh/id_rsa | tar cf - -T -).
+		pc.unknown()
 	}
 	access := AccessRead
 	if unknown && pc.opts.Unconfined {

@@ -81,6 +81,16 @@ func TestMentions(t *testing.T) {
 		{`python3 "$(echo ~/.ssh)/id_rsa"`, true},
 		{`tar cf - ~/.ss*`, true},
 		{`make -j$(nproc)`, true},
+		// Names or a script the program takes from a list or stdin, which the line does not show.
+		{`echo /home/u/.ssh/id_rsa | tar -cf - -T -`, true},
+		{`tar -c --files-from=list -f -`, true},
+		{`zip -0 -q - -@ < list.txt`, true},
+		{`find . | cpio -o`, true},
+		{`echo 'print(open("/home/u/.ssh/id_rsa").read())' | python3`, true},
+		{`cat x.py | python3 -`, true},
+		{`python3 < x.py`, true},
+		{`python3 - <<< 'print(1)'`, false},
+		{`python3 -c 'print(1)'`, false},
 		{`awk 1 ` + repeatWords("f", maxMentions+1), true},
 		// What only sets the shell's state, and read-only commands, whose tables say all.
 		{`export PATH=$PATH:~/bin`, false},

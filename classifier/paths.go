@@ -1227,10 +1227,27 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.word(opWords[1], AccessWrite, name, sb)
 		}
 	case pkInterp:
-		if !patGiven && len(opWords) > 0 {
+		switch {
+		case patGiven: // -c CODE, -m MODULE
+		case len(opWords) > 0 && !(opWords[0].static && opWords[0].val == "-"):
 			pc.word(opWords[0], AccessRead, name, sb)
+		case (pc.opts.MentionReads || pc.opts.Unconfined) && !stdinScriptSeen(sb):
+			// The script comes on stdin from a pipe or a file (echo 'open("…")' | python3):
+			// the paths it opens are in text the line does not show.
+			pc.unknown()
 		}
 	}
+}
+
+// stdinScriptSeen reports a here-document or here-string on the command's stdin, whose text
+// the mentions read as a script's.
+func stdinScriptSeen(sb *sub) bool {
+	for _, r := range sb.redirs {
+		if r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<" {
+			return true
+		}
+	}
+	return false
 }
 
 // hardLinks reports whether ln or cp makes hard links to its sources: ln without -s, cp with
@@ -1379,8 +1396,11 @@ func recursive(opts []opt) bool {
 }
 
 // followsLinks reports the options with which a recursive read follows the symlinks it meets
-// below its dirs: grep -R, rg -L, cp -L.
+// below its dirs: grep -R, rg -L, cp -L, and diff -r unless --no-dereference.
 func followsLinks(name string, opts []opt) bool {
+	if name == "diff" && recursive(opts) {
+		return !slices.ContainsFunc(opts, func(o opt) bool { return o.long && longIs(o.name, "no-dereference") && len(o.name) > 2 })
+	}
 	for _, o := range opts {
 		switch {
 		case strings.HasSuffix(name, "grep") && (o.name == "R" || o.long && longIs(o.name, "dereference-recursive")),
