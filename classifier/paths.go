@@ -1196,9 +1196,14 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	case pkCopy, pkLink:
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
+			pc.intoDir(target, opWords, name, sb)
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
-			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
+			dest := opWords[len(opWords)-1]
+			pc.word(dest, AccessWrite, name, sb)
 			opWords = opWords[:len(opWords)-1]
+			if dest.static && !dest.glob {
+				pc.intoDir(dest.val, opWords, name, sb)
+			}
 		}
 		switch {
 		case hardLinks(name, opts):
@@ -1212,6 +1217,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	case pkMove:
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
+			pc.intoDir(target, opWords, name, sb)
+		} else if len(opWords) > 1 && opWords[len(opWords)-1].static && !opWords[len(opWords)-1].glob {
+			pc.intoDir(opWords[len(opWords)-1].val, opWords[:len(opWords)-1], name, sb)
 		}
 		pc.all(opWords, AccessWrite, name, sb)
 	case pkMode:
@@ -1356,6 +1364,26 @@ func (pc *pathCollector) optStatic(ws []word, vals []string, v string) bool {
 		pc.unknown()
 	}
 	return found
+}
+
+// intoDir adds the names cp, mv and ln give their sources when dest is a directory, which it
+// may be whatever its spelling: DIR/BASE for each source. `cp tmpl/.envrc sub/` writes
+// sub/.envrc, a protected name the word sub/ does not show. What a recursive copy writes
+// below that name is not listed.
+func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *sub) {
+	if dest == "" || dest == "-" || strings.ContainsAny(dest, "*?[") {
+		return // a glob: already a path known only at run time
+	}
+	for _, src := range sources {
+		if !src.static || src.glob {
+			continue // already a path known only at run time
+		}
+		base := path.Base(strings.TrimRight(src.val, "/"))
+		if base == "." || base == ".." || base == "/" {
+			continue
+		}
+		pc.add(strings.TrimRight(dest, "/")+"/"+base, AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
+	}
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

@@ -61,8 +61,8 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "dontAsk: allow rule, redirect to a variable's file", mode: permission.ModeDontAsk, cmd: "echo a > $PWD/x", allow: []string{"Bash(echo *)"}, want: D},
 		// A cd in a script the same shell runs (eval, a trap, an alias) moves the commands after
 		// it: their relative paths are not where the line seems to say.
-		{name: "allow rule, a read after eval's cd", cmd: "eval cd ~/other; cat id.key", allow: []string{"Bash(eval *)"}, deny: []string{"Read(**/*.key)"}, want: AU},
-		{name: "allow rule, a read after a DEBUG trap's cd", cmd: "trap 'cd ~/other' DEBUG; cat id.key", allow: []string{"Bash(trap *)"}, deny: []string{"Read(**/*.key)"}, want: AU},
+		{name: "allow rule, a read after eval's cd", cmd: "eval cd ~/other; cat id.key", allow: []string{"Bash(eval *)"}, deny: []string{"Read(**/*.key)"}, want: D},
+		{name: "allow rule, a read after a DEBUG trap's cd", cmd: "trap 'cd ~/other' DEBUG; cat id.key", allow: []string{"Bash(trap *)"}, deny: []string{"Read(**/*.key)"}, want: D},
 		// A path known only at run time may be one a wildcard Read deny names, which outside the
 		// session's directories only the decision holds: never allowed outright. A literal deny,
 		// or a whole dir's, the kernel hides wherever it is.
@@ -90,6 +90,11 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: grep -R follows links out", mode: permission.ModeBypassPermissions, cmd: "grep -R KEY .", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "bypass: rg -L follows links out", mode: permission.ModeBypassPermissions, cmd: "rg -L KEY", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
+		{name: "acceptEdits: a protected name copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp tmpl/.envrc sub/", want: AU},
+		{name: "acceptEdits: a protected name copied with -t asks", mode: permission.ModeAcceptEdits, cmd: "cp -t sub tmpl/.envrc", want: AU},
+		{name: "acceptEdits: a repository's HEAD copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp .git/HEAD .git/config sub3/", want: AU},
+		{name: "acceptEdits: a protected name moved into a dir asks", mode: permission.ModeAcceptEdits, cmd: "mv tmpl/.envrc sub", want: AU},
+		{name: "acceptEdits: a plain file copied into a dir runs", mode: permission.ModeAcceptEdits, cmd: "cp a.txt sub/", want: A},
 		{name: "bypass: diff -r follows links out", mode: permission.ModeBypassPermissions, cmd: "diff -rN d e", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "diff -r --no-dereference runs in default", cmd: "diff -r --no-dereference d e", want: A},
 		{name: "bypass: env with a long option and a Bash deny", mode: permission.ModeBypassPermissions, cmd: "env --ignore-env curl x", deny: []string{"Bash(curl *)"}, want: D},
@@ -109,6 +114,10 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.bash = classifier.Classify(c.cmd, opts)
+			// Each path as the worker would report it, none a link.
+			for _, p := range c.bash.Paths {
+				c.paths = append(c.paths, permission.PathFact{Requested: p.Path, Resolved: p.Path, Access: permission.Access(p.Access), Alternative: p.Alternative})
+			}
 			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
 			if err != nil {
 				t.Fatal(err)
