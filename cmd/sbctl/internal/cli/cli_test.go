@@ -400,3 +400,18 @@ func TestHookMisconfiguredDenies(t *testing.T) {
 		}
 	}
 }
+
+// Keys the hook reads, spelled in another case, are refused: Go's decoder would take them for
+// the real ones, the agent's reader would not.
+func TestHookRefusesKeysInAnotherCase(t *testing.T) {
+	in := `{"session_id":"s1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/tmp/.env"},"TOOL_INPUT":{"file_path":"/tmp/README.md"}}`
+	var out, errb bytes.Buffer
+	Run(context.Background(), []string{"--socket", "/nonexistent", "hook"}, strings.NewReader(in), &out, &errb, nil)
+	var a hookOutput
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	if d := a.HookSpecificOutput; d.PermissionDecision != protocol.Deny || !strings.Contains(d.PermissionDecisionReason, "TOOL_INPUT") {
+		t.Errorf("answered %+v, want a deny naming TOOL_INPUT", d)
+	}
+}

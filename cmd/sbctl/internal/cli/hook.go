@@ -155,6 +155,24 @@ func cmdHook(e *Env, args []string) error {
 	return err
 }
 
+// foldedKey returns a top-level key of the input that is not one hookInput reads but equals
+// one of them but for case, or "".
+func foldedKey(raw []byte) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return ""
+	}
+	known := []string{"session_id", "cwd", "permission_mode", "hook_event_name", "tool_name", "tool_input", "tool_use_id", "tool_response"}
+	for k := range top {
+		for _, n := range known {
+			if k != n && strings.EqualFold(k, n) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
 // hookConfig parses the hook's flags and checks their values.
 func hookConfig(fs *flag.FlagSet, hf *hookFlags, args []string) error {
 	if err := fs.Parse(args); err != nil {
@@ -206,6 +224,11 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	var in hookInput
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return unavailable("the hook input is not the expected JSON: " + err.Error())
+	}
+	if k := foldedKey(raw); k != "" {
+		// Go's decoder matches keys in any case, the agent's own reader only exactly: a
+		// TOOL_INPUT beside tool_input would decide one input while the agent runs the other.
+		return unavailable(fmt.Sprintf("the hook input has a key %q that only differs in case from one the hook reads", k))
 	}
 	event := hf.event
 	if event == "" {
