@@ -290,8 +290,12 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if !c.unconfined {
 		return h.checkTreeOutside(c, root, tool)
 	}
+	instead := "run the command in sandboxd (sbctl hook --confine)"
+	if tool != "Bash" {
+		instead = "use sandboxd's own " + tool + " (its MCP server, sbctl mcp), which runs it confined"
+	}
 	refuse := func(what string) error {
-		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, which holds %s; outside any sandbox it would read that too: read a directory it does not reach, or run the command in sandboxd (sbctl hook --confine)", tool, root, what))
+		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, where %s may lie; outside any sandbox it would read that too: read a directory it does not reach, or %s", tool, root, what, instead))
 	}
 	if cfg := h.cfg.Load(); cfg != nil {
 		for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {

@@ -30,6 +30,8 @@ type Env struct {
 	// askWait is the call's --wait, so an ask still unanswered after it says so instead of
 	// suggesting --wait.
 	askWait time.Duration
+	// inSession: the call was made in a session given with --session, whose mode it cannot widen.
+	inSession bool
 	// usageShown is set once a flag set showed its usage: -h, or a flag it could not parse.
 	usageShown bool
 }

@@ -127,6 +127,15 @@ func TestAskSaysHowToRun(t *testing.T) {
 	if strings.Contains(errb.String(), "pass --wait") || !strings.Contains(errb.String(), "no answer within --wait 5s") {
 		t.Errorf("a call that waited 5s: %q", errb.String())
 	}
+	// In a session given with --session, a call cannot widen the mode: the hint is a new
+	// session.
+	errb.Reset()
+	e.inSession = true
+	_ = finishBash(e, res, true)
+	if strings.Contains(errb.String(), "pass --mode") || !strings.Contains(errb.String(), "sbctl session new --mode") {
+		t.Errorf("a call in a given session: %q", errb.String())
+	}
+	e.inSession = false
 	errb.Reset()
 	_ = finishBash(e, &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Deny}}, true)
 	if strings.Contains(errb.String(), "--mode") {

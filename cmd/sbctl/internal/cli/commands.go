@@ -191,7 +191,7 @@ func (tc *toolCall) send(e *Env, id string, req protocol.CallRequest, call func(
 	in, prompt := e.Stdin.(*os.File)
 	errOut, ok := e.Stderr.(*os.File)
 	prompt = prompt && ok && tc.wait > 0 && isTerminal(in) && isTerminal(errOut)
-	e.askWait = tc.wait
+	e.askWait, e.inSession = tc.wait, tc.session != ""
 	if tc.wait > 0 && !prompt {
 		req.WaitMS = tc.wait.Milliseconds()
 	}
@@ -334,6 +334,8 @@ func printHuman(e *Env, res *protocol.CallResult) {
 		}
 		if res.Tool == "WebFetch" {
 			fmt.Fprintln(e.Stderr, fetchAskHint)
+		} else if e.inSession {
+			fmt.Fprintln(e.Stderr, sessionAskHint)
 		} else {
 			fmt.Fprintln(e.Stderr, askHint)
 		}
@@ -342,6 +344,10 @@ func printHuman(e *Env, res *protocol.CallResult) {
 
 // askHint is what sbctl says when a call asked and nobody answered.
 const askHint = "sbctl: to run it without asking, confined as every call is, pass --mode bypassPermissions (--mode acceptEdits lets edits inside the session's directories run), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
+
+// sessionAskHint replaces askHint for a call in a session given with --session, whose mode a
+// call may only narrow.
+const sessionAskHint = "sbctl: to run such calls without asking, make a session of a mode that allows more, confined as every call is (sbctl session new --mode acceptEdits or bypassPermissions), or allow it with a rule (sbctl policy eval --explain TOOL 'JSON' shows why it asked)"
 
 // fetchAskHint replaces askHint for WebFetch: bypassPermissions allows the call and the
 // egress proxy then refuses it, since a mode never opens the network; only a rule or an
