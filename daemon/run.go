@@ -479,6 +479,8 @@ func restartOnly(old, cfg config.Config) []string {
 		{"network.allow_encrypted_client_hello", old.Network.AllowEncryptedClientHello != cfg.Network.AllowEncryptedClientHello},
 		{"network.allow_private_cidrs", strings.Join(old.Network.AllowPrivateCIDRs, ",") != strings.Join(cfg.Network.AllowPrivateCIDRs, ",")},
 		{"network.proxy_port", old.Network.ProxyPort != cfg.Network.ProxyPort},
+		{"limits.user_memory_bytes", old.Limits.UserMemoryBytes != cfg.Limits.UserMemoryBytes},
+		{"limits.user_pids", old.Limits.UserPids != cfg.Limits.UserPids},
 	}
 	for _, c := range checks {
 		if c.changed {
