@@ -277,6 +277,10 @@ test_denies_ls if {
 	if report, ok, err := RunTests(context.Background(), dir); ok || err != nil || !strings.Contains(report, "no tests") {
 		t.Errorf("custom policy without tests: ok=%v err=%v\n%s", ok, err, report)
 	}
+	// A host with no custom policy dir tests the embedded policy alone, and says why.
+	if report, ok, err := RunTests(context.Background(), filepath.Join(dir, "absent")); !ok || err != nil || !strings.Contains(report, "no such directory") {
+		t.Errorf("no custom policy dir: ok=%v err=%v\n%s", ok, err, report)
+	}
 }
 
 func TestExplain(t *testing.T) {

@@ -3,7 +3,10 @@ package policy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +46,10 @@ func RunTests(ctx context.Context, customDir string) (report string, ok bool, er
 	report = "== embedded policy ==\n" + text
 	if customDir == "" {
 		return report, ok, nil
+	}
+	if _, err := os.Stat(customDir); errors.Is(err, fs.ErrNotExist) {
+		// A host without custom policy: nothing of its own to test.
+		return report + "\n== custom policy (" + customDir + ") ==\nno such directory: no custom policy to test (--dir names another)\n", ok, nil
 	}
 	// Read with the caller's own privileges (sbctl runs as the admin); no owner check, since
 	// nothing here feeds a decision.
