@@ -391,7 +391,6 @@ func TestHookMisconfiguredDenies(t *testing.T) {
 		{"--event", "PretoolUse"},
 		{"--on-unavailable", "maybe"},
 		{"--unknown-tool", "x"},
-		{"--shell", "fish"},
 		{"extra"},
 	} {
 		var out, errb bytes.Buffer

@@ -185,8 +185,6 @@ func hookConfig(fs *flag.FlagSet, hf *hookFlags, args []string) error {
 		return errors.New("--on-unavailable is deny or ask")
 	case hf.unknownTool != "ask" && hf.unknownTool != "pass":
 		return errors.New("--unknown-tool is ask or pass")
-	case hf.shell != "" && hf.shell != "bash" && hf.shell != "zsh" && hf.shell != "sh":
-		return errors.New("--shell is bash, zsh or sh")
 	case hf.timeout <= 0:
 		return errors.New("--timeout is a positive duration, such as 20s")
 	case hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" && !otherHookEvents[hf.event]:
