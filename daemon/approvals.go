@@ -288,7 +288,7 @@ func (r *recorder) approvalResolve(ctx context.Context, caller session.Caller, a
 		rec.Caller = auditCaller(caller)
 	}
 	if err := r.log.Append(ctx, rec); err != nil {
-		return errcode.New(errcode.AuditUnavailable, err)
+		return errcode.Audit(err)
 	}
 	return nil
 }

@@ -239,7 +239,7 @@ func (r *recorder) appendSession(ctx context.Context, kind string, caller sessio
 	err := r.log.Append(ctx, &audit.Record{Kind: audit.Kind(kind), Caller: auditCaller(caller),
 		Session: snap.ID, Mode: string(snap.Mode), Detail: detail})
 	if err != nil {
-		return errcode.New(errcode.AuditUnavailable, err)
+		return errcode.Audit(err)
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func (r *recorder) report(ctx context.Context, s *session.Session, caller sessio
 	err := r.log.Append(ctx, &audit.Record{Kind: audit.KindCallReport, Caller: auditCaller(caller), Session: snap.ID,
 		Mode: string(snap.Mode), Tool: tr.Tool, ToolUseID: tr.ToolUseID, Input: validJSON(tr.Input), Detail: detail})
 	if err != nil {
-		return errcode.New(errcode.AuditUnavailable, err)
+		return errcode.Audit(err)
 	}
 	return nil
 }

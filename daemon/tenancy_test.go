@@ -774,7 +774,8 @@ func TestAuditBudgetCountsCallsThatDidNotRun(t *testing.T) {
 		if code == http.StatusNotFound && errClass(b) == "unknown_tool" {
 			continue
 		}
-		if code != http.StatusServiceUnavailable || errClass(b) != "audit_unavailable" {
+		// The user's own budget, as the docs say: 429 rate_limited, not the log's failure.
+		if code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
 			t.Fatalf("call %d: %d %.300s", i, code, b)
 		}
 		refusedAt = i
@@ -782,6 +783,9 @@ func TestAuditBudgetCountsCallsThatDidNotRun(t *testing.T) {
 	}
 	if refusedAt < 0 {
 		t.Fatal("64 unknown-tool calls of 8 KiB each all went into a 64 KiB hourly audit budget")
+	}
+	if code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", body, ""); code != http.StatusTooManyRequests || errClass(b) != "rate_limited" {
+		t.Errorf("the next call past the budget: %d %.300s", code, b)
 	}
 	var stored int
 	for _, r := range auditRecords(t, td) {

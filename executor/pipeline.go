@@ -506,7 +506,7 @@ func stepExecute(ctx context.Context, p *Pipeline, st *state) error {
 		wait = WaitQueued
 	}
 	if err := p.recorder.RecordCall(ctx, KindStart, &CallRecord{Call: st.call, Request: st.req, Decision: st.decision, Wait: wait}); err != nil {
-		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
+		return errcode.Audit(fmt.Errorf("the audit log cannot be written, so the call was not run: %w", err))
 	}
 	st.ran = true
 	var res *Result
@@ -598,11 +598,15 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 		wait = WaitWritten
 	}
 	if err := p.recorder.RecordCall(rctx, kind, &CallRecord{Call: st.call, Session: st.sess, Caller: st.caller, Request: st.req, Decision: st.decision, Policy: st.policy, Outcome: out, Wait: wait}); err != nil {
-		p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
+		if errcode.Of(err) != errcode.RateLimited {
+			// Not a user's own budget, which the refusal and its metric already report: a
+			// line per refused call would let one user fill the daemon's log instead.
+			p.log.Error("audit record failed", zap.String("tool", out.Tool), zap.String("code", string(errcode.Of(err))))
+		}
 		if !st.ran || st.readOnly {
 			// Nothing ran, or nothing but a read whose output has not left yet: refusing is
 			// still possible, so an unauditable call fails closed.
-			out.Err = errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written: %w", err))
+			out.Err = errcode.Audit(fmt.Errorf("the audit log cannot be written: %w", err))
 			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: out.Err.Error()}}}
 		}
 	}

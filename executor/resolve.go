@@ -165,7 +165,7 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 		// An approval nobody can audit must not be answered into a run.
 		_, _ = p.approvals.Queue.Resolve(a.ID, approval.Resolution{Answer: approval.Deny, Message: "the audit log cannot be written", By: "audit"}, nil)
 		p.approvals.Queue.Take(a.ID)
-		return errcode.New(errcode.AuditUnavailable, fmt.Errorf("the audit log cannot be written, so the call was not queued: %w", err))
+		return errcode.Audit(fmt.Errorf("the audit log cannot be written, so the call was not queued: %w", err))
 	}
 	if h := p.hooks.Load(); h != nil && h.HasPermissionRequest() {
 		p.permissionRequestHooks(ctx, h, st, a)

@@ -92,6 +92,16 @@ func (e *Error) Is(target error) bool {
 // New wraps err with code.
 func New(code Code, err error) *Error { return &Error{Code: code, Err: err} }
 
+// Audit is the error of a record the audit log did not take: AuditUnavailable, unless the
+// log refused it for its owner's budget (RateLimited), which is that user's to wait out and
+// not the log's failure.
+func Audit(err error) *Error {
+	if Of(err) == RateLimited {
+		return New(RateLimited, err)
+	}
+	return New(AuditUnavailable, err)
+}
+
 // Errorf-free constructor for a message: errcode.Msg(errcode.Validation, "offset must be >= 0").
 func Msg(code Code, msg string) *Error { return &Error{Code: code, Err: errors.New(msg)} }
 
