@@ -333,8 +333,8 @@ func TestUnclassifiedIsUnparsed(t *testing.T) {
 		}
 	}
 	// What a real command nests stays classified: a script in a script in a substitution.
-	c := Classify(`echo "$(bash -c 'ls $(pwd)' )"; `+strings.Repeat("ls -l; ", 5000), testOpts)
-	if c.ParseError != nil || len(c.Subcommands) < 5000 {
+	c := Classify(`echo "$(bash -c 'ls $(pwd)' )"; `+strings.Repeat("ls -l; ", MaxSubcommands-4), testOpts)
+	if c.ParseError != nil || len(c.Subcommands) < MaxSubcommands-4 {
 		t.Errorf("a long flat line with a little nesting: parse error %v, %d subcommands", c.ParseError, len(c.Subcommands))
 	}
 }
@@ -400,5 +400,20 @@ func TestLineDivergenceNotParsed(t *testing.T) {
 		if c := Classify(cmd, Options{Cwd: "/home/u/proj"}); c.ParseError != nil || !c.ReadOnly {
 			t.Errorf("%q: read_only %v, parse_error %v; want read-only", cmd, c.ReadOnly, c.ParseError)
 		}
+	}
+}
+
+// TestTooManySubcommands: a line of more simple commands than MaxSubcommands is not
+// classified: the policy matches each against every Bash rule, so 65 000 of them against a
+// thousand rules held the daemon's CPU for seconds a call.
+func TestTooManySubcommands(t *testing.T) {
+	for n, want := range map[int]bool{MaxSubcommands: false, MaxSubcommands + 1: true, 65000: true} {
+		c := Classify(strings.Repeat("a;", n), Options{Cwd: "/w"})
+		if got := c.ParseError != nil && c.Reason == "too_complex"; got != want {
+			t.Errorf("%d commands: refused %v (%s), want %v", n, got, c.Reason, want)
+		}
+	}
+	if c := Classify(strings.Repeat("a|", 600)+"a", Options{Cwd: "/w"}); c.ParseError == nil {
+		t.Errorf("a pipeline of 601 commands was classified")
 	}
 }

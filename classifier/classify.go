@@ -178,8 +178,17 @@ func parse(command string, opts Options) *Classification {
 		// whole, so no part of it is judged on less than all of it.
 		return tooComplex()
 	}
+	if len(c.Subcommands) > MaxSubcommands {
+		// Each simple command is matched against every Bash rule: 65 000 of them (`a;a;…`)
+		// against a thousand rules took the policy 9 s of the daemon's CPU for one call.
+		return failed("too_complex", fmt.Sprintf("not classified: over %d simple commands in one line; put a long script in a file and run that", MaxSubcommands))
+	}
 	return c
 }
+
+// MaxSubcommands bounds the simple commands of one line, nested scripts included: a command
+// an agent writes has a few, a generated script a few dozen.
+const MaxSubcommands = 512
 
 func tooComplex() *Classification {
 	return failed("too_complex", fmt.Sprintf("not classified: its commands nest so deep that their texts add up to over %d bytes", maxStmtBytes))
@@ -379,6 +388,9 @@ type assign struct {
 
 func (w *walker) stmts(ss []*syntax.Stmt, inherited []Redirect) {
 	for _, s := range ss {
+		if len(w.subs) > MaxSubcommands {
+			return // refused whole by parse; walking on would only build what is dropped
+		}
 		w.stmt(s, inherited)
 	}
 }
