@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -47,6 +48,9 @@ func cmdBash(e *Env, args []string) error {
 		command = strings.Join(fs.Args(), " ")
 	}
 	input := map[string]any{"command": command}
+	if *timeout > maxBashTimeout {
+		fmt.Fprintf(e.Stderr, "sbctl: --timeout %s is over the Bash tool's %s; the command runs for at most %s\n", *timeout, maxBashTimeout, maxBashTimeout)
+	}
 	if *timeout > 0 {
 		input["timeout"] = timeout.Milliseconds()
 	}
@@ -182,6 +186,9 @@ func finishBash(e *Env, res *protocol.CallResult, print bool) error {
 	}
 	return nil
 }
+
+// maxBashTimeout is the Bash tool's longest timeout; the daemon clamps a longer one to it.
+const maxBashTimeout = 10 * time.Minute
 
 func cmdRead(e *Env, args []string) error {
 	fs, tc := toolFlags(e, "read")
