@@ -72,6 +72,9 @@ func logger(lvl zapcore.Level, terminal bool) (*zap.Logger, error) {
 func loggerConfig(lvl zapcore.Level, terminal bool) zap.Config {
 	zcfg := zap.NewProductionConfig()
 	zcfg.Level = zap.NewAtomicLevelAt(lvl)
+	// An error an operator reads (a refused reload, an unwritable log) is its message, not the
+	// daemon's call stack; a recovered panic logs its own stack.
+	zcfg.DisableStacktrace = true
 	if terminal {
 		zcfg.Encoding = "console"
 		zcfg.EncoderConfig = zap.NewDevelopmentEncoderConfig()
