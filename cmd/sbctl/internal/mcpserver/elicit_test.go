@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,12 +31,19 @@ func TestAskShowsTheChange(t *testing.T) {
 
 // An ask nobody can answer says every way to get such calls run, the queue's included.
 func TestAskResultSaysHowToRun(t *testing.T) {
-	r := toResult(&protocol.CallResult{ApprovalID: "ap_1", Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "r", Source: "mode"}})
+	r := toResult(&protocol.CallResult{ApprovalID: "ap_1", Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "r", Source: "mode"}}, 0)
 	text := r.Content[0].(*mcp.TextContent).Text
 	for _, want := range []string{"ap_1", "--allow", "--wait", "sbctl approvals --watch", "--mode"} {
 		if !r.IsError || !strings.Contains(text, want) {
 			t.Errorf("ask result lacks %q: %s", want, text)
 		}
+	}
+	// With --wait, the ask came back because no answer came in time: it says so, and does
+	// not tell the user to start the server with the --wait it has.
+	r = toResult(&protocol.CallResult{ApprovalID: "ap_1", Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "r", Source: "mode"}}, 8*time.Second)
+	text = r.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, "no answer came within 8s") || strings.Contains(text, "--wait D") || strings.Contains(text, "no one to ask") {
+		t.Errorf("an ask after --wait 8s: %s", text)
 	}
 }
 

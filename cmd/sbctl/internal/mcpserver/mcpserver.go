@@ -278,7 +278,7 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 		if elicit && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
 			out = askThroughClient(cr, res, approvalPreviews(ctx, conn.c, res.ApprovalID))
 		} else {
-			out = toResult(res)
+			out = toResult(res, conn.wait)
 		}
 		if renewed {
 			// Said where the model and its user read it: the old session's changes are gone.
@@ -371,7 +371,7 @@ func answered(ctx context.Context, conn *connSession, sessionID string, cr proto
 	if err != nil {
 		return errorResult("sandboxd could not run the call: " + err.Error())
 	}
-	return toResult(res)
+	return toResult(res, 0)
 }
 
 // progressNotifier turns the daemon's NDJSON events into MCP progress notifications: a
@@ -400,7 +400,8 @@ func progressNotifier(ctx context.Context, req *mcp.CallToolRequest, token any) 
 
 // toResult maps a call's result to MCP content. Anything but an allow is an error result
 // that says why, so the model reads the reason and the rule instead of an empty success.
-func toResult(res *protocol.CallResult) *mcp.CallToolResult {
+// waited is the server's --wait: an ask that comes back after it found no answer in time.
+func toResult(res *protocol.CallResult, waited time.Duration) *mcp.CallToolResult {
 	d := res.Decision
 	switch {
 	case d == nil:
@@ -415,6 +416,12 @@ func toResult(res *protocol.CallResult) *mcp.CallToolResult {
 		pending := ""
 		if id := res.ApprovalID; id != "" {
 			pending = " It waits as approval " + id + " in sandboxd's approval queue."
+		}
+		if waited > 0 {
+			return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and no answer came " +
+				"within " + waited.String() + " (sbctl approvals --watch, sbctl approve ID), so it did not run. " + why(d) + "." +
+				" To run it, the user can answer it in time, allow it with a rule (sbctl mcp --allow 'RULE'), or start the " +
+				"server in a mode that allows it (--mode acceptEdits for edits inside the session's directories, bypassPermissions).")
 		}
 		return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and this MCP session has " +
 			"no one to ask, so it did not run. " + why(d) + "." + pending + " To run it, the user can allow it with a rule " +
