@@ -358,6 +358,9 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 		TrustProject: s.TrustProject,
 	})
 	if err != nil {
+		if cfg.PolicyDir != "" && strings.Contains(err.Error(), cfg.PolicyDir+"/") {
+			return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: the administrator's policy in %s does not load, so no session can be made until an administrator fixes it: %w", cfg.PolicyDir, err))
+		}
 		return nil, errcode.New(errcode.Validation, fmt.Errorf("rules: %w", err))
 	}
 	n, size := ownedRules(rs)
