@@ -219,12 +219,29 @@ func (p *Process) sweepWhileRunning() {
 // lastSweep runs once every process of the call is gone, and returns every path moved aside
 // while it ran and now.
 func (p *Process) lastSweep() []string {
-	if len(p.guard) == 0 && len(p.repos) == 0 && p.guardWalk == nil {
+	if len(p.guard) == 0 && len(p.repos) == 0 && p.guardWalk == nil && len(p.covers) == 0 {
 		return nil
 	}
 	<-p.sweepDone
 	p.moveAsideCreated(false)
 	return p.moved
+}
+
+// KilledCoverLost is the kill reason of a call whose read-only cover of a protected path was
+// dropped by the path's replacement (moveAsideCreated): from then on it could write there.
+const KilledCoverLost = "protected_path_replaced"
+
+// isGitConfig reports a repository's config file among the protected paths.
+func isGitConfig(rel string) bool {
+	return rel == ".git/config" || strings.HasSuffix(rel, "/.git/config") ||
+		rel == ".git/config.worktree" || strings.HasSuffix(rel, "/.git/config.worktree")
+}
+
+// covered is a protected path that existed when a call started, mounted read-only in it, and
+// the file or dir the mount covers.
+type covered struct {
+	root, rel string
+	dev, ino  uint64
 }
 
 // moveAsideCreated moves aside each guarded path that exists: the call made it, in a way its
@@ -236,10 +253,15 @@ func (p *Process) lastSweep() []string {
 // WARNING: writes in the caller's dirs; rerun as root after changing:
 // go test -run 'TestMoveAside' ./sandbox/
 func (p *Process) moveAsideCreated(running bool) {
-	remade := ""
+	remade, replaced := "", ""
 	defer func() {
-		if remade != "" {
-			// As the daemon, not the caller: the cgroup is root's.
+		// As the daemon, not the caller: the cgroup is root's.
+		switch {
+		case replaced != "" && running:
+			p.s.log.Warn("a protected path was replaced while a call ran, which drops its read-only cover there; killing the call and moving the path aside",
+				zap.String("path", replaced), zap.String("call", p.spec.Call))
+			_ = p.Kill(KilledCoverLost)
+		case remade != "":
 			p.s.log.Warn("a call made a protected path again after it was moved aside; killing the call",
 				zap.String("path", remade), zap.String("call", p.spec.Call))
 			_ = p.Kill(KilledRemade)
@@ -364,6 +386,34 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			for _, rel := range rels {
 				move(rfd, g.root, rel)
+			}
+		}
+		// A protected path that existed is covered by a read-only mount on its dentry. A rename
+		// over it or an unlink and create (git config, an editor's save, git checkout) drops
+		// that mount in the call's namespace, and the call can write the new file: once it is
+		// no longer the one covered, the call is killed and it is moved aside.
+		for _, c := range p.covers {
+			rfd, ok := rootFD(c.root)
+			if !ok {
+				continue
+			}
+			var st unix.Stat_t
+			err := unix.Fstatat(rfd, c.rel, &st, unix.AT_SYMLINK_NOFOLLOW)
+			if err == nil && st.Ino == c.ino && st.Dev == c.dev || err != nil && err != unix.ENOENT {
+				continue
+			}
+			path := filepath.Join(c.root, c.rel)
+			if p.s.guarding.movedSince(path, p.start) {
+				continue // another call's sweep moved it aside; what is made there is guarded
+			}
+			if replaced == "" {
+				replaced = path
+			}
+			// A git config that holds nothing that runs code is left to the user (git config
+			// user.name, git push -u): the kill ends the call's chance to write it.
+			noWorktree := func(string) bool { return false }
+			if err == nil && !(isGitConfig(c.rel) && safeGitConfigAt(rfd, c.rel, noWorktree)) {
+				move(rfd, c.root, c.rel)
 			}
 		}
 		// A new match of an Edit deny pattern (Edit(src/**) where there was no src).

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.guard, p.repos, p.writable = l.guard, l.repos, l.writable
+	p.guard, p.repos, p.writable, p.covers = l.guard, l.repos, l.writable, l.covers
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
 		// A user's link kept leading where it did (guarded.target) is the user's, not a new
 		// match the call made: the sweep puts it back, and must not then move it aside.
@@ -104,10 +105,31 @@ type look struct {
 	writable, readOnly []string  // resolved, outermost only
 	protected          []string  // read-only inside writable dirs (protectedPaths)
 	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
+	covers             []covered // protected paths that exist now (Spec.MoveAsideCreated)
 	repos              []guarded // where a repository's submodules are looked at (gitlinkGits)
 	fileDeny           []string  // deny paths landlock keeps unreadable
 	later              []string  // deny paths that may appear while the call runs (appearLater)
 	mounts             []mountOp
+}
+
+// coversOf is what each protected path that exists is now (covered), found from its
+// writable dir as the sweep will find it.
+func coversOf(v *fsView, protected, writable []string) []covered {
+	var out []covered
+	for _, q := range protected {
+		g, ok := guardable(v, q, writable)
+		if !ok {
+			continue
+		}
+		fi, err := v.lstat(q)
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			out = append(out, covered{root: g.root, rel: g.rel, dev: st.Dev, ino: st.Ino})
+		}
+	}
+	return out
 }
 
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
@@ -160,6 +182,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 			return nil, err
 		}
 		if spec.MoveAsideCreated {
+			l.covers = coversOf(v, l.protected, l.writable)
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves

@@ -54,6 +54,7 @@ type Process struct {
 	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
 	guard     []guarded
+	covers    []covered     // the protected paths that existed, moved aside once replaced
 	repos     []guarded     // the dirs whose repository's new gitlinks' .git are moved aside too
 	guardWalk *patternGuard // Spec.GuardPatterns, whose new matches are moved aside too
 	writable  []string      // the writable dirs, where a guarded path behind a link may lead
@@ -100,7 +101,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
 	s.mu.Unlock()
-	if len(p.guard) > 0 || len(p.repos) > 0 || p.guardWalk != nil {
+	if len(p.guard) > 0 || len(p.repos) > 0 || p.guardWalk != nil || len(p.covers) > 0 {
 		p.sweepDone = make(chan struct{})
 		go p.sweepWhileRunning()
 	}

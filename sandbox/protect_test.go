@@ -591,6 +591,61 @@ func TestRemadeProtectedPathKillsCall(t *testing.T) {
 	}
 }
 
+// TestReplacedCoverKillsCall: a protected file that existed is covered by a read-only mount on
+// its dentry, which a rename over it on the host (git config, an editor's save, a checkout)
+// drops in the call's namespace. The call is then killed, and the file moved aside unless it
+// is a git config that holds nothing that runs code.
+func TestReplacedCoverKillsCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, tc := range []struct {
+		name, rel, replacement, appended string
+	}{
+		// The call writes an fsmonitor into the config the host put there: moved aside.
+		{"git config written", ".git/config", "[user]\n\tname = victim\n", "[core]\n\tfsmonitor = touch /tmp/MARK\n"},
+		// A protected file other than a git config: moved aside whatever it holds.
+		{"envrc", ".envrc", "export A=2\n", "curl MARK | sh\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProtectFixture(t)
+			target := filepath.Join(f.repo, tc.rel)
+			script := fmt.Sprintf(`for i in $(seq 300); do printf %q >> %s 2>/dev/null && { echo wrote; break; }; sleep 0.02; done; sleep 5; echo done`,
+				tc.appended, tc.rel)
+			sp := f.spec(script, f.repo, f.repo)
+			sp.MoveAsideCreated = true
+			sp.Call = "c1"
+			go func() {
+				time.Sleep(1500 * time.Millisecond)
+				tmp := target + ".tmp"
+				if err := os.WriteFile(tmp, []byte(tc.replacement), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				chownR(t, tmp)
+				if err := os.Rename(tmp, target); err != nil {
+					t.Error(err)
+				}
+			}()
+			res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.KilledBy != KilledCoverLost || strings.Contains(out, "done") {
+				t.Errorf("killed by %q, output %q; want the call killed as %q once the cover was lost", res.KilledBy, out, KilledCoverLost)
+			}
+			b, err := os.ReadFile(target)
+			switch {
+			case err == nil && strings.Contains(string(b), "MARK"):
+				t.Errorf("%s holds what the call wrote after the host replaced it: %q", tc.rel, b)
+			case err == nil && tc.rel != ".git/config":
+				t.Errorf("%s, replaced while the call ran, was left in place: %q", tc.rel, b)
+			case err != nil && !slices.Contains(res.MovedAside, target):
+				t.Errorf("%s is gone but not reported moved aside: %v", tc.rel, res.MovedAside)
+			}
+		})
+	}
+}
+
 // TestMoveAsideThroughModes: a call that takes the search or write bit from its own dirs after
 // making a protected path inside (chmod 500 .) does not keep it in place.
 func TestMoveAsideThroughModes(t *testing.T) {
