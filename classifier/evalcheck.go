@@ -542,8 +542,8 @@ func lineDivergence(src string) bool {
 }
 
 // heredocDivergence reports a here-document whose end bash and the parser may find at
-// different lines: a line of its text that starts with the delimiter and goes on (`EOF)`,
-// `EOF )`). Inside a command substitution bash 5.2 ends the document there, and runs the
+// different lines: a line of its text that is the delimiter (an unclosed ${ the parser read
+// on past it) or starts with it and goes on (`EOF)`, `EOF )`). Inside a command substitution bash 5.2 ends the document there, and runs the
 // lines after it, which the parser took for the document's text, as commands. A delimiter
 // built by expansion, which bash does not expand either, counts as such too.
 func heredocDivergence(f *syntax.File, src string) bool {
@@ -561,10 +561,17 @@ func heredocDivergence(f *syntax.File, src string) bool {
 		if rd.Hdoc == nil {
 			return true
 		}
+		// The parser's span of the document may end with the delimiter's line; before it, a
+		// line that is the delimiter (an expansion such as ${x:- the parser ran on past it)
+		// or starts with it is where bash may end the document instead.
 		body := src[rd.Hdoc.Pos().Offset():rd.Hdoc.End().Offset()]
-		for line := range strings.SplitSeq(body, "\n") {
+		lines := strings.Split(body, "\n")
+		if last := len(lines) - 1; strings.TrimLeft(lines[last], "\t") == delim {
+			lines = lines[:last]
+		}
+		for _, line := range lines {
 			// Tabs stripped for << too: the document's text is what bash may end early.
-			if line = strings.TrimLeft(line, "\t"); line != delim && strings.HasPrefix(line, delim) {
+			if strings.HasPrefix(strings.TrimLeft(line, "\t"), delim) {
 				diverges = true
 				return false
 			}
