@@ -416,7 +416,7 @@ func (w *walker) stdinText(sb *sub, s *syntax.Stmt) (string, bool) {
 		return redirectText(w.src, own)
 	}
 	for _, r := range sb.redirs {
-		if strings.HasPrefix(r.Op, "<") || strings.HasPrefix(r.Op, "0<") {
+		if strings.HasPrefix(bareOp(r.Op), "<") {
 			return "", false // inherited from a compound command: not followed
 		}
 	}

@@ -372,11 +372,21 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 	pc.add(a.val, access, cmd, sb.dirs, sb.dirsUnknown)
 }
 
+// bareOp is a redirection's operator without the fd it names: 3< and {fd}< are <.
+func bareOp(op string) string {
+	if strings.HasPrefix(op, "{") {
+		if i := strings.IndexByte(op, '}'); i >= 0 {
+			return op[i+1:]
+		}
+	}
+	return strings.TrimLeft(op, "0123456789")
+}
+
 // subPaths adds the paths of one simple command: its file redirections and, for a
 // recognised command, its file operands.
 func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	for _, r := range sb.redirs {
-		op := strings.TrimLeft(r.Op, "0123456789")
+		op := bareOp(r.Op)
 		t := r.Target
 		if t == "" {
 			t = r.tilde
