@@ -1173,6 +1173,11 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	if spec.kind == pkFetch {
 		pc.fetchDone(name, opWords, sb, &fetch)
 	}
+	if name == "sed" && sedOpensFiles(vals) {
+		// w FILE, r FILE and s///w FILE in the script: files the operands do not show
+		// (sed -n 'w ~/.bashrc' list, sed 'r ../other/id.key' list).
+		pc.unknown()
+	}
 	// A recursive search, diff or copy reads every file below a directory operand.
 	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
 		spec.kind == pkCopy && recursiveCopy(opts)

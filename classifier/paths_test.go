@@ -26,6 +26,10 @@ func TestPaths(t *testing.T) {
 		{"find . -name x", "read:/home/u/proj:find", false},
 		{"sed -n 1p f", "read:/home/u/proj/f:sed", false},
 		{"sed -i 's/a/b/' f", "write:/home/u/proj/f:sed", false},
+		{"sed -n 'w /home/u/.bashrc' f", "read:/home/u/proj/f:sed", true},
+		{"sed 'r ../other/id.key' f", "read:/home/u/proj/f:sed", true},
+		{"sed 's/a/b/w out' f", "read:/home/u/proj/f:sed", true},
+		{"sed -f script.sed f", "read:/home/u/proj/script.sed:sed read:/home/u/proj/f:sed", true},
 		// Its backups are written too: FILE+suffix, or the suffix with each * the file's name.
 		{"sed -i.json 's/a/b/' .mcp", "write:/home/u/proj/.mcp.json:sed write:/home/u/proj/.mcp:sed", false},
 		{"sed -Ei.bak -e 's/a/b/' x y", "write:/home/u/proj/x.bak:sed write:/home/u/proj/y.bak:sed write:/home/u/proj/x:sed write:/home/u/proj/y:sed", false},

@@ -33,6 +33,21 @@ func checkSed(args []string, _ *walker) string {
 	return ""
 }
 
+// sedOpensFiles reports a sed command line whose scripts read or write files of their own
+// (r, R, w, W, s///w), run programs (e, s///e), come from a file (-f), or cannot be read.
+func sedOpensFiles(args []string) bool {
+	a := ParseSedArgs(args)
+	if a.ScriptFileAt <= len(args) || a.Bad <= len(args) {
+		return true
+	}
+	for _, s := range a.Scripts {
+		if r := sedScript(s); r != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // SedArgs is a sed command line's words sorted out as GNU sed reads them.
 type SedArgs struct {
 	// Kept is every option word but -i/--in-place (with the words of their arguments), in
