@@ -1393,12 +1393,24 @@ func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *su
 		if !src.static || src.glob {
 			continue // already a path known only at run time
 		}
+		if gitDirCopy(src.val) {
+			// A repository's git dir, or its contents (.git/.), put at or under dest: dest
+			// may become a bare repository, whose config git trusts there (HEAD marks it).
+			pc.add(strings.TrimRight(dest, "/")+"/HEAD", AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
+		}
 		base := path.Base(strings.TrimRight(src.val, "/"))
 		if base == "." || base == ".." || base == "/" {
 			continue
 		}
 		pc.add(strings.TrimRight(dest, "/")+"/"+base, AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
 	}
+}
+
+// gitDirCopy reports a source that is a git dir or its contents: .git, .git/, .git/., or a
+// dir named like one (x.git).
+func gitDirCopy(src string) bool {
+	c := path.Clean(src)
+	return path.Base(c) == ".git" || strings.HasSuffix(c, ".git")
 }
 
 func (pc *pathCollector) all(ws []word, access, cmd string, sb *sub) {

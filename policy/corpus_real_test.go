@@ -94,6 +94,8 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "acceptEdits: a protected name copied with -t asks", mode: permission.ModeAcceptEdits, cmd: "cp -t sub tmpl/.envrc", want: AU},
 		{name: "acceptEdits: a repository's HEAD copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp .git/HEAD .git/config sub3/", want: AU},
 		{name: "acceptEdits: a protected name moved into a dir asks", mode: permission.ModeAcceptEdits, cmd: "mv tmpl/.envrc sub", want: AU},
+		{name: "acceptEdits: a git dir's contents copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp -r .git/. sub4", want: AU},
+		{name: "acceptEdits: a git dir moved asks", mode: permission.ModeAcceptEdits, cmd: "mv .git sub5", want: AU},
 		{name: "acceptEdits: a plain file copied into a dir runs", mode: permission.ModeAcceptEdits, cmd: "cp a.txt sub/", want: A},
 		{name: "bypass: diff -r follows links out", mode: permission.ModeBypassPermissions, cmd: "diff -rN d e", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "diff -r --no-dereference runs in default", cmd: "diff -r --no-dereference d e", want: A},
