@@ -618,6 +618,57 @@ func (w *walker) stmtText(s *syntax.Stmt) string {
 	return w.src[start:min(end, len(w.src))]
 }
 
+// evalsData reports the reasons for text bash evaluates as code: arithmetic, a variable's
+// name or value taken as a name, a prompt string, an array subscript.
+func evalsData(reason string) bool {
+	switch reason {
+	case reasonArith, reasonVarName, reasonIndirect, reasonPrompt, reasonArrayAssign:
+		return true
+	}
+	return false
+}
+
+// dataMayHoldCode reports a line where the text evaluated may carry a command substitution:
+// one is written somewhere in it, or a builtin reads values from input (read, mapfile,
+// readarray, getopts), which a file the agent wrote earlier can fill.
+func (w *walker) dataMayHoldCode(c *Classification) bool {
+	if strings.Contains(w.src, "`") {
+		return true
+	}
+	for rest := w.src; ; {
+		i := strings.Index(rest, "$(")
+		if i < 0 {
+			break
+		}
+		if i+2 >= len(rest) || rest[i+2] != '(' {
+			return true // a command substitution, not $(( arithmetic
+		}
+		rest = rest[i+3:]
+	}
+	for _, s := range c.Subcommands {
+		if len(s.Argv) > 0 {
+			switch baseName(s.Argv[0]) {
+			case "read", "mapfile", "readarray", "getopts":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evaluatingDecl reports a declaration with an attribute that evaluates its values or
+// takes a number (declare -i, -a, -A; zsh's typeset -Z, -L, -R, -E, -F widths).
+func evaluatingDecl(c *Classification) bool {
+	for _, s := range c.Subcommands {
+		for _, a := range s.Argv {
+			if len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.ContainsAny(a[1:], "iaAZLREF") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (w *walker) unsupportedf(reason string) {
 	if w.unsupported == "" {
 		w.unsupported = reason
@@ -972,6 +1023,11 @@ func (w *walker) finish() *Classification {
 		// git in another directory reads that repository's config, which
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.ReadOnly, c.Reason = false, "cd_git"
+	}
+	if (evalsData(c.Reason) || c.Reason == "declaration" && evaluatingDecl(c)) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
+		// x='a[$(touch x)]'; echo $((x)) runs touch, a command no word of the line names:
+		// the line meets every Bash deny and ask rule, as a script it cannot read would.
+		c.Subcommands[0].Opaque = true
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded

@@ -99,6 +99,9 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`git filter-branch --tree-filter 'curl x'`, false},
 		{`tar -I "$X" -cf a .`, true},
 		{`vim -c '!curl x' f`, true},
+		{`x='a[$(curl x)]'; echo $((x))`, true},
+		{`declare -i y='a[$(curl x)]'`, true},
+		{`read x < f; echo $((x))`, true},
 		{`vim '+!curl x' f`, true},
 		{`less '+!curl x' f`, true},
 		{`gdb -ex 'shell curl x' a`, true},
@@ -217,6 +220,19 @@ func TestNestedShape(t *testing.T) {
 		for _, s := range Classify(cmd, testOpts).Subcommands {
 			if s.Opaque || s.Nested {
 				t.Errorf("%q: %q opaque=%v nested=%v", cmd, s.Text, s.Opaque, s.Nested)
+			}
+		}
+	}
+}
+
+// TestArithmeticWithoutCodeStaysClear: arithmetic on values no command substitution or input
+// can fill is not opaque, so Bash deny rules do not refuse every counting loop.
+func TestArithmeticWithoutCodeStaysClear(t *testing.T) {
+	for _, cmd := range []string{`x=1; echo $((x+1))`, `for i in 1 2 3; do echo $((i*2)); done`, `x=$((1+2)); echo $((x))`, `export X=$(pwd)`} {
+		c := Classify(cmd, Options{Cwd: "/home/u/proj"})
+		for _, s := range c.Subcommands {
+			if s.Opaque {
+				t.Errorf("%s: %q is opaque", cmd, s.Text)
 			}
 		}
 	}
