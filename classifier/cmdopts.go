@@ -26,6 +26,7 @@ var cmdOptPrograms = map[string]cmdOptSpec{
 	"install": {long: []string{"strip-program"}},
 	"zip":     {long: []string{"unzip-command"}, words: []string{"-TT"}},
 	"scp":     {short: "S"},
+	"sftp":    {short: "S"},
 	"rsync":   {short: "e", long: []string{"rsh"}},
 	"man":     {short: "P", long: []string{"pager"}},
 }
@@ -39,6 +40,53 @@ var commandLanguages = map[string]cmdOptSpec{
 	"gdb": {short: "x", long: []string{"eval-command", "command", "init-eval-command", "init-command"}, words: []string{"-ex", "-iex", "-eval-command", "-command", "-init-eval-command", "-init-command"}},
 }
 
+// sshCommandKeys are ssh's config keys whose value is a command line run on this host.
+var sshCommandKeys = map[string]bool{"proxycommand": true, "localcommand": true, "knownhostscommand": true}
+
+// sshCommands reads the commands ssh, scp and sftp run locally from -o KEY=VALUE (or KEY
+// VALUE), and makes -F (a config file that may name such commands) opaque.
+func (w *walker) sshCommands(sb *sub, ws []word) {
+	for i := 0; i < len(ws) && !sb.opaque; i++ {
+		a := ws[i]
+		if !a.static {
+			sb.opaque = true
+			return
+		}
+		var opt string
+		switch {
+		case a.val == "--":
+			return
+		case a.val == "-o" && i+1 < len(ws):
+			i++
+			if !ws[i].static {
+				sb.opaque = true
+				return
+			}
+			opt = ws[i].val
+		case strings.HasPrefix(a.val, "-o"):
+			opt = a.val[2:]
+		case a.val == "-F" || strings.HasPrefix(a.val, "-F"):
+			sb.opaque = true
+			return
+		default:
+			continue
+		}
+		key, val, ok := strings.Cut(opt, "=")
+		if !ok {
+			key, val, _ = strings.Cut(strings.TrimSpace(opt), " ")
+		}
+		if sshCommandKeys[strings.ToLower(strings.TrimSpace(key))] {
+			w.nestedScript(sb, strings.TrimSpace(val), ShellSh)
+		}
+	}
+}
+
+// dotCommand reports a line sqlite3 takes for one of its dot commands (.shell, .read).
+func dotCommand(s string) bool {
+	s = strings.TrimSpace(s)
+	return len(s) > 1 && s[0] == '.' && (s[1] >= 'a' && s[1] <= 'z' || s[1] >= 'A' && s[1] <= 'Z')
+}
+
 // nestedCommandOptions reads the command lines a program's options name (cmdOptPrograms),
 // and makes a command-language program opaque when an option gives it commands; vim's and
 // less's +CMD count too.
@@ -48,6 +96,23 @@ func (w *walker) nestedCommandOptions(sb *sub, name string, ws []word) {
 		for _, a := range ws {
 			if !a.static || strings.HasPrefix(a.val, "+") && len(a.val) > 1 {
 				sb.opaque = true
+			}
+		}
+		return
+	}
+	if name == "sqlite3" {
+		// Its dot commands run programs (.shell, .system) and read files (.read), given as an
+		// argument, with -cmd, or on stdin.
+		for _, a := range ws {
+			if !a.static || strings.HasPrefix(a.val, "-cmd") || strings.HasPrefix(a.val, "-init") || dotCommand(a.val) {
+				sb.opaque = true
+			}
+		}
+		for _, r := range sb.redirs {
+			for line := range strings.SplitSeq(r.body, "\n") {
+				if dotCommand(line) {
+					sb.opaque = true
+				}
 			}
 		}
 		return
@@ -103,6 +168,9 @@ func (w *walker) optionValues(sb *sub, ws []word, spec cmdOptSpec, run func(stri
 			return
 		case containsWord(spec.words, v):
 			i = value(v, i, "", false)
+		case attachedWord(spec.words, v) != "":
+			w := attachedWord(spec.words, v)
+			i = value(w, i, v[len(w):], true) // zip -TT'cmd
 		case strings.HasPrefix(v, "--"):
 			name, val, has := strings.Cut(v[2:], "=")
 			for _, l := range spec.long {
@@ -122,6 +190,16 @@ func (w *walker) optionValues(sb *sub, ws []word, spec cmdOptSpec, run func(stri
 	}
 }
 
+// attachedWord is the one of words that v starts with and goes on past (-TTcmd), or "".
+func attachedWord(words []string, v string) string {
+	for _, w := range words {
+		if len(v) > len(w) && strings.HasPrefix(v, w) {
+			return w
+		}
+	}
+	return ""
+}
+
 func containsWord(list []string, w string) bool {
 	for _, x := range list {
 		if x == w {
@@ -133,6 +211,7 @@ func containsWord(list []string, w string) bool {
 
 // gitCommandOptions are the git subcommands' options whose value is a shell command git runs.
 var gitCommandOptions = map[string]cmdOptSpec{
+	"grep":     {short: "O", long: []string{"open-files-in-pager"}},
 	"rebase":   {short: "x", long: []string{"exec"}},
 	"difftool": {short: "x", long: []string{"extcmd"}},
 	"filter-branch": {long: []string{"env-filter", "tree-filter", "index-filter", "parent-filter",
@@ -179,5 +258,5 @@ func (w *walker) nestedGitCommands(sb *sub, ws []word) {
 func hasCommandOptions(name string) bool {
 	_, p := cmdOptPrograms[name]
 	_, l := commandLanguages[name]
-	return p || l || name == "less" || name == "more"
+	return p || l || name == "less" || name == "more" || name == "sqlite3"
 }

@@ -138,12 +138,18 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	case name == "setsid":
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
 	case runners[name]:
+		if name == "ssh" {
+			w.sshCommands(sb, ws[1:])
+		}
 		w.nestedTails(sb, ws[1:])
 	case name == "wget":
 		if wgetRunsProgram(ws[1:]) {
 			sb.opaque = true
 		}
 	case hasCommandOptions(name):
+		if name == "scp" || name == "sftp" {
+			w.sshCommands(sb, ws[1:])
+		}
 		w.nestedCommandOptions(sb, name, ws[1:])
 	case isWrapper(name) && len(ws) > 1 && !(name == "command" && lookupOnly(ws[1:])):
 		// Still a wrapper after unwrapping: an option the classifier does not know (env -S
