@@ -409,6 +409,21 @@ func TestHookMisconfiguredDenies(t *testing.T) {
 	}
 }
 
+// A hook registered under one event that gets another (--event PostToolUse on a PreToolUse
+// input) denies rather than answering nothing, which would let the call run.
+func TestHookEventMismatchDenies(t *testing.T) {
+	in := `{"session_id":"s1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	var out, errb bytes.Buffer
+	Run(context.Background(), []string{"--socket", "/nonexistent", "hook", "--event", "PostToolUse"}, strings.NewReader(in), &out, &errb, nil)
+	var a hookOutput
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	if d := a.HookSpecificOutput; d.PermissionDecision != protocol.Deny || !strings.Contains(d.PermissionDecisionReason, "misconfigured") {
+		t.Errorf("answered %+v, want a deny naming the misconfiguration", d)
+	}
+}
+
 // Keys the hook reads, spelled in another case, are refused: Go's decoder would take them for
 // the real ones, the agent's reader would not.
 func TestHookRefusesKeysInAnotherCase(t *testing.T) {

@@ -231,6 +231,10 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	event := hf.event
 	if event == "" {
 		event = in.HookEventName
+	} else if in.HookEventName != "" && in.HookEventName != event {
+		// --event names one event and the agent sent another: the command is registered
+		// under the wrong event, and answering nothing would let a PreToolUse call run.
+		return decision(protocol.Deny, fmt.Sprintf("sbctl hook is misconfigured in the agent's settings: it runs with --event %s but got a %s event, so sandboxd denies the call", event, in.HookEventName)), true
 	}
 	if event == "PostToolUse" {
 		hf.noAnswer.Store(true)
