@@ -206,6 +206,7 @@ func TestHookDecisions(t *testing.T) {
 			t.Errorf("PostToolUse printed %q", out)
 		}
 		flagged := base("Bash", map[string]any{"command": "false"})
+		delete(flagged, "hook_event_name") // an agent that names no event: --event says which
 		flagged["tool_use_id"] = "toolu_post_2"
 		flagged["tool_response"] = map[string]any{"is_error": true}
 		if out := runHook(t, b, d.socket, u, rt, flagged, "--event", "PostToolUse"); out != "" {

@@ -231,9 +231,9 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	event := hf.event
 	if event == "" {
 		event = in.HookEventName
-	} else if in.HookEventName != "" && in.HookEventName != event {
-		// --event names one event and the agent sent another: the command is registered
-		// under the wrong event, and answering nothing would let a PreToolUse call run.
+	} else if event == "PostToolUse" && in.HookEventName == "PreToolUse" {
+		// Registered under PreToolUse with --event PostToolUse: answering nothing, as for a
+		// report, would let every call run.
 		return decision(protocol.Deny, fmt.Sprintf("sbctl hook is misconfigured in the agent's settings: it runs with --event %s but got a %s event, so sandboxd denies the call", event, in.HookEventName)), true
 	}
 	if event == "PostToolUse" {
