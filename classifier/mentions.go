@@ -31,12 +31,7 @@ var stateBuiltins = map[string]bool{
 // file or stdin: tar -T/--files-from, zip -@ and -i@, cpio -o and -p, rsync --files-from,
 // 7z's @listfile, and --files0-from anywhere.
 func namesFromList(name string, args []word) bool {
-	vals := make([]string, 0, len(args))
-	for _, a := range args {
-		if a.static {
-			vals = append(vals, a.val)
-		}
-	}
+	vals := staticVals(args)
 	switch name {
 	case "tar", "gtar", "bsdtar":
 		if hasFlag(vals, "T", "files-from") {
@@ -135,17 +130,23 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	}
 }
 
-// readsTrees reports whether a command reads each directory it is given whole, to pack it or
-// send it elsewhere: tar c/r/u, zip -r, rsync -r/-a, scp -r, 7z a/u. Its words are then also
-// whole-tree reads, as cp -r's sources are (PathUse.Tree): a Read deny rule below one holds it,
-// so `tar cf - ~` under Read(~/.ssh/**) is refused as `grep -r x ~` is.
-func readsTrees(name string, args []word) bool {
+// staticVals are the values of the words of args known before the line runs.
+func staticVals(args []word) []string {
 	vals := make([]string, 0, len(args))
 	for _, a := range args {
 		if a.static {
 			vals = append(vals, a.val)
 		}
 	}
+	return vals
+}
+
+// readsTrees reports whether a command reads each directory it is given whole, to pack it or
+// send it elsewhere: tar c/r/u, zip -r, rsync -r/-a, scp -r, 7z a/u. Its words are then also
+// whole-tree reads, as cp -r's sources are (PathUse.Tree): a Read deny rule below one holds it,
+// so `tar cf - ~` under Read(~/.ssh/**) is refused as `grep -r x ~` is.
+func readsTrees(name string, args []word) bool {
+	vals := staticVals(args)
 	switch name {
 	case "tar", "gtar", "bsdtar":
 		if len(vals) > 0 && !strings.HasPrefix(vals[0], "-") && strings.ContainsAny(vals[0], "cru") {
