@@ -210,7 +210,7 @@ func parseDepth(command string, opts Options, depth int, left *int) *Classificat
 		return failed("parse_error", err.Error())
 	}
 	if heredocDivergence(f, command) {
-		return failed(reasonLineStruct, "not parsed: a line of a here-document starts with its delimiter and goes on (`EOF)`), where bash may end the document and run the lines after it as commands")
+		return failed(reasonLineStruct, "not parsed: a here-document holds its delimiter's line before its end, or a line that starts with it and goes on (`EOF)`), where bash may end the document and run the lines after it as commands")
 	}
 	if c := checkShell(f, command, opts.Shell); c != nil {
 		return c
