@@ -403,8 +403,13 @@ func (p *Process) moveAsideCreated(running bool) {
 				continue
 			}
 			path := filepath.Join(c.root, c.rel)
-			if p.s.guarding.movedSince(path, p.start) {
-				continue // another call's sweep moved it aside; what is made there is guarded
+			// Another call's sweep may have moved it aside: what this call then makes there is
+			// moved aside by its own guards if it guards the path (it was another call's when
+			// this one started) or an Edit deny pattern of its own names it. Otherwise nothing
+			// here would, and the call is killed as for a replacement.
+			if slices.ContainsFunc(p.guard, func(g guarded) bool { return g.is(path) }) ||
+				p.s.guarding.movedSince(path, p.start) && p.guardWalk != nil && p.guardWalk.names(path) {
+				continue
 			}
 			if replaced == "" {
 				replaced = path
@@ -457,6 +462,16 @@ func (p *Process) moveAsideCreated(running bool) {
 type patternGuard struct {
 	pats, roots []string
 	had         []string // the protected paths at the start: nothing new lies below them
+}
+
+// names reports whether one of the patterns matches path.
+func (pg *patternGuard) names(path string) bool {
+	for _, pat := range pg.pats {
+		if compilePattern(pat).match(path, filepath.Base(path)) {
+			return true
+		}
+	}
+	return false
 }
 
 // made walks the roots for the patterns and returns each match that lies under none of had,

@@ -646,6 +646,52 @@ func TestReplacedCoverKillsCall(t *testing.T) {
 	}
 }
 
+// TestReplacedCoverKillsEveryCall: two calls cover the same path; one's sweep moves the
+// replaced file aside, and the other, whose cover is gone too and which does not guard the
+// path, is killed all the same rather than left to make it again.
+func TestReplacedCoverKillsEveryCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	target := filepath.Join(f.repo, ".git", "config")
+	const script = `for i in $(seq 300); do printf '[core]\n\tfsmonitor = MARK\n' >> .git/config 2>/dev/null; sleep 0.02; done; echo done`
+	type result struct {
+		res *Result
+		out string
+		err error
+	}
+	results := make(chan result, 2)
+	for _, call := range []string{"a", "b"} {
+		sp := f.spec(script, f.repo, f.repo)
+		sp.MoveAsideCreated, sp.Call = true, call
+		go func() {
+			res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+			results <- result{res, out, err}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	tmp := target + ".tmp"
+	if err := os.WriteFile(tmp, []byte("[user]\n\tname = victim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, tmp)
+	if err := os.Rename(tmp, target); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.res.KilledBy != KilledCoverLost || strings.Contains(r.out, "done") {
+			t.Errorf("a call ran on after the path it covered was replaced: killed by %q, output %q", r.res.KilledBy, r.out)
+		}
+	}
+	if b, err := os.ReadFile(target); err == nil && strings.Contains(string(b), "MARK") {
+		t.Errorf(".git/config holds what a call wrote after the host replaced it: %q", b)
+	}
+}
+
 // TestMoveAsideThroughModes: a call that takes the search or write bit from its own dirs after
 // making a protected path inside (chmod 500 .) does not keep it in place.
 func TestMoveAsideThroughModes(t *testing.T) {
