@@ -629,26 +629,35 @@ func evalsData(reason string) bool {
 }
 
 // dataMayHoldCode reports a line where the text evaluated may carry a command substitution:
-// one is written somewhere in it, or a builtin reads values from input (read, mapfile,
-// readarray, getopts), which a file the agent wrote earlier can fill.
+// one is written in it, or text that can build one (escapes, expansions), or a builtin sets
+// values from input (read, mapfile, readarray, getopts, printf -v), which a file the agent
+// wrote earlier can fill. A counting loop over literals has none of these.
 func (w *walker) dataMayHoldCode(c *Classification) bool {
-	if strings.Contains(w.src, "`") {
+	// Text that can build a $( or a backquote without writing one: an ANSI-C string ($'\x24'),
+	// a backslash, a parameter expansion (d='$'; x="a[${d}(…)]"), a backquote itself.
+	if strings.ContainsAny(w.src, "`\\") || strings.Contains(w.src, "${") || strings.Contains(w.src, "$'") {
 		return true
 	}
-	for rest := w.src; ; {
-		i := strings.Index(rest, "$(")
-		if i < 0 {
-			break
+	for i := 0; i+1 < len(w.src); i++ {
+		if w.src[i] != '$' {
+			continue
 		}
-		if i+2 >= len(rest) || rest[i+2] != '(' {
+		switch c := w.src[i+1]; {
+		case c == '(' && (i+2 >= len(w.src) || w.src[i+2] != '('):
 			return true // a command substitution, not $(( arithmetic
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			return true // $name: a value the line may have built
 		}
-		rest = rest[i+3:]
 	}
 	for _, s := range c.Subcommands {
-		if len(s.Argv) > 0 {
-			switch baseName(s.Argv[0]) {
-			case "read", "mapfile", "readarray", "getopts":
+		if len(s.Argv) == 0 {
+			continue
+		}
+		switch baseName(s.Argv[0]) {
+		case "read", "mapfile", "readarray", "getopts":
+			return true
+		case "printf":
+			if slices.ContainsFunc(s.Argv[1:], func(a string) bool { return strings.HasPrefix(a, "-v") }) {
 				return true
 			}
 		}
