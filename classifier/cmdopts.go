@@ -1,6 +1,11 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
 
 // Programs that take a command line as an option's value and run it: tar -I zstd,
 // split --filter, sort --compress-program, rsync -e. The value is read as a script (sh runs
@@ -52,33 +57,65 @@ func (w *walker) sshCommands(sb *sub, ws []word) {
 			sb.opaque = true
 			return
 		}
-		var opt string
-		switch {
-		case a.val == "--":
-			return
-		case a.val == "-o" && i+1 < len(ws):
-			i++
-			if !ws[i].static {
-				sb.opaque = true
+		if a.val == "--" || len(a.val) < 2 || a.val[0] != '-' {
+			if a.val == "--" {
 				return
 			}
-			opt = ws[i].val
-		case strings.HasPrefix(a.val, "-o"):
-			opt = a.val[2:]
-		case a.val == "-F" || strings.HasPrefix(a.val, "-F"):
-			sb.opaque = true
-			return
-		default:
 			continue
 		}
-		key, val, ok := strings.Cut(opt, "=")
-		if !ok {
-			key, val, _ = strings.Cut(strings.TrimSpace(opt), " ")
-		}
-		if sshCommandKeys[strings.ToLower(strings.TrimSpace(key))] {
-			w.nestedScript(sb, strings.TrimSpace(val), ShellSh)
+		// A cluster of short options (-vo KEY=V, -4oKEY=V): the first that takes a value
+		// takes the rest of the word, or the next word.
+		for j := 1; j < len(a.val); j++ {
+			c := a.val[j]
+			if !strings.ContainsRune(sshArgOpts, rune(c)) {
+				continue
+			}
+			v := a.val[j+1:]
+			if v == "" && i+1 < len(ws) {
+				i++
+				if !ws[i].static {
+					sb.opaque = true
+					return
+				}
+				v = ws[i].val
+			}
+			switch c {
+			case 'F':
+				sb.opaque = true // a config file, which may name such commands
+				return
+			case 'o':
+				w.sshOption(sb, v)
+			}
+			break
 		}
 	}
+}
+
+// sshArgOpts are ssh's, scp's and sftp's short options that take a value.
+const sshArgOpts = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// sshOption reads one -o KEY=VALUE (or KEY VALUE, a tab or blanks between): the command of a
+// key that runs one locally is a script.
+func (w *walker) sshOption(sb *sub, opt string) {
+	opt = strings.TrimLeft(opt, " \t")
+	i := strings.IndexAny(opt, "= \t")
+	if i < 0 {
+		return
+	}
+	key, val := opt[:i], strings.TrimLeft(opt[i:], " \t")
+	val = strings.TrimLeft(strings.TrimPrefix(val, "="), " \t")
+	if sshCommandKeys[strings.ToLower(key)] {
+		w.nestedScript(sb, val, ShellSh)
+	}
+}
+
+// stdinGiven reports a command whose stdin the line sets: a redirection of fd 0 (its own or
+// a compound command's) or a pipe into it.
+func (w *walker) stdinGiven(sb *sub, s *syntax.Stmt) bool {
+	if w.pipeIn != nil || slices.ContainsFunc(s.Redirs, stdinRedirect) {
+		return true
+	}
+	return slices.ContainsFunc(sb.redirs, func(r Redirect) bool { return strings.HasPrefix(bareOp(r.Op), "<") })
 }
 
 // dotCommand reports a line sqlite3 takes for one of its dot commands (.shell, .read).
@@ -90,7 +127,7 @@ func dotCommand(s string) bool {
 // nestedCommandOptions reads the command lines a program's options name (cmdOptPrograms),
 // and makes a command-language program opaque when an option gives it commands; vim's and
 // less's +CMD count too.
-func (w *walker) nestedCommandOptions(sb *sub, name string, ws []word) {
+func (w *walker) nestedCommandOptions(sb *sub, s *syntax.Stmt, name string, ws []word) {
 	if spec, ok := commandLanguages[name]; ok {
 		w.optionValues(sb, ws, spec, func(string) { sb.opaque = true })
 		for _, a := range ws {
@@ -108,8 +145,14 @@ func (w *walker) nestedCommandOptions(sb *sub, name string, ws []word) {
 				sb.opaque = true
 			}
 		}
-		for _, r := range sb.redirs {
-			for line := range strings.SplitSeq(r.body, "\n") {
+		// What it reads on stdin is its input too: a here-document, a here-string, a literal
+		// echo piped in, or (opaque) a file or a program's output.
+		if w.stdinGiven(sb, s) {
+			text, ok := w.stdinText(sb, s)
+			if !ok {
+				sb.opaque = true
+			}
+			for line := range strings.SplitSeq(text, "\n") {
 				if dotCommand(line) {
 					sb.opaque = true
 				}
@@ -170,7 +213,7 @@ func (w *walker) optionValues(sb *sub, ws []word, spec cmdOptSpec, run func(stri
 			i = value(v, i, "", false)
 		case attachedWord(spec.words, v) != "":
 			w := attachedWord(spec.words, v)
-			i = value(w, i, v[len(w):], true) // zip -TT'cmd
+			i = value(w, i, strings.TrimPrefix(v[len(w):], "="), true) // zip -TT'cmd', -TT=cmd
 		case strings.HasPrefix(v, "--"):
 			name, val, has := strings.Cut(v[2:], "=")
 			for _, l := range spec.long {

@@ -150,7 +150,7 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if name == "scp" || name == "sftp" {
 			w.sshCommands(sb, ws[1:])
 		}
-		w.nestedCommandOptions(sb, name, ws[1:])
+		w.nestedCommandOptions(sb, s, name, ws[1:])
 	case isWrapper(name) && len(ws) > 1 && !(name == "command" && lookupOnly(ws[1:])):
 		// Still a wrapper after unwrapping: an option the classifier does not know (env -S
 		// splits a string into a command line), so what it runs is not known.

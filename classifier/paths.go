@@ -1391,7 +1391,12 @@ func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *su
 	}
 	for _, src := range sources {
 		if !src.static || src.glob {
-			continue // already a path known only at run time
+			// Already a path known only at run time; one that may pick a dot dir or its
+			// contents (.git/*, .g*, .[g]it/.) may make a repository at dest as .git/. does.
+			if hiddenSegment(src.src) {
+				pc.add(strings.TrimRight(dest, "/")+"/HEAD", AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
+			}
+			continue
 		}
 		if gitDirCopy(src.val) {
 			// A repository's git dir, or its contents (.git/.), put at or under dest: dest
@@ -1404,6 +1409,18 @@ func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *su
 		}
 		pc.add(strings.TrimRight(dest, "/")+"/"+base, AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
 	}
+}
+
+// hiddenSegment reports a word (as written) with a segment that starts with a dot other
+// than . and .. (a glob or brace that may name a dot dir: .g*, .git/*, .[g]it).
+func hiddenSegment(w string) bool {
+	for seg := range strings.SplitSeq(w, "/") {
+		seg = strings.Trim(seg, `'"`)
+		if len(seg) > 1 && seg[0] == '.' && seg != ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // gitDirCopy reports a source that is a git dir or its contents: .git, .git/, .git/., or a
