@@ -209,7 +209,7 @@ func parseDepth(command string, opts Options, depth int, left *int) *Classificat
 	if err != nil {
 		return failed("parse_error", err.Error())
 	}
-	if heredocDivergence(f, command) {
+	if strings.Contains(command, "<<") && heredocDivergence(f, command) {
 		return failed(reasonLineStruct, "not parsed: a here-document holds its delimiter's line before its end, or a line that starts with it and goes on (`EOF)`), where bash may end the document and run the lines after it as commands")
 	}
 	if c := checkShell(f, command, opts.Shell); c != nil {

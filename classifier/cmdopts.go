@@ -70,14 +70,10 @@ func (w *walker) sshCommands(sb *sub, ws []word) {
 			if !strings.ContainsRune(sshArgOpts, rune(c)) {
 				continue
 			}
-			v := a.val[j+1:]
-			if v == "" && i+1 < len(ws) {
-				i++
-				if !ws[i].static {
-					sb.opaque = true
-					return
-				}
-				v = ws[i].val
+			v, ok := clusterValue(ws, &i, a.val[j+1:])
+			if !ok {
+				sb.opaque = true
+				return
 			}
 			switch c {
 			case 'F':
@@ -89,6 +85,17 @@ func (w *walker) sshCommands(sb *sub, ws []word) {
 			break
 		}
 	}
+}
+
+// clusterValue is the value of a short option in a cluster: the rest of its word, or when
+// that is empty the next word (ws[*i+1], moving *i on to it). ok is false for a next word known
+// only at run time.
+func clusterValue(ws []word, i *int, rest string) (string, bool) {
+	if rest != "" || *i+1 >= len(ws) {
+		return rest, true
+	}
+	*i++
+	return ws[*i].val, ws[*i].static
 }
 
 // sshArgOpts are ssh's, scp's and sftp's short options that take a value.

@@ -665,14 +665,10 @@ func (w *walker) nestedOptionScripts(sb *sub, ws []word, letter byte) {
 		if j < 0 {
 			continue
 		}
-		script := a.val[j+1:]
-		if script == "" && i+1 < len(ws) {
-			i++
-			if !ws[i].static {
-				sb.opaque = true
-				return
-			}
-			script = ws[i].val
+		script, ok := clusterValue(ws, &i, a.val[j+1:])
+		if !ok {
+			sb.opaque = true
+			return
 		}
 		w.nestedScript(sb, script, w.opts.Shell)
 		sb.dirsUnknown = true // it runs later, after whatever cd comes next
