@@ -405,10 +405,12 @@ func (p *Process) moveAsideCreated(running bool) {
 			path := filepath.Join(c.root, c.rel)
 			// Another call's sweep may have moved it aside: what this call then makes there is
 			// moved aside by its own guards if it guards the path (it was another call's when
-			// this one started) or an Edit deny pattern of its own names it. Otherwise nothing
-			// here would, and the call is killed as for a replacement.
+			// this one started) or an Edit deny pattern of its own names it, outside a .git dir
+			// (the pattern walk leaves a repository's .git to the plan). Otherwise nothing here
+			// would, and the call is killed as for a replacement.
 			if slices.ContainsFunc(p.guard, func(g guarded) bool { return g.is(path) }) ||
-				p.s.guarding.movedSince(path, p.start) && p.guardWalk != nil && p.guardWalk.names(path) {
+				p.s.guarding.movedSince(path, p.start) && p.guardWalk != nil && p.guardWalk.names(path) &&
+					!strings.Contains("/"+c.rel+"/", "/.git/") {
 				continue
 			}
 			if replaced == "" {
