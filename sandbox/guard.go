@@ -16,8 +16,9 @@ import (
 )
 
 // guarded is a protected path that did not exist when a call started: rel below the writable
-// dir root. Or, with ino set, one that was the user's symlink (ino its inode): a mount cannot
-// hold a link in place, so anything else at its name when the sweep looks was put there.
+// dir root. Or, with link set, one that was the user's symlink (link what it says): a mount
+// cannot hold a link in place, so anything else at its name when the sweep looks was put
+// there. Not told by its inode: a link removed and made again often gets the same number.
 //
 // With target set, rel was the user's symlink, leading to target, on the way to a path a Read
 // deny hides (Read(./secrets/**) with secrets -> ~/vault): the mounts hide where it leads, but
@@ -25,7 +26,7 @@ import (
 // one leads and show ~/vault. So the sweep puts the user's link back (keepLink).
 type guarded struct {
 	root, rel string
-	ino       uint64
+	link      string
 	target    string
 	// keep: a person approved the call to write this very path (Spec.KeepCreated), so a
 	// regular file made there stays; a dir, link or anything else is moved aside all the same
@@ -155,7 +156,7 @@ func (s *Sandbox) MadeByRunningCall(p string) bool {
 func (ls guardLists) has(p string) bool {
 	for _, l := range ls {
 		for _, g := range l {
-			if g.ino == 0 && g.target == "" && !g.keep && g.is(p) {
+			if g.link == "" && g.target == "" && !g.keep && g.is(p) {
 				return true
 			}
 		}
@@ -238,10 +239,23 @@ func isGitConfig(rel string) bool {
 }
 
 // covered is a protected path that existed when a call started, mounted read-only in it, and
-// the file or dir the mount covers.
+// the file or dir the mount covers, held open (pin) so that no other can take its inode number.
 type covered struct {
 	root, rel string
 	dev, ino  uint64
+	pin       int
+}
+
+// unpinCovers closes what coversOf held open, once the call's sweeps are over (or it never
+// started).
+func (p *Process) unpinCovers() {
+	if p.sweepDone != nil {
+		<-p.sweepDone
+	}
+	for _, c := range p.covers {
+		unix.Close(c.pin)
+	}
+	p.covers = nil
 }
 
 // moveAsideCreated moves aside each guarded path that exists: the call made it, in a way its
@@ -377,7 +391,7 @@ func (p *Process) moveAsideCreated(running bool) {
 					continue
 				}
 			}
-			if !mayExist(rfd, g.rel) || g.ino != 0 && isLink(rfd, g.rel, g.ino) || g.keep && isFileBeneath(rfd, g.rel) {
+			if !mayExist(rfd, g.rel) || g.link != "" && isLink(rfd, g.rel, g.link) || g.keep && isFileBeneath(rfd, g.rel) {
 				continue
 			}
 			rels := []string{g.rel}
@@ -527,10 +541,20 @@ func isFileBeneath(rfd int, rel string) bool {
 	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
-// isLink reports whether rel below the dir fd rfd is still the symlink of inode ino.
-func isLink(rfd int, rel string, ino uint64) bool {
-	var st unix.Stat_t
-	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Ino == ino && st.Mode&unix.S_IFMT == unix.S_IFLNK
+// isLink reports whether rel below the dir fd rfd is a symlink that says link.
+func isLink(rfd int, rel string, link string) bool {
+	got, ok := readLink(rfd, rel)
+	return ok && got == link
+}
+
+// readLink returns what the symlink rel below the dir fd rfd says; false when it is none.
+func readLink(rfd int, rel string) (string, bool) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(rfd, rel, buf)
+	if err != nil || n == len(buf) {
+		return "", false
+	}
+	return string(buf[:n]), true
 }
 
 // namesIn returns the entry names of dir, reached from the root's fd rfd without a symlink
@@ -707,9 +731,7 @@ func keepLink(rfd int, rel, target, call string) bool {
 		}
 		defer unix.Close(fd)
 	}
-	buf := make([]byte, 4096)
-	n, err := unix.Readlinkat(fd, name, buf)
-	if err == nil && string(buf[:n]) == target {
+	if got, ok := readLink(fd, name); ok && got == target {
 		return false
 	}
 	var st unix.Stat_t

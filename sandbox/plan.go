@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,13 +29,14 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	al := &aliasLookup{tab: tab}
 	busy := s.guarding.snapshot() // before any lstat: see guardSet
-	if cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy) }); cerr != nil {
+	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy) })
+	if l != nil {
+		p.covers = l.covers // the Process holds their fds from here (unpinCovers)
+	}
+	if err != nil || cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	p.guard, p.repos, p.writable, p.covers = l.guard, l.repos, l.writable, l.covers
+	p.guard, p.repos, p.writable = l.guard, l.repos, l.writable
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
 		// A user's link kept leading where it did (guarded.target) is the user's, not a new
 		// match the call made: the sweep puts it back, and must not then move it aside.
@@ -113,7 +113,9 @@ type look struct {
 }
 
 // coversOf is what each protected path that exists is now (covered), found from its
-// writable dir as the sweep will find it.
+// writable dir as the sweep will find it. Each is held open (O_PATH) until the call ends:
+// were the file replaced and freed, a new file could get its inode number (ext4 hands a freed
+// one out again at once) and pass for the file the mount still covered.
 func coversOf(v *fsView, protected, writable []string) []covered {
 	var out []covered
 	for _, q := range protected {
@@ -121,13 +123,16 @@ func coversOf(v *fsView, protected, writable []string) []covered {
 		if !ok {
 			continue
 		}
-		fi, err := v.lstat(q)
+		fd, err := unix.Open(q, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			out = append(out, covered{root: g.root, rel: g.rel, dev: st.Dev, ino: st.Ino})
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			unix.Close(fd)
+			continue
 		}
+		out = append(out, covered{root: g.root, rel: g.rel, dev: st.Dev, ino: st.Ino, pin: fd})
 	}
 	return out
 }
@@ -182,13 +187,12 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 			return nil, err
 		}
 		if spec.MoveAsideCreated {
-			l.covers = coversOf(v, l.protected, l.writable)
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves
 			// the restored one aside.
 			l.guard = slices.DeleteFunc(l.guard, func(g guarded) bool {
-				return g.ino != 0 && slices.ContainsFunc(links, func(k guarded) bool { return k.root == g.root && k.rel == g.rel })
+				return g.link != "" && slices.ContainsFunc(links, func(k guarded) bool { return k.root == g.root && k.rel == g.rel })
 			})
 			l.guard = append(l.guard, links...)
 		}
@@ -209,6 +213,9 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
 	l.later = appearLater(v, l.fileDeny, spec.UID)
+	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace {
+		l.covers = coversOf(v, l.protected, l.writable) // last: nothing after it fails
+	}
 	return l, nil
 }
 
@@ -326,7 +333,7 @@ func linksToHidden(v *fsView, spec *Spec, writable []string, have []guarded) []g
 			if err != nil {
 				break
 			}
-			g.ino, g.target = 0, target
+			g.link, g.target = "", target
 			if !slices.Contains(out, g) && !slices.Contains(have, g) {
 				out = append(out, g)
 			}

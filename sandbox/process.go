@@ -96,6 +96,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	}
 	if err := s.start(p); err != nil {
 		s.guarding.done(p)
+		p.unpinCovers()
 		return nil, errcode.New(errcode.SandboxSetup, err)
 	}
 	s.mu.Lock()
@@ -245,6 +246,7 @@ func (p *Process) Wait() (*Result, error) {
 	}
 	defer func() {
 		p.s.guarding.done(p) // after the last sweep
+		p.unpinCovers()
 		p.s.mu.Lock()
 		delete(p.s.procs, p)
 		p.s.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -321,7 +320,7 @@ func keeps(kept []string, c string) bool {
 }
 
 // linkOnTheWay returns the first symlink from c's writable dir down to c, c included, as a
-// guarded path with its inode: the user's link (a dotfile kept in a repository, ~/.bashrc ->
+// guarded path with what it says: the user's link (a dotfile kept in a repository, ~/.bashrc ->
 // dotfiles/bashrc, ~/.config -> dotfiles/config). Its target is read-only, but a mount cannot
 // hold the link itself in place: what a call puts at its name instead is moved aside.
 func linkOnTheWay(v *fsView, c string, writable []string) (guarded, bool) {
@@ -340,8 +339,12 @@ func linkOnTheWay(v *fsView, c string, writable []string) (guarded, bool) {
 			if err != nil {
 				return guarded{}, false
 			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode()&os.ModeSymlink != 0 {
-				return guarded{root: w, rel: p[len(w)+1:], ino: st.Ino}, true
+			if fi.Mode()&os.ModeSymlink != 0 {
+				link, err := os.Readlink(p)
+				if err != nil || link == "" {
+					return guarded{}, false
+				}
+				return guarded{root: w, rel: p[len(w)+1:], link: link}, true
 			}
 		}
 		return guarded{}, false

