@@ -513,9 +513,14 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 			text = append(text, "<error>Command was aborted before completion</error>")
 		}
 	}
-	if sres.KilledBy == sandbox.KilledRemade {
+	switch {
+	case sres.KilledBy == sandbox.KilledRemade:
 		text = append(text, "<error>sandboxd killed the command: it made a protected path again after sandboxd had moved it aside (moved_aside names it)</error>")
-	} else if !exitOK && !interrupted {
+	case sres.KilledBy == sandbox.KilledCoverLost:
+		text = append(text, "<error>sandboxd killed the command: a protected path it kept read-only was replaced outside the sandbox while it ran, which would have made it writable (the daemon's log names it)</error>")
+	case sres.KilledBy == sandbox.KilledHiddenLost:
+		text = append(text, "<error>sandboxd killed the command: a path it kept hidden was replaced outside the sandbox while it ran, which would have shown it (the daemon's log names it); run the command again</error>")
+	case !exitOK && !interrupted:
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}
 	if len(sres.MovedAside) > 0 {

@@ -246,8 +246,8 @@ type covered struct {
 	pin       int
 }
 
-// unpinCovers closes what coversOf held open, once the call's sweeps are over (or it never
-// started).
+// unpinCovers closes what coversOf and hiddenOf held open, once the call's sweeps are over (or
+// it never started).
 func (p *Process) unpinCovers() {
 	if p.sweepDone != nil {
 		<-p.sweepDone
@@ -255,7 +255,40 @@ func (p *Process) unpinCovers() {
 	for _, c := range p.covers {
 		unix.Close(c.pin)
 	}
-	p.covers = nil
+	for _, h := range p.hidden {
+		unix.Close(h.pin)
+	}
+	p.covers, p.hidden = nil, nil
+}
+
+// hiddenPath is a path every mount of the call hides that existed when it started (a deny
+// path, a socket), and the file or dir the mount covers, held open (pin) like a covered one.
+type hiddenPath struct {
+	path     string
+	dev, ino uint64
+	pin      int
+}
+
+// KilledHiddenLost is the kill reason of a call whose cover of a hidden path (a deny path, a
+// socket every call hides) was dropped by the path's replacement on the host (hiddenLost):
+// from then on the call could read or connect there.
+const KilledHiddenLost = "hidden_path_replaced"
+
+// hiddenLost returns the first hidden path that is no longer what the call's mount covers,
+// "" when every one is. Run as the caller.
+func (p *Process) hiddenLost() string {
+	for _, h := range p.hidden {
+		var st unix.Stat_t
+		// Followed, as the plan and the mount did. Gone exposes nothing (a logout removes
+		// /run/user/<uid>): what is made there again is caught by the next sweep. One the
+		// caller can no longer look at may have been made unreadable by the call itself.
+		err := unix.Stat(h.path, &st)
+		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && st.Ino == h.ino && st.Dev == h.dev {
+			continue
+		}
+		return h.path
+	}
+	return ""
 }
 
 // moveAsideCreated moves aside each guarded path that exists: the call made it, in a way its
@@ -267,10 +300,14 @@ func (p *Process) unpinCovers() {
 // WARNING: writes in the caller's dirs; rerun as root after changing:
 // go test -run 'TestMoveAside' ./sandbox/
 func (p *Process) moveAsideCreated(running bool) {
-	remade, replaced := "", ""
+	remade, replaced, unhidden := "", "", ""
 	defer func() {
 		// As the daemon, not the caller: the cgroup is root's.
 		switch {
+		case unhidden != "":
+			p.s.log.Warn("a hidden path was replaced or removed while a call ran, which drops its cover there; killing the call",
+				zap.String("path", unhidden), zap.String("call", p.spec.Call))
+			_ = p.Kill(KilledHiddenLost)
 		case replaced != "" && running:
 			p.s.log.Warn("a protected path was replaced while a call ran, which drops its read-only cover there; killing the call and moving the path aside",
 				zap.String("path", replaced), zap.String("call", p.spec.Call))
@@ -282,6 +319,10 @@ func (p *Process) moveAsideCreated(running bool) {
 		}
 	}()
 	err := asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() {
+		if running {
+			// Once the call is over there is nothing left to read a hidden path.
+			unhidden = p.hiddenLost()
+		}
 		roots := map[string]int{}
 		defer func() {
 			for _, fd := range roots {
@@ -411,9 +452,14 @@ func (p *Process) moveAsideCreated(running bool) {
 			if !ok {
 				continue
 			}
+			// A dir on the way the call made unsearchable (chmod 000 scripts around each sweep)
+			// gets its search bit back; one the sweep still cannot look at counts as replaced.
 			var st unix.Stat_t
 			err := unix.Fstatat(rfd, c.rel, &st, unix.AT_SYMLINK_NOFOLLOW)
-			if err == nil && st.Ino == c.ino && st.Dev == c.dev || err != nil && err != unix.ENOENT {
+			if err != nil && err != unix.ENOENT {
+				st, err = lstatOpening(rfd, c.rel)
+			}
+			if err == nil && st.Ino == c.ino && st.Dev == c.dev {
 				continue
 			}
 			path := filepath.Join(c.root, c.rel)
@@ -431,9 +477,10 @@ func (p *Process) moveAsideCreated(running bool) {
 				replaced = path
 			}
 			// A git config that holds nothing that runs code is left to the user (git config
-			// user.name, git push -u): the kill ends the call's chance to write it.
+			// user.name, git push -u): the kill ends the call's chance to write it. One that
+			// cannot be looked at is moved aside whatever it is (moveAside opens the way).
 			noWorktree := func(string) bool { return false }
-			if err == nil && !(isGitConfig(c.rel) && safeGitConfigAt(rfd, c.rel, noWorktree)) {
+			if err != nil && err != unix.ENOENT || err == nil && !(isGitConfig(c.rel) && safeGitConfigAt(rfd, c.rel, noWorktree)) {
 				move(rfd, c.root, c.rel)
 			}
 		}
@@ -703,6 +750,40 @@ func renameAside(fd int, name, aside string) error {
 func openBeneath(fd int, name string) (int, error) {
 	return unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+}
+
+// lstatOpening is lstat of rel below rfd that gives each of the caller's own dirs on the way
+// back its search bit (unlock) where it lacks it. No symlink is followed on the way.
+func lstatOpening(rfd int, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, name := filepath.Split(rel)
+	fd := rfd
+	defer func() {
+		if fd != rfd {
+			unix.Close(fd)
+		}
+	}()
+	for _, c := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		next, err := openBeneath(fd, c)
+		if err == unix.EACCES && unlock(fd) {
+			next, err = openBeneath(fd, c)
+		}
+		if err != nil {
+			return st, err
+		}
+		if fd != rfd {
+			unix.Close(fd)
+		}
+		fd = next
+	}
+	err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == unix.EACCES && unlock(fd) {
+		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return st, err
 }
 
 // unlock gives the dir at fd back the owner's search and write bits when it lacks one, and

@@ -31,7 +31,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	busy := s.guarding.snapshot() // before any lstat: see guardSet
 	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy) })
 	if l != nil {
-		p.covers = l.covers // the Process holds their fds from here (unpinCovers)
+		p.covers, p.hidden = l.covers, l.hidden // the Process holds their fds from here (unpinCovers)
 	}
 	if err != nil || cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
@@ -106,6 +106,7 @@ type look struct {
 	protected          []string  // read-only inside writable dirs (protectedPaths)
 	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
 	covers             []covered // protected paths that exist now (Spec.MoveAsideCreated)
+	hidden             []hiddenPath
 	repos              []guarded // where a repository's submodules are looked at (gitlinkGits)
 	fileDeny           []string  // deny paths landlock keeps unreadable
 	later              []string  // deny paths that may appear while the call runs (appearLater)
@@ -213,10 +214,36 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
 	l.later = appearLater(v, l.fileDeny, spec.UID)
+	// Last: nothing after them fails, so what they hold open is the Process's to close.
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace {
-		l.covers = coversOf(v, l.protected, l.writable) // last: nothing after it fails
+		l.covers = coversOf(v, l.protected, l.writable)
 	}
+	l.hidden = hiddenOf(mountDeny)
 	return l, nil
+}
+
+// hiddenOf is what each path the mounts hide (callMounts' deny) is now, held open until the
+// call ends: a mount covers the file or dir it was made on, and a rename over the path or its
+// removal and re-creation on the host (a credentials file the user's tool saves again, a
+// socket a restarted service makes again, /run/user/<uid> at the next login) shows the new one
+// uncovered, which landlock does not hold inside a writable dir nor anywhere it was when the
+// call started. The sweep kills the call once one is no longer the file covered. Run as the
+// caller; followed, as the mount is.
+func hiddenOf(paths []string) []hiddenPath {
+	var out []hiddenPath
+	for _, d := range paths {
+		fd, err := unix.Open(d, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			unix.Close(fd)
+			continue
+		}
+		out = append(out, hiddenPath{path: d, dev: st.Dev, ino: st.Ino, pin: fd})
+	}
+	return out
 }
 
 // hideAround returns hidden with every dir that holds one of keep (a session dir: an agent's

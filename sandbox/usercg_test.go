@@ -26,7 +26,10 @@ func TestUserCgroupBoundsAllOfAUsersCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hold.Kill("test_end")
+	defer func() {
+		hold.Kill("test_end")
+		hold.Wait() // which ends its sweeps
+	}()
 	waitFor(t, func() bool { return countProcs(t, s, "user-65534") >= 30 })
 	for i, pooled := range []bool{true, false} {
 		s.noPool.Store(!pooled)
