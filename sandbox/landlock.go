@@ -276,13 +276,7 @@ func (c *expansionCache) get(root string, access uint64, deny []string) ([]llRul
 // fresh reports whether every directory the expansion listed is unchanged. The stamp is taken
 // before the listing, so a change during it makes the entry stale, never wrongly fresh.
 func (e *expansion) fresh() bool {
-	for _, d := range e.dirs {
-		st, ok := stampOf(d.path)
-		if !ok || st != d {
-			return false
-		}
-	}
-	return true
+	return fresh(e.dirs)
 }
 
 // expandAround grants access on root, except that a deny path beneath root must not inherit

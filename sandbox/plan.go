@@ -29,7 +29,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	al := &aliasLookup{tab: tab}
 	busy := s.guarding.snapshot() // before any lstat: see guardSet
-	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy) })
+	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy, s.linkScans) })
 	if l != nil {
 		p.covers, p.hidden = l.covers, l.hidden // the Process holds their fds from here (unpinCovers)
 	}
@@ -141,7 +141,7 @@ func coversOf(v *fsView, protected, writable []string) []covered {
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
 // socket dirs every call hides (hiddenFor), al the mount table the child starts with. Run as
 // the caller. busy are the paths other running calls guard (guardSet).
-func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (*look, error) {
+func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, scans *linkScans) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -184,7 +184,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists) (
 	// a parent, the file system mounted twice) is a deny path too.
 	deny = al.withAliases(deny)
 	if !spec.ReadOnlyWorkspace {
-		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al, busy); err != nil {
+		if l.protected, l.guard, err = protectedPaths(v, spec, l.writable, al, busy, scans); err != nil {
 			return nil, err
 		}
 		if spec.MoveAsideCreated {

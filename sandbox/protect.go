@@ -197,7 +197,7 @@ const maxProtected = 256
 // path whose real place lies outside every writable dir needs nothing: the call cannot write
 // there anyway. One that another running call guards (busy) counts as missing: that call made
 // it, and moves it aside. Run as the caller.
-func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, busy guardLists) (out []string, missing []guarded, err error) {
+func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, busy guardLists, scans *linkScans) (out []string, missing []guarded, err error) {
 	add := func(p string) {
 		fi, err := v.lstat(p)
 		if err != nil || (filepath.Base(p) == ".git" && fi.IsDir()) {
@@ -259,6 +259,21 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	for _, c := range named {
 		if !slices.Contains(clean, c) && (under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) })) {
 			clean = append(clean, c)
+		}
+	}
+	// A link inside a protected dir leads the user's tool to its target (a hook kept in the
+	// repository: .git/hooks/pre-commit -> ../../scripts/pre-commit), which is protected too.
+	for _, c := range slices.Clone(clean) {
+		if filepath.Base(c) == ".git" {
+			continue // its config and hooks are candidates of their own
+		}
+		if fi, err := v.stat(c); err != nil || !fi.IsDir() {
+			continue
+		}
+		for _, t := range scans.targets(v, spec.UID, resolve(v, c)) {
+			if !slices.Contains(clean, t) && slices.ContainsFunc(writable, func(w string) bool { return under(t, w) }) {
+				clean = append(clean, t)
+			}
 		}
 	}
 	for _, c := range clean {

@@ -656,6 +656,49 @@ func TestReplacedCoverKillsCall(t *testing.T) {
 	}
 }
 
+// TestLinkInProtectedDir: a hook or agent settings file kept as a link into the repository
+// (.git/hooks/pre-push -> ../../scripts/pre-push) runs what its target holds, so the target
+// is read-only in a call, and a missing one the call makes is moved aside.
+func TestLinkInProtectedDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	for _, d := range []string{"scripts", "agentcfg", ".claude"} {
+		if err := os.MkdirAll(filepath.Join(f.repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for file, content := range map[string]string{"scripts/pre-push": "#!/bin/sh\n", "agentcfg/settings.json": "{}\n"} {
+		if err := os.WriteFile(filepath.Join(f.repo, file), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		".git/hooks/pre-push":         "../../scripts/pre-push",
+		".git/hooks/pre-merge-commit": "../../scripts/pre-commit", // dangling: the call could make it
+		".claude/settings.json":       "../agentcfg/settings.json",
+	} {
+		if err := os.Symlink(target, filepath.Join(f.repo, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chownR(t, f.repo)
+	time.Sleep(50 * time.Millisecond) // the user's links are older than the call
+	const script = `s=scri; echo 'touch /tmp/MARK' >> ${s}pts/pre-push; a=agent; echo '{"hooks":"MARK"}' > ${a}cfg/settings.json; ` +
+		`echo 'touch /tmp/MARK' > ${s}pts/pre-commit; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, p := range []string{"scripts/pre-push", "agentcfg/settings.json", "scripts/pre-commit"} {
+		if b, _ := os.ReadFile(filepath.Join(f.repo, p)); strings.Contains(string(b), "MARK") {
+			t.Errorf("%s, where a link in a protected dir leads, holds what the call wrote; MovedAside %v, output %q", p, res.MovedAside, out)
+		}
+	}
+}
+
 // TestReplacedCoverBehindLockedDir: a call that makes the dir holding a covered file
 // unsearchable (chmod 000) does not blind the sweep to the file's replacement: a covered path
 // it cannot look at counts as replaced.
