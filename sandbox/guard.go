@@ -543,7 +543,9 @@ func (pg *patternGuard) names(path string) bool {
 // caller.
 func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string) bool) []string {
 	v := newFSView()
-	ms, err := expandPatterns(v, pg.pats, pg.roots, uid)
+	// A dir of the caller's it made unreadable (chmod 000 junk) is opened up again rather than
+	// left unlooked at: what it hides would stay, and refuse the next call.
+	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, true)
 	if err != nil {
 		log.Warn("could not look for what the call made that an Edit deny rule names", zap.Error(err))
 	}
@@ -792,11 +794,17 @@ func lstatOpening(rfd int, rel string) (unix.Stat_t, error) {
 // else's. Through /proc, since fchmod takes no O_PATH fd; the fd pins the inode, so nothing can
 // swap the dir meanwhile.
 func unlock(fd int) bool {
+	return giveBack(fd, 0o300)
+}
+
+// giveBack gives the dir at fd back the owner's permission bits it lacks, and reports whether
+// it did (see unlock).
+func giveBack(fd int, bits uint32) bool {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o300 == 0o300 {
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&bits == bits {
 		return false
 	}
-	return unix.Chmod("/proc/thread-self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|0o300) == nil
+	return unix.Chmod("/proc/thread-self/fd/"+strconv.Itoa(fd), st.Mode&0o7777|bits) == nil
 }
 
 // keepLink makes rel below rfd the symlink to target again when a call removed or replaced

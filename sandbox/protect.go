@@ -311,7 +311,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 			}
 		}
 	}
-	matches, err := expandPatterns(v, patterns, writable, spec.UID)
+	matches, err := expandPatterns(v, patterns, writable, spec.UID, false)
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, nil, err
@@ -423,7 +423,7 @@ const maxPatternWalk = 50000
 // name alone: the walk runs on every call of a session with such a rule. It fails when the
 // walk cannot be complete (more than maxPatternWalk entries, or a dir of the caller's it cannot
 // read). Run as the caller, uid.
-func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, error) {
+func expandPatterns(v *fsView, patterns, roots []string, uid uint32, openUp bool) ([]string, error) {
 	var out []string
 	walks := map[string][]pathPattern{}
 	var order []string
@@ -460,7 +460,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32) ([]string, 
 			walks[start] = append(walks[start], pp)
 		}
 	}
-	w := &treeWalk{budget: maxPatternWalk, uid: uid}
+	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: openUp}
 	for _, start := range order {
 		pats := walks[start]
 		// visit reports whether to walk into p: a match is covered whole, not entered.

@@ -323,7 +323,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(base, "a/b/c/d/e/f/.env"), nil, 0o644)
 	pat := []string{escapePattern(base) + "/**/.env"}
-	got, err := expandPatterns(newFSView(), pat, []string{base}, 0)
+	got, err := expandPatterns(newFSView(), pat, []string{base}, 0, false)
 	if err != nil || len(got) != 1 || got[0] != filepath.Join(base, "a/b/c/d/e/f/.env") {
 		t.Fatalf("expand: %v %v, want the deep .env", got, err)
 	}
@@ -338,7 +338,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	os.Chown(filepath.Join(base, "mine"), nobody, nobody)
 	os.Chmod(filepath.Join(base, "theirs"), 0)
 	var errMine error
-	if err := asCaller(nobody, nobody, nil, func() { _, errMine = expandPatterns(newFSView(), pat, []string{base}, nobody) }); err != nil {
+	if err := asCaller(nobody, nobody, nil, func() { _, errMine = expandPatterns(newFSView(), pat, []string{base}, nobody, false) }); err != nil {
 		t.Fatal(err)
 	}
 	if errMine == nil || !errors.Is(errMine, ErrBadSpec) || !strings.Contains(errMine.Error(), "mine") {
@@ -346,7 +346,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	}
 	os.Chown(filepath.Join(base, "mine"), 0, 0)
 	var errTheirs error
-	if err := asCaller(nobody, nobody, nil, func() { _, errTheirs = expandPatterns(newFSView(), pat, []string{base}, nobody) }); err != nil {
+	if err := asCaller(nobody, nobody, nil, func() { _, errTheirs = expandPatterns(newFSView(), pat, []string{base}, nobody, false) }); err != nil {
 		t.Fatal(err)
 	}
 	if errTheirs != nil {
@@ -1279,6 +1279,34 @@ func TestMoveAsideEditDenyPatternMatch(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(f.repo, "other", "file")); err != nil {
 		t.Errorf("other/file should have stayed: %v", err)
+	}
+}
+
+// TestEditDenyMatchBehindLockedDir: a call that makes a dir of its own unreadable (chmod 000)
+// does not hide a new match of an Edit deny pattern from the sweep: the sweep's walk opens the
+// caller's dir up again, moves the match aside, and the next call is not refused.
+func TestEditDenyMatchBehindLockedDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const script = `d=lib/src/sec; mkdir -p ${d}ret && echo x > ${d}ret/new.txt; mkdir junk && chmod 000 junk; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	pats := []string{f.repo + "/**/src/secret/**"}
+	sp.ProtectedPatterns = append(sp.ProtectedPatterns, pats...)
+	sp.GuardPatterns = pats
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if _, err := os.Lstat(filepath.Join(f.repo, "lib/src/secret/new.txt")); err == nil {
+		t.Errorf("lib/src/secret/new.txt, which an Edit deny rule names, made by the call, is still there; MovedAside %v", res.MovedAside)
+	}
+	next := f.spec("echo next", f.repo, f.repo)
+	next.ProtectedPatterns = append(next.ProtectedPatterns, pats...)
+	next.GuardPatterns, next.MoveAsideCreated, next.Call = pats, true, "c2"
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), next); err != nil || !strings.Contains(out, "next") {
+		t.Errorf("the next call: %v %q", err, out)
 	}
 }
 

@@ -21,6 +21,9 @@ const maxWalkDepth = 256
 type treeWalk struct {
 	budget int    // entries left to visit
 	uid    uint32 // the caller: a dir of theirs they cannot read is one they could open up
+	// openUp: a dir of the caller's it cannot read gets the owner's read and search bits back
+	// (the sweep's walk: the call took them), instead of being a gap.
+	openUp bool
 	buf    []byte
 	// visit is told of each entry and returns whether to walk into it (a dir only).
 	visit func(p, name string, isDir bool) bool
@@ -31,6 +34,9 @@ var errWalkBudget = errors.New("too many entries")
 // walk lists the dir at p and, recursively, the dirs visit walks into.
 func (w *treeWalk) walk(p string) error {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.EACCES && w.openUp && w.giveBackAt(unix.AT_FDCWD, p) {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return w.openFailed(unix.AT_FDCWD, p, p, err, false)
 	}
@@ -88,6 +94,9 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 	for _, name := range into {
 		sub := p + "/" + name
 		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EACCES && w.openUp && w.giveBackAt(fd, name) {
+			cfd, err = unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
 		if err != nil {
 			if err := w.openFailed(fd, name, sub, err, true); err != nil {
 				return err
@@ -101,6 +110,17 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// giveBackAt gives the caller's dir name below dirfd back the owner's read and search bits.
+// Run as the caller: anyone else's dir stays as it is.
+func (w *treeWalk) giveBackAt(dirfd int, name string) bool {
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return giveBack(fd, 0o500)
 }
 
 // openFailed says whether a dir that could not be opened leaves a gap. Gone, or no longer a
