@@ -172,24 +172,16 @@ const maxCachedIndexes = 256
 // or, when it is a dir, whose config, config.worktree or commondir was: relative to rfd. An
 // index it cannot read is an error, and itself returned when it changed since then.
 // Run as the caller.
-func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time) ([]string, error) {
+//
+// had are the gitlinks the index held when the call started and the inode of each one's .git
+// then (gitlinksAt), nil when unknown: a gitlink added since, or whose .git is another one now,
+// makes its .git the call's whatever its age (a repository an earlier call made, registered
+// as a submodule by this one or moved into a submodule's place).
+func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map[string]uint64) ([]string, error) {
 	idx := path.Join(dir, ".git", "index")
-	var st unix.Stat_t
-	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, nil // no index: no gitlinks
-	}
-	key := indexKey{st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
-	c.mu.Lock()
-	got, ok := c.m[key]
-	c.mu.Unlock()
+	got, st, ok := c.read(rfd, idx)
 	if !ok {
-		got.links, got.err = readGitlinks(rfd, idx)
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCachedIndexes {
-			c.m = map[indexKey]indexLinks{}
-		}
-		c.m[key] = got
-		c.mu.Unlock()
+		return nil, nil // no index: no gitlinks
 	}
 	if got.err != nil {
 		if !time.Unix(st.Ctim.Unix()).Before(since) {
@@ -209,11 +201,60 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time) ([]stri
 			continue // git refuses such a path too: no submodule of it is ever checked out
 		}
 		g := path.Join(dir, l, ".git")
+		if had != nil {
+			var lst unix.Stat_t
+			if ino, ok := had[l]; unix.Fstatat(rfd, g, &lst, unix.AT_SYMLINK_NOFOLLOW) == nil && (!ok || lst.Ino != ino) {
+				out = append(out, g)
+				continue
+			}
+		}
 		if changed(g) || isDirBeneath(rfd, g) && (changed(path.Join(g, "config")) || changed(path.Join(g, "config.worktree")) || changed(path.Join(g, "commondir"))) {
 			out = append(out, g)
 		}
 	}
 	return out, nil
+}
+
+// gitlinksAt returns the gitlinks of the repository at dir (below rfd), each with the inode of
+// its .git (0: none), nil when it has no index or its index cannot be read. Run as the caller.
+func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]uint64 {
+	got, _, ok := c.read(rfd, path.Join(dir, ".git", "index"))
+	if !ok || got.err != nil {
+		return nil
+	}
+	out := make(map[string]uint64, len(got.links)) // not nil: known, maybe none
+	for _, l := range got.links {
+		var st unix.Stat_t
+		if filepath.IsLocal(l) && unix.Fstatat(rfd, path.Join(dir, l, ".git"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			out[l] = st.Ino
+		} else {
+			out[l] = 0
+		}
+	}
+	return out
+}
+
+// read returns the gitlinks of the index idx (below rfd), from the cache while stat says the
+// same of it; false when there is no index.
+func (c *gitlinkCache) read(rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return indexLinks{}, st, false
+	}
+	key := indexKey{st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
+	c.mu.Lock()
+	got, ok := c.m[key]
+	c.mu.Unlock()
+	if !ok {
+		got.links, got.err = readGitlinks(rfd, idx)
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCachedIndexes {
+			c.m = map[indexKey]indexLinks{}
+		}
+		c.m[key] = got
+		c.mu.Unlock()
+	}
+	return got, st, true
 }
 
 // readGitlinks reads the index idx (below rfd) and, for a split index, the shared index it

@@ -145,6 +145,52 @@ func TestNewGitlinkGitMovedAside(t *testing.T) {
 	}
 }
 
+// TestGitlinkAddedLaterMovedAside: a repository one call made, whose .git is then older than
+// the next call, registered as a submodule by that next call, is the call's all the same: a
+// gitlink the index did not hold when the call started has its .git moved aside.
+func TestGitlinkAddedLaterMovedAside(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	// A submodule of the user's, there before the calls.
+	hostGit(t, f.repo, "update-index", "--add", "--cacheinfo", "160000,"+strings.TrimSpace(gitOut(t, f.repo, "rev-parse", "HEAD"))+",kept")
+	os.MkdirAll(filepath.Join(f.repo, "kept"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "kept", ".git"), []byte("gitdir: ../.git/modules/kept\n"), 0o644)
+	chownR(t, f.repo)
+	first := f.spec(`mkdir -p vendor && for r in lib1 lib2; do git init -q vendor/$r && printf '[core]\n\tfsmonitor = touch PWNED; false\n' >> vendor/$r/.git/config; done && echo done`, f.repo, f.repo)
+	first.MoveAsideCreated, first.Call = true, "c1"
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), first); err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	time.Sleep(100 * time.Millisecond) // vendor/lib1/.git is older than the next call
+	second := f.spec(`git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor/lib1 && echo done`, f.repo, f.repo)
+	second.MoveAsideCreated, second.Call = true, "c2"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), second)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if want := filepath.Join(f.repo, "vendor", "lib1", ".git"); !slices.Contains(res.MovedAside, want) {
+		t.Errorf("moved aside %v, want %s", res.MovedAside, want)
+	}
+	cmd := exec.Command("git", "-c", "safe.directory=*", "status")
+	cmd.Dir, cmd.Env = f.repo, []string{"HOME=" + f.repo, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+	_ = cmd.Run()
+	if _, err := os.Lstat(filepath.Join(f.repo, "vendor", "lib1", "PWNED")); err == nil {
+		t.Error("git status ran what the first call left in the submodule the second registered")
+	}
+	// Moved into the place of a submodule the index held at the start: its .git is another.
+	third := f.spec(`rm -rf kept && mv vendor/lib2 kept && echo done`, f.repo, f.repo)
+	third.MoveAsideCreated, third.Call = true, "c3"
+	res, out, err = run(t, s, ctxTimeout(t, 20*time.Second), third)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if want := filepath.Join(f.repo, "kept", ".git"); !slices.Contains(res.MovedAside, want) {
+		t.Errorf("moved aside %v, want %s", res.MovedAside, want)
+	}
+}
+
 func gitOut(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("git", append([]string{"-C", dir, "-c", "safe.directory=*"}, args...)...).Output()

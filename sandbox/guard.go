@@ -499,12 +499,12 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 		}
 		// A submodule's .git the call made or changed: the user's git status runs git there.
-		for _, r := range p.repos {
+		for i, r := range p.repos {
 			rfd, ok := rootFD(r.root)
 			if !ok {
 				continue
 			}
-			gits, err := p.s.gitlinks.gitlinkGits(rfd, r.rel, p.start.Add(-ctimeSlack))
+			gits, err := p.s.gitlinks.gitlinkGits(rfd, r.rel, p.start.Add(-ctimeSlack), p.repoLinks[i])
 			if err != nil {
 				p.s.log.Warn("a repository's index could not be read to look at its submodules; moved aside if the call changed it",
 					zap.String("dir", filepath.Join(r.root, r.rel)), zap.Error(err))

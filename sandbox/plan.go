@@ -29,14 +29,14 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	al := &aliasLookup{tab: tab}
 	busy := s.guarding.snapshot() // before any lstat: see guardSet
-	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy, s.linkScans) })
+	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy, s.linkScans, &s.gitlinks) })
 	if l != nil {
 		p.covers, p.hidden = l.covers, l.hidden // the Process holds their fds from here (unpinCovers)
 	}
 	if err != nil || cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
-	p.guard, p.repos, p.writable = l.guard, l.repos, l.writable
+	p.guard, p.repos, p.repoLinks, p.writable = l.guard, l.repos, l.repoLinks, l.writable
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
 		// A user's link kept leading where it did (guarded.target) is the user's, not a new
 		// match the call made: the sweep puts it back, and must not then move it aside.
@@ -107,9 +107,10 @@ type look struct {
 	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
 	covers             []covered // protected paths that exist now (Spec.MoveAsideCreated)
 	hidden             []hiddenPath
-	repos              []guarded // where a repository's submodules are looked at (gitlinkGits)
-	fileDeny           []string  // deny paths landlock keeps unreadable
-	later              []string  // deny paths that may appear while the call runs (appearLater)
+	repos              []guarded           // where a repository's submodules are looked at (gitlinkGits)
+	repoLinks          []map[string]uint64 // each one's gitlinks and their .git now, nil where unknown
+	fileDeny           []string            // deny paths landlock keeps unreadable
+	later              []string            // deny paths that may appear while the call runs (appearLater)
 	mounts             []mountOp
 }
 
@@ -141,7 +142,7 @@ func coversOf(v *fsView, protected, writable []string) []covered {
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
 // socket dirs every call hides (hiddenFor), al the mount table the child starts with. Run as
 // the caller. busy are the paths other running calls guard (guardSet).
-func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, scans *linkScans) (*look, error) {
+func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, scans *linkScans, gitlinks *gitlinkCache) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -189,6 +190,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		}
 		if spec.MoveAsideCreated {
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
+			l.repoLinks = gitlinksOf(l.repos, gitlinks)
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves
 			// the restored one aside.

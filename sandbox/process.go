@@ -54,11 +54,12 @@ type Process struct {
 	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
 	guard     []guarded
-	covers    []covered     // the protected paths that existed, moved aside once replaced
-	hidden    []hiddenPath  // the hidden paths that existed; the call is killed once one is replaced
-	repos     []guarded     // the dirs whose repository's new gitlinks' .git are moved aside too
-	guardWalk *patternGuard // Spec.GuardPatterns, whose new matches are moved aside too
-	writable  []string      // the writable dirs, where a guarded path behind a link may lead
+	covers    []covered           // the protected paths that existed, moved aside once replaced
+	hidden    []hiddenPath        // the hidden paths that existed; the call is killed once one is replaced
+	repos     []guarded           // the dirs whose repository's new gitlinks' .git are moved aside too
+	repoLinks []map[string]uint64 // the gitlinks each of repos held at the start, nil where unknown
+	guardWalk *patternGuard       // Spec.GuardPatterns, whose new matches are moved aside too
+	writable  []string            // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
 	moved     []string
 
