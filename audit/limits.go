@@ -80,7 +80,7 @@ var spaceKinds = map[Kind]bool{
 // the daemon must be able to end work, but their bytes are spent all the same, in debt if need
 // be, so that creating and ending sessions (whose end record holds their whole state) in a
 // loop cannot add twice the budget.
-var debtKinds = map[Kind]bool{KindSessionDelete: true, KindApprovalResolve: true}
+var debtKinds = map[Kind]bool{KindSessionDelete: true, KindApprovalResolve: true, KindTaskEnd: true}
 
 // ownerBudgets holds a byte budget per uid, refilled at Config.MaxBytesPerUserHour an hour.
 type ownerBudgets struct {

@@ -105,6 +105,9 @@ func ocsfActivity(r *Record) (class, id int, name string) {
 		}
 		return ocsfNetwork, 1, "Open"
 	}
+	if r.Kind == KindTaskEnd {
+		return ocsfProcess, 2, "Terminate"
+	}
 	if strings.HasPrefix(string(r.Kind), "call.") {
 		switch r.Tool {
 		case "Bash":

@@ -43,6 +43,9 @@ const (
 	KindCallReport      Kind = "call.report"
 	KindApprovalRequest Kind = "approval.request"
 	KindApprovalResolve Kind = "approval.resolve"
+	// KindTaskEnd is how a background Bash task ended (its exit, a kill, what the sweep moved
+	// aside while it ran): often long after its call's call.end.
+	KindTaskEnd Kind = "task.end"
 	// KindNetConnect is one egress proxy decision: session, host, port, resolved ip, method and
 	// path when seen, allowed or not, the reason and the rule.
 	KindNetConnect Kind = "net.connect"
@@ -56,7 +59,7 @@ var callerKinds = map[Kind]bool{
 	KindSessionCreate: true, KindSessionUpdate: true, KindSessionDelete: true,
 	KindSessionSuspend: true, KindSessionResume: true,
 	KindCallDecide: true, KindCallStart: true, KindCallEnd: true, KindCallReport: true,
-	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true,
+	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true, KindTaskEnd: true,
 }
 
 var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true}

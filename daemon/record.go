@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -269,6 +270,39 @@ func (r *recorder) daemon(ctx context.Context, kind audit.Kind, detail map[strin
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// taskEnd records how a background task ended, owned by its session's owner: it may end long
+// after its call's call.end (a command moved to the background at its timeout), killed, or
+// with what the sweep moved aside while it ran.
+func (r *recorder) taskEnd(ctx context.Context, s *session.Session, id string, res *sandbox.Result, werr error) error {
+	snap := s.Snapshot()
+	detail := map[string]string{"task_id": id, "status": "completed"}
+	switch {
+	case werr != nil || res == nil:
+		detail["status"] = "failed"
+		if werr != nil {
+			detail["error"] = werr.Error()
+		}
+	default:
+		detail["exit_code"] = strconv.Itoa(res.ExitCode)
+		if res.KilledBy != "" {
+			detail["status"], detail["killed_by"] = "killed", res.KilledBy
+		}
+		if res.Signal != "" {
+			detail["signal"] = res.Signal
+		}
+		if len(res.MovedAside) > 0 {
+			b, _ := json.Marshal(res.MovedAside)
+			detail["moved_aside"] = string(b)
+		}
+	}
+	err := r.log.Append(ctx, &audit.Record{Kind: audit.KindTaskEnd, Caller: auditCaller(snap.Owner), Session: snap.ID,
+		Mode: string(snap.Mode), Tool: "Bash", Detail: detail})
+	if err != nil {
+		return errcode.Audit(err)
+	}
+	return nil
 }
 
 // report records an agent's report on a call it ran, as the agent's word.

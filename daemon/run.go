@@ -191,6 +191,11 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	core.pipeline.SetAuto(func() config.AutoClassifier { return core.Config().Auto.Classifier })
 	core.egress = newEgressProxy(core, &cfg, log)
 	host.ProxyPort = cfg.Network.ProxyPort
+	host.TaskEnded = func(s *session.Session, id string, res *sandbox.Result, err error) {
+		if aerr := rec.taskEnd(context.Background(), s, id, res, err); aerr != nil {
+			log.Error("a background task's end could not be written to the audit log", zap.String("task", id), zap.Error(aerr))
+		}
+	}
 	if cfg.Network.TLSIntercept {
 		ca, notes, err := loadInterceptCA(opts.StateDir, time.Now())
 		if err != nil {

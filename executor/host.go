@@ -44,6 +44,8 @@ type Host struct {
 	// SecretDirs are daemon directories hidden from every child, root's included (the
 	// interception CA's key).
 	SecretDirs []string
+	// TaskEnded, when set, is told how each background task ended (the audit log's task.end).
+	TaskEnded func(s *session.Session, id string, res *sandbox.Result, err error)
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.
 	toolState ToolState
 	// resultsMade holds the IDs of sessions whose results directory was made and checked, so

@@ -374,6 +374,13 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	// A task never outlives limits.task_max_seconds: nothing of a user outlives its bounds.
 	// Kill on a finished run is a no-op, so the timer needs no stopping.
 	time.AfterFunc(lim.TaskMaxLifetime, func() { run.kill("task_max_seconds") })
+	if h.TaskEnded != nil {
+		go func() {
+			<-run.done
+			res, err, _ := run.result()
+			h.TaskEnded(s, id, res, err)
+		}()
+	}
 	return t, nil
 }
 
@@ -437,6 +444,9 @@ func (t *task) status() map[string]any {
 			if res.KilledBy != "" {
 				m["status"] = "killed"
 				m["killed_by"] = res.KilledBy
+			}
+			if len(res.MovedAside) > 0 {
+				m["moved_aside"] = res.MovedAside
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/sandbox"
 )
 
 const bashOutputSchema = `{
@@ -62,6 +64,13 @@ func bashOutputDef(h *Host) Def {
 			fmt.Fprintf(&b, "<status>%s</status>\n", st["status"])
 			if code, ok := st["exit_code"]; ok {
 				fmt.Fprintf(&b, "<exit_code>%d</exit_code>\n", code)
+			}
+			if by, ok := st["killed_by"]; ok {
+				fmt.Fprintf(&b, "<killed_by>%s</killed_by>\n", by)
+			}
+			if moved, ok := st["moved_aside"].([]string); ok {
+				fmt.Fprintf(&b, "[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s]\n",
+					sandbox.BlockedSuffix, strings.Join(moved, ", "))
 			}
 			if len(out) > 0 {
 				fmt.Fprintf(&b, "<stdout>\n%s\n</stdout>\n", strings.TrimRight(toValidUTF8(string(out)), "\n"))
