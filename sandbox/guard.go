@@ -545,7 +545,7 @@ func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string
 	v := newFSView()
 	// A dir of the caller's it made unreadable (chmod 000 junk) is opened up again rather than
 	// left unlooked at: what it hides would stay, and refuse the next call.
-	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, true)
+	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true})
 	if err != nil {
 		log.Warn("could not look for what the call made that an Edit deny rule names", zap.Error(err))
 	}

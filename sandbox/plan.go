@@ -170,7 +170,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	// now are hidden like deny paths, and so is a whole dir (or file) outside them that a
 	// pattern denies everything under (Read(//etc/**), Read(~/out.txt/**)).
 	roots := append(slices.Clone(l.writable), l.readOnly...)
-	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID, false)
+	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID, patternWalk{followOut: true})
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, err

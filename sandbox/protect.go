@@ -311,7 +311,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 			}
 		}
 	}
-	matches, err := expandPatterns(v, patterns, writable, spec.UID, false)
+	matches, err := expandPatterns(v, patterns, writable, spec.UID, patternWalk{})
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, nil, err
@@ -423,7 +423,13 @@ const maxPatternWalk = 50000
 // name alone: the walk runs on every call of a session with such a rule. It fails when the
 // walk cannot be complete (more than maxPatternWalk entries, or a dir of the caller's it cannot
 // read). Run as the caller, uid.
-func expandPatterns(v *fsView, patterns, roots []string, uid uint32, openUp bool) ([]string, error) {
+// patternWalk says how expandPatterns walks: openUp gives the caller's own unreadable dirs
+// their bits back (the sweep's walk); followOut walks through a link to a dir outside the
+// roots (hide patterns: what they name there is readable through the link; an Edit deny's
+// match there is read-only anyway).
+type patternWalk struct{ openUp, followOut bool }
+
+func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how patternWalk) ([]string, error) {
 	var out []string
 	walks := map[string][]pathPattern{}
 	var order []string
@@ -460,7 +466,14 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, openUp bool
 			walks[start] = append(walks[start], pp)
 		}
 	}
-	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: openUp}
+	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
+	// A link in the session's dirs to a dir outside them (conf/keys -> ~/vault) holds what a
+	// pattern names at every depth (Read(**/*.key) reaches conf/keys/prod.key), which no walk
+	// of the roots meets: it is walked through. One into the roots is walked where it leads.
+	var followed []string
+	outside := func(r string) bool {
+		return !slices.ContainsFunc(roots, func(root string) bool { return under(r, root) })
+	}
 	for _, start := range order {
 		pats := walks[start]
 		// visit reports whether to walk into p: a match is covered whole, not entered.
@@ -483,6 +496,16 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, openUp bool
 			continue
 		}
 		w.visit = visit
+		w.follow = func(p string) bool {
+			if !how.followOut || !slices.ContainsFunc(pats, func(pp pathPattern) bool { return pp.mayHold(p) }) {
+				return false
+			}
+			if r := resolve(v, p); r != p && outside(r) {
+				followed = append(followed, p)
+				return true
+			}
+			return false
+		}
 		if err := w.walk(start); err != nil {
 			pats := make([]string, len(pats))
 			for i, pp := range walks[start] {
@@ -491,7 +514,13 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, openUp bool
 			if errors.Is(err, errWalkBudget) {
 				err = fmt.Errorf("%s holds more than %d entries", start, maxPatternWalk)
 			}
-			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)), or narrow what it reaches (the session's dirs, or the place the rule starts at)", ErrBadSpec, strings.Join(pats, ", "), err)
+			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)), or narrow what it reaches (the session's dirs, or the place the rule starts at, and the links in them that lead elsewhere)", ErrBadSpec, strings.Join(pats, ", "), err)
+		}
+	}
+	// What was found through a link is covered where it lies.
+	for i, m := range out {
+		if slices.ContainsFunc(followed, func(l string) bool { return under(m, l) && m != l }) {
+			out[i] = resolve(v, m)
 		}
 	}
 	return out, nil

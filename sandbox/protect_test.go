@@ -323,7 +323,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(base, "a/b/c/d/e/f/.env"), nil, 0o644)
 	pat := []string{escapePattern(base) + "/**/.env"}
-	got, err := expandPatterns(newFSView(), pat, []string{base}, 0, false)
+	got, err := expandPatterns(newFSView(), pat, []string{base}, 0, patternWalk{})
 	if err != nil || len(got) != 1 || got[0] != filepath.Join(base, "a/b/c/d/e/f/.env") {
 		t.Fatalf("expand: %v %v, want the deep .env", got, err)
 	}
@@ -338,7 +338,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	os.Chown(filepath.Join(base, "mine"), nobody, nobody)
 	os.Chmod(filepath.Join(base, "theirs"), 0)
 	var errMine error
-	if err := asCaller(nobody, nobody, nil, func() { _, errMine = expandPatterns(newFSView(), pat, []string{base}, nobody, false) }); err != nil {
+	if err := asCaller(nobody, nobody, nil, func() { _, errMine = expandPatterns(newFSView(), pat, []string{base}, nobody, patternWalk{}) }); err != nil {
 		t.Fatal(err)
 	}
 	if errMine == nil || !errors.Is(errMine, ErrBadSpec) || !strings.Contains(errMine.Error(), "mine") {
@@ -346,7 +346,7 @@ func TestPatternWalkIsComplete(t *testing.T) {
 	}
 	os.Chown(filepath.Join(base, "mine"), 0, 0)
 	var errTheirs error
-	if err := asCaller(nobody, nobody, nil, func() { _, errTheirs = expandPatterns(newFSView(), pat, []string{base}, nobody, false) }); err != nil {
+	if err := asCaller(nobody, nobody, nil, func() { _, errTheirs = expandPatterns(newFSView(), pat, []string{base}, nobody, patternWalk{}) }); err != nil {
 		t.Fatal(err)
 	}
 	if errTheirs != nil {
@@ -1593,6 +1593,44 @@ func TestHidePatternsThroughLink(t *testing.T) {
 		if err != nil || !strings.Contains(out, "ran") || strings.Contains(out, "SECRET") {
 			t.Errorf("Read(./cfg%s) with cfg a link: %v %q, want the call to run and cfg/key hidden", tail, err, out)
 		}
+	}
+}
+
+// TestHidePatternsThroughLinkedDir: a pattern that names files at every depth (Read(**/*.key))
+// reaches them through a link in the session's dirs to a dir outside them (conf/keys ->
+// ~/vault), as the decision does: they are hidden there too.
+func TestHidePatternsThroughLinkedDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	vault := filepath.Join(f.home, "vault")
+	if err := os.MkdirAll(filepath.Join(vault, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"prod.key", "deep/other.key"} {
+		if err := os.WriteFile(filepath.Join(vault, p), []byte("TOPSECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(vault, "readme"), []byte("public\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(f.repo, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(vault, filepath.Join(f.repo, "conf", "keys")); err != nil {
+		t.Fatal(err)
+	}
+	// A loop back to where it started does not make the walk go round.
+	if err := os.Symlink(vault, filepath.Join(vault, "again")); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.home)
+	sp := f.spec(`k=conf/keys; cat $k/prod.k""ey $k/deep/other.k""ey $k/readme; echo ran`, f.repo, f.repo)
+	sp.HidePatterns, sp.Call = []string{filepath.Join(f.repo, "**/*.key")}, "c"
+	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "ran") || !strings.Contains(out, "public") || strings.Contains(out, "TOPSECRET") {
+		t.Errorf("Read(**/*.key) with conf/keys a link to a dir outside the session: %v %q, want the keys hidden and the rest read", err, out)
 	}
 }
 

@@ -27,6 +27,10 @@ type treeWalk struct {
 	buf    []byte
 	// visit is told of each entry and returns whether to walk into it (a dir only).
 	visit func(p, name string, isDir bool) bool
+	// follow, when set, is asked of each symlink entry visit did not match: whether to walk
+	// where it leads, as p (a dir once, by its inode: seen).
+	follow func(p string) bool
+	seen   map[[2]uint64]bool
 }
 
 var errWalkBudget = errors.New("too many entries")
@@ -51,7 +55,7 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 	if depth >= maxWalkDepth {
 		return fmt.Errorf("%s is more than %d dirs deep", p, maxWalkDepth)
 	}
-	var into []string
+	var into, links []string
 	for {
 		n, err := unix.Getdents(fd, w.buf)
 		if err == unix.EINTR {
@@ -88,6 +92,8 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 			nm := string(name)
 			if w.visit(p+"/"+nm, nm, isDir) && isDir {
 				into = append(into, nm)
+			} else if typ == unix.DT_LNK && w.follow != nil && w.follow(p+"/"+nm) {
+				links = append(links, nm)
 			}
 		}
 	}
@@ -109,7 +115,46 @@ func (w *treeWalk) dir(fd int, p string, depth int) error {
 			return err
 		}
 	}
+	for _, name := range links {
+		if err := w.throughLink(fd, name, p+"/"+name, depth); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// throughLink walks the dir the symlink name (below fd) leads to, as p, unless it was walked
+// already or is no dir. What it cannot open is a gap like any dir's (openFailed).
+func (w *treeWalk) throughLink(fd int, name, p string, depth int) error {
+	cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	switch {
+	case err == unix.ENOTDIR || err == unix.ENOENT || err == unix.ELOOP:
+		return nil // leads to a file, or nowhere
+	case err == unix.EACCES || err == unix.EPERM:
+		// As openFailed, judged by where it leads: someone else's dir the caller cannot
+		// search is closed to the call too.
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, 0) == nil && st.Uid != w.uid && unix.Faccessat(fd, name, unix.X_OK, unix.AT_EACCESS) != nil {
+			return nil
+		}
+		return fmt.Errorf("cannot search %s: %w", p, err)
+	case err != nil:
+		return fmt.Errorf("cannot search %s: %w", p, err)
+	}
+	defer unix.Close(cfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(cfd, &st); err != nil {
+		return fmt.Errorf("cannot search %s: %w", p, err)
+	}
+	if w.seen == nil {
+		w.seen = map[[2]uint64]bool{}
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if w.seen[key] {
+		return nil
+	}
+	w.seen[key] = true
+	return w.dir(cfd, p, depth+1)
 }
 
 // giveBackAt gives the caller's dir name below dirfd back the owner's read and search bits.
