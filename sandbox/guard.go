@@ -754,34 +754,42 @@ func openBeneath(fd int, name string) (int, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
 }
 
-// lstatOpening is lstat of rel below rfd that gives each of the caller's own dirs on the way
-// back its search bit (unlock) where it lacks it. No symlink is followed on the way.
-func lstatOpening(rfd int, rel string) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	dir, name := filepath.Split(rel)
+// openOpening opens the dir rel below rfd (O_PATH, no symlink followed on the way), giving
+// each of the caller's own dirs on the way back its search bit (unlock) where it lacks it.
+// It returns rfd itself for "" or "."; another fd is the caller's to close.
+func openOpening(rfd int, rel string) (int, error) {
 	fd := rfd
-	defer func() {
-		if fd != rfd {
-			unix.Close(fd)
-		}
-	}()
-	for _, c := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
-		if c == "" {
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." {
 			continue
 		}
 		next, err := openBeneath(fd, c)
 		if err == unix.EACCES && unlock(fd) {
 			next, err = openBeneath(fd, c)
 		}
-		if err != nil {
-			return st, err
-		}
 		if fd != rfd {
 			unix.Close(fd)
 		}
+		if err != nil {
+			return -1, err
+		}
 		fd = next
 	}
-	err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return fd, nil
+}
+
+// lstatOpening is lstat of rel below rfd that opens the way as openOpening does, and its dir.
+func lstatOpening(rfd int, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, name := filepath.Split(rel)
+	fd, err := openOpening(rfd, dir)
+	if err != nil {
+		return st, err
+	}
+	if fd != rfd {
+		defer unix.Close(fd)
+	}
+	err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.EACCES && unlock(fd) {
 		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
@@ -812,18 +820,21 @@ func giveBack(fd int, bits uint32) bool {
 // reached without following a symlink. Run as the caller.
 func keepLink(rfd int, rel, target, call string) bool {
 	dir, name := filepath.Split(rel)
-	fd := rfd
-	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
-		var err error
-		if fd, err = openBeneath(rfd, dir); err != nil {
-			return false // its dir is gone or not a dir: no name there leads anywhere
-		}
+	// A dir on the way the call made unsearchable is opened up: the link must be put back.
+	fd, err := openOpening(rfd, dir)
+	if err != nil {
+		return false // its dir is gone or not a dir: no name there leads anywhere
+	}
+	if fd != rfd {
 		defer unix.Close(fd)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.EACCES {
+		unlock(fd)
 	}
 	if got, ok := readLink(fd, name); ok && got == target {
 		return false
 	}
-	var st unix.Stat_t
 	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 		if renameAside(fd, name, asideName(name, call)) != nil {
 			return false

@@ -1743,6 +1743,8 @@ func TestHiddenThroughLinkKeptLeadingThere(t *testing.T) {
 			`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && echo relinked`,
 			`cat ` + vault + `/key; rm secrets && echo removed`,
 			`cat ` + vault + `/key; echo done`,
+			// Its dir made unsearchable, last: the sweep opens it up to put the link back.
+			`cat ` + vault + `/key; rm secrets && ln -s /nonexistent secrets && chmod 000 . && echo locked`,
 		} {
 			sp := &Spec{Path: "/bin/bash", Args: []string{"-c", script}, Dir: proj,
 				Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, UID: nobody, GID: nobody,
