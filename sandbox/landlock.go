@@ -124,7 +124,7 @@ func (h *landlockHint) matches(l *landlockPlan) bool {
 //
 // WARNING: decides what the child may read and write; rerun as root after changing:
 // go test -run 'TestEscape|TestLandlock' ./sandbox/
-func landlockRules(c *expansionCache, abi int, spec *Spec, writable, readOnly, deny, later []string) (*landlockPlan, error) {
+func landlockRules(c *expansionCache, abi int, spec *Spec, writable, readOnly, deny, later, covered []string) (*landlockPlan, error) {
 	if abi <= 0 {
 		return nil, nil
 	}
@@ -141,6 +141,12 @@ func landlockRules(c *expansionCache, abi int, spec *Spec, writable, readOnly, d
 		return nil, err
 	}
 	plan.baseKey = key
+	// An existing deny path among later (covered) is covered by the call's mounts: its rule,
+	// opened after them, binds the cover (an empty file or dir), not what may replace the path
+	// on the host.
+	for _, d := range covered {
+		plan.rules = append(plan.rules, llRule{access: llRead, path: d})
+	}
 	for _, r := range root {
 		switch {
 		case r.path == "/tmp":
@@ -346,10 +352,18 @@ func denied(p string, deny []string) bool {
 //
 // WARNING: decides which deny paths landlock guards; rerun as root after changing:
 // go test -run 'TestEscape|TestPoolEscape|TestLandlock' ./sandbox/
-func appearLater(v *fsView, deny []string, uid uint32) []string {
-	var out []string
+//
+// One that exists outside the writable dirs, in a dir the caller owns, is picked too: a mount
+// hides the file it was made on, and one the user's tool saves in its place (a rename over
+// ~/.aws/credentials) would show. Expanded around, the new one matches no rule; the cover
+// itself gets a rule of the call's (opened after the mounts: it binds the cover), so it still
+// reads as empty.
+func appearLater(v *fsView, deny, writable []string, uid uint32) (out, covered []string) {
 	for _, d := range deny {
 		if _, err := v.lstat(d); err == nil {
+			if !slices.ContainsFunc(writable, func(w string) bool { return under(d, w) }) && ownDir(v, filepath.Dir(d), uid) {
+				out, covered = append(out, d), append(covered, d)
+			}
 			continue
 		}
 		dir := filepath.Dir(d)
@@ -368,5 +382,15 @@ func appearLater(v *fsView, deny []string, uid uint32) []string {
 			out = append(out, d)
 		}
 	}
-	return out
+	return out, covered
+}
+
+// ownDir reports whether the dir d is the caller's (or cannot be told).
+func ownDir(v *fsView, d string, uid uint32) bool {
+	fi, err := v.lstat(d)
+	if err != nil {
+		return true
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Uid == uid
 }

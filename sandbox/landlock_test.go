@@ -123,18 +123,22 @@ func TestAppearLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	deny := []string{
-		filepath.Join(mine, ".ssh"),              // exists: the mounts hide it
+		filepath.Join(mine, ".ssh"),              // exists in the caller's dir: the mounts hide it, landlock what replaces it
 		filepath.Join(mine, ".aws"),              // missing, in the caller's dir: guarded
 		filepath.Join(mine, ".config", "gcloud"), // missing, nearest existing dir is the caller's: guarded
 		filepath.Join(rootOwned, "docker.sock"),  // missing, in a root-owned dir: not the call's to make
 	}
-	got := appearLater(nil, deny, nobody)
-	want := []string{deny[1], deny[2]}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("appearLater(uid nobody) = %v, want %v", got, want)
+	got, covered := appearLater(nil, deny, nil, nobody)
+	want := []string{deny[0], deny[1], deny[2]}
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(covered) != 1 || covered[0] != deny[0] {
+		t.Errorf("appearLater(uid nobody) = %v, covered %v; want %v, covered %s", got, covered, want, deny[0])
 	}
-	if got := appearLater(nil, deny, 0); len(got) != 1 || got[0] != deny[3] {
-		t.Errorf("appearLater(uid 0) = %v, want only the root-owned dir's", got)
+	// Inside a writable dir the dir's own rule grants everything: nothing to expand around.
+	if got, covered := appearLater(nil, deny, []string{mine}, nobody); slices.Contains(got, deny[0]) || len(covered) != 0 {
+		t.Errorf("appearLater(writable %s) = %v, covered %v; want %s left to the mounts", mine, got, covered, deny[0])
+	}
+	if got, covered := appearLater(nil, deny, nil, 0); len(got) != 1 || got[0] != deny[3] || len(covered) != 0 {
+		t.Errorf("appearLater(uid 0) = %v, covered %v; want only the root-owned dir's", got, covered)
 	}
 }
 

@@ -53,7 +53,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	// which become kernel rules that never grant past the caller's own permissions. As the
 	// caller, a home under a 711 /home could not be listed, and would be unreadable in the
 	// child.
-	ll, err := landlockRules(s.expansions, s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later)
+	ll, err := landlockRules(s.expansions, s.landlockABI, spec, l.writable, l.readOnly, l.fileDeny, l.later, l.coveredLater)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,6 +111,7 @@ type look struct {
 	repoLinks          []map[string]uint64 // each one's gitlinks and their .git now, nil where unknown
 	fileDeny           []string            // deny paths landlock keeps unreadable
 	later              []string            // deny paths that may appear while the call runs (appearLater)
+	coveredLater       []string            // the ones of later that exist, covered by the mounts
 	mounts             []mountOp
 }
 
@@ -215,7 +216,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		return nil, err
 	}
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
-	l.later = appearLater(v, l.fileDeny, spec.UID)
+	l.later, l.coveredLater = appearLater(v, l.fileDeny, l.writable, spec.UID)
 	// Last: nothing after them fails, so what they hold open is the Process's to close.
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace {
 		l.covers = coversOf(v, l.protected, l.writable)

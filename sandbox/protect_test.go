@@ -754,9 +754,12 @@ func TestReplacedCoverBehindLockedDir(t *testing.T) {
 func TestReplacedHiddenKillsCall(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t, Config{})
-	for _, tc := range []struct{ name, rel string }{
-		{"in the writable dir", "repo/secret.key"},
-		{"outside it", ".netrc"},
+	for _, tc := range []struct {
+		name, rel string
+		landlock  bool // outside the writable dirs landlock holds the new file from the first read
+	}{
+		{"in the writable dir", "repo/secret.key", false},
+		{"outside it", ".netrc", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newProtectFixture(t)
@@ -789,7 +792,7 @@ func TestReplacedHiddenKillsCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(out, "OLD-SECRET") {
+			if strings.Contains(out, "OLD-SECRET") || tc.landlock && s.landlockABI > 0 && strings.Contains(out, "NEW-SECRET") {
 				t.Errorf("the hidden file was read: %q (replaced at %s)", out, repl.Format("15:04:05.000000"))
 			}
 			if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
