@@ -164,6 +164,7 @@ func BenchmarkSweep(b *testing.B) {
 		netns.Close()
 	}
 	s.guarding.done(p) // no call runs: Wait's part
+	defer p.unpinCovers()
 	if len(p.guard) == 0 {
 		b.Fatal("the plan guards nothing")
 	}

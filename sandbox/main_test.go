@@ -181,6 +181,7 @@ func planOf(t testing.TB, s *Sandbox, spec Spec) *childSpec {
 		t.Fatal(err)
 	}
 	s.guarding.done(p) // no call runs: Wait's part
+	p.unpinCovers()
 	if netns != nil {
 		netns.Close()
 	}

@@ -267,6 +267,9 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		if filepath.Base(c) == ".git" {
 			continue // its config and hooks are candidates of their own
 		}
+		if _, err := v.lstat(c); err != nil {
+			continue // most do not exist, which the listings already tell
+		}
 		if fi, err := v.stat(c); err != nil || !fi.IsDir() {
 			continue
 		}
