@@ -450,7 +450,11 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 //   - the laxest: p decoded once more (a server or framework behind a decoding front reads a
 //     double-encoded %252e%252e as ..; a malformed escape stays as it is, so one bad escape
 //     does not hide the good ones), `\` taken as `/` (IIS, some routers) and `;parameters`
-//     dropped.
+//     dropped;
+//   - where the laxest holds a NUL, a character that looks like a slash or a segment that ends
+//     in dots or spaces, that one as a server in C, a Windows file system or a Unicode-folding
+//     router reads it: cut at the NUL (`/secret%00/x` is /secret), `／` and its kin taken as
+//     `/`, and each segment's trailing dots and spaces dropped (`/secret./x`, `/secret%20/x`).
 //
 // Each is read two ways when it holds an empty segment: path.Clean merges `//` before it
 // removes dot segments, while RFC 3986 (5.2.4) and WHATWG URL parsing, so Node's `new URL()`,
@@ -462,7 +466,7 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 // left out.
 func webPathReadings(p string, out []string) []string {
 	out = append(out, path.Clean("/"+p))
-	if !strings.ContainsAny(p, ";%\\") && !strings.Contains(p, "//") {
+	if !strings.ContainsAny(p, ";%\\") && !strings.Contains(p, "//") && !lenientlyRead(p) {
 		return out
 	}
 	add := func(r string) {
@@ -476,8 +480,45 @@ func webPathReadings(p string, out []string) []string {
 	if strings.Contains(p, ";") {
 		add(dropPathParams(p))
 	}
-	add(dropPathParams(strings.ReplaceAll(pctenc.DecodeLenient(p, false), `\`, "/")))
+	laxest := dropPathParams(strings.ReplaceAll(pctenc.DecodeLenient(p, false), `\`, "/"))
+	add(laxest)
+	if lenientlyRead(laxest) {
+		add(lenientReading(laxest))
+	}
 	return out
+}
+
+// slashLookalikes are characters some routers fold to `/` (NFKC takes the fullwidth solidus
+// to it) or to `\`, which IIS takes as `/`.
+var slashLookalikes = strings.NewReplacer("\uff0f", "/", "\u2215", "/", "\u2044", "/", "\u29f8", "/", "\uff3c", "/", "\u2216", "/")
+
+// lenientlyRead reports whether p holds what lenientReading changes.
+func lenientlyRead(p string) bool {
+	if strings.IndexByte(p, 0) >= 0 || slashLookalikes.Replace(p) != p {
+		return true
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if t := strings.TrimRight(seg, ". "); t != seg && strings.Trim(seg, ".") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// lenientReading is p as a server in C (cut at a NUL), a Windows file system (each segment's
+// trailing dots and spaces dropped; a segment of dots alone stays a dot segment) and a
+// Unicode-folding router (slash look-alikes taken as `/`) read it.
+func lenientReading(p string) string {
+	if i := strings.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	segs := strings.Split(slashLookalikes.Replace(p), "/")
+	for i, seg := range segs {
+		if strings.Trim(seg, ".") != "" {
+			segs[i] = strings.TrimRight(seg, ". ")
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // removeDotSegments removes the dot segments of the absolute path p as RFC 3986 (5.2.4) does,

@@ -330,6 +330,13 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"deny dot segments without merging slashes, after params", deny, "/admin;x//../users", true},
 		{"deny dot segments without merging slashes, decoded again", deny, "/admin%2f%2f%2e%2e/users", true},
 		{"deny not where no server reads it under", deny, "/public//../x", false},
+		{"deny cut at a NUL", deny, "/admin\x00/x", true},
+		{"deny cut at a NUL, the rule's segment itself", deny, "/admin\x00.txt", true},
+		{"deny trailing dot", deny, "/admin./users", true},
+		{"deny trailing spaces and dots", deny, "/admin . /users", true},
+		{"deny fullwidth slash", deny, "/x/..\uff0fadmin/users", true},
+		{"deny fullwidth slash decoded again", deny, "/x/..%ef%bc%8fadmin", true},
+		{"deny not a dotted name", deny, "/admin.old/users", false},
 		{"allow plain", allow, "/public/a/b", true},
 		{"allow the root", allow, "/public", true},
 		{"allow params inside", allow, "/public/a;v=1", true},
@@ -350,6 +357,9 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"allow dot segments over an empty segment inside", allow, "/public/a//../b", true},
 		{"allow not dot segments merging slashes", allow, "/x//../public/a", false},
 		{"allow not dot segments without merging slashes", allow, "/public//../../admin", false},
+		{"allow not a NUL's cut", allow, "/public/../admin\x00/../public", false},
+		{"allow a trailing dot inside", allow, "/public/a./b", true},
+		{"allow not a fullwidth slash out", allow, "/public/..\uff0f..\uff0fadmin", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.rule
@@ -386,6 +396,10 @@ func TestWebPathReadings(t *testing.T) {
 		{"//secret//../x", []string{"/x", "/secret/x"}},
 		{"/a/;x/../b", []string{"/a/b", "/b"}},
 		{"/a/;x//../b", []string{"/a/b", "/a/;x/b", "/b"}},
+		{"/secret\x00/a", []string{"/secret\x00/a", "/secret"}},
+		{"/secret./a", []string{"/secret./a", "/secret/a"}},
+		{"/a/../b", []string{"/b"}},
+		{"/a/.../b", []string{"/a/.../b"}},
 	} {
 		if got := webPathReadings(tc.path, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("webPathReadings(%q) = %q, want %q", tc.path, got, tc.want)
