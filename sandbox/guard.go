@@ -239,11 +239,10 @@ func isGitConfig(rel string) bool {
 }
 
 // covered is a protected path that existed when a call started, mounted read-only in it, and
-// the file or dir the mount covers, held open (pin) so that no other can take its inode number.
+// the file or dir the mount covers, held open so that no other can take its inode number.
 type covered struct {
 	root, rel string
-	dev, ino  uint64
-	pin       int
+	pinned
 }
 
 // unpinCovers closes what coversOf and hiddenOf held open, once the call's sweeps are over (or
@@ -253,20 +252,19 @@ func (p *Process) unpinCovers() {
 		<-p.sweepDone
 	}
 	for _, c := range p.covers {
-		unix.Close(c.pin)
+		unix.Close(c.fd)
 	}
 	for _, h := range p.hidden {
-		unix.Close(h.pin)
+		unix.Close(h.fd)
 	}
 	p.covers, p.hidden = nil, nil
 }
 
 // hiddenPath is a path every mount of the call hides that existed when it started (a deny
-// path, a socket), and the file or dir the mount covers, held open (pin) like a covered one.
+// path, a socket), and the file or dir the mount covers, held open like a covered one.
 type hiddenPath struct {
-	path     string
-	dev, ino uint64
-	pin      int
+	path string
+	pinned
 }
 
 // KilledHiddenLost is the kill reason of a call whose cover of a hidden path (a deny path, a

@@ -126,16 +126,9 @@ func coversOf(v *fsView, protected, writable []string) []covered {
 		if !ok {
 			continue
 		}
-		fd, err := unix.Open(q, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
+		if pin, ok := pinPath(q, unix.O_NOFOLLOW); ok {
+			out = append(out, covered{root: g.root, rel: g.rel, pinned: pin})
 		}
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil {
-			unix.Close(fd)
-			continue
-		}
-		out = append(out, covered{root: g.root, rel: g.rel, dev: st.Dev, ino: st.Ino, pin: fd})
 	}
 	return out
 }
@@ -235,18 +228,32 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 func hiddenOf(paths []string) []hiddenPath {
 	var out []hiddenPath
 	for _, d := range paths {
-		fd, err := unix.Open(d, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
+		if pin, ok := pinPath(d, 0); ok {
+			out = append(out, hiddenPath{path: d, pinned: pin})
 		}
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil {
-			unix.Close(fd)
-			continue
-		}
-		out = append(out, hiddenPath{path: d, dev: st.Dev, ino: st.Ino, pin: fd})
 	}
 	return out
+}
+
+// pinned is a file held open (O_PATH) and its identity: while fd is open no other file can
+// take its inode number.
+type pinned struct {
+	dev, ino uint64
+	fd       int
+}
+
+// pinPath opens p (O_PATH, with flags: O_NOFOLLOW or 0) and returns it pinned.
+func pinPath(p string, flags int) (pinned, bool) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return pinned{}, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		unix.Close(fd)
+		return pinned{}, false
+	}
+	return pinned{dev: st.Dev, ino: st.Ino, fd: fd}, true
 }
 
 // hideAround returns hidden with every dir that holds one of keep (a session dir: an agent's
