@@ -174,7 +174,7 @@ const maxCachedIndexes = 256
 // Run as the caller.
 //
 // had are the gitlinks the index held when the call started and the inode of each one's .git
-// then (gitlinksAt), nil when unknown: a gitlink added since, or whose .git is another one now,
+// then (gitlinksAt), nil when unknown (the repository's dir could not be opened): a gitlink added since, or whose .git is another one now,
 // makes its .git the call's whatever its age (a repository an earlier call made, registered
 // as a submodule by this one or moved into a submodule's place).
 func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map[string]uint64) ([]string, error) {
@@ -216,13 +216,15 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map
 }
 
 // gitlinksAt returns the gitlinks of the repository at dir (below rfd), each with the inode of
-// its .git (0: none), nil when it has no index or its index cannot be read. Run as the caller.
+// its .git (0: none). With no index, or one that cannot be read, there are none the user had:
+// a call could remove the index first, and every gitlink its sweep then finds is the call's.
+// Run as the caller.
 func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]uint64 {
 	got, _, ok := c.read(rfd, path.Join(dir, ".git", "index"))
 	if !ok || got.err != nil {
-		return nil
+		return map[string]uint64{}
 	}
-	out := make(map[string]uint64, len(got.links)) // not nil: known, maybe none
+	out := make(map[string]uint64, len(got.links))
 	for _, l := range got.links {
 		var st unix.Stat_t
 		if filepath.IsLocal(l) && unix.Fstatat(rfd, path.Join(dir, l, ".git"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {

@@ -158,7 +158,7 @@ func TestGitlinkAddedLaterMovedAside(t *testing.T) {
 	os.MkdirAll(filepath.Join(f.repo, "kept"), 0o755)
 	os.WriteFile(filepath.Join(f.repo, "kept", ".git"), []byte("gitdir: ../.git/modules/kept\n"), 0o644)
 	chownR(t, f.repo)
-	first := f.spec(`mkdir -p vendor && for r in lib1 lib2; do git init -q vendor/$r && printf '[core]\n\tfsmonitor = touch PWNED; false\n' >> vendor/$r/.git/config; done && echo done`, f.repo, f.repo)
+	first := f.spec(`mkdir -p vendor && for r in lib1 lib2 lib3; do git init -q vendor/$r && printf '[core]\n\tfsmonitor = touch PWNED; false\n' >> vendor/$r/.git/config; done && echo done`, f.repo, f.repo)
 	first.MoveAsideCreated, first.Call = true, "c1"
 	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), first); err != nil || !strings.Contains(out, "done") {
 		t.Fatalf("%v %q", err, out)
@@ -179,6 +179,23 @@ func TestGitlinkAddedLaterMovedAside(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(f.repo, "vendor", "lib1", "PWNED")); err == nil {
 		t.Error("git status ran what the first call left in the submodule the second registered")
 	}
+	// Registered after the index was removed by an earlier call: nothing was the user's then.
+	rm := f.spec(`rm .git/index && echo done`, f.repo, f.repo)
+	rm.MoveAsideCreated, rm.Call = true, "c2b"
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), rm); err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	time.Sleep(100 * time.Millisecond)
+	reg := f.spec(`git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor/lib3 && echo done`, f.repo, f.repo)
+	reg.MoveAsideCreated, reg.Call = true, "c2c"
+	res, out, err = run(t, s, ctxTimeout(t, 20*time.Second), reg)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if want := filepath.Join(f.repo, "vendor", "lib3", ".git"); !slices.Contains(res.MovedAside, want) {
+		t.Errorf("with no index at the start: moved aside %v, want %s", res.MovedAside, want)
+	}
+	hostGit(t, f.repo, "update-index", "--add", "--cacheinfo", "160000,"+strings.TrimSpace(gitOut(t, f.repo, "rev-parse", "HEAD"))+",kept")
 	// Moved into the place of a submodule the index held at the start: its .git is another.
 	third := f.spec(`rm -rf kept && mv vendor/lib2 kept && echo done`, f.repo, f.repo)
 	third.MoveAsideCreated, third.Call = true, "c3"
