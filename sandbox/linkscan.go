@@ -41,9 +41,9 @@ func newLinkScans(slack time.Duration) *linkScans {
 	return &linkScans{slack: slack, entries: map[linkScanKey]*linkScan{}}
 }
 
-// targets returns where the symlinks in dir (a protected dir, resolved) lead, resolved now.
-// Run as the caller, uid.
-func (c *linkScans) targets(v *fsView, uid uint32, dir string) []string {
+// targets returns where the symlinks in dir (a protected dir, resolved) lead, each joined to
+// its dir and cleaned, not resolved. Run as the caller, uid.
+func (c *linkScans) targets(dir string, uid uint32) []string {
 	if c == nil {
 		c = newLinkScans(stampSlack) // kept nowhere
 	}
@@ -63,11 +63,7 @@ func (c *linkScans) targets(v *fsView, uid uint32, dir string) []string {
 			c.mu.Unlock()
 		}
 	}
-	out := make([]string, 0, len(e.links))
-	for _, l := range e.links {
-		out = append(out, resolve(v, l))
-	}
-	return out
+	return e.links
 }
 
 // scan reads dir and its dirs one level down, at most maxLinkScan entries, each dir stamped

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -360,25 +359,13 @@ func linksToHidden(v *fsView, spec *Spec, writable []string, have []guarded) []g
 		if err != nil {
 			continue
 		}
-		// Each link on the way, not only the first: one may lead to a dir holding another.
-		for range 40 {
-			g, ok := linkOnTheWay(v, c, writable)
-			if !ok {
-				break
-			}
-			target, err := os.Readlink(filepath.Join(g.root, g.rel))
-			if err != nil {
-				break
-			}
-			g.link, g.target = "", target
+		// Each link on the way, not only the first: one may lead to a dir holding another, or
+		// to another link.
+		for _, g := range linksOnTheWay(v, c, writable) {
+			g.link, g.target = "", g.link
 			if !slices.Contains(out, g) && !slices.Contains(have, g) {
 				out = append(out, g)
 			}
-			r := resolve(v, filepath.Join(g.root, g.rel))
-			if r == filepath.Join(g.root, g.rel) {
-				break
-			}
-			c = filepath.Join(r, strings.TrimPrefix(c[len(g.root)+1+len(g.rel):], "/"))
 		}
 	}
 	return out

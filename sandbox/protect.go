@@ -273,8 +273,10 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		if fi, err := v.stat(c); err != nil || !fi.IsDir() {
 			continue
 		}
-		for _, t := range scans.targets(v, spec.UID, resolve(v, c)) {
-			if !slices.Contains(clean, t) && slices.ContainsFunc(writable, func(w string) bool { return under(t, w) }) {
+		// As the link says, not resolved: a link on the way there is the user's too.
+		for _, t := range scans.targets(resolve(v, c), spec.UID) {
+			inWritable := func(p string) bool { return slices.ContainsFunc(writable, func(w string) bool { return under(p, w) }) }
+			if !slices.Contains(clean, t) && (inWritable(t) || inWritable(resolve(v, t))) {
 				clean = append(clean, t)
 			}
 		}
@@ -289,8 +291,10 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		if err == nil {
 			add(resolve(v, c))
 			if spec.MoveAsideCreated {
-				if g, ok := linkOnTheWay(v, c, writable); ok && !slices.Contains(missing, g) {
-					missing = append(missing, g)
+				for _, g := range linksOnTheWay(v, c, writable) {
+					if !slices.Contains(missing, g) {
+						missing = append(missing, g)
+					}
 				}
 			}
 		}
@@ -335,6 +339,27 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 // person's sight.
 func keeps(kept []string, c string) bool {
 	return slices.ContainsFunc(kept, func(k string) bool { return filepath.Clean(k) == c })
+}
+
+// linksOnTheWay returns each of the user's symlinks met on the way from c's writable dir down
+// to c, hop by hop as the kernel follows them (a link may lead to a dir holding another, or to
+// another link: .envrc -> e1 -> real/envrc), each as linkOnTheWay gives it.
+func linksOnTheWay(v *fsView, c string, writable []string) []guarded {
+	var out []guarded
+	for range 40 {
+		g, ok := linkOnTheWay(v, c, writable)
+		if !ok || slices.Contains(out, g) {
+			break
+		}
+		out = append(out, g)
+		p := filepath.Join(g.root, g.rel)
+		next := g.link
+		if !filepath.IsAbs(next) {
+			next = filepath.Join(filepath.Dir(p), next)
+		}
+		c = filepath.Join(next, c[len(p):])
+	}
+	return out
 }
 
 // linkOnTheWay returns the first symlink from c's writable dir down to c, c included, as a

@@ -699,6 +699,49 @@ func TestLinkInProtectedDir(t *testing.T) {
 	}
 }
 
+// TestLinkChainInProtectedDir: a link in a protected dir whose way holds another link of the
+// user's (.git/hooks/pre-push -> ../../scripts/pre-push with scripts -> tools/real), or a
+// protected link leading to another (.envrc -> e1 -> real/envrc): a call that swaps the link
+// in the middle for a dir or file of its own does not get its content run.
+func TestLinkChainInProtectedDir(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	for _, d := range []string{"tools/real", "real"} {
+		if err := os.MkdirAll(filepath.Join(f.repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(f.repo, "tools/real/pre-push"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, "real/envrc"), []byte("export A=1\n"), 0o644)
+	os.Remove(filepath.Join(f.repo, ".envrc"))
+	for link, target := range map[string]string{
+		"scripts":             "tools/real",
+		".git/hooks/pre-push": "../../scripts/pre-push",
+		"e1":                  "real/envrc",
+		".envrc":              "e1",
+	} {
+		if err := os.Symlink(target, filepath.Join(f.repo, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chownR(t, f.repo)
+	time.Sleep(50 * time.Millisecond) // the user's links are older than the call
+	const script = `s=scri; rm ${s}pts && mkdir ${s}pts && echo 'touch /tmp/MARK' > ${s}pts/pre-push; ` +
+		`e=e; rm ${e}1 && echo 'curl MARK | sh' > ${e}1; echo done`
+	sp := f.spec(script, f.repo, f.repo)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	for _, p := range []string{".git/hooks/pre-push", ".envrc"} {
+		if b, _ := os.ReadFile(filepath.Join(f.repo, p)); strings.Contains(string(b), "MARK") {
+			t.Errorf("%s leads to what the call wrote; MovedAside %v, output %q", p, res.MovedAside, out)
+		}
+	}
+}
+
 // TestReplacedCoverBehindLockedDir: a call that makes the dir holding a covered file
 // unsearchable (chmod 000) does not blind the sweep to the file's replacement: a covered path
 // it cannot look at counts as replaced.
