@@ -255,13 +255,16 @@ func (p *Process) unpinCovers() {
 		unix.Close(c.fd)
 	}
 	for _, h := range p.hidden {
-		unix.Close(h.fd)
+		if h.fd >= 0 {
+			unix.Close(h.fd)
+		}
 	}
 	p.covers, p.hidden = nil, nil
 }
 
 // hiddenPath is a path every mount of the call hides that existed when it started (a deny
-// path, a socket), and the file or dir the mount covers, held open like a covered one.
+// path, a socket), and the file or dir the mount covers, held open like a covered one; or,
+// with fd -1, a deny path outside the writable dirs that was missing then (hiddenLost).
 type hiddenPath struct {
 	path string
 	pinned
@@ -281,7 +284,7 @@ func (p *Process) hiddenLost() string {
 		// /run/user/<uid>): what is made there again is caught by the next sweep. One the
 		// caller can no longer look at may have been made unreadable by the call itself.
 		err := unix.Stat(h.path, &st)
-		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && st.Ino == h.ino && st.Dev == h.dev {
+		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && h.fd >= 0 && st.Ino == h.ino && st.Dev == h.dev {
 			continue
 		}
 		return h.path
@@ -756,6 +759,13 @@ func openBeneath(fd int, name string) (int, error) {
 // each of the caller's own dirs on the way back its search bit (unlock) where it lacks it.
 // It returns rfd itself for "" or "."; another fd is the caller's to close.
 func openOpening(rfd int, rel string) (int, error) {
+	return openWay(rfd, rel, "")
+}
+
+// openWay is openOpening that, for call != "", also makes the way again where the call
+// removed it: a missing dir is made (0755), and a file or symlink in its place is moved aside
+// first (asideName).
+func openWay(rfd int, rel, call string) (int, error) {
 	fd := rfd
 	for _, c := range strings.Split(rel, "/") {
 		if c == "" || c == "." {
@@ -763,6 +773,12 @@ func openOpening(rfd int, rel string) (int, error) {
 		}
 		next, err := openBeneath(fd, c)
 		if err == unix.EACCES && unlock(fd) {
+			next, err = openBeneath(fd, c)
+		}
+		if call != "" && (err == unix.ENOTDIR || err == unix.ELOOP) && renameAside(fd, c, asideName(c, call)) == nil {
+			err = unix.ENOENT
+		}
+		if call != "" && err == unix.ENOENT && unix.Mkdirat(fd, c, 0o755) == nil {
 			next, err = openBeneath(fd, c)
 		}
 		if fd != rfd {
@@ -818,10 +834,12 @@ func giveBack(fd int, bits uint32) bool {
 // reached without following a symlink. Run as the caller.
 func keepLink(rfd int, rel, target, call string) bool {
 	dir, name := filepath.Split(rel)
-	// A dir on the way the call made unsearchable is opened up: the link must be put back.
-	fd, err := openOpening(rfd, dir)
+	// A dir on the way the call made unsearchable is opened up, and one it removed (or put a
+	// file in place of) is made again: the link must be put back, or the next call hides
+	// nothing where it led.
+	fd, err := openWay(rfd, dir, call)
 	if err != nil {
-		return false // its dir is gone or not a dir: no name there leads anywhere
+		return false
 	}
 	if fd != rfd {
 		defer unix.Close(fd)

@@ -214,6 +214,14 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		l.covers = coversOf(v, l.protected, l.writable)
 	}
 	l.hidden = hiddenOf(mountDeny)
+	// A deny path missing now, outside the writable dirs, that appears while the call runs was
+	// put there on the host: landlock holds a new file there, but not one moved in from beside
+	// it (it keeps the rule it had as an entry of the expanded dir). The sweep kills the call.
+	for _, d := range l.later {
+		if !slices.Contains(l.coveredLater, d) && !slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) }) {
+			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}})
+		}
+	}
 	return l, nil
 }
 

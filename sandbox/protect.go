@@ -545,10 +545,18 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)), or narrow what it reaches (the session's dirs, or the place the rule starts at, and the links in them that lead elsewhere)", ErrBadSpec, strings.Join(pats, ", "), err)
 		}
 	}
-	// What was found through a link is covered where it lies.
+	// What was found through a link is covered where it lies, and the link is kept leading
+	// there (v.matchedLinks, as throughLinks keeps a matched one): removed, the next call's
+	// walk would not meet what it hides.
 	for i, m := range out {
-		if slices.ContainsFunc(followed, func(l string) bool { return under(m, l) && m != l }) {
-			out[i] = resolve(v, m)
+		for _, l := range followed {
+			if under(m, l) && m != l {
+				out[i] = resolve(v, m)
+				if !slices.Contains(v.matchedLinks, l) {
+					v.matchedLinks = append(v.matchedLinks, l)
+				}
+				break
+			}
 		}
 	}
 	return out, nil

@@ -835,7 +835,10 @@ func TestReplacedHiddenKillsCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(out, "OLD-SECRET") || tc.landlock && s.landlockABI > 0 && strings.Contains(out, "NEW-SECRET") {
+			// Inside a writable dir both may be read until the sweep looks: the new file, and in
+			// the instant of the rename the old one (the kernel detaches the mounts on the old
+			// dentry before it moves the new one in). Outside, landlock holds both.
+			if tc.landlock && s.landlockABI > 0 && strings.Contains(out, "SECRET") {
 				t.Errorf("the hidden file was read: %q (replaced at %s)", out, repl.Format("15:04:05.000000"))
 			}
 			if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
@@ -845,6 +848,40 @@ func TestReplacedHiddenKillsCall(t *testing.T) {
 				t.Errorf("the user's saved file: %q, %v; want it left in place", b, err)
 			}
 		})
+	}
+}
+
+// TestHiddenMovedInKillsCall: a deny path outside the session, missing when a call starts, that
+// the host fills by moving an older dir there (mv ~/ssh-old ~/.ssh: the dir keeps the landlock
+// rule it had as an entry of the home) kills the call.
+func TestHiddenMovedInKillsCall(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	old := filepath.Join(f.home, "ssh-old")
+	if err := os.Mkdir(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "id"), []byte("PRIVATE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chownR(t, f.home)
+	target := filepath.Join(f.home, ".ssh-test")
+	script := fmt.Sprintf(`for i in $(seq 300); do cat %s/id 2>/dev/null; sleep 0.02; done; echo done`, target)
+	sp := f.spec(script, f.repo, f.repo)
+	sp.DenyPaths, sp.Call = []string{target}, "c1"
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if err := os.Rename(old, target); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, out, err := run(t, s, ctxTimeout(t, 30*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
+		t.Errorf("killed by %q, output %q; want the call killed as %q once the deny path appeared", res.KilledBy, out, KilledHiddenLost)
 	}
 }
 
@@ -1677,6 +1714,23 @@ func TestHidePatternsThroughLinkedDir(t *testing.T) {
 	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
 	if err != nil || !strings.Contains(out, "ran") || !strings.Contains(out, "public") || strings.Contains(out, "TOPSECRET") {
 		t.Errorf("Read(**/*.key) with conf/keys a link to a dir outside the session: %v %q, want the keys hidden and the rest read", err, out)
+	}
+	// A call that removes the way to the link (or puts a file there) gets the user's link put
+	// back, so the next call still hides what it led to.
+	for i, script := range []string{`rm -rf conf && echo removed`, `rm -rf conf && echo x > conf && echo replaced`} {
+		sp := f.spec(script+`; cat `+vault+`/prod.key`, f.repo, f.repo)
+		sp.HidePatterns, sp.MoveAsideCreated, sp.Call = []string{filepath.Join(f.repo, "**/*.key")}, true, fmt.Sprintf("rm%d", i)
+		if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp); err != nil || strings.Contains(out, "TOPSECRET") {
+			t.Fatalf("call %d: %v %q", i, err, out)
+		}
+		if got, err := os.Readlink(filepath.Join(f.repo, "conf", "keys")); err != nil || got != vault {
+			t.Errorf("after call %d conf/keys leads to %q (%v), want %s", i, got, err, vault)
+		}
+		next := f.spec(`cat `+vault+`/prod.key; echo ran`, f.repo, f.repo)
+		next.HidePatterns, next.Call = []string{filepath.Join(f.repo, "**/*.key")}, fmt.Sprintf("next%d", i)
+		if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), next); err != nil || strings.Contains(out, "TOPSECRET") {
+			t.Errorf("the call after %d: %v %q, want the key still hidden", i, err, out)
+		}
 	}
 }
 
