@@ -173,11 +173,11 @@ const maxCachedIndexes = 256
 // index it cannot read is an error, and itself returned when it changed since then.
 // Run as the caller.
 //
-// had are the gitlinks the index held when the call started and the inode of each one's .git
+// had are the gitlinks the index held when the call started and the identity of each one's .git
 // then (gitlinksAt), nil when unknown (the repository's dir could not be opened): a gitlink added since, or whose .git is another one now,
 // makes its .git the call's whatever its age (a repository an earlier call made, registered
 // as a submodule by this one or moved into a submodule's place).
-func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map[string]uint64) ([]string, error) {
+func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map[string]fileID) ([]string, error) {
 	idx := path.Join(dir, ".git", "index")
 	got, st, ok := c.read(rfd, idx)
 	if !ok {
@@ -203,7 +203,7 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map
 		g := path.Join(dir, l, ".git")
 		if had != nil {
 			var lst unix.Stat_t
-			if ino, ok := had[l]; unix.Fstatat(rfd, g, &lst, unix.AT_SYMLINK_NOFOLLOW) == nil && (!ok || lst.Ino != ino) {
+			if id, ok := had[l]; unix.Fstatat(rfd, g, &lst, unix.AT_SYMLINK_NOFOLLOW) == nil && (!ok || (fileID{lst.Dev, lst.Ino}) != id) {
 				out = append(out, g)
 				continue
 			}
@@ -215,26 +215,29 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map
 	return out, nil
 }
 
-// gitlinksAt returns the gitlinks of the repository at dir (below rfd), each with the inode of
-// its .git (0: none). With no index, or one that cannot be read, there are none the user had:
+// gitlinksAt returns the gitlinks of the repository at dir (below rfd), each with the identity
+// of its .git (zero: none). With no index, or one that cannot be read, there are none the user had:
 // a call could remove the index first, and every gitlink its sweep then finds is the call's.
 // Run as the caller.
-func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]uint64 {
+func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]fileID {
 	got, _, ok := c.read(rfd, path.Join(dir, ".git", "index"))
 	if !ok || got.err != nil {
-		return map[string]uint64{}
+		return map[string]fileID{}
 	}
-	out := make(map[string]uint64, len(got.links))
+	out := make(map[string]fileID, len(got.links))
 	for _, l := range got.links {
 		var st unix.Stat_t
 		if filepath.IsLocal(l) && unix.Fstatat(rfd, path.Join(dir, l, ".git"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			out[l] = st.Ino
+			out[l] = fileID{st.Dev, st.Ino}
 		} else {
-			out[l] = 0
+			out[l] = fileID{}
 		}
 	}
 	return out
 }
+
+// fileID is a file's device and inode number; zero for none.
+type fileID struct{ dev, ino uint64 }
 
 // read returns the gitlinks of the index idx (below rfd), from the cache while stat says the
 // same of it; false when there is no index.

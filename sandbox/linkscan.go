@@ -81,6 +81,9 @@ func (c *linkScans) scan(dir string) (*linkScan, bool) {
 		if err != nil {
 			return
 		}
+		// This dir's own links before any dir below it takes the budget (.claude/settings.json
+		// after a large .claude/agents).
+		var dirs []string
 		for _, ent := range ents {
 			if budget--; budget < 0 {
 				return
@@ -97,8 +100,11 @@ func (c *linkScans) scan(dir string) (*linkScan, bool) {
 				}
 				e.links = append(e.links, filepath.Clean(t))
 			case ent.IsDir() && depth < 1:
-				read(p, depth+1)
+				dirs = append(dirs, p)
 			}
+		}
+		for _, p := range dirs {
+			read(p, depth+1)
 		}
 	}
 	read(dir, 0)

@@ -107,7 +107,7 @@ type look struct {
 	covers             []covered // protected paths that exist now (Spec.MoveAsideCreated)
 	hidden             []hiddenPath
 	repos              []guarded           // where a repository's submodules are looked at (gitlinkGits)
-	repoLinks          []map[string]uint64 // each one's gitlinks and their .git now, nil where unknown
+	repoLinks          []map[string]fileID // each one's gitlinks and their .git now, nil where unknown
 	fileDeny           []string            // deny paths landlock keeps unreadable
 	later              []string            // deny paths that may appear while the call runs (appearLater)
 	coveredLater       []string            // the ones of later that exist, covered by the mounts

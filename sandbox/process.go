@@ -57,7 +57,7 @@ type Process struct {
 	covers    []covered           // the protected paths that existed, moved aside once replaced
 	hidden    []hiddenPath        // the hidden paths that existed; the call is killed once one is replaced
 	repos     []guarded           // the dirs whose repository's new gitlinks' .git are moved aside too
-	repoLinks []map[string]uint64 // the gitlinks each of repos held at the start, nil where unknown
+	repoLinks []map[string]fileID // the gitlinks each of repos held at the start, nil where unknown
 	guardWalk *patternGuard       // Spec.GuardPatterns, whose new matches are moved aside too
 	writable  []string            // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
