@@ -284,7 +284,8 @@ func (p *Process) hiddenLost() string {
 		// /run/user/<uid>): what is made there again is caught by the next sweep. One the
 		// caller can no longer look at may have been made unreadable by the call itself.
 		err := unix.Stat(h.path, &st)
-		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && h.fd >= 0 && st.Ino == h.ino && st.Dev == h.dev {
+		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && h.fd >= 0 && st.Ino == h.ino && st.Dev == h.dev ||
+			err != nil && h.fd < 0 { // missing at the start: only its appearance counts
 			continue
 		}
 		return h.path
@@ -591,9 +592,20 @@ func isFileBeneath(rfd int, rel string) bool {
 	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
-// isLink reports whether rel below the dir fd rfd is a symlink that says link.
+// isLink reports whether rel below the dir fd rfd is a symlink that says link, reached without
+// a symlink on the way: the same words in another dir (a dir on the way swapped for a link to
+// one holding a copy) lead elsewhere.
 func isLink(rfd int, rel string, link string) bool {
-	got, ok := readLink(rfd, rel)
+	dir, name := filepath.Split(rel)
+	fd := rfd
+	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
+		var err error
+		if fd, err = openBeneath(rfd, dir); err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+	}
+	got, ok := readLink(fd, name)
 	return ok && got == link
 }
 

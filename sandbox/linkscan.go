@@ -33,7 +33,7 @@ type linkScanKey struct {
 }
 
 type linkScan struct {
-	links []string // where each link leads, joined to its dir and cleaned, not resolved
+	links []string // what each link says, joined to its dir when relative
 	dirs  []dirStamp
 }
 
@@ -41,8 +41,8 @@ func newLinkScans(slack time.Duration) *linkScans {
 	return &linkScans{slack: slack, entries: map[linkScanKey]*linkScan{}}
 }
 
-// targets returns where the symlinks in dir (a protected dir, resolved) lead, each joined to
-// its dir and cleaned, not resolved. Run as the caller, uid.
+// targets returns what the symlinks in dir (a protected dir, resolved) say, a relative one
+// joined to its dir, neither cleaned nor resolved. Run as the caller, uid.
 func (c *linkScans) targets(dir string, uid uint32) []string {
 	if c == nil {
 		c = newLinkScans(stampSlack) // kept nowhere
@@ -96,9 +96,9 @@ func (c *linkScans) scan(dir string) (*linkScan, bool) {
 					continue
 				}
 				if !filepath.IsAbs(t) {
-					t = filepath.Join(d, t)
+					t = d + "/" + t // not cleaned: a `..` after a link is the kernel's to resolve
 				}
-				e.links = append(e.links, filepath.Clean(t))
+				e.links = append(e.links, t)
 			case ent.IsDir() && depth < 1:
 				dirs = append(dirs, p)
 			}

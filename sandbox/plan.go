@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,10 +216,11 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	}
 	l.hidden = hiddenOf(mountDeny)
 	// A deny path missing now, outside the writable dirs, that appears while the call runs was
-	// put there on the host: landlock holds a new file there, but not one moved in from beside
-	// it (it keeps the rule it had as an entry of the expanded dir). The sweep kills the call.
-	for _, d := range l.later {
-		if !slices.Contains(l.coveredLater, d) && !slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) }) {
+	// put there on the host: landlock holds a new file in a dir of the caller's, but not one
+	// moved in from beside it (it keeps the rule it had as an entry of the expanded dir), nor
+	// one in a dir shared with others (a sticky /var/tmp). The sweep kills the call.
+	for _, d := range l.fileDeny {
+		if _, err := v.lstat(d); (errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && !slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) }) {
 			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}})
 		}
 	}

@@ -273,11 +273,19 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		if fi, err := v.stat(c); err != nil || !fi.IsDir() {
 			continue
 		}
-		// As the link says, not resolved: a link on the way there is the user's too.
+		// Where each leads as the kernel resolves it; each link of the user's on the way there
+		// is held too.
 		for _, t := range scans.targets(resolve(v, c), spec.UID) {
-			inWritable := func(p string) bool { return slices.ContainsFunc(writable, func(w string) bool { return under(p, w) }) }
-			if !slices.Contains(clean, t) && (inWritable(t) || inWritable(resolve(v, t))) {
-				clean = append(clean, t)
+			r := resolve(v, t)
+			if !slices.Contains(clean, r) && slices.ContainsFunc(writable, func(w string) bool { return under(r, w) }) {
+				clean = append(clean, r)
+			}
+			if spec.MoveAsideCreated {
+				for _, g := range linksOnTheWay(v, t, writable) {
+					if !slices.Contains(missing, g) {
+						missing = append(missing, g)
+					}
+				}
 			}
 		}
 	}
@@ -341,58 +349,52 @@ func keeps(kept []string, c string) bool {
 	return slices.ContainsFunc(kept, func(k string) bool { return filepath.Clean(k) == c })
 }
 
-// linksOnTheWay returns each of the user's symlinks met on the way from c's writable dir down
-// to c, hop by hop as the kernel follows them (a link may lead to a dir holding another, or to
-// another link: .envrc -> e1 -> real/envrc), each as linkOnTheWay gives it.
+// linksOnTheWay returns each of the user's symlinks inside a writable dir that the kernel
+// follows on the way to c, hop by hop: a link may lead to a dir holding another, or to another
+// link (.envrc -> e1 -> real/envrc), and a `..` after a link leaves where the link led, not
+// where its name lies (hooks/pre-push -> ../../x/../hook with x -> sub/dir is sub/hook). Each
+// is a guarded path with what it says (guarded.link). Run as the caller.
 func linksOnTheWay(v *fsView, c string, writable []string) []guarded {
 	var out []guarded
-	for range 40 {
-		g, ok := linkOnTheWay(v, c, writable)
-		if !ok || slices.Contains(out, g) {
-			break
-		}
-		out = append(out, g)
-		p := filepath.Join(g.root, g.rel)
-		next := g.link
-		if !filepath.IsAbs(next) {
-			next = filepath.Join(filepath.Dir(p), next)
-		}
-		c = filepath.Join(next, c[len(p):])
-	}
-	return out
-}
-
-// linkOnTheWay returns the first symlink from c's writable dir down to c, c included, as a
-// guarded path with what it says: the user's link (a dotfile kept in a repository, ~/.bashrc ->
-// dotfiles/bashrc, ~/.config -> dotfiles/config). Its target is read-only, but a mount cannot
-// hold the link itself in place: what a call puts at its name instead is moved aside.
-func linkOnTheWay(v *fsView, c string, writable []string) (guarded, bool) {
-	for _, w := range writable {
-		if !under(c, w) || c == w || w == "/" {
+	todo := strings.Split(strings.TrimPrefix(c, "/"), "/")
+	cur := "/"
+	for hops := 0; len(todo) > 0; {
+		comp := todo[0]
+		todo = todo[1:]
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
 			continue
 		}
-		for p := w; p != c; {
-			i := strings.IndexByte(c[len(p)+1:], '/')
-			if i < 0 {
-				p = c
-			} else {
-				p = c[:len(p)+1+i]
-			}
-			fi, err := v.lstat(p)
-			if err != nil {
-				return guarded{}, false
-			}
-			if fi.Mode()&os.ModeSymlink != 0 {
-				link, err := os.Readlink(p)
-				if err != nil || link == "" {
-					return guarded{}, false
+		next := filepath.Join(cur, comp)
+		fi, err := v.lstat(next)
+		if err != nil {
+			return out // missing: nothing below it is reached
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		link, err := os.Readlink(next)
+		if hops++; err != nil || link == "" || hops > 40 {
+			return out
+		}
+		for _, w := range writable {
+			if w != "/" && under(next, w) && next != w {
+				if g := (guarded{root: w, rel: next[len(w)+1:], link: link}); !slices.Contains(out, g) {
+					out = append(out, g)
 				}
-				return guarded{root: w, rel: p[len(w)+1:], link: link}, true
+				break
 			}
 		}
-		return guarded{}, false
+		if filepath.IsAbs(link) {
+			cur = "/"
+		}
+		todo = append(strings.Split(link, "/"), todo...)
 	}
-	return guarded{}, false
+	return out
 }
 
 // protectMounts makes each protected path read-only, after the writable dirs were opened

@@ -742,6 +742,64 @@ func TestLinkChainInProtectedDir(t *testing.T) {
 	}
 }
 
+// TestLinkChainSpellings: the chain is followed as the kernel follows it. A `..` after a link
+// leaves where the link led (hooks/pre-push -> ../../x/../hook with x -> sub/dir runs
+// sub/hook); a middle link is the user's only where it lies, reached without a link (a call
+// that swaps the dir holding it for a link to a dir with a copy of it does not keep that).
+func TestLinkChainSpellings(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	for _, tc := range []struct {
+		name    string
+		dirs    []string
+		files   map[string]string
+		links   [][2]string // link, target, made in order
+		script  string
+		checked string
+	}{
+		{"dot-dot after a link", []string{"sub/dir"}, map[string]string{"sub/hook": "#!/bin/sh\n"},
+			[][2]string{{"x", "sub/dir"}, {".git/hooks/pre-push", "../../x/../hook"}},
+			`h=sub/ho; echo 'touch /tmp/MARK' >> ${h}ok; echo done`, ".git/hooks/pre-push"},
+		{"dot-dot after a middle link", []string{"d1/d2", "d1/real"}, map[string]string{"d1/real/envrc": "export A=1\n"},
+			[][2]string{{"y", "d1/d2"}, {".envrc", "y/../real/envrc"}},
+			`python3 -c 'import os; y="y"; os.unlink(y); os.makedirs("q/r"); os.makedirs("q/real"); os.symlink("q/r", y); open("q/real/envrc","w").write("curl MARK | sh\n")'; echo done`, ".envrc"},
+		{"the middle link's dir swapped for a link", []string{"cfg", "real"}, map[string]string{"real/pre-push": "#!/bin/sh\n"},
+			[][2]string{{"cfg/h1", "../real/pre-push"}, {".git/hooks/pre-push", "../../cfg/h1"}},
+			`python3 -c 'import os; c="cfg"; os.makedirs("deep/x"); os.makedirs("deep/real"); os.symlink("../real/pre-push","deep/x/h1"); open("deep/real/pre-push","w").write("touch /tmp/MARK\n"); os.rename(c,"cfgold"); os.symlink("deep/x",c)'; echo done`, ".git/hooks/pre-push"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newProtectFixture(t)
+			os.Remove(filepath.Join(f.repo, ".envrc"))
+			for _, d := range tc.dirs {
+				if err := os.MkdirAll(filepath.Join(f.repo, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for p, c := range tc.files {
+				if err := os.WriteFile(filepath.Join(f.repo, p), []byte(c), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, l := range tc.links {
+				if err := os.Symlink(l[1], filepath.Join(f.repo, l[0])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			chownR(t, f.repo)
+			time.Sleep(50 * time.Millisecond) // the user's links are older than the call
+			sp := f.spec(tc.script, f.repo, f.repo)
+			sp.MoveAsideCreated, sp.Call = true, "c1"
+			res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+			if err != nil || !strings.Contains(out, "done") {
+				t.Fatalf("%v %q", err, out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(f.repo, tc.checked)); strings.Contains(string(b), "MARK") {
+				t.Errorf("%s leads to what the call wrote; MovedAside %v, output %q", tc.checked, res.MovedAside, out)
+			}
+		})
+	}
+}
+
 // TestReplacedCoverBehindLockedDir: a call that makes the dir holding a covered file
 // unsearchable (chmod 000) does not blind the sweep to the file's replacement: a covered path
 // it cannot look at counts as replaced.
@@ -882,6 +940,28 @@ func TestHiddenMovedInKillsCall(t *testing.T) {
 	}
 	if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
 		t.Errorf("killed by %q, output %q; want the call killed as %q once the deny path appeared", res.KilledBy, out, KilledHiddenLost)
+	}
+	// In a dir shared with others (sticky, root's), where landlock does not expand around it,
+	// one the user's own process makes there kills the call too.
+	shared := hostTempDir(t, "/var/tmp", "sbx-shared-")
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Join(shared, "creds.json")
+	sp = f.spec(fmt.Sprintf(`for i in $(seq 300); do cat %s 2>/dev/null; sleep 0.02; done; echo done`, creds), f.repo, f.repo)
+	sp.DenyPaths, sp.Call = []string{creds}, "c2"
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if err := os.WriteFile(creds, []byte("HOSTSECRET\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, out, err = run(t, s, ctxTimeout(t, 30*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
+		t.Errorf("in a shared dir: killed by %q, output %q; want %q", res.KilledBy, out, KilledHiddenLost)
 	}
 }
 
