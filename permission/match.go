@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/pctenc"
@@ -451,10 +452,10 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 //     double-encoded %252e%252e as ..; a malformed escape stays as it is, so one bad escape
 //     does not hide the good ones), `\` taken as `/` (IIS, some routers) and `;parameters`
 //     dropped;
-//   - where the laxest holds a NUL, a character that looks like a slash or a segment that ends
-//     in dots or spaces, that one as a server in C, a Windows file system or a Unicode-folding
-//     router reads it: cut at the NUL (`/secret%00/x` is /secret), `／` and its kin taken as
-//     `/`, and each segment's trailing dots and spaces dropped (`/secret./x`, `/secret%20/x`).
+//   - where the laxest holds a NUL, a byte outside ASCII, a `:` or a segment that ends in dots
+//     or spaces, that one as a server in C, a Windows file system or a Unicode-folding router
+//     reads it (lenientReading): `/secret%00/x`, `/secret./x`, `/secret%20/x`,
+//     `/%ef%bd%93ecret` and `/x/%e2%80%a5/secret` are all under /secret.
 //
 // Each is read two ways when it holds an empty segment: path.Clean merges `//` before it
 // removes dot segments, while RFC 3986 (5.2.4) and WHATWG URL parsing, so Node's `new URL()`,
@@ -488,37 +489,79 @@ func webPathReadings(p string, out []string) []string {
 	return out
 }
 
-// slashLookalikes are characters some routers fold to `/` (NFKC takes the fullwidth solidus
-// to it) or to `\`, which IIS takes as `/`.
-var slashLookalikes = strings.NewReplacer("\uff0f", "/", "\u2215", "/", "\u2044", "/", "\u29f8", "/", "\uff3c", "/", "\u2216", "/")
+// slashLookalikes are characters some routers take as `/` or as `\\` (which IIS takes as
+// `/`) and that NFKC leaves as they are.
+var slashLookalikes = strings.NewReplacer("\u2215", "/", "\u2044", "/", "\u29f8", "/", "\u2216", "/", `\`, "/")
 
-// lenientlyRead reports whether p holds what lenientReading changes.
+// lenientlyRead reports whether p holds what lenientReading changes: a NUL, a byte outside
+// ASCII, a `:` or a segment that ends in dots or spaces.
 func lenientlyRead(p string) bool {
-	if strings.IndexByte(p, 0) >= 0 || slashLookalikes.Replace(p) != p {
-		return true
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == 0 || c >= 0x80 || c == ':' {
+			return true
+		}
 	}
 	for _, seg := range strings.Split(p, "/") {
-		if t := strings.TrimRight(seg, ". "); t != seg && strings.Trim(seg, ".") != "" {
+		if trimmedSegment(seg) != seg {
 			return true
 		}
 	}
 	return false
 }
 
-// lenientReading is p as a server in C (cut at a NUL), a Windows file system (each segment's
-// trailing dots and spaces dropped; a segment of dots alone stays a dot segment) and a
-// Unicode-folding router (slash look-alikes taken as `/`) read it.
+// lenientReading is p as lax servers read it: overlong UTF-8 taken for the character it
+// spells (%c0%af is `/`), Unicode folded (NFKC: fullwidth `／` and letters, `‥` for `..`, an
+// ideographic space), slash look-alikes and `\` taken as `/`, cut at a NUL (a server in C),
+// and each segment as Windows reads a name: its `:stream` dropped, then its trailing spaces
+// and dots (a segment of dots alone stays a dot segment).
 func lenientReading(p string) string {
+	p = norm.NFKC.String(decodeOverlong(p))
+	p = slashLookalikes.Replace(p)
 	if i := strings.IndexByte(p, 0); i >= 0 {
 		p = p[:i]
 	}
-	segs := strings.Split(slashLookalikes.Replace(p), "/")
+	segs := strings.Split(p, "/")
 	for i, seg := range segs {
-		if strings.Trim(seg, ".") != "" {
-			segs[i] = strings.TrimRight(seg, ". ")
-		}
+		seg, _, _ = strings.Cut(seg, ":")
+		segs[i] = trimmedSegment(seg)
 	}
 	return strings.Join(segs, "/")
+}
+
+// trimmedSegment is a path segment as Windows reads a name: trailing spaces dropped, then, but
+// for a segment of dots alone (`..`, `. .` is `.`), trailing dots and spaces.
+func trimmedSegment(seg string) string {
+	t := strings.TrimRight(seg, " ")
+	if strings.Trim(t, ". ") == "" {
+		if strings.Trim(t, ".") == "" {
+			return t
+		}
+		return strings.ReplaceAll(t, " ", "")
+	}
+	return strings.TrimRight(t, ". ")
+}
+
+// decodeOverlong replaces each overlong UTF-8 sequence for an ASCII character (two bytes led
+// by C0 or C1, three led by E0 80-81) by that character, as old decoders did.
+func decodeOverlong(p string) string {
+	if !strings.ContainsAny(p, "\xc0\xc1\xe0") {
+		return p
+	}
+	b := []byte(p)
+	out := b[:0:0]
+	for i := 0; i < len(b); i++ {
+		switch {
+		case (b[i] == 0xc0 || b[i] == 0xc1) && i+1 < len(b) && b[i+1]&0xc0 == 0x80:
+			out = append(out, (b[i]&0x1f)<<6|b[i+1]&0x3f)
+			i++
+		case b[i] == 0xe0 && i+2 < len(b) && (b[i+1] == 0x80 || b[i+1] == 0x81) && b[i+2]&0xc0 == 0x80:
+			out = append(out, (b[i+1]&0x3f)<<6|b[i+2]&0x3f)
+			i += 2
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return string(out)
 }
 
 // removeDotSegments removes the dot segments of the absolute path p as RFC 3986 (5.2.4) does,

@@ -337,6 +337,15 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"deny fullwidth slash", deny, "/x/..\uff0fadmin/users", true},
 		{"deny fullwidth slash decoded again", deny, "/x/..%ef%bc%8fadmin", true},
 		{"deny not a dotted name", deny, "/admin.old/users", false},
+		{"deny small reverse solidus", deny, "/x/..\ufe68admin", true},
+		{"deny two-dot leader", deny, "/x/\u2025/admin", true},
+		{"deny fullwidth dots", deny, "/x/\uff0e\uff0e/admin", true},
+		{"deny fullwidth letter", deny, "/\uff41dmin/users", true},
+		{"deny ideographic space", deny, "/admin\u3000/users", true},
+		{"deny overlong slash", deny, "/x/..\xc0\xafadmin", true},
+		{"deny overlong slash, three bytes", deny, "/x/..\xe0\x80\xafadmin", true},
+		{"deny NTFS stream", deny, "/admin::$INDEX_ALLOCATION/users", true},
+		{"deny dot-dot and a space", deny, "/x/.. /admin", true},
 		{"allow plain", allow, "/public/a/b", true},
 		{"allow the root", allow, "/public", true},
 		{"allow params inside", allow, "/public/a;v=1", true},
@@ -600,6 +609,10 @@ func FuzzMatchWeb(f *testing.F) {
 		if derr == nil {
 			r := params(strings.ReplaceAll(decoded, `\`, "/"))
 			readings = append(readings, segs(r), rfcSegs(r))
+			if lenientlyRead(r) {
+				l := lenientReading(r)
+				readings = append(readings, segs(l), rfcSegs(l))
+			}
 		}
 		pat := splitPath(allow.URLPath)
 		every, any := true, false
