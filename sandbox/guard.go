@@ -271,8 +271,8 @@ type hiddenPath struct {
 }
 
 // KilledHiddenLost is the kill reason of a call whose cover of a hidden path (a deny path, a
-// socket every call hides) was dropped by the path's replacement on the host (hiddenLost):
-// from then on the call could read or connect there.
+// socket every call hides) was dropped by the path's replacement on the host, or one of whose
+// missing deny paths appeared (hiddenLost): from then on the call could read or connect there.
 const KilledHiddenLost = "hidden_path_replaced"
 
 // hiddenLost returns the first hidden path that is no longer what the call's mount covers,
@@ -307,7 +307,7 @@ func (p *Process) moveAsideCreated(running bool) {
 		// As the daemon, not the caller: the cgroup is root's.
 		switch {
 		case unhidden != "":
-			p.s.log.Warn("a hidden path was replaced or removed while a call ran, which drops its cover there; killing the call",
+			p.s.log.Warn("a hidden path was replaced, or appeared, while a call ran, which would show it to the call; killing the call",
 				zap.String("path", unhidden), zap.String("call", p.spec.Call))
 			_ = p.Kill(KilledHiddenLost)
 		case replaced != "" && running:
