@@ -246,20 +246,21 @@ type covered struct {
 }
 
 // unpinCovers closes what coversOf and hiddenOf held open, once the call's sweeps are over (or
-// it never started).
+// it never started). Once: a failed start's abort releases the call too.
 func (p *Process) unpinCovers() {
-	if p.sweepDone != nil {
-		<-p.sweepDone
-	}
-	for _, c := range p.covers {
-		unix.Close(c.fd)
-	}
-	for _, h := range p.hidden {
-		if h.fd >= 0 {
-			unix.Close(h.fd)
+	p.unpinOnce.Do(func() {
+		if p.sweepDone != nil {
+			<-p.sweepDone
 		}
-	}
-	p.covers, p.hidden = nil, nil
+		for _, c := range p.covers {
+			unix.Close(c.fd)
+		}
+		for _, h := range p.hidden {
+			if h.fd >= 0 {
+				unix.Close(h.fd)
+			}
+		}
+	})
 }
 
 // hiddenPath is a path every mount of the call hides that existed when it started (a deny
@@ -268,6 +269,19 @@ func (p *Process) unpinCovers() {
 type hiddenPath struct {
 	path string
 	pinned
+	// expanded: missing, and landlock expands around it (appearLater), so a file made there
+	// after the call started matches no rule; one born earlier and moved in keeps its own.
+	expanded bool
+}
+
+// bornSince reports whether the file at p (followed) was made at since or later, by its birth
+// time; false where the file system does not say.
+func bornSince(p string, since time.Time) bool {
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, p, unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	return !time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)).Before(since)
 }
 
 // KilledHiddenLost is the kill reason of a call whose cover of a hidden path (a deny path, a
@@ -285,7 +299,8 @@ func (p *Process) hiddenLost() string {
 		// caller can no longer look at may have been made unreadable by the call itself.
 		err := unix.Stat(h.path, &st)
 		if err == unix.ENOENT || err == unix.ENOTDIR || err == nil && h.fd >= 0 && st.Ino == h.ino && st.Dev == h.dev ||
-			err != nil && h.fd < 0 { // missing at the start: only its appearance counts
+			err != nil && h.fd < 0 || // missing at the start: only its appearance counts
+			err == nil && h.fd < 0 && h.expanded && bornSince(h.path, p.rulesAt) {
 			continue
 		}
 		return h.path

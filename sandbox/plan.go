@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,6 +58,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	p.rulesAt = time.Now() // what is born later matches no rule of the expansions (hiddenLost)
 	// The next pooled inits prebuild this base: the next call is most likely this session's.
 	if ll != nil && ll.baseKey != nil && !s.llHint.Load().matches(ll) {
 		s.llHint.Store(ll.hint())
@@ -216,12 +218,13 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	}
 	l.hidden = hiddenOf(mountDeny)
 	// A deny path missing now, outside the writable dirs, that appears while the call runs was
-	// put there on the host: landlock holds a new file in a dir of the caller's, but not one
-	// moved in from beside it (it keeps the rule it had as an entry of the expanded dir), nor
-	// one in a dir shared with others (a sticky /var/tmp). The sweep kills the call.
+	// put there on the host: landlock holds a new file in a dir of the caller's (expanded), but
+	// not one moved in from beside it (it keeps the rule it had as an entry of the expanded
+	// dir), nor one in a dir shared with others (a sticky /var/tmp). The sweep kills the call
+	// for those (hiddenLost).
 	for _, d := range l.fileDeny {
 		if _, err := v.lstat(d); (errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && !slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) }) {
-			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}})
+			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}, expanded: slices.Contains(l.later, d)})
 		}
 	}
 	return l, nil

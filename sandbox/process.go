@@ -56,6 +56,8 @@ type Process struct {
 	guard     []guarded
 	covers    []covered           // the protected paths that existed, moved aside once replaced
 	hidden    []hiddenPath        // the hidden paths that existed; the call is killed once one is replaced
+	rulesAt   time.Time           // when the plan's landlock expansions were listed: a file born later has no rule
+	unpinOnce sync.Once           // unpinCovers
 	repos     []guarded           // the dirs whose repository's new gitlinks' .git are moved aside too
 	repoLinks []map[string]fileID // the gitlinks each of repos held at the start, nil where unknown
 	guardWalk *patternGuard       // Spec.GuardPatterns, whose new matches are moved aside too
@@ -248,7 +250,6 @@ func (p *Process) Wait() (*Result, error) {
 	}
 	defer func() {
 		p.s.guarding.done(p) // after the last sweep
-		p.unpinCovers()
 		p.s.mu.Lock()
 		delete(p.s.procs, p)
 		p.s.mu.Unlock()
@@ -275,6 +276,7 @@ func (p *Process) Wait() (*Result, error) {
 	case werr == nil:
 	case errors.As(werr, &ee):
 	default:
+		p.unpinCovers() // no release follows
 		return nil, fmt.Errorf("wait for child: %w", werr)
 	}
 	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -339,8 +341,10 @@ func (p *Process) finish(res *Result) error {
 	return errors.Join(errs...)
 }
 
-// release drops what a reaped call still holds: its mount namespace, then its cgroup.
+// release drops what a reaped call still holds: its pinned paths (once its sweeps are over:
+// off the result's path), its mount namespace, then its cgroup.
 func (p *Process) release() {
+	p.unpinCovers()
 	if p.endReported {
 		// Done and exiting since it reported; the kill only guards against one stopped since.
 		_ = p.cmd.Process.Kill()
