@@ -941,6 +941,29 @@ func TestHiddenMovedInKillsCall(t *testing.T) {
 	if res.KilledBy != KilledHiddenLost || strings.Contains(out, "done") {
 		t.Errorf("killed by %q, output %q; want the call killed as %q once the deny path appeared", res.KilledBy, out, KilledHiddenLost)
 	}
+	// One made afresh in a dir of the caller's matches no landlock rule: unreadable, and the call
+	// goes on.
+	fresh := filepath.Join(f.home, ".fresh-test")
+	sp = f.spec(fmt.Sprintf(`for i in $(seq 100); do cat %s/id 2>/dev/null; sleep 0.02; done; echo done`, fresh), f.repo, f.repo)
+	sp.DenyPaths, sp.Call = []string{fresh}, "c1b"
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		if err := os.Mkdir(fresh, 0o700); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(fresh, "id"), []byte("FRESHSECRET\n"), 0o600); err != nil {
+			t.Error(err)
+		}
+		chownR(t, fresh)
+	}()
+	res, out, err = run(t, s, ctxTimeout(t, 30*time.Second), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.landlockABI > 0 && (res.KilledBy != "" || !strings.Contains(out, "done") || strings.Contains(out, "FRESHSECRET")) {
+		t.Errorf("made afresh: killed by %q, output %q; want it unreadable and the call to go on", res.KilledBy, out)
+	}
 	// In a dir shared with others (sticky, root's), where landlock does not expand around it,
 	// one the user's own process makes there kills the call too.
 	shared := hostTempDir(t, "/var/tmp", "sbx-shared-")
