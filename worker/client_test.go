@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -118,6 +119,20 @@ func TestClientRefusesAnswerWithoutReply(t *testing.T) {
 	}
 }
 
+// A frame length near 2³² must be refused as too large, not wrapped past the bound into a
+// 4 GiB allocation.
+func TestReadFrameRefusesWrappingLength(t *testing.T) {
+	for _, n := range []uint32{0xffffffff, 0xfffffffd, 0xfffffffc, MaxFrameBytes - 3} {
+		b := binary.BigEndian.AppendUint32(nil, n)
+		b = binary.BigEndian.AppendUint64(b, 1)
+		b = binary.BigEndian.AppendUint32(b, 0)
+		_, _, _, err := readFrame(bufio.NewReader(bytes.NewReader(b)))
+		if !errors.Is(err, ErrFrameTooLarge) {
+			t.Errorf("length %#x: err %v, want ErrFrameTooLarge", n, err)
+		}
+	}
+}
+
 // FuzzClientFrames feeds the daemon's side of the worker protocol whatever a broken or
 // compromised worker could send back to a request: the call returns (never hangs), never
 // panics, and never returns no error without its reply.
@@ -127,6 +142,7 @@ func FuzzClientFrames(f *testing.F) {
 	f.Add(byte(3), []byte(`{"err":{"code":"not_found","msg":"no"}}`), []byte{}, []byte{0, 0, 0, 1})
 	f.Add(byte(5), []byte(`{"resolve":null}`), []byte{}, []byte("\xff\xff\xff\xff"))
 	f.Add(byte(6), []byte(`{"file":{"path":"/x"}}`), []byte("settings"), []byte{})
+	f.Add(byte(0), []byte(`{}`), []byte{}, []byte("\xff\xff\xff\xfd\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, which byte, header, payload, tail []byte) {
 		ops := append(answeredOps, OpReadFile)
 		op := ops[int(which)%len(ops)]

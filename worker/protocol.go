@@ -287,7 +287,9 @@ func readFrame(r *bufio.Reader) (id uint64, header, payload []byte, err error) {
 	n := binary.BigEndian.Uint32(head[0:])
 	id = binary.BigEndian.Uint64(head[4:])
 	hl := binary.BigEndian.Uint32(head[12:])
-	if n+4 > MaxFrameBytes || n < 12 || hl > n-12 {
+	// In 64 bits: a length near 2³² wraps n+4 past the bound in 32, and a broken worker
+	// would have the daemon allocate 4 GiB for it.
+	if uint64(n)+4 > MaxFrameBytes || n < 12 || hl > n-12 {
 		return 0, nil, nil, ErrFrameTooLarge
 	}
 	buf := make([]byte, n-12)
