@@ -1065,6 +1065,12 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		for _, ns := range sb.nested.Subcommands {
 			ns.Nested = true
 			all = append(all, ns)
+			// A line is read-only only with every script it runs: the command's own check
+			// and the nested reading may part on an option cluster (`mapfile -cC00`,
+			// `read -d -C x`), and the stricter one holds.
+			if !ns.ReadOnly && c.ReadOnly {
+				c.ReadOnly, c.Reason = false, ns.Reason
+			}
 		}
 		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
 		c.Paths = append(c.Paths, sb.nested.Paths...)
