@@ -863,3 +863,49 @@ func TestSettingsMadeByRunningCallNotRead(t *testing.T) {
 		t.Fatalf("a session made while a call's settings were there came up in %s", s.Mode)
 	}
 }
+
+// TestOtherUsersCallGuardsNothingOfOwner: a call of another user's, in a session rooted in
+// this user's project (readable, not writable to it), guards nothing of this user's. While it
+// runs, the owner's new project settings are read, and the owner's own call does not move
+// aside the .envrc and settings the owner made meanwhile.
+func TestOtherUsersCallGuardsNothingOfOwner(t *testing.T) {
+	f := newTrustFixture(t, "sbguardo")
+	other := testutil.CreateUser(t, "sbguardx")
+	if err := os.Chmod(f.u.Home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := f.session(t, "--mode", "bypassPermissions")
+	out, errOut, code := sbctl(t, f.bin, f.td.socket, &other, "session", "new", "--cwd", f.proj, "--mode", "bypassPermissions")
+	if code != 0 {
+		t.Fatalf("the other user's session in the owner's project: %d %s", code, errOut)
+	}
+	if _, errOut, code := sbctl(t, f.bin, f.td.socket, &other, "bash", "--session", strings.TrimSpace(out), "--background", "--", "sleep 20"); code != 0 {
+		t.Fatalf("the other user's background task: %d %s", code, errOut)
+	}
+	time.Sleep(200 * time.Millisecond)
+	// Made by the owner on the host while the other user's call runs.
+	settings := filepath.Join(f.proj, ".sandboxd", "settings.json")
+	envrc := filepath.Join(f.proj, ".envrc")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{settings: `{"permissions":{"deny":["Read(./README)"]}}`, envrc: "export X=1\n"} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	if out, errOut, code := f.sbctl(t, "session", "new", "--cwd", f.proj); code != 0 {
+		t.Fatalf("the owner's session, made while another user's call runs: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code := f.sbctl(t, "bash", "--session", own, "--", "true"); code != 0 {
+		t.Fatalf("the owner's call: %d %s", code, errOut)
+	}
+	for _, p := range []string{settings, envrc} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("the owner's %s is gone after the owner's call (%v), while another user's call runs", p, err)
+		}
+	}
+}

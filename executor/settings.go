@@ -38,7 +38,7 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 	if !filepath.IsAbs(file) || !insideDir(file, base) || file == base {
 		return errcode.New(errcode.Validation, fmt.Errorf("settings file %s is not under %s", file, base))
 	}
-	if h.sandbox.MadeByRunningCall(file) {
+	if h.sandbox.MadeByRunningCall(file, s.Owner.UID) {
 		// A running call's, about to be moved aside, or missing at that call's start, where
 		// what this wrote would be moved aside too: never the base of the user's rules.
 		return errcode.New(errcode.Conflict, fmt.Errorf("%s is a protected path a running call guards: it was missing when the call started, and what appears there is the call's, moved aside; try again once the call has ended", file))

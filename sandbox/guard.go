@@ -55,25 +55,31 @@ type guardSet struct {
 	moved map[string]time.Time // what sweeps moved aside while a call that started before ran
 }
 
-// guardEntry is one running call's guarded paths, and when they were recorded: before the
-// call started, so no earlier than what it made (Process.start is its own goroutines').
+// guardEntry is one running call's guarded paths, whose call they are, and when they were
+// recorded: before the call started, so no earlier than what it made (Process.start is its
+// own goroutines').
 type guardEntry struct {
 	guard []guarded
+	uid   uint32
 	since time.Time
 }
 
 // guardLists are the running calls' guarded paths, as a plan saw them before it looked at any.
 type guardLists [][]guarded
 
-func (gs *guardSet) snapshot() guardLists {
+// snapshot is what the running calls of uid guard. Only the user's own: the layer keeps a
+// user's agent from planting what that user's programs trust, and another user's call, in
+// dirs it may not even write, neither makes this user's paths nor vouches for them (a call
+// of B's in A's project would have A's new settings refused and A's own calls move them
+// aside). What another user may write there is the dir's permissions' business.
+func (gs *guardSet) snapshot(uid uint32) guardLists {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if len(gs.calls) == 0 {
-		return nil
-	}
-	out := make(guardLists, 0, len(gs.calls))
+	var out guardLists
 	for _, e := range gs.calls {
-		out = append(out, e.guard)
+		if e.uid == uid {
+			out = append(out, e.guard)
+		}
 	}
 	return out
 }
@@ -88,7 +94,7 @@ func (gs *guardSet) start(p *Process) {
 	if gs.calls == nil {
 		gs.calls = map[*Process]guardEntry{}
 	}
-	gs.calls[p] = guardEntry{guard: p.guard, since: time.Now()}
+	gs.calls[p] = guardEntry{guard: p.guard, uid: p.spec.UID, since: time.Now()}
 }
 
 func (gs *guardSet) done(p *Process) {
@@ -134,11 +140,11 @@ func (gs *guardSet) movedSince(path string, t time.Time) bool {
 }
 
 // MadeByRunningCall reports whether the absolute path p, or a dir it lies in, is a protected
-// path a call still running made (it was missing when the call started), which that call's
-// sweep is about to move aside. The daemon does not trust such a file (the user's or a
+// path a call of uid's still running made (it was missing when the call started), which that
+// call's sweep is about to move aside. The daemon does not trust such a file (the user's or a
 // project's settings) meanwhile.
-func (s *Sandbox) MadeByRunningCall(p string) bool {
-	ls := s.guarding.snapshot()
+func (s *Sandbox) MadeByRunningCall(p string, uid uint32) bool {
+	ls := s.guarding.snapshot(uid)
 	if ls == nil {
 		return false
 	}

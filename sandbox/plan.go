@@ -29,7 +29,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		return nil, nil, fmt.Errorf("read the mount table, to hide each path wherever it shows: %w", err)
 	}
 	al := &aliasLookup{tab: tab}
-	busy := s.guarding.snapshot() // before any lstat: see guardSet
+	busy := s.guarding.snapshot(spec.UID) // before any lstat: see guardSet
 	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy, s.linkScans, &s.gitlinks) })
 	if l != nil {
 		p.covers, p.hidden = l.covers, l.hidden // the Process holds their fds from here (unpinCovers)
