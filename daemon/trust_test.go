@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -907,5 +908,57 @@ func TestOtherUsersCallGuardsNothingOfOwner(t *testing.T) {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("the owner's %s is gone after the owner's call (%v), while another user's call runs", p, err)
 		}
+	}
+}
+
+// TestPersistedCwdReplacedByLink: a persisted cwd whose dir is replaced by a link out of the
+// session (on the host, or by a task) is not entered: the next command does not run, the
+// cwd is reset to the root with the reason, and the command after it runs there. A cwd that
+// was removed is reset the same way.
+func TestPersistedCwdReplacedByLink(t *testing.T) {
+	f := newTrustFixture(t, "sbtcl")
+	// Outside the test's /tmp, which a call sees as a tmpfs of its own: a dir every call sees.
+	outside, err := os.MkdirTemp("/var/tmp", "sbtcl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), outside).Run()
+	id := f.session(t, "--persist-cwd")
+	sub := filepath.Join(f.proj, "sub")
+	for _, replace := range []func() error{
+		func() error { return errors.Join(os.Remove(sub), os.Symlink(outside, sub)) },
+		func() error { return os.Remove(sub) },
+	} {
+		if _, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cd sub"); code != 0 {
+			t.Fatalf("cd sub: %s", errOut)
+		}
+		if s := f.show(t, id); s.Cwd != sub {
+			t.Fatalf("cd sub did not carry over: cwd %s", s.Cwd)
+		}
+		if err := replace(); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "pwd -P; cat *.txt")
+		if code == 0 || strings.Contains(out, "public-content") || !strings.Contains(out+errOut, "Shell cwd was reset to "+f.proj) {
+			t.Fatalf("a command in a cwd replaced since: exit %d, out %q, err %q; want it refused with the reset", code, out, errOut)
+		}
+		if s := f.show(t, id); s.Cwd != f.proj {
+			t.Fatalf("the cwd was not reset to the root: %s", s.Cwd)
+		}
+		if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "pwd -P"); code != 0 || strings.TrimSpace(out) != f.proj {
+			t.Fatalf("the command after the reset: exit %d, out %q, err %q", code, out, errOut)
+		}
+		os.Remove(sub)
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(sub, int(f.u.UID), int(f.u.GID))
 	}
 }

@@ -395,7 +395,7 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 		id := newTaskID()
 		run, err := h.startBash(c, "task-"+strings.TrimPrefix(id, "bash_"), command, false, nil)
 		if err != nil {
-			return nil, err
+			return cwdGone(c, err)
 		}
 		if _, err := h.addTask(c.Session, id, command, run); err != nil {
 			run.kill("task_limit")
@@ -409,7 +409,7 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 	}
 	run, err := h.startBash(c, randomCallID("bash-"), command, true, progress)
 	if err != nil {
-		return nil, err
+		return cwdGone(c, err)
 	}
 	timer := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 	defer timer.Stop()
@@ -431,6 +431,25 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 		interrupted = true
 	}
 	return h.bashResult(c, command, run, interrupted, persist, notes)
+}
+
+// cwdGone is the result of a command that did not start because the session's cwd no longer
+// leads where it did (sandbox.ErrDirMoved): a dir on its way replaced by a link, or the dir
+// removed. Nothing ran; a cwd a `cd` moved is reset to the session's root, as the agents'
+// own shells reset one that left the project, and the agent runs the command again from
+// there, knowing where. The root itself is the session's: that is an error to fix.
+func cwdGone(c *Call, err error) (*Result, error) {
+	if !errors.Is(err, sandbox.ErrDirMoved) {
+		return nil, err
+	}
+	cwd, root := c.Session.Cwd(), c.Session.Root
+	if cwd == root {
+		return nil, errcode.New(errcode.Conflict, fmt.Errorf("the session's directory %s: %w; nothing ran", root, err))
+	}
+	res := Text(fmt.Sprintf("Shell cwd was reset to %s: %s is gone or no longer leads where it did (%v). Nothing ran; run the command again, from %s.", root, cwd, err, root))
+	res.IsError = true
+	res.ContextChange = &ContextChange{Cwd: &root}
+	return res, nil
 }
 
 // movedToBackground is the result of a command that outlived its timeout: what it printed

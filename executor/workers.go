@@ -328,7 +328,11 @@ func (h *Host) workerSpec(s *session.Session) *sandbox.Spec {
 	if path == "" {
 		path = "/proc/self/exe"
 	}
-	return h.Spec(s, false, "worker", []string{path, worker.Arg})
+	spec := h.Spec(s, false, "worker", []string{path, worker.Arg})
+	// At the root, not the cwd: every request names its paths and dirs, and a worker must not
+	// fail to start because a persisted cwd is gone (the next Bash call resets that).
+	spec.Dir = s.Root
+	return spec
 }
 
 func (h *Host) logger() *zap.Logger {

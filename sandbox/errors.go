@@ -5,11 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("sandbox closed")
+
+// ErrDirMoved is returned by Start for a call whose directory no longer leads where it did:
+// a dir on its way was replaced by a link out of the dir it lay in, or by one at all between
+// the plan and the child's chdir, or the dir is gone. Nothing of the user's ran.
+var ErrDirMoved = errors.New("the call's directory no longer leads where it did")
 
 // ErrBadSpec is returned by Start for a spec that cannot be run (no path, no session or call).
 var ErrBadSpec = errors.New("invalid sandbox spec")
@@ -27,7 +33,13 @@ type InitError struct {
 func (e *InitError) Error() string { return fmt.Sprintf("sandbox init: %s: %v", e.Step, e.Errno) }
 
 // Unwrap lets callers test errors.Is(err, ErrInitFailed) or errors.Is(err, syscall.ENOENT).
-func (e *InitError) Unwrap() []error { return []error{ErrInitFailed, e.Errno} }
+// A chdir that failed for want of the dir (removed, or a file in its place) is ErrDirMoved too.
+func (e *InitError) Unwrap() []error {
+	if strings.HasPrefix(e.Step, "chdir moved") || strings.HasPrefix(e.Step, "chdir:") && (e.Errno == syscall.ENOENT || e.Errno == syscall.ENOTDIR) {
+		return []error{ErrInitFailed, ErrDirMoved, e.Errno}
+	}
+	return []error{ErrInitFailed, e.Errno}
+}
 
 func decodeInitError(b []byte) error {
 	if len(b) < 8 {

@@ -33,6 +33,7 @@
 // nsinit_child.h first: it defines _GNU_SOURCE, which the system headers read.
 #include "nsinit_child.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -201,6 +202,14 @@ static void sbx_run(int pooled)
 	// chdir as the caller, not as root: root could enter a directory the caller cannot search.
 	if (c.dir[0] && chdir(c.dir) < 0)
 		sbx_fail(errno, "chdir", c.dir);
+	// c.dir is the plan's resolution of the call's dir, with no link on its way: a link made
+	// there since led the chdir elsewhere, and the call would run outside the dir it was
+	// decided for.
+	if (c.dir[0]) {
+		char here[PATH_MAX];
+		if (!getcwd(here, sizeof here) || strcmp(here, c.dir) != 0)
+			sbx_fail(ELOOP, "chdir moved", c.dir);
+	}
 
 	trace("creds");
 	// Wait for the go-ahead: on cgroup v1 the parent writes our pid into each controller while

@@ -68,7 +68,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 		env = []string{}
 	}
 	cs = &childSpec{
-		path: spec.Path, dir: spec.Dir,
+		path: spec.Path, dir: l.dir,
 		argv: append([]string{spec.Path}, spec.Args...), env: env, direct: spec.Direct,
 		uid: spec.UID, gid: spec.GID, rgid: realGID(spec), umask: spec.Umask, groups: spec.Groups,
 		netnsFD: -1, nExtra: len(spec.ExtraFiles),
@@ -104,6 +104,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 
 // look is what a plan learned about the filesystem, as the caller.
 type look struct {
+	dir                string    // the call's directory, resolved (callDir)
 	writable, readOnly []string  // resolved, outermost only
 	protected          []string  // read-only inside writable dirs (protectedPaths)
 	guard              []guarded // protected paths missing now (Spec.MoveAsideCreated)
@@ -148,6 +149,9 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		return nil, err
 	}
 	l := &look{writable: outermost(writable)}
+	if l.dir, err = callDir(v, spec); err != nil {
+		return nil, err
+	}
 	readOnly, err := cleanDirs(v, spec.ReadOnlyDirs)
 	if err != nil {
 		return nil, err
@@ -318,6 +322,29 @@ func cleanDirs(v *fsView, in []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// callDir is the call's directory as it resolves now, which the child enters and then
+// checks it is in (a link made on the way since fails the call: it would run elsewhere than
+// here). Where Spec.Dir lies in a dir of the spec, it must resolve inside that dir's own
+// resolution: a session's cwd is a name, checked when it was set, and a dir on its way
+// replaced by a link since (`rmdir sub && ln -s ~other sub`, by a task or on the host) would
+// start the call outside the session while its decision took the command as run inside.
+func callDir(v *fsView, spec *Spec) (string, error) {
+	if spec.Dir == "" {
+		return "", nil
+	}
+	dir, err := cleanAbs(spec.Dir)
+	if err != nil {
+		return "", err
+	}
+	to := resolve(v, dir)
+	for _, d := range append(slices.Clone(spec.WritableDirs), spec.ReadOnlyDirs...) {
+		if d = filepath.Clean(d); under(dir, d) && !under(to, resolve(v, d)) {
+			return "", fmt.Errorf("%w: %s leads to %s now, outside %s", ErrDirMoved, dir, to, d)
+		}
+	}
+	return to, nil
 }
 
 // outermost drops every dir that lies inside another one of the list: the outer dir's mount
