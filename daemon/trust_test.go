@@ -962,3 +962,43 @@ func TestPersistedCwdReplacedByLink(t *testing.T) {
 		os.Chown(sub, int(f.u.UID), int(f.u.GID))
 	}
 }
+
+// TestSeparateGitDirDecided: the git dir a project's .git file names (git init
+// --separate-git-dir) is git's config and hooks to the decision as .git is: a Write of its
+// config or a hook asks in acceptEdits and is denied in bypassPermissions, and a sed -i of
+// its config through Bash asks.
+func TestSeparateGitDirDecided(t *testing.T) {
+	f := newTrustFixture(t, "sbtsg")
+	sep := filepath.Join(f.u.Home, "sep")
+	if err := os.MkdirAll(sep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "init", "-q", "--separate-git-dir", filepath.Join(sep, "gitstore"), sep).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), sep).Run()
+	decide := func(id, tool, input string) string {
+		out, errOut, _ := f.sbctl(t, "--json", "decide", "--session", id, tool, input)
+		var res protocol.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil {
+			t.Fatalf("decide %s %s: %s %s", tool, input, out, errOut)
+		}
+		return res.Decision.Behavior
+	}
+	for mode, want := range map[string]string{"acceptEdits": "ask", "bypassPermissions": "deny"} {
+		out, errOut, code := f.sbctl(t, "session", "new", "--cwd", sep, "--mode", mode)
+		if code != 0 {
+			t.Fatalf("session new: %s", errOut)
+		}
+		id := strings.TrimSpace(out)
+		for _, p := range []string{"gitstore/config", "gitstore/hooks/pre-commit"} {
+			in := fmt.Sprintf(`{"file_path":%q,"content":"x"}`, filepath.Join(sep, p))
+			if got := decide(id, "Write", in); got != want {
+				t.Errorf("%s: Write %s decided %s, want %s", mode, p, got, want)
+			}
+		}
+		if got := decide(id, "Bash", `{"command":"sed -i s/a/b/ gitstore/config"}`); got == "allow" {
+			t.Errorf("%s: sed -i of the separate git dir's config was allowed", mode)
+		}
+	}
+}

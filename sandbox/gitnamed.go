@@ -27,7 +27,7 @@ func gitNamedPaths(candidates []string, home string) []string {
 	// A relative hooksPath is taken in whichever worktree git runs: each dir among the
 	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
 	// repository's, which the session holds as another dir).
-	var configs, worktrees []string
+	var configs, worktrees, gitDirPaths []string
 	for _, c := range candidates {
 		dir, base := filepath.Split(c)
 		dir = filepath.Clean(dir)
@@ -37,6 +37,19 @@ func gitNamedPaths(candidates []string, home string) []string {
 		case base == ".git":
 			if _, err := os.Lstat(c); err == nil && !slices.Contains(worktrees, dir) {
 				worktrees = append(worktrees, dir)
+			}
+			if gd := gitFileDir(c); gd != "" {
+				// `git init --separate-git-dir`, a worktree, a submodule: the .git file
+				// names the git dir, whose config and hooks are git's as .git's are.
+				for _, d := range append([]string{gd}, commonDir(gd)...) {
+					for _, rel := range gitDirProtected {
+						p := filepath.Join(d, rel)
+						gitDirPaths = appendNew(gitDirPaths, p)
+						if rel == "config" || rel == "config.worktree" {
+							configs = appendNew(configs, p)
+						}
+					}
+				}
 			}
 		case home != "" && c == filepath.Join(home, ".gitconfig"):
 			configs = append(configs, c)
@@ -55,7 +68,7 @@ func gitNamedPaths(candidates []string, home string) []string {
 		}
 		return filepath.Join(rel, p)
 	}
-	var out []string
+	out := gitDirPaths
 	add := func(p string) {
 		if p != "" && !slices.Contains(out, p) {
 			out = append(out, p)
@@ -78,6 +91,46 @@ func gitNamedPaths(candidates []string, home string) []string {
 		}
 	}
 	return out
+}
+
+// gitDirProtected are the paths of a git dir protected as .git's are (ProtectedInDir).
+var gitDirProtected = []string{"config", "config.worktree", "hooks", "info/attributes", "commondir"}
+
+// maxGitFileBytes bounds a .git file or commondir read: a path and a newline.
+const maxGitFileBytes = 4096
+
+// gitFileDir is the git dir a .git file at p names ("gitdir: PATH", PATH relative to the
+// file's dir), absolute and clean; "" when p is no such file.
+func gitFileDir(p string) string {
+	b, ok := readRegular(p, maxGitFileBytes)
+	if !ok {
+		return ""
+	}
+	d, ok := strings.CutPrefix(strings.TrimRight(string(b), " \t\r\n"), "gitdir: ")
+	if !ok || d == "" || strings.ContainsRune(d, 0) {
+		return ""
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(filepath.Dir(p), d)
+	}
+	return filepath.Clean(d)
+}
+
+// commonDir is the dir a git dir's commondir file names (a worktree's: the main repository's
+// git dir, which holds its config and hooks), relative to the git dir; none when it has none.
+func commonDir(gitDir string) []string {
+	b, ok := readRegular(filepath.Join(gitDir, "commondir"), maxGitFileBytes)
+	if !ok {
+		return nil
+	}
+	d := strings.TrimRight(string(b), " \t\r\n")
+	if d == "" || strings.ContainsRune(d, 0) {
+		return nil
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(gitDir, d)
+	}
+	return []string{filepath.Clean(d)}
 }
 
 // gitConfigNames reads one git config and returns its core.hooksPath and init.templateDir

@@ -1879,6 +1879,50 @@ func TestGitNamedHooksAndIncludesProtected(t *testing.T) {
 	}
 }
 
+// TestSeparateGitDirProtected: a repository whose .git is a file naming a git dir elsewhere in
+// the writable dir (git init --separate-git-dir) has that dir's config and hooks protected as
+// .git's are: a call can neither change the config nor add a hook there, by any name; and a
+// worktree's git dir (.git/worktrees/NAME, whose commondir names the main git dir) leads
+// to the main repository's config and hooks too.
+func TestSeparateGitDirProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	proj := filepath.Join(f.home, "sep")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostGit(t, proj, "init", "-q", "--separate-git-dir", filepath.Join(proj, "gitstore"), ".")
+	chownR(t, proj)
+	cfg := filepath.Join(proj, "gitstore", "config")
+	b, _ := os.ReadFile(cfg)
+	f.files[cfg] = string(b)
+	const script = `s=gitstore; ` +
+		`( echo '[core] fsmonitor = id' >> ${s}/config ) 2>/dev/null && echo 'ATTACK-WORKED config'; ` +
+		`( echo id > ${s}/hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED hook'; ` +
+		`( rm -rf ${s}/hooks && mkdir ${s}/hooks && echo id > ${s}/hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED hooks dir'; echo done`
+	f.attack(t, s, script, proj, proj)
+	f.unchanged(t)
+	if _, err := os.Lstat(filepath.Join(proj, "gitstore", "hooks", "pre-commit")); err == nil {
+		t.Error("a hook made in the separate git dir is still there after the call")
+	}
+
+	main, wt := filepath.Join(f.home, "main"), filepath.Join(f.home, "wtgit")
+	if err := os.MkdirAll(filepath.Join(main, ".git", "worktrees", "w"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(main, ".git", "worktrees", "w", "commondir"), []byte("../..\n"), 0o644)
+	os.MkdirAll(wt, 0o755)
+	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: ../main/.git/worktrees/w\n"), 0o644)
+	got := gitNamedPaths(ProtectedCandidates([]string{wt}, wt, f.home), f.home)
+	for _, want := range []string{filepath.Join(main, ".git", "worktrees", "w", "config.worktree"),
+		filepath.Join(main, ".git", "config"), filepath.Join(main, ".git", "hooks")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+}
+
 // TestGitNamedPathsInLinkedWorktree: a relative core.hooksPath is where git runs hooks in
 // every worktree, a linked one (whose .git is a file, its config the main repository's) too;
 // includes are taken relative to the including file, ~/ as the home.
