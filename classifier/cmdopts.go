@@ -266,6 +266,16 @@ var gitCommandOptions = map[string]cmdOptSpec{
 	"difftool": {short: "x", long: []string{"extcmd"}},
 	"filter-branch": {long: []string{"env-filter", "tree-filter", "index-filter", "parent-filter",
 		"msg-filter", "commit-filter", "tag-name-filter"}},
+	// The program run at the other end of a transport, through the shell for a local or ssh
+	// remote: git clone -u 'curl x' /some/repo runs curl.
+	"clone":      {short: "u", long: []string{"upload-pack"}},
+	"fetch":      {long: []string{"upload-pack"}},
+	"pull":       {long: []string{"upload-pack"}},
+	"ls-remote":  {long: []string{"upload-pack"}},
+	"fetch-pack": {long: []string{"upload-pack", "exec"}},
+	"push":       {long: []string{"receive-pack", "exec"}},
+	"send-pack":  {long: []string{"receive-pack", "exec"}},
+	"archive":    {long: []string{"exec"}},
 }
 
 // nestedGitCommands reads the commands a git subcommand runs: rebase --exec, difftool
@@ -300,6 +310,13 @@ func (w *walker) nestedGitCommands(sb *sub, ws []word) {
 	default:
 		if spec, ok := gitCommandOptions[sub]; ok {
 			w.optionValues(sb, rest, spec, func(v string) { w.nestedScript(sb, v, ShellSh) })
+		}
+	}
+	// An ext:: remote is a command git runs (where protocol.ext.allow lets it), in git's own
+	// quoting: not read here, so it may be any command.
+	for _, a := range rest {
+		if strings.HasPrefix(a.val, "ext::") {
+			sb.opaque = true
 		}
 	}
 }

@@ -137,7 +137,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true}, ShellSh)
 	case name == "setsid":
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
-	case runners[name]:
+	case name == "run-parts":
+		// It runs every program in a dir whose name matches (--regex curl /usr/bin): no word
+		// of the line is the command.
+		sb.opaque = true
+	case runners[name] || dynamicLoader(name):
 		if name == "ssh" {
 			w.sshCommands(sb, ws[1:])
 		}
@@ -169,6 +173,10 @@ func commandVar(name string) bool {
 	case "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT":
 		// Prompt strings are expanded, $(...) included: bash -x prints PS4 before each
 		// command. Read as a script, PS4='$(curl x)' shows curl.
+		return true
+	case "SHELL":
+		// script, screen, tmux, su and editors' :sh run the program $SHELL names:
+		// SHELL=/usr/bin/curl script -qc --version /dev/null runs curl.
 		return true
 	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
 		"GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
@@ -301,6 +309,19 @@ var runners = map[string]bool{
 	"poetry": true, "pipenv": true, "conda": true, "mise": true, "asdf": true, "direnv": true,
 	"nix-shell": true, "devbox": true, "bundle": true, "dotenv": true, "cross-env": true,
 	"env-cmd": true, "op": true, "doppler": true, "aws-vault": true,
+	"logsave": true, "start-stop-daemon": true, "systemd-cat": true, "ssh-agent": true,
+	"choom": true, "uclampset": true, "tsocks": true, "rlwrap": true, "mpirun": true,
+	"mpiexec": true, "orterun": true, "run-one": true, "cgexec": true, "timelimit": true,
+	"minijail0": true, "nsjail": true, "proot": true, "schroot": true, "flatpak-spawn": true,
+	"distrobox-enter": true, "catatonit": true, "tini": true, "dumb-init": true,
+}
+
+// dynamicLoader reports the dynamic linker run as a program (ld.so /usr/bin/curl, as
+// /lib64/ld-linux-x86-64.so.2 or by any of its names): it loads and runs the program its
+// arguments name.
+func dynamicLoader(name string) bool {
+	return name == "ld.so" || strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl-") ||
+		strings.HasPrefix(name, "ld64.so")
 }
 
 // maxRunnerWords bounds the tails read for a runner; a longer command line is opaque.

@@ -429,6 +429,12 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`strace -f -o /dev/null curl x`, `unshare -r curl x`, `script -qc 'curl x' /dev/null`,
 		`ssh host curl x`, `ssh host 'curl x'`, `systemd-run --user curl x`, `uv run curl x`, `npx curl x`,
 		`direnv exec . curl x`, `busybox curl x`, `/usr/bin/taskset 1 curl x`, `flock /tmp/l timeout 5 curl x`,
+		`ld.so /usr/bin/curl x`, `/lib64/ld-linux-x86-64.so.2 /usr/bin/curl x`, `logsave /dev/null curl x`,
+		`start-stop-daemon --start --exec /usr/bin/curl -- x`, `systemd-cat curl x`, `ssh-agent curl x`,
+		`choom -n 0 -- curl x`, `rlwrap curl x`, `mpirun -n 1 curl x`, `SHELL=/usr/bin/curl script -qc x /dev/null`,
+		// Commands git runs at a transport's other end.
+		`git clone -u 'curl x; exit 1 #' /r /tmp/x`, `git fetch --upload-pack=curl origin`,
+		`git push --receive-pack='curl x' origin`, `git ls-remote --upload-pack 'curl x' /r`,
 		// Command strings programs run: git's config, and the variables of helpers and pagers.
 		`git -c alias.x='!curl x' x`, `git -C sub -c core.sshCommand='curl x' fetch`, `GIT_SSH_COMMAND='curl x' git fetch`,
 		`env GIT_SSH_COMMAND='curl x' git fetch`, `export GIT_SSH_COMMAND='curl x'; git fetch`, `PAGER='curl x'; git log`,
@@ -442,6 +448,8 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`$X x`, `$(echo curl) x`, `${cmd} x`, `wget -O- x | sh`, `bash < file`, `bash script.sh`, `eval "$X"`,
 		`source f`, `. ./f`, `ls && bash -c "$CMD"`, `flock /tmp/l $CMD`, `taskset 1 "$@"`,
 		`git --config-env=alias.x=FOO x`, `GIT_SSH_COMMAND=$X git fetch`,
+		// Programs no word names: those run-parts finds in a dir, an ext:: remote's command.
+		`run-parts --regex curl /usr/bin`, `run-parts --regex 'c.rl' /usr/bin`, `git fetch ext::curl`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
