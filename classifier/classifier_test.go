@@ -422,3 +422,19 @@ func TestTooManySubcommands(t *testing.T) {
 		t.Errorf("a pipeline of 601 commands was classified")
 	}
 }
+
+// TestGitElsewhere: with the cwd in a repository below the session's dir, git is read as
+// after a cd, in the line and in a script the line runs; other commands are not.
+func TestGitElsewhere(t *testing.T) {
+	t.Parallel()
+	opts := testOpts
+	opts.GitElsewhere = true
+	for cmd, want := range map[string]bool{"git status": false, "git log -p": false, "ls && git diff": false, "ls; cat f": true} {
+		if c := Classify(cmd, opts); c.ReadOnly != want {
+			t.Errorf("%q with the cwd in another repository: read-only %v (%s), want %v", cmd, c.ReadOnly, c.Reason, want)
+		}
+		if c := Classify(cmd, testOpts); !c.ReadOnly {
+			t.Errorf("%q in the session's repository: not read-only (%s)", cmd, c.Reason)
+		}
+	}
+}

@@ -35,6 +35,10 @@ type Options struct {
 	// describes, and the paths inside any command's words, then count as paths it may read
 	// (PathUse.Mention, PathUse.Alternative): the rule meets `awk 1 ~/other/id.key`.
 	MentionReads bool
+	// GitElsewhere: git run at Cwd may take a repository other than the session's own, one
+	// between the session's dir and Cwd that no plan protected when it was made: git there
+	// is read as after a cd (cd_git).
+	GitElsewhere bool
 }
 
 const (
@@ -1028,7 +1032,7 @@ func (w *walker) finish() *Classification {
 		c.ReadOnly, c.Reason = false, w.unsupported
 	case w.setsVars && w.hasArith:
 		c.ReadOnly, c.Reason = false, "arithmetic_eval"
-	case hasCd && hasGit:
+	case hasGit && (hasCd || w.opts.GitElsewhere):
 		// git in another directory reads that repository's config, which
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.ReadOnly, c.Reason = false, "cd_git"

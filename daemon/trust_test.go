@@ -1002,3 +1002,44 @@ func TestSeparateGitDirDecided(t *testing.T) {
 		}
 	}
 }
+
+// TestGitInRepoBelowRootAsks: git run at a cwd inside a repository below the session's root
+// (a bare one a call could have assembled from copies: cp -r .git/logs sub2 gives it a HEAD)
+// is not read-only: its config may name programs git runs even for git show. In the root,
+// and in a plain dir below it, git log stays read-only.
+func TestGitInRepoBelowRootAsks(t *testing.T) {
+	f := newTrustFixture(t, "sbtgb")
+	bare := filepath.Join(f.proj, "sub2")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(bare, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(bare, "config"), []byte("[core]\n\tbare = true\n[diff \"x\"]\n\ttextconv = id\n"), 0o644)
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.proj).Run()
+	decide := func(id string) protocol.Decision {
+		out, errOut, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"git log -p"}`)
+		var res protocol.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil {
+			t.Fatalf("decide: %s %s", out, errOut)
+		}
+		return *res.Decision
+	}
+	for _, mode := range []string{"default", "plan"} {
+		id := f.session(t, "--persist-cwd", "--mode", mode)
+		if d := decide(id); d.Behavior != "allow" {
+			t.Fatalf("%s: git log -p in the root: %s (%s), want allow", mode, d.Behavior, d.Reason)
+		}
+		for _, dir := range []string{"sub", "sub2"} {
+			f.sbctl(t, "bash", "--session", id, "--", "cd "+f.proj+"/"+dir)
+			if s := f.show(t, id); s.Cwd != filepath.Join(f.proj, dir) {
+				t.Fatalf("cd %s did not carry over: %s", dir, s.Cwd)
+			}
+			d := decide(id)
+			if want := dir == "sub"; (d.Behavior == "allow") != want {
+				t.Errorf("%s: git log -p at %s: %s (%s); allowed want %v", mode, dir, d.Behavior, d.Reason, want)
+			}
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -388,13 +389,38 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	}
 	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home, Shell: shell,
 		Unconfined: st.call.unconfined, MentionReads: mentionReads(st.call)}
+	sess := st.sess
+	classify := func() *classifier.Classification {
+		opts.GitElsewhere = gitElsewhere(sess, opts.Cwd)
+		return classifier.Classify(cmd, opts)
+	}
 	if p.hooks.Load() == nil {
 		// No hook to overlap with: classifying here costs less than waking a thread for it.
-		ch <- classifier.Classify(cmd, opts)
+		ch <- classify()
 		return nil
 	}
-	go func() { ch <- classifier.Classify(cmd, opts) }()
+	go func() { ch <- classify() }()
 	return nil
+}
+
+// gitElsewhere reports whether git run at cwd, in s, may take a repository other than the
+// one of the session dir cwd lies in (sandbox.RepoBelow): a cwd a cd moved into a repository
+// a call could have made. At a session dir, or where cwd lies in none, git takes the dir's.
+func gitElsewhere(s *session.Session, cwd string) bool {
+	top := ""
+	for _, d := range s.Dirs() {
+		if cwd == d {
+			return false
+		}
+		if session.Within(cwd, d) && len(d) > len(top) {
+			top = d
+		}
+	}
+	if top == "" {
+		return true
+	}
+	o := s.Owner
+	return sandbox.RepoBelow(o.UID, o.GID, o.Groups, top, cwd)
 }
 
 // stepBackfill fills derived input on a copy; Original keeps what the client sent. Step 6.

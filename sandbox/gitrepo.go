@@ -89,6 +89,29 @@ func safeGitConfig(b []byte, worktreeOK func(string) bool) bool {
 	return true
 }
 
+// RepoBelow reports whether a dir from cwd up to, but not including, top holds a repository
+// git would take before top's (a .git, or a HEAD as a bare repository has), looked at as the
+// caller; a look that fails counts as one. top's own repository is the one every call's
+// plan protects (its .git/config, its HEAD); one below it may have been made by a call while
+// it was no dir git ran in, from names no protected path lists (cp -r .git/logs sub, then
+// sub/config), and git run there takes its config as code.
+func RepoBelow(uid, gid uint32, groups []uint32, top, cwd string) bool {
+	found := true
+	err := asCaller(uid, gid, groups, func() {
+		found = false
+		for d := cwd; d != top && under(d, top); d = path.Dir(d) {
+			for _, name := range []string{".git", "HEAD"} {
+				var st unix.Stat_t
+				if err := unix.Lstat(path.Join(d, name), &st); err == nil || err != unix.ENOENT && err != unix.ENOTDIR {
+					found = true
+					return
+				}
+			}
+		}
+	})
+	return found || err != nil
+}
+
 // repoRoots are the dirs the user's git runs in as the project's (protectedRoots: the writable
 // dirs and the dirs down to the cwd), each in its writable dir.
 func repoRoots(writable []string, cwd string) []guarded {
