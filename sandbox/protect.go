@@ -38,6 +38,11 @@ var ProtectedInDir = []string{
 	// hooks, bun's preloads, cargo's rustc-wrapper, the build wrappers' download URLs. Not
 	// the files those tools write as they work (.yarn/cache, .pnp.cjs), which stay writable.
 	".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
+	"lefthook-local.yml", "lefthook-local.yaml", ".lefthook-local.yml", ".lefthook-local.yaml",
+	// rustup runs the toolchain a project's rust-toolchain file names (its path key: any
+	// dir's cargo and rustc); R, irb, pry, gdb and vim/neovim (with exrc) run the project's
+	// start-up file in the dir they start in.
+	"rust-toolchain.toml", "rust-toolchain", ".Rprofile", ".irbrc", ".pryrc", ".gdbinit", ".exrc", ".nvimrc", ".nvim.lua",
 	".npmrc", ".yarnrc", ".yarnrc.yml", ".yarn/releases", ".yarn/plugins", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml",
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
@@ -75,7 +80,17 @@ var ProtectedInHome = []string{
 	".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
 	".gitconfig", ".config/git", ".hgrc", ".config/hg", ".jjconfig.toml", ".config/jj",
 	".npmrc", ".config/sandboxd", ".config/systemd/user", ".config/autostart",
-	".config/mise", ".xprofile", ".xsessionrc",
+	// systemd's user manager also loads units and drop-ins from ~/.local/share/systemd/user
+	// and its own settings (DefaultEnvironment=) from user.conf and user.conf.d.
+	".local/share/systemd/user", ".config/systemd/user.conf", ".config/systemd/user.conf.d",
+	".config/mise", ".xprofile", ".xsessionrc", ".xinitrc", ".xsession",
+	// Other programs' start-up files that run commands: gdb's, psql's (\!), sqlite's
+	// (.shell), IPython's startup scripts and config, R's, irb's and pry's, vi's, less's
+	// input filter and key file (LESSOPEN), wget's (use_askpass), MySQL's client (pager),
+	// and mailcap's viewers.
+	".gdbinit", ".config/gdb", ".psqlrc", ".sqliterc", ".ipython/profile_default/startup",
+	".ipython/profile_default/ipython_config.py", ".Rprofile", ".irbrc", ".pryrc", ".exrc",
+	".lessfilter", ".lesskey", ".config/lesskey", ".wgetrc", ".my.cnf", ".mailcap",
 	".ssh", ".cache/sandboxd",
 }
 

@@ -1239,6 +1239,33 @@ func TestToolSettingsProtectedWorkFilesNot(t *testing.T) {
 	}
 }
 
+// TestStartupFilesProtected: systemd's user units and settings outside ~/.config/systemd/user,
+// and other programs' start-up files in the home and the project (a project's rust-toolchain
+// and .Rprofile, gdb's and psql's in the home), are read-only, and one missing is moved aside
+// once made.
+func TestStartupFilesProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	existing := []string{".local/share/systemd/user/dbus.socket.d/x.conf", ".config/systemd/user.conf", ".gdbinit",
+		".psqlrc", ".ipython/profile_default/startup/00.py", "repo/rust-toolchain.toml", "repo/.Rprofile", "repo/lefthook-local.yml"}
+	for _, p := range existing {
+		os.MkdirAll(filepath.Dir(filepath.Join(f.home, p)), 0o755)
+		os.WriteFile(filepath.Join(f.home, p), []byte("# user\n"), 0o644)
+		f.files[filepath.Join(f.home, p)] = "# user\n"
+	}
+	chownR(t, f.home)
+	script := `for p in ` + strings.Join(existing, " ") + `; do echo x >> ~/$p 2>/dev/null && echo "ATTACK-WORKED $p"; done; ` +
+		`mkdir -p ~/.config/systemd/user.conf.d && echo '[Manager]' > ~/.config/systemd/user.conf.d/x.conf; echo x > ~/.xinitrc; echo done`
+	f.attack(t, s, script, f.repo, f.home)
+	f.unchanged(t)
+	for _, p := range []string{".config/systemd/user.conf.d", ".xinitrc"} {
+		if _, err := os.Lstat(filepath.Join(f.home, p)); err == nil {
+			t.Errorf("%s made by the call is still there", p)
+		}
+	}
+}
+
 // TestUnder pins the path containment every plan decision rests on: a dir holds itself and
 // what lies below a "/" after it, never a sibling that only shares its name's start.
 func TestUnder(t *testing.T) {

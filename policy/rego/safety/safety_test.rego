@@ -79,6 +79,12 @@ _protected_cases := {
 	"aider conf": {"p": "/w/.aider.conf.yml", "want": true},
 	"opencode": {"p": "/w/opencode.json", "want": true},
 	"cursorignore": {"p": "/w/.cursorignore", "want": false},
+	"systemd drop-in": {"p": "/h/.local/share/systemd/user/dbus.socket.d/x.conf", "want": true},
+	"systemd user.conf": {"p": "/h/.config/systemd/user.conf", "want": true},
+	"rust toolchain": {"p": "/w/rust-toolchain.toml", "want": true},
+	"lefthook local": {"p": "/w/lefthook-local.yml", "want": true},
+	"ipython startup": {"p": "/h/.ipython/profile_default/startup/00.py", "want": true},
+	"ipython history": {"p": "/h/.ipython/profile_default/history.sqlite", "want": false},
 }
 
 _is_protected(p) if {

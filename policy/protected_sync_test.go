@@ -1,0 +1,33 @@
+package policy
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// TestProtectedNamesInStep: every path the kernel keeps read-only in a writable dir or the
+// home (sandbox.ProtectedInDir, ProtectedInHome) is one the decision's safety check protects
+// too, so a Write or a Bash command naming it asks rather than failing in the kernel after an
+// allow. Only the home's program dirs are the kernel's alone (a project's bin/ is no start-up
+// file).
+func TestProtectedNamesInStep(t *testing.T) {
+	b, err := embedded.ReadFile("rego/safety/safety.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("_protected_re := `([^`]*)`").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("no _protected_re in safety.rego")
+	}
+	re := regexp.MustCompile(string(m[1]))
+	kernelOnly := map[string]bool{"bin": true, "go/bin": true, ".vim": true}
+	for _, list := range [][]string{sandbox.ProtectedInDir, sandbox.ProtectedInHome} {
+		for _, rel := range list {
+			if got := re.MatchString("/w/" + rel); got == kernelOnly[rel] {
+				t.Errorf("%s: the decision protects it %v, the kernel list says %v", rel, got, !kernelOnly[rel])
+			}
+		}
+	}
+}
