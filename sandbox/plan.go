@@ -339,9 +339,14 @@ func callDir(v *fsView, spec *Spec) (string, error) {
 		return "", err
 	}
 	to := resolve(v, dir)
-	for _, d := range append(slices.Clone(spec.WritableDirs), spec.ReadOnlyDirs...) {
-		if d = filepath.Clean(d); under(dir, d) && !under(to, resolve(v, d)) {
-			return "", fmt.Errorf("%w: %s leads to %s now, outside %s", ErrDirMoved, dir, to, d)
+	if to == dir {
+		return to, nil // no link on its way, nor on the way to a dir it lies in
+	}
+	for _, list := range [][]string{spec.WritableDirs, spec.ReadOnlyDirs} {
+		for _, d := range list {
+			if d = filepath.Clean(d); under(dir, d) && !under(to, resolve(v, d)) {
+				return "", fmt.Errorf("%w: %s leads to %s now, outside %s", ErrDirMoved, dir, to, d)
+			}
 		}
 	}
 	return to, nil
