@@ -179,10 +179,11 @@ func protectedRoots(writable []string, cwd string) []string {
 func ProtectedPatterns(writable []string, cwd string) []string {
 	var out []string
 	for _, d := range protectedRoots(writable, cwd) {
-		// One and two levels of nesting, each segment named: a walk then never enters a
+		// Up to three levels of nesting, each segment named: a walk then never enters a
 		// module's objects (see expandPatterns' pruning).
 		m := escapePattern(filepath.Join(d, ".git", "modules"))
 		out = append(out, m+"/*/config", m+"/*/hooks", m+"/*/modules/*/config", m+"/*/modules/*/hooks",
+			m+"/*/modules/*/modules/*/config", m+"/*/modules/*/modules/*/hooks",
 			m+"/*/commondir", m+"/*/config.worktree")
 		// A linked worktree's git dir: its commondir names where its config is.
 		wt := escapePattern(filepath.Join(d, ".git", "worktrees"))

@@ -1070,19 +1070,23 @@ func TestSubmoduleConfigProtected(t *testing.T) {
 	s := newTestSandbox(t, Config{})
 	f := newProtectFixture(t)
 	mod := filepath.Join(f.repo, ".git", "modules", "sub")
-	for _, d := range []string{filepath.Join(mod, "hooks"), filepath.Join(mod, "objects")} {
-		os.MkdirAll(d, 0o755)
+	deep := filepath.Join(mod, "modules", "b", "modules", "c")
+	for _, m := range []string{mod, deep} {
+		for _, d := range []string{filepath.Join(m, "hooks"), filepath.Join(m, "objects")} {
+			os.MkdirAll(d, 0o755)
+		}
+		os.WriteFile(filepath.Join(m, "config"), []byte("[core]\n"), 0o644)
 	}
-	os.WriteFile(filepath.Join(mod, "config"), []byte("[core]\n"), 0o644)
 	chownR(t, f.repo)
-	sp := f.spec("echo x >> .git/modules/sub/config || echo config-refused; echo x > .git/modules/sub/hooks/post-checkout || echo hooks-refused; echo o > .git/modules/sub/objects/o && echo objects-ok", f.repo, f.repo)
+	sp := f.spec("echo x >> .git/modules/sub/config || echo config-refused; echo x > .git/modules/sub/hooks/post-checkout || echo hooks-refused; echo o > .git/modules/sub/objects/o && echo objects-ok; "+
+		"d=.git/modules/sub/modules/b/modules/c; echo x >> $d/config || echo deep-config-refused; echo x > $d/hooks/post-checkout || echo deep-hooks-refused", f.repo, f.repo)
 	sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
 	sp.Call = "c"
 	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"config-refused", "hooks-refused", "objects-ok"} {
+	for _, w := range []string{"config-refused", "hooks-refused", "objects-ok", "deep-config-refused", "deep-hooks-refused"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("no %q in:\n%s", w, out)
 		}
