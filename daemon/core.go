@@ -331,6 +331,15 @@ func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []
 			return errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", d))
 		}
 	}
+	// Where each leads now, as a plan resolves it: a dir replaced by a link later is refused.
+	o := s.Owner
+	to, err := sandbox.ResolveDirs(o.UID, o.GID, o.Groups, dirs)
+	if err != nil {
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("resolve the session's directories as uid %d: %w", o.UID, err))
+	}
+	for i, d := range dirs {
+		s.SetLeadsTo(d, to[i])
+	}
 	return nil
 }
 

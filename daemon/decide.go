@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/permission"
@@ -36,11 +37,19 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 	if tf.Bash == nil && c.Tool.Name() == "Bash" {
 		tf.Bash = c.Classification()
 	}
+	dirs := append([]string{snap.Root}, snap.AdditionalDirs...)
+	// And where each leads: a session given as ~/link holds ~/real, where the paths it names
+	// resolve (the call checked they still lead there, DirsMoved).
+	for _, to := range c.Session.LeadsTo() {
+		if !slices.Contains(dirs, to) {
+			dirs = append(dirs, to)
+		}
+	}
 	facts := &permission.Facts{
 		Tool: c.Tool.Name(), Input: c.Input, Mode: c.Mode,
 		Caller:     permission.Caller{UID: snap.Owner.UID, GID: snap.Owner.GID, User: snap.Owner.User},
 		Cwd:        snap.Cwd,
-		Dirs:       append([]string{snap.Root}, snap.AdditionalDirs...),
+		Dirs:       dirs,
 		Home:       snap.Owner.Home,
 		ReadOnly:   in.ReadOnly,
 		ToolFacts:  tf,

@@ -1043,3 +1043,74 @@ func TestGitInRepoBelowRootAsks(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionGivenThroughLinkKeepsItsCwd: a session given its dir through a link (~/link to
+// ~/real) works, a cd carries over, and a dir on the way to that cwd replaced by a link out is
+// refused as it is for any session. A session dir itself replaced by a link since it was
+// given (or its link retargeted) runs nothing, for any tool, until it leads there again.
+func TestSessionGivenThroughLinkKeepsItsCwd(t *testing.T) {
+	f := newTrustFixture(t, "sbtsl")
+	// Under /var/tmp, which a call sees as the host does (its /tmp is its own).
+	var base, outside string
+	for _, d := range []*string{&base, &outside} {
+		dir, err := os.MkdirTemp("/var/tmp", "sbtsl-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
+		*d = dir
+	}
+	exec.Command("chown", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), base).Run()
+	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
+	os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(real, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(real, "a.txt"), []byte("inside\n"), 0o644)
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), real, outside).Run()
+	exec.Command("chown", "-h", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), link).Run()
+	out, errOut, code := f.sbctl(t, "session", "new", "--cwd", link, "--persist-cwd")
+	if code != 0 {
+		t.Fatalf("a session given through a link: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+	if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat a.txt; cd sub"); code != 0 || !strings.Contains(out, "inside") {
+		t.Fatalf("a call in a session given through a link: exit %d, %q %q", code, out, errOut)
+	}
+	sub := filepath.Join(real, "sub")
+	if err := errors.Join(os.Remove(sub), os.Symlink(outside, sub)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = f.sbctl(t, "bash", "--session", id, "--", "cat *.txt")
+	if code == 0 || strings.Contains(out, "public-content") {
+		t.Fatalf("a cwd replaced by a link out, in a session given through a link: exit %d, %q %q", code, out, errOut)
+	}
+	if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat a.txt"); code != 0 || !strings.Contains(out, "inside") {
+		t.Fatalf("after the reset: exit %d, %q %q", code, out, errOut)
+	}
+
+	// The session's dir itself, retargeted to lead out.
+	if err := errors.Join(os.Remove(link), os.Symlink(outside, link)); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range [][]string{
+		{"bash", "--session", id, "--", "cat *.txt"},
+		{"call", "--session", id, "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(link, "pub.txt"))},
+		{"call", "--session", id, "Grep", `{"pattern":"public"}`},
+	} {
+		out, errOut, code := f.sbctl(t, call...)
+		if code == 0 || strings.Contains(out, "public-content") || !strings.Contains(out+errOut, "leads to") {
+			t.Errorf("%v in a session whose dir was retargeted: exit %d, %q %q", call[0:4], code, out, errOut)
+		}
+	}
+	if err := errors.Join(os.Remove(link), os.Symlink("real", link)); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat a.txt"); code != 0 || !strings.Contains(out, "inside") {
+		t.Fatalf("once the dir leads where it did: exit %d, %q %q", code, out, errOut)
+	}
+}

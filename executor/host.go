@@ -96,6 +96,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 		Dir: s.Cwd(),
 		UID: owner.UID, GID: owner.GID, Groups: owner.Groups, Tenant: owner.RangeOwner, Umask: s.Umask,
 		WritableDirs:      writable,
+		DirsLeadTo:        s.LeadsTo(),
 		ReadOnlyWorkspace: readOnly,
 		ReadOnlyDirs:      []string{h.ResultsDir(s.ID)},
 		DenyPaths:         h.denyPaths(cfg, home),

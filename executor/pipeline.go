@@ -326,6 +326,15 @@ func stepAbortCheck(ctx context.Context, _ *Pipeline, st *state) error {
 	if st.sess != nil && st.sess.Closed() {
 		return errSessionClosed(st.sess)
 	}
+	if st.sess != nil {
+		// A session dir replaced by a link since it was given: every path the call names is
+		// decided against dirs that are not the ones it would act in (the plan refuses its
+		// child too, Spec.DirsLeadTo).
+		o := st.sess.Owner
+		if err := sandbox.DirsMoved(o.UID, o.GID, o.Groups, st.sess.LeadsTo()); err != nil {
+			return errcode.New(errcode.Conflict, fmt.Errorf("%w; nothing runs in this session until it leads there again", err))
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return errcode.New(errcode.Cancelled, fmt.Errorf("call aborted before it started: %w", err))
 	}

@@ -148,6 +148,9 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	if err != nil {
 		return nil, err
 	}
+	if err := dirsMoved(v, spec.DirsLeadTo); err != nil {
+		return nil, err
+	}
 	l := &look{writable: outermost(writable)}
 	if l.dir, err = callDir(v, spec); err != nil {
 		return nil, err
@@ -324,6 +327,41 @@ func cleanDirs(v *fsView, in []string) ([]string, error) {
 	return out, nil
 }
 
+// ResolveDirs resolves each of dirs as the caller, as a plan does: the record of where a
+// session's dirs lead when they are given (Spec.DirsLeadTo).
+func ResolveDirs(uid, gid uint32, groups []uint32, dirs []string) ([]string, error) {
+	out := make([]string, len(dirs))
+	err := asCaller(uid, gid, groups, func() {
+		v := newFSView()
+		for i, d := range dirs {
+			out[i] = resolve(v, filepath.Clean(d))
+		}
+	})
+	return out, err
+}
+
+// DirsMoved returns an ErrDirMoved for the first of leadsTo's dirs that no longer resolves,
+// as the caller, where it did (Spec.DirsLeadTo), and nil when each still does.
+func DirsMoved(uid, gid uint32, groups []uint32, leadsTo map[string]string) error {
+	if len(leadsTo) == 0 {
+		return nil
+	}
+	var moved error
+	if err := asCaller(uid, gid, groups, func() { moved = dirsMoved(newFSView(), leadsTo) }); err != nil {
+		return err
+	}
+	return moved
+}
+
+func dirsMoved(v *fsView, leadsTo map[string]string) error {
+	for d, want := range leadsTo {
+		if got := resolve(v, filepath.Clean(d)); got != want {
+			return fmt.Errorf("%w: the session's dir %s leads to %s now, not to %s as when it was given", ErrDirMoved, d, got, want)
+		}
+	}
+	return nil
+}
+
 // callDir is the call's directory as it resolves now, which the child enters and then
 // checks it is in (a link made on the way since fails the call: it would run elsewhere than
 // here). Where Spec.Dir lies in a dir of the spec, it must resolve inside that dir's own
@@ -342,9 +380,13 @@ func callDir(v *fsView, spec *Spec) (string, error) {
 	if to == dir {
 		return to, nil // no link on its way, nor on the way to a dir it lies in
 	}
+	// By name or by where the dir leads: a session given as ~/link (to ~/real) keeps its
+	// cwd resolved, ~/real/sub, which lies in the dir only by the dir's resolution.
 	for _, list := range [][]string{spec.WritableDirs, spec.ReadOnlyDirs} {
 		for _, d := range list {
-			if d = filepath.Clean(d); under(dir, d) && !under(to, resolve(v, d)) {
+			d = filepath.Clean(d)
+			rd := resolve(v, d)
+			if (under(dir, d) || under(dir, rd)) && !under(to, rd) {
 				return "", fmt.Errorf("%w: %s leads to %s now, outside %s", ErrDirMoved, dir, to, d)
 			}
 		}

@@ -45,6 +45,11 @@ type Spec struct {
 	// ReadOnlyWorkspace. Nothing else is ever writable (a worktree's ".git" file is not
 	// followed: its main repository must be a session dir of its own).
 	WritableDirs []string
+	// DirsLeadTo is where each session dir led, resolved as the caller (ResolveDirs), when the
+	// session was given it: one that resolves elsewhere now was replaced by a link (or its
+	// link retargeted) since, and Start refuses the call with ErrDirMoved rather than run it
+	// outside the dirs it was decided for.
+	DirsLeadTo map[string]string
 	// ReadOnlyWorkspace: the call was allowed because it only reads (or runs in plan mode):
 	// WritableDirs are mounted read-only, only the private /tmp is writable.
 	ReadOnlyWorkspace bool

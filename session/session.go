@@ -82,6 +82,9 @@ type Session struct {
 	mode           permission.Mode
 	rules          Rules
 	closed         bool
+	// leadsTo is where each of the session's dirs led, resolved as the owner, when it was
+	// given (LeadsTo).
+	leadsTo map[string]string
 	// prePlan is the mode EnterPlanMode left for plan mode, which ExitPlanMode returns to; any
 	// other change of mode forgets it, so an approved ExitPlanMode never restores a mode its
 	// owner has since left.
@@ -167,6 +170,31 @@ func (s *Session) Cwd() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cwd
+}
+
+// SetLeadsTo records where dir, one of the session's, leads now (resolved as the owner).
+func (s *Session) SetLeadsTo(dir, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leadsTo == nil {
+		s.leadsTo = map[string]string{}
+	}
+	s.leadsTo[dir] = to
+}
+
+// LeadsTo is where each of the session's dirs led when it was given: a dir that leads
+// elsewhere now was replaced by a link since (`mv proj proj.old && ln -s ~other proj`), and
+// its calls would run and read outside what they are decided for.
+func (s *Session) LeadsTo() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.leadsTo))
+	for _, d := range append([]string{s.Root}, s.additionalDirs...) {
+		if to, ok := s.leadsTo[d]; ok {
+			out[d] = to
+		}
+	}
+	return out
 }
 
 // Dirs returns the root followed by the additional directories: the session's workspace,
