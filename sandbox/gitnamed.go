@@ -27,7 +27,7 @@ func gitNamedPaths(candidates []string, home string) []string {
 	// A relative hooksPath is taken in whichever worktree git runs: each dir among the
 	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
 	// repository's, which the session holds as another dir).
-	var configs, worktrees, gitDirPaths []string
+	var configs, worktrees, gitDirs []string
 	for _, c := range candidates {
 		dir, base := filepath.Split(c)
 		dir = filepath.Clean(dir)
@@ -42,10 +42,9 @@ func gitNamedPaths(candidates []string, home string) []string {
 				// `git init --separate-git-dir`, a worktree, a submodule: the .git file
 				// names the git dir, whose config and hooks are git's as .git's are.
 				for _, d := range append([]string{gd}, commonDir(gd)...) {
-					for _, rel := range gitDirProtected {
-						p := filepath.Join(d, rel)
-						gitDirPaths = appendNew(gitDirPaths, p)
-						if rel == "config" || rel == "config.worktree" {
+					for _, p := range gitDirPaths(d, 0) {
+						gitDirs = appendNew(gitDirs, p)
+						if b := filepath.Base(p); b == "config" || b == "config.worktree" {
 							configs = appendNew(configs, p)
 						}
 					}
@@ -68,7 +67,7 @@ func gitNamedPaths(candidates []string, home string) []string {
 		}
 		return filepath.Join(rel, p)
 	}
-	out := gitDirPaths
+	out := gitDirs
 	add := func(p string) {
 		if p != "" && !slices.Contains(out, p) {
 			out = append(out, p)
@@ -99,6 +98,52 @@ var gitDirProtected = []string{"config", "config.worktree", "hooks", "info/attri
 // maxGitFileBytes bounds a .git file or commondir read: a path and a newline.
 const maxGitFileBytes = 4096
 
+// Bounds of the look into a git dir's submodules and worktrees (gitDirPaths), as
+// ProtectedPatterns' for a .git dir: three levels of modules, so many entries a level.
+const (
+	maxGitDirDepth   = 3
+	maxGitDirEntries = 256
+)
+
+// gitDirPaths are the protected paths of the git dir gd, as a .git dir's are (ProtectedInDir
+// and ProtectedPatterns): its own config and hooks, its submodules' under modules/ (up to
+// three levels), and its linked worktrees' commondir and config.worktree. Run as the caller.
+func gitDirPaths(gd string, depth int) []string {
+	var out []string
+	for _, rel := range gitDirProtected {
+		out = append(out, filepath.Join(gd, rel))
+	}
+	if depth >= maxGitDirDepth {
+		return out
+	}
+	for _, m := range dirEntries(filepath.Join(gd, "modules")) {
+		out = append(out, gitDirPaths(filepath.Join(gd, "modules", m), depth+1)...)
+	}
+	if depth == 0 {
+		for _, w := range dirEntries(filepath.Join(gd, "worktrees")) {
+			out = append(out, filepath.Join(gd, "worktrees", w, "commondir"), filepath.Join(gd, "worktrees", w, "config.worktree"))
+		}
+	}
+	return out
+}
+
+// dirEntries names the dirs in dir, up to maxGitDirEntries; none when it cannot be read.
+func dirEntries(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	es, _ := f.ReadDir(maxGitDirEntries)
+	var out []string
+	for _, e := range es {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // gitFileDir is the git dir a .git file at p names ("gitdir: PATH", PATH relative to the
 // file's dir), absolute and clean; "" when p is no such file.
 func gitFileDir(p string) string {
@@ -106,7 +151,8 @@ func gitFileDir(p string) string {
 	if !ok {
 		return ""
 	}
-	d, ok := strings.CutPrefix(strings.TrimRight(string(b), " \t\r\n"), "gitdir: ")
+	// As git reads it: only the line's end is cut.
+	d, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
 	if !ok || d == "" || strings.ContainsRune(d, 0) {
 		return ""
 	}
@@ -123,7 +169,7 @@ func commonDir(gitDir string) []string {
 	if !ok {
 		return nil
 	}
-	d := strings.TrimRight(string(b), " \t\r\n")
+	d := strings.TrimRight(string(b), "\r\n")
 	if d == "" || strings.ContainsRune(d, 0) {
 		return nil
 	}

@@ -1924,13 +1924,22 @@ func TestSeparateGitDirProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostGit(t, proj, "init", "-q", "--separate-git-dir", filepath.Join(proj, "gitstore"), ".")
+	// A submodule's git dir, kept in the separate git dir's modules/.
+	mod := filepath.Join(proj, "gitstore", "modules", "sub")
+	if err := os.MkdirAll(filepath.Join(mod, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(mod, "config"), []byte("[core]\n"), 0o644)
 	chownR(t, proj)
-	cfg := filepath.Join(proj, "gitstore", "config")
-	b, _ := os.ReadFile(cfg)
-	f.files[cfg] = string(b)
+	for _, cfg := range []string{filepath.Join(proj, "gitstore", "config"), filepath.Join(mod, "config")} {
+		b, _ := os.ReadFile(cfg)
+		f.files[cfg] = string(b)
+	}
 	const script = `s=gitstore; ` +
 		`( echo '[core] fsmonitor = id' >> ${s}/config ) 2>/dev/null && echo 'ATTACK-WORKED config'; ` +
 		`( echo id > ${s}/hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED hook'; ` +
+		`( echo '[core] fsmonitor = id' >> ${s}/modules/sub/config ) 2>/dev/null && echo 'ATTACK-WORKED module config'; ` +
+		`( echo id > ${s}/modules/sub/hooks/post-checkout ) 2>/dev/null && echo 'ATTACK-WORKED module hook'; ` +
 		`( rm -rf ${s}/hooks && mkdir ${s}/hooks && echo id > ${s}/hooks/pre-commit ) 2>/dev/null && echo 'ATTACK-WORKED hooks dir'; echo done`
 	f.attack(t, s, script, proj, proj)
 	f.unchanged(t)
