@@ -137,10 +137,15 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true}, ShellSh)
 	case name == "setsid":
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
-	case name == "run-parts":
-		// It runs every program in a dir whose name matches (--regex curl /usr/bin): no word
-		// of the line is the command.
+	case opaqueRunners[name]:
 		sb.opaque = true
+	case name == "make" || name == "gmake":
+		for _, a := range ws[1:] {
+			if !a.static || a.val == "-E" || strings.HasPrefix(a.val, "--eval") || strings.HasPrefix(a.val, "-E") {
+				sb.opaque = true
+				return
+			}
+		}
 	case runners[name] || dynamicLoader(name):
 		if name == "ssh" {
 			w.sshCommands(sb, ws[1:])
@@ -314,14 +319,27 @@ var runners = map[string]bool{
 	"mpiexec": true, "orterun": true, "run-one": true, "cgexec": true, "timelimit": true,
 	"minijail0": true, "nsjail": true, "proot": true, "schroot": true, "flatpak-spawn": true,
 	"distrobox-enter": true, "catatonit": true, "tini": true, "dumb-init": true,
+	"dpkg-architecture": true,
+	// setarch by the names of the architectures it is linked as (i386 curl x).
+	"i386": true, "i486": true, "i586": true, "i686": true, "x86_64": true, "ia64": true,
+	"aarch64": true, "arm64": true, "arm": true, "armv7l": true, "armv8l": true, "ppc": true,
+	"ppc32": true, "ppc64": true, "ppc64le": true, "s390": true, "s390x": true, "sparc": true,
+	"sparc32": true, "sparc64": true, "mips": true, "mips32": true, "mips64": true, "alpha": true,
+	"parisc": true, "parisc32": true, "parisc64": true, "uname26": true, "loongarch64": true,
+	"riscv64": true,
 }
+
+// opaqueRunners run a program no word of their line names as a command: run-parts the ones a
+// dir listing finds, capsh its --shell or a shell given -c after `--`, newgrp the user's shell
+// reading its stdin, make the recipes --eval gives on the command line.
+var opaqueRunners = map[string]bool{"run-parts": true, "capsh": true, "newgrp": true}
 
 // dynamicLoader reports the dynamic linker run as a program (ld.so /usr/bin/curl, as
 // /lib64/ld-linux-x86-64.so.2 or by any of its names): it loads and runs the program its
 // arguments name.
 func dynamicLoader(name string) bool {
-	return name == "ld.so" || strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl-") ||
-		strings.HasPrefix(name, "ld64.so")
+	return strings.HasPrefix(name, "ld") && strings.Contains(name, ".so") &&
+		(strings.HasPrefix(name, "ld.") || strings.HasPrefix(name, "ld-") || strings.HasPrefix(name, "ld64"))
 }
 
 // maxRunnerWords bounds the tails read for a runner; a longer command line is opaque.

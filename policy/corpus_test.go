@@ -432,6 +432,8 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`ld.so /usr/bin/curl x`, `/lib64/ld-linux-x86-64.so.2 /usr/bin/curl x`, `logsave /dev/null curl x`,
 		`start-stop-daemon --start --exec /usr/bin/curl -- x`, `systemd-cat curl x`, `ssh-agent curl x`,
 		`choom -n 0 -- curl x`, `rlwrap curl x`, `mpirun -n 1 curl x`, `SHELL=/usr/bin/curl script -qc x /dev/null`,
+		`i386 curl x`, `x86_64 curl x`, `dpkg-architecture -c curl x`,
+		`/lib/x86_64-linux-gnu/ld-2.36.so /usr/bin/curl x`,
 		// Commands git runs at a transport's other end.
 		`git clone -u 'curl x; exit 1 #' /r /tmp/x`, `git fetch --upload-pack=curl origin`,
 		`git push --receive-pack='curl x' origin`, `git ls-remote --upload-pack 'curl x' /r`,
@@ -450,6 +452,8 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`git --config-env=alias.x=FOO x`, `GIT_SSH_COMMAND=$X git fetch`,
 		// Programs no word names: those run-parts finds in a dir, an ext:: remote's command.
 		`run-parts --regex curl /usr/bin`, `run-parts --regex 'c.rl' /usr/bin`, `git fetch ext::curl`,
+		`capsh -- -c 'curl x'`, `capsh --shell=/usr/bin/curl -- x`, `newgrp <<< 'curl x'`,
+		`make -f /dev/null --eval='x:;curl x' x`, `make -E 'x:;curl x' x`, `gdb -batch -ex run --args curl x`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
