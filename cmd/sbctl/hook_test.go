@@ -614,6 +614,19 @@ func TestHookCdKeepsRuleAnchors(t *testing.T) {
 	check("agent-cd", nil, work, src, work)
 	// Rooted at the project Claude Code names, though the first call is made from src.
 	check("agent-project", []string{"CLAUDE_PROJECT_DIR=" + work}, src, work)
+	// And kept there: a later cwd outside the project is refused, not made a root of its own
+	// (it was, the project dir being left unsaved), for a write or the agent's own tool.
+	for _, in := range []struct {
+		tool  string
+		input map[string]any
+	}{
+		{"Bash", map[string]any{"command": "touch " + filepath.Join(u.Home, "outside")}},
+		{"Write", map[string]any{"file_path": filepath.Join(u.Home, "outside"), "content": "x"}},
+	} {
+		if a := call("agent-project", []string{"CLAUDE_PROJECT_DIR=" + work}, u.Home, in.tool, in.input, "--confine"); a.HookSpecificOutput.PermissionDecision == "allow" {
+			t.Errorf("%s from %s, outside the project %s: %+v", in.tool, u.Home, work, a.HookSpecificOutput)
+		}
+	}
 
 	// A confined command runs where the agent is, not at the root.
 	a := call("agent-cd", nil, src, "Bash", map[string]any{"command": "pwd"}, "--confine")

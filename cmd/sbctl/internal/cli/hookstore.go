@@ -69,14 +69,17 @@ func newHookStore(flagDir, socket, agentSession, cwd string) (*hookStore, error)
 }
 
 // agentRoot is the directory the agent session's sandboxd sessions are rooted at, whatever
-// the cwd the agent has moved to: its project ($CLAUDE_PROJECT_DIR, which Claude Code gives
-// its hooks) when that holds cwd, else the first cwd the hook saw in the agent session. The
-// root anchors the rules (`./.env`, `/src/**`) and the project's settings, as the agent's
-// original cwd anchors its own, so a `cd src` the agent keeps does not move them with it.
-// saved is true when this call saved cwd as the root.
+// the cwd the agent has moved to, fixed by its first call: its project ($CLAUDE_PROJECT_DIR,
+// which Claude Code gives its hooks) when that holds the first cwd, else that cwd. The root
+// anchors the rules (`./.env`, `/src/**`) and the project's settings, as the agent's original
+// cwd anchors its own, so a `cd src` the agent keeps does not move them with it; and a cwd
+// outside it (and the hook's --add-dir) is refused, never a new root. Saved either way: a
+// project dir left unsaved made the first cwd outside it the saved root, a session there.
+// saved is true when this call saved the root.
 func (s *hookStore) agentRoot(cwd string) (root string, saved bool, err error) {
+	first := cwd
 	if p := os.Getenv("CLAUDE_PROJECT_DIR"); filepath.IsAbs(p) && filepath.Clean(p) == p && within(cwd, p) {
-		return p, false, nil
+		first = p
 	}
 	for range 2 {
 		b, err := readPrivate(s.rootPath, 8<<10)
@@ -90,15 +93,15 @@ func (s *hookStore) agentRoot(cwd string) (root string, saved bool, err error) {
 		if !errors.Is(err, os.ErrNotExist) {
 			return "", false, err
 		}
-		tmp, err := s.writeTemp("tmp-", cwd+"\n")
+		tmp, err := s.writeTemp("tmp-", first+"\n")
 		if err != nil {
 			return "", false, err
 		}
-		// link(2) fails on an existing name: of hooks racing, the first one's cwd is the root.
+		// link(2) fails on an existing name: of hooks racing, the first one's root stands.
 		err = os.Link(tmp, s.rootPath)
 		os.Remove(tmp)
 		if err == nil {
-			return cwd, true, nil
+			return first, true, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return "", false, fmt.Errorf("save hook state: %w", err)
