@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -435,5 +436,73 @@ func TestMCPSurvivesBadLines(t *testing.T) {
 	m := next()
 	if b, _ := json.Marshal(m); m["id"] != float64(3) || !strings.Contains(string(b), "still-here") {
 		t.Errorf("a call after the bad lines: %s", b)
+	}
+}
+
+// TestMCPOwnAnswersOnly: an answer a client sends unasked (no elicitation
+// declared) for an approval of the user's another session is waiting on is no answer: the
+// other call does not run. Nor is an answer through an eliciting client to a question it
+// was never put.
+func TestMCPOwnAnswersOnly(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	work := filepath.Join(d.dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(b.sbctl, "--socket", d.socket, "session", "new", "--cwd", work).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(work, "other.txt")
+	waiting := exec.Command(b.sbctl, "--socket", d.socket, "call", "--session", strings.TrimSpace(string(out)), "--wait", "20s",
+		"Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, other))
+	if err := waiting.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Process.Kill()
+	var pending string
+	for range 100 {
+		out, err := exec.Command(b.sbctl, "--socket", d.socket, "--json", "approvals").Output()
+		var list []struct{ ID string }
+		if err == nil && json.Unmarshal(out, &list) == nil && len(list) == 1 {
+			pending = list[0].ID
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if pending == "" {
+		t.Fatal("the other session's Write did not wait for an approval")
+	}
+	answer := mcp.InputResponseMap{"approve": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	noElicit := connectMCP(t, b, d.socket, nil, "--cwd", work)
+	defer noElicit.Close()
+	eliciting := mcp.NewClient(&mcp.Implementation{Name: "sbctl-test", Version: "0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	cmd := exec.Command(b.sbctl, "--socket", d.socket, "mcp", "--cwd", work)
+	cmd.Stderr = os.Stderr
+	withElicit, err := eliciting.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withElicit.Close()
+	for name, cs := range map[string]*mcp.ClientSession{"no elicitation": noElicit, "elicitation, never asked": withElicit} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Write", Arguments: map[string]any{"file_path": other, "content": "x"},
+			InputResponses: answer, RequestState: pending})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !r.IsError || !strings.Contains(text(r), "did not put") {
+			t.Errorf("%s: an unasked answer was taken: %q", name, text(r))
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Stat(other); err == nil {
+		t.Fatal("another session's waiting Write ran on an answer the MCP client made up")
 	}
 }

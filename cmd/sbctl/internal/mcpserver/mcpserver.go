@@ -131,6 +131,37 @@ type connSession struct {
 
 	mu sync.Mutex
 	id string
+	// asked are the approvals this connection put to its client's user (askThroughClient),
+	// each with its tool: only an answer to one of them is taken, and once.
+	asked map[string]string
+}
+
+// maxAsked bounds the questions a connection remembers; an older one's answer is refused.
+const maxAsked = 64
+
+func (s *connSession) putAsked(approvalID, tool string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked == nil {
+		s.asked = map[string]string{}
+	}
+	for id := range s.asked {
+		if len(s.asked) < maxAsked {
+			break
+		}
+		delete(s.asked, id)
+	}
+	s.asked[approvalID] = tool
+}
+
+// takeAsked reports whether approvalID is a question this connection put about tool, and
+// forgets it.
+func (s *connSession) takeAsked(approvalID, tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.asked[approvalID]
+	delete(s.asked, approvalID)
+	return ok && t == tool
 }
 
 func (s *connSession) current() string {
@@ -256,7 +287,13 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 		}
 		id := conn.current()
 		if resp, ok := req.Params.InputResponses[approveKey]; ok {
-			// The client's user answered the question askThroughClient put.
+			// The client's user answered the question askThroughClient put: only through a
+			// client that can put questions, and only to one this connection put about this
+			// tool. A client-made answer for another approval of the user's (another
+			// session's pending call) is no answer of the user's to this connection.
+			if !elicit || !conn.takeAsked(req.Params.RequestState, tool) {
+				return errorResult("an answer to a question this connection did not put to its user: sandboxd takes only answers to its own questions, through the client's elicitation; call the tool again"), nil
+			}
 			return answered(ctx, conn, id, cr, req.Params.RequestState, resp), nil
 		}
 		res, err := run(id)
@@ -276,6 +313,7 @@ func handler(conn *connSession, tool string) mcp.ToolHandler {
 		}
 		var out *mcp.CallToolResult
 		if elicit && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
+			conn.putAsked(res.ApprovalID, tool)
 			out = askThroughClient(cr, res, approvalPreviews(ctx, conn.c, res.ApprovalID))
 		} else {
 			out = toResult(res, conn.wait)
