@@ -1097,7 +1097,12 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 		if filesFrom {
 			pc.unknown() // the roots FILE names
-		} else if roots == 0 {
+		} else if slices.ContainsFunc(vals[:max(start, 0)], func(v string) bool { return v == "-L" }) || slices.Contains(vals, "-follow") {
+			// find -L . follows the links it meets below its roots (up -> ~): what it lists
+			// and stats is wherever they lead.
+			pc.unknown()
+		}
+		if !filesFrom && roots == 0 {
 			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown) // find with no root walks .
 			if removes {
 				pc.add(".", AccessWrite, name, sb.dirs, sb.dirsUnknown)
@@ -1181,7 +1186,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	// A recursive search, diff or copy reads every file below a directory operand.
 	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
 		spec.kind == pkCopy && recursiveCopy(opts)
-	if pc.tree && followsLinks(name, opts) {
+	if pc.tree && followsLinks(name, opts) || listsThroughLinks(name, opts) {
 		// A link below the dir leads wherever it leads (vendor -> ~/other): the files read
 		// there are not below the dir the line names.
 		pc.unknown()
@@ -1480,6 +1485,23 @@ func followsLinks(name string, opts []opt) bool {
 			name == "cp" && (o.name == "L" || o.long && longIs(o.name, "dereference")):
 			return true
 		}
+	}
+	return false
+}
+
+// listsThroughLinks reports a listing that walks a tree following the links it meets, so
+// names and metadata of what they lead to: ls -LR, du -L (du walks the tree anyway), tree -l.
+func listsThroughLinks(name string, opts []opt) bool {
+	has := func(short, long string) bool {
+		return slices.ContainsFunc(opts, func(o opt) bool { return !o.long && o.name == short || o.long && longIs(o.name, long) })
+	}
+	switch name {
+	case "ls":
+		return has("L", "dereference") && has("R", "recursive")
+	case "du":
+		return has("L", "dereference")
+	case "tree":
+		return slices.ContainsFunc(opts, func(o opt) bool { return !o.long && o.name == "l" })
 	}
 	return false
 }

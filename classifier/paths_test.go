@@ -296,12 +296,12 @@ func TestPathsOfFileOptions(t *testing.T) {
 		{"grep --color x s/f", "read:/home/u/proj/s/f:grep", false},
 		{"grep --colour=always x s/f", "read:/home/u/proj/s/f:grep", false},
 		{"jq -R --tab . s/f", "read:/home/u/proj/s/f:jq", false},
-		{"find -L s -name x", "read:/home/u/proj/s:find", false},
+		{"find -L s -name x", "read:/home/u/proj/s:find", true},
 		{"find -D tree -O2 s", "read:/home/u/proj/s:find", false},
 		{"find -name x", "read:/home/u/proj:find", false},
 		// -- ends find's leading options: the word after it is a root.
 		{"find -- s -name x", "read:/home/u/proj/s:find", false},
-		{"find -L -- s t", "read:/home/u/proj/s:find read:/home/u/proj/t:find", false},
+		{"find -L -- s t", "read:/home/u/proj/s:find read:/home/u/proj/t:find", true},
 		// A long option given whole is itself, not the start of a longer one that takes a
 		// value: that reading took the pattern for the value and the file for the pattern.
 		{`grep --binary "" s/f`, "read:/home/u/proj/s/f:grep", false},
@@ -918,5 +918,21 @@ func TestGitObjectsUnseen(t *testing.T) {
 	c := Classify("git -c include.path=../o/k config --list", testOpts)
 	if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/o/k" && p.Access == AccessRead }) {
 		t.Errorf("git -c include.path=FILE: paths %+v, want FILE read", c.Paths)
+	}
+}
+
+// TestListsThroughLinksUnbounded: a walk that follows the links it meets (find -L, ls -LR,
+// du -L, tree -l) lists and stats wherever they lead, so its paths are not the dirs it names;
+// the same walk without following stays within them.
+func TestListsThroughLinksUnbounded(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]bool{
+		"find -L .": true, "find . -follow -name x": true, "ls -LR": true, "ls -lLR .": true, "ls --dereference -R src": true,
+		"du -aL .": true, "tree -l": true,
+		"find .": false, "ls -R": false, "ls -L x": false, "du -a .": false, "tree": false,
+	} {
+		if c := Classify(cmd, testOpts); c.PathsUnbounded != want || !c.ReadOnly {
+			t.Errorf("%q: paths unbounded %v, read-only %v; want unbounded %v, read-only", cmd, c.PathsUnbounded, c.ReadOnly, want)
+		}
 	}
 }
