@@ -400,7 +400,7 @@ func TestHookConfine(t *testing.T) {
 	t.Run("an ask the agent may answer without a person is asked again", func(t *testing.T) {
 		// In auto mode the agent's classifier may answer the hook's ask: its yes is not the
 		// owner's, so the rewrite carries no --approved and the command waits on sandboxd's own
-		// ask. A person's yes (default mode) runs it.
+		// ask, where the person answers it (here: deny). A person's yes (default mode) runs it.
 		for _, c := range []struct {
 			mode    string
 			approve bool
@@ -411,15 +411,40 @@ func TestHookConfine(t *testing.T) {
 			a := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine"))
 			h := a.HookSpecificOutput
 			rewritten, _ := h.UpdatedInput["command"].(string)
-			if h.PermissionDecision != "ask" || strings.Contains(rewritten, "--approved") == !c.approve || strings.Contains(h.PermissionDecisionReason, "sbctl approvals") == c.approve {
+			if h.PermissionDecision != "ask" || strings.Contains(rewritten, "--approved") == !c.approve ||
+				strings.Contains(rewritten, "--wait") == c.approve || strings.Contains(h.PermissionDecisionReason, "sbctl approvals") == c.approve {
 				t.Fatalf("%s: %+v", c.mode, h)
 			}
 			cmd := exec.Command("bash", "-c", rewritten)
 			asUser(t, cmd, u)
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home}
-			out, _ := cmd.CombinedOutput()
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if !c.approve {
+				// Waiting on sandboxd's ask: the person denies it in sbctl approvals.
+				denied := false
+				for i := 0; i < 100 && !denied; i++ {
+					list := exec.Command(b.sbctl, "--socket", d.socket, "--json", "approvals")
+					asUser(t, list, u)
+					lo, _ := list.Output()
+					var pending []struct{ ID string }
+					if json.Unmarshal(lo, &pending) == nil && len(pending) == 1 {
+						deny := exec.Command(b.sbctl, "--socket", d.socket, "deny", pending[0].ID)
+						asUser(t, deny, u)
+						denied = deny.Run() == nil
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if !denied {
+					t.Errorf("%s: the rewrite did not wait on an ask in sbctl approvals", c.mode)
+				}
+			}
+			_ = cmd.Wait()
 			if _, err := os.Stat(marker); (err == nil) != c.approve {
-				t.Errorf("%s: the rewrite ran the command: %v; output %s", c.mode, err == nil, out)
+				t.Errorf("%s: the rewrite ran the command: %v; output %s", c.mode, err == nil, out.String())
 			}
 		}
 	})

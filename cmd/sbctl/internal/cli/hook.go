@@ -320,7 +320,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 				return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this command, but at %d characters it is too long to show the user in full for approval; split it into shorter commands", len(bi.Command))), true
 			}
 			if !personAnswers(in.PermissionMode) {
-				why += fmt.Sprintf(" In the agent's %q mode its asks may be answered without a person, so its approval does not count as yours: sandboxd asks again when the command runs (answer with sbctl approvals).", in.PermissionMode)
+				why += fmt.Sprintf(" In the agent's %q mode its asks may be answered without a person, so its approval does not count as yours: sandboxd asks again when the command runs, and it waits up to 10 minutes for your answer (sbctl approvals).", in.PermissionMode)
 			}
 			out = decision(protocol.Ask, why)
 		}
@@ -506,7 +506,10 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 		// (audited) rather than asked twice. A per-call mode may only narrow the session's.
 		argv = append(argv, "--approved")
 	case behavior == askAgain:
-		// Whoever answers the agent may not be a person: sandboxd's own ask stands.
+		// Whoever answers the agent may not be a person: sandboxd's own ask stands, and the
+		// launcher waits on it for the person's answer (sbctl approvals) as long as a Bash
+		// call may run, rather than fail at once.
+		argv = append(argv, "--wait", confinedTimeout)
 	case mode != "":
 		argv = append(argv, "--mode", mode)
 	}
