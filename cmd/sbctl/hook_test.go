@@ -974,3 +974,31 @@ func TestHookRefusesAReplaceableSelf(t *testing.T) {
 		t.Errorf("the installed sbctl: %+v", a.HookSpecificOutput)
 	}
 }
+
+// TestHookAutoModeAskIsDenied: in the agent's auto mode its classifier may answer the hook's
+// ask, and a call the agent runs itself would then run outside any sandbox on a yes no person
+// gave: such an ask is a deny, for Bash and the agent's own tools. In default mode, where the
+// agent asks its user, it stays an ask.
+func TestHookAutoModeAskIsDenied(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbha")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	for _, mode := range []string{"auto", "default"} {
+		for _, c := range []struct {
+			tool  string
+			input map[string]any
+		}{
+			{"Bash", map[string]any{"command": "curl -s http://127.0.0.1:9/"}},
+			{"Read", map[string]any{"file_path": "/etc/hostname"}},
+		} {
+			in := map[string]any{"session_id": "agent-" + mode, "cwd": work, "hook_event_name": "PreToolUse",
+				"permission_mode": mode, "tool_name": c.tool, "tool_input": c.input}
+			want := map[string]string{"auto": "deny", "default": "ask"}[mode]
+			if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in)); a.HookSpecificOutput.PermissionDecision != want {
+				t.Errorf("%s, %s: %+v, want %s", mode, c.tool, a.HookSpecificOutput, want)
+			}
+		}
+	}
+}

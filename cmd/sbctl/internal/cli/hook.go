@@ -307,6 +307,12 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		out.HookSpecificOutput.PermissionDecision = protocol.Deny
 		return out, true
 	}
+	if d.Behavior == protocol.Ask && req.Unconfined && !personAnswers(in.PermissionMode) {
+		// The agent runs this call itself, outside any sandbox, and in this mode its asks may
+		// be answered by its classifier: an ask passed on could come back a yes no person
+		// gave (rm -rf ~ included). Confined Bash is asked again by sandboxd instead.
+		return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this call (%s), but in the agent's %q mode its asks may be answered without a person, and the agent would run it itself, outside any sandbox, so sandboxd denies it. Run the agent in a mode that asks you, or have sandboxd run Bash confined (sbctl hook --confine), where it asks you itself.", reason(d), in.PermissionMode)), true
+	}
 	if hf.confine && in.ToolName == "Bash" {
 		if d.Behavior == protocol.Ask {
 			// The agent shows its user the rewrite (the launcher), not the command: the reason
