@@ -140,17 +140,26 @@ func TestWithoutKeepAliveEachRequestCloses(t *testing.T) {
 func TestDaemonClosedIdleConnection(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int64
+	closed := make(chan struct{}, 4)
 	// One request and answer per connection, without saying so: keep-alive as far as the
-	// client knows, then closed as if by the daemon's idle timeout.
+	// client knows, then closed as if by the daemon's idle timeout. The next request waits
+	// for the close (a sleep raced it on a loaded machine: the close came after the write).
 	sock := serveRaw(t, func(nc net.Conn, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		requests.Add(1)
 		fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
-		time.Sleep(10 * time.Millisecond)
+		nc.Close()
+		closed <- struct{}{}
 	})
 	c := keepAlive(sock, 4)
 	for i := 0; i < 3; i++ {
-		time.Sleep(30 * time.Millisecond)
+		if i > 0 {
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server did not close the connection")
+			}
+		}
 		if got, err := post(c, context.Background(), fmt.Sprint("b", i)); err != nil || got != fmt.Sprint("b", i) {
 			t.Fatalf("request %d: %q, %v", i, got, err)
 		}
