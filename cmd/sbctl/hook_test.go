@@ -992,6 +992,8 @@ func TestHookAutoModeAskIsDenied(t *testing.T) {
 		}{
 			{"Bash", map[string]any{"command": "curl -s http://127.0.0.1:9/"}},
 			{"Read", map[string]any{"file_path": "/etc/hostname"}},
+			{"NotebookEdit", map[string]any{"notebook_path": "/etc/x.ipynb", "new_source": "x"}},
+			{"mcp__other__tool", map[string]any{}},
 		} {
 			in := map[string]any{"session_id": "agent-" + mode, "cwd": work, "hook_event_name": "PreToolUse",
 				"permission_mode": mode, "tool_name": c.tool, "tool_input": c.input}

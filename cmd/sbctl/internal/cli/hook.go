@@ -289,6 +289,10 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		if hf.unknownTool == "pass" {
 			return hookOutput{}, false
 		}
+		if !personAnswers(in.PermissionMode) {
+			// Asked, the agent's classifier could answer for the person (as below).
+			return decision(protocol.Deny, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it, and in the agent's %q mode its asks may be answered without a person, so sandboxd denies it (sbctl hook --unknown-tool pass leaves such tools to the agent's own permissions)", in.ToolName, in.PermissionMode)), true
+		}
 		return decision(protocol.Ask, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it; asking", in.ToolName)), true
 	}
 	if err != nil {
