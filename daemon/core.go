@@ -199,6 +199,11 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	if err := checkDirCount(extra, cfg.Limits.DirsPerSession); err != nil {
 		return fail(err)
 	}
+	// The settings' dirs are the session's as much as --add-dir's: where they lead is
+	// recorded too, or a settings dir replaced by a link would move the session with it.
+	if err := recordLeadsTo(s, eff.AdditionalDirectories); err != nil {
+		return fail(err)
+	}
 	if err := c.checkChild(ctx, s, mode, append([]string{s.Root}, extra...)); err != nil {
 		return fail(err)
 	}
@@ -331,7 +336,12 @@ func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []
 			return errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", d))
 		}
 	}
-	// Where each leads now, as a plan resolves it: a dir replaced by a link later is refused.
+	return recordLeadsTo(s, dirs)
+}
+
+// recordLeadsTo records where each of dirs, the session's, leads now, as a plan resolves it
+// (Session.LeadsTo): a dir replaced by a link later is refused.
+func recordLeadsTo(s *session.Session, dirs []string) error {
 	o := s.Owner
 	to, err := sandbox.ResolveDirs(o.UID, o.GID, o.Groups, dirs)
 	if err != nil {

@@ -1114,3 +1114,88 @@ func TestSessionGivenThroughLinkKeepsItsCwd(t *testing.T) {
 		t.Fatalf("once the dir leads where it did: exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// TestSettingsDirsRecorded: a dir the owner's settings add (additionalDirectories) is the
+// session's as much as --add-dir's: replaced by a link out since, the session runs nothing.
+// And a dir swapped for a link out while a command cds into it does not become the
+// persisted cwd.
+func TestSettingsDirsRecorded(t *testing.T) {
+	f := newTrustFixture(t, "sbtsd")
+	var base, outside string
+	for _, d := range []*string{&base, &outside} {
+		dir, err := os.MkdirTemp("/var/tmp", "sbtsd-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
+		*d = dir
+	}
+	os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644)
+	sd, ad := filepath.Join(base, "sd"), filepath.Join(base, "ad")
+	for _, d := range []string{sd, ad} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "in.txt"), []byte("inside\n"), 0o644)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), base).Run()
+	// A trusted project's settings (the owner's own, under this test's /tmp home, are out of
+	// the worker's sight).
+	settings := filepath.Join(f.proj, ".sandboxd", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	if err := os.WriteFile(settings, []byte(fmt.Sprintf(`{"permissions":{"additionalDirectories":[%q]}}`, sd)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), filepath.Dir(settings)).Run()
+	swap := func(dir string) func() {
+		if err := errors.Join(os.Rename(dir, dir+".old"), os.Symlink(outside, dir)); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := errors.Join(os.Remove(dir), os.Rename(dir+".old", dir)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	id := f.session(t, "--persist-cwd", "--add-dir", ad, "--trust-project")
+	if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat "+sd+"/in.txt"); code != 0 || !strings.Contains(out, "inside") {
+		t.Fatalf("the settings' dir: exit %d, %q %q", code, out, errOut)
+	}
+	restore := swap(sd)
+	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat "+sd+"/*.txt")
+	if code == 0 || strings.Contains(out, "public-content") || !strings.Contains(out+errOut, "leads to") {
+		t.Errorf("a settings dir replaced by a link out: exit %d, %q %q", code, out, errOut)
+	}
+	restore()
+
+	// Swapped while the command that cds into it runs: its exit report names the dir, which
+	// then leads out.
+	started, goOn := filepath.Join(base, "started"), filepath.Join(base, "go-on")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		swap(ad)
+		os.WriteFile(goOn, nil, 0o644)
+	}()
+	f.sbctl(t, "bash", "--session", id, "--", "cd "+ad+" && touch "+started+" && while [ ! -e "+goOn+" ]; do sleep 0.02; done; cd "+ad)
+	<-done
+	t.Logf("cwd while swapped: %s", f.show(t, id).Cwd)
+	if err := errors.Join(os.Remove(ad), os.Rename(ad+".old", ad)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ = f.sbctl(t, "bash", "--session", id, "--", "cat *.txt")
+	if strings.Contains(out, "public-content") {
+		t.Errorf("a cwd reported while its dir was swapped read outside: %q %q", out, errOut)
+	}
+	if s := f.show(t, id); !strings.HasPrefix(s.Cwd+"/", ad+"/") && !strings.HasPrefix(s.Cwd+"/", f.proj+"/") {
+		t.Fatalf("the persisted cwd is %s, outside the session's dirs", s.Cwd)
+	}
+}

@@ -460,8 +460,19 @@ func (h *Host) DirInside(ctx context.Context, s *session.Session, p string, dirs
 	if !info.IsDir {
 		return "", errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", p))
 	}
+	// Each dir where it led when it was given (Session.LeadsTo), not where it leads now: a dir
+	// swapped for a link while the command ran must not make a cwd in the link's tree inside.
+	leads := s.LeadsTo()
 	for _, d := range dirs {
-		if r, err := h.ResolveInfo(ctx, s, d); err == nil && session.Within(info.Resolved, r.Resolved) {
+		to, ok := leads[d]
+		if !ok {
+			r, err := h.ResolveInfo(ctx, s, d)
+			if err != nil {
+				continue
+			}
+			to = r.Resolved
+		}
+		if session.Within(info.Resolved, to) {
 			return info.Resolved, nil
 		}
 	}

@@ -331,8 +331,15 @@ func stepAbortCheck(ctx context.Context, _ *Pipeline, st *state) error {
 		// decided against dirs that are not the ones it would act in (the plan refuses its
 		// child too, Spec.DirsLeadTo).
 		o := st.sess.Owner
-		if err := sandbox.DirsMoved(o.UID, o.GID, o.Groups, st.sess.LeadsTo()); err != nil {
+		leads := st.sess.LeadsTo()
+		if err := sandbox.DirsMoved(o.UID, o.GID, o.Groups, leads); err != nil {
 			return errcode.New(errcode.Conflict, fmt.Errorf("%w; nothing runs in this session until it leads there again", err))
+		}
+		if cwd, root := st.sess.Cwd(), st.sess.Root; !cwdInside(st.sess, cwd, leads) {
+			// The decision takes the cwd as one of the session's dirs: one that lies in
+			// none (set while a dir was swapped) is the root again, and nothing runs.
+			st.sess.Apply(session.Update{Cwd: &root})
+			return errcode.New(errcode.Conflict, fmt.Errorf("the session's cwd %s lies outside its directories: it was reset to %s; nothing ran", cwd, root))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -410,6 +417,20 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	}
 	go func() { ch <- classify() }()
 	return nil
+}
+
+// cwdInside reports whether cwd lies in one of s's dirs, by name or where the dir led when
+// it was given (a session given as ~/link keeps its cwd resolved, in ~/real).
+func cwdInside(s *session.Session, cwd string, leads map[string]string) bool {
+	for _, d := range s.Dirs() {
+		if session.Within(cwd, d) {
+			return true
+		}
+		if to, ok := leads[d]; ok && session.Within(cwd, to) {
+			return true
+		}
+	}
+	return false
 }
 
 // gitElsewhere reports whether git run at cwd, in s, may take a repository other than the

@@ -326,3 +326,20 @@ func TestBashReadOnlyFromItsClassification(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestCwdInside: the cwd the decision takes as one of the session's dirs must lie in one, by
+// name or where it led when given (a session given as /work/link keeps its cwd resolved); a
+// cwd set while a dir was swapped for a link, in the link's tree, lies in none.
+func TestCwdInside(t *testing.T) {
+	s := session.NewStore().Create(session.Caller{UID: 1000}, session.Params{Cwd: "/work/link", AdditionalDirs: []string{"/extra"}, Mode: permission.ModeDefault})
+	s.SetLeadsTo("/work/link", "/work/real")
+	leads := s.LeadsTo()
+	for cwd, want := range map[string]bool{
+		"/work/link": true, "/work/link/sub": true, "/work/real/sub": true, "/extra/x": true,
+		"/other/pub": false, "/work": false, "/work/realx": false,
+	} {
+		if got := cwdInside(s, cwd, leads); got != want {
+			t.Errorf("cwdInside(%s) = %v, want %v", cwd, got, want)
+		}
+	}
+}
