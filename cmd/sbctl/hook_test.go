@@ -1001,6 +1001,11 @@ func TestHookAutoModeAskIsDenied(t *testing.T) {
 			if a := decodeHook(t, runHook(t, b, d.socket, u, rt, in)); a.HookSpecificOutput.PermissionDecision != want {
 				t.Errorf("%s, %s: %+v, want %s", mode, c.tool, a.HookSpecificOutput, want)
 			}
+			// Undecided (the daemon unreachable; an input over its limits is the same path),
+			// with --on-unavailable ask: still no ask the agent's classifier could answer.
+			if a := decodeHook(t, runHook(t, b, filepath.Join(rt, "no-daemon.sock"), u, rt, in, "--on-unavailable", "ask")); a.HookSpecificOutput.PermissionDecision != want {
+				t.Errorf("%s, %s, sandboxd unreachable, --on-unavailable ask: %+v, want %s", mode, c.tool, a.HookSpecificOutput, want)
+			}
 		}
 	}
 }

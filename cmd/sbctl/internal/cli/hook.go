@@ -68,6 +68,9 @@ type hookFlags struct {
 	sf            sessionFlags
 	// noAnswer is set once the input turns out to be an event that gets no answer (PostToolUse).
 	noAnswer atomic.Bool
+	// asksPerson: the input was read, and its permission_mode puts the agent's asks to a
+	// person (personAnswers); until then, and otherwise, an undecided call is denied.
+	asksPerson atomic.Bool
 }
 
 // hookGrace is how long past --timeout the watchdog waits for an answer still on its way.
@@ -141,7 +144,8 @@ func cmdHook(e *Env, args []string) error {
 			fmt.Fprintln(e.Stderr, "sbctl hook: the report was not recorded within --timeout")
 			return nil
 		}
-		a = answer{decision(hf.onUnavailable, fmt.Sprintf("sandboxd could not decide this call within %s, so it is %s", hf.timeout, verb(hf.onUnavailable))), true}
+		undecided := hf.undecided()
+		a = answer{decision(undecided, fmt.Sprintf("sandboxd could not decide this call within %s, so it is %s", hf.timeout, verb(undecided))), true}
 	}
 	out, ok := a.out, a.ok
 	if !ok {
@@ -207,7 +211,8 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 			fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", why)
 			return hookOutput{}, false // nothing to answer after the fact
 		}
-		return decision(hf.onUnavailable, "sandboxd could not decide this call, so it is "+verb(hf.onUnavailable)+": "+why), true
+		answer := hf.undecided()
+		return decision(answer, "sandboxd could not decide this call, so it is "+verb(answer)+": "+why), true
 	}
 	if hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" {
 		return hookOutput{}, false // an event this command does not answer: the agent's normal flow
@@ -223,6 +228,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return unavailable("the hook input is not the expected JSON: " + err.Error())
 	}
+	hf.asksPerson.Store(personAnswers(in.PermissionMode))
 	if k := foldedKey(raw); k != "" {
 		// Go's decoder matches keys in any case, the agent's own reader only exactly: a
 		// TOOL_INPUT beside tool_input would decide one input while the agent runs the other.
@@ -535,6 +541,17 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	}
 	in["command"] = strings.Join(quoted, " ")
 	return in, nil
+}
+
+// undecided is --on-unavailable's answer for a call sandboxd could not decide (unreachable,
+// an input over its limits, past --timeout): an ask only where the agent puts its asks to a
+// person. In auto or a mode unknown here, or before the input was read, the agent's
+// classifier could answer the ask, and the agent would run the call itself: a deny.
+func (hf *hookFlags) undecided() string {
+	if hf.onUnavailable == protocol.Ask && hf.asksPerson.Load() {
+		return protocol.Ask
+	}
+	return protocol.Deny
 }
 
 // askAgain is confineBash's behavior for an asked call whose approval by the agent is not a
