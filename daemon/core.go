@@ -336,6 +336,12 @@ func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []
 			return errcode.New(errcode.Validation, fmt.Errorf("%s is not a directory", d))
 		}
 	}
+	o := s.Owner
+	if d, err := sandbox.Unsearchable(o.UID, o.GID, o.Groups, dirs); err != nil {
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("look at the session's directories as uid %d: %w", o.UID, err))
+	} else if d != "" {
+		return errcode.New(errcode.Validation, fmt.Errorf("directory %s is not usable by uid %d: it cannot enter it (no search permission)", d, o.UID))
+	}
 	return recordLeadsTo(s, dirs)
 }
 

@@ -1199,3 +1199,21 @@ func TestSettingsDirsRecorded(t *testing.T) {
 		t.Fatalf("the persisted cwd is %s, outside the session's dirs", s.Cwd)
 	}
 }
+
+// TestUnenterableDirRefused: a session dir its owner cannot enter (another user's 0700 home,
+// given as --add-dir or as the cwd) is refused when the session is made, not mounted for
+// nothing.
+func TestUnenterableDirRefused(t *testing.T) {
+	f := newTrustFixture(t, "sbtue")
+	closed, err := os.MkdirTemp("/var/tmp", "sbtue-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(closed) })
+	os.Chmod(closed, 0o700) // root's
+	for _, args := range [][]string{{"session", "new", "--cwd", f.proj, "--add-dir", closed}, {"session", "new", "--cwd", closed}} {
+		if out, errOut, code := f.sbctl(t, args...); code == 0 || !strings.Contains(errOut, "cannot enter") && !strings.Contains(errOut, "not usable") {
+			t.Errorf("%v: exit %d, %q %q; want it refused", args, code, out, errOut)
+		}
+	}
+}

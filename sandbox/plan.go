@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -338,6 +339,24 @@ func ResolveDirs(uid, gid uint32, groups []uint32, dirs []string) ([]string, err
 		}
 	})
 	return out, err
+}
+
+// Unsearchable returns the first of dirs the caller cannot enter (no search permission on it
+// or on the way), or "": a session dir the owner cannot enter is no dir of the owner's, and
+// would be mounted for nothing.
+func Unsearchable(uid, gid uint32, groups []uint32, dirs []string) (string, error) {
+	bad := ""
+	err := asCaller(uid, gid, groups, func() {
+		for _, d := range dirs {
+			var st unix.Stat_t
+			// A lookup of "." in d needs search permission on d itself.
+			if err := unix.Stat(strings.TrimSuffix(d, "/")+"/.", &st); err != nil {
+				bad = d
+				return
+			}
+		}
+	})
+	return bad, err
 }
 
 // DirsMoved returns an ErrDirMoved for the first of leadsTo's dirs that no longer resolves,
