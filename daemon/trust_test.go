@@ -917,15 +917,7 @@ func TestOtherUsersCallGuardsNothingOfOwner(t *testing.T) {
 // was removed is reset the same way.
 func TestPersistedCwdReplacedByLink(t *testing.T) {
 	f := newTrustFixture(t, "sbtcl")
-	// Outside the test's /tmp, which a call sees as a tmpfs of its own: a dir every call sees.
-	outside, err := os.MkdirTemp("/var/tmp", "sbtcl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(outside) })
-	if err := os.Chmod(outside, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	outside := hostDir(t, "sbtcl-", 0o755)
 	if err := os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1050,17 +1042,7 @@ func TestGitInRepoBelowRootAsks(t *testing.T) {
 // given (or its link retargeted) runs nothing, for any tool, until it leads there again.
 func TestSessionGivenThroughLinkKeepsItsCwd(t *testing.T) {
 	f := newTrustFixture(t, "sbtsl")
-	// Under /var/tmp, which a call sees as the host does (its /tmp is its own).
-	var base, outside string
-	for _, d := range []*string{&base, &outside} {
-		dir, err := os.MkdirTemp("/var/tmp", "sbtsl-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		os.Chmod(dir, 0o755)
-		*d = dir
-	}
+	base, outside := hostDir(t, "sbtsl-", 0o755), hostDir(t, "sbtsl-", 0o755)
 	exec.Command("chown", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), base).Run()
 	real, link := filepath.Join(base, "real"), filepath.Join(base, "link")
 	os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644)
@@ -1121,16 +1103,7 @@ func TestSessionGivenThroughLinkKeepsItsCwd(t *testing.T) {
 // persisted cwd.
 func TestSettingsDirsRecorded(t *testing.T) {
 	f := newTrustFixture(t, "sbtsd")
-	var base, outside string
-	for _, d := range []*string{&base, &outside} {
-		dir, err := os.MkdirTemp("/var/tmp", "sbtsd-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		os.Chmod(dir, 0o755)
-		*d = dir
-	}
+	base, outside := hostDir(t, "sbtsd-", 0o755), hostDir(t, "sbtsd-", 0o755)
 	os.WriteFile(filepath.Join(outside, "pub.txt"), []byte("public-content\n"), 0o644)
 	sd, ad := filepath.Join(base, "sd"), filepath.Join(base, "ad")
 	for _, d := range []string{sd, ad} {
@@ -1205,15 +1178,25 @@ func TestSettingsDirsRecorded(t *testing.T) {
 // nothing.
 func TestUnenterableDirRefused(t *testing.T) {
 	f := newTrustFixture(t, "sbtue")
-	closed, err := os.MkdirTemp("/var/tmp", "sbtue-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(closed) })
-	os.Chmod(closed, 0o700) // root's
+	closed := hostDir(t, "sbtue-", 0o700) // root's
 	for _, args := range [][]string{{"session", "new", "--cwd", f.proj, "--add-dir", closed}, {"session", "new", "--cwd", closed}} {
 		if out, errOut, code := f.sbctl(t, args...); code == 0 || !strings.Contains(errOut, "cannot enter") && !strings.Contains(errOut, "not usable") {
 			t.Errorf("%v: exit %d, %q %q; want it refused", args, code, out, errOut)
 		}
 	}
+}
+
+// hostDir makes a dir under /var/tmp with mode, removed when the test ends: a call's /tmp is
+// a tmpfs of its own, so a dir every call sees as the host does lives there.
+func hostDir(t *testing.T, pattern string, mode os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
