@@ -1063,6 +1063,12 @@ func TestSessionGivenThroughLinkKeepsItsCwd(t *testing.T) {
 	if out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "cat a.txt; cd sub"); code != 0 || !strings.Contains(out, "inside") {
 		t.Fatalf("a call in a session given through a link: exit %d, %q %q", code, out, errOut)
 	}
+	// At the cd's resolved cwd, git is the session's own repository's (read-only).
+	out, errOut, _ = f.sbctl(t, "--json", "decide", "--session", id, "Bash", `{"command":"git status"}`)
+	var res protocol.CallResult
+	if json.Unmarshal([]byte(out), &res) != nil || res.Decision == nil || res.Decision.Behavior != "allow" {
+		t.Errorf("git status at the cwd of a session given through a link: %s %s", out, errOut)
+	}
 	sub := filepath.Join(real, "sub")
 	if err := errors.Join(os.Remove(sub), os.Symlink(outside, sub)); err != nil {
 		t.Fatal(err)

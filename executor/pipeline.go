@@ -438,12 +438,20 @@ func cwdInside(s *session.Session, cwd string, leads map[string]string) bool {
 // a call could have made. At a session dir, or where cwd lies in none, git takes the dir's.
 func gitElsewhere(s *session.Session, cwd string) bool {
 	top := ""
+	leads := s.LeadsTo()
 	for _, d := range s.Dirs() {
-		if cwd == d {
-			return false
-		}
-		if session.Within(cwd, d) && len(d) > len(top) {
-			top = d
+		// By name, or where the dir led when given (a session given as ~/link keeps its cwd
+		// resolved, in ~/real).
+		for _, base := range []string{d, leads[d]} {
+			if base == "" {
+				continue
+			}
+			if cwd == base {
+				return false
+			}
+			if session.Within(cwd, base) && len(base) > len(top) {
+				top = base
+			}
 		}
 	}
 	if top == "" {

@@ -343,3 +343,16 @@ func TestCwdInside(t *testing.T) {
 		}
 	}
 }
+
+// TestGitElsewhereThroughLink: in a session given through a link, a cwd in a plain subdir of
+// where the link leads is the session's own repository's for git, not another's.
+func TestGitElsewhereThroughLink(t *testing.T) {
+	s := session.NewStore().Create(session.Caller{UID: 1000}, session.Params{Cwd: "/work/link", Mode: permission.ModeDefault})
+	s.SetLeadsTo("/work/link", "/work/real")
+	if gitElsewhere(s, "/work/real") {
+		t.Error("git at the dir's resolution is taken for another repository's")
+	}
+	if !gitElsewhere(s, "/other") {
+		t.Error("git at a cwd in no dir of the session is taken for the session's")
+	}
+}
