@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -240,9 +241,11 @@ func copyStream(dst io.Writer, src io.Reader) error {
 // protocols speak first); what the client sends goes up once openStream has seen how it starts,
 // and a ClientHello naming another host than t's ends the tunnel there. The client may have sent
 // the start of its stream right behind its request: it sits in br, which the client's direction
-// reads through. pathRules (Verdict.PathRules): method/path rules name t's host, so a stream
-// that is neither TLS nor HTTP the proxy reads is refused, the tunnel reset, rather than carried.
-func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, br *bufio.Reader, pathRules bool) {
+// reads through. up is connected to dst. pathRules (Verdict.PathRules): method/path rules name
+// t's host, so a stream that is neither TLS nor HTTP the proxy reads is refused, the tunnel
+// reset, rather than carried, and a ClientHello goes up only to an origin that speaks TLS
+// (tlsprobe.go).
+func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up net.Conn, dst netip.AddrPort, br *bufio.Reader, pathRules bool) {
 	uc := newIdleConn(up, s.idleTimeout(), c.act)
 	// handover: the client's stream is plain HTTP, served request by request instead; the
 	// origin's direction then ends without touching the client's connection.
@@ -261,6 +264,11 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		_ = uc.Close()
 	}()
 	first, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
+	if err == nil && refused == "" && len(first) > 0 && pathRules && p.origin == nil {
+		if why := s.originSpeaksTLS(ctx, dst, t.host); why != "" {
+			refused = fmt.Sprintf("method/path rules name %s, and its server at %s does not speak TLS (%s): a server reading plain HTTP may take the bytes of the tunnel's ClientHello, which the client chooses, for a request no rule decided, so none of them was passed on; send plain HTTP requests through the proxy instead, each decided by its method and path", t.host, dst, why)
+		}
+	}
 	if refused != "" {
 		// Recorded before the client learns of it, as every decision is.
 		s.recordRefusal(ctx, p, t, up.RemoteAddr(), refused)

@@ -232,7 +232,7 @@ func (h *httpConn) connect(ctx context.Context, t target, dst netip.AddrPort, pa
 		_ = up.Close()
 		return
 	}
-	h.s.carry(ctx, h.peer, t, h.ic, up, h.br, pathRules)
+	h.s.carry(ctx, h.peer, t, h.ic, up, dst, h.br, pathRules)
 }
 
 // Headers by which a request asks the server to act on another method or path than its own:

@@ -266,7 +266,7 @@ func (s *Server) blindTunnel(ctx context.Context, p peer, t target, c *idleConn,
 	}
 	stop := context.AfterFunc(ctx, func() { _ = up.Close() })
 	defer stop()
-	s.carry(ctx, p, t, c, up, br, pathRules)
+	s.carry(ctx, p, t, c, up, dst, br, pathRules)
 }
 
 // bufConn reads through a bufio.Reader that may hold the start of the stream (a ClientHello

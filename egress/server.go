@@ -176,6 +176,8 @@ type Server struct {
 	// local asks the host's routes for the guard: its socket is open from the first Serve or
 	// ServeConn until Close.
 	local hostRoutes
+	// tlsOrigins: origins that answered a TLS probe (tlsprobe.go).
+	tlsOrigins tlsOrigins
 
 	mu        sync.Mutex
 	closed    bool

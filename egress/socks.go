@@ -62,7 +62,7 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 		_ = up.Close()
 		return
 	}
-	s.carry(ctx, p, t, c, up, br, pathRules)
+	s.carry(ctx, p, t, c, up, dst, br, pathRules)
 }
 
 // dialReplyCode maps a dial error to the SOCKS reply that describes it best.

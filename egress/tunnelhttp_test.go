@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -497,5 +498,100 @@ func TestTunnelPathRulesRefuseUnread(t *testing.T) {
 			t.Errorf("%s: TLS through a tunnel to a host with method/path rules: %v", name, err)
 		}
 		tc.Close()
+	}
+}
+
+// TestTunnelPathRulesHelloToPlainOrigin: a ClientHello is the client's to fill (its random
+// alone is 32 bytes of its choosing), so one can carry a request line that a server speaking
+// plain HTTP on the tunnel's port serves. Where method/path rules name the host, a ClientHello
+// goes up only to an origin that answered the proxy's own as TLS: to a plain one, the tunnel
+// is refused and recorded before any of the client's bytes reach it.
+func TestTunnelPathRulesHelloToPlainOrigin(t *testing.T) {
+	t.Parallel()
+	routes := tunnelRoutes(t, func(r Request) Verdict {
+		if r.Method == "" {
+			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
+		}
+		if strings.HasPrefix(r.Path, "/admin") {
+			return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
+		}
+		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
+	})
+	// A lax origin answering each connection's first read: the request it finds, or a 400.
+	got := make(chan string, 64)
+	addr := tcpServer(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		if strings.Contains(string(buf[:n]), "GET /admin") {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
+		} else if n > 0 {
+			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		}
+		got <- string(buf[:n])
+	})
+	request := "GET /admin/x HTTP/1.1\r\n\r\n"
+	random := request + strings.Repeat("\x00", 32-len(request))
+	for name, open := range routes {
+		t.Run(name, func(t *testing.T) {
+			c, _, rec := open(portOf(t, addr))
+			defer c.Close()
+			before := len(rec.audited())
+			tc := tls.Client(c, &tls.Config{ServerName: "vm.test", InsecureSkipVerify: true,
+				Rand: io.MultiReader(strings.NewReader(random), rand.Reader)})
+			_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+			_ = tc.Handshake()
+			tc.Close()
+			for _, s := range originSaw(got) {
+				if strings.Contains(s, "/admin") {
+					t.Errorf("the origin read the ClientHello's request: %q", s)
+				}
+			}
+			if name == "intercept" {
+				return // the proxy ends the client's TLS itself; its requests are decided inside
+			}
+			var refused bool
+			for _, ev := range rec.audited()[before:] {
+				refused = refused || !ev.Allowed && ev.Host == "vm.test" && strings.Contains(ev.Reason, "does not speak TLS")
+			}
+			if !refused {
+				t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
+			}
+		})
+	}
+}
+
+// TestTLSOriginProbedOnce: an origin's TLS answer is remembered, so tunnels to a host with
+// method/path rules cost it one extra handshake, not one each.
+func TestTLSOriginProbedOnce(t *testing.T) {
+	t.Parallel()
+	routes := tunnelRoutes(t, func(r Request) Verdict {
+		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
+	})
+	var mu sync.Mutex
+	opened := 0
+	origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "tls") }))
+	origin.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	origin.StartTLS()
+	defer origin.Close()
+	for range 3 {
+		c, _, _ := routes["connect"](portOf(t, origin.Listener.Addr().String()))
+		tc := tls.Client(c, &tls.Config{ServerName: "vm.test", InsecureSkipVerify: true})
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("TLS through a tunnel to a host with method/path rules: %v", err)
+		}
+		tc.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != 4 {
+		t.Errorf("the origin took %d connections for 3 tunnels, want 4 (one probe)", opened)
 	}
 }
