@@ -596,7 +596,11 @@ func (h *httpConn) forward(ctx context.Context, req *http.Request, dst netip.Add
 			return false
 		}
 		h.s.log.Debug("forward", zap.String("session", h.peer.session), zap.Error(err))
-		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: upstream "+req.URL.Host+": "+err.Error()+"\n", "destination_unavailable")
+		name := req.URL.Host
+		if name == "" && h.tunnel != nil { // origin-form, inside a tunnel: held to its host
+			name = h.tunnel.hostport()
+		}
+		h.refuse(http.StatusBadGateway, "sandboxd egress proxy: upstream "+name+": "+err.Error()+"\n", "destination_unavailable")
 		return false
 	}
 	defer resp.Body.Close()

@@ -112,7 +112,7 @@ func TestIntercept(t *testing.T) {
 	if code, body := get("GET", base+"/again"); code != 200 || body != "origin says GET /again" {
 		t.Errorf("GET after a refusal: %d %q", code, body)
 	}
-	if code, body := get("GET", "https://rogue.test:"+roguePort+"/x"); code != 502 || !strings.Contains(body, "certificate") {
+	if code, body := get("GET", "https://rogue.test:"+roguePort+"/x"); code != 502 || !strings.Contains(body, "certificate") || !strings.Contains(body, "upstream rogue.test:") {
 		t.Errorf("unverifiable origin: %d %q", code, body)
 	}
 	close(seen)
