@@ -1046,8 +1046,15 @@ func (w *walker) finish() *Classification {
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
 	c.RedirectsIncomplete = pc.redirectsIncomplete
 	c.GitObjectsUnseen = pc.gitUnseen
+	c.symlinks, c.linkUses = pc.symlinks, pc.linkUses
 	if nested > 0 {
 		w.spliceNested(c, nested)
+	}
+	if c.symlinks && (len(c.Paths) > c.linkUses || c.PathsIncomplete) {
+		// A symbolic link the line makes leads a name elsewhere than when the line was
+		// decided: `ln -s .. up; cat up/keys/id.key` reads ../keys/id.key, which no path here
+		// shows. So a path of the line's other commands may lie anywhere.
+		c.PathsIncomplete, c.PathsUnbounded = true, true
 	}
 	return c
 }
@@ -1084,6 +1091,7 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		c.RedirectsIncomplete = c.RedirectsIncomplete || sb.nested.RedirectsIncomplete
 		c.GitObjectsUnseen = c.GitObjectsUnseen || sb.nested.GitObjectsUnseen
+		c.symlinks, c.linkUses = c.symlinks || sb.nested.symlinks, c.linkUses+sb.nested.linkUses
 		if len(sb.dirs) > 0 || sb.dirsUnknown || cdVarNamed(w.src) && len(sb.nested.Paths) > 0 {
 			// The script's relative paths were taken against Options.Cwd; after a cd
 			// in the outer line they may be elsewhere.

@@ -142,6 +142,10 @@ type pathCollector struct {
 	// unbounded: some path it missed may lie anywhere, not only under a directory the line
 	// names (see Classification.PathsUnbounded).
 	unbounded bool
+	// symlinks: a command made symbolic links, whose own uses of out are linkUses
+	// (Classification.symlinks).
+	symlinks bool
+	linkUses int
 	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree).
 	tree bool
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
@@ -463,7 +467,13 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	if !ok {
 		return
 	}
+	before, linked := len(pc.out), pc.symlinks
+	pc.symlinks = false
 	pc.operands(sb, name, spec, ws[1:])
+	if pc.symlinks {
+		pc.linkUses += len(pc.out) - before
+	}
+	pc.symlinks = pc.symlinks || linked
 }
 
 // wrapperChdir reports whether the wrapper words before a command may change its directory:
@@ -1225,6 +1235,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 				pc.intoDir(dest.val, opWords, name, sb)
 			}
 		}
+		pc.symlinks = symbolicLinks(name, opts)
 		switch {
 		case hardLinks(name, opts):
 			// A hard link is the file under one more name, through which it is written:
@@ -1290,6 +1301,20 @@ func hardLinks(name string, opts []opt) bool {
 		}
 	}
 	return name == "ln"
+}
+
+// symbolicLinks reports whether ln or cp makes symbolic links: ln -s (--symbolic), cp -s
+// (--symbolic-link).
+func symbolicLinks(name string, opts []opt) bool {
+	for _, o := range opts {
+		switch {
+		case name == "ln" && (!o.long && o.name == "s" || o.long && longIs(o.name, "symbolic")):
+			return true
+		case name == "cp" && (!o.long && o.name == "s" || o.long && longIs(o.name, "symbolic-link")):
+			return true
+		}
+	}
+	return false
 }
 
 // jqFiles records the files jq reads besides its inputs and returns ws without each option

@@ -936,3 +936,22 @@ func TestListsThroughLinksUnbounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolicLinksMadeUnbounded: a symbolic link the line makes leads the names below it
+// elsewhere (`ln -s .. up; cat up/keys/id.key`), so the line's other paths may lie anywhere; a
+// line that only makes the link, a hard link or a copy leads nowhere new.
+func TestSymbolicLinksMadeUnbounded(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]bool{
+		"ln -s .. up; cat up/k": true, "ln -sfn / r; cat r/x": true, "ln --symbolic a b; cat b": true, "ln -st d ..; ls d/x": true,
+		"cp -s a b; cat b": true, "cp -rs / h; cat h/k": true, "cp --symbolic-link a b; cat b": true, "busybox ln -s .. up; cat up/k": true,
+		"bash -c 'ln -s .. up'; cat up/k": true,
+		"ln -s .. up; cd up": true, "ln -s .. up; cat u*/k": true, "cp -s a b && cat b/x": true,
+		"ln -s a b": false, "ln -sf ../x y && ls": false, "ln -t d a; cat d/a": false,
+		"ln a b": false, "cp a b": false, "cp -r a b": false, "cat up/k": false,
+	} {
+		if c := Classify(cmd, testOpts); c.PathsUnbounded != want {
+			t.Errorf("%q: paths unbounded %v, want %v", cmd, c.PathsUnbounded, want)
+		}
+	}
+}

@@ -47,6 +47,11 @@ type Classification struct {
 	// wildcard): a committed file's content is out of the mounts' reach, so any Read rule may
 	// be one it meets.
 	GitObjectsUnseen bool `json:"git_objects_unseen,omitempty"`
+
+	// symlinks: the line (or a script it runs) makes symbolic links, whose commands put
+	// linkUses of Paths; the rest may go through them (linkedAway).
+	symlinks bool
+	linkUses int
 }
 
 // PathUse is one path a command line reads or writes.

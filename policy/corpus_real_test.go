@@ -90,6 +90,14 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: grep -R follows links out", mode: permission.ModeBypassPermissions, cmd: "grep -R KEY .", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "bypass: rg -L follows links out", mode: permission.ModeBypassPermissions, cmd: "rg -L KEY", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
+		// A symbolic link the line makes leads its names elsewhere: a read through it may lie
+		// anywhere, as a variable's may.
+		{name: "bypass: a read through a link to .. made by the line", mode: permission.ModeBypassPermissions, cmd: "ln -s .. up; cat up/keys/id.key", deny: []string{"Read(//k*/**)"}, want: D},
+		{name: "bypass: a read through a link to / made by the line", mode: permission.ModeBypassPermissions, cmd: "mkdir -p m && ln -s / m/root; cat m/root/keys/id.key", deny: []string{"Read(//k*/**)"}, want: D},
+		{name: "bypass: a read through a link made by cp -s", mode: permission.ModeBypassPermissions, cmd: "cp -rs / h; cat h/keys/id.key", deny: []string{"Read(//k*/**)"}, want: D},
+		{name: "bypass: a read through a link made in a nested script", mode: permission.ModeBypassPermissions, cmd: "bash -c 'ln -s .. up'; cd up/keys && cat id.key", deny: []string{"Read(//k*/**)"}, want: D},
+		{name: "bypass: a link made, no such rule", mode: permission.ModeBypassPermissions, cmd: "ln -s .. up; cat up/x", deny: []string{"Read(./secret/**)"}, want: A},
+		{name: "bypass: a hard link made, a wildcard deny", mode: permission.ModeBypassPermissions, cmd: "ln a b; cat b", deny: []string{"Read(//k*/**)"}, want: A},
 		{name: "acceptEdits: a protected name copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp tmpl/.envrc sub/", want: AU},
 		{name: "acceptEdits: a protected name copied with -t asks", mode: permission.ModeAcceptEdits, cmd: "cp -t sub tmpl/.envrc", want: AU},
 		{name: "acceptEdits: a repository's HEAD copied into a dir asks", mode: permission.ModeAcceptEdits, cmd: "cp .git/HEAD .git/config sub3/", want: AU},
