@@ -223,7 +223,15 @@ func (v *fsView) ownDirInTheWay(p string, uid uint32) string {
 	}
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		if fi, err := v.lstat(d); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				// The link is what could be looked at; the dir it leads to is what cannot be
+				// searched, and whose owner could chmod it.
+				if fi, err = v.stat(d); err != nil {
+					return ""
+				}
+				d = resolve(v, d)
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && fi.IsDir() {
 				return d
 			}
 			return ""

@@ -2084,3 +2084,36 @@ func (f *protectFixture) write(t *testing.T, files map[string]string) {
 		f.files[p] = c
 	}
 }
+
+// TestOwnDirInTheWayThroughLink: the dir that keeps a path from being seen is the one a link
+// on the way leads to, not the link: the caller's link to another user's unsearchable dir is
+// no dir of the caller's to chmod, and its link to its own such dir is named by where it leads.
+func TestOwnDirInTheWayThroughLink(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: dirs of two owners, looked at as one of them")
+	}
+	base := hostTempDir(t, "/var/tmp", "sbx-inway-")
+	os.Chmod(base, 0o755)
+	for _, d := range []string{"mine", "theirs"} {
+		os.Mkdir(filepath.Join(base, d), 0)
+	}
+	os.Chown(filepath.Join(base, "mine"), nobody, nobody)
+	for l, to := range map[string]string{"to-mine": "mine", "to-theirs": "theirs"} {
+		os.Symlink(to, filepath.Join(base, l))
+		os.Lchown(filepath.Join(base, l), nobody, nobody)
+	}
+	want := map[string]string{
+		"mine/x": filepath.Join(base, "mine"), "to-mine/x": filepath.Join(base, "mine"),
+		"theirs/x": "", "to-theirs/x": "", "to-theirs/a/b": "",
+	}
+	for p, w := range want {
+		var got string
+		if err := asCaller(nobody, nobody, nil, func() { got = newFSView().ownDirInTheWay(filepath.Join(base, p), nobody) }); err != nil {
+			t.Fatal(err)
+		}
+		if got != w {
+			t.Errorf("%s: %q, want %q", p, got, w)
+		}
+	}
+}
