@@ -149,14 +149,10 @@ func (l *Log) refreshSpace() {
 	if l.cfg.MinFreeBytes <= 0 {
 		return
 	}
-	var st unix.Statfs_t
-	var free int64
 	// A volume whose free space cannot be read is taken as short of it: the floor exists so
 	// that calls stop before the log cannot be written, and an unknown is not a yes.
-	err := unix.Statfs(l.cfg.Dir, &st)
-	if err == nil {
-		free = int64(st.Bavail) * int64(st.Bsize)
-	} else {
+	free, _, err := volumeFree(l.cfg.Dir)
+	if err != nil {
 		l.log.Error("audit volume's free space unknown", zap.String("dir", l.cfg.Dir), zap.Error(err))
 	}
 	low := err != nil || free < l.cfg.MinFreeBytes
@@ -167,6 +163,32 @@ func (l *Log) refreshSpace() {
 		} else {
 			l.log.Warn("audit volume has space again; calls are accepted", zap.Int64("free_bytes", free))
 		}
+	}
+}
+
+// volumeFree returns the free bytes on dir's volume that root may write (the daemon writes
+// the log as root) and, of them, what any other user may: a file system such as ext4 keeps a
+// reserve only root can fill, so users' own files, however many, cannot stop the log there.
+func volumeFree(dir string) (root, users int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bfree) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// warnSharedVolume says at start when the audit volume keeps less than Config.MinFreeBytes
+// for root alone (XFS and btrfs keep none; ext4 does unless tuned to 0): users' files there,
+// a call's output in a home on the same volume, can then bring it under the floor, and every
+// user's calls are refused until space is freed.
+func (l *Log) warnSharedVolume() {
+	if l.cfg.MinFreeBytes <= 0 {
+		return
+	}
+	root, users, err := volumeFree(l.cfg.Dir)
+	if err == nil && root-users < l.cfg.MinFreeBytes {
+		l.log.Warn("the audit volume keeps less than audit.min_free_bytes that only root may write: if users' files share it, one user can fill it and stop every user's calls; give the audit log a volume of its own",
+			zap.String("dir", l.cfg.Dir), zap.Int64("root_only_bytes", root-users), zap.Int64("min_free_bytes", l.cfg.MinFreeBytes))
 	}
 }
 

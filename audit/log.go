@@ -242,6 +242,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		return nil, err
 	}
 	l.key = key
+	l.warnSharedVolume()
 	if err := l.recover(); err != nil {
 		return nil, err
 	}

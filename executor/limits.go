@@ -124,7 +124,8 @@ func (h *Host) roomFor(n int64) error {
 	if err := unix.Statfs(h.StateDir, &st); err != nil {
 		return nil
 	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free-n < reserve {
+	// Bfree: what root (the daemon, which writes the results and the log) may still write.
+	if free := int64(st.Bfree) * int64(st.Bsize); free-n < reserve {
 		return errcode.New(errcode.ErrnoENOSPC, errStateVolumeLow)
 	}
 	return nil

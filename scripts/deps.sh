@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what sandboxd needs to build and test, idempotently: apt runs only for what is missing.
 set -euo pipefail
-pkgs=(libseccomp-dev ripgrep jq bubblewrap gcc poppler-utils curl git zsh fish python3)
+pkgs=(libseccomp-dev ripgrep jq bubblewrap gcc poppler-utils curl git zsh fish python3 e2fsprogs)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
