@@ -71,6 +71,7 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, error) {
 		dst = appendOptTrue(dst, "pids_limit", o.PidsLimit)
 		dst = appendOptInt(dst, "output_bytes", o.OutputBytes)
 		dst = appendOptString(dst, "persisted_path", o.PersistedPath)
+		dst = appendOptString(dst, "task_id", o.TaskID)
 		if len(o.MovedAside) > 0 {
 			dst = append(dst, `,"moved_aside":[`...)
 			for i, p := range o.MovedAside {

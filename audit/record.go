@@ -109,6 +109,10 @@ type Outcome struct {
 	PidsLimit       bool   `json:"pids_limit,omitempty"`
 	OutputBytes     int64  `json:"output_bytes,omitempty"`
 	PersistedPath   string `json:"persisted_path,omitempty"`
+	// TaskID names the background task the command went on as (started in the background, or
+	// moved there at its timeout, still running): ExitCode is then not the command's, which
+	// the task's task.end record, with the same task_id, holds.
+	TaskID string `json:"task_id,omitempty"`
 	// MovedAside are the protected paths a Bash command made, moved aside when it ended.
 	MovedAside []string `json:"moved_aside,omitempty"`
 	// Error is the error class (Classify), never the message.

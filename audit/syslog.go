@@ -67,7 +67,11 @@ func FormatRFC5424(r *Record, line []byte, host, app string, pid int) []byte {
 		param("rule", r.Decision.Rule)
 	}
 	if r.Outcome != nil {
-		param("exit_code", strconv.Itoa(r.Outcome.ExitCode))
+		if r.Outcome.TaskID != "" {
+			param("task_id", r.Outcome.TaskID) // the command's exit code is its task.end's
+		} else {
+			param("exit_code", strconv.Itoa(r.Outcome.ExitCode))
+		}
 		param("error", string(r.Outcome.Error))
 	}
 	b.WriteString("] ")

@@ -179,6 +179,7 @@ func outcomeOf(o *executor.Outcome) *audit.Outcome {
 	out.PidsLimit, _ = d["pids_limited"].(bool)
 	out.OutputBytes = num(d["stdout_bytes"]) + num(d["stderr_bytes"])
 	out.MovedAside, _ = d["moved_aside"].([]string)
+	out.TaskID, _ = d["backgroundTaskId"].(string)
 	// The tools name persisted output as the agents' clients do (COMPAT: persistedOutputPath).
 	for _, k := range []string{"persistedOutputPath", "persistedStderrPath"} {
 		if p, ok := d[k].(string); ok && p != "" {

@@ -80,6 +80,8 @@ type RecordDecision struct {
 type RecordOutcome struct {
 	ExitCode   int    `json:"exit_code"`
 	DurationMS int64  `json:"duration_ms"`
+	Timeout    bool   `json:"timeout,omitempty"`
+	TaskID     string `json:"task_id,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
 

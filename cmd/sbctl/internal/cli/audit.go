@@ -167,9 +167,14 @@ func printRecord(w io.Writer, r *protocol.Record) {
 		// Every call's last record has an outcome, with exit code 0 where nothing ran (a
 		// denial, an ask, a decision only): "deny ... exit=0" read as though it ran and passed.
 		ran := r.Kind != "call.decide" && r.Decision != nil && r.Decision.Behavior == protocol.Allow
-		if ran {
+		switch {
+		case ran && o.TaskID != "" && o.Timeout:
+			outcome = fmt.Sprintf("timed out, went on as task %s %dms", Visible(o.TaskID), o.DurationMS)
+		case ran && o.TaskID != "":
+			outcome = fmt.Sprintf("started task %s %dms", Visible(o.TaskID), o.DurationMS)
+		case ran:
 			outcome = fmt.Sprintf("exit=%d %dms", o.ExitCode, o.DurationMS)
-		} else {
+		default:
 			outcome = fmt.Sprintf("not run %dms", o.DurationMS)
 		}
 		if o.Error != "" {

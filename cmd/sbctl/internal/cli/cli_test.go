@@ -303,10 +303,12 @@ func TestBackgroundPrintsTheTaskID(t *testing.T) {
 		t.Errorf("exit %v, stdout %q, stderr %q", err, out.String(), errb.String())
 	}
 	out.Reset()
+	errb.Reset()
 	res.Data = map[string]any{"backgroundTaskId": "bash_2", "timed_out": true, "stdout": "partial\n", "stderr": ""}
 	var ee *ExitError
-	if err := finishBash(e, res, true); !errors.As(err, &ee) || ee.Code != 124 || out.String() != "partial\n" {
-		t.Errorf("moved at its timeout: exit %v, stdout %q", err, out.String())
+	if err := finishBash(e, res, true); !errors.As(err, &ee) || ee.Code != 124 || out.String() != "partial\n" ||
+		!strings.Contains(errb.String(), "goes on in the background as task bash_2") {
+		t.Errorf("moved at its timeout: exit %v, stdout %q, stderr %q (want the task it went on as)", err, out.String(), errb.String())
 	}
 	code := Run(context.Background(), []string{"--socket", "/nonexistent", "bash", "--background", "--", "sleep 1"}, strings.NewReader(""), &out, &errb, nil)
 	if code != 2 || !strings.Contains(errb.String(), "needs --session") {

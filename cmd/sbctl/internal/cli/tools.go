@@ -375,7 +375,11 @@ func containment(e *Env, res *protocol.CallResult) {
 		notes = append(notes, "was killed for exceeding its memory limit (oom_killed)")
 	}
 	if flag("timed_out") {
-		notes = append(notes, "ran past its timeout (timed_out)")
+		if id, _ := d["backgroundTaskId"].(string); id != "" {
+			notes = append(notes, fmt.Sprintf("ran past its timeout (timed_out) and goes on in the background as task %s: sbctl task output %s --session ID; sbctl task kill %s --session ID", Visible(id), Visible(id), Visible(id)))
+		} else {
+			notes = append(notes, "ran past its timeout (timed_out)")
+		}
 	}
 	if by, _ := d["killed_by"].(string); by != "" {
 		notes = append(notes, "was killed: "+by)
