@@ -259,7 +259,8 @@ func TestApprovalsTwoTerminals(t *testing.T) {
 }
 
 // TestApprovalHooks: a PermissionRequest hook answers a pending approval (allow, or deny
-// with its message; silence leaves it for a person), and a PreToolUse hook that exits 2
+// with its message; silence leaves it for a person, and so does its allow of what only a
+// person approves), and a PreToolUse hook that exits 2
 // blocks the call with its stderr as the reason (COMPAT.md's hook contract).
 func TestApprovalHooks(t *testing.T) {
 	dir := rootDir(t)
@@ -328,6 +329,16 @@ exit 0
 	}
 	if _, _, code := wait(); code != 126 {
 		t.Fatalf("person-denied call exited %d", code)
+	}
+	// A critical-path rm only a person approves (COMPAT): the hook's allow is not taken, and
+	// the approval waits for a person.
+	wait = sbctlAsync(t, bin, td.socket, alice, "bash", "--wait", "20s", "--", "rmdir /usr # hook-allows")
+	a = pendingVia(t, bin, td.socket, alice, "hook-allows")
+	if _, errOut, code := sbctl(t, bin, td.socket, &alice, "deny", a.ID); code != 0 {
+		t.Fatalf("deny: %s", errOut)
+	}
+	if _, _, code := wait(); code != 126 {
+		t.Fatalf("critical rm denied by a person exited %d", code)
 	}
 	// PreToolUse exit 2: blocked, with the hook's stderr as the reason, and no approval queued.
 	out, errOut, code := sbctl(t, bin, td.socket, &alice, "--json", "bash", "--", "touch forbidden-by-hook")

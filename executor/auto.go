@@ -30,6 +30,12 @@ const (
 	verdictError     = "error"
 )
 
+// personOnly are the asks (decision steps) only a person may approve: an ask rule's hit (the
+// admin's custom ask too), a call that asks the user (AskUserQuestion, an MCP tool requiring
+// interaction) and a critical-path rm. Neither the classifier (the policy routes them to a
+// person) nor a PermissionRequest hook's allow answers them.
+var personOnly = map[string]bool{"ask_rule": true, "custom_ask": true, "critical_rm": true, "user_interaction": true}
+
 // autoResolve runs auto mode's stages on an ask routed to the classifier. It returns true
 // when a stage decided (allow or deny); false leaves the ask for a person. Every verdict is
 // recorded in the decision (and so in the audit record).
@@ -341,6 +347,12 @@ func (p *Pipeline) permissionRequestHooks(ctx context.Context, h *Hooks, st *sta
 		p.log.Info("PermissionRequest hook answered nothing", zap.String("code", string(errcode.Of(err))))
 	}
 	if answer == "" {
+		return
+	}
+	if answer == string(approval.Allow) && personOnly[st.decision.Step] {
+		// COMPAT: no rule or hook allow approves an ask rule's hit, a question for the user or
+		// a critical-path rm; a hook may still refuse one.
+		p.log.Info("PermissionRequest hook's allow ignored: only a person approves this ask", zap.String("step", st.decision.Step))
 		return
 	}
 	res := approval.Resolution{Answer: approval.Answer(answer), Message: msg, By: "hook", When: time.Now().UTC()}
