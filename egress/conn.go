@@ -263,9 +263,9 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		_ = c.Close()
 		_ = uc.Close()
 	}()
-	first, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
+	first, hello, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
 	if err == nil && refused == "" && len(first) > 0 && pathRules && p.origin == nil {
-		if why := s.originSpeaksTLS(ctx, dst, t.host); why != "" {
+		if why := s.originSpeaksTLS(ctx, dst, hello); why != "" {
 			refused = fmt.Sprintf("method/path rules name %s, and its server at %s does not speak TLS (%s): a server reading plain HTTP may take the bytes of the tunnel's ClientHello, which the client chooses, for a request no rule decided, so none of them was passed on; send plain HTTP requests through the proxy instead, each decided by its method and path", t.host, dst, why)
 		}
 	}

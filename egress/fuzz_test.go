@@ -144,7 +144,7 @@ func FuzzOpenStream(f *testing.F) {
 		}()
 		ic := newIdleConn(a, 5*time.Second, nil)
 		br := bufio.NewReader(ic)
-		first, refused, err := openStream(ic, br, target{host: "front.test"}, 5*time.Second, false)
+		first, _, refused, err := openStream(ic, br, target{host: "front.test"}, 5*time.Second, false)
 		if err != nil && len(data) > 0 && !errors.Is(err, errHeadTooLarge) {
 			t.Fatalf("error %v on %q", err, data)
 		}

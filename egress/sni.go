@@ -34,42 +34,43 @@ const (
 var tlsAlertAccessDenied = []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49}
 
 // openStream returns what of the client's stream may go upstream first (bytes it read to
-// check a ClientHello), or why the tunnel is refused. It reads from br only when the stream
+// check a ClientHello) and the ClientHello, or why the tunnel is refused. It reads from br only when the stream
 // starts with a TLS handshake; anything else passes as it comes, decided by host. A ClientHello
 // is read under the header deadline and bound, so a client cannot hold the check open or make
 // it buffer without end.
-func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Duration, allowECH bool) ([]byte, string, error) {
+func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Duration, allowECH bool) ([]byte, clientHello, string, error) {
 	b, err := br.Peek(1)
 	if err != nil {
-		return nil, "", err
+		return nil, clientHello{}, "", err
 	}
 	if b[0] != tlsRecordHandshake {
-		return nil, "", nil
+		return nil, clientHello{}, "", nil
 	}
 	ic.setHard(time.Now().Add(headerTimeout))
 	defer ic.setHard(time.Time{})
 	hello, seen, err := readClientHello(ic, br)
 	if err != nil {
 		if errors.Is(err, errHeadTooLarge) || ic.headSpent() {
-			return nil, "", err
+			return nil, clientHello{}, "", err
 		}
-		return seen, fmt.Sprintf("the tunnel's stream starts with a TLS handshake the proxy cannot read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
+		return seen, hello, fmt.Sprintf("the tunnel's stream starts with a TLS handshake the proxy cannot read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
 	}
 	if !allowECH && (slices.Contains(hello.extensions, extEncryptedClientHello) || slices.Contains(hello.extensions, extEncryptedServerName)) {
-		return seen, fmt.Sprintf("the TLS ClientHello in the tunnel to %s offers to encrypt the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off in the client (Chrome: --disable-features=EncryptedClientHello), or an administrator may allow it with network.allow_encrypted_client_hello", t.host, t.host), nil
+		return seen, hello, fmt.Sprintf("the TLS ClientHello in the tunnel to %s offers to encrypt the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off in the client (Chrome: --disable-features=EncryptedClientHello), or an administrator may allow it with network.allow_encrypted_client_hello", t.host, t.host), nil
 	}
 	if hello.serverName == "" {
-		return seen, "", nil // the server's default name, at the address the tunnel was decided on
+		return seen, hello, "", nil // the server's default name, at the address the tunnel was decided on
 	}
 	if h, _, err := normalizeHost(hello.serverName); err != nil || h != t.host {
-		return seen, fmt.Sprintf("the TLS server name %q in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", hello.serverName, t.host), nil
+		return seen, hello, fmt.Sprintf("the TLS server name %q in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", hello.serverName, t.host), nil
 	}
-	return seen, "", nil
+	return seen, hello, "", nil
 }
 
 // clientHello is what the tunnel check needs of a ClientHello.
 type clientHello struct {
 	serverName string
+	alpn       []string // the protocols it offers (ALPN), by which a front may route it too
 	extensions []uint16
 }
 
@@ -83,7 +84,7 @@ func readClientHello(c net.Conn, r io.Reader) (clientHello, []byte, error) {
 	rc := &recordingConn{Conn: c, r: r}
 	var hello *clientHello
 	cfg := &tls.Config{GetConfigForClient: func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
-		hello = &clientHello{serverName: chi.ServerName, extensions: slices.Clone(chi.Extensions)}
+		hello = &clientHello{serverName: chi.ServerName, alpn: slices.Clone(chi.SupportedProtos), extensions: slices.Clone(chi.Extensions)}
 		return nil, errHelloRead
 	}}
 	err := tls.Server(rc, cfg).HandshakeContext(context.Background())

@@ -182,7 +182,7 @@ func TestOpenStream(t *testing.T) {
 			}()
 			ic := newIdleConn(a, 5*time.Second, nil)
 			br := bufio.NewReader(ic)
-			first, refused, err := openStream(ic, br, target{host: tc.host}, 5*time.Second, tc.allowECH)
+			first, _, refused, err := openStream(ic, br, target{host: tc.host}, 5*time.Second, tc.allowECH)
 			if err != nil {
 				t.Fatalf("err %v", err)
 			}

@@ -18,7 +18,10 @@ import (
 // whatever precedes the first space as the method). Where method/path rules name the tunnel's
 // host, that request is one no rule decided, so before passing on a ClientHello there the
 // proxy checks, with a handshake of its own whose bytes the client has no say in, that the
-// origin answers TLS as TLS.
+// origin answers TLS as TLS. A front that routes by the hello (HAProxy's req.ssl_sni, nginx's
+// ssl_preread, Envoy's filter chains) may send a hello naming no server, or offering another
+// protocol, to another backend than the probe's: the probe offers the server name and the
+// protocols (ALPN) the client's hello does, and its answer is remembered for those.
 
 // tlsProbeTTL is how long an origin's TLS answer is remembered: what listens on an address
 // and port does not change protocol from one tunnel to the next, and a probe costs the origin
@@ -28,35 +31,48 @@ const tlsProbeTTL = 5 * time.Minute
 // maxTLSProbes bounds the remembered origins; past it the memory starts over.
 const maxTLSProbes = 4096
 
+// probedOrigin is what a probe's answer holds for: an address and port, and what of a hello a
+// front there may route by.
+type probedOrigin struct {
+	dst        netip.AddrPort
+	serverName string
+	alpn       string // the offered protocols, each with its length before it
+}
+
 // tlsOrigins remembers the origins that answered a probe as TLS servers, until when.
 type tlsOrigins struct {
 	mu    sync.Mutex
-	until map[netip.AddrPort]time.Time
+	until map[probedOrigin]time.Time
 }
 
-func (o *tlsOrigins) known(dst netip.AddrPort, now time.Time) bool {
+func (o *tlsOrigins) known(k probedOrigin, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return now.Before(o.until[dst])
+	return now.Before(o.until[k])
 }
 
-func (o *tlsOrigins) remember(dst netip.AddrPort, now time.Time) {
+func (o *tlsOrigins) remember(k probedOrigin, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.until == nil || len(o.until) >= maxTLSProbes {
-		o.until = make(map[netip.AddrPort]time.Time)
+		o.until = make(map[probedOrigin]time.Time)
 	}
-	o.until[dst] = now.Add(tlsProbeTTL)
+	o.until[k] = now.Add(tlsProbeTTL)
 }
 
 // errProbeDone ends the probe's handshake once the origin has shown what it speaks.
 var errProbeDone = errors.New("TLS probe done")
 
-// originSpeaksTLS reports why the origin at dst cannot be shown to be a TLS server, or ""
-// when it answered the proxy's own ClientHello (for host) with a TLS record: a handshake
-// message or an alert, either way TLS. Nothing of the client's reaches the origin here.
-func (s *Server) originSpeaksTLS(ctx context.Context, dst netip.AddrPort, host string) string {
-	if s.tlsOrigins.known(dst, time.Now()) {
+// originSpeaksTLS reports why the origin at dst cannot be shown to be a TLS server for a
+// hello like the client's, or "" when it answered the proxy's own ClientHello (offering the
+// client's server name and protocols) with a TLS record: a handshake message or an alert,
+// either way TLS. Nothing of the client's reaches the origin here.
+func (s *Server) originSpeaksTLS(ctx context.Context, dst netip.AddrPort, client clientHello) string {
+	key := probedOrigin{dst: dst, serverName: client.serverName}
+	for _, p := range client.alpn {
+		key.alpn += string(rune(len(p))) + p
+	}
+	if s.tlsOrigins.known(key, time.Now()) {
 		return ""
 	}
 	raw, err := s.dial(ctx, dst)
@@ -68,14 +84,15 @@ func (s *Server) originSpeaksTLS(ctx context.Context, dst netip.AddrPort, host s
 	defer cancel()
 	fc := &firstRead{Conn: raw}
 	cfg := &tls.Config{
-		ServerName: host,
+		ServerName: client.serverName, // none when the client's names none
+		NextProtos: client.alpn,
 		// Only the protocol is asked: the client checks the certificate it gets.
 		InsecureSkipVerify: true,
 		VerifyConnection:   func(tls.ConnectionState) error { return errProbeDone },
 	}
 	herr := tls.Client(fc, cfg).HandshakeContext(ctx)
 	if b := fc.head; len(b) >= 2 && (b[0] == tlsRecordHandshake || b[0] == tlsRecordAlert) && b[1] == 3 {
-		s.tlsOrigins.remember(dst, time.Now())
+		s.tlsOrigins.remember(key, time.Now())
 		return ""
 	}
 	switch {

@@ -517,34 +517,16 @@ func TestTunnelPathRulesHelloToPlainOrigin(t *testing.T) {
 		}
 		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
 	})
-	// A lax origin answering each connection's first read: the request it finds, or a 400.
-	got := make(chan string, 64)
-	addr := tcpServer(t, func(c net.Conn) {
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 4096)
-		n, _ := c.Read(buf)
-		if strings.Contains(string(buf[:n]), "GET /admin") {
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
-		} else if n > 0 {
-			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-		}
-		got <- string(buf[:n])
-	})
-	request := "GET /admin/x HTTP/1.1\r\n\r\n"
-	random := request + strings.Repeat("\x00", 32-len(request))
+	addr, got := requestFinder(t)
 	for name, open := range routes {
 		t.Run(name, func(t *testing.T) {
 			c, _, rec := open(portOf(t, addr))
 			defer c.Close()
 			before := len(rec.audited())
-			tc := tls.Client(c, &tls.Config{ServerName: "vm.test", InsecureSkipVerify: true,
-				Rand: io.MultiReader(strings.NewReader(random), rand.Reader)})
-			_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
-			_ = tc.Handshake()
-			tc.Close()
+			helloCarrying(c, "vm.test", "GET /admin/x HTTP/1.1\r\n\r\n")
 			for _, s := range originSaw(got) {
 				if strings.Contains(s, "/admin") {
-					t.Errorf("the origin read the ClientHello's request: %q", s)
+					t.Errorf("the origin read the ClientHello's request: %.80q…", s)
 				}
 			}
 			if name == "intercept" {
@@ -593,5 +575,101 @@ func TestTLSOriginProbedOnce(t *testing.T) {
 	defer mu.Unlock()
 	if opened != 4 {
 		t.Errorf("the origin took %d connections for 3 tunnels, want 4 (one probe)", opened)
+	}
+}
+
+// requestFinder is a lax plain-HTTP origin answering each connection's first read: 200
+// "served" when a request for /admin is anywhere in it (as the JDK's server finds one behind
+// any bytes before a space), else a 400. Each connection's bytes go on the channel.
+func requestFinder(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	got := make(chan string, 64)
+	addr := tcpServer(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		if strings.Contains(string(buf[:n]), "GET /admin") {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nserved")
+		} else if n > 0 {
+			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		}
+		got <- string(buf[:n])
+	})
+	return addr, got
+}
+
+// helloCarrying sends over c a well-formed ClientHello naming serverName ("" names none) whose
+// random is request, padded to its 32 bytes, and reads what comes back.
+func helloCarrying(c net.Conn, serverName, request string) {
+	random := request + strings.Repeat("\x00", 32-len(request))
+	tc := tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true,
+		Rand: io.MultiReader(strings.NewReader(random), rand.Reader)})
+	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = tc.Handshake()
+	tc.Close()
+}
+
+// TestTLSProbeMirrorsTheHello: a front routing by the ClientHello (HAProxy's req.ssl_sni) may
+// send a hello naming the host to a TLS backend and one naming no server to a plain HTTP one.
+// The probe offers what the client's hello does, and its answer holds for that alone: a TLS
+// answer for the host's name does not pass a nameless hello carrying a request.
+func TestTLSProbeMirrorsTheHello(t *testing.T) {
+	t.Parallel()
+	routes := tunnelRoutes(t, func(r Request) Verdict {
+		if r.Method == "" {
+			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
+		}
+		return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
+	})
+	plain, got := requestFinder(t)
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "tls") }))
+	defer secure.Close()
+	front := tcpServer(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		hello, seen, err := readClientHello(c, c)
+		if err != nil {
+			return
+		}
+		backend := plain
+		if hello.serverName == "vm.test" {
+			backend = secure.Listener.Addr().String()
+		}
+		up, err := net.Dial("tcp", backend)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		_, _ = up.Write(seen)
+		go func() { _, _ = io.Copy(up, c) }()
+		_, _ = io.Copy(c, up)
+	})
+	for _, name := range []string{"connect", "socks"} {
+		t.Run(name, func(t *testing.T) {
+			// The host's name: TLS behind the front, remembered so.
+			c, _, _ := routes[name](portOf(t, front))
+			tc := tls.Client(c, &tls.Config{ServerName: "vm.test", InsecureSkipVerify: true})
+			_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				t.Fatalf("TLS naming the host through the front: %v", err)
+			}
+			tc.Close()
+			// No name: the front's plain backend, which must not see the hello.
+			c, _, rec := routes[name](portOf(t, front))
+			defer c.Close()
+			before := len(rec.audited())
+			helloCarrying(c, "", "GET /admin/x HTTP/1.1\r\n\r\n")
+			for _, s := range originSaw(got) {
+				if strings.Contains(s, "/admin") {
+					t.Errorf("the plain backend read the ClientHello's request: %.80q…", s)
+				}
+			}
+			var refused bool
+			for _, ev := range rec.audited()[before:] {
+				refused = refused || !ev.Allowed && strings.Contains(ev.Reason, "does not speak TLS")
+			}
+			if !refused {
+				t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
+			}
+		})
 	}
 }
