@@ -278,6 +278,40 @@ var gitCommandOptions = map[string]cmdOptSpec{
 	"archive":    {long: []string{"exec"}},
 }
 
+// gitCommands are the commands git ships (git --list-cmds=main, and the ones its optional
+// packages add): any other subcommand is an alias or another program.
+var gitCommands = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range strings.Fields(`
+		add add--interactive am annotate apply archimport archive backfill bisect bisect--helper
+		blame branch bugreport bundle cat-file check-attr check-ignore check-mailmap
+		check-ref-format checkout checkout--worker checkout-index cherry cherry-pick citool
+		clean clone column commit commit-graph commit-tree config count-objects credential
+		credential-cache credential-cache--daemon credential-store cvsexportcommit cvsimport
+		cvsserver daemon describe diagnose diff diff-files diff-index diff-tree difftool
+		difftool--helper env--helper fast-export fast-import fetch fetch-pack filter-branch
+		fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects
+		fsmonitor--daemon gc get-tar-commit-id grep gui hash-object help hook http-backend
+		http-fetch http-push imap-send index-pack init init-db instaweb interpret-trailers
+		last-modified log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge
+		merge-base merge-file merge-index merge-octopus merge-one-file merge-ours
+		merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve merge-subtree
+		merge-tree mergetool mktag mktree multi-pack-index mv name-rev notes p4 pack-objects
+		pack-redundant pack-refs patch-id pickaxe prune prune-packed pull push quiltimport
+		range-diff read-tree rebase receive-pack reflog refs remote remote-ext remote-fd
+		remote-ftp remote-ftps remote-http remote-https repack replace replay repo request-pull
+		rerere reset restore rev-list rev-parse revert rm scalar send-email send-pack
+		sh-i18n--envsubst shell shortlog show show-branch show-index show-ref sparse-checkout
+		stage stash status stripspace submodule submodule--helper subtree svn switch
+		symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
+		upload-archive upload-archive--writer upload-pack var verify-commit verify-pack
+		verify-tag version web--browse whatchanged worktree write-tree
+	`) {
+		m[c] = true
+	}
+	return m
+}()
+
 // nestedGitCommands reads the commands a git subcommand runs: rebase --exec, difftool
 // --extcmd, filter-branch's filters, and the command lines of bisect run and submodule
 // foreach.
@@ -292,7 +326,9 @@ func (w *walker) nestedGitCommands(sb *sub, ws []word) {
 	if i >= len(ws) {
 		return
 	}
-	if !ws[i].static {
+	if !ws[i].static || ws[i].glob || !gitCommands[ws[i].val] {
+		// A subcommand git does not ship is an alias (from -c alias.p=push, GIT_CONFIG_*, or a
+		// config file no word shows) or a git-NAME program: what it runs is not the word.
 		sb.opaque = true
 		return
 	}

@@ -454,6 +454,10 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`run-parts --regex curl /usr/bin`, `run-parts --regex 'c.rl' /usr/bin`, `git fetch ext::curl`,
 		`capsh -- -c 'curl x'`, `capsh --shell=/usr/bin/curl -- x`, `newgrp <<< 'curl x'`,
 		`make -f /dev/null --eval='x:;curl x' x`, `make -E 'x:;curl x' x`, `gdb -batch -ex run --args curl x`,
+		// A git subcommand git does not ship: an alias (from -c, GIT_CONFIG_*, a config file
+		// no word shows) or another program; and one a glob or braces spell.
+		`git p x`, `git -c alias.p=push p x`, `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p x`,
+		`git {push,} x`, `git pus* x`, `git [p]ush x`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
