@@ -461,20 +461,24 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 	}
 	spec, ok := pathSpecs[name]
+	before, linked := len(pc.out), pc.symlinks
+	pc.symlinks = unpacksLinks[name] // operands decides for ln, cp and mv
 	if pc.opts.Unconfined || pc.opts.MentionReads {
 		pc.mentionsOf(sb, name, ws[1:], !ok || spec.kind == pkInterp)
 	}
-	if !ok {
-		return
+	if ok {
+		pc.operands(sb, name, spec, ws[1:])
 	}
-	before, linked := len(pc.out), pc.symlinks
-	pc.symlinks = false
-	pc.operands(sb, name, spec, ws[1:])
 	if pc.symlinks {
 		pc.linkUses += len(pc.out) - before
 	}
 	pc.symlinks = pc.symlinks || linked
 }
+
+// unpacksLinks are programs that may put symbolic links (or a dir holding them) under names
+// the line goes on to use: archives unpacked, trees synced, a hard link to a link made.
+var unpacksLinks = map[string]bool{"link": true, "rsync": true, "tar": true, "gtar": true, "bsdtar": true,
+	"cpio": true, "pax": true, "unzip": true, "7z": true, "7za": true}
 
 // wrapperChdir reports whether the wrapper words before a command may change its directory:
 // env's -C/--chdir and sudo's -D/--chdir and -R/--chroot, in any cluster or abbreviation (no
@@ -1235,7 +1239,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 				pc.intoDir(dest.val, opWords, name, sb)
 			}
 		}
-		pc.symlinks = symbolicLinks(name, opts)
+		pc.symlinks = carriesLinks(name, opts)
 		switch {
 		case hardLinks(name, opts):
 			// A hard link is the file under one more name, through which it is written:
@@ -1246,6 +1250,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.all(opWords, AccessRead, name, sb)
 		}
 	case pkMove:
+		// A link moved means something else where it lands (a relative one), and a dir moved
+		// takes the links in it to a name no path here shows.
+		pc.symlinks = true
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
 			pc.intoDir(target, opWords, name, sb)
@@ -1303,18 +1310,26 @@ func hardLinks(name string, opts []opt) bool {
 	return name == "ln"
 }
 
-// symbolicLinks reports whether ln or cp makes symbolic links: ln -s (--symbolic), cp -s
-// (--symbolic-link).
-func symbolicLinks(name string, opts []opt) bool {
+// carriesLinks reports whether ln or cp may make a symbolic link: ln always (a hard link to a
+// symbolic link is one), cp with -s, or when it copies links as links (-P, -d, -a, and -r
+// without -L).
+func carriesLinks(name string, opts []opt) bool {
+	if name == "ln" {
+		return true
+	}
+	copies := false
 	for _, o := range opts {
 		switch {
-		case name == "ln" && (!o.long && o.name == "s" || o.long && longIs(o.name, "symbolic")):
+		case !o.long && o.name == "s" || o.long && longIs(o.name, "symbolic-link"):
 			return true
-		case name == "cp" && (!o.long && o.name == "s" || o.long && longIs(o.name, "symbolic-link")):
-			return true
+		case !o.long && o.name == "L" || o.long && longIs(o.name, "dereference"):
+			return false
+		case !o.long && strings.Contains("PdarR", o.name) && len(o.name) == 1,
+			o.long && (longIs(o.name, "no-dereference") || longIs(o.name, "archive") || longIs(o.name, "recursive")):
+			copies = true
 		}
 	}
-	return false
+	return copies
 }
 
 // jqFiles records the files jq reads besides its inputs and returns ws without each option

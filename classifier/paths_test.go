@@ -937,9 +937,10 @@ func TestListsThroughLinksUnbounded(t *testing.T) {
 	}
 }
 
-// TestSymbolicLinksMadeUnbounded: a symbolic link the line makes leads the names below it
-// elsewhere (`ln -s .. up; cat up/keys/id.key`), so the line's other paths may lie anywhere; a
-// line that only makes the link, a hard link or a copy leads nowhere new.
+// TestSymbolicLinksMadeUnbounded: a symbolic link the line makes, moves or copies as a link
+// leads the names below it elsewhere (`ln -s .. up; cat up/keys/id.key`), so the line's other
+// paths may lie anywhere; a line that only makes the link, or copies files' contents, leads
+// nowhere new.
 func TestSymbolicLinksMadeUnbounded(t *testing.T) {
 	t.Parallel()
 	for cmd, want := range map[string]bool{
@@ -947,8 +948,13 @@ func TestSymbolicLinksMadeUnbounded(t *testing.T) {
 		"cp -s a b; cat b": true, "cp -rs / h; cat h/k": true, "cp --symbolic-link a b; cat b": true, "busybox ln -s .. up; cat up/k": true,
 		"bash -c 'ln -s .. up'; cat up/k": true,
 		"ln -s .. up; cd up":              true, "ln -s .. up; cat u*/k": true, "cp -s a b && cat b/x": true,
-		"ln -s a b": false, "ln -sf ../x y && ls": false, "ln -t d a; cat d/a": false,
-		"ln a b": false, "cp a b": false, "cp -r a b": false, "cat up/k": false,
+		"ln -s a b": false, "ln -sf ../x y && ls": false,
+		// A link moved, copied as a link, hard-linked, or unpacked; a dir holding links moved.
+		"mv pre/upl up; cat up/keys/id.key": true, "cp -a pre/upl up; cat up/k": true, "cp -P l u; cat u/k": true,
+		"cp -d l u; cat u/k": true, "cp --no-dereference l u; cat u/k": true, "cp -r d e; cat e/h/k": true,
+		"ln pre/upl up; cat up/k": true, "link pre/upl up; cat up/k": true, "sh -c 'mv pre/upl up'; cat up/k": true,
+		"mv deep y; cat y/a/h/k": true, "tar xf l.tar; cat upl/k": true, "rsync -a d/ e/; cat e/k": true,
+		"cp a b; cat b": false, "cp -L l u; cat u/k": false, "cat up/k": false, "mv a b": false,
 	} {
 		if c := Classify(cmd, testOpts); c.PathsUnbounded != want {
 			t.Errorf("%q: paths unbounded %v, want %v", cmd, c.PathsUnbounded, want)
