@@ -66,8 +66,13 @@ func OCSF(r *Record, host string) ([]byte, error) {
 			sev = 2
 		}
 	}
-	if o := r.Outcome; o != nil && (o.Error != "" || o.ExitCode != 0) {
+	if o := r.Outcome; o != nil && (o.Error != "" || o.ExitCode != 0 || o.Timeout) {
+		// A command past its timeout failed as a call, whether it was killed or went on as a
+		// task (whose own end is its task.end).
 		status = "Failure"
+	}
+	if r.Kind == KindTaskEnd && (r.Detail["status"] != "completed" || r.Detail["exit_code"] != "0") {
+		status = "Failure" // killed, failed, or a command that exited non-zero
 	}
 	ev["severity_id"], ev["severity"] = sev, map[int]string{1: "Informational", 2: "Low", 3: "Medium"}[sev]
 	ev["status"], ev["status_id"] = status, map[string]int{"Success": 1, "Failure": 2}[status]

@@ -105,3 +105,32 @@ func TestSyslogForwardsOCSF(t *testing.T) {
 		t.Errorf("syslog OCSF event: %s", msg[i+2:])
 	}
 }
+
+// TestOCSFStatusOfTasks: a call past its timeout failed as a call, even when its command went
+// on as a background task, and a task's end is a failure unless it completed with exit 0.
+func TestOCSFStatusOfTasks(t *testing.T) {
+	t.Parallel()
+	moved := callRecord(1)
+	moved.Outcome = &Outcome{Timeout: true, TaskID: "bash_1"}
+	status := func(r *Record) string {
+		b, err := OCSF(r, "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		_ = json.Unmarshal(b, &ev)
+		s, _ := ev["status"].(string)
+		return s
+	}
+	if s := status(moved); s != "Failure" {
+		t.Errorf("a call moved to a task at its timeout: status %q, want Failure", s)
+	}
+	for detail, want := range map[[2]string]string{
+		{"completed", "0"}: "Success", {"completed", "7"}: "Failure", {"killed", "-1"}: "Failure", {"failed", ""}: "Failure",
+	} {
+		r := &Record{Kind: KindTaskEnd, Session: "s1", Tool: "Bash", Detail: map[string]string{"task_id": "bash_1", "status": detail[0], "exit_code": detail[1]}}
+		if s := status(r); s != want {
+			t.Errorf("task.end %v: status %q, want %q", detail, s, want)
+		}
+	}
+}
