@@ -181,15 +181,36 @@ func volumeFree(dir string) (root, users int64, err error) {
 // for root alone (XFS and btrfs keep none; ext4 does unless tuned to 0): users' files there,
 // a call's output in a home on the same volume, can then bring it under the floor, and every
 // user's calls are refused until space is freed.
+//
+// No file system keeps inodes for root alone: where users may write the audit volume (it
+// holds /home, /tmp or /var/tmp), their files can take every inode, and the daemon can then
+// make no new session's results dir nor rotate the log. That is said at start too.
 func (l *Log) warnSharedVolume() {
-	if l.cfg.MinFreeBytes <= 0 {
-		return
-	}
 	root, users, err := volumeFree(l.cfg.Dir)
-	if err == nil && root-users < l.cfg.MinFreeBytes {
+	if err == nil && l.cfg.MinFreeBytes > 0 && root-users < l.cfg.MinFreeBytes {
 		l.log.Warn("the audit volume keeps less than audit.min_free_bytes that only root may write: if users' files share it, one user can fill it and stop every user's calls; give the audit log a volume of its own",
 			zap.String("dir", l.cfg.Dir), zap.Int64("root_only_bytes", root-users), zap.Int64("min_free_bytes", l.cfg.MinFreeBytes))
 	}
+	if shared := usersWritableOn(l.cfg.Dir); shared != "" {
+		l.log.Warn("the audit volume is one users write to: their files can use up its inodes, which no file system keeps for root, and new sessions and log rotation then fail; give the state directory a volume of its own",
+			zap.String("dir", l.cfg.Dir), zap.String("shared_with", shared))
+	}
+}
+
+// usersWritableOn returns a directory users may write to (/home, /tmp, /var/tmp) that is on
+// dir's file system, or "".
+func usersWritableOn(dir string) string {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return ""
+	}
+	for _, d := range []string{"/home", "/tmp", "/var/tmp"} {
+		var o unix.Stat_t
+		if unix.Stat(d, &o) == nil && o.Dev == st.Dev {
+			return d
+		}
+	}
+	return ""
 }
 
 // youngerThanRetention reports whether a rotated file's newest record (its mtime) is

@@ -86,8 +86,11 @@ func TestUsersFilesCannotReachTheFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			if warned := logs.FilterMessageSnippet("volume of its own").Len() > 0; warned != tc.low {
+			if warned := logs.FilterMessageSnippet("only root may write").Len() > 0; warned != tc.low {
 				t.Errorf("warned at open %v, want %v", warned, tc.low)
+			}
+			if logs.FilterMessageSnippet("one users write to").Len() > 0 {
+				t.Error("a volume of the log's own taken for one users write to")
 			}
 			fillAsNobody(t, vol)
 			l.refreshSpace()
@@ -99,5 +102,25 @@ func TestUsersFilesCannotReachTheFloor(t *testing.T) {
 				t.Errorf("a new call's record: %v, want refused %v", err, tc.low)
 			}
 		})
+	}
+}
+
+// TestWarnsWhenUsersShareTheVolume: a log on the file system of /tmp (or /home, /var/tmp) is
+// on one users write to, whose inodes they can take: the daemon says so when it opens it.
+func TestWarnsWhenUsersShareTheVolume(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("/tmp", "sbx-audit-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	core, logs := observer.New(zapcore.WarnLevel)
+	l, err := Open(Config{Dir: filepath.Join(dir, "audit")}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if logs.FilterMessageSnippet("one users write to").Len() == 0 {
+		t.Errorf("a log under /tmp: no warning that users share its volume")
 	}
 }

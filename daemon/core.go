@@ -329,6 +329,9 @@ func networkPermitted(cfg *config.Config, s *session.Session) error {
 func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []string) error {
 	for _, d := range dirs {
 		info, err := c.host.ResolveInfo(ctx, s, d)
+		if errcode.Of(err) == errcode.Unavailable {
+			return err // the daemon's own trouble (its state volume full), not the directory's
+		}
 		if err != nil {
 			return errcode.New(errcode.Validation, fmt.Errorf("directory %s is not usable by uid %d: %w", d, s.Owner.UID, err))
 		}

@@ -243,6 +243,11 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 	}
 	for _, d := range []string{root, dir} {
 		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+				// Not the caller's doing, nor theirs to fix: the state volume (blocks, or the
+				// inodes that users' files on it can take) is full.
+				return "", errcode.New(errcode.Unavailable, fmt.Errorf("the daemon's state volume has no room for this session's results directory (out of space or inodes); an administrator must free some, and should give the state directory a volume of its own: %w", err))
+			}
 			return "", errcode.New(errcode.Of(err), fmt.Errorf("create results directory: %w", err))
 		}
 		fi, err := os.Lstat(d)
