@@ -148,6 +148,7 @@ func (w *walker) classifySub(out *Subcommand, sb *sub, strs *strSlab) {
 		out.DenyPrefix = denyPrefix(sb, strs)
 	}
 	out.ExactOnly = exactOnly(out.DenyPrefix)
+	denyGlobs(out, sb)
 	out.Reason = w.readOnlyReason(sb)
 	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
 }

@@ -93,6 +93,12 @@ type Subcommand struct {
 	// assignment stripped, so `X=1 rm -rf t` is caught by `Bash(rm *)`. When a word is not
 	// static it holds the literal source words, so a deny rule errs toward matching.
 	DenyPrefix []string `json:"deny_prefix"`
+	// DenyGlobs, when any word of DenyPrefix is expanded by the shell, says for each what it
+	// may become (denyglob.go): deny and ask rules take it for that, not for its text.
+	DenyGlobs []GlobKind `json:"deny_globs,omitempty"`
+	// DenyExpanded is DenyPrefix with its brace expansions done (`git {push,} x` is git push
+	// x): deny and ask rules meet it too.
+	DenyExpanded *DenyWords `json:"deny_expanded,omitempty"`
 	// Redirects are the redirections of this command.
 	Redirects []Redirect `json:"redirects,omitempty"`
 	// ExactOnly is true for commands that only an exact rule may allow (watch, setsid, find -exec ...).

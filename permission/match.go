@@ -67,6 +67,86 @@ func MatchBashText(pattern, text string, exactOnly bool) bool {
 	return classifier.MatchRule(pattern, []string{text})
 }
 
+// Marks on the words MatchBashGlobs takes: a word the shell expands, as the policy's input
+// gives it (classifier.Subcommand.DenyGlobs).
+const (
+	GlobPatternMark = "\x00" // then a pathname pattern: any names matching it, or itself
+	GlobAnyMark     = "\x01" // then the word's text: any words, or none
+)
+
+// maxGlobReadings bounds the readings MatchBashGlobs tries for one command and rule; past it
+// the rule is taken to match.
+const maxGlobReadings = 4096
+
+// MatchBashGlobs is MatchBash for words some of which the shell expands, each marked with
+// GlobPatternMark or GlobAnyMark: it reports whether some expansion of them matches the
+// pattern. Such a word may become any run of the pattern's own words that it matches (a glob
+// only names it matches, `pus*` push, a file the line itself can make; a $X anything), its own
+// text (a glob that matches no file), or nothing (an empty $X, nullglob). Words the pattern
+// does not name never make it match, so trying the pattern's words is trying them all.
+func MatchBashGlobs(pattern string, words []string, exactOnly bool) bool {
+	tokens := strings.Fields(pattern) // a rule's pattern: `:*` already made ` *` (Rule.Pattern)
+	choices := make([][]string, len(words))
+	readings := 1
+	for i, w := range words {
+		var kind string
+		switch {
+		case strings.HasPrefix(w, GlobPatternMark):
+			kind, w = GlobPatternMark, w[len(GlobPatternMark):]
+		case strings.HasPrefix(w, GlobAnyMark):
+			kind, w = GlobAnyMark, w[len(GlobAnyMark):]
+		default:
+			choices[i] = []string{w}
+			continue
+		}
+		c := []string{w, ""}
+		for a := range tokens {
+			// A lone * of the rule takes any words already: standing in for it adds nothing.
+			for b := a; b < len(tokens) && tokens[b] != "*" && (kind == GlobAnyMark || globMayName(w, tokens[b])); b++ {
+				c = append(c, strings.Join(tokens[a:b+1], " "))
+			}
+		}
+		choices[i] = c
+		if readings *= len(c); readings > maxGlobReadings {
+			return true // too many to try: taken to match, as a command known only at run time is
+		}
+	}
+	pick := make([]int, len(words))
+	parts := make([]string, 0, len(words))
+	for {
+		parts = parts[:0]
+		for i, c := range choices {
+			if s := c[pick[i]]; s != "" {
+				parts = append(parts, s)
+			}
+		}
+		if len(parts) > 0 && MatchBashText(pattern, strings.Join(parts, " "), exactOnly) {
+			return true
+		}
+		i := 0
+		for ; i < len(pick); i++ {
+			if pick[i]++; pick[i] < len(choices[i]) {
+				break
+			}
+			pick[i] = 0
+		}
+		if i == len(pick) {
+			return false
+		}
+	}
+}
+
+// globMayName reports whether the pathname pattern g may expand to the rule word tok: tok
+// matches it (bash's [!…] read as [^…]), or tok holds a * of the rule's own, which any name
+// may meet. A pattern Go cannot read is taken to match.
+func globMayName(g, tok string) bool {
+	if strings.Contains(tok, "*") {
+		return true
+	}
+	ok, err := path.Match(strings.ReplaceAll(g, "[!", "[^"), tok)
+	return ok || err != nil
+}
+
 type pathMatcher struct {
 	segs      []string
 	multiStar bool // more than one **: use the memoised matcher

@@ -28,3 +28,39 @@ func TestDecidedOnlyOutside(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchBashGlobs: a word the shell expands matches a rule when some expansion of it does:
+// a glob as a name it matches, $X as anything, either as nothing.
+func TestMatchBashGlobs(t *testing.T) {
+	t.Parallel()
+	g, any := GlobPatternMark, GlobAnyMark
+	for _, tc := range []struct {
+		pattern string
+		words   []string
+		want    bool
+	}{
+		{"git push *", []string{"git", g + "pus*", "origin"}, true},
+		{"git push *", []string{"git", g + "[p]ush"}, true},
+		{"git push *", []string{"git", g + "pu[!x]h", "o"}, true},
+		{"git push *", []string{"git", g + "*.go"}, false},
+		{"git push origin *", []string{"git", any + "$X", "main"}, true},
+		{"git push", []string{"git", "push", any + "$X"}, true},
+		{"rm -rf *", []string{"rm", g + "-r?", "x"}, true},
+		{"rm -rf *", []string{"rm", g + "*.o"}, false},
+		{"rm -rf *", []string{"rm", g + "*.o", "-rf", "x"}, true}, // nullglob drops *.o
+		{"npm run test *", []string{"npm", "run", g + "tes*"}, true},
+		{"curl *", []string{"ls", g + "*"}, false},
+	} {
+		if got := MatchBashGlobs(tc.pattern, tc.words, false); got != tc.want {
+			t.Errorf("%q against %q: %v, want %v", tc.pattern, tc.words, got, tc.want)
+		}
+	}
+	// Too many readings to try: taken to match.
+	many := []string{"rm"}
+	for range 16 {
+		many = append(many, g+"*.o")
+	}
+	if !MatchBashGlobs("rm -rf *", many, false) {
+		t.Error("sixteen globs: want the rule taken to match")
+	}
+}

@@ -730,6 +730,10 @@ func bashMatch(_ rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term
 	}
 	text := strings.Join(ws, " ")
 	match := func(pat string, _ ast.Object) bool { return permission.MatchBashText(pat, text, exactOnly) }
+	if strings.ContainsAny(text, permission.GlobPatternMark+permission.GlobAnyMark) {
+		// Words the shell expands (globMarked): matched for what they may become.
+		match = func(pat string, _ ast.Object) bool { return permission.MatchBashGlobs(pat, ws, exactOnly) }
+	}
 	// Rules are indexed by their literal first word; the command's first word is the text up
 	// to the first space, the same boundary the matcher sees.
 	first, _, _ := strings.Cut(text, " ")

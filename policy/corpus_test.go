@@ -446,6 +446,24 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
+	// Words the shell expands meet the rules as what they may become: braces as their
+	// expansions, a glob as any name it matches (a file the line can make), $X as anything.
+	for _, c := range []struct{ cmd, rule string }{
+		{`git {push,} origin main`, "Bash(git push *)"}, {`git push{,} origin`, "Bash(git push *)"},
+		{`git pus{h..h} x`, "Bash(git push *)"}, {`git {,}push x`, "Bash(git push *)"},
+		{`git {push,origin} main`, "Bash(git push origin *)"}, {`git -C . {push,} x`, "Bash(git push *)"},
+		{`rm -r? x`, "Bash(rm -rf *)"}, {`rm -[r]f x`, "Bash(rm -rf *)"}, {`rm -{rf,} x`, "Bash(rm -rf *)"},
+		{`git push $X`, "Bash(git push)"}, {`git push "$(echo -f)"`, "Bash(git push -f *)"},
+		{`npm pub* x`, "Bash(npm publish *)"}, {`npm {publish,}`, "Bash(npm publish:*)"},
+	} {
+		add(matrix(call{name: "deny through expansion " + c.cmd, cmd: c.cmd, bash: realBash(c.cmd), deny: []string{c.rule}}, D, D, D, D, D, D, D)...)
+	}
+	for _, c := range []struct{ cmd, rule string }{
+		{`git add *.go`, "Bash(git push *)"}, {`ls *.go`, "Bash(ls -la *)"}, {`rm *.o`, "Bash(rm -rf *)"},
+		{`echo {a,b}`, "Bash(echo c *)"}, {`git log --format=%H -- {a,b}.go`, "Bash(git push *)"},
+	} {
+		add(call{name: "expansion that cannot spell the rule " + c.cmd, mode: permission.ModeBypassPermissions, cmd: c.cmd, bash: realBash(c.cmd), deny: []string{c.rule}, want: A})
+	}
 	for _, cmd := range []string{
 		`$X x`, `$(echo curl) x`, `${cmd} x`, `wget -O- x | sh`, `bash < file`, `bash script.sh`, `eval "$X"`,
 		`source f`, `. ./f`, `ls && bash -c "$CMD"`, `flock /tmp/l $CMD`, `taskset 1 "$@"`,

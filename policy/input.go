@@ -292,9 +292,19 @@ func denyWords(f *permission.Facts) *ast.Term {
 		ts := make([]*ast.Term, 0, len(c.Subcommands))
 		for _, s := range c.Subcommands {
 			w := matchWords(s)
+			if s.DenyGlobs != nil && len(w) == len(s.DenyGlobs) {
+				w = globMarked(w, s.DenyGlobs)
+			}
 			ts = append(ts, strs(w))
 			for _, v := range optionSkips(w) {
 				ts = append(ts, strs(v))
+			}
+			if e := s.DenyExpanded; e != nil {
+				aw := globMarked(e.Words, e.Globs)
+				ts = append(ts, strs(aw))
+				for _, v := range optionSkips(aw) {
+					ts = append(ts, strs(v))
+				}
 			}
 			if len(w) > 0 && strings.IndexByte(w[0], '/') >= 0 {
 				// /usr/bin/curl is curl to a deny rule: both spellings are matched, so a
@@ -316,6 +326,26 @@ func denyWords(f *permission.Facts) *ast.Term {
 		return ast.ArrayTerm(strs(w))
 	}
 	return emptyArray
+}
+
+// globMarked is words with each word the shell expands marked for the matcher
+// (permission.MatchBashGlobs) with what it may become.
+func globMarked(words []string, globs []classifier.GlobKind) []string {
+	if len(globs) != len(words) {
+		return words
+	}
+	out := make([]string, len(words))
+	for i, w := range words {
+		switch globs[i] {
+		case classifier.GlobPattern:
+			out[i] = permission.GlobPatternMark + w
+		case classifier.GlobAny:
+			out[i] = permission.GlobAnyMark + w
+		default:
+			out[i] = w
+		}
+	}
+	return out
 }
 
 // maxOptionSkips bounds the extra word lists optionSkips gives one command, and
