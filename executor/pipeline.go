@@ -271,8 +271,19 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 			if err := decideForeign(st); err != nil {
 				return err
 			}
+			if in, isWrite := notebookWrite(*st.req); isWrite {
+				// The agent's NotebookEdit writes its notebook_path itself: past the rules that
+				// name it, it is decided as the write it is, a Write there (the daemon's deny
+				// paths, protected paths, Edit rules, the mode), which is what it is recorded as.
+				r := *st.req
+				r.Tool, r.Input = "Write", in
+				st.req = &r
+				t, ok = p.registry.Lookup("Write")
+			}
 		}
-		return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
+		if !ok || !t.IsEnabled() {
+			return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
+		}
 	}
 	mode := st.req.Mode
 	if err := modeBound(st.sess, mode); err != nil {
@@ -289,6 +300,24 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 		unconfined: st.decideOnly && (st.req.Shell != "" || st.req.Unconfined),
 	}
 	return nil
+}
+
+// notebookWrite is a NotebookEdit call's input as the Write of its notebook_path it amounts
+// to (the cell's new source as the content), for a decision; false for another tool or an
+// input with no notebook_path to write.
+func notebookWrite(req Request) (json.RawMessage, bool) {
+	if req.Tool != "NotebookEdit" {
+		return nil, false
+	}
+	var in struct {
+		Path   string `json:"notebook_path"`
+		Source string `json:"new_source"`
+	}
+	if json.Unmarshal(req.Input, &in) != nil || in.Path == "" {
+		return nil, false
+	}
+	b, err := json.Marshal(map[string]string{"file_path": in.Path, "content": in.Source})
+	return b, err == nil
 }
 
 // decideForeign holds the session's deny and ask rules on a call of a tool sandboxd does not

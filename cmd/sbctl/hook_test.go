@@ -1009,3 +1009,39 @@ func TestHookAutoModeAskIsDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestHookNotebookEditIsAWrite: the agent's NotebookEdit writes its notebook_path itself, so
+// the hook decides it as the write it is: the daemon's deny paths and protected paths hold
+// (denied in bypassPermissions, with --unknown-tool pass too), and acceptEdits allows it
+// inside the session's directory as it allows an Edit there.
+func TestHookNotebookEditIsAWrite(t *testing.T) {
+	b := buildBins(t)
+	private := filepath.Join(t.TempDir(), "private") // hidden from every call: deny_paths
+	d := startDaemon(t, b, "sandbox:\n  deny_paths: ["+private+"]\n")
+	u, rt := userHome(t, "sbhn")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	for i, c := range []struct {
+		mode, path, want string
+	}{
+		{"bypassPermissions", filepath.Join(private, "x.ipynb"), "deny"},
+		{"default", filepath.Join(private, "x.ipynb"), "deny"},
+		{"default", filepath.Join(u.Home, ".ssh", "x.ipynb"), "ask"},
+		{"bypassPermissions", filepath.Join(u.Home, ".bashrc"), "deny"},
+		{"bypassPermissions", filepath.Join(work, ".git", "config"), "deny"},
+		{"acceptEdits", filepath.Join(work, "n.ipynb"), "allow"},
+	} {
+		for _, flags := range [][]string{nil, {"--unknown-tool", "pass"}} {
+			out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-n", i), "cwd": work,
+				"hook_event_name": "PreToolUse", "permission_mode": c.mode, "tool_name": "NotebookEdit",
+				"tool_input": map[string]any{"notebook_path": c.path, "new_source": "x"}}, flags...)
+			if out == "" {
+				t.Errorf("%s %s %v: no answer", c.mode, c.path, flags)
+				continue
+			}
+			if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != c.want {
+				t.Errorf("%s %s %v: %+v, want %s", c.mode, c.path, flags, a.HookSpecificOutput, c.want)
+			}
+		}
+	}
+}

@@ -47,9 +47,9 @@ decision := _result if {
 # fails the body without a builtin call.
 _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "reason": _hook_reason("a PreToolUse hook denied the call"), "source": "hook"} if {
 	input.hook.decision == "deny"
-} else := {"i": 1, "step": "safety_deny", "allow": false, "behavior": "deny", "reason": sprintf("%s is hidden by the sandbox (a Read deny rule or the daemon's deny_paths); denied in every mode", [_first(safety.hidden_reads)]), "source": "safety"} if {
+} else := {"i": 1, "step": "safety_deny", "allow": false, "behavior": "deny", "reason": sprintf("%s is hidden by the sandbox (a Read deny rule or the daemon's deny_paths); denied in every mode", [_first(safety.hidden_paths)]), "source": "safety"} if {
 	input.paths[0] # there is a path (a ref, not a != call: this runs on every decision)
-	count(safety.hidden_reads) > 0
+	count(safety.hidden_paths) > 0
 } else := {"i": 1, "step": "safety_deny", "allow": false, "behavior": "deny", "reason": sprintf("reading %s never ends or blocks; denied in every mode", [_first(safety.special_reads)]), "source": "safety"} if {
 	input.paths[0] # there is a path (a ref, not a != call: this runs on every decision)
 	count(safety.special_reads) > 0

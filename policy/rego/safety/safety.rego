@@ -17,11 +17,12 @@ special_reads contains f.requested if {
 	f.special != "hidden"
 }
 
-# hidden_reads are reads of paths the sandbox hides from every child (the owner's worker saw
-# the null device bound there): a Read deny rule or the daemon's deny_paths.
-hidden_reads contains f.requested if {
+# hidden_paths are reads and writes of paths the sandbox hides from every child (the owner's
+# worker saw the null device bound there): a Read deny rule or the daemon's deny_paths. A
+# confined call finds no such file; one its caller runs itself (an agent's own Write or
+# NotebookEdit, decided by a hook) would reach it, so it is denied, in every mode.
+hidden_paths contains f.requested if {
 	some f in input.paths
-	f.access == "read"
 	f.special == "hidden"
 }
 

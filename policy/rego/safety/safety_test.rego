@@ -169,6 +169,11 @@ test_user_interaction[name] if {
 
 test_hidden_read_not_special if {
 	paths := [{"requested": "/w/.env", "resolved": "/w/.env", "access": "read", "special": "hidden"}]
-	safety.hidden_reads == {"/w/.env"} with input as fx.input_with({"paths": paths})
+	safety.hidden_paths == {"/w/.env"} with input as fx.input_with({"paths": paths})
 	count(safety.special_reads) == 0 with input as fx.input_with({"paths": paths})
+}
+
+test_hidden_write_denied if {
+	paths := [{"requested": "/home/u/.ssh/x", "resolved": "/home/u/.ssh/x", "access": "write", "special": "hidden"}]
+	safety.hidden_paths == {"/home/u/.ssh/x"} with input as fx.input_with({"paths": paths})
 }
