@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -547,5 +548,56 @@ func TestApprovalRememberReadIsThePath(t *testing.T) {
 	}
 	if r := read("/etc/os-release"); behavior(r) != permission.Ask {
 		t.Errorf("another path outside the session after remembering one: %+v", r.Decision)
+	}
+}
+
+// TestApprovalRememberNewUserSettings: remembering in userSettings when the user has no
+// ~/.config yet, in a home the session's worker sees as the host does: the session's worker
+// started before the file existed and keeps the settings dirs read-only, so it cannot read
+// what the remember wrote; the rules are read back by a fresh one, the approval is answered,
+// and the session goes on working, through a reload too.
+func TestApprovalRememberNewUserSettings(t *testing.T) {
+	td := startDaemon(t, "")
+	alice := testutil.CreateUser(t, "sbapn")
+	home := hostDir(t, "sbapn-home-", 0o755)
+	if out, err := exec.Command("usermod", "-d", home, alice.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod: %v %s", err, out)
+	}
+	if err := os.Chown(home, int(alice.UID), int(alice.GID)); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(home, "proj") // the session's dir: ~/.config lies outside it
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(proj, int(alice.UID), int(alice.GID)); err != nil {
+		t.Fatal(err)
+	}
+	code, b := curlAs(t, td, alice, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, proj), "")
+	var sess protocol.Session
+	decodeInto(t, b, &sess)
+	if code != http.StatusCreated {
+		t.Fatalf("session: %d %s", code, b)
+	}
+	sid := sess.ID
+	body := callBody("Bash", `{"command":"touch rem-new"}`, "")
+	_, b = curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", body, "")
+	var r protocol.CallResult
+	decodeInto(t, b, &r)
+	if r.ApprovalID == "" {
+		t.Fatalf("no approval: %s", b)
+	}
+	if code, b := curlAs(t, td, alice, "POST", "/v1/approvals/"+r.ApprovalID, `{"answer":"allow","remember":"userSettings"}`, ""); code != 200 {
+		t.Fatalf("remember in a settings file made now: %d %s", code, b)
+	}
+	for _, reload := range []bool{false, true} {
+		if reload {
+			td.d.Reload()
+		}
+		_, b = curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", body, "")
+		decodeInto(t, b, &r)
+		if behavior(r) != permission.Allow || r.IsError {
+			t.Fatalf("the remembered call (reloaded %v): %s", reload, b)
+		}
 	}
 }

@@ -435,7 +435,7 @@ func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) 
 	// a missing file is no source at all.
 	sb := o.host.Sandbox()
 	before := sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)
-	b, err := o.host.ReadFileAs(ctx, o.s, path, settingsMaxBytes)
+	b, err := o.host.ReadSettingsAs(ctx, o.s, path, settingsMaxBytes)
 	if err == nil && (before || sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)) {
 		return nil, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"reflect"
 	"slices"
@@ -392,6 +393,19 @@ func (h *Host) ReadFileAs(ctx context.Context, s *session.Session, path string, 
 		b, err = w.ReadFile(ctx, path, maxBytes)
 		return err
 	})
+	return b, err
+}
+
+// ReadSettingsAs is ReadFileAs for a settings file of the owner's, which the session's
+// children keep read-only: one that appeared after the session's worker started (the user
+// made it, or a remembered approval did) is out of that worker's reach, so a read it refuses
+// is made again by a fresh worker, which sees the file as it is now.
+func (h *Host) ReadSettingsAs(ctx context.Context, s *session.Session, path string, maxBytes int64) ([]byte, error) {
+	b, err := h.ReadFileAs(ctx, s, path, maxBytes)
+	if errors.Is(err, fs.ErrPermission) {
+		h.restartWorker(s)
+		b, err = h.ReadFileAs(ctx, s, path, maxBytes)
+	}
 	return b, err
 }
 
