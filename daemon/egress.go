@@ -259,7 +259,11 @@ func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.S
 			return egress.Verdict{Reason: fmt.Sprintf("a tunnel (HTTPS, CONNECT, SOCKS) to %s shows only its host, and %s covers only plain HTTP requests it can see; allow the host with WebFetch(domain:%s) to permit HTTPS to it, decided by host only", r.Host, rule, r.Host)}
 		}
 	}
-	return egress.Verdict{Reason: fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)}
+	reason := fmt.Sprintf("no rule allows %s; allow it with WebFetch(domain:%s) or network.allowed_domains", r.Host, r.Host)
+	if a, err := netip.ParseAddr(r.Host); err == nil && !a.IsGlobalUnicast() || err == nil && a.IsPrivate() {
+		reason += fmt.Sprintf(", and since %s is not a public address, the administrator must also list it in network.allow_private_cidrs", r.Host)
+	}
+	return egress.Verdict{Reason: reason}
 }
 
 // approvable are the decision steps a person's approval answers: an ask (by rule, custom Rego

@@ -130,7 +130,7 @@ func daemonBinary(ctx context.Context, flagBin, dir string) (string, error) {
 // startDaemon starts a daemon on harness.DefaultConfig plus extraYAML (top-level keys).
 func startDaemon(ctx context.Context, flagBin, tmp, extraYAML string) (*harness.Daemon, string, error) {
 	if os.Geteuid() != 0 {
-		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run: sudo make bench)")
+		return nil, "", fmt.Errorf("sbbench needs root: the daemon confines children with cgroups and namespaces (run as root: sudo make bench, or sudo make test)")
 	}
 	dir, err := os.MkdirTemp(tmp, "sbbench-")
 	if err != nil {

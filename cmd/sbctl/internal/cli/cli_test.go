@@ -88,7 +88,7 @@ func TestContainmentIsReported(t *testing.T) {
 	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Allow},
 		Data: map[string]any{"pids_limited": true, "oom_killed": true, "killed_by": "timeout", "timed_out": true,
 			"background_jobs_killed": float64(2)}}
-	err := finishBash(e, res, false)
+	err := finishBash(e, res, false, "s_1")
 	for _, want := range []string{"process limit", "memory limit", "timeout", "killed: timeout", "left 2 background job(s)"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr %q lacks %q", errb.String(), want)
@@ -106,7 +106,7 @@ func TestAskSaysHowToRun(t *testing.T) {
 	e := &Env{Stdout: &bytes.Buffer{}, Stderr: &errb}
 	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Ask, Reason: "default mode: this call is not read-only; ask the user"},
 		IsError: true, Content: []protocol.Block{{Type: "text", Text: "permission required: default mode"}}}
-	err := finishBash(e, res, true)
+	err := finishBash(e, res, true, "s_1")
 	if !strings.Contains(errb.String(), "--mode bypassPermissions") || !strings.Contains(errb.String(), "decision: ask") {
 		t.Errorf("stderr %q: no decision line or no way to run it", errb.String())
 	}
@@ -117,13 +117,13 @@ func TestAskSaysHowToRun(t *testing.T) {
 	// After --wait ran out, the hint is not to pass --wait.
 	errb.Reset()
 	res.ApprovalID = "ap_1"
-	_ = finishBash(e, res, true)
+	_ = finishBash(e, res, true, "s_1")
 	if !strings.Contains(errb.String(), "pass --wait D") {
 		t.Errorf("an unanswered call without --wait does not suggest it: %q", errb.String())
 	}
 	errb.Reset()
 	e.askWait = 5 * time.Second
-	_ = finishBash(e, res, true)
+	_ = finishBash(e, res, true, "s_1")
 	if strings.Contains(errb.String(), "pass --wait") || !strings.Contains(errb.String(), "no answer within --wait 5s") {
 		t.Errorf("a call that waited 5s: %q", errb.String())
 	}
@@ -131,13 +131,13 @@ func TestAskSaysHowToRun(t *testing.T) {
 	// session.
 	errb.Reset()
 	e.inSession = true
-	_ = finishBash(e, res, true)
+	_ = finishBash(e, res, true, "s_1")
 	if strings.Contains(errb.String(), "pass --mode") || !strings.Contains(errb.String(), "sbctl session new --mode") {
 		t.Errorf("a call in a given session: %q", errb.String())
 	}
 	e.inSession = false
 	errb.Reset()
-	_ = finishBash(e, &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Deny}}, true)
+	_ = finishBash(e, &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Deny}}, true, "s_1")
 	if strings.Contains(errb.String(), "--mode") {
 		t.Errorf("a denied call suggests a mode: %q", errb.String())
 	}
@@ -283,7 +283,7 @@ func TestNotRunPrintsNothingOnStdout(t *testing.T) {
 		e := &Env{Stdout: &out, Stderr: &errb}
 		res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: b, Reason: "why"}, IsError: true,
 			Content: []protocol.Block{{Type: "text", Text: "permission required: why"}}}
-		_ = finishBash(e, res, true)
+		_ = finishBash(e, res, true, "s_1")
 		_ = printResult(e, res)
 		if out.Len() != 0 || !strings.Contains(errb.String(), "permission required: why") {
 			t.Errorf("%s: stdout %q, stderr %q", b, out.String(), errb.String())
@@ -299,15 +299,15 @@ func TestBackgroundPrintsTheTaskID(t *testing.T) {
 	res := &protocol.CallResult{Decision: &protocol.Decision{Behavior: protocol.Allow},
 		Content: []protocol.Block{{Type: "text", Text: "Command running in background with ID: bash_1."}},
 		Data:    map[string]any{"backgroundTaskId": "bash_1", "stdout": "", "stderr": "", "interrupted": false}}
-	if err := finishBash(e, res, true); err != nil || out.String() != "bash_1\n" || !strings.Contains(errb.String(), "sbctl task output bash_1") {
+	if err := finishBash(e, res, true, "s_1"); err != nil || out.String() != "bash_1\n" || !strings.Contains(errb.String(), "sbctl task output bash_1") {
 		t.Errorf("exit %v, stdout %q, stderr %q", err, out.String(), errb.String())
 	}
 	out.Reset()
 	errb.Reset()
 	res.Data = map[string]any{"backgroundTaskId": "bash_2", "timed_out": true, "stdout": "partial\n", "stderr": ""}
 	var ee *ExitError
-	if err := finishBash(e, res, true); !errors.As(err, &ee) || ee.Code != 124 || out.String() != "partial\n" ||
-		!strings.Contains(errb.String(), "goes on in the background as task bash_2") {
+	if err := finishBash(e, res, true, "s_1"); !errors.As(err, &ee) || ee.Code != 124 || out.String() != "partial\n" ||
+		!strings.Contains(errb.String(), "goes on in the background as task bash_2: sbctl task output bash_2 --session s_1") {
 		t.Errorf("moved at its timeout: exit %v, stdout %q, stderr %q (want the task it went on as)", err, out.String(), errb.String())
 	}
 	code := Run(context.Background(), []string{"--socket", "/nonexistent", "bash", "--background", "--", "sleep 1"}, strings.NewReader(""), &out, &errb, nil)

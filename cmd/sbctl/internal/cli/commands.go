@@ -329,6 +329,8 @@ func printHuman(e *Env, res *protocol.CallResult) {
 		// run it, since the sandbox confines it whatever the mode.
 		if res.ApprovalID != "" && e.askWait > 0 {
 			fmt.Fprintf(e.Stderr, "sbctl: no answer within --wait %s (approval %s); answer with `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal while a call waits\n", e.askWait, res.ApprovalID)
+		} else if res.ApprovalID != "" && !e.inSession {
+			fmt.Fprintf(e.Stderr, "sbctl: unanswered; approval %s ended with the short-lived session as sbctl exited: pass --wait D to wait for an answer from `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal (inline on a terminal), or run it in a session (--session ID) whose approvals stay until answered\n", res.ApprovalID)
 		} else if res.ApprovalID != "" {
 			fmt.Fprintf(e.Stderr, "sbctl: unanswered (approval %s); pass --wait D to wait for an answer from `sbctl approve|deny ID` or `sbctl approvals --watch` in another terminal (inline on a terminal)\n", res.ApprovalID)
 		}

@@ -74,7 +74,7 @@ func cmdBash(e *Env, args []string) error {
 			if err != nil {
 				return err
 			}
-			return finishBash(e, res, true)
+			return finishBash(e, res, true, tc.session)
 		}
 		// Stream the output as it comes, stdout to stdout and stderr to stderr, as the command
 		// wrote them; the final result repeats it, so it is not printed again. A call resumed
@@ -99,7 +99,7 @@ func cmdBash(e *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return finishBash(e, res, resumed || !streamed)
+		return finishBash(e, res, resumed || !streamed, tc.session)
 	})
 }
 
@@ -137,10 +137,11 @@ func startedInBackground(res *protocol.CallResult) bool {
 }
 
 // finishBash prints what was not streamed and exits with the command's own exit code.
-func finishBash(e *Env, res *protocol.CallResult, print bool) error {
+// session is the one --session gave ("" for a short-lived one, whose tasks end with it).
+func finishBash(e *Env, res *protocol.CallResult, print bool, session string) error {
 	allowed := res.Decision != nil && res.Decision.Behavior == "allow"
 	if !e.JSON {
-		containment(e, res)
+		containment(e, res, session)
 	}
 	switch {
 	case e.JSON:
@@ -154,7 +155,7 @@ func finishBash(e *Env, res *protocol.CallResult, print bool) error {
 		// follow it on stderr.
 		id, _ := res.Data["backgroundTaskId"].(string)
 		fmt.Fprintln(e.Stdout, Visible(id))
-		fmt.Fprintf(e.Stderr, "sbctl: running in the background as task %s: sbctl task output %s --session ID; sbctl task kill %s --session ID\n", Visible(id), Visible(id), Visible(id))
+		fmt.Fprintf(e.Stderr, "sbctl: running in the background as task %s: %s\n", Visible(id), taskHint(id, session))
 		return nil
 	case print:
 		// The command's own output, as a shell would show it: no decision line for an allowed
@@ -362,9 +363,14 @@ func setPath(in map[string]any, key, p string) error {
 	return nil
 }
 
+// taskHint says how to follow background task id of session.
+func taskHint(id, session string) string {
+	return fmt.Sprintf("sbctl task output %s --session %s; sbctl task kill %s --session %s", Visible(id), Visible(session), Visible(id), Visible(session))
+}
+
 // containment tells, on stderr, what the sandbox stopped: the streamed output alone would not
 // say that a fork bomb hit the process limit or that a command was killed for its memory.
-func containment(e *Env, res *protocol.CallResult) {
+func containment(e *Env, res *protocol.CallResult, session string) {
 	d := res.Data
 	flag := func(k string) bool { b, _ := d[k].(bool); return b }
 	var notes []string
@@ -375,8 +381,10 @@ func containment(e *Env, res *protocol.CallResult) {
 		notes = append(notes, "was killed for exceeding its memory limit (oom_killed)")
 	}
 	if flag("timed_out") {
-		if id, _ := d["backgroundTaskId"].(string); id != "" {
-			notes = append(notes, fmt.Sprintf("ran past its timeout (timed_out) and goes on in the background as task %s: sbctl task output %s --session ID; sbctl task kill %s --session ID", Visible(id), Visible(id), Visible(id)))
+		if id, _ := d["backgroundTaskId"].(string); id != "" && session != "" {
+			notes = append(notes, fmt.Sprintf("ran past its timeout (timed_out) and goes on in the background as task %s: %s", Visible(id), taskHint(id, session)))
+		} else if id != "" {
+			notes = append(notes, "ran past its timeout (timed_out); it went on as a background task of the short-lived session, which ends with it as sbctl exits (give --session to keep such a command running)")
 		} else {
 			notes = append(notes, "ran past its timeout (timed_out)")
 		}
