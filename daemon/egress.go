@@ -191,10 +191,12 @@ func (c *Core) decideEgress(ctx context.Context, r egress.Request) egress.Verdic
 		// is about, so the proxy refuses such a stream. Every source's rules count: an
 		// admin's deny is no weaker for a user's domain allow.
 		_, v.PathRules = rs.WebRule(r.Host, permission.Deny, permission.Ask)
+		v.PathRules = v.PathRules || c.policy.CustomReadsHTTP()
 	case v.Allow:
 		// A request whose method the rules tell apart: a POST form's _method field could
 		// make it another, so the proxy reads the form first.
 		_, v.PathRules = rs.WebRule(r.Host, permission.Deny, permission.Ask, permission.Allow)
+		v.PathRules = v.PathRules || c.policy.CustomReadsHTTP()
 	}
 	return v
 }

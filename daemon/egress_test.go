@@ -451,6 +451,21 @@ func TestEgressTunnelPathRules(t *testing.T) {
 		}
 	}
 
+	// An admin module that decides by a request's path: the proxy cannot see a tunnel's
+	// requests, so every tunnel is held as one to a host a method/path rule names.
+	if err := os.WriteFile(filepath.Join(policyDir, "paths.rego"), []byte("package sandboxd.custom\n\ndeny contains \"no admin pages\" if startswith(input.http.path, \"/admin\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+	r := egress.Request{Session: s.ID, Port: 443, Kind: egress.KindConnect, Host: "plain.test"}
+	if v := td.d.core.decideEgress(context.Background(), r); !v.Allow || !v.PathRules {
+		t.Errorf("host allow alone, an admin module reading input.http: %+v, want allow with path rules", v)
+	}
+	if err := os.Remove(filepath.Join(policyDir, "paths.rego")); err != nil {
+		t.Fatal(err)
+	}
+	td.d.Reload()
+
 	// A lax origin: it serves whatever head it is sent.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

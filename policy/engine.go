@@ -83,6 +83,9 @@ type compiled struct {
 	files   []string
 	modules map[string]string
 	loaded  time.Time
+	// customHTTP: an admin module reads input.http (readsHTTP), so a request's method or path
+	// may decide it.
+	customHTTP bool
 }
 
 // Engine evaluates decisions. It is safe for concurrent use.
@@ -371,7 +374,42 @@ func compile(ctx context.Context, mods map[string]string) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{steps: steps, pq: pq, digest: hex.EncodeToString(h.Sum(nil)), files: names, modules: mods, loaded: time.Now()}, nil
+	customHTTP := false
+	for n, m := range parsed {
+		if !strings.HasPrefix(n, "embedded:") && !strings.HasPrefix(n, "bundlefull:") && readsHTTP(m) {
+			customHTTP = true
+		}
+	}
+	return &compiled{steps: steps, pq: pq, digest: hex.EncodeToString(h.Sum(nil)), files: names, modules: mods, loaded: time.Now(), customHTTP: customHTTP}, nil
+}
+
+// readsHTTP reports whether m may read input.http, a request's method and path: a reference
+// to it, to input whole, or to a key of input not known before evaluation.
+func readsHTTP(m *ast.Module) bool {
+	found := false
+	ast.WalkRefs(m, func(r ast.Ref) bool {
+		if found || !r[0].Equal(ast.InputRootDocument) {
+			return found
+		}
+		if len(r) == 1 {
+			found = true // input whole, bound to a name or passed on
+			return true
+		}
+		if k, ok := r[1].Value.(ast.String); !ok || k == "http" {
+			found = true
+		}
+		return found
+	})
+	return found
+}
+
+// CustomReadsHTTP reports whether an admin module of the policy in force may decide by a
+// request's method or path (input.http): a tunnel, whose requests the proxy cannot see, may
+// then carry one such a module would refuse, so the proxy holds tunnels as it does to a host
+// a method/path rule names.
+func (e *Engine) CustomReadsHTTP() bool {
+	c := e.cur.Load()
+	return c != nil && c.customHTTP
 }
 
 // Decide evaluates the policy for one call. Any error means the caller denies with

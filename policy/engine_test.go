@@ -294,3 +294,30 @@ func TestExplain(t *testing.T) {
 		t.Errorf("explain: %+v\n%s", d, trace)
 	}
 }
+
+// TestCustomReadsHTTP: an admin module that may decide by a request's method or path
+// (input.http, input whole, or a key of input known only when evaluated) is told apart from
+// one that cannot, so the proxy can hold tunnels, whose requests it cannot see, accordingly.
+func TestCustomReadsHTTP(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]bool{
+		`deny contains "x" if input.http.method == "DELETE"`:             true,
+		`deny contains "x" if startswith(input["http"].path, "/admin")`: true,
+		`deny contains "x" if { i := input; i.http.path == "/x" }`:      true,
+		`deny contains "x" if { k := "http"; input[k] }`:                true,
+		`deny contains "x" if input.tool == "Bash"`:                     false,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "c.rego"), []byte("package sandboxd.custom\n\n"+src+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(context.Background(), Config{PolicyDir: dir}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if got := e.CustomReadsHTTP(); got != want {
+			t.Errorf("%s: reads http %v, want %v", src, got, want)
+		}
+		e.Close()
+	}
+}
