@@ -301,7 +301,7 @@ func TestExplain(t *testing.T) {
 func TestCustomReadsHTTP(t *testing.T) {
 	t.Parallel()
 	for src, want := range map[string]bool{
-		`deny contains "x" if input.http.method == "DELETE"`:             true,
+		`deny contains "x" if input.http.method == "DELETE"`:            true,
 		`deny contains "x" if startswith(input["http"].path, "/admin")`: true,
 		`deny contains "x" if { i := input; i.http.path == "/x" }`:      true,
 		`deny contains "x" if { k := "http"; input[k] }`:                true,
