@@ -429,15 +429,7 @@ func TestTunnelControlBytesBeforeRequest(t *testing.T) {
 // protocol. HTTP in such a tunnel is still served request by request.
 func TestTunnelPathRulesRefuseUnread(t *testing.T) {
 	t.Parallel()
-	routes := tunnelRoutes(t, func(r Request) Verdict {
-		if r.Method == "" {
-			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
-		}
-		if strings.HasPrefix(r.Path, "/admin") {
-			return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
-		}
-		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
-	})
+	routes := tunnelRoutes(t, adminDenied)
 	for name, open := range routes {
 		for _, first := range []string{"{GET /admin/x HTTP/1.1\r\nHost: vm.test\r\n\r\n", "\xa1GET /admin/x HTTP/1.1\r\nHost: vm.test\r\n\r\n", "SSH-2.0-OpenSSH_9.2p1\r\n", "{"} {
 			t.Run(fmt.Sprintf("%s/%.8q", name, first), func(t *testing.T) {
@@ -458,11 +450,9 @@ func TestTunnelPathRulesRefuseUnread(t *testing.T) {
 						t.Errorf("the origin read %q", s)
 					}
 				}
-				var refused bool
-				for _, ev := range rec.audited()[before:] {
-					refused = refused || !ev.Allowed && ev.Host == "vm.test" && ev.Kind != KindHTTP && strings.Contains(ev.Reason, "could not read the tunnel's stream as HTTP")
-				}
-				if !refused {
+				if !refusedSince(rec, before, func(ev Event) bool {
+					return ev.Host == "vm.test" && ev.Kind != KindHTTP && strings.Contains(ev.Reason, "could not read the tunnel's stream as HTTP")
+				}) {
 					t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
 				}
 			})
@@ -508,15 +498,7 @@ func TestTunnelPathRulesRefuseUnread(t *testing.T) {
 // is refused and recorded before any of the client's bytes reach it.
 func TestTunnelPathRulesHelloToPlainOrigin(t *testing.T) {
 	t.Parallel()
-	routes := tunnelRoutes(t, func(r Request) Verdict {
-		if r.Method == "" {
-			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
-		}
-		if strings.HasPrefix(r.Path, "/admin") {
-			return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
-		}
-		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
-	})
+	routes := tunnelRoutes(t, adminDenied)
 	addr, got := requestFinder(t)
 	for name, open := range routes {
 		t.Run(name, func(t *testing.T) {
@@ -532,11 +514,7 @@ func TestTunnelPathRulesHelloToPlainOrigin(t *testing.T) {
 			if name == "intercept" {
 				return // the proxy ends the client's TLS itself; its requests are decided inside
 			}
-			var refused bool
-			for _, ev := range rec.audited()[before:] {
-				refused = refused || !ev.Allowed && ev.Host == "vm.test" && strings.Contains(ev.Reason, "does not speak TLS")
-			}
-			if !refused {
+			if !refusedSince(rec, before, func(ev Event) bool { return ev.Host == "vm.test" && strings.Contains(ev.Reason, "does not speak TLS") }) {
 				t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
 			}
 		})
@@ -615,12 +593,7 @@ func helloCarrying(c net.Conn, serverName, request string) {
 // answer for the host's name does not pass a nameless hello carrying a request.
 func TestTLSProbeMirrorsTheHello(t *testing.T) {
 	t.Parallel()
-	routes := tunnelRoutes(t, func(r Request) Verdict {
-		if r.Method == "" {
-			return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
-		}
-		return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
-	})
+	routes := tunnelRoutes(t, adminDenied)
 	plain, got := requestFinder(t)
 	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "tls") }))
 	defer secure.Close()
@@ -663,13 +636,31 @@ func TestTLSProbeMirrorsTheHello(t *testing.T) {
 					t.Errorf("the plain backend read the ClientHello's request: %.80q…", s)
 				}
 			}
-			var refused bool
-			for _, ev := range rec.audited()[before:] {
-				refused = refused || !ev.Allowed && strings.Contains(ev.Reason, "does not speak TLS")
-			}
-			if !refused {
+			if !refusedSince(rec, before, func(ev Event) bool { return strings.Contains(ev.Reason, "does not speak TLS") }) {
 				t.Errorf("no refusal recorded: %+v", rec.audited()[before:])
 			}
 		})
 	}
+}
+
+// adminDenied is the verdict of a host with method/path rules: its tunnels allowed
+// (PathRules), its /admin requests denied, the rest allowed.
+func adminDenied(r Request) Verdict {
+	if r.Method == "" {
+		return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)", PathRules: true}
+	}
+	if strings.HasPrefix(r.Path, "/admin") {
+		return Verdict{Reason: "admin is denied", Rule: "WebFetch(* vm.test/admin/**)"}
+	}
+	return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
+}
+
+// refusedSince reports whether a refusal recorded since the before'th event is one is matches.
+func refusedSince(rec *recorder, before int, is func(Event) bool) bool {
+	for _, ev := range rec.audited()[before:] {
+		if !ev.Allowed && is(ev) {
+			return true
+		}
+	}
+	return false
 }
