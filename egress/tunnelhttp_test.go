@@ -655,7 +655,7 @@ func adminDenied(r Request) Verdict {
 	return Verdict{Allow: true, Rule: "WebFetch(domain:vm.test)"}
 }
 
-// refusedSince reports whether a refusal recorded since the before'th event is one is matches.
+// refusedSince reports whether a refusal that is matches was recorded since the before'th event.
 func refusedSince(rec *recorder, before int, is func(Event) bool) bool {
 	for _, ev := range rec.audited()[before:] {
 		if !ev.Allowed && is(ev) {
