@@ -278,34 +278,36 @@ var gitCommandOptions = map[string]cmdOptSpec{
 	"archive":    {long: []string{"exec"}},
 }
 
-// gitCommands are the commands git ships (git --list-cmds=main, and the ones its optional
-// packages add): any other subcommand is an alias or another program.
+// gitCommands are the commands git runs as its own whatever aliases say: its builtins (git
+// --list-cmds=builtins, 2.39) and the programs its core package installs beside them (bisect,
+// submodule, mergetool, …). Any other subcommand may be an alias (git runs one only for a
+// name it has no command of) or another program. Builtins of later gits are not here: an
+// older git would run an alias of that name.
 var gitCommands = func() map[string]bool {
 	m := map[string]bool{}
 	for _, c := range strings.Fields(`
-		add add--interactive am annotate apply archimport archive backfill bisect bisect--helper
-		blame branch bugreport bundle cat-file check-attr check-ignore check-mailmap
-		check-ref-format checkout checkout--worker checkout-index cherry cherry-pick citool
-		clean clone column commit commit-graph commit-tree config count-objects credential
-		credential-cache credential-cache--daemon credential-store cvsexportcommit cvsimport
-		cvsserver daemon describe diagnose diff diff-files diff-index diff-tree difftool
-		difftool--helper env--helper fast-export fast-import fetch fetch-pack filter-branch
-		fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects
-		fsmonitor--daemon gc get-tar-commit-id grep gui hash-object help hook http-backend
-		http-fetch http-push imap-send index-pack init init-db instaweb interpret-trailers
-		last-modified log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge
-		merge-base merge-file merge-index merge-octopus merge-one-file merge-ours
-		merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve merge-subtree
-		merge-tree mergetool mktag mktree multi-pack-index mv name-rev notes p4 pack-objects
-		pack-redundant pack-refs patch-id pickaxe prune prune-packed pull push quiltimport
-		range-diff read-tree rebase receive-pack reflog refs remote remote-ext remote-fd
-		remote-ftp remote-ftps remote-http remote-https repack replace replay repo request-pull
-		rerere reset restore rev-list rev-parse revert rm scalar send-email send-pack
-		sh-i18n--envsubst shell shortlog show show-branch show-index show-ref sparse-checkout
-		stage stash status stripspace submodule submodule--helper subtree svn switch
-		symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
-		upload-archive upload-archive--writer upload-pack var verify-commit verify-pack
-		verify-tag version web--browse whatchanged worktree write-tree
+add add--interactive am annotate apply archive bisect bisect--helper blame branch
+bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format
+checkout checkout--worker checkout-index cherry cherry-pick clean clone column commit
+commit-graph commit-tree config count-objects credential credential-cache
+credential-cache--daemon credential-store daemon describe diagnose diff diff-files
+diff-index diff-tree difftool difftool--helper env--helper fast-export fast-import fetch
+fetch-pack filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck
+fsck-objects fsmonitor--daemon gc get-tar-commit-id grep hash-object help hook
+http-backend http-fetch http-push imap-send index-pack init init-db instaweb
+interpret-trailers log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge
+merge-base merge-file merge-index merge-octopus merge-one-file merge-ours
+merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve merge-subtree
+merge-tree mergetool mktag mktree multi-pack-index mv name-rev notes pack-objects
+pack-redundant pack-refs patch-id pickaxe prune prune-packed pull push quiltimport
+range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd remote-ftp
+remote-ftps remote-http remote-https repack replace request-pull rerere reset restore
+rev-list rev-parse revert rm send-pack sh-i18n--envsubst shell shortlog show show-branch
+show-index show-ref sparse-checkout stage stash status stripspace submodule
+submodule--helper subtree switch symbolic-ref tag unpack-file unpack-objects
+update-index update-ref update-server-info upload-archive upload-archive--writer
+upload-pack var verify-commit verify-pack verify-tag version web--browse whatchanged
+worktree write-tree
 	`) {
 		m[c] = true
 	}

@@ -48,6 +48,10 @@ func denyGlobs(out *Subcommand, sb *sub) {
 	}
 	var globs []GlobKind
 	braces := false
+	appended := xargsAppends(sb.args[:off])
+	if appended {
+		globs = make([]GlobKind, len(out.DenyPrefix))
+	}
 	for i := 1; i < len(out.DenyPrefix); i++ {
 		a := sb.args[off+i]
 		kind := GlobNone
@@ -69,10 +73,39 @@ func denyGlobs(out *Subcommand, sb *sub) {
 		return
 	}
 	out.DenyGlobs = globs
-	if braces {
-		e := braceExpanded(out.DenyPrefix, globs, sb.args[off:])
+	if braces || appended {
+		e := DenyWords{Words: out.DenyPrefix, Globs: globs}
+		if braces {
+			e = braceExpanded(out.DenyPrefix, globs, sb.args[off:])
+		}
+		if appended {
+			// xargs puts the words it reads after the command's own: any words.
+			e.Words = append(append([]string(nil), e.Words...), "")
+			e.Globs = append(append([]GlobKind(nil), e.Globs...), GlobAny)
+		}
 		out.DenyExpanded = &e
 	}
+}
+
+// xargsAppends reports whether the wrappers before a command include an xargs that puts the
+// words it reads after the command's (without -I or -i, which put them where a name stands,
+// and which the command's words then show as that name).
+func xargsAppends(wrappers []word) bool {
+	in := false
+	for _, a := range wrappers {
+		switch {
+		case !a.static:
+			if in {
+				return true // an option known only when it runs: taken to append
+			}
+		case baseName(a.val) == "xargs":
+			in = true
+		case in && (a.val == "-I" || strings.HasPrefix(a.val, "-i") || strings.HasPrefix(a.val, "--replace") ||
+			strings.HasPrefix(a.val, "-I") || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsAny(a.val[1:], "Ii")):
+			return false
+		}
+	}
+	return in
 }
 
 // braceExpanded is a command's deny words with each brace word replaced by the words its

@@ -150,6 +150,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if name == "ssh" {
 			w.sshCommands(sb, ws[1:])
 		}
+		if name == "parallel" || name == "sem" {
+			// Each job is its command with words read from input (stdin, :::, -a FILE) after
+			// it, or put where {} stands: no word shows them (echo push | parallel git).
+			sb.opaque = true
+		}
 		w.nestedTails(sb, ws[1:])
 	case name == "wget":
 		if wgetRunsProgram(ws[1:]) {
@@ -268,16 +273,27 @@ func (w *walker) nestedGitConfig(sb *sub, ws []word) {
 		case a.static && strings.HasPrefix(a.val, "--config-env"):
 			sb.opaque = true
 			return
-		case a.static && (a.val == "-c" || a.val == "--config"):
-			if i+1 >= len(ws) {
-				return
+		case a.static && (a.val == "-c" || a.val == "--config" || len(a.val) > 2 && strings.HasPrefix(a.val, "-c")):
+			kv := strings.TrimPrefix(a.val, "-c") // -cKEY=VALUE, as git reads it too
+			if kv == "" || a.val == "--config" {
+				if i+1 >= len(ws) {
+					return
+				}
+				i++
+				if !ws[i].static {
+					sb.opaque = true
+					return
+				}
+				kv = ws[i].val
 			}
-			i++
-			if !ws[i].static {
+			k, v, ok := strings.Cut(kv, "=")
+			if strings.HasPrefix(strings.ToLower(k), "alias.") {
+				// An alias names the command it runs in its value, under a name no rule
+				// names (git -c alias.p=push p): a git line setting one is opaque, and a
+				// shell alias's (!cmd) is read besides.
 				sb.opaque = true
-				return
 			}
-			if _, v, ok := strings.Cut(ws[i].val, "="); ok {
+			if ok {
 				w.nestedScript(sb, strings.TrimPrefix(v, "!"), ShellSh)
 			}
 		case a.static && strings.HasPrefix(a.val, "-"):

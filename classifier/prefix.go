@@ -68,6 +68,23 @@ func stripWrappers(argv []string, lenient bool) []string {
 		if lenient {
 			// /usr/bin/timeout is timeout to a deny rule, wherever it lives.
 			name = baseName(name)
+			if len(argv[0]) > 1 && argv[0][0] == '=' {
+				// zsh's =cmd is the path of cmd (EQUALS, on by default): cmd to a rule.
+				argv[0] = argv[0][1:]
+				continue
+			}
+			switch name {
+			case "-", "nocorrect":
+				// zsh's precommand modifiers: the command after them runs.
+				argv = argv[1:]
+				continue
+			case "repeat":
+				// zsh's repeat N CMD runs CMD N times.
+				if len(argv) > 2 {
+					argv = argv[2:]
+					continue
+				}
+			}
 		}
 		switch name {
 		case "timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob":

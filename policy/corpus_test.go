@@ -455,6 +455,11 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		{`rm -r? x`, "Bash(rm -rf *)"}, {`rm -[r]f x`, "Bash(rm -rf *)"}, {`rm -{rf,} x`, "Bash(rm -rf *)"},
 		{`git push $X`, "Bash(git push)"}, {`git push "$(echo -f)"`, "Bash(git push -f *)"},
 		{`npm pub* x`, "Bash(npm publish *)"}, {`npm {publish,}`, "Bash(npm publish:*)"},
+		// Words xargs reads and puts after the command's own; zsh's =cmd and precommand
+		// modifiers before it.
+		{`echo push origin main | xargs git`, "Bash(git push *)"}, {`echo -rf x | xargs rm`, "Bash(rm -rf *)"},
+		{`xargs -a f -n1 git`, "Bash(git push *)"}, {`=git push x`, "Bash(git push *)"},
+		{`nocorrect git push x`, "Bash(git push *)"}, {`- git push x`, "Bash(git push *)"}, {`repeat 1 git push x`, "Bash(git push *)"},
 	} {
 		add(matrix(call{name: "deny through expansion " + c.cmd, cmd: c.cmd, bash: realBash(c.cmd), deny: []string{c.rule}}, D, D, D, D, D, D, D)...)
 	}
@@ -475,7 +480,8 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		// A git subcommand git does not ship: an alias (from -c, GIT_CONFIG_*, a config file
 		// no word shows) or another program; and one a glob or braces spell.
 		`git p x`, `git -c alias.p=push p x`, `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p x`,
-		`git {push,} x`, `git pus* x`, `git [p]ush x`,
+		`git {push,} x`, `git pus* x`, `git [p]ush x`, `git -c alias.svn=push svn x`, `git -calias.bisect=push bisect x`,
+		`echo push | parallel git`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
