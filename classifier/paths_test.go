@@ -961,3 +961,22 @@ func TestSymbolicLinksMadeUnbounded(t *testing.T) {
 		}
 	}
 }
+
+// TestCriticalRmSpellings: an rm whose target may be the cwd, the home or an ancestor only when
+// the line runs is critical too: a glob that matches one, ~user/R, and R after a cd the line
+// cannot follow where the cwd ends in R. One that can only name other files is not.
+func TestCriticalRmSpellings(t *testing.T) {
+	t.Parallel()
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
+	for cmd, want := range map[string]bool{
+		"rm -rf /home/u/pro?": true, "rm -rf /home/u/p*": true, "rm -rf /home/[u]": true, "rm -rf /u*": true,
+		"rm -rf ~u/proj": true, "rm -rf ~u": true, "rm -rf ~+": true, `cd "$HOME" && rm -rf proj`: true,
+		`cd "$X" && rm -rf ..`: true, "=rm -rf ~": true, "nocorrect rm -rf ~": true,
+		"rm -rf *.o": false, "rm -rf build": false, `cd "$X" && rm -rf build`: false, "rm -rf src/*.o": false,
+		"rm -rf ~u/proj/build": false,
+	} {
+		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
+			t.Errorf("%q: critical %v, want %v", cmd, got, want)
+		}
+	}
+}

@@ -461,6 +461,21 @@ func criticalRm(sb *sub, opts Options) bool {
 		if !a.static {
 			continue
 		}
+		if a.tilde && !strings.HasPrefix(a.val, "~/") && a.val != "~" {
+			// ~user/R, ~+/R, ~-/R: a home or a cwd known only when it runs, and R under it,
+			// which may be this cwd or an ancestor (rm -rf ~alice/proj from inside proj).
+			_, r, _ := strings.Cut(a.val, "/")
+			if mayNameCritical(r, opts) {
+				return true
+			}
+			continue
+		}
+		if a.glob && globMayBeCritical(a.val, append([]string{opts.Cwd}, sb.dirs...), opts) {
+			return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
+		}
+		if sb.dirsUnknown && !path.IsAbs(a.val) && !a.tilde && mayNameCritical(a.val, opts) {
+			return true // cd "$HOME" && rm -rf proj: a cd the line cannot follow, to proj's parent
+		}
 		// A relative target is judged from every directory a cd before it may have left the
 		// line in: cd / && rm -rf usr removes /usr.
 		for _, d := range sb.dirs {
@@ -555,6 +570,63 @@ func criticalPath(p string, tilde bool, opts Options) bool {
 		cwd := path.Clean(opts.Cwd)
 		if p == cwd || strings.HasPrefix(cwd, p+"/") {
 			return true
+		}
+	}
+	return false
+}
+
+// criticalDirs are the directories an rm of one is critical for, the top-level ones aside:
+// /, the home and the cwd with its ancestors.
+func criticalDirs(opts Options) []string {
+	dirs := []string{"/"}
+	if opts.Home != "" {
+		dirs = append(dirs, path.Clean(opts.Home))
+	}
+	if opts.Cwd != "" {
+		for d := path.Clean(opts.Cwd); d != "/" && d != "."; d = path.Dir(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// mayNameCritical reports whether the relative path r, taken from a directory known only when
+// the line runs, may name a critical directory: "" or dots (that directory or above it), or
+// the last parts of one (proj, for a cwd of /home/u/proj).
+func mayNameCritical(r string, opts Options) bool {
+	c := path.Clean(r)
+	if r == "" || c == "." || c == ".." || strings.HasPrefix(c, "../") || c == "*" || strings.HasSuffix(c, "/*") {
+		return true
+	}
+	for _, d := range criticalDirs(opts) {
+		if strings.HasSuffix(d, "/"+c) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMayBeCritical reports whether the pathname pattern g, taken from each of dirs when
+// relative, may match a critical directory: one of criticalDirs, or a top-level one (any
+// pattern of one component below /).
+func globMayBeCritical(g string, dirs []string, opts Options) bool {
+	g = strings.ReplaceAll(g, "[!", "[^")
+	for _, base := range dirs {
+		p := g
+		if !path.IsAbs(p) {
+			if base == "" {
+				return true // no cwd to take it from: judged as one
+			}
+			p = path.Join(base, p)
+		}
+		p = path.Clean(p)
+		if strings.Count(p, "/") == 1 {
+			return true
+		}
+		for _, d := range criticalDirs(opts) {
+			if ok, err := path.Match(p, d); ok || err != nil {
+				return true
+			}
 		}
 	}
 	return false

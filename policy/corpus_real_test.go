@@ -90,6 +90,10 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "bypass: grep -R follows links out", mode: permission.ModeBypassPermissions, cmd: "grep -R KEY .", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "bypass: rg -L follows links out", mode: permission.ModeBypassPermissions, cmd: "rg -L KEY", deny: []string{"Read(**/*.key)"}, want: D},
 		{name: "grep -R asks in default", cmd: "grep -R KEY .", want: AU},
+		// An rm that may remove the cwd only as the line runs is a critical one: a person's.
+		{name: "bypass: rm of the cwd after a cd the line cannot follow", mode: permission.ModeBypassPermissions, cmd: `cd "$X" && rm -rf w`, want: D, step: "critical_rm"},
+		{name: "bypass: rm of the cwd by a glob", mode: permission.ModeBypassPermissions, cmd: `rm -rf /?`, want: D, step: "critical_rm"},
+		{name: "bypass: rm of build after an unknown cd", mode: permission.ModeBypassPermissions, cmd: `cd "$X" && rm -rf build`, want: A},
 		// A symbolic link the line makes leads its names elsewhere: a read through it may lie
 		// anywhere, as a variable's may.
 		{name: "bypass: a read through a link to .. made by the line", mode: permission.ModeBypassPermissions, cmd: "ln -s .. up; cat up/keys/id.key", deny: []string{"Read(//k*/**)"}, want: D},
