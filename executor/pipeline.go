@@ -271,14 +271,15 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 			if err := decideForeign(st); err != nil {
 				return err
 			}
-			if in, isWrite := notebookWrite(*st.req); isWrite {
-				// The agent's NotebookEdit writes its notebook_path itself: past the rules that
-				// name it, it is decided as the write it is, a Write there (the daemon's deny
-				// paths, protected paths, Edit rules, the mode), which is what it is recorded as.
+			if tool, in, isFile := agentFileTool(*st.req); isFile {
+				// The agent's NotebookEdit writes its notebook_path itself (NotebookRead and LS
+				// read theirs): past the rules that name the tool, it is decided as the Write
+				// or Read it amounts to (the daemon's deny paths, protected paths, Edit and
+				// Read rules, the mode), which is what it is recorded as.
 				r := *st.req
-				r.Tool, r.Input = "Write", in
+				r.Tool, r.Input = tool, in
 				st.req = &r
-				t, ok = p.registry.Lookup("Write")
+				t, ok = p.registry.Lookup(tool)
 			}
 		}
 		if !ok || !t.IsEnabled() {
@@ -302,22 +303,33 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	return nil
 }
 
-// notebookWrite is a NotebookEdit call's input as the Write of its notebook_path it amounts
-// to (the cell's new source as the content), for a decision; false for another tool or an
-// input with no notebook_path to write.
-func notebookWrite(req Request) (json.RawMessage, bool) {
-	if req.Tool != "NotebookEdit" {
-		return nil, false
-	}
+// agentFileTool is a call of a file tool the agent runs itself as the sandboxd tool it amounts
+// to, for a decision: NotebookEdit as the Write of its notebook_path (the cell's new source as
+// the content), NotebookRead as its Read, LS as the Read of its path. False for another tool,
+// or an input with no path.
+func agentFileTool(req Request) (string, json.RawMessage, bool) {
 	var in struct {
-		Path   string `json:"notebook_path"`
-		Source string `json:"new_source"`
+		Notebook string `json:"notebook_path"`
+		Source   string `json:"new_source"`
+		Path     string `json:"path"`
 	}
-	if json.Unmarshal(req.Input, &in) != nil || in.Path == "" {
-		return nil, false
+	if json.Unmarshal(req.Input, &in) != nil {
+		return "", nil, false
 	}
-	b, err := json.Marshal(map[string]string{"file_path": in.Path, "content": in.Source})
-	return b, err == nil
+	var tool string
+	var as map[string]string
+	switch {
+	case req.Tool == "NotebookEdit" && in.Notebook != "":
+		tool, as = "Write", map[string]string{"file_path": in.Notebook, "content": in.Source}
+	case req.Tool == "NotebookRead" && in.Notebook != "":
+		tool, as = "Read", map[string]string{"file_path": in.Notebook}
+	case req.Tool == "LS" && in.Path != "":
+		tool, as = "Read", map[string]string{"file_path": in.Path}
+	default:
+		return "", nil, false
+	}
+	b, err := json.Marshal(as)
+	return tool, b, err == nil
 }
 
 // decideForeign holds the session's deny and ask rules on a call of a tool sandboxd does not

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +106,19 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 				return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", dir, err)
 			}
 			facts.Paths = append(facts.Paths, permission.PathFact{Requested: dir, Resolved: resolved, Access: permission.Read, Special: special})
+		}
+		if c.unconfined {
+			// The agent's own Glob walks outside any sandbox, and lists what the sandbox
+			// hides wherever its walk meets it (h*/* below a hidden dir): a walk that may,
+			// from where it starts, is refused, as the agent's own Grep of such a tree is.
+			starts := globDirs(root, c.Input.String("pattern"))
+			for _, f := range facts.Paths {
+				if slices.Contains(starts, f.Requested) {
+					if err := h.checkTreeUnconfined(c, f.Resolved, "Glob"); err != nil {
+						return permission.ToolFacts{}, err
+					}
+				}
+			}
 		}
 		return facts, nil
 	}

@@ -1045,3 +1045,53 @@ func TestHookNotebookEditIsAWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestHookGlobOverHiddenPaths: the agent's own Glob walks outside any sandbox, so one whose
+// walk may meet a path the sandbox hides (deny_paths) is refused however its pattern spells
+// the way there (h*/*, */s.txt, **/s.txt); one that walks elsewhere is decided as before.
+func TestHookGlobOverHiddenPaths(t *testing.T) {
+	b := buildBins(t)
+	base, err := os.MkdirTemp("/var/tmp", "sbhg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(base, "work")
+	d := startDaemon(t, b, "sandbox:\n  deny_paths: ["+filepath.Join(work, "hidden")+"]\n")
+	u, rt := userHome(t, "sbhg")
+	ownedDirs(t, u, work, filepath.Join(work, "hidden"), filepath.Join(work, "src"))
+	for i, c := range []struct {
+		pattern, want string
+	}{
+		{"hidden/*", "deny"}, {"h*/*", "deny"}, {"*/s.txt", "deny"}, {"**/s.txt", "deny"}, {"[h]idden/*", "deny"},
+		{"src/*.go", "allow"},
+	} {
+		out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-g", i), "cwd": work,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": "Glob",
+			"tool_input": map[string]any{"pattern": c.pattern}})
+		if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != c.want {
+			t.Errorf("Glob %s: %+v, want %s", c.pattern, a.HookSpecificOutput, c.want)
+		}
+	}
+	// The older tools that read what they name: decided as the Read they amount to, answered
+	// even with --unknown-tool pass.
+	for i, c := range []struct {
+		tool  string
+		input map[string]any
+	}{
+		{"LS", map[string]any{"path": filepath.Join(work, "hidden")}},
+		{"NotebookRead", map[string]any{"notebook_path": filepath.Join(work, "hidden", "n.ipynb")}},
+	} {
+		out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-r", i), "cwd": work,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": c.tool, "tool_input": c.input},
+			"--unknown-tool", "pass")
+		if out == "" {
+			t.Errorf("%s of a hidden path: no answer", c.tool)
+		} else if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != "deny" {
+			t.Errorf("%s of a hidden path: %+v, want deny", c.tool, a.HookSpecificOutput)
+		}
+	}
+}
