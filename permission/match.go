@@ -78,13 +78,20 @@ const (
 // the rule is taken to match.
 const maxGlobReadings = 4096
 
+// globReadingCost is what one reading of MatchBashGlobs takes from a decision's MatchBudget:
+// a user's own rules and command must not keep the root daemon matching for seconds.
+const globReadingCost = 64
+
 // MatchBashGlobs is MatchBash for words some of which the shell expands, each marked with
 // GlobPatternMark or GlobAnyMark: it reports whether some expansion of them matches the
 // pattern. Such a word may become any run of the pattern's own words that it matches (a glob
 // only names it matches, `pus*` push, a file the line itself can make; a $X anything), its own
 // text (a glob that matches no file), or nothing (an empty $X, nullglob). Words the pattern
 // does not name never make it match, so trying the pattern's words is trying them all.
-func MatchBashGlobs(pattern string, words []string, exactOnly bool) bool {
+//
+// Each reading is charged to b; one that would overdraw it is not tried, and the rule is taken
+// to match, as past maxGlobReadings.
+func MatchBashGlobs(pattern string, words []string, exactOnly bool, b *MatchBudget) bool {
 	tokens := strings.Fields(pattern) // a rule's pattern: `:*` already made ` *` (Rule.Pattern)
 	choices := make([][]string, len(words))
 	readings := 1
@@ -114,6 +121,10 @@ func MatchBashGlobs(pattern string, words []string, exactOnly bool) bool {
 	pick := make([]int, len(words))
 	parts := make([]string, 0, len(words))
 	for {
+		if b.left < globReadingCost {
+			return true
+		}
+		b.left -= globReadingCost
 		parts = parts[:0]
 		for i, c := range choices {
 			if s := c[pick[i]]; s != "" {

@@ -51,7 +51,7 @@ func TestMatchBashGlobs(t *testing.T) {
 		{"npm run test *", []string{"npm", "run", g + "tes*"}, true},
 		{"curl *", []string{"ls", g + "*"}, false},
 	} {
-		if got := MatchBashGlobs(tc.pattern, tc.words, false); got != tc.want {
+		if got := MatchBashGlobs(tc.pattern, tc.words, false, NewMatchBudget()); got != tc.want {
 			t.Errorf("%q against %q: %v, want %v", tc.pattern, tc.words, got, tc.want)
 		}
 	}
@@ -60,7 +60,11 @@ func TestMatchBashGlobs(t *testing.T) {
 	for range 16 {
 		many = append(many, g+"*.o")
 	}
-	if !MatchBashGlobs("rm -rf *", many, false) {
+	if !MatchBashGlobs("rm -rf *", many, false, NewMatchBudget()) {
 		t.Error("sixteen globs: want the rule taken to match")
+	}
+	// A spent budget: taken to match, untried.
+	if !MatchBashGlobs("git push *", []string{"git", g + "*.go"}, false, &MatchBudget{}) {
+		t.Error("no budget left: want the rule taken to match")
 	}
 }

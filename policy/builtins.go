@@ -497,7 +497,7 @@ func anyHit(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	if bucket := data.Get(bashKey); bucket != nil {
 		if ws, ok := args[3].Value.(*ast.Array); ok {
 			for i := 0; i < ws.Len(); i++ {
-				if t, _ := bashMatch(rego.BuiltinContext{}, bucket, ws.Elem(i), ast.InternedTerm(false)); !isNull(t) {
+				if t, _ := bashMatch(bctx, bucket, ws.Elem(i), ast.InternedTerm(false)); !isNull(t) {
 					return t, nil
 				}
 			}
@@ -718,7 +718,7 @@ func stringsOf(t *ast.Term) ([]string, bool) {
 	return out, true
 }
 
-func bashMatch(_ rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term, error) {
+func bashMatch(bctx rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term, error) {
 	obj, ok := bucket.Value.(ast.Object)
 	ws, ok2 := stringsOf(words)
 	if !ok || !ok2 || len(ws) == 0 {
@@ -731,8 +731,10 @@ func bashMatch(_ rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term
 	text := strings.Join(ws, " ")
 	match := func(pat string, _ ast.Object) bool { return permission.MatchBashText(pat, text, exactOnly) }
 	if strings.ContainsAny(text, permission.GlobPatternMark+permission.GlobAnyMark) {
-		// Words the shell expands (globMarked): matched for what they may become.
-		match = func(pat string, _ ast.Object) bool { return permission.MatchBashGlobs(pat, ws, exactOnly) }
+		// Words the shell expands (globMarked): matched for what they may become, within the
+		// decision's budget.
+		b := matchBudget(bctx)
+		match = func(pat string, _ ast.Object) bool { return permission.MatchBashGlobs(pat, ws, exactOnly, b) }
 	}
 	// Rules are indexed by their literal first word; the command's first word is the text up
 	// to the first space, the same boundary the matcher sees.
