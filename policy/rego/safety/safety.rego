@@ -104,10 +104,30 @@ _only_worktree(p) if {
 critical_rm contains concat(" ", words) if {
 	some words in input.bash.match_words
 	rm_word(words[0])
-	some arg in array.slice(words, 1, count(words))
+	some i, arg in words
+	i > 0
 	not startswith(arg, "-")
+	not _file_operand(words, i)
 	_critical_target(arg)
 }
+
+# _file_operand holds for an operand of an rm that removes no directory: after --, so no
+# expansion of it is an option, and every word before the -- one of rm's options that leave
+# directories alone, as written. rm -f -- "$f" removes one file, whatever $f holds; with -r, -d
+# or a word known only when it runs ($opts) it may remove the home.
+_file_operand(words, i) if {
+	words[0] == "rm"
+	some j, dashes in words
+	dashes == "--"
+	j < i
+	every w in array.slice(words, 1, j) {
+		_file_rm_option(w)
+	}
+}
+
+_file_rm_option(w) if regex.match(`^-[fiIv]+$`, w)
+
+_file_rm_option(w) if w in {"--force", "--interactive", "--verbose", "--one-file-system", "--preserve-root"}
 
 # The classifier's own check follows the line's cd, which the words alone do not show:
 # cd / && rm -rf usr removes /usr. It also knows find's grammar: find ~ -delete is rm -rf ~.

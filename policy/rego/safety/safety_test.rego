@@ -135,6 +135,17 @@ _rm_cases := {
 	"subdir": {"words": ["rm", "-rf", "build"], "want": false},
 	"deep abs": {"words": ["rm", "/w/a/b"], "want": false},
 	"not rm": {"words": ["ls", "/"], "want": false},
+	"file after dashes": {"words": ["rm", "-f", "--", "\"$f\""], "want": false},
+	"file after dashes only": {"words": ["rm", "--", "$f"], "want": false},
+	"bare var no dashes": {"words": ["rm", "-f", "\"$f\""], "want": true},
+	"recursive after dashes": {"words": ["rm", "-rf", "--", "\"$f\""], "want": true},
+	"dir after dashes": {"words": ["rm", "-d", "--", "\"$f\""], "want": true},
+	"long recursive after dashes": {"words": ["rm", "--recursive", "--", "\"$f\""], "want": true},
+	"unknown option after dashes": {"words": ["rm", "$opts", "--", "\"$f\""], "want": true},
+	"option known at run time": {"words": ["rm", "\"-f\"", "--", "\"$f\""], "want": true},
+	"operand before dashes": {"words": ["rm", "\"$f\"", "--", "x"], "want": true},
+	"rmdir after dashes": {"words": ["rmdir", "--", "\"$d\""], "want": true},
+	"rm by path after dashes": {"words": ["/bin/rm", "--", "\"$d\""], "want": true},
 }
 
 _critical(words) if {
