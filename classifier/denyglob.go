@@ -23,6 +23,8 @@ const maxBraceWords = 256
 type DenyWords struct {
 	Words []string   `json:"words"`
 	Globs []GlobKind `json:"globs"`
+	// Shapes holds, where Globs is GlobOne, the word's shape; "" elsewhere.
+	Shapes []string `json:"shapes,omitempty"`
 }
 
 // GlobKind says what a word of DenyPrefix may become when the shell expands it.
@@ -36,7 +38,14 @@ const (
 	// GlobAny: built when the line runs ($X, $(…), a brace expansion past the bound): any
 	// words, or none.
 	GlobAny GlobKind = "any"
+	// GlobOne: literals and quoted expansions only (./"$f", "$dir"/x.o, "$f"): exactly one
+	// word, holding the literals in their order, its shape (Subcommand.DenyShapes) the
+	// literals with ShapeGap for each expansion. `rm ./"$f"` is never `rm -rf`.
+	GlobOne GlobKind = "one"
 )
+
+// ShapeGap stands in a word's shape for a quoted expansion: any text, "/" and blanks too.
+const ShapeGap = "\x03"
 
 // denyGlobs fills out.DenyGlobs and out.DenyExpanded from sb's words, DenyPrefix's last
 // len(out.DenyPrefix) of them. The command name is not looked at: one the shell expands makes
@@ -47,6 +56,7 @@ func denyGlobs(out *Subcommand, sb *sub) {
 		return
 	}
 	var globs []GlobKind
+	var shapes []string
 	braces := false
 	appended := xargsAppends(sb.args[:off])
 	if appended {
@@ -58,6 +68,13 @@ func denyGlobs(out *Subcommand, sb *sub) {
 		switch {
 		case !a.static:
 			kind = GlobAny
+			if shape, ok := wordShape(a.node); ok {
+				kind = GlobOne
+				if shapes == nil {
+					shapes = make([]string, len(out.DenyPrefix))
+				}
+				shapes[i] = shape
+			}
 		case a.glob:
 			kind = GlobPattern
 			braces = braces || strings.Contains(a.src, "{")
@@ -73,18 +90,89 @@ func denyGlobs(out *Subcommand, sb *sub) {
 		return
 	}
 	out.DenyGlobs = globs
+	out.DenyShapes = shapes
 	if braces || appended {
-		e := DenyWords{Words: out.DenyPrefix, Globs: globs}
+		e := DenyWords{Words: out.DenyPrefix, Globs: globs, Shapes: shapes}
 		if braces {
-			e = braceExpanded(out.DenyPrefix, globs, sb.args[off:])
+			e = braceExpanded(out.DenyPrefix, globs, shapes, sb.args[off:])
 		}
 		if appended {
 			// xargs puts the words it reads after the command's own: any words.
 			e.Words = append(append([]string(nil), e.Words...), "")
 			e.Globs = append(append([]GlobKind(nil), e.Globs...), GlobAny)
+			if e.Shapes != nil {
+				e.Shapes = append(append([]string(nil), e.Shapes...), "")
+			}
 		}
 		out.DenyExpanded = &e
 	}
+}
+
+// wordShape is the shape of the shell word w (GlobOne) when it is one word whatever its
+// expansions give: unquoted literals without anything bash expands (globs, braces, ~,
+// escapes), quoted literals, and expansions inside double quotes that give one word ($x,
+// ${x}, $(…), $((…)); not "$@", arrays, indirection or ${x:-…} forms). ok is false otherwise.
+func wordShape(w *syntax.Word) (shape string, ok bool) {
+	if w == nil {
+		return "", false
+	}
+	var b strings.Builder
+	literal := func(s string) bool {
+		if strings.Contains(s, ShapeGap) {
+			return false
+		}
+		b.WriteString(s)
+		return true
+	}
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[]{}\\~()") {
+				return "", false
+			}
+			if !literal(p.Value) {
+				return "", false
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar && strings.ContainsRune(p.Value, '\\') {
+				return "", false
+			}
+			if !literal(p.Value) {
+				return "", false
+			}
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				switch d := dp.(type) {
+				case *syntax.Lit:
+					if strings.ContainsRune(d.Value, '\\') || !literal(d.Value) {
+						return "", false
+					}
+				case *syntax.ParamExp:
+					if !oneWordParam(d) {
+						return "", false
+					}
+					b.WriteString(ShapeGap)
+				case *syntax.CmdSubst, *syntax.ArithmExp:
+					b.WriteString(ShapeGap)
+				default:
+					return "", false
+				}
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), strings.Contains(b.String(), ShapeGap)
+}
+
+// oneWordParam reports a parameter expansion that, double-quoted, gives one word: a plain
+// $x or ${x} (or its length), never $@ or an array, an indirection or an operator form whose
+// word may hold "$@".
+func oneWordParam(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Param.Value == "@" || p.Param.Value == "*" {
+		return false
+	}
+	return !p.Excl && p.Index == nil && p.Slice == nil && p.Repl == nil && p.Exp == nil && p.Names == 0
 }
 
 // xargsAppends reports whether the wrappers before a command include an xargs that puts the
@@ -112,7 +200,7 @@ func xargsAppends(wrappers []word) bool {
 // expansion gives (`{push,origin}` is push origin; an empty unquoted one is dropped, as bash
 // drops it), each a glob still or a static word. A brace word it cannot expand (too many
 // words, a parse error) stays, as GlobAny.
-func braceExpanded(words []string, globs []GlobKind, args []word) DenyWords {
+func braceExpanded(words []string, globs []GlobKind, shapes []string, args []word) DenyWords {
 	var out DenyWords
 	for i, w := range words {
 		var exp []DenyWords
@@ -123,10 +211,23 @@ func braceExpanded(words []string, globs []GlobKind, args []word) DenyWords {
 			}
 		} else {
 			exp = []DenyWords{{Words: []string{w}, Globs: []GlobKind{globs[i]}}}
+			if globs[i] == GlobOne {
+				exp[0].Shapes = []string{shapes[i]}
+			}
 		}
 		for _, e := range exp {
+			if e.Shapes != nil && out.Shapes == nil {
+				out.Shapes = make([]string, len(out.Words))
+			}
 			out.Words = append(out.Words, e.Words...)
 			out.Globs = append(out.Globs, e.Globs...)
+			if out.Shapes != nil {
+				if e.Shapes != nil {
+					out.Shapes = append(out.Shapes, e.Shapes...)
+				} else {
+					out.Shapes = append(out.Shapes, make([]string, len(e.Words))...)
+				}
+			}
 		}
 	}
 	return out

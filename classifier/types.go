@@ -96,6 +96,8 @@ type Subcommand struct {
 	// DenyGlobs, when any word of DenyPrefix is expanded by the shell, says for each what it
 	// may become (denyglob.go): deny and ask rules take it for that, not for its text.
 	DenyGlobs []GlobKind `json:"deny_globs,omitempty"`
+	// DenyShapes holds, where DenyGlobs is GlobOne, the word's shape; "" elsewhere.
+	DenyShapes []string `json:"deny_shapes,omitempty"`
 	// DenyExpanded is DenyPrefix with its brace expansions done (`git {push,} x` is git push
 	// x): deny and ask rules meet it too.
 	DenyExpanded *DenyWords `json:"deny_expanded,omitempty"`

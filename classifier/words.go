@@ -27,6 +27,9 @@ type word struct {
 	// extGlob is true when the word is made of literals and extended globs (`*(x|y)`) only:
 	// not static, but what it matches is decided by its text as a glob's is.
 	extGlob bool
+	// node is the word as parsed, for a word that is not static: what its expansions may
+	// become is read from it (wordShape).
+	node *syntax.Word
 }
 
 // srcText returns the source text of a node, bounded so that a position
@@ -121,6 +124,9 @@ func evalWordSlow(src string, w *syntax.Word) word {
 		litOrExtGlob = false
 	}
 	out.val = b.String()
+	if !out.static {
+		out.node = w
+	}
 	if len(w.Parts) == 1 {
 		_, out.procSubst = w.Parts[0].(*syntax.ProcSubst)
 	}

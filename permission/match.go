@@ -72,6 +72,10 @@ func MatchBashText(pattern, text string, exactOnly bool) bool {
 const (
 	GlobPatternMark = "\x00" // then a pathname pattern: any names matching it, or itself
 	GlobAnyMark     = "\x01" // then the word's text: any words, or none
+	GlobOneMark     = "\x02" // then the word's shape (classifier.GlobOne): one word of that shape
+
+	// GlobMarks are the marks, for a word's first byte.
+	GlobMarks = GlobPatternMark + GlobAnyMark + GlobOneMark
 )
 
 // maxGlobReadings bounds the readings MatchBashGlobs tries for one command and rule; past it
@@ -83,10 +87,11 @@ const maxGlobReadings = 4096
 const globReadingCost = 64
 
 // MatchBashGlobs is MatchBash for words some of which the shell expands, each marked with
-// GlobPatternMark or GlobAnyMark: it reports whether some expansion of them matches the
-// pattern. Such a word may become any run of the pattern's own words that it matches (a glob
-// only names it matches, `pus*` push, a file the line itself can make; a $X anything), its own
-// text (a glob that matches no file), or nothing (an empty $X, nullglob). Words the pattern
+// GlobPatternMark, GlobAnyMark or GlobOneMark: it reports whether some expansion of them
+// matches the pattern. Such a word may become any run of the pattern's own words that it
+// matches (a glob only names it matches, `pus*` push, a file the line itself can make; a $X
+// anything; a quoted word only text of its shape), its own text (a glob that matches no
+// file), or nothing (an empty $X, nullglob; never a quoted word). Words the pattern
 // does not name never make it match, so trying the pattern's words is trying them all.
 //
 // Each reading is charged to b; one that would overdraw it is not tried, and the rule is taken
@@ -102,14 +107,31 @@ func MatchBashGlobs(pattern string, words []string, exactOnly bool, b *MatchBudg
 			kind, w = GlobPatternMark, w[len(GlobPatternMark):]
 		case strings.HasPrefix(w, GlobAnyMark):
 			kind, w = GlobAnyMark, w[len(GlobAnyMark):]
+		case strings.HasPrefix(w, GlobOneMark):
+			kind, w = GlobOneMark, w[len(GlobOneMark):]
 		default:
 			choices[i] = []string{w}
 			continue
 		}
+		// The word's own text stands for what names none of the rule's words; a glob that
+		// matches nothing and an empty $X are gone. One quoted word is always there.
 		c := []string{w, ""}
+		if kind == GlobOneMark {
+			c = c[:1]
+		}
 		for a := range tokens {
 			// A lone * of the rule takes any words already: standing in for it adds nothing.
-			for b := a; b < len(tokens) && tokens[b] != "*" && (kind == GlobAnyMark || globMayName(w, tokens[b])); b++ {
+			for b := a; b < len(tokens) && tokens[b] != "*"; b++ {
+				if kind == GlobOneMark {
+					// One word, so the run as a whole (its blanks in the word).
+					if run := strings.Join(tokens[a:b+1], " "); shapeMayBe(w, run) {
+						c = append(c, run)
+					}
+					continue
+				}
+				if kind == GlobPatternMark && !globMayName(w, tokens[b]) {
+					break
+				}
 				c = append(c, strings.Join(tokens[a:b+1], " "))
 			}
 		}
@@ -145,6 +167,32 @@ func MatchBashGlobs(pattern string, words []string, exactOnly bool, b *MatchBudg
 			return false
 		}
 	}
+}
+
+// shapeMayBe reports whether a word of shape (classifier.GlobOne) may be the text s: s holds
+// the shape's literals in order, from its start to its end, with any text for each gap; or s
+// holds a * of the rule's own, which any word may meet.
+func shapeMayBe(shape, s string) bool {
+	if strings.Contains(s, "*") {
+		return true
+	}
+	lits := strings.Split(shape, classifier.ShapeGap)
+	if len(lits) == 1 {
+		return shape == s
+	}
+	first, last := lits[0], lits[len(lits)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[len(first) : len(s)-len(last)]
+	for _, l := range lits[1 : len(lits)-1] {
+		i := strings.Index(s, l)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(l):]
+	}
+	return true
 }
 
 // globMayName reports whether the pathname pattern g may expand to the rule word tok: tok

@@ -33,7 +33,7 @@ func TestDecidedOnlyOutside(t *testing.T) {
 // a glob as a name it matches, $X as anything, either as nothing.
 func TestMatchBashGlobs(t *testing.T) {
 	t.Parallel()
-	g, any := GlobPatternMark, GlobAnyMark
+	g, any, one := GlobPatternMark, GlobAnyMark, GlobOneMark
 	for _, tc := range []struct {
 		pattern string
 		words   []string
@@ -50,6 +50,19 @@ func TestMatchBashGlobs(t *testing.T) {
 		{"rm -rf *", []string{"rm", g + "*.o", "-rf", "x"}, true}, // nullglob drops *.o
 		{"npm run test *", []string{"npm", "run", g + "tes*"}, true},
 		{"curl *", []string{"ls", g + "*"}, false},
+		// One quoted word of a shape: its literals, anything for each gap, never gone.
+		{"rm -rf *", []string{"rm", one + "./\x03"}, false},
+		{"rm -rf *", []string{"rm", one + "\x03/x.o"}, false},
+		{"rm -rf *", []string{"rm", one + "\x03"}, true},
+		{"rm -rf *", []string{"rm", one + "-r\x03", "x"}, true},
+		{"git push *", []string{"git", one + "\x03sh", "o"}, true},
+		{"git push *", []string{"git", one + "\x03sx", "o"}, false},
+		{"cat /etc/shadow", []string{"cat", one + "\x03/shadow"}, true},
+		{"cat /etc/shadow", []string{"cat", one + "/e\x03c/\x03w"}, true},
+		{"cat /etc/shadow", []string{"cat", one + "/e\x03x/\x03"}, false},
+		{"git push origin", []string{"git", one + "\x03"}, true}, // "push origin", one word to the matcher
+		{"git push", []string{"git", one + "\x03", "push"}, false},
+		{"rm -rf /x*", []string{"rm", "-rf", one + "./\x03"}, true}, // the rule's own * meets any word
 	} {
 		if got := MatchBashGlobs(tc.pattern, tc.words, false, NewMatchBudget()); got != tc.want {
 			t.Errorf("%q against %q: %v, want %v", tc.pattern, tc.words, got, tc.want)

@@ -730,7 +730,7 @@ func bashMatch(bctx rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.T
 	}
 	text := strings.Join(ws, " ")
 	match := func(pat string, _ ast.Object) bool { return permission.MatchBashText(pat, text, exactOnly) }
-	if strings.ContainsAny(text, permission.GlobPatternMark+permission.GlobAnyMark) {
+	if strings.ContainsAny(text, permission.GlobMarks) {
 		// Words the shell expands (globMarked): matched for what they may become, within the
 		// decision's budget.
 		b := matchBudget(bctx)

@@ -460,12 +460,23 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		{`echo push origin main | xargs git`, "Bash(git push *)"}, {`echo -rf x | xargs rm`, "Bash(rm -rf *)"},
 		{`xargs -a f -n1 git`, "Bash(git push *)"}, {`=git push x`, "Bash(git push *)"},
 		{`nocorrect git push x`, "Bash(git push *)"}, {`- git push x`, "Bash(git push *)"}, {`repeat 1 git push x`, "Bash(git push *)"},
+		// One quoted word: anything its literals allow, blanks and slashes in the expansion too.
+		{`rm -f "$f"`, "Bash(rm -rf *)"}, {`rm "-r$x" y`, "Bash(rm -rf *)"}, {`git "$p"sh origin`, "Bash(git push *)"},
+		{`git "pu$x" origin`, "Bash(git push *)"}, {`cat "$d"/shadow`, "Bash(cat /etc/shadow)"},
+		{`git "$(echo push) origin"`, "Bash(git push origin)"}, {`rm "$@"`, "Bash(rm -rf *)"}, {`rm "${a[@]}"`, "Bash(rm -rf *)"},
+		{`rm "${x:-$@}"`, "Bash(rm -rf *)"}, {`rm $f`, "Bash(rm -rf *)"}, {`rm ./$f`, "Bash(rm -rf *)"},
+		{`git -C . -- "$x"`, "Bash(git -C . -- push)"},
 	} {
 		add(matrix(call{name: "deny through expansion " + c.cmd, cmd: c.cmd, bash: realBash(c.cmd), deny: []string{c.rule}}, D, D, D, D, D, D, D)...)
 	}
 	for _, c := range []struct{ cmd, rule string }{
 		{`git add *.go`, "Bash(git push *)"}, {`ls *.go`, "Bash(ls -la *)"}, {`rm *.o`, "Bash(rm -rf *)"},
 		{`echo {a,b}`, "Bash(echo c *)"}, {`git log --format=%H -- {a,b}.go`, "Bash(git push *)"},
+		// The safe spellings of a file known at run time: no option can come of them.
+		{`rm -- "$f"`, "Bash(rm -rf *)"}, {`rm -f -- "$f"`, "Bash(rm -rf *)"}, {`rm ./"$f"`, "Bash(rm -rf *)"},
+		{`rm "$dir"/x.o`, "Bash(rm -rf *)"}, {`rm -f "$tmp".bak`, "Bash(rm -rf *)"},
+		// Past --, whatever the shell makes of a word is an operand.
+		{`rm -- "$@"`, "Bash(rm -rf *)"}, {`rm -- $f`, "Bash(rm -rf *)"}, {`rm -f -- "${a[@]}"`, "Bash(rm -rf *)"},
 	} {
 		add(call{name: "expansion that cannot spell the rule " + c.cmd, mode: permission.ModeBypassPermissions, cmd: c.cmd, bash: realBash(c.cmd), deny: []string{c.rule}, want: A})
 	}

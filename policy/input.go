@@ -293,14 +293,14 @@ func denyWords(f *permission.Facts) *ast.Term {
 		for _, s := range c.Subcommands {
 			w := matchWords(s)
 			if s.DenyGlobs != nil && len(w) == len(s.DenyGlobs) {
-				w = globMarked(w, s.DenyGlobs)
+				w = globMarked(w, s.DenyGlobs, s.DenyShapes)
 			}
 			ts = append(ts, strs(w))
 			for _, v := range optionSkips(w) {
 				ts = append(ts, strs(v))
 			}
 			if e := s.DenyExpanded; e != nil {
-				aw := globMarked(e.Words, e.Globs)
+				aw := globMarked(e.Words, e.Globs, e.Shapes)
 				ts = append(ts, strs(aw))
 				for _, v := range optionSkips(aw) {
 					ts = append(ts, strs(v))
@@ -330,7 +330,7 @@ func denyWords(f *permission.Facts) *ast.Term {
 
 // globMarked is words with each word the shell expands marked for the matcher
 // (permission.MatchBashGlobs) with what it may become.
-func globMarked(words []string, globs []classifier.GlobKind) []string {
+func globMarked(words []string, globs []classifier.GlobKind, shapes []string) []string {
 	if len(globs) != len(words) {
 		return words
 	}
@@ -341,6 +341,12 @@ func globMarked(words []string, globs []classifier.GlobKind) []string {
 			out[i] = permission.GlobPatternMark + w
 		case classifier.GlobAny:
 			out[i] = permission.GlobAnyMark + w
+		case classifier.GlobOne:
+			if len(shapes) != len(words) {
+				out[i] = permission.GlobAnyMark + w // no shape to go by: any words
+				continue
+			}
+			out[i] = permission.GlobOneMark + shapes[i]
 		default:
 			out[i] = w
 		}
@@ -380,10 +386,19 @@ func optionSkips(w []string) [][]string {
 		if isOpt(k) {
 			continue
 		}
+		if w[k-1] == "--" && isMarked(w[k]) {
+			// Past --, an expansion is an operand: `rm -- "$f"` never reads as `rm -rf`.
+			break
+		}
 		v := make([]string, 0, 1+len(w)-k)
 		out = append(out, append(append(v, w[0]), w[k:]...))
 	}
 	return out
+}
+
+// isMarked reports a word globMarked marked as one the shell expands.
+func isMarked(w string) bool {
+	return w != "" && strings.IndexByte(permission.GlobMarks, w[0]) >= 0
 }
 
 // commandWords is the command text split on whitespace, for text the classifier could not
