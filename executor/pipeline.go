@@ -271,7 +271,11 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 			if err := decideForeign(st); err != nil {
 				return err
 			}
-			if tool, in, isFile := agentFileTool(*st.req); isFile {
+			tool, in, isFile, err := agentFileTool(*st.req)
+			if err != nil {
+				return err
+			}
+			if isFile {
 				// The agent's NotebookEdit writes its notebook_path itself (NotebookRead and LS
 				// read theirs): past the rules that name the tool, it is decided as the Write
 				// or Read it amounts to (the daemon's deny paths, protected paths, Edit and
@@ -305,31 +309,54 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 
 // agentFileTool is a call of a file tool the agent runs itself as the sandboxd tool it amounts
 // to, for a decision: NotebookEdit as the Write of its notebook_path (the cell's new source as
-// the content), NotebookRead as its Read, LS as the Read of its path. False for another tool,
-// or an input with no path.
-func agentFileTool(req Request) (string, json.RawMessage, bool) {
-	var in struct {
-		Notebook string `json:"notebook_path"`
-		Source   string `json:"new_source"`
-		Path     string `json:"path"`
-	}
-	if json.Unmarshal(req.Input, &in) != nil {
-		return "", nil, false
-	}
-	var tool string
-	var as map[string]string
-	switch {
-	case req.Tool == "NotebookEdit" && in.Notebook != "":
-		tool, as = "Write", map[string]string{"file_path": in.Notebook, "content": in.Source}
-	case req.Tool == "NotebookRead" && in.Notebook != "":
-		tool, as = "Read", map[string]string{"file_path": in.Notebook}
-	case req.Tool == "LS" && in.Path != "":
-		tool, as = "Read", map[string]string{"file_path": in.Path}
+// the content), NotebookRead as its Read, LS as the Glob of everything below its path (an
+// agent's LS lists a tree). isFile is false for
+// another tool. The agent reads its keys as written: an input whose path is missing, not a
+// string, or given again in another case is an error, never a tool left to --unknown-tool.
+func agentFileTool(req Request) (tool string, in json.RawMessage, isFile bool, err error) {
+	var key string
+	switch req.Tool {
+	case "NotebookEdit":
+		tool, key = "Write", "notebook_path"
+	case "NotebookRead":
+		tool, key = "Read", "notebook_path"
+	case "LS":
+		tool, key = "Glob", "path" // it lists the tree below its path
 	default:
-		return "", nil, false
+		return "", nil, false, nil
+	}
+	fail := func(format string, a ...any) (string, json.RawMessage, bool, error) {
+		return "", nil, true, errcode.New(errcode.SchemaInvalid, fmt.Errorf("%s: %s", req.Tool, fmt.Sprintf(format, a...)))
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(req.Input, &top) != nil || top == nil {
+		return fail("the input is not a JSON object")
+	}
+	for k := range top {
+		if k != key && strings.EqualFold(k, key) {
+			return fail("%q is %s in another case; give it once, as %s", k, key, key)
+		}
+	}
+	var path string
+	if raw, ok := top[key]; !ok || json.Unmarshal(raw, &path) != nil || path == "" {
+		return fail("%s must be a non-empty string", key)
+	}
+	as := map[string]string{"file_path": path}
+	if tool == "Glob" {
+		as = map[string]string{"pattern": "**", "path": path}
+	}
+	if req.Tool == "NotebookEdit" {
+		var src string
+		if raw, ok := top["new_source"]; ok && json.Unmarshal(raw, &src) != nil {
+			return fail("new_source must be a string")
+		}
+		as["content"] = src
 	}
 	b, err := json.Marshal(as)
-	return tool, b, err == nil
+	if err != nil {
+		return fail("%v", err)
+	}
+	return tool, b, true, nil
 }
 
 // decideForeign holds the session's deny and ask rules on a call of a tool sandboxd does not

@@ -111,17 +111,35 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			// The agent's own Glob walks outside any sandbox, and lists what the sandbox
 			// hides wherever its walk meets it (h*/* below a hidden dir): a walk that may,
 			// from where it starts, is refused, as the agent's own Grep of such a tree is.
-			starts := globDirs(root, c.Input.String("pattern"))
-			for _, f := range facts.Paths {
-				if slices.Contains(starts, f.Requested) {
-					if err := h.checkTreeUnconfined(c, f.Resolved, "Glob"); err != nil {
-						return permission.ToolFacts{}, err
-					}
+			for _, start := range agentGlobStarts(root, c.Input.String("pattern")) {
+				i := slices.IndexFunc(facts.Paths, func(f permission.PathFact) bool { return f.Requested == start })
+				resolved := ""
+				if i >= 0 {
+					resolved = facts.Paths[i].Resolved
+				} else if resolved, _, err = h.resolveFor(ctx, c, start); err != nil {
+					return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", start, err)
+				}
+				if err := h.checkTreeUnconfined(c, resolved, "Glob"); err != nil {
+					return permission.ToolFacts{}, err
 				}
 			}
 		}
 		return facts, nil
 	}
+}
+
+// agentGlobStarts is globDirs for the agent's own Glob, which may hand its pattern to ripgrep
+// as a -g glob: there a pattern with no slash matches names at any depth (h.txt finds
+// hidden/h.txt) and a !pattern every name it does not match, so such an alternative walks the
+// whole tree under root.
+func agentGlobStarts(root, pattern string) []string {
+	starts := globDirs(root, pattern)
+	for _, alt := range worker.ExpandBraces(pattern) {
+		if !strings.Contains(strings.TrimSuffix(alt, "/"), "/") || strings.HasPrefix(alt, "!") {
+			return append(starts, root)
+		}
+	}
+	return starts
 }
 
 // globDirs lists where the worker's walk for pattern under root starts, per brace

@@ -1044,6 +1044,33 @@ func TestHookNotebookEditIsAWrite(t *testing.T) {
 			}
 		}
 	}
+	// The agent reads its keys as written: the path in another case beside it, or a key of
+	// the wrong type, is refused, not decided on the other path or left to --unknown-tool.
+	hidden, open := filepath.Join(private, "x.ipynb"), filepath.Join(work, "n.ipynb")
+	for i, c := range []struct {
+		tool  string
+		input map[string]any
+	}{
+		{"NotebookEdit", map[string]any{"notebook_path": hidden, "Notebook_path": open, "new_source": "x"}},
+		{"NotebookEdit", map[string]any{"notebook_path": hidden, "new_source": "x", "path": 1}},
+		{"NotebookEdit", map[string]any{"notebook_path": open, "new_source": 1}},
+		{"NotebookEdit", map[string]any{"NOTEBOOK_PATH": open, "new_source": "x"}},
+		{"NotebookRead", map[string]any{"notebook_path": hidden, "NOTEBOOK_PATH": open}},
+		{"LS", map[string]any{"path": private, "PATH": work}},
+		{"LS", map[string]any{"path": []string{work}}},
+	} {
+		for _, flags := range [][]string{nil, {"--unknown-tool", "pass"}} {
+			out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-nk", i), "cwd": work,
+				"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": c.tool, "tool_input": c.input}, flags...)
+			if out == "" {
+				t.Errorf("%s %v %v: no answer", c.tool, c.input, flags)
+				continue
+			}
+			if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != "deny" {
+				t.Errorf("%s %v %v: %+v, want deny", c.tool, c.input, flags, a.HookSpecificOutput)
+			}
+		}
+	}
 }
 
 // TestHookGlobOverHiddenPaths: the agent's own Glob walks outside any sandbox, so one whose
@@ -1068,6 +1095,9 @@ func TestHookGlobOverHiddenPaths(t *testing.T) {
 	}{
 		{"hidden/*", "deny"}, {"h*/*", "deny"}, {"*/s.txt", "deny"}, {"**/s.txt", "deny"}, {"[h]idden/*", "deny"},
 		{"src/*.go", "allow"},
+		// ripgrep's -g, which an agent's Glob may use: a name with no slash at any depth, and
+		// a negated pattern everything else.
+		{"s.txt", "deny"}, {"{s.txt,x}", "deny"}, {"!nothing", "deny"}, {"src/!x", "allow"},
 	} {
 		out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-g", i), "cwd": work,
 			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": "Glob",
@@ -1083,6 +1113,7 @@ func TestHookGlobOverHiddenPaths(t *testing.T) {
 		input map[string]any
 	}{
 		{"LS", map[string]any{"path": filepath.Join(work, "hidden")}},
+		{"LS", map[string]any{"path": work}}, // it lists the tree, hidden/ too
 		{"NotebookRead", map[string]any{"notebook_path": filepath.Join(work, "hidden", "n.ipynb")}},
 	} {
 		out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-r", i), "cwd": work,
