@@ -270,6 +270,9 @@ type walker struct {
 	// setsVars and hasArith together fail a line: bash re-evaluates variable
 	// values in arithmetic context, so x='a[$(id)]'; ((x)) runs id.
 	setsVars, hasArith bool
+	// declSubscript: a declaration builtin names a subscript (declare 'a[$(id)]=1'), or a
+	// name known only at run time, which bash evaluates.
+	declSubscript bool
 	// unsupported is the reason of the first construct we refuse to reason
 	// about (coproc, ...).
 	unsupported string
@@ -524,8 +527,17 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		sb.args = append(sb.args, word{val: cmd.Variant.Value, src: cmd.Variant.Value, static: true})
 		for _, a := range cmd.Args {
 			w.node(a)
+			if a.Index != nil || a.Array != nil && slices.ContainsFunc(a.Array.Elems, func(e *syntax.ArrayElem) bool { return e.Index != nil }) {
+				w.declSubscript = true // declare a[$(x)]=1, declare -A a=([$(x)]=1)
+			}
 			if a.Value != nil && a.Name == nil {
-				sb.args = append(sb.args, evalWord(w.src, a.Value))
+				v := evalWord(w.src, a.Value)
+				if name, _, _ := strings.Cut(v.val, "="); !v.static || strings.ContainsRune(name, '[') {
+					// declare 'a[$(x)]=1' evaluates the subscript, and a name known only at
+					// run time may hold one.
+					w.declSubscript = true
+				}
+				sb.args = append(sb.args, v)
 				continue
 			}
 			aw := evalAssign(w.src, a)
@@ -674,7 +686,7 @@ func (w *walker) dataMayHoldCode(c *Classification) bool {
 func evaluatingDecl(c *Classification) bool {
 	for _, s := range c.Subcommands {
 		for _, a := range s.Argv {
-			if len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.ContainsAny(a[1:], "iaAZLREF") {
+			if len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.ContainsAny(a[1:], "iaAZLREFn") {
 				return true
 			}
 		}
@@ -1037,7 +1049,7 @@ func (w *walker) finish() *Classification {
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
-	if (evalsData(c.Reason) || c.Reason == "declaration" && evaluatingDecl(c)) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
+	if (evalsData(c.Reason) || c.Reason == "declaration" && (w.declSubscript || evaluatingDecl(c))) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
 		// x='a[$(touch x)]'; echo $((x)) runs touch, a command no word of the line names:
 		// the line meets every Bash deny and ask rule, as a script it cannot read would.
 		c.Subcommands[0].Opaque = true

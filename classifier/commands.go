@@ -550,7 +550,7 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 		if !lenient {
 			return 0, "executes_code"
 		}
-		i, _ := skip(optSpec{shortArg: "IaLnPsdE", shortOpt: "iel", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-lines", "max-chars", "replace", "eof", "process-slot-var"}})
+		i, _ := skip(optSpec{shortArg: "IaLnPsdE", shortOpt: "iel", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}})
 		return i, ""
 	case "sudo":
 		if !lenient {

@@ -62,10 +62,13 @@ func denyGlobs(out *Subcommand, sb *sub) {
 	if appended {
 		globs = make([]GlobKind, len(out.DenyPrefix))
 	}
+	repl := xargsReplace(sb.args[:off])
 	for i := 1; i < len(out.DenyPrefix); i++ {
 		a := sb.args[off+i]
 		kind := GlobNone
 		switch {
+		case repl != "" && strings.Contains(a.val, repl):
+			kind = GlobAny // xargs -I{} rm {} x: a line of its input stands there
 		case !a.static:
 			kind = GlobAny
 			if shape, ok := wordShape(a.node); ok {
@@ -194,6 +197,31 @@ func xargsAppends(wrappers []word) bool {
 		}
 	}
 	return in
+}
+
+// xargsReplace is the text an xargs among the wrappers before a command replaces with each
+// line it reads (-I R, -IR, -i[R], --replace[=R]; {} by default), or "".
+func xargsReplace(wrappers []word) string {
+	in := false
+	for i, a := range wrappers {
+		switch {
+		case !a.static:
+		case baseName(a.val) == "xargs":
+			in = true
+		case !in:
+		case a.val == "-I" && i+1 < len(wrappers):
+			return wrappers[i+1].val
+		case strings.HasPrefix(a.val, "-I"):
+			return a.val[2:]
+		case a.val == "-i" || a.val == "--replace":
+			return "{}"
+		case strings.HasPrefix(a.val, "-i"):
+			return a.val[2:]
+		case strings.HasPrefix(a.val, "--replace="):
+			return strings.TrimPrefix(a.val, "--replace=")
+		}
+	}
+	return ""
 }
 
 // braceExpanded is a command's deny words with each brace word replaced by the words its

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -56,6 +57,13 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	if sb.opaque {
 		return
 	}
+	if name := baseName(ws[0].val); xargsIn(sb.args[:k]) && (shellNames[name] || name == "eval" || runners[name] || name == "busybox" ||
+		xargsReplace(sb.args[:k]) != "" && strings.Contains(ws[0].val, xargsReplace(sb.args[:k]))) {
+		// echo 'git push' | xargs sh -c: the script, or the command line, is what xargs reads
+		// (or the command itself: xargs -I{} {} x).
+		sb.opaque = true
+		return
+	}
 	switch name := baseName(ws[0].val); {
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
@@ -70,7 +78,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 	case name == "eval":
 		parts := make([]string, 0, len(ws)-1)
-		for _, a := range ws[1:] {
+		args := ws[1:]
+		if len(args) > 0 && args[0].static && args[0].val == "--" {
+			args = args[1:] // eval -- CMD
+		}
+		for _, a := range args {
 			if !a.static {
 				sb.opaque = true
 				return
@@ -129,6 +141,9 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 			if n, v, ok := strings.Cut(a.val, "="); ok && n != "" {
 				w.nestedScript(sb, v, w.opts.Shell)
 				sb.dirsUnknown = true // it runs later, after whatever cd comes next
+				// And NAME, a command no rule names, then runs it with the words after
+				// it (alias g=git; g push): the line is opaque.
+				sb.opaque = true
 			}
 		}
 	case name == "find":
@@ -150,12 +165,20 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if name == "ssh" {
 			w.sshCommands(sb, ws[1:])
 		}
+		if name == "script" && !scriptRunsCommand(ws[1:]) {
+			// script with no -c runs $SHELL on what it reads (echo 'git push' | script -q F).
+			sb.opaque = true
+		}
 		if name == "parallel" || name == "sem" {
 			// Each job is its command with words read from input (stdin, :::, -a FILE) after
 			// it, or put where {} stands: no word shows them (echo push | parallel git).
 			sb.opaque = true
 		}
 		w.nestedTails(sb, ws[1:])
+	case (name == "npm" || name == "pnpm" || name == "yarn") && len(ws) > 1 && ws[1].static &&
+		(ws[1].val == "exec" || ws[1].val == "x" || ws[1].val == "dlx"):
+		// npm exec -c CMD, npm exec --call=CMD, pnpm dlx CMD: a runner's tails.
+		w.nestedTails(sb, ws[2:])
 	case name == "wget":
 		if wgetRunsProgram(ws[1:]) {
 			sb.opaque = true
@@ -170,6 +193,15 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		// splits a string into a command line), so what it runs is not known.
 		sb.opaque = true
 	}
+}
+
+// gitTransportKey reports a git config key that makes a remote run a command: protocol.*
+// allows the ext:: transport (git's command line as a remote), and url.*.insteadOf or any
+// value naming ext:: turns a remote into one (url.ext::sh -c CMD.insteadOf=zz; fetch zz).
+func gitTransportKey(k, v string) bool {
+	k = strings.ToLower(k)
+	return strings.HasPrefix(k, "protocol.") || strings.HasPrefix(k, "url.") || strings.Contains(k, "ext::") ||
+		strings.Contains(v, "ext::")
 }
 
 // commandVar reports a variable whose value programs run as a shell command: git's and
@@ -232,7 +264,9 @@ func (w *walker) commandVars(sb *sub, wrappers []word) {
 		if i := strings.IndexByte(name, '['); i >= 0 {
 			name = name[:i] // a[k]=v sets a
 		}
-		if commandTable(name) || codeFileVar(name) {
+		if commandTable(name) || codeFileVar(name) || name == "GIT_ALLOW_PROTOCOL" ||
+			strings.HasPrefix(name, "GIT_CONFIG_KEY_") && (!value.static || gitTransportKey(value.val, "")) ||
+			strings.HasPrefix(name, "GIT_CONFIG_VALUE_") && value.static && strings.Contains(value.val, "ext::") {
 			sb.opaque = true
 			return
 		}
@@ -287,6 +321,9 @@ func (w *walker) nestedGitConfig(sb *sub, ws []word) {
 				kv = ws[i].val
 			}
 			k, v, ok := strings.Cut(kv, "=")
+			if gitTransportKey(k, v) {
+				sb.opaque = true
+			}
 			if strings.HasPrefix(strings.ToLower(k), "alias.") {
 				// An alias names the command it runs in its value, under a name no rule
 				// names (git -c alias.p=push p): a git line setting one is opaque, and a
@@ -335,7 +372,7 @@ var runners = map[string]bool{
 	"mpiexec": true, "orterun": true, "run-one": true, "cgexec": true, "timelimit": true,
 	"minijail0": true, "nsjail": true, "proot": true, "schroot": true, "flatpak-spawn": true,
 	"distrobox-enter": true, "catatonit": true, "tini": true, "dumb-init": true,
-	"dpkg-architecture": true,
+	"dpkg-architecture": true, "zargs": true, "emulate": true,
 	// setarch by the names of the architectures it is linked as (i386 curl x).
 	"i386": true, "i486": true, "i586": true, "i686": true, "x86_64": true, "ia64": true,
 	"aarch64": true, "arm64": true, "arm": true, "armv7l": true, "armv8l": true, "ppc": true,
@@ -385,7 +422,70 @@ func (w *walker) nestedTails(sb *sub, ws []word) {
 		if sb.opaque {
 			return
 		}
+		// The command attached to an option: script -qc'git push' F, su --command=CMD.
+		for _, head := range attachedValues(ws[i].val) {
+			parts[0] = head
+			w.nestedScript(sb, strings.Join(parts, " "), shellAny)
+			if sb.opaque {
+				return
+			}
+		}
 	}
+}
+
+// maxClusterLetters bounds the options of one -abcVALUE word read for an attached value.
+const maxClusterLetters = 8
+
+// attachedValues are the values an option word may carry attached: after the = of a long
+// option, and after each letter of a short cluster (-qcCMD: cCMD, CMD, …).
+func attachedValues(v string) []string {
+	if strings.HasPrefix(v, "--") {
+		if _, val, ok := strings.Cut(v, "="); ok {
+			return []string{val}
+		}
+		return nil
+	}
+	var out []string
+	for j := 2; len(v) > 2 && v[0] == '-' && j < len(v) && j <= maxClusterLetters+1; j++ {
+		if c := v[j-1]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			break
+		}
+		out = append(out, v[j:])
+	}
+	return out
+}
+
+// scriptRunsCommand reports a script(1) line given a command (-c CMD, -qcCMD,
+// --command[=]CMD) rather than left to run $SHELL on its input.
+func scriptRunsCommand(ws []word) bool {
+	for _, a := range ws {
+		if !a.static {
+			return true // read as tails, and opaque there
+		}
+		v := a.val
+		if v == "--" {
+			return false
+		}
+		if strings.HasPrefix(v, "--c") {
+			return true
+		}
+		if len(v) > 1 && v[0] == '-' && v[1] != '-' {
+			for _, c := range v[1:] {
+				if c == 'c' {
+					return true
+				}
+				if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+					break
+				}
+			}
+		}
+	}
+	return false
+}
+
+// xargsIn reports an xargs among a command's wrappers.
+func xargsIn(wrappers []word) bool {
+	return slices.ContainsFunc(wrappers, func(a word) bool { return a.static && baseName(a.val) == "xargs" })
 }
 
 // nestedShell handles sh/bash/...: -c STRING runs STRING, an operand is a script file

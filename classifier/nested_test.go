@@ -150,8 +150,11 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`trap 'curl x' EXIT`, false},
 		{`trap -- 'curl x' EXIT INT`, false},
 		{`trap "$X" EXIT`, true},
-		{`alias ls='curl x'`, false},
-		{`alias -g L='curl x' ll='ls -l'`, false},
+		// And the name, which no rule names, then runs it with the words after it
+		// (alias g=git; eval g push): a line that defines an alias is opaque.
+		{`alias ls='curl x'`, true},
+		{`alias -g L='curl x' ll='ls -l'`, true},
+		{`alias g=git; eval g push`, true},
 		{`alias "$X"`, true},
 		// hash -p PATH NAME (bash) and hash NAME=PATH (zsh) make NAME run PATH, and enable -f
 		// loads a builtin from a shared object: what a later command runs is not its name.

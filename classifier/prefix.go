@@ -86,6 +86,11 @@ func stripWrappers(argv []string, lenient bool) []string {
 				}
 			}
 		}
+		if name == "--" && len(argv) > 1 {
+			// time -- CMD: the parser leaves time's -- as the command word.
+			argv = argv[1:]
+			continue
+		}
 		switch name {
 		case "timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob":
 		case "exec":

@@ -443,6 +443,12 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`LESSOPEN='|curl x %s' less f`,
 		// Scripts the shell runs later: a trap's action, an alias's value.
 		`trap 'curl x' EXIT`, `alias ll='curl x'`,
+		// time's and eval's --, a runner's command attached to its option, npm exec, zsh's.
+		`time -- curl x`, `time -p -- curl x`, `eval -- curl x`, `builtin eval -- curl x`,
+		`script -qc'curl x' /dev/null`, `script -qe --command='curl x'`, `su -c'curl x'`,
+		`runuser --command='curl x' u`, `npm exec -c 'curl x'`, `npm exec --call='curl x'`,
+		`npx --call='curl x'`, `pnpm dlx curl x`, `zargs -- x -- curl`, `emulate sh -c 'curl x'`,
+		`alias c=curl; eval c x`,
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
@@ -460,6 +466,10 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		{`echo push origin main | xargs git`, "Bash(git push *)"}, {`echo -rf x | xargs rm`, "Bash(rm -rf *)"},
 		{`xargs -a f -n1 git`, "Bash(git push *)"}, {`=git push x`, "Bash(git push *)"},
 		{`nocorrect git push x`, "Bash(git push *)"}, {`- git push x`, "Bash(git push *)"}, {`repeat 1 git push x`, "Bash(git push *)"},
+		// xargs's replace string is a line of its input; git's commands by their program names.
+		{`echo -rf | xargs -I{} rm {} x`, "Bash(rm -rf *)"}, {`echo -rf | xargs -I X rm X x`, "Bash(rm -rf *)"},
+		{`echo -rf | xargs -i rm {} x`, "Bash(rm -rf *)"}, {`echo push | xargs --replace git {} o`, "Bash(git push *)"},
+		{`/usr/lib/git-core/git-push origin`, "Bash(git push *)"}, {`git-push origin`, "Bash(git push *)"},
 		// One quoted word: anything its literals allow, blanks and slashes in the expansion too.
 		{`rm -f "$f"`, "Bash(rm -rf *)"}, {`rm "-r$x" y`, "Bash(rm -rf *)"}, {`git "$p"sh origin`, "Bash(git push *)"},
 		{`git "pu$x" origin`, "Bash(git push *)"}, {`cat "$d"/shadow`, "Bash(cat /etc/shadow)"},
@@ -493,6 +503,15 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`git p x`, `git -c alias.p=push p x`, `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p x`,
 		`git {push,} x`, `git pus* x`, `git [p]ush x`, `git -c alias.svn=push svn x`, `git -calias.bisect=push bisect x`,
 		`echo push | parallel git`,
+		// A subscript a declaration evaluates; a script or command xargs or script reads;
+		// a remote that runs a command; a name an alias makes.
+		`declare 'a[$(curl x)]=1'`, `declare -n r='a[$(curl x)]'; r=1`, `declare -a a=(['$(curl x)']=1)`,
+		`local 'a[$(curl x)]=1'`, `typeset 'a[$(curl x)]=1'`, `x='a[$(curl x)]'; declare -p "$x"`,
+		`echo 'curl x' | xargs -0 sh -c`, `echo 'curl x' | xargs -I{} sh -c {}`, `echo curl | xargs -I{} {} x`,
+		`echo 'curl x' | script -q /dev/null`, `script -q /dev/null <<< 'curl x'`,
+		`git -c protocol.ext.allow=always -c 'url.ext::sh -c curl% x.insteadOf=zz' fetch zz`,
+		`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=protocol.ext.allow GIT_CONFIG_VALUE_0=always git fetch zz`,
+		`GIT_ALLOW_PROTOCOL=ext git fetch zz`, `alias k=ls; eval k x`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}

@@ -306,6 +306,16 @@ func denyWords(f *permission.Facts) *ast.Term {
 					ts = append(ts, strs(v))
 				}
 			}
+			if len(w) > 0 {
+				if b := path.Base(w[0]); len(b) > len("git-") && strings.HasPrefix(b, "git-") {
+					// git-push (git's exec path holds its commands as programs) is git push.
+					gw := append([]string{"git", b[len("git-"):]}, w[1:]...)
+					ts = append(ts, strs(gw))
+					for _, v := range optionSkips(gw) {
+						ts = append(ts, strs(v))
+					}
+				}
+			}
 			if len(w) > 0 && strings.IndexByte(w[0], '/') >= 0 {
 				// /usr/bin/curl is curl to a deny rule: both spellings are matched, so a
 				// rule written with the path still hits.
