@@ -1062,6 +1062,11 @@ func (w *walker) finish() *Classification {
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}
+	if c.symlinks && !slices.Contains(c.Risks, RiskCriticalPathRm) && removesFiles(w.subs) {
+		// ln -s . me; rm -rf me/: a link the line makes may lead an rm's target to the cwd,
+		// the home or /, which no name shows.
+		c.Risks = append(c.Risks, RiskCriticalPathRm)
+	}
 	if c.symlinks && (len(c.Paths) > c.linkUses || c.PathsIncomplete) {
 		// A symbolic link the line makes leads a name elsewhere than when the line was
 		// decided: `ln -s .. up; cat up/keys/id.key` reads ../keys/id.key, which no path here

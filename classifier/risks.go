@@ -446,6 +446,8 @@ func criticalRm(sb *sub, opts Options) bool {
 			break
 		}
 	}
+	dirs, chdir := wrapperDirs(sb.args[:max(0, start-1)], sb.dirs, opts.Cwd)
+	dirUnknown := sb.dirsUnknown || chdir
 	for _, a := range sb.args[start:] {
 		if a.static && strings.HasPrefix(a.val, "-") {
 			continue
@@ -458,38 +460,105 @@ func criticalRm(sb *sub, opts Options) bool {
 			}
 			continue
 		}
-		if !a.static {
-			continue
-		}
-		if a.tilde && !strings.HasPrefix(a.val, "~/") && a.val != "~" {
-			// ~user/R, ~+/R, ~-/R: a home or a cwd known only when it runs, and R under it,
-			// which may be this cwd or an ancestor (rm -rf ~alice/proj from inside proj).
-			_, r, _ := strings.Cut(a.val, "/")
-			if mayNameCritical(r, opts) {
-				return true
-			}
-			continue
-		}
-		if a.glob && globMayBeCritical(a.val, append([]string{opts.Cwd}, sb.dirs...), opts) {
-			return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
-		}
-		if sb.dirsUnknown && !path.IsAbs(a.val) && !a.tilde && mayNameCritical(a.val, opts) {
-			return true // cd "$HOME" && rm -rf proj: a cd the line cannot follow, to proj's parent
-		}
-		// A relative target is judged from every directory a cd before it may have left the
-		// line in: cd / && rm -rf usr removes /usr.
-		for _, d := range sb.dirs {
-			o := opts
-			o.Cwd = d
-			if criticalPath(a.val, a.tilde, o) || !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
-				return true
-			}
-		}
-		if criticalPath(a.val, a.tilde, opts) {
+		if a.static && staticTargetCritical(a, dirs, opts, dirUnknown) {
 			return true
 		}
 	}
 	return false
+}
+
+// removesFiles reports a line that may remove a directory: an rm -r or -d, an rmdir, or a
+// find that deletes.
+func removesFiles(subs []*sub) bool {
+	for _, sb := range subs {
+		vals := make([]string, len(sb.args))
+		for i, b := range sb.args {
+			vals[i] = b.val
+		}
+		for i, a := range sb.args {
+			if !a.static {
+				continue
+			}
+			switch baseName(a.val) {
+			case "rmdir":
+				return true
+			case "rm":
+				if hasFlag(vals[i+1:], "rRd", "recursive", "dir") {
+					return true
+				}
+			case "find":
+				if findRemoves(vals[i+1:]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// staticTargetCritical reports whether a, a static target of rm or a root of a find that
+// removes, may be a critical path. dirUnknown says a cd or a wrapper's -C before the command
+// left it in a directory the line cannot follow.
+func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) bool {
+	if c := path.Clean(a.val); path.IsAbs(c) && (strings.HasPrefix(c, "/proc/") || strings.HasPrefix(c, "/dev/fd/")) {
+		return true // /proc/self/cwd/, /dev/fd/3/: a directory by another name
+	}
+	if a.tilde && !strings.HasPrefix(a.val, "~/") && a.val != "~" {
+		// ~user/R, ~+/R, ~-/R: a home or a cwd known only when it runs, and R under it,
+		// which may be this cwd or an ancestor (rm -rf ~alice/proj from inside proj).
+		_, r, _ := strings.Cut(a.val, "/")
+		return mayNameCritical(r, opts)
+	}
+	if a.glob && globMayBeCritical(a.val, append([]string{opts.Cwd}, dirs...), opts) {
+		return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
+	}
+	if dirUnknown && !path.IsAbs(a.val) && !a.tilde && mayNameCritical(a.val, opts) {
+		return true // cd "$HOME" && rm -rf proj, env -C .. rm -rf proj: proj's parent
+	}
+	// A relative target is judged from every directory a cd before it may have left the
+	// line in: cd / && rm -rf usr removes /usr.
+	for _, d := range dirs {
+		o := opts
+		o.Cwd = d
+		if criticalPath(a.val, a.tilde, o) || !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
+			return true
+		}
+	}
+	return criticalPath(a.val, a.tilde, opts)
+}
+
+// wrapperDirs are the directories a command runs in after the wrappers before it: the
+// line's (dirs), or each joined with the DIR of an env -C DIR (--chdir[=]DIR, sudo -D DIR).
+// unknown says a wrapper changes it in a way not read here.
+func wrapperDirs(ws []word, dirs []string, cwd string) (out []string, unknown bool) {
+	if !wrapperChdir(ws) {
+		return dirs, false
+	}
+	dir := ""
+	for i, a := range ws {
+		v := a.val
+		switch {
+		case (v == "-C" || v == "-D" || v == "--chdir") && i+1 < len(ws) && ws[i+1].static:
+			dir = ws[i+1].val
+		case strings.HasPrefix(v, "--chdir="):
+			dir = strings.TrimPrefix(v, "--chdir=")
+		case len(v) > 2 && (strings.HasPrefix(v, "-C") || strings.HasPrefix(v, "-D")) && !strings.HasPrefix(v, "--"):
+			dir = v[2:]
+		}
+	}
+	if dir == "" || strings.HasPrefix(dir, "~") {
+		return dirs, true
+	}
+	if len(dirs) == 0 {
+		dirs = []string{cwd}
+	}
+	for _, d := range dirs {
+		out = append(out, path.Join(d, dir)) // an absolute DIR stays itself
+		if path.IsAbs(dir) {
+			out[len(out)-1] = path.Clean(dir)
+		}
+	}
+	return out, false
 }
 
 // criticalFind is criticalRm for find: a find that removes everything it finds below a
@@ -523,16 +592,11 @@ func criticalFind(sb *sub, opts Options) bool {
 	if start == end {
 		return true // no root: the cwd
 	}
+	dirs, chdir := wrapperDirs(sb.args[:k], sb.dirs, opts.Cwd)
+	dirUnknown := sb.dirsUnknown || chdir
 	for _, a := range ws[start:end] {
-		if !a.static {
-			return true // known only when it runs: judged as / or the home, as rm's is
-		}
-		for _, d := range append([]string{opts.Cwd}, sb.dirs...) {
-			o := opts
-			o.Cwd = d
-			if criticalPath(a.val, a.tilde, o) {
-				return true
-			}
+		if !a.static || staticTargetCritical(a, dirs, opts, dirUnknown) {
+			return true // one known only when it runs is judged as / or the home, as rm's is
 		}
 	}
 	return false

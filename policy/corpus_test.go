@@ -669,6 +669,10 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`find ~ -delete`, `find / -mindepth 1 -delete`, `find -delete`, `find . -type f -delete`,
 		`find "$DIR" -delete`, `find / -exec rm -rf {} +`, `cd / && find usr -delete`, `/usr/bin/find ~ -delete`,
 		`find ~ -name '*' -delete`,
+		// A cd by another name, positional parameters, a link the line makes, /proc's names.
+		`env -C .. rm -rf w`, `env -C / rm -rf home`, `env --chdir=/ rm -rf usr`, `find ~+ -delete`,
+		`cd / ; find usr -delete`, `set -- ~; rm -rf "$@"`, `f() { rm -rf "$1"; }; f ~`,
+		`sh -c 'rm -rf "$1"' _ ~`, `ln -s . me; rm -rf me/`, `rm -rf /proc/self/cwd/`, `time -- rm -rf "$PWD"`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -677,7 +681,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		cs = append(cs, def, byp)
 	}
 	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
-		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`} {
+		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`,
+		`env -C sub rm -rf x`, `ln -s a b; rm -f c`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)

@@ -178,9 +178,10 @@ _critical_target(arg) if regex.match(`^["']*~[^/"']+["']*/*$`, arg)
 # ("$HOME/$NAME", ~/"$(cmd)", $PWD/./$X) is that directory, or an ancestor, when they are.
 _critical_target(arg) if regex.match("^[\"']*(~|\\$HOME|\\$\\{HOME(:?[-?=][^}]*)?\\}|\\$PWD|\\$\\{PWD(:?[-?=][^}]*)?\\}|\\$\\(pwd\\)|`pwd`)([\"'/.]|\\$[A-Za-z_][A-Za-z0-9_]*|\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`)*$", arg)
 
-# A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")") is known
+# A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")", "$1",
+# "$@") is known
 # only when it runs, and may then be / or the home directory: it is judged as such.
-_critical_target(arg) if regex.match("^[\"']*(\\$[A-Za-z_][A-Za-z0-9_]*|\\$\\{[^}]*\\}|\\$\\(.*\\)|`.*`)[\"']*/*$", arg)
+_critical_target(arg) if regex.match("^[\"']*(\\$[A-Za-z_][A-Za-z0-9_]*|\\$[0-9@*]|\\$\\{[^}]*\\}|\\$\\(.*\\)|`.*`)[\"']*/*$", arg)
 
 _critical_path("/")
 
