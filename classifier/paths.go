@@ -129,6 +129,9 @@ func init() {
 		"wget": {kind: pkFetch, opts: optSpec{shortArg: wgetShortArg, longArg: []string{"accept", "accept-regex", "append-output", "backups", "base", "bind-address", "body-data", "body-file", "ca-certificate", "ca-directory", "certificate", "certificate-type", "ciphers", "compression", "config", "connect-timeout", "crl-file", "cut-dirs", "default-page", "directory-prefix", "dns-timeout", "domains", "exclude-directories", "exclude-domains", "execute", "follow-tags", "ftp-password", "ftp-user", "header", "http-password", "http-user", "ignore-tags", "include-directories", "input-file", "level", "limit-rate", "load-cookies", "local-encoding", "method", "output-document", "output-file", "password", "pinnedpubkey", "post-data", "post-file", "prefer-family", "private-key", "private-key-type", "progress", "proxy-password", "proxy-user", "quota", "read-timeout", "referer", "regex-type", "reject", "reject-regex", "rejected-log", "remote-encoding", "report-speed", "restrict-file-names", "retry-on-http-error", "save-cookies", "secure-protocol", "start-pos", "timeout", "tries", "use-askpass", "user", "user-agent", "wait", "waitretry", "warc-dedup", "warc-file", "warc-header", "warc-max-size", "warc-tempdir"}, permute: true}},
 	}
 	pathSpecs["egrep"], pathSpecs["fgrep"] = pathSpecs["grep"], pathSpecs["grep"]
+	for n := range treeSearchers {
+		pathSpecs[n] = pathSpecs["grep"]
+	}
 	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh"} {
 		pathSpecs[sh] = pathSpec{kind: pkInterp, opts: optSpec{shortArg: "oO", longArg: []string{"rcfile", "init-file"}}, patOpts: "cs"}
 	}
@@ -1198,7 +1201,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		pc.unknown()
 	}
 	// A recursive search, diff or copy reads every file below a directory operand.
-	pc.tree = pc.tree || name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts) ||
+	pc.tree = pc.tree || searchesTree(name, opts) ||
 		spec.kind == pkCopy && recursiveCopy(opts)
 	if pc.tree && followsLinks(name, opts) || listsThroughLinks(name, opts) {
 		// A link below the dir leads wherever it leads (vendor -> ~/other): the files read
@@ -1214,7 +1217,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
 		}
-		if len(opWords) == 0 && (name == "rg" || strings.HasSuffix(name, "grep") && recursive(opts)) {
+		if len(opWords) == 0 && searchesTree(name, opts) {
 			// rg and grep -r with no path search the current directory.
 			pc.add(".", AccessRead, name, sb.dirs, sb.dirsUnknown)
 		}
@@ -1502,6 +1505,16 @@ func operandWords(out, ws []word, vals, operands []string) []word {
 }
 
 // recursive reports grep's -r/-R/--recursive/--dereference-recursive.
+// treeSearchers search every file below their operands, or below the cwd when given none,
+// whatever their options: grep -r under another name, and grep's kin (ag, ack, ugrep, …).
+var treeSearchers = map[string]bool{"rgrep": true, "ag": true, "ack": true, "ack-grep": true, "ugrep": true,
+	"ug": true, "pt": true, "sift": true}
+
+// searchesTree reports a search of every file below its operands (the cwd without any).
+func searchesTree(name string, opts []opt) bool {
+	return name == "rg" || treeSearchers[name] || strings.HasSuffix(name, "grep") && recursive(opts)
+}
+
 func recursive(opts []opt) bool {
 	for _, o := range opts {
 		if o.name == "r" || o.name == "R" || o.long && (longIs(o.name, "recursive") || longIs(o.name, "dereference-recursive")) ||

@@ -1106,6 +1106,18 @@ func TestHookGlobOverHiddenPaths(t *testing.T) {
 			t.Errorf("Glob %s: %+v, want %s", c.pattern, a.HookSpecificOutput, c.want)
 		}
 	}
+	// grep -r's kin search the tree below the cwd as the agent runs them, outside any sandbox.
+	for i, c := range []struct{ command, want string }{
+		{"rgrep HID", "deny"}, {"ag HID", "deny"}, {"ack HID .", "deny"}, {"ugrep -r HID", "deny"}, {"ug HID", "deny"},
+		{"rgrep HID src", "allow"},
+	} {
+		out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-s", i), "cwd": work,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": c.command}}, "--shell", "bash")
+		if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != c.want {
+			t.Errorf("Bash %s: %+v, want %s", c.command, a.HookSpecificOutput, c.want)
+		}
+	}
 	// The older tools that read what they name: decided as the Read they amount to, answered
 	// even with --unknown-tool pass.
 	for i, c := range []struct {
