@@ -59,11 +59,23 @@ func findRemoves(vals []string) bool {
 // findSelects reports whether find's expression picks files by a test on their name, time,
 // size, owner, ... (`find . -name '*.pyc' -delete`), rather than taking all of them, or all of
 // one type, as `find ~ -delete` and `find . -type f -delete` do.
+// A negation or an alternative may take every file whatever its tests (find . ! -name zzz
+// -delete), and a pattern of wildcards alone matches every name (-regex '.*', -path './*').
 func findSelects(vals []string) bool {
+	for _, v := range vals {
+		switch v {
+		case "!", "-not", "-o", "-or", ",":
+			return false
+		}
+	}
 	for i, v := range vals {
 		switch v {
-		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-lname", "-ilname":
-			if i+1 < len(vals) && strings.Trim(vals[i+1], "*") != "" {
+		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname":
+			if i+1 < len(vals) && strings.Trim(vals[i+1], "*?./") != "" {
+				return true
+			}
+		case "-regex", "-iregex":
+			if i+1 < len(vals) && strings.Trim(vals[i+1], ".*+?^$/") != "" {
 				return true
 			}
 		case "-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",

@@ -673,6 +673,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`env -C .. rm -rf w`, `env -C / rm -rf home`, `env --chdir=/ rm -rf usr`, `find ~+ -delete`,
 		`cd / ; find usr -delete`, `set -- ~; rm -rf "$@"`, `f() { rm -rf "$1"; }; f ~`,
 		`sh -c 'rm -rf "$1"' _ ~`, `ln -s . me; rm -rf me/`, `rm -rf /proc/self/cwd/`, `time -- rm -rf "$PWD"`,
+		// A find whose tests may take every file.
+		`find . -regex '.*' -delete`, `find . ! -name zzz -delete`, `find . -not -name zzz -delete`,
+		`find . -name x -o -type f -delete`, `find . -path './*' -delete`, `find . -name '?*' -delete`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
