@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -268,11 +269,13 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	t, ok := p.registry.Lookup(st.req.Tool)
 	if !ok || !t.IsEnabled() {
 		if st.decideOnly {
-			if err := decideForeign(st); err != nil {
-				return err
-			}
+			// The input's own faults first: a rule that names the tool would otherwise be
+			// matched against a path the agent never takes.
 			tool, in, isFile, err := agentFileTool(*st.req)
 			if err != nil {
+				return err
+			}
+			if err := decideForeign(st); err != nil {
 				return err
 			}
 			if isFile {
@@ -338,8 +341,8 @@ func agentFileTool(req Request) (tool string, in json.RawMessage, isFile bool, e
 		}
 	}
 	var path string
-	if raw, ok := top[key]; !ok || json.Unmarshal(raw, &path) != nil || path == "" {
-		return fail("%s must be a non-empty string", key)
+	if raw, ok := top[key]; !ok || json.Unmarshal(raw, &path) != nil || !filepath.IsAbs(path) {
+		return fail("%s must be an absolute path (a string starting with /)", key)
 	}
 	as := map[string]string{"file_path": path}
 	if tool == "Glob" {

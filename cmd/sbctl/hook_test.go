@@ -1058,6 +1058,7 @@ func TestHookNotebookEditIsAWrite(t *testing.T) {
 		{"NotebookRead", map[string]any{"notebook_path": hidden, "NOTEBOOK_PATH": open}},
 		{"LS", map[string]any{"path": private, "PATH": work}},
 		{"LS", map[string]any{"path": []string{work}}},
+		{"NotebookEdit", map[string]any{"notebook_path": "n.ipynb", "new_source": "x"}}, // the agent's are absolute
 	} {
 		for _, flags := range [][]string{nil, {"--unknown-tool", "pass"}} {
 			out := runHook(t, b, d.socket, u, rt, map[string]any{"session_id": fmt.Sprint("agent-nk", i), "cwd": work,
