@@ -169,13 +169,16 @@ func wordShape(w *syntax.Word) (shape string, ok bool) {
 }
 
 // oneWordParam reports a parameter expansion that, double-quoted, gives one word: a plain
-// $x or ${x} (or its length), never $@ or an array, an indirection or an operator form whose
-// word may hold "$@".
+// $x or ${x} (or its length), never $@ or $*, an array or subscript, an indirection, an
+// operator form whose word may hold "$@", or any of zsh's flags and modifiers ("${(@)a}",
+// "${=a}", "${^a}").
 func oneWordParam(p *syntax.ParamExp) bool {
 	if p.Param == nil || p.Param.Value == "@" || p.Param.Value == "*" {
 		return false
 	}
-	return !p.Excl && p.Index == nil && p.Slice == nil && p.Repl == nil && p.Exp == nil && p.Names == 0
+	return p.Flags == nil && !p.Excl && !p.Width && !p.IsSet && p.Split == syntax.OptUnset &&
+		p.GlobSubst == syntax.OptUnset && p.RcExpand == syntax.OptUnset && p.NestedParam == nil &&
+		p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil && p.Repl == nil && p.Names == 0 && p.Exp == nil
 }
 
 // xargsAppends reports whether the wrappers before a command include an xargs that puts the

@@ -48,3 +48,25 @@ func TestDenyShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyShapesZsh: zsh's flags and modifiers make one quoted parameter many words, or a
+// glob: any words.
+func TestDenyShapesZsh(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{`git "${(@)a}"`, `git "${=a}"`, `git "${^a}"`, `git "${~a}"`, `git "$a[@]"`,
+		`git "${a:h}"`, `git "${${a}}"`, `git "${(s: :)a}"`} {
+		c := Classify(cmd, Options{Shell: ShellZsh})
+		if c.ParseError != nil {
+			continue // not read at all: every deny rule meets its text
+		}
+		var s Subcommand
+		for _, sc := range c.Subcommands {
+			if sc.Text == cmd {
+				s = sc
+			}
+		}
+		if len(s.DenyGlobs) != 2 || s.DenyGlobs[1] != GlobAny {
+			t.Errorf("%s: globs %q, want any", cmd, s.DenyGlobs)
+		}
+	}
+}
