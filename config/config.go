@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -422,7 +425,93 @@ func Parse(data []byte, cfg *Config) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	return dec.Decode(cfg)
+	err = dec.Decode(cfg)
+	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
+		var doc any
+		if json.Unmarshal(js, &doc) == nil {
+			if msg := unknownKey(doc, reflect.TypeOf(*cfg), ""); msg != "" {
+				return errors.New(msg)
+			}
+		}
+	}
+	return err
+}
+
+// unknownKey names the first key of doc that t has no setting for, with its section and the
+// settings there are, or "". The decoder's own error names the key alone.
+func unknownKey(doc any, t reflect.Type, at string) string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() != reflect.Interface {
+		if t.Kind() == reflect.Slice {
+			if list, ok := doc.([]any); ok {
+				for i, v := range list {
+					if msg := unknownKey(v, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); msg != "" {
+						return msg
+					}
+				}
+			}
+			return ""
+		}
+		if t.Kind() == reflect.Map {
+			if m, ok := doc.(map[string]any); ok {
+				for k, v := range m {
+					if msg := unknownKey(v, t.Elem(), join(at, k)); msg != "" {
+						return msg
+					}
+				}
+			}
+			return ""
+		}
+		t = t.Elem()
+	}
+	m, ok := doc.(map[string]any)
+	if t.Kind() != reflect.Struct || !ok {
+		return ""
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "-" {
+			if name == "" {
+				name = f.Name
+			}
+			fields[name] = f.Type
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ft, ok := fields[k]
+		if !ok {
+			for n := range fields {
+				if strings.EqualFold(n, k) {
+					ft, ok = fields[n], true // the decoder takes a key in another case
+				}
+			}
+		}
+		if !ok {
+			known := slices.Sorted(maps.Keys(fields))
+			section := "top level"
+			if at != "" {
+				section = at
+			}
+			return fmt.Sprintf("%s is not a setting (the settings at %s: %s)", join(at, k), section, strings.Join(known, ", "))
+		}
+		if msg := unknownKey(m[k], ft, join(at, k)); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func join(at, k string) string {
+	if at == "" {
+		return k
+	}
+	return at + "." + k
 }
 
 // Validate runs the named checks and joins every failure.

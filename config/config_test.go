@@ -37,7 +37,9 @@ func TestLoad(t *testing.T) {
 		{"override", "admin_group: wheel\nsandbox:\n  pids_max: 64\n", "", func(c Config) bool {
 			return c.AdminGroup == "wheel" && c.Sandbox.PidsMax == 64 && c.Sandbox.MemoryMaxBytes == Default().Sandbox.MemoryMaxBytes
 		}},
-		{"unknown field", "admin_grup: wheel\n", "unknown field", nil},
+		{"unknown field", "admin_grup: wheel\n", "admin_grup is not a setting (the settings at top level: ", nil},
+		{"unknown field in a section", "sandbox:\n  deny_path: [/x]\n", "sandbox.deny_path is not a setting (the settings at sandbox: ", nil},
+		{"unknown field in a list", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hook: []\n", "hooks.PreToolUse[0].hook is not a setting", nil},
 		{"bad value", "max_parallel_calls: 0\n", "max_parallel_calls", nil},
 		{"bad hook", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: http\n      command: x\n", "hooks", nil},
 		{"not yaml", "{{{", "config", nil},
