@@ -474,8 +474,8 @@ func scriptRunsCommand(ws []word) bool {
 				if c == 'c' {
 					return true
 				}
-				if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-					break
+				if strings.ContainsRune("BIOTtmE", c) || !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+					break // the rest is this option's value (-Tcfile is -T cfile)
 				}
 			}
 		}

@@ -508,7 +508,7 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`declare 'a[$(curl x)]=1'`, `declare -n r='a[$(curl x)]'; r=1`, `declare -a a=(['$(curl x)']=1)`,
 		`local 'a[$(curl x)]=1'`, `typeset 'a[$(curl x)]=1'`, `x='a[$(curl x)]'; declare -p "$x"`,
 		`echo 'curl x' | xargs -0 sh -c`, `echo 'curl x' | xargs -I{} sh -c {}`, `echo curl | xargs -I{} {} x`,
-		`echo 'curl x' | script -q /dev/null`, `script -q /dev/null <<< 'curl x'`,
+		`echo 'curl x' | script -q /dev/null`, `script -q /dev/null <<< 'curl x'`, `script -qTc /dev/null <<< 'curl x'`,
 		`git -c protocol.ext.allow=always -c 'url.ext::sh -c curl% x.insteadOf=zz' fetch zz`,
 		`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=protocol.ext.allow GIT_CONFIG_VALUE_0=always git fetch zz`,
 		`GIT_ALLOW_PROTOCOL=ext git fetch zz`, `alias k=ls; eval k x`,
