@@ -270,9 +270,10 @@ type walker struct {
 	// setsVars and hasArith together fail a line: bash re-evaluates variable
 	// values in arithmetic context, so x='a[$(id)]'; ((x)) runs id.
 	setsVars, hasArith bool
-	// declSubscript: a declaration builtin names a subscript (declare 'a[$(id)]=1'), or a
-	// name known only at run time, which bash evaluates.
-	declSubscript bool
+	// evalsText: a word of the line is evaluated as code: a subscript in a name a builtin
+	// takes (declare 'a[$(id)]=1', unset 'a[$(id)]', read "$1"), a nameref's value, a name
+	// known only at run time, or an evalsData reason of any command's check.
+	evalsText bool
 	// unsupported is the reason of the first construct we refuse to reason
 	// about (coproc, ...).
 	unsupported string
@@ -528,14 +529,18 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 		for _, a := range cmd.Args {
 			w.node(a)
 			if a.Index != nil || a.Array != nil && slices.ContainsFunc(a.Array.Elems, func(e *syntax.ArrayElem) bool { return e.Index != nil }) {
-				w.declSubscript = true // declare a[$(x)]=1, declare -A a=([$(x)]=1)
+				w.evalsText = true // declare a[$(x)]=1, declare -A a=([$(x)]=1)
 			}
 			if a.Value != nil && a.Name == nil {
 				v := evalWord(w.src, a.Value)
+				if v.static && len(v.val) > 1 && (v.val[0] == '-' || v.val[0] == '+') && strings.ContainsRune(v.val[1:], 'n') {
+					w.evalsText = true // declare -n r=…: the value is a name, evaluated on use
+				}
 				if name, _, _ := strings.Cut(v.val, "="); !v.static || strings.ContainsRune(name, '[') {
 					// declare 'a[$(x)]=1' evaluates the subscript, and a name known only at
-					// run time may hold one.
-					w.declSubscript = true
+					// run time may hold one; and a nameref's value (declare -n r=$x) is a
+					// name evaluated wherever r is used.
+					w.evalsText = true
 				}
 				sb.args = append(sb.args, v)
 				continue
@@ -698,6 +703,7 @@ func (w *walker) unsupportedf(reason string) {
 	if w.unsupported == "" {
 		w.unsupported = reason
 	}
+	w.evalsText = w.evalsText || evalsData(reason)
 }
 
 // assigned notes a variable the line sets other than by a plain assignment: a for or select
@@ -1049,7 +1055,7 @@ func (w *walker) finish() *Classification {
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
-	if (evalsData(c.Reason) || c.Reason == "declaration" && (w.declSubscript || evaluatingDecl(c))) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
+	if (w.evalsText || evalsData(c.Reason) || c.Reason == "declaration" && evaluatingDecl(c)) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
 		// x='a[$(touch x)]'; echo $((x)) runs touch, a command no word of the line names:
 		// the line meets every Bash deny and ask rule, as a script it cannot read would.
 		c.Subcommands[0].Opaque = true

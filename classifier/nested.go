@@ -64,6 +64,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		sb.opaque = true
 		return
 	}
+	if name := baseName(ws[0].val); evalsNames[name] && slices.ContainsFunc(ws[1:], func(a word) bool { return !a.static || strings.ContainsRune(a.val, '[') }) {
+		// unset 'a[$(id)]', IFS= read 'a[$(id)]', read "$1": a name with a subscript, or
+		// one known only at run time, is evaluated.
+		w.evalsText = true
+	}
 	switch name := baseName(ws[0].val); {
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
@@ -343,6 +348,12 @@ func (w *walker) nestedGitConfig(sb *sub, ws []word) {
 		}
 	}
 }
+
+// evalsNames are the builtins whose operands are variable names, a subscript in which bash
+// evaluates as arithmetic, command substitutions included.
+// (printf's -v NAME is its own check's: its other operands are data.)
+var evalsNames = map[string]bool{"read": true, "unset": true, "wait": true, "mapfile": true, "readarray": true,
+	"getopts": true}
 
 // runners run a command named in their arguments after operands and options of their own,
 // each in its own shape (taskset MASK CMD, chrt -f 10 CMD, flock FILE -c CMD, strace -o F CMD,

@@ -452,6 +452,9 @@ func criticalRm(sb *sub, opts Options) bool {
 		if a.static && strings.HasPrefix(a.val, "-") {
 			continue
 		}
+		if !a.static && procAlias(dropQuoteBraces(a.src)) {
+			return true // /proc/$$/cwd/, "/proc/$PPID/root/home": a critical dir by another name
+		}
 		if a.param {
 			s := dropQuoteBraces(a.src)
 			s = strings.TrimRight(s, "/*")
@@ -460,11 +463,69 @@ func criticalRm(sb *sub, opts Options) bool {
 			}
 			continue
 		}
+		if a.extGlob {
+			a.val, a.static, a.glob = a.src, true, true // @(*), +(?): a glob of its text
+		}
 		if a.static && staticTargetCritical(a, dirs, opts, dirUnknown) {
 			return true
 		}
 	}
 	return false
+}
+
+// procAlias reports a path under /proc or one of /dev's links into it (/dev/fd, /dev/stdin,
+// …), where a process's cwd, root and open dirs are other names for any directory; its
+// dots are the kernel's to follow (/dev/fd/.. is /proc/self).
+func procAlias(p string) bool {
+	for _, pre := range []string{"/proc/", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchAll reports a glob path segment that may match every name of a directory: wildcards,
+// bracket expressions and extended-glob operators only, with a * or a repetition among them
+// (*, **, ?*, [!.]*, +(?), @(*)). A literal character (*.o, a*) picks names.
+func matchAll(seg string) bool {
+	star := strings.Contains(seg, "*") || strings.Contains(seg, "+(")
+	for i := 0; i < len(seg); i++ {
+		switch c := seg[i]; c {
+		case '*', '?', '@', '+', '!', '(', ')', '|':
+		case '[':
+			j := strings.IndexByte(seg[i+1:], ']')
+			if j < 0 {
+				return false
+			}
+			if j == 0 { // []…] holds the ] itself
+				if k := strings.IndexByte(seg[i+2:], ']'); k >= 0 {
+					j = k + 1
+				}
+			}
+			i += j + 1
+		default:
+			return false
+		}
+	}
+	return star
+}
+
+// splitGlob is path.Split for a glob: a / inside a bracket expression ([!/]) does not end a
+// segment.
+func splitGlob(p string) (dir, last string) {
+	cut := -1
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			if j := strings.IndexByte(p[i+1:], ']'); j >= 0 {
+				i += j + 1
+			}
+		case '/':
+			cut = i
+		}
+	}
+	return p[:cut+1], p[cut+1:]
 }
 
 // removesFiles reports a line that may remove a directory: an rm -r or -d, an rmdir, or a
@@ -500,8 +561,8 @@ func removesFiles(subs []*sub) bool {
 // removes, may be a critical path. dirUnknown says a cd or a wrapper's -C before the command
 // left it in a directory the line cannot follow.
 func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) bool {
-	if c := path.Clean(a.val); path.IsAbs(c) && (strings.HasPrefix(c, "/proc/") || strings.HasPrefix(c, "/dev/fd/")) {
-		return true // /proc/self/cwd/, /dev/fd/3/: a directory by another name
+	if procAlias(a.val) || procAlias(path.Clean(a.val)) {
+		return true // /proc/self/cwd/, /dev/fd/../cwd: a directory by another name
 	}
 	if a.tilde && !strings.HasPrefix(a.val, "~/") && a.val != "~" {
 		// ~user/R, ~+/R, ~-/R: a home or a cwd known only when it runs, and R under it,
@@ -612,9 +673,14 @@ func criticalPath(p string, tilde bool, opts Options) bool {
 		}
 		p = opts.Home + p[1:]
 	}
-	p = strings.TrimSuffix(p, "/*")
-	if p == "*" || p == "" {
-		return true // everything in the cwd
+	if dir, last := splitGlob(p); matchAll(last) {
+		p = strings.TrimSuffix(dir, "/") // everything in dir
+		if p == "" && dir == "" || p == "." {
+			return true // everything in the cwd
+		}
+		if p == "" {
+			p = "/"
+		}
 	}
 	if !path.IsAbs(p) {
 		if opts.Cwd == "" {
@@ -659,7 +725,7 @@ func criticalDirs(opts Options) []string {
 // the last parts of one (proj, for a cwd of /home/u/proj).
 func mayNameCritical(r string, opts Options) bool {
 	c := path.Clean(r)
-	if r == "" || c == "." || c == ".." || strings.HasPrefix(c, "../") || c == "*" || strings.HasSuffix(c, "/*") {
+	if _, last := splitGlob(c); r == "" || c == "." || c == ".." || strings.HasPrefix(c, "../") || matchAll(last) {
 		return true
 	}
 	for _, d := range criticalDirs(opts) {

@@ -485,6 +485,9 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		// The safe spellings of a file known at run time: no option can come of them.
 		{`rm -- "$f"`, "Bash(rm -rf *)"}, {`rm -f -- "$f"`, "Bash(rm -rf *)"}, {`rm ./"$f"`, "Bash(rm -rf *)"},
 		{`rm "$dir"/x.o`, "Bash(rm -rf *)"}, {`rm -f "$tmp".bak`, "Bash(rm -rf *)"},
+		// Names that are plain, and data that is not a name: nothing evaluated.
+		{`printf '%s\n' "$(date)"`, "Bash(curl *)"}, {`while IFS= read -r l; do echo "$l"; done < f`, "Bash(curl *)"},
+		{`unset x; echo "$(date)"`, "Bash(curl *)"},
 		// Past --, whatever the shell makes of a word is an operand.
 		{`rm -- "$@"`, "Bash(rm -rf *)"}, {`rm -- $f`, "Bash(rm -rf *)"}, {`rm -f -- "${a[@]}"`, "Bash(rm -rf *)"},
 	} {
@@ -512,6 +515,9 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`git -c protocol.ext.allow=always -c 'url.ext::sh -c curl% x.insteadOf=zz' fetch zz`,
 		`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=protocol.ext.allow GIT_CONFIG_VALUE_0=always git fetch zz`,
 		`GIT_ALLOW_PROTOCOL=ext git fetch zz`, `alias k=ls; eval k x`,
+		`x='a[$(curl x)]'; declare -n r=$x; echo $r`, `declare -n r; r='a[$(curl x)]'; echo $r`,
+		`a=(1); unset 'a[$(curl x)]'`, `IFS= read 'a[$(curl x)]' <<< x`, `set -- 'a[$(curl x)]'; read "$1" <<< x`,
+		`wait -p 'a[$(curl x)]'`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
@@ -673,6 +679,11 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`env -C .. rm -rf w`, `env -C / rm -rf home`, `env --chdir=/ rm -rf usr`, `find ~+ -delete`,
 		`cd / ; find usr -delete`, `set -- ~; rm -rf "$@"`, `f() { rm -rf "$1"; }; f ~`,
 		`sh -c 'rm -rf "$1"' _ ~`, `ln -s . me; rm -rf me/`, `rm -rf /proc/self/cwd/`, `time -- rm -rf "$PWD"`,
+		// /proc's names for a dir through a variable pid or /dev/fd's link, and globs that
+		// take every name of the cwd.
+		`rm -rf /proc/$$/cwd/`, `rm -rf "/proc/$PPID/cwd"`, `rm -rf /proc/$$/root/w`, `rm -rf /dev/fd/../cwd/`,
+		`rm -rf **`, `rm -rf ?*`, `rm -rf [!.]*`, `rm -rf *?`, `rm -rf @(*)`, `rm -rf +(?)`, `rm -rf ./**`,
+		`rm -rf *[!/]`, `rm -rf ~+/?*`, `rm -rf ../w/?*`, `cd / ; rm -rf w/**`,
 		// A find whose tests may take every file.
 		`find . -regex '.*' -delete`, `find . ! -name zzz -delete`, `find . -not -name zzz -delete`,
 		`find . -name x -o -type f -delete`, `find . -path './*' -delete`, `find . -name '?*' -delete`,
@@ -685,7 +696,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 	}
 	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
 		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`,
-		`env -C sub rm -rf x`, `ln -s a b; rm -f c`} {
+		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)
