@@ -54,6 +54,7 @@ FUZZ_TARGETS := \
 	./permission:FuzzParseRule:10000 \
 	./internal/subid:FuzzParse:5000 \
 	./permission:FuzzMatchWeb:20000 \
+	./permission:FuzzMatchBashGlobs:50000 \
 	./api:FuzzDecodeRequest:20000 \
 	./api:FuzzWriteResult:3000 \
 	./audit:FuzzCanonical:100000 \

@@ -1,6 +1,9 @@
 package permission
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDecidedOnlyOutside(t *testing.T) {
 	proj := []string{"/home/u/proj"}
@@ -80,4 +83,33 @@ func TestMatchBashGlobs(t *testing.T) {
 	if !MatchBashGlobs("git push *", []string{"git", g + "*.go"}, false, &MatchBudget{}) {
 		t.Error("no budget left: want the rule taken to match")
 	}
+}
+
+// FuzzMatchBashGlobs: marking a word as one the shell expands never loses the reading where
+// it stays its own text (a glob matching no file, a quoted word of no expansion), and the
+// matcher neither panics nor outruns its budget on any rule and words.
+func FuzzMatchBashGlobs(f *testing.F) {
+	f.Add("git push *", "git", "push", "origin", byte(0))
+	f.Add("rm -rf *", "rm", "-r?", "x", byte(1))
+	f.Add("cat /etc/shadow", "cat", "\x03/shadow", "", byte(2))
+	f.Fuzz(func(t *testing.T, pattern, w0, w1, w2 string, kind byte) {
+		if len(pattern) > 200 || len(w0)+len(w1)+len(w2) > 200 {
+			return
+		}
+		words := []string{w0, w1, w2}
+		for _, w := range words {
+			if w == "" || strings.ContainsAny(w, " \x00\x01\x02") {
+				return // the classifier's words are non-empty, unmarked and unsplit
+			}
+		}
+		plain := MatchBashText(pattern, strings.Join(words, " "), false)
+		mark := []string{GlobPatternMark, GlobAnyMark, GlobOneMark}[int(kind)%3]
+		if mark == GlobOneMark && strings.Contains(w1, "\x03") {
+			return // a shape's gap is not its own text
+		}
+		marked := []string{w0, mark + w1, w2}
+		if got := MatchBashGlobs(pattern, marked, false, NewMatchBudget()); plain && !got {
+			t.Errorf("%q against %q: matched as written, not with %q marked", pattern, words, w1)
+		}
+	})
 }
