@@ -1055,6 +1055,9 @@ func (w *walker) finish() *Classification {
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.ReadOnly, c.Reason = false, "cd_git"
 	}
+	// x='a[$(id)]'; ((x)); make: a variable the line sets, evaluated as arithmetic, whatever
+	// the reason another command of the line gave.
+	w.evalsText = w.evalsText || w.setsVars && w.hasArith
 	if (w.evalsText || evalsData(c.Reason) || c.Reason == "declaration" && evaluatingDecl(c)) && w.dataMayHoldCode(c) && len(c.Subcommands) > 0 {
 		// x='a[$(touch x)]'; echo $((x)) runs touch, a command no word of the line names:
 		// the line meets every Bash deny and ask rule, as a script it cannot read would.

@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // find's grammar, as the path facts and the risks both need it: the options before the roots
 // (-H, -L, -P, -D LIST, -OLEVEL, and -- that ends them), the roots up to the first expression
@@ -62,16 +65,22 @@ func findRemoves(vals []string) bool {
 // A negation or an alternative may take every file whatever its tests (find . ! -name zzz
 // -delete), and a pattern of wildcards alone matches every name (-regex '.*', -path './*').
 func findSelects(vals []string) bool {
-	for _, v := range vals {
+	for i, v := range vals {
 		switch v {
 		case "!", "-not", "-o", "-or", ",":
 			return false
+		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
+			// Tests after the action (find . -delete -name x) pick nothing it removes.
+			vals = vals[:i]
+		}
+		if len(vals) <= i {
+			break
 		}
 	}
 	for i, v := range vals {
 		switch v {
 		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname":
-			if i+1 < len(vals) && strings.Trim(vals[i+1], "*?./") != "" {
+			if i+1 < len(vals) && strings.Trim(vals[i+1], "*?./") != "" && !matchAll(path.Base(vals[i+1])) {
 				return true
 			}
 		case "-regex", "-iregex":
@@ -79,8 +88,8 @@ func findSelects(vals []string) bool {
 				return true
 			}
 		case "-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
-			"-size", "-empty", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-perm",
-			"-inum", "-samefile", "-links", "-used", "-readable", "-writable", "-executable":
+			"-size", "-empty", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup",
+			"-inum", "-samefile", "-used":
 			return true
 		}
 		if strings.HasPrefix(v, "-newer") {

@@ -187,6 +187,10 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		if name == "env" || name == "printenv" {
 			envDump = true
 		}
+		if out[i].Opaque && strings.ContainsAny(words[0], "$`*?[") && criticalRm(sb, opts) {
+			// x=rm; $x -rf *, /bin/r[m] -rf ~: a command known only when it runs may be rm.
+			set |= bitCriticalPathRm | bitDestructive
+		}
 		switch name {
 		case "rm", "rmdir", "unlink":
 			if name == "rm" && hasFlag(args, "rRf", "recursive", "force") {
@@ -473,13 +477,35 @@ func criticalRm(sb *sub, opts Options) bool {
 	return false
 }
 
-// procAlias reports a path under /proc or one of /dev's links into it (/dev/fd, /dev/stdin,
-// …), where a process's cwd, root and open dirs are other names for any directory; its
-// dots are the kernel's to follow (/dev/fd/.. is /proc/self).
+// procAlias reports a path that may lead under /proc or through one of /dev's links into it
+// (/dev/fd, /dev/stdin, …), where a process's cwd, root and open dirs are other names for any
+// directory: a segment that is, or as a glob may be, proc (or dev followed by fd or std*) at
+// the root, after only ..s (../../proc), or after an expansion ($x/proc). The kernel follows
+// the dots after it (/dev/fd/.. is /proc/self), so those are not cleaned away.
 func procAlias(p string) bool {
-	for _, pre := range []string{"/proc/", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
-		if strings.HasPrefix(p, pre) {
+	var segs []string
+	for _, seg := range strings.Split(p, "/") {
+		if seg != "" && seg != "." {
+			segs = append(segs, seg) // /dev/./fd and //dev//fd are /dev/fd
+		}
+	}
+	may := func(seg, name string) bool {
+		ok, err := path.Match(strings.ReplaceAll(seg, "[!", "[^"), name)
+		return seg == name || ok || err != nil && strings.ContainsAny(seg, "*?[")
+	}
+	for i, seg := range segs {
+		if i > 0 && segs[i-1] != ".." && !strings.ContainsAny(segs[i-1], "$`") {
+			return false // below a named dir; a cleaned path is judged as well
+		}
+		if may(seg, "proc") {
 			return true
+		}
+		if may(seg, "dev") && i+1 < len(segs) {
+			for _, n := range []string{"fd", "stdin", "stdout", "stderr"} {
+				if may(segs[i+1], n) {
+					return true
+				}
+			}
 		}
 	}
 	return false
@@ -487,28 +513,59 @@ func procAlias(p string) bool {
 
 // matchAll reports a glob path segment that may match every name of a directory: wildcards,
 // bracket expressions and extended-glob operators only, with a * or a repetition among them
-// (*, **, ?*, [!.]*, +(?), @(*)). A literal character (*.o, a*) picks names.
+// (*, **, ?*, [!.]*, [[:alnum:]]*, +(?), @(*)), a negated extglob (!(x)), or an extglob one of
+// whose alternatives does (@(x|*)). A literal character elsewhere (*.o, a*) picks names.
 func matchAll(seg string) bool {
+	if strings.Contains(seg, "!(") {
+		return true
+	}
+	if i := strings.IndexByte(seg, '('); i >= 0 && strings.HasSuffix(seg, ")") {
+		for _, alt := range strings.Split(seg[i+1:len(seg)-1], "|") {
+			if matchAll(alt) || alt == "" && strings.ContainsAny(seg[:i], "*") {
+				return true
+			}
+		}
+	}
 	star := strings.Contains(seg, "*") || strings.Contains(seg, "+(")
 	for i := 0; i < len(seg); i++ {
 		switch c := seg[i]; c {
 		case '*', '?', '@', '+', '!', '(', ')', '|':
 		case '[':
-			j := strings.IndexByte(seg[i+1:], ']')
+			j := bracketEnd(seg, i)
 			if j < 0 {
 				return false
 			}
-			if j == 0 { // []…] holds the ] itself
-				if k := strings.IndexByte(seg[i+2:], ']'); k >= 0 {
-					j = k + 1
-				}
-			}
-			i += j + 1
+			i = j
 		default:
 			return false
 		}
 	}
 	return star
+}
+
+// bracketEnd is the index of the ] that closes the bracket expression opening at seg[i],
+// past [:class:], [=c=] and [.c.] inside it and a ] first in it, or -1.
+func bracketEnd(seg string, i int) int {
+	j := i + 1
+	if j < len(seg) && (seg[j] == '!' || seg[j] == '^') {
+		j++
+	}
+	if j < len(seg) && seg[j] == ']' {
+		j++
+	}
+	for ; j < len(seg); j++ {
+		switch {
+		case seg[j] == '[' && j+1 < len(seg) && strings.IndexByte(":=.", seg[j+1]) >= 0:
+			end := strings.Index(seg[j+2:], string(seg[j+1])+"]")
+			if end < 0 {
+				return -1
+			}
+			j += 2 + end + 1
+		case seg[j] == ']':
+			return j
+		}
+	}
+	return -1
 }
 
 // splitGlob is path.Split for a glob: a / inside a bracket expression ([!/]) does not end a
@@ -518,8 +575,8 @@ func splitGlob(p string) (dir, last string) {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
 		case '[':
-			if j := strings.IndexByte(p[i+1:], ']'); j >= 0 {
-				i += j + 1
+			if j := bracketEnd(p, i); j >= 0 {
+				i = j
 			}
 		case '/':
 			cut = i
@@ -561,6 +618,23 @@ func removesFiles(subs []*sub) bool {
 // removes, may be a critical path. dirUnknown says a cd or a wrapper's -C before the command
 // left it in a directory the line cannot follow.
 func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) bool {
+	if a.glob && strings.Contains(a.src, "{") {
+		// {*,.*}, ~/{*,.*}: each word the braces give is a target. A sequence ({a..z}*)
+		// names every first letter, and one too many to list may be anything.
+		words := expandBraces(a.src)
+		if words == nil || strings.Contains(a.src, "..") {
+			return true
+		}
+		for _, e := range words {
+			for i, v := range e.Words {
+				w := word{val: v, src: v, static: e.Globs[i] != GlobAny, glob: e.Globs[i] == GlobPattern, tilde: strings.HasPrefix(v, "~")}
+				if !w.static || !strings.Contains(v, "{") && staticTargetCritical(w, dirs, opts, dirUnknown) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	if procAlias(a.val) || procAlias(path.Clean(a.val)) {
 		return true // /proc/self/cwd/, /dev/fd/../cwd: a directory by another name
 	}
@@ -673,7 +747,7 @@ func criticalPath(p string, tilde bool, opts Options) bool {
 		}
 		p = opts.Home + p[1:]
 	}
-	if dir, last := splitGlob(p); matchAll(last) {
+	if dir, last := splitGlob(strings.TrimRight(p, "/")); p != "/" && matchAll(last) {
 		p = strings.TrimSuffix(dir, "/") // everything in dir
 		if p == "" && dir == "" || p == "." {
 			return true // everything in the cwd

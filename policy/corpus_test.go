@@ -518,6 +518,9 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`x='a[$(curl x)]'; declare -n r=$x; echo $r`, `declare -n r; r='a[$(curl x)]'; echo $r`,
 		`a=(1); unset 'a[$(curl x)]'`, `IFS= read 'a[$(curl x)]' <<< x`, `set -- 'a[$(curl x)]'; read "$1" <<< x`,
 		`wait -p 'a[$(curl x)]'`,
+		// A variable the line sets evaluated as arithmetic, beside any other command.
+		`x='a[$(curl x)]'; ((x)); make`, `x='a[$(curl x)]'; echo $((x)); touch zz`,
+		`x='a[$(curl x)]'; for ((;x;)); do break; done`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl, allow: []string{"Bash"}}, AU, AU, D, D, D, AU, AP)...)
 	}
@@ -684,9 +687,17 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`rm -rf /proc/$$/cwd/`, `rm -rf "/proc/$PPID/cwd"`, `rm -rf /proc/$$/root/w`, `rm -rf /dev/fd/../cwd/`,
 		`rm -rf **`, `rm -rf ?*`, `rm -rf [!.]*`, `rm -rf *?`, `rm -rf @(*)`, `rm -rf +(?)`, `rm -rf ./**`,
 		`rm -rf *[!/]`, `rm -rf ~+/?*`, `rm -rf ../w/?*`, `cd / ; rm -rf w/**`,
+		// More of them: POSIX classes, braces, a negated or alternative extglob, a trailing /,
+		// a command known only at run time, /proc reached by dots, a slash too many or a glob.
+		`rm -rf [[:alnum:]]*`, `rm -rf ~/[[:alpha:]]*`, `rm -rf *[[:alnum:]]`, `rm -rf {*,.*}`, `rm -rf ~/{*,.*}`,
+		`rm -rf {a..z}*`, `rm -rf */`, `rm -rf ?*/`, `rm -rf !(x)`, `rm -rf @(x|*)`, `rm -rf +([[:alnum:]])`,
+		`x=rm; $x -rf *`, `/bin/r[m] -rf *`, `${x:-rm} -rf *`, `rm -rf ../../../../proc/self/cwd/`,
+		`rm -rf /dev/./fd/../cwd/`, `rm -rf /dev//fd/../cwd/`, `rm -rf /p*/self/cwd/`, `rm -rf "${x:-/proc/self/cwd}/"`,
 		// A find whose tests may take every file.
 		`find . -regex '.*' -delete`, `find . ! -name zzz -delete`, `find . -not -name zzz -delete`,
 		`find . -name x -o -type f -delete`, `find . -path './*' -delete`, `find . -name '?*' -delete`,
+		`find . -delete -name x`, `find . -mindepth 1 -exec rm -rf {} + -name x`, `find . -name '[[:alnum:]]*' -delete`,
+		`find . -writable -delete`, `find . -perm -0 -delete`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -696,7 +707,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 	}
 	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
 		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`,
-		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`} {
+		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
+		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
+		`find . -type f -name '*.o' -delete`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)
