@@ -197,10 +197,10 @@ func shapeMayBe(shape, s string) bool {
 
 // globMayName reports whether the pathname pattern g may expand to the rule word tok: tok
 // matches it (bash's [!…] read as [^…]), or tok holds a * of the rule's own, which any name
-// may meet. A pattern Go cannot read is taken to match.
+// may meet. A pattern Go cannot read, or one with a POSIX class, is taken to match.
 func globMayName(g, tok string) bool {
-	if strings.Contains(tok, "*") {
-		return true
+	if strings.Contains(tok, "*") || strings.Contains(g, "[:") || strings.Contains(g, "[=") || strings.Contains(g, "[.") {
+		return true // [[:alpha:]]ush: a class Go's matcher reads as other characters
 	}
 	ok, err := path.Match(strings.ReplaceAll(g, "[!", "[^"), tok)
 	return ok || err != nil

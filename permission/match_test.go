@@ -46,6 +46,7 @@ func TestMatchBashGlobs(t *testing.T) {
 		{"git push *", []string{"git", g + "[p]ush"}, true},
 		{"git push *", []string{"git", g + "pu[!x]h", "o"}, true},
 		{"git push *", []string{"git", g + "*.go"}, false},
+		{"git push *", []string{"git", g + "[[:alpha:]]ush", "o"}, true},
 		{"git push origin *", []string{"git", any + "$X", "main"}, true},
 		{"git push", []string{"git", "push", any + "$X"}, true},
 		{"rm -rf *", []string{"rm", g + "-r?", "x"}, true},
