@@ -14,6 +14,8 @@ import (
 // policyDecider gathers a call's facts for the policy engine. Go reports; the Rego decides.
 type policyDecider struct {
 	engine *policy.Engine
+	// deniedDomain names the network.denied_domains entry host matches, "" for none.
+	deniedDomain func(host string) string
 }
 
 var errNoRules = errors.New("the session's rules are not loaded")
@@ -32,8 +34,17 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 		return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "mode",
 			Reason: fmt.Sprintf("mode %s is disabled by admin policy: %v", c.Mode, err)}, nil
 	}
-	snap := c.Session.Snapshot()
 	tf := in.ToolFacts
+	if tf.Domain != "" && p.deniedDomain != nil {
+		// The admin's list binds every decision that names a host, not only the proxy's: a
+		// WebFetch the hook allows is fetched by the agent itself, past any proxy.
+		if pat := p.deniedDomain(tf.Domain); pat != "" {
+			return permission.Decision{Behavior: permission.Deny, Source: "config", Step: "denied_domains",
+				Rule:   "network.denied_domains: " + pat,
+				Reason: fmt.Sprintf("%s is in network.denied_domains (%s); denied in every mode", tf.Domain, pat)}, nil
+		}
+	}
+	snap := c.Session.Snapshot()
 	if tf.Bash == nil && c.Tool.Name() == "Bash" {
 		tf.Bash = c.Classification()
 	}

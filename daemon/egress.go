@@ -229,10 +229,8 @@ func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.S
 	if err != nil {
 		return egress.Verdict{Reason: "policy evaluation failed: " + err.Error()}
 	}
-	for _, p := range cfg.Network.DeniedDomains {
-		if permission.MatchDomain(p, r.Host) {
-			return egress.Verdict{Reason: fmt.Sprintf("%s is in network.denied_domains", r.Host), Rule: "network.denied_domains: " + p}
-		}
+	if p := c.deniedDomain(r.Host); p != "" {
+		return egress.Verdict{Reason: fmt.Sprintf("%s is in network.denied_domains", r.Host), Rule: "network.denied_domains: " + p}
 	}
 	if r.Approved && d.Behavior != permission.Allow && approvable[d.Step] {
 		// A person approved this very request (the WebFetch call they were asked about):
@@ -266,6 +264,16 @@ func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.S
 		reason += fmt.Sprintf(", and since %s is not a public address, the administrator must also list it in network.allow_private_cidrs", r.Host)
 	}
 	return egress.Verdict{Reason: reason}
+}
+
+// deniedDomain is the network.denied_domains entry host matches, "" for none.
+func (c *Core) deniedDomain(host string) string {
+	for _, p := range c.Config().Network.DeniedDomains {
+		if permission.MatchDomain(p, host) {
+			return p
+		}
+	}
+	return ""
 }
 
 // approvable are the decision steps a person's approval answers: an ask (by rule, custom Rego

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/egress"
+	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -373,6 +374,16 @@ func TestEgressConfigDomainsNormalized(t *testing.T) {
 		}
 		if v := decide("cfg.test"); !v.Allow || v.Rule != "network.allowed_domains: cfg.test" {
 			t.Errorf("%s: cfg.test, allowed by CFG.Test: %+v", when, v)
+		}
+		// The decision itself holds the list, not only the proxy: an agent's hook decides its
+		// own WebFetch and fetches past any proxy, and the session allows the host.
+		for _, url := range []string{"https://blocked.test/x", "https://BLOCKED.test./x"} {
+			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", callBody("WebFetch", fmt.Sprintf(`{"url":%q,"prompt":"p"}`, url), `,"unconfined":true`))
+			var res protocol.CallResult
+			decodeInto(t, b, &res)
+			if code != 200 || behavior(res) != permission.Deny || res.Decision.Rule != "network.denied_domains: blocked.test" {
+				t.Errorf("%s: WebFetch of %s decided: %d %s", when, url, code, b)
+			}
 		}
 	}
 	check("at start")

@@ -184,7 +184,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		return nil, fmt.Errorf("policy_dir: admin settings: %w", err)
 	}
 	ops := newOpsMetrics(promReg, core, al)
-	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine}, ops.recorder(rec), hooks)
+	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine, deniedDomain: core.deniedDomain}, ops.recorder(rec), hooks)
 	core.pipeline.ObserveStages(ops.stages(steps.stage))
 	core.approvals = approval.NewQueue()
 	core.pipeline.SetApprovals(&executor.Approvals{Queue: core.approvals, TTL: core.approvalTTL})
