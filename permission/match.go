@@ -592,9 +592,10 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 //     does not hide the good ones), `\` taken as `/` (IIS, some routers) and `;parameters`
 //     dropped;
 //   - where the laxest holds a NUL, a byte outside ASCII, a `:` or a segment that ends in dots
-//     or spaces, that one as a server in C, a Windows file system or a Unicode-folding router
-//     reads it (lenientReading): `/secret%00/x`, `/secret./x`, `/secret%20/x`,
-//     `/%ef%bd%93ecret` and `/x/%e2%80%a5/secret` are all under /secret.
+//     or blanks or starts with blanks, that one as a server in C, a Windows file system, a
+//     trimming Java router or a Unicode-folding router reads it (lenientReading):
+//     `/secret%00/x`, `/secret./x`, `/secret%20/x`, `/%09secret/x`, `/%ef%bd%93ecret` and
+//     `/x/%e2%80%a5/secret` are all under /secret.
 //
 // Each is read two ways when it holds an empty segment: path.Clean merges `//` before it
 // removes dot segments, while RFC 3986 (5.2.4) and WHATWG URL parsing, so Node's `new URL()`,
@@ -633,7 +634,7 @@ func webPathReadings(p string, out []string) []string {
 var slashLookalikes = strings.NewReplacer("\u2215", "/", "\u2044", "/", "\u29f8", "/", "\u2216", "/", `\`, "/")
 
 // lenientlyRead reports whether p holds what lenientReading changes: a NUL, a byte outside
-// ASCII, a `:` or a segment that ends in dots or spaces.
+// ASCII, a `:` or a segment that trimmedSegment changes.
 func lenientlyRead(p string) bool {
 	for i := 0; i < len(p); i++ {
 		if c := p[i]; c == 0 || c >= 0x80 || c == ':' {
@@ -667,18 +668,29 @@ func lenientReading(p string) string {
 	return strings.Join(segs, "/")
 }
 
-// trimmedSegment is a path segment as Windows reads a name: trailing spaces dropped, then, but
-// for a segment of dots alone (`..`, `. .` is `.`), trailing dots and spaces.
+// trimmedSegment is a path segment as the lax servers read it: blanks (every byte up to the
+// space: tabs, CR, other controls) dropped at both ends, as Java's String.trim (Spring's
+// trimTokens) and Windows drop them, then, but for a segment of dots alone (`..`, `. .` is
+// `..`), trailing dots and blanks, as Windows reads a name.
 func trimmedSegment(seg string) string {
-	t := strings.TrimRight(seg, " ")
-	if strings.Trim(t, ". ") == "" {
+	t := strings.TrimFunc(seg, isBlank)
+	dotOrBlank := func(r rune) bool { return r == '.' || isBlank(r) }
+	if strings.TrimFunc(t, dotOrBlank) == "" {
 		if strings.Trim(t, ".") == "" {
 			return t
 		}
-		return strings.ReplaceAll(t, " ", "")
+		return strings.Map(func(r rune) rune {
+			if isBlank(r) {
+				return -1
+			}
+			return r
+		}, t)
 	}
-	return strings.TrimRight(t, ". ")
+	return strings.TrimRightFunc(t, dotOrBlank)
 }
+
+// isBlank is what String.trim drops: every character at or below the space.
+func isBlank(r rune) bool { return r <= ' ' }
 
 // decodeOverlong replaces each overlong UTF-8 sequence for an ASCII character (two bytes led
 // by C0 or C1, three led by E0 80-81) by that character, as old decoders did.

@@ -346,6 +346,13 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"deny overlong slash, three bytes", deny, "/x/..\xe0\x80\xafadmin", true},
 		{"deny NTFS stream", deny, "/admin::$INDEX_ALLOCATION/users", true},
 		{"deny dot-dot and a space", deny, "/x/.. /admin", true},
+		{"deny trailing tab", deny, "/admin\t/users", true},
+		{"deny leading space", deny, "/ admin/users", true},
+		{"deny leading tab", deny, "/\tadmin/users", true},
+		{"deny trailing controls", deny, "/admin\v\f\r\x1f/users", true},
+		{"deny a tab before the dot", deny, "/admin\t./users", true},
+		{"deny dot-dot with a leading tab", deny, "/x/\t../admin", true},
+		{"deny not a tab inside", deny, "/ad\tmin/users", false},
 		{"allow plain", allow, "/public/a/b", true},
 		{"allow the root", allow, "/public", true},
 		{"allow params inside", allow, "/public/a;v=1", true},
@@ -369,6 +376,8 @@ func TestMatchWebPathReadings(t *testing.T) {
 		{"allow not a NUL's cut", allow, "/public/../admin\x00/../public", false},
 		{"allow a trailing dot inside", allow, "/public/a./b", true},
 		{"allow not a fullwidth slash out", allow, "/public/..\uff0f..\uff0fadmin", false},
+		{"allow not dot-dot and a tab", allow, "/public/..\t/admin", false},
+		{"allow not dot-dot after a space", allow, "/public/ ../admin", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.rule
@@ -407,6 +416,7 @@ func TestWebPathReadings(t *testing.T) {
 		{"/a/;x//../b", []string{"/a/b", "/a/;x/b", "/b"}},
 		{"/secret\x00/a", []string{"/secret\x00/a", "/secret"}},
 		{"/secret./a", []string{"/secret./a", "/secret/a"}},
+		{"/\tsecret\x0b/a", []string{"/\tsecret\x0b/a", "/secret/a"}},
 		{"/a/../b", []string{"/b"}},
 		{"/a/.../b", []string{"/a/.../b"}},
 	} {
