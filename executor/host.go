@@ -28,6 +28,7 @@ type Host struct {
 	log     *zap.Logger
 	sandbox *sandbox.Sandbox
 	cfg     atomic.Pointer[config.Sandbox]
+	cfgGen  atomic.Uint64 // counts SetConfig: a file worker started under an older one is checked
 	// StateDir is the daemon's state directory (tool-results/ lives under it).
 	StateDir string
 	// DaemonSocket is hidden from every child: a command that could reach the daemon as its
@@ -66,7 +67,10 @@ func NewHost(log *zap.Logger, sb *sandbox.Sandbox, cfg config.Sandbox, stateDir 
 }
 
 // SetConfig swaps in reloaded confinement settings; executions started afterwards use them.
-func (h *Host) SetConfig(cfg config.Sandbox) { h.cfg.Store(&cfg) }
+func (h *Host) SetConfig(cfg config.Sandbox) {
+	h.cfg.Store(&cfg)
+	h.cfgGen.Add(1)
+}
 
 // Sandbox is the confinement every child goes through.
 func (h *Host) Sandbox() *sandbox.Sandbox { return h.sandbox }

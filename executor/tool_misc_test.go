@@ -299,3 +299,33 @@ func TestHiddenPathsSayWhy(t *testing.T) {
 		t.Errorf(".git/config changed: %q", b)
 	}
 }
+
+// TestWorkerHidesWhatAppearsLater: the file worker is long-lived, and its mounts hide what
+// existed when it started. A deny path made since (by its user, on the host) is hidden from the
+// file tools too: the next call gets a worker that hides it. So is a deny path replaced since.
+func TestWorkerHidesWhatAppearsLater(t *testing.T) {
+	e := newToolEnvCfg(t, config.Sandbox{DenyPaths: []string{"~/.aws", "~/.netrc"}})
+	e.file(t, "warm.txt", "hello\n")
+	if res := e.mustCall(t, "Grep", Input{"pattern": "hello", "path": e.dir}); !strings.Contains(text(res), "warm.txt") {
+		t.Fatalf("Grep before: %q", text(res))
+	}
+	e.file(t, ".aws/credentials", "SECRETKEY\n")
+	e.file(t, ".netrc", "machine h password SECRETPW\n")
+	for _, in := range []Input{
+		{"pattern": "SECRET", "path": e.dir, "output_mode": "content"},
+		{"pattern": "SECRET", "path": e.dir, "output_mode": "files_with_matches"},
+	} {
+		res, err := e.call(t, "Grep", in)
+		if err == nil && strings.Contains(text(res), "SECRET") || err == nil && strings.Contains(text(res), ".aws") {
+			t.Errorf("Grep %v over a deny path made after the worker started: %q", in["output_mode"], text(res))
+		}
+	}
+	// Replaced on the host after a worker hid it: the cover is of the old file.
+	if err := os.Rename(filepath.Join(e.dir, ".netrc"), filepath.Join(e.dir, "old")); err != nil {
+		t.Fatal(err)
+	}
+	e.file(t, ".netrc", "machine h password SECRETAGAIN\n")
+	if res, err := e.call(t, "Grep", Input{"pattern": "SECRETAGAIN", "path": e.dir, "output_mode": "content"}); err == nil && strings.Contains(text(res), "SECRETAGAIN") {
+		t.Errorf("Grep over a deny path replaced after the worker started: %q", text(res))
+	}
+}

@@ -48,13 +48,16 @@ func (h *Host) tools() *ToolState { return &h.toolState }
 func (h *Host) Tools() *ToolState { return h.tools() }
 
 type workerEntry struct {
-	mu     sync.Mutex // serializes starts of this session's worker
-	client *worker.Client
-	dirs   []string
-	rules  *permission.RuleSet // the rules its hidden and protected paths came from
-	spec   sandbox.Spec        // the confinement it was started in (workerSpec's, before its files)
-	cancel context.CancelFunc
-	exited chan struct{}
+	mu      sync.Mutex // serializes starts of this session's worker
+	client  *worker.Client
+	dirs    []string
+	rules   *permission.RuleSet // the rules its hidden and protected paths came from
+	spec    sandbox.Spec        // the confinement it was started in (workerSpec's, before its files)
+	cfgGen  uint64              // the Host's configuration generation it was started under
+	proc    *sandbox.Process
+	checked time.Time // when its hidden paths were last found hidden (Process.HiddenLost)
+	cancel  context.CancelFunc
+	exited  chan struct{}
 }
 
 // Worker returns the session's file worker, starting it (or a new one, when the last died
@@ -90,18 +93,33 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 	}
 	dirs := s.Dirs()
 	rules := s.RuleSet()
+	gen := h.cfgGen.Load()
 	if e.client != nil {
 		select {
 		case <-e.client.Done():
 		default:
-			if slices.Equal(dirs, e.dirs) && rules == e.rules {
+			// A path the worker hides that appeared since it started (a ~/.aws the user made
+			// on the host) is not hidden from it: its mounts were made on what existed then.
+			if now := time.Now(); now.Sub(e.checked) >= hiddenCheckEvery {
+				lost, err := e.proc.HiddenLost()
+				if err != nil {
+					return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("look at the paths the file worker hides: %w", err))
+				}
+				if lost != "" {
+					h.logger().Info("restarting the file worker: a path it hides appeared or was replaced since it started",
+						zap.String("session", s.ID), zap.String("path", lost))
+					break
+				}
+				e.checked = now
+			}
+			if slices.Equal(dirs, e.dirs) && rules == e.rules && gen == e.cfgGen {
 				return e.client, nil
 			}
-			// New rules (or a reloaded configuration, which rebuilds them) under which a worker
-			// would start in exactly this one's confinement keep it: a session's first rules,
-			// read through the worker that checked its directories, usually do.
+			// New rules or a reloaded configuration under which a worker would start in
+			// exactly this one's confinement keep it: a session's first rules, read through
+			// the worker that checked its directories, usually do.
 			if slices.Equal(dirs, e.dirs) && reflect.DeepEqual(*h.workerSpec(s), e.spec) {
-				e.rules = rules
+				e.rules, e.cfgGen = rules, gen
 				return e.client, nil
 			}
 		}
@@ -111,9 +129,14 @@ func (h *Host) Worker(ctx context.Context, s *session.Session) (*worker.Client, 
 		return nil, err
 	}
 	// Started first: the order of a field's read and a call in one return is unspecified.
-	err := h.startWorker(s, e, dirs, rules)
+	err := h.startWorker(s, e, dirs, rules, gen)
 	return e.client, err
 }
+
+// hiddenCheckEvery is how long a worker found to hide all it should is taken to still do: the
+// look costs a few dozen µs (as the owner, a stat per hidden path), and a call fetches its
+// worker two or three times within this.
+const hiddenCheckEvery = time.Millisecond
 
 // writer is the session's worker for a write to path. A write under a protected path gets a
 // worker started now: a worker's mounts are planned when it starts, so one started before the
@@ -254,7 +277,7 @@ func (e *workerEntry) stop() {
 
 // WARNING: the worker is what keeps the root daemon from opening user paths: it must run as
 // the session owner inside the session's confinement. Rerun TestWriteTool and TestBashTool as root (they check the owner's uid).
-func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, rules *permission.RuleSet) error {
+func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, rules *permission.RuleSet, gen uint64) error {
 	if h.sandbox == nil {
 		return errcode.Msg(errcode.Unavailable, "the file tools are unavailable: the daemon has no sandbox configured; ask the administrator")
 	}
@@ -276,6 +299,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 	// The worker answers the root daemon: its owner must not be able to ptrace it into saying
 	// anything (frames of 256 MiB, or false answers).
 	spec.Undumpable = true
+	spec.WatchHidden = true // long-lived: what it hides may appear after it started (Worker)
 	spec.ExtraFiles = []*os.File{childEnd}
 	spec.Stderr = stderrW
 	wctx, cancel := context.WithCancel(context.Background())
@@ -317,7 +341,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		}
 		close(exited)
 	}()
-	e.client, e.dirs, e.rules, e.spec, e.cancel, e.exited = client, dirs, rules, started, cancel, exited
+	e.client, e.dirs, e.rules, e.spec, e.cfgGen, e.proc, e.cancel, e.exited = client, dirs, rules, started, gen, proc, cancel, exited
 	return nil
 }
 

@@ -295,6 +295,14 @@ func bornSince(p string, since time.Time) bool {
 // missing deny paths appeared (hiddenLost): from then on the call could read or connect there.
 const KilledHiddenLost = "hidden_path_replaced"
 
+// HiddenLost returns the first path p hides that is no longer hidden from it (replaced on the
+// host, or, with Spec.WatchHidden, appeared since it started), "" when none is. Looked at as
+// the caller.
+func (p *Process) HiddenLost() (lost string, err error) {
+	err = asCaller(p.spec.UID, p.spec.GID, p.spec.Groups, func() { lost = p.hiddenLost() })
+	return lost, err
+}
+
 // hiddenLost returns the first hidden path that is no longer what the call's mount covers,
 // "" when every one is. Run as the caller.
 func (p *Process) hiddenLost() string {

@@ -230,9 +230,15 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	// not one moved in from beside it (it keeps the rule it had as an entry of the expanded
 	// dir), nor one in a dir shared with others (a sticky /var/tmp). The sweep kills the call
 	// for those (hiddenLost).
-	for _, d := range l.fileDeny {
-		if _, err := v.lstat(d); (errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && !slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) }) {
-			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}, expanded: slices.Contains(l.later, d)})
+	watched := l.fileDeny
+	if spec.WatchHidden {
+		watched = mountDeny
+	}
+	for _, d := range watched {
+		// Landlock grants a writable dir whole: nothing expands around a path in one.
+		inWritable := slices.ContainsFunc(l.writable, func(w string) bool { return under(d, w) })
+		if _, err := v.lstat(d); (errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && (spec.WatchHidden || !inWritable) {
+			l.hidden = append(l.hidden, hiddenPath{path: d, pinned: pinned{fd: -1}, expanded: !inWritable && slices.Contains(l.later, d)})
 		}
 	}
 	return l, nil

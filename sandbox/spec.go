@@ -62,6 +62,11 @@ type Spec struct {
 	// ended was made by the call (mounts can protect only what exists): it is moved aside, as
 	// the caller, to NAME.sandboxd-blocked-CALL, and named in Result.MovedAside.
 	MoveAsideCreated bool
+	// WatchHidden is for a long-lived child (the file worker): each path it would hide that is
+	// missing when it starts is watched, inside the writable dirs too, and its appearance
+	// reported by Process.HiddenLost, for the caller to start a new child that hides it. A
+	// call's child is not held to the ones in its writable dirs (docs/confinement.md).
+	WatchHidden bool
 	// KeepCreated (absolute) are paths a person approved this call to write, having seen it
 	// name them: a missing protected path that is one of them is theirs and stays when the
 	// call makes it a regular file. What else the call makes is moved aside all the same: a
