@@ -1064,6 +1064,9 @@ func (w *walker) finish() *Classification {
 		c.Subcommands[0].Opaque = true
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
+	if !slices.Contains(c.Risks, RiskCriticalPathRm) && slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }) && w.opaqueCritical() {
+		c.Risks = mergeRisks(c.Risks, []string{RiskCriticalPathRm, RiskDestructive})
+	}
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
 	c.RedirectsIncomplete = pc.redirectsIncomplete
 	c.GitObjectsUnseen = pc.gitUnseen

@@ -30,8 +30,13 @@ const (
 // ShellOf is the dialect a shell program reads, by its name or path: "" for a shell the
 // classifier cannot read (ksh, fish, csh, ...), whose commands are never classified.
 func ShellOf(program string) string {
-	switch baseName(program) {
-	case "bash", "rbash":
+	// Versioned and restricted names read as their shell: zsh5, bash-5.2, rzsh.
+	name := strings.TrimRight(baseName(program), "0123456789.-_")
+	if n := strings.TrimPrefix(name, "r"); n == "bash" || n == "zsh" {
+		name = n
+	}
+	switch name {
+	case "bash":
 		return ShellBash
 	case "zsh":
 		return ShellZsh

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -222,6 +223,28 @@ func TestZshMathRunsCode(t *testing.T) {
 	for _, cmd := range []string{`printf '%d' 5`, `printf '%s\n' hello`, `grep -E 'a[bc]' f`, `for f in a b; do echo $f; done`, `read x < f; printf '%s' x`} {
 		if c := Classify(cmd, Options{Cwd: "/home/u/proj", Shell: ShellZsh}); !c.ReadOnly {
 			t.Errorf("zsh: %s: %s, want read-only", cmd, c.Reason)
+		}
+	}
+}
+
+// TestZshOptionsAndRunnersAreOpaque: in zsh, an option the line sets changes how the rest is
+// read (promptsubst runs $(…) in print -P's argument), zpty runs a command string and zargs
+// puts the words before -- after its command: no word shows what runs.
+func TestZshOptionsAndRunnersAreOpaque(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]bool{
+		`setopt promptsubst; print -P '$(curl x)'`: true,
+		`unsetopt nomatch; ls`:                     true,
+		`set -o promptsubst; print -P '$(curl x)'`: true,
+		`zmodload zsh/zpty; zpty -b x 'curl x'`:    true,
+		`autoload -U zargs; zargs -- push -- git`:  true,
+		`set -e; ls`:            false,
+		`set -eux; ls`:          false,
+		`print -P '%F{red}x%f'`: false,
+	} {
+		c := Classify(cmd, Options{Shell: ShellZsh})
+		if got := slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }); got != want {
+			t.Errorf("%q in zsh: opaque %v, want %v\n%s", cmd, got, want, c.Format())
 		}
 	}
 }

@@ -41,18 +41,24 @@ func findRootsEnd(vals []string, start int) int {
 }
 
 // findRemoves reports whether find's expression removes what it finds: -delete, or a command
-// it runs on each (-exec, -execdir, -ok, -okdir) that removes or moves files.
+// it runs on each (-exec, -execdir, -ok, -okdir) that removes or moves files, through any
+// wrapper (-exec env rm), or one known only at run time (-exec /bin/r[m]).
 func findRemoves(vals []string) bool {
 	for i, v := range vals {
 		switch v {
 		case "-delete":
 			return true
 		case "-exec", "-execdir", "-ok", "-okdir":
-			if i+1 < len(vals) {
-				switch baseName(vals[i+1]) {
-				case "rm", "rmdir", "unlink", "shred", "mv":
-					return true
-				}
+			cmd := stripWrappers(vals[i+1:], true)
+			if len(cmd) == 0 {
+				continue
+			}
+			if strings.ContainsAny(cmd[0], "*?[$`") {
+				return true
+			}
+			switch baseName(cmd[0]) {
+			case "rm", "rmdir", "unlink", "shred", "mv":
+				return true
 			}
 		}
 	}
@@ -60,36 +66,34 @@ func findRemoves(vals []string) bool {
 }
 
 // findSelects reports whether find's expression picks files by a test on their name, time,
-// size, owner, ... (`find . -name '*.pyc' -delete`), rather than taking all of them, or all of
-// one type, as `find ~ -delete` and `find . -type f -delete` do.
-// A negation or an alternative may take every file whatever its tests (find . ! -name zzz
-// -delete), and a pattern of wildcards alone matches every name (-regex '.*', -path './*').
+// size, ... (`find . -name '*.pyc' -delete`), rather than taking all of them, or all of one
+// type, as `find ~ -delete` and `find . -type f -delete` do.
+// A negation or an alternative anywhere may take every file whatever its tests (find . !
+// -name zzz -delete, find . -name x -delete -o -delete), a pattern of wildcards alone matches
+// every name (-regex '.*', -path './*'), and tests true of the user's own files (-user,
+// -writable, -perm -0) pick nothing out of them.
 func findSelects(vals []string) bool {
-	for i, v := range vals {
+	for _, v := range vals {
 		switch v {
 		case "!", "-not", "-o", "-or", ",":
 			return false
-		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
-			// Tests after the action (find . -delete -name x) pick nothing it removes.
-			vals = vals[:i]
-		}
-		if len(vals) <= i {
-			break
 		}
 	}
 	for i, v := range vals {
 		switch v {
+		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
+			// Tests after the action (find . -delete -name x) pick nothing it removes.
+			return false
 		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname":
 			if i+1 < len(vals) && strings.Trim(vals[i+1], "*?./") != "" && !matchAll(path.Base(vals[i+1])) {
 				return true
 			}
 		case "-regex", "-iregex":
-			if i+1 < len(vals) && strings.Trim(vals[i+1], ".*+?^$/") != "" {
+			if i+1 < len(vals) && regexSelects(vals[i+1]) {
 				return true
 			}
 		case "-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
-			"-size", "-empty", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup",
-			"-inum", "-samefile", "-used":
+			"-size", "-empty", "-nouser", "-nogroup", "-inum", "-samefile", "-used":
 			return true
 		}
 		if strings.HasPrefix(v, "-newer") {
@@ -97,4 +101,57 @@ func findSelects(vals []string) bool {
 		}
 	}
 	return false
+}
+
+// regexSelects reports whether a find regex needs a character of its own in every path it
+// matches (`.*\.pyc`), so it does not take every file. Alternatives, groups and intervals
+// (`.*|x`, `.\{0,\}`) may match anything, and so does a regex of wildcards, bracket
+// expressions and optional characters alone (`.*x*`, `[^x]*`).
+func regexSelects(re string) bool {
+	if strings.ContainsAny(re, "|{(") {
+		return false
+	}
+	for i := 0; i < len(re); i++ {
+		lit := false
+		switch c := re[i]; c {
+		case '\\':
+			if i+1 < len(re) {
+				i++
+				lit = !strings.ContainsRune("wWsSbB<>`'", rune(re[i]))
+			}
+		case '.', '^', '$', '*', '+', '?':
+		case '[':
+			i = regexBracketEnd(re, i)
+		default:
+			lit = true
+		}
+		if lit && (i+1 >= len(re) || re[i+1] != '*' && re[i+1] != '?') {
+			return true
+		}
+	}
+	return false
+}
+
+// regexBracketEnd is the index of the ] that closes the bracket expression opened at re[i]
+// (a ] first in it, after any ^, is one of its characters), or the last index.
+func regexBracketEnd(re string, i int) int {
+	j := i + 1
+	if j < len(re) && re[j] == '^' {
+		j++
+	}
+	if j < len(re) && re[j] == ']' {
+		j++
+	}
+	for ; j < len(re); j++ {
+		if re[j] == '[' && j+1 < len(re) && strings.ContainsRune(":.=", rune(re[j+1])) {
+			if k := strings.Index(re[j+2:], string(re[j+1])+"]"); k >= 0 {
+				j += k + 3
+				continue
+			}
+		}
+		if re[j] == ']' {
+			return j
+		}
+	}
+	return len(re) - 1
 }

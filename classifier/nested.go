@@ -26,6 +26,30 @@ var shellNames = map[string]bool{
 	"csh": true, "tcsh": true,
 }
 
+// isShell reports whether name, a command's base name, is a shell's: one of shellNames, its
+// restricted r-prefixed variant (rzsh) or a versioned one (zsh5, bash-5.2, ksh93).
+func isShell(name string) bool {
+	n := strings.TrimRight(name, "0123456789.-_")
+	return shellNames[name] || shellNames[n] || shellNames[strings.TrimPrefix(n, "r")]
+}
+
+// zshSetsOption reports whether zsh's set is given an option beyond -e, -u, -x and -v (and
+// their + forms), which leave how the line is read as it is.
+func zshSetsOption(args []word) bool {
+	for _, a := range args {
+		if !a.static {
+			return true
+		}
+		if a.val == "--" || a.val == "-" {
+			return false
+		}
+		if len(a.val) > 1 && (a.val[0] == '-' || a.val[0] == '+') && strings.Trim(a.val[1:], "euxv") != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // nestedOf finds what the simple command sb (statement s) runs beyond itself. It looks past
 // the wrappers deny rules see through (DenyPrefix), so `timeout 5 bash -c X` is bash -c X.
 func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
@@ -53,11 +77,17 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		sb.opaque = true
 		return
 	}
+	if v := "/" + ws[0].val + "/"; strings.Contains(v, "/proc/") || strings.Contains(v, "/fd/") || strings.Contains(v, "/dev/std") {
+		// /proc/self/exe is the running shell, /dev/fd/N, /dev/stdin and /proc/PID/fd/N a file
+		// held open (/dev/fd/../exe is /proc/self/exe): no name says what runs.
+		sb.opaque = true
+		return
+	}
 	w.commandVars(sb, sb.args[:k])
 	if sb.opaque {
 		return
 	}
-	if name := baseName(ws[0].val); xargsIn(sb.args[:k]) && (shellNames[name] || name == "eval" || runners[name] || name == "busybox" ||
+	if name := baseName(ws[0].val); xargsIn(sb.args[:k]) && (isShell(name) || name == "eval" || runners[name] || name == "busybox" ||
 		xargsReplace(sb.args[:k]) != "" && strings.Contains(ws[0].val, xargsReplace(sb.args[:k]))) {
 		// echo 'git push' | xargs sh -c: the script, or the command line, is what xargs reads
 		// (or the command itself: xargs -I{} {} x).
@@ -73,10 +103,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
 		w.nestedGitCommands(sb, ws[1:])
-	case shellNames[name]:
+	case isShell(name):
 		w.nestedShell(sb, s, ws)
 	case name == "busybox" || name == "toybox":
-		if len(ws) > 1 && ws[1].static && shellNames[ws[1].val] {
+		if len(ws) > 1 && ws[1].static && isShell(ws[1].val) {
 			w.nestedShell(sb, s, ws[1:])
 		} else {
 			w.nestedTails(sb, ws[1:]) // busybox rm: the applet is the command
@@ -159,6 +189,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
 	case opaqueRunners[name]:
 		sb.opaque = true
+	case w.opts.Shell == ShellZsh && (name == "setopt" || name == "unsetopt" || name == "set" && zshSetsOption(ws[1:])):
+		// An option set in the line changes how zsh reads the rest of it: promptsubst runs
+		// $(…) in print -P's argument, globsubst and shwordsplit make data words.
+		sb.opaque = true
 	case name == "make" || name == "gmake":
 		for _, a := range ws[1:] {
 			if !a.static || a.val == "-E" || strings.HasPrefix(a.val, "--eval") || strings.HasPrefix(a.val, "-E") {
@@ -180,6 +214,11 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 			sb.opaque = true
 		}
 		w.nestedTails(sb, ws[1:])
+		if name == "zargs" {
+			// zargs puts the words before -- after the command (zargs -- push origin -- git):
+			// its tails show the command, not what it is given.
+			sb.opaque = true
+		}
 	case (name == "npm" || name == "pnpm" || name == "yarn") && len(ws) > 1 && ws[1].static &&
 		(ws[1].val == "exec" || ws[1].val == "x" || ws[1].val == "dlx"):
 		// npm exec -c CMD, npm exec --call=CMD, pnpm dlx CMD: a runner's tails.
@@ -396,7 +435,13 @@ var runners = map[string]bool{
 // opaqueRunners run a program no word of their line names as a command: run-parts the ones a
 // dir listing finds, capsh its --shell or a shell given -c after `--`, newgrp the user's shell
 // reading its stdin, make the recipes --eval gives on the command line.
-var opaqueRunners = map[string]bool{"run-parts": true, "capsh": true, "newgrp": true}
+var opaqueRunners = map[string]bool{"run-parts": true, "capsh": true, "newgrp": true,
+	// And those that run commands they read: zpty a command string, the debuggers what their
+	// stdin says (gdb --args rm x <<< run), at, batch and crontab a schedule read from stdin,
+	// the editors a `!` command.
+	"zpty": true, "gdb": true, "lldb": true, "cgdb": true, "at": true, "batch": true,
+	"crontab": true, "ed": true, "ex": true, "vi": true, "vim": true, "nvim": true, "view": true,
+	"vimdiff": true}
 
 // dynamicLoader reports the dynamic linker run as a program (ld.so /usr/bin/curl, as
 // /lib64/ld-linux-x86-64.so.2 or by any of its names): it loads and runs the program its

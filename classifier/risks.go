@@ -3,6 +3,7 @@ package classifier
 import (
 	"math/bits"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -612,6 +613,61 @@ func removesFiles(subs []*sub) bool {
 		}
 	}
 	return false
+}
+
+// maxOpaqueTexts bounds the texts of an opaque line read as scripts (opaqueCritical); past it
+// the line is taken as critical.
+const maxOpaqueTexts = 32
+
+// opaqueCritical judges a line that runs what no word of it shows (eval "$x", hash -p, a
+// function that runs "$@", /proc/self/exe -c) for the critical-path rm: any command of it
+// given rm's flags is judged as rm would be (hash -p /bin/rm r; r -rf *, f rm -rf ~), and
+// any text it holds is judged as a script (x='rm -rf *'; eval "$x", bash -c "$(printf 'rm
+// -rf *')").
+func (w *walker) opaqueCritical() bool {
+	texts := 0
+	for _, sb := range w.subs {
+		if slices.ContainsFunc(sb.args, rmFlags) && criticalRm(sb, w.opts) {
+			return true
+		}
+		var vals []string
+		for _, a := range sb.args {
+			if a.static {
+				vals = append(vals, a.val)
+			}
+		}
+		for _, a := range sb.assigns {
+			if a.static {
+				_, v, _ := strings.Cut(a.word.val, "=")
+				vals = append(vals, v)
+			}
+		}
+		for _, v := range vals {
+			if !strings.ContainsAny(v, " \t\n;&|") {
+				continue
+			}
+			if texts++; texts > maxOpaqueTexts || w.depth+1 >= maxNestDepth {
+				return true
+			}
+			if slices.Contains(parseDepth(v, w.opts, w.depth+1, w.left).Risks, RiskCriticalPathRm) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rmFlags reports a word that is an option rm takes to remove trees or refuse nothing: -r,
+// -R, -f, -d, alone or in a cluster, or their long forms.
+func rmFlags(a word) bool {
+	v := a.val
+	if !a.static || len(v) < 2 || v[0] != '-' {
+		return false
+	}
+	if v[1] == '-' {
+		return v == "--recursive" || v == "--force" || v == "--dir"
+	}
+	return strings.ContainsAny(v[1:], "rRfd")
 }
 
 // staticTargetCritical reports whether a, a static target of rm or a root of a find that

@@ -452,6 +452,19 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
+	// Programs that run what no word names (the running shell by its /proc name, a debugger,
+	// a scheduler or an editor reading commands from stdin, zsh with an option that makes data
+	// code) meet every deny rule: asked where a person may answer, denied elsewhere.
+	for _, cmd := range []string{
+		`/proc/self/exe -c 'curl x'`, `/proc/thread-self/exe -c 'curl x'`, `/dev/fd/../exe -c 'curl x'`,
+		`gdb -q --args curl x <<< run`, `at now <<< 'curl x'`, `batch <<< 'curl x'`, `crontab - <<< '* * * * * curl x'`,
+		`ed -s f <<< '!curl x'`, `vim -es f <<< '!curl x'`,
+	} {
+		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, AU, AU, D, D, D, AU, AP)...)
+	}
+	for _, cmd := range []string{`zsh5 -c 'curl x'`, `rzsh -c 'curl x'`, `bash-5.2 -c 'curl x'`} {
+		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
+	}
 	// Words the shell expands meet the rules as what they may become: braces as their
 	// expansions, a glob as any name it matches (a file the line can make), $X as anything.
 	for _, c := range []struct{ cmd, rule string }{
@@ -698,6 +711,15 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`find . -name x -o -type f -delete`, `find . -path './*' -delete`, `find . -name '?*' -delete`,
 		`find . -delete -name x`, `find . -mindepth 1 -exec rm -rf {} + -name x`, `find . -name '[[:alnum:]]*' -delete`,
 		`find . -writable -delete`, `find . -perm -0 -delete`,
+		// An alternative after the action, a wrapper or glob in -exec, regexes that match every
+		// path, tests true of the user's own files, and lines that run what no word shows.
+		`find . -name x -delete -o -delete`, `find . -name x -exec true \; -o -delete`, `find . -name x -delete , -delete`,
+		`find . -exec env rm -rf {} +`, `find . -exec timeout 9 rm -rf {} +`, `find . -execdir nice rm -rf {} +`,
+		`find . -exec /bin/r[m] -rf {} +`, `find . -regex '.*x*' -delete`, `find . -regex '.*\|x' -delete`,
+		`find . -regex '.\{0,\}' -delete`, `find . -iregex '[^x]*' -delete`, `find . -user u -delete`,
+		`/proc/self/exe -c 'rm -rf *'`, `/dev/fd/../exe -c 'rm -rf ~'`, `zsh5 -c 'rm -rf *'`, `rzsh -c 'rm -rf ~'`,
+		`x='rm -rf *'; eval "$x"`, `hash -p /bin/rm r; r -rf *`, `f(){ "$@"; }; f rm -rf *`,
+		`bash -c "$(printf 'rm -rf *')"`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -709,7 +731,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`,
 		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
 		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
-		`find . -type f -name '*.o' -delete`} {
+		`find . -type f -name '*.o' -delete`, `find . -regex '.*\.o' -delete`, `find . -name x -exec grep -l y {} +`,
+		`eval "$(ssh-agent)"; ls *`, `source x; cp -r a b`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)

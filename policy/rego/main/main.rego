@@ -70,8 +70,7 @@ _result := {"i": 0, "step": "hook_deny", "allow": false, "behavior": "deny", "re
 	count(custom.ask) > 0
 } else := {"i": 7, "step": "critical_rm", "behavior": "ask", "reason": sprintf("rm of a critical path: %s", [_first(safety.critical_rm)]), "source": "safety"} if {
 	input.tool == "Bash"
-	some words in input.bash.match_words
-	safety.removes_word(words[0])
+	safety.removes_line
 	count(safety.critical_rm) > 0
 } else := {"i": 8, "step": "user_interaction", "behavior": "ask", "reason": "this tool needs a person to answer", "source": "safety"} if {
 	input.requires_user_interaction == true

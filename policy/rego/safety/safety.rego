@@ -137,6 +137,14 @@ critical_rm contains concat(" ", words) if {
 	removes_word(words[0])
 }
 
+# A line that runs what no word of it shows (eval "$x", /proc/self/exe -c, hash -p), which the
+# classifier judged as it may run: its commands given rm's flags as rm, its texts as scripts.
+critical_rm contains sub.text if {
+	"critical_path_rm" in input.bash.risks
+	some sub in input.bash.subcommands
+	sub.opaque
+}
+
 # rm_word holds for a command word that runs rm or rmdir, by name or by path: /bin/rm -rf ~
 # is rm -rf ~.
 rm_word(w) if w in {"rm", "rmdir"}
@@ -144,6 +152,18 @@ rm_word(w) if w in {"rm", "rmdir"}
 rm_word(w) if endswith(w, "/rm")
 
 rm_word(w) if endswith(w, "/rmdir")
+
+# removes_line holds for a Bash line that may remove files: a command of it is rm, rmdir or
+# find, or one is known only when it runs.
+removes_line if {
+	some words in input.bash.match_words
+	removes_word(words[0])
+}
+
+removes_line if {
+	some sub in input.bash.subcommands
+	sub.opaque
+}
 
 # removes_word holds for rm_word and for find, whose -delete and -exec rm remove what it finds.
 removes_word(w) if rm_word(w)
