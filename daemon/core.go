@@ -384,6 +384,7 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 		// A cloned repository's settings may deny and ask, but only a session that says it
 		// trusts its project lets those files allow (COMPAT 2: untrusted workspaces).
 		TrustProject: s.TrustProject,
+		OwnerUID:     snap.Owner.UID,
 	})
 	if err != nil {
 		if cfg.PolicyDir != "" && strings.Contains(err.Error(), cfg.PolicyDir+"/") {
@@ -428,6 +429,12 @@ type ownerReader struct {
 const settingsMaxBytes = 1 << 20
 
 func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	b, _, err := o.ReadOwnedFile(ctx, path)
+	return b, err
+}
+
+// ReadOwnedFile implements permission.OwnedFileReader.
+func (o ownerReader) ReadOwnedFile(ctx context.Context, path string) ([]byte, uint32, error) {
 	// One a call still running made where there was none: moved aside within half a second,
 	// and never a source of rules (a background task's ~/.config/sandboxd/settings.json would
 	// otherwise set the mode and rules of a session made meanwhile). Asked before and after
@@ -435,11 +442,11 @@ func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) 
 	// a missing file is no source at all.
 	sb := o.host.Sandbox()
 	before := sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)
-	b, err := o.host.ReadSettingsAs(ctx, o.s, path, settingsMaxBytes)
+	b, uid, err := o.host.ReadSettingsAs(ctx, o.s, path, settingsMaxBytes)
 	if err == nil && (before || sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)) {
-		return nil, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
+		return nil, 0, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
 	}
-	return b, err
+	return b, uid, err
 }
 
 func mergeDirs(a, b []string) []string {

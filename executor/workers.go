@@ -424,13 +424,24 @@ func (h *Host) ReadFileAs(ctx context.Context, s *session.Session, path string, 
 // children keep read-only: one that appeared after the session's worker started (the user
 // made it, or a remembered approval did) is out of that worker's reach, so a read it refuses
 // is made again by a fresh worker, which sees the file as it is now.
-func (h *Host) ReadSettingsAs(ctx context.Context, s *session.Session, path string, maxBytes int64) ([]byte, error) {
-	b, err := h.ReadFileAs(ctx, s, path, maxBytes)
+// It also returns the file's owner: a project's settings are trusted only from its own user.
+func (h *Host) ReadSettingsAs(ctx context.Context, s *session.Session, path string, maxBytes int64) ([]byte, uint32, error) {
+	read := func() (b []byte, uid uint32, err error) {
+		err = h.withWorker(ctx, s, func(w *worker.Client) error {
+			info, payload, err := w.ReadFileInfo(ctx, path, maxBytes)
+			if err == nil {
+				b, uid = payload, info.UID
+			}
+			return err
+		})
+		return b, uid, err
+	}
+	b, uid, err := read()
 	if errors.Is(err, fs.ErrPermission) {
 		h.restartWorker(s)
-		b, err = h.ReadFileAs(ctx, s, path, maxBytes)
+		b, uid, err = read()
 	}
-	return b, err
+	return b, uid, err
 }
 
 // StopSession releases what the tools hold for a deleted session: its worker, its

@@ -59,6 +59,13 @@ type FileReader interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 }
 
+// OwnedFileReader is a FileReader that also says whose a file is: a project's settings are
+// trusted (TrustProject) only from a file of the session's owner or root. A reader that cannot
+// say leaves them untrusted.
+type OwnedFileReader interface {
+	ReadOwnedFile(ctx context.Context, path string) (b []byte, uid uint32, err error)
+}
+
 // LoadOptions says where a session's rules come from.
 type LoadOptions struct {
 	// PolicyDir holds admin *.json (policySettings), e.g. /etc/sandboxd/policy.d; "" skips it.
@@ -77,6 +84,9 @@ type LoadOptions struct {
 	// TrustProject lets project and local files add allow rules and directories (COMPAT 2:
 	// an untrusted workspace's deny and ask apply, its allow waits for trust).
 	TrustProject bool
+	// OwnerUID is the session owner's uid: project and local files of another user are not
+	// trusted, whatever TrustProject says (a shared dir where anyone may write .sandboxd/).
+	OwnerUID uint32
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
 }
@@ -183,7 +193,17 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		if o.Owner == nil {
 			break
 		}
-		b, err := o.Owner.ReadFile(ctx, sf.path)
+		var (
+			b       []byte
+			fileUID uint32
+			err     error
+		)
+		or, owned := o.Owner.(OwnedFileReader)
+		if owned {
+			b, fileUID, err = or.ReadOwnedFile(ctx, sf.path)
+		} else {
+			b, err = o.Owner.ReadFile(ctx, sf.path)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -194,7 +214,18 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if (sf.src == SourceProject || sf.src == SourceLocal) && !o.TrustProject {
+		trusted := o.TrustProject
+		if trusted && (sf.src == SourceProject || sf.src == SourceLocal) && (!owned || fileUID != o.OwnerUID && fileUID != 0) {
+			// Another user's file in the project (a shared dir where anyone may make
+			// .sandboxd/): trusting the workspace does not trust them.
+			trusted = false
+			who := "whose owner is not known"
+			if owned {
+				who = fmt.Sprintf("owned by uid %d, not the session's owner", fileUID)
+			}
+			eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: %s; read as an untrusted workspace's", sf.path, who))
+		}
+		if (sf.src == SourceProject || sf.src == SourceLocal) && !trusted {
 			// An untrusted project may only make things stricter: deny and ask rules, and a
 			// defaultMode no looser than default (a cloned repository cannot start its own
 			// sessions in acceptEdits or bypassPermissions).

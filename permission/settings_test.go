@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -18,6 +19,59 @@ type dirReader struct{ reads []string }
 func (d *dirReader) ReadFile(_ context.Context, p string) ([]byte, error) {
 	d.reads = append(d.reads, p)
 	return os.ReadFile(p)
+}
+
+func (d *dirReader) ReadOwnedFile(ctx context.Context, p string) ([]byte, uint32, error) {
+	b, err := d.ReadFile(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, fi.Sys().(*syscall.Stat_t).Uid, nil
+}
+
+// TestTrustedProjectFilesOfOthers: trusting a workspace trusts its settings files written by
+// the session's owner (or root) only. In a shared dir where anyone may make .sandboxd/,
+// another user's file keeps only what an untrusted workspace's may: deny and ask rules.
+func TestTrustedProjectFilesOfOthers(t *testing.T) {
+	testutil.RequireRoot(t)
+	proj := t.TempDir()
+	p := filepath.Join(proj, ".sandboxd/settings.json")
+	write(t, p, `{"permissions":{"allow":["Bash(*)"],"deny":["Read(.env)"],"defaultMode":"bypassPermissions","additionalDirectories":["/home"]}}`)
+	load := func(owner uint32) (*RuleSet, *Effective) {
+		t.Helper()
+		rs, eff, err := Load(context.Background(), LoadOptions{Cwd: proj, ProjectRoot: proj, Owner: &dirReader{}, TrustProject: true, OwnerUID: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs, eff
+	}
+	if err := os.Chown(p, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	for _, owner := range []uint32{1000, 0} {
+		rs, eff := load(owner)
+		var got []string
+		for _, r := range rs.Rules() {
+			got = append(got, string(r.Behavior)+":"+r.String())
+		}
+		if strings.Join(got, " ") != "deny:Read(.env)" || eff.DefaultMode == "bypassPermissions" || len(eff.AdditionalDirectories) != 0 {
+			t.Errorf("owner %d, file of uid 4242: rules %v, mode %q, dirs %v", owner, got, eff.DefaultMode, eff.AdditionalDirectories)
+		}
+		if !strings.Contains(strings.Join(eff.Warnings, "\n"), "owned by uid 4242") {
+			t.Errorf("owner %d: no warning naming the file's owner: %q", owner, eff.Warnings)
+		}
+	}
+	if err := os.Chown(p, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	rs, eff := load(1000)
+	if !slices.ContainsFunc(rs.Rules(), func(r Rule) bool { return r.Behavior == Allow && r.String() == "Bash" }) || eff.DefaultMode != "bypassPermissions" {
+		t.Errorf("the owner's own file in a trusted workspace: rules %v, mode %q", rs.Rules(), eff.DefaultMode)
+	}
 }
 
 func write(t *testing.T, p, s string) {
@@ -48,7 +102,7 @@ func TestLoadPrecedence(t *testing.T) {
 	rd := &dirReader{}
 	rs, eff, err := Load(context.Background(), LoadOptions{
 		PolicyDir: pol, CLIArgs: &Settings{Deny: []string{"Bash(sudo *)"}}, Session: &Settings{Allow: []string{"WebFetch(domain:go.dev)"}},
-		Cwd: proj, ProjectRoot: proj, Home: home, Owner: rd, TrustProject: true, InsecureSkipOwnerCheck: true,
+		Cwd: proj, ProjectRoot: proj, Home: home, Owner: rd, TrustProject: true, OwnerUID: uint32(os.Getuid()), InsecureSkipOwnerCheck: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -277,6 +278,18 @@ func (c *Client) Markdown(ctx context.Context, html []byte, domain string) (stri
 // ReadFile reads at most maxBytes of a regular file as the owner (settings files). A longer
 // file is an error, so a truncated settings file is never parsed.
 func (c *Client) ReadFile(ctx context.Context, path string, maxBytes int64) ([]byte, error) {
-	_, payload, err := c.do(ctx, &Request{Op: OpReadFile, Path: path, MaxBytes: maxBytes}, nil)
+	_, payload, err := c.ReadFileInfo(ctx, path, maxBytes)
 	return payload, err
+}
+
+// ReadFileInfo is ReadFile with what the worker saw of the file (its owner, mode, size).
+func (c *Client) ReadFileInfo(ctx context.Context, path string, maxBytes int64) (*FileInfo, []byte, error) {
+	resp, payload, err := c.do(ctx, &Request{Op: OpReadFile, Path: path, MaxBytes: maxBytes}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.FileInfo == nil {
+		return nil, nil, errors.New("worker: read_file answered without the file's info")
+	}
+	return resp.FileInfo, payload, nil
 }

@@ -84,6 +84,7 @@ type FileInfo struct {
 	Size      int64  `json:"size"`
 	MTimeNano int64  `json:"mtime_ns"`
 	Mode      uint32 `json:"mode"`
+	UID       uint32 `json:"uid"`              // the file's owner
 	SHA256    string `json:"sha256,omitempty"` // of the whole file; empty when too large to hash
 	Truncated bool   `json:"truncated,omitempty"`
 }

@@ -41,7 +41,11 @@ func sha256hex(b []byte) string {
 }
 
 func fileInfo(path string, fi fs.FileInfo) FileInfo {
-	return FileInfo{Path: path, Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
+	info := FileInfo{Path: path, Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		info.UID = st.Uid
+	}
+	return info
 }
 
 // WARNING: every read goes through here or openDecided so that devices, FIFOs, sockets and
