@@ -374,10 +374,21 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 	}
 	if !a.static || a.glob {
 		pc.runtimeWord(a, sb)
+		if a.static && access == AccessWrite && removers[cmd] {
+			// rm -rf me/*: what it removes lies in the dir the glob starts in, as that dir
+			// leads (a link made by an earlier call: ln -s . me). Put as "me/", which the
+			// decision resolves through the link (Executor: the critical-path check).
+			if dir, _ := splitGlob(a.val); dir != "" && !strings.ContainsAny(dir, "*?[") {
+				pc.add(dir, access, cmd, sb.dirs, sb.dirsUnknown)
+			}
+		}
 		return
 	}
 	pc.add(a.val, access, cmd, sb.dirs, sb.dirsUnknown)
 }
+
+// removers are the commands whose written operands they remove.
+var removers = map[string]bool{"rm": true, "rmdir": true, "unlink": true, "shred": true}
 
 // bareOp is a redirection's operator without the fd it names: 3< and {fd}< are <.
 func bareOp(op string) string {

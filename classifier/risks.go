@@ -793,6 +793,11 @@ func criticalFind(sb *sub, opts Options) bool {
 	return false
 }
 
+// CriticalPath reports whether removing the absolute path p (or, for a last segment of
+// wildcards alone, everything in its dir) removes /, a top-level dir, opts.Home, or opts.Cwd
+// or one of its ancestors: the dirs an rm of is critical.
+func CriticalPath(p string, opts Options) bool { return criticalPath(p, false, opts) }
+
 func criticalPath(p string, tilde bool, opts Options) bool {
 	if tilde {
 		if p == "~" || p == "~/" || strings.HasPrefix(p, "~/*") {

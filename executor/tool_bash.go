@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,6 +171,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			tf.Paths = append(tf.Paths, *e)
 		}
 	}
+	tf.Bash = linkedCritical(c, cl, tf.Paths)
 	c.bashWrites = c.bashWrites[:0]
 	for _, p := range tf.Paths {
 		if p.Access == permission.Write {
@@ -177,6 +179,35 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		}
 	}
 	return tf, nil
+}
+
+// linkedCritical is cl with the critical-path rm risk when an rm, rmdir or find of the line
+// reaches the cwd, the home or / through a symbolic link that exists already (ln -s . me,
+// made by an earlier call; then rm -rf me/, rm -rf me/*, find me/ -delete): the classifier
+// judges names, the resolution shows where they lead. A target without a trailing slash is
+// the link itself, which rm removes alone. cl itself may be shared (the classification
+// cache): a changed one is a copy.
+func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.PathFact) *classifier.Classification {
+	if slices.Contains(cl.Risks, classifier.RiskCriticalPathRm) {
+		return cl
+	}
+	opts := classifier.Options{Cwd: c.Session.Cwd(), Home: c.Session.Owner.Home}
+	for i, pu := range cl.Paths {
+		if i >= len(facts) || pu.Access != classifier.AccessWrite || pu.Cmd != "rm" && pu.Cmd != "rmdir" && pu.Cmd != "find" {
+			continue
+		}
+		f := facts[i]
+		if f.Resolved == f.Requested || !strings.HasSuffix(pu.Raw, "/") && !strings.HasSuffix(pu.Raw, "/.") {
+			continue
+		}
+		if classifier.CriticalPath(f.Resolved, opts) {
+			out := *cl
+			out.Risks = append(slices.Clone(cl.Risks), classifier.RiskCriticalPathRm)
+			slices.Sort(out.Risks)
+			return &out
+		}
+	}
+	return cl
 }
 
 // bashReadOnly asks the classifier: only a command that parsed and is read-only in every

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
+)
+
+// TestCriticalRmThroughExistingLink: a link to the cwd made by an earlier call (ln -s . me)
+// leads an rm's target there though no name of the line shows it. rm -rf me/, me/* and
+// find me/ -delete are the cwd's critical removal, denied in bypassPermissions and asked for
+// by an agent's hook alike; rm -rf me removes the link alone, and a link to a subdir is no
+// critical path.
+func TestCriticalRmThroughExistingLink(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	for _, l := range []struct{ name, to string }{{"me", "."}, {"up", ".."}, {"sub", "build"}} {
+		if err := os.Symlink(l.to, filepath.Join(dir, l.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
+	for _, unconfined := range []bool{false, true} {
+		for cmd, critical := range map[string]bool{
+			"rm -rf me/": true, "rm -rf me/*": true, "rm -rf me/.": true, "find me/ -delete": true,
+			"rm -rf up/": true, "rmdir me/": true, "rm -rf ./me/?*": true,
+			"rm -rf me": false, "rm -f me": false, "rm -rf sub/": false, "rm -rf sub/*": false, "rm -rf build/": false,
+		} {
+			body := callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), fmt.Sprintf(`,"unconfined":%v`, unconfined))
+			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", body)
+			var res protocol.CallResult
+			decodeInto(t, b, &res)
+			if code != 200 || res.Decision == nil {
+				t.Fatalf("%q: %d %s", cmd, code, b)
+			}
+			denied := behavior(res) == permission.Deny && res.Decision.Step == "critical_rm"
+			if denied != critical {
+				t.Errorf("%q (unconfined %v): %s at %s, critical %v: %s", cmd, unconfined, res.Decision.Behavior, res.Decision.Step, critical, res.Decision.Reason)
+			}
+		}
+	}
+}
