@@ -974,6 +974,12 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`cd "$X" && rm -rf ..`: true, "=rm -rf ~": true, "nocorrect rm -rf ~": true,
 		"rm -rf *.o": false, "rm -rf build": false, `cd "$X" && rm -rf build`: false, "rm -rf src/*.o": false,
 		"rm -rf ~u/proj/build": false,
+		// A glob with letters of its own that names the cwd, or everything in it.
+		"rm -rf ~/pro[j]/*": true, "rm -rf /home/u/pro?/*": true, "rm -rf ../pro[j]/*": true, "rm -rf ~/pro[j]": true,
+		"find ~/pro[j] -delete": true, "rm -rf ../pro[j]/?*": true, "rm -rf /home/u/p*/*/": true,
+		"rm -rf ~/pro${x:-j}": true, "rm -rf ../pro${x:-j}": true, "rm -rf /home/u/pro${x:-j}": true, `rm -rf "${x-~}"`: true,
+		`rm -rf ~/"pro${x:=j}"/`: true, "rm -rf ~/pro${x:-j}/build": false, "rm -rf ~/proj/${x:-build}": false,
+		"rm -rf ~/pro[j]/build": false, "rm -rf ../pro[j]/*.o": false, "rm -rf /home/u/pro?/src/*": false,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
 			t.Errorf("%q: critical %v, want %v", cmd, got, want)

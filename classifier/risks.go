@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Risk names reported in Classification.Risks.
@@ -466,6 +468,14 @@ func criticalRm(sb *sub, opts Options) bool {
 			if a.glob || s == "$HOME" || s == "$PWD" || s == "" {
 				return true
 			}
+			// ~/pro${x:-j} is ~/proj when x is empty: judged as each value the word takes
+			// with its expansions empty, or at their defaults.
+			for _, r := range expansionReadings(a.node) {
+				rw := word{val: r, src: r, static: true, glob: strings.ContainsAny(r, "*?["), tilde: r == "~" || strings.HasPrefix(r, "~/")}
+				if staticTargetCritical(rw, dirs, opts, dirUnknown) {
+					return true
+				}
+			}
 			continue
 		}
 		if a.extGlob {
@@ -476,6 +486,59 @@ func criticalRm(sb *sub, opts Options) bool {
 		}
 	}
 	return false
+}
+
+// expansionReadings are the values w takes when each expansion in it is empty, and when each
+// that has a default (${x:-d}, ${x-d}, ${x:=d}) takes it instead; nil for a word with parts
+// it does not follow (an extended glob).
+func expansionReadings(w *syntax.Word) []string {
+	if w == nil {
+		return nil
+	}
+	var empty, defaults strings.Builder
+	var walk func(parts []syntax.WordPart) bool
+	walk = func(parts []syntax.WordPart) bool {
+		for _, p := range parts {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				empty.WriteString(p.Value)
+				defaults.WriteString(p.Value)
+			case *syntax.SglQuoted:
+				empty.WriteString(p.Value)
+				defaults.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				if !walk(p.Parts) {
+					return false
+				}
+			case *syntax.ParamExp:
+				if p.Exp == nil || p.Exp.Word == nil || p.Slice != nil || p.Repl != nil || p.Length || p.Excl {
+					continue
+				}
+				switch p.Exp.Op {
+				case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+					d := expansionReadings(p.Exp.Word)
+					if len(d) == 0 {
+						return false
+					}
+					defaults.WriteString(d[len(d)-1])
+					if p.Exp.Op == syntax.DefaultUnsetOrNull || p.Exp.Op == syntax.AssignUnsetOrNull {
+						empty.WriteString(d[len(d)-1])
+					}
+				}
+			case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	if !walk(w.Parts) {
+		return nil
+	}
+	if empty.String() == defaults.String() {
+		return []string{empty.String()}
+	}
+	return []string{empty.String(), defaults.String()}
 }
 
 // procAlias reports a path that may lead under /proc or through one of /dev's links into it
@@ -700,8 +763,16 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 		_, r, _ := strings.Cut(a.val, "/")
 		return mayNameCritical(r, opts)
 	}
-	if a.glob && globMayBeCritical(a.val, append([]string{opts.Cwd}, dirs...), opts) {
-		return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
+	if g := a.val; a.glob {
+		if a.tilde {
+			if opts.Home == "" {
+				return true // ~/pro[j]: under a home not known here
+			}
+			g = opts.Home + strings.TrimPrefix(g, "~")
+		}
+		if globMayBeCritical(g, append([]string{opts.Cwd}, dirs...), opts) {
+			return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
+		}
 	}
 	if dirUnknown && !path.IsAbs(a.val) && !a.tilde && mayNameCritical(a.val, opts) {
 		return true // cd "$HOME" && rm -rf proj, env -C .. rm -rf proj: proj's parent
@@ -885,6 +956,12 @@ func globMayBeCritical(g string, dirs []string, opts Options) bool {
 			p = path.Join(base, p)
 		}
 		p = path.Clean(p)
+		// ~/pro[j]/*: everything in a dir the glob may name is that dir's removal.
+		for dir, last := splitGlob(p); p != "/" && matchAll(last); dir, last = splitGlob(p) {
+			if p = path.Clean(dir); p == "/" {
+				return true
+			}
+		}
 		if strings.Count(p, "/") == 1 {
 			return true
 		}
