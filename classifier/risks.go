@@ -488,13 +488,15 @@ func criticalRm(sb *sub, opts Options) bool {
 	return false
 }
 
-// expansionReadings are the values w takes when each expansion in it is empty, and when each
-// that has a default (${x:-d}, ${x-d}, ${x:=d}) takes it instead; nil for a word with parts
-// it does not follow (an extended glob).
+// expansionReadings are the values w takes, when an expansion in it has a default (${x:-d},
+// ${x-d}, ${x:=d}), with each such default taken and every other expansion empty: for ${x-d}
+// with x set, the default is not taken (the empty reading), for ${x:-d} it is either way. Nil
+// for a word without a default, or with parts it does not follow (an extended glob).
 func expansionReadings(w *syntax.Word) []string {
 	if w == nil {
 		return nil
 	}
+	hasDefault := false
 	var empty, defaults strings.Builder
 	var walk func(parts []syntax.WordPart) bool
 	walk = func(parts []syntax.WordPart) bool {
@@ -516,9 +518,10 @@ func expansionReadings(w *syntax.Word) []string {
 				}
 				switch p.Exp.Op {
 				case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+					hasDefault = true
 					d := expansionReadings(p.Exp.Word)
 					if len(d) == 0 {
-						return false
+						d = []string{wordLiteral(p.Exp.Word)}
 					}
 					defaults.WriteString(d[len(d)-1])
 					if p.Exp.Op == syntax.DefaultUnsetOrNull || p.Exp.Op == syntax.AssignUnsetOrNull {
@@ -532,13 +535,34 @@ func expansionReadings(w *syntax.Word) []string {
 		}
 		return true
 	}
-	if !walk(w.Parts) {
+	if !walk(w.Parts) || !hasDefault {
 		return nil
 	}
 	if empty.String() == defaults.String() {
 		return []string{empty.String()}
 	}
 	return []string{empty.String(), defaults.String()}
+}
+
+// wordLiteral is w's literal and quoted text with its expansions empty (a default word
+// without expansions of its own with defaults).
+func wordLiteral(w *syntax.Word) string {
+	var b strings.Builder
+	var walk func(parts []syntax.WordPart)
+	walk = func(parts []syntax.WordPart) {
+		for _, p := range parts {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				b.WriteString(p.Value)
+			case *syntax.SglQuoted:
+				b.WriteString(p.Value)
+			case *syntax.DblQuoted:
+				walk(p.Parts)
+			}
+		}
+	}
+	walk(w.Parts)
+	return b.String()
 }
 
 // procAlias reports a path that may lead under /proc or through one of /dev's links into it
