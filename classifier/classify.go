@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -197,6 +198,45 @@ const MaxSubcommands = 512
 func tooComplex() *Classification {
 	return failed("too_complex", fmt.Sprintf("not classified: its commands nest so deep that their texts add up to over %d bytes", maxStmtBytes))
 }
+
+// runsWrittenFile marks opaque each command whose program is a file the line itself writes
+// (printf 'rm x' > p; chmod +x p; ./p, cp /bin/bash b; ./b -c …, ln -s /usr/bin/git g; ./g
+// push, and a nested script's, git -c core.fsmonitor=./q): what it runs is the line's own
+// data, under a name no rule knows. A write that changes no content (chmod, touch) does not
+// count.
+func runsWrittenFile(c *Classification, opts Options) {
+	var written []string
+	for _, p := range c.Paths {
+		if p.Access == AccessWrite && !metadataWriters[p.Cmd] && !strings.HasPrefix(p.Path, "/dev/") {
+			written = append(written, p.Path)
+		}
+	}
+	if len(written) == 0 {
+		return
+	}
+	for i := range c.Subcommands {
+		s := &c.Subcommands[i]
+		argv := stripWrappers(s.Prefix, true)
+		if len(argv) == 0 || !strings.Contains(argv[0], "/") {
+			continue
+		}
+		prog := argv[0]
+		if !path.IsAbs(prog) {
+			if opts.Cwd == "" {
+				s.Opaque = true
+				continue
+			}
+			prog = path.Join(opts.Cwd, prog)
+		}
+		prog = path.Clean(prog)
+		if slices.ContainsFunc(written, func(w string) bool { return prog == w || strings.HasPrefix(prog, w+"/") }) {
+			s.Opaque = true
+		}
+	}
+}
+
+// metadataWriters change a file's metadata, not what it holds.
+var metadataWriters = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "touch": true, "setfacl": true, "chattr": true}
 
 // parseDepth is parse for a script nested depth levels deep (bash -c 'STRING'). left is
 // what is left of maxStmtBytes for the whole line, nested scripts included.
@@ -1074,6 +1114,7 @@ func (w *walker) finish() *Classification {
 	if nested > 0 {
 		w.spliceNested(c, nested)
 	}
+	runsWrittenFile(c, w.opts)
 	if c.symlinks && !slices.Contains(c.Risks, RiskCriticalPathRm) && removesFiles(w.subs) {
 		// ln -s . me; rm -rf me/: a link the line makes may lead an rm's target to the cwd,
 		// the home or /, which no name shows.

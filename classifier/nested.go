@@ -242,10 +242,12 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 // gitTransportKey reports a git config key that makes a remote run a command: protocol.*
 // allows the ext:: transport (git's command line as a remote), and url.*.insteadOf or any
 // value naming ext:: turns a remote into one (url.ext::sh -c CMD.insteadOf=zz; fetch zz).
+// include.path and includeIf.*.path read a file of config, which may set any of these, or a
+// core.fsmonitor, alias or pager.
 func gitTransportKey(k, v string) bool {
 	k = strings.ToLower(k)
 	return strings.HasPrefix(k, "protocol.") || strings.HasPrefix(k, "url.") || strings.Contains(k, "ext::") ||
-		strings.Contains(v, "ext::")
+		strings.Contains(v, "ext::") || k == "include.path" || strings.HasPrefix(k, "includeif.")
 }
 
 // commandVar reports a variable whose value programs run as a shell command: git's and

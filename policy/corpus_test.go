@@ -459,6 +459,10 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`/proc/self/exe -c 'curl x'`, `/proc/thread-self/exe -c 'curl x'`, `/dev/fd/../exe -c 'curl x'`,
 		`gdb -q --args curl x <<< run`, `at now <<< 'curl x'`, `batch <<< 'curl x'`, `crontab - <<< '* * * * * curl x'`,
 		`ed -s f <<< '!curl x'`, `vim -es f <<< '!curl x'`,
+		// A program the line itself writes, and git config read from a file.
+		`printf 'curl x' > p; chmod +x p; ./p`, `ln -s /usr/bin/curl c; ./c x`, `cp /bin/bash b; ./b -c 'curl x'`,
+		`printf 'curl x' > q; git -c core.fsmonitor=./q status`, `git -c include.path=/w/c status`,
+		`git -c includeIf.onbranch:main.path=/w/c status`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, AU, AU, D, D, D, AU, AP)...)
 	}
