@@ -2,10 +2,13 @@ package session
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -108,8 +111,37 @@ func (s *Session) Descends(ancestor *Session) bool {
 // Get returns the session for acting in it (its calls, decisions and changes run as its
 // owner): only its owner, or root, may. An admin who is not root gets ErrNotFound, as any
 // other user does: admins see and end sessions, they never act as someone else.
+//
+// A session runs as its creator's groups: a process of its owner that lacks one of them (it
+// dropped it, or the user was removed from it since) is refused, or it would get it back.
 func (st *Store) Get(caller Caller, id string) (*Session, error) {
-	return st.lookup(id, func(s *Session) bool { return mayAct(caller, s) })
+	s, err := st.lookup(id, func(s *Session) bool { return mayAct(caller, s) })
+	if err != nil {
+		return nil, err
+	}
+	if g, lacks := lacksGroup(caller, s.Owner); lacks {
+		return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("session %s runs with group %d, which this process does not have (dropped since, or the user left it): calls here would get it back; make a new session from this process", id, g))
+	}
+	return s, nil
+}
+
+// lacksGroup returns a group of owner's (its gid or a supplementary one) that caller, the
+// same user, does not hold. Root, and an admin acting on another's session, are not held to
+// the owner's groups.
+func lacksGroup(caller, owner Caller) (uint32, bool) {
+	if caller.UID != owner.UID || caller.UID == 0 {
+		return 0, false
+	}
+	has := func(g uint32) bool { return caller.GID == g || slices.Contains(caller.Groups, g) }
+	if !has(owner.GID) {
+		return owner.GID, true
+	}
+	for _, g := range owner.Groups {
+		if !has(g) {
+			return g, true
+		}
+	}
+	return 0, false
 }
 
 // See returns the session for looking at it (its state, rules, tasks): its owner and admins.
