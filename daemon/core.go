@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,26 +241,35 @@ func (c *Core) checkAdminSettings() error {
 // may have changed). A session whose rules fail to load is suspended: its old rules may lack
 // the admin's new deny, so every call is denied until a rebuild succeeds. Both are audited.
 func (c *Core) reloadRules() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c.rebuildRules(ctx, func(*session.Session) bool { return true })
+	c.rebuildRules(context.Background(), func(*session.Session) bool { return true })
 }
 
+// rebuildTimeout bounds one session's rebuild. Each has its own: under one deadline for all,
+// one user's slow sessions (thousands of rules over a big tree) used it up and every session
+// after them, other users' too, was suspended.
+const rebuildTimeout = 20 * time.Second
+
 // rebuildRules rebuilds the rule sets of the sessions which selects, suspending those whose
-// rules fail to load (see reloadRules).
+// rules fail to load (see reloadRules). Owners take turns, each owner's next session after
+// every other owner's, so no user's sessions keep another's waiting on old rules.
 func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bool) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
+	var selected []*session.Session
 	for _, s := range c.store.All() {
-		if !which(s) {
-			continue
+		if which(s) {
+			selected = append(selected, s)
 		}
+	}
+	for _, s := range byOwnerInTurn(selected) {
 		if err := networkPermitted(c.Config(), s); err != nil {
 			// Not resumed by rules that load: the network it has is no longer its owner's.
 			c.revokeNetwork(ctx, s, err)
 			continue
 		}
-		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
+		sctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
+		rs, err := c.loadRules(sctx, s, s.Snapshot().Rules)
+		cancel()
 		if err != nil {
 			c.suspend(ctx, s, fmt.Errorf("session rules could not be rebuilt: %w", err))
 			continue
@@ -272,6 +282,27 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 			}
 		}
 	}
+}
+
+// byOwnerInTurn orders sessions (oldest first) so that owners take turns: every owner's first
+// session, then every owner's second, and so on.
+func byOwnerInTurn(ss []*session.Session) []*session.Session {
+	type entry struct {
+		s    *session.Session
+		turn int
+	}
+	rank := map[uint32]int{}
+	es := make([]entry, len(ss))
+	for i, s := range ss {
+		es[i] = entry{s, rank[s.Owner.UID]}
+		rank[s.Owner.UID]++
+	}
+	slices.SortStableFunc(es, func(a, b entry) int { return a.turn - b.turn })
+	out := make([]*session.Session, len(es))
+	for i, e := range es {
+		out[i] = e.s
+	}
+	return out
 }
 
 // revokeNetworks suspends, at once, the sessions whose network the configuration in force no

@@ -3,10 +3,12 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/subid"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // A gid in a user's subordinate range is one that user can hold (newgidmap, then setgroups in
@@ -30,5 +32,22 @@ func TestAdminGroupInASubordinateRange(t *testing.T) {
 	}
 	if c, _ := ids.Identify(api.Peer{UID: 0}); !c.Admin {
 		t.Error("root is no admin")
+	}
+}
+
+// TestRebuildOwnersTakeTurns: a reload rebuilds every owner's first session before any
+// owner's second, so one user's many slow sessions keep no other user's waiting.
+func TestRebuildOwnersTakeTurns(t *testing.T) {
+	st := session.NewStore()
+	var made []*session.Session
+	for _, uid := range []uint32{1, 1, 1, 2, 1, 3, 2} {
+		made = append(made, st.Create(session.Caller{UID: uid, GID: uid}, session.Params{Cwd: "/"}))
+	}
+	var got []uint32
+	for _, s := range byOwnerInTurn(made) {
+		got = append(got, s.Owner.UID)
+	}
+	if want := []uint32{1, 2, 3, 1, 2, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("owners in order %v, want %v", got, want)
 	}
 }
