@@ -461,6 +461,12 @@ func protectMounts(protected, covered, writable []string) []mountOp {
 // call instead.
 const maxPatternWalk = 50000
 
+// maxPatternChecks bounds the pattern checks (each entry visited, once per pattern walked
+// with it) of one expansion. The walk runs in the daemon, outside any user's cgroup, on every
+// call: a thousand wildcard rules over a tree of 15 000 entries cost seconds of its CPU a call.
+// A variable for tests.
+var maxPatternChecks = 1_000_000
+
 // expandPatterns lists the existing paths that match one of the absolute path-rule patterns
 // (permission.MatchPath syntax), looked for inside roots, and in a pattern's literal start
 // where that holds no root and lies in none (walkStarts). A pattern without wildcards is its own (unescaped) path. A matching dir is
@@ -513,6 +519,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		}
 	}
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
+	checks := 0
 	// A link in the session's dirs to a dir outside them (conf/keys -> ~/vault) holds what a
 	// pattern names at every depth (Read(**/*.key) reaches conf/keys/prod.key), which no walk
 	// of the roots meets: it is walked through. One into the roots is walked where it leads.
@@ -524,6 +531,9 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		pats := walks[start]
 		// visit reports whether to walk into p: a match is covered whole, not entered.
 		visit := func(p, name string, isDir bool) bool {
+			if checks += len(pats); checks > maxPatternChecks {
+				w.budget = 0 // the walk stops at its next entry (errWalkBudget)
+			}
 			descend := false
 			for _, pp := range pats {
 				if pp.match(p, name) {
@@ -557,7 +567,10 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			for i, pp := range walks[start] {
 				pats[i] = pp.pat
 			}
-			if errors.Is(err, errWalkBudget) {
+			switch {
+			case errors.Is(err, errWalkBudget) && checks > maxPatternChecks:
+				err = fmt.Errorf("%d patterns over what %s holds take more than %d checks, on every call", len(pats), start, maxPatternChecks)
+			case errors.Is(err, errWalkBudget):
 				err = fmt.Errorf("%s holds more than %d entries", start, maxPatternWalk)
 			}
 			return nil, fmt.Errorf("%w: the kernel cannot be made to enforce %s in every file, so nothing runs: %v; name paths in the rule instead (Read(./.env), Read(./config/**)), or narrow what it reaches (the session's dirs, or the place the rule starts at, and the links in them that lead elsewhere)", ErrBadSpec, strings.Join(pats, ", "), err)

@@ -311,6 +311,29 @@ func TestHiddenFilesStayPut(t *testing.T) {
 	}
 }
 
+// TestPatternWalkBoundsItsChecks: many patterns over a tree cost the daemon a check per entry
+// and pattern on every call; past maxPatternChecks the expansion fails (the call is refused
+// with why) instead of spending seconds of the daemon's CPU, and fewer patterns still expand.
+func TestPatternWalkBoundsItsChecks(t *testing.T) {
+	base := hostTempDir(t, "/var/tmp", "sbx-checks-")
+	for i := 0; i < 40; i++ {
+		os.MkdirAll(filepath.Join(base, fmt.Sprintf("d%d", i)), 0o755)
+	}
+	var pats []string
+	for i := 0; i < 10; i++ {
+		pats = append(pats, escapePattern(base)+fmt.Sprintf("/**/*.zz%d", i))
+	}
+	old := maxPatternChecks
+	maxPatternChecks = 200
+	defer func() { maxPatternChecks = old }()
+	if _, err := expandPatterns(newFSView(), pats, []string{base}, 0, patternWalk{}); err == nil || !strings.Contains(err.Error(), "checks") {
+		t.Errorf("10 patterns over 41 entries with a budget of 200 checks: %v, want refused", err)
+	}
+	if _, err := expandPatterns(newFSView(), pats[:2], []string{base}, 0, patternWalk{}); err != nil {
+		t.Errorf("2 patterns over 41 entries: %v", err)
+	}
+}
+
 // TestPatternWalkIsComplete: a walk that cannot see everything (too many entries, a dir of the
 // caller's it cannot read) fails rather than leave a match unseen; another user's unreadable
 // dir is skipped, as the call cannot look inside either.
