@@ -60,8 +60,8 @@ type FileReader interface {
 }
 
 // OwnedFileReader is a FileReader that also says whose a file is: a project's settings are
-// trusted (TrustProject) only from a file of the session's owner or root. A reader that cannot
-// say leaves them untrusted.
+// trusted (TrustProject) only from a file of the session's owner. A reader that cannot say
+// leaves them untrusted.
 type OwnedFileReader interface {
 	ReadOwnedFile(ctx context.Context, path string) (b []byte, uid uint32, err error)
 }
@@ -84,8 +84,9 @@ type LoadOptions struct {
 	// TrustProject lets project and local files add allow rules and directories (COMPAT 2:
 	// an untrusted workspace's deny and ask apply, its allow waits for trust).
 	TrustProject bool
-	// OwnerUID is the session owner's uid: project and local files of another user are not
-	// trusted, whatever TrustProject says (a shared dir where anyone may write .sandboxd/).
+	// OwnerUID is the session owner's uid: project and local files of another user, root
+	// included, are not trusted, whatever TrustProject says (a shared dir where anyone may
+	// write .sandboxd/).
 	OwnerUID uint32
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
@@ -215,9 +216,11 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 			return nil, nil, err
 		}
 		trusted := o.TrustProject
-		if trusted && (sf.src == SourceProject || sf.src == SourceLocal) && (!owned || fileUID != o.OwnerUID && fileUID != 0) {
+		if trusted && (sf.src == SourceProject || sf.src == SourceLocal) && (!owned || fileUID != o.OwnerUID) {
 			// Another user's file in the project (a shared dir where anyone may make
-			// .sandboxd/): trusting the workspace does not trust them.
+			// .sandboxd/): trusting the workspace does not trust them. Root's neither: the
+			// daemon itself keeps root's files of text a user chose (a saved tool result),
+			// and a link there is anyone's to make.
 			trusted = false
 			who := "whose owner is not known"
 			if owned {

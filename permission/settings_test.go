@@ -54,6 +54,7 @@ func TestTrustedProjectFilesOfOthers(t *testing.T) {
 	}
 	for _, owner := range []uint32{1000, 0} {
 		rs, eff := load(owner)
+		t.Logf("owner %d: %v", owner, eff.Warnings)
 		var got []string
 		for _, r := range rs.Rules() {
 			got = append(got, string(r.Behavior)+":"+r.String())
@@ -64,6 +65,16 @@ func TestTrustedProjectFilesOfOthers(t *testing.T) {
 		if !strings.Contains(strings.Join(eff.Warnings, "\n"), "owned by uid 4242") {
 			t.Errorf("owner %d: no warning naming the file's owner: %q", owner, eff.Warnings)
 		}
+	}
+	if err := os.Chown(p, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Root's file is no more the owner's: the daemon keeps root's files of text a user chose.
+	if err := os.Chown(p, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, eff := load(1000); eff.DefaultMode == "bypassPermissions" || !strings.Contains(strings.Join(eff.Warnings, "\n"), "owned by uid 0") {
+		t.Errorf("owner 1000, file of root: mode %q, warnings %q", eff.DefaultMode, eff.Warnings)
 	}
 	if err := os.Chown(p, 1000, 1000); err != nil {
 		t.Fatal(err)
