@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -467,6 +468,20 @@ const maxPatternWalk = 50000
 // A variable for tests.
 var maxPatternChecks = 1_000_000
 
+// maxPatternCPU bounds the CPU time one expansion's walk takes: a check's own cost grows with
+// the pattern and the name (`*` then 4 000 `?` costs 4 ms against a long name), which no count
+// of checks bounds. Measured on the walking thread, which asCaller keeps locked.
+const maxPatternCPU = 300 * time.Millisecond
+
+// threadCPU is the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
 // expandPatterns lists the existing paths that match one of the absolute path-rule patterns
 // (permission.MatchPath syntax), looked for inside roots, and in a pattern's literal start
 // where that holds no root and lies in none (walkStarts). A pattern without wildcards is its own (unescaped) path. A matching dir is
@@ -519,7 +534,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		}
 	}
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
-	checks := 0
+	checks, visits, cpuStart, overCPU := 0, 0, threadCPU(), false
 	// A link in the session's dirs to a dir outside them (conf/keys -> ~/vault) holds what a
 	// pattern names at every depth (Read(**/*.key) reaches conf/keys/prod.key), which no walk
 	// of the roots meets: it is walked through. One into the roots is walked where it leads.
@@ -533,6 +548,9 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		visit := func(p, name string, isDir bool) bool {
 			if checks += len(pats); checks > maxPatternChecks {
 				w.budget = 0 // the walk stops at its next entry (errWalkBudget)
+			}
+			if visits++; visits%64 == 0 && threadCPU()-cpuStart > maxPatternCPU {
+				w.budget, overCPU = 0, true
 			}
 			descend := false
 			for _, pp := range pats {
@@ -568,6 +586,8 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 				pats[i] = pp.pat
 			}
 			switch {
+			case errors.Is(err, errWalkBudget) && overCPU:
+				err = fmt.Errorf("%d patterns over what %s holds take more than %v of the daemon's CPU, on every call", len(pats), start, maxPatternCPU)
 			case errors.Is(err, errWalkBudget) && checks > maxPatternChecks:
 				err = fmt.Errorf("%d patterns over what %s holds take more than %d checks, on every call", len(pats), start, maxPatternChecks)
 			case errors.Is(err, errWalkBudget):

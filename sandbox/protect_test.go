@@ -332,6 +332,21 @@ func TestPatternWalkBoundsItsChecks(t *testing.T) {
 	if _, err := expandPatterns(newFSView(), pats[:2], []string{base}, 0, patternWalk{}); err != nil {
 		t.Errorf("2 patterns over 41 entries: %v", err)
 	}
+	maxPatternChecks = old
+	// Few checks, each costly: `*` and 3 000 `?` against long names. Bounded by the CPU
+	// the walk takes, not by the count.
+	long := strings.Repeat("n", 250)
+	for i := 0; i < 1000; i++ {
+		os.WriteFile(filepath.Join(base, fmt.Sprintf("%s%04d", long, i)), nil, 0o644)
+	}
+	slow := []string{escapePattern(base) + "/**/*" + strings.Repeat("?", 3000) + "Z"}
+	var err error
+	if cerr := asCaller(0, 0, nil, func() { _, err = expandPatterns(newFSView(), slow, []string{base}, 0, patternWalk{}) }); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "CPU") {
+		t.Errorf("a pattern costing ms a check over 1 000 long names: %v, want refused for its CPU", err)
+	}
 }
 
 // TestPatternWalkIsComplete: a walk that cannot see everything (too many entries, a dir of the
