@@ -171,7 +171,17 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			tf.Paths = append(tf.Paths, *e)
 		}
 	}
-	tf.Bash = linkedCritical(c, cl, tf.Paths)
+	tf.Bash = linkedCritical(c, cl, tf.Paths, func(name string) (string, bool) {
+		if c.unconfined {
+			rs, errs := h.resolveAllOnHost(c, []string{name})
+			if errs[0] != nil || rs[0] == nil {
+				return "", false
+			}
+			return rs[0].Resolved, true
+		}
+		r, _, err := h.Resolve(ctx, c.Session, name)
+		return r, err == nil
+	})
 	c.bashWrites = c.bashWrites[:0]
 	for _, p := range tf.Paths {
 		if p.Access == permission.Write {
@@ -182,12 +192,13 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 }
 
 // linkedCritical is cl with the critical-path rm risk when an rm, rmdir or find of the line
-// reaches the cwd, the home or / through a symbolic link that exists already (ln -s . me,
-// made by an earlier call; then rm -rf me/, rm -rf me/*, find me/ -delete): the classifier
-// judges names, the resolution shows where they lead. A target without a trailing slash is
-// the link itself, which rm removes alone. cl itself may be shared (the classification
-// cache): a changed one is a copy.
-func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.PathFact) *classifier.Classification {
+// reaches the cwd, the home or / through a symbolic link that exists already (ln -s . me or
+// ln -s .. up, made by an earlier call; then rm -rf me/, me/*, up/proj, me/../proj, find me/
+// -delete): the classifier judges names, the resolution shows where they lead. A target whose
+// last segment is itself a link, without a trailing slash, is the link, which rm removes
+// alone: resolveParent, which resolves a name as the call's paths are, tells them apart. cl itself may be shared (the classification cache):
+// a changed one is a copy.
+func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.PathFact, resolveParent func(string) (string, bool)) *classifier.Classification {
 	if slices.Contains(cl.Risks, classifier.RiskCriticalPathRm) {
 		return cl
 	}
@@ -196,11 +207,28 @@ func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.P
 		if i >= len(facts) || pu.Access != classifier.AccessWrite || pu.Cmd != "rm" && pu.Cmd != "rmdir" && pu.Cmd != "find" {
 			continue
 		}
-		f := facts[i]
-		if f.Resolved == f.Requested || !strings.HasSuffix(pu.Raw, "/") && !strings.HasSuffix(pu.Raw, "/.") {
+		name, resolved := pu.Path, facts[i].Resolved
+		if strings.Contains(pu.Raw, "..") {
+			// me/../proj: the kernel takes .. from where me leads, the name cleaned does not.
+			r, ok := physicalPath(strings.TrimRight(pu.Raw, "/"), resolveParent)
+			if !ok {
+				continue
+			}
+			name, resolved = r, r
+		} else if resolved == pu.Path {
 			continue
 		}
-		if classifier.CriticalPath(f.Resolved, opts) {
+		if !classifier.CriticalPath(resolved, opts) {
+			continue
+		}
+		// Followed: a trailing slash, and find's roots (-H, -L). Otherwise the target is
+		// where it resolves unless its last segment is the link.
+		followed := strings.HasSuffix(pu.Raw, "/") || strings.HasSuffix(pu.Raw, "/.") || pu.Cmd == "find"
+		if !followed {
+			parent, ok := resolveParent(filepath.Dir(name))
+			followed = !ok || filepath.Join(parent, filepath.Base(name)) == resolved
+		}
+		if followed {
 			out := *cl
 			out.Risks = append(slices.Clone(cl.Risks), classifier.RiskCriticalPathRm)
 			slices.Sort(out.Risks)
@@ -208,6 +236,23 @@ func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.P
 		}
 	}
 	return cl
+}
+
+// physicalPath is the absolute name p as the kernel walks it: each `..` taken from where the
+// part before it resolves (me/../x, with me -> ., is ../x), resolve resolving each part.
+func physicalPath(p string, resolve func(string) (string, bool)) (string, bool) {
+	for range 16 {
+		i := strings.Index(p+"/", "/../")
+		if i < 0 {
+			return resolve(p)
+		}
+		head, ok := resolve(p[:i])
+		if !ok {
+			return "", false
+		}
+		p = filepath.Join(head, p[i+1:]) // the first .. applies to head, lexically now
+	}
+	return "", false
 }
 
 // bashReadOnly asks the classifier: only a command that parsed and is read-only in every
