@@ -33,7 +33,7 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			// A link on the way, not at the end: up/<cwd>, me/../<cwd>.
 			"rm -rf up/" + base: true, "rm -rf me/../" + base: true, "rm -rf ./up/" + base: true, "find up/" + base + " -delete": true,
 			"rm -rf up/" + base + "/build": false,
-			"rm -rf me/": true, "rm -rf me/*": true, "rm -rf me/.": true, "find me/ -delete": true,
+			"rm -rf me/":                   true, "rm -rf me/*": true, "rm -rf me/.": true, "find me/ -delete": true,
 			"rm -rf up/": true, "rmdir me/": true, "rm -rf ./me/?*": true,
 			"rm -rf me": false, "rm -f me": false, "rm -rf sub/": false, "rm -rf sub/*": false, "rm -rf build/": false,
 		} {
