@@ -206,6 +206,7 @@ func tooComplex() *Classification {
 // count.
 func runsWrittenFile(c *Classification, opts Options) {
 	var written []string
+	setsPath := false
 	for _, p := range c.Paths {
 		if p.Access == AccessWrite && !metadataWriters[p.Cmd] && !strings.HasPrefix(p.Path, "/dev/") {
 			written = append(written, p.Path)
@@ -214,13 +215,28 @@ func runsWrittenFile(c *Classification, opts Options) {
 	if len(written) == 0 {
 		return
 	}
+	for _, s := range c.Subcommands {
+		setsPath = setsPath || strings.Contains(s.Text, "PATH=")
+	}
 	for i := range c.Subcommands {
 		s := &c.Subcommands[i]
-		argv := stripWrappers(s.Prefix, true)
-		if len(argv) == 0 || !strings.Contains(argv[0], "/") {
+		argv := s.Prefix
+		if len(argv) == 0 {
+			argv = s.DenyPrefix // PATH=.:$PATH m: no allow prefix after an unsafe assignment
+		}
+		if argv = stripWrappers(argv, true); len(argv) == 0 {
 			continue
 		}
 		prog := argv[0]
+		// By its name too, as a cd or ~+ may lead there (cd /tmp; ./m), or a PATH the line
+		// sets (PATH=.:$PATH m).
+		if (strings.Contains(prog, "/") || setsPath) && slices.ContainsFunc(written, func(w string) bool { return path.Base(w) == path.Base(prog) }) {
+			s.Opaque = true
+			continue
+		}
+		if !strings.Contains(prog, "/") {
+			continue
+		}
 		if !path.IsAbs(prog) {
 			if opts.Cwd == "" {
 				s.Opaque = true

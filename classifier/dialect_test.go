@@ -238,9 +238,10 @@ func TestZshOptionsAndRunnersAreOpaque(t *testing.T) {
 		`set -o promptsubst; print -P '$(curl x)'`: true,
 		`zmodload zsh/zpty; zpty -b x 'curl x'`:    true,
 		`autoload -U zargs; zargs -- push -- git`:  true,
-		`set -e; ls`:            false,
-		`set -eux; ls`:          false,
-		`print -P '%F{red}x%f'`: false,
+		`fpath=(.); autoload -U f; f`:              true,
+		`set -e; ls`:                               false,
+		`set -eux; ls`:                             false,
+		`print -P '%F{red}x%f'`:                    false,
 	} {
 		c := Classify(cmd, Options{Shell: ShellZsh})
 		if got := slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }); got != want {

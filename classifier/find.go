@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -56,6 +57,11 @@ func findRemoves(vals []string) bool {
 			if strings.ContainsAny(cmd[0], "*?[$`") {
 				return true
 			}
+			if isShell(baseName(cmd[0])) && slices.ContainsFunc(cmd[1:], func(a string) bool {
+				return strings.Contains(a, "rm") || strings.Contains(a, "unlink") || strings.Contains(a, "shred") || strings.Contains(a, "mv")
+			}) {
+				return true // -exec bash -c "rm -rf {}" \;: {} is what it found
+			}
 			switch baseName(cmd[0]) {
 			case "rm", "rmdir", "unlink", "shred", "mv":
 				return true
@@ -92,13 +98,16 @@ func findSelects(vals []string) bool {
 			if i+1 < len(vals) && regexSelects(vals[i+1]) {
 				return true
 			}
-		case "-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
-			"-size", "-empty", "-nouser", "-nogroup", "-inum", "-samefile", "-used":
+		case "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size", "-used":
+			// +N (older, larger) picks some; -N (newer, smaller) may be every file
+			// (-mtime -100000, -size -100G), as may a bound of a single unit.
+			if i+1 < len(vals) && strings.HasPrefix(vals[i+1], "+") {
+				return true
+			}
+		case "-empty", "-nouser", "-nogroup", "-inum", "-samefile":
 			return true
 		}
-		if strings.HasPrefix(v, "-newer") {
-			return true // -newerXY
-		}
+		// -newer FILE and -newerXY take every file newer than a time, which may be any.
 	}
 	return false
 }

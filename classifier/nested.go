@@ -189,9 +189,10 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
 	case opaqueRunners[name]:
 		sb.opaque = true
-	case w.opts.Shell == ShellZsh && (name == "setopt" || name == "unsetopt" || name == "set" && zshSetsOption(ws[1:])):
+	case w.opts.Shell == ShellZsh && (name == "setopt" || name == "unsetopt" || name == "autoload" || name == "set" && zshSetsOption(ws[1:])):
 		// An option set in the line changes how zsh reads the rest of it: promptsubst runs
-		// $(…) in print -P's argument, globsubst and shwordsplit make data words.
+		// $(…) in print -P's argument, globsubst and shwordsplit make data words. autoload
+		// makes a function of a file on $fpath (fpath=(.); autoload f; f), as source would.
 		sb.opaque = true
 	case name == "make" || name == "gmake":
 		for _, a := range ws[1:] {
@@ -243,11 +244,13 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 // allows the ext:: transport (git's command line as a remote), and url.*.insteadOf or any
 // value naming ext:: turns a remote into one (url.ext::sh -c CMD.insteadOf=zz; fetch zz).
 // include.path and includeIf.*.path read a file of config, which may set any of these, or a
-// core.fsmonitor, alias or pager.
+// core.fsmonitor, alias or pager; core.hooksPath and init.templateDir name where the hooks
+// it runs come from.
 func gitTransportKey(k, v string) bool {
 	k = strings.ToLower(k)
 	return strings.HasPrefix(k, "protocol.") || strings.HasPrefix(k, "url.") || strings.Contains(k, "ext::") ||
-		strings.Contains(v, "ext::") || k == "include.path" || strings.HasPrefix(k, "includeif.")
+		strings.Contains(v, "ext::") || k == "include.path" || strings.HasPrefix(k, "includeif.") ||
+		k == "core.hookspath" || k == "init.templatedir"
 }
 
 // commandVar reports a variable whose value programs run as a shell command: git's and
@@ -275,7 +278,8 @@ func commandVar(name string) bool {
 
 // codeFileVar reports a variable that names a file whose code or config the programs after
 // it run, which the line does not show: BASH_ENV and ENV (a file the next shell sources),
-// ZDOTDIR (the dir of zsh's .zshenv), git's config file, repository and exec path (their
+// ZDOTDIR (the dir of zsh's .zshenv), git's config file, repository, templates (their hooks)
+// and exec path (their
 // config runs programs, core.fsmonitor even for git status) and GIT_CONFIG_PARAMETERS (a
 // quoted list of -c's), the dynamic loader's LD_PRELOAD, LD_LIBRARY_PATH and LD_AUDIT, and
 // wget's config (use_askpass runs a program).
@@ -283,7 +287,7 @@ func commandVar(name string) bool {
 func codeFileVar(name string) bool {
 	switch name {
 	case "BASH_ENV", "ENV", "ZDOTDIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_EXEC_PATH",
+		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
 		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "WGETRC", "SYSTEM_WGETRC":
 		return true
 	}

@@ -979,6 +979,10 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"find ~/pro[j] -delete": true, "rm -rf ../pro[j]/?*": true, "rm -rf /home/u/p*/*/": true,
 		"rm -rf ~/pro${x:-j}": true, "rm -rf ../pro${x:-j}": true, "rm -rf /home/u/pro${x:-j}": true, `rm -rf "${x-~}"`: true,
 		`rm -rf ~/"pro${x:=j}"/`: true, "rm -rf ~/pro${x:-j}/build": false, "rm -rf ~/proj/${x:-build}": false,
+		// A word of its own text with expansions, read with them empty or as the line sets them.
+		"x=proj; rm -rf ../$x": true, "rm -rf ../proj${x}": true, "rm -rf ../$(echo proj)": true, "rm -rf /home/u${x}": true,
+		`rm -rf ../"$(basename $PWD)"`: true, "x=oj; rm -rf ~/pr$x": true,
+		"rm -rf ./$f": false, `rm -rf "$dir"/x.o`: false, `rm -f -- "$f"`: false, "rm -rf ../build-$x": false, "x=b; rm -rf ./$x": false,
 		"rm -rf ~/pro[j]/build": false, "rm -rf ../pro[j]/*.o": false, "rm -rf /home/u/pro?/src/*": false,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {

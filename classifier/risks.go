@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -145,6 +146,7 @@ func (s riskSet) list() []string {
 // risks computes the auto-mode risk signals of a line.
 func risks(subs []*sub, out []Subcommand, opts Options) []string {
 	var set riskSet
+	vars := lineVars(subs)
 	network, envDump := false, false
 	for i, sb := range subs {
 		words := out[i].DenyPrefix
@@ -190,7 +192,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		if name == "env" || name == "printenv" {
 			envDump = true
 		}
-		if out[i].Opaque && strings.ContainsAny(words[0], "$`*?[") && criticalRm(sb, opts) {
+		if out[i].Opaque && strings.ContainsAny(words[0], "$`*?[") && criticalRm(sb, opts, vars) {
 			// x=rm; $x -rf *, /bin/r[m] -rf ~: a command known only when it runs may be rm.
 			set |= bitCriticalPathRm | bitDestructive
 		}
@@ -199,7 +201,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 			if name == "rm" && hasFlag(args, "rRf", "recursive", "force") {
 				set |= bitDestructive
 			}
-			if criticalRm(sb, opts) {
+			if criticalRm(sb, opts, vars) {
 				set |= bitCriticalPathRm
 				set |= bitDestructive
 			}
@@ -445,7 +447,7 @@ func writeInside(target string, opts Options) bool {
 // criticalRm implements COMPAT's critical-path rm: rm or rmdir of /, a
 // top-level directory, $HOME, the cwd or one of its ancestors, or a glob
 // under a variable (rm -rf "$DIR"/*).
-func criticalRm(sb *sub, opts Options) bool {
+func criticalRm(sb *sub, opts Options, vars map[string]string) bool {
 	start := 1
 	for i, a := range sb.args {
 		if a.static && (a.val == "rm" || a.val == "rmdir" || a.val == "unlink" || strings.HasSuffix(a.val, "/rm")) {
@@ -468,15 +470,13 @@ func criticalRm(sb *sub, opts Options) bool {
 			if a.glob || s == "$HOME" || s == "$PWD" || s == "" {
 				return true
 			}
-			// ~/pro${x:-j} is ~/proj when x is empty: judged as each value the word takes
-			// with its expansions empty, or at their defaults.
-			for _, r := range expansionReadings(a.node) {
-				rw := word{val: r, src: r, static: true, glob: strings.ContainsAny(r, "*?["), tilde: r == "~" || strings.HasPrefix(r, "~/")}
-				if staticTargetCritical(rw, dirs, opts, dirUnknown) {
-					return true
-				}
+			if readingCritical(a, dirs, opts, dirUnknown, vars) {
+				return true
 			}
 			continue
+		}
+		if !a.static && !a.extGlob && readingCritical(a, dirs, opts, dirUnknown, vars) {
+			return true // ../$(echo proj): ../ with the substitution empty
 		}
 		if a.extGlob {
 			a.val, a.static, a.glob = a.src, true, true // @(*), +(?): a glob of its text
@@ -488,15 +488,34 @@ func criticalRm(sb *sub, opts Options) bool {
 	return false
 }
 
-// expansionReadings are the values w takes, when an expansion in it has a default (${x:-d},
-// ${x-d}, ${x:=d}), with each such default taken and every other expansion empty: for ${x-d}
-// with x set, the default is not taken (the empty reading), for ${x:-d} it is either way. Nil
-// for a word without a default, or with parts it does not follow (an extended glob).
-func expansionReadings(w *syntax.Word) []string {
+// readingCritical judges a target known only when it runs as each value it takes with its
+// expansions empty, at their defaults, or at the values the line gives them
+// (expansionReadings): ~/pro${x:-j} is ~/proj, ../$x is ../proj after x=proj.
+func readingCritical(a word, dirs []string, opts Options, dirUnknown bool, vars map[string]string) bool {
+	for _, r := range expansionReadings(a.node, vars) {
+		if path.Clean(r) == "." {
+			continue // ./$f: rm refuses ".", and a loop's ./$f is common
+		}
+		rw := word{val: r, src: r, static: true, glob: strings.ContainsAny(r, "*?["), tilde: r == "~" || strings.HasPrefix(r, "~/")}
+		if staticTargetCritical(rw, dirs, opts, dirUnknown) {
+			return true
+		}
+	}
+	return false
+}
+
+// expansionReadings are the values w takes with every expansion empty but those with a
+// default (${x:-d}, ${x-d}, ${x:=d}), taken (for ${x-d} also not, x being set and empty), and
+// those vars holds (the line's own values). Nil for a word that starts with an expansion and
+// has neither, or with parts it does not follow (an extended glob).
+func expansionReadings(w *syntax.Word, vars map[string]string) []string {
 	if w == nil {
 		return nil
 	}
-	hasDefault := false
+	// A word that starts with its own text (../$x, /home/u$x) is read with its expansions
+	// empty too; one that starts with an expansion ("$dir"/x.o, "$f") only where a default
+	// or a value of the line's is known.
+	hasDefault := len(w.Parts) > 0 && startsLiteral(w.Parts[0])
 	var empty, defaults strings.Builder
 	var walk func(parts []syntax.WordPart) bool
 	walk = func(parts []syntax.WordPart) bool {
@@ -506,20 +525,35 @@ func expansionReadings(w *syntax.Word) []string {
 				empty.WriteString(p.Value)
 				defaults.WriteString(p.Value)
 			case *syntax.SglQuoted:
-				empty.WriteString(p.Value)
-				defaults.WriteString(p.Value)
+				v := p.Value
+				if p.Dollar {
+					// $'../\x70roj': its escapes decoded, as bash does.
+					d, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{p}})
+					if err != nil {
+						return false
+					}
+					v = d
+				}
+				empty.WriteString(v)
+				defaults.WriteString(v)
 			case *syntax.DblQuoted:
 				if !walk(p.Parts) {
 					return false
 				}
 			case *syntax.ParamExp:
+				if v, ok := vars[p.Param.Value]; ok && p.Exp == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Index == nil {
+					hasDefault = true
+					empty.WriteString(v)
+					defaults.WriteString(v)
+					continue
+				}
 				if p.Exp == nil || p.Exp.Word == nil || p.Slice != nil || p.Repl != nil || p.Length || p.Excl {
 					continue
 				}
 				switch p.Exp.Op {
 				case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
 					hasDefault = true
-					d := expansionReadings(p.Exp.Word)
+					d := expansionReadings(p.Exp.Word, vars)
 					if len(d) == 0 {
 						d = []string{wordLiteral(p.Exp.Word)}
 					}
@@ -542,6 +576,37 @@ func expansionReadings(w *syntax.Word) []string {
 		return []string{empty.String()}
 	}
 	return []string{empty.String(), defaults.String()}
+}
+
+// startsLiteral reports a word part that is text of its own: a literal, or quotes that open
+// with one.
+func startsLiteral(p syntax.WordPart) bool {
+	switch p := p.(type) {
+	case *syntax.Lit, *syntax.SglQuoted:
+		return true
+	case *syntax.DblQuoted:
+		return len(p.Parts) > 0 && startsLiteral(p.Parts[0])
+	}
+	return false
+}
+
+// lineVars are the values the line's plain assignments give (x=proj; rm -rf ../$x), the
+// last one of each name; a value not static is left out.
+func lineVars(subs []*sub) map[string]string {
+	var vars map[string]string
+	for _, sb := range subs {
+		for _, a := range sb.assigns {
+			if !a.static || strings.ContainsAny(a.name, "[") {
+				continue
+			}
+			if vars == nil {
+				vars = map[string]string{}
+			}
+			_, v, _ := strings.Cut(a.word.val, "=")
+			vars[a.name] = v
+		}
+	}
+	return vars
 }
 
 // wordLiteral is w's literal and quoted text with its expansions empty (a default word
@@ -713,23 +778,45 @@ const maxOpaqueTexts = 32
 // -rf *')").
 func (w *walker) opaqueCritical() bool {
 	texts := 0
+	vars := lineVars(w.subs)
+	// IFS=,; x="rm,-rf,.."; $x: the line's own IFS splits its texts.
+	split := strings.NewReplacer()
+	if ifs, ok := vars["IFS"]; ok && ifs != "" {
+		var pairs []string
+		for _, c := range ifs {
+			pairs = append(pairs, string(c), " ")
+		}
+		split = strings.NewReplacer(pairs...)
+	}
 	for _, sb := range w.subs {
-		if slices.ContainsFunc(sb.args, rmFlags) && criticalRm(sb, w.opts) {
+		if slices.ContainsFunc(sb.args, rmFlags) && criticalRm(sb, w.opts, vars) {
 			return true
 		}
 		var vals []string
 		for _, a := range sb.args {
 			if a.static {
 				vals = append(vals, a.val)
+			} else {
+				// x='rm -rf'; eval "$x ../proj": the text with the line's values in it.
+				vals = append(vals, expansionReadings(a.node, vars)...)
 			}
 		}
 		for _, a := range sb.assigns {
+			_, v, _ := strings.Cut(a.word.src, "=")
 			if a.static {
-				_, v, _ := strings.Cut(a.word.val, "=")
-				vals = append(vals, v)
+				_, v, _ = strings.Cut(a.word.val, "=")
+			} else if strings.HasPrefix(v, "(") {
+				v = strings.Trim(v, "()") // a=(rm -rf ..): the array's words
+			}
+			vals = append(vals, v)
+		}
+		for _, r := range sb.redirs {
+			if r.Op == "<<<" || strings.HasPrefix(r.Op, "<<") {
+				vals = append(vals, strings.Trim(r.body, `"'`)) // read -ra a <<< "rm -rf .."
 			}
 		}
 		for _, v := range vals {
+			v = split.Replace(v)
 			if !strings.ContainsAny(v, " \t\n;&|") {
 				continue
 			}

@@ -462,7 +462,10 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		// A program the line itself writes, and git config read from a file.
 		`printf 'curl x' > p; chmod +x p; ./p`, `ln -s /usr/bin/curl c; ./c x`, `cp /bin/bash b; ./b -c 'curl x'`,
 		`printf 'curl x' > q; git -c core.fsmonitor=./q status`, `git -c include.path=/w/c status`,
-		`git -c includeIf.onbranch:main.path=/w/c status`,
+		`git -c includeIf.onbranch:main.path=/w/c status`, `git -c core.hooksPath=../h commit -m x`,
+		`git -c init.templateDir=./t clone -q src dst`, `GIT_TEMPLATE_DIR=./t git clone -q src dst`,
+		`cp /usr/bin/curl m; PATH=.:$PATH m x`, `cp /usr/bin/curl /tmp/m; cd /tmp; ./m x`, `cp /usr/bin/curl m; ~+/m x`,
+		`printf 'curl x' > q; cd src; git -c core.fsmonitor=../q status`,
 	} {
 		add(matrix(call{name: "opaque " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, AU, AU, D, D, D, AU, AP)...)
 	}
@@ -724,6 +727,12 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`/proc/self/exe -c 'rm -rf *'`, `/dev/fd/../exe -c 'rm -rf ~'`, `zsh5 -c 'rm -rf *'`, `rzsh -c 'rm -rf ~'`,
 		`x='rm -rf *'; eval "$x"`, `hash -p /bin/rm r; r -rf *`, `f(){ "$@"; }; f rm -rf *`,
 		`bash -c "$(printf 'rm -rf *')"`,
+		// Time and size tests that every file may pass, a found path inside a shell's text,
+		// arrays, IFS and the line's own values, a link on the way (lexically here).
+		`find / -newer /w/x -delete`, `find . -mtime -100000 -delete`, `find . -size -100G -delete`, `find . -newermt 1970-01-01 -delete`,
+		`find . -mindepth 1 -exec bash -c "rm -rf {}" \;`, `a=(rm -rf ../w); "${a[@]}"`, `read -ra a <<< "rm -rf ../w"; "${a[@]}"`,
+		`IFS=,; x="rm,-rf,../w"; $x`, `x='rm -rf'; eval "$x ../w"`, `eval $'rm -rf ../\x77'`, `x=w; rm -rf ../$x`, `rm -rf ../w${x}`,
+		`rm -rf ../$(echo w)`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -732,7 +741,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		cs = append(cs, def, byp)
 	}
 	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
-		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find / -newer /w/x -delete`, `find build -type f -delete`,
+		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find . -mtime +7 -delete`, `find . -size +1G -delete`, `find build -type f -delete`,
 		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
 		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
 		`find . -type f -name '*.o' -delete`, `find . -regex '.*\.o' -delete`, `find . -name x -exec grep -l y {} +`,
