@@ -199,6 +199,19 @@ func tooComplex() *Classification {
 	return failed("too_complex", fmt.Sprintf("not classified: its commands nest so deep that their texts add up to over %d bytes", maxStmtBytes))
 }
 
+// afterLinks are the commands that may run after the line's first command that may make a
+// symbolic link (linkAt; -1 for none known): those after it in a line that runs in order, all
+// of them where a loop, a function or a trap may run one again later (rm -rf dist && cp -r
+// public dist removes before it copies).
+func (w *walker) afterLinks(linkAt int) []*sub {
+	if linkAt < 0 || w.loops || w.funcs != nil || slices.ContainsFunc(w.subs, func(sb *sub) bool {
+		return len(sb.args) > 0 && sb.args[0].static && sb.args[0].val == "trap"
+	}) {
+		return w.subs
+	}
+	return w.subs[linkAt:]
+}
+
 // runsWrittenFile marks opaque each command whose program is a file the line itself writes
 // (printf 'rm x' > p; chmod +x p; ./p, cp /bin/bash b; ./b -c …, ln -s /usr/bin/git g; ./g
 // push, and a nested script's, git -c core.fsmonitor=./q): what it runs is the line's own
@@ -323,6 +336,8 @@ type walker struct {
 	opts  Options
 	subs  []*sub
 	funcs map[string]bool
+	// loops: the line has a for or while loop, whose commands may run again after later ones.
+	loops bool
 	// setsVars and hasArith together fail a line: bash re-evaluates variable
 	// values in arithmetic context, so x='a[$(id)]'; ((x)) runs id.
 	setsVars, hasArith bool
@@ -510,11 +525,13 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.stmts(c.Then, redirs)
 		}
 	case *syntax.WhileClause:
+		w.loops = true
 		n, dirs, unk := len(w.subs), w.dirs, w.dirsUnknown
 		w.stmts(cmd.Cond, redirs)
 		w.stmts(cmd.Do, redirs)
 		w.loopCd(n, dirs, unk)
 	case *syntax.ForClause:
+		w.loops = true
 		n, dirs, unk := len(w.subs), w.dirs, w.dirsUnknown
 		switch l := cmd.Loop.(type) {
 		case *syntax.WordIter:
@@ -989,6 +1006,7 @@ func evalAssign(src string, a *syntax.Assign) assign {
 		if !v.static {
 			out.static = false
 			out.word.static = false
+			out.word.node = a.Value // what it may hold is read from it (opaqueCritical)
 		}
 	}
 	op := "="
@@ -1071,12 +1089,16 @@ func (w *walker) finish() *Classification {
 	hasCd, hasGit := false, false
 	nested := 0
 	pc := pathCollector{opts: w.opts, cdVars: cdVarNamed(w.src), curlrcVars: curlrcVarNamed(w.src)}
+	linkAt := -1 // the first command that may make a symbolic link
 	for i, sb := range w.subs {
 		c.Subcommands = c.Subcommands[:i+1]
 		out := &c.Subcommands[i]
 		w.classifySub(out, sb, &strs)
 		out.Opaque = sb.opaque
 		pc.subPaths(sb, out.DenyPrefix)
+		if pc.symlinks && linkAt < 0 {
+			linkAt = i
+		}
 		if sb.nested != nil {
 			nested += len(sb.nested.Subcommands)
 		}
@@ -1131,7 +1153,7 @@ func (w *walker) finish() *Classification {
 		w.spliceNested(c, nested)
 	}
 	runsWrittenFile(c, w.opts)
-	if c.symlinks && !slices.Contains(c.Risks, RiskCriticalPathRm) && removesFiles(w.subs) {
+	if c.symlinks && !slices.Contains(c.Risks, RiskCriticalPathRm) && removesFiles(w.afterLinks(linkAt)) {
 		// ln -s . me; rm -rf me/: a link the line makes may lead an rm's target to the cwd,
 		// the home or /, which no name shows.
 		c.Risks = append(c.Risks, RiskCriticalPathRm)

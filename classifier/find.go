@@ -73,42 +73,60 @@ func findRemoves(vals []string) bool {
 
 // findSelects reports whether find's expression picks files by a test on their name, time,
 // size, ... (`find . -name '*.pyc' -delete`), rather than taking all of them, or all of one
-// type, as `find ~ -delete` and `find . -type f -delete` do.
-// A negation or an alternative anywhere may take every file whatever its tests (find . !
-// -name zzz -delete, find . -name x -delete -o -delete), a pattern of wildcards alone matches
-// every name (-regex '.*', -path './*'), and tests true of the user's own files (-user,
-// -writable, -perm -0) pick nothing out of them.
+// type, as `find ~ -delete` and `find . -type f -delete` do. Each alternative (-o, `,`) must
+// pick by a test of its own before any action (find . \( -name a -o -name b \) -delete, find
+// . -path ./x -prune -o -name '*.map' -delete): one that picks none takes every file (find .
+// -name x -delete -o -delete). A negated test picks none (find . ! -name zzz -delete), a
+// pattern of wildcards alone matches every name (-regex '.*', -path './*'), and tests true of
+// the user's own files (-user, -writable, -perm -0) pick nothing out of them.
 func findSelects(vals []string) bool {
-	for _, v := range vals {
-		switch v {
-		case "!", "-not", "-o", "-or", ",":
-			return false
-		}
-	}
+	selects, acted, negated := false, false, false
 	for i, v := range vals {
 		switch v {
+		case "-o", "-or", ",":
+			if !selects {
+				return false
+			}
+			selects, acted, negated = false, false, false
+			continue
+		case "!", "-not":
+			negated = true
+			continue
+		case "(", ")", "-a", "-and":
+			continue
 		case "-delete", "-exec", "-execdir", "-ok", "-okdir":
 			// Tests after the action (find . -delete -name x) pick nothing it removes.
-			return false
-		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname":
-			if i+1 < len(vals) && strings.Trim(vals[i+1], "*?./") != "" && !matchAll(path.Base(vals[i+1])) {
-				return true
-			}
-		case "-regex", "-iregex":
-			if i+1 < len(vals) && regexSelects(vals[i+1]) {
-				return true
-			}
-		case "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size", "-used":
-			// +N (older, larger) picks some; -N (newer, smaller) may be every file
-			// (-mtime -100000, -size -100G), as may a bound of a single unit.
-			if i+1 < len(vals) && strings.HasPrefix(vals[i+1], "+") {
-				return true
-			}
-		case "-empty", "-nouser", "-nogroup", "-inum", "-samefile":
-			return true
+			acted = true
 		}
-		// -newer FILE and -newerXY take every file newer than a time, which may be any.
+		if !acted && !negated && findTestSelects(vals, i) {
+			selects = true
+		}
+		if strings.HasPrefix(v, "-") {
+			negated = false
+		}
 	}
+	return selects
+}
+
+// findTestSelects reports whether the test at vals[i] picks some files only.
+func findTestSelects(vals []string, i int) bool {
+	arg := ""
+	if i+1 < len(vals) {
+		arg = vals[i+1]
+	}
+	switch vals[i] {
+	case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-lname", "-ilname":
+		return arg != "" && strings.Trim(arg, "*?./") != "" && !matchAll(path.Base(arg))
+	case "-regex", "-iregex":
+		return arg != "" && regexSelects(arg)
+	case "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-size", "-used":
+		// +N (older, larger) picks some, but +0 nearly all; -N (newer, smaller) may be
+		// every file (-mtime -100000, -size -100G).
+		return strings.HasPrefix(arg, "+") && strings.Trim(strings.TrimRight(arg[1:], "bcwkMG"), "0") != ""
+	case "-empty", "-nouser", "-nogroup", "-inum", "-samefile":
+		return true
+	}
+	// -newer FILE and -newerXY take every file newer than a time, which may be any.
 	return false
 }
 
@@ -126,9 +144,10 @@ func regexSelects(re string) bool {
 		case '\\':
 			if i+1 < len(re) {
 				i++
-				lit = !strings.ContainsRune("wWsSbB<>`'", rune(re[i]))
+				lit = !strings.ContainsRune("wWsSbB<>`'./", rune(re[i]))
 			}
-		case '.', '^', '$', '*', '+', '?':
+		case '.', '^', '$', '*', '+', '?', '/':
+			// A / is in every path below a root, and . in every one find . gives.
 		case '[':
 			i = regexBracketEnd(re, i)
 		default:

@@ -779,6 +779,15 @@ const maxOpaqueTexts = 32
 func (w *walker) opaqueCritical() bool {
 	texts := 0
 	vars := lineVars(w.subs)
+	// x="rm -rf $PWD"; $x: the shell's own names for the dirs the check is about.
+	for name, v := range map[string]string{"PWD": w.opts.Cwd, "HOME": w.opts.Home} {
+		if _, set := vars[name]; !set && v != "" {
+			if vars == nil {
+				vars = map[string]string{}
+			}
+			vars[name] = v
+		}
+	}
 	// IFS=,; x="rm,-rf,.."; $x: the line's own IFS splits its texts.
 	split := strings.NewReplacer()
 	if ifs, ok := vars["IFS"]; ok && ifs != "" {
@@ -788,8 +797,23 @@ func (w *walker) opaqueCritical() bool {
 		}
 		split = strings.NewReplacer(pairs...)
 	}
+	// Names the line gives another meaning: hash -p PATH NAME, alias NAME=…, functions.
+	renamed := map[string]bool{}
 	for _, sb := range w.subs {
-		if slices.ContainsFunc(sb.args, rmFlags) && criticalRm(sb, w.opts, vars) {
+		if len(sb.args) == 0 || !sb.args[0].static || sb.args[0].val != "hash" && sb.args[0].val != "alias" {
+			continue
+		}
+		for _, a := range sb.args[1:] {
+			name, _, _ := strings.Cut(a.val, "=")
+			renamed[name] = true
+		}
+	}
+	for _, sb := range w.subs {
+		// A command whose name says what it is (grep -rn x ., cp -r . /tmp) is judged as
+		// itself; one known only when it runs, or renamed by the line, as rm.
+		runsUnknown := len(sb.args) > 0 && (sb.opaque || !sb.args[0].static || sb.args[0].glob ||
+			w.funcs[sb.args[0].val] || renamed[sb.args[0].val])
+		if runsUnknown && slices.ContainsFunc(sb.args, rmFlags) && criticalRm(sb, w.opts, vars) {
 			return true
 		}
 		var vals []string
@@ -803,10 +827,13 @@ func (w *walker) opaqueCritical() bool {
 		}
 		for _, a := range sb.assigns {
 			_, v, _ := strings.Cut(a.word.src, "=")
-			if a.static {
+			switch {
+			case a.static:
 				_, v, _ = strings.Cut(a.word.val, "=")
-			} else if strings.HasPrefix(v, "(") {
+			case strings.HasPrefix(v, "("):
 				v = strings.Trim(v, "()") // a=(rm -rf ..): the array's words
+			case a.word.node != nil:
+				vals = append(vals, expansionReadings(a.word.node, vars)...) // x="rm -rf $PWD"
 			}
 			vals = append(vals, v)
 		}
@@ -890,10 +917,10 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 	}
 	// A relative target is judged from every directory a cd before it may have left the
 	// line in: cd / && rm -rf usr removes /usr.
+	// (Judged where it lands: cd build && rm -rf * removes what build holds, which is no
+	// critical dir; cd ~ && rm -rf * empties the home.)
 	for _, d := range dirs {
-		o := opts
-		o.Cwd = d
-		if criticalPath(a.val, a.tilde, o) || !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
+		if !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
 			return true
 		}
 	}

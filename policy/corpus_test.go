@@ -732,7 +732,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`find / -newer /w/x -delete`, `find . -mtime -100000 -delete`, `find . -size -100G -delete`, `find . -newermt 1970-01-01 -delete`,
 		`find . -mindepth 1 -exec bash -c "rm -rf {}" \;`, `a=(rm -rf ../w); "${a[@]}"`, `read -ra a <<< "rm -rf ../w"; "${a[@]}"`,
 		`IFS=,; x="rm,-rf,../w"; $x`, `x='rm -rf'; eval "$x ../w"`, `eval $'rm -rf ../\x77'`, `x=w; rm -rf ../$x`, `rm -rf ../w${x}`,
-		`rm -rf ../$(echo w)`,
+		`rm -rf ../$(echo w)`, `x="rm -rf $PWD"; $x`, `x='rm -rf '"$PWD"; $x`, `for d in ../w; do rm -rf "$d/"; done`,
+		`read d <<< ../w; rm -rf "$d/"`, `rm -rf "${d}/."`, `find . -regex '.*/.*' -delete`, `find . -regex '\./.*' -delete`,
+		`find . -mmin +0 -delete`, `find . -size +0 -delete`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -745,6 +747,10 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
 		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
 		`find . -type f -name '*.o' -delete`, `find . -regex '.*\.o' -delete`, `find . -name x -exec grep -l y {} +`,
+		`rm -f "$f"`, `rm "$1"`, `for f in *.log; do rm -f "$f"; done`, `source .venv/bin/activate && grep -rn TODO .`,
+		`eval "$(ssh-agent -s)" && grep -rn TODO .`, `rm -rf dist && cp -r public dist`, `rm -rf vendor && tar xzf vendor.tgz`,
+		"find . \\( -name '*.orig' -o -name '*.rej' \\) -delete",
+		`find . -path ./node_modules -prune -o -name '*.map' -delete`, `find . -not -path './.git/*' -name '*.orig' -delete`,
 		`eval "$(ssh-agent)"; ls *`, `source x; cp -r a b`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}

@@ -125,6 +125,21 @@ _file_operand(words, i) if {
 	}
 }
 
+# And a lone double-quoted operand of an rm whose options, as written, remove no directory:
+# rm -f "$f" removes one file at most. Were "$f" an option, no other word names a target.
+_file_operand(words, i) if {
+	words[0] == "rm"
+	startswith(words[i], "\"")
+	every w in array.slice(words, 1, count(words)) {
+		_file_rm_word(w)
+	}
+	count([w | some w in array.slice(words, 1, count(words)); not startswith(w, "-")]) == 1
+}
+
+_file_rm_word(w) if _file_rm_option(w)
+
+_file_rm_word(w) if not startswith(w, "-")
+
 _file_rm_option(w) if regex.match(`^-[fiIv]+$`, w)
 
 _file_rm_option(w) if w in {"--force", "--interactive", "--verbose", "--one-file-system", "--preserve-root"}
@@ -202,10 +217,10 @@ _critical_target(arg) if regex.match(`^["']*~[^/"']+["']*/*$`, arg)
 # ("$HOME/$NAME", ~/"$(cmd)", $PWD/./$X) is that directory, or an ancestor, when they are.
 _critical_target(arg) if regex.match("^[\"']*(~|\\$HOME|\\$\\{HOME(:?[-?=][^}]*)?\\}|\\$PWD|\\$\\{PWD(:?[-?=][^}]*)?\\}|\\$\\(pwd\\)|`pwd`)([\"'/.]|\\$[A-Za-z_][A-Za-z0-9_]*|\\$\\{[^}]*\\}|\\$\\([^)]*\\)|`[^`]*`)*$", arg)
 
-# A target that is one expansion and nothing else ("$DIR", ${X:-/}, "$(dirname "$0")", "$1",
-# "$@") is known
+# A target that is one expansion and nothing else ("$DIR", "$DIR/", "$DIR/.", ${X:-/},
+# "$(dirname "$0")", "$1", "$@") is known
 # only when it runs, and may then be / or the home directory: it is judged as such.
-_critical_target(arg) if regex.match("^[\"']*(\\$[A-Za-z_][A-Za-z0-9_]*|\\$[0-9@*]|\\$\\{[^}]*\\}|\\$\\(.*\\)|`.*`)[\"']*/*$", arg)
+_critical_target(arg) if regex.match("^[\"']*(\\$[A-Za-z_][A-Za-z0-9_]*|\\$[0-9@*]|\\$\\{[^}]*\\}|\\$\\(.*\\)|`.*`)[\"'/.]*$", arg)
 
 _critical_path("/")
 
