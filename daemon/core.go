@@ -477,6 +477,17 @@ func (o ownerReader) ReadOwnedFile(ctx context.Context, path string) ([]byte, ui
 	if err == nil && (before || sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)) {
 		return nil, 0, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
 	}
+	if err == nil && uid == o.s.Owner.UID {
+		// The file is the owner's; the name that leads to it must be too: another user's link
+		// to it (proj/.sandboxd/settings.json -> ~/notes.json), or a dir of theirs holding it,
+		// makes it their choice, not the owner's. Reported as theirs.
+		o2 := o.s.Owner
+		if other, found, ferr := sandbox.ForeignOwner(o2.UID, o2.GID, o2.Groups, path, filepath.Dir(path)); ferr != nil {
+			return nil, 0, ferr
+		} else if found {
+			uid = other
+		}
+	}
 	return b, uid, err
 }
 
