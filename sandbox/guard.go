@@ -518,7 +518,7 @@ func (p *Process) moveAsideCreated(running bool) {
 		// A new match of an Edit deny pattern (Edit(src/**) where there was no src).
 		if pg := p.guardWalk; pg != nil {
 			movedSince := func(h string) bool { return p.s.guarding.movedSince(h, p.start) }
-			for _, m := range pg.made(p.spec.UID, p.s.log, movedSince) {
+			for _, m := range pg.made(p.spec.UID, p.s.log, movedSince, !running) {
 				for _, w := range pg.roots {
 					if under(m, w) && m != w {
 						if rfd, ok := rootFD(w); ok {
@@ -572,11 +572,17 @@ func (pg *patternGuard) names(path string) bool {
 // but those another call's sweep moved since the call started (movedSince): the name was free
 // then. A repository's .git dir is left alone, as the plan leaves it writable. Run as the
 // caller.
-func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string) bool) []string {
+func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string) bool, final bool) []string {
 	v := newFSView()
 	// A dir of the caller's it made unreadable (chmod 000 junk) is opened up again rather than
 	// left unlooked at: what it hides would stay, and refuse the next call.
 	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true})
+	if err != nil && final {
+		// The call may have made the tree too big to walk within the bounds (60 000 files,
+		// then the file a rule names): the last look walks it whole, once. Every later call
+		// is refused until the tree shrinks, so this is not paid again.
+		ms, err = expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true, unbounded: true})
+	}
 	if err != nil {
 		log.Warn("could not look for what the call made that an Edit deny rule names", zap.Error(err))
 	}

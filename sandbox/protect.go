@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -494,7 +495,9 @@ func threadCPU() time.Duration {
 // their bits back (the sweep's walk); followOut walks through a link to a dir outside the
 // roots (hide patterns: what they name there is readable through the link; an Edit deny's
 // match there is read-only anyway).
-type patternWalk struct{ openUp, followOut bool }
+// unbounded lifts the walk's bounds (entries, checks, CPU): the sweep after a call, which
+// must not miss what the call made because the call made the tree too big to walk.
+type patternWalk struct{ openUp, followOut, unbounded bool }
 
 func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how patternWalk) ([]string, error) {
 	var out []string
@@ -534,6 +537,10 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		}
 	}
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
+	checksMax, cpuMax := maxPatternChecks, maxPatternCPU
+	if how.unbounded {
+		w.budget, checksMax, cpuMax = math.MaxInt, math.MaxInt, time.Duration(math.MaxInt64)
+	}
 	checks, visits, cpuStart, overCPU := 0, 0, threadCPU(), false
 	// A link in the session's dirs to a dir outside them (conf/keys -> ~/vault) holds what a
 	// pattern names at every depth (Read(**/*.key) reaches conf/keys/prod.key), which no walk
@@ -546,10 +553,10 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 		pats := walks[start]
 		// visit reports whether to walk into p: a match is covered whole, not entered.
 		visit := func(p, name string, isDir bool) bool {
-			if checks += len(pats); checks > maxPatternChecks {
+			if checks += len(pats); checks > checksMax {
 				w.budget = 0 // the walk stops at its next entry (errWalkBudget)
 			}
-			if visits++; visits%64 == 0 && threadCPU()-cpuStart > maxPatternCPU {
+			if visits++; visits%64 == 0 && threadCPU()-cpuStart > cpuMax {
 				w.budget, overCPU = 0, true
 			}
 			descend := false
@@ -588,7 +595,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			switch {
 			case errors.Is(err, errWalkBudget) && overCPU:
 				err = fmt.Errorf("%d patterns over what %s holds take more than %v of the daemon's CPU, on every call", len(pats), start, maxPatternCPU)
-			case errors.Is(err, errWalkBudget) && checks > maxPatternChecks:
+			case errors.Is(err, errWalkBudget) && checks > checksMax:
 				err = fmt.Errorf("%d patterns over what %s holds take more than %d checks, on every call", len(pats), start, maxPatternChecks)
 			case errors.Is(err, errWalkBudget):
 				err = fmt.Errorf("%s holds more than %d entries", start, maxPatternWalk)

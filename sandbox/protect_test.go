@@ -2155,3 +2155,29 @@ func TestOwnDirInTheWayThroughLink(t *testing.T) {
 		}
 	}
 }
+
+// TestEditDenySweepSurvivesAFlood: a call that makes its tree too big for the bounded walk
+// (more entries than maxPatternWalk) and then a file an Edit deny pattern names still has that
+// file moved aside: the sweep after the call walks the tree whole, once. (The kernel lets the
+// file be made: only existing matches are mounted read-only.)
+func TestEditDenySweepSurvivesAFlood(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	work := filepath.Join(f.home, "flood")
+	os.MkdirAll(filepath.Join(work, "sub"), 0o755)
+	chownR(t, f.home)
+	script := fmt.Sprintf(`mkdir junk && cd junk && seq -f j%%06g 1 %d | xargs touch && cd .. && echo PWN > sub/evil.txt && echo done`, maxPatternWalk+1000)
+	sp := f.spec(script, work, work)
+	sp.ProtectedPatterns = []string{escapePattern(work) + "/**/evil.txt"}
+	sp.GuardPatterns = sp.ProtectedPatterns
+	sp.MoveAsideCreated = true
+	sp.Call = "flood"
+	_, out, err := run(t, s, ctxTimeout(t, 60*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("flood: %v %q", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "sub", "evil.txt")); err == nil {
+		t.Errorf("sub/evil.txt, which an Edit deny pattern names, stayed after a flood: %q", b)
+	}
+}
