@@ -515,10 +515,15 @@ func (p *Process) moveAsideCreated(running bool) {
 				move(rfd, c.root, c.rel)
 			}
 		}
-		// A new match of an Edit deny pattern (Edit(src/**) where there was no src).
-		if pg := p.guardWalk; pg != nil {
+		// A new match of an Edit deny pattern (Edit(src/**) where there was no src). The walk
+		// is the daemon's CPU: while the call runs it takes at most a twentieth of the time
+		// (a walk of 100 ms waits 2 s for the next); the last look always walks.
+		if pg := p.guardWalk; pg != nil && (!running || !time.Now().Before(p.walkNext)) {
 			movedSince := func(h string) bool { return p.s.guarding.movedSince(h, p.start) }
-			for _, m := range pg.made(p.spec.UID, p.s.log, movedSince, !running) {
+			began := time.Now()
+			made := pg.made(p.spec.UID, p.s.log, movedSince, !running)
+			p.walkNext = time.Now().Add(20 * time.Since(began))
+			for _, m := range made {
 				for _, w := range pg.roots {
 					if under(m, w) && m != w {
 						if rfd, ok := rootFD(w); ok {

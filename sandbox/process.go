@@ -61,6 +61,7 @@ type Process struct {
 	repos     []guarded           // the dirs whose repository's new gitlinks' .git are moved aside too
 	repoLinks []map[string]fileID // the gitlinks each of repos held at the start, nil where unknown
 	guardWalk *patternGuard       // Spec.GuardPatterns, whose new matches are moved aside too
+	walkNext  time.Time           // a sweep while the call runs walks guardWalk from then on
 	writable  []string            // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
 	moved     []string

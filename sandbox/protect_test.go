@@ -2181,3 +2181,56 @@ func TestEditDenySweepSurvivesAFlood(t *testing.T) {
 		t.Errorf("sub/evil.txt, which an Edit deny pattern names, stayed after a flood: %q", b)
 	}
 }
+
+// TestRunningSweepPacesItsWalk: a sweep while the call runs walks the Edit deny patterns at
+// most a twentieth of the time (the walk is the daemon's CPU), and the sweep after the call
+// always walks: what was made between paced walks is moved aside then.
+func TestRunningSweepPacesItsWalk(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	work := hostTempDir(t, "/var/tmp", "sbx-pace-")
+	os.Chmod(work, 0o755)
+	for i := 0; i < 2000; i++ {
+		os.WriteFile(filepath.Join(work, fmt.Sprintf("f%04d", i)), nil, 0o644)
+	}
+	chownR(t, work)
+	pats := []string{escapePattern(work) + "/**/evil*.txt"}
+	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work}, UID: nobody, GID: nobody,
+		Session: "pace", Call: "c", ProtectedPatterns: pats, GuardPatterns: pats, MoveAsideCreated: true}
+	p := &Process{s: s, spec: spec, start: time.Now()}
+	p.lim = p.spec.Limits.merge(s.limits)
+	if _, netns, err := s.plan(p); err != nil {
+		t.Fatal(err)
+	} else if netns != nil {
+		netns.Close()
+	}
+	defer p.unpinCovers()
+	defer s.guarding.done(p)
+	if p.guardWalk == nil {
+		t.Fatal("the plan has no pattern guard")
+	}
+	write := func(name string) string {
+		f := filepath.Join(work, name)
+		os.WriteFile(f, []byte("x"), 0o644)
+		os.Chown(f, nobody, nobody)
+		return f
+	}
+	first := write("evil1.txt")
+	began := time.Now()
+	p.moveAsideCreated(true)
+	if _, err := os.Stat(first); err == nil {
+		t.Errorf("the first running sweep left %s", first)
+	}
+	if !p.walkNext.After(began) {
+		t.Errorf("the next walk may come at once (%v), not paced by this one's time", p.walkNext.Sub(began))
+	}
+	second := write("evil2.txt")
+	p.walkNext = time.Now().Add(time.Hour) // a costly walk just ran: the running sweeps wait
+	p.moveAsideCreated(true)
+	if _, err := os.Stat(second); err != nil {
+		t.Errorf("a paced running sweep walked anyway: %v", err)
+	}
+	p.moveAsideCreated(false)
+	if _, err := os.Stat(second); err == nil {
+		t.Errorf("the sweep after the call left %s", second)
+	}
+}
