@@ -253,14 +253,17 @@ const rebuildTimeout = 20 * time.Second
 // rules fail to load (see reloadRules). Owners take turns, each owner's next session after
 // every other owner's, so no user's sessions keep another's waiting on old rules.
 func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bool) {
-	c.reloadMu.Lock()
-	defer c.reloadMu.Unlock()
 	var selected []*session.Session
 	for _, s := range c.store.All() {
 		if which(s) {
 			selected = append(selected, s)
 		}
 	}
+	if len(selected) == 0 {
+		return // a rules change of a session without sub-agents waits for no one's rebuild
+	}
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
 	for _, s := range byOwnerInTurn(selected) {
 		if err := networkPermitted(c.Config(), s); err != nil {
 			// Not resumed by rules that load: the network it has is no longer its owner's.

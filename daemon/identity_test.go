@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/subid"
@@ -49,5 +51,30 @@ func TestRebuildOwnersTakeTurns(t *testing.T) {
 	}
 	if want := []uint32{1, 2, 3, 1, 2, 1, 1}; !slices.Equal(got, want) {
 		t.Errorf("owners in order %v, want %v", got, want)
+	}
+}
+
+// TestRulesChangeWithoutChildrenWaitsForNoRebuild: a rules change rebuilds the session's
+// sub-agents under the reload lock; one without sub-agents does not take it, so another user's
+// long rebuild (a reload, a parent of many children) holds no one else's rules change.
+func TestRulesChangeWithoutChildrenWaitsForNoRebuild(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, testHostDir(t)))
+	td.d.core.reloadMu.Lock()
+	done := make(chan int, 1)
+	go func() {
+		code, _ := td.do(t, "PATCH", "/v1/sessions/"+s.ID, `{"rules":{"deny":["Read(./yy)"]}}`)
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		td.d.core.reloadMu.Unlock()
+		if code != 200 {
+			t.Errorf("rules change: %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		td.d.core.reloadMu.Unlock()
+		<-done
+		t.Error("a rules change of a session without sub-agents waited for the reload lock")
 	}
 }
