@@ -27,6 +27,11 @@ type ErrorDetail struct {
 	Suggestions []string `json:"suggestions,omitempty"`
 }
 
+// SessionGroupsLacking is in the message refusing a request from a process of a session's
+// owner that lacks one of the session's groups (status 403): the session cannot serve that
+// process, which makes a new one (an agent's hook does, as for a session gone).
+const SessionGroupsLacking = "which this process does not have"
+
 // Rules are allow/deny/ask rule texts.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`

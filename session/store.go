@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // ErrNotFound is returned for a session that does not exist or that the caller may not see;
@@ -120,7 +121,7 @@ func (st *Store) Get(caller Caller, id string) (*Session, error) {
 		return nil, err
 	}
 	if g, lacks := lacksGroup(caller, s.Owner); lacks {
-		return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("session %s runs with group %d, which this process does not have (dropped since, or the user left it): calls here would get it back; make a new session from this process", id, g))
+		return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("session %s runs with group %d, %s (dropped since, or the user left it): calls here would get it back; make a new session from this process", id, g, protocol.SessionGroupsLacking))
 	}
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1137,5 +1138,41 @@ func TestHookGlobOverHiddenPaths(t *testing.T) {
 		} else if a := decodeHook(t, out); a.HookSpecificOutput.PermissionDecision != "deny" {
 			t.Errorf("%s of a hidden path: %+v, want deny", c.tool, a.HookSpecificOutput)
 		}
+	}
+}
+
+// TestHookRemakesASessionForFewerGroups: a session runs with its creator's groups, and a
+// process lacking one is refused it. The hook of the same agent session from such a process
+// (an older terminal, a user since removed from a group) makes a session of its own, as for
+// one gone, instead of denying every call from then on.
+func TestHookRemakesASessionForFewerGroups(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhg")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	in, err := json.Marshal(map[string]any{"session_id": "agent-g", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls -la"}, "tool_use_id": "toolu_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(groups ...uint32) hookAnswer {
+		t.Helper()
+		cmd := exec.Command(b.sbctl, "--socket", d.socket, "hook")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: groups}}
+		cmd.Dir = u.Home
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sbctl hook: %v", err)
+		}
+		return decodeHook(t, string(out))
+	}
+	if a := hook(u.GID, 4242); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Fatalf("with the extra group: %+v", a.HookSpecificOutput)
+	}
+	if a := hook(u.GID); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Errorf("without it, the same agent session: %+v", a.HookSpecificOutput)
 	}
 }

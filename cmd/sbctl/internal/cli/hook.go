@@ -451,8 +451,11 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 		req.ClientKey = store.key
 		res, err := c.Decide(ctx, sid, req)
 		var ae *client.APIError
-		// not_found is the session, gone (an unknown tool is unknown_tool).
-		if errors.As(err, &ae) && ae.Status == 404 && ae.Detail.Class == "not_found" && attempt == 0 {
+		// not_found is the session, gone (an unknown tool is unknown_tool); a session made
+		// by a process with a group this one lacks cannot serve it either: made again.
+		gone := errors.As(err, &ae) && (ae.Status == 404 && ae.Detail.Class == "not_found" ||
+			ae.Status == 403 && strings.Contains(ae.Detail.Message, protocol.SessionGroupsLacking))
+		if gone && attempt == 0 {
 			sid = ""
 			continue
 		}
