@@ -983,7 +983,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"x=proj; rm -rf ../$x": true, "rm -rf ../proj${x}": true, "rm -rf ../$(echo proj)": true, "rm -rf /home/u${x}": true,
 		`rm -rf ../"$(basename $PWD)"`: true, "x=oj; rm -rf ~/pr$x": true,
 		"rm -rf ./$f": false, `rm -rf "$dir"/x.o`: false, `rm -f -- "$f"`: false, "rm -rf ../build-$x": false, "x=b; rm -rf ./$x": false,
-		"rm -rf ~/pro[j]/build": false, "rm -rf ../pro[j]/*.o": false, "rm -rf /home/u/pro?/src/*": false,
+		"rm -rf ~/pro[j]/build": false, "rm -rf */__pycache__": false, "rm -f */*.pyc": false, "rm -rf ./*/x": false,
+		"rm -rf ../../../../proc/self/cwd/": true, "cd / && rm -rf p*/self/cwd/": true, "rm -rf ../pro[j]/*.o": false, "rm -rf /home/u/pro?/src/*": false,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
 			t.Errorf("%q: critical %v, want %v", cmd, got, want)

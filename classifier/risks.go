@@ -630,6 +630,27 @@ func wordLiteral(w *syntax.Word) string {
 	return b.String()
 }
 
+// relativeProcAlias is procAlias of a relative target (or ~'s) from where it is taken: from a
+// cwd the line knows (the session's, or a cd's), */x can no more be /proc than any */x; from
+// one it cannot follow (or none known), it is judged as written, as if from /.
+func relativeProcAlias(a word, dirs []string, opts Options, dirUnknown bool) bool {
+	if path.IsAbs(a.val) {
+		return false
+	}
+	if a.tilde || dirUnknown || opts.Cwd == "" {
+		return procAlias(a.val) || procAlias(path.Clean(a.val))
+	}
+	if len(dirs) == 0 {
+		dirs = []string{opts.Cwd}
+	}
+	for _, d := range dirs {
+		if p := strings.TrimSuffix(d, "/") + "/" + a.val; procAlias(p) || procAlias(path.Clean(p)) {
+			return true
+		}
+	}
+	return false
+}
+
 // procAlias reports a path that may lead under /proc or through one of /dev's links into it
 // (/dev/fd, /dev/stdin, …), where a process's cwd, root and open dirs are other names for any
 // directory: a segment that is, or as a glob may be, proc (or dev followed by fd or std*) at
@@ -892,7 +913,7 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 		}
 		return false
 	}
-	if procAlias(a.val) || procAlias(path.Clean(a.val)) {
+	if relativeProcAlias(a, dirs, opts, dirUnknown) || path.IsAbs(a.val) && (procAlias(a.val) || procAlias(path.Clean(a.val))) {
 		return true // /proc/self/cwd/, /dev/fd/../cwd: a directory by another name
 	}
 	if a.tilde && !strings.HasPrefix(a.val, "~/") && a.val != "~" {
