@@ -747,8 +747,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
 		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
 		`find . -type f -name '*.o' -delete`, `find . -regex '.*\.o' -delete`, `find . -name x -exec grep -l y {} +`,
-		`rm -f "$f"`, `rm "$1"`, `for f in *.log; do rm -f "$f"; done`, `source .venv/bin/activate && grep -rn TODO .`,
-		`eval "$(ssh-agent -s)" && grep -rn TODO .`, `rm -rf dist && cp -r public dist`, `rm -rf vendor && tar xzf vendor.tgz`,
+		`rm -f "$f"`, `rm "$1"`, `for f in *.log; do rm -f "$f"; done`, `source .venv/bin/activate && grep -rn needle .`,
+		`eval "$(ssh-agent -s)" && grep -rn needle .`, `rm -rf dist && cp -r public dist`, `rm -rf vendor && tar xzf vendor.tgz`,
 		"find . \\( -name '*.orig' -o -name '*.rej' \\) -delete",
 		`find . -path ./node_modules -prune -o -name '*.map' -delete`, `find . -not -path './.git/*' -name '*.orig' -delete`,
 		`eval "$(ssh-agent)"; ls *`, `source x; cp -r a b`} {

@@ -156,15 +156,7 @@ func BenchmarkPlan(b *testing.B) {
 // go test -run '^$' -bench Sweep ./sandbox/
 func BenchmarkSweep(b *testing.B) {
 	s, spec := benchPlanSpec(b)
-	p := &Process{s: s, spec: spec, start: time.Now()}
-	p.lim = p.spec.Limits.merge(s.limits)
-	if _, netns, err := s.plan(p); err != nil {
-		b.Fatal(err)
-	} else if netns != nil {
-		netns.Close()
-	}
-	s.guarding.done(p) // no call runs: Wait's part
-	defer p.unpinCovers()
+	p := plannedProcess(b, s, spec)
 	if len(p.guard) == 0 {
 		b.Fatal("the plan guards nothing")
 	}
@@ -181,6 +173,22 @@ func BenchmarkSweep(b *testing.B) {
 
 // benchPlanSpec is a call's spec in a project inside a home of nobody's, with the default deny
 // paths of the configuration and the protected paths the daemon gives a session there.
+// plannedProcess is a Process of spec planned as a call's is, with no child: its sweeps can be
+// run by hand (moveAsideCreated). Its covers are released when tb ends.
+func plannedProcess(tb testing.TB, s *Sandbox, spec Spec) *Process {
+	tb.Helper()
+	p := &Process{s: s, spec: spec, start: time.Now()}
+	p.lim = p.spec.Limits.merge(s.limits)
+	if _, netns, err := s.plan(p); err != nil {
+		tb.Fatal(err)
+	} else if netns != nil {
+		netns.Close()
+	}
+	s.guarding.done(p) // no call runs: Wait's part
+	tb.Cleanup(p.unpinCovers)
+	return p
+}
+
 func benchPlanSpec(b *testing.B) (*Sandbox, Spec) {
 	s := newTestSandbox(b, Config{})
 	home := hostTempDir(b, "/var/tmp", "sbx-benchplan-")

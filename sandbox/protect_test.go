@@ -2196,15 +2196,7 @@ func TestRunningSweepPacesItsWalk(t *testing.T) {
 	pats := []string{escapePattern(work) + "/**/evil*.txt"}
 	spec := Spec{Path: "/bin/true", Dir: work, WritableDirs: []string{work}, UID: nobody, GID: nobody,
 		Session: "pace", Call: "c", ProtectedPatterns: pats, GuardPatterns: pats, MoveAsideCreated: true}
-	p := &Process{s: s, spec: spec, start: time.Now()}
-	p.lim = p.spec.Limits.merge(s.limits)
-	if _, netns, err := s.plan(p); err != nil {
-		t.Fatal(err)
-	} else if netns != nil {
-		netns.Close()
-	}
-	defer p.unpinCovers()
-	defer s.guarding.done(p)
+	p := plannedProcess(t, s, spec)
 	if p.guardWalk == nil {
 		t.Fatal("the plan has no pattern guard")
 	}

@@ -37,12 +37,18 @@ func runHook(t *testing.T, b bins, socket string, u testutil.User, rt string, in
 // runHookEnv is runHook with more of the agent's environment (SHELL, ...).
 func runHookEnv(t *testing.T, b bins, socket string, u testutil.User, rt string, env []string, input map[string]any, flags ...string) string {
 	t.Helper()
+	return runHookAs(t, b, socket, u, rt, env, input, func(cmd *exec.Cmd) { asUser(t, cmd, u) }, flags...)
+}
+
+// runHookAs is runHookEnv with the process's credentials set by as.
+func runHookAs(t *testing.T, b bins, socket string, u testutil.User, rt string, env []string, input map[string]any, as func(*exec.Cmd), flags ...string) string {
+	t.Helper()
 	in, err := json.Marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(b.sbctl, append([]string{"--socket", socket, "hook"}, flags...)...)
-	asUser(t, cmd, u)
+	as(cmd)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}, env...)
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
@@ -1151,23 +1157,14 @@ func TestHookRemakesASessionForFewerGroups(t *testing.T) {
 	u, rt := userHome(t, "sbhg")
 	work := filepath.Join(u.Home, "work")
 	ownedDirs(t, u, work)
-	in, err := json.Marshal(map[string]any{"session_id": "agent-g", "cwd": work, "hook_event_name": "PreToolUse",
-		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls -la"}, "tool_use_id": "toolu_1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := map[string]any{"session_id": "agent-g", "cwd": work, "hook_event_name": "PreToolUse",
+		"permission_mode": "default", "tool_name": "Bash", "tool_input": map[string]any{"command": "ls -la"}, "tool_use_id": "toolu_1"}
 	hook := func(groups ...uint32) hookAnswer {
 		t.Helper()
-		cmd := exec.Command(b.sbctl, "--socket", d.socket, "hook")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: groups}}
-		cmd.Dir = u.Home
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
-		cmd.Stdin = bytes.NewReader(in)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("sbctl hook: %v", err)
-		}
-		return decodeHook(t, string(out))
+		return decodeHook(t, runHookAs(t, b, d.socket, u, rt, nil, in, func(cmd *exec.Cmd) {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: groups}}
+			cmd.Dir = u.Home
+		}))
 	}
 	if a := hook(u.GID, 4242); a.HookSpecificOutput.PermissionDecision != "allow" {
 		t.Fatalf("with the extra group: %+v", a.HookSpecificOutput)
