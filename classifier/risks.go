@@ -512,39 +512,52 @@ func expansionReadings(w *syntax.Word, vars map[string]string) []string {
 	if w == nil {
 		return nil
 	}
+	empty, defaults, known, ok := wordReadings(w, vars)
 	// A word that starts with its own text (../$x, /home/u$x) is read with its expansions
 	// empty too; one that starts with an expansion ("$dir"/x.o, "$f") only where a default
 	// or a value of the line's is known.
-	hasDefault := len(w.Parts) > 0 && startsLiteral(w.Parts[0])
-	var empty, defaults strings.Builder
+	if !ok || !known && !(len(w.Parts) > 0 && startsLiteral(w.Parts[0])) {
+		return nil
+	}
+	if empty == defaults {
+		return []string{empty}
+	}
+	return []string{empty, defaults}
+}
+
+// wordReadings are w's two readings (expansionReadings): every expansion empty but the ones
+// with a default set (${x:-d}) or a value in vars, and every default taken. known says some
+// default or value was used; ok false, a part it does not follow (an extended glob).
+func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults string, known, ok bool) {
+	var e, d strings.Builder
 	var walk func(parts []syntax.WordPart) bool
 	walk = func(parts []syntax.WordPart) bool {
 		for _, p := range parts {
 			switch p := p.(type) {
 			case *syntax.Lit:
-				empty.WriteString(p.Value)
-				defaults.WriteString(p.Value)
+				e.WriteString(p.Value)
+				d.WriteString(p.Value)
 			case *syntax.SglQuoted:
 				v := p.Value
 				if p.Dollar {
 					// $'../\x70roj': its escapes decoded, as bash does.
-					d, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{p}})
+					lit, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{p}})
 					if err != nil {
 						return false
 					}
-					v = d
+					v = lit
 				}
-				empty.WriteString(v)
-				defaults.WriteString(v)
+				e.WriteString(v)
+				d.WriteString(v)
 			case *syntax.DblQuoted:
 				if !walk(p.Parts) {
 					return false
 				}
 			case *syntax.ParamExp:
-				if v, ok := vars[p.Param.Value]; ok && p.Exp == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Index == nil {
-					hasDefault = true
-					empty.WriteString(v)
-					defaults.WriteString(v)
+				if v, set := vars[p.Param.Value]; set && p.Exp == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Index == nil {
+					known = true
+					e.WriteString(v)
+					d.WriteString(v)
 					continue
 				}
 				if p.Exp == nil || p.Exp.Word == nil || p.Slice != nil || p.Repl != nil || p.Length || p.Excl {
@@ -552,14 +565,14 @@ func expansionReadings(w *syntax.Word, vars map[string]string) []string {
 				}
 				switch p.Exp.Op {
 				case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
-					hasDefault = true
-					d := expansionReadings(p.Exp.Word, vars)
-					if len(d) == 0 {
-						d = []string{wordLiteral(p.Exp.Word)}
+					known = true
+					_, def, _, dok := wordReadings(p.Exp.Word, vars)
+					if !dok {
+						return false
 					}
-					defaults.WriteString(d[len(d)-1])
+					d.WriteString(def)
 					if p.Exp.Op == syntax.DefaultUnsetOrNull || p.Exp.Op == syntax.AssignUnsetOrNull {
-						empty.WriteString(d[len(d)-1])
+						e.WriteString(def)
 					}
 				}
 			case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
@@ -569,13 +582,8 @@ func expansionReadings(w *syntax.Word, vars map[string]string) []string {
 		}
 		return true
 	}
-	if !walk(w.Parts) || !hasDefault {
-		return nil
-	}
-	if empty.String() == defaults.String() {
-		return []string{empty.String()}
-	}
-	return []string{empty.String(), defaults.String()}
+	ok = walk(w.Parts)
+	return e.String(), d.String(), known, ok
 }
 
 // startsLiteral reports a word part that is text of its own: a literal, or quotes that open
@@ -607,27 +615,6 @@ func lineVars(subs []*sub) map[string]string {
 		}
 	}
 	return vars
-}
-
-// wordLiteral is w's literal and quoted text with its expansions empty (a default word
-// without expansions of its own with defaults).
-func wordLiteral(w *syntax.Word) string {
-	var b strings.Builder
-	var walk func(parts []syntax.WordPart)
-	walk = func(parts []syntax.WordPart) {
-		for _, p := range parts {
-			switch p := p.(type) {
-			case *syntax.Lit:
-				b.WriteString(p.Value)
-			case *syntax.SglQuoted:
-				b.WriteString(p.Value)
-			case *syntax.DblQuoted:
-				walk(p.Parts)
-			}
-		}
-	}
-	walk(w.Parts)
-	return b.String()
 }
 
 // relativeProcAlias is procAlias of a relative target (or ~'s) from where it is taken: from a

@@ -196,9 +196,9 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 // ln -s .. up, made by an earlier call; then rm -rf me/, me/*, up/proj, me/../proj, find me/
 // -delete): the classifier judges names, the resolution shows where they lead. A target whose
 // last segment is itself a link, without a trailing slash, is the link, which rm removes
-// alone: resolveParent, which resolves a name as the call's paths are, tells them apart. cl itself may be shared (the classification cache):
-// a changed one is a copy.
-func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.PathFact, resolveParent func(string) (string, bool)) *classifier.Classification {
+// alone: resolve (a name resolved as the call's paths are) tells them apart. cl itself may be
+// shared (the classification cache): a changed one is a copy.
+func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.PathFact, resolve func(string) (string, bool)) *classifier.Classification {
 	if slices.Contains(cl.Risks, classifier.RiskCriticalPathRm) {
 		return cl
 	}
@@ -210,7 +210,7 @@ func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.P
 		name, resolved := pu.Path, facts[i].Resolved
 		if strings.Contains(pu.Raw, "..") {
 			// me/../proj: the kernel takes .. from where me leads, the name cleaned does not.
-			r, ok := physicalPath(strings.TrimRight(pu.Raw, "/"), resolveParent)
+			r, ok := physicalPath(strings.TrimRight(pu.Raw, "/"), resolve)
 			if !ok {
 				continue
 			}
@@ -225,7 +225,7 @@ func linkedCritical(c *Call, cl *classifier.Classification, facts []permission.P
 		// where it resolves unless its last segment is the link.
 		followed := strings.HasSuffix(pu.Raw, "/") || strings.HasSuffix(pu.Raw, "/.") || pu.Cmd == "find"
 		if !followed {
-			parent, ok := resolveParent(filepath.Dir(name))
+			parent, ok := resolve(filepath.Dir(name))
 			followed = !ok || filepath.Join(parent, filepath.Base(name)) == resolved
 		}
 		if followed {
