@@ -256,6 +256,9 @@ func corpus() []call {
 		// rm -rf ~/.config, mv ~/.local x, find ~/.config -delete: the protected dirs go with it.
 		call{name: "dir holding protected ones", cmd: "rm -rf ~/.config", bash: realBash("rm -rf ~/.config"), paths: []permission.PathFact{wr("/home/u/.config/")}, mode: permission.ModeBypassPermissions, want: D, step: "protected_path"},
 		call{name: "dir holding protected ones, mv", cmd: "mv ~/.local x", bash: realBash("mv ~/.local x"), paths: []permission.PathFact{wr("/home/u/.local"), wr("/w/x")}, allow: []string{"Bash"}, want: AU, step: "protected_path"},
+		// A project's .cache, .config, .local is a build's, not the home's.
+		call{name: "a project's cache dir", cmd: "rm -rf node_modules/.cache", bash: realBash("rm -rf node_modules/.cache"), paths: []permission.PathFact{wr("/w/node_modules/.cache")}, mode: permission.ModeBypassPermissions, want: A},
+		call{name: "a project's config dir, mv", cmd: "mv .config cfg", bash: realBash("mv .config cfg"), paths: []permission.PathFact{wr("/w/.config"), wr("/w/cfg")}, allow: []string{"Bash"}, want: A},
 		call{name: "a file beside protected dirs", tool: "Write", paths: []permission.PathFact{wr("/home/u/.config/app.toml")}, allow: []string{"Edit"}, want: A},
 		// Where git's config takes hooks from (core.hooksPath = .githooks), as the daemon marks it.
 		call{name: "git-named hooks dir", tool: "Write", mode: permission.ModeBypassPermissions, paths: []permission.PathFact{{Requested: "/w/.githooks/pre-commit", Resolved: "/w/.githooks/pre-commit", Access: permission.Write, Special: "git_named"}}, want: D, step: "protected_path"},

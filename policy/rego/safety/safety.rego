@@ -86,7 +86,17 @@ protected(p) if {
 # rules, and git's and systemd's config with it; moving ~/.cache and putting another in its
 # place swaps the hook's state under ~/.cache/sandboxd. Each is a dir above a protected path
 # of more than one segment in the list above. Paths below it are judged by the rule above.
-protected(p) if regex.match(`(^|/)(\.config|\.config/systemd|\.local|\.local/share|\.nvm|\.cache|\.hg|\.jj|\.jj/repo|mise)/*$`, p)
+# A repository's (.hg, .jj, mise) anywhere; the user's (.config, .local, .cache, .nvm) in the
+# home only, where the shells, git and sbctl read them (as the sandbox protects them): a
+# project's node_modules/.cache is a build's, and removing it asks nothing.
+protected(p) if regex.match(`(^|/)(\.hg|\.jj|\.jj/repo|mise)/*$`, p)
+
+protected(p) if regex.match(concat("", [_home_prefix_re, `(\.config|\.config/+systemd|\.local|\.local/+share|\.nvm|\.cache)/*$`]), p)
+
+# The home as a regex prefix; unknown (or /), any dir stands for it: fail closed.
+_home_prefix_re := `(^|/)` if {
+	trim_right(object.get(input, "home", ""), "/") == ""
+} else := concat("", ["^", regex.replace(trim_right(input.home, "/"), `[][\\.*+?(){}|^$]`, `\$0`), "/+"])
 
 # `sbctl hook`'s state in the user's runtime dir (its fallback, ~/.cache/sandboxd, is in the
 # list above): which session and root an agent's calls are decided in. Hidden from every call

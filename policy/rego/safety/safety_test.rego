@@ -67,6 +67,16 @@ _protected_cases := {
 	"other caches": {"p": "/home/u/.cache/pip/x", "want": false},
 	"the cache dir holding the hook state": {"p": "/home/u/.cache", "want": true},
 	"the cache dir, trailing slash": {"p": "/home/u/.cache/", "want": true},
+	"the cache dir, doubled slash": {"p": "/home/u//.cache", "want": true},
+	"a project's cache dir": {"p": "/home/u/w/node_modules/.cache", "want": false},
+	"a project's config dir": {"p": "/w/.config/", "want": false},
+	"a project's local dir": {"p": "/home/u/w/.local", "want": false},
+	"a project's nvm dir": {"p": "/w/.nvm", "want": false},
+	"the config dir": {"p": "/home/u/.config", "want": true},
+	"the systemd config dir": {"p": "/home/u/.config/systemd/", "want": true},
+	"the local share dir": {"p": "/home/u/.local/share", "want": true},
+	"the nvm dir": {"p": "/home/u/.nvm", "want": true},
+	"another home's cache dir": {"p": "/home/u2/.cache", "want": false},
 	"hg dir": {"p": "/w/.hg", "want": true},
 	"jj repo dir": {"p": "/w/.jj/repo", "want": true},
 	"mise dir": {"p": "/w/mise", "want": true},
@@ -88,8 +98,17 @@ _protected_cases := {
 }
 
 _is_protected(p) if {
-	safety.protected(p)
+	safety.protected(p) with input as {"home": "/home/u"}
 } else := false
+
+# With no home known, a user's dir anywhere is taken for the home's.
+test_dirs_above_without_a_home if {
+	safety.protected("/w/node_modules/.cache") with input as {}
+	safety.protected("/w/.config/") with input as {"home": "/"}
+	not safety.protected("/w/node_modules/.cache") with input as {"home": "/home/u"}
+	safety.protected("/home/u.x/.cache") with input as {"home": "/home/u.x/"}
+	not safety.protected("/home/uax/.cache") with input as {"home": "/home/u.x"}
+}
 
 test_protected[name] if {
 	some name, tc in _protected_cases
