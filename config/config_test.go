@@ -153,25 +153,26 @@ func TestNetworkDomains(t *testing.T) {
 		}
 		return Load(p, true)
 	}
-	cfg, err := load("ok", "network:\n  allowed_domains: [Example.COM., '*.NpmJS.org']\n  denied_domains: [Secret.Example.com, 'x.TEST.']\n")
+	cfg, err := load("ok", "network:\n  allowed_domains: [Example.COM., '*.NpmJS.org']\n  denied_domains: [Secret.Example.com, 'x.TEST.', '[2001:DB8::1]', '::ffff:10.0.0.1']\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(cfg.Network.AllowedDomains, " "); got != "example.com *.npmjs.org" {
 		t.Errorf("allowed_domains %q", got)
 	}
-	if got := strings.Join(cfg.Network.DeniedDomains, " "); got != "secret.example.com x.test" {
+	if got := strings.Join(cfg.Network.DeniedDomains, " "); got != "secret.example.com x.test 2001:db8::1 10.0.0.1" {
 		t.Errorf("denied_domains %q", got)
 	}
 	for host, list := range map[string][]string{
 		"example.com": cfg.Network.AllowedDomains, "registry.npmjs.org": cfg.Network.AllowedDomains,
 		"secret.example.com": cfg.Network.DeniedDomains, "X.test.": cfg.Network.DeniedDomains,
+		"[2001:db8:0::1]": cfg.Network.DeniedDomains, "::ffff:a00:1": cfg.Network.DeniedDomains,
 	} {
 		if !slices.ContainsFunc(list, func(p string) bool { return permission.MatchDomain(p, host) }) {
 			t.Errorf("%s matches no entry of %q", host, list)
 		}
 	}
-	for i, bad := range []string{"exa mple.com", "*.", "http://x", "", "example.com:443", "a..b", "ex/ample.com"} {
+	for i, bad := range []string{"exa mple.com", "*.", "http://x", "", "example.com:443", "a..b", "ex/ample.com", "fe80::1%eth0", "[::1"} {
 		for _, key := range []string{"allowed_domains", "denied_domains"} {
 			body := fmt.Sprintf("network:\n  %s: [ok.example, %q]\n", key, bad)
 			_, err := load(fmt.Sprintf("bad%d-%s", i, key), body)

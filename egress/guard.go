@@ -66,6 +66,9 @@ var specialRanges = []special{
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
+	// IPv4-compatible addresses (::10.0.0.1, deprecated), which some stacks still route to
+	// the IPv4 address they carry.
+	v4Compatible = netip.MustParsePrefix("::/96")
 )
 
 // classify names the special range a holds, or returns "" for a public address. IPv4-mapped
@@ -135,7 +138,8 @@ func refusal(a netip.Addr, allow []netip.Prefix, local *hostRoutes) string {
 	return ""
 }
 
-// embeddedIPv4 is the IPv4 address a NAT64 or 6to4 address carries, or nothing.
+// embeddedIPv4 is the IPv4 address a NAT64, 6to4 or IPv4-compatible address carries, or
+// nothing.
 func embeddedIPv4(a netip.Addr) []netip.Addr {
 	a = a.Unmap()
 	if !a.Is6() {
@@ -147,6 +151,8 @@ func embeddedIPv4(a netip.Addr) []netip.Addr {
 		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:16]))}
 	case sixToFour.Contains(a):
 		return []netip.Addr{netip.AddrFrom4([4]byte(b[2:6]))}
+	case v4Compatible.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
+		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:16]))}
 	}
 	return nil
 }

@@ -114,10 +114,10 @@ func policyHost(h string) (string, netip.Addr, error) {
 			return "", netip.Addr{}, fmt.Errorf("host %q has a zone", h)
 		}
 		a = a.Unmap()
-		// A NAT64 or 6to4 address reaches the IPv4 address it carries through a gateway, where
-		// a rule naming that IPv4 address would not see it.
+		// A NAT64, 6to4 or IPv4-compatible address reaches the IPv4 address it carries
+		// (through a gateway), where a rule naming that IPv4 address would not see it.
 		if v4 := embeddedIPv4(a); len(v4) > 0 {
-			return "", netip.Addr{}, fmt.Errorf("host %s carries the IPv4 address %s (NAT64 or 6to4); ask for %s itself", a, v4[0], v4[0])
+			return "", netip.Addr{}, fmt.Errorf("host %s carries the IPv4 address %s (NAT64, 6to4 or IPv4-compatible); ask for %s itself", a, v4[0], v4[0])
 		}
 		return a.String(), a, nil
 	}

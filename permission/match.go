@@ -3,6 +3,7 @@ package permission
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"path"
 	"regexp"
 	"slices"
@@ -470,7 +471,13 @@ func MatchDomain(pattern, host string) bool {
 	// An IP address matches only a rule naming it: `domain:*` and `*.x` are about names, and
 	// an address reached by number must be allowed by number.
 	if strings.Trim(host, "[]") != host || net.ParseIP(host) != nil {
-		return strings.Trim(pattern, "[]") == strings.Trim(host, "[]")
+		h, herr := netip.ParseAddr(strings.Trim(host, "[]"))
+		p, perr := netip.ParseAddr(strings.Trim(pattern, "[]"))
+		if herr != nil || perr != nil {
+			return strings.Trim(pattern, "[]") == strings.Trim(host, "[]")
+		}
+		// By address, not spelling: ::ffff:10.0.0.1 is 10.0.0.1, 0::1 is ::1.
+		return h.Unmap() == p.Unmap()
 	}
 	if pattern == "*" {
 		return true

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"regexp"
 	"strings"
@@ -440,10 +441,26 @@ func (r *Rule) parseDomain(d string) error {
 // by this syntax (network.allowed_domains and denied_domains) goes through it too, so that no
 // entry silently matches nothing.
 func DomainPattern(d string) (string, error) {
+	if a, err := netip.ParseAddr(unbracket(d)); err == nil && strings.Contains(d, ":") {
+		// An IPv6 address, bare or in brackets, in its one spelling (the proxy's): an
+		// IPv4-mapped one is the IPv4 address. A zone names an interface of the daemon's host.
+		if a.Zone() != "" {
+			return "", malformed("domain:%s: an address with a zone names none of the sandbox's", d)
+		}
+		return a.Unmap().String(), nil
+	}
 	if strings.ContainsAny(d, "/:") {
 		return "", malformed("domain:%s: give a host name, not a URL", d)
 	}
 	return hostPattern(d)
+}
+
+// unbracket strips the brackets around an IPv6 address ([::1]), when both are there.
+func unbracket(d string) string {
+	if len(d) > 1 && d[0] == '[' && d[len(d)-1] == ']' {
+		return d[1 : len(d)-1]
+	}
+	return d
 }
 
 // hostPattern normalizes a host pattern of a domain or web rule (lowercase, one trailing dot

@@ -203,6 +203,13 @@ func TestMatchDomain(t *testing.T) {
 		{"*.0*", "a.0a", true},
 		{"*.*.example.com", "a.b.example.com", true},
 		{"*.*.example.com", "b.example.com", false},
+		// Addresses by address: a rule naming one is met by its every spelling, and only by it.
+		{"10.0.0.1", "::ffff:10.0.0.1", true},
+		{"10.0.0.1", "[::ffff:a00:1]", true},
+		{"2001:db8::1", "[2001:DB8:0::1]", true},
+		{"2001:db8::1", "2001:db8::2", false},
+		{"*", "::1", false},
+		{"*", "10.0.0.1", false},
 	}
 	for _, tc := range cases {
 		if got := MatchDomain(tc.pattern, tc.host); got != tc.want {
@@ -221,6 +228,12 @@ func TestDomainPattern(t *testing.T) {
 		"*":                "*",
 		"api-*.x.com":      "api-*.x.com",
 		"192.0.2.1":        "192.0.2.1",
+		"[2001:DB8::1]":    "2001:db8::1",
+		"2001:db8:0::1":    "2001:db8::1",
+		"::ffff:10.0.0.1":  "10.0.0.1",
+		"[::1":             "",
+		"fe80::1%eth0":     "",
+		"[10.0.0.1]":       "",
 		"exa mple.com":     "",
 		" example.com":     "",
 		"*.":               "",
