@@ -376,6 +376,15 @@ type walker struct {
 	// line (Options.Cwd, then static cd targets); dirsUnknown is set after a non-static cd.
 	dirs        []string
 	dirsUnknown bool
+	// cd is the last static cd the walk took: the statement it was and where it goes.
+	cd lastCd
+}
+
+// lastCd is a static cd (or pushd) of the line: its statement's offset and its targets, the
+// dirs the commands after it are in when it succeeded.
+type lastCd struct {
+	pos     int
+	targets []string
 }
 
 // maxKeptBuf bounds the records a pooled walker keeps between lines, so one
@@ -509,6 +518,10 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 				moved := w.dirsUnknown != unk || !slices.Equal(w.dirs, dirs)
 				w.dirs, w.dirsUnknown = dirs, unk || moved && strings.Contains(w.src, "shopt")
 			}
+			break
+		}
+		if cmd.Op == syntax.AndStmt {
+			w.andList(cmd, redirs)
 			break
 		}
 		w.stmt(cmd.X, redirs)
@@ -684,6 +697,46 @@ func (w *walker) loopCd(n int, dirs []string, unk bool) {
 		sb.dirsUnknown = true
 	}
 	w.dirsUnknown = true
+}
+
+// andList walks X && Y && …: each command runs only when the one before it succeeded, so
+// after a cd that is one of them, the next is in the cd's target alone (cd build && rm -rf *
+// empties build, never the cwd). What comes after the list may follow a failure anywhere in
+// it, so it is in any dir the list passed through.
+func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
+	list := []*syntax.Stmt{cmd.Y}
+	x := cmd.X
+	for {
+		b, ok := x.Cmd.(*syntax.BinaryCmd)
+		if !ok || b.Op != syntax.AndStmt || x.Negated || x.Background || x.Coprocess || len(x.Redirs) > 0 {
+			break
+		}
+		list = append(list, b.Y)
+		x = b.X
+	}
+	list = append(list, x)
+	slices.Reverse(list)
+	passed := slices.Clone(w.dirs)
+	if len(passed) == 0 && w.opts.Cwd != "" {
+		passed = []string{path.Clean(w.opts.Cwd)}
+	}
+	for _, s := range list {
+		w.cd = lastCd{}
+		w.stmt(s, redirs)
+		for _, d := range w.dirs {
+			if !containsStr(passed, d) {
+				passed = append(passed, d)
+			}
+		}
+		if _, call := s.Cmd.(*syntax.CallExpr); call && !s.Negated && !w.dirsUnknown &&
+			w.cd.targets != nil && w.cd.pos == int(s.Pos().Offset()) {
+			w.dirs = w.cd.targets
+		}
+	}
+	if len(passed) > maxDirs {
+		w.dirsUnknown = true
+	}
+	w.dirs = passed
 }
 
 // subshell walks statements that run in a subshell of their own ($(...), <(...)): a cd

@@ -172,6 +172,12 @@ type pathCollector struct {
 	redirectsIncomplete bool
 }
 
+// cdPathFree reports whether a cd to t goes there whatever CDPATH holds: a path from / or
+// from the current dir.
+func cdPathFree(t string) bool {
+	return path.IsAbs(t) || t == "." || t == ".." || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../")
+}
+
 // cdVarNamed reports CDPATH, zsh's cdpath and HOME written as a name rather than expanded ($HOME,
 // ${HOME}): set by an assignment, export, read, printf -v, a for loop, ... CDPATH moves a
 // relative cd (`CDPATH=~ cd .ssh` goes to ~/.ssh), HOME is what ~ and a bare cd mean
@@ -377,8 +383,13 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 		if a.static && access == AccessWrite && removers[cmd] {
 			// rm -rf me/*: what it removes lies in the dir the glob starts in, as that dir
 			// leads (a link made by an earlier call: ln -s . me). Put as "me/", which the
-			// decision resolves through the link (Executor: the critical-path check).
-			if dir, _ := splitGlob(a.val); dir != "" && !strings.ContainsAny(dir, "*?[") {
+			// decision resolves through the link (Executor: the critical-path check). After a
+			// cd (cd me && rm -rf *), the dir it starts in is where the cd went: "./".
+			dir, _ := splitGlob(a.val)
+			if dir == "" && len(sb.dirs) > 0 {
+				dir = "./"
+			}
+			if dir != "" && !strings.ContainsAny(dir, "*?[") {
 				pc.add(dir, access, cmd, sb.dirs, sb.dirsUnknown)
 			}
 		}
@@ -1659,7 +1670,8 @@ func (w *walker) trackCd(sb *sub) {
 		return
 	}
 	t, ok := cdTarget(ws)
-	if !ok {
+	if !ok || !cdPathFree(t) && cdVarNamed(w.src) {
+		// The line may set CDPATH, cdable_vars or HOME, which move a cd to a bare name or ~.
 		w.dirsUnknown = true
 		return
 	}
@@ -1685,6 +1697,11 @@ func (w *walker) trackCd(sb *sub) {
 		for _, d := range old {
 			next = append(next, path.Join(d, t))
 		}
+	}
+	// Outside a sandbox the agent's environment may set CDPATH, which moves a cd to a bare
+	// name (cd proj) but not one to a path (/x, ./x, ../x).
+	if !w.opts.Unconfined || cdPathFree(t) {
+		w.cd = lastCd{pos: sb.pos, targets: slices.Clone(next)}
 	}
 	for _, d := range old {
 		if len(next) >= maxDirs {

@@ -112,7 +112,12 @@ func TestPaths(t *testing.T) {
 		{"exec {fd}<../secret/f; cat <&$fd", "read:/home/u/secret/f:redirect", false},
 		{"cat 3</home/u/secret/f <&3", "read:/home/u/secret/f:redirect", false},
 		{"{ ls; pwd; } > o", "write:/home/u/proj/o:redirect", false},
-		{"cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
+		// After cd DIR &&, the next command is in DIR: it runs only when the cd succeeded.
+		{"cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat", false},
+		{"cd sub; cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
+		{"cd sub && true; cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/x:cat read:/home/u/proj/sub/x:cat", false},
+		{"cd sub && cd a && false || cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/a:cd read:/home/u/proj/x:cat read:/home/u/proj/sub/x:cat read:/home/u/proj/sub/a/x:cat", false},
+		{"! cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
 		{"cd /etc; cat passwd", "read:/etc:cd read:/etc/passwd:cat read:/home/u/proj/passwd:cat", false},
 		{"cd; cat .bashrc", "read:/home/u:cd read:/home/u/.bashrc:cat read:/home/u/proj/.bashrc:cat", false},
 		{"(cd /etc); cat x", "read:/etc:cd read:/home/u/proj/x:cat", false},
@@ -146,7 +151,7 @@ func TestPaths(t *testing.T) {
 		{"git stash show -p", "read:/home/u/proj/show:git", false},
 		{"timeout 5 git show HEAD:.env", "read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		// From a session in a repository's subdir, HEAD:PATH is PATH at the top, wherever that is.
-		{"cd sub && git show HEAD:.env", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/.env:git read:/home/u/proj/.env:git read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
+		{"cd sub && git show HEAD:.env", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/.env:git read:/home/u/proj/.env:git:alt read:/home/u/.env:git:alt read:/home/.env:git:alt read:/.env:git:alt", false},
 		{"git -C /elsewhere show HEAD:.env", "", true},
 		{"git show $REV:.env", "", true},
 		{"cd sub; bash -c 'cat x'", "read:/home/u/proj/sub:cd read:/home/u/proj/x:cat", true},
@@ -181,7 +186,7 @@ func TestPathsRaw(t *testing.T) {
 	for cmd, want := range map[string]string{
 		"cat link/../secret/f":            "/home/u/proj/secret/f</home/u/proj/link/../secret/f",
 		"cat /tmp/l/../x":                 "/tmp/x</tmp/l/../x",
-		"cd /tmp/l && cat ../s":           "/home/u/s</home/u/proj/../s,/tmp/l<,/tmp/s</tmp/l/../s",
+		"cd /tmp/l && cat ../s":           "/tmp/l<,/tmp/s</tmp/l/../s",
 		"cat plain ./dot ~/h//x":          "/home/u/h/x</home/u/h//x,/home/u/proj/dot</home/u/proj/./dot,/home/u/proj/plain<",
 		"cat /etc/passwd < /etc/../etc/x": "/etc/passwd<,/etc/x</etc/../etc/x",
 	} {
@@ -965,6 +970,21 @@ func TestSymbolicLinksMadeUnbounded(t *testing.T) {
 // TestCriticalRmSpellings: an rm whose target may be the cwd, the home or an ancestor only when
 // the line runs is critical too: a glob that matches one, ~user/R, and R after a cd the line
 // cannot follow where the cwd ends in R. One that can only name other files is not.
+// TestCriticalRmAfterCdUnconfined: outside a sandbox the agent's own environment may set
+// CDPATH, so a cd to a bare name may land anywhere (the cwd itself, with CDPATH=..); a cd to
+// a path does not.
+func TestCriticalRmAfterCdUnconfined(t *testing.T) {
+	t.Parallel()
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u", Unconfined: true}
+	for cmd, want := range map[string]bool{
+		"cd build && rm -rf *": true, "cd ./build && rm -rf *": false, "cd /home/u/proj/build && rm -rf *": false,
+	} {
+		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
+			t.Errorf("%q: critical %v, want %v", cmd, got, want)
+		}
+	}
+}
+
 func TestCriticalRmSpellings(t *testing.T) {
 	t.Parallel()
 	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
@@ -985,6 +1005,15 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"rm -rf ./$f": false, `rm -rf "$dir"/x.o`: false, `rm -f -- "$f"`: false, "rm -rf ../build-$x": false, "x=b; rm -rf ./$x": false,
 		"rm -rf ~/pro[j]/build": false, "rm -rf */__pycache__": false, "rm -f */*.pyc": false, "rm -rf ./*/x": false,
 		"rm -rf ../../../../proc/self/cwd/": true, "cd / && rm -rf p*/self/cwd/": true, "rm -rf ../pro[j]/*.o": false, "rm -rf /home/u/pro?/src/*": false,
+		// After cd DIR &&, the next command is in DIR only; after cd DIR; or a failure further
+		// on, in the cwd too. CDPATH and HOME the line may set move a cd to a bare name or ~.
+		"cd build && rm -rf *": false, "cd build && rm -rf ./*": false, "cd build 2>/dev/null && rm -rf * .[!.]*": false,
+		"pushd build && { rm -rf *; }": false, "cd ./build && find . -delete": false, "rm -rf *": true,
+		"cd build; rm -rf *": true, "cd build || rm -rf *": true, "! cd build && rm -rf *": true, "cd build && true; rm -rf *": true,
+		"cd build && cd .. && rm -rf *": true, "cd build && rm -rf ../*": true, "cd build && rm -rf * && cd .. && rm -rf *": true,
+		"cd && rm -rf *": true, "cd ~ && rm -rf *": true, "x$(cd build) && rm -rf *": true, `cd "$d" && rm -rf *`: true,
+		"CDPATH=.. cd proj && rm -rf *": true, "CDPATH=/ cd home && rm -rf u": true, "HOME=/; cd && rm -rf home/u": true,
+		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
 			t.Errorf("%q: critical %v, want %v", cmd, got, want)

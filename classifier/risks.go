@@ -916,7 +916,7 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 			}
 			g = opts.Home + strings.TrimPrefix(g, "~")
 		}
-		if globMayBeCritical(g, append([]string{opts.Cwd}, dirs...), opts) {
+		if globMayBeCritical(g, lineDirs(dirs, opts), opts) {
 			return true // rm -rf /home/u/cri? removes the cwd /home/u/crit
 		}
 	}
@@ -924,15 +924,20 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 		return true // cd "$HOME" && rm -rf proj, env -C .. rm -rf proj: proj's parent
 	}
 	// A relative target is judged from every directory a cd before it may have left the
-	// line in: cd / && rm -rf usr removes /usr.
-	// (Judged where it lands: cd build && rm -rf * removes what build holds, which is no
-	// critical dir; cd ~ && rm -rf * empties the home.)
-	for _, d := range dirs {
-		if !a.tilde && !path.IsAbs(a.val) && criticalPath(path.Join(d, a.val), false, opts) {
-			return true
-		}
+	// line in: cd / && rm -rf usr removes /usr. Judged where it lands: cd build && rm -rf *
+	// removes what build holds, which is no critical dir; cd ~ && rm -rf * empties the home.
+	if !a.tilde && !path.IsAbs(a.val) && len(dirs) > 0 {
+		return slices.ContainsFunc(dirs, func(d string) bool { return criticalPath(path.Join(d, a.val), false, opts) })
 	}
 	return criticalPath(a.val, a.tilde, opts)
+}
+
+// lineDirs are the dirs a command of the line may run in: dirs, the cwd when there are none.
+func lineDirs(dirs []string, opts Options) []string {
+	if len(dirs) > 0 {
+		return dirs
+	}
+	return []string{opts.Cwd}
 }
 
 // wrapperDirs are the directories a command runs in after the wrappers before it: the

@@ -14,7 +14,8 @@ import (
 // leads an rm's target there though no name of the line shows it. rm -rf me/, me/* and
 // find me/ -delete are the cwd's critical removal, denied in bypassPermissions and asked for
 // by an agent's hook alike; rm -rf me removes the link alone, and a link to a subdir is no
-// critical path.
+// critical path. So is a cd into such a link and an rm after it (cd me && rm -rf *); outside
+// a sandbox a cd to a bare name may follow the agent's CDPATH, so the cwd is judged too.
 func TestCriticalRmThroughExistingLink(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
@@ -36,6 +37,12 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			"rm -rf me/":                   true, "rm -rf me/*": true, "rm -rf me/.": true, "find me/ -delete": true,
 			"rm -rf up/": true, "rmdir me/": true, "rm -rf ./me/?*": true,
 			"rm -rf me": false, "rm -f me": false, "rm -rf sub/": false, "rm -rf sub/*": false, "rm -rf build/": false,
+			// A cd into such a link, and the command after it in the dir the link leads to.
+			"cd me && rm -rf *": true, "cd up && rm -rf " + base: true, "cd ./up && rm -rf ./*": true, "cd me && find . -delete": true,
+			"cd ./build && cd ../me && rm -rf *": true, "cd up/" + base + " && rm -rf *": true, "pushd me && rm -rf ?*": true,
+			"cd me && rm -rf -- *": true, "cd me && find -delete": true, "cd me && rm -rf ../" + base: true, "cd me/ && rm -rf {*,.*}": true,
+			"cd up && cd " + base + " && rm -rf *": true, "cd me && rm -rf ./": true,
+			"cd ./sub && rm -rf *": false, "cd ./build && rm -rf *": false, "cd build/ && rm -rf * .[!.]*": unconfined,
 		} {
 			body := callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), fmt.Sprintf(`,"unconfined":%v`, unconfined))
 			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", body)

@@ -737,7 +737,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`IFS=,; x="rm,-rf,../w"; $x`, `x='rm -rf'; eval "$x ../w"`, `eval $'rm -rf ../\x77'`, `x=w; rm -rf ../$x`, `rm -rf ../w${x}`,
 		`rm -rf ../$(echo w)`, `x="rm -rf $PWD"; $x`, `x='rm -rf '"$PWD"; $x`, `for d in ../w; do rm -rf "$d/"; done`,
 		`read d <<< ../w; rm -rf "$d/"`, `rm -rf "${d}/."`, `find . -regex '.*/.*' -delete`, `find . -regex '\./.*' -delete`,
-		`find . -mmin +0 -delete`, `find . -size +0 -delete`,
+		`find . -mmin +0 -delete`, `find . -size +0 -delete`, `cd build; rm -rf *`, `cd build && cd .. && rm -rf *`,
+		`cd sub || rm -rf *`,
 	} {
 		base := call{name: cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}}
 		def, byp := base, base
@@ -754,7 +755,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`eval "$(ssh-agent -s)" && grep -rn needle .`, `rm -rf dist && cp -r public dist`, `rm -rf vendor && tar xzf vendor.tgz`,
 		"find . \\( -name '*.orig' -o -name '*.rej' \\) -delete",
 		`find . -path ./node_modules -prune -o -name '*.map' -delete`, `find . -not -path './.git/*' -name '*.orig' -delete`,
-		`eval "$(ssh-agent)"; ls *`, `source x; cp -r a b`} {
+		`eval "$(ssh-agent)"; ls *`, `source x; cp -r a b`, `cd build && rm -rf *`, `cd sub && rm -rf ./* .[!.]*`} {
 		cs = append(cs, call{name: "subdir " + cmd, cmd: cmd, bash: realBash(cmd), allow: []string{"Bash"}, want: A})
 	}
 	decideCases(t, e, cs)
