@@ -345,6 +345,9 @@ type walker struct {
 	// takes (declare 'a[$(id)]=1', unset 'a[$(id)]', read "$1"), a nameref's value, a name
 	// known only at run time, or an evalsData reason of any command's check.
 	evalsText bool
+	// decodedScript: a command that runs what no word of it shows reads it from a decoder
+	// (decodes): echo cm0g… | base64 -d | bash.
+	decodedScript bool
 	// unsupported is the reason of the first construct we refuse to reason
 	// about (coproc, ...).
 	unsupported string
@@ -1195,7 +1198,7 @@ func (w *walker) finish() *Classification {
 		c.Subcommands[0].Opaque = true
 	}
 	c.Risks = risks(w.subs, c.Subcommands, w.opts)
-	if !slices.Contains(c.Risks, RiskCriticalPathRm) && slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }) && w.opaqueCritical() {
+	if !slices.Contains(c.Risks, RiskCriticalPathRm) && slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }) && (w.decodedScript || w.opaqueCritical()) {
 		c.Risks = mergeRisks(c.Risks, []string{RiskCriticalPathRm, RiskDestructive})
 	}
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded

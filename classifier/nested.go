@@ -53,6 +53,11 @@ func zshSetsOption(args []word) bool {
 // nestedOf finds what the simple command sb (statement s) runs beyond itself. It looks past
 // the wrappers deny rules see through (DenyPrefix), so `timeout 5 bash -c X` is bash -c X.
 func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
+	defer func() {
+		if sb.opaque && !w.decodedScript {
+			w.decodedScript = w.pipeIn != nil && w.decodes(w.pipeIn) || w.decodes(s)
+		}
+	}()
 	if len(sb.args) == 0 {
 		// PAGER='curl x' alone changes an exported variable for the commands after it.
 		w.commandVars(sb, nil)
@@ -902,6 +907,56 @@ func lookupOnly(ws []word) bool {
 		if strings.ContainsAny(a.val, "vV") {
 			return true
 		}
+	}
+	return false
+}
+
+// decodes reports a decoder among the commands of n (a pipeline on the left of a pipe, or the
+// substitutions of a statement): base64 -d, xxd -r, uudecode, openssl -d, a decompressor, or an
+// echo -e or printf whose escapes or conversions make text no word shows. What a shell runs
+// from one is a script the line carries in a form no check reads, as a hidden rm -rf would be.
+func (w *walker) decodes(n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok && !found && len(c.Args) > 0 {
+			args := make([]string, 0, len(c.Args))
+			for _, a := range c.Args {
+				args = append(args, evalWord(w.src, a).val)
+			}
+			found = decoder(baseName(args[0]), args[1:])
+		}
+		return !found
+	})
+	return found
+}
+
+// decompressors decode whatever they are given; the other decoders (decoder) only with a flag.
+var decompressors = map[string]bool{"gunzip": true, "zcat": true, "gzcat": true, "bunzip2": true, "bzcat": true,
+	"unxz": true, "xzcat": true, "lzcat": true, "unlzma": true, "unzstd": true, "zstdcat": true, "uudecode": true,
+	"lz4cat": true, "unlz4": true}
+
+func decoder(name string, args []string) bool {
+	if decompressors[name] {
+		return true
+	}
+	flag := func(short, long string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			return a == long || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], short)
+		})
+	}
+	switch name {
+	case "base64", "base32", "basenc":
+		return flag("dD", "--decode")
+	case "xxd":
+		return flag("r", "-revert")
+	case "openssl":
+		return slices.Contains(args, "-d") || slices.Contains(args, "-base64") || slices.Contains(args, "base64")
+	case "gzip", "bzip2", "xz", "lzma", "zstd", "lz4", "brotli":
+		return flag("d", "--decompress")
+	case "echo":
+		return flag("e", "") && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, `\`) })
+	case "printf":
+		return slices.ContainsFunc(args, func(a string) bool { return strings.ContainsAny(a, `\%`) })
 	}
 	return false
 }

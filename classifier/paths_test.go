@@ -1014,6 +1014,17 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"cd && rm -rf *": true, "cd ~ && rm -rf *": true, "x$(cd build) && rm -rf *": true, `cd "$d" && rm -rf *`: true,
 		"CDPATH=.. cd proj && rm -rf *": true, "CDPATH=/ cd home && rm -rf u": true, "HOME=/; cd && rm -rf home/u": true,
 		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
+		// An array's words given one by one, run by an expansion of it.
+		`a[0]=rm; a[1]=-rf; a[2]=~; "${a[@]}"`: true, `a[2]=~; a[0]=rm a[1]=-rf; "${a[@]}"`: true,
+		`a=(); a+=(rm); a+=(-rf ../proj); "${a[@]}"`: true, `a[$i]=rm; a[1]=-rf; a[2]=..; "${a[@]}"`: true,
+		`a[0]=ls; a[1]=-la; "${a[@]}"`: false, `a=(rm -f); a+=(x.o); "${a[@]}"`: false,
+		// A script the line carries encoded, decoded into a shell: what it runs no check reads.
+		"echo cm0gLXJmIH4= | base64 -d | bash": true, `bash <<< "$(base64 --decode <<< cm0gLXJmIH4=)"`: true,
+		`eval "$(echo cm0gLXJmIH4= | base64 -d)"`: true, "xxd -r -p <<< 726d202d7266207e | sh": true,
+		`printf '\x72\x6d -rf ~' | bash`: true, `echo -e '\x72m -rf ~' | bash`: true, "printf '%s -rf ~' rm | sh": true,
+		"zcat s.gz | bash": true, `bash -c "$(openssl enc -d -base64 <<< x)"`: true,
+		`eval "$(ssh-agent -s)"`: false, "cat x.sh | bash": false, "base64 -d x.b64 > y; bash run.sh": false,
+		"source .venv/bin/activate && printf '%s\n' a | sort": false, "echo 'echo hi' | bash": false,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {
 			t.Errorf("%q: critical %v, want %v", cmd, got, want)

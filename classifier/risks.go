@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -816,6 +817,8 @@ func (w *walker) opaqueCritical() bool {
 			renamed[name] = true
 		}
 	}
+	// a[0]=rm; a[1]=-rf; a+=(~): an array's words, given one by one, are a text too.
+	arrays := arrayWords{}
 	for _, sb := range w.subs {
 		// A command whose name says what it is (grep -rn x ., cp -r . /tmp) is judged as
 		// itself; one known only when it runs, or renamed by the line, as rm.
@@ -834,7 +837,8 @@ func (w *walker) opaqueCritical() bool {
 			}
 		}
 		for _, a := range sb.assigns {
-			_, v, _ := strings.Cut(a.word.src, "=")
+			lhs, v, _ := strings.Cut(a.word.src, "=")
+			literal := strings.HasPrefix(v, "(")
 			switch {
 			case a.static:
 				_, v, _ = strings.Cut(a.word.val, "=")
@@ -844,11 +848,15 @@ func (w *walker) opaqueCritical() bool {
 				vals = append(vals, expansionReadings(a.word.node, vars)...) // x="rm -rf $PWD"
 			}
 			vals = append(vals, v)
+			arrays.add(a.name, lhs, v, literal)
 		}
 		for _, r := range sb.redirs {
 			if r.Op == "<<<" || strings.HasPrefix(r.Op, "<<") {
 				vals = append(vals, strings.Trim(r.body, `"'`)) // read -ra a <<< "rm -rf .."
 			}
+		}
+		if sb == w.subs[len(w.subs)-1] {
+			vals = append(vals, arrays.texts()...)
 		}
 		for _, v := range vals {
 			v = split.Replace(v)
@@ -864,6 +872,55 @@ func (w *walker) opaqueCritical() bool {
 		}
 	}
 	return false
+}
+
+// arrayWords are the words the line assigns to each array, by name: a literal (a=(…))
+// starts them, an element (a[i]=v) or an append (a+=…) adds to them.
+type arrayWords map[string][]arrayWord
+
+type arrayWord struct {
+	index int
+	val   string
+}
+
+// add records the assignment lhs=v to the variable name; literal says v is an array literal.
+func (aw arrayWords) add(name, lhs, v string, literal bool) {
+	appended := strings.HasSuffix(lhs, "+")
+	open := strings.IndexByte(lhs, '[')
+	if name == "" || !literal && !appended && open < 0 {
+		return // x=v: a plain variable, a text of its own
+	}
+	ws := aw[name]
+	if literal && !appended {
+		ws = nil
+	}
+	next := 0
+	for _, w := range ws {
+		next = max(next, w.index+1)
+	}
+	// a[2]=~ before a[0]=rm: taken in the order of the indexes, when they are numbers.
+	if i, err := strconv.Atoi(strings.TrimRight(lhs[open+1:], "]+")); open >= 0 && err == nil && i >= 0 {
+		next = i
+	}
+	aw[name] = append(ws, arrayWord{next, v})
+}
+
+// texts are the arrays' words, each array's joined in the order of their indexes.
+func (aw arrayWords) texts() []string {
+	var out []string
+	for _, ws := range aw {
+		if len(ws) < 2 {
+			continue
+		}
+		sorted := slices.Clone(ws)
+		slices.SortStableFunc(sorted, func(a, b arrayWord) int { return a.index - b.index })
+		vals := make([]string, len(sorted))
+		for i, w := range sorted {
+			vals[i] = w.val
+		}
+		out = append(out, strings.Join(vals, " "))
+	}
+	return out
 }
 
 // rmFlags reports a word that is an option rm takes to remove trees or refuse nothing: -r,
