@@ -1023,6 +1023,11 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`eval "$(echo cm0gLXJmIH4= | base64 -d)"`: true, "xxd -r -p <<< 726d202d7266207e | sh": true,
 		`printf '\x72\x6d -rf ~' | bash`: true, `echo -e '\x72m -rf ~' | bash`: true, "printf '%s -rf ~' rm | sh": true,
 		"zcat s.gz | bash": true, `bash -c "$(openssl enc -d -base64 <<< x)"`: true,
+		// A substitution whose output follows from its words, read as it is.
+		`rm -rf "$(dirname $PWD)/proj"`: true, `rm -rf "$(dirname "$PWD")"`: true, `x=$(cd ..; pwd); rm -rf "$x/proj"`: true,
+		`x=$(cd .. && pwd); rm -rf "$x"/proj/`: true, `p=$(pwd); rm -rf "$p"/`: true, `rm -rf "$(realpath ..)/proj"`: true,
+		`rm -rf "$(readlink -f ~)"`: true, `rm -rf "$(dirname $PWD)/other"`: false, `rm -rf "$(pwd)/build"`: false,
+		`x=build; x=$(cmd); rm -rf ../$x`: true,
 		`eval "$(ssh-agent -s)"`: false, "cat x.sh | bash": false, "base64 -d x.b64 > y; bash run.sh": false,
 		"source .venv/bin/activate && printf '%s\n' a | sort": false, "echo 'echo hi' | bash": false,
 	} {

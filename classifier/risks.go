@@ -147,7 +147,7 @@ func (s riskSet) list() []string {
 // risks computes the auto-mode risk signals of a line.
 func risks(subs []*sub, out []Subcommand, opts Options) []string {
 	var set riskSet
-	vars := lineVars(subs)
+	vars := shellVars(subs, opts)
 	network, envDump := false, false
 	for i, sb := range subs {
 		words := out[i].DenyPrefix
@@ -576,7 +576,13 @@ func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults strin
 						e.WriteString(def)
 					}
 				}
-			case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
+			case *syntax.CmdSubst:
+				if v, ok := substReading(p, vars); ok {
+					known = true
+					e.WriteString(v)
+					d.WriteString(v)
+				}
+			case *syntax.ArithmExp, *syntax.ProcSubst:
 			default:
 				return false
 			}
@@ -599,23 +605,104 @@ func startsLiteral(p syntax.WordPart) bool {
 	return false
 }
 
-// lineVars are the values the line's plain assignments give (x=proj; rm -rf ../$x), the
-// last one of each name; a value not static is left out.
-func lineVars(subs []*sub) map[string]string {
-	var vars map[string]string
+// shellVars are the values the line's plain assignments give (x=proj; rm -rf ../$x), the
+// last one of each name, beside the shell's own names for the dirs the critical-path check is
+// about (x="rm -rf $PWD"; $x), PWD and HOME, unless the line sets them. A value with
+// expansions is kept when it has one reading (x=$(dirname "$PWD")); any other is left out.
+func shellVars(subs []*sub, opts Options) map[string]string {
+	vars := map[string]string{}
+	for name, v := range map[string]string{"PWD": opts.Cwd, "HOME": opts.Home} {
+		if v != "" {
+			vars[name] = v
+		}
+	}
 	for _, sb := range subs {
 		for _, a := range sb.assigns {
-			if !a.static || strings.ContainsAny(a.name, "[") {
+			if strings.ContainsAny(a.name, "[") || a.name == "" {
 				continue
 			}
-			if vars == nil {
-				vars = map[string]string{}
+			switch _, v, _ := strings.Cut(a.word.val, "="); {
+			case a.static:
+				vars[a.name] = v
+			case a.word.node != nil:
+				if e, d, _, ok := wordReadings(a.word.node, vars); ok && e == d {
+					vars[a.name] = e
+					continue
+				}
+				fallthrough
+			default:
+				delete(vars, a.name) // set to what the line does not show
 			}
-			_, v, _ := strings.Cut(a.word.val, "=")
-			vars[a.name] = v
 		}
 	}
 	return vars
+}
+
+// substReading is the one value a command substitution of a line gives when the command is
+// one whose output follows from its words (pwd, dirname, basename, realpath, cd DIR && pwd):
+// $(dirname "$PWD") is the cwd's parent. ok is false for any other.
+func substReading(cs *syntax.CmdSubst, vars map[string]string) (string, bool) {
+	pwd, ok := vars["PWD"]
+	if !ok {
+		return "", false
+	}
+	stmts := cs.Stmts
+	if len(stmts) == 1 {
+		if b, isAnd := stmts[0].Cmd.(*syntax.BinaryCmd); isAnd && b.Op == syntax.AndStmt {
+			stmts = []*syntax.Stmt{b.X, b.Y} // cd .. && pwd
+		}
+	}
+	var args [][]string
+	for _, st := range stmts {
+		c, isCall := st.Cmd.(*syntax.CallExpr)
+		if !isCall || len(c.Args) == 0 || len(c.Assigns) > 0 || len(st.Redirs) > 0 || st.Negated || st.Background {
+			return "", false
+		}
+		ws := make([]string, 0, len(c.Args))
+		for _, a := range c.Args {
+			e, d, _, ok := wordReadings(a, vars)
+			if !ok || e != d || strings.ContainsAny(e, "*?[") {
+				return "", false
+			}
+			if lit := len(a.Parts) > 0 && isLit(a.Parts[0]); lit && (e == "~" || strings.HasPrefix(e, "~/")) {
+				home, ok := vars["HOME"]
+				if !ok {
+					return "", false
+				}
+				e = home + e[1:]
+			} else if lit && strings.HasPrefix(e, "~") {
+				return "", false // ~user, ~+
+			}
+			ws = append(ws, e)
+		}
+		args = append(args, ws)
+	}
+	abs := func(p string) string {
+		if !path.IsAbs(p) {
+			p = path.Join(pwd, p)
+		}
+		return path.Clean(p)
+	}
+	switch {
+	case len(args) == 2 && len(args[0]) == 2 && args[0][0] == "cd" && !strings.HasPrefix(args[0][1], "-") &&
+		slices.Equal(args[1], []string{"pwd"}):
+		return abs(args[0][1]), true
+	case len(args) != 1:
+		return "", false
+	}
+	ws := args[0]
+	switch {
+	case slices.Equal(ws, []string{"pwd"}) || slices.Equal(ws, []string{"pwd", "-L"}):
+		return pwd, true
+	case len(ws) == 2 && ws[0] == "dirname" && !strings.HasPrefix(ws[1], "-"):
+		return path.Dir(strings.TrimRight(ws[1], "/")), true
+	case len(ws) == 2 && ws[0] == "basename" && !strings.HasPrefix(ws[1], "-"):
+		return path.Base(ws[1]), true
+	case len(ws) == 2 && ws[0] == "realpath" && !strings.HasPrefix(ws[1], "-"),
+		len(ws) == 3 && (ws[0] == "realpath" && ws[1] == "-m" || ws[0] == "readlink" && (ws[1] == "-f" || ws[1] == "-m")):
+		return abs(ws[len(ws)-1]), true
+	}
+	return "", false
 }
 
 // relativeProcAlias is procAlias of a relative target (or ~'s) from where it is taken: from a
@@ -787,16 +874,7 @@ const maxOpaqueTexts = 32
 // -rf *')").
 func (w *walker) opaqueCritical() bool {
 	texts := 0
-	vars := lineVars(w.subs)
-	// x="rm -rf $PWD"; $x: the shell's own names for the dirs the check is about.
-	for name, v := range map[string]string{"PWD": w.opts.Cwd, "HOME": w.opts.Home} {
-		if _, set := vars[name]; !set && v != "" {
-			if vars == nil {
-				vars = map[string]string{}
-			}
-			vars[name] = v
-		}
-	}
+	vars := shellVars(w.subs, w.opts)
 	// IFS=,; x="rm,-rf,.."; $x: the line's own IFS splits its texts.
 	split := strings.NewReplacer()
 	if ifs, ok := vars["IFS"]; ok && ifs != "" {
@@ -1194,4 +1272,10 @@ func dropQuoteBraces(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// isLit reports a word part that is unquoted text.
+func isLit(p syntax.WordPart) bool {
+	_, ok := p.(*syntax.Lit)
+	return ok
 }
