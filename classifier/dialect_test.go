@@ -249,3 +249,22 @@ func TestZshOptionsAndRunnersAreOpaque(t *testing.T) {
 		}
 	}
 }
+
+// TestFindRunningWhatItFinds: find -exec {} … runs each file it finds as the program, which no
+// word names; a program of its own with {} as an operand is that program.
+func TestFindRunningWhatItFinds(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]bool{
+		`find . -name g -exec {} push \;`:     true,
+		`find . -name x -execdir ./{} \;`:     true,
+		`find . -type f -ok '{}' +`:           true,
+		`find . -name x -exec grep -l y {} +`: false,
+		`find . -name '*.sh' -exec sh {} \;`:  true,
+		`find . -name x -exec ls {} \;`:       false,
+	} {
+		c := Classify(cmd, Options{})
+		if got := slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }); got != want {
+			t.Errorf("%q: opaque %v, want %v\n%s", cmd, got, want, c.Format())
+		}
+	}
+}

@@ -782,6 +782,10 @@ func (w *walker) nestedFind(sb *sub, ws []word) {
 			continue
 		}
 		j := i + 1
+		if j < len(ws) && strings.Contains(ws[j].src, "{}") {
+			sb.opaque = true // -exec {} push ;: the program is each file found
+			return
+		}
 		for j < len(ws) && !(ws[j].static && (ws[j].val == ";" || ws[j].val == "+")) {
 			if j > i+1 {
 				b.WriteByte(' ')
