@@ -64,7 +64,7 @@ func (h *Host) startConfined(ctx context.Context, spec *sandbox.Spec, stdin []by
 		stdinW.Close()
 		outR.Close()
 		errR.Close()
-		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("start confined command: %w", err))
+		return nil, errcode.Setup(fmt.Errorf("start confined command: %w", err))
 	}
 	var stdout, stderr bytes.Buffer
 	var wg sync.WaitGroup

@@ -310,7 +310,7 @@ func (h *Host) startWorker(s *session.Session, e *workerEntry, dirs []string, ru
 		cancel()
 		daemonEnd.Close()
 		stderrR.Close()
-		return errcode.New(errcode.SandboxSetup, fmt.Errorf("start the file worker: %w", err))
+		return errcode.Setup(fmt.Errorf("start the file worker: %w", err))
 	}
 	client, err := worker.NewClient(daemonEnd)
 	if err != nil {

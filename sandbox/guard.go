@@ -517,7 +517,13 @@ func (p *Process) moveAsideCreated(running bool) {
 		}
 		// A new match of an Edit deny pattern (Edit(src/**) where there was no src). The walk
 		// is the daemon's CPU: while the call runs it takes at most a twentieth of the time
-		// (a walk of 100 ms waits 2 s for the next); the last look always walks.
+		// (a walk of 100 ms waits 2 s for the next), and waits while its user's walks are
+		// over their share (walkShare); the last look always walks.
+		if p.guardWalk != nil && running && !time.Now().Before(p.walkNext) {
+			if wait := walkShare.wait(p.spec.UID); wait > 0 {
+				p.walkNext = time.Now().Add(wait)
+			}
+		}
 		if pg := p.guardWalk; pg != nil && (!running || !time.Now().Before(p.walkNext)) {
 			movedSince := func(h string) bool { return p.s.guarding.movedSince(h, p.start) }
 			began := time.Now()

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -474,6 +475,20 @@ var maxPatternChecks = 1_000_000
 // of checks bounds. Measured on the walking thread, which asCaller keeps locked.
 const maxPatternCPU = 300 * time.Millisecond
 
+// walkShare is the daemon CPU one user's pattern walks may take together: a quarter of a CPU,
+// and two seconds of it at once. The walks run in the daemon, outside the user's cgroup; a
+// tree that takes each call's walk to maxPatternCPU would otherwise let one user keep the
+// daemon's CPUs with calls refused one after another. A walk of 44 000 entries takes about
+// 40 ms: six calls a second of such a session, or a batch of fifty at once. Past it a call is refused at once (rate_limited), and a running
+// call's sweeps wait their turn; the sweep after a call, which must not miss what it made,
+// always walks, and later calls pay for it.
+var walkShare = newCPUShare(0.25, 2*time.Second)
+
+// errWalkShare builds the refusal of a walk over walkShare.
+func errWalkShare(wait time.Duration) error {
+	return errcode.New(errcode.RateLimited, fmt.Errorf("the walks for this user's path rules with wildcards have taken their share of the daemon's CPU (a quarter of a CPU); retry in %v, and name paths in the rules instead (Read(./.env)) or narrow the dirs they reach", wait.Round(10*time.Millisecond)))
+}
+
 // threadCPU is the CPU time the calling thread has used.
 func threadCPU() time.Duration {
 	var ts unix.Timespec
@@ -536,6 +551,14 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			walks[start] = append(walks[start], pp)
 		}
 	}
+	if len(order) == 0 {
+		return out, nil
+	}
+	if wait := walkShare.wait(uid); wait > 0 && !how.unbounded {
+		return nil, errWalkShare(wait)
+	}
+	began := threadCPU() // the thread asCaller keeps locked
+	defer func() { walkShare.charge(uid, threadCPU()-began) }()
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
 	checksMax, cpuMax := maxPatternChecks, maxPatternCPU
 	if how.unbounded {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
 // protectFixture is a caller's home (nobody's) holding a git repository with a local remote,
@@ -346,6 +348,61 @@ func TestPatternWalkBoundsItsChecks(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "CPU") {
 		t.Errorf("a pattern costing ms a check over 1 000 long names: %v, want refused for its CPU", err)
+	}
+}
+
+// TestWalkShareBoundsAUsersWalks: one user's pattern walks together take at most their share
+// of the daemon's CPU: past it that user's next bounded walk is refused at once (rate_limited,
+// saying when to retry) instead of walking to its bound, another user's still walks, root's
+// is not held, and the sweep after a call (unbounded) still walks, its cost owed.
+func TestWalkShareBoundsAUsersWalks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("walks as other users need root")
+	}
+	base := hostTempDir(t, "/var/tmp", "sbx-share-")
+	os.Chmod(base, 0o755)
+	for i := 0; i < 200; i++ {
+		os.MkdirAll(filepath.Join(base, fmt.Sprintf("d%d/e", i)), 0o755)
+	}
+	pat := []string{escapePattern(base) + "/**/.env"}
+	old := walkShare
+	walkShare = newCPUShare(0.0001, time.Microsecond) // a walk's first µs spends it all
+	defer func() { walkShare = old }()
+	walk := func(uid uint32, how patternWalk) error {
+		var err error
+		if cerr := asCaller(uid, uid, nil, func() { _, err = expandPatterns(newFSView(), pat, []string{base}, uid, how) }); cerr != nil {
+			t.Fatal(cerr)
+		}
+		return err
+	}
+	if err := walk(nobody, patternWalk{}); err != nil {
+		t.Fatalf("a first walk: %v", err)
+	}
+	err := walk(nobody, patternWalk{})
+	if errcode.Of(errcode.Setup(err)) != errcode.RateLimited || !strings.Contains(fmt.Sprint(err), "retry in") {
+		t.Errorf("a walk over the user's share: %v, want rate_limited with when to retry", err)
+	}
+	if err := walk(nobody-1, patternWalk{}); err != nil {
+		t.Errorf("another user's walk: %v", err)
+	}
+	if err := walk(0, patternWalk{}); err != nil {
+		t.Errorf("root's walk: %v", err)
+	}
+	if err := walk(nobody, patternWalk{unbounded: true}); err != nil {
+		t.Errorf("the sweep after a call, over the share: %v, want it walked", err)
+	}
+	// Refilled over time; an account never holds more than the burst.
+	s := newCPUShare(1, 10*time.Millisecond)
+	s.charge(7, 30*time.Millisecond)
+	if w := s.wait(7); w < 15*time.Millisecond || w > 20*time.Millisecond {
+		t.Errorf("owing 20 ms at 1 CPU-s/s: wait %v, want about 20 ms", w)
+	}
+	time.Sleep(25 * time.Millisecond)
+	if w := s.wait(7); w != 0 {
+		t.Errorf("after the debt's time: wait %v", w)
+	}
+	if a := s.account(7, time.Now().Add(time.Hour)); a.left != 10*time.Millisecond {
+		t.Errorf("an hour later: %v left, want the burst", a.left)
 	}
 }
 

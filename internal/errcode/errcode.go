@@ -102,6 +102,36 @@ func Audit(err error) *Error {
 	return New(AuditUnavailable, err)
 }
 
+// Setup is the error of a sandbox that could not be set up: SandboxSetup, unless it was
+// refused for its owner's share of the daemon (RateLimited, anywhere in its chain), which is
+// that user's to wait out.
+func Setup(err error) *Error {
+	if carries(err, RateLimited) {
+		return New(RateLimited, err)
+	}
+	return New(SandboxSetup, err)
+}
+
+// carries reports an *Error of code anywhere in err's chain.
+func carries(err error, code Code) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *Error:
+		if e.Code == code {
+			return true
+		}
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if carries(x, code) {
+				return true
+			}
+		}
+		return false
+	}
+	return carries(errors.Unwrap(err), code)
+}
+
 // Errorf-free constructor for a message: errcode.Msg(errcode.Validation, "offset must be >= 0").
 func Msg(code Code, msg string) *Error { return &Error{Code: code, Err: errors.New(msg)} }
 
