@@ -211,6 +211,8 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) { return addAllowRule(old, rule) }); err != nil {
 			return errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", rule, source, err))
 		}
+		s.RulesMu.Lock()
+		defer s.RulesMu.Unlock()
 		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +42,6 @@ type Core struct {
 	sandbox  *sandbox.Sandbox
 	recorder *recorder
 	policy   *policy.Engine
-	// reloadMu serializes rule-set rebuilds after policy reloads.
-	reloadMu sync.Mutex
 	// cliRules are rules given on the daemon's command line (source cliArg).
 	cliRules *permission.Settings
 	started  time.Time
@@ -251,7 +248,9 @@ const rebuildTimeout = 20 * time.Second
 
 // rebuildRules rebuilds the rule sets of the sessions which selects, suspending those whose
 // rules fail to load (see reloadRules). Owners take turns, each owner's next session after
-// every other owner's, so no user's sessions keep another's waiting on old rules.
+// every other owner's, so no user's sessions keep another's waiting on old rules. Each
+// session is rebuilt under its own lock alone: one user's slow rebuilds (settings read at
+// their deadline, a parent with many sub-agents) hold up no other session's.
 func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bool) {
 	var selected []*session.Session
 	for _, s := range c.store.All() {
@@ -259,30 +258,32 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 			selected = append(selected, s)
 		}
 	}
-	if len(selected) == 0 {
-		return // a rules change of a session without sub-agents waits for no one's rebuild
-	}
-	c.reloadMu.Lock()
-	defer c.reloadMu.Unlock()
 	for _, s := range byOwnerInTurn(selected) {
-		if err := networkPermitted(c.Config(), s); err != nil {
-			// Not resumed by rules that load: the network it has is no longer its owner's.
-			c.revokeNetwork(ctx, s, err)
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
-		rs, err := c.loadRules(sctx, s, s.Snapshot().Rules)
-		cancel()
-		if err != nil {
-			c.suspend(ctx, s, fmt.Errorf("session rules could not be rebuilt: %w", err))
-			continue
-		}
-		was := s.Suspended()
-		s.SetRuleSet(rs)
-		if was != "" {
-			if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionResume, s, nil); aerr != nil {
-				c.log.Error("audit session resumption", zap.Error(aerr))
-			}
+		c.rebuildSession(ctx, s)
+	}
+}
+
+// rebuildSession rebuilds one session's rule set from the rules it has now (rebuildRules).
+func (c *Core) rebuildSession(ctx context.Context, s *session.Session) {
+	s.RulesMu.Lock()
+	defer s.RulesMu.Unlock()
+	if err := networkPermitted(c.Config(), s); err != nil {
+		// Not resumed by rules that load: the network it has is no longer its owner's.
+		c.revokeNetwork(ctx, s, err)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
+	rs, err := c.loadRules(sctx, s, s.Snapshot().Rules)
+	cancel()
+	if err != nil {
+		c.suspend(ctx, s, fmt.Errorf("session rules could not be rebuilt: %w", err))
+		return
+	}
+	was := s.Suspended()
+	s.SetRuleSet(rs)
+	if was != "" {
+		if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionResume, s, nil); aerr != nil {
+			c.log.Error("audit session resumption", zap.Error(aerr))
 		}
 	}
 }
@@ -314,13 +315,12 @@ func byOwnerInTurn(ss []*session.Session) []*session.Session {
 // otherwise stay with every session already open. A later reload that gives it back resumes
 // them, with their rules rebuilt (rebuildRules checks the same).
 func (c *Core) revokeNetworks(ctx context.Context) {
-	c.reloadMu.Lock()
-	defer c.reloadMu.Unlock()
-	cfg := c.Config()
 	for _, s := range c.store.All() {
-		if err := networkPermitted(cfg, s); err != nil && s.Suspended() == "" {
+		s.RulesMu.Lock() // after a rebuild that read an older configuration, not before
+		if err := networkPermitted(c.Config(), s); err != nil && s.Suspended() == "" {
 			c.revokeNetwork(ctx, s, err)
 		}
+		s.RulesMu.Unlock()
 	}
 }
 
@@ -536,6 +536,22 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	if err != nil {
 		return session.Snapshot{}, err
 	}
+	if err := c.updateSession(ctx, caller, s, u); err != nil {
+		return session.Snapshot{}, err
+	}
+	if u.Rules != nil {
+		// Its sub-agents are decided by its rules too: theirs are rebuilt now, not at their
+		// next change, so a deny the parent gains binds them from its next call.
+		c.rebuildRules(ctx, func(d *session.Session) bool { return d.Descends(s) })
+	}
+	return s.Snapshot(), nil
+}
+
+// updateSession checks and applies u to s, with its rule set rebuilt from the rules it then
+// has, set once the change is recorded; a rebuild of s (a reload's) waits for it.
+func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *session.Session, u session.Update) error {
+	s.RulesMu.Lock()
+	defer s.RulesMu.Unlock()
 	snap := s.Snapshot()
 	cwd, extra := snap.Cwd, snap.AdditionalDirs
 	if u.Cwd != nil {
@@ -545,27 +561,27 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 		extra = *u.AdditionalDirs
 	}
 	if err := checkDirs(cwd, extra, c.Config().Limits.DirsPerSession); err != nil {
-		return session.Snapshot{}, err
+		return err
 	}
 	if u.AdditionalDirs != nil {
 		// As at creation: each is a directory its owner can use, checked as the owner.
 		if err := c.checkDirsAsOwner(ctx, s, extra); err != nil {
-			return session.Snapshot{}, err
+			return err
 		}
 	}
 	if u.Cwd != nil {
 		// A new cwd lies inside the session's directories, as the owner resolves it: the
 		// directories are what the session may write, and only they widen it.
 		if _, err := c.host.DirInside(ctx, s, cwd, append([]string{s.Root}, extra...)); err != nil {
-			return session.Snapshot{}, fmt.Errorf("cwd: %w; add the directory with additional_dirs or create a session there", err)
+			return fmt.Errorf("cwd: %w; add the directory with additional_dirs or create a session there", err)
 		}
 	}
 	if u.Mode != nil && *u.Mode == permission.ModeBubble && snap.ParentID == "" {
-		return session.Snapshot{}, errcode.Msg(errcode.Validation, "bubble mode needs a parent session")
+		return errcode.Msg(errcode.Validation, "bubble mode needs a parent session")
 	}
 	if u.Mode != nil {
 		if _, err := s.RuleSet().Effective().ResolveMode(*u.Mode); err != nil {
-			return session.Snapshot{}, errcode.New(errcode.Validation, err)
+			return errcode.New(errcode.Validation, err)
 		}
 	}
 	if s.Parent != nil && (u.Mode != nil || u.AdditionalDirs != nil) {
@@ -574,31 +590,23 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 			mode = *u.Mode
 		}
 		if err := c.checkChild(ctx, s, mode, append([]string{s.Root}, extra...)); err != nil {
-			return session.Snapshot{}, err
+			return err
 		}
 	}
 	if u.AdditionalDirs != nil {
 		if err := c.checkDescendantsWithin(ctx, s, append([]string{s.Root}, extra...)); err != nil {
-			return session.Snapshot{}, err
+			return err
 		}
 	}
 	if u.Rules != nil {
 		rs, err := c.loadRules(ctx, s, *u.Rules)
 		if err != nil {
-			return session.Snapshot{}, err
+			return err
 		}
 		defer s.SetRuleSet(rs)
 	}
 	s.Apply(u)
-	if err := c.recorder.sessionChange(ctx, caller, snap, s); err != nil {
-		return session.Snapshot{}, err
-	}
-	if u.Rules != nil {
-		// Its sub-agents are decided by its rules too: theirs are rebuilt now, not at their
-		// next change, so a deny the parent gains binds them from its next call.
-		c.rebuildRules(ctx, func(d *session.Session) bool { return d.Descends(s) })
-	}
-	return s.Snapshot(), nil
+	return c.recorder.sessionChange(ctx, caller, snap, s)
 }
 
 // DeleteSession implements api.Backend: the session's processes and cgroups go with it.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,27 +55,57 @@ func TestRebuildOwnersTakeTurns(t *testing.T) {
 	}
 }
 
-// TestRulesChangeWithoutChildrenWaitsForNoRebuild: a rules change rebuilds the session's
-// sub-agents under the reload lock; one without sub-agents does not take it, so another user's
-// long rebuild (a reload, a parent of many children) holds no one else's rules change.
-func TestRulesChangeWithoutChildrenWaitsForNoRebuild(t *testing.T) {
+// TestRulesChangeWaitsForNoOtherSessionsRebuild: a session's rules are rebuilt under its own
+// lock, so another session's long rebuild (a reload's, a parent of many sub-agents, settings
+// read at their deadline) holds no one else's rules change, a parent's included; a rebuild of
+// the same session does, so the rule set in force is built from the rules last applied.
+func TestRulesChangeWaitsForNoOtherSessionsRebuild(t *testing.T) {
 	td := startDaemon(t, "")
-	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, testHostDir(t)))
-	td.d.core.reloadMu.Lock()
-	done := make(chan int, 1)
-	go func() {
-		code, _ := td.do(t, "PATCH", "/v1/sessions/"+s.ID, `{"rules":{"deny":["Read(./yy)"]}}`)
-		done <- code
-	}()
+	dir := testHostDir(t)
+	other := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
+	parent := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
+	child := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"parent_id":%q}`, dir, parent.ID))
+	sess := func(id string) *session.Session {
+		for _, s := range td.d.core.store.All() {
+			if s.ID == id {
+				return s
+			}
+		}
+		t.Fatalf("no session %s", id)
+		return nil
+	}
+	patch := func(id, rule string) chan int {
+		done := make(chan int, 1)
+		go func() {
+			code, _ := td.do(t, "PATCH", "/v1/sessions/"+id, fmt.Sprintf(`{"rules":{"deny":[%q]}}`, rule))
+			done <- code
+		}()
+		return done
+	}
+	held := sess(other.ID)
+	held.RulesMu.Lock()
 	select {
-	case code := <-done:
-		td.d.core.reloadMu.Unlock()
+	case code := <-patch(parent.ID, "Read(./yy)"):
 		if code != 200 {
 			t.Errorf("rules change: %d", code)
 		}
 	case <-time.After(10 * time.Second):
-		td.d.core.reloadMu.Unlock()
-		<-done
-		t.Error("a rules change of a session without sub-agents waited for the reload lock")
+		t.Error("a parent's rules change waited for another session's rebuild")
+	}
+	held.RulesMu.Unlock()
+	if rs := sess(child.ID).RuleSet(); !strings.Contains(fmt.Sprint(rs.Rules()), "yy") {
+		t.Errorf("the child's rules were not rebuilt with the parent's new deny: %v", rs.Rules())
+	}
+	own := sess(parent.ID)
+	own.RulesMu.Lock()
+	done := patch(parent.ID, "Read(./zz)")
+	select {
+	case <-done:
+		t.Error("a rules change went on while a rebuild of the same session ran")
+	case <-time.After(300 * time.Millisecond):
+	}
+	own.RulesMu.Unlock()
+	if code := <-done; code != 200 {
+		t.Errorf("rules change after the rebuild: %d", code)
 	}
 }

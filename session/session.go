@@ -75,6 +75,10 @@ type Session struct {
 	// its first directory. A later cwd, persisted or set through the API, lies inside the
 	// session's directories and changes neither.
 	Root string
+	// RulesMu serializes what reads the session's rules and sets its rule set (a change of its
+	// own, a rebuild after a reload or after its parent's change), so the rule set in force is
+	// built from the rules last applied. An ancestor's is taken before a descendant's.
+	RulesMu sync.Mutex
 
 	mu             sync.Mutex
 	cwd            string
