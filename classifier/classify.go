@@ -732,7 +732,7 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 			}
 		}
 		if _, call := s.Cmd.(*syntax.CallExpr); call && !s.Negated && !w.dirsUnknown &&
-			w.cd.targets != nil && w.cd.pos == int(s.Pos().Offset()) {
+			w.cd.targets != nil && w.cd.pos == int(s.Pos().Offset()) && !w.cdMayMislead() {
 			w.dirs = w.cd.targets
 		}
 	}
@@ -741,6 +741,49 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 	}
 	w.dirs = passed
 }
+
+// cdMayMislead reports a line that may make a cd go elsewhere than its word says, or nowhere,
+// by means trackCd does not follow: a word whose value names CDPATH, cdable_vars or HOME
+// (declare CDPA""TH=..), a name set that is known only when it runs (printf -v "$v"), a
+// builtin turned off (enable -n cd), or anything run that no word shows. After such a line's
+// cd, the commands are judged in the dirs before it too.
+func (w *walker) cdMayMislead() bool {
+	if w.evalsText {
+		return true
+	}
+	for _, sb := range w.subs {
+		if sb.opaque {
+			return true
+		}
+		if len(sb.args) > 0 && sb.args[0].static {
+			name := baseName(sb.args[0].val)
+			setsName := evalsNames[name] || namesSetters[name]
+			if name == "printf" || name == "print" {
+				// Only with -v NAME (zsh: -v too) is an operand a name.
+				setsName = len(sb.args) > 1 && !sb.args[1].static ||
+					slices.ContainsFunc(sb.args[1:], func(a word) bool { return a.static && strings.HasPrefix(a.val, "-v") })
+			}
+			if name == "enable" || name == "disable" || setsName && slices.ContainsFunc(sb.args[1:], func(a word) bool { return !a.static }) {
+				return true
+			}
+		}
+		for _, a := range sb.args {
+			if a.static && cdVarNamed(a.val) {
+				return true
+			}
+		}
+		for _, a := range sb.assigns {
+			if cdVarNamed(a.word.val) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// namesSetters, beside evalsNames, set the variables their operands name.
+var namesSetters = map[string]bool{"printf": true, "declare": true, "typeset": true, "export": true, "local": true,
+	"readonly": true, "let": true, "print": true, "vared": true, "zparseopts": true}
 
 // subshell walks statements that run in a subshell of their own ($(...), <(...)): a cd
 // there does not last, and their stdin is not the pipe the outer command reads.

@@ -1013,6 +1013,11 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"cd build && cd .. && rm -rf *": true, "cd build && rm -rf ../*": true, "cd build && rm -rf * && cd .. && rm -rf *": true,
 		"cd && rm -rf *": true, "cd ~ && rm -rf *": true, "x$(cd build) && rm -rf *": true, `cd "$d" && rm -rf *`: true,
 		"CDPATH=.. cd proj && rm -rf *": true, "CDPATH=/ cd home && rm -rf u": true, "HOME=/; cd && rm -rf home/u": true,
+		// What moves a cd by means the line's words do not spell: the cwd is judged too.
+		`declare CDPA""TH=..; cd proj && rm -rf *`: true, `v=CDP; v+=ATH; printf -v "$v" ..; cd proj && rm -rf *`: true,
+		`shopt -s cdable_var""s; b=..; cd b && rm -rf *`: true, `eval "CDPA""TH=.."; cd proj && rm -rf *`: true,
+		"enable -n cd; cd build && rm -rf *": true, "source x; cd build && rm -rf *": true,
+		"cd() { builtin cd ..; }; cd build && rm -rf *": true, `printf '%s\n' "$x"; cd build && rm -rf *`: false,
 		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
 		// An array's words given one by one, run by an expansion of it.
 		`a[0]=rm; a[1]=-rf; a[2]=~; "${a[@]}"`: true, `a[2]=~; a[0]=rm a[1]=-rf; "${a[@]}"`: true,
