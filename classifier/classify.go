@@ -3,6 +3,7 @@ package classifier
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -388,6 +389,9 @@ type walker struct {
 type lastCd struct {
 	pos     int
 	targets []string
+	// plain: `cd DIR` and nothing else, DIR a name with no .. (which a cd may take
+	// physically, from where a link led), no ~ and no option.
+	plain bool
 }
 
 // maxKeptBuf bounds the records a pooled walker keeps between lines, so one
@@ -732,7 +736,7 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 			}
 		}
 		if _, call := s.Cmd.(*syntax.CallExpr); call && !s.Negated && !w.dirsUnknown &&
-			w.cd.targets != nil && w.cd.pos == int(s.Pos().Offset()) && !w.cdMayMislead() {
+			w.cd.plain && w.cd.pos == int(s.Pos().Offset()) && w.cdIsTheLines() && !w.cdMayMislead() {
 			w.dirs = w.cd.targets
 		}
 	}
@@ -741,6 +745,23 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 	}
 	w.dirs = passed
 }
+
+// cdIsTheLines reports the one shape of line whose cd the && rule trusts: the cd (w.cd) is
+// the line's first command and its only cd, pushd or popd, no function is defined, and bash
+// or sh reads it. Anything else, a cd after a command that may have made a link or moved a
+// dir, a second cd that may take .. physically, zsh's expansions, keeps the cwd judged.
+func (w *walker) cdIsTheLines() bool {
+	if w.funcs != nil || w.opts.Shell != "" && w.opts.Shell != ShellBash && w.opts.Shell != ShellSh {
+		return false
+	}
+	if len(w.subs) == 0 || w.subs[0].pos != w.cd.pos {
+		return false
+	}
+	return len(cdWord.FindAllStringIndex(w.src, 2)) == 1
+}
+
+// cdWord finds a word that may be a cd, pushd or popd, wherever it stands.
+var cdWord = regexp.MustCompile(`(^|[^\w-])(cd|pushd|popd)([^\w-]|$)`)
 
 // cdMayMislead reports a line that may make a cd go elsewhere than its word says, or nowhere,
 // by means trackCd does not follow: a word whose value names CDPATH, cdable_vars or HOME

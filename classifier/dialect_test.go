@@ -261,6 +261,10 @@ func TestFindRunningWhatItFinds(t *testing.T) {
 		`find . -name x -exec grep -l y {} +`: false,
 		`find . -name '*.sh' -exec sh {} \;`:  true,
 		`find . -name x -exec ls {} \;`:       false,
+		`find . -exec {""} push \;`:           true,
+		`find . -exec \{\} push \;`:           true,
+		`find . -exec env {} push \;`:         true,
+		`find . -exec nice -n 5 {} push \;`:   true,
 	} {
 		c := Classify(cmd, Options{})
 		if got := slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque }); got != want {

@@ -782,8 +782,13 @@ func (w *walker) nestedFind(sb *sub, ws []word) {
 			continue
 		}
 		j := i + 1
-		if j < len(ws) && strings.Contains(ws[j].src, "{}") {
-			sb.opaque = true // -exec {} push ;: the program is each file found
+		var action []string
+		for k := j; k < len(ws) && !(ws[k].static && (ws[k].val == ";" || ws[k].val == "+")); k++ {
+			action = append(action, ws[k].val)
+		}
+		if prog := stripWrappers(action, true); len(prog) > 0 && strings.Contains(prog[0], "{}") {
+			// -exec {} push ;, -exec env {""} push ;: the program is each file found.
+			sb.opaque = true
 			return
 		}
 		for j < len(ws) && !(ws[j].static && (ws[j].val == ";" || ws[j].val == "+")) {

@@ -1701,7 +1701,10 @@ func (w *walker) trackCd(sb *sub) {
 	// Outside a sandbox the agent's environment may set CDPATH, which moves a cd to a bare
 	// name (cd proj) but not one to a path (/x, ./x, ../x).
 	if !w.opts.Unconfined || cdPathFree(t) {
-		w.cd = lastCd{pos: sb.pos, targets: slices.Clone(next)}
+		raw := ws[len(ws)-1].val
+		plain := len(ws) == 2 && !strings.HasPrefix(raw, "-") && !strings.HasPrefix(raw, "~") &&
+			!slices.Contains(strings.Split(raw, "/"), "..")
+		w.cd = lastCd{pos: sb.pos, targets: slices.Clone(next), plain: plain}
 	}
 	for _, d := range old {
 		if len(next) >= maxDirs {

@@ -116,7 +116,7 @@ func TestPaths(t *testing.T) {
 		{"cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat", false},
 		{"cd sub; cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
 		{"cd sub && true; cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/x:cat read:/home/u/proj/sub/x:cat", false},
-		{"cd sub && cd a && false || cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/a:cd read:/home/u/proj/x:cat read:/home/u/proj/sub/x:cat read:/home/u/proj/sub/a/x:cat", false},
+		{"cd sub && cd a && false || cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/a:cd read:/home/u/proj/a:cd read:/home/u/proj/x:cat read:/home/u/proj/sub/x:cat read:/home/u/proj/sub/a/x:cat read:/home/u/proj/a/x:cat", false},
 		{"! cd sub && cat x", "read:/home/u/proj/sub:cd read:/home/u/proj/sub/x:cat read:/home/u/proj/x:cat", false},
 		{"cd /etc; cat passwd", "read:/etc:cd read:/etc/passwd:cat read:/home/u/proj/passwd:cat", false},
 		{"cd; cat .bashrc", "read:/home/u:cd read:/home/u/.bashrc:cat read:/home/u/proj/.bashrc:cat", false},
@@ -1017,7 +1017,18 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`declare CDPA""TH=..; cd proj && rm -rf *`: true, `v=CDP; v+=ATH; printf -v "$v" ..; cd proj && rm -rf *`: true,
 		`shopt -s cdable_var""s; b=..; cd b && rm -rf *`: true, `eval "CDPA""TH=.."; cd proj && rm -rf *`: true,
 		"enable -n cd; cd build && rm -rf *": true, "source x; cd build && rm -rf *": true,
-		"cd() { builtin cd ..; }; cd build && rm -rf *": true, `printf '%s\n' "$x"; cd build && rm -rf *`: false,
+		"cd() { builtin cd ..; }; cd build && rm -rf *": true, `printf '%s\n' "$x"; cd build && rm -rf *`: true,
+		// The && rule holds for the line's first and only cd, to a plain name: a cd after a
+		// command that may have made a link, a .. (taken physically after a link), an option,
+		// a function named cd, or a second cd keep the cwd judged.
+		"cd -P sub/l/.. && rm -rf *": true, "cd sub/l/../zz/.. && rm -rf *": true, "cd sub/l && cd ../zz/.. && rm -rf *": true,
+		"python3 -c x && cd x && rm -rf *": true, "cd() { :; }; cd build && rm -rf *": true, "x=1; cd build && rm -rf *": true,
+		"cd build && rm -rf * && cd .. && ls": true,
+		// env -C DIR: DIR may lead anywhere, and the shell expands the glob where the line is.
+		"env -C me rm -rf *": true, "env --chdir=me find . -delete": true, "env -C build rm -rf x.o": false,
+		// $PWD after a cd is where the cd went.
+		`cd .. && rm -rf "$PWD/proj"`: true, `cd .. && rm -rf "$(pwd)/proj"`: true, `cd "$x" && rm -rf "$PWD/proj"`: true,
+		`rm -rf "$PWD/build"`: false, `cd build; rm -rf "$PWD/x"`: false,
 		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
 		// An array's words given one by one, run by an expansion of it.
 		`a[0]=rm; a[1]=-rf; a[2]=~; "${a[@]}"`: true, `a[2]=~; a[0]=rm a[1]=-rf; "${a[@]}"`: true,
@@ -1033,7 +1044,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`x=$(cd .. && pwd); rm -rf "$x"/proj/`: true, `p=$(pwd); rm -rf "$p"/`: true, `rm -rf "$(realpath ..)/proj"`: true,
 		`rm -rf "$(readlink -f ~)"`: true, `rm -rf "$(dirname $PWD)/other"`: false, `rm -rf "$(pwd)/build"`: false,
 		`x=build; x=$(cmd); rm -rf ../$x`: true,
-		`eval "$(ssh-agent -s)"`: false, "cat x.sh | bash": false, "base64 -d x.b64 > y; bash run.sh": false,
+		`eval "$(ssh-agent -s)"`:          false, "cat x.sh | bash": false, "base64 -d x.b64 > y; bash run.sh": false,
 		"source .venv/bin/activate && printf '%s\n' a | sort": false, "echo 'echo hi' | bash": false,
 	} {
 		if got := slices.Contains(Classify(cmd, opts).Risks, RiskCriticalPathRm); got != want {

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"maps"
 	"math/bits"
 	"path"
 	"slices"
@@ -457,7 +458,9 @@ func criticalRm(sb *sub, opts Options, vars map[string]string) bool {
 		}
 	}
 	dirs, chdir := wrapperDirs(sb.args[:max(0, start-1)], sb.dirs, opts.Cwd)
-	dirUnknown := sb.dirsUnknown || chdir
+	// env -C DIR: DIR may be a link to the cwd or above (env -C me rm -rf *), which no name
+	// shows, and the shell expands a glob where the line is, not in DIR.
+	dirUnknown := sb.dirsUnknown || chdir || wrapperChdir(sb.args[:max(0, start-1)])
 	for _, a := range sb.args[start:] {
 		if a.static && strings.HasPrefix(a.val, "-") {
 			continue
@@ -465,24 +468,47 @@ func criticalRm(sb *sub, opts Options, vars map[string]string) bool {
 		if !a.static && procAlias(dropQuoteBraces(a.src)) {
 			return true // /proc/$$/cwd/, "/proc/$PPID/root/home": a critical dir by another name
 		}
+		if rest, ok := strings.CutPrefix(strings.ReplaceAll(dropQuoteBraces(a.src), "$(pwd)", "$PWD"), "$PWD/"); ok && dirUnknown && mayNameCritical(rest, opts) {
+			return true // cd "$X" && rm -rf "$PWD/proj": $PWD may be the cwd's parent
+		}
 		if a.param {
 			s := dropQuoteBraces(a.src)
 			s = strings.TrimRight(s, "/*")
 			if a.glob || s == "$HOME" || s == "$PWD" || s == "" {
 				return true
 			}
-			if readingCritical(a, dirs, opts, dirUnknown, vars) {
+			if withPWD(sb, opts, vars, func(vars map[string]string) bool { return readingCritical(a, dirs, opts, dirUnknown, vars) }) {
 				return true
 			}
 			continue
 		}
-		if !a.static && !a.extGlob && readingCritical(a, dirs, opts, dirUnknown, vars) {
+		if !a.static && !a.extGlob && withPWD(sb, opts, vars, func(vars map[string]string) bool { return readingCritical(a, dirs, opts, dirUnknown, vars) }) {
 			return true // ../$(echo proj): ../ with the substitution empty
 		}
 		if a.extGlob {
 			a.val, a.static, a.glob = a.src, true, true // @(*), +(?): a glob of its text
 		}
 		if a.static && staticTargetCritical(a, dirs, opts, dirUnknown) {
+			return true
+		}
+	}
+	return false
+}
+
+// withPWD reports whether f holds with vars giving $PWD (and $(pwd)) each value it may have
+// where sb runs: each of the line's dirs there (the session's cwd without a cd), or, after a
+// cd the line cannot follow, none. A value the line gives PWD itself stands.
+func withPWD(sb *sub, opts Options, vars map[string]string, f func(map[string]string) bool) bool {
+	if _, set := vars["PWD"]; set || opts.Cwd == "" {
+		return f(vars)
+	}
+	if sb.dirsUnknown {
+		return f(vars)
+	}
+	for _, d := range lineDirs(sb.dirs, opts) {
+		with := maps.Clone(vars)
+		with["PWD"] = d
+		if f(with) {
 			return true
 		}
 	}
@@ -615,6 +641,9 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 		if v != "" {
 			vars[name] = v
 		}
+	}
+	if slices.ContainsFunc(subs, func(sb *sub) bool { return len(sb.dirs) > 0 || sb.dirsUnknown }) {
+		delete(vars, "PWD") // after a cd, $PWD and $(pwd) are where it went, not the session's cwd
 	}
 	for _, sb := range subs {
 		for _, a := range sb.assigns {
@@ -1141,7 +1170,7 @@ func criticalFind(sb *sub, opts Options) bool {
 		return true // no root: the cwd
 	}
 	dirs, chdir := wrapperDirs(sb.args[:k], sb.dirs, opts.Cwd)
-	dirUnknown := sb.dirsUnknown || chdir
+	dirUnknown := sb.dirsUnknown || chdir || wrapperChdir(sb.args[:k]) // as in criticalRm
 	for _, a := range ws[start:end] {
 		if !a.static || staticTargetCritical(a, dirs, opts, dirUnknown) {
 			return true // one known only when it runs is judged as / or the home, as rm's is
