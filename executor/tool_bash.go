@@ -135,6 +135,17 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			err = onHostErrs[i]
 		} else {
 			resolved, special, err = h.Resolve(ctx, c.Session, names[i])
+			if err == nil && strings.Contains(pu.Raw, "..") {
+				// sub/l/../../.config: the kernel takes each .. from where the part before it
+				// leads (a link), where the cleaned name does not go.
+				phys, ok := physicalPath(strings.TrimRight(pu.Raw, "/"), func(n string) (string, bool) {
+					r, _, err := h.Resolve(ctx, c.Session, n)
+					return r, err == nil
+				})
+				if ok && phys != resolved {
+					resolved, special, err = h.Resolve(ctx, c.Session, phys)
+				}
+			}
 		}
 		if err == nil && pu.Tree {
 			err = h.checkTreeUnconfined(c, resolved, pu.Cmd)
