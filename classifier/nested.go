@@ -55,7 +55,7 @@ func zshSetsOption(args []word) bool {
 func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	defer func() {
 		if sb.opaque && !w.decodedScript {
-			w.decodedScript = w.pipeIn != nil && w.decodes(w.pipeIn) || w.decodes(s)
+			w.decodedScript = w.pipeIn != nil && (w.decodes(w.pipeIn) || w.transformsText(w.pipeIn)) || w.decodes(s)
 		}
 	}()
 	if len(sb.args) == 0 {
@@ -950,8 +950,13 @@ func decoder(name string, args []string) bool {
 	}
 	flag := func(short, long string) bool {
 		return slices.ContainsFunc(args, func(a string) bool {
-			return a == long || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], short)
+			// --deco is --decode: GNU takes any unambiguous start of a long option.
+			return len(a) > 3 && long != "" && strings.HasPrefix(long, a) ||
+				len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], short)
 		})
+	}
+	if (name == "busybox" || name == "toybox") && len(args) > 0 {
+		return decoder(baseName(args[0]), args[1:])
 	}
 	switch name {
 	case "base64", "base32", "basenc":
@@ -968,4 +973,30 @@ func decoder(name string, args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.ContainsAny(a, `\%`) })
 	}
 	return false
+}
+
+// transformsText reports a pipeline (the left side of a pipe into what runs what no word
+// shows) that changes text on its way: text the line spells (echo, printf, a here-string) put
+// through another command (rev, tr, sed, awk, an interpreter), or a stage that is a function
+// of the line's, whose body the pipe does not show. `echo 'mr- fr- ~' | rev | bash`.
+func (w *walker) transformsText(pipe *syntax.Stmt) bool {
+	var stages []*syntax.Stmt
+	var flatten func(st *syntax.Stmt)
+	flatten = func(st *syntax.Stmt) {
+		if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			flatten(b.X)
+			flatten(b.Y)
+			return
+		}
+		stages = append(stages, st)
+	}
+	flatten(pipe)
+	for _, st := range stages {
+		if c, ok := st.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 && w.funcs[evalWord(w.src, c.Args[0]).val] {
+			return true
+		}
+	}
+	_, literal := w.literalOutput(stages[0])
+	hereText := slices.ContainsFunc(stages[0].Redirs, func(r *syntax.Redirect) bool { return stdinRedirect(r) && r.Op != syntax.RdrIn })
+	return len(stages) > 1 && (literal || hereText) || len(stages) == 1 && hereText && !literal
 }

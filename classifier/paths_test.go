@@ -1029,6 +1029,17 @@ func TestCriticalRmSpellings(t *testing.T) {
 		// $PWD after a cd is where the cd went.
 		`cd .. && rm -rf "$PWD/proj"`: true, `cd .. && rm -rf "$(pwd)/proj"`: true, `cd "$x" && rm -rf "$PWD/proj"`: true,
 		`rm -rf "$PWD/build"`: false, `cd build; rm -rf "$PWD/x"`: false,
+		// More spellings of the texts, arrays and substitutions above.
+		`bash <<< $'\x72m -rf ../proj'`: true, `mapfile -t a <<< $'rm\n-rf\n~'; "${a[@]}"`: true,
+		"echo cm0gLXJmIH4= | base64 --deco | bash": true, "echo x | busybox base64 -d | sh": true,
+		`echo "jorp/.. fr- mr" | rev | bash`: true, "sed 's/X/rm/' <<< 'X -rf ~' | bash": true,
+		"f() { base64 -d <<< x; }; f | bash": true, "tr -d '\r' < install.sh | bash": false,
+		`a[1+1]=../proj; a[0]=rm; a[1]=-rf; "${a[@]}"`: true, `a=([2]=~ [0]=rm [1]=-rf); "${a[@]}"`: true,
+		`set -- rm -rf ../proj; "$@"`: true, `a=(x y rm -rf ~); "${a[@]:2}"`: true, `set -- a b; echo "$@"`: false,
+		`rm -rf "$(dirname -- "$PWD")/proj"`: true, `rm -rf "$(readlink -fn ..)/proj"`: true,
+		`rm -rf "$(cd .. >/dev/null && pwd -P)/proj"`: true, `rm -rf "$(cd .. && echo "$PWD")/proj"`: true,
+		`export p=$(dirname "$PWD"); rm -rf "$p/proj"`: true, `d=$(mktemp -d); rm -rf "$d/x"`: false,
+		`rm -rf "$(readlink x)/proj"`: false,
 		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
 		// An array's words given one by one, run by an expansion of it.
 		`a[0]=rm; a[1]=-rf; a[2]=~; "${a[@]}"`: true, `a[2]=~; a[0]=rm a[1]=-rf; "${a[@]}"`: true,

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math/bits"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -642,10 +643,42 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 			vars[name] = v
 		}
 	}
-	if slices.ContainsFunc(subs, func(sb *sub) bool { return len(sb.dirs) > 0 || sb.dirsUnknown }) {
-		delete(vars, "PWD") // after a cd, $PWD and $(pwd) are where it went, not the session's cwd
-	}
+	// After a cd, $PWD and $(pwd) are where it went, not the session's cwd: each command's
+	// values are read with its own ($PWD unknown where it may be in more than one dir), and
+	// the line's, for the checks that read them, have none (withPWD gives each command its).
+	moved := slices.ContainsFunc(subs, func(sb *sub) bool { return len(sb.dirs) > 0 || sb.dirsUnknown })
+	pwdSet := false
 	for _, sb := range subs {
+		if moved && !pwdSet {
+			switch {
+			case len(sb.dirs) == 1 && !sb.dirsUnknown:
+				vars["PWD"] = sb.dirs[0]
+			case len(sb.dirs) == 0 && !sb.dirsUnknown && opts.Cwd != "":
+				vars["PWD"] = opts.Cwd
+			default:
+				delete(vars, "PWD")
+			}
+		}
+		pwdSet = pwdSet || slices.ContainsFunc(sb.assigns, func(a assign) bool { return a.name == "PWD" })
+		if len(sb.args) > 1 && sb.args[0].static && declarers[sb.args[0].val] {
+			// export p=$(dirname "$PWD"), local d=..: the values the declaration gives.
+			for _, a := range sb.args[1:] {
+				name, v, ok := strings.Cut(a.val, "=")
+				if !ok || name == "" || strings.ContainsAny(name, "[-$") {
+					continue
+				}
+				if !a.static {
+					// The parser gives a declaration's NAME=VALUE as an assignment: the node is
+					// the value's.
+					if v, ok = fullReading(a.node, vars); !ok {
+						delete(vars, name)
+						continue
+					}
+				}
+				vars[name] = v
+				pwdSet = pwdSet || name == "PWD"
+			}
+		}
 		for _, a := range sb.assigns {
 			if strings.ContainsAny(a.name, "[") || a.name == "" {
 				continue
@@ -654,8 +687,8 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 			case a.static:
 				vars[a.name] = v
 			case a.word.node != nil:
-				if e, d, _, ok := wordReadings(a.word.node, vars); ok && e == d {
-					vars[a.name] = e
+				if v, ok := fullReading(a.word.node, vars); ok {
+					vars[a.name] = v
 					continue
 				}
 				fallthrough
@@ -664,8 +697,43 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 			}
 		}
 	}
+	if moved && !pwdSet {
+		delete(vars, "PWD")
+	}
 	return vars
 }
+
+// fullReading is the one value w has when each of its expansions is known: a variable vars
+// holds, a substitution substReading reads. ok is false for any other.
+func fullReading(w *syntax.Word, vars map[string]string) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	known := true
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.ParamExp:
+			_, set := vars[n.Param.Value]
+			known = known && set && n.Exp == nil && n.Slice == nil && n.Repl == nil && !n.Length && !n.Excl && n.Index == nil
+			return false
+		case *syntax.CmdSubst:
+			_, ok := substReading(n, vars)
+			known = known && ok
+			return false
+		case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob, *syntax.BraceExp:
+			known = false
+		}
+		return known
+	})
+	if !known {
+		return "", false
+	}
+	e, d, _, ok := wordReadings(w, vars)
+	return e, ok && e == d
+}
+
+// declarers are the builtins that give variables the values their NAME=VALUE operands hold.
+var declarers = map[string]bool{"export": true, "local": true, "declare": true, "typeset": true, "readonly": true}
 
 // substReading is the one value a command substitution of a line gives when the command is
 // one whose output follows from its words (pwd, dirname, basename, realpath, cd DIR && pwd):
@@ -682,13 +750,18 @@ func substReading(cs *syntax.CmdSubst, vars map[string]string) (string, bool) {
 		}
 	}
 	var args [][]string
-	for _, st := range stmts {
+	for i, st := range stmts {
 		c, isCall := st.Cmd.(*syntax.CallExpr)
-		if !isCall || len(c.Args) == 0 || len(c.Assigns) > 0 || len(st.Redirs) > 0 || st.Negated || st.Background {
+		// A redirection of the cd's output (cd .. >/dev/null) leaves pwd's; of the last's, none.
+		if !isCall || len(c.Args) == 0 || len(c.Assigns) > 0 || len(st.Redirs) > 0 && i == len(stmts)-1 || st.Negated || st.Background {
 			return "", false
 		}
 		ws := make([]string, 0, len(c.Args))
-		for _, a := range c.Args {
+		for k, a := range c.Args {
+			if k == 1 && len(stmts) == 2 && i == 1 && isPWD(a) {
+				ws = append(ws, "$PWD") // cd .. && echo "$PWD": where the cd went
+				continue
+			}
 			e, d, _, ok := wordReadings(a, vars)
 			if !ok || e != d || strings.ContainsAny(e, "*?[") {
 				return "", false
@@ -704,6 +777,12 @@ func substReading(cs *syntax.CmdSubst, vars map[string]string) (string, bool) {
 			}
 			ws = append(ws, e)
 		}
+		if ws[0] == "builtin" || ws[0] == "command" {
+			ws = ws[1:]
+		}
+		if len(ws) == 0 {
+			return "", false
+		}
 		args = append(args, ws)
 	}
 	abs := func(p string) string {
@@ -712,26 +791,81 @@ func substReading(cs *syntax.CmdSubst, vars map[string]string) (string, bool) {
 		}
 		return path.Clean(p)
 	}
+	// operand is the one operand of a command whose options are among opts (-P, -fn, --).
+	operand := func(ws []string, opts string) (string, bool) {
+		var ops []string
+		dashes := false
+		for _, w := range ws[1:] {
+			switch {
+			case dashes || !strings.HasPrefix(w, "-") || w == "-":
+				ops = append(ops, w)
+			case w == "--":
+				dashes = true
+			case len(w) > 1 && w[1] != '-' && strings.Trim(w[1:], opts) == "":
+			default:
+				return "", false
+			}
+		}
+		if len(ops) != 1 {
+			return "", false
+		}
+		return ops[0], true
+	}
+	isPwd := func(ws []string) bool {
+		_, onlyOptions := operand(slices.Concat(ws, []string{"."}), "LP") // pwd, pwd -P
+		return (ws[0] == "pwd" || ws[0] == "/bin/pwd" || ws[0] == "/usr/bin/pwd") && onlyOptions
+	}
 	switch {
-	case len(args) == 2 && len(args[0]) == 2 && args[0][0] == "cd" && !strings.HasPrefix(args[0][1], "-") &&
-		slices.Equal(args[1], []string{"pwd"}):
-		return abs(args[0][1]), true
+	case len(args) == 2 && args[0][0] == "cd":
+		dir, ok := operand(args[0], "LPe@")
+		if !ok || !(isPwd(args[1]) || slices.Equal(args[1], []string{"echo", "$PWD"})) {
+			return "", false
+		}
+		return abs(dir), true
 	case len(args) != 1:
 		return "", false
 	}
 	ws := args[0]
-	switch {
-	case slices.Equal(ws, []string{"pwd"}) || slices.Equal(ws, []string{"pwd", "-L"}):
+	if isPwd(ws) {
 		return pwd, true
-	case len(ws) == 2 && ws[0] == "dirname" && !strings.HasPrefix(ws[1], "-"):
-		return path.Dir(strings.TrimRight(ws[1], "/")), true
-	case len(ws) == 2 && ws[0] == "basename" && !strings.HasPrefix(ws[1], "-"):
-		return path.Base(ws[1]), true
-	case len(ws) == 2 && ws[0] == "realpath" && !strings.HasPrefix(ws[1], "-"),
-		len(ws) == 3 && (ws[0] == "realpath" && ws[1] == "-m" || ws[0] == "readlink" && (ws[1] == "-f" || ws[1] == "-m")):
-		return abs(ws[len(ws)-1]), true
+	}
+	switch ws[0] {
+	case "dirname":
+		if p, ok := operand(ws, ""); ok {
+			return path.Dir(strings.TrimRight(p, "/")), true
+		}
+	case "basename":
+		if p, ok := operand(ws, ""); ok {
+			return path.Base(p), true
+		}
+	case "realpath", "readlink":
+		opts := "sLPqemez"
+		if ws[0] == "readlink" {
+			opts = "femnqsvz"
+			if !slices.ContainsFunc(ws[1:], func(w string) bool { return len(w) > 1 && w[1] != '-' && strings.ContainsAny(w, "fem") }) {
+				return "", false // readlink alone prints a link's target, not a path
+			}
+		}
+		if p, ok := operand(ws, opts); ok {
+			return abs(p), true
+		}
 	}
 	return "", false
+}
+
+// isPWD reports a word that is $PWD alone ($PWD, "$PWD", ${PWD}).
+func isPWD(w *syntax.Word) bool {
+	parts := w.Parts
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
+			parts = dq.Parts
+		}
+	}
+	if len(parts) != 1 {
+		return false
+	}
+	p, ok := parts[0].(*syntax.ParamExp)
+	return ok && p.Param.Value == "PWD" && p.Exp == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Index == nil
 }
 
 // relativeProcAlias is procAlias of a relative target (or ~'s) from where it is taken: from a
@@ -943,6 +1077,14 @@ func (w *walker) opaqueCritical() bool {
 				vals = append(vals, expansionReadings(a.node, vars)...)
 			}
 		}
+		if len(sb.args) > 2 && sb.args[0].static && sb.args[0].val == "set" && sb.args[1].static && sb.args[1].val == "--" {
+			// set -- rm -rf ../proj; "$@": the positional words, as an array's.
+			var ws []string
+			for _, a := range sb.args[2:] {
+				ws = append(ws, a.val)
+			}
+			arrays.add("@", "@", strings.Join(ws, " "), true)
+		}
 		for _, a := range sb.assigns {
 			lhs, v, _ := strings.Cut(a.word.src, "=")
 			literal := strings.HasPrefix(v, "(")
@@ -959,7 +1101,9 @@ func (w *walker) opaqueCritical() bool {
 		}
 		for _, r := range sb.redirs {
 			if r.Op == "<<<" || strings.HasPrefix(r.Op, "<<") {
-				vals = append(vals, strings.Trim(r.body, `"'`)) // read -ra a <<< "rm -rf .."
+				// read -ra a <<< "rm -rf ..", bash <<< $'\x72m -rf ..', mapfile -t a <<< $'rm\n-rf\n..'
+				body := decodeDollarQuotes(r.body)
+				vals = append(vals, strings.Trim(body, `"'`), strings.ReplaceAll(strings.Trim(body, `"'`), "\n", " "))
 			}
 		}
 		if sb == w.subs[len(w.subs)-1] {
@@ -979,6 +1123,27 @@ func (w *walker) opaqueCritical() bool {
 		}
 	}
 	return false
+}
+
+// decodeDollarQuotes is s, a word as written, with its $'…' parts decoded as bash decodes
+// them ($'\x72m' is rm); s itself when it has none or does not parse as a word.
+func decodeDollarQuotes(s string) string {
+	if !strings.Contains(s, "$'") {
+		return s
+	}
+	f, err := syntax.NewParser().Parse(strings.NewReader(": "+s), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return s
+	}
+	c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) != 2 {
+		return s
+	}
+	lit, err := expand.Literal(nil, c.Args[1])
+	if err != nil {
+		return s
+	}
+	return lit
 }
 
 // arrayWords are the words the line assigns to each array, by name: a literal (a=(…))
@@ -1005,12 +1170,30 @@ func (aw arrayWords) add(name, lhs, v string, literal bool) {
 	for _, w := range ws {
 		next = max(next, w.index+1)
 	}
+	if literal {
+		// a=(rm -rf ~), a=([2]=~ [0]=rm [1]=-rf): each word, at its index when it names one.
+		for _, f := range strings.Fields(v) {
+			if m := literalIndex.FindStringSubmatch(f); m != nil {
+				if i, err := strconv.Atoi(m[1]); err == nil && i >= 0 {
+					next = i
+				}
+				f = m[2]
+			}
+			ws = append(ws, arrayWord{next, f})
+			next++
+		}
+		aw[name] = ws
+		return
+	}
 	// a[2]=~ before a[0]=rm: taken in the order of the indexes, when they are numbers.
 	if i, err := strconv.Atoi(strings.TrimRight(lhs[open+1:], "]+")); open >= 0 && err == nil && i >= 0 {
 		next = i
 	}
 	aw[name] = append(ws, arrayWord{next, v})
 }
+
+// literalIndex is an element of an array literal that names its index: [2]=~.
+var literalIndex = regexp.MustCompile(`^\[([^]]*)\]=(.*)$`)
 
 // texts are the arrays' words, each array's joined in the order of their indexes.
 func (aw arrayWords) texts() []string {
@@ -1026,6 +1209,12 @@ func (aw arrayWords) texts() []string {
 			vals[i] = w.val
 		}
 		out = append(out, strings.Join(vals, " "))
+		// An index computed (a[1+1]=, a[i]=) or a slice taken ("${a[@]:2}") puts the words
+		// in an order the line does not show: with an rm among them, each other word is
+		// judged as its operand.
+		if i := slices.IndexFunc(vals, func(v string) bool { return v == "rm" || v == "rmdir" || strings.HasSuffix(v, "/rm") }); i >= 0 {
+			out = append(out, "rm -rf "+strings.Join(slices.Delete(slices.Clone(vals), i, i+1), " "))
+		}
 	}
 	return out
 }
