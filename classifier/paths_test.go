@@ -1039,7 +1039,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`rm -rf "$(dirname -- "$PWD")/proj"`: true, `rm -rf "$(readlink -fn ..)/proj"`: true,
 		`rm -rf "$(cd .. >/dev/null && pwd -P)/proj"`: true, `rm -rf "$(cd .. && echo "$PWD")/proj"`: true,
 		`export p=$(dirname "$PWD"); rm -rf "$p/proj"`: true, `d=$(mktemp -d); rm -rf "$d/x"`: false,
-		`rm -rf "$(readlink x)/proj"`: false,
+		`rm -rf "$(readlink x)/proj"`:           false,
 		"cd build && cd /home/u && rm -rf proj": true, "cd /tmp && rm -rf *": true, "cd build && rm -rf ..": true,
 		// An array's words given one by one, run by an expansion of it.
 		`a[0]=rm; a[1]=-rf; a[2]=~; "${a[@]}"`: true, `a[2]=~; a[0]=rm a[1]=-rf; "${a[@]}"`: true,
