@@ -217,8 +217,7 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 		if err != nil {
 			return err
 		}
-		s.SetRuleSet(rs)
-		return nil
+		return c.setRuleSet(ctx, s, rs)
 	}
 	return errcode.New(errcode.Validation, fmt.Errorf(`remember must be "session", "localSettings" or "userSettings", not %q`, source))
 }

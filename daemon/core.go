@@ -171,6 +171,15 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	owner.Admin = false // the owner identity runs tools; admin rights are per request
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
 	s := c.store.Create(owner, p)
+	// In the store now, it is rebuilt with its parent's (and by a reload): each waits for its
+	// rules to be set from what it read here, then rebuilds from what holds by then.
+	s.RulesMu.Lock()
+	rulesHeld := true
+	defer func() {
+		if rulesHeld {
+			s.RulesMu.Unlock()
+		}
+	}()
 	fail := func(err error) (session.Snapshot, error) {
 		if removed, rerr := c.store.Remove(caller, s.ID); rerr == nil {
 			for _, r := range removed {
@@ -187,6 +196,9 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	rs, err := c.loadRules(ctx, s, p.Rules)
 	if err != nil {
 		return fail(err)
+	}
+	if afterNewSessionRules != nil {
+		afterNewSessionRules(s)
 	}
 	eff := rs.Effective()
 	mode, err := eff.ResolveMode(p.Mode)
@@ -207,6 +219,8 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	}
 	s.Apply(session.Update{Mode: &mode, AdditionalDirs: &extra})
 	s.SetRuleSet(rs)
+	s.RulesMu.Unlock()
+	rulesHeld = false
 	if s.Network == config.NetworkProxy {
 		if err := c.egress.open(c, s); err != nil {
 			return fail(err)
@@ -221,6 +235,10 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	}
 	return s.Snapshot(), nil
 }
+
+// afterNewSessionRules, when set (by a test), runs in CreateSession between reading the rules
+// and putting them in force: where a parent's change could once slip in.
+var afterNewSessionRules func(*session.Session)
 
 // checkAdminSettings loads the admin settings files (policy_dir's *.json) and the daemon's
 // own rules alone. Every session's rule set includes them, so one that does not load (bad
@@ -598,15 +616,31 @@ func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *sess
 			return err
 		}
 	}
+	var rs *permission.RuleSet
+	var err error
 	if u.Rules != nil {
-		rs, err := c.loadRules(ctx, s, *u.Rules)
-		if err != nil {
+		if rs, err = c.loadRules(ctx, s, *u.Rules); err != nil {
 			return err
 		}
-		defer s.SetRuleSet(rs)
 	}
 	s.Apply(u)
-	return c.recorder.sessionChange(ctx, caller, snap, s)
+	err = c.recorder.sessionChange(ctx, caller, snap, s)
+	if rs != nil {
+		err = errors.Join(err, c.setRuleSet(ctx, s, rs))
+	}
+	return err
+}
+
+// setRuleSet puts rs in force for s, lifting a suspension for rules that did not load, but
+// not one for a network the configuration no longer gives s's owner: that one stays until a
+// reload gives it back (rebuildSession). The caller holds s.RulesMu.
+func (c *Core) setRuleSet(ctx context.Context, s *session.Session, rs *permission.RuleSet) error {
+	if err := networkPermitted(c.Config(), s); err != nil {
+		c.revokeNetwork(ctx, s, err)
+		return errcode.New(errcode.PermissionDenied, err)
+	}
+	s.SetRuleSet(rs)
+	return nil
 }
 
 // DeleteSession implements api.Backend: the session's processes and cgroups go with it.

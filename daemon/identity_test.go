@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/subid"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -107,5 +109,64 @@ func TestRulesChangeWaitsForNoOtherSessionsRebuild(t *testing.T) {
 	own.RulesMu.Unlock()
 	if code := <-done; code != 200 {
 		t.Errorf("rules change after the rebuild: %d", code)
+	}
+}
+
+// TestChildMadeDuringParentsChangeHasItsRules: a sub-agent made while its parent's rules
+// change ends with the parent's new rules. The change lands after the child's creation read
+// the parent's rules and before it put them in force; made under its own lock, the child's
+// rebuild waits for its creation and then reads what the parent holds, rather than being
+// overwritten by the rule set its creation built from the older rules.
+func TestChildMadeDuringParentsChangeHasItsRules(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	parent := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
+	loaded, patched := make(chan struct{}), make(chan struct{})
+	afterNewSessionRules = func(s *session.Session) {
+		if s.ParentID != parent.ID {
+			return
+		}
+		close(loaded)
+		select { // the parent's change, unless it waits for this creation (as it should)
+		case <-patched:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	defer func() { afterNewSessionRules = nil }()
+	childDone := make(chan string, 1)
+	go func() {
+		code, b := td.do(t, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"parent_id":%q}`, dir, parent.ID))
+		var snap protocol.Session
+		if code == http.StatusCreated {
+			decodeInto(t, b, &snap)
+		} else {
+			t.Errorf("make the child: %d %s", code, b)
+		}
+		childDone <- snap.ID
+	}()
+	<-loaded
+	patchDone := make(chan int, 1)
+	go func() {
+		code, _ := td.do(t, "PATCH", "/v1/sessions/"+parent.ID, `{"rules":{"deny":["Read(./secret)"]}}`)
+		patchDone <- code
+	}()
+	code := 0
+	select {
+	case code = <-patchDone:
+		close(patched)
+	case <-time.After(time.Second):
+		// Waiting for the child's creation: it goes on at the hook's deadline.
+	}
+	id := <-childDone
+	if code == 0 {
+		code = <-patchDone
+	}
+	if code != 200 {
+		t.Fatalf("parent's rules change: %d", code)
+	}
+	for _, s := range td.d.core.store.All() {
+		if s.ID == id && !strings.Contains(fmt.Sprint(s.RuleSet().Rules()), "Read(./secret)") {
+			t.Errorf("the child made during the parent's change lacks its new deny: %v", s.RuleSet().Rules())
+		}
 	}
 }

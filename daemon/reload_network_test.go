@@ -66,10 +66,18 @@ func TestReloadRevokesHostNetwork(t *testing.T) {
 	if left := sleeping(); len(left) > 0 {
 		t.Errorf("the host session's background task still runs after its network was withdrawn: pids %v", left)
 	}
-	// The asynchronous rules rebuild that follows a reload must not resume it either.
+	// The asynchronous rules rebuild that follows a reload must not resume it either, nor
+	// its owner's rules change: a rule set put in force lifts a suspension for rules that did
+	// not load, not this one.
 	td.d.core.reloadRules()
 	if _, res := run(host); !res.IsError {
 		t.Errorf("host session after a rules rebuild: %+v", res.Decision)
+	}
+	if code, b := curlAs(t, td, u, "PATCH", "/v1/sessions/"+host, `{"rules":{"allow":[],"deny":[],"ask":[]}}`, ""); code == http.StatusOK {
+		t.Errorf("a rules change of the session whose network was withdrawn: %d %s, want refused", code, b)
+	}
+	if _, res := run(host); !res.IsError {
+		t.Errorf("host session after its owner's rules change: %+v", res.Decision)
 	}
 
 	if err := os.WriteFile(cfgPath, orig, 0o600); err != nil {
