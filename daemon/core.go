@@ -384,6 +384,9 @@ func (c *Core) checkDirsAsOwner(ctx context.Context, s *session.Session, dirs []
 		if errcode.Of(err) == errcode.Unavailable {
 			return err // the daemon's own trouble (its state volume full), not the directory's
 		}
+		if err != nil && errcode.Setup(err).Code == errcode.RateLimited {
+			return errcode.New(errcode.RateLimited, err) // the owner's share of the daemon spent
+		}
 		if err != nil {
 			return errcode.New(errcode.Validation, fmt.Errorf("directory %s is not usable by uid %d: %w", d, s.Owner.UID, err))
 		}

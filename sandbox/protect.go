@@ -554,11 +554,20 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 	if len(order) == 0 {
 		return out, nil
 	}
-	if wait := walkShare.wait(uid); wait > 0 && !how.unbounded {
-		return nil, errWalkShare(wait)
+	reserved := time.Duration(0)
+	if !how.unbounded {
+		// The walk's bound is taken before it starts and what it did not use given back:
+		// calls started at once cannot all pass a check made before any of them paid.
+		if wait := walkShare.reserve(uid, maxPatternCPU); wait > 0 {
+			return nil, errWalkShare(wait)
+		}
+		reserved = maxPatternCPU
+	} else {
+		// The sweeps after calls walk whole: one of a user's at a time.
+		defer unboundedWalks.lock(uid)()
 	}
 	began := threadCPU() // the thread asCaller keeps locked
-	defer func() { walkShare.charge(uid, threadCPU()-began) }()
+	defer func() { walkShare.charge(uid, threadCPU()-began-reserved) }()
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
 	checksMax, cpuMax := maxPatternChecks, maxPatternCPU
 	if how.unbounded {

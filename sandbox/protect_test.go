@@ -391,6 +391,35 @@ func TestWalkShareBoundsAUsersWalks(t *testing.T) {
 	if err := walk(nobody, patternWalk{unbounded: true}); err != nil {
 		t.Errorf("the sweep after a call, over the share: %v, want it walked", err)
 	}
+	// Walks started at once each take their bound first: a burst of a second lets four of
+	// 300 ms start, not all of them.
+	r := newCPUShare(0.001, time.Second)
+	started := 0
+	for range 16 {
+		if r.reserve(5, maxPatternCPU) == 0 {
+			started++
+		}
+	}
+	if started != 4 {
+		t.Errorf("walks started at once within a 1 s burst: %d, want 4", started)
+	}
+	// One user's unbounded walks go one at a time; another user's do not wait for them.
+	release := unboundedWalks.lock(7)
+	second := make(chan struct{})
+	go func() { unboundedWalks.lock(7)(); close(second) }()
+	otherDone := make(chan struct{})
+	go func() { unboundedWalks.lock(8)(); close(otherDone) }()
+	<-otherDone
+	select {
+	case <-second:
+		t.Error("a user's second unbounded walk went on beside the first")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	<-second
+	if n := len(unboundedWalks.locks); n != 0 {
+		t.Errorf("%d locks kept after use", n)
+	}
 	// Refilled over time; an account never holds more than the burst.
 	s := newCPUShare(1, 10*time.Millisecond)
 	s.charge(7, 30*time.Millisecond)
