@@ -234,6 +234,18 @@ func TestDomainPattern(t *testing.T) {
 		"[::1":             "",
 		"fe80::1%eth0":     "",
 		"[10.0.0.1]":       "",
+		"192.0.2.*":        "",
+		"*.0.0.8":          "",
+		"010.0.0.2":        "",
+		"10.3":             "",
+		"0xa.0.0.4":        "",
+		"167772169":        "",
+		"::a00:5":          "",
+		"64:ff9b::a00:6":   "",
+		"[2002:a00:1::]":   "",
+		"123.example":      "123.example",
+		"x.*":              "x.*",
+		"::1":              "::1",
 		"exa mple.com":     "",
 		" example.com":     "",
 		"*.":               "",
@@ -586,7 +598,10 @@ func FuzzParseRule(f *testing.F) {
 			// The rule's own path, with its wildcards taken literally, is a request it covers.
 			host := strings.ReplaceAll(r.Pattern, "*", "a")
 			req := WebRequest{Method: strings.ReplaceAll(r.Method, "*", "GET"), Host: host, Path: strings.ReplaceAll(r.URLPath, "**", "x")}
-			if !MatchWeb(r.Pattern, r.Method, r.URLPath, req, false) || !MatchWeb(r.Pattern, r.Method, r.URLPath, req, true) {
+			// A deny or ask covers it; an allow too, unless servers read the path more than one
+			// way (`/x.` is /x to some), where an allow covers only what every reading matches.
+			single := len(webPathReadings(req.Path, nil)) == 1
+			if single && !MatchWeb(r.Pattern, r.Method, r.URLPath, req, false) || !MatchWeb(r.Pattern, r.Method, r.URLPath, req, true) {
 				t.Fatalf("web rule %q does not match %+v", text, req)
 			}
 		}
