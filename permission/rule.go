@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -447,12 +448,65 @@ func DomainPattern(d string) (string, error) {
 		if a.Zone() != "" {
 			return "", malformed("domain:%s: an address with a zone names none of the sandbox's", d)
 		}
-		return a.Unmap().String(), nil
+		a = a.Unmap()
+		if v4, ok := carriedIPv4(a); ok {
+			// The proxy refuses such an address and asks for the IPv4 one it carries.
+			return "", malformed("domain:%s carries the IPv4 address %s (NAT64, 6to4 or IPv4-compatible): name %s", d, v4, v4)
+		}
+		return a.String(), nil
 	}
 	if strings.ContainsAny(d, "/:") {
 		return "", malformed("domain:%s: give a host name, not a URL", d)
 	}
-	return hostPattern(d)
+	n, err := hostPattern(d)
+	if err != nil {
+		return "", err
+	}
+	if looksNumeric(n) {
+		// 10.3, 010.0.0.2, 0xa.0.0.4, 192.0.2.*: a request never names a host so (the proxy
+		// refuses numeric names), and an address is matched only whole.
+		return "", malformed("domain:%s looks like an IP address: name one whole, as a.b.c.d (a short, octal or hex form, or a wildcard over addresses, matches no request)", d)
+	}
+	return n, nil
+}
+
+// looksNumeric reports a normalized host pattern that is not a whole IPv4 address but reads
+// as one: its last label a number (no top-level domain is), or * after numbers only.
+func looksNumeric(n string) bool {
+	if a, err := netip.ParseAddr(n); err == nil && a.Is4() {
+		return false
+	}
+	labels := strings.Split(n, ".")
+	number := func(l string) bool {
+		if h, ok := strings.CutPrefix(l, "0x"); ok {
+			l = h
+			return l != "" && strings.Trim(l, "0123456789abcdef") == ""
+		}
+		return l != "" && strings.Trim(l, "0123456789") == ""
+	}
+	last := labels[len(labels)-1]
+	if number(last) {
+		return true
+	}
+	return last == "*" && len(labels) > 1 && !slices.ContainsFunc(labels[:len(labels)-1], func(l string) bool { return !number(l) && l != "*" })
+}
+
+// carriedIPv4 is the IPv4 address an IPv6 one hands to a gateway or a stack that routes it:
+// NAT64 (64:ff9b::/96), 6to4 (2002::/16) or IPv4-compatible (::/96 but :: and ::1).
+func carriedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case netip.MustParsePrefix("64:ff9b::/96").Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case netip.MustParsePrefix("2002::/16").Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	case netip.MustParsePrefix("::/96").Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	}
+	return netip.Addr{}, false
 }
 
 // unbracket strips the brackets around an IPv6 address ([::1]), when both are there.
