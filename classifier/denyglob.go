@@ -264,18 +264,27 @@ func braceExpanded(words []string, globs []GlobKind, shapes []string, args []wor
 	return out
 }
 
-// expandBraces returns the words the brace expansion of the shell word src gives, nil if it
-// has none or they cannot be told (too many, a parse error).
-func expandBraces(src string) []DenyWords {
+// parseWord parses src, a shell word as written, as the one word it is; ok is false when it
+// does not parse as one.
+func parseWord(src string) (*syntax.Word, bool) {
 	f, err := syntax.NewParser().Parse(strings.NewReader("x "+src), "")
 	if err != nil || len(f.Stmts) != 1 {
-		return nil
+		return nil, false
 	}
 	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Args) != 2 {
+		return nil, false
+	}
+	return call.Args[1], true
+}
+
+// expandBraces returns the words the brace expansion of the shell word src gives, nil if it
+// has none or they cannot be told (too many, a parse error).
+func expandBraces(src string) []DenyWords {
+	w, ok := parseWord(src)
+	if !ok {
 		return nil
 	}
-	w := call.Args[1]
 	if !syntax.SplitBraces(w) {
 		return nil
 	}

@@ -1131,15 +1131,11 @@ func decodeDollarQuotes(s string) string {
 	if !strings.Contains(s, "$'") {
 		return s
 	}
-	f, err := syntax.NewParser().Parse(strings.NewReader(": "+s), "")
-	if err != nil || len(f.Stmts) != 1 {
+	w, ok := parseWord(s)
+	if !ok {
 		return s
 	}
-	c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
-	if !ok || len(c.Args) != 2 {
-		return s
-	}
-	lit, err := expand.Literal(nil, c.Args[1])
+	lit, err := expand.Literal(nil, w)
 	if err != nil {
 		return s
 	}
