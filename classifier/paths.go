@@ -380,8 +380,8 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 	}
 	if !a.static || a.glob {
 		pc.runtimeWord(a, sb)
-		if a.static && access == AccessWrite && removers[cmd] {
-			// rm -rf me/*: what it removes lies in the dir the glob starts in, as that dir
+		if a.static && access == AccessWrite && (removers[cmd] || cmd == "find") {
+			// rm -rf me/*, find me/* -delete: what it removes lies in the dir the glob starts in, as that dir
 			// leads (a link made by an earlier call: ln -s . me). Put as "me/", which the
 			// decision resolves through the link (Executor: the critical-path check). After a
 			// cd (cd me && rm -rf *), the dir it starts in is where the cd went: "./".
