@@ -531,8 +531,14 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 			w.andList(cmd, redirs)
 			break
 		}
+		w.cd = lastCd{}
 		w.stmt(cmd.X, redirs)
+		cd := w.cd
 		w.stmt(cmd.Y, redirs)
+		if cmd.Op == syntax.OrStmt && exits(cmd.Y) && w.trustsCd(cmd.X, cd) {
+			// cd build || exit 1: past it, the line is in build or has ended.
+			w.dirs = cd.targets
+		}
 	case *syntax.Subshell:
 		dirs, unk := w.dirs, w.dirsUnknown
 		w.stmts(cmd.Stmts, redirs)
@@ -735,8 +741,7 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 				passed = append(passed, d)
 			}
 		}
-		if _, call := s.Cmd.(*syntax.CallExpr); call && !s.Negated && !w.dirsUnknown &&
-			w.cd.plain && w.cd.pos == int(s.Pos().Offset()) && w.cdIsTheLines() && !w.cdMayMislead() {
+		if w.trustsCd(s, w.cd) {
 			w.dirs = w.cd.targets
 		}
 	}
@@ -744,6 +749,28 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 		w.dirsUnknown = true
 	}
 	w.dirs = passed
+}
+
+// trustsCd reports whether the commands that run only when s succeeded are in cd's targets
+// alone: s is that cd, plain, the line's (cdIsTheLines), and nothing may mislead it.
+func (w *walker) trustsCd(s *syntax.Stmt, cd lastCd) bool {
+	_, call := s.Cmd.(*syntax.CallExpr)
+	return call && !s.Negated && !w.dirsUnknown && cd.plain && cd.pos == int(s.Pos().Offset()) &&
+		w.cdIsTheLines() && !w.cdMayMislead()
+}
+
+// exits reports a statement that ends the shell: exit or return, alone or last in a block
+// (|| { echo "no build" >&2; exit 1; }).
+func exits(s *syntax.Stmt) bool {
+	if b, ok := s.Cmd.(*syntax.Block); ok && len(b.Stmts) > 0 {
+		return exits(b.Stmts[len(b.Stmts)-1])
+	}
+	c, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) == 0 || s.Negated || s.Background {
+		return false
+	}
+	name := c.Args[0].Lit()
+	return name == "exit" || name == "return"
 }
 
 // cdIsTheLines reports the one shape of line whose cd the && rule trusts: the cd (w.cd) is

@@ -1024,6 +1024,9 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"cd -P sub/l/.. && rm -rf *": true, "cd sub/l/../zz/.. && rm -rf *": true, "cd sub/l && cd ../zz/.. && rm -rf *": true,
 		"python3 -c x && cd x && rm -rf *": true, "cd() { :; }; cd build && rm -rf *": true, "x=1; cd build && rm -rf *": true,
 		"cd build && rm -rf * && cd .. && ls": true,
+		// cd DIR || exit: past it the line is in DIR or has ended.
+		"cd build || exit 1; rm -rf *": false, "cd build || { echo no >&2; exit 1; }; rm -rf *": false,
+		"cd build || true; rm -rf *": true, "x || exit 1; rm -rf *": true, "cd build || exit 1; cd ..; rm -rf *": true,
 		// env -C DIR: DIR may lead anywhere, and the shell expands the glob where the line is.
 		"env -C me rm -rf *": true, "env --chdir=me find . -delete": true, "env -C build rm -rf x.o": false,
 		// $PWD after a cd is where the cd went.

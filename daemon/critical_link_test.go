@@ -43,6 +43,7 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			"cd me && rm -rf -- *": true, "cd me && find -delete": true, "cd me && rm -rf ../" + base: true, "cd me/ && rm -rf {*,.*}": true,
 			"cd up && cd " + base + " && rm -rf *": true, "cd me && rm -rf ./": true,
 			"find me/* -delete": true, "cd me && find * -delete": true, "find build/* -delete": false,
+			"cd me || exit 1; rm -rf *": true, "cd ./build || exit; rm -rf *": false,
 			"cd ./sub && rm -rf *": false, "cd ./build && rm -rf *": false, "cd build/ && rm -rf * .[!.]*": unconfined,
 		} {
 			body := callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), fmt.Sprintf(`,"unconfined":%v`, unconfined))
