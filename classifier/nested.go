@@ -996,7 +996,31 @@ func (w *walker) transformsText(pipe *syntax.Stmt) bool {
 			return true
 		}
 	}
+	if inlineCode(w.src, stages[0]) {
+		return true // python3 -c 'print("…")' | sh: text the line's own code prints
+	}
 	_, literal := w.literalOutput(stages[0])
 	hereText := slices.ContainsFunc(stages[0].Redirs, func(r *syntax.Redirect) bool { return stdinRedirect(r) && r.Op != syntax.RdrIn })
 	return len(stages) > 1 && (literal || hereText) || len(stages) == 1 && hereText && !literal
+}
+
+// inlineCode reports an interpreter running code given on its own command line (python3 -c,
+// perl -e, node -e, ruby -e, awk's program): what it prints is text the line carries.
+func inlineCode(src string, st *syntax.Stmt) bool {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) < 2 {
+		return false
+	}
+	name := strings.TrimRight(baseName(evalWord(src, c.Args[0]).val), "0123456789.")
+	switch name {
+	case "awk", "gawk", "mawk", "nawk":
+		return true
+	case "python", "perl", "ruby", "node", "php", "lua", "deno", "bun":
+		return slices.ContainsFunc(c.Args[1:], func(a *syntax.Word) bool {
+			v := evalWord(src, a).val
+			return v == "-c" || v == "-e" || v == "-E" || v == "-r" || v == "--eval" || v == "-p" ||
+				len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v[1:], "ceE")
+		})
+	}
+	return false
 }

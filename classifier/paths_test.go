@@ -1037,6 +1037,8 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"echo cm0gLXJmIH4= | base64 --deco | bash": true, "echo x | busybox base64 -d | sh": true,
 		`echo "jorp/.. fr- mr" | rev | bash`: true, "sed 's/X/rm/' <<< 'X -rf ~' | bash": true,
 		"f() { base64 -d <<< x; }; f | bash": true, "tr -d '\r' < install.sh | bash": false,
+		`python3 -c 'print("rm -rf ~")' | sh`: true, `awk 'BEGIN{print "r" "m -rf ~"}' | sh`: true,
+		"python3 gen.py | sh":                          false,
 		`a[1+1]=../proj; a[0]=rm; a[1]=-rf; "${a[@]}"`: true, `a=([2]=~ [0]=rm [1]=-rf); "${a[@]}"`: true,
 		`set -- rm -rf ../proj; "$@"`: true, `a=(x y rm -rf ~); "${a[@]:2}"`: true, `set -- a b; echo "$@"`: false,
 		`rm -rf "$(dirname -- "$PWD")/proj"`: true, `rm -rf "$(readlink -fn ..)/proj"`: true,
