@@ -149,7 +149,13 @@ func (s riskSet) list() []string {
 // risks computes the auto-mode risk signals of a line.
 func risks(subs []*sub, out []Subcommand, opts Options) []string {
 	var set riskSet
-	vars := shellVars(subs, opts)
+	var vars map[string]string // shellVars, made for the first rm that needs them
+	varsOf := func() map[string]string {
+		if vars == nil {
+			vars = shellVars(subs, opts)
+		}
+		return vars
+	}
 	network, envDump := false, false
 	for i, sb := range subs {
 		words := out[i].DenyPrefix
@@ -195,7 +201,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 		if name == "env" || name == "printenv" {
 			envDump = true
 		}
-		if out[i].Opaque && strings.ContainsAny(words[0], "$`*?[") && criticalRm(sb, opts, vars) {
+		if out[i].Opaque && strings.ContainsAny(words[0], "$`*?[") && criticalRm(sb, opts, varsOf()) {
 			// x=rm; $x -rf *, /bin/r[m] -rf ~: a command known only when it runs may be rm.
 			set |= bitCriticalPathRm | bitDestructive
 		}
@@ -204,7 +210,7 @@ func risks(subs []*sub, out []Subcommand, opts Options) []string {
 			if name == "rm" && hasFlag(args, "rRf", "recursive", "force") {
 				set |= bitDestructive
 			}
-			if criticalRm(sb, opts, vars) {
+			if criticalRm(sb, opts, varsOf()) {
 				set |= bitCriticalPathRm
 				set |= bitDestructive
 			}
