@@ -472,6 +472,9 @@ type sub struct {
 	// dirs and dirsUnknown are the walker's at this command (see walker.dirs).
 	dirs        []string
 	dirsUnknown bool
+	// listedIn: its stdin is a listing of a dir's entries (ls, echo *, a find of a dir that
+	// picks no file), so an xargs before it takes that dir's every name (listedDir).
+	listedIn string
 }
 
 // assign is one NAME=value word.
@@ -749,6 +752,51 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 		w.dirsUnknown = true
 	}
 	w.dirs = passed
+}
+
+// listedDir is the dir whose every entry st (the left of a pipe) prints, "" when it prints
+// anything else: ls of one dir or none (the cwd's), echo or printf of a glob taking every name
+// (*), a find of one root that selects no file by a test (findSelects). The dir is as written,
+// relative to where the line is.
+func (w *walker) listedDir(st *syntax.Stmt) string {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) == 0 {
+		return ""
+	}
+	vals := make([]string, 0, len(c.Args))
+	for _, a := range c.Args {
+		v := evalWord(w.src, a)
+		if !v.static && !v.glob {
+			return ""
+		}
+		vals = append(vals, v.val)
+	}
+	var ops []string
+	for _, v := range vals[1:] {
+		if !strings.HasPrefix(v, "-") {
+			ops = append(ops, v)
+		}
+	}
+	switch baseName(vals[0]) {
+	case "ls":
+		switch len(ops) {
+		case 0:
+			return "."
+		case 1:
+			return ops[0]
+		}
+	case "echo", "printf":
+		for _, o := range ops {
+			if dir, last := splitGlob(strings.TrimRight(o, "/")); matchAll(last) {
+				return strings.TrimSuffix(dir, "/") + "."
+			}
+		}
+	case "find":
+		if len(vals) > 1 && !strings.HasPrefix(vals[1], "-") && !findSelects(vals[1:]) {
+			return vals[1]
+		}
+	}
+	return ""
 }
 
 // trustsCd reports whether the commands that run only when s succeeded are in cd's targets
@@ -1199,6 +1247,9 @@ func (w *walker) call(s *syntax.Stmt, c *syntax.CallExpr, redirs []Redirect) {
 		w.setsVars = true
 	}
 	sb.dirs, sb.dirsUnknown = w.dirs, w.dirsUnknown
+	if w.pipeIn != nil {
+		sb.listedIn = w.listedDir(w.pipeIn)
+	}
 	w.subs = append(w.subs, sb)
 	w.nestedOf(sb, s)
 	w.trackCd(sb)

@@ -1038,7 +1038,12 @@ func TestCriticalRmSpellings(t *testing.T) {
 		`echo "jorp/.. fr- mr" | rev | bash`: true, "sed 's/X/rm/' <<< 'X -rf ~' | bash": true,
 		"f() { base64 -d <<< x; }; f | bash": true, "tr -d '\r' < install.sh | bash": false,
 		`python3 -c 'print("rm -rf ~")' | sh`: true, `awk 'BEGIN{print "r" "m -rf ~"}' | sh`: true,
-		"python3 gen.py | sh":                          false,
+		"python3 gen.py | sh": false,
+		// xargs rm of what a listing of a dir prints: that dir emptied.
+		"ls | xargs rm -rf": true, "ls -A | xargs rm -rf": true, "echo * | xargs rm -rf": true,
+		"find . -maxdepth 1 | xargs rm -rf": true, "ls .. | xargs rm -rf": true,
+		"find . -name node_modules -type d | xargs rm -rf": false, "find . -name '*.pyc' | xargs rm -f": false,
+		"ls build | xargs rm -rf":                      false,
 		`a[1+1]=../proj; a[0]=rm; a[1]=-rf; "${a[@]}"`: true, `a=([2]=~ [0]=rm [1]=-rf); "${a[@]}"`: true,
 		`set -- rm -rf ../proj; "$@"`: true, `a=(x y rm -rf ~); "${a[@]:2}"`: true, `set -- a b; echo "$@"`: false,
 		`rm -rf "$(dirname -- "$PWD")/proj"`: true, `rm -rf "$(readlink -fn ..)/proj"`: true,

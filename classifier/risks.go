@@ -464,6 +464,13 @@ func criticalRm(sb *sub, opts Options, vars map[string]string) bool {
 			break
 		}
 	}
+	if sb.listedIn != "" && xargsIn(sb.args[:max(0, start-1)]) && slices.ContainsFunc(sb.args[start:], rmFlags) {
+		// ls | xargs rm -rf: every entry of the dir listed, which is that dir emptied.
+		listed := word{val: strings.TrimSuffix(sb.listedIn, "/") + "/*", static: true, glob: true}
+		if staticTargetCritical(listed, sb.dirs, opts, sb.dirsUnknown) {
+			return true
+		}
+	}
 	dirs, chdir := wrapperDirs(sb.args[:max(0, start-1)], sb.dirs, opts.Cwd)
 	// env -C DIR: DIR may be a link to the cwd or above (env -C me rm -rf *), which no name
 	// shows, and the shell expands a glob where the line is, not in DIR.
