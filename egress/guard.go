@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/permission"
 )
 
 // special is one address range the proxy refuses unless AllowPrivate covers the address.
@@ -66,9 +68,6 @@ var specialRanges = []special{
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
-	// IPv4-compatible addresses (::10.0.0.1, deprecated), which some stacks still route to
-	// the IPv4 address they carry.
-	v4Compatible = netip.MustParsePrefix("::/96")
 )
 
 // classify names the special range a holds, or returns "" for a public address. IPv4-mapped
@@ -139,20 +138,10 @@ func refusal(a netip.Addr, allow []netip.Prefix, local *hostRoutes) string {
 }
 
 // embeddedIPv4 is the IPv4 address a NAT64, 6to4 or IPv4-compatible address carries, or
-// nothing.
+// nothing (permission.CarriedIPv4, which rules are held to as well).
 func embeddedIPv4(a netip.Addr) []netip.Addr {
-	a = a.Unmap()
-	if !a.Is6() {
-		return nil
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:16]))}
-	case sixToFour.Contains(a):
-		return []netip.Addr{netip.AddrFrom4([4]byte(b[2:6]))}
-	case v4Compatible.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
-		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:16]))}
+	if v4, ok := permission.CarriedIPv4(a.Unmap()); ok {
+		return []netip.Addr{v4}
 	}
 	return nil
 }

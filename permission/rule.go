@@ -449,7 +449,7 @@ func DomainPattern(d string) (string, error) {
 			return "", malformed("domain:%s: an address with a zone names none of the sandbox's", d)
 		}
 		a = a.Unmap()
-		if v4, ok := carriedIPv4(a); ok {
+		if v4, ok := CarriedIPv4(a); ok {
 			// The proxy refuses such an address and asks for the IPv4 one it carries.
 			return "", malformed("domain:%s carries the IPv4 address %s (NAT64, 6to4 or IPv4-compatible): name %s", d, v4, v4)
 		}
@@ -491,9 +491,10 @@ func looksNumeric(n string) bool {
 	return last == "*" && len(labels) > 1 && !slices.ContainsFunc(labels[:len(labels)-1], func(l string) bool { return !number(l) && l != "*" })
 }
 
-// carriedIPv4 is the IPv4 address an IPv6 one hands to a gateway or a stack that routes it:
-// NAT64 (64:ff9b::/96), 6to4 (2002::/16) or IPv4-compatible (::/96 but :: and ::1).
-func carriedIPv4(a netip.Addr) (netip.Addr, bool) {
+// CarriedIPv4 is the IPv4 address an IPv6 one hands to a gateway or a stack that routes it:
+// NAT64 (64:ff9b::/96), 6to4 (2002::/16) or IPv4-compatible (::/96 but :: and ::1). The proxy
+// refuses such an address by the same test a rule naming one is refused by.
+func CarriedIPv4(a netip.Addr) (netip.Addr, bool) {
 	if !a.Is6() {
 		return netip.Addr{}, false
 	}
