@@ -451,6 +451,12 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 			// The command gets the names xargs or parallel reads (stdin, -a FILE) as operands:
 			// `echo ~/.ssh/id_rsa | xargs cat` reads a file no word names.
 			pc.unknown()
+			if sb.listedIn != "" && k < len(sb.args) && sb.args[k].static && removers[baseName(sb.args[k].val)] {
+				// ls | xargs rm -rf: the names are the listed dir's entries, so what goes lies
+				// in that dir as it leads (cd me && ls | xargs rm -rf, me a link to the cwd),
+				// put as rm -rf me/* puts it.
+				pc.add(strings.TrimSuffix(sb.listedIn, "/")+"/", AccessWrite, baseName(sb.args[k].val), sb.dirs, sb.dirsUnknown)
+			}
 		}
 	}
 	if len(sb.args) == 0 || k < 0 || k >= len(sb.args) || !sb.args[k].static {

@@ -44,6 +44,9 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			"cd up && cd " + base + " && rm -rf *": true, "cd me && rm -rf ./": true,
 			"find me/* -delete": true, "cd me && find * -delete": true, "find build/* -delete": false,
 			"cd me || exit 1; rm -rf *": true, "cd ./build || exit; rm -rf *": false,
+			// Every entry of the dir a link leads to, fed to rm by xargs.
+			"cd me && ls | xargs rm -rf": true, "ls me/ | xargs rm -rf": true, "cd me && echo * | xargs -n1 rm -rf": true,
+			"cd ./build && ls | xargs rm -rf": false, "ls sub | xargs rm -rf": false,
 			"cd ./sub && rm -rf *": false, "cd ./build && rm -rf *": false, "cd build/ && rm -rf * .[!.]*": unconfined,
 		} {
 			body := callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), fmt.Sprintf(`,"unconfined":%v`, unconfined))
