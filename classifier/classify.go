@@ -549,6 +549,10 @@ func (w *walker) stmt(s *syntax.Stmt, inherited []Redirect) {
 	case *syntax.Block:
 		w.stmts(cmd.Stmts, redirs)
 	case *syntax.IfClause:
+		if cmd.Else == nil && len(cmd.Cond) == 1 {
+			w.ifCd(cmd, redirs)
+			break
+		}
 		for c := cmd; c != nil; c = c.Else {
 			w.stmts(c.Cond, redirs)
 			w.stmts(c.Then, redirs)
@@ -732,22 +736,54 @@ func (w *walker) andList(cmd *syntax.BinaryCmd, redirs []Redirect) {
 	}
 	list = append(list, x)
 	slices.Reverse(list)
-	passed := slices.Clone(w.dirs)
-	if len(passed) == 0 && w.opts.Cwd != "" {
-		passed = []string{path.Clean(w.opts.Cwd)}
-	}
+	passed := w.startDirs()
 	for _, s := range list {
 		w.cd = lastCd{}
 		w.stmt(s, redirs)
-		for _, d := range w.dirs {
-			if !containsStr(passed, d) {
-				passed = append(passed, d)
-			}
-		}
+		passed = w.passing(passed)
 		if w.trustsCd(s, w.cd) {
 			w.dirs = w.cd.targets
 		}
 	}
+	w.endPassed(passed)
+}
+
+// ifCd walks `if COND; then …; fi` with no else, as COND && …: when COND is the line's
+// trusted cd (if cd build; then rm -rf *; fi), its then part runs in the cd's target alone.
+func (w *walker) ifCd(cmd *syntax.IfClause, redirs []Redirect) {
+	passed := w.startDirs()
+	w.cd = lastCd{}
+	w.stmt(cmd.Cond[0], redirs)
+	passed = w.passing(passed)
+	if w.trustsCd(cmd.Cond[0], w.cd) {
+		w.dirs = w.cd.targets
+	}
+	w.stmts(cmd.Then, redirs)
+	w.endPassed(w.passing(passed))
+}
+
+// startDirs are the dirs the line is in before a list: its dirs, or the cwd.
+func (w *walker) startDirs() []string {
+	passed := slices.Clone(w.dirs)
+	if len(passed) == 0 && w.opts.Cwd != "" {
+		passed = []string{path.Clean(w.opts.Cwd)}
+	}
+	return passed
+}
+
+// passing adds the dirs the line is in now to passed.
+func (w *walker) passing(passed []string) []string {
+	for _, d := range w.dirs {
+		if !containsStr(passed, d) {
+			passed = append(passed, d)
+		}
+	}
+	return passed
+}
+
+// endPassed leaves the line after a list in any dir the list passed through: what follows
+// may come after a failure anywhere in it.
+func (w *walker) endPassed(passed []string) {
 	if len(passed) > maxDirs {
 		w.dirsUnknown = true
 	}

@@ -1026,6 +1026,12 @@ func TestCriticalRmSpellings(t *testing.T) {
 		"cd build && rm -rf * && cd .. && ls": true,
 		// cd DIR || exit: past it the line is in DIR or has ended.
 		"cd build || exit 1; rm -rf *": false, "cd build || { echo no >&2; exit 1; }; rm -rf *": false,
+		// if cd DIR; then …; fi, with no else: the then part runs where the cd went.
+		"if cd build; then rm -rf *; fi": false, "if cd build 2>/dev/null; then rm -rf ./*; fi": false,
+		"if cd build; then rm -rf *; else rm -rf *; fi": true, "if ! cd build; then rm -rf *; fi": true,
+		"if cd build; then :; fi; rm -rf *": true, "if cd build && cd ..; then rm -rf *; fi": true,
+		"if true; then cd build; fi; rm -rf *": true, "if cd build; then cd ..; rm -rf *; fi": true,
+		"if x; cd build; then rm -rf *; fi": true, "if cd build; then rm -rf *; fi; rm -rf *": true,
 		"cd build || true; rm -rf *": true, "x || exit 1; rm -rf *": true, "cd build || exit 1; cd ..; rm -rf *": true,
 		// env -C DIR: DIR may lead anywhere, and the shell expands the glob where the line is.
 		"env -C me rm -rf *": true, "env --chdir=me find . -delete": true, "env -C build rm -rf x.o": false,

@@ -43,6 +43,7 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			"cd me && rm -rf -- *": true, "cd me && find -delete": true, "cd me && rm -rf ../" + base: true, "cd me/ && rm -rf {*,.*}": true,
 			"cd up && cd " + base + " && rm -rf *": true, "cd me && rm -rf ./": true,
 			"find me/* -delete": true, "cd me && find * -delete": true, "find build/* -delete": false,
+			"if cd me; then rm -rf *; fi": true, "if cd ./build; then rm -rf *; fi": false,
 			"cd me || exit 1; rm -rf *": true, "cd ./build || exit; rm -rf *": false,
 			// Every entry of the dir a link leads to, fed to rm by xargs.
 			"cd me && ls | xargs rm -rf": true, "ls me/ | xargs rm -rf": true, "cd me && echo * | xargs -n1 rm -rf": true,
