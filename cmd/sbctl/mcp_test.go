@@ -275,6 +275,9 @@ func TestMCPAsksThroughElicitation(t *testing.T) {
 			if strings.Contains(r.Params.Message, "allowed.txt") {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow"}}, nil
 			}
+			if strings.Contains(r.Params.Message, "declined.txt") {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "message": "write to allowed.txt instead"}}, nil
 		},
 	})
@@ -308,7 +311,10 @@ func TestMCPAsksThroughElicitation(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "refused.txt")); err == nil {
 		t.Error("the denied Write ran")
 	}
-	if len(asked) != 2 || !strings.Contains(asked[0], "Write") {
+	if r := write("declined.txt"); !r.IsError || !strings.Contains(text(r), "the user declined the question") {
+		t.Errorf("declined through elicitation: error %v, %q", r.IsError, text(r))
+	}
+	if len(asked) != 3 || !strings.Contains(asked[0], "Write") {
 		t.Errorf("elicitations: %q", asked)
 	}
 	// A command padded with blanks is put to the user whole: its tail is in the question
@@ -327,7 +333,7 @@ func TestMCPAsksThroughElicitation(t *testing.T) {
 		}
 		answers = append(answers, rec.Detail["answer"])
 	}
-	if strings.Join(answers, ",") != "allow,deny,allow" {
+	if strings.Join(answers, ",") != "allow,deny,deny,allow" {
 		t.Errorf("approval answers in the audit log: %v", answers)
 	}
 }

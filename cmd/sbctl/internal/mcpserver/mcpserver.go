@@ -395,8 +395,12 @@ func answered(ctx context.Context, conn *connSession, sessionID string, cr proto
 			if m, _ := er.Content["message"].(string); m != "" {
 				answer.Message = m
 			}
+		case er.Action == "decline":
+			answer.Message = "the user declined the question"
+		case er.Action == "cancel":
+			answer.Message = "the user cancelled the question"
 		default:
-			answer.Message = "the user " + er.Action + "d the question"
+			answer.Message = fmt.Sprintf("the client answered the question with %q, which allows nothing", er.Action)
 		}
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
