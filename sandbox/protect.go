@@ -46,6 +46,9 @@ var ProtectedInDir = []string{
 	// dir's cargo and rustc); R, irb, pry, gdb and vim/neovim (with exrc) run the project's
 	// start-up file in the dir they start in.
 	"rust-toolchain.toml", "rust-toolchain", ".Rprofile", ".irbrc", ".pryrc", ".gdbinit", ".exrc", ".nvimrc", ".nvim.lua",
+	// So do pdb, lldb, GHCi, IEx, Erlang and Octave; sbt's launcher takes JVM options
+	// (-javaagent) from the dir's .jvmopts and .sbtopts.
+	".pdbrc", ".lldbinit", ".ghci", ".iex.exs", ".erlang", ".octaverc", ".jvmopts", ".sbtopts",
 	".npmrc", ".yarnrc", ".yarnrc.yml", ".yarn/releases", ".yarn/plugins", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml",
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
@@ -94,6 +97,18 @@ var ProtectedInHome = []string{
 	".gdbinit", ".config/gdb", ".psqlrc", ".sqliterc", ".ipython/profile_default/startup",
 	".ipython/profile_default/ipython_config.py", ".Rprofile", ".irbrc", ".pryrc", ".exrc",
 	".lessfilter", ".lesskey", ".config/lesskey", ".wgetrc", ".my.cnf", ".mailcap",
+	// The same for pdb, lldb, GHCi, IEx, Erlang, Octave, Julia, Jupyter's servers and
+	// kernels, screen and WezTerm; Maven's shell-sourced .mavenrc, Gradle's init scripts and
+	// JVM options, sbt's global plugins; direnv's own rc and settings (which may trust every
+	// .envrc); neovim's installed plugins; and the configs whose settings name a program the
+	// tool runs: kubectl's exec credential plugins, the AWS CLI's credential_process, gpg's
+	// pinentry, podman's helpers.
+	".pdbrc", ".lldbinit", ".ghci", ".ghc/ghci.conf", ".config/ghc", ".iex.exs", ".erlang", ".octaverc",
+	".julia/config", ".jupyter", ".ipython/profile_default/ipython_kernel_config.py", ".screenrc",
+	".wezterm.lua", ".config/wezterm", ".mavenrc", ".gradle/init.d", ".gradle/init.gradle",
+	".gradle/init.gradle.kts", ".gradle/gradle.properties", ".sbt/1.0/plugins", ".sbt/1.0/global.sbt",
+	".config/direnv", ".local/share/nvim", ".kube/config", ".aws/config", ".gnupg/gpg-agent.conf",
+	".config/containers",
 	".ssh", ".cache/sandboxd",
 }
 

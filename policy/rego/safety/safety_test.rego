@@ -95,6 +95,21 @@ _protected_cases := {
 	"lefthook local": {"p": "/w/lefthook-local.yml", "want": true},
 	"ipython startup": {"p": "/h/.ipython/profile_default/startup/00.py", "want": true},
 	"ipython history": {"p": "/h/.ipython/profile_default/history.sqlite", "want": false},
+	"pdb start-up file": {"p": "/w/.pdbrc", "want": true},
+	"ghci in the project": {"p": "/w/.ghci", "want": true},
+	"sbt jvm options": {"p": "/w/.jvmopts", "want": true},
+	"direnv settings": {"p": "/home/u/.config/direnv/direnv.toml", "want": true},
+	"neovim plugin": {"p": "/home/u/.local/share/nvim/site/plugin/x.lua", "want": true},
+	"gradle init script": {"p": "/home/u/.gradle/init.d/x.gradle", "want": true},
+	"gradle cache": {"p": "/home/u/.gradle/caches/x.jar", "want": false},
+	"the gradle dir": {"p": "/home/u/.gradle", "want": true},
+	"a project's gradle dir": {"p": "/home/u/w/.gradle", "want": false},
+	"kube config": {"p": "/home/u/.kube/config", "want": true},
+	"kube cache": {"p": "/home/u/.kube/cache/x", "want": false},
+	"aws credential process": {"p": "/home/u/.aws/config", "want": true},
+	"jupyter config": {"p": "/home/u/.jupyter/jupyter_server_config.py", "want": true},
+	"julia start-up": {"p": "/home/u/.julia/config/startup.jl", "want": true},
+	"julia packages": {"p": "/home/u/.julia/packages/x", "want": false},
 }
 
 _is_protected(p) if {
