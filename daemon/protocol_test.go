@@ -293,3 +293,24 @@ func cgroupsLeft(t *testing.T, name string) []string {
 	}
 	return left
 }
+
+// A Glob whose braces name more patterns than memory holds ({a,b} forty times: 2^40) is
+// decided, and refused by the worker, with the daemon's work bounded: before, the daemon
+// expanded every pattern while gathering the call's facts.
+func TestGlobBracesBounded(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	input := fmt.Sprintf(`{"pattern":%q}`, strings.Repeat("{a,b}", 40))
+	for _, unconfined := range []bool{false, true} {
+		code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", callBody("Glob", input, fmt.Sprintf(`,"unconfined":%v`, unconfined)))
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != 200 || res.Decision == nil {
+			t.Fatalf("decide (unconfined %v): %d %s", unconfined, code, b)
+		}
+	}
+	code, res := td.call(t, s.ID, "Glob", input)
+	if code != 200 || res.Error == nil || !strings.Contains(res.Error.Message, "braces expand to more than") {
+		t.Errorf("the call: %d %+v", code, res)
+	}
+}

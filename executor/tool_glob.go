@@ -134,7 +134,11 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 // whole tree under root.
 func agentGlobStarts(root, pattern string) []string {
 	starts := globDirs(root, pattern)
-	for _, alt := range worker.ExpandBraces(pattern) {
+	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
+	if !ok {
+		return append(starts, root) // too many to read one by one: any may walk it all
+	}
+	for _, alt := range alts {
 		if !strings.Contains(strings.TrimSuffix(alt, "/"), "/") || strings.HasPrefix(alt, "!") {
 			return append(starts, root)
 		}
@@ -149,8 +153,8 @@ func globDirs(root, pattern string) []string {
 	if pattern == "" {
 		return nil
 	}
-	alts := worker.ExpandBraces(pattern)
-	if len(alts) > globMaxFacts {
+	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
+	if !ok {
 		// Everything the alternatives name lies under the text before the first brace.
 		alts = []string{pattern[:max(0, strings.IndexByte(pattern, '{'))] + "*"}
 	}

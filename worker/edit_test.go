@@ -3,6 +3,7 @@ package worker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -87,11 +88,32 @@ func TestGlobMatch(t *testing.T) {
 			t.Errorf("MatchGlob(%q, %q) = %v", tc.pat, tc.path, got)
 		}
 	}
-	if got := ExpandBraces("src/**/*.{ts,tsx}"); len(got) != 2 || got[1] != "src/**/*.tsx" {
+	if got, ok := ExpandBraces("src/**/*.{ts,tsx}", 8); !ok || len(got) != 2 || got[1] != "src/**/*.tsx" {
 		t.Errorf("ExpandBraces = %v", got)
 	}
-	if got := ExpandBraces("{a,b}/{c,d}"); len(got) != 4 {
+	if got, ok := ExpandBraces("{a,b}/{c,d}", 4); !ok || len(got) != 4 {
 		t.Errorf("ExpandBraces nested = %v", got)
+	}
+	if got, ok := ExpandBraces("{a,b}/{c,d}", 3); ok || got != nil {
+		t.Errorf("ExpandBraces past its limit = %v, %v", got, ok)
+	}
+}
+
+// TestExpandBracesBounded: forty {a,b} groups name 2^40 patterns; the expansion stops at its
+// limit with work of that size, where building them all would take the daemon's memory.
+func TestExpandBracesBounded(t *testing.T) {
+	done := make(chan bool)
+	go func() {
+		_, ok := ExpandBraces(strings.Repeat("{a,b}", 40), MaxBracePatterns)
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("2^40 patterns expanded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the expansion did not stop at its limit")
 	}
 }
 

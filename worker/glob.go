@@ -35,8 +35,20 @@ func isVCS(name string) bool {
 
 func hasMeta(s string) bool { return strings.ContainsAny(s, "*?[{\\") }
 
-// ExpandBraces expands {a,b} alternatives (nested too) into plain glob patterns.
-func ExpandBraces(p string) []string {
+// ExpandBraces expands {a,b} alternatives (nested too) into plain glob patterns, at most
+// limit of them: each group multiplies the count, so a short pattern ({a,b} forty times)
+// would make more than memory holds. Past limit it returns false and no patterns.
+func ExpandBraces(p string, limit int) ([]string, bool) {
+	var out []string
+	if !expandBraces(p, limit, &out) {
+		return nil, false
+	}
+	return out, true
+}
+
+// expandBraces appends p's expansions to out, and reports false as soon as out would pass
+// limit: the work done is bounded by limit, not by what the whole expansion would be.
+func expandBraces(p string, limit int, out *[]string) bool {
 	depth, open := 0, -1
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
@@ -71,16 +83,24 @@ func ExpandBraces(p string) []string {
 					}
 				}
 				alts = append(alts, p[start:i])
-				var out []string
 				for _, a := range alts {
-					out = append(out, ExpandBraces(p[:open]+a+p[i+1:])...)
+					if !expandBraces(p[:open]+a+p[i+1:], limit, out) {
+						return false
+					}
 				}
-				return out
+				return true
 			}
 		}
 	}
-	return []string{p}
+	if len(*out) >= limit {
+		return false
+	}
+	*out = append(*out, p)
+	return true
 }
+
+// MaxBracePatterns is the most patterns a Glob's braces may expand to.
+const MaxBracePatterns = 4096
 
 // MatchGlob reports whether the slash-separated rel matches pattern segments pat, where a
 // "**" segment matches any number of segments and the others use path.Match.
@@ -130,7 +150,11 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 	root = filepath.Clean(root)
 	var pats [][]string
 	maxDepth := 0
-	for _, p := range ExpandBraces(pattern) {
+	expanded, ok := ExpandBraces(pattern, MaxBracePatterns)
+	if !ok {
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the pattern's braces expand to more than %d patterns; use fewer {a,b} groups", MaxBracePatterns))
+	}
+	for _, p := range expanded {
 		segs := strings.Split(path.Clean(p), "/")
 		// Walk from the static prefix of the pattern, not from root, when all share it.
 		pats = append(pats, segs)
