@@ -21,7 +21,11 @@ type secretPattern struct {
 
 // Order matters: specific token shapes first so their label wins over the generic assignment.
 var secretPatterns = []secretPattern{
-	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`), 0, []string{"private key-----"}},
+	// A key's body only: base64 lines of a key's width (the last may be short before the END
+	// line) and PEM's encryption headers. A header with anything else after it (code: a
+	// command that puts one in a comment, python3 -c "# -----BEGIN … KEY-----\nimport os…")
+	// keeps the rest of the text visible, as is any line a program could run.
+	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:` + pemSep + `(?:Proc-Type: [0-9],[A-Z]+|DEK-Info: [A-Z0-9-]+,[0-9A-Fa-f]+))*(?:` + pemSep + `[A-Za-z0-9+/=]{40,})*(?:(?:` + pemSep + `[A-Za-z0-9+/=]{1,39})?` + pemSep + `-----END [A-Z0-9 ]*PRIVATE KEY-----)?`), 0, []string{"private key-----"}},
 	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), 0,
 		[]string{"akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"}},
 	{"aws_secret_key", regexp.MustCompile(`(?i)(aws.{0,20}?secret.{0,20}?["']?\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}`), 1, []string{"aws"}},
@@ -31,11 +35,22 @@ var secretPatterns = []secretPattern{
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}},
 	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+)[A-Za-z0-9._~+/=-]+`), 1, []string{"authorization"}},
 	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*`), 1, []string{"bearer"}},
-	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/]+(@)`), 1, []string{"://"}},
+	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/;|&<>()]+(@)`), 1, []string{"://"}},
 	// NAME=value and NAME: value where NAME ends in a secret-ish word; covers env assignments,
 	// .env files, YAML and JSON-in-a-string. Over-redaction is the safe error here.
 	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1,
 		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
+}
+
+// pemSep separates a PEM block's lines: a line break, or its escape in a quoted string.
+const pemSep = `(?:\s|\\[nr])+`
+
+// runsCode reports a span that a shell, read in some context, would run or expand rather
+// than take as text: redacting it would hide from the record what the command did
+// (x_token="$(touch f)", https://u:$(id)@host).
+func runsCode(span string) bool {
+	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n") ||
+		strings.Contains(span, "<(") || strings.Contains(span, ">(")
 }
 
 // secretKey matches object keys whose string value is a secret whatever it looks like.
@@ -65,6 +80,9 @@ func RedactString(s string) string {
 			}
 			// Already redacted by a more specific pattern: keep its label.
 			if strings.HasPrefix(strings.TrimLeft(s[keepEnd:m[1]], `"'`), Redacted) {
+				continue
+			}
+			if p.name != "private_key" && runsCode(s[keepEnd:m[1]]) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

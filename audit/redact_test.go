@@ -31,7 +31,9 @@ func TestRedact(t *testing.T) {
 		{"slack", "SLACK=xoxb-123456789012-abcdefghijkl", "xoxb-123456789012-abcdefghijkl", "slack_token"},
 		{"jwt", "token " + jwt, jwt, "jwt"},
 		{"pem", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA", "private_key"},
-		{"pem truncated", "cat <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "b3BlbnNzaC1rZXktdjEAAAA", "private_key"},
+		{"pem truncated", "cat <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "private_key"},
+		{"pem flattened", `echo "-----BEGIN EC PRIVATE KEY----- MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oQsbVcN0o2b5oAoGCCqGSM49 AwEHoUQDQgAE4uE== -----END EC PRIVATE KEY-----"`, "AwEHoUQDQgAE4uE", "private_key"},
+		{"pem escaped", `printf '%s' "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0A1B2C3D\n\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4VbOyO2Hd4Z1T5mTj1qS0vQ\nAB==\n-----END RSA PRIVATE KEY-----"`, "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4", "private_key"},
 		{"env token", "NPM_TOKEN=s3cr3tvalue npm publish", "s3cr3tvalue", "assignment"},
 		{"env secret quoted", `export CLIENT_SECRET="hunter2 hunter2"`, "hunter2", "assignment"},
 		{"env key", "OPENAI_API_KEY=sk-proj-abc123def", "sk-proj-abc123def", "assignment"},
@@ -55,6 +57,32 @@ func TestRedact(t *testing.T) {
 				t.Fatalf("bad output %s / digest %s", out, digest)
 			}
 		})
+	}
+}
+
+// TestRedactKeepsCode: a redaction takes a secret's text, never a command's: a key's header
+// with code after it, or a secret-named value that is a substitution, leaves what runs in
+// the record.
+func TestRedactKeepsCode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, visible string }{
+		{"python3 -c \"print(1) # -----BEGIN RSA PRIVATE KEY-----\nimport os; os.system('touch HIDDEN')\"", "import os; os.system('touch HIDDEN')"},
+		{": -----BEGIN X PRIVATE KEY-----; touch HIDDEN1", "; touch HIDDEN1"},
+		{"echo -----BEGIN RSA PRIVATE KEY-----\nrm -rf build\n-----END RSA PRIVATE KEY-----", "rm -rf build"},
+		{`x_token="$(touch HIDDEN2)"`, "$(touch HIDDEN2)"},
+		{"x_token=$(touch HIDDEN3)", "$(touch HIDDEN3)"},
+		{"API_KEY=`touch HIDDEN4`", "`touch HIDDEN4`"},
+		{`echo "x_secret='$(touch HIDDEN5)'"`, "$(touch HIDDEN5)"},
+		{"curl https://u:a;touch${IFS}HIDDEN6;b@x", "touch${IFS}HIDDEN6"},
+		{"curl https://u:$(touch${IFS}HIDDEN7)@x", "$(touch${IFS}HIDDEN7)"},
+	} {
+		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
+			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
+		}
+	}
+	// A secret with a shell's special characters in it, quoted, is still a secret.
+	if got := RedactString(`PASSWORD='pa$$w;rd'`); strings.Contains(got, "w;rd") {
+		t.Errorf("a quoted password survived: %q", got)
 	}
 }
 
