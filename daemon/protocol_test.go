@@ -314,3 +314,25 @@ func TestGlobBracesBounded(t *testing.T) {
 		t.Errorf("the call: %d %+v", code, res)
 	}
 }
+
+// A Bash command the audit log could not keep whole (audit.max_input_bytes, redacted) is
+// refused before anything is decided: past the cut, it could run what no record shows.
+func TestBashCommandTheAuditCannotKeepIsRefused(t *testing.T) {
+	td := startDaemon(t, "audit:\n  max_input_bytes: 4096\n")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, t.TempDir()))
+	for _, tc := range []struct {
+		command string
+		refused bool
+	}{
+		{": " + strings.Repeat("a", 3000) + "; echo kept", false},
+		{": " + strings.Repeat("a", 5000) + "; touch past_the_cut", true},
+		// Under the limit as sent, over it redacted: each x_pat=y grows by 20 bytes.
+		{strings.Repeat("x_pat=y ", 300) + "touch past_the_cut", true},
+	} {
+		code, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.command))
+		refused := res.Error != nil && strings.Contains(res.Error.Message, "audit.max_input_bytes")
+		if refused != tc.refused {
+			t.Errorf("%d-byte command: %d refused %v, want %v: %+v", len(tc.command), code, refused, tc.refused, res.Error)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	}
 	undo = append(undo, func() { al.Close() })
 	host := executor.NewHost(log, sb, cfg.Sandbox, opts.StateDir)
+	host.AuditInputBytes = cfg.Audit.MaxInputBytes
 	undo = append(undo, host.CloseTools)
 	reg, err := executor.NewRegistry(executor.BuiltinDefs(host)...)
 	if err != nil {

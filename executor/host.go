@@ -45,6 +45,9 @@ type Host struct {
 	// SecretDirs are daemon directories hidden from every child, root's included (the
 	// interception CA's key).
 	SecretDirs []string
+	// AuditInputBytes is the most of a call's input (redacted) the audit log keeps whole
+	// (audit.max_input_bytes; 0: all of it). A Bash command past it is refused.
+	AuditInputBytes int
 	// TaskEnded, when set, is told how each background task ended (the audit log's task.end).
 	TaskEnded func(s *session.Session, id string, res *sandbox.Result, err error)
 	// toolState is the built-in tools' state: workers, background tasks, budget bookkeeping.

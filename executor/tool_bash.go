@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -66,6 +68,9 @@ func bashDef(h *Host) Def {
 			if len(command) > MaxBashCommandBytes {
 				return errcode.Msg(errcode.Validation, fmt.Sprintf("command is %d bytes; bash -c takes at most %d (the kernel's limit on one argument): write long content with the Write tool, or put the script in a file and run that", len(command), MaxBashCommandBytes))
 			}
+			if max := h.AuditInputBytes; max > 0 && !auditKeepsWhole(c.Input, max) {
+				return errcode.Msg(errcode.Validation, fmt.Sprintf("command is %d bytes, and the audit log keeps a call's input whole only up to %d bytes (audit.max_input_bytes): a command it could not record whole is not run; write long content with the Write tool, or put the script in a file and run that", len(command), max))
+			}
 			return nil
 		},
 		CheckPermissions: h.bashFacts,
@@ -73,6 +78,22 @@ func bashDef(h *Host) Def {
 			return h.runBash(ctx, c, progress)
 		},
 	}
+}
+
+// auditKeepsWhole reports whether the audit log stores in, redacted, whole: a Bash command
+// it would cut could hide what it runs past the cut (and its facts, as big, go too).
+// Redaction may grow a text (x_pat=y becomes x_pat=[REDACTED:assignment], 3.5 times its
+// size at most), so only an input under a quarter of max is taken as fitting unredacted.
+func auditKeepsWhole(in Input, max int) bool {
+	js, err := json.Marshal(in)
+	if err != nil {
+		return false
+	}
+	if len(js) <= max/4 {
+		return true
+	}
+	red, _ := audit.Redact(js)
+	return len(red) <= max
 }
 
 // maxBashPathFacts bounds the paths of one command resolved for the policy: each is a round
