@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -347,6 +348,34 @@ func TestHostilePersistedBytes(t *testing.T) {
 	code, b := curlAs(t, td, mallory, "POST", "/v1/sessions/"+id+"/calls", `{"tool":"Bash","input":{"command":"yes q | head -c 2000000"}}`, "")
 	if code != http.StatusOK || !strings.Contains(string(b), "persisted_bytes_per_user") {
 		t.Errorf("an output larger than the limit: %d %.500s", code, b)
+	}
+}
+
+// A saved output is named by its content's hash, in a dir named by the session's id, which
+// other users may learn (ps shows sbctl's arguments): they must not reach the file at all,
+// where stat would tell its size and time, or confirm a guessed output.
+func TestHostileResultsOutOfOthersReach(t *testing.T) {
+	td, mallory, alice, _, aid := twoTenants(t, "", "sbro")
+	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/calls", `{"tool":"Bash","input":{"command":"yes a | head -c 400000"}}`, "")
+	m := regexp.MustCompile(`saved to: ([^\s\\]+)`).FindSubmatch(b)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("large output: %d %.300s", code, b)
+	}
+	saved := string(m[1])
+	as := func(u testutil.User, name string, args ...string) error {
+		cmd := exec.Command(name, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	if err := as(alice, "head", "-c", "10", saved); err != nil {
+		t.Errorf("the owner cannot read its saved output: %v", err)
+	}
+	if err := as(mallory, "stat", saved); err == nil {
+		t.Errorf("another user can stat %s", saved)
 	}
 }
 

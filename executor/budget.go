@@ -218,8 +218,11 @@ func (h *Host) persistText(s *session.Session, text string) (string, error) {
 // where a symlink or a pre-created entry could turn it into a confused deputy. Rerun
 // TestBashTool/large_output_persisted_and_readable as root after changing.
 //
-// resultsDir creates <state>/tool-results/<session>, root-owned 0711: the owner can open
-// the files in it by name but not list, add, rename or remove entries.
+// resultsDir creates <state>/tool-results/<session>, root-owned: tool-results 0711, the
+// session's dir 0700 with an ACL that lets its owner, and no other user, search it. The owner
+// can open the files in it by name but not list, add, rename or remove entries; another user,
+// who may know the session's id (ps shows it on sbctl's command line), cannot even stat a file
+// there, whose content-addressed name would tell a guessed output's size and time.
 func (h *Host) resultsDir(s *session.Session) (string, error) {
 	if h.StateDir == "" {
 		return "", errcode.Msg(errcode.Unavailable, "the daemon has no state directory, so large results cannot be saved; narrow the command or search")
@@ -242,7 +245,11 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 		}
 	}
 	for _, d := range []string{root, dir} {
-		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		mode := os.FileMode(0o711)
+		if d == dir {
+			mode = 0o700
+		}
+		if err := os.Mkdir(d, mode); err != nil && !errors.Is(err, fs.ErrExist) {
 			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 				// Not the caller's doing, nor theirs to fix: the state volume (blocks, or the
 				// inodes that users' files on it can take) is full.
@@ -258,8 +265,14 @@ func (h *Host) resultsDir(s *session.Session) (string, error) {
 		if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
 			return "", errcode.Msg(errcode.PermissionDenied, "results directory is not a directory owned by the daemon; ask the administrator to check the state directory")
 		}
-		if fi.Mode().Perm() != 0o711 {
-			_ = os.Chmod(d, 0o711) // umask may have narrowed it
+		if d == root {
+			if fi.Mode().Perm() != 0o711 {
+				_ = os.Chmod(d, 0o711) // umask may have narrowed it
+			}
+			continue
+		}
+		if err := ownerSearches(d, s.Owner.UID); err != nil {
+			return "", err
 		}
 	}
 	h.resultsMade.Store(s.ID, struct{}{})
@@ -305,9 +318,29 @@ const (
 	aclUndefinedID  = 0xffffffff
 )
 
+// ownerSearches makes dir (the daemon's) searchable by uid and by no other user: mode 0700
+// and, for a uid other than the daemon's, the ACL owner rwx, user uid x (mode 0710, mask x).
+func ownerSearches(dir string, uid uint32) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errcode.New(errcode.Of(err), fmt.Errorf("results directory: %w", err))
+	}
+	defer unix.Close(fd)
+	if int(uid) == os.Geteuid() {
+		return unix.Fchmod(fd, 0o700)
+	}
+	return setACL(fd, 7, 1, uid, "let the owner reach its results directory")
+}
+
 // grantRead gives uid read access to f, whose owner stays the daemon: owner rw, user uid r,
 // nobody else anything (mode 0640 with the mask r, group empty).
 func grantRead(f *os.File, uid uint32) error {
+	return setACL(int(f.Fd()), 6, 4, uid, "let the owner read the result file")
+}
+
+// setACL sets fd's access ACL to the daemon's ownerPerm, uid's userPerm and nothing for
+// anyone else (group empty, the mask userPerm).
+func setACL(fd int, ownerPerm, userPerm uint16, uid uint32, what string) error {
 	var acl []byte
 	add := func(tag, perm uint16, id uint32) {
 		acl = binary.LittleEndian.AppendUint16(acl, tag)
@@ -315,16 +348,16 @@ func grantRead(f *os.File, uid uint32) error {
 		acl = binary.LittleEndian.AppendUint32(acl, id)
 	}
 	acl = binary.LittleEndian.AppendUint32(acl, aclXattrVersion)
-	add(aclUserObj, 6, aclUndefinedID)
-	add(aclUser, 4, uid)
+	add(aclUserObj, ownerPerm, aclUndefinedID)
+	add(aclUser, userPerm, uid)
 	add(aclGroupObj, 0, aclUndefinedID)
-	add(aclMask, 4, aclUndefinedID)
+	add(aclMask, userPerm, aclUndefinedID)
 	add(aclOther, 0, aclUndefinedID)
-	if err := unix.Fsetxattr(int(f.Fd()), "system.posix_acl_access", acl, 0); err != nil {
+	if err := unix.Fsetxattr(fd, "system.posix_acl_access", acl, 0); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
 			return errcode.Msg(errcode.Unavailable, "the state directory's filesystem has no POSIX ACLs, which sandboxd needs to let a user read a saved result it may not write; ask the administrator to mount it with ACLs")
 		}
-		return errcode.New(errcode.Of(err), fmt.Errorf("let the owner read the result file: %w", err))
+		return errcode.New(errcode.Of(err), fmt.Errorf("%s: %w", what, err))
 	}
 	return nil
 }

@@ -152,7 +152,8 @@ func TestBashTool(t *testing.T) {
 		if got := string(out); !strings.HasPrefix(got, "1\n2\n3") || !strings.Contains(got, "not-written") || !strings.Contains(got, "not-chmodded") {
 			t.Fatalf("the owner's access to its persisted file: %q %v", got, err)
 		}
-		if dfi, _ := os.Stat(filepath.Dir(path)); dfi.Mode().Perm() != 0o711 || dfi.Sys().(*syscall.Stat_t).Uid != 0 {
+		// The session's dir: searchable by its owner alone, through an ACL (mode 0710, the mask x).
+		if dfi, _ := os.Stat(filepath.Dir(path)); dfi.Mode().Perm() != 0o710 || dfi.Sys().(*syscall.Stat_t).Uid != 0 {
 			t.Fatalf("results dir %v", dfi.Mode())
 		}
 		rr := e.mustCall(t, "Read", Input{"file_path": path, "offset": 19999, "limit": 5})

@@ -239,7 +239,7 @@ func TestResultsDirKeptPerSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o711 {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o710 {
 		t.Fatalf("results dir %s: %v %v", dir, fi, err)
 	}
 	if _, ok := e.h.resultsMade.Load(e.s.ID); !ok {
@@ -251,7 +251,7 @@ func TestResultsDirKeptPerSession(t *testing.T) {
 	if r := e.mustCall(t, "Bash", Input{"command": "true"}); r.IsError {
 		t.Fatalf("Bash after the results dir was removed: %v", r.Content)
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o711 {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o710 {
 		t.Fatalf("results dir not made again: %v %v", fi, err)
 	}
 	e.h.StopSession(e.s.ID)
