@@ -149,8 +149,9 @@ type pathCollector struct {
 	// (Classification.symlinks).
 	symlinks bool
 	linkUses int
-	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree).
-	tree bool
+	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree); treeWrite the
+	// writes as whole-tree writes.
+	tree, treeWrite bool
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
 	// them, up to maxMentions.
 	mentioning bool
@@ -351,7 +352,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	if procLink(p) {
 		pc.unknown()
 	}
-	tree := pc.tree && access == AccessRead
+	tree := pc.tree && access == AccessRead || pc.treeWrite && access == AccessWrite
 	for _, u := range pc.out {
 		// A mention adds nothing to the same path a table already put (its Mention is false).
 		// An alternative adds nothing to a path already put as read there.
@@ -1121,7 +1122,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			}
 			pc.word(ws[i], AccessRead, name, sb)
 			if removes {
+				pc.treeWrite = true
 				pc.word(ws[i], AccessWrite, name, sb)
+				pc.treeWrite = false
 			}
 		}
 		filesFrom := false
@@ -1240,7 +1243,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)
 	case pkWrite:
+		// rm -r removes everything below its operands.
+		pc.treeWrite = removers[name] && recursiveCopy(opts)
 		pc.all(opWords, AccessWrite, name, sb)
+		pc.treeWrite = false
 	case pkPattern:
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
@@ -1259,15 +1265,22 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 		pc.all(opWords, access, name, sb)
 	case pkCopy, pkLink:
+		// A recursive copy writes over what its copies meet below where they land (cp -r
+		// new/. src/ replaces src/locked/f.txt).
+		recursive := spec.kind == pkCopy && recursiveCopy(opts)
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
+			pc.treeWrite = recursive
 			pc.intoDir(target, opWords, name, sb)
+			pc.treeWrite = false
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
 			dest := opWords[len(opWords)-1]
 			pc.word(dest, AccessWrite, name, sb)
 			opWords = opWords[:len(opWords)-1]
 			if dest.static && !dest.glob {
+				pc.treeWrite = recursive
 				pc.intoDir(dest.val, opWords, name, sb)
+				pc.treeWrite = false
 			}
 		}
 		pc.symlinks = carriesLinks(name, opts)
@@ -1275,8 +1288,15 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		case hardLinks(name, opts):
 			// A hard link is the file under one more name, through which it is written:
 			// `ln ~/.bashrc x` then a write of x changes ~/.bashrc, which the name x does not
-			// show. So its sources are written, as far as the rules and protected paths go.
+			// show. So its sources are written, as far as the rules and protected paths go;
+			// linked recursively (cp -al . copy), everything below them is, and read too, as
+			// what it holds gets names no rule covers.
+			pc.treeWrite = recursive
 			pc.all(opWords, AccessWrite, name, sb)
+			pc.treeWrite = false
+			if recursive {
+				pc.all(opWords, AccessRead, name, sb)
+			}
 		case spec.kind == pkCopy:
 			pc.all(opWords, AccessRead, name, sb)
 		}
@@ -1284,13 +1304,23 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		// A link moved means something else where it lands (a relative one), and a dir moved
 		// takes the links in it to a name no path here shows.
 		pc.symlinks = true
+		sources := opWords
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
 			pc.intoDir(target, opWords, name, sb)
-		} else if len(opWords) > 1 && opWords[len(opWords)-1].static && !opWords[len(opWords)-1].glob {
-			pc.intoDir(opWords[len(opWords)-1].val, opWords[:len(opWords)-1], name, sb)
+		} else if len(opWords) > 1 {
+			if dest := opWords[len(opWords)-1]; dest.static && !dest.glob {
+				pc.intoDir(dest.val, opWords[:len(opWords)-1], name, sb)
+			}
+			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
+			sources = opWords[:len(opWords)-1]
 		}
-		pc.all(opWords, AccessWrite, name, sb)
+		// A dir moved takes everything below it to names no rule about them covers (mv
+		// secret s2, mv src/locked x): its whole tree is written, and read.
+		pc.treeWrite, pc.tree = true, true
+		pc.all(sources, AccessWrite, name, sb)
+		pc.all(sources, AccessRead, name, sb)
+		pc.treeWrite, pc.tree = false, false
 	case pkMode:
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
@@ -1480,6 +1510,10 @@ func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *su
 			pc.add(strings.TrimRight(dest, "/")+"/HEAD", AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
 		}
 		base := path.Base(strings.TrimRight(src.val, "/"))
+		if base == "." && pc.treeWrite {
+			// cp -r new/. dest: what new holds lands in dest itself.
+			pc.add(dest, AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
+		}
 		if base == "." || base == ".." || base == "/" {
 			continue
 		}

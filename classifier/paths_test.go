@@ -40,7 +40,7 @@ func TestPaths(t *testing.T) {
 		{"sed --follow-symlinks -i.json s/a/b/ link", "write:/home/u/proj/link.json:sed write:/home/u/proj/link:sed", true},
 		// cp, mv, install and ln's backups are named by a suffix the line may not show.
 		{"cp -b -S .json x .mcp", "write:/home/u/proj/.mcp:cp write:/home/u/proj/.mcp/x:cp read:/home/u/proj/x:cp", true},
-		{"mv --suffix=rc y .env", "write:/home/u/proj/.env/y:mv write:/home/u/proj/y:mv write:/home/u/proj/.env:mv", true},
+		{"mv --suffix=rc y .env", "write:/home/u/proj/.env/y:mv write:/home/u/proj/.env:mv write:/home/u/proj/y:mv read:/home/u/proj/y:mv", true},
 		{"ln -sfb x .mcp", "write:/home/u/proj/.mcp:ln write:/home/u/proj/.mcp/x:ln", true},
 		// A glob in an option's value is expanded by the shell too.
 		{"cp -t .claud? settings.json", "read:/home/u/proj/settings.json:cp", true},
@@ -50,7 +50,7 @@ func TestPaths(t *testing.T) {
 		{"cp -t dir a", "write:/home/u/proj/dir:cp write:/home/u/proj/dir/a:cp read:/home/u/proj/a:cp", false},
 		{"cp a b dir", "write:/home/u/proj/dir:cp write:/home/u/proj/dir/a:cp write:/home/u/proj/dir/b:cp read:/home/u/proj/a:cp read:/home/u/proj/b:cp", false},
 		{"cp evil.cfg .git/config", "write:/home/u/proj/.git/config:cp write:/home/u/proj/.git/config/evil.cfg:cp read:/home/u/proj/evil.cfg:cp", false},
-		{"mv a b", "write:/home/u/proj/b/a:mv write:/home/u/proj/a:mv write:/home/u/proj/b:mv", false},
+		{"mv a b", "write:/home/u/proj/b/a:mv write:/home/u/proj/b:mv write:/home/u/proj/a:mv read:/home/u/proj/a:mv", false},
 		// An option whose value is optional takes none unless given with =: the next word is
 		// a file.
 		{"cp --preserve a b", "write:/home/u/proj/b:cp write:/home/u/proj/b/a:cp read:/home/u/proj/a:cp", false},
@@ -498,9 +498,18 @@ func TestPathsTree(t *testing.T) {
 		"git grep -C 3 -h KEY":      "/home/u/proj:tree",
 		"git grep --context 3 KEY":  "/home/u/proj:tree",
 		"git grep -iA 3 KEY src":    "/home/u/proj/src:tree",
-		"cp -a ~/.config backup":    "/home/u/proj/backup: /home/u/proj/backup/.config: /home/u/.config:tree",
+		"cp -a ~/.config backup":    "/home/u/proj/backup: /home/u/proj/backup/.config:tree /home/u/.config:tree",
 		"cp f g":                    "/home/u/proj/g: /home/u/proj/g/f: /home/u/proj/f:",
-		"cat ~":                     "/home/u:",
+		// Whole-tree writes: what is removed, moved or hard-linked below a dir, and what a
+		// recursive copy writes over below where it lands.
+		"rm -rf src":       "/home/u/proj/src:tree",
+		"rm src/x":         "/home/u/proj/src/x:",
+		"mv src s2":        "/home/u/proj/s2/src: /home/u/proj/s2: /home/u/proj/src:tree /home/u/proj/src:tree",
+		"cp -al . copy":    "/home/u/proj/copy: /home/u/proj/copy:tree /home/u/proj:tree /home/u/proj:tree",
+		"cp -r new/. src":  "/home/u/proj/src: /home/u/proj/src:tree /home/u/proj/new:tree",
+		"find src -delete": "/home/u/proj/src: /home/u/proj/src:tree",
+		"ln src/f.txt x":   "/home/u/proj/x: /home/u/proj/x/f.txt: /home/u/proj/src/f.txt:",
+		"cat ~":            "/home/u:",
 	} {
 		c := Classify(cmd, testOpts)
 		var got []string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/permission"
@@ -60,6 +61,47 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			denied := behavior(res) == permission.Deny && res.Decision.Step == "critical_rm"
 			if denied != critical {
 				t.Errorf("%q (unconfined %v): %s at %s, critical %v: %s", cmd, unconfined, res.Decision.Behavior, res.Decision.Step, critical, res.Decision.Reason)
+			}
+		}
+	}
+}
+
+// A command its caller runs itself (sbctl hook without --confine) that removes, moves or
+// hard-links a whole dir, or copies over one, reaches every file below it: where a Read or
+// Edit deny rule names one, it is refused, as a whole-tree read is. Confined, the kernel
+// holds those files (hidden, read-only), and the same commands are decided as before.
+func TestTreeWritesUnderDenyRules(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	for _, d := range []string{"src/locked", "secret", "build", "new"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"src/locked/f.txt", "secret/key.txt", ".env", "a.txt", "build/x.o"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./.env)","Read(./secret/**)","Edit(./src/locked/**)"]}}`, dir))
+	for cmd, reaches := range map[string]bool{
+		"cp -al . copy": true, "cp -rl src src2": true, "cp -r --link src src2": true, "mv src src3": true,
+		"mv -t build src": true, "rm -rf src": true, "rm -r ./src/": true, "find src -delete": true,
+		"cp -r new/. src/": true, "cp -a new/. src": true, "mv secret s2": true, "rm -rf secret": true,
+		"rm -rf build": false, "cp a.txt src/": false, "mv a.txt b.txt": false, "cp -r src src9": false,
+		"find build -delete": false, "cp -al build b2": false, "rm src/x": false,
+	} {
+		for _, unconfined := range []bool{true, false} {
+			body := callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), fmt.Sprintf(`,"unconfined":%v`, unconfined))
+			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", body)
+			var res protocol.CallResult
+			decodeInto(t, b, &res)
+			if code != 200 || res.Decision == nil {
+				t.Fatalf("%q: %d %s", cmd, code, b)
+			}
+			refused := behavior(res) == permission.Deny && strings.Contains(res.Decision.Reason, "everything under")
+			if want := reaches && unconfined; refused != want {
+				t.Errorf("%q (unconfined %v): %s at %s, want refused %v: %s", cmd, unconfined, res.Decision.Behavior, res.Decision.Step, want, res.Decision.Reason)
 			}
 		}
 	}

@@ -295,17 +295,27 @@ func (h *Host) resolveAllOnHost(c *Call, paths []string) ([]*worker.Resolved, []
 // root (grep -r, rg, cp -r's sources, Grep's dir) when something the sandbox hides lies below
 // root (deny_paths), and for Bash, when a Read deny rule may match a file below it, as the
 // policy holds the agent's own Grep (rules.tree_deny_hit): the agent's program meets no
-// sandbox there, and the policy sees only root.
-func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
+// sandbox there, and the policy sees only root. A write of everything under root (rm -r, mv,
+// cp -al's sources, what a recursive copy lands on) is refused the same way where a Read or
+// Edit deny rule may match below: it would remove, change, or give a name no rule covers to
+// what the rule protects. In the sandbox the kernel holds those (hidden and read-only mounts).
+func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write bool) error {
 	if !c.unconfined {
+		if write {
+			return nil
+		}
 		return h.checkTreeOutside(c, root, tool)
 	}
 	instead := "run the command in sandboxd (sbctl hook --confine)"
 	if tool != "Bash" {
 		instead = "use sandboxd's own " + tool + " (its MCP server, sbctl mcp), which runs it confined"
 	}
+	verb := "reads"
+	if write {
+		verb = "writes"
+	}
 	refuse := func(what string) error {
-		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, where %s may lie; outside any sandbox it would read that too: read a directory it does not reach, or %s", tool, root, what, instead))
+		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s %s everything under %s, where %s may lie; outside any sandbox it would reach that too: name a directory it does not reach, or %s", tool, verb, root, what, instead))
 	}
 	if cfg := h.cfg.Load(); cfg != nil {
 		for _, d := range h.denyPaths(cfg, c.Session.Owner.Home) {
@@ -317,11 +327,19 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string) error {
 	if c.Tool.Name() != "Bash" {
 		return nil
 	}
-	pat, err := denyBelow(c, root, tool, func(string) bool { return true })
+	pats, err := readDenyPatterns(c, "Bash")
+	if write {
+		// The write bucket holds the Edit-family deny rules and the Read ones.
+		pats, err = pathPatterns(c, "deny", "write")
+	}
+	if err != nil {
+		return err
+	}
+	pat, err := denyBelow(pats, root, tool, func(string) bool { return true })
 	if err != nil || pat == "" {
 		return err
 	}
-	return refuse("what the Read deny pattern " + pat + " names")
+	return refuse("what the deny pattern " + pat + " names")
 }
 
 // mentionReads reports whether the session has a Read deny or ask rule that only the decision
@@ -345,13 +363,9 @@ func mentionReads(c *Call) bool {
 	return false
 }
 
-// denyBelow is the first of the call's Bash Read deny patterns that consider accepts and that
-// may match a file below root, or "".
-func denyBelow(c *Call, root, tool string, consider func(pat string) bool) (string, error) {
-	pats, err := readDenyPatterns(c, "Bash")
-	if err != nil {
-		return "", err
-	}
+// denyBelow is the first of pats that consider accepts and that may match a file below root,
+// or "".
+func denyBelow(pats []string, root, tool string, consider func(pat string) bool) (string, error) {
 	segs := permission.SplitPath(root)
 	b := permission.NewMatchBudget()
 	for _, pat := range pats {
@@ -360,7 +374,7 @@ func denyBelow(c *Call, root, tool string, consider func(pat string) bool) (stri
 		}
 		below, err := permission.MayMatchBelowWithin(pat, segs, b)
 		if err != nil {
-			return "", errcode.Msg(errcode.Validation, fmt.Sprintf("%s reads everything under %s, and the Read deny rules are too many to check against it", tool, root))
+			return "", errcode.Msg(errcode.Validation, fmt.Sprintf("%s reaches everything under %s, and the deny rules are too many to check against it", tool, root))
 		}
 		if below {
 			return pat, nil
@@ -383,7 +397,11 @@ func (h *Host) checkTreeOutside(c *Call, root, tool string) error {
 			return nil
 		}
 	}
-	pat, err := denyBelow(c, root, tool, func(pat string) bool { return permission.DecidedOnlyOutside(pat, dirs) })
+	pats, err := readDenyPatterns(c, "Bash")
+	if err != nil {
+		return err
+	}
+	pat, err := denyBelow(pats, root, tool, func(pat string) bool { return permission.DecidedOnlyOutside(pat, dirs) })
 	if err != nil || pat == "" {
 		return err
 	}

@@ -169,7 +169,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			}
 		}
 		if err == nil && pu.Tree {
-			err = h.checkTreeUnconfined(c, resolved, pu.Cmd)
+			err = h.checkTreeUnconfined(c, resolved, pu.Cmd, access == permission.Write)
 		}
 		if errcode.Of(err) == errcode.Validation {
 			undecidable[i] = err // run by its caller, where it leads depends on the process

@@ -85,7 +85,7 @@ func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			return permission.ToolFacts{}, err
 		}
 		if r.IsDir {
-			if err := h.checkTreeUnconfined(c, r.Resolved, "Grep"); err != nil {
+			if err := h.checkTreeUnconfined(c, r.Resolved, "Grep", false); err != nil {
 				return permission.ToolFacts{}, err
 			}
 		}
@@ -332,12 +332,18 @@ func readDenyPatterns(c *Call, tool string) ([]string, error) {
 // readPatterns are the absolute patterns of the session's behavior ("deny", "ask") rules on
 // reading with tool, as readDenyPatterns.
 func readPatterns(c *Call, behavior, tool string) ([]string, error) {
+	return pathPatterns(c, behavior, "read", tool)
+}
+
+// pathPatterns are the absolute patterns of the session's behavior rules in the path rule
+// buckets named ("read", "write", a tool's).
+func pathPatterns(c *Call, behavior string, buckets ...string) ([]string, error) {
 	rs := c.Session.RuleSet()
 	if rs == nil {
 		return nil, nil
 	}
 	bad := func(what string) error {
-		return errcode.New(errcode.Internal, fmt.Errorf("read the session's %s rules for %s: %s", behavior, tool, what))
+		return errcode.New(errcode.Internal, fmt.Errorf("read the session's %s rules (%s): %s", behavior, strings.Join(buckets, ", "), what))
 	}
 	rules, ok := rs.Data()[behavior].(map[string]any)
 	if !ok {
@@ -349,7 +355,7 @@ func readPatterns(c *Call, behavior, tool string) ([]string, error) {
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, bucket := range []string{"read", tool} {
+	for _, bucket := range buckets {
 		for _, it := range paths[bucket] {
 			m, _ := it.(map[string]any)
 			p, _ := m["pattern"].(string)
