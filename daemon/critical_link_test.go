@@ -106,3 +106,34 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		}
 	}
 }
+
+// The agent's own Glob (run by its caller, no sandbox or filter) is refused where its pattern
+// may list a name a Read deny rule covers, and allowed where none can; sandboxd's own Glob
+// filters such names and is decided as before.
+func TestAgentGlobUnderReadDenies(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./secret/**)","Read(./.env)","Read(./absent/**)","Read(**/*.pem)"]}}`, dir))
+	for pattern, lists := range map[string]bool{
+		"secret/*": true, "[s]ecret/*": true, "secre?/*": true, "*/key.txt": true, "**/key.txt": true,
+		"**/*.go": true, "{src,secret}/*": true, ".env": true, ".e*": true, "!*.go": true, "**/x.pem": true,
+		"src/*": true, "src/**/*.ts": false, "src/*.go": false, "absent-not/*.go": false, "docs/*.md": false,
+	} {
+		for _, unconfined := range []bool{true, false} {
+			body := callBody("Glob", fmt.Sprintf(`{"pattern":%q}`, pattern), fmt.Sprintf(`,"unconfined":%v`, unconfined))
+			code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", body)
+			var res protocol.CallResult
+			decodeInto(t, b, &res)
+			if code != 200 || res.Decision == nil {
+				t.Fatalf("%q: %d %s", pattern, code, b)
+			}
+			refused := behavior(res) == permission.Deny && strings.Contains(res.Decision.Reason, "may list names")
+			if want := lists && unconfined; refused != want {
+				t.Errorf("Glob %q (unconfined %v): %s at %s, want refused %v: %s", pattern, unconfined, res.Decision.Behavior, res.Decision.Step, want, res.Decision.Reason)
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/worker"
 )
@@ -111,7 +112,9 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			// The agent's own Glob walks outside any sandbox, and lists what the sandbox
 			// hides wherever its walk meets it (h*/* below a hidden dir): a walk that may,
 			// from where it starts, is refused, as the agent's own Grep of such a tree is.
-			for _, start := range agentGlobStarts(root, c.Input.String("pattern")) {
+			walks := agentGlobWalks(root, c.Input.String("pattern"))
+			for _, wk := range walks {
+				start := wk.start
 				i := slices.IndexFunc(facts.Paths, func(f permission.PathFact) bool { return f.Requested == start })
 				resolved := ""
 				if i >= 0 {
@@ -123,27 +126,97 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 					return permission.ToolFacts{}, err
 				}
 			}
+			if err := h.checkGlobNames(ctx, c, walks); err != nil {
+				return permission.ToolFacts{}, err
+			}
 		}
 		return facts, nil
 	}
 }
 
-// agentGlobStarts is globDirs for the agent's own Glob, which may hand its pattern to ripgrep
-// as a -g glob: there a pattern with no slash matches names at any depth (h.txt finds
-// hidden/h.txt) and a !pattern every name it does not match, so such an alternative walks the
-// whole tree under root.
-func agentGlobStarts(root, pattern string) []string {
-	starts := globDirs(root, pattern)
-	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
-	if !ok {
-		return append(starts, root) // too many to read one by one: any may walk it all
+// checkGlobNames refuses the agent's own Glob where its pattern may list a name a Read deny
+// rule covers ([s]ecret/*, **/key.txt under Read(./secret/**)): the agent's walk meets no
+// sandbox and no filter, and the policy sees only where it starts.
+func (h *Host) checkGlobNames(ctx context.Context, c *Call, walks []globWalk) error {
+	pats, err := readDenyPatterns(c, "Glob")
+	if err != nil || len(pats) == 0 {
+		return err
 	}
-	for _, alt := range alts {
-		if !strings.Contains(strings.TrimSuffix(alt, "/"), "/") || strings.HasPrefix(alt, "!") {
-			return append(starts, root)
+	b := permission.NewMatchBudget()
+	for _, wk := range walks {
+		start, _, err := h.resolveFor(ctx, c, wk.start)
+		if err != nil {
+			return fmt.Errorf("resolve %s as the session owner: %w", wk.start, err)
+		}
+		walk := append(permission.SplitPath(start), wk.rest...)
+		for _, pat := range pats {
+			// A rule covers what lies below a dir it names (Read(./secret)); a pattern with
+			// wildcards is taken to name files (Read(**/*.key)), one ending in ** says so.
+			// What names nothing that exists yet lists nothing (an admin's Read(./secrets/**)
+			// in a project with no secrets dir).
+			below := false
+			if i := strings.IndexAny(pat, "*?[\\"); i < 0 {
+				r, err := h.resolveOnHost(c, pat)
+				if err == nil && !r.Exists {
+					continue
+				}
+				below = err != nil || r.IsDir
+			} else if r, err := h.resolveOnHost(c, pat[:strings.LastIndexByte(pat[:i], '/')+1]); err == nil && !r.Exists {
+				continue
+			}
+			hit, err := permission.MayCover(pat, below, walk, b)
+			if err != nil {
+				return errcode.Msg(errcode.Validation, "the Glob pattern and the Read deny rules are too many to check against each other")
+			}
+			if hit {
+				return errcode.Msg(errcode.Validation, fmt.Sprintf("the Glob pattern %q may list names under %s that the Read deny pattern %s covers; outside any sandbox it would list them: narrow the pattern, or use sandboxd's own Glob (its MCP server, sbctl mcp), which runs it confined", c.Input.String("pattern"), wk.start, pat))
+			}
 		}
 	}
-	return starts
+	return nil
+}
+
+// globWalk is where one alternative of a Glob's pattern starts (a dir) and the segments it
+// matches below.
+type globWalk struct {
+	start string
+	rest  []string
+}
+
+// agentGlobWalks are the walks of the agent's own Glob, which may hand its pattern to ripgrep
+// as a -g glob: there a pattern with no slash matches names at any depth (h.txt finds
+// hidden/h.txt) and a !pattern every name it does not match, so such an alternative walks the
+// whole tree under root, as does each of a pattern with too many alternatives to read.
+func agentGlobWalks(root, pattern string) []globWalk {
+	any := []globWalk{{root, []string{"**"}}}
+	if pattern == "" {
+		return nil
+	}
+	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
+	if !ok {
+		return any
+	}
+	var out []globWalk
+	for _, alt := range alts {
+		if strings.HasPrefix(alt, "!") {
+			return any
+		}
+		if !strings.Contains(strings.TrimSuffix(alt, "/"), "/") {
+			out = append(out, globWalk{root, []string{"**", strings.TrimSuffix(alt, "/")}})
+			continue
+		}
+		base, p := root, alt
+		if strings.HasPrefix(alt, "/") {
+			base, p = "/", strings.TrimLeft(alt, "/")
+		}
+		segs := strings.Split(path.Clean(p), "/")
+		i := 0
+		for i < len(segs) && !strings.ContainsAny(segs[i], "*?[{\\") {
+			i++
+		}
+		out = append(out, globWalk{filepath.Join(append([]string{base}, segs[:i]...)...), segs[i:]})
+	}
+	return out
 }
 
 // globDirs lists where the worker's walk for pattern under root starts, per brace

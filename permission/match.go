@@ -339,6 +339,80 @@ func MayMatchBelowWithin(absPattern string, segs []string, b *MatchBudget) (bool
 	return m(0, 0), nil
 }
 
+// MayCover reports, charged to b as MayMatchBelowWithin is, whether some path may both match
+// the glob segments walk (a search's pattern, ** for any depth) and what the absolute pattern
+// matches, or, with below, lie under it: a listing by walk could then name what the rule is
+// about. Two wildcard segments are taken to match a common name unless their literal starts
+// or ends tell them apart (*.go and *.env never do).
+func MayCover(absPattern string, below bool, walk []string, b *MatchBudget) (bool, error) {
+	if absPattern == "" {
+		return false, nil
+	}
+	pat := pathMatcherOf(absPattern).segs
+	if below {
+		pat = append(slices.Clip(pat), "**")
+	}
+	cost := (len(pat) + 1) * (len(walk) + 1)
+	if cost > b.left {
+		return false, ErrMatchBudget
+	}
+	b.left -= cost
+	const unknown, no, yes = 0, 1, 2
+	w := len(walk) + 1
+	memo := make([]uint8, (len(pat)+1)*w)
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if i == len(pat) && j == len(walk) {
+			return true
+		}
+		k := i*w + j
+		if memo[k] != unknown {
+			return memo[k] == yes
+		}
+		res := false
+		switch {
+		case i < len(pat) && pat[i] == "**":
+			res = m(i+1, j) || j < len(walk) && m(i, j+1)
+		case j < len(walk) && walk[j] == "**":
+			res = m(i, j+1) || i < len(pat) && m(i+1, j)
+		case i < len(pat) && j < len(walk):
+			res = segsMayMeet(pat[i], walk[j]) && m(i+1, j+1)
+		}
+		memo[k] = no
+		if res {
+			memo[k] = yes
+		}
+		return res
+	}
+	return m(0, 0), nil
+}
+
+// segsMayMeet reports whether one name may match both glob segments x and y.
+func segsMayMeet(x, y string) bool {
+	const meta = `*?[\`
+	switch {
+	case !strings.ContainsAny(x, meta):
+		ok, _ := path.Match(y, x)
+		return ok
+	case !strings.ContainsAny(y, meta):
+		ok, _ := path.Match(x, y)
+		return ok
+	}
+	xs, ys := x[:strings.IndexAny(x, meta)], y[:strings.IndexAny(y, meta)]
+	if !strings.HasPrefix(xs, ys) && !strings.HasPrefix(ys, xs) {
+		return false
+	}
+	xe, ye := x[strings.LastIndexAny(x, meta)+1:], y[strings.LastIndexAny(y, meta)+1:]
+	// A literal end after a ] or an escape is not read here: only after * or ?.
+	if c := x[strings.LastIndexAny(x, meta)]; c != '*' && c != '?' {
+		xe = ""
+	}
+	if c := y[strings.LastIndexAny(y, meta)]; c != '*' && c != '?' {
+		ye = ""
+	}
+	return strings.HasSuffix(xe, ye) || strings.HasSuffix(ye, xe)
+}
+
 // matchSimple matches a pattern with at most one ** without allocating: backtracking over a
 // single ** is linear in the path length.
 func matchSimple(pat, segs []string) bool {

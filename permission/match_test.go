@@ -114,3 +114,37 @@ func FuzzMatchBashGlobs(f *testing.F) {
 		}
 	})
 }
+
+// TestMayCover: a walk may list a name a pattern covers when some path matches both (below
+// the pattern too, when it names a dir); wildcard segments meet unless their literal starts
+// or ends differ.
+func TestMayCover(t *testing.T) {
+	for _, tc := range []struct {
+		pat   string
+		below bool
+		walk  string
+		want  bool
+	}{
+		{"/p/secret/**", false, "/p/[s]ecret/*", true},
+		{"/p/secret/**", false, "/p/secre?/*", true},
+		{"/p/secret/**", false, "/p/*/key.txt", true},
+		{"/p/secret/**", false, "/p/**/*.go", true},
+		{"/p/secret/**", false, "/p/src/**/*.ts", false},
+		{"/p/secret", true, "/p/*/key.txt", true},
+		{"/p/secret", false, "/p/*/key.txt", false},
+		{"/p/.env", false, "/p/**/*.go", false},
+		{"/p/.env", false, "/p/.e*", true},
+		{"/p/.env", false, "/p/*.md", false},
+		{"/**/*.pem", false, "/p/**/*.go", false},
+		{"/**/*.pem", false, "/p/**/*", true},
+		{"/**/*.pem", false, "/p/certs/x*.pem", true},
+		{"/**/*.pem", false, "/p/certs/*.key", false},
+		{"/h/.ssh/**", false, "/p/**/*", false},
+	} {
+		b := NewMatchBudget()
+		got, err := MayCover(tc.pat, tc.below, SplitPath(tc.walk), b)
+		if err != nil || got != tc.want {
+			t.Errorf("MayCover(%q, %v, %q) = %v, %v; want %v", tc.pat, tc.below, tc.walk, got, err, tc.want)
+		}
+	}
+}
