@@ -307,7 +307,7 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write bool) error
 		return h.checkTreeOutside(c, root, tool)
 	}
 	instead := "run the command in sandboxd (sbctl hook --confine)"
-	if tool != "Bash" {
+	if c.Tool.Name() != "Bash" {
 		instead = "use sandboxd's own " + tool + " (its MCP server, sbctl mcp), which runs it confined"
 	}
 	verb := "reads"

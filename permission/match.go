@@ -303,16 +303,10 @@ func MayMatchBelowWithin(absPattern string, segs []string, b *MatchBudget) (bool
 		return false, nil
 	}
 	pat := pathMatcherOf(absPattern).segs
-	cost := (len(pat) + 1) * (len(segs) + 1)
-	if cost > b.left {
-		return false, ErrMatchBudget
+	if err := b.charge(len(pat), len(segs)); err != nil {
+		return false, err
 	}
-	b.left -= cost
-	const unknown, no, yes = 0, 1, 2
-	w := len(segs) + 1
-	memo := make([]uint8, (len(pat)+1)*w)
-	var m func(i, j int) bool
-	m = func(i, j int) bool {
+	return memoized(len(pat), len(segs), func(m func(i, j int) bool, i, j int) bool {
 		if j == len(segs) {
 			// The directory is consumed: what is left of the pattern names something below.
 			return i < len(pat)
@@ -320,23 +314,44 @@ func MayMatchBelowWithin(absPattern string, segs []string, b *MatchBudget) (bool
 		if i == len(pat) {
 			return false
 		}
-		k := i*w + j
-		if memo[k] != unknown {
-			return memo[k] == yes
-		}
-		res := false
 		if pat[i] == "**" {
-			res = m(i+1, j) || m(i, j+1)
-		} else if ok, _ := path.Match(pat[i], segs[j]); ok {
-			res = m(i+1, j+1)
+			return m(i+1, j) || m(i, j+1)
 		}
-		memo[k] = no
+		ok, _ := path.Match(pat[i], segs[j])
+		return ok && m(i+1, j+1)
+	}), nil
+}
+
+// charge takes from b what matching n pattern segments against m others may cost, or says
+// the budget is spent.
+func (b *MatchBudget) charge(n, m int) error {
+	cost := (n + 1) * (m + 1)
+	if cost > b.left {
+		return ErrMatchBudget
+	}
+	b.left -= cost
+	return nil
+}
+
+// memoized runs f(i, j) from (0, 0), each pair worked out once: f calls m for the pairs it
+// depends on, i in [0, n] and j in [0, k].
+func memoized(n, k int, f func(m func(i, j int) bool, i, j int) bool) bool {
+	const unknown, no, yes = 0, 1, 2
+	memo := make([]uint8, (n+1)*(k+1))
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		idx := i*(k+1) + j
+		if memo[idx] != unknown {
+			return memo[idx] == yes
+		}
+		res := f(m, i, j)
+		memo[idx] = no
 		if res {
-			memo[k] = yes
+			memo[idx] = yes
 		}
 		return res
 	}
-	return m(0, 0), nil
+	return m(0, 0)
 }
 
 // MayCover reports, charged to b as MayMatchBelowWithin is, whether some path may both match
@@ -352,39 +367,22 @@ func MayCover(absPattern string, below bool, walk []string, b *MatchBudget) (boo
 	if below {
 		pat = append(slices.Clip(pat), "**")
 	}
-	cost := (len(pat) + 1) * (len(walk) + 1)
-	if cost > b.left {
-		return false, ErrMatchBudget
+	if err := b.charge(len(pat), len(walk)); err != nil {
+		return false, err
 	}
-	b.left -= cost
-	const unknown, no, yes = 0, 1, 2
-	w := len(walk) + 1
-	memo := make([]uint8, (len(pat)+1)*w)
-	var m func(i, j int) bool
-	m = func(i, j int) bool {
-		if i == len(pat) && j == len(walk) {
-			return true
-		}
-		k := i*w + j
-		if memo[k] != unknown {
-			return memo[k] == yes
-		}
-		res := false
+	return memoized(len(pat), len(walk), func(m func(i, j int) bool, i, j int) bool {
 		switch {
+		case i == len(pat) && j == len(walk):
+			return true
 		case i < len(pat) && pat[i] == "**":
-			res = m(i+1, j) || j < len(walk) && m(i, j+1)
+			return m(i+1, j) || j < len(walk) && m(i, j+1)
 		case j < len(walk) && walk[j] == "**":
-			res = m(i, j+1) || i < len(pat) && m(i+1, j)
+			return m(i, j+1) || i < len(pat) && m(i+1, j)
 		case i < len(pat) && j < len(walk):
-			res = segsMayMeet(pat[i], walk[j]) && m(i+1, j+1)
+			return segsMayMeet(pat[i], walk[j]) && m(i+1, j+1)
 		}
-		memo[k] = no
-		if res {
-			memo[k] = yes
-		}
-		return res
-	}
-	return m(0, 0), nil
+		return false
+	}), nil
 }
 
 // segsMayMeet reports whether one name may match both glob segments x and y.
