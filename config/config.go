@@ -345,7 +345,7 @@ func Default() Config {
 			RetainFiles:        30,
 			CheckpointEvery:    1000,
 			CheckpointInterval: 60,
-			MaxInputBytes:      64 << 10,
+			MaxInputBytes:      256 << 10,
 			RetainDays:         90,
 			MinFreeBytes:       256 << 20,
 			// About 1 000 of the largest calls (64 KiB inputs) an hour; an agent's usual

@@ -60,7 +60,7 @@ func TestLoad(t *testing.T) {
 		{"extra syscall typo names it", "sandbox:\n  extra_syscalls: [vhangup, vhangupp]\n", `sandbox.extra_syscalls: unknown syscall "vhangupp"`, nil},
 		{"limits default", "", "", func(c Config) bool {
 			return c.Limits.ResponseBytes == 64<<20 && c.Limits.BatchCalls == 64 && c.Limits.PersistedBytesPerUser == 1<<30 &&
-				c.Limits.TaskMaxSeconds == 3600 && c.Audit.MaxInputBytes == 64<<10 && c.Audit.RetainDays == 90 && c.Sessions.IdleTimeoutSec == 86400
+				c.Limits.TaskMaxSeconds == 3600 && c.Audit.MaxInputBytes == 256<<10 && c.Audit.RetainDays == 90 && c.Sessions.IdleTimeoutSec == 86400
 		}},
 		{"sessions_per_user falls back to max_sessions_per_user", "max_sessions_per_user: 3\n", "", func(c Config) bool { return c.EffectiveSessionsPerUser() == 3 }},
 		{"sessions_per_user wins", "max_sessions_per_user: 3\nlimits:\n  sessions_per_user: 5\n", "", func(c Config) bool { return c.EffectiveSessionsPerUser() == 5 }},

@@ -11,15 +11,17 @@ import (
 )
 
 // TestApprovalShowsWhatRunsUnredacted: who answers an approval reads its input as it runs, not
-// as redacted for the log, where a secret-looking assignment hid a command substitution; an
-// admin who does not answer it, and the audit log, still get the redacted input.
+// as redacted for the log; an admin who does not answer it, and the audit log, still get the
+// redacted input. A secret-looking assignment whose value is a command substitution is code,
+// not a secret: everyone reads it as written (audit.runsCode).
 func TestApprovalShowsWhatRunsUnredacted(t *testing.T) {
 	alice := testutil.CreateUser(t, "sbaua")
 	bob := testutil.CreateUser(t, "sbaub")
 	td := startDaemon(t, "admin_group: "+bob.Name+"\n")
 	sid := sessionAs(t, td, alice, `,"mode":"default"`)
-	const hidden = "touch pwned-by-substitution"
-	cmd := fmt.Sprintf(`MY_TOKEN="$(%s)" true`, hidden)
+	const hidden = "hunter2-pwned-literal"
+	const substituted = "touch visible-substitution"
+	cmd := fmt.Sprintf(`MY_TOKEN="%s" X_TOKEN="$(%s)" true`, hidden, substituted)
 	code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""), "")
 	var res struct {
 		ApprovalID string `json:"approval_id"`
@@ -40,12 +42,13 @@ func TestApprovalShowsWhatRunsUnredacted(t *testing.T) {
 	_, b = curlAs(t, td, bob, "GET", "/v1/approvals", "", "")
 	list = protocol.ApprovalList{}
 	decodeInto(t, b, &list)
-	if len(list.Approvals) != 1 || list.Approvals[0].ID != res.ApprovalID || strings.Contains(string(list.Approvals[0].Input), "pwned") {
+	if len(list.Approvals) != 1 || list.Approvals[0].ID != res.ApprovalID || strings.Contains(string(list.Approvals[0].Input), "pwned") ||
+		!strings.Contains(string(list.Approvals[0].Input), substituted) {
 		t.Errorf("the admin's view: %s", b)
 	}
 	for _, rec := range auditRecords(t, td) {
-		if strings.Contains(string(rec.Input), "pwned-by-substitution") {
-			t.Errorf("the audit log holds the unredacted input: %s %s", rec.Kind, rec.Input)
+		if strings.Contains(string(rec.Input), "pwned") || len(rec.Input) > 0 && !strings.Contains(string(rec.Input), substituted) {
+			t.Errorf("the audit log holds the secret, or hides the code: %s %s", rec.Kind, rec.Input)
 		}
 	}
 }

@@ -167,7 +167,8 @@ type decisionEvent struct {
 
 const maxBufferedEvents = 10000
 
-// decisionLogInputMaxBytes bounds one event's input (audit.max_input_bytes' default).
+// decisionLogInputMaxBytes bounds one event's input: a buffer of up to maxBufferedEvents of them stays
+// bounded, and the service gets a preview of a larger one.
 const decisionLogInputMaxBytes = 64 << 10
 
 // logDecision buffers one decision for upload. The input and result are serialised here,
