@@ -327,7 +327,10 @@ func ownerSearches(dir string, uid uint32) error {
 	}
 	defer unix.Close(fd)
 	if int(uid) == os.Geteuid() {
-		return unix.Fchmod(fd, 0o700)
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			return errcode.New(errcode.Of(err), fmt.Errorf("results directory: %w", err))
+		}
+		return nil
 	}
 	return setACL(fd, 7, 1, uid, "let the owner reach its results directory")
 }

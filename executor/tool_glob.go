@@ -188,18 +188,18 @@ type globWalk struct {
 // hidden/h.txt) and a !pattern every name it does not match, so such an alternative walks the
 // whole tree under root, as does each of a pattern with too many alternatives to read.
 func agentGlobWalks(root, pattern string) []globWalk {
-	any := []globWalk{{root, []string{"**"}}}
+	whole := []globWalk{{root, []string{"**"}}}
 	if pattern == "" {
 		return nil
 	}
 	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
 	if !ok {
-		return any
+		return whole
 	}
 	var out []globWalk
 	for _, alt := range alts {
 		if strings.HasPrefix(alt, "!") {
-			return any
+			return whole
 		}
 		if !strings.Contains(strings.TrimSuffix(alt, "/"), "/") {
 			out = append(out, globWalk{root, []string{"**", strings.TrimSuffix(alt, "/")}})
