@@ -45,12 +45,17 @@ var secretPatterns = []secretPattern{
 // pemSep separates a PEM block's lines: a line break, or its escape in a quoted string.
 const pemSep = `(?:\s|\\[nr])+`
 
-// runsCode reports a span that a shell, read in some context, would run or expand rather
-// than take as text: redacting it would hide from the record what the command did
-// (x_token="$(touch f)", https://u:$(id)@host).
+// runsCode reports a span that a shell, read in some context, may run, expand or redirect
+// rather than take as text: redacting it would hide from the record what the command did
+// (x_token="$(touch f)", https://u:$(id)@host, x_token=>f). A quote of the other kind, or a
+// shell operator, inside a quoted value means the quotes may not be the shell's: in
+// echo "x_token='"; touch f; echo "'" the single quotes are text and the span is commands.
+// Such a value stays as written: the record must show what ran, a secret in it included.
 func runsCode(span string) bool {
-	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n") ||
-		strings.Contains(span, "<(") || strings.Contains(span, ">(")
+	if len(span) >= 2 && (span[0] == '"' || span[0] == '\'') && span[len(span)-1] == span[0] {
+		span = span[1 : len(span)-1]
+	}
+	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n\"';&|<>()")
 }
 
 // secretKey matches object keys whose string value is a secret whatever it looks like.

@@ -75,13 +75,19 @@ func TestRedactKeepsCode(t *testing.T) {
 		{`echo "x_secret='$(touch HIDDEN5)'"`, "$(touch HIDDEN5)"},
 		{"curl https://u:a;touch${IFS}HIDDEN6;b@x", "touch${IFS}HIDDEN6"},
 		{"curl https://u:$(touch${IFS}HIDDEN7)@x", "$(touch${IFS}HIDDEN7)"},
+		// A quote inside the other kind is text: the span between is commands.
+		{`echo "x_token='"; touch HIDDEN8; echo "'"`, "touch HIDDEN8"},
+		{`echo 'x_password="'; touch HIDDEN9; echo '"'`, "touch HIDDEN9"},
+		{"echo hi x_token=>HIDDEN10", ">HIDDEN10"},
+		{"cat x_secret=<file", "<file"},
+		{`x_token='a|b' y`, "a|b"},
 	} {
 		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
 			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
 		}
 	}
-	// A secret with a shell's special characters in it, quoted, is still a secret.
-	if got := RedactString(`PASSWORD='pa$$w;rd'`); strings.Contains(got, "w;rd") {
+	// A secret with a dollar sign in it, quoted, is still a secret.
+	if got := RedactString(`PASSWORD='pa$$word'`); strings.Contains(got, "word'") {
 		t.Errorf("a quoted password survived: %q", got)
 	}
 }
