@@ -492,7 +492,16 @@ except OSError: pass
 print("ptys=%d" % n)'`, check: wantOut(fmt.Sprintf("ptys=%d\n", maxPtys))},
 		// Legacy AIO's contexts come from one host-wide limit (fs.aio-max-nr): none for a call.
 		escapeCase{name: "seccomp_io_setup_enosys",
-			script: fmt.Sprintf("python3 -c '%s' 206 1 0", pySyscall), check: wantOut("errno=ENOSYS")})
+			script: fmt.Sprintf("python3 -c '%s' 206 1 0", pySyscall), check: wantOut("errno=ENOSYS")},
+		// A hard link would be a second name of the file that a later call's covers miss: no
+		// call makes one (EXDEV, so tools copy instead), and git clone still works by copying.
+		escapeCase{name: "seccomp_hard_links_exdev",
+			script: `cd /tmp && echo s > f && { ln f g 2>&1 || true; } && python3 -c 'import os
+try:
+  os.link("f", "h")
+except OSError as e:
+  print("link errno=%d" % e.errno)' && git init -q r && git -C r -c user.name=x -c user.email=x@x commit -q --allow-empty -m i && git clone -q r c && echo cloned`,
+			check: wantOut("Invalid cross-device link", "link errno=18", "cloned")})
 	return cases
 }
 

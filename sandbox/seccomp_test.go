@@ -89,7 +89,7 @@ func TestSeccompTable(t *testing.T) {
 		"swapoff", "reboot", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "acct",
 		"quotactl", "quotactl_fd", "io_uring_setup", "io_uring_enter", "io_uring_register",
 		"personality", "ioctl", "clone", "socket", "chroot", "sethostname", "setdomainname",
-		"syslog", "iopl", "ioperm", "lookup_dcookie", "vhangup", "fanotify_init", "io_setup"}
+		"syslog", "iopl", "ioperm", "lookup_dcookie", "vhangup", "fanotify_init", "io_setup", "link", "linkat"}
 	seen := map[string]bool{}
 	for _, r := range allowedSyscalls {
 		if seen[r.name] {

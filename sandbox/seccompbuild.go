@@ -120,6 +120,19 @@ func compileSeccomp(extra []string) (*seccomp.ScmpFilter, error) {
 			return nil, fmt.Errorf("io_setup enosys: %w", err)
 		}
 	}
+	// A hard link made by one call outlives it as a second name of the file: once the file is
+	// hidden by a Read deny rule or made read-only (a protected path, an Edit deny rule, or
+	// one a later rule or hook names), a later call reads or writes it through the other name,
+	// which no mount covers. EXDEV, as across filesystems: git clone, cargo, pnpm and ccache
+	// copy instead, and ln and cp -l say why they failed. An admin extra allows them again.
+	for _, name := range []string{"link", "linkat"} {
+		if nr, err := seccomp.GetSyscallFromName(name); err == nil && !slices.Contains(extra, name) {
+			if err := f.AddRule(nr, seccomp.ActErrno.SetReturnCode(int16(unix.EXDEV))); err != nil {
+				f.Release()
+				return nil, fmt.Errorf("%s exdev: %w", name, err)
+			}
+		}
+	}
 	// clone3 passes its flags in memory seccomp cannot read: ENOSYS makes glibc and Go fall
 	// back to clone, which the rule above inspects (what runc and moby do).
 	if nr, err := seccomp.GetSyscallFromName("clone3"); err == nil {
