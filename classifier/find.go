@@ -44,6 +44,27 @@ func findRootsEnd(vals []string, start int) int {
 // findRemoves reports whether find's expression removes what it finds: -delete, or a command
 // it runs on each (-exec, -execdir, -ok, -okdir) that removes or moves files, through any
 // wrapper (-exec env rm), or one known only at run time (-exec /bin/r[m]).
+// findExecWrites reports a find that runs a command on what it finds which may write it: any
+// command but the readers below (find src -type f -exec sed -i … {} +, -exec cp x {} \;).
+func findExecWrites(vals []string) bool {
+	for i, v := range vals {
+		switch v {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			cmd := stripWrappers(vals[i+1:], true)
+			if len(cmd) == 0 || !findReaders[baseName(cmd[0])] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findReaders are the commands a find may run on what it finds without writing it.
+var findReaders = map[string]bool{"cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "head": true,
+	"tail": true, "ls": true, "stat": true, "file": true, "wc": true, "md5sum": true, "sha1sum": true,
+	"sha256sum": true, "sha512sum": true, "echo": true, "printf": true, "test": true, "[": true,
+	"basename": true, "dirname": true, "readlink": true, "realpath": true, "du": true, "diff": true, "cmp": true}
+
 func findRemoves(vals []string) bool {
 	for i, v := range vals {
 		switch v {

@@ -86,6 +86,15 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	sandboxed := !pc.opts.Unconfined
 	pc.mentioning, pc.alternative = true, sandboxed
 	defer func() { pc.mentioning, pc.alternative = false, false }()
+	lastTree := ""
+	defer func() {
+		if lastTree != "" && (name == "rsync" || name == "scp") {
+			// rsync -a new/ src/: the last operand gets a copy of each tree, over what it holds.
+			pc.tree, pc.treeWrite, pc.mentioning = false, true, false
+			pc.add(lastTree, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			pc.treeWrite = false
+		}
+	}()
 	for _, a := range args {
 		if !a.static || a.glob {
 			switch {
@@ -105,6 +114,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 				pc.mention(v, access, name, sb)
 				if trees {
 					pc.treeRead(v, name, sb)
+					lastTree = v
 				}
 			}
 			if _, val, ok := strings.Cut(v, "="); ok && fileWord(val) {

@@ -507,6 +507,53 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	pc.symlinks = pc.symlinks || linked
 }
 
+// gitTreeWriters are the git subcommands that move, remove or rewrite the files their path
+// operands name, each a whole tree: git mv, rm -r, clean, restore, checkout -- PATH.
+var gitTreeWriters = map[string]bool{"mv": true, "rm": true, "clean": true, "restore": true, "checkout": true}
+
+// gitTreeWrites adds the operands of a gitTreeWriters subcommand (past its options; for
+// checkout and restore, a revision too, which names no file here) as whole-tree writes, and
+// git mv's sources as tree reads, as mv's are. With no operand, git clean and a checkout or
+// restore of the whole tree write the cwd's.
+func (pc *pathCollector) gitTreeWrites(sb *sub, sub string, ws []word) {
+	var ops []word
+	for j := 0; j < len(ws); j++ {
+		a := ws[j]
+		if !a.static {
+			pc.runtimeWord(a, sb)
+			continue
+		}
+		switch v := a.val; {
+		case v == "--":
+			ops = append(ops, ws[j+1:]...)
+			j = len(ws)
+		case strings.HasPrefix(v, "--pathspec-from-file"):
+			pc.unknown() // the paths are in a file, or on stdin
+		case v == "-e" || v == "-s" || v == "-b" || v == "-B" || v == "--orphan" || v == "--source" || v == "--exclude" || v == "--conflict":
+			j++ // its value
+		case strings.HasPrefix(v, "-"):
+		default:
+			ops = append(ops, a)
+		}
+	}
+	if len(ops) == 0 && sub == "clean" {
+		ops = []word{{val: ".", src: ".", static: true}}
+	}
+	sources := ops
+	if sub == "mv" && len(ops) > 1 {
+		pc.word(ops[len(ops)-1], AccessWrite, "git", sb)
+		sources = ops[:len(ops)-1]
+	}
+	pc.treeWrite = true
+	pc.all(sources, AccessWrite, "git", sb)
+	pc.treeWrite = false
+	if sub == "mv" {
+		pc.tree = true
+		pc.all(sources, AccessRead, "git", sb)
+		pc.tree = false
+	}
+}
+
 // unpacksLinks are programs that may put symbolic links (or a dir holding them) under names
 // the line goes on to use: archives unpacked, trees synced, a hard link to a link made.
 var unpacksLinks = map[string]bool{"link": true, "rsync": true, "tar": true, "gtar": true, "bsdtar": true,
@@ -604,6 +651,9 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	if i < len(ws) {
 		for _, f := range gitConfigWrittenBy(ws[i].val, ws[i+1:]) {
 			pc.add(f, AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+		}
+		if gitTreeWriters[ws[i].val] {
+			pc.gitTreeWrites(sb, ws[i].val, ws[i+1:])
 		}
 	}
 	if i+1 < len(ws) && ws[i].val == "var" {
@@ -1104,7 +1154,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		start := findRootsStart(vals)
 		// What find removes, its roots included, is written: `find .git -delete` is a write
 		// of .git, as `rm -rf .git` is.
-		removes := findRemoves(vals)
+		removes := findRemoves(vals) || findExecWrites(vals)
 		for _, v := range vals {
 			if v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
 				// The command gets every file found below the roots: `find ~/.ssh -exec cat
@@ -1275,7 +1325,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			pc.treeWrite = false
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
 			dest := opWords[len(opWords)-1]
+			// cp -rT new src copies what new holds into src itself.
+			pc.treeWrite = recursive && slices.ContainsFunc(opts, func(o opt) bool { return o.name == "T" || o.long && longIs(o.name, "no-target-directory") })
 			pc.word(dest, AccessWrite, name, sb)
+			pc.treeWrite = false
 			opWords = opWords[:len(opWords)-1]
 			if dest.static && !dest.glob {
 				pc.treeWrite = recursive
@@ -1325,7 +1378,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
 		}
+		// chmod -R a+rw . changes what every file below may be read or written by.
+		pc.treeWrite = slices.ContainsFunc(opts, func(o opt) bool { return o.name == "R" || o.long && longIs(o.name, "recursive") })
 		pc.all(opWords, AccessWrite, name, sb)
+		pc.treeWrite = false
 	case pkUniq:
 		if len(opWords) > 0 {
 			pc.word(opWords[0], AccessRead, name, sb)

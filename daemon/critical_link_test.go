@@ -87,10 +87,24 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"cp -r new/. src/": true, "cp -a new/. src": true, "mv secret s2": true, "rm -rf secret": true,
 		"rm -rf build": false, "cp a.txt src/": false, "mv a.txt b.txt": false, "cp -r src src9": false,
 		"find build -delete": false, "cp -al build b2": false, "rm src/x": false,
+		// git's own moves and removals, a copy into a dir itself, find running a writer,
+		// modes changed below, rsync onto a dir.
+		"git mv secret/key.txt k": true, "git mv .env e2": true, "git rm -rq secret": true, "git clean -fdxq secret": true,
+		"git clean -fdx": true, "git restore src/locked/f.txt": true, "git checkout -- src": true, "cd src && git rm -rq locked": true,
+		"cp -rT new src": true, "cp -r --no-target-directory new src": true, "find src -type f -exec sed -i s/a/b/ {} +": true,
+		"find src -name f.txt -exec cp a.txt {} ;": true, "chmod -R a+w src": true, "chmod -R a+rwX .": true, "rsync -a new/ src/": true,
+		"git mv a.txt b.txt": false, "git clean -fdx build": false, "find src -name x -exec cat {} +": false, "chmod -R a+w build": false,
+		"rsync -a new/ build/": false,
 	} {
 		for _, unconfined := range []bool{true, false} {
 			res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), unconfined)
-			refused := behavior(res) == permission.Deny && strings.Contains(res.Decision.Reason, "everything under")
+			// Run by its caller, a command that reaches below is denied (by the tree check, or
+			// by a rule on the path it names), and one that does not is allowed; confined, the
+			// tree check never refuses.
+			refused := behavior(res) == permission.Deny
+			if !unconfined {
+				refused = refused && strings.Contains(res.Decision.Reason, "everything under")
+			}
 			if want := reaches && unconfined; refused != want {
 				t.Errorf("%q (unconfined %v): %s at %s, want refused %v: %s", cmd, unconfined, res.Decision.Behavior, res.Decision.Step, want, res.Decision.Reason)
 			}
