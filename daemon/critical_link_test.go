@@ -125,6 +125,7 @@ func TestAgentGlobUnderReadDenies(t *testing.T) {
 	for pattern, lists := range map[string]bool{
 		"secret/*": true, "[s]ecret/*": true, "secre?/*": true, "*/key.txt": true, "**/key.txt": true,
 		"**/*.go": true, "{src,secret}/*": true, ".env": true, ".e*": true, "!*.go": true, "**/x.pem": true,
+		"secre[!x]/*": true, "[!x]ecret/*": true, `secret\/*`: true, "secret[/]*": true, ".en[!x]": true,
 		"src/*": true, "src/**/*.ts": false, "src/*.go": false, "absent-not/*.go": false, "docs/*.md": false,
 	} {
 		for _, unconfined := range []bool{true, false} {

@@ -390,11 +390,9 @@ func segsMayMeet(x, y string) bool {
 	const meta = `*?[\`
 	switch {
 	case !strings.ContainsAny(x, meta):
-		ok, _ := path.Match(y, x)
-		return ok
+		return mayMatchName(y, x)
 	case !strings.ContainsAny(y, meta):
-		ok, _ := path.Match(x, y)
-		return ok
+		return mayMatchName(x, y)
 	}
 	xs, ys := x[:strings.IndexAny(x, meta)], y[:strings.IndexAny(y, meta)]
 	if !strings.HasPrefix(xs, ys) && !strings.HasPrefix(ys, xs) {
@@ -409,6 +407,14 @@ func segsMayMeet(x, y string) bool {
 		ye = ""
 	}
 	return strings.HasSuffix(xe, ye) || strings.HasSuffix(ye, xe)
+}
+
+// mayMatchName is path.Match of a glob as shells, ripgrep and Python read it, where [!x]
+// negates as [^x] does; a pattern path.Match cannot read (secret\ or secret[ cut at a slash
+// of \/ or [/]) may match anything.
+func mayMatchName(pattern, name string) bool {
+	ok, err := path.Match(strings.ReplaceAll(pattern, "[!", "[^"), name)
+	return ok || err != nil
 }
 
 // matchSimple matches a pattern with at most one ** without allocating: backtracking over a

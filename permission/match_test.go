@@ -140,6 +140,13 @@ func TestMayCover(t *testing.T) {
 		{"/**/*.pem", false, "/p/certs/x*.pem", true},
 		{"/**/*.pem", false, "/p/certs/*.key", false},
 		{"/h/.ssh/**", false, "/p/**/*", false},
+		// Negation as shells write it, and what path.Match cannot read, may match.
+		{"/p/secret/**", false, "/p/secre[!x]/*", true},
+		{"/p/secret/**", false, "/p/[!x]ecret/*", true},
+		{"/p/.env", false, "/p/.en[!x]", true},
+		{"/p/.env", false, "/p/.en[!v]", false},
+		{"/p/secret/**", false, `/p/secret\/*`, true},
+		{"/p/secret/**", false, "/p/secret[/]*", true},
 	} {
 		b := NewMatchBudget()
 		got, err := MayCover(tc.pat, tc.below, SplitPath(tc.walk), b)
