@@ -109,6 +109,15 @@ var ProtectedInHome = []string{
 	".gradle/init.gradle.kts", ".gradle/gradle.properties", ".sbt/1.0/plugins", ".sbt/1.0/global.sbt",
 	".config/direnv", ".local/share/nvim", ".kube/config", ".aws/config", ".gnupg/gpg-agent.conf",
 	".config/containers",
+	// Terraform's provider overrides and plugins, the prompt's and terminals' and other
+	// shells' configs (starship's custom commands, kitty's and alacritty's shell, nushell's and
+	// PowerShell's profiles), VS Code's user settings and tasks, helix's, the desktop's file
+	// associations and launchers, rustup's toolchain override and its toolchains, and nvm's
+	// installed node versions (their bin dirs are on the PATH nvm sets).
+	".terraformrc", ".terraform.d", ".config/starship.toml", ".config/kitty", ".config/alacritty",
+	".config/nushell", ".config/powershell", ".config/Code/User/settings.json", ".config/Code/User/tasks.json",
+	".config/helix", ".config/mimeapps.list", ".local/share/applications", ".rustup/settings.toml",
+	".rustup/toolchains", ".nvm/versions",
 	".ssh", ".cache/sandboxd",
 }
 

@@ -110,6 +110,14 @@ _protected_cases := {
 	"jupyter config": {"p": "/home/u/.jupyter/jupyter_server_config.py", "want": true},
 	"julia start-up": {"p": "/home/u/.julia/config/startup.jl", "want": true},
 	"julia packages": {"p": "/home/u/.julia/packages/x", "want": false},
+	"terraform overrides": {"p": "/home/u/.terraformrc", "want": true},
+	"starship prompt": {"p": "/home/u/.config/starship.toml", "want": true},
+	"vs code user tasks": {"p": "/home/u/.config/Code/User/tasks.json", "want": true},
+	"vs code other state": {"p": "/home/u/.config/Code/User/globalStorage/x", "want": false},
+	"a desktop launcher": {"p": "/home/u/.local/share/applications/x.desktop", "want": true},
+	"a rustup toolchain": {"p": "/home/u/.rustup/toolchains/stable/bin/cargo", "want": true},
+	"rustup downloads": {"p": "/home/u/.rustup/downloads/x", "want": false},
+	"the rustup dir": {"p": "/home/u/.rustup", "want": true},
 }
 
 _is_protected(p) if {
