@@ -16,17 +16,24 @@ import (
 
 // truncatedInput is what a record keeps of an input larger than Config.MaxInputBytes:
 //
-//	{"truncated":true,"bytes":N,"preview":"<the first bytes of the redacted canonical input>"}
+//	{"truncated":true,"bytes":N,"preview":"<the redacted canonical input, cut>"}
 //
 // N is the size of the redacted canonical input; the record's input_digest stays the digest
 // of the whole (RFC 8785 form), so the input can still be matched against a copy. The preview
-// is cut on a UTF-8 boundary and the whole object fits in max bytes. One user's large inputs
-// then cannot fill the volume and push out others' history (issue 17).
+// is the input with its longest strings cut (shortened) when that fits, so a Write's
+// file_path, which sorts after its content, stays whole; else its first bytes, cut on a UTF-8
+// boundary. The whole object fits in max bytes. One user's large inputs then cannot fill the
+// volume and push out others' history (issue 17).
 func truncatedInput(red json.RawMessage, max int) json.RawMessage {
 	type trunc struct {
 		Truncated bool   `json:"truncated"`
 		Bytes     int    `json:"bytes"`
 		Preview   string `json:"preview"`
+	}
+	if short, ok := shortened(red, max/4); ok {
+		if b, err := json.Marshal(trunc{Truncated: true, Bytes: len(red), Preview: string(short)}); err == nil && len(b) <= max {
+			return b
+		}
 	}
 	n := max / 2 // escaping may grow the preview: start at half and shrink until it fits
 	for ; n > 0; n /= 2 {
@@ -41,6 +48,63 @@ func truncatedInput(red json.RawMessage, max int) json.RawMessage {
 	}
 	b, _ := json.Marshal(trunc{Truncated: true, Bytes: len(red)})
 	return b
+}
+
+// shortened is red, a JSON value, with its longest strings cut to fit in budget bytes (each
+// keeps its head and says how much went), or false when cutting strings cannot get it there.
+func shortened(red json.RawMessage, budget int) ([]byte, bool) {
+	v, err := decodeNumbers(red)
+	if err != nil {
+		return nil, false
+	}
+	for range 64 {
+		b, err := canonicalJSON(v)
+		if err != nil {
+			return nil, false
+		}
+		if len(b) <= budget {
+			return b, true
+		}
+		set, n := longestString(v)
+		if set == nil || n <= 64 {
+			return nil, false
+		}
+		set(n / 2)
+	}
+	return nil, false
+}
+
+// longestString finds the longest string in v (objects and arrays walked) and returns a
+// function that cuts it to about keep bytes, with its length.
+func longestString(v any) (func(keep int), int) {
+	var best func(keep int)
+	bestLen := 0
+	var walk func(v any, set func(string))
+	walk = func(v any, set func(string)) {
+		switch t := v.(type) {
+		case string:
+			if set != nil && len(t) > bestLen {
+				bestLen = len(t)
+				best = func(keep int) {
+					cut := []byte(t[:keep])
+					for len(cut) > 0 && !utf8.Valid(cut) {
+						cut = cut[:len(cut)-1]
+					}
+					set(fmt.Sprintf("%s…[%d bytes cut]", cut, len(t)-len(cut)))
+				}
+			}
+		case []any:
+			for i := range t {
+				walk(t[i], func(s string) { t[i] = s })
+			}
+		case map[string]any:
+			for k := range t {
+				walk(t[k], func(s string) { t[k] = s })
+			}
+		}
+	}
+	walk(v, nil)
+	return best, bestLen
 }
 
 // TruncateInput is truncatedInput for other logs of inputs (the policy's decision logs):

@@ -28,6 +28,8 @@ func TestInputTruncated(t *testing.T) {
 		{"small input kept", `{"command":"ls"}`, false},
 		{"large input truncated", `{"command":"` + strings.Repeat("é\\\"x", 2000) + `"}`, true},
 		{"large detail-free input with many keys", `{"a":"` + strings.Repeat("y", 5000) + `","b":1}`, true},
+		{"large write keeps its path", `{"content":"` + strings.Repeat("w", 5000) + `","file_path":"/home/u/proj/main.go"}`, true},
+		{"large multi-edit keeps its path", `{"edits":[{"new_string":"` + strings.Repeat("n", 3000) + `","old_string":"` + strings.Repeat("o", 3000) + `"}],"file_path":"/home/u/proj/x.go"}`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +57,10 @@ func TestInputTruncated(t *testing.T) {
 			}
 			if tc.truncated && (got.Bytes < len(tc.input)-10 || got.Preview == "" || !strings.HasPrefix(tc.input, got.Preview[:10])) {
 				t.Errorf("truncated form %+v does not describe the input", got)
+			}
+			// The short fields stay whole, after the long ones cut.
+			if i := strings.Index(tc.input, `"file_path":`); tc.truncated && i >= 0 && !strings.Contains(got.Preview, tc.input[i:len(tc.input)-1]) {
+				t.Errorf("the preview lost the file path: %s", got.Preview)
 			}
 		})
 	}
