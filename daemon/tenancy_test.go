@@ -377,6 +377,10 @@ func TestHostileResultsOutOfOthersReach(t *testing.T) {
 	if err := as(mallory, "stat", saved); err == nil {
 		t.Errorf("another user can stat %s", saved)
 	}
+	// Nor find the dir by the session's id, whose times would tell when outputs were saved.
+	if strings.Contains(saved, aid) {
+		t.Errorf("the results dir is named by the session's id: %s", saved)
+	}
 }
 
 // Output still being written counts too: three background commands printing 600 kB each and

@@ -2,6 +2,10 @@ package executor
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,12 +64,15 @@ type Host struct {
 	ledger  persistLedger
 	// grepHeld bounds what each user's running searches hold of rg's output.
 	grepHeld grepHeld
+	// resultsKey names each session's results dir (ResultsDir), new at every start.
+	resultsKey [32]byte
 }
 
 // NewHost wires the services tools use.
 func NewHost(log *zap.Logger, sb *sandbox.Sandbox, cfg config.Sandbox, stateDir string) *Host {
 	h := &Host{log: log.Named("host"), sandbox: sb, StateDir: stateDir}
 	h.cfg.Store(&cfg)
+	_, _ = rand.Read(h.resultsKey[:])
 	return h
 }
 
@@ -78,9 +85,14 @@ func (h *Host) SetConfig(cfg config.Sandbox) {
 // Sandbox is the confinement every child goes through.
 func (h *Host) Sandbox() *sandbox.Sandbox { return h.sandbox }
 
-// ResultsDir is where oversize results of a session are persisted for its owner.
+// ResultsDir is where oversize results of a session are persisted for its owner. Its name is
+// keyed by a secret of this daemon's, not the session's id, which other users may learn (ps
+// shows sbctl's arguments): the dir's times would tell them when the owner's outputs were
+// saved. A restart removes every session's results, so a new key each start loses nothing.
 func (h *Host) ResultsDir(sessionID string) string {
-	return filepath.Join(h.StateDir, "tool-results", sessionID)
+	m := hmac.New(sha256.New, h.resultsKey[:])
+	m.Write([]byte(sessionID))
+	return filepath.Join(h.StateDir, "tool-results", hex.EncodeToString(m.Sum(nil)[:16]))
 }
 
 // Spec is the confinement of one execution for a session: as the session's owner (never
