@@ -114,6 +114,8 @@ func init() {
 		"chmod":    {kind: pkMode, opts: optSpec{longArg: []string{"reference"}, permute: true}},
 		"chown":    {kind: pkMode, opts: optSpec{longArg: []string{"reference", "from"}, permute: true}},
 		"chgrp":    {kind: pkMode, opts: optSpec{longArg: []string{"reference"}, permute: true}},
+		"chacl":    {kind: pkMode, opts: optSpec{permute: true}},
+		"setfacl":  {kind: pkWrite, opts: optSpec{shortArg: "mMxX", longArg: []string{"modify", "modify-file", "remove", "remove-file", "set", "set-file"}, permute: true}},
 		"dd":       {kind: pkDD},
 		"python":   {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
 		"python3":  {kind: pkInterp, opts: optSpec{shortArg: "WXQ"}, patOpts: "cm"},
@@ -505,6 +507,22 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		pc.linkUses += len(pc.out) - before
 	}
 	pc.symlinks = pc.symlinks || linked
+}
+
+// treeFlag reports the option that makes a remover or a mode, owner or ACL changer act on
+// everything below its operands: rm -r/-R, chmod/chown/chgrp/setfacl -R, chacl -r.
+func treeFlag(name string, opts []opt) bool {
+	return slices.ContainsFunc(opts, func(o opt) bool {
+		switch {
+		case o.long:
+			return longIs(o.name, "recursive")
+		case removers[name]:
+			return o.name == "r" || o.name == "R"
+		case name == "chacl":
+			return o.name == "r"
+		}
+		return o.name == "R"
+	})
 }
 
 // gitTreeWriters are the git subcommands that move, remove or rewrite the files their path
@@ -1293,8 +1311,9 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)
 	case pkWrite:
-		// rm -r removes everything below its operands.
-		pc.treeWrite = removers[name] && recursiveCopy(opts)
+		// rm -r removes everything below its operands; setfacl -R changes who may read and
+		// write it.
+		pc.treeWrite = treeFlag(name, opts)
 		pc.all(opWords, AccessWrite, name, sb)
 		pc.treeWrite = false
 	case pkPattern:
@@ -1378,8 +1397,8 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
 		}
-		// chmod -R a+rw . changes what every file below may be read or written by.
-		pc.treeWrite = slices.ContainsFunc(opts, func(o opt) bool { return o.name == "R" || o.long && longIs(o.name, "recursive") })
+		// chmod -R a+rw . changes who may read or write every file below.
+		pc.treeWrite = treeFlag(name, opts)
 		pc.all(opWords, AccessWrite, name, sb)
 		pc.treeWrite = false
 	case pkUniq:

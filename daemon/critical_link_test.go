@@ -95,6 +95,8 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"find src -name f.txt -exec cp a.txt {} ;": true, "chmod -R a+w src": true, "chmod -R a+rwX .": true, "rsync -a new/ src/": true,
 		"git mv a.txt b.txt": false, "git clean -fdx build": false, "find src -name x -exec cat {} +": false, "chmod -R a+w build": false,
 		"rsync -a new/ build/": false,
+		"setfacl -R -m u:nobody:rX .": true, "setfacl -Rm o::r src": true, "setfacl --recursive --modify=u:nobody:r .": true,
+		"chacl -r u::rwx,g::r-x,o::r-x src": true, "setfacl -m u:nobody:r build/x.o": false,
 	} {
 		for _, unconfined := range []bool{true, false} {
 			res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), unconfined)
@@ -125,6 +127,7 @@ func TestAgentGlobUnderReadDenies(t *testing.T) {
 	for pattern, lists := range map[string]bool{
 		"secret/*": true, "[s]ecret/*": true, "secre?/*": true, "*/key.txt": true, "**/key.txt": true,
 		"**/*.go": true, "{src,secret}/*": true, ".env": true, ".e*": true, "!*.go": true, "**/x.pem": true,
+		"@(secret)/*": true, "+(secret|x)/**": true, "*(secret)/key.txt": true,
 		"secre[!x]/*": true, "[!x]ecret/*": true, `secret\/*`: true, "secret[/]*": true, ".en[!x]": true,
 		"src/*": true, "src/**/*.ts": false, "src/*.go": false, "absent-not/*.go": false, "docs/*.md": false,
 	} {

@@ -211,7 +211,7 @@ func agentGlobWalks(root, pattern string) []globWalk {
 		}
 		segs := strings.Split(path.Clean(p), "/")
 		i := 0
-		for i < len(segs) && !strings.ContainsAny(segs[i], "*?[{\\") {
+		for i < len(segs) && !strings.ContainsAny(segs[i], "*?[{(\\") {
 			i++
 		}
 		out = append(out, globWalk{filepath.Join(append([]string{base}, segs[:i]...)...), segs[i:]})

@@ -385,9 +385,13 @@ func MayCover(absPattern string, below bool, walk []string, b *MatchBudget) (boo
 	}), nil
 }
 
-// segsMayMeet reports whether one name may match both glob segments x and y.
+// segsMayMeet reports whether one name may match both glob segments x and y. An extglob
+// (@(secret), +(a|b), which node-glob and bash read) may match anything.
 func segsMayMeet(x, y string) bool {
 	const meta = `*?[\`
+	if strings.Contains(x, "(") || strings.Contains(y, "(") {
+		return true
+	}
 	switch {
 	case !strings.ContainsAny(x, meta):
 		return mayMatchName(y, x)

@@ -147,6 +147,11 @@ func TestMayCover(t *testing.T) {
 		{"/p/.env", false, "/p/.en[!v]", false},
 		{"/p/secret/**", false, `/p/secret\/*`, true},
 		{"/p/secret/**", false, "/p/secret[/]*", true},
+		// Extglobs, which node-glob reads.
+		{"/p/secret/**", false, "/p/@(secret)/*", true},
+		{"/p/secret/**", false, "/p/*(secret)/*", true},
+		{"/p/secret/**", false, "/p/+(secret|x)/**", true},
+		{"/p/secret/**", false, "/p/secre?/@(key).txt", true},
 	} {
 		b := NewMatchBudget()
 		got, err := MayCover(tc.pat, tc.below, SplitPath(tc.walk), b)
