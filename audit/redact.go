@@ -32,9 +32,18 @@ var secretPatterns = []secretPattern{
 	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
 	{"github_token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), 0, []string{"github_pat_"}},
 	{"slack_token", regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}},
+	// Anthropic's and OpenAI's keys (sk-ant-api03-…, sk-proj-…), Stripe's, npm's tokens.
+	{"api_key", regexp.MustCompile(`\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}`), 0, []string{"sk-"}},
+	{"stripe_key", regexp.MustCompile(`\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), 0, []string{"k_live_", "k_test_"}},
+	{"npm_token", regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), 0, []string{"npm_"}},
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}},
-	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot)\s+)[A-Za-z0-9._~+/=-]+`), 1, []string{"authorization"}},
+	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot)\s+)?)[A-Za-z0-9._~+/=-]{8,}`), 1, []string{"authorization"}},
 	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*`), 1, []string{"bearer"}},
+	// Passwords given to a command line: sshpass -p, --password VALUE, mysql -pVALUE, docker
+	// login -p VALUE, curl -u user:VALUE.
+	{"cli_password", regexp.MustCompile(`((?:\bsshpass\s+-p\s*|--password(?:=|\s+)|\bmysql(?:dump|admin)?\b[^|;&\n]*?\s-p|\bdocker\s+login\b[^|;&\n]*?\s-p\s+)["']?)[^\s"'|;&]+`), 1,
+		[]string{"sshpass", "--password", "mysql", "docker"}},
+	{"basic_auth", regexp.MustCompile(`((?:\s-u|\s--user)(?:=|\s+)["']?[^\s:"'@/]+:)[^\s"'@|;&]+`), 1, []string{"-u ", "-u=", "--user"}},
 	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/;|&<>()]+(@)`), 1, []string{"://"}},
 	// NAME=value and NAME: value where NAME ends in a secret-ish word; covers env assignments,
 	// .env files, YAML and JSON-in-a-string. Over-redaction is the safe error here.
@@ -50,12 +59,13 @@ const pemSep = `(?:\s|\\[nr])+`
 // (x_token="$(touch f)", https://u:$(id)@host, x_token=>f). A quote of the other kind, or a
 // shell operator, inside a quoted value means the quotes may not be the shell's: in
 // echo "x_token='"; touch f; echo "'" the single quotes are text and the span is commands.
+// So does a backslash, which may be what made the next quote text (x_token=a\' ; …).
 // Such a value stays as written: the record must show what ran, a secret in it included.
 func runsCode(span string) bool {
 	if len(span) >= 2 && (span[0] == '"' || span[0] == '\'') && span[len(span)-1] == span[0] {
 		span = span[1 : len(span)-1]
 	}
-	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n\"';&|<>()")
+	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n\"';&|<>()\\")
 }
 
 // secretKey matches object keys whose string value is a secret whatever it looks like.

@@ -41,6 +41,15 @@ func TestRedact(t *testing.T) {
 		{"bearer header", `curl -H "Authorization: Bearer abc.def-ghi_jkl"`, "abc.def-ghi_jkl", "authorization"},
 		{"bare bearer", "bearer 0123456789abcdef", "0123456789abcdef", "bearer"},
 		{"url password", "psql postgres://admin:letmein@db:5432/x", "letmein", "url_password"},
+		{"anthropic key", "export K=sk-ant-api03-abcdefghijklmnopqrstuvwxyz012", "abcdefghijklmnopqrstuvwxyz012", "api_key"},
+		{"stripe key", "curl -d k=sk_live_abcdefghijklmnop1234 x", "abcdefghijklmnop1234", "stripe_key"},
+		{"npm token", "npm config set //r.example/:_authToken npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_token"},
+		{"authorization without a scheme", `curl -H 'Authorization: abcdef0123456789xyz' x`, "abcdef0123456789xyz", "authorization"},
+		{"sshpass", "sshpass -p hunter2pass ssh host", "hunter2pass", "cli_password"},
+		{"mysql", "mysql -uroot -phunter2pass db", "hunter2pass", "cli_password"},
+		{"docker login", "docker login -u me -p hunter2pass reg.example", "hunter2pass", "cli_password"},
+		{"password option", "pg_dump --password hunter2pass db", "hunter2pass", "cli_password"},
+		{"curl user", "curl -u admin:hunter2pass https://x", "hunter2pass", "basic_auth"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +90,9 @@ func TestRedactKeepsCode(t *testing.T) {
 		{"echo hi x_token=>HIDDEN10", ">HIDDEN10"},
 		{"cat x_secret=<file", "<file"},
 		{`x_token='a|b' y`, "a|b"},
+		// A backslash may be what made the next quote text.
+		{`echo x_token=a\' ; touch HIDDEN11 ; echo \'`, "touch HIDDEN11"},
+		{`echo "x_token=abc\" ; touch HIDDEN12 ; echo \""`, `abc\"`},
 	} {
 		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
 			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
