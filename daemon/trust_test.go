@@ -551,7 +551,9 @@ while True:
 // whose config does, and the files that make the project dir itself one: the user's next git status there would run it outside the
 // sandbox. Each is moved aside as the call ends, and said so in the result.
 func TestPlantedRepoMovedAside(t *testing.T) {
-	td := startDaemon(t, "")
+	// Hard links allowed, as an admin may (a call cannot make one by default): a second name
+	// of a new repository's config is still moved aside.
+	td := startDaemon(t, "sandbox:\n  extra_syscalls: [link, linkat]\n")
 	for _, tc := range []struct {
 		plant, moved string
 		repo         bool // the project is a repository already
