@@ -94,7 +94,7 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"cp -rT new src": true, "cp -r --no-target-directory new src": true, "find src -type f -exec sed -i s/a/b/ {} +": true,
 		"find src -name f.txt -exec cp a.txt {} ;": true, "chmod -R a+w src": true, "chmod -R a+rwX .": true, "rsync -a new/ src/": true,
 		"git mv a.txt b.txt": false, "git clean -fdx build": false, "find src -name x -exec cat {} +": false, "chmod -R a+w build": false,
-		"rsync -a new/ build/": false,
+		"rsync -a new/ build/":        false,
 		"setfacl -R -m u:nobody:rX .": true, "setfacl -Rm o::r src": true, "setfacl --recursive --modify=u:nobody:r .": true,
 		"chacl -r u::rwx,g::r-x,o::r-x src": true, "setfacl -m u:nobody:r build/x.o": false,
 	} {
