@@ -509,6 +509,13 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	pc.symlinks = pc.symlinks || linked
 }
 
+// writingTrees runs put with the writes it puts marked as whole-tree writes when on.
+func (pc *pathCollector) writingTrees(on bool, put func()) {
+	pc.treeWrite = on
+	put()
+	pc.treeWrite = false
+}
+
 // treeFlag reports the option that makes a remover or a mode, owner or ACL changer act on
 // everything below its operands: rm -r/-R, chmod/chown/chgrp/setfacl -R, chacl -r.
 func treeFlag(name string, opts []opt) bool {
@@ -531,8 +538,7 @@ var gitTreeWriters = map[string]bool{"mv": true, "rm": true, "clean": true, "res
 
 // gitTreeWrites adds the operands of a gitTreeWriters subcommand (past its options; for
 // checkout and restore, a revision too, which names no file here) as whole-tree writes, and
-// git mv's sources as tree reads, as mv's are. With no operand, git clean and a checkout or
-// restore of the whole tree write the cwd's.
+// git mv's sources as tree reads, as mv's are. With no operand, git clean cleans the cwd.
 func (pc *pathCollector) gitTreeWrites(sb *sub, sub string, ws []word) {
 	var ops []word
 	for j := 0; j < len(ws); j++ {
@@ -562,9 +568,7 @@ func (pc *pathCollector) gitTreeWrites(sb *sub, sub string, ws []word) {
 		pc.word(ops[len(ops)-1], AccessWrite, "git", sb)
 		sources = ops[:len(ops)-1]
 	}
-	pc.treeWrite = true
-	pc.all(sources, AccessWrite, "git", sb)
-	pc.treeWrite = false
+	pc.writingTrees(true, func() { pc.all(sources, AccessWrite, "git", sb) })
 	if sub == "mv" {
 		pc.tree = true
 		pc.all(sources, AccessRead, "git", sb)
@@ -1190,9 +1194,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			}
 			pc.word(ws[i], AccessRead, name, sb)
 			if removes {
-				pc.treeWrite = true
-				pc.word(ws[i], AccessWrite, name, sb)
-				pc.treeWrite = false
+				pc.writingTrees(true, func() { pc.word(ws[i], AccessWrite, name, sb) })
 			}
 		}
 		filesFrom := false
@@ -1313,9 +1315,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	case pkWrite:
 		// rm -r removes everything below its operands; setfacl -R changes who may read and
 		// write it.
-		pc.treeWrite = treeFlag(name, opts)
-		pc.all(opWords, AccessWrite, name, sb)
-		pc.treeWrite = false
+		pc.writingTrees(treeFlag(name, opts), func() { pc.all(opWords, AccessWrite, name, sb) })
 	case pkPattern:
 		if !patGiven && len(opWords) > 0 {
 			opWords = opWords[1:]
@@ -1339,20 +1339,15 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		recursive := spec.kind == pkCopy && recursiveCopy(opts)
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
-			pc.treeWrite = recursive
-			pc.intoDir(target, opWords, name, sb)
-			pc.treeWrite = false
+			pc.writingTrees(recursive, func() { pc.intoDir(target, opWords, name, sb) })
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
 			dest := opWords[len(opWords)-1]
 			// cp -rT new src copies what new holds into src itself.
-			pc.treeWrite = recursive && slices.ContainsFunc(opts, func(o opt) bool { return o.name == "T" || o.long && longIs(o.name, "no-target-directory") })
-			pc.word(dest, AccessWrite, name, sb)
-			pc.treeWrite = false
+			intoItself := slices.ContainsFunc(opts, func(o opt) bool { return o.name == "T" || o.long && longIs(o.name, "no-target-directory") })
+			pc.writingTrees(recursive && intoItself, func() { pc.word(dest, AccessWrite, name, sb) })
 			opWords = opWords[:len(opWords)-1]
 			if dest.static && !dest.glob {
-				pc.treeWrite = recursive
-				pc.intoDir(dest.val, opWords, name, sb)
-				pc.treeWrite = false
+				pc.writingTrees(recursive, func() { pc.intoDir(dest.val, opWords, name, sb) })
 			}
 		}
 		pc.symlinks = carriesLinks(name, opts)
@@ -1363,9 +1358,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			// show. So its sources are written, as far as the rules and protected paths go;
 			// linked recursively (cp -al . copy), everything below them is, and read too, as
 			// what it holds gets names no rule covers.
-			pc.treeWrite = recursive
-			pc.all(opWords, AccessWrite, name, sb)
-			pc.treeWrite = false
+			pc.writingTrees(recursive, func() { pc.all(opWords, AccessWrite, name, sb) })
 			if recursive {
 				pc.all(opWords, AccessRead, name, sb)
 			}
@@ -1398,9 +1391,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			opWords = opWords[1:]
 		}
 		// chmod -R a+rw . changes who may read or write every file below.
-		pc.treeWrite = treeFlag(name, opts)
-		pc.all(opWords, AccessWrite, name, sb)
-		pc.treeWrite = false
+		pc.writingTrees(treeFlag(name, opts), func() { pc.all(opWords, AccessWrite, name, sb) })
 	case pkUniq:
 		if len(opWords) > 0 {
 			pc.word(opWords[0], AccessRead, name, sb)
