@@ -85,6 +85,19 @@ func bashDef(h *Host) Def {
 // Redaction may grow a text (x_pat=y becomes x_pat=[REDACTED:assignment], 3.5 times its
 // size at most), so only an input under a quarter of max is taken as fitting unredacted.
 func auditKeepsWhole(in Input, max int) bool {
+	// Escaped, a string is at most six times its bytes: most inputs fit without encoding them.
+	bound := 0
+	for k, v := range in {
+		bound += len(k) + 8
+		if s, ok := v.(string); ok {
+			bound += 6 * len(s)
+		} else {
+			bound += 64
+		}
+	}
+	if bound <= max/4 {
+		return true
+	}
 	js, err := json.Marshal(in)
 	if err != nil {
 		return false
