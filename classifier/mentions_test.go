@@ -71,7 +71,7 @@ func TestMentions(t *testing.T) {
 		`tar xf x.tar -C ~`: false, `zip x.zip ~`: false, `rsync ~/f host:`: false, `awk 1 ~`: false,
 	} {
 		c := Classify(cmd, opts)
-		if got := slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u" && p.Tree }); got != want {
+		if got := slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u" && p.Tree && p.Access == AccessRead }); got != want {
 			t.Errorf("%q: reads ~ whole %v, want %v (%+v)", cmd, got, want, c.Paths)
 		}
 	}

@@ -154,6 +154,8 @@ type pathCollector struct {
 	// tree marks the reads put meanwhile as whole-tree reads (PathUse.Tree); treeWrite the
 	// writes as whole-tree writes.
 	tree, treeWrite bool
+	// worktree marks the writes put meanwhile as a git worktree's (PathUse.Worktree).
+	worktree bool
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
 	// them, up to maxMentions.
 	mentioning bool
@@ -358,7 +360,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	for _, u := range pc.out {
 		// A mention adds nothing to the same path a table already put (its Mention is false).
 		// An alternative adds nothing to a path already put as read there.
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) &&
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) && u.Worktree == pc.worktree &&
 			(u.Mention == pc.mentioning || !u.Mention) && (u.Alternative == pc.alternative || !u.Alternative) {
 			return
 		}
@@ -367,7 +369,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.unknown()
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative, Worktree: pc.worktree})
 }
 
 // unknown marks the list incomplete by a path that may lie anywhere.
@@ -503,6 +505,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	if ok {
 		pc.operands(sb, name, spec, ws[1:])
 	}
+	if pc.opts.Unconfined {
+		pc.unpacks(sb, name, ws[1:])
+	}
 	if pc.symlinks {
 		pc.linkUses += len(pc.out) - before
 	}
@@ -573,6 +578,92 @@ func (pc *pathCollector) gitTreeWrites(sb *sub, sub string, ws []word) {
 		pc.tree = true
 		pc.all(sources, AccessRead, "git", sb)
 		pc.tree = false
+	}
+}
+
+// gitWorktreeWrites adds, for a command run outside any sandbox, the worktree a git subcommand
+// rewrites from the repository's objects as a whole-tree write (PathUse.Worktree): git checkout
+// BRANCH, switch, merge, pull, reset --hard, stash pop, apply, ... write any tracked file, and
+// which ones only the repository knows, so `git checkout evil` under Edit(.github/**) may
+// replace .github/workflows/ci.yml. git worktree add writes the tree of its path. In the
+// sandbox the kernel holds each file's write.
+func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
+	vals := staticVals(ws)
+	first := ""
+	if len(ws) > 0 {
+		first = ws[0].val
+	}
+	switch sub {
+	case "checkout":
+		if slices.Contains(vals, "--") {
+			return // git checkout REV -- PATH writes what PATH names (gitTreeWrites)
+		}
+	case "switch", "merge", "pull", "cherry-pick", "revert", "rebase", "am", "checkout-index", "filter-branch", "mergetool":
+	case "reset":
+		if !hasFlag(vals, "", "hard", "merge", "keep") {
+			return // the index only
+		}
+	case "read-tree":
+		if !slices.Contains(vals, "-u") {
+			return
+		}
+	case "apply":
+		if hasFlag(vals, "", "cached", "check", "stat", "numstat", "summary") && !hasFlag(vals, "", "apply") {
+			return
+		}
+	case "stash":
+		switch first {
+		case "list", "show", "drop", "clear", "create", "store":
+			return
+		}
+	case "bisect":
+		switch first {
+		case "log", "visualize", "view", "terms", "help":
+			return
+		}
+	case "sparse-checkout":
+		if first == "list" || first == "check-rules" {
+			return
+		}
+	case "submodule":
+		switch first {
+		case "update", "add", "deinit", "absorbgitdirs", "set-url", "sync":
+		default:
+			return
+		}
+	case "worktree":
+		if first == "add" {
+			pc.gitWorktreeAdd(sb, ws[1:])
+		}
+		return
+	default:
+		return
+	}
+	pc.worktree = true
+	pc.writingTrees(true, func() { pc.add(".", AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
+	pc.worktree = false
+}
+
+// gitWorktreeAdd adds the tree git worktree add checks out at its path (past its options).
+func (pc *pathCollector) gitWorktreeAdd(sb *sub, ws []word) {
+	for j := 0; j < len(ws); j++ {
+		a := ws[j]
+		switch {
+		case !a.static:
+			pc.unknown()
+			return
+		case a.val == "-b" || a.val == "-B" || a.val == "--reason":
+			j++ // its value
+		case a.val == "--":
+			if j+1 < len(ws) {
+				pc.writingTrees(true, func() { pc.word(ws[j+1], AccessWrite, "git", sb) })
+			}
+			return
+		case strings.HasPrefix(a.val, "-"):
+		default:
+			pc.writingTrees(true, func() { pc.word(a, AccessWrite, "git", sb) })
+			return
+		}
 	}
 }
 
@@ -676,6 +767,9 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		if gitTreeWriters[ws[i].val] {
 			pc.gitTreeWrites(sb, ws[i].val, ws[i+1:])
+		}
+		if pc.opts.Unconfined {
+			pc.gitWorktreeWrites(sb, ws[i].val, ws[i+1:])
 		}
 	}
 	if i+1 < len(ws) && ws[i].val == "var" {

@@ -1088,3 +1088,73 @@ func TestCriticalRmSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsUnpackedTrees: run outside any sandbox, an unpacker writes whatever its archive or
+// patch names below where it unpacks, and a git command that rewrites the worktree writes it
+// whole, from its top (worktree); in the sandbox the kernel holds each write and none is added.
+// A directory known only at run time leaves the paths incomplete.
+func TestPathsUnpackedTrees(t *testing.T) {
+	t.Parallel()
+	unconfined := testOpts
+	unconfined.Unconfined = true
+	for cmd, want := range map[string]string{
+		"tar xzf a.tgz":                     "/home/u/proj:tree",
+		"tar -x -f a.tar -C out":            "/home/u/proj/out:tree",
+		"tar -xf a.tar --directory=/etc/x":  "/etc/x:tree",
+		"gtar --extract -f a.tar -C a -C b": "/home/u/proj/a:tree /home/u/proj/b:tree",
+		"tar czf a.tgz src":                 "",
+		"tar -tf a.tar":                     "",
+		"unzip -o a.zip -d out":             "/home/u/proj/out:tree",
+		"unzip a.zip":                       "/home/u/proj:tree",
+		"unzip -l a.zip":                    "",
+		"cpio -idm":                         "/home/u/proj:tree",
+		"cpio -pdm dest":                    "/home/u/proj/dest:tree",
+		"patch -p1":                         "/home/u/proj:tree",
+		"patch --directory=sub -p1":         "/home/u/proj/sub:tree",
+		"7z x a.7z -oout":                   "/home/u/proj/out:tree",
+		"7z l a.7z":                         "",
+		"ar x lib.a":                        "/home/u/proj:tree",
+		"jar xf a.jar":                      "/home/u/proj:tree",
+		"dpkg-deb -x a.deb out":             "/home/u/proj/out:tree",
+		"git checkout main":                 "/home/u/proj/main:tree /home/u/proj:worktree",
+		"git switch -c topic":               "/home/u/proj:worktree",
+		"git reset --hard HEAD~1":           "/home/u/proj:worktree",
+		"git reset HEAD~1":                  "",
+		"git stash pop":                     "/home/u/proj:worktree",
+		"git stash list":                    "",
+		"git apply x.diff":                  "/home/u/proj:worktree",
+		"git apply --stat x.diff":           "",
+		"git pull --rebase":                 "/home/u/proj:worktree",
+		"git worktree add ../wt topic":      "/home/u/wt:tree",
+		"git status":                        "",
+	} {
+		for _, opts := range []Options{unconfined, testOpts} {
+			c := Classify(cmd, opts)
+			var got []string
+			for _, p := range c.Paths {
+				switch {
+				case p.Worktree:
+					got = append(got, p.Path+":worktree")
+				case p.Tree && p.Access == AccessWrite:
+					got = append(got, p.Path+":tree")
+				}
+			}
+			g := strings.Join(got, " ")
+			if !opts.Unconfined {
+				if g != "" && !strings.HasPrefix(cmd, "git checkout") {
+					t.Errorf("%q in the sandbox: tree writes %s, want none", cmd, g)
+				}
+				continue
+			}
+			if g != want {
+				t.Errorf("%q: tree writes %s, want %s", cmd, g, want)
+			}
+		}
+	}
+	for _, cmd := range []string{`tar xf a.tar -C "$d"`, "tar xzfC a.tgz d", `unzip a.zip -d "$out"`, "tar -xf a.tar -C"} {
+		c := Classify(cmd, unconfined)
+		if !c.PathsIncomplete {
+			t.Errorf("%q: paths complete, want incomplete (where it unpacks is not known)", cmd)
+		}
+	}
+}

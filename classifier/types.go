@@ -75,6 +75,9 @@ type PathUse struct {
 	// any dir above the cwd): it meets the rules as a read, but alone it is no read outside
 	// the session's dirs.
 	Alternative bool `json:"alternative,omitempty"`
+	// Worktree says the write is of the whole git worktree the directory lies in (git checkout
+	// BRANCH, reset --hard, pull), whose top may be above it.
+	Worktree bool `json:"worktree,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.
