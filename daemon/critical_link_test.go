@@ -70,7 +70,7 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 func TestTreeWritesUnderDenyRules(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
-	for _, d := range []string{"src/locked", "secret", "build", "new"} {
+	for _, d := range []string{"src/locked", "secret", "build", "new", "repo/.git", "repo/sub"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./.env)","Read(./secret/**)","Edit(./src/locked/**)"]}}`, dir))
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./.env)","Read(./secret/**)","Edit(./src/locked/**)","Edit(./repo/locked/**)"]}}`, dir))
 	for cmd, reaches := range map[string]bool{
 		"cp -al . copy": true, "cp -rl src src2": true, "cp -r --link src src2": true, "mv src src3": true,
 		"mv -t build src": true, "rm -rf src": true, "rm -r ./src/": true, "find src -delete": true,
@@ -97,6 +97,18 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"rsync -a new/ build/":        false,
 		"setfacl -R -m u:nobody:rX .": true, "setfacl -Rm o::r src": true, "setfacl --recursive --modify=u:nobody:r .": true,
 		"chacl -r u::rwx,g::r-x,o::r-x src": true, "setfacl -m u:nobody:r build/x.o": false,
+		// Unpackers write what the archive or patch names, below where they unpack; git
+		// rewrites its whole worktree, from its top, which may be above the cwd.
+		"tar xf a.tar": true, "tar -xzf a.tgz -C src": true, "tar --extract --file=a.tar": true, "bsdtar -xf a.tar": true,
+		"tar xf a.tar -C build": false, "tar czf a.tgz build": false, "unzip a.zip": true, "unzip -o a.zip -d src": true,
+		"unzip -q a.zip -d build": false, "unzip -l a.zip": false, "patch -p1 -i x.diff": true, "patch -p1 < x.diff": true,
+		"patch -d build -p1 -i x.diff": false, "cpio -idm < a.cpio": true, "7z x a.7z": true, "7z x a.7z -obuild": false,
+		"ar x lib.a": true, "dpkg-deb -x a.deb src": true, "dpkg-deb -x a.deb build": false,
+		"git checkout main": true, "git switch main": true, "git reset --hard": true, "git stash": true, "git stash pop": true,
+		"git merge topic": true, "git pull": true, "git apply x.diff": true, "git am x.patch": true, "git cherry-pick abc": true,
+		"git rebase main": true, "git reset HEAD~1": false, "git stash list": false, "git apply --check x.diff": false,
+		"cd build && git checkout main": true, "cd repo/sub && git checkout main": true, "cd repo/sub && git reset --hard": true,
+		"git worktree add src/locked/wt topic": true, "git worktree add -b t2 src/wt": false, "git worktree add build/wt topic": false,
 	} {
 		for _, unconfined := range []bool{true, false} {
 			res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), unconfined)

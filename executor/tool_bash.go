@@ -182,7 +182,12 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			}
 		}
 		if err == nil && pu.Tree {
-			err = h.checkTreeUnconfined(c, resolved, pu.Cmd, access == permission.Write)
+			root := resolved
+			if pu.Worktree && c.unconfined {
+				o := c.Session.Owner
+				root = sandbox.WorktreeTop(o.UID, o.GID, o.Groups, resolved)
+			}
+			err = h.checkTreeUnconfined(c, root, pu.Cmd, access == permission.Write)
 		}
 		if errcode.Of(err) == errcode.Validation {
 			undecidable[i] = err // run by its caller, where it leads depends on the process

@@ -112,6 +112,32 @@ func RepoBelow(uid, gid uint32, groups []uint32, top, cwd string) bool {
 	return found || err != nil
 }
 
+// WorktreeTop is the top of the git worktree dir lies in, looked at as the caller: the nearest
+// dir from dir up that holds a .git (a repository's dir, or a worktree's file), or dir when none
+// does. A look that fails gives "/", above whatever the worktree may be.
+func WorktreeTop(uid, gid uint32, groups []uint32, dir string) string {
+	top := "/"
+	err := asCaller(uid, gid, groups, func() {
+		for d := dir; ; d = path.Dir(d) {
+			var st unix.Stat_t
+			switch err := unix.Lstat(path.Join(d, ".git"), &st); {
+			case err == nil:
+				top = d
+				return
+			case err != unix.ENOENT && err != unix.ENOTDIR:
+				return
+			case d == "/" || d == ".":
+				top = dir
+				return
+			}
+		}
+	})
+	if err != nil {
+		return "/"
+	}
+	return top
+}
+
 // repoRoots are the dirs the user's git runs in as the project's (protectedRoots: the writable
 // dirs and the dirs down to the cwd), each in its writable dir.
 func repoRoots(writable []string, cwd string) []guarded {
