@@ -636,12 +636,75 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 			pc.gitWorktreeAdd(sb, ws[1:])
 		}
 		return
+	case "clone", "init":
+		pc.gitNewRepo(sb, sub, ws)
+		return
 	default:
 		return
 	}
 	pc.worktree = true
 	pc.writingTrees(true, func() { pc.add(".", AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
 	pc.worktree = false
+}
+
+// gitNewRepoOpts are git clone's and git init's options that take a value.
+var gitNewRepoOpts = optSpec{shortArg: "objuc", permute: true, longArg: []string{"origin", "branch", "upload-pack",
+	"reference", "reference-if-able", "separate-git-dir", "depth", "shallow-since", "shallow-exclude", "config",
+	"template", "jobs", "filter", "bundle-uri", "server-option", "object-format", "ref-format", "initial-branch", "shared"}}
+
+// gitNewRepo adds what git clone and git init write: the new repository's dir, named or the
+// one clone takes from the source's last name (git clone ../.github makes ./.github), whole
+// for clone, and a --separate-git-dir. What git init writes in its dir is git's own
+// template, not the line's to choose (--template is a config risk).
+func (pc *pathCollector) gitNewRepo(sb *sub, sub string, ws []word) {
+	vals := staticVals(ws)
+	if len(vals) != len(ws) {
+		pc.unknown()
+		return
+	}
+	opts, ops := parseOpts(vals, gitNewRepoOpts)
+	bare := false
+	pc.writingTrees(true, func() {
+		for _, o := range opts {
+			switch {
+			case o.long && longIs(o.name, "separate-git-dir"):
+				pc.add(o.val, AccessWrite, "git", sb.dirs, sb.dirsUnknown)
+			case o.long && (longIs(o.name, "bare") || longIs(o.name, "mirror")):
+				bare = true
+			}
+		}
+	})
+	dir := "."
+	switch {
+	case sub == "init" && len(ops) > 0:
+		dir = ops[0]
+	case sub == "clone" && len(ops) > 1:
+		dir = ops[1]
+	case sub == "clone" && len(ops) == 1:
+		dir = cloneDirName(ops[0], bare)
+	case sub == "clone":
+		return
+	}
+	pc.writingTrees(sub == "clone", func() { pc.add(dir, AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
+}
+
+// cloneDirName is the dir git clone makes for source when none is named: its last name
+// without a trailing /.git or .git (.bundle), and .git added for a bare one; "." when that
+// leaves nothing git would take.
+func cloneDirName(source string, bare bool) string {
+	s := strings.TrimRight(source, "/")
+	s = strings.TrimSuffix(strings.TrimRight(strings.TrimSuffix(s, "/.git"), "/"), ".git")
+	s = strings.TrimSuffix(s, ".bundle")
+	if i := strings.LastIndexAny(s, "/:"); i >= 0 {
+		s = s[i+1:]
+	}
+	if s == "" || s == "." || s == ".." {
+		return "."
+	}
+	if bare {
+		s += ".git"
+	}
+	return s
 }
 
 // gitWorktreeAdd adds the tree git worktree add checks out at its path (past its options).

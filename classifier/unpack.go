@@ -129,6 +129,14 @@ func unpackDirs(name string, vals []string) []string {
 			return nil
 		}
 		return lastOperand()
+	case strings.HasPrefix(name, "python"):
+		// python3 -m zipfile -e A DIR, python3 -m tarfile -e A [DIR]: the module's own CLI.
+		for i := 0; i+3 < len(vals); i++ {
+			if vals[i] == "-m" && (vals[i+1] == "zipfile" || vals[i+1] == "tarfile") && (vals[i+2] == "-e" || vals[i+2] == "--extract") {
+				return orCwd(vals[i+4 : min(i+5, len(vals))])
+			}
+		}
+		return nil
 	case name == "unrar":
 		if len(ops) == 0 || ops[0] != "x" && ops[0] != "e" {
 			return nil

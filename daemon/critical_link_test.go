@@ -109,6 +109,8 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"git rebase main": true, "git reset HEAD~1": false, "git stash list": false, "git apply --check x.diff": false,
 		"cd build && git checkout main": true, "cd repo/sub && git checkout main": true, "cd repo/sub && git reset --hard": true,
 		"git worktree add src/locked/wt topic": true, "git worktree add -b t2 src/wt": false, "git worktree add build/wt topic": false,
+		"git clone /tmp/r src/locked/x": true, "git clone ../r.git src": true, "git clone /tmp/r build/x": false,
+		"git init src/locked/x": true, "git init build/x": false, "git init": false, "python3 -m zipfile -e a.zip src": true,
 	} {
 		for _, unconfined := range []bool{true, false} {
 			res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), unconfined)
