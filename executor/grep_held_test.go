@@ -11,16 +11,16 @@ import (
 // the daemon's memory; another search of theirs meanwhile reads 1 MiB and says why it was cut,
 // and gets all of it once they end. Another user's searches are not held back.
 func TestGrepHeldPerUser(t *testing.T) {
-	var g grepHeld
-	a, b, c := g.take(1), g.take(1), g.take(1)
+	var g heldBytes
+	a, b, c := g.take(1, grepHeldBounds), g.take(1, grepHeldBounds), g.take(1, grepHeldBounds)
 	if a != maxGrepOutput || b != maxGrepOutput || c != minGrepOutput {
 		t.Errorf("rooms %d %d %d, want two whole and then %d", a, b, c, minGrepOutput)
 	}
-	if other := g.take(2); other != maxGrepOutput {
+	if other := g.take(2, grepHeldBounds); other != maxGrepOutput {
 		t.Errorf("another user's room %d, want %d", other, maxGrepOutput)
 	}
 	g.give(1, a)
-	if d := g.take(1); d != maxGrepOutput-minGrepOutput {
+	if d := g.take(1, grepHeldBounds); d != maxGrepOutput-minGrepOutput {
 		t.Errorf("room once one ended: %d, want what the others leave, %d", d, maxGrepOutput-minGrepOutput)
 	}
 
@@ -31,7 +31,7 @@ func TestGrepHeldPerUser(t *testing.T) {
 	}
 	os.Chown(filepath.Join(e.dir, "big.txt"), nobody, nobody)
 	in := Input{"pattern": "needle", "output_mode": "content", "head_limit": 0}
-	held := []int64{e.h.grepHeld.take(nobody), e.h.grepHeld.take(nobody)}
+	held := []int64{e.h.grepHeld.take(nobody, grepHeldBounds), e.h.grepHeld.take(nobody, grepHeldBounds)}
 	res, err := e.call(t, "Grep", in)
 	if err != nil {
 		t.Fatal(err)

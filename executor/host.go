@@ -62,8 +62,9 @@ type Host struct {
 	// limitsV are the per-user limits (SetLimits); ledger counts each uid's persisted results.
 	limitsV atomic.Pointer[Limits]
 	ledger  persistLedger
-	// grepHeld bounds what each user's running searches hold of rg's output.
-	grepHeld grepHeld
+	// grepHeld bounds what each user's running searches hold of rg's output; fetchHeld what
+	// their WebFetch calls hold of the pages they fetch.
+	grepHeld, fetchHeld heldBytes
 	// resultsKey names each session's results dir (ResultsDir), new at every start.
 	resultsKey [32]byte
 }

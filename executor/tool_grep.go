@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -185,7 +184,7 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	}
 	// What the user's other searches hold of the daemon's memory now leaves this one less.
 	uid := c.Session.Owner.UID
-	room := h.grepHeld.take(uid)
+	room := h.grepHeld.take(uid, grepHeldBounds)
 	defer func() { h.grepHeld.give(uid, room) }()
 	ga := worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit,
 		SortByMTime: mode == "files_with_matches", Deny: deny, Path: path, MaxBytes: room}
@@ -391,29 +390,5 @@ const (
 	minGrepOutput = 1 << 20
 )
 
-// grepHeld counts, by uid, the room taken by the searches running now.
-type grepHeld struct {
-	mu sync.Mutex
-	by map[uint32]int64
-}
+var grepHeldBounds = heldBounds{perCall: maxGrepOutput, perUser: maxGrepHeldPerUser, least: minGrepOutput}
 
-// take returns the room for one more search of uid's, and counts it until give.
-func (g *grepHeld) take(uid uint32) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.by == nil {
-		g.by = map[uint32]int64{}
-	}
-	n := max(minGrepOutput, min(maxGrepOutput, maxGrepHeldPerUser-g.by[uid]))
-	g.by[uid] += n
-	return n
-}
-
-// give returns room n that take gave.
-func (g *grepHeld) give(uid uint32, n int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.by[uid] -= n; g.by[uid] <= 0 {
-		delete(g.by, uid)
-	}
-}
