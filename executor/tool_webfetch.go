@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -32,6 +33,11 @@ const (
 	webFetchMaxRedirects = 10
 	webFetchMaxChars     = 100_000 // inline; longer results are persisted with a preview
 )
+
+// webFetchHeldBounds: one user's fetches running at once read two whole pages, each held
+// about four times over (the page, its text, the result, its copy out), and at least 1 MiB
+// each past that.
+var webFetchHeldBounds = heldBounds{perCall: webFetchMaxBodyBytes, perUser: 2 * webFetchMaxBodyBytes, least: 1 << 20}
 
 const webFetchSchema = `{
   "type": "object",
@@ -317,20 +323,30 @@ func (h *Host) fetchOnce(ctx context.Context, c *Call, u *url.URL, approved bool
 // webFetchResult turns a response into the tool's result: HTML as Markdown, other text as it
 // is, anything else described, never shown.
 func (h *Host) webFetchResult(ctx context.Context, c *Call, u *url.URL, resp *http.Response, took time.Duration) (*Result, error) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, webFetchMaxBodyBytes+1))
-	if err != nil {
+	// The page, its text and the result made of it are in the daemon's memory until the
+	// result is out: what the user's other fetches hold now leaves this one less to read.
+	uid := c.Session.Owner.UID
+	room := h.fetchHeld.take(uid, webFetchHeldBounds)
+	defer h.fetchHeld.give(uid, room)
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(min(resp.ContentLength, room+1)))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, room+1)); err != nil {
 		return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("read the response of %s: %w", u, err))
 	}
-	cut := len(body) > webFetchMaxBodyBytes
+	body := buf.Bytes()
+	cut := int64(len(body)) > room
 	if cut {
-		body = body[:webFetchMaxBodyBytes]
+		body = body[:room]
 	}
 	ctype := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ctype)
 	var content string
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml" || mt == "" && looksHTML(body):
-		text, err := decodeText(body, ctype)
+		text, textCut, err := decodeText(body, ctype, room)
+		cut = cut || textCut
 		if err != nil {
 			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("decode %s: %w", u, err))
 		}
@@ -340,7 +356,7 @@ func (h *Host) webFetchResult(ctx context.Context, c *Call, u *url.URL, resp *ht
 		if err != nil {
 			return nil, err
 		}
-		md, err := w.Markdown(ctx, []byte(text), u.Scheme+"://"+u.Host)
+		md, err := w.Markdown(ctx, text, u.Scheme+"://"+u.Host)
 		if errors.Is(err, worker.ErrGone) {
 			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("convert the HTML of %s: the converter ran out of the session's limits (memory or time): %w", u, err))
 		}
@@ -349,22 +365,27 @@ func (h *Host) webFetchResult(ctx context.Context, c *Call, u *url.URL, resp *ht
 		}
 		content = md
 	case textual(mt):
-		text, err := decodeText(body, ctype)
+		text, textCut, err := decodeText(body, ctype, room)
+		cut = cut || textCut
 		if err != nil {
 			return nil, errcode.New(errcode.ToolFailed, fmt.Errorf("decode %s: %w", u, err))
 		}
-		content = text
+		content = string(text)
 	default:
 		content = fmt.Sprintf("[%s content of %d bytes is not shown: WebFetch returns text and HTML only]", mt, len(body))
 	}
 	var b strings.Builder
+	b.Grow(len(content) + 512)
 	fmt.Fprintf(&b, "Fetched %s: %s", u, resp.Status)
 	if mt != "" {
 		fmt.Fprintf(&b, ", %s", mt)
 	}
 	fmt.Fprintf(&b, ", %d bytes", len(body))
-	if cut {
-		fmt.Fprintf(&b, " (cut at %d MiB)", webFetchMaxBodyBytes>>20)
+	switch {
+	case cut && room < webFetchMaxBodyBytes:
+		fmt.Fprintf(&b, " (cut at %s of page or text: your other fetches running now hold the rest of what one user's may)", humanBytes(room))
+	case cut:
+		fmt.Fprintf(&b, " (cut at %s of page or text)", humanBytes(room))
 	}
 	b.WriteString(".\n")
 	if p := c.Input.String("prompt"); p != "" {
@@ -403,19 +424,24 @@ func looksHTML(b []byte) bool {
 	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html")
 }
 
-// decodeText converts a body to UTF-8 by its declared or sniffed charset; bytes that are not
+// decodeText converts a body to UTF-8 by its declared or sniffed charset, at most limit bytes
+// of it (a single-byte charset's text is up to three times its bytes); bytes that are not
 // valid UTF-8 afterwards are replaced.
-func decodeText(body []byte, ctype string) (string, error) {
-	r, err := charset.NewReader(strings.NewReader(string(body)), ctype)
-	if err != nil {
-		return strings.ToValidUTF8(string(body), "\uFFFD"), nil
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", err
+func decodeText(body []byte, ctype string, limit int64) (text []byte, cut bool, err error) {
+	b := body
+	if r, err := charset.NewReader(bytes.NewReader(body), ctype); err == nil {
+		var buf bytes.Buffer
+		buf.Grow(int(min(int64(len(body)), limit)))
+		if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+			return nil, false, err
+		}
+		b = buf.Bytes()
+		if cut = int64(len(b)) > limit; cut {
+			b = b[:limit]
+		}
 	}
 	if !utf8.Valid(b) {
-		return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+		return bytes.ToValidUTF8(b, []byte("\uFFFD")), cut, nil
 	}
-	return string(b), nil
+	return b, cut, nil
 }
