@@ -129,6 +129,29 @@ func (h *httpConn) loop(ctx context.Context) {
 	}
 }
 
+// unparsed is the target of a request refused before it could be decided, for its record:
+// the host as the request names it, made fit for the audit log.
+func (h *httpConn) unparsed(req *http.Request) target {
+	t := target{kind: KindHTTP, method: req.Method, host: req.URL.Host}
+	switch {
+	case h.tunnel != nil:
+		t.kind = h.inner
+		if req.Host != "" {
+			t.host = req.Host
+		}
+	case req.Method == http.MethodConnect:
+		t.kind, t.method = KindConnect, ""
+	case t.host == "":
+		t.host = req.Host
+	}
+	if host, port, err := net.SplitHostPort(t.host); err == nil {
+		t.host = host
+		t.port, _ = strconv.Atoi(port)
+	}
+	t.host = auditableHost(t.host)
+	return t
+}
+
 // refuse answers with a small text response and ends the connection.
 func (h *httpConn) refuse(code int, body, proxyStatus string) {
 	_, _ = h.bw.Write(textResponse(code, body, proxyStatus, true))
@@ -147,9 +170,13 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 	}
 	switch {
 	case errors.Is(err, ErrNotProxyRequest):
+		h.s.recordRefusal(ctx, h.peer, h.unparsed(req), nil, err.Error())
 		h.refuse(http.StatusBadRequest, notProxyBody, "http_request_error")
 		return false
 	case err != nil:
+		// A host no rule could be asked about (127.1, a zone, another host inside a tunnel)
+		// is an attempt the audit log shows all the same.
+		h.s.recordRefusal(ctx, h.peer, h.unparsed(req), nil, err.Error())
 		h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_error")
 		return false
 	}

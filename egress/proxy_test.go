@@ -328,8 +328,10 @@ func TestSOCKS5(t *testing.T) {
 			t.Errorf("event kind %q", ev.Kind)
 		}
 	}
-	if len(denied) != 4 {
-		t.Errorf("denied events %+v, want 4 (policy, ::1, metadata, unresolved)", denied)
+	// Decided: the policy's, ::1, metadata, unresolved; refused before any decision, each
+	// recorded too: BIND, UDP ASSOCIATE, an unknown address type, 127.1.
+	if len(denied) != 8 {
+		t.Errorf("denied events %+v, want 8 (policy, ::1, metadata, unresolved, bind, udp, atyp, 127.1)", denied)
 	}
 }
 
@@ -694,7 +696,8 @@ func TestPHPParamName(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	s := &Server{Decide: allowDecide, Dialer: failDialer{t}}
+	rec := &recorder{}
+	s := &Server{Decide: allowDecide, Dialer: failDialer{t}, Audit: rec.audit}
 	addr := startProxy(t, s)
 	for _, tc := range []struct{ name, req, want string }{
 		{"origin form", "GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n", "this is a proxy, not a web server"},
@@ -705,13 +708,51 @@ func TestBadRequests(t *testing.T) {
 		{"bad host", "CONNECT exa_mple..com:443 HTTP/1.1\r\n\r\n", "bad label"},
 		{"numeric host", "CONNECT 0x7f000001:443 HTTP/1.1\r\n\r\n", "numeric"},
 		{"garbage", "\x16\x03\x01\x00\x05hello\r\n\r\n", "malformed request"},
+		{"decimal host", "GET http://2130706433:8080/x HTTP/1.1\r\nHost: 2130706433:8080\r\n\r\n", "numeric"},
+		{"zone", "GET http://[fe80::1%25lo]/x HTTP/1.1\r\nHost: x\r\n\r\n", "400"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := rawRequest(t, addr, tc.req)
-			if resp.StatusCode != 400 || !strings.Contains(body, tc.want) {
+			if resp.StatusCode != 400 || !strings.Contains(body, tc.want) && tc.want != "400" {
 				t.Errorf("%d %q, want 400 with %q", resp.StatusCode, body, tc.want)
 			}
 		})
+	}
+	// Each attempt that named a host is in the audit log, refused, with why: the spellings an
+	// agent tries to get around the policy are what an admin most needs to see.
+	evs := rec.audited()
+	for _, ev := range evs {
+		if ev.Allowed {
+			t.Errorf("allowed event %+v", ev)
+		}
+	}
+	for host, want := range map[string]string{"example.com": "needs host:port", "0x7f000001": "numeric", "exa_mple..com": "bad label",
+		"2130706433": "numeric", "[fe80::1%lo]": "zone"} {
+		if !slices.ContainsFunc(evs, func(ev Event) bool { return ev.Host == host && strings.Contains(ev.Reason, want) }) {
+			t.Errorf("no refused record for %q with %q (records %+v)", host, want, evs)
+		}
+	}
+	// SOCKS: a name no rule could be asked about, and a command not served.
+	for _, tc := range []struct {
+		cmd  byte
+		host string
+	}{{socksCmdConnect, "bad.test\x00x"}, {0x03, "udp.test"}} {
+		c, code := socksDial(t, addr, tc.cmd, socksAtypDomain, tc.host, 53)
+		if c != nil {
+			c.Close()
+		}
+		if code == socksReplyOK {
+			t.Errorf("socks %d %q answered OK", tc.cmd, tc.host)
+		}
+	}
+	socksRecords := 0
+	for _, ev := range rec.audited() {
+		if ev.Kind == KindSOCKS5 && !ev.Allowed {
+			socksRecords++
+		}
+	}
+	if socksRecords != 2 {
+		t.Errorf("%d refused SOCKS records, want 2: %+v", socksRecords, rec.audited())
 	}
 }
 

@@ -14,6 +14,9 @@ func (s *Server) serveSOCKS(ctx context.Context, c *idleConn, br *bufio.Reader, 
 	t, code, err := readSOCKS(br, c)
 	if err != nil {
 		if code != 0 {
+			// A request was made (an address no rule could be asked about, a command not
+			// served): the audit log shows the attempt.
+			s.recordRefusal(ctx, p, t, nil, err.Error())
 			_, _ = c.Write(socksReply(code))
 		}
 		lingerClose(c)

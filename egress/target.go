@@ -300,7 +300,7 @@ func readSOCKS(r *bufio.Reader, w io.Writer) (target, byte, error) {
 	}
 	if req[1] != socksCmdConnect {
 		// BIND and UDP ASSOCIATE would open paths the policy cannot see (inbound, UDP).
-		return t, socksReplyCmdNotSupported, fmt.Errorf("%w: socks command %d", ErrUnsupported, req[1])
+		return t, socksReplyCmdNotSupported, fmt.Errorf("%w: socks command %d (only CONNECT is served)", ErrUnsupported, req[1])
 	}
 	var host string
 	switch req[3] {
@@ -339,10 +339,23 @@ func readSOCKS(r *bufio.Reader, w io.Writer) (target, byte, error) {
 	}
 	h, addr, err := normalizeHost(host)
 	if err != nil {
+		t.host, t.port = auditableHost(host), port // for the refusal's record
 		return t, socksReplyGeneralFailure, err
 	}
 	t.host, t.addr, t.port = h, addr, port
 	return t, 0, nil
+}
+
+// maxAuditedHost bounds a host name as a refusal's record keeps it: a DNS name is at most 253.
+const maxAuditedHost = 300
+
+// auditableHost is a host as a client sent it, made fit for a record: valid UTF-8, cut at
+// maxAuditedHost bytes.
+func auditableHost(h string) string {
+	if len(h) > maxAuditedHost {
+		h = h[:maxAuditedHost] + "…"
+	}
+	return strings.ToValidUTF8(h, "\uFFFD")
 }
 
 // socksReply is a reply with an all-zero bound address: the address the daemon dialed from
