@@ -45,6 +45,9 @@ var specialRanges = []special{
 	{netip.MustParsePrefix("::1/128"), "loopback"},
 	// IPv4-compatible (deprecated) addresses embed an IPv4 address some stacks still route.
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	// IPv4-translated (SIIT, RFC 2765): a translator on the host's network turns it into the
+	// IPv4 address it carries, a private one as readily as any.
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (SIIT)"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"},
 	{netip.MustParsePrefix("100::/64"), "discard-only"},
 	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy (RFC 9780)"},

@@ -53,6 +53,8 @@ func TestGuard(t *testing.T) {
 		{"::ffff:10.0.0.1", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ""},
 		{"::ffff:8.8.8.8", nil, ""},
 		{"::127.0.0.1", nil, "IPv4-compatible"},
+		{"::ffff:0:7f00:1", nil, "IPv4-translated"},
+		{"::ffff:0:808:808", nil, "IPv4-translated"},
 		{"64:ff9b::7f00:1", nil, "NAT64 of a loopback"},
 		{"64:ff9b::a9fe:a9fe", nil, "NAT64 of a cloud metadata"},
 		{"64:ff9b::808:808", nil, ""},
