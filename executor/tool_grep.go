@@ -391,4 +391,3 @@ const (
 )
 
 var grepHeldBounds = heldBounds{perCall: maxGrepOutput, perUser: maxGrepHeldPerUser, least: minGrepOutput}
-
