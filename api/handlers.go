@@ -63,7 +63,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	snap, err := s.backend.CreateSession(r.Context(), c, session.Params{
 		Cwd: req.Cwd, AdditionalDirs: req.AdditionalDirs, Mode: mode,
 		Rules: session.Rules(req.Rules), ParentID: req.ParentID, PersistCwd: req.PersistCwd, TrustProject: req.TrustProject,
-		Network: req.Network, ClientKey: req.ClientKey,
+		Network: req.Network, ClientKey: req.ClientKey, Disposable: req.Disposable,
 	})
 	if err != nil {
 		return err

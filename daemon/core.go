@@ -158,7 +158,7 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 			owned++
 		}
 	}
-	if owned >= cfg.EffectiveSessionsPerUser() {
+	if owned >= cfg.EffectiveSessionsPerUser() && !c.evictDisposable(ctx, caller) {
 		return session.Snapshot{}, errcode.New(errcode.Conflict, fmt.Errorf("%s already has %d sessions (limits.sessions_per_user); delete one first", caller.TenantName(), owned))
 	}
 	network, err := networkFor(cfg, caller, p.Network, p.Parent)
@@ -655,7 +655,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 	var errs []error
 	for i, s := range removed {
 		c.release(s)
-		c.activity.last.Delete(s.ID)
+		c.activity.forget(s.ID)
 		msg, detail := "the session was deleted; denied", map[string]string(nil)
 		if i > 0 {
 			msg, detail = "the session's parent "+id+" was deleted; denied", map[string]string{"reason": "parent_deleted", "parent": id}

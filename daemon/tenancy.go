@@ -53,6 +53,27 @@ func (d *Daemon) applyLimits(cfg *config.Config) {
 // change, so the daemon keeps it beside the store.
 type activity struct {
 	last sync.Map // session id -> *atomic.Int64 (unix nanoseconds)
+	busy sync.Map // session id -> *atomic.Int32: its calls running now
+}
+
+// running counts a call of session id as running until the returned func is called.
+func (a *activity) running(id string) func() {
+	v, _ := a.busy.LoadOrStore(id, &atomic.Int32{})
+	n := v.(*atomic.Int32)
+	n.Add(1)
+	return func() { n.Add(-1) }
+}
+
+// runsCalls reports whether a call of session id is running now.
+func (a *activity) runsCalls(id string) bool {
+	v, ok := a.busy.Load(id)
+	return ok && v.(*atomic.Int32).Load() > 0
+}
+
+// forget drops what is kept of an ended session.
+func (a *activity) forget(id string) {
+	a.last.Delete(id)
+	a.busy.Delete(id)
 }
 
 func (a *activity) touch(id string) {
@@ -107,7 +128,7 @@ func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
 				msg, detail = "the session's parent "+s.ID+" ended after being idle; denied", map[string]string{"reason": "parent_deleted", "parent": s.ID}
 			}
 			c.dropApprovals(ctx, session.Caller{}, r.ID, approval.Resolution{Answer: approval.Deny, Message: msg, By: "idle_timeout"})
-			c.activity.last.Delete(r.ID)
+			c.activity.forget(r.ID)
 			n++
 			c.log.Info("session expired", zap.String("session", r.ID), zap.String("reason", detail["reason"]), zap.Duration("idle_timeout", idle))
 			if err := c.recorder.sessionEvent(ctx, audit.KindSessionDelete, r, detail); err != nil {
@@ -116,6 +137,60 @@ func (c *Core) expireIdle(ctx context.Context, now time.Time) int {
 		}
 	}
 	return n
+}
+
+// evictDisposable ends the least recently used of owner's disposable sessions that runs
+// nothing (no call, no background command), waits on no approval and has no sub-agent, to
+// make room for a new session at limits.sessions_per_user; it reports whether it ended one.
+// Its client makes it again when it next needs it (sbctl hook), so what is lost is its state:
+// files read, approvals remembered for the session.
+func (c *Core) evictDisposable(ctx context.Context, owner session.Caller) bool {
+	all := c.store.All()
+	parents := map[*session.Session]bool{}
+	for _, s := range all {
+		if s.Parent != nil {
+			parents[s.Parent] = true
+		}
+	}
+	var victim *session.Session
+	var oldest time.Time
+	for _, s := range all {
+		if !s.Disposable || s.Owner.Tenant() != owner.Tenant() || s.Parent != nil || parents[s] ||
+			c.activity.runsCalls(s.ID) || c.runsTasks(s) ||
+			len(c.approvals.Pending(func(a approval.Approval) bool { return a.Session == s.ID })) > 0 {
+			continue
+		}
+		if t := c.activity.idleSince(s); victim == nil || t.Before(oldest) {
+			victim, oldest = s, t
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	removed, err := c.store.Remove(session.Caller{Admin: true}, victim.ID)
+	if err != nil {
+		return false // ended meanwhile: its room is free all the same
+	}
+	for _, r := range removed {
+		c.release(r)
+		c.activity.forget(r.ID)
+		c.dropApprovals(ctx, session.Caller{}, r.ID, approval.Resolution{Answer: approval.Deny, Message: "the session was ended to make room for its owner's next one; denied", By: "evicted"})
+		c.log.Info("disposable session ended to make room", zap.String("session", r.ID), zap.Uint32("uid", r.Owner.UID))
+		if err := c.recorder.sessionEvent(ctx, audit.KindSessionDelete, r, map[string]string{"reason": "evicted"}); err != nil {
+			c.log.Error("audit session eviction", zap.Error(err))
+		}
+	}
+	return true
+}
+
+// runsTasks reports whether a background command of s is running.
+func (c *Core) runsTasks(s *session.Session) bool {
+	for _, t := range c.host.Tasks(s) {
+		if t["status"] == "running" {
+			return true
+		}
+	}
+	return false
 }
 
 // sweepInterval is how often idle sessions are looked for.

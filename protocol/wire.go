@@ -59,6 +59,12 @@ type CreateSession struct {
 	// it is the session's, so a client that keeps the session's id in a file another program
 	// could write cannot be switched to another session of its owner.
 	ClientKey string `json:"client_key,omitempty"`
+	// Disposable says the client makes the session again whenever it finds it gone (sbctl
+	// hook: one per agent session, cwd and mode). When its owner is at
+	// limits.sessions_per_user, the least recently used of their disposable sessions that
+	// runs nothing, waits on no approval and has no sub-agent is ended to make room for a new
+	// session, rather than the new one refused.
+	Disposable bool `json:"disposable,omitempty"`
 }
 
 // UpdateSession is the body of PATCH /v1/sessions/{id}; absent fields are left alone.

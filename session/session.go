@@ -68,6 +68,9 @@ type Session struct {
 	Network string
 	// ClientKey is what its client made it for; a call naming another key does not reach it.
 	ClientKey string
+	// Disposable: its client makes it again when it is gone, so it may be ended to make
+	// room for its owner's next session (protocol.CreateSession.Disposable).
+	Disposable bool
 	// Umask is the file mode creation mask its calls run with: its creator's, as a program
 	// the creator ran itself would have. Fixed at creation.
 	Umask uint32

@@ -33,6 +33,8 @@ type Params struct {
 	Network string
 	// ClientKey is what the session's client made it for (protocol.CreateSession.ClientKey).
 	ClientKey string
+	// Disposable is protocol.CreateSession.Disposable.
+	Disposable bool
 	// Umask is the file mode creation mask the session's calls run with.
 	Umask          uint32
 	ReadStateBytes int64
@@ -52,7 +54,7 @@ func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 func (st *Store) Create(owner Caller, p Params) *Session {
 	s := &Session{
 		ID: NewID(), Owner: owner, ParentID: p.ParentID, Created: time.Now().UTC(), PersistCwd: p.PersistCwd, TrustProject: p.TrustProject,
-		Network: p.Network, ClientKey: p.ClientKey, Umask: p.Umask, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
+		Network: p.Network, ClientKey: p.ClientKey, Disposable: p.Disposable, Umask: p.Umask, Root: p.Cwd, cwd: p.Cwd, additionalDirs: append([]string(nil), p.AdditionalDirs...),
 		mode: p.Mode, rules: copyRules(p.Rules),
 		Reads:  NewReadState(p.ReadStateBytes),
 		Budget: NewBudget(p.BudgetChars),

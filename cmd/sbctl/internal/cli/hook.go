@@ -473,7 +473,10 @@ func createHookSession(ctx context.Context, c *client.Client, store *hookStore, 
 		return protocol.Session{}, err
 	}
 	cs := protocol.CreateSession{Cwd: root, Mode: mode, AdditionalDirs: hf.sf.addDirs, TrustProject: hf.sf.trustProject,
-		Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key}
+		Rules: protocol.Rules{Allow: hf.sf.allow, Deny: hf.sf.deny, Ask: hf.sf.ask}, ClientKey: store.key,
+		// One per agent session, cwd and mode, made again on demand (decideInSession): at
+		// the user's session limit the daemon may end the least recently used to make room.
+		Disposable: true}
 	s, err := c.CreateSession(ctx, cs)
 	if err != nil {
 		if saved {
