@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/protocol"
 )
 
 // TestDisposableSessionsMakeRoom: at limits.sessions_per_user, a new session ends the user's
@@ -48,5 +52,37 @@ func TestDisposableSessionsMakeRoom(t *testing.T) {
 	}
 	if code, _ := td.do(t, "GET", "/v1/sessions/"+b, ""); code != http.StatusOK {
 		t.Errorf("the disposable session with an approval pending was ended: %d", code)
+	}
+}
+
+// TestWaitingCallOfDeletedSessionIsDenied: a call waiting on its approval when its session is
+// deleted is denied, saying so, not told its approval is still pending (it is gone).
+func TestWaitingCallOfDeletedSessionIsDenied(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, testHostDir(t)))
+	done := make(chan protocol.CallResult, 1)
+	go func() {
+		_, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/calls", `{"tool":"Bash","input":{"command":"touch w"},"wait_ms":20000}`)
+		var res protocol.CallResult
+		_ = json.Unmarshal(b, &res)
+		done <- res
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, b := td.do(t, "GET", "/v1/approvals", "")
+		if strings.Contains(string(b), s.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call never asked: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, b := td.do(t, "DELETE", "/v1/sessions/"+s.ID, ""); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	res := <-done
+	if res.Decision == nil || res.Decision.Behavior != "deny" || !strings.Contains(res.Decision.Reason, "the session was deleted") {
+		t.Errorf("the waiting call of a deleted session: %+v %+v", res.Decision, res.Error)
 	}
 }

@@ -183,6 +183,12 @@ func (p *Pipeline) awaitAnswer(ctx context.Context, st *state, a approval.Approv
 	id := a.ID
 	d = waitBound(a, d)
 	res, err := p.approvals.Queue.Wait(ctx, id, d)
+	if st.sess.Closed() {
+		// Deleting the session ends its calls first (their contexts), then drops its
+		// approvals: the ask is no longer pending anywhere, whatever the wait saw.
+		st.applyResolution(&approval.Resolution{Answer: approval.Deny, By: "session_deleted", Message: "the session was deleted; denied"})
+		return nil
+	}
 	if err != nil || res == nil {
 		return nil
 	}
