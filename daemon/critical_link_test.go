@@ -128,6 +128,37 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 	}
 }
 
+// A whole-tree read or write of a path with nothing below it (a file that is no directory, or
+// a name that does not exist read by a line that makes nothing: a revision) is no tree a rule
+// below could meet: `git log -p README.md` and `mv a.md b.md` under `Read(**/.env)` are decided
+// as the paths they name, while a directory, or a name a writing line may make, is still held.
+func TestTreeUsesOfFilesAndRevisions(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.md", "src/x.go"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(**/.env)","Edit(.github/**)"]}}`, dir))
+	for cmd, refused := range map[string]bool{
+		"mv a.md b.md": false, "git log -p a.md": false, "git blame src/x.go": false, "git diff main": false,
+		"git stash list": false, "git show HEAD": false, "diff -u a.md src/x.go": false, "grep -r x a.md": false,
+		"grep -r x src": true, "mv src s2": true, "cp -r src s3": true, "rm -rf src": true,
+		// A line that writes may make the name before the read: held as before.
+		"mkdir -p nd && grep -r x nd": true,
+	} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		got := behavior(res) == permission.Deny && strings.Contains(res.Decision.Reason, "everything under")
+		if got != refused {
+			t.Errorf("%q: %s at %s, want refused by the tree check %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, refused, res.Decision.Reason)
+		}
+	}
+}
+
 // The agent's own Glob (run by its caller, no sandbox or filter) is refused where its pattern
 // may list a name a Read deny rule covers, and allowed where none can; sandboxd's own Glob
 // filters such names and is decided as before.

@@ -109,6 +109,20 @@ func auditKeepsWhole(in Input, max int) bool {
 	return len(red) <= max
 }
 
+// nothingBelow reports a whole-tree use whose path, as the agent's process finds it, holds
+// nothing a rule below it could meet: a file that is no directory (mv a.md b.md, git log -p
+// README.md), or, read by a line that makes nothing (so no command before the read made the
+// path), one that does not exist (a revision: git diff main, git stash list).
+func nothingBelow(r *worker.Resolved, access permission.Access, lineReadOnly bool) bool {
+	switch {
+	case r == nil:
+		return false
+	case r.Exists && !r.IsDir:
+		return true
+	}
+	return !r.Exists && access == permission.Read && lineReadOnly
+}
+
 // maxBashPathFacts bounds the paths of one command resolved for the policy: each is a round
 // trip to the owner's worker. Past it the command is not read-only for the policy.
 const maxBashPathFacts = 64
@@ -181,7 +195,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 				}
 			}
 		}
-		if err == nil && pu.Tree {
+		if err == nil && pu.Tree && !(c.unconfined && nothingBelow(onHost[i], access, cl.ReadOnly)) {
 			root := resolved
 			if pu.Worktree && c.unconfined {
 				o := c.Session.Owner
