@@ -42,6 +42,7 @@ const (
 	pkInterp                  // first operand a script, read, unless code is given by option
 	pkFetch                   // curl/wget: their options' files (fetch.go)
 	pkNone                    // no operand is a file; only fileOpts' values are read (date -f)
+	pkXXD                     // xxd: [infile [outfile]], options as words of their own
 )
 
 type pathSpec struct {
@@ -63,7 +64,7 @@ func init() {
 	wr := pathSpec{kind: pkWrite, opts: optSpec{permute: true}}
 	pathSpecs = map[string]pathSpec{
 		"cat": rd, "tac": rd, "nl": rd, "less": rd, "more": rd, "cmp": rd,
-		"file": rd, "stat": rd, "ls": rd, "strings": rd, "od": rd, "xxd": rd,
+		"file": rd, "stat": rd, "ls": rd, "strings": rd, "od": rd, "xxd": {kind: pkXXD},
 		"md5sum": rd, "sha1sum": rd, "sha224sum": rd, "sha256sum": rd, "sha384sum": rd, "sha512sum": rd,
 		"b2sum": rd, "cksum": rd, "unexpand": rd,
 		"readlink": rd, "realpath": rd, "rev": rd, "fold": rd, "expand": rd, "base64": rd,
@@ -77,7 +78,7 @@ func init() {
 			fileOpts: "X", fileLong: []string{"from-file", "to-file", "exclude-from"}},
 		"hexdump": {kind: pkRead, opts: optSpec{shortArg: "efns", permute: true}, fileOpts: "f"},
 		// tree prints the comments of an --infofile and the HTML --hintro/--houtro files.
-		"tree": {kind: pkRead, opts: optSpec{shortArg: "LPIHT", longArg: []string{"infofile", "gitfile", "hintro", "houtro", "charset", "filelimit", "timefmt", "sort"}, longFlag: []string{"info"}, permute: true},
+		"tree": {kind: pkRead, opts: optSpec{shortArg: "LPIHTo", longArg: []string{"infofile", "gitfile", "hintro", "houtro", "charset", "filelimit", "timefmt", "sort"}, longFlag: []string{"info"}, permute: true},
 			fileLong: []string{"infofile", "gitfile", "hintro", "houtro"}},
 		"date": {kind: pkNone, opts: optSpec{shortArg: "dfrs", shortOpt: "I", longArg: []string{"date", "file", "reference", "set", "rfc-3339"}, permute: true},
 			fileOpts: "fr", fileLong: []string{"file", "reference"}},
@@ -507,6 +508,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	}
 	if pc.opts.Unconfined {
 		pc.unpacks(sb, name, ws[1:])
+		pc.compresses(sb, name, ws[1:])
 	}
 	if pc.symlinks {
 		pc.linkUses += len(pc.out) - before
@@ -598,7 +600,14 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 		if slices.Contains(vals, "--") {
 			return // git checkout REV -- PATH writes what PATH names (gitTreeWrites)
 		}
-	case "switch", "merge", "pull", "cherry-pick", "revert", "rebase", "am", "checkout-index", "filter-branch", "mergetool":
+	case "checkout-index":
+		// --prefix=DIR/ puts each file at DIR/PATH (--prefix=.git/hooks/ plants a hook).
+		for _, v := range vals {
+			if p, ok := strings.CutPrefix(v, "--prefix="); ok && p != "" {
+				pc.writingTrees(true, func() { pc.add(path.Dir(p+"x"), AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
+			}
+		}
+	case "switch", "merge", "pull", "cherry-pick", "revert", "rebase", "am", "filter-branch", "mergetool":
 	case "reset":
 		if !hasFlag(vals, "", "hard", "merge", "keep") {
 			return // the index only
@@ -645,6 +654,37 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 	pc.worktree = true
 	pc.writingTrees(true, func() { pc.add(".", AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
 	pc.worktree = false
+}
+
+// gitWorktreeReads adds, for a command run outside any sandbox, the worktree a git subcommand
+// prints the files of as a whole-tree read (PathUse.Worktree): git diff (but --cached or
+// --no-index) shows every changed tracked file's lines as they are now, .env's included, and so
+// do status -vv, commit -v and the -p of add, checkout, restore, reset and stash.
+func (pc *pathCollector) gitWorktreeReads(sb *sub, sub string, ws []word) {
+	vals := staticVals(ws)
+	verbose := 0
+	for _, v := range vals {
+		switch {
+		case v == "--verbose" || v == "-v":
+			verbose++
+		case len(v) > 1 && v[0] == '-' && v[1] != '-':
+			verbose += strings.Count(v, "v")
+		}
+	}
+	patch := slices.Contains(vals, "-p") || hasFlag(vals, "", "patch") || slices.Contains(vals, "-i") || hasFlag(vals, "", "interactive")
+	switch {
+	case sub == "diff" && !hasFlag(vals, "", "cached", "staged", "no-index") && !slices.Contains(vals, "--"):
+		// With `--`, what it prints is what the paths after it name (gitPaths).
+	case sub == "status" && verbose >= 2:
+	case sub == "commit" && verbose >= 1:
+	case (sub == "add" || sub == "checkout" || sub == "restore" || sub == "reset") && patch:
+	case sub == "stash" && patch && (len(vals) == 0 || vals[0] == "push" || strings.HasPrefix(vals[0], "-")):
+	default:
+		return
+	}
+	pc.worktree, pc.tree = true, true
+	pc.add(".", AccessRead, "git", sb.dirs, sb.dirsUnknown)
+	pc.worktree, pc.tree = false, false
 }
 
 // gitNewRepoOpts are git clone's and git init's options that take a value.
@@ -808,8 +848,14 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
 		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:], AccessRead)
 	}
-	if i < len(ws) && gitOutputOpts[ws[i].val] != nil {
-		pc.gitFileOpts(sb, gitOutputOpts[ws[i].val], ws[i+1:], AccessWrite)
+	if i < len(ws) {
+		// Any subcommand that takes diff options takes --output (reflog, stash show, rev-list,
+		// and more with each release): it is read as a file written wherever it appears.
+		out := gitOutputOpts[ws[i].val]
+		if out == nil {
+			out = []string{"--output"}
+		}
+		pc.gitFileOpts(sb, out, ws[i+1:], AccessWrite)
 	}
 	if i+2 < len(ws) && ws[i].val == "bundle" && ws[i+1].val == "create" {
 		pc.word(ws[i+2], AccessWrite, "git", sb)
@@ -833,6 +879,7 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		if pc.opts.Unconfined {
 			pc.gitWorktreeWrites(sb, ws[i].val, ws[i+1:])
+			pc.gitWorktreeReads(sb, ws[i].val, ws[i+1:])
 		}
 	}
 	if i+1 < len(ws) && ws[i].val == "var" {
@@ -1361,6 +1408,13 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 				filesFrom = true
 				pc.word(ws[i+1], AccessRead, name, sb)
 			}
+			// -fprint F, -fprint0 F, -fprintf F FMT, -fls F write F (created or truncated).
+			if (strings.HasPrefix(v, "-fprint") || v == "-fls") && i+1 < len(vals) {
+				tree, treeWrite := pc.tree, pc.treeWrite
+				pc.tree, pc.treeWrite = false, false
+				pc.word(ws[i+1], AccessWrite, name, sb)
+				pc.tree, pc.treeWrite = tree, treeWrite
+			}
 			// A test against another file stats it (-newer F, -samefile F): what it says of F
 			// (its times, its inode) is read as stat would read it.
 			if (v == "-anewer" || v == "-cnewer" || v == "-samefile" || strings.HasPrefix(v, "-newer") && !strings.HasSuffix(v, "t")) && i+1 < len(vals) {
@@ -1399,7 +1453,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	// operands are a suffix-free subset of vals in order; find their words.
 	opWords := operandWords(pc.ws[:0], ws, vals, operands)
 	pc.vals, pc.ws = vals, opWords
-	target, patGiven, inPlace, backup, followLinks := "", false, false, "", false
+	target, patGiven, inPlace, backup, followLinks, treeHTML := "", false, false, "", false, false
 	var fetch fetchState
 	// diff reads the files in a directory operand even without -r, and `diff DIR FILE` reads
 	// DIR/FILE's base name (`diff ~/.ssh ./id_rsa` prints ~/.ssh/id_rsa): each of its operands,
@@ -1427,8 +1481,11 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			// A backup of each file it replaces, named by a suffix the line may not show
 			// (SIMPLE_BACKUP_SUFFIX, inherited): cp -b -S .json x .mcp makes .mcp.json.
 			pc.unknown()
-		case name == "sort" && o.hasVal && (o.name == "o" || o.long && longIs(o.name, "output")):
+		case (name == "sort" || name == "tree") && o.hasVal && (o.name == "o" || o.long && longIs(o.name, "output")):
 			pc.optVal(ws, vals, o.val, AccessWrite, name, sb)
+		case name == "tree" && o.name == "R":
+			// tree -R -H URL writes a 00Tree.html into each dir it lists, below each operand.
+			treeHTML = true
 		case name == "sed" && (o.name == "i" || o.long && longIs(o.name, "in-place")):
 			inPlace = true
 			if o.hasVal {
@@ -1469,6 +1526,13 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 	switch spec.kind {
 	case pkRead:
 		pc.all(opWords, AccessRead, name, sb)
+		if treeHTML {
+			dirs := opWords
+			if len(dirs) == 0 {
+				dirs = []word{{val: ".", src: ".", static: true}}
+			}
+			pc.writingTrees(true, func() { pc.all(dirs, AccessWrite, name, sb) })
+		}
 	case pkWrite:
 		// rm -r removes everything below its operands; setfacl -R changes who may read and
 		// write it.
@@ -1549,6 +1613,22 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		}
 		// chmod -R a+rw . changes who may read or write every file below.
 		pc.writingTrees(treeFlag(name, opts), func() { pc.all(opWords, AccessWrite, name, sb) })
+	case pkXXD:
+		// xxd's options are words of their own that take values as words too (-len 10,
+		// -cols 8, -s +5), which getopt's reading pairs wrongly: every word that is no option
+		// is taken as a file, the first read, each later one read and written.
+		var files []word
+		for _, a := range ws {
+			if !a.static || !strings.HasPrefix(a.val, "-") || a.val == "-" {
+				files = append(files, a)
+			}
+		}
+		for i, a := range files {
+			pc.word(a, AccessRead, name, sb)
+			if i > 0 {
+				pc.word(a, AccessWrite, name, sb)
+			}
+		}
 	case pkUniq:
 		if len(opWords) > 0 {
 			pc.word(opWords[0], AccessRead, name, sb)

@@ -1164,3 +1164,57 @@ func TestPathsUnpackedTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsWrittenUnseen: run outside any sandbox, what a command writes under a name it makes
+// or takes from an option is a write: xxd's output, find's -fprint* and -fls files, tree -o
+// (and -R's pages below), git's --output on any subcommand and checkout-index's --prefix, a
+// compressor's made names (.envrc.gz -> .envrc, -S), a recursive one's tree, what an archiver
+// removes; and what git diff and its kin print of the worktree is read whole from its top.
+func TestPathsWrittenUnseen(t *testing.T) {
+	t.Parallel()
+	unconfined := testOpts
+	unconfined.Unconfined = true
+	for cmd, want := range map[string]string{
+		"xxd a.md .github/x.yml":                       "/home/u/proj/.github/x.yml:",
+		"xxd -len 10 in out":                           "/home/u/proj/in: /home/u/proj/out:",
+		"find . -maxdepth 0 -fprintf .git/config x":    "/home/u/proj/.git/config:",
+		"find . -fls out.txt":                          "/home/u/proj/out.txt:",
+		"tree -o .vscode/tasks.json":                   "/home/u/proj/.vscode/tasks.json:",
+		"tree -R -H x src":                             "/home/u/proj/src:tree",
+		"git reflog -p --output=/home/u/.bashrc":       "/home/u/.bashrc:",
+		"git stash show -p --output .git/hooks/x":      "/home/u/proj/.git/hooks/x:",
+		"git checkout-index -f --prefix=.git/hooks/ x": "/home/u/proj/.git/hooks:tree /home/u/proj:worktree",
+		"gunzip .envrc.gz":                             "/home/u/proj/.envrc:",
+		"xz -dk a.tar.xz":                              "/home/u/proj/a.tar:",
+		"gzip -S rc .bash":                             "/home/u/proj/.bashrc:",
+		"gzip -r .":                                    "/home/u/proj:tree",
+		"zstd -r --rm src":                             "/home/u/proj/src:tree",
+		"gzip -c x":                                    "",
+		"zip -rm x.zip src":                            "/home/u/proj/src:tree",
+		"tar --remove-files -cf x.tar src":             "/home/u/proj/src:tree",
+		"git diff":                                     "/home/u/proj:worktree",
+		"git status -vv":                               "/home/u/proj:worktree",
+		"git diff --cached":                            "",
+		"git status":                                   "",
+	} {
+		c := Classify(cmd, unconfined)
+		var got []string
+		for _, p := range c.Paths {
+			switch {
+			case p.Mention || !p.Worktree && p.Access == AccessRead:
+			case p.Worktree:
+				got = append(got, p.Path+":worktree")
+			case p.Tree:
+				got = append(got, p.Path+":tree")
+			default:
+				got = append(got, p.Path+":")
+			}
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("%q: writes %s, want %s", cmd, g, want)
+		}
+	}
+	if c := Classify("gunzip -N x.gz", unconfined); !c.PathsIncomplete {
+		t.Errorf("gunzip -N: the name stored in the file is not known, yet the paths are complete")
+	}
+}

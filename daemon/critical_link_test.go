@@ -198,3 +198,29 @@ func (td *testDaemon) decideBy(t *testing.T, id, tool, input string, unconfined 
 	}
 	return res
 }
+
+// Run by its caller, a command that writes a protected file or one a deny rule covers under a
+// name it makes or takes from an option is denied in bypassPermissions (which never asks) as a
+// named write is: find -fprintf .git/config plants git's fsmonitor, gunzip .envrc.gz direnv's
+// script, git reflog --output ~/.bashrc a shell's start-up; git diff prints a Read-denied file.
+func TestUnseenWritesDecided(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Edit(./.github/**)","Read(./.env)"]}}`, dir))
+	for cmd, denied := range map[string]bool{
+		"find . -maxdepth 0 -fprintf .git/config x": true, "xxd a.md .github/x.yml": true, "xxd -r -p h .envrc": true,
+		"tree -o .vscode/tasks.json": true, "git reflog -p --output=" + dir + "/.bashrc": true,
+		"git stash show -p --output .git/hooks/pre-commit": true, "git checkout-index -f --prefix=.git/hooks/ x": true,
+		"gunzip .envrc.gz": true, "gzip -S rc .bash": true, "gzip -r .": true, "git diff": true, "git status -vv": true,
+		"xxd a.md": false, "find . -fls out.txt": false, "gzip -k notes.txt": false, "gunzip -k a.log.gz": false,
+		"git diff --cached": false, "tree -o tree.txt": false,
+	} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		if got := behavior(res) == permission.Deny; got != denied {
+			t.Errorf("%q: %s at %s, want denied %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, denied, res.Decision.Reason)
+		}
+	}
+}
