@@ -157,6 +157,8 @@ type pathCollector struct {
 	tree, treeWrite bool
 	// worktree marks the writes put meanwhile as a git worktree's (PathUse.Worktree).
 	worktree bool
+	// treeOf marks the writes put meanwhile as landings of that source (PathUse.TreeOf).
+	treeOf string
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
 	// them, up to maxMentions.
 	mentioning bool
@@ -358,10 +360,14 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.unknown()
 	}
 	tree := pc.tree && access == AccessRead || pc.treeWrite && access == AccessWrite
+	treeOf := ""
+	if access == AccessWrite && !tree {
+		treeOf = pc.treeOf
+	}
 	for _, u := range pc.out {
 		// A mention adds nothing to the same path a table already put (its Mention is false).
 		// An alternative adds nothing to a path already put as read there.
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) && u.Worktree == pc.worktree &&
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) && u.Worktree == pc.worktree && u.TreeOf == treeOf &&
 			(u.Mention == pc.mentioning || !u.Mention) && (u.Alternative == pc.alternative || !u.Alternative) {
 			return
 		}
@@ -370,7 +376,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.unknown()
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative, Worktree: pc.worktree})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative, Worktree: pc.worktree, TreeOf: treeOf})
 }
 
 // unknown marks the list incomplete by a path that may lie anywhere.
@@ -656,37 +662,6 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 	pc.worktree = false
 }
 
-// gitWorktreeReads adds, for a command run outside any sandbox, the worktree a git subcommand
-// prints the files of as a whole-tree read (PathUse.Worktree): git diff (but --cached or
-// --no-index) shows every changed tracked file's lines as they are now, .env's included, and so
-// do status -vv, commit -v and the -p of add, checkout, restore, reset and stash.
-func (pc *pathCollector) gitWorktreeReads(sb *sub, sub string, ws []word) {
-	vals := staticVals(ws)
-	verbose := 0
-	for _, v := range vals {
-		switch {
-		case v == "--verbose" || v == "-v":
-			verbose++
-		case len(v) > 1 && v[0] == '-' && v[1] != '-':
-			verbose += strings.Count(v, "v")
-		}
-	}
-	patch := slices.Contains(vals, "-p") || hasFlag(vals, "", "patch") || slices.Contains(vals, "-i") || hasFlag(vals, "", "interactive")
-	switch {
-	case sub == "diff" && !hasFlag(vals, "", "cached", "staged", "no-index") && !slices.Contains(vals, "--"):
-		// With `--`, what it prints is what the paths after it name (gitPaths).
-	case sub == "status" && verbose >= 2:
-	case sub == "commit" && verbose >= 1:
-	case (sub == "add" || sub == "checkout" || sub == "restore" || sub == "reset") && patch:
-	case sub == "stash" && patch && (len(vals) == 0 || vals[0] == "push" || strings.HasPrefix(vals[0], "-")):
-	default:
-		return
-	}
-	pc.worktree, pc.tree = true, true
-	pc.add(".", AccessRead, "git", sb.dirs, sb.dirsUnknown)
-	pc.worktree, pc.tree = false, false
-}
-
 // gitNewRepoOpts are git clone's and git init's options that take a value.
 var gitNewRepoOpts = optSpec{shortArg: "objuc", permute: true, longArg: []string{"origin", "branch", "upload-pack",
 	"reference", "reference-if-able", "separate-git-dir", "depth", "shallow-since", "shallow-exclude", "config",
@@ -879,7 +854,6 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		if pc.opts.Unconfined {
 			pc.gitWorktreeWrites(sb, ws[i].val, ws[i+1:])
-			pc.gitWorktreeReads(sb, ws[i].val, ws[i+1:])
 		}
 	}
 	if i+1 < len(ws) && ws[i].val == "var" {
@@ -1565,7 +1539,10 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			dest := opWords[len(opWords)-1]
 			// cp -rT new src copies what new holds into src itself.
 			intoItself := slices.ContainsFunc(opts, func(o opt) bool { return o.name == "T" || o.long && longIs(o.name, "no-target-directory") })
-			pc.writingTrees(recursive && intoItself, func() { pc.word(dest, AccessWrite, name, sb) })
+			// cp -r new dest, dest not there yet: what new holds lands in dest.
+			pc.landing(recursive && len(opWords) == 2, opWords[0], sb, func() {
+				pc.writingTrees(recursive && intoItself, func() { pc.word(dest, AccessWrite, name, sb) })
+			})
 			opWords = opWords[:len(opWords)-1]
 			if dest.static && !dest.glob {
 				pc.writingTrees(recursive, func() { pc.intoDir(dest.val, opWords, name, sb) })
@@ -1591,15 +1568,22 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		// takes the links in it to a name no path here shows.
 		pc.symlinks = true
 		sources := opWords
+		// A dir moved lands whole, where it lands: mv new .github/workflows, mv new .github/.
+		into := func(dest string, srcs []word) {
+			for _, src := range srcs {
+				pc.landing(true, src, sb, func() { pc.intoDir(dest, []word{src}, name, sb) })
+			}
+		}
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
-			pc.intoDir(target, opWords, name, sb)
+			into(target, opWords)
 		} else if len(opWords) > 1 {
-			if dest := opWords[len(opWords)-1]; dest.static && !dest.glob {
-				pc.intoDir(dest.val, opWords[:len(opWords)-1], name, sb)
-			}
-			pc.word(opWords[len(opWords)-1], AccessWrite, name, sb)
 			sources = opWords[:len(opWords)-1]
+			dest := opWords[len(opWords)-1]
+			if dest.static && !dest.glob {
+				into(dest.val, sources)
+			}
+			pc.landing(len(sources) == 1, sources[0], sb, func() { pc.word(dest, AccessWrite, name, sb) })
 		}
 		// A dir moved takes everything below it to names no rule about them covers (mv
 		// secret s2, mv src/locked x): its whole tree is written, and read.
@@ -1822,6 +1806,50 @@ func (pc *pathCollector) intoDir(dest string, sources []word, cmd string, sb *su
 		}
 		pc.add(strings.TrimRight(dest, "/")+"/"+base, AccessWrite, cmd, sb.dirs, sb.dirsUnknown)
 	}
+}
+
+// landing runs put with its writes marked as landings of src (PathUse.TreeOf) when on and src
+// names one path before the line runs; one it cannot name makes them whole-tree writes.
+func (pc *pathCollector) landing(on bool, src word, sb *sub, put func()) {
+	if !on {
+		put()
+		return
+	}
+	p, ok := pc.onePath(src, sb)
+	if !ok {
+		pc.writingTrees(true, put)
+		return
+	}
+	pc.treeOf = p
+	put()
+	pc.treeOf = ""
+}
+
+// onePath is the one absolute path a word names where the line is, if it names one.
+func (pc *pathCollector) onePath(a word, sb *sub) (string, bool) {
+	if !a.static || a.glob || sb.dirsUnknown || len(sb.dirs) > 1 {
+		return "", false
+	}
+	p := a.val
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if pc.opts.Home == "" || pc.cdVars {
+			return "", false
+		}
+		p = pc.opts.Home + p[1:]
+	case strings.HasPrefix(p, "~"):
+		return "", false
+	case !path.IsAbs(p):
+		dir := pc.opts.Cwd
+		if len(sb.dirs) == 1 {
+			dir = sb.dirs[0]
+		}
+		if dir == "" || hasDotDot(p) {
+			return "", false
+		}
+		p = dir + "/" + p
+	}
+	return path.Clean(p), true
 }
 
 // hiddenSegment reports a word (as written) with a segment that starts with a dot other

@@ -78,6 +78,10 @@ type PathUse struct {
 	// Worktree says the write is of the whole git worktree the directory lies in (git checkout
 	// BRANCH, reset --hard, pull), whose top may be above it.
 	Worktree bool `json:"worktree,omitempty"`
+	// TreeOf, on a write, names the source (absolute and cleaned) whose copy or move lands at
+	// the path: when that source is a directory, the write is of everything below the path
+	// (mv new .github/workflows puts new's files there), as Tree says.
+	TreeOf string `json:"tree_of,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.

@@ -109,6 +109,9 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 		"git rebase main": true, "git reset HEAD~1": false, "git stash list": false, "git apply --check x.diff": false,
 		"cd build && git checkout main": true, "cd repo/sub && git checkout main": true, "cd repo/sub && git reset --hard": true,
 		"git worktree add src/locked/wt topic": true, "git worktree add -b t2 src/wt": false, "git worktree add build/wt topic": false,
+		// A dir moved or copied onto a name lands whole there (new/ holds a file).
+		"mv new src/locked": true, "mv new src/locked/": true, "cp -r new src/locked/x": true, "mv -T new src/locked": true,
+		"mv a.txt src/locked2": false, "mv build b9": false,
 		"git clone /tmp/r src/locked/x": true, "git clone ../r.git src": true, "git clone /tmp/r build/x": false,
 		"git init src/locked/x": true, "git init build/x": false, "git init": false, "python3 -m zipfile -e a.zip src": true,
 	} {
@@ -202,7 +205,7 @@ func (td *testDaemon) decideBy(t *testing.T, id, tool, input string, unconfined 
 // Run by its caller, a command that writes a protected file or one a deny rule covers under a
 // name it makes or takes from an option is denied in bypassPermissions (which never asks) as a
 // named write is: find -fprintf .git/config plants git's fsmonitor, gunzip .envrc.gz direnv's
-// script, git reflog --output ~/.bashrc a shell's start-up; git diff prints a Read-denied file.
+// script, git reflog --output ~/.bashrc a shell's start-up.
 func TestUnseenWritesDecided(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
@@ -214,9 +217,9 @@ func TestUnseenWritesDecided(t *testing.T) {
 		"find . -maxdepth 0 -fprintf .git/config x": true, "xxd a.md .github/x.yml": true, "xxd -r -p h .envrc": true,
 		"tree -o .vscode/tasks.json": true, "git reflog -p --output=" + dir + "/.bashrc": true,
 		"git stash show -p --output .git/hooks/pre-commit": true, "git checkout-index -f --prefix=.git/hooks/ x": true,
-		"gunzip .envrc.gz": true, "gzip -S rc .bash": true, "gzip -r .": true, "git diff": true, "git status -vv": true,
+		"gunzip .envrc.gz": true, "gzip -S rc .bash": true, "gzip -r .": true,
 		"xxd a.md": false, "find . -fls out.txt": false, "gzip -k notes.txt": false, "gunzip -k a.log.gz": false,
-		"git diff --cached": false, "tree -o tree.txt": false,
+		"git diff": false, "tree -o tree.txt": false,
 	} {
 		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
 		if got := behavior(res) == permission.Deny; got != denied {

@@ -109,6 +109,14 @@ func auditKeepsWhole(in Input, max int) bool {
 	return len(red) <= max
 }
 
+// mayBeDir reports whether p, as the session owner's own process finds it on the host, may be a
+// directory: it is one, or it is not known to be anything else (not there yet, not
+// resolvable).
+func (h *Host) mayBeDir(c *Call, p string) bool {
+	rs, errs := h.resolveAllOnHost(c, []string{p})
+	return errs[0] != nil || rs[0] == nil || !rs[0].Exists || rs[0].IsDir
+}
+
 // nothingBelow reports a whole-tree use whose path, as the agent's process finds it, holds
 // nothing a rule below it could meet: a file that is no directory (mv a.md b.md, git log -p
 // README.md), or, read by a line that makes nothing (so no command before the read made the
@@ -195,7 +203,8 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 				}
 			}
 		}
-		if err == nil && pu.Tree && !(c.unconfined && nothingBelow(onHost[i], access, cl.ReadOnly)) {
+		tree := pu.Tree || pu.TreeOf != "" && c.unconfined && h.mayBeDir(c, pu.TreeOf)
+		if err == nil && tree && !(c.unconfined && nothingBelow(onHost[i], access, cl.ReadOnly)) {
 			root := resolved
 			if pu.Worktree && c.unconfined {
 				o := c.Session.Owner
