@@ -361,7 +361,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	}
 	tree := pc.tree && access == AccessRead || pc.treeWrite && access == AccessWrite
 	treeOf := ""
-	if access == AccessWrite && !tree {
+	if access == AccessWrite {
 		treeOf = pc.treeOf
 	}
 	for _, u := range pc.out {
@@ -1532,9 +1532,17 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		// A recursive copy writes over what its copies meet below where they land (cp -r
 		// new/. src/ replaces src/locked/f.txt).
 		recursive := spec.kind == pkCopy && recursiveCopy(opts)
+		// What each source holds lands below where it lands (PathUse.TreeOf).
+		into := func(dest string, srcs []word) {
+			for _, src := range srcs {
+				pc.landing(recursive, src, sb, func() {
+					pc.writingTrees(recursive, func() { pc.intoDir(dest, []word{src}, name, sb) })
+				})
+			}
+		}
 		if target != "" {
 			pc.optVal(ws, vals, target, AccessWrite, name, sb)
-			pc.writingTrees(recursive, func() { pc.intoDir(target, opWords, name, sb) })
+			into(target, opWords)
 		} else if len(opWords) > 1 || spec.kind == pkCopy && len(opWords) == 1 {
 			dest := opWords[len(opWords)-1]
 			// cp -rT new src copies what new holds into src itself.
@@ -1545,7 +1553,7 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 			})
 			opWords = opWords[:len(opWords)-1]
 			if dest.static && !dest.glob {
-				pc.writingTrees(recursive, func() { pc.intoDir(dest.val, opWords, name, sb) })
+				into(dest.val, opWords)
 			}
 		}
 		pc.symlinks = carriesLinks(name, opts)

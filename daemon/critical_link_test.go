@@ -227,3 +227,33 @@ func TestUnseenWritesDecided(t *testing.T) {
 		}
 	}
 }
+
+// Run by its caller, a copy or move of a tree plants what the tree holds where it lands: a
+// tpl/ holding .git/hooks/pre-commit and .envrc, copied into the project, plants a hook and
+// direnv's script, which acceptEdits asks about as it asks about writing them by name; a tree
+// with nothing under a protected name copies as before.
+func TestTreeCopiesPlantWhatTheyHold(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	for _, d := range []string{"tpl/.git/hooks", "src/pkg", "x"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"tpl/.git/hooks/pre-commit", "tpl/.envrc", "src/pkg/a.go"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"acceptEdits"}`, dir))
+	for cmd, asked := range map[string]bool{
+		"cp -r tpl/. .": true, "cp -rT tpl .": true, "cp -a tpl/. x/": true, "cp -r tpl newproj": true,
+		"mv tpl newproj": true, "mv tpl x/": true, "cp -r --target-directory=x tpl": true,
+		"cp -r src src2": false, "mv src x/": false, "cp -a src/. x/": false,
+	} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		if got := behavior(res) == permission.Ask && res.Decision.Step == "protected_path"; got != asked {
+			t.Errorf("%q: %s at %s, want asked about a protected path %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, asked, res.Decision.Reason)
+		}
+	}
+}

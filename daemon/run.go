@@ -136,6 +136,11 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 	undo = append(undo, func() { al.Close() })
 	host := executor.NewHost(log, sb, cfg.Sandbox, opts.StateDir)
 	host.AuditInputBytes = cfg.Audit.MaxInputBytes
+	protected, err := policy.ProtectedPathPattern()
+	if err != nil {
+		return nil, fmt.Errorf("the embedded policy's protected paths: %w", err)
+	}
+	host.Protected = protected.MatchString
 	undo = append(undo, host.CloseTools)
 	reg, err := executor.NewRegistry(executor.BuiltinDefs(host)...)
 	if err != nil {

@@ -49,6 +49,10 @@ type Host struct {
 	// SecretDirs are daemon directories hidden from every child, root's included (the
 	// interception CA's key).
 	SecretDirs []string
+	// Protected, when set, reports a path the policy's protected check asks about when it is
+	// written (policy.ProtectedPathPattern): of a tree copied in by a command the caller runs
+	// itself, the files it would plant there under such names are put to the policy.
+	Protected func(path string) bool
 	// AuditInputBytes is the most of a call's input (redacted) the audit log keeps whole
 	// (audit.max_input_bytes; 0: all of it). A Bash command past it is refused.
 	AuditInputBytes int

@@ -172,3 +172,38 @@ func specialFile(m fs.FileMode) string {
 	}
 	return ""
 }
+
+// NamesBelow walks dir as the caller, following no link, and returns the paths below it
+// (relative, slash-separated) keep accepts, at most maxKept of them; complete is false when
+// the walk met more than maxEntries entries first, or a dir it could not read. Links are
+// listed, not followed: a copy puts a link under its name as it puts a file.
+func NamesBelow(uid, gid uint32, groups []uint32, dir string, keep func(rel string) bool, maxEntries, maxKept int) (kept []string, complete bool, err error) {
+	complete = true
+	seen := 0
+	var walk func(abs, rel string)
+	walk = func(abs, rel string) {
+		ents, rerr := os.ReadDir(abs)
+		if rerr != nil {
+			complete = false
+			return
+		}
+		for _, e := range ents {
+			if seen++; seen > maxEntries || len(kept) >= maxKept {
+				complete = complete && len(kept) >= maxKept
+				return
+			}
+			r := e.Name()
+			if rel != "" {
+				r = rel + "/" + r
+			}
+			if keep(r) {
+				kept = append(kept, r)
+			}
+			if e.Type().IsDir() {
+				walk(abs+"/"+e.Name(), r)
+			}
+		}
+	}
+	err = asCaller(uid, gid, groups, func() { walk(dir, "") })
+	return kept, complete, err
+}
