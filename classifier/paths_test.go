@@ -1135,17 +1135,7 @@ func TestPathsUnpackedTrees(t *testing.T) {
 		"python3 -m tarfile -e a.tar":            "/home/u/proj:tree",
 	} {
 		for _, opts := range []Options{unconfined, testOpts} {
-			c := Classify(cmd, opts)
-			var got []string
-			for _, p := range c.Paths {
-				switch {
-				case p.Worktree:
-					got = append(got, p.Path+":worktree")
-				case p.Tree && p.Access == AccessWrite:
-					got = append(got, p.Path+":tree")
-				}
-			}
-			g := strings.Join(got, " ")
+			g := shownWrites(Classify(cmd, opts), false)
 			if !opts.Unconfined {
 				if g != "" && !strings.HasPrefix(cmd, "git checkout") {
 					t.Errorf("%q in the sandbox: tree writes %s, want none", cmd, g)
@@ -1193,24 +1183,29 @@ func TestPathsWrittenUnseen(t *testing.T) {
 		"zip -rm x.zip src":                            "/home/u/proj/src:tree",
 		"tar --remove-files -cf x.tar src":             "/home/u/proj/src:tree",
 	} {
-		c := Classify(cmd, unconfined)
-		var got []string
-		for _, p := range c.Paths {
-			switch {
-			case p.Mention || !p.Worktree && p.Access == AccessRead:
-			case p.Worktree:
-				got = append(got, p.Path+":worktree")
-			case p.Tree:
-				got = append(got, p.Path+":tree")
-			default:
-				got = append(got, p.Path+":")
-			}
-		}
-		if g := strings.Join(got, " "); g != want {
+		if g := shownWrites(Classify(cmd, unconfined), true); g != want {
 			t.Errorf("%q: writes %s, want %s", cmd, g, want)
 		}
 	}
 	if c := Classify("gunzip -N x.gz", unconfined); !c.PathsIncomplete {
 		t.Errorf("gunzip -N: the name stored in the file is not known, yet the paths are complete")
 	}
+}
+
+// shownWrites lists c's writes that no word names as a mention: whole-tree ones as PATH:tree,
+// a worktree's as PATH:worktree, and with plain the others as PATH:.
+func shownWrites(c *Classification, plain bool) string {
+	var got []string
+	for _, p := range c.Paths {
+		switch {
+		case p.Mention || p.Access != AccessWrite:
+		case p.Worktree:
+			got = append(got, p.Path+":worktree")
+		case p.Tree:
+			got = append(got, p.Path+":tree")
+		case plain:
+			got = append(got, p.Path+":")
+		}
+	}
+	return strings.Join(got, " ")
 }
