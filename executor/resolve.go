@@ -165,6 +165,9 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 		// An approval nobody can audit must not be answered into a run.
 		_, _ = p.approvals.Queue.Resolve(a.ID, approval.Resolution{Answer: approval.Deny, Message: "the audit log cannot be written", By: "audit"}, nil)
 		p.approvals.Queue.Take(a.ID)
+		if st.deniedWithSession() {
+			return nil // its deletion ended the record's context, not the audit log
+		}
 		return errcode.Audit(fmt.Errorf("the audit log cannot be written, so the call was not queued: %w", err))
 	}
 	if h := p.hooks.Load(); h != nil && h.HasPermissionRequest() {
@@ -183,10 +186,7 @@ func (p *Pipeline) awaitAnswer(ctx context.Context, st *state, a approval.Approv
 	id := a.ID
 	d = waitBound(a, d)
 	res, err := p.approvals.Queue.Wait(ctx, id, d)
-	if st.sess.Closed() {
-		// Deleting the session ends its calls first (their contexts), then drops its
-		// approvals: the ask is no longer pending anywhere, whatever the wait saw.
-		st.applyResolution(&approval.Resolution{Answer: approval.Deny, By: "session_deleted", Message: "the session was deleted; denied"})
+	if st.deniedWithSession() {
 		return nil
 	}
 	if err != nil || res == nil {
@@ -198,6 +198,17 @@ func (p *Pipeline) awaitAnswer(ctx context.Context, st *state, a approval.Approv
 	}
 	p.applyAnswer(ctx, st, res)
 	return nil
+}
+
+// deniedWithSession denies the call when its session was deleted, and reports whether it was:
+// deleting a session ends its calls first (their contexts), then drops its approvals, so an
+// ask is no longer pending anywhere, whatever its wait or its record saw.
+func (st *state) deniedWithSession() bool {
+	if !st.sess.Closed() {
+		return false
+	}
+	st.applyResolution(&approval.Resolution{Answer: approval.Deny, By: "session_deleted", Message: "the session was deleted; denied"})
+	return true
 }
 
 // applyAnswer makes the answer the call's decision. An allow answers the question asked, not
