@@ -45,12 +45,14 @@ func TestRememberedRuleIsTheApprovedPath(t *testing.T) {
 
 // TestSuggestedBashRulesHoldNoStar: a Bash rule cannot quote a `*`, so a command word holding
 // one is never put in a suggested rule, where it would be a wildcard (the word `*` made
-// Bash(*:*), every command).
+// Bash(*:*), every command); nor a word with a blank or a parenthesis, whose end the rule
+// cannot say.
 func TestSuggestedBashRulesHoldNoStar(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := rootDir(t)
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
-	for _, cmd := range []string{`'*' x`, `./run* now`, `watch 'rm *'`, `setsid 'x*'`, `find . -name '*.o' -exec rm {} +`} {
+	for _, cmd := range []string{`'*' x`, `./run* now`, `watch 'rm *'`, `setsid 'x*'`, `find . -name '*.o' -exec rm {} +`,
+		`'my tool' sub x`, `mytool 'a)b' x`, `mytool 'a b'`} {
 		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
 		if r.ApprovalID == "" {
 			continue
@@ -69,7 +71,8 @@ func TestSuggestedBashRulesHoldNoStar(t *testing.T) {
 			}
 			t.Logf("%s: %q", cmd, a.SuggestedRules)
 			for _, rule := range a.SuggestedRules {
-				if strings.Contains(strings.TrimSuffix(strings.TrimSuffix(rule, ")"), ":*"), "*") {
+				inner := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(rule, "Bash("), ")"), ":*")
+				if strings.ContainsAny(inner, "*()") || strings.Contains(inner, "my tool") || strings.Contains(inner, "a b") {
 					t.Errorf("%s: suggested %s", cmd, rule)
 				}
 			}

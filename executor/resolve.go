@@ -355,13 +355,15 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			return []string{}
 		}
 		for _, sub := range cl.Subcommands {
-			if sub.ReadOnly || len(sub.Prefix) == 0 || strings.Contains(sub.Prefix[0], "*") {
-				// A Bash rule cannot say a literal *: the command word `*` made Bash(*:*),
-				// which is every command.
+			// A Bash rule cannot say a literal *, nor where a word with a blank or a
+			// parenthesis in it ends: the command word `*` made Bash(*:*), every command, and
+			// `'my tool' x` made Bash(my tool x), which `my tool x` matches too.
+			unsayable := func(w string) bool { return strings.ContainsAny(w, "* \t\n()") }
+			if sub.ReadOnly || len(sub.Prefix) == 0 || unsayable(sub.Prefix[0]) {
 				continue
 			}
 			if sub.ExactOnly || sub.Opaque {
-				if slices.ContainsFunc(sub.Prefix, func(w string) bool { return strings.Contains(w, "*") }) {
+				if slices.ContainsFunc(sub.Prefix, unsayable) {
 					continue // as an exact rule it would match more than this command
 				}
 				add("Bash(" + strings.Join(sub.Prefix, " ") + ")")
@@ -369,7 +371,7 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			}
 			words := []string{sub.Prefix[0]}
 			for _, w := range sub.Prefix[1:] {
-				if len(words) == 3 || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/.=*?$") {
+				if len(words) == 3 || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/.=*?$") || unsayable(w) {
 					break
 				}
 				words = append(words, w)
