@@ -165,7 +165,7 @@ critical_rm contains concat(" ", words) if {
 
 # A line that runs what no word of it shows (eval "$x", /proc/self/exe -c, hash -p), which the
 # classifier judged as it may run: its commands given rm's flags as rm, its texts as scripts.
-critical_rm contains sub.text if {
+critical_rm contains sprintf("%s (it runs commands no word of the line shows, which may remove one)", [sub.text]) if {
 	"critical_path_rm" in input.bash.risks
 	some sub in input.bash.subcommands
 	sub.opaque

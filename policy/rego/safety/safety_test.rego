@@ -208,6 +208,14 @@ test_critical_rm_unparsed_words if {
 	safety.critical_rm == {"rm -rf /"} with input as fx.input_with({"bash": fx.bash([s])})
 }
 
+# A line that runs what no word of it shows is critical as a whole, and says why: its text
+# holds no rm (printf 'w' | ed -s f.txt).
+test_critical_rm_opaque_says_why if {
+	s := object.union(fx.sub(["ed", "-s", "f.txt"], false), {"opaque": true})
+	b := object.union(fx.bash([s]), {"risks": ["critical_path_rm"]})
+	safety.critical_rm == {"ed -s f.txt (it runs commands no word of the line shows, which may remove one)"} with input as fx.input_with({"bash": b})
+}
+
 test_outside_writes if {
 	safety.outside_writes == {"/etc/x"} with input as fx.input_with({"paths": [fx.write("/etc/x"), fx.write("/w/a")]})
 }
