@@ -159,6 +159,8 @@ type pathCollector struct {
 	worktree bool
 	// treeOf marks the writes put meanwhile as landings of that source (PathUse.TreeOf).
 	treeOf string
+	// unpacked marks the writes put meanwhile as PathUse.Unpacked.
+	unpacked bool
 	// mentioning marks the paths put meanwhile as mentions (PathUse.Mention); mentions counts
 	// them, up to maxMentions.
 	mentioning bool
@@ -367,7 +369,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 	for _, u := range pc.out {
 		// A mention adds nothing to the same path a table already put (its Mention is false).
 		// An alternative adds nothing to a path already put as read there.
-		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) && u.Worktree == pc.worktree && u.TreeOf == treeOf &&
+		if u.Path == p && u.Raw == raw && u.Access == access && u.Cmd == cmd && (u.Tree == tree || pc.alternative && !u.Alternative) && u.Worktree == pc.worktree && u.TreeOf == treeOf && u.Unpacked == (pc.unpacked && access == AccessWrite) &&
 			(u.Mention == pc.mentioning || !u.Mention) && (u.Alternative == pc.alternative || !u.Alternative) {
 			return
 		}
@@ -376,7 +378,7 @@ func (pc *pathCollector) put(raw, access, cmd string) {
 		pc.unknown()
 		return
 	}
-	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative, Worktree: pc.worktree, TreeOf: treeOf})
+	pc.out = append(pc.out, PathUse{Path: p, Raw: raw, Access: access, Cmd: cmd, Tree: tree, Mention: pc.mentioning, Alternative: pc.alternative, Worktree: pc.worktree, TreeOf: treeOf, Unpacked: pc.unpacked && access == AccessWrite})
 }
 
 // unknown marks the list incomplete by a path that may lie anywhere.
@@ -657,9 +659,9 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 	default:
 		return
 	}
-	pc.worktree = true
+	pc.worktree, pc.unpacked = true, true
 	pc.writingTrees(true, func() { pc.add(".", AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
-	pc.worktree = false
+	pc.worktree, pc.unpacked = false, false
 }
 
 // gitNewRepoOpts are git clone's and git init's options that take a value.
@@ -700,7 +702,9 @@ func (pc *pathCollector) gitNewRepo(sb *sub, sub string, ws []word) {
 	case sub == "clone":
 		return
 	}
+	pc.unpacked = sub == "clone"
 	pc.writingTrees(sub == "clone", func() { pc.add(dir, AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
+	pc.unpacked = false
 }
 
 // cloneDirName is the dir git clone makes for source when none is named: its last name
@@ -734,12 +738,16 @@ func (pc *pathCollector) gitWorktreeAdd(sb *sub, ws []word) {
 			j++ // its value
 		case a.val == "--":
 			if j+1 < len(ws) {
+				pc.unpacked = true
 				pc.writingTrees(true, func() { pc.word(ws[j+1], AccessWrite, "git", sb) })
+				pc.unpacked = false
 			}
 			return
 		case strings.HasPrefix(a.val, "-"):
 		default:
+			pc.unpacked = true
 			pc.writingTrees(true, func() { pc.word(a, AccessWrite, "git", sb) })
+			pc.unpacked = false
 			return
 		}
 	}

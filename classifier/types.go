@@ -82,6 +82,10 @@ type PathUse struct {
 	// the path: when that source is a directory, the write is of everything below the path
 	// (mv new .github/workflows puts new's files there), as Tree says.
 	TreeOf string `json:"tree_of,omitempty"`
+	// Unpacked, on a whole-tree write, says it puts there what comes from elsewhere (an
+	// archive, a patch, a repository's objects) in place of what is there, moving or copying
+	// none of it: an Edit rule below holds it, a Read rule has nothing it could show.
+	Unpacked bool `json:"unpacked,omitempty"`
 }
 
 // Subcommand is one simple command of a command line.

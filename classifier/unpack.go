@@ -164,9 +164,11 @@ func (pc *pathCollector) unpacks(sb *sub, name string, args []word) {
 		pc.unknown()
 		return
 	}
+	pc.unpacked = true
 	pc.writingTrees(true, func() {
 		for _, d := range dirs {
 			pc.add(d, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 		}
 	})
+	pc.unpacked = false
 }

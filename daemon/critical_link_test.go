@@ -160,6 +160,20 @@ func TestTreeUsesOfFilesAndRevisions(t *testing.T) {
 			t.Errorf("%q: %s at %s, want refused by the tree check %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, refused, res.Decision.Reason)
 		}
 	}
+	// What an archive or a repository puts in place of .env shows nothing of it: a Read
+	// rule alone does not hold git checkout or tar x, while what moves or packs the files
+	// there (gzip -r makes .env.gz) is held as before.
+	s = td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Read(./.env)"]}}`, dir))
+	for cmd, refused := range map[string]bool{
+		"git checkout main": false, "git pull": false, "git stash pop": false, "tar xzf d.tgz": false, "unzip a.zip": false,
+		"gzip -r .": true, "cp -al . ../copy": true,
+	} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		got := behavior(res) == permission.Deny && strings.Contains(res.Decision.Reason, "everything under")
+		if got != refused {
+			t.Errorf("under Read(./.env), %q: %s at %s, want refused by the tree check %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, refused, res.Decision.Reason)
+		}
+	}
 }
 
 // The agent's own Glob (run by its caller, no sandbox or filter) is refused where its pattern

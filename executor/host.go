@@ -316,7 +316,7 @@ func (h *Host) resolveAllOnHost(c *Call, paths []string) ([]*worker.Resolved, []
 // cp -al's sources, what a recursive copy lands on) is refused the same way where a Read or
 // Edit deny rule may match below: it would remove, change, or give a name no rule covers to
 // what the rule protects. In the sandbox the kernel holds those (hidden and read-only mounts).
-func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write bool) error {
+func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write, unpacked bool) error {
 	if !c.unconfined {
 		if write {
 			return nil
@@ -345,7 +345,11 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write bool) error
 		return nil
 	}
 	pats, err := readDenyPatterns(c, "Bash")
-	if write {
+	switch {
+	case unpacked:
+		// What an archive or a repository puts in place of a file shows nothing of it.
+		pats, err = editDenyPatterns(c)
+	case write:
 		// The write bucket holds the Edit-family deny rules and the Read ones.
 		pats, err = pathPatterns(c, "deny", "write")
 	}
@@ -357,6 +361,12 @@ func (h *Host) checkTreeUnconfined(c *Call, root, tool string, write bool) error
 		return err
 	}
 	return refuse("what the deny pattern " + pat + " names")
+}
+
+// editDenyPatterns are the session's Edit-family deny patterns (Edit, Write, MultiEdit,
+// NotebookEdit), without the Read ones the write bucket also holds.
+func editDenyPatterns(c *Call) ([]string, error) {
+	return pathPatternsOf(c, "deny", func(rule map[string]any) bool { return rule["tool"] != "Read" }, "write")
 }
 
 // mentionReads reports whether the session has a Read deny or ask rule that only the decision

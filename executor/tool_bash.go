@@ -248,7 +248,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 				o := c.Session.Owner
 				root = sandbox.WorktreeTop(o.UID, o.GID, o.Groups, resolved)
 			}
-			err = h.checkTreeUnconfined(c, root, pu.Cmd, access == permission.Write)
+			err = h.checkTreeUnconfined(c, root, pu.Cmd, access == permission.Write, pu.Unpacked)
 		}
 		if errcode.Of(err) == errcode.Validation {
 			undecidable[i] = err // run by its caller, where it leads depends on the process

@@ -122,7 +122,7 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 				} else if resolved, _, err = h.resolveFor(ctx, c, start); err != nil {
 					return permission.ToolFacts{}, fmt.Errorf("resolve %s as the session owner: %w", start, err)
 				}
-				if err := h.checkTreeUnconfined(c, resolved, "Glob", false); err != nil {
+				if err := h.checkTreeUnconfined(c, resolved, "Glob", false, false); err != nil {
 					return permission.ToolFacts{}, err
 				}
 			}

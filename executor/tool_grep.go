@@ -84,7 +84,7 @@ func grepFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 			return permission.ToolFacts{}, err
 		}
 		if r.IsDir {
-			if err := h.checkTreeUnconfined(c, r.Resolved, "Grep", false); err != nil {
+			if err := h.checkTreeUnconfined(c, r.Resolved, "Grep", false, false); err != nil {
 				return permission.ToolFacts{}, err
 			}
 		}
@@ -337,6 +337,11 @@ func readPatterns(c *Call, behavior, tool string) ([]string, error) {
 // pathPatterns are the absolute patterns of the session's behavior rules in the path rule
 // buckets named ("read", "write", a tool's).
 func pathPatterns(c *Call, behavior string, buckets ...string) ([]string, error) {
+	return pathPatternsOf(c, behavior, nil, buckets...)
+}
+
+// pathPatternsOf is pathPatterns of the rules keep accepts (nil: all).
+func pathPatternsOf(c *Call, behavior string, keep func(rule map[string]any) bool, buckets ...string) ([]string, error) {
 	rs := c.Session.RuleSet()
 	if rs == nil {
 		return nil, nil
@@ -361,7 +366,7 @@ func pathPatterns(c *Call, behavior string, buckets ...string) ([]string, error)
 			if p == "" {
 				return nil, bad("a path rule without a pattern")
 			}
-			if !seen[p] {
+			if !seen[p] && (keep == nil || keep(m)) {
 				seen[p] = true
 				out = append(out, p)
 			}
