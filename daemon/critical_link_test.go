@@ -70,12 +70,13 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 func TestTreeWritesUnderDenyRules(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
-	for _, d := range []string{"src/locked", "secret", "build", "new", "repo/.git", "repo/sub"} {
+	// repo/ is a repository; repo/sub/.git an empty dir git passes over, as an archive can make.
+	for _, d := range []string{"src/locked", "secret", "build", "new", "repo/.git", "repo/sub/.git"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"src/locked/f.txt", "secret/key.txt", ".env", "a.txt", "build/x.o"} {
+	for _, f := range []string{"src/locked/f.txt", "secret/key.txt", ".env", "a.txt", "build/x.o", "repo/.git/HEAD"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -127,6 +128,15 @@ func TestTreeWritesUnderDenyRules(t *testing.T) {
 			if want := reaches && unconfined; refused != want {
 				t.Errorf("%q (unconfined %v): %s at %s, want refused %v: %s", cmd, unconfined, res.Decision.Behavior, res.Decision.Step, want, res.Decision.Reason)
 			}
+		}
+	}
+	// From a dir below the repository's top (an agent that did cd repo/sub), git rewrites the
+	// worktree from the top git finds, past the empty .git of repo/sub.
+	sub := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Edit(/%s/repo/locked/**)"]}}`, filepath.Join(dir, "repo/sub"), dir))
+	for _, cmd := range []string{"git checkout main", "git reset --hard", "git stash pop"} {
+		res := td.decideBy(t, sub.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		if behavior(res) != permission.Deny || !strings.Contains(res.Decision.Reason, "everything under "+filepath.Join(dir, "repo")+",") {
+			t.Errorf("%q in repo/sub: %s at %s, want refused from the repository's top: %s", cmd, res.Decision.Behavior, res.Decision.Step, res.Decision.Reason)
 		}
 	}
 }

@@ -113,14 +113,19 @@ func RepoBelow(uid, gid uint32, groups []uint32, top, cwd string) bool {
 }
 
 // WorktreeTop is the top of the git worktree dir lies in, looked at as the caller: the nearest
-// dir from dir up that holds a .git (a repository's dir, or a worktree's file), or dir when none
+// dir from dir up whose .git git takes, a worktree's file or a dir holding HEAD (git passes
+// over an empty .git dir, which an archive can make below the real top), or dir when none
 // does. A look that fails gives "/", above whatever the worktree may be.
 func WorktreeTop(uid, gid uint32, groups []uint32, dir string) string {
 	top := "/"
 	err := asCaller(uid, gid, groups, func() {
 		for d := dir; ; d = path.Dir(d) {
 			var st unix.Stat_t
-			switch err := unix.Lstat(path.Join(d, ".git"), &st); {
+			err := unix.Lstat(path.Join(d, ".git"), &st)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				err = unix.Lstat(path.Join(d, ".git", "HEAD"), &st)
+			}
+			switch {
 			case err == nil:
 				top = d
 				return
