@@ -72,6 +72,9 @@ func (pc *pathCollector) compresses(sb *sub, name string, args []word) {
 		switch {
 		case recursive:
 			pc.writingTrees(true, func() { pc.add(op, AccessWrite, name, sb.dirs, sb.dirsUnknown) })
+			if decompress {
+				pc.unknown() // gzip -dr . makes .envrc of a .envrc.gz below: names no word shows
+			}
 		case decompress && has("N", "name"):
 			pc.unknown() // the name stored in the file
 		case decompress:

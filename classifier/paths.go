@@ -578,6 +578,14 @@ func (pc *pathCollector) gitTreeWrites(sb *sub, sub string, ws []word) {
 	if len(ops) == 0 && sub == "clean" {
 		ops = []word{{val: ".", src: ".", static: true}}
 	}
+	if slices.ContainsFunc(ops, gitPathspecMagic) || slices.ContainsFunc(ws, func(a word) bool { return a.glob }) {
+		// git matches a pathspec's wildcards and magic itself, in the whole worktree and
+		// from its top (:/, :(top)): `git checkout evil -- '*.yml'` writes every .yml there.
+		// A glob bash leaves as it is when it matches nothing here reaches git so too.
+		pc.worktree = true
+		pc.writingTrees(true, func() { pc.add(".", AccessWrite, "git", sb.dirs, sb.dirsUnknown) })
+		pc.worktree = false
+	}
 	sources := ops
 	if sub == "mv" && len(ops) > 1 {
 		pc.word(ops[len(ops)-1], AccessWrite, "git", sb)
@@ -751,6 +759,12 @@ func (pc *pathCollector) gitWorktreeAdd(sb *sub, ws []word) {
 			return
 		}
 	}
+}
+
+// gitPathspecMagic reports a pathspec git itself matches against the worktree: with a wildcard
+// or a magic prefix (:/, :(top), :!, :(glob)).
+func gitPathspecMagic(a word) bool {
+	return a.static && (strings.ContainsAny(a.val, "*?[") || strings.HasPrefix(a.val, ":"))
 }
 
 // unpacksLinks are programs that may put symbolic links (or a dir holding them) under names

@@ -1107,8 +1107,6 @@ func TestPathsUnpackedTrees(t *testing.T) {
 		"unzip -o a.zip -d out":                  "/home/u/proj/out:tree",
 		"unzip a.zip":                            "/home/u/proj:tree",
 		"unzip -l a.zip":                         "",
-		"cpio -idm":                              "/home/u/proj:tree",
-		"cpio -pdm dest":                         "/home/u/proj/dest:tree",
 		"patch -p1":                              "/home/u/proj:tree",
 		"patch --directory=sub -p1":              "/home/u/proj/sub:tree",
 		"7z x a.7z -oout":                        "/home/u/proj/out:tree",
@@ -1132,7 +1130,16 @@ func TestPathsUnpackedTrees(t *testing.T) {
 		"git clone --bare h:x/y.git z":           "/home/u/proj/z:tree",
 		"git init --separate-git-dir /tmp/g x":   "/tmp/g:tree",
 		"python3 -m zipfile -e a.zip out":        "/home/u/proj/out:tree",
-		"python3 -m tarfile -e a.tar":            "/home/u/proj:tree",
+		"tar f a.tar -x":                         "/home/u/proj:tree",
+		"git checkout evil -- '*.yml'":           "/home/u/proj:worktree /home/u/proj/evil:tree /home/u/proj/*.yml:tree",
+		"python3 -mzipfile -e a.zip":             "/home/u/proj:tree",
+		"python3 -m zipfile -v -e a.zip out":     "/home/u/proj/out:tree",
+		"7zz x a.7z":                             "/home/u/proj:tree",
+		"unsquashfs -d . a.sqfs":                 "/home/u/proj:tree",
+		"unsquashfs a.sqfs":                      "/home/u/proj/squashfs-root:tree",
+		"dpkg -x a.deb out":                      "/home/u/proj/out:tree",
+		"gem unpack x.gem":                       "/home/u/proj:tree",
+		"cpio -idm --no-absolute-filenames":      "/home/u/proj:tree",
 	} {
 		for _, opts := range []Options{unconfined, testOpts} {
 			g := shownWrites(Classify(cmd, opts), false)
@@ -1147,7 +1154,9 @@ func TestPathsUnpackedTrees(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{`tar xf a.tar -C "$d"`, "tar xzfC a.tgz d", `unzip a.zip -d "$out"`, "tar -xf a.tar -C"} {
+	// Where it unpacks is not known, or it may write outside it (-P, ../ names kept).
+	for _, cmd := range []string{`tar xf a.tar -C "$d"`, "tar xzfC a.tgz d", `unzip a.zip -d "$out"`, "tar -xf a.tar -C",
+		"tar -xPf a.tar", "tar -xf a.tar --transform=s,^,/x/,", "unzip -: a.zip", "cpio -idm", "python3 -m tarfile -e a.tar", "gzip -dr ."} {
 		c := Classify(cmd, unconfined)
 		if !c.PathsIncomplete {
 			t.Errorf("%q: paths complete, want incomplete (where it unpacks is not known)", cmd)
