@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -279,5 +280,21 @@ func TestTreeCopiesPlantWhatTheyHold(t *testing.T) {
 		if got := behavior(res) == permission.Ask && res.Decision.Step == "protected_path"; got != asked {
 			t.Errorf("%q: %s at %s, want asked about a protected path %v: %s", cmd, res.Decision.Behavior, res.Decision.Step, asked, res.Decision.Reason)
 		}
+	}
+	// A tree too large to look through plants what is known only when it runs: asked.
+	big := filepath.Join(dir, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100_001 {
+		f, err := os.Create(filepath.Join(big, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	res := td.decideBy(t, s.ID, "Bash", `{"command":"cp -r big big2"}`, true)
+	if behavior(res) != permission.Ask || res.Decision.Step != "bash_paths_unknown" {
+		t.Errorf("a copy of a tree too large to look through: %s at %s: %s", res.Decision.Behavior, res.Decision.Step, res.Decision.Reason)
 	}
 }

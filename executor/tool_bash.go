@@ -119,28 +119,27 @@ const (
 // plantedBy returns, for a landing (pu.TreeOf, at resolved) of a command the caller runs
 // itself, a write fact for each file below the source whose name the policy protects where it
 // lands: `cp -r tpl/. .` with tpl/.git/hooks/pre-commit writes .git/hooks/pre-commit, which no
-// word of the line names. A source too large to look through is refused: outside any sandbox
-// nothing else would hold what it plants.
-func (h *Host) plantedBy(c *Call, pu classifier.PathUse, resolved string) ([]permission.PathFact, error) {
+// word of the line names. seen is false for a source too large (or unreadable) to look
+// through: what it plants is then known only when it runs.
+func (h *Host) plantedBy(c *Call, pu classifier.PathUse, resolved string) (facts []permission.PathFact, seen bool) {
 	if h.Protected == nil {
-		return nil, nil
+		return nil, true
 	}
 	rs, errs := h.resolveAllOnHost(c, []string{pu.TreeOf})
 	if errs[0] != nil || rs[0] == nil || !rs[0].Exists || !rs[0].IsDir {
-		return nil, nil // a file, or nothing yet: the landing is the one write
+		return nil, true // a file, or nothing yet: the landing is the one write
 	}
 	o := c.Session.Owner
 	names, complete, err := sandbox.NamesBelow(o.UID, o.GID, o.Groups, rs[0].Resolved, func(rel string) bool {
 		return h.Protected(pu.Path+"/"+rel) || h.Protected(resolved+"/"+rel)
 	}, maxPlantedWalk, maxPlanted)
 	if err != nil || !complete {
-		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("%s copies or moves %s, a tree too large (or unreadable) to look through for the files it would put under protected names outside any sandbox: run the command in sandboxd (sbctl hook --confine)", pu.Cmd, pu.TreeOf))
+		return nil, false
 	}
-	facts := make([]permission.PathFact, 0, len(names))
 	for _, rel := range names {
 		facts = append(facts, permission.PathFact{Requested: pu.Path + "/" + rel, Resolved: resolved + "/" + rel, Access: permission.Write})
 	}
-	return facts, nil
+	return facts, true
 }
 
 // mayBeDir reports whether p, as the session owner's own process finds it on the host, may be a
@@ -189,6 +188,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	undecidable := make([]error, len(cl.Paths))
 	entries := make([]*permission.PathFact, len(cl.Paths))
 	planted := make([][]permission.PathFact, len(cl.Paths))
+	unseen := make([]bool, len(cl.Paths)) // a landing whose source was too large to look through
 	names := make([]string, len(cl.Paths))
 	for i, pu := range cl.Paths {
 		names[i] = pu.Path
@@ -240,7 +240,9 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		}
 		tree := pu.Tree || pu.TreeOf != "" && c.unconfined && h.mayBeDir(c, pu.TreeOf)
 		if err == nil && pu.TreeOf != "" && c.unconfined {
-			planted[i], err = h.plantedBy(c, pu, resolved)
+			var seen bool
+			planted[i], seen = h.plantedBy(c, pu, resolved)
+			unseen[i] = !seen
 		}
 		if err == nil && tree && !(c.unconfined && nothingBelow(onHost[i], access, cl.ReadOnly)) {
 			root := resolved
@@ -284,6 +286,13 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	}
 	for _, ps := range planted {
 		tf.Paths = append(tf.Paths, ps...)
+	}
+	if slices.Contains(unseen, true) {
+		// What it plants is known only when it runs, as for a path known only then: asked,
+		// or denied where nothing asks.
+		marked := *cl
+		marked.PathsIncomplete, marked.PathsUnbounded = true, true
+		cl = &marked
 	}
 	tf.Bash = linkedCritical(c, cl, tf.Paths, func(name string) (string, bool) {
 		if c.unconfined {
