@@ -86,13 +86,18 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	sandboxed := !pc.opts.Unconfined
 	pc.mentioning, pc.alternative = true, sandboxed
 	defer func() { pc.mentioning, pc.alternative = false, false }()
-	lastTree := ""
+	var treeWords []word
 	defer func() {
-		if lastTree != "" && (name == "rsync" || name == "scp") {
-			// rsync -a new/ src/: the last operand gets a copy of each tree, over what it holds.
-			pc.tree, pc.treeWrite, pc.mentioning = false, true, false
-			pc.add(lastTree, AccessWrite, name, sb.dirs, sb.dirsUnknown)
-			pc.treeWrite = false
+		if len(treeWords) > 0 && (name == "rsync" || name == "scp") {
+			// rsync -a new/ src/: the last operand gets a copy of each tree, over what it
+			// holds, and what one source holds lands there (PathUse.TreeOf).
+			last := treeWords[len(treeWords)-1]
+			pc.tree, pc.mentioning = false, false
+			put := func() { pc.writingTrees(true, func() { pc.add(last.val, AccessWrite, name, sb.dirs, sb.dirsUnknown) }) }
+			put()
+			for _, src := range treeWords[:len(treeWords)-1] {
+				pc.landing(true, src, sb, put)
+			}
 		}
 	}()
 	for _, a := range args {
@@ -114,7 +119,7 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 				pc.mention(v, access, name, sb)
 				if trees {
 					pc.treeRead(v, name, sb)
-					lastTree = v
+					treeWords = append(treeWords, word{val: v, src: v, static: true})
 				}
 			}
 			if _, val, ok := strings.Cut(v, "="); ok && fileWord(val) {

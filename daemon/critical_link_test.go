@@ -274,7 +274,8 @@ func TestTreeCopiesPlantWhatTheyHold(t *testing.T) {
 	for cmd, asked := range map[string]bool{
 		"cp -r tpl/. .": true, "cp -rT tpl .": true, "cp -a tpl/. x/": true, "cp -r tpl newproj": true,
 		"mv tpl newproj": true, "mv tpl x/": true, "cp -r --target-directory=x tpl": true,
-		"cp -r src src2": false, "mv src x/": false, "cp -a src/. x/": false,
+		"rsync -a tpl/ ./": true, "rsync -a src tpl x/": true,
+		"cp -r src src2": false, "mv src x/": false, "cp -a src/. x/": false, "rsync -a src/ x/": false,
 	} {
 		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
 		if got := behavior(res) == permission.Ask && res.Decision.Step == "protected_path"; got != asked {
