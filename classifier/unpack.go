@@ -224,7 +224,9 @@ func unpacksAnywhere(name string, vals []string) bool {
 		return hasFlag(vals, "P", "absolute-names", "transform", "xform") ||
 			len(vals) > 0 && !strings.HasPrefix(vals[0], "-") && strings.Contains(vals[0], "P")
 	case "unzip":
-		return slices.Contains(vals, "-:") || slices.ContainsFunc(vals, func(v string) bool { return strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, ":") })
+		return slices.Contains(vals, "-:") || slices.ContainsFunc(vals, func(v string) bool {
+			return strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, ":")
+		})
 	case "cpio", "bsdcpio":
 		return !hasFlag(vals, "", "no-absolute-filenames")
 	case "pax":
