@@ -1581,11 +1581,18 @@ func (pc *pathCollector) operands(sb *sub, name string, spec pathSpec, ws []word
 		// A recursive copy writes over what its copies meet below where they land (cp -r
 		// new/. src/ replaces src/locked/f.txt).
 		recursive := spec.kind == pkCopy && recursiveCopy(opts)
-		// What each source holds lands below where it lands (PathUse.TreeOf).
+		// What each source holds lands below where it lands (PathUse.TreeOf); with --parents
+		// at DEST/SOURCE, its whole name (cp --parents .git/hooks/x ../.. writes ../../.git/hooks/x).
+		parents := slices.ContainsFunc(opts, func(o opt) bool { return o.long && longIs(o.name, "parents") })
 		into := func(dest string, srcs []word) {
 			for _, src := range srcs {
 				pc.landing(recursive, src, sb, func() {
-					pc.writingTrees(recursive, func() { pc.intoDir(dest, []word{src}, name, sb) })
+					pc.writingTrees(recursive, func() {
+						pc.intoDir(dest, []word{src}, name, sb)
+						if parents && src.static && !src.glob {
+							pc.add(strings.TrimRight(dest, "/")+"/"+strings.TrimLeft(src.val, "/"), AccessWrite, name, sb.dirs, sb.dirsUnknown)
+						}
+					})
 				})
 			}
 		}

@@ -274,7 +274,7 @@ func TestTreeCopiesPlantWhatTheyHold(t *testing.T) {
 	for cmd, asked := range map[string]bool{
 		"cp -r tpl/. .": true, "cp -rT tpl .": true, "cp -a tpl/. x/": true, "cp -r tpl newproj": true,
 		"mv tpl newproj": true, "mv tpl x/": true, "cp -r --target-directory=x tpl": true,
-		"rsync -a tpl/ ./": true, "rsync -a src tpl x/": true,
+		"rsync -a tpl/ ./": true, "rsync -a src tpl x/": true, "cp --parents tpl/.git/hooks/pre-commit x": true, "cp --parents src/pkg/a.go x": false,
 		"cp -r src src2": false, "mv src x/": false, "cp -a src/. x/": false, "rsync -a src/ x/": false,
 	} {
 		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
