@@ -341,7 +341,8 @@ func (w *walker) nestedGitCommands(sb *sub, ws []word) {
 	case sub == "submodule":
 		for j, a := range rest {
 			if a.static && a.val == "foreach" {
-				w.nestedArgv(sb, rest[j+1:], nil, ShellSh) // --recursive is skipped as an option
+				// --recursive is skipped as an option; it runs in each submodule's dir.
+				w.inOtherDirs(true, func() { w.nestedArgv(sb, rest[j+1:], nil, ShellSh) })
 				break
 			}
 		}

@@ -802,8 +802,23 @@ func (w *walker) nestedFind(sb *sub, ws []word) {
 		i = j
 	}
 	if b.Len() > 0 {
-		w.nestedScript(sb, b.String(), w.opts.Shell)
+		elsewhere := slices.ContainsFunc(ws, func(a word) bool { return a.static && (a.val == "-execdir" || a.val == "-okdir") })
+		w.inOtherDirs(elsewhere, func() { w.nestedScript(sb, b.String(), w.opts.Shell) })
 	}
+}
+
+// inOtherDirs runs read with the line's cwd unknown when on: a command find -execdir runs in
+// each found file's dir, git submodule foreach in each submodule's, so its relative paths
+// are not the line's (`-execdir cat ../../.env ;`).
+func (w *walker) inOtherDirs(on bool, read func()) {
+	if !on {
+		read()
+		return
+	}
+	cwd := w.opts.Cwd
+	w.opts.Cwd = ""
+	read()
+	w.opts.Cwd = cwd
 }
 
 // nestedArgv parses the command a program runs from its operands (watch, setsid), after

@@ -243,6 +243,9 @@ func TestUnseenWritesDecided(t *testing.T) {
 		"tree -o .vscode/tasks.json": true, "git reflog -p --output=" + dir + "/.bashrc": true,
 		"git stash show -p --output .git/hooks/pre-commit": true, "git checkout-index -f --prefix=.git/hooks/ x": true,
 		"gunzip .envrc.gz": true, "gzip -S rc .bash": true, "gzip -r .": true,
+		// Run in another dir, a command's relative paths are not the line's.
+		"git submodule foreach cat ../.env": true, "git submodule foreach 'echo x > ../.github/ci.yml'": true,
+		"find . -execdir cat ../../.env ';'": true, "find . -name '*.md' -print": false,
 		"xxd a.md": false, "find . -fls out.txt": false, "gzip -k notes.txt": false, "gunzip -k a.log.gz": false,
 		"git diff": false, "tree -o tree.txt": false,
 	} {
