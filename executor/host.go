@@ -66,6 +66,8 @@ type Host struct {
 	// limitsV are the per-user limits (SetLimits); ledger counts each uid's persisted results.
 	limitsV atomic.Pointer[Limits]
 	ledger  persistLedger
+	// treeWalks lets each user have one walk of a copied tree at a time (plantedBy).
+	treeWalks oneWalkEach
 	// grepHeld bounds what each user's running searches hold of rg's output; fetchHeld what
 	// their WebFetch calls hold of the pages they fetch.
 	grepHeld, fetchHeld heldBytes

@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -173,37 +175,77 @@ func specialFile(m fs.FileMode) string {
 	return ""
 }
 
-// NamesBelow walks dir as the caller, following no link, and returns the paths below it
-// (relative, slash-separated) keep accepts, at most maxKept of them; complete is false when
-// the walk met more than maxEntries entries first, or a dir it could not read. Links are
-// listed, not followed: a copy puts a link under its name as it puts a file.
-func NamesBelow(uid, gid uint32, groups []uint32, dir string, keep func(rel string) bool, maxEntries, maxKept int) (kept []string, complete bool, err error) {
+// WalkBudget bounds walks of trees the root daemon makes for one decision: the entries they
+// may visit together, and the bytes of dir names they may hold queued at once.
+type WalkBudget struct {
+	Entries int
+	Bytes   int
+}
+
+// walkChunk is how many entries of a dir are read at once: a dir of a million names costs
+// the walk one chunk of memory, not a million names.
+const walkChunk = 256
+
+// NamesBelow walks dir as the caller, breadth first, following no link (a copy puts a link
+// under its name as it puts a file), and returns the paths below it (relative,
+// slash-separated) keep accepts, at most maxKept of them. complete is false when the walk
+// stopped before its end: b ran out, ctx ended, or a dir could not be read. One dir is open
+// at a time, read in chunks.
+func NamesBelow(ctx context.Context, uid, gid uint32, groups []uint32, dir string, keep func(rel string) bool, b *WalkBudget, maxKept int) (kept []string, complete bool, err error) {
 	complete = true
-	seen := 0
-	var walk func(abs, rel string)
-	walk = func(abs, rel string) {
-		ents, rerr := os.ReadDir(abs)
-		if rerr != nil {
-			complete = false
-			return
-		}
-		for _, e := range ents {
-			if seen++; seen > maxEntries || len(kept) >= maxKept {
-				complete = complete && len(kept) >= maxKept
+	walk := func() {
+		queue := []string{""} // dirs to read, relative to dir
+		for len(queue) > 0 {
+			rel := queue[0]
+			queue = queue[1:]
+			b.Bytes += len(rel)
+			abs := dir
+			if rel != "" {
+				abs = dir + "/" + rel
+			}
+			f, err := os.Open(abs)
+			if err != nil {
+				complete = false
 				return
 			}
-			r := e.Name()
-			if rel != "" {
-				r = rel + "/" + r
-			}
-			if keep(r) {
-				kept = append(kept, r)
-			}
-			if e.Type().IsDir() {
-				walk(abs+"/"+e.Name(), r)
+			for {
+				ents, rerr := f.ReadDir(walkChunk)
+				for _, e := range ents {
+					if b.Entries--; b.Entries < 0 || ctx.Err() != nil {
+						f.Close()
+						complete = false
+						return
+					}
+					r := e.Name()
+					if rel != "" {
+						r = rel + "/" + r
+					}
+					if keep(r) {
+						if kept = append(kept, r); len(kept) >= maxKept {
+							f.Close()
+							return // enough to decide: the policy asks about one
+						}
+					}
+					if e.Type().IsDir() {
+						if b.Bytes -= len(r); b.Bytes < 0 {
+							f.Close()
+							complete = false
+							return
+						}
+						queue = append(queue, r)
+					}
+				}
+				if rerr != nil {
+					f.Close()
+					if !errors.Is(rerr, io.EOF) {
+						complete = false
+						return
+					}
+					break
+				}
 			}
 		}
 	}
-	err = asCaller(uid, gid, groups, func() { walk(dir, "") })
+	err = asCaller(uid, gid, groups, walk)
 	return kept, complete, err
 }
