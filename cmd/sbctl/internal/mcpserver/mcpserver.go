@@ -75,6 +75,10 @@ func Cmd(e *cli.Env, args []string) error {
 	}
 	cs.Rules = protocol.Rules{Allow: allow, Deny: deny, Ask: ask}
 	cs.AdditionalDirs = dirs
+	// Made again whenever a call finds it gone (connSession), so at the user's session limit
+	// the daemon may end it, idle, to make room; and one this process failed to remove does
+	// not hold the user's room until it expires.
+	cs.Disposable = true
 	if cs.Cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -94,8 +98,20 @@ func Cmd(e *cli.Env, args []string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		id := conn.current()
-		if err := c.DeleteSession(ctx, id); err != nil {
-			fmt.Fprintf(e.Stderr, "sbctl mcp: remove session %s: %v\n", id, err)
+		// Tried again while the daemon refuses it for now (the user's connections at their
+		// limit, as when many servers end at once).
+		for {
+			err := c.DeleteSession(ctx, id)
+			var ae *client.APIError
+			if err == nil || errors.As(err, &ae) && ae.Status == 404 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				fmt.Fprintf(e.Stderr, "sbctl mcp: remove session %s: %v\n", id, err)
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}()
 	srv, err := newServer(e.Ctx, conn, e.Stderr)
