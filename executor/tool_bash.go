@@ -109,82 +109,6 @@ func auditKeepsWhole(in Input, max int) bool {
 	return len(red) <= max
 }
 
-// What one decision may walk of the trees copied or moved in (PathUse.TreeOf), all of them
-// together, and of those files how many it puts to the policy: one is enough for its ask.
-// Past it, what they plant is known only when they run. A user has one such walk at a time.
-const (
-	maxPlantedWalk      = 20000
-	maxPlantedWalkBytes = 4 << 20
-	maxPlanted          = 8
-)
-
-// plantedBy returns, for a landing (pu.TreeOf, at resolved) of a command the caller runs
-// itself, a write fact for each file below the source whose name the policy protects where it
-// lands: `cp -r tpl/. .` with tpl/.git/hooks/pre-commit writes .git/hooks/pre-commit, which no
-// word of the line names. seen is false for a source it did not look through whole (past b,
-// unreadable, or while another walk of the user's runs): what it plants is then known only
-// when it runs. Each name is matched by its last segments, where every protected name lies,
-// so a name's length costs nothing.
-func (h *Host) plantedBy(ctx context.Context, c *Call, pu classifier.PathUse, resolved string, b *sandbox.WalkBudget, walked map[string]bool) (facts []permission.PathFact, seen bool) {
-	if h.Protected == nil {
-		return nil, true
-	}
-	rs, errs := h.resolveAllOnHost(c, []string{pu.TreeOf})
-	if errs[0] != nil || rs[0] == nil || !rs[0].Exists || !rs[0].IsDir {
-		return nil, true // a file, or nothing yet: the landing is the one write
-	}
-	src := rs[0].Resolved
-	if walked[src+"\x00"+resolved] {
-		return nil, true // the same tree to the same place: looked through already
-	}
-	walked[src+"\x00"+resolved] = true
-	o := c.Session.Owner
-	if !h.treeWalks.begin(o.UID) {
-		return nil, false
-	}
-	defer h.treeWalks.end(o.UID)
-	names, complete, err := sandbox.NamesBelow(ctx, o.UID, o.GID, o.Groups, src, func(rel string) bool {
-		return h.Protected(lastSegments(pu.Path+"/"+strings.TrimPrefix(lastSegments(rel, 5), "/"), 5))
-	}, b, maxPlanted)
-	if err != nil || !complete {
-		return nil, false
-	}
-	for _, rel := range names {
-		facts = append(facts, permission.PathFact{Requested: pu.Path + "/" + rel, Resolved: resolved + "/" + rel, Access: permission.Write})
-	}
-	return facts, true
-}
-
-// lastSegments is p from the start of its nth segment from the end ("/" + it when shorter).
-func lastSegments(p string, n int) string {
-	i := len(p)
-	for ; n > 0 && i > 0; n-- {
-		i = strings.LastIndexByte(p[:i], '/')
-		if i < 0 {
-			return "/" + p
-		}
-	}
-	return p[i:]
-}
-
-// oneWalkEach lets each user have one walk of a tree in the daemon at a time.
-type oneWalkEach struct{ by sync.Map } // uid -> struct{}
-
-func (w *oneWalkEach) begin(uid uint32) bool {
-	_, busy := w.by.LoadOrStore(uid, struct{}{})
-	return !busy
-}
-
-func (w *oneWalkEach) end(uid uint32) { w.by.Delete(uid) }
-
-// mayBeDir reports whether p, as the session owner's own process finds it on the host, may be a
-// directory: it is one, or it is not known to be anything else (not there yet, not
-// resolvable).
-func (h *Host) mayBeDir(c *Call, p string) bool {
-	rs, errs := h.resolveAllOnHost(c, []string{p})
-	return errs[0] != nil || rs[0] == nil || !rs[0].Exists || rs[0].IsDir
-}
-
 // nothingBelow reports a whole-tree use whose path, as the agent's process finds it, holds
 // nothing a rule below it could meet: a file that is no directory (mv a.md b.md, git log -p
 // README.md), or, read by a line that makes nothing (so no command before the read made the
@@ -275,11 +199,17 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 				}
 			}
 		}
-		tree := pu.Tree || pu.TreeOf != "" && c.unconfined && h.mayBeDir(c, pu.TreeOf)
-		if err == nil && pu.TreeOf != "" && c.unconfined {
-			var seen bool
-			planted[i], seen = h.plantedBy(ctx, c, pu, resolved, &walkBudget, walked)
-			unseen[i] = !seen
+		tree := pu.Tree
+		if pu.TreeOf != "" && c.unconfined {
+			// A landing is a whole-tree write when its source may be a dir (not there yet, or
+			// not resolvable, counts), and what the source holds is looked through.
+			src := h.landingSource(c, pu.TreeOf)
+			tree = tree || src == nil || !src.Exists || src.IsDir
+			if err == nil {
+				var seen bool
+				planted[i], seen = h.plantedBy(ctx, c, pu, src, resolved, &walkBudget, walked)
+				unseen[i] = !seen
+			}
 		}
 		if err == nil && tree && !(c.unconfined && nothingBelow(onHost[i], access, cl.ReadOnly)) {
 			root := resolved
