@@ -667,7 +667,7 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 		pc.gitNewRepo(sb, sub, ws)
 		return
 	default:
-		if gitSubcommands[sub] {
+		if gitCommands[sub] {
 			return
 		}
 		// An alias (git co evil, with co = checkout in the user's config) or a program on
@@ -739,27 +739,6 @@ func cloneDirName(source string, bare bool) string {
 	}
 	return s
 }
-
-// gitSubcommands are git's own subcommands (git help -a): any other is an alias or an
-// extension, which may do what any of them does.
-var gitSubcommands = func() map[string]bool {
-	m := map[string]bool{}
-	for _, s := range strings.Fields(`add am annotate apply archive backfill bisect blame branch bugreport bundle cat-file
-		check-attr check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool clean
-		clone column commit commit-graph commit-tree config count-objects credential describe diagnose diff diff-files
-		diff-index diff-pairs diff-tree difftool fast-export fast-import fetch fetch-pack filter-branch fmt-merge-msg
-		for-each-ref for-each-repo format-patch fsck gc get-tar-commit-id grep gui hash-object help hook index-pack init
-		instaweb interpret-trailers last-modified log ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge
-		merge-base merge-file merge-index merge-one-file merge-tree mergetool mktag mktree multi-pack-index mv name-rev
-		notes pack-objects pack-redundant pack-refs patch-id prune prune-packed pull push range-diff read-tree rebase
-		reflog refs remote repack replace replay repo request-pull rerere reset restore rev-list rev-parse revert rm
-		send-email shortlog show show-branch show-index show-ref sparse-checkout stage stash status stripspace submodule
-		switch symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info var verify-commit
-		verify-pack verify-tag version whatchanged worktree write-tree`) {
-		m[s] = true
-	}
-	return m
-}()
 
 // gitWorktreeAdd adds the tree git worktree add checks out at its path (past its options).
 func (pc *pathCollector) gitWorktreeAdd(sb *sub, ws []word) {
