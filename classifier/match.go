@@ -16,7 +16,8 @@ const MaxRulePatternLen = 4096
 // allowed only if every subcommand matches; it is denied if any does.
 //
 // Semantics (COMPAT §1): the words are joined with single spaces (quotes
-// already removed, so Bash(echo a b) matches `echo "a b"`); runs of blanks in
+// already removed, so a deny of Bash(echo a b) matches `echo "a b"`; an allow
+// does not, see MatchRuleAligned); runs of blanks in
 // the pattern count as one space. An empty pattern or "*" matches every
 // command. `*` matches any text, spaces included, anywhere in the pattern.
 // A trailing " *" also matches nothing at all, so `ls *` matches `ls` and
@@ -27,16 +28,44 @@ func MatchRule(pattern string, words []string) bool {
 	if words == nil {
 		return false
 	}
-	p := normalizePattern(pattern)
+	return matchJoined(normalizePattern(pattern), strings.Join(words, " "))
+}
+
+// MatchRuleAligned is MatchRule for an allow rule: a blank of the pattern outside a `*` falls
+// only between two words, never inside one. Joined with spaces, the program "my tool" of
+// `'my tool' sub x` reads as `my tool sub x`, which an allow of `Bash(my tool sub x)` would let
+// run; a deny or ask rule still matches the joined text, so it catches more. A word holding the
+// separator used here (a control character no pattern holds) matches nothing.
+func MatchRuleAligned(pattern string, words []string) bool {
+	if words == nil {
+		return false
+	}
+	for _, w := range words {
+		if strings.Contains(w, wordSeparator) {
+			return false
+		}
+	}
+	p := strings.ReplaceAll(normalizePattern(pattern), " ", wordSeparator)
+	return matchJoined(p, strings.Join(words, wordSeparator))
+}
+
+// wordSeparator joins words for MatchRuleAligned: a control character, which
+// ValidateRulePattern keeps out of every pattern.
+const wordSeparator = "\x1f"
+
+// matchJoined is MatchRule's match of a normalized pattern p against the words joined as text,
+// where the last character of a trailing "<blank>*" is the blank the words were joined with.
+func matchJoined(p, text string) bool {
 	if p == "" || p == "*" {
 		return true
 	}
-	text := strings.Join(words, " ")
 	if !strings.Contains(p, "*") {
 		return p == text
 	}
-	if base, ok := strings.CutSuffix(p, " *"); ok && globMatch(base, text) {
-		return true
+	if base, ok := strings.CutSuffix(p, "*"); ok && base != "" && (strings.HasSuffix(base, " ") || strings.HasSuffix(base, wordSeparator)) {
+		if globMatch(base[:len(base)-1], text) {
+			return true
+		}
 	}
 	return globMatch(p, text)
 }

@@ -54,6 +54,50 @@ func TestMatchRule(t *testing.T) {
 	}
 }
 
+// TestMatchRuleAligned: an allow rule's blanks fall between words, so a word quoted whole is
+// not read as the several words its blanks would join it into; a `*` still spans them.
+func TestMatchRuleAligned(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pattern string
+		words   []string
+		want    bool
+	}{
+		{"my tool sub x", []string{"my tool", "sub", "x"}, false},
+		{"my tool sub x", []string{"my", "tool", "sub", "x"}, true},
+		{"npm run test:*", []string{"npm", "run test"}, false},
+		{"npm run test:*", []string{"npm run", "test", "--watch"}, false},
+		{"npm run test:*", []string{"npm", "run", "test", "a b"}, true},
+		{"echo a b", []string{"echo", "a b"}, false},
+		{"echo *", []string{"echo", "a b"}, true},
+		{"git commit -m *", []string{"git", "commit", "-m", "fix the bug"}, true},
+		{"git * main", []string{"git", "push origin", "main"}, true},
+		{"ls *", []string{"ls"}, true},
+		{"ls *", []string{"ls x"}, false},
+		{"a b", []string{"a\x1fb"}, false},
+		{"*", []string{"a\x1fb"}, false},
+	} {
+		if got := MatchRuleAligned(tc.pattern, tc.words); got != tc.want {
+			t.Errorf("MatchRuleAligned(%q, %q) = %v, want %v", tc.pattern, tc.words, got, tc.want)
+		}
+		if !MatchRule(tc.pattern, tc.words) && tc.want {
+			t.Errorf("MatchRuleAligned(%q, %q) holds where MatchRule does not", tc.pattern, tc.words)
+		}
+	}
+	// On words without blanks the two agree.
+	for _, p := range []string{"ls *", "ls*", "ls:*", "git * main", "* install", "npm test", "", "*", "a*b*c"} {
+		for _, cmd := range []string{"ls", "ls -la", "lsof", "git push origin main", "npm install", "npm test", "axxbyyc"} {
+			w := strings.Fields(cmd)
+			if MatchRule(p, w) != MatchRuleAligned(p, w) {
+				t.Errorf("%q against %q: MatchRule %v, MatchRuleAligned %v", p, cmd, MatchRule(p, w), MatchRuleAligned(p, w))
+			}
+		}
+	}
+	if MatchRuleAligned("*", nil) {
+		t.Error("nil words (non-static command) must match no rule")
+	}
+}
+
 // TestMatchRuleWithClassify shows the intended use: allow rules see Prefix,
 // deny rules see DenyPrefix.
 func TestMatchRuleWithClassify(t *testing.T) {

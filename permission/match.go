@@ -68,6 +68,21 @@ func MatchBashText(pattern, text string, exactOnly bool) bool {
 	return classifier.MatchRule(pattern, []string{text})
 }
 
+// MatchBashAllow is MatchBashText for an allow rule, with the command's words as well as their
+// joined text: where a word holds a blank, the pattern's blanks must also fall between words
+// (classifier.MatchRuleAligned), so a program or argument quoted whole is not read as several.
+func MatchBashAllow(pattern, text string, words []string, exactOnly bool) bool {
+	if !MatchBashText(pattern, text, exactOnly) {
+		return false
+	}
+	for _, w := range words {
+		if strings.Contains(w, " ") {
+			return classifier.MatchRuleAligned(pattern, words)
+		}
+	}
+	return true
+}
+
 // Marks on the words MatchBashGlobs takes: a word the shell expands, as the policy's input
 // gives it (classifier.Subcommand.DenyGlobs).
 const (

@@ -497,7 +497,7 @@ func anyHit(bctx rego.BuiltinContext, args []*ast.Term) (*ast.Term, error) {
 	if bucket := data.Get(bashKey); bucket != nil {
 		if ws, ok := args[3].Value.(*ast.Array); ok {
 			for i := 0; i < ws.Len(); i++ {
-				if t, _ := bashMatch(bctx, bucket, ws.Elem(i), ast.InternedTerm(false)); !isNull(t) {
+				if t, _ := bashMatch(bctx, bucket, ws.Elem(i), ast.InternedTerm(false), false); !isNull(t) {
 					return t, nil
 				}
 			}
@@ -661,7 +661,7 @@ func allWordsHit(_ rego.BuiltinContext, bucket, subjT *ast.Term) (*ast.Term, err
 		if w == nil || exact == nil {
 			return ast.NullTerm(), nil
 		}
-		t, _ := bashMatch(rego.BuiltinContext{}, bucket, w, exact)
+		t, _ := bashMatch(rego.BuiltinContext{}, bucket, w, exact, true)
 		if isNull(t) {
 			return t, nil
 		}
@@ -718,7 +718,9 @@ func stringsOf(t *ast.Term) ([]string, bool) {
 	return out, true
 }
 
-func bashMatch(bctx rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.Term, error) {
+// bashMatch is the first Bash rule of bucket that matches the command's words; allow rules
+// (allowRules) match only where the pattern's blanks fall between words.
+func bashMatch(bctx rego.BuiltinContext, bucket, words, exact *ast.Term, allowRules bool) (*ast.Term, error) {
 	obj, ok := bucket.Value.(ast.Object)
 	ws, ok2 := stringsOf(words)
 	if !ok || !ok2 || len(ws) == 0 {
@@ -730,7 +732,9 @@ func bashMatch(bctx rego.BuiltinContext, bucket, words, exact *ast.Term) (*ast.T
 	}
 	text := strings.Join(ws, " ")
 	match := func(pat string, _ ast.Object) bool { return permission.MatchBashText(pat, text, exactOnly) }
-	if strings.ContainsAny(text, permission.GlobMarks) {
+	if allowRules {
+		match = func(pat string, _ ast.Object) bool { return permission.MatchBashAllow(pat, text, ws, exactOnly) }
+	} else if strings.ContainsAny(text, permission.GlobMarks) {
 		// Words the shell expands (globMarked): matched for what they may become, within the
 		// decision's budget.
 		b := matchBudget(bctx)
