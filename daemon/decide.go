@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sandboxd/sandboxd/classifier"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/egress"
 	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/policy"
@@ -16,6 +19,8 @@ type policyDecider struct {
 	engine *policy.Engine
 	// deniedDomain names the network.denied_domains entry host matches, "" for none.
 	deniedDomain func(host string) string
+	// domainsDenied reports whether network.denied_domains holds any entry.
+	domainsDenied func() bool
 }
 
 var errNoRules = errors.New("the session's rules are not loaded")
@@ -70,9 +75,70 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}
 	}
 	digest := p.engine.Digest()
+	var hostAsk *permission.Decision
+	if tf.Bash != nil && (in.Unconfined || c.Session.Network == config.NetworkHost) {
+		// No proxy stands between this command and the network: the hosts its line names
+		// meet the WebFetch rules here, or nowhere.
+		hd, err := p.namedHosts(ctx, tf.Bash, facts, rs)
+		if err != nil || hd.Behavior == permission.Deny {
+			return hd, err
+		}
+		if hd.Behavior == permission.Ask {
+			hostAsk = &hd
+		}
+	}
 	d, err := p.engine.Decide(ctx, facts, rs)
+	if err == nil && hostAsk != nil && d.Behavior == permission.Allow {
+		d = *hostAsk
+	}
 	if err == nil {
 		d.Basis = &permission.Basis{Facts: facts, Rules: rs, PolicyDigest: digest}
 	}
 	return d, err
+}
+
+// hostRuleSteps are the steps of a WebFetch decision where a rule or custom Rego held the
+// host back, as opposed to the mode's lack of an allow.
+var hostRuleSteps = map[string]bool{"deny_rule": true, "custom_deny": true, "ask_rule": true, "custom_ask": true}
+
+// namedHosts decides the hosts a Bash line names (classifier.NamedHosts) as a WebFetch of
+// each would be decided in the call's mode: a deny or ask of a rule, custom Rego or
+// network.denied_domains comes back as the call's (Behavior "" when none). A host the rules
+// cannot be matched against (`http://$H/`, `http://0x7f.1/`) is refused wherever some rule
+// or denied_domains decides hosts.
+func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classification, call *permission.Facts, rs *permission.RuleSet) (permission.Decision, error) {
+	var ask permission.Decision
+	for _, raw := range classifier.NamedHosts(bash) {
+		host, err := egress.PolicyHost(raw)
+		if err != nil {
+			if rs.DecidesHosts() || p.domainsDenied() {
+				return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
+					Reason: fmt.Sprintf("the command names the host %q, which the WebFetch rules cannot be matched against (%v), and it would connect past sandboxd's proxy; spell the host plainly", raw, err)}, nil
+			}
+			continue
+		}
+		if pat := p.deniedDomain(host); pat != "" {
+			return permission.Decision{Behavior: permission.Deny, Source: "config", Step: "denied_domains",
+				Rule:   "network.denied_domains: " + pat,
+				Reason: fmt.Sprintf("the command reaches %s, which is in network.denied_domains (%s); denied in every mode", host, pat)}, nil
+		}
+		wf := *call
+		wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, permission.ToolFacts{Domain: host}, true
+		wf.Hook, wf.HTTP = nil, nil // the agent's verdict was on the Bash call; the request is unseen
+		d, err := p.engine.Decide(ctx, &wf, rs)
+		if err != nil {
+			return permission.Decision{}, err
+		}
+		if !hostRuleSteps[d.Step] || d.Behavior == permission.Allow {
+			continue // no rule said anything of this host: the command's own decision stands
+		}
+		d.Reason = fmt.Sprintf("the command reaches %s, which it would do past sandboxd's proxy: %s", host, d.Reason)
+		if d.Behavior == permission.Deny {
+			return d, nil
+		}
+		if ask.Behavior == "" {
+			ask = d
+		}
+	}
+	return ask, nil
 }

@@ -352,6 +352,17 @@ func (rs *RuleSet) WebRule(host string, behaviors ...Behavior) (r Rule, ok bool)
 	return Rule{}, false
 }
 
+// DecidesHosts reports whether some WebFetch deny or ask rule holds hosts back: then a host
+// that cannot be matched against the rules is not one to let through.
+func (rs *RuleSet) DecidesHosts() bool {
+	for _, r := range rs.rules {
+		if r.Tool == "WebFetch" && (r.Behavior == Deny || r.Behavior == Ask) {
+			return true
+		}
+	}
+	return false
+}
+
 // Anchors is the (home, cwd) the rule set's path patterns were made absolute with.
 func (rs *RuleSet) Anchors() Anchors { return rs.anchors }
 
