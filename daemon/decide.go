@@ -97,6 +97,10 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 	return d, err
 }
 
+// maxNamedHosts bounds the hosts of one Bash line decided as WebFetch calls: each is a
+// policy evaluation, and a user's command must not keep the root daemon evaluating for long.
+const maxNamedHosts = 64
+
 // hostRuleSteps are the steps of a WebFetch decision where a rule or custom Rego held the
 // host back, as opposed to the mode's lack of an allow.
 var hostRuleSteps = map[string]bool{"deny_rule": true, "custom_deny": true, "ask_rule": true, "custom_ask": true}
@@ -108,7 +112,17 @@ var hostRuleSteps = map[string]bool{"deny_rule": true, "custom_deny": true, "ask
 // or denied_domains decides hosts.
 func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classification, call *permission.Facts, rs *permission.RuleSet) (permission.Decision, error) {
 	var ask permission.Decision
-	for _, raw := range classifier.NamedHosts(bash) {
+	hosts := classifier.NamedHosts(bash)
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	if len(hosts) > maxNamedHosts {
+		if rs.DecidesHosts() || p.domainsDenied() {
+			return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
+				Reason: fmt.Sprintf("the command names %d hosts, more than the %d one decision checks against the WebFetch rules, and it would connect past sandboxd's proxy; split it", len(hosts), maxNamedHosts)}, nil
+		}
+		return ask, nil
+	}
+	for _, raw := range hosts {
 		host, err := egress.PolicyHost(raw)
 		if err != nil {
 			if rs.DecidesHosts() || p.domainsDenied() {

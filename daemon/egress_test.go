@@ -570,6 +570,13 @@ func TestUnconfinedBashHostsMeetWebFetchRules(t *testing.T) {
 			t.Errorf("unconfined %q: %s %q (%s), want deny by %q", cmd, behavior(res), res.Decision.Rule, res.Decision.Reason, rule)
 		}
 	}
+	many := "curl"
+	for i := range 65 {
+		many += fmt.Sprintf(" https://h%d.test/", i)
+	}
+	if res := decide(s.ID, many, true); behavior(res) != permission.Deny || res.Decision.Step != "named_host" {
+		t.Errorf("unconfined curl of 65 hosts: %s (%s), want deny", behavior(res), res.Decision.Reason)
+	}
 	if res := decide(s.ID, "curl https://ask.test/", true); behavior(res) == permission.Allow {
 		t.Errorf("unconfined curl of a host an ask rule names was allowed: %+v", res.Decision)
 	}
