@@ -25,6 +25,8 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("internal error (recovered panic) on %q", cmd)
 		}
 		checkInvariants(t, cmd, c)
+		// The hosts the line names are read from the same words, whatever they hold.
+		_ = NamedHosts(c)
 		// The session's dirs feed paths and risks, never ReadOnly: the pipeline takes a
 		// call's ReadOnly from its classification with them and reads it nowhere else.
 		// Outside any sandbox, mentions only add paths: every fact of the same line read for
