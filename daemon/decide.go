@@ -146,7 +146,7 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 		if !hostRuleSteps[d.Step] || d.Behavior == permission.Allow {
 			continue // no rule said anything of this host: the command's own decision stands
 		}
-		d.Reason = fmt.Sprintf("the command reaches %s, which it would do past sandboxd's proxy: %s", host, d.Reason)
+		d.Reason = fmt.Sprintf("the command connects to %s outside sandboxd's proxy, where only this decision holds it: %s", host, d.Reason)
 		if d.Behavior == permission.Deny {
 			return d, nil
 		}
