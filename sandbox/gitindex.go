@@ -24,6 +24,14 @@ import (
 // maxIndexBytes bounds an index read to find its gitlinks.
 const maxIndexBytes = 256 << 20
 
+// maxIndexName bounds one path of an index (git's own paths are at most PATH_MAX, 4096), and
+// maxIndexLinkBytes the gitlink paths one index may hold (thousands of submodules): an index
+// is the user's file, and what the root daemon keeps of it must not grow with its content.
+const (
+	maxIndexName      = 4096
+	maxIndexLinkBytes = 1 << 20
+)
+
 // indexGitlinks returns the paths of the gitlinks an index file lists, and the name of the
 // shared index a split index names ("" when none); false when b is no index it can read.
 func indexGitlinks(b []byte) (links []string, shared string, ok bool) {
@@ -65,6 +73,7 @@ func parseIndex(b []byte, oidLen int) (links []string, shared string, ok bool) {
 	off := 12
 	hdr := 40 + oidLen + 2 // times, dev, ino, mode, uid, gid, size; the oid; flags
 	var prev []byte
+	linkBytes := 0
 	for range count {
 		if off+hdr > len(b) {
 			return nil, "", false
@@ -86,14 +95,20 @@ func parseIndex(b []byte, oidLen int) (links []string, shared string, ok bool) {
 			}
 			p += n
 			nul := bytes.IndexByte(b[p:], 0)
-			if nul < 0 {
+			if nul < 0 || len(prev)-int(strip)+nul > maxIndexName {
 				return nil, "", false
 			}
-			name = append(prev[:len(prev)-int(strip):len(prev)-int(strip)], b[p:p+nul]...)
+			// In place: each name is the one before it, cut, plus its own suffix. Built
+			// afresh for each entry, a file of names one byte longer each took time and
+			// memory in the square of its entries.
+			name = append(prev[:len(prev)-int(strip)], b[p:p+nul]...)
 			off = p + nul + 1
 		} else {
 			nul := bytes.IndexByte(b[p:], 0)
 			if nul < 0 {
+				return nil, "", false
+			}
+			if nul > maxIndexName {
 				return nil, "", false
 			}
 			name = b[p : p+nul]
@@ -103,6 +118,9 @@ func parseIndex(b []byte, oidLen int) (links []string, shared string, ok bool) {
 			}
 		}
 		if mode>>12 == 0o16 { // 0160000: a gitlink
+			if linkBytes += len(name); linkBytes > maxIndexLinkBytes {
+				return nil, "", false
+			}
 			links = append(links, string(name))
 		}
 		prev = name
@@ -150,8 +168,9 @@ func gitVarint(b []byte) (uint64, int) {
 // gitlinkCache remembers each index's gitlinks (or why they could not be read) by what stat
 // says of the index, so a sweep reads and hashes an index again only after it changed.
 type gitlinkCache struct {
-	mu sync.Mutex
-	m  map[indexKey]indexLinks
+	mu    sync.Mutex
+	m     map[indexKey]indexLinks
+	bytes int // of the paths m holds
 }
 
 type indexLinks struct {
@@ -164,8 +183,11 @@ type indexKey struct {
 	size, mtime, ctim int64
 }
 
-// maxCachedIndexes bounds the cache; past it, it starts over.
-const maxCachedIndexes = 256
+// maxCachedIndexes and maxCachedLinkBytes bound the cache; past either, it starts over.
+const (
+	maxCachedIndexes   = 256
+	maxCachedLinkBytes = 8 << 20
+)
 
 // gitlinkGits returns the .git of each gitlink of the repository at dir (below rfd, reached
 // as the caller) that was made or changed at since or later (its ctime: no call can set it),
@@ -252,11 +274,16 @@ func (c *gitlinkCache) read(rfd int, idx string) (indexLinks, unix.Stat_t, bool)
 	c.mu.Unlock()
 	if !ok {
 		got.links, got.err = readGitlinks(rfd, idx)
+		n := 0
+		for _, l := range got.links {
+			n += len(l)
+		}
 		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCachedIndexes {
-			c.m = map[indexKey]indexLinks{}
+		if c.m == nil || len(c.m) >= maxCachedIndexes || c.bytes+n > maxCachedLinkBytes {
+			c.m, c.bytes = map[indexKey]indexLinks{}, 0
 		}
 		c.m[key] = got
+		c.bytes += n
 		c.mu.Unlock()
 	}
 	return got, st, true
@@ -271,7 +298,7 @@ func readGitlinks(rfd int, idx string) ([]string, error) {
 	}
 	links, shared, ok := indexGitlinks(b)
 	if !ok {
-		return nil, fmt.Errorf("%s is no index git writes", idx)
+		return nil, fmt.Errorf("%s is no index git writes, or holds a path longer than %d bytes or more than %d bytes of submodule paths", idx, maxIndexName, maxIndexLinkBytes)
 	}
 	if shared != "" {
 		sb, ok := readBeneathMax(rfd, path.Join(path.Dir(idx), shared), maxIndexBytes)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,65 @@ func TestIndexGitlinks(t *testing.T) {
 		if _, _, ok := indexGitlinks(bad); ok {
 			t.Errorf("read %q as an index", bad)
 		}
+	}
+}
+
+// v4Index is a version 4 index (no checksum, as index.skipHash writes it) of entries each
+// given as the bytes its name strips from the one before and its suffix, all of mode.
+func v4Index(mode uint32, entries [][2]any) []byte {
+	b := binary.BigEndian.AppendUint32([]byte("DIRC\x00\x00\x00\x04"), uint32(len(entries)))
+	for _, e := range entries {
+		hdr := make([]byte, 40+20+2)
+		binary.BigEndian.PutUint32(hdr[24:], mode)
+		b = append(b, hdr...)
+		strip := e[0].(int)
+		// git's offset varint, as gitVarint reads it.
+		var v []byte
+		v = append(v, byte(strip&0x7f))
+		for strip >>= 7; strip > 0; strip >>= 7 {
+			strip--
+			v = append([]byte{0x80 | byte(strip&0x7f)}, v...)
+		}
+		b = append(append(append(b, v...), e[1].(string)...), 0)
+	}
+	return append(b, make([]byte, 20)...)
+}
+
+// TestIndexGitlinksBounded: an index is the user's file, and what reading it costs the root
+// daemon must not grow faster than the file. A version 4 index whose names each grow by one
+// byte is read in place (a few allocations, not one per entry: built afresh, each name cost
+// time and memory in the square of the entries); a name past PATH_MAX, or more submodule paths
+// than a sweep keeps, makes the index one it cannot read (which fails closed).
+func TestIndexGitlinksBounded(t *testing.T) {
+	grow := func(n int) [][2]any {
+		e := make([][2]any, n)
+		for i := range e {
+			e[i] = [2]any{0, "a"}
+		}
+		return e
+	}
+	const file, link = 0o100644, 0o160000
+	b := v4Index(file, grow(maxIndexName))
+	if _, _, ok := indexGitlinks(b); !ok {
+		t.Fatal("an index of names up to PATH_MAX was not read")
+	}
+	if allocs := testing.AllocsPerRun(3, func() { indexGitlinks(b) }); allocs > 64 {
+		t.Errorf("reading %d names of growing length made %.0f allocations", maxIndexName, allocs)
+	}
+	if _, _, ok := indexGitlinks(v4Index(file, grow(maxIndexName+1))); ok {
+		t.Error("a name past PATH_MAX was read")
+	}
+	links, _, ok := indexGitlinks(v4Index(link, [][2]any{{0, "lib/a"}, {1, "b"}, {5, "deep/c"}}))
+	if !ok || !slices.Equal(links, []string{"lib/a", "lib/b", "deep/c"}) {
+		t.Errorf("gitlinks %q (%v), want lib/a lib/b deep/c", links, ok)
+	}
+	many := make([][2]any, maxIndexLinkBytes/1000+1)
+	for i := range many {
+		many[i] = [2]any{1000, strings.Repeat("s", 1000)}
+	}
+	many[0][0] = 0
+	if _, _, ok := indexGitlinks(v4Index(link, many)); ok {
+		t.Errorf("an index of %d bytes of gitlinks was read", len(many)*1000)
 	}
 }
 
