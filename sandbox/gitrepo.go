@@ -188,6 +188,12 @@ func unsafeInNewRepo(rfd int, gitDir string) []string {
 	budget := maxGitModuleEntries
 	var look func(dir string, depth int)
 	look = func(dir string, depth int) {
+		if !inspectable(rfd, dir) {
+			// chmod 000 .git as the call's last step: every look below would find nothing,
+			// and the user, told to make it searchable, would run what it holds.
+			out = append(out, dir)
+			return
+		}
 		for _, name := range []string{"commondir", "config.worktree"} {
 			if exists(rfd, path.Join(dir, name)) {
 				out = append(out, path.Join(dir, name))
@@ -293,6 +299,13 @@ func dirWithoutLinks(rfd int, rel string) bool {
 func hardLinked(rfd int, rel string) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1
+}
+
+// inspectable reports whether the dir rel below rfd can be both listed and searched: what a
+// dir that cannot be holds is unknown.
+func inspectable(rfd int, rel string) bool {
+	var st unix.Stat_t
+	return namesIn(rfd, rel) != nil && unix.Fstatat(rfd, rel+"/.", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
 // exists reports whether rel exists below rfd (reached without following a symlink); a

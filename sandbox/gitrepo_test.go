@@ -179,6 +179,11 @@ func TestNewRepoMadeSafe(t *testing.T) {
 		// A config or hook with a second name, which a later call could write past the mount.
 		{`git init -q . && ln .git/config notes.txt`, []string{".git/config"}},
 		{`git init -q . && ln .git/hooks/pre-commit.sample s.txt`, []string{".git/hooks"}},
+		// A git dir the sweep cannot list or search goes whole: what it holds is unknown, and
+		// the user, told to make it searchable, would run it.
+		{`git init -q . && git config core.fsmonitor 'touch PWNED; false' && chmod 000 .git`, []string{".git"}},
+		{`git init -q . && git config core.fsmonitor 'touch PWNED; false' && chmod 300 .git`, []string{".git"}},
+		{`git init -q . && git config core.fsmonitor 'touch PWNED; false' && chmod 600 .git`, []string{".git"}},
 		// What git submodule writes: a worktree below the superproject.
 		{`git init -q . && mkdir -p .git/modules/lib lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
 			`git --git-dir=.git/modules/lib config core.worktree ../../../lib`, nil},
