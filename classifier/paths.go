@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Path facts: which files the recognised commands of a line read and write, so the policy
@@ -251,7 +253,7 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 // the line runs: bounded when it is a glob under a directory the line names (`*.go`,
 // `+(a|b).go`), unbounded otherwise.
 func (pc *pathCollector) runtimeWord(a word, sb *sub) {
-	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && boundedGlob(a.val) || a.extGlob && boundedExtGlob(a.src)) {
+	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && bracesBounded(a) || a.extGlob && boundedExtGlob(a.src)) {
 		pc.incomplete = true
 		return
 	}
@@ -288,6 +290,67 @@ func boundedExtGlob(src string) bool {
 }
 
 var extGlobQuotes = strings.NewReplacer(`\`, "", `'`, "", `"`, "")
+
+// bracesBounded reports whether a static word, or each word its braces give, is bounded as
+// boundedGlob says (`{a,b}.go` and `x{1..3}` are; `.{.,}/x` is `../x`, `{x,}/etc/passwd` is
+// `/etc/passwd`: their text alone shows neither). A brace expansion that cannot be told is not.
+func bracesBounded(a word) bool {
+	vals, ok := braceVals(a)
+	if !ok {
+		return false
+	}
+	for _, v := range vals {
+		if !boundedGlob(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// braceVals are the words a static word's brace expansion gives (itself when it has none);
+// false when they cannot be told: too many, or one bash would expand further ($x in a brace).
+func braceVals(a word) ([]string, bool) {
+	if !a.glob || !strings.Contains(a.src, "{") {
+		return []string{a.val}, true
+	}
+	w, ok := parseWord(a.src)
+	if !ok {
+		return nil, false
+	}
+	if !syntax.SplitBraces(w) {
+		return []string{a.val}, true
+	}
+	exp := expandBraces(a.src)
+	if exp == nil {
+		return nil, false
+	}
+	var out []string
+	for _, e := range exp {
+		for i, v := range e.Words {
+			if e.Globs[i] == GlobAny {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+	}
+	return out, true
+}
+
+// mayNameDotEntry reports a glob or brace word that may name an entry whose name starts with
+// a dot (.g*, .[g]it, .gi{t,}, {.,}git): a write through it may be one of .git's, which the
+// word's text never names.
+func mayNameDotEntry(a word) bool {
+	vals, ok := braceVals(a)
+	if !ok {
+		return true
+	}
+	for _, v := range vals {
+		if hiddenSegment(v) {
+			return true
+		}
+	}
+	return false
+}
 
 // boundedGlob reports a glob that matches only names under the directory it starts in (the
 // cwd, or one a cd before it names): relative, no .., and no brace or extended glob
@@ -393,6 +456,12 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 		return // a pipe: what its command reads are that command's paths
 	}
 	if !a.static || a.glob {
+		if a.static && access == AccessWrite && mayNameDotEntry(a) {
+			// rm -rf .g*: what it writes may be a repository's git dir, or another dot dir
+			// the protected paths name, where no path the decision sees shows it.
+			pc.unknown()
+			return
+		}
 		pc.runtimeWord(a, sb)
 		if a.static && access == AccessWrite && (removers[cmd] || cmd == "find") {
 			// rm -rf me/*, find me/* -delete: what it removes lies in the dir the glob starts in, as that dir

@@ -901,6 +901,22 @@ func TestPathsUnbounded(t *testing.T) {
 		{"cat '/etc/'*(x)", true, true},
 		{"cat $d/*(x)", true, true},
 		{"cd src && bash -c 'cat *.go'", true, true},
+		// Braces judged by what they give, not their text: .{.,} is .., {x,}/ starts at /.
+		{"cat .{.,}/secret.txt", true, true},
+		{"cat {x,}/home/u/secret.txt", true, true},
+		{"ls {x,}~/x", true, true},
+		{"grep -r k {x,}/home/v", true, true},
+		{"touch {x,}/home/u/.bashrc", true, true},
+		{"cat {a,b}.go x{1..3}.txt", true, false},
+		{"cat {a,{b,c}}/{d,e}", true, false},
+		// A write that may name a dot entry (a repository's .git) goes unseen by its text.
+		{"rm -rf .gi{t,}", true, true},
+		{"rm -rf {.,}git", true, true},
+		{"rm -rf .g*", true, true},
+		{"rm -rf src/.[g]it", true, true},
+		{"touch .env{,}", true, true},
+		{"rm -rf build/*.o", true, false},
+		{"cat .g*/config", true, false},
 	} {
 		c := Classify(tc.cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
 		if c.PathsIncomplete != tc.incomplete || c.PathsUnbounded != tc.unbounded {
