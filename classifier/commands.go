@@ -398,6 +398,21 @@ func init() {
 	}
 }
 
+// RunsCommandLine reports whether the program name (a base name) runs a command, script or
+// code its arguments give: a wrapper, a shell, an interpreter, a runner, a privilege tool. A
+// rule that allows it by its name alone (`Bash(env:*)`, `Bash(python3:*)`) allows every
+// command, so an approval suggests such a program's whole line, never its prefix.
+func RunsCommandLine(name string) bool {
+	if isWrapper(name) || isShell(name) || runners[name] || opaqueRunners[name] || dynamicLoader(name) {
+		return true
+	}
+	switch neverReadOnly[name] {
+	case "executes_code", "shell", "interpreter", "privilege":
+		return true
+	}
+	return name == "xargs" || name == "exec" || strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy")
+}
+
 func isWrapper(n string) bool {
 	switch n {
 	case "env", "nice", "timeout", "time", "nohup", "command", "builtin", "stdbuf", "noglob":

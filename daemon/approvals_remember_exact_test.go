@@ -98,3 +98,51 @@ func TestWebFetchHostIsNoPattern(t *testing.T) {
 		t.Fatalf("a plain host: %+v", r.Decision)
 	}
 }
+
+// TestSuggestedRulesOfRunnersAreWhole: a program that runs what its words say (env, a shell,
+// an interpreter, a runner) allowed by its name allows every command (Bash(env:*) runs
+// `env sh -c …`), so an approval suggests only its whole line; other programs keep their
+// prefix rule.
+func TestSuggestedRulesOfRunnersAreWhole(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	suggested := func(cmd string) []string {
+		t.Helper()
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
+		if r.ApprovalID == "" {
+			t.Fatalf("%s: no approval: %+v", cmd, r.Decision)
+		}
+		_, b := td.do(t, "GET", "/v1/approvals", "")
+		var list struct {
+			Approvals []struct {
+				ID             string   `json:"id"`
+				SuggestedRules []string `json:"suggested_rules"`
+			} `json:"approvals"`
+		}
+		decodeInto(t, b, &list)
+		for _, a := range list.Approvals {
+			if a.ID == r.ApprovalID {
+				return a.SuggestedRules
+			}
+		}
+		t.Fatalf("%s: approval %s not listed", cmd, r.ApprovalID)
+		return nil
+	}
+	for cmd, want := range map[string]string{
+		"env LC_ALL=C make -v":      "Bash(env LC_ALL=C make -v)",
+		"python3 -c pass":           "Bash(python3 -c pass)",
+		"node -e 1":                 "Bash(node -e 1)",
+		"npx -y cowsay hi":          "Bash(npx -y cowsay hi)",
+		"bash build.sh --release":   "Bash(bash build.sh --release)",
+		"nohup ./serve --port 8080": "Bash(./serve:*)",
+		"make build -j4":            "Bash(make build:*)",
+	} {
+		if got := suggested(cmd); len(got) == 0 || got[0] != want {
+			t.Errorf("%s: suggested %q, want %s first", cmd, got, want)
+		}
+	}
+	if got := suggested(`bash -c 'echo hi'`); len(got) != 0 {
+		t.Errorf("bash -c 'echo hi': suggested %q, a rule that cannot say its word with a blank", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/approval"
 	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -362,7 +364,9 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			if sub.ReadOnly || len(sub.Prefix) == 0 || unsayable(sub.Prefix[0]) {
 				continue
 			}
-			if sub.ExactOnly || sub.Opaque {
+			if sub.ExactOnly || sub.Opaque || classifier.RunsCommandLine(path.Base(sub.Prefix[0])) {
+				// A program that runs what its words say (env, bash -c, python3 -c, npx) is
+				// allowed by its name for everything: only this very line may be remembered.
 				if slices.ContainsFunc(sub.Prefix, unsayable) {
 					continue // as an exact rule it would match more than this command
 				}
