@@ -68,6 +68,39 @@ func runsCode(span string) bool {
 	return strings.Contains(span, "$(") || strings.Contains(span, "${") || strings.ContainsAny(span, "`\n\"';&|<>()\\")
 }
 
+// namedElsewhere reports whether the name that s[start:end] assigns (`API_TOKEN=`) appears in
+// s outside that span: the line uses the value, and a use may run it ($API_TOKEN as a
+// command, eval "$API_TOKEN", sh -c "$API_TOKEN", ${!ref} through a name holding it), which
+// no reading of the text can rule out. Such a value stays as written, as runsCode's do: the
+// record must show what ran.
+func namedElsewhere(s string, start, end int) bool {
+	name := s[start:end]
+	i := strings.IndexFunc(name, func(r rune) bool { return !isNameChar(r) })
+	if i <= 0 || name[i] != '=' {
+		return false // no shell assignment (a YAML or JSON key, my.api-key=…)
+	}
+	name = name[:i]
+	for off := 0; ; {
+		j := strings.Index(s[off:], name)
+		if j < 0 {
+			return false
+		}
+		j += off
+		off = j + len(name)
+		if j == start {
+			continue
+		}
+		if (j == 0 || !isNameChar(rune(s[j-1]))) && (off == len(s) || !isNameChar(rune(s[off]))) {
+			return true
+		}
+	}
+}
+
+// isNameChar reports a character of a shell variable's name.
+func isNameChar(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
 // secretKey matches object keys whose string value is a secret whatever it looks like.
 var secretKey = regexp.MustCompile(`(?i)^(?:password|passwd|secret|token|api[_-]?key|apikey|authorization|access[_-]?key|secret[_-]?access[_-]?key|private[_-]?key|client[_-]?secret|[a-z0-9_.-]*[_-](?:token|secret|key|password|passwd))$`)
 
@@ -98,6 +131,9 @@ func RedactString(s string) string {
 				continue
 			}
 			if p.name != "private_key" && runsCode(s[keepEnd:m[1]]) {
+				continue
+			}
+			if p.name == "assignment" && namedElsewhere(s, m[2], m[3]) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

@@ -93,9 +93,21 @@ func TestRedactKeepsCode(t *testing.T) {
 		// A backslash may be what made the next quote text.
 		{`echo x_token=a\' ; touch HIDDEN11 ; echo \'`, "touch HIDDEN11"},
 		{`echo "x_token=abc\" ; touch HIDDEN12 ; echo \""`, `abc\"`},
+		// A value the line uses again may be what it runs.
+		{"API_TOKEN='touch HIDDEN13'; $API_TOKEN; ls", "touch HIDDEN13"},
+		{`GH_TOKEN='sh -c id'; eval "$GH_TOKEN"`, "sh -c id"},
+		{`MY_SECRET=HIDDEN14; bash -c "${MY_SECRET}"`, "HIDDEN14"},
+		{`db_password=HIDDEN15; r=db_password; ${!r}`, "HIDDEN15"},
 	} {
 		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
 			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
+		}
+	}
+	// A value only assigned, or whose name is only a part of another word, is still hidden.
+	for _, in := range []string{"API_TOKEN=s3cr3tvalue gh api /user", "export API_TOKEN=s3cr3tvalue; echo $API_TOKEN_OLD",
+		"my.api-key: s3cr3tvalue my"} {
+		if got := RedactString(in); strings.Contains(got, "s3cr3tvalue") {
+			t.Errorf("%q kept its secret: %q", in, got)
 		}
 	}
 	// A secret with a dollar sign in it, quoted, is still a secret.
