@@ -108,6 +108,12 @@ func classify(command string, opts Options) *Classification {
 		c := parse(command, opts)
 		c.ReadOnly = false
 		c.Reason = r
+		// Nor is it the command an allow rule names: the parser splits words at a \r that
+		// bash keeps in them (make\rbuild is one program to bash, `make build` to a rule).
+		for i := range c.Subcommands {
+			c.Subcommands[i].Prefix = nil
+			c.Subcommands[i].ReadOnly = false
+		}
 		return c
 	}
 	c := parse(command, opts)
