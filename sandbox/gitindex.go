@@ -1,12 +1,14 @@
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sync"
@@ -25,125 +27,175 @@ import (
 const maxIndexBytes = 256 << 20
 
 // maxIndexName bounds one path of an index (git's own paths are at most PATH_MAX, 4096), and
-// maxIndexLinkBytes the gitlink paths one index may hold (thousands of submodules): an index
-// is the user's file, and what the root daemon keeps of it must not grow with its content.
+// maxIndexLinkBytes what one index's gitlinks may hold, each counted with the string header
+// it costs (thousands of submodules): an index is the user's file, and what the root daemon
+// keeps of it must not grow with its content.
 const (
 	maxIndexName      = 4096
 	maxIndexLinkBytes = 1 << 20
+	linkOverhead      = 16
 )
 
-// indexGitlinks returns the paths of the gitlinks an index file lists, and the name of the
-// shared index a split index names ("" when none); false when b is no index it can read.
-func indexGitlinks(b []byte) (links []string, shared string, ok bool) {
-	// The trailing checksum says the hash (SHA-1 or SHA-256); an index written without one
-	// (index.skipHash) is tried as either.
+// indexGitlinks returns the paths of the gitlinks the index file r of size bytes lists, and
+// the name of the shared index a split index names ("" when none); false when it is no index
+// it can read. The file is read once, in order, a buffer at a time: a 256 MB index costs the
+// daemon the buffer, not its size. Its object ids may be SHA-1's or SHA-256's; the trailing
+// checksum is not verified (git refuses an index whose checksum fails, so reading one only
+// looks at more), and a file that reads as neither is read again as the other.
+func indexGitlinks(r io.ReadSeeker, size int64) (links []string, shared string, ok bool) {
 	for _, n := range []int{sha1.Size, sha256.Size} {
-		if len(b) < 12+n {
-			continue
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			return nil, "", false
 		}
-		body, sum := b[:len(b)-n], b[len(b)-n:]
-		var match bool
-		if n == sha1.Size {
-			s := sha1.Sum(body)
-			match = bytes.Equal(s[:], sum)
-		} else {
-			s := sha256.Sum256(body)
-			match = bytes.Equal(s[:], sum)
-		}
-		if match || bytes.Count(sum, []byte{0}) == n {
-			if links, shared, ok := parseIndex(body, n); ok {
-				return links, shared, true
-			}
+		in := &indexStream{r: bufio.NewReaderSize(r, 64<<10)}
+		if links, shared, ok := in.parse(size, n); ok {
+			return links, shared, true
 		}
 	}
 	return nil, "", false
 }
 
-// parseIndex reads the entries (version 2, 3 or 4) of an index without its checksum, with
-// object ids oidLen bytes long, and its extensions for a split index's link.
-func parseIndex(b []byte, oidLen int) (links []string, shared string, ok bool) {
-	if len(b) < 12 || string(b[:4]) != "DIRC" {
+// indexStream reads an index in order, counting what it consumed.
+type indexStream struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (s *indexStream) full(b []byte) bool {
+	k, err := io.ReadFull(s.r, b)
+	s.n += int64(k)
+	return err == nil
+}
+
+func (s *indexStream) skip(n int64) bool {
+	for n > 0 {
+		k, err := s.r.Discard(int(min(n, 1<<20)))
+		s.n += int64(k)
+		n -= int64(k)
+		if err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// name reads a NUL-terminated path of at most maxIndexName bytes, valid until the next read.
+func (s *indexStream) name() ([]byte, bool) {
+	b, err := s.r.ReadSlice(0)
+	s.n += int64(len(b))
+	if err != nil || len(b)-1 > maxIndexName {
+		return nil, false
+	}
+	return b[:len(b)-1], true
+}
+
+// parse reads the entries (version 2, 3 or 4) of an index of size bytes whose object ids are
+// oidLen bytes long, and its extensions for a split index's link, up to its checksum.
+func (s *indexStream) parse(size int64, oidLen int) (links []string, shared string, ok bool) {
+	var head [12]byte
+	if !s.full(head[:]) || string(head[:4]) != "DIRC" {
 		return nil, "", false
 	}
-	ver := binary.BigEndian.Uint32(b[4:8])
-	count := binary.BigEndian.Uint32(b[8:12])
-	if ver < 2 || ver > 4 || uint64(count) > uint64(len(b)) {
+	ver := binary.BigEndian.Uint32(head[4:8])
+	count := binary.BigEndian.Uint32(head[8:12])
+	if ver < 2 || ver > 4 || int64(count) > size {
 		return nil, "", false
 	}
-	off := 12
-	hdr := 40 + oidLen + 2 // times, dev, ino, mode, uid, gid, size; the oid; flags
+	entry := make([]byte, 40+oidLen+2) // times, dev, ino, mode, uid, gid, size; the oid; flags
 	var prev []byte
 	linkBytes := 0
 	for range count {
-		if off+hdr > len(b) {
+		start := s.n
+		if !s.full(entry) {
 			return nil, "", false
 		}
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		flags := binary.BigEndian.Uint16(b[off+40+oidLen:])
-		p := off + hdr
+		mode := binary.BigEndian.Uint32(entry[24:28])
+		flags := binary.BigEndian.Uint16(entry[40+oidLen:])
 		if flags&0x4000 != 0 { // extended flags
-			if ver < 3 || p+2 > len(b) {
+			var ext [2]byte
+			if ver < 3 || !s.full(ext[:]) {
 				return nil, "", false
 			}
-			p += 2
 		}
 		var name []byte
 		if ver == 4 {
-			strip, n := gitVarint(b[p:])
-			if n == 0 || strip > uint64(len(prev)) {
+			strip, ok := s.varint()
+			if !ok || strip > uint64(len(prev)) {
 				return nil, "", false
 			}
-			p += n
-			nul := bytes.IndexByte(b[p:], 0)
-			if nul < 0 || len(prev)-int(strip)+nul > maxIndexName {
+			suffix, ok := s.name()
+			if !ok || len(prev)-int(strip)+len(suffix) > maxIndexName {
 				return nil, "", false
 			}
 			// In place: each name is the one before it, cut, plus its own suffix. Built
 			// afresh for each entry, a file of names one byte longer each took time and
 			// memory in the square of its entries.
-			name = append(prev[:len(prev)-int(strip)], b[p:p+nul]...)
-			off = p + nul + 1
+			name = append(prev[:len(prev)-int(strip)], suffix...)
+			prev = name
 		} else {
-			nul := bytes.IndexByte(b[p:], 0)
-			if nul < 0 {
+			var ok bool
+			if name, ok = s.name(); !ok {
 				return nil, "", false
 			}
-			if nul > maxIndexName {
-				return nil, "", false
-			}
-			name = b[p : p+nul]
-			off += (p - off + nul + 8) &^ 7 // NUL-padded to a multiple of eight
-			if off > len(b) {
+			// NUL-padded to a multiple of eight.
+			used := s.n - start
+			if !s.skip((used-1+8)&^7 - used) {
 				return nil, "", false
 			}
 		}
 		if mode>>12 == 0o16 { // 0160000: a gitlink
-			if linkBytes += len(name); linkBytes > maxIndexLinkBytes {
+			// git writes no empty path; each kept one costs its header whatever its length.
+			if linkBytes += len(name) + linkOverhead; len(name) == 0 || linkBytes > maxIndexLinkBytes {
 				return nil, "", false
 			}
 			links = append(links, string(name))
 		}
-		prev = name
 	}
 	// Extensions: a four-byte signature and a four-byte size each; "link" names the shared
-	// index whose entries a split index adds to.
-	for off+8 <= len(b) {
-		sig, size := string(b[off:off+4]), int(binary.BigEndian.Uint32(b[off+4:off+8]))
-		if size < 0 || off+8+size > len(b) {
+	// index whose entries a split index adds to. Then the checksum.
+	for {
+		left := size - s.n
+		if left == int64(oidLen) {
+			return links, shared, true
+		}
+		var ext [8]byte
+		if left < int64(8+oidLen) || !s.full(ext[:]) {
 			return nil, "", false
 		}
-		if sig == "link" {
-			if size < oidLen {
+		esize := int64(binary.BigEndian.Uint32(ext[4:8]))
+		if esize > left-int64(8+oidLen) {
+			return nil, "", false
+		}
+		if string(ext[:4]) == "link" {
+			oid := make([]byte, oidLen)
+			if esize < int64(oidLen) || !s.full(oid) {
 				return nil, "", false
 			}
-			shared = "sharedindex." + hex.EncodeToString(b[off+8:off+8+oidLen])
+			shared = "sharedindex." + hex.EncodeToString(oid)
+			esize -= int64(oidLen)
 		}
-		off += 8 + size
+		if !s.skip(esize) {
+			return nil, "", false
+		}
 	}
-	if off != len(b) {
-		return nil, "", false
+}
+
+// varint reads git's offset varint (gitVarint).
+func (s *indexStream) varint() (uint64, bool) {
+	var b [10]byte
+	for i := range b {
+		c, err := s.r.ReadByte()
+		if err != nil {
+			return 0, false
+		}
+		s.n++
+		b[i] = c
+		if c&0x80 == 0 {
+			v, n := gitVarint(b[:i+1])
+			return v, n == i+1
+		}
 	}
-	return links, shared, true
+	return 0, false
 }
 
 // gitVarint decodes git's offset varint (each continuation adds one before shifting): the
@@ -170,8 +222,11 @@ func gitVarint(b []byte) (uint64, int) {
 type gitlinkCache struct {
 	mu    sync.Mutex
 	m     map[indexKey]indexLinks
-	bytes int // of the paths m holds
+	bytes int // of the paths m holds, each with linkOverhead
 }
+
+// indexReads keeps one user's index reads one at a time.
+var indexReads = &uidLocks{locks: map[uint32]*uidLock{}}
 
 type indexLinks struct {
 	links []string
@@ -183,7 +238,8 @@ type indexKey struct {
 	size, mtime, ctim int64
 }
 
-// maxCachedIndexes and maxCachedLinkBytes bound the cache; past either, it starts over.
+// maxCachedIndexes and maxCachedLinkBytes (paths with their headers) bound the cache; past
+// either, it starts over.
 const (
 	maxCachedIndexes   = 256
 	maxCachedLinkBytes = 8 << 20
@@ -199,9 +255,9 @@ const (
 // then (gitlinksAt), nil when unknown (the repository's dir could not be opened): a gitlink added since, or whose .git is another one now,
 // makes its .git the call's whatever its age (a repository an earlier call made, registered
 // as a submodule by this one or moved into a submodule's place).
-func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map[string]fileID) ([]string, error) {
+func (c *gitlinkCache) gitlinkGits(uid uint32, rfd int, dir string, since time.Time, had map[string]fileID) ([]string, error) {
 	idx := path.Join(dir, ".git", "index")
-	got, st, ok := c.read(rfd, idx)
+	got, st, ok := c.read(uid, rfd, idx)
 	if !ok {
 		return nil, nil // no index: no gitlinks
 	}
@@ -241,8 +297,8 @@ func (c *gitlinkCache) gitlinkGits(rfd int, dir string, since time.Time, had map
 // of its .git (zero: none). With no index, or one that cannot be read, there are none the user had:
 // a call could remove the index first, and every gitlink its sweep then finds is the call's.
 // Run as the caller.
-func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]fileID {
-	got, _, ok := c.read(rfd, path.Join(dir, ".git", "index"))
+func (c *gitlinkCache) gitlinksAt(uid uint32, rfd int, dir string) map[string]fileID {
+	got, _, ok := c.read(uid, rfd, path.Join(dir, ".git", "index"))
 	if !ok || got.err != nil {
 		return map[string]fileID{}
 	}
@@ -262,8 +318,8 @@ func (c *gitlinkCache) gitlinksAt(rfd int, dir string) map[string]fileID {
 type fileID struct{ dev, ino uint64 }
 
 // read returns the gitlinks of the index idx (below rfd), from the cache while stat says the
-// same of it; false when there is no index.
-func (c *gitlinkCache) read(rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
+// same of it; false when there is no index. Run as the caller, uid.
+func (c *gitlinkCache) read(uid uint32, rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return indexLinks{}, st, false
@@ -273,10 +329,17 @@ func (c *gitlinkCache) read(rfd int, idx string) (indexLinks, unix.Stat_t, bool)
 	got, ok := c.m[key]
 	c.mu.Unlock()
 	if !ok {
+		// A user's indexes are read one at a time, and the read is the daemon's CPU spent
+		// for them, charged to their share as their pattern walks are (a call that finds the
+		// share spent is refused in its plan, lookAround): a 256 MB index rewritten by each
+		// call would otherwise keep a CPU and as many buffers as calls busy.
+		defer indexReads.lock(uid)()
+		began := threadCPU()
 		got.links, got.err = readGitlinks(rfd, idx)
+		walkShare.charge(uid, threadCPU()-began)
 		n := 0
 		for _, l := range got.links {
-			n += len(l)
+			n += len(l) + linkOverhead
 		}
 		c.mu.Lock()
 		if c.m == nil || len(c.m) >= maxCachedIndexes || c.bytes+n > maxCachedLinkBytes {
@@ -292,24 +355,45 @@ func (c *gitlinkCache) read(rfd int, idx string) (indexLinks, unix.Stat_t, bool)
 // readGitlinks reads the index idx (below rfd) and, for a split index, the shared index it
 // names, and returns the gitlinks of both: one the split index deleted is looked at too.
 func readGitlinks(rfd int, idx string) ([]string, error) {
-	b, ok := readBeneathMax(rfd, idx, maxIndexBytes)
-	if !ok {
-		return nil, fmt.Errorf("read %s", idx)
-	}
-	links, shared, ok := indexGitlinks(b)
-	if !ok {
-		return nil, fmt.Errorf("%s is no index git writes, or holds a path longer than %d bytes or more than %d bytes of submodule paths", idx, maxIndexName, maxIndexLinkBytes)
+	links, shared, err := readIndexFile(rfd, idx)
+	if err != nil {
+		return nil, err
 	}
 	if shared != "" {
-		sb, ok := readBeneathMax(rfd, path.Join(path.Dir(idx), shared), maxIndexBytes)
-		if !ok {
-			return nil, fmt.Errorf("read the shared index %s", shared)
-		}
-		more, _, ok := indexGitlinks(sb)
-		if !ok {
-			return nil, fmt.Errorf("%s is no index git writes", shared)
+		more, _, err := readIndexFile(rfd, path.Join(path.Dir(idx), shared))
+		if err != nil {
+			return nil, err
 		}
 		links = append(links, more...)
 	}
 	return links, nil
+}
+
+// readIndexFile opens the index rel below rfd, reached without a symlink or a step out, and
+// reads its gitlinks (indexGitlinks). A file over maxIndexBytes, or one with a hole (git writes
+// none; a sparse file of 256 MB costs its maker nothing), is not read.
+func readIndexFile(rfd int, rel string) ([]string, string, error) {
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, "", fmt.Errorf("%s is no regular file", rel)
+	}
+	if st.Size > maxIndexBytes {
+		return nil, "", fmt.Errorf("%s is %d bytes, over the %d a sweep reads", rel, st.Size, maxIndexBytes)
+	}
+	if hole, err := unix.Seek(fd, 0, unix.SEEK_HOLE); err == nil && hole < st.Size {
+		return nil, "", fmt.Errorf("%s has a hole at %d: no index git writes", rel, hole)
+	}
+	// The section ends where the file did: one that grows while it is read is not read on.
+	links, shared, ok := indexGitlinks(io.NewSectionReader(f, 0, st.Size), st.Size)
+	if !ok {
+		return nil, "", fmt.Errorf("%s is no index git writes, or holds a path longer than %d bytes or more submodule paths than a sweep keeps", rel, maxIndexName)
+	}
+	return links, shared, nil
 }

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +61,7 @@ func TestIndexGitlinks(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x02\xff\xff\xff\xff" + strings.Repeat("\x00", 20))} {
-		if _, _, ok := indexGitlinks(bad); ok {
+		if _, _, ok := readIndex(bad); ok {
 			t.Errorf("read %q as an index", bad)
 		}
 	}
@@ -100,16 +103,16 @@ func TestIndexGitlinksBounded(t *testing.T) {
 	}
 	const file, link = 0o100644, 0o160000
 	b := v4Index(file, grow(maxIndexName))
-	if _, _, ok := indexGitlinks(b); !ok {
+	if _, _, ok := readIndex(b); !ok {
 		t.Fatal("an index of names up to PATH_MAX was not read")
 	}
-	if allocs := testing.AllocsPerRun(3, func() { indexGitlinks(b) }); allocs > 64 {
+	if allocs := testing.AllocsPerRun(3, func() { readIndex(b) }); allocs > 64 {
 		t.Errorf("reading %d names of growing length made %.0f allocations", maxIndexName, allocs)
 	}
-	if _, _, ok := indexGitlinks(v4Index(file, grow(maxIndexName+1))); ok {
+	if _, _, ok := readIndex(v4Index(file, grow(maxIndexName+1))); ok {
 		t.Error("a name past PATH_MAX was read")
 	}
-	links, _, ok := indexGitlinks(v4Index(link, [][2]any{{0, "lib/a"}, {1, "b"}, {5, "deep/c"}}))
+	links, _, ok := readIndex(v4Index(link, [][2]any{{0, "lib/a"}, {1, "b"}, {5, "deep/c"}}))
 	if !ok || !slices.Equal(links, []string{"lib/a", "lib/b", "deep/c"}) {
 		t.Errorf("gitlinks %q (%v), want lib/a lib/b deep/c", links, ok)
 	}
@@ -118,9 +121,61 @@ func TestIndexGitlinksBounded(t *testing.T) {
 		many[i] = [2]any{1000, strings.Repeat("s", 1000)}
 	}
 	many[0][0] = 0
-	if _, _, ok := indexGitlinks(v4Index(link, many)); ok {
+	if _, _, ok := readIndex(v4Index(link, many)); ok {
 		t.Errorf("an index of %d bytes of gitlinks was read", len(many)*1000)
 	}
+	// Short paths count what each kept one costs, and git writes no empty one.
+	if _, _, ok := readIndex(v4Index(link, [][2]any{{0, ""}})); ok {
+		t.Error("an empty gitlink path was read")
+	}
+	short := make([][2]any, maxIndexLinkBytes/(1+linkOverhead)+1)
+	for i := range short {
+		short[i] = [2]any{min(i, 1), "x"}
+	}
+	if _, _, ok := readIndex(v4Index(link, short)); ok {
+		t.Errorf("an index of %d one-byte gitlinks was read", len(short))
+	}
+	// A file with a hole (a sparse 256 MB costs its maker nothing) is not read at all.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd := openDirFD(t, dir)
+	if _, err := readGitlinks(fd, "index"); err != nil {
+		t.Fatalf("the index as a file: %v", err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "index"), int64(len(b))+64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if hole, err := holeIn(filepath.Join(dir, "index")); err != nil || hole < 0 {
+		t.Skipf("the file system of %s reports no holes (%v): sparse files are read as any", dir, err)
+	}
+	if _, err := readGitlinks(fd, "index"); err == nil || !strings.Contains(err.Error(), "hole") {
+		t.Errorf("a sparse index: %v, want refused for its hole", err)
+	}
+}
+
+// holeIn is where the file p's first hole starts, -1 when it reports none.
+func holeIn(p string) (int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE)
+	if err != nil || hole >= fi.Size() {
+		return -1, err
+	}
+	return hole, nil
+}
+
+// readIndex is indexGitlinks of b.
+func readIndex(b []byte) ([]string, string, bool) {
+	return indexGitlinks(bytes.NewReader(b), int64(len(b)))
 }
 
 func FuzzIndexGitlinks(f *testing.F) {
@@ -128,7 +183,7 @@ func FuzzIndexGitlinks(f *testing.F) {
 	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01" + strings.Repeat("\x00", 62) + "\x05a\x00" + strings.Repeat("\x00", 20)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, n := range []int{20, 32} {
-			links, _, ok := parseIndex(b, n)
+			links, _, ok := (&indexStream{r: bufio.NewReader(bytes.NewReader(b))}).parse(int64(len(b)), n)
 			if !ok && links != nil {
 				t.Fatal("links from an index it could not read")
 			}

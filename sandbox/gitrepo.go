@@ -160,14 +160,14 @@ func repoRoots(writable []string, cwd string) []guarded {
 
 // gitlinksOf returns the gitlinks each of repos' index holds now, nil where it cannot tell: a
 // sweep takes a gitlink added since for the call's. Run as the caller.
-func gitlinksOf(repos []guarded, c *gitlinkCache) []map[string]fileID {
+func gitlinksOf(uid uint32, repos []guarded, c *gitlinkCache) []map[string]fileID {
 	out := make([]map[string]fileID, len(repos))
 	for i, r := range repos {
 		rfd, err := unix.Open(r.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		out[i] = c.gitlinksAt(rfd, r.rel)
+		out[i] = c.gitlinksAt(uid, rfd, r.rel)
 		unix.Close(rfd)
 	}
 	return out

@@ -546,7 +546,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			if !ok {
 				continue
 			}
-			gits, err := p.s.gitlinks.gitlinkGits(rfd, r.rel, p.start.Add(-ctimeSlack), p.repoLinks[i])
+			gits, err := p.s.gitlinks.gitlinkGits(p.spec.UID, rfd, r.rel, p.start.Add(-ctimeSlack), p.repoLinks[i])
 			if err != nil {
 				p.s.log.Warn("a repository's index could not be read to look at its submodules; moved aside if the call changed it",
 					zap.String("dir", filepath.Join(r.root, r.rel)), zap.Error(err))

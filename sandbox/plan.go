@@ -194,7 +194,10 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		}
 		if spec.MoveAsideCreated {
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
-			l.repoLinks = gitlinksOf(l.repos, gitlinks)
+			if wait := walkShare.wait(spec.UID); wait > 0 {
+				return nil, errWalkShare(wait)
+			}
+			l.repoLinks = gitlinksOf(spec.UID, l.repos, gitlinks)
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves
 			// the restored one aside.

@@ -499,7 +499,8 @@ var maxPatternChecks = 1_000_000
 // of checks bounds. Measured on the walking thread, which asCaller keeps locked.
 const maxPatternCPU = 300 * time.Millisecond
 
-// walkShare is the daemon CPU one user's pattern walks may take together: a quarter of a CPU,
+// walkShare is the daemon CPU one user's pattern walks (and index reads, gitlinkCache) may
+// take together: a quarter of a CPU,
 // and two seconds of it at once. The walks run in the daemon, outside the user's cgroup; a
 // tree that takes each call's walk to maxPatternCPU would otherwise let one user keep the
 // daemon's CPUs with calls refused one after another. A walk of 44 000 entries takes about
@@ -510,7 +511,7 @@ var walkShare = newCPUShare(0.25, 2*time.Second)
 
 // errWalkShare builds the refusal of a walk over walkShare.
 func errWalkShare(wait time.Duration) error {
-	return errcode.New(errcode.RateLimited, fmt.Errorf("the walks for this user's path rules with wildcards have taken their share of the daemon's CPU (a quarter of a CPU); retry in %v, and name paths in the rules instead (Read(./.env)) or narrow the dirs they reach", wait.Round(10*time.Millisecond)))
+	return errcode.New(errcode.RateLimited, fmt.Errorf("the daemon's work for this user's calls (walks for path rules with wildcards, reads of large git indexes) has taken its share of the daemon's CPU (a quarter of a CPU); retry in %v, and name paths in the rules instead (Read(./.env)) or narrow the dirs they reach", wait.Round(10*time.Millisecond)))
 }
 
 // threadCPU is the CPU time the calling thread has used.
