@@ -19,13 +19,51 @@ import (
 // settings are, so it is protected like them.
 
 // maxAgentSettingsBytes bounds one settings file read to find them; maxAgentNamed bounds what
-// they name.
+// they name. Of one file, the commands kept are at most maxAgentCommands, each with at most
+// maxAgentArgs arguments and a line of at most maxAgentLine bytes: each call looks at each of
+// them again (a stat per argument, a parse per line), and a 4 MB ~/.claude.json of a million
+// empty arguments would cost every call that much.
 const (
 	maxAgentSettingsBytes = 4 << 20
 	maxAgentNamed         = 64
+	maxAgentCommands      = 256
+	maxAgentArgs          = 64
+	maxAgentLine          = 8 << 10
 )
 
-var agentSettingsCache = newParsedFiles[[]command]()
+// keptCommands is cmds within the bounds above: empty words and lines dropped, the rest cut.
+func keptCommands(cmds []command) []command {
+	var out []command
+	for _, c := range cmds {
+		if len(out) == maxAgentCommands {
+			break
+		}
+		if c.line != "" {
+			if len(c.line) <= maxAgentLine {
+				out = append(out, command{line: c.line})
+			}
+			continue
+		}
+		var argv []string
+		for _, a := range c.argv {
+			if a != "" && len(argv) <= maxAgentArgs {
+				argv = append(argv, a)
+			}
+		}
+		if len(argv) > 0 {
+			out = append(out, command{argv: argv})
+		}
+	}
+	return out
+}
+
+var agentSettingsCache = newParsedFiles(func(cmds []command) int {
+	n := 0
+	for _, c := range cmds {
+		n += 64 + len(c.line) + stringsSize(c.argv)
+	}
+	return n
+})
 
 // agentNamedPaths returns the files the agents' settings among candidates (absolute, clean),
 // and the user's in home, name as programs or scripts they run: every word of a command that
@@ -44,7 +82,7 @@ func agentNamedPaths(candidates []string, home string, uid uint32, missing func(
 	read := func(file, project string, commands func([]byte) []command) {
 		// ~/.claude.json holds the agent's history too, often hundreds of KiB: parsed once
 		// for each version of it.
-		cmds, ok := agentSettingsCache.get(file, "", uid, maxAgentSettingsBytes, commands)
+		cmds, ok := agentSettingsCache.get(file, "", uid, maxAgentSettingsBytes, func(b []byte) []command { return keptCommands(commands(b)) })
 		if !ok {
 			return
 		}

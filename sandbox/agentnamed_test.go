@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeFiles writes each file of files (absolute path: content), its dirs made.
@@ -105,4 +107,60 @@ func FuzzAgentNames(f *testing.F) {
 		settingsCommands([]byte(line))
 		mcpCommands([]byte(line))
 	})
+}
+
+// TestAgentSettingsBounded: what the plan keeps of an agent's settings file, and what the cache
+// of them holds, is bounded whatever the file holds: a 4 MB ~/.claude.json of a million empty
+// arguments parsed to 22 MB, kept for each version of it, and each call stat'ed every argument.
+func TestAgentSettingsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"mcpServers": {`)
+	for i := range 300 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"s%d": {"command": "node", "args": ["./a.js"%s]}`, i, strings.Repeat(`, "", "x"`, 100))
+	}
+	b.WriteString(`}, "hooks": {}}`)
+	cmds := keptCommands(mcpCommands([]byte(b.String())))
+	if len(cmds) != maxAgentCommands {
+		t.Errorf("%d commands kept, want %d", len(cmds), maxAgentCommands)
+	}
+	for _, c := range cmds {
+		if len(c.argv) > maxAgentArgs+1 || slices.Contains(c.argv, "") {
+			t.Fatalf("a command kept %d arguments (empty ones among them: %v)", len(c.argv), slices.Contains(c.argv, ""))
+		}
+	}
+	long := keptCommands([]command{{line: strings.Repeat("x", maxAgentLine+1)}, {line: "./ok.sh"}})
+	if len(long) != 1 || long[0].line != "./ok.sh" {
+		t.Errorf("lines kept: %d", len(long))
+	}
+
+	// The cache: versions of a file add up to maxParsedBytes at most, and an answer larger
+	// than a quarter of it is used, not kept.
+	c := newParsedFiles(func(ss []string) int { return stringsSize(ss) })
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	big := func([]byte) []string { return make([]string, maxParsedBytes/4/16+1) }
+	small := func([]byte) []string { return make([]string, maxParsedBytes/8/16) }
+	for i := range 20 {
+		if err := os.WriteFile(f, []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(f, old, old.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(stampSlack) // the ctime (now) must be past its tick to be kept
+		parse := small
+		if i == 0 {
+			parse = big
+		}
+		if _, ok := c.get(f, "", 0, 1<<20, parse); !ok {
+			t.Fatal("not read")
+		}
+		if c.bytes > maxParsedBytes || i == 0 && len(c.m) != 0 {
+			t.Fatalf("version %d: the cache holds %d bytes in %d answers", i, c.bytes, len(c.m))
+		}
+	}
 }

@@ -93,15 +93,19 @@ func shellFileNames(p, home string, uid uint32) (startupNames, bool) {
 	return shellNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) startupNames { return shellNames(b, home) })
 }
 
-var shellNamesCache = newParsedFiles[startupNames]()
+var shellNamesCache = newParsedFiles(func(n startupNames) int {
+	return stringsSize(n.sourced) + stringsSize(n.zdotdirs) + stringsSize(n.named)
+})
 
 // parsedFiles keeps what a parse made of each version of a file the plan reads on every call
 // (a start-up file, an agent's settings). A version is the file's identity, size and times (a
 // ctime its owner cannot set back); an answer is given only to the uid that read it, in the
 // context (a home) it was read for.
 type parsedFiles[T any] struct {
-	mu sync.Mutex
-	m  map[fileVersion]T
+	mu    sync.Mutex
+	m     map[fileVersion]T
+	size  func(T) int // the bytes an answer holds, string headers included
+	bytes int         // of the answers m holds
 }
 
 // fileVersion is one version of one file, as read by one uid for one context.
@@ -112,10 +116,26 @@ type fileVersion struct {
 	size, mtime, ctime int64
 }
 
-// maxParsedFiles bounds each cache: a few files for each user of the host.
-const maxParsedFiles = 1024
+// maxParsedFiles bounds each cache: a few files for each user of the host; maxParsedBytes
+// what its answers hold together. The files are users': a 4 MB ~/.claude.json of empty
+// arguments parses to 22 MB, and a touch between calls made each version another entry.
+const (
+	maxParsedFiles = 1024
+	maxParsedBytes = 16 << 20
+)
 
-func newParsedFiles[T any]() *parsedFiles[T] { return &parsedFiles[T]{m: map[fileVersion]T{}} }
+func newParsedFiles[T any](size func(T) int) *parsedFiles[T] {
+	return &parsedFiles[T]{m: map[fileVersion]T{}, size: size}
+}
+
+// stringsSize is what the strings ss hold, each with its header.
+func stringsSize(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 16
+	}
+	return n
+}
 
 // get is parse of the regular file at p (at most limit bytes), read as the caller uid; false
 // when it is not one or is larger.
@@ -143,9 +163,17 @@ func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse f
 		// moving: used, not kept.
 		return v, true
 	}
+	n := c.size(v)
+	if n > maxParsedBytes/4 {
+		return v, true // used, not kept: one file would hold a quarter of the cache
+	}
 	c.mu.Lock()
-	if len(c.m) >= maxParsedFiles {
+	if len(c.m) >= maxParsedFiles || c.bytes+n > maxParsedBytes {
 		clear(c.m)
+		c.bytes = 0
+	}
+	if _, had := c.m[key]; !had {
+		c.bytes += n
 	}
 	c.m[key] = v
 	c.mu.Unlock()
