@@ -152,8 +152,10 @@ func (s *indexStream) parse(size int64, oidLen int) (links []string, shared stri
 		}
 	}
 	// Extensions: a four-byte signature and a four-byte size each; "link" names the shared
-	// index whose entries a split index adds to. Then the checksum.
-	for {
+	// index whose entries a split index adds to. Then the checksum. git writes a handful (TREE,
+	// REUC, UNTR, FSMN, EOIE, IEOT, link, sdir): more is no index of git's, and 256 MB of
+	// empty ones took a second to step through.
+	for range maxIndexExtensions {
 		left := size - s.n
 		if left == int64(oidLen) {
 			return links, shared, true
@@ -178,7 +180,11 @@ func (s *indexStream) parse(size int64, oidLen int) (links []string, shared stri
 			return nil, "", false
 		}
 	}
+	return nil, "", false
 }
+
+// maxIndexExtensions bounds the extensions of an index read.
+const maxIndexExtensions = 64
 
 // varint reads git's offset varint (gitVarint).
 func (s *indexStream) varint() (uint64, bool) {

@@ -124,6 +124,14 @@ func TestIndexGitlinksBounded(t *testing.T) {
 	if _, _, ok := readIndex(v4Index(link, many)); ok {
 		t.Errorf("an index of %d bytes of gitlinks was read", len(many)*1000)
 	}
+	// A handful of extensions is an index; a file of empty ones is not stepped through.
+	head := "DIRC\x00\x00\x00\x02\x00\x00\x00\x00"
+	if _, _, ok := readIndex([]byte(head + strings.Repeat("\x00", 8*3+20))); !ok {
+		t.Error("an index of three empty extensions was not read")
+	}
+	if _, _, ok := readIndex([]byte(head + strings.Repeat("\x00", 8*(maxIndexExtensions+1)+20))); ok {
+		t.Errorf("an index of %d empty extensions was read", maxIndexExtensions+1)
+	}
 	// Short paths count what each kept one costs, and git writes no empty one.
 	if _, _, ok := readIndex(v4Index(link, [][2]any{{0, ""}})); ok {
 		t.Error("an empty gitlink path was read")
