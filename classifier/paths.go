@@ -460,9 +460,9 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 			// rm -rf .g*: what it writes may be a repository's git dir, or another dot dir
 			// the protected paths name, where no path the decision sees shows it.
 			pc.unknown()
-			return
+		} else {
+			pc.runtimeWord(a, sb)
 		}
-		pc.runtimeWord(a, sb)
 		if a.static && access == AccessWrite && (removers[cmd] || cmd == "find") {
 			// rm -rf me/*, find me/* -delete: what it removes lies in the dir the glob starts in, as that dir
 			// leads (a link made by an earlier call: ln -s . me). Put as "me/", which the
