@@ -112,14 +112,21 @@ func classify(command string, opts Options) *Classification {
 		// bash keeps in them (make\rbuild is one program to bash, `make build` to a rule).
 		for i := range c.Subcommands {
 			c.Subcommands[i].Prefix = nil
-			c.Subcommands[i].ReadOnly = false
+			c.Subcommands[i].ReadOnly, c.Subcommands[i].RedirectOnly = false, false
+		}
+		if c.LineReason == "" {
+			c.LineReason = r
 		}
 		return c
 	}
 	c := parse(command, opts)
-	if c.ReadOnly && len(command) > MaxReadOnlyLen {
-		c.ReadOnly = false
-		c.Reason = "too_long"
+	if len(command) > MaxReadOnlyLen {
+		if c.ReadOnly {
+			c.ReadOnly, c.Reason = false, "too_long"
+		}
+		if c.LineReason == "" {
+			c.LineReason = "too_long"
+		}
 	}
 	return c
 }
@@ -1361,17 +1368,19 @@ func (w *walker) finish() *Classification {
 		}
 	}
 	switch {
-	case !c.ReadOnly:
 	case len(c.Subcommands) == 0:
-		c.ReadOnly, c.Reason = false, "empty_command"
+		c.LineReason = "empty_command"
 	case w.unsupported != "":
-		c.ReadOnly, c.Reason = false, w.unsupported
+		c.LineReason = w.unsupported
 	case w.setsVars && w.hasArith:
-		c.ReadOnly, c.Reason = false, "arithmetic_eval"
+		c.LineReason = "arithmetic_eval"
 	case hasGit && (hasCd || w.opts.GitElsewhere):
 		// git in another directory reads that repository's config, which
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
-		c.ReadOnly, c.Reason = false, "cd_git"
+		c.LineReason = "cd_git"
+	}
+	if c.LineReason != "" && c.ReadOnly {
+		c.ReadOnly, c.Reason = false, c.LineReason
 	}
 	// x='a[$(id)]'; ((x)); make: a variable the line sets, evaluated as arithmetic, whatever
 	// the reason another command of the line gave.

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"path"
 	"strings"
 )
 
@@ -151,6 +152,10 @@ func (w *walker) classifySub(out *Subcommand, sb *sub, strs *strSlab) {
 	denyGlobs(out, sb)
 	out.Reason = w.readOnlyReason(sb)
 	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
+	if out.Reason == "write_redirect" {
+		r := w.commandReason(sb)
+		out.RedirectOnly = r == "read_only" || r == "neutral"
+	}
 }
 
 // strSlab hands out string slices from one backing array.
@@ -214,6 +219,11 @@ func (w *walker) readOnlyReason(sb *sub) string {
 			return "write_redirect"
 		}
 	}
+	return w.commandReason(sb)
+}
+
+// commandReason is readOnlyReason of the command itself, its redirections aside.
+func (w *walker) commandReason(sb *sub) string {
 	switch {
 	case sb.noCmd:
 		return "neutral"
@@ -398,19 +408,50 @@ func init() {
 	}
 }
 
-// RunsCommandLine reports whether the program name (a base name) runs a command, script or
-// code its arguments give: a wrapper, a shell, an interpreter, a runner, a privilege tool. A
-// rule that allows it by its name alone (`Bash(env:*)`, `Bash(python3:*)`) allows every
-// command, so an approval suggests such a program's whole line, never its prefix.
-func RunsCommandLine(name string) bool {
-	if isWrapper(name) || isShell(name) || runners[name] || opaqueRunners[name] || dynamicLoader(name) {
+// RunsCommandLine reports whether the command words (an allow prefix) run a command, script
+// or code their arguments give: a wrapper, a shell, an interpreter, a runner, a privilege tool,
+// a package manager's or container tool's exec (npm exec, docker run, kubectl exec), make
+// given its makefile. A rule that allows such a prefix (`Bash(env:*)`, `Bash(npm exec:*)`)
+// allows every command, so an approval suggests its whole line, never its prefix.
+func RunsCommandLine(words []string) bool {
+	if len(words) == 0 {
+		return false
+	}
+	name := path.Base(words[0])
+	if isWrapper(name) || isShell(name) || runners[name] || opaqueRunners[name] || dynamicLoader(name) || interpreters[name] {
 		return true
 	}
 	switch neverReadOnly[name] {
 	case "executes_code", "shell", "interpreter", "privilege":
 		return true
 	}
-	return name == "xargs" || name == "exec" || strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy")
+	if name == "xargs" || name == "exec" || strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy") {
+		return true
+	}
+	for _, w := range words[1:] {
+		if subcommandRunners[name][w] || name == "make" && (w == "-f" || strings.HasPrefix(w, "--file") || strings.HasPrefix(w, "--makefile") || strings.HasPrefix(w, "--eval")) {
+			return true
+		}
+	}
+	return false
+}
+
+// interpreters run code given on their command line, beyond neverReadOnly's.
+var interpreters = map[string]bool{"expect": true, "julia": true, "guile": true, "sbcl": true, "clisp": true,
+	"emacs": true, "racket": true, "scheme": true, "ghci": true, "runghc": true, "runhaskell": true,
+	"elixir": true, "iex": true, "erl": true, "escript": true, "ocaml": true, "swift": true,
+	"kotlin": true, "groovy": true, "jshell": true, "scala": true, "pwsh": true, "powershell": true,
+	"wish": true, "jq": false, "gdb": true, "R": true, "octave": true, "matlab": true, "java": true,
+	"dotnet": true, "mono": true, "ts-node": true, "tsx": true, "php-cgi": true, "irb": true}
+
+// subcommandRunners are the subcommands of a program that run a command their words name.
+var subcommandRunners = map[string]map[string]bool{
+	"npm": {"exec": true, "x": true}, "pnpm": {"exec": true, "dlx": true}, "yarn": {"exec": true, "dlx": true},
+	"bun": {"x": true, "exec": true}, "deno": {"run": true, "eval": true}, "git": {"bisect": true, "rebase": true, "submodule": true},
+	"docker": {"run": true, "exec": true, "create": true}, "podman": {"run": true, "exec": true, "create": true},
+	"nerdctl": {"run": true, "exec": true}, "kubectl": {"exec": true, "run": true, "debug": true, "attach": true},
+	"uv": {"run": true, "tool": true}, "poetry": {"run": true},
+	"pipenv": {"run": true}, "pdm": {"run": true}, "hatch": {"run": true}, "conda": {"run": true}, "mise": {"exec": true, "x": true},
 }
 
 func isWrapper(n string) bool {

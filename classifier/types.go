@@ -8,6 +8,11 @@ type Classification struct {
 	// Reason is a machine-readable reason (snake_case, e.g. "read_only", "parse_error",
 	// "unknown_command", "write_redirect", "find_exec") for the overall verdict.
 	Reason string `json:"reason"`
+	// LineReason, when set, is why the line as a whole is not read-only whatever its
+	// commands are ("arithmetic_eval", "cd_git", a construct the classifier does not follow,
+	// "empty_command"): a mode that accepts some commands that are not read-only (acceptEdits'
+	// file commands) must not accept a line that has one.
+	LineReason string `json:"line_reason,omitempty"`
 	// ParseError is the parser's message when the text did not parse, or why it was not
 	// classified (too long, too deeply nested); nil otherwise.
 	ParseError *string `json:"parse_error"`
@@ -121,6 +126,10 @@ type Subcommand struct {
 	// file, a pipe from a program, bash script.sh, eval "$X"), source/. FILE. Deny and ask
 	// rules cannot see through it, so the policy treats it as matching every one of them.
 	Opaque bool `json:"opaque,omitempty"`
+	// RedirectOnly is true for a command that is read-only but for its redirections that
+	// write files (`echo x > out.txt`): those writes are the command's edits, Paths lists
+	// each (or RedirectsIncomplete says one is unknown).
+	RedirectOnly bool `json:"redirect_only,omitempty"`
 	// Nested is true for a command of a literal script another command runs: bash -c
 	// 'STRING', eval 'STRING', a here-string or literal pipe into a shell, find -exec,
 	// watch, setsid. It follows the command that runs it. Deny and ask rules and risk

@@ -57,24 +57,12 @@ func TestSuggestedBashRulesHoldNoStar(t *testing.T) {
 		if r.ApprovalID == "" {
 			continue
 		}
-		_, b := td.do(t, "GET", "/v1/approvals", "")
-		var list struct {
-			Approvals []struct {
-				ID             string   `json:"id"`
-				SuggestedRules []string `json:"suggested_rules"`
-			} `json:"approvals"`
-		}
-		decodeInto(t, b, &list)
-		for _, a := range list.Approvals {
-			if a.ID != r.ApprovalID {
-				continue
-			}
-			t.Logf("%s: %q", cmd, a.SuggestedRules)
-			for _, rule := range a.SuggestedRules {
-				inner := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(rule, "Bash("), ")"), ":*")
-				if strings.ContainsAny(inner, "*()") || strings.Contains(inner, "my tool") || strings.Contains(inner, "a b") {
-					t.Errorf("%s: suggested %s", cmd, rule)
-				}
+		rules := suggestedRules(t, td, r.ApprovalID)
+		t.Logf("%s: %q", cmd, rules)
+		for _, rule := range rules {
+			inner := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(rule, "Bash("), ")"), ":*")
+			if strings.ContainsAny(inner, "*()") || strings.Contains(inner, "my tool") || strings.Contains(inner, "a b") {
+				t.Errorf("%s: suggested %s", cmd, rule)
 			}
 		}
 	}
@@ -113,30 +101,23 @@ func TestSuggestedRulesOfRunnersAreWhole(t *testing.T) {
 		if r.ApprovalID == "" {
 			t.Fatalf("%s: no approval: %+v", cmd, r.Decision)
 		}
-		_, b := td.do(t, "GET", "/v1/approvals", "")
-		var list struct {
-			Approvals []struct {
-				ID             string   `json:"id"`
-				SuggestedRules []string `json:"suggested_rules"`
-			} `json:"approvals"`
-		}
-		decodeInto(t, b, &list)
-		for _, a := range list.Approvals {
-			if a.ID == r.ApprovalID {
-				return a.SuggestedRules
-			}
-		}
-		t.Fatalf("%s: approval %s not listed", cmd, r.ApprovalID)
-		return nil
+		return suggestedRules(t, td, r.ApprovalID)
 	}
 	for cmd, want := range map[string]string{
-		"env LC_ALL=C make -v":      "Bash(env LC_ALL=C make -v)",
-		"python3 -c pass":           "Bash(python3 -c pass)",
-		"node -e 1":                 "Bash(node -e 1)",
-		"npx -y cowsay hi":          "Bash(npx -y cowsay hi)",
-		"bash build.sh --release":   "Bash(bash build.sh --release)",
-		"nohup ./serve --port 8080": "Bash(./serve:*)",
-		"make build -j4":            "Bash(make build:*)",
+		"env LC_ALL=C make -v":          "Bash(env LC_ALL=C make -v)",
+		"python3 -c pass":               "Bash(python3 -c pass)",
+		"node -e 1":                     "Bash(node -e 1)",
+		"npx -y cowsay hi":              "Bash(npx -y cowsay hi)",
+		"bash build.sh --release":       "Bash(bash build.sh --release)",
+		"nohup ./serve --port 8080":     "Bash(./serve:*)",
+		"make build -j4":                "Bash(make build:*)",
+		"npm exec -- id":                "Bash(npm exec -- id)",
+		"git bisect run id":             "Bash(git bisect run id)",
+		"tar -xf x.tar --to-command=id": "Bash(tar -xf x.tar --to-command=id)",
+		"git -c core.pager=id log":      "Bash(git -c core.pager=id log)",
+		"docker run alpine id":          "Bash(docker run alpine id)",
+		"expect -c exit":                "Bash(expect -c exit)",
+		"git commit -m fix":             "Bash(git commit:*)",
 	} {
 		if got := suggested(cmd); len(got) == 0 || got[0] != want {
 			t.Errorf("%s: suggested %q, want %s first", cmd, got, want)
@@ -145,4 +126,24 @@ func TestSuggestedRulesOfRunnersAreWhole(t *testing.T) {
 	if got := suggested(`bash -c 'echo hi'`); len(got) != 0 {
 		t.Errorf("bash -c 'echo hi': suggested %q, a rule that cannot say its word with a blank", got)
 	}
+}
+
+// suggestedRules are the rules the pending approval id suggests, as the approvals list shows.
+func suggestedRules(t *testing.T, td *testDaemon, id string) []string {
+	t.Helper()
+	_, b := td.do(t, "GET", "/v1/approvals", "")
+	var list struct {
+		Approvals []struct {
+			ID             string   `json:"id"`
+			SuggestedRules []string `json:"suggested_rules"`
+		} `json:"approvals"`
+	}
+	decodeInto(t, b, &list)
+	for _, a := range list.Approvals {
+		if a.ID == id {
+			return a.SuggestedRules
+		}
+	}
+	t.Fatalf("approval %s not listed", id)
+	return nil
 }

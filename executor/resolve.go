@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -334,6 +333,13 @@ func (p *Pipeline) runFrom(ctx context.Context, st *state, from string) *Outcome
 	return p.finish(ctx, st)
 }
 
+// prefixReasons are the classifier's reasons for a command that is not read-only whose prefix
+// rule allows that program's own work (npm test, git commit, sed -i): any other (sed's e
+// command, git -c of a key that runs a program, an interpreter) runs what its words say.
+var prefixReasons = map[string]bool{"unknown_command": true, "path_command": true, "git_write_subcommand": true,
+	"git_index_write": true, "sed_in_place": true, "find_delete": true, "write_redirect": true, "write_option": true,
+	"write_operand": true, "sort_output": true, "tail_follow": true, "nohup_output": true, "glob_argument": true}
+
 // suggestRules are the rules that would allow this call next time, most specific first: a
 // Bash prefix rule per command that is not read-only (the classifier's allow prefix, up to
 // its first flag or path), the file's own Edit rule, the path's own Read rule, the domain of
@@ -356,17 +362,20 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 		if cl == nil || cl.ParseError != nil {
 			return []string{}
 		}
-		for _, sub := range cl.Subcommands {
+		for i, sub := range cl.Subcommands {
 			// A Bash rule cannot say a literal *, nor where a word with a blank or a
 			// parenthesis in it ends: the command word `*` made Bash(*:*), every command, and
-			// `'my tool' x` made Bash(my tool x), which `my tool x` matches too.
+			// `'my tool' x` made Bash(my tool x), which `my tool x` matches too. A nested
+			// script's commands are judged by the rule of the command that runs them.
 			unsayable := func(w string) bool { return strings.ContainsAny(w, "* \t\n()") }
-			if sub.ReadOnly || len(sub.Prefix) == 0 || unsayable(sub.Prefix[0]) {
+			if sub.ReadOnly || sub.Nested || len(sub.Prefix) == 0 || unsayable(sub.Prefix[0]) || strings.HasPrefix(sub.Prefix[0], "-") {
 				continue
 			}
-			if sub.ExactOnly || sub.Opaque || classifier.RunsCommandLine(path.Base(sub.Prefix[0])) {
-				// A program that runs what its words say (env, bash -c, python3 -c, npx) is
-				// allowed by its name for everything: only this very line may be remembered.
+			runsCommands := i+1 < len(cl.Subcommands) && cl.Subcommands[i+1].Nested // tar --to-command=…, git -c core.pager=…
+			if sub.ExactOnly || sub.Opaque || runsCommands || !prefixReasons[sub.Reason] || classifier.RunsCommandLine(sub.Prefix) {
+				// A program that runs what its words say (env, bash -c, python3 -c, npx,
+				// npm exec, an option naming a program) is allowed by its prefix for
+				// everything: only this very line may be remembered.
 				if slices.ContainsFunc(sub.Prefix, unsayable) {
 					continue // as an exact rule it would match more than this command
 				}

@@ -42,6 +42,18 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 		{name: "a carriage return the parser splits at is no allowed command", cmd: "make\rbuild", allow: []string{"Bash(make build)"}, want: AU},
 		{name: "a carriage return at the end is no allowed command", cmd: "make build\r", allow: []string{"Bash(make build:*)"}, want: AU},
 		{name: "a carriage return is still seen by a deny", cmd: "rm\r-rf x", allow: []string{"Bash"}, deny: []string{"Bash(rm *)"}, want: D},
+		// acceptEdits takes a read-only command's redirect as the edit it is; never a line
+		// that runs what none of its commands names.
+		{name: "acceptEdits: echo into a new file runs", mode: permission.ModeAcceptEdits, cmd: "echo hello > new.txt", want: A},
+		{name: "acceptEdits: cat into a file runs", mode: permission.ModeAcceptEdits, cmd: "cat a.txt > b.txt && printf x >> a.txt", want: A},
+		{name: "acceptEdits: redirect outside asks", mode: permission.ModeAcceptEdits, cmd: "echo x > ../out.txt", want: AU},
+		{name: "acceptEdits: redirect of a command that is not read-only asks", mode: permission.ModeAcceptEdits, cmd: "curl x > out.txt", want: AU},
+		{name: "acceptEdits: arithmetic that runs code asks", mode: permission.ModeAcceptEdits, cmd: "x='a[$(touch pwn)]'; echo $((x))", want: AU},
+		{name: "acceptEdits: git after a cd asks", mode: permission.ModeAcceptEdits, cmd: "cd sub && git status && touch x", want: AU},
+		{name: "allow rule beside arithmetic that runs code", cmd: "x='a[$(touch pwn)]'; npm test; echo $((x))", allow: []string{"Bash(npm *)"}, want: AU},
+		{name: "allow rule of a script run by a shell", cmd: "bash build.sh", allow: []string{"Bash(bash build.sh)"}, want: A},
+		{name: "Edit allow of a redirect's file", cmd: "echo a > out.txt", allow: []string{"Edit(./out.txt)"}, want: A},
+		{name: "Edit allow of a redirect beside arithmetic that runs code", cmd: "x='a[$(touch pwn)]'; echo $((x)) > out.txt", allow: []string{"Edit(./out.txt)"}, want: AU},
 		{name: "brace that makes .. asks", cmd: "cat .{.,}/secret.txt", want: AU, step: "mode"},
 		{name: "brace that makes / asks", cmd: "cat {x,}/home/u/secret.txt", want: AU, step: "mode"},
 		{name: "acceptEdits: brace that makes .git asks", mode: permission.ModeAcceptEdits, cmd: "rm -rf .gi{t,}", want: AU, step: "mode"},
@@ -148,7 +160,7 @@ func TestDecisionCorpusRealClassifier(t *testing.T) {
 			c.bash = classifier.Classify(c.cmd, opts)
 			// Each path as the worker would report it, none a link.
 			for _, p := range c.bash.Paths {
-				c.paths = append(c.paths, permission.PathFact{Requested: p.Path, Resolved: p.Path, Access: permission.Access(p.Access), Alternative: p.Alternative})
+				c.paths = append(c.paths, permission.PathFact{Requested: p.Path, Resolved: p.Path, Access: permission.Access(p.Access), Alternative: p.Alternative, Redirect: p.Cmd == "redirect"})
 			}
 			d, err := e.Decide(context.Background(), c.facts(), c.ruleSet(t))
 			if err != nil {

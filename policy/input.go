@@ -235,6 +235,7 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 			item("deny_prefix", wt.get(s.DenyPrefix)),
 			item("match_words", wt.get(matchWords(s))),
 			item("exact_only", ast.InternedTerm(s.ExactOnly)),
+			item("redirect_only", ast.InternedTerm(s.RedirectOnly)),
 			item("opaque", ast.InternedTerm(s.Opaque)),
 			item("nested", ast.InternedTerm(s.Nested)),
 			item("redirects", reds),
@@ -251,6 +252,8 @@ func bashTerm(c *classifier.Classification) *ast.Term {
 	return ast.ObjectTerm(
 		item("read_only", ast.InternedTerm(c.ReadOnly)),
 		item("reason", str(c.Reason)),
+		// line_reason: why the line is not read-only whatever its commands are ("" for none).
+		item("line_reason", str(c.LineReason)),
 		item("parse_error", pe),
 		item("subcommands", ast.ArrayTerm(subs...)),
 		// match_words again, as one list: what deny and ask rules are compared with.

@@ -55,6 +55,11 @@ accept_edit if {
 accept_edit if {
 	input.tool == "Bash"
 	input.bash.parse_error == null
+
+	# Not a line that is not read-only whatever its commands (x='a[$(cmd)]'; echo $((x))
+	# runs cmd), nor one whose commands are known only when it runs.
+	object.get(input.bash, "line_reason", "") == ""
+	not input.bash.opaque == true
 	count(safety.outside_writes) == 0
 	count(safety.outside_reads) == 0
 	not paths_unbounded
@@ -68,6 +73,10 @@ accept_edit if {
 _file_commands := {"mkdir", "touch", "rm", "rmdir", "mv", "cp", "sed"}
 
 _accept_sub(sub) if sub.read_only == true
+
+# A read-only command whose writes are its redirections (echo x > out.txt): the writes are
+# among the paths, checked as any edit's.
+_accept_sub(sub) if sub.redirect_only == true
 
 _accept_sub(sub) if {
 	is_array(sub.prefix)

@@ -119,19 +119,41 @@ _allow_bash := r if {
 	# Allow rules see each non-read-only simple command past wrappers and known-safe env
 	# assignments only (prefix; null when not static, which then matches nothing).
 	# Commands of a nested script (bash -c 'STRING') are judged by deny and ask rules only;
-	# the allow rule judges the command that runs them, as written.
+	# the allow rule judges the command that runs them, as written. A line that runs what
+	# none of its commands names (x='a[$(cmd)]'; npm test; echo $((x))) is no rule's.
+	not _hides_commands
 	r := sandboxd.all_words_hit(input.rules.allow.bash, [{"w": sub.prefix, "exact": sub.exact_only == true} |
 		some sub in input.bash.subcommands
 		sub.read_only != true
 		not sub.nested
 	])
 } else := r if {
-	# Read-only commands whose only effect is a redirect the Edit rules allow.
+	# Read-only commands whose only effect is a redirect the Edit rules allow, in a line that
+	# runs nothing else.
+	not _hides_commands
 	every sub in input.bash.subcommands {
-		sub.read_only == true
+		_read_only_or_redirects(sub)
 	}
 	r := sandboxd.all_paths_hit(input.rules.allow.paths, _redirect_subjects)
 }
+
+# _hides_commands: the line runs something none of the commands an allow rule judges names:
+# a read-only command made opaque by what the line evaluates (x='a[$(cmd)]' before $((x))),
+# or a construct the classifier does not follow (a variable evaluated as arithmetic or as a
+# name, a prompt expansion, a function). A command that is itself opaque (bash build.sh) is
+# the rule's to judge as written. Line reasons that concern only whether a line may run
+# unasked as read-only (git after a cd, a long line) are not that.
+_hides_commands if {
+	some sub in input.bash.subcommands
+	sub.opaque == true
+	sub.read_only == true
+}
+
+_hides_commands if not object.get(input.bash, "line_reason", "") in {"", "cd_git", "too_long", "empty_command"}
+
+_read_only_or_redirects(sub) if sub.read_only == true
+
+_read_only_or_redirects(sub) if sub.redirect_only == true
 
 # _redirect_subjects defaults to none: custom callers and fixtures may omit the field.
 default _redirect_subjects := []
