@@ -327,8 +327,12 @@ type fileID struct{ dev, ino uint64 }
 // same of it; false when there is no index. Run as the caller, uid.
 func (c *gitlinkCache) read(uid uint32, rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT || err == unix.ENOTDIR {
 		return indexLinks{}, st, false
+	} else if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		// A link git follows to an index elsewhere (ln -s ../x .git/index), or one the
+		// sweep cannot look at: an index whose gitlinks cannot be read, not none.
+		return indexLinks{err: fmt.Errorf("%s is no regular file the sweep can read", idx)}, st, true
 	}
 	key := indexKey{st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
 	c.mu.Lock()

@@ -329,6 +329,18 @@ func TestGitlinkAddedLaterMovedAside(t *testing.T) {
 	if want := filepath.Join(f.repo, "kept", ".git"); !slices.Contains(res.MovedAside, want) {
 		t.Errorf("moved aside %v, want %s", res.MovedAside, want)
 	}
+	// An index that is a link (git follows it to one that registers a planted submodule) is
+	// no index the sweep can read: it goes, as one not in git's format does.
+	link := f.spec(`cp .git/index .idx2 && GIT_INDEX_FILE=.idx2 git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor/lib3 && `+
+		`rm .git/index && ln -s ../.idx2 .git/index && echo done`, f.repo, f.repo)
+	link.MoveAsideCreated, link.Call = true, "c4"
+	res, out, err = run(t, s, ctxTimeout(t, 20*time.Second), link)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if want := filepath.Join(f.repo, ".git", "index"); !slices.Contains(res.MovedAside, want) {
+		t.Errorf("an index made a link: moved aside %v, want %s", res.MovedAside, want)
+	}
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {
