@@ -206,17 +206,33 @@ func protectedRoots(writable []string, cwd string) []string {
 func ProtectedPatterns(writable []string, cwd string) []string {
 	var out []string
 	for _, d := range protectedRoots(writable, cwd) {
-		// Up to three levels of nesting, each segment named: a walk then never enters a
-		// module's objects (see expandPatterns' pruning).
+		// A submodule's git dir is .git/modules/NAME, its name of any number of segments
+		// (vendor/foo), and its own submodules' are in its modules dir: at any depth. The
+		// walk enters no module git dir but for its modules (modulePatterns' pruning).
 		m := escapePattern(filepath.Join(d, ".git", "modules"))
-		out = append(out, m+"/*/config", m+"/*/hooks", m+"/*/modules/*/config", m+"/*/modules/*/hooks",
-			m+"/*/modules/*/modules/*/config", m+"/*/modules/*/modules/*/hooks",
-			m+"/*/commondir", m+"/*/config.worktree")
+		for _, name := range moduleProtected {
+			out = append(out, m+"/**/"+name)
+		}
 		// A linked worktree's git dir: its commondir names where its config is.
 		wt := escapePattern(filepath.Join(d, ".git", "worktrees"))
 		out = append(out, wt+"/*/commondir", wt+"/*/config.worktree")
 	}
 	return out
+}
+
+// moduleProtected are what of a submodule's git dir runs code at the user's git command.
+var moduleProtected = []string{"config", "hooks", "commondir", "config.worktree"}
+
+// modulePatterns reports whether every pattern of a walk is one of ProtectedPatterns' for
+// .git/modules: such a walk enters a module's git dir (a dir holding HEAD) only for its
+// modules dir, never its objects, refs or logs, which may hold many thousands of entries.
+func modulePatterns(pats []pathPattern) bool {
+	for _, pp := range pats {
+		if !strings.Contains(pp.pat, "/.git/modules/**/") {
+			return false
+		}
+	}
+	return len(pats) > 0
 }
 
 // escapePattern quotes the glob metacharacters of a literal path for a pattern.
@@ -608,6 +624,7 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 	}
 	for _, start := range order {
 		pats := walks[start]
+		modules := modulePatterns(pats)
 		// visit reports whether to walk into p: a match is covered whole, not entered.
 		visit := func(p, name string, isDir bool) bool {
 			if checks += len(pats); checks > checksMax {
@@ -627,6 +644,11 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			// A repository's objects are many dirs of files named by their hash, never what a
 			// rule names (a pattern naming .git is matched there too), and nothing is moved
 			// in: a covered file's dirs are mount points. The rest of .git is walked.
+			if isDir && descend && modules && name != "modules" {
+				if _, err := v.lstat(filepath.Join(filepath.Dir(p), "HEAD")); err == nil {
+					return false // inside a module's git dir: only its modules hold more
+				}
+			}
 			return isDir && descend && !(name == "objects" && strings.HasSuffix(p, "/.git/objects") && !mentionsGit(pats))
 		}
 		fi, err := v.lstat(start)

@@ -1195,22 +1195,30 @@ func TestSubmoduleConfigProtected(t *testing.T) {
 	f := newProtectFixture(t)
 	mod := filepath.Join(f.repo, ".git", "modules", "sub")
 	deep := filepath.Join(mod, "modules", "b", "modules", "c")
-	for _, m := range []string{mod, deep} {
-		for _, d := range []string{filepath.Join(m, "hooks"), filepath.Join(m, "objects")} {
+	// A submodule named vendor/foo keeps its git dir at modules/vendor/foo.
+	named := filepath.Join(f.repo, ".git", "modules", "vendor", "foo")
+	for _, m := range []string{mod, deep, named} {
+		for _, d := range []string{filepath.Join(m, "hooks"), filepath.Join(m, "objects", "ab")} {
 			os.MkdirAll(d, 0o755)
 		}
 		os.WriteFile(filepath.Join(m, "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(m, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		// Named like what is protected, deep in what the walk does not enter.
+		os.MkdirAll(filepath.Join(m, "objects", "ab", "hooks"), 0o755)
 	}
 	chownR(t, f.repo)
 	sp := f.spec("echo x >> .git/modules/sub/config || echo config-refused; echo x > .git/modules/sub/hooks/post-checkout || echo hooks-refused; echo o > .git/modules/sub/objects/o && echo objects-ok; "+
-		"d=.git/modules/sub/modules/b/modules/c; echo x >> $d/config || echo deep-config-refused; echo x > $d/hooks/post-checkout || echo deep-hooks-refused", f.repo, f.repo)
+		"d=.git/modules/sub/modules/b/modules/c; echo x >> $d/config || echo deep-config-refused; echo x > $d/hooks/post-checkout || echo deep-hooks-refused; "+
+		"v=.git/modules/vendor/foo; echo x >> $v/config || echo named-config-refused; echo x > $v/hooks/post-checkout || echo named-hooks-refused; "+
+		"echo o > $v/objects/ab/hooks/o && echo named-objects-ok", f.repo, f.repo)
 	sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
 	sp.Call = "c"
 	_, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"config-refused", "hooks-refused", "objects-ok", "deep-config-refused", "deep-hooks-refused"} {
+	for _, w := range []string{"config-refused", "hooks-refused", "objects-ok", "deep-config-refused", "deep-hooks-refused",
+		"named-config-refused", "named-hooks-refused", "named-objects-ok"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("no %q in:\n%s", w, out)
 		}
@@ -1541,7 +1549,7 @@ func TestProtectedCandidatesAroundWritable(t *testing.T) {
 		}
 	}
 	pats := ProtectedPatterns([]string{"/h/u/p/.git"}, "/elsewhere")
-	if !slices.Contains(pats, "/h/u/p/.git/modules/*/config") {
+	if !slices.Contains(pats, "/h/u/p/.git/modules/**/config") {
 		t.Errorf("an added .git: no submodule config pattern in %v", pats)
 	}
 }
