@@ -120,8 +120,11 @@ _allow_bash := r if {
 	# assignments only (prefix; null when not static, which then matches nothing).
 	# Commands of a nested script (bash -c 'STRING') are judged by deny and ask rules only;
 	# the allow rule judges the command that runs them, as written. A line that runs what
-	# none of its commands names (x='a[$(cmd)]'; npm test; echo $((x))) is no rule's.
+	# none of its commands names (x='a[$(cmd)]'; npm test; echo $((x))) is no rule's, nor
+	# one whose read-only commands read outside the session (npm test; cat ~/.ssh/id_rsa):
+	# those the mode judges, as it would the read alone.
 	not _hides_commands
+	not _read_only_reads_outside
 	r := sandboxd.all_words_hit(input.rules.allow.bash, [{"w": sub.prefix, "exact": sub.exact_only == true} |
 		some sub in input.bash.subcommands
 		sub.read_only != true
@@ -129,8 +132,9 @@ _allow_bash := r if {
 	])
 } else := r if {
 	# Read-only commands whose only effect is a redirect the Edit rules allow, in a line that
-	# runs nothing else.
+	# runs nothing else and reads nothing outside the session.
 	not _hides_commands
+	not _reads_outside
 	every sub in input.bash.subcommands {
 		_read_only_or_redirects(sub)
 	}
@@ -150,6 +154,22 @@ _hides_commands if {
 }
 
 _hides_commands if not object.get(input.bash, "line_reason", "") in {"", "cd_git", "too_long", "empty_command"}
+
+# _read_only_reads_outside: some command no allow rule judges (read-only, not nested) is in a
+# line that reads outside the session's directories, or where it cannot tell.
+_read_only_reads_outside if {
+	some sub in input.bash.subcommands
+	sub.read_only == true
+	not sub.nested
+	_reads_outside
+}
+
+_reads_outside if {
+	some p in input.read_paths
+	not sandboxd.path_within(p, input.workdirs)
+}
+
+_reads_outside if input.bash.paths_unbounded == true
 
 _read_only_or_redirects(sub) if sub.read_only == true
 
