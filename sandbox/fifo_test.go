@@ -32,7 +32,7 @@ func TestFIFOsDoNotBlockThePlan(t *testing.T) {
 	}
 	done := make(chan []string)
 	go func() {
-		named := gitNamedPaths(ProtectedCandidates([]string{proj}, proj, home), home)
+		named, _ := gitNamedPaths(ProtectedCandidates([]string{proj}, proj, home), home)
 		if _, err := expandAround(d, llRead, []string{filepath.Join(proj, "deep", "x")}, nil); err != nil {
 			t.Error(err)
 		}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,7 @@ const maxGitNamedConfigs = 16
 // git clone copy into a new repository (relative hooksPath: to each worktree among
 // candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
 // including file's dir), `~/` as home. The included files are read as well. Run as the caller.
-func gitNamedPaths(candidates []string, home string) []string {
+func gitNamedPaths(candidates []string, home string) ([]string, error) {
 	// A relative hooksPath is taken in whichever worktree git runs: each dir among the
 	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
 	// repository's, which the session holds as another dir).
@@ -67,11 +68,14 @@ func gitNamedPaths(candidates []string, home string) []string {
 		}
 		return filepath.Join(rel, p)
 	}
-	out := gitDirs
-	add := func(p string) {
-		if p != "" && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
+	var out namedSet
+	for _, p := range gitDirs {
+		out.add(p)
+	}
+	add := out.add
+	inConfigs := map[string]bool{}
+	for _, c := range configs {
+		inConfigs[c] = true
 	}
 	for i := 0; i < len(configs) && i < maxGitNamedConfigs; i++ {
 		hooks, includes := gitConfigNames(configs[i])
@@ -84,12 +88,13 @@ func gitNamedPaths(candidates []string, home string) []string {
 		for _, inc := range includes {
 			p := expand(inc, filepath.Dir(configs[i]))
 			add(p)
-			if p != "" && !slices.Contains(configs, p) {
+			if p != "" && !inConfigs[p] {
+				inConfigs[p] = true
 				configs = append(configs, p)
 			}
 		}
 	}
-	return out
+	return out.list()
 }
 
 // gitDirProtected are the paths of a git dir protected as .git's are (ProtectedInDir).
@@ -316,6 +321,7 @@ func envValue(env []string, key string) string {
 // since the file worker has no sweep to move aside what it makes there.
 func GitNamedPaths(uid, gid uint32, groups []uint32, candidates []string, home string) ([]string, error) {
 	var out []string
-	err := asCaller(uid, gid, groups, func() { out = gitNamedPaths(candidates, home) })
-	return out, err
+	var named error
+	err := asCaller(uid, gid, groups, func() { out, named = gitNamedPaths(candidates, home) })
+	return out, cmp.Or(err, named)
 }

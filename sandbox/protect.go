@@ -302,22 +302,37 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		clean = append(clean, c)
 	}
 	v.listDirsOf(clean)
+	inClean := make(map[string]bool, len(clean))
+	for _, c := range clean {
+		inClean[c] = true
+	}
+	addClean := func(c string) {
+		if !inClean[c] {
+			inClean[c] = true
+			clean = append(clean, c)
+		}
+	}
 	// What git's configs among them name as hooks or config is theirs to protect too, and so is
 	// what the shells' start-up files in the home source, run or put on PATH.
 	home := envValue(spec.Env, "HOME")
-	for _, c := range gitNamedPaths(clean, home) {
-		if !slices.Contains(clean, c) {
-			clean = append(clean, c)
-		}
+	gitNamed, err := gitNamedPaths(clean, home)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range gitNamed {
+		addClean(c)
 	}
 	// So is what the agents' settings run (hooks, helpers, MCP servers). Only those in the home
 	// (a dotfile may be a link to a writable dir) or a writable dir can be written: the
 	// system's (/etc/bash_completion, /usr/bin/node) cost a look each for nothing.
-	named := shellNamedPaths(home, spec.UID, v.knownMissing)
+	named, err := shellNamedPaths(home, spec.UID, v.knownMissing)
+	if err != nil {
+		return nil, nil, err
+	}
 	named = append(named, agentNamedPaths(clean, home, spec.UID, v.knownMissing)...)
 	for _, c := range named {
-		if !slices.Contains(clean, c) && (under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) })) {
-			clean = append(clean, c)
+		if under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) }) {
+			addClean(c)
 		}
 	}
 	// A link inside a protected dir leads the user's tool to its target (a hook kept in the
@@ -336,8 +351,8 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		// is held too.
 		for _, t := range scans.targets(resolve(v, c), spec.UID) {
 			r := resolve(v, t)
-			if !slices.Contains(clean, r) && slices.ContainsFunc(writable, func(w string) bool { return under(r, w) }) {
-				clean = append(clean, r)
+			if slices.ContainsFunc(writable, func(w string) bool { return under(r, w) }) {
+				addClean(r)
 			}
 			if spec.MoveAsideCreated {
 				for _, g := range linksOnTheWay(v, t, writable) {

@@ -2086,7 +2086,10 @@ func TestSeparateGitDirProtected(t *testing.T) {
 	os.WriteFile(filepath.Join(main, ".git", "worktrees", "w", "commondir"), []byte("../..\n"), 0o644)
 	os.MkdirAll(wt, 0o755)
 	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: ../main/.git/worktrees/w\n"), 0o644)
-	got := gitNamedPaths(ProtectedCandidates([]string{wt}, wt, f.home), f.home)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{wt}, wt, f.home), f.home)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{filepath.Join(main, ".git", "worktrees", "w", "config.worktree"),
 		filepath.Join(main, ".git", "config"), filepath.Join(main, ".git", "hooks")} {
 		if !slices.Contains(got, want) {
@@ -2107,7 +2110,10 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 		"[alias]\n\tx = \"!./bin/x --all\"\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n[diff \"img\"]\n\ttextconv = ~/bin/exif\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = \"~/.gitconfig.local\"\n"), 0o644)
-	got := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), home)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), home)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{filepath.Join(wt, ".githooks"), filepath.Join(main, ".githooks"),
 		filepath.Join(main, "shared.gitconfig"), filepath.Join(home, ".gitconfig.local"),
 		// Programs git runs, named by path: relative ones in each worktree.

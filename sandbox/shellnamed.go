@@ -2,8 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
+	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,18 +44,17 @@ const (
 // home's: a login shell starts there. missing, when set, answers for a path known not to be
 // there without a look of its own (most of the files are some other shell's). Run as the
 // caller, uid.
-func shellNamedPaths(home string, uid uint32, missing func(string) bool) []string {
+func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]string, error) {
 	if home == "" || home == "/" {
-		return nil
+		return nil, nil
 	}
-	var out, queue []string
-	add := func(p string) {
-		if p != "" && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
+	var out namedSet
+	var queue []string
+	queued := map[string]bool{}
+	add := out.add
 	read := func(p string) {
-		if p != "" && !slices.Contains(queue, p) {
+		if p != "" && !queued[p] {
+			queued[p] = true
 			queue = append(queue, p)
 		}
 	}
@@ -83,7 +83,45 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) []strin
 			add(p)
 		}
 	}
-	return out
+	return out.list()
+}
+
+// maxNamedPaths bounds the paths the start-up files, or the git configs, name: each is looked
+// at on every call, and a .bashrc of 37 000 PATH entries took each call 8 s of the daemon's
+// CPU. Past it nothing runs: the paths past the bound could not be protected.
+const maxNamedPaths = 1024
+
+// errTooManyNamed is a start-up file or git config naming more than maxNamedPaths paths.
+var errTooManyNamed = fmt.Errorf("%w: the shells' start-up files or the git configs name more than %d paths as code they run (PATH entries, sourced files, hooks), which sandboxd protects on every call; shorten them", ErrBadSpec, maxNamedPaths)
+
+// namedSet collects named paths in order, each once, up to maxNamedPaths.
+type namedSet struct {
+	paths []string
+	seen  map[string]bool
+	over  bool
+}
+
+func (n *namedSet) add(p string) {
+	if p == "" || n.seen[p] {
+		return
+	}
+	if len(n.paths) == maxNamedPaths {
+		n.over = true
+		return
+	}
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	n.seen[p] = true
+	n.paths = append(n.paths, p)
+}
+
+// list is the paths, or errTooManyNamed past the bound.
+func (n *namedSet) list() ([]string, error) {
+	if n.over {
+		return nil, errTooManyNamed
+	}
+	return n.paths, nil
 }
 
 // shellFileNames is shellNames of the file at p, parsed once for each version of it
@@ -331,6 +369,7 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 // (shellNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
 func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
 	var out []string
-	err := asCaller(uid, gid, groups, func() { out = shellNamedPaths(home, uid, nil) })
-	return out, err
+	var named error
+	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, uid, nil) })
+	return out, cmp.Or(err, named)
 }

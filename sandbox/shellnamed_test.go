@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +36,10 @@ eval "$(pyenv init -)"
 		abs[filepath.Join(home, name)] = body
 	}
 	writeFiles(t, abs)
-	got := shellNamedPaths(home, 0, nil)
+	got, err := shellNamedPaths(home, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"bin", "work/env.sh", "work/bashenv", "dotfiles/aliases.sh", ".fzf.bash",
 		"work/tools", "work/prompt.sh", "work/zdot/.zshrc", "work/zdot/.zshenv", "work/zbin", "work/zfunc"} {
 		if !slices.Contains(got, filepath.Join(home, want)) {
@@ -111,5 +116,37 @@ func TestShellNamesTooDeep(t *testing.T) {
 	}
 	if n := shellNames([]byte(". ~/real.sh\n"), "/home/u"); len(n.sourced) != 1 {
 		t.Errorf("a plain file named %+v, want ~/real.sh sourced", n)
+	}
+}
+
+// TestShellNamedPathsBounded: start-up files naming more paths than a call can protect make
+// the plan fail rather than look at each on every call (a .bashrc of 37 000 PATH entries took
+// each call 8 s of the daemon's CPU), and a git config as well; up to the bound, all are kept.
+func TestShellNamedPathsBounded(t *testing.T) {
+	t.Parallel()
+	pathLine := func(n int) string {
+		dirs := make([]string, n)
+		for i := range dirs {
+			dirs[i] = fmt.Sprintf("~/d%d", i)
+		}
+		return "export PATH=" + strings.Join(dirs, ":") + ":$PATH\n"
+	}
+	home := t.TempDir()
+	writeFiles(t, map[string]string{filepath.Join(home, ".bashrc"): pathLine(maxNamedPaths / 2)})
+	if got, err := shellNamedPaths(home, 0, nil); err != nil || len(got) != maxNamedPaths/2 {
+		t.Errorf("%d paths (%v), want %d", len(got), err, maxNamedPaths/2)
+	}
+	home = t.TempDir()
+	writeFiles(t, map[string]string{filepath.Join(home, ".bashrc"): pathLine(maxNamedPaths + 1)})
+	if _, err := shellNamedPaths(home, 0, nil); !errors.Is(err, errTooManyNamed) {
+		t.Errorf("%d PATH entries: %v, want refused", maxNamedPaths+1, err)
+	}
+	var cfg strings.Builder
+	for i := range maxNamedPaths + 1 {
+		fmt.Fprintf(&cfg, "[core]\n\thooksPath = %s/h/%d\n", home, i)
+	}
+	writeFiles(t, map[string]string{filepath.Join(home, ".gitconfig"): cfg.String()})
+	if _, err := gitNamedPaths([]string{filepath.Join(home, ".gitconfig")}, home); !errors.Is(err, errTooManyNamed) {
+		t.Errorf("%d hooksPath lines: %v, want refused", maxNamedPaths+1, err)
 	}
 }
