@@ -541,7 +541,13 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 		}
 		// A submodule's .git the call made or changed: the user's git status runs git there.
-		for i, r := range p.repos {
+		// While the call runs, an index read waits while its user's share of the daemon's CPU
+		// is spent (a call touching a 256 MB index every half second); the last look reads.
+		repos := p.repos
+		if running && walkShare.wait(p.spec.UID) > 0 {
+			repos = nil
+		}
+		for i, r := range repos {
 			rfd, ok := rootFD(r.root)
 			if !ok {
 				continue
