@@ -23,6 +23,9 @@ type Approval struct {
 	// answers must read what runs (a secret-looking assignment's value may be a command
 	// substitution), and the secrets in it are the answerer's own. Nobody else gets it.
 	AsAsked []byte `json:"-"`
+	// Held is about the bytes the asker's waiting call holds besides its input (its command
+	// parsed into words, its paths): the queue counts them as the approval's own.
+	Held int `json:"-"`
 }
 
 // Answer is a person's answer: Allow or Deny.
@@ -56,9 +59,10 @@ const (
 )
 
 // size is about what a holds in memory: its input twice (the redacted copy here, the
-// asker's request in the payload), its diffs and what approving writes.
+// asker's request in the payload), what the waiting call holds besides (Held), its diffs and
+// what approving writes.
 func (a Approval) size() int {
-	n := 2*len(a.Input) + len(a.AsAsked) + len(a.Reason)
+	n := 2*len(a.Input) + len(a.AsAsked) + len(a.Reason) + a.Held
 	for _, p := range a.AllPreviews() {
 		n += len(p.Diff)
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"github.com/sandboxd/sandboxd/approval"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,4 +147,27 @@ func suggestedRules(t *testing.T, td *testDaemon, id string) []string {
 	}
 	t.Fatalf("approval %s not listed", id)
 	return nil
+}
+
+// TestApprovalsCountTheParsedCommand: a call waiting on its approval holds its command parsed,
+// and the queue counts that against its owner: 256 pending Bash calls of 60 KB of words each
+// held 490 MB of the daemon's heap while the queue counted 30 MB.
+func TestApprovalsCountTheParsedCommand(t *testing.T) {
+	td := startDaemon(t, "")
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, rootDir(t)))
+	words := strings.Repeat(" a", 30000)
+	queued := 0
+	for i := range 64 {
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, fmt.Sprintf("foo%d%s", i, words)), ""))
+		if r.ApprovalID == "" {
+			if r.Error == nil || !strings.Contains(r.Error.Message, "approval queue is full") {
+				t.Fatalf("call %d: neither queued nor refused for a full queue: %+v %+v", i, r.Decision, r.Error)
+			}
+			break
+		}
+		queued++
+	}
+	if queued == 0 || queued >= 32 {
+		t.Errorf("%d calls of 30 000 words queued; each holds over a megabyte parsed, so at most %d MiB of them fit", queued, approval.MaxPendingBytesPerOwner>>20)
+	}
 }
