@@ -336,17 +336,43 @@ func braceVals(a word) ([]string, bool) {
 	return out, true
 }
 
-// mayNameDotEntry reports a glob or brace word that may name an entry whose name starts with
-// a dot (.g*, .[g]it, .gi{t,}, {.,}git): a write through it may be one of .git's, which the
-// word's text never names.
+// braceWords are the words a static word's braces give, each static (a glob still where it
+// has one); false when it has no braces that expand, or what they give cannot be told (too
+// many, an expansion in one), which the word's other checks then judge.
+func braceWords(a word) ([]word, bool) {
+	if !a.static || !a.glob || !strings.Contains(a.src, "{") {
+		return nil, false
+	}
+	exp := expandBraces(a.src)
+	if exp == nil {
+		return nil, false
+	}
+	var out []word
+	for _, e := range exp {
+		for i, v := range e.Words {
+			if e.Globs[i] == GlobAny || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "=") {
+				return nil, false // expanded again after the braces (~, zsh's =cmd)
+			}
+			out = append(out, word{val: v, src: v, static: true, glob: e.Globs[i] == GlobPattern})
+		}
+	}
+	return out, true
+}
+
+// mayNameDotEntry reports a glob word (or one its braces give) with a segment that starts with
+// a dot and matches more than one name (.g*, .[g]it, {.,}g*): a write through it may be one of
+// .git's, which the word's text never names.
 func mayNameDotEntry(a word) bool {
 	vals, ok := braceVals(a)
 	if !ok {
 		return true
 	}
 	for _, v := range vals {
-		if hiddenSegment(v) {
-			return true
+		for seg := range strings.SplitSeq(v, "/") {
+			// A literal dot dir (.next/*) is a path of its own, which the checks see.
+			if len(seg) > 1 && seg[0] == '.' && seg != ".." && strings.ContainsAny(seg, "*?[") {
+				return true
+			}
 		}
 	}
 	return false
@@ -454,6 +480,14 @@ func (pc *pathCollector) unknown() {
 func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 	if a.procSubst {
 		return // a pipe: what its command reads are that command's paths
+	}
+	if ws, ok := braceWords(a); ok {
+		// Each word the braces give, as bash gives it: rm -rf .{pytest,mypy}_cache names two
+		// dirs, .gi{t,} names .git.
+		for _, w := range ws {
+			pc.word(w, access, cmd, sb)
+		}
+		return
 	}
 	if !a.static || a.glob {
 		if a.static && access == AccessWrite && mayNameDotEntry(a) {
