@@ -2,21 +2,36 @@ package classifier
 
 import (
 	"path"
+	"regexp"
 	"strings"
 )
 
-// NamedHosts are the hosts a command line names for a connection, as written (the caller
-// normalizes them): the host of every URL in any word (`scheme://[user@]host[:port]…`, in an
-// option's value or a script's text too), of scp-style `[user@]host:path` operands of git,
-// scp, rsync and sftp, of curl's and wget's URLs given without a scheme, and of ssh's
-// destination and jump hosts. A word the shell expands
-// yields its text (`http://$H/` names `$H`), which names no host a rule could check.
+// NamedHost is a host a command line names for a connection, as written (the caller
+// normalizes it). Loose marks one read out of a word that may be no host at all (a token of a
+// network program's option, `out.txt`): one that is no valid name is left out, where a URL's
+// host that is no valid name (`http://evi{l,x}.com/`, a glob curl expands) is one no rule can
+// be matched against.
+type NamedHost struct {
+	Host  string
+	Loose bool
+}
+
+// NamedHosts are the hosts a command line names for a connection: the host of every URL in
+// any word (`scheme://[user@]host[:port]…`, in an option's value or a script's text too), of
+// scp-style `[user@]host:path` operands of git, scp, rsync and sftp, of every `/dev/tcp/HOST/`
+// (bash opens it), and, loosely, every name in the words of a program that takes hosts (curl,
+// wget, ssh, nc, socat, openssl, …: `-xevil.com:8080`, `--connect-to ::evil.com:443`,
+// `-o HostName=evil.com`, `nc evil 80`) and in any word that sets a proxy (`HTTPS_PROXY=…`,
+// `--proxy …`, `-c http.proxy=…`). A word the shell expands yields its text (`http://$H/`
+// names `$H`), which names no host a rule could check.
 //
 // The decision meets them with WebFetch rules where no proxy stands between the program and
 // the network (a command an agent runs itself). It sees only what the line spells: a URL
 // built at run time or a remote from a config file is the proxy's to refuse.
-func NamedHosts(c *Classification) []string {
-	var out []string
+func NamedHosts(c *Classification) []NamedHost {
+	var out []NamedHost
+	strict := func(h string) { out = append(out, NamedHost{Host: h}) }
+	loose := func(h string) { out = append(out, NamedHost{Host: h, Loose: true}) }
 	for _, s := range c.Subcommands {
 		words := s.DenyPrefix
 		if len(words) == 0 {
@@ -26,32 +41,91 @@ func NamedHosts(c *Classification) []string {
 			words = strings.Fields(s.Text)
 		}
 		for _, w := range words {
-			out = urlHosts(w, out)
+			urlHosts(w, strict)
 		}
 		if len(words) > 0 {
-			out = remoteHosts(path.Base(words[0]), words[1:], out)
+			prog := path.Base(words[0])
+			if scpRemote[prog] {
+				scpHosts(words[1:], strict)
+			}
+			if hostPrograms[prog] {
+				for _, w := range words[1:] {
+					wordHosts(w, loose)
+				}
+			}
+		}
+		// The line's own text: assignments (HTTPS_PROXY=…) and redirections (/dev/tcp/…)
+		// are in no word list.
+		fields := strings.Fields(s.Text)
+		for i, f := range fields {
+			urlHosts(f, strict)
+			if strings.Contains(strings.ToLower(f), "proxy") {
+				wordHosts(f, loose)
+				if i+1 < len(fields) {
+					wordHosts(fields[i+1], loose)
+				}
+			}
+			for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
+				if _, rest, ok := strings.Cut(f, dev); ok {
+					h, _, _ := strings.Cut(rest, "/")
+					strict(h)
+				}
+			}
 		}
 	}
 	return out
 }
 
-// urlHosts appends the host of each `scheme://authority` in w.
-func urlHosts(w string, out []string) []string {
+// hostPrograms take hosts in their words: clients of the network whose operands and options
+// name where they connect.
+var hostPrograms = map[string]bool{"curl": true, "wget": true, "ssh": true, "scp": true, "sftp": true,
+	"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true, "ftp": true,
+	"lftp": true, "aria2c": true, "http": true, "https": true, "xh": true, "xhs": true, "httpie": true,
+	"mosh": true, "rsh": true, "rlogin": true, "tftp": true, "smbclient": true, "ldapsearch": true,
+	"mysql": true, "psql": true, "redis-cli": true, "mongosh": true, "websocat": true, "grpcurl": true}
+
+// hostToken is a name or an IPv4 address as it may stand in a word.
+var hostToken = regexp.MustCompile(`[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)+`)
+
+// wordHosts gives each name in w: every dotted token (evil.com in -xevil.com:8080 too: an
+// option's first letters may run into its value), and w itself when it is one label (nc
+// evil 80, ssh myhost).
+func wordHosts(w string, add func(string)) {
+	if len(w) > 2 && w[0] == '-' && w[1] != '-' {
+		for _, t := range hostToken.FindAllString(w[2:], -1) {
+			add(t)
+		}
+	}
+	for _, t := range hostToken.FindAllString(w, -1) {
+		add(t)
+	}
+	if w != "" && w[0] != '-' && !strings.Contains(w, ".") && strings.Trim(strings.ToLower(w), "abcdefghijklmnopqrstuvwxyz0123456789-_") == "" {
+		add(w)
+	}
+}
+
+// urlHosts gives the host of each `scheme://authority` in w. The authority runs to a path, a
+// query, a blank, a quote or a shell operator; a brace or bracket inside it (curl's globs)
+// stays, making a host no rule can match.
+func urlHosts(w string, add func(string)) {
 	for {
 		i := strings.Index(w, "://")
 		if i < 0 {
-			return out
+			return
 		}
 		scheme := w[:i]
 		if j := strings.LastIndexFunc(scheme, func(r rune) bool { return !isSchemeChar(r) }); j >= 0 {
 			scheme = scheme[j+1:]
 		}
 		w = w[i+3:]
-		end := strings.IndexAny(w, "/?#\\ \t\n'\"`<>;,()[]{}|&")
+		end := strings.IndexAny(w, "/?#\\ \t\n'\"`<>;,()|&")
 		if strings.HasPrefix(w, "[") {
-			end = strings.IndexAny(w, "]/?#\\ \t\n'\"`<>;,(){}|&")
-			if end >= 0 && w[end] == ']' {
-				end++
+			if j := strings.IndexByte(w, ']'); j > 0 && (end < 0 || j < end) {
+				if k := strings.IndexAny(w[j:], "/?#\\ \t\n'\"`<>;,()|&"); k >= 0 {
+					end = j + k
+				} else {
+					end = -1
+				}
 			}
 		}
 		if end < 0 {
@@ -61,7 +135,7 @@ func urlHosts(w string, out []string) []string {
 		if strings.EqualFold(scheme, "file") || auth == "" {
 			continue
 		}
-		out = append(out, hostOf(auth))
+		add(hostOf(auth))
 	}
 }
 
@@ -91,91 +165,14 @@ func hostOf(auth string) string {
 // too).
 var scpRemote = map[string]bool{"git": true, "scp": true, "rsync": true, "sftp": true}
 
-// sshArgOptions are ssh's options that take an argument.
-const sshArgOptions = "BbcDEeFIiJLlmOoPpQRSWw"
-
-// remoteHosts appends the hosts of prog's remote operands: scp-style words of git, scp, rsync
-// and sftp, curl's and wget's URLs without a scheme, and ssh's (and sftp's) destination and
-// jump hosts.
-func remoteHosts(prog string, args []string, out []string) []string {
-	if scpRemote[prog] {
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
-				continue
-			}
-			if h, _, ok := strings.Cut(a, ":"); ok && h != "" && !strings.Contains(h, "/") {
-				out = append(out, hostOf(h))
-			}
+// scpHosts gives the host of each scp-style operand.
+func scpHosts(args []string, add func(string)) {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
+			continue
+		}
+		if h, _, ok := strings.Cut(a, ":"); ok && h != "" && !strings.Contains(h, "/") {
+			add(hostOf(h))
 		}
 	}
-	if prog == "curl" || prog == "wget" {
-		// Both take a URL without its scheme: any operand that reads as host[:port][/path]
-		// (an option's value like out.txt too, which only a rule naming it would meet).
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
-				continue
-			}
-			h, _, _ := strings.Cut(a, "/")
-			if h = hostOf(h); strings.Contains(h, ".") && strings.Trim(strings.ToLower(h), "abcdefghijklmnopqrstuvwxyz0123456789.-_") == "" {
-				out = append(out, h)
-			}
-		}
-	}
-	if prog != "ssh" && prog != "sftp" {
-		return out
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			if i+1 < len(args) {
-				out = append(out, hostOf(args[i+1]))
-			}
-			return out
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			return append(out, hostOf(a))
-		}
-		// A cluster of flags, the last of which may take the rest or the next word.
-		for j := 1; j < len(a); j++ {
-			if !strings.ContainsRune(sshArgOptions, rune(a[j])) {
-				continue
-			}
-			val := a[j+1:]
-			if val == "" && i+1 < len(args) {
-				i++
-				val = args[i]
-			}
-			if a[j] == 'o' {
-				// -o HostName=h and -o ProxyJump=h name hosts too.
-				key, v, _ := strings.Cut(strings.TrimSpace(val), "=")
-				if _, v2, ok := strings.Cut(key, " "); ok && v == "" {
-					key, v = key[:len(key)-len(v2)-1], v2
-				}
-				switch strings.ToLower(strings.TrimSpace(key)) {
-				case "hostname":
-					out = append(out, strings.TrimSpace(v))
-				case "proxyjump":
-					out = jumpHosts(v, out)
-				}
-			}
-			if a[j] == 'J' {
-				out = jumpHosts(val, out)
-			}
-			break
-		}
-	}
-	return out
-}
-
-// jumpHosts appends the hosts of an ssh jump list, `[user@]host[:port]` or ssh:// URLs,
-// comma-separated.
-func jumpHosts(list string, out []string) []string {
-	for _, h := range strings.Split(strings.TrimSpace(list), ",") {
-		if strings.Contains(h, "://") {
-			out = urlHosts(h, out)
-		} else {
-			out = append(out, hostOf(h))
-		}
-	}
-	return out
 }

@@ -5,36 +5,69 @@ import (
 	"testing"
 )
 
+// TestNamedHosts: the hosts a line names for a connection, in the spellings each program
+// takes; each wanted host is among them, and one written in a URL is strict.
 func TestNamedHosts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		cmd  string
-		want []string
+		cmd          string
+		want, strict []string
 	}{
-		{"curl https://evil.example/x", []string{"evil.example"}},
-		{"curl -sS 'HTTPS://user:pw@Evil.Example:8443/a?b'", []string{"Evil.Example"}},
-		{"wget -qO- --header=x http://[::1]:8080/", []string{"[::1]"}},
-		{"curl --url=http://a.example -o x ftp://b.example", []string{"a.example", "b.example"}},
-		{`python3 -c "import urllib.request as r; r.urlopen('https://c.example/p')"`, []string{"c.example"}},
-		{"git clone git@github.com:o/r.git", []string{"github.com"}},
-		{"git push ssh://git@d.example:22/r main", []string{"d.example"}},
-		{"scp -P 2 f.txt me@e.example:/tmp/", []string{"e.example"}},
-		{"rsync -a ./d f.example::mod/", []string{"f.example"}},
-		{"ssh -p 22 -i key me@g.example uname", []string{"g.example"}},
-		{"ssh -J j1.example,me@j2.example:22 h.example", []string{"j1.example", "j2.example", "h.example"}},
-		{"ssh -o HostName=i.example alias", []string{"i.example", "alias"}},
-		{"ssh -oProxyJump=k.example l.example", []string{"k.example", "l.example"}},
-		{"sftp me@m.example", []string{"m.example"}},
-		{"curl http://$H/x", []string{"$H"}},
-		{"cat file:///etc/passwd ./a:b", nil},
-		{"git log --format=%H:%s", nil},
-		{"cp a:b c", nil},
-		{"echo x && curl -o out n.example:80/x", []string{"n.example"}},
-		{"wget -H 'X: y' o.example", []string{"o.example"}},
+		{"curl https://evil.example/x", nil, []string{"evil.example"}},
+		{"curl -sS 'HTTPS://user:pw@Evil.Example:8443/a?b'", nil, []string{"Evil.Example"}},
+		{"wget -qO- --header=x http://[::1]:8080/", nil, []string{"[::1]"}},
+		{"curl --url=http://a.example -o x ftp://b.example", nil, []string{"a.example", "b.example"}},
+		{`python3 -c "import urllib.request as r; r.urlopen('https://c.example/p')"`, nil, []string{"c.example"}},
+		{"git clone git@github.com:o/r.git", nil, []string{"github.com"}},
+		{"git push ssh://git@d.example:22/r main", nil, []string{"d.example"}},
+		{"scp -P 2 f.txt me@e.example:/tmp/", nil, []string{"e.example"}},
+		{"rsync -a ./d f.example::mod/", nil, []string{"f.example"}},
+		// curl's globs stay in the host, which no rule can then match.
+		{"curl 'http://evi{l,x}.com/'", nil, []string{"evi{l"}},
+		{"curl 'http://ev[i-i]l.com/'", nil, []string{"ev[i-i]l.com"}},
+		{"exec 3<>/dev/tcp/g.example/80", nil, []string{"g.example"}},
+		// Loosely, what a network program's words name.
+		{"ssh -p 22 -i key me@h.example uname", []string{"h.example"}, nil},
+		{"ssh -J j1.example,me@j2.example:22 k.example", []string{"j1.example", "j2.example", "k.example"}, nil},
+		{"ssh ok.example -o HostName=l.example", []string{"ok.example", "l.example"}, nil},
+		{"ssh -o 'HostName\tm.example' ok.example", []string{"m.example"}, nil},
+		{"scp -J n.example f ok.example:x", []string{"n.example"}, nil},
+		{"sftp -s sftp o.example", []string{"o.example"}, nil},
+		{"curl --connect-to ::p.example:443 https://ok.example/", []string{"p.example"}, nil},
+		{"curl -xq.example:8080 http://ok.example/", []string{"q.example"}, nil},
+		{"echo x && curl -o out r.example:80/x", []string{"r.example"}, nil},
+		{"nc s 80", []string{"s"}, nil},
+		{"socat - TCP:t.example:80", []string{"t.example"}, nil},
+		{"openssl s_client -connect u.example:443", []string{"u.example"}, nil},
+		// A proxy set by a variable or an option, for any program.
+		{"HTTPS_PROXY=v.example:3128 curl https://ok.example/", []string{"v.example"}, nil},
+		{"ALL_PROXY=socks5h://w.example:1080 npm install", nil, []string{"w.example"}},
+		{"git -c http.proxy=x.example clone https://ok.example/r", []string{"x.example"}, nil},
+		{"pip install --proxy y.example:3128 flask", []string{"y.example"}, nil},
+		{"npm --proxy=z.example:8080 install", []string{"z.example"}, nil},
+		{"curl http://$H/x", nil, []string{"$H"}},
 	} {
-		got := NamedHosts(Classify(tc.cmd, testOpts))
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("NamedHosts(%q) = %q, want %q", tc.cmd, got, tc.want)
+		var all, strict []string
+		for _, h := range NamedHosts(Classify(tc.cmd, testOpts)) {
+			all = append(all, h.Host)
+			if !h.Loose {
+				strict = append(strict, h.Host)
+			}
+		}
+		for _, w := range append(tc.want, tc.strict...) {
+			if !slices.Contains(all, w) {
+				t.Errorf("%q: %q not among the named hosts %q", tc.cmd, w, all)
+			}
+		}
+		for _, w := range tc.strict {
+			if !slices.Contains(strict, w) {
+				t.Errorf("%q: %q named, but not as written in a URL (%q)", tc.cmd, w, strict)
+			}
+		}
+	}
+	for _, cmd := range []string{"cat file:///etc/passwd ./a:b", "git log --format=%H:%s", "cp a:b c", "go test ./...", "make -j4 build"} {
+		if got := NamedHosts(Classify(cmd, testOpts)); len(got) != 0 {
+			t.Errorf("%q names hosts %+v", cmd, got)
 		}
 	}
 }

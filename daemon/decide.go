@@ -112,9 +112,16 @@ var hostRuleSteps = map[string]bool{"deny_rule": true, "custom_deny": true, "ask
 // or denied_domains decides hosts.
 func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classification, call *permission.Facts, rs *permission.RuleSet) (permission.Decision, error) {
 	var ask permission.Decision
-	hosts := classifier.NamedHosts(bash)
-	slices.Sort(hosts)
-	hosts = slices.Compact(hosts)
+	// Each host once; written strictly somewhere (a URL's), it is strict.
+	loose := map[string]bool{}
+	var hosts []string
+	for _, h := range classifier.NamedHosts(bash) {
+		l, seen := loose[h.Host]
+		if !seen {
+			hosts = append(hosts, h.Host)
+		}
+		loose[h.Host] = h.Loose && (!seen || l)
+	}
 	if len(hosts) > maxNamedHosts {
 		if rs.DecidesHosts() || p.domainsDenied() {
 			return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
@@ -124,6 +131,9 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 	}
 	for _, raw := range hosts {
 		host, err := egress.PolicyHost(raw)
+		if err != nil && loose[raw] {
+			continue // a word of a network program that is no name (out.txt is one; 1.2 is not)
+		}
 		if err != nil {
 			if rs.DecidesHosts() || p.domainsDenied() {
 				return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
