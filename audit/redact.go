@@ -96,6 +96,20 @@ func namedElsewhere(s string, start, end int) bool {
 	}
 }
 
+// pathShaped reports an assigned value that is a path (`/tmp/run.sh`, `./x`, `~/bin/y`): a
+// program to run more than a secret.
+func pathShaped(span string) bool {
+	v := strings.Trim(span, `"'`)
+	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") || strings.HasPrefix(v, "~/")
+}
+
+// runsData matches a line that runs code it reads as data: a pipe into a shell, eval,
+// source, xargs, env -S, a shell's -c or an interpreter's code option. Such a line may read
+// an exported value by a name its text never spells (os.environ["GH_"+"TOKEN"],
+// env | sed … | sh) and run it, so its assignments stay as written: the record must show
+// what ran, a secret in it included.
+var runsData = regexp.MustCompile(`\|\s*(?:env\s+)?(?:ba|z|da|k|fi)?sh\b|\b(?:eval|source|xargs)\b|(?:^|[\s;&|(])\.\s|\benv\s+-S|\b(?:ba|z|da|k)?sh\s+-c|\b(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|deno|bun|php|lua|tclsh|osascript|R|Rscript)\s+-[a-zA-Z]*[cerE]\b|\b[gmn]?awk\b`)
+
 // isNameChar reports a character of a shell variable's name.
 func isNameChar(r rune) bool {
 	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
@@ -133,7 +147,7 @@ func RedactString(s string) string {
 			if p.name != "private_key" && runsCode(s[keepEnd:m[1]]) {
 				continue
 			}
-			if p.name == "assignment" && namedElsewhere(s, m[2], m[3]) {
+			if p.name == "assignment" && (namedElsewhere(s, m[2], m[3]) || pathShaped(s[keepEnd:m[1]]) || runsData.MatchString(s)) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

@@ -98,6 +98,10 @@ func TestRedactKeepsCode(t *testing.T) {
 		{`GH_TOKEN='sh -c id'; eval "$GH_TOKEN"`, "sh -c id"},
 		{`MY_SECRET=HIDDEN14; bash -c "${MY_SECRET}"`, "HIDDEN14"},
 		{`db_password=HIDDEN15; r=db_password; ${!r}`, "HIDDEN15"},
+		// Or read by a program by a name the text never spells, and run.
+		{`export API_TOKEN='touch HIDDEN16'; env | sed -n 's/^API_TOK[E]N=//p' | sh`, "touch HIDDEN16"},
+		{`GH_TOKEN='touch HIDDEN17' python3 -c 'import os;os.system(os.environ["GH_"+"TOKEN"])'`, "touch HIDDEN17"},
+		{`X_SECRET=/tmp/HIDDEN18.sh make`, "/tmp/HIDDEN18.sh"},
 	} {
 		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
 			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
