@@ -52,6 +52,12 @@ func NamedHosts(c *Classification) []NamedHost {
 				for _, w := range words[1:] {
 					wordHosts(w, loose)
 				}
+			} else if dottedHostPrograms[prog] {
+				for _, w := range words[1:] {
+					for _, t := range hostToken.FindAllString(w, -1) {
+						loose(t)
+					}
+				}
 			}
 		}
 		// The line's own text: assignments (HTTPS_PROXY=…) and redirections (/dev/tcp/…)
@@ -63,6 +69,9 @@ func NamedHosts(c *Classification) []NamedHost {
 				wordHosts(f, loose)
 				if i+1 < len(fields) {
 					wordHosts(fields[i+1], loose)
+				}
+				if _, v, ok := strings.Cut(f, "="); ok && strings.ContainsAny(v, "$`") {
+					strict(v) // https_proxy=$p: a proxy known only when the line runs
 				}
 			}
 			for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
@@ -83,6 +92,11 @@ var hostPrograms = map[string]bool{"curl": true, "wget": true, "ssh": true, "scp
 	"lftp": true, "aria2c": true, "http": true, "https": true, "xh": true, "xhs": true, "httpie": true,
 	"mosh": true, "rsh": true, "rlogin": true, "tftp": true, "smbclient": true, "ldapsearch": true,
 	"mysql": true, "psql": true, "redis-cli": true, "mongosh": true, "websocat": true, "grpcurl": true}
+
+// dottedHostPrograms name hosts inside package and image names (go get evil.com/x, pip
+// --index-url=evil.com, docker pull evil.com/img): their dotted words count, not every word.
+var dottedHostPrograms = map[string]bool{"go": true, "pip": true, "pip3": true, "uv": true, "npm": true,
+	"yarn": true, "pnpm": true, "cargo": true, "gem": true, "docker": true, "podman": true, "helm": true}
 
 // hostToken is a name or an IPv4 address as it may stand in a word.
 var hostToken = regexp.MustCompile(`[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)+`)

@@ -46,6 +46,9 @@ func TestNamedHosts(t *testing.T) {
 		{"pip install --proxy y.example:3128 flask", []string{"y.example"}, nil},
 		{"npm --proxy=z.example:8080 install", []string{"z.example"}, nil},
 		{"curl http://$H/x", nil, []string{"$H"}},
+		{"p=x; https_proxy=$p curl https://ok.example/", nil, []string{"$p"}},
+		{"go get aa.example/x", []string{"aa.example"}, nil},
+		{"pip install --index-url=ab.example foo", []string{"ab.example"}, nil},
 	} {
 		var all, strict []string
 		for _, h := range NamedHosts(Classify(tc.cmd, testOpts)) {
