@@ -432,9 +432,38 @@ func RunsCommandLine(words []string) bool {
 		if subcommandRunners[name][w] || name == "make" && (w == "-f" || strings.HasPrefix(w, "--file") || strings.HasPrefix(w, "--makefile") || strings.HasPrefix(w, "--eval")) {
 			return true
 		}
+		if programOption(name, w) {
+			return true
+		}
 	}
 	return false
 }
+
+// programOption reports an option that names a program or code to load: go test -exec, go
+// build -toolexec, go vet -vettool, gcc -wrapper, pytest -p, and any option spelled with one
+// of programOptionWords (--exec, --plugin, --pager, --shell-command, …).
+func programOption(name, w string) bool {
+	if !strings.HasPrefix(w, "-") {
+		return false
+	}
+	o := strings.ToLower(strings.TrimLeft(w, "-"))
+	o, _, _ = strings.Cut(o, "=")
+	if name == "pytest" || name == "py.test" {
+		if o == "p" || strings.HasPrefix(w, "-p") && !strings.HasPrefix(w, "--") {
+			return true
+		}
+	}
+	for _, k := range programOptionWords {
+		if strings.Contains(o, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// programOptionWords are parts of option names that name a program, a command or code to load.
+var programOptionWords = []string{"exec", "tool", "wrapper", "plugin", "pager", "editor", "command",
+	"shell", "hook", "eval", "script", "program", "interpreter", "runner", "preload", "require"}
 
 // interpreters run code given on their command line, beyond neverReadOnly's.
 var interpreters = map[string]bool{"expect": true, "julia": true, "guile": true, "sbcl": true, "clisp": true,

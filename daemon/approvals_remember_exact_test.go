@@ -119,6 +119,11 @@ func TestSuggestedRulesOfRunnersAreWhole(t *testing.T) {
 		"docker run alpine id":          "Bash(docker run alpine id)",
 		"expect -c exit":                "Bash(expect -c exit)",
 		"git commit -m fix":             "Bash(git commit:*)",
+		"go test -exec id ./...":        "Bash(go test -exec id ./...)",
+		"go build -toolexec id .":       "Bash(go build -toolexec id .)",
+		"pytest -p foo":                 "Bash(pytest -p foo)",
+		"cc x.c -wrapper id":            "Bash(cc x.c -wrapper id)",
+		"go test -run TestX ./...":      "Bash(go test:*)",
 	} {
 		if got := suggested(cmd); len(got) == 0 || got[0] != want {
 			t.Errorf("%s: suggested %q, want %s first", cmd, got, want)
