@@ -47,6 +47,10 @@ var secretPatterns = []secretPattern{
 	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/;|&<>()]+(@)`), 1, []string{"://"}},
 	// NAME=value and NAME: value where NAME ends in a secret-ish word; covers env assignments,
 	// .env files, YAML and JSON-in-a-string. Over-redaction is the safe error here.
+	// A JSON string that is one such assignment (a command's words as the policy's facts
+	// hold them, unquoted: "DB_PASSWORD=a b"): its value runs to the string's end.
+	{"assignment", regexp.MustCompile(`(?i)("[a-z0-9_]*(?:_token|_secret|_key|_apikey|apikey|password|passwd|_pat|secret|token)=)((?:[^"\\\n]|\\.)+)`), 1,
+		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
 	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1,
 		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
 }
@@ -94,6 +98,32 @@ func namedElsewhere(s string, start, end int) bool {
 			return true
 		}
 	}
+}
+
+// commandShaped reports an assigned value shaped like a command line rather than a token: one
+// with a blank in it (`echo x`) or shorter than eight characters (`id`, `reboot`).
+func commandShaped(span string) bool {
+	v := strings.Trim(span, `"'`)
+	return strings.ContainsAny(v, " \t") || len(v) < 8
+}
+
+// commandFollows reports whether the text after a shell assignment (to its line's end) runs
+// a command: `API_TOKEN='echo x' make`, `export API_TOKEN=id; ./deploy.sh`. Any program reads
+// its environment and may run what it holds (a Makefile's $(API_TOKEN), a script's
+// $API_TOKEN), so a command-shaped value before a command stays as written: the record must
+// show what ran. A token-shaped one (NPM_TOKEN=… npm publish) and an assignment alone on its
+// line (a .env file, `export X_TOKEN="two words"`) are redacted, as tokens of known shapes
+// are everywhere.
+func commandFollows(rest string) bool {
+	if i := strings.IndexAny(rest, "\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.Index(rest, `\n`); i >= 0 { // a newline as JSON escapes it
+		rest = rest[:i]
+	}
+	return strings.IndexFunc(rest, func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '/' || r == '$'
+	}) >= 0
 }
 
 // pathShaped reports an assigned value that is a path (`/tmp/run.sh`, `./x`, `~/bin/y`): a
@@ -147,7 +177,8 @@ func RedactString(s string) string {
 			if p.name != "private_key" && runsCode(s[keepEnd:m[1]]) {
 				continue
 			}
-			if p.name == "assignment" && (namedElsewhere(s, m[2], m[3]) || pathShaped(s[keepEnd:m[1]]) || runsData.MatchString(s)) {
+			if p.name == "assignment" && (namedElsewhere(s, m[2], m[3]) || pathShaped(s[keepEnd:m[1]]) || runsData.MatchString(s) ||
+				strings.Contains(s[m[2]:m[3]], "=") && commandShaped(s[keepEnd:m[1]]) && commandFollows(s[m[1]:])) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

@@ -102,6 +102,12 @@ func TestRedactKeepsCode(t *testing.T) {
 		{`export API_TOKEN='touch HIDDEN16'; env | sed -n 's/^API_TOK[E]N=//p' | sh`, "touch HIDDEN16"},
 		{`GH_TOKEN='touch HIDDEN17' python3 -c 'import os;os.system(os.environ["GH_"+"TOKEN"])'`, "touch HIDDEN17"},
 		{`X_SECRET=/tmp/HIDDEN18.sh make`, "/tmp/HIDDEN18.sh"},
+		// Or by any program the line runs (a Makefile's $(API_TOKEN), a script's).
+		{`API_TOKEN='echo HIDDEN19' make -f Makefile.t run`, "echo HIDDEN19"},
+		{`API_TOKEN='echo HIDDEN20' bash s.sh`, "echo HIDDEN20"},
+		{`X_TOKEN=id ./run.sh`, "X_TOKEN=id"},
+		// The policy's facts hold a command's words unquoted: a kept value is kept whole.
+		{`{"prefix":["DB_PASSWORD=hunter2 HIDDEN21","true"]}`, "hunter2 HIDDEN21"},
 	} {
 		if got := RedactString(tc.in); !strings.Contains(got, tc.visible) {
 			t.Errorf("%q: redacted to %q, hiding %q", tc.in, got, tc.visible)
@@ -109,7 +115,7 @@ func TestRedactKeepsCode(t *testing.T) {
 	}
 	// A value only assigned, or whose name is only a part of another word, is still hidden.
 	for _, in := range []string{"API_TOKEN=s3cr3tvalue gh api /user", "export API_TOKEN=s3cr3tvalue; echo $API_TOKEN_OLD",
-		"my.api-key: s3cr3tvalue my"} {
+		"my.api-key: s3cr3tvalue my", `{"prefix":["export","DB_PASSWORD=s3cr3tvalue tail-s3cr3tvalue"]}`} {
 		if got := RedactString(in); strings.Contains(got, "s3cr3tvalue") {
 			t.Errorf("%q kept its secret: %q", in, got)
 		}
