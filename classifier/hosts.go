@@ -3,6 +3,7 @@ package classifier
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -60,6 +61,11 @@ func NamedHosts(c *Classification) []NamedHost {
 				}
 			}
 		}
+		// A config file the line names may send the connection elsewhere (ssh -F, a git
+		// config from GIT_CONFIG_GLOBAL or include.path): a host no rule can check.
+		if configRoutes.MatchString(s.Text) || len(words) > 0 && sshFamily[path.Base(words[0])] && slices.ContainsFunc(words[1:], func(w string) bool { return strings.HasPrefix(w, "-F") }) {
+			strict(ConfigHost)
+		}
 		// The line's own text: assignments (HTTPS_PROXY=…) and redirections (/dev/tcp/…)
 		// are in no word list.
 		fields := strings.Fields(s.Text)
@@ -84,6 +90,16 @@ func NamedHosts(c *Classification) []NamedHost {
 	}
 	return out
 }
+
+// ConfigHost stands for the hosts a config file the line names may route to.
+const ConfigHost = "(a host a config file the line names)"
+
+// sshFamily take -F FILE, a config whose Host blocks may name any HostName.
+var sshFamily = map[string]bool{"ssh": true, "scp": true, "sftp": true, "rsync": true, "mosh": true}
+
+// configRoutes matches text naming a config that may route a connection: git's config from an
+// environment variable or an include, an ssh command given -F.
+var configRoutes = regexp.MustCompile(`\bGIT_CONFIG(?:_GLOBAL|_SYSTEM)?=|(?i)\binclude(?:if\.[^=\s]*)?\.path=|(?i)(?:sshcommand|GIT_SSH_COMMAND|GIT_SSH)=.*\s-F`)
 
 // hostPrograms take hosts in their words: clients of the network whose operands and options
 // name where they connect.

