@@ -326,9 +326,10 @@ func TestBashCommandTheAuditCannotKeepIsRefused(t *testing.T) {
 	}{
 		{": " + strings.Repeat("a", 3000) + "; echo kept", false},
 		{": " + strings.Repeat("a", 5000) + "; touch past_the_cut", true},
-		// Under the limit as sent, over it redacted: each xN_pat=y grows by 20 bytes (each
-		// name once: a name the line uses again keeps its value).
-		{manyPats(250) + "touch past_the_cut", true},
+		// Under the limit as sent, over it redacted: each xN_pat=yyyyyyyy grows by 13 bytes
+		// (each name once, and token-shaped: a name the line uses again, or a short value set
+		// for a command, keeps its value).
+		{manyPats(200) + "touch past_the_cut", true},
 	} {
 		code, res := td.call(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, tc.command))
 		refused := res.Error != nil && strings.Contains(res.Error.Message, "audit.max_input_bytes")
@@ -342,7 +343,7 @@ func TestBashCommandTheAuditCannotKeepIsRefused(t *testing.T) {
 func manyPats(n int) string {
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, "x%d_pat=y ", i)
+		fmt.Fprintf(&b, "x%d_pat=yyyyyyyy ", i)
 	}
 	return b.String()
 }
