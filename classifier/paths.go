@@ -308,32 +308,20 @@ func bracesBounded(a word) bool {
 }
 
 // braceVals are the words a static word's brace expansion gives (itself when it has none);
-// false when they cannot be told: too many, or one bash would expand further ($x in a brace).
+// false when they cannot be told (braceWords).
 func braceVals(a word) ([]string, bool) {
-	if !a.glob || !strings.Contains(a.src, "{") {
-		return []string{a.val}, true
-	}
-	w, ok := parseWord(a.src)
+	ws, ok := braceWords(a)
 	if !ok {
-		return nil, false
-	}
-	if !syntax.SplitBraces(w) {
-		return []string{a.val}, true
-	}
-	exp := expandBraces(a.src)
-	if exp == nil {
-		return nil, false
-	}
-	var out []string
-	for _, e := range exp {
-		for i, v := range e.Words {
-			if e.Globs[i] == GlobAny {
-				return nil, false
-			}
-			out = append(out, v)
+		if w, parsed := parseWord(a.src); !a.glob || !strings.Contains(a.src, "{") || parsed && !syntax.SplitBraces(w) {
+			return []string{a.val}, true // no braces that expand
 		}
+		return nil, false
 	}
-	return out, true
+	vals := make([]string, len(ws))
+	for i, w := range ws {
+		vals[i] = w.val
+	}
+	return vals, true
 }
 
 // braceWords are the words a static word's braces give, each static (a glob still where it

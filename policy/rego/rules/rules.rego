@@ -7,6 +7,8 @@ package sandboxd.rules
 
 import rego.v1
 
+import data.sandboxd.safety
+
 # deny_hit is the first deny rule matching the call, strongest source first. Deny and ask
 # rules fail closed: they see past every wrapper and env assignment (input.deny_words: each
 # simple command's match_words, or the whitespace-split text when it did not parse), and match
@@ -164,10 +166,7 @@ _read_only_reads_outside if {
 	_reads_outside
 }
 
-_reads_outside if {
-	some p in input.read_paths
-	not sandboxd.path_within(p, input.workdirs)
-}
+_reads_outside if count(safety.outside_reads) > 0
 
 _reads_outside if input.bash.paths_unbounded == true
 
