@@ -1395,6 +1395,7 @@ func (w *walker) finish() *Classification {
 		c.Risks = mergeRisks(c.Risks, []string{RiskCriticalPathRm, RiskDestructive})
 	}
 	c.Paths, c.PathsIncomplete, c.PathsUnbounded = pc.out, pc.incomplete, pc.unbounded
+	c.Globs = pc.globs
 	c.RedirectsIncomplete = pc.redirectsIncomplete
 	c.GitObjectsUnseen = pc.gitUnseen
 	c.symlinks, c.linkUses = pc.symlinks, pc.linkUses
@@ -1442,6 +1443,7 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
 		c.Paths = append(c.Paths, sb.nested.Paths...)
+		c.Globs = append(c.Globs, sb.nested.Globs...)
 		if sb.nested.PathsIncomplete {
 			c.PathsIncomplete = true
 			c.PathsUnbounded = c.PathsUnbounded || sb.nested.PathsUnbounded

@@ -876,6 +876,7 @@ func (w *walker) nestedScript(sb *sub, script, shell string) {
 	sb.nested.Subcommands = append(sb.nested.Subcommands, c.Subcommands...)
 	sb.nested.Risks = mergeRisks(sb.nested.Risks, c.Risks)
 	sb.nested.Paths = append(sb.nested.Paths, c.Paths...)
+	sb.nested.Globs = append(sb.nested.Globs, c.Globs...)
 	sb.nested.PathsIncomplete = sb.nested.PathsIncomplete || c.PathsIncomplete
 	sb.nested.RedirectsIncomplete = sb.nested.RedirectsIncomplete || c.RedirectsIncomplete
 }

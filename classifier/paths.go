@@ -147,6 +147,8 @@ type pathCollector struct {
 	opts       Options
 	out        []PathUse
 	incomplete bool
+	// globs are the bounded glob words, as absolute patterns (Classification.Globs).
+	globs []string
 	// unbounded: some path it missed may lie anywhere, not only under a directory the line
 	// names (see Classification.PathsUnbounded).
 	unbounded bool
@@ -255,9 +257,47 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 func (pc *pathCollector) runtimeWord(a word, sb *sub) {
 	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && bracesBounded(a) || a.extGlob && boundedExtGlob(a.src)) {
 		pc.incomplete = true
+		pc.glob(a, sb.dirs)
 		return
 	}
 	pc.unknown()
+}
+
+// maxGlobs bounds the glob patterns of one line; past it the paths are unbounded.
+const maxGlobs = 32
+
+// glob records the patterns of a bounded glob word a, taken against dirs (nil:
+// Options.Cwd), in Classification.Globs.
+func (pc *pathCollector) glob(a word, dirs []string) {
+	pats := []string{extGlobQuotes.Replace(a.src)}
+	if a.static {
+		vals, ok := braceVals(a)
+		if !ok {
+			pc.unknown()
+			return
+		}
+		pats = vals
+	}
+	if len(dirs) == 0 {
+		dirs = []string{pc.opts.Cwd}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			pc.unknown()
+			return
+		}
+		for _, p := range pats {
+			g := strings.TrimSuffix(d, "/") + "/" + p
+			if slices.Contains(pc.globs, g) {
+				continue
+			}
+			if len(pc.globs) >= maxGlobs {
+				pc.unknown()
+				return
+			}
+			pc.globs = append(pc.globs, g)
+		}
+	}
 }
 
 // inSession reports whether dirs (nil: Options.Cwd) all lie in the cwd or a WorkDir. A glob

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -199,6 +200,39 @@ func TestPathsRaw(t *testing.T) {
 		if g := strings.Join(got, ","); g != want {
 			t.Errorf("%q: paths %s, want %s", cmd, g, want)
 		}
+	}
+}
+
+// TestPathsGlobs: a bounded glob is kept as the patterns the daemon expands (Globs), one per
+// brace alternative and directory it is taken against; an unbounded one leaves none.
+func TestPathsGlobs(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]string{
+		"cat */secret":                    "/home/u/proj/*/secret",
+		"cat up/sec* *.go":                "/home/u/proj/*.go,/home/u/proj/up/sec*",
+		"cat {a,b}*/x":                    "/home/u/proj/a*/x,/home/u/proj/b*/x",
+		"shopt -s extglob; cat @(up|x)/s": "/home/u/proj/@(up|x)/s",
+		"bash -c 'head u?/*'":             "/home/u/proj/u?/*",
+		"cd sub && cat *":                 "/home/u/proj/sub/*",
+		"echo *":                          "",
+		"cat $d/*":                        "",
+	} {
+		c := Classify(cmd, testOpts)
+		got := slices.Clone(c.Globs)
+		slices.Sort(got)
+		if g := strings.Join(got, ","); g != want {
+			t.Errorf("%q: globs %s, want %s", cmd, g, want)
+		}
+		if want != "" && (!c.PathsIncomplete || c.PathsUnbounded) {
+			t.Errorf("%q: incomplete %v unbounded %v, want bounded", cmd, c.PathsIncomplete, c.PathsUnbounded)
+		}
+	}
+	var many []string
+	for i := range maxGlobs + 1 {
+		many = append(many, fmt.Sprintf("d%d/*", i))
+	}
+	if c := Classify("cat "+strings.Join(many, " "), testOpts); !c.PathsUnbounded || len(c.Globs) > maxGlobs {
+		t.Errorf("%d globs: unbounded %v with %d kept", len(many), c.PathsUnbounded, len(c.Globs))
 	}
 }
 

@@ -42,6 +42,11 @@ type Classification struct {
 	// input (xargs). A glob relative to a directory the line names (`cat *.go`) leaves the
 	// list incomplete but bounded: what it matches is under that directory.
 	PathsUnbounded bool `json:"paths_unbounded,omitempty"`
+	// Globs are the glob words that leave Paths incomplete but bounded, each an absolute
+	// pattern per directory it is taken against (`cat up/*` in /w: /w/up/*): what they match
+	// is under that directory by name, but a symbolic link there may lead anywhere, so the
+	// daemon expands them as the caller (globwalk.Outside).
+	Globs []string `json:"globs,omitempty"`
 	// RedirectsIncomplete is true when some file a write redirection opens is known only at
 	// run time (a target built by expansion, ~user, a relative target after a cd the line
 	// cannot follow, a nested script's after a cd): Paths lacks it, so no rule about paths
@@ -89,6 +94,7 @@ func (c *Classification) Size() int {
 		n += len(p.Path) + len(p.Raw) + len(p.Cmd) + len(p.TreeOf) + 128
 	}
 	strs(c.Risks)
+	strs(c.Globs)
 	return n
 }
 

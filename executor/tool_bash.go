@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/internal/globwalk"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/worker"
@@ -140,7 +141,15 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	if len(cl.Paths) > maxBashPathFacts {
 		return tf, errcode.Msg(errcode.Validation, fmt.Sprintf("the command names more than %d paths; split it", maxBashPathFacts))
 	}
+	globFacts, globsSeen := h.globsOutside(ctx, c, cl.Globs)
+	if !globsSeen {
+		marked := *cl
+		marked.PathsIncomplete, marked.PathsUnbounded = true, true
+		cl = &marked
+		tf.Bash = cl
+	}
 	if len(cl.Paths) == 0 {
+		tf.Paths = globFacts
 		return tf, nil
 	}
 	tf.Paths = make([]permission.PathFact, len(cl.Paths))
@@ -254,6 +263,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	for _, ps := range planted {
 		tf.Paths = append(tf.Paths, ps...)
 	}
+	tf.Paths = append(tf.Paths, globFacts...)
 	if slices.Contains(unseen, true) {
 		// What it plants is known only when it runs, as for a path known only then: asked,
 		// or denied where nothing asks.
@@ -279,6 +289,46 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		}
 	}
 	return tf, nil
+}
+
+// Bounds of the walk that expands one line's globs (globsOutside): entries listed, names
+// matched, and matches leading out of the session's directories reported.
+var globWalkBudget = globwalk.Budget{Entries: 16384, Matches: 4096}
+
+const maxGlobLinks = 16
+
+// globsOutside expands the line's bounded globs (Classification.Globs) as the owner and gives
+// each match that leads out of the session's directories through a symbolic link as a Read
+// fact: with up -> .., `cat up/*` and `cat */secret` read what no name of the line shows, and
+// the policy's outside-the-session and rule checks must see where. seen is false when the
+// walk could not look at everything (its bounds, an error): the line's paths are then unbounded.
+func (h *Host) globsOutside(ctx context.Context, c *Call, globs []string) (facts []permission.PathFact, seen bool) {
+	if len(globs) == 0 || c.unconfined {
+		// A line its caller runs itself is never read-only with a glob (a path known only
+		// when it runs, where no sandbox holds it): the policy asks for it whatever it matches.
+		return nil, true
+	}
+	dirs := c.Session.Dirs()
+	for _, to := range c.Session.LeadsTo() {
+		dirs = append(dirs, to)
+	}
+	var links []globwalk.Link
+	var complete bool
+	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+		r, err := w.GlobOutside(ctx, worker.GlobOutsideArgs{Patterns: globs, Dirs: dirs, Budget: globWalkBudget, Max: maxGlobLinks})
+		if err == nil {
+			links, complete = r.Links, r.Complete
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false
+	}
+	for _, l := range links {
+		facts = append(facts, permission.PathFact{Requested: l.Path, Resolved: l.Resolved, Access: permission.Read,
+			Special: h.hiddenSpecial(c.Session, l.Path, l.Resolved, "")})
+	}
+	return facts, complete
 }
 
 // linkedCritical is cl with the critical-path rm risk when an rm, rmdir or find of the line

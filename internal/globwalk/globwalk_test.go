@@ -1,0 +1,92 @@
+package globwalk
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// tree makes a workspace w beside an outside dir holding secret, and returns both.
+func tree(t *testing.T) (w, out string) {
+	t.Helper()
+	root := t.TempDir()
+	w, out = filepath.Join(root, "w"), filepath.Join(root, "out")
+	for _, d := range []string{w + "/sub", out + "/deep"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{w + "/a.txt", w + "/sub/b.txt", out + "/secret", out + "/deep/key"} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../out", w+"/up"); err != nil {
+		t.Fatal(err)
+	}
+	return w, out
+}
+
+func TestOutsideFindsWhatLinksLeadTo(t *testing.T) {
+	w, out := tree(t)
+	dirs := []string{w}
+	big := Budget{Entries: 1000, Matches: 1000}
+	for _, c := range []struct {
+		pattern string
+		want    []string // resolved, in order
+	}{
+		{"*.txt", nil},
+		{"sub/*", nil},
+		{"*/secret", []string{out + "/secret"}},
+		{"up/sec*", []string{out + "/secret"}},
+		{"U?/SECRET", []string{out + "/secret"}},       // case folded: a superset
+		{"[uv]p/[!x]ecret", []string{out + "/secret"}}, // brackets, one character each
+		{"@(up|no)/secret", []string{out + "/secret"}}, // an extended glob group
+		{"u\\p/secre?", []string{out + "/secret"}},     // a backslash
+		{"**/key", []string{out + "/deep/key"}},        // any depth, links followed
+		{"*", []string{out}},                           // the link itself
+		{"sub/../*", nil},                              // not expanded: see below
+		{"up/nothing*", nil},                           // no match
+		{"{a,b}", nil},                                 // braces are the caller's to expand
+		{"*/*/key", []string{out + "/deep/key"}},
+	} {
+		links, complete := Outside([]string{w + "/" + c.pattern}, dirs, big, 8)
+		var got []string
+		for _, l := range links {
+			got = append(got, l.Resolved)
+		}
+		if c.pattern == "sub/../*" {
+			if complete {
+				t.Errorf("%s: complete, want not expanded", c.pattern)
+			}
+			continue
+		}
+		if !complete || !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v (complete %v), want %v", c.pattern, got, complete, c.want)
+		}
+	}
+}
+
+func TestOutsideBounds(t *testing.T) {
+	w, _ := tree(t)
+	if _, complete := Outside([]string{w + "/**/*"}, []string{w}, Budget{Entries: 3, Matches: 1000}, 8); complete {
+		t.Error("entries past the budget: complete")
+	}
+	if _, complete := Outside([]string{w + "/*"}, []string{w}, Budget{Entries: 1000, Matches: 2}, 8); complete {
+		t.Error("matches past the budget: complete")
+	}
+	if _, complete := Outside([]string{w + "/up/*"}, []string{w}, Budget{Entries: 1000, Matches: 1000}, 1); complete {
+		t.Error("more links than max: complete")
+	}
+	if err := os.Symlink(".", w+"/sub/loop"); err != nil {
+		t.Fatal(err)
+	}
+	// A link loop under ** ends where the kernel stops following links (ELOOP).
+	if links, _ := Outside([]string{w + "/sub/**/x"}, []string{w}, Budget{Entries: 1 << 20, Matches: 1 << 20}, 8); len(links) != 0 {
+		t.Errorf("a link loop under **: %v", links)
+	}
+	if _, complete := Outside([]string{"rel/*"}, []string{w}, Budget{Entries: 10, Matches: 10}, 8); complete {
+		t.Error("a relative pattern: complete")
+	}
+}
