@@ -438,3 +438,29 @@ func TestGitElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCdGit: git after a cd asks (COMPAT), unless the only cd names the directory the line
+// starts in, as agents prefix their commands: git then takes the repository it would alone.
+func TestCdGit(t *testing.T) {
+	t.Parallel()
+	for cmd, readOnly := range map[string]bool{
+		"cd /home/u/proj && git status":                 true,
+		"cd /home/u/proj/ && git log --oneline -3":      true,
+		"cd . && git diff":                              true,
+		`cd "/home/u/proj"; git status`:                 true,
+		"cd sub && git status":                          false,
+		"cd /home/u/proj/sub && git status":             false,
+		"cd /home/u/proj/.. && git status":              false,
+		"cd -- /home/u/proj && git status":              false,
+		"cd /home/u/proj && cd sub && git status":       false,
+		"cd sub && cd /home/u/proj && git status":       false,
+		"cd /home/u/proj && pushd /tmp && git status":   false,
+		"builtin cd /home/u/proj && git status":         false,
+		"cd /home/u/proj && git status; cd /tmp; git l": false,
+	} {
+		c := Classify(cmd, testOpts)
+		if c.ReadOnly != readOnly || !readOnly && c.LineReason != "cd_git" {
+			t.Errorf("%q: read-only %v (%s, line %q), want %v", cmd, c.ReadOnly, c.Reason, c.LineReason, readOnly)
+		}
+	}
+}

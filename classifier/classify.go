@@ -1361,7 +1361,7 @@ func (w *walker) finish() *Classification {
 			}
 			switch baseName(p[0]) {
 			case "cd", "pushd", "popd":
-				hasCd = true
+				hasCd = hasCd || !w.cdStays(sb)
 			case "git":
 				hasGit = true
 			}
@@ -1415,6 +1415,17 @@ func (w *walker) finish() *Classification {
 		c.PathsIncomplete, c.PathsUnbounded = true, true
 	}
 	return c
+}
+
+// cdStays reports a cd to the directory the line starts in, named as Options.Cwd names it
+// or as `.`, before any other cd (`cd /home/u/proj && git status`, as agents write it): git
+// after it takes the repository that git alone would, so it is not a cd before git.
+func (w *walker) cdStays(sb *sub) bool {
+	if !sb.plain || len(sb.args) != 2 || sb.args[0].val != "cd" || len(sb.dirs) > 0 || sb.dirsUnknown || w.opts.Cwd == "" {
+		return false
+	}
+	t := sb.args[1].val
+	return t == "." || t == "./" || path.IsAbs(t) && path.Clean(t) == path.Clean(w.opts.Cwd)
 }
 
 // writesByRedirect reports whether a command writes a file through a redirection.
