@@ -940,7 +940,7 @@ func TestPersistedCwdReplacedByLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, errOut, code := f.sbctl(t, "bash", "--session", id, "--", "pwd -P; cat *.txt")
-		if code == 0 || strings.Contains(out, "public-content") || !strings.Contains(out+errOut, "Shell cwd was reset to "+f.proj) {
+		if code == 0 || strings.Contains(out, "public-content") || !strings.Contains(out+errOut, "cwd was reset to "+f.proj) {
 			t.Fatalf("a command in a cwd replaced since: exit %d, out %q, err %q; want it refused with the reset", code, out, errOut)
 		}
 		if s := f.show(t, id); s.Cwd != f.proj {

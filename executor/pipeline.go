@@ -412,6 +412,18 @@ func stepAbortCheck(ctx context.Context, _ *Pipeline, st *state) error {
 			st.sess.Apply(session.Update{Cwd: &root})
 			return errcode.New(errcode.Conflict, fmt.Errorf("the session's cwd %s lies outside its directories: it was reset to %s; nothing ran", cwd, root))
 		}
+		if cwd, root := st.sess.Cwd(), st.sess.Root; cwd != root {
+			// A dir on the way to a cwd a cd moved, replaced by a link out since (by a task, on
+			// the host): the decision would take the call's relative names where they no
+			// longer lead. Reset, as the child's own check resets it (cwdGone).
+			if err := sandbox.CwdMoved(o.UID, o.GID, o.Groups, cwd, st.sess.Dirs()); err != nil {
+				if !errors.Is(err, sandbox.ErrDirMoved) {
+					return errcode.New(errcode.Internal, fmt.Errorf("look up the session's cwd %s as its owner: %w", cwd, err))
+				}
+				st.sess.Apply(session.Update{Cwd: &root})
+				return errcode.New(errcode.Conflict, fmt.Errorf("the shell cwd was reset to %s: %s no longer leads where it did (%v); nothing ran, run the command again from %s", root, cwd, err, root))
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return errcode.New(errcode.Cancelled, fmt.Errorf("call aborted before it started: %w", err))

@@ -410,6 +410,20 @@ func dirsMoved(v *fsView, leadsTo map[string]string) error {
 	return nil
 }
 
+// CwdMoved is callDir's check of a session's cwd, as the caller (uid, gid, groups) looks it up
+// now, for a call about to be decided: a cwd that no longer resolves inside the session dir
+// it lies in (a dir on its way replaced by a link) would have its call decided against names
+// that lead elsewhere. The error wraps ErrDirMoved.
+func CwdMoved(uid, gid uint32, groups []uint32, cwd string, dirs []string) error {
+	var moved error
+	if err := asCaller(uid, gid, groups, func() {
+		_, moved = callDir(newFSView(), &Spec{Dir: cwd, WritableDirs: dirs})
+	}); err != nil {
+		return err
+	}
+	return moved
+}
+
 // callDir is the call's directory as it resolves now, which the child enters and then
 // checks it is in (a link made on the way since fails the call: it would run elsewhere than
 // here). Where Spec.Dir lies in a dir of the spec, it must resolve inside that dir's own
