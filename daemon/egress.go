@@ -43,7 +43,7 @@ func newEgressProxy(c *Core, cfg *config.Config, log *zap.Logger) *egressProxy {
 	}
 	e := &egressProxy{
 		srv: &egress.Server{
-			Decide: c.decideEgress, Audit: c.auditEgress, AllowPrivate: private,
+			Decide: c.decideEgress, DecideAddr: c.decideEgressAddr, Audit: c.auditEgress, AllowPrivate: private,
 			AllowECH:     cfg.Network.AllowEncryptedClientHello,
 			RatePerOwner: cfg.Limits.EgressRequestsPerSecondPerUser, BurstPerOwner: cfg.Limits.EgressRequestsBurstPerUser,
 			Logger: log,
@@ -264,6 +264,36 @@ func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.S
 		reason += fmt.Sprintf(", and since %s is not a public address, the administrator must also list it in network.allow_private_cidrs", r.Host)
 	}
 	return egress.Verdict{Reason: reason}
+}
+
+// decideEgressAddr decides an address the allowed name r.Host resolved to: an address is no
+// less denied reached by a name (a wildcard DNS name spells any address) than by number, so
+// network.denied_domains' IP entries and the session's WebFetch deny and ask rules naming an
+// IP hold it. Only rules naming an address are evaluated again: a name's allow does not need
+// one for its address.
+func (c *Core) decideEgressAddr(ctx context.Context, r egress.Request, addr netip.Addr) egress.Verdict {
+	ip := addr.String()
+	if p := c.deniedDomain(ip); p != "" {
+		return egress.Verdict{Reason: fmt.Sprintf("%s resolves to %s, which is in network.denied_domains", r.Host, ip), Rule: "network.denied_domains: " + p}
+	}
+	s, err := c.store.Get(session.Caller{UID: 0}, r.Session)
+	if err != nil {
+		return egress.Verdict{Reason: "the session is gone"}
+	}
+	rs := s.RuleSet()
+	if rs == nil {
+		return egress.Verdict{Reason: "the session's rules are not loaded"}
+	}
+	if !rs.HoldsAddresses() {
+		return egress.Verdict{Allow: true}
+	}
+	byAddr := r
+	byAddr.Host = ip
+	if v := c.egressVerdict(ctx, byAddr, s, rs); !v.Allow && v.Rule != "" {
+		v.Reason = fmt.Sprintf("%s resolves to %s: %s", r.Host, ip, v.Reason)
+		return v
+	}
+	return egress.Verdict{Allow: true}
 }
 
 // deniedDomain is the network.denied_domains entry host matches, "" for none.

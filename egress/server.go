@@ -125,6 +125,10 @@ type Server struct {
 	// DNS); the destination then still has to pass the private-address guard. Nil denies
 	// everything.
 	Decide func(ctx context.Context, r Request) Verdict
+	// DecideAddr, when set, is asked for each address a name Decide allowed resolved to: a
+	// deny naming that address (a rule or list entry of an IP) refuses the connection, as it
+	// refuses the address asked for by number. Nil asks nothing more.
+	DecideAddr func(ctx context.Context, r Request, addr netip.Addr) Verdict
 	// Audit receives one Event per decision, synchronously, before the connection is made. An
 	// error refuses the connection: what cannot be audited does not happen.
 	Audit func(Event) error
@@ -595,6 +599,18 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (dst netip.AddrPor
 				ev.Reason = fmt.Sprintf("%s resolves to %s, %s", t.host, a.Unmap(), w)
 				_ = s.audit(ev)
 				return netip.AddrPort{}, outPrivate, ev.Reason, false
+			}
+		}
+		if s.DecideAddr != nil {
+			for _, a := range addrs {
+				if av := s.DecideAddr(ctx, req, a.Unmap().WithZone("")); !av.Allow {
+					ev.IP, ev.Rule = net.IP(a.Unmap().AsSlice()), av.Rule
+					ev.Reason = av.Reason
+					if err := s.audit(ev); err != nil {
+						return netip.AddrPort{}, outDenied, err.Error(), false
+					}
+					return netip.AddrPort{}, outDenied, ev.Reason, false
+				}
 			}
 		}
 		addr = addrs[0].Unmap().WithZone("")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"path"
 	"slices"
 	"sort"
@@ -358,6 +359,19 @@ func (rs *RuleSet) DecidesHosts() bool {
 	for _, r := range rs.rules {
 		if r.Tool == "WebFetch" && (r.Behavior == Deny || r.Behavior == Ask) {
 			return true
+		}
+	}
+	return false
+}
+
+// HoldsAddresses reports whether some WebFetch deny or ask rule names an IP address, which
+// also holds the names that resolve to it.
+func (rs *RuleSet) HoldsAddresses() bool {
+	for _, r := range rs.rules {
+		if r.Tool == "WebFetch" && (r.Behavior == Deny || r.Behavior == Ask) {
+			if _, err := netip.ParseAddr(strings.Trim(r.Pattern, "[]")); err == nil {
+				return true
+			}
 		}
 	}
 	return false
