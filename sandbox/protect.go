@@ -46,9 +46,12 @@ var ProtectedInDir = []string{
 	// dir's cargo and rustc); R, irb, pry, gdb and vim/neovim (with exrc) run the project's
 	// start-up file in the dir they start in.
 	"rust-toolchain.toml", "rust-toolchain", ".Rprofile", ".irbrc", ".pryrc", ".gdbinit", ".exrc", ".nvimrc", ".nvim.lua",
-	// So do pdb, lldb, GHCi, IEx, Erlang and Octave; sbt's launcher takes JVM options
-	// (-javaagent) from the dir's .jvmopts and .sbtopts.
-	".pdbrc", ".lldbinit", ".ghci", ".iex.exs", ".erlang", ".octaverc", ".jvmopts", ".sbtopts",
+	// vim's exrc reads these spellings too, gvim its .gvimrc.
+	".vimrc", "_vimrc", "_exrc", ".gvimrc",
+	// So do pdb, lldb, GHCi, IEx, Erlang, Octave and perl -d; sbt's launcher takes JVM options
+	// (-javaagent) from the dir's .jvmopts and .sbtopts; pylint runs a pylintrc's init-hook.
+	".pdbrc", ".lldbinit", ".ghci", ".iex.exs", ".erlang", ".octaverc", ".jvmopts", ".sbtopts", ".perldb",
+	".pylintrc", "pylintrc",
 	".npmrc", ".yarnrc", ".yarnrc.yml", ".yarn/releases", ".yarn/plugins", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml",
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
@@ -118,6 +121,13 @@ var ProtectedInHome = []string{
 	".config/nushell", ".config/powershell", ".config/Code/User/settings.json", ".config/Code/User/tasks.json",
 	".config/helix", ".config/mimeapps.list", ".local/share/applications", ".rustup/settings.toml",
 	".rustup/toolchains", ".nvm/versions",
+	// man's own config (DEFINE nroff runs a program), go's env file (GOFLAGS=-toolexec),
+	// docker's CLI plugins (run by docker --help), what sensible-editor and xdg-user-dir
+	// source, perl -d's and pylint's start-up files, gvim's, and the settings of the VS Code
+	// server's extensions and of other editors and agents that run tasks and servers.
+	".manpath", ".config/go/env", ".docker/cli-plugins", ".selected_editor", ".config/user-dirs.dirs",
+	".perldb", ".pylintrc", ".config/pylintrc", ".gvimrc", ".vscode-server", ".config/Cursor/User",
+	".config/zed", ".config/opencode",
 	".ssh", ".cache/sandboxd",
 }
 
