@@ -41,10 +41,11 @@ const (
 
 // shellNamedPaths returns what the shells' start-up files in home name as code they run,
 // absolute and clean (see above); a sourced file is read as well. A relative name is the
-// home's: a login shell starts there. missing, when set, answers for a path known not to be
-// there without a look of its own (most of the files are some other shell's). Run as the
-// caller, uid.
-func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]string, error) {
+// home's: a login shell starts there; but a relative PATH entry is taken from each of dirs (the
+// writable dirs and those down to the cwd), where the user's shell finds commands in it once
+// it is there. missing, when set, answers for a path known not to be there without a look of
+// its own (most of the files are some other shell's). Run as the caller, uid.
+func shellNamedPaths(home string, dirs []string, uid uint32, missing func(string) bool) ([]string, error) {
 	if home == "" || home == "/" {
 		return nil, nil
 	}
@@ -81,6 +82,11 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]stri
 		}
 		for _, p := range n.named {
 			add(p)
+		}
+		for _, rel := range n.relPath {
+			for _, d := range dirs {
+				add(filepath.Join(d, rel))
+			}
 		}
 	}
 	return out.list()
@@ -132,7 +138,7 @@ func shellFileNames(p, home string, uid uint32) (startupNames, bool) {
 }
 
 var shellNamesCache = newParsedFiles(func(n startupNames) int {
-	return stringsSize(n.sourced) + stringsSize(n.zdotdirs) + stringsSize(n.named)
+	return stringsSize(n.sourced) + stringsSize(n.zdotdirs) + stringsSize(n.named) + stringsSize(n.relPath)
 })
 
 // parsedFiles keeps what a parse made of each version of a file the plan reads on every call
@@ -222,6 +228,9 @@ func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse f
 // BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.
 type startupNames struct {
 	sourced, zdotdirs, named []string
+	// relPath are the relative PATH and fpath entries (`./node_modules/.bin`): a shell finds
+	// commands there from whatever dir it is in.
+	relPath []string
 }
 
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
@@ -273,13 +282,14 @@ func shellNames(src []byte, home string) startupNames {
 		for _, v := range vals {
 			switch a.Name.Value {
 			case "PATH", "FPATH", "path", "fpath":
-				// Each entry that is known: a dynamic one ($PATH) holds the marker.
-				for _, e := range strings.Split(v, ":") {
-					if strings.HasPrefix(e, "~/") {
-						e = filepath.Join(home, e[2:])
-					}
-					if filepath.IsAbs(e) && !strings.Contains(e, dynamicPart) {
+				for _, e := range pathEntries(v) {
+					switch {
+					case strings.HasPrefix(e, "~/"):
+						n.named = append(n.named, filepath.Join(home, e[2:]))
+					case filepath.IsAbs(e):
 						n.named = append(n.named, filepath.Clean(e))
+					case e != "" && e != "." && e != "./" && !strings.HasPrefix(e, "~"):
+						n.relPath = append(n.relPath, filepath.Clean(e))
 					}
 				}
 			case "ZDOTDIR":
@@ -324,6 +334,28 @@ func shellNames(src []byte, home string) startupNames {
 	return n
 }
 
+// pathEntries are the entries of a PATH value whose text is known: where part of an entry is
+// known only when the shell runs (the marker), what comes before it and what comes after it
+// are each an entry as well, since that part may hold a colon
+// (`$HOME/tools${PATH:+:${PATH}}` puts $HOME/tools first). An empty entry, the shell's cwd,
+// comes back as "".
+func pathEntries(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ":") {
+		i, j := strings.Index(e, dynamicPart), strings.LastIndex(e, dynamicPart)
+		if i < 0 {
+			out = append(out, e)
+			continue
+		}
+		for _, part := range []string{e[:i], e[j+len(dynamicPart):]} {
+			if part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
 // dynamicPart stands for a part of a word known only when the shell runs.
 const dynamicPart = "\x00"
 
@@ -366,10 +398,13 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 }
 
 // ShellNamedPaths is what the shells' start-up files in home name as code they run
-// (shellNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
-func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
+// (shellNamedPaths, relative PATH entries taken from each of the protected roots of the
+// writable dirs and cwd), read as the caller: for the daemon's own check before a file tool
+// writes.
+func ShellNamedPaths(uid, gid uint32, groups []uint32, home string, writable []string, cwd string) ([]string, error) {
 	var out []string
 	var named error
-	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, uid, nil) })
+	roots := protectedRoots(writable, cwd)
+	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, roots, uid, nil) })
 	return out, cmp.Or(err, named)
 }
