@@ -1173,3 +1173,31 @@ func TestHookRemakesASessionForFewerGroups(t *testing.T) {
 		t.Errorf("without it, the same agent session: %+v", a.HookSpecificOutput)
 	}
 }
+
+// TestFullOnlyBeside: sbctl runs the sbctl-full installed beside it, never one on $PATH,
+// where an agent's PATH may put a project's node_modules/.bin first.
+func TestFullOnlyBeside(t *testing.T) {
+	b := buildClientBins(t)
+	alone, onPath := t.TempDir(), t.TempDir()
+	data, err := os.ReadFile(b.sbctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(alone, "sbctl"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(onPath, "ran")
+	if err := os.WriteFile(filepath.Join(onPath, "sbctl-full"), []byte("#!/bin/sh\ntouch "+ran+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(alone, "sbctl"), "mcp")
+	cmd.Env = []string{"PATH=" + onPath + ":/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not installed beside this sbctl") {
+		t.Errorf("sbctl mcp without sbctl-full beside it: %v %s", err, out)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the sbctl-full on $PATH ran")
+	}
+}

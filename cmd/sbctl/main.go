@@ -28,12 +28,14 @@ func main() {
 	os.Exit(cli.Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, execFull))
 }
 
-// execFull replaces this process with sbctl-full and the same arguments: beside this binary
-// first (an install keeps the two together), then $PATH.
+// execFull replaces this process with sbctl-full and the same arguments, the one installed
+// beside this binary. Not one found on $PATH: an agent's hook and MCP server run sbctl with
+// the agent's PATH, where a project's node_modules/.bin may come first, and what they run
+// runs outside any sandbox.
 func execFull(e *cli.Env, name string, _ []string) error {
 	path, err := findFull()
 	if err != nil {
-		return fmt.Errorf("`sbctl %s` runs in %s, which is not installed beside sbctl or on $PATH (make build builds both): %w", name, fullName, err)
+		return fmt.Errorf("`sbctl %s` runs in %s, which is not installed beside this sbctl (make build and make install put both in one dir): %w", name, fullName, err)
 	}
 	if err := syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ()); err != nil {
 		return fmt.Errorf("exec %s: %w", path, err)
@@ -42,21 +44,17 @@ func execFull(e *cli.Env, name string, _ []string) error {
 }
 
 func findFull() (string, error) {
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), fullName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
 	}
-	// $PATH by hand: os/exec would add its init to every sbctl start for this one lookup.
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if !filepath.IsAbs(dir) {
-			continue // a relative $PATH entry is not a place to run a program from
-		}
-		p := filepath.Join(dir, fullName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
+	p := filepath.Join(filepath.Dir(self), fullName)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", err
 	}
-	return "", os.ErrNotExist
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", p)
+	}
+	return p, nil
 }
