@@ -464,3 +464,34 @@ func TestCdGit(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionQueries: a program asked only for its version, where that runs nothing of the
+// project's, is read-only; the same word with anything more, or from a program whose version
+// comes from what the project names (go's toolchain line, rustup's toolchain file), is not.
+func TestVersionQueries(t *testing.T) {
+	t.Parallel()
+	for cmd, readOnly := range map[string]bool{
+		"python3 --version":          true,
+		"python3.12 -V":              true,
+		"node -v":                    true,
+		"gcc --version":              true,
+		"make --version":             true,
+		"curl -V":                    true,
+		"bash --version":             true,
+		"env python3 --version":      true,
+		"python3 --version x.py":     false,
+		"python3 -c --version":       false,
+		"node --require x --version": false,
+		"PYTHONPATH=x python3 -V":    false,
+		"go version":                 false,
+		"cargo --version":            false,
+		"npm --version":              false,
+		"gcc -v":                     false,
+		"python3 '--vers'ion":        true, // quotes removed, as bash does
+		"python3 --vers*":            false,
+	} {
+		if c := Classify(cmd, testOpts); c.ReadOnly != readOnly {
+			t.Errorf("%q: read-only %v (%s), want %v", cmd, c.ReadOnly, c.Reason, readOnly)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -208,6 +209,25 @@ func staticArgv(sb *sub, strs *strSlab) []string {
 	return out
 }
 
+// versionFlags are, for programs that print their version and exit on that one word before
+// they read a file or load code (a project's config, a module, a start-up file), the words.
+// Not go (go.mod's toolchain line runs another go), cargo or rustc (rust-toolchain runs
+// another toolchain), npm or pip (their code and the project's .npmrc or .pth files load
+// first): those run what the project names.
+var versionFlags = func() map[string]map[string]bool {
+	long, longV := map[string]bool{"--version": true}, map[string]bool{"--version": true, "-V": true}
+	m := map[string]map[string]bool{
+		"python": longV, "python2": longV, "python3": longV, "curl": longV,
+		"node": {"--version": true, "-v": true}, "nodejs": {"--version": true, "-v": true},
+		"make": {"--version": true, "-v": true},
+		"gcc": long, "g++": long, "cc": long, "c++": long, "clang": long, "clang++": long, "bash": long,
+	}
+	for minor := 6; minor <= 20; minor++ {
+		m[fmt.Sprintf("python3.%d", minor)] = longV
+	}
+	return m
+}()
+
 // readOnlyReason returns "read_only" or "neutral" for a read-only command, or
 // the reason it is not.
 func (w *walker) readOnlyReason(sb *sub) string {
@@ -271,6 +291,9 @@ func (w *walker) argvReason(args []word, depth int) string {
 	}
 	if w.funcs[n] {
 		return "shadowed_command"
+	}
+	if len(args) == 2 && args[1].static && !args[1].glob && versionFlags[n][args[1].val] {
+		return "read_only"
 	}
 	e := lookupCmd(n) // neverReadOnly, isWrapper and readOnly in one lookup
 	if e.never {
