@@ -472,6 +472,29 @@ func (h *httpConn) continueNow(req *http.Request) error {
 // maxBodyStartScan bounds what checkBodyStart reads of a body before it is sent.
 const maxBodyStartScan = 64 << 10
 
+// bodyLooksHTTP is looksHTTP for a request's body, where scripts and prose begin with what a
+// lax reading takes for a request line (`#!/bin/sh`, `Fix /api timeout`): a body is held to be a
+// request when its first line names an HTTP version, or starts with a method as servers
+// dispatch one (upper case) and white space.
+func bodyLooksHTTP(b []byte) (isHTTP, known bool) {
+	if isHTTP, known = looksHTTP(b); !isHTTP {
+		return isHTTP, known
+	}
+	i := 0
+	for i < len(b) && isSkippedBeforeRequest(b[i]) {
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= 'A' && b[i] <= 'Z' {
+		i++
+	}
+	if i > start && i < len(b) && isSpaceLike(b[i]) {
+		return true, true
+	}
+	line, _, _ := bytes.Cut(b[start:], []byte{'\n'})
+	return bytes.Contains(bytes.ToLower(line), []byte("http/")), true
+}
+
 // checkBodyStart refuses a request whose body begins as a request line does (looksHTTP, as a
 // tunnel's stream is told). An origin that does not read a body it does not expect (a GET's,
 // or any its handler ignores: Python's http.server) takes it for the connection's next request:
@@ -487,10 +510,10 @@ func (h *httpConn) checkBodyStart(req *http.Request) error {
 		n, err := req.Body.Read(buf)
 		start = append(start, buf[:n]...)
 		end := err != nil || len(start) >= maxBodyStartScan
-		looks, known := looksHTTP(start)
+		looks, known := bodyLooksHTTP(start)
 		if !known && end {
 			// An origin waits for the line's end, and takes the next bytes it gets for it.
-			looks, known = looksHTTP(append(start[:len(start):len(start)], '\n'))
+			looks, known = bodyLooksHTTP(append(start[:len(start):len(start)], '\n'))
 		}
 		if looks {
 			return fmt.Errorf("%w: the request's body begins as an HTTP request does, and an origin that ignores the body would run it as a request no rule decided; send it in another encoding", ErrUnsupported)

@@ -1817,6 +1817,9 @@ func TestBodyStartingAsRequestRefused(t *testing.T) {
 		{"through a tunnel", "api.test", true, "", []string{hidden("api.test")}, 400},
 		{"JSON", "api.test", false, "", []string{`{"q":"POST /paste HTTP/1.1"}`}, 200},
 		{"text", "api.test", false, "", []string{"hello world\nPOST /paste HTTP/1.1\r\n"}, 200},
+		{"a script", "api.test", false, "", []string{"#!/bin/sh\necho hi\n"}, 200},
+		{"prose", "api.test", false, "", []string{"Fix /api timeout\n"}, 200},
+		{"a method in lower case, with a version", "api.test", false, "", []string{"fix /paste HTTP/1.1\r\n\r\n"}, 400},
 		// The origin at an address may serve other names: one no rule names may hide a
 		// request for one a rule names, or for a name no rule allows.
 		{"a host no rule names", "free.test", false, "", []string{hidden("free.test")}, 400},
@@ -1860,7 +1863,7 @@ func TestBodyStartingAsRequestRefused(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the origin serves what a forwarded body hid after answering
 	// Each body that went through reached it, and nothing a body hid.
-	want := []string{"GET api.test:/ok/a", "GET api.test:/ok/a", "GET free.test:/ok/a"}
+	want := []string{"GET api.test:/ok/a", "GET api.test:/ok/a", "GET api.test:/ok/a", "GET api.test:/ok/a", "GET free.test:/ok/a"}
 	got := served()
 	for i, l := range got {
 		got[i] = strings.Replace(strings.Replace(l, ":"+port, "", 1), "/", ":/", 1)
@@ -1869,8 +1872,8 @@ func TestBodyStartingAsRequestRefused(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the origin served %q, want %q", got, want)
 	}
-	if n := refusals.Load(); n != 11 {
-		t.Errorf("%d refusals recorded, want 11", n)
+	if n := refusals.Load(); n != 12 {
+		t.Errorf("%d refusals recorded, want 12", n)
 	}
 }
 
