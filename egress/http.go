@@ -148,6 +148,9 @@ func (h *httpConn) unparsed(req *http.Request) target {
 		t.host = host
 		t.port, _ = strconv.Atoi(port)
 	}
+	if t.port == 0 && h.tunnel != nil {
+		t.port = h.tunnel.port // a Host without a port names the tunnel's, as the origin reads it
+	}
 	t.host = auditableHost(t.host)
 	return t
 }
@@ -182,6 +185,7 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 	}
 	if t.method != "" {
 		if err := checkOverrides(req); err != nil {
+			h.s.recordRefusal(ctx, h.peer, t, nil, err.Error())
 			h.refuse(http.StatusBadRequest, "sandboxd egress proxy: "+err.Error()+"\n", "http_request_denied")
 			return false
 		}

@@ -333,6 +333,16 @@ func TestSOCKS5(t *testing.T) {
 	if len(denied) != 8 {
 		t.Errorf("denied events %+v, want 8 (policy, ::1, metadata, unresolved, bind, udp, atyp, 127.1)", denied)
 	}
+	// A command refused is recorded with the address it named.
+	named := 0
+	for _, ev := range denied {
+		if strings.Contains(ev.Reason, "only CONNECT is served") && ev.Host == "127.0.0.1" && ev.Port != 0 {
+			named++
+		}
+	}
+	if named != 2 {
+		t.Errorf("BIND and UDP ASSOCIATE refusals with their address: %d of %+v", named, denied)
+	}
 }
 
 func TestDenials(t *testing.T) {
@@ -1558,8 +1568,16 @@ func TestOverrideHeadersRefused(t *testing.T) {
 		},
 		AllowPrivate: loopback, Resolver: newResolver("api.test", "127.0.0.1"),
 	}
+	var recorded atomic.Int32 // refusals recorded naming the host and its port
+	s.Audit = func(ev Event) error {
+		if !ev.Allowed && ev.Host == "api.test" && strconv.Itoa(ev.Port) == port && strings.Contains(ev.Reason, "asks the server to act") {
+			recorded.Add(1)
+		}
+		return nil
+	}
 	proxy := startProxy(t, s)
 	host := "api.test:" + port
+	refusals := int32(0)
 	for _, tc := range []struct {
 		name, head string
 		want       int
@@ -1583,6 +1601,9 @@ func TestOverrideHeadersRefused(t *testing.T) {
 		{".method naming its own method", "POST /items/1?.method=post HTTP/1.1\r\n", 200},
 		{"x.method is another name", "POST /items/1?x.method=DELETE&method=DELETE HTTP/1.1\r\n", 200},
 	} {
+		if tc.want == 400 {
+			refusals += 2 // forwarded and in a tunnel
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			method, rest, _ := strings.Cut(tc.head, " ")
 			path, rest, _ := strings.Cut(rest, " ")
@@ -1594,6 +1615,9 @@ func TestOverrideHeadersRefused(t *testing.T) {
 				t.Errorf("in a tunnel: %d, want %d", resp.StatusCode, tc.want)
 			}
 		})
+	}
+	if n := recorded.Load(); n != refusals {
+		t.Errorf("%d refusals recorded with the host and port, want %d", n, refusals)
 	}
 	acted.Range(func(k, _ any) bool {
 		if a := k.(string); strings.HasPrefix(strings.ToUpper(a), "DELETE") || strings.Contains(a, "/admin") {

@@ -298,10 +298,6 @@ func readSOCKS(r *bufio.Reader, w io.Writer) (target, byte, error) {
 	if req[0] != socksVersion {
 		return t, socksReplyGeneralFailure, fmt.Errorf("%w: socks request version %d", ErrBadRequest, req[0])
 	}
-	if req[1] != socksCmdConnect {
-		// BIND and UDP ASSOCIATE would open paths the policy cannot see (inbound, UDP).
-		return t, socksReplyCmdNotSupported, fmt.Errorf("%w: socks command %d (only CONNECT is served)", ErrUnsupported, req[1])
-	}
 	var host string
 	switch req[3] {
 	case socksAtypIPv4:
@@ -334,6 +330,12 @@ func readSOCKS(r *bufio.Reader, w io.Writer) (target, byte, error) {
 		return t, 0, fmt.Errorf("%w: socks port: %w", ErrBadRequest, err)
 	}
 	port := int(binary.BigEndian.Uint16(pb[:]))
+	if req[1] != socksCmdConnect {
+		// BIND and UDP ASSOCIATE would open paths the policy cannot see (inbound, UDP). The
+		// address is read first, for the refusal's record.
+		t.host, t.port = auditableHost(host), port
+		return t, socksReplyCmdNotSupported, fmt.Errorf("%w: socks command %d (only CONNECT is served)", ErrUnsupported, req[1])
+	}
 	if port == 0 {
 		return t, socksReplyGeneralFailure, fmt.Errorf("%w: socks port 0", ErrBadRequest)
 	}
