@@ -609,7 +609,11 @@ func report(ctx context.Context, e *Env, hf *hookFlags, in *hookInput) {
 	}
 	sid, err := store.load()
 	if err != nil || sid == "" {
-		return // no PreToolUse decided in this session: nothing of sandboxd's to report on
+		// No PreToolUse was decided for this cwd and mode: none at all in this agent session,
+		// or the call moved the agent's cwd (a cd it keeps) or its mode changed since. Said, so
+		// a report missing from the audit log is not a mystery.
+		fmt.Fprintf(e.Stderr, "sbctl hook: no sandboxd session of this agent session for cwd %s and mode %q (its PreToolUse was decided elsewhere, or not at all); the PostToolUse report was not recorded\n", in.Cwd, mode)
+		return
 	}
 	tr := protocol.ToolReport{Event: "PostToolUse", Tool: in.ToolName, ToolUseID: in.ToolUseID, Input: in.ToolInput,
 		IsError: responseIsError(in.ToolResponse), ResponseBytes: len(in.ToolResponse), ClientKey: store.key}
