@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -114,6 +115,23 @@ func pathFacts(h *Host, key string, access permission.Access) func(ctx context.C
 			facts = append(facts, *raw)
 		}
 		return permission.ToolFacts{Paths: facts}, nil
+	}
+}
+
+// cwdRelative is requireAbs for Glob's and Grep's path, which the agents take relative to
+// their cwd as well (rg's PATH): a relative one is made absolute against the session's cwd,
+// as the agent's own tool would, before anything decides on it. One with a `..` component is
+// refused: cleaned here it would name another file than the one the kernel opens past a link.
+func cwdRelative(key string) func(ctx context.Context, c *Call) error {
+	abs := requireAbs(key)
+	return func(ctx context.Context, c *Call) error {
+		p := c.Input.String(key)
+		if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") || strings.IndexByte(p, 0) >= 0 ||
+			slices.Contains(strings.Split(p, "/"), "..") {
+			return abs(ctx, c)
+		}
+		c.Input[key] = filepath.Join(c.Session.Cwd(), p)
+		return nil
 	}
 }
 

@@ -268,6 +268,14 @@ func TestGlobTool(t *testing.T) {
 	if text(r) != "No files found" {
 		t.Fatalf("none: %q", text(r))
 	}
+	// A relative path is the cwd's, as the agents' own Glob takes it; one with .. is refused.
+	r = e.mustCall(t, "Glob", Input{"pattern": "f00*.ts", "path": "src"})
+	if !strings.HasSuffix(text(r), "src/f000.ts") {
+		t.Fatalf("relative path: %q", text(r))
+	}
+	if _, err := e.call(t, "Glob", Input{"pattern": "*", "path": "src/../src"}); err == nil || !strings.Contains(err.Error(), "absolute path") {
+		t.Fatalf("a relative path with ..: %v", err)
+	}
 }
 
 func TestGrepTool(t *testing.T) {
@@ -287,6 +295,10 @@ func TestGrepTool(t *testing.T) {
 	r = e.mustCall(t, "Grep", Input{"pattern": "beta", "output_mode": "content", "-B": 1, "path": filepath.Join(e.dir, "d/f00.txt")})
 	if text(r) != "1-alpha\n2:beta needle" {
 		t.Fatalf("content: %q", text(r))
+	}
+	r = e.mustCall(t, "Grep", Input{"pattern": "beta", "output_mode": "content", "-B": 1, "path": "d/f00.txt"})
+	if text(r) != "1-alpha\n2:beta needle" {
+		t.Fatalf("content, a relative path: %q", text(r))
 	}
 	// Pagination: disjoint pages that cover everything.
 	seen := map[string]bool{}

@@ -35,7 +35,7 @@ func globDef(h *Host) Def {
 		Schema:           globSchema,
 		ReadOnly:         always,
 		ConcurrencySafe:  always,
-		Validate:         requireAbs("path"),
+		Validate:         cwdRelative("path"),
 		Backfill:         backfillPath("path", true),
 		CheckPermissions: globFacts(h),
 		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {

@@ -49,7 +49,7 @@ func grepDef(h *Host) Def {
 		Schema:             grepSchema,
 		ReadOnly:           always,
 		ConcurrencySafe:    always,
-		Validate:           requireAbs("path"),
+		Validate:           cwdRelative("path"),
 		Backfill:           backfillPath("path", true),
 		CheckPermissions:   grepFacts(h),
 		MaxResultSizeChars: grepMaxResultChars,
