@@ -74,6 +74,8 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzIndexGitlinks:20000 \
 	./sandbox:FuzzShellNames:20000 \
 	./sandbox:FuzzAgentNames:20000 \
+	./sandbox:FuzzSSHNames:20000 \
+	./internal/globwalk:FuzzLoosen:20000 \
 	./replay:FuzzDecide:10000
 
 fuzz-short:

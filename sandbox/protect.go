@@ -339,6 +339,11 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	if err != nil {
 		return nil, nil, err
 	}
+	sshNamed, err := sshNamedPaths(home, spec.UID, v.knownMissing)
+	if err != nil {
+		return nil, nil, err
+	}
+	named = append(named, sshNamed...)
 	named = append(named, agentNamedPaths(clean, home, spec.UID, v.knownMissing)...)
 	for _, c := range named {
 		if under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) }) {

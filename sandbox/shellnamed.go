@@ -397,6 +397,15 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 	return s, s != "" && s != dynamicPart
 }
 
+// SSHNamedPaths is what ~/.ssh/config names as config ssh reads or code it runs
+// (sshNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
+func SSHNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
+	var out []string
+	var named error
+	err := asCaller(uid, gid, groups, func() { out, named = sshNamedPaths(home, uid, nil) })
+	return out, cmp.Or(err, named)
+}
+
 // ShellNamedPaths is what the shells' start-up files in home name as code they run
 // (shellNamedPaths, relative PATH entries taken from each of the protected roots of the
 // writable dirs and cwd), read as the caller: for the daemon's own check before a file tool

@@ -2,8 +2,10 @@ package globwalk
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -89,4 +91,23 @@ func TestOutsideBounds(t *testing.T) {
 	if _, complete := Outside([]string{"rel/*"}, []string{w}, Budget{Entries: 10, Matches: 10}, 8); complete {
 		t.Error("a relative pattern: complete")
 	}
+}
+
+// FuzzLoosen: any glob segment loosens to a valid pattern that matches the segment's own
+// text, lower-cased, where the segment holds no wildcard (a literal name matches itself).
+func FuzzLoosen(f *testing.F) {
+	for _, s := range []string{"*.go", "[!a]?", "@(a|b)*", "\\*x", "[[:alpha:]]", "É*", "a[", "+(x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, seg string) {
+		pat := loosen(seg)
+		if _, err := path.Match(pat, "x"); err != nil {
+			t.Fatalf("%q loosened to %q: %v", seg, pat, err)
+		}
+		if !isGlob(seg) && !strings.Contains(seg, "/") {
+			if ok, _ := path.Match(pat, strings.ToLower(seg)); !ok {
+				t.Fatalf("%q loosened to %q, which does not match it", seg, pat)
+			}
+		}
+	})
 }
