@@ -105,7 +105,7 @@ func TestSuggestedRulesOfRunnersAreWhole(t *testing.T) {
 		return suggestedRules(t, td, r.ApprovalID)
 	}
 	for cmd, want := range map[string]string{
-		"env LC_ALL=C make -v":          "Bash(env LC_ALL=C make -v)",
+		"env LC_ALL=C make -k":          "Bash(env LC_ALL=C make -k)",
 		"python3 -c pass":               "Bash(python3 -c pass)",
 		"node -e 1":                     "Bash(node -e 1)",
 		"npx -y cowsay hi":              "Bash(npx -y cowsay hi)",
