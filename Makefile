@@ -75,6 +75,7 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzShellNames:20000 \
 	./sandbox:FuzzAgentNames:20000 \
 	./sandbox:FuzzSSHNames:20000 \
+	./sandbox:FuzzVimNames:20000 \
 	./internal/globwalk:FuzzLoosen:20000 \
 	./replay:FuzzDecide:10000
 

@@ -181,7 +181,7 @@ type namedPath struct {
 // configNamed is what s's owner's protected configs name: what the git configs among s's
 // protected candidates take hooks, config or programs from (sandbox.GitNamedPaths), and what
 // the shells' start-up files source, run or put on PATH (sandbox.ShellNamedPaths), what ssh's
-// config includes or runs (sandbox.SSHNamedPaths, marked as the shells' are), and what the
+// and vim's configs include or run (sandbox.ToolNamedPaths, marked as the shells' are), and what the
 // agents' settings run (sandbox.AgentNamedPaths), read as s's owner.
 func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	o := s.Owner
@@ -193,7 +193,7 @@ func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	ssh, err := sandbox.SSHNamedPaths(o.UID, o.GID, o.Groups, o.Home)
+	tools, err := sandbox.ToolNamedPaths(o.UID, o.GID, o.Groups, o.Home)
 	if err != nil {
 		return nil, err
 	}
@@ -201,15 +201,15 @@ func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]namedPath, 0, len(git)+len(shell)+len(ssh)+len(agent))
+	out := make([]namedPath, 0, len(git)+len(shell)+len(tools)+len(agent))
 	for _, p := range git {
 		out = append(out, namedPath{path: p, special: specialGitNamed, what: "git's config takes hooks or config from", runner: "the user's next git command"})
 	}
 	for _, p := range shell {
 		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's shell start-up files source, run or find programs", runner: "the user's next shell"})
 	}
-	for _, p := range ssh {
-		out = append(out, namedPath{path: p, special: specialShellNamed, what: "ssh's config includes, runs or loads", runner: "the user's next ssh (git over ssh too)"})
+	for _, p := range tools {
+		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's ssh or vim config includes, runs or loads", runner: "the user's next ssh (git over ssh too) or vim"})
 	}
 	for _, p := range agent {
 		out = append(out, namedPath{path: p, special: specialAgentNamed, what: "the agent's settings run hooks, helpers or MCP servers", runner: "the agent, outside any sandbox"})

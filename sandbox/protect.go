@@ -339,11 +339,13 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	if err != nil {
 		return nil, nil, err
 	}
-	sshNamed, err := sshNamedPaths(home, spec.UID, v.knownMissing)
-	if err != nil {
-		return nil, nil, err
+	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths} {
+		more, err := toolNamed(home, spec.UID, v.knownMissing)
+		if err != nil {
+			return nil, nil, err
+		}
+		named = append(named, more...)
 	}
-	named = append(named, sshNamed...)
 	named = append(named, agentNamedPaths(clean, home, spec.UID, v.knownMissing)...)
 	for _, c := range named {
 		if under(c, home) || slices.ContainsFunc(writable, func(w string) bool { return under(c, w) }) {

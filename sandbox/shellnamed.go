@@ -397,13 +397,17 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 	return s, s != "" && s != dynamicPart
 }
 
-// SSHNamedPaths is what ~/.ssh/config names as config ssh reads or code it runs
-// (sshNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
-func SSHNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
-	var out []string
-	var named error
-	err := asCaller(uid, gid, groups, func() { out, named = sshNamedPaths(home, uid, nil) })
-	return out, cmp.Or(err, named)
+// ToolNamedPaths is what ~/.ssh/config and the vim start-up files name as config the tool
+// reads or code it runs (sshNamedPaths, vimNamedPaths), read as the caller: for the daemon's
+// own check before a file tool writes.
+func ToolNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
+	var ssh, vim []string
+	var sshErr, vimErr error
+	err := asCaller(uid, gid, groups, func() {
+		ssh, sshErr = sshNamedPaths(home, uid, nil)
+		vim, vimErr = vimNamedPaths(home, uid, nil)
+	})
+	return append(ssh, vim...), cmp.Or(err, sshErr, vimErr)
 }
 
 // ShellNamedPaths is what the shells' start-up files in home name as code they run

@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestVimNames: what the vim start-up files source, and the runtime dirs they add, in the
+// forms vimrcs write them; sourced files are read too.
+func TestVimNames(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".vimrc"):                      "set nocompatible\nsource ~/dot/vim/local.vim\n:so $HOME/dot/more.vim\nset rtp+=~/dot/vimrt,/opt/vim\nlet &packpath .= ',~/dot/pack'\nsource relative.vim\n",
+		filepath.Join(home, "dot", "vim", "local.vim"):     "luafile ~/dot/init.lua\n",
+		filepath.Join(home, ".config", "nvim", "init.vim"): "set runtimepath^=~/dot/nvimrt\n",
+	})
+	got, err := vimNamedPaths(home, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"dot/vim/local.vim", "dot/more.vim", "dot/vimrt", "dot/pack", "dot/init.lua", "dot/nvimrt"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	if !slices.Contains(got, "/opt/vim") {
+		t.Errorf("/opt/vim not among %v", got)
+	}
+	for _, p := range got {
+		if !filepath.IsAbs(p) {
+			t.Errorf("not absolute: %q", p)
+		}
+	}
+}
+
+// TestVimNamedPathsProtected: in a session rooted at a dotfiles repository, a file the
+// owner's ~/.vimrc sources from it is read-only.
+func TestVimNamedPathsProtected(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	f.write(t, map[string]string{
+		filepath.Join(f.home, ".vimrc"):           "source ~/repo/vim/local.vim\nset rtp+=~/repo/rt\n",
+		filepath.Join(f.repo, "vim", "local.vim"): "set number\n",
+		filepath.Join(f.repo, "src", "a.go"):      "package a\n",
+	})
+	chownR(t, filepath.Dir(f.home))
+	const script = `( echo '!id' >> vim/lo""cal.vim ) 2>/dev/null && echo 'ATTACK-WORKED sourced vim file'; ` +
+		`mkdir -p r""t/plugin && echo 'call system("id")' > rt/plugin/x.vim; echo ok >> src/a.go && echo done`
+	f.attack(t, s, script, f.repo, f.repo)
+	delete(f.files, filepath.Join(f.repo, "src", "a.go")) // the project's own file: written
+	f.unchanged(t)
+	if _, err := os.Lstat(filepath.Join(f.repo, "rt")); err == nil {
+		t.Error("a runtime dir ~/.vimrc adds, made by the call, is still there after it")
+	}
+}
+
+// FuzzVimNames: any script parses without a panic and names only absolute, clean paths.
+func FuzzVimNames(f *testing.F) {
+	for _, s := range []string{"source ~/a.vim\nset rtp+=~/b,/c\n", "let &rtp .= ',~/d'\n:so! $HOME/e\n", "set pp^=\"~/f\"\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := vimScriptNames(b, "/home/u")
+		for _, p := range slices.Concat(n.sourced, n.dirs) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				t.Fatalf("%q names %q", b, p)
+			}
+		}
+	})
+}
