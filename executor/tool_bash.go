@@ -141,7 +141,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 	if len(cl.Paths) > maxBashPathFacts {
 		return tf, errcode.Msg(errcode.Validation, fmt.Sprintf("the command names more than %d paths; split it", maxBashPathFacts))
 	}
-	globFacts, globsSeen := h.globsOutside(ctx, c, cl.Globs)
+	globFacts, globsSeen := h.globsOutside(c, cl.Globs)
 	if !globsSeen {
 		marked := *cl
 		marked.PathsIncomplete, marked.PathsUnbounded = true, true
@@ -297,12 +297,14 @@ var globWalkBudget = globwalk.Budget{Entries: 16384, Matches: 4096}
 
 const maxGlobLinks = 16
 
-// globsOutside expands the line's bounded globs (Classification.Globs) as the owner and gives
+// globsOutside expands the line's bounded globs (Classification.Globs) as the owner, in the
+// daemon (sandbox.GlobOutsideOnHost) rather than through the worker, whose round trip is a
+// wake-up on every such call, and gives
 // each match that leads out of the session's directories through a symbolic link as a Read
 // fact: with up -> .., `cat up/*` and `cat */secret` read what no name of the line shows, and
 // the policy's outside-the-session and rule checks must see where. seen is false when the
 // walk could not look at everything (its bounds, an error): the line's paths are then unbounded.
-func (h *Host) globsOutside(ctx context.Context, c *Call, globs []string) (facts []permission.PathFact, seen bool) {
+func (h *Host) globsOutside(c *Call, globs []string) (facts []permission.PathFact, seen bool) {
 	if len(globs) == 0 || c.unconfined {
 		// A line its caller runs itself is never read-only with a glob (a path known only
 		// when it runs, where no sandbox holds it): the policy asks for it whatever it matches.
@@ -312,15 +314,8 @@ func (h *Host) globsOutside(ctx context.Context, c *Call, globs []string) (facts
 	for _, to := range c.Session.LeadsTo() {
 		dirs = append(dirs, to)
 	}
-	var links []globwalk.Link
-	var complete bool
-	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
-		r, err := w.GlobOutside(ctx, worker.GlobOutsideArgs{Patterns: globs, Dirs: dirs, Budget: globWalkBudget, Max: maxGlobLinks})
-		if err == nil {
-			links, complete = r.Links, r.Complete
-		}
-		return err
-	})
+	o := c.Session.Owner
+	links, complete, err := sandbox.GlobOutsideOnHost(o.UID, o.GID, o.Groups, globs, dirs, globWalkBudget, maxGlobLinks)
 	if err != nil {
 		return nil, false
 	}

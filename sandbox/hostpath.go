@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/globwalk"
 )
 
 // HostPath is where a path leads for a process of the caller's own, outside any sandbox.
@@ -248,4 +250,24 @@ func NamesBelow(ctx context.Context, uid, gid uint32, groups []uint32, dir strin
 	}
 	err = asCaller(uid, gid, groups, walk)
 	return kept, complete, err
+}
+
+// GlobOutsideOnHost is globwalk.Outside as the caller (uid, gid, groups) looks the patterns up
+// in the daemon's mount namespace, for a Bash line's decision: where a match leads out of the
+// session, it leads out in the sandbox too (a link to /tmp is outside in either view). The
+// listing's CPU is the daemon's, charged to the caller's share of it (walkShare); one owing
+// its share gets no walk (false: the line's paths are then unknown).
+//
+// WARNING: the daemon lists user-named dirs here, as the caller (asCaller); rerun as root after
+// changing: go test -run 'TestGlobOutsideOnHost|TestAsCaller' ./sandbox/
+func GlobOutsideOnHost(uid, gid uint32, groups []uint32, patterns, dirs []string, b globwalk.Budget, max int) (links []globwalk.Link, complete bool, err error) {
+	if walkShare.wait(uid) > 0 {
+		return nil, false, nil
+	}
+	err = asCaller(uid, gid, groups, func() {
+		began := threadCPU()
+		links, complete = globwalk.Outside(patterns, dirs, b, max)
+		walkShare.charge(uid, threadCPU()-began)
+	})
+	return links, complete, err
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/internal/globwalk"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -101,5 +102,37 @@ func TestResolveOnHost(t *testing.T) {
 	}
 	if _, err := ResolveOnHost(nobody, nobody, nil, "rel/path", hidden); err == nil {
 		t.Error("a relative path resolved")
+	}
+}
+
+// TestGlobOutsideOnHost expands as the caller: a link in a dir the caller cannot list is no
+// match of theirs, one in a dir they can is found where it leads.
+func TestGlobOutsideOnHost(t *testing.T) {
+	t.Parallel()
+	testutil.RequireRoot(t)
+	d := hostTempDir(t, "/var/tmp", "sbx-globhost-")
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"w/pub", "w/closed", "out"} {
+		if err := os.MkdirAll(filepath.Join(d, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "out/secret"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"w/pub/up", "w/closed/up"} {
+		if err := os.Symlink(filepath.Join(d, "out"), filepath.Join(d, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(d, "w/closed"), 0o700); err != nil { // root's: nobody cannot list it
+		t.Fatal(err)
+	}
+	b := globwalk.Budget{Entries: 100, Matches: 100}
+	links, complete, err := GlobOutsideOnHost(nobody, nobody, nil, []string{d + "/w/*/*/secret"}, []string{d + "/w"}, b, 8)
+	if err != nil || !complete || len(links) != 1 || links[0].Path != d+"/w/pub/up/secret" || links[0].Resolved != d+"/out/secret" {
+		t.Fatalf("as nobody: %+v complete %v err %v; want only w/pub/up/secret, leading to out/secret", links, complete, err)
 	}
 }

@@ -268,16 +268,6 @@ func (c *Client) ResolveRead(ctx context.Context, path string) (*Resolved, error
 	return resp.Resolve, nil
 }
 
-// GlobOutside expands patterns as the owner for the matches that lead outside dirs
-// (globwalk.Outside).
-func (c *Client) GlobOutside(ctx context.Context, a GlobOutsideArgs) (*GlobOutsideReply, error) {
-	resp, _, err := c.do(ctx, &Request{Op: OpGlobOutside, GlobOutside: &a}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return resp.GlobOutside, nil
-}
-
 // Markdown converts a page's HTML to Markdown in the worker (domain: the page's
 // scheme://host, for its relative links).
 func (c *Client) Markdown(ctx context.Context, html []byte, domain string) (string, error) {

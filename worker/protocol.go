@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
-	"github.com/sandboxd/sandboxd/internal/globwalk"
 )
 
 // The wire protocol between the daemon (Client) and the worker (Main), on one stream socket
@@ -36,25 +35,20 @@ const (
 	OpReadFile = "readfile"
 	OpMarkdown = "markdown" // the payload is HTML; the answer's payload is its Markdown
 	OpCancel   = "cancel"
-	// OpGlobOutside expands a Bash line's bounded globs for the matches that lead out of the
-	// session's dirs (globwalk.Outside).
-	OpGlobOutside = "globoutside"
 )
 
 // Request is a request header. Exactly one of the argument fields matches Op.
 type Request struct {
-	Op    string     `json:"op"`
-	Read  *ReadArgs  `json:"read,omitempty"`
-	Write *WriteArgs `json:"write,omitempty"`
-	Edit  *EditArgs  `json:"edit,omitempty"`
-	Glob  *GlobArgs  `json:"glob,omitempty"`
-	Grep  *GrepArgs  `json:"grep,omitempty"`
-	// GlobOutside is the globoutside op's.
-	GlobOutside *GlobOutsideArgs `json:"glob_outside,omitempty"`
-	Path        string           `json:"path,omitempty"`      // resolve, readfile
-	MaxBytes    int64            `json:"max_bytes,omitempty"` // readfile
-	CancelID    uint64           `json:"cancel_id,omitempty"` // cancel: the request to stop
-	Domain      string           `json:"domain,omitempty"`    // markdown: scheme://host of the page
+	Op       string     `json:"op"`
+	Read     *ReadArgs  `json:"read,omitempty"`
+	Write    *WriteArgs `json:"write,omitempty"`
+	Edit     *EditArgs  `json:"edit,omitempty"`
+	Glob     *GlobArgs  `json:"glob,omitempty"`
+	Grep     *GrepArgs  `json:"grep,omitempty"`
+	Path     string     `json:"path,omitempty"`      // resolve, readfile
+	MaxBytes int64      `json:"max_bytes,omitempty"` // readfile
+	CancelID uint64     `json:"cancel_id,omitempty"` // cancel: the request to stop
+	Domain   string     `json:"domain,omitempty"`    // markdown: scheme://host of the page
 	// Fallback (resolve) also looks for a Unicode or spacing variant of a missing name, as
 	// Read does: the policy then decides on the variant that Read will open.
 	Fallback bool `json:"fallback,omitempty"`
@@ -70,22 +64,6 @@ type Response struct {
 	Resolve  *Resolved      `json:"resolve,omitempty"`
 	FileInfo *FileInfo      `json:"file,omitempty"` // readfile
 	Markdown *MarkdownReply `json:"markdown,omitempty"`
-	// GlobOutside answers globoutside.
-	GlobOutside *GlobOutsideReply `json:"glob_outside,omitempty"`
-}
-
-// GlobOutsideArgs are globwalk.Outside's.
-type GlobOutsideArgs struct {
-	Patterns []string        `json:"patterns"`
-	Dirs     []string        `json:"dirs"`
-	Budget   globwalk.Budget `json:"budget"`
-	Max      int             `json:"max"`
-}
-
-// GlobOutsideReply is what globwalk.Outside returned.
-type GlobOutsideReply struct {
-	Links    []globwalk.Link `json:"links,omitempty"`
-	Complete bool            `json:"complete"`
 }
 
 // WireError is an error crossing the socket: a telemetry-safe code and the agent-facing message.

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
-	"github.com/sandboxd/sandboxd/internal/globwalk"
 )
 
 // Arg is the hidden first argument that makes the daemon binary (or a test binary) run as a
@@ -150,16 +149,11 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 		resp.FileInfo, out, err = doReadFile(req.Path, req.MaxBytes)
 	case OpMarkdown:
 		resp.Markdown, out, err = doMarkdown(payload, req.Domain)
-	case OpGlobOutside:
-		if a := req.GlobOutside; a != nil {
-			links, complete := globwalk.Outside(a.Patterns, a.Dirs, a.Budget, a.Max)
-			resp.GlobOutside = &GlobOutsideReply{Links: links, Complete: complete}
-		}
 	default:
 		err = errcode.Msg(errcode.BadRequest, "unknown worker op "+req.Op)
 	}
 	if err == nil && resp.Read == nil && resp.Write == nil && resp.Glob == nil && resp.Grep == nil &&
-		resp.Resolve == nil && resp.FileInfo == nil && resp.Markdown == nil && resp.GlobOutside == nil {
+		resp.Resolve == nil && resp.FileInfo == nil && resp.Markdown == nil {
 		err = errcode.Msg(errcode.BadRequest, "worker op "+req.Op+" without arguments")
 	}
 	if err != nil {
