@@ -49,45 +49,57 @@ func shellNamedPaths(home string, dirs []string, uid uint32, missing func(string
 	if home == "" || home == "/" {
 		return nil, nil
 	}
+	var starts []string
+	for _, f := range shellStartup {
+		starts = append(starts, filepath.Join(home, f))
+	}
+	return followNamed(starts, maxShellNamedFiles, missing, func(p string, out *namedSet, read func(string)) {
+		n, ok := shellFileNames(p, home, uid)
+		if !ok {
+			return
+		}
+		for _, p := range n.sourced {
+			out.add(p)
+			read(p)
+		}
+		for _, d := range n.zdotdirs {
+			for _, f := range zshStartup {
+				out.add(filepath.Join(d, f))
+				read(filepath.Join(d, f))
+			}
+		}
+		for _, p := range n.named {
+			out.add(p)
+		}
+		for _, rel := range n.relPath {
+			for _, d := range dirs {
+				out.add(filepath.Join(d, rel))
+			}
+		}
+	})
+}
+
+// followNamed reads the config files starts, and each one a file read names for reading
+// (read), at most max files, skipping those missing says are not there; visit adds what each
+// names to out. The paths, or errTooManyNamed past maxNamedPaths.
+func followNamed(starts []string, max int, missing func(string) bool, visit func(p string, out *namedSet, read func(string))) ([]string, error) {
 	var out namedSet
 	var queue []string
 	queued := map[string]bool{}
-	add := out.add
 	read := func(p string) {
 		if p != "" && !queued[p] {
 			queued[p] = true
 			queue = append(queue, p)
 		}
 	}
-	for _, f := range shellStartup {
-		read(filepath.Join(home, f))
+	for _, p := range starts {
+		read(p)
 	}
-	for i := 0; i < len(queue) && i < maxShellNamedFiles; i++ {
+	for i := 0; i < len(queue) && i < max; i++ {
 		if missing != nil && missing(queue[i]) {
 			continue
 		}
-		n, ok := shellFileNames(queue[i], home, uid)
-		if !ok {
-			continue
-		}
-		for _, p := range n.sourced {
-			add(p)
-			read(p)
-		}
-		for _, d := range n.zdotdirs {
-			for _, f := range zshStartup {
-				add(filepath.Join(d, f))
-				read(filepath.Join(d, f))
-			}
-		}
-		for _, p := range n.named {
-			add(p)
-		}
-		for _, rel := range n.relPath {
-			for _, d := range dirs {
-				add(filepath.Join(d, rel))
-			}
-		}
+		visit(queue[i], &out, read)
 	}
 	return out.list()
 }

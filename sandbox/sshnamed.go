@@ -31,16 +31,10 @@ func sshNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 	if home == "" || home == "/" {
 		return nil, nil
 	}
-	var out namedSet
-	queue := []string{filepath.Join(home, ".ssh", "config")}
-	queued := map[string]bool{queue[0]: true}
-	for i := 0; i < len(queue) && i < maxSSHConfigFiles; i++ {
-		if missing != nil && missing(queue[i]) {
-			continue
-		}
-		n, ok := sshConfigCache.get(queue[i], home, uid, maxShellFileBytes, func(b []byte) sshConfigNames { return sshNames(b, home) })
+	return followNamed([]string{filepath.Join(home, ".ssh", "config")}, maxSSHConfigFiles, missing, func(p string, out *namedSet, read func(string)) {
+		n, ok := sshConfigCache.get(p, home, uid, maxShellFileBytes, func(b []byte) sshConfigNames { return sshNames(b, home) })
 		if !ok {
-			continue
+			return
 		}
 		for _, p := range n.named {
 			out.add(p)
@@ -54,13 +48,9 @@ func sshNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 				continue
 			}
 			out.add(inc)
-			if !queued[inc] {
-				queued[inc] = true
-				queue = append(queue, inc)
-			}
+			read(inc)
 		}
-	}
-	return out.list()
+	})
 }
 
 // globDir is the dir a glob pattern lists: its part before the first segment with a wildcard.

@@ -29,25 +29,14 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 	if home == "" || home == "/" {
 		return nil, nil
 	}
-	var out namedSet
-	var queue []string
-	queued := map[string]bool{}
-	read := func(p string) {
-		if !queued[p] {
-			queued[p] = true
-			queue = append(queue, p)
-		}
-	}
+	var starts []string
 	for _, f := range vimStartup {
-		read(filepath.Join(home, f))
+		starts = append(starts, filepath.Join(home, f))
 	}
-	for i := 0; i < len(queue) && i < maxVimFiles; i++ {
-		if missing != nil && missing(queue[i]) {
-			continue
-		}
-		n, ok := vimNamesCache.get(queue[i], home, uid, maxShellFileBytes, func(b []byte) vimNames { return vimScriptNames(b, home) })
+	return followNamed(starts, maxVimFiles, missing, func(p string, out *namedSet, read func(string)) {
+		n, ok := vimNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) vimNames { return vimScriptNames(b, home) })
 		if !ok {
-			continue
+			return
 		}
 		for _, p := range n.sourced {
 			out.add(p)
@@ -56,8 +45,7 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 		for _, d := range n.dirs {
 			out.add(d)
 		}
-	}
-	return out.list()
+	})
 }
 
 // vimScriptNames reads one vim script's source, so, luafile and runtime path settings. Only
