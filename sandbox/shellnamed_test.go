@@ -70,26 +70,34 @@ export PATH="./node_modules/.bin:$PATH:.:"
 // a call makes there is moved aside, however the call spells the name.
 func TestShellNamedPathsProtected(t *testing.T) {
 	t.Parallel()
-	s := newTestSandbox(t, Config{})
-	f := newProtectFixture(t)
 	rc := "# rc\n. ~/repo/env.sh\nexport PATH=\"$HOME/repo/tools:$PATH\"\n[ -x ~/repo/hello ] && ~/repo/hello\n"
-	f.write(t, map[string]string{
-		filepath.Join(f.home, ".bashrc"):     rc,
-		filepath.Join(f.repo, "env.sh"):      "export A=1\n",
-		filepath.Join(f.repo, "src", "a.go"): "package a\n",
-	})
-	chownR(t, filepath.Dir(f.home))
 	// The names are built at run time, as a program the classifier cannot see into would.
 	const script = `e=env; ( echo id >> ${e}.sh ) 2>/dev/null && echo 'ATTACK-WORKED sourced file'; ` +
 		`mkdir -p too""ls && printf '#!/bin/sh\nid\n' > tools/ls && chmod +x tools/ls; ` +
-		`printf '#!/bin/sh\nid\n' > hel""lo; chmod +x hello; ` +
-		`echo ok >> src/a.go && echo done`
-	f.attack(t, s, script, f.repo, f.repo)
+		`printf '#!/bin/sh\nid\n' > hel""lo; chmod +x hello; `
+	attackNamed(t, map[string]string{".bashrc": rc, "repo/env.sh": "export A=1\n"}, script, "tools", "hello")
+}
+
+// attackNamed writes files (relative to the home) into a fresh fixture, runs script and then
+// a write of the project's own src/a.go in its repo, as a call with the repo writable, and
+// checks that the files are unchanged and each of gone (relative to the repo) is not there
+// after the call.
+func attackNamed(t *testing.T, files map[string]string, script string, gone ...string) {
+	t.Helper()
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	abs := map[string]string{filepath.Join(f.repo, "src", "a.go"): "package a\n"}
+	for p, c := range files {
+		abs[filepath.Join(f.home, p)] = c
+	}
+	f.write(t, abs)
+	chownR(t, filepath.Dir(f.home))
+	f.attack(t, s, script+`echo ok >> src/a.go && echo done`, f.repo, f.repo)
 	delete(f.files, filepath.Join(f.repo, "src", "a.go")) // the project's own file: written
 	f.unchanged(t)
-	for _, p := range []string{filepath.Join(f.repo, "tools"), filepath.Join(f.repo, "hello")} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s, on the owner's PATH or run by their .bashrc, is still there after the call", p)
+	for _, g := range gone {
+		if _, err := os.Lstat(filepath.Join(f.repo, g)); err == nil {
+			t.Errorf("%s, which the owner's config names, is still there after the call", g)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -51,24 +50,12 @@ Match exec "~/dot/check.sh %h" host y
 // config's Include glob looks is refused.
 func TestSSHNamedPathsProtected(t *testing.T) {
 	t.Parallel()
-	s := newTestSandbox(t, Config{})
-	f := newProtectFixture(t)
-	f.write(t, map[string]string{
-		filepath.Join(f.home, ".ssh", "config"): "Include ~/repo/ssh/*.conf\nHost *\n  ProxyCommand ~/repo/px.sh %h %p\n",
-		filepath.Join(f.repo, "ssh", "a.conf"):  "Host a\n",
-		filepath.Join(f.repo, "px.sh"):          "#!/bin/sh\n",
-		filepath.Join(f.repo, "src", "a.go"):    "package a\n",
-	})
-	chownR(t, filepath.Dir(f.home))
 	const script = `d=ssh; ( echo 'Match exec "id"' > $d/x.conf ) 2>/dev/null && echo 'ATTACK-WORKED include glob'; ` +
-		`( echo id >> p""x.sh ) 2>/dev/null && echo 'ATTACK-WORKED proxy command'; ` +
-		`echo ok >> src/a.go && echo done`
-	f.attack(t, s, script, f.repo, f.repo)
-	delete(f.files, filepath.Join(f.repo, "src", "a.go")) // the project's own file: written
-	f.unchanged(t)
-	if _, err := os.Lstat(filepath.Join(f.repo, "ssh", "x.conf")); err == nil {
-		t.Error("a config in the dir ~/.ssh/config includes from is still there after the call")
-	}
+		`( echo id >> p""x.sh ) 2>/dev/null && echo 'ATTACK-WORKED proxy command'; `
+	attackNamed(t, map[string]string{
+		".ssh/config":     "Include ~/repo/ssh/*.conf\nHost *\n  ProxyCommand ~/repo/px.sh %h %p\n",
+		"repo/ssh/a.conf": "Host a\n", "repo/px.sh": "#!/bin/sh\n",
+	}, script, "ssh/x.conf")
 }
 
 // FuzzSSHNames: any config parses without a panic and names only absolute, clean paths.
