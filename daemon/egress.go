@@ -272,9 +272,17 @@ func (c *Core) egressVerdict(ctx context.Context, r egress.Request, s *session.S
 // IP hold it. Only rules naming an address are evaluated again: a name's allow does not need
 // one for its address.
 func (c *Core) decideEgressAddr(ctx context.Context, r egress.Request, addr netip.Addr) egress.Verdict {
-	ip := addr.String()
-	if p := c.deniedDomain(ip); p != "" {
-		return egress.Verdict{Reason: fmt.Sprintf("%s resolves to %s, which is in network.denied_domains", r.Host, ip), Rule: "network.denied_domains: " + p}
+	// A NAT64, 6to4 or IPv4-compatible address reaches the IPv4 address it carries, by that
+	// address's deny as much as by its own.
+	addrs := []netip.Addr{addr}
+	if v4, ok := permission.CarriedIPv4(addr); ok {
+		addrs = append(addrs, v4)
+	}
+	for _, a := range addrs {
+		ip := a.String()
+		if p := c.deniedDomain(ip); p != "" {
+			return egress.Verdict{Reason: fmt.Sprintf("%s resolves to %s, which is in network.denied_domains", r.Host, addrText(addr, a)), Rule: "network.denied_domains: " + p}
+		}
 	}
 	s, err := c.store.Get(session.Caller{UID: 0}, r.Session)
 	if err != nil {
@@ -287,13 +295,24 @@ func (c *Core) decideEgressAddr(ctx context.Context, r egress.Request, addr neti
 	if !rs.HoldsAddresses() {
 		return egress.Verdict{Allow: true}
 	}
-	byAddr := r
-	byAddr.Host = ip
-	if v := c.egressVerdict(ctx, byAddr, s, rs); !v.Allow && v.Rule != "" {
-		v.Reason = fmt.Sprintf("%s resolves to %s: %s", r.Host, ip, v.Reason)
-		return v
+	for _, a := range addrs {
+		byAddr := r
+		byAddr.Host = a.String()
+		if v := c.egressVerdict(ctx, byAddr, s, rs); !v.Allow && v.Rule != "" {
+			v.Reason = fmt.Sprintf("%s resolves to %s: %s", r.Host, addrText(addr, a), v.Reason)
+			return v
+		}
 	}
 	return egress.Verdict{Allow: true}
+}
+
+// addrText names the address a name resolved to, and the IPv4 address it carries when that is
+// the one a deny names.
+func addrText(resolved, denied netip.Addr) string {
+	if resolved == denied {
+		return resolved.String()
+	}
+	return fmt.Sprintf("%s (which carries %s)", resolved, denied)
 }
 
 // deniedDomain is the network.denied_domains entry host matches, "" for none.
