@@ -189,7 +189,7 @@ func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	if err != nil {
 		return nil, err
 	}
-	shell, err := sandbox.ShellNamedPaths(o.UID, o.GID, o.Groups, o.Home, s.Dirs(), s.Cwd())
+	shell, err := sandbox.ShellNamedPaths(o.UID, o.GID, o.Groups, o.Home)
 	if err != nil {
 		return nil, err
 	}

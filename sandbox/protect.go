@@ -335,7 +335,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// So is what the agents' settings run (hooks, helpers, MCP servers). Only those in the home
 	// (a dotfile may be a link to a writable dir) or a writable dir can be written: the
 	// system's (/etc/bash_completion, /usr/bin/node) cost a look each for nothing.
-	named, err := shellNamedPaths(home, protectedRoots(writable, spec.Dir), spec.UID, v.knownMissing)
+	named, err := shellNamedPaths(home, spec.UID, v.knownMissing)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -41,11 +41,10 @@ const (
 
 // shellNamedPaths returns what the shells' start-up files in home name as code they run,
 // absolute and clean (see above); a sourced file is read as well. A relative name is the
-// home's: a login shell starts there; but a relative PATH entry is taken from each of dirs (the
-// writable dirs and those down to the cwd), where the user's shell finds commands in it once
-// it is there. missing, when set, answers for a path known not to be there without a look of
-// its own (most of the files are some other shell's). Run as the caller, uid.
-func shellNamedPaths(home string, dirs []string, uid uint32, missing func(string) bool) ([]string, error) {
+// home's: a login shell starts there. missing, when set, answers for a path known not to be
+// there without a look of its own (most of the files are some other shell's). Run as the
+// caller, uid.
+func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]string, error) {
 	if home == "" || home == "/" {
 		return nil, nil
 	}
@@ -70,11 +69,6 @@ func shellNamedPaths(home string, dirs []string, uid uint32, missing func(string
 		}
 		for _, p := range n.named {
 			out.add(p)
-		}
-		for _, rel := range n.relPath {
-			for _, d := range dirs {
-				out.add(filepath.Join(d, rel))
-			}
 		}
 	})
 }
@@ -150,7 +144,7 @@ func shellFileNames(p, home string, uid uint32) (startupNames, bool) {
 }
 
 var shellNamesCache = newParsedFiles(func(n startupNames) int {
-	return stringsSize(n.sourced) + stringsSize(n.zdotdirs) + stringsSize(n.named) + stringsSize(n.relPath)
+	return stringsSize(n.sourced) + stringsSize(n.zdotdirs) + stringsSize(n.named)
 })
 
 // parsedFiles keeps what a parse made of each version of a file the plan reads on every call
@@ -240,9 +234,6 @@ func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse f
 // BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.
 type startupNames struct {
 	sourced, zdotdirs, named []string
-	// relPath are the relative PATH and fpath entries (`./node_modules/.bin`): a shell finds
-	// commands there from whatever dir it is in.
-	relPath []string
 }
 
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
@@ -294,14 +285,15 @@ func shellNames(src []byte, home string) startupNames {
 		for _, v := range vals {
 			switch a.Name.Value {
 			case "PATH", "FPATH", "path", "fpath":
+				// A relative entry (./bin, ./node_modules/.bin) is found from whatever dir the
+				// shell is in: every project's bin/ is one, which no mount can keep read-only
+				// without stopping builds and checkouts there.
 				for _, e := range pathEntries(v) {
 					switch {
 					case strings.HasPrefix(e, "~/"):
 						n.named = append(n.named, filepath.Join(home, e[2:]))
 					case filepath.IsAbs(e):
 						n.named = append(n.named, filepath.Clean(e))
-					case e != "" && e != "." && e != "./" && !strings.HasPrefix(e, "~"):
-						n.relPath = append(n.relPath, filepath.Clean(e))
 					}
 				}
 			case "ZDOTDIR":
@@ -423,13 +415,10 @@ func ToolNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, er
 }
 
 // ShellNamedPaths is what the shells' start-up files in home name as code they run
-// (shellNamedPaths, relative PATH entries taken from each of the protected roots of the
-// writable dirs and cwd), read as the caller: for the daemon's own check before a file tool
-// writes.
-func ShellNamedPaths(uid, gid uint32, groups []uint32, home string, writable []string, cwd string) ([]string, error) {
+// (shellNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
+func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
 	var out []string
 	var named error
-	roots := protectedRoots(writable, cwd)
-	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, roots, uid, nil) })
+	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, uid, nil) })
 	return out, cmp.Or(err, named)
 }
