@@ -239,9 +239,20 @@ type startupNames struct {
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
 // returns what it names, absolute and clean; nothing when neither can parse it.
 func shellNames(src []byte, home string) startupNames {
+	var n startupNames
+	n.parse(src, home, 0)
+	return n
+}
+
+// maxNestedText bounds how deep shell text inside a start-up file's strings (an alias's value,
+// a trap's or PROMPT_COMMAND's command, eval's words) is read as shell in turn.
+const maxNestedText = 3
+
+// parse adds what src names to n; depth counts the strings it was found in.
+func (n *startupNames) parse(src []byte, home string, depth int) {
 	var f *syntax.File
 	if shnest.TooDeep(src) {
-		return startupNames{} // as one that does not parse
+		return // as one that does not parse
 	}
 	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangZsh} {
 		var err error
@@ -250,9 +261,8 @@ func shellNames(src []byte, home string) startupNames {
 		}
 		f = nil
 	}
-	var n startupNames
 	if f == nil {
-		return n
+		return
 	}
 	abs := func(p string) string {
 		switch {
@@ -262,6 +272,18 @@ func shellNames(src []byte, home string) startupNames {
 			return filepath.Clean(p)
 		}
 		return filepath.Join(home, p)
+	}
+	text := func(t string) {
+		// Shell text the shell runs later (an alias's value, a trap's command): what it
+		// names is named here.
+		if depth < maxNestedText && !strings.Contains(t, dynamicPart) {
+			n.parse([]byte(t), home, depth+1)
+		}
+	}
+	file := func(v string) {
+		if !strings.Contains(v, dynamicPart) && (filepath.IsAbs(v) || strings.HasPrefix(v, home+"/")) {
+			n.named = append(n.named, filepath.Clean(v))
+		}
 	}
 	assign := func(a *syntax.Assign) {
 		if a == nil || a.Name == nil {
@@ -304,6 +326,13 @@ func shellNames(src []byte, home string) startupNames {
 				if !strings.Contains(v, dynamicPart) {
 					n.sourced = append(n.sourced, abs(v))
 				}
+			case "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4":
+				text(v) // run (PS* through $(…)) at each prompt
+			case "PYTHONSTARTUP", "LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT":
+				// Code the next interpreter (or every program, LD_PRELOAD) loads.
+				for _, w := range strings.Fields(strings.ReplaceAll(v, "=", " ")) {
+					file(w)
+				}
 			}
 		}
 	}
@@ -313,17 +342,41 @@ func shellNames(src []byte, home string) startupNames {
 			for _, a := range x.Assigns {
 				assign(a)
 			}
-			if len(x.Args) == 0 {
+			words := make([]string, 0, len(x.Args))
+			for _, w := range x.Args {
+				t, _ := wordText(w, home)
+				words = append(words, t)
+			}
+			// What runs the next word as a command: builtin source, command ., env X=1 prog.
+			for len(words) > 0 && commandWrappers[words[0]] {
+				words = words[1:]
+				for len(words) > 0 && (strings.HasPrefix(words[0], "-") || strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "/")) {
+					words = words[1:] // options (command -p), assignments (env A=1)
+				}
+			}
+			if len(words) == 0 || words[0] == "" || strings.Contains(words[0], dynamicPart) {
 				break
 			}
-			first, ok := wordText(x.Args[0], home)
-			if !ok || strings.Contains(first, dynamicPart) {
-				break
-			}
-			switch {
-			case (first == "source" || first == ".") && len(x.Args) > 1:
-				if p, ok := wordText(x.Args[1], home); ok && !strings.Contains(p, dynamicPart) {
-					n.sourced = append(n.sourced, abs(p))
+			switch first, args := words[0], words[1:]; {
+			case (first == "source" || first == ".") && len(args) > 0:
+				if !strings.Contains(args[0], dynamicPart) {
+					n.sourced = append(n.sourced, abs(args[0]))
+				}
+			case first == "eval":
+				text(strings.Join(args, " "))
+			case first == "alias":
+				for _, a := range args {
+					if _, v, ok := strings.Cut(a, "="); ok {
+						text(v)
+					}
+				}
+			case first == "trap" && len(args) > 0:
+				text(args[0])
+			case first == "hash":
+				for i, a := range args {
+					if a == "-p" && i+1 < len(args) {
+						file(args[i+1])
+					}
 				}
 			case filepath.IsAbs(first):
 				n.named = append(n.named, filepath.Clean(first))
@@ -335,8 +388,10 @@ func shellNames(src []byte, home string) startupNames {
 		}
 		return true
 	})
-	return n
 }
+
+// commandWrappers run the command their words after them name.
+var commandWrappers = map[string]bool{"builtin": true, "command": true, "exec": true, "env": true, "nohup": true, "time": true, "nice": true, "noglob": true}
 
 // pathEntries are the entries of a PATH value whose text is known: where part of an entry is
 // known only when the shell runs (the marker), what comes before it and what comes after it
@@ -373,8 +428,13 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 		switch x := p.(type) {
 		case *syntax.Lit:
 			v := x.Value
-			if top && b.Len() == 0 && (v == "~" || strings.HasPrefix(v, "~/")) {
-				v = home + v[1:]
+			if top && b.Len() == 0 {
+				// ~/x, and ~NAME/x for the owner's own name (their home's last part).
+				if user := "~" + filepath.Base(home); v == "~" || strings.HasPrefix(v, "~/") {
+					v = home + v[1:]
+				} else if v == user || strings.HasPrefix(v, user+"/") {
+					v = home + v[len(user):]
+				}
 			}
 			b.WriteString(v)
 		case *syntax.SglQuoted:
@@ -384,10 +444,13 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 				part(q, false)
 			}
 		case *syntax.ParamExp:
-			if x.Param != nil && x.Param.Value == "HOME" && x.Exp == nil && x.Repl == nil && x.Slice == nil &&
-				x.Index == nil && !x.Length && !x.Width && !x.Excl && x.Names == 0 {
+			plain := x.Param != nil && x.Exp == nil && x.Repl == nil && x.Slice == nil && x.Index == nil && !x.Length && !x.Width && !x.Excl && x.Names == 0
+			switch {
+			case plain && x.Param.Value == "HOME":
 				b.WriteString(home)
-			} else {
+			case plain && (x.Param.Value == "USER" || x.Param.Value == "LOGNAME"):
+				b.WriteString(filepath.Base(home)) // the owner's name, as the home's last part most often is
+			default:
 				b.WriteString(dynamicPart)
 			}
 		default:

@@ -35,6 +35,21 @@ eval "$(pyenv init -)"
 export PATH="${PATH:+${PATH}:}$HOME/work/last"
 export PATH="./node_modules/.bin:$PATH:.:"
 `,
+		// What runs commands later (an alias, a trap, a prompt), through a wrapper, by the
+		// owner's name.
+		".bash_logout": `alias ll=~/work/ll
+builtin source ~/work/b.sh
+command . ~/work/c.sh
+hash -p ~/work/evil ls
+PROMPT_COMMAND=~/work/pc
+PS1='$(~/work/ps1) \$ '
+trap ~/work/tr EXIT
+eval ~/work/ev
+env A=1 ~/work/en
+export PYTHONSTARTUP=~/work/ps.py
+export PATH=` + filepath.Dir(home) + `/$USER/work/ub:$PATH
+~` + filepath.Base(home) + `/work/tilde
+`,
 	}
 	abs := map[string]string{}
 	for name, body := range files {
@@ -47,7 +62,8 @@ export PATH="./node_modules/.bin:$PATH:.:"
 	}
 	for _, want := range []string{"bin", "work/env.sh", "work/bashenv", "dotfiles/aliases.sh", ".fzf.bash",
 		"work/tools", "work/prompt.sh", "work/zdot/.zshrc", "work/zdot/.zshenv", "work/zbin", "work/zfunc",
-		"work/cuda", "work/last"} {
+		"work/cuda", "work/last", "work/ll", "work/b.sh", "work/c.sh", "work/evil", "work/pc", "work/ps1", "work/tr",
+		"work/ev", "work/en", "work/ps.py", "work/ub", "work/tilde"} {
 		if !slices.Contains(got, filepath.Join(home, want)) {
 			t.Errorf("%s not among %v", want, got)
 		}
