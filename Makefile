@@ -76,6 +76,7 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzAgentNames:20000 \
 	./sandbox:FuzzSSHNames:20000 \
 	./sandbox:FuzzVimNames:20000 \
+	./sandbox:FuzzRCNames:20000 \
 	./internal/globwalk:FuzzLoosen:20000 \
 	./replay:FuzzDecide:10000
 

@@ -51,7 +51,7 @@ var ProtectedInDir = []string{
 	// So do pdb, lldb, GHCi, IEx, Erlang, Octave and perl -d; sbt's launcher takes JVM options
 	// (-javaagent) from the dir's .jvmopts and .sbtopts; pylint runs a pylintrc's init-hook.
 	".pdbrc", ".lldbinit", ".ghci", ".iex.exs", ".erlang", ".octaverc", ".jvmopts", ".sbtopts", ".perldb",
-	".pylintrc", "pylintrc",
+	".pylintrc", "pylintrc", ".pylintrc.toml", "pylintrc.toml",
 	".npmrc", ".yarnrc", ".yarnrc.yml", ".yarn/releases", ".yarn/plugins", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml",
 	".cargo/config.toml", ".cargo/config", ".bazelrc", ".bazelversion", ".bazeliskrc",
 	"gradle/wrapper/gradle-wrapper.properties", ".mvn/wrapper/maven-wrapper.properties", ".mvn/extensions.xml",
@@ -125,7 +125,7 @@ var ProtectedInHome = []string{
 	// docker's CLI plugins (run by docker --help), what sensible-editor and xdg-user-dir
 	// source, perl -d's and pylint's start-up files, gvim's, and the settings of the VS Code
 	// server's extensions and of other editors and agents that run tasks and servers.
-	".manpath", ".config/go/env", ".docker/cli-plugins", ".selected_editor", ".config/user-dirs.dirs",
+	".manpath", ".config/go/env", ".docker/cli-plugins", ".docker/config.json", ".selected_editor", ".config/user-dirs.dirs",
 	".perldb", ".pylintrc", ".config/pylintrc", ".gvimrc", ".vscode-server", ".config/Cursor/User",
 	".config/zed", ".config/opencode",
 	".ssh", ".cache/sandboxd",
@@ -339,7 +339,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths} {
+	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths} {
 		more, err := toolNamed(home, spec.UID, v.knownMissing)
 		if err != nil {
 			return nil, nil, err

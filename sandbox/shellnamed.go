@@ -464,17 +464,20 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 	return s, s != "" && s != dynamicPart
 }
 
-// ToolNamedPaths is what ~/.ssh/config and the vim start-up files name as config the tool
-// reads or code it runs (sshNamedPaths, vimNamedPaths), read as the caller: for the daemon's
+// ToolNamedPaths is what ~/.ssh/config, the vim start-up files and the other tools' (rcFiles)
+// name as config the tool reads or code it runs (sshNamedPaths, vimNamedPaths, rcNamedPaths),
+// read as the caller: for the daemon's
 // own check before a file tool writes.
 func ToolNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
-	var ssh, vim []string
-	var sshErr, vimErr error
+	var out []string
+	var named error
 	err := asCaller(uid, gid, groups, func() {
-		ssh, sshErr = sshNamedPaths(home, uid, nil)
-		vim, vimErr = vimNamedPaths(home, uid, nil)
+		for _, f := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths} {
+			more, err := f(home, uid, nil)
+			out, named = append(out, more...), cmp.Or(named, err)
+		}
 	})
-	return append(ssh, vim...), cmp.Or(err, sshErr, vimErr)
+	return out, cmp.Or(err, named)
 }
 
 // ShellNamedPaths is what the shells' start-up files in home name as code they run

@@ -69,20 +69,22 @@ func globDir(pattern string) string {
 func sshNames(src []byte, home string) sshConfigNames {
 	var n sshConfigNames
 	expand := func(p string) string {
-		switch {
-		case p == "~" || strings.HasPrefix(p, "~/"):
-			return filepath.Join(home, p[1:])
-		case strings.HasPrefix(p, "%d/"):
-			return filepath.Join(home, p[3:])
-		case filepath.IsAbs(p):
+		for _, h := range []string{"~", "%d", "$HOME", "${HOME}"} {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				return filepath.Join(home, p[len(h):])
+			}
+		}
+		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
 		return ""
 	}
 	commandPaths := func(words []string) {
-		// A shell line: each word that names a file by its path (the program, a script it runs).
-		for _, w := range strings.Fields(strings.Join(words, " ")) {
-			if p := expand(strings.Trim(w, `"'`)); p != "" {
+		// A shell line: each word that names a file by its path (the program, a script it
+		// runs), split where the shell splits words and commands.
+		line := strings.Join(words, " ")
+		for _, w := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t;|&()<>`\"'", r) }) {
+			if p := expand(w); p != "" {
 				n.named = append(n.named, p)
 			}
 		}
@@ -106,8 +108,8 @@ func sshNames(src []byte, home string) sshConfigNames {
 			commandPaths(args)
 		case "match":
 			for i, a := range args {
-				if strings.EqualFold(a, "exec") && i+1 < len(args) {
-					commandPaths(args[i+1 : i+2])
+				if strings.EqualFold(strings.TrimPrefix(a, "!"), "exec") && i+1 < len(args) {
+					commandPaths(args[i+1 : i+2]) // exec and !exec run it alike
 				}
 			}
 		case "pkcs11provider", "securitykeyprovider":

@@ -23,13 +23,18 @@ Match exec "~/dot/check.sh %h" host y
   PKCS11Provider ~/dot/lib.so
   KnownHostsCommand=/opt/k/khc %H
   IdentityFile ~/dot/id
+Host z
+  ProxyCommand $HOME/dot/h.sh;exit 1
+  LocalCommand ${HOME}/dot/b.sh|cat
+Match !exec "~/dot/neg.sh"
 `
 	writeFiles(t, map[string]string{filepath.Join(home, ".ssh", "config"): conf, filepath.Join(home, "dot", "one.conf"): "SecurityKeyProvider ~/dot/sk.so\n"})
 	got, err := sshNamedPaths(home, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"dot/ssh", ".ssh/extra", "dot/one.conf", "dot/px.sh", "dot/local.sh", "dot/check.sh", "dot/lib.so", "dot/sk.so"}
+	want := []string{"dot/ssh", ".ssh/extra", "dot/one.conf", "dot/px.sh", "dot/local.sh", "dot/check.sh", "dot/lib.so", "dot/sk.so",
+		"dot/h.sh", "dot/b.sh", "dot/neg.sh"}
 	for _, w := range want {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)

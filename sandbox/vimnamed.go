@@ -48,33 +48,77 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 	})
 }
 
-// vimScriptNames reads one vim script's source, so, luafile and runtime path settings. Only
-// names spelled out are seen (absolute, ~/, $HOME/); an `execute` building one is not.
+// vimScriptNames reads one vim script's source, so, luafile, pyfile and runtime commands and
+// its runtime path settings, in each command of a line (| between them, if and silent before
+// them, execute's quoted text). Only names spelled out are seen (absolute, ~/, $HOME/,
+// <sfile>:h/ of a script in the home); an execute that builds one is not.
 func vimScriptNames(src []byte, home string) vimNames {
 	var n vimNames
+	for _, line := range strings.Split(string(src), "\n") {
+		n.command(line, home, 0)
+	}
+	return n
+}
+
+// vimModifiers run the command after them: :silent, :unsilent, :verbose, :noautocmd, :if and
+// the like (whose command the line goes on with).
+var vimModifiers = map[string]bool{"sil": true, "silent": true, "uns": true, "unsilent": true, "verb": true, "verbose": true,
+	"noa": true, "noautocmd": true, "keepj": true, "keepjumps": true, "if": true, "elseif": true, "try": true}
+
+// command reads one line of vim commands into n; depth counts execute's nesting.
+func (n *vimNames) command(line, home string, depth int) {
 	expand := func(p string) string {
 		p = strings.Trim(p, `"'`)
-		switch {
-		case p == "~" || strings.HasPrefix(p, "~/"):
-			return filepath.Join(home, p[1:])
-		case strings.HasPrefix(p, "$HOME/"):
-			return filepath.Join(home, p[len("$HOME"):])
-		case filepath.IsAbs(p):
+		for _, h := range []string{"~", "$HOME", "${HOME}", "<sfile>:h", "<sfile>:p:h"} {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				return filepath.Join(home, p[len(h):])
+			}
+		}
+		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
 		return ""
 	}
-	for _, line := range strings.Split(string(src), "\n") {
-		line = strings.TrimLeft(line, " \t:")
-		cmd, arg, _ := strings.Cut(line, " ")
-		arg = strings.TrimSpace(arg)
-		switch strings.TrimSuffix(cmd, "!") {
+	for _, cmd := range strings.Split(line, "|") {
+		words := strings.Fields(strings.TrimLeft(cmd, " \t:"))
+		for len(words) > 0 && vimModifiers[strings.TrimSuffix(words[0], "!")] {
+			if w := strings.TrimSuffix(words[0], "!"); w == "if" || w == "elseif" {
+				words = nil // the condition is the rest of this command; what it runs is the next
+				break
+			}
+			words = words[1:]
+		}
+		if len(words) == 0 {
+			continue
+		}
+		name, args := strings.TrimSuffix(words[0], "!"), words[1:]
+		switch name {
+		case "exe", "exec", "execute":
+			if depth < 2 {
+				// The quoted text is run as a command line.
+				n.command(strings.NewReplacer(`'`, "", `"`, "", " . ", " ", " .. ", " ").Replace(strings.Join(args, " ")), home, depth+1)
+			}
 		case "so", "sou", "sour", "sourc", "source", "luaf", "luafile", "pyf", "pyfile", "py3f", "py3file":
-			if p := expand(arg); p != "" {
-				n.sourced = append(n.sourced, p)
+			if len(args) > 0 {
+				if p := expand(args[0]); p != "" {
+					n.sourced = append(n.sourced, p)
+				}
+			}
+		case "ru", "run", "runt", "runti", "runtim", "runtime":
+			// Looked for in each runtime dir: the home's own ones, where a ../ leads out.
+			for _, a := range args {
+				if a == "START" || a == "OPT" || a == "PACK" || a == "ALL" {
+					continue
+				}
+				for _, rt := range []string{".vim", ".config/nvim"} {
+					if p := filepath.Join(home, rt, a); !strings.ContainsAny(a, "*?[") && strings.HasPrefix(p, home+"/") {
+						n.sourced = append(n.sourced, p)
+					}
+				}
 			}
 		case "se", "set", "setg", "setglobal", "let":
 			// set rtp+=~/x,~/y; set runtimepath^=…; set packpath+=…; let &rtp .= ',~/x'
+			arg := strings.Join(args, " ")
 			for _, opt := range []string{"rtp", "runtimepath", "pp", "packpath"} {
 				i := strings.Index(arg, opt)
 				if i < 0 {
@@ -89,5 +133,4 @@ func vimScriptNames(src []byte, home string) vimNames {
 			}
 		}
 	}
-	return n
 }

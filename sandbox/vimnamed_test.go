@@ -15,12 +15,15 @@ func TestVimNames(t *testing.T) {
 		filepath.Join(home, ".vimrc"):                      "set nocompatible\nsource ~/dot/vim/local.vim\n:so $HOME/dot/more.vim\nset rtp+=~/dot/vimrt,/opt/vim\nlet &packpath .= ',~/dot/pack'\nsource relative.vim\n",
 		filepath.Join(home, "dot", "vim", "local.vim"):     "luafile ~/dot/init.lua\n",
 		filepath.Join(home, ".config", "nvim", "init.vim"): "set runtimepath^=~/dot/nvimrt\n",
+		filepath.Join(home, ".gvimrc"): "silent! source ~/dot/s1.vim\nsil so ~/dot/s2.vim\nexecute 'source ~/dot/s3.vim'\nif 1 | source ~/dot/s4.vim | endif\n" +
+			"source ~/dot/s5.vim \" local\nsource <sfile>:h/dot/s6.vim\nsource ${HOME}/dot/s7.vim\nruntime ../dot/s8.vim\nexe 'set rtp+=~/dot/ert'\n",
 	})
 	got, err := vimNamedPaths(home, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"dot/vim/local.vim", "dot/more.vim", "dot/vimrt", "dot/pack", "dot/init.lua", "dot/nvimrt"} {
+	for _, w := range []string{"dot/vim/local.vim", "dot/more.vim", "dot/vimrt", "dot/pack", "dot/init.lua", "dot/nvimrt",
+		"dot/s1.vim", "dot/s2.vim", "dot/s3.vim", "dot/s4.vim", "dot/s5.vim", "dot/s6.vim", "dot/s7.vim", "dot/s8.vim", "dot/ert"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}

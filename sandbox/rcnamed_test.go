@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestRCNamedPaths: what tmux's, gdb's and fish's start-up files source or run, and the PATH
+// environment.d sets, in the forms they are written.
+func TestRCNamedPaths(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".tmux.conf"):                          "set -g mouse on\nrun-shell ~/dot/t1.sh\nsource-file -q \"$HOME/dot/t2.conf\"\nif-shell 'true' 'source-file ~/dot/t3.conf'\nnew-session -c ~/proj\n",
+		filepath.Join(home, ".gdbinit"):                            "source ~/dot/g.gdb\n",
+		filepath.Join(home, ".config", "fish", "config.fish"):      "source ~/dot/f.fish\nfish_add_path -g ${HOME}/dot/fbin\n",
+		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\n",
+	})
+	got, err := rcNamedPaths(home, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	if slices.Contains(got, filepath.Join(home, "proj")) {
+		t.Errorf("a dir a line names for another purpose (a session's start dir) is protected: %v", got)
+	}
+}
+
+// TestRCNamedPathsProtected: in a session rooted at a dotfiles repository, a script the owner's
+// ~/.tmux.conf runs from it is read-only.
+func TestRCNamedPathsProtected(t *testing.T) {
+	t.Parallel()
+	attackNamed(t, map[string]string{".tmux.conf": "run-shell ~/repo/tmux/on-start.sh\n", "repo/tmux/on-start.sh": "#!/bin/sh\n"},
+		`( echo id >> tmux/on-""start.sh ) 2>/dev/null && echo 'ATTACK-WORKED tmux run-shell'; `)
+}
+
+// FuzzRCNames: any file parses without a panic and names only absolute, clean paths.
+func FuzzRCNames(f *testing.F) {
+	for _, s := range []string{"run-shell ~/a.sh\nsource-file \"$HOME/b\"\n", "PATH=${HOME}/c:$PATH\n", "fish_add_path -g ~/d\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, p := range rcNames(b, "/home/u", []string{"run-shell", "source-file", "PATH", "fish_add_path"}) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				t.Fatalf("%q names %q", b, p)
+			}
+		}
+	})
+}
