@@ -220,7 +220,7 @@ var versionFlags = func() map[string]map[string]bool {
 		"python": longV, "python2": longV, "python3": longV, "curl": longV,
 		"node": {"--version": true, "-v": true}, "nodejs": {"--version": true, "-v": true},
 		"make": {"--version": true, "-v": true},
-		"gcc": long, "g++": long, "cc": long, "c++": long, "clang": long, "clang++": long, "bash": long,
+		"gcc":  long, "g++": long, "cc": long, "c++": long, "clang": long, "clang++": long, "bash": long,
 	}
 	for minor := 6; minor <= 20; minor++ {
 		m[fmt.Sprintf("python3.%d", minor)] = longV
