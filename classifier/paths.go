@@ -631,6 +631,11 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	}
 	if name == "git" {
 		pc.gitPaths(sb, ws[1:])
+		for _, a := range ws[1:] {
+			if a.static && a.glob {
+				pc.runtimeWord(a, sb) // as for any command's option values, below
+			}
+		}
 		return
 	}
 	for _, f := range pkgConfigWrittenBy(name, ws[1:]) {
@@ -644,6 +649,14 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	}
 	if ok {
 		pc.operands(sb, name, spec, ws[1:])
+		// A glob or brace word where an option's value or a pattern goes gives bash more
+		// words than one, the rest the command's operands: `head -n {1,/etc/x} f`, `grep -e
+		// ../x/* f`. Each is put as one that may name paths (an operand's own, again).
+		for _, a := range ws[1:] {
+			if a.static && a.glob {
+				pc.runtimeWord(a, sb)
+			}
+		}
 	}
 	if pc.opts.Unconfined {
 		pc.unpacks(sb, name, ws[1:])

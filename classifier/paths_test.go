@@ -216,6 +216,9 @@ func TestPathsGlobs(t *testing.T) {
 		"cd sub && cat *":                 "/home/u/proj/sub/*",
 		"echo *":                          "",
 		"cat $d/*":                        "",
+		// A glob where an option's value or a pattern goes gives operands too.
+		"grep -v -e sub/* f": "/home/u/proj/sub/*",
+		"head -n * f":        "/home/u/proj/*",
 	} {
 		c := Classify(cmd, testOpts)
 		got := slices.Clone(c.Globs)
@@ -225,6 +228,11 @@ func TestPathsGlobs(t *testing.T) {
 		}
 		if want != "" && (!c.PathsIncomplete || c.PathsUnbounded) {
 			t.Errorf("%q: incomplete %v unbounded %v, want bounded", cmd, c.PathsIncomplete, c.PathsUnbounded)
+		}
+	}
+	for _, cmd := range []string{"head -n {1,/etc/x} f", "grep -v {x,/etc/x} f", "grep -e /etc/* f", "jq --arg x {a,~/.ssh/id_rsa}"} {
+		if c := Classify(cmd, testOpts); !c.PathsUnbounded {
+			t.Errorf("%q: a brace or glob option value naming paths outside is not unbounded", cmd)
 		}
 	}
 	var many []string

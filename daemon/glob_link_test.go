@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/permission"
@@ -25,6 +26,13 @@ func TestBashGlobThroughLink(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(dir, "up")); err != nil {
 		t.Fatal(err)
 	}
+	// A link that leads where the program that opens it is, and a FIFO a glob may match.
+	if err := os.Symlink("/proc/self/cwd/up/secret", filepath.Join(dir, "px")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "ff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	secret := filepath.Join(elsewhere, "secret")
 	def := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
 	denied := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":[%q]}}`, dir, "Read(/"+secret+")"))
@@ -38,7 +46,15 @@ func TestBashGlobThroughLink(t *testing.T) {
 		{def, "cat */secret", permission.Ask},
 		{def, "head -n1 u?/*", permission.Ask},
 		{def, "shopt -s extglob; cat @(up|x)/secret", permission.Ask},
-		{def, "cat U[p]/SECRET", permission.Ask}, // nocaseglob may be on
+		{def, "cat [[:alpha:]]p/[[=s=]]ecret", permission.Ask},
+		{def, "LC_ALL=C; cat u?/secret", permission.Ask},
+		{def, "cat px", permission.Ask},
+		{def, "cat p?", permission.Ask},
+		{def, "cat f*/x", permission.Allow}, // the FIFO is no dir: nothing waits on it
+		// A brace or glob where an option's value or a pattern goes gives more words.
+		{def, "head -n {1," + secret + "} a.txt", permission.Ask},
+		{def, "grep -v -e " + elsewhere + "/* a.txt", permission.Ask},
+		{def, "grep -v -e up/* a.txt", permission.Ask},
 		{denied, "cat up/sec*", permission.Deny},
 		{denied, "cat */secret", permission.Deny},
 		{denied, "cat up/no*", permission.Allow},

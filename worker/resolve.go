@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/internal/proclink"
 )
 
 // Special kinds of Resolved.Special.
@@ -80,7 +81,15 @@ func doResolve(p string, fallback bool) (*Resolved, error) {
 }
 
 func resolveClean(clean string) (*Resolved, error) {
-	if r, err := filepath.EvalSymlinks(clean); err == nil {
+	r, err := filepath.EvalSymlinks(clean)
+	if err != nil || r != clean {
+		// A link into /proc/self or /dev/fd (src/x -> /proc/self/cwd/y/secret) leads where
+		// the opening process is, not where the worker is: decided by that name.
+		if p := proclink.Target(clean); p != "" {
+			return &Resolved{Resolved: p, Special: SpecialProc, Exists: true}, nil
+		}
+	}
+	if err == nil {
 		out := &Resolved{Resolved: r, Exists: true}
 		if under(r, "/proc") {
 			out.Special = SpecialProc
@@ -109,7 +118,7 @@ func resolveClean(clean string) (*Resolved, error) {
 	if l, err := os.Lstat(clean); err == nil && l.Mode()&fs.ModeSymlink != 0 && under(clean, "/dev") {
 		return &Resolved{Resolved: clean, Special: SpecialDevice, Exists: true}, nil
 	}
-	r := resolveMissing(clean, 0)
+	r = resolveMissing(clean, 0)
 	out := &Resolved{Resolved: r}
 	if under(r, "/proc") {
 		out.Special = SpecialProc

@@ -5,6 +5,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/proclink"
 )
 
 // Budget bounds one expansion: a user's directory may hold millions of entries, and the walk
@@ -81,11 +85,9 @@ func (w *walker) expand(dir string, segs []string, depth int) {
 	}
 	seg, rest := segs[0], segs[1:]
 	if !isGlob(seg) {
-		if _, err := os.Lstat(filepath.Join(dir, seg)); err == nil || depth == 0 {
-			w.expand(filepath.Join(dir, seg), rest, depth)
-			return
-		}
-		// Not there as spelled: with nocaseglob a shell takes it in another case.
+		// As spelled: nocaseglob takes a shopt, and a line with one is never read-only.
+		w.expand(filepath.Join(dir, seg), rest, depth)
+		return
 	}
 	names, ok := w.readDir(dir)
 	if !ok {
@@ -113,10 +115,13 @@ func (w *walker) expand(dir string, segs []string, depth int) {
 // there, not a directory, not the owner's to read: the shell could not list it either) or
 // the budget ran out.
 func (w *walker) readDir(dir string) ([]string, bool) {
-	f, err := os.Open(dir)
+	// O_DIRECTORY: a FIFO (or a device) the glob matched is no dir, and opening it as a
+	// file would wait for a writer.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
+	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	var names []string
 	for {
@@ -144,6 +149,13 @@ func (w *walker) match(p string) {
 		return
 	}
 	r, err := filepath.EvalSymlinks(p)
+	if err != nil || r != p {
+		// A link into /proc/self leads where the program that opens it is, not where the
+		// walk is (where it may not even be there): outside any dir.
+		if t := proclink.Target(p); t != "" {
+			r, err = t, nil
+		}
+	}
 	if err != nil {
 		return // not there (or a dangling link): the shell keeps the word, which opens nothing
 	}
@@ -163,7 +175,9 @@ func (w *walker) match(p string) {
 func isGlob(seg string) bool { return strings.ContainsAny(seg, "*?[\\") || extGroup(seg, 0) >= 0 }
 
 // loosen turns a shell glob segment into a lower-case path.Match pattern that matches at
-// least what the segment matches (Outside's rules).
+// least what the segment matches (Outside's rules). A ? or a bracket expression becomes *:
+// in the C locale bash matches one byte with it, which is no whole character of a UTF-8
+// name, so only a run matches at least as much.
 func loosen(seg string) string {
 	var b strings.Builder
 	for i := 0; i < len(seg); i++ {
@@ -174,24 +188,16 @@ func loosen(seg string) string {
 			continue
 		}
 		switch c {
-		case '*':
+		case '*', '?':
 			b.WriteByte('*')
-		case '?':
-			b.WriteByte('?')
 		case '\\':
-			b.WriteByte('?')
+			b.WriteByte('*')
 			i++ // the escaped byte is the one character
 		case '[':
-			if end := strings.IndexByte(seg[i+1:], ']'); end >= 0 {
-				// []x] and [!]x] hold a ] of their own: take the next one too.
-				if end == 0 || end == 1 && (seg[i+1] == '!' || seg[i+1] == '^') {
-					if e2 := strings.IndexByte(seg[i+1+end+1:], ']'); e2 >= 0 {
-						end += e2 + 1
-					}
-				}
-				i += end + 1
+			if end := bracketEnd(seg, i); end > 0 {
+				i = end
 			}
-			b.WriteByte('?')
+			b.WriteByte('*') // the expression, or a lone [ (literal)
 		default:
 			if c >= 'A' && c <= 'Z' {
 				c += 'a' - 'A'
@@ -205,6 +211,32 @@ func loosen(seg string) string {
 		}
 	}
 	return b.String()
+}
+
+// bracketEnd returns the index of the ] closing the bracket expression that starts at seg[i],
+// or -1: a ] first (after ! or ^) is a member, and [:class:], [=c=] and [.c.] hold ] of theirs.
+func bracketEnd(seg string, i int) int {
+	j := i + 1
+	if j < len(seg) && (seg[j] == '!' || seg[j] == '^') {
+		j++
+	}
+	if j < len(seg) && seg[j] == ']' {
+		j++
+	}
+	for ; j < len(seg); j++ {
+		switch {
+		case seg[j] == ']':
+			return j
+		case seg[j] == '[' && j+1 < len(seg) && strings.IndexByte(":=.", seg[j+1]) >= 0:
+			close := string(seg[j+1]) + "]"
+			k := strings.Index(seg[j+2:], close)
+			if k < 0 {
+				return -1
+			}
+			j += 2 + k + 1
+		}
+	}
+	return -1
 }
 
 // extGroup returns the index of the ) closing an extended glob group that starts at seg[i]

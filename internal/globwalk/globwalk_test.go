@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // tree makes a workspace w beside an outside dir holding secret, and returns both.
@@ -27,6 +29,9 @@ func tree(t *testing.T) (w, out string) {
 	if err := os.Symlink("../out", w+"/up"); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("../out", w+"/\u00e9z"); err != nil {
+		t.Fatal(err)
+	}
 	return w, out
 }
 
@@ -42,8 +47,7 @@ func TestOutsideFindsWhatLinksLeadTo(t *testing.T) {
 		{"sub/*", nil},
 		{"*/secret", []string{out + "/secret"}},
 		{"up/sec*", []string{out + "/secret"}},
-		{"U?/SECRET", []string{out + "/secret"}},       // case folded: a superset
-		{"[uv]p/[!x]ecret", []string{out + "/secret"}}, // brackets, one character each
+		{"[uv]p/[!x]ecret", []string{out + "/secret"}}, // brackets
 		{"@(up|no)/secret", []string{out + "/secret"}}, // an extended glob group
 		{"u\\p/secre?", []string{out + "/secret"}},     // a backslash
 		{"**/key", []string{out + "/deep/key"}},        // any depth, links followed
@@ -52,11 +56,17 @@ func TestOutsideFindsWhatLinksLeadTo(t *testing.T) {
 		{"up/nothing*", nil},                           // no match
 		{"{a,b}", nil},                                 // braces are the caller's to expand
 		{"*/*/key", []string{out + "/deep/key"}},
+		{"U?/SECRET", nil}, // a plain segment as spelled: nocaseglob takes a shopt
+		{"[[:alpha:]]p/[[=s=]]ecret", []string{out + "/secret"}},
+		{"[[.u.]][]p]/sec*", []string{out + "/secret"}},
+		{"??z/secret", []string{out + "/secret"}}, // in the C locale ? is a byte of \u00e9
 	} {
 		links, complete := Outside([]string{w + "/" + c.pattern}, dirs, big, 8)
 		var got []string
 		for _, l := range links {
-			got = append(got, l.Resolved)
+			if !slices.Contains(got, l.Resolved) { // up and \u00e9z lead to the same place
+				got = append(got, l.Resolved)
+			}
 		}
 		if c.pattern == "sub/../*" {
 			if complete {
@@ -110,4 +120,29 @@ func FuzzLoosen(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOutsideFIFOAndProc: a FIFO a glob matches is no dir to list (opening it would wait for
+// a writer), and a link into /proc/self leads where the opening program is: outside.
+func TestOutsideFIFOAndProc(t *testing.T) {
+	w, _ := tree(t)
+	if err := syscall.Mkfifo(w+"/ff", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/self/cwd/y/secret", w+"/px"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []Link, 1)
+	go func() {
+		links, _ := Outside([]string{w + "/f*/x", w + "/p*"}, []string{w}, Budget{Entries: 100, Matches: 100}, 8)
+		done <- links
+	}()
+	select {
+	case links := <-done:
+		if len(links) != 1 || links[0].Resolved != "/proc/self/cwd/y/secret" {
+			t.Errorf("links %+v, want px leading to /proc/self/cwd/y/secret", links)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the walk is waiting on a FIFO")
+	}
 }
