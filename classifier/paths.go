@@ -620,6 +620,9 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		if pc.cdVars {
 			pc.unknown() // CDPATH or HOME may be set: where it goes is not known
 		}
+		if t, ok := cdTarget(ws); ok && pc.opts.Unconfined && !cdPathFree(t) && !strings.HasPrefix(t, "~") {
+			pc.unknown() // the agent's environment may hold CDPATH: `cd keys` may go to ~/keys
+		}
 		if t, ok := cdTarget(ws); ok && t != "" {
 			pc.add(t, AccessRead, name, sb.dirs, sb.dirsUnknown)
 		} else if !ok {
@@ -2228,8 +2231,9 @@ func (w *walker) trackCd(sb *sub) {
 		return
 	}
 	t, ok := cdTarget(ws)
-	if !ok || !cdPathFree(t) && cdVarNamed(w.src) {
-		// The line may set CDPATH, cdable_vars or HOME, which move a cd to a bare name or ~.
+	if !ok || !cdPathFree(t) && (cdVarNamed(w.src) || w.opts.Unconfined && !strings.HasPrefix(t, "~")) {
+		// The line may set CDPATH, cdable_vars or HOME, which move a cd to a bare name or ~;
+		// outside a sandbox the agent's environment may hold CDPATH too.
 		w.dirsUnknown = true
 		return
 	}

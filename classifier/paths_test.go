@@ -1298,3 +1298,20 @@ func shownWrites(c *Classification, plain bool) string {
 	}
 	return strings.Join(got, " ")
 }
+
+// TestPathsCdPathUnconfined: outside a sandbox the agent's environment may hold CDPATH, so a cd
+// to a bare name may go anywhere; to ./x, ../x or /x it goes there. Inside, the sandbox's
+// environment holds none.
+func TestPathsCdPathUnconfined(t *testing.T) {
+	t.Parallel()
+	un := testOpts
+	un.Unconfined = true
+	for cmd, unbounded := range map[string]bool{"cd keys && cat api.key": true, "cd ./keys && cat api.key": false, "cd /tmp && cat x": false} {
+		if c := Classify(cmd, un); c.PathsUnbounded != unbounded {
+			t.Errorf("%q unconfined: unbounded %v, want %v", cmd, c.PathsUnbounded, unbounded)
+		}
+		if c := Classify(cmd, testOpts); c.PathsUnbounded {
+			t.Errorf("%q confined: unbounded", cmd)
+		}
+	}
+}
