@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -264,6 +265,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	if f == nil {
 		return
 	}
+	base := home // where a relative name is taken from: the home, or the last cd to a path
 	abs := func(p string) string {
 		switch {
 		case p == "":
@@ -271,7 +273,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 		case filepath.IsAbs(p):
 			return filepath.Clean(p)
 		}
-		return filepath.Join(home, p)
+		return filepath.Join(base, p)
 	}
 	text := func(t string) {
 		// Shell text the shell runs later (an alias's value, a trap's command): what it
@@ -333,6 +335,24 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				for _, w := range strings.Fields(strings.ReplaceAll(v, "=", " ")) {
 					file(w)
 				}
+			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE":
+				// Dirs every program's libraries, git's subcommands or Python's user site come
+				// from, as PATH's commands do: protected whole.
+				for _, e := range pathEntries(v) {
+					file(e)
+				}
+			case "PYTHONPATH":
+				// A dir on it is the project's own source, written as the agent works; what
+				// every python imports unasked from it is its sitecustomize and usercustomize.
+				for _, e := range pathEntries(v) {
+					if filepath.IsAbs(e) {
+						file(filepath.Join(e, "sitecustomize.py"))
+						file(filepath.Join(e, "usercustomize.py"))
+					}
+				}
+			case "EDITOR", "VISUAL", "PAGER", "MANPAGER", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
+				"SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER":
+				text(v) // a command the user's tools run
 			}
 		}
 	}
@@ -347,21 +367,35 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				t, _ := wordText(w, home)
 				words = append(words, t)
 			}
-			// What runs the next word as a command: builtin source, command ., env X=1 prog.
+			// What runs the next word as a command: builtin source, command ., env X=1 prog,
+			// exec -a NAME prog, timeout 5 prog.
 			for len(words) > 0 && commandWrappers[words[0]] {
+				wrapper := words[0]
 				words = words[1:]
-				for len(words) > 0 && (strings.HasPrefix(words[0], "-") || strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "/")) {
-					words = words[1:] // options (command -p), assignments (env A=1)
+				for len(words) > 0 && (strings.HasPrefix(words[0], "-") || strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "/") ||
+					wrapper == "timeout" && duration.MatchString(words[0])) {
+					if (wrapper == "exec" && words[0] == "-a" || wrapper == "nice" && words[0] == "-n") && len(words) > 1 {
+						words = words[1:] // the option's value
+					}
+					words = words[1:] // options (command -p), assignments (env A=1), timeout's duration
 				}
 			}
 			if len(words) == 0 || words[0] == "" || strings.Contains(words[0], dynamicPart) {
 				break
 			}
-			switch first, args := words[0], words[1:]; {
-			case (first == "source" || first == ".") && len(args) > 0:
-				if !strings.Contains(args[0], dynamicPart) {
-					n.sourced = append(n.sourced, abs(args[0]))
+			first, args := words[0], words[1:]
+			if first == "source" || first == "." || first == "trap" {
+				for len(args) > 0 && args[0] == "--" {
+					args = args[1:]
 				}
+			}
+			switch {
+			case (first == "source" || first == ".") && len(args) > 0:
+				if p := strings.TrimSuffix(args[0], "(N)"); !strings.Contains(p, dynamicPart) {
+					n.sourced = append(n.sourced, abs(p)) // zsh's (N) qualifier: no error when missing
+				}
+			case first == "cd" && len(args) == 1 && filepath.IsAbs(args[0]) && !strings.Contains(args[0], dynamicPart):
+				base = filepath.Clean(args[0]) // `cd ~/proj && . ./env.sh`
 			case first == "eval":
 				text(strings.Join(args, " "))
 			case first == "alias":
@@ -372,11 +406,37 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				}
 			case first == "trap" && len(args) > 0:
 				text(args[0])
-			case first == "hash":
+			case first == "bind":
 				for i, a := range args {
-					if a == "-p" && i+1 < len(args) {
+					if a == "-x" && i+1 < len(args) {
+						if _, cmd, ok := strings.Cut(args[i+1], ":"); ok {
+							text(cmd) // bind -x '"\C-t": cmd'
+						}
+					}
+				}
+			case first == "hash" || first == "complete" || first == "enable":
+				// hash -p FILE, complete -C FILE, enable -f FILE: a program or a library.
+				for i, a := range args {
+					if (a == "-p" || a == "-C" || a == "-f") && i+1 < len(args) {
 						file(args[i+1])
 					}
+				}
+			case first == "autoload" || interpreters[filepath.Base(first)]:
+				// autoload -Uz ~/fns/x; bash ~/proj/setup.sh; python3 ~/proj/x.py: the script.
+				for i, a := range args {
+					if a == "-c" && i+1 < len(args) && first != "autoload" {
+						text(args[i+1])
+						break
+					}
+					if !strings.HasPrefix(a, "-") {
+						file(a)
+						if first != "autoload" {
+							break
+						}
+					}
+				}
+				if filepath.IsAbs(first) {
+					n.named = append(n.named, filepath.Clean(first))
 				}
 			case filepath.IsAbs(first):
 				n.named = append(n.named, filepath.Clean(first))
@@ -391,7 +451,14 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 }
 
 // commandWrappers run the command their words after them name.
-var commandWrappers = map[string]bool{"builtin": true, "command": true, "exec": true, "env": true, "nohup": true, "time": true, "nice": true, "noglob": true}
+var commandWrappers = map[string]bool{"builtin": true, "command": true, "exec": true, "env": true, "nohup": true, "time": true, "nice": true, "noglob": true, "timeout": true}
+
+// interpreters run the script their first operand names.
+var interpreters = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "fish": true,
+	"python": true, "python3": true, "perl": true, "ruby": true, "node": true}
+
+// duration is timeout's first operand.
+var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 
 // pathEntries are the entries of a PATH value whose text is known: where part of an entry is
 // known only when the shell runs (the marker), what comes before it and what comes after it
@@ -428,6 +495,9 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 		switch x := p.(type) {
 		case *syntax.Lit:
 			v := x.Value
+			if top && strings.IndexByte(v, '\\') >= 0 {
+				v = unescape(v) // \. and \source are . and source
+			}
 			if top && b.Len() == 0 {
 				// ~/x, and ~NAME/x for the owner's own name (their home's last part).
 				if user := "~" + filepath.Base(home); v == "~" || strings.HasPrefix(v, "~/") {

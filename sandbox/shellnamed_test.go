@@ -50,6 +50,22 @@ export PYTHONSTARTUP=~/work/ps.py
 export PATH=` + filepath.Dir(home) + `/$USER/work/ub:$PATH
 ~` + filepath.Base(home) + `/work/tilde
 `,
+		".bash_profile": `\. ~/work/nvm.sh
+\source ~/work/bs.sh
+source -- ~/work/dd.sh
+bash ~/work/setup.sh
+python3 -u ~/work/x.py
+trap -- '. ~/work/trap.sh' EXIT
+exec -a x ~/work/ex
+timeout 5 ~/work/to
+complete -C ~/work/cmp cmp
+bind -x '"\C-t": ~/work/bind.sh'
+enable -f ~/work/x.so foo
+export LD_LIBRARY_PATH=$HOME/work/lib:$LD_LIBRARY_PATH
+export PYTHONPATH="$HOME/work/src"
+export EDITOR=~/work/ed
+cd ~/work/cdd && . ./rel.sh
+`,
 	}
 	abs := map[string]string{}
 	for name, body := range files {
@@ -63,7 +79,9 @@ export PATH=` + filepath.Dir(home) + `/$USER/work/ub:$PATH
 	for _, want := range []string{"bin", "work/env.sh", "work/bashenv", "dotfiles/aliases.sh", ".fzf.bash",
 		"work/tools", "work/prompt.sh", "work/zdot/.zshrc", "work/zdot/.zshenv", "work/zbin", "work/zfunc",
 		"work/cuda", "work/last", "work/ll", "work/b.sh", "work/c.sh", "work/evil", "work/pc", "work/ps1", "work/tr",
-		"work/ev", "work/en", "work/ps.py", "work/ub", "work/tilde"} {
+		"work/ev", "work/en", "work/ps.py", "work/ub", "work/tilde",
+		"work/nvm.sh", "work/bs.sh", "work/dd.sh", "work/setup.sh", "work/x.py", "work/trap.sh", "work/ex", "work/to",
+		"work/cmp", "work/bind.sh", "work/x.so", "work/lib", "work/src/sitecustomize.py", "work/ed", "work/cdd/rel.sh"} {
 		if !slices.Contains(got, filepath.Join(home, want)) {
 			t.Errorf("%s not among %v", want, got)
 		}
