@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -14,13 +15,26 @@ import (
 // arguments name a file or dir it reads or runs ("" for the whole line's words: a KEY=VALUE
 // file).
 var rcFiles = map[string][]string{
-	".tmux.conf":                   {"source-file", "source", "run-shell", "run", "if-shell", "if"},
-	".config/tmux/tmux.conf":       {"source-file", "source", "run-shell", "run", "if-shell", "if"},
-	".gdbinit":                     {"source", "so"},
-	".config/gdb/gdbinit":          {"source", "so"},
-	".config/fish/config.fish":     {"source", ".", "fish_add_path"},
-	".config/environment.d/*.conf": {"PATH"},
+	".tmux.conf":                   tmuxCommands,
+	".config/tmux/tmux.conf":       tmuxCommands,
+	".gdbinit":                     gdbCommands,
+	".config/gdb/gdbinit":          gdbCommands,
+	".config/fish/config.fish":     fishCommands,
+	".config/fish/conf.d/*.fish":   fishCommands,
+	".config/environment.d/*.conf": {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONSTARTUP", "GIT_EXEC_PATH"},
 }
+
+var (
+	// tmuxCommands: anywhere on a line (a hook's or a key's command, a status line's #(…)).
+	tmuxCommands = []string{"source-file", "source", "run-shell", "run", "if-shell", "if", "default-command", "default-shell", "#"}
+	gdbCommands  = []string{"source", "so", "shell", "!", "python", "py", "pi"}
+	fishCommands = []string{"source", ".", "fish_add_path", "alias", "bash", "sh", "python3", "python"}
+)
+
+// pathVars are the variables whose values name dirs or files that load code, as a fish
+// `set -gx NAME …` or an environment.d NAME=… gives them.
+var pathVars = map[string]bool{"PATH": true, "fish_user_paths": true, "LD_LIBRARY_PATH": true, "GIT_EXEC_PATH": true,
+	"LD_PRELOAD": true, "PYTHONSTARTUP": true}
 
 // maxRCFiles bounds the files read for rcFiles (environment.d holds any number).
 const maxRCFiles = 32
@@ -55,30 +69,43 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 	})
 }
 
-// rcNames is each path-like word (absolute, ~/, $HOME/, ${HOME}/) on the lines of src that
-// start with one of cmds, or for "PATH", in a PATH= line's value.
+// rcNames is each path-like word (absolute, ~/, $HOME/, ${HOME}/) of src's commands (a line,
+// or its parts between ;) after one of cmds anywhere in it, and the values a NAME=… line or a
+// fish `set [-flags] NAME …` gives pathVars.
 func rcNames(src []byte, home string, cmds []string) []string {
 	var out []string
-	for _, line := range strings.Split(string(src), "\n") {
-		words := strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t;|&()<>`\"'", r) })
-		if len(words) == 0 {
-			continue
-		}
-		first, rest := words[0], words[1:]
-		if k, v, ok := strings.Cut(first, "="); ok && k == "PATH" {
-			first, rest = k, append(strings.Split(v, ":"), rest...)
-		}
-		match := false
-		for _, c := range cmds {
-			match = match || first == c
-		}
-		if !match {
-			continue
-		}
-		for _, w := range rest {
+	add := func(words []string) {
+		for _, w := range words {
 			for _, part := range strings.Split(w, ":") {
 				if p := homePath(part, home); p != "" {
 					out = append(out, p)
+				}
+			}
+		}
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		for _, cmd := range strings.Split(line, ";") {
+			words := strings.FieldsFunc(cmd, func(r rune) bool { return strings.ContainsRune(" \t|&()<>`\"'", r) })
+			if len(words) == 0 {
+				continue
+			}
+			if k, v, ok := strings.Cut(words[0], "="); ok && pathVars[k] && slices.Contains(cmds, k) {
+				add(append([]string{v}, words[1:]...))
+				continue
+			}
+			if words[0] == "set" {
+				rest := words[1:]
+				for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+					rest = rest[1:]
+				}
+				if len(rest) > 0 && pathVars[rest[0]] {
+					add(rest[1:])
+				}
+			}
+			for i, w := range words {
+				if slices.Contains(cmds, w) {
+					add(words[i+1:])
+					break
 				}
 			}
 		}

@@ -15,15 +15,24 @@ func TestRCNamedPaths(t *testing.T) {
 		filepath.Join(home, ".tmux.conf"):                          "set -g mouse on\nrun-shell ~/dot/t1.sh\nsource-file -q \"$HOME/dot/t2.conf\"\nif-shell 'true' 'source-file ~/dot/t3.conf'\nnew-session -c ~/proj\n",
 		filepath.Join(home, ".gdbinit"):                            "source ~/dot/g.gdb\n",
 		filepath.Join(home, ".config", "fish", "config.fish"):      "source ~/dot/f.fish\nfish_add_path -g ${HOME}/dot/fbin\n",
-		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\n",
+		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\nLD_PRELOAD=/home/x.so\n",
+		filepath.Join(home, ".config", "fish", "conf.d", "p.fish"): "set -gx PATH ~/dot/fset $PATH\nif status is-interactive; source ~/dot/fif.fish; end\nalias ll ~/dot/fll\nset -U fish_user_paths ~/dot/fup\n",
+		filepath.Join(home, ".config", "tmux", "tmux.conf"):        "set-hook -g session-created 'run-shell ~/dot/th.sh'\nbind r source-file ~/dot/tb.conf\nset -g default-command ~/dot/tdc\nset -g status-right '#(~/dot/ts.sh)'\n",
+		filepath.Join(home, ".config", "gdb", "gdbinit"):           "shell ~/dot/gs.sh\npython exec(open(\"/home/gp.py\").read())\n",
 	})
 	got, err := rcNamedPaths(home, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin"} {
+	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin",
+		"dot/fset", "dot/fif.fish", "dot/fll", "dot/fup", "dot/th.sh", "dot/tb.conf", "dot/tdc", "dot/ts.sh", "dot/gs.sh"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	for _, p := range []string{"/home/x.so", "/home/gp.py"} {
+		if !slices.Contains(got, p) {
+			t.Errorf("%s not among %v", p, got)
 		}
 	}
 	if slices.Contains(got, filepath.Join(home, "proj")) {

@@ -112,7 +112,8 @@ func sshNames(src []byte, home string) sshConfigNames {
 					commandPaths(args[i+1 : i+2]) // exec and !exec run it alike
 				}
 			}
-		case "pkcs11provider", "securitykeyprovider":
+		case "pkcs11provider", "securitykeyprovider", "userknownhostsfile", "certificatefile":
+			// Libraries ssh loads; the host keys it trusts and the certificate it offers.
 			for _, a := range args {
 				if p := expand(a); p != "" {
 					n.named = append(n.named, p)

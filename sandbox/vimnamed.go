@@ -11,7 +11,7 @@ import (
 // vim runs. Such a file or dir in a writable dir is as much vim's start-up as ~/.vimrc is.
 
 // vimStartup are the start-up files vim, gvim and neovim read from the home.
-var vimStartup = []string{".vimrc", ".vim/vimrc", ".gvimrc", ".exrc", ".config/nvim/init.vim"}
+var vimStartup = []string{".vimrc", ".vim/vimrc", ".gvimrc", ".exrc", ".config/nvim/init.vim", ".config/nvim/init.lua"}
 
 // maxVimFiles bounds the files read, sourced ones with them.
 const maxVimFiles = 16
@@ -34,7 +34,11 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 		starts = append(starts, filepath.Join(home, f))
 	}
 	return followNamed(starts, maxVimFiles, missing, func(p string, out *namedSet, read func(string)) {
-		n, ok := vimNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) vimNames { return vimScriptNames(b, home) })
+		parse := vimScriptNames
+		if strings.HasSuffix(p, ".lua") {
+			parse = luaScriptNames
+		}
+		n, ok := vimNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) vimNames { return parse(b, home) })
 		if !ok {
 			return
 		}
@@ -60,6 +64,49 @@ func vimScriptNames(src []byte, home string) vimNames {
 	return n
 }
 
+// luaScriptNames reads neovim's init.lua: each quoted string that names a path (dofile,
+// vim.opt.rtp:prepend) is named, and each other one is read as a vim command
+// (vim.cmd("source …")).
+func luaScriptNames(src []byte, home string) vimNames {
+	var n vimNames
+	for _, q := range quoted(string(src)) {
+		if p := vimPath(q, home); p != "" {
+			n.dirs = append(n.dirs, p)
+		} else {
+			n.command(q, home, 1)
+		}
+	}
+	return n
+}
+
+// quoted are the texts between double or single quotes on each line of src.
+func quoted(src string) []string {
+	var out []string
+	for _, line := range strings.Split(src, "\n") {
+		for _, q := range []string{`"`, `'`} {
+			parts := strings.Split(line, q)
+			for i := 1; i < len(parts); i += 2 {
+				out = append(out, parts[i])
+			}
+		}
+	}
+	return out
+}
+
+// vimPath is p as an absolute, clean path where it names one by itself, else "".
+func vimPath(p, home string) string {
+	p = strings.Trim(p, `"'`)
+	for _, h := range []string{"~", "$HOME", "${HOME}", "<sfile>:h", "<sfile>:p:h"} {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return filepath.Join(home, p[len(h):])
+		}
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return ""
+}
+
 // vimModifiers run the command after them: :silent, :unsilent, :verbose, :noautocmd, :if and
 // the like (whose command the line goes on with).
 var vimModifiers = map[string]bool{"sil": true, "silent": true, "uns": true, "unsilent": true, "verb": true, "verbose": true,
@@ -67,18 +114,7 @@ var vimModifiers = map[string]bool{"sil": true, "silent": true, "uns": true, "un
 
 // command reads one line of vim commands into n; depth counts execute's nesting.
 func (n *vimNames) command(line, home string, depth int) {
-	expand := func(p string) string {
-		p = strings.Trim(p, `"'`)
-		for _, h := range []string{"~", "$HOME", "${HOME}", "<sfile>:h", "<sfile>:p:h"} {
-			if p == h || strings.HasPrefix(p, h+"/") {
-				return filepath.Join(home, p[len(h):])
-			}
-		}
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return ""
-	}
+	expand := func(p string) string { return vimPath(p, home) }
 	for _, cmd := range strings.Split(line, "|") {
 		words := strings.Fields(strings.TrimLeft(cmd, " \t:"))
 		for len(words) > 0 && vimModifiers[strings.TrimSuffix(words[0], "!")] {
@@ -92,13 +128,29 @@ func (n *vimNames) command(line, home string, depth int) {
 			continue
 		}
 		name, args := strings.TrimSuffix(words[0], "!"), words[1:]
+		if strings.HasPrefix(name, "call") && strings.Contains(cmd, "execute(") {
+			inner := strings.TrimSpace(cmd[strings.Index(cmd, "execute(")+len("execute("):])
+			name, args = "execute", []string{strings.TrimSuffix(inner, ")")} // call execute("so x")
+		}
 		switch name {
+		case "au", "autocmd":
+			// au [group] Event pattern cmd: the command, after two or three words.
+			for k := 2; k <= 3 && k < len(args) && depth < 2; k++ {
+				n.command(strings.Join(args[k:], " "), home, depth+1)
+			}
+		case "lua", "luado", "py", "python", "py3", "python3", "pyx", "pythonx", "rub", "ruby", "perl":
+			// Inline code: a quoted path in it (lua dofile("…")) is a file it runs.
+			for _, q := range quoted(strings.Join(args, " ")) {
+				if p := expand(q); p != "" {
+					n.sourced = append(n.sourced, p)
+				}
+			}
 		case "exe", "exec", "execute":
 			if depth < 2 {
 				// The quoted text is run as a command line.
 				n.command(strings.NewReplacer(`'`, "", `"`, "", " . ", " ", " .. ", " ").Replace(strings.Join(args, " ")), home, depth+1)
 			}
-		case "so", "sou", "sour", "sourc", "source", "luaf", "luafile", "pyf", "pyfile", "py3f", "py3file":
+		case "so", "sou", "sour", "sourc", "source", "luaf", "luafile", "pyf", "pyfile", "py3f", "py3file", "pyxf", "pyxfile", "rubyf", "rubyfile":
 			if len(args) > 0 {
 				if p := expand(args[0]); p != "" {
 					n.sourced = append(n.sourced, p)
@@ -117,6 +169,16 @@ func (n *vimNames) command(line, home string, depth int) {
 				}
 			}
 		case "se", "set", "setg", "setglobal", "let":
+			for _, a := range args {
+				// set shell=~/x: the program vim runs its ! commands with.
+				for _, opt := range []string{"shell=", "sh="} {
+					if v, ok := strings.CutPrefix(a, opt); ok {
+						if p := expand(v); p != "" {
+							n.dirs = append(n.dirs, p)
+						}
+					}
+				}
+			}
 			// set rtp+=~/x,~/y; set runtimepath^=…; set packpath+=…; let &rtp .= ',~/x'
 			arg := strings.Join(args, " ")
 			for _, opt := range []string{"rtp", "runtimepath", "pp", "packpath"} {

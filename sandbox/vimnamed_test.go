@@ -16,20 +16,26 @@ func TestVimNames(t *testing.T) {
 		filepath.Join(home, "dot", "vim", "local.vim"):     "luafile ~/dot/init.lua\n",
 		filepath.Join(home, ".config", "nvim", "init.vim"): "set runtimepath^=~/dot/nvimrt\n",
 		filepath.Join(home, ".gvimrc"): "silent! source ~/dot/s1.vim\nsil so ~/dot/s2.vim\nexecute 'source ~/dot/s3.vim'\nif 1 | source ~/dot/s4.vim | endif\n" +
-			"source ~/dot/s5.vim \" local\nsource <sfile>:h/dot/s6.vim\nsource ${HOME}/dot/s7.vim\nruntime ../dot/s8.vim\nexe 'set rtp+=~/dot/ert'\n",
+			"source ~/dot/s5.vim \" local\nsource <sfile>:h/dot/s6.vim\nsource ${HOME}/dot/s7.vim\nruntime ../dot/s8.vim\nexe 'set rtp+=~/dot/ert'\n" +
+			"au VimEnter * so ~/dot/au.vim\nautocmd mygroup BufRead *.c source ~/dot/au2.vim\npyxfile ~/dot/x.py\nlua dofile(\"/home/l.lua\")\n" +
+			"call execute(\"source ~/dot/ce.vim\")\nset shell=~/dot/sh\n",
+		filepath.Join(home, ".config", "nvim", "init.lua"): "dofile(vim.fn.expand(\"~/dot/d.lua\"))\nvim.cmd(\"source ~/dot/vc.vim\")\nvim.opt.rtp:prepend(\"/home/rtp\")\n",
 	})
 	got, err := vimNamedPaths(home, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"dot/vim/local.vim", "dot/more.vim", "dot/vimrt", "dot/pack", "dot/init.lua", "dot/nvimrt",
-		"dot/s1.vim", "dot/s2.vim", "dot/s3.vim", "dot/s4.vim", "dot/s5.vim", "dot/s6.vim", "dot/s7.vim", "dot/s8.vim", "dot/ert"} {
+		"dot/s1.vim", "dot/s2.vim", "dot/s3.vim", "dot/s4.vim", "dot/s5.vim", "dot/s6.vim", "dot/s7.vim", "dot/s8.vim", "dot/ert",
+		"dot/au.vim", "dot/au2.vim", "dot/x.py", "dot/ce.vim", "dot/sh", "dot/d.lua", "dot/vc.vim"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}
 	}
-	if !slices.Contains(got, "/opt/vim") {
-		t.Errorf("/opt/vim not among %v", got)
+	for _, p := range []string{"/opt/vim", "/home/l.lua", "/home/rtp"} {
+		if !slices.Contains(got, p) {
+			t.Errorf("%s not among %v", p, got)
+		}
 	}
 	for _, p := range got {
 		if !filepath.IsAbs(p) {
