@@ -12,6 +12,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/sandboxd/sandboxd/internal/globwalk"
 )
 
 // Risk names reported in Classification.Risks.
@@ -956,7 +958,7 @@ func matchAll(seg string) bool {
 		switch c := seg[i]; c {
 		case '*', '?', '@', '+', '!', '(', ')', '|':
 		case '[':
-			j := bracketEnd(seg, i)
+			j := globwalk.BracketEnd(seg, i)
 			if j < 0 {
 				return false
 			}
@@ -968,31 +970,6 @@ func matchAll(seg string) bool {
 	return star
 }
 
-// bracketEnd is the index of the ] that closes the bracket expression opening at seg[i],
-// past [:class:], [=c=] and [.c.] inside it and a ] first in it, or -1.
-func bracketEnd(seg string, i int) int {
-	j := i + 1
-	if j < len(seg) && (seg[j] == '!' || seg[j] == '^') {
-		j++
-	}
-	if j < len(seg) && seg[j] == ']' {
-		j++
-	}
-	for ; j < len(seg); j++ {
-		switch {
-		case seg[j] == '[' && j+1 < len(seg) && strings.IndexByte(":=.", seg[j+1]) >= 0:
-			end := strings.Index(seg[j+2:], string(seg[j+1])+"]")
-			if end < 0 {
-				return -1
-			}
-			j += 2 + end + 1
-		case seg[j] == ']':
-			return j
-		}
-	}
-	return -1
-}
-
 // splitGlob is path.Split for a glob: a / inside a bracket expression ([!/]) does not end a
 // segment.
 func splitGlob(p string) (dir, last string) {
@@ -1000,7 +977,7 @@ func splitGlob(p string) (dir, last string) {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
 		case '[':
-			if j := bracketEnd(p, i); j >= 0 {
+			if j := globwalk.BracketEnd(p, i); j >= 0 {
 				i = j
 			}
 		case '/':

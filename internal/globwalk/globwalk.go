@@ -194,7 +194,7 @@ func loosen(seg string) string {
 			b.WriteByte('*')
 			i++ // the escaped byte is the one character
 		case '[':
-			if end := bracketEnd(seg, i); end > 0 {
+			if end := BracketEnd(seg, i); end > 0 {
 				i = end
 			}
 			b.WriteByte('*') // the expression, or a lone [ (literal)
@@ -213,9 +213,9 @@ func loosen(seg string) string {
 	return b.String()
 }
 
-// bracketEnd returns the index of the ] closing the bracket expression that starts at seg[i],
+// BracketEnd returns the index of the ] closing the bracket expression that starts at seg[i],
 // or -1: a ] first (after ! or ^) is a member, and [:class:], [=c=] and [.c.] hold ] of theirs.
-func bracketEnd(seg string, i int) int {
+func BracketEnd(seg string, i int) int {
 	j := i + 1
 	if j < len(seg) && (seg[j] == '!' || seg[j] == '^') {
 		j++
