@@ -37,7 +37,7 @@ var pathVars = map[string]bool{"PATH": true, "fish_user_paths": true, "LD_LIBRAR
 	"LD_PRELOAD": true, "PYTHONSTARTUP": true}
 
 // maxRCFiles bounds the files read for rcFiles (environment.d holds any number).
-const maxRCFiles = 32
+const maxRCFiles = 64
 
 var rcNamesCache = newParsedFiles(func(n []string) int { return stringsSize(n) })
 
@@ -58,14 +58,21 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 			cmds[f] = c
 		}
 	}
-	return followNamed(starts, maxRCFiles, missing, func(p string, out *namedSet, _ func(string)) {
+	return followNamed(starts, maxRCFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		names, ok := rcNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) []string { return rcNames(b, home, cmds[p]) })
 		if !ok {
-			return
+			return false
 		}
 		for _, n := range names {
 			out.add(n)
+			// A file it sources (tmux's source-file, fish's source) is read as its own kind;
+			// a script so read names nothing.
+			if _, known := cmds[n]; !known {
+				cmds[n] = cmds[p]
+			}
+			read(n)
 		}
+		return true
 	})
 }
 

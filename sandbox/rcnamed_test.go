@@ -61,3 +61,17 @@ func FuzzRCNames(f *testing.F) {
 		}
 	})
 }
+
+// TestRCNamedFollowed: a file tmux sources is read as tmux's too, and what it runs is named.
+func TestRCNamedFollowed(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".tmux.conf"):            "source-file ~/dot/tmux/t.conf\n",
+		filepath.Join(home, "dot", "tmux", "t.conf"): "run-shell ~/dot/tmux/theme.sh\n",
+	})
+	got, err := rcNamedPaths(home, 0, nil)
+	if err != nil || !slices.Contains(got, filepath.Join(home, "dot/tmux/theme.sh")) {
+		t.Errorf("what a sourced tmux file runs: %v (%v)", got, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -35,7 +36,7 @@ var zshStartup = []string{".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout
 
 const (
 	// maxShellNamedFiles bounds the files read to find them, sourced ones included.
-	maxShellNamedFiles = 24
+	maxShellNamedFiles = 64
 	// maxShellFileBytes bounds each one: start-up files are small.
 	maxShellFileBytes = 256 << 10
 )
@@ -53,10 +54,10 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]stri
 	for _, f := range shellStartup {
 		starts = append(starts, filepath.Join(home, f))
 	}
-	return followNamed(starts, maxShellNamedFiles, missing, func(p string, out *namedSet, read func(string)) {
+	return followNamed(starts, maxShellNamedFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		n, ok := shellFileNames(p, home, uid)
 		if !ok {
-			return
+			return false
 		}
 		for _, p := range n.sourced {
 			out.add(p)
@@ -71,13 +72,16 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]stri
 		for _, p := range n.named {
 			out.add(p)
 		}
+		return true
 	})
 }
 
 // followNamed reads the config files starts, and each one a file read names for reading
-// (read), at most max files, skipping those missing says are not there; visit adds what each
-// names to out. The paths, or errTooManyNamed past maxNamedPaths.
-func followNamed(starts []string, max int, missing func(string) bool, visit func(p string, out *namedSet, read func(string))) ([]string, error) {
+// (read), skipping those missing says are not there; visit adds what each names to out and
+// reports whether the file was there to read. Past max files read, one more that is there
+// fails the whole (errTooManyFiles): what it names could not be protected. The paths, or
+// errTooManyNamed past maxNamedPaths.
+func followNamed(starts []string, max int, missing func(string) bool, visit func(p string, out *namedSet, read func(string)) bool) ([]string, error) {
 	var out namedSet
 	var queue []string
 	queued := map[string]bool{}
@@ -90,14 +94,26 @@ func followNamed(starts []string, max int, missing func(string) bool, visit func
 	for _, p := range starts {
 		read(p)
 	}
-	for i := 0; i < len(queue) && i < max; i++ {
+	reads := 0
+	for i := 0; i < len(queue); i++ {
 		if missing != nil && missing(queue[i]) {
 			continue
 		}
-		visit(queue[i], &out, read)
+		if reads == max {
+			if fi, err := os.Stat(queue[i]); err == nil && fi.Mode().IsRegular() {
+				return nil, errTooManyFiles
+			}
+			continue
+		}
+		if visit(queue[i], &out, read) {
+			reads++
+		}
 	}
 	return out.list()
 }
+
+// errTooManyFiles is start-up files that source or include more files than are read.
+var errTooManyFiles = fmt.Errorf("%w: the user's start-up files (shell, ssh, vim, tmux, fish) source or include more files than sandboxd reads on every call to protect what they name; merge some", ErrBadSpec)
 
 // maxNamedPaths bounds the paths the start-up files, or the git configs, name: each is looked
 // at on every call, and a .bashrc of 37 000 PATH entries took each call 8 s of the daemon's
@@ -353,6 +369,29 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			case "EDITOR", "VISUAL", "PAGER", "MANPAGER", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
 				"SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER":
 				text(v) // a command the user's tools run
+			case "VIMINIT":
+				vn := vimScriptNames([]byte(v), home) // vim's start-up commands in place of a vimrc
+				for _, p := range append(vn.sourced, vn.dirs...) {
+					file(p)
+				}
+			case "XDG_CONFIG_HOME":
+				// The user's .config moved: what the home's .config holds that is protected,
+				// there.
+				if d := abs(v); filepath.IsAbs(v) || strings.HasPrefix(v, home+"/") {
+					for _, rel := range ProtectedInHome {
+						if r, ok := strings.CutPrefix(rel, ".config/"); ok {
+							file(filepath.Join(d, r))
+						}
+					}
+				}
+			default:
+				if configVars[a.Name.Value] {
+					// A tool's config file (or dir) moved from its place in the home, where
+					// it is protected: ripgrep's, git's, kubectl's, gpg's, cargo's.
+					for _, e := range pathEntries(v) {
+						file(e)
+					}
+				}
 			}
 		}
 	}
@@ -423,8 +462,11 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				}
 			case first == "autoload" || interpreters[filepath.Base(first)]:
 				// autoload -Uz ~/fns/x; bash ~/proj/setup.sh; python3 ~/proj/x.py: the script.
+				shell := shells[filepath.Base(first)]
 				for i, a := range args {
-					if a == "-c" && i+1 < len(args) && first != "autoload" {
+					// -c, and for a shell a cluster holding c (bash -lc '…'): the next word is a script.
+					runs := a == "-c" || shell && len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'c')
+					if runs && i+1 < len(args) && first != "autoload" {
 						text(args[i+1])
 						break
 					}
@@ -445,17 +487,44 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			for _, a := range x.Args {
 				assign(a)
 			}
+		case *syntax.ForClause:
+			// for f in ~/dotfiles/bash/*.sh; do . "$f"; done: what the glob matches, now or
+			// once a call made it, the loop may run; the dir it lists is protected whole.
+			if it, ok := x.Loop.(*syntax.WordIter); ok {
+				for _, w := range it.Items {
+					if t, ok := wordText(w, home); ok && !strings.Contains(t, dynamicPart) && strings.ContainsAny(t, "*?[") {
+						if d := globDir(abs(t)); d != "/" && d != home {
+							n.named = append(n.named, d)
+						}
+					}
+				}
+			}
 		}
 		return true
 	})
 }
 
+// configVars name a tool's config file or dir (each value a colon list), which the tool reads
+// in place of the one in the home.
+var configVars = map[string]bool{
+	"RIPGREP_CONFIG_PATH": true, "GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "STARSHIP_CONFIG": true,
+	"INPUTRC": true, "NPM_CONFIG_USERCONFIG": true, "npm_config_userconfig": true, "PIP_CONFIG_FILE": true,
+	"MYVIMRC": true, "WGETRC": true, "PSQLRC": true, "LESSKEY": true, "KUBECONFIG": true, "AWS_CONFIG_FILE": true,
+	"TF_CLI_CONFIG_FILE": true, "GOENV": true, "GNUPGHOME": true, "DOCKER_CONFIG": true, "CARGO_HOME": true,
+	"IPYTHONDIR": true, "JUPYTER_CONFIG_DIR": true, "CURL_HOME": true,
+}
+
 // commandWrappers run the command their words after them name.
 var commandWrappers = map[string]bool{"builtin": true, "command": true, "exec": true, "env": true, "nohup": true, "time": true, "nice": true, "noglob": true, "timeout": true}
 
-// interpreters run the script their first operand names.
-var interpreters = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "fish": true,
-	"python": true, "python3": true, "perl": true, "ruby": true, "node": true}
+// interpreters run the script their first operand names; shells are those that take option
+// clusters (-lc).
+var (
+	shells       = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true}
+	interpreters = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "fish": true,
+		"python": true, "python3": true, "perl": true, "ruby": true, "node": true, "lua": true, "luajit": true,
+		"php": true, "Rscript": true, "tclsh": true, "julia": true, "pwsh": true}
+)
 
 // duration is timeout's first operand.
 var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)

@@ -65,6 +65,13 @@ export LD_LIBRARY_PATH=$HOME/work/lib:$LD_LIBRARY_PATH
 export PYTHONPATH="$HOME/work/src"
 export EDITOR=~/work/ed
 cd ~/work/cdd && . ./rel.sh
+bash -lc '~/work/lc.sh'
+for f in ~/work/bashd/*.sh; do . "$f"; done
+lua ~/work/z.lua --init bash
+export RIPGREP_CONFIG_PATH=~/work/ripgreprc
+export KUBECONFIG=~/work/kc1:$HOME/work/kc2
+export XDG_CONFIG_HOME=~/work/config
+export VIMINIT="source ~/work/vimrc"
 `,
 	}
 	abs := map[string]string{}
@@ -81,7 +88,8 @@ cd ~/work/cdd && . ./rel.sh
 		"work/cuda", "work/last", "work/ll", "work/b.sh", "work/c.sh", "work/evil", "work/pc", "work/ps1", "work/tr",
 		"work/ev", "work/en", "work/ps.py", "work/ub", "work/tilde",
 		"work/nvm.sh", "work/bs.sh", "work/dd.sh", "work/setup.sh", "work/x.py", "work/trap.sh", "work/ex", "work/to",
-		"work/cmp", "work/bind.sh", "work/x.so", "work/lib", "work/src/sitecustomize.py", "work/ed", "work/cdd/rel.sh"} {
+		"work/cmp", "work/bind.sh", "work/x.so", "work/lib", "work/src/sitecustomize.py", "work/ed", "work/cdd/rel.sh", "work/lc.sh",
+		"work/bashd", "work/z.lua", "work/ripgreprc", "work/kc1", "work/kc2", "work/config/git", "work/config/fish", "work/vimrc"} {
 		if !slices.Contains(got, filepath.Join(home, want)) {
 			t.Errorf("%s not among %v", want, got)
 		}
@@ -196,5 +204,27 @@ func TestShellNamedPathsBounded(t *testing.T) {
 	writeFiles(t, map[string]string{filepath.Join(home, ".gitconfig"): cfg.String()})
 	if _, err := gitNamedPaths([]string{filepath.Join(home, ".gitconfig")}, home); !errors.Is(err, errTooManyNamed) {
 		t.Errorf("%d hooksPath lines: %v, want refused", maxNamedPaths+1, err)
+	}
+}
+
+// TestShellNamedTooManyFiles: start files that are not there take nothing of the bound on the
+// files read; past it, one more that is there fails the whole rather than leave what it names
+// unprotected.
+func TestShellNamedTooManyFiles(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{maxShellNamedFiles - 1, maxShellNamedFiles + 1} {
+		home := t.TempDir()
+		files := map[string]string{}
+		var rc strings.Builder
+		for i := range n {
+			fmt.Fprintf(&rc, ". ~/d/%d.sh\n", i)
+			files[filepath.Join(home, "d", fmt.Sprintf("%d.sh", i))] = "true\n"
+		}
+		files[filepath.Join(home, ".bashrc")] = rc.String()
+		writeFiles(t, files)
+		_, err := shellNamedPaths(home, 0, nil)
+		if over := n+1 > maxShellNamedFiles; over != errors.Is(err, errTooManyFiles) {
+			t.Errorf("%d sourced files and .bashrc: %v", n, err)
+		}
 	}
 }

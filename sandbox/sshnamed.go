@@ -31,10 +31,10 @@ func sshNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 	if home == "" || home == "/" {
 		return nil, nil
 	}
-	return followNamed([]string{filepath.Join(home, ".ssh", "config")}, maxSSHConfigFiles, missing, func(p string, out *namedSet, read func(string)) {
+	return followNamed([]string{filepath.Join(home, ".ssh", "config")}, maxSSHConfigFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		n, ok := sshConfigCache.get(p, home, uid, maxShellFileBytes, func(b []byte) sshConfigNames { return sshNames(b, home) })
 		if !ok {
-			return
+			return false
 		}
 		for _, p := range n.named {
 			out.add(p)
@@ -50,6 +50,7 @@ func sshNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 			out.add(inc)
 			read(inc)
 		}
+		return true
 	})
 }
 

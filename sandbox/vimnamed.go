@@ -33,14 +33,14 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 	for _, f := range vimStartup {
 		starts = append(starts, filepath.Join(home, f))
 	}
-	return followNamed(starts, maxVimFiles, missing, func(p string, out *namedSet, read func(string)) {
+	return followNamed(starts, maxVimFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		parse := vimScriptNames
 		if strings.HasSuffix(p, ".lua") {
 			parse = luaScriptNames
 		}
 		n, ok := vimNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) vimNames { return parse(b, home) })
 		if !ok {
-			return
+			return false
 		}
 		for _, p := range n.sourced {
 			out.add(p)
@@ -49,6 +49,7 @@ func vimNamedPaths(home string, uid uint32, missing func(string) bool) ([]string
 		for _, d := range n.dirs {
 			out.add(d)
 		}
+		return true
 	})
 }
 
