@@ -65,8 +65,12 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 		}
 		for _, n := range names {
 			out.add(n)
-			// A file it sources (tmux's source-file, fish's source) is read as its own kind;
-			// a script so read names nothing.
+			// A file it sources (tmux's source-file, fish's source) is read as its own kind; a
+			// script so read names nothing. Only the home's: the system's cannot be written,
+			// and each read counts against maxRCFiles.
+			if !strings.HasPrefix(n, home+"/") {
+				continue
+			}
 			if _, known := cmds[n]; !known {
 				cmds[n] = cmds[p]
 			}
