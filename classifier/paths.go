@@ -634,11 +634,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	}
 	if name == "git" {
 		pc.gitPaths(sb, ws[1:])
-		for _, a := range ws[1:] {
-			if a.static && a.glob {
-				pc.runtimeWord(a, sb) // as for any command's option values, below
-			}
-		}
+		pc.globWords(sb, ws[1:])
 		return
 	}
 	for _, f := range pkgConfigWrittenBy(name, ws[1:]) {
@@ -652,14 +648,7 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	}
 	if ok {
 		pc.operands(sb, name, spec, ws[1:])
-		// A glob or brace word where an option's value or a pattern goes gives bash more
-		// words than one, the rest the command's operands: `head -n {1,/etc/x} f`, `grep -e
-		// ../x/* f`. Each is put as one that may name paths (an operand's own, again).
-		for _, a := range ws[1:] {
-			if a.static && a.glob {
-				pc.runtimeWord(a, sb)
-			}
-		}
+		pc.globWords(sb, ws[1:])
 	}
 	if pc.opts.Unconfined {
 		pc.unpacks(sb, name, ws[1:])
@@ -669,6 +658,18 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 		pc.linkUses += len(pc.out) - before
 	}
 	pc.symlinks = pc.symlinks || linked
+}
+
+// globWords puts each glob or brace word of a command's arguments as one that may name paths:
+// where an option's value or a pattern goes, bash makes it more words than one, the rest the
+// command's operands (`head -n {1,/etc/x} f`, `grep -e ../x/* f`). An operand's own is put
+// again, which changes nothing.
+func (pc *pathCollector) globWords(sb *sub, args []word) {
+	for _, a := range args {
+		if a.static && a.glob {
+			pc.runtimeWord(a, sb)
+		}
+	}
 }
 
 // writingTrees runs put with the writes it puts marked as whole-tree writes when on.
