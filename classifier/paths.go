@@ -368,7 +368,7 @@ func braceVals(a word) ([]string, bool) {
 // has one); false when it has no braces that expand, or what they give cannot be told (too
 // many, an expansion in one), which the word's other checks then judge.
 func braceWords(a word) ([]word, bool) {
-	if !a.static || !a.glob || !strings.Contains(a.src, "{") {
+	if !a.static || !a.glob || a.braced || !strings.Contains(a.src, "{") {
 		return nil, false
 	}
 	exp := expandBraces(a.src)
@@ -381,7 +381,7 @@ func braceWords(a word) ([]word, bool) {
 			if e.Globs[i] == GlobAny || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "=") {
 				return nil, false // expanded again after the braces (~, zsh's =cmd)
 			}
-			out = append(out, word{val: v, src: v, static: true, glob: e.Globs[i] == GlobPattern})
+			out = append(out, word{val: v, src: v, static: true, glob: e.Globs[i] == GlobPattern, braced: true})
 		}
 	}
 	return out, true

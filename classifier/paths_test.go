@@ -985,6 +985,19 @@ func TestPathsOfBraces(t *testing.T) {
 	}
 }
 
+// TestBracesExpandOnce: a word brace expansion gave is never expanded again (bash expands
+// braces once): an unclosed brace ({*) gives itself back, which must not recurse (a stack
+// overflow is fatal to the daemon, not a recovered panic).
+func TestBracesExpandOnce(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"find . -exec rm {*", "rm {*", "rm -rf x{a,{*}", "cat {a}", "rm {{{{*"} {
+		c := Classify(cmd, Options{Cwd: "/home/u/proj", Home: "/home/u"})
+		if c.Reason == "internal_error" || (c.ReadOnly && strings.HasPrefix(cmd, "rm")) {
+			t.Errorf("%q: read-only %v, reason %s", cmd, c.ReadOnly, c.Reason)
+		}
+	}
+}
+
 // TestGitObjectsUnseen: a git read of paths the line does not show (from elsewhere, names on
 // stdin, pathspec magic) is flagged, as any Read rule may be one it meets; a git command
 // that reads no repository copy of a file, or names its paths, is not.

@@ -27,6 +27,9 @@ type word struct {
 	// extGlob is true when the word is made of literals and extended globs (`*(x|y)`) only:
 	// not static, but what it matches is decided by its text as a glob's is.
 	extGlob bool
+	// braced is true for a word brace expansion gave: bash expands braces once, so its
+	// braces (an unclosed {*, a literal {a}) are text, never expanded again.
+	braced bool
 	// node is the word as parsed, for a word that is not static: what its expansions may
 	// become is read from it (wordShape).
 	node *syntax.Word
