@@ -463,6 +463,13 @@ func TestCdGit(t *testing.T) {
 			t.Errorf("%q: read-only %v (%s, line %q), want %v", cmd, c.ReadOnly, c.Reason, c.LineReason, readOnly)
 		}
 	}
+	// `.` stays without a cwd known too; a path cannot be told to be the cwd without one.
+	if c := Classify("cd . && git status", Options{}); !c.ReadOnly {
+		t.Errorf("cd . without a cwd: not read-only (%s)", c.LineReason)
+	}
+	if c := Classify("cd /home/u/proj && git status", Options{}); c.ReadOnly {
+		t.Errorf("cd to a path without a cwd: read-only")
+	}
 }
 
 // TestVersionQueries: a program asked only for its version, where that runs nothing of the

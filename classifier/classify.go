@@ -1421,11 +1421,12 @@ func (w *walker) finish() *Classification {
 // or as `.`, before any other cd (`cd /home/u/proj && git status`, as agents write it): git
 // after it takes the repository that git alone would, so it is not a cd before git.
 func (w *walker) cdStays(sb *sub) bool {
-	if !sb.plain || len(sb.args) != 2 || sb.args[0].val != "cd" || len(sb.dirs) > 0 || sb.dirsUnknown || w.opts.Cwd == "" {
+	if !sb.plain || len(sb.args) != 2 || sb.args[0].val != "cd" || len(sb.dirs) > 0 || sb.dirsUnknown {
 		return false
 	}
+	// `.` stays whatever the cwd is: the line's reading must not hang on whether it is known.
 	t := sb.args[1].val
-	return t == "." || t == "./" || path.IsAbs(t) && path.Clean(t) == path.Clean(w.opts.Cwd)
+	return t == "." || t == "./" || w.opts.Cwd != "" && path.IsAbs(t) && path.Clean(t) == path.Clean(w.opts.Cwd)
 }
 
 // writesByRedirect reports whether a command writes a file through a redirection.
