@@ -138,17 +138,9 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 	rs := s.RuleSet()
 	var kp permission.KernelPaths
 	if rs != nil {
-		kp = rs.KernelPaths()
+		kp = rs.KernelPaths(permission.Deny)
 	}
-	for _, p := range kp.Hidden {
-		// A literal path goes with the deny paths: landlock also keeps it unreadable if it
-		// appears while the call runs.
-		if lit, ok := sandbox.LiteralPath(p); ok {
-			spec.DenyPaths = append(spec.DenyPaths, lit)
-		} else {
-			spec.HidePatterns = append(spec.HidePatterns, p)
-		}
-	}
+	addHidden(spec, kp.Hidden)
 	if readOnly {
 		return spec
 	}
@@ -157,13 +149,49 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 			spec.ProtectedPaths = append(spec.ProtectedPaths, p)
 		}
 	}
-	spec.ProtectedPatterns = append(sandbox.ProtectedPatterns(writable, spec.Dir), kp.ReadOnly...)
-	for _, p := range kp.ReadOnly {
+	spec.ProtectedPatterns = append(spec.ProtectedPatterns, sandbox.ProtectedPatterns(writable, spec.Dir)...)
+	addReadOnly(spec, kp.ReadOnly)
+	return spec
+}
+
+// holdAsks adds the session's ask path rules to spec as if they were denies: a call no person
+// approved may not reach what they name by a way its decision did not see (a glob, a recursive
+// search, a path an interpreter builds), in any mode. Only an approved call (its ask answered
+// by a person, who saw the command) runs without them.
+func holdAsks(spec *sandbox.Spec, s *session.Session) {
+	rs := s.RuleSet()
+	if rs == nil {
+		return
+	}
+	kp := rs.KernelPaths(permission.Ask)
+	addHidden(spec, kp.Hidden)
+	if !spec.ReadOnlyWorkspace {
+		addReadOnly(spec, kp.ReadOnly)
+	}
+}
+
+// addHidden hides what Read rules' patterns name.
+func addHidden(spec *sandbox.Spec, patterns []string) {
+	for _, p := range patterns {
+		// A literal path goes with the deny paths: landlock also keeps it unreadable if it
+		// appears while the call runs.
+		if lit, ok := sandbox.LiteralPath(p); ok {
+			spec.DenyPaths = append(spec.DenyPaths, lit)
+		} else {
+			spec.HidePatterns = append(spec.HidePatterns, p)
+		}
+	}
+}
+
+// addReadOnly makes what Edit-family rules' patterns name read-only; what a wildcard names that
+// the call makes is moved aside when it ends (GuardPatterns).
+func addReadOnly(spec *sandbox.Spec, patterns []string) {
+	spec.ProtectedPatterns = append(spec.ProtectedPatterns, patterns...)
+	for _, p := range patterns {
 		if _, ok := sandbox.LiteralPath(p); !ok {
 			spec.GuardPatterns = append(spec.GuardPatterns, p)
 		}
 	}
-	return spec
 }
 
 // sessionEnv is a child's environment in session s: ChildEnv, and where the session's egress

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/worker"
@@ -59,7 +60,7 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 	}
 	var ro []string
 	if rs := s.RuleSet(); rs != nil {
-		ro = rs.KernelPaths().ReadOnly
+		ro = rs.KernelPaths(permission.Deny).ReadOnly
 	}
 	spec.ProtectedPatterns = append(sandbox.ProtectedPatterns([]string{base}, base), ro...)
 

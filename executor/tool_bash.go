@@ -484,6 +484,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	// theirs; approving a command is not approving what it writes out of sight (a build's
 	// script, a path in a variable), which goes aside as in any call.
 	spec.MoveAsideCreated = true
+	if !c.Approved {
+		holdAsks(spec, c.Session)
+	}
 	if c.Approved {
 		for _, w := range c.bashWrites {
 			spec.KeepCreated = append(spec.KeepCreated, w.requested, w.resolved)

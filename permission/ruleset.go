@@ -298,18 +298,19 @@ func pathBuckets(r Rule) []string {
 	}
 }
 
-// KernelPaths is what of a rule set's path rules the sandbox enforces in every child, as
-// absolute patterns (MatchPath syntax): Hidden from Read deny rules, ReadOnly from Edit-family
-// deny rules. A rule whose anchor is unknown is widened to any depth, as for the policy.
+// KernelPaths is what of a rule set's path rules the sandbox enforces in a child, as absolute
+// patterns (MatchPath syntax): Hidden from Read rules, ReadOnly from Edit-family rules. A rule
+// whose anchor is unknown is widened to any depth, as for the policy.
 type KernelPaths struct {
 	Hidden, ReadOnly []string
 }
 
-// KernelPaths lists the deny rules' patterns the sandbox turns into hidden and read-only paths.
-func (rs *RuleSet) KernelPaths() KernelPaths {
+// KernelPaths lists the patterns of the path rules of behavior b (Deny: in every child; Ask: in
+// every child no person approved) that the sandbox turns into hidden and read-only paths.
+func (rs *RuleSet) KernelPaths(b Behavior) KernelPaths {
 	var k KernelPaths
 	for _, r := range rs.rules {
-		if r.Behavior != Deny || r.Kind != KindPath {
+		if r.Behavior != b || r.Kind != KindPath {
 			continue
 		}
 		abs, ok := r.AbsPattern(rs.anchors)

@@ -372,7 +372,10 @@ func TestKernelPaths(t *testing.T) {
 		rules = append(rules, r)
 	}
 	rs := NewRuleSet(rules, Effective{}, Anchors{Home: "/home/u", Cwd: "/home/u/p"})
-	k := rs.KernelPaths()
+	if k := rs.KernelPaths(Ask); strings.Join(k.Hidden, " ") != "/**/docs/**" || len(k.ReadOnly) != 0 {
+		t.Errorf("asks: %+v", k)
+	}
+	k := rs.KernelPaths(Deny)
 	if strings.Join(k.Hidden, " ") != "/**/.env /home/u/secret" {
 		t.Errorf("hidden %v", k.Hidden)
 	}
