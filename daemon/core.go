@@ -626,10 +626,16 @@ func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *sess
 			return err
 		}
 	}
+	narrows := u.Narrows(snap)
 	s.Apply(u)
 	err = c.recorder.sessionChange(ctx, caller, snap, s)
 	if rs != nil {
 		err = errors.Join(err, c.setRuleSet(ctx, s, rs))
+	}
+	if narrows {
+		// Its background commands, and its sub-agents', run with what it gave when they
+		// started: a narrowing is not kept waiting on them.
+		c.host.StopTasks(s, executor.KilledNarrowed)
 	}
 	return err
 }

@@ -42,7 +42,7 @@ func (p *Pipeline) BatchFit(ctx context.Context, sess *session.Session, caller s
 		p.runGroup(ctx, sess, caller, reqs[i:j], outs[i:j], maxParallel, fit)
 		for _, o := range outs[i:j] {
 			if o.Result != nil && o.Result.ContextChange != nil {
-				applyContextChange(sess, o.Result.ContextChange)
+				p.host.applyContextChange(sess, o.Result.ContextChange)
 			}
 		}
 		i = j

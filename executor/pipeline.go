@@ -694,16 +694,21 @@ func stepPostHooks(ctx context.Context, p *Pipeline, st *state) error {
 }
 
 // stepContextChange applies a mode or cwd change for the calls after this one. Step 13.
-func stepContextChange(_ context.Context, _ *Pipeline, st *state) error {
+func stepContextChange(_ context.Context, p *Pipeline, st *state) error {
 	if st.deferContext || st.result == nil || st.result.ContextChange == nil {
 		return nil
 	}
-	applyContextChange(st.sess, st.result.ContextChange)
+	p.host.applyContextChange(st.sess, st.result.ContextChange)
 	return nil
 }
 
-func applyContextChange(s *session.Session, cc *ContextChange) {
-	s.Apply(session.Update{Mode: cc.Mode, Cwd: cc.Cwd, PlanFrom: cc.PlanFrom})
+func (h *Host) applyContextChange(s *session.Session, cc *ContextChange) {
+	u := session.Update{Mode: cc.Mode, Cwd: cc.Cwd, PlanFrom: cc.PlanFrom}
+	narrows := u.Narrows(s.Snapshot())
+	s.Apply(u)
+	if narrows && h != nil {
+		h.StopTasks(s, KilledNarrowed)
+	}
 }
 
 // finish classifies the error into a telemetry-safe code and writes the audit record. Step 14.

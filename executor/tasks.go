@@ -289,10 +289,13 @@ func (o *outputSink) close() {
 type task struct {
 	id        string
 	sessionID string
-	tenant    uint32 // the session owner's tenant (session.Caller.Tenant): tasks_per_user counts by it
-	command   string
-	started   time.Time
-	run       *bashRun
+	// session is the task's session: StopTasks stops a narrowed session's tasks and its
+	// sub-agents', which it bounds.
+	session *session.Session
+	tenant  uint32 // the session owner's tenant (session.Caller.Tenant): tasks_per_user counts by it
+	command string
+	started time.Time
+	run     *bashRun
 
 	mu     sync.Mutex
 	offOut int64 // next unread byte of stdout
@@ -369,7 +372,7 @@ func (h *Host) addTask(s *session.Session, id, command string, run *bashRun) (*t
 	forget(users, max(1, lim.TasksPerUser)*2)
 	run.stdout.forTask()
 	run.stderr.forTask()
-	t := &task{id: id, sessionID: s.ID, tenant: s.Owner.Tenant(), command: command, started: time.Now(), run: run}
+	t := &task{id: id, sessionID: s.ID, session: s, tenant: s.Owner.Tenant(), command: command, started: time.Now(), run: run}
 	ts.tasks[id] = t
 	// A task never outlives limits.task_max_seconds: nothing of a user outlives its bounds.
 	// Kill on a finished run is a no-op, so the timer needs no stopping.
@@ -490,4 +493,26 @@ func (r *bashRun) result() (*sandbox.Result, error, bool) {
 
 func (r *bashRun) kill(reason string) {
 	_ = r.proc.Kill(reason)
+}
+
+// KilledNarrowed is what a task StopTasks stopped reports killed it.
+const KilledNarrowed = "session_narrowed"
+
+// StopTasks kills the background commands still running in s and in its sub-agents, for
+// reason (a narrowed session: they were started with what it no longer gives), and returns
+// how many it stopped.
+func (h *Host) StopTasks(s *session.Session, reason string) int {
+	ts := h.tools()
+	ts.mu.Lock()
+	var running []*task
+	for _, t := range ts.tasks {
+		if (t.session == s || t.session.Descends(s)) && !t.run.finished() {
+			running = append(running, t)
+		}
+	}
+	ts.mu.Unlock()
+	for _, t := range running {
+		t.run.kill(reason)
+	}
+	return len(running)
 }

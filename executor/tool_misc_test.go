@@ -77,12 +77,12 @@ func TestToolSearchAndPlanMode(t *testing.T) {
 	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModePlan {
 		t.Fatalf("%+v", r.ContextChange)
 	}
-	applyContextChange(e.s, r.ContextChange)
+	e.h.applyContextChange(e.s, r.ContextChange)
 	r = e.mustCall(t, "ExitPlanMode", Input{"plan": "1. do it"})
 	if r.ContextChange == nil || *r.ContextChange.Mode != permission.ModeAcceptEdits {
 		t.Fatalf("%+v", r.ContextChange)
 	}
-	applyContextChange(e.s, r.ContextChange)
+	e.h.applyContextChange(e.s, r.ContextChange)
 	if _, err := e.call(t, "ExitPlanMode", Input{}); err == nil {
 		t.Fatal("ExitPlanMode outside plan mode succeeded")
 	}
@@ -97,7 +97,7 @@ func TestToolSearchAndPlanMode(t *testing.T) {
 	// to default and then put it in plan did not choose the acceptEdits it was entered from.
 	e.s.Apply(session.Update{Mode: &accept})
 	r = e.mustCall(t, "EnterPlanMode", Input{})
-	applyContextChange(e.s, r.ContextChange)
+	e.h.applyContextChange(e.s, r.ContextChange)
 	def := permission.ModeDefault
 	e.s.Apply(session.Update{Mode: &def})
 	e.s.Apply(session.Update{Mode: &plan})

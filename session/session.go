@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,6 +282,27 @@ type Update struct {
 	Cwd            *string
 	AdditionalDirs *[]string
 	Rules          *Rules
+}
+
+// Narrows reports whether u, applied to a session as before shows it, takes something away:
+// a mode that runs less unasked (or one not ranked against the other), a deny or ask rule
+// added, an allow rule or a directory dropped. What runs in the background under the session
+// was started with what was taken, so it must not run on (Host.StopTasks).
+func (u Update) Narrows(before Snapshot) bool {
+	if u.Mode != nil && *u.Mode != before.Mode {
+		was, okWas := permission.Rank(before.Mode)
+		now, okNow := permission.Rank(*u.Mode)
+		if !okWas || !okNow || now < was {
+			return true
+		}
+	}
+	gains := func(now, was []string) bool {
+		return slices.ContainsFunc(now, func(x string) bool { return !slices.Contains(was, x) })
+	}
+	if u.Rules != nil && (gains(u.Rules.Deny, before.Rules.Deny) || gains(u.Rules.Ask, before.Rules.Ask) || gains(before.Rules.Allow, u.Rules.Allow)) {
+		return true
+	}
+	return u.AdditionalDirs != nil && gains(before.AdditionalDirs, *u.AdditionalDirs)
 }
 
 // Apply changes the session.

@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/harness"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/protocol"
+)
+
+// TestNarrowingStopsTasks: a background command runs with what its session gave when it
+// started, so a change that takes something away (a mode that runs less unasked, plan mode
+// entered by a tool call, a deny or ask rule added) stops it, and its sub-agents' too; a
+// change that only widens leaves it running.
+func TestNarrowingStopsTasks(t *testing.T) {
+	u := testutil.CreateUser(t, "sbnar")
+	td := startDaemon(t, "")
+	sleeping := func() int {
+		n := 0
+		for _, pid := range testutil.ProcessesOf(u.UID) {
+			if harness.ProcComm(pid) == "sleep" {
+				n++
+			}
+		}
+		return n
+	}
+	background := func(sid string) {
+		t.Helper()
+		input, _ := json.Marshal(map[string]any{"command": "sleep 300", "run_in_background": true})
+		code, b := curlAs(t, td, u, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", string(input), ""), "")
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != http.StatusOK || res.IsError {
+			t.Fatalf("background task: %d %s", code, b)
+		}
+	}
+	patch := func(sid, body string) {
+		t.Helper()
+		if code, b := curlAs(t, td, u, "PATCH", "/v1/sessions/"+sid, body, ""); code != http.StatusOK {
+			t.Fatalf("PATCH %s: %d %s", body, code, b)
+		}
+	}
+	stays := func(n int, what string) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond)
+		if got := sleeping(); got != n {
+			t.Fatalf("%s: %d background commands running, want %d", what, got, n)
+		}
+	}
+
+	parent := sessionAs(t, td, u, `,"mode":"acceptEdits"`)
+	child := sessionAs(t, td, u, fmt.Sprintf(`,"parent_id":%q,"mode":"default"`, parent))
+	background(parent)
+	background(child)
+	waitFor(t, func() bool { return sleeping() == 2 })
+	patch(parent, `{"mode":"bypassPermissions"}`)
+	patch(parent, `{"rules":{"allow":["Bash(make *)"]}}`)
+	stays(2, "after widening")
+	patch(parent, `{"mode":"default"}`)
+	waitFor(t, func() bool { return sleeping() == 0 })
+
+	s := sessionAs(t, td, u, `,"mode":"default"`)
+	background(s)
+	waitFor(t, func() bool { return sleeping() == 1 })
+	if code, b := curlAs(t, td, u, "POST", "/v1/sessions/"+s+"/calls", callBody("EnterPlanMode", `{}`, ""), ""); code != http.StatusOK {
+		t.Fatalf("EnterPlanMode: %d %s", code, b)
+	}
+	waitFor(t, func() bool { return sleeping() == 0 })
+
+	s = sessionAs(t, td, u, `,"mode":"default"`)
+	background(s)
+	waitFor(t, func() bool { return sleeping() == 1 })
+	patch(s, `{"rules":{"deny":["Read(./secrets/**)"]}}`)
+	waitFor(t, func() bool { return sleeping() == 0 })
+}
