@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/audit"
+	"github.com/sandboxd/sandboxd/executor"
 	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
@@ -76,4 +78,14 @@ func TestNarrowingStopsTasks(t *testing.T) {
 	waitFor(t, func() bool { return sleeping() == 1 })
 	patch(s, `{"rules":{"deny":["Read(./secrets/**)"]}}`)
 	waitFor(t, func() bool { return sleeping() == 0 })
+	// Each says why it ended.
+	waitFor(t, func() bool {
+		n := 0
+		for _, r := range auditRecords(t, td) {
+			if r.Kind == audit.KindTaskEnd && r.Detail["killed_by"] == executor.KilledNarrowed {
+				n++
+			}
+		}
+		return n == 4
+	})
 }

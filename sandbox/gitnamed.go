@@ -51,6 +51,16 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 					}
 				}
 			}
+		case base == "HEAD" && isGitDir(dir):
+			// The dir is itself a git dir (a bare repository as a session's dir): its config
+			// and hooks are git's as a .git dir's are, and a relative hooksPath is taken there.
+			worktrees = appendNew(worktrees, dir)
+			for _, p := range gitDirPaths(dir, 0) {
+				gitDirs = appendNew(gitDirs, p)
+				if b := filepath.Base(p); b == "config" || b == "config.worktree" {
+					configs = appendNew(configs, p)
+				}
+			}
 		case home != "" && c == filepath.Join(home, ".gitconfig"):
 			configs = append(configs, c)
 		case home != "" && c == filepath.Join(home, ".config/git"):
@@ -95,6 +105,18 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 		}
 	}
 	return out.list()
+}
+
+// isGitDir reports whether dir is a git dir as git tells one: a HEAD file beside objects/ and
+// refs/ dirs. Run as the caller.
+func isGitDir(dir string) bool {
+	for name, wantDir := range map[string]bool{"HEAD": false, "objects": true, "refs": true} {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || fi.IsDir() != wantDir || !wantDir && !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
 }
 
 // gitDirProtected are the paths of a git dir protected as .git's are (ProtectedInDir).

@@ -2127,6 +2127,32 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 	}
 }
 
+// TestGitNamedPathsOfBareRepository: a writable dir that is itself a git dir (a bare
+// repository as a session's dir) has its config and hooks protected as a .git dir's are, and
+// what its config names too; a dir that only holds a HEAD file is no git dir.
+func TestGitNamedPathsOfBareRepository(t *testing.T) {
+	d := t.TempDir()
+	bare, plain := filepath.Join(d, "bare.git"), filepath.Join(d, "plain")
+	for _, p := range []string{filepath.Join(bare, "objects"), filepath.Join(bare, "refs"), plain} {
+		os.MkdirAll(p, 0o755)
+	}
+	os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(bare, "config"), []byte("[core]\n\tbare = true\n\thooksPath = myhooks\n"), 0o644)
+	os.WriteFile(filepath.Join(plain, "HEAD"), []byte("not git\n"), 0o644)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{bare, plain}, bare, d), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(bare, "config"), filepath.Join(bare, "hooks"), filepath.Join(bare, "info/attributes"), filepath.Join(bare, "myhooks")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, plain+"/") }) {
+		t.Errorf("a dir with only a HEAD file is taken for a git dir: %v", got)
+	}
+}
+
 // linkedDirFixture makes, in a new dir under /var/tmp owned by nobody, proj and a dir beside
 // it holding file with content, and proj/link leading to that dir (to target as written, or
 // its absolute path when target is ""). It returns the three dirs.
