@@ -688,6 +688,12 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			continue
 		}
 		w.visit = visit
+		if how.unbounded {
+			// The sweep after a call: the call started with every root walkable, so a dir
+			// past the depth bound is what it made, and may hold a match the walk cannot
+			// list. It goes aside whole rather than leave the walk, and every match, undone.
+			w.beyond = func(p string) { out = append(out, p) }
+		}
 		w.follow = func(p string) bool {
 			if !how.followOut || !slices.ContainsFunc(pats, func(pp pathPattern) bool { return pp.mayHold(p) }) {
 				return false

@@ -31,6 +31,9 @@ type treeWalk struct {
 	// where it leads, as p (a dir once, by its inode: seen).
 	follow func(p string) bool
 	seen   map[[2]uint64]bool
+	// beyond, when set, is told of each dir past maxWalkDepth that visit walks into, which is
+	// then not listed, instead of the walk failing: the sweep after a call moves it aside whole.
+	beyond func(p string)
 }
 
 var errWalkBudget = errors.New("too many entries")
@@ -53,6 +56,10 @@ func (w *treeWalk) walk(p string) error {
 
 func (w *treeWalk) dir(fd int, p string, depth int) error {
 	if depth >= maxWalkDepth {
+		if w.beyond != nil {
+			w.beyond(p)
+			return nil
+		}
 		return fmt.Errorf("%s is more than %d dirs deep", p, maxWalkDepth)
 	}
 	var into, links []string
