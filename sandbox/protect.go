@@ -43,9 +43,9 @@ var ProtectedInDir = []string{
 	".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
 	"lefthook-local.yml", "lefthook-local.yaml", ".lefthook-local.yml", ".lefthook-local.yaml",
 	// rustup runs the toolchain a project's rust-toolchain file names (its path key: any
-	// dir's cargo and rustc); R, irb, pry, gdb and vim/neovim (with exrc) run the project's
+	// dir's cargo and rustc); R (.Renviron may point R_PROFILE_USER at any file), irb, pry, gdb and vim/neovim (with exrc) run the project's
 	// start-up file in the dir they start in.
-	"rust-toolchain.toml", "rust-toolchain", ".Rprofile", ".irbrc", ".pryrc", ".gdbinit", ".exrc", ".nvimrc", ".nvim.lua",
+	"rust-toolchain.toml", "rust-toolchain", ".Rprofile", ".Renviron", ".irbrc", ".pryrc", ".gdbinit", ".exrc", ".nvimrc", ".nvim.lua",
 	// vim's exrc reads these spellings too, gvim its .gvimrc.
 	".vimrc", "_vimrc", "_exrc", ".gvimrc",
 	// So do pdb, lldb, GHCi, IEx, Erlang, Octave and perl -d; sbt's launcher takes JVM options
@@ -98,7 +98,7 @@ var ProtectedInHome = []string{
 	// input filter and key file (LESSOPEN), wget's (use_askpass), MySQL's client (pager),
 	// and mailcap's viewers.
 	".gdbinit", ".config/gdb", ".psqlrc", ".sqliterc", ".ipython/profile_default/startup",
-	".ipython/profile_default/ipython_config.py", ".Rprofile", ".irbrc", ".pryrc", ".exrc",
+	".ipython/profile_default/ipython_config.py", ".Rprofile", ".Renviron", ".irbrc", ".pryrc", ".exrc",
 	".lessfilter", ".lesskey", ".config/lesskey", ".wgetrc", ".my.cnf", ".mailcap",
 	// The same for pdb, lldb, GHCi, IEx, Erlang, Octave, Julia, Jupyter's servers and
 	// kernels, screen and WezTerm; Maven's shell-sourced .mavenrc, Gradle's init scripts and
