@@ -193,6 +193,9 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	if err := c.checkDirsAsOwner(ctx, s, s.Dirs()); err != nil {
 		return fail(err)
 	}
+	if err := recordHomeLeadsTo(s); err != nil {
+		return fail(err)
+	}
 	rs, err := c.loadRules(ctx, s, p.Rules)
 	if err != nil {
 		return fail(err)
@@ -276,6 +279,9 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 			selected = append(selected, s)
 		}
 	}
+	// Parents before their sub-agents, whatever the clock said at their making: a child's
+	// rules are built from its parent's rule set in force (inheritedRules).
+	slices.SortStableFunc(selected, func(a, b *session.Session) int { return depth(a) - depth(b) })
 	for _, s := range byOwnerInTurn(selected) {
 		c.rebuildSession(ctx, s)
 	}
@@ -304,6 +310,15 @@ func (c *Core) rebuildSession(ctx context.Context, s *session.Session) {
 			c.log.Error("audit session resumption", zap.Error(aerr))
 		}
 	}
+}
+
+// depth is how many sessions s lies below.
+func depth(s *session.Session) int {
+	n := 0
+	for p := s.Parent; p != nil; p = p.Parent {
+		n++
+	}
+	return n
 }
 
 // byOwnerInTurn orders sessions (oldest first) so that owners take turns: every owner's first
@@ -417,6 +432,43 @@ func recordLeadsTo(s *session.Session, dirs []string) error {
 	return nil
 }
 
+// recordHomeLeadsTo records where the owner's home leads, resolved as the owner as the
+// session's dirs are (recordLeadsTo): the daemon never follows a user's link with its own
+// privileges. A rule anchored at the home (~/vault/**) holds where it leads too.
+func recordHomeLeadsTo(s *session.Session) error {
+	o := s.Owner
+	if !filepath.IsAbs(o.Home) || filepath.Clean(o.Home) == "/" {
+		return nil // no home of its own: ~ rules are widened or dropped (permission.NewRuleSet)
+	}
+	to, err := sandbox.ResolveDirs(o.UID, o.GID, o.Groups, []string{filepath.Clean(o.Home)})
+	if err != nil {
+		return errcode.New(errcode.SandboxSetup, fmt.Errorf("resolve the owner's home as uid %d: %w", o.UID, err))
+	}
+	s.SetHomeLeadsTo(to[0])
+	return nil
+}
+
+// inheritedRules is what s's parent chain adds to its rules: its parent's rule set's deny and
+// ask rules, of every source, and its session allow rules, each meaning what it means there
+// (permission.RuleSet.Inheritable). The parent's rule set already holds its own parent's, and
+// a rebuild of the parent's rules rebuilds s's after it (UpdateSession, rebuildRules).
+func inheritedRules(s *session.Session) ([]permission.Rule, error) {
+	par := s.Parent
+	if par == nil {
+		return nil, nil
+	}
+	prs := par.RuleSet()
+	if prs == nil {
+		return nil, errcode.New(errcode.Conflict, fmt.Errorf("the parent session %s has no rules in force yet; try again once it is made", par.ID))
+	}
+	if why := par.Suspended(); why != "" {
+		// Its rule set in force may be older, and looser, than what holds it now: the child
+		// is held with it, not decided by rules its parent no longer has.
+		return nil, errcode.New(errcode.PermissionDenied, fmt.Errorf("the parent session %s is suspended (%s), and a sub-agent is decided by its parent's rules", par.ID, why))
+	}
+	return prs.Inheritable(par.ID), nil
+}
+
 // loadRules reads every settings source for the session: admin files as the daemon (they
 // are root-owned), project and user files as the owner through its worker.
 func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.Rules) (*permission.RuleSet, error) {
@@ -424,16 +476,27 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 	snap := s.Snapshot()
 	// A child is decided by its parent chain's rules and then its own: deny and ask win over
 	// allow whatever their order, so a child's allow never outweighs a parent's deny or ask.
-	rules = s.WithInherited(rules)
+	// They come from the parent's rule set, not its rule texts: the parent's settings files
+	// are not the child's (another root), and a text read against the child's root would
+	// mean another path.
+	inherited, err := inheritedRules(s)
+	if err != nil {
+		return nil, err
+	}
 	rs, _, err := permission.Load(ctx, permission.LoadOptions{
 		PolicyDir: cfg.PolicyDir,
 		CLIArgs:   c.cliRules,
 		Session:   &permission.Settings{Allow: rules.Allow, Deny: rules.Deny, Ask: rules.Ask},
 		// The root, not the cwd: a persisted `cd` never changes which project's settings
 		// apply, nor what the rules' relative paths mean.
-		Cwd:                snap.Root,
-		ProjectRoot:        snap.Root,
-		Home:               snap.Owner.Home,
+		Cwd:         snap.Root,
+		ProjectRoot: snap.Root,
+		Home:        snap.Owner.Home,
+		// Where they lead, as the owner resolved them: a rule anchored at a dir reached
+		// through a link holds under its real path too, the name a call may use.
+		CwdLeadsTo:         s.LeadsTo()[snap.Root],
+		HomeLeadsTo:        s.HomeLeadsTo(),
+		Inherited:          inherited,
 		Owner:              ownerReader{host: c.host, s: s},
 		ReadClaudeSettings: cfg.ReadClaudeSettings,
 		// A cloned repository's settings may deny and ask, but only a session that says it

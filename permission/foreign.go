@@ -67,14 +67,16 @@ func (rs *RuleSet) foreignMatch(r Rule, tool string, input map[string]any) bool 
 			// holds (a deny denies, an ask asks).
 			return true
 		}
-		abs, ok := r.AbsPattern(rs.anchors)
+		pats, ok := r.AbsPatterns(rs.anchors)
 		if !ok {
-			abs = "/**/" + r.Pattern
+			pats = []string{"/**/" + r.Pattern}
 		}
 		// As gitignore reads it: a pattern that matches a directory covers what it holds.
 		for p = path.Clean(p); ; p = path.Dir(p) {
-			if MatchPath(abs, p) {
-				return true
+			for _, abs := range pats {
+				if MatchPath(abs, p) {
+					return true
+				}
 			}
 			if p == "/" {
 				return false

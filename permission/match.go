@@ -526,27 +526,83 @@ func escapeGlob(s string) string {
 // Anchors are the directories path rules are relative to.
 type Anchors struct {
 	Home, Cwd string
+	// HomeLeadsTo and CwdLeadsTo are where Home and Cwd lead, their links resolved as the
+	// session's owner ("" when not known). A session given as ~/link reads ~/real/x by that
+	// name too, so a rule anchored at the link must also hold there (AbsPatterns).
+	HomeLeadsTo, CwdLeadsTo string
+}
+
+// leadsTo is where the directory dir, an anchor or one below it, leads: the same path under
+// where the deepest anchor holding it leads, or "" when none that leads elsewhere holds it.
+func (a Anchors) leadsTo(dir string) string {
+	dir = path.Clean(dir)
+	best, to := "", ""
+	for _, x := range [...][2]string{{a.Cwd, a.CwdLeadsTo}, {a.Home, a.HomeLeadsTo}} {
+		d, t := x[0], x[1]
+		if !strings.HasPrefix(d, "/") || !strings.HasPrefix(t, "/") {
+			continue
+		}
+		d, t = path.Clean(d), path.Clean(t)
+		if d == t || len(d) <= len(best) {
+			continue
+		}
+		if dir == d || strings.HasPrefix(dir, strings.TrimSuffix(d, "/")+"/") {
+			best, to = d, path.Join(t, strings.TrimPrefix(dir, d))
+		}
+	}
+	return to
 }
 
 // AbsPattern anchors a path rule's pattern; ok is false when the anchor directory is unknown
 // (e.g. no home), which the caller must not treat as "matches nothing" for a deny.
 func (r Rule) AbsPattern(a Anchors) (string, bool) {
-	var base string
 	switch r.Anchor {
 	case AnchorRoot:
 		return path.Clean(r.Pattern), true
 	case AnchorAnywhere:
 		return "/**/" + r.Pattern, true
-	case AnchorHome:
-		base = a.Home
-	case AnchorCwd:
-		base = a.Cwd
-	case AnchorFile:
-		base = r.Root
-		if r.Source == SourceCLI || r.Source == SourceSession {
-			base = a.Cwd
+	}
+	return r.under(r.base(a))
+}
+
+// AbsPatterns is AbsPattern, then, for a rule anchored at a directory that leads elsewhere (a
+// cwd, home or settings root reached through a link), the pattern anchored where it leads:
+// the same files by their other name, which a call may use (`cat /home/u/real/secrets/k` in a
+// session given as /home/u/link), and the kernel's view resolves to.
+func (r Rule) AbsPatterns(a Anchors) ([]string, bool) {
+	abs, ok := r.AbsPattern(a)
+	if !ok {
+		return nil, false
+	}
+	if r.Anchor == AnchorRoot || r.Anchor == AnchorAnywhere {
+		return []string{abs}, true
+	}
+	if to := a.leadsTo(r.base(a)); to != "" {
+		if real, ok := r.under(to); ok && real != abs {
+			return []string{abs, real}, true
 		}
 	}
+	return []string{abs}, true
+}
+
+// base is the directory a rule anchored at the home, the cwd or its settings file is under.
+func (r Rule) base(a Anchors) string {
+	switch r.Anchor {
+	case AnchorHome:
+		return a.Home
+	case AnchorCwd:
+		return a.Cwd
+	case AnchorFile:
+		if r.Source == SourceCLI || r.Source == SourceSession {
+			return a.Cwd
+		}
+		return r.Root
+	}
+	return ""
+}
+
+// under is the rule's pattern below the literal directory base.
+func (r Rule) under(base string) (string, bool) {
 	if base == "" || !strings.HasPrefix(base, "/") {
 		return "", false
 	}

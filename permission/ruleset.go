@@ -217,18 +217,26 @@ func (rs *RuleSet) build() map[string]any {
 			item["pattern"], item["param"] = r.Pattern, r.Param
 			b.params[r.Tool] = append(b.params[r.Tool], item)
 		case KindPath:
-			abs, ok := r.AbsPattern(rs.anchors)
+			// One item per name of what the rule is about: a rule anchored at a dir
+			// reached through a link also holds where the link leads (AbsPatterns).
+			pats, ok := r.AbsPatterns(rs.anchors)
 			if !ok {
 				if r.Behavior == Allow {
 					rs.eff.Warnings = append(rs.eff.Warnings, fmt.Sprintf("%s (%s): anchor directory unknown; allow rule dropped", r, r.Origin))
 					continue
 				}
 				rs.eff.Warnings = append(rs.eff.Warnings, fmt.Sprintf("%s (%s): anchor directory unknown; widened to any depth", r, r.Origin))
-				abs = "/**/" + r.Pattern
+				pats = []string{"/**/" + r.Pattern}
 			}
-			item["pattern"] = abs
-			for _, k := range pathBuckets(r) {
-				b.paths[k] = append(b.paths[k], item)
+			for i, pat := range pats {
+				it := item
+				if i > 0 {
+					it = maps.Clone(item)
+				}
+				it["pattern"] = pat
+				for _, k := range pathBuckets(r) {
+					b.paths[k] = append(b.paths[k], it)
+				}
 			}
 		}
 	}

@@ -76,6 +76,12 @@ type LoadOptions struct {
 	// Cwd is the session's starting directory, ProjectRoot its project (settings root), Home the
 	// owner's home. All absolute.
 	Cwd, ProjectRoot, Home string
+	// CwdLeadsTo and HomeLeadsTo are where Cwd (and ProjectRoot, the same dir) and Home lead,
+	// resolved as the owner; "" when unknown (Anchors).
+	CwdLeadsTo, HomeLeadsTo string
+	// Inherited are the rules of a sub-agent's parent chain (RuleSet.Inheritable of its
+	// parent's rule set), added to what the sources give, each with the source it had there.
+	Inherited []Rule
 	// Owner reads project and user files as the session owner; nil skips those sources.
 	Owner FileReader
 	// ReadClaudeSettings also reads .claude/settings.json, .claude/settings.local.json and
@@ -247,6 +253,8 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		}
 		eff.Files = append(eff.Files, sf.path)
 	}
+	anchors := Anchors{Home: o.Home, Cwd: o.Cwd, HomeLeadsTo: o.HomeLeadsTo, CwdLeadsTo: o.CwdLeadsTo}
+	rules = append(rules, newInherited(rules, o.Inherited, anchors)...)
 	if eff.ManagedRulesOnly {
 		kept := rules[:0]
 		dropped := 0
@@ -271,7 +279,7 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 			eff.DefaultMode = m
 		}
 	}
-	rs := NewRuleSet(rules, eff, Anchors{Home: o.Home, Cwd: o.Cwd})
+	rs := NewRuleSet(rules, eff, anchors)
 	e := rs.Effective()
 	return rs, &e, nil
 }

@@ -46,6 +46,10 @@ type Rules struct {
 	Effective permission.Effective `json:"effective"`
 	Home      string               `json:"home,omitempty"`
 	Cwd       string               `json:"cwd,omitempty"`
+	// HomeLeadsTo and CwdLeadsTo are where they led (permission.Anchors): the rules anchored
+	// there held under those paths too.
+	HomeLeadsTo string `json:"home_leads_to,omitempty"`
+	CwdLeadsTo  string `json:"cwd_leads_to,omitempty"`
 	// unusable is why calls under this rule set cannot be replayed ("" when they can).
 	unusable string
 }
@@ -55,7 +59,7 @@ func RulesOf(rs *permission.RuleSet) Rules {
 	a := rs.Anchors()
 	eff := rs.Effective()
 	eff.Warnings = nil // why rules were dropped at load: not part of what decides
-	return Rules{Rules: rs.Rules(), Effective: eff, Home: a.Home, Cwd: a.Cwd}
+	return Rules{Rules: rs.Rules(), Effective: eff, Home: a.Home, Cwd: a.Cwd, HomeLeadsTo: a.HomeLeadsTo, CwdLeadsTo: a.CwdLeadsTo}
 }
 
 // Facts are a call's policy facts beside the record's tool, input and mode.
@@ -370,7 +374,7 @@ func (r *Replayer) ruleSet(digest string) (*permission.RuleSet, error) {
 	if len(r.extra) > 0 {
 		rules = append(append([]permission.Rule(nil), rules...), r.extra...)
 	}
-	rs := permission.NewRuleSet(rules, eff, permission.Anchors{Home: rec.Home, Cwd: rec.Cwd})
+	rs := permission.NewRuleSet(rules, eff, permission.Anchors{Home: rec.Home, Cwd: rec.Cwd, HomeLeadsTo: rec.HomeLeadsTo, CwdLeadsTo: rec.CwdLeadsTo})
 	r.built[digest] = rs
 	return rs, nil
 }

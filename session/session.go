@@ -93,6 +93,9 @@ type Session struct {
 	// leadsTo is where each of the session's dirs led, resolved as the owner, when it was
 	// given (LeadsTo).
 	leadsTo map[string]string
+	// homeLeadsTo is where the owner's home led, resolved as the owner, when the session
+	// was made (HomeLeadsTo).
+	homeLeadsTo string
 	// prePlan is the mode EnterPlanMode left for plan mode, which ExitPlanMode returns to; any
 	// other change of mode forgets it, so an approved ExitPlanMode never restores a mode its
 	// owner has since left.
@@ -203,6 +206,22 @@ func (s *Session) LeadsTo() map[string]string {
 		}
 	}
 	return out
+}
+
+// SetHomeLeadsTo records where the owner's home leads (resolved as the owner).
+func (s *Session) SetHomeLeadsTo(to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.homeLeadsTo = to
+}
+
+// HomeLeadsTo is where the owner's home led when the session was made, "" when not known: a
+// rule anchored at a home that is a link (~/x for /home/c -> /home/c_real) holds where it
+// leads too.
+func (s *Session) HomeLeadsTo() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.homeLeadsTo
 }
 
 // Dirs returns the root followed by the additional directories: the session's workspace,

@@ -25,7 +25,8 @@ type Params struct {
 	Rules          Rules
 	ParentID       string
 	// Parent is the parent session (the caller looked it up as ParentID); the child copies
-	// its read-file state and result budget and inherits its rules.
+	// its read-file state and result budget. Its rules bind the child too: the daemon adds
+	// its rule set's (permission.RuleSet.Inheritable) to the child's.
 	Parent       *Session
 	PersistCwd   bool
 	TrustProject bool
@@ -71,35 +72,6 @@ func (st *Store) Create(owner Caller, p Params) *Session {
 	st.mu.Unlock()
 	return s
 }
-
-// mergeRules is a followed by b, without repeats.
-func mergeRules(a, b Rules) Rules {
-	cat := func(x, y []string) []string {
-		seen := map[string]bool{}
-		var out []string
-		for _, r := range append(append([]string(nil), x...), y...) {
-			if !seen[r] {
-				seen[r] = true
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	return Rules{Allow: cat(a.Allow, b.Allow), Deny: cat(a.Deny, b.Deny), Ask: cat(a.Ask, b.Ask)}
-}
-
-// Inherited are the rules of the parent chain as they are now: a child's rule set is these
-// plus its own, so a child's allow never outweighs a parent's deny or ask, and a rule its
-// parent gains later binds it too (the daemon rebuilds descendants' rule sets then).
-func (s *Session) Inherited() Rules {
-	if s.Parent == nil {
-		return Rules{}
-	}
-	return s.Parent.WithInherited(s.Parent.Snapshot().Rules)
-}
-
-// WithInherited is the rules the session is decided by: its parent chain's and then its own.
-func (s *Session) WithInherited(own Rules) Rules { return mergeRules(s.Inherited(), own) }
 
 // Descends reports whether s is a (grand)child of ancestor.
 func (s *Session) Descends(ancestor *Session) bool {
