@@ -337,7 +337,11 @@ func Default() Config {
 			OpenFilesMax:     4096,
 			TmpSizeBytes:     512 << 20,
 			DenyPaths: []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.azure",
-				"~/.kube", "~/.docker/config.json", "~/.netrc", "/var/run/docker.sock", "/run/docker.sock"},
+				"~/.kube", "~/.docker/config.json", "~/.netrc", "/var/run/docker.sock", "/run/docker.sock",
+				// Tokens and passwords the usual tools keep in the home, and browser profiles
+				// (cookies, saved logins).
+				"~/.git-credentials", "~/.config/gh/hosts.yml", "~/.password-store", "~/.pgpass", "~/.pypirc",
+				"~/.cargo/credentials.toml", "~/.vault-token", "~/.mozilla", "~/.config/google-chrome", "~/.config/chromium"},
 		},
 		Audit: Audit{
 			MaxFileBytes:       64 << 20,
