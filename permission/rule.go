@@ -357,10 +357,18 @@ func (r *Rule) parseBash() error {
 	return nil
 }
 
+// twoRules finds a rule's end and another's start inside a path pattern (`),Edit(`).
+var twoRules = regexp.MustCompile(`\)\s*,?\s*[A-Z][A-Za-z]*\(`)
+
 func (r *Rule) parsePath() error {
 	p := r.Content
 	if strings.ContainsRune(p, 0) {
 		return malformed("NUL in path pattern")
+	}
+	if m := twoRules.FindString(p); m != "" {
+		// `Read(./secrets/**),Edit(x)` is one rule naming a path no file has: two rules run
+		// together, which would silently hold nothing.
+		return malformed("%q holds %q: two rules run together; give each its own", r.String(), m)
 	}
 	switch {
 	case strings.HasPrefix(p, "//"):

@@ -101,6 +101,9 @@ func TestParseRule(t *testing.T) {
 		{text: "Ba sh", b: Allow, errLike: "tool names"},
 		{text: "Bash(ls\n)", b: Allow, errLike: "control character"},
 		{text: "Bash(:*)", b: Allow, errLike: "empty prefix"},
+		{text: "Read(./secrets/**),Edit(x)", b: Deny, errLike: "two rules run together"},
+		{text: "Read(a) Edit(b)", b: Ask, errLike: "two rules run together"},
+		{text: "Read(src/(x)/y)", b: Deny, kind: KindPath, pattern: "src/(x)/y", anchor: AnchorAnywhere},
 		{text: strings.Repeat("a", 5000), b: Allow, errLike: "longer than"},
 	}
 	for _, tc := range cases {
