@@ -13,7 +13,8 @@ import (
 // TestAskRulesHoldInTheKernel: what an ask path rule names is hidden (Read) or read-only
 // (Edit) in every call no person approved, in every mode: a glob, a recursive search or an
 // interpreter reaches it by no path the decision sees, and must not read or change it unasked.
-// A call a person approved, who saw the command, runs without them.
+// Glob and Grep skip what they name. A call a person approved, who saw the command, runs
+// without them.
 func TestAskRulesHoldInTheKernel(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
@@ -40,6 +41,16 @@ func TestAskRulesHoldInTheKernel(t *testing.T) {
 			}
 			if got, err := os.ReadFile(filepath.Join(dir, "src", "important.txt")); err != nil || string(got) != "keep\n" {
 				t.Fatalf("%s: %q changed what an ask rule names, unasked: %q %v", mode, cmd, got, err)
+			}
+		}
+		// The daemon's own searches skip it too: the policy saw only where they start.
+		for tool, input := range map[string]string{
+			"Grep": fmt.Sprintf(`{"pattern":"TOPSECRET","path":%q,"output_mode":"content"}`, dir),
+			"Glob": `{"pattern":"**/k.txt"}`,
+		} {
+			_, res := td.call(t, s.ID, tool, input)
+			if len(res.Content) == 0 || strings.Contains(res.Content[0].Text, "TOPSECRET") || strings.Contains(res.Content[0].Text, "k.txt") {
+				t.Errorf("%s: %s listed or printed what an ask rule names, unasked: %+v", mode, tool, res)
 			}
 		}
 	}

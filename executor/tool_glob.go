@@ -41,7 +41,7 @@ func globDef(h *Host) Def {
 		Run: func(ctx context.Context, c *Call, _ Progress) (*Result, error) {
 			start := time.Now()
 			root := globRoot(c)
-			deny, err := readDenyPatterns(c, "Glob")
+			deny, err := readHeldPatterns(c, "Glob")
 			if err != nil {
 				return nil, err
 			}

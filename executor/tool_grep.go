@@ -178,7 +178,7 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	args, mode := GrepArgs(c.Input, path)
 	limit := int(c.Input.Int("head_limit", grepDefaultHeadLimit))
 	offset := int(c.Input.Int("offset", 0))
-	deny, err := readDenyPatterns(c, "Grep")
+	deny, err := readHeldPatterns(c, "Grep")
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +326,19 @@ func onlyUnreadableBelow(stderr, path string) bool {
 // depth by the RuleSet. Rule data of an unexpected shape is an error: the call fails closed.
 func readDenyPatterns(c *Call, tool string) ([]string, error) {
 	return readPatterns(c, "deny", tool)
+}
+
+// readHeldPatterns are what a Glob or Grep call run by the daemon lists and prints nothing
+// under: the Read deny rules' patterns (readDenyPatterns), and unless a person approved the
+// call, the ask rules' too: a search of the project walks into what an ask rule names, which
+// the policy, seeing only where it starts, did not ask about (as holdAsks for Bash).
+func readHeldPatterns(c *Call, tool string) ([]string, error) {
+	deny, err := readDenyPatterns(c, tool)
+	if err != nil || c.Approved {
+		return deny, err
+	}
+	ask, err := readPatterns(c, "ask", tool)
+	return append(deny, ask...), err
 }
 
 // readPatterns are the absolute patterns of the session's behavior ("deny", "ask") rules on
