@@ -117,6 +117,27 @@ func TestExpandBracesBounded(t *testing.T) {
 	}
 }
 
+// TestExpandBracesGroupsBounded: each group is a level of the expansion holding a copy of the
+// pattern, so many single-alternative groups ({a}{a}…) cost memory by the square of the
+// pattern's length without passing the count limit; past maxBraceGroups, or past the bytes its
+// patterns may hold, the expansion is refused whole before it starts.
+func TestExpandBracesGroupsBounded(t *testing.T) {
+	for _, p := range []string{strings.Repeat("{a}", 60000), strings.Repeat("{", 1000) + "a" + strings.Repeat("}", 1000),
+		"{a,b}" + strings.Repeat("x", 8<<10)} {
+		allocs := testing.AllocsPerRun(1, func() {
+			if _, ok := ExpandBraces(p, MaxBracePatterns); ok {
+				t.Errorf("%.20q…: expanded", p)
+			}
+		})
+		if allocs > 2 {
+			t.Errorf("%.20q…: %v allocations before refusing", p, allocs)
+		}
+	}
+	if got, ok := ExpandBraces(strings.Repeat("{a}", maxBraceGroups), MaxBracePatterns); !ok || len(got) != 1 {
+		t.Errorf("%d groups: %v %v", maxBraceGroups, got, ok)
+	}
+}
+
 func TestSnippetEdges(t *testing.T) {
 	if got := Snippet("a\nb\nc", 0, 1, 4, 40); got != "     1\ta\n     2\tb\n     3\tc\n" {
 		t.Fatalf("start: %q", got)

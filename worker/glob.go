@@ -37,14 +37,36 @@ func hasMeta(s string) bool { return strings.ContainsAny(s, "*?[{\\") }
 
 // ExpandBraces expands {a,b} alternatives (nested too) into plain glob patterns, at most
 // limit of them: each group multiplies the count, so a short pattern ({a,b} forty times)
-// would make more than memory holds. Past limit it returns false and no patterns.
+// would make more than memory holds. Past limit it returns false and no patterns, as it does
+// for a pattern of more than maxBraceGroups groups, or whose patterns would hold more than
+// maxBraceBytes: each group is a level of the expansion holding a copy of the pattern, so
+// {a}{a}… 60 000 times took the daemon past 4 GiB with one pattern.
 func ExpandBraces(p string, limit int) ([]string, bool) {
+	groups := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '{':
+			groups++
+		}
+	}
+	if groups > maxBraceGroups || limit*len(p) > maxBraceBytes && groups > 0 {
+		return nil, false
+	}
 	var out []string
 	if !expandBraces(p, limit, &out) {
 		return nil, false
 	}
 	return out, true
 }
+
+// Bounds of one pattern's brace expansion: its groups (each a level of the expansion), and the
+// bytes of the patterns it may make (limit of them, each at most the pattern's length).
+const (
+	maxBraceGroups = 64
+	maxBraceBytes  = 16 << 20
+)
 
 // expandBraces appends p's expansions to out, and reports false as soon as out would pass
 // limit: the work done is bounded by limit, not by what the whole expansion would be.
@@ -152,7 +174,7 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 	maxDepth := 0
 	expanded, ok := ExpandBraces(pattern, MaxBracePatterns)
 	if !ok {
-		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the pattern's braces expand to more than %d patterns; use fewer {a,b} groups", MaxBracePatterns))
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the pattern's braces expand to more than %d patterns (or it has more than %d {a,b} groups, or is too long for its braces); use fewer groups", MaxBracePatterns, maxBraceGroups))
 	}
 	for _, p := range expanded {
 		segs := strings.Split(path.Clean(p), "/")
