@@ -49,6 +49,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
+	// Making one reads and compiles its settings files, as a call's decision does: it takes a
+	// call's slot, so a user's concurrent creations are bounded as their calls are.
+	release, err := s.admit(r.Context(), c, 1)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var req protocol.CreateSession
 	if err := s.decodePaced(r, c, &req); err != nil {
 		return err
@@ -95,6 +102,11 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session
 	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
+	release, err := s.admit(r.Context(), c, 1) // as createSession: new rules are compiled
+	if err != nil {
+		return err
+	}
+	defer release()
 	var req protocol.UpdateSession
 	if err := s.decodePaced(r, c, &req); err != nil {
 		return err

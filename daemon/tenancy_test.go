@@ -209,6 +209,11 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 	if code != http.StatusTooManyRequests || errClass(b) != "too_many_calls" || !strings.Contains(string(b), "limits.calls_per_user") {
 		t.Errorf("third call: %d %s", code, b)
 	}
+	// Making a session compiles its settings as a call's decision does: it takes a slot too.
+	code, b = curlAs(t, td, mallory, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, mallory.Home), "")
+	if code != http.StatusTooManyRequests || errClass(b) != "too_many_calls" {
+		t.Errorf("a session made at the limit: %d %s", code, b)
+	}
 	start := time.Now()
 	if code, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+aid+"/calls", `{"tool":"Bash","input":{"command":"echo hi"}}`, ""); code != http.StatusOK {
 		t.Errorf("the other user while mallory is at its limit: %d %s", code, b)
@@ -236,7 +241,7 @@ func TestHostileConcurrencyAndRate(t *testing.T) {
 	// Each refusal is counted by class and the limit it named.
 	_, m := td.do(t, "GET", "/v1/metrics", "")
 	for _, want := range []string{
-		`sandboxd_limit_refusals_total{code="too_many_calls",limit="calls_per_user"} 1`,
+		`sandboxd_limit_refusals_total{code="too_many_calls",limit="calls_per_user"} 2`,
 		fmt.Sprintf(`sandboxd_limit_refusals_total{code="rate_limited",limit="requests_per_second_per_user"} %d`, limited),
 	} {
 		if !strings.Contains(string(m), want) {
