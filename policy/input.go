@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -17,25 +18,60 @@ import (
 // generic path (JSON round trip) costs more than the whole evaluation.
 
 // rulesValues caches each RuleSet's rule data as an AST value, keyed by its digest: a session
-// reuses one RuleSet for many calls, so the conversion is paid once per rules change.
+// reuses one RuleSet for many calls, so the conversion is paid once per rules change. The cache
+// is the daemon's, and a user may make and end sessions of a thousand rules in a loop (each
+// value about 350 bytes a rule): it is bounded by the bytes its values hold, not only their
+// count, or it kept hundreds of MB of rule sets no session had any more.
 type rulesValues struct {
-	once sync.Once
-	lru  *lru.Cache[string, ast.Value]
+	once  sync.Once
+	lru   *lru.Cache[string, sizedValue]
+	bytes atomic.Int64 // what the cached values hold, by valueBytes
 }
 
-const rulesValuesMax = 1024
+type sizedValue struct {
+	v    ast.Value
+	size int64
+}
+
+const (
+	rulesValuesMax      = 1024
+	rulesValuesMaxBytes = 64 << 20
+)
+
+// valueBytes estimates what rs's AST value holds: about 350 bytes a rule (measured) and its
+// text several times over.
+func valueBytes(rs *permission.RuleSet) int64 {
+	n := int64(0)
+	for _, r := range rs.Rules() {
+		n += 400 + 4*int64(len(r.Tool)+len(r.Content)+len(r.Origin)+len(r.Pattern))
+	}
+	return n
+}
 
 func (c *rulesValues) get(rs *permission.RuleSet) (ast.Value, error) {
-	c.once.Do(func() { c.lru, _ = lru.New[string, ast.Value](rulesValuesMax) })
+	c.once.Do(func() {
+		c.lru, _ = lru.NewWithEvict(rulesValuesMax, func(_ string, sv sizedValue) { c.bytes.Add(-sv.size) })
+	})
 	d := rs.Digest()
-	if v, ok := c.lru.Get(d); ok {
-		return v, nil
+	if sv, ok := c.lru.Get(d); ok {
+		return sv.v, nil
 	}
 	v, err := ast.InterfaceToValue(rs.Data())
 	if err != nil {
 		return nil, err
 	}
-	c.lru.Add(d, v)
+	size := valueBytes(rs)
+	if size > rulesValuesMaxBytes/8 {
+		return v, nil // converted for this call only: one such set would crowd out the rest
+	}
+	if found, _ := c.lru.ContainsOrAdd(d, sizedValue{v: v, size: size}); !found {
+		c.bytes.Add(size)
+	}
+	for c.bytes.Load() > rulesValuesMaxBytes {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
 	return v, nil
 }
 
