@@ -494,9 +494,13 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 		Home:        snap.Owner.Home,
 		// Where they lead, as the owner resolved them: a rule anchored at a dir reached
 		// through a link holds under its real path too, the name a call may use.
-		CwdLeadsTo:         s.LeadsTo()[snap.Root],
-		HomeLeadsTo:        s.HomeLeadsTo(),
-		Inherited:          inherited,
+		CwdLeadsTo:  s.LeadsTo()[snap.Root],
+		HomeLeadsTo: s.HomeLeadsTo(),
+		Inherited:   inherited,
+		// The entries of the owner's files and the request are counted as they are read, so
+		// a file of a million rules is refused before any is built; at least the default, as
+		// entries count directories too.
+		MaxOwnedEntries:    max(cfg.Limits.RulesPerSession, permission.DefaultMaxOwnedEntries),
 		Owner:              ownerReader{host: c.host, s: s},
 		ReadClaudeSettings: cfg.ReadClaudeSettings,
 		// A cloned repository's settings may deny and ask, but only a session that says it

@@ -5,12 +5,12 @@ import (
 	"net"
 	"net/netip"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/sandboxd/sandboxd/classifier"
@@ -18,26 +18,81 @@ import (
 )
 
 // The matchers below are the primitives the Rego policy calls as custom builtins. Compiled
-// patterns are cached by their text: a decision only looks them up, so matching 200 rules
-// costs map lookups, not regexp compiles.
+// path patterns are cached by their text: a decision only looks them up, so matching 200
+// rules costs map lookups, not splits.
 
-// memo is a bounded memo of compiled patterns, least recently used out first.
+// memo is a memo of compiled patterns, least recently used out first, bounded both in entries
+// and in an estimate of the bytes they hold. The patterns are a user's own (a rule is up to
+// maxRuleLen bytes, anchored under a directory as long again) and live on after the session
+// that held them, so a bound in entries alone let a user cycling sessions of large rules grow
+// the root daemon by gigabytes, never given back.
 type memo[V any] struct {
-	once sync.Once
-	lru  *lru.Cache[string, V]
+	// size estimates the bytes v holds beyond its key's.
+	size func(v V) int
+
+	mu    sync.Mutex
+	lru   *simplelru.LRU[string, memoEntry[V]]
+	bytes int // the sum of the entries' sizes
 }
 
-const memoSize = 20000
+type memoEntry[V any] struct {
+	v    V
+	size int // the entry's estimate, its key and the LRU's own bookkeeping included
+}
+
+const (
+	// memoSize bounds a memo's entries.
+	memoSize = 20000
+	// memoMaxBytes bounds the bytes a memo's entries hold, by their estimates (within a tenth
+	// of the heap they take): memoSize ordinary patterns of a few hundred bytes each, or a few
+	// hundred of the largest a rule can make.
+	memoMaxBytes = 16 << 20
+	// memoEntryOverhead is what the LRU keeps for an entry besides the key and the value: its
+	// list element and map slot.
+	memoEntryOverhead = 128
+)
 
 func (c *memo[V]) get(key string, build func(string) V) V {
-	c.once.Do(func() { c.lru, _ = lru.New[string, V](memoSize) })
-	if v, ok := c.lru.Get(key); ok {
-		return v
+	c.mu.Lock()
+	if c.lru == nil {
+		c.lru, _ = simplelru.NewLRU(memoSize, func(_ string, e memoEntry[V]) { c.bytes -= e.size })
 	}
+	if e, ok := c.lru.Get(key); ok {
+		c.mu.Unlock()
+		return e.v
+	}
+	c.mu.Unlock()
+	// Built unlocked: other lookups need not wait for it.
 	v := build(key)
-	c.lru.Add(key, v)
+	n := len(key) + c.size(v) + memoEntryOverhead
+	if n > memoMaxBytes/16 {
+		return v // would crowd out too much of the memo for one pattern; no rule makes one
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.lru.Peek(key); ok {
+		return e.v // built meanwhile by another caller: kept once, and counted once
+	}
+	c.lru.Add(key, memoEntry[V]{v: v, size: n}) // evicting the oldest past memoSize
+	c.bytes += n
+	for c.bytes > memoMaxBytes {
+		c.lru.RemoveOldest()
+	}
 	return v
 }
+
+// held is how many entries c holds and the bytes they hold by their estimates.
+func (c *memo[V]) held() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lru == nil {
+		return 0, 0
+	}
+	return c.lru.Len(), c.bytes
+}
+
+// segsSize estimates what a slice of path segments holds beyond the text they are cut from.
+func segsSize(segs []string) int { return 24 + 16*cap(segs) }
 
 // MatchBash reports whether the Bash rule pattern (as in Rule.Pattern) matches the words of one
 // simple command, with the classifier's COMPAT semantics (classifier.MatchRule). exactOnly is set
@@ -223,12 +278,12 @@ func globMayName(g, tok string) bool {
 }
 
 type pathMatcher struct {
-	segs      []string
-	multiStar bool // more than one **: use the memoised matcher
-	star      bool // any **: the match may try every segment of the path for each of the pattern's
+	segs      []string // cut from the pattern's text, the memo's key
+	multiStar bool     // more than one **: use the memoised matcher
+	star      bool     // any **: the match may try every segment of the path for each of the pattern's
 }
 
-var pathCache memo[*pathMatcher]
+var pathCache = memo[*pathMatcher]{size: func(m *pathMatcher) int { return 32 + segsSize(m.segs) }}
 
 // ErrMatchBudget is a decision whose path rules would take more work against the call's paths
 // than one decision may: the rules and the paths are both a user's own, and a path thousands
@@ -668,30 +723,56 @@ func matchLabels(pattern, host string, suffix bool) bool {
 	return true
 }
 
-var globCache memo[*regexp.Regexp]
-
 // MatchGlob matches s against a pattern where `*` spans any text (tool names, parameter values).
+// It reads the pattern as it goes and takes each literal between two `*` at its first place
+// left in s, which for `*` alone finds a match if there is one: one pass over s, and nothing
+// compiled or kept. A regexp of the pattern, kept in a memo, held up to 500 KB for a 4 KB rule
+// of 2 040 `*` (a user cycling sessions of such rules grew the daemon to 3.4 GB), and took
+// seconds to run over a long parameter.
 func MatchGlob(pattern, s string) bool {
 	star := strings.IndexByte(pattern, '*')
 	if star < 0 {
 		return pattern == s
 	}
 	if star == len(pattern)-1 {
-		// The common shape (mcp__srv__*, Bash*): a prefix test, no regexp.
+		// The common shape (mcp__srv__*, Bash*): a prefix test.
 		return strings.HasPrefix(s, pattern[:star])
 	}
-	re := globCache.get(pattern, func(p string) *regexp.Regexp {
-		parts := strings.Split(p, "*")
-		for i := range parts {
-			parts[i] = regexp.QuoteMeta(parts[i])
+	if !utf8.ValidString(pattern) {
+		return false // matches nothing; ParseRule rejects such rules anyway
+	}
+	if !utf8.ValidString(s) && strings.ContainsRune(pattern, utf8.RuneError) {
+		// As a regexp reads text, each byte that is not UTF-8 is a U+FFFD, which the
+		// pattern's own U+FFFD matches.
+		s = runeErrors(s)
+	}
+	first, rest := pattern[:star], pattern[star+1:]
+	last := rest[strings.LastIndexByte(rest, '*')+1:] // the literal after the last *
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[len(first) : len(s)-len(last)]
+	for mid := rest[:len(rest)-len(last)]; mid != ""; {
+		// mid holds the literals between two *, each with the * after it.
+		var lit string
+		lit, mid, _ = strings.Cut(mid, "*")
+		i := strings.Index(s, lit)
+		if i < 0 {
+			return false
 		}
-		re, err := regexp.Compile("^(?s:" + strings.Join(parts, ".*") + ")$")
-		if err != nil {
-			return nil // invalid UTF-8: matches nothing; ParseRule rejects such rules anyway
-		}
-		return re
-	})
-	return re != nil && re.MatchString(s)
+		s = s[i+len(lit):]
+	}
+	return true
+}
+
+// runeErrors is s with each byte that is not part of a UTF-8 sequence replaced by U+FFFD.
+func runeErrors(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for _, r := range s {
+		b.WriteRune(r) // ranging over a string yields U+FFFD for each such byte
+	}
+	return b.String()
 }
 
 // WebRequest is what a WebFetch(METHOD host/path) rule is compared with: one HTTP request
@@ -704,7 +785,7 @@ type WebRequest struct {
 	Path string
 }
 
-var webPathCache memo[[]string]
+var webPathCache = memo[[]string]{size: segsSize}
 
 // MatchWeb reports whether a web rule (host pattern, method, path glob) matches req. Hosts
 // match as MatchDomain does. The path glob must match the whole path: `*` is one segment (or

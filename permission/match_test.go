@@ -1,8 +1,11 @@
 package permission
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecidedOnlyOutside(t *testing.T) {
@@ -158,5 +161,122 @@ func TestMayCover(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("MayCover(%q, %v, %q) = %v, %v; want %v", tc.pat, tc.below, tc.walk, got, err, tc.want)
 		}
+	}
+}
+
+// globRegexp is MatchGlob's definition: a regexp where `*` is any text and the rest is
+// literal, matched against the whole text.
+func globRegexp(pattern string) *regexp.Regexp {
+	parts := strings.Split(pattern, "*")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^(?s:" + strings.Join(parts, ".*") + ")$")
+}
+
+// TestMatchGlobAgainstDefinition: MatchGlob, which takes each literal at its first place
+// left, agrees with the regexp it replaces on every pattern and text of a small alphabet, and
+// on text that is not UTF-8 (each such byte a U+FFFD, as a regexp reads it).
+func TestMatchGlobAgainstDefinition(t *testing.T) {
+	t.Parallel()
+	// words are the strings of up to n letters of alphabet.
+	words := func(alphabet string, n int) []string {
+		out, prev := []string{""}, []string{""}
+		for ; n > 0; n-- {
+			var next []string
+			for _, s := range prev {
+				for _, c := range alphabet {
+					next = append(next, s+string(c))
+				}
+			}
+			out, prev = append(out, next...), next
+		}
+		return out
+	}
+	texts := append(words("ab\n", 5), "a\xffb", "\xff", "a\xff\xfeb", "\xe4\xb8", "\xe4\xb8\x80", "ab\uFFFDab")
+	patterns := append(words("ab*", 6), "*\uFFFD*", "a*\uFFFD*b", "*\xff*", "*\u4e00*", "\xe4*a")
+	for _, p := range patterns {
+		if !strings.Contains(p, "*") {
+			continue // compared with ==, no matcher
+		}
+		var re *regexp.Regexp
+		if utf8.ValidString(p) {
+			re = globRegexp(p)
+		}
+		for _, s := range texts {
+			want := re != nil && re.MatchString(s)
+			if got := MatchGlob(p, s); got != want {
+				t.Errorf("MatchGlob(%q, %q) = %v, want %v", p, s, got, want)
+			}
+		}
+	}
+}
+
+// TestMatchGlobKeepsNothing: a glob is matched as it is read, with nothing compiled or kept.
+// A regexp of each pattern, kept in a memo of 20 000 entries, held 500 KB for a 4 KB rule of
+// 2 040 `*`, so a user cycling sessions of such rules grew the daemon to gigabytes.
+func TestMatchGlobKeepsNothing(t *testing.T) {
+	patterns := make([]string, 64)
+	for i := range patterns {
+		patterns[i] = fmt.Sprintf("%d%s", i, strings.Repeat("*a", 2040))
+	}
+	text := "0" + strings.Repeat("a", 1<<16)
+	i := 0
+	allocs := testing.AllocsPerRun(len(patterns)-1, func() {
+		if MatchGlob(patterns[i], text) != (i == 0) {
+			t.Fatalf("MatchGlob(pattern %d) = %v", i, i != 0)
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("MatchGlob allocated %.0f times a call, want none", allocs)
+	}
+}
+
+// TestMemoBoundedInBytes: a memo of compiled patterns holds no more than memoMaxBytes by its
+// estimate of what its entries hold, whatever their size: the patterns are users' own, and
+// live on after their sessions.
+func TestMemoBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	// The largest a rule makes: a pattern of maxRuleLen bytes, one segment in two, anchored
+	// under a directory as long.
+	big := func(i int) string {
+		return fmt.Sprintf("%s/%d%s", strings.Repeat("/d", maxRuleLen/2), i, strings.Repeat("/a", maxRuleLen/2))
+	}
+	var m memo[[]string]
+	m.size = segsSize
+	// Each holds more than 64 KB by the estimate (16 bytes for each of its segments), so
+	// these are more than the bound.
+	n := 0
+	for ; n < memoMaxBytes/(64<<10)+64; n++ {
+		k := big(n)
+		m.get(k, splitPath)
+		m.get(k, splitPath) // held once, counted once
+	}
+	entries, bytes := m.held()
+	if bytes > memoMaxBytes || entries == 0 || entries >= n {
+		t.Errorf("after %d large patterns the memo holds %d entries of %d bytes, want some, fewer than all, within %d", n, entries, bytes, memoMaxBytes)
+	}
+	sum := 0
+	for _, k := range m.lru.Keys() {
+		e, _ := m.lru.Peek(k)
+		sum += e.size
+		if want := len(k) + segsSize(e.v) + memoEntryOverhead; e.size != want {
+			t.Errorf("entry of %d bytes counted as %d, want %d", len(k), e.size, want)
+		}
+	}
+	if sum != bytes {
+		t.Errorf("entries sum to %d bytes, memo counts %d", sum, bytes)
+	}
+
+	// The path matchers' memo, through MatchPath.
+	for i := range n {
+		p := big(i)
+		if !MatchPath(p, p+"/x") {
+			t.Fatalf("MatchPath of pattern %d does not match its own path", i)
+		}
+	}
+	if _, bytes := pathCache.held(); bytes > memoMaxBytes {
+		t.Errorf("pathCache holds %d bytes, over %d", bytes, memoMaxBytes)
 	}
 }

@@ -594,6 +594,14 @@ func FuzzParseRule(f *testing.F) {
 				MatchPath(abs, "/c/a/b")
 			}
 		}
+		if r.Kind == KindParam || r.Kind == KindTool {
+			// The pattern with each * standing for some text, or none, is a value it covers.
+			for _, v := range []string{strings.ReplaceAll(r.Pattern, "*", ""), strings.ReplaceAll(r.Pattern, "*", "*x\n")} {
+				if !MatchGlob(r.Pattern, v) {
+					t.Fatalf("MatchGlob(%q, %q) = false", r.Pattern, v)
+				}
+			}
+		}
 		if r.Kind == KindWeb {
 			if r.Method == "" || !strings.HasPrefix(r.URLPath, "/") {
 				t.Fatalf("accepted web rule %q without method or path: %+v", text, r)

@@ -96,7 +96,19 @@ type LoadOptions struct {
 	OwnerUID uint32
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
+	// MaxOwnedEntries bounds the entries (allow, deny, ask and additionalDirectories) of the
+	// sources the session's owner controls, Session and the project, local and user files,
+	// all together; 0 is DefaultMaxOwnedEntries. Past it Load fails naming the file (or
+	// "session") that went over, before that source's rules are built. A caller with a
+	// lower bound of its own on the rules may pass it, to refuse them before any is built.
+	MaxOwnedEntries int
 }
+
+// DefaultMaxOwnedEntries is LoadOptions.MaxOwnedEntries when it is 0: as many as one settings
+// file may hold (MaxSettingsEntries), so a session's owner makes the daemon build no more rules
+// for it than one file could, however many sources it fills. A daemon that allows a session
+// more rules than that must pass its own bound.
+const DefaultMaxOwnedEntries = MaxSettingsEntries
 
 type sourceFile struct {
 	src  Source
@@ -113,7 +125,19 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		eff   = Effective{DefaultMode: ""}
 		modes []string
 	)
+	maxOwned := o.MaxOwnedEntries
+	if maxOwned <= 0 {
+		maxOwned = DefaultMaxOwnedEntries
+	}
+	ownedEntries := 0
 	add := func(name string, src Source, root string, s Settings, lines map[string][]int) error {
+		if src != SourcePolicy && src != SourceCLI {
+			// Counted before any is parsed: the owner's sources are read one by one, each
+			// under its own bound, and together they must not add up to more.
+			if ownedEntries += len(s.Allow) + len(s.Deny) + len(s.Ask) + len(s.AdditionalDirectories); ownedEntries > maxOwned {
+				return &SettingsError{File: name, Err: fmt.Errorf("%w: with this source the session's own settings list %d entries (allow, deny, ask and additionalDirectories), over the bound of %d", ErrBadSettings, ownedEntries, maxOwned)}
+			}
+		}
 		if src == SourcePolicy && s.AllowManagedPermissionRulesOnly {
 			eff.ManagedRulesOnly = true
 		}
@@ -175,7 +199,7 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("read policy settings: %w", err)
 			}
-			s, lines, err := ParseSettings(f, b)
+			s, lines, err := parseSettings(f, b, 0) // root's: see MaxSettingsEntries
 			if err != nil {
 				return nil, nil, err
 			}
@@ -390,9 +414,33 @@ func checkOwner(p string) error {
 	return nil
 }
 
+// MaxSettingsEntries bounds the values one settings file of a user's (project, local or user
+// settings) may list in its permissions (allow, deny, ask and additionalDirectories together).
+// A file over it is refused as it is scanned, before anything is decoded or built: 1 MiB of
+// "a" entries cost the daemon seconds and hundreds of MB per session made from them. The
+// daemon's own bound on a session's rules (limits.rules_per_session, 1024 by default) is far
+// below it. The admin's policy files are not bounded: they are root's, and one over the bound
+// would refuse every session.
+const MaxSettingsEntries = 4096
+
+// maxSettingsDepth is encoding/json's bound on nesting, which the scan keeps before the file is
+// decoded: past it the decoder says why.
+const maxSettingsDepth = 10000
+
 // ParseSettings decodes one settings file and returns its permissions plus the line of every
-// rule, keyed by behavior, so errors and origins can say file:line.
+// rule, keyed by behavior, so errors and origins can say file:line. A file listing more than
+// MaxSettingsEntries entries is an error naming the file and the bound.
 func ParseSettings(name string, data []byte) (Settings, map[string][]int, error) {
+	return parseSettings(name, data, MaxSettingsEntries)
+}
+
+// parseSettings is ParseSettings with at most maxEntries entries, or any number for 0.
+func parseSettings(name string, data []byte, maxEntries int) (Settings, map[string][]int, error) {
+	// Scanned first, so that a file of too many entries is refused before they are decoded.
+	lines, err := scanSettings(name, data, maxEntries)
+	if err != nil {
+		return Settings{}, nil, err
+	}
 	var f settingsFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return Settings{}, nil, &SettingsError{File: name, Line: jsonErrLine(data, err), Err: fmt.Errorf("%w: %w", ErrBadSettings, err)}
@@ -408,10 +456,6 @@ func ParseSettings(name string, data []byte) (Settings, map[string][]int, error)
 			}
 			return Settings{}, nil, &SettingsError{File: name, Line: line, Err: fmt.Errorf("%w: permissions: %w", ErrBadSettings, err)}
 		}
-	}
-	lines, err := scanSettings(name, data)
-	if err != nil {
-		return Settings{}, nil, err
 	}
 	return s, lines, nil
 }
@@ -429,10 +473,25 @@ func jsonErrLine(data []byte, err error) int {
 }
 
 func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
+	var c lineCounter
+	return c.at(data, off)
+}
+
+// lineCounter finds the lines of increasing offsets in one text, counting each byte once: a
+// count from the start for every string of a file was quadratic in its size.
+type lineCounter struct {
+	off  int64 // counted up to here
+	line int   // the line off is on, less one
+}
+
+func (c *lineCounter) at(data []byte, off int64) int {
+	off = min(off, int64(len(data)))
+	if off < c.off {
+		*c = lineCounter{} // never in a scan, whose offsets only grow
 	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
+	c.line += bytes.Count(data[c.off:off], []byte("\n"))
+	c.off = off
+	return c.line + 1
 }
 
 // settingsKeys are the keys of a "permissions" object, spelled as the agents spell them.
@@ -445,18 +504,41 @@ var settingsKeys = map[string]bool{
 // permissions.allow/deny/ask, and refuses what encoding/json would read differently from the
 // agents, which are case-sensitive and keep the last of repeated keys. A repeated key anywhere
 // (a second "deny" that empties the first), "Permissions" or "Deny" (read by Go's
-// case-insensitive match, ignored by the agent) is an error, not a guess.
-func scanSettings(name string, data []byte) (map[string][]int, error) {
+// case-insensitive match, ignored by the agent) is an error, not a guess, and so is a file of
+// more than maxEntries entries (0: any number). Other errors (the file is not JSON) are left to
+// the decoder, which says where.
+func scanSettings(name string, data []byte, maxEntries int) (map[string][]int, error) {
 	out := map[string][]int{}
 	dec := json.NewDecoder(bytes.NewReader(data))
+	var lines lineCounter
 	bad := func(format string, a ...any) error {
-		return &SettingsError{File: name, Line: lineAt(data, dec.InputOffset()), Err: fmt.Errorf("%w: "+format, append([]any{ErrBadSettings}, a...)...)}
+		return &SettingsError{File: name, Line: lines.at(data, dec.InputOffset()), Err: fmt.Errorf("%w: "+format, append([]any{ErrBadSettings}, a...)...)}
 	}
-	var walk func(p []string) error
-	walk = func(p []string) error {
+	entries := 0
+	// p is the path to the value, its first keys only (all the checks read): copying the
+	// whole path at each level was quadratic in the depth, seconds for a file of brackets.
+	var walk func(p []string, depth int) error
+	walk = func(p []string, depth int) error {
+		if depth > maxSettingsDepth {
+			return errTooDeep
+		}
+		below := func(k string) []string {
+			if len(p) == 3 {
+				return p
+			}
+			return append(p[:len(p):len(p)], k)
+		}
 		tok, err := dec.Token()
 		if err != nil {
 			return err
+		}
+		entry := depth == 3 && p[0] == "permissions" && p[2] == "[]"
+		if entry {
+			// Every value counts, strings or not: the bound is on what the decoder would
+			// build, whatever it then makes of it.
+			if entries++; maxEntries > 0 && entries > maxEntries {
+				return bad("permissions lists more than %d entries (allow, deny, ask and additionalDirectories together), the bound for one settings file", maxEntries)
+			}
 		}
 		switch t := tok.(type) {
 		case json.Delim:
@@ -470,14 +552,14 @@ func scanSettings(name string, data []byte) (map[string][]int, error) {
 					}
 					ks, _ := k.(string)
 					switch {
-					case seen[ks] && (len(p) == 0 && ks == "permissions" || len(p) > 0 && p[0] == "permissions"):
+					case seen[ks] && (depth == 0 && ks == "permissions" || depth > 0 && p[0] == "permissions"):
 						return bad("key %q appears twice in one object", ks)
-					case len(p) == 0 && ks != "permissions" && strings.EqualFold(ks, "permissions"),
-						len(p) == 1 && p[0] == "permissions" && !settingsKeys[ks]:
+					case depth == 0 && ks != "permissions" && strings.EqualFold(ks, "permissions"),
+						depth == 1 && p[0] == "permissions" && !settingsKeys[ks]:
 						return bad("unknown key %q (keys are case-sensitive)", ks)
 					}
 					seen[ks] = true
-					if err := walk(append(p[:len(p):len(p)], ks)); err != nil {
+					if err := walk(below(ks), depth+1); err != nil {
 						return err
 					}
 				}
@@ -485,7 +567,7 @@ func scanSettings(name string, data []byte) (map[string][]int, error) {
 				return err
 			case '[':
 				for dec.More() {
-					if err := walk(append(p[:len(p):len(p)], "[]")); err != nil {
+					if err := walk(below("[]"), depth+1); err != nil {
 						return err
 					}
 				}
@@ -493,15 +575,18 @@ func scanSettings(name string, data []byte) (map[string][]int, error) {
 				return err
 			}
 		case string:
-			if len(p) == 3 && p[0] == "permissions" && p[2] == "[]" && (p[1] == "allow" || p[1] == "deny" || p[1] == "ask") {
-				out[p[1]] = append(out[p[1]], lineAt(data, dec.InputOffset()))
+			if entry && (p[1] == "allow" || p[1] == "deny" || p[1] == "ask") {
+				out[p[1]] = append(out[p[1]], lines.at(data, dec.InputOffset()))
 			}
 		}
 		return nil
 	}
 	var se *SettingsError
-	if err := walk(nil); errors.As(err, &se) {
+	if err := walk(nil, 0); errors.As(err, &se) {
 		return nil, err
 	}
-	return out, nil // other errors: the file already decoded
+	return out, nil // other errors: the decoder's to report
 }
+
+// errTooDeep ends a scan of a file nested deeper than encoding/json reads.
+var errTooDeep = errors.New("nested too deep")

@@ -3,6 +3,7 @@ package permission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -421,5 +422,108 @@ func TestIgnoredAllowPathRules(t *testing.T) {
 	}
 	if n := len(rs.Effective().Warnings); n != 4 {
 		t.Errorf("%d warnings, want one per dropped allow: %v", n, rs.Effective().Warnings)
+	}
+}
+
+// entriesJSON is a settings file whose permissions list n entries under key, one a line.
+func entriesJSON(key, entry string, n int) []byte {
+	var b strings.Builder
+	b.WriteString("{\"permissions\": {\n  \"" + key + "\": [\n")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.WriteString(`    "` + entry + `"`)
+	}
+	b.WriteString("\n  ]\n}}\n")
+	return []byte(b.String())
+}
+
+// TestSettingsEntriesBounded: a settings file is a user's own, and one of 260 000 entries
+// cost the daemon seconds and hundreds of MB for each session made from it. One listing more
+// than MaxSettingsEntries is refused as it is scanned, naming the file and the bound, before
+// any rule is built (these would not parse), and every entry's line is still found.
+func TestSettingsEntriesBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, key, entry string
+		n                int
+		ok               bool
+	}{
+		{"deny at the bound", "deny", "Bash(rm *)", MaxSettingsEntries, true},
+		{"deny over", "deny", "Bash(", MaxSettingsEntries + 1, false},
+		{"allow far over", "allow", "a(", 64 * MaxSettingsEntries, false},
+		{"directories over", "additionalDirectories", "/tmp", MaxSettingsEntries + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, lines, err := ParseSettings("/p/settings.json", entriesJSON(tc.key, tc.entry, tc.n))
+			if tc.ok {
+				if err != nil || len(s.Deny) != tc.n || len(lines["deny"]) != tc.n {
+					t.Fatalf("ParseSettings = %d rules, %d lines, %v; want %d and no error", len(s.Deny), len(lines["deny"]), err, tc.n)
+				}
+				for i, l := range lines["deny"] {
+					if l != i+3 {
+						t.Fatalf("entry %d is on line %d, found on %d", i, i+3, l)
+					}
+				}
+				return
+			}
+			var se *SettingsError
+			if !errors.As(err, &se) || !errors.Is(err, ErrBadSettings) || se.File != "/p/settings.json" ||
+				!strings.Contains(err.Error(), fmt.Sprint(MaxSettingsEntries)) {
+				t.Fatalf("ParseSettings: %v; want a SettingsError of /p/settings.json naming the bound %d", err, MaxSettingsEntries)
+			}
+			if want := MaxSettingsEntries + 3; se.Line != want {
+				t.Errorf("refused at line %d, want %d (the first entry over)", se.Line, want)
+			}
+		})
+	}
+}
+
+// TestLoadOwnedEntriesBounded: the sources a session's owner fills are bounded all together,
+// each under its own bound too, before the rules of the one that goes over are built; the
+// admin's files are root's, neither bounded nor counted.
+func TestLoadOwnedEntriesBounded(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pol, proj := filepath.Join(root, "policy.d"), filepath.Join(root, "proj")
+	write(t, filepath.Join(pol, "10-base.json"), string(entriesJSON("deny", "Bash(curl *)", MaxSettingsEntries+1)))
+	project := filepath.Join(proj, ".sandboxd/settings.json")
+	write(t, project, string(entriesJSON("deny", "Read(", 1500)))
+	session := make([]string, 3000)
+	for i := range session {
+		session[i] = "Bash(make *)"
+	}
+	load := func(max int, sess []string) error {
+		_, _, err := Load(context.Background(), LoadOptions{
+			PolicyDir: pol, InsecureSkipOwnerCheck: true, Session: &Settings{Deny: sess},
+			Cwd: proj, ProjectRoot: proj, Owner: &dirReader{}, TrustProject: true, MaxOwnedEntries: max,
+		})
+		return err
+	}
+	err := load(0, session)
+	var se *SettingsError
+	if !errors.As(err, &se) || !errors.Is(err, ErrBadSettings) || se.File != project ||
+		!strings.Contains(err.Error(), fmt.Sprintf("4500 entries (allow, deny, ask and additionalDirectories), over the bound of %d", DefaultMaxOwnedEntries)) {
+		t.Errorf("session and project over the default: %v; want a SettingsError of %s naming the bound %d", err, project, DefaultMaxOwnedEntries)
+	}
+	if err := load(2999, session); !errors.As(err, &se) || se.File != "session" {
+		t.Errorf("session over MaxOwnedEntries: %v; want a SettingsError of the session's rules", err)
+	}
+	if err := load(0, session[:10]); !errors.As(err, &se) || se.File != project || !errors.Is(err, ErrMalformedRule) {
+		t.Errorf("within the bound: %v; want the project's malformed rule", err)
+	}
+}
+
+// TestSettingsDeeplyNested: the scan that now comes first stops where encoding/json does
+// (10 000 levels), so a file of nothing but brackets is the decoder's error, not a deep
+// recursion.
+func TestSettingsDeeplyNested(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{strings.Repeat("[", 1<<20), `{"permissions": {"deny": ` + strings.Repeat("[", 1<<20)} {
+		if _, _, err := ParseSettings("s.json", []byte(body)); !errors.Is(err, ErrBadSettings) {
+			t.Errorf("ParseSettings of %.30s...: %v, want ErrBadSettings", body, err)
+		}
 	}
 }
