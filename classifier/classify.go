@@ -41,6 +41,10 @@ type Options struct {
 	// between the session's dir and Cwd that no plan protected when it was made: git there
 	// is read as after a cd (cd_git).
 	GitElsewhere bool
+
+	// braces is the line's brace expansions, made by Classify: a value of Options is one
+	// line's, shared by its nested scripts.
+	braces *braceMemo
 }
 
 const (
@@ -98,6 +102,7 @@ func failed(reason, msg string) *Classification {
 }
 
 func classify(command string, opts Options) *Classification {
+	opts.braces = &braceMemo{words: map[string][]DenyWords{}}
 	if len(command) > maxParseLen {
 		return failed("too_long", fmt.Sprintf("not parsed: the command is %d bytes, over the %d the classifier reads; put a long script in a file and run that", len(command), maxParseLen))
 	}

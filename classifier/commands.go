@@ -150,7 +150,7 @@ func (w *walker) classifySub(out *Subcommand, sb *sub, strs *strSlab) {
 		out.DenyPrefix = denyPrefix(sb, strs)
 	}
 	out.ExactOnly = exactOnly(out.DenyPrefix)
-	denyGlobs(out, sb)
+	denyGlobs(out, sb, w.opts)
 	out.Reason = w.readOnlyReason(sb)
 	out.ReadOnly = out.Reason == "read_only" || out.Reason == "neutral"
 	if out.Reason == "write_redirect" {

@@ -18,6 +18,34 @@ import (
 // for any words at all.
 const maxBraceWords = 256
 
+// maxBraceGroups bounds the braces of one word taken apart here, side by side or nested; past
+// it the word's expansion cannot be told (GlobAny, an incomplete path list). mvdan.cc/sh's
+// BracesSeq rebuilds every word it gives through one closure and one copy of the parts per
+// group, so n groups cost n² per word: 1600 groups (8 KB) took seconds and 25 000 gigabytes.
+// Words bash users write have a handful.
+const maxBraceGroups = 64
+
+// tooManyBraces reports a word, src as written, with more than maxBraceGroups braces. Each {
+// counts, quoted or escaped too, which can only take a word for one past the bound: reading
+// the source is linear, where taking the groups apart is what the bound is there to spare.
+func tooManyBraces(src string) bool {
+	return strings.Count(src, "{") > maxBraceGroups
+}
+
+// maxLineBraceWords bounds the words brace expansions give over one line (its nested scripts
+// too), counted each time a check is given them; past it a brace word's expansion cannot be
+// told. Each word given is a path, a deny word and a critical-path check in turn: a 128 KB
+// line of 8-group words gave 768 000 of each.
+const maxLineBraceWords = 4096
+
+// braceMemo is one Classify's brace expansions by the word's source text, shared by the
+// checks that each expand the same word (deny words, paths, the critical-path rm), and the
+// count of words they gave against maxLineBraceWords.
+type braceMemo struct {
+	words map[string][]DenyWords
+	given int
+}
+
 // DenyWords are a command's words for deny and ask rules, with Globs marking those known only
 // at run time (DenyGlobs).
 type DenyWords struct {
@@ -50,7 +78,7 @@ const ShapeGap = "\x03"
 // denyGlobs fills out.DenyGlobs and out.DenyExpanded from sb's words, DenyPrefix's last
 // len(out.DenyPrefix) of them. The command name is not looked at: one the shell expands makes
 // the command opaque.
-func denyGlobs(out *Subcommand, sb *sub) {
+func denyGlobs(out *Subcommand, sb *sub, opts Options) {
 	off := len(sb.args) - len(out.DenyPrefix)
 	if len(sb.args) == 0 || off < 0 {
 		return
@@ -97,7 +125,7 @@ func denyGlobs(out *Subcommand, sb *sub) {
 	if braces || appended {
 		e := DenyWords{Words: out.DenyPrefix, Globs: globs, Shapes: shapes}
 		if braces {
-			e = braceExpanded(out.DenyPrefix, globs, shapes, sb.args[off:])
+			e = braceExpanded(out.DenyPrefix, globs, shapes, sb.args[off:], opts)
 		}
 		if appended {
 			// xargs puts the words it reads after the command's own: any words.
@@ -231,12 +259,12 @@ func xargsReplace(wrappers []word) string {
 // expansion gives (`{push,origin}` is push origin; an empty unquoted one is dropped, as bash
 // drops it), each a glob still or a static word. A brace word it cannot expand (too many
 // words, a parse error) stays, as GlobAny.
-func braceExpanded(words []string, globs []GlobKind, shapes []string, args []word) DenyWords {
+func braceExpanded(words []string, globs []GlobKind, shapes []string, args []word, opts Options) DenyWords {
 	var out DenyWords
 	for i, w := range words {
 		var exp []DenyWords
 		if globs[i] == GlobPattern && strings.Contains(args[i].src, "{") {
-			exp = expandBraces(args[i].src)
+			exp = expandBraces(args[i].src, opts)
 			if exp == nil {
 				exp = []DenyWords{{Words: []string{w}, Globs: []GlobKind{GlobAny}}}
 			}
@@ -279,8 +307,35 @@ func parseWord(src string) (*syntax.Word, bool) {
 }
 
 // expandBraces returns the words the brace expansion of the shell word src gives, nil if it
-// has none or they cannot be told (too many, a parse error).
-func expandBraces(src string) []DenyWords {
+// has none or they cannot be told (too many words or braces, for the word or the line, a
+// parse error). The result is shared: callers must not change it.
+func expandBraces(src string, opts Options) []DenyWords {
+	m := opts.braces
+	if m == nil {
+		return expandBracesOnce(src)
+	}
+	if m.given >= maxLineBraceWords {
+		return nil // spent: not even taken apart
+	}
+	out, ok := m.words[src]
+	if !ok {
+		out = expandBracesOnce(src)
+		m.words[src] = out
+	}
+	// Each use counts, a word the memo holds too: each check walks the words it is given.
+	if m.given+len(out) > maxLineBraceWords {
+		m.given = maxLineBraceWords
+		return nil
+	}
+	m.given += len(out)
+	return out
+}
+
+// expandBracesOnce is expandBraces without the line's memo and bound.
+func expandBracesOnce(src string) []DenyWords {
+	if tooManyBraces(src) {
+		return nil
+	}
 	w, ok := parseWord(src)
 	if !ok {
 		return nil
@@ -288,11 +343,12 @@ func expandBraces(src string) []DenyWords {
 	if !syntax.SplitBraces(w) {
 		return nil
 	}
+	words, ok := braceProduct(w, maxBraceWords)
+	if !ok {
+		return nil
+	}
 	var out []DenyWords
-	for e, err := range expand.BracesSeq(nil, w) {
-		if err != nil || len(out) >= maxBraceWords {
-			return nil
-		}
+	for _, e := range words {
 		ev := evalWord("x "+src, e)
 		switch {
 		case !ev.static:
@@ -306,4 +362,53 @@ func expandBraces(src string) []DenyWords {
 		}
 	}
 	return out
+}
+
+// braceProduct returns the words the brace expansion of w (taken apart by SplitBraces) gives,
+// in bash's order, as expand.BracesSeq gives them; ok is false past limit words. BracesSeq
+// expands each group alone here: over a whole word it copies each word's parts once per group,
+// n² for n groups side by side, where this product of the groups' words costs a word only
+// its parts.
+func braceProduct(w *syntax.Word, limit int) (words []*syntax.Word, ok bool) {
+	alts := make([][][]syntax.WordPart, 0, len(w.Parts))
+	total := 1
+	for _, p := range w.Parts {
+		br, isBrace := p.(*syntax.BraceExp)
+		if !isBrace {
+			alts = append(alts, [][]syntax.WordPart{{p}})
+			continue
+		}
+		var as [][]syntax.WordPart
+		for e, err := range expand.BracesSeq(nil, &syntax.Word{Parts: []syntax.WordPart{br}}) {
+			if err != nil || len(as) >= limit {
+				return nil, false
+			}
+			as = append(as, e.Parts)
+		}
+		if len(as) == 0 {
+			return nil, true
+		}
+		// total stays at most limit, so the product cannot overflow.
+		if total *= len(as); total > limit {
+			return nil, false
+		}
+		alts = append(alts, as)
+	}
+	// Odometer over the parts' words, the last turning fastest: {a,b}{1,2} is a1 a2 b1 b2.
+	at := make([]int, len(alts))
+	words = make([]*syntax.Word, 0, total)
+	for range total {
+		var parts []syntax.WordPart
+		for i, as := range alts {
+			parts = append(parts, as[at[i]]...)
+		}
+		words = append(words, &syntax.Word{Parts: parts})
+		for i := len(at) - 1; i >= 0; i-- {
+			if at[i]++; at[i] < len(alts[i]) {
+				break
+			}
+			at[i] = 0
+		}
+	}
+	return words, true
 }

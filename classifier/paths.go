@@ -255,7 +255,7 @@ func (pc *pathCollector) add(p, access, cmd string, dirs []string, unknownDir bo
 // the line runs: bounded when it is a glob under a directory the line names (`*.go`,
 // `+(a|b).go`), unbounded otherwise.
 func (pc *pathCollector) runtimeWord(a word, sb *sub) {
-	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && bracesBounded(a) || a.extGlob && boundedExtGlob(a.src)) {
+	if a.glob && !sb.dirsUnknown && pc.inSession(sb.dirs) && (a.static && bracesBounded(a, pc.opts) || a.extGlob && boundedExtGlob(a.src)) {
 		pc.incomplete = true
 		pc.glob(a, sb.dirs)
 		return
@@ -271,7 +271,7 @@ const maxGlobs = 32
 func (pc *pathCollector) glob(a word, dirs []string) {
 	pats := []string{extGlobQuotes.Replace(a.src)}
 	if a.static {
-		vals, ok := braceVals(a)
+		vals, ok := braceVals(a, pc.opts)
 		if !ok {
 			pc.unknown()
 			return
@@ -334,8 +334,8 @@ var extGlobQuotes = strings.NewReplacer(`\`, "", `'`, "", `"`, "")
 // bracesBounded reports whether a static word, or each word its braces give, is bounded as
 // boundedGlob says (`{a,b}.go` and `x{1..3}` are; `.{.,}/x` is `../x`, `{x,}/etc/passwd` is
 // `/etc/passwd`: their text alone shows neither). A brace expansion that cannot be told is not.
-func bracesBounded(a word) bool {
-	vals, ok := braceVals(a)
+func bracesBounded(a word, opts Options) bool {
+	vals, ok := braceVals(a, opts)
 	if !ok {
 		return false
 	}
@@ -349,10 +349,16 @@ func bracesBounded(a word) bool {
 
 // braceVals are the words a static word's brace expansion gives (itself when it has none);
 // false when they cannot be told (braceWords).
-func braceVals(a word) ([]string, bool) {
-	ws, ok := braceWords(a)
+func braceVals(a word, opts Options) ([]string, bool) {
+	ws, ok := braceWords(a, opts)
 	if !ok {
-		if w, parsed := parseWord(a.src); !a.glob || !strings.Contains(a.src, "{") || parsed && !syntax.SplitBraces(w) {
+		if !a.glob || !strings.Contains(a.src, "{") {
+			return []string{a.val}, true // no braces
+		}
+		if tooManyBraces(a.src) {
+			return nil, false // not taken apart: whether they expand is not told
+		}
+		if w, parsed := parseWord(a.src); parsed && !syntax.SplitBraces(w) {
 			return []string{a.val}, true // no braces that expand
 		}
 		return nil, false
@@ -367,11 +373,11 @@ func braceVals(a word) ([]string, bool) {
 // braceWords are the words a static word's braces give, each static (a glob still where it
 // has one); false when it has no braces that expand, or what they give cannot be told (too
 // many, an expansion in one), which the word's other checks then judge.
-func braceWords(a word) ([]word, bool) {
+func braceWords(a word, opts Options) ([]word, bool) {
 	if !a.static || !a.glob || a.braced || !strings.Contains(a.src, "{") {
 		return nil, false
 	}
-	exp := expandBraces(a.src)
+	exp := expandBraces(a.src, opts)
 	if exp == nil {
 		return nil, false
 	}
@@ -390,8 +396,8 @@ func braceWords(a word) ([]word, bool) {
 // mayNameDotEntry reports a glob word (or one its braces give) with a segment that starts with
 // a dot and matches more than one name (.g*, .[g]it, {.,}g*): a write through it may be one of
 // .git's, which the word's text never names.
-func mayNameDotEntry(a word) bool {
-	vals, ok := braceVals(a)
+func mayNameDotEntry(a word, opts Options) bool {
+	vals, ok := braceVals(a, opts)
 	if !ok {
 		return true
 	}
@@ -509,7 +515,7 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 	if a.procSubst {
 		return // a pipe: what its command reads are that command's paths
 	}
-	if ws, ok := braceWords(a); ok {
+	if ws, ok := braceWords(a, pc.opts); ok {
 		// Each word the braces give, as bash gives it: rm -rf .{pytest,mypy}_cache names two
 		// dirs, .gi{t,} names .git.
 		for _, w := range ws {
@@ -518,7 +524,7 @@ func (pc *pathCollector) word(a word, access, cmd string, sb *sub) {
 		return
 	}
 	if !a.static || a.glob {
-		if a.static && access == AccessWrite && mayNameDotEntry(a) {
+		if a.static && access == AccessWrite && mayNameDotEntry(a, pc.opts) {
 			// rm -rf .g*: what it writes may be a repository's git dir, or another dot dir
 			// the protected paths name, where no path the decision sees shows it.
 			pc.unknown()

@@ -535,7 +535,11 @@ func withPWD(sb *sub, opts Options, vars map[string]string, f func(map[string]st
 // expansions empty, at their defaults, or at the values the line gives them
 // (expansionReadings): ~/pro${x:-j} is ~/proj, ../$x is ../proj after x=proj.
 func readingCritical(a word, dirs []string, opts Options, dirUnknown bool, vars map[string]string) bool {
-	for _, r := range expansionReadings(a.node, vars) {
+	readings := expansionReadings(a.node, vars)
+	if varsOverflowed(vars) {
+		return true // a value past the bound: the target may be any path
+	}
+	for _, r := range readings {
 		if path.Clean(r) == "." {
 			continue // ./$f: rm refuses ".", and a loop's ./$f is common
 		}
@@ -571,8 +575,21 @@ func expansionReadings(w *syntax.Word, vars map[string]string) []string {
 // wordReadings are w's two readings (expansionReadings): every expansion empty but the ones
 // with a default set (${x:-d}) or a value in vars, and every default taken. known says some
 // default or value was used; ok false, a part it does not follow (an extended glob).
+//
+// Past maxVarsLen bytes of the line's values in one word ($x$x$x…) it stops, not ok, and
+// marks vars overflowed (varsOverflowed): what the word holds is not told.
 func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults string, known, ok bool) {
 	var e, d strings.Builder
+	given := 0 // bytes of vars' values written, against maxVarsLen
+	value := func(v string) bool {
+		if given += len(v); given > maxVarsLen {
+			vars[varsOverflow] = ""
+			return false
+		}
+		e.WriteString(v)
+		d.WriteString(v)
+		return true
+	}
 	var walk func(parts []syntax.WordPart) bool
 	walk = func(parts []syntax.WordPart) bool {
 		for _, p := range parts {
@@ -599,8 +616,9 @@ func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults strin
 			case *syntax.ParamExp:
 				if v, set := vars[p.Param.Value]; set && p.Exp == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Index == nil {
 					known = true
-					e.WriteString(v)
-					d.WriteString(v)
+					if !value(v) {
+						return false
+					}
 					continue
 				}
 				if p.Exp == nil || p.Exp.Word == nil || p.Slice != nil || p.Repl != nil || p.Length || p.Excl {
@@ -613,6 +631,10 @@ func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults strin
 					if !dok {
 						return false
 					}
+					if given += len(def); given > maxVarsLen {
+						vars[varsOverflow] = ""
+						return false
+					}
 					d.WriteString(def)
 					if p.Exp.Op == syntax.DefaultUnsetOrNull || p.Exp.Op == syntax.AssignUnsetOrNull {
 						e.WriteString(def)
@@ -621,8 +643,9 @@ func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults strin
 			case *syntax.CmdSubst:
 				if v, ok := substReading(p, vars); ok {
 					known = true
-					e.WriteString(v)
-					d.WriteString(v)
+					if !value(v) {
+						return false
+					}
 				}
 			case *syntax.ArithmExp, *syntax.ProcSubst:
 			default:
@@ -651,8 +674,31 @@ func startsLiteral(p syntax.WordPart) bool {
 // last one of each name, beside the shell's own names for the dirs the critical-path check is
 // about (x="rm -rf $PWD"; $x), PWD and HOME, unless the line sets them. A value with
 // expansions is kept when it has one reading (x=$(dirname "$PWD")); any other is left out.
+//
+// A value past maxVarLen, or one that would take the values held past maxVarsLen, is left
+// out too, and vars marked overflowed (varsOverflowed): x=$x$x$x$x, ten times over, is a
+// megabyte, and the checks that read it (the critical-path rm, opaqueCritical) take such a
+// line as one that may remove anything, not as one whose value is empty.
 func shellVars(subs []*sub, opts Options) map[string]string {
 	vars := map[string]string{}
+	held := 0 // bytes of the values kept, against maxVarsLen
+	keep := func(name, v string) {
+		if name == varsOverflow {
+			return
+		}
+		if len(v) > maxVarLen || held+len(v) > maxVarsLen {
+			delete(vars, name)
+			vars[varsOverflow] = ""
+			return
+		}
+		held += len(v)
+		vars[name] = v
+	}
+	forget := func(name string) {
+		if name != varsOverflow {
+			delete(vars, name)
+		}
+	}
 	for name, v := range map[string]string{"PWD": opts.Cwd, "HOME": opts.Home} {
 		if v != "" {
 			vars[name] = v
@@ -686,11 +732,11 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 					// The parser gives a declaration's NAME=VALUE as an assignment: the node is
 					// the value's.
 					if v, ok = fullReading(a.node, vars); !ok {
-						delete(vars, name)
+						forget(name)
 						continue
 					}
 				}
-				vars[name] = v
+				keep(name, v)
 				pwdSet = pwdSet || name == "PWD"
 			}
 		}
@@ -700,15 +746,15 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 			}
 			switch _, v, _ := strings.Cut(a.word.val, "="); {
 			case a.static:
-				vars[a.name] = v
+				keep(a.name, v)
 			case a.word.node != nil:
 				if v, ok := fullReading(a.word.node, vars); ok {
-					vars[a.name] = v
+					keep(a.name, v)
 					continue
 				}
 				fallthrough
 			default:
-				delete(vars, a.name) // set to what the line does not show
+				forget(a.name) // set to what the line does not show
 			}
 		}
 	}
@@ -716,6 +762,24 @@ func shellVars(subs []*sub, opts Options) map[string]string {
 		delete(vars, "PWD")
 	}
 	return vars
+}
+
+const (
+	// maxVarLen bounds one value shellVars holds, and maxVarsLen all of them, and the bytes
+	// of values one word's readings hold (wordReadings). Paths and the commands a value holds
+	// are far shorter; past them the value is not told.
+	maxVarLen  = 4096
+	maxVarsLen = 16 * maxVarLen
+	// varsOverflow is the key vars holds when a value went past the bounds: no variable is
+	// named with a $.
+	varsOverflow = "$overflow"
+)
+
+// varsOverflowed reports whether a value the line gives went past maxVarLen or maxVarsLen:
+// what its variable holds is not told, and may be anything.
+func varsOverflowed(vars map[string]string) bool {
+	_, over := vars[varsOverflow]
+	return over
 }
 
 // fullReading is the one value w has when each of its expansions is known: a variable vars
@@ -1028,6 +1092,9 @@ const maxOpaqueTexts = 32
 func (w *walker) opaqueCritical() bool {
 	texts := 0
 	vars := shellVars(w.subs, w.opts)
+	if varsOverflowed(vars) {
+		return true // a value too long to hold: what it runs is not told
+	}
 	// IFS=,; x="rm,-rf,.."; $x: the line's own IFS splits its texts.
 	split := strings.NewReplacer()
 	if ifs, ok := vars["IFS"]; ok && ifs != "" {
@@ -1098,6 +1165,9 @@ func (w *walker) opaqueCritical() bool {
 		}
 		if sb == w.subs[len(w.subs)-1] {
 			vals = append(vals, arrays.texts()...)
+		}
+		if varsOverflowed(vars) {
+			return true // a word whose values ran past the bound: its text is not told
 		}
 		for _, v := range vals {
 			v = split.Replace(v)
@@ -1225,7 +1295,7 @@ func staticTargetCritical(a word, dirs []string, opts Options, dirUnknown bool) 
 	if a.glob && strings.Contains(a.src, "{") {
 		// {*,.*}, ~/{*,.*}: each word the braces give is a target. A sequence ({a..z}*)
 		// names every first letter, and one too many to list may be anything.
-		words := expandBraces(a.src)
+		words := expandBraces(a.src, opts)
 		if words == nil || strings.Contains(a.src, "..") {
 			return true
 		}
