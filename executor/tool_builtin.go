@@ -131,8 +131,20 @@ func cwdRelative(key string) func(ctx context.Context, c *Call) error {
 			return abs(ctx, c)
 		}
 		c.Input[key] = filepath.Join(c.Session.Cwd(), p)
-		return nil
+		return pathTooLong(key, c.Input.String(key))
 	}
+}
+
+// maxPathBytes is the most a path given to a file tool may hold: the kernel's PATH_MAX, past
+// which no call can open it whole. Resolving one component by component as the owner costs
+// by the square of its length (a path of 60 000 components: 16 s of the worker's CPU).
+const maxPathBytes = 4096
+
+func pathTooLong(key, p string) error {
+	if len(p) > maxPathBytes {
+		return errcode.Msg(errcode.Validation, fmt.Sprintf("%s is %d bytes long, over the %d a path may hold", key, len(p), maxPathBytes))
+	}
+	return nil
 }
 
 func requireAbs(key string) func(ctx context.Context, c *Call) error {
@@ -143,6 +155,9 @@ func requireAbs(key string) func(ctx context.Context, c *Call) error {
 		}
 		if strings.IndexByte(p, 0) >= 0 {
 			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s contains a NUL byte, which no path can hold", key))
+		}
+		if err := pathTooLong(key, p); err != nil {
+			return err
 		}
 		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
 			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s must be an absolute path, not %q; prefix it with the working directory %s", key, p, c.Session.Cwd()))

@@ -329,3 +329,20 @@ func TestWorkerHidesWhatAppearsLater(t *testing.T) {
 		t.Errorf("Grep over a deny path replaced after the worker started: %q", text(res))
 	}
 }
+
+// TestFileToolPathsBounded: a path past PATH_MAX, absolute or joined to the cwd, is refused at
+// validation, before any lookup as the owner (which cost by the square of its length).
+func TestFileToolPathsBounded(t *testing.T) {
+	e := newToolEnv(t)
+	long := strings.Repeat("/a", 3000)
+	for name, in := range map[string]Input{
+		"Read":  {"file_path": long},
+		"Write": {"file_path": long, "content": "x"},
+		"Glob":  {"pattern": "*", "path": long[1:]},
+		"Grep":  {"pattern": "x", "path": long},
+	} {
+		if _, err := e.call(t, name, in); err == nil || !strings.Contains(err.Error(), "over the 4096") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

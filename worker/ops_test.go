@@ -652,3 +652,15 @@ func TestRgExcludeUnder(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveLongPath: a path past PATH_MAX is refused before it is followed, which cost the
+// worker by the square of its length.
+func TestResolveLongPath(t *testing.T) {
+	long := strings.Repeat("/a", 3000)
+	if _, err := doResolve(long, true); err == nil || !strings.Contains(err.Error(), "over the 4096") {
+		t.Errorf("a %d-byte path: %v", len(long), err)
+	}
+	if _, err := doResolve(strings.Repeat("/a", 2000), true); err != nil {
+		t.Errorf("a 4000-byte path: %v", err)
+	}
+}
