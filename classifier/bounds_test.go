@@ -21,6 +21,20 @@ func classifyAllocBytes(line string) (*Classification, uint64) {
 	return c, after.TotalAlloc - before.TotalAlloc
 }
 
+// classifyBounded classifies a line past a bound: it parses, and costs at most
+// maxBoundedAlloc.
+func classifyBounded(t *testing.T, line string) *Classification {
+	t.Helper()
+	c, alloc := classifyAllocBytes(line)
+	if c.ParseError != nil {
+		t.Fatalf("parse error: %s", *c.ParseError)
+	}
+	if alloc > maxBoundedAlloc {
+		t.Errorf("allocated %d MB, want at most %d", alloc>>20, maxBoundedAlloc>>20)
+	}
+	return c
+}
+
 // maxBoundedAlloc is what a line past the brace or value bounds may allocate: far above what
 // they cost bounded, far below the hundreds of megabytes, up to gigabytes, they cost before.
 const maxBoundedAlloc = 64 << 20
@@ -48,13 +62,7 @@ func TestBraceBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, alloc := classifyAllocBytes(tc.line)
-			if c.ParseError != nil {
-				t.Fatalf("parse error: %s", *c.ParseError)
-			}
-			if alloc > maxBoundedAlloc {
-				t.Errorf("allocated %d MB, want at most %d", alloc>>20, maxBoundedAlloc>>20)
-			}
+			c := classifyBounded(t, tc.line)
 			if !c.PathsIncomplete || !c.PathsUnbounded {
 				t.Errorf("paths incomplete %v, unbounded %v; want both: the expansion is not told", c.PathsIncomplete, c.PathsUnbounded)
 			}
@@ -155,13 +163,7 @@ func TestShellVarBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, alloc := classifyAllocBytes(tc.line)
-			if c.ParseError != nil {
-				t.Fatalf("parse error: %s", *c.ParseError)
-			}
-			if alloc > maxBoundedAlloc {
-				t.Errorf("allocated %d MB, want at most %d", alloc>>20, maxBoundedAlloc>>20)
-			}
+			c := classifyBounded(t, tc.line)
 			if c.ReadOnly || !slices.Contains(c.Risks, RiskCriticalPathRm) {
 				t.Errorf("read-only %v, risks %v; want %s: a value not told may be anything", c.ReadOnly, c.Risks, RiskCriticalPathRm)
 			}

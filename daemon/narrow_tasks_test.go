@@ -9,7 +9,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/executor"
-	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -21,15 +20,7 @@ import (
 func TestNarrowingStopsTasks(t *testing.T) {
 	u := testutil.CreateUser(t, "sbnar")
 	td := startDaemon(t, "")
-	sleeping := func() int {
-		n := 0
-		for _, pid := range testutil.ProcessesOf(u.UID) {
-			if harness.ProcComm(pid) == "sleep" {
-				n++
-			}
-		}
-		return n
-	}
+	sleeping := func() int { return len(sleepersOf(u.UID)) }
 	background := func(sid string) {
 		t.Helper()
 		input, _ := json.Marshal(map[string]any{"command": "sleep 300", "run_in_background": true})

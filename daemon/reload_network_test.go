@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/internal/harness"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
 )
@@ -35,15 +34,7 @@ func TestReloadRevokesHostNetwork(t *testing.T) {
 		`{"tool":"Bash","input":{"command":"sleep 300","run_in_background":true}}`, ""); code != http.StatusOK {
 		t.Fatalf("start a background task: %d %s", code, b)
 	}
-	sleeping := func() []int {
-		var pids []int
-		for _, pid := range testutil.ProcessesOf(u.UID) {
-			if harness.ProcComm(pid) == "sleep" {
-				pids = append(pids, pid)
-			}
-		}
-		return pids
-	}
+	sleeping := func() []int { return sleepersOf(u.UID) }
 	waitFor(t, func() bool { return len(sleeping()) > 0 })
 	cfgPath := td.d.opts.ConfigPath
 	orig, err := os.ReadFile(cfgPath)

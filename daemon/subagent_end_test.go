@@ -32,15 +32,7 @@ func TestDeletingSessionEndsSubAgents(t *testing.T) {
 	if code != http.StatusOK || res.IsError {
 		t.Fatalf("background task in the grandchild: %d %s", code, b)
 	}
-	sleeping := func() int {
-		n := 0
-		for _, pid := range testutil.ProcessesOf(u.UID) {
-			if harness.ProcComm(pid) == "sleep" {
-				n++
-			}
-		}
-		return n
-	}
+	sleeping := func() int { return len(sleepersOf(u.UID)) }
 	waitFor(t, func() bool { return sleeping() > 0 })
 
 	if code, b := curlAs(t, td, u, "DELETE", "/v1/sessions/"+parent, "", ""); code != http.StatusNoContent {
@@ -98,4 +90,16 @@ func TestIdleParentWaitsForSubAgent(t *testing.T) {
 			t.Errorf("session %s is still there: %d", id, code)
 		}
 	}
+}
+
+// sleepersOf are the pids of uid's processes running sleep: the background commands the task
+// tests start.
+func sleepersOf(uid uint32) []int {
+	var pids []int
+	for _, pid := range testutil.ProcessesOf(uid) {
+		if harness.ProcComm(pid) == "sleep" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
