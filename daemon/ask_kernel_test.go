@@ -68,3 +68,28 @@ func TestAskRulesHoldInTheKernel(t *testing.T) {
 		t.Errorf("the approved call did not read what it was approved to: %+v", res)
 	}
 }
+
+// TestTreeReadsMeetAskRulesUnconfined: a Bash command its caller runs itself (an agent's hook
+// without --confine) meets no sandbox, so a read of everything under a dir where an ask rule
+// may match a file (grep -r, rg) asks, as the caller's own Grep does; a read of a dir no ask
+// rule reaches does not.
+func TestTreeReadsMeetAskRulesUnconfined(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := testHostDir(t)
+	for _, d := range []string{"secrets", "docs"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default","rules":{"ask":["Read(./secrets/**)","Read(**/*.key)"]}}`, dir))
+	for cmd, want := range map[string]permission.Behavior{
+		"grep -r SECRET .":      permission.Ask,
+		"rg -uu SECRET":         permission.Ask,
+		"grep -rl KEY docs":     permission.Ask, // *.key may lie below
+		"cat docs/readme.txt":   permission.Allow,
+		"grep SECRET docs/a.md": permission.Allow,
+	} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		if got := behavior(res); got != want {
+			t.Errorf("%s: %s (%s), want %s", cmd, got, res.Decision.Reason, want)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 			resolved, special = pu.Path, h.hiddenSpecial(c.Session, pu.Path, pu.Path, "")
 		}
 		tf.Paths[i] = permission.PathFact{Requested: pu.Path, Resolved: resolved, Access: access, Special: special,
-			Redirect: pu.Cmd == "redirect", Alternative: pu.Alternative}
+			Redirect: pu.Cmd == "redirect", Alternative: pu.Alternative, Tree: tree && c.unconfined && access == permission.Read}
 	}
 	if c.unconfined {
 		for i := range cl.Paths {

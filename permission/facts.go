@@ -28,6 +28,9 @@ type PathFact struct {
 	// (classifier.PathUse.Alternative): the rules meet it, but alone it is no read outside the
 	// session's directories.
 	Alternative bool `json:"alternative,omitempty"`
+	// Tree marks a read of everything under the path (grep -r, rg) by a program its caller
+	// runs itself: an ask rule that may match below it holds it, as for the caller's own Grep.
+	Tree bool `json:"tree,omitempty"`
 }
 
 // ToolFacts is what a tool's CheckPermissions step reports about one call, for the policy.

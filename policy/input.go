@@ -85,7 +85,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"paths", "requested", "resolved", "access", "special", "alternative", "bash", "command_words", "domain", "hook",
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
-		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "deny_words", "opaque", "nested",
+		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "tree_subjects", "deny_words", "opaque", "nested",
 		"http", "method", "path", "paths_incomplete", "paths_unbounded", "redirects_incomplete", "git_objects_unseen", "unconfined",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
@@ -169,7 +169,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		}
 	}
 	paths := make([]*ast.Term, len(f.Paths))
-	var reads, writes, subjects, redirects []*ast.Term
+	var reads, writes, subjects, redirects, trees []*ast.Term
 	for i, p := range f.Paths {
 		req, res := str(p.Requested), str(p.Resolved)
 		paths[i] = ast.ObjectTerm(
@@ -200,6 +200,9 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		if p.Redirect {
 			redirects = append(redirects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
 		}
+		if p.Tree {
+			trees = append(trees, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
+		}
 	}
 	hook := ast.NullTerm()
 	if f.Hook != nil {
@@ -223,6 +226,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		item("write_paths", ast.ArrayTerm(writes...)),
 		item("path_subjects", ast.ArrayTerm(subjects...)),
 		item("redirect_subjects", ast.ArrayTerm(redirects...)),
+		item("tree_subjects", ast.ArrayTerm(trees...)),
 		item("bash", bashTerm(f.Bash)),
 		item("command_words", strs(commandWords(f.Input))),
 		item("deny_words", denyWords(f)),

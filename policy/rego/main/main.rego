@@ -108,11 +108,26 @@ _rule_result(i, step, behavior, hit) := {
 }
 
 # _tree_result is the result of a rule that covers files below a directory the caller's own
-# Grep searches (rules.tree_deny_hit), with a reason saying how to search without them.
+# Grep or Bash command reads whole (rules.tree_deny_hit, tree_ask_hit), with a reason saying
+# how to read without them.
 _tree_result(i, step, behavior, hit) := object.union(_rule_result(i, step, behavior, hit), {"reason": sprintf(
-	"%s covers files under %s, which the agent's own Grep would read outside any sandbox; search a directory the rule does not reach, or serve the tools over MCP (sbctl mcp) to search inside sandboxd",
-	[object.get(hit, "reason", behavior), input.paths[0].requested],
+	"%s covers files under %s, which the agent's own %s would read outside any sandbox; search a directory the rule does not reach, or %s",
+	[object.get(hit, "reason", behavior), _tree_root, _tree_reader, _tree_instead],
 )})
+
+# _tree_root, _tree_reader and _tree_instead say it for a Bash command's read of a whole tree
+# or for a Grep.
+_tree_root := input.tree_subjects[0][0] if {
+	input.tool == "Bash"
+} else := input.paths[0].requested
+
+_tree_reader := "command" if {
+	input.tool == "Bash"
+} else := input.tool
+
+_tree_instead := "run the command in sandboxd (sbctl hook --confine)" if {
+	input.tool == "Bash"
+} else := "serve the tools over MCP (sbctl mcp) to search inside sandboxd"
 
 _hook_reason(default_reason) := r if {
 	r := input.hook.reason

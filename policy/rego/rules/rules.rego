@@ -73,11 +73,17 @@ tree_deny_hit := r if {
 	r := sandboxd.below_hit(input.rules.deny.paths, input.path_subjects)
 }
 
-# tree_ask_hit: see tree_deny_hit.
+# tree_ask_hit: see tree_deny_hit; for a Bash command its caller runs itself, its reads of
+# everything under a dir (grep -r, rg: input.tree_subjects) too. Its denies are refused before
+# the policy (the executor's checkTreeUnconfined).
 tree_ask_hit := r if {
 	input.unconfined == true
 	input.tool == "Grep"
 	r := sandboxd.below_hit(input.rules.ask.paths, input.path_subjects)
+} else := r if {
+	input.unconfined == true
+	input.tool == "Bash"
+	r := sandboxd.below_hit(input.rules.ask.paths, object.get(input, "tree_subjects", []))
 }
 
 # bash_parsed holds when the classifier parsed the command (null bash: not parsed).
