@@ -596,8 +596,8 @@ func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string
 	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true})
 	if err != nil && final {
 		// The call may have made the tree too big to walk within the bounds (60 000 files,
-		// then the file a rule names): the last look walks it whole, once. Every later call
-		// is refused until the tree shrinks, so this is not paid again.
+		// then the file a rule names): the last look walks it whole, once, at its user's
+		// share (the call waits). Every later call is refused until the tree shrinks.
 		ms, err = expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true, unbounded: true})
 	}
 	if err != nil {

@@ -554,8 +554,17 @@ const maxPatternCPU = 300 * time.Millisecond
 // daemon's CPUs with calls refused one after another. A walk of 44 000 entries takes about
 // 40 ms: six calls a second of such a session, or a batch of fifty at once. Past it a call is refused at once (rate_limited), and a running
 // call's sweeps wait their turn; the sweep after a call, which must not miss what it made,
-// always walks, and later calls pay for it.
+// always walks whole, pausing whenever its user owes: a call that made a tree of millions of
+// entries under a thousand wildcard rules waits minutes for its result, and the daemon spends
+// on it no more than its user's share.
 var walkShare = newCPUShare(0.25, 2*time.Second)
+
+// walkSlice is the CPU an unbounded walk takes between looks at its user's share; a
+// variable for tests.
+var walkSlice = 20 * time.Millisecond
+
+// walkPause waits out what an unbounded walk owes; a variable for tests.
+var walkPause = time.Sleep
 
 // errWalkShare builds the refusal of a walk over walkShare.
 func errWalkShare(wait time.Duration) error {
@@ -662,8 +671,21 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 			if checks += len(pats); checks > checksMax {
 				w.budget = 0 // the walk stops at its next entry (errWalkBudget)
 			}
-			if visits++; visits%64 == 0 && threadCPU()-cpuStart > cpuMax {
-				w.budget, overCPU = 0, true
+			if visits++; visits%64 == 0 {
+				now := threadCPU()
+				if now-cpuStart > cpuMax {
+					w.budget, overCPU = 0, true
+				}
+				if how.unbounded && now-began >= walkSlice {
+					// The sweep after a call walks whole, but at its user's share: what
+					// it takes past that is paid in the call's own time, not the daemon's
+					// other users'.
+					walkShare.charge(uid, now-began)
+					began = now
+					if wait := walkShare.wait(uid); wait > 0 {
+						walkPause(wait)
+					}
+				}
 			}
 			descend := false
 			for _, pp := range pats {

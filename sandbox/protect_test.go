@@ -388,9 +388,28 @@ func TestWalkShareBoundsAUsersWalks(t *testing.T) {
 	if err := walk(0, patternWalk{}); err != nil {
 		t.Errorf("root's walk: %v", err)
 	}
-	if err := walk(nobody, patternWalk{unbounded: true}); err != nil {
-		t.Errorf("the sweep after a call, over the share: %v, want it walked", err)
+	// The sweep after a call walks whole over the share, but pauses for what its user owes:
+	// its cost is the call's time, not the daemon's.
+	for i := 0; i < 200; i += 50 {
+		os.WriteFile(filepath.Join(base, fmt.Sprintf("d%d/e/.env", i)), nil, 0o644)
 	}
+	oldSlice, oldPause := walkSlice, walkPause
+	var paused time.Duration
+	walkSlice, walkPause = 0, func(d time.Duration) { paused += d }
+	defer func() { walkSlice, walkPause = oldSlice, oldPause }()
+	var found []string
+	if cerr := asCaller(nobody, nobody, nil, func() {
+		found, err = expandPatterns(newFSView(), pat, []string{base}, nobody, patternWalk{unbounded: true})
+	}); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err != nil || len(found) != 4 {
+		t.Errorf("the sweep after a call, over the share: %v, %d matches, want it walked whole (4)", err, len(found))
+	}
+	if paused == 0 {
+		t.Error("the sweep after a call over its user's share did not pause")
+	}
+	walkSlice, walkPause = oldSlice, oldPause
 	// Walks started at once each take their bound first: a burst of a second lets four of
 	// 300 ms start, not all of them.
 	r := newCPUShare(0.001, time.Second)
