@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -184,57 +185,113 @@ const (
 // symlinks) the user's git would run or read as config: relative to rfd, to be moved aside.
 // Run as the caller.
 func unsafeInNewRepo(rfd int, gitDir string) []string {
+	return unsafeInGitDir(rfd, gitDir, nil)
+}
+
+// gitStart is what of a repository's git dirs the plan found when the call started, and
+// protects in place: paths (a git dir's config, hooks, commondir and config.worktree: read-only
+// where they existed, moved aside if made where they did not), the git dirs that hold them, and
+// the dirs of names on the way from a modules dir to a submodule's git dir ("vendor" of
+// modules/vendor/foo). Relative to one writable dir. nil for a repository the call made.
+type gitStart struct{ paths, gitDirs, levels map[string]bool }
+
+// newGitStart is gitStart for the repositories below root, from the plan's covered and
+// guarded paths there.
+func newGitStart(root string, covers []covered, guard []guarded) *gitStart {
+	s := &gitStart{paths: map[string]bool{}, gitDirs: map[string]bool{}, levels: map[string]bool{}}
+	add := func(r, rel string) {
+		if r == root && slices.Contains(moduleProtected, path.Base(rel)) {
+			s.paths[rel] = true
+			s.gitDirs[path.Dir(rel)] = true
+		}
+	}
+	for _, c := range covers {
+		add(c.root, c.rel)
+	}
+	for _, g := range guard {
+		add(g.root, g.rel)
+	}
+	for g := range s.gitDirs {
+		for d := path.Dir(g); strings.Contains(d, "/modules") && !s.gitDirs[d] && d != "." && d != "/"; d = path.Dir(d) {
+			s.levels[d] = true
+			if path.Base(d) == "modules" {
+				break
+			}
+		}
+	}
+	return s
+}
+
+func (s *gitStart) had(rel string) bool    { return s != nil && s.paths[rel] }
+func (s *gitStart) gitDir(rel string) bool { return s != nil && s.gitDirs[rel] }
+func (s *gitStart) level(rel string) bool  { return s != nil && s.levels[rel] }
+
+// unsafeInGitDir is unsafeInNewRepo for a git dir that may have existed when the call started
+// (start): only what is new is looked at. A submodule's git dir `git submodule update --init`
+// made, or a worktree `git worktree add` made, is one the user's git later runs in (git status
+// recurses into submodules): what of it would run code goes, as in a new repository. What the
+// plan protected (start.had) is the user's, whatever it holds.
+func unsafeInGitDir(rfd int, gitDir string, start *gitStart) []string {
 	var out []string
 	budget := maxGitModuleEntries
-	var look func(dir string, depth int)
-	look = func(dir string, depth int) {
-		if !inspectable(rfd, dir) {
-			// chmod 000 .git as the call's last step: every look below would find nothing,
-			// and the user, told to make it searchable, would run what it holds.
-			out = append(out, dir)
-			return
-		}
+	unsafe := func(p string) { out = append(out, p) }
+	// checkNew flags what of the git dir dir's config and code is new and unsafe.
+	checkNew := func(dir string) {
 		for _, name := range []string{"commondir", "config.worktree"} {
-			if exists(rfd, path.Join(dir, name)) {
-				out = append(out, path.Join(dir, name))
+			if p := path.Join(dir, name); !start.had(p) && exists(rfd, p) {
+				unsafe(p)
 			}
 		}
 		worktreeOK := func(v string) bool {
 			return worktreeWithin(gitDir, dir, v) && dirWithoutLinks(rfd, path.Join(dir, v))
 		}
-		if cfg := path.Join(dir, "config"); exists(rfd, cfg) && (!safeGitConfigAt(rfd, cfg, worktreeOK) || hardLinked(rfd, cfg)) {
-			out = append(out, cfg)
+		if cfg := path.Join(dir, "config"); !start.had(cfg) && exists(rfd, cfg) && (!safeGitConfigAt(rfd, cfg, worktreeOK) || hardLinked(rfd, cfg)) {
+			unsafe(cfg)
 		}
-		if hooks := path.Join(dir, "hooks"); exists(rfd, hooks) {
+		if hooks := path.Join(dir, "hooks"); !start.had(hooks) && exists(rfd, hooks) {
 			names := namesIn(rfd, hooks)
 			ok := names != nil
 			for n := range names {
 				ok = ok && strings.HasSuffix(n, ".sample") && !hardLinked(rfd, path.Join(hooks, n))
 			}
 			if !ok {
-				out = append(out, hooks)
+				unsafe(hooks)
 			}
 		}
-		if wt := path.Join(dir, "worktrees"); exists(rfd, wt) {
-			// A linked worktree's admin dir: its commondir must lead back here.
+	}
+	var look func(dir string, depth int)
+	look = func(dir string, depth int) {
+		if !inspectable(rfd, dir) {
+			// chmod 000 .git as the call's last step: every look below would find nothing,
+			// and the user, told to make it searchable, would run what it holds.
+			unsafe(dir)
+			return
+		}
+		checkNew(dir)
+		if wt := path.Join(dir, "worktrees"); depth == 0 && exists(rfd, wt) {
+			// A linked worktree's admin dir: its commondir must lead back here. Its
+			// submodules' git dirs are in its own modules dir.
 			names := namesIn(rfd, wt)
 			if names == nil {
-				out = append(out, wt)
+				unsafe(wt)
 			}
 			for n := range names {
 				w := path.Join(wt, n)
-				if exists(rfd, path.Join(w, "config.worktree")) {
-					out = append(out, path.Join(w, "config.worktree"))
-				}
-				if c := path.Join(w, "commondir"); exists(rfd, c) {
+				if c := path.Join(w, "commondir"); !start.had(c) && exists(rfd, c) {
 					if b, ok := readBeneath(rfd, c); !ok || strings.TrimSpace(string(b)) != "../.." {
-						out = append(out, c)
+						unsafe(c)
 					}
+				}
+				if p := path.Join(w, "config.worktree"); !start.had(p) && exists(rfd, p) {
+					unsafe(p)
+				}
+				if mods := path.Join(w, "modules"); isDirBeneath(rfd, mods) {
+					lookModules(rfd, mods, depth+1, &budget, start, look, unsafe)
 				}
 			}
 		}
-		if mods := path.Join(dir, "modules"); exists(rfd, mods) && !lookModules(rfd, mods, depth+1, &budget, look) {
-			out = append(out, mods)
+		if mods := path.Join(dir, "modules"); exists(rfd, mods) {
+			lookModules(rfd, mods, depth+1, &budget, start, look, unsafe)
 		}
 	}
 	look(gitDir, 0)
@@ -242,30 +299,33 @@ func unsafeInNewRepo(rfd int, gitDir string) []string {
 }
 
 // lookModules walks a modules dir: a dir holding HEAD is a submodule's git dir (checked by
-// look); any other is a level of a submodule's name ("lib/x" is modules/lib/x). False when the
-// tree is deeper or wider than the bounds, or cannot be read.
-func lookModules(rfd int, dir string, depth int, budget *int, look func(string, int)) bool {
-	if depth > maxGitModuleDepth {
-		return false
+// look); any other is a level of a submodule's name ("lib/x" is modules/lib/x). A new dir
+// deeper or wider than the bounds is unsafe whole, as is one that cannot be read. What existed
+// (start) costs none of the bounds: a repository's own submodules, however many, are looked
+// through for new ones, never moved whole.
+func lookModules(rfd int, dir string, depth int, budget *int, start *gitStart, look func(string, int), unsafe func(string)) {
+	if start.gitDir(dir) {
+		look(dir, depth)
+		return
 	}
 	names := namesIn(rfd, dir)
-	if names == nil {
-		return false
+	level := start.level(dir)
+	if !level {
+		*budget -= len(names)
 	}
-	if *budget -= len(names); *budget < 0 {
-		return false
+	if names == nil || !level && (depth > maxGitModuleDepth || *budget < 0) {
+		unsafe(dir)
+		return
 	}
 	if names["HEAD"] {
 		look(dir, depth)
-		return true
+		return
 	}
 	for n := range names {
-		sub := path.Join(dir, n)
-		if isDirBeneath(rfd, sub) && !lookModules(rfd, sub, depth+1, budget, look) {
-			return false
+		if sub := path.Join(dir, n); isDirBeneath(rfd, sub) {
+			lookModules(rfd, sub, depth+1, budget, start, look, unsafe)
 		}
 	}
-	return true
 }
 
 // worktreeWithin reports whether core.worktree v, in the config of the git dir dir (both
@@ -313,6 +373,14 @@ func inspectable(rfd int, rel string) bool {
 func exists(rfd int, rel string) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// isBareBeneath reports whether rel below rfd is a git dir as git tells one (isGitDir), each
+// part reached without a symlink: a bare repository.
+func isBareBeneath(rfd int, rel string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rfd, path.Join(rel, "HEAD"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+		isDirBeneath(rfd, path.Join(rel, "objects")) && isDirBeneath(rfd, path.Join(rel, "refs"))
 }
 
 func isDirBeneath(rfd int, rel string) bool {

@@ -244,3 +244,76 @@ func TestReadFD(t *testing.T) {
 		}
 	}
 }
+
+// TestNewGitDirsInRepoMadeSafe: in a repository that existed when the call started, a
+// submodule's git dir or a linked worktree's admin dir the call made (where the user's git
+// status and submodule update later run) loses what would run code, as a new repository does;
+// what `git submodule update --init` and `git worktree add` write stays, and so does what the
+// user's own submodules held, even code.
+func TestNewGitDirsInRepoMadeSafe(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	const plant = `printf '[core]\n\tfsmonitor = touch PWNED; false\n'`
+	newModule := func(d string) string {
+		return `mkdir -p ` + d + `/objects ` + d + `/refs && echo 'ref: refs/heads/main' > ` + d + `/HEAD`
+	}
+	for i, tc := range []struct {
+		script string
+		moved  []string
+	}{
+		{newModule(".git/modules/new") + ` && ` + plant + ` > .git/modules/new/config`, []string{".git/modules/new/config"}},
+		{newModule(".git/modules/new") + ` && mkdir .git/modules/new/hooks && printf '#!/bin/sh\ntouch PWNED\n' > .git/modules/new/hooks/post-checkout`,
+			[]string{".git/modules/new/hooks"}},
+		{newModule(".git/modules/old/modules/n") + ` && ` + plant + ` > .git/modules/old/modules/n/config`, []string{".git/modules/old/modules/n/config"}},
+		{newModule(".git/modules/vendor/bar") + ` && ` + plant + ` > .git/modules/vendor/bar/config`, []string{".git/modules/vendor/bar/config"}},
+		{newModule(".git/modules/lib/x") + ` && echo ../x > .git/modules/lib/x/commondir`, []string{".git/modules/lib/x/commondir"}},
+		{`git worktree add -q wt && ` + newModule(".git/worktrees/wt/modules/m") + ` && ` + plant + ` > .git/worktrees/wt/modules/m/config`,
+			[]string{".git/worktrees/wt/modules/m/config"}},
+		{`git worktree add -q wt && echo ../../../evil > .git/worktrees/wt/commondir`, []string{".git/worktrees/wt/commondir"}},
+		{`git worktree add -q wt && echo x > .git/worktrees/wt/config.worktree`, []string{".git/worktrees/wt/config.worktree"}},
+		// A hook made in the user's submodule that had none.
+		{`mkdir .git/modules/vendor/foo/hooks && printf '#!/bin/sh\ntouch PWNED\n' > .git/modules/vendor/foo/hooks/post-checkout`,
+			[]string{".git/modules/vendor/foo/hooks"}},
+		// More new names than the look's bounds: the new ones go whole.
+		{`mkdir -p .git/modules/many && cd .git/modules/many && mkdir $(seq 1 600)`, []string{".git/modules/many"}},
+		// What git submodule and git worktree write.
+		{`mkdir lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
+			`git --git-dir=.git/modules/lib config core.worktree ../../../lib`, nil},
+		{`git worktree add -q wt && git -C wt status --short`, nil},
+	} {
+		f := newProtectFixture(t)
+		// The user's own submodules, one with a hook and a config that runs code.
+		old, vendored := filepath.Join(f.repo, ".git/modules/old"), filepath.Join(f.repo, ".git/modules/vendor/foo")
+		for _, m := range []string{old, vendored} {
+			os.MkdirAll(filepath.Join(m, "objects"), 0o755)
+			os.MkdirAll(filepath.Join(m, "refs"), 0o755)
+			os.WriteFile(filepath.Join(m, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		}
+		os.WriteFile(filepath.Join(old, "config"), []byte("[core]\n\tfsmonitor = the-users-own\n"), 0o644)
+		os.WriteFile(filepath.Join(vendored, "config"), []byte("[core]\n\tbare = false\n"), 0o644)
+		os.MkdirAll(filepath.Join(old, "hooks"), 0o755)
+		os.WriteFile(filepath.Join(old, "hooks", "post-checkout"), []byte("#!/bin/sh\n"), 0o755)
+		chownR(t, f.repo)
+		sp := f.spec(tc.script+" && echo done", f.repo, f.repo)
+		sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
+		sp.Env = append(sp.Env, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
+		sp.MoveAsideCreated, sp.Call = true, "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Fatalf("case %d: %v %q", i, err, out)
+		}
+		var want []string
+		for _, m := range tc.moved {
+			want = append(want, filepath.Join(f.repo, m))
+		}
+		if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
+			t.Errorf("case %d: moved aside %v, want %v", i, got, want)
+		}
+		for _, p := range []string{"config", "hooks/post-checkout"} {
+			if _, err := os.Lstat(filepath.Join(old, p)); err != nil {
+				t.Errorf("case %d: the user's own submodule lost its %s: %v", i, p, err)
+			}
+		}
+	}
+}

@@ -560,6 +560,22 @@ func (p *Process) moveAsideCreated(running bool) {
 			for _, g := range gits {
 				move(rfd, r.root, g)
 			}
+			// A submodule's or worktree's git dir the call made in the repository's.
+			gd := filepath.Join(r.rel, ".git")
+			if !isDirBeneath(rfd, gd) {
+				if gd = r.rel; !isBareBeneath(rfd, gd) {
+					continue
+				}
+			}
+			if p.gitStarts == nil {
+				p.gitStarts = map[string]*gitStart{}
+			}
+			if p.gitStarts[r.root] == nil {
+				p.gitStarts[r.root] = newGitStart(r.root, p.covers, p.guard)
+			}
+			for _, u := range unsafeInGitDir(rfd, gd, p.gitStarts[r.root]) {
+				move(rfd, r.root, u)
+			}
 		}
 	})
 	if err != nil {

@@ -54,15 +54,16 @@ type Process struct {
 	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
 	guard     []guarded
-	covers    []covered           // the protected paths that existed, moved aside once replaced
-	hidden    []hiddenPath        // the hidden paths that existed; the call is killed once one is replaced
-	rulesAt   time.Time           // when the plan's landlock expansions were listed: a file born later has no rule
-	unpinOnce sync.Once           // unpinCovers
-	repos     []guarded           // the dirs whose repository's new gitlinks' .git are moved aside too
-	repoLinks []map[string]fileID // the gitlinks each of repos held at the start, nil where unknown
-	guardWalk *patternGuard       // Spec.GuardPatterns, whose new matches are moved aside too
-	walkNext  time.Time           // a sweep while the call runs walks guardWalk from then on
-	writable  []string            // the writable dirs, where a guarded path behind a link may lead
+	covers    []covered            // the protected paths that existed, moved aside once replaced
+	hidden    []hiddenPath         // the hidden paths that existed; the call is killed once one is replaced
+	rulesAt   time.Time            // when the plan's landlock expansions were listed: a file born later has no rule
+	unpinOnce sync.Once            // unpinCovers
+	repos     []guarded            // the dirs whose repository's new gitlinks' .git are moved aside too
+	repoLinks []map[string]fileID  // the gitlinks each of repos held at the start, nil where unknown
+	guardWalk *patternGuard        // Spec.GuardPatterns, whose new matches are moved aside too
+	gitStarts map[string]*gitStart // per writable dir, what of its repositories' git dirs the plan protects
+	walkNext  time.Time            // a sweep while the call runs walks guardWalk from then on
+	writable  []string             // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
 	moved     []string
 
