@@ -700,8 +700,9 @@ func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *sess
 		err = errors.Join(err, c.setRuleSet(ctx, s, rs))
 	}
 	if narrows {
-		// Its background commands, and its sub-agents', run with what it gave when they
-		// started: a narrowing is not kept waiting on them.
+		// Its commands, and its sub-agents', run with what it gave when they started: a
+		// narrowing is not kept waiting on them.
+		s.MarkNarrowed()
 		c.host.StopTasks(s, executor.KilledNarrowed)
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,32 @@ func TestNarrowingStopsTasks(t *testing.T) {
 	waitFor(t, func() bool { return sleeping() == 1 })
 	patch(s, `{"rules":{"deny":["Read(./secrets/**)"]}}`)
 	waitFor(t, func() bool { return sleeping() == 0 })
+	// A foreground command is stopped too, and its caller told why; so is one in a session
+	// that is deleted.
+	for _, end := range []string{"PATCH", "DELETE"} {
+		s = sessionAs(t, td, u, `,"mode":"acceptEdits"`)
+		input, _ := json.Marshal(map[string]any{"command": "sleep 300", "timeout": 600000})
+		done := make(chan string, 1)
+		go func() {
+			_, b := curlAs(t, td, u, "POST", "/v1/sessions/"+s+"/calls", callBody("Bash", string(input), ""), "")
+			done <- string(b)
+		}()
+		waitFor(t, func() bool { return sleeping() == 1 })
+		if end == "PATCH" {
+			patch(s, `{"mode":"default"}`)
+		} else if code, b := curlAs(t, td, u, "DELETE", "/v1/sessions/"+s, "", ""); code != http.StatusOK && code != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", code, b)
+		}
+		select {
+		case b := <-done:
+			if want := map[string]string{"PATCH": executor.KilledNarrowed, "DELETE": "session_deleted"}[end]; !strings.Contains(b, want) {
+				t.Errorf("a foreground command stopped by %s: %s, want it to name %s", end, b, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a foreground command ran on after %s", end)
+		}
+		waitFor(t, func() bool { return sleeping() == 0 })
+	}
 	// Each says why it ended.
 	waitFor(t, func() bool {
 		n := 0

@@ -83,6 +83,9 @@ type Call struct {
 	Approved bool
 	// room is Request.Room.
 	room func() int64
+	// narrowings is the session's count of narrowings (session.Narrowings) before the
+	// decision: a command started after a later one is stopped at once.
+	narrowings uint64
 	// read is what a Read call's facts resolved (readFacts): Run opens exactly that file.
 	read *readDecision
 	// searched is what a Grep call's facts resolved (grepFacts): Run searches exactly that.

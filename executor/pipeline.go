@@ -293,6 +293,8 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 			return &UnknownToolError{Name: st.req.Tool, Suggestions: p.registry.Suggest(st.req.Tool)}
 		}
 	}
+	// Read before the mode and the rules the decision uses: a narrowing after it stops the call.
+	narrowings := st.sess.Narrowings()
 	mode := st.req.Mode
 	if err := modeBound(st.sess, mode); err != nil {
 		return err
@@ -305,6 +307,7 @@ func stepLookup(_ context.Context, p *Pipeline, st *state) error {
 	st.call = &Call{
 		Tool: t, ToolUseID: st.req.ToolUseID, Original: st.req.Input,
 		Session: st.sess, Caller: st.caller, Mode: mode, host: p.host, room: st.req.Room,
+		narrowings: narrowings,
 		unconfined: st.decideOnly && (st.req.Shell != "" || st.req.Unconfined),
 	}
 	return nil
@@ -706,8 +709,11 @@ func (h *Host) applyContextChange(s *session.Session, cc *ContextChange) {
 	u := session.Update{Mode: cc.Mode, Cwd: cc.Cwd, PlanFrom: cc.PlanFrom}
 	narrows := u.Narrows(s.Snapshot())
 	s.Apply(u)
-	if narrows && h != nil {
-		h.StopTasks(s, KilledNarrowed)
+	if narrows {
+		s.MarkNarrowed()
+		if h != nil {
+			h.StopTasks(s, KilledNarrowed)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -495,24 +496,57 @@ func (r *bashRun) kill(reason string) {
 	_ = r.proc.Kill(reason)
 }
 
-// KilledNarrowed is what a task StopTasks stopped reports killed it.
+// KilledNarrowed is what a command StopTasks stopped reports killed it.
 const KilledNarrowed = "session_narrowed"
 
-// StopTasks kills the background commands still running in s and in its sub-agents, for
-// reason (a narrowed session: they were started with what it no longer gives), and returns
-// how many it stopped.
+// killedSessionDeleted is what a command StopSession stopped reports killed it.
+const killedSessionDeleted = "session_deleted"
+
+// StopTasks kills the commands still running in s and in its sub-agents, background and
+// foreground, for reason (a narrowed session: they were started with what it no longer
+// gives), and returns how many it stopped. A foreground one's caller gets its result, killed.
 func (h *Host) StopTasks(s *session.Session, reason string) int {
 	ts := h.tools()
 	ts.mu.Lock()
-	var running []*task
+	var running []*bashRun
 	for _, t := range ts.tasks {
 		if (t.session == s || t.session.Descends(s)) && !t.run.finished() {
-			running = append(running, t)
+			running = append(running, t.run)
+		}
+	}
+	for r, rs := range ts.running {
+		if (rs == s || rs.Descends(s)) && !r.finished() && !slices.Contains(running, r) {
+			running = append(running, r)
 		}
 	}
 	ts.mu.Unlock()
-	for _, t := range running {
-		t.run.kill(reason)
+	for _, r := range running {
+		r.kill(reason)
 	}
 	return len(running)
+}
+
+// stopIfNarrowed kills run, started for c, when c's session narrowed after c was decided:
+// StopTasks, run at the narrowing, did not see it yet.
+func (c *Call) stopIfNarrowed(run *bashRun) {
+	if c.Session.Narrowings() != c.narrowings {
+		run.kill(KilledNarrowed)
+	}
+}
+
+// trackForeground registers run, a foreground command of s, for StopTasks and StopSession
+// until the returned func is called.
+func (h *Host) trackForeground(s *session.Session, run *bashRun) (untrack func()) {
+	ts := h.tools()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.running == nil {
+		ts.running = map[*bashRun]*session.Session{}
+	}
+	ts.running[run] = s
+	return func() {
+		ts.mu.Lock()
+		delete(ts.running, run)
+		ts.mu.Unlock()
+	}
 }

@@ -616,6 +616,7 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 			<-run.done
 			return nil, err
 		}
+		c.stopIfNarrowed(run)
 		res := Text(fmt.Sprintf("Command running in background with ID: %s. Read its output with BashOutput (bash_id %q); stop it with KillShell.", id, id))
 		res.Data = map[string]any{"backgroundTaskId": id, "stdout": "", "stderr": "", "interrupted": false}
 		res.ExtraMessages = notes
@@ -625,6 +626,8 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 	if err != nil {
 		return cwdGone(c, err)
 	}
+	defer h.trackForeground(c.Session, run)()
+	c.stopIfNarrowed(run)
 	timer := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
 	defer timer.Stop()
 	interrupted := false
@@ -753,6 +756,10 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		text = append(text, "<error>sandboxd killed the command: a protected path it kept read-only was replaced outside the sandbox while it ran, which would have made it writable (the daemon's log names it)</error>")
 	case sres.KilledBy == sandbox.KilledHiddenLost:
 		text = append(text, "<error>sandboxd killed the command: a path it kept hidden was replaced outside the sandbox while it ran, which would have shown it (the daemon's log names it); run the command again</error>")
+	case sres.KilledBy == KilledNarrowed:
+		text = append(text, "<error>sandboxd stopped the command: its session (or a parent's) was changed to give less (a mode that runs less unasked, a deny or ask rule added) while it ran; run it again, and it is decided anew</error>")
+	case sres.KilledBy == killedSessionDeleted:
+		text = append(text, "<error>sandboxd stopped the command: its session was deleted while it ran</error>")
 	case !exitOK && !interrupted:
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}

@@ -38,8 +38,9 @@ type ToolState struct {
 	mu       sync.Mutex
 	workers  map[string]*workerEntry
 	tasks    map[string]*task
-	budgeted map[string]map[string]string // session -> tool_use_id -> result text
-	wg       sync.WaitGroup               // worker and task goroutines
+	running  map[*bashRun]*session.Session // foreground commands, by the session they run in
+	budgeted map[string]map[string]string  // session -> tool_use_id -> result text
+	wg       sync.WaitGroup                // worker and task goroutines
 }
 
 func (h *Host) tools() *ToolState { return &h.toolState }
@@ -467,10 +468,19 @@ func (h *Host) StopSession(id string) {
 		}
 	}
 	delete(ts.budgeted, id)
+	var foreground []*bashRun
+	for r, s := range ts.running {
+		if s.ID == id {
+			foreground = append(foreground, r)
+		}
+	}
 	ts.mu.Unlock()
 	for _, t := range victims {
-		t.run.kill("session_deleted")
+		t.run.kill(killedSessionDeleted)
 		<-t.run.done
+	}
+	for _, r := range foreground {
+		r.kill(killedSessionDeleted) // its caller waits for it and reports it
 	}
 	if e != nil {
 		e.mu.Lock()

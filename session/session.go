@@ -104,6 +104,9 @@ type Session struct {
 	lifetime    context.Context
 	endLifetime context.CancelFunc
 
+	// narrowings counts the changes that took something away (MarkNarrowed).
+	narrowings atomic.Uint64
+
 	// ruleSet is the loaded rules of every source; swapped whole when rules change.
 	ruleSet atomic.Pointer[permission.RuleSet]
 	// suspended holds why the session's rules could not be rebuilt: every call is denied
@@ -322,6 +325,19 @@ func (u Update) Narrows(before Snapshot) bool {
 		return true
 	}
 	return u.AdditionalDirs != nil && gains(before.AdditionalDirs, *u.AdditionalDirs)
+}
+
+// MarkNarrowed counts a change that took something away (Update.Narrows), after it applied.
+func (s *Session) MarkNarrowed() { s.narrowings.Add(1) }
+
+// Narrowings is a count that grows with each narrowing of s or of an ancestor: a call decided
+// when it was n must not start, or run on, once it is more (the daemon stops what runs).
+func (s *Session) Narrowings() uint64 {
+	var n uint64
+	for x := s; x != nil; x = x.Parent {
+		n += x.narrowings.Load()
+	}
+	return n
 }
 
 // Apply changes the session.
