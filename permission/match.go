@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -805,13 +806,13 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 		return false
 	}
 	if fold {
-		pathPattern = strings.ToLower(pathPattern)
+		pathPattern = foldCase(pathPattern)
 	}
 	pat := webPathCache.get(pathPattern, splitPath)
 	var buf [6]string
 	for _, p := range webPathReadings(req.Path, buf[:0]) {
 		if fold {
-			p = strings.ToLower(p)
+			p = foldCase(p)
 		}
 		if matchWhole(pat, splitPath(p)) == fold {
 			// A deny's first match, or an allow's first miss, decides.
@@ -819,6 +820,21 @@ func MatchWeb(hostPattern, method, pathPattern string, req WebRequest, fold bool
 		}
 	}
 	return !fold
+}
+
+// foldCase is s as a server that ignores case compares it: each letter through its upper case
+// to its lower. Java's equalsIgnoreCase, Python's re.I and .NET compare so, and the dotless ı
+// is then the i of /admin, which Go's ToLower alone leaves as it is (ſ and the Kelvin sign K go
+// to s and k either way).
+func foldCase(s string) string {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, s)
 }
 
 // webPathReadings appends to out the paths an origin server may act on for the decoded
