@@ -339,6 +339,10 @@ func isWebRule(text string) bool {
 // sends requests far faster than the API takes calls, so its records are kept small.
 const maxNetPathBytes = 4 << 10
 
+// maxNetDetailBytes bounds each other text of a net.connect record (the reason, the rule, the
+// method): a refusal's reason quotes what the program sent.
+const maxNetDetailBytes = 512
+
 // auditEgress records one proxy decision with its session's owner as the caller: the owner's
 // own audit queries then show their sessions' connections, and an admin's can pick them out
 // by user. A connection of a session deleted meanwhile is recorded without one.
@@ -354,12 +358,15 @@ func (c *Core) auditEgress(ev egress.Event) error {
 // netConnect records one proxy decision (kind net.connect). An error refuses the connection.
 func (r *recorder) netConnect(ev egress.Event, owner *audit.Caller) error {
 	detail := map[string]string{
-		"kind": string(ev.Kind), "host": ev.Host, "port": strconv.Itoa(ev.Port),
-		"allowed": strconv.FormatBool(ev.Allowed), "reason": ev.Reason,
+		"kind": string(ev.Kind), "host": audit.TruncateDetail(ev.Host, maxNetDetailBytes), "port": strconv.Itoa(ev.Port),
+		"allowed": strconv.FormatBool(ev.Allowed), "reason": audit.TruncateDetail(ev.Reason, maxNetDetailBytes),
 	}
 	path := audit.TruncateDetail(ev.Path, maxNetPathBytes)
 	for k, v := range map[string]string{"method": ev.Method, "path": path, "rule": ev.Rule, "via": ev.Via} {
 		if v != "" {
+			if k != "path" {
+				v = audit.TruncateDetail(v, maxNetDetailBytes)
+			}
 			detail[k] = v
 		}
 	}

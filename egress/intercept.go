@@ -195,7 +195,7 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 			// would let a request reach one host while the policy decided another.
 			if sni := hello.ServerName; sni != "" {
 				if h, _, err := normalizeHost(sni); err != nil || h != t.host {
-					return nil, fmt.Errorf("TLS server name %q is not the tunnel's host %s", sni, t.host)
+					return nil, fmt.Errorf("TLS server name %s is not the tunnel's host %s", quoted(sni), t.host)
 				}
 			}
 			return s.Intercept.leaf(t.host, time.Now())

@@ -62,7 +62,7 @@ func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Dur
 		return seen, hello, "", nil // the server's default name, at the address the tunnel was decided on
 	}
 	if h, _, err := normalizeHost(hello.serverName); err != nil || h != t.host {
-		return seen, hello, fmt.Sprintf("the TLS server name %q in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", hello.serverName, t.host), nil
+		return seen, hello, fmt.Sprintf("the TLS server name %s in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", quoted(hello.serverName), t.host), nil
 	}
 	return seen, hello, "", nil
 }

@@ -67,7 +67,7 @@ func parseInner(req *http.Request, tunnel target, kind Kind) (target, error) {
 		}
 	}
 	if want := (target{kind: kind}).scheme(); req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, want) {
-		return target{}, fmt.Errorf("%w: scheme %q inside a tunnel carrying %s", ErrBadRequest, req.URL.Scheme, want)
+		return target{}, fmt.Errorf("%w: scheme %s inside a tunnel carrying %s", ErrBadRequest, quoted(req.URL.Scheme), want)
 	}
 	t := tunnel
 	t.kind = kind
@@ -111,7 +111,7 @@ func policyHost(h string) (string, netip.Addr, error) {
 	if a, err := netip.ParseAddr(h); err == nil {
 		// A zone names a host interface; nothing outside the daemon's host should pick one.
 		if a.Zone() != "" {
-			return "", netip.Addr{}, fmt.Errorf("host %q has a zone", h)
+			return "", netip.Addr{}, fmt.Errorf("host %s has a zone", quoted(h))
 		}
 		a = a.Unmap()
 		// A NAT64, 6to4 or IPv4-compatible address reaches the IPv4 address it carries
@@ -127,13 +127,13 @@ func policyHost(h string) (string, netip.Addr, error) {
 	}
 	for label := range strings.SplitSeq(h, ".") {
 		if label == "" || len(label) > 63 {
-			return "", netip.Addr{}, fmt.Errorf("host %q has a bad label", h)
+			return "", netip.Addr{}, fmt.Errorf("host %s has a bad label", quoted(h))
 		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
 			// '_' appears in real names (SRV-style, some CDNs); the resolver decides if it exists.
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", netip.Addr{}, fmt.Errorf("host %q has a character other than a-z, 0-9, - and _ (a name in another script goes in its xn-- form)", h)
+				return "", netip.Addr{}, fmt.Errorf("host %s has a character other than a-z, 0-9, - and _ (a name in another script goes in its xn-- form)", quoted(h))
 			}
 		}
 	}
@@ -142,7 +142,7 @@ func policyHost(h string) (string, netip.Addr, error) {
 	// real DNS name, so refuse it rather than let a rule about "names" match an address.
 	last := h[strings.LastIndexByte(h, '.')+1:]
 	if isNumeric(last) {
-		return "", netip.Addr{}, fmt.Errorf("host %q looks like a numeric address; give the address in dotted decimal", h)
+		return "", netip.Addr{}, fmt.Errorf("host %s looks like a numeric address; give the address in dotted decimal", quoted(h))
 	}
 	return h, netip.Addr{}, nil
 }
@@ -171,11 +171,11 @@ func isNumeric(s string) bool {
 
 func parsePort(s string) (int, error) {
 	if s == "" || len(s) > 5 {
-		return 0, fmt.Errorf("%w: bad port %q", ErrBadRequest, s)
+		return 0, fmt.Errorf("%w: bad port %s", ErrBadRequest, quoted(s))
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("%w: bad port %q", ErrBadRequest, s)
+			return 0, fmt.Errorf("%w: bad port %s", ErrBadRequest, quoted(s))
 		}
 	}
 	p, _ := strconv.Atoi(s)
@@ -192,7 +192,7 @@ func parseHostPort(authority string, defPort int) (target, error) {
 	if h, p, err := net.SplitHostPort(authority); err == nil {
 		hostPart, portPart, hasPort = h, p, true
 	} else if defPort == 0 {
-		return t, fmt.Errorf("%w: %q needs host:port", ErrBadRequest, authority)
+		return t, fmt.Errorf("%w: %s needs host:port", ErrBadRequest, quoted(authority))
 	}
 	host, addr, err := normalizeHost(hostPart)
 	if err != nil {
@@ -220,7 +220,7 @@ func parseHTTP(req *http.Request) (target, error) {
 		return target{}, ErrNotProxyRequest
 	}
 	if !strings.EqualFold(req.URL.Scheme, "http") {
-		return target{}, fmt.Errorf("%w: scheme %q in a forwarded request (use CONNECT for https)", ErrUnsupported, req.URL.Scheme)
+		return target{}, fmt.Errorf("%w: scheme %s in a forwarded request (use CONNECT for https)", ErrUnsupported, quoted(req.URL.Scheme))
 	}
 	t, err := parseHostPort(req.URL.Host, 80)
 	if err != nil {
@@ -384,4 +384,14 @@ func parseFirst(r *bufio.Reader, w io.Writer) (target, *http.Request, byte, erro
 	}
 	t, err := parseHTTP(req)
 	return t, req, 0, err
+}
+
+// quoted is what a refusal shows of a name, port or scheme the program sent: its first 128
+// bytes, quoted. The reason goes into the 403 and the net.connect record.
+func quoted(s string) string {
+	const max = 128
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
 }
