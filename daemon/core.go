@@ -260,6 +260,15 @@ func (c *Core) checkAdminSettings() error {
 // the admin's new deny, so every call is denied until a rebuild succeeds. Both are audited.
 func (c *Core) reloadRules() {
 	c.rebuildRules(context.Background(), func(*session.Session) bool { return true })
+	c.recheckTunnels(func(string) bool { return true })
+}
+
+// recheckTunnels asks the policy again about the open tunnels of the sessions which selects,
+// ending those it now refuses: each was decided when it opened.
+func (c *Core) recheckTunnels(which func(id string) bool) {
+	if c.egress != nil {
+		c.egress.srv.Recheck(context.Background(), which)
+	}
 }
 
 // rebuildTimeout bounds one session's rebuild. Each has its own: under one deadline for all,
@@ -624,6 +633,7 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 	if err != nil {
 		return session.Snapshot{}, err
 	}
+	narrowings := s.Narrowings()
 	if err := c.updateSession(ctx, caller, s, u); err != nil {
 		return session.Snapshot{}, err
 	}
@@ -631,6 +641,16 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 		// Its sub-agents are decided by its rules too: theirs are rebuilt now, not at their
 		// next change, so a deny the parent gains binds them from its next call.
 		c.rebuildRules(ctx, func(d *session.Session) bool { return d.Descends(s) })
+	}
+	if s.Narrowings() != narrowings {
+		// Its open tunnels and its sub-agents' too, as their commands are stopped.
+		mine := map[string]bool{s.ID: true}
+		for _, d := range c.store.All() {
+			if d.Descends(s) {
+				mine[d.ID] = true
+			}
+		}
+		c.recheckTunnels(func(id string) bool { return mine[id] })
 	}
 	return s.Snapshot(), nil
 }

@@ -263,6 +263,11 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		_ = c.Close()
 		_ = uc.Close()
 	}()
+	defer s.track(p, t, dst, func() {
+		abortive(c, true)
+		_ = c.Close()
+		_ = uc.Close()
+	})()
 	first, hello, refused, err := openStream(c, br, t, s.headerTimeout(), s.AllowECH)
 	if err == nil && refused == "" && len(first) > 0 && pathRules && p.origin == nil {
 		if why := s.originSpeaksTLS(ctx, dst, hello); why != "" {

@@ -187,7 +187,8 @@ type Server struct {
 	closed    bool
 	routing   bool // local was started
 	listeners map[net.Listener]struct{}
-	serving   sync.WaitGroup // one per running Serve
+	tunnels   map[*tunnel]struct{} // being carried, for Recheck
+	serving   sync.WaitGroup       // one per running Serve
 }
 
 func (s *Server) init() {
@@ -547,24 +548,13 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (dst netip.AddrPor
 	if err := s.pace(ctx, p); err != nil {
 		return netip.AddrPort{}, outPaced, err.Error(), false
 	}
-	req := Request{Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Method: t.method, Path: t.path}
-	if o := p.origin; o != nil {
-		req.Via = o.Via
-		if t.kind != KindHTTP {
-			// The daemon's own client says what its tunnel carries; it builds that request.
-			req.Method, req.Path = o.Method, o.Path
-		}
-		req.Approved = o.Approved && req.Method == o.Method && req.Path == o.Path
-	}
+	req := requestOf(p, t)
 	ev := Event{
 		Time: time.Now(), Session: p.session, Kind: t.kind, Host: t.host, Port: t.port,
 		Method: req.Method, Path: req.Path, Via: req.Via,
 	}
 	v := Verdict{Reason: "no egress policy is configured"}
 	if s.Decide != nil {
-		if t.addr.IsValid() {
-			req.IP = net.IP(t.addr.AsSlice())
-		}
 		v = s.Decide(ctx, req)
 	}
 	ev.Rule = v.Rule
@@ -626,6 +616,85 @@ func (s *Server) admit(ctx context.Context, p peer, t target) (dst netip.AddrPor
 		return netip.AddrPort{}, outDenied, err.Error(), false
 	}
 	return netip.AddrPortFrom(addr, uint16(t.port)), outAllowed, v.Reason, v.PathRules
+}
+
+// requestOf is what the policy is asked about t, for p.
+func requestOf(p peer, t target) Request {
+	req := Request{Session: p.session, Kind: t.kind, Host: t.host, Port: t.port, Method: t.method, Path: t.path}
+	if o := p.origin; o != nil {
+		req.Via = o.Via
+		if t.kind != KindHTTP {
+			// The daemon's own client says what its tunnel carries; it builds that request.
+			req.Method, req.Path = o.Method, o.Path
+		}
+		req.Approved = o.Approved && req.Method == o.Method && req.Path == o.Path
+	}
+	if t.addr.IsValid() {
+		req.IP = net.IP(t.addr.AsSlice())
+	}
+	return req
+}
+
+// tunnel is a tunnel being carried (carry), for Recheck.
+type tunnel struct {
+	req Request
+	dst netip.AddrPort
+	end func()
+}
+
+// track registers a tunnel being carried until the returned func is called.
+func (s *Server) track(p peer, t target, dst netip.AddrPort, end func()) (untrack func()) {
+	tn := &tunnel{req: requestOf(p, t), dst: dst, end: end}
+	s.mu.Lock()
+	if s.tunnels == nil {
+		s.tunnels = map[*tunnel]struct{}{}
+	}
+	s.tunnels[tn] = struct{}{}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.tunnels, tn)
+		s.mu.Unlock()
+	}
+}
+
+// Recheck asks the policy again about each tunnel being carried for a session sessions
+// selects, and ends those it now refuses, each audited (allowed false, the reason saying the
+// tunnel ended). A tunnel is decided when it opens: a deny added to its session, or a reloaded
+// policy, must not leave one that is open carrying on. It returns how many it ended.
+func (s *Server) Recheck(ctx context.Context, sessions func(string) bool) int {
+	s.init()
+	s.mu.Lock()
+	var open []*tunnel
+	for tn := range s.tunnels {
+		if sessions(tn.req.Session) {
+			open = append(open, tn)
+		}
+	}
+	s.mu.Unlock()
+	ended := 0
+	for _, tn := range open {
+		v := Verdict{Reason: "no egress policy is configured"}
+		if s.Decide != nil {
+			v = s.Decide(ctx, tn.req)
+		}
+		if v.Allow && s.DecideAddr != nil && !tn.req.IP.Equal(net.IP(tn.dst.Addr().AsSlice())) {
+			v = s.DecideAddr(ctx, tn.req, tn.dst.Addr())
+		}
+		if v.Allow {
+			continue
+		}
+		if v.Reason == "" {
+			v.Reason = "not allowed"
+		}
+		ev := Event{Time: time.Now(), Session: tn.req.Session, Kind: tn.req.Kind, Host: tn.req.Host, Port: tn.req.Port,
+			IP: net.IP(tn.dst.Addr().AsSlice()), Method: tn.req.Method, Path: tn.req.Path, Via: tn.req.Via, Rule: v.Rule,
+			Reason: "an open tunnel was ended, as its session's rules or the policy changed: " + v.Reason}
+		_ = s.audit(ev) // ended whatever the audit says
+		tn.end()
+		ended++
+	}
+	return ended
 }
 
 func (s *Server) resolver() Resolver {

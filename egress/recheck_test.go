@@ -1,0 +1,78 @@
+package egress
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRecheckEndsRefusedTunnels: a tunnel is decided when it opens; once its session's rules
+// or the policy change, Recheck asks again and ends each tunnel now refused (audited, saying
+// so), in the selected sessions only, leaving the allowed ones and other sessions' carrying.
+func TestRecheckEndsRefusedTunnels(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	port := portOf(t, echo)
+	var denied atomic.Bool
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(r Request) Verdict {
+			if denied.Load() && r.Host == "gone.test" {
+				return Verdict{Reason: "denied by a rule added since", Rule: "WebFetch(domain:gone.test)"}
+			}
+			return Verdict{Allow: true}
+		}),
+		Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("gone.test", "127.0.0.1", "kept.test", "127.0.0.1"),
+	}
+	addr := startProxy(t, s)
+	other := listenAs(t, s, "s2")
+	gone, goneR := connectTunnel(t, addr, "gone.test:"+port)
+	defer gone.Close()
+	kept, keptR := connectTunnel(t, addr, "kept.test:"+port)
+	defer kept.Close()
+	elsewhere, elsewhereR := connectTunnel(t, other, "gone.test:"+port)
+	defer elsewhere.Close()
+	roundTrip := func(c io.Writer, r io.Reader, what string) error {
+		if _, err := io.WriteString(c, what); err != nil {
+			return err
+		}
+		b := make([]byte, len(what))
+		_, err := io.ReadFull(r, b)
+		return err
+	}
+	for _, c := range []struct {
+		w io.Writer
+		r io.Reader
+	}{{gone, goneR}, {kept, keptR}, {elsewhere, elsewhereR}} {
+		if err := roundTrip(c.w, c.r, "\x01before\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	denied.Store(true)
+	if n := s.Recheck(context.Background(), func(id string) bool { return id == "s1" }); n != 1 {
+		t.Fatalf("Recheck ended %d tunnels, want 1", n)
+	}
+	_ = gone.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := roundTrip(gone, goneR, "\x01after\n"); err == nil {
+		t.Error("a tunnel its session now refuses still carries")
+	}
+	if err := roundTrip(kept, keptR, "\x01after\n"); err != nil {
+		t.Errorf("an allowed tunnel was ended: %v", err)
+	}
+	if err := roundTrip(elsewhere, elsewhereR, "\x01after\n"); err != nil {
+		t.Errorf("another session's tunnel was ended: %v", err)
+	}
+	n := 0
+	for _, ev := range rec.audited() {
+		if !ev.Allowed && ev.Host == "gone.test" && strings.Contains(ev.Reason, "open tunnel was ended") && ev.Rule == "WebFetch(domain:gone.test)" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d records of the ended tunnel, want 1: %+v", n, rec.audited())
+	}
+}
