@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -199,8 +200,8 @@ func checkCall(cr protocol.CallRequest, decideOnly bool) error {
 	if cr.Unconfined && !decideOnly {
 		return errcode.Msg(errcode.BadRequest, `"unconfined" is for decide only: a call sandboxd runs is confined`)
 	}
-	if cr.Unconfined && !decideOnly {
-		return errcode.Msg(errcode.BadRequest, `"unconfined" is for decide only: a call sandboxd runs is confined`)
+	if cr.Cwd != "" && (!filepath.IsAbs(cr.Cwd) || filepath.Clean(cr.Cwd) != cr.Cwd || len(cr.Cwd) > 4096 || strings.ContainsRune(cr.Cwd, 0)) {
+		return errcode.Msg(errcode.BadRequest, `"cwd" must be an absolute, clean path of at most 4096 bytes`)
 	}
 	if cr.WaitMS < 0 {
 		return errcode.Msg(errcode.BadRequest, `"wait_ms" must be >= 0`)

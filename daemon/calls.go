@@ -113,7 +113,7 @@ func (c *Core) Tools(caller session.Caller, sessionID string) ([]protocol.ToolIn
 // toRequest makes a wire request the pipeline's (the API checked its fields).
 func toRequest(cr protocol.CallRequest) (*executor.Request, error) {
 	req := &executor.Request{Tool: cr.Tool, Input: cr.Input, ToolUseID: cr.ToolUseID, Wait: time.Duration(cr.WaitMS) * time.Millisecond, Shell: cr.Shell,
-		Unconfined: cr.Unconfined}
+		Unconfined: cr.Unconfined, Cwd: cr.Cwd}
 	if cr.Mode != "" {
 		m, err := permission.ParseMode(cr.Mode)
 		if err != nil {

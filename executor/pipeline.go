@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -42,6 +43,8 @@ type Request struct {
 	// Unconfined: the caller runs the call itself, outside any sandbox (decide only; a Shell
 	// says so too).
 	Unconfined bool
+	// Cwd, when set, must be the session's cwd (protocol.CallRequest.Cwd).
+	Cwd string
 }
 
 // Outcome is what the pipeline made of one request.
@@ -424,8 +427,16 @@ func stepAbortCheck(ctx context.Context, _ *Pipeline, st *state) error {
 					return errcode.New(errcode.Internal, fmt.Errorf("look up the session's cwd %s as its owner: %w", cwd, err))
 				}
 				st.sess.Apply(session.Update{Cwd: &root})
+				if st.req.Cwd != "" {
+					return errcode.New(errcode.Conflict, fmt.Errorf("%s: %s no longer leads where it did (%v), and the session's cwd was reset to %s; nothing was decided", protocol.SessionCwdMoved, cwd, err, root))
+				}
 				return errcode.New(errcode.Conflict, fmt.Errorf("the shell cwd was reset to %s: %s no longer leads where it did (%v); nothing ran, run the command again from %s", root, cwd, err, root))
 			}
+		}
+		if want, cwd := st.req.Cwd, st.sess.Cwd(); want != "" && want != cwd {
+			// The caller runs the call at want: decided at the session's cwd, its relative
+			// names would be taken where they do not lead.
+			return errcode.New(errcode.Conflict, fmt.Errorf("%s: the call runs at %s, the session's cwd is %s; nothing was decided", protocol.SessionCwdMoved, want, cwd))
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -32,6 +32,11 @@ type ErrorDetail struct {
 // process, which makes a new one (an agent's hook does, as for a session gone).
 const SessionGroupsLacking = "which this process does not have"
 
+// SessionCwdMoved is in the message refusing a call whose cwd (CallRequest.Cwd) is not the
+// session's (status 409): the caller's cwd must be looked up again, in a session made for it
+// (an agent's hook makes one, which fails where that cwd now leads out of its dirs).
+const SessionCwdMoved = "the session's cwd is not the caller's"
+
 // Rules are allow/deny/ask rule texts.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
@@ -129,6 +134,11 @@ type CallRequest struct {
 	// the sandbox's view (its private /tmp and /dev/shm, its own /proc). A Bash decide that
 	// names a shell is unconfined anyway.
 	Unconfined bool `json:"unconfined,omitempty"`
+	// Cwd, when set, is the dir the caller runs the call in (an agent's hook: the agent's
+	// shell's). It must be the session's cwd: one the session no longer has (reset to its root
+	// when a dir on the way was replaced by a link) refuses the call with 409 and
+	// SessionCwdMoved, rather than decide it as if run at the session's.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/sessions/{id}/batch.

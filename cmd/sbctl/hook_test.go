@@ -1201,3 +1201,45 @@ func TestFullOnlyBeside(t *testing.T) {
 		t.Error("the sbctl-full on $PATH ran")
 	}
 }
+
+// TestHookCwdSwappedForALink: the agent's cwd inside its project, replaced on the host by a
+// link to the home after the hook made its session there (the agent's own mv and ln, which
+// the hook allows in bypassPermissions). The daemon resets the session's cwd; the hook must
+// not then decide the agent's calls at the project's root while the agent's shell still runs
+// in the link: `cat .ssh/id_rsa` there reads the home's key, which a deny rule names.
+func TestHookCwdSwappedForALink(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhw")
+	proj := filepath.Join(u.Home, "proj")
+	w := filepath.Join(proj, "w")
+	ownedDirs(t, u, proj, w, filepath.Join(u.Home, ".ssh"))
+	if err := os.WriteFile(filepath.Join(u.Home, ".ssh", "id_rsa"), []byte("key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CLAUDE_PROJECT_DIR=" + proj}
+	call := func(cmd string) hookAnswer {
+		t.Helper()
+		return decodeHook(t, runHookEnv(t, b, d.socket, u, rt, env, map[string]any{"session_id": "agent-swap", "cwd": w,
+			"hook_event_name": "PreToolUse", "permission_mode": "bypassPermissions", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": cmd}}, "--deny", "Read(~/.ssh/**)"))
+	}
+	if a := call("true"); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Fatalf("true at %s: %+v", w, a.HookSpecificOutput)
+	}
+	// As the agent's own shell would, on the host.
+	swap := exec.Command("/bin/bash", "-c", "mv "+w+" "+w+".old && ln -s "+u.Home+" "+w)
+	asUser(t, swap, u)
+	if out, err := swap.CombinedOutput(); err != nil {
+		t.Fatalf("swap: %v %s", err, out)
+	}
+	for i := 0; i < 3; i++ {
+		a := call("cat .ssh/id_rsa")
+		if a.HookSpecificOutput.PermissionDecision == "allow" {
+			t.Fatalf("try %d: cat .ssh/id_rsa at %s, now a link to the home: %+v", i, w, a.HookSpecificOutput)
+		}
+		if !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, w) {
+			t.Errorf("try %d: the reason does not name the agent's cwd: %+v", i, a.HookSpecificOutput)
+		}
+	}
+}

@@ -449,12 +449,18 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 			}
 		}
 		req.ClientKey = store.key
+		// Decided where the agent runs it: a session whose cwd was reset (a dir on the way
+		// replaced by a link) refuses the call rather than decide it at its root.
+		req.Cwd = filepath.Clean(cwd)
 		res, err := c.Decide(ctx, sid, req)
 		var ae *client.APIError
 		// not_found is the session, gone (an unknown tool is unknown_tool); a session made
-		// by a process with a group this one lacks cannot serve it either: made again.
+		// by a process with a group this one lacks cannot serve it either, nor one whose cwd
+		// is no longer the agent's: made again, which fails where the cwd now leads out of
+		// the agent's root.
 		gone := errors.As(err, &ae) && (ae.Status == 404 && ae.Detail.Class == "not_found" ||
-			ae.Status == 403 && strings.Contains(ae.Detail.Message, protocol.SessionGroupsLacking))
+			ae.Status == 403 && strings.Contains(ae.Detail.Message, protocol.SessionGroupsLacking) ||
+			ae.Status == 409 && strings.Contains(ae.Detail.Message, protocol.SessionCwdMoved))
 		if gone && attempt == 0 {
 			sid = ""
 			continue
