@@ -152,6 +152,14 @@ func ProtectedCandidates(writable []string, cwd, home string) []string {
 		for _, rel := range ProtectedInHome {
 			out = append(out, filepath.Join(home, rel))
 		}
+		// A writable dir that holds the home (a session at / or /home) makes it as writable
+		// as a project: what a project's dir protects (the agents' settings, hooks and MCP
+		// servers, .vscode, a dotfiles repository's .git/config) the home protects too.
+		if slices.ContainsFunc(writable, func(w string) bool { return under(home, w) && home != w }) {
+			for _, rel := range ProtectedInDir {
+				out = appendNew(out, filepath.Join(home, rel))
+			}
+		}
 	}
 	for _, w := range writable {
 		// tail is w below d; compared with each rel in place, as the plan asks this of every

@@ -1546,7 +1546,10 @@ func TestProtectedCandidatesAroundWritable(t *testing.T) {
 		{"/h/u/p/.git/hooks", []string{"/h/u/p/.git/hooks"}, nil},
 		{"/h/u/p/.git/objects", nil, []string{"/h/u/p/.git/objects"}},
 		{"/h/u/p/.cargo", []string{"/h/u/p/.cargo/config.toml"}, []string{"/h/u/p/.cargo"}},
-		{"/h/u/p", nil, []string{"/h/u/p"}},
+		{"/h/u/p", nil, []string{"/h/u/p", "/h/u/.claude", "/h/u/.vscode"}},
+		// A writable dir holding the home: the home protects what a project's dir does.
+		{"/h", []string{"/h/u/.claude", "/h/u/.claude.json", "/h/u/.codex", "/h/u/.mcp.json", "/h/u/.cursor", "/h/u/.gemini", "/h/u/.git/config", "/h/u/.bashrc"}, nil},
+		{"/", []string{"/h/u/.claude", "/h/u/.mcp.json", "/h/u/.vscode"}, nil},
 	} {
 		got := ProtectedCandidates([]string{tc.writable}, "/elsewhere", home)
 		for _, w := range tc.want {
