@@ -340,10 +340,10 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			if len(a.SuggestedRules) > 0 {
 				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(a.SuggestedRules[0]))
 			}
-			if pvs := a.AllPreviews(); len(pvs) > 0 {
-				lines := strings.Split(strings.TrimRight(previewDiffs(pvs), "\n"), "\n")
+			if d := Changes(a.Tool, a.Input, a.AllPreviews()); d != "" {
+				lines := strings.Split(strings.TrimRight(d, "\n"), "\n")
 				if len(lines) > 30 {
-					lines = append(lines[:30], fmt.Sprintf("… %d more lines", len(lines)-30))
+					lines = append(lines[:30], fmt.Sprintf("… %d more lines not shown here (sbctl approvals --json shows them all): answer no unless you have read them", len(lines)-30))
 				}
 				fmt.Fprintf(&b, "\n%s\n", strings.Join(lines, "\n"))
 			}
@@ -527,7 +527,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	fmt.Fprintf(e.Stderr, "sandboxd asks (%s, waiting up to %s): %s\n", id, d, Visible(reason))
 	if a != nil {
 		fmt.Fprintf(e.Stderr, "  %s %s\n", Visible(a.Tool), Shown(inputSummary(*a)))
-		fmt.Fprint(e.Stderr, previewDiffs(a.AllPreviews()))
+		fmt.Fprint(e.Stderr, Changes(a.Tool, a.Input, a.AllPreviews()))
 	}
 	always := "always (remember in this session)"
 	if a != nil && len(a.SuggestedRules) > 0 {
@@ -575,8 +575,70 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 }
 
-// PreviewDiffs is the diffs of what approving writes, one file after the other, to show.
-func PreviewDiffs(pvs []protocol.Preview) string { return previewDiffs(pvs) }
+// Changes is what approving a call of tool with input writes, to show whoever answers: the
+// daemon's diffs (pvs) when it made them, else, for a call that writes (the daemon makes none
+// past 4 MiB, or past the approval queue's room), what the input writes, from the input
+// itself: a path alone says nothing of the content.
+func Changes(tool string, input json.RawMessage, pvs []protocol.Preview) string {
+	if len(pvs) > 0 {
+		return previewDiffs(pvs)
+	}
+	var in struct {
+		Content    *string `json:"content"`
+		OldString  *string `json:"old_string"`
+		NewString  *string `json:"new_string"`
+		ReplaceAll bool    `json:"replace_all"`
+		NewSource  *string `json:"new_source"`
+		Edits      []struct {
+			OldString  string `json:"old_string"`
+			NewString  string `json:"new_string"`
+			ReplaceAll bool   `json:"replace_all"`
+		} `json:"edits"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	var b strings.Builder
+	edit := func(old, new string, all bool) {
+		what := "replaces"
+		if all {
+			what = "replaces every"
+		}
+		fmt.Fprintf(&b, "--- it %s:\n%s\n--- with:\n%s\n", what, shownText(old), shownText(new))
+	}
+	switch {
+	case in.Content != nil:
+		fmt.Fprintf(&b, "--- it writes (%d bytes; no diff was made):\n%s\n", len(*in.Content), shownText(*in.Content))
+	case in.NewSource != nil:
+		fmt.Fprintf(&b, "--- the cell's new source (no diff was made):\n%s\n", shownText(*in.NewSource))
+	case in.OldString != nil && in.NewString != nil:
+		b.WriteString("(no diff was made)\n")
+		edit(*in.OldString, *in.NewString, in.ReplaceAll)
+	case len(in.Edits) > 0:
+		b.WriteString("(no diff was made)\n")
+		for _, e := range in.Edits {
+			edit(e.OldString, e.NewString, e.ReplaceAll)
+		}
+	default:
+		return ""
+	}
+	return VisibleLines(b.String())
+}
+
+// maxShownText is how much of a text Changes shows; the rest is counted, and whoever answers
+// is told to refuse what they have not seen.
+const maxShownText = 64 << 10
+
+func shownText(s string) string {
+	if len(s) <= maxShownText {
+		return s
+	}
+	cut := s[:maxShownText]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + fmt.Sprintf("\n⟨%d more bytes not shown: answer no unless you know what they hold⟩", len(s)-len(cut))
+}
 
 func previewDiffs(pvs []protocol.Preview) string {
 	var b strings.Builder

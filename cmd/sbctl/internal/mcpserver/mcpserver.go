@@ -371,7 +371,7 @@ func askThroughClient(cr protocol.CallRequest, asked *protocol.CallResult, previ
 	// an allow runs all of it, and for an edit what it writes (the path alone says nothing of
 	// the content), as every other place that asks shows it.
 	msg := fmt.Sprintf("sandboxd asks before this %s call runs: %s\n\n%s", cli.Visible(cr.Tool), cli.Visible(why(asked.Decision)), cli.Shown(cli.InputSummary(cr.Tool, cr.Input)))
-	if d := cli.PreviewDiffs(previews); d != "" {
+	if d := cli.Changes(cr.Tool, cr.Input, previews); d != "" {
 		msg += "\n\n" + d
 	}
 	return &mcp.CallToolResult{
