@@ -244,6 +244,9 @@ func (h *httpConn) handle(ctx context.Context, req *http.Request) bool {
 			return false
 		}
 	}
+	// Until its response is through: a long one (a stream, a big download) is ended when
+	// the policy no longer allows it (Recheck), as a tunnel is.
+	defer h.s.track(h.peer, t, dst, func() { _ = h.c.Close() })()
 	return h.forward(ctx, req, dst)
 }
 

@@ -1,8 +1,13 @@
 package egress
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,5 +79,56 @@ func TestRecheckEndsRefusedTunnels(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d records of the ended tunnel, want 1: %+v", n, rec.audited())
+	}
+}
+
+// TestRecheckEndsRefusedResponses: a forwarded request whose response is still streaming is
+// ended too once the policy refuses its host.
+func TestRecheckEndsRefusedResponses(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 500 && r.Context().Err() == nil; i++ {
+			_, _ = io.WriteString(w, "chunk\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	var denied atomic.Bool
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			if denied.Load() {
+				return Verdict{Reason: "denied since"}
+			}
+			return Verdict{Allow: true}
+		},
+		AllowPrivate: loopback, Resolver: newResolver("stream.test", "127.0.0.1"),
+	}
+	addr := startProxy(t, s)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "GET http://stream.test:%s/ HTTP/1.1\r\nHost: stream.test:%s\r\n\r\n", port, port)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "chunk\n" {
+		t.Fatalf("first chunk: %q %v", line, err)
+	}
+	denied.Store(true)
+	if n := s.Recheck(context.Background(), func(string) bool { return true }); n != 1 {
+		t.Fatalf("Recheck ended %d, want the streaming response", n)
+	}
+	// What was already on its way may arrive; the other 490-odd chunks may not.
+	rest, _ := io.Copy(io.Discard, resp.Body)
+	if chunks := rest / int64(len("chunk\n")); chunks > 50 {
+		t.Errorf("the response streamed on after its host was refused: %d more chunks", chunks)
 	}
 }

@@ -635,7 +635,7 @@ func requestOf(p peer, t target) Request {
 	return req
 }
 
-// tunnel is a tunnel being carried (carry), for Recheck.
+// tunnel is a tunnel being carried (carry), or a forwarded request's exchange, for Recheck.
 type tunnel struct {
 	req Request
 	dst netip.AddrPort
@@ -659,8 +659,8 @@ func (s *Server) track(p peer, t target, dst netip.AddrPort, end func()) (untrac
 }
 
 // Recheck asks the policy again about each tunnel being carried for a session sessions
-// selects, and ends those it now refuses, each audited (allowed false, the reason saying the
-// tunnel ended). A tunnel is decided when it opens: a deny added to its session, or a reloaded
+// selects (and each forwarded request whose response is still coming), and ends those it now
+// refuses, each audited (allowed false, the reason saying the tunnel ended). A tunnel is decided when it opens: a deny added to its session, or a reloaded
 // policy, must not leave one that is open carrying on. It returns how many it ended.
 func (s *Server) Recheck(ctx context.Context, sessions func(string) bool) int {
 	s.init()
