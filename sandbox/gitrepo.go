@@ -375,6 +375,93 @@ func exists(rfd int, rel string) bool {
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
+// gitDirBeneath is the git dir of the repository at rel below rfd, relative to rfd: its .git
+// dir, or rel itself for a bare repository; false for neither (a .git file's worktree is its
+// main repository's to look at).
+func gitDirBeneath(rfd int, rel string) (string, bool) {
+	if gd := path.Join(rel, ".git"); isDirBeneath(rfd, gd) {
+		return gd, true
+	}
+	return rel, isBareBeneath(rfd, rel)
+}
+
+// rebaseTodos are the to-do lists, in a git dir, whose lines the user's next `git rebase
+// --continue` (or cherry-pick, revert) runs: an exec line there is a shell command, run
+// unconfined. A rebase keeps its list writable, since git rewrites it at each step.
+var rebaseTodos = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
+
+// maxTodoBytes bounds a to-do list read; one the call left larger is moved aside unread.
+const maxTodoBytes = 1 << 20
+
+// todoExecs returns the exec lines of the to-do list rel below rfd (each as written, blanks at
+// its ends dropped); found is false when there is none, ok false when it cannot be read whole.
+func todoExecs(rfd int, rel string) (execs map[string]bool, found, ok bool) {
+	if !exists(rfd, rel) {
+		return nil, false, true
+	}
+	b, ok := readBeneathMax(rfd, rel, maxTodoBytes)
+	if !ok {
+		return nil, true, false
+	}
+	execs = map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.Trim(line, " \t\r")
+		// As git's parser reads a command: its name or its one-letter abbreviation, then
+		// blanks (a bare "exec" is an error to git, which stops there).
+		cmd, _, _ := strings.Cut(strings.ReplaceAll(line, "\t", " "), " ")
+		if cmd == "x" || cmd == "exec" {
+			execs[line] = true
+		}
+	}
+	return execs, true, true
+}
+
+// todoStart is what exec lines each repository's to-do lists held when the call started, by
+// the list's absolute path (nil: the list did not exist or could not be read).
+type todoStart map[string]map[string]bool
+
+// todosOf reads the to-do lists of repos, run as the caller.
+func todosOf(repos []guarded) todoStart {
+	out := todoStart{}
+	for _, r := range repos {
+		rfd, err := unix.Open(r.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		if gd, ok := gitDirBeneath(rfd, r.rel); ok {
+			for _, t := range rebaseTodos {
+				if execs, found, _ := todoExecs(rfd, path.Join(gd, t)); found {
+					out[path.Join(r.root, gd, t)] = execs
+				}
+			}
+		}
+		unix.Close(rfd)
+	}
+	return out
+}
+
+// addedExecs returns the to-do lists of the repository whose git dir is gd (below rfd, in
+// the writable dir root) that hold an exec line they did not hold at the start, or that can no
+// longer be read whole: relative to rfd, to be moved aside.
+func (ts todoStart) addedExecs(rfd int, root, gd string) []string {
+	var out []string
+	for _, t := range rebaseTodos {
+		rel := path.Join(gd, t)
+		execs, found, ok := todoExecs(rfd, rel)
+		if !found {
+			continue
+		}
+		had, added := ts[path.Join(root, rel)], !ok
+		for l := range execs {
+			added = added || !had[l]
+		}
+		if added {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 // isBareBeneath reports whether rel below rfd is a git dir as git tells one (isGitDir), each
 // part reached without a symlink: a bare repository.
 func isBareBeneath(rfd int, rel string) bool {

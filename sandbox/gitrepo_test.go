@@ -317,3 +317,48 @@ func TestNewGitDirsInRepoMadeSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestRebaseTodoExecMovedAside: a rebase in progress keeps its to-do list writable (git rewrites
+// it at each step), but an exec line the call adds there runs, unconfined, at the user's next
+// `git rebase --continue`: the list goes aside. Rewriting it otherwise (git's own steps, the
+// user's exec lines kept) leaves it.
+func TestRebaseTodoExecMovedAside(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t, Config{})
+	const todo = ".git/rebase-merge/git-rebase-todo"
+	for i, tc := range []struct {
+		script string
+		moved  []string
+	}{
+		{`echo 'exec touch PWNED' >> ` + todo, []string{todo}},
+		{`printf 'x\ttouch PWNED\n' >> ` + todo, []string{todo}},
+		{`printf '  exec  touch PWNED\r\n' >> ` + todo, []string{todo}},
+		{`mkdir -p .git/sequencer && printf 'pick 1234 a\nexec touch PWNED\n' > .git/sequencer/todo`, []string{".git/sequencer/todo"}},
+		{`head -c 2000000 /dev/zero | tr '\0' '#' >> ` + todo, []string{todo}},
+		{`ln -s /etc/passwd t && mv t ` + todo, []string{todo}},
+		// What git does: a step done, the user's own exec lines kept.
+		{`sed -i 1d ` + todo, nil},
+		{`printf 'exec make test\npick 5678 b\n' > ` + todo, nil},
+		{`echo '# exec touch PWNED' >> ` + todo + ` && echo 'pick 9abc c' >> ` + todo, nil},
+	} {
+		f := newProtectFixture(t)
+		rm := filepath.Join(f.repo, ".git", "rebase-merge")
+		os.MkdirAll(rm, 0o755)
+		os.WriteFile(filepath.Join(rm, "git-rebase-todo"), []byte("pick 1234 a\nexec make test\npick 5678 b\n"), 0o644)
+		chownR(t, f.repo)
+		sp := f.spec(tc.script+" && echo done", f.repo, f.repo)
+		sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
+		sp.MoveAsideCreated, sp.Call = true, "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Fatalf("case %d: %v %q", i, err, out)
+		}
+		var want []string
+		for _, m := range tc.moved {
+			want = append(want, filepath.Join(f.repo, m))
+		}
+		if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
+			t.Errorf("case %d (%s): moved aside %v, want %v", i, tc.script, got, want)
+		}
+	}
+}

@@ -560,13 +560,15 @@ func (p *Process) moveAsideCreated(running bool) {
 			for _, g := range gits {
 				move(rfd, r.root, g)
 			}
-			// A submodule's or worktree's git dir the call made in the repository's.
-			gd := filepath.Join(r.rel, ".git")
-			if !isDirBeneath(rfd, gd) {
-				if gd = r.rel; !isBareBeneath(rfd, gd) {
-					continue
-				}
+			gd, ok := gitDirBeneath(rfd, r.rel)
+			if !ok {
+				continue
 			}
+			// An exec line added to a rebase's to-do list runs at the user's next --continue.
+			for _, t := range p.todos.addedExecs(rfd, r.root, gd) {
+				move(rfd, r.root, t)
+			}
+			// A submodule's or worktree's git dir the call made in the repository's.
 			if p.gitStarts == nil {
 				p.gitStarts = map[string]*gitStart{}
 			}
