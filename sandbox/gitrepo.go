@@ -416,6 +416,26 @@ func todoExecs(rfd int, rel string) (execs map[string]bool, found, ok bool) {
 	return execs, true, true
 }
 
+// todoPaths are the to-do lists of the git dir gd below rfd, and of its linked worktrees'
+// (each rebases on its own, in worktrees/NAME), up to maxGitDirEntries of them.
+func todoPaths(rfd int, gd string) []string {
+	var out []string
+	dirs := []string{gd}
+	n := 0
+	for w := range namesIn(rfd, path.Join(gd, "worktrees")) {
+		if n++; n > maxGitDirEntries {
+			break
+		}
+		dirs = append(dirs, path.Join(gd, "worktrees", w))
+	}
+	for _, d := range dirs {
+		for _, t := range rebaseTodos {
+			out = append(out, path.Join(d, t))
+		}
+	}
+	return out
+}
+
 // todoStart is what exec lines each repository's to-do lists held when the call started, by
 // the list's absolute path (nil: the list did not exist or could not be read).
 type todoStart map[string]map[string]bool
@@ -429,9 +449,9 @@ func todosOf(repos []guarded) todoStart {
 			continue
 		}
 		if gd, ok := gitDirBeneath(rfd, r.rel); ok {
-			for _, t := range rebaseTodos {
-				if execs, found, _ := todoExecs(rfd, path.Join(gd, t)); found {
-					out[path.Join(r.root, gd, t)] = execs
+			for _, rel := range todoPaths(rfd, gd) {
+				if execs, found, _ := todoExecs(rfd, rel); found {
+					out[path.Join(r.root, rel)] = execs
 				}
 			}
 		}
@@ -445,8 +465,7 @@ func todosOf(repos []guarded) todoStart {
 // longer be read whole: relative to rfd, to be moved aside.
 func (ts todoStart) addedExecs(rfd int, root, gd string) []string {
 	var out []string
-	for _, t := range rebaseTodos {
-		rel := path.Join(gd, t)
+	for _, rel := range todoPaths(rfd, gd) {
 		execs, found, ok := todoExecs(rfd, rel)
 		if !found {
 			continue

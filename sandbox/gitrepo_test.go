@@ -334,6 +334,8 @@ func TestRebaseTodoExecMovedAside(t *testing.T) {
 		{`printf 'x\ttouch PWNED\n' >> ` + todo, []string{todo}},
 		{`printf '  exec  touch PWNED\r\n' >> ` + todo, []string{todo}},
 		{`mkdir -p .git/sequencer && printf 'pick 1234 a\nexec touch PWNED\n' > .git/sequencer/todo`, []string{".git/sequencer/todo"}},
+		{`mkdir -p .git/worktrees/wt/rebase-merge && echo 'exec touch PWNED' > .git/worktrees/wt/rebase-merge/git-rebase-todo`,
+			[]string{".git/worktrees/wt/rebase-merge/git-rebase-todo"}},
 		{`head -c 2000000 /dev/zero | tr '\0' '#' >> ` + todo, []string{todo}},
 		{`ln -s /etc/passwd t && mv t ` + todo, []string{todo}},
 		// What git does: a step done, the user's own exec lines kept.
