@@ -92,4 +92,13 @@ func TestTreeReadsMeetAskRulesUnconfined(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", cmd, got, res.Decision.Reason, want)
 		}
 	}
+	// The reason names the tree the rule reaches into, not the line's first word or tree.
+	s = td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default","rules":{"ask":["Read(./secrets/**)"]}}`, dir))
+	for _, cmd := range []string{"tar cf - . | wc -c", "grep -r x docs ."} {
+		res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), true)
+		want := dir
+		if behavior(res) != permission.Ask || !strings.Contains(res.Decision.Reason, "files under "+want+",") {
+			t.Errorf("%s: %s (%s), want an ask naming %s", cmd, behavior(res), res.Decision.Reason, want)
+		}
+	}
 }

@@ -615,9 +615,20 @@ func belowHit(bctx rego.BuiltinContext, bucketsT, subjT *ast.Term) (*ast.Term, e
 		}
 		segs := permission.SplitPath(string(p))
 		t, err := bucketsHit(buckets, names, func(pat string) (bool, error) { return permission.MayMatchBelowWithin(pat, segs, b) })
-		if err != nil || !isNull(t) {
-			return t, err
+		if err != nil || isNull(t) {
+			if err != nil {
+				return t, err
+			}
+			continue
 		}
+		// The dir whose tree the rule reaches into, for the reason to name: a line may read
+		// several trees (grep -r . src), of which the rule covers one.
+		if hit, ok := t.Value.(ast.Object); ok {
+			hit = hit.Copy()
+			hit.Insert(ast.StringTerm("below"), ast.StringTerm(string(p)))
+			return ast.NewTerm(hit), nil
+		}
+		return t, nil
 	}
 	return ast.NullTerm(), nil
 }

@@ -112,7 +112,7 @@ _rule_result(i, step, behavior, hit) := {
 # how to read without them.
 _tree_result(i, step, behavior, hit) := object.union(_rule_result(i, step, behavior, hit), {"reason": sprintf(
 	"%s covers files under %s, which the agent's own %s would read outside any sandbox; search a directory the rule does not reach, or %s",
-	[object.get(hit, "reason", behavior), _tree_root, _tree_reader, _tree_instead],
+	[object.get(hit, "reason", behavior), object.get(hit, "below", _tree_root), _tree_reader, _tree_instead],
 )})
 
 # _tree_root, _tree_reader and _tree_instead say it for a Bash command's read of a whole tree
