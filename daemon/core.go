@@ -312,8 +312,14 @@ func (c *Core) rebuildSession(ctx context.Context, s *session.Session) {
 		c.suspend(ctx, s, fmt.Errorf("session rules could not be rebuilt: %w", err))
 		return
 	}
-	was := s.Suspended()
+	was, old := s.Suspended(), s.RuleSet()
 	s.SetRuleSet(rs)
+	if old != nil && permission.Narrows(old, rs) {
+		// A reload (the admin's policy, a settings file) that takes something away: what the
+		// session runs was decided under the rules it had.
+		s.MarkNarrowed()
+		c.host.StopTasks(s, executor.KilledNarrowed)
+	}
 	if was != "" {
 		if aerr := c.recorder.sessionEvent(ctx, audit.KindSessionResume, s, nil); aerr != nil {
 			c.log.Error("audit session resumption", zap.Error(aerr))
@@ -373,6 +379,9 @@ func (c *Core) suspend(ctx context.Context, s *session.Session, why error) {
 		return // already, for the same reason: one record of it is enough
 	}
 	s.Suspend(reason)
+	// Its rules are unknown now, and may deny what it runs: that stops, as for a narrowing.
+	s.MarkNarrowed()
+	c.host.StopTasks(s, executor.KilledNarrowed)
 	c.log.Error("session suspended", zap.String("session", s.ID), zap.Error(why))
 	if err := c.recorder.sessionEvent(ctx, audit.KindSessionSuspend, s, map[string]string{"reason": reason}); err != nil {
 		c.log.Error("audit session suspension", zap.Error(err))

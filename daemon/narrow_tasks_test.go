@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +99,23 @@ func TestNarrowingStopsTasks(t *testing.T) {
 		}
 		waitFor(t, func() bool { return sleeping() == 0 })
 	}
+	// A reload whose rules take something away (the user's settings gained a deny) stops
+	// what the session runs; one that changes nothing does not.
+	s = sessionAs(t, td, u, `,"mode":"default"`)
+	background(s)
+	waitFor(t, func() bool { return sleeping() == 1 })
+	td.d.core.reloadRules()
+	stays(1, "after a reload that changed nothing")
+	settings := filepath.Join(u.Home, ".config", "sandboxd", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"permissions":{"deny":["Bash(curl *)"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", u.UID, u.GID), filepath.Join(u.Home, ".config")).Run()
+	td.d.core.reloadRules()
+	waitFor(t, func() bool { return sleeping() == 0 })
 	// Each says why it ended.
 	waitFor(t, func() bool {
 		n := 0
@@ -104,6 +124,6 @@ func TestNarrowingStopsTasks(t *testing.T) {
 				n++
 			}
 		}
-		return n == 4
+		return n == 5
 	})
 }

@@ -431,3 +431,33 @@ func shellUnquote(p string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// Narrows reports whether next, built for the same session after old, takes something away: a
+// deny or ask rule old did not hold (its text, source and anchor), an allow rule old held that
+// it does not, a mode it forbids that old allowed, the allow rules of all but the admin's
+// dropped, or a settings directory gone. What a session runs was decided under old.
+func Narrows(old, next *RuleSet) bool {
+	key := func(r Rule) string {
+		return string(r.Behavior) + "\x00" + r.String() + "\x00" + string(r.Source) + "\x00" + r.Root
+	}
+	had := make(map[string]bool, len(old.rules))
+	for _, r := range old.rules {
+		had[key(r)] = true
+	}
+	has := make(map[string]bool, len(next.rules))
+	for _, r := range next.rules {
+		k := key(r)
+		has[k] = true
+		if r.Behavior != Allow && !had[k] {
+			return true
+		}
+	}
+	for _, r := range old.rules {
+		if r.Behavior == Allow && !has[key(r)] {
+			return true
+		}
+	}
+	o, n := old.eff, next.eff
+	return n.DisableBypass && !o.DisableBypass || n.DisableAuto && !o.DisableAuto || n.ManagedRulesOnly && !o.ManagedRulesOnly ||
+		slices.ContainsFunc(o.AdditionalDirectories, func(d string) bool { return !slices.Contains(n.AdditionalDirectories, d) })
+}
