@@ -263,6 +263,15 @@ func (c *Core) reloadRules() {
 	c.recheckTunnels(func(string) bool { return true })
 }
 
+// stopAllCommands stops every session's running commands, as a narrowing of each (a reload
+// that confines calls more).
+func (c *Core) stopAllCommands() {
+	for _, s := range c.store.All() {
+		s.MarkNarrowed()
+		c.host.StopTasks(s, executor.KilledNarrowed)
+	}
+}
+
 // recheckTunnels asks the policy again about the open tunnels of the sessions which selects,
 // ending those it now refuses: each was decided when it opened.
 func (c *Core) recheckTunnels(which func(id string) bool) {

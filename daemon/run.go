@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -390,10 +391,24 @@ func (d *Daemon) Reload() {
 	d.core.pipeline.SetHooks(hooks)
 	d.core.ids.setAdminGroup(cfg.AdminGroup)
 	d.core.revokeNetworks(context.Background())
+	if sandboxNarrows(old.Sandbox, cfg.Sandbox) {
+		// Every command runs with the deny paths and system calls it started with.
+		d.core.stopAllCommands()
+	}
 	if err := d.core.policy.Reload(context.Background()); err != nil {
 		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
 	}
 	d.log.Info("configuration reloaded")
+}
+
+// sandboxNarrows reports whether next confines calls more than old does, in what a running
+// one could still do: a deny path added, an extra system call or unix sockets taken away.
+func sandboxNarrows(old, next config.Sandbox) bool {
+	gains := func(now, was []string) bool {
+		return slices.ContainsFunc(now, func(x string) bool { return !slices.Contains(was, x) })
+	}
+	return gains(next.DenyPaths, old.DenyPaths) || gains(old.ExtraSyscalls, next.ExtraSyscalls) ||
+		old.AllowUnixSockets && !next.AllowUnixSockets
 }
 
 // notify tells the service manager state, if one listens; a failure is logged, never fatal:
