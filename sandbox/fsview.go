@@ -175,7 +175,7 @@ func (v *fsView) listDirsOf(paths []string) {
 		if err != nil {
 			continue
 		}
-		names := readNames(fd)
+		names := readNames(fd, maxListed)
 		unix.Close(fd)
 		if names == nil {
 			continue

@@ -226,6 +226,21 @@ func (s *gitStart) had(rel string) bool    { return s != nil && s.paths[rel] }
 func (s *gitStart) gitDir(rel string) bool { return s != nil && s.gitDirs[rel] }
 func (s *gitStart) level(rel string) bool  { return s != nil && s.levels[rel] }
 
+// children counts the git dirs and levels of start directly in dir.
+func (s *gitStart) children(dir string) int {
+	n := 0
+	if s != nil {
+		for _, m := range []map[string]bool{s.gitDirs, s.levels} {
+			for d := range m {
+				if path.Dir(d) == dir {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // unsafeInGitDir is unsafeInNewRepo for a git dir that may have existed when the call started
 // (start): only what is new is looked at. A submodule's git dir `git submodule update --init`
 // made, or a worktree `git worktree add` made, is one the user's git later runs in (git status
@@ -285,7 +300,7 @@ func unsafeInGitDir(rfd int, gitDir string, start *gitStart) []string {
 				if p := path.Join(w, "config.worktree"); !start.had(p) && exists(rfd, p) {
 					unsafe(p)
 				}
-				if mods := path.Join(w, "modules"); isDirBeneath(rfd, mods) {
+				if mods := path.Join(w, "modules"); exists(rfd, mods) {
 					lookModules(rfd, mods, depth+1, &budget, start, look, unsafe)
 				}
 			}
@@ -299,17 +314,22 @@ func unsafeInGitDir(rfd int, gitDir string, start *gitStart) []string {
 }
 
 // lookModules walks a modules dir: a dir holding HEAD is a submodule's git dir (checked by
-// look); any other is a level of a submodule's name ("lib/x" is modules/lib/x). A new dir
-// deeper or wider than the bounds is unsafe whole, as is one that cannot be read. What existed
-// (start) costs none of the bounds: a repository's own submodules, however many, are looked
-// through for new ones, never moved whole.
+// look); any other is a level of a submodule's name ("lib/x" is modules/lib/x); a link or file
+// there is unsafe (git follows a link to a git dir anywhere). A new dir deeper or wider than
+// the bounds is unsafe whole, as is one that cannot be read. What existed (start) costs none of
+// the bounds: a repository's own submodules, however many, are looked through for new ones;
+// only a level of theirs the call made unreadable, or filled with more new names than the
+// bounds, goes whole, the user's submodules with it.
 func lookModules(rfd int, dir string, depth int, budget *int, start *gitStart, look func(string, int), unsafe func(string)) {
 	if start.gitDir(dir) {
 		look(dir, depth)
 		return
 	}
-	names := namesIn(rfd, dir)
-	level := start.level(dir)
+	level, max := start.level(dir), maxListed
+	if level {
+		max = start.children(dir) + maxGitModuleEntries
+	}
+	names := namesInMax(rfd, dir, max)
 	if !level {
 		*budget -= len(names)
 	}
@@ -322,8 +342,11 @@ func lookModules(rfd int, dir string, depth int, budget *int, start *gitStart, l
 		return
 	}
 	for n := range names {
-		if sub := path.Join(dir, n); isDirBeneath(rfd, sub) {
+		switch sub := path.Join(dir, n); {
+		case isDirBeneath(rfd, sub):
 			lookModules(rfd, sub, depth+1, budget, start, look, unsafe)
+		case !start.gitDir(sub) && !start.level(sub):
+			unsafe(sub)
 		}
 	}
 }
@@ -375,12 +398,29 @@ func exists(rfd int, rel string) bool {
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
-// gitDirBeneath is the git dir of the repository at rel below rfd, relative to rfd: its .git
-// dir, or rel itself for a bare repository; false for neither (a .git file's worktree is its
-// main repository's to look at).
-func gitDirBeneath(rfd int, rel string) (string, bool) {
-	if gd := path.Join(rel, ".git"); isDirBeneath(rfd, gd) {
+// gitDirBeneath is the git dir of the repository at rel below rfd (the dir root), relative to
+// rfd: its .git dir, the dir its .git file names when that lies below root too (git init
+// --separate-git-dir, a linked worktree's admin dir), or rel itself for a bare repository;
+// false for none of them.
+func gitDirBeneath(rfd int, root, rel string) (string, bool) {
+	gd := path.Join(rel, ".git")
+	if isDirBeneath(rfd, gd) {
 		return gd, true
+	}
+	if b, ok := readBeneathMax(rfd, gd, maxGitFileBytes); ok {
+		// As git reads it (gitFileDir): only the line's end is cut.
+		if d, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: "); ok && d != "" && !strings.ContainsRune(d, 0) {
+			if path.IsAbs(d) {
+				d = strings.TrimPrefix(path.Clean(d), strings.TrimSuffix(root, "/")+"/")
+			} else {
+				d = path.Join(rel, d)
+			}
+			// Reached without a link, as every look below it is.
+			if !path.IsAbs(d) && d != ".." && !strings.HasPrefix(d, "../") && dirWithoutLinks(rfd, d) {
+				return d, true
+			}
+		}
+		return "", false
 	}
 	return rel, isBareBeneath(rfd, rel)
 }
@@ -448,7 +488,7 @@ func todosOf(repos []guarded) todoStart {
 		if err != nil {
 			continue
 		}
-		if gd, ok := gitDirBeneath(rfd, r.rel); ok {
+		if gd, ok := gitDirBeneath(rfd, r.root, r.rel); ok {
 			for _, rel := range todoPaths(rfd, gd) {
 				if execs, found, _ := todoExecs(rfd, rel); found {
 					out[path.Join(r.root, rel)] = execs

@@ -275,6 +275,11 @@ func TestNewGitDirsInRepoMadeSafe(t *testing.T) {
 		// A hook made in the user's submodule that had none.
 		{`mkdir .git/modules/vendor/foo/hooks && printf '#!/bin/sh\ntouch PWNED\n' > .git/modules/vendor/foo/hooks/post-checkout`,
 			[]string{".git/modules/vendor/foo/hooks"}},
+		// A link where git looks for a submodule's git dir: git follows it anywhere.
+		{newModule("docs/evil") + ` && ` + plant + ` > docs/evil/config && ln -s ../../docs/evil .git/modules/lnk`, []string{".git/modules/lnk"}},
+		{newModule("docs/evil") + ` && ln -s ../../../docs/evil .git/modules/vendor/lnk`, []string{".git/modules/vendor/lnk"}},
+		{`git worktree add -q wt && ` + newModule("docs/evil") + ` && ` + plant + ` > docs/evil/config && mkdir docs/m && ln -s ../evil docs/m/x && ` +
+			`ln -s ../../../docs/m .git/worktrees/wt/modules`, []string{".git/worktrees/wt/modules"}},
 		// More new names than the look's bounds: the new ones go whole.
 		{`mkdir -p .git/modules/many && cd .git/modules/many && mkdir $(seq 1 600)`, []string{".git/modules/many"}},
 		// What git submodule and git worktree write.
@@ -362,5 +367,32 @@ func TestRebaseTodoExecMovedAside(t *testing.T) {
 		if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
 			t.Errorf("case %d (%s): moved aside %v, want %v", i, tc.script, got, want)
 		}
+	}
+}
+
+// TestNewModuleInSeparateGitDirMadeSafe: a repository whose .git is a file naming a git dir
+// inside the project (git init --separate-git-dir) gets the same look at the submodule git
+// dirs a call makes in it.
+func TestNewModuleInSeparateGitDirMadeSafe(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	sep := filepath.Join(f.home, "sep")
+	hostGit(t, f.home, "init", "-q", "--separate-git-dir", filepath.Join(sep, "gitstore"), sep)
+	chownR(t, sep)
+	const plant = `printf '[core]\n\tfsmonitor = touch PWNED; false\n'`
+	script := `mkdir -p gitstore/modules/lib/objects gitstore/modules/lib/refs && echo 'ref: refs/heads/main' > gitstore/modules/lib/HEAD && ` +
+		plant + ` > gitstore/modules/lib/config && echo done`
+	sp := f.spec(script, sep, sep)
+	sp.ProtectedPaths = ProtectedCandidates(sp.WritableDirs, sep, f.home)
+	sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sep)
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%v %q", err, out)
+	}
+	if want := []string{filepath.Join(sep, "gitstore/modules/lib/config")}; !slices.Equal(res.MovedAside, want) {
+		t.Errorf("moved aside %v, want %v", res.MovedAside, want)
 	}
 }

@@ -560,7 +560,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			for _, g := range gits {
 				move(rfd, r.root, g)
 			}
-			gd, ok := gitDirBeneath(rfd, r.rel)
+			gd, ok := gitDirBeneath(rfd, r.root, r.rel)
 			if !ok {
 				continue
 			}
@@ -692,7 +692,10 @@ func readLink(rfd int, rel string) (string, bool) {
 // namesIn returns the entry names of dir, reached from the root's fd rfd without a symlink
 // or a step out: an empty set when dir does not exist, nil when it cannot be read whole (then
 // each name is looked at alone).
-func namesIn(rfd int, dir string) map[string]bool {
+func namesIn(rfd int, dir string) map[string]bool { return namesInMax(rfd, dir, maxListed) }
+
+// namesInMax is namesIn with a bound of max entries.
+func namesInMax(rfd int, dir string, max int) map[string]bool {
 	fd, err := unix.Openat2(rfd, dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
 	if err == unix.ENOENT || err == unix.ENOTDIR {
@@ -702,7 +705,7 @@ func namesIn(rfd int, dir string) map[string]bool {
 		return nil
 	}
 	defer unix.Close(fd)
-	return readNames(fd)
+	return readNames(fd, max)
 }
 
 // maxListed bounds the entries of a dir read whole (readNames); a larger one is asked about
@@ -710,8 +713,8 @@ func namesIn(rfd int, dir string) map[string]bool {
 const maxListed = 1024
 
 // readNames reads the entry names of the open dir fd; nil when it cannot, or when it holds
-// more than maxListed.
-func readNames(fd int) map[string]bool {
+// more than max.
+func readNames(fd int, max int) map[string]bool {
 	names := map[string]bool{}
 	buf := make([]byte, 4096)
 	var got []string
@@ -730,7 +733,7 @@ func readNames(fd int) map[string]bool {
 		for _, name := range got {
 			names[name] = true
 		}
-		if len(names) > maxListed {
+		if len(names) > max {
 			return nil
 		}
 	}
