@@ -144,7 +144,7 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 	if readOnly {
 		return spec
 	}
-	for _, p := range sandbox.ProtectedCandidates(writable, spec.Dir, owner.Home) {
+	for _, p := range sandbox.ProtectedCandidates(writable, spec.Dir, owner.Home, s.HomeLeadsTo()) {
 		if rs == nil || !rs.EditAllowed(p) {
 			spec.ProtectedPaths = append(spec.ProtectedPaths, p)
 		}
@@ -580,7 +580,7 @@ func (h *Host) explainHidden(c *Call, err error) error {
 	}
 	path = expandPath(c, path)
 	if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EBUSY) {
-		for _, p := range sandbox.ProtectedCandidates(c.Session.Dirs(), c.Session.Cwd(), c.Session.Owner.Home) {
+		for _, p := range sandbox.ProtectedCandidates(c.Session.Dirs(), c.Session.Cwd(), c.Session.Owner.Home, c.Session.HomeLeadsTo()) {
 			if insideDir(path, p) {
 				return errcode.New(errcode.Of(err), fmt.Errorf("%w (%s is protected: programs outside the sandbox run or trust it, so it is read-only in every session; a session with an allow rule naming it, e.g. --allow 'Edit(%s)', may write it)", err, p, p))
 			}

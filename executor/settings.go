@@ -53,7 +53,7 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 	spec.Dir = base
 	spec.WritableDirs = []string{base}
 	spec.ProtectedPaths = nil
-	for _, p := range sandbox.ProtectedCandidates([]string{base}, base, s.Owner.Home) {
+	for _, p := range sandbox.ProtectedCandidates([]string{base}, base, s.Owner.Home, s.HomeLeadsTo()) {
 		if !insideDir(file, p) {
 			spec.ProtectedPaths = append(spec.ProtectedPaths, p)
 		}

@@ -150,7 +150,7 @@ const hiddenCheckEvery = time.Millisecond
 // the policy's names do not know it, and what the worker makes there, where none was, no sweep
 // moves aside; the user's next git command or shell would run it.
 func (h *Host) writer(ctx context.Context, s *session.Session, paths ...string) (*worker.Client, error) {
-	candidates := sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home)
+	candidates := sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home, s.HomeLeadsTo())
 	named, err := configNamed(s, candidates)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (h *Host) markConfigNamed(c *Call, paths []permission.PathFact) error {
 		return nil
 	}
 	s := c.Session
-	named, err := configNamed(s, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home))
+	named, err := configNamed(s, sandbox.ProtectedCandidates(s.Dirs(), s.Cwd(), s.Owner.Home, s.HomeLeadsTo()))
 	if err != nil || len(named) == 0 {
 		return err
 	}

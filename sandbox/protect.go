@@ -140,7 +140,14 @@ var ProtectedInHome = []string{
 // a repository's .git/hooks), or hold part of one that starts above it (an added .cargo holds
 // .cargo/config.toml). The first is a candidate itself, protected whole; the second is a
 // candidate as any other.
-func ProtectedCandidates(writable []string, cwd, home string) []string {
+//
+// homes are the owner's home as given and where it leads (a home that is a link into /srv):
+// the first gets the home's own names, and each that a writable dir holds, a project's too.
+func ProtectedCandidates(writable []string, cwd string, homes ...string) []string {
+	home := ""
+	if len(homes) > 0 {
+		home = homes[0]
+	}
 	var out []string
 	for _, d := range protectedRoots(writable, cwd) {
 		for _, rel := range ProtectedInDir {
@@ -152,12 +159,14 @@ func ProtectedCandidates(writable []string, cwd, home string) []string {
 		for _, rel := range ProtectedInHome {
 			out = append(out, filepath.Join(home, rel))
 		}
-		// A writable dir that holds the home (a session at / or /home) makes it as writable
-		// as a project: what a project's dir protects (the agents' settings, hooks and MCP
-		// servers, .vscode, a dotfiles repository's .git/config) the home protects too.
-		if slices.ContainsFunc(writable, func(w string) bool { return under(home, w) && home != w }) {
+	}
+	// A writable dir that holds the home (a session at / or /home) makes it as writable as a
+	// project: what a project's dir protects (the agents' settings, hooks and MCP servers,
+	// .vscode, a dotfiles repository's .git/config) the home protects too.
+	for _, h := range homes {
+		if h != "" && h != "/" && slices.ContainsFunc(writable, func(w string) bool { return under(h, w) && h != w }) {
 			for _, rel := range ProtectedInDir {
-				out = appendNew(out, filepath.Join(home, rel))
+				out = appendNew(out, filepath.Join(h, rel))
 			}
 		}
 	}
@@ -180,9 +189,9 @@ func ProtectedCandidates(writable []string, cwd, home string) []string {
 				break
 			}
 		}
-		if hasHome {
+		for _, h := range homes {
 			for _, rel := range ProtectedInHome {
-				if under(w, filepath.Join(home, rel)) {
+				if h != "" && h != "/" && under(w, filepath.Join(h, rel)) {
 					out = appendNew(out, w)
 				}
 			}

@@ -1570,6 +1570,13 @@ func TestProtectedCandidatesAroundWritable(t *testing.T) {
 			seen[c] = true
 		}
 	}
+	// A home that is a link (/h/u -> /srv/u): a writable dir holding where it leads protects it.
+	got := ProtectedCandidates([]string{"/srv"}, "/srv", home, "/srv/u")
+	for _, w := range []string{"/srv/u/.claude", "/srv/u/.mcp.json", "/h/u/.bashrc"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("a home leading to /srv/u in writable /srv: no candidate %s", w)
+		}
+	}
 	pats := ProtectedPatterns([]string{"/h/u/p/.git"}, "/elsewhere")
 	if !slices.Contains(pats, "/h/u/p/.git/modules/**/config") {
 		t.Errorf("an added .git: no submodule config pattern in %v", pats)
