@@ -171,7 +171,10 @@ func Clip(s string, n int) string {
 // shows it, with each run of more than three blanks (spaces, tabs, and the other characters
 // a terminal draws as empty cells: U+3000, U+00A0, U+2800…) shown as its length, so padding
 // cannot push what follows out of sight.
-func Shown(s string) string {
+func Shown(s string) string { return shownRuns(s, 3) }
+
+// shownRuns is Shown with runs of more than most blanks shown as their length.
+func shownRuns(s string, most int) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		j, n := i, 0
@@ -183,7 +186,7 @@ func Shown(s string) string {
 			j += size
 			n++
 		}
-		if n > 3 {
+		if n > most {
 			fmt.Fprintf(&b, " ⟨%d blanks⟩ ", n)
 			i = j
 			continue
@@ -204,6 +207,40 @@ func Shown(s string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// ShownLines is multi-line text (what an approval writes, a diff) as a person must read it
+// before answering for it: each line as Visible shows it, but a run of more than 32 blanks
+// (more than code indents by) as its length, and a run of more than three lines that show
+// nothing (a diff's +, - or space before them aside) as their count, so padding cannot push
+// what follows off the screen.
+func ShownLines(s string) string {
+	lines := strings.Split(s, "\n")
+	out := make([]string, 0, len(lines))
+	empty := func(l string) bool {
+		if l != "" && strings.ContainsRune("+- ", rune(l[0])) {
+			l = l[1:]
+		}
+		return strings.TrimFunc(l, blank) == ""
+	}
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && empty(lines[j]) {
+			j++
+		}
+		if j-i > 3 {
+			out = append(out, fmt.Sprintf("⟨%d lines that show nothing⟩", j-i))
+			i = j
+			continue
+		}
+		if j == i {
+			j++
+		}
+		for ; i < j; i++ {
+			out = append(out, shownRuns(lines[i], 32))
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // blank reports a character drawn as an empty cell (a tab as several).
@@ -622,7 +659,7 @@ func Changes(tool string, input json.RawMessage, pvs []protocol.Preview) string 
 	default:
 		return ""
 	}
-	return VisibleLines(b.String())
+	return ShownLines(b.String())
 }
 
 // maxShownText is how much of a text Changes shows; the rest is counted, and whoever answers
@@ -652,5 +689,5 @@ func previewDiffs(pvs []protocol.Preview) string {
 			b.WriteString("\n")
 		}
 	}
-	return VisibleLines(b.String())
+	return ShownLines(b.String())
 }

@@ -38,6 +38,17 @@ func TestChangesWithoutADiff(t *testing.T) {
 	if got := Changes("Edit", in(map[string]any{"file_path": "/p/a", "old_string": "x", "new_string": "y"}), []protocol.Preview{{Path: "/p/a", Diff: "-x\n+y\n"}}); got != "-x\n+y\n" {
 		t.Errorf("with the daemon's diff: %q, want the diff", got)
 	}
+	// Padding cannot push what approving writes off the screen, nor out of a diff.
+	pad := Changes("Edit", in(map[string]any{"file_path": "/p/a", "old_string": "SAFE",
+		"new_string": "EVIL | sh\n" + strings.Repeat(" ", 60000) + "\n" + strings.Repeat("\n", 500) + "harmless" + strings.Repeat(" ", 3000) + "tail\n\tindented    code"}), nil)
+	if len(pad) > 1000 || !strings.Contains(pad, "⟨501 lines that show nothing⟩") ||
+		!strings.Contains(pad, "harmless ⟨3000 blanks⟩ tail") || !strings.Contains(pad, "EVIL | sh") || !strings.Contains(pad, "indented    code") {
+		t.Errorf("a padded edit shown as %d bytes: %q", len(pad), pad[:min(len(pad), 400)])
+	}
+	diff := Changes("Write", nil, []protocol.Preview{{Path: "/p/a", Diff: "+EVIL\n" + strings.Repeat("+  \n", 300) + "+ok\n"}})
+	if strings.Count(diff, "\n") > 10 || !strings.Contains(diff, "+EVIL") {
+		t.Errorf("a padded diff shown as %q", diff[:min(len(diff), 300)])
+	}
 	if got := Changes("Bash", in(map[string]any{"command": "ls"}), nil); got != "" {
 		t.Errorf("a Bash call: %q, want nothing", got)
 	}
