@@ -132,3 +132,64 @@ func TestRecheckEndsRefusedResponses(t *testing.T) {
 		t.Errorf("the response streamed on after its host was refused: %d more chunks", chunks)
 	}
 }
+
+// TestRecheckEndsRefusedUploads: a forwarded request whose body is still coming (a chunked
+// POST that never ends: an exfiltration channel) is ended too.
+func TestRecheckEndsRefusedUploads(t *testing.T) {
+	t.Parallel()
+	var got atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64)
+		for {
+			n, err := r.Body.Read(buf)
+			got.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer origin.Close()
+	port := portOf(t, origin.Listener.Addr().String())
+	var denied atomic.Bool
+	s := &Server{
+		Decide: func(_ context.Context, r Request) Verdict {
+			if denied.Load() {
+				return Verdict{Reason: "denied since"}
+			}
+			return Verdict{Allow: true}
+		},
+		AllowPrivate: loopback, Resolver: newResolver("sink.test", "127.0.0.1"),
+	}
+	addr := startProxy(t, s)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://sink.test:%s/up HTTP/1.1\r\nHost: sink.test:%s\r\nTransfer-Encoding: chunked\r\n\r\n", port, port)
+	chunk := func() error { _, err := io.WriteString(c, "4\r\nabcd\r\n"); return err }
+	// The proxy reads a body's first 64 KiB before it forwards the request (checkBodyStart).
+	fmt.Fprintf(c, "%x\r\n%s\r\n", 70000, strings.Repeat("x", 70000))
+	for got.Load() < 70008 {
+		if err := chunk(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	denied.Store(true)
+	if n := s.Recheck(context.Background(), func(string) bool { return true }); n != 1 {
+		t.Fatalf("Recheck ended %d, want the upload", n)
+	}
+	at := got.Load()
+	var werr error
+	for i := 0; i < 200 && werr == nil; i++ {
+		werr = chunk()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if werr == nil {
+		t.Error("the upload went on after its host was refused")
+	}
+	if more := got.Load() - at; more > 64 {
+		t.Errorf("the origin got %d more bytes after the upload was ended", more)
+	}
+}
