@@ -266,6 +266,7 @@ func (p *Process) unpinCovers() {
 				unix.Close(h.fd)
 			}
 		}
+		p.s.pins.give(p.spec.UID, p.pins)
 	})
 }
 
@@ -369,6 +370,12 @@ func (p *Process) moveAsideCreated(running bool) {
 				// Once per root and call: a root that failed stays failed (-1), and one that
 				// does not exist (a cache dir the user never made) holds nothing to move.
 				rfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				// Out of descriptors is the daemon's state, not the dir's: the last look
+				// waits for some (up to a second) rather than leave what the call made.
+				for i := 0; !running && (err == unix.EMFILE || err == unix.ENFILE) && i < 50; i++ {
+					time.Sleep(20 * time.Millisecond)
+					rfd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				}
 				if err != nil {
 					rfd = -1
 				}

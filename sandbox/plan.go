@@ -31,7 +31,16 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	}
 	al := &aliasLookup{tab: tab}
 	busy := s.guarding.snapshot(spec.UID) // before any lstat: see guardSet
-	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() { l, err = lookAround(spec, hidden, al, busy, s.linkScans, &s.gitlinks) })
+	reserve := func(n int) error {
+		if err := s.pins.take(spec.UID, n); err != nil {
+			return err
+		}
+		p.pins = n // given back by unpinCovers
+		return nil
+	}
+	cerr := asCaller(spec.UID, spec.GID, spec.Groups, func() {
+		l, err = lookAround(spec, hidden, al, busy, s.linkScans, &s.gitlinks, reserve)
+	})
 	if l != nil {
 		p.covers, p.hidden = l.covers, l.hidden // the Process holds their fds from here (unpinCovers)
 	}
@@ -141,7 +150,7 @@ func coversOf(v *fsView, protected, writable []string) []covered {
 // lookAround resolves the spec's paths and plans the call's mounts; hidden are the sockets and
 // socket dirs every call hides (hiddenFor), al the mount table the child starts with. Run as
 // the caller. busy are the paths other running calls guard (guardSet).
-func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, scans *linkScans, gitlinks *gitlinkCache) (*look, error) {
+func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, scans *linkScans, gitlinks *gitlinkCache, reserve func(pins int) error) (*look, error) {
 	v := newFSView()
 	// Only the dirs the spec names are writable: a worktree's ".git" file names its git dir,
 	// but that file is the agent's to write, so following it would let the agent pick what
@@ -226,6 +235,13 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	l.fileDeny = slices.DeleteFunc(slices.Clone(deny), func(d string) bool { return slices.Contains(sockets, d) })
 	l.later, l.coveredLater = appearLater(v, l.fileDeny, l.writable, spec.UID)
 	// Last: nothing after them fails, so what they hold open is the Process's to close.
+	pins := len(mountDeny)
+	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace {
+		pins += len(l.protected)
+	}
+	if err := reserve(pins); err != nil {
+		return nil, err
+	}
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace {
 		l.covers = coversOf(v, l.protected, l.writable)
 	}

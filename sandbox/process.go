@@ -58,6 +58,7 @@ type Process struct {
 	hidden    []hiddenPath         // the hidden paths that existed; the call is killed once one is replaced
 	rulesAt   time.Time            // when the plan's landlock expansions were listed: a file born later has no rule
 	unpinOnce sync.Once            // unpinCovers
+	pins      int                  // what plan reserved of s.pins, given back by unpinCovers
 	repos     []guarded            // the dirs whose repository's new gitlinks' .git are moved aside too
 	repoLinks []map[string]fileID  // the gitlinks each of repos held at the start, nil where unknown
 	guardWalk *patternGuard        // Spec.GuardPatterns, whose new matches are moved aside too

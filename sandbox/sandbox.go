@@ -93,6 +93,8 @@ type Sandbox struct {
 	seams seams
 	// expansions keeps the landlock expansions of deny paths' ancestors between calls.
 	expansions *expansionCache
+	// pins bounds the files held open for calls' hidden and protected paths.
+	pins *pinBudget
 	// linkScans keeps the symlinks found in protected dirs between calls.
 	linkScans *linkScans
 	// mounts is the mount table children start with: where else a hidden path shows.
@@ -149,6 +151,7 @@ func newSandbox(cfg Config, log *zap.Logger, sm seams) (*Sandbox, error) {
 	}
 	s.expansions = newExpansionCache(sm.stampSlack)
 	s.linkScans = newLinkScans(sm.stampSlack)
+	s.pins = newPinBudget()
 	mt, err := newMountTable()
 	if err != nil {
 		return nil, errcode.New(errcode.SandboxSetup, fmt.Errorf("init sandbox: %w", err))
