@@ -29,9 +29,15 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
 	// repository's, which the session holds as another dir).
 	var configs, worktrees, gitDirs []string
+	gitconfig, xdgGit := "", ""
+	if home != "" {
+		gitconfig, xdgGit = filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config/git")
+	}
 	for _, c := range candidates {
-		dir, base := filepath.Split(c)
-		dir = filepath.Clean(dir)
+		dir, base := filepath.Split(c) // c is clean: dir is it less its last name, and a "/"
+		if dir != "/" {
+			dir = dir[:len(dir)-1]
+		}
 		switch {
 		case filepath.Base(dir) == ".git" && (base == "config" || base == "config.worktree"):
 			configs = append(configs, c)
@@ -61,9 +67,9 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 					configs = appendNew(configs, p)
 				}
 			}
-		case home != "" && c == filepath.Join(home, ".gitconfig"):
+		case home != "" && c == gitconfig:
 			configs = append(configs, c)
-		case home != "" && c == filepath.Join(home, ".config/git"):
+		case home != "" && c == xdgGit:
 			configs = append(configs, filepath.Join(c, "config"))
 		}
 	}
