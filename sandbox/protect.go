@@ -463,9 +463,35 @@ func keeps(kept []string, c string) bool {
 // where its name lies (hooks/pre-push -> ../../x/../hook with x -> sub/dir is sub/hook). Each
 // is a guarded path with what it says (guarded.link). Run as the caller.
 func linksOnTheWay(v *fsView, c string, writable []string) []guarded {
+	if !filepath.IsAbs(c) || filepath.Clean(c) != c {
+		return linksFrom(v, "/", strings.Split(strings.TrimPrefix(c, "/"), "/"), writable)
+	}
+	// Along a clean c each step is a prefix of it, which costs no allocation, until a link
+	// leads elsewhere: most named paths hold none (a plan asks this of a few hundred).
+	for end := 0; end < len(c); {
+		next := len(c)
+		if i := strings.IndexByte(c[end+1:], '/'); i >= 0 {
+			next = end + 1 + i
+		}
+		fi, err := v.lstat(c[:next])
+		if err != nil {
+			return nil // missing: nothing below it is reached
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			cur := c[:end]
+			if cur == "" {
+				cur = "/"
+			}
+			return linksFrom(v, cur, strings.Split(c[end+1:], "/"), writable)
+		}
+		end = next
+	}
+	return nil
+}
+
+// linksFrom is linksOnTheWay from the dir cur (clean), through the names todo.
+func linksFrom(v *fsView, cur string, todo []string, writable []string) []guarded {
 	var out []guarded
-	todo := strings.Split(strings.TrimPrefix(c, "/"), "/")
-	cur := "/"
 	for hops := 0; len(todo) > 0; {
 		comp := todo[0]
 		todo = todo[1:]
@@ -476,8 +502,7 @@ func linksOnTheWay(v *fsView, c string, writable []string) []guarded {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		// cur is clean and comp one plain name: joined without Join's Clean, which was most
-		// of the plan's CPU here (a dozen components of a few hundred named paths a call).
+		// cur is clean and comp one plain name: joined without Join's Clean.
 		next := cur + "/" + comp
 		if cur == "/" {
 			next = "/" + comp
