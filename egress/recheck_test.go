@@ -95,16 +95,7 @@ func TestRecheckEndsRefusedResponses(t *testing.T) {
 	}))
 	defer origin.Close()
 	port := portOf(t, origin.Listener.Addr().String())
-	var denied atomic.Bool
-	s := &Server{
-		Decide: func(_ context.Context, r Request) Verdict {
-			if denied.Load() {
-				return Verdict{Reason: "denied since"}
-			}
-			return Verdict{Allow: true}
-		},
-		AllowPrivate: loopback, Resolver: newResolver("stream.test", "127.0.0.1"),
-	}
+	s, denied := deniedLater("stream.test")
 	addr := startProxy(t, s)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -150,16 +141,7 @@ func TestRecheckEndsRefusedUploads(t *testing.T) {
 	}))
 	defer origin.Close()
 	port := portOf(t, origin.Listener.Addr().String())
-	var denied atomic.Bool
-	s := &Server{
-		Decide: func(_ context.Context, r Request) Verdict {
-			if denied.Load() {
-				return Verdict{Reason: "denied since"}
-			}
-			return Verdict{Allow: true}
-		},
-		AllowPrivate: loopback, Resolver: newResolver("sink.test", "127.0.0.1"),
-	}
+	s, denied := deniedLater("sink.test")
 	addr := startProxy(t, s)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -192,4 +174,18 @@ func TestRecheckEndsRefusedUploads(t *testing.T) {
 	if more := got.Load() - at; more > 64 {
 		t.Errorf("the origin got %d more bytes after the upload was ended", more)
 	}
+}
+
+// deniedLater is a proxy that allows everything, name on loopback, until denied is set.
+func deniedLater(name string) (*Server, *atomic.Bool) {
+	denied := &atomic.Bool{}
+	return &Server{
+		Decide: func(context.Context, Request) Verdict {
+			if denied.Load() {
+				return Verdict{Reason: "denied since"}
+			}
+			return Verdict{Allow: true}
+		},
+		AllowPrivate: loopback, Resolver: newResolver(name, "127.0.0.1"),
+	}, denied
 }

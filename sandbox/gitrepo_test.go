@@ -299,21 +299,8 @@ func TestNewGitDirsInRepoMadeSafe(t *testing.T) {
 		os.WriteFile(filepath.Join(vendored, "config"), []byte("[core]\n\tbare = false\n"), 0o644)
 		os.MkdirAll(filepath.Join(old, "hooks"), 0o755)
 		os.WriteFile(filepath.Join(old, "hooks", "post-checkout"), []byte("#!/bin/sh\n"), 0o755)
-		chownR(t, f.repo)
-		sp := f.spec(tc.script+" && echo done", f.repo, f.repo)
-		sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
-		sp.Env = append(sp.Env, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
-		sp.MoveAsideCreated, sp.Call = true, "c1"
-		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-		if err != nil || !strings.Contains(out, "done") {
-			t.Fatalf("case %d: %v %q", i, err, out)
-		}
-		var want []string
-		for _, m := range tc.moved {
-			want = append(want, filepath.Join(f.repo, m))
-		}
-		if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
-			t.Errorf("case %d: moved aside %v, want %v", i, got, want)
+		if got := movedInRepo(t, s, f, tc.script); !slices.Equal(got, tc.moved) {
+			t.Errorf("case %d: moved aside %v, want %v", i, got, tc.moved)
 		}
 		for _, p := range []string{"config", "hooks/post-checkout"} {
 			if _, err := os.Lstat(filepath.Join(old, p)); err != nil {
@@ -352,20 +339,8 @@ func TestRebaseTodoExecMovedAside(t *testing.T) {
 		rm := filepath.Join(f.repo, ".git", "rebase-merge")
 		os.MkdirAll(rm, 0o755)
 		os.WriteFile(filepath.Join(rm, "git-rebase-todo"), []byte("pick 1234 a\nexec make test\npick 5678 b\n"), 0o644)
-		chownR(t, f.repo)
-		sp := f.spec(tc.script+" && echo done", f.repo, f.repo)
-		sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
-		sp.MoveAsideCreated, sp.Call = true, "c1"
-		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
-		if err != nil || !strings.Contains(out, "done") {
-			t.Fatalf("case %d: %v %q", i, err, out)
-		}
-		var want []string
-		for _, m := range tc.moved {
-			want = append(want, filepath.Join(f.repo, m))
-		}
-		if got := slices.Sorted(slices.Values(res.MovedAside)); !slices.Equal(got, want) {
-			t.Errorf("case %d (%s): moved aside %v, want %v", i, tc.script, got, want)
+		if got := movedInRepo(t, s, f, tc.script); !slices.Equal(got, tc.moved) {
+			t.Errorf("case %d (%s): moved aside %v, want %v", i, tc.script, got, tc.moved)
 		}
 	}
 }
@@ -395,4 +370,26 @@ func TestNewModuleInSeparateGitDirMadeSafe(t *testing.T) {
 	if want := []string{filepath.Join(sep, "gitstore/modules/lib/config")}; !slices.Equal(res.MovedAside, want) {
 		t.Errorf("moved aside %v, want %v", res.MovedAside, want)
 	}
+}
+
+// movedInRepo runs script in f's repository, as its owner, with the repository's protected
+// paths and sweeps, and returns what the call had moved aside, relative to the repository and
+// sorted.
+func movedInRepo(t *testing.T, s *Sandbox, f *protectFixture, script string) []string {
+	t.Helper()
+	chownR(t, f.repo)
+	sp := f.spec(script+" && echo done", f.repo, f.repo)
+	sp.ProtectedPatterns = ProtectedPatterns(sp.WritableDirs, sp.Dir)
+	sp.Env = append(sp.Env, "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
+	sp.MoveAsideCreated, sp.Call = true, "c1"
+	res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("%s: %v %q", script, err, out)
+	}
+	var moved []string
+	for _, m := range res.MovedAside {
+		rel, _ := filepath.Rel(f.repo, m)
+		moved = append(moved, rel)
+	}
+	return slices.Sorted(slices.Values(moved))
 }
