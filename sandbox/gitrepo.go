@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -398,39 +399,92 @@ func exists(rfd int, rel string) bool {
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
-// gitDirBeneath is the git dir of the repository at rel below rfd (the dir root), relative to
-// rfd: its .git dir, the dir its .git file names when that lies below root too (git init
-// --separate-git-dir, a linked worktree's admin dir), or rel itself for a bare repository;
-// false for none of them.
-func gitDirBeneath(rfd int, root, rel string) (string, bool) {
-	gd := path.Join(rel, ".git")
-	if isDirBeneath(rfd, gd) {
-		return gd, true
-	}
-	if b, ok := readBeneathMax(rfd, gd, maxGitFileBytes); ok {
-		// As git reads it (gitFileDir): only the line's end is cut.
-		if d, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: "); ok && d != "" && !strings.ContainsRune(d, 0) {
-			if path.IsAbs(d) {
-				d = strings.TrimPrefix(path.Clean(d), strings.TrimSuffix(root, "/")+"/")
-			} else {
-				d = path.Join(rel, d)
-			}
-			// Reached without a link, as every look below it is.
-			if !path.IsAbs(d) && d != ".." && !strings.HasPrefix(d, "../") && dirWithoutLinks(rfd, d) {
-				return d, true
-			}
+// gitDirOf is where the git dir of the repository at dir lies: its .git dir (a link to one
+// followed), the dir its .git file names (git init --separate-git-dir, a linked worktree's
+// admin dir), or dir itself for a bare repository, resolved, as the writable dir that holds it
+// and the path below that. False when there is none, or it lies in no writable dir: a call
+// cannot write there. Run as the caller.
+func gitDirOf(v *fsView, dir string, writable []string) (root, rel string, ok bool) {
+	gd := filepath.Join(dir, ".git")
+	fi, err := os.Stat(gd)
+	switch {
+	case err == nil && fi.IsDir():
+	case err == nil && fi.Mode().IsRegular():
+		if gd = gitFileDir(gd); gd == "" {
+			return "", "", false
 		}
-		return "", false
+	case isGitDir(dir):
+		gd = dir
+	default:
+		return "", "", false
 	}
-	return rel, isBareBeneath(rfd, rel)
+	gd = resolve(v, gd)
+	for _, w := range writable {
+		if under(gd, w) {
+			if rel = "."; gd != w {
+				rel = strings.TrimPrefix(gd[len(w):], "/")
+			}
+			return w, rel, true
+		}
+	}
+	return "", "", false
 }
 
-// rebaseTodos are the to-do lists, in a git dir, whose lines the user's next `git rebase
+// Bounds of the look for a repository's submodules' git dirs whose rebase state is checked:
+// past them the rest are not.
+const (
+	maxStateModuleDepth   = 8
+	maxStateModuleEntries = 4096
+)
+
+// runStateDirs are the git dirs below rfd whose rebase, cherry-pick or revert the user may
+// continue: gd, its linked worktrees' admin dirs and its submodules' git dirs (each rebases on
+// its own), within the bounds.
+func runStateDirs(rfd int, gd string) []string {
+	dirs := []string{gd}
+	budget := maxStateModuleEntries
+	var modules func(dir string, depth int)
+	modules = func(dir string, depth int) {
+		names := namesIn(rfd, dir)
+		if budget -= len(names); budget < 0 || depth > maxStateModuleDepth {
+			return
+		}
+		for n := range names {
+			sub := path.Join(dir, n)
+			if !isDirBeneath(rfd, sub) {
+				continue
+			}
+			if exists(rfd, path.Join(sub, "HEAD")) {
+				dirs = append(dirs, sub)
+				modules(path.Join(sub, "modules"), depth+1)
+			} else {
+				modules(sub, depth+1)
+			}
+		}
+	}
+	for w := range namesIn(rfd, path.Join(gd, "worktrees")) {
+		if wt := path.Join(gd, "worktrees", w); isDirBeneath(rfd, wt) {
+			dirs = append(dirs, wt)
+			modules(path.Join(wt, "modules"), 1)
+		}
+	}
+	modules(path.Join(gd, "modules"), 1)
+	return dirs
+}
+
+// runStateTodos are the to-do lists, in a git dir, whose lines the user's next `git rebase
 // --continue` (or cherry-pick, revert) runs: an exec line there is a shell command, run
 // unconfined. A rebase keeps its list writable, since git rewrites it at each step.
-var rebaseTodos = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
+var runStateTodos = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
 
-// maxTodoBytes bounds a to-do list read; one the call left larger is moved aside unread.
+// runStateNamed are the files, in a git dir, from which the user's next --continue takes the
+// name of a program it runs: the merge strategy (`git merge-<name>`, which a name with a `/`
+// makes a path in the worktree) and its options. git writes them when the operation starts
+// and never after, so any change a call makes is one git did not.
+var runStateNamed = []string{"rebase-merge/strategy", "rebase-merge/strategy_opts", "sequencer/opts"}
+
+// maxTodoBytes bounds a to-do list or named file read; one the call left larger is moved aside
+// unread.
 const maxTodoBytes = 1 << 20
 
 // todoExecs returns the exec lines of the to-do list rel below rfd (each as written, blanks at
@@ -456,66 +510,73 @@ func todoExecs(rfd int, rel string) (execs map[string]bool, found, ok bool) {
 	return execs, true, true
 }
 
-// todoPaths are the to-do lists of the git dir gd below rfd, and of its linked worktrees'
-// (each rebases on its own, in worktrees/NAME), up to maxGitDirEntries of them.
-func todoPaths(rfd int, gd string) []string {
-	var out []string
-	dirs := []string{gd}
-	n := 0
-	for w := range namesIn(rfd, path.Join(gd, "worktrees")) {
-		if n++; n > maxGitDirEntries {
-			break
-		}
-		dirs = append(dirs, path.Join(gd, "worktrees", w))
-	}
-	for _, d := range dirs {
-		for _, t := range rebaseTodos {
-			out = append(out, path.Join(d, t))
-		}
-	}
-	return out
+// runState is what the repositories' rebase, cherry-pick and revert state held when the call
+// started, by each file's absolute path: the to-do lists' exec lines, the named files' content.
+type runState struct {
+	execs map[string]map[string]bool
+	named map[string]string
 }
 
-// todoStart is what exec lines each repository's to-do lists held when the call started, by
-// the list's absolute path (nil: the list did not exist or could not be read).
-type todoStart map[string]map[string]bool
-
-// todosOf reads the to-do lists of repos, run as the caller.
-func todosOf(repos []guarded) todoStart {
-	out := todoStart{}
+// runStateOf reads the run state of repos' git dirs, run as the caller.
+func runStateOf(repos []guarded, writable []string) runState {
+	st := runState{execs: map[string]map[string]bool{}, named: map[string]string{}}
+	v := newFSView()
 	for _, r := range repos {
-		rfd, err := unix.Open(r.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		root, gd, ok := gitDirOf(v, filepath.Join(r.root, r.rel), writable)
+		if !ok {
+			continue
+		}
+		rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		if gd, ok := gitDirBeneath(rfd, r.root, r.rel); ok {
-			for _, rel := range todoPaths(rfd, gd) {
-				if execs, found, _ := todoExecs(rfd, rel); found {
-					out[path.Join(r.root, rel)] = execs
+		for _, d := range runStateDirs(rfd, gd) {
+			for _, t := range runStateTodos {
+				if execs, found, _ := todoExecs(rfd, path.Join(d, t)); found {
+					st.execs[path.Join(root, d, t)] = execs
+				}
+			}
+			for _, n := range runStateNamed {
+				if b, ok := readBeneathMax(rfd, path.Join(d, n), maxTodoBytes); ok {
+					st.named[path.Join(root, d, n)] = string(b)
 				}
 			}
 		}
 		unix.Close(rfd)
 	}
-	return out
+	return st
 }
 
-// addedExecs returns the to-do lists of the repository whose git dir is gd (below rfd, in
-// the writable dir root) that hold an exec line they did not hold at the start, or that can no
-// longer be read whole: relative to rfd, to be moved aside.
-func (ts todoStart) addedExecs(rfd int, root, gd string) []string {
+// changed returns what of the run state of the git dir gd (below rfd, in the writable dir root)
+// the call changed so that the user's --continue would run a program it did not: a to-do list
+// holding an exec line it did not, a named file made or changed, either one that can no longer
+// be read whole. Relative to rfd, to be moved aside.
+func (st runState) changed(rfd int, root, gd string) []string {
 	var out []string
-	for _, rel := range todoPaths(rfd, gd) {
-		execs, found, ok := todoExecs(rfd, rel)
-		if !found {
-			continue
+	for _, d := range runStateDirs(rfd, gd) {
+		for _, t := range runStateTodos {
+			rel := path.Join(d, t)
+			execs, found, ok := todoExecs(rfd, rel)
+			if !found {
+				continue
+			}
+			had, added := st.execs[path.Join(root, rel)], !ok
+			for l := range execs {
+				added = added || !had[l]
+			}
+			if added {
+				out = append(out, rel)
+			}
 		}
-		had, added := ts[path.Join(root, rel)], !ok
-		for l := range execs {
-			added = added || !had[l]
-		}
-		if added {
-			out = append(out, rel)
+		for _, n := range runStateNamed {
+			rel := path.Join(d, n)
+			if !exists(rfd, rel) {
+				continue
+			}
+			b, ok := readBeneathMax(rfd, rel, maxTodoBytes)
+			if was, had := st.named[path.Join(root, rel)]; !ok || !had || string(b) != was {
+				out = append(out, rel)
+			}
 		}
 	}
 	return out

@@ -330,7 +330,14 @@ func TestRebaseTodoExecMovedAside(t *testing.T) {
 			[]string{".git/worktrees/wt/rebase-merge/git-rebase-todo"}},
 		{`head -c 2000000 /dev/zero | tr '\0' '#' >> ` + todo, []string{todo}},
 		{`ln -s /etc/passwd t && mv t ` + todo, []string{todo}},
-		// What git does: a step done, the user's own exec lines kept.
+		// The strategy git runs (git merge-<name>: a path with a /) and its options.
+		{`echo ../x > .git/rebase-merge/strategy`, []string{".git/rebase-merge/strategy"}},
+		{`echo -Xours > .git/rebase-merge/strategy_opts`, []string{".git/rebase-merge/strategy_opts"}},
+		{`mkdir -p .git/sequencer && printf '[options]\n\tstrategy = ../x\n' > .git/sequencer/opts`, []string{".git/sequencer/opts"}},
+		// A submodule rebases on its own.
+		{`mkdir -p .git/modules/sub/rebase-merge && echo 'ref: refs/heads/main' > .git/modules/sub/HEAD && ` +
+			`echo 'exec touch PWNED' > .git/modules/sub/rebase-merge/git-rebase-todo`, []string{".git/modules/sub/rebase-merge/git-rebase-todo"}},
+		// What git does: a step done, the user's own exec lines kept, the user's strategy kept.
 		{`sed -i 1d ` + todo, nil},
 		{`printf 'exec make test\npick 5678 b\n' > ` + todo, nil},
 		{`echo '# exec touch PWNED' >> ` + todo + ` && echo 'pick 9abc c' >> ` + todo, nil},
@@ -339,6 +346,7 @@ func TestRebaseTodoExecMovedAside(t *testing.T) {
 		rm := filepath.Join(f.repo, ".git", "rebase-merge")
 		os.MkdirAll(rm, 0o755)
 		os.WriteFile(filepath.Join(rm, "git-rebase-todo"), []byte("pick 1234 a\nexec make test\npick 5678 b\n"), 0o644)
+		os.WriteFile(filepath.Join(rm, "strategy"), []byte("ours\n"), 0o644)
 		if got := movedInRepo(t, s, f, tc.script); !slices.Equal(got, tc.moved) {
 			t.Errorf("case %d (%s): moved aside %v, want %v", i, tc.script, got, tc.moved)
 		}
@@ -392,4 +400,39 @@ func movedInRepo(t *testing.T, s *Sandbox, f *protectFixture, script string) []s
 		moved = append(moved, rel)
 	}
 	return slices.Sorted(slices.Values(moved))
+}
+
+// TestRunStateInSeparateGitDir: the rebase state of a repository whose .git file names a git
+// dir in another writable dir, or one reached through a link, is held to the same check.
+func TestRunStateInSeparateGitDir(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	s := newTestSandbox(t, Config{})
+	for _, viaLink := range []bool{false, true} {
+		f := newProtectFixture(t)
+		proj, store := filepath.Join(f.home, "proj"), filepath.Join(f.home, "store")
+		os.MkdirAll(store, 0o755)
+		hostGit(t, f.home, "init", "-q", "--separate-git-dir", filepath.Join(store, "real.git"), proj)
+		gitdir := filepath.Join(store, "real.git")
+		if viaLink {
+			os.Symlink("real.git", filepath.Join(store, "l.git"))
+			gitdir = filepath.Join(store, "l.git")
+		}
+		os.WriteFile(filepath.Join(proj, ".git"), []byte("gitdir: "+gitdir+"\n"), 0o644)
+		rm := filepath.Join(store, "real.git", "rebase-merge")
+		os.MkdirAll(rm, 0o755)
+		os.WriteFile(filepath.Join(rm, "git-rebase-todo"), []byte("pick 1234 a\n"), 0o644)
+		chownR(t, f.home)
+		// Older than the call, as a user's link is: one changed at its start counts as its.
+		time.Sleep(50 * time.Millisecond)
+		sp := f.spec("echo 'exec touch PWNED' >> "+filepath.Join(gitdir, "rebase-merge", "git-rebase-todo")+" && echo done", proj, proj, store)
+		sp.MoveAsideCreated, sp.Call = true, "c1"
+		res, out, err := run(t, s, ctxTimeout(t, 20*time.Second), sp)
+		if err != nil || !strings.Contains(out, "done") {
+			t.Fatalf("link %v: %v %q", viaLink, err, out)
+		}
+		if want := []string{filepath.Join(rm, "git-rebase-todo")}; !slices.Equal(res.MovedAside, want) {
+			t.Errorf("link %v: moved aside %v, want %v", viaLink, res.MovedAside, want)
+		}
+	}
 }

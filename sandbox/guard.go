@@ -567,23 +567,29 @@ func (p *Process) moveAsideCreated(running bool) {
 			for _, g := range gits {
 				move(rfd, r.root, g)
 			}
-			gd, ok := gitDirBeneath(rfd, r.root, r.rel)
+			// Its git dir, wherever it lies in the writable dirs (a separate git dir, one
+			// reached through a link).
+			root, gd, ok := gitDirOf(newFSView(), filepath.Join(r.root, r.rel), p.writable)
 			if !ok {
 				continue
 			}
-			// An exec line added to a rebase's to-do list runs at the user's next --continue.
-			for _, t := range p.todos.addedExecs(rfd, r.root, gd) {
-				move(rfd, r.root, t)
+			gfd, ok := rootFD(root)
+			if !ok {
+				continue
+			}
+			// What the user's next --continue would run that git did not put there.
+			for _, t := range p.runState.changed(gfd, root, gd) {
+				move(gfd, root, t)
 			}
 			// A submodule's or worktree's git dir the call made in the repository's.
 			if p.gitStarts == nil {
 				p.gitStarts = map[string]*gitStart{}
 			}
-			if p.gitStarts[r.root] == nil {
-				p.gitStarts[r.root] = newGitStart(r.root, p.covers, p.guard)
+			if p.gitStarts[root] == nil {
+				p.gitStarts[root] = newGitStart(root, p.covers, p.guard)
 			}
-			for _, u := range unsafeInGitDir(rfd, gd, p.gitStarts[r.root]) {
-				move(rfd, r.root, u)
+			for _, u := range unsafeInGitDir(gfd, gd, p.gitStarts[root]) {
+				move(gfd, root, u)
 			}
 		}
 	})

@@ -47,7 +47,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	if err != nil || cerr != nil {
 		return nil, nil, errors.Join(err, cerr)
 	}
-	p.guard, p.repos, p.repoLinks, p.todos, p.writable = l.guard, l.repos, l.repoLinks, l.todos, l.writable
+	p.guard, p.repos, p.repoLinks, p.runState, p.writable = l.guard, l.repos, l.repoLinks, l.runState, l.writable
 	if spec.MoveAsideCreated && !spec.ReadOnlyWorkspace && len(spec.GuardPatterns) > 0 {
 		// A user's link kept leading where it did (guarded.target) is the user's, not a new
 		// match the call made: the sweep puts it back, and must not then move it aside.
@@ -122,7 +122,7 @@ type look struct {
 	hidden             []hiddenPath
 	repos              []guarded           // where a repository's submodules are looked at (gitlinkGits)
 	repoLinks          []map[string]fileID // each one's gitlinks and their .git now, nil where unknown
-	todos              todoStart           // their rebase to-do lists' exec lines now
+	runState           runState            // their rebase state now
 	fileDeny           []string            // deny paths landlock keeps unreadable
 	later              []string            // deny paths that may appear while the call runs (appearLater)
 	coveredLater       []string            // the ones of later that exist, covered by the mounts
@@ -208,7 +208,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 				return nil, errWalkShare(wait)
 			}
 			l.repoLinks = gitlinksOf(spec.UID, l.repos, gitlinks)
-			l.todos = todosOf(l.repos)
+			l.runState = runStateOf(l.repos, l.writable)
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves
 			// the restored one aside.

@@ -63,7 +63,7 @@ type Process struct {
 	repoLinks []map[string]fileID  // the gitlinks each of repos held at the start, nil where unknown
 	guardWalk *patternGuard        // Spec.GuardPatterns, whose new matches are moved aside too
 	gitStarts map[string]*gitStart // per writable dir, what of its repositories' git dirs the plan protects
-	todos     todoStart            // the exec lines of the repositories' rebase to-do lists at the start
+	runState  runState             // the repositories' rebase state at the start
 	walkNext  time.Time            // a sweep while the call runs walks guardWalk from then on
 	writable  []string             // the writable dirs, where a guarded path behind a link may lead
 	sweepDone chan struct{}
