@@ -237,11 +237,19 @@ func ShownLines(s string) string {
 			j++
 		}
 		for ; i < j; i++ {
-			out = append(out, shownRuns(lines[i], 32))
+			l := []rune(shownRuns(lines[i], 32))
+			if len(l) > maxShownLine {
+				// Blanks broken up by dots pass the runs' collapsing, and wrap into screens.
+				l = append(l[:maxShownLine:maxShownLine], []rune(fmt.Sprintf("⟨+%d chars of this line not shown: answer no unless you know them⟩", len(l)-maxShownLine))...)
+			}
+			out = append(out, string(l))
 		}
 	}
 	return strings.Join(out, "\n")
 }
+
+// maxShownLine is the most of one line ShownLines shows.
+const maxShownLine = 512
 
 // blank reports a character drawn as an empty cell (a tab as several).
 func blank(r rune) bool {

@@ -45,6 +45,10 @@ func TestChangesWithoutADiff(t *testing.T) {
 		!strings.Contains(pad, "harmless ⟨3000 blanks⟩ tail") || !strings.Contains(pad, "EVIL | sh") || !strings.Contains(pad, "indented    code") {
 		t.Errorf("a padded edit shown as %d bytes: %q", len(pad), pad[:min(len(pad), 400)])
 	}
+	dotted := Changes("Write", in(map[string]any{"file_path": "/p/a", "content": "EVIL" + strings.Repeat(strings.Repeat(" ", 32)+".", 2000) + "tail"}), nil)
+	if len(dotted) > 2000 || !strings.Contains(dotted, "chars of this line not shown") {
+		t.Errorf("blanks broken up by dots shown as %d bytes", len(dotted))
+	}
 	diff := Changes("Write", nil, []protocol.Preview{{Path: "/p/a", Diff: "+EVIL\n" + strings.Repeat("+  \n", 300) + "+ok\n"}})
 	if strings.Count(diff, "\n") > 10 || !strings.Contains(diff, "+EVIL") {
 		t.Errorf("a padded diff shown as %q", diff[:min(len(diff), 300)])
