@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -220,4 +221,32 @@ func benchPlanSpec(b *testing.B) (*Sandbox, Spec) {
 		ReadOnlyDirs: []string{results}, DenyPaths: deny, UID: nobody, GID: nobody, Session: "bp", Call: "c",
 		ProtectedPaths: ProtectedCandidates(writable, work, home), ProtectedPatterns: ProtectedPatterns(writable, work),
 		MoveAsideCreated: true}
+}
+
+// BenchmarkPatternWalk is a walk of 4 000 entries for 200 rules each naming a file at any depth
+// (Read(.env)-like) and one with a wildcard name, as every call of such a session walks.
+// go test -run '^$' -bench PatternWalk ./sandbox/
+func BenchmarkPatternWalk(b *testing.B) {
+	base := hostTempDir(b, "/var/tmp", "sbx-benchwalk-")
+	for i := 0; i < 400; i++ {
+		d := filepath.Join(base, fmt.Sprintf("d%d", i))
+		os.MkdirAll(d, 0o755)
+		for j := 0; j < 9; j++ {
+			os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d", j)), nil, 0o644)
+		}
+	}
+	var pats []string
+	for i := 0; i < 200; i++ {
+		pats = append(pats, escapePattern(base)+fmt.Sprintf("/**/.secret%d", i))
+	}
+	pats = append(pats, escapePattern(base)+"/**/*.key")
+	runtime.LockOSThread() // the walk's CPU bound reads the thread's clock, as asCaller's
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := expandPatterns(newFSView(), pats, []string{base}, 0, patternWalk{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

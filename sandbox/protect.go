@@ -713,9 +713,20 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 	for _, start := range order {
 		pats := walks[start]
 		modules := modulePatterns(pats)
+		// The commonest rule, a literal name at any depth (Read(.env): /**/.env), is one map
+		// look an entry however many there are; the others are tried one by one.
+		names, others := map[string]bool{}, []pathPattern(nil)
+		for _, pp := range pats {
+			if pp.name != "" && !strings.ContainsAny(pp.name, `*?[\`) {
+				names[pp.name] = true
+			} else {
+				others = append(others, pp)
+			}
+		}
+		perEntry := len(others) + min(len(names), 1)
 		// visit reports whether to walk into p: a match is covered whole, not entered.
 		visit := func(p, name string, isDir bool) bool {
-			if checks += len(pats); checks > checksMax {
+			if checks += perEntry; checks > checksMax {
 				w.budget = 0 // the walk stops at its next entry (errWalkBudget)
 			}
 			if visits++; visits%64 == 0 {
@@ -734,8 +745,12 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 					}
 				}
 			}
-			descend := false
-			for _, pp := range pats {
+			if names[name] {
+				out = append(out, p)
+				return false
+			}
+			descend := len(names) > 0 // a name at any depth may lie below anything
+			for _, pp := range others {
 				if pp.match(p, name) {
 					out = append(out, p)
 					return false
