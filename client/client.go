@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -178,21 +179,48 @@ func (c *Client) streamLines(ctx context.Context, path, accept, what string, fn 
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return statusError(resp.StatusCode, data)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		if err := fn(sc.Bytes()); err != nil {
-			return err
+	// A line past maxLine (an audit record written before records were bounded) is skipped,
+	// not the end of the stream: what follows it is still shown, and the skip is reported.
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var buf []byte
+	over, skipped := false, 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !over {
+			if len(buf)+len(chunk) > maxLine {
+				over, buf = true, buf[:0]
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		whole := err == nil || err == io.EOF && len(buf) > 0
+		if over {
+			skipped++
+		} else if whole {
+			line := bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
+			if ferr := fn(line); ferr != nil {
+				return ferr
+			}
+		}
+		buf, over = buf[:0], false
+		if err != nil {
+			var skip error
+			if skipped > 0 {
+				skip = fmt.Errorf("read %s: %d lines over %d MiB were skipped", what, skipped, maxLine>>20)
+			}
+			if ctx.Err() != nil || err == io.EOF {
+				return skip
+			}
+			return errors.Join(fmt.Errorf("read %s: %w", what, err), skip)
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", what, err)
-	}
-	return nil
 }
+
+// maxLine is the longest NDJSON line streamLines hands on.
+const maxLine = 16 << 20
 
 // Health is GET /v1/healthz.
 func (c *Client) Health(ctx context.Context) (protocol.Health, error) {
