@@ -82,6 +82,7 @@ func appendBody(dst []byte, r *Record, inputCompact bool) ([]byte, error) {
 			}
 			dst = append(dst, ']')
 		}
+		dst = appendOptInt(dst, "moved_aside_more", o.MovedAsideMore)
 		dst = appendOptString(dst, "error", string(o.Error))
 		dst = append(dst, '}')
 	}

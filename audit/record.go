@@ -113,8 +113,10 @@ type Outcome struct {
 	// moved there at its timeout, still running): ExitCode is then not the command's, which
 	// the task's task.end record, with the same task_id, holds.
 	TaskID string `json:"task_id,omitempty"`
-	// MovedAside are the protected paths a Bash command made, moved aside when it ended.
-	MovedAside []string `json:"moved_aside,omitempty"`
+	// MovedAside are the protected paths a Bash command made, moved aside when it ended: the
+	// first few hundred, MovedAsideMore counting the rest (sandbox.Result).
+	MovedAside     []string `json:"moved_aside,omitempty"`
+	MovedAsideMore int64    `json:"moved_aside_more,omitempty"`
 	// Error is the error class (Classify), never the message.
 	Error errcode.Code `json:"error,omitempty"`
 }

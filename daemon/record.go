@@ -179,6 +179,9 @@ func outcomeOf(o *executor.Outcome) *audit.Outcome {
 	out.PidsLimit, _ = d["pids_limited"].(bool)
 	out.OutputBytes = num(d["stdout_bytes"]) + num(d["stderr_bytes"])
 	out.MovedAside, _ = d["moved_aside"].([]string)
+	if n, ok := d["moved_aside_more"].(int); ok {
+		out.MovedAsideMore = int64(n)
+	}
 	out.TaskID, _ = d["backgroundTaskId"].(string)
 	// The tools name persisted output as the agents' clients do (COMPAT: persistedOutputPath).
 	for _, k := range []string{"persistedOutputPath", "persistedStderrPath"} {
@@ -296,6 +299,9 @@ func (r *recorder) taskEnd(ctx context.Context, s *session.Session, id string, r
 		if len(res.MovedAside) > 0 {
 			b, _ := json.Marshal(res.MovedAside)
 			detail["moved_aside"] = string(b)
+		}
+		if res.MovedAsideMore > 0 {
+			detail["moved_aside_more"] = strconv.Itoa(res.MovedAsideMore)
 		}
 	}
 	err := r.log.Append(ctx, &audit.Record{Kind: audit.KindTaskEnd, Caller: auditCaller(snap.Owner), Session: snap.ID,

@@ -452,6 +452,9 @@ func (t *task) status() map[string]any {
 			if len(res.MovedAside) > 0 {
 				m["moved_aside"] = res.MovedAside
 			}
+			if res.MovedAsideMore > 0 {
+				m["moved_aside_more"] = res.MovedAsideMore
+			}
 		}
 	}
 	return m

@@ -764,8 +764,12 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 		text = append(text, fmt.Sprintf("Exit code %d", sres.ExitCode))
 	}
 	if len(sres.MovedAside) > 0 {
+		names := strings.Join(sres.MovedAside, ", ")
+		if sres.MovedAsideMore > 0 {
+			names += fmt.Sprintf(" and %d more", sres.MovedAsideMore)
+		}
 		text = append(text, fmt.Sprintf("[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s. Protected paths are read-only in every call, and making one takes a person's approval of that very path: write it with Write or Edit, which ask]",
-			sandbox.BlockedSuffix, strings.Join(sres.MovedAside, ", ")))
+			sandbox.BlockedSuffix, names))
 	}
 	if len(text) > 0 {
 		res.Content = append([]Block{{Type: "text", Text: strings.Join(text, "\n")}}, res.Content...)
@@ -799,6 +803,9 @@ func (h *Host) bashResult(c *Call, command string, run *bashRun, interrupted, pe
 	}
 	if len(sres.MovedAside) > 0 {
 		res.Data["moved_aside"] = sres.MovedAside
+	}
+	if sres.MovedAsideMore > 0 {
+		res.Data["moved_aside_more"] = sres.MovedAsideMore
 	}
 	// The report comes from the command's own shell, so it is only a claim: the new cwd is
 	// resolved as the owner and kept only inside the session's directories.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -223,15 +224,56 @@ func (p *Process) sweepWhileRunning() {
 	}
 }
 
-// lastSweep runs once every process of the call is gone, and returns every path moved aside
-// while it ran and now.
-func (p *Process) lastSweep() []string {
+// lastSweep runs once every process of the call is gone, and returns the paths moved aside
+// while it ran and now, as Result reports them, and how many more it moved.
+func (p *Process) lastSweep() ([]string, int) {
 	if len(p.guard) == 0 && len(p.repos) == 0 && p.guardWalk == nil && len(p.covers) == 0 {
-		return nil
+		return nil, 0
 	}
 	<-p.sweepDone
 	p.moveAsideCreated(false)
-	return p.moved
+	shown := make([]string, len(p.moved))
+	for i, m := range p.moved {
+		shown[i] = ShownPath(m)
+	}
+	return shown, p.movedMore
+}
+
+// Bounds of the paths a call's result names as moved aside (each one moved all the same): a
+// call can make thousands at paths of 4 KiB, which the result, the audit record and the
+// daemon's memory until the call ends would otherwise hold whole.
+const (
+	maxMovedListed      = 256
+	maxMovedListedBytes = 64 << 10
+)
+
+// noteMoved records that path was moved aside, and reports whether it had been before in this
+// call (it was made again). Past the bounds the path is only counted.
+func (p *Process) noteMoved(path string) (again bool) {
+	if p.movedSet[path] {
+		return true
+	}
+	if len(p.moved) >= maxMovedListed || p.movedBytes+len(path) > maxMovedListedBytes {
+		p.movedMore++
+		return false
+	}
+	if p.movedSet == nil {
+		p.movedSet = map[string]bool{}
+	}
+	p.movedSet[path] = true
+	p.moved = append(p.moved, path)
+	p.movedBytes += len(path)
+	return false
+}
+
+// ShownPath is a path as a result or a record names it: as it is, or, when it is not valid
+// UTF-8 or holds a quote or a backslash, Go-quoted (it then starts with a quote, which an
+// absolute path never does), so two names that differ only in bytes JSON cannot carry stay two.
+func ShownPath(p string) string {
+	if utf8.ValidString(p) && !strings.ContainsAny(p, `"\`) {
+		return p
+	}
+	return strconv.Quote(p)
 }
 
 // KilledCoverLost is the kill reason of a call whose read-only cover of a protected path was
@@ -417,9 +459,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			switch {
 			case err == nil:
 				p.s.guarding.movedAside(path)
-				if !slices.Contains(p.moved, path) {
-					p.moved = append(p.moved, path)
-				} else if running && remade == "" {
+				if p.noteMoved(path) && running && remade == "" {
 					remade = path
 				}
 			case !errors.Is(err, fs.ErrNotExist):
@@ -449,10 +489,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			if g.target != "" {
 				if keepLink(rfd, g.rel, g.target, p.spec.Call) {
-					path := filepath.Join(g.root, g.rel)
-					if !slices.Contains(p.moved, path) {
-						p.moved = append(p.moved, path)
-					} else if running && remade == "" {
+					if path := filepath.Join(g.root, g.rel); p.noteMoved(path) && running && remade == "" {
 						remade = path
 					}
 				}

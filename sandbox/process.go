@@ -28,8 +28,10 @@ type Result struct {
 	PidsLimited     bool
 	TimedOut        bool
 	KilledBy        string // "timeout", "cancelled", or the reason given to Kill
-	// MovedAside are the protected paths the call created, moved aside (Spec.MoveAsideCreated).
-	MovedAside []string
+	// MovedAside are the protected paths the call created, moved aside (Spec.MoveAsideCreated),
+	// as ShownPath shows them: the first few hundred, MovedAsideMore counting the rest.
+	MovedAside     []string
+	MovedAsideMore int
 }
 
 // Process is a started execution. Wait must be called exactly once.
@@ -53,21 +55,24 @@ type Process struct {
 	// guard are the protected paths missing at the start, in their writable dirs
 	// (Spec.MoveAsideCreated); moved aside whenever they exist while the call runs and at its
 	// end, by sweepWhileRunning (done: sweepDone) and lastSweep, into moved.
-	guard     []guarded
-	covers    []covered            // the protected paths that existed, moved aside once replaced
-	hidden    []hiddenPath         // the hidden paths that existed; the call is killed once one is replaced
-	rulesAt   time.Time            // when the plan's landlock expansions were listed: a file born later has no rule
-	unpinOnce sync.Once            // unpinCovers
-	pins      int                  // what plan reserved of s.pins, given back by unpinCovers
-	repos     []guarded            // the dirs whose repository's new gitlinks' .git are moved aside too
-	repoLinks []map[string]fileID  // the gitlinks each of repos held at the start, nil where unknown
-	guardWalk *patternGuard        // Spec.GuardPatterns, whose new matches are moved aside too
-	gitStarts map[string]*gitStart // per writable dir, what of its repositories' git dirs the plan protects
-	runState  runState             // the repositories' rebase state at the start
-	walkNext  time.Time            // a sweep while the call runs walks guardWalk from then on
-	writable  []string             // the writable dirs, where a guarded path behind a link may lead
-	sweepDone chan struct{}
-	moved     []string
+	guard      []guarded
+	covers     []covered            // the protected paths that existed, moved aside once replaced
+	hidden     []hiddenPath         // the hidden paths that existed; the call is killed once one is replaced
+	rulesAt    time.Time            // when the plan's landlock expansions were listed: a file born later has no rule
+	unpinOnce  sync.Once            // unpinCovers
+	pins       int                  // what plan reserved of s.pins, given back by unpinCovers
+	repos      []guarded            // the dirs whose repository's new gitlinks' .git are moved aside too
+	repoLinks  []map[string]fileID  // the gitlinks each of repos held at the start, nil where unknown
+	guardWalk  *patternGuard        // Spec.GuardPatterns, whose new matches are moved aside too
+	gitStarts  map[string]*gitStart // per writable dir, what of its repositories' git dirs the plan protects
+	runState   runState             // the repositories' rebase state at the start
+	walkNext   time.Time            // a sweep while the call runs walks guardWalk from then on
+	writable   []string             // the writable dirs, where a guarded path behind a link may lead
+	sweepDone  chan struct{}
+	moved      []string
+	movedSet   map[string]bool // p.moved, for noteMoved
+	movedBytes int             // p.moved's paths' length
+	movedMore  int             // moved aside past noteMoved's bounds, counted only
 
 	mu       sync.Mutex
 	killedBy string
@@ -272,7 +277,7 @@ func (p *Process) Wait() (*Result, error) {
 		p.endReported = true
 		res.ExitCode = status
 		err := p.finish(res)
-		res.MovedAside = p.lastSweep()
+		res.MovedAside, res.MovedAsideMore = p.lastSweep()
 		return res, err
 	}
 	var ee *exec.ExitError
@@ -291,7 +296,7 @@ func (p *Process) Wait() (*Result, error) {
 		res.ExitCode = ws.ExitStatus()
 	}
 	cleanupErr := p.finish(res)
-	res.MovedAside = p.lastSweep()
+	res.MovedAside, res.MovedAsideMore = p.lastSweep()
 	return res, cleanupErr
 }
 
