@@ -3,6 +3,7 @@ package sandbox
 import (
 	"crypto/rand"
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -248,19 +249,21 @@ const (
 )
 
 // noteMoved records that path was moved aside, and reports whether it had been before in this
-// call (it was made again). Past the bounds the path is only counted.
+// call (it was made again). Every path is remembered, by a hash (a loop that remakes one past
+// the listed few hundred is a loop all the same); past the bounds it is only counted.
 func (p *Process) noteMoved(path string) (again bool) {
-	if p.movedSet[path] {
+	if p.movedSet == nil {
+		p.movedSet, p.movedSeed = map[uint64]bool{}, maphash.MakeSeed()
+	}
+	h := maphash.String(p.movedSeed, path)
+	if p.movedSet[h] {
 		return true
 	}
+	p.movedSet[h] = true
 	if len(p.moved) >= maxMovedListed || p.movedBytes+len(path) > maxMovedListedBytes {
 		p.movedMore++
 		return false
 	}
-	if p.movedSet == nil {
-		p.movedSet = map[string]bool{}
-	}
-	p.movedSet[path] = true
 	p.moved = append(p.moved, path)
 	p.movedBytes += len(path)
 	return false

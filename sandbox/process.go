@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"os/exec"
 	"runtime"
@@ -70,9 +71,10 @@ type Process struct {
 	writable   []string             // the writable dirs, where a guarded path behind a link may lead
 	sweepDone  chan struct{}
 	moved      []string
-	movedSet   map[string]bool // p.moved, for noteMoved
-	movedBytes int             // p.moved's paths' length
-	movedMore  int             // moved aside past noteMoved's bounds, counted only
+	movedSet   map[uint64]bool // every path moved aside, by its hash (noteMoved)
+	movedSeed  maphash.Seed
+	movedBytes int // p.moved's paths' length
+	movedMore  int // moved aside past noteMoved's bounds, counted only
 
 	mu       sync.Mutex
 	killedBy string
