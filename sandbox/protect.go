@@ -389,11 +389,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 				addClean(r)
 			}
 			if spec.MoveAsideCreated {
-				for _, g := range linksOnTheWay(v, t, writable) {
-					if !slices.Contains(missing, g) {
-						missing = append(missing, g)
-					}
-				}
+				missing = keptLinks(missing, linksOnTheWay(v, t, writable))
 			}
 		}
 	}
@@ -407,11 +403,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		if err == nil {
 			add(resolve(v, c))
 			if spec.MoveAsideCreated {
-				for _, g := range linksOnTheWay(v, c, writable) {
-					if !slices.Contains(missing, g) {
-						missing = append(missing, g)
-					}
-				}
+				missing = keptLinks(missing, linksOnTheWay(v, c, writable))
 			}
 		}
 		if err == nil && !made {
@@ -455,6 +447,20 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 // person's sight.
 func keeps(kept []string, c string) bool {
 	return slices.ContainsFunc(kept, func(k string) bool { return filepath.Clean(k) == c })
+}
+
+// keptLinks adds to guards each link of links as one the sweep keeps leading where it did
+// (guarded.target: keepLink), as linksToHidden keeps those on the way to a named path: a link
+// on the way to a git dir or a hook the plan found, removed or retargeted by a call, would
+// leave where it led unprotected for the next call, to be trusted again once the user put the
+// link back.
+func keptLinks(guards, links []guarded) []guarded {
+	for _, g := range links {
+		if g.link, g.target = "", g.link; !slices.Contains(guards, g) {
+			guards = append(guards, g)
+		}
+	}
+	return guards
 }
 
 // linksOnTheWay returns each of the user's symlinks inside a writable dir that the kernel
