@@ -69,8 +69,12 @@ func bashOutputDef(h *Host) Def {
 				fmt.Fprintf(&b, "<killed_by>%s</killed_by>\n", by)
 			}
 			if moved, ok := st["moved_aside"].([]string); ok {
+				names := strings.Join(moved, ", ")
+				if more, ok := st["moved_aside_more"].(int); ok && more > 0 {
+					names += fmt.Sprintf(" and %d more", more)
+				}
 				fmt.Fprintf(&b, "[sandboxd moved aside what this command made at protected paths (each is now NAME%sCALL beside it): %s]\n",
-					sandbox.BlockedSuffix, strings.Join(moved, ", "))
+					sandbox.BlockedSuffix, names)
 			}
 			if len(out) > 0 {
 				fmt.Fprintf(&b, "<stdout>\n%s\n</stdout>\n", strings.TrimRight(toValidUTF8(string(out)), "\n"))

@@ -49,7 +49,7 @@ func (b *pinBudget) take(uid uint32, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held[uid]+n > perUser || b.total+n > all {
-		return errcode.New(errcode.RateLimited, fmt.Errorf("this call would hold %d of the daemon's files open for the paths it hides and protects, and this user's running calls already hold %d (at most %d a user, %d in all): wait for some to end, or narrow the rules with wildcards that name many files", n, b.held[uid], perUser, all))
+		return errcode.New(errcode.RateLimited, fmt.Errorf("this call would hold %d of the daemon's files open for the paths it hides and protects, and this user's running calls, background tasks and sessions (each session's file worker) already hold %d (at most %d a user, %d in all): wait for calls to end, end sessions not in use, or narrow the rules with wildcards that name many files", n, b.held[uid], perUser, all))
 	}
 	b.held[uid] += n
 	b.total += n
