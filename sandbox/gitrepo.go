@@ -582,14 +582,6 @@ func (st runState) changed(rfd int, root, gd string) []string {
 	return out
 }
 
-// isBareBeneath reports whether rel below rfd is a git dir as git tells one (isGitDir), each
-// part reached without a symlink: a bare repository.
-func isBareBeneath(rfd int, rel string) bool {
-	var st unix.Stat_t
-	return unix.Fstatat(rfd, path.Join(rel, "HEAD"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
-		isDirBeneath(rfd, path.Join(rel, "objects")) && isDirBeneath(rfd, path.Join(rel, "refs"))
-}
-
 func isDirBeneath(rfd int, rel string) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(rfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
