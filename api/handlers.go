@@ -58,7 +58,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session
 	}
 	defer release()
 	var req protocol.CreateSession
-	if err := s.decodePaced(r, c, &req); err != nil {
+	if err := decode(r, &req); err != nil {
 		return err
 	}
 	mode, err := parseMode(req.Mode)
@@ -109,7 +109,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session
 	}
 	defer release()
 	var req protocol.UpdateSession
-	if err := s.decodePaced(r, c, &req); err != nil {
+	if err := decode(r, &req); err != nil {
 		return err
 	}
 	var u session.Update
@@ -245,7 +245,7 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 		return err
 	}
 	var cr protocol.CallRequest
-	if err := s.decodePaced(r, c, &cr); err != nil {
+	if err := decode(r, &cr); err != nil {
 		return err
 	}
 	if cr.ApprovalID != "" && !decideOnly {
@@ -317,8 +317,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		return err
 	}
 	var br protocol.BatchRequest
-	size, err := decodeCounted(r, &br)
-	if err != nil {
+	if err := decode(r, &br); err != nil {
 		return err
 	}
 	if len(br.Calls) == 0 {
@@ -335,8 +334,10 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 		}
 		keys[i] = cr.ClientKey
 	}
-	// The rate is of calls: the rest of the batch's tokens, now that its size is known.
-	if err := s.limitRate(r.Context(), c, s.restTokens(len(br.Calls)-1+bodyTokens(size))); err != nil {
+	// The rate is of calls: the rest of the batch's tokens, now that its size is known, within
+	// the burst with what its body took (a bucket holds at most the burst: a request wanting
+	// more would be refused however long its client waited).
+	if err := s.limitRate(r.Context(), c, max(0, min(len(br.Calls)-1, s.tenants.get().Burst-1-bodyPaid(r)))); err != nil {
 		return err
 	}
 	// A batch holds as many of its user's call slots as it runs calls at once.
@@ -501,7 +502,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller
 		return err
 	}
 	var tr protocol.ToolReport
-	if err := s.decodePaced(r, c, &tr); err != nil {
+	if err := decode(r, &tr); err != nil {
 		return err
 	}
 	if tr.Tool == "" || tr.Event == "" || len(tr.Tool) > 256 || len(tr.Event) > 64 || len(tr.ToolUseID) > 256 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sandboxd/sandboxd/approval"
+	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -114,5 +116,69 @@ func TestApprovalsListIsPacedBySize(t *testing.T) {
 	}
 	if streams != 4 {
 		t.Errorf("%d streams replaying ~10 MiB each were opened from a bucket of 40 tokens; want 4", streams)
+	}
+}
+
+// countingReader counts what was read of it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// noApprovals is a decider with no approval to answer.
+type noApprovals struct{ decider }
+
+func (noApprovals) AnswerApproval(context.Context, session.Caller, string, protocol.ApprovalAnswer) (approval.Approval, approval.Resolution, error) {
+	return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.NotFound, "no such approval")
+}
+
+// TestBodyIsPacedAsRead: a body takes its tokens while it is read, on every route, so a user
+// whose bucket is empty cannot make the daemon read (and hold) more than a token's worth of
+// body per connection. Taken after the decode, and not at all on an approval's answer, 32
+// connections of 1 MiB answers took the daemon's RSS from 60 to ~290 MB.
+func TestBodyIsPacedAsRead(t *testing.T) {
+	s := NewServer(zaptest.NewLogger(t), noApprovals{}, 1<<20, prometheus.NewRegistry())
+	l := s.tenants.get()
+	l.RequestsPerSecond, l.Burst = 0.001, 10 // no refill to speak of while the test runs
+	s.SetLimits(l)
+	send := func(uid uint32, target, body string) (*httptest.ResponseRecorder, int) {
+		in := &countingReader{r: strings.NewReader(body)}
+		req := httptest.NewRequest("POST", target, in)
+		req = req.WithContext(context.WithValue(req.Context(), peerKey{}, Peer{UID: uid}))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec, in.n
+	}
+	answer := fmt.Sprintf(`{"answer":"deny","message":%q}`, strings.Repeat("a", 1000<<10))
+	// From a full bucket a body takes at most the burst less one token: read whole.
+	rec, read := send(4242, "/v1/approvals/ap_x", answer)
+	if rec.Code != http.StatusNotFound || read != len(answer) {
+		t.Fatalf("a 1000 KiB answer from a full bucket: %d, %d of %d bytes read: %.300s", rec.Code, read, len(answer), rec.Body)
+	}
+	// Its one token left pays for 8 KiB past the first: the next answer stops there, a token's
+	// read past it at most.
+	rec, read = send(4242, "/v1/approvals/ap_x", answer)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "rate_limited") {
+		t.Fatalf("a 1000 KiB answer from a bucket of one token: %d %.300s", rec.Code, rec.Body)
+	}
+	if read > 32<<10 {
+		t.Errorf("the daemon read %d KiB of a body its sender had one token for; want at most 24", read>>10)
+	}
+	// A small body takes nothing past its request's own token, even from an empty bucket on a
+	// route that takes none.
+	if rec, _ := send(4242, "/v1/approvals/ap_x", `{"answer":"deny"}`); rec.Code != http.StatusNotFound {
+		t.Errorf("a small answer from an empty bucket: %d %.300s", rec.Code, rec.Body)
+	}
+	// Root is not paced.
+	for range 3 {
+		if rec, read := send(0, "/v1/approvals/ap_x", answer); rec.Code != http.StatusNotFound || read != len(answer) {
+			t.Fatalf("root's 1000 KiB answer: %d, %d bytes read: %.300s", rec.Code, read, rec.Body)
+		}
 	}
 }

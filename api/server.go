@@ -183,6 +183,7 @@ func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, s
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.maxBody)
+		s.pace(r, caller)
 		if err := h(sw, r, caller); err != nil {
 			s.writeError(sw, err)
 		}
@@ -245,11 +246,17 @@ func decode(r *http.Request, v any) error {
 		if errors.Is(err, io.EOF) {
 			return errcode.Msg(errcode.BadRequest, "empty request body; send a JSON object")
 		}
+		if errcode.Of(err) == errcode.RateLimited { // pacedBody
+			return err
+		}
 		return errcode.New(errcode.BadRequest, fmt.Errorf("malformed JSON body: %w", err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			return err
+		}
+		if errcode.Of(err) == errcode.RateLimited {
 			return err
 		}
 		return errcode.Msg(errcode.BadRequest, "malformed JSON body: trailing data after the object")
