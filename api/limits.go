@@ -135,19 +135,22 @@ func refuse(ctx context.Context, err error) error {
 const bytesPerToken = 8 << 10
 
 // pacedBody takes a caller's request tokens for the body while it is read (bytesPerToken),
-// and fails the read with rate_limited when the bucket is empty. Taken after the decode
-// instead, and not at all where a route takes no token (an approval's answer), the bytes a user's connections made the daemon hold at
-// once were bounded only by connections_per_user times max_request_bytes (32 connections
-// answering approvals with 1 MiB bodies took the daemon's RSS from 60 to ~290 MB); taken as
-// read, they are bounded by the user's tokens. Reads are cut to one token's bytes, so no read
-// runs more than a token ahead of its charge.
+// and fails the read with rate_limited when the bucket holds too few. Taken after the decode
+// instead, and not at all where a route takes no token (an approval's answer), the bytes a
+// user's connections made the daemon hold at once were bounded only by connections_per_user
+// times max_request_bytes (32 connections answering approvals with 1 MiB bodies took the
+// daemon's RSS from 60 to ~290 MB); taken as read, they are bounded by the user's tokens. A
+// body of a known length pays for all of it before its first byte is read, or is refused
+// having taken nothing, as a request's own token is; one sent in chunks pays as it comes, and
+// reads are cut to one token's bytes, so none runs more than a token ahead of its charge.
 type pacedBody struct {
 	io.ReadCloser
-	ctx  context.Context
-	s    *Server
-	c    session.Caller
-	n    int64 // bytes read
-	paid int   // tokens taken
+	ctx    context.Context
+	s      *Server
+	c      session.Caller
+	length int64 // the body's length if known, else -1
+	n      int64 // bytes read
+	paid   int   // tokens taken
 }
 
 // pace wraps r's body in a pacedBody for c; root is not limited.
@@ -155,22 +158,38 @@ func (s *Server) pace(r *http.Request, c session.Caller) {
 	if c.UID == 0 {
 		return
 	}
-	r.Body = &pacedBody{ReadCloser: r.Body, ctx: r.Context(), s: s, c: c}
+	r.Body = &pacedBody{ReadCloser: r.Body, ctx: r.Context(), s: s, c: c, length: r.ContentLength}
 }
 
 func (b *pacedBody) Read(p []byte) (int, error) {
+	if b.n == 0 && b.paid == 0 && b.length > 0 {
+		if err := b.pay(b.length); err != nil {
+			return 0, err
+		}
+	}
 	if len(p) > bytesPerToken {
 		p = p[:bytesPerToken]
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.n += int64(n)
-	l := b.s.tenants.get()
-	for ; b.paid < min(int(b.n/bytesPerToken), l.Burst-1); b.paid++ {
-		if !b.s.tenants.takeTokens(b.c, l, 1, false) {
-			return n, refuse(b.ctx, errcode.New(errcode.RateLimited, fmt.Errorf("%s sends request bodies faster than its rate allows (limits.requests_per_second_per_user %g, burst %d; a body takes a token each 8 KiB past its first); slow down and retry", b.c.TenantName(), l.RequestsPerSecond, l.Burst)))
-		}
+	if perr := b.pay(b.n); perr != nil {
+		return n, perr
 	}
 	return n, err
+}
+
+// pay takes what a body of size bytes owes past what was paid, all or nothing.
+func (b *pacedBody) pay(size int64) error {
+	l := b.s.tenants.get()
+	owed := min(int(size/bytesPerToken), l.Burst-1) - b.paid
+	if owed <= 0 {
+		return nil
+	}
+	if !b.s.tenants.takeTokens(b.c, l, float64(owed), false) {
+		return refuse(b.ctx, rateLimited(b.c, l))
+	}
+	b.paid += owed
+	return nil
 }
 
 // bodyPaid is the tokens r's body took as it was read.
@@ -193,9 +212,14 @@ func (s *Server) limitRate(ctx context.Context, c session.Caller, n int) error {
 	}
 	l := s.tenants.get()
 	if !s.tenants.takeTokens(c, l, float64(min(n, max(1, l.Burst))), false) {
-		return refuse(ctx, errcode.New(errcode.RateLimited, fmt.Errorf("%s sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.TenantName(), l.RequestsPerSecond, l.Burst)))
+		return refuse(ctx, rateLimited(c, l))
 	}
 	return nil
+}
+
+// rateLimited is the refusal of a request over its caller's rate.
+func rateLimited(c session.Caller, l Limits) error {
+	return errcode.New(errcode.RateLimited, fmt.Errorf("%s sends more than %g calls a second (limits.requests_per_second_per_user, burst %d; a batch counts each of its calls, and a body each 8 KiB past its first); slow down and retry", c.TenantName(), l.RequestsPerSecond, l.Burst))
 }
 
 // chargeRate takes n more of the caller's request tokens after the fact, for work whose size

@@ -147,9 +147,14 @@ func TestBodyIsPacedAsRead(t *testing.T) {
 	l := s.tenants.get()
 	l.RequestsPerSecond, l.Burst = 0.001, 10 // no refill to speak of while the test runs
 	s.SetLimits(l)
-	send := func(uid uint32, target, body string) (*httptest.ResponseRecorder, int) {
+	// send sends body, of a known length unless chunked, and reports how much of it was read.
+	send := func(uid uint32, target, body string, chunked bool) (*httptest.ResponseRecorder, int) {
 		in := &countingReader{r: strings.NewReader(body)}
 		req := httptest.NewRequest("POST", target, in)
+		req.ContentLength = int64(len(body))
+		if chunked {
+			req.ContentLength = -1
+		}
 		req = req.WithContext(context.WithValue(req.Context(), peerKey{}, Peer{UID: uid}))
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
@@ -157,27 +162,35 @@ func TestBodyIsPacedAsRead(t *testing.T) {
 	}
 	answer := fmt.Sprintf(`{"answer":"deny","message":%q}`, strings.Repeat("a", 1000<<10))
 	// From a full bucket a body takes at most the burst less one token: read whole.
-	rec, read := send(4242, "/v1/approvals/ap_x", answer)
+	rec, read := send(4242, "/v1/approvals/ap_x", answer, false)
 	if rec.Code != http.StatusNotFound || read != len(answer) {
 		t.Fatalf("a 1000 KiB answer from a full bucket: %d, %d of %d bytes read: %.300s", rec.Code, read, len(answer), rec.Body)
 	}
-	// Its one token left pays for 8 KiB past the first: the next answer stops there, a token's
-	// read past it at most.
-	rec, read = send(4242, "/v1/approvals/ap_x", answer)
+	// One token is left: the next answer, of a known length, is refused unread.
+	rec, read = send(4242, "/v1/approvals/ap_x", answer, false)
 	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "rate_limited") {
 		t.Fatalf("a 1000 KiB answer from a bucket of one token: %d %.300s", rec.Code, rec.Body)
 	}
-	if read > 32<<10 {
-		t.Errorf("the daemon read %d KiB of a body its sender had one token for; want at most 24", read>>10)
+	if read != 0 {
+		t.Errorf("the daemon read %d bytes of a body of known length its sender had too few tokens for", read)
 	}
-	// A small body takes nothing past its request's own token, even from an empty bucket on a
+	// Sent in chunks (no length), it is read as far as the one token pays, and a token's
+	// read past it at most.
+	rec, read = send(4242, "/v1/approvals/ap_x", answer, true)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "rate_limited") {
+		t.Fatalf("a 1000 KiB answer in chunks from a bucket of one token: %d %.300s", rec.Code, rec.Body)
+	}
+	if read > 24<<10 {
+		t.Errorf("the daemon read %d KiB of a chunked body its sender had one token for; want at most 24", read>>10)
+	}
+	// A small body takes nothing past its request's own token, even from an empty bucket, on a
 	// route that takes none.
-	if rec, _ := send(4242, "/v1/approvals/ap_x", `{"answer":"deny"}`); rec.Code != http.StatusNotFound {
+	if rec, _ := send(4242, "/v1/approvals/ap_x", `{"answer":"deny"}`, false); rec.Code != http.StatusNotFound {
 		t.Errorf("a small answer from an empty bucket: %d %.300s", rec.Code, rec.Body)
 	}
 	// Root is not paced.
 	for range 3 {
-		if rec, read := send(0, "/v1/approvals/ap_x", answer); rec.Code != http.StatusNotFound || read != len(answer) {
+		if rec, read := send(0, "/v1/approvals/ap_x", answer, false); rec.Code != http.StatusNotFound || read != len(answer) {
 			t.Fatalf("root's 1000 KiB answer: %d, %d bytes read: %.300s", rec.Code, read, rec.Body)
 		}
 	}
