@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,5 +228,34 @@ func TestDenyPathsAreHiddenInTheDecision(t *testing.T) {
 		if _, d := e.decideOnly(t, "Read", Input{"file_path": filepath.Join(e.dir, "ok.txt")}); d.Behavior != permission.Allow {
 			t.Errorf("%s: a file outside deny_paths: %s (%s)", mode, d.Behavior, d.Reason)
 		}
+	}
+}
+
+// TestGlobBracesAreCheckedWhereTheyWalk: each brace alternative's literal directories are a
+// read where they lead, however many alternatives the pattern has. Past 32 the pattern was
+// checked as the text before its first brace, so `{up}/etc/{a,…,*}` was a read inside the
+// session while the worker walked up/etc, through a link out of it.
+func TestGlobBracesAreCheckedWhereTheyWalk(t *testing.T) {
+	e := newDecideEnv(t)
+	outside := filepath.Join(filepath.Dir(e.dir), "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.dir, "up")); err != nil {
+		t.Fatal(err)
+	}
+	var alts []string
+	for i := range 40 {
+		alts = append(alts, fmt.Sprintf("zz%d", i))
+	}
+	for _, p := range []string{"up/etc/*", "{up}/etc/{" + strings.Join(alts, ",") + ",*}", "{up,x}/etc/{" + strings.Join(alts, ",") + "}"} {
+		if _, d := e.decideOnly(t, "Glob", Input{"pattern": p}); d.Behavior == permission.Allow {
+			t.Errorf("Glob %.40q… walks through a link out of the session: %s (%s); want it checked as a read there", p, d.Behavior, d.Reason)
+		}
+	}
+	// Alternatives that start in more than 32 directories are refused, each named or not.
+	c := &Call{Tool: e.defs["Glob"], Input: Input{"pattern": "{" + strings.Join(alts, ",") + "}/*"}, Session: e.s, Mode: e.s.Mode(), host: e.h}
+	if _, err := c.Tool.CheckPermissions(context.Background(), c); errcode.Of(err) != errcode.Validation {
+		t.Errorf("a Glob starting in 40 directories: %v; want a validation error", err)
 	}
 }

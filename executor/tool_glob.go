@@ -77,7 +77,7 @@ func globRoot(c *Call) string {
 }
 
 // globMaxFacts bounds the directories one Glob pattern is checked as; a pattern whose brace
-// alternatives name more is checked as their common ancestor.
+// alternatives name more is refused.
 const globMaxFacts = 32
 
 // globFacts are the facts of path and, beside them, of the literal directory prefix of each
@@ -97,7 +97,11 @@ func globFacts(h *Host) func(ctx context.Context, c *Call) (permission.ToolFacts
 		for _, f := range facts.Paths {
 			seen[f.Requested] = true
 		}
-		for _, dir := range globDirs(root, c.Input.String("pattern")) {
+		dirs, err := globDirs(root, c.Input.String("pattern"))
+		if err != nil {
+			return permission.ToolFacts{}, err
+		}
+		for _, dir := range dirs {
 			if seen[dir] {
 				continue
 			}
@@ -220,31 +224,44 @@ func agentGlobWalks(root, pattern string) []globWalk {
 }
 
 // globDirs lists where the worker's walk for pattern under root starts, per brace
-// alternative: the pattern cleaned as the worker cleans it, up to its first segment with a
-// wildcard (the whole pattern when it has none).
-func globDirs(root, pattern string) []string {
+// alternative: each alternative's literal directories (all its segments before the first
+// with a wildcard, but its last) are walked by name, through any link there, so each is a
+// read to check. The pattern is expanded as the worker expands it: checked
+// as the text before its first brace instead, `{up}/etc/{a,…,*}` (past 32 alternatives) was a
+// read of root while the worker walked root/up/etc, up a link to /. More than globMaxFacts
+// distinct directories, or braces the worker would not expand, are refused.
+func globDirs(root, pattern string) ([]string, error) {
 	if pattern == "" {
-		return nil
+		return nil, nil
 	}
-	alts, ok := worker.ExpandBraces(pattern, globMaxFacts)
+	alts, ok := worker.ExpandBraces(pattern, worker.MaxBracePatterns)
 	if !ok {
-		// Everything the alternatives name lies under the text before the first brace.
-		alts = []string{pattern[:max(0, strings.IndexByte(pattern, '{'))] + "*"}
+		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the pattern's braces expand to more than %d patterns; use fewer {a,b} groups", worker.MaxBracePatterns))
 	}
 	var out []string
+	seen := map[string]bool{}
 	for _, alt := range alts {
 		base, p := root, alt
 		if strings.HasPrefix(alt, "/") {
 			base, p = "/", strings.TrimLeft(alt, "/")
 		}
-		var static []string
-		for _, seg := range strings.Split(path.Clean(p), "/") {
+		// The last segment is matched against the names of the dir before it, never entered.
+		segs := strings.Split(path.Clean(p), "/")
+		static := segs[:len(segs)-1]
+		for i, seg := range static {
 			if strings.ContainsAny(seg, "*?[{\\") {
+				static = static[:i]
 				break
 			}
-			static = append(static, seg)
 		}
-		out = append(out, filepath.Join(append([]string{base}, static...)...))
+		dir := filepath.Join(append([]string{base}, static...)...)
+		if seen[dir] {
+			continue
+		}
+		if seen[dir] = true; len(seen) > globMaxFacts {
+			return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("the pattern's brace alternatives start in more than %d directories; split it into several Globs", globMaxFacts))
+		}
+		out = append(out, dir)
 	}
-	return out
+	return out, nil
 }
