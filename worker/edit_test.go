@@ -1,6 +1,10 @@
 package worker
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +148,91 @@ func TestSnippetEdges(t *testing.T) {
 	}
 	if got := Snippet("a\n\nc\n", 4, 5, 1, 40); got != "     2\t\n     3\tc\n" {
 		t.Fatalf("end: %q", got)
+	}
+}
+
+// matchGlobByEverySplit is MatchGlob as it was: every split at every "**", exponential in
+// their number, kept as the reference its replacement must agree with.
+func matchGlobByEverySplit(pat, rel []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for len(pat) > 1 && pat[1] == "**" {
+				pat = pat[1:]
+			}
+			if len(pat) == 1 {
+				return true
+			}
+			for i := 0; i <= len(rel); i++ {
+				if matchGlobByEverySplit(pat[1:], rel[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(rel) == 0 || !matchSegment(pat[0], rel[0]) {
+			return false
+		}
+		pat, rel = pat[1:], rel[1:]
+	}
+	return len(rel) == 0
+}
+
+// FuzzMatchGlob: MatchGlob agrees with trying every split, on patterns and paths of a few
+// segments drawn from a small alphabet (so matches are common).
+func FuzzMatchGlob(f *testing.F) {
+	f.Add("**/a/**/b", "x/a/y/a/b")
+	f.Add("a/**/**/*", "a")
+	f.Add("**", "")
+	f.Add("*/**/a?", "q/ab/ab")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		if len(pattern) > 40 || len(name) > 40 {
+			return
+		}
+		pat, rel := strings.Split(pattern, "/"), strings.Split(name, "/")
+		if name == "" {
+			rel = nil
+		}
+		if got, want := MatchGlob(pat, rel), matchGlobByEverySplit(pat, rel); got != want {
+			t.Fatalf("MatchGlob(%q, %q) = %v; trying every split says %v", pattern, name, got, want)
+		}
+	})
+}
+
+// TestMatchGlobIsNotExponential: a name 300 levels deep against twelve "**" (which trying
+// every split would take years over) is matched, and refused, at once.
+func TestMatchGlobIsNotExponential(t *testing.T) {
+	rel := strings.Split(strings.Repeat("a/", 300)+"f", "/")
+	pat := strings.Split(strings.Repeat("**/a/", 12)+"b", "/")
+	if MatchGlob(pat, rel) {
+		t.Fatal("a/…/f matched a pattern ending in b")
+	}
+	pat[len(pat)-1] = "f"
+	if !MatchGlob(pat, rel) {
+		t.Fatal("a/…/f did not match **/a/…/f")
+	}
+}
+
+// TestSearchIsBounded: a Grep that would run for minutes (a 1 TiB sparse file) is stopped at
+// searchTimeout, and says so.
+func TestSearchIsBounded(t *testing.T) {
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Skip("rg is not installed (make deps installs it)")
+	}
+	old := searchTimeout
+	searchTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { searchTimeout = old })
+	sparse := filepath.Join(t.TempDir(), "sparse")
+	if err := os.WriteFile(sparse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 1<<40); err != nil {
+		t.Skipf("no sparse file of 1 TiB here: %v", err)
+	}
+	_, err := searchBounded(context.Background(), "Grep", func(ctx context.Context) (*GrepReply, error) {
+		r, _, err := doGrep(ctx, &GrepArgs{Args: []string{"-e", "x", "--", sparse}, Dir: "/"})
+		return r, err
+	})
+	if errcode.Of(err) != errcode.Timeout || !strings.Contains(err.Error(), "ran past") {
+		t.Fatalf("a Grep of a 1 TiB sparse file: %v; want it stopped at the search timeout", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
@@ -125,32 +126,55 @@ func expandBraces(p string, limit int, out *[]string) bool {
 const MaxBracePatterns = 4096
 
 // MatchGlob reports whether the slash-separated rel matches pattern segments pat, where a
-// "**" segment matches any number of segments and the others use path.Match.
+// "**" segment matches any number of segments and the others use path.Match. It backtracks to
+// the last "**" only, as wildcard matching does for `*`, so it takes at most len(pat) times
+// len(rel) segment matches: trying every split at every "**" took seconds for one name 44
+// levels deep against seven of them, and grew exponentially with each.
 func MatchGlob(pat, rel []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 1 && pat[1] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 1 {
-				return true
-			}
-			for i := 0; i <= len(rel); i++ {
-				if MatchGlob(pat[1:], rel[i:]) {
-					return true
-				}
-			}
+	p, r := 0, 0
+	star, starR := -1, 0 // the last "**" seen, and the segment its match ends before
+	for r < len(rel) {
+		switch {
+		case p < len(pat) && pat[p] == "**":
+			star, starR = p, r
+			p++
+		case p < len(pat) && matchSegment(pat[p], rel[r]):
+			p++
+			r++
+		case star >= 0:
+			// The last "**" takes one segment more; what follows it starts again after that.
+			starR++
+			p, r = star+1, starR
+		default:
 			return false
 		}
-		if len(rel) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], rel[0]); !ok {
-			return false
-		}
-		pat, rel = pat[1:], rel[1:]
 	}
-	return len(rel) == 0
+	for p < len(pat) && pat[p] == "**" {
+		p++
+	}
+	return p == len(pat)
+}
+
+func matchSegment(pat, name string) bool {
+	ok, _ := path.Match(pat, name)
+	return ok
+}
+
+// searchTimeout bounds one Glob or Grep: a search of a deep tree against many patterns, or
+// of a huge sparse file, otherwise ran for as long as its client waited, the CPU of the
+// user's worker held all the while. Bash's own default timeout is the same.
+var searchTimeout = 2 * time.Minute
+
+// searchBounded runs a search with searchTimeout, and says so when that is what ended it.
+func searchBounded[R any](ctx context.Context, tool string, search func(context.Context) (R, error)) (R, error) {
+	bounded, cancel := context.WithTimeout(ctx, searchTimeout)
+	defer cancel()
+	r, err := search(bounded)
+	if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		var zero R
+		return zero, errcode.Msg(errcode.Timeout, fmt.Sprintf("%s ran past %s and was stopped; search a narrower path, or with fewer patterns", tool, searchTimeout))
+	}
+	return r, err
 }
 
 type globHit struct {
@@ -222,7 +246,6 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 		return &GlobReply{Paths: []string{}}, nil
 	}
 	var hits []globHit
-	n := 0
 	walkErr := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == start && isNotExist(err) {
@@ -230,8 +253,7 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 			}
 			return nil // unreadable directories are skipped, as rg --files does
 		}
-		n++
-		if n&1023 == 0 && ctx.Err() != nil {
+		if ctx.Err() != nil { // per entry: one entry's matching may take long against 4 096 patterns
 			return ctx.Err()
 		}
 		if p == start {
