@@ -137,12 +137,15 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 		if req.Glob == nil {
 			break
 		}
-		resp.Glob, err = doGlob(ctx, req.Glob)
+		resp.Glob, err = searchBounded(ctx, "Glob", func(ctx context.Context) (*GlobReply, error) { return doGlob(ctx, req.Glob) })
 	case OpGrep:
 		if req.Grep == nil {
 			break
 		}
-		resp.Grep, out, err = doGrep(ctx, req.Grep)
+		resp.Grep, err = searchBounded(ctx, "Grep", func(ctx context.Context) (r *GrepReply, err error) {
+			r, out, err = doGrep(ctx, req.Grep)
+			return r, err
+		})
 	case OpResolve:
 		resp.Resolve, err = doResolve(req.Path, req.Fallback)
 	case OpReadFile:
