@@ -186,8 +186,9 @@ func (a *SedArgs) shortOptions(w string, i *int, script *bool, value func(*int, 
 
 // sedScript parses a sed script just far enough to find its commands. It
 // follows GNU sed's scanner (a backslash always takes the next character, a
-// regex ends at the first unescaped delimiter); anything it does not
-// recognise is refused, so a misparse can only make it stricter.
+// regex ends at the first unescaped delimiter outside a bracket expression);
+// anything it does not recognise is refused, so a misparse can only make it
+// stricter.
 func sedScript(s string) string {
 	i := 0
 	n := len(s)
@@ -196,18 +197,57 @@ func sedScript(s string) string {
 			i++
 		}
 	}
-	// delimited consumes text up to the unescaped delimiter d; false if none.
-	delimited := func(d byte) bool {
+	// bracket skips the bracket expression opening at s[i], as a regex matcher reads it: GNU
+	// sed does not end a regex at its delimiter inside one, so `s/[/]/#/e` has the flag e. It
+	// is false for one not closed, or holding a backslash or a newline, which sed and the
+	// regex library may each read their own way.
+	bracket := func() bool {
+		j := i + 1
+		if j < n && s[j] == '^' {
+			j++
+		}
+		if j < n && s[j] == ']' {
+			j++ // a leading ] is one of the set
+		}
+		for j < n {
+			switch c := s[j]; {
+			case c == '\\' || c == '\n':
+				return false
+			case c == '[' && j+1 < n && strings.IndexByte(":.=", s[j+1]) >= 0:
+				// [:alpha:], [.x.], [=x=]: their ] does not close the set.
+				end := strings.Index(s[j+2:], string(s[j+1])+"]")
+				if end < 0 {
+					return false
+				}
+				j += 2 + end + 2
+			case c == ']':
+				i = j + 1
+				return true
+			default:
+				j++
+			}
+		}
+		return false
+	}
+	// delimited consumes text up to the unescaped delimiter d (skipping bracket expressions
+	// in a regex); false if none, or if it cannot tell where that is.
+	delimited := func(d byte, regex bool) bool {
 		for i < n {
 			c := s[i]
-			if c == '\\' {
+			switch {
+			case c == '\\':
 				i += 2
+				continue
+			case c == d:
+				i++
+				return true
+			case regex && c == '[':
+				if d == '[' || !bracket() {
+					return false
+				}
 				continue
 			}
 			i++
-			if c == d {
-				return true
-			}
 		}
 		return false
 	}
@@ -221,7 +261,7 @@ func sedScript(s string) string {
 			i++
 		case i < n && s[i] == '/':
 			i++
-			if !delimited('/') {
+			if !delimited('/', true) {
 				return false
 			}
 			for i < n && (s[i] == 'I' || s[i] == 'M') {
@@ -230,7 +270,7 @@ func sedScript(s string) string {
 		case i+1 < n && s[i] == '\\':
 			d := s[i+1]
 			i += 2
-			if !delimited(d) {
+			if !delimited(d, true) {
 				return false
 			}
 			for i < n && (s[i] == 'I' || s[i] == 'M') {
@@ -314,7 +354,7 @@ func sedScript(s string) string {
 			}
 			d := s[i]
 			i++
-			if !delimited(d) || !delimited(d) {
+			if !delimited(d, c == 's') || !delimited(d, false) {
 				return "sed_unparsed"
 			}
 			if c == 's' {
