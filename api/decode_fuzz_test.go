@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"tool":"Bash","input":{"command":"ls"}}`,
 		`{"tool":"Read","input":{"file_path":"/x"},"tool_use_id":"t1","mode":"plan"}`,
-		`{"calls":[{"tool":"Read","input":{}}]}`,
+		`{"calls":[{"tool":"Read","input":{}}]}`, `{"calls":[{},{"tool":"x"}]}`, `{"calls":null}`,
 		`{"tool":"Bash","input":{"command":"ls"}} trailing`,
 		`{"tool":1}`, `[]`, `null`, ``, `{"tool":"Bash","bogus":1}`, "{\"tool\":\"\u0000\"}",
 		`{"tool":"Bash","mode":"yolo"}`, `{"tool":"Bash","shell":"zsh"}`, `{"tool":"Bash","shell":"/bin/zsh"}`,
@@ -36,6 +37,18 @@ func FuzzDecodeRequest(f *testing.F) {
 					t.Fatalf("decode error %v has class %s, want bad_request", err, code)
 				}
 				continue
+			}
+			if br, ok := target.(*protocol.BatchRequest); ok {
+				// What the batch decoder takes, call by call, the whole-body decoder reads alike.
+				req := httptest.NewRequest(http.MethodPost, "/v1/x", bytes.NewReader(body))
+				calls, err := decodeBatch(req, 64)
+				if err != nil {
+					if code := errcode.Of(err); code != errcode.BadRequest {
+						t.Fatalf("decodeBatch error %v has class %s, want bad_request", err, code)
+					}
+				} else if len(calls) != len(br.Calls) || len(calls) > 0 && !reflect.DeepEqual(calls, br.Calls) {
+					t.Fatalf("decodeBatch read %+v where decode read %+v", calls, br.Calls)
+				}
 			}
 			if cr, ok := target.(*protocol.CallRequest); ok {
 				for _, decideOnly := range []bool{false, true} {

@@ -316,16 +316,14 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller)
 	if err := s.limitRate(r.Context(), c, 1); err != nil {
 		return err
 	}
-	var br protocol.BatchRequest
-	if err := decode(r, &br); err != nil {
+	lim := s.tenants.get()
+	calls, err := decodeBatch(r, lim.BatchCalls)
+	if err != nil {
 		return err
 	}
+	br := protocol.BatchRequest{Calls: calls}
 	if len(br.Calls) == 0 {
 		return errcode.Msg(errcode.BadRequest, `"calls" is empty: send at least one call`)
-	}
-	lim := s.tenants.get()
-	if len(br.Calls) > lim.BatchCalls {
-		return errcode.New(errcode.BadRequest, fmt.Errorf("a batch may hold at most %d calls (limits.batch_calls) and this one has %d; split it", lim.BatchCalls, len(br.Calls)))
 	}
 	keys := make([]string, len(br.Calls))
 	for i, cr := range br.Calls {

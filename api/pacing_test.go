@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -192,6 +193,43 @@ func TestBodyIsPacedAsRead(t *testing.T) {
 	for range 3 {
 		if rec, read := send(0, "/v1/approvals/ap_x", answer, false); rec.Code != http.StatusNotFound || read != len(answer) {
 			t.Fatalf("root's 1000 KiB answer: %d, %d bytes read: %.300s", rec.Code, read, rec.Body)
+		}
+	}
+}
+
+// TestBatchIsRefusedAtItsFirstCallPastTheLimit: a batch's calls are decoded one at a time and
+// the batch is refused at the first past limits.batch_calls. Decoded whole, 349 000 empty
+// calls (a 1 MiB body) made the daemon allocate ~294 MiB before their number was checked.
+func TestBatchIsRefusedAtItsFirstCallPastTheLimit(t *testing.T) {
+	s := NewServer(zaptest.NewLogger(t), decider{}, 1<<20, prometheus.NewRegistry())
+	body := `{"calls":[` + strings.Repeat(`{},`, 300_000) + `{}]}`
+	send := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/v1/sessions/s_x/batch", strings.NewReader(body))
+		req = req.WithContext(context.WithValue(req.Context(), peerKey{}, Peer{UID: 0}))
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rec := send(body)
+	runtime.ReadMemStats(&after)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "at most 64 calls") {
+		t.Fatalf("a batch of 300 001 calls: %d %.300s", rec.Code, rec.Body)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("refusing a batch of 300 001 empty calls allocated %d MiB; want a few", alloc>>20)
+	}
+	for body, want := range map[string]string{
+		`{"calls":[{}],"x":1}`:    "unknown or repeated field",
+		`{"calls":[],"calls":[]}`: "unknown or repeated field",
+		`{"calls":[{"tol":1}]}`:   "unknown field",
+		`{"calls":[]} {}`:         "trailing data",
+		`{"calls":{}}`:            "want [",
+		`{}`:                      "is empty: send at least one call",
+	} {
+		if rec := send(body); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("batch %s: %d %.300s; want 400 saying %q", body, rec.Code, rec.Body, want)
 		}
 	}
 }
