@@ -85,9 +85,6 @@ func (s *Server) auditRecords(w http.ResponseWriter, r *http.Request, c session.
 			return errcode.Msg(errcode.BadRequest, fmt.Sprintf("tail must be a number from 0 to %d (the records are held until the query ends); narrow the query with since, kind or session for more", maxTail))
 		}
 	}
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	release, err := s.admitScan(r.Context(), c)
 	if err != nil {
 		return err

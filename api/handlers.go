@@ -46,11 +46,8 @@ func parseMode(s string) (permission.Mode, error) {
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
 	// A session costs the daemon a network namespace, its directories checked as the owner and
-	// its settings read: making and ending them in a loop is paced like calls.
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
-	// Making one reads and compiles its settings files, as a call's decision does: it takes a
+	// its settings read: making and ending them in a loop is paced like calls (wrap). Making
+	// one reads and compiles its settings files, as a call's decision does: it takes a
 	// call's slot, so a user's concurrent creations are bounded as their calls are.
 	release, err := s.admit(r.Context(), c, 1)
 	if err != nil {
@@ -100,9 +97,6 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c session.Ca
 }
 
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	release, err := s.admit(r.Context(), c, 1) // as createSession: new rules are compiled
 	if err != nil {
 		return err
@@ -241,9 +235,6 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c session.Caller
 }
 
 func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Caller, decideOnly bool) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	var cr protocol.CallRequest
 	if err := decode(r, &cr); err != nil {
 		return err
@@ -313,9 +304,6 @@ func (s *Server) oneCall(w http.ResponseWriter, r *http.Request, c session.Calle
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	lim := s.tenants.get()
 	calls, err := decodeBatch(r, lim.BatchCalls)
 	if err != nil {
@@ -425,9 +413,6 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, c session.Caller
 // its call's input and previews), and looping on it from many connections took the daemon's
 // CPU and memory from every other user.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	n := writeApprovals(w, approvalsView(s.backend.Approvals(c)))
 	s.chargeRate(c, int(n>>20))
 	return nil
@@ -450,9 +435,6 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, c sessio
 // NDJSON until the client goes away; first the approvals already pending, as created. A
 // reader that falls too far behind is cut off and reconnects.
 func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	sub, cancel := s.backend.SubscribeApprovals(c)
 	defer cancel()
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -496,9 +478,6 @@ func (s *Server) streamApprovals(w http.ResponseWriter, r *http.Request, c sessi
 // report records an agent's word on a call it ran (PostToolUse) in the session's audit trail.
 // Only who may act in the session may speak for it.
 func (s *Server) report(w http.ResponseWriter, r *http.Request, c session.Caller) error {
-	if err := s.limitRate(r.Context(), c, 1); err != nil {
-		return err
-	}
 	var tr protocol.ToolReport
 	if err := decode(r, &tr); err != nil {
 		return err

@@ -29,8 +29,8 @@ type Limits struct {
 	CallsPerUser int
 	// ConnectionsPerUser bounds one uid's open connections (over it: 429, then close).
 	ConnectionsPerUser int
-	// RequestsPerSecond and Burst are one uid's token bucket on calls, decide, batch, reports,
-	// session creation and update, and audit queries.
+	// RequestsPerSecond and Burst are one uid's token bucket on every request but the health
+	// check.
 	RequestsPerSecond float64
 	Burst             int
 	// ResponseBytes bounds the result bytes one uid's responses in flight hold together;

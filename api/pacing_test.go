@@ -139,9 +139,9 @@ func (noApprovals) AnswerApproval(context.Context, session.Caller, string, proto
 	return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.NotFound, "no such approval")
 }
 
-// TestBodyIsPacedAsRead: a body takes its tokens while it is read, on every route, so a user
-// whose bucket is empty cannot make the daemon read (and hold) more than a token's worth of
-// body per connection. Taken after the decode, and not at all on an approval's answer, 32
+// TestBodyIsPacedAsRead: every request takes a token, and its body its own as it is read, on
+// every route, so a user whose bucket is low cannot make the daemon read (and hold) more than
+// its tokens pay for. Taken after the decode, and not at all on an approval's answer, 32
 // connections of 1 MiB answers took the daemon's RSS from 60 to ~290 MB.
 func TestBodyIsPacedAsRead(t *testing.T) {
 	s := NewServer(zaptest.NewLogger(t), noApprovals{}, 1<<20, prometheus.NewRegistry())
@@ -162,32 +162,40 @@ func TestBodyIsPacedAsRead(t *testing.T) {
 		return rec, in.n
 	}
 	answer := fmt.Sprintf(`{"answer":"deny","message":%q}`, strings.Repeat("a", 1000<<10))
-	// From a full bucket a body takes at most the burst less one token: read whole.
+	small := `{"answer":"deny"}`
+	// From a full bucket a body takes at most the burst less its request's own token: read
+	// whole.
 	rec, read := send(4242, "/v1/approvals/ap_x", answer, false)
 	if rec.Code != http.StatusNotFound || read != len(answer) {
 		t.Fatalf("a 1000 KiB answer from a full bucket: %d, %d of %d bytes read: %.300s", rec.Code, read, len(answer), rec.Body)
 	}
-	// One token is left: the next answer, of a known length, is refused unread.
-	rec, read = send(4242, "/v1/approvals/ap_x", answer, false)
+	// With six tokens left, the request takes one and its body of known length, wanting nine,
+	// is refused unread, having taken none: the next small request still passes.
+	for range 4 {
+		send(4343, "/v1/approvals/ap_x", small, false)
+	}
+	rec, read = send(4343, "/v1/approvals/ap_x", answer, false)
 	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "rate_limited") {
-		t.Fatalf("a 1000 KiB answer from a bucket of one token: %d %.300s", rec.Code, rec.Body)
+		t.Fatalf("a 1000 KiB answer from a bucket of six tokens: %d %.300s", rec.Code, rec.Body)
 	}
 	if read != 0 {
 		t.Errorf("the daemon read %d bytes of a body of known length its sender had too few tokens for", read)
 	}
-	// Sent in chunks (no length), it is read as far as the one token pays, and a token's
-	// read past it at most.
-	rec, read = send(4242, "/v1/approvals/ap_x", answer, true)
+	if rec, _ := send(4343, "/v1/approvals/ap_x", small, false); rec.Code != http.StatusNotFound {
+		t.Errorf("a small answer after a refused big one: %d %.300s", rec.Code, rec.Body)
+	}
+	// Sent in chunks (no length), a body is read as far as its tokens pay, a token's read
+	// past them at most: three tokens here, 8 KiB each past the first 8.
+	rec, read = send(4343, "/v1/approvals/ap_x", answer, true)
 	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "rate_limited") {
-		t.Fatalf("a 1000 KiB answer in chunks from a bucket of one token: %d %.300s", rec.Code, rec.Body)
+		t.Fatalf("a 1000 KiB answer in chunks from a bucket of four tokens: %d %.300s", rec.Code, rec.Body)
 	}
-	if read > 24<<10 {
-		t.Errorf("the daemon read %d KiB of a chunked body its sender had one token for; want at most 24", read>>10)
+	if read > 48<<10 {
+		t.Errorf("the daemon read %d KiB of a chunked body its sender had three tokens for; want at most 48", read>>10)
 	}
-	// A small body takes nothing past its request's own token, even from an empty bucket, on a
-	// route that takes none.
-	if rec, _ := send(4242, "/v1/approvals/ap_x", `{"answer":"deny"}`, false); rec.Code != http.StatusNotFound {
-		t.Errorf("a small answer from an empty bucket: %d %.300s", rec.Code, rec.Body)
+	// An empty bucket refuses the request itself, its body unread.
+	if rec, read := send(4242, "/v1/approvals/ap_x", small, false); rec.Code != http.StatusTooManyRequests || read != 0 {
+		t.Errorf("an answer from an empty bucket: %d, %d bytes read", rec.Code, read)
 	}
 	// Root is not paced.
 	for range 3 {

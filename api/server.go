@@ -183,6 +183,15 @@ func (s *Server) wrap(route string, h func(http.ResponseWriter, *http.Request, s
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.maxBody)
+		// Every request but the health check takes a token of its caller's rate before
+		// anything else, so no route is one a user can loop on at the daemon's cost (lists of
+		// a session's rules, approvals' answers); its body pays for itself as it is read.
+		if route != "GET /v1/healthz" {
+			if err := s.limitRate(r.Context(), caller, 1); err != nil {
+				s.writeError(sw, err)
+				return
+			}
+		}
 		s.pace(r, caller)
 		if err := h(sw, r, caller); err != nil {
 			s.writeError(sw, err)

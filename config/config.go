@@ -174,9 +174,8 @@ type Limits struct {
 	TasksPerUser int `json:"tasks_per_user"`
 	// TaskMaxSeconds is the longest a background task may run before it is killed.
 	TaskMaxSeconds int `json:"task_max_seconds"`
-	// RequestsPerSecondPerUser is one uid's sustained rate on calls, decide, batch, reports,
-	// session creation and update, and audit queries (token bucket; burst
-	// RequestsBurstPerUser). Over it: 429 rate_limited.
+	// RequestsPerSecondPerUser is one uid's sustained rate on every request but the health
+	// check (token bucket; burst RequestsBurstPerUser). Over it: 429 rate_limited.
 	RequestsPerSecondPerUser float64 `json:"requests_per_second_per_user"`
 	RequestsBurstPerUser     int     `json:"requests_burst_per_user"`
 	// EgressRequestsPerSecondPerUser paces one uid's proxied requests and tunnels over all its
