@@ -144,7 +144,10 @@ func findTestSelects(vals []string, i int) bool {
 		// +N (older, larger) picks some, but +0 nearly all; -N (newer, smaller) may be
 		// every file (-mtime -100000, -size -100G).
 		return strings.HasPrefix(arg, "+") && strings.Trim(strings.TrimRight(arg[1:], "bcwkMG"), "0") != ""
-	case "-empty", "-nouser", "-nogroup", "-inum", "-samefile":
+	case "-inum":
+		// One inode; +N and -N are ranges (-inum +0: every file).
+		return arg != "" && !strings.ContainsAny(arg[:1], "+-")
+	case "-empty", "-nouser", "-nogroup", "-samefile":
 		return true
 	}
 	// -newer FILE and -newerXY take every file newer than a time, which may be any.

@@ -737,6 +737,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		// Time and size tests that every file may pass, a found path inside a shell's text,
 		// arrays, IFS and the line's own values, a link on the way (lexically here).
 		`find / -newer /w/x -delete`, `find . -mtime -100000 -delete`, `find . -size -100G -delete`, `find . -newermt 1970-01-01 -delete`,
+		`find . -inum +0 -delete`, `find . -inum -99999999999 -delete`, `find ~ -inum +0 -delete`,
 		`find . -mindepth 1 -exec bash -c "rm -rf {}" \;`, `a=(rm -rf ../w); "${a[@]}"`, `read -ra a <<< "rm -rf ../w"; "${a[@]}"`,
 		`IFS=,; x="rm,-rf,../w"; $x`, `x='rm -rf'; eval "$x ../w"`, `eval $'rm -rf ../\x77'`, `x=w; rm -rf ../$x`, `rm -rf ../w${x}`,
 		`rm -rf ../$(echo w)`, `x="rm -rf $PWD"; $x`, `x='rm -rf '"$PWD"; $x`, `for d in ../w; do rm -rf "$d/"; done`,
@@ -751,7 +752,7 @@ func TestCriticalRmSpellings(t *testing.T) {
 		cs = append(cs, def, byp)
 	}
 	for _, cmd := range []string{`rm -rf "$HOME/w/build" src/{a,b}`, `rm -rf "$HOME/.cache/$X"`, `cd /w/sub && rm -rf x`, `cd ~ && rm -rf .cache`, `rm -rf $HOME.bak`,
-		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find . -mtime +7 -delete`, `find . -size +1G -delete`, `find build -type f -delete`,
+		`find . -name '*.pyc' -delete`, `find ~/.cache -delete`, `find . -inum 1234 -delete`, `find . -mtime +7 -delete`, `find . -size +1G -delete`, `find build -type f -delete`,
 		`env -C sub rm -rf x`, `ln -s a b; rm -f c`, `rm -rf *.o`, `rm -rf sub/**`, `rm -rf @(a|b)`, `rm -rf /dev/shm/x`,
 		`rm -rf {build,dist}`, `rm -rf x/*/`, `rm -rf [[:alnum:]]*.o`, `rm -rf src/proc/x`, `$CC -o x y.c`,
 		`find . -type f -name '*.o' -delete`, `find . -regex '.*\.o' -delete`, `find . -name x -exec grep -l y {} +`,
