@@ -3,6 +3,7 @@ package classifier
 import (
 	"slices"
 	"strings"
+	"unicode"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -30,8 +31,8 @@ var cmdOptPrograms = map[string]cmdOptSpec{
 	"sort":    {long: []string{"compress-program"}},
 	"install": {long: []string{"strip-program"}},
 	"zip":     {long: []string{"unzip-command"}, words: []string{"-TT"}},
-	"scp":     {short: "S"},
-	"sftp":    {short: "S"},
+	"scp":     {short: "SD"},
+	"sftp":    {short: "SD"},
 	"rsync":   {short: "e", long: []string{"rsh"}},
 	"man":     {short: "P", long: []string{"pager"}},
 }
@@ -177,8 +178,42 @@ func (w *walker) nestedCommandOptions(sb *sub, s *syntax.Stmt, name string, ws [
 		return
 	}
 	if spec, ok := cmdOptPrograms[name]; ok {
+		if name == "tar" {
+			ws = tarOldStyle(sb, ws)
+		}
 		w.optionValues(sb, ws, spec, func(v string) { w.nestedScript(sb, v, ShellSh) })
 	}
+}
+
+// tarValueLetters are tar's single-letter options that take a value.
+const tarValueLetters = "bCfFgHIKLNTVX"
+
+// tarOldStyle is ws with tar's old-style first word (`tar cIf 'touch x' a.tar f`: letters
+// with no dash, each that takes a value taking the next word in turn) written as the dashed
+// options it means, so -I and -F are read wherever their values are.
+func tarOldStyle(sb *sub, ws []word) []word {
+	if len(ws) == 0 || !ws[0].static || ws[0].val == "" || ws[0].val[0] == '-' {
+		return ws
+	}
+	out := make([]word, 0, len(ws)+len(ws[0].val))
+	rest := ws[1:]
+	for _, c := range ws[0].val {
+		if c > 0x7f || !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return ws // not options: a file name, as tar's first word may be in no mode
+		}
+		out = append(out, word{val: "-" + string(c), src: "-" + string(c), static: true})
+		if strings.ContainsRune(tarValueLetters, c) {
+			if len(rest) == 0 {
+				break
+			}
+			if !rest[0].static {
+				sb.opaque = true
+			}
+			out = append(out, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return append(out, rest...)
 }
 
 // optionValues calls run with each value of spec's options among ws, up to `--`. A value,
@@ -276,6 +311,11 @@ var gitCommandOptions = map[string]cmdOptSpec{
 	"push":       {long: []string{"receive-pack", "exec"}},
 	"send-pack":  {long: []string{"receive-pack", "exec"}},
 	"archive":    {long: []string{"exec"}},
+	// The web server and browser instaweb starts, daemon's access hook, and the browser
+	// web--browse (help -w's) runs.
+	"instaweb":    {short: "db", long: []string{"httpd", "browser"}},
+	"daemon":      {long: []string{"access-hook"}},
+	"web--browse": {short: "bt", long: []string{"browser", "tool", "cmd"}},
 }
 
 // gitCommands are the commands git runs as its own whatever aliases say: its builtins (git

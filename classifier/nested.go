@@ -284,19 +284,33 @@ func commandVar(name string) bool {
 // codeFileVar reports a variable that names a file whose code or config the programs after
 // it run, which the line does not show: BASH_ENV and ENV (a file the next shell sources),
 // ZDOTDIR (the dir of zsh's .zshenv), git's config file, repository, templates (their hooks)
-// and exec path (their
-// config runs programs, core.fsmonitor even for git status) and GIT_CONFIG_PARAMETERS (a
-// quoted list of -c's), the dynamic loader's LD_PRELOAD, LD_LIBRARY_PATH and LD_AUDIT, and
-// wget's config (use_askpass runs a program).
+// and exec path (their config runs programs, core.fsmonitor even for git status) and
+// GIT_CONFIG_PARAMETERS (a quoted list of -c's), the dynamic loader's LD_PRELOAD,
+// LD_LIBRARY_PATH and LD_AUDIT, and wget's config (use_askpass runs a program).
+// Options and config taken from the environment are the same: tar's TAR_OPTIONS
+// (--checkpoint-action=exec=), make's MAKEFLAGS (--eval), the config dirs git and others read
+// (XDG_CONFIG_HOME/git/config's core.fsmonitor), and the interpreters' and runtimes' module
+// paths and option variables, glibc's GCONV_PATH (iconv loads a module from it), OpenSSL's
+// config (engines), vim's and ex's start-up commands, npm's config (script-shell), and the
+// credential plugins kubectl's and the AWS CLI's config name.
 // A script file given to a shell is opaque the same way (`bash script.sh`).
 func codeFileVar(name string) bool {
 	switch name {
 	case "BASH_ENV", "ENV", "ZDOTDIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
 		"GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
-		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "WGETRC", "SYSTEM_WGETRC":
+		"WGETRC", "SYSTEM_WGETRC",
+		"TAR_OPTIONS", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS",
+		"CURL_HOME", "GCONV_PATH", "OPENSSL_CONF", "OPENSSL_ENGINES", "SHELLOPTS", "BASHOPTS", "BASH_LOADABLES_PATH",
+		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PERL5LIB", "PERLLIB", "PERL5OPT",
+		"RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+		"CLASSPATH", "GOFLAGS", "GOENV", "RUSTC_WRAPPER", "RUSTC", "CARGO_BUILD_RUSTC_WRAPPER", "LUA_INIT",
+		"LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "VIMINIT", "EXINIT", "MYVIMRC", "GVIMINIT", "LESS", "KUBECONFIG",
+		"AWS_CONFIG_FILE", "PIP_CONFIG_FILE", "RSYNC_RSH", "CVS_RSH", "RSYNC_CONNECT_PROG", "GIO_MODULE_DIR",
+		"GTK_PATH", "QT_PLUGIN_PATH", "SCREENRC", "EMACSLOADPATH":
 		return true
 	}
-	return false
+	// The dynamic loader's (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, …) and npm's config.
+	return strings.HasPrefix(name, "LD_") || strings.HasPrefix(strings.ToLower(name), "npm_config_")
 }
 
 // commandTable reports a variable that says what a command name runs: zsh's functions,
