@@ -149,6 +149,16 @@ func TestEndToEndAsTwoUsers(t *testing.T) {
 		if code != 3 {
 			t.Errorf("exit = %d, want 3", code)
 		}
+		// default ranks with dontAsk but asks: asked for in a dontAsk session, the call is
+		// still decided in dontAsk, denied at once with no approval queued.
+		out, _, _ = sbctl(t, bin, td.socket, &alice, "session", "new", "--cwd", work, "--mode", "dontAsk")
+		dontAsk := strings.TrimSpace(out)
+		defer sbctl(t, bin, td.socket, &alice, "session", "rm", dontAsk)
+		out, _, _ = sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", dontAsk, "--mode", "default", "--", "exit 3")
+		var res protocol.CallResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Decision == nil || res.Decision.Behavior != "deny" || res.Decision.ApprovalID != "" {
+			t.Errorf("a per-call default in a dontAsk session: %v %.300s; want a deny and no approval", err, out)
+		}
 	})
 	t.Run("bash json result", func(t *testing.T) {
 		out, _, code := sbctl(t, bin, td.socket, &alice, "--json", "bash", "--session", s.ID, "--", "echo hi")

@@ -659,7 +659,8 @@ func modeBound(sess *session.Session, m permission.Mode) error {
 	return nil
 }
 
-// clampToAncestors keeps a sub-agent's calls within the mode of every session above it, when
+// clampToAncestors keeps a sub-agent's calls within the mode of every session above it (and a
+// call's default within its own session's dontAsk), when
 // one of them narrowed after it was made (its own widening is refused when it is asked for).
 // Every ancestor, not only the parent: a parent keeps the mode it was made with when its own
 // parent narrows, so a grandchild bound by its parent alone wrote in acceptEdits under a
@@ -683,6 +684,14 @@ func clampToAncestors(sess *session.Session, m permission.Mode) permission.Mode 
 		have, ok2 := permission.Rank(am)
 		if ok1 && ok2 && want > have {
 			m = am
+		}
+	}
+	// default ranks with dontAsk (it allows no more), but it asks: a call that asks for it in
+	// a session that never asks, or under one, is decided in dontAsk, its asks denied, so no
+	// approval is queued for what the session's owner said never to ask about.
+	for s := sess; s != nil && m == permission.ModeDefault; s = s.Parent {
+		if s.EffectiveMode() == permission.ModeDontAsk {
+			m = permission.ModeDontAsk
 		}
 	}
 	return m
