@@ -90,6 +90,9 @@ type Call struct {
 	read *readDecision
 	// searched is what a Grep call's facts resolved (grepFacts): Run searches exactly that.
 	searched *searchDecision
+	// ruleLinks are the links at the starts of the session's deny and ask path rules when the
+	// call was decided (Host.ruleLinks): a search it runs holds those rules where they lead.
+	ruleLinks []ruleLink
 	// decidedWrite is where a Write or Edit call's facts resolved its path (pathFacts): Run
 	// writes there or nowhere.
 	decidedWrite string

@@ -604,7 +604,12 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 		return errcode.New(errcode.Of(err), err)
 	}
 	if p.host != nil {
-		if err := p.host.markConfigNamed(st.call, facts.Paths); err != nil {
+		err := p.host.markConfigNamed(st.call, facts.Paths)
+		if err == nil && len(facts.Paths) > 0 {
+			st.call.ruleLinks, err = p.host.ruleLinks(ctx, st.call)
+			aliasThroughLinks(facts.Paths, st.call.ruleLinks)
+		}
+		if err != nil {
 			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
 				Reason: "could not gather the facts to decide this call: " + err.Error()}
 			st.decision = &d

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func TestBashPathFactsEachResolved(t *testing.T) {
 		t.Fatalf("%d paths classified, %d facts, want %d: %+v", len(cl.Paths), len(facts.Paths), len(want), facts.Paths)
 	}
 	for i, pu := range cl.Paths {
-		if f := facts.Paths[i]; f.Requested != pu.Path || f != want[pu.Path] {
+		if f := facts.Paths[i]; f.Requested != pu.Path || !reflect.DeepEqual(f, want[pu.Path]) {
 			t.Errorf("fact %d: %+v, want %+v (the classifier's path %d is %s)", i, f, want[pu.Path], i, pu.Path)
 		}
 	}

@@ -31,6 +31,11 @@ type PathFact struct {
 	// Tree marks a read of everything under the path (grep -r, rg) by a program its caller
 	// runs itself: an ask rule that may match below it holds it, as for the caller's own Grep.
 	Tree bool `json:"tree,omitempty"`
+	// Aliases are the path's names through a link at the literal start of a deny or ask path
+	// rule (`Read(./cfg/**)` with cfg a link to ~/realcfg names ~/realcfg/x as ./cfg/x). The
+	// rules meet them as they meet Requested and Resolved; an allow must cover them too; they
+	// are no read or write of their own (a rule's link may lie outside the session's dirs).
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // ToolFacts is what a tool's CheckPermissions step reports about one call, for the policy.

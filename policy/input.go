@@ -196,12 +196,18 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 			writes = append(writes, req, res)
 			buckets = anyBuckets
 		}
-		subjects = append(subjects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
-		if p.Redirect {
-			redirects = append(redirects, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
+		names := []*ast.Term{req, res}
+		for _, a := range p.Aliases {
+			names = append(names, str(a))
 		}
-		if p.Tree {
-			trees = append(trees, ast.ArrayTerm(req, buckets), ast.ArrayTerm(res, buckets))
+		for _, n := range names {
+			subjects = append(subjects, ast.ArrayTerm(n, buckets))
+			if p.Redirect {
+				redirects = append(redirects, ast.ArrayTerm(n, buckets))
+			}
+			if p.Tree {
+				trees = append(trees, ast.ArrayTerm(n, buckets))
+			}
 		}
 	}
 	hook := ast.NullTerm()

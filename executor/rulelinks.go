@@ -1,0 +1,166 @@
+package executor
+
+import (
+	"context"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/internal/errcode"
+	"github.com/sandboxd/sandboxd/permission"
+)
+
+// ruleLink is a link at the literal start of a deny or ask path rule: start, as the rule
+// names it, leads to target, resolved as the session's owner when the call is decided.
+type ruleLink struct{ start, target string }
+
+// maxRuleLinkStarts bounds the rule starts one call resolves (rules_per_session allows 1 024
+// rules; most share a start).
+const maxRuleLinkStarts = 256
+
+// ruleLinks finds the links at the literal starts of the session's deny and ask path rules:
+// a rule written through a link (`Read(./cfg/**)`, cfg a link in the project to ~/realcfg)
+// names the place the link leads. The sandbox's plan hides that place for each Bash call; the
+// decision must hold it too, for every tool and for the calls an agent runs itself, and the
+// link may have been made or moved since the session's rules were read, so it is looked up
+// for each call, as the owner. A start that cannot be looked up (not there, not searchable
+// by the owner) leads nowhere the owner's programs could reach through it.
+func (h *Host) ruleLinks(ctx context.Context, c *Call) ([]ruleLink, error) {
+	starts, err := ruleStarts(c)
+	if err != nil || len(starts) == 0 {
+		return nil, err
+	}
+	targets := make([]string, len(starts))
+	errs := make([]error, len(starts))
+	if c.unconfined {
+		rs, es := h.resolveAllOnHost(c, starts)
+		for i := range starts {
+			if errs[i] = es[i]; es[i] == nil && rs[i] != nil {
+				targets[i] = rs[i].Resolved
+			}
+		}
+	} else {
+		// Asked all at once, they cost the worker about one round trip.
+		var wg sync.WaitGroup
+		for i, st := range starts {
+			wg.Go(func() { targets[i], _, errs[i] = h.Resolve(ctx, c.Session, st) })
+		}
+		wg.Wait()
+	}
+	var links []ruleLink
+	for i, st := range starts {
+		switch errcode.Of(errs[i]) {
+		case errcode.OK:
+		case errcode.ErrnoENOENT, errcode.ErrnoEACCES, errcode.ErrnoENOTDIR, errcode.ErrnoELOOP:
+			continue
+		default:
+			return nil, errs[i]
+		}
+		if t := path.Clean(targets[i]); targets[i] != "" && t != st {
+			links = append(links, ruleLink{start: st, target: t})
+		}
+	}
+	return links, nil
+}
+
+// ruleStarts are the literal starts of the session's deny and ask path rules: each pattern's
+// directories up to its first with a wildcard or an escape, `/` left out (it leads nowhere
+// else).
+func ruleStarts(c *Call) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, behavior := range []string{"deny", "ask"} {
+		pats, err := pathPatterns(c, behavior, allPathBuckets(c, behavior)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pats {
+			st := literalStart(p)
+			if st == "/" || seen[st] {
+				continue
+			}
+			if len(out) == maxRuleLinkStarts {
+				return nil, errcode.Msg(errcode.Validation, "the session's deny and ask path rules start in more than 256 directories; each is looked up for every call, so fewer are needed")
+			}
+			seen[st] = true
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// literalStart is an absolute pattern's leading run of segments with no wildcard or escape.
+func literalStart(pattern string) string {
+	segs := strings.Split(path.Clean(pattern), "/")
+	for i, seg := range segs {
+		if strings.ContainsAny(seg, `*?[{\`) {
+			segs = segs[:i]
+			break
+		}
+	}
+	if st := strings.Join(segs, "/"); st != "" {
+		return st
+	}
+	return "/"
+}
+
+// allPathBuckets names every path rule bucket of the session's behavior rules.
+func allPathBuckets(c *Call, behavior string) []string {
+	rs := c.Session.RuleSet()
+	if rs == nil {
+		return nil
+	}
+	rules, _ := rs.Data()[behavior].(map[string]any)
+	paths, _ := rules["paths"].(map[string][]any)
+	out := make([]string, 0, len(paths))
+	for k := range paths {
+		out = append(out, k)
+	}
+	return out
+}
+
+// aliasThroughLinks gives each path its names through links: where a path (as requested, or
+// resolved) lies under a link's target, the same place named through the link's start.
+func aliasThroughLinks(paths []permission.PathFact, links []ruleLink) {
+	for i := range paths {
+		f := &paths[i]
+		for _, l := range links {
+			for _, name := range []string{f.Requested, f.Resolved} {
+				rest, ok := strings.CutPrefix(name, l.target)
+				if !ok || rest != "" && !strings.HasPrefix(rest, "/") && l.target != "/" {
+					continue
+				}
+				alias := path.Join(l.start, rest)
+				if alias != f.Requested && alias != f.Resolved && !containsString(f.Aliases, alias) {
+					f.Aliases = append(f.Aliases, alias)
+				}
+			}
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// heldThroughLinks is patterns, and beside each that starts at a link's start the same pattern
+// at the link's target: what a search run by the daemon must not list or print is held where
+// the rules' links lead too.
+func heldThroughLinks(patterns []string, links []ruleLink) []string {
+	out := patterns
+	for _, p := range patterns {
+		for _, l := range links {
+			if rest, ok := strings.CutPrefix(p, l.start); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+				if q := permission.LiteralPath(l.target) + rest; !containsString(out, q) {
+					out = append(out, q)
+				}
+			}
+		}
+	}
+	return out
+}
