@@ -601,3 +601,33 @@ func TestApprovalRememberNewUserSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoCredentialsBeyondNames: auto mode's stage one refuses credential paths by name, so
+// what reaches them by no name is held too: a Glob or Grep the daemon runs lists and prints
+// nothing of them, and a Bash read of a whole tree or a glob outside the workspace goes to
+// stage two. A Grep of a directory holding id_rsa printed the key, allowed as read-only.
+func TestAutoCredentialsBeyondNames(t *testing.T) {
+	td := startDaemon(t, "")
+	dir, deploy := rootDir(t), rootDir(t)
+	for name, content := range map[string]string{"id_rsa": "KEY private\n", "credentials.json": `{"k":"KEY gcp"}` + "\n", ".env": "KEY=env\n", "notes.txt": "KEY notes\n"} {
+		if err := os.WriteFile(filepath.Join(deploy, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"auto"}`, dir))
+	r := td.callRaw(t, s.ID, callBody("Grep", fmt.Sprintf(`{"pattern":"KEY","path":%q,"output_mode":"content"}`, deploy), ""))
+	out := fmt.Sprint(r.Content)
+	if behavior(r) != permission.Allow || !strings.Contains(out, "KEY notes") || strings.Contains(out, "private") || strings.Contains(out, "gcp") || strings.Contains(out, "env") {
+		t.Errorf("an auto-mode Grep of a dir holding credentials: %s, printed %s", behavior(r), out)
+	}
+	r = td.callRaw(t, s.ID, callBody("Glob", fmt.Sprintf(`{"pattern":"*","path":%q}`, deploy), ""))
+	if out := fmt.Sprint(r.Content); behavior(r) != permission.Allow || !strings.Contains(out, "notes.txt") || strings.Contains(out, "id_rsa") {
+		t.Errorf("an auto-mode Glob of a dir holding credentials: %s, listed %s", behavior(r), out)
+	}
+	for _, cmd := range []string{"grep -r KEY " + deploy, "cat " + deploy + "/id_rs?"} {
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
+		if behavior(r) == permission.Allow || len(r.Decision.Auto) != 2 {
+			t.Errorf("auto mode, %q: %s at stage %d; want it past stage one", cmd, behavior(r), len(r.Decision.Auto))
+		}
+	}
+}

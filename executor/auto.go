@@ -101,6 +101,24 @@ var credentialMarkers = []string{
 	"/id_rsa", "/id_ed25519", "/id_ecdsa", "/credentials.json", "/proc/self/environ",
 }
 
+// credentialPatterns are credentialMarkers as path rule patterns, held from what a Glob or Grep
+// run by the daemon lists and prints in auto mode (readHeldPatterns): a search of a directory
+// reads the credentials below it that no name of the call shows.
+var credentialPatterns = func() []string {
+	var out []string
+	for _, m := range credentialMarkers {
+		switch {
+		case strings.HasPrefix(m, "/etc/") || strings.HasPrefix(m, "/proc/"):
+			out = append(out, m)
+		case strings.HasSuffix(m, "/"):
+			out = append(out, "/**"+m+"**")
+		default:
+			out = append(out, "/**"+m)
+		}
+	}
+	return append(out, "/**/.env", "/**/.env.*")
+}()
+
 func isCredentialPath(p string) bool {
 	for _, m := range credentialMarkers {
 		if strings.Contains(p+"/", m) {
@@ -158,6 +176,19 @@ func autoStageOne(st *state) (verdict, reason string) {
 		return verdictAmbiguous, "stage one: asked by " + st.decision.Step + ", not by the mode"
 	}
 	writes := writePaths(st)
+	if cl != nil {
+		// A read of a whole tree or of a glob's names outside the workspace reaches files
+		// no word names (grep -r KEY ~/deploy, cat ~/deploy/id_rs?): the names checked above
+		// cannot say it touches no credential, so the classifier judges it.
+		if cl.PathsUnbounded {
+			return verdictAmbiguous, "stage one: reads paths known only when it runs, which may lie outside the workspace"
+		}
+		for _, pu := range cl.Paths {
+			if pu.Access != classifier.AccessWrite && (pu.Tree || strings.ContainsAny(pu.Path, "*?[")) && !st.sess.Inside(pu.Path) {
+				return verdictAmbiguous, "stage one: reads a tree or a glob's files outside the workspace (" + pu.Path + ")"
+			}
+		}
+	}
 	if st.readOnly && len(writes) == 0 && (cl == nil || cl.ReadOnly) {
 		return verdictAllow, "stage one: read-only call"
 	}
