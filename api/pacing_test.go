@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +105,22 @@ func TestApprovalsListIsPacedBySize(t *testing.T) {
 	}
 	if rec := list(0); rec.Code != http.StatusOK {
 		t.Errorf("root is not paced: %d", rec.Code)
+	}
+	// At once, from 32 connections: each list takes its size's tokens before it is written,
+	// so a full bucket serves as many as in a row. Charged only after, all 32 passed the
+	// one-token check together.
+	var served atomic.Int32
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			if list(4444).Code == http.StatusOK {
+				served.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := served.Load(); n > 4 {
+		t.Errorf("%d lists of ~10 MiB at once were served from a bucket of 40 tokens; want at most 4", n)
 	}
 	// The stream replays the pending approvals first: paced the same way.
 	stream := func(uid uint32) int {
