@@ -1144,6 +1144,34 @@ func TestServeConnOrigin(t *testing.T) {
 
 // One owner's sessions share MaxConnsPerOwner: a second session of the same user is refused
 // past it, another user's session is still served.
+// TestConnCapReservesEachOwnersShare: each owner may hold a 32nd of MaxConns whatever the
+// others hold, so users filling every shared connection cannot refuse another's programs all
+// proxied traffic.
+func TestConnCapReservesEachOwnersShare(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	owners := map[string]string{"s1": "alice", "s2": "bob"}
+	s := &Server{Decide: allowDecide, AllowPrivate: loopback, MaxConns: 64, MaxConnsPerOwner: 128,
+		Owner: func(session string) string { return owners[session] }}
+	alice, bob := startProxy(t, s), listenAs(t, s, "s2")
+	// alice's 2 reserved and all 64 shared.
+	for range 66 {
+		c, _ := connectTunnel(t, alice, echo)
+		defer c.Close()
+	}
+	resp, body := rawRequest(t, alice, "CONNECT "+echo+" HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 503 || !strings.Contains(body, "too many concurrent connections (limit 64)") {
+		t.Errorf("alice's 67th connection: %d %q", resp.StatusCode, body)
+	}
+	for range 2 {
+		c, _ := connectTunnel(t, bob, echo)
+		defer c.Close()
+	}
+	if resp, body := rawRequest(t, bob, "CONNECT "+echo+" HTTP/1.1\r\n\r\n"); resp.StatusCode != 503 {
+		t.Errorf("bob's third connection with the shared ones all alice's: %d %q", resp.StatusCode, body)
+	}
+}
+
 func TestConnCapPerOwner(t *testing.T) {
 	t.Parallel()
 	echo := echoServer(t)

@@ -143,7 +143,8 @@ type Server struct {
 	// its visible server name is the tunnel's host. Chrome sends one (a GREASE one, which
 	// cannot be told from a real one) on every connection; a real one hides the name it means.
 	AllowECH bool
-	// MaxConns caps concurrent client connections over all listeners (DefaultMaxConns if 0).
+	// MaxConns caps concurrent client connections over all listeners (DefaultMaxConns if 0),
+	// past the 32nd of it each owner may hold whatever the others hold (reservedPerOwner).
 	MaxConns int
 	// MaxConnsPerOwner caps one owner's (DefaultMaxConnsOwner if 0), so one user's programs
 	// cannot take every connection MaxConns allows from everyone else's. Owner names the owner
@@ -315,23 +316,42 @@ func (s *Server) Serve(l net.Listener, session string) error {
 			return fmt.Errorf("accept: %w", err)
 		}
 		backoff = 0
-		if s.active.Add(1) > int64(s.maxConns()) {
-			s.active.Add(-1)
-			s.refuseBusy(&conns, c, "too many concurrent connections (limit "+strconv.Itoa(s.maxConns())+")")
-			continue
-		}
-		if own.conns.Add(1) > int64(s.maxConnsPerOwner()) {
-			own.conns.Add(-1)
-			s.active.Add(-1)
-			s.refuseBusy(&conns, c, "too many concurrent connections from this user's sessions (limit "+strconv.Itoa(s.maxConnsPerOwner())+")")
+		release, busy := s.takeConn(own)
+		if busy != "" {
+			s.refuseBusy(&conns, c, busy)
 			continue
 		}
 		conns.Go(func() {
-			defer s.active.Add(-1)
-			defer own.conns.Add(-1)
+			defer release()
 			s.serveConn(ctx, c, peer{session: session, owner: own})
 		})
 	}
+}
+
+// reservedPerOwner are the connections each owner may hold whatever the others hold, a 32nd of
+// MaxConns (16 by default): they do not count against MaxConns, so a few users holding every
+// shared connection (four at the default caps) cannot refuse everyone else's programs all
+// proxied traffic.
+func (s *Server) reservedPerOwner() int64 { return int64(s.maxConns() / 32) }
+
+// takeConn admits a connection of own's: within its owner's cap, and past the owner's
+// reserved ones within MaxConns. It returns what gives the connection back, or why it is
+// refused.
+func (s *Server) takeConn(own *owner) (release func(), busy string) {
+	n := own.conns.Add(1)
+	if n > int64(s.maxConnsPerOwner()) {
+		own.conns.Add(-1)
+		return nil, "too many concurrent connections from this user's sessions (limit " + strconv.Itoa(s.maxConnsPerOwner()) + ")"
+	}
+	if n <= s.reservedPerOwner() {
+		return func() { own.conns.Add(-1) }, ""
+	}
+	if s.active.Add(1) > int64(s.maxConns()) {
+		s.active.Add(-1)
+		own.conns.Add(-1)
+		return nil, "too many concurrent connections (limit " + strconv.Itoa(s.maxConns()) + ")"
+	}
+	return func() { s.active.Add(-1); own.conns.Add(-1) }, ""
 }
 
 // ownerOf is what session's owner's sessions share, made on first use; s.mu is held.
@@ -459,20 +479,14 @@ func (s *Server) ServeConn(c net.Conn, session string, o Origin) error {
 	own := s.ownerOf(session)
 	s.mu.Unlock()
 	defer s.serving.Done()
-	if s.active.Add(1) > int64(s.maxConns()) {
-		s.active.Add(-1)
-		_ = c.Close()
-		return ErrBusy
-	}
-	defer s.active.Add(-1)
-	if own.conns.Add(1) > int64(s.maxConnsPerOwner()) {
-		own.conns.Add(-1)
+	release, busy := s.takeConn(own)
+	if busy != "" {
 		var refusing sync.WaitGroup
-		s.refuseBusy(&refusing, c, "too many concurrent connections from this user's sessions (limit "+strconv.Itoa(s.maxConnsPerOwner())+")")
+		s.refuseBusy(&refusing, c, busy)
 		refusing.Wait()
 		return ErrBusy
 	}
-	defer own.conns.Add(-1)
+	defer release()
 	s.serveConn(s.ctx, c, peer{session: session, origin: &o, owner: own})
 	return nil
 }
