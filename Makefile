@@ -66,6 +66,7 @@ FUZZ_TARGETS := \
 	./egress:FuzzOpenStream:20000 \
 	./egress:FuzzUpstreamAnswer:1500 \
 	./worker:FuzzClientFrames:20000 \
+	./worker:FuzzMatchGlob:20000 \
 	./cmd/sbctl/internal/mcpserver:FuzzScreenLine:20000 \
 	./executor:FuzzSedInPlace:20000 \
 	./executor:FuzzUnifiedDiff:20000 \
