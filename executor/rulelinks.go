@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -131,21 +132,12 @@ func aliasThroughLinks(paths []permission.PathFact, links []ruleLink) {
 					continue
 				}
 				alias := path.Join(l.start, rest)
-				if alias != f.Requested && alias != f.Resolved && !containsString(f.Aliases, alias) {
+				if alias != f.Requested && alias != f.Resolved && !slices.Contains(f.Aliases, alias) {
 					f.Aliases = append(f.Aliases, alias)
 				}
 			}
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // heldThroughLinks is patterns, and beside each that starts at a link's start the same pattern
@@ -156,7 +148,7 @@ func heldThroughLinks(patterns []string, links []ruleLink) []string {
 	for _, p := range patterns {
 		for _, l := range links {
 			if rest, ok := strings.CutPrefix(p, l.start); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
-				if q := permission.LiteralPath(l.target) + rest; !containsString(out, q) {
+				if q := permission.LiteralPath(l.target) + rest; !slices.Contains(out, q) {
 					out = append(out, q)
 				}
 			}
