@@ -135,6 +135,15 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 	case name == "source" || name == ".":
 		sb.opaque = true
+	case name == "fc" || name == "r":
+		// fc re-runs lines of the history (fc -s, zsh's r), which the line may have filled
+		// (history -s 'curl x'; fc -s), or an editor's output (fc -e CMD, $FCEDIT): what runs
+		// is no word of the line. fc -l only lists.
+		if !slices.ContainsFunc(ws[1:], func(a word) bool {
+			return a.static && strings.HasPrefix(a.val, "-") && strings.Contains(a.val, "l") && !strings.Contains(a.val, "e")
+		}) {
+			sb.opaque = true
+		}
 	case name == "hash" || name == "enable":
 		// hash -p PATH NAME (bash) and hash NAME=PATH (zsh) make a later NAME run PATH, and
 		// enable -f FILE loads a builtin from a shared object: `hash -p /usr/bin/curl ls; ls x`
@@ -274,11 +283,12 @@ func commandVar(name string) bool {
 		// script, screen, tmux, su and editors' :sh run the program $SHELL names:
 		// SHELL=/usr/bin/curl script -qc --version /dev/null runs curl.
 		return true
-	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
-		"GIT_EXTERNAL_DIFF", "LESSOPEN", "LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
+	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "FCEDIT", "GIT_SSH", "GIT_EXTERNAL_DIFF", "LESSOPEN",
+		"LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
 		return true
 	}
-	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER")
+	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER") ||
+		strings.HasSuffix(name, "ASKPASS")
 }
 
 // codeFileVar reports a variable that names a file whose code or config the programs after
@@ -306,7 +316,8 @@ func codeFileVar(name string) bool {
 		"CLASSPATH", "GOFLAGS", "GOENV", "RUSTC_WRAPPER", "RUSTC", "CARGO_BUILD_RUSTC_WRAPPER", "LUA_INIT",
 		"LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "VIMINIT", "EXINIT", "MYVIMRC", "GVIMINIT", "LESS", "KUBECONFIG",
 		"AWS_CONFIG_FILE", "PIP_CONFIG_FILE", "RSYNC_RSH", "CVS_RSH", "RSYNC_CONNECT_PROG", "GIO_MODULE_DIR",
-		"GTK_PATH", "QT_PLUGIN_PATH", "SCREENRC", "EMACSLOADPATH":
+		"GTK_PATH", "QT_PLUGIN_PATH", "SCREENRC", "EMACSLOADPATH", "ZIPOPT", "ZIP", "MANOPT", "PARALLEL",
+		"PYTHONBREAKPOINT", "JAVA_OPTS", "MAVEN_OPTS", "GRADLE_OPTS", "SBT_OPTS", "ANT_OPTS", "HISTFILE":
 		return true
 	}
 	// The dynamic loader's (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, …) and npm's config.
@@ -442,7 +453,7 @@ var runners = map[string]bool{
 	"poetry": true, "pipenv": true, "conda": true, "mise": true, "asdf": true, "direnv": true,
 	"nix-shell": true, "devbox": true, "bundle": true, "dotenv": true, "cross-env": true,
 	"env-cmd": true, "op": true, "doppler": true, "aws-vault": true,
-	"logsave": true, "start-stop-daemon": true, "systemd-cat": true, "ssh-agent": true,
+	"logsave": true, "start-stop-daemon": true, "systemd-cat": true, "ssh-agent": true, "gpg-agent": true,
 	"choom": true, "uclampset": true, "tsocks": true, "rlwrap": true, "mpirun": true,
 	"mpiexec": true, "orterun": true, "run-one": true, "cgexec": true, "timelimit": true,
 	"minijail0": true, "nsjail": true, "proot": true, "schroot": true, "flatpak-spawn": true,
