@@ -65,6 +65,7 @@ func (p *Pipeline) autoResolve(ctx context.Context, st *state) bool {
 		// policy's own read-only allows do.
 		st.call.RunReadOnly = st.readOnly && len(writePaths(st)) == 0
 		d.ReadOnly = st.call.RunReadOnly
+		st.call.autoAllowed = true
 		return true
 	case verdictDeny:
 		st.sess.Denials.Record(true)
@@ -102,8 +103,10 @@ var credentialMarkers = []string{
 }
 
 // credentialPatterns are credentialMarkers as path rule patterns, held from what a Glob or Grep
-// run by the daemon lists and prints in auto mode (readHeldPatterns): a search of a directory
-// reads the credentials below it that no name of the call shows.
+// run by the daemon lists and prints when auto mode's stages allowed it (readHeldPatterns): a
+// search of a directory reads the credentials below it that no name of the call shows. A call
+// the mode allows as default would (a read inside the session's dirs) is default's: no name is
+// special there, as in default mode.
 var credentialPatterns = func() []string {
 	var out []string
 	for _, m := range credentialMarkers {

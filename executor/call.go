@@ -90,6 +90,8 @@ type Call struct {
 	read *readDecision
 	// searched is what a Grep call's facts resolved (grepFacts): Run searches exactly that.
 	searched *searchDecision
+	// autoAllowed is set when auto mode's stages allowed the call (an ask they resolved).
+	autoAllowed bool
 	// ruleLinks are the links at the starts of the session's deny and ask path rules when the
 	// call was decided (Host.ruleLinks): a search it runs holds those rules where they lead.
 	ruleLinks []ruleLink

@@ -331,8 +331,8 @@ func readDenyPatterns(c *Call, tool string) ([]string, error) {
 // readHeldPatterns are what a Glob or Grep call run by the daemon lists and prints nothing
 // under: the Read deny rules' patterns (readDenyPatterns), and unless a person approved the
 // call, the ask rules' too: a search of the project walks into what an ask rule names, which
-// the policy, seeing only where it starts, did not ask about (as holdAsks for Bash), and in
-// auto mode the credentials stage one refuses by name. Each is held where a link at its start
+// the policy, seeing only where it starts, did not ask about (as holdAsks for Bash), and when
+// auto mode's stages allowed the call, the credentials stage one refuses by name. Each is held where a link at its start
 // led when the call was decided too (heldThroughLinks).
 func readHeldPatterns(c *Call, tool string) ([]string, error) {
 	deny, err := readDenyPatterns(c, tool)
@@ -341,7 +341,7 @@ func readHeldPatterns(c *Call, tool string) ([]string, error) {
 	}
 	ask, err := readPatterns(c, "ask", tool)
 	held := append(deny, ask...)
-	if c.Mode == permission.ModeAuto {
+	if c.autoAllowed {
 		held = append(held, credentialPatterns...)
 	}
 	return heldThroughLinks(held, c.ruleLinks), err
