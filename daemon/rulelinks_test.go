@@ -18,9 +18,10 @@ import (
 func TestRuleThroughLinkHoldsWhereItLeads(t *testing.T) {
 	td := startDaemon(t, "")
 	dir := testHostDir(t)
-	real := filepath.Join(dir, "realcfg")
-	for _, d := range []string{"proj", "realcfg"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+	ext := filepath.Join(dir, "ext")
+	real := filepath.Join(ext, "realcfg")
+	for _, d := range []string{"proj", "ext/realcfg"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,7 +37,7 @@ func TestRuleThroughLinkHoldsWhereItLeads(t *testing.T) {
 	if _, res := td.call(t, s.ID, "Read", fmt.Sprintf(`{"file_path":%q}`, readme)); behavior(res) != permission.Allow || res.IsError {
 		t.Fatalf("a Read of the readme: %+v", res)
 	}
-	if err := os.Symlink("../realcfg", filepath.Join(dir, "proj", "cfg")); err != nil {
+	if err := os.Symlink("../ext/realcfg", filepath.Join(dir, "proj", "cfg")); err != nil {
 		t.Fatal(err)
 	}
 	for _, unconfined := range []bool{false, true} {
@@ -48,13 +49,25 @@ func TestRuleThroughLinkHoldsWhereItLeads(t *testing.T) {
 			{"Bash", fmt.Sprintf(`{"command":"cat %s"}`, filepath.Join(real, "x.txt"))},
 		} {
 			res := td.decideBy(t, s.ID, c.tool, c.input, unconfined)
-			if behavior(res) != permission.Deny || !strings.Contains(res.Decision.Reason, "proj/cfg/**") {
+			if behavior(res) != permission.Deny || !strings.Contains(res.Decision.Reason, "proj/cfg/**") && !strings.Contains(res.Decision.Reason, "realcfg/**") {
 				t.Errorf("%s %s (unconfined %v): %s (%s); want the deny rule through the link", c.tool, c.input, unconfined, res.Decision.Behavior, res.Decision.Reason)
 			}
 		}
 	}
+	// Run by the agent itself, a whole tree read of the dir above the link's target (ext,
+	// which holds no name of the rule) reaches it, as it would the rule's own dir.
+	for _, c := range []struct{ tool, input string }{
+		{"Grep", fmt.Sprintf(`{"pattern":"SECRET","path":%q}`, ext)},
+		{"Glob", fmt.Sprintf(`{"pattern":"**/*.txt","path":%q}`, ext)},
+		{"Bash", fmt.Sprintf(`{"command":"grep -r SECRET %s"}`, ext)},
+		{"Bash", fmt.Sprintf(`{"command":"cp -r %s /tmp/x"}`, ext)},
+	} {
+		if res := td.decideBy(t, s.ID, c.tool, c.input, true); behavior(res) != permission.Deny {
+			t.Errorf("%s %s, run by the agent: %s (%s); want it refused for the rule through the link", c.tool, c.input, res.Decision.Behavior, res.Decision.Reason)
+		}
+	}
 	// A search of the dir above, run by the daemon, prints nothing of what the link leads to.
-	_, res := td.call(t, s.ID, "Grep", fmt.Sprintf(`{"pattern":"SECRET","path":%q,"output_mode":"content"}`, dir))
+	_, res := td.call(t, s.ID, "Grep", fmt.Sprintf(`{"pattern":"SECRET","path":%q,"output_mode":"content"}`, ext))
 	if behavior(res) != permission.Allow || strings.Contains(fmt.Sprint(res.Content), "SECRET-IN-REALCFG") {
 		t.Errorf("a Grep of the session's dir: %s; printed %v", behavior(res), res.Content)
 	}

@@ -596,6 +596,18 @@ func stepPreHooks(ctx context.Context, p *Pipeline, st *state) error {
 
 // stepPermission gathers the facts and asks the policy. Any error denies. Step 7b.
 func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
+	// The rules' links first: the facts' own checks (a whole tree read, a Glob's walk) meet
+	// the rules' patterns where the links lead too.
+	if p.host != nil && namesPaths(st.call) {
+		links, err := p.host.ruleLinks(ctx, st.call)
+		if err != nil {
+			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
+				Reason: "could not gather the facts to decide this call: " + err.Error()}
+			st.decision = &d
+			return errcode.New(errcode.Of(err), err)
+		}
+		st.call.ruleLinks = links
+	}
 	facts, err := st.call.Tool.CheckPermissions(ctx, st.call)
 	if err != nil {
 		d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
@@ -605,10 +617,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	}
 	if p.host != nil {
 		err := p.host.markConfigNamed(st.call, facts.Paths)
-		if err == nil && len(facts.Paths) > 0 {
-			st.call.ruleLinks, err = p.host.ruleLinks(ctx, st.call)
-			aliasThroughLinks(facts.Paths, st.call.ruleLinks)
-		}
+		aliasThroughLinks(facts.Paths, st.call.ruleLinks, st.call.unconfined)
 		if err != nil {
 			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
 				Reason: "could not gather the facts to decide this call: " + err.Error()}

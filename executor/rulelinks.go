@@ -120,24 +120,45 @@ func allPathBuckets(c *Call, behavior string) []string {
 	return out
 }
 
+// namesPaths reports whether c's facts may name paths: a Bash line with none (`ls`, `git
+// status`) needs no rule's link looked up.
+func namesPaths(c *Call) bool {
+	if c.Tool.Name() != "Bash" {
+		return true
+	}
+	cl := c.Classification()
+	return cl == nil || len(cl.Paths) > 0 || cl.PathsIncomplete
+}
+
 // aliasThroughLinks gives each path its names through links: where a path (as requested, or
-// resolved) lies under a link's target, the same place named through the link's start.
-func aliasThroughLinks(paths []permission.PathFact, links []ruleLink) {
+// resolved) lies under a link's target, the same place named through the link's start. For a
+// call its caller runs itself, a path above a link's target (a whole tree read, `grep -r` of
+// the dir that holds it) is named as the link too, so a rule below the link meets it as it
+// would meet the target's own dir; a call the daemon runs holds such a rule in the kernel, and
+// in the searches it runs (heldThroughLinks).
+func aliasThroughLinks(paths []permission.PathFact, links []ruleLink, unconfined bool) {
+	add := func(f *permission.PathFact, alias string) {
+		if alias != f.Requested && alias != f.Resolved && !slices.Contains(f.Aliases, alias) {
+			f.Aliases = append(f.Aliases, alias)
+		}
+	}
 	for i := range paths {
 		f := &paths[i]
 		for _, l := range links {
 			for _, name := range []string{f.Requested, f.Resolved} {
-				rest, ok := strings.CutPrefix(name, l.target)
-				if !ok || rest != "" && !strings.HasPrefix(rest, "/") && l.target != "/" {
-					continue
-				}
-				alias := path.Join(l.start, rest)
-				if alias != f.Requested && alias != f.Resolved && !slices.Contains(f.Aliases, alias) {
-					f.Aliases = append(f.Aliases, alias)
+				if under(l.target, name) {
+					add(f, path.Join(l.start, strings.TrimPrefix(name, l.target)))
+				} else if unconfined && under(name, l.target) {
+					add(f, l.start)
 				}
 			}
 		}
 	}
+}
+
+// under reports whether p is dir or below it.
+func under(dir, p string) bool {
+	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // heldThroughLinks is patterns, and beside each that starts at a link's start the same pattern

@@ -337,14 +337,14 @@ func readDenyPatterns(c *Call, tool string) ([]string, error) {
 func readHeldPatterns(c *Call, tool string) ([]string, error) {
 	deny, err := readDenyPatterns(c, tool)
 	if err != nil || c.Approved {
-		return heldThroughLinks(deny, c.ruleLinks), err
+		return deny, err
 	}
 	ask, err := readPatterns(c, "ask", tool)
 	held := append(deny, ask...)
 	if c.autoAllowed {
 		held = append(held, credentialPatterns...)
 	}
-	return heldThroughLinks(held, c.ruleLinks), err
+	return held, err
 }
 
 // readPatterns are the absolute patterns of the session's behavior ("deny", "ask") rules on
@@ -359,7 +359,9 @@ func pathPatterns(c *Call, behavior string, buckets ...string) ([]string, error)
 	return pathPatternsOf(c, behavior, nil, buckets...)
 }
 
-// pathPatternsOf is pathPatterns of the rules keep accepts (nil: all).
+// pathPatternsOf is pathPatterns of the rules keep accepts (nil: all), each also where a link at
+// its start led when the call was decided (heldThroughLinks): every check of the call meets
+// the rules there too.
 func pathPatternsOf(c *Call, behavior string, keep func(rule map[string]any) bool, buckets ...string) ([]string, error) {
 	rs := c.Session.RuleSet()
 	if rs == nil {
@@ -391,7 +393,7 @@ func pathPatternsOf(c *Call, behavior string, keep func(rule map[string]any) boo
 			}
 		}
 	}
-	return out, nil
+	return heldThroughLinks(out, c.ruleLinks), nil
 }
 
 func firstLines(s string, n int) string {
