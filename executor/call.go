@@ -164,6 +164,7 @@ func (r *Result) TextChars() int {
 type Event struct {
 	Kind string `json:"kind"` // "stdout", "stderr", "status"
 	Data string `json:"data"`
+	B64  string `json:"b64,omitempty"` // protocol.Event.B64
 }
 
 // Progress receives a running call's events.

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -428,6 +429,34 @@ func exitOneIsSuccess(c *Call, command string) bool {
 	return false
 }
 
+// outputEvent is the event of chunk, read after carry: UTF-8 text as Data, anything else
+// base64'd, so the stream carries the command's bytes exactly; a character the chunk splits
+// is kept back (the new carry) to go whole with the next.
+func outputEvent(kind string, carry, chunk []byte) (Event, []byte) {
+	b := chunk
+	if len(carry) > 0 {
+		b = append(carry, chunk...)
+	}
+	keep := 0
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				keep = len(b) - i
+			}
+			break
+		}
+	}
+	next := append([]byte(nil), b[len(b)-keep:]...)
+	b = b[:len(b)-keep]
+	if len(b) == 0 {
+		return Event{Kind: kind}, next
+	}
+	if utf8.Valid(b) {
+		return Event{Kind: kind, Data: string(b)}, next
+	}
+	return Event{Kind: kind, B64: base64.StdEncoding.EncodeToString(b)}, next
+}
+
 // pumpBufs holds the output pumps' read buffers: two 64 KiB buffers a call were most of the
 // garbage a short command made.
 var pumpBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
@@ -535,6 +564,7 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 		defer pumpBufs.Put(bp)
 		buf := bp[:]
 		sent := 0
+		var carry []byte // the start of a character the last read split
 		for {
 			n, err := r.Read(buf)
 			if n > 0 {
@@ -545,7 +575,11 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 				}
 				if streaming.Load() {
 					if sent < progressBytes {
-						progress(Event{Kind: kind, Data: string(buf[:min(n, progressBytes-sent)])})
+						var ev Event
+						ev, carry = outputEvent(kind, carry, buf[:min(n, progressBytes-sent)])
+						if ev.Data != "" || ev.B64 != "" {
+							progress(ev)
+						}
 					} else if sent-n < progressBytes {
 						progress(Event{Kind: "status", Data: fmt.Sprintf("%s continues past %s; the rest is in the result", kind, humanBytes(progressBytes))})
 					}
@@ -553,6 +587,9 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 				sent += n
 			}
 			if err != nil {
+				if len(carry) > 0 && streaming.Load() {
+					progress(Event{Kind: kind, B64: base64.StdEncoding.EncodeToString(carry)})
+				}
 				return
 			}
 		}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"time"
 )
@@ -207,6 +208,22 @@ type CallResult struct {
 type Event struct {
 	Kind string `json:"kind"` // "stdout", "stderr", "status"
 	Data string `json:"data"`
+	// B64 holds a stdout or stderr chunk that is not UTF-8 text, base64-encoded (Data is then
+	// empty): the output's bytes pass through exactly. A character split between reads is
+	// sent whole in the next chunk.
+	B64 string `json:"b64,omitempty"`
+}
+
+// Bytes is what an output event carries: Data, or B64 decoded (nil if it does not decode).
+func (e Event) Bytes() []byte {
+	if e.B64 == "" {
+		return []byte(e.Data)
+	}
+	b, err := base64.StdEncoding.DecodeString(e.B64)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // StreamLine is one line of an application/x-ndjson call response: events, then the result.

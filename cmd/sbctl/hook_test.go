@@ -310,6 +310,11 @@ func TestHookConfine(t *testing.T) {
 	b := buildBins(t)
 	d := startDaemon(t, b, "")
 	u, rt := userHome(t, "sbhc")
+	var utf, many strings.Builder
+	for i := 1; i <= 40000; i++ {
+		fmt.Fprintf(&utf, "línea %d: ünïcödé ✓ 日本語\n", i)
+	}
+	many.WriteString(strings.Repeat("y", 5_000_000))
 	cases := []struct {
 		name, command string
 		stdout        string
@@ -326,6 +331,11 @@ func TestHookConfine(t *testing.T) {
 		// At its timeout the agent moves the launcher to the background and goes on reading
 		// it: sandboxd runs on, so a command outliving the call's timeout ends as it would.
 		{"past the call's timeout", `sleep 1.5; echo late`, "late\n", "", 0},
+		// Exactly the command's bytes: characters split between reads, bytes that are no
+		// UTF-8 at all, and output past what the daemon streams (4 MiB), on both streams.
+		{"UTF-8 split between reads", `for i in $(seq 40000); do printf 'línea %d: ünïcödé ✓ 日本語\n' $i; done > utf.txt && cat utf.txt`, utf.String(), "", 0},
+		{"bytes that are not UTF-8", `printf '\xff\xfe\x00ab\xe2\x9c'; printf '\xc3' >&2`, "\xff\xfe\x00ab\xe2\x9c", "\xc3", 0},
+		{"past what is streamed", `head -c 5000000 /dev/zero | tr '\0' y; head -c 4500000 /dev/zero | tr '\0' z >&2`, many.String(), strings.Repeat("z", 4_500_000), 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -362,7 +372,8 @@ func TestHookConfine(t *testing.T) {
 				want = strings.TrimSpace(string(mustOutput(t, "id", "-u", u.Name))) + " nested\n"
 			}
 			if code != tc.code || out.String() != want || errb.String() != tc.stderr {
-				t.Errorf("exit %d stdout %q stderr %q; want %d %q %q", code, out.String(), errb.String(), tc.code, want, tc.stderr)
+				t.Errorf("exit %d stdout %.300q (%d bytes) stderr %.300q (%d bytes); want %d %.300q (%d bytes) %.300q (%d bytes)",
+					code, out.String(), out.Len(), errb.String(), errb.Len(), tc.code, want, len(want), tc.stderr, len(tc.stderr))
 			}
 			// The command file is gone once run: a rewrite runs its command once.
 			if files, _ := filepath.Glob(filepath.Join(rt, "sandboxd", "hook", "cmd-*")); len(files) != 0 {

@@ -80,6 +80,7 @@ func cmdBash(e *Env, args []string) error {
 		// wrote them; the final result repeats it, so it is not printed again. A call resumed
 		// after an inline answer comes back whole.
 		streamed := false
+		var outN, errN int64 // bytes of each stream written as they came
 		res, resumed, err := tc.send(e, id, req, func(req protocol.CallRequest) (*protocol.CallResult, error) {
 			p := startProgress(e)
 			defer p.stop()
@@ -87,10 +88,14 @@ func cmdBash(e *Env, args []string) error {
 				switch ev.Kind {
 				case "stdout":
 					streamed = true
-					p.write(e.Stdout, ev.Data)
+					b := ev.Bytes()
+					outN += int64(len(b))
+					p.write(e.Stdout, string(b))
 				case "stderr":
 					streamed = true
-					p.write(e.Stderr, ev.Data)
+					b := ev.Bytes()
+					errN += int64(len(b))
+					p.write(e.Stderr, string(b))
 				default:
 					p.status(ev)
 				}
@@ -99,8 +104,36 @@ func cmdBash(e *Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if streamed && !resumed {
+			restOfStream(e, res, e.Stdout, "stdout", outN, "persistedOutputPath")
+			restOfStream(e, res, e.Stderr, "stderr", errN, "persistedStderrPath")
+		}
 		return finishBash(e, res, resumed || !streamed, tc.session)
 	})
+}
+
+// restOfStream writes what the command wrote to one stream past the streamed part (the daemon
+// streams the first 4 MiB of each), from the file the daemon kept it in, so a caller reading
+// the output sees all of it, as the command wrote it. What was not kept is said on stderr.
+func restOfStream(e *Env, res *protocol.CallResult, w io.Writer, name string, written int64, pathKey string) {
+	total, _ := res.Data[name+"_bytes"].(float64)
+	rest := int64(total) - written
+	if rest <= 0 {
+		return
+	}
+	path, _ := res.Data[pathKey].(string)
+	copied := int64(0)
+	if path != "" {
+		if f, err := os.Open(path); err == nil {
+			if _, err := f.Seek(written, io.SeekStart); err == nil {
+				copied, _ = io.Copy(w, io.LimitReader(f, rest))
+			}
+			f.Close()
+		}
+	}
+	if copied < rest {
+		fmt.Fprintf(e.Stderr, "sbctl: %d bytes of the command's %s past the first %d were not kept by sandboxd (limits.persisted_bytes_per_user, or the output's cap) and are not shown\n", rest-copied, name, written+copied)
+	}
 }
 
 // readCommandFile reads a command the hook saved (sbctl hook --confine) and deletes it, so a
