@@ -93,7 +93,7 @@ func TestHookDecisions(t *testing.T) {
 		{"a write asks in default mode", "Bash", map[string]any{"command": "touch x"}, nil, "", "ask", "sandboxd asks"},
 		{"a deny rule denies", "Bash", map[string]any{"command": "rm -f x"}, []string{"--deny", "Bash(rm:*)"}, "", "deny", "Bash(rm:*)"},
 		{"Read inside the session", "Read", map[string]any{"file_path": filepath.Join(work, "nothing")}, nil, "", "allow", ""},
-		{"an unknown tool asks", "TodoWrite", map[string]any{}, nil, "", "ask", "does not run the tool"},
+		{"an unknown tool asks", "WebSearch", map[string]any{"query": "x"}, nil, "", "ask", "does not run the tool"},
 		{"a bad input is denied", "Bash", map[string]any{"command": "ls", "bogus": 1}, nil, "", "deny", "schema"},
 		{"daemon down denies", "Bash", map[string]any{"command": "ls"}, nil, "/var/tmp/no-such-sandboxd.sock", "deny", "cannot reach sandboxd"},
 		{"daemon down asks when told", "Bash", map[string]any{"command": "ls"}, []string{"--on-unavailable", "ask"}, "/var/tmp/no-such-sandboxd.sock", "ask", "cannot reach sandboxd"},
@@ -117,6 +117,14 @@ func TestHookDecisions(t *testing.T) {
 				t.Errorf("updatedInput without --confine: %v", a.HookSpecificOutput.UpdatedInput)
 			}
 		})
+	}
+	// The agent's own tools that act on nothing outside it (its to-do list, a question to its
+	// user, a sub-agent whose calls come through the hook) are left to the agent: no answer.
+	// Asked about, TodoWrite prompted the user on every call.
+	for _, tool := range []string{"TodoWrite", "AskUserQuestion", "Task"} {
+		if out := runHook(t, b, d.socket, u, rt, base(tool, map[string]any{}), "--mode", "default"); strings.TrimSpace(out) != "" {
+			t.Errorf("%s: answered %s; want it left to the agent", tool, out)
+		}
 	}
 	t.Run("one session per agent session, found again", func(t *testing.T) {
 		ents, err := os.ReadDir(filepath.Join(rt, "sandboxd", "hook"))

@@ -292,7 +292,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		// A tool of the agent's own that sandboxd does not run (TodoWrite, Task, an MCP
 		// server's): sandboxd has no say on it. Never an allow: the person at the agent
 		// decides, or (--unknown-tool pass) the agent's own permissions do.
-		if hf.unknownTool == "pass" {
+		if hf.unknownTool == "pass" || agentOwnTools[in.ToolName] {
 			return hookOutput{}, false
 		}
 		if !personAnswers(in.PermissionMode) {
@@ -569,6 +569,13 @@ func (hf *hookFlags) undecided() string {
 // askAgain is confineBash's behavior for an asked call whose approval by the agent is not a
 // person's: rewritten without --approved, so sandboxd asks its owner when it runs.
 const askAgain = "ask_again"
+
+// agentOwnTools are the agent's tools, not sandboxd's, that act on nothing outside its own
+// process and conversation: its to-do list, a question to its user, a sub-agent (whose own
+// tool calls come through this hook). Asked about on every call, they made the hook
+// unusable; left to the agent's own permissions, unless a deny or ask rule names one (the
+// daemon holds those first).
+var agentOwnTools = map[string]bool{"TodoWrite": true, "TodoRead": true, "AskUserQuestion": true, "Task": true}
 
 // personAnswers reports whether, in the agent's permission_mode, what the hook asks is put to
 // a person: the modes sandboxd shares with the agent, and no mode given (an agent that sends
