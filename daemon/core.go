@@ -699,7 +699,7 @@ func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *sess
 		// A new cwd lies inside the session's directories, as the owner resolves it: the
 		// directories are what the session may write, and only they widen it.
 		if _, err := c.host.DirInside(ctx, s, cwd, append([]string{s.Root}, extra...)); err != nil {
-			return fmt.Errorf("cwd: %w; add the directory with additional_dirs or create a session there", err)
+			return fmt.Errorf("cwd: %w; add the directory to the session (additional_dirs; sbctl --add-dir) or create a session there", err)
 		}
 	}
 	if u.Mode != nil && *u.Mode == permission.ModeBubble && snap.ParentID == "" {
