@@ -15,9 +15,8 @@ import (
 // names it, leads to target, resolved as the session's owner when the call is decided.
 type ruleLink struct{ start, target string }
 
-// maxRuleLinkStarts bounds the rule starts one call resolves (rules_per_session allows 1 024
-// rules; most share a start).
-const maxRuleLinkStarts = 256
+// ruleLinkLookups is how many of a call's rule starts are looked up at once.
+const ruleLinkLookups = 32
 
 // ruleLinks finds the links at the literal starts of the session's deny and ask path rules:
 // a rule written through a link (`Read(./cfg/**)`, cfg a link in the project to ~/realcfg)
@@ -41,10 +40,15 @@ func (h *Host) ruleLinks(ctx context.Context, c *Call) ([]ruleLink, error) {
 			}
 		}
 	} else {
-		// Asked all at once, they cost the worker about one round trip.
+		// Asked together, a few dozen cost the worker about one round trip.
 		var wg sync.WaitGroup
+		slots := make(chan struct{}, ruleLinkLookups)
 		for i, st := range starts {
-			wg.Go(func() { targets[i], _, errs[i] = h.Resolve(ctx, c.Session, st) })
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				targets[i], _, errs[i] = h.Resolve(ctx, c.Session, st)
+			})
 		}
 		wg.Wait()
 	}
@@ -79,9 +83,6 @@ func ruleStarts(c *Call) ([]string, error) {
 			st := literalStart(p)
 			if st == "/" || seen[st] {
 				continue
-			}
-			if len(out) == maxRuleLinkStarts {
-				return nil, errcode.Msg(errcode.Validation, "the session's deny and ask path rules start in more than 256 directories; each is looked up for every call, so fewer are needed")
 			}
 			seen[st] = true
 			out = append(out, st)
