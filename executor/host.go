@@ -89,6 +89,19 @@ func (h *Host) SetConfig(cfg config.Sandbox) {
 	h.cfgGen.Add(1)
 }
 
+// markOwnResults marks the reads of c's session's own persisted results (a result too long to
+// return whole names its file and says to Read it): no read outside the session's dirs, as
+// the session's calls see that dir read-only. Both the name and where it leads must lie there.
+func (h *Host) markOwnResults(c *Call, paths []permission.PathFact) {
+	dir := h.ResultsDir(c.Session.ID)
+	for i := range paths {
+		f := &paths[i]
+		if f.Access == permission.Read && f.Special == "" && insideDir(f.Requested, dir) && insideDir(f.Resolved, dir) {
+			f.OwnResult = true
+		}
+	}
+}
+
 // Sandbox is the confinement every child goes through.
 func (h *Host) Sandbox() *sandbox.Sandbox { return h.sandbox }
 

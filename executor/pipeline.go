@@ -618,6 +618,7 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	if p.host != nil {
 		err := p.host.markConfigNamed(st.call, facts.Paths)
 		aliasThroughLinks(facts.Paths, st.call.ruleLinks, st.call.unconfined)
+		p.host.markOwnResults(st.call, facts.Paths)
 		if err != nil {
 			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
 				Reason: "could not gather the facts to decide this call: " + err.Error()}

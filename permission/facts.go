@@ -36,6 +36,10 @@ type PathFact struct {
 	// rules meet them as they meet Requested and Resolved; an allow must cover them too; they
 	// are no read or write of their own (a rule's link may lie outside the session's dirs).
 	Aliases []string `json:"aliases,omitempty"`
+	// OwnResult marks a read of the session's own persisted results (a long output the result
+	// named): no read outside the session's dirs, as its other files are not; the rules still
+	// meet it.
+	OwnResult bool `json:"own_result,omitempty"`
 }
 
 // ToolFacts is what a tool's CheckPermissions step reports about one call, for the policy.

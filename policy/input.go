@@ -185,7 +185,9 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		var buckets *ast.Term
 		switch p.Access {
 		case permission.Read:
-			if !p.Alternative { // one of several places read: no read outside by itself
+			// One of several places read, or the session's own results: no read outside by
+			// itself.
+			if !p.Alternative && !p.OwnResult {
 				reads = append(reads, req, res)
 			}
 			buckets = ast.ArrayTerm(str("read"), str(f.Tool))
