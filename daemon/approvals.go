@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -155,17 +156,19 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 		if len(a.SuggestedRules) == 0 {
 			return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "this approval suggests no rule to remember; allow it once")
 		}
-		rule := a.SuggestedRules[0]
+		// Every suggested rule: a compound line suggests one per command that asked, and
+		// remembering the first alone asked again for the same line.
+		rules := a.SuggestedRules
 		if ans.Rule != "" {
 			if !slices.Contains(a.SuggestedRules, ans.Rule) {
 				return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "rule must be one of the approval's suggested_rules")
 			}
-			rule = ans.Rule
+			rules = []string{ans.Rule}
 		}
-		if err := c.remember(ctx, caller, a, ans.Remember, rule); err != nil {
+		if err := c.remember(ctx, caller, a, ans.Remember, rules); err != nil {
 			return approval.Approval{}, approval.Resolution{}, err
 		}
-		r.Remember, r.Rule = ans.Remember, rule
+		r.Remember, r.Rule, r.Rules = ans.Remember, rules[0], rules
 	}
 	if err := c.recorder.approvalResolve(ctx, caller, a, r); err != nil {
 		return approval.Approval{}, approval.Resolution{}, err
@@ -181,9 +184,9 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 	return approvalFor(caller, got), r, nil
 }
 
-// remember adds rule as an allow to the asking session's own rules, or to its project's
-// local settings or its owner's user settings, written as the owner.
-func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.Approval, source, rule string) error {
+// remember adds rules as allows to the asking session's own rules, or to its project's local
+// settings or its owner's user settings, written as the owner.
+func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.Approval, source string, rules []string) error {
 	s, err := c.store.Get(session.Caller{UID: 0}, a.Session)
 	if err != nil {
 		return errcode.New(errcode.NotFound, fmt.Errorf("the approval's session %s is gone", a.Session))
@@ -191,8 +194,10 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 	switch source {
 	case rememberSession:
 		own := s.Snapshot().Rules
-		if !slices.Contains(own.Allow, rule) {
-			own.Allow = append(own.Allow, rule)
+		for _, rule := range rules {
+			if !slices.Contains(own.Allow, rule) {
+				own.Allow = append(own.Allow, rule)
+			}
 		}
 		// The PATCH path: the same checks, rebuild and audit as an owner's change.
 		_, err := c.UpdateSession(ctx, caller, s.ID, session.Update{Rules: &own})
@@ -208,8 +213,8 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 			}
 			base, file = s.Owner.Home, filepath.Join(s.Owner.Home, ".config", "sandboxd", "settings.json")
 		}
-		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) { return addAllowRule(old, rule) }); err != nil {
-			return errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", rule, source, err))
+		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) { return addAllowRules(old, rules) }); err != nil {
+			return errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", strings.Join(rules, ", "), source, err))
 		}
 		s.RulesMu.Lock()
 		defer s.RulesMu.Unlock()
@@ -222,8 +227,8 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 	return errcode.New(errcode.Validation, fmt.Errorf(`remember must be "session", "localSettings" or "userSettings", not %q`, source))
 }
 
-// addAllowRule adds rule to permissions.allow of a settings file, keeping everything else.
-func addAllowRule(old []byte, rule string) ([]byte, error) {
+// addAllowRules adds rules to permissions.allow of a settings file, keeping everything else.
+func addAllowRules(old []byte, rules []string) ([]byte, error) {
 	doc := map[string]any{}
 	if len(old) > 0 {
 		if err := json.Unmarshal(old, &doc); err != nil {
@@ -235,12 +240,17 @@ func addAllowRule(old []byte, rule string) ([]byte, error) {
 		perms = map[string]any{}
 	}
 	allow, _ := perms["allow"].([]any)
-	for _, r := range allow {
-		if r == rule {
-			return old, nil
+	added := false
+	for _, rule := range rules {
+		if !slices.Contains(allow, any(rule)) {
+			allow = append(allow, rule)
+			added = true
 		}
 	}
-	perms["allow"] = append(allow, rule)
+	if !added {
+		return old, nil
+	}
+	perms["allow"] = allow
 	doc["permissions"] = perms
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -329,6 +339,11 @@ func approvalDetail(a *approval.Approval, res *approval.Resolution) map[string]s
 		if res.Rule != "" {
 			d["remembered_rule"] = res.Rule
 			d["remembered_in"] = res.Remember
+		}
+		if len(res.Rules) > 1 {
+			if b, err := json.Marshal(res.Rules); err == nil {
+				d["remembered_rules"] = string(b)
+			}
 		}
 		if res.Message != "" {
 			d["message"] = res.Message

@@ -176,3 +176,24 @@ func TestApprovalsCountTheParsedCommand(t *testing.T) {
 		t.Errorf("%d calls of 30 000 words queued; each holds over a megabyte parsed, so at most %d MiB of them fit", queued, approval.MaxPendingBytesPerOwner>>20)
 	}
 }
+
+// TestRememberKeepsEveryCommandsRule: "allow and remember" of a compound line remembers the rule
+// suggested for each of its commands that asked, so the same line runs next time unasked.
+// Remembering the first alone (git add) asked again for the commit.
+func TestRememberKeepsEveryCommandsRule(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	line := callBody("Bash", `{"command":"mkdir -p d && touch d/x"}`, "")
+	r := td.callRaw(t, s.ID, line)
+	if behavior(r) != permission.Ask || r.ApprovalID == "" {
+		t.Fatalf("want an ask: %+v", r.Decision)
+	}
+	code, b := td.answer(t, r.ApprovalID, `{"answer":"allow","remember":"session"}`)
+	if code != 200 || !strings.Contains(string(b), `"rules":[`) {
+		t.Fatalf("allow and remember: %d %s", code, b)
+	}
+	if r := td.callRaw(t, s.ID, line); behavior(r) != permission.Allow {
+		t.Errorf("the same line after allow and remember: %s (%s)", behavior(r), r.Decision.Reason)
+	}
+}

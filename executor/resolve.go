@@ -266,7 +266,11 @@ func (st *state) applyResolution(res *approval.Resolution) {
 		st.call.Approved = true
 		d.Reason = "approved by " + res.By
 		if res.Rule != "" {
-			d.Reason += "; remembered " + res.Rule + " in " + res.Remember
+			rules := res.Rules
+			if len(rules) == 0 {
+				rules = []string{res.Rule}
+			}
+			d.Reason += "; remembered " + strings.Join(rules, ", ") + " in " + res.Remember
 		}
 	} else {
 		d.Behavior = permission.Deny

@@ -59,9 +59,12 @@ type Preview struct {
 // Resolution is how an approval ended (approval.Resolution).
 type Resolution struct {
 	Answer string `json:"answer"` // Allow or Deny
-	// Remember is the settings source the suggested rule was added to ("" for once).
+	// Remember is the settings source the suggested rules were added to ("" for once).
 	Remember string `json:"remember,omitempty"`
-	Rule     string `json:"rule,omitempty"`
+	// Rule is the first rule remembered; Rules all of them (one per command of a compound
+	// line that asked).
+	Rule  string   `json:"rule,omitempty"`
+	Rules []string `json:"rules,omitempty"`
 	Message  string `json:"message,omitempty"`
 	// By says who answered: "uid:N", "hook" or "expiry".
 	By   string    `json:"by"`
@@ -83,7 +86,7 @@ type ApprovalList struct {
 // ApprovalAnswer is the body of POST /v1/approvals/{id}.
 type ApprovalAnswer struct {
 	Answer string `json:"answer"` // allow or deny
-	// Remember adds the approval's first suggested rule (or Rule, one of them) as an allow
+	// Remember adds the approval's suggested rules (or Rule, one of them) as allows
 	// to session, localSettings or userSettings.
 	Remember string `json:"remember,omitempty"`
 	Rule     string `json:"rule,omitempty"`

@@ -108,7 +108,15 @@ func resolutionLine(a protocol.Approval, r protocol.Resolution) string {
 	// line is printed to a terminal (and under the watch view's next question).
 	line := fmt.Sprintf("%s: %s", Visible(a.ID), Visible(r.Answer))
 	if r.Rule != "" {
-		line += fmt.Sprintf(", remembered %s in %s", Visible(r.Rule), Visible(r.Remember))
+		rules := r.Rules
+		if len(rules) == 0 {
+			rules = []string{r.Rule}
+		}
+		shown := make([]string, len(rules))
+		for i, rule := range rules {
+			shown[i] = Visible(rule)
+		}
+		line += fmt.Sprintf(", remembered %s in %s", strings.Join(shown, ", "), Visible(r.Remember))
 	}
 	if r.Message != "" {
 		line += " — " + Visible(r.Message)
