@@ -336,7 +336,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 				return decision(protocol.Deny, fmt.Sprintf("sandboxd asks about this command, but at %d characters it is too long to show the user in full for approval; split it into shorter commands", len(bi.Command))), true
 			}
 			if !personAnswers(in.PermissionMode) {
-				why += fmt.Sprintf(" In the agent's %q mode its asks may be answered without a person, so its approval does not count as yours: sandboxd asks again when the command runs, and it waits up to 10 minutes for your answer (sbctl approvals).", in.PermissionMode)
+				why += fmt.Sprintf(" In the agent's %q mode its asks may be answered without a person, so its approval does not count as yours: sandboxd asks again when the command runs, and it waits for your answer (sbctl approvals) as long as the approval lives (approvals.timeout_sec, 5 minutes by default).", in.PermissionMode)
 			}
 			out = decision(protocol.Ask, why)
 		}
