@@ -473,7 +473,7 @@ func toResult(res *protocol.CallResult, waited time.Duration) *mcp.CallToolResul
 	case d.Behavior == protocol.Ask:
 		pending := ""
 		if id := res.ApprovalID; id != "" {
-			pending = " It waits as approval " + id + " in sandboxd's approval queue."
+			pending = " Its approval " + id + " is left to expire: answering it does not run this call, which has returned; call again once it is allowed."
 		}
 		if waited > 0 {
 			return errorResult("Approval required (ask): sandboxd needs a person to approve this call, and no answer came " +
