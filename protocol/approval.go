@@ -63,9 +63,9 @@ type Resolution struct {
 	Remember string `json:"remember,omitempty"`
 	// Rule is the first rule remembered; Rules all of them (one per command of a compound
 	// line that asked).
-	Rule  string   `json:"rule,omitempty"`
-	Rules []string `json:"rules,omitempty"`
-	Message  string `json:"message,omitempty"`
+	Rule    string   `json:"rule,omitempty"`
+	Rules   []string `json:"rules,omitempty"`
+	Message string   `json:"message,omitempty"`
 	// By says who answered: "uid:N", "hook" or "expiry".
 	By   string    `json:"by"`
 	When time.Time `json:"when"`
