@@ -93,6 +93,9 @@ func (h *Host) SetConfig(cfg config.Sandbox) {
 // return whole names its file and says to Read it): no read outside the session's dirs, as
 // the session's calls see that dir read-only. Both the name and where it leads must lie there.
 func (h *Host) markOwnResults(c *Call, paths []permission.PathFact) {
+	if len(paths) == 0 {
+		return
+	}
 	dir := h.ResultsDir(c.Session.ID)
 	for i := range paths {
 		f := &paths[i]

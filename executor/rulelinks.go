@@ -147,19 +147,14 @@ func aliasThroughLinks(paths []permission.PathFact, links []ruleLink, unconfined
 		f := &paths[i]
 		for _, l := range links {
 			for _, name := range []string{f.Requested, f.Resolved} {
-				if under(l.target, name) {
+				if insideDir(name, l.target) {
 					add(f, path.Join(l.start, strings.TrimPrefix(name, l.target)))
-				} else if unconfined && under(name, l.target) {
+				} else if unconfined && insideDir(l.target, name) {
 					add(f, l.start)
 				}
 			}
 		}
 	}
-}
-
-// under reports whether p is dir or below it.
-func under(dir, p string) bool {
-	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // heldThroughLinks is patterns, and beside each that starts at a link's start the same pattern
