@@ -135,6 +135,20 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		}
 	case name == "source" || name == ".":
 		sb.opaque = true
+	case name == "sed" || name == "gsed":
+		// A script that runs programs (e, s///e) runs what the input holds, and a script file
+		// (-f) or a script it cannot read may: as for `bash script.sh`, no word shows what runs.
+		args := make([]string, 0, len(ws)-1)
+		for _, a := range ws[1:] {
+			if a.static {
+				args = append(args, a.val)
+			} else {
+				args = append(args, a.src) // a file name, or a script read as unparsed
+			}
+		}
+		if sedRunsPrograms(args) {
+			sb.opaque = true
+		}
 	case name == "fc" || name == "r":
 		// fc re-runs lines of the history (fc -s, zsh's r), which the line may have filled
 		// (history -s 'curl x'; fc -s), or an editor's output (fc -e CMD, $FCEDIT): what runs

@@ -48,6 +48,21 @@ func sedOpensFiles(args []string) bool {
 	return false
 }
 
+// sedRunsPrograms reports a sed command line that may run a program: a script with e or
+// s///e, one it cannot read, or a script file.
+func sedRunsPrograms(args []string) bool {
+	a := ParseSedArgs(args)
+	if a.ScriptFileAt <= len(args) || a.Bad <= len(args) {
+		return true
+	}
+	for _, s := range a.Scripts {
+		if r := sedScript(s); r == "sed_exec" || r == "sed_unparsed" {
+			return true
+		}
+	}
+	return false
+}
+
 // SedArgs is a sed command line's words sorted out as GNU sed reads them.
 type SedArgs struct {
 	// Kept is every option word but -i/--in-place (with the words of their arguments), in
