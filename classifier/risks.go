@@ -601,7 +601,7 @@ func wordReadings(w *syntax.Word, vars map[string]string) (empty, defaults strin
 				v := p.Value
 				if p.Dollar {
 					// $'../\x70roj': its escapes decoded, as bash does.
-					lit, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{p}})
+					lit, err := literal(&syntax.Word{Parts: []syntax.WordPart{p}})
 					if err != nil {
 						return false
 					}
@@ -1195,7 +1195,7 @@ func decodeDollarQuotes(s string) string {
 	if !ok {
 		return s
 	}
-	lit, err := expand.Literal(nil, w)
+	lit, err := literal(w)
 	if err != nil {
 		return s
 	}
@@ -1552,4 +1552,11 @@ func dropQuoteBraces(s string) string {
 func isLit(p syntax.WordPart) bool {
 	_, ok := p.(*syntax.Lit)
 	return ok
+}
+
+// literal is expand.Literal with a config of its own: given nil, the library fills in a
+// config it shares between callers, and two classifications at once (the daemon's calls, the
+// tests in parallel) wrote it together: a data race the race detector reports.
+func literal(w *syntax.Word) (string, error) {
+	return expand.Literal(&expand.Config{}, w)
 }
