@@ -48,6 +48,7 @@ func init() {
 		"false": neutral, ":": neutral, "test": names, "[": names, "sleep": neutral,
 		"cd": neutral, "pushd": neutral, "popd": neutral, "dirs": neutral,
 		"read": names, "mapfile": names, "readarray": names, "getopts": names,
+		"set": {strict: true, neutral: true, check: checkSet},
 		// Commands with options that write or execute.
 		"tail":     {strict: true, check: checkTail},
 		"file":     {strict: true, check: checkFile},
@@ -833,6 +834,43 @@ func checkUniq(args []string, _ *walker) string {
 	_, operands := parseOpts(args, optSpec{shortArg: "fsw", longArg: []string{"skip-fields", "skip-chars", "check-chars"}, permute: true})
 	if len(operands) > 1 {
 		return "write_operand"
+	}
+	return ""
+}
+
+// strictOptions are the set -o options that only make a script stop sooner.
+var strictOptions = map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "errtrace": true}
+
+// checkSet allows set only to make the script stop sooner (-e, -u, -E, -o pipefail and their
+// + forms) or to print its state. Every other option changes how the shell reads or runs what
+// follows (-k passes a command's later name=value words into its environment, -f and +B
+// change what globs and braces name, -x expands PS4 before each command), and an operand sets
+// the positional parameters.
+func checkSet(args []string, w *walker) string {
+	letters := "euE"
+	if w.opts.Shell == ShellZsh {
+		letters = "eu" // zsh's -E is another option
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') || a == "--" {
+			return "unsafe_flag"
+		}
+		flags := a[1:]
+		if n := strings.Count(flags, "o"); n > 1 {
+			return "unsafe_flag"
+		} else if n == 1 {
+			flags = strings.Replace(flags, "o", "", 1)
+			if i+1 < len(args) { // set -o alone prints the options
+				i++
+				if !strictOptions[args[i]] {
+					return "unsafe_flag"
+				}
+			}
+		}
+		if strings.Trim(flags, letters) != "" {
+			return "unsafe_flag"
+		}
 	}
 	return ""
 }

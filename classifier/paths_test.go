@@ -263,7 +263,7 @@ var noFileOperands = map[string]bool{
 	"groups": true, "ps": true, "echo": true, "printf": true, "true": true, "false": true,
 	":": true, "test": true, "[": true, "sleep": true, "cd": true, "pushd": true, "popd": true,
 	"dirs": true, "read": true, "mapfile": true, "readarray": true, "getopts": true,
-	"git": true, "hostname": true,
+	"git": true, "hostname": true, "set": true,
 }
 
 // TestEveryReaderHasPaths: a read-only command that reads files has a path spec, so an agent's
