@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -243,6 +244,10 @@ func doGlob(ctx context.Context, a *GlobArgs) (*GlobReply, error) {
 	// The deny patterns name real paths: a walk from a start reached through a symlink (a
 	// link in the project to a denied dir) is matched where it really is too.
 	real := realDir(start)
+	if real == "/" {
+		// A walk of / skips this worker's own /proc, which no search tool reads.
+		deny = append(slices.Clip(deny), "/proc")
+	}
 	if deny.match(start) || deny.match(real) {
 		// Everything the walk could list is under a denied path.
 		return &GlobReply{Paths: []string{}}, nil
@@ -353,6 +358,11 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 	n := len(args)
 	if (len(a.Deny) > 0 || a.Decided != nil) && (a.Path == "" || n < 2 || args[n-2] != "--" || args[n-1] != a.Path) {
 		return nil, nil, errcode.Msg(errcode.BadRequest, "grep with deny patterns or a decision: the arguments must end with \"--\" and the searched path")
+	}
+	if n >= 2 && args[n-2] == "--" && args[n-1] == a.Path && searchesRoot(a) {
+		// From / rg would walk this worker's own /proc, which no search tool reads: it is held
+		// out as a denied tree is, by rg's excludes and the output filter.
+		a.Deny = append(slices.Clip(a.Deny), "/proc")
 	}
 	// With a decision rg is given the decided file or directory itself, never its name (which
 	// rg would resolve again, following whatever symlink is there by then): a file as fd 3, a
@@ -644,6 +654,14 @@ func (f *grepFilter) denied(p string) bool {
 		}
 	}
 	return f.lastDenied
+}
+
+// searchesRoot reports whether a searches the whole tree from /, where it really is.
+func searchesRoot(a *GrepArgs) bool {
+	if a.Decided != nil {
+		return a.Decided.Resolved == "/"
+	}
+	return realDir(a.Path) == "/"
 }
 
 // realDir is p with its symlinks resolved (rg and the walk follow a symlinked start), or

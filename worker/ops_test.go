@@ -666,3 +666,34 @@ func TestResolveLongPath(t *testing.T) {
 		t.Errorf("a 4000-byte path: %v", err)
 	}
 }
+
+// TestSearchFromRootSkipsProc: a search of / walks everything but /proc, which no search tool
+// reads (its status files would match PPid).
+func TestSearchFromRootSkipsProc(t *testing.T) {
+	c := startWorker(t)
+	for _, root := range []string{"/", "/proc/self/root"} {
+		g, err := c.Glob(ctx(t), GlobArgs{Pattern: "*/*/status", Root: root, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.Paths) != 0 {
+			t.Errorf("Glob */*/status from %s listed %v", root, g.Paths)
+		}
+	}
+	root, err := c.ResolveInfo(ctx(t), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--no-heading", "--color=never", "-l", "--max-depth", "3", "-e", "PPid", "--", "/"}
+	for _, decided := range []*Resolved{nil, root} {
+		for _, deny := range [][]string{nil, {"/nothing-here/**"}} {
+			_, out, err := c.Grep(ctx(t), GrepArgs{Args: args, Dir: "/", Path: "/", Deny: deny, Decided: decided})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(out, []byte("/proc")) || bytes.Contains(out, []byte("self/status")) {
+				t.Errorf("decided %v, deny %v: a search of / read /proc:\n%s", decided != nil, deny, out)
+			}
+		}
+	}
+}
