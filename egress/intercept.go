@@ -184,6 +184,12 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 		return
 	}
 	if b[0] != tlsRecordHandshake {
+		if why := recordBeforeHello(b[0], t); why != "" {
+			s.recordRefusal(ctx, p, t, nil, why)
+			_, _ = unwrap(c).Write(tlsAlertAccessDenied)
+			lingerClose(c)
+			return
+		}
 		s.blindTunnel(ctx, p, t, c, br)
 		return
 	}

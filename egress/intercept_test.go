@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -324,5 +325,34 @@ func TestInterceptSilentTunnelAudited(t *testing.T) {
 		if ev.Allowed || ev.Kind != KindConnect || (ev.Host != "closed.test" && ev.Host != "quiet.test") || ev.Reason == "" {
 			t.Errorf("record %+v", ev)
 		}
+	}
+}
+
+// TestInterceptRecordBeforeHello: under interception, a tunnel whose stream starts with a TLS
+// record other than the handshake (a warning alert some stacks skip, then a ClientHello for
+// another name) is refused and audited, not passed on as a stream that is not TLS.
+func TestInterceptRecordBeforeHello(t *testing.T) {
+	t.Parallel()
+	ca, _ := testCA(t, "alert")
+	rec := &recorder{}
+	s := &Server{
+		Decide: rec.decide(func(Request) Verdict { return Verdict{Allow: true, Rule: "r"} }),
+		Audit:  rec.audit, Intercept: ca, HeaderTimeout: 2 * time.Second,
+	}
+	proxy := startProxy(t, s)
+	c := openTunnel(t, proxy, "front.test:443")
+	defer c.Close()
+	stream := append([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x5a}, rawClientHello("other.test", 0x1234)...)
+	if _, err := c.Write(stream); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(c)
+	if !bytes.Equal(got, tlsAlertAccessDenied) {
+		t.Errorf("the client read %x, want the access_denied alert", got)
+	}
+	evs := rec.audited()
+	if len(evs) != 1 || evs[0].Allowed || evs[0].Host != "front.test" || !strings.Contains(evs[0].Reason, "TLS record of type 21") {
+		t.Errorf("audited %+v, want one refusal of front.test", evs)
 	}
 }

@@ -44,7 +44,7 @@ func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Dur
 		return nil, clientHello{}, "", err
 	}
 	if b[0] != tlsRecordHandshake {
-		return nil, clientHello{}, "", nil
+		return nil, clientHello{}, recordBeforeHello(b[0], t), nil
 	}
 	ic.setHard(time.Now().Add(headerTimeout))
 	defer ic.setHard(time.Time{})
@@ -66,6 +66,23 @@ func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Dur
 	}
 	return seen, hello, "", nil
 }
+
+// recordBeforeHello is why a tunnel whose stream starts with first is refused, or "" for a
+// stream that is not TLS. A TLS client opens with its ClientHello; a record of another type
+// in front of it (a warning alert, which some TLS stacks skip) would make the stream pass as
+// not TLS, its server name unchecked.
+func recordBeforeHello(first byte, t target) string {
+	if first < tlsRecordChangeCipherSpec || first > tlsRecordHeartbeat {
+		return ""
+	}
+	return fmt.Sprintf("the tunnel's stream starts with a TLS record of type %d, not the handshake a TLS client opens with, so the server name its ClientHello carries would not be checked against the tunnel's host %s", first, t.host)
+}
+
+// The TLS record types (RFC 8446 §5.1, and heartbeat, RFC 6520): the first byte of a record.
+const (
+	tlsRecordChangeCipherSpec = 0x14
+	tlsRecordHeartbeat        = 0x18
+)
 
 // clientHello is what the tunnel check needs of a ClientHello.
 type clientHello struct {
