@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
@@ -232,6 +233,11 @@ type Sandbox struct {
 	// CacheDirs are made writable in every child ("~/" = owner's home), e.g. ~/.npm: a call writes
 	// what the user's tools outside read there, so only caches that check their entries.
 	CacheDirs []string `json:"cache_dirs"`
+	// PathAppend are directories put after the default PATH of every child, so the tools
+	// installed there (/usr/local/go/bin) run by name. Each, and every directory above it, must
+	// be one only root can change: a program a call finds by name runs as what the policy
+	// decided that name to be.
+	PathAppend []string `json:"path_append"`
 	// AllowNetwork gives children the host network instead of loopback only.
 	AllowNetwork bool `json:"allow_network"`
 	// AllowUnixSockets lets children create AF_UNIX sockets, and so connect to any pathname
@@ -592,6 +598,11 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkPaths("sandbox.deny_paths", c.Sandbox.DenyPaths)...)
 	errs = append(errs, checkPaths("sandbox.cache_dirs", c.Sandbox.CacheDirs)...)
+	for _, d := range c.Sandbox.PathAppend {
+		if err := rootOnlyDir(d); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox.path_append: %q %w", d, err))
+		}
+	}
 	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
 	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
@@ -609,6 +620,38 @@ func checkPaths(key string, entries []string) []error {
 		}
 	}
 	return errs
+}
+
+// rootOnlyDir refuses a directory that anyone but root could change, or could change the way
+// to: d and each directory above it, as written and as its links resolve, must be owned by
+// root and writable by no group or other (a sticky /tmp too: anyone can create entries there).
+func rootOnlyDir(d string) error {
+	if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsRune(d, ':') {
+		return errors.New("must be an absolute, clean path without a ':'")
+	}
+	r, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return fmt.Errorf("cannot be resolved: %w", err)
+	}
+	for _, p := range []string{d, r} {
+		for q := p; ; q = filepath.Dir(q) {
+			fi, err := os.Stat(q)
+			if err != nil {
+				return fmt.Errorf("cannot be checked: %w", err)
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return fmt.Errorf("cannot be checked: %s has no owner", q)
+			}
+			if !fi.IsDir() || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+				return fmt.Errorf("is not a directory only root can change: %s is %s, owned by uid %d", q, fi.Mode(), st.Uid)
+			}
+			if q == "/" {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // checkDomains refuses each entry of a domain list that is not a domain pattern as a

@@ -54,6 +54,12 @@ func TestLoad(t *testing.T) {
 		{"home and absolute paths", "sandbox:\n  deny_paths: [~/.ssh, /srv/secret]\n  cache_dirs: [~/.npm]\n", "", func(c Config) bool {
 			return len(c.Sandbox.DenyPaths) == 2 && len(c.Sandbox.CacheDirs) == 1
 		}},
+		{"path_append", "sandbox:\n  path_append: [/usr/bin]\n", "", func(c Config) bool { return slices.Equal(c.Sandbox.PathAppend, []string{"/usr/bin"}) }},
+		// A program a call runs by name must be what the policy took it for: no user may plant one.
+		{"path_append anyone can write refused", "sandbox:\n  path_append: [/usr/bin, /tmp]\n", `sandbox.path_append: "/tmp" is not a directory only root can change: /tmp is`, nil},
+		{"path_append relative refused", "sandbox:\n  path_append: [bin]\n", `sandbox.path_append: "bin" must be an absolute`, nil},
+		{"path_append list in one entry refused", "sandbox:\n  path_append: [\"/usr/bin:/tmp\"]\n", `without a ':'`, nil},
+		{"path_append missing refused", "sandbox:\n  path_append: [/nonexistent-sandboxd-dir]\n", `cannot be resolved`, nil},
 		{"extra syscalls", "sandbox:\n  extra_syscalls: [vhangup, open]\n", "", func(c Config) bool {
 			return strings.Join(c.Sandbox.ExtraSyscalls, ",") == "vhangup,open"
 		}},

@@ -213,7 +213,7 @@ func addReadOnly(spec *sandbox.Spec, patterns []string) {
 // sessionEnv is a child's environment in session s: ChildEnv, and where the session's egress
 // goes through the filtering proxy, the proxy settings programs read.
 func (h *Host) sessionEnv(s *session.Session) []string {
-	env := ChildEnv(s.Owner)
+	env := ChildEnv(s.Owner, h.cfg.Load().PathAppend)
 	if s.Network == config.NetworkProxy && h.ProxyPort > 0 {
 		env = append(env, ProxyEnv(h.ProxyPort, h.ProxyCA.javaOptions())...)
 		env = append(env, h.ProxyCA.Env()...)
@@ -273,14 +273,19 @@ func ProxyEnv(port int, javaExtra string) []string {
 	}
 }
 
-// ChildEnv is the whole environment of a child: nothing of the daemon's leaks.
-func ChildEnv(owner session.Caller) []string {
+// defaultPath is every child's PATH before sandbox.path_append.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ChildEnv is the whole environment of a child: nothing of the daemon's leaks. pathAppend
+// (sandbox.path_append, directories only root can change) comes after the default PATH, so a
+// name the system has still runs the system's program.
+func ChildEnv(owner session.Caller, pathAppend []string) []string {
 	home := owner.Home
 	if home == "" {
 		home = "/"
 	}
 	return []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PATH=" + strings.Join(append([]string{defaultPath}, pathAppend...), ":"),
 		"HOME=" + home,
 		"USER=" + owner.User,
 		"LOGNAME=" + owner.User,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -295,4 +297,35 @@ func asUser(uid uint32, script string) *exec.Cmd {
 	cmd := exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
 	return cmd
+}
+
+// TestPathAppend: a program in a sandbox.path_append directory runs by name, exec'd directly
+// and by bash, and a name the system has still runs the system's program.
+func TestPathAppend(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("/run", "sandboxd-path-append-") // only root can change it, as the config requires
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"sbx-path-hello": "echo hello from path_append", "ls": "echo not the system ls"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newToolEnvCfg(t, config.Sandbox{PathAppend: []string{dir}})
+	for _, cmd := range []string{"sbx-path-hello", "sbx-path-hello | cat"} {
+		if r := e.mustCall(t, "Bash", Input{"command": cmd}); r.Data["stdout"] != "hello from path_append\n" {
+			t.Errorf("%s: %v", cmd, r.Data)
+		}
+	}
+	if r := e.mustCall(t, "Bash", Input{"command": "ls -d /"}); r.Data["stdout"] != "/\n" {
+		t.Errorf("ls ran %v, want the system's", r.Data)
+	}
+	if r := e.mustCall(t, "Bash", Input{"command": "echo $PATH"}); r.Data["stdout"] != "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:"+dir+"\n" {
+		t.Errorf("PATH %v", r.Data)
+	}
 }
