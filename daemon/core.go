@@ -732,10 +732,15 @@ func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *sess
 		}
 	}
 	narrows := u.Narrows(snap)
+	// Recorded before it is in force: a change the log refuses (short of space, or past its
+	// owner's audit budget) never applies, so no call is decided by a mode or rule that no
+	// record gave the session.
+	if err := c.recorder.sessionChange(ctx, caller, snap, u.On(snap)); err != nil {
+		return err
+	}
 	s.Apply(u)
-	err = c.recorder.sessionChange(ctx, caller, snap, s)
 	if rs != nil {
-		err = errors.Join(err, c.setRuleSet(ctx, s, rs))
+		err = c.setRuleSet(ctx, s, rs)
 	}
 	if narrows {
 		// Its commands, and its sub-agents', run with what it gave when they started: a
@@ -773,7 +778,10 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 			msg, detail = "the session's parent "+id+" was deleted; denied", map[string]string{"reason": "parent_deleted", "parent": id}
 		}
 		c.dropApprovals(ctx, caller, s.ID, approval.Resolution{Answer: approval.Deny, Message: msg, By: "session_deleted"})
-		errs = append(errs, c.recorder.sessionDelete(ctx, caller, s, detail))
+		if err := c.recorder.sessionDelete(ctx, caller, s, detail); err != nil {
+			// Ending a session only takes away, so it is not undone for want of its record.
+			errs = append(errs, fmt.Errorf("session %s was deleted and its processes ended, but its record could not be written: %w", s.ID, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -226,8 +226,7 @@ func (r *recorder) sessionDelete(ctx context.Context, caller session.Caller, s *
 }
 
 // sessionChange records an update with the state before and after it.
-func (r *recorder) sessionChange(ctx context.Context, caller session.Caller, before session.Snapshot, s *session.Session) error {
-	after := s.Snapshot()
+func (r *recorder) sessionChange(ctx context.Context, caller session.Caller, before, after session.Snapshot) error {
 	detail := sessionDetail(after)
 	b, _ := json.Marshal(sessionState(before))
 	detail["before"] = string(b)

@@ -932,3 +932,40 @@ func TestSubordinateUidsCountAsTheirOwner(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A session change the log refuses (here past its owner's audit budget) does not apply: no
+// later call may be decided by a mode or rule that no record gave the session.
+func TestRefusedSessionChangeDoesNotApply(t *testing.T) {
+	td := startDaemon(t, "audit:\n  max_bytes_per_user_hour: 65536\nlimits:\n  requests_per_second_per_user: 10000\n  requests_burst_per_user: 10000\n")
+	mallory := testutil.CreateUser(t, "sbsc")
+	mid := sessionAs(t, td, mallory, "")
+	body := fmt.Sprintf(`{"tool":"NoSuchTool","input":{"x":%q}}`, strings.Repeat("y", 8<<10))
+	for i := 0; ; i++ {
+		code, _ := curlAs(t, td, mallory, "POST", "/v1/sessions/"+mid+"/calls", body, "")
+		if code == http.StatusTooManyRequests {
+			break
+		}
+		if i == 64 {
+			t.Fatal("the audit budget never ran out")
+		}
+	}
+	// Deny rules enough that its record cannot fit in what is left of the budget.
+	var deny []string
+	for i := range 16 {
+		deny = append(deny, fmt.Sprintf("Read(//srv/%d/%s)", i, strings.Repeat("d", 1000)))
+	}
+	change, _ := json.Marshal(map[string]any{"mode": "bypassPermissions", "rules": map[string]any{"allow": []string{"Bash(*)"}, "deny": deny}})
+	code, b := curlAs(t, td, mallory, "PATCH", "/v1/sessions/"+mid, string(change), "")
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("a change past the budget: %d %.300s", code, b)
+	}
+	code, b = curlAs(t, td, mallory, "GET", "/v1/sessions/"+mid, "", "")
+	if code != http.StatusOK || !strings.Contains(string(b), `"mode":"default"`) || strings.Contains(string(b), "Bash(*)") {
+		t.Errorf("the refused change applied: %d %s", code, b)
+	}
+	for _, r := range auditRecords(t, td) {
+		if r.Session == mid && r.Kind == "session.update" {
+			t.Errorf("a refused change was recorded: %+v", r)
+		}
+	}
+}

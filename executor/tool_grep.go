@@ -141,11 +141,13 @@ func GrepArgs(in Input, path string) (args []string, mode string) {
 			args = append(args, "-B", strconv.FormatInt(n, 10))
 		}
 	}
+	// Values joined to their options: one that starts with "-" is still the value, never an
+	// option of rg's (--pre runs a program on every file).
 	if t := in.String("type"); t != "" {
-		args = append(args, "--type", t)
+		args = append(args, "--type="+t)
 	}
 	for _, g := range splitGlobs(in.String("glob")) {
-		args = append(args, "--glob", g)
+		args = append(args, "--glob="+g)
 	}
 	// -e keeps a pattern that starts with "-" a pattern.
 	args = append(args, "-e", in.String("pattern"), "--", path)

@@ -347,3 +347,21 @@ func TestFileToolPathsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestGrepArgsValuesStayValues: a type or glob that reads as an rg option (--pre runs a
+// program on each file) reaches rg joined to its own option, never as an option of its own.
+func TestGrepArgsValuesStayValues(t *testing.T) {
+	t.Parallel()
+	for _, in := range []Input{
+		{"pattern": "x", "type": "--pre=/bin/id"},
+		{"pattern": "x", "glob": "--pre=/bin/id"},
+		{"pattern": "x", "glob": "*.go,--pre=/bin/id"},
+	} {
+		args, _ := GrepArgs(in, "/p")
+		for _, a := range args {
+			if strings.HasPrefix(a, "--pre") {
+				t.Errorf("%v: rg gets %q as an option: %q", in, a, args)
+			}
+		}
+	}
+}

@@ -340,6 +340,25 @@ func (s *Session) Narrowings() uint64 {
 	return n
 }
 
+// On is before with u applied, as Apply would leave the session: what a change is recorded
+// as before it is in force.
+func (u Update) On(before Snapshot) Snapshot {
+	after := before
+	if u.Mode != nil {
+		after.Mode = *u.Mode
+	}
+	if u.Cwd != nil {
+		after.Cwd = *u.Cwd
+	}
+	if u.AdditionalDirs != nil {
+		after.AdditionalDirs = append([]string(nil), (*u.AdditionalDirs)...)
+	}
+	if u.Rules != nil {
+		after.Rules = copyRules(*u.Rules)
+	}
+	return after
+}
+
 // Apply changes the session.
 func (s *Session) Apply(u Update) {
 	s.mu.Lock()
