@@ -314,6 +314,14 @@ func TestBackgroundPrintsTheTaskID(t *testing.T) {
 	if code != 2 || !strings.Contains(errb.String(), "needs --session") {
 		t.Errorf("--background without --session: exit %d, %q", code, errb.String())
 	}
+	// --cwd with --session would be ignored, the call run where the user did not say.
+	for _, cmd := range [][]string{{"bash", "--session", "s_1", "--cwd", "/tmp", "--", "ls"}, {"read", "--session", "s_1", "--cwd", "/tmp", "/etc/hostname"}} {
+		errb.Reset()
+		code = Run(context.Background(), append([]string{"--socket", "/nonexistent"}, cmd...), strings.NewReader(""), &out, &errb, nil)
+		if code != 2 || !strings.Contains(errb.String(), "--cwd sets the short-lived session's cwd") {
+			t.Errorf("%v: exit %d, %q", cmd, code, errb.String())
+		}
+	}
 }
 
 // TestFlagHelpNamesTypes: in --help, the word after a flag is its value's type. Go's flag

@@ -230,6 +230,10 @@ func (tc *toolCall) flags(fs interface {
 func (tc *toolCall) withSession(e *Env, fn func(id, callMode string) error) error {
 	c := e.Client()
 	if tc.session != "" {
+		if tc.sf.cwd != "" {
+			// Ignored, the call would run somewhere the user did not say.
+			return UsageError(fmt.Sprintf("--cwd sets the short-lived session's cwd; a call in --session %s runs in that session's cwd (for Bash, cd in the command: cd DIR && …)", tc.session))
+		}
 		return fn(tc.session, tc.sf.mode)
 	}
 	req, err := tc.sf.request()
