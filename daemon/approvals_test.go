@@ -631,3 +631,32 @@ func TestAutoCredentialsBeyondNames(t *testing.T) {
 		}
 	}
 }
+
+// TestBubbleUnderAutoAsksAPerson: a bubble sub-agent's ask that reaches an auto ancestor is the
+// ancestor's ask: an ask rule's hit goes to a person there, not to the classifier (here one
+// that allows everything), for the file tools and Bash alike.
+func TestBubbleUnderAutoAsksAPerson(t *testing.T) {
+	td := startDaemon(t, "auto:\n  classifier:\n    command: \"cat >/dev/null; echo '{\\\"decision\\\":\\\"allow\\\",\\\"reason\\\":\\\"yes\\\"}'\"\n")
+	dir := rootDir(t)
+	conf := filepath.Join(dir, "conf.ini")
+	if err := os.WriteFile(conf, []byte("orig"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"auto","rules":{"ask":["Bash(git push:*)","Edit(./conf.ini)","Read(./conf.ini)"]}}`, dir))
+	child := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bubble","parent_id":%q}`, dir, parent.ID))
+	for _, s := range []string{parent.ID, child.ID} {
+		for _, c := range []struct{ tool, input string }{
+			{"Write", fmt.Sprintf(`{"file_path":%q,"content":"written"}`, conf)},
+			{"Read", fmt.Sprintf(`{"file_path":%q}`, conf)},
+			{"Bash", `{"command":"git push"}`},
+		} {
+			r := td.callRaw(t, s, callBody(c.tool, c.input, ""))
+			if behavior(r) != permission.Ask {
+				t.Errorf("%s in %s: %+v", c.tool, map[bool]string{true: "the auto parent", false: "its bubble child"}[s == parent.ID], r.Decision)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(conf); string(b) != "orig" {
+		t.Errorf("conf.ini: %q", b)
+	}
+}

@@ -42,6 +42,14 @@ var personOnly = map[string]bool{"ask_rule": true, "custom_ask": true, "critical
 func (p *Pipeline) autoResolve(ctx context.Context, st *state) bool {
 	d := *st.decision
 	st.decision = &d
+	if personOnly[d.Step] {
+		// Whatever routed it here: the policy sends these to a person in an auto session, and
+		// a bubble sub-agent's ask that reaches an auto ancestor is the same ask.
+		d.Auto = append(d.Auto, permission.AutoStage{Stage: 1, Verdict: verdictAsk,
+			Reason: "auto mode: needs a person, not the classifier (" + d.Step + ")"})
+		d.Route = "user"
+		return false
+	}
 	if st.sess.Denials.Exhausted() {
 		d.Auto = append(d.Auto, permission.AutoStage{Stage: 1, Verdict: verdictAsk,
 			Reason: fmt.Sprintf("the classifier denied %d calls in a row or %d in this session; a person decides", session.MaxConsecutiveDenials, session.MaxTotalDenials)})
