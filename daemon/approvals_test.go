@@ -660,3 +660,56 @@ func TestBubbleUnderAutoAsksAPerson(t *testing.T) {
 		t.Errorf("conf.ini: %q", b)
 	}
 }
+
+// TestApprovedCallLeadsWhereItWasAsked: an approved call runs only where it led when it was
+// asked. A link swapped in since (notes.txt now leads to a file an ask rule names, which an
+// approved Bash call's kernel view no longer holds) denies it; one left alone runs.
+func TestApprovedCallLeadsWhereItWasAsked(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	notes, copied := filepath.Join(dir, "notes.txt"), filepath.Join(dir, "copy.txt")
+	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{filepath.Join(dir, "secrets", "key"): "TOPSECRET", notes: "notes"} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default","rules":{"ask":["Read(./secrets/**)"]}}`, dir))
+	approved := func(swap func()) protocol.CallResult {
+		r := td.callRaw(t, s.ID, callBody("Bash", `{"command":"cat notes.txt > copy.txt"}`, ""))
+		if behavior(r) != permission.Ask || r.ApprovalID == "" {
+			t.Fatalf("not asked: %+v", r.Decision)
+		}
+		swap()
+		if code, b := td.answer(t, r.ApprovalID, `{"answer":"allow"}`); code != http.StatusOK {
+			t.Fatalf("answer: %d %s", code, b)
+		}
+		return td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
+	}
+	r := approved(func() {
+		if err := os.Remove(notes); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("secrets/key", notes); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if behavior(r) != permission.Deny || !strings.Contains(r.Decision.Reason, "leads to") {
+		t.Errorf("approved, then swapped: %+v", r.Decision)
+	}
+	if b, _ := os.ReadFile(copied); strings.Contains(string(b), "TOPSECRET") {
+		t.Fatal("the approved command read where its link was swapped to")
+	}
+	os.Remove(notes)
+	if err := os.WriteFile(notes, []byte("notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := approved(func() {}); behavior(r) != permission.Allow {
+		t.Errorf("approved, nothing moved: %+v", r.Decision)
+	}
+	if b, _ := os.ReadFile(copied); string(b) != "notes" {
+		t.Errorf("copy.txt: %q", b)
+	}
+}

@@ -596,35 +596,12 @@ func stepPreHooks(ctx context.Context, p *Pipeline, st *state) error {
 
 // stepPermission gathers the facts and asks the policy. Any error denies. Step 7b.
 func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
-	// The rules' links first: the facts' own checks (a whole tree read, a Glob's walk) meet
-	// the rules' patterns where the links lead too.
-	if p.host != nil && namesPaths(st.call) {
-		links, err := p.host.ruleLinks(ctx, st.call)
-		if err != nil {
-			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
-				Reason: "could not gather the facts to decide this call: " + err.Error()}
-			st.decision = &d
-			return errcode.New(errcode.Of(err), err)
-		}
-		st.call.ruleLinks = links
-	}
-	facts, err := st.call.Tool.CheckPermissions(ctx, st.call)
+	facts, err := p.gatherFacts(ctx, st.call)
 	if err != nil {
 		d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
 			Reason: "could not gather the facts to decide this call: " + err.Error()}
 		st.decision = &d
 		return errcode.New(errcode.Of(err), err)
-	}
-	if p.host != nil {
-		err := p.host.markConfigNamed(st.call, facts.Paths)
-		aliasThroughLinks(facts.Paths, st.call.ruleLinks, st.call.unconfined)
-		p.host.markOwnResults(st.call, facts.Paths)
-		if err != nil {
-			d := permission.Decision{Behavior: permission.Deny, Source: "pipeline", Step: "facts",
-				Reason: "could not gather the facts to decide this call: " + err.Error()}
-			st.decision = &d
-			return errcode.New(errcode.Of(err), err)
-		}
 	}
 	st.facts = facts
 	// Nothing changes the input after this step: execute and the audit use the same answer.
@@ -656,6 +633,31 @@ func stepPermission(ctx context.Context, p *Pipeline, st *state) error {
 	pd := d
 	st.policy = &pd
 	return nil
+}
+
+// gatherFacts gathers what the policy decides c on, as its owner: the rules' links first, so
+// the facts' own checks (a whole tree read, a Glob's walk) meet the rules' patterns where the
+// links lead too.
+func (p *Pipeline) gatherFacts(ctx context.Context, c *Call) (permission.ToolFacts, error) {
+	if p.host != nil && namesPaths(c) {
+		links, err := p.host.ruleLinks(ctx, c)
+		if err != nil {
+			return permission.ToolFacts{}, err
+		}
+		c.ruleLinks = links
+	}
+	facts, err := c.Tool.CheckPermissions(ctx, c)
+	if err != nil {
+		return permission.ToolFacts{}, err
+	}
+	if p.host != nil {
+		if err := p.host.markConfigNamed(c, facts.Paths); err != nil {
+			return permission.ToolFacts{}, err
+		}
+		aliasThroughLinks(facts.Paths, c.ruleLinks, c.unconfined)
+		p.host.markOwnResults(c, facts.Paths)
+	}
+	return facts, nil
 }
 
 // stepDenied stops a call that is not allowed, with an error result that says why. Step 9.

@@ -248,13 +248,47 @@ func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Res
 		mode = st.sess.Mode()
 	}
 	st.call.Mode = clampToAncestors(st.sess, mode)
-	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: st.facts, ReadOnly: st.readOnly, Hook: st.hook})
+	// What it names is looked up again: a link made or moved since it was asked would have it
+	// act on files the person never saw it reach, and once approved a Bash call's ask-rule
+	// paths are no longer held by the kernel.
+	fresh, err := p.gatherFacts(ctx, st.call)
+	if err != nil {
+		deny("the paths it names could not be looked up again: " + err.Error())
+		return
+	}
+	if why := pathsMoved(st.facts.Paths, fresh.Paths); why != "" {
+		deny(why + "; call it again to have it asked anew")
+		return
+	}
+	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: fresh, ReadOnly: st.readOnly, Hook: st.hook})
 	switch {
 	case err != nil:
 		deny("the policy could not decide it again: " + err.Error())
 	case d.Behavior == permission.Deny:
 		deny(d.Reason)
+	case d.Behavior == permission.Ask && st.policy != nil && (d.Step != st.policy.Step || d.Rule != st.policy.Rule):
+		// The person answered one question; this is another (a rule added since, a path that
+		// now makes it a critical rm).
+		deny("it now asks for another reason than the one approved (" + d.Reason + "); call it again to have it asked anew")
 	}
+}
+
+// pathsMoved says how the paths a call names lead elsewhere now than in was, the facts it was
+// asked with, or "" when each leads where it did.
+func pathsMoved(was, now []permission.PathFact) string {
+	if len(was) != len(now) {
+		return fmt.Sprintf("the paths it names changed since it was asked (%d then, %d now)", len(was), len(now))
+	}
+	for i, w := range was {
+		n := now[i]
+		if w.Requested != n.Requested || w.Access != n.Access {
+			return fmt.Sprintf("the paths it names changed since it was asked (%s, now %s)", w.Requested, n.Requested)
+		}
+		if w.Resolved != n.Resolved || w.Special != n.Special || w.OwnResult != n.OwnResult || !slices.Equal(w.Aliases, n.Aliases) {
+			return fmt.Sprintf("%s leads to %s now, not to %s as when it was asked", w.Requested, n.Resolved, w.Resolved)
+		}
+	}
+	return ""
 }
 
 // applyResolution makes the answer the call's decision.

@@ -474,6 +474,58 @@ func TestHookConfine(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an approval answers only the ask the user saw", func(t *testing.T) {
+		// The user approved rm -rf build/ (not read-only); build then became a link to the
+		// project itself, which makes the same command a critical rm, a question they were
+		// never asked: the launcher leaves that ask unanswered and nothing runs.
+		proj := filepath.Join(u.Home, "proj-approved")
+		mkdirAs := func(p string) {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, int(u.UID), int(u.GID)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mkdirAs(proj)
+		keep := filepath.Join(proj, "keep.c")
+		if err := os.WriteFile(keep, []byte("int main;"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i, swap := range []bool{true, false} {
+			build := filepath.Join(proj, "build")
+			os.Remove(build)
+			mkdirAs(build)
+			in := map[string]any{"session_id": fmt.Sprint("agent-approved-", i), "cwd": proj, "permission_mode": "default",
+				"tool_name": "Bash", "tool_input": map[string]any{"command": "rm -rf build/"}}
+			h := decodeHook(t, runHook(t, b, d.socket, u, rt, in, "--confine")).HookSpecificOutput
+			rewritten, _ := h.UpdatedInput["command"].(string)
+			if h.PermissionDecision != "ask" || !strings.Contains(rewritten, "--approved") {
+				t.Fatalf("rm -rf build/: %+v", h)
+			}
+			if swap {
+				if err := os.Remove(build); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(".", build); err != nil {
+					t.Fatal(err)
+				}
+				_ = os.Lchown(build, int(u.UID), int(u.GID))
+			}
+			cmd := exec.Command("bash", "-c", rewritten) // the user said yes to the agent's prompt
+			asUser(t, cmd, u)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+			out, err := cmd.CombinedOutput()
+			_, keepErr := os.Stat(keep)
+			_, buildErr := os.Lstat(build)
+			switch {
+			case swap && (keepErr != nil || err == nil || !strings.Contains(string(out), "another reason")):
+				t.Errorf("swapped to a link to the project: err %v, keep.c there: %v, output %s", err, keepErr == nil, out)
+			case !swap && (err != nil || buildErr == nil || keepErr != nil):
+				t.Errorf("as approved: err %v, build removed: %v, keep.c there: %v, output %s", err, buildErr != nil, keepErr == nil, out)
+			}
+		}
+	})
 	t.Run("a swapped command file runs nothing", func(t *testing.T) {
 		in := map[string]any{"session_id": "agent-c", "cwd": u.Home, "permission_mode": "bypassPermissions",
 			"tool_name": "Bash", "tool_input": map[string]any{"command": "echo decided"}}

@@ -167,8 +167,9 @@ type toolCall struct {
 	// approved is --approved: a person already approved this call where it was asked (the
 	// agent's own prompt, before it ran sbctl hook --confine's rewrite). Its ask is answered
 	// allow as the owner, through the approval queue (audited), and the call resumed: exactly
-	// the decided input, deny rules and the checks no one may approve still standing.
-	approved bool
+	// the decided input, deny rules and the checks no one may approve still standing. It is
+	// the key (askKey) of the ask they saw: an ask for another reason is not answered.
+	approved string
 	// shell is --shell (decide only): the shell the caller will run a Bash command in.
 	shell string
 }
@@ -196,7 +197,11 @@ func (tc *toolCall) send(e *Env, id string, req protocol.CallRequest, call func(
 		req.WaitMS = tc.wait.Milliseconds()
 	}
 	res, err = call(req)
-	if err == nil && tc.approved && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
+	if err == nil && tc.approved != "" && res.Decision != nil && res.Decision.Behavior == protocol.Ask && res.ApprovalID != "" {
+		if askKey(res.Decision) != tc.approved {
+			fmt.Fprintf(e.Stderr, "sbctl: the command now asks for another reason than the one your user approved (%s), so it did not run; run it again to have it asked anew\n", res.Decision.Reason)
+			return res, false, nil
+		}
 		if _, err := e.Client().AnswerApproval(e.Ctx, res.ApprovalID, protocol.ApprovalAnswer{Answer: protocol.Allow}); err != nil {
 			return res, false, err
 		}

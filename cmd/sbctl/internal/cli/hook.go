@@ -344,7 +344,7 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		if behavior == protocol.Ask && !personAnswers(in.PermissionMode) {
 			behavior = askAgain
 		}
-		upd, err := confineBash(socket, store, sid, mode, behavior, in.ToolInput)
+		upd, err := confineBash(socket, store, sid, mode, behavior, askKey(d), in.ToolInput)
 		if err != nil {
 			return decision(protocol.Deny, "sandboxd cannot run this command confined, so it is denied: "+err.Error()), true
 		}
@@ -505,7 +505,7 @@ func createHookSession(ctx context.Context, c *client.Client, store *hookStore, 
 // with its command replaced by one that runs the original through sandboxd in session sid.
 // The original never passes through a shell's parser on the way: the rewrite names the file
 // and its digest, so no quoting can break it.
-func confineBash(socket string, store *hookStore, sid, mode, behavior string, raw json.RawMessage) (map[string]any, error) {
+func confineBash(socket string, store *hookStore, sid, mode, behavior, asked string, raw json.RawMessage) (map[string]any, error) {
 	var in map[string]any
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("decode the Bash input: %w", err)
@@ -532,7 +532,9 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 		// The agent asks its user before it runs this; once they approve, the command runs
 		// confined as every call does, its ask answered through sandboxd's queue as the owner
 		// (audited) rather than asked twice. A per-call mode may only narrow the session's.
-		argv = append(argv, "--approved")
+		// Only the ask the user saw: one asked for another reason when it runs (a link swapped
+		// since, making it a critical rm or an ask rule's hit) is not theirs to answer.
+		argv = append(argv, "--approved", asked)
 	case behavior == askAgain:
 		// Whoever answers the agent may not be a person: sandboxd's own ask stands, and the
 		// launcher waits on it for the person's answer (sbctl approvals) as long as a Bash
@@ -553,6 +555,13 @@ func confineBash(socket string, store *hookStore, sid, mode, behavior string, ra
 	}
 	in["command"] = strings.Join(quoted, " ")
 	return in, nil
+}
+
+// askKey names the question an ask put: what decided it (its step and rule) and the reason
+// shown. A launcher run with --approved answers only an ask of this key.
+func askKey(d *protocol.Decision) string {
+	sum := sha256.Sum256([]byte(d.Step + "\x00" + d.Rule + "\x00" + d.Reason))
+	return hex.EncodeToString(sum[:12])
 }
 
 // undecided is --on-unavailable's answer for a call sandboxd could not decide (unreachable,

@@ -28,7 +28,7 @@ func cmdBash(e *Env, args []string) error {
 	background := fs.Bool("background", false, "run in the background and print the task id")
 	cmdFile := fs.String("command-file", "", "read the command from this file (a private file of yours) and delete it; no shell quoting involved")
 	cmdSum := fs.String("command-sha256", "", "with --command-file: refuse to run unless the file's SHA-256 is this (hex)")
-	fs.BoolVar(&tc.approved, "approved", false, "the caller's user already approved this call (sbctl hook --confine's rewrite of an asked call): answer its ask allow, as its owner, and run it")
+	fs.StringVar(&tc.approved, "approved", "", "the key of the ask the caller's user already approved (sbctl hook --confine's rewrite of an asked call): answer that ask allow, as its owner, and run it; an ask for another reason is left unanswered")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
