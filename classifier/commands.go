@@ -640,6 +640,11 @@ func unwrapOne(argv []string, lenient bool) (int, string) {
 			return 0, "not_a_wrapper"
 		case eo.split:
 			return 0, "env_split_string"
+		case eo.argv0 && !lenient:
+			// What a program does may follow from the name it runs under, not its words: git
+			// run as git-clean cleans whatever subcommand its words name. Deny rules still see
+			// the program.
+			return 0, "env_argv0"
 		}
 		for i < len(argv) && isAssignWord(argv[i]) {
 			i++
@@ -676,6 +681,7 @@ type envOpts struct {
 	known bool // every option is one env has
 	chdir bool // -C DIR: the command runs in DIR
 	split bool // -S STRING: STRING is split into the command line
+	argv0 bool // -a NAME: the command runs under NAME (git-NAME picks git's subcommand)
 }
 
 // envLong are GNU env's long options and whether each takes a value: 1 always (--chdir DIR,
@@ -719,6 +725,7 @@ func envOptions(argv []string) (int, envOpts) {
 			}
 			eo.chdir = eo.chdir || full == "chdir"
 			eo.split = eo.split || full == "split-string"
+			eo.argv0 = eo.argv0 || full == "argv0"
 			if takes == 1 && !hasValue {
 				i++
 			}
@@ -729,6 +736,7 @@ func envOptions(argv []string) (int, envOpts) {
 				case 'u', 'C', 'S', 'a':
 					eo.chdir = eo.chdir || c == 'C'
 					eo.split = eo.split || c == 'S'
+					eo.argv0 = eo.argv0 || c == 'a'
 					if j == len(a)-1 {
 						i++ // the value is the next word
 					}

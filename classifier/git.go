@@ -50,6 +50,9 @@ func checkGitCmd(args []string, w *walker) string {
 		return "git_no_subcommand"
 	}
 	sub, rest := args[i], args[i+1:]
+	if r := gitVerifies(rest); r != "" {
+		return r
+	}
 	switch sub {
 	case "status", "rev-parse", "ls-files", "ls-tree", "show-ref", "for-each-ref", "merge-base",
 		"name-rev", "rev-list", "count-objects", "check-ignore", "check-attr", "var",
@@ -118,6 +121,21 @@ func checkGitCmd(args []string, w *walker) string {
 		return ""
 	}
 	return "git_write_subcommand"
+}
+
+// gitVerifies refuses what has git verify a signature: --show-signature, and the %G
+// placeholders and %(signature) atoms of its formats (log, show, rev-list, for-each-ref …).
+// Verifying runs gpg or gpgsm on the commit's data, which any cloned repository chooses: it
+// writes ~/.gnupg, starts agents that outlive the call, and gpgsm's dirmngr fetches the CRL
+// at whatever URL the signing certificate names. Any word is looked at, so a pattern that
+// merely holds %G asks too.
+func gitVerifies(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--show-sig") || strings.Contains(a, "%G") || strings.Contains(a, "%(signature") {
+			return "git_verify_signature"
+		}
+	}
+	return ""
 }
 
 // gitDiffOpts refuses diff options that write a file or run a program.
