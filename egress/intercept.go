@@ -184,7 +184,13 @@ func (s *Server) interceptTunnel(ctx context.Context, p peer, t target, c *idleC
 		return
 	}
 	if b[0] != tlsRecordHandshake {
-		if why := recordBeforeHello(b[0], t); why != "" {
+		why := recordBeforeHello(b[0], t)
+		if why == "" && sslv2Hello(br) {
+			// TLS all the same, but in a hello the proxy's TLS stack does not take: passed on
+			// unread, its requests would go undecided.
+			why = fmt.Sprintf("the tunnel's stream starts with an SSLv2-format ClientHello, which the intercepting proxy cannot terminate, so the requests inside it to %s could not be decided; use a current TLS client", t.host)
+		}
+		if why != "" {
 			s.recordRefusal(ctx, p, t, nil, why)
 			_, _ = unwrap(c).Write(tlsAlertAccessDenied)
 			lingerClose(c)

@@ -340,19 +340,27 @@ func TestInterceptRecordBeforeHello(t *testing.T) {
 		Audit:  rec.audit, Intercept: ca, HeaderTimeout: 2 * time.Second,
 	}
 	proxy := startProxy(t, s)
-	c := openTunnel(t, proxy, "front.test:443")
-	defer c.Close()
-	stream := append([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x5a}, rawClientHello("other.test", 0x1234)...)
-	if _, err := c.Write(stream); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got, _ := io.ReadAll(c)
-	if !bytes.Equal(got, tlsAlertAccessDenied) {
-		t.Errorf("the client read %x, want the access_denied alert", got)
-	}
-	evs := rec.audited()
-	if len(evs) != 1 || evs[0].Allowed || evs[0].Host != "front.test" || !strings.Contains(evs[0].Reason, "TLS record of type 21") {
-		t.Errorf("audited %+v, want one refusal of front.test", evs)
+	for i, tc := range []struct {
+		stream []byte
+		reason string
+	}{
+		{append([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x5a}, rawClientHello("other.test", 0x1234)...), "TLS record of type 21"},
+		// An SSLv2-format hello offering TLS 1.2: TLS the proxy's stack would not terminate.
+		{[]byte{0x80, 0x2f, 0x01, 0x03, 0x03, 0x00, 0x03, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x9c}, "SSLv2-format ClientHello"},
+	} {
+		c := openTunnel(t, proxy, "front.test:443")
+		defer c.Close()
+		if _, err := c.Write(tc.stream); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, _ := io.ReadAll(c)
+		if !bytes.Equal(got, tlsAlertAccessDenied) {
+			t.Errorf("%s: the client read %x, want the access_denied alert", tc.reason, got)
+		}
+		evs := rec.audited()
+		if len(evs) != i+1 || evs[i].Allowed || evs[i].Host != "front.test" || !strings.Contains(evs[i].Reason, tc.reason) {
+			t.Errorf("audited %+v, want a refusal of front.test: %s", evs, tc.reason)
+		}
 	}
 }

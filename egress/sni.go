@@ -78,6 +78,17 @@ func recordBeforeHello(first byte, t target) string {
 	return fmt.Sprintf("the tunnel's stream starts with a TLS record of type %d, not the handshake a TLS client opens with, so the server name its ClientHello carries would not be checked against the tunnel's host %s", first, t.host)
 }
 
+// sslv2Hello reports whether br starts with a ClientHello in SSLv2's record format (RFC 6101
+// appendix E.2), which old clients sent to offer TLS too: a two-byte header with the top bit
+// set, then message type 1.
+func sslv2Hello(br *bufio.Reader) bool {
+	if b, err := br.Peek(1); err != nil || b[0]&0x80 == 0 {
+		return false // peeked no further: a stream that is not one waits for nothing more
+	}
+	b, err := br.Peek(3)
+	return err == nil && b[2] == 1
+}
+
 // The TLS record types (RFC 8446 §5.1, and heartbeat, RFC 6520): the first byte of a record.
 const (
 	tlsRecordChangeCipherSpec = 0x14
