@@ -634,6 +634,15 @@ func rootOnlyDir(d string) error {
 		return fmt.Errorf("cannot be resolved: %w", err)
 	}
 	for _, p := range []string{d, r} {
+		// What these lead to depends on the process that looks (/proc/self/cwd is the call's
+		// own dir, writable by its user), not on what the daemon sees when it checks.
+		for _, v := range []string{"/proc", "/dev", "/sys"} {
+			if p == v || strings.HasPrefix(p, v+"/") {
+				return fmt.Errorf("lies under %s, whose paths lead where the looking process decides", v)
+			}
+		}
+	}
+	for _, p := range []string{d, r} {
 		for q := p; ; q = filepath.Dir(q) {
 			fi, err := os.Stat(q)
 			if err != nil {

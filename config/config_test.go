@@ -59,6 +59,8 @@ func TestLoad(t *testing.T) {
 		{"path_append anyone can write refused", "sandbox:\n  path_append: [/usr/bin, /tmp]\n", `sandbox.path_append: "/tmp" is not a directory only root can change: /tmp is`, nil},
 		{"path_append relative refused", "sandbox:\n  path_append: [bin]\n", `sandbox.path_append: "bin" must be an absolute`, nil},
 		{"path_append list in one entry refused", "sandbox:\n  path_append: [\"/usr/bin:/tmp\"]\n", `without a ':'`, nil},
+		{"path_append under proc refused", "sandbox:\n  path_append: [/proc/self/cwd]\n", `lies under /proc`, nil},
+		{"path_append under dev refused", "sandbox:\n  path_append: [/dev/fd]\n", `lies under /dev`, nil},
 		{"path_append missing refused", "sandbox:\n  path_append: [/nonexistent-sandboxd-dir]\n", `cannot be resolved`, nil},
 		{"extra syscalls", "sandbox:\n  extra_syscalls: [vhangup, open]\n", "", func(c Config) bool {
 			return strings.Join(c.Sandbox.ExtraSyscalls, ",") == "vhangup,open"
