@@ -149,6 +149,8 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 			c.approvals.Unclaim(id)
 		}
 	}()
+	var inForce func() error
+	var undo func()
 	if ans.Remember != "" {
 		if r.Answer != approval.Allow {
 			return approval.Approval{}, approval.Resolution{}, errcode.Msg(errcode.Validation, "remember goes with allow: a deny is not remembered")
@@ -165,13 +167,23 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 			}
 			rules = []string{ans.Rule}
 		}
-		if err := c.remember(ctx, caller, a, ans.Remember, rules); err != nil {
+		var err error
+		if inForce, undo, err = c.remember(ctx, caller, a, ans.Remember, rules); err != nil {
 			return approval.Approval{}, approval.Resolution{}, err
 		}
 		r.Remember, r.Rule, r.Rules = ans.Remember, rules[0], rules
 	}
 	if err := c.recorder.approvalResolve(ctx, caller, a, r); err != nil {
+		if undo != nil {
+			undo()
+		}
 		return approval.Approval{}, approval.Resolution{}, err
+	}
+	var loadErr error
+	if inForce != nil {
+		// Only once the answer is recorded: no call is allowed by a remembered rule whose
+		// approval the log does not hold.
+		loadErr = inForce()
 	}
 	got, err := c.approvals.Resolve(id, r, func(x approval.Approval) bool { return answersApproval(caller, x) })
 	resolved = err == nil
@@ -180,16 +192,20 @@ func (c *Core) AnswerApproval(ctx context.Context, caller session.Caller, id str
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.Conflict, fmt.Errorf("approval %s was answered meanwhile", id))
 	case err != nil:
 		return approval.Approval{}, approval.Resolution{}, errcode.New(errcode.NotFound, fmt.Errorf("approval %q not found", id))
+	case loadErr != nil:
+		return approval.Approval{}, approval.Resolution{}, fmt.Errorf("approved, and %s remembered in %s, but the session's rules did not load again: %w", strings.Join(r.Rules, ", "), r.Remember, loadErr)
 	}
 	return approvalFor(caller, got), r, nil
 }
 
-// remember adds rules as allows to the asking session's own rules, or to its project's local
-// settings or its owner's user settings, written as the owner.
-func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.Approval, source string, rules []string) error {
+// remember adds rules as allows to the asking session's own rules (recorded and in force at
+// once, as an owner's change), or to its project's local settings or its owner's user
+// settings, written as the owner: those are put in force by inForce, once the answer is
+// recorded, and undo takes them out of the file again when it cannot be.
+func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.Approval, source string, rules []string) (inForce func() error, undo func(), err error) {
 	s, err := c.store.Get(session.Caller{UID: 0}, a.Session)
 	if err != nil {
-		return errcode.New(errcode.NotFound, fmt.Errorf("the approval's session %s is gone", a.Session))
+		return nil, nil, errcode.New(errcode.NotFound, fmt.Errorf("the approval's session %s is gone", a.Session))
 	}
 	switch source {
 	case rememberSession:
@@ -201,34 +217,74 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 		}
 		// The PATCH path: the same checks, rebuild and audit as an owner's change.
 		_, err := c.UpdateSession(ctx, caller, s.ID, session.Update{Rules: &own})
-		return err
+		return nil, nil, err
 	case rememberLocal, rememberUser:
 		if source == rememberLocal && !s.TrustProject {
-			return errcode.Msg(errcode.Validation, "remember localSettings needs a session created with trust_project: an untrusted project's files may deny and ask, never allow; use session or userSettings")
+			return nil, nil, errcode.Msg(errcode.Validation, "remember localSettings needs a session created with trust_project: an untrusted project's files may deny and ask, never allow; use session or userSettings")
 		}
 		base, file := s.Root, filepath.Join(s.Root, ".sandboxd", "settings.local.json")
 		if source == rememberUser {
 			if s.Owner.Home == "" || s.Owner.Home == "/" {
-				return errcode.Msg(errcode.Validation, "the session's owner has no home for userSettings")
+				return nil, nil, errcode.Msg(errcode.Validation, "the session's owner has no home for userSettings")
 			}
 			base, file = s.Owner.Home, filepath.Join(s.Owner.Home, ".config", "sandboxd", "settings.json")
 		}
-		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) { return addAllowRules(old, rules) }); err != nil {
-			return errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", strings.Join(rules, ", "), source, err))
+		var added []string
+		if err := c.host.UpdateSettingsAs(ctx, s, base, file, func(old []byte) ([]byte, error) {
+			b, add, err := addAllowRules(old, rules)
+			added = add
+			return b, err
+		}); err != nil {
+			return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("remember %s in %s: %w", strings.Join(rules, ", "), source, err))
 		}
-		s.RulesMu.Lock()
-		defer s.RulesMu.Unlock()
-		rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
-		if err != nil {
-			return err
+		inForce = func() error {
+			s.RulesMu.Lock()
+			defer s.RulesMu.Unlock()
+			rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
+			if err != nil {
+				return err
+			}
+			return c.setRuleSet(ctx, s, rs)
 		}
-		return c.setRuleSet(ctx, s, rs)
+		undo = func() {
+			if len(added) == 0 {
+				return
+			}
+			if err := c.host.UpdateSettingsAs(context.WithoutCancel(ctx), s, base, file, func(cur []byte) ([]byte, error) { return dropAllowRules(cur, added) }); err != nil {
+				c.log.Warn("take back remembered rules whose approval could not be recorded", zap.String("file", file), zap.Strings("rules", added), zap.Error(err))
+			}
+		}
+		return inForce, undo, nil
 	}
-	return errcode.New(errcode.Validation, fmt.Errorf(`remember must be "session", "localSettings" or "userSettings", not %q`, source))
+	return nil, nil, errcode.New(errcode.Validation, fmt.Errorf(`remember must be "session", "localSettings" or "userSettings", not %q`, source))
 }
 
-// addAllowRules adds rules to permissions.allow of a settings file, keeping everything else.
-func addAllowRules(old []byte, rules []string) ([]byte, error) {
+// addAllowRules adds rules to permissions.allow of a settings file, keeping everything else,
+// and returns the ones it added (not there before).
+func addAllowRules(old []byte, rules []string) ([]byte, []string, error) {
+	var added []string
+	b, err := editAllow(old, func(allow []any) []any {
+		for _, rule := range rules {
+			if !slices.Contains(allow, any(rule)) {
+				allow = append(allow, rule)
+				added = append(added, rule)
+			}
+		}
+		return allow
+	})
+	return b, added, err
+}
+
+// dropAllowRules takes rules out of permissions.allow of a settings file again.
+func dropAllowRules(cur []byte, rules []string) ([]byte, error) {
+	return editAllow(cur, func(allow []any) []any {
+		return slices.DeleteFunc(allow, func(r any) bool { s, ok := r.(string); return ok && slices.Contains(rules, s) })
+	})
+}
+
+// editAllow changes permissions.allow of a settings file with edit, keeping everything else;
+// the file is left as it was when edit changes nothing.
+func editAllow(old []byte, edit func([]any) []any) ([]byte, error) {
 	doc := map[string]any{}
 	if len(old) > 0 {
 		if err := json.Unmarshal(old, &doc); err != nil {
@@ -240,14 +296,9 @@ func addAllowRules(old []byte, rules []string) ([]byte, error) {
 		perms = map[string]any{}
 	}
 	allow, _ := perms["allow"].([]any)
-	added := false
-	for _, rule := range rules {
-		if !slices.Contains(allow, any(rule)) {
-			allow = append(allow, rule)
-			added = true
-		}
-	}
-	if !added {
+	n := len(allow)
+	allow = edit(slices.Clone(allow))
+	if len(allow) == n {
 		return old, nil
 	}
 	perms["allow"] = allow

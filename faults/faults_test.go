@@ -577,3 +577,73 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatalf("daemon exited on SIGHUP: %s", d.LogTail(2000))
 	}
 }
+
+// TestRememberNeedsItsRecord: an approval remembered in a settings file whose answer the log
+// cannot record (the disk is full) leaves no rule behind: the file is as it was, and the
+// command still asks once space is back.
+func TestRememberNeedsItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	ctx := context.Background()
+	c := d.Client(30 * time.Second)
+	work := workDir(t, d)
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "default", TrustProject: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spare []string
+	for i := range 40 {
+		r, err := c.Call(ctx, s.ID, bashReq(fmt.Sprint("spare", i), fmt.Sprintf("touch spare%d", i)))
+		if err != nil || r.ApprovalID == "" {
+			t.Fatalf("not asked: %v %+v", err, r)
+		}
+		spare = append(spare, r.ApprovalID)
+	}
+	res, err := c.Call(ctx, s.ID, bashReq("ask", "touch remembered"))
+	if err != nil || res.Decision == nil || res.Decision.Behavior != protocol.Ask || res.ApprovalID == "" {
+		t.Fatalf("not asked: %v %+v", err, res)
+	}
+	filler := filepath.Join(state, "filler")
+	if out, _ := exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k").CombinedOutput(); !strings.Contains(string(out), "No space left") {
+		t.Fatalf("dd did not fill the state dir: %s", out)
+	}
+	// The log's last page may still hold a few records: answered until one is refused.
+	full := false
+	for _, id := range spare {
+		if _, err := c.AnswerApproval(ctx, id, protocol.ApprovalAnswer{Answer: protocol.Deny}); err != nil {
+			full = true
+			break
+		}
+	}
+	if !full {
+		t.Fatal("the log took every answer on a full disk")
+	}
+	if _, err := c.AnswerApproval(ctx, res.ApprovalID, protocol.ApprovalAnswer{Answer: protocol.Allow, Remember: "localSettings"}); err == nil {
+		t.Fatal("an answer the log could not record was taken")
+	}
+	settings := filepath.Join(work, ".sandboxd", "settings.local.json")
+	if b, err := os.ReadFile(settings); err == nil && strings.Contains(string(b), "touch") {
+		t.Errorf("the remembered rule stayed in %s: %s", settings, b)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	var again *protocol.CallResult
+	if !waitFor(15*time.Second, func() bool {
+		again, err = c.Decide(ctx, s.ID, bashReq("again", "touch remembered"))
+		return err == nil
+	}) {
+		t.Fatalf("no decision after freeing space: %v", err)
+	}
+	if again.Decision == nil || again.Decision.Behavior != protocol.Ask {
+		t.Errorf("after the unrecorded remember: %+v", again.Decision)
+	}
+}

@@ -19,7 +19,8 @@ type Approval struct {
 	// Input is the decided input, redacted like the audit log.
 	Input  json.RawMessage `json:"input"`
 	Reason string          `json:"reason"`
-	// SuggestedRules would allow the call next time; the first is what remember adds.
+	// SuggestedRules would allow the call next time; remember adds them all (one per command
+	// of a compound line that asked), or the one answer.rule names.
 	SuggestedRules []string `json:"suggested_rules"`
 	// Preview is what approving writes. A call that writes more than one file (sed -i on
 	// several, or with a backup suffix) has them all in Previews, in the order approving

@@ -61,7 +61,7 @@ func cmdApprovals(e *Env, args []string) error {
 func cmdApprove(e *Env, args []string) error {
 	fs := NewFlags(e, "approve")
 	remember := fs.String("remember", "", "also allow it next time: add the suggested rule to session, localSettings or userSettings")
-	rule := fs.String("rule", "", "with --remember: which of the suggested rules to add (default the first)")
+	rule := fs.String("rule", "", "with --remember: add only this one of the suggested rules (default: all of them)")
 	pos, err := ParseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -391,7 +391,7 @@ func watchTerminal(e *Env, in, out *os.File) error {
 			// The selected call whole: y runs all of it, not the line above.
 			fmt.Fprintf(&b, "\ninput:   %s\nsession: %s\nreason:  %s\n", Shown(inputSummary(a)), Visible(sessionLabel(a)), Shown(a.Reason))
 			if len(a.SuggestedRules) > 0 {
-				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(a.SuggestedRules[0]))
+				fmt.Fprintf(&b, "'a' adds: %s\n", Visible(strings.Join(a.SuggestedRules, ", ")))
 			}
 			if d := Changes(a.Tool, a.Input, a.AllPreviews()); d != "" {
 				lines := strings.Split(strings.TrimRight(d, "\n"), "\n")
@@ -584,7 +584,7 @@ func waitAnswer(e *Env, in *os.File, sessionID string, res *protocol.CallResult,
 	}
 	always := "always (remember in this session)"
 	if a != nil && len(a.SuggestedRules) > 0 {
-		always = "always (" + Visible(a.SuggestedRules[0]) + " in this session)"
+		always = "always (" + Visible(strings.Join(a.SuggestedRules, ", ")) + " in this session)"
 	}
 	lines := make(chan string)
 	go func() {
