@@ -250,10 +250,11 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 	// handover: the client's stream is plain HTTP, served request by request instead; the
 	// origin's direction then ends without touching the client's connection.
 	var handover atomic.Bool
+	var retry helloRetry
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := copyStream(c, uc)
+		err := retry.copyOrigin(c, uc)
 		if !handover.Load() {
 			endHalf(c, uc, err)
 		}
@@ -324,6 +325,7 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		}
 	}
 	if err == nil && len(first) > 0 {
+		retry.tls.Store(true) // before the hello goes up: the origin's answer is to it
 		_, err = uc.Write(first)
 	}
 	if err != nil {
@@ -332,6 +334,23 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		}
 		endHalf(uc, c, err)
 		return
+	}
+	if len(first) > 0 {
+		if why, err := s.checkSecondHello(&retry, c, uc, br, t); why != "" || err != nil {
+			if why != "" {
+				s.recordRefusal(ctx, p, t, up.RemoteAddr(), why)
+				_, _ = unwrap(c).Write(tlsAlertAccessDenied)
+				abortive(up, true)
+				lingerClose(c)
+				_ = uc.Close()
+				return
+			}
+			if errors.Is(err, io.EOF) {
+				err = nil // the client ended: pass its half-close on
+			}
+			endHalf(uc, c, err)
+			return
+		}
 	}
 	copyHalf(uc, br, c)
 }

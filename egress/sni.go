@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,16 +57,21 @@ func openStream(ic *idleConn, br *bufio.Reader, t target, headerTimeout time.Dur
 		}
 		return seen, hello, fmt.Sprintf("the tunnel's stream starts with a TLS handshake the proxy cannot read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
 	}
+	return seen, hello, helloRefused(hello, t, allowECH), nil
+}
+
+// helloRefused is why a tunnel to t whose client sent hello is refused, or "".
+func helloRefused(hello clientHello, t target, allowECH bool) string {
 	if !allowECH && (slices.Contains(hello.extensions, extEncryptedClientHello) || slices.Contains(hello.extensions, extEncryptedServerName)) {
-		return seen, hello, fmt.Sprintf("the TLS ClientHello in the tunnel to %s offers to encrypt the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off in the client (Chrome: --disable-features=EncryptedClientHello), or an administrator may allow it with network.allow_encrypted_client_hello", t.host, t.host), nil
+		return fmt.Sprintf("the TLS ClientHello in the tunnel to %s offers to encrypt the server name it means, so the proxy cannot hold the tunnel to %s; turn encrypted ClientHello off in the client (Chrome: --disable-features=EncryptedClientHello), or an administrator may allow it with network.allow_encrypted_client_hello", t.host, t.host)
 	}
 	if hello.serverName == "" {
-		return seen, hello, "", nil // the server's default name, at the address the tunnel was decided on
+		return "" // the server's default name, at the address the tunnel was decided on
 	}
 	if h, _, err := normalizeHost(hello.serverName); err != nil || h != t.host {
-		return seen, hello, fmt.Sprintf("the TLS server name %s in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", quoted(hello.serverName), t.host), nil
+		return fmt.Sprintf("the TLS server name %s in the tunnel is not its host %s: a tunnel may reach only the name it was decided on (a front serving several names would otherwise reach any of them)", quoted(hello.serverName), t.host)
 	}
-	return seen, hello, "", nil
+	return ""
 }
 
 // recordBeforeHello is why a tunnel whose stream starts with first is refused, or "" for a
@@ -142,3 +149,107 @@ func (c *recordingConn) Read(p []byte) (int, error) {
 func (c *recordingConn) Write(p []byte) (int, error) { return len(p), nil }
 
 func (c *recordingConn) Close() error { return nil }
+
+// A TLS 1.3 server that cannot use the key share a ClientHello offers answers with a
+// HelloRetryRequest, and the client sends a second ClientHello, which may name another server
+// (servers pick their virtual host again from it: OpenSSL's servername callback runs for
+// each). helloRetry holds a tunnel's second hello to its host as openStream holds the first.
+type helloRetry struct {
+	tls atomic.Bool // the client's stream started with a ClientHello (set before it went up)
+	// asked is what the origin's first record said: retryUnknown until it came, then
+	// retryNone (a ServerHello, an alert: no second hello follows) or retryAsked.
+	asked atomic.Int32
+}
+
+const (
+	retryUnknown int32 = iota
+	retryNone
+	retryAsked
+)
+
+// helloRetryRandom is the random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3).
+var helloRetryRandom = []byte{
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+	0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+}
+
+// copyOrigin copies the origin's direction of a tunnel, telling r first whether its first
+// record, the answer to the client's ClientHello, asks for another. A TLS server never speaks
+// first, so its first bytes come after the hello (and after tls was set).
+func (r *helloRetry) copyOrigin(dst io.Writer, src io.Reader) error {
+	br := bufio.NewReaderSize(src, 64)
+	if _, err := br.Peek(1); err == nil && r.tls.Load() {
+		r.asked.Store(retryAskedBy(br))
+	} else {
+		r.asked.Store(retryNone)
+	}
+	return copyStream(dst, br)
+}
+
+// retryAskedBy says whether the record at the head of br is a HelloRetryRequest. A handshake
+// record too short to hold a ServerHello's random cannot be told apart, so it counts as one.
+func retryAskedBy(br *bufio.Reader) int32 {
+	h, err := br.Peek(5)
+	if err != nil || h[0] != tlsRecordHandshake {
+		return retryNone
+	}
+	const upToRandom = 4 + 2 + 32 // handshake header, legacy_version, random
+	if int(h[3])<<8|int(h[4]) < upToRandom {
+		return retryAsked
+	}
+	b, err := br.Peek(5 + upToRandom)
+	if err != nil {
+		return retryAsked
+	}
+	if b[5] == 2 && bytes.Equal(b[11:5+upToRandom], helloRetryRandom) {
+		return retryAsked
+	}
+	return retryNone
+}
+
+// checkSecondHello follows the client's stream after its first ClientHello went up until no
+// second one can come: while the origin has not answered, it passes the client's records on
+// one at a time (early data, a change_cipher_spec); once the origin asked for another hello, it
+// reads that one (past a change_cipher_spec) and holds it to t's host as openStream held the
+// first. It returns why the tunnel is refused, or an error of the stream (io.EOF: the client
+// ended); "" and nil leave the rest of the stream to be copied as it comes.
+func (s *Server) checkSecondHello(r *helloRetry, ic *idleConn, up io.Writer, br *bufio.Reader, t target) (string, error) {
+	for {
+		if r.asked.Load() == retryNone {
+			return "", nil
+		}
+		h, err := br.Peek(5)
+		if err != nil {
+			return "", err
+		}
+		switch r.asked.Load() {
+		case retryNone:
+			return "", nil
+		case retryAsked:
+			switch h[0] {
+			case tlsRecordChangeCipherSpec:
+			case tlsRecordHandshake:
+				ic.setHard(time.Now().Add(s.headerTimeout()))
+				hello, seen, err := readClientHello(ic, br)
+				ic.setHard(time.Time{})
+				if err != nil {
+					if errors.Is(err, errHeadTooLarge) || ic.headSpent() {
+						return "", err
+					}
+					return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the one that followed cannot be read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
+				}
+				if why := helloRefused(hello, t, s.AllowECH); why != "" {
+					return why + " (in the second ClientHello, after the origin's HelloRetryRequest)", nil
+				}
+				_, err = up.Write(seen)
+				return "", err
+			default:
+				return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the client sent a TLS record of type %d in its place, so the server name it carries would not be checked against the tunnel's host %s", h[0], t.host), nil
+			}
+		}
+		n := 5 + (int(h[3])<<8 | int(h[4]))
+		if _, err := io.CopyN(up, br, int64(n)); err != nil {
+			return "", err
+		}
+	}
+}

@@ -200,3 +200,111 @@ func TestOpenStream(t *testing.T) {
 		})
 	}
 }
+
+// TestTunnelSecondHello: after the origin's HelloRetryRequest the client's second ClientHello
+// is held to the tunnel's host as the first is: one naming another server is refused before
+// the origin sees it, one naming the host goes on, and a real TLS 1.3 handshake that needs
+// the retry (the server takes only P-384) goes through.
+func TestTunnelSecondHello(t *testing.T) {
+	t.Parallel()
+	// A fake origin: reads the first hello, asks for another, and keeps what comes next.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				h := make([]byte, 5)
+				if _, err := io.ReadFull(c, h); err != nil {
+					return
+				}
+				if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint16(h[3:]))); err != nil {
+					return
+				}
+				body := append([]byte{3, 3}, helloRetryRandom...)
+				body = append(body, 0, 0x13, 0x01, 0)          // session id, TLS_AES_128_GCM_SHA256, no compression
+				body = append(body, 0, 6, 0, 0x2b, 0, 2, 3, 4) // supported_versions: TLS 1.3
+				hs := append([]byte{2, 0, byte(len(body) >> 8), byte(len(body))}, body...)
+				_, _ = c.Write(append([]byte{tlsRecordHandshake, 3, 3, byte(len(hs) >> 8), byte(len(hs))}, hs...))
+				rest, _ := io.ReadAll(c)
+				got <- rest
+			}()
+		}
+	}()
+	port := portOf(t, ln.Addr().String())
+	rec := &recorder{}
+	s := &Server{Decide: rec.decide(allowAll), Audit: rec.audit, AllowPrivate: loopback,
+		Resolver: newResolver("front.test", "127.0.0.1", "example.com", "127.0.0.1")}
+	addr := startProxy(t, s)
+	ccs := []byte{tlsRecordChangeCipherSpec, 3, 3, 0, 1, 1}
+	for _, tc := range []struct {
+		name, second string
+		refused      bool
+	}{{"another name", "example.com", true}, {"its own name", "front.test", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(rec.audited())
+			c, br := connectTunnel(t, addr, "front.test:"+port)
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write(rawClientHello("front.test", 0x1234)); err != nil {
+				t.Fatal(err)
+			}
+			h := make([]byte, 5)
+			if _, err := io.ReadFull(br, h); err != nil || h[0] != tlsRecordHandshake {
+				t.Fatalf("no HelloRetryRequest through the tunnel: %x %v", h, err)
+			}
+			if _, err := io.CopyN(io.Discard, br, int64(binary.BigEndian.Uint16(h[3:]))); err != nil {
+				t.Fatal(err)
+			}
+			second := rawClientHello(tc.second, 0x1234)
+			_, _ = c.Write(append(append([]byte(nil), ccs...), second...))
+			if tc.refused {
+				if b, _ := io.ReadAll(br); !bytes.Equal(b, tlsAlertAccessDenied) {
+					t.Errorf("the client read %x, want the access_denied alert", b)
+				}
+			} else {
+				_ = c.(*net.TCPConn).CloseWrite()
+			}
+			rest := <-got
+			if bytes.Contains(rest, second) == tc.refused {
+				t.Errorf("the origin got %q after its HelloRetryRequest", rest)
+			}
+			evs := rec.audited()[before:]
+			refusals := 0
+			for _, ev := range evs {
+				if !ev.Allowed && strings.Contains(ev.Reason, "second ClientHello") {
+					refusals++
+				}
+			}
+			if (refusals == 1) != tc.refused {
+				t.Errorf("records %+v", evs)
+			}
+		})
+	}
+	t.Run("a real retry", func(t *testing.T) {
+		origin := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "served") }))
+		origin.TLS = &tls.Config{CurvePreferences: []tls.CurveID{tls.CurveP384}, MinVersion: tls.VersionTLS13}
+		origin.StartTLS()
+		defer origin.Close()
+		c, _ := connectTunnel(t, addr, "example.com:"+portOf(t, origin.Listener.Addr().String()))
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		roots := origin.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+		tc := tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "example.com"})
+		if err := tc.Handshake(); err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		if st := tc.ConnectionState(); st.Version != tls.VersionTLS13 || st.CurveID != tls.CurveP384 {
+			t.Fatalf("negotiated %x with %v, want TLS 1.3 with P-384 (after a retry)", st.Version, st.CurveID)
+		}
+	})
+}
