@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -216,9 +217,9 @@ var (
 		{"execute", stepExecute},
 		{"budget", stepBudget},
 		{"post_hooks", stepPostHooks},
-		{"context_change", stepContextChange},
 	}
-	// finish (error classification and the audit record) always runs: step 14.
+	// finish (error classification, the audit record, then the context change it records)
+	// always runs: steps 13 and 14.
 )
 
 // Run takes one call through every step.
@@ -724,15 +725,6 @@ func stepPostHooks(ctx context.Context, p *Pipeline, st *state) error {
 	return hooks.PostToolUse(ctx, st.call, st.result)
 }
 
-// stepContextChange applies a mode or cwd change for the calls after this one. Step 13.
-func stepContextChange(_ context.Context, p *Pipeline, st *state) error {
-	if st.deferContext || st.result == nil || st.result.ContextChange == nil {
-		return nil
-	}
-	p.host.applyContextChange(st.sess, st.result.ContextChange)
-	return nil
-}
-
 func (h *Host) applyContextChange(s *session.Session, cc *ContextChange) {
 	u := session.Update{Mode: cc.Mode, Cwd: cc.Cwd, PlanFrom: cc.PlanFrom}
 	narrows := u.Narrows(s.Snapshot())
@@ -794,7 +786,18 @@ func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
 			// still possible, so an unauditable call fails closed.
 			out.Err = errcode.Audit(fmt.Errorf("the audit log cannot be written: %w", err))
 			out.Result = &Result{IsError: true, Content: []Block{{Type: "text", Text: out.Err.Error()}}}
+		} else if out.Result != nil && out.Result.ContextChange != nil {
+			// A mode or cwd the calls after it would run in, which no record gave the session:
+			// not made (a batch applies what its calls' results still carry).
+			r := *out.Result
+			r.ContextChange = nil
+			r.ExtraMessages = append(slices.Clip(r.ExtraMessages), "the session's mode or cwd was left as it was: the change could not be recorded in the audit log")
+			out.Result = &r
 		}
+	}
+	// Step 13: a mode or cwd change for the calls after this one, once recorded.
+	if !st.deferContext && out.Result != nil && out.Result.ContextChange != nil {
+		p.host.applyContextChange(st.sess, out.Result.ContextChange)
 	}
 	return out
 }

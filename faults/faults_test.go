@@ -647,3 +647,48 @@ func TestRememberNeedsItsRecord(t *testing.T) {
 		t.Errorf("after the unrecorded remember: %+v", again.Decision)
 	}
 }
+
+// TestContextChangeNeedsItsRecord: a persisted cd whose call.end the log cannot write (the
+// disk filled while it ran) does not move the session: no later call runs where no record
+// says it moved.
+func TestContextChangeNeedsItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	ctx := context.Background()
+	c := d.Client(30 * time.Second)
+	work := workDir(t, d)
+	if err := os.Mkdir(filepath.Join(work, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions", PersistCwd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(state, "filler")
+	go func() {
+		time.Sleep(time.Second)
+		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k").Run()
+	}()
+	res, err := c.Call(ctx, s.ID, bashReq("cd", "cd sub && sleep 3"))
+	if err != nil {
+		t.Fatalf("the cd call: %v", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cwd != work {
+		t.Errorf("the session moved to %s with its call.end unwritten (result %s)", got.Cwd, text(res))
+	}
+}
