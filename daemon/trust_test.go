@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -780,7 +782,16 @@ print("made")
 	clean()
 	envrc := filepath.Join(home, "p/.envrc")
 	id := f.session(t, "--mode", "default", "--add-dir", home)
-	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--approved", "--", "mkdir -p "+filepath.Dir(envrc)+" && echo 'export A=1' > "+envrc+"; "+cmd)
+	approvedCmd := "mkdir -p " + filepath.Dir(envrc) + " && echo 'export A=1' > " + envrc + "; " + cmd
+	in, _ := json.Marshal(map[string]string{"command": approvedCmd})
+	decided, _, _ := f.sbctl(t, "--json", "decide", "--session", id, "Bash", string(in))
+	var asked protocol.CallResult
+	if err := json.Unmarshal([]byte(decided), &asked); err != nil || asked.Decision == nil || asked.Decision.Behavior != "ask" {
+		t.Fatalf("not asked: %s", decided)
+	}
+	// The key of the ask the person saw, as sbctl hook --confine writes it.
+	sum := sha256.Sum256([]byte(asked.Decision.Step + "\x00" + asked.Decision.Rule + "\x00" + asked.Decision.Reason))
+	out, errOut, code := f.sbctl(t, "bash", "--session", id, "--approved", hex.EncodeToString(sum[:12]), "--", approvedCmd)
 	if code != 0 || !strings.Contains(out, "made") || !strings.Contains(errOut, "moved aside") {
 		t.Errorf("approved: exit %d %q %q, want the command to run and say what was moved aside", code, out, errOut)
 	}

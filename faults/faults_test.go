@@ -352,18 +352,7 @@ func TestSlowStreamReader(t *testing.T) {
 // TestDiskFull: with the state directory's filesystem full, calls are refused with
 // audit_unavailable, healthz answers, and the daemon recovers once space is freed.
 func TestDiskFull(t *testing.T) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	if err := os.Mkdir(state, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
-	// An 8 MiB volume: the free-space floor (256 MiB by default) scaled down to it, so the
-	// test sees the volume fill, and the floor refuse, before the write itself fails.
-	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	d, state := smallStateDaemon(t)
 	ctx := context.Background()
 	c := d.Client(30 * time.Second)
 	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: workDir(t, d), Mode: "bypassPermissions"})
@@ -428,6 +417,22 @@ func TestDiskFull(t *testing.T) {
 	if rep, err := d.VerifyAudit(); err != nil {
 		t.Errorf("audit verify after the disk-full episode: %v (report %+v)", err, rep)
 	}
+}
+
+// smallStateDaemon starts a daemon whose state dir is an 8 MiB tmpfs of its own, with the
+// free-space floor (256 MiB by default) scaled down to it, so a test sees the volume fill,
+// and the floor refuse, before the write itself fails.
+func smallStateDaemon(t *testing.T) (*harness.Daemon, string) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
+	return startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"}), state
 }
 
 // startWith is start with explicit options (Bin is filled in).
@@ -582,16 +587,7 @@ func TestReloadUnderLoad(t *testing.T) {
 // cannot record (the disk is full) leaves no rule behind: the file is as it was, and the
 // command still asks once space is back.
 func TestRememberNeedsItsRecord(t *testing.T) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	if err := os.Mkdir(state, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
-	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	d, state := smallStateDaemon(t)
 	ctx := context.Background()
 	c := d.Client(30 * time.Second)
 	work := workDir(t, d)
@@ -652,16 +648,7 @@ func TestRememberNeedsItsRecord(t *testing.T) {
 // disk filled while it ran) does not move the session: no later call runs where no record
 // says it moved.
 func TestContextChangeNeedsItsRecord(t *testing.T) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	if err := os.Mkdir(state, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0711", "tmpfs", state).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
-	d := startWith(t, harness.Options{Dir: dir, StateDir: state, ConfigYAML: harness.DefaultConfig(dir) + "audit:\n  min_free_bytes: 1048576\n"})
+	d, state := smallStateDaemon(t)
 	ctx := context.Background()
 	c := d.Client(30 * time.Second)
 	work := workDir(t, d)
