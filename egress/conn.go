@@ -250,7 +250,7 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 	// handover: the client's stream is plain HTTP, served request by request instead; the
 	// origin's direction then ends without touching the client's connection.
 	var handover atomic.Bool
-	var retry helloRetry
+	retry := newHelloRetry()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -336,7 +336,7 @@ func (s *Server) carry(ctx context.Context, p peer, t target, c *idleConn, up ne
 		return
 	}
 	if len(first) > 0 {
-		if why, err := s.checkSecondHello(&retry, c, uc, br, t); why != "" || err != nil {
+		if why, err := s.checkSecondHello(retry, c, uc, br, t); why != "" || err != nil {
 			if why != "" {
 				s.recordRefusal(ctx, p, t, up.RemoteAddr(), why)
 				_, _ = unwrap(c).Write(tlsAlertAccessDenied)

@@ -133,15 +133,39 @@ func readClientHello(c net.Conn, r io.Reader) (clientHello, []byte, error) {
 }
 
 // recordingConn gives a TLS server the client's bytes and keeps a copy; what the server would
-// answer goes nowhere.
+// answer goes nowhere. It reads whole records only, so nothing behind the hello's (a second
+// hello sent early, which no one would then check) is taken with it.
 type recordingConn struct {
 	net.Conn
 	r    io.Reader
 	seen []byte
+	hdr  []byte // a record header read but not handed on yet
+	rem  int    // bytes of the current record still to hand on
 }
 
 func (c *recordingConn) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	if len(c.hdr) == 0 && c.rem == 0 {
+		h := make([]byte, 5)
+		n, err := io.ReadFull(c.r, h)
+		switch {
+		case n == 0:
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+			return 0, err
+		case n == len(h):
+			c.rem = int(h[3])<<8 | int(h[4])
+		}
+		c.hdr = h[:n]
+	}
+	if len(c.hdr) > 0 {
+		n := copy(p, c.hdr)
+		c.seen = append(c.seen, c.hdr[:n]...)
+		c.hdr = c.hdr[n:]
+		return n, nil
+	}
+	n, err := c.r.Read(p[:min(len(p), c.rem)])
+	c.rem -= n
 	c.seen = append(c.seen, p[:n]...)
 	return n, err
 }
@@ -156,14 +180,16 @@ func (c *recordingConn) Close() error { return nil }
 // each). helloRetry holds a tunnel's second hello to its host as openStream holds the first.
 type helloRetry struct {
 	tls atomic.Bool // the client's stream started with a ClientHello (set before it went up)
-	// asked is what the origin's first record said: retryUnknown until it came, then
-	// retryNone (a ServerHello, an alert: no second hello follows) or retryAsked.
+	// asked is what the origin's first record said: retryNone (a ServerHello, an alert, the
+	// origin's end: no second hello follows) or retryAsked, set before known is closed.
 	asked atomic.Int32
+	known chan struct{}
 }
 
+func newHelloRetry() *helloRetry { return &helloRetry{known: make(chan struct{})} }
+
 const (
-	retryUnknown int32 = iota
-	retryNone
+	retryNone int32 = iota
 	retryAsked
 )
 
@@ -180,9 +206,8 @@ func (r *helloRetry) copyOrigin(dst io.Writer, src io.Reader) error {
 	br := bufio.NewReaderSize(src, 64)
 	if _, err := br.Peek(1); err == nil && r.tls.Load() {
 		r.asked.Store(retryAskedBy(br))
-	} else {
-		r.asked.Store(retryNone)
 	}
+	close(r.known)
 	return copyStream(dst, br)
 }
 
@@ -207,49 +232,42 @@ func retryAskedBy(br *bufio.Reader) int32 {
 	return retryNone
 }
 
-// checkSecondHello follows the client's stream after its first ClientHello went up until no
-// second one can come: while the origin has not answered, it passes the client's records on
-// one at a time (early data, a change_cipher_spec); once the origin asked for another hello, it
-// reads that one (past a change_cipher_spec) and holds it to t's host as openStream held the
-// first. It returns why the tunnel is refused, or an error of the stream (io.EOF: the client
-// ended); "" and nil leave the rest of the stream to be copied as it comes.
+// checkSecondHello holds the client's stream after its first ClientHello went up until the
+// origin has answered it: a client may send its second hello before the retry that asks for
+// it. Once the origin asked for another hello, that one (past a change_cipher_spec) is read
+// and held to t's host as openStream held the first. It returns why the tunnel is refused,
+// or an error of the stream (io.EOF: the client ended); "" and nil leave the rest of the
+// stream to be copied as it comes.
 func (s *Server) checkSecondHello(r *helloRetry, ic *idleConn, up io.Writer, br *bufio.Reader, t target) (string, error) {
-	for {
-		if r.asked.Load() == retryNone {
-			return "", nil
-		}
+	<-r.known // the origin answers a ClientHello alone, so nothing the client sends is needed first
+	for r.asked.Load() == retryAsked {
 		h, err := br.Peek(5)
 		if err != nil {
 			return "", err
 		}
-		switch r.asked.Load() {
-		case retryNone:
-			return "", nil
-		case retryAsked:
-			switch h[0] {
-			case tlsRecordChangeCipherSpec:
-			case tlsRecordHandshake:
-				ic.setHard(time.Now().Add(s.headerTimeout()))
-				hello, seen, err := readClientHello(ic, br)
-				ic.setHard(time.Time{})
-				if err != nil {
-					if errors.Is(err, errHeadTooLarge) || ic.headSpent() {
-						return "", err
-					}
-					return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the one that followed cannot be read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
-				}
-				if why := helloRefused(hello, t, s.AllowECH); why != "" {
-					return why + " (in the second ClientHello, after the origin's HelloRetryRequest)", nil
-				}
-				_, err = up.Write(seen)
+		switch h[0] {
+		case tlsRecordChangeCipherSpec:
+			if _, err := io.CopyN(up, br, 5+int64(int(h[3])<<8|int(h[4]))); err != nil {
 				return "", err
-			default:
-				return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the client sent a TLS record of type %d in its place, so the server name it carries would not be checked against the tunnel's host %s", h[0], t.host), nil
 			}
-		}
-		n := 5 + (int(h[3])<<8 | int(h[4]))
-		if _, err := io.CopyN(up, br, int64(n)); err != nil {
+		case tlsRecordHandshake:
+			ic.setHard(time.Now().Add(s.headerTimeout()))
+			hello, seen, err := readClientHello(ic, br)
+			ic.setHard(time.Time{})
+			if err != nil {
+				if errors.Is(err, errHeadTooLarge) || ic.headSpent() {
+					return "", err
+				}
+				return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the one that followed cannot be read (%v), so the server name it carries cannot be checked against the tunnel's host %s", err, t.host), nil
+			}
+			if why := helloRefused(hello, t, s.AllowECH); why != "" {
+				return why + " (in the second ClientHello, after the origin's HelloRetryRequest)", nil
+			}
+			_, err = up.Write(seen)
 			return "", err
+		default:
+			return fmt.Sprintf("the origin asked the client for another ClientHello (a HelloRetryRequest), and the client sent a TLS record of type %d in its place, so the server name it carries would not be checked against the tunnel's host %s", h[0], t.host), nil
 		}
 	}
+	return "", nil
 }

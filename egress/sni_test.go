@@ -249,13 +249,20 @@ func TestTunnelSecondHello(t *testing.T) {
 	for _, tc := range []struct {
 		name, second string
 		refused      bool
-	}{{"another name", "example.com", true}, {"its own name", "front.test", false}} {
+		early        bool // sent right behind the first, before the retry asks for it
+	}{{"another name", "example.com", true, false}, {"another name, sent before the retry", "example.com", true, true},
+		{"its own name", "front.test", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(rec.audited())
 			c, br := connectTunnel(t, addr, "front.test:"+port)
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := c.Write(rawClientHello("front.test", 0x1234)); err != nil {
+			second := rawClientHello(tc.second, 0x1234)
+			stream := rawClientHello("front.test", 0x1234)
+			if tc.early {
+				stream = append(append(stream, ccs...), second...)
+			}
+			if _, err := c.Write(stream); err != nil {
 				t.Fatal(err)
 			}
 			h := make([]byte, 5)
@@ -265,8 +272,9 @@ func TestTunnelSecondHello(t *testing.T) {
 			if _, err := io.CopyN(io.Discard, br, int64(binary.BigEndian.Uint16(h[3:]))); err != nil {
 				t.Fatal(err)
 			}
-			second := rawClientHello(tc.second, 0x1234)
-			_, _ = c.Write(append(append([]byte(nil), ccs...), second...))
+			if !tc.early {
+				_, _ = c.Write(append(append([]byte(nil), ccs...), second...))
+			}
 			if tc.refused {
 				if b, _ := io.ReadAll(br); !bytes.Equal(b, tlsAlertAccessDenied) {
 					t.Errorf("the client read %x, want the access_denied alert", b)
