@@ -29,6 +29,13 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "build"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A link a glob matches rather than a name (a cloned repository's, an earlier call's).
+	if err := os.MkdirAll(filepath.Join(dir, "deep", "obj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "deep", "zz")); err != nil {
+		t.Fatal(err)
+	}
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, dir))
 	base := filepath.Base(dir)
 	for _, unconfined := range []bool{false, true} {
@@ -51,6 +58,9 @@ func TestCriticalRmThroughExistingLink(t *testing.T) {
 			"cd me && ls | xargs rm -rf": true, "ls me/ | xargs rm -rf": true, "cd me && echo * | xargs -n1 rm -rf": true,
 			"cd ./build && ls | xargs rm -rf": false, "ls sub | xargs rm -rf": false,
 			"cd ./sub && rm -rf *": false, "cd ./build && rm -rf *": false, "cd build/ && rm -rf * .[!.]*": unconfined,
+			// Through a link a glob matches: deep/zz leads to the cwd.
+			"rm -rf deep/*/": true, "rm -rf deep/*/*": true, "rm -rf deep/*/.": true, "rmdir deep/*/": true,
+			"find deep/*/ -delete": true, "rm -rf deep/z?/" + base[:1] + "*": false, "rm -rf deep/*": false, "rm -rf deep/o*/": false,
 		} {
 			res := td.decideBy(t, s.ID, "Bash", fmt.Sprintf(`{"command":%q}`, cmd), unconfined)
 			// Run by its caller, a whole tree removed over a path the sandbox hides is refused

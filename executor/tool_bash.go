@@ -149,6 +149,8 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		cl = &marked
 		tf.Bash = cl
 	}
+	cl = h.rmGlobCritical(c, cl)
+	tf.Bash = cl
 	if len(cl.Paths) == 0 {
 		tf.Paths = globFacts
 		return tf, nil
@@ -325,6 +327,62 @@ func (h *Host) globsOutside(c *Call, globs []string) (facts []permission.PathFac
 			Special: h.hiddenSpecial(c.Session, l.Path, l.Resolved, "")})
 	}
 	return facts, complete
+}
+
+// rmGlobCritical is cl with the critical-path rm risk when a glob of an rm, rmdir, unlink or
+// find of the line reaches the cwd, the home or / through a symbolic link that exists already
+// (build/zz -> .., then rm -rf build/*/ or build/*/*): linkedCritical's check, for the names
+// the globs become. The globs are expanded as the owner; a walk that could not finish leaves
+// the line's paths unknown, as globsOutside does.
+func (h *Host) rmGlobCritical(c *Call, cl *classifier.Classification) *classifier.Classification {
+	if len(cl.Globs) == 0 || slices.Contains(cl.Risks, classifier.RiskCriticalPathRm) || !removes(cl) {
+		return cl
+	}
+	o := c.Session.Owner
+	opts := classifier.Options{Cwd: c.Session.Cwd(), Home: o.Home}
+	mark := func(risk bool) *classifier.Classification {
+		out := *cl
+		if risk {
+			out.Risks = append(slices.Clone(cl.Risks), classifier.RiskCriticalPathRm)
+			slices.Sort(out.Risks)
+		} else {
+			out.PathsIncomplete, out.PathsUnbounded = true, true
+		}
+		return &out
+	}
+	for _, g := range cl.Globs {
+		links, complete, err := sandbox.GlobThroughLinksOnHost(o.UID, o.GID, o.Groups, []string{g}, globWalkBudget, globWalkBudget.Matches)
+		if err != nil || !complete {
+			return mark(false)
+		}
+		// A trailing slash (or /.) follows the match itself; otherwise rm takes the name, in
+		// the dir it lies in, and a last segment that matches everything takes all of that dir.
+		followed := strings.HasSuffix(g, "/") || strings.HasSuffix(g, "/.")
+		last := filepath.Base(strings.TrimRight(strings.TrimSuffix(g, "/."), "/"))
+		for _, l := range links {
+			if followed && classifier.CriticalPath(l.Resolved, opts) ||
+				classifier.CriticalPath(filepath.Join(l.Dir, filepath.Base(l.Path)), opts) ||
+				classifier.CriticalPath(filepath.Join(l.Dir, last), opts) {
+				return mark(true)
+			}
+		}
+	}
+	return cl
+}
+
+// removes reports whether a command of the line is rm, rmdir, unlink or find (its -delete),
+// past the wrappers deny rules see through.
+func removes(cl *classifier.Classification) bool {
+	return slices.ContainsFunc(cl.Subcommands, func(s classifier.Subcommand) bool {
+		if len(s.DenyPrefix) == 0 {
+			return s.Opaque
+		}
+		switch filepath.Base(s.DenyPrefix[0]) {
+		case "rm", "rmdir", "unlink", "find":
+			return true
+		}
+		return false
+	})
 }
 
 // linkedCritical is cl with the critical-path rm risk when an rm, rmdir or find of the line

@@ -22,6 +22,8 @@ type Budget struct {
 type Link struct {
 	Path     string `json:"path"`
 	Resolved string `json:"resolved"`
+	// Dir is where the directory that holds Path resolves (ThroughLinks only).
+	Dir string `json:"dir,omitempty"`
 }
 
 // Outside expands each absolute pattern and returns its matches that resolve (symbolic links
@@ -35,7 +37,17 @@ type Link struct {
 // Patterns with a `..` segment are not expanded (complete is false): where `..` leads from a
 // link is the kernel's, not the name's.
 func Outside(patterns, dirs []string, b Budget, max int) (links []Link, complete bool) {
-	w := &walker{budget: b, dirs: dirs, max: max, complete: true, seen: map[string]bool{}}
+	return walk(&walker{budget: b, dirs: dirs, max: max, complete: true, seen: map[string]bool{}}, patterns)
+}
+
+// ThroughLinks expands each absolute pattern as Outside does and returns its matches whose
+// resolution differs from their name (a symbolic link on the way, or the match itself one),
+// wherever they lead, at most max of them; complete as for Outside.
+func ThroughLinks(patterns []string, b Budget, max int) (links []Link, complete bool) {
+	return walk(&walker{budget: b, through: true, max: max, complete: true, seen: map[string]bool{}}, patterns)
+}
+
+func walk(w *walker, patterns []string) (links []Link, complete bool) {
 	for _, p := range patterns {
 		if !path.IsAbs(p) {
 			return nil, false
@@ -60,6 +72,7 @@ const maxDepth = 64
 
 type walker struct {
 	budget   Budget
+	through  bool // report every match reached through a link (ThroughLinks), not those outside dirs
 	dirs     []string
 	max      int
 	complete bool
@@ -138,7 +151,8 @@ func (w *walker) readDir(dir string) ([]string, bool) {
 	}
 }
 
-// match records p when it exists and resolves outside w.dirs.
+// match records p when it exists and resolves outside w.dirs (with through: anywhere but
+// to its own name).
 func (w *walker) match(p string) {
 	if w.seen[p] {
 		return
@@ -159,6 +173,15 @@ func (w *walker) match(p string) {
 	if err != nil {
 		return // not there (or a dangling link): the shell keeps the word, which opens nothing
 	}
+	dir := ""
+	if w.through {
+		if r == p {
+			return
+		}
+		if dir, err = filepath.EvalSymlinks(filepath.Dir(p)); err != nil {
+			dir = filepath.Dir(p)
+		}
+	}
 	for _, d := range w.dirs {
 		if r == d || strings.HasPrefix(r, strings.TrimSuffix(d, "/")+"/") {
 			return
@@ -168,7 +191,7 @@ func (w *walker) match(p string) {
 		w.complete = false
 		return
 	}
-	w.links = append(w.links, Link{Path: p, Resolved: r})
+	w.links = append(w.links, Link{Path: p, Resolved: r, Dir: dir})
 }
 
 // isGlob reports a segment with a character a shell may expand.

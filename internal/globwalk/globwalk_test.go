@@ -146,3 +146,28 @@ func TestOutsideFIFOAndProc(t *testing.T) {
 		t.Fatal("the walk is waiting on a FIFO")
 	}
 }
+
+// TestThroughLinks: every match reached through a link is reported, inside the workspace or
+// out, with where the directory holding it leads; a match that is its own name is not.
+func TestThroughLinks(t *testing.T) {
+	w, _ := tree(t)
+	if err := os.Symlink(".", w+"/self"); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.EvalSymlinks(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, complete := ThroughLinks([]string{w + "/s*/*"}, Budget{Entries: 1000, Matches: 1000}, 100)
+	if !complete {
+		t.Fatal("incomplete")
+	}
+	got := map[string]string{}
+	for _, l := range links {
+		got[strings.TrimPrefix(l.Path, w+"/")] = l.Dir
+	}
+	// sub/b.txt is its own name; self/a.txt (and the rest under self) lead into w itself.
+	if _, ok := got["sub/b.txt"]; ok || got["self/a.txt"] != root || got["self/sub"] != root {
+		t.Errorf("links %+v", links)
+	}
+}
