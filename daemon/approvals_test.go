@@ -713,3 +713,47 @@ func TestApprovedCallLeadsWhereItWasAsked(t *testing.T) {
 		t.Errorf("copy.txt: %q", b)
 	}
 }
+
+// TestApprovedCallHoldsAskPathsItDoesNotName: an approved Bash call reaches the ask rules'
+// paths it names (the person saw it ask for them), and no other: a link planted in a tree it
+// walks still leads to a hidden file.
+func TestApprovedCallHoldsAskPathsItDoesNotName(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{filepath.Join(dir, ".env"): "SECRET", filepath.Join(dir, "src", "a.txt"): "a"} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default","rules":{"ask":["Read(./.env)"]}}`, dir))
+	approve := func(cmd string, before func()) protocol.CallResult {
+		r := td.callRaw(t, s.ID, callBody("Bash", fmt.Sprintf(`{"command":%q}`, cmd), ""))
+		if behavior(r) != permission.Ask || r.ApprovalID == "" {
+			t.Fatalf("%s: not asked: %+v", cmd, r.Decision)
+		}
+		before()
+		if code, b := td.answer(t, r.ApprovalID, `{"answer":"allow"}`); code != http.StatusOK {
+			t.Fatalf("answer: %d %s", code, b)
+		}
+		return td.callRaw(t, s.ID, fmt.Sprintf(`{"approval_id":%q}`, r.ApprovalID))
+	}
+	// Asked as not read-only; the link is made while the person looks at the command.
+	approve("cp -rL src copy", func() {
+		if err := os.Symlink("../.env", filepath.Join(dir, "src", "e")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if b, _ := os.ReadFile(filepath.Join(dir, "copy", "e")); strings.Contains(string(b), "SECRET") {
+		t.Error("an approved cp -rL read an ask rule's file through a link it was never shown")
+	}
+	// Asked because it reads .env: the person approved that.
+	if r := approve("cat .env > out.txt", func() {}); behavior(r) != permission.Allow {
+		t.Fatalf("cat .env approved: %+v", r.Decision)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "SECRET" {
+		t.Errorf("the approved read of .env: %q", b)
+	}
+}

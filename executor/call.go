@@ -101,6 +101,9 @@ type Call struct {
 	// bashWrites are the paths a Bash call's facts show it writing (bashFacts): what a person
 	// approving the call saw it write, and where the decision found each leads.
 	bashWrites []decidedPath
+	// bashNamed are the paths a Bash call's facts name, as given and as resolved: the ask
+	// rules' paths among them are what a person approving it saw it reach.
+	bashNamed []string
 	// Bash is the classification of a Bash command, started early (step 5).
 	bash       chan *classifier.Classification
 	bashResult *classifier.Classification

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,18 +173,28 @@ func (h *Host) Spec(s *session.Session, readOnly bool, callID string, argv []str
 
 // holdAsks adds the session's ask path rules to spec as if they were denies: a call no person
 // approved may not reach what they name by a way its decision did not see (a glob, a recursive
-// search, a path an interpreter builds), in any mode. Only an approved call (its ask answered
-// by a person, who saw the command) runs without them.
-func holdAsks(spec *sandbox.Spec, s *session.Session) {
+// search, a path an interpreter builds), in any mode. An approved call (its ask answered by a
+// person, who saw the command) runs without those that cover a path it names (seen).
+func holdAsks(spec *sandbox.Spec, s *session.Session, seen []string) {
 	rs := s.RuleSet()
 	if rs == nil {
 		return
 	}
 	kp := rs.KernelPaths(permission.Ask)
-	addHidden(spec, kp.Hidden)
+	addHidden(spec, notCovering(kp.Hidden, seen))
 	if !spec.ReadOnlyWorkspace {
-		addReadOnly(spec, kp.ReadOnly)
+		addReadOnly(spec, notCovering(kp.ReadOnly, seen))
 	}
+}
+
+// notCovering is patterns without those that cover one of paths.
+func notCovering(patterns, paths []string) []string {
+	if len(paths) == 0 {
+		return patterns
+	}
+	return slices.DeleteFunc(slices.Clone(patterns), func(p string) bool {
+		return slices.ContainsFunc(paths, func(n string) bool { return permission.MatchPath(p, n) })
+	})
 }
 
 // addHidden hides what Read rules' patterns name.

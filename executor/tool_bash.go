@@ -285,11 +285,12 @@ func (h *Host) bashFacts(ctx context.Context, c *Call) (permission.ToolFacts, er
 		r, _, err := h.Resolve(ctx, c.Session, name)
 		return r, err == nil
 	})
-	c.bashWrites = c.bashWrites[:0]
+	c.bashWrites, c.bashNamed = c.bashWrites[:0], c.bashNamed[:0]
 	for _, p := range tf.Paths {
 		if p.Access == permission.Write {
 			c.bashWrites = append(c.bashWrites, decidedPath{p.Requested, p.Resolved})
 		}
+		c.bashNamed = append(c.bashNamed, p.Requested, p.Resolved)
 	}
 	return tf, nil
 }
@@ -571,9 +572,14 @@ func (h *Host) startBash(c *Call, callID, command string, report bool, progress 
 	// theirs; approving a command is not approving what it writes out of sight (a build's
 	// script, a path in a variable), which goes aside as in any call.
 	spec.MoveAsideCreated = true
-	if !c.Approved {
-		holdAsks(spec, c.Session)
+	// Approved by a person who saw the command: the ask rules' paths it names were theirs to
+	// see it reach; the others stay held, so what it reaches by no name (a link planted in a
+	// tree it walks, a path a script opens) is hidden or read-only as in any call.
+	var seen []string
+	if c.Approved {
+		seen = c.bashNamed
 	}
+	holdAsks(spec, c.Session, seen)
 	if c.Approved {
 		for _, w := range c.bashWrites {
 			spec.KeepCreated = append(spec.KeepCreated, w.requested, w.resolved)
