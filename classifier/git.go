@@ -131,7 +131,7 @@ func checkGitCmd(args []string, w *walker) string {
 // merely holds %G asks too.
 func gitVerifies(args []string) string {
 	for _, a := range args {
-		if strings.HasPrefix(a, "--show-sig") || strings.Contains(a, "%G") || strings.Contains(a, "%(signature") {
+		if strings.HasPrefix(a, "--show-sig") || strings.Contains(a, "%G") || strings.Contains(a, "%(") && strings.Contains(a, "signature") {
 			return "git_verify_signature"
 		}
 	}
