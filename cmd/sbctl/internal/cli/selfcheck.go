@@ -37,7 +37,11 @@ func checkSelf(argv0 string, uid int) error {
 	if err != nil {
 		return fmt.Errorf("find sbctl's path: %w", err)
 	}
-	for _, path := range []string{named, self} {
+	paths := []string{self}
+	if named != self {
+		paths = append(paths, named)
+	}
+	for _, path := range paths {
 		if p, ok := replaceable(path, uint32(uid)); ok {
 			return fmt.Errorf("%s could be replaced by uid %d's own programs (%s is theirs, or writable by them), and so by a confined call of the agent's, which would then run outside any sandbox; install sbctl root-owned (make install) and name that one by its path", path, uid, p)
 		}
