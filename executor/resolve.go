@@ -219,10 +219,10 @@ func (st *state) deniedWithSession() bool {
 }
 
 // applyAnswer makes the answer the call's decision. An allow answers the question asked, not
-// what changed since: the call is decided again, on the facts it was asked with, under the
-// session's rules, mode and admin policy as they are now, and a deny then (a rule or policy
-// added, the mode narrowed to plan) wins over the answer. Anything short of a deny leaves
-// the allow, which answered that ask.
+// what changed since: the call's paths are looked up again and it is decided again under the
+// session's rules, mode and admin policy as they are now. A path that leads elsewhere, a deny
+// then (a rule or policy added, the mode narrowed to plan) or an ask for another reason wins
+// over the answer; an ask for the same reason leaves the allow, which answered it.
 func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Resolution) {
 	st.applyResolution(res)
 	if st.decision.Behavior != permission.Allow {
