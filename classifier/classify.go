@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -1173,11 +1174,51 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 			}
 		}
 	}
+	if rebindsStdout(r, out.Target) {
+		// /dev/stdout and /dev/stderr open again whatever fd 1 or 2 holds: after `1<f` (or
+		// `1<&0` with stdin from f) `echo x >/dev/stdout` truncates and writes f. Their
+		// harmlessness holds only while those fds are the caller's, so a line that gives
+		// either another file is a write: of that file, or of one unknown for a dup.
+		out.Write = true
+		if r.Op != syntax.RdrIn {
+			out.Target = ""
+		}
+	}
 	if out.Target == "" && r.Word != nil {
 		// keep the source so a human can see what was redirected to
 		out.Target = ""
 	}
 	return out
+}
+
+// rebindsStdout reports a redirection that puts on fd 1 or 2 something other than the
+// caller's output: a file opened for reading, a here-document, or a copy of any fd but 1 and 2
+// (a close, 1>&-, leaves it closed; the next open by name then takes it, as 1<f does).
+func rebindsStdout(r *syntax.Redirect, target string) bool {
+	fd := 0
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.DplOut:
+		fd = 1
+	}
+	if r.N != nil {
+		n, err := strconv.Atoi(r.N.Value)
+		if err != nil {
+			return false // {var}: bash picks an fd of 10 or above
+		}
+		fd = n
+	}
+	if fd != 1 && fd != 2 {
+		return false
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return true
+	case syntax.DplIn, syntax.DplOut:
+		// >&file (bash's &>file) is a write of file already.
+		from := strings.TrimSuffix(target, "-")
+		return (target == "" || isFdDup(target)) && from != "1" && from != "2"
+	}
+	return false
 }
 
 // mayBeNetPath reports whether a redirection target known only at run time may expand to a
