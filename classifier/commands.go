@@ -3,6 +3,8 @@ package classifier
 import (
 	"fmt"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -84,22 +86,70 @@ var neverReadOnly = map[string]string{
 
 // safeEnv are the variables an env prefix may set and stay read-only (and be
 // stripped for allow-rule matching): they change formatting, not which code
-// runs. PATH, LD_*, GIT_*, PAGER, EDITOR and the like are deliberately absent.
-var safeEnv = map[string]bool{
-	"LC_ALL": true, "LANG": true, "LANGUAGE": true, "LC_CTYPE": true, "LC_COLLATE": true,
-	"LC_MESSAGES": true, "LC_NUMERIC": true, "LC_TIME": true, "TZ": true, "NO_COLOR": true,
-	"FORCE_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true, "TERM": true, "COLUMNS": true,
-	"LINES": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true,
+// runs. PATH, LD_*, GIT_*, PAGER, EDITOR and the like are deliberately absent. A
+// variable with a check holds that only for the values it passes: glibc loads the
+// message catalogue LANGUAGE=../../x/y names (its strings are printf formats), reads the
+// file TZ=../../etc/shadow names, and a locale whose characters may end in an ASCII byte
+// (zh_TW is Big5, where `\` ends one) makes bash read the lines after LC_ALL=zh_TW
+// otherwise than the classifier does.
+var safeEnv = map[string]func(string) bool{
+	"LC_ALL": localeName, "LANG": localeName, "LC_CTYPE": localeName, "LC_COLLATE": localeName,
+	"LC_MESSAGES": localeName, "LC_NUMERIC": localeName, "LC_TIME": localeName,
+	"LANGUAGE": languageList, "TZ": tzName, "TERM": termName,
+	"NO_COLOR": nil, "FORCE_COLOR": nil, "CLICOLOR": nil, "CLICOLOR_FORCE": nil, "COLUMNS": nil,
+	"LINES": nil, "GREP_COLORS": nil, "LS_COLORS": nil, "TIME_STYLE": nil,
+}
+
+// localePattern is a locale whose characters are ASCII or UTF-8: C, POSIX, or a
+// language_TERRITORY with a UTF-8 codeset (C.UTF-8, en_US.utf8, de_DE.UTF-8@euro).
+var localePattern = regexp.MustCompile(`^(C|POSIX|(C|[a-z]{2,3}(_[A-Z]{2})?)\.(UTF-8|utf8|UTF8|utf-8)(@[a-z]+)?)$`)
+
+func localeName(v string) bool { return v == "" || localePattern.MatchString(v) }
+
+// languageList is LANGUAGE's list of catalogue names: names under the system's locale
+// dir, never a path.
+func languageList(v string) bool {
+	return strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@:.-") == "" &&
+		!strings.Contains(v, "..")
+}
+
+// tzName is a zone below the system's zoneinfo (Europe/Paris, :UTC) or a POSIX rule
+// (EST5EDT,M3.2.0/2,M11.1.0/2): no absolute path and no .. to leave the zoneinfo dir.
+func tzName(v string) bool {
+	v = strings.TrimPrefix(v, ":")
+	return !strings.HasPrefix(v, "/") && !slices.Contains(strings.Split(v, "/"), "..")
+}
+
+// termName is a terminal type, a name in the terminfo database and never a path.
+func termName(v string) bool {
+	return strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") == "" &&
+		!strings.Contains(v, "..")
+}
+
+// safeEnvAssign reports whether NAME=value (the whole assignment, as an env prefix or
+// `env NAME=value` has it) sets a safeEnv variable to a value its check passes: a value
+// known only at run time passes only a variable without a check, and NAME+=value never.
+func safeEnvAssign(assignment string, static bool) bool {
+	name, val, ok := strings.Cut(assignment, "=")
+	check, safe := safeEnv[name]
+	switch {
+	case !ok || !safe:
+		return false
+	case check == nil:
+		return true
+	}
+	return static && check(val)
 }
 
 // safeBareAssign reports whether a bare assignment (x=1 with no command) may
-// appear in a read-only line run by shell (Options.Shell). Shell-special and
+// appear in a read-only line run by shell (Options.Shell), whatever its value. Shell-special and
 // exported variables are upper case by convention (PATH, IFS, BASH_ENV, PS4); a
 // lower-case name only affects later words of this line, except zsh's own
-// lower-case specials (zshSpecial).
+// lower-case specials (zshSpecial). A safeEnv variable with a check needs its value seen
+// (safeEnvAssign): read LANG or for TZ in … sets one no check saw.
 func safeBareAssign(name, shell string) bool {
-	if safeEnv[name] {
-		return true
+	if check, ok := safeEnv[name]; ok {
+		return check == nil
 	}
 	if (shell == ShellZsh || shell == shellAny) && zshSpecial[name] {
 		return false
@@ -255,14 +305,14 @@ func (w *walker) commandReason(sb *sub) string {
 	}
 	if len(sb.args) == 0 {
 		for _, a := range sb.assigns {
-			if !safeBareAssign(a.name, w.opts.Shell) {
+			if !safeBareAssign(a.name, w.opts.Shell) && !safeEnvAssign(a.word.val, a.static && !a.word.glob) {
 				return reasonUnsafeAssign
 			}
 		}
 		return "neutral"
 	}
 	for _, a := range sb.assigns {
-		if !safeEnv[a.name] || a.word.glob {
+		if !safeEnvAssign(a.word.val, a.static) || a.word.glob {
 			return "unsafe_env_assignment"
 		}
 	}
@@ -541,7 +591,7 @@ func (w *walker) wrapperReason(n string, args []word, depth int) string {
 			return "env_chdir"
 		}
 		for _, v := range vals[first:inner] {
-			if name, _, _ := strings.Cut(v, "="); !safeEnv[name] {
+			if !safeEnvAssign(v, true) {
 				return "unsafe_env_assignment"
 			}
 		}

@@ -19,7 +19,7 @@ func allowPrefix(sb *sub, strs *strSlab) []string {
 	}
 	out := strs.take(len(sb.assigns) + len(sb.args))
 	for _, a := range sb.assigns {
-		if safeEnv[a.name] {
+		if safeEnvAssign(a.word.val, a.static) {
 			continue
 		}
 		// An unsafe assignment stays in the prefix, so `PATH=x npm test`
