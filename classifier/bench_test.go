@@ -9,6 +9,10 @@ import (
 
 const benchOneLiner = `git log --oneline -n 20 | grep -i fix | head -5 && ls -la src`
 
+// benchBuild runs programs no table describes, whose words are read as the command lines
+// they may run.
+const benchBuild = `npm run build -- --mode production && go test ./... -run TestServe -count=1 && docker build -t app:dev .`
+
 var benchScript = strings.Repeat(`if [ -f go.mod ]; then cat go.mod | grep module; fi
 for f in $(git ls-files '*.go'); do wc -l "$f"; done
 find . -name '*.md' -type f | sort | uniq -c > /dev/null 2>&1
@@ -41,4 +45,5 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkClassify(b *testing.B) {
 	b.Run("oneliner", func(b *testing.B) { benchClassify(b, benchOneLiner) })
 	b.Run("script30", func(b *testing.B) { benchClassify(b, benchScript) })
+	b.Run("build", func(b *testing.B) { benchClassify(b, benchBuild) })
 }

@@ -46,6 +46,8 @@ type Options struct {
 	// braces is the line's brace expansions, made by Classify: a value of Options is one
 	// line's, shared by its nested scripts.
 	braces *braceMemo
+	// inTails: the line is one tail of an outer command's words (tailScript).
+	inTails bool
 }
 
 const (
@@ -486,6 +488,9 @@ type sub struct {
 	plain bool
 	// opaque: what the command runs is known only at run time (see Subcommand.Opaque).
 	opaque bool
+	// tails: nested holds the command lines an undescribed program's words may be
+	// (argvTails), for deny and ask rules only: their paths are the program's own words.
+	tails bool
 	// nested are the classified commands of a literal script this command runs.
 	nested *Classification
 	// dirs and dirsUnknown are the walker's at this command (see walker.dirs).
@@ -1495,11 +1500,14 @@ func (w *walker) spliceNested(c *Classification, n int) {
 			// A line is read-only only with every script it runs: the command's own check
 			// and the nested reading may part on an option cluster (`mapfile -cC00`,
 			// `read -d -C x`), and the stricter one holds.
-			if !ns.ReadOnly && c.ReadOnly {
+			if !ns.ReadOnly && c.ReadOnly && !sb.tails {
 				c.ReadOnly, c.Reason = false, ns.Reason
 			}
 		}
 		c.Risks = mergeRisks(c.Risks, sb.nested.Risks)
+		if sb.tails {
+			continue
+		}
 		c.Paths = append(c.Paths, sb.nested.Paths...)
 		c.Globs = append(c.Globs, sb.nested.Globs...)
 		if sb.nested.PathsIncomplete {

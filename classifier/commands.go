@@ -491,7 +491,7 @@ func RunsCommandLine(words []string) bool {
 	if len(words) == 0 {
 		return false
 	}
-	name := path.Base(words[0])
+	name := runnerName(path.Base(words[0]))
 	if isWrapper(name) || isShell(name) || runners[name] || opaqueRunners[name] || dynamicLoader(name) || interpreters[name] {
 		return true
 	}

@@ -67,7 +67,7 @@ func namesFromList(name string, args []word) bool {
 // not take apart count (curl -d @FILE), as reads. Read-only commands are fully described by
 // their tables, and a command running a script the classifier read (bash -c) by that script.
 func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown bool) {
-	if _, ro := readOnly[name]; ro || sb.nested != nil || stateBuiltins[name] {
+	if _, ro := readOnly[name]; ro || sb.nested != nil && !sb.tails || stateBuiltins[name] {
 		return
 	}
 	if unknown && namesFromList(name, args) {

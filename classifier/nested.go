@@ -92,7 +92,7 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	if sb.opaque {
 		return
 	}
-	if name := baseName(ws[0].val); xargsIn(sb.args[:k]) && (isShell(name) || name == "eval" || runners[name] || name == "busybox" ||
+	if name := runnerName(baseName(ws[0].val)); xargsIn(sb.args[:k]) && (isShell(name) || name == "eval" || runners[name] || name == "busybox" ||
 		xargsReplace(sb.args[:k]) != "" && strings.Contains(ws[0].val, xargsReplace(sb.args[:k]))) {
 		// echo 'git push' | xargs sh -c: the script, or the command line, is what xargs reads
 		// (or the command itself: xargs -I{} {} x).
@@ -104,7 +104,7 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		// one known only at run time, is evaluated.
 		w.evalsText = true
 	}
-	switch name := baseName(ws[0].val); {
+	switch name := runnerName(baseName(ws[0].val)); {
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
 		w.nestedGitCommands(sb, ws[1:])
@@ -265,6 +265,74 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		// Still a wrapper after unwrapping: an option the classifier does not know (env -S
 		// splits a string into a command line), so what it runs is not known.
 		sb.opaque = true
+	case undescribed(name):
+		w.argvTails(sb, ws[1:])
+	}
+}
+
+// runnerAliases are other names of runners and opaqueRunners, as distributions install them
+// (fakeroot-sysv, valgrind.bin) or link them (slogin, vim.basic, gdbtui): the same program
+// under a name no table lists would run its command unread.
+var runnerAliases = map[string]string{
+	"fakeroot-sysv": "fakeroot", "fakeroot-tcp": "fakeroot", "fakeroot-ng": "fakeroot",
+	"valgrind.bin": "valgrind", "slogin": "ssh", "gdbtui": "gdb", "gdb-multiarch": "gdb",
+	"vim.basic": "vim", "vim.tiny": "vim", "vim.nox": "vim", "vim.gtk": "vim", "vim.gtk3": "vim",
+	"vim.athena": "vim", "vimx": "vim", "rvim": "vim", "rview": "vim", "gvim": "vim", "gview": "vim",
+	"evim": "vim", "eview": "vim", "gvimdiff": "vim", "nvi": "vi", "elvis": "vi",
+	// The editor alternatives may be any of them.
+	"editor": "vim", "sensible-editor": "vim", "sensible-pager": "vim",
+}
+
+// runnerName is name, or the runner it is another name of.
+func runnerName(name string) string {
+	if n, ok := runnerAliases[name]; ok {
+		return n
+	}
+	return name
+}
+
+// undescribed reports a program no table of the classifier describes: not a read-only
+// command, not one whose operands it knows as paths (an interpreter aside, whose script's
+// words are the script's), nor one a case of nestedCommand reads.
+func undescribed(name string) bool {
+	if _, ro := readOnly[name]; ro || isWrapper(name) || stateBuiltins[name] {
+		return false
+	}
+	spec, ok := pathSpecs[name]
+	return !ok || spec.kind == pkInterp
+}
+
+// argvTails reads an undescribed program as a runner it may be (fakeroot-sysv rm x,
+// heaptrack rm x, msgexec -i f.po rm x): each tail of its words that starts with a literal
+// word is a command line of those words, which deny and ask rules meet as they meet a
+// runner's tails (sub.tails: they add no path the program's own words do not). A tail that
+// starts with a word known only at run time is no command line the rules can read, as a
+// script's is not; a program given more words than maxRunnerWords is opaque.
+func (w *walker) argvTails(sb *sub, ws []word) {
+	if w.opts.inTails {
+		return // this line is itself a tail: the tails of its words are the outer line's too
+	}
+	if len(ws) > maxRunnerWords {
+		sb.opaque = true
+		return
+	}
+	quoted := make([]string, len(ws))
+	for i, a := range ws {
+		if a.static && !a.glob {
+			quoted[i] = "'" + strings.ReplaceAll(a.val, "'", `'\''`) + "'"
+		} else {
+			quoted[i] = a.src // read as the line reads it: an expansion stays one
+		}
+	}
+	for i, a := range ws {
+		if !a.static || a.glob || a.val == "" || strings.HasPrefix(a.val, "-") {
+			continue // an option names no command; a program named -x is none a rule names
+		}
+		sb.tails = true
+		w.tailScript(sb, strings.Join(quoted[i:], " "), w.opts.Shell)
+		if sb.opaque {
+			return
+		}
 	}
 }
 
@@ -524,14 +592,14 @@ func (w *walker) nestedTails(sb *sub, ws []word) {
 		for _, a := range ws[i:] {
 			parts = append(parts, a.val)
 		}
-		w.nestedScript(sb, strings.Join(parts, " "), shellAny)
+		w.tailScript(sb, strings.Join(parts, " "), shellAny)
 		if sb.opaque {
 			return
 		}
 		// The command attached to an option: script -qc'git push' F, su --command=CMD.
 		for _, head := range attachedValues(ws[i].val) {
 			parts[0] = head
-			w.nestedScript(sb, strings.Join(parts, " "), shellAny)
+			w.tailScript(sb, strings.Join(parts, " "), shellAny)
 			if sb.opaque {
 				return
 			}
@@ -895,12 +963,24 @@ func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool, shell s
 // classification on sb. A script that does not parse, is read differently by its shell, or
 // is nested too deep, is opaque.
 func (w *walker) nestedScript(sb *sub, script, shell string) {
+	w.parseNested(sb, script, shell, false)
+}
+
+// tailScript is nestedScript for one of the tails of a command's words (nestedTails,
+// argvTails), every one of which is read: an undescribed program at its head needs no tails
+// of its own.
+func (w *walker) tailScript(sb *sub, script, shell string) {
+	w.parseNested(sb, script, shell, true)
+}
+
+func (w *walker) parseNested(sb *sub, script, shell string, tail bool) {
 	if w.depth+1 >= maxNestDepth || len(script) > maxParseLen {
 		sb.opaque = true
 		return
 	}
 	opts := w.opts
 	opts.Shell = shell
+	opts.inTails = tail
 	c := parseDepth(script, opts, w.depth+1, w.left)
 	if c.ParseError != nil {
 		sb.opaque = true

@@ -212,6 +212,28 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`GIT_DIR=./evil git status`, true},
 		{`PS4='$(curl x)' bash -xc true`, true},
 		{`LD_PRELOAD=./x.so ls`, true},
+		// Runners under other names, and programs no table describes, which may be runners:
+		// each tail of their words that starts with a literal word is read.
+		{`fakeroot-sysv curl x`, false},
+		{`fakeroot-tcp -- curl x`, false},
+		{`valgrind.bin -q curl x`, false},
+		{`slogin -o ProxyCommand='curl x' h`, false},
+		{`slogin h curl x`, false},
+		{`vim.basic -es -c '!curl x' -c q`, true},
+		{`editor -c '!curl x'`, true},
+		{`gdbtui -batch -ex 'shell curl x'`, true},
+		{`heaptrack curl x`, false},
+		{`memusage curl x`, false},
+		{`sotruss curl x`, false},
+		{`msgexec -i x.po curl x`, false},
+		{`ip netns exec ns curl x`, false},
+		{`docker exec c curl x`, false},
+		{`kubectl exec p -- curl x`, false},
+		{`pyenv exec curl x`, false},
+		{`tox -- curl x`, false},
+		{`./run.sh "$X" curl x`, false},
+		{`mytool a 'b c' "d'e" curl "it's"`, false},
+		{`mytool a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7 curl x`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
@@ -269,7 +291,7 @@ func TestNestedShape(t *testing.T) {
 		t.Errorf("deep nesting: want an opaque subcommand\n%s", d.Format())
 	}
 	// No nesting, nothing opaque, for plain commands.
-	for _, cmd := range []string{"ls -la | grep x", "git status && echo ok", "find . -name '*.go'"} {
+	for _, cmd := range []string{"ls -la | grep x", "git status && echo ok", "find . -name '*.go'", "command -v git", "rm -rf build"} {
 		for _, s := range Classify(cmd, testOpts).Subcommands {
 			if s.Opaque || s.Nested {
 				t.Errorf("%q: %q opaque=%v nested=%v", cmd, s.Text, s.Opaque, s.Nested)
