@@ -128,9 +128,24 @@ func (sc *screener) screen(line []byte, tooLong bool) (pass [][]byte, reply []by
 		reply, why = errorReply(idOf(trimmed), codeInvalidRequest, "Invalid Request: "+err.Error())
 		return nil, reply, why
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		// A response is matched to its request by id alone: passed on, a request reusing the
+		// id of one not yet answered (a batch's, or another line's) would have its response
+		// taken for that one's, or take that one's. Its error carries no id, which would name
+		// the request still running.
+		if sc.batches.waiting(req.ID) {
+			reply, why = errorReply(nil, codeInvalidRequest, idInUse)
+			return nil, reply, why
+		}
+		// Before the SDK reads it, so that its response is seen leaving.
+		sc.batches.expect(req.ID)
+	}
 	sc.note(msg)
 	return [][]byte{trimmed}, nil, "" // the SDK ends the session on white space after a message
 }
+
+// idInUse refuses a request whose id is that of a request on this connection not yet answered.
+const idInUse = "Invalid Request: id already in use by a request not yet answered"
 
 // screenBatch screens a batch. The SDK is handed its messages one a line, not the batch:
 // go-sdk v1.8.0 waits for a response to every request of a batch before it answers it, and
@@ -162,7 +177,7 @@ func (sc *screener) screenBatch(line []byte) (pass [][]byte, reply []byte, why s
 			// waiting for one would take the other request's response.
 			if _, dup := bt.slot[req.ID]; dup || sc.batches.waiting(req.ID) {
 				var r json.RawMessage
-				r, why = errorObject(nil, codeInvalidRequest, "Invalid Request in a batch: the id of a request not yet answered")
+				r, why = errorObject(nil, codeInvalidRequest, idInUse)
 				bt.replies = append(bt.replies, r)
 				continue
 			}
@@ -205,6 +220,9 @@ type batcher struct {
 	mu sync.Mutex
 	// pending is the batch of each request still waiting for the SDK's response.
 	pending map[jsonrpc.ID]*batch
+	// single is each request sent alone still waiting for the SDK's response: its id is not
+	// free for another request until then.
+	single map[jsonrpc.ID]bool
 }
 
 // batch is the reply to one batch, as it fills.
@@ -239,10 +257,21 @@ func (b *batcher) add(bt *batch) {
 	}
 }
 
+// expect notes a request sent alone, now on its way to the SDK.
+func (b *batcher) expect(id jsonrpc.ID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.single == nil {
+		b.single = map[jsonrpc.ID]bool{}
+	}
+	b.single[id] = true
+}
+
+// waiting reports whether a request with id, alone or in a batch, is not yet answered.
 func (b *batcher) waiting(id jsonrpc.ID) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.pending[id] != nil
+	return b.pending[id] != nil || b.single[id]
 }
 
 // Write takes one whole message, as the SDK writes each.
@@ -260,16 +289,21 @@ func (b *batcher) Write(p []byte) (int, error) {
 }
 
 // hold keeps p if it answers a request of a batch, and returns the batch's reply when p was
-// the last of its responses.
+// the last of its responses. A response to a request sent alone frees its id, before the
+// client can read it and send the id again.
 func (b *batcher) hold(p []byte) (reply []byte, held bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.pending) == 0 {
-		return nil, false // no batch waits: not worth decoding what the SDK writes
+	if len(b.pending) == 0 && len(b.single) == 0 {
+		return nil, false // no request waits: not worth decoding what the SDK writes
 	}
 	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p))
 	resp, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok {
+		return nil, false
+	}
+	if b.single[resp.ID] {
+		delete(b.single, resp.ID)
 		return nil, false
 	}
 	bt := b.pending[resp.ID]

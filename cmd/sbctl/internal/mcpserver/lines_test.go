@@ -129,6 +129,54 @@ func TestBatchReplies(t *testing.T) {
 	}
 }
 
+// TestIDInUse: a request reusing the id of one not yet answered, sent alone or in a batch, is
+// refused and not run. Passed on, a batch's tools/list with the id of a tool call still running
+// took that call's result as its own, and the call was never answered.
+func TestIDInUse(t *testing.T) {
+	release := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slow done"}}}, nil, nil
+	})
+	c := serve(t, srv)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if got := c.until("0"); len(got) != 1 {
+		t.Fatalf("initialize: %q", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	c.send(`[{"jsonrpc":"2.0","id":5,"method":"tools/list"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`)
+	if got := c.next(); got != "[E-32600@null 6]" {
+		t.Errorf("batch reusing a running call's id: %q, want [E-32600@null 6]", got)
+	}
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if got := c.next(); got != "E-32600@null" {
+		t.Errorf("ping reusing a running call's id: %q, want E-32600@null", got)
+	}
+	close(release)
+	select {
+	case line := <-c.lines:
+		if !strings.Contains(line, "slow done") || summary(line) != "5" {
+			t.Errorf("the call's response: %s", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not answered")
+	}
+	// Answered, its id is free again.
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if got := c.next(); got != "5" {
+		t.Errorf("ping with the id of an answered call: %q", got)
+	}
+	c.send(`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`)
+	if got := c.next(); got != "[5]" {
+		t.Errorf("batch with the id of an answered call: %q", got)
+	}
+}
+
 // testConn is a client's end of a server on screenLines.
 type testConn struct {
 	t     *testing.T
@@ -138,10 +186,14 @@ type testConn struct {
 
 // startServer serves an MCP server with no tools through screenLines until the test ends.
 func startServer(t *testing.T) *testConn {
+	return serve(t, mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil))
+}
+
+// serve serves srv through screenLines until the test ends.
+func serve(t *testing.T, srv *mcp.Server) *testConn {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
 	out := &lockedWriter{w: outW}
 	r, w := screenLines(inR, out, io.Discard)
 	done := make(chan error, 1)
