@@ -357,6 +357,30 @@ func (r *Rule) parseBash() error {
 	return nil
 }
 
+// shellVariable returns the first shell expansion in a path pattern ($NAME, ${…} or $(…)
+// where the $ is not escaped), or "": a rule writer's $HOME means their home, the rule's text
+// a directory named $HOME.
+func shellVariable(p string) string {
+	for i := 0; i < len(p)-1; i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++ // an escaped character is itself
+		case c == '$':
+			if n := p[i+1]; n == '{' || n == '(' || n == '_' || 'A' <= n && n <= 'Z' || 'a' <= n && n <= 'z' {
+				end := i + 2
+				for end < len(p) && p[end] != '/' && p[end] != '}' && p[end] != ')' {
+					end++
+				}
+				if end < len(p) && p[end] != '/' {
+					end++
+				}
+				return p[i:end]
+			}
+		}
+	}
+	return ""
+}
+
 // twoRules finds a rule's end and another's start inside a path pattern (`),Edit(`).
 var twoRules = regexp.MustCompile(`\)\s*,?\s*[A-Z][A-Za-z]*\(`)
 
@@ -369,6 +393,10 @@ func (r *Rule) parsePath() error {
 		// `Read(./secrets/**),Edit(x)` is one rule naming a path no file has: two rules run
 		// together, which would silently hold nothing.
 		return malformed("%q holds %q: two rules run together; give each its own", r.String(), m)
+	}
+	if v := shellVariable(p); v != "" {
+		// Nothing expands it: `$HOME/x` would name <cwd>/$HOME/x and protect nothing.
+		return malformed("%q names %s, which is not expanded in a path pattern; write ~/… or an absolute path (\\$ for a name that holds a $)", r.String(), v)
 	}
 	switch {
 	case strings.HasPrefix(p, "//"):

@@ -56,6 +56,18 @@ func TestParseRule(t *testing.T) {
 		{text: "Read(**/.env)", b: Deny, kind: KindPath, pattern: ".env", anchor: AnchorAnywhere},
 		{text: "Read(../x)", b: Deny, errLike: "'..'"},
 		{text: "Read(~bob/x)", b: Deny, errLike: "~user"},
+		// Nothing expands a variable: each would name a directory called $HOME under the cwd.
+		{text: "Read($HOME/top.txt)", b: Deny, errLike: `names $HOME, which is not expanded in a path pattern; write ~/… or an absolute path`},
+		{text: "Read(${HOME}/**)", b: Deny, errLike: "names ${HOME}, which is not expanded"},
+		{text: "Edit(//home/u/$USER_DIR/x)", b: Allow, errLike: "names $USER_DIR,"},
+		{text: "Write(./$(pwd)/x)", b: Ask, errLike: "names $(pwd),"},
+		{text: "Read(~/$XDG_CONFIG_HOME/**)", b: Deny, errLike: "not expanded"},
+		{text: "Read(**/$recycle.bin)", b: Deny, errLike: "not expanded"},
+		// A $ that starts no variable, or an escaped one, is a name's own.
+		{text: `Read(./\$HOME/x)`, b: Deny, kind: KindPath, pattern: `\$HOME/x`, anchor: AnchorCwd},
+		{text: "Read(/price$/x$1)", b: Deny, kind: KindPath, pattern: "price$/x$1", anchor: AnchorFile},
+		// Bash patterns are words of a command line, where $ is the shell's: not path rules.
+		{text: "Bash(echo $HOME)", b: Deny, kind: KindBash, pattern: "echo $HOME"},
 		{text: "Read([x)", b: Deny, errLike: "bad glob"},
 		{text: "Read(pages:1-5)", b: Ask, kind: KindParam, pattern: "1-5"},
 		{text: "WebFetch(domain:Example.COM.)", b: Allow, kind: KindDomain, pattern: "example.com"},
@@ -171,6 +183,7 @@ func TestMatchPath(t *testing.T) {
 		{"/home/u/.ssh/**", "/home/u/.sshx", false},
 		{"/w/a/**/z", "/w/a/b/c/d/z", true},
 		{"/w/\\[x\\]/*", "/w/[x]/f", true},
+		{"/w/\\$HOME/x", "/w/$HOME/x", true}, // how a rule names a file called $HOME
 		{"/w/src/**", "relative/path", false},
 		{"/w/src/**", "/w/src/../../etc/passwd", false}, // cleaned before matching
 	}
