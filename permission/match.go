@@ -563,8 +563,9 @@ func matchSegments(pat, segs []string, whole bool) bool {
 }
 
 // LiteralPath is p as a path rule's pattern that matches p alone: a file named `*` or `[a-z]*`
-// is that file, not every file its name would match as a glob.
-func LiteralPath(p string) string { return escapeGlob(p) }
+// is that file, not every file its name would match as a glob. A `$` is escaped too, so the
+// rule suggested for a file named `$HOME` loads: an unescaped one is refused as a variable.
+func LiteralPath(p string) string { return strings.ReplaceAll(escapeGlob(p), "$", `\$`) }
 
 // escapeGlob quotes glob metacharacters of a literal base directory (cwd, home) so a directory
 // named `[x]` does not turn into a character class.

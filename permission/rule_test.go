@@ -137,6 +137,22 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
+// TestLiteralPathRule: the rule suggested for a file is that file's alone and loads, whatever
+// its name holds: glob characters, or a $ that would otherwise read as a variable.
+func TestLiteralPathRule(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/w/$HOME/x", "/w/${X}", "/w/a[1]*?.txt", `/w/back\slash`, "/w/$(id)"} {
+		r, err := ParseRuleFor("Edit(/"+LiteralPath(p)+")", Allow)
+		if err != nil {
+			t.Errorf("%s: the suggested rule does not load: %v", p, err)
+			continue
+		}
+		if !MatchPath("/"+r.Pattern, p) || MatchPath("/"+r.Pattern, p+"x") {
+			t.Errorf("%s: pattern %q does not match that file alone", p, r.Pattern)
+		}
+	}
+}
+
 func TestMatchBash(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
