@@ -70,6 +70,12 @@ func (pc *pathCollector) mentionsOf(sb *sub, name string, args []word, unknown b
 	if _, ro := readOnly[name]; ro || sb.nested != nil && !sb.tails || stateBuiltins[name] {
 		return
 	}
+	pc.mentionWords(sb, name, args, unknown)
+}
+
+// mentionWords is mentionsOf for a command whose words it should read whatever its name:
+// git's subcommands that no table describes (gitPaths).
+func (pc *pathCollector) mentionWords(sb *sub, name string, args []word, unknown bool) {
 	if unknown && namesFromList(name, args) {
 		// tar -T LIST, zip -@, cpio -o: the files it reads are named in a list or on stdin,
 		// which no word of the line shows (echo ~/.ssh/id_rsa | tar cf - -T -).

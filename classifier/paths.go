@@ -1005,6 +1005,15 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	if i < len(ws) && gitFileOpts[ws[i].val] != nil {
 		pc.gitFileOpts(sb, gitFileOpts[ws[i].val], ws[i+1:], AccessRead)
 	}
+	if i < len(ws) && !gitDescribed[ws[i].val] && (pc.opts.Unconfined || pc.opts.MentionReads) {
+		// A subcommand no table here describes reads and writes the files its words name as
+		// any program's (git credential-store --file ~/.bashrc store, git merge-file
+		// .git/config a b, git interpret-trailers ~/.ssh/id_rsa): each word is a mention.
+		if slices.ContainsFunc(ws[i+1:], func(a word) bool { return strings.HasPrefix(a.val, "--stdin") }) {
+			pc.unknown() // hash-object --stdin-paths, update-index --stdin: names come from stdin
+		}
+		pc.mentionWords(sb, "git", ws[i+1:], true)
+	}
 	if i < len(ws) {
 		// Any subcommand that takes diff options takes --output (reflog, stash show, rev-list,
 		// and more with each release): it is read as a file written wherever it appears.
@@ -1378,15 +1387,40 @@ func gitConfigWrites(ws []word) bool {
 	return !get && operands >= 2
 }
 
+// gitDescribed are the git subcommands whose words this file reads: revisions, pathspecs in
+// the repository (gitReads), the file options of gitFileOpts and gitOutputOpts, and what
+// gitConfigWrittenBy, gitTreeWrites and gitWorktreeWrites know they write. Any other
+// subcommand's words are mentions (gitPaths).
+var gitDescribed = func() map[string]bool {
+	m := map[string]bool{}
+	for _, sub := range strings.Fields(`status add rm mv restore checkout switch reset branch log show
+		diff diff-tree diff-index diff-files blame annotate grep ls-files ls-tree rev-parse rev-list
+		describe shortlog reflog cat-file show-ref for-each-ref stash fetch pull push clone init
+		rebase cherry-pick revert bisect clean gc worktree submodule remote config commit tag merge
+		range-diff format-patch whatchanged archive check-ignore check-attr var version help
+		count-objects fsck prune maintenance name-rev merge-base cherry show-branch verify-commit
+		verify-tag sparse-checkout notes fmt-merge-msg`) {
+		m[sub] = true
+	}
+	return m
+}()
+
 // gitFileOpts are the options of git subcommands whose value is a file git reads: a config
-// file whose entries `git config -f F -l` prints, a pattern file. A --blob's REV:PATH is the
+// file whose entries `git config -f F -l` prints, a pattern file, a message or its template
+// (`git commit -F ~/.ssh/id_rsa` puts the key in the commit). A --blob's REV:PATH is the
 // path's content in the repository, as gitReads' object names are.
 var gitFileOpts = func() map[string][]string {
 	m := map[string][]string{
-		"config":   {"-f", "--file", "--blob"},
-		"ls-files": {"-X", "--exclude-from"},
-		"blame":    {"-S", "--ignore-revs-file", "--contents"},
-		"annotate": {"-S", "--ignore-revs-file", "--contents"},
+		"config":        {"-f", "--file", "--blob"},
+		"ls-files":      {"-X", "--exclude-from"},
+		"blame":         {"-S", "--ignore-revs-file", "--contents"},
+		"annotate":      {"-S", "--ignore-revs-file", "--contents"},
+		"commit":        {"-F", "--file", "-t", "--template"},
+		"tag":           {"-F", "--file"},
+		"merge":         {"-F", "--file"},
+		"notes":         {"-F", "--file"},
+		"fmt-merge-msg": {"-F", "--file"},
+		"archive":       {"--add-file"},
 	}
 	// The order file of a diff (-O FILE): its lines are patterns, read though not printed.
 	for _, sub := range []string{"log", "show", "diff", "diff-tree", "diff-index", "diff-files", "whatchanged", "format-patch"} {

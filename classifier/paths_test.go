@@ -843,6 +843,20 @@ func TestPathsHardLinks(t *testing.T) {
 	}
 }
 
+// TestPathsGitMessageFiles: a message or template file git reads into a commit, a tag, a note
+// or a merge is a read of it, in sandboxd as through the hook (`git commit -F ~/.ssh/id_rsa`).
+func TestPathsGitMessageFiles(t *testing.T) {
+	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
+	for _, cmd := range []string{"git commit -F s/f", "git commit --file=s/f", "git commit -t s/f",
+		"git tag -a v1 -Fs/f", "git merge -F s/f main", "git notes add -F s/f", "git fmt-merge-msg --file s/f",
+		"git archive --add-file=s/f HEAD"} {
+		c := Classify(cmd, opts)
+		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/proj/s/f" && p.Access == AccessRead && !p.Mention }) {
+			t.Errorf("%q: paths %+v, want s/f read", cmd, c.Paths)
+		}
+	}
+}
+
 // TestPathsGitConfigWrites: git commands that set what a later git runs (core.fsmonitor, an
 // alias, a template's hooks) write the config file they go to, so the protected paths hold
 // them in a command the agent runs itself; reading the config writes nothing.
