@@ -402,6 +402,15 @@ func TestHookMisconfiguredDenies(t *testing.T) {
 		{"--on-unavailable", "maybe"},
 		{"--unknown-tool", "x"},
 		{"extra"},
+		// Values the daemon refuses were calls it could not decide, which --on-unavailable ask
+		// asked about: checked before anything is sent.
+		{"--on-unavailable", "ask", "--mode", "Default"},
+		{"--on-unavailable", "ask", "--mode", "bubble"},
+		{"--on-unavailable", "ask", "--add-dir", "lib"},
+		{"--on-unavailable", "ask", "--add-dir", "/srv/../etc"},
+		{"--on-unavailable", "ask", "--shell", "/bin/zsh"},
+		{"--on-unavailable", "ask", "--state-dir", "state"},
+		{"--on-unavailable", "ask", "--deny", " "},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), append([]string{"--socket", "/nonexistent", "hook"}, flags...), strings.NewReader(in), &out, &errb, nil)

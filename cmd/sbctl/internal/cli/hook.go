@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -193,9 +194,42 @@ func hookConfig(fs *flag.FlagSet, hf *hookFlags, args []string) error {
 		return errors.New("--timeout is a positive duration, such as 20s")
 	case hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" && !otherHookEvents[hf.event]:
 		return fmt.Errorf("--event %q is not a hook event (PreToolUse, PostToolUse, …)", hf.event)
+	case hf.mode != "" && !hookModes[hf.mode]:
+		// Refused by the daemon only when a session is made, a bad mode was a call it could
+		// not decide, which --on-unavailable ask turned into an ask.
+		return fmt.Errorf("--mode %q is not a mode of sandboxd's the hook can use (default, acceptEdits, plan, dontAsk, bypassPermissions, auto)", hf.mode)
+	case hf.shell != "" && !shellName.MatchString(hf.shell):
+		return fmt.Errorf("--shell %q is not a shell's name, such as bash, zsh or sh", hf.shell)
+	case hf.stateDir != "" && !filepath.IsAbs(hf.stateDir):
+		// Relative, it would be wherever the agent runs the hook from.
+		return fmt.Errorf("--state-dir %q is not an absolute path", hf.stateDir)
+	}
+	for _, d := range hf.sf.addDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			return fmt.Errorf("--add-dir %q is not an absolute, clean path", d)
+		}
+	}
+	for _, l := range []struct {
+		flag  string
+		rules Multi
+	}{{"--allow", hf.sf.allow}, {"--deny", hf.sf.deny}, {"--ask", hf.sf.ask}} {
+		for _, r := range l.rules {
+			// The rules' syntax is the daemon's to check (its parser is not linked here): a
+			// rule it refuses when it makes the session is a misconfiguration too.
+			if strings.TrimSpace(r) == "" {
+				return fmt.Errorf("%s has an empty rule", l.flag)
+			}
+		}
 	}
 	return nil
 }
+
+// hookModes are the modes the hook's --mode takes: sandboxd's (permission.ParseMode), but for
+// bubble, which needs a parent session the hook's sessions do not have.
+var hookModes = map[string]bool{"default": true, "manual": true, "acceptEdits": true, "plan": true, "dontAsk": true, "bypassPermissions": true, "auto": true}
+
+// shellName is what the daemon takes as a call's shell (api.checkCall's shellName).
+var shellName = regexp.MustCompile(`^[a-z][a-z0-9_.+-]{0,31}$`)
 
 // otherHookEvents are the agents' hook events other than PreToolUse and PostToolUse, which
 // this command leaves to the agent's normal flow.
