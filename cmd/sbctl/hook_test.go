@@ -1314,3 +1314,107 @@ func TestHookCwdSwappedForALink(t *testing.T) {
 		}
 	}
 }
+
+// TestHookRefusedIsNotUnavailable: --on-unavailable ask answers only for a sandboxd that is
+// not there to decide (not reached, no answer in time, a 5xx). Whatever else keeps a call
+// from being decided the agent can bring about itself (a rule flag the daemon refuses, a
+// command over the daemon's size, an input it finds not valid, a limit it fills), and each
+// became an ask the person at the agent could approve, unconfined even under --confine: now
+// each is a deny, and a hook command the daemon refuses exits 2 as a bad flag does.
+func TestHookRefusedIsNotUnavailable(t *testing.T) {
+	b := buildBins(t)
+	// The rate is refilled too slowly to matter here: the bucket's burst is what the user has.
+	d := startDaemon(t, b, "max_request_bytes: 65536\nlimits:\n  requests_per_second_per_user: 0.001\n  requests_burst_per_user: 60\n")
+	u, rt := userHome(t, "sbhr")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	call := func(agent, tool string, input map[string]any) map[string]any {
+		return map[string]any{"session_id": agent, "cwd": work, "hook_event_name": "PreToolUse", "permission_mode": "default",
+			"tool_name": tool, "tool_input": input, "tool_use_id": "toolu_r"}
+	}
+	// hookExit runs the hook as the user and returns its answer and exit code.
+	hookExit := func(t *testing.T, socket string, input map[string]any, flags ...string) (hookAnswer, int, string) {
+		t.Helper()
+		in, err := json.Marshal(input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(b.sbctl, append([]string{"--socket", socket, "hook"}, flags...)...)
+		asUser(t, cmd, u)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + u.Home, "XDG_RUNTIME_DIR=" + rt}
+		cmd.Stdin = bytes.NewReader(in)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		code := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("sbctl hook: %v", err)
+			}
+			code = ee.ExitCode()
+		}
+		return decodeHook(t, out.String()), code, errb.String()
+	}
+	ls := map[string]any{"command": "ls"}
+	for _, tc := range []struct {
+		name   string
+		tool   string
+		input  map[string]any
+		flags  []string
+		reason string
+		code   int
+	}{
+		{"a rule the daemon refuses", "Bash", ls, []string{"--deny", "Bash(rm -rf *"}, "misconfigured", 2},
+		{"a rule the daemon refuses, --confine", "Bash", ls, []string{"--confine", "--allow", "Read(//x"}, "misconfigured", 2},
+		{"a mode the daemon does not have", "Bash", ls, []string{"--mode", "Default"}, "misconfigured", 2},
+		{"a relative --add-dir", "Bash", ls, []string{"--add-dir", "lib"}, "misconfigured", 2},
+		{"a shell the daemon takes no name of", "Bash", ls, []string{"--shell", "/bin/zsh"}, "misconfigured", 2},
+		{"a URL the daemon finds not valid", "WebFetch", map[string]any{"url": "https://evil\u3002com/", "prompt": "x"}, nil, "validation", 0},
+		{"a command over the daemon's size", "Bash", map[string]any{"command": "echo " + strings.Repeat("x", 128<<10)}, nil, "too_large", 0},
+		{"a command over the daemon's size, --confine", "Bash", map[string]any{"command": "echo " + strings.Repeat("x", 128<<10)}, []string{"--confine"}, "too_large", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, code, stderr := hookExit(t, d.socket, call("agent-"+tc.name, tc.tool, tc.input), append(tc.flags, "--on-unavailable", "ask")...)
+			h := a.HookSpecificOutput
+			if h.PermissionDecision != "deny" || !strings.Contains(h.PermissionDecisionReason, tc.reason) || h.UpdatedInput != nil || code != tc.code {
+				t.Errorf("%s (exit %d, stderr %q), want a deny mentioning %q, exit %d", clipHook(h.PermissionDecisionReason), code, stderr, tc.reason, tc.code)
+			}
+			if h.PermissionDecision != "deny" {
+				t.Errorf("answered %q", h.PermissionDecision)
+			}
+		})
+	}
+	t.Run("a limit the agent fills", func(t *testing.T) {
+		// The user's requests over the rate: each call past the burst is refused (429).
+		limited := false
+		for i := 0; i < 60 && !limited; i++ {
+			a, code, _ := hookExit(t, d.socket, call("agent-rate", "Bash", ls), "--on-unavailable", "ask", "--confine")
+			h := a.HookSpecificOutput
+			switch {
+			case h.PermissionDecision == "allow" && h.UpdatedInput != nil:
+			case h.PermissionDecision == "deny" && strings.Contains(h.PermissionDecisionReason, "rate_limited") && code == 0:
+				limited = true
+			default:
+				t.Fatalf("call %d: %q %s (exit %d), want a confined allow or a deny naming rate_limited", i, h.PermissionDecision, clipHook(h.PermissionDecisionReason), code)
+			}
+		}
+		if !limited {
+			t.Error("no call was refused for the rate")
+		}
+	})
+	t.Run("sandboxd down still asks when told, and says approving runs it unconfined", func(t *testing.T) {
+		a, code, _ := hookExit(t, filepath.Join(rt, "no-daemon.sock"), call("agent-down", "Bash", ls), "--on-unavailable", "ask", "--confine")
+		h := a.HookSpecificOutput
+		if h.PermissionDecision != "ask" || !strings.Contains(h.PermissionDecisionReason, "cannot reach sandboxd") ||
+			!strings.Contains(h.PermissionDecisionReason, "unconfined") || h.UpdatedInput != nil || code != 0 {
+			t.Errorf("%q %s (exit %d)", h.PermissionDecision, h.PermissionDecisionReason, code)
+		}
+	})
+}
+
+func clipHook(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
+}

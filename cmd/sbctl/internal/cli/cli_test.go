@@ -9,6 +9,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -455,5 +457,89 @@ func TestHookRefusesKeysInAnotherCase(t *testing.T) {
 	}
 	if d := a.HookSpecificOutput; d.PermissionDecision != protocol.Deny || !strings.Contains(d.PermissionDecisionReason, "TOOL_INPUT") {
 		t.Errorf("answered %+v, want a deny naming TOOL_INPUT", d)
+	}
+}
+
+// TestHookDaemonAnswers: only a daemon that is not there to decide (no answer, a 5xx) is
+// --on-unavailable's; every refusal of its (4xx) is a deny, and a refusal of the hook's own
+// rules a deny with exit 2. The agent can bring about a refusal (fill a limit, send a command
+// too large or not valid), and --on-unavailable ask made each an ask, unconfined.
+func TestHookDaemonAnswers(t *testing.T) {
+	saved := selfCheck
+	selfCheck = func() error { return nil } // the test binary is in a build cache
+	t.Cleanup(func() { selfCheck = saved })
+	refusal := func(status int, class, msg string) func(w http.ResponseWriter) {
+		return func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(protocol.ErrorBody{Error: protocol.ErrorDetail{Class: class, Message: msg}})
+		}
+	}
+	// A refusal the daemon answers as a call's result, with no decision.
+	result := func(status int, class string) func(w http.ResponseWriter) {
+		return func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(protocol.CallResult{Tool: "Bash", IsError: true, Content: []protocol.Block{},
+				Error: &protocol.ErrorDetail{Class: class, Message: class + " refused"}})
+		}
+	}
+	for _, tc := range []struct {
+		name           string
+		create, decide func(w http.ResponseWriter)
+		flags          []string
+		want           string
+		code           int
+		reason         string
+	}{
+		{"too_many_calls", nil, refusal(429, "too_many_calls", "uid 1000 already runs 16 calls"), nil, protocol.Deny, 0, "too_many_calls"},
+		{"too_many_calls, --confine", nil, refusal(429, "too_many_calls", "uid 1000 already runs 16 calls"), []string{"--confine"}, protocol.Deny, 0, "too_many_calls"},
+		{"rate_limited as a result", nil, result(429, "rate_limited"), nil, protocol.Deny, 0, "rate_limited"},
+		{"too_large", nil, refusal(413, "too_large", "request body is larger than the limit"), nil, protocol.Deny, 0, "too_large"},
+		{"not valid", nil, result(422, "validation"), nil, protocol.Deny, 0, "validation"},
+		{"a session limit", refusal(409, "conflict", "uid 1000 already has 64 sessions"), nil, nil, protocol.Deny, 0, "conflict"},
+		{"a rule the daemon refuses", refusal(422, "validation", `rules: session: deny[0]: malformed permission rule: "Bash(rm -rf *": content must end with ')'`), nil,
+			[]string{"--deny", "Bash(rm -rf *"}, protocol.Deny, 2, "misconfigured"},
+		{"a settings file the daemon refuses", refusal(422, "validation", "rules: /p/.sandboxd/settings.json:3: deny[0]: malformed permission rule"), nil,
+			nil, protocol.Deny, 0, "settings.json"},
+		{"a failure of its own", nil, refusal(503, "audit_unavailable", "the audit log is not writable"), nil, protocol.Ask, 0, "audit_unavailable"},
+		{"a failure of its own, --confine", nil, refusal(500, "internal", "boom"), []string{"--confine"}, protocol.Ask, 0, "unconfined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+				if tc.create != nil {
+					tc.create(w)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(201)
+				json.NewEncoder(w).Encode(protocol.Session{ID: "s_1"})
+			})
+			mux.HandleFunc("POST /v1/sessions/{id}/decide", func(w http.ResponseWriter, r *http.Request) {
+				tc.decide(w)
+			})
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: mux}
+			go srv.Serve(l)
+			t.Cleanup(func() { srv.Close() })
+			cwd := t.TempDir()
+			in := `{"session_id":"a1","cwd":"` + cwd + `","hook_event_name":"PreToolUse","permission_mode":"default","tool_name":"Bash","tool_input":{"command":"ls"}}`
+			args := append([]string{"--socket", sock, "hook", "--on-unavailable", "ask", "--state-dir", t.TempDir()}, tc.flags...)
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), args, strings.NewReader(in), &out, &errb, nil)
+			var a hookOutput
+			if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+				t.Fatalf("stdout %q: %v", out.String(), err)
+			}
+			d := a.HookSpecificOutput
+			if d.PermissionDecision != tc.want || code != tc.code || !strings.Contains(d.PermissionDecisionReason, tc.reason) || d.UpdatedInput != nil {
+				t.Errorf("%q %q (exit %d, stderr %q), want %q mentioning %q, exit %d", d.PermissionDecision, d.PermissionDecisionReason, code, errb.String(), tc.want, tc.reason, tc.code)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,6 +73,12 @@ type hookFlags struct {
 	// asksPerson: the input was read, and its permission_mode puts the agent's asks to a
 	// person (personAnswers); until then, and otherwise, an undecided call is denied.
 	asksPerson atomic.Bool
+	// confinedBash: the input is a Bash call and --confine is set, so an ask without the
+	// rewrite says that approving it runs the command unconfined.
+	confinedBash atomic.Bool
+	// misconfigured: the daemon refused what the hook's flags gave it (a rule that does not
+	// parse), so the call is denied and the hook exits 2, as for a bad flag.
+	misconfigured atomic.Bool
 }
 
 // hookGrace is how long past --timeout the watchdog waits for an answer still on its way.
@@ -99,7 +106,7 @@ func cmdHook(e *Env, args []string) error {
 	var hf hookFlags
 	fs.BoolVar(&hf.confine, "confine", false, "rewrite an allowed Bash call to run inside sandboxd (hookSpecificOutput.updatedInput)")
 	fs.StringVar(&hf.event, "event", "", "hook event (default: hook_event_name of the input, else PreToolUse)")
-	fs.StringVar(&hf.onUnavailable, "on-unavailable", "deny", "answer when sandboxd cannot be reached or cannot decide: deny or ask")
+	fs.StringVar(&hf.onUnavailable, "on-unavailable", "deny", "answer when sandboxd cannot be reached, does not answer in time or fails (5xx): deny or ask; a call sandboxd refuses is denied either way")
 	fs.StringVar(&hf.unknownTool, "unknown-tool", "ask", "answer for a tool sandboxd does not run (TodoWrite, Task, …): ask, or pass (no answer: the agent's own permissions decide)")
 	fs.StringVar(&hf.mode, "mode", "", "mode of the session and its calls (default: the agent's permission_mode when sandboxd has it)")
 	fs.DurationVar(&hf.timeout, "timeout", 20*time.Second, "own deadline, under the hook's timeout in the agent's settings (30 s in the README's snippet): an agent runs a call whose hook timed out")
@@ -145,8 +152,7 @@ func cmdHook(e *Env, args []string) error {
 			fmt.Fprintln(e.Stderr, "sbctl hook: the report was not recorded within --timeout")
 			return nil
 		}
-		undecided := hf.undecided()
-		a = answer{decision(undecided, fmt.Sprintf("sandboxd could not decide this call within %s, so it is %s", hf.timeout, verb(undecided))), true}
+		a = answer{hf.undecidedAnswer(fmt.Sprintf("sandboxd could not decide this call within %s", hf.timeout), "no answer in time"), true}
 	}
 	out, ok := a.out, a.ok
 	if !ok {
@@ -156,8 +162,14 @@ func cmdHook(e *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("encode hook output: %w", err)
 	}
-	_, err = e.Stdout.Write(append(b, '\n'))
-	return err
+	if _, err = e.Stdout.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if hf.misconfigured.Load() {
+		// As for a bad flag: exit 2 blocks the call too, and the agent shows the message.
+		return UsageError(out.HookSpecificOutput.PermissionDecisionReason)
+	}
+	return nil
 }
 
 // foldedKey returns a top-level key of the input that is not one hookInput reads but equals
@@ -240,33 +252,47 @@ var otherHookEvents = map[string]bool{
 
 // hook decides; ok is false when the event needs no answer (PostToolUse).
 func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) {
+	// unavailable answers a call sandboxd could not decide because it is not there to: not
+	// reached, no answer in time, or a failure of its own (5xx). Only that is --on-unavailable's
+	// to answer.
 	unavailable := func(why string) (hookOutput, bool) {
 		if hf.event == "PostToolUse" {
 			fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", why)
 			return hookOutput{}, false // nothing to answer after the fact
 		}
-		answer := hf.undecided()
-		return decision(answer, "sandboxd could not decide this call, so it is "+verb(answer)+": "+why), true
+		return hf.undecidedAnswer("sandboxd could not decide this call", why), true
+	}
+	// refused denies a call the hook or sandboxd refused to decide: an input it cannot read,
+	// its own state, or any answer of sandboxd's that is not a decision (over a limit, too
+	// large, not valid). Each of those the agent can bring about itself, so none may become an
+	// ask (--on-unavailable) the person at the agent could approve, unconfined.
+	refused := func(why string) (hookOutput, bool) {
+		if hf.event == "PostToolUse" {
+			fmt.Fprintln(e.Stderr, "sbctl hook: the PostToolUse report was not recorded:", why)
+			return hookOutput{}, false
+		}
+		return decision(protocol.Deny, "sandboxd did not decide this call, so it is denied: "+why), true
 	}
 	if hf.event != "" && hf.event != "PreToolUse" && hf.event != "PostToolUse" {
 		return hookOutput{}, false // an event this command does not answer: the agent's normal flow
 	}
 	raw, err := io.ReadAll(io.LimitReader(e.Stdin, maxHookInputBytes+1))
 	if err != nil {
-		return unavailable("read the hook input: " + err.Error())
+		return refused("read the hook input: " + err.Error())
 	}
 	if len(raw) > maxHookInputBytes {
-		return unavailable(fmt.Sprintf("the hook input is over %d bytes", maxHookInputBytes))
+		return refused(fmt.Sprintf("the hook input is over %d bytes", maxHookInputBytes))
 	}
 	var in hookInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return unavailable("the hook input is not the expected JSON: " + err.Error())
+		return refused("the hook input is not the expected JSON: " + err.Error())
 	}
 	hf.asksPerson.Store(personAnswers(in.PermissionMode))
+	hf.confinedBash.Store(hf.confine && in.ToolName == "Bash")
 	if k := foldedKey(raw); k != "" {
 		// Go's decoder matches keys in any case, the agent's own reader only exactly: a
 		// TOOL_INPUT beside tool_input would decide one input while the agent runs the other.
-		return unavailable(fmt.Sprintf("the hook input has a key %q that only differs in case from one the hook reads", k))
+		return refused(fmt.Sprintf("the hook input has a key %q that only differs in case from one the hook reads", k))
 	}
 	event := hf.event
 	if event == "" {
@@ -287,10 +313,10 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	// An event name it does not know, on a tool call, is decided as PreToolUse: answered
 	// nothing, the agent would run the call (its hooks fail open).
 	if in.ToolName == "" || in.SessionID == "" || !filepath.IsAbs(in.Cwd) {
-		return unavailable("the hook input lacks tool_name, session_id or an absolute cwd")
+		return refused("the hook input lacks tool_name, session_id or an absolute cwd")
 	}
 	if err := selfCheck(); err != nil {
-		return unavailable(err.Error())
+		return refused(err.Error())
 	}
 	if len(in.ToolInput) == 0 || string(in.ToolInput) == "null" {
 		in.ToolInput = json.RawMessage("{}")
@@ -304,13 +330,13 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 	// agent's shell runs from wherever it then is.
 	socket, err := filepath.Abs(e.Socket)
 	if err != nil {
-		return unavailable("socket path: " + err.Error())
+		return refused("socket path: " + err.Error())
 	}
 	// One sandboxd session per agent session, cwd and mode: a call's mode may only narrow its
 	// session's, so a mode the agent switches to is a session of that mode.
 	store, err := newHookStore(hf.stateDir, socket, in.SessionID, hf.sessionKey(in.Cwd, mode))
 	if err != nil {
-		return unavailable(err.Error())
+		return refused(err.Error())
 	}
 	req := protocol.CallRequest{Tool: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID}
 	if in.ToolName == "Bash" && !hf.confine {
@@ -326,6 +352,10 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		// A tool of the agent's own that sandboxd does not run (TodoWrite, Task, an MCP
 		// server's): sandboxd has no say on it. Never an allow: the person at the agent
 		// decides, or (--unknown-tool pass) the agent's own permissions do.
+		if hf.confinedBash.Load() {
+			// An ask here would carry no rewrite: approved, the command would run unconfined.
+			return decision(protocol.Deny, "sandboxd does not run Bash here, so it cannot run it confined (sbctl hook --confine), and it is denied"), true
+		}
 		if hf.unknownTool == "pass" || agentOwnTools[in.ToolName] {
 			return hookOutput{}, false
 		}
@@ -335,16 +365,19 @@ func hook(ctx context.Context, e *Env, hf *hookFlags) (out hookOutput, ok bool) 
 		}
 		return decision(protocol.Ask, fmt.Sprintf("sandboxd does not run the tool %q, so it cannot decide it; asking", in.ToolName)), true
 	}
-	if err != nil {
+	var ce *hookConfigError
+	switch {
+	case errors.As(err, &ce):
+		hf.misconfigured.Store(true)
+		return decision(protocol.Deny, "sbctl hook is misconfigured in the agent's settings, so sandboxd denies every call until it is fixed: "+err.Error()), true
+	case err != nil && unanswered(err):
 		return unavailable(err.Error())
+	case err != nil:
+		return refused(err.Error())
 	}
 	d := res.Decision
 	if d == nil {
-		msg := "no decision"
-		if res.Error != nil {
-			msg = res.Error.Message + " [" + res.Error.Class + "]"
-		}
-		return unavailable(msg)
+		return refused("sandboxd answered with no decision")
 	}
 	out = decision(d.Behavior, reason(d))
 	if d.Behavior != protocol.Allow && d.Behavior != protocol.Ask {
@@ -486,7 +519,7 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 		// Decided where the agent runs it: a session whose cwd was reset (a dir on the way
 		// replaced by a link) refuses the call rather than decide it at its root.
 		req.Cwd = filepath.Clean(cwd)
-		res, err := c.Decide(ctx, sid, req)
+		res, err := decide(ctx, c, sid, req)
 		var ae *client.APIError
 		// not_found is the session, gone (an unknown tool is unknown_tool); a session made
 		// by a process with a group this one lacks cannot serve it either, nor one whose cwd
@@ -503,6 +536,63 @@ func decideInSession(ctx context.Context, c *client.Client, store *hookStore, hf
 	}
 	return "", nil, errors.New("the daemon keeps losing the session")
 }
+
+// decide is POST /decide, with a refusal the daemon answers as a result without a decision
+// (a status with the result's error: unknown_tool, too_many_calls, rate_limited, too_large,
+// schema_invalid) made an *client.APIError of that status, as every other refusal is: what
+// is refused and what failed are told apart by the status. An error that is no answer is a
+// noAnswer.
+func decide(ctx context.Context, c *client.Client, sid string, req protocol.CallRequest) (*protocol.CallResult, error) {
+	var res protocol.CallResult
+	status, err := c.Send(ctx, client.MethodPost, "/v1/sessions/"+url.PathEscape(sid)+"/decide", req, &res)
+	if err != nil {
+		return nil, daemonErr(err)
+	}
+	if res.Decision == nil && res.Error != nil {
+		return nil, &client.APIError{Status: status, Detail: *res.Error}
+	}
+	return &res, nil
+}
+
+// noAnswer is the error of a request to the daemon that got no answer: it could not be
+// reached, the connection broke, or the deadline passed.
+type noAnswer struct{ err error }
+
+func (n *noAnswer) Error() string { return n.err.Error() }
+func (n *noAnswer) Unwrap() error { return n.err }
+
+// daemonErr marks the error of a request to the daemon that got no answer as such; an error
+// answer (*client.APIError) stays what it is.
+func daemonErr(err error) error {
+	if err == nil || !client.NoAnswer(err) {
+		return err
+	}
+	return &noAnswer{err}
+}
+
+// unanswered reports whether err means sandboxd could not decide because it is not there to:
+// no answer (noAnswer), or a failure of its own (5xx). Any other answer (4xx) is a refusal
+// it made, which the caller of the hook, the agent, can bring about (a limit it fills, a
+// command too large, an input not valid): never an ask the agent's user could approve.
+func unanswered(err error) bool {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	var na *noAnswer
+	return errors.As(err, &na)
+}
+
+// hookConfigError is the daemon's refusal of what the hook's own flags gave it: a
+// misconfiguration of the hook, as a bad flag value is.
+type hookConfigError struct{ err error }
+
+func (h *hookConfigError) Error() string { return h.err.Error() }
+func (h *hookConfigError) Unwrap() error { return h.err }
+
+// sessionRulesRefused is how the daemon's refusal of a session's own rules begins (status
+// 422): "rules: " and the source, "session", of the rule that did not load.
+const sessionRulesRefused = "rules: session:"
 
 // createHookSession makes the sandboxd session of the agent session for calls at cwd: rooted
 // at the agent's root, with cwd as its cwd, so a relative path is the agent's and a rule is
@@ -521,6 +611,15 @@ func createHookSession(ctx context.Context, c *client.Client, store *hookStore, 
 	if err != nil {
 		if saved {
 			store.forgetRoot(root)
+		}
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Status/100 == 4 && strings.HasPrefix(ae.Detail.Message, sessionRulesRefused) {
+			// The session's own rules are the hook's flags (a settings file is named by its
+			// path): the hook command is wrong, not this call.
+			return protocol.Session{}, &hookConfigError{fmt.Errorf("a rule of its --allow, --deny or --ask does not load: %w", err)}
+		}
+		err = daemonErr(err)
+		if saved {
 			return protocol.Session{}, fmt.Errorf("create a session for %s: %w", root, err)
 		}
 		return protocol.Session{}, fmt.Errorf("create a session for %s, the agent session's first cwd (kept in %s: remove it to root the agent session elsewhere): %w", root, store.rootPath, err)
@@ -529,7 +628,7 @@ func createHookSession(ctx context.Context, c *client.Client, store *hookStore, 
 		// Moved before the session's id is saved: no other call uses it at its root.
 		if err := c.Do(ctx, client.MethodPatch, "/v1/sessions/"+s.ID, protocol.UpdateSession{Cwd: &cwd}, nil); err != nil {
 			_ = c.DeleteSession(ctx, s.ID)
-			return protocol.Session{}, fmt.Errorf("the agent's cwd %s in its session rooted at %s: %w", cwd, root, err)
+			return protocol.Session{}, fmt.Errorf("the agent's cwd %s in its session rooted at %s: %w", cwd, root, daemonErr(err))
 		}
 	}
 	return s, nil
@@ -598,15 +697,27 @@ func askKey(d *protocol.Decision) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// undecided is --on-unavailable's answer for a call sandboxd could not decide (unreachable,
-// an input over its limits, past --timeout): an ask only where the agent puts its asks to a
-// person. In auto or a mode unknown here, or before the input was read, the agent's
-// classifier could answer the ask, and the agent would run the call itself: a deny.
+// undecided is --on-unavailable's answer for a call sandboxd could not decide because it is
+// not there to (not reached, no answer in time, a 5xx): an ask only where the agent puts its
+// asks to a person. In auto or a mode unknown here, or before the input was read, the
+// agent's classifier could answer the ask, and the agent would run the call itself: a deny.
 func (hf *hookFlags) undecided() string {
 	if hf.onUnavailable == protocol.Ask && hf.asksPerson.Load() {
 		return protocol.Ask
 	}
 	return protocol.Deny
+}
+
+// undecidedAnswer is the answer for a call sandboxd could not decide (what, why). An ask of a
+// Bash call under --confine carries no rewrite (there is no session to run it in), so its
+// reason says that approving it runs the command as the agent runs it, outside sandboxd.
+func (hf *hookFlags) undecidedAnswer(what, why string) hookOutput {
+	answer := hf.undecided()
+	text := what + ", so it is " + verb(answer) + ": " + why
+	if answer == protocol.Ask && hf.confinedBash.Load() {
+		text += ". Approving it runs the command as the agent runs its commands, unconfined, outside sandboxd (sbctl hook --on-unavailable ask)."
+	}
+	return decision(answer, text)
 }
 
 // askAgain is confineBash's behavior for an asked call whose approval by the agent is not a
