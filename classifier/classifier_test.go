@@ -439,6 +439,19 @@ func TestGitElsewhere(t *testing.T) {
 	}
 }
 
+// TestGitPartialClone: in a partial clone git fetches what it lacks as it reads, so no git
+// line is read-only there; other commands are.
+func TestGitPartialClone(t *testing.T) {
+	t.Parallel()
+	opts := testOpts
+	opts.GitPartialClone = true
+	for cmd, want := range map[string]bool{"git cat-file -p 544f50": false, "git log -p": false, "ls && git status": false, "ls; cat f": true} {
+		if c := Classify(cmd, opts); c.ReadOnly != want || !want && c.LineReason != "git_partial_clone" {
+			t.Errorf("%q in a partial clone: read-only %v (%s), want %v", cmd, c.ReadOnly, c.Reason, want)
+		}
+	}
+}
+
 // TestCdGit: git after a cd asks (COMPAT), unless the only cd names the directory the line
 // starts in, as agents prefix their commands: git then takes the repository it would alone.
 func TestCdGit(t *testing.T) {

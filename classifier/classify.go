@@ -42,6 +42,10 @@ type Options struct {
 	// between the session's dir and Cwd that no plan protected when it was made: git there
 	// is read as after a cd (cd_git).
 	GitElsewhere bool
+	// GitPartialClone: git run at Cwd works in a partial clone, where reading an object it
+	// lacks fetches it from the promisor remote (an id the line chooses, sent out): no git
+	// command is read-only there (git_partial_clone).
+	GitPartialClone bool
 
 	// braces is the line's brace expansions, made by Classify: a value of Options is one
 	// line's, shared by its nested scripts.
@@ -1429,6 +1433,8 @@ func (w *walker) finish() *Classification {
 		// git in another directory reads that repository's config, which
 		// may run programs (core.fsmonitor, core.pager); COMPAT prompts.
 		c.LineReason = "cd_git"
+	case hasGit && w.opts.GitPartialClone:
+		c.LineReason = "git_partial_clone"
 	}
 	if c.LineReason != "" && c.ReadOnly {
 		c.ReadOnly, c.Reason = false, c.LineReason

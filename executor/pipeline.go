@@ -506,6 +506,10 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	sess := st.sess
 	classify := func() *classifier.Classification {
 		opts.GitElsewhere = gitElsewhere(sess, opts.Cwd)
+		if strings.Contains(cmd, "git") {
+			o := sess.Owner
+			opts.GitPartialClone = sandbox.PartialClone(o.UID, o.GID, o.Groups, opts.Cwd)
+		}
 		return classifier.Classify(cmd, opts)
 	}
 	if p.hooks.Load() == nil {

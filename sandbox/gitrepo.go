@@ -145,6 +145,52 @@ func WorktreeTop(uid, gid uint32, groups []uint32, dir string) string {
 	return top
 }
 
+// PartialClone reports whether git run in dir, as the caller, works in a partial clone: its
+// repository's config (a .git dir's, the one a .git file names, or a bare repository's, and
+// the common dir a worktree's names) sets extensions.partialClone or a promisor remote. There
+// git fetches any object it lacks from that remote as it reads (git show, log -p, cat-file -p
+// of an id the agent chose), so no git command is read-only. Unreadable counts as one.
+func PartialClone(uid, gid uint32, groups []uint32, dir string) bool {
+	top := WorktreeTop(uid, gid, groups, dir)
+	found := true
+	err := asCaller(uid, gid, groups, func() {
+		gitDir := path.Join(top, ".git")
+		if b, ok := readRegular(gitDir, 4096); ok {
+			// A worktree's or a submodule's .git file: "gitdir: PATH", relative to top.
+			p, cut := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+			if !cut {
+				return
+			}
+			if gitDir = strings.TrimSpace(p); !path.IsAbs(gitDir) {
+				gitDir = path.Join(top, gitDir)
+			}
+		} else if _, err := os.Lstat(gitDir); err != nil {
+			gitDir = top // a bare repository, or none (no config then)
+		}
+		dirs := []string{gitDir}
+		if b, ok := readRegular(path.Join(gitDir, "commondir"), 4096); ok {
+			c := strings.TrimSpace(string(b))
+			if !path.IsAbs(c) {
+				c = path.Join(gitDir, c)
+			}
+			dirs = append(dirs, c)
+		}
+		found = false
+		for _, d := range dirs {
+			b, ok := readRegular(path.Join(d, "config"), maxGitConfigBytes)
+			if !ok {
+				if _, err := os.Lstat(path.Join(d, "config")); err == nil {
+					found = true // there, and not read: a FIFO, too large to read, unreadable
+				}
+				continue
+			}
+			c := strings.ToLower(string(b))
+			found = found || strings.Contains(c, "partialclone") || strings.Contains(c, "promisor")
+		}
+	})
+	return found || err != nil
+}
+
 // repoRoots are the dirs the user's git runs in as the project's (protectedRoots: the writable
 // dirs and the dirs down to the cwd), each in its writable dir.
 func repoRoots(writable []string, cwd string) []guarded {
@@ -161,15 +207,15 @@ func repoRoots(writable []string, cwd string) []guarded {
 }
 
 // gitlinksOf returns the gitlinks each of repos' index holds now, nil where it cannot tell: a
-// sweep takes a gitlink added since for the call's. Run as the caller.
-func gitlinksOf(uid uint32, repos []guarded, c *gitlinkCache) []map[string]fileID {
+// sweep takes a gitlink added since for the call's. Run as the caller; tenant's walkShare pays.
+func gitlinksOf(tenant uint32, repos []guarded, c *gitlinkCache) []map[string]fileID {
 	out := make([]map[string]fileID, len(repos))
 	for i, r := range repos {
 		rfd, err := unix.Open(r.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		out[i] = c.gitlinksAt(uid, rfd, r.rel)
+		out[i] = c.gitlinksAt(tenant, rfd, r.rel)
 		unix.Close(rfd)
 	}
 	return out

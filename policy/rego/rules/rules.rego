@@ -161,7 +161,7 @@ _hides_commands if {
 	sub.read_only == true
 }
 
-_hides_commands if not object.get(input.bash, "line_reason", "") in {"", "cd_git", "too_long", "empty_command"}
+_hides_commands if not object.get(input.bash, "line_reason", "") in {"", "cd_git", "git_partial_clone", "too_long", "empty_command"}
 
 # _read_only_reads_outside: some command no allow rule judges (read-only, not nested) is in a
 # line that reads outside the session's directories, or where it cannot tell.
