@@ -21,6 +21,7 @@ import (
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sandboxd/sandboxd/internal/regfile"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -397,7 +398,7 @@ func cidrsValid(cs []string) bool {
 // (the embedded defaults serve); a missing file that was asked for by flag is.
 func Load(path string, required bool) (Config, error) {
 	cfg := Default()
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, maxConfigBytes)
 	if errors.Is(err, os.ErrNotExist) && !required {
 		return cfg, cfg.Validate()
 	}
@@ -410,6 +411,9 @@ func Load(path string, required bool) (Config, error) {
 	cfg.normalize()
 	return cfg, cfg.Validate()
 }
+
+// maxConfigBytes bounds a config file; a larger one is refused unread.
+const maxConfigBytes = 4 << 20
 
 // normalize puts the fields that have one canonical form in it, the form the code using them
 // compares with. An entry with none is left as it is, for Validate to refuse.

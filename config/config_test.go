@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/permission"
 )
@@ -210,6 +212,27 @@ func TestAuditSyslog(t *testing.T) {
 		c.Audit.Syslog = v
 		if err := c.Validate(); (err == nil) != ok {
 			t.Errorf("audit.syslog %q: Validate() = %v, want ok %v", v, err, ok)
+		}
+	}
+}
+
+// TestLoadRefusesNonRegular: a config path that is a FIFO or a device is refused at once,
+// never read: a reload reads it where the daemon takes its signals.
+func TestLoadRefusesNonRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "sandboxd.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero"} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(p, true); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: %v", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Load blocked", p)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/executor"
+	"github.com/sandboxd/sandboxd/internal/regfile"
 	"github.com/sandboxd/sandboxd/internal/sdnotify"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -467,14 +468,14 @@ func bundleConfig(b config.Bundle) (*policy.BundleConfig, error) {
 		FullPolicy:       b.FullPolicy, DecisionLogs: b.DecisionLogs, AllowInsecureDecisionLogs: b.AllowInsecureDecisionLogs,
 	}
 	if b.BearerTokenFile != "" {
-		tok, err := os.ReadFile(b.BearerTokenFile)
+		tok, err := regfile.Read(b.BearerTokenFile, 64<<10)
 		if err != nil {
 			return nil, fmt.Errorf("bundle bearer token: %w", err)
 		}
 		bc.BearerToken = strings.TrimSpace(string(tok))
 	}
 	if b.SigningKeyFile != "" {
-		key, err := os.ReadFile(b.SigningKeyFile)
+		key, err := regfile.Read(b.SigningKeyFile, 64<<10)
 		if err != nil {
 			return nil, fmt.Errorf("bundle signing key: %w", err)
 		}

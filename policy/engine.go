@@ -20,6 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"go.uber.org/zap"
 
+	"github.com/sandboxd/sandboxd/internal/regfile"
 	"github.com/sandboxd/sandboxd/permission"
 )
 
@@ -28,6 +29,9 @@ var embedded embed.FS
 
 // Query is the one entrypoint of the policy.
 const Query = "data.sandboxd.main.decision"
+
+// maxPolicyModuleBytes bounds one Rego module of the policy dir.
+const maxPolicyModuleBytes = 4 << 20
 
 // customPackage is where admin modules must live; the decision chain only reads its deny
 // and ask sets, so a custom module can add reasons to refuse but never allow.
@@ -285,7 +289,7 @@ func dirModules(ctx context.Context, dir string, checkOwner, withTests bool) (ma
 				return nil, err
 			}
 		}
-		b, err := os.ReadFile(p)
+		b, err := regfile.Read(p, maxPolicyModuleBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read policy module: %w", err)
 		}
