@@ -578,12 +578,12 @@ type ownerReader struct {
 const settingsMaxBytes = 1 << 20
 
 func (o ownerReader) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	b, _, err := o.ReadOwnedFile(ctx, path)
+	b, _, _, err := o.ReadOwnedFile(ctx, path, filepath.Dir(path))
 	return b, err
 }
 
 // ReadOwnedFile implements permission.OwnedFileReader.
-func (o ownerReader) ReadOwnedFile(ctx context.Context, path string) ([]byte, uint32, error) {
+func (o ownerReader) ReadOwnedFile(ctx context.Context, path, top string) ([]byte, uint32, string, error) {
 	// One a call still running made where there was none: moved aside within half a second,
 	// and never a source of rules (a background task's ~/.config/sandboxd/settings.json would
 	// otherwise set the mode and rules of a session made meanwhile). Asked before and after
@@ -593,20 +593,23 @@ func (o ownerReader) ReadOwnedFile(ctx context.Context, path string) ([]byte, ui
 	before := sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)
 	b, uid, err := o.host.ReadSettingsAs(ctx, o.s, path, settingsMaxBytes)
 	if err == nil && (before || sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)) {
-		return nil, 0, fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
+		return nil, 0, "", fmt.Errorf("%s was made by a call that is still running (a protected path, moved aside when the call's sweep looks); try again once it is gone", path)
 	}
+	shared := ""
 	if err == nil && uid == o.s.Owner.UID {
-		// The file is the owner's; the name that leads to it must be too: another user's link
-		// to it (proj/.sandboxd/settings.json -> ~/notes.json), or a dir of theirs holding it,
-		// makes it their choice, not the owner's. Reported as theirs.
+		// The file is the owner's; no one else may have changed it or what its name leads
+		// to: another user's link to it (proj/.sandboxd/settings.json -> ~/notes.json), or a
+		// dir of theirs holding it, makes it their choice (reported as theirs), and so does
+		// a group-writable file or dir of the owner's in a team's shared dir. Looked at as
+		// the owner, up to the project's dir or the home.
 		o2 := o.s.Owner
-		if other, found, ferr := sandbox.ForeignOwner(o2.UID, o2.GID, o2.Groups, path, filepath.Dir(path)); ferr != nil {
-			return nil, 0, ferr
-		} else if found {
-			uid = other
+		other, why, ferr := sandbox.OwnedAlone(o2.UID, o2.GID, o2.Groups, top, path)
+		if ferr != nil {
+			return nil, 0, "", ferr
 		}
+		uid, shared = other, why
 	}
-	return b, uid, err
+	return b, uid, shared, err
 }
 
 func mergeDirs(a, b []string) []string {

@@ -60,10 +60,16 @@ type FileReader interface {
 }
 
 // OwnedFileReader is a FileReader that also says whose a file is: a project's settings are
-// trusted (TrustProject) only from a file of the session's owner. A reader that cannot say
-// leaves them untrusted.
+// trusted (TrustProject) only from a file of the session's owner that no one else may change,
+// and the user's only from such a file too. A reader that cannot say leaves a project's
+// untrusted (and the user's as they are).
 type OwnedFileReader interface {
-	ReadOwnedFile(ctx context.Context, path string) (b []byte, uid uint32, err error)
+	// ReadOwnedFile reads path and says whose it is: uid is its owner's, or that of a name on
+	// the way to it from top (a dir holding it, top included, or a link) that is another's;
+	// shared, when not "", says how another user may change what it holds (a name of
+	// theirs, a file or dir writable by a group or by others, or through an ACL), or that this
+	// could not be ruled out.
+	ReadOwnedFile(ctx context.Context, path, top string) (b []byte, uid uint32, shared string, err error)
 }
 
 // LoadOptions says where a session's rules come from.
@@ -91,8 +97,8 @@ type LoadOptions struct {
 	// an untrusted workspace's deny and ask apply, its allow waits for trust).
 	TrustProject bool
 	// OwnerUID is the session owner's uid: project and local files of another user, root
-	// included, are not trusted, whatever TrustProject says (a shared dir where anyone may
-	// write .sandboxd/).
+	// included, or that another user may write, are not trusted, whatever TrustProject says
+	// (a shared dir where anyone may write .sandboxd/); nor are such user files.
 	OwnerUID uint32
 	// InsecureSkipOwnerCheck skips the root-ownership check of PolicyDir. Tests only.
 	InsecureSkipOwnerCheck bool
@@ -114,6 +120,9 @@ type sourceFile struct {
 	src  Source
 	path string
 	root string // anchor of /p patterns
+	// top is the dir up to which no one but the owner may change the names on the way to
+	// path: the project's, or the owner's home.
+	top string
 }
 
 // Load reads every source in precedence order and returns the session's RuleSet. A file that
@@ -227,11 +236,12 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		var (
 			b       []byte
 			fileUID uint32
+			shared  string
 			err     error
 		)
 		or, owned := o.Owner.(OwnedFileReader)
 		if owned {
-			b, fileUID, err = or.ReadOwnedFile(ctx, sf.path)
+			b, fileUID, shared, err = or.ReadOwnedFile(ctx, sf.path, sf.top)
 		} else {
 			b, err = o.Owner.ReadFile(ctx, sf.path)
 		}
@@ -245,30 +255,43 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		trusted := o.TrustProject
-		if trusted && (sf.src == SourceProject || sf.src == SourceLocal) && (!owned || fileUID != o.OwnerUID) {
+		project := sf.src == SourceProject || sf.src == SourceLocal
+		trusted := o.TrustProject || !project
+		notTrusted := "workspace not trusted"
+		if trusted && (project && !owned || owned && (fileUID != o.OwnerUID || shared != "")) {
 			// Another user's file in the project (a shared dir where anyone may make
 			// .sandboxd/): trusting the workspace does not trust them. Root's neither: the
 			// daemon itself keeps root's files of text a user chose (a saved tool result),
-			// and a link there is anyone's to make.
+			// and a link there is anyone's to make. Nor the owner's own file where another
+			// may change it (a group-writable file or dir in a team's shared dir): what it
+			// says is theirs as much as the owner's. The same holds of the user's settings.
 			trusted = false
 			who := "whose owner is not known"
-			if owned {
+			switch {
+			case owned && fileUID != o.OwnerUID:
 				who = fmt.Sprintf("owned by uid %d, not the session's owner", fileUID)
+				if shared != "" {
+					who += " (" + shared + ")"
+				}
+			case owned:
+				who = "another user may change it: " + shared
+			}
+			if !project {
+				notTrusted = "not the session owner's alone"
 			}
 			eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: %s; read as an untrusted workspace's", sf.path, who))
 		}
-		if (sf.src == SourceProject || sf.src == SourceLocal) && !trusted {
-			// An untrusted project may only make things stricter: deny and ask rules, and a
+		if !trusted {
+			// An untrusted file may only make things stricter: deny and ask rules, and a
 			// defaultMode no looser than default (a cloned repository cannot start its own
 			// sessions in acceptEdits or bypassPermissions).
 			if len(s.Allow) > 0 || len(s.AdditionalDirectories) > 0 {
-				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: workspace not trusted; allow rules and additionalDirectories ignored", sf.path))
+				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: %s; allow rules and additionalDirectories ignored", sf.path, notTrusted))
 			}
 			s.Allow, s.AdditionalDirectories = nil, nil
 			delete(lines, string(Allow))
 			if s.DefaultMode != "" && !untrustedModes[s.DefaultMode] {
-				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: workspace not trusted; defaultMode %s ignored", sf.path, s.DefaultMode))
+				eff.Warnings = append(eff.Warnings, fmt.Sprintf("%s: %s; defaultMode %s ignored", sf.path, notTrusted, s.DefaultMode))
 				s.DefaultMode = ""
 			}
 		}
@@ -315,20 +338,20 @@ var untrustedModes = map[string]bool{"default": true, "manual": true, "plan": tr
 // ownerFiles lists the owner-read sources in precedence order: local, project, user.
 func ownerFiles(o LoadOptions) []sourceFile {
 	var out []sourceFile
-	if o.ProjectRoot != "" {
-		out = append(out, sourceFile{SourceLocal, path.Join(o.ProjectRoot, ".sandboxd/settings.local.json"), o.ProjectRoot})
+	if p := o.ProjectRoot; p != "" {
+		out = append(out, sourceFile{SourceLocal, path.Join(p, ".sandboxd/settings.local.json"), p, p})
 		if o.ReadClaudeSettings {
-			out = append(out, sourceFile{SourceLocal, path.Join(o.ProjectRoot, ".claude/settings.local.json"), o.ProjectRoot})
+			out = append(out, sourceFile{SourceLocal, path.Join(p, ".claude/settings.local.json"), p, p})
 		}
-		out = append(out, sourceFile{SourceProject, path.Join(o.ProjectRoot, ".sandboxd/settings.json"), o.ProjectRoot})
+		out = append(out, sourceFile{SourceProject, path.Join(p, ".sandboxd/settings.json"), p, p})
 		if o.ReadClaudeSettings {
-			out = append(out, sourceFile{SourceProject, path.Join(o.ProjectRoot, ".claude/settings.json"), o.ProjectRoot})
+			out = append(out, sourceFile{SourceProject, path.Join(p, ".claude/settings.json"), p, p})
 		}
 	}
-	if o.Home != "" {
-		out = append(out, sourceFile{SourceUser, path.Join(o.Home, ".config/sandboxd/settings.json"), path.Join(o.Home, ".config/sandboxd")})
+	if h := o.Home; h != "" {
+		out = append(out, sourceFile{SourceUser, path.Join(h, ".config/sandboxd/settings.json"), path.Join(h, ".config/sandboxd"), h})
 		if o.ReadClaudeSettings {
-			out = append(out, sourceFile{SourceUser, path.Join(o.Home, ".claude/settings.json"), path.Join(o.Home, ".claude")})
+			out = append(out, sourceFile{SourceUser, path.Join(h, ".claude/settings.json"), path.Join(h, ".claude"), h})
 		}
 	}
 	return out

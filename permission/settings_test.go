@@ -15,23 +15,32 @@ import (
 )
 
 // dirReader reads from the real filesystem; the daemon passes one that reads as the owner.
-type dirReader struct{ reads []string }
+// shared is what it says others may do to a file, by path (the daemon's reader finds out).
+type dirReader struct {
+	reads  []string
+	shared map[string]string
+	tops   map[string]string // the top each file was read with
+}
 
 func (d *dirReader) ReadFile(_ context.Context, p string) ([]byte, error) {
 	d.reads = append(d.reads, p)
 	return os.ReadFile(p)
 }
 
-func (d *dirReader) ReadOwnedFile(ctx context.Context, p string) ([]byte, uint32, error) {
+func (d *dirReader) ReadOwnedFile(ctx context.Context, p, top string) ([]byte, uint32, string, error) {
 	b, err := d.ReadFile(ctx, p)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
-	return b, fi.Sys().(*syscall.Stat_t).Uid, nil
+	if d.tops == nil {
+		d.tops = map[string]string{}
+	}
+	d.tops[p] = top
+	return b, fi.Sys().(*syscall.Stat_t).Uid, d.shared[p], nil
 }
 
 // TestTrustedProjectFilesOfOthers: trusting a workspace trusts its settings files written by
@@ -83,6 +92,61 @@ func TestTrustedProjectFilesOfOthers(t *testing.T) {
 	rs, eff := load(1000)
 	if !slices.ContainsFunc(rs.Rules(), func(r Rule) bool { return r.Behavior == Allow && r.String() == "Bash" }) || eff.DefaultMode != "bypassPermissions" {
 		t.Errorf("the owner's own file in a trusted workspace: rules %v, mode %q", rs.Rules(), eff.DefaultMode)
+	}
+}
+
+// TestSettingsOthersMayChange: the owner's own settings file that another user may change
+// (its file or a dir on the way writable by a group or by others, or through an ACL) widens
+// nothing, though the workspace is trusted: its deny and ask rules hold, its allow rules,
+// additionalDirectories and a defaultMode looser than default do not. The same of the user's
+// own settings. Each is asked about up to its project's dir or the owner's home.
+func TestSettingsOthersMayChange(t *testing.T) {
+	t.Parallel()
+	body := `{"permissions":{"allow":["Bash(*)"],"deny":["Read(.env)"],"defaultMode":"bypassPermissions","additionalDirectories":["/srv"]}}`
+	for _, tc := range []struct {
+		src  Source
+		file string // under the project's dir, or under the home for userSettings
+	}{
+		{SourceProject, ".sandboxd/settings.json"},
+		{SourceLocal, ".sandboxd/settings.local.json"},
+		{SourceUser, ".config/sandboxd/settings.json"},
+	} {
+		root := t.TempDir()
+		proj, home := filepath.Join(root, "proj"), filepath.Join(root, "home")
+		top := map[Source]string{SourceProject: proj, SourceLocal: proj, SourceUser: home}[tc.src]
+		p := filepath.Join(top, tc.file)
+		write(t, p, body)
+		load := func(shared map[string]string) (*RuleSet, *Effective, *dirReader) {
+			t.Helper()
+			rd := &dirReader{shared: shared}
+			rs, eff, err := Load(context.Background(), LoadOptions{Cwd: proj, ProjectRoot: proj, Home: home, Owner: rd,
+				TrustProject: true, OwnerUID: uint32(os.Getuid())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rs, eff, rd
+		}
+		why := filepath.Dir(p) + " is writable by group 1234 (mode 2775)"
+		rs, eff, rd := load(map[string]string{p: why})
+		var got []string
+		for _, r := range rs.Rules() {
+			got = append(got, string(r.Behavior)+":"+r.String())
+		}
+		if strings.Join(got, " ") != "deny:Read(.env)" || eff.DefaultMode != ModeDefault || len(eff.AdditionalDirectories) != 0 {
+			t.Errorf("%s, %s: rules %v, mode %s, dirs %v; want its deny alone", tc.src, why, got, eff.DefaultMode, eff.AdditionalDirectories)
+		}
+		if w := strings.Join(eff.Warnings, "\n"); !strings.Contains(w, p+": another user may change it: "+why) {
+			t.Errorf("%s: no warning saying why: %q", tc.src, eff.Warnings)
+		}
+		if rd.tops[p] != top {
+			t.Errorf("%s asked about up to %q, want %q", p, rd.tops[p], top)
+		}
+		// The owner's alone, it widens as it says.
+		rs, eff, _ = load(nil)
+		if !slices.ContainsFunc(rs.Rules(), func(r Rule) bool { return r.Behavior == Allow && r.String() == "Bash" }) ||
+			eff.DefaultMode != ModeBypassPermissions || !slices.Equal(eff.AdditionalDirectories, []string{"/srv"}) {
+			t.Errorf("%s of the owner's alone: rules %v, mode %s, dirs %v (%q)", tc.src, rs.Rules(), eff.DefaultMode, eff.AdditionalDirectories, eff.Warnings)
+		}
 	}
 }
 

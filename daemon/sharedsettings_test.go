@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/protocol"
+	"golang.org/x/sys/unix"
+)
+
+// TestSettingsOthersMayWriteAreUntrusted: a settings file of the session owner's that another
+// user may write (a group-writable file made with umask 002 in a team's setgid dir, one
+// writable by all, or one in a group-writable .sandboxd) is read, with --trust-project, as an
+// untrusted project's: its deny rules hold, but it cannot pick bypassPermissions, allow Bash(*)
+// or add the owner's home, whoever of the group wrote it. The same of the user's own settings.
+// The owner's file that no one else may write still widens the session as it says.
+func TestSettingsOthersMayWriteAreUntrusted(t *testing.T) {
+	f := newTrustFixture(t, "sbtsw")
+	evil := fmt.Sprintf(`{"permissions":{"allow":["Bash(*)","Edit(/%s/**)"],"deny":["Bash(curl *)"],"defaultMode":"bypassPermissions","additionalDirectories":[%q]}}`, f.u.Home, f.u.Home)
+	sbx := filepath.Join(f.proj, ".sandboxd")
+	userFile := filepath.Join(f.u.Home, ".config", "sandboxd", "settings.json")
+	for _, tc := range []struct {
+		name    string
+		file    string
+		fileM   uint32 // the file's mode
+		dirM    uint32 // the mode of the dir holding it
+		trusted bool
+	}{
+		{"the owner's alone", filepath.Join(sbx, "settings.json"), 0o644, 0o755, true},
+		{"group-writable file", filepath.Join(sbx, "settings.json"), 0o664, 0o755, false},
+		{"world-writable file", filepath.Join(sbx, "settings.json"), 0o666, 0o755, false},
+		{"group-writable .sandboxd", filepath.Join(sbx, "settings.json"), 0o644, 0o2775, false},
+		{"group-writable local file", filepath.Join(sbx, "settings.local.json"), 0o664, 0o2775, false},
+		{"the user's own alone", userFile, 0o644, 0o755, true},
+		{"group-writable user file", userFile, 0o664, 0o755, false},
+		{"group-writable user dir", userFile, 0o644, 0o775, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(sbx)
+			os.WriteFile(userFile, []byte("{}\n"), 0o644)
+			unix.Chmod(filepath.Dir(userFile), 0o755)
+			os.MkdirAll(filepath.Dir(tc.file), 0o755)
+			if err := os.WriteFile(tc.file, []byte(evil), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", f.u.UID, f.u.GID), f.u.Home).CombinedOutput(); err != nil {
+				t.Fatalf("chown: %v %s", err, out)
+			}
+			// Modes as umask 002 in a setgid team dir leaves them; the owner stays the user's
+			// whoever of the group rewrote the file.
+			unix.Chmod(filepath.Dir(tc.file), tc.dirM)
+			unix.Chmod(tc.file, tc.fileM)
+			root := f.proj
+			if tc.file == userFile {
+				// The home as the session's root: one under /tmp (a test's) is out of the
+				// worker's sight otherwise, behind the calls' own /tmp.
+				root = f.u.Home
+			}
+			out, errOut, code := f.sbctl(t, "session", "new", "--cwd", root, "--trust-project")
+			if code != 0 {
+				t.Fatalf("session new: %d %s", code, errOut)
+			}
+			id := strings.TrimSpace(out)
+			s := f.show(t, id)
+			_, b := curlAs(t, f.td, f.u, "GET", "/v1/sessions/"+id+"/rules", "", "")
+			var rl protocol.RuleList
+			if err := json.Unmarshal(b, &rl); err != nil {
+				t.Fatalf("rules: %s", b)
+			}
+			var allows, denies []string
+			for _, r := range rl.Rules {
+				if r.Source == "session" || r.Source == "policySettings" || r.Source == "cliArg" {
+					continue
+				}
+				if r.Behavior == "allow" {
+					allows = append(allows, r.Rule)
+				} else if r.Behavior == "deny" {
+					denies = append(denies, r.Rule)
+				}
+			}
+			widened := s.Mode == "bypassPermissions" || slices.Contains(s.AdditionalDirs, f.u.Home) || len(allows) > 0
+			if root == f.u.Home {
+				widened = s.Mode == "bypassPermissions" || len(allows) > 0
+			}
+			if widened != tc.trusted {
+				t.Errorf("trusted %v: mode %s, dirs %v, allow rules %v (warnings %q)", tc.trusted, s.Mode, s.AdditionalDirs, allows, rl.Effective.Warnings)
+			}
+			if !slices.Contains(denies, "Bash(curl *)") {
+				t.Errorf("its deny rule was lost: %v (files %v)", denies, rl.Effective.Files)
+			}
+			if w := strings.Join(rl.Effective.Warnings, "\n"); !tc.trusted && !strings.Contains(w, "another user may change it") {
+				t.Errorf("no warning saying why it was not trusted: %q", rl.Effective.Warnings)
+			}
+			f.sbctl(t, "session", "rm", id)
+		})
+	}
+}

@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// OwnedAlone says, as the caller (uid, gid, groups) finds them, whether what the file at path
+// holds is uid's choice alone: the file and each name on the way to it from top (top
+// included), each looked at itself (a link as the link), and, where the path goes through a
+// link, the file it leads to and each dir on the way there from where top leads (from / when
+// it lies outside). The file and a link on the way must be uid's, a dir uid's or root's; no
+// file or dir may be writable by its group or by others, nor carry an ACL that lets another
+// user or group write it. A dir writable by others is accepted only with its sticky bit set
+// and for an entry of uid's (no one else may then rename or remove it): a project in /tmp.
+//
+// owner is the owner of the first name that is another's (uid when none is), why what lets
+// another change the file ("" when nothing does). A name it cannot look at counts against it:
+// what the caller trusts must be shown to be its own alone, as in a shared dir anyone may
+// write .sandboxd/settings.json, or rewrite a group-writable one the caller made.
+func OwnedAlone(uid, gid uint32, groups []uint32, top, path string) (owner uint32, why string, err error) {
+	owner = uid
+	err = asCaller(uid, gid, groups, func() {
+		path, top = filepath.Clean(path), filepath.Clean(top)
+		if owner, why = ownedAlone(uid, top, path); why != "" {
+			return
+		}
+		to, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			why = fmt.Sprintf("where %s leads could not be found: %v", path, err)
+			return
+		}
+		if to == path {
+			return
+		}
+		// Where a link leads is anyone's who may change the dirs on the way there.
+		topTo, err := filepath.EvalSymlinks(top)
+		if err != nil || !under(to, topTo) {
+			topTo = "/"
+		}
+		owner, why = ownedAlone(uid, topTo, to)
+	})
+	return owner, why, err
+}
+
+// ownedAlone is OwnedAlone's check of the names from p up to top (up to / when top does not
+// hold p), each looked at itself. Run as the caller.
+func ownedAlone(uid uint32, top, p string) (owner uint32, why string) {
+	var below unix.Stat_t // the name checked before, in the dir checked now
+	for name := p; ; name = filepath.Dir(name) {
+		var st unix.Stat_t
+		if err := unix.Lstat(name, &st); err != nil {
+			return uid, fmt.Sprintf("%s could not be looked at: %v", name, err)
+		}
+		kind := st.Mode & unix.S_IFMT
+		// Root's dir is no one else's to change; root's file may hold text a user chose
+		// (the daemon keeps such), and root's link is no more the caller's choice.
+		if st.Uid != uid && (name == p || kind != unix.S_IFDIR || st.Uid != 0) {
+			return st.Uid, fmt.Sprintf("%s is uid %d's", name, st.Uid)
+		}
+		if kind != unix.S_IFLNK {
+			if w := st.Mode & 0o022; w != 0 {
+				// The sticky bit keeps others from renaming or removing an entry they do not
+				// own: the one below, if it is the caller's, stays what the caller made.
+				sticky := kind == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 && name != p && below.Uid == uid
+				if !sticky {
+					return uid, fmt.Sprintf("%s is writable by %s (mode %04o)", name, writers(w, st.Gid), st.Mode&0o7777)
+				}
+			}
+			if w := aclWriters(name, uid); w != "" {
+				return uid, w
+			}
+		}
+		if name == top || name == "/" {
+			return uid, ""
+		}
+		below = st
+	}
+}
+
+func writers(w, gid uint32) string {
+	switch w {
+	case 0o020:
+		return fmt.Sprintf("group %d", gid)
+	case 0o002:
+		return "others"
+	}
+	return fmt.Sprintf("group %d and others", gid)
+}
+
+// The tags of a POSIX ACL's entries (acl_ea_entry, linux/posix_acl_xattr.h).
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclGroup    = 0x08
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclWrite    = 0x02
+)
+
+// aclWriters says how name's access ACL lets someone other than uid write it, or "": a named
+// user or group entry, or the owning group's, that grants write. Its mask is not relied on
+// (it bounds them now, but its owner may raise it). Others' entry is the mode's, checked
+// already. An ACL that cannot be read or understood counts against it.
+func aclWriters(name string, uid uint32) string {
+	buf := make([]byte, 256)
+	n, err := unix.Lgetxattr(name, "system.posix_acl_access", buf)
+	if errors.Is(err, unix.ERANGE) {
+		if n, err = unix.Lgetxattr(name, "system.posix_acl_access", nil); err == nil {
+			buf = make([]byte, n)
+			n, err = unix.Lgetxattr(name, "system.posix_acl_access", buf)
+		}
+	}
+	switch {
+	case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP):
+		return "" // only the mode's bits, checked already
+	case err != nil:
+		return fmt.Sprintf("%s: its ACL could not be read: %v", name, err)
+	}
+	b := buf[:n]
+	if len(b) < 4 || (len(b)-4)%8 != 0 || binary.LittleEndian.Uint32(b) != 2 {
+		return fmt.Sprintf("%s has an ACL of a form not understood", name)
+	}
+	for e := b[4:]; len(e) >= 8; e = e[8:] {
+		tag, perm, id := binary.LittleEndian.Uint16(e), binary.LittleEndian.Uint16(e[2:]), binary.LittleEndian.Uint32(e[4:])
+		switch tag {
+		case aclUserObj, aclMask, aclOther:
+		case aclUser, aclGroup, aclGroupObj:
+			if perm&aclWrite == 0 || tag == aclUser && id == uid {
+				continue
+			}
+			who := "its group"
+			switch tag {
+			case aclUser:
+				who = fmt.Sprintf("user %d", id)
+			case aclGroup:
+				who = fmt.Sprintf("group %d", id)
+			}
+			return fmt.Sprintf("%s has an ACL that lets %s write it", name, who)
+		default:
+			return fmt.Sprintf("%s has an ACL entry not understood (tag %#x)", name, tag)
+		}
+	}
+	return ""
+}
