@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/protocol"
+	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,6 +101,48 @@ func TestSettingsOthersMayWriteAreUntrusted(t *testing.T) {
 				t.Errorf("no warning saying why it was not trusted: %q", rl.Effective.Warnings)
 			}
 			f.sbctl(t, "session", "rm", id)
+		})
+	}
+}
+
+// TestRememberedSettingsOwnersAlone: a rule remembered in the project's local settings or the
+// user's, for an owner whose umask is 002, is written where no one else may change it, so
+// that it holds: a group-writable file or dir would be read as an untrusted project's.
+func TestRememberedSettingsOwnersAlone(t *testing.T) {
+	td := startDaemon(t, "")
+	alice := testutil.CreateUser(t, "sbrmo")
+	for _, tc := range []struct{ source, file string }{
+		{"localSettings", filepath.Join(alice.Home, ".sandboxd", "settings.local.json")},
+		{"userSettings", filepath.Join(alice.Home, ".config", "sandboxd", "settings.json")},
+	} {
+		t.Run(tc.source, func(t *testing.T) {
+			sid := sessionAs(t, td, alice, `,"mode":"default","trust_project":true`)
+			s, err := td.d.core.store.Get(session.Caller{UID: 0}, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Umask = 0o002 // as a user's of a distribution with a group of each user's own
+			body := callBody("Bash", `{"command":"touch rem-`+tc.source+`"}`, "")
+			_, b := curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", body, "")
+			var r protocol.CallResult
+			decodeInto(t, b, &r)
+			if r.ApprovalID == "" {
+				t.Fatalf("no approval: %s", b)
+			}
+			if code, b := curlAs(t, td, alice, "POST", "/v1/approvals/"+r.ApprovalID, `{"answer":"allow","remember":"`+tc.source+`"}`, ""); code != 200 {
+				t.Fatalf("answer: %d %s", code, b)
+			}
+			for p := tc.file; p != alice.Home; p = filepath.Dir(p) {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o022 != 0 {
+					t.Errorf("%s: %v (%v); want no write for group or others", p, fi.Mode(), err)
+				}
+			}
+			_, b = curlAs(t, td, alice, "POST", "/v1/sessions/"+sid+"/calls", body, "")
+			decodeInto(t, b, &r)
+			if behavior(r) != permission.Allow || r.IsError {
+				t.Errorf("the remembered rule does not hold: %s", b)
+			}
+			curlAs(t, td, alice, "DELETE", "/v1/sessions/"+sid, "", "")
 		})
 	}
 }

@@ -50,6 +50,10 @@ func (h *Host) UpdateSettingsAs(ctx context.Context, s *session.Session, base, f
 	}
 	spec := h.Spec(s, false, "settings", []string{path, worker.Arg})
 	spec.Undumpable = true // as the file worker: it answers the daemon
+	// What it makes no one else may write, whatever the owner's umask (002 is common): a
+	// settings file or dir others may write is read as an untrusted project's, and the rule
+	// remembered in it would not hold.
+	spec.Umask |= 0o022
 	spec.Dir = base
 	spec.WritableDirs = []string{base}
 	spec.ProtectedPaths = nil
