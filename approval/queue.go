@@ -26,6 +26,18 @@ type Approval struct {
 	// Held is about the bytes the asker's waiting call holds besides its input (its command
 	// parsed into words, its paths): the queue counts them as the approval's own.
 	Held int `json:"-"`
+	// Tenant is the uid whose bounds (MaxPendingPerOwner, MaxPendingBytesPerOwner) the
+	// approval counts against, when it is not Owner: the owner of the subordinate uid range
+	// Owner lies in, so a user's many uids share one set of bounds. 0: Owner's own.
+	Tenant uint32 `json:"-"`
+}
+
+// tenant is the uid whose bounds a counts against.
+func (a Approval) tenant() uint32 {
+	if a.Tenant != 0 {
+		return a.Tenant
+	}
+	return a.Owner
 }
 
 // Answer is a person's answer: Allow or Deny.
@@ -124,22 +136,22 @@ func (q *Queue) Add(a Approval, ttl time.Duration, payload any) (Approval, error
 	defer q.mu.Unlock()
 	n, bytes := q.ownerLoad(a)
 	if n >= MaxPendingPerOwner {
-		return Approval{}, fmt.Errorf("%w: uid %d has %d not yet taken (unanswered, or answered and not resumed); answer or resume some first, or wait for them to expire", ErrFull, a.Owner, n)
+		return Approval{}, fmt.Errorf("%w: uid %d has %d not yet taken (unanswered, or answered and not resumed); answer or resume some first, or wait for them to expire", ErrFull, a.tenant(), n)
 	}
 	if bytes > MaxPendingBytesPerOwner {
-		return Approval{}, fmt.Errorf("%w: uid %d's approvals not yet taken would hold %d MiB, over %d MiB; answer or resume some first", ErrFull, a.Owner, bytes>>20, MaxPendingBytesPerOwner>>20)
+		return Approval{}, fmt.Errorf("%w: uid %d's approvals not yet taken would hold %d MiB, over %d MiB; answer or resume some first", ErrFull, a.tenant(), bytes>>20, MaxPendingBytesPerOwner>>20)
 	}
 	q.entries[a.ID] = &entry{a: a, payload: payload, done: make(chan struct{})}
 	q.publish(Event{Type: "created", Approval: a})
 	return a, nil
 }
 
-// ownerLoad is how many approvals a's owner has not yet taken, and their bytes with a's own
-// added; q.mu is held.
+// ownerLoad is how many approvals a's owner (its tenant) has not yet taken, and their bytes
+// with a's own added; q.mu is held.
 func (q *Queue) ownerLoad(a Approval) (n, bytes int) {
 	bytes = a.size()
 	for _, e := range q.entries {
-		if e.a.Owner == a.Owner {
+		if e.a.tenant() == a.tenant() {
 			n++
 			bytes += e.a.size()
 		}

@@ -90,6 +90,16 @@ func TestQueueBoundsOneOwner(t *testing.T) {
 	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 1002, Tool: "Bash"}}, time.Minute, nil); !errors.Is(err, ErrFull) {
 		t.Errorf("approval %d of one uid: %v, want ErrFull", MaxPendingPerOwner+1, err)
 	}
+	// A user's subordinate uids (each an Owner of its own) share the user's bounds.
+	for i := range MaxPendingPerOwner {
+		sub := Approval{Approval: protocol.Approval{Owner: 200000 + uint32(i), Tool: "Bash"}, Tenant: 1004}
+		if _, err := q.Add(sub, time.Minute, nil); err != nil {
+			t.Fatalf("approval of subordinate uid %d: %v", sub.Owner, err)
+		}
+	}
+	if _, err := q.Add(Approval{Approval: protocol.Approval{Owner: 300000, Tool: "Bash"}, Tenant: 1004}, time.Minute, nil); !errors.Is(err, ErrFull) {
+		t.Errorf("approval %d of one user's subordinate uids: %v, want ErrFull", MaxPendingPerOwner+1, err)
+	}
 	// Answered and never resumed, they still hold their calls: they count until taken.
 	var last Approval
 	for i := range MaxPendingPerOwner {

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/permission"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // TestGrepHeldPerUser: one user's running searches hold at most two whole outputs of rg in
@@ -52,5 +55,20 @@ func TestGrepHeldPerUser(t *testing.T) {
 	}
 	if len(e.h.grepHeld.by) != 0 {
 		t.Errorf("room still held after the searches: %v", e.h.grepHeld.by)
+	}
+	// A subordinate uid's search takes its range owner's room: the user's other uids hold it.
+	const owner = 4242
+	e.s = session.NewStore().Create(session.Caller{UID: nobody, GID: nobody, User: "nobody", Home: e.dir, RangeOwner: owner},
+		session.Params{Cwd: e.dir, Mode: permission.ModeDefault})
+	held = []int64{e.h.grepHeld.take(owner, grepHeldBounds), e.h.grepHeld.take(owner, grepHeldBounds)}
+	res, err = e.call(t, "Grep", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(res.ExtraMessages, "\n"); !strings.Contains(notes, "your other searches running now hold") {
+		t.Errorf("a subordinate uid's search while its owner's room is held is not cut: %q", notes)
+	}
+	for _, n := range held {
+		e.h.grepHeld.give(owner, n)
 	}
 }

@@ -137,7 +137,7 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 	a := approval.Approval{Approval: protocol.Approval{
 		Session: st.sess.ID, Owner: queue.Owner.UID, Tool: c.Tool.Name(), Input: red,
 		Reason: st.decision.Reason, SuggestedRules: suggestRules(c, st.facts),
-	}}
+	}, Tenant: queue.Owner.Tenant()}
 	if !bytes.Equal(red, b) {
 		a.AsAsked = b
 	}

@@ -319,7 +319,7 @@ func (h *Host) globsOutside(c *Call, globs []string) (facts []permission.PathFac
 		dirs = append(dirs, to)
 	}
 	o := c.Session.Owner
-	links, complete, err := sandbox.GlobOutsideOnHost(o.UID, o.GID, o.Groups, globs, dirs, globWalkBudget, maxGlobLinks)
+	links, complete, err := sandbox.GlobOutsideOnHost(o.UID, o.GID, o.Tenant(), o.Groups, globs, dirs, globWalkBudget, maxGlobLinks)
 	if err != nil {
 		return nil, false
 	}
@@ -352,7 +352,7 @@ func (h *Host) rmGlobCritical(c *Call, cl *classifier.Classification) *classifie
 		return &out
 	}
 	for _, g := range cl.Globs {
-		links, complete, err := sandbox.GlobThroughLinksOnHost(o.UID, o.GID, o.Groups, []string{g}, globWalkBudget, globWalkBudget.Matches)
+		links, complete, err := sandbox.GlobThroughLinksOnHost(o.UID, o.GID, o.Tenant(), o.Groups, []string{g}, globWalkBudget, globWalkBudget.Matches)
 		if err != nil || !complete {
 			return mark(false)
 		}

@@ -185,7 +185,7 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 		return nil, err
 	}
 	// What the user's other searches hold of the daemon's memory now leaves this one less.
-	uid := c.Session.Owner.UID
+	uid := c.Session.Owner.Tenant() // a user's subordinate uids share its room
 	room := h.grepHeld.take(uid, grepHeldBounds)
 	defer func() { h.grepHeld.give(uid, room) }()
 	ga := worker.GrepArgs{Args: args, Dir: c.Session.Cwd(), Offset: offset, Limit: limit,

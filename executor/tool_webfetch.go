@@ -325,7 +325,7 @@ func (h *Host) fetchOnce(ctx context.Context, c *Call, u *url.URL, approved bool
 func (h *Host) webFetchResult(ctx context.Context, c *Call, u *url.URL, resp *http.Response, took time.Duration) (*Result, error) {
 	// The page, its text and the result made of it are in the daemon's memory until the
 	// result is out: what the user's other fetches hold now leaves this one less to read.
-	uid := c.Session.Owner.UID
+	uid := c.Session.Owner.Tenant() // a user's subordinate uids share its room
 	room := h.fetchHeld.take(uid, webFetchHeldBounds)
 	defer h.fetchHeld.give(uid, room)
 	var buf bytes.Buffer

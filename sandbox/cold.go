@@ -120,7 +120,7 @@ func (s *Sandbox) startCold(p *Process, blob []byte, netns *os.File, step func(s
 // its last run ended (a session's restarted worker); that run's cgroup may still be queued for
 // the janitor, so on EEXIST the queue is flushed and the create tried once more.
 func (s *Sandbox) newCallCgroup(spec *Spec, lim Limits) (*cgroup, error) {
-	user, err := s.cg.userDir(spec.cgroupUser())
+	user, err := s.cg.userDir(spec.tenant())
 	if err != nil {
 		return nil, err
 	}

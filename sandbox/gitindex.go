@@ -261,9 +261,9 @@ const (
 // then (gitlinksAt), nil when unknown (the repository's dir could not be opened): a gitlink added since, or whose .git is another one now,
 // makes its .git the call's whatever its age (a repository an earlier call made, registered
 // as a submodule by this one or moved into a submodule's place).
-func (c *gitlinkCache) gitlinkGits(uid uint32, rfd int, dir string, since time.Time, had map[string]fileID) ([]string, error) {
+func (c *gitlinkCache) gitlinkGits(tenant uint32, rfd int, dir string, since time.Time, had map[string]fileID) ([]string, error) {
 	idx := path.Join(dir, ".git", "index")
-	got, st, ok := c.read(uid, rfd, idx)
+	got, st, ok := c.read(tenant, rfd, idx)
 	if !ok {
 		return nil, nil // no index: no gitlinks
 	}
@@ -303,8 +303,8 @@ func (c *gitlinkCache) gitlinkGits(uid uint32, rfd int, dir string, since time.T
 // of its .git (zero: none). With no index, or one that cannot be read, there are none the user had:
 // a call could remove the index first, and every gitlink its sweep then finds is the call's.
 // Run as the caller.
-func (c *gitlinkCache) gitlinksAt(uid uint32, rfd int, dir string) map[string]fileID {
-	got, _, ok := c.read(uid, rfd, path.Join(dir, ".git", "index"))
+func (c *gitlinkCache) gitlinksAt(tenant uint32, rfd int, dir string) map[string]fileID {
+	got, _, ok := c.read(tenant, rfd, path.Join(dir, ".git", "index"))
 	if !ok || got.err != nil {
 		return map[string]fileID{}
 	}
@@ -324,8 +324,8 @@ func (c *gitlinkCache) gitlinksAt(uid uint32, rfd int, dir string) map[string]fi
 type fileID struct{ dev, ino uint64 }
 
 // read returns the gitlinks of the index idx (below rfd), from the cache while stat says the
-// same of it; false when there is no index. Run as the caller, uid.
-func (c *gitlinkCache) read(uid uint32, rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
+// same of it; false when there is no index. Run as the caller, at tenant's share (Spec.tenant).
+func (c *gitlinkCache) read(tenant uint32, rfd int, idx string) (indexLinks, unix.Stat_t, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(rfd, idx, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT || err == unix.ENOTDIR {
 		return indexLinks{}, st, false
@@ -343,10 +343,10 @@ func (c *gitlinkCache) read(uid uint32, rfd int, idx string) (indexLinks, unix.S
 		// for them, charged to their share as their pattern walks are (a call that finds the
 		// share spent is refused in its plan, lookAround): a 256 MB index rewritten by each
 		// call would otherwise keep a CPU and as many buffers as calls busy.
-		defer indexReads.lock(uid)()
+		defer indexReads.lock(tenant)()
 		began := threadCPU()
 		got.links, got.err = readGitlinks(rfd, idx)
-		walkShare.charge(uid, threadCPU()-began)
+		walkShare.charge(tenant, threadCPU()-began)
 		n := 0
 		for _, l := range got.links {
 			n += len(l) + linkOverhead

@@ -311,7 +311,7 @@ func (p *Process) unpinCovers() {
 				unix.Close(h.fd)
 			}
 		}
-		p.s.pins.give(p.spec.UID, p.pins)
+		p.s.pins.give(p.spec.tenant(), p.pins)
 	})
 }
 
@@ -567,14 +567,14 @@ func (p *Process) moveAsideCreated(running bool) {
 		// (a walk of 100 ms waits 2 s for the next), and waits while its user's walks are
 		// over their share (walkShare); the last look always walks.
 		if p.guardWalk != nil && running && !time.Now().Before(p.walkNext) {
-			if wait := walkShare.wait(p.spec.UID); wait > 0 {
+			if wait := walkShare.wait(p.spec.tenant()); wait > 0 {
 				p.walkNext = time.Now().Add(wait)
 			}
 		}
 		if pg := p.guardWalk; pg != nil && (!running || !time.Now().Before(p.walkNext)) {
 			movedSince := func(h string) bool { return p.s.guarding.movedSince(h, p.start) }
 			began := time.Now()
-			made := pg.made(p.spec.UID, p.s.log, movedSince, !running)
+			made := pg.made(p.spec.UID, p.spec.tenant(), p.s.log, movedSince, !running)
 			p.walkNext = time.Now().Add(20 * time.Since(began))
 			for _, m := range made {
 				for _, w := range pg.roots {
@@ -591,7 +591,7 @@ func (p *Process) moveAsideCreated(running bool) {
 		// While the call runs, an index read waits while its user's share of the daemon's CPU
 		// is spent (a call touching a 256 MB index every half second); the last look reads.
 		repos := p.repos
-		if running && walkShare.wait(p.spec.UID) > 0 {
+		if running && walkShare.wait(p.spec.tenant()) > 0 {
 			repos = nil
 		}
 		for i, r := range repos {
@@ -599,7 +599,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			if !ok {
 				continue
 			}
-			gits, err := p.s.gitlinks.gitlinkGits(p.spec.UID, rfd, r.rel, p.start.Add(-ctimeSlack), p.repoLinks[i])
+			gits, err := p.s.gitlinks.gitlinkGits(p.spec.tenant(), rfd, r.rel, p.start.Add(-ctimeSlack), p.repoLinks[i])
 			if err != nil {
 				p.s.log.Warn("a repository's index could not be read to look at its submodules; moved aside if the call changed it",
 					zap.String("dir", filepath.Join(r.root, r.rel)), zap.Error(err))
@@ -660,16 +660,16 @@ func (pg *patternGuard) names(path string) bool {
 // but those another call's sweep moved since the call started (movedSince): the name was free
 // then. A repository's .git dir is left alone, as the plan leaves it writable. Run as the
 // caller.
-func (pg *patternGuard) made(uid uint32, log *zap.Logger, movedSince func(string) bool, final bool) []string {
+func (pg *patternGuard) made(uid, tenant uint32, log *zap.Logger, movedSince func(string) bool, final bool) []string {
 	v := newFSView()
 	// A dir of the caller's it made unreadable (chmod 000 junk) is opened up again rather than
 	// left unlooked at: what it hides would stay, and refuse the next call.
-	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true})
+	ms, err := expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true, tenant: tenant})
 	if err != nil && final {
 		// The call may have made the tree too big to walk within the bounds (60 000 files,
 		// then the file a rule names): the last look walks it whole, once, at its user's
 		// share (the call waits). Every later call is refused until the tree shrinks.
-		ms, err = expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true, unbounded: true})
+		ms, err = expandPatterns(v, pg.pats, pg.roots, uid, patternWalk{openUp: true, unbounded: true, tenant: tenant})
 	}
 	if err != nil {
 		log.Warn("could not look for what the call made that an Edit deny rule names", zap.Error(err))

@@ -260,24 +260,24 @@ func NamesBelow(ctx context.Context, uid, gid uint32, groups []uint32, dir strin
 //
 // WARNING: the daemon lists user-named dirs here, as the caller (asCaller); rerun as root after
 // changing: go test -run 'TestGlobOutsideOnHost|TestAsCaller' ./sandbox/
-func GlobOutsideOnHost(uid, gid uint32, groups []uint32, patterns, dirs []string, b globwalk.Budget, max int) (links []globwalk.Link, complete bool, err error) {
-	return globOnHost(uid, gid, groups, func() ([]globwalk.Link, bool) { return globwalk.Outside(patterns, dirs, b, max) })
+func GlobOutsideOnHost(uid, gid, tenant uint32, groups []uint32, patterns, dirs []string, b globwalk.Budget, max int) (links []globwalk.Link, complete bool, err error) {
+	return globOnHost(uid, gid, tenant, groups, func() ([]globwalk.Link, bool) { return globwalk.Outside(patterns, dirs, b, max) })
 }
 
 // GlobThroughLinksOnHost is globwalk.ThroughLinks run as the caller, on the same terms as
 // GlobOutsideOnHost.
-func GlobThroughLinksOnHost(uid, gid uint32, groups []uint32, patterns []string, b globwalk.Budget, max int) (links []globwalk.Link, complete bool, err error) {
-	return globOnHost(uid, gid, groups, func() ([]globwalk.Link, bool) { return globwalk.ThroughLinks(patterns, b, max) })
+func GlobThroughLinksOnHost(uid, gid, tenant uint32, groups []uint32, patterns []string, b globwalk.Budget, max int) (links []globwalk.Link, complete bool, err error) {
+	return globOnHost(uid, gid, tenant, groups, func() ([]globwalk.Link, bool) { return globwalk.ThroughLinks(patterns, b, max) })
 }
 
-func globOnHost(uid, gid uint32, groups []uint32, expand func() ([]globwalk.Link, bool)) (links []globwalk.Link, complete bool, err error) {
-	if walkShare.wait(uid) > 0 {
+func globOnHost(uid, gid, tenant uint32, groups []uint32, expand func() ([]globwalk.Link, bool)) (links []globwalk.Link, complete bool, err error) {
+	if walkShare.wait(tenant) > 0 {
 		return nil, false, nil
 	}
 	err = asCaller(uid, gid, groups, func() {
 		began := threadCPU()
 		links, complete = expand()
-		walkShare.charge(uid, threadCPU()-began)
+		walkShare.charge(tenant, threadCPU()-began)
 	})
 	return links, complete, err
 }

@@ -131,7 +131,7 @@ func TestGlobOutsideOnHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := globwalk.Budget{Entries: 100, Matches: 100}
-	links, complete, err := GlobOutsideOnHost(nobody, nobody, nil, []string{d + "/w/*/*/secret"}, []string{d + "/w"}, b, 8)
+	links, complete, err := GlobOutsideOnHost(nobody, nobody, nobody, nil, []string{d + "/w/*/*/secret"}, []string{d + "/w"}, b, 8)
 	if err != nil || !complete || len(links) != 1 || links[0].Path != d+"/w/pub/up/secret" || links[0].Resolved != d+"/out/secret" {
 		t.Fatalf("as nobody: %+v complete %v err %v; want only w/pub/up/secret, leading to out/secret", links, complete, err)
 	}

@@ -62,10 +62,38 @@ func TestCallPinsBounded(t *testing.T) {
 	}
 	s.pins.limit, s.pins.minPerUser = func() int { return 8 }, 2
 	_, _, err := run(t, s, context.Background(), sp)
-	if errcode.Of(errcode.Setup(err)) != errcode.RateLimited {
+	if errcode.Of(err) != errcode.RateLimited {
 		t.Errorf("a call over its user's share of pins: %v, want rate_limited", err)
 	}
 	if n := held(); n != 0 {
 		t.Errorf("a refused call left %d pins held", n)
+	}
+}
+
+// TestCallPinsCountAgainstTenant: a call of a subordinate uid takes its pins from its range
+// owner's share (Spec.Tenant), as a user's uids would each bring a whole share otherwise.
+func TestCallPinsCountAgainstTenant(t *testing.T) {
+	s := newTestSandbox(t, Config{})
+	f := newProtectFixture(t)
+	const owner = 4242 // the range owner: nobody is its subordinate uid here
+	spec := func() *Spec {
+		sp := f.spec("echo ran", f.repo, f.repo)
+		sp.MoveAsideCreated, sp.Call, sp.Tenant = true, "c1", owner
+		return sp
+	}
+	s.pins.mu.Lock()
+	s.pins.limit, s.pins.minPerUser = func() int { return 1 << 20 }, 64
+	_, perUser := s.pins.bounds()
+	s.pins.held[owner], s.pins.total = perUser, perUser // the owner's other uids hold its share
+	s.pins.mu.Unlock()
+	_, _, err := run(t, s, context.Background(), spec())
+	if errcode.Of(err) != errcode.RateLimited {
+		t.Errorf("a subordinate uid's call past its owner's share of pins: %v, want rate_limited", err)
+	}
+	s.pins.mu.Lock()
+	s.pins.held[owner], s.pins.total = 0, 0
+	s.pins.mu.Unlock()
+	if _, out, err := run(t, s, ctxTimeout(t, 20*time.Second), spec()); err != nil || !strings.Contains(out, "ran") {
+		t.Fatalf("with the owner's share free: %v %q", err, out)
 	}
 }

@@ -32,7 +32,7 @@ func (s *Sandbox) plan(p *Process) (cs *childSpec, netns *os.File, err error) {
 	al := &aliasLookup{tab: tab}
 	busy := s.guarding.snapshot(spec.UID) // before any lstat: see guardSet
 	reserve := func(n int) error {
-		if err := s.pins.take(spec.UID, n); err != nil {
+		if err := s.pins.take(spec.tenant(), n); err != nil {
 			return err
 		}
 		p.pins = n // given back by unpinCovers
@@ -184,7 +184,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	// now are hidden like deny paths, and so is a whole dir (or file) outside them that a
 	// pattern denies everything under (Read(//etc/**), Read(~/out.txt/**)).
 	roots := append(slices.Clone(l.writable), l.readOnly...)
-	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID, patternWalk{followOut: true})
+	matches, err := expandPatterns(v, spec.HidePatterns, roots, spec.UID, patternWalk{followOut: true, tenant: spec.tenant()})
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, err
@@ -204,10 +204,10 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 		}
 		if spec.MoveAsideCreated {
 			l.repos = repoRoots(l.writable, resolve(v, spec.Dir))
-			if wait := walkShare.wait(spec.UID); wait > 0 {
+			if wait := walkShare.wait(spec.tenant()); wait > 0 {
 				return nil, errWalkShare(wait)
 			}
-			l.repoLinks = gitlinksOf(spec.UID, l.repos, gitlinks)
+			l.repoLinks = gitlinksOf(spec.tenant(), l.repos, gitlinks)
 			l.runState = runStateOf(l.repos, l.writable)
 			links := linksToHidden(v, spec, l.writable, l.guard)
 			// Kept leading where it did, a link is also held in place: no second entry moves

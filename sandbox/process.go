@@ -112,7 +112,7 @@ func (s *Sandbox) Start(ctx context.Context, spec *Spec) (*Process, error) {
 	if err := s.start(p); err != nil {
 		s.guarding.done(p)
 		p.unpinCovers()
-		return nil, errcode.New(errcode.SandboxSetup, err)
+		return nil, errcode.Setup(err) // a refusal over a budget stays rate_limited
 	}
 	s.mu.Lock()
 	s.procs[p] = struct{}{}
@@ -193,7 +193,7 @@ func (s *Sandbox) start(p *Process) error {
 func (s *Sandbox) poolable(spec *Spec) bool {
 	// A pooled init waits in its uid's own user cgroup: a call counted under another user's
 	// (a subordinate uid's) starts cold.
-	if s.pool == nil || s.noPool.Load() || len(spec.ExtraFiles) > maxPassedExtra || spec.cgroupUser() != spec.UID {
+	if s.pool == nil || s.noPool.Load() || len(spec.ExtraFiles) > maxPassedExtra || spec.tenant() != spec.UID {
 		return false
 	}
 	for _, f := range spec.ExtraFiles {

@@ -426,7 +426,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 			}
 		}
 	}
-	matches, err := expandPatterns(v, patterns, writable, spec.UID, patternWalk{})
+	matches, err := expandPatterns(v, patterns, writable, spec.UID, patternWalk{tenant: spec.tenant()})
 	matches = throughLinks(v, matches)
 	if err != nil {
 		return nil, nil, err
@@ -647,9 +647,15 @@ func threadCPU() time.Duration {
 // match there is read-only anyway).
 // unbounded lifts the walk's bounds (entries, checks, CPU): the sweep after a call, which
 // must not miss what the call made because the call made the tree too big to walk.
-type patternWalk struct{ openUp, followOut, unbounded bool }
+type patternWalk struct {
+	openUp, followOut, unbounded bool
+	tenant                       uint32 // whose walkShare the walk takes (Spec.tenant)
+}
 
 func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how patternWalk) ([]string, error) {
+	if how.tenant == 0 {
+		how.tenant = uid
+	}
 	var out []string
 	walks := map[string][]pathPattern{}
 	var order []string
@@ -693,16 +699,16 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 	if !how.unbounded {
 		// The walk's bound is taken before it starts and what it did not use given back:
 		// calls started at once cannot all pass a check made before any of them paid.
-		if wait := walkShare.reserve(uid, maxPatternCPU); wait > 0 {
+		if wait := walkShare.reserve(how.tenant, maxPatternCPU); wait > 0 {
 			return nil, errWalkShare(wait)
 		}
 		reserved = maxPatternCPU
 	} else {
 		// The sweeps after calls walk whole: one of a user's at a time.
-		defer unboundedWalks.lock(uid)()
+		defer unboundedWalks.lock(how.tenant)()
 	}
 	began := threadCPU() // the thread asCaller keeps locked
-	defer func() { walkShare.charge(uid, threadCPU()-began-reserved) }()
+	defer func() { walkShare.charge(how.tenant, threadCPU()-began-reserved) }()
 	w := &treeWalk{budget: maxPatternWalk, uid: uid, openUp: how.openUp}
 	checksMax, cpuMax := maxPatternChecks, maxPatternCPU
 	if how.unbounded {
@@ -744,9 +750,9 @@ func expandPatterns(v *fsView, patterns, roots []string, uid uint32, how pattern
 					// The sweep after a call walks whole, but at its user's share: what
 					// it takes past that is paid in the call's own time, not the daemon's
 					// other users'.
-					walkShare.charge(uid, now-began)
+					walkShare.charge(how.tenant, now-began)
 					began = now
-					if wait := walkShare.wait(uid); wait > 0 {
+					if wait := walkShare.wait(how.tenant); wait > 0 {
 						walkPause(wait)
 					}
 				}

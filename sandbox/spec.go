@@ -163,8 +163,10 @@ func hiddenFor(defaultDeny []string, uid uint32) []string {
 	return append(slices.Clone(defaultDeny), "/run/user/"+strconv.FormatUint(uint64(uid), 10))
 }
 
-// cgroupUser is the uid whose user cgroup the call runs in.
-func (s *Spec) cgroupUser() uint32 {
+// tenant is the uid whose user cgroup the call runs in, and whose share of every per-user
+// budget the daemon keeps (files held open, the CPU of its walks) the call takes: a user's
+// subordinate uids share their owner's, or each would bring a whole share of its own.
+func (s *Spec) tenant() uint32 {
 	if s.Tenant != 0 {
 		return s.Tenant
 	}
