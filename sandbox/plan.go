@@ -386,26 +386,6 @@ func Unsearchable(uid, gid uint32, groups []uint32, dirs []string) (string, erro
 	return bad, err
 }
 
-// ForeignOwner returns the owner of the first of paths (each looked at itself, a link as the
-// link) that is not uid's, as the caller: ok false when all are uid's. A path it cannot look
-// at counts as another's (owner 0): what the caller trusts must be shown to be its own.
-func ForeignOwner(uid, gid uint32, groups []uint32, paths ...string) (owner uint32, found bool, err error) {
-	err = asCaller(uid, gid, groups, func() {
-		for _, p := range paths {
-			var st unix.Stat_t
-			if unix.Lstat(p, &st) != nil {
-				owner, found = 0, true
-				return
-			}
-			if st.Uid != uid {
-				owner, found = st.Uid, true
-				return
-			}
-		}
-	})
-	return owner, found, err
-}
-
 // DirsMoved returns an ErrDirMoved for the first of leadsTo's dirs that no longer resolves,
 // as the caller, where it did (Spec.DirsLeadTo), and nil when each still does.
 func DirsMoved(uid, gid uint32, groups []uint32, leadsTo map[string]string) error {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
 // TestWritableDirOnHostReadOnlyMountStaysReadOnly: a session dir the host mounts read-only
@@ -259,43 +257,5 @@ func TestMountReadOnly(t *testing.T) {
 	}
 	if _, ok := mountReadOnly(filepath.Join(t.TempDir(), "none"), "/x"); ok {
 		t.Error("a missing table answered")
-	}
-}
-
-// TestForeignOwner: a name is the caller's only if the link itself and the dir holding it are:
-// another user's link to the caller's own file, or their dir, is their choice.
-func TestForeignOwner(t *testing.T) {
-	testutil.RequireRoot(t)
-	base := hostTempDir(t, "/var/tmp", "sbx-owner-")
-	os.Chmod(base, 0o777)
-	mine, theirs := filepath.Join(base, "mine"), filepath.Join(base, "theirs")
-	for _, d := range []string{mine, theirs} {
-		os.Mkdir(d, 0o755)
-	}
-	os.Chown(mine, nobody, nobody)
-	os.Chown(theirs, 4242, 4242)
-	file := filepath.Join(mine, "notes.json")
-	os.WriteFile(file, []byte("{}"), 0o644)
-	os.Chown(file, nobody, nobody)
-	link := filepath.Join(mine, "link.json")
-	os.Symlink(file, link)
-	unix.Lchown(link, 4242, 4242)
-	inTheirs := filepath.Join(theirs, "settings.json")
-	os.Symlink(file, inTheirs)
-	unix.Lchown(inTheirs, nobody, nobody)
-	for _, tc := range []struct {
-		paths []string
-		owner uint32
-		found bool
-	}{
-		{[]string{file, mine}, 0, false},
-		{[]string{link, mine}, 4242, true},
-		{[]string{inTheirs, theirs}, 4242, true},
-		{[]string{filepath.Join(mine, "missing")}, 0, true},
-	} {
-		owner, found, err := ForeignOwner(nobody, nobody, nil, tc.paths...)
-		if err != nil || found != tc.found || owner != tc.owner {
-			t.Errorf("%v: owner %d found %v err %v, want %d %v", tc.paths, owner, found, err, tc.owner, tc.found)
-		}
 	}
 }
