@@ -355,8 +355,8 @@ func byOwnerInTurn(ss []*session.Session) []*session.Session {
 	rank := map[uint32]int{}
 	es := make([]entry, len(ss))
 	for i, s := range ss {
-		es[i] = entry{s, rank[s.Owner.UID]}
-		rank[s.Owner.UID]++
+		es[i] = entry{s, rank[s.Owner.Tenant()]} // a user's subordinate uids take its turns
+		rank[s.Owner.Tenant()]++
 	}
 	slices.SortStableFunc(es, func(a, b entry) int { return a.turn - b.turn })
 	out := make([]*session.Session, len(es))
