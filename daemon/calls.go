@@ -18,6 +18,7 @@ import (
 // Call implements api.Backend.
 func (c *Core) Call(ctx context.Context, s *session.Session, caller session.Caller, cr protocol.CallRequest, onEvent func(protocol.Event), b api.Budget) (api.Outcome, error) {
 	defer c.activity.running(s.ID)()
+	c.refreshSettings(ctx, s)
 	req, err := toRequest(cr)
 	if err != nil {
 		return api.Outcome{}, err
@@ -38,12 +39,14 @@ func (c *Core) Decide(ctx context.Context, s *session.Session, caller session.Ca
 	if err != nil {
 		return api.Outcome{}, err
 	}
+	c.refreshSettings(ctx, s)
 	return outcome(c.pipeline.Decide(ctx, s, caller, req)), nil
 }
 
 // Resume implements api.Backend.
 func (c *Core) Resume(ctx context.Context, s *session.Session, caller session.Caller, approvalID string, wait time.Duration, b api.Budget) (api.Outcome, error) {
 	defer c.activity.running(s.ID)()
+	c.refreshSettings(ctx, s)
 	o, err := c.pipeline.Resume(ctx, s, caller, approvalID, wait, nil)
 	if err != nil {
 		return api.Outcome{}, err
@@ -55,6 +58,7 @@ func (c *Core) Resume(ctx context.Context, s *session.Session, caller session.Ca
 // Batch implements api.Backend: every request is checked before any runs.
 func (c *Core) Batch(ctx context.Context, s *session.Session, caller session.Caller, crs []protocol.CallRequest, b api.Budget) ([]api.Outcome, error) {
 	defer c.activity.running(s.ID)()
+	c.refreshSettings(ctx, s)
 	reqs := make([]*executor.Request, len(crs))
 	for i, cr := range crs {
 		req, err := toRequest(cr)

@@ -53,6 +53,8 @@ type Core struct {
 	egress *egressProxy
 	// reloads is how the last loads of the configuration and the policy went.
 	reloads reloadState
+	// settings are the settings files each session's rules were read from.
+	settings settingsWatch
 }
 
 var _ api.Backend = (*Core)(nil)
@@ -498,7 +500,7 @@ func inheritedRules(s *session.Session) ([]permission.Rule, error) {
 
 // loadRules reads every settings source for the session: admin files as the daemon (they
 // are root-owned), project and user files as the owner through its worker.
-func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.Rules) (*permission.RuleSet, error) {
+func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.Rules) (_ *permission.RuleSet, err error) {
 	cfg := c.Config()
 	snap := s.Snapshot()
 	// A child is decided by its parent chain's rules and then its own: deny and ask win over
@@ -510,6 +512,14 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 	if err != nil {
 		return nil, err
 	}
+	read := &readSettings{}
+	defer func() {
+		// A failed rebuild of a live session is kept too (a fix of the file that failed
+		// rebuilds again); a session that failed to be made is no one's to watch.
+		if err == nil || c.settings.has(s.ID) {
+			c.settings.set(s.ID, read)
+		}
+	}()
 	rs, _, err := permission.Load(ctx, permission.LoadOptions{
 		PolicyDir: cfg.PolicyDir,
 		CLIArgs:   c.cliRules,
@@ -528,7 +538,7 @@ func (c *Core) loadRules(ctx context.Context, s *session.Session, rules session.
 		// a file of a million rules is refused before any is built; at least the default, as
 		// entries count directories too.
 		MaxOwnedEntries:    max(cfg.Limits.RulesPerSession, permission.DefaultMaxOwnedEntries),
-		Owner:              ownerReader{host: c.host, s: s},
+		Owner:              ownerReader{host: c.host, s: s, read: read},
 		ReadClaudeSettings: cfg.ReadClaudeSettings,
 		// A cloned repository's settings may deny and ask, but only a session that says it
 		// trusts its project lets those files allow (COMPAT 2: untrusted workspaces).
@@ -572,6 +582,7 @@ func ownedRules(rs *permission.RuleSet) (n, size int) {
 type ownerReader struct {
 	host *executor.Host
 	s    *session.Session
+	read *readSettings // what was read, for settingsWatch; nil: not kept
 }
 
 // settingsMaxBytes bounds a settings file.
@@ -589,6 +600,9 @@ func (o ownerReader) ReadOwnedFile(ctx context.Context, path, top string) ([]byt
 	// otherwise set the mode and rules of a session made meanwhile). Asked before and after
 	// the read, and only of a file that exists: a running call guards every missing one, and
 	// a missing file is no source at all.
+	if o.read != nil {
+		o.read.add(o.s, path)
+	}
 	sb := o.host.Sandbox()
 	before := sb != nil && sb.MadeByRunningCall(path, o.s.Owner.UID)
 	b, uid, err := o.host.ReadSettingsAs(ctx, o.s, path, settingsMaxBytes)
@@ -790,6 +804,7 @@ func (c *Core) DeleteSession(ctx context.Context, caller session.Caller, id stri
 }
 
 func (c *Core) release(s *session.Session) {
+	c.settings.drop(s.ID)
 	c.egress.close(s.ID)
 	c.host.StopSession(s.ID)
 	if err := c.sandbox.KillSession(s.ID, "session_deleted"); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/internal/globwalk"
 )
 
@@ -280,4 +282,30 @@ func globOnHost(uid, gid, tenant uint32, groups []uint32, expand func() ([]globw
 		walkShare.charge(tenant, threadCPU()-began)
 	})
 	return links, complete, err
+}
+
+// FilePrints are what each of paths is now to the caller: the link itself and what it leads
+// to (device, inode, size, change time), or why it cannot be looked at. Equal prints say a
+// file was neither written, replaced, moved nor had its mode changed since.
+func FilePrints(uid, gid uint32, groups []uint32, paths []string) (string, error) {
+	var b strings.Builder
+	err := asCaller(uid, gid, groups, func() {
+		for _, p := range paths {
+			for _, follow := range []bool{false, true} {
+				var st unix.Stat_t
+				var err error
+				if follow {
+					err = unix.Stat(p, &st)
+				} else {
+					err = unix.Lstat(p, &st)
+				}
+				if err != nil {
+					fmt.Fprintf(&b, "%s:%v;", p, err)
+					continue
+				}
+				fmt.Fprintf(&b, "%s:%d:%d:%d:%d.%d:%o;", p, st.Dev, st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec, st.Mode)
+			}
+		}
+	})
+	return b.String(), err
 }
