@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/sandboxd/sandboxd/internal/regfile"
 )
 
 // Settings is the "permissions" object of a settings file ({"permissions":{...}}), and the
@@ -204,7 +206,7 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			b, err := os.ReadFile(f)
+			b, err := regfile.Read(f, maxPolicySettingsBytes)
 			if err != nil {
 				return nil, nil, fmt.Errorf("read policy settings: %w", err)
 			}
@@ -403,6 +405,9 @@ func policyFiles(dir string, check bool) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// maxPolicySettingsBytes bounds one admin settings file of the policy dir.
+const maxPolicySettingsBytes = 4 << 20
 
 // CheckPolicyOwner refuses a policy path that someone other than root could have written.
 func CheckPolicyOwner(p string) error { return checkOwner(p) }
