@@ -1501,7 +1501,7 @@ func (w *walker) spliceNested(c *Classification, n int) {
 			continue
 		}
 		for _, ns := range sb.nested.Subcommands {
-			ns.Nested = true
+			ns.Nested, ns.Tail = true, sb.tails
 			all = append(all, ns)
 			// A line is read-only only with every script it runs: the command's own check
 			// and the nested reading may part on an option cluster (`mapfile -cC00`,

@@ -174,6 +174,10 @@ type Subcommand struct {
 	// watch, setsid. It follows the command that runs it. Deny and ask rules and risk
 	// signals see it; allow rules judge the outer command, which is never read-only.
 	Nested bool `json:"nested,omitempty"`
+	// Tail marks a nested command that is one tail of the words of a program no table
+	// describes (it may be a runner: heaptrack rm x): a command line the program may run, not
+	// one it is known to run.
+	Tail bool `json:"tail,omitempty"`
 }
 
 // Redirect is one redirection of a simple command.

@@ -415,7 +415,9 @@ func suggestRules(c *Call, tf permission.ToolFacts) []string {
 			if sub.ReadOnly || sub.Nested || len(sub.Prefix) == 0 || unsayable(sub.Prefix[0]) || strings.HasPrefix(sub.Prefix[0], "-") {
 				continue
 			}
-			runsCommands := i+1 < len(cl.Subcommands) && cl.Subcommands[i+1].Nested // tar --to-command=…, git -c core.pager=…
+			// tar --to-command=…, git -c core.pager=…; not the tails of a program no table
+			// describes (go test ./...), which only may be commands.
+			runsCommands := i+1 < len(cl.Subcommands) && cl.Subcommands[i+1].Nested && !cl.Subcommands[i+1].Tail
 			if sub.ExactOnly || sub.Opaque || runsCommands || !prefixReasons[sub.Reason] || classifier.RunsCommandLine(sub.Prefix) {
 				// A program that runs what its words say (env, bash -c, python3 -c, npx,
 				// npm exec, an option naming a program) is allowed by its prefix for
