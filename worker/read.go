@@ -323,8 +323,37 @@ func editDistance(a, b string, max int) int {
 	return prev[len(rb)]
 }
 
-func readAllLimit(f *os.File, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+// boundedReader reads at most left bytes of r, and stops with ctx's error once ctx ends. Every
+// read of a file goes through one: a file another process keeps extending (truncate -s +1G
+// makes gigabytes of holes in a moment) would otherwise be read for as long as it grows, long
+// after the caller gave up.
+type boundedReader struct {
+	ctx  context.Context
+	r    io.Reader
+	left int64
+}
+
+// boundedChunk bounds one Read, so that ctx is looked at after every megabyte however large
+// the caller's buffer (io.ReadAll's grows to the file's size).
+const boundedChunk = 1 << 20
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), b.left, boundedChunk)]
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// readAllLimit reads f to its end, at most limit bytes (more is TooLarge), stopping when ctx
+// ends.
+func readAllLimit(ctx context.Context, f *os.File, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(&boundedReader{ctx: ctx, r: f, left: limit + 1})
 	if err != nil {
 		return nil, errcode.New(errcode.Of(err), fmt.Errorf("read %s: %w", f.Name(), unwrapPath(err)))
 	}
@@ -356,13 +385,13 @@ func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
 	reply := &ReadReply{FileInfo: fileInfo(f.Name(), fi)}
 	switch a.Kind {
 	case KindText, "":
-		out, err := readText(f, fi, a, reply)
+		out, err := readText(ctx, f, fi, a, reply)
 		return reply, out, err
 	case KindImage, KindBytes, KindPDF:
 		if fi.Size() > a.MaxFileBytes {
 			return nil, nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s is %d bytes, more than the %d this tool reads; use Bash to inspect or convert it", f.Name(), fi.Size(), a.MaxFileBytes))
 		}
-		b, err := readAllLimit(f, a.MaxFileBytes)
+		b, err := readAllLimit(ctx, f, a.MaxFileBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -407,7 +436,10 @@ func SniffImage(b []byte) string {
 
 // readText formats the selected lines cat -n style. Small files are read whole in one
 // syscall (hashed for the read state); larger ones are streamed, hashed up to HashLimit.
-func readText(f *os.File, fi fs.FileInfo, a *ReadArgs, reply *ReadReply) ([]byte, error) {
+// A streamed file is read no further than its size when opened (fi): a file that grows
+// meanwhile is shown and hashed as it was then, and the hash no longer matching the file
+// makes a later edit read it again. Reading stops when ctx ends.
+func readText(ctx context.Context, f *os.File, fi fs.FileInfo, a *ReadArgs, reply *ReadReply) ([]byte, error) {
 	if a.Offset <= 0 {
 		a.Offset = 1
 	}
@@ -420,12 +452,12 @@ func readText(f *os.File, fi fs.FileInfo, a *ReadArgs, reply *ReadReply) ([]byte
 	if a.MaxOutputBytes <= 0 {
 		a.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	var src io.Reader = f
+	var src io.Reader = &boundedReader{ctx: ctx, r: f, left: fi.Size()}
 	h := sha256.New()
 	hashing := fi.Size() <= a.HashLimit
 	wholeLines := -1
 	if fi.Size() <= 1<<20 {
-		b, err := readAllLimit(f, a.HashLimit)
+		b, err := readAllLimit(ctx, f, a.HashLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -442,7 +474,7 @@ func readText(f *os.File, fi fs.FileInfo, a *ReadArgs, reply *ReadReply) ([]byte
 			wholeLines++
 		}
 	} else if hashing {
-		src = io.TeeReader(f, h)
+		src = io.TeeReader(src, h)
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
 	if head, _ := br.Peek(8192); bytes.IndexByte(head, 0) >= 0 {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"golang.org/x/sys/unix"
@@ -170,7 +171,7 @@ func resolveMissing(p string, depth int) string {
 }
 
 // doReadFile reads a small regular file whole (settings files for the policy).
-func doReadFile(path string, maxBytes int64) (*FileInfo, []byte, error) {
+func doReadFile(ctx context.Context, path string, maxBytes int64) (*FileInfo, []byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
 	}
@@ -182,7 +183,7 @@ func doReadFile(path string, maxBytes int64) (*FileInfo, []byte, error) {
 	if fi.Size() > maxBytes {
 		return nil, nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s is %d bytes, more than the %d allowed", path, fi.Size(), maxBytes))
 	}
-	b, err := readAllLimit(f, maxBytes)
+	b, err := readAllLimit(ctx, f, maxBytes)
 	if err != nil {
 		return nil, nil, err
 	}

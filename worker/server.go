@@ -127,12 +127,12 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 		if req.Write == nil {
 			break
 		}
-		resp.Write, err = doWrite(req.Write, payload)
+		resp.Write, err = doWrite(ctx, req.Write, payload)
 	case OpEdit:
 		if req.Edit == nil {
 			break
 		}
-		resp.Write, err = doEdit(req.Edit)
+		resp.Write, err = doEdit(ctx, req.Edit)
 	case OpGlob:
 		if req.Glob == nil {
 			break
@@ -149,7 +149,7 @@ func handle(ctx context.Context, req *Request, payload []byte) (resp *Response, 
 	case OpResolve:
 		resp.Resolve, err = doResolve(req.Path, req.Fallback)
 	case OpReadFile:
-		resp.FileInfo, out, err = doReadFile(req.Path, req.MaxBytes)
+		resp.FileInfo, out, err = doReadFile(ctx, req.Path, req.MaxBytes)
 	case OpMarkdown:
 		resp.Markdown, out, err = doMarkdown(payload, req.Domain)
 	default:

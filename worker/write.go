@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -62,7 +63,7 @@ func writeTarget(path, decided string) (string, error) {
 // WARNING: writes as the owner where the policy decided (writeTarget). Rerun
 // TestWriteAtomicKeepsModeAndOwner, TestWriteGoesWhereDecided, TestWriteTool and TestEditTool
 // as root after changing.
-func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
+func doWrite(ctx context.Context, a *WriteArgs, content []byte) (*WriteReply, error) {
 	path, err := cleanAbs(a.Path)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 			if err != nil {
 				return nil, err
 			}
-			cur, err = readAllLimit(f, MaxEditFileBytes)
+			cur, err = readAllLimit(ctx, f, MaxEditFileBytes)
 			f.Close()
 			if err != nil {
 				return nil, err
@@ -111,7 +112,7 @@ func doWrite(a *WriteArgs, content []byte) (*WriteReply, error) {
 	return writeAtomic(path, target, content, fi)
 }
 
-func doEdit(a *EditArgs) (*WriteReply, error) {
+func doEdit(ctx context.Context, a *EditArgs) (*WriteReply, error) {
 	path, err := cleanAbs(a.Path)
 	if err != nil {
 		return nil, err
@@ -128,7 +129,7 @@ func doEdit(a *EditArgs) (*WriteReply, error) {
 			f.Close()
 			return nil, errcode.Msg(errcode.TooLarge, fmt.Sprintf("%s is %d bytes, more than Edit handles (%d); edit it with Bash (sed) instead", path, fi.Size(), MaxEditFileBytes))
 		}
-		content, err = readAllLimit(f, MaxEditFileBytes)
+		content, err = readAllLimit(ctx, f, MaxEditFileBytes)
 		f.Close()
 		if err != nil {
 			return nil, err
