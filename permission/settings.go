@@ -276,7 +276,9 @@ func Load(ctx context.Context, o LoadOptions) (*RuleSet, *Effective, error) {
 					who += " (" + shared + ")"
 				}
 			case owned:
-				who = "another user may change it: " + shared
+				// chmod alone does not take back a write descriptor someone opened already:
+				// a new file does.
+				who = "another user may change it: " + shared + " (to trust it, make the dirs writable by you alone and replace the file with a new one: cp F F.new && mv F.new F)"
 			}
 			if !project {
 				notTrusted = "not the session owner's alone"

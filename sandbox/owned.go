@@ -4,19 +4,28 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // OwnedAlone says, as the caller (uid, gid, groups) finds them, whether what the file at path
-// holds is uid's choice alone: the file and each name on the way to it from top (top
-// included), each looked at itself (a link as the link), and, where the path goes through a
-// link, the file it leads to and each dir on the way there from where top leads (from / when
-// it lies outside). The file and a link on the way must be uid's, a dir uid's or root's; no
-// file or dir may be writable by its group or by others, nor carry an ACL that lets another
-// user or group write it. A dir writable by others is accepted only with its sticky bit set
-// and for an entry of uid's (no one else may then rename or remove it): a project in /tmp.
+// holds is uid's choice alone: the file and each name on the way to it from /, each looked at
+// itself (a link as the link), and, where the path goes through a link, the file it leads to
+// and each dir on the way there. The file and a link on the way must be uid's, a dir uid's or
+// root's; no file or dir may be writable by its group or by others, nor carry an ACL that lets
+// another user or group write it. A dir writable by others is accepted only with its sticky
+// bit set and for an entry of uid's or root's (no one else may then rename or remove it): a
+// project in /tmp. Group write is no one else's when the group is uid's own private one (no
+// members, no other user's primary group), as umask 002 systems make them.
+//
+// The dirs above top count as much as those below: one others may write (a team's setgid
+// dir holding the project) lets them rename the project away and theirs in, between any look
+// and the read of the file; and the file's content, read through the session's worker, may
+// then be what their dir held. top only says where a link's target is judged from.
 //
 // owner is the owner of the first name that is another's (uid when none is), why what lets
 // another change the file ("" when nothing does). A name it cannot look at counts against it:
@@ -63,19 +72,23 @@ func ownedAlone(uid uint32, top, p string) (owner uint32, why string) {
 			return st.Uid, fmt.Sprintf("%s is uid %d's", name, st.Uid)
 		}
 		if kind != unix.S_IFLNK {
-			if w := st.Mode & 0o022; w != 0 {
+			w := st.Mode & 0o022
+			if w == 0o020 && privateGroup(st.Gid, uid) {
+				w = 0
+			}
+			if w != 0 {
 				// The sticky bit keeps others from renaming or removing an entry they do not
-				// own: the one below, if it is the caller's, stays what the caller made.
-				sticky := kind == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 && name != p && below.Uid == uid
+				// own: the one below, if it is the caller's or root's, stays as it was made.
+				sticky := kind == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 && name != p && (below.Uid == uid || below.Uid == 0)
 				if !sticky {
 					return uid, fmt.Sprintf("%s is writable by %s (mode %04o)", name, writers(w, st.Gid), st.Mode&0o7777)
 				}
 			}
-			if w := aclWriters(name, uid); w != "" {
+			if w := aclWriters(name, uid, st.Gid); w != "" {
 				return uid, w
 			}
 		}
-		if name == top || name == "/" {
+		if name == "/" {
 			return uid, ""
 		}
 		below = st
@@ -107,7 +120,7 @@ const (
 // user or group entry, or the owning group's, that grants write. Its mask is not relied on
 // (it bounds them now, but its owner may raise it). Others' entry is the mode's, checked
 // already. An ACL that cannot be read or understood counts against it.
-func aclWriters(name string, uid uint32) string {
+func aclWriters(name string, uid, gid uint32) string {
 	buf := make([]byte, 256)
 	n, err := unix.Lgetxattr(name, "system.posix_acl_access", buf)
 	if errors.Is(err, unix.ERANGE) {
@@ -131,7 +144,7 @@ func aclWriters(name string, uid uint32) string {
 		switch tag {
 		case aclUserObj, aclMask, aclOther:
 		case aclUser, aclGroup, aclGroupObj:
-			if perm&aclWrite == 0 || tag == aclUser && id == uid {
+			if perm&aclWrite == 0 || tag == aclUser && id == uid || tag == aclGroupObj && privateGroup(gid, uid) {
 				continue
 			}
 			who := "its group"
@@ -147,4 +160,45 @@ func aclWriters(name string, uid uint32) string {
 		}
 	}
 	return ""
+}
+
+// privateGroup reports whether gid is uid's own group alone, by the system's files, as
+// user-private-group systems make them: /etc/group gives it uid's user name and no members,
+// and /etc/passwd gives it as the primary group of uid and of no one else. A group only a
+// directory service knows, or a shared one such as nogroup (which services run as), is not.
+func privateGroup(gid, uid uint32) bool {
+	users, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return false
+	}
+	g, u := strconv.FormatUint(uint64(gid), 10), strconv.FormatUint(uint64(uid), 10)
+	name := ""
+	for _, line := range strings.Split(string(users), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 {
+			continue
+		}
+		if f[2] == u {
+			name = f[0]
+		}
+		if f[3] == g && f[2] != u {
+			return false // another user's primary group too
+		}
+	}
+	groups, err := os.ReadFile("/etc/group")
+	if name == "" || err != nil {
+		return false
+	}
+	found := false
+	for _, line := range strings.Split(string(groups), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) != 4 || f[2] != g {
+			continue
+		}
+		if found || f[0] != name || strings.TrimSpace(f[3]) != "" {
+			return false // listed twice, another's name, or with members
+		}
+		found = true
+	}
+	return found
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,9 +58,11 @@ func TestOwnedAlone(t *testing.T) {
 		{"dir writable by its group", func(_, d, _ string) { unix.Chmod(d, 0o2775) }, nobody, ".sandboxd is writable by group 65534 (mode 2775)"},
 		{"project's dir writable by others", func(p, _, _ string) { unix.Chmod(p, 0o757) }, nobody, "proj is writable by others (mode 0757)"},
 		{"project's dir sticky, entry the caller's", func(p, _, _ string) { unix.Chmod(p, 0o1777) }, nobody, ""},
-		{"project's dir sticky, entry root's", func(p, d, _ string) { unix.Chmod(p, 0o1777); os.Chown(d, 0, 0) }, nobody, "proj is writable by group 65534 and others (mode 1777)"},
+		{"project's dir sticky, entry root's", func(p, d, _ string) { unix.Chmod(p, 0o1777); os.Chown(d, 0, 0) }, nobody, ""},
 		{"a dir root's", func(_, d, _ string) { os.Chown(d, 0, 0) }, nobody, ""},
-		{"above the project's dir writable", func(p, _, _ string) { unix.Chmod(filepath.Dir(p), 0o777) }, nobody, ""},
+		// Above it as much as below: others may rename the project away and theirs in.
+		{"above the project's dir writable", func(p, _, _ string) { unix.Chmod(filepath.Dir(p), 0o777) }, nobody, "and others (mode 0777)"},
+		{"above the project's dir writable, sticky", func(p, _, _ string) { unix.Chmod(filepath.Dir(p), 0o1777) }, nobody, ""},
 		{"file another's", func(_, _, f string) { os.Chown(f, other, other) }, other, "is uid 4242's"},
 		{"file root's", func(_, _, f string) { os.Chown(f, 0, 0) }, 0, "is uid 0's"},
 		{"dir another's", func(_, d, _ string) { os.Chown(d, other, other) }, other, ".sandboxd is uid 4242's"},
@@ -135,5 +138,33 @@ func TestOwnedAlone(t *testing.T) {
 	// A file the caller cannot look at is not shown to be its own.
 	if _, why, err := OwnedAlone(nobody, nobody, nil, base, filepath.Join(base, "missing")); err != nil || !strings.Contains(why, "could not be looked at") {
 		t.Errorf("a missing file: why %q, err %v", why, err)
+	}
+}
+
+// TestOwnedAlonePrivateGroup: umask 002 on a system of user-private groups leaves a project
+// writable by the user's own group, which no one else is in: still the user's alone. Add
+// another user to that group and it is not.
+func TestOwnedAlonePrivateGroup(t *testing.T) {
+	u := testutil.CreateUser(t, "sbupg")
+	proj := filepath.Join(u.Home, "proj")
+	file := filepath.Join(proj, ".sandboxd", "settings.json")
+	os.MkdirAll(filepath.Dir(file), 0o775)
+	os.WriteFile(file, []byte("{}"), 0o664)
+	for _, p := range []string{proj, filepath.Dir(file), file} {
+		os.Chown(p, int(u.UID), int(u.GID))
+		unix.Chmod(p, map[bool]uint32{true: 0o664, false: 0o2775}[p == file])
+	}
+	if privateGroup(nobody, nobody) {
+		t.Error("nogroup, which services run as, taken for nobody's private group")
+	}
+	if _, why, err := OwnedAlone(u.UID, u.GID, nil, proj, file); err != nil || why != "" {
+		t.Errorf("writable by the user's private group only: %q %v", why, err)
+	}
+	other := testutil.CreateUser(t, "sbupo")
+	if out, err := exec.Command("gpasswd", "-a", other.Name, u.Name).CombinedOutput(); err != nil {
+		t.Fatalf("gpasswd: %v %s", err, out)
+	}
+	if _, why, err := OwnedAlone(u.UID, u.GID, nil, proj, file); err != nil || !strings.Contains(why, "writable by group") {
+		t.Errorf("with another user in the group: %q %v", why, err)
 	}
 }
