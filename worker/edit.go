@@ -22,7 +22,7 @@ type EditResult struct {
 
 // ApplyEdits applies edits in order to content, all or nothing. An old_string must occur
 // exactly once unless ReplaceAll; when it does not occur at all it is retried with curly
-// quotes straightened and trailing whitespace ignored on both sides, and the replacement
+// quotes straightened and whitespace at the end of lines ignored on both sides, and the replacement
 // then takes the file's quote style. name is used in error messages.
 func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
 	return ApplyEditsBounded(name, content, edits, MaxEditFileBytes, math.MaxInt64)
@@ -181,14 +181,35 @@ func normalize(s string, wantIdx bool) (string, []int) {
 }
 
 // findFuzzy finds old in s after normalizing both, and maps the matches back to s.
+//
+// Whitespace that ends old, with no newline after it, is trailing only if the file's line
+// ends there too: a match must then end at the end of a line (or of the file). Otherwise
+// "foo\t" would match the "foo" of "food", and "x = foo " the start of "x = foo(bar)".
 func findFuzzy(s, old string) [][2]int {
 	ns, idx := normalize(s, true)
 	nold, _ := normalize(old, false)
 	if strings.TrimSpace(nold) == "" {
 		return nil
 	}
+	endsInBlank := strings.TrimRight(old, " \t") != old
+	var spans [][2]int
+	for off := 0; off <= len(ns); {
+		i := strings.Index(ns[off:], nold)
+		if i < 0 {
+			break
+		}
+		start, end := off+i, off+i+len(nold)
+		if endsInBlank && end < len(ns) && ns[end] != '\n' && ns[end] != '\r' {
+			// Not at a line's end: look again one rune on, as a later match may be.
+			_, size := utf8.DecodeRuneInString(ns[start:])
+			off = start + size
+			continue
+		}
+		spans = append(spans, [2]int{start, end})
+		off = end
+	}
 	var out [][2]int
-	for _, sp := range findAll(ns, nold) {
+	for _, sp := range spans {
 		start := idx[sp[0]]
 		last := idx[sp[1]-1]
 		_, size := utf8.DecodeRuneInString(s[last:])
