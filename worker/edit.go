@@ -22,8 +22,10 @@ type EditResult struct {
 
 // ApplyEdits applies edits in order to content, all or nothing. An old_string must occur
 // exactly once unless ReplaceAll; when it does not occur at all it is retried with curly
-// quotes straightened and whitespace at the end of lines ignored on both sides, and the replacement
-// then takes the file's quote style. name is used in error messages.
+// quotes straightened and whitespace at the end of lines ignored on both sides, and the
+// replacement then takes the file's quote style. In a file whose lines end in CRLF, an
+// old_string and new_string without \r have their \n read as \r\n (Read shows the lines
+// without the \r), so the file keeps its line endings. name is used in error messages.
 func ApplyEdits(name, content string, edits []Edit) (*EditResult, error) {
 	return ApplyEditsBounded(name, content, edits, MaxEditFileBytes, math.MaxInt64)
 }
@@ -38,6 +40,7 @@ func ApplyEditsBounded(name, content string, edits []Edit, maxBytes, maxWork int
 		return nil, errcode.Msg(errcode.Validation, "no edits given; pass old_string and new_string")
 	}
 	res := &EditResult{Content: content}
+	crlf := endsLinesInCRLF(content)
 	var work int64
 	for i, e := range edits {
 		which := ""
@@ -59,13 +62,31 @@ func ApplyEditsBounded(name, content string, edits []Edit, maxBytes, maxWork int
 			res.Start, res.End = 0, len(e.NewString)
 			continue
 		}
-		spans := findAll(res.Content, e.OldString)
-		newString := e.NewString
-		if len(spans) == 0 {
-			spans = findFuzzy(res.Content, e.OldString)
+		// The forms old_string is looked for in, in order: in a CRLF file its lines as the
+		// file ends them, then as given (a file with some LF lines too).
+		type form struct{ old, new string }
+		forms := []form{{e.OldString, e.NewString}}
+		if crlf && !strings.Contains(e.OldString, "\r") && !strings.Contains(e.NewString, "\r") {
+			forms[0] = form{toCRLF(e.OldString), toCRLF(e.NewString)}
+			if forms[0].old != e.OldString {
+				forms = append(forms, form{e.OldString, e.NewString})
+			}
+		}
+		var spans [][2]int
+		var newString string
+		for _, f := range forms {
+			if spans = findAll(res.Content, f.old); len(spans) > 0 {
+				newString = f.new
+				break
+			}
+		}
+		for _, f := range forms {
 			if len(spans) > 0 {
+				break
+			}
+			if spans = findFuzzy(res.Content, f.old); len(spans) > 0 {
 				res.Fuzzy = true
-				newString = preserveQuotes(res.Content[spans[0][0]:spans[0][1]], e.NewString)
+				newString = preserveQuotes(res.Content[spans[0][0]:spans[0][1]], f.new)
 			}
 		}
 		switch {
@@ -98,6 +119,17 @@ func ApplyEditsBounded(name, content string, edits []Edit, maxBytes, maxWork int
 		res.Replacements += len(spans)
 	}
 	return res, nil
+}
+
+// endsLinesInCRLF reports whether most of content's lines end in \r\n.
+func endsLinesInCRLF(content string) bool {
+	crlf := strings.Count(content, "\r\n")
+	return crlf > 0 && crlf*2 >= strings.Count(content, "\n")
+}
+
+// toCRLF ends s's lines in \r\n.
+func toCRLF(s string) string {
+	return strings.ReplaceAll(s, "\n", "\r\n")
 }
 
 func quoteShort(s string) string {
