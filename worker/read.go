@@ -176,6 +176,32 @@ func openResolved(d *Resolved, name string, changed error) (*os.File, fs.FileInf
 	return f, fi, nil
 }
 
+// slashEnd refuses a path ending in "/" (other than "/" itself) as the kernel would open it:
+// a directory is EISDIR, any other file ENOTDIR, and a missing one is missing (to a write, a
+// directory's name). filepath.Clean drops the slash, and with it the caller's word that the
+// path is a directory: a read of ".../e.txt/" would read e.txt, a write to ".../newdir/" make
+// a file named newdir.
+func slashEnd(path string, write bool) error {
+	if len(path) <= 1 || !strings.HasSuffix(path, "/") {
+		return nil
+	}
+	name := filepath.Clean(path)
+	fi, err := os.Stat(name)
+	switch {
+	case err == nil && fi.IsDir():
+		if write {
+			return errcode.Msg(errcode.ErrnoEISDIR, fmt.Sprintf("%s is a directory; give a file path", path))
+		}
+		return isDirError(path)
+	case err == nil:
+		return errcode.Msg(errcode.ErrnoENOTDIR, fmt.Sprintf("%s: not a directory (%s is a file, and the path ends in /); drop the trailing slash to name the file", path, name))
+	case write:
+		return errcode.Msg(errcode.ErrnoEISDIR, fmt.Sprintf("%s ends in /, so it names a directory, not a file; give a file path without the trailing slash", path))
+	default:
+		return errcode.Msg(errcode.ErrnoENOENT, fmt.Sprintf("file does not exist: %s (and a file path does not end in /)", path))
+	}
+}
+
 // changedError refuses a file that is no longer the one the policy decided on.
 func changedError(name string) error {
 	return errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to read %s: it changed between the permission decision and the read (a different file, or a symlink, is there now); read it again to have the new one decided", name))
@@ -364,6 +390,9 @@ func readAllLimit(ctx context.Context, f *os.File, limit int64) ([]byte, error) 
 }
 
 func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
+	if err := slashEnd(a.Path, false); err != nil {
+		return nil, nil, err
+	}
 	var f *os.File
 	var fi fs.FileInfo
 	var err error

@@ -164,6 +164,9 @@ func cleanAbs(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", p))
 	}
+	if err := slashEnd(p, true); err != nil {
+		return "", err
+	}
 	p = filepath.Clean(p)
 	if under(p, "/proc") || under(p, "/dev") || under(p, "/sys") {
 		return "", errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("refusing to write under %s; write regular files in the workspace", p))
