@@ -240,6 +240,8 @@ func (c *Core) remember(ctx context.Context, caller session.Caller, a approval.A
 		inForce = func() error {
 			s.RulesMu.Lock()
 			defer s.RulesMu.Unlock()
+			ctx, cancel := context.WithTimeout(ctx, ownerPaced)
+			defer cancel()
 			rs, err := c.loadRules(ctx, s, s.Snapshot().Rules)
 			if err != nil {
 				return err

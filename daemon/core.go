@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -174,8 +175,11 @@ func (c *Core) CreateSession(ctx context.Context, caller session.Caller, p sessi
 	p.ReadStateBytes, p.BudgetChars = cfg.ReadStateBytes, cfg.SessionBudgetChars
 	s := c.store.Create(owner, p)
 	// In the store now, it is rebuilt with its parent's (and by a reload): each waits for its
-	// rules to be set from what it read here, then rebuilds from what holds by then.
+	// rules to be set from what it read here, then rebuilds from what holds by then. What is
+	// asked of the owner's worker meanwhile is bounded (ownerPaced).
 	s.RulesMu.Lock()
+	ctx, cancelPaced := context.WithTimeout(ctx, ownerPaced)
+	defer cancelPaced()
 	rulesHeld := true
 	defer func() {
 		if rulesHeld {
@@ -287,6 +291,11 @@ func (c *Core) recheckTunnels(which func(id string) bool) {
 // after them, other users' too, was suspended.
 const rebuildTimeout = 20 * time.Second
 
+// ownerPaced bounds what a request does under a session's RulesMu that its owner sets the
+// pace of (their worker reads their dirs and settings; they may stop it): a reload's network
+// revocation and rebuild wait for that lock.
+const ownerPaced = rebuildTimeout
+
 // rebuildRules rebuilds the rule sets of the sessions which selects, suspending those whose
 // rules fail to load (see reloadRules). Owners take turns, each owner's next session after
 // every other owner's, so no user's sessions keep another's waiting on old rules. Each
@@ -374,13 +383,21 @@ func byOwnerInTurn(ss []*session.Session) []*session.Session {
 // otherwise stay with every session already open. A later reload that gives it back resumes
 // them, with their rules rebuilt (rebuildRules checks the same).
 func (c *Core) revokeNetworks(ctx context.Context) {
+	// Each session on its own: one whose lock a request holds (at most ownerPaced) holds up
+	// no other's.
+	var wg sync.WaitGroup
 	for _, s := range c.store.All() {
-		s.RulesMu.Lock() // after a rebuild that read an older configuration, not before
-		if err := networkPermitted(c.Config(), s); err != nil && s.Suspended() == "" {
-			c.revokeNetwork(ctx, s, err)
-		}
-		s.RulesMu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.RulesMu.Lock() // after a rebuild that read an older configuration, not before
+			defer s.RulesMu.Unlock()
+			if err := networkPermitted(c.Config(), s); err != nil && s.Suspended() == "" {
+				c.revokeNetwork(ctx, s, err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // suspend denies every call of s from now on with why, and audits it.
@@ -695,6 +712,8 @@ func (c *Core) UpdateSession(ctx context.Context, caller session.Caller, id stri
 func (c *Core) updateSession(ctx context.Context, caller session.Caller, s *session.Session, u session.Update) error {
 	s.RulesMu.Lock()
 	defer s.RulesMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, ownerPaced)
+	defer cancel()
 	snap := s.Snapshot()
 	cwd, extra := snap.Cwd, snap.AdditionalDirs
 	if u.Cwd != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -346,4 +347,84 @@ func manyPats(n int) string {
 		fmt.Fprintf(&b, "x%d_pat=yyyyyyyy ", i)
 	}
 	return b.String()
+}
+
+// TestSigtermDuringStuckReload: a reload that waits on a session a request holds (its owner's
+// worker stopped mid-request, as the owner may) leaves SIGTERM heard: the daemon drains and
+// exits, well before the request's own bound.
+func TestSigtermDuringStuckReload(t *testing.T) {
+	td := startDaemon(t, "") // for RequireRoot and a free cgroup name pattern
+	td.stop()
+	bin := buildDaemon(t)
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "d.sock")
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("drain_timeout_sec: 2\nsandbox:\n  cgroup_name: sandboxd-test-stuckreload\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--socket", socket, "--state-dir", filepath.Join(dir, "state"), "--config", cfg)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	if !healthy(socket) {
+		t.Fatalf("daemon did not become healthy: %s", stderr.String())
+	}
+	c := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", socket) }}}
+	resp, err := c.Post("http://sandboxd/v1/sessions", "application/json", strings.NewReader(fmt.Sprintf(`{"cwd":%q}`, dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess protocol.Session
+	json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	// The session's file worker (a Read starts it), stopped: a request that asks it waits.
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x\n"), 0o644)
+	if resp, err := c.Post("http://sandboxd/v1/sessions/"+sess.ID+"/calls", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"tool":"Read","input":{"file_path":%q}}`, filepath.Join(dir, "f")))); err == nil {
+		resp.Body.Close()
+	}
+	var worker int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), "sandboxd-worker") &&
+			strings.Contains(string(cg), "sandboxd-test-stuckreload") {
+			worker = pid // this daemon's only session's
+		}
+	}
+	if worker == 0 {
+		t.Fatal("no file worker found after a Read")
+	}
+	syscall.Kill(worker, syscall.SIGSTOP)
+	defer syscall.Kill(worker, syscall.SIGCONT)
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	go func() {
+		req, _ := http.NewRequest("PATCH", "http://sandboxd/v1/sessions/"+sess.ID, strings.NewReader(fmt.Sprintf(`{"additional_dirs":[%q]}`, sub)))
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		if el := time.Since(start); el > 10*time.Second {
+			t.Errorf("the daemon took %v to stop", el)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("SIGTERM unheard while a reload waited on a held session: %s", stderr.String())
+	}
 }

@@ -332,6 +332,21 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 	// The socket is bound and served from here on: connections queue until accepted.
 	d.notify(sdnotify.Ready)
 	var serveErr error
+	// A reload runs beside this loop, one at a time (a SIGHUP meanwhile makes one more after
+	// it): it may wait on a session a request holds, and SIGTERM must still be heard.
+	reloads := make(chan struct{}, 1)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for range reloads {
+			d.notify(sdnotify.Reloading())
+			d.Reload()
+			// READY=1 ends the reload whether it was refused or not: the daemon serves
+			// either way, on the old configuration or the new.
+			d.notify(sdnotify.Ready)
+		}
+	}()
+	defer func() { close(reloads); <-reloaded }()
 loop:
 	for {
 		select {
@@ -344,11 +359,10 @@ loop:
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				d.notify(sdnotify.Reloading())
-				d.Reload()
-				// READY=1 ends the reload whether it was refused or not: the daemon serves
-				// either way, on the old configuration or the new.
-				d.notify(sdnotify.Ready)
+				select {
+				case reloads <- struct{}{}:
+				default: // one is queued already, and reads what is there when it runs
+				}
 				continue
 			}
 			d.log.Info("signal: draining", zap.String("signal", s.String()))
@@ -391,7 +405,6 @@ func (d *Daemon) Reload() {
 	d.core.host.SetConfig(cfg.Sandbox)
 	d.core.pipeline.SetHooks(hooks)
 	d.core.ids.setAdminGroup(cfg.AdminGroup)
-	d.core.revokeNetworks(context.Background())
 	if sandboxNarrows(old.Sandbox, cfg.Sandbox) {
 		// Every command runs with the deny paths and system calls it started with.
 		d.core.stopAllCommands()
@@ -399,6 +412,7 @@ func (d *Daemon) Reload() {
 	if err := d.core.policy.Reload(context.Background()); err != nil {
 		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
 	}
+	d.core.revokeNetworks(context.Background()) // last: it may wait on sessions requests hold
 	d.log.Info("configuration reloaded")
 }
 
