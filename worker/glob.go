@@ -371,7 +371,7 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 	var searched *decidedSearch
 	if a.Decided != nil {
 		var err error
-		if searched, err = openDecidedSearch(a.Path, a.Decided); err != nil {
+		if searched, err = openDecidedSearch(a.Path, a.Decided, a.Deny); err != nil {
 			return nil, nil, err
 		}
 		defer searched.f.Close()
@@ -745,14 +745,14 @@ func (s *decidedSearch) shown(line []byte) []byte {
 // openDecidedSearch opens the file or directory a resolve of path found, d, and nothing else,
 // as openDecided does for Read: d's resolved path with no symlink followed on the way, then
 // the device and inode the resolve saw.
-func openDecidedSearch(path string, d *Resolved) (*decidedSearch, error) {
+func openDecidedSearch(path string, d *Resolved, deny denySet) (*decidedSearch, error) {
 	name := filepath.Clean(path)
 	switch {
 	case !filepath.IsAbs(path) || !filepath.IsAbs(d.Resolved):
 		return nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
 	case !d.Exists:
 		// Missing when decided: whatever is there now was not decided on.
-		return nil, notExist(name)
+		return nil, notExist(name, deny)
 	case d.Special != "":
 		return nil, refuseSpecial(name, d.Special)
 	case under(d.Resolved, "/proc"):

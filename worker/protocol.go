@@ -127,6 +127,9 @@ type ReadArgs struct {
 	// worker opens exactly that file, or refuses. Without it Path itself is opened, never a
 	// variant of its name.
 	Decided *Resolved `json:"decided,omitempty"`
+	// Deny are absolute gitignore-style patterns (as permission.MatchPath takes them) of paths
+	// the session may not read: the near names a missing file's error suggests leave them out.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // ReadReply describes the payload of a read.

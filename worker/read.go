@@ -54,9 +54,10 @@ func fileInfo(path string, fi fs.FileInfo) FileInfo {
 // after changing.
 //
 // openRegular opens path for reading if it is a regular file. It opens that name only: a
-// missing path is an error that suggests near names, never a silent read of a variant (Read
-// gets variants decided first, through a resolve with Fallback, and opens with openDecided).
-func openRegular(path string) (*os.File, fs.FileInfo, error) {
+// missing path is an error that suggests near names, none that deny matches, never a silent
+// read of a variant (Read gets variants decided first, through a resolve with Fallback, and
+// opens with openDecided).
+func openRegular(path string, deny denySet) (*os.File, fs.FileInfo, error) {
 	if !filepath.IsAbs(path) {
 		return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
 	}
@@ -67,7 +68,7 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if isNotExist(err) {
-			return nil, nil, notExist(path)
+			return nil, nil, notExist(path, deny)
 		}
 		return nil, nil, errcode.New(errcode.Of(err), fmt.Errorf("stat %s: %w", path, unwrapPath(err)))
 	}
@@ -107,8 +108,9 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 // kernel has no openat2), then fstat must show the device and inode the resolve saw. A path
 // swapped after the decision (a new symlink, a renamed or replaced file) is refused, never
 // followed. The file's name in errors and in the reply is the one decided on: d.Variant when
-// the resolve fell back to it, else path.
-func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
+// the resolve fell back to it, else path. A missing file's near names are suggested unless
+// deny matches them.
+func openDecided(path string, d *Resolved, deny denySet) (*os.File, fs.FileInfo, error) {
 	if !filepath.IsAbs(path) || !filepath.IsAbs(d.Resolved) {
 		return nil, nil, errcode.Msg(errcode.Validation, fmt.Sprintf("path %q is not absolute; pass an absolute path", path))
 	}
@@ -119,7 +121,7 @@ func openDecided(path string, d *Resolved) (*os.File, fs.FileInfo, error) {
 	switch {
 	case !d.Exists:
 		// Missing when decided: a file created since was not decided on.
-		return nil, nil, notExist(name)
+		return nil, nil, notExist(name, deny)
 	case d.Special != "":
 		return nil, nil, refuseSpecial(name, d.Special)
 	case under(d.Resolved, "/proc"):
@@ -207,9 +209,11 @@ func changedError(name string) error {
 	return errcode.Msg(errcode.Conflict, fmt.Sprintf("refused to read %s: it changed between the permission decision and the read (a different file, or a symlink, is there now); read it again to have the new one decided", name))
 }
 
-func notExist(path string) error {
+// notExist is the error for a missing path, suggesting near names that deny does not match
+// (a name a Read deny rule hides is not to be shown, even as a guess).
+func notExist(path string, deny denySet) error {
 	msg := fmt.Sprintf("file does not exist: %s.", path)
-	if near := nearNames(path); len(near) > 0 {
+	if near := nearNames(path, deny); len(near) > 0 {
 		msg += " Did you mean " + strings.Join(near, " or ") + "?"
 	} else {
 		msg += " Check the path, or use Glob to find the file."
@@ -270,8 +274,15 @@ var spaces = strings.NewReplacer("\u202f", " ", "\u00a0", " ", "\u2007", " ")
 
 // nearNames suggests up to three names in path's directory that look like its name: same
 // name in another case or normalization, same stem with another extension, or a small edit.
-func nearNames(path string) []string {
+// Names deny matches, where they are named or where their directory really is, are left out.
+func nearNames(path string, deny denySet) []string {
 	dir, base := filepath.Split(path)
+	realDir := dir
+	if len(deny) > 0 {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			realDir = r
+		}
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil
@@ -298,7 +309,7 @@ func nearNames(path string) []string {
 				dist = 1 + d
 			}
 		}
-		if dist >= 0 {
+		if dist >= 0 && !deny.match(filepath.Join(dir, n)) && !deny.match(filepath.Join(realDir, n)) {
 			cs = append(cs, cand{n, dist})
 		}
 	}
@@ -397,9 +408,9 @@ func doRead(ctx context.Context, a *ReadArgs) (*ReadReply, []byte, error) {
 	var fi fs.FileInfo
 	var err error
 	if a.Decided != nil {
-		f, fi, err = openDecided(a.Path, a.Decided)
+		f, fi, err = openDecided(a.Path, a.Decided, a.Deny)
 	} else {
-		f, fi, err = openRegular(a.Path)
+		f, fi, err = openRegular(a.Path, a.Deny)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -22,7 +22,7 @@ func openGrowing(t *testing.T, size int) (f *os.File, fi os.FileInfo, stop func(
 	if err := os.WriteFile(path, []byte(strings.Repeat("0123456789abcde\n", size/16)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, fi, err := openRegular(path)
+	f, fi, err := openRegular(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func doReadFile(ctx context.Context, path string, maxBytes int64) (*FileInfo, []
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
 	}
-	f, fi, err := openRegular(path)
+	f, fi, err := openRegular(path, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -91,7 +91,7 @@ func doWrite(ctx context.Context, a *WriteArgs, content []byte) (*WriteReply, er
 			return nil, notReadError(path)
 		}
 		if a.Expect.SHA256 != "" && fi.Size() <= MaxEditFileBytes {
-			f, _, err := openRegular(target)
+			f, _, err := openRegular(target, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -122,7 +122,7 @@ func doEdit(ctx context.Context, a *EditArgs) (*WriteReply, error) {
 		return nil, err
 	}
 	var content []byte
-	f, fi, err := openRegular(target)
+	f, fi, err := openRegular(target, nil)
 	switch {
 	case err == nil:
 		if fi.Size() > MaxEditFileBytes {
