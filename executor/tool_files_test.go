@@ -501,3 +501,26 @@ func TestWriteToolRefusesConfigNamedPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestReadSuggestsNoDeniedName: a Read of a missing file suggests near names, but none a Read
+// deny rule hides: a guess one letter off would otherwise confirm the hidden name.
+func TestReadSuggestsNoDeniedName(t *testing.T) {
+	e := newToolEnv(t)
+	os.MkdirAll(filepath.Join(e.dir, "cfg"), 0o755)
+	os.Chown(filepath.Join(e.dir, "cfg"), nobody, nobody)
+	e.file(t, "cfg/id_rsa_prod", "key\n")
+	e.file(t, "cfg/id_rsa_pub", "pub\n")
+	r, err := permission.ParseRuleFor("Read(./cfg/id_rsa_prod)", permission.Deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Source, r.Origin = permission.SourceSession, "session"
+	e.s.SetRuleSet(permission.NewRuleSet([]permission.Rule{r}, permission.Effective{}, permission.Anchors{Home: e.dir, Cwd: e.dir}))
+	_, err = e.call(t, "Read", Input{"file_path": filepath.Join(e.dir, "cfg", "id_rsa_pro")})
+	if err == nil {
+		t.Fatal("a Read of a missing file succeeded")
+	}
+	if strings.Contains(err.Error(), "id_rsa_prod") {
+		t.Errorf("the suggestion names the denied file: %v", err)
+	}
+}

@@ -106,6 +106,12 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	path := expandPath(c, c.Input.String("file_path"))
 	ext := strings.ToLower(filepath.Ext(path))
 	args := worker.ReadArgs{Path: path, Kind: worker.KindText, MaxOutputBytes: readMaxOutputBytes}
+	// A missing file's "did you mean" names only what a Read may see.
+	deny, err := readDenyPatterns(c, "Read")
+	if err != nil {
+		return nil, err
+	}
+	args.Deny = deny
 	// Outside the pipeline (no decision) the worker opens path itself and never a variant.
 	if d := c.read; d != nil {
 		if d.requested != path {
@@ -147,7 +153,7 @@ func (h *Host) runRead(ctx context.Context, c *Call) (*Result, error) {
 	}
 	var reply *worker.ReadReply
 	var payload []byte
-	err := h.withWorker(ctx, c.Session, func(w *worker.Client) error {
+	err = h.withWorker(ctx, c.Session, func(w *worker.Client) error {
 		var err error
 		reply, payload, err = w.Read(ctx, args)
 		return err
