@@ -144,7 +144,8 @@ var spaceKinds = map[Kind]bool{
 // the daemon must be able to end work, but their bytes are spent all the same, in debt if need
 // be, so that creating and ending sessions (whose end record holds their whole state) in a
 // loop cannot add twice the budget.
-var debtKinds = map[Kind]bool{KindSessionDelete: true, KindApprovalResolve: true, KindTaskEnd: true}
+var debtKinds = map[Kind]bool{KindSessionDelete: true, KindApprovalResolve: true, KindTaskEnd: true,
+	KindSessionSuspend: true, KindSessionResume: true}
 
 // ownerBudgets holds a byte budget per uid, refilled at Config.MaxBytesPerUserHour an hour.
 type ownerBudgets struct {
@@ -159,12 +160,16 @@ type ownerBudgets struct {
 // are, and the others go on. Root's records and the daemon's own are not counted.
 func (l *Log) chargeOwner(r *Record, n int) error {
 	max := l.cfg.MaxBytesPerUserHour
-	if max <= 0 || !spaceKinds[r.Kind] && !debtKinds[r.Kind] || r.Caller == nil || r.Caller.UID == 0 {
+	who := r.Caller
+	if who == nil {
+		who = r.Owner
+	}
+	if max <= 0 || !spaceKinds[r.Kind] && !debtKinds[r.Kind] || who == nil || who.UID == 0 {
 		return nil
 	}
 	b := &l.owners
 	b.mu.Lock()
-	tenant := r.Caller.tenant()
+	tenant := who.tenant()
 	lim := b.m[tenant]
 	if lim == nil {
 		if b.m == nil {

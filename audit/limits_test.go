@@ -185,6 +185,17 @@ func TestOwnerBudget(t *testing.T) {
 	if err := l.Append(ctx, sub); !errors.Is(err, ErrOwnerBudget) {
 		t.Errorf("a subordinate uid of the spent user: %v, want refused", err)
 	}
+	// The daemon's records of what befell a user's session (no caller: the daemon wrote them)
+	// are charged to its owner, never refused: suspensions whose reason quotes the user's
+	// settings file, which the user can bring about at will.
+	for range 7 {
+		if err := l.Append(ctx, &Record{Kind: KindSessionSuspend, Owner: &Caller{UID: 1003}, Input: input}); err != nil {
+			t.Fatalf("session.suspend refused: %v", err)
+		}
+	}
+	if err := l.Append(ctx, rec(1003, KindCallStart)); !errors.Is(err, ErrOwnerBudget) {
+		t.Errorf("a start after 7 suspensions of about 8 KiB against a 64 KiB budget: %v, want refused", err)
+	}
 }
 
 // A volume whose free space cannot be read counts as short: the floor must not open on an

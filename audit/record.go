@@ -161,6 +161,10 @@ type Record struct {
 	// it is charged to its caller's budget like new work and refused past it; without the
 	// mark a call.end is what ran, which is always recorded. Not part of the line.
 	NotRun bool `json:"-"`
+	// Owner is whose budget a record without a Caller is charged to: the daemon's records of
+	// what happened to a user's session (a suspension whose reason quotes their settings
+	// file), which that user can bring about at will. Not part of the line.
+	Owner *Caller `json:"-"`
 }
 
 const hashSuffix = `"hash":""}`

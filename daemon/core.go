@@ -402,7 +402,8 @@ func (c *Core) revokeNetworks(ctx context.Context) {
 
 // suspend denies every call of s from now on with why, and audits it.
 func (c *Core) suspend(ctx context.Context, s *session.Session, why error) {
-	reason := fmt.Sprintf("%v; recreate the session", why)
+	// The reason may quote what its owner wrote (a settings file's key): a bounded part of it.
+	reason := fmt.Sprintf("%.2048s; recreate the session", why.Error())
 	if s.Suspended() == reason {
 		return // already, for the same reason: one record of it is enough
 	}

@@ -236,7 +236,8 @@ func (r *recorder) sessionChange(ctx context.Context, caller session.Caller, bef
 // sessionEvent records something the daemon did to a session on its own (a suspension).
 func (r *recorder) sessionEvent(ctx context.Context, kind audit.Kind, s *session.Session, detail map[string]string) error {
 	snap := s.Snapshot()
-	return r.log.Append(ctx, &audit.Record{Kind: kind, Session: snap.ID, Mode: string(snap.Mode), Detail: detail})
+	return r.log.Append(ctx, &audit.Record{Kind: kind, Session: snap.ID, Mode: string(snap.Mode), Detail: detail,
+		Owner: auditCaller(snap.Owner)})
 }
 
 func (r *recorder) appendSession(ctx context.Context, kind string, caller session.Caller, snap session.Snapshot, detail map[string]string) error {
