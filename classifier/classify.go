@@ -1532,3 +1532,19 @@ func (w *walker) spliceNested(c *Classification, n int) {
 	}
 	c.Subcommands = all
 }
+
+// RunsGit reports whether the line, or a script it runs, may run git: a command that is git
+// past wrappers, quotes and escapes (g”it), one of git's own programs (git-upload-pack), or
+// one known only at run time.
+func (c *Classification) RunsGit() bool {
+	return slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool {
+		if s.Opaque {
+			return true
+		}
+		if len(s.DenyPrefix) == 0 {
+			return false
+		}
+		name := path.Base(s.DenyPrefix[0])
+		return name == "git" || strings.HasPrefix(name, "git-")
+	})
+}

@@ -96,8 +96,14 @@ var safeEnv = map[string]func(string) bool{
 	"LC_ALL": localeName, "LANG": localeName, "LC_CTYPE": localeName, "LC_COLLATE": localeName,
 	"LC_MESSAGES": localeName, "LC_NUMERIC": localeName, "LC_TIME": localeName,
 	"LANGUAGE": languageList, "TZ": tzName, "TERM": termName,
-	"NO_COLOR": nil, "FORCE_COLOR": nil, "CLICOLOR": nil, "CLICOLOR_FORCE": nil, "COLUMNS": nil,
-	"LINES": nil, "GREP_COLORS": nil, "LS_COLORS": nil, "TIME_STYLE": nil,
+	"NO_COLOR": nil, "FORCE_COLOR": nil, "CLICOLOR": nil, "CLICOLOR_FORCE": nil,
+	"COLUMNS": number, "LINES": number, "GREP_COLORS": nil, "LS_COLORS": nil, "TIME_STYLE": nil,
+}
+
+// number is a decimal count: zsh's COLUMNS and LINES are integer specials, whose value it
+// evaluates as arithmetic when set (COLUMNS=$(cat f) with path[$(cmd)1] in f runs cmd).
+func number(v string) bool {
+	return v != "" && len(v) <= 9 && strings.Trim(v, "0123456789") == ""
 }
 
 // localePattern is a locale whose characters are ASCII or UTF-8: C, POSIX, or a

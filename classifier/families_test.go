@@ -62,7 +62,7 @@ func TestEvalFamilies(t *testing.T) {
 		{"assigned", `ls {HOME}<f; git status`, false, reasonUnsafeAssign},
 		{"assigned", `read x y < f; mapfile -t z < f; getopts ab o; printf -v w %s 1`, true, ""},
 		{"assigned", `for f in *.go; do wc -l "$f"; done`, true, ""},
-		{"assigned", `echo ${z:=1} ${COLUMNS:=80}`, true, ""},
+		{"assigned", `echo ${z:=1} ${NO_COLOR:=1}`, true, ""},
 		{"assigned", `echo ${LANG:=zh_TW}; ls`, false, reasonUnsafeAssign},
 		// Expansions that evaluate a value as code.
 		{"indirect", `echo ${!x}`, false, reasonIndirect},

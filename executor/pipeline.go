@@ -504,14 +504,7 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	opts := classifier.Options{WorkDirs: st.sess.Dirs(), Cwd: st.sess.Cwd(), Home: st.sess.Owner.Home, Shell: shell,
 		Unconfined: st.call.unconfined, MentionReads: mentionReads(st.call)}
 	sess := st.sess
-	classify := func() *classifier.Classification {
-		opts.GitElsewhere = gitElsewhere(sess, opts.Cwd)
-		if strings.Contains(cmd, "git") {
-			o := sess.Owner
-			opts.GitPartialClone = sandbox.PartialClone(o.UID, o.GID, o.Groups, opts.Cwd)
-		}
-		return classifier.Classify(cmd, opts)
-	}
+	classify := func() *classifier.Classification { return classifyLine(sess, cmd, opts) }
 	if p.hooks.Load() == nil {
 		// No hook to overlap with: classifying here costs less than waking a thread for it.
 		ch <- classify()
@@ -519,6 +512,20 @@ func stepClassifyStart(_ context.Context, p *Pipeline, st *state) error {
 	}
 	go func() { ch <- classify() }()
 	return nil
+}
+
+// classifyLine classifies cmd with the facts of s's repository at opts.Cwd: whether git there
+// takes another repository (gitElsewhere), and whether it is a partial clone. Whether git
+// runs is the classifier's to say (g”it is git): the repository's config is looked at only
+// for a line that runs it, and the line read again if it is a partial clone's.
+func classifyLine(s *session.Session, cmd string, opts classifier.Options) *classifier.Classification {
+	opts.GitElsewhere = gitElsewhere(s, opts.Cwd)
+	c := classifier.Classify(cmd, opts)
+	if o := s.Owner; c.RunsGit() && sandbox.PartialClone(o.UID, o.GID, o.Groups, opts.Cwd) {
+		opts.GitPartialClone = true
+		c = classifier.Classify(cmd, opts)
+	}
+	return c
 }
 
 // cwdInside reports whether cwd lies in one of s's dirs, by name or where the dir led when

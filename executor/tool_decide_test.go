@@ -75,7 +75,7 @@ func (e *decideEnv) decideOnly(t *testing.T, name string, in Input) (*Call, perm
 	if cmd, ok := in["command"].(string); ok && name == "Bash" {
 		// As the pipeline's classify step does.
 		ch := make(chan *classifier.Classification, 1)
-		ch <- classifier.Classify(cmd, classifier.Options{WorkDirs: e.s.Dirs(), Cwd: e.s.Cwd(), Home: e.s.Owner.Home})
+		ch <- classifyLine(e.s, cmd, classifier.Options{WorkDirs: e.s.Dirs(), Cwd: e.s.Cwd(), Home: e.s.Owner.Home})
 		c.bash = ch
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -263,5 +263,24 @@ func TestGlobBracesAreCheckedWhereTheyWalk(t *testing.T) {
 	c.Input = Input{"pattern": "x/" + strings.Repeat("{"+strings.Repeat("a", 300)+",b}", 12)}
 	if _, err := c.Tool.CheckPermissions(context.Background(), c); errcode.Of(err) != errcode.Validation {
 		t.Errorf("a Glob of 4 096 alternatives: %v; want a validation error", err)
+	}
+}
+
+// TestPartialCloneGitIsNotReadOnly: in a partial clone git fetches what it lacks as it reads,
+// so a git line there is asked in default mode, however git is spelled; elsewhere it is not.
+func TestPartialCloneGitIsNotReadOnly(t *testing.T) {
+	e := newDecideEnv(t)
+	e.file(t, ".git/HEAD", "ref: refs/heads/main\n")
+	cfg := e.file(t, ".git/config", "[core]\n\tbare = false\n")
+	for _, promisor := range []bool{false, true} {
+		if promisor {
+			os.WriteFile(cfg, []byte("[remote \"origin\"]\n\turl = http://127.0.0.1:9/x.git\n\tpromisor = true\n"), 0o644)
+		}
+		for _, cmd := range []string{"git cat-file -p 1234567", "g''it log -p", `gi\t show HEAD`, "ls && command git status"} {
+			_, d := e.decideOnly(t, "Bash", Input{"command": cmd})
+			if asked := d.Behavior != permission.Allow; asked != promisor {
+				t.Errorf("%q, partial clone %v: %s (%s)", cmd, promisor, d.Behavior, d.Reason)
+			}
+		}
 	}
 }

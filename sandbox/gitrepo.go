@@ -184,8 +184,12 @@ func PartialClone(uid, gid uint32, groups []uint32, dir string) bool {
 				}
 				continue
 			}
+			// An include or a worktree's own config may hold the remote: not read here, so
+			// not shown not to be one.
 			c := strings.ToLower(string(b))
-			found = found || strings.Contains(c, "partialclone") || strings.Contains(c, "promisor")
+			for _, s := range []string{"partialclone", "promisor", "include", "worktreeconfig"} {
+				found = found || strings.Contains(c, s)
+			}
 		}
 	})
 	return found || err != nil
