@@ -33,8 +33,10 @@ var cmdOptPrograms = map[string]cmdOptSpec{
 	"zip":     {long: []string{"unzip-command"}, words: []string{"-TT"}},
 	"scp":     {short: "SD"},
 	"sftp":    {short: "SD"},
-	"rsync":   {short: "e", long: []string{"rsh"}},
-	"man":     {short: "P", long: []string{"pager"}},
+	"rsync":   {short: "e", long: []string{"rsh", "rsync-path"}},
+	"man":     {short: "PH", long: []string{"pager", "html"}},
+	// rg runs --pre's program on each file it searches, --hostname-bin's for its name.
+	"rg": {long: []string{"pre", "hostname-bin"}},
 }
 
 // commandLanguages run commands of their own language, which can start any program (vim's

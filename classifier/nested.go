@@ -23,13 +23,14 @@ const maxNestDepth = 4
 var shellNames = map[string]bool{
 	"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ash": true, "ksh": true,
 	"mksh": true, "pdksh": true, "posh": true, "yash": true, "hush": true, "fish": true,
+	"lksh": true, "oksh": true, "loksh": true,
 	"csh": true, "tcsh": true,
 }
 
 // isShell reports whether name, a command's base name, is a shell's: one of shellNames, its
 // restricted r-prefixed variant (rzsh) or a versioned one (zsh5, bash-5.2, ksh93).
 func isShell(name string) bool {
-	n := strings.TrimRight(name, "0123456789.-_")
+	n := strings.TrimRight(strings.TrimSuffix(name, "-static"), "0123456789.-_")
 	return shellNames[name] || shellNames[n] || shellNames[strings.TrimPrefix(n, "r")]
 }
 
@@ -233,6 +234,14 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		if name == "ssh" {
 			w.sshCommands(sb, ws[1:])
 		}
+		if name == "strace" {
+			// -o '!CMD' and -o '|CMD' pipe the trace into a command line.
+			w.optionValues(sb, ws[1:], cmdOptSpec{short: "o", long: []string{"output"}}, func(v string) {
+				if strings.HasPrefix(v, "!") || strings.HasPrefix(v, "|") {
+					w.nestedScript(sb, v[1:], ShellSh)
+				}
+			})
+		}
 		if name == "script" && !scriptRunsCommand(ws[1:]) {
 			// script with no -c runs $SHELL on what it reads (echo 'git push' | script -q F).
 			sb.opaque = true
@@ -279,6 +288,7 @@ var runnerAliases = map[string]string{
 	"vim.basic": "vim", "vim.tiny": "vim", "vim.nox": "vim", "vim.gtk": "vim", "vim.gtk3": "vim",
 	"vim.athena": "vim", "vimx": "vim", "rvim": "vim", "rview": "vim", "gvim": "vim", "gview": "vim",
 	"evim": "vim", "eview": "vim", "gvimdiff": "vim", "nvi": "vi", "elvis": "vi",
+	"rust-gdb": "gdb", "rust-lldb": "lldb", "gdb-static": "gdb",
 	// The editor alternatives may be any of them.
 	"editor": "vim", "sensible-editor": "vim", "sensible-pager": "vim",
 }
@@ -287,6 +297,12 @@ var runnerAliases = map[string]string{
 func runnerName(name string) string {
 	if n, ok := runnerAliases[name]; ok {
 		return n
+	}
+	// A versioned name (lldb-15, gdb-13.2): the runner it is a version of.
+	if base := strings.TrimRight(name, "0123456789."); base != name && strings.HasSuffix(base, "-") {
+		if b := strings.TrimSuffix(base, "-"); runners[b] || opaqueRunners[b] || hasCommandOptions(b) {
+			return b
+		}
 	}
 	return name
 }
@@ -325,13 +341,30 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 		}
 	}
 	for i, a := range ws {
-		if !a.static || a.glob || a.val == "" || strings.HasPrefix(a.val, "-") {
-			continue // an option names no command; a program named -x is none a rule names
+		if !a.static || a.glob || a.val == "" {
+			continue
 		}
 		sb.tails = true
-		w.tailScript(sb, strings.Join(quoted[i:], " "), w.opts.Shell)
-		if sb.opaque {
-			return
+		heads := []string{a.val}
+		if strings.HasPrefix(a.val, "-") {
+			// An option names no command, but may carry one: --command=rm, -xrm.
+			heads = attachedValues(a.val)
+		}
+		for _, head := range heads {
+			if head == "" {
+				continue
+			}
+			tail := append([]string{"'" + strings.ReplaceAll(head, "'", `'\''`) + "'"}, quoted[i+1:]...)
+			w.tailScript(sb, strings.Join(tail, " "), w.opts.Shell)
+			if strings.ContainsAny(head, " \t\n;&|`$()<>") {
+				// A word that reads as a line of shell: the program may hand it to one
+				// (hyperfine 'make; rm x', nodemon --exec 'rm x'). One that does not parse
+				// is no line a shell would run: a message (--title "don't").
+				w.parseNested(sb, head, w.opts.Shell, false, true)
+			}
+			if sb.opaque {
+				return
+			}
 		}
 	}
 }
@@ -592,14 +625,16 @@ func (w *walker) nestedTails(sb *sub, ws []word) {
 		for _, a := range ws[i:] {
 			parts = append(parts, a.val)
 		}
-		w.tailScript(sb, strings.Join(parts, " "), shellAny)
+		// A runner's tails are read as scripts (su -c "heaptrack rm x" hands one to a shell):
+		// an undescribed program in one has its own tails read (argvTails).
+		w.nestedScript(sb, strings.Join(parts, " "), shellAny)
 		if sb.opaque {
 			return
 		}
 		// The command attached to an option: script -qc'git push' F, su --command=CMD.
 		for _, head := range attachedValues(ws[i].val) {
 			parts[0] = head
-			w.tailScript(sb, strings.Join(parts, " "), shellAny)
+			w.nestedScript(sb, strings.Join(parts, " "), shellAny)
 			if sb.opaque {
 				return
 			}
@@ -963,17 +998,20 @@ func (w *walker) nestedArgv(sb *sub, ws []word, argOpts map[string]bool, shell s
 // classification on sb. A script that does not parse, is read differently by its shell, or
 // is nested too deep, is opaque.
 func (w *walker) nestedScript(sb *sub, script, shell string) {
-	w.parseNested(sb, script, shell, false)
+	w.parseNested(sb, script, shell, false, false)
 }
 
 // tailScript is nestedScript for one of the tails of a command's words (nestedTails,
 // argvTails), every one of which is read: an undescribed program at its head needs no tails
 // of its own.
 func (w *walker) tailScript(sb *sub, script, shell string) {
-	w.parseNested(sb, script, shell, true)
+	w.parseNested(sb, script, shell, true, false)
 }
 
-func (w *walker) parseNested(sb *sub, script, shell string, tail bool) {
+// parseNested is nestedScript; tail marks the script as one tail of the words (tailScript),
+// and maybe as a word that may or may not be a line of shell, which is passed over when it
+// does not parse.
+func (w *walker) parseNested(sb *sub, script, shell string, tail, maybe bool) {
 	if w.depth+1 >= maxNestDepth || len(script) > maxParseLen {
 		sb.opaque = true
 		return
@@ -983,7 +1021,7 @@ func (w *walker) parseNested(sb *sub, script, shell string, tail bool) {
 	opts.inTails = tail
 	c := parseDepth(script, opts, w.depth+1, w.left)
 	if c.ParseError != nil {
-		sb.opaque = true
+		sb.opaque = sb.opaque || !maybe
 		return
 	}
 	if sb.nested == nil {

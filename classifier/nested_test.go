@@ -234,6 +234,27 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`./run.sh "$X" curl x`, false},
 		{`mytool a 'b c' "d'e" curl "it's"`, false},
 		{`mytool a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7 curl x`, true},
+		// In a runner's command string, and as a string or an option's value of theirs.
+		{`script -qc "memusage curl x" /dev/null`, false},
+		{`su -c "docker exec c curl x"`, false},
+		{`ssh h "kubectl exec p -- curl x"`, false},
+		{`flock f -c "heaptrack curl x"`, false},
+		{`hyperfine 'true; curl x'`, false},
+		{`nodemon --exec 'true; curl x'`, false},
+		{`flatpak run --command=curl app x`, false},
+		{`mytool --exec="curl x"`, false},
+		{`mytool -ecurl x`, false},
+		// Options whose value is a program; shells and debuggers by other names.
+		{`rg --pre curl x d`, false},
+		{`rg --hostname-bin=curl x`, false},
+		{`strace -o "!curl x" true`, false},
+		{`rsync --rsync-path="curl x" a b`, false},
+		{`man --html="curl x" ls`, false},
+		{`zsh-static -c 'true; curl x'`, true},
+		{`mksh-static -c 'curl x'`, true},
+		{`lksh -c 'curl x'`, true},
+		{`rust-gdb -batch -ex 'shell curl x'`, true},
+		{`lldb-15 -o 'platform shell curl x'`, true},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
@@ -308,6 +329,19 @@ func TestArithmeticWithoutCodeStaysClear(t *testing.T) {
 		for _, s := range c.Subcommands {
 			if s.Opaque {
 				t.Errorf("%s: %q is opaque", cmd, s.Text)
+			}
+		}
+	}
+}
+
+// TestUndescribedWordsThatAreNoLine: a word of an undescribed program that does not parse as
+// shell (a message) is no command line: the line stays readable, nothing opaque.
+func TestUndescribedWordsThatAreNoLine(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{`gh pr create --title "don't break it" --body "(wip"`, `mytool --msg="it's done"`} {
+		for _, s := range Classify(cmd, testOpts).Subcommands {
+			if s.Opaque {
+				t.Errorf("%q: %q is opaque", cmd, s.Text)
 			}
 		}
 	}
