@@ -347,12 +347,16 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 		sb.tails = true
 		heads := []string{a.val}
 		if strings.HasPrefix(a.val, "-") {
-			// An option names no command, but may carry one: --command=rm, -xrm.
-			heads = attachedValues(a.val)
+			// An option names no command, but may carry one: --command=rm, -xrm, -exec=rm.
+			if _, v, ok := strings.Cut(a.val, "="); ok {
+				heads = []string{v}
+			} else {
+				heads = attachedValues(a.val)
+			}
 		}
 		for _, head := range heads {
-			if head == "" {
-				continue
+			if strings.Trim(head, "0123456789.,:") == "" {
+				continue // a number names no command: -j4, -count=1
 			}
 			tail := append([]string{"'" + strings.ReplaceAll(head, "'", `'\''`) + "'"}, quoted[i+1:]...)
 			w.tailScript(sb, strings.Join(tail, " "), w.opts.Shell)
