@@ -1175,8 +1175,11 @@ func (w *walker) redirect(r *syntax.Redirect) Redirect {
 		out.Write = out.Target == "" || !harmlessTargets[out.Target]
 	case syntax.DplOut, syntax.DplIn:
 		// >&2 and <&- duplicate or close descriptors; `>&file` is bash's
-		// old spelling of &>file and writes.
-		if out.Target == "" || !isFdDup(out.Target) {
+		// old spelling of &>file and writes. zsh has no N- (move) form: >&1- writes a file
+		// named 1-.
+		zshFile := (w.opts.Shell == ShellZsh || w.opts.Shell == shellAny) && r.Op == syntax.DplOut &&
+			len(out.Target) > 1 && strings.HasSuffix(out.Target, "-")
+		if out.Target == "" || !isFdDup(out.Target) || zshFile {
 			out.Write = r.Op == syntax.DplOut && !harmlessTargets[out.Target]
 			if r.Op == syntax.DplIn && out.Target == "" {
 				out.Write = false

@@ -272,3 +272,16 @@ func TestFindRunningWhatItFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestZshFdMoveIsAFile: zsh has no N- form of a duplication: >&1- writes a file named 1-, a
+// write; bash moves the descriptor.
+func TestZshFdMoveIsAFile(t *testing.T) {
+	t.Parallel()
+	for shell, readOnly := range map[string]bool{ShellZsh: false, ShellBash: true} {
+		o := testOpts
+		o.Shell = shell
+		if c := Classify("echo hi >&1-", o); c.ReadOnly != readOnly {
+			t.Errorf("%s: echo hi >&1-: read-only %v (%s), want %v", shell, c.ReadOnly, c.Reason, readOnly)
+		}
+	}
+}

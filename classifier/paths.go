@@ -813,8 +813,27 @@ func (pc *pathCollector) gitWorktreeWrites(sb *sub, sub string, ws []word) {
 			return
 		}
 	case "worktree":
-		if first == "add" {
+		switch first {
+		case "add":
 			pc.gitWorktreeAdd(sb, ws[1:])
+		case "move":
+			// worktree move SRC DEST puts a checked-out tree at DEST (.vscode, .claude):
+			// DEST's landing names are written as a named tree's are.
+			var ops []word
+			for _, a := range ws[1:] {
+				if !a.static {
+					pc.unknown()
+					return
+				}
+				if !strings.HasPrefix(a.val, "-") {
+					ops = append(ops, a)
+				}
+			}
+			if len(ops) == 2 {
+				pc.unpacked = true
+				pc.writingTrees(true, func() { pc.word(ops[1], AccessWrite, "git", sb) })
+				pc.unpacked = false
+			}
 		}
 		return
 	case "clone", "init":
@@ -1023,6 +1042,9 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 		}
 		pc.gitFileOpts(sb, out, ws[i+1:], AccessWrite)
 	}
+	if i < len(ws) {
+		pc.gitRepoSources(sb, ws[i].val, ws[i+1:])
+	}
 	if i+2 < len(ws) && ws[i].val == "bundle" && ws[i+1].val == "create" {
 		pc.word(ws[i+2], AccessWrite, "git", sb)
 	}
@@ -1153,13 +1175,67 @@ func (pc *pathCollector) gitPaths(sb *sub, ws []word) {
 	}
 }
 
+// gitRepoSources adds, as reads of the whole tree, the local repositories a git subcommand
+// takes objects from: clone's source, fetch's, pull's and ls-remote's repository, a clone's
+// --reference and archive's --remote. `git clone ~/proj x && cat x/f` reads what a Read deny
+// on ~/proj/** hides. A URL (scheme://, host:path) is no local path; a fetch's operand that
+// names no path (origin) is a remote's name.
+func (pc *pathCollector) gitRepoSources(sb *sub, sub string, ws []word) {
+	var sources []string
+	firstOperand := sub == "clone" || sub == "fetch" || sub == "pull" || sub == "ls-remote"
+	for i := 0; i < len(ws); i++ {
+		a := ws[i]
+		if !a.static {
+			if firstOperand || strings.HasPrefix(a.val, "--re") {
+				pc.runtimeWord(a, sb)
+			}
+			continue
+		}
+		name, val, has := strings.Cut(a.val, "=")
+		switch {
+		case a.val == "--":
+			continue
+		case (sub == "clone" && (name == "--reference" || name == "--reference-if-able")) || sub == "archive" && name == "--remote":
+			if has {
+				sources = append(sources, val)
+			} else if i+1 < len(ws) && ws[i+1].static {
+				i++
+				sources = append(sources, ws[i].val)
+			}
+		case strings.HasPrefix(a.val, "-"):
+		case firstOperand:
+			firstOperand = false
+			if sub == "clone" || strings.ContainsAny(a.val, "/~") || strings.HasPrefix(a.val, ".") {
+				sources = append(sources, a.val)
+			}
+		}
+	}
+	for _, src := range sources {
+		p := strings.TrimPrefix(src, "file://")
+		if p != src || !strings.Contains(p, "://") && !scpLike(p) {
+			pc.tree = true
+			pc.add(p, AccessRead, "git", sb.dirs, sb.dirsUnknown)
+			pc.tree = false
+		}
+	}
+}
+
+// scpLike reports git's scp-like remote, host:path: a colon before any slash.
+func scpLike(p string) bool {
+	colon := strings.IndexByte(p, ':')
+	return colon > 0 && !strings.Contains(p[:colon], "/")
+}
+
 // gitConfigValue reads a `git -c KEY=VALUE` whose key names a file git reads (include.path,
 // includeIf.*.path, core.excludesFile, mailmap.file, diff.orderFile, commit.template, ...): its
 // value is a read of that file (`git -c include.path=~/x config -l` prints x as config).
 func (pc *pathCollector) gitConfigValue(sb *sub, a word) {
 	key, val, _ := strings.Cut(a.val, "=")
 	key = strings.ToLower(key)
-	if !strings.HasSuffix(key, "path") && !strings.HasSuffix(key, "file") && key != "commit.template" {
+	// http's certificates and keys are files it reads and sends (http.sslCert, sslKey,
+	// sslCAInfo, proxySSLCert, ...).
+	tls := strings.HasPrefix(key, "http.") && (strings.Contains(key, "sslcert") || strings.Contains(key, "sslkey") || strings.Contains(key, "sslca"))
+	if !strings.HasSuffix(key, "path") && !strings.HasSuffix(key, "file") && key != "commit.template" && !tls {
 		return
 	}
 	if !a.static || a.glob {
@@ -1411,12 +1487,15 @@ var gitDescribed = func() map[string]bool {
 // path's content in the repository, as gitReads' object names are.
 var gitFileOpts = func() map[string][]string {
 	m := map[string][]string{
-		"config":        {"-f", "--file", "--blob"},
-		"ls-files":      {"-X", "--exclude-from"},
-		"blame":         {"-S", "--ignore-revs-file", "--contents"},
-		"annotate":      {"-S", "--ignore-revs-file", "--contents"},
-		"commit":        {"-F", "--file", "-t", "--template"},
-		"tag":           {"-F", "--file"},
+		"config":   {"-f", "--file", "--blob"},
+		"ls-files": {"-X", "--exclude-from"},
+		"blame":    {"-S", "--ignore-revs-file", "--contents"},
+		"annotate": {"-S", "--ignore-revs-file", "--contents"},
+		"commit":   {"-F", "--file", "-t", "--template", "--pathspec-from-file"},
+		"tag":      {"-F", "--file"},
+		// The pathspecs read from a file are printed back in git's errors.
+		"add": {"--pathspec-from-file"}, "reset": {"--pathspec-from-file"}, "stash": {"--pathspec-from-file"},
+		"restore": {"--pathspec-from-file"}, "checkout": {"--pathspec-from-file"}, "rm": {"--pathspec-from-file"},
 		"merge":         {"-F", "--file"},
 		"notes":         {"-F", "--file"},
 		"fmt-merge-msg": {"-F", "--file"},
@@ -1426,6 +1505,8 @@ var gitFileOpts = func() map[string][]string {
 	for _, sub := range []string{"log", "show", "diff", "diff-tree", "diff-index", "diff-files", "whatchanged", "format-patch"} {
 		m[sub] = []string{"-O", "--orderfile"}
 	}
+	// A patch's signature and cover letter text.
+	m["format-patch"] = append(m["format-patch"], "--signature-file", "--description-file")
 	return m
 }()
 

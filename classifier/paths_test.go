@@ -849,10 +849,29 @@ func TestPathsGitMessageFiles(t *testing.T) {
 	opts := Options{Cwd: "/home/u/proj", Home: "/home/u"}
 	for _, cmd := range []string{"git commit -F s/f", "git commit --file=s/f", "git commit -t s/f",
 		"git tag -a v1 -Fs/f", "git merge -F s/f main", "git notes add -F s/f", "git fmt-merge-msg --file s/f",
-		"git archive --add-file=s/f HEAD"} {
+		"git archive --add-file=s/f HEAD", "git add --pathspec-from-file=s/f", "git reset --pathspec-from-file s/f",
+		"git format-patch --stdout --signature-file=s/f -1", "git format-patch --cover-letter --description-file s/f -1",
+		"git -c http.sslKey=s/f fetch", "git -c http.proxySSLCert=s/f fetch"} {
 		c := Classify(cmd, opts)
 		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/proj/s/f" && p.Access == AccessRead && !p.Mention }) {
 			t.Errorf("%q: paths %+v, want s/f read", cmd, c.Paths)
+		}
+	}
+	// A local repository git takes objects from is read whole; a URL or a remote's name is not.
+	for cmd, want := range map[string]string{
+		"git clone /home/u/other x": "/home/u/other", "git clone ~/other": "/home/u/other",
+		"git clone file:///home/u/other x": "/home/u/other", "git fetch ../other HEAD": "/home/u/other",
+		"git pull ~/other main": "/home/u/other", "git archive --remote=/home/u/other HEAD": "/home/u/other",
+		"git clone --reference ~/other https://x/y.git": "/home/u/other",
+		"git fetch origin": "", "git clone https://example.com/r.git": "", "git clone host:r.git": "",
+	} {
+		c := Classify(cmd, opts)
+		tree := slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Tree && p.Access == AccessRead })
+		if want != "" && !tree {
+			t.Errorf("%q: paths %+v, want %s read whole", cmd, c.Paths, want)
+		}
+		if want == "" && slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Tree }) {
+			t.Errorf("%q: paths %+v, want no repository read", cmd, c.Paths)
 		}
 	}
 }
@@ -1227,6 +1246,7 @@ func TestPathsUnpackedTrees(t *testing.T) {
 		"git apply --stat x.diff":                "",
 		"git pull --rebase":                      "/home/u/proj:worktree",
 		"git worktree add ../wt topic":           "/home/u/wt:tree",
+		"git worktree move wt .vscode":           "/home/u/proj/.vscode:tree",
 		"git status":                             "",
 		"git clone ../r":                         "/home/u/proj/r:tree",
 		"git clone -b x https://h/a/.github.git": "/home/u/proj/.github:tree",
