@@ -381,6 +381,21 @@ func shellVariable(p string) string {
 	return ""
 }
 
+// pathPatternMistake says how p is written as something other than a path pattern, which
+// would silently match nothing: quoted whole ("//etc/x"), a URL (file:///etc/x), or with a
+// Bash rule's :* suffix.
+func pathPatternMistake(p string) string {
+	switch {
+	case len(p) >= 2 && (p[0] == '"' || p[0] == '\'') && p[len(p)-1] == p[0]:
+		return "is quoted: a path pattern is written bare, Read(//etc/x)"
+	case strings.Contains(p, "://"):
+		return "is a URL: a path pattern is a path, Read(//etc/x) (WebFetch rules take hosts and URLs)"
+	case strings.HasSuffix(p, ":*"):
+		return "ends in :*, a Bash rule's prefix form: a path pattern matches below a dir with /**"
+	}
+	return ""
+}
+
 // twoRules finds a rule's end and another's start inside a path pattern (`),Edit(`).
 var twoRules = regexp.MustCompile(`\)\s*,?\s*[A-Z][A-Za-z]*\(`)
 
@@ -397,6 +412,9 @@ func (r *Rule) parsePath() error {
 	if v := shellVariable(p); v != "" {
 		// Nothing expands it: `$HOME/x` would name <cwd>/$HOME/x and protect nothing.
 		return malformed("%q names %s, which is not expanded in a path pattern; write ~/… or an absolute path (\\$ for a name that holds a $)", r.String(), v)
+	}
+	if why := pathPatternMistake(p); why != "" {
+		return malformed("%q %s", r.String(), why)
 	}
 	switch {
 	case strings.HasPrefix(p, "//"):

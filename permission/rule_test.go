@@ -63,6 +63,11 @@ func TestParseRule(t *testing.T) {
 		{text: "Write(./$(pwd)/x)", b: Ask, errLike: "names $(pwd),"},
 		{text: "Read(~/$XDG_CONFIG_HOME/**)", b: Deny, errLike: "not expanded"},
 		{text: "Read(**/$recycle.bin)", b: Deny, errLike: "not expanded"},
+		// Written as something other than a path: each would match nothing.
+		{text: `Read("//etc/hostname")`, b: Deny, errLike: "is quoted"},
+		{text: `Edit('./x/**')`, b: Deny, errLike: "is quoted"},
+		{text: "Read(file:///etc/hostname)", b: Deny, errLike: "is a URL"},
+		{text: "Read(//etc/hostname:*)", b: Deny, errLike: "ends in :*"},
 		// A $ that starts no variable, or an escaped one, is a name's own.
 		{text: `Read(./\$HOME/x)`, b: Deny, kind: KindPath, pattern: `\$HOME/x`, anchor: AnchorCwd},
 		{text: "Read(/price$/x$1)", b: Deny, kind: KindPath, pattern: "price$/x$1", anchor: AnchorFile},
