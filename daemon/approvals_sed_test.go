@@ -206,3 +206,33 @@ func TestApprovedPreviewGoesWhereDecided(t *testing.T) {
 		})
 	}
 }
+
+// TestAskedEditOfAFileChangedSinceRead: an Edit asked in default mode of a file the session
+// read, which has changed since (the user's own edit), is refused as stale, as acceptEdits
+// refuses it: approved over the new text it would undo the user's change.
+func TestAskedEditOfAFileChangedSinceRead(t *testing.T) {
+	td := startDaemon(t, "")
+	dir := rootDir(t)
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"default"}`, dir))
+	f := filepath.Join(dir, "st.txt")
+	if err := os.WriteFile(f, []byte("keep\nold\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := td.callRaw(t, s.ID, callBody("Read", fmt.Sprintf(`{"file_path":%q}`, f), "")); r.IsError {
+		t.Fatalf("read: %+v", r)
+	}
+	if err := os.WriteFile(f, []byte("USER CHANGED LINE\nold\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{
+		fmt.Sprintf(`{"file_path":%q,"old_string":"old","new_string":"new"}`, f),
+	} {
+		r := td.callRaw(t, s.ID, callBody("Edit", in, ""))
+		if r.ApprovalID != "" || !r.IsError || !strings.Contains(fmt.Sprint(r.Content), "changed on disk") {
+			t.Errorf("an Edit of a file changed since the read: %+v", r)
+		}
+	}
+	if got, _ := os.ReadFile(f); string(got) != "USER CHANGED LINE\nold\n" {
+		t.Errorf("the user's change was undone: %q", got)
+	}
+}

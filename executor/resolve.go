@@ -150,7 +150,9 @@ func (p *Pipeline) enqueue(ctx context.Context, st *state, queue *session.Sessio
 	if queue != st.sess {
 		a.ParentSession = queue.ID
 	}
-	if pvs, contents, err := p.preview(ctx, c, p.approvals.Queue.Room(a)); err != nil {
+	if pvs, contents, err := p.preview(ctx, c, p.approvals.Queue.Room(a)); errcode.Of(err) == errcode.Stale {
+		return err // a change to what the session no longer holds: nothing to ask
+	} else if err != nil {
 		// Without a preview the approved call runs as the tool, as any other call does.
 		p.log.Info("no preview for approval", zap.String("tool", a.Tool), zap.String("code", string(errcode.Of(err))))
 	} else {
@@ -513,6 +515,11 @@ func (p *Pipeline) preview(ctx context.Context, c *Call, room int) ([]protocol.P
 		rec, ok := c.Session.Reads.Lookup(pth)
 		if !ok || rec.Partial && name == "Write" {
 			return nil, nil, errNoPreview
+		}
+		if rec.SHA256 != "" && rec.SHA256 != sha256hex(cur) {
+			// The change was made to what the session read; approved over what is there now,
+			// it would undo whatever changed the file since (the user's own edit).
+			return nil, nil, errcode.Msg(errcode.Stale, fmt.Sprintf("%s has changed on disk since this session read it (by the user, a formatter or another process); Read it again, then retry the change", pth))
 		}
 	}
 	var next string
