@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/globwalk"
 	"github.com/sandboxd/sandboxd/permission"
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/worker"
 )
 
@@ -748,7 +749,48 @@ func (h *Host) runBash(ctx context.Context, c *Call, progress Progress) (*Result
 		<-run.done
 		interrupted = true
 	}
-	return h.bashResult(c, command, run, interrupted, persist, notes)
+	res, err := h.bashResult(c, command, run, interrupted, persist, notes)
+	if err == nil && !interrupted && res != nil {
+		if code, ok := res.Data["exit_code"].(int); ok && code == 0 {
+			h.recordBashView(ctx, c)
+		}
+	}
+	return res, err
+}
+
+// viewPrograms show a file's text: a single-file view with them counts as a read (COMPAT:
+// cat, head, tail, sed -n, grep and rg), after which the file may be edited as after Read.
+var viewPrograms = map[string]bool{"cat": true, "head": true, "tail": true, "sed": true, "grep": true,
+	"egrep": true, "fgrep": true, "rg": true}
+
+// recordBashView records, as a read of the session's, the one file a line that only views
+// it showed: a whole read for a bare `cat FILE`, a partial one otherwise (Edit, not Write,
+// may follow). The file is read again as the owner for its hash: what the agent saw, unless
+// it changed in between, which Edit's own check then finds.
+func (h *Host) recordBashView(ctx context.Context, c *Call) {
+	cl := c.Classification()
+	if cl == nil {
+		// Run outside the pipeline (no classify step): read the line here.
+		s := c.Session
+		cl = classifier.Classify(c.Input.String("command"), classifier.Options{WorkDirs: s.Dirs(), Cwd: s.Cwd(), Home: s.Owner.Home})
+	}
+	if cl.ParseError != nil || len(cl.Subcommands) != 1 || cl.PathsIncomplete || len(cl.Paths) != 1 {
+		return
+	}
+	sub, p := cl.Subcommands[0], cl.Paths[0]
+	if len(sub.DenyPrefix) == 0 || sub.Opaque || len(sub.Redirects) > 0 || p.Access != classifier.AccessRead || p.Tree || p.Mention || p.Alternative {
+		return
+	}
+	name := filepath.Base(sub.DenyPrefix[0])
+	if !viewPrograms[name] || name == "sed" && !slices.Contains(sub.DenyPrefix, "-n") {
+		return
+	}
+	b, err := h.ReadFileAs(ctx, c.Session, p.Path, maxPreviewFileBytes)
+	if err != nil {
+		return
+	}
+	whole := name == "cat" && len(sub.DenyPrefix) == 2
+	c.Session.Reads.Record(session.FileRead{Path: p.Path, SHA256: sha256hex(b), MTime: time.Now(), Size: int64(len(b)), Partial: !whole})
 }
 
 // cwdGone is the result of a command that did not start because the session's cwd no longer

@@ -524,3 +524,37 @@ func TestReadSuggestsNoDeniedName(t *testing.T) {
 		t.Errorf("the suggestion names the denied file: %v", err)
 	}
 }
+
+// TestBashViewCountsAsRead: a single-file view through Bash (cat, head, sed -n, grep) is a
+// read for Edit, as the agents count it; cat of the whole file for Write too. A line that
+// does more than view one file is none.
+func TestBashViewCountsAsRead(t *testing.T) {
+	e := newToolEnv(t)
+	for _, tc := range []struct {
+		cmd         string
+		edit, write bool
+	}{
+		{"cat v.txt", true, true},
+		{"head -n 2 v.txt", true, false},
+		{"sed -n 1,2p v.txt", true, false},
+		{"grep -n line v.txt", true, false},
+		{"cat v.txt other.txt", false, false},
+		{"cat v.txt > copy.txt", false, false},
+	} {
+		f := e.file(t, "v.txt", "line one\nline two\n")
+		e.file(t, "other.txt", "x\n")
+		e.s.Reads.Forget(f)
+		if _, err := e.call(t, "Bash", Input{"command": tc.cmd}); err != nil {
+			t.Fatalf("%s: %v", tc.cmd, err)
+		}
+		rec, ok := e.s.Reads.Lookup(f)
+		if ok != tc.edit || ok && rec.Partial == tc.write {
+			t.Errorf("%s: read recorded %v (partial %v), want %v (whole %v)", tc.cmd, ok, rec.Partial, tc.edit, tc.write)
+		}
+		if tc.edit {
+			if _, err := e.call(t, "Edit", Input{"file_path": f, "old_string": "line one", "new_string": "LINE ONE"}); err != nil {
+				t.Errorf("%s, then Edit: %v", tc.cmd, err)
+			}
+		}
+	}
+}
