@@ -162,6 +162,11 @@ func requireAbs(key string) func(ctx context.Context, c *Call) error {
 		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
 			return errcode.Msg(errcode.Validation, fmt.Sprintf("%s must be an absolute path, not %q; prefix it with the working directory %s", key, p, c.Session.Cwd()))
 		}
+		if key == "file_path" && len(p) > 1 && strings.HasSuffix(p, "/") {
+			// The kernel refuses a file named with a trailing slash (EISDIR, ENOTDIR); the
+			// cleaned path would read or write the name without it.
+			return errcode.Msg(errcode.Validation, fmt.Sprintf("file_path %q ends in /: name a file, not a directory", p))
+		}
 		return nil
 	}
 }

@@ -558,3 +558,25 @@ func TestBashViewCountsAsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailingSlashFilePath: a file path ending in / names no file: Read, Write and Edit
+// refuse it rather than use the name without the slash.
+func TestTrailingSlashFilePath(t *testing.T) {
+	e := newToolEnv(t)
+	f := e.file(t, "e.txt", "x\n")
+	for _, c := range []struct {
+		tool string
+		in   Input
+	}{
+		{"Read", Input{"file_path": f + "/"}},
+		{"Write", Input{"file_path": filepath.Join(e.dir, "newdir") + "/", "content": "x"}},
+		{"Edit", Input{"file_path": f + "/", "old_string": "x", "new_string": "y"}},
+	} {
+		if _, err := e.call(t, c.tool, c.in); err == nil || !strings.Contains(err.Error(), "ends in /") {
+			t.Errorf("%s %v: %v", c.tool, c.in, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "newdir")); err == nil {
+		t.Error("a Write to newdir/ made a file newdir")
+	}
+}
