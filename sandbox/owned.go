@@ -14,8 +14,8 @@ import (
 
 // OwnedAlone says, as the caller (uid, gid, groups) finds them, whether what the file at path
 // holds is uid's choice alone: the file and each name on the way to it from /, each looked at
-// itself (a link as the link), and, where the path goes through a link, the file it leads to
-// and each dir on the way there. The file and a link on the way must be uid's, a dir uid's or
+// itself (a link as the link), and, where the path goes through a link, every path the
+// kernel passes through to resolve it, one link at a time (ownedChain). The file and a link on the way must be uid's, a dir uid's or
 // root's; no file or dir may be writable by its group or by others, nor carry an ACL that lets
 // another user or group write it. A dir writable by others is accepted only with its sticky
 // bit set and for an entry of uid's or root's (no one else may then rename or remove it): a
@@ -25,7 +25,8 @@ import (
 // The dirs above top count as much as those below: one others may write (a team's setgid
 // dir holding the project) lets them rename the project away and theirs in, between any look
 // and the read of the file; and the file's content, read through the session's worker, may
-// then be what their dir held. top only says where a link's target is judged from.
+// then be what their dir held. top is the project's dir (or the home) the file belongs to:
+// every name is judged from / whatever it is.
 //
 // owner is the owner of the first name that is another's (uid when none is), why what lets
 // another change the file ("" when nothing does). A name it cannot look at counts against it:
@@ -33,31 +34,63 @@ import (
 // write .sandboxd/settings.json, or rewrite a group-writable one the caller made.
 func OwnedAlone(uid, gid uint32, groups []uint32, top, path string) (owner uint32, why string, err error) {
 	owner = uid
-	err = asCaller(uid, gid, groups, func() {
-		path, top = filepath.Clean(path), filepath.Clean(top)
-		if owner, why = ownedAlone(uid, top, path); why != "" {
-			return
-		}
-		to, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			why = fmt.Sprintf("where %s leads could not be found: %v", path, err)
-			return
-		}
-		if to == path {
-			return
-		}
-		// Where a link leads is anyone's who may change the dirs on the way there.
-		topTo, err := filepath.EvalSymlinks(top)
-		if err != nil || !under(to, topTo) {
-			topTo = "/"
-		}
-		owner, why = ownedAlone(uid, topTo, to)
-	})
+	err = asCaller(uid, gid, groups, func() { owner, why = ownedChain(uid, filepath.Clean(path)) })
 	return owner, why, err
 }
 
+// maxLinkHops bounds the links followed on the way to a file, as the kernel's 40.
+const maxLinkHops = 40
+
+// ownedChain walks p as the kernel resolves it, one link at a time: each path it passes
+// through has every name on it checked (ownedAlone), so a link in the middle of a chain (the
+// target of a link being another link, or a dir of a target a link) is judged as the first
+// is: another user's link there picks what the file is. Run as the caller.
+func ownedChain(uid uint32, p string) (owner uint32, why string) {
+	for hop := 0; ; hop++ {
+		if hop > maxLinkHops {
+			return uid, fmt.Sprintf("%s: more than %d links on the way", p, maxLinkHops)
+		}
+		if owner, why = ownedAlone(uid, "/", p); why != "" {
+			return owner, why
+		}
+		next, linked, err := firstLink(p)
+		switch {
+		case err != nil:
+			return uid, fmt.Sprintf("where %s leads could not be found: %v", p, err)
+		case !linked:
+			return uid, ""
+		}
+		p = next
+	}
+}
+
+// firstLink replaces the first name of p, from /, that is a symbolic link with what it leads
+// to; false when none is.
+func firstLink(p string) (string, bool, error) {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i := range parts {
+		name := "/" + strings.Join(parts[:i+1], "/")
+		var st unix.Stat_t
+		if err := unix.Lstat(name, &st); err != nil {
+			return "", false, err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			continue
+		}
+		target, err := os.Readlink(name)
+		if err != nil {
+			return "", false, err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(name), target)
+		}
+		return filepath.Clean(filepath.Join(append([]string{target}, parts[i+1:]...)...)), true, nil
+	}
+	return p, false, nil
+}
+
 // ownedAlone is OwnedAlone's check of the names from p up to top (up to / when top does not
-// hold p), each looked at itself. Run as the caller.
+// hold p), each looked at itself, links not followed. Run as the caller.
 func ownedAlone(uid uint32, top, p string) (owner uint32, why string) {
 	var below unix.Stat_t // the name checked before, in the dir checked now
 	for name := p; ; name = filepath.Dir(name) {

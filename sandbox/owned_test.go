@@ -81,6 +81,24 @@ func TestOwnedAlone(t *testing.T) {
 			os.Symlink("../shared/s.json", f)
 			unix.Lchown(f, nobody, nobody)
 		}, nobody, "shared is writable by group 65534 (mode 2775)"},
+		// A link in the middle of the chain is judged as the first is: another's there picks
+		// what the file is, whatever the caller's first link and last file.
+		{"link to another's link to the caller's file", func(p, d, f string) {
+			os.Rename(f, filepath.Join(d, "notes.json"))
+			mid := filepath.Join(p, "mid")
+			os.Symlink(filepath.Join(d, "notes.json"), mid)
+			unix.Lchown(mid, other, other)
+			os.Symlink(mid, f)
+			unix.Lchown(f, nobody, nobody)
+		}, other, "mid is uid 4242's"},
+		{"link to a dir of another's link", func(p, d, f string) {
+			os.Rename(f, filepath.Join(d, "notes.json"))
+			mid := filepath.Join(p, "middir")
+			os.Symlink(d, mid)
+			unix.Lchown(mid, other, other)
+			os.Symlink(filepath.Join(mid, "notes.json"), f)
+			unix.Lchown(f, nobody, nobody)
+		}, other, "middir is uid 4242's"},
 		{"link to the caller's file in its own dir", func(p, _, f string) {
 			os.Rename(f, filepath.Join(p, "s.json"))
 			os.Symlink("../s.json", f)
