@@ -661,6 +661,9 @@ func (c *Core) Session(caller session.Caller, id string) (*session.Session, erro
 	s, err := c.store.Get(caller, id)
 	if err == nil {
 		c.activity.touch(id)
+		// Whatever the request (its rules shown, its tasks listed), it sees the rules its
+		// settings files say now.
+		c.refreshSettings(context.Background(), s)
 	}
 	return s, err
 }

@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -93,17 +96,32 @@ func (w *settingsWatch) due(id string, now time.Time) *watchedSettings {
 }
 
 // refreshSettings rebuilds s's rules, and its sub-agents', when a settings file they were read
-// from changed since (settingsWatch).
+// from changed since (settingsWatch); and the same for each session s lies below, whose rules
+// s's hold (inheritedRules): a sub-agent at work sees its parent's files as they are now. The
+// change is audited before it applies; a session whose change cannot be recorded is suspended
+// until it can, rather than run on rules no record shows.
 func (c *Core) refreshSettings(ctx context.Context, s *session.Session) {
-	ws := c.settings.due(s.ID, time.Now())
-	if ws == nil {
+	var top *session.Session
+	var files []string
+	for d := s; d != nil; d = d.Parent {
+		ws := c.settings.due(d.ID, time.Now())
+		if ws == nil {
+			continue
+		}
+		o := d.Owner
+		if now, err := sandbox.FilePrints(o.UID, o.GID, o.Groups, ws.files); err == nil && now == ws.prints {
+			continue
+		}
+		top, files = d, ws.files // the highest changed: rebuilt with all below it
+	}
+	if top == nil {
 		return
 	}
-	o := s.Owner
-	now, err := sandbox.FilePrints(o.UID, o.GID, o.Groups, ws.files)
-	if err == nil && now == ws.prints {
+	c.log.Info("settings files changed; rebuilding the session's rules", zap.String("session", top.ID))
+	detail := map[string]string{"cause": "settings files changed", "files": strings.Join(files, "\n")}
+	if err := c.recorder.sessionEvent(ctx, audit.KindSessionUpdate, top, detail); err != nil {
+		c.suspend(ctx, top, fmt.Errorf("its settings files changed, and the change could not be recorded: %w", err))
 		return
 	}
-	c.log.Info("settings files changed; rebuilding the session's rules", zap.String("session", s.ID))
-	c.rebuildRules(ctx, func(d *session.Session) bool { return d == s || d.Descends(s) })
+	c.rebuildRules(ctx, func(d *session.Session) bool { return d == top || d.Descends(top) })
 }

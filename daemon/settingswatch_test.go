@@ -60,3 +60,28 @@ func TestSettingsEditReachesOpenSession(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsEditReachesSubAgent: a sub-agent rooted in a subdir holds its parent's rules; an
+// edit of the parent's settings reaches it at its own next call, while the parent makes none,
+// and the change is in the audit log.
+func TestSettingsEditReachesSubAgent(t *testing.T) {
+	f := newTrustFixture(t, "sbses")
+	parent := f.session(t, "--mode", "acceptEdits")
+	out, errOut, code := f.sbctl(t, "session", "new", "--parent", parent, "--cwd", filepath.Join(f.proj, "sub"), "--mode", "acceptEdits")
+	if code != 0 {
+		t.Fatalf("sub-agent: %s", errOut)
+	}
+	child := strings.TrimSpace(out)
+	file := filepath.Join(f.proj, ".sandboxd", "settings.json")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	os.WriteFile(file, []byte(`{"permissions":{"deny":["Bash(rm *)"]}}`), 0o644)
+	os.Chown(filepath.Dir(file), int(f.u.UID), int(f.u.GID))
+	os.Chown(file, int(f.u.UID), int(f.u.GID))
+	time.Sleep(settingsRecheck + 100*time.Millisecond)
+	if out, errOut, _ := f.sbctl(t, "decide", "--session", child, "Bash", `{"command":"rm x"}`); !strings.Contains(out+errOut, "Bash(rm *)") {
+		t.Errorf("the parent's new deny does not hold in its sub-agent: %s%s", out, errOut)
+	}
+	if _, b := f.td.do(t, "GET", "/v1/audit/records?session="+parent, ""); !strings.Contains(string(b), "settings files changed") {
+		t.Errorf("no record of the change: %s", b)
+	}
+}
