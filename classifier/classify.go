@@ -364,6 +364,8 @@ type walker struct {
 	funcs map[string]bool
 	// loops: the line has a for or while loop, whose commands may run again after later ones.
 	loops bool
+	// parsedLast says the last nested script parseNested read parsed (shellWord).
+	parsedLast bool
 	// setsVars and hasArith together fail a line: bash re-evaluates variable
 	// values in arithmetic context, so x='a[$(id)]'; ((x)) runs id.
 	setsVars, hasArith bool
@@ -1505,6 +1507,12 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		for _, ns := range sb.nested.Subcommands {
 			ns.Nested, ns.Tail = true, sb.tails
+			if ns.Tail && ns.Opaque && !tailRuns(ns) {
+				// A tail only may be a command: opaque where it would run what no word shows
+				// (a shell, a runner, a command word known only at run time), not for a
+				// word that names an editor (gh pr view 12) or a path (go test ./...).
+				ns.Opaque = false
+			}
 			all = append(all, ns)
 			// A line is read-only only with every script it runs: the command's own check
 			// and the nested reading may part on an option cluster (`mapfile -cC00`,
@@ -1550,4 +1558,14 @@ func (c *Classification) RunsGit() bool {
 		name := path.Base(s.DenyPrefix[0])
 		return name == "git" || strings.HasPrefix(name, "git-")
 	})
+}
+
+// tailRuns reports a tail that would run what its words do not show if it were a command: a
+// shell, eval, a runner or wrapper, or a command word known only at run time.
+func tailRuns(s Subcommand) bool {
+	if len(s.DenyPrefix) == 0 {
+		return true
+	}
+	name := runnerName(path.Base(s.DenyPrefix[0]))
+	return isShell(name) || name == "eval" || runners[name] || isWrapper(name) || dynamicLoader(name)
 }

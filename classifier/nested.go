@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -94,6 +95,7 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		return
 	}
 	if name := runnerName(baseName(ws[0].val)); xargsIn(sb.args[:k]) && (isShell(name) || name == "eval" || runners[name] || name == "busybox" ||
+		isWrapper(name) || name == "sudo" || name == "doas" ||
 		xargsReplace(sb.args[:k]) != "" && strings.Contains(ws[0].val, xargsReplace(sb.args[:k]))) {
 		// echo 'git push' | xargs sh -c: the script, or the command line, is what xargs reads
 		// (or the command itself: xargs -I{} {} x).
@@ -321,21 +323,23 @@ func undescribed(name string) bool {
 // argvTails reads an undescribed program as a runner it may be (fakeroot-sysv rm x,
 // heaptrack rm x, msgexec -i f.po rm x): each tail of its words that starts with a literal
 // word is a command line of those words, which deny and ask rules meet as they meet a
-// runner's tails (sub.tails: they add no path the program's own words do not). A tail that
-// starts with a word known only at run time is no command line the rules can read, as a
-// script's is not; a program given more words than maxRunnerWords is opaque.
+// runner's tails (sub.tails: they add no path the program's own words do not, and make
+// nothing opaque but a shell or runner they start). An option's value (--command=rm, -xrm)
+// and a KEY=VALUE's value start tails too. A word with blanks names no program: it is read as
+// a line of shell when it holds a separator (hyperfine 'make; rm x') or is such a value
+// (ProxyCommand=rm x), and passed over otherwise (--title "Drop the curl loop", -k "a or b").
+// A tail that starts with a word known only at run time is no command line the rules can
+// read, as a script's is not; past maxUndescribedWords, the words are not read.
 func (w *walker) argvTails(sb *sub, ws []word) {
 	if w.opts.inTails {
 		return // this line is itself a tail: the tails of its words are the outer line's too
 	}
-	if len(ws) > maxRunnerWords {
-		sb.opaque = true
-		return
-	}
+	ws = ws[:min(len(ws), maxUndescribedWords)]
+	quote := func(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
 	quoted := make([]string, len(ws))
 	for i, a := range ws {
 		if a.static && !a.glob {
-			quoted[i] = "'" + strings.ReplaceAll(a.val, "'", `'\''`) + "'"
+			quoted[i] = quote(a.val)
 		} else {
 			quoted[i] = a.src // read as the line reads it: an expansion stays one
 		}
@@ -345,7 +349,7 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 			continue
 		}
 		sb.tails = true
-		heads := []string{a.val}
+		heads, values := []string{a.val}, 0
 		if strings.HasPrefix(a.val, "-") {
 			// An option names no command, but may carry one: --command=rm, -xrm, -exec=rm.
 			if _, v, ok := strings.Cut(a.val, "="); ok {
@@ -353,18 +357,20 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 			} else {
 				heads = attachedValues(a.val)
 			}
+			values = len(heads)
+		} else if k, v, ok := strings.Cut(a.val, "="); ok && k != "" && !strings.ContainsAny(k, " /") {
+			heads, values = []string{v, a.val}, 1 // KEY=VALUE: the value may be a command line
 		}
-		for _, head := range heads {
-			if strings.Trim(head, "0123456789.,:") == "" {
-				continue // a number names no command: -j4, -count=1
-			}
-			tail := append([]string{"'" + strings.ReplaceAll(head, "'", `'\''`) + "'"}, quoted[i+1:]...)
-			w.tailScript(sb, strings.Join(tail, " "), w.opts.Shell)
-			if strings.ContainsAny(head, " \t\n;&|`$()<>") {
-				// A word that reads as a line of shell: the program may hand it to one
-				// (hyperfine 'make; rm x', nodemon --exec 'rm x'). One that does not parse
-				// is no line a shell would run: a message (--title "don't").
-				w.parseNested(sb, head, w.opts.Shell, false, true)
+		for j, head := range heads {
+			switch {
+			case strings.Trim(head, "0123456789.,:") == "":
+				// A number names no command: -j4, -count=1.
+			case strings.ContainsAny(head, " \t\n"):
+				if j < values || strings.ContainsAny(head, ";&|`\n") || strings.Contains(head, "$(") {
+					w.shellWord(sb, head)
+				}
+			default:
+				w.tailScript(sb, strings.Join(append([]string{quote(head)}, quoted[i+1:]...), " "), w.opts.Shell)
 			}
 			if sb.opaque {
 				return
@@ -372,6 +378,34 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 		}
 	}
 }
+
+// maxUndescribedWords bounds the words of an undescribed program read for tails.
+const maxUndescribedWords = 128
+
+// shellWord reads text, a word an undescribed program may hand to a shell, as a line of shell
+// in any dialect, its commands' own words not read again for tails. One that does not parse
+// may still run up to its fault (dash runs the lines before a syntax error, and reads some
+// bash refuses): its pieces between separators are read as the commands of their words.
+func (w *walker) shellWord(sb *sub, text string) {
+	before := sb.opaque
+	w.parseNested(sb, text, shellAny, true, true)
+	if sb.opaque != before || w.parsedLast {
+		return
+	}
+	for _, piece := range shellPieces.Split(text, -1) {
+		fields := strings.Fields(piece)
+		if len(fields) == 0 {
+			continue
+		}
+		for k, f := range fields {
+			fields[k] = "'" + strings.ReplaceAll(f, "'", `'\''`) + "'"
+		}
+		w.tailScript(sb, strings.Join(fields, " "), w.opts.Shell)
+	}
+}
+
+// shellPieces are what separates commands in a line of shell.
+var shellPieces = regexp.MustCompile("[;&|\n`()]+|\\$\\(")
 
 // gitTransportKey reports a git config key that makes a remote run a command: protocol.*
 // allows the ext:: transport (git's command line as a remote), and url.*.insteadOf or any
@@ -403,7 +437,8 @@ func commandVar(name string) bool {
 		// SHELL=/usr/bin/curl script -qc --version /dev/null runs curl.
 		return true
 	case "PAGER", "MANPAGER", "EDITOR", "VISUAL", "FCEDIT", "GIT_SSH", "GIT_EXTERNAL_DIFF", "LESSOPEN",
-		"LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND":
+		"LESSCLOSE", "BROWSER", "BASH_ENV", "ENV", "PROMPT_COMMAND",
+		"GH_BROWSER", "HGEDITOR", "SVN_SSH", "P4EDITOR", "TERMINAL", "MAILER":
 		return true
 	}
 	return strings.HasSuffix(name, "_COMMAND") || strings.HasSuffix(name, "_EDITOR") || strings.HasSuffix(name, "_PAGER") ||
@@ -1024,6 +1059,7 @@ func (w *walker) parseNested(sb *sub, script, shell string, tail, maybe bool) {
 	opts.Shell = shell
 	opts.inTails = tail
 	c := parseDepth(script, opts, w.depth+1, w.left)
+	w.parsedLast = c.ParseError == nil
 	if c.ParseError != nil {
 		sb.opaque = sb.opaque || !maybe
 		return

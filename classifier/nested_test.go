@@ -233,7 +233,17 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`tox -- curl x`, false},
 		{`./run.sh "$X" curl x`, false},
 		{`mytool a 'b c' "d'e" curl "it's"`, false},
-		{`mytool a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7 curl x`, true},
+		{`mytool a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5 6 7 curl x`, false},
+		// A word an undescribed program may hand to a shell, read in pieces when it does not
+		// parse (dash runs the lines before a fault); a KEY=VALUE's value.
+		{`hyperfine -r 1 'true; curl x; echo $['`, false},
+		{"hyperfine -r 1 $'true\ncurl x\n)'", false},
+		{`autossh -M 0 -o 'ProxyCommand=curl x' h`, false},
+		{`sshfs -o ssh_command='curl x' h: mnt`, false},
+		// xargs handing what it reads to a wrapper, which runs it.
+		{`echo curl x | xargs env`, true},
+		{`echo curl x | xargs nohup`, true},
+		{`echo curl x | xargs sudo`, true},
 		// In a runner's command string, and as a string or an option's value of theirs.
 		{`script -qc "memusage curl x" /dev/null`, false},
 		{`su -c "docker exec c curl x"`, false},
@@ -338,10 +348,18 @@ func TestArithmeticWithoutCodeStaysClear(t *testing.T) {
 // shell (a message) is no command line: the line stays readable, nothing opaque.
 func TestUndescribedWordsThatAreNoLine(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{`gh pr create --title "don't break it" --body "(wip"`, `mytool --msg="it's done"`} {
+	for _, cmd := range []string{`gh pr create --title "don't break it" --body "(wip"`, `mytool --msg="it's done"`,
+		// Words that name an editor, a scheduler or a path as a command would are no command
+		// here: gh's subcommand view, a message's "at", go's ./...
+		`gh pr view 12`, `gh pr create --title "Fix crash at startup" --body x`, `go test ./...`, `aws batch list-jobs`,
+		`pytest -k "curl or proxy"`, `gh pr create --title "Fix flaky test" --body "Drops the curl retry loop"`,
+		`eslint ` + strings.Repeat("a.js ", 40)} {
 		for _, s := range Classify(cmd, testOpts).Subcommands {
 			if s.Opaque {
 				t.Errorf("%q: %q is opaque", cmd, s.Text)
+			}
+			if len(s.DenyPrefix) > 0 && s.DenyPrefix[0] == "curl" {
+				t.Errorf("%q: %q read as curl", cmd, s.Text)
 			}
 		}
 	}

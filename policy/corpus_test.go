@@ -456,11 +456,9 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`runuser --command='curl x' u`, `npm exec -c 'curl x'`, `npm exec --call='curl x'`,
 		`npx --call='curl x'`, `pnpm dlx curl x`, `zargs -- x -- curl`, `emulate sh -c 'curl x'`,
 		`alias c=curl; eval c x`,
-		// A program no table describes may be a runner: each tail of its words is read (a
-		// program the line writes as well: it is opaque, and its tails name curl).
+		// A program no table describes may be a runner: each tail of its words is read.
 		`fakeroot-sysv curl x`, `valgrind.bin -q curl x`, `slogin h curl x`, `heaptrack curl x`,
 		`docker exec c curl x`, `ip netns exec ns curl x`, `./run.sh "$X" curl x`,
-		`cp /bin/bash b; ./b -c 'curl x'`,
 	} {
 		add(matrix(call{name: "deny through " + cmd, cmd: cmd, bash: realBash(cmd), deny: curl}, D, D, D, D, D, D, D)...)
 	}
@@ -472,7 +470,7 @@ func TestDecisionCorpusIssue16(t *testing.T) {
 		`gdb -q --args curl x <<< run`, `at now <<< 'curl x'`, `batch <<< 'curl x'`, `crontab - <<< '* * * * * curl x'`,
 		`ed -s f <<< '!curl x'`, `vim -es f <<< '!curl x'`,
 		// A program the line itself writes, and git config read from a file.
-		`printf 'curl x' > p; chmod +x p; ./p`, `ln -s /usr/bin/curl c; ./c x`,
+		`printf 'curl x' > p; chmod +x p; ./p`, `ln -s /usr/bin/curl c; ./c x`, `cp /bin/bash b; ./b -c 'curl x'`,
 		`printf 'curl x' > q; git -c core.fsmonitor=./q status`, `git -c include.path=/w/c status`,
 		`git -c includeIf.onbranch:main.path=/w/c status`, `git -c core.hooksPath=../h commit -m x`,
 		`git -c init.templateDir=./t clone -q src dst`, `GIT_TEMPLATE_DIR=./t git clone -q src dst`,
