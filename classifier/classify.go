@@ -259,6 +259,11 @@ func runsWrittenFile(c *Classification, opts Options) {
 	}
 	for i := range c.Subcommands {
 		s := &c.Subcommands[i]
+		if s.Tail {
+			// Only may be a command: through the hook the words of its program count as
+			// written (mentions), so go test ./... would run ./... as a file it wrote.
+			continue
+		}
 		argv := s.Prefix
 		if len(argv) == 0 {
 			argv = s.DenyPrefix // PATH=.:$PATH m: no allow prefix after an unsafe assignment
