@@ -297,9 +297,9 @@ const rebuildTimeout = 20 * time.Second
 const ownerPaced = rebuildTimeout
 
 // rebuildRules rebuilds the rule sets of the sessions which selects, suspending those whose
-// rules fail to load (see reloadRules). Owners take turns, each owner's next session after
-// every other owner's, so no user's sessions keep another's waiting on old rules. Each
-// session is rebuilt under its own lock alone: one user's slow rebuilds (settings read at
+// rules fail to load (see reloadRules). Owners go side by side, each one's sessions in turn,
+// so no user's sessions keep another's waiting on old rules. Each session is rebuilt under
+// its own lock alone: one user's slow rebuilds (settings read at
 // their deadline, a parent with many sub-agents) hold up no other session's.
 func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bool) {
 	var selected []*session.Session
@@ -311,9 +311,24 @@ func (c *Core) rebuildRules(ctx context.Context, which func(*session.Session) bo
 	// Parents before their sub-agents, whatever the clock said at their making: a child's
 	// rules are built from its parent's rule set in force (inheritedRules).
 	slices.SortStableFunc(selected, func(a, b *session.Session) int { return depth(a) - depth(b) })
-	for _, s := range byOwnerInTurn(selected) {
-		c.rebuildSession(ctx, s)
+	// Each owner's sessions in their order, the owners side by side: a rebuild waits on its
+	// owner's worker (up to rebuildTimeout, which the owner paces by stopping it), and one
+	// user's stalled sessions must not hold another's on rules an admin has narrowed.
+	byTenant := map[uint32][]*session.Session{}
+	for _, s := range selected {
+		byTenant[s.Owner.Tenant()] = append(byTenant[s.Owner.Tenant()], s)
 	}
+	var wg sync.WaitGroup
+	for _, ss := range byTenant {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, s := range ss {
+				c.rebuildSession(ctx, s)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // rebuildSession rebuilds one session's rule set from the rules it has now (rebuildRules).
@@ -354,27 +369,6 @@ func depth(s *session.Session) int {
 		n++
 	}
 	return n
-}
-
-// byOwnerInTurn orders sessions (oldest first) so that owners take turns: every owner's first
-// session, then every owner's second, and so on.
-func byOwnerInTurn(ss []*session.Session) []*session.Session {
-	type entry struct {
-		s    *session.Session
-		turn int
-	}
-	rank := map[uint32]int{}
-	es := make([]entry, len(ss))
-	for i, s := range ss {
-		es[i] = entry{s, rank[s.Owner.Tenant()]} // a user's subordinate uids take its turns
-		rank[s.Owner.Tenant()]++
-	}
-	slices.SortStableFunc(es, func(a, b entry) int { return a.turn - b.turn })
-	out := make([]*session.Session, len(es))
-	for i, e := range es {
-		out[i] = e.s
-	}
-	return out
 }
 
 // revokeNetworks suspends, at once, the sessions whose network the configuration in force no

@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/subid"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -40,21 +40,42 @@ func TestAdminGroupInASubordinateRange(t *testing.T) {
 	}
 }
 
-// TestRebuildOwnersTakeTurns: a reload rebuilds every owner's first session before any
-// owner's second, so one user's many slow sessions keep no other user's waiting.
-func TestRebuildOwnersTakeTurns(t *testing.T) {
-	st := session.NewStore()
-	var made []*session.Session
-	for _, uid := range []uint32{1, 1, 1, 2, 1, 3, 2} {
-		made = append(made, st.Create(session.Caller{UID: uid, GID: uid}, session.Params{Cwd: "/"}))
+// TestRebuildOwnersSideBySide: a reload rebuilds each owner's sessions beside every other
+// owner's: one whose rebuild waits (its owner stopped their worker; here its lock is held)
+// keeps no other user's session on the old rules.
+func TestRebuildOwnersSideBySide(t *testing.T) {
+	td := startDaemon(t, "")
+	stalled := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, testHostDir(t)))
+	u := testutil.CreateUser(t, "sbrsb")
+	code, b := curlAs(t, td, u, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, u.Home), "")
+	if code != 201 && code != 200 {
+		t.Fatalf("session as %s: %d %s", u.Name, code, b)
 	}
-	var got []uint32
-	for _, s := range byOwnerInTurn(made) {
-		got = append(got, s.Owner.UID)
+	var other protocol.Session
+	decodeInto(t, b, &other)
+	sess := func(id string) *session.Session {
+		for _, s := range td.d.core.store.All() {
+			if s.ID == id {
+				return s
+			}
+		}
+		t.Fatalf("no session %s", id)
+		return nil
 	}
-	if want := []uint32{1, 2, 3, 1, 2, 1, 1}; !slices.Equal(got, want) {
-		t.Errorf("owners in order %v, want %v", got, want)
+	held, theirs := sess(stalled.ID), sess(other.ID)
+	before := theirs.RuleSet()
+	held.RulesMu.Lock()
+	done := make(chan struct{})
+	go func() { td.d.core.reloadRules(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for theirs.RuleSet() == before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
+	if theirs.RuleSet() == before {
+		t.Error("another user's session waited for a stalled session's rebuild")
+	}
+	held.RulesMu.Unlock()
+	<-done
 }
 
 // TestRulesChangeWaitsForNoOtherSessionsRebuild: a session's rules are rebuilt under its own

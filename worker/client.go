@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
@@ -30,8 +31,10 @@ func Socketpair() (daemon, child *os.File, err error) {
 type Client struct {
 	conn net.Conn
 
-	wmu sync.Mutex
-	w   *bufio.Writer
+	// wsem is the right to write a frame (a mutex a waiter can give up on): a worker that
+	// stops reading (its owner stopped it) fills the socket, and a write then blocks.
+	wsem chan struct{}
+	w    *bufio.Writer
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -57,6 +60,7 @@ func NewClient(f *os.File) (*Client, error) {
 	c := &Client{
 		conn:    conn,
 		w:       bufio.NewWriterSize(conn, 64<<10),
+		wsem:    make(chan struct{}, 1),
 		pending: map[uint64]chan reply{},
 		done:    make(chan struct{}),
 	}
@@ -123,7 +127,7 @@ func (c *Client) do(ctx context.Context, req *Request, payload []byte) (*Respons
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.send(id, req, payload); err != nil {
+	if err := c.send(ctx, id, req, payload); err != nil {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
@@ -151,7 +155,9 @@ func (c *Client) do(ctx context.Context, req *Request, payload []byte) (*Respons
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
-		_ = c.send(0, &Request{Op: OpCancel, CancelID: id}, nil)
+		cctx, cancel := context.WithTimeout(context.Background(), cancelSendTimeout)
+		_ = c.send(cctx, 0, &Request{Op: OpCancel, CancelID: id}, nil)
+		cancel()
 		return nil, nil, ctx.Err()
 	}
 }
@@ -174,9 +180,22 @@ func answers(op string, r *Response) bool {
 	return true
 }
 
-func (c *Client) send(id uint64, req *Request, payload []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+// cancelSendTimeout bounds the write of a cancel request, which follows a deadline passed.
+const cancelSendTimeout = time.Second
+
+// send writes one frame, within ctx: a write the worker does not take before ctx ends (it
+// stopped reading, and the socket is full) closes the connection, as does waiting that long
+// for another request's write. Such a worker is of no more use, and its owner's requests must
+// not hold the daemon (a session's lock, a reload waiting on it) for as long as they like.
+func (c *Client) send(ctx context.Context, id uint64, req *Request, payload []byte) error {
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		c.conn.Close()
+		return ctx.Err()
+	}
+	defer func() { <-c.wsem }()
+	defer context.AfterFunc(ctx, func() { c.conn.Close() })()
 	if err := writeFrame(c.w, id, req, payload); err != nil {
 		if err != ErrFrameTooLarge {
 			c.conn.Close()

@@ -160,3 +160,45 @@ func FuzzClientFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestClientWriteToStalledWorkerEnds: a worker that stops reading (its owner stopped it) fills
+// the socket; a request whose write cannot finish ends with its context, closing the
+// connection, and so does one waiting for that write, rather than block a caller (a session's
+// lock, a reload) for good.
+func TestClientWriteToStalledWorkerEnds(t *testing.T) {
+	daemon, child, err := Socketpair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close() // never read: the worker is stopped
+	c, err := NewClient(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := bytes.Repeat([]byte("A"), 8<<20)
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_, err := c.WriteDecided(ctx, WriteArgs{Path: "/x"}, big)
+			done <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Error("a write to a worker that reads nothing succeeded")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a write to a stalled worker outlived its context")
+		}
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("the connection to a stalled worker was kept")
+	}
+}
