@@ -347,7 +347,9 @@ func (c *Core) approvalTTL() time.Duration { return config.Duration(c.Config().A
 // approvalResolve records an answer (by a person, a hook or expiry).
 func (r *recorder) approvalResolve(ctx context.Context, caller session.Caller, a approval.Approval, res approval.Resolution) error {
 	detail := approvalDetail(&a, &res)
-	rec := &audit.Record{Kind: audit.KindApprovalResolve, Session: a.Session, Tool: a.Tool, Detail: detail}
+	rec := &audit.Record{Kind: audit.KindApprovalResolve, Session: a.Session, Tool: a.Tool, Detail: detail,
+		// Charged to the approval's owner whoever ended it (expiry, a session dropped).
+		Owner: &audit.Caller{UID: a.Owner, RangeOwner: tenantOf(a)}}
 	if res.By != "expiry" && res.By != "idle_timeout" {
 		rec.Caller = auditCaller(caller)
 	}
@@ -403,4 +405,12 @@ func approvalDetail(a *approval.Approval, res *approval.Resolution) map[string]s
 		}
 	}
 	return d
+}
+
+// tenantOf is the range owner of an approval's owner, 0 when it is its own.
+func tenantOf(a approval.Approval) uint32 {
+	if a.Tenant != 0 && a.Tenant != a.Owner {
+		return a.Tenant
+	}
+	return 0
 }
