@@ -53,15 +53,7 @@ func TestRebuildOwnersSideBySide(t *testing.T) {
 	}
 	var other protocol.Session
 	decodeInto(t, b, &other)
-	sess := func(id string) *session.Session {
-		for _, s := range td.d.core.store.All() {
-			if s.ID == id {
-				return s
-			}
-		}
-		t.Fatalf("no session %s", id)
-		return nil
-	}
+	sess := func(id string) *session.Session { return storedSession(t, td, id) }
 	held, theirs := sess(stalled.ID), sess(other.ID)
 	before := theirs.RuleSet()
 	held.RulesMu.Lock()
@@ -88,15 +80,7 @@ func TestRulesChangeWaitsForNoOtherSessionsRebuild(t *testing.T) {
 	other := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
 	parent := td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, dir))
 	child := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"parent_id":%q}`, dir, parent.ID))
-	sess := func(id string) *session.Session {
-		for _, s := range td.d.core.store.All() {
-			if s.ID == id {
-				return s
-			}
-		}
-		t.Fatalf("no session %s", id)
-		return nil
-	}
+	sess := func(id string) *session.Session { return storedSession(t, td, id) }
 	patch := func(id, rule string) chan int {
 		done := make(chan int, 1)
 		go func() {
@@ -192,4 +176,16 @@ func TestChildMadeDuringParentsChangeHasItsRules(t *testing.T) {
 			t.Errorf("the child made during the parent's change lacks its new deny: %v", s.RuleSet().Rules())
 		}
 	}
+}
+
+// storedSession is the daemon's session id.
+func storedSession(t *testing.T, td *testDaemon, id string) *session.Session {
+	t.Helper()
+	for _, s := range td.d.core.store.All() {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no session %s", id)
+	return nil
 }
