@@ -50,8 +50,9 @@ type Options struct {
 	// braces is the line's brace expansions, made by Classify: a value of Options is one
 	// line's, shared by its nested scripts.
 	braces *braceMemo
-	// inTails: the line is one tail of an outer command's words (tailScript).
-	inTails bool
+	// inTails: the line is one tail of an outer command's words (tailScript), or a word of
+	// one read as shell (shellWord); argvTail: the former, words a program may exec.
+	inTails, argvTail bool
 }
 
 const (
@@ -244,11 +245,14 @@ func (w *walker) afterLinks(linkAt int) []*sub {
 // data, under a name no rule knows. A write that changes no content (chmod, touch) does not
 // count.
 func runsWrittenFile(c *Classification, opts Options) {
-	var written []string
+	var written, made []string // made: written by what a command is known to do, not a mention
 	setsPath := false
 	for _, p := range c.Paths {
 		if p.Access == AccessWrite && !metadataWriters[p.Cmd] && !strings.HasPrefix(p.Path, "/dev/") {
 			written = append(written, p.Path)
+			if !p.Mention {
+				made = append(made, p.Path)
+			}
 		}
 	}
 	if len(written) == 0 {
@@ -259,10 +263,11 @@ func runsWrittenFile(c *Classification, opts Options) {
 	}
 	for i := range c.Subcommands {
 		s := &c.Subcommands[i]
+		written := written
 		if s.Tail {
-			// Only may be a command: through the hook the words of its program count as
-			// written (mentions), so go test ./... would run ./... as a file it wrote.
-			continue
+			// Only may be a command: through the hook its program's own words count as
+			// written (mentions), and go test ./... would run ./... as a file it wrote.
+			written = made
 		}
 		argv := s.Prefix
 		if len(argv) == 0 {
@@ -1512,12 +1517,6 @@ func (w *walker) spliceNested(c *Classification, n int) {
 		}
 		for _, ns := range sb.nested.Subcommands {
 			ns.Nested, ns.Tail = true, sb.tails
-			if ns.Tail && ns.Opaque && !tailRuns(ns) {
-				// A tail only may be a command: opaque where it would run what no word shows
-				// (a shell, a runner, a command word known only at run time), not for a
-				// word that names an editor (gh pr view 12) or a path (go test ./...).
-				ns.Opaque = false
-			}
 			all = append(all, ns)
 			// A line is read-only only with every script it runs: the command's own check
 			// and the nested reading may part on an option cluster (`mapfile -cC00`,
@@ -1563,14 +1562,4 @@ func (c *Classification) RunsGit() bool {
 		name := path.Base(s.DenyPrefix[0])
 		return name == "git" || strings.HasPrefix(name, "git-")
 	})
-}
-
-// tailRuns reports a tail that would run what its words do not show if it were a command: a
-// shell, eval, a runner or wrapper, or a command word known only at run time.
-func tailRuns(s Subcommand) bool {
-	if len(s.DenyPrefix) == 0 {
-		return true
-	}
-	name := runnerName(path.Base(s.DenyPrefix[0]))
-	return isShell(name) || name == "eval" || runners[name] || isWrapper(name) || dynamicLoader(name)
 }

@@ -108,6 +108,9 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.evalsText = true
 	}
 	switch name := runnerName(baseName(ws[0].val)); {
+	case w.opts.argvTail && shellOnly[name]:
+		// A tail is the words a program may exec: a builtin of the shell's is no program
+		// (gh secret set X, npx eslint ., a message's r or fc), and runs nothing there.
 	case name == "git":
 		w.nestedGitConfig(sb, ws[1:])
 		w.nestedGitCommands(sb, ws[1:])
@@ -137,7 +140,9 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 			w.nestedScript(sb, strings.Join(parts, " "), w.opts.Shell)
 		}
 	case name == "source" || name == ".":
-		sb.opaque = true
+		// A file's script, which the line does not show; with none, nothing runs (npx
+		// eslint . has the tail ".").
+		sb.opaque = len(ws) > 1
 	case name == "sed" || name == "gsed":
 		// A script that runs programs (e, s///e) runs what the input holds, and a script file
 		// (-f) or a script it cannot read may: as for `bash script.sh`, no word shows what runs.
@@ -218,6 +223,13 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 		w.nestedArgv(sb, ws[1:], map[string]bool{"-n": true, "--interval": true, "-q": true, "--equexit": true}, ShellSh)
 	case name == "setsid":
 		w.nestedArgv(sb, ws[1:], nil, w.opts.Shell)
+	case opaqueRunners[name] && w.opts.inTails && (commandLanguages[name].short != "" || name == "at" || name == "batch"):
+		// In a tail of a program no table describes, which only may be a command, a word
+		// that names an editor or a scheduler is mostly an operand (gh pr view 12, aws batch
+		// list-jobs): opaque when commands are given to it by option (vi -c, gdb -ex).
+		if _, ok := commandLanguages[name]; ok {
+			w.nestedCommandOptions(sb, s, name, ws[1:])
+		}
 	case opaqueRunners[name]:
 		sb.opaque = true
 	case w.opts.Shell == ShellZsh && (name == "setopt" || name == "unsetopt" || name == "autoload" || name == "set" && zshSetsOption(ws[1:])):
@@ -281,6 +293,12 @@ func (w *walker) nestedOf(sb *sub, s *syntax.Stmt) {
 	}
 }
 
+// shellOnly are the shell's own builtins that run or change what runs: no program of
+// theirs exists for a runner to exec.
+var shellOnly = map[string]bool{"source": true, ".": true, "set": true, "setopt": true, "unsetopt": true,
+	"autoload": true, "fc": true, "r": true, "hash": true, "enable": true, "trap": true, "alias": true,
+	"eval": true, "emulate": true, "zpty": true, "zargs": true}
+
 // runnerAliases are other names of runners and opaqueRunners, as distributions install them
 // (fakeroot-sysv, valgrind.bin) or link them (slogin, vim.basic, gdbtui): the same program
 // under a name no table lists would run its command unread.
@@ -331,7 +349,7 @@ func undescribed(name string) bool {
 // A tail that starts with a word known only at run time is no command line the rules can
 // read, as a script's is not; past maxUndescribedWords, the words are not read.
 func (w *walker) argvTails(sb *sub, ws []word) {
-	if w.opts.inTails {
+	if w.opts.argvTail {
 		return // this line is itself a tail: the tails of its words are the outer line's too
 	}
 	ws = ws[:min(len(ws), maxUndescribedWords)]
@@ -641,15 +659,20 @@ func dynamicLoader(name string) bool {
 		(strings.HasPrefix(name, "ld.") || strings.HasPrefix(name, "ld-") || strings.HasPrefix(name, "ld64"))
 }
 
-// maxRunnerWords bounds the tails read for a runner; a longer command line is opaque.
-const maxRunnerWords = 32
+// maxRunnerWords bounds where a runner's command may start: its own options come first, and
+// a tail starting past them is the arguments of the command it runs (npx eslint and 40
+// files). maxTotalRunnerWords bounds the words read at all; a longer line is opaque.
+const (
+	maxRunnerWords      = 32
+	maxTotalRunnerWords = 512
+)
 
 // nestedTails reads every tail of a runner's arguments as a command line (see runners). A
 // word known only at run time may be the command, so it makes the command opaque. Some
 // runners hand their command to the user's shell (script -c, su -c, ssh), which may be zsh or
 // dash: a tail either reads differently is opaque too.
 func (w *walker) nestedTails(sb *sub, ws []word) {
-	if len(ws) > maxRunnerWords {
+	if len(ws) > maxTotalRunnerWords {
 		sb.opaque = true
 		return
 	}
@@ -659,14 +682,15 @@ func (w *walker) nestedTails(sb *sub, ws []word) {
 			return
 		}
 	}
-	for i := range ws {
+	for i := range ws[:min(len(ws), maxRunnerWords)] {
 		parts := make([]string, 0, len(ws)-i)
 		for _, a := range ws[i:] {
 			parts = append(parts, a.val)
 		}
 		// A runner's tails are read as scripts (su -c "heaptrack rm x" hands one to a shell):
-		// an undescribed program in one has its own tails read (argvTails).
-		w.nestedScript(sb, strings.Join(parts, " "), shellAny)
+		// an undescribed program in the first has its own tails read (argvTails), which are
+		// every later one's too.
+		w.parseNested(sb, strings.Join(parts, " "), shellAny, i > 0, false)
 		if sb.opaque {
 			return
 		}
@@ -1058,6 +1082,7 @@ func (w *walker) parseNested(sb *sub, script, shell string, tail, maybe bool) {
 	opts := w.opts
 	opts.Shell = shell
 	opts.inTails = tail
+	opts.argvTail = tail && !maybe
 	c := parseDepth(script, opts, w.depth+1, w.left)
 	w.parsedLast = c.ParseError == nil
 	if c.ParseError != nil {

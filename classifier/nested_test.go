@@ -244,6 +244,16 @@ func TestDenyThroughWrappers(t *testing.T) {
 		{`echo curl x | xargs env`, true},
 		{`echo curl x | xargs nohup`, true},
 		{`echo curl x | xargs sudo`, true},
+		// A tail keeps what makes a command one sandboxd cannot read: a git alias, a
+		// debugger given commands, a program the line wrote, a shell given a variable.
+		{`mytool git -c alias.c='!curl x' c`, true},
+		{`mytool gdb -batch -ex 'shell curl x'`, true},
+		{`mytool vi -es -c '!curl x'`, true},
+		{`cp /usr/bin/curl r; mytool ./r x`, true},
+		{`mytool bash -c '$CMD'`, true},
+		// An undescribed program inside a shell word or an option's value of another.
+		{`hyperfine 'true; heaptrack curl x'`, false},
+		{`mytool --cmd='heaptrack curl x'`, false},
 		// In a runner's command string, and as a string or an option's value of theirs.
 		{`script -qc "memusage curl x" /dev/null`, false},
 		{`su -c "docker exec c curl x"`, false},
@@ -353,7 +363,7 @@ func TestUndescribedWordsThatAreNoLine(t *testing.T) {
 		// here: gh's subcommand view, a message's "at", go's ./...
 		`gh pr view 12`, `gh pr create --title "Fix crash at startup" --body x`, `go test ./...`, `aws batch list-jobs`,
 		`pytest -k "curl or proxy"`, `gh pr create --title "Fix flaky test" --body "Drops the curl retry loop"`,
-		`eslint ` + strings.Repeat("a.js ", 40)} {
+		`eslint ` + strings.Repeat("a.js ", 40), `npx eslint .`, `gh secret set TOKEN --body x`, `gh repo view`} {
 		hook := testOpts
 		hook.Unconfined = true
 		for _, s := range append(Classify(cmd, testOpts).Subcommands, Classify(cmd, hook).Subcommands...) {
