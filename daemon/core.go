@@ -377,8 +377,9 @@ func depth(s *session.Session) int {
 // otherwise stay with every session already open. A later reload that gives it back resumes
 // them, with their rules rebuilt (rebuildRules checks the same).
 func (c *Core) revokeNetworks(ctx context.Context) {
-	// Each session on its own: one whose lock a request holds (at most ownerPaced) holds up
-	// no other's.
+	// Each session on its own: one whose lock a request holds (at most ownerPaced, but its
+	// owner may queue many) holds up no other's, nor the reload past revokeWait: it is revoked
+	// when its lock is free.
 	var wg sync.WaitGroup
 	for _, s := range c.store.All() {
 		wg.Add(1)
@@ -391,8 +392,16 @@ func (c *Core) revokeNetworks(ctx context.Context) {
 			}
 		}()
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(revokeWait):
+	}
 }
+
+// revokeWait is how long a reload waits for the sessions' network revocations.
+const revokeWait = 2 * time.Second
 
 // suspend denies every call of s from now on with why, and audits it.
 func (c *Core) suspend(ctx context.Context, s *session.Session, why error) {

@@ -189,3 +189,24 @@ func storedSession(t *testing.T, td *testDaemon, id string) *session.Session {
 	t.Fatalf("no session %s", id)
 	return nil
 }
+
+// TestReloadNotHeldBySessionLock: a session whose lock its owner's requests hold (and may
+// queue on, each for up to ownerPaced) holds a configuration reload for revokeWait at most:
+// the new configuration is in force, for every other session, at once after.
+func TestReloadNotHeldBySessionLock(t *testing.T) {
+	td := startDaemon(t, "")
+	held := storedSession(t, td, td.newSession(t, fmt.Sprintf(`{"cwd":%q}`, testHostDir(t))).ID)
+	held.RulesMu.Lock()
+	defer held.RulesMu.Unlock()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { td.d.Reload(); close(done) }()
+	select {
+	case <-done:
+		if el := time.Since(start); el > revokeWait+5*time.Second {
+			t.Errorf("the reload took %v", el)
+		}
+	case <-time.After(revokeWait + 15*time.Second):
+		t.Fatal("a reload waited on a session's lock")
+	}
+}

@@ -412,7 +412,7 @@ func (d *Daemon) Reload() {
 	if err := d.core.policy.Reload(context.Background()); err != nil {
 		d.log.Error("policy reload refused; the running policy stays in force", zap.Error(err))
 	}
-	d.core.revokeNetworks(context.Background()) // last: it may wait on sessions requests hold
+	d.core.revokeNetworks(context.Background()) // last: a session whose lock is held is left to finish it
 	d.log.Info("configuration reloaded")
 }
 

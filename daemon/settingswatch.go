@@ -34,6 +34,9 @@ type watchedSettings struct {
 	files   []string
 	prints  string
 	checked time.Time
+	// busy: a refresh of the session is under way; another waits for none (the owner's
+	// requests, whatever their number, queue one rebuild at most).
+	busy bool
 }
 
 // readSettings collects, for one load of a session's rules, the files read and what each was
@@ -88,11 +91,20 @@ func (w *settingsWatch) due(id string, now time.Time) *watchedSettings {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ws := w.by[id]
-	if ws == nil || now.Sub(ws.checked) < settingsRecheck {
+	if ws == nil || ws.busy || now.Sub(ws.checked) < settingsRecheck {
 		return nil
 	}
 	ws.checked = now
 	return ws
+}
+
+// setBusy marks id's refresh under way, or done.
+func (w *settingsWatch) setBusy(id string, busy bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ws := w.by[id]; ws != nil {
+		ws.busy = busy
+	}
 }
 
 // refreshSettings rebuilds s's rules, and its sub-agents', when a settings file they were read
@@ -117,6 +129,8 @@ func (c *Core) refreshSettings(ctx context.Context, s *session.Session) {
 	if top == nil {
 		return
 	}
+	c.settings.setBusy(top.ID, true)
+	defer c.settings.setBusy(top.ID, false) // a rebuild set a new entry, not busy, already
 	c.log.Info("settings files changed; rebuilding the session's rules", zap.String("session", top.ID))
 	detail := map[string]string{"cause": "settings files changed", "files": strings.Join(files, "\n")}
 	if err := c.recorder.sessionEvent(ctx, audit.KindSessionUpdate, top, detail); err != nil {
