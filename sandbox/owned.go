@@ -41,91 +41,102 @@ func OwnedAlone(uid, gid uint32, groups []uint32, top, path string) (owner uint3
 // maxLinkHops bounds the links followed on the way to a file, as the kernel's 40.
 const maxLinkHops = 40
 
-// ownedChain walks p as the kernel resolves it, one link at a time: each path it passes
-// through has every name on it checked (ownedAlone), so a link in the middle of a chain (the
-// target of a link being another link, or a dir of a target a link) is judged as the first
-// is: another user's link there picks what the file is. Run as the caller.
+// ownedChain walks p as the kernel resolves it, one name at a time from /: each name it
+// passes (a link as the link, then what it leads to, a .. from where the walk is, not from
+// the text) must be uid's (a dir root's too), sit in a dir no one else may change the entries
+// of, and carry no ACL another may write by; the file it ends at must be uid's and written by
+// no one else. So a link in the middle of a chain (another user's link the first leads to, or
+// one a .. then climbs out of) is judged as the first is. Run as the caller.
 func ownedChain(uid uint32, p string) (owner uint32, why string) {
-	for hop := 0; ; hop++ {
-		if hop > maxLinkHops {
-			return uid, fmt.Sprintf("%s: more than %d links on the way", p, maxLinkHops)
-		}
-		if owner, why = ownedAlone(uid, "/", p); why != "" {
-			return owner, why
-		}
-		next, linked, err := firstLink(p)
-		switch {
-		case err != nil:
-			return uid, fmt.Sprintf("where %s leads could not be found: %v", p, err)
-		case !linked:
-			return uid, ""
-		}
-		p = next
+	cur := "/"
+	var curSt unix.Stat_t
+	if err := unix.Lstat(cur, &curSt); err != nil {
+		return uid, fmt.Sprintf("/ could not be looked at: %v", err)
 	}
-}
-
-// firstLink replaces the first name of p, from /, that is a symbolic link with what it leads
-// to; false when none is.
-func firstLink(p string) (string, bool, error) {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i := range parts {
-		name := "/" + strings.Join(parts[:i+1], "/")
-		var st unix.Stat_t
-		if err := unix.Lstat(name, &st); err != nil {
-			return "", false, err
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+	if w := aclWriters(cur, uid, curSt.Gid); w != "" {
+		return uid, w
+	}
+	todo := strings.Split(p, "/")
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // a dir the walk passed: judged already
+			if err := unix.Lstat(cur, &curSt); err != nil {
+				return uid, fmt.Sprintf("%s could not be looked at: %v", cur, err)
+			}
 			continue
 		}
-		target, err := os.Readlink(name)
-		if err != nil {
-			return "", false, err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(name), target)
-		}
-		return filepath.Clean(filepath.Join(append([]string{target}, parts[i+1:]...)...)), true, nil
-	}
-	return p, false, nil
-}
-
-// ownedAlone is OwnedAlone's check of the names from p up to top (up to / when top does not
-// hold p), each looked at itself, links not followed. Run as the caller.
-func ownedAlone(uid uint32, top, p string) (owner uint32, why string) {
-	var below unix.Stat_t // the name checked before, in the dir checked now
-	for name := p; ; name = filepath.Dir(name) {
+		name := filepath.Join(cur, c)
 		var st unix.Stat_t
 		if err := unix.Lstat(name, &st); err != nil {
 			return uid, fmt.Sprintf("%s could not be looked at: %v", name, err)
 		}
+		if why := othersMayChange(cur, curSt, st, uid); why != "" {
+			return uid, why
+		}
 		kind := st.Mode & unix.S_IFMT
+		last := len(todo) == 0 || strings.Trim(strings.Join(todo, ""), "/") == ""
 		// Root's dir is no one else's to change; root's file may hold text a user chose
 		// (the daemon keeps such), and root's link is no more the caller's choice.
-		if st.Uid != uid && (name == p || kind != unix.S_IFDIR || st.Uid != 0) {
+		if st.Uid != uid && (kind != unix.S_IFDIR || st.Uid != 0 || last) {
 			return st.Uid, fmt.Sprintf("%s is uid %d's", name, st.Uid)
 		}
-		if kind != unix.S_IFLNK {
-			w := st.Mode & 0o022
-			if w == 0o020 && privateGroup(st.Gid, uid) {
-				w = 0
+		if kind == unix.S_IFLNK {
+			if hops++; hops > maxLinkHops {
+				return uid, fmt.Sprintf("%s: more than %d links on the way", p, maxLinkHops)
 			}
-			if w != 0 {
-				// The sticky bit keeps others from renaming or removing an entry they do not
-				// own: the one below, if it is the caller's or root's, stays as it was made.
-				sticky := kind == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 && name != p && (below.Uid == uid || below.Uid == 0)
-				if !sticky {
-					return uid, fmt.Sprintf("%s is writable by %s (mode %04o)", name, writers(w, st.Gid), st.Mode&0o7777)
+			target, err := os.Readlink(name)
+			if err != nil {
+				return uid, fmt.Sprintf("%s could not be read: %v", name, err)
+			}
+			if filepath.IsAbs(target) {
+				cur = "/"
+				if err := unix.Lstat(cur, &curSt); err != nil {
+					return uid, fmt.Sprintf("/ could not be looked at: %v", err)
 				}
 			}
-			if w := aclWriters(name, uid, st.Gid); w != "" {
-				return uid, w
-			}
+			todo = append(strings.Split(target, "/"), todo...)
+			continue
 		}
-		if name == "/" {
+		if w := aclWriters(name, uid, st.Gid); w != "" {
+			return uid, w
+		}
+		if last {
+			if w := ownWriters(st, uid); w != 0 {
+				return uid, fmt.Sprintf("%s is writable by %s (mode %04o)", name, writers(w, st.Gid), st.Mode&0o7777)
+			}
 			return uid, ""
 		}
-		below = st
+		if kind != unix.S_IFDIR {
+			return uid, fmt.Sprintf("%s is not a directory", name)
+		}
+		cur, curSt = name, st
 	}
+	return uid, fmt.Sprintf("%s names no file", p)
+}
+
+// ownWriters are the write bits of st for others than uid: its group's (unless the group is
+// uid's own private one) and everyone's.
+func ownWriters(st unix.Stat_t, uid uint32) uint32 {
+	w := st.Mode & 0o022
+	if w == 0o020 && privateGroup(st.Gid, uid) {
+		w = 0
+	}
+	return w
+}
+
+// othersMayChange says how someone other than uid may change the entry (entry) of dir: the
+// dir is writable by them, unless its sticky bit keeps them from the entry (uid's or root's).
+func othersMayChange(dir string, dirSt, entry unix.Stat_t, uid uint32) string {
+	w := ownWriters(dirSt, uid)
+	if w == 0 || dirSt.Mode&unix.S_ISVTX != 0 && (entry.Uid == uid || entry.Uid == 0) {
+		return ""
+	}
+	return fmt.Sprintf("%s is writable by %s (mode %04o)", dir, writers(w, dirSt.Gid), dirSt.Mode&0o7777)
 }
 
 func writers(w, gid uint32) string {

@@ -99,6 +99,23 @@ func TestOwnedAlone(t *testing.T) {
 			os.Symlink(filepath.Join(mid, "notes.json"), f)
 			unix.Lchown(f, nobody, nobody)
 		}, other, "middir is uid 4242's"},
+		{"a .. after another's link", func(p, d, f string) {
+			// The kernel follows m, then climbs from where it leads: the text's m/.. is d,
+			// the file read is inner's, of another's choosing.
+			inner := filepath.Join(p, "inner")
+			os.MkdirAll(filepath.Join(inner, "x"), 0o755)
+			os.Chown(inner, nobody, nobody)
+			os.Chown(filepath.Join(inner, "x"), nobody, nobody)
+			os.Rename(f, filepath.Join(inner, "settings.ok"))
+			decoy := filepath.Join(d, "settings.ok") // what the text names: the caller's own
+			os.WriteFile(decoy, []byte("{}"), 0o644)
+			os.Chown(decoy, nobody, nobody)
+			m := filepath.Join(d, "m")
+			os.Symlink(filepath.Join(inner, "x"), m)
+			unix.Lchown(m, other, other)
+			os.Symlink("m/../settings.ok", f)
+			unix.Lchown(f, nobody, nobody)
+		}, other, "m is uid 4242's"},
 		{"link to the caller's file in its own dir", func(p, _, f string) {
 			os.Rename(f, filepath.Join(p, "s.json"))
 			os.Symlink("../s.json", f)
