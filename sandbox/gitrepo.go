@@ -244,12 +244,18 @@ func unsafeInNewRepo(rfd int, gitDir string) []string {
 // where they existed, moved aside if made where they did not), the git dirs that hold them, and
 // the dirs of names on the way from a modules dir to a submodule's git dir ("vendor" of
 // modules/vendor/foo). Relative to one writable dir. nil for a repository the call made.
-type gitStart struct{ paths, gitDirs, levels map[string]bool }
+type gitStart struct {
+	paths, gitDirs, levels map[string]bool
+	// asides are where the call's earlier sweeps moved what they moved: a dir moved aside from
+	// a modules or worktrees dir sits beside its old name, new, and looked into again it
+	// would only go aside again, beside itself, its count of names taken from the bounds.
+	asides map[string]bool
+}
 
 // newGitStart is gitStart for the repositories below root, from the plan's covered and
 // guarded paths there.
 func newGitStart(root string, covers []covered, guard []guarded) *gitStart {
-	s := &gitStart{paths: map[string]bool{}, gitDirs: map[string]bool{}, levels: map[string]bool{}}
+	s := &gitStart{paths: map[string]bool{}, gitDirs: map[string]bool{}, levels: map[string]bool{}, asides: map[string]bool{}}
 	add := func(r, rel string) {
 		if r == root && slices.Contains(moduleProtected, path.Base(rel)) {
 			s.paths[rel] = true
@@ -275,6 +281,7 @@ func newGitStart(root string, covers []covered, guard []guarded) *gitStart {
 
 func (s *gitStart) had(rel string) bool    { return s != nil && s.paths[rel] }
 func (s *gitStart) gitDir(rel string) bool { return s != nil && s.gitDirs[rel] }
+func (s *gitStart) aside(rel string) bool  { return s != nil && s.asides[rel] }
 func (s *gitStart) level(rel string) bool  { return s != nil && s.levels[rel] }
 
 // children counts the git dirs and levels of start directly in dir.
@@ -343,6 +350,9 @@ func unsafeInGitDir(rfd int, gitDir string, start *gitStart) []string {
 			}
 			for n := range names {
 				w := path.Join(wt, n)
+				if start.aside(w) {
+					continue
+				}
 				if c := path.Join(w, "commondir"); !start.had(c) && exists(rfd, c) {
 					if b, ok := readBeneath(rfd, c); !ok || strings.TrimSpace(string(b)) != "../.." {
 						unsafe(c)
@@ -394,6 +404,7 @@ func lookModules(rfd int, dir string, depth int, budget *int, start *gitStart, l
 	}
 	for n := range names {
 		switch sub := path.Join(dir, n); {
+		case start.aside(sub):
 		case isDirBeneath(rfd, sub):
 			lookModules(rfd, sub, depth+1, budget, start, look, unsafe)
 		case !start.gitDir(sub) && !start.level(sub):

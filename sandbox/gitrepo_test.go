@@ -282,6 +282,8 @@ func TestNewGitDirsInRepoMadeSafe(t *testing.T) {
 			`ln -s ../../../docs/m .git/worktrees/wt/modules`, []string{".git/worktrees/wt/modules"}},
 		// More new names than the look's bounds: the new ones go whole.
 		{`mkdir -p .git/modules/many && cd .git/modules/many && mkdir $(seq 1 600)`, []string{".git/modules/many"}},
+		// Moved while the call runs, then looked at again as the call ends: moved once.
+		{`mkdir -p .git/modules/many && cd .git/modules/many && mkdir $(seq 1 600) && sleep 1.2`, []string{".git/modules/many"}},
 		// What git submodule and git worktree write.
 		{`mkdir lib && git init -q --bare .git/modules/lib && git --git-dir=.git/modules/lib config core.bare false && ` +
 			`git --git-dir=.git/modules/lib config core.worktree ../../../lib`, nil},

@@ -432,12 +432,12 @@ func (p *Process) moveAsideCreated(running bool) {
 			}
 			return rfd, rfd >= 0
 		}
-		moveOne := func(rfd int, rel string) (string, error) {
+		moveOne := func(rfd int, rel string) (string, string, error) {
 			dir, name := filepath.Split(rel)
 			return moveAside(rfd, strings.TrimSuffix(dir, "/"), name, p.spec.Call, p.start.Add(-ctimeSlack))
 		}
 		move := func(rfd int, root, rel string) {
-			movedRel, err := moveOne(rfd, rel)
+			movedRel, asideRel, err := moveOne(rfd, rel)
 			if errors.Is(err, errOldLink) {
 				// Behind a link that was there before, where it leads now: the plan resolved it
 				// when the call started, and the call may have made what it leads to since
@@ -448,7 +448,7 @@ func (p *Process) moveAsideCreated(running bool) {
 						if under(r, w) && r != w {
 							if wfd, ok := rootFD(w); ok {
 								root = w
-								movedRel, err = moveOne(wfd, r[len(w)+1:])
+								movedRel, asideRel, err = moveOne(wfd, r[len(w)+1:])
 							}
 							break
 						}
@@ -461,6 +461,7 @@ func (p *Process) moveAsideCreated(running bool) {
 			path := filepath.Join(root, movedRel)
 			switch {
 			case err == nil:
+				p.gitStart(root).asides[asideRel] = true
 				p.s.guarding.movedAside(path)
 				if p.noteMoved(path) && running && remade == "" {
 					remade = path
@@ -622,13 +623,7 @@ func (p *Process) moveAsideCreated(running bool) {
 				move(gfd, root, t)
 			}
 			// A submodule's or worktree's git dir the call made in the repository's.
-			if p.gitStarts == nil {
-				p.gitStarts = map[string]*gitStart{}
-			}
-			if p.gitStarts[root] == nil {
-				p.gitStarts[root] = newGitStart(root, p.covers, p.guard)
-			}
-			for _, u := range unsafeInGitDir(gfd, gd, p.gitStarts[root]) {
+			for _, u := range unsafeInGitDir(gfd, gd, p.gitStart(root)) {
 				move(gfd, root, u)
 			}
 		}
@@ -636,6 +631,18 @@ func (p *Process) moveAsideCreated(running bool) {
 	if err != nil {
 		p.s.log.Warn("move aside protected paths", zap.Error(err))
 	}
+}
+
+// gitStart is what the repositories below the writable dir root held when the call started,
+// with what the call's sweeps moved aside there since.
+func (p *Process) gitStart(root string) *gitStart {
+	if p.gitStarts == nil {
+		p.gitStarts = map[string]*gitStart{}
+	}
+	if p.gitStarts[root] == nil {
+		p.gitStarts[root] = newGitStart(root, p.covers, p.guard)
+	}
+	return p.gitStarts[root]
 }
 
 // patternGuard finds what a call made that matches an Edit deny pattern with wildcards: the
@@ -805,14 +812,14 @@ func asideName(name, call string) string {
 
 // moveAside renames dir/name aside (asideName with the call's id), dir reached from the root's
 // fd rfd one component at a time without symlinks; fs.ErrNotExist when there is nothing to
-// move. It returns what it moved, relative to rfd: dir/name, or a symlink on the way that
-// the call made (its ctime since since or later). Such a link leads the user's tools, which
+// move. It returns what it moved, relative to rfd, and where to: dir/name, or a symlink on the
+// way that the call made (its ctime since since or later). Such a link leads the user's tools, which
 // follow it, to a protected path's name in a dir the walk never enters (`ln -s c .cargo` with
 // c/config.toml, or the cwd's dir swapped for a link to a dir holding a new .git), so the link
 // itself goes. A link that was there before the call is the user's own and stays. A dir of the
 // caller's that the call took the search or write bit from to keep what it made in place gets
 // it back (unlock). rfd stays open.
-func moveAside(rfd int, dir, name, call string, since time.Time) (string, error) {
+func moveAside(rfd int, dir, name, call string, since time.Time) (moved, aside string, err error) {
 	fd := rfd
 	defer func() {
 		if fd != rfd {
@@ -829,16 +836,17 @@ func moveAside(rfd int, dir, name, call string, since time.Time) (string, error)
 			next, err = openBeneath(fd, c)
 		}
 		if err == unix.ELOOP && madeLinkSince(fd, c, since) {
-			return filepath.Join(append(walked, c)...), renameAside(fd, c, asideName(c, call))
+			aside, err := renameAside(fd, c, asideName(c, call))
+			return filepath.Join(append(walked, c)...), filepath.Join(append(walked, aside)...), err
 		}
 		if err == unix.ELOOP {
-			return "", errOldLink
+			return "", "", errOldLink
 		}
 		if err == unix.ENOENT || err == unix.ENOTDIR {
-			return "", fs.ErrNotExist // its dir is gone: nothing made there
+			return "", "", fs.ErrNotExist // its dir is gone: nothing made there
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if fd != rfd {
 			unix.Close(fd)
@@ -847,14 +855,15 @@ func moveAside(rfd int, dir, name, call string, since time.Time) (string, error)
 		walked = append(walked, c)
 	}
 	var st unix.Stat_t
-	err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err == unix.EACCES && unlock(fd) {
 		err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err != nil {
-		return "", fs.ErrNotExist
+		return "", "", fs.ErrNotExist
 	}
-	return filepath.Join(append(walked, name)...), renameAside(fd, name, asideName(name, call))
+	aside, err = renameAside(fd, name, asideName(name, call))
+	return filepath.Join(append(walked, name)...), filepath.Join(append(walked, aside)...), err
 }
 
 // errOldLink is moveAside's answer for a path whose way holds a symlink that was there before
@@ -873,8 +882,8 @@ func madeLinkSince(fd int, name string, since time.Time) bool {
 }
 
 // renameAside renames name in the dir fd to aside, or to aside and a random tail when that is
-// taken.
-func renameAside(fd int, name, aside string) error {
+// taken, and returns the name it took.
+func renameAside(fd int, name, aside string) (string, error) {
 	err := unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
 	if err == unix.EACCES && unlock(fd) {
 		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
@@ -882,9 +891,16 @@ func renameAside(fd int, name, aside string) error {
 	if err == unix.EEXIST {
 		// Made again after a sweep moved it, or the call took the name to keep this one in
 		// place: a name it cannot guess.
-		err = unix.Renameat2(fd, name, fd, aside+"-"+rand.Text()[:10], unix.RENAME_NOREPLACE)
+		aside += "-" + rand.Text()[:10]
+		err = unix.Renameat2(fd, name, fd, aside, unix.RENAME_NOREPLACE)
 	}
-	return err
+	return aside, err
+}
+
+// renamedAside is renameAside to name's asideName, reporting whether it moved.
+func renamedAside(fd int, name, call string) bool {
+	_, err := renameAside(fd, name, asideName(name, call))
+	return err == nil
 }
 
 // openBeneath opens the dir name in dir fd, refusing a symlink or a step out.
@@ -913,7 +929,7 @@ func openWay(rfd int, rel, call string) (int, error) {
 		if err == unix.EACCES && unlock(fd) {
 			next, err = openBeneath(fd, c)
 		}
-		if call != "" && (err == unix.ENOTDIR || err == unix.ELOOP) && renameAside(fd, c, asideName(c, call)) == nil {
+		if call != "" && (err == unix.ENOTDIR || err == unix.ELOOP) && renamedAside(fd, c, call) {
 			err = unix.ENOENT
 		}
 		if call != "" && err == unix.ENOENT && unix.Mkdirat(fd, c, 0o755) == nil {
@@ -990,7 +1006,7 @@ func keepLink(rfd int, rel, target, call string) bool {
 		return false
 	}
 	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		if renameAside(fd, name, asideName(name, call)) != nil {
+		if !renamedAside(fd, name, call) {
 			return false
 		}
 	}
