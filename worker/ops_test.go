@@ -229,6 +229,51 @@ func TestWriteAtomicKeepsModeAndOwner(t *testing.T) {
 	}
 }
 
+// TestWriteRefusesFileReadOnlyToCaller: Write and Edit replace a file by a rename, which needs
+// only the directory's write bit; a file the caller may not open for writing (its own, made
+// read-only, or another user's in a directory both may write) is refused, as the agent's own
+// Write is, and stays as it was.
+func TestWriteRefusesFileReadOnlyToCaller(t *testing.T) {
+	c := startWorker(t)
+	d := ownedDir(t)
+	own := d + "/own.txt"
+	writeOwned(t, own, "old\n")
+	if err := os.Chmod(own, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{own}
+	if os.Geteuid() == 0 {
+		// The worker runs as nobody: root's file in nobody's directory.
+		other := d + "/other.txt"
+		if err := os.WriteFile(other, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, other)
+	}
+	for _, p := range paths {
+		fi, _ := os.Stat(p)
+		exp := &Expect{SHA256: sha256hex([]byte("old\n")), Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano()}
+		if _, err := c.Write(ctx(t), p, []byte("new\n"), exp); errcode.Of(err) != errcode.PermissionDenied {
+			t.Errorf("Write %s: %v, want permission_denied", p, err)
+		}
+		if _, err := c.Edit(ctx(t), EditArgs{Path: p, Edits: []Edit{{OldString: "old", NewString: "new"}}, Expect: exp}); errcode.Of(err) != errcode.PermissionDenied {
+			t.Errorf("Edit %s: %v, want permission_denied", p, err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != "old\n" {
+			t.Errorf("%s now holds %q", p, b)
+		}
+	}
+	// Made writable again, it is written.
+	if err := os.Chmod(own, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(own)
+	exp := &Expect{SHA256: sha256hex([]byte("old\n")), Size: fi.Size(), MTimeNano: fi.ModTime().UnixNano()}
+	if _, err := c.Write(ctx(t), own, []byte("new\n"), exp); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestResolve(t *testing.T) {
 	d := t.TempDir()
 	os.Mkdir(d+"/real", 0o755)

@@ -196,6 +196,12 @@ func writeAtomic(path, target string, content []byte, old fs.FileInfo) (*WriteRe
 	mode := 0o666 &^ umask
 	if old != nil {
 		mode = old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		// The rename below needs only the directory's write bit: without this, a file its
+		// owner made read-only (or another user's, in a shared directory) would be replaced
+		// where the caller's own open for writing is refused, as the agent's Write is.
+		if err := unix.Faccessat(dfd, base, unix.W_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.EACCES) {
+			return nil, errcode.Msg(errcode.PermissionDenied, fmt.Sprintf("%s is read-only to you (mode %s); refusing to replace it: make it writable first if it should change", path, old.Mode().Perm()))
+		}
 	}
 	tmpName, tmp, err := createTempAt(dfd, "."+base+".sbx-")
 	if err != nil {
