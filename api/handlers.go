@@ -358,7 +358,7 @@ func (s *Server) sessionTasks(w http.ResponseWriter, r *http.Request, c session.
 		// An admin sees a command as the audit log shows it: with its secrets redacted.
 		for _, t := range tasks {
 			if cmd, ok := t["command"].(string); ok {
-				t["command"] = audit.RedactString(cmd)
+				t["command"] = audit.RedactCommand(cmd)
 			}
 		}
 	}

@@ -153,6 +153,12 @@ const Redacted = "[REDACTED"
 
 // RedactString replaces secrets in s by pattern.
 func RedactString(s string) string {
+	return redact(s, nil)
+}
+
+// redact replaces secrets in s by pattern, each only where data(start, end) allows it when
+// data is not nil.
+func redact(s string, data func(start, end int) bool) string {
 	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
 		if !containsAny(lower, p.hints) {
@@ -181,12 +187,16 @@ func RedactString(s string) string {
 				strings.Contains(s[m[2]:m[3]], "=") && commandShaped(s[keepEnd:m[1]]) && commandFollows(s[m[1]:])) {
 				continue
 			}
+			end := m[1]
+			if p.name == "url_password" && m[5] > m[4] { // keep the "@" that ends userinfo
+				end = m[4]
+			}
+			if data != nil && !data(keepEnd, end) {
+				continue
+			}
 			b.WriteString(s[last:keepEnd])
 			b.WriteString(repl)
-			last = m[1]
-			if p.name == "url_password" && m[5] > m[4] { // keep the "@" that ends userinfo
-				last = m[4]
-			}
+			last = end
 		}
 		if last == 0 {
 			continue
@@ -329,6 +339,12 @@ func redactValue(v any) (any, bool) {
 			if s, ok := e.(string); ok && s != "" && containsAny(strings.ToLower(k), secretKeyHints) && secretKey.MatchString(k) {
 				t[k] = Redacted + ":by_key]"
 				changed = true
+				continue
+			}
+			if s, ok := e.(string); ok && k == "command" {
+				// A Bash call's command line, as the tool, the hook and a task name it.
+				r := RedactCommand(s)
+				t[k], changed = r, changed || r != s
 				continue
 			}
 			var c bool

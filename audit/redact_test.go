@@ -26,12 +26,12 @@ func TestRedact(t *testing.T) {
 		{"aws access key", "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"},
 		{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key"},
 		{"github classic", "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
-		{"github oauth", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
-		{"github fine-grained", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_token"},
+		{"github oauth", "gh api -H 'x: gho_abcdefghijklmnopqrstuvwxyz0123456789' /user", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
+		{"github fine-grained", "export GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_token"},
 		{"slack", "SLACK=xoxb-123456789012-abcdefghijkl", "xoxb-123456789012-abcdefghijkl", "slack_token"},
 		{"jwt", "token " + jwt, jwt, "jwt"},
-		{"pem", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA", "private_key"},
-		{"pem truncated", "cat <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "private_key"},
+		{"pem", "cat > k.pem <<'EOF'\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\nEOF", "MIIEowIBAAKCAQEA", "private_key"},
+		{"pem truncated", "cat <<EOF > k\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nEOF", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "private_key"},
 		{"pem flattened", `echo "-----BEGIN EC PRIVATE KEY----- MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oQsbVcN0o2b5oAoGCCqGSM49 AwEHoUQDQgAE4uE== -----END EC PRIVATE KEY-----"`, "AwEHoUQDQgAE4uE", "private_key"},
 		{"pem escaped", `printf '%s' "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0A1B2C3D\n\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4VbOyO2Hd4Z1T5mTj1qS0vQ\nAB==\n-----END RSA PRIVATE KEY-----"`, "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4", "private_key"},
 		{"env token", "NPM_TOKEN=s3cr3tvalue npm publish", "s3cr3tvalue", "assignment"},
@@ -123,6 +123,57 @@ func TestRedactKeepsCode(t *testing.T) {
 	// A secret with a dollar sign in it, quoted, is still a secret.
 	if got := RedactString(`PASSWORD='pa$$word'`); strings.Contains(got, "word'") {
 		t.Errorf("a quoted password survived: %q", got)
+	}
+}
+
+// TestRedactCommandKeepsWhatRuns: in a command line, a secret goes only where the shell takes
+// it as data. A pattern that reaches past a line break or a word's end, or a value the line
+// runs (as a program, through a wrapper, a function, an expansion, or an interpreter fed the
+// text), leaves the record showing what ran.
+func TestRedactCommandKeepsWhatRuns(t *testing.T) {
+	t.Parallel()
+	payload := "aWQgPiAvaG9tZS9mY19hL3Byb2ovaGlkZGVuX3BheWxvYWRfcmFuOyBlY2hvIEhJRERFTi1SQU4gIA=="
+	slashes := "/bin" + strings.Repeat("/", 40) + "sh"
+	tok := "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	for _, tc := range []struct{ in, visible string }{
+		{"echo Bearer\n~/proj/evil.sh", "~/proj/evil.sh"},
+		{"echo --password\n~/proj/evil.sh", "~/proj/evil.sh"},
+		{"echo Authorization:\n/home/u/evil", "/home/u/evil"},
+		{"sshpass -p\n/home/u/evil", "/home/u/evil"},
+		{"sed 1d <<E | base64 -d | sh\n-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\nE", payload},
+		{"base64 -d <<E > x.sh; bash x.sh\n-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\n-----END RSA PRIVATE KEY-----\nE", payload},
+		{"cat <<'E' | python3\n-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\n-----END RSA PRIVATE KEY-----\nE", payload},
+		{"echo '-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\n-----END RSA PRIVATE KEY-----' > k.sh; bash k.sh", payload},
+		{": -----BEGIN RSA PRIVATE KEY-----\n" + slashes + " payload\n-----END RSA PRIVATE KEY-----", slashes},
+		{"-----BEGIN RSA PRIVATE KEY-----\n/home/u/p" + strings.Repeat("/", 40) + "evil\n-----END RSA PRIVATE KEY-----", "evil"},
+		{tok + " --now", tok},
+		{"./" + tok, tok},
+		{"timeout 5 " + tok, tok},
+		{"x=" + tok + "; $x", tok},
+		{"f() { \"$@\"; }; f " + tok, tok},
+		{"echo \"$(echo Bearer " + tok + ")\"", tok},
+		{"$(echo " + tok + ")", tok},
+		{"alias a=echo\na " + tok, tok},
+		{"if true; then\n" + tok + "\nfi", tok},
+		{"echo " + tok + " | psql", tok},
+	} {
+		js, _ := json.Marshal(map[string]string{"command": tc.in})
+		if out, _ := Redact(js); !strings.Contains(string(out), strings.ReplaceAll(tc.visible, `"`, `\"`)) {
+			t.Errorf("%q: recorded as %s, hiding %q", tc.in, out, tc.visible)
+		}
+	}
+	// Data stays hidden: an argument, an assigned value, a key written to a file.
+	for _, in := range []string{
+		`curl -H "Authorization: Bearer s3cr3tvalue" https://x | jq .`,
+		"export GH_TOKEN=ghp_s3cr3tvalueabcdefghijklmnopqrstuvwxyz01",
+		"cat > id <<'EOF'\n-----BEGIN RSA PRIVATE KEY-----\nMIIs3cr3tvalue\n-----END RSA PRIVATE KEY-----\nEOF\nchmod 600 id",
+		"git clone https://ghp_s3cr3tvalueabcdefghijklmnopqrstuvwxyz01@github.com/o/r",
+		"docker login -u me -p s3cr3tvalue reg.example && docker push reg.example/x",
+	} {
+		js, _ := json.Marshal(map[string]string{"command": in})
+		if out, _ := Redact(js); strings.Contains(string(out), "s3cr3tvalue") {
+			t.Errorf("%q kept its secret: %s", in, out)
+		}
 	}
 }
 
