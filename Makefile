@@ -60,6 +60,7 @@ FUZZ_TARGETS := \
 	./audit:FuzzCanonical:100000 \
 	./audit:FuzzAppendBody:100000 \
 	./audit:FuzzRedactFastPath:20000 \
+	./audit:FuzzRedactCommand:20000 \
 	./audit:FuzzInputDigest:30000 \
 	./egress:FuzzParseRequest:20000 \
 	./egress:FuzzParseInner:20000 \

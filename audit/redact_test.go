@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
@@ -279,4 +281,40 @@ func TestRedactMarshaled(t *testing.T) {
 			t.Errorf("%s without a hint came back changed: %s", js, got)
 		}
 	}
+}
+
+// FuzzRedactCommand: whatever the line, redaction changes no command it runs: the line as
+// recorded names the same programs, in the same order, as the line that ran.
+func FuzzRedactCommand(f *testing.F) {
+	for _, s := range []string{"echo Bearer\n./evil.sh", `curl -H "Authorization: Bearer abcdefghijk" x`,
+		"cat > k <<'E'\n-----BEGIN RSA PRIVATE KEY-----\nMIIabcdefghijabcdefghijabcdefghijabcdefghij\n-----END RSA PRIVATE KEY-----\nE",
+		"export GH_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789; gh pr list", "x=sk-abcdefghijklmnopqrstuvwx; $x"} {
+		f.Add(s)
+	}
+	names := func(s string) []string {
+		f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
+		if err != nil {
+			return nil
+		}
+		var out []string
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				out = append(out, s[c.Args[0].Pos().Offset():c.Args[0].End().Offset()])
+			}
+			return true
+		})
+		return out
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 4096 {
+			return
+		}
+		got := RedactCommand(s)
+		if got == s {
+			return
+		}
+		if a, b := names(s), names(got); !reflect.DeepEqual(a, b) {
+			t.Fatalf("RedactCommand(%q) = %q: runs %q, recorded as %q", s, got, a, b)
+		}
+	})
 }
