@@ -17,8 +17,9 @@ import (
 // policyDecider gathers a call's facts for the policy engine. Go reports; the Rego decides.
 type policyDecider struct {
 	engine *policy.Engine
-	// deniedDomain names the network.denied_domains entry host matches, "" for none.
-	deniedDomain func(host string) string
+	// deniedDomain and allowedDomain name the network.denied_domains and
+	// network.allowed_domains entries host matches, "" for none.
+	deniedDomain, allowedDomain func(host string) string
 	// domainsDenied reports whether network.denied_domains holds any entry.
 	domainsDenied func() bool
 }
@@ -48,6 +49,9 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 				Rule:   "network.denied_domains: " + pat,
 				Reason: fmt.Sprintf("%s is in network.denied_domains (%s); denied in every mode", tf.Domain, pat)}, nil
 		}
+	}
+	if tf.Domain != "" && p.allowedDomain != nil {
+		tf.AllowedDomain = p.allowedDomain(tf.Domain)
 	}
 	snap := c.Session.Snapshot()
 	if tf.Bash == nil && c.Tool.Name() == "Bash" {

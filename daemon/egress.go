@@ -317,7 +317,17 @@ func addrText(resolved, denied netip.Addr) string {
 
 // deniedDomain is the network.denied_domains entry host matches, "" for none.
 func (c *Core) deniedDomain(host string) string {
-	for _, p := range c.Config().Network.DeniedDomains {
+	return matchingDomain(c.Config().Network.DeniedDomains, host)
+}
+
+// allowedDomain names the network.allowed_domains entry host matches, "" for none.
+func (c *Core) allowedDomain(host string) string {
+	return matchingDomain(c.Config().Network.AllowedDomains, host)
+}
+
+// matchingDomain is the first of the domain patterns that host matches, "" for none.
+func matchingDomain(patterns []string, host string) string {
+	for _, p := range patterns {
 		if permission.MatchDomain(p, host) {
 			return p
 		}

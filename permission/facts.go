@@ -47,6 +47,9 @@ type ToolFacts struct {
 	Paths  []PathFact                 `json:"paths,omitempty"`
 	Bash   *classifier.Classification `json:"bash,omitempty"`
 	Domain string                     `json:"domain,omitempty"`
+	// AllowedDomain is the network.allowed_domains entry Domain matches, "" for none: the
+	// admin's host-level allow, which the proxy honours, counts for a WebFetch decision too.
+	AllowedDomain string `json:"allowed_domain,omitempty"`
 	// HTTP is the request's method and path when they can be seen (plain HTTP through the
 	// proxy, WebFetch's own requests); nil for a tunnel (CONNECT, SOCKS), which is decided by
 	// its host alone.

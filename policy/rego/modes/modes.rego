@@ -116,6 +116,7 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 	mode != "bypassPermissions"
 } else := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
+	not _fetched_past_proxy
 } else := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	count(safety.outside_reads) == 0
@@ -128,12 +129,26 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 	paths_unbounded
 } else := {"allow": false, "behavior": "ask", "reason": "read outside the session's directories"} if {
 	read_only
+} else := {"allow": true, "behavior": "allow", "reason": sprintf("%s is in network.allowed_domains (%s)", [input.domain, input.allowed_domain])} if {
+	input.tool == "WebFetch"
+	input.allowed_domain != ""
 } else := {"allow": false, "behavior": "ask", "reason": "WebFetch reaches the network: it needs an allow rule (WebFetch(domain:host) or WebFetch(GET host/path)) or a person's approval"} if {
+	input.tool == "WebFetch"
+	not _fetched_past_proxy
+} else := {"allow": false, "behavior": "ask", "reason": "WebFetch reaches the network, and the agent fetches this one itself, past sandboxd's proxy, so no mode allows it: it needs an allow rule (WebFetch(domain:host) or WebFetch(GET host/path)), network.allowed_domains or a person's approval"} if {
 	input.tool == "WebFetch"
 } else := {"allow": false, "behavior": "ask", "reason": "acceptEdits: write outside the session's directories"} if {
 	mode == "acceptEdits"
 	count(safety.outside_writes) > 0
 } else := {"allow": false, "behavior": "ask", "reason": concat("", [mode, " mode: this call is not read-only"])}
+
+# _fetched_past_proxy: a WebFetch its caller makes itself (an agent's, decided through its
+# hook). The proxy, which refuses what no rule allows whatever the mode, is not on its way, so
+# bypassPermissions does not allow it: a mode never opens the network.
+_fetched_past_proxy if {
+	input.tool == "WebFetch"
+	input.unconfined == true
+}
 
 # plan_blocks: plan mode denies anything that is not read-only. WebFetch writes nothing here;
 # it is not read-only for the modes only because the network needs a rule or a person, so plan

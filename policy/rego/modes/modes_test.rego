@@ -132,3 +132,21 @@ test_webfetch_asks_without_rule if {
 	f.behavior == "ask"
 	contains(f.reason, "WebFetch(domain:host)")
 }
+
+# A WebFetch the agent makes itself (through its hook) has no proxy on its way: bypassPermissions
+# does not allow it; the admin's network.allowed_domains allows it in every mode, as the proxy
+# does a fetch sandboxd makes.
+_fetch_cases := {
+	"bypass, sandboxd fetches": {"x": {"mode": "bypassPermissions"}, "want": "allow"},
+	"bypass, the agent fetches": {"x": {"mode": "bypassPermissions", "unconfined": true}, "want": "ask"},
+	"bypass, the agent fetches an allowed domain": {"x": {"mode": "bypassPermissions", "unconfined": true, "allowed_domain": "*.x.com"}, "want": "allow"},
+	"default, allowed domain": {"x": {"mode": "default", "allowed_domain": "*.x.com"}, "want": "allow"},
+	"dontAsk, allowed domain": {"x": {"mode": "dontAsk", "allowed_domain": "*.x.com"}, "want": "allow"},
+	"dontAsk": {"x": {"mode": "dontAsk"}, "want": "ask"},
+}
+
+test_webfetch_past_the_proxy[name] if {
+	some name, tc in _fetch_cases
+	f := modes.fallback with input as fx.input_with(object.union({"tool": "WebFetch", "domain": "a.x.com"}, tc.x))
+	f.behavior == tc.want
+}
