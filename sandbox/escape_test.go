@@ -374,6 +374,17 @@ print("queued", total >> 20, "MiB")'`,
 		{name: "no_controlling_tty", script: "tty; echo > /dev/tty", check: wantOut("not a tty", "No such device or address")},
 		{name: "tiocsti", script: "python3 -c '" + pyTIOCSTI + "'",
 			check: wantOut("tiocsti 0x5412 errno=EPERM", "tiocsti 0x100005412 errno=EPERM")},
+		// A lease on a file the daemon reads (a git config, a start-up file) fails its opens.
+		{name: "file_lease", script: `echo x > f && python3 -c 'import fcntl,os
+fd=os.open("f", os.O_RDONLY)
+for cmd in (fcntl.F_SETLEASE, fcntl.F_SETLEASE|(1<<32)):
+  try: fcntl.fcntl(fd, cmd, fcntl.F_RDLCK); print("lease taken")
+  except (OSError, OverflowError) as e: print("lease refused", getattr(e, "errno", "big"))'`,
+			check: func(t *testing.T, e *escapeEnv, res *Result, out string) {
+				if strings.Contains(out, "lease taken") || !strings.Contains(out, "lease refused 1") {
+					t.Errorf("lease: %s", out)
+				}
+			}},
 
 		// Network.
 		{name: "net_host_loopback_unreachable", script: `python3 -c 'import socket,os

@@ -198,8 +198,8 @@ func refiningFilter() (f *seccomp.ScmpFilter, eperm seccomp.ScmpAction, err erro
 }
 
 // lastFilter is the last filter, loaded just before execve: EPERM for setupOnly, for making
-// a file setuid or setgid, and (refuseUnix) for unix sockets; everything else is left to the
-// filters before it.
+// a file setuid or setgid, for a file lease, and (refuseUnix) for unix sockets; everything
+// else is left to the filters before it.
 //
 // A setuid or setgid file outlives the call: the kernel runs it with its owner's uid (or its
 // group, the docker group say) for whoever starts it outside the sandbox, so a confined
@@ -248,6 +248,12 @@ func lastFilter(extra []string, refuseUnix bool) (*seccomp.ScmpFilter, error) {
 			rules = append(rules, argRule{m.syscall, m.arg, bit, bit})
 		}
 	}
+	// A lease: the kernel then fails every non-blocking open of the file by another process
+	// (EAGAIN) until it breaks the lease, and the holder may take it again at once. The
+	// daemon reads a repository's configs and the user's start-up files, as the caller, to
+	// learn what they name and keep it read-only; a call holding a lease on them would
+	// blind that look. The caller owns those files, and the lease needs nothing more.
+	rules = append(rules, argRule{"fcntl", 1, 0xffffffff, unix.F_SETLEASE})
 	if refuseUnix {
 		rules = append(rules,
 			argRule{"socket", 0, 0xffffffff, unix.AF_UNIX},
