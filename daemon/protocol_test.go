@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/cgroupfs"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/protocol"
 )
 
@@ -255,6 +256,40 @@ func TestPersistCwd(t *testing.T) {
 	_, res := td.call(t, s.ID, "Bash", `{"command":"pwd"}`)
 	if out, _ := res.Data["stdout"].(string); strings.TrimSpace(out) != dir {
 		t.Errorf("a cd outside the session's directories persisted: %q", out)
+	}
+}
+
+// TestPersistCwdNoCallMayEnter: a cwd inside the session that no call may enter (a dir a Read
+// deny rule hides), named by a forged exit report, is reset by the next call, which runs
+// nothing; the one after runs from the root. Before, every Bash call of the session failed.
+func TestPersistCwdNoCallMayEnter(t *testing.T) {
+	u := testutil.CreateUser(t, "sbpcw")
+	td := startDaemon(t, "")
+	secret := filepath.Join(u.Home, "secret")
+	if err := os.Mkdir(secret, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(secret, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	sid := sessionAs(t, td, u, `,"mode":"bypassPermissions","persist_cwd":true,"rules":{"deny":["Read(./secret/**)"]}`)
+	bash := func(command string) protocol.CallResult {
+		t.Helper()
+		input, _ := json.Marshal(map[string]any{"command": command})
+		code, b := curlAs(t, td, u, "POST", "/v1/sessions/"+sid+"/calls", callBody("Bash", string(input), ""), "")
+		var res protocol.CallResult
+		decodeInto(t, b, &res)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %s", command, code, b)
+		}
+		return res
+	}
+	bash(fmt.Sprintf(`trap 'echo %s >&$__sandboxd_report_fd' EXIT; true`, secret))
+	if res := bash("pwd"); len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "Shell cwd was reset to "+u.Home) {
+		t.Errorf("a call from a cwd no call may enter: %+v %+v", res.Content, res.Error)
+	}
+	if res := bash("pwd"); strings.TrimSpace(fmt.Sprint(res.Data["stdout"])) != u.Home {
+		t.Errorf("after the reset: %+v %+v", res.Data["stdout"], res.Error)
 	}
 }
 

@@ -33,9 +33,12 @@ type InitError struct {
 func (e *InitError) Error() string { return fmt.Sprintf("sandbox init: %s: %v", e.Step, e.Errno) }
 
 // Unwrap lets callers test errors.Is(err, ErrInitFailed) or errors.Is(err, syscall.ENOENT).
-// A chdir that failed for want of the dir (removed, or a file in its place) is ErrDirMoved too.
+// A chdir that failed for want of the dir (removed, or a file in its place) is ErrDirMoved too,
+// and so is one the call may not enter (a dir a deny rule hides, which a shell's exit report
+// named as its cwd; a dir on the way the call made unsearchable): it no longer leads anywhere
+// a call can run.
 func (e *InitError) Unwrap() []error {
-	if strings.HasPrefix(e.Step, "chdir moved") || strings.HasPrefix(e.Step, "chdir:") && (e.Errno == syscall.ENOENT || e.Errno == syscall.ENOTDIR) {
+	if strings.HasPrefix(e.Step, "chdir moved") || strings.HasPrefix(e.Step, "chdir:") && (e.Errno == syscall.ENOENT || e.Errno == syscall.ENOTDIR || e.Errno == syscall.EACCES) {
 		return []error{ErrInitFailed, ErrDirMoved, e.Errno}
 	}
 	return []error{ErrInitFailed, e.Errno}
