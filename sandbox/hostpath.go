@@ -198,16 +198,18 @@ const walkChunk = 256
 func NamesBelow(ctx context.Context, uid, gid uint32, groups []uint32, dir string, keep func(rel string) bool, b *WalkBudget, maxKept int) (kept []string, complete bool, err error) {
 	complete = true
 	walk := func() {
+		root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			complete = false
+			return
+		}
+		defer unix.Close(root)
 		queue := []string{""} // dirs to read, relative to dir
 		for len(queue) > 0 {
 			rel := queue[0]
 			queue = queue[1:]
 			b.Bytes += len(rel)
-			abs := dir
-			if rel != "" {
-				abs = dir + "/" + rel
-			}
-			f, err := os.Open(abs)
+			f, err := openWalkDir(root, rel)
 			if err != nil {
 				complete = false
 				return
@@ -252,6 +254,21 @@ func NamesBelow(ctx context.Context, uid, gid uint32, groups []uint32, dir strin
 	}
 	err = asCaller(uid, gid, groups, walk)
 	return kept, complete, err
+}
+
+// openWalkDir opens the dir rel below the open dir root ("" for root itself) for listing,
+// reached without a symlink or a step out: an entry listed as a dir may have been swapped,
+// since, for a link out of the tree or a FIFO, whose open would block the walk for good.
+func openWalkDir(root int, rel string) (*os.File, error) {
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), rel), nil
 }
 
 // GlobOutsideOnHost is globwalk.Outside as the caller (uid, gid, groups) looks the patterns up

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNamesBelowBounded: the walk the daemon makes of a tree a command copies stops, saying so,
@@ -58,5 +60,51 @@ func TestNamesBelowBounded(t *testing.T) {
 	}
 	if kept, complete, _ := walk(context.Background(), WalkBudget{Entries: 1000, Bytes: 1 << 20}, 1); !complete || len(kept) != 1 {
 		t.Errorf("a walk that found enough: %v complete %v", kept, complete)
+	}
+}
+
+// TestOpenWalkDirRefusesWhatSwappedIn: a dir the walk listed may be replaced before it is
+// opened: a FIFO there fails at once instead of blocking the walk, and a link (to a dir outside
+// or inside) is not followed.
+func TestOpenWalkDirRefusesWhatSwappedIn(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, to := range map[string]string{"out": outside, "in": "d"} {
+		if err := os.Symlink(to, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(root)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, rel := range []string{"fifo", "out", "in", "in/x", "../" + filepath.Base(outside)} {
+			if f, err := openWalkDir(root, rel); err == nil {
+				f.Close()
+				t.Errorf("%s opened", rel)
+			}
+		}
+		for _, rel := range []string{"", "d"} {
+			f, err := openWalkDir(root, rel)
+			if err != nil {
+				t.Errorf("%q: %v", rel, err)
+				continue
+			}
+			f.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an open blocked")
 	}
 }
