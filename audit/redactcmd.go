@@ -189,7 +189,15 @@ func literal(w *syntax.Word) (string, bool) {
 	for _, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
-			b.WriteString(x.Value)
+			// Outside quotes a backslash makes the next character plain (\timeout is timeout).
+			for i := 0; i < len(x.Value); i++ {
+				if x.Value[i] == '\\' && i+1 < len(x.Value) {
+					if i++; x.Value[i] == '\n' {
+						continue // a line continued
+					}
+				}
+				b.WriteByte(x.Value[i])
+			}
 		case *syntax.SglQuoted:
 			if x.Dollar {
 				return "", false
@@ -201,7 +209,7 @@ func literal(w *syntax.Word) (string, bool) {
 				if !ok {
 					return "", false
 				}
-				b.WriteString(l.Value)
+				b.WriteString(dquoteEscapes.Replace(l.Value))
 			}
 		default:
 			return "", false
@@ -209,6 +217,9 @@ func literal(w *syntax.Word) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// dquoteEscapes are the backslash escapes bash reads inside double quotes.
+var dquoteEscapes = strings.NewReplacer(`\$`, "$", "\\`", "`", `\"`, `"`, `\\`, `\`, "\\\n", "")
 
 // programName is the name a command word runs, its dir and a version's digits cut
 // (/usr/bin/python3.12 is python).
