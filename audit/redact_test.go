@@ -47,7 +47,6 @@ func TestRedact(t *testing.T) {
 		{"stripe key", "curl -d k=sk_live_abcdefghijklmnop1234 x", "abcdefghijklmnop1234", "stripe_key"},
 		{"npm token", "npm config set //r.example/:_authToken npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_token"},
 		{"authorization without a scheme", `curl -H 'Authorization: abcdef0123456789xyz' x`, "abcdef0123456789xyz", "authorization"},
-		{"sshpass", "sshpass -p hunter2pass ssh host", "hunter2pass", "cli_password"},
 		{"mysql", "mysql -uroot -phunter2pass db", "hunter2pass", "cli_password"},
 		{"docker login", "docker login -u me -p hunter2pass reg.example", "hunter2pass", "cli_password"},
 		{"password option", "pg_dump --password hunter2pass db", "hunter2pass", "cli_password"},
@@ -161,6 +160,11 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 		{"alias a=echo\na " + tok, tok},
 		{"if true; then\n" + tok + "\nfi", tok},
 		{"echo " + tok + " | psql", tok},
+		// A runner's words are a command's, its own options' values too.
+		{"sshpass -p " + tok + " ssh host", tok},
+		{"git -c core.sshCommand=" + tok + " fetch", tok},
+		{"git myalias " + tok, tok},
+		{"docker run --rm img " + tok, tok},
 	} {
 		js, _ := json.Marshal(map[string]string{"command": tc.in})
 		if out, _ := Redact(js); !strings.Contains(string(out), strings.ReplaceAll(tc.visible, `"`, `\"`)) {

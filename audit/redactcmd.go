@@ -6,6 +6,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/sandboxd/sandboxd/classifier"
 	"github.com/sandboxd/sandboxd/internal/shnest"
 )
 
@@ -47,21 +48,6 @@ var allPatternHints = func() []string {
 	return all
 }()
 
-// runsArgs are programs that run their arguments, or take a program or code from them (a
-// shell, a wrapper, an interpreter, an editor of commands): their words are not data.
-var runsArgs = map[string]bool{
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "fish": true, "busybox": true,
-	"eval": true, "exec": true, "command": true, "builtin": true, "source": true, ".": true, "trap": true,
-	"xargs": true, "env": true, "sudo": true, "doas": true, "su": true, "runuser": true, "nohup": true,
-	"nice": true, "ionice": true, "timeout": true, "time": true, "setsid": true, "stdbuf": true,
-	"chroot": true, "unshare": true, "nsenter": true, "flock": true, "taskset": true, "strace": true,
-	"ltrace": true, "watch": true, "ssh": true, "script": true, "parallel": true, "find": true,
-	"python": true, "pypy": true, "perl": true, "ruby": true, "node": true, "nodejs": true, "deno": true,
-	"bun": true, "php": true, "lua": true, "tclsh": true, "R": true, "Rscript": true, "osascript": true,
-	"awk": true, "gawk": true, "mawk": true, "nawk": true, "sed": true, "make": true, "npx": true,
-	"gdb": true, "vim": true, "vi": true, "ex": true, "ed": true, "at": true, "batch": true, "crontab": true,
-}
-
 // emitters are programs that pass the text of their words or here-document on (to a file
 // or a pipe): that text is data only in a line that runs no shell or interpreter after
 // them (`echo 'KEY…' > k.sh; bash k.sh`, `cat <<E | python3`).
@@ -100,9 +86,9 @@ func dataSpans(cmd string) ([][2]int, bool) {
 			}
 		case *syntax.CallExpr:
 			if len(x.Args) > 0 {
-				name, ok := literal(x.Args[0])
-				aliases = aliases || name == "alias"
-				runner = runner || !ok || runsArgs[programName(name)]
+				argv, ok := literalArgv(x.Args)
+				aliases = aliases || argv[0] == "alias"
+				runner = runner || !ok || classifier.RunsItsWords(argv)
 			}
 		}
 		return true
@@ -154,9 +140,9 @@ func dataSpans(cmd string) ([][2]int, bool) {
 			if !ok || len(call.Args) == 0 {
 				break
 			}
-			name, _ := literal(call.Args[0])
+			argv, _ := literalArgv(call.Args)
 			for _, r := range x.Redirs {
-				if (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) && r.Hdoc != nil && emitters[name] {
+				if (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) && r.Hdoc != nil && emitters[argv[0]] {
 					if _, ok := literal(r.Hdoc); ok {
 						add(r.Hdoc, true)
 					}
@@ -167,13 +153,13 @@ func dataSpans(cmd string) ([][2]int, bool) {
 			if len(x.Args) == 0 {
 				break
 			}
-			name, ok := literal(x.Args[0])
-			if !ok || runsArgs[programName(name)] || funcs[name] {
+			argv, ok := literalArgv(x.Args)
+			if !ok || classifier.RunsItsWords(argv) || funcs[argv[0]] {
 				break
 			}
 			for _, w := range x.Args[1:] {
 				if _, ok := literal(w); ok {
-					add(w, emitters[programName(name)])
+					add(w, emitters[argv[0]])
 				}
 			}
 		}
@@ -221,11 +207,21 @@ func literal(w *syntax.Word) (string, bool) {
 // dquoteEscapes are the backslash escapes bash reads inside double quotes.
 var dquoteEscapes = strings.NewReplacer(`\$`, "$", "\\`", "`", `\"`, `"`, `\\`, `\`, "\\\n", "")
 
-// programName is the name a command word runs, its dir and a version's digits cut
-// (/usr/bin/python3.12 is python).
-func programName(word string) string {
-	if word == "." {
-		return word
+// literalArgv is a command's words as the shell passes them, its program by its base name;
+// false when its program is not a literal (what an expansion names is known only when it
+// runs). A word that expands is "" here.
+func literalArgv(args []*syntax.Word) ([]string, bool) {
+	name, ok := literal(args[0])
+	if !ok {
+		return []string{""}, false
 	}
-	return strings.TrimRight(path.Base(word), "0123456789.")
+	if name != "." {
+		name = path.Base(name)
+	}
+	argv := []string{name}
+	for _, w := range args[1:] {
+		v, _ := literal(w)
+		argv = append(argv, v)
+	}
+	return argv, true
 }

@@ -1,0 +1,69 @@
+package classifier
+
+import "strings"
+
+// RunsItsWords reports whether the command argv (argv[0] its program's base name, the rest
+// its words as the shell passes them) may run, load or hand on as code what its words say: a
+// shell, a wrapper or runner of another command, an interpreter, a program with options
+// naming a command (find -exec, rg --pre), a subcommand that runs one (npm exec, docker run,
+// git rebase, a git alias), a git configured on its line (git -c), a debugger or editor that
+// reads commands. The words of any other command are its data. The audit log redacts
+// secrets only in such data: what a program runs must show in the record.
+func RunsItsWords(argv []string) bool {
+	if len(argv) == 0 {
+		return true
+	}
+	for _, n := range []string{argv[0], strings.TrimRight(argv[0], "0123456789.-")} {
+		n = runnerName(n)
+		if isShell(n) || isWrapper(n) || runners[n] || opaqueRunners[n] || interpreters[n] ||
+			neverReadOnly[n] != "" || hasCommandOptions(n) || dynamicLoader(n) {
+			return true
+		}
+		switch n {
+		case "find", "sed", "make", "exec", "command", "builtin", "eval", "source", ".":
+			return true
+		case "git":
+			return gitRunsWords(argv[1:])
+		}
+		if subs := subcommandRunners[n]; subs != nil {
+			// Its subcommand: the first word that is neither an option nor, right after one,
+			// maybe its value (docker --context c run).
+			for i, w := range argv[1:] {
+				if subs[w] || w == "" {
+					return true
+				}
+				if !strings.HasPrefix(w, "-") && !strings.HasPrefix(argv[i], "-") {
+					break
+				}
+			}
+		}
+	}
+	return false
+}
+
+// gitRunsWords reports whether git, given words, may run a program they name: a config set
+// on the line (a command-valued key, an alias), a pack program or template of its own, an
+// ext:: remote, a subcommand that runs commands (rebase --exec, bisect run), or one that is
+// not git's own (an alias from a config file, a git-NAME program).
+func gitRunsWords(words []string) bool {
+	sub := ""
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		for _, p := range []string{"-c", "--config", "--exec-path", "-u", "--upload-pack", "--receive-pack", "--template"} {
+			if strings.HasPrefix(w, p) {
+				return true
+			}
+		}
+		if strings.Contains(w, "ext::") {
+			return true
+		}
+		switch {
+		case sub != "":
+		case w == "-C" || w == "--git-dir" || w == "--work-tree" || w == "--namespace":
+			i++ // its value
+		case !strings.HasPrefix(w, "-"):
+			sub = w
+		}
+	}
+	return sub == "" || !gitDescribed[sub] || subcommandRunners["git"][sub]
+}
