@@ -2,10 +2,16 @@ package sandbox
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // The git configs among the protected paths (a repository's .git/config and config.worktree,
@@ -16,15 +22,22 @@ import (
 // includeIf.*.path are read as config (a project's own `.gitconfig`). Such a file in a writable
 // dir is as much git's config or hooks as .git/config is, so it is protected like them.
 
-// maxGitNamedConfigs bounds the config files read to find them, includes included.
-const maxGitNamedConfigs = 16
+// maxGitNamedConfigs bounds the config files read to find them (those that exist), includes
+// and submodules' included: past it, nothing runs, as what a config past it names would be
+// left writable.
+const maxGitNamedConfigs = 64
+
+// errTooManyGitConfigs refuses a call whose repositories hold more git configs than are read.
+var errTooManyGitConfigs = fmt.Errorf("%w: the repositories in the session's dirs hold more than %d git configs (submodules' and includes counted), and what one names as hooks or programs is kept read-only only when it is read; open the session in fewer repositories", ErrBadSpec, maxGitNamedConfigs)
 
 // gitNamedPaths returns what the git configs among candidates (absolute, clean) name as hooks
 // or config, absolute and clean: core.hooksPath and init.templateDir, whose hooks git init and
 // git clone copy into a new repository (relative hooksPath: to each worktree among
 // candidates, where git runs hooks), include.path and includeIf.*.path (relative: to the
-// including file's dir), `~/` as home. The included files are read as well. Run as the caller.
-func gitNamedPaths(candidates []string, home string) ([]string, error) {
+// including file's dir), `~/` as home. The included files are read as well, and so are
+// extra, configs found elsewhere (GIT_CONFIG_GLOBAL). A config that exists but cannot be read
+// fails the whole: what it names would be left writable. Run as the caller.
+func gitNamedPaths(candidates, extra []string, home string) ([]string, error) {
 	// A relative hooksPath is taken in whichever worktree git runs: each dir among the
 	// candidates that holds a .git, a linked worktree's .git file too (its config is the main
 	// repository's, which the session holds as another dir).
@@ -40,7 +53,19 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 		}
 		switch {
 		case filepath.Base(dir) == ".git" && (base == "config" || base == "config.worktree"):
-			configs = append(configs, c)
+			configs = appendNew(configs, c)
+			if base == "config" {
+				// Its submodules' git dirs: each config is git's when it runs in the
+				// submodule's worktree, by convention the path below modules/ in the
+				// superproject (.git/modules/a/modules/b is a/b), where its relative paths
+				// are taken.
+				for _, p := range gitDirPaths(dir, 0) {
+					if mdir, rel, ok := strings.Cut(filepath.Dir(p), "/.git/modules/"); ok && filepath.Base(p) == "config" {
+						configs = appendNew(configs, p)
+						worktrees = appendNew(worktrees, filepath.Join(mdir, strings.ReplaceAll(rel, "/modules/", "/")))
+					}
+				}
+			}
 		case base == ".git":
 			if _, err := os.Lstat(c); err == nil && !slices.Contains(worktrees, dir) {
 				worktrees = append(worktrees, dir)
@@ -84,6 +109,9 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 		}
 		return filepath.Join(rel, p)
 	}
+	for _, c := range extra {
+		configs = appendNew(configs, c)
+	}
 	var out namedSet
 	for _, p := range gitDirs {
 		out.add(p)
@@ -93,8 +121,18 @@ func gitNamedPaths(candidates []string, home string) ([]string, error) {
 	for _, c := range configs {
 		inConfigs[c] = true
 	}
-	for i := 0; i < len(configs) && i < maxGitNamedConfigs; i++ {
-		hooks, includes := gitConfigNames(configs[i])
+	read := 0
+	for i := 0; i < len(configs); i++ {
+		hooks, includes, exists, err := gitConfigNames(configs[i])
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			continue // most candidates are not there, and take nothing of the bound
+		}
+		if read++; read > maxGitNamedConfigs {
+			return nil, errTooManyGitConfigs
+		}
 		for _, h := range hooks {
 			add(expand(h, ""))
 			for _, wt := range worktrees {
@@ -212,15 +250,23 @@ func commonDir(gitDir string) []string {
 	return []string{filepath.Clean(d)}
 }
 
+// maxGitConfigRead bounds a git config read for what it names.
+const maxGitConfigRead = 1 << 20
+
 // gitConfigNames reads one git config and returns its core.hooksPath and init.templateDir
 // values and the programs its commands name by path (gitRunsValue), and its include.path and
-// includeIf.*.path values, as written. A file that cannot be read, or is no regular file,
-// names nothing (git skips a missing include too).
-func gitConfigNames(p string) (hooks, includes []string) {
-	b, ok := readRegular(p, 1<<20)
-	if !ok {
-		return nil, nil
+// includeIf.*.path values, as written. A file that is not there names nothing (git skips a
+// missing include too); one that is there but cannot be read whole (no regular file, larger
+// than maxGitConfigRead, refused) is an error: git may read it, and what it names is unknown.
+func gitConfigNames(p string) (hooks, includes []string, exists bool, err error) {
+	b, err := readConfigFile(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return nil, nil, false, nil
 	}
+	if err != nil {
+		return nil, nil, true, fmt.Errorf("%w: cannot read the git config %s to learn what it names as hooks or programs, which are kept read-only: %v", ErrBadSpec, p, err)
+	}
+	exists = true
 	section := ""
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.Trim(strings.TrimSuffix(line, "\r"), " \t")
@@ -267,41 +313,70 @@ func gitConfigNames(p string) (hooks, includes []string) {
 			// ./tools/clean, an alias's !./x) named by its path: the file is as much git's
 			// code as a hook.
 			if k := section + "." + strings.ToLower(strings.TrimSpace(key)); gitRunsValue(k) {
-				if prog := programPath(gitValue(val)); prog != "" {
-					hooks = append(hooks, prog)
-				}
+				hooks = append(hooks, programPaths(gitValue(val))...)
 			}
 		}
 	}
-	return hooks, includes
+	return hooks, includes, exists, nil
+}
+
+// readConfigFile reads the regular file p whole, non-blocking, as the caller: fs.ErrNotExist
+// when it is not there.
+func readConfigFile(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	case fi.Size() > maxGitConfigRead:
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxGitConfigRead)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxGitConfigRead+1))
+	if err == nil && len(b) > maxGitConfigRead {
+		err = fmt.Errorf("%s grew past %d bytes", p, maxGitConfigRead)
+	}
+	return b, err
 }
 
 // gitRunsValue reports a config key whose value git runs as a command: git config's list
-// of such keys (the fsmonitor, pagers, editors, ssh, askpass, diff, merge and filter drivers,
-// credential helpers, gpg programs, aliases).
+// of such keys (the fsmonitor, pagers, editors, ssh and proxies, askpass, diff, merge and
+// filter drivers, diff and merge tools, credential helpers, gpg programs, pack programs,
+// send-email's and trailers' commands, browsers, man viewers, submodule update commands,
+// aliases).
 func gitRunsValue(key string) bool {
 	switch key {
-	case "core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "sequence.editor",
-		"diff.external", "gpg.program", "gpg.*.program", "credential.helper", "credential.*.helper",
+	case "core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.gitproxy", "sequence.editor",
+		"diff.external", "gpg.program", "gpg.*.program", "gpg.ssh.defaultkeycommand", "credential.helper", "credential.*.helper",
 		"interactive.difffilter", "diff.*.command", "diff.*.textconv", "merge.*.driver",
-		"filter.*.clean", "filter.*.smudge", "filter.*.process", "uploadpack.packobjectshook":
+		"filter.*.clean", "filter.*.smudge", "filter.*.process", "uploadpack.packobjectshook",
+		"difftool.*.cmd", "difftool.*.path", "mergetool.*.cmd", "mergetool.*.path", "remote.*.uploadpack", "remote.*.receivepack",
+		"trailer.*.cmd", "trailer.*.command", "submodule.*.update", "web.browser", "browser.*.cmd", "browser.*.path",
+		"man.*.cmd", "man.*.path", "guitool.*.cmd", "instaweb.httpd":
 		return true
 	}
-	return strings.HasPrefix(key, "alias.") || strings.HasPrefix(key, "pager.")
+	return strings.HasPrefix(key, "alias.") || strings.HasPrefix(key, "pager.") || strings.HasPrefix(key, "sendemail.")
 }
 
-// programPath is the program a command value runs when it names one by a path (has a /):
-// its first word, an alias's ! dropped. A bare name is looked up on PATH, a program of the
-// system's or the user's, which are protected where they may be.
-func programPath(v string) string {
-	v = strings.TrimLeft(strings.TrimPrefix(strings.TrimSpace(v), "!"), " \t")
-	prog, _, _ := strings.Cut(v, " ")
-	prog, _, _ = strings.Cut(prog, "\t")
-	prog = strings.Trim(prog, `"'`)
-	if !strings.Contains(prog, "/") {
-		return ""
+// programPaths are the paths a command value names (words with a /, an alias's ! dropped):
+// the program it runs and the scripts it hands one (`!sh tools/t.sh`). A bare name is looked
+// up on PATH, a program of the system's or the user's, which are protected where they may be.
+func programPaths(v string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(v), "!"), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')'
+	}) {
+		if w = strings.Trim(w, `"'`); strings.Contains(w, "/") && !strings.HasPrefix(w, "-") {
+			out = append(out, w)
+		}
 	}
-	return prog
+	return out
 }
 
 // gitValue is a config value as git reads it: quotes removed, a comment outside them cut,
@@ -350,6 +425,6 @@ func envValue(env []string, key string) string {
 func GitNamedPaths(uid, gid uint32, groups []uint32, candidates []string, home string) ([]string, error) {
 	var out []string
 	var named error
-	err := asCaller(uid, gid, groups, func() { out, named = gitNamedPaths(candidates, home) })
+	err := asCaller(uid, gid, groups, func() { out, named = gitNamedPaths(candidates, nil, home) })
 	return out, cmp.Or(err, named)
 }

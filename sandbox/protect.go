@@ -277,6 +277,24 @@ func escapePattern(p string) string {
 // maxProtected bounds the read-only mounts of one call: each costs the child three syscalls.
 const maxProtected = 256
 
+// enclosingRepos are the .git and git configs of the repository each writable dir lies in,
+// when it lies below the repository's top (a session opened in one package of a monorepo):
+// that repository's config names hooks and programs inside the dir (core.hooksPath =
+// app/githooks), taken relative to its top. Its own files lie outside the dir, where no call
+// writes. Run as the caller.
+func enclosingRepos(v *fsView, writable []string) []string {
+	var out []string
+	for _, w := range writable {
+		for d := filepath.Dir(w); d != "/" && d != "."; d = filepath.Dir(d) {
+			if _, err := v.lstat(filepath.Join(d, ".git")); err == nil {
+				out = append(out, filepath.Join(d, ".git"), filepath.Join(d, ".git/config"), filepath.Join(d, ".git/config.worktree"))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // protectedPaths resolves the spec's protected paths and patterns as the caller and keeps the
 // ones that exist inside a writable dir, outermost first, and each place al's table shows one at
 // again inside a writable dir (a writable bind mount of the home shows ~/.bashrc again). A
@@ -342,7 +360,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// What git's configs among them name as hooks or config is theirs to protect too, and so is
 	// what the shells' start-up files in the home source, run or put on PATH.
 	home := envValue(spec.Env, "HOME")
-	gitNamed, err := gitNamedPaths(clean, home)
+	gitNamed, err := gitNamedPaths(append(slices.Clone(clean), enclosingRepos(v, writable)...), nil, home)
 	if err != nil {
 		return nil, nil, err
 	}

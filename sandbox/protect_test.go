@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/internal/errcode"
 )
 
@@ -543,7 +545,9 @@ func TestUnsearchableOwnDirRefused(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), locked+",") {
+			// Named as the dir that cannot be searched, or as the git config in it that
+			// cannot be read.
+			if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), locked+",") && !strings.Contains(err.Error(), locked+"/") {
 				t.Fatalf("behind the caller's own unsearchable %s: %v %q, want a refusal naming it", tc.want, err, out)
 			}
 		})
@@ -2115,7 +2119,7 @@ func TestSeparateGitDirProtected(t *testing.T) {
 	os.WriteFile(filepath.Join(main, ".git", "worktrees", "w", "commondir"), []byte("../..\n"), 0o644)
 	os.MkdirAll(wt, 0o755)
 	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: ../main/.git/worktrees/w\n"), 0o644)
-	got, err := gitNamedPaths(ProtectedCandidates([]string{wt}, wt, f.home), f.home)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{wt}, wt, f.home), nil, f.home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2139,7 +2143,7 @@ func TestGitNamedPathsInLinkedWorktree(t *testing.T) {
 		"[alias]\n\tx = \"!./bin/x --all\"\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n[diff \"img\"]\n\ttextconv = ~/bin/exif\n"), 0o644)
 	os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = \"~/.gitconfig.local\"\n"), 0o644)
-	got, err := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), home)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{wt, main}, wt, home), nil, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2168,7 +2172,7 @@ func TestGitNamedPathsOfBareRepository(t *testing.T) {
 	os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(bare, "config"), []byte("[core]\n\tbare = true\n\thooksPath = myhooks\n"), 0o644)
 	os.WriteFile(filepath.Join(plain, "HEAD"), []byte("not git\n"), 0o644)
-	got, err := gitNamedPaths(ProtectedCandidates([]string{bare, plain}, bare, d), d)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{bare, plain}, bare, d), nil, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2379,5 +2383,67 @@ func TestRunningSweepPacesItsWalk(t *testing.T) {
 	p.moveAsideCreated(false)
 	if _, err := os.Stat(second); err == nil {
 		t.Errorf("the sweep after the call left %s", second)
+	}
+}
+
+// TestGitNamedPathsReadEveryConfig: what git configs name is read from every config that
+// exists, whatever the number of candidates that do not (a cwd seven dirs deep once used up
+// the bound before ~/.gitconfig and the includes were read), from the submodules' configs
+// (their relative paths in the submodule's worktree), from the repository a session's dir
+// lies in, and for every key whose value git runs, each path in a command's words. A config
+// that cannot be read, or more configs than are read, fail the whole.
+func TestGitNamedPathsReadEveryConfig(t *testing.T) {
+	d := t.TempDir()
+	home, proj := d, filepath.Join(d, "proj")
+	deep := filepath.Join(proj, "a/b/c/d/e/f/g/h")
+	for _, p := range []string{deep, filepath.Join(proj, ".git/modules/lib/modules/inner"), filepath.Join(proj, "lib")} {
+		os.MkdirAll(p, 0o755)
+	}
+	os.WriteFile(filepath.Join(proj, ".git/config"), []byte("[include]\n\tpath = ../shared.gitconfig\n"+
+		"[difftool \"x\"]\n\tcmd = tools/dt.sh $LOCAL\n[alias]\n\tt = !sh app/tools/t.sh --all\n[remote \"origin\"]\n\tuploadpack = ./tools/up.sh\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "shared.gitconfig"), []byte("[core]\n\thooksPath = tools/hooks\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\tfsmonitor = ~/bin/fsmon\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, ".git/modules/lib/config"), []byte("[core]\n\tfsmonitor = tools/fsm.sh\n\thooksPath = .githooks\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, ".git/modules/lib/modules/inner/config"), []byte("[core]\n\thooksPath = hk\n"), 0o644)
+	got, err := gitNamedPaths(ProtectedCandidates([]string{proj}, deep, home), nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(proj, "tools/hooks"), filepath.Join(home, "bin/fsmon"),
+		filepath.Join(proj, "tools/dt.sh"), filepath.Join(proj, "app/tools/t.sh"), filepath.Join(proj, "tools/up.sh"),
+		filepath.Join(proj, "lib/tools/fsm.sh"), filepath.Join(proj, "lib/.githooks"), filepath.Join(proj, "lib/inner/hk")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+
+	// A session in one package of a monorepo: the repository's config, above the session's
+	// dir, names hooks inside it.
+	app := filepath.Join(d, "mono/app")
+	os.MkdirAll(app, 0o755)
+	os.MkdirAll(filepath.Join(d, "mono/.git"), 0o755)
+	os.WriteFile(filepath.Join(d, "mono/.git/config"), []byte("[core]\n\thooksPath = app/githooks\n"), 0o644)
+	got, err = gitNamedPaths(append(ProtectedCandidates([]string{app}, app, home), enclosingRepos(newFSView(), []string{app})...), nil, home)
+	if err != nil || !slices.Contains(got, filepath.Join(app, "githooks")) {
+		t.Errorf("monorepo: %v %v", got, err)
+	}
+
+	// A config that is there but cannot be read (a FIFO, which must not block the read), and
+	// more configs than are read.
+	fifo := filepath.Join(d, "fifo.gitconfig")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitNamedPaths(nil, []string{fifo}, home); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("a FIFO for a config: %v", err)
+	}
+	var many []string
+	for i := range maxGitNamedConfigs + 1 {
+		p := filepath.Join(d, fmt.Sprintf("c%d.gitconfig", i))
+		os.WriteFile(p, []byte("[core]\n"), 0o644)
+		many = append(many, p)
+	}
+	if _, err := gitNamedPaths(nil, many, home); !errors.Is(err, errTooManyGitConfigs) {
+		t.Errorf("%d configs: %v", len(many), err)
 	}
 }

@@ -202,7 +202,7 @@ func TestShellNamedPathsBounded(t *testing.T) {
 		fmt.Fprintf(&cfg, "[core]\n\thooksPath = %s/h/%d\n", home, i)
 	}
 	writeFiles(t, map[string]string{filepath.Join(home, ".gitconfig"): cfg.String()})
-	if _, err := gitNamedPaths([]string{filepath.Join(home, ".gitconfig")}, home); !errors.Is(err, errTooManyNamed) {
+	if _, err := gitNamedPaths([]string{filepath.Join(home, ".gitconfig")}, nil, home); !errors.Is(err, errTooManyNamed) {
 		t.Errorf("%d hooksPath lines: %v, want refused", maxNamedPaths+1, err)
 	}
 }
