@@ -28,7 +28,7 @@ var secretPatterns = []secretPattern{
 	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:` + pemSep + `(?:Proc-Type: [0-9],[A-Z]+|DEK-Info: [A-Z0-9-]+,[0-9A-Fa-f]+))*(?:` + pemSep + `[A-Za-z0-9+/=]{40,})*(?:(?:` + pemSep + `[A-Za-z0-9+/=]{1,39})?` + pemSep + `-----END [A-Z0-9 ]*PRIVATE KEY-----)?`), 0, []string{"private key-----"}},
 	{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b`), 0,
 		[]string{"akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca"}},
-	{"aws_secret_key", regexp.MustCompile(`(?i)(aws.{0,20}?secret.{0,20}?["']?\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}`), 1, []string{"aws"}},
+	{"aws_secret_key", regexp.MustCompile(`(?i)(aws[^\n]{0,20}?secret[^\n]{0,20}?["']?[ \t]*[=:][ \t]*["']?)[A-Za-z0-9/+=]{40}`), 1, []string{"aws"}},
 	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
 	{"github_token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), 0, []string{"github_pat_"}},
 	{"slack_token", regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}},
@@ -37,13 +37,13 @@ var secretPatterns = []secretPattern{
 	{"stripe_key", regexp.MustCompile(`\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), 0, []string{"k_live_", "k_test_"}},
 	{"npm_token", regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), 0, []string{"npm_"}},
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0, []string{"eyj"}},
-	{"authorization", regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot)\s+)?)[A-Za-z0-9._~+/=-]{8,}`), 1, []string{"authorization"}},
-	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{8,}=*`), 1, []string{"bearer"}},
+	{"authorization", regexp.MustCompile(`(?i)(authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:bearer|basic|token|bot)[ \t]+)?)[A-Za-z0-9._~+/=-]{8,}`), 1, []string{"authorization"}},
+	{"bearer", regexp.MustCompile(`(?i)(\bbearer[ \t]+)[A-Za-z0-9._~+/-]{8,}=*`), 1, []string{"bearer"}},
 	// Passwords given to a command line: sshpass -p, --password VALUE, mysql -pVALUE, docker
 	// login -p VALUE, curl -u user:VALUE.
-	{"cli_password", regexp.MustCompile(`((?:\bsshpass\s+-p\s*|--password(?:=|\s+)|\bmysql(?:dump|admin)?\b[^|;&\n]*?\s-p|\bdocker\s+login\b[^|;&\n]*?\s-p\s+)["']?)[^\s"'|;&]+`), 1,
+	{"cli_password", regexp.MustCompile(`((?:\bsshpass[ \t]+-p[ \t]*|--password(?:=|[ \t]+)|\bmysql(?:dump|admin)?\b[^|;&\n]*?[ \t]-p|\bdocker[ \t]+login\b[^|;&\n]*?[ \t]-p[ \t]+)["']?)[^\s"'|;&]+`), 1,
 		[]string{"sshpass", "--password", "mysql", "docker"}},
-	{"basic_auth", regexp.MustCompile(`((?:\s-u|\s--user)(?:=|\s+)["']?[^\s:"'@/]+:)[^\s"'@|;&]+`), 1, []string{"-u ", "-u=", "--user"}},
+	{"basic_auth", regexp.MustCompile(`((?:[ \t]-u|[ \t]--user)(?:=|[ \t]+)["']?[^\s:"'@/]+:)[^\s"'@|;&]+`), 1, []string{"-u ", "-u=", "--user"}},
 	{"url_password", regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@\[]+:)[^\s@/;|&<>()]+(@)`), 1, []string{"://"}},
 	// NAME=value and NAME: value where NAME ends in a secret-ish word; covers env assignments,
 	// .env files, YAML and JSON-in-a-string. Over-redaction is the safe error here.
@@ -51,7 +51,7 @@ var secretPatterns = []secretPattern{
 	// hold them, unquoted: "DB_PASSWORD=a b"): its value runs to the string's end.
 	{"assignment", regexp.MustCompile(`(?i)("[a-z0-9_]*(?:_token|_secret|_key|_apikey|apikey|password|passwd|_pat|secret|token)=)((?:[^"\\\n]|\\.)+)`), 1,
 		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
-	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1,
+	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.-]*(?:_token|_secret|_key|_apikey|apikey|api-key|password|passwd|_pat|secret|token)["']?[ \t]*[=:][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;|,}]+)`), 1,
 		[]string{"key", "password", "passwd", "_pat", "secret", "token"}},
 }
 
@@ -138,7 +138,7 @@ func pathShaped(span string) bool {
 // an exported value by a name its text never spells (os.environ["GH_"+"TOKEN"],
 // env | sed … | sh) and run it, so its assignments stay as written: the record must show
 // what ran, a secret in it included.
-var runsData = regexp.MustCompile(`\|\s*(?:env\s+)?(?:ba|z|da|k|fi)?sh\b|\b(?:eval|source|xargs)\b|(?:^|[\s;&|(])\.\s|\benv\s+-S|\b(?:ba|z|da|k)?sh\s+-c|\b(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|deno|bun|php|lua|tclsh|osascript|R|Rscript)\s+-[a-zA-Z]*[cerE]\b|\b[gmn]?awk\b`)
+var runsData = regexp.MustCompile(`\|\s*\\?(?:env\s+)?\\?(?:ba|z|da|k|fi)?sh\b|\b(?:eval|source|xargs)\b|(?:^|[;&|(){\n]|\b(?:then|do|else)\b)\s*\\?\.\s|\benv\s+-S|\b(?:ba|z|da|k)?sh\s+-c|\b(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|node|nodejs|deno|bun|php|lua|tclsh|osascript|R|Rscript)\s+-[a-zA-Z]*[cerE]\b|\b[gmn]?awk\b`)
 
 // isNameChar reports a character of a shell variable's name.
 func isNameChar(r rune) bool {
@@ -156,9 +156,9 @@ func RedactString(s string) string {
 	return redact(s, nil)
 }
 
-// redact replaces secrets in s by pattern, each only where data(start, end) allows it when
-// data is not nil.
-func redact(s string, data func(start, end int) bool) string {
+// redact replaces secrets in s by pattern, each only where data(pattern, start, end) allows
+// it when data is not nil.
+func redact(s string, data func(pattern string, start, end int) bool) string {
 	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
 		if !containsAny(lower, p.hints) {
@@ -191,7 +191,7 @@ func redact(s string, data func(start, end int) bool) string {
 			if p.name == "url_password" && m[5] > m[4] { // keep the "@" that ends userinfo
 				end = m[4]
 			}
-			if data != nil && !data(keepEnd, end) {
+			if data != nil && !data(p.name, keepEnd, end) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

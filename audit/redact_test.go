@@ -26,7 +26,7 @@ func TestRedact(t *testing.T) {
 		name, in, secret, label string
 	}{
 		{"aws access key", "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"},
-		{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key"},
+		{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMIxK7MDENGxbPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMIxK7MDENGxbPxRfiCYEXAMPLEKEY", "aws_secret_key"},
 		{"github classic", "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
 		{"github oauth", "gh api -H 'x: gho_abcdefghijklmnopqrstuvwxyz0123456789' /user", "gho_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"},
 		{"github fine-grained", "export GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_token"},
@@ -160,6 +160,18 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 		{"alias a=echo\na " + tok, tok},
 		{"if true; then\n" + tok + "\nfi", tok},
 		{"echo " + tok + " | psql", tok},
+		// Through an expansion, another name or the environment of a shell, a value or an
+		// argument may be what runs; text that could name a file is never hidden.
+		{"declare -n r=authorization; authorization=" + tok + "; $r", tok},
+		{"export authorization=" + tok + "; $(printenv authorization)", tok},
+		{"DEPLOY_TOKEN=" + tok + " env | grep -m1 ^DEPLOY | cut -d= -f2 | \\bash", tok},
+		{"PS4='$(echo " + tok + ")'; set -x; true", tok},
+		{"./run.sh Bearer tools/evil.sh", "tools/evil.sh"},
+		{"echo 'Bearer " + tok + "' > x.sh && chmod +x x.sh && ./x.sh", tok},
+		{"cat > y.sh <<'EOF'\n-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\n-----END RSA PRIVATE KEY-----\nEOF\n./y.sh", payload},
+		{"repeat 1 bash -ec 'echo Bearer " + tok + "'", tok},
+		{"=bash -ec 'echo Bearer " + tok + "'", tok},
+		{"git add . && git push", "git add ."},
 		// A runner's words are a command's, its own options' values too.
 		{"sshpass -p " + tok + " ssh host", tok},
 		{"git -c core.sshCommand=" + tok + " fetch", tok},
@@ -171,6 +183,10 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 			t.Errorf("%q: recorded as %s, hiding %q", tc.in, out, tc.visible)
 		}
 	}
+	// In other text (a file's content) what names a file is a secret like any other.
+	if got := RedactString("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"); strings.Contains(got, "K7MDENG") {
+		t.Errorf("a secret with a slash in a file's content: %q", got)
+	}
 	// Data stays hidden: an argument, an assigned value, a key written to a file.
 	for _, in := range []string{
 		`curl -H "Authorization: Bearer s3cr3tvalue" https://x | jq .`,
@@ -178,6 +194,9 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 		"cat > id <<'EOF'\n-----BEGIN RSA PRIVATE KEY-----\nMIIs3cr3tvalue\n-----END RSA PRIVATE KEY-----\nEOF\nchmod 600 id",
 		"git clone https://ghp_s3cr3tvalueabcdefghijklmnopqrstuvwxyz01@github.com/o/r",
 		"docker login -u me -p s3cr3tvalue reg.example && docker push reg.example/x",
+		// A lone "." is an argument, not bash's source.
+		"git add . && git push https://me:s3cr3tvalue@github.com/o/r.git",
+		"docker build -t app . && docker login -u me -p s3cr3tvalue",
 	} {
 		js, _ := json.Marshal(map[string]string{"command": in})
 		if out, _ := Redact(js); strings.Contains(string(out), "s3cr3tvalue") {

@@ -12,26 +12,28 @@ import (
 
 // RedactCommand is RedactString for a shell command line, which the record must show as it
 // ran: a secret is replaced only where the shell takes it as data, inside one word that no
-// command runs (an argument, an assigned value, a here-document a file is written from). A
-// pattern reaching past a line break or a word's end (`echo Bearer` and, on the next line,
-// the program it runs; a key's header and lines that are commands) takes nothing there. A
-// line that does not parse, or that defines an alias, keeps every secret in it.
+// command runs (an argument, an assigned value, a here-document a file is written from), and
+// only text that cannot name a file (no "/", no line break): at worst a bare name, where a
+// path or a script could be what ran. A private key's block, lines and slashes and all, is
+// replaced only in a here-document or a quoted word given to cat, tee, echo or printf in a
+// line that runs nothing else it could have written (no shell, runner or interpreter, no
+// program by a path). A line that does not parse, defines an alias or runs a command its
+// text does not name keeps every secret in it.
 func RedactCommand(cmd string) string {
 	if !containsAny(strings.ToLower(cmd), allPatternHints) {
 		return cmd
 	}
-	var spans [][2]int
-	parsed, ok := false, false
-	return redact(cmd, func(start, end int) bool {
-		if !parsed {
-			spans, ok = dataSpans(cmd)
-			parsed = true
-		}
-		if !ok {
+	var d *cmdData
+	return redact(cmd, func(pattern string, start, end int) bool {
+		key := pattern == "private_key"
+		if !key && strings.ContainsAny(cmd[start:end], "/\n") {
 			return false
 		}
-		for _, s := range spans {
-			if s[0] <= start && end <= s[1] {
+		if d == nil {
+			d = dataSpans(cmd)
+		}
+		for _, s := range d.spans {
+			if s.start <= start && end <= s.end && (!key || s.emitted) {
 				return true
 			}
 		}
@@ -49,28 +51,51 @@ var allPatternHints = func() []string {
 }()
 
 // emitters are programs that pass the text of their words or here-document on (to a file
-// or a pipe): that text is data only in a line that runs no shell or interpreter after
-// them (`echo 'KEY…' > k.sh; bash k.sh`, `cat <<E | python3`).
+// or a pipe): that text is data only in a line that runs no shell, runner or interpreter and
+// no program by its path, and does not pipe it on (`echo 'KEY…' > k.sh; ./k.sh`,
+// `cat <<E | python3`).
 var emitters = map[string]bool{"echo": true, "printf": true, "cat": true, "tee": true}
 
-// dataSpans returns the byte ranges of cmd that the shell takes as data: literal words
-// (quoted or not, nothing expanded in them) that are arguments of a program named in the
-// line that does not run them, values assigned to a name the line does not expand, and
-// literal here-documents given to cat or tee. False when cmd does not parse, defines an
-// alias, or runs what it reads as data (runsData).
-func dataSpans(cmd string) ([][2]int, bool) {
+// cmdData is what of a command line the shell takes as data (dataSpans).
+type cmdData struct {
+	spans []dataSpan
+	// pathRun: the line runs a program by its path (./x.sh), which may be a file the line
+	// writes.
+	pathRun bool
+}
+
+// dataSpan is a byte range of a command line the shell takes as data; emitted when it is
+// passed on (a word or here-document of echo, printf, cat or tee).
+type dataSpan struct {
+	start, end int
+	emitted    bool
+}
+
+// dataSpans finds the byte ranges of cmd that the shell takes as data: literal words (quoted
+// or not, nothing expanded in them) that are arguments of a command that does not run its
+// words (classifier.RunsItsWords), values assigned to a name the line does not expand, and
+// literal here-documents given to cat or tee. None when cmd does not parse, defines an alias,
+// names a command by an expansion, or runs what it reads as data (runsData).
+func dataSpans(cmd string) *cmdData {
+	d := &cmdData{}
 	if shnest.TooDeep(cmd) || runsData.MatchString(cmd) {
-		return nil, false
+		return d
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
 	if err != nil {
-		return nil, false
+		return d
 	}
 	// What the line defines, expands and runs, before any span is taken.
 	funcs, expanded := map[string]bool{}, map[string]bool{}
-	aliases, indirect, runner := false, false, false
+	aliases, indirect, runner, unnamed := false, false, false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
+		case *syntax.DeclClause:
+			for _, a := range x.Args {
+				if v, _ := literal(a.Value); a.Naked && strings.HasPrefix(v, "-") && strings.Contains(v, "n") {
+					indirect = true // declare -n: a name another one expands
+				}
+			}
 		case *syntax.FuncDecl:
 			if x.Name != nil {
 				funcs[x.Name.Value] = true
@@ -88,39 +113,48 @@ func dataSpans(cmd string) ([][2]int, bool) {
 			if len(x.Args) > 0 {
 				argv, ok := literalArgv(x.Args)
 				aliases = aliases || argv[0] == "alias"
-				runner = runner || !ok || classifier.RunsItsWords(argv)
+				unnamed = unnamed || !ok
+				runner = runner || classifier.RunsItsWords(argv)
+				if w, _ := literal(x.Args[0]); strings.Contains(w, "/") {
+					d.pathRun = true
+				}
 			}
 		}
 		return true
 	})
-	if aliases {
-		return nil, false
+	if aliases || unnamed {
+		// An alias runs its value; a command named by an expansion ($r, $(printenv X)) may
+		// be any word of the line, an assigned value or an argument.
+		return d
 	}
 	for name := range funcs {
 		runner = runner || expanded[name] // a function run by an expansion's name
 	}
-	var spans [][2]int
 	var pipedFrom [][2]int // the left side of each pipe
 	add := func(n syntax.Node, emitted bool) {
-		s := [2]int{int(n.Pos().Offset()), int(n.End().Offset())}
+		s := dataSpan{start: int(n.Pos().Offset()), end: int(n.End().Offset()), emitted: emitted}
 		if emitted {
-			if runner {
-				return
+			if runner || d.pathRun {
+				return // what it passes on may be a script the line runs
 			}
 			for _, p := range pipedFrom {
-				if p[0] <= s[0] && s[1] <= p[1] {
+				if p[0] <= s.start && s.end <= p[1] {
 					return
 				}
 			}
 		}
-		spans = append(spans, s)
+		d.spans = append(d.spans, s)
 	}
+	// An assigned value is data unless the line may read it as code: by its name, through
+	// another name, or from the environment of a shell or runner it starts (env | sh), or
+	// later, as bash does PS4's substitutions.
 	assigned := func(as []*syntax.Assign) {
 		for _, a := range as {
-			if a.Value != nil && a.Name != nil && !indirect && !expanded[a.Name.Value] {
-				if _, ok := literal(a.Value); ok {
-					add(a.Value, false)
-				}
+			if a.Value == nil || a.Name == nil || indirect || runner || expanded[a.Name.Value] {
+				continue
+			}
+			if v, ok := literal(a.Value); ok && !strings.Contains(v, "$(") && !strings.Contains(v, "${") && !strings.Contains(v, "`") {
+				add(a.Value, false)
 			}
 		}
 	}
@@ -165,12 +199,15 @@ func dataSpans(cmd string) ([][2]int, bool) {
 		}
 		return true
 	})
-	return spans, true
+	return d
 }
 
 // literal is the word w as the shell reads it when nothing in it expands: plain text and
 // quotes only.
 func literal(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", false
+	}
 	var b strings.Builder
 	for _, p := range w.Parts {
 		switch x := p.(type) {

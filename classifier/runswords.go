@@ -13,6 +13,13 @@ func RunsItsWords(argv []string) bool {
 	if len(argv) == 0 {
 		return true
 	}
+	switch argv[0] {
+	case "repeat", "nocorrect", "-", "noglob":
+		return true // zsh's precommand modifiers
+	}
+	if strings.HasPrefix(argv[0], "=") {
+		return true // zsh's =cmd is cmd's path
+	}
 	for _, n := range []string{argv[0], strings.TrimRight(argv[0], "0123456789.-")} {
 		n = runnerName(n)
 		if isShell(n) || isWrapper(n) || runners[n] || opaqueRunners[n] || interpreters[n] ||

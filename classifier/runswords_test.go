@@ -15,6 +15,7 @@ func TestRunsItsWords(t *testing.T) {
 		"rg --pre x": true, "tar -I x": true, "npm exec x": true, "docker run img x": true, "docker --context c run img x": true, "npm --prefix d exec x": true,
 		"git -c core.sshCommand=x fetch": true, "git --config-env=a=b x": true, "git rebase --exec x": true,
 		"git myalias x": true, "git clone ext::sh": true, "git": true, "": true,
+		"repeat 3 x": true, "nocorrect x": true, "=bash x": true,
 		"curl -H x": false, "echo x": false, "npm config set k x": false, "docker login -p x": false,
 		"git clone https://t@h/r": false, "git -C d push origin x": false, "gh api x": false, "mysql -px": false,
 	} {

@@ -277,16 +277,17 @@ type AutoResponse struct {
 // The call being decided goes to the classifier whole.
 const historyInputBytes = 8 << 10
 
-// callSummary is one call as the classifier sees it: tool, redacted input, classification.
-// An input over maxInput bytes (redacted) is kept in the audit log's truncated form; 0 keeps
-// it whole.
+// callSummary is one call as the classifier sees it: tool, input, classification. The call
+// being decided goes whole, as it would run: a secret's redaction may hide what runs, and the
+// classifier is the admin's. A call remembered for later ones (maxInput > 0) goes redacted,
+// over maxInput bytes in the audit log's truncated form.
 func callSummary(st *state, maxInput int) json.RawMessage {
 	in, _ := json.Marshal(st.call.Input)
-	red, _ := audit.Redact(in)
 	if maxInput > 0 {
-		red = audit.TruncateInput(red, maxInput)
+		in, _ = audit.Redact(in)
+		in = audit.TruncateInput(in, maxInput)
 	}
-	m := map[string]any{"tool": st.call.Tool.Name(), "input": red}
+	m := map[string]any{"tool": st.call.Tool.Name(), "input": json.RawMessage(in)}
 	if cl := st.call.Classification(); cl != nil {
 		m["risks"] = cl.Risks
 		m["read_only"] = cl.ReadOnly

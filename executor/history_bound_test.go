@@ -35,4 +35,12 @@ func TestHistoryKeepsInputsBounded(t *testing.T) {
 	if n := len(callSummary(st, 0)); n < 1<<20 {
 		t.Fatalf("the call's own summary holds %d bytes", n)
 	}
+	// And as it runs, its secrets too: a redaction could hide from the classifier what runs.
+	st.call.Input = Input{"command": "gh api -H 'Authorization: Bearer s3cr3tvalue' /user"}
+	if c := string(callSummary(st, 0)); !strings.Contains(c, "s3cr3tvalue") {
+		t.Errorf("the call decided reaches the classifier as %s", c)
+	}
+	if c := string(callSummary(st, historyInputBytes)); strings.Contains(c, "s3cr3tvalue") {
+		t.Errorf("a remembered call keeps its secret: %s", c)
+	}
 }
