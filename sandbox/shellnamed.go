@@ -254,7 +254,8 @@ type startupNames struct {
 }
 
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
-// returns what it names, absolute and clean; nothing when neither can parse it.
+// returns what it names, absolute and clean; what neither can parse is read word by word
+// (shellPieces).
 func shellNames(src []byte, home string) startupNames {
 	var n startupNames
 	n.parse(src, home, 0)
@@ -267,20 +268,7 @@ const maxNestedText = 3
 
 // parse adds what src names to n; depth counts the strings it was found in.
 func (n *startupNames) parse(src []byte, home string, depth int) {
-	var f *syntax.File
-	if shnest.TooDeep(src) {
-		return // as one that does not parse
-	}
-	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangZsh} {
-		var err error
-		if f, err = syntax.NewParser(syntax.Variant(lang)).Parse(bytes.NewReader(src), ""); err == nil {
-			break
-		}
-		f = nil
-	}
-	if f == nil {
-		return
-	}
+	pieces := shellPieces(src)
 	base := home // where a relative name is taken from: the home, or the last cd to a path
 	abs := func(p string) string {
 		switch {
@@ -395,7 +383,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			}
 		}
 	}
-	syntax.Walk(f, func(node syntax.Node) bool {
+	visit := func(node syntax.Node) bool {
 		switch x := node.(type) {
 		case *syntax.CallExpr:
 			for _, a := range x.Assigns {
@@ -501,7 +489,182 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			}
 		}
 		return true
+	}
+	for _, p := range pieces {
+		if p.stmt != nil {
+			syntax.Walk(p.stmt, visit)
+		} else {
+			n.scan(p.text, home, base)
+		}
+	}
+}
+
+// shellPiece is a top-level statement of a start-up file, or text of it that neither parser
+// could read.
+type shellPiece struct {
+	stmt *syntax.Stmt
+	text string
+}
+
+// maxShellPieces bounds the parses of a file that does not parse whole.
+const maxShellPieces = 32
+
+// shellPieces is src's statements, parsed as bash or else zsh. Where neither can parse it
+// whole (zsh's short forms: `for f (a b) source $f`, `if [[ … ]] { … }`), what it names
+// must not go unseen: the statements before the one that fails are kept, that statement's
+// first line is text to read word by word, and the parse resumes on the next line (so the
+// body of a block whose head failed is still parsed). Past maxShellPieces tries, and for a
+// file nesting too deep for the parser's stack, the rest is text.
+func shellPieces(src []byte) []shellPiece {
+	if shnest.TooDeep(src) {
+		return []shellPiece{{text: string(src)}} // 256 KiB of `(` would take the parser's stack past the runtime's 1 GiB
+	}
+	var out []shellPiece
+	for try := 0; len(src) > 0; try++ {
+		if try == maxShellPieces {
+			return append(out, shellPiece{text: string(src)})
+		}
+		var best []*syntax.Stmt
+		var bestErr error
+		bestEnd := -1
+		for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangZsh} {
+			var stmts []*syntax.Stmt
+			var err error
+			for st, e := range syntax.NewParser(syntax.Variant(lang)).StmtsSeq(bytes.NewReader(src)) {
+				// Not a break at the error: the parser may yield again, which panics.
+				if err == nil && e != nil {
+					err = e
+				} else if err == nil {
+					stmts = append(stmts, st)
+				}
+			}
+			if err == nil {
+				best, bestErr = stmts, nil
+				break
+			}
+			// The variant that read further before failing.
+			end := 0
+			if len(stmts) > 0 {
+				end = int(stmts[len(stmts)-1].End().Offset())
+			}
+			if end > bestEnd {
+				best, bestErr, bestEnd = stmts, err, end
+			}
+		}
+		for _, st := range best {
+			out = append(out, shellPiece{stmt: st})
+		}
+		if bestErr == nil {
+			break
+		}
+		start := skipSeparators(src, max(bestEnd, 0))
+		eol := bytes.IndexByte(src[start:], '\n')
+		if eol < 0 {
+			return append(out, shellPiece{text: string(src[start:])})
+		}
+		out = append(out, shellPiece{text: string(src[start : start+eol])})
+		src = src[start+eol+1:]
+	}
+	return out
+}
+
+// skipSeparators is the offset of the first word at or after i in src, past blanks,
+// separators and comments.
+func skipSeparators(src []byte, i int) int {
+	for i < len(src) {
+		switch src[i] {
+		case ' ', '\t', '\r', '\n', ';', '&', '|':
+			i++
+		case '#':
+			eol := bytes.IndexByte(src[i:], '\n')
+			if eol < 0 {
+				return len(src)
+			}
+			i += eol
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scan adds what shell text no parser could read names, read word by word, conservatively:
+// each word that looks like a path (holds a /, or starts with ~ or $HOME; a relative one is
+// base's) is named, a file or dir alike, up to what is known only when the shell runs (a
+// glob's or a variable's part: the dir before it); a word after source or . is sourced, and
+// ZDOTDIR=, ENV= and BASH_ENV= values are read as such. Neither the home nor / is named:
+// that would keep every session in the home read-only.
+func (n *startupNames) scan(text, home, base string) {
+	add := func(p string) {
+		p = filepath.Clean(p)
+		if filepath.IsAbs(p) && !strings.HasPrefix(home+"/", strings.TrimSuffix(p, "/")+"/") {
+			n.named = append(n.named, p)
+		}
+	}
+	// path is w with ~ and $HOME expanded and made absolute, or "" where it does not look
+	// like a path.
+	path := func(w string) string {
+		w = strings.TrimLeft(w, "-+?!") // ${X:-~/p}, --opt=~/p
+		for _, h := range []string{"~", "$HOME", "${HOME}"} {
+			if w == h || strings.HasPrefix(w, h+"/") {
+				w = home + w[len(h):]
+				break
+			}
+		}
+		w = strings.TrimRight(w, "}") // { source ~/p/x}
+		if !strings.Contains(w, "/") || strings.IndexAny(w, "$*?[{`\x00") == 0 {
+			return "" // $ZSH/lib is no dir of base's
+		}
+		if !filepath.IsAbs(w) {
+			w = base + "/" + w
+		}
+		return w
+	}
+	fields := strings.FieldsFunc(text, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\r' || r == '\n' || strings.ContainsRune(";|&()<>`\"'", r)
 	})
+	for i, f := range fields {
+		// A file sourced, a ZDOTDIR, an ENV or a BASH_ENV: read for what it names in turn.
+		k, v, assign := strings.Cut(f, "=")
+		var into *[]string
+		switch {
+		case i > 0 && isSource(fields[i-1]), i > 1 && fields[i-1] == "--" && isSource(fields[i-2]):
+			into, v = &n.sourced, f
+		case assign && (k == "ENV" || k == "BASH_ENV"):
+			into = &n.sourced
+		case assign && k == "ZDOTDIR":
+			into = &n.zdotdirs
+		}
+		if into != nil && v != "" && v != "--" {
+			p := path(v)
+			if p == "" {
+				p = base + "/" + v // source .fzf.zsh
+			}
+			if !strings.ContainsAny(p, "$`\x00") {
+				*into = append(*into, filepath.Clean(p))
+			}
+		}
+		for _, part := range strings.FieldsFunc(f, func(r rune) bool { return r == '=' || r == ':' }) {
+			p := path(part)
+			if p == "" || strings.Contains(f, "://") {
+				continue
+			}
+			// What the shell fills in only when it runs (a variable, a glob, a brace list):
+			// what comes before it, and the dir that holds it.
+			if j := strings.IndexAny(p, "$*?[{\x00"); j >= 0 {
+				p = p[:j]
+				if !strings.HasSuffix(p, "/") {
+					add(filepath.Dir(p))
+				}
+			}
+			add(p)
+		}
+	}
+}
+
+// isSource is a word that sources the next.
+func isSource(w string) bool {
+	return w == "source" || w == "." || w == `\source` || w == `\.`
 }
 
 // configVars name a tool's config file or dir (each value a colon list), which the tool reads

@@ -149,6 +149,8 @@ func FuzzShellNames(f *testing.F) {
 		". ~/a.sh\nexport PATH=$HOME/bin:$PATH\n", "path=(~/x $path)\nfpath+=(${HOME}/f)\n",
 		"ZDOTDIR=~/z; ENV=\"$HOME\"/e\n~/bin/hello --x\n", "source \"${X:-~}/y\"\nalias a='. b'\n",
 		"setopt extendedglob; print -l *(.)\n", "if x; then . ~/q; fi; f() { source ~/r; }\n",
+		"for f (~/a ${X:-~/b} $Y/c) source $f\nif [[ -n x ]] { . ./d }\n", "p() { PATH=$1:$PATH; }; p ~/e; . <(cat ~/f)\n",
+		"0&0\xff", // the parser yields past its error
 	} {
 		f.Add([]byte(s))
 	}
@@ -162,13 +164,13 @@ func FuzzShellNames(f *testing.F) {
 	})
 }
 
-// TestShellNamesTooDeep: a start-up file nesting past shnest.MaxDepth is not parsed (as one
-// that does not parse): 256 KiB of `(` would take the parser's stack past the runtime's 1 GiB
-// limit, which ends the daemon.
+// TestShellNamesTooDeep: a start-up file nesting past shnest.MaxDepth is not parsed (256 KiB
+// of `(` would take the parser's stack past the runtime's 1 GiB limit, which ends the
+// daemon), but read word by word as one that does not parse.
 func TestShellNamesTooDeep(t *testing.T) {
 	deep := []byte(". ~/real.sh\necho $((" + strings.Repeat("(", maxShellFileBytes-32))
-	if n := shellNames(deep, "/home/u"); len(n.sourced)+len(n.named)+len(n.zdotdirs) != 0 {
-		t.Errorf("a file nested too deep named %+v", n)
+	if n := shellNames(deep, "/home/u"); !slices.Contains(n.sourced, "/home/u/real.sh") {
+		t.Errorf("a file nested too deep named %+v, want ~/real.sh sourced", n)
 	}
 	if n := shellNames([]byte(". ~/real.sh\n"), "/home/u"); len(n.sourced) != 1 {
 		t.Errorf("a plain file named %+v, want ~/real.sh sourced", n)
@@ -226,5 +228,61 @@ func TestShellNamedTooManyFiles(t *testing.T) {
 		if over := n+1 > maxShellNamedFiles; over != errors.Is(err, errTooManyFiles) {
 			t.Errorf("%d sourced files and .bashrc: %v", n, err)
 		}
+	}
+}
+
+// TestShellNamesUnparsed: a start-up file neither bash's parser nor zsh's reads whole (zsh's
+// short forms) still names what it sources, runs or puts on PATH: the statements that parse
+// are read as such, the lines that do not word by word. Each want is among what the file
+// names; none of not is.
+func TestShellNamesUnparsed(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		src       string
+		want, not []string
+	}{
+		{src: "for f (~/p/a.zsh ~/p/b.zsh) source $f\n", want: []string{"p/a.zsh", "p/b.zsh"}},
+		{src: "for f in a b; source ~/p/x\n", want: []string{"p/x"}},
+		{src: "if [[ -n x ]] { source ~/p/x }\n", want: []string{"p/x"}},
+		{src: "while false { }\nexport PATH=~/p/bin:$PATH\n", want: []string{"p/bin"}},
+		{src: "if true; then\n  for f (a b) source $f\n  export PATH=$HOME/p/zbin:$PATH\nfi\n", want: []string{"p/zbin"}},
+		{src: "setopt x\nfor f (~/p/conf.d/*.zsh(N)) source $f\npath=(~/p/pbin $path)\n", want: []string{"p/conf.d", "p/pbin"}},
+		{src: "if [[ -n x ]] {\n  . ~/p/in.sh\n}\n", want: []string{"p/in.sh"}},
+		{src: "for f (x) { ZDOTDIR=~/p/zd; PATH=/opt/q/bin:$PATH }\n", want: []string{"p/zd", "/opt/q/bin"}},
+		// Statements that parse keep their reading: a cd names nothing; the home and / never.
+		{src: "for f (~ /) echo $f\ncd ~/proj\n", not: []string{"proj", "/home/u", "/"}},
+	} {
+		n := shellNames([]byte(c.src), "/home/u")
+		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
+		abs := func(w string) string {
+			if filepath.IsAbs(w) {
+				return w
+			}
+			return filepath.Join("/home/u", w)
+		}
+		for _, w := range c.want {
+			if !slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s not among %q", c.src, w, got)
+			}
+		}
+		for _, w := range c.not {
+			if slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s among %q", c.src, w, got)
+			}
+		}
+	}
+}
+
+// TestShellNamedPathsUnparsed: a file a .zshrc that does not parse whole sources is read too.
+func TestShellNamedPathsUnparsed(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".zshrc"):       "for f in x; source ~/p/env.zsh\n",
+		filepath.Join(home, "p", "env.zsh"): "export PATH=~/p/deep:$PATH\n",
+	})
+	got, err := shellNamedPaths(home, 0, nil)
+	if err != nil || !slices.Contains(got, filepath.Join(home, "p/deep")) {
+		t.Errorf("what a file sourced by a short-form loop names: %v (%v)", got, err)
 	}
 }
