@@ -269,6 +269,19 @@ const maxNestedText = 3
 // parse adds what src names to n; depth counts the strings it was found in.
 func (n *startupNames) parse(src []byte, home string, depth int) {
 	pieces := shellPieces(src)
+	// A function the file defines may put its argument on PATH or source it
+	// (`pathadd() { PATH="$1:$PATH"; }; pathadd ~/p/bin`): a path given to one is named.
+	funcs := map[string]bool{}
+	for _, p := range pieces {
+		if p.stmt != nil {
+			syntax.Walk(p.stmt, func(node syntax.Node) bool {
+				if fd, ok := node.(*syntax.FuncDecl); ok && fd.Name != nil {
+					funcs[fd.Name.Value] = true
+				}
+				return true
+			})
+		}
+	}
 	base := home // where a relative name is taken from: the home, or the last cd to a path
 	abs := func(p string) string {
 		switch {
@@ -425,6 +438,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				base = filepath.Clean(args[0]) // `cd ~/proj && . ./env.sh`
 			case first == "eval":
 				text(strings.Join(args, " "))
+				n.scan(strings.Join(args, " "), home, base) // what it names in words the parse may not see
 			case first == "alias":
 				for _, a := range args {
 					if _, v, ok := strings.Cut(a, "="); ok {
@@ -470,6 +484,12 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				}
 			case filepath.IsAbs(first):
 				n.named = append(n.named, filepath.Clean(first))
+			case funcs[first]:
+				for _, a := range args {
+					for _, e := range pathEntries(a) {
+						file(e)
+					}
+				}
 			}
 		case *syntax.DeclClause:
 			for _, a := range x.Args {
@@ -487,6 +507,23 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					}
 				}
 			}
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			// What `$(…)` or `<(…)` reads may be run (`source <(cat ~/p/x)`, `eval "$(cat
+			// ~/p/x)"`) or printed into a name (`PATH=$(echo ~/p/bin):$PATH`): each path in
+			// it is named. A substitution inside is left to its own visit.
+			syntax.Walk(x, func(m syntax.Node) bool {
+				switch y := m.(type) {
+				case *syntax.CmdSubst, *syntax.ProcSubst:
+					return m == x
+				case *syntax.Word:
+					if t, ok := wordText(y, home); ok {
+						for _, e := range pathEntries(t) {
+							file(e)
+						}
+					}
+				}
+				return true
+			})
 		}
 		return true
 	}

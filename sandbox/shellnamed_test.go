@@ -251,6 +251,13 @@ func TestShellNamesUnparsed(t *testing.T) {
 		{src: "for f (x) { ZDOTDIR=~/p/zd; PATH=/opt/q/bin:$PATH }\n", want: []string{"p/zd", "/opt/q/bin"}},
 		// Statements that parse keep their reading: a cd names nothing; the home and / never.
 		{src: "for f (~ /) echo $f\ncd ~/proj\n", not: []string{"proj", "/home/u", "/"}},
+		// What a function the file defines is given, and what a substitution or an eval'd
+		// string names.
+		{src: "pathadd() { PATH=\"$1:$PATH\"; }\npathadd ~/p/fbin\n", want: []string{"p/fbin"}},
+		{src: "source <(cat ~/p/ps)\n", want: []string{"p/ps"}},
+		{src: "eval \"$(cat ~/p/ev)\"\n", want: []string{"p/ev"}},
+		{src: "PATH=$(echo ~/p/cbin):$PATH\n", want: []string{"p/cbin"}},
+		{src: "eval \"source ~/p/$V/x.sh\"\n", want: []string{"p"}},
 	} {
 		n := shellNames([]byte(c.src), "/home/u")
 		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
