@@ -34,7 +34,11 @@ var (
 // pathVars are the variables whose values name dirs or files that load code, as a fish
 // `set -gx NAME …` or an environment.d NAME=… gives them.
 var pathVars = map[string]bool{"PATH": true, "fish_user_paths": true, "LD_LIBRARY_PATH": true, "GIT_EXEC_PATH": true,
-	"LD_PRELOAD": true, "PYTHONSTARTUP": true}
+	"LD_PRELOAD": true, "PYTHONSTARTUP": true, "fish_function_path": true, "fish_complete_path": true}
+
+// fishLeads run the command after them: `contains X $PATH; or set -p PATH X`, `builtin set`.
+var fishLeads = map[string]bool{"and": true, "or": true, "not": true, "!": true, "begin": true, "if": true, "else": true,
+	"while": true, "command": true, "builtin": true, "exec": true}
 
 // maxRCFiles bounds the files read for rcFiles (environment.d holds any number).
 const maxRCFiles = 64
@@ -81,8 +85,8 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 }
 
 // rcNames is each path-like word (absolute, ~/, $HOME/, ${HOME}/) of src's commands (a line,
-// or its parts between ;) after one of cmds anywhere in it, and the values a NAME=… line or a
-// fish `set [-flags] NAME …` gives pathVars.
+// or its parts between ;) after one of cmds anywhere in it, the values a NAME=… line or a
+// fish `set [-flags] NAME …` gives pathVars, and a program a command runs by its path.
 func rcNames(src []byte, home string, cmds []string) []string {
 	var out []string
 	add := func(words []string) {
@@ -94,9 +98,12 @@ func rcNames(src []byte, home string, cmds []string) []string {
 			}
 		}
 	}
+	fields := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" \t|&()<>`\"'", r) })
+	}
 	for _, line := range strings.Split(string(src), "\n") {
 		for _, cmd := range strings.Split(line, ";") {
-			words := strings.FieldsFunc(cmd, func(r rune) bool { return strings.ContainsRune(" \t|&()<>`\"'", r) })
+			words := fields(cmd)
 			if len(words) == 0 {
 				continue
 			}
@@ -104,13 +111,26 @@ func rcNames(src []byte, home string, cmds []string) []string {
 				add(append([]string{v}, words[1:]...))
 				continue
 			}
-			if words[0] == "set" {
-				rest := words[1:]
-				for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-					rest = rest[1:]
+			// Each command of it (after &&, ||, |, and fish's and, or, not, if, else, builtin…):
+			// a set of a PATH, and a program run by its path.
+			for _, part := range strings.FieldsFunc(cmd, func(r rune) bool { return r == '&' || r == '|' }) {
+				head := fields(part)
+				for len(head) > 0 && (fishLeads[head[0]] || strings.Contains(head[0], "=") && !strings.HasPrefix(head[0], "/")) {
+					head = head[1:] // and the assignments before a command: FOO=1 ~/p/x
 				}
-				if len(rest) > 0 && pathVars[rest[0]] {
-					add(rest[1:])
+				if len(head) == 0 {
+					continue
+				}
+				if head[0] == "set" {
+					rest := head[1:]
+					for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+						rest = rest[1:]
+					}
+					if len(rest) > 0 && pathVars[rest[0]] {
+						add(rest[1:])
+					}
+				} else if strings.Contains(head[0], "/") {
+					add(head[:1])
 				}
 			}
 			for i, w := range words {

@@ -75,3 +75,31 @@ func TestRCNamedFollowed(t *testing.T) {
 		t.Errorf("what a sourced tmux file runs: %v (%v)", got, err)
 	}
 }
+
+// TestRCNamesFish: fish's set after and, or, &&, ||, else, builtin, the dirs of its function
+// and completion paths, and a program config.fish runs by its path.
+func TestRCNamesFish(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		"contains ~/p/a $PATH; or set -p PATH ~/p/a\n":             "p/a",
+		"test -d ~/p/b && set -gx PATH ~/p/b $PATH\n":              "p/b",
+		"test -d ~/p/c; and set -p PATH ~/p/c\n":                   "p/c",
+		"true || set PATH ~/p/d $PATH\n":                           "p/d",
+		"if false\nelse set -p PATH ~/p/e\nend\n":                  "p/e",
+		"builtin set -p fish_user_paths ~/p/g\n":                   "p/g",
+		"set -p fish_function_path ~/p/func\n":                     "p/func",
+		"set -a fish_complete_path $HOME/p/comp\n":                 "p/comp",
+		"~/p/bin/tool init | source\n":                             "p/bin/tool",
+		"status is-interactive; and ~/p/bin/x2 --init\n":           "p/bin/x2",
+		"if status is-login; command ~/p/bin/x3; end\n":            "p/bin/x3",
+		"not contains ~/p/h $PATH; and begin; set PATH ~/p/h; end": "p/h",
+	} {
+		if got := rcNames([]byte(src), "/home/u", fishCommands); !slices.Contains(got, filepath.Join("/home/u", want)) {
+			t.Errorf("%q: %s not among %q", src, want, got)
+		}
+	}
+	// environment.d's other variables name nothing.
+	if got := rcNames([]byte("XDG_DATA_DIRS=/usr/share:/home/u/.local/share\n"), "/home/u", rcFiles[".config/environment.d/*.conf"]); len(got) != 0 {
+		t.Errorf("XDG_DATA_DIRS named %q", got)
+	}
+}
