@@ -79,21 +79,29 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}
 	}
 	digest := p.engine.Digest()
-	var hostAsk *permission.Decision
+	var hostAsk, unallowed *permission.Decision
 	if tf.Bash != nil && (in.Unconfined || c.Session.Network == config.NetworkHost) {
 		// No proxy stands between this command and the network: the hosts its line names
 		// meet the WebFetch rules here, or nowhere.
-		hd, err := p.namedHosts(ctx, tf.Bash, facts, rs)
+		hd, un, err := p.namedHosts(ctx, tf.Bash, facts, rs)
 		if err != nil || hd.Behavior == permission.Deny {
 			return hd, err
 		}
 		if hd.Behavior == permission.Ask {
 			hostAsk = &hd
 		}
+		unallowed = un
 	}
 	d, err := p.engine.Decide(ctx, facts, rs)
 	if err == nil && hostAsk != nil && d.Behavior == permission.Allow {
 		d = *hostAsk
+	}
+	if err == nil && in.Unconfined && unallowed != nil && d.Behavior == permission.Allow && !d.ReadOnly {
+		// A command the agent runs itself that may connect (not read-only), allowed by the
+		// mode or a Bash rule: confined, the proxy would refuse a host no WebFetch rule or
+		// allowed_domains admits, whatever the mode, so the decision does, as it does the
+		// host's WebFetch. (A session given the host's network was given it by the admin.)
+		d = *unallowed
 	}
 	if err == nil {
 		d.Basis = &permission.Basis{Facts: facts, Rules: rs, PolicyDigest: digest}
@@ -114,8 +122,10 @@ var hostRuleSteps = map[string]bool{"deny_rule": true, "custom_deny": true, "ask
 // network.denied_domains comes back as the call's (Behavior "" when none). A host the rules
 // cannot be matched against (`http://$H/`, `http://0x7f.1/`) is refused wherever some rule
 // or denied_domains decides hosts.
-func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classification, call *permission.Facts, rs *permission.RuleSet) (permission.Decision, error) {
-	var ask permission.Decision
+//
+// unallowed is the WebFetch decision (an ask, or the mode's deny) of the first host nothing
+// allows, nil when every host is allowed.
+func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classification, call *permission.Facts, rs *permission.RuleSet) (ask permission.Decision, unallowed *permission.Decision, err error) {
 	// Each host once; written strictly somewhere (a URL's), it is strict.
 	loose := map[string]bool{}
 	var hosts []string
@@ -129,9 +139,9 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 	if len(hosts) > maxNamedHosts {
 		if rs.DecidesHosts() || p.domainsDenied() {
 			return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
-				Reason: fmt.Sprintf("the command names %d hosts, more than the %d one decision checks against the WebFetch rules, and it would connect past sandboxd's proxy; split it", len(hosts), maxNamedHosts)}, nil
+				Reason: fmt.Sprintf("the command names %d hosts, more than the %d one decision checks against the WebFetch rules, and it would connect past sandboxd's proxy; split it", len(hosts), maxNamedHosts)}, nil, nil
 		}
-		return ask, nil
+		return ask, nil, nil
 	}
 	for _, raw := range hosts {
 		host, err := egress.PolicyHost(raw)
@@ -141,32 +151,40 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 		if err != nil {
 			if rs.DecidesHosts() || p.domainsDenied() {
 				return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
-					Reason: fmt.Sprintf("the command names the host %q, which the WebFetch rules cannot be matched against (%v), and it would connect past sandboxd's proxy; spell the host plainly", raw, err)}, nil
+					Reason: fmt.Sprintf("the command names the host %q, which the WebFetch rules cannot be matched against (%v), and it would connect past sandboxd's proxy; spell the host plainly", raw, err)}, nil, nil
 			}
 			continue
 		}
 		if pat := p.deniedDomain(host); pat != "" {
 			return permission.Decision{Behavior: permission.Deny, Source: "config", Step: "denied_domains",
 				Rule:   "network.denied_domains: " + pat,
-				Reason: fmt.Sprintf("the command reaches %s, which is in network.denied_domains (%s); denied in every mode", host, pat)}, nil
+				Reason: fmt.Sprintf("the command reaches %s, which is in network.denied_domains (%s); denied in every mode", host, pat)}, nil, nil
 		}
 		wf := *call
 		wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, permission.ToolFacts{Domain: host}, true
 		wf.Hook, wf.HTTP = nil, nil // the agent's verdict was on the Bash call; the request is unseen
 		d, err := p.engine.Decide(ctx, &wf, rs)
 		if err != nil {
-			return permission.Decision{}, err
+			return permission.Decision{}, nil, err
 		}
-		if !hostRuleSteps[d.Step] || d.Behavior == permission.Allow {
-			continue // no rule said anything of this host: the command's own decision stands
+		if d.Behavior == permission.Allow {
+			continue
 		}
 		d.Reason = fmt.Sprintf("the command connects to %s outside sandboxd's proxy, where only this decision holds it: %s", host, d.Reason)
+		if !hostRuleSteps[d.Step] {
+			// No rule said anything of this host: the command's own decision stands, unless
+			// it allows what may connect (the caller's check).
+			if unallowed == nil {
+				unallowed = &d
+			}
+			continue
+		}
 		if d.Behavior == permission.Deny {
-			return d, nil
+			return d, nil, nil
 		}
 		if ask.Behavior == "" {
 			ask = d
 		}
 	}
-	return ask, nil
+	return ask, unallowed, nil
 }

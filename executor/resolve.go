@@ -262,7 +262,8 @@ func (p *Pipeline) applyAnswer(ctx context.Context, st *state, res *approval.Res
 		deny(why + "; call it again to have it asked anew")
 		return
 	}
-	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: fresh, ReadOnly: st.readOnly, Hook: st.hook})
+	d, err := p.decider.Decide(ctx, &DecisionInput{Call: st.call, ToolFacts: fresh, ReadOnly: st.readOnly, Hook: st.hook,
+		Unconfined: st.call.unconfined})
 	switch {
 	case err != nil:
 		deny("the policy could not decide it again: " + err.Error())

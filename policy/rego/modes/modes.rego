@@ -117,6 +117,10 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 } else := {"allow": true, "behavior": "allow", "reason": "bypassPermissions allows what no rule or check stopped"} if {
 	mode == "bypassPermissions"
 	not _fetched_past_proxy
+	count(_written_past_kernel) == 0
+} else := {"allow": false, "behavior": "ask", "reason": sprintf("the call writes %s, outside the session's directories, and the agent makes the write itself, outside any sandbox, where nothing keeps it read-only as in a confined call: no mode allows it", [_first_sorted(_written_past_kernel)])} if {
+	mode == "bypassPermissions"
+	count(_written_past_kernel) > 0
 } else := {"allow": true, "behavior": "allow", "read_only": true, "reason": "read-only call inside the session's directories"} if {
 	read_only
 	count(safety.outside_reads) == 0
@@ -141,6 +145,19 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 	mode == "acceptEdits"
 	count(safety.outside_writes) > 0
 } else := {"allow": false, "behavior": "ask", "reason": concat("", [mode, " mode: this call is not read-only"])}
+
+# _written_past_kernel are the paths outside the session's directories a call its caller runs
+# itself (an agent's, decided through its hook) writes: confined, only the session's
+# directories (and a private /tmp) are writable, so bypassPermissions does not allow them.
+_written_past_kernel contains p if {
+	input.unconfined == true
+	some p in safety.outside_writes
+	not _private_tmp(p)
+}
+
+_private_tmp(p) if sandboxd.path_within(p, ["/tmp", "/dev/null"])
+
+_first_sorted(s) := sort(s)[0]
 
 # _fetched_past_proxy: a WebFetch its caller makes itself (an agent's, decided through its
 # hook). The proxy, which refuses what no rule allows whatever the mode, is not on its way, so

@@ -150,3 +150,18 @@ test_webfetch_past_the_proxy[name] if {
 	f := modes.fallback with input as fx.input_with(object.union({"tool": "WebFetch", "domain": "a.x.com"}, tc.x))
 	f.behavior == tc.want
 }
+
+# In bypassPermissions, a write the agent makes itself outside the session's directories is
+# not allowed: confined, the kernel would refuse it. /tmp is each call's own there.
+_written_cases := {
+	"confined": {"x": {"paths": [fx.write("/home/u/other/x")]}, "want": "allow"},
+	"unconfined": {"x": {"unconfined": true, "paths": [fx.write("/home/u/other/x")]}, "want": "ask"},
+	"unconfined inside": {"x": {"unconfined": true, "paths": [fx.write("/w/x")]}, "want": "allow"},
+	"unconfined tmp": {"x": {"unconfined": true, "paths": [fx.write("/tmp/x")]}, "want": "allow"},
+}
+
+test_bypass_written_past_kernel[name] if {
+	some name, tc in _written_cases
+	f := modes.fallback with input as fx.input_with(object.union({"tool": "Write", "mode": "bypassPermissions"}, tc.x))
+	f.behavior == tc.want
+}
