@@ -42,7 +42,7 @@ func init() {
 		"fold": plain, "expand": plain, "unexpand": plain, "od": plain, "hexdump": plain,
 		"strings": plain, "type": plain, "column": plain, "rev": plain, "df": plain,
 		"free": plain, "uptime": plain, "nproc": plain, "arch": plain, "locale": plain,
-		"tty": plain, "groups": plain, "ps": plain, "jq": plain, "join": plain,
+		"tty": plain, "groups": plain, "ps": {strict: true, check: checkPs}, "jq": plain, "join": plain,
 		// Neutral: output or shell state only. printf -v, read, mapfile, getopts and
 		// test -v take variable names, whose subscripts bash evaluates (checkNameArgs);
 		// the variables they set count for the line-level arithmetic check.
@@ -872,6 +872,27 @@ func checkSort(args []string, _ *walker) string {
 	// buffer.
 	if hasFlag(args, "T", "temporary-directory") {
 		return "sort_tempdir"
+	}
+	return ""
+}
+
+// psArgOptions are ps's options whose value is the next word (-C sleep names a command, not
+// BSD's e).
+var psArgOptions = map[string]bool{"-o": true, "-O": true, "--format": true, "-p": true, "--pid": true, "-u": true,
+	"-U": true, "--user": true, "-C": true, "-G": true, "-g": true, "-t": true, "--sort": true, "-q": true, "--ppid": true,
+	"o": true, "O": true, "p": true, "U": true, "t": true, "k": true}
+
+// checkPs refuses BSD's e, which prints each process's environment: the tokens exported in
+// the user's other shells and jobs. A confined ps sees only its own call's processes; one the
+// agent runs itself sees them all.
+func checkPs(args []string, _ *walker) string {
+	for i, a := range args {
+		if i > 0 && psArgOptions[args[i-1]] {
+			continue
+		}
+		if !strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'e') {
+			return "ps_environment"
+		}
 	}
 	return ""
 }
