@@ -360,7 +360,11 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// What git's configs among them name as hooks or config is theirs to protect too, and so is
 	// what the shells' start-up files in the home source, run or put on PATH.
 	home := envValue(spec.Env, "HOME")
-	gitNamed, err := gitNamedPaths(append(slices.Clone(clean), enclosingRepos(v, writable)...), nil, home)
+	named, shellGitConfigs, err := shellNamedPaths(home, spec.UID, v.knownMissing)
+	if err != nil {
+		return nil, nil, err
+	}
+	gitNamed, err := gitNamedPaths(append(slices.Clone(clean), enclosingRepos(v, writable)...), shellGitConfigs, home)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -370,10 +374,6 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// So is what the agents' settings run (hooks, helpers, MCP servers). Only those in the home
 	// (a dotfile may be a link to a writable dir) or a writable dir can be written: the
 	// system's (/etc/bash_completion, /usr/bin/node) cost a look each for nothing.
-	named, err := shellNamedPaths(home, spec.UID, v.knownMissing)
-	if err != nil {
-		return nil, nil, err
-	}
 	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths} {
 		more, err := toolNamed(home, spec.UID, v.knownMissing)
 		if err != nil {

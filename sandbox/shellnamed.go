@@ -46,18 +46,21 @@ const (
 // home's: a login shell starts there. missing, when set, answers for a path known not to be
 // there without a look of its own (most of the files are some other shell's). Run as the
 // caller, uid.
-func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]string, error) {
+func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named, gitConfigs []string, err error) {
 	if home == "" || home == "/" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var starts []string
 	for _, f := range shellStartup {
 		starts = append(starts, filepath.Join(home, f))
 	}
-	return followNamed(starts, maxShellNamedFiles, missing, func(p string, out *namedSet, read func(string)) bool {
+	named, err = followNamed(starts, maxShellNamedFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		n, ok := shellFileNames(p, home, uid)
 		if !ok {
 			return false
+		}
+		for _, c := range n.gitConfigs {
+			gitConfigs = appendNew(gitConfigs, c)
 		}
 		for _, p := range n.sourced {
 			out.add(p)
@@ -74,6 +77,7 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) ([]stri
 		}
 		return true
 	})
+	return named, gitConfigs, err
 }
 
 // followNamed reads the config files starts, and each one a file read names for reading
@@ -251,6 +255,9 @@ func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse f
 // BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.
 type startupNames struct {
 	sourced, zdotdirs, named []string
+	// gitConfigs are git configs the file moves (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME's
+	// git/config): git reads them as it reads ~/.gitconfig, so what they name is read too.
+	gitConfigs []string
 }
 
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
@@ -384,6 +391,9 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 							file(filepath.Join(d, r))
 						}
 					}
+					if !strings.Contains(v, dynamicPart) {
+						n.gitConfigs = append(n.gitConfigs, filepath.Join(d, "git/config"))
+					}
 				}
 			default:
 				if configVars[a.Name.Value] {
@@ -391,6 +401,11 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					// it is protected: ripgrep's, git's, kubectl's, gpg's, cargo's.
 					for _, e := range pathEntries(v) {
 						file(e)
+						if a.Name.Value == "GIT_CONFIG_GLOBAL" || a.Name.Value == "GIT_CONFIG_SYSTEM" {
+							if !strings.Contains(e, dynamicPart) && (filepath.IsAbs(e) || strings.HasPrefix(e, home+"/")) {
+								n.gitConfigs = append(n.gitConfigs, filepath.Clean(e))
+							}
+						}
 					}
 				}
 			}
@@ -820,10 +835,17 @@ func ToolNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, er
 }
 
 // ShellNamedPaths is what the shells' start-up files in home name as code they run
-// (shellNamedPaths), read as the caller: for the daemon's own check before a file tool writes.
+// (shellNamedPaths), and what the git configs they move name (gitNamedPaths), read as the
+// caller: for the daemon's own check before a file tool writes.
 func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
 	var out []string
 	var named error
-	err := asCaller(uid, gid, groups, func() { out, named = shellNamedPaths(home, uid, nil) })
+	err := asCaller(uid, gid, groups, func() {
+		var configs, git []string
+		if out, configs, named = shellNamedPaths(home, uid, nil); named == nil && len(configs) > 0 {
+			git, named = gitNamedPaths(nil, configs, home)
+			out = append(out, git...)
+		}
+	})
 	return out, cmp.Or(err, named)
 }

@@ -79,7 +79,7 @@ export VIMINIT="source ~/work/vimrc"
 		abs[filepath.Join(home, name)] = body
 	}
 	writeFiles(t, abs)
-	got, err := shellNamedPaths(home, 0, nil)
+	got, _, err := shellNamedPaths(home, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,12 +191,12 @@ func TestShellNamedPathsBounded(t *testing.T) {
 	}
 	home := t.TempDir()
 	writeFiles(t, map[string]string{filepath.Join(home, ".bashrc"): pathLine(maxNamedPaths / 2)})
-	if got, err := shellNamedPaths(home, 0, nil); err != nil || len(got) != maxNamedPaths/2 {
+	if got, _, err := shellNamedPaths(home, 0, nil); err != nil || len(got) != maxNamedPaths/2 {
 		t.Errorf("%d paths (%v), want %d", len(got), err, maxNamedPaths/2)
 	}
 	home = t.TempDir()
 	writeFiles(t, map[string]string{filepath.Join(home, ".bashrc"): pathLine(maxNamedPaths + 1)})
-	if _, err := shellNamedPaths(home, 0, nil); !errors.Is(err, errTooManyNamed) {
+	if _, _, err := shellNamedPaths(home, 0, nil); !errors.Is(err, errTooManyNamed) {
 		t.Errorf("%d PATH entries: %v, want refused", maxNamedPaths+1, err)
 	}
 	var cfg strings.Builder
@@ -224,7 +224,7 @@ func TestShellNamedTooManyFiles(t *testing.T) {
 		}
 		files[filepath.Join(home, ".bashrc")] = rc.String()
 		writeFiles(t, files)
-		_, err := shellNamedPaths(home, 0, nil)
+		_, _, err := shellNamedPaths(home, 0, nil)
 		if over := n+1 > maxShellNamedFiles; over != errors.Is(err, errTooManyFiles) {
 			t.Errorf("%d sourced files and .bashrc: %v", n, err)
 		}
@@ -288,8 +288,30 @@ func TestShellNamedPathsUnparsed(t *testing.T) {
 		filepath.Join(home, ".zshrc"):       "for f in x; source ~/p/env.zsh\n",
 		filepath.Join(home, "p", "env.zsh"): "export PATH=~/p/deep:$PATH\n",
 	})
-	got, err := shellNamedPaths(home, 0, nil)
+	got, _, err := shellNamedPaths(home, 0, nil)
 	if err != nil || !slices.Contains(got, filepath.Join(home, "p/deep")) {
 		t.Errorf("what a file sourced by a short-form loop names: %v (%v)", got, err)
+	}
+}
+
+// TestShellMovedGitConfigsRead: a git config a start-up file moves (GIT_CONFIG_GLOBAL, or
+// XDG_CONFIG_HOME's git/config) is read like ~/.gitconfig for what it names: its hooksPath was
+// kept read-only as a file but the hooks it named were not.
+func TestShellMovedGitConfigsRead(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".bashrc"):            "export GIT_CONFIG_GLOBAL=~/dotfiles/gitconfig\nexport XDG_CONFIG_HOME=$HOME/xdg\n",
+		filepath.Join(home, "dotfiles/gitconfig"): "[core]\n\thooksPath = ~/dotfiles/githooks\n",
+		filepath.Join(home, "xdg/git/config"):     "[core]\n\tfsmonitor = ~/xdg/fsmon.sh\n",
+	})
+	got, err := ShellNamedPaths(uint32(os.Getuid()), uint32(os.Getgid()), nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(home, "dotfiles/gitconfig"), filepath.Join(home, "dotfiles/githooks"), filepath.Join(home, "xdg/fsmon.sh")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
 	}
 }
