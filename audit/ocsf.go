@@ -74,8 +74,13 @@ func OCSF(r *Record, host string) ([]byte, error) {
 	if r.Kind == KindTaskEnd && (r.Detail["status"] != "completed" || r.Detail["exit_code"] != "0") {
 		status = "Failure" // killed, failed, or a command that exited non-zero
 	}
+	if (r.Kind == KindCallReport || r.Kind == KindCallDecide) && status == "Success" {
+		// The caller ran it (or not) itself: a decision given, or the caller's own word of
+		// what it ran, is no launch sandboxd saw succeed.
+		status = "Unknown"
+	}
 	ev["severity_id"], ev["severity"] = sev, map[int]string{1: "Informational", 2: "Low", 3: "Medium"}[sev]
-	ev["status"], ev["status_id"] = status, map[string]int{"Success": 1, "Failure": 2}[status]
+	ev["status"], ev["status_id"] = status, map[string]int{"Unknown": 0, "Success": 1, "Failure": 2}[status]
 	in := inputFields(r.Input)
 	switch class {
 	case ocsfProcess:

@@ -134,3 +134,22 @@ func TestOCSFStatusOfTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestOCSFCallerRunCallsAreNoLaunchSeen: an agent's own report of what it ran (call.report)
+// and a decision the caller acts on itself (call.decide) are no process launch sandboxd saw
+// succeed: their status is Unknown, so a SIEM filtering on launches does not count them.
+func TestOCSFCallerRunCallsAreNoLaunchSeen(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[Kind]string{KindCallReport: "Unknown", KindCallDecide: "Unknown", KindCallEnd: "Success"} {
+		r := &Record{Kind: kind, Session: "s1", Tool: "Bash", Input: json.RawMessage(`{"command":"sudo shutdown -h now"}`)}
+		b, err := OCSF(r, "h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		_ = json.Unmarshal(b, &ev)
+		if ev["status"] != want || ev["status_id"] != float64(map[string]int{"Unknown": 0, "Success": 1}[want]) {
+			t.Errorf("%s: status %v (%v), want %s", kind, ev["status"], ev["status_id"], want)
+		}
+	}
+}
