@@ -156,9 +156,10 @@ func RedactString(s string) string {
 	return redact(s, nil)
 }
 
-// redact replaces secrets in s by pattern, each only where data(pattern, start, end) allows
-// it when data is not nil.
-func redact(s string, data func(pattern string, start, end int) bool) string {
+// redact replaces secrets in s by pattern, each only where data(cur, pattern, start, end)
+// allows it when data is not nil: cur is s as the patterns before have left it, which start
+// and end index.
+func redact(s string, data func(cur, pattern string, start, end int) bool) string {
 	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
 		if !containsAny(lower, p.hints) {
@@ -191,7 +192,7 @@ func redact(s string, data func(pattern string, start, end int) bool) string {
 			if p.name == "url_password" && m[5] > m[4] { // keep the "@" that ends userinfo
 				end = m[4]
 			}
-			if data != nil && !data(p.name, keepEnd, end) {
+			if data != nil && !data(s, p.name, keepEnd, end) {
 				continue
 			}
 			b.WriteString(s[last:keepEnd])

@@ -197,6 +197,9 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 		// A lone "." is an argument, not bash's source.
 		"git add . && git push https://me:s3cr3tvalue@github.com/o/r.git",
 		"docker build -t app . && docker login -u me -p s3cr3tvalue",
+		// Two patterns: the second is placed in the text the first left.
+		"docker login -p hunter2pass r && gh api -H 'x: ghp_s3cr3tvalueabcdefghijklmnopqrstuvwxyz01' /u",
+		"gh api -H 'x: ghp_abcdefghijklmnopqrstuvwxyz0123456789' /u && docker login -p s3cr3tvalue r",
 	} {
 		js, _ := json.Marshal(map[string]string{"command": in})
 		if out, _ := Redact(js); strings.Contains(string(out), "s3cr3tvalue") {

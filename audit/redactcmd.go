@@ -24,13 +24,16 @@ func RedactCommand(cmd string) string {
 		return cmd
 	}
 	var d *cmdData
-	return redact(cmd, func(pattern string, start, end int) bool {
+	var read string
+	return redact(cmd, func(cur, pattern string, start, end int) bool {
 		key := pattern == "private_key"
-		if !key && strings.ContainsAny(cmd[start:end], "/\n") {
+		if !key && strings.ContainsAny(cur[start:end], "/\n") {
 			return false
 		}
-		if d == nil {
-			d = dataSpans(cmd)
+		if d == nil || read != cur {
+			// Read again once a pattern has replaced something: the offsets are the
+			// current text's.
+			d, read = dataSpans(cur), cur
 		}
 		for _, s := range d.spans {
 			if s.start <= start && end <= s.end && (!key || s.emitted) {
