@@ -49,6 +49,11 @@ func NamedHosts(c *Classification) []NamedHost {
 			if scpRemote[prog] {
 				scpHosts(words[1:], strict)
 			}
+			if prog == "ssh" {
+				if h := sshDestination(words[1:]); h != "" {
+					strict(h)
+				}
+			}
 			if hostPrograms[prog] {
 				for _, w := range words[1:] {
 					wordHosts(w, loose)
@@ -89,6 +94,49 @@ func NamedHosts(c *Classification) []NamedHost {
 		}
 	}
 	return out
+}
+
+// sshValueOptions are ssh's options that take the next word as their value.
+const sshValueOptions = "BbcDEeFIiJLlmOopQRSWw"
+
+// sshDestination is the host of ssh's destination, its first operand ([user@]host, or an
+// ssh:// URL, which urlHosts reads): "" when there is none.
+func sshDestination(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return sshHost(args[i+1])
+			}
+			return ""
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// A cluster (-vp 22, -p22): its last letter's value is the next word unless
+			// attached.
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(sshValueOptions, a[j]) >= 0 {
+					if j == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			return sshHost(a)
+		}
+	}
+	return ""
+}
+
+// sshHost is the host of an ssh destination [user@]host[:port]; "" for an ssh:// URL.
+func sshHost(d string) string {
+	if strings.Contains(d, "://") {
+		return ""
+	}
+	if i := strings.LastIndexByte(d, '@'); i >= 0 {
+		d = d[i+1:]
+	}
+	return d
 }
 
 // ConfigHost stands for the hosts a config file the line names may route to.

@@ -26,10 +26,11 @@ func TestNamedHosts(t *testing.T) {
 		{"curl 'http://evi{l,x}.com/'", nil, []string{"evi{l"}},
 		{"curl 'http://ev[i-i]l.com/'", nil, []string{"ev[i-i]l.com"}},
 		{"exec 3<>/dev/tcp/g.example/80", nil, []string{"g.example"}},
-		// Loosely, what a network program's words name.
-		{"ssh -p 22 -i key me@h.example uname", []string{"h.example"}, nil},
-		{"ssh -J j1.example,me@j2.example:22 k.example", []string{"j1.example", "j2.example", "k.example"}, nil},
-		{"ssh ok.example -o HostName=l.example", []string{"ok.example", "l.example"}, nil},
+		// ssh's destination, surely; loosely, what a network program's words name.
+		{"ssh -p 22 -i key me@h.example uname", []string{"h.example"}, []string{"h.example"}},
+		{"ssh -vp22 -- me@hh.example", nil, []string{"hh.example"}},
+		{"ssh -J j1.example,me@j2.example:22 k.example", []string{"j1.example", "j2.example"}, []string{"k.example"}},
+		{"ssh ok.example -o HostName=l.example", []string{"l.example"}, []string{"ok.example"}},
 		{"ssh -o 'HostName\tm.example' ok.example", []string{"m.example"}, nil},
 		{"scp -J n.example f ok.example:x", []string{"n.example"}, nil},
 		{"sftp -s sftp o.example", []string{"o.example"}, nil},

@@ -173,8 +173,9 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 		d.Reason = fmt.Sprintf("the command connects to %s outside sandboxd's proxy, where only this decision holds it: %s", host, d.Reason)
 		if !hostRuleSteps[d.Step] {
 			// No rule said anything of this host: the command's own decision stands, unless
-			// it allows what may connect (the caller's check).
-			if unallowed == nil {
+			// it allows what may connect (the caller's check) to a host the line surely
+			// names (a URL's, not any word of curl's or ssh's: out.txt, uname).
+			if unallowed == nil && !loose[raw] {
 				unallowed = &d
 			}
 			continue

@@ -589,10 +589,16 @@ func TestUnconfinedBashHostsMeetWebFetchRules(t *testing.T) {
 	if res := decide(s.ID, "curl https://ask.test/", true); behavior(res) == permission.Allow {
 		t.Errorf("unconfined curl of a host an ask rule names was allowed: %+v", res.Decision)
 	}
+	// A host no rule allows is refused too: confined, the proxy would refuse it, whatever the
+	// mode. One a WebFetch rule allows is reached.
+	allowing := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"allow":["WebFetch(domain:ok.test)","WebFetch(domain:localhost)"]}}`, dir))
 	for _, cmd := range []string{"curl -s https://ok.test/x", "git clone git@ok.test:o/r.git", "curl http://localhost:8080/",
 		"curl -o out.txt --http1.1 https://ok.test/", "ssh -p 22 ok.test uname"} {
-		if res := decide(s.ID, cmd, true); behavior(res) != permission.Allow {
-			t.Errorf("unconfined %q: %s (%s), want allow", cmd, behavior(res), res.Decision.Reason)
+		if res := decide(allowing.ID, cmd, true); behavior(res) != permission.Allow {
+			t.Errorf("unconfined %q, its host allowed: %s (%s), want allow", cmd, behavior(res), res.Decision.Reason)
+		}
+		if res := decide(s.ID, cmd, true); behavior(res) != permission.Deny || !strings.Contains(res.Decision.Reason, "outside sandboxd's proxy") {
+			t.Errorf("unconfined %q, its host not allowed: %s (%s), want deny", cmd, behavior(res), res.Decision.Reason)
 		}
 	}
 	// Confined, the proxy decides the connection: the decision of the command stands.
