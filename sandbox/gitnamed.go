@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/internal/regfile"
 )
 
 // The git configs among the protected paths (a repository's .git/config and config.worktree,
@@ -259,7 +260,7 @@ const maxGitConfigRead = 1 << 20
 // missing include too); one that is there but cannot be read whole (no regular file, larger
 // than maxGitConfigRead, refused) is an error: git may read it, and what it names is unknown.
 func gitConfigNames(p string) (hooks, includes []string, exists bool, err error) {
-	b, err := readConfigFile(p)
+	b, err := regfile.Read(p, maxGitConfigRead)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 		return nil, nil, false, nil
 	}
@@ -318,31 +319,6 @@ func gitConfigNames(p string) (hooks, includes []string, exists bool, err error)
 		}
 	}
 	return hooks, includes, exists, nil
-}
-
-// readConfigFile reads the regular file p whole, non-blocking, as the caller: fs.ErrNotExist
-// when it is not there.
-func readConfigFile(p string) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	case fi.Size() > maxGitConfigRead:
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxGitConfigRead)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxGitConfigRead+1))
-	if err == nil && len(b) > maxGitConfigRead {
-		err = fmt.Errorf("%s grew past %d bytes", p, maxGitConfigRead)
-	}
-	return b, err
 }
 
 // gitRunsValue reports a config key whose value git runs as a command: git config's list

@@ -1,5 +1,6 @@
-// Package regfile reads the daemon's own files (its config, the admin's policy files and keys)
-// as regular files of a bounded size, without blocking on anything else put at their names.
+// Package regfile reads files as regular files of a bounded size, without blocking on anything
+// else put at their names: the daemon's own (its config, the admin's policy files and keys),
+// and the user's configs it reads as the user (git's) for what they name.
 package regfile
 
 import (
