@@ -155,7 +155,10 @@ var hostPrograms = map[string]bool{"curl": true, "wget": true, "ssh": true, "scp
 	"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true, "ftp": true,
 	"lftp": true, "aria2c": true, "http": true, "https": true, "xh": true, "xhs": true, "httpie": true,
 	"mosh": true, "rsh": true, "rlogin": true, "tftp": true, "smbclient": true, "ldapsearch": true,
-	"mysql": true, "psql": true, "redis-cli": true, "mongosh": true, "websocat": true, "grpcurl": true}
+	"mysql": true, "psql": true, "redis-cli": true, "mongosh": true, "websocat": true, "grpcurl": true,
+	// A lookup or a probe sends the name it is given out (to its nameserver): data.evil.com.
+	"dig": true, "host": true, "nslookup": true, "drill": true, "kdig": true, "delv": true, "getent": true,
+	"ping": true, "ping6": true, "traceroute": true, "traceroute6": true, "tracepath": true, "mtr": true, "whois": true}
 
 // dottedHostPrograms name hosts inside package and image names (go get evil.com/x, pip
 // --index-url=evil.com, docker pull evil.com/img): their dotted words count, not every word.
@@ -179,6 +182,19 @@ func wordHosts(w string, add func(string)) {
 	}
 	if w != "" && w[0] != '-' && !strings.Contains(w, ".") && strings.Trim(strings.ToLower(w), "abcdefghijklmnopqrstuvwxyz0123456789-_") == "" {
 		add(w)
+	}
+	// A name with no dot before a port, a path or a user (localhost:8099/x, -xintranet:3128,
+	// TCP:localhost:80, HTTPS_PROXY=intranet:3128): each plain part may be a host.
+	if strings.ContainsAny(w, ":/@=") {
+		if len(w) > 2 && w[0] == '-' && w[1] != '-' {
+			w = w[2:]
+		}
+		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return strings.ContainsRune(":/@=,", r) }) {
+			if strings.Trim(strings.ToLower(part), "abcdefghijklmnopqrstuvwxyz0123456789-_") == "" &&
+				strings.Trim(part, "0123456789") != "" && !strings.HasPrefix(part, "-") {
+				add(part)
+			}
+		}
 	}
 }
 

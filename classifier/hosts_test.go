@@ -49,6 +49,13 @@ func TestNamedHosts(t *testing.T) {
 		{"curl http://$H/x", nil, []string{"$H"}},
 		{"p=x; https_proxy=$p curl https://ok.example/", nil, []string{"$p"}},
 		{"go get aa.example/x", []string{"aa.example"}, nil},
+		// A name with no dot before a port or a path; a lookup's name.
+		{"curl -s localhost:8099/x", []string{"localhost"}, nil},
+		{"curl -x intranet:3128 http://ok.example/", []string{"intranet"}, nil},
+		{"socat - TCP:localhost:8099", []string{"localhost"}, nil},
+		{"HTTPS_PROXY=intranet:3128 curl https://ok.example", []string{"intranet"}, nil},
+		{"dig data.evil.example", []string{"data.evil.example"}, nil},
+		{"ping -c1 evil.example", []string{"evil.example"}, nil},
 		// A config file the line names may route anywhere.
 		{"ssh -F s.cfg ok.example id", nil, []string{ConfigHost}},
 		{"scp -Fs.cfg f ok.example:x", nil, []string{ConfigHost}},

@@ -945,3 +945,18 @@ func processUmask(pid int32) uint32 {
 	}
 	return defaultUmask
 }
+
+// cacheDirs are sandbox.cache_dirs with "~/" as home.
+func (c *Core) cacheDirs(home string) []string {
+	var out []string
+	for _, d := range c.Config().Sandbox.CacheDirs {
+		if rest, ok := strings.CutPrefix(d, "~/"); ok {
+			if home == "" {
+				continue
+			}
+			d = filepath.Join(home, rest)
+		}
+		out = append(out, filepath.Clean(d))
+	}
+	return out
+}

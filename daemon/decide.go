@@ -20,6 +20,8 @@ type policyDecider struct {
 	// deniedDomain and allowedDomain name the network.denied_domains and
 	// network.allowed_domains entries host matches, "" for none.
 	deniedDomain, allowedDomain func(host string) string
+	// cacheDirs are sandbox.cache_dirs for the owner whose home is home.
+	cacheDirs func(home string) []string
 	// domainsDenied reports whether network.denied_domains holds any entry.
 	domainsDenied func() bool
 }
@@ -74,6 +76,9 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 		ReadOnly:   in.ReadOnly,
 		ToolFacts:  tf,
 		Unconfined: in.Unconfined,
+	}
+	if in.Unconfined && p.cacheDirs != nil {
+		facts.CacheDirs = p.cacheDirs(snap.Owner.Home)
 	}
 	if h := in.Hook; h != nil && h.Decision != "" {
 		facts.Hook = &permission.HookVerdict{Decision: h.Decision, Reason: h.Reason}
@@ -161,7 +166,11 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 				Reason: fmt.Sprintf("the command reaches %s, which is in network.denied_domains (%s); denied in every mode", host, pat)}, nil, nil
 		}
 		wf := *call
-		wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, permission.ToolFacts{Domain: host}, true
+		tf := permission.ToolFacts{Domain: host}
+		if p.allowedDomain != nil {
+			tf.AllowedDomain = p.allowedDomain(host)
+		}
+		wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, tf, true
 		wf.Hook, wf.HTTP = nil, nil // the agent's verdict was on the Bash call; the request is unseen
 		d, err := p.engine.Decide(ctx, &wf, rs)
 		if err != nil {

@@ -192,7 +192,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		return nil, fmt.Errorf("policy_dir: admin settings: %w", err)
 	}
 	ops := newOpsMetrics(promReg, core, al)
-	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine, deniedDomain: core.deniedDomain, allowedDomain: core.allowedDomain,
+	core.pipeline = executor.NewPipeline(log, reg, host, policyDecider{engine: engine, deniedDomain: core.deniedDomain, allowedDomain: core.allowedDomain, cacheDirs: core.cacheDirs,
 		domainsDenied: func() bool { return len(core.Config().Network.DeniedDomains) > 0 }}, ops.recorder(rec), hooks)
 	core.pipeline.ObserveStages(ops.stages(steps.stage))
 	core.approvals = approval.NewQueue()

@@ -103,4 +103,7 @@ type Facts struct {
 	// Unconfined marks a call its caller runs itself, outside any sandbox (a decide for an
 	// agent's hook): no mount or landlock rule then holds a path the facts do not name.
 	Unconfined bool `json:"unconfined,omitempty"`
+	// CacheDirs are the daemon's cache_dirs for the owner (an unconfined call's only): writable
+	// in every confined call, so no write there is one the kernel would refuse.
+	CacheDirs []string `json:"cache_dirs,omitempty"`
 }

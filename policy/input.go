@@ -86,7 +86,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"decision", "reason", "requires_user_interaction", "rules", "text", "argv", "prefix", "deny_prefix",
 		"match_words", "exact_only", "redirects", "op", "target", "write", "parse_error", "subcommands", "risks",
 		"read_paths", "write_paths", "path_subjects", "redirect_subjects", "tree_subjects", "deny_words", "opaque", "nested",
-		"allowed_domain", "http", "method", "path", "paths_incomplete", "paths_unbounded", "redirects_incomplete", "git_objects_unseen", "unconfined",
+		"allowed_domain", "cache_dirs", "http", "method", "path", "paths_incomplete", "paths_unbounded", "redirects_incomplete", "git_objects_unseen", "unconfined",
 		"Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit", "MultiEdit", "WebFetch",
 		string(permission.Read), string(permission.Write),
 	} {
@@ -244,6 +244,7 @@ func buildInput(f *permission.Facts, rules ast.Value, extraDirs ...string) (ast.
 		item("hook", hook),
 		item("requires_user_interaction", ast.InternedTerm(f.RequiresUserInteraction)),
 		item("unconfined", ast.InternedTerm(f.Unconfined)),
+		item("cache_dirs", strs(f.CacheDirs)),
 		item("rules", ast.NewTerm(rules)),
 	), nil
 }

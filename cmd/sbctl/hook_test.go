@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -1459,10 +1460,15 @@ func TestHookWebFetchMeetsNoProxy(t *testing.T) {
 // directories is refused (read-only there), with --confine for the agent's own file tools too.
 func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
 	b := buildBins(t)
-	d := startDaemon(t, b, "")
+	d := startDaemon(t, b, "sandbox:\n  cache_dirs: [\"~/.cache\"]\nnetwork:\n  allowed_domains: [docs.example]\n")
 	u, rt := userHome(t, "sbbp")
 	work, other := filepath.Join(u.Home, "work"), filepath.Join(u.Home, "other")
 	ownedDirs(t, u, work, other)
+	pw, err := user.LookupId(strconv.Itoa(int(u.UID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(pw.HomeDir, ".cache") // ~ is the account's home to the daemon
 	for i, tc := range []struct {
 		mode, tool string
 		input      map[string]any
@@ -1481,6 +1487,13 @@ func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
 		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(work, "x"), "content": "x"}, nil, "allow", ""},
 		{"bypassPermissions", "Write", map[string]any{"file_path": "/tmp/sbbp-x", "content": "x"}, nil, "allow", ""},
 		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + other}, []string{"--confine"}, "allow", ""},
+		// The admin's allowed_domains and cache_dirs are what a confined call may reach and
+		// write too.
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s https://docs.example/x"}, nil, "allow", ""},
+		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(cache, "x"), "content": "x"}, nil, "allow", ""},
+		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + filepath.Join(cache, "go-build")}, nil, "allow", ""},
+		// A host with no dot, before a port or a path, meets deny rules.
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s localhost:8099/x"}, []string{"--deny", "WebFetch(domain:localhost)"}, "deny", "WebFetch(domain:localhost)"},
 	} {
 		in := map[string]any{"session_id": fmt.Sprintf("agent-bp-%d", i), "cwd": work, "hook_event_name": "PreToolUse",
 			"permission_mode": tc.mode, "tool_name": tc.tool, "tool_input": tc.input}

@@ -148,7 +148,8 @@ fallback := {"allow": true, "behavior": "allow", "read_only": true, "reason": "r
 
 # _written_past_kernel are the paths outside the session's directories a call its caller runs
 # itself (an agent's, decided through its hook) writes: confined, only the session's
-# directories (and a private /tmp) are writable, so bypassPermissions does not allow them.
+# directories (and a private /tmp, and the daemon's cache_dirs) are writable, so
+# bypassPermissions does not allow them.
 _written_past_kernel contains p if {
 	input.unconfined == true
 	some p in safety.outside_writes
@@ -156,6 +157,8 @@ _written_past_kernel contains p if {
 }
 
 _private_tmp(p) if sandboxd.path_within(p, ["/tmp", "/dev/null"])
+
+_private_tmp(p) if sandboxd.path_within(p, object.get(input, "cache_dirs", []))
 
 _first_sorted(s) := sort(s)[0]
 

@@ -158,6 +158,7 @@ _written_cases := {
 	"unconfined": {"x": {"unconfined": true, "paths": [fx.write("/home/u/other/x")]}, "want": "ask"},
 	"unconfined inside": {"x": {"unconfined": true, "paths": [fx.write("/w/x")]}, "want": "allow"},
 	"unconfined tmp": {"x": {"unconfined": true, "paths": [fx.write("/tmp/x")]}, "want": "allow"},
+	"unconfined cache dir": {"x": {"unconfined": true, "cache_dirs": ["/home/u/.cache"], "paths": [fx.write("/home/u/.cache/go-build/x")]}, "want": "allow"},
 }
 
 test_bypass_written_past_kernel[name] if {
