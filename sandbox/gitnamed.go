@@ -26,7 +26,7 @@ import (
 // maxGitNamedConfigs bounds the config files read to find them (those that exist), includes
 // and submodules' included: past it, nothing runs, as what a config past it names would be
 // left writable.
-const maxGitNamedConfigs = 64
+const maxGitNamedConfigs = 256
 
 // errTooManyGitConfigs refuses a call whose repositories hold more git configs than are read.
 var errTooManyGitConfigs = fmt.Errorf("%w: the repositories in the session's dirs hold more than %d git configs (submodules' and includes counted), and what one names as hooks or programs is kept read-only only when it is read; open the session in fewer repositories", ErrBadSpec, maxGitNamedConfigs)
@@ -100,6 +100,11 @@ func gitNamedPaths(candidates, extra []string, home string) ([]string, error) {
 		}
 	}
 	expand := func(p, rel string) string {
+		for _, h := range []string{"$HOME/", "${HOME}/"} {
+			if rest, ok := strings.CutPrefix(p, h); ok {
+				p = "~/" + rest // a command value's shell reads it as the home
+			}
+		}
 		switch {
 		case strings.HasPrefix(p, "~/") && home != "":
 			return filepath.Join(home, p[2:])
@@ -264,12 +269,18 @@ func gitConfigNames(p string) (hooks, includes []string, exists bool, err error)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 		return nil, nil, false, nil
 	}
+	if err != nil && isDevNull(p) {
+		return nil, nil, true, nil // GIT_CONFIG_SYSTEM=/dev/null, git's way to skip a level
+	}
 	if err != nil {
 		return nil, nil, true, fmt.Errorf("%w: cannot read the git config %s to learn what it names as hooks or programs, which are kept read-only: %v", ErrBadSpec, p, err)
 	}
 	exists = true
+	// As git reads it: a byte-order mark skipped, a line ending in a backslash continued.
+	text := strings.TrimPrefix(string(b), "\xef\xbb\xbf")
+	text = strings.NewReplacer("\\\r\n", "", "\\\n", "").Replace(text)
 	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		line = strings.Trim(strings.TrimSuffix(line, "\r"), " \t")
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
@@ -321,6 +332,13 @@ func gitConfigNames(p string) (hooks, includes []string, exists bool, err error)
 	return hooks, includes, exists, nil
 }
 
+// isDevNull reports whether p is the null device (a link to it too).
+func isDevNull(p string) bool {
+	var st, null unix.Stat_t
+	return unix.Stat(p, &st) == nil && unix.Stat(os.DevNull, &null) == nil &&
+		st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev
+}
+
 // gitRunsValue reports a config key whose value git runs as a command: git config's list
 // of such keys (the fsmonitor, pagers, editors, ssh and proxies, askpass, diff, merge and
 // filter drivers, diff and merge tools, credential helpers, gpg programs, pack programs,
@@ -329,7 +347,8 @@ func gitConfigNames(p string) (hooks, includes []string, exists bool, err error)
 func gitRunsValue(key string) bool {
 	switch key {
 	case "core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.gitproxy", "sequence.editor",
-		"diff.external", "gpg.program", "gpg.*.program", "gpg.ssh.defaultkeycommand", "credential.helper", "credential.*.helper",
+		"core.alternaterefscommand", "imap.tunnel", "tar.*.command",
+		"diff.external", "gpg.program", "gpg.*.program", "gpg.*.defaultkeycommand", "credential.helper", "credential.*.helper",
 		"interactive.difffilter", "diff.*.command", "diff.*.textconv", "merge.*.driver",
 		"filter.*.clean", "filter.*.smudge", "filter.*.process", "uploadpack.packobjectshook",
 		"difftool.*.cmd", "difftool.*.path", "mergetool.*.cmd", "mergetool.*.path", "remote.*.uploadpack", "remote.*.receivepack",

@@ -2447,3 +2447,35 @@ func TestGitNamedPathsReadEveryConfig(t *testing.T) {
 		t.Errorf("%d configs: %v", len(many), err)
 	}
 }
+
+// TestGitNamedPathsReadAsGitReads: a config is read as git reads it: a value continued on the
+// next line, a byte-order mark, a key in any subsection (gpg.ssh), $HOME in a command, more
+// keys whose value git runs; /dev/null (GIT_CONFIG_SYSTEM=/dev/null) is an empty config.
+func TestGitNamedPathsReadAsGitReads(t *testing.T) {
+	home := t.TempDir()
+	cfgs := map[string]string{
+		"cont": "[core]\n\tfsmonitor = \\\n~/tools/fsm\n",
+		"bom":  "\xef\xbb\xbf[core]\n\tpager = ~/tools/pager\n",
+		"gpg":  "[gpg \"ssh\"]\n\tdefaultKeyCommand = ~/tools/sshkey\n",
+		"home": "[alias]\n\tx = !$HOME/tools/aliasx\n\ty = !${HOME}/tools/aliasy --all\n",
+		"keys": "[tar \"tgz\"]\n\tcommand = ~/tools/tgz\n[core]\n\talternateRefsCommand = ~/tools/alt\n[imap]\n\ttunnel = ~/tools/imap\n",
+		"null": "[include]\n\tpath = /dev/null\n",
+	}
+	var extra []string
+	for name, text := range cfgs {
+		p := filepath.Join(home, name+".gitconfig")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, p)
+	}
+	got, err := gitNamedPaths(nil, append(extra, os.DevNull), home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"fsm", "pager", "sshkey", "aliasx", "aliasy", "tgz", "alt", "imap"} {
+		if want := filepath.Join(home, "tools", w); !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+}
