@@ -646,6 +646,10 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	for _, f := range pkgConfigWrittenBy(name, ws[1:]) {
 		pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 	}
+	if name == "kubectl" && len(ws) > 2 && ws[1].val == "config" && ws[2].val == "view" {
+		// It prints the config, credentials too with --raw: a read of it.
+		pc.add("~/.kube/config", AccessRead, name, sb.dirs, sb.dirsUnknown)
+	}
 	spec, ok := pathSpecs[name]
 	before, linked := len(pc.out), pc.symlinks
 	pc.symlinks = unpacksLinks[name] // operands decides for ln, cp and mv
@@ -1401,7 +1405,7 @@ func gitConfigWrittenBy(sub string, ws []word) []string {
 // pkgConfigWrittenBy names the settings files `npm config set` and its kin write: npm's,
 // pnpm's and yarn's settings run code at the user's next install (npm's script-shell and
 // node-options, yarn's yarnPath), so each is a protected path. Where the setting goes
-// (--location, -g, -H) is not modelled: every file it may go to is named.
+// (--location, -g, -H, GOENV, KUBECONFIG) is not modelled: the default places are named.
 func pkgConfigWrittenBy(name string, ws []word) []string {
 	var ops []string
 	for _, a := range ws {
@@ -1416,6 +1420,12 @@ func pkgConfigWrittenBy(name string, ws []word) []string {
 	sets := func(i int) bool {
 		return i < len(ops) && (slices.Contains([]string{"set", "delete", "rm", "edit", "fix", "unset"}, ops[i]) || ops[i] == "\x00")
 	}
+	op := func(i int, set ...string) bool {
+		return i < len(ops) && (ops[i] == "\x00" || slices.Contains(set, ops[i]))
+	}
+	has := func(opt string) bool {
+		return slices.ContainsFunc(ws, func(a word) bool { return !a.static || a.val == opt || strings.HasPrefix(a.val, opt+"=") })
+	}
 	switch name {
 	case "npm", "pnpm":
 		if len(ops) > 0 && (ops[0] == "set" || ops[0] == "\x00" || (ops[0] == "config" || ops[0] == "c") && sets(1)) {
@@ -1424,6 +1434,54 @@ func pkgConfigWrittenBy(name string, ws []word) []string {
 	case "yarn":
 		if len(ops) > 0 && (ops[0] == "\x00" || ops[0] == "config" && sets(1)) {
 			return []string{"~/.yarnrc", "~/.yarnrc.yml", ".yarnrc", ".yarnrc.yml"}
+		}
+	// Other tools that write their own settings, or programs on the user's PATH, in the home:
+	// go's env file (GOFLAGS=-toolexec runs a program at every build), kubectl's config (an
+	// exec credential plugin), aws's (credential_process), systemd's user units, pip's config
+	// and --user installs, rustup's toolchains, gh's config and aliases, and the binaries
+	// go install and cargo install put on PATH.
+	case "go":
+		if op(0, "env") && (has("-w") || has("-u")) {
+			return []string{"~/.config/go/env"}
+		}
+		if op(0, "install") {
+			return []string{"~/go/bin"}
+		}
+	case "kubectl":
+		if op(0, "config") && op(1, "set", "set-cluster", "set-context", "set-credentials", "unset", "use-context", "use",
+			"delete-cluster", "delete-context", "delete-user", "rename-context") {
+			return []string{"~/.kube/config"}
+		}
+	case "aws":
+		if op(0, "configure") && !op(1, "get", "list", "list-profiles", "export-credentials") {
+			return []string{"~/.aws/config", "~/.aws/credentials"}
+		}
+	case "systemctl":
+		if has("--user") && op(0, "enable", "disable", "reenable", "link", "edit", "set-property", "preset", "preset-all",
+			"mask", "unmask", "revert", "add-wants", "add-requires") {
+			return []string{"~/.config/systemd/user"}
+		}
+	case "pip", "pip3":
+		if op(0, "config") && sets(1) {
+			return []string{"~/.config/pip/pip.conf", "~/.pip/pip.conf"}
+		}
+		if op(0, "install") && has("--user") {
+			return []string{"~/.local/lib", "~/.local/bin"}
+		}
+	case "rustup":
+		if op(0, "default", "toolchain", "override", "set", "component", "target", "self", "update", "install", "uninstall") {
+			return []string{"~/.rustup", "~/.cargo/bin"}
+		}
+	case "gh":
+		if op(0, "config", "alias") && op(1, "set", "import", "delete") {
+			return []string{"~/.config/gh"}
+		}
+		if op(0, "extension", "ext") && op(1, "install", "upgrade", "create") {
+			return []string{"~/.local/share/gh/extensions"}
+		}
+	case "cargo":
+		if op(0, "install") {
+			return []string{"~/.cargo/bin"}
 		}
 	}
 	return nil

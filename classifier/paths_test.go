@@ -922,16 +922,33 @@ func TestPathsPkgConfigWrites(t *testing.T) {
 		`npm set node-options "--require /tmp/x"`: "/home/u/proj/.npmrc",
 		`pnpm config delete registry`:             "/home/u/.npmrc",
 		`yarn config set yarnPath /tmp/x.js`:      "/home/u/proj/.yarnrc.yml",
+		// Other tools' settings and the programs they put on PATH.
+		`go env -w GOFLAGS=-toolexec=/tmp/x`:                     "/home/u/.config/go/env",
+		`go install example.com/x@latest`:                        "/home/u/go/bin",
+		`kubectl config set-credentials x --exec-command=/tmp/x`: "/home/u/.kube/config",
+		`aws configure set default.credential_process /tmp/x`:    "/home/u/.aws/config",
+		`systemctl --user enable x.service`:                      "/home/u/.config/systemd/user",
+		`pip config set global.index-url http://x`:               "/home/u/.config/pip/pip.conf",
+		`pip install --user x`:                                   "/home/u/.local/bin",
+		`rustup default nightly`:                                 "/home/u/.rustup",
+		`gh alias set co '!id'`:                                  "/home/u/.config/gh",
+		`cargo install ripgrep`:                                  "/home/u/.cargo/bin",
 	} {
 		c := Classify(cmd, opts)
 		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Access == AccessWrite }) {
 			t.Errorf("%q: paths %+v, want %s written", cmd, c.Paths, want)
 		}
 	}
-	for _, cmd := range []string{`npm config get registry`, `npm install`, `npm run build`, `yarn install`} {
+	for _, cmd := range []string{`npm config get registry`, `npm install`, `npm run build`, `yarn install`,
+		`go env GOPATH`, `go build ./...`, `kubectl config view`, `aws configure get region`, `systemctl --user status x`,
+		`systemctl enable x`, `pip install -e .`, `rustup show`, `gh pr list`, `cargo build`} {
 		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Access == AccessWrite }) {
 			t.Errorf("%q: writes %+v", cmd, c.Paths)
 		}
+	}
+	// kubectl prints its config, credentials too: a read a deny rule on ~/.kube holds.
+	if c := Classify(`kubectl config view --raw`, opts); !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == "/home/u/.kube/config" && p.Access == AccessRead }) {
+		t.Errorf("kubectl config view: paths %+v", c.Paths)
 	}
 }
 
