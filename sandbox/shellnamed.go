@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -266,6 +267,10 @@ type startupNames struct {
 func shellNames(src []byte, home string) startupNames {
 	var n startupNames
 	n.parse(src, home, 0)
+	// The home or a dir above it would keep every session in the home read-only.
+	keep := func(p string) bool { return aboveOrHome(p, home) }
+	n.named = slices.DeleteFunc(n.named, keep)
+	n.sourced = slices.DeleteFunc(n.sourced, keep)
 	return n
 }
 
@@ -289,7 +294,8 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			})
 		}
 	}
-	base := home // where a relative name is taken from: the home, or the last cd to a path
+	base := home      // where a relative name is taken from: the home, or the last cd to a path
+	var dirs []string // pushd's stack, for popd
 	abs := func(p string) string {
 		switch {
 		case p == "":
@@ -308,9 +314,24 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	}
 	file := func(v string) {
 		if !strings.Contains(v, dynamicPart) && (filepath.IsAbs(v) || strings.HasPrefix(v, home+"/")) {
+			if strings.ContainsAny(v, "*?[") {
+				v = globDir(v) // what the glob matches, now or once a call made it: the dir whole
+			}
 			n.named = append(n.named, filepath.Clean(v))
 		}
 	}
+	pathsIn := func(v string) {
+		n.named = append(n.named, pathWords(v, home)...)
+	}
+	// A file-level view of GIT_CONFIG_KEY_n: where one is an include, the values are configs.
+	var gitKeys, gitValues []string
+	defer func() {
+		if slices.ContainsFunc(gitKeys, isGitInclude) {
+			for _, v := range gitValues {
+				n.gitConfigs = append(n.gitConfigs, pathWords(v, home)...)
+			}
+		}
+	}()
 	assign := func(a *syntax.Assign) {
 		if a == nil || a.Name == nil {
 			return
@@ -333,6 +354,12 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 		for _, v := range vals {
 			switch a.Name.Value {
 			case "PATH", "FPATH", "path", "fpath":
+				// zsh's glob qualifier (`~/p/bin(N-/)`: only if it is a dir) is no part of the dir.
+				if e, ok := strings.CutSuffix(v, ")"); ok && !strings.Contains(e, ":") {
+					if i := strings.LastIndexByte(e, '('); i > 0 {
+						v = e[:i]
+					}
+				}
 				// A relative entry (./bin, ./node_modules/.bin) is found from whatever dir the
 				// shell is in: every project's bin/ is one, which no mount can keep read-only
 				// without stopping builds and checkouts there.
@@ -354,10 +381,23 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				}
 			case "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4":
 				text(v) // run (PS* through $(…)) at each prompt
-			case "PYTHONSTARTUP", "LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT":
-				// Code the next interpreter (or every program, LD_PRELOAD) loads.
-				for _, w := range strings.Fields(strings.ReplaceAll(v, "=", " ")) {
-					file(w)
+			case "PYTHONSTARTUP", "LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
+				"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "MAVEN_OPTS", "GRADLE_OPTS":
+				// Code the next interpreter (or every program, LD_PRELOAD) loads, named in its
+				// options however they are glued: -javaagent:/p/x.jar, --require /p/pre.js, -r/p/x.
+				pathsIn(v)
+			case "GIT_TEMPLATE_DIR":
+				// Its hooks are copied into every repository git init or clone makes, and run
+				// there (post-checkout at once): the dir whole.
+				pathsIn(v)
+			case "GIT_CONFIG_PARAMETERS":
+				// Config git takes before its files ('core.editor'='/p/x' pairs): every path-like
+				// word of it, and an included file is read as config.
+				pathsIn(v)
+				for _, kv := range gitParamPairs(v) {
+					if k, val, ok := strings.Cut(kv, "="); ok && isGitInclude(k) {
+						n.gitConfigs = append(n.gitConfigs, pathWords(val, home)...)
+					}
 				}
 			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE":
 				// Dirs every program's libraries, git's subcommands or Python's user site come
@@ -375,8 +415,14 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					}
 				}
 			case "EDITOR", "VISUAL", "PAGER", "MANPAGER", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
-				"SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER":
-				text(v) // a command the user's tools run
+				"SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_SEQUENCE_EDITOR",
+				"GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE":
+				// A command the user's tools run: less's through the shell after a | (|| where
+				// empty output means none, - for standard input too). Its path-like words as
+				// well, where the text is past the depth read or its options name a file
+				// (vim -u ~/p/vimrc).
+				text(strings.TrimLeft(v, "|-"))
+				pathsIn(v)
 			case "VIMINIT":
 				vn := vimScriptNames([]byte(v), home) // vim's start-up commands in place of a vimrc
 				for _, p := range append(vn.sourced, vn.dirs...) {
@@ -396,6 +442,13 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					}
 				}
 			default:
+				if k, ok := strings.CutPrefix(a.Name.Value, "GIT_CONFIG_KEY_"); ok && k != "" {
+					gitKeys = append(gitKeys, v)
+				} else if k, ok := strings.CutPrefix(a.Name.Value, "GIT_CONFIG_VALUE_"); ok && k != "" {
+					// GIT_CONFIG_COUNT's config: any value may be a command or a hooks path.
+					gitValues = append(gitValues, v)
+					pathsIn(v)
+				}
 				if configVars[a.Name.Value] {
 					// A tool's config file (or dir) moved from its place in the home, where
 					// it is protected: ripgrep's, git's, kubectl's, gpg's, cargo's.
@@ -446,11 +499,55 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			}
 			switch {
 			case (first == "source" || first == ".") && len(args) > 0:
-				if p := strings.TrimSuffix(args[0], "(N)"); !strings.Contains(p, dynamicPart) {
-					n.sourced = append(n.sourced, abs(p)) // zsh's (N) qualifier: no error when missing
+				p := args[0]
+				if e, ok := strings.CutSuffix(p, ")"); ok {
+					if i := strings.LastIndexByte(e, '('); i > 0 {
+						p = e[:i] // zsh's qualifier: (N), no error when missing
+					}
 				}
-			case first == "cd" && len(args) == 1 && filepath.IsAbs(args[0]) && !strings.Contains(args[0], dynamicPart):
-				base = filepath.Clean(args[0]) // `cd ~/proj && . ./env.sh`
+				switch {
+				case strings.Contains(p, dynamicPart):
+				case strings.ContainsAny(p, "*?["):
+					// `source ~/p/rc/*.sh`: a file a call adds that the glob matches is sourced
+					// too (zsh's all of them, bash's first): the dir whole.
+					if d := globDir(abs(p)); !aboveOrHome(d, home) {
+						n.named = append(n.named, d)
+					}
+				default:
+					n.sourced = append(n.sourced, abs(p))
+				}
+			case (first == "cd" || first == "pushd") && len(args) > 0:
+				// `cd ~/proj && . ./env.sh`, `pushd ~/proj; . ./env.sh; popd`.
+				if first == "pushd" && (args[0] == "-q" || args[0] == "--") {
+					args = args[1:]
+				}
+				if len(args) == 1 && filepath.IsAbs(args[0]) && !strings.Contains(args[0], dynamicPart) {
+					if first == "pushd" {
+						dirs = append(dirs, base)
+					}
+					base = filepath.Clean(args[0])
+				}
+			case first == "popd" && !slices.ContainsFunc(args, func(a string) bool { return a == "-n" || strings.HasPrefix(a, "+") }):
+				if len(dirs) > 0 {
+					base, dirs = dirs[len(dirs)-1], dirs[:len(dirs)-1]
+				}
+			case filepath.Base(first) == "git":
+				// git -c core.fsmonitor=~/p/x (an alias's, a function's): config git takes
+				// before its files, which may name a program or a hooks path.
+				for i, a := range args {
+					if a != "-c" || i+1 == len(args) {
+						continue
+					}
+					if k, v, ok := strings.Cut(args[i+1], "="); ok && !strings.Contains(v, dynamicPart) {
+						pathsIn(v)
+						if isGitInclude(k) {
+							n.gitConfigs = append(n.gitConfigs, pathWords(v, home)...)
+						}
+					}
+				}
+				if filepath.IsAbs(first) {
+					n.named = append(n.named, filepath.Clean(first))
+				}
 			case first == "eval":
 				text(strings.Join(args, " "))
 				n.scan(strings.Join(args, " "), home, base) // what it names in words the parse may not see
@@ -533,7 +630,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				case *syntax.Word:
 					if t, ok := wordText(y, home); ok {
 						for _, e := range pathEntries(t) {
-							file(e)
+							file(e) // a glob's dir whole: `done < <(ls ~/p/rc/*.sh)` sources each
 						}
 					}
 				}
@@ -781,6 +878,10 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 			v := x.Value
 			if top && strings.IndexByte(v, '\\') >= 0 {
 				v = unescape(v) // \. and \source are . and source
+			} else if !top && strings.IndexByte(v, '\\') >= 0 {
+				// In double quotes a backslash escapes $ ` " \ only: an alias's "… \$HOME/p/x"
+				// is $HOME/p/x when it runs.
+				v = dqUnescape.Replace(v)
 			}
 			if top && b.Len() == 0 {
 				// ~/x, and ~NAME/x for the owner's own name (their home's last part).
@@ -848,4 +949,77 @@ func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, e
 		}
 	})
 	return out, cmp.Or(err, named)
+}
+
+// dqUnescape undoes the escapes double quotes know.
+var dqUnescape = strings.NewReplacer(`\$`, `$`, "\\`", "`", `\"`, `"`, `\\`, `\`, "\\\n", "")
+
+// aboveOrHome is p the home, / or a dir above the home: never named, since it would keep
+// every session in the home read-only.
+func aboveOrHome(p, home string) bool {
+	return strings.HasPrefix(home+"/", strings.TrimSuffix(p, "/")+"/")
+}
+
+// pathWords are the path-like words of s (a command line, a JVM's or an interpreter's
+// options, git config values), absolute and clean: each word, split at = : and , too, that is
+// absolute or starts with ~/, $HOME/ or ${HOME}/, a short option's glued value (-r/p/x,
+// -I~/lib) and an @argfile; for a glob, the dir that holds it. A word with a part known only at
+// run time is left out, and so are the home, / and the dirs above the home.
+func pathWords(s, home string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || strings.ContainsRune(";|&()<>`\"'=:,", r)
+	}) {
+		if strings.Contains(f, dynamicPart) {
+			continue
+		}
+		p := homePath(strings.TrimPrefix(f, "@"), home)
+		if p == "" && len(f) > 2 && f[0] == '-' && f[1] != '-' {
+			p = homePath(f[2:], home)
+		}
+		if strings.ContainsAny(p, "*?[") {
+			p = globDir(p)
+		}
+		if p != "" && !aboveOrHome(p, home) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isGitInclude is a git config key whose value is another config file git reads.
+func isGitInclude(k string) bool {
+	k = strings.ToLower(k)
+	return k == "include.path" || strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path")
+}
+
+// gitParamPairs are GIT_CONFIG_PARAMETERS's key=value entries, as git quotes them
+// ('core.editor'='vim', or older 'core.editor=vim'): shell words in single quotes.
+func gitParamPairs(v string) []string {
+	var out []string
+	var b strings.Builder
+	in, has := false, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\'':
+			in, has = !in, true
+		case c == '\\' && !in && i+1 < len(v):
+			i++
+			b.WriteByte(v[i])
+			has = true
+		case !in && (c == ' ' || c == '\t' || c == '\n'):
+			if has {
+				out = append(out, b.String())
+			}
+			b.Reset()
+			has = false
+		default:
+			b.WriteByte(c)
+			has = true
+		}
+	}
+	if has {
+		out = append(out, b.String())
+	}
+	return out
 }

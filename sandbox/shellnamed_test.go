@@ -315,3 +315,75 @@ func TestShellMovedGitConfigsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestShellNamesProgramsAndGlobs: the variables that name a program git or less runs, the
+// JVM's and interpreters' options, git's template dir and its config given by the
+// environment or `git -c`, a dir pushd moves to, and a glob a file sources (in a process
+// substitution too) or a zsh qualifier on a PATH entry. Each want is among what the file
+// names (a glob's dir whole); none of not is; configs are read as git configs.
+func TestShellNamesProgramsAndGlobs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		src            string
+		want, not, cfg []string
+	}{
+		{src: "export GIT_EXTERNAL_DIFF=~/p/gd\n", want: []string{"p/gd"}},
+		{src: "export GIT_ASKPASS=\"$HOME/p/ask\"\n", want: []string{"p/ask"}},
+		{src: "export GIT_SEQUENCE_EDITOR='~/p/se --x'\n", want: []string{"p/se"}},
+		{src: "export GIT_PROXY_COMMAND=/opt/p/proxy\n", want: []string{"/opt/p/proxy"}},
+		{src: "export LESSOPEN='| ~/p/lesspipe.sh %s'\n", want: []string{"p/lesspipe.sh"}},
+		{src: "export LESSOPEN='||/opt/p/lp %s'\n", want: []string{"/opt/p/lp"}},
+		{src: "export LESSOPEN=\"|-$HOME/p/lp2 %s\"\n", want: []string{"p/lp2"}},
+		{src: "export LESSCLOSE='~/p/lc %s %s'\n", want: []string{"p/lc"}},
+		{src: "export JAVA_TOOL_OPTIONS=\"-javaagent:$HOME/p/x.jar=opt\"\n", want: []string{"p/x.jar"}},
+		{src: "export _JAVA_OPTIONS='-Xbootclasspath/a:/opt/p/b.jar'\n", want: []string{"/opt/p/b.jar"}},
+		{src: "export NODE_OPTIONS=\"--require $HOME/p/pre.js\"\n", want: []string{"p/pre.js"}},
+		{src: "export NODE_OPTIONS='-r ~/p/n.js'\n", want: []string{"p/n.js"}},
+		{src: "export PERL5OPT=-r/opt/p/pl\n", want: []string{"/opt/p/pl"}},
+		{src: "export RUBYOPT=\"-r$HOME/p/rb -I${HOME}/p/rblib\"\n", want: []string{"p/rb", "p/rblib"}},
+		{src: "export LD_PRELOAD=/opt/p/a.so:$HOME/p/b.so\n", want: []string{"/opt/p/a.so", "p/b.so"}},
+		{src: "export GIT_TEMPLATE_DIR=~/p/tmpl\n", want: []string{"p/tmpl"}},
+		{src: "export GIT_CONFIG_PARAMETERS=\"'core.editor'='$HOME/p/ce' 'core.pager'='less'\"\n", want: []string{"p/ce"}},
+		{src: "export GIT_CONFIG_PARAMETERS=\"'include.path'='/opt/p/inc'\"\n", want: []string{"/opt/p/inc"}, cfg: []string{"/opt/p/inc"}},
+		{src: "export GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=~/p/hooks\nexport GIT_CONFIG_KEY_1=core.fsmonitor GIT_CONFIG_VALUE_1='~/p/gv --flag'\n",
+			want: []string{"p/hooks", "p/gv"}},
+		{src: "export GIT_CONFIG_KEY_0=include.path GIT_CONFIG_VALUE_0=$HOME/p/gi\n", want: []string{"p/gi"}, cfg: []string{"p/gi"}},
+		{src: "alias git='git -c core.fsmonitor=$HOME/p/gitc'\n", want: []string{"p/gitc"}},
+		{src: "alias git='git -c core.fsmonitor=~/p/gitc2 -c core.pager=less'\n", want: []string{"p/gitc2"}},
+		{src: "alias g=\"git -c 'core.hooksPath=\\$HOME/p/gh' -c 'include.path=\\${HOME}/p/ginc'\"\n", want: []string{"p/gh", "p/ginc"}, cfg: []string{"p/ginc"}},
+		{src: "g() { command git -c core.sshCommand=\"ssh -o ProxyCommand=$HOME/p/pc\" \"$@\"; }\n", want: []string{"p/pc"}},
+		{src: "pushd ~/p/pd >/dev/null; . ./e.sh; popd\n. ./after.sh\n", want: []string{"p/pd/e.sh", "after.sh"}, not: []string{"p/pd/after.sh"}},
+		{src: "cd /opt/p/cd1\npushd -q ~/p/pd2\npopd\n. ./x.sh\n", want: []string{"/opt/p/cd1/x.sh"}},
+		{src: "source ~/p/rc/glob*.sh\n", want: []string{"p/rc"}},
+		{src: "while read -r f; do . \"$f\"; done < <(ls ~/p/rc/g/*.sh)\n", want: []string{"p/rc/g"}},
+		{src: "setopt extendedglob\nsource ~/p/z/m*.zsh(N)\n", want: []string{"p/z"}},
+		{src: "path=(~/p/z/r(N-/) $path)\nfpath=($HOME/p/z/f(N) $fpath)\n", want: []string{"p/z/r", "p/z/f"}},
+		// Never the home, / or above it, however it is spelled.
+		{src: "export EDITOR=~ GIT_TEMPLATE_DIR=$HOME JAVA_TOOL_OPTIONS=-javaagent:/home/x.jar\nsource ~/*.sh\nalias git='git -c core.hooksPath=/'\n",
+			not: []string{"/home/u", "/", "/home"}},
+	} {
+		n := shellNames([]byte(c.src), "/home/u")
+		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
+		abs := func(w string) string {
+			if filepath.IsAbs(w) {
+				return w
+			}
+			return filepath.Join("/home/u", w)
+		}
+		for _, w := range c.want {
+			if !slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s not among %q", c.src, w, got)
+			}
+		}
+		for _, w := range c.not {
+			if slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s among %q", c.src, w, got)
+			}
+		}
+		for _, w := range c.cfg {
+			if !slices.Contains(n.gitConfigs, abs(w)) {
+				t.Errorf("%q: %s not among the git configs %q", c.src, w, n.gitConfigs)
+			}
+		}
+	}
+}
