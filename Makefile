@@ -79,6 +79,7 @@ FUZZ_TARGETS := \
 	./sandbox:FuzzSSHNames:20000 \
 	./sandbox:FuzzVimNames:20000 \
 	./sandbox:FuzzRCNames:20000 \
+	./sandbox:FuzzToolConfigNames:20000 \
 	./internal/globwalk:FuzzLoosen:20000 \
 	./replay:FuzzDecide:10000
 

@@ -374,7 +374,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// So is what the agents' settings run (hooks, helpers, MCP servers). Only those in the home
 	// (a dotfile may be a link to a writable dir) or a writable dir can be written: the
 	// system's (/etc/bash_completion, /usr/bin/node) cost a look each for nothing.
-	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths} {
+	for _, toolNamed := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths, toolConfigNamedPaths} {
 		more, err := toolNamed(home, spec.UID, v.knownMissing)
 		if err != nil {
 			return nil, nil, err

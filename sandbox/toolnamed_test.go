@@ -1,0 +1,229 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestToolConfigNames: each tool config's parser, on the forms the tools read, names the
+// programs (and psql's included files) by their absolute paths, and nothing else.
+func TestToolConfigNames(t *testing.T) {
+	t.Parallel()
+	const home = "/home/u"
+	for _, tc := range []struct {
+		rel, src     string
+		want         []string // relative to the home unless absolute
+		wantIncludes []string
+		wantNotNamed []string
+	}{
+		{rel: ".npmrc", src: "script-shell=/home/u/proj/tools/npmsh\nnode-options=--require /home/u/proj/tools/pre.js\n",
+			want: []string{"proj/tools/npmsh", "proj/tools/pre.js"}},
+		{rel: ".npmrc", src: "; c\n# c\nregistry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=x/y\n" +
+			"node-options = \"--max-old-space-size=4096 -r ~/p/a.js --require=${HOME}/p/b.js --import $HOME/p/c.mjs -r ./rel.js\"\n" +
+			"editor=code --wait --user-data-dir=/home/u/proj\nSCRIPT_SHELL=~/p/sh\ngit = /opt/git/bin/git\ninit-module=~/p/init.js\nshell=relative/sh\n",
+			want:         []string{"p/a.js", "p/b.js", "p/c.mjs", "p/sh", "/opt/git/bin/git", "p/init.js"},
+			wantNotNamed: []string{"rel.js", "relative/sh", "registry.npmjs.org", "proj"}},
+		{rel: ".kube/config", src: `apiVersion: v1
+users:
+- name: dev
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: /home/u/proj/tools/kubecred
+      args:
+      - get-token
+      - --cluster=x
+      - ~/p/helper.sh
+- name: rel
+  user:
+    exec:
+      command: "./bin/cred"   # relative: the config's dir
+      args: ["eks", "/home/u/p/flow.sh"]
+- name: path
+  user:
+    exec:
+      command: aws
+- name: gcp
+  user:
+    auth-provider:
+      config:
+        cmd-path: $HOME/p/gcloud
+contexts:
+- context:
+    cluster: c
+  name: c
+`, want: []string{"proj/tools/kubecred", "p/helper.sh", ".kube/bin/cred", "p/flow.sh", "p/gcloud"}},
+		{rel: ".kube/config", src: `{"users": [{"name": "j", "user": {"exec": {"command": "/home/u/p/jcred", "args": ["/home/u/p/jarg"]}}}]}` + "\n",
+			want: []string{"p/jcred", "p/jarg"}},
+		{rel: ".cargo/config.toml", src: `[build]
+rustc-wrapper = "/home/u/proj/tools/wrap"   # comment
+rustc = "tools/rustc"
+rustdoc = "rustdoc"
+
+[target.x86_64-unknown-linux-gnu]
+linker = '/home/u/p/ld'
+runner = "~/p/run --flag"
+
+[target.'cfg(target_os = "linux")']
+runner = [
+  "/home/u/p/arun",
+  "--x",
+  "/home/u/p/arg",
+]
+
+[registry]
+global-credential-providers = ["cargo:token", "/home/u/p/gcp --a"]
+
+[registries.my]
+credential-provider = ["./cp/prov", "arg"]
+
+[credential-alias]
+mine = "/home/u/p/alias-cred"
+
+[source.vendored]
+directory = "vendor"
+`, want: []string{"proj/tools/wrap", "tools/rustc", "p/ld", "p/run", "p/arun", "p/arg", "p/gcp", "cp/prov", "p/alias-cred"},
+			wantNotNamed: []string{"rustdoc", ".cargo/tools/rustc", "vendor"}},
+		{rel: ".cargo/config", src: "build.rustc-wrapper = \"/home/u/p/w2\"\ntarget.x86_64-unknown-linux-gnu.linker = \"/home/u/p/l2\"\npaths = [\"/home/u/p/crate\"]\ncredential-alias.other = [\"/home/u/p/ca2\"]\n",
+			want: []string{"p/w2", "p/l2", "p/ca2"}, wantNotNamed: []string{"p/crate"}},
+		{rel: ".aws/config", src: "[default]\nregion = us-east-1\n\n[profile dev]\ncredential_process = /home/u/proj/tools/awscred --profile dev\n[profile q]\ncredential_process = \"~/p/q cred\" ~/p/qarg\n",
+			want: []string{"proj/tools/awscred", "p/q", "p/qarg"}},
+		{rel: ".gnupg/gpg-agent.conf", src: "# c\ndefault-cache-ttl 600\npinentry-program /home/u/proj/tools/pinentry\nscdaemon-program\t~/p/scd\n",
+			want: []string{"proj/tools/pinentry", "p/scd"}},
+		{rel: ".psqlrc", src: "\\set QUIET 1\n\\pset null '(null)'\n\\! /home/u/proj/tools/hi\n\\setenv PAGER '~/p/pager -S'\n\\setenv PSQL_EDITOR /home/u/p/ed\n" +
+			"\\setenv TZ UTC\n\\set PROMPT1 `~/p/prompt`\n\\o |/home/u/p/out\n\\copy t to program '/home/u/p/cp'\n\\i ~/p/more.sql\n\\ir lib/rel.sql\n\\i cwd.sql\n" +
+			"SELECT '/home/u/p/sql';\n",
+			want:         []string{"proj/tools/hi", "p/pager", "p/ed", "p/prompt", "p/out", "p/cp"},
+			wantIncludes: []string{"p/more.sql", "lib/rel.sql"},
+			wantNotNamed: []string{"cwd.sql", "p/sql"}},
+	} {
+		abs := func(ps []string) []string {
+			var out []string
+			for _, p := range ps {
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(home, p)
+				}
+				out = append(out, p)
+			}
+			return out
+		}
+		n := toolConfigs[tc.rel]([]byte(tc.src), home, filepath.Dir(filepath.Join(home, tc.rel)))
+		for _, w := range abs(tc.want) {
+			if !slices.Contains(n.named, w) {
+				t.Errorf("%s: %s not among %q", tc.rel, w, n.named)
+			}
+		}
+		for _, w := range abs(tc.wantIncludes) {
+			if !slices.Contains(n.includes, w) {
+				t.Errorf("%s: include %s not among %q", tc.rel, w, n.includes)
+			}
+		}
+		for _, w := range abs(tc.wantNotNamed) {
+			if slices.Contains(n.named, w) || slices.Contains(n.includes, w) {
+				t.Errorf("%s: %s named: %q %q", tc.rel, w, n.named, n.includes)
+			}
+		}
+		for _, p := range slices.Concat(n.named, n.includes) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == home || p == "/" || strings.HasPrefix(p, home+"/registry") {
+				t.Errorf("%s: %q named", tc.rel, p)
+			}
+		}
+	}
+}
+
+// TestToolConfigNamedPaths: on a home, what each config names, and what a file psql's \i
+// reads names, are among the paths; an oversized config fails the whole.
+func TestToolConfigNamedPaths(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".npmrc"):                   "script-shell=~/proj/tools/npmsh\nnode-options=--require ~/proj/tools/pre.js\n",
+		filepath.Join(home, ".kube", "config"):          "users:\n- name: u\n  user:\n    exec:\n      command: ~/proj/tools/kubecred\n",
+		filepath.Join(home, ".cargo", "config.toml"):    "[build]\nrustc-wrapper = \"proj/tools/wrap\"\n",
+		filepath.Join(home, ".cargo", "config"):         "[target.x]\nlinker = \"/opt/ld\"\n",
+		filepath.Join(home, ".aws", "config"):           "[default]\ncredential_process = ~/proj/tools/awscred\n",
+		filepath.Join(home, ".gnupg", "gpg-agent.conf"): "pinentry-program ~/proj/tools/pinentry\n",
+		filepath.Join(home, ".psqlrc"):                  "\\ir dot/psql.sql\n",
+		filepath.Join(home, "dot", "psql.sql"):          "\\! ~/proj/tools/fromsql\n",
+	})
+	got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"proj/tools/npmsh", "proj/tools/pre.js", "proj/tools/kubecred", "proj/tools/wrap", "proj/tools/awscred",
+		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	if !slices.Contains(got, "/opt/ld") {
+		t.Errorf("/opt/ld not among %v", got)
+	}
+	// missing answers for a file without a look.
+	if got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), func(p string) bool { return p == filepath.Join(home, ".npmrc") }); err != nil || slices.Contains(got, filepath.Join(home, "proj/tools/npmsh")) {
+		t.Errorf("a config missing says is not there was read: %v (%v)", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".psqlrc"), []byte(strings.Repeat("-- x\n", maxShellFileBytes/5+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil); !errors.Is(err, errToolConfigTooLarge) {
+		t.Errorf("an oversized config: %v", err)
+	}
+}
+
+// TestToolConfigTooManyFiles: psql files that include more files than are read fail the whole.
+func TestToolConfigTooManyFiles(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	files := map[string]string{filepath.Join(home, ".psqlrc"): "\\i ~/p/0.sql\n"}
+	for i := range maxToolConfigFiles + 1 {
+		files[filepath.Join(home, "p", strings.Repeat("x", i)+"0.sql")] = "\\i ~/p/" + strings.Repeat("x", i+1) + "0.sql\n"
+	}
+	writeFiles(t, files)
+	if _, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil); !errors.Is(err, errTooManyFiles) {
+		t.Errorf("psql files including past the bound: %v", err)
+	}
+}
+
+// TestToolConfigNamedProtected: in a session rooted in the home, the program the owner's
+// ~/.npmrc runs as its script shell, and the credential plugin ~/.kube/config runs, are
+// read-only.
+func TestToolConfigNamedProtected(t *testing.T) {
+	t.Parallel()
+	attackNamed(t, map[string]string{
+		".npmrc":              "node-options=--require ~/repo/tools/pre.js\n",
+		".kube/config":        "users:\n- name: u\n  user:\n    exec:\n      command: ~/repo/tools/kubecred\n",
+		"repo/tools/pre.js":   "// pre\n",
+		"repo/tools/kubecred": "#!/bin/sh\n",
+	}, `( echo 'require("child_process")' >> tools/pre.js ) 2>/dev/null && echo 'ATTACK-WORKED npm node-options'; `+
+		`( echo id >> tools/kube""cred ) 2>/dev/null && echo 'ATTACK-WORKED kube exec'; `)
+}
+
+// FuzzToolConfigNames: any file, read as each tool's config, parses without a panic and names
+// only absolute, clean paths.
+func FuzzToolConfigNames(f *testing.F) {
+	for _, s := range []string{
+		"script-shell=~/a\nnode-options=--require $HOME/b -r ${HOME}/c\n",
+		"users:\n- user:\n    exec:\n      command: ./x\n      args:\n      - /y\n      args: [\"/z\", w]\n",
+		"[build]\nrustc-wrapper = \"w/x\"\nrunner = [\n \"/r\", 'a',\n]\n[credential-alias]\nx = \"~/c d\"\n",
+		"credential_process = ~/p q\npinentry-program /pin\n",
+		"\\! ~/a\n\\setenv PAGER `/b`\n\\ir ../c\n\\o |/d\n\\copy x program '/e'\n",
+		"[\"\\", "args:\n-", "\\ir ~", "x = ['", "command: \"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for rel, parse := range toolConfigs {
+			n := parse(b, "/home/u", filepath.Dir(filepath.Join("/home/u", rel)))
+			for _, p := range slices.Concat(n.named, n.includes) {
+				if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+					t.Fatalf("%s: %q names %q", rel, b, p)
+				}
+			}
+		}
+	})
+}
