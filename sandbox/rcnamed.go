@@ -36,6 +36,12 @@ var (
 var pathVars = map[string]bool{"PATH": true, "fish_user_paths": true, "LD_LIBRARY_PATH": true, "GIT_EXEC_PATH": true,
 	"LD_PRELOAD": true, "PYTHONSTARTUP": true, "fish_function_path": true, "fish_complete_path": true}
 
+// tmuxPrograms are tmux commands that run a shell command given after their options (with
+// their aliases), each with the option whose value is the start dir, which names no code.
+var tmuxPrograms = map[string]byte{"new-session": 'c', "new": 'c', "new-window": 'c', "neww": 'c',
+	"split-window": 'c', "splitw": 'c', "respawn-pane": 'c', "respawnp": 'c', "respawn-window": 'c',
+	"respawnw": 'c', "display-popup": 'd', "popup": 'd', "pipe-pane": 0, "pipep": 0}
+
 // fishLeads run the command after them: `contains X $PATH; or set -p PATH X`, `builtin set`.
 var fishLeads = map[string]bool{"and": true, "or": true, "not": true, "!": true, "begin": true, "if": true, "else": true,
 	"while": true, "command": true, "builtin": true, "exec": true}
@@ -101,11 +107,72 @@ func rcNames(src []byte, home string, cmds []string) []string {
 	fields := func(s string) []string {
 		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" \t|&()<>`\"'", r) })
 	}
+	// fish's for loops open: `for f in ~/p/conf/*.fish; source $f; end` sources what the glob
+	// matches, now or once a call made it there, so its dir is named whole (a file listed, the
+	// file) where the body sources the variable.
+	type loop struct {
+		v      string
+		items  []string
+		source bool
+	}
+	var blocks []*loop // one for each open block, nil for those that are not for loops
 	for _, line := range strings.Split(string(src), "\n") {
 		for _, cmd := range strings.Split(line, ";") {
 			words := fields(cmd)
 			if len(words) == 0 {
 				continue
+			}
+			lead := words // the command that opens or ends a block: `and begin`, not `else if`
+			for len(lead) > 1 && lead[0] != "else" && fishLeads[lead[0]] && lead[0] != "if" && lead[0] != "while" && lead[0] != "begin" {
+				lead = lead[1:]
+			}
+			switch lead[0] {
+			case "for":
+				l := &loop{}
+				if len(lead) > 2 && lead[2] == "in" {
+					l.v = "$" + lead[1]
+					l.items = lead[3:]
+				}
+				blocks = append(blocks, l)
+			case "function", "if", "while", "begin", "switch":
+				blocks = append(blocks, nil)
+			case "end":
+				if len(blocks) > 0 {
+					if l := blocks[len(blocks)-1]; l != nil && l.source {
+						for _, it := range l.items {
+							if p := homePath(it, home); p != "" {
+								if strings.ContainsAny(p, "*?[") {
+									p = globDir(p)
+								}
+								out = append(out, p)
+							}
+						}
+					}
+					blocks = blocks[:len(blocks)-1]
+				}
+			}
+			if slices.Contains(words, "source") || slices.Contains(words, ".") {
+				for _, l := range blocks {
+					if l != nil && l.v != "$" && (slices.Contains(words, l.v) || slices.Contains(words, "{"+l.v+"}")) {
+						l.source = true
+					}
+				}
+			}
+			// tmux's commands that run a program: its path-like words, not the start dir.
+			for i, w := range words {
+				dirOpt, ok := tmuxPrograms[w]
+				if !ok || !slices.Contains(cmds, "source-file") {
+					continue
+				}
+				rest := words[i+1:]
+				for j := 0; j < len(rest); j++ {
+					if o := rest[j]; dirOpt != 0 && len(o) > 1 && o[0] == '-' && o[1] != '-' && o[len(o)-1] == dirOpt {
+						j++ // -c ~/proj: where it starts
+						continue
+					}
+					out = append(out, pathWords(rest[j], home)...)
+				}
+				break
 			}
 			if k, v, ok := strings.Cut(words[0], "="); ok && pathVars[k] && slices.Contains(cmds, k) {
 				add(append([]string{v}, words[1:]...))
@@ -128,6 +195,8 @@ func rcNames(src []byte, home string, cmds []string) []string {
 					}
 					if len(rest) > 0 && pathVars[rest[0]] {
 						add(rest[1:])
+					} else if len(rest) > 0 && rest[0] != "" {
+						out = append(out, fishSetNames(rest[0], rest[1:], home)...)
 					}
 				} else if strings.Contains(head[0], "/") {
 					add(head[:1])
@@ -141,7 +210,47 @@ func rcNames(src []byte, home string, cmds []string) []string {
 			}
 		}
 	}
+	// The home or a dir above it would keep every session in the home read-only.
+	return slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) })
+}
+
+// fishSetNames is what a fish `set NAME VALUES…` names where bash's NAME=… would
+// (shellNames: EDITOR's program, BASH_ENV's file, JAVA_TOOL_OPTIONS' agent, GIT_CONFIG_*, a
+// PYTHONPATH dir's sitecustomize): fish exports the list joined by a colon for a *PATH name,
+// else by a space, and expands ~ and $HOME in it.
+func fishSetNames(name string, vals []string, home string) []string {
+	if !fishVarName(name) {
+		return nil
+	}
+	vals = slices.Clone(vals)
+	for i, v := range vals {
+		if p := homePath(v, home); p != "" && !filepath.IsAbs(v) {
+			vals[i] = p
+		}
+	}
+	sep := " "
+	if strings.HasSuffix(name, "PATH") {
+		sep = ":"
+	}
+	v := strings.Join(vals, sep)
+	n := shellNames([]byte(name+"='"+strings.ReplaceAll(v, "'", `'\''`)+"'\n"), home)
+	out := slices.Concat(n.named, n.sourced, n.gitConfigs)
+	for _, d := range n.zdotdirs {
+		for _, f := range zshStartup {
+			out = append(out, filepath.Join(d, f))
+		}
+	}
 	return out
+}
+
+// fishVarName is a shell variable's name.
+func fishVarName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // homePath is w as an absolute, clean path where it names one by itself (absolute, or from the

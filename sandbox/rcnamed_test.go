@@ -103,3 +103,54 @@ func TestRCNamesFish(t *testing.T) {
 		t.Errorf("XDG_DATA_DIRS named %q", got)
 	}
 }
+
+// TestRCNamesLoopsSetsTmux: a glob fish's for loop sources (the dir whole), the program and
+// config variables fish's set gives as bash's export would, and the programs tmux's
+// new-session, display-popup, respawn-pane and hooks run (not the dir a session starts in).
+func TestRCNamesLoopsSetsTmux(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		src       string
+		cmds      []string
+		want, not []string
+	}{
+		{src: "for f in ~/p/f/b/*.fish; source $f; end\n", cmds: fishCommands, want: []string{"p/f/b"}},
+		{src: "if status is-interactive\n  for f in $HOME/p/f/c/*.fish\n    if test -r $f\n      . \"$f\"\n    end\n  end\nend\n", cmds: fishCommands, want: []string{"p/f/c"}},
+		{src: "for f in ~/p/f/one.fish ~/p/f/two.fish; cat $f | source; end\n", cmds: fishCommands, want: []string{"p/f/one.fish", "p/f/two.fish"}},
+		{src: "for d in ~/p/f/n/*; echo $d; end\nsource ~/p/f/after.fish\n", cmds: fishCommands, want: []string{"p/f/after.fish"}, not: []string{"p/f/n"}},
+		{src: "set -gx EDITOR ~/p/f/l\n", cmds: fishCommands, want: []string{"p/f/l"}},
+		{src: "set -gx BASH_ENV ~/p/f/m.sh\n", cmds: fishCommands, want: []string{"p/f/m.sh"}},
+		{src: "set -gx VISUAL \"$HOME/p/f/v\" --wait\n", cmds: fishCommands, want: []string{"p/f/v"}},
+		{src: "set -gx JAVA_TOOL_OPTIONS -javaagent:$HOME/p/f/j.jar\n", cmds: fishCommands, want: []string{"p/f/j.jar"}},
+		{src: "set -x LESSOPEN '|~/p/f/lp %s'\n", cmds: fishCommands, want: []string{"p/f/lp"}},
+		{src: "set -gx GIT_TEMPLATE_DIR ~/p/f/t\nset -gx GIT_CONFIG_PARAMETERS \"'core.editor'='/opt/p/ce'\"\n", cmds: fishCommands, want: []string{"p/f/t", "/opt/p/ce"}},
+		{src: "set -gx PYTHONPATH ~/p/f/py\nset -gx ZDOTDIR ~/p/f/zd\n", cmds: fishCommands,
+			want: []string{"p/f/py/sitecustomize.py", "p/f/zd/.zshrc"}, not: []string{"p/f/py"}},
+		{src: "set -gx EDITOR ~\nset -gx GIT_TEMPLATE_DIR /\n", cmds: fishCommands, not: []string{"/home/u", "/"}},
+		{src: "new-session -d -s main ~/p/t/prog\n", cmds: tmuxCommands, want: []string{"p/t/prog"}},
+		{src: "new-session -c ~/proj -d /opt/p/prog arg\n", cmds: tmuxCommands, want: []string{"/opt/p/prog"}, not: []string{"proj"}},
+		{src: "display-popup -E ~/p/t/pop\n", cmds: tmuxCommands, want: []string{"p/t/pop"}},
+		{src: "bind-key C-p display-popup -d ~/proj -E \"$HOME/p/t/bp\"\n", cmds: tmuxCommands, want: []string{"p/t/bp"}, not: []string{"proj"}},
+		{src: "respawn-pane -k ~/p/t/resp\n", cmds: tmuxCommands, want: []string{"p/t/resp"}},
+		{src: "set-hook -g session-created 'run-shell ~/p/t/hook'\n", cmds: tmuxCommands, want: []string{"p/t/hook"}},
+		{src: "bind c new-window -c \"#{pane_current_path}\" ~/p/t/nw\nsplit-window -h -e PATH=~/p/t/eb ~/p/t/sw\n", cmds: tmuxCommands, want: []string{"p/t/nw", "p/t/eb", "p/t/sw"}},
+	} {
+		got := rcNames([]byte(c.src), "/home/u", c.cmds)
+		abs := func(w string) string {
+			if filepath.IsAbs(w) {
+				return w
+			}
+			return filepath.Join("/home/u", w)
+		}
+		for _, w := range c.want {
+			if !slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s not among %q", c.src, w, got)
+			}
+		}
+		for _, w := range c.not {
+			if slices.Contains(got, abs(w)) {
+				t.Errorf("%q: %s among %q", c.src, w, got)
+			}
+		}
+	}
+}
