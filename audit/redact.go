@@ -76,28 +76,34 @@ func runsCode(span string) bool {
 // s outside that span: the line uses the value, and a use may run it ($API_TOKEN as a
 // command, eval "$API_TOKEN", sh -c "$API_TOKEN", ${!ref} through a name holding it), which
 // no reading of the text can rule out. Such a value stays as written, as runsCode's do: the
-// record must show what ran.
-func namedElsewhere(s string, start, end int) bool {
+// record must show what ran. names counts the names of s (nameCounts): the assignment itself
+// is one.
+func namedElsewhere(s string, start, end int, names map[string]int) bool {
 	name := s[start:end]
 	i := strings.IndexFunc(name, func(r rune) bool { return !isNameChar(r) })
 	if i <= 0 || name[i] != '=' {
 		return false // no shell assignment (a YAML or JSON key, my.api-key=…)
 	}
-	name = name[:i]
-	for off := 0; ; {
-		j := strings.Index(s[off:], name)
-		if j < 0 {
-			return false
-		}
-		j += off
-		off = j + len(name)
-		if j == start {
+	return names[name[:i]] > 1
+}
+
+// nameCounts counts each run of name characters in s: one pass, where looking each assigned
+// name up in the whole text made redaction of a text of many assignments quadratic.
+func nameCounts(s string) map[string]int {
+	counts := map[string]int{}
+	for i := 0; i < len(s); {
+		if !isNameChar(rune(s[i])) {
+			i++
 			continue
 		}
-		if (j == 0 || !isNameChar(rune(s[j-1]))) && (off == len(s) || !isNameChar(rune(s[off]))) {
-			return true
+		j := i
+		for j < len(s) && isNameChar(rune(s[j])) {
+			j++
 		}
+		counts[s[i:j]]++
+		i = j
 	}
+	return counts
 }
 
 // commandShaped reports an assigned value shaped like a command line rather than a token: one
@@ -172,6 +178,12 @@ func redact(s string, data func(cur, pattern string, start, end int) bool) strin
 		repl := Redacted + ":" + p.name + "]"
 		var b strings.Builder
 		last := 0
+		// What the assignment checks read of the whole text, once a text, not once a match.
+		var names map[string]int
+		readsData := false
+		if p.name == "assignment" {
+			names, readsData = nameCounts(s), runsData.MatchString(s)
+		}
 		for _, m := range idx {
 			keepEnd := m[0]
 			if p.keep > 0 {
@@ -184,7 +196,7 @@ func redact(s string, data func(cur, pattern string, start, end int) bool) strin
 			if p.name != "private_key" && runsCode(s[keepEnd:m[1]]) {
 				continue
 			}
-			if p.name == "assignment" && (namedElsewhere(s, m[2], m[3]) || pathShaped(s[keepEnd:m[1]]) || runsData.MatchString(s) ||
+			if p.name == "assignment" && (namedElsewhere(s, m[2], m[3], names) || pathShaped(s[keepEnd:m[1]]) || readsData ||
 				strings.Contains(s[m[2]:m[3]], "=") && commandShaped(s[keepEnd:m[1]]) && commandFollows(s[m[1]:])) {
 				continue
 			}
