@@ -37,7 +37,7 @@ func TestRedact(t *testing.T) {
 		{"pem flattened", `echo "-----BEGIN EC PRIVATE KEY----- MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oQsbVcN0o2b5oAoGCCqGSM49 AwEHoUQDQgAE4uE== -----END EC PRIVATE KEY-----"`, "AwEHoUQDQgAE4uE", "private_key"},
 		{"pem escaped", `printf '%s' "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0A1B2C3D\n\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4VbOyO2Hd4Z1T5mTj1qS0vQ\nAB==\n-----END RSA PRIVATE KEY-----"`, "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi4", "private_key"},
 		{"env token", "NPM_TOKEN=s3cr3tvalue npm publish", "s3cr3tvalue", "assignment"},
-		{"env secret quoted", `export CLIENT_SECRET="hunter2 hunter2"`, "hunter2", "assignment"},
+		{"env secret quoted", `export CLIENT_SECRET="hunter2-hunter2"`, "hunter2", "assignment"},
 		{"env key", "OPENAI_API_KEY=sk-proj-abc123def", "sk-proj-abc123def", "assignment"},
 		{"password", "mysql --user=x PASSWORD=pa55word", "pa55word", "assignment"},
 		{"bearer header", `curl -H "Authorization: Bearer abc.def-ghi_jkl"`, "abc.def-ghi_jkl", "authorization"},
@@ -172,6 +172,11 @@ func TestRedactCommandKeepsWhatRuns(t *testing.T) {
 		{"repeat 1 bash -ec 'echo Bearer " + tok + "'", tok},
 		{"=bash -ec 'echo Bearer " + tok + "'", tok},
 		{"git add . && git push", "git add ."},
+		// A script written by an emitter and run by a bare name or a build tool; a value with
+		// blanks (a command line) run through ${!v} or from the environment.
+		{"cat > kk <<'E'\n-----BEGIN RSA PRIVATE KEY-----\n" + payload + "\n-----END RSA PRIVATE KEY-----\nE\nchmod +x kk; PATH=.:$PATH kk", payload},
+		{"cat > t.sh <<'E'\na_token='touch pwned2 pwned3'\nfor v in $(compgen -v); do ${!v}; done\nE\nnpm test", "touch pwned2 pwned3"},
+		{"export a_token='touch pwnedENV1 pwnedENV2'\nnpm test", "touch pwnedENV1 pwnedENV2"},
 		// A runner's words are a command's, its own options' values too.
 		{"sshpass -p " + tok + " ssh host", tok},
 		{"git -c core.sshCommand=" + tok + " fetch", tok},

@@ -13,11 +13,11 @@ import (
 // RedactCommand is RedactString for a shell command line, which the record must show as it
 // ran: a secret is replaced only where the shell takes it as data, inside one word that no
 // command runs (an argument, an assigned value, a here-document a file is written from), and
-// only text that cannot name a file (no "/", no line break): at worst a bare name, where a
-// path or a script could be what ran. A private key's block, lines and slashes and all, is
-// replaced only in a here-document or a quoted word given to cat, tee, echo or printf in a
-// line that runs nothing else it could have written (no shell, runner or interpreter, no
-// program by a path). A line that does not parse, defines an alias or runs a command its
+// only text that cannot name a file or hold a command line (no "/", no line break, no blank):
+// at worst a bare name, where a path or a script could be what ran. A private key's block,
+// lines and slashes and all, is replaced only in a here-document or a quoted word given to
+// cat, tee, echo or printf in a line that runs nothing but them and file commands
+// (afterWrite). A line that does not parse, defines an alias or runs a command its
 // text does not name keeps every secret in it.
 func RedactCommand(cmd string) string {
 	if !containsAny(strings.ToLower(cmd), allPatternHints) {
@@ -27,7 +27,7 @@ func RedactCommand(cmd string) string {
 	var read string
 	return redact(cmd, func(cur, pattern string, start, end int) bool {
 		key := pattern == "private_key"
-		if !key && strings.ContainsAny(cur[start:end], "/\n") {
+		if !key && strings.ContainsAny(cur[start:end], "/\n \t") {
 			return false
 		}
 		if d == nil || read != cur {
@@ -54,10 +54,16 @@ var allPatternHints = func() []string {
 }()
 
 // emitters are programs that pass the text of their words or here-document on (to a file
-// or a pipe): that text is data only in a line that runs no shell, runner or interpreter and
-// no program by its path, and does not pipe it on (`echo 'KEY…' > k.sh; ./k.sh`,
-// `cat <<E | python3`).
+// or a pipe): that text is data only in a line that runs nothing but them and afterWrite's,
+// and does not pipe it on: any other program may run what they wrote (`echo 'KEY…' > k.sh;
+// ./k.sh`, `PATH=.:$PATH k`, `npm test` of a script it wrote, `cat <<E | python3`).
 var emitters = map[string]bool{"echo": true, "printf": true, "cat": true, "tee": true}
+
+// afterWrite are the file commands a line may run beside emitters and still write data: none
+// runs a file it is given (cat > id_rsa <<E … E; chmod 600 id_rsa).
+var afterWrite = map[string]bool{"chmod": true, "chown": true, "mkdir": true, "cd": true, "ls": true, "stat": true,
+	"wc": true, "true": true, ":": true, "test": true, "[": true, "head": true, "tail": true, "grep": true, "diff": true,
+	"cmp": true, "sha256sum": true, "sha1sum": true, "md5sum": true, "rm": true, "cp": true, "mv": true, "touch": true}
 
 // cmdData is what of a command line the shell takes as data (dataSpans).
 type cmdData struct {
@@ -90,7 +96,7 @@ func dataSpans(cmd string) *cmdData {
 	}
 	// What the line defines, expands and runs, before any span is taken.
 	funcs, expanded := map[string]bool{}, map[string]bool{}
-	aliases, indirect, runner, unnamed := false, false, false, false
+	aliases, indirect, runner, unnamed, others := false, false, false, false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.DeclClause:
@@ -118,6 +124,7 @@ func dataSpans(cmd string) *cmdData {
 				aliases = aliases || argv[0] == "alias"
 				unnamed = unnamed || !ok
 				runner = runner || classifier.RunsItsWords(argv)
+				others = others || !emitters[argv[0]] && !afterWrite[argv[0]]
 				if w, _ := literal(x.Args[0]); strings.Contains(w, "/") {
 					d.pathRun = true
 				}
@@ -137,7 +144,7 @@ func dataSpans(cmd string) *cmdData {
 	add := func(n syntax.Node, emitted bool) {
 		s := dataSpan{start: int(n.Pos().Offset()), end: int(n.End().Offset()), emitted: emitted}
 		if emitted {
-			if runner || d.pathRun {
+			if runner || d.pathRun || others {
 				return // what it passes on may be a script the line runs
 			}
 			for _, p := range pipedFrom {
