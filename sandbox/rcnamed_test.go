@@ -154,3 +154,15 @@ func TestRCNamesLoopsSetsTmux(t *testing.T) {
 		}
 	}
 }
+
+// TestRCNamedFishLoopProtected: in a session rooted at a dotfiles repository, the dir a
+// config.fish loop sources by a glob is read-only, and so is the EDITOR its set exports.
+func TestRCNamedFishLoopProtected(t *testing.T) {
+	t.Parallel()
+	attackNamed(t, map[string]string{
+		".config/fish/config.fish": "for f in ~/repo/fish/*.fish\n  source $f\nend\nset -gx EDITOR ~/repo/bin/ed\n",
+		"repo/fish/a.fish":         "set -g A 1\n",
+		"repo/bin/ed":              "#!/bin/sh\n",
+	}, `( echo id >> bin/e""d ) 2>/dev/null && echo 'ATTACK-WORKED fish EDITOR'; `+
+		`echo id > fish/ev""il.fish 2>/dev/null; `, "fish/evil.fish")
+}

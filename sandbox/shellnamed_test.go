@@ -387,3 +387,16 @@ func TestShellNamesProgramsAndGlobs(t *testing.T) {
 		}
 	}
 }
+
+// TestShellNamedGlobAndGitCProtected: in a session rooted at a dotfiles repository, the dir a
+// .bashrc sources by a glob and the fsmonitor its git alias gives with -c are read-only: a
+// file a call adds there would be sourced, or run at the user's next git status.
+func TestShellNamedGlobAndGitCProtected(t *testing.T) {
+	t.Parallel()
+	attackNamed(t, map[string]string{
+		".bashrc":          "source ~/repo/rc/*.sh\nalias git='git -c core.fsmonitor=$HOME/repo/tools/fsmon'\n",
+		"repo/rc/a.sh":     "A=1\n",
+		"repo/tools/fsmon": "#!/bin/sh\n",
+	}, `( echo id >> tools/fs""mon ) 2>/dev/null && echo 'ATTACK-WORKED git -c fsmonitor'; `+
+		`printf 'id\n' > rc/ev""il.sh 2>/dev/null; `, "rc/evil.sh")
+}
