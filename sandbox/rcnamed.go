@@ -49,7 +49,13 @@ var fishLeads = map[string]bool{"and": true, "or": true, "not": true, "!": true,
 // maxRCFiles bounds the files read for rcFiles (environment.d holds any number).
 const maxRCFiles = 64
 
-var rcNamesCache = newParsedFiles(func(n []string) int { return stringsSize(n) })
+var rcNamesCache = newParsedFiles(func(n rcFileNames) int { return stringsSize(n.named) + stringsSize(n.gitConfigs) })
+
+// rcFileNames is what one such file names, and the git configs it moves (fish's
+// `set -gx GIT_CONFIG_GLOBAL ~/p/gitconfig`), which git reads as it reads ~/.gitconfig.
+type rcFileNames struct {
+	named, gitConfigs []string
+}
 
 // rcNamedPaths returns what rcFiles in home name, absolute and clean. Run as the caller.
 func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string, error) {
@@ -68,12 +74,16 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 			cmds[f] = c
 		}
 	}
-	return followNamed(starts, maxRCFiles, missing, func(p string, out *namedSet, read func(string)) bool {
-		names, ok := rcNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) []string { return rcNames(b, home, cmds[p]) })
+	var configs []string
+	named, err := followNamed(starts, maxRCFiles, missing, func(p string, out *namedSet, read func(string)) bool {
+		names, ok := rcNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) rcFileNames { return rcParse(b, home, cmds[p]) })
 		if !ok {
 			return false
 		}
-		for _, n := range names {
+		for _, c := range names.gitConfigs {
+			configs = appendNew(configs, c)
+		}
+		for _, n := range names.named {
 			out.add(n)
 			// A file it sources (tmux's source-file, fish's source) is read as its own kind; a
 			// script so read names nothing. Only the home's: the system's cannot be written,
@@ -88,13 +98,27 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 		}
 		return true
 	})
+	if err != nil || len(configs) == 0 {
+		return named, err
+	}
+	// What the moved git configs name (a hooks path, an fsmonitor), as for bash's export.
+	git, err := gitNamedPaths(nil, configs, home)
+	if err != nil {
+		return nil, err
+	}
+	return append(named, git...), nil
 }
 
 // rcNames is each path-like word (absolute, ~/, $HOME/, ${HOME}/) of src's commands (a line,
 // or its parts between ;) after one of cmds anywhere in it, the values a NAME=… line or a
 // fish `set [-flags] NAME …` gives pathVars, and a program a command runs by its path.
 func rcNames(src []byte, home string, cmds []string) []string {
-	var out []string
+	return rcParse(src, home, cmds).named
+}
+
+// rcParse is rcNames, with the git configs a fish set moves.
+func rcParse(src []byte, home string, cmds []string) rcFileNames {
+	var out, configs []string
 	add := func(words []string) {
 		for _, w := range words {
 			for _, part := range strings.Split(w, ":") {
@@ -196,7 +220,8 @@ func rcNames(src []byte, home string, cmds []string) []string {
 					if len(rest) > 0 && pathVars[rest[0]] {
 						add(rest[1:])
 					} else if len(rest) > 0 && rest[0] != "" {
-						out = append(out, fishSetNames(rest[0], rest[1:], home)...)
+						named, cfg := fishSetNames(rest[0], rest[1:], home)
+						out, configs = append(out, named...), append(configs, cfg...)
 					}
 				} else if strings.Contains(head[0], "/") {
 					add(head[:1])
@@ -211,16 +236,16 @@ func rcNames(src []byte, home string, cmds []string) []string {
 		}
 	}
 	// The home or a dir above it would keep every session in the home read-only.
-	return slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) })
+	return rcFileNames{named: slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) }), gitConfigs: configs}
 }
 
 // fishSetNames is what a fish `set NAME VALUES…` names where bash's NAME=… would
 // (shellNames: EDITOR's program, BASH_ENV's file, JAVA_TOOL_OPTIONS' agent, GIT_CONFIG_*, a
 // PYTHONPATH dir's sitecustomize): fish exports the list joined by a colon for a *PATH name,
 // else by a space, and expands ~ and $HOME in it.
-func fishSetNames(name string, vals []string, home string) []string {
+func fishSetNames(name string, vals []string, home string) (named, gitConfigs []string) {
 	if !fishVarName(name) {
-		return nil
+		return nil, nil
 	}
 	vals = slices.Clone(vals)
 	for i, v := range vals {
@@ -240,7 +265,7 @@ func fishSetNames(name string, vals []string, home string) []string {
 			out = append(out, filepath.Join(d, f))
 		}
 	}
-	return out
+	return out, n.gitConfigs
 }
 
 // fishVarName is a shell variable's name.

@@ -166,3 +166,23 @@ func TestRCNamedFishLoopProtected(t *testing.T) {
 	}, `( echo id >> bin/e""d ) 2>/dev/null && echo 'ATTACK-WORKED fish EDITOR'; `+
 		`echo id > fish/ev""il.fish 2>/dev/null; `, "fish/evil.fish")
 }
+
+// TestRCNamedFishGitConfig: a git config fish's set moves (GIT_CONFIG_GLOBAL) is read like
+// ~/.gitconfig for what it names, as bash's export of it is.
+func TestRCNamedFishGitConfig(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".config/fish/config.fish"): "set -gx GIT_CONFIG_GLOBAL ~/dot/gitconfig\n",
+		filepath.Join(home, "dot/gitconfig"):            "[core]\n\thooksPath = ~/dot/githooks\n",
+	})
+	got, err := rcNamedPaths(home, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"dot/gitconfig", "dot/githooks"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+}
