@@ -136,22 +136,7 @@ func TestRCNamesLoopsSetsTmux(t *testing.T) {
 		{src: "bind c new-window -c \"#{pane_current_path}\" ~/p/t/nw\nsplit-window -h -e PATH=~/p/t/eb ~/p/t/sw\n", cmds: tmuxCommands, want: []string{"p/t/nw", "p/t/eb", "p/t/sw"}},
 	} {
 		got := rcNames([]byte(c.src), "/home/u", c.cmds)
-		abs := func(w string) string {
-			if filepath.IsAbs(w) {
-				return w
-			}
-			return filepath.Join("/home/u", w)
-		}
-		for _, w := range c.want {
-			if !slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s not among %q", c.src, w, got)
-			}
-		}
-		for _, w := range c.not {
-			if slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s among %q", c.src, w, got)
-			}
-		}
+		wantNames(t, c.src, got, c.want, c.not)
 	}
 }
 

@@ -261,22 +261,7 @@ func TestShellNamesUnparsed(t *testing.T) {
 	} {
 		n := shellNames([]byte(c.src), "/home/u")
 		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
-		abs := func(w string) string {
-			if filepath.IsAbs(w) {
-				return w
-			}
-			return filepath.Join("/home/u", w)
-		}
-		for _, w := range c.want {
-			if !slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s not among %q", c.src, w, got)
-			}
-		}
-		for _, w := range c.not {
-			if slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s among %q", c.src, w, got)
-			}
-		}
+		wantNames(t, c.src, got, c.want, c.not)
 	}
 }
 
@@ -364,27 +349,8 @@ func TestShellNamesProgramsAndGlobs(t *testing.T) {
 	} {
 		n := shellNames([]byte(c.src), "/home/u")
 		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
-		abs := func(w string) string {
-			if filepath.IsAbs(w) {
-				return w
-			}
-			return filepath.Join("/home/u", w)
-		}
-		for _, w := range c.want {
-			if !slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s not among %q", c.src, w, got)
-			}
-		}
-		for _, w := range c.not {
-			if slices.Contains(got, abs(w)) {
-				t.Errorf("%q: %s among %q", c.src, w, got)
-			}
-		}
-		for _, w := range c.cfg {
-			if !slices.Contains(n.gitConfigs, abs(w)) {
-				t.Errorf("%q: %s not among the git configs %q", c.src, w, n.gitConfigs)
-			}
-		}
+		wantNames(t, c.src, got, c.want, c.not)
+		wantNames(t, c.src, n.gitConfigs, c.cfg, nil)
 	}
 }
 
@@ -399,4 +365,26 @@ func TestShellNamedGlobAndGitCProtected(t *testing.T) {
 		"repo/tools/fsmon": "#!/bin/sh\n",
 	}, `( echo id >> tools/fs""mon ) 2>/dev/null && echo 'ATTACK-WORKED git -c fsmonitor'; `+
 		`printf 'id\n' > rc/ev""il.sh 2>/dev/null; `, "rc/evil.sh")
+}
+
+// wantNames checks that the names got from src hold each of want and none of not (relative:
+// to the home /home/u).
+func wantNames(t *testing.T, src string, got, want, not []string) {
+	t.Helper()
+	abs := func(w string) string {
+		if filepath.IsAbs(w) {
+			return w
+		}
+		return filepath.Join("/home/u", w)
+	}
+	for _, w := range want {
+		if !slices.Contains(got, abs(w)) {
+			t.Errorf("%q: %s not among %q", src, w, got)
+		}
+	}
+	for _, w := range not {
+		if slices.Contains(got, abs(w)) {
+			t.Errorf("%q: %s among %q", src, w, got)
+		}
+	}
 }
