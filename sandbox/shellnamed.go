@@ -611,10 +611,21 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			// for f in ~/dotfiles/bash/*.sh; do . "$f"; done: what the glob matches, now or
 			// once a call made it, the loop may run; the dir it lists is protected whole.
 			if it, ok := x.Loop.(*syntax.WordIter); ok {
+				sources := sourcesVar(x.Do, it.Name.Value)
 				for _, w := range it.Items {
 					if t, ok := wordText(w, home); ok && !strings.Contains(t, dynamicPart) && strings.ContainsAny(t, "*?[") {
 						if d := globDir(abs(t)); d != "/" && d != home {
 							n.named = append(n.named, d)
+						}
+						if sources {
+							// And each file it sources now is read for what it names, as
+							// a file sourced by name is.
+							matches, _ := filepath.Glob(abs(t))
+							for _, m := range matches {
+								if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() {
+									n.sourced = append(n.sourced, filepath.Clean(m))
+								}
+							}
 						}
 					}
 				}
@@ -814,6 +825,31 @@ func (n *startupNames) scan(text, home, base string) {
 // isSource is a word that sources the next.
 func isSource(w string) bool {
 	return w == "source" || w == "." || w == `\source` || w == `\.`
+}
+
+// sourcesVar reports whether stmts source the loop variable name (`. "$f"`, `source $f`).
+func sourcesVar(stmts []*syntax.Stmt, name string) bool {
+	found := false
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			c, ok := n.(*syntax.CallExpr)
+			if !ok || len(c.Args) < 2 || found {
+				return !found
+			}
+			if cmd := c.Args[0].Lit(); cmd == "." || cmd == "source" {
+				for _, p := range c.Args[1].Parts {
+					if dq, ok := p.(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+						p = dq.Parts[0]
+					}
+					if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil && pe.Param.Value == name {
+						found = true
+					}
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // configVars name a tool's config file or dir (each value a colon list), which the tool reads

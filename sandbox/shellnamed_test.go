@@ -388,3 +388,26 @@ func wantNames(t *testing.T, src string, got, want, not []string) {
 		}
 	}
 }
+
+// TestShellNamedPathsGlobLoopRead: the files a loop over a glob sources (~/.bashrc.d/*.sh) are
+// read for what they source in turn, as a file sourced by name is; a loop that does not
+// source its variable reads none.
+func TestShellNamedPathsGlobLoopRead(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".bashrc"):              "for rc in ~/.bashrc.d/*.sh; do . \"$rc\"; done\nfor d in ~/code/*; do echo \"$d\"; done\n",
+		filepath.Join(home, ".bashrc.d", "proj.sh"): ". ~/proj/tools/rcd.sh\n",
+		filepath.Join(home, "code", "x.sh"):         ". ~/proj/tools/never.sh\n",
+	})
+	got, _, err := shellNamedPaths(home, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, "proj/tools/rcd.sh"); !slices.Contains(got, want) {
+		t.Errorf("%s not among %v", want, got)
+	}
+	if never := filepath.Join(home, "proj/tools/never.sh"); slices.Contains(got, never) {
+		t.Errorf("a loop that sources nothing read %s: %v", never, got)
+	}
+}
