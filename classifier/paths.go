@@ -646,6 +646,13 @@ func (pc *pathCollector) subPaths(sb *sub, denyPrefix []string) {
 	for _, f := range pkgConfigWrittenBy(name, ws[1:]) {
 		pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
 	}
+	if name == "script" {
+		for _, f := range scriptWrites(ws[1:]) {
+			if !harmlessTargets[f] { // script -qc CMD /dev/null: a pty, no log
+				pc.add(f, AccessWrite, name, sb.dirs, sb.dirsUnknown)
+			}
+		}
+	}
 	if name == "kubectl" && len(ws) > 2 && ws[1].val == "config" && ws[2].val == "view" {
 		// It prints the config, credentials too with --raw: a read of it.
 		pc.add("~/.kube/config", AccessRead, name, sb.dirs, sb.dirsUnknown)
@@ -1426,6 +1433,17 @@ func pkgConfigWrittenBy(name string, ws []word) []string {
 	has := func(opt string) bool {
 		return slices.ContainsFunc(ws, func(a word) bool { return !a.static || a.val == opt || strings.HasPrefix(a.val, opt+"=") })
 	}
+	if strings.HasPrefix(name, "pip") && strings.Trim(name[3:], "0123456789.") == "" {
+		name = "pip" // pip3.11
+	}
+	if strings.HasPrefix(name, "python") && len(ops) > 0 && slices.ContainsFunc(ws, func(a word) bool { return a.val == "-m" }) {
+		// python3 -m pip …: the module's words follow it.
+		for i, a := range ws {
+			if a.val == "-m" && i+1 < len(ws) && ws[i+1].val == "pip" {
+				return pkgConfigWrittenBy("pip", ws[i+2:])
+			}
+		}
+	}
 	switch name {
 	case "npm", "pnpm":
 		if len(ops) > 0 && (ops[0] == "set" || ops[0] == "\x00" || (ops[0] == "config" || ops[0] == "c") && sets(1)) {
@@ -1485,6 +1503,65 @@ func pkgConfigWrittenBy(name string, ws []word) []string {
 		}
 	}
 	return nil
+}
+
+// scriptWrites are the files script(1) writes: its typescript operand (before or after its
+// options: util-linux takes both, and `typescript` when none) and its log files (-I, -O, -B,
+// -T and their long forms). A word known only at run time writes where the line cannot say.
+func scriptWrites(ws []word) []string {
+	var out []string
+	takesValue := map[string]bool{"-c": true, "--command": true, "-E": true, "--echo": true, "-m": true, "--logging-format": true,
+		"-I": true, "--log-in": true, "-O": true, "--log-out": true, "-B": true, "--log-io": true, "-T": true, "--log-timing": true}
+	logs := "IOBT"
+	operand := false
+	for i := 0; i < len(ws); i++ {
+		v := ws[i].val
+		switch {
+		case !ws[i].static:
+		case v == "--":
+			if i+1 < len(ws) && ws[i+1].static {
+				out = append(out, ws[i+1].val)
+				operand = true
+			}
+			i = len(ws)
+		case strings.HasPrefix(v, "--"):
+			name, val, attached := strings.Cut(v, "=")
+			isLog := name == "--log-in" || name == "--log-out" || name == "--log-io" || name == "--log-timing"
+			switch {
+			case attached && isLog:
+				out = append(out, val)
+			case !attached && takesValue[name]:
+				if isLog && i+1 < len(ws) && ws[i+1].static {
+					out = append(out, ws[i+1].val)
+				}
+				i++
+			}
+		case len(v) > 1 && v[0] == '-':
+			for j := 1; j < len(v); j++ {
+				if !takesValue["-"+string(v[j])] {
+					continue
+				}
+				val := v[j+1:]
+				if val == "" && i+1 < len(ws) {
+					i++
+					val = ws[i].val
+				}
+				if strings.IndexByte(logs, v[j]) >= 0 && val != "" {
+					out = append(out, val)
+				}
+				break
+			}
+		default:
+			if !operand {
+				out = append(out, v)
+				operand = true
+			}
+		}
+	}
+	if !operand {
+		out = append(out, "typescript")
+	}
+	return out
 }
 
 // gitConfigWrites reports whether `git config` (its words past "config") sets or removes

@@ -933,6 +933,14 @@ func TestPathsPkgConfigWrites(t *testing.T) {
 		`rustup default nightly`:                                 "/home/u/.rustup",
 		`gh alias set co '!id'`:                                  "/home/u/.config/gh",
 		`cargo install ripgrep`:                                  "/home/u/.cargo/bin",
+		`python3 -m pip config set global.trusted-host x`:        "/home/u/.config/pip/pip.conf",
+		`pip3.11 install --user x`:                               "/home/u/.local/bin",
+		// script(1)'s typescript, before or after its options, and its logs.
+		`script ~/.bashrc -aqc "echo x"`:   "/home/u/.bashrc",
+		`script -q -c true /home/u/x`:      "/home/u/x",
+		`script -qc true`:                  "/home/u/proj/typescript",
+		`script -c true -O ~/out.log t`:    "/home/u/out.log",
+		`script --log-io=/home/u/io.log t`: "/home/u/io.log",
 	} {
 		c := Classify(cmd, opts)
 		if !slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Path == want && p.Access == AccessWrite }) {
@@ -941,7 +949,7 @@ func TestPathsPkgConfigWrites(t *testing.T) {
 	}
 	for _, cmd := range []string{`npm config get registry`, `npm install`, `npm run build`, `yarn install`,
 		`go env GOPATH`, `go build ./...`, `kubectl config view`, `aws configure get region`, `systemctl --user status x`,
-		`systemctl enable x`, `pip install -e .`, `rustup show`, `gh pr list`, `cargo build`} {
+		`systemctl enable x`, `pip install -e .`, `rustup show`, `gh pr list`, `cargo build`, `script -qc "git log -1" /dev/null`} {
 		if c := Classify(cmd, opts); slices.ContainsFunc(c.Paths, func(p PathUse) bool { return p.Access == AccessWrite }) {
 			t.Errorf("%q: writes %+v", cmd, c.Paths)
 		}

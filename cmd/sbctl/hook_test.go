@@ -1492,6 +1492,8 @@ func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
 		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s https://docs.example/x"}, nil, "allow", ""},
 		{"bypassPermissions", "Write", map[string]any{"file_path": filepath.Join(cache, "x"), "content": "x"}, nil, "allow", ""},
 		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + filepath.Join(cache, "go-build")}, nil, "allow", ""},
+		// script(1)'s typescript before its options is a write too.
+		{"bypassPermissions", "Bash", map[string]any{"command": `script ~/.bashrc -aqc "echo x"`}, nil, "deny", ""},
 		// A host with no dot, before a port or a path, meets deny rules.
 		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s localhost:8099/x"}, []string{"--deny", "WebFetch(domain:localhost)"}, "deny", "WebFetch(domain:localhost)"},
 	} {
