@@ -43,14 +43,15 @@ func NamedHosts(c *Classification) []NamedHost {
 		}
 		for _, w := range words {
 			urlHosts(w, strict)
+			lenientURLHosts(w, strict)
 		}
 		if len(words) > 0 {
 			prog := path.Base(words[0])
 			if scpRemote[prog] {
 				scpHosts(words[1:], strict)
 			}
-			if prog == "ssh" {
-				if h := sshDestination(words[1:]); h != "" {
+			if opts, ok := destinationPrograms[prog]; ok {
+				if h := sshDestination(words[1:], opts); h != "" {
 					strict(h)
 				}
 			}
@@ -96,12 +97,14 @@ func NamedHosts(c *Classification) []NamedHost {
 	return out
 }
 
-// sshValueOptions are ssh's options that take the next word as their value.
-const sshValueOptions = "BbcDEeFIiJLlmOopQRSWw"
+// destinationPrograms are the programs whose first operand is the host they connect to, with
+// their options that take the next word as their value.
+var destinationPrograms = map[string]string{"ssh": "BbcDEeFIiJLlmOopQRSWw", "sftp": "BbcDFiJlloPRSs"}
 
-// sshDestination is the host of ssh's destination, its first operand ([user@]host, or an
-// ssh:// URL, which urlHosts reads): "" when there is none.
-func sshDestination(args []string) string {
+// sshDestination is the host of ssh's (or sftp's) destination, its first operand
+// ([user@]host, or an ssh:// URL, which urlHosts reads), valueOptions the letters of its
+// options that take a value: "" when there is none.
+func sshDestination(args []string, valueOptions string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -114,7 +117,7 @@ func sshDestination(args []string) string {
 			// A cluster (-vp 22, -p22): its last letter's value is the next word unless
 			// attached.
 			for j := 1; j < len(a); j++ {
-				if strings.IndexByte(sshValueOptions, a[j]) >= 0 {
+				if strings.IndexByte(valueOptions, a[j]) >= 0 {
 					if j == len(a)-1 {
 						i++
 					}
@@ -230,6 +233,28 @@ func urlHosts(w string, add func(string)) {
 			continue
 		}
 		add(hostOf(auth))
+	}
+}
+
+// lenientURL matches what curl and wget also take for a web URL: the scheme, then any run of
+// slashes and backslashes, or none (http:/\\host, http:\\host, http:host:80/x).
+var lenientURL = regexp.MustCompile(`(?i)(?:^|[^a-z0-9+.-])(?:https?|ftps?|wss?):[/\\]*`)
+
+// lenientURLHosts gives the host of each lenientURL in w that is not the plain scheme://
+// urlHosts reads.
+func lenientURLHosts(w string, add func(string)) {
+	for _, m := range lenientURL.FindAllStringIndex(w, -1) {
+		if strings.HasSuffix(w[m[0]:m[1]], "://") && !strings.Contains(w[m[0]:m[1]], "\\") && strings.Count(w[m[0]:m[1]], "/") == 2 {
+			continue // scheme://, urlHosts'
+		}
+		rest := w[m[1]:]
+		end := strings.IndexAny(rest, "/?#\\ \t\n'\"`<>;,()|&")
+		if end < 0 {
+			end = len(rest)
+		}
+		if auth := rest[:end]; auth != "" {
+			add(hostOf(auth))
+		}
 	}
 }
 

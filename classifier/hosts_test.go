@@ -49,6 +49,11 @@ func TestNamedHosts(t *testing.T) {
 		{"curl http://$H/x", nil, []string{"$H"}},
 		{"p=x; https_proxy=$p curl https://ok.example/", nil, []string{"$p"}},
 		{"go get aa.example/x", []string{"aa.example"}, nil},
+		// What curl and wget take for a URL besides scheme://; sftp's destination.
+		{`curl 'http:/\127.0.0.2:8099/a2'`, nil, []string{"127.0.0.2"}},
+		{`curl 'HTTP:\\evil.example/x'`, nil, []string{"evil.example"}},
+		{"curl http:127.0.0.3:8099/a1", nil, []string{"127.0.0.3"}},
+		{"sftp -P 8099 me@sf.example", nil, []string{"sf.example"}},
 		// A name with no dot before a port or a path; a lookup's name.
 		{"curl -s localhost:8099/x", []string{"localhost"}, nil},
 		{"curl -x intranet:3128 http://ok.example/", []string{"intranet"}, nil},
