@@ -182,7 +182,7 @@ type namedPath struct {
 // configNamed is what s's owner's protected configs name: what the git configs among s's
 // protected candidates take hooks, config or programs from (sandbox.GitNamedPaths), and what
 // the shells' start-up files source, run or put on PATH (sandbox.ShellNamedPaths), what ssh's
-// and vim's configs include or run (sandbox.ToolNamedPaths, marked as the shells' are), and what the
+// and vim's configs and the tools' (npm, kubectl, ...) include or run (sandbox.ToolNamedPaths, marked as the shells' are), and what the
 // agents' settings run (sandbox.AgentNamedPaths), read as s's owner.
 func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 	o := s.Owner
@@ -210,7 +210,7 @@ func configNamed(s *session.Session, candidates []string) ([]namedPath, error) {
 		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's shell start-up files source, run or find programs", runner: "the user's next shell"})
 	}
 	for _, p := range tools {
-		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's ssh or vim config includes, runs or loads", runner: "the user's next ssh (git over ssh too) or vim"})
+		out = append(out, namedPath{path: p, special: specialShellNamed, what: "the user's ssh, vim or tools' configs include, run or load", runner: "the user's next ssh (git over ssh too), vim, npm, kubectl, cargo, aws or psql"})
 	}
 	for _, p := range agent {
 		out = append(out, namedPath{path: p, special: specialAgentNamed, what: "the agent's settings run hooks, helpers or MCP servers", runner: "the agent, outside any sandbox"})

@@ -360,14 +360,21 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 	// What git's configs among them name as hooks or config is theirs to protect too, and so is
 	// what the shells' start-up files in the home source, run or put on PATH.
 	home := envValue(spec.Env, "HOME")
-	named, shellGitConfigs, err := shellNamedPaths(home, spec.UID, v.knownMissing)
+	named, moved, err := shellNamedPaths(home, spec.UID, v.knownMissing)
 	if err != nil {
 		return nil, nil, err
 	}
+	shellGitConfigs, movedTools := movedKinds(moved)
 	gitNamed, err := gitNamedPaths(append(slices.Clone(clean), enclosingRepos(v, writable)...), shellGitConfigs, home)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The tools' configs the start-up files moved (KUBECONFIG), read as the home's are.
+	toolsNamed, err := readToolConfigs(movedTools, home, spec.UID, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	named = append(named, toolsNamed...)
 	for _, c := range gitNamed {
 		addClean(c)
 	}

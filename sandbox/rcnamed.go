@@ -49,12 +49,13 @@ var fishLeads = map[string]bool{"and": true, "or": true, "not": true, "!": true,
 // maxRCFiles bounds the files read for rcFiles (environment.d holds any number).
 const maxRCFiles = 64
 
-var rcNamesCache = newParsedFiles(func(n rcFileNames) int { return stringsSize(n.named) + stringsSize(n.gitConfigs) })
+var rcNamesCache = newParsedFiles(func(n rcFileNames) int { return stringsSize(n.named) + 32*len(n.moved) })
 
-// rcFileNames is what one such file names, and the git configs it moves (fish's
-// `set -gx GIT_CONFIG_GLOBAL ~/p/gitconfig`), which git reads as it reads ~/.gitconfig.
+// rcFileNames is what one such file names, and the configs it moves (fish's
+// `set -gx GIT_CONFIG_GLOBAL ~/p/gitconfig`), which their tools read as they read the home's.
 type rcFileNames struct {
-	named, gitConfigs []string
+	named []string
+	moved []movedConfig
 }
 
 // rcNamedPaths returns what rcFiles in home name, absolute and clean. Run as the caller.
@@ -74,15 +75,13 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 			cmds[f] = c
 		}
 	}
-	var configs []string
+	var moved []movedConfig
 	named, err := followNamed(starts, maxRCFiles, missing, func(p string, out *namedSet, read func(string)) bool {
 		names, ok := rcNamesCache.get(p, home, uid, maxShellFileBytes, func(b []byte) rcFileNames { return rcParse(b, home, cmds[p]) })
 		if !ok {
 			return false
 		}
-		for _, c := range names.gitConfigs {
-			configs = appendNew(configs, c)
-		}
+		moved = append(moved, names.moved...)
 		for _, n := range names.named {
 			out.add(n)
 			// A file it sources (tmux's source-file, fish's source) is read as its own kind; a
@@ -98,15 +97,15 @@ func rcNamedPaths(home string, uid uint32, missing func(string) bool) ([]string,
 		}
 		return true
 	})
-	if err != nil || len(configs) == 0 {
+	if err != nil || len(moved) == 0 {
 		return named, err
 	}
-	// What the moved git configs name (a hooks path, an fsmonitor), as for bash's export.
-	git, err := gitNamedPaths(nil, configs, home)
+	// What the moved configs name (a hooks path, an fsmonitor), as for bash's export.
+	more, err := movedNamedPaths(moved, home, uid)
 	if err != nil {
 		return nil, err
 	}
-	return append(named, git...), nil
+	return append(named, more...), nil
 }
 
 // rcNames is each path-like word (absolute, ~/, $HOME/, ${HOME}/) of src's commands (a line,
@@ -116,9 +115,10 @@ func rcNames(src []byte, home string, cmds []string) []string {
 	return rcParse(src, home, cmds).named
 }
 
-// rcParse is rcNames, with the git configs a fish set moves.
+// rcParse is rcNames, with the configs a fish set moves.
 func rcParse(src []byte, home string, cmds []string) rcFileNames {
-	var out, configs []string
+	var out []string
+	var moved []movedConfig
 	add := func(words []string) {
 		for _, w := range words {
 			for _, part := range strings.Split(w, ":") {
@@ -221,7 +221,7 @@ func rcParse(src []byte, home string, cmds []string) rcFileNames {
 						add(rest[1:])
 					} else if len(rest) > 0 && rest[0] != "" {
 						named, cfg := fishSetNames(rest[0], rest[1:], home)
-						out, configs = append(out, named...), append(configs, cfg...)
+						out, moved = append(out, named...), append(moved, cfg...)
 					}
 				} else if strings.Contains(head[0], "/") {
 					add(head[:1])
@@ -236,14 +236,14 @@ func rcParse(src []byte, home string, cmds []string) rcFileNames {
 		}
 	}
 	// The home or a dir above it would keep every session in the home read-only.
-	return rcFileNames{named: slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) }), gitConfigs: configs}
+	return rcFileNames{named: slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) }), moved: moved}
 }
 
 // fishSetNames is what a fish `set NAME VALUES…` names where bash's NAME=… would
 // (shellNames: EDITOR's program, BASH_ENV's file, JAVA_TOOL_OPTIONS' agent, GIT_CONFIG_*, a
 // PYTHONPATH dir's sitecustomize): fish exports the list joined by a colon for a *PATH name,
 // else by a space, and expands ~ and $HOME in it.
-func fishSetNames(name string, vals []string, home string) (named, gitConfigs []string) {
+func fishSetNames(name string, vals []string, home string) (named []string, moved []movedConfig) {
 	if !fishVarName(name) {
 		return nil, nil
 	}
@@ -259,13 +259,18 @@ func fishSetNames(name string, vals []string, home string) (named, gitConfigs []
 	}
 	v := strings.Join(vals, sep)
 	n := shellNames([]byte(name+"='"+strings.ReplaceAll(v, "'", `'\''`)+"'\n"), home)
-	out := slices.Concat(n.named, n.sourced, n.gitConfigs)
+	out := slices.Concat(n.named, n.sourced)
+	for _, m := range n.moved {
+		if m.kind == gitKind {
+			out = append(out, m.path)
+		}
+	}
 	for _, d := range n.zdotdirs {
 		for _, f := range zshStartup {
 			out = append(out, filepath.Join(d, f))
 		}
 	}
-	return out, n.gitConfigs
+	return out, n.moved
 }
 
 // fishVarName is a shell variable's name.

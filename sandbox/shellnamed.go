@@ -47,7 +47,7 @@ const (
 // home's: a login shell starts there. missing, when set, answers for a path known not to be
 // there without a look of its own (most of the files are some other shell's). Run as the
 // caller, uid.
-func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named, gitConfigs []string, err error) {
+func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named []string, moved []movedConfig, err error) {
 	if home == "" || home == "/" {
 		return nil, nil, nil
 	}
@@ -60,8 +60,10 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named,
 		if !ok {
 			return false
 		}
-		for _, c := range n.gitConfigs {
-			gitConfigs = appendNew(gitConfigs, c)
+		for _, c := range n.moved {
+			if !slices.Contains(moved, c) {
+				moved = append(moved, c)
+			}
 		}
 		for _, p := range n.sourced {
 			out.add(p)
@@ -78,7 +80,7 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named,
 		}
 		return true
 	})
-	return named, gitConfigs, err
+	return named, moved, err
 }
 
 // followNamed reads the config files starts, and each one a file read names for reading
@@ -256,9 +258,16 @@ func (c *parsedFiles[T]) get(p, context string, uid uint32, limit int64, parse f
 // BASH_ENV), ZDOTDIR values, and programs and PATH or fpath dirs.
 type startupNames struct {
 	sourced, zdotdirs, named []string
-	// gitConfigs are git configs the file moves (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME's
-	// git/config): git reads them as it reads ~/.gitconfig, so what they name is read too.
-	gitConfigs []string
+	// moved are configs the file moves (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME's git/config,
+	// KUBECONFIG): their tools read them as they read the home's, so what they name is read too.
+	moved []movedConfig
+}
+
+// moveGit adds git configs to moved.
+func (n *startupNames) moveGit(paths ...string) {
+	for _, p := range paths {
+		n.moved = append(n.moved, movedConfig{gitKind, p})
+	}
 }
 
 // shellNames parses one start-up file (as bash, or as zsh where bash cannot parse it) and
@@ -328,7 +337,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	defer func() {
 		if slices.ContainsFunc(gitKeys, isGitInclude) {
 			for _, v := range gitValues {
-				n.gitConfigs = append(n.gitConfigs, pathWords(v, home)...)
+				n.moveGit(pathWords(v, home)...)
 			}
 		}
 	}()
@@ -363,11 +372,8 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				// A relative entry (./bin, ./node_modules/.bin) is found from whatever dir the
 				// shell is in: every project's bin/ is one, which no mount can keep read-only
 				// without stopping builds and checkouts there.
-				for _, e := range pathEntries(v) {
-					switch {
-					case strings.HasPrefix(e, "~/"):
-						n.named = append(n.named, filepath.Join(home, e[2:]))
-					case filepath.IsAbs(e):
+				for _, e := range pathEntries(v, home) {
+					if filepath.IsAbs(e) {
 						n.named = append(n.named, filepath.Clean(e))
 					}
 				}
@@ -396,19 +402,19 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				pathsIn(v)
 				for _, kv := range gitParamPairs(v) {
 					if k, val, ok := strings.Cut(kv, "="); ok && isGitInclude(k) {
-						n.gitConfigs = append(n.gitConfigs, pathWords(val, home)...)
+						n.moveGit(pathWords(val, home)...)
 					}
 				}
 			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE":
 				// Dirs every program's libraries, git's subcommands or Python's user site come
 				// from, as PATH's commands do: protected whole.
-				for _, e := range pathEntries(v) {
+				for _, e := range pathEntries(v, home) {
 					file(e)
 				}
 			case "PYTHONPATH":
 				// A dir on it is the project's own source, written as the agent works; what
 				// every python imports unasked from it is its sitecustomize and usercustomize.
-				for _, e := range pathEntries(v) {
+				for _, e := range pathEntries(v, home) {
 					if filepath.IsAbs(e) {
 						file(filepath.Join(e, "sitecustomize.py"))
 						file(filepath.Join(e, "usercustomize.py"))
@@ -438,7 +444,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 						}
 					}
 					if !strings.Contains(v, dynamicPart) {
-						n.gitConfigs = append(n.gitConfigs, filepath.Join(d, "git/config"))
+						n.moveGit(filepath.Join(d, "git/config"))
 					}
 				}
 			default:
@@ -452,14 +458,15 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				if configVars[a.Name.Value] {
 					// A tool's config file (or dir) moved from its place in the home, where
 					// it is protected: ripgrep's, git's, kubectl's, gpg's, cargo's.
-					for _, e := range pathEntries(v) {
+					for _, e := range pathEntries(v, home) {
 						file(e)
 						if a.Name.Value == "GIT_CONFIG_GLOBAL" || a.Name.Value == "GIT_CONFIG_SYSTEM" {
 							if !strings.Contains(e, dynamicPart) && (filepath.IsAbs(e) || strings.HasPrefix(e, home+"/")) {
-								n.gitConfigs = append(n.gitConfigs, filepath.Clean(e))
+								n.moveGit(filepath.Clean(e))
 							}
 						}
 					}
+					n.moved = append(n.moved, movedTo(a.Name.Value, v, home)...)
 				}
 			}
 		}
@@ -541,7 +548,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					if k, v, ok := strings.Cut(args[i+1], "="); ok && !strings.Contains(v, dynamicPart) {
 						pathsIn(v)
 						if isGitInclude(k) {
-							n.gitConfigs = append(n.gitConfigs, pathWords(v, home)...)
+							n.moveGit(pathWords(v, home)...)
 						}
 					}
 				}
@@ -598,7 +605,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				n.named = append(n.named, filepath.Clean(first))
 			case funcs[first]:
 				for _, a := range args {
-					for _, e := range pathEntries(a) {
+					for _, e := range pathEntries(a, home) {
 						file(e)
 					}
 				}
@@ -640,7 +647,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 					return m == x
 				case *syntax.Word:
 					if t, ok := wordText(y, home); ok {
-						for _, e := range pathEntries(t) {
+						for _, e := range pathEntries(t, home) {
 							file(e) // a glob's dir whole: `done < <(ls ~/p/rc/*.sh)` sources each
 						}
 					}
@@ -881,10 +888,14 @@ var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 // known only when the shell runs (the marker), what comes before it and what comes after it
 // are each an entry as well, since that part may hold a colon
 // (`$HOME/tools${PATH:+:${PATH}}` puts $HOME/tools first). An empty entry, the shell's cwd,
-// comes back as "".
-func pathEntries(v string) []string {
+// comes back as "". An entry's leading ~ is the home: bash expands a tilde after each colon of
+// an assignment's value (`KUBECONFIG=/etc/kc:~/p/kc`).
+func pathEntries(v, home string) []string {
 	var out []string
 	for _, e := range strings.Split(v, ":") {
+		if e == "~" || strings.HasPrefix(e, "~/") {
+			e = home + e[1:]
+		}
 		i, j := strings.Index(e, dynamicPart), strings.LastIndex(e, dynamicPart)
 		if i < 0 {
 			out = append(out, e)
@@ -955,15 +966,16 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 	return s, s != "" && s != dynamicPart
 }
 
-// ToolNamedPaths is what ~/.ssh/config, the vim start-up files and the other tools' (rcFiles)
-// name as config the tool reads or code it runs (sshNamedPaths, vimNamedPaths, rcNamedPaths),
-// read as the caller: for the daemon's
-// own check before a file tool writes.
+// ToolNamedPaths is what ~/.ssh/config, the vim start-up files, the other tools' (rcFiles) and
+// the configs that name programs (toolConfigs: npm, kubectl, cargo, aws, gpg-agent, psql) name
+// as config the tool reads or code it runs (sshNamedPaths, vimNamedPaths, rcNamedPaths,
+// toolConfigNamedPaths), read as the caller: for the daemon's own check before a file tool
+// writes.
 func ToolNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, error) {
 	var out []string
 	var named error
 	err := asCaller(uid, gid, groups, func() {
-		for _, f := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths} {
+		for _, f := range []func(string, uint32, func(string) bool) ([]string, error){sshNamedPaths, vimNamedPaths, rcNamedPaths, toolConfigNamedPaths} {
 			more, err := f(home, uid, nil)
 			out, named = append(out, more...), cmp.Or(named, err)
 		}
@@ -978,10 +990,11 @@ func ShellNamedPaths(uid, gid uint32, groups []uint32, home string) ([]string, e
 	var out []string
 	var named error
 	err := asCaller(uid, gid, groups, func() {
-		var configs, git []string
-		if out, configs, named = shellNamedPaths(home, uid, nil); named == nil && len(configs) > 0 {
-			git, named = gitNamedPaths(nil, configs, home)
-			out = append(out, git...)
+		var moved []movedConfig
+		var more []string
+		if out, moved, named = shellNamedPaths(home, uid, nil); named == nil && len(moved) > 0 {
+			more, named = movedNamedPaths(moved, home, uid)
+			out = append(out, more...)
 		}
 	})
 	return out, cmp.Or(err, named)

@@ -350,7 +350,8 @@ func TestShellNamesProgramsAndGlobs(t *testing.T) {
 		n := shellNames([]byte(c.src), "/home/u")
 		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
 		wantNames(t, c.src, got, c.want, c.not)
-		wantNames(t, c.src, n.gitConfigs, c.cfg, nil)
+		git, _ := movedKinds(n.moved)
+		wantNames(t, c.src, git, c.cfg, nil)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +51,64 @@ var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, ku
 
 var toolNamesCache = newParsedFiles(func(n toolNames) int { return stringsSize(n.named) + stringsSize(n.includes) })
 
+// movedConfig is a config a start-up file moves out of its place in the home (`export
+// KUBECONFIG=~/p/kubeconfig`, GIT_CONFIG_GLOBAL): kind is that place, "git" or a key of
+// toolConfigs, whose reader reads it. The file itself is protected as the variable's value
+// (configVars); what it names is read here, as the home's config's would be.
+type movedConfig struct{ kind, path string }
+
+// gitKind is a movedConfig's kind for git's config.
+const gitKind = "git"
+
+// movedToolConfigs are the variables that move one of toolConfigs, with its key; dirFiles,
+// where the variable names a dir, are the config's names in it.
+var movedToolConfigs = map[string]struct {
+	key      string
+	dirFiles []string
+}{
+	"KUBECONFIG":            {key: ".kube/config"}, // a colon list, each one read
+	"NPM_CONFIG_USERCONFIG": {key: ".npmrc"},
+	"npm_config_userconfig": {key: ".npmrc"},
+	"AWS_CONFIG_FILE":       {key: ".aws/config"},
+	"PSQLRC":                {key: ".psqlrc"},
+	"CARGO_HOME":            {key: ".cargo/config.toml", dirFiles: []string{"config.toml", "config"}},
+	"GNUPGHOME":             {key: ".gnupg/gpg-agent.conf", dirFiles: []string{"gpg-agent.conf"}},
+}
+
+// movedTo is the configs a start-up file's NAME=v moves (movedToolConfigs): each entry of v
+// whose text is known and that is absolute or the home's, nil for any other name.
+func movedTo(name, v, home string) []movedConfig {
+	mt, ok := movedToolConfigs[name]
+	if !ok {
+		return nil
+	}
+	var out []movedConfig
+	for _, e := range pathEntries(v, home) {
+		if strings.Contains(e, dynamicPart) || !(filepath.IsAbs(e) || strings.HasPrefix(e, home+"/")) {
+			continue
+		}
+		if mt.dirFiles == nil {
+			out = append(out, movedConfig{mt.key, filepath.Clean(e)})
+		}
+		for _, f := range mt.dirFiles {
+			out = append(out, movedConfig{mt.key, filepath.Join(e, f)})
+		}
+	}
+	return out
+}
+
+// movedKinds splits moved into git's configs and the tools'.
+func movedKinds(moved []movedConfig) (git []string, tools []movedConfig) {
+	for _, m := range moved {
+		if m.kind == gitKind {
+			git = appendNew(git, m.path)
+		} else if !slices.Contains(tools, m) {
+			tools = append(tools, m)
+		}
+	}
+	return git, tools
+}
+
 // toolConfigNamedPaths returns what toolConfigs in home name (see above), absolute and clean.
 // missing, when set, answers for a path known not to be there. Past maxToolConfigFiles files,
 // maxNamedPaths names or a config's size bound it fails. Run as the caller, uid.
@@ -57,20 +116,48 @@ func toolConfigNamedPaths(home string, uid uint32, missing func(string) bool) ([
 	if home == "" || home == "/" {
 		return nil, nil
 	}
-	var starts []string
-	parsers := map[string]func([]byte, string, string) toolNames{}
-	for rel, parse := range toolConfigs {
-		p := filepath.Join(home, rel)
-		starts = append(starts, p)
-		parsers[p] = parse
+	var starts []movedConfig
+	for rel := range toolConfigs {
+		starts = append(starts, movedConfig{rel, filepath.Join(home, rel)})
+	}
+	return readToolConfigs(starts, home, uid, missing)
+}
+
+// movedNamedPaths is what the configs start-up files moved name (movedConfig), each read as
+// the config it stands for. Run as the caller, uid.
+func movedNamedPaths(moved []movedConfig, home string, uid uint32) ([]string, error) {
+	git, tools := movedKinds(moved)
+	named, err := readToolConfigs(tools, home, uid, nil)
+	if err != nil || len(git) == 0 {
+		return named, err
+	}
+	more, err := gitNamedPaths(nil, git, home)
+	return append(named, more...), err
+}
+
+// readToolConfigs reads the configs starts, each with its kind's parser, and the files they
+// include, for what they name.
+func readToolConfigs(starts []movedConfig, home string, uid uint32, missing func(string) bool) ([]string, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	var paths []string
+	kinds := map[string]string{}
+	for _, c := range starts {
+		if _, known := kinds[c.path]; !known {
+			paths = append(paths, c.path)
+			kinds[c.path] = c.kind
+		}
 	}
 	var tooLarge error
-	named, err := followNamed(starts, maxToolConfigFiles, missing, func(p string, out *namedSet, read func(string)) bool {
+	named, err := followNamed(paths, maxToolConfigFiles, missing, func(p string, out *namedSet, read func(string)) bool {
+		kind := kinds[p]
 		limit := int64(maxShellFileBytes)
-		if p == filepath.Join(home, ".kube", "config") {
+		if kind == ".kube/config" {
 			limit = maxKubeConfigBytes
 		}
-		n, ok := toolNamesCache.get(p, home, uid, limit, func(b []byte) toolNames { return parsers[p](b, home, filepath.Dir(p)) })
+		// The cache's key holds the kind: one file may be read as two tools' configs.
+		n, ok := toolNamesCache.get(p, home+"\x00"+kind, uid, limit, func(b []byte) toolNames { return toolConfigs[kind](b, home, filepath.Dir(p)) })
 		if !ok {
 			var st unix.Stat_t
 			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size > limit {
@@ -86,8 +173,8 @@ func toolConfigNamedPaths(home string, uid uint32, missing func(string) bool) ([
 			// Read as the same tool's; only the home's (the system's cannot be written, and
 			// each read counts against maxToolConfigFiles).
 			if strings.HasPrefix(c, home+"/") {
-				if _, known := parsers[c]; !known {
-					parsers[c] = parsers[p]
+				if _, known := kinds[c]; !known {
+					kinds[c] = kind
 				}
 				read(c)
 			}

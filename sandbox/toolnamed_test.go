@@ -203,6 +203,52 @@ func TestToolConfigNamedProtected(t *testing.T) {
 		`( echo id >> tools/kube""cred ) 2>/dev/null && echo 'ATTACK-WORKED kube exec'; `)
 }
 
+// TestShellMovedToolConfigsRead: a tool's config a start-up file moves out of the home
+// (KUBECONFIG, a colon list; NPM_CONFIG_USERCONFIG; AWS_CONFIG_FILE; PSQLRC; the dirs
+// CARGO_HOME and GNUPGHOME; fish's set -gx as bash's export) is read as the home's would be for
+// the programs it names: only the file itself was kept read-only, and the credential plugin a
+// project's kubeconfig runs was writable.
+func TestShellMovedToolConfigsRead(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".bashrc"): "export KUBECONFIG=$HOME/x:~/p/kc NPM_CONFIG_USERCONFIG=~/p/npmrc\n" +
+			"export AWS_CONFIG_FILE=~/p/aws PSQLRC=~/p/psqlrc CARGO_HOME=~/p/cargo\n",
+		filepath.Join(home, ".config/fish/config.fish"): "set -gx GNUPGHOME ~/p/gnupg\n",
+		filepath.Join(home, "p/kc"):                     "users:\n- name: u\n  user:\n    exec:\n      command: ./tools/kubecred\n",
+		filepath.Join(home, "p/npmrc"):                  "script-shell=~/p/tools/npmsh\n",
+		filepath.Join(home, "p/aws"):                    "[default]\ncredential_process = ~/p/tools/awscred\n",
+		filepath.Join(home, "p/psqlrc"):                 "\\! ~/p/tools/fromsql\n",
+		filepath.Join(home, "p/cargo/config.toml"):      "[build]\nrustc-wrapper = \"/opt/w/wrap\"\n",
+		filepath.Join(home, "p/gnupg/gpg-agent.conf"):   "pinentry-program ~/p/tools/pinentry\n",
+	})
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	shell, err := ShellNamedPaths(uid, gid, nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := ToolNamedPaths(uid, gid, nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"p/kc", "p/tools/kubecred", "p/npmrc", "p/tools/npmsh", "p/aws", "p/tools/awscred",
+		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap"} {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(home, w)
+		}
+		if !slices.Contains(shell, w) && !slices.Contains(tools, w) {
+			t.Errorf("%s not among %v or %v", w, shell, tools)
+		}
+	}
+	// The plan reads them too: a session rooted in the project, where the kubeconfig its
+	// owner's .bashrc names runs ./tools/kubecred.
+	attackNamed(t, map[string]string{
+		".bashrc":             "export KUBECONFIG=~/repo/.kube.yaml\n",
+		"repo/.kube.yaml":     "users:\n- name: u\n  user:\n    exec:\n      command: ./tools/kubecred\n",
+		"repo/tools/kubecred": "#!/bin/sh\n",
+	}, `( echo id >> tools/kube""cred ) 2>/dev/null && echo 'ATTACK-WORKED moved kubeconfig'; `)
+}
+
 // FuzzToolConfigNames: any file, read as each tool's config, parses without a panic and names
 // only absolute, clean paths.
 func FuzzToolConfigNames(f *testing.F) {

