@@ -30,6 +30,8 @@ import (
 var shellStartup = []string{
 	".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_aliases", ".bash_logout",
 	".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout",
+	// Sourced by sh as other programs start: mvn, sensible-editor.
+	".mavenrc", ".selected_editor",
 }
 
 // zshStartup are the files zsh reads from ZDOTDIR when it is set.
@@ -405,9 +407,10 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 						n.moveGit(pathWords(val, home)...)
 					}
 				}
-			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE":
-				// Dirs every program's libraries, git's subcommands or Python's user site come
-				// from, as PATH's commands do: protected whole.
+			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE", "JAVA_HOME", "GOROOT":
+				// Dirs every program's libraries, git's subcommands, Python's user site or a
+				// toolchain (mvn runs $JAVA_HOME/bin/java) come from, as PATH's commands do:
+				// protected whole.
 				for _, e := range pathEntries(v, home) {
 					file(e)
 				}
@@ -422,7 +425,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				}
 			case "EDITOR", "VISUAL", "PAGER", "MANPAGER", "GIT_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
 				"SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_SEQUENCE_EDITOR",
-				"GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE":
+				"GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE", "SELECTED_EDITOR":
 				// A command the user's tools run: less's through the shell after a | (|| where
 				// empty output means none, - for standard input too). Its path-like words as
 				// well, where the text is past the depth read or its options name a file
@@ -447,6 +450,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 						n.moveGit(filepath.Join(d, "git/config"))
 					}
 				}
+				n.moved = append(n.moved, movedTo(a.Name.Value, v, home)...) // the go command's env
 			default:
 				if k, ok := strings.CutPrefix(a.Name.Value, "GIT_CONFIG_KEY_"); ok && k != "" {
 					gitKeys = append(gitKeys, v)

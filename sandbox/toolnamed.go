@@ -13,7 +13,8 @@ import (
 // Tools' configs in the home are protected (ProtectedInHome), but they name programs the tool
 // runs by their path: npm's script-shell and node-options --require, kubectl's exec credential
 // plugin, cargo's rustc-wrapper, linker, runner and credential providers, the AWS CLI's
-// credential_process, gpg-agent's pinentry-program, psql's \! and PAGER. Such a program in a
+// credential_process, gpg-agent's pinentry-program, psql's \! and PAGER, the go command's CC
+// and GOFLAGS=-toolexec (~/.config/go/env). Such a program in a
 // writable dir is as much the tool's as its config is: the user's next `npm run`, `kubectl get
 // pods` or `cargo build` on the host runs what a call put there. It is protected like the
 // config.
@@ -29,6 +30,7 @@ var toolConfigs = map[string]func(src []byte, home, dir string) toolNames{
 	".aws/config":           awsConfigNames,
 	".gnupg/gpg-agent.conf": gpgAgentNames,
 	".psqlrc":               psqlrcNames,
+	".config/go/env":        goEnvNames,
 }
 
 // toolNames is what one tool config names: programs and files the tool runs or loads, and
@@ -47,7 +49,7 @@ const (
 
 // errToolConfigTooLarge is a tool config larger than is read: what it names could not be
 // protected.
-var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg-agent, psql) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
+var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg-agent, psql, go) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
 
 var toolNamesCache = newParsedFiles(func(n toolNames) int { return stringsSize(n.named) + stringsSize(n.includes) })
 
@@ -73,6 +75,8 @@ var movedToolConfigs = map[string]struct {
 	"PSQLRC":                {key: ".psqlrc"},
 	"CARGO_HOME":            {key: ".cargo/config.toml", dirFiles: []string{"config.toml", "config"}},
 	"GNUPGHOME":             {key: ".gnupg/gpg-agent.conf", dirFiles: []string{"gpg-agent.conf"}},
+	"GOENV":                 {key: ".config/go/env"},
+	"XDG_CONFIG_HOME":       {key: ".config/go/env", dirFiles: []string{"go/env"}},
 }
 
 // movedTo is the configs a start-up file's NAME=v moves (movedToolConfigs): each entry of v
@@ -463,6 +467,27 @@ func awsConfigNames(src []byte, home, _ string) toolNames {
 		if k, v, ok := iniKeyValue(line); ok && k == "credential_process" {
 			n.named = append(n.named, commandPaths(v, home, "")...)
 		}
+	}
+	return n
+}
+
+// goEnvKeys are the go command's settings (`go env -w`) whose value runs a program: the C
+// compilers and tools cgo runs, and flags given to every build (GOFLAGS=-toolexec=/p/x, a
+// -exec for go run and go test) and to the C compilers (-fplugin=, -B). GOROOT is the
+// toolchain itself, protected whole.
+var goEnvKeys = map[string]bool{"CC": true, "CXX": true, "FC": true, "AR": true, "PKG_CONFIG": true, "GOFLAGS": true,
+	"CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_FFLAGS": true, "CGO_LDFLAGS": true, "GOROOT": true}
+
+// goEnvNames reads the go command's env file (KEY=VALUE lines, as `go env -w` writes them).
+func goEnvNames(src []byte, home, _ string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || !goEnvKeys[k] {
+			continue
+		}
+		n.named = append(n.named, commandPaths(v, home, "")...)
+		n.named = append(n.named, pathWords(v, home)...)
 	}
 	return n
 }

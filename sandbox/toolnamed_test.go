@@ -148,6 +148,7 @@ func TestToolConfigNamedPaths(t *testing.T) {
 		filepath.Join(home, ".aws", "config"):           "[default]\ncredential_process = ~/proj/tools/awscred\n",
 		filepath.Join(home, ".gnupg", "gpg-agent.conf"): "pinentry-program ~/proj/tools/pinentry\n",
 		filepath.Join(home, ".psqlrc"):                  "\\ir dot/psql.sql\n",
+		filepath.Join(home, ".config", "go", "env"):     "GOFLAGS=-mod=mod -toolexec=$HOME/proj/tools/toolexec\nCC=~/proj/tools/cc -O2\nGOPROXY=https://x/y\n",
 		filepath.Join(home, "dot", "psql.sql"):          "\\! ~/proj/tools/fromsql\n",
 	})
 	got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil)
@@ -155,7 +156,7 @@ func TestToolConfigNamedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"proj/tools/npmsh", "proj/tools/pre.js", "proj/tools/kubecred", "proj/tools/wrap", "proj/tools/awscred",
-		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql"} {
+		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql", "proj/tools/toolexec", "proj/tools/cc"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}
@@ -205,15 +206,16 @@ func TestToolConfigNamedProtected(t *testing.T) {
 
 // TestShellMovedToolConfigsRead: a tool's config a start-up file moves out of the home
 // (KUBECONFIG, a colon list; NPM_CONFIG_USERCONFIG; AWS_CONFIG_FILE; PSQLRC; the dirs
-// CARGO_HOME and GNUPGHOME; fish's set -gx as bash's export) is read as the home's would be for
-// the programs it names: only the file itself was kept read-only, and the credential plugin a
-// project's kubeconfig runs was writable.
+// CARGO_HOME and GNUPGHOME; XDG_CONFIG_HOME's go/env; fish's set -gx as bash's export) is
+// read as the home's would be for the programs it names: only the file itself was kept
+// read-only, and the credential plugin a project's kubeconfig runs was writable. The files mvn
+// and sensible-editor source are read as start-up files.
 func TestShellMovedToolConfigsRead(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	writeFiles(t, map[string]string{
 		filepath.Join(home, ".bashrc"): "export KUBECONFIG=$HOME/x:~/p/kc NPM_CONFIG_USERCONFIG=~/p/npmrc\n" +
-			"export AWS_CONFIG_FILE=~/p/aws PSQLRC=~/p/psqlrc CARGO_HOME=~/p/cargo\n",
+			"export AWS_CONFIG_FILE=~/p/aws PSQLRC=~/p/psqlrc CARGO_HOME=~/p/cargo\nexport XDG_CONFIG_HOME=~/p/xdg\n",
 		filepath.Join(home, ".config/fish/config.fish"): "set -gx GNUPGHOME ~/p/gnupg\n",
 		filepath.Join(home, "p/kc"):                     "users:\n- name: u\n  user:\n    exec:\n      command: ./tools/kubecred\n",
 		filepath.Join(home, "p/npmrc"):                  "script-shell=~/p/tools/npmsh\n",
@@ -221,6 +223,9 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		filepath.Join(home, "p/psqlrc"):                 "\\! ~/p/tools/fromsql\n",
 		filepath.Join(home, "p/cargo/config.toml"):      "[build]\nrustc-wrapper = \"/opt/w/wrap\"\n",
 		filepath.Join(home, "p/gnupg/gpg-agent.conf"):   "pinentry-program ~/p/tools/pinentry\n",
+		filepath.Join(home, "p/xdg/go/env"):             "CC=/opt/w/cc\n",
+		filepath.Join(home, ".mavenrc"):                 "JAVA_HOME=~/p/jdk\n",
+		filepath.Join(home, ".selected_editor"):         "SELECTED_EDITOR=\"$HOME/p/tools/ed\"\n",
 	})
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	shell, err := ShellNamedPaths(uid, gid, nil, home)
@@ -232,7 +237,7 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"p/kc", "p/tools/kubecred", "p/npmrc", "p/tools/npmsh", "p/aws", "p/tools/awscred",
-		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap"} {
+		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap", "/opt/w/cc", "p/jdk", "p/tools/ed"} {
 		if !filepath.IsAbs(w) {
 			w = filepath.Join(home, w)
 		}
