@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -14,7 +15,8 @@ import (
 // runs by their path: npm's script-shell and node-options --require, kubectl's exec credential
 // plugin, cargo's rustc-wrapper, linker, runner and credential providers, the AWS CLI's
 // credential_process, gpg-agent's pinentry-program, psql's \! and PAGER, the go command's CC
-// and GOFLAGS=-toolexec (~/.config/go/env). Such a program in a
+// and GOFLAGS=-toolexec (~/.config/go/env), docker's CLI plugin dirs, terraform's provider
+// overrides and plugin cache, wget's use_askpass. Such a program in a
 // writable dir is as much the tool's as its config is: the user's next `npm run`, `kubectl get
 // pods` or `cargo build` on the host runs what a call put there. It is protected like the
 // config.
@@ -31,6 +33,9 @@ var toolConfigs = map[string]func(src []byte, home, dir string) toolNames{
 	".gnupg/gpg-agent.conf": gpgAgentNames,
 	".psqlrc":               psqlrcNames,
 	".config/go/env":        goEnvNames,
+	".docker/config.json":   dockerConfigNames,
+	".terraformrc":          terraformrcNames,
+	".wgetrc":               wgetrcNames,
 }
 
 // toolNames is what one tool config names: programs and files the tool runs or loads, and
@@ -49,7 +54,7 @@ const (
 
 // errToolConfigTooLarge is a tool config larger than is read: what it names could not be
 // protected.
-var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg-agent, psql, go) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
+var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg-agent, psql, go, docker, terraform, wget) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
 
 var toolNamesCache = newParsedFiles(func(n toolNames) int { return stringsSize(n.named) + stringsSize(n.includes) })
 
@@ -76,6 +81,9 @@ var movedToolConfigs = map[string]struct {
 	"CARGO_HOME":            {key: ".cargo/config.toml", dirFiles: []string{"config.toml", "config"}},
 	"GNUPGHOME":             {key: ".gnupg/gpg-agent.conf", dirFiles: []string{"gpg-agent.conf"}},
 	"GOENV":                 {key: ".config/go/env"},
+	"DOCKER_CONFIG":         {key: ".docker/config.json", dirFiles: []string{"config.json"}},
+	"TF_CLI_CONFIG_FILE":    {key: ".terraformrc"},
+	"WGETRC":                {key: ".wgetrc"},
 	"XDG_CONFIG_HOME":       {key: ".config/go/env", dirFiles: []string{"go/env"}},
 }
 
@@ -488,6 +496,46 @@ func goEnvNames(src []byte, home, _ string) toolNames {
 		}
 		n.named = append(n.named, commandPaths(v, home, "")...)
 		n.named = append(n.named, pathWords(v, home)...)
+	}
+	return n
+}
+
+// dockerConfigNames reads the docker CLI's config.json: the dirs it takes CLI plugins from
+// (cliPluginsExtraDirs), which docker runs on any command (docker --help lists them by running
+// each). Protected whole.
+func dockerConfigNames(src []byte, home, _ string) toolNames {
+	var c struct {
+		Dirs []string `json:"cliPluginsExtraDirs"`
+	}
+	var n toolNames
+	if json.Unmarshal(src, &c) != nil {
+		// A config docker cannot read either: every path-like word, to be sure.
+		n.named = pathWords(string(src), home)
+		return n
+	}
+	for _, d := range c.Dirs {
+		if p := toolPath(d, home, ""); p != "" {
+			n.named = append(n.named, p)
+		}
+	}
+	return n
+}
+
+// terraformrcNames reads terraform's CLI config (HCL): every path in it is where terraform
+// takes providers from and runs them (dev_overrides, a filesystem_mirror, plugin_cache_dir),
+// so each path-like word is taken.
+func terraformrcNames(src []byte, home, _ string) toolNames {
+	return toolNames{named: pathWords(string(src), home)}
+}
+
+// wgetrcNames reads ~/.wgetrc (key = value): the program use_askpass runs.
+func wgetrcNames(src []byte, home, _ string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		k, v, ok := iniKeyValue(line)
+		if ok && strings.NewReplacer("_", "", "-", "").Replace(k) == "useaskpass" {
+			n.named = append(n.named, commandPaths(v, home, "")...)
+		}
 	}
 	return n
 }

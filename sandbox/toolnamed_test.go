@@ -149,6 +149,9 @@ func TestToolConfigNamedPaths(t *testing.T) {
 		filepath.Join(home, ".gnupg", "gpg-agent.conf"): "pinentry-program ~/proj/tools/pinentry\n",
 		filepath.Join(home, ".psqlrc"):                  "\\ir dot/psql.sql\n",
 		filepath.Join(home, ".config", "go", "env"):     "GOFLAGS=-mod=mod -toolexec=$HOME/proj/tools/toolexec\nCC=~/proj/tools/cc -O2\nGOPROXY=https://x/y\n",
+		filepath.Join(home, ".docker", "config.json"):   `{"auths": {}, "cliPluginsExtraDirs": ["~/proj/dockerplugins", "/opt/dp"]}`,
+		filepath.Join(home, ".terraformrc"):             "plugin_cache_dir = \"$HOME/proj/tfcache\"\nprovider_installation {\n  dev_overrides {\n    \"h/x\" = \"/home/u/../../opt/tfdev\"\n  }\n}\n",
+		filepath.Join(home, ".wgetrc"):                  "use_askpass = ~/proj/tools/askpass\n",
 		filepath.Join(home, "dot", "psql.sql"):          "\\! ~/proj/tools/fromsql\n",
 	})
 	got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil)
@@ -156,13 +159,17 @@ func TestToolConfigNamedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"proj/tools/npmsh", "proj/tools/pre.js", "proj/tools/kubecred", "proj/tools/wrap", "proj/tools/awscred",
-		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql", "proj/tools/toolexec", "proj/tools/cc"} {
+		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql", "proj/tools/toolexec", "proj/tools/cc",
+		"proj/dockerplugins", "/opt/dp", "proj/tfcache", "/opt/tfdev", "proj/tools/askpass", "/opt/ld"} {
+		if filepath.IsAbs(w) {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s not among %v", w, got)
+			}
+			continue
+		}
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}
-	}
-	if !slices.Contains(got, "/opt/ld") {
-		t.Errorf("/opt/ld not among %v", got)
 	}
 	// missing answers for a file without a look.
 	if got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), func(p string) bool { return p == filepath.Join(home, ".npmrc") }); err != nil || slices.Contains(got, filepath.Join(home, "proj/tools/npmsh")) {
@@ -225,6 +232,8 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		filepath.Join(home, "p/gnupg/gpg-agent.conf"):   "pinentry-program ~/p/tools/pinentry\n",
 		filepath.Join(home, "p/xdg/go/env"):             "CC=/opt/w/cc\n",
 		filepath.Join(home, ".mavenrc"):                 "JAVA_HOME=~/p/jdk\n",
+		filepath.Join(home, ".bash_profile"):            "export DOCKER_CONFIG=~/p/docker\n",
+		filepath.Join(home, "p/docker/config.json"):     `{"cliPluginsExtraDirs": ["/opt/w/dockerplugins"]}`,
 		filepath.Join(home, ".selected_editor"):         "SELECTED_EDITOR=\"$HOME/p/tools/ed\"\n",
 	})
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
@@ -237,7 +246,7 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"p/kc", "p/tools/kubecred", "p/npmrc", "p/tools/npmsh", "p/aws", "p/tools/awscred",
-		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap", "/opt/w/cc", "p/jdk", "p/tools/ed"} {
+		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap", "/opt/w/cc", "p/jdk", "p/tools/ed", "/opt/w/dockerplugins"} {
 		if !filepath.IsAbs(w) {
 			w = filepath.Join(home, w)
 		}
