@@ -16,7 +16,9 @@ import (
 // plugin, cargo's rustc-wrapper, linker, runner and credential providers, the AWS CLI's
 // credential_process, gpg-agent's pinentry-program, psql's \! and PAGER, the go command's CC
 // and GOFLAGS=-toolexec (~/.config/go/env), docker's CLI plugin dirs, terraform's provider
-// overrides and plugin cache, wget's use_askpass. Such a program in a
+// overrides and plugin cache, wget's use_askpass, gpg's helpers, what readline's inputrc
+// includes, less's input filter (lesskey), man's DEFINE programs, what sqlite3's start-up
+// commands read, load and run, and perl -d's .perldb. Such a program in a
 // writable dir is as much the tool's as its config is: the user's next `npm run`, `kubectl get
 // pods` or `cargo build` on the host runs what a call put there. It is protected like the
 // config.
@@ -36,6 +38,13 @@ var toolConfigs = map[string]func(src []byte, home, dir string) toolNames{
 	".docker/config.json":   dockerConfigNames,
 	".terraformrc":          terraformrcNames,
 	".wgetrc":               wgetrcNames,
+	".gnupg/gpg.conf":       gpgConfNames,
+	".inputrc":              inputrcNames,
+	".lesskey":              lesskeyNames,
+	".config/lesskey":       lesskeyNames,
+	".manpath":              manpathNames,
+	".sqliterc":             sqlitercNames,
+	".perldb":               perldbNames,
 }
 
 // toolNames is what one tool config names: programs and files the tool runs or loads, and
@@ -45,8 +54,9 @@ type toolNames struct {
 }
 
 const (
-	// maxToolConfigFiles bounds the files read, psql's included ones with them.
-	maxToolConfigFiles = 16
+	// maxToolConfigFiles bounds the files read, the included ones (psql's, readline's,
+	// sqlite's) with them: about twice the configs a home may hold.
+	maxToolConfigFiles = 40
 	// maxKubeConfigBytes bounds ~/.kube/config, which holds each cluster's certificates; the
 	// others are bounded as start-up files are (maxShellFileBytes).
 	maxKubeConfigBytes = 4 << 20
@@ -54,7 +64,7 @@ const (
 
 // errToolConfigTooLarge is a tool config larger than is read: what it names could not be
 // protected.
-var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg-agent, psql, go, docker, terraform, wget) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
+var errToolConfigTooLarge = fmt.Errorf("%w: a tool's config in the home (npm, kubectl, cargo, aws, gpg, psql, go, docker, terraform, wget, readline, less, man, sqlite, perl) is larger than sandboxd reads on every call to protect the programs it names; shorten it", ErrBadSpec)
 
 var toolNamesCache = newParsedFiles(func(n toolNames) int { return stringsSize(n.named) + stringsSize(n.includes) })
 
@@ -84,6 +94,8 @@ var movedToolConfigs = map[string]struct {
 	"DOCKER_CONFIG":         {key: ".docker/config.json", dirFiles: []string{"config.json"}},
 	"TF_CLI_CONFIG_FILE":    {key: ".terraformrc"},
 	"WGETRC":                {key: ".wgetrc"},
+	"INPUTRC":               {key: ".inputrc"},
+	"LESSKEYIN":             {key: ".lesskey"},
 	"XDG_CONFIG_HOME":       {key: ".config/go/env", dirFiles: []string{"go/env"}},
 }
 
@@ -279,8 +291,14 @@ func npmrcNames(src []byte, home, _ string) toolNames {
 	var n toolNames
 	for _, line := range strings.Split(string(src), "\n") {
 		k, v, ok := iniKeyValue(line)
-		if ok && npmKeys[strings.ReplaceAll(k, "_", "-")] {
+		switch k = strings.ReplaceAll(k, "_", "-"); {
+		case npmKeys[k]:
 			n.named = append(n.named, commandPaths(v, home, "")...)
+		case ok && (k == "globalconfig" || k == "userconfig"):
+			// More of npm's config, read as this one is.
+			if p := toolPath(strings.Trim(v, `'"`), home, ""); p != "" {
+				n.includes = append(n.includes, p)
+			}
 		}
 	}
 	return n
@@ -538,6 +556,92 @@ func wgetrcNames(src []byte, home, _ string) toolNames {
 		}
 	}
 	return n
+}
+
+// gpgConfNames reads gpg.conf (an option, white space, its value): the helper programs gpg
+// starts (the agent, dirmngr) and the viewer it runs for a photo id.
+func gpgConfNames(src []byte, home, _ string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		k, v, _ := strings.Cut(strings.Replace(strings.TrimSpace(line), "\t", " ", 1), " ")
+		switch k {
+		case "agent-program", "dirmngr-program", "keyboxd-program", "photo-viewer":
+			n.named = append(n.named, commandPaths(strings.TrimSpace(v), home, "")...)
+		}
+	}
+	return n
+}
+
+// inputrcNames reads readline's inputrc: the files its $include lines read as more of it.
+// (Its macros type text into the shell at a key press, which is why the file is protected.)
+func inputrcNames(src []byte, home, dir string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "$include"); ok {
+			if p := toolPath(strings.TrimSpace(f), home, dir); p != "" {
+				n.includes = append(n.includes, p)
+			}
+		}
+	}
+	return n
+}
+
+// lessEnv are the variables a lesskey file's #env section sets for less that run a program.
+var lessEnv = map[string]bool{"LESSOPEN": true, "LESSCLOSE": true, "VISUAL": true, "EDITOR": true, "SHELL": true, "LESSEDIT": true}
+
+// lesskeyNames reads a lesskey source file: the programs its #env section's LESSOPEN (an input
+// filter, run on every file less opens), editor and shell name.
+func lesskeyNames(src []byte, home, _ string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && lessEnv[strings.TrimSpace(k)] {
+			n.named = append(n.named, commandPaths(strings.TrimLeft(strings.TrimSpace(v), "|-"), home, "")...)
+		}
+	}
+	return n
+}
+
+// manpathNames reads man's ~/.manpath: the programs its DEFINE lines give man to run (the
+// pager, nroff, the browser, each formatter).
+func manpathNames(src []byte, home, _ string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "DEFINE" {
+			n.named = append(n.named, commandPaths(strings.Join(f[2:], " "), home, "")...)
+		}
+	}
+	return n
+}
+
+// sqlitercNames reads ~/.sqliterc, the dot commands sqlite3 runs at start: the files .read
+// reads as more of them, the extensions .load loads, the commands .shell and .system run, and
+// an output piped to a program (.output |cmd).
+func sqlitercNames(src []byte, home, dir string) toolNames {
+	var n toolNames
+	for _, line := range strings.Split(string(src), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		rest := strings.Join(f[1:], " ")
+		switch f[0] {
+		case ".read":
+			if p := toolPath(strings.Trim(f[1], `'"`), home, dir); p != "" {
+				n.includes = append(n.includes, p)
+			}
+		case ".load":
+			n.named = append(n.named, commandPaths(strings.Trim(rest, `'"`), home, "")...)
+		case ".shell", ".system", ".output", ".once", ".excel":
+			n.named = append(n.named, commandPaths(strings.TrimLeft(strings.Trim(rest, `'"`), "|"), home, "")...)
+		}
+	}
+	return n
+}
+
+// perldbNames reads ~/.perldb, which perl -d runs as Perl: every path in it.
+func perldbNames(src []byte, home, _ string) toolNames {
+	return toolNames{named: pathWords(string(src), home)}
 }
 
 // gpgAgentNames reads gpg-agent.conf (an option, white space, its value): the programs the

@@ -141,7 +141,8 @@ func TestToolConfigNamedPaths(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	writeFiles(t, map[string]string{
-		filepath.Join(home, ".npmrc"):                   "script-shell=~/proj/tools/npmsh\nnode-options=--require ~/proj/tools/pre.js\n",
+		filepath.Join(home, ".npmrc"):                   "script-shell=~/proj/tools/npmsh\nnode-options=--require ~/proj/tools/pre.js\nglobalconfig=~/dot/npmrc\n",
+		filepath.Join(home, "dot", "npmrc"):             "git=~/proj/tools/npmgit\n",
 		filepath.Join(home, ".kube", "config"):          "users:\n- name: u\n  user:\n    exec:\n      command: ~/proj/tools/kubecred\n",
 		filepath.Join(home, ".cargo", "config.toml"):    "[build]\nrustc-wrapper = \"proj/tools/wrap\"\n",
 		filepath.Join(home, ".cargo", "config"):         "[target.x]\nlinker = \"/opt/ld\"\n",
@@ -152,6 +153,14 @@ func TestToolConfigNamedPaths(t *testing.T) {
 		filepath.Join(home, ".docker", "config.json"):   `{"auths": {}, "cliPluginsExtraDirs": ["~/proj/dockerplugins", "/opt/dp"]}`,
 		filepath.Join(home, ".terraformrc"):             "plugin_cache_dir = \"$HOME/proj/tfcache\"\nprovider_installation {\n  dev_overrides {\n    \"h/x\" = \"/home/u/../../opt/tfdev\"\n  }\n}\n",
 		filepath.Join(home, ".wgetrc"):                  "use_askpass = ~/proj/tools/askpass\n",
+		filepath.Join(home, ".gnupg", "gpg.conf"):       "agent-program ~/proj/tools/agent --x\n",
+		filepath.Join(home, ".inputrc"):                 "set editing-mode vi\n$include ~/dot/inputrc\n",
+		filepath.Join(home, "dot", "inputrc"):           "$include ~/proj/inputrc.more\n",
+		filepath.Join(home, ".lesskey"):                 "#env\nLESSOPEN=|~/proj/tools/lessfilter %s\n",
+		filepath.Join(home, ".manpath"):                 "MANPATH_MAP /bin /usr/share/man\nDEFINE pager ~/proj/tools/manpager -s\n",
+		filepath.Join(home, ".sqliterc"):                ".headers on\n.load ~/proj/ext.so\n.read ~/dot/sql.more\n",
+		filepath.Join(home, "dot", "sql.more"):          ".shell ~/proj/tools/fromsqlite\n",
+		filepath.Join(home, ".perldb"):                  "require '/opt/perldb/x.pl';\n",
 		filepath.Join(home, "dot", "psql.sql"):          "\\! ~/proj/tools/fromsql\n",
 	})
 	got, err := toolConfigNamedPaths(home, uint32(os.Getuid()), nil)
@@ -160,7 +169,9 @@ func TestToolConfigNamedPaths(t *testing.T) {
 	}
 	for _, w := range []string{"proj/tools/npmsh", "proj/tools/pre.js", "proj/tools/kubecred", "proj/tools/wrap", "proj/tools/awscred",
 		"proj/tools/pinentry", "dot/psql.sql", "proj/tools/fromsql", "proj/tools/toolexec", "proj/tools/cc",
-		"proj/dockerplugins", "/opt/dp", "proj/tfcache", "/opt/tfdev", "proj/tools/askpass", "/opt/ld"} {
+		"proj/dockerplugins", "/opt/dp", "proj/tfcache", "/opt/tfdev", "proj/tools/askpass", "/opt/ld",
+		"dot/npmrc", "proj/tools/npmgit", "proj/tools/agent", "dot/inputrc", "proj/inputrc.more", "proj/tools/lessfilter",
+		"proj/tools/manpager", "proj/ext.so", "dot/sql.more", "proj/tools/fromsqlite", "/opt/perldb/x.pl"} {
 		if filepath.IsAbs(w) {
 			if !slices.Contains(got, w) {
 				t.Errorf("%s not among %v", w, got)
