@@ -21,8 +21,14 @@ var rcFiles = map[string][]string{
 	".config/gdb/gdbinit":          gdbCommands,
 	".config/fish/config.fish":     fishCommands,
 	".config/fish/conf.d/*.fish":   fishCommands,
-	".config/environment.d/*.conf": {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONSTARTUP", "GIT_EXEC_PATH"},
+	".config/environment.d/*.conf": {envAssignments},
 }
+
+// envAssignments marks a file of NAME=VALUE lines (environment.d, which sets the environment of
+// the user's systemd services and, on many desktops, their session): each read as a start-up
+// file's assignment is, for every variable shellNames knows (PATH, EDITOR, BASH_ENV,
+// JAVA_TOOL_OPTIONS, KUBECONFIG, ...).
+const envAssignments = "NAME=VALUE"
 
 var (
 	// tmuxCommands: anywhere on a line (a hook's or a key's command, a status line's #(…)).
@@ -141,6 +147,19 @@ func rcParse(src []byte, home string, cmds []string) rcFileNames {
 	}
 	var blocks []*loop // one for each open block, nil for those that are not for loops
 	for _, line := range strings.Split(string(src), "\n") {
+		if slices.Contains(cmds, envAssignments) {
+			// Its ${NAME} and $NAME expand as the shell's do, and quotes around a value go
+			// (systemd reads it as an EnvironmentFile); quoted, nothing else of it is shell.
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && fishVarName(k) {
+				if len(v) > 1 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+					v = v[1 : len(v)-1]
+				}
+				n := shellNames([]byte(k+`="`+envQuote.Replace(v)+"\"\n"), home)
+				out = append(slices.Concat(out, n.named, n.sourced), movedFiles(n.moved)...)
+				moved = append(moved, n.moved...)
+			}
+			continue
+		}
 		for _, cmd := range strings.Split(line, ";") {
 			words := fields(cmd)
 			if len(words) == 0 {
@@ -197,10 +216,6 @@ func rcParse(src []byte, home string, cmds []string) rcFileNames {
 					out = append(out, pathWords(rest[j], home)...)
 				}
 				break
-			}
-			if k, v, ok := strings.Cut(words[0], "="); ok && pathVars[k] && slices.Contains(cmds, k) {
-				add(append([]string{v}, words[1:]...))
-				continue
 			}
 			// Each command of it (after &&, ||, |, and fish's and, or, not, if, else, builtin…):
 			// a set of a PATH, and a program run by its path.
@@ -259,18 +274,28 @@ func fishSetNames(name string, vals []string, home string) (named []string, move
 	}
 	v := strings.Join(vals, sep)
 	n := shellNames([]byte(name+"='"+strings.ReplaceAll(v, "'", `'\''`)+"'\n"), home)
-	out := slices.Concat(n.named, n.sourced)
-	for _, m := range n.moved {
-		if m.kind == gitKind {
-			out = append(out, m.path)
-		}
-	}
+	out := append(slices.Concat(n.named, n.sourced), movedFiles(n.moved)...)
 	for _, d := range n.zdotdirs {
 		for _, f := range zshStartup {
 			out = append(out, filepath.Join(d, f))
 		}
 	}
 	return out, n.moved
+}
+
+// envQuote escapes what double quotes would take as their end, an escape or a command.
+var envQuote = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "`", "\\`")
+
+// movedFiles are the git configs among moved, named as the files they are (a tool's config
+// is named by its variable already).
+func movedFiles(moved []movedConfig) []string {
+	var out []string
+	for _, m := range moved {
+		if m.kind == gitKind {
+			out = append(out, m.path)
+		}
+	}
+	return out
 }
 
 // fishVarName is a shell variable's name.

@@ -6,16 +6,19 @@ import (
 	"testing"
 )
 
-// TestRCNamedPaths: what tmux's, gdb's and fish's start-up files source or run, and the PATH
-// environment.d sets, in the forms they are written.
+// TestRCNamedPaths: what tmux's, gdb's and fish's start-up files source or run, and what the
+// variables environment.d sets name as a start-up file's would (PATH, a program, a JVM agent,
+// a moved kubeconfig and what it runs), in the forms they are written.
 func TestRCNamedPaths(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	writeFiles(t, map[string]string{
-		filepath.Join(home, ".tmux.conf"):                          "set -g mouse on\nrun-shell ~/dot/t1.sh\nsource-file -q \"$HOME/dot/t2.conf\"\nif-shell 'true' 'source-file ~/dot/t3.conf'\nnew-session -c ~/proj\n",
-		filepath.Join(home, ".gdbinit"):                            "source ~/dot/g.gdb\n",
-		filepath.Join(home, ".config", "fish", "config.fish"):      "source ~/dot/f.fish\nfish_add_path -g ${HOME}/dot/fbin\n",
-		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\nLD_PRELOAD=/home/x.so\n",
+		filepath.Join(home, ".tmux.conf"):                     "set -g mouse on\nrun-shell ~/dot/t1.sh\nsource-file -q \"$HOME/dot/t2.conf\"\nif-shell 'true' 'source-file ~/dot/t3.conf'\nnew-session -c ~/proj\n",
+		filepath.Join(home, ".gdbinit"):                       "source ~/dot/g.gdb\n",
+		filepath.Join(home, ".config", "fish", "config.fish"): "source ~/dot/f.fish\nfish_add_path -g ${HOME}/dot/fbin\n",
+		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\nLD_PRELOAD=/home/x.so\n" +
+			"VISUAL=${HOME}/dot/evis -f\nJAVA_TOOL_OPTIONS=-javaagent:$HOME/dot/ej.jar\nKUBECONFIG=${HOME}/dot/ekc\nBASH_ENV=\"$HOME/dot/eenv\"\n",
+		filepath.Join(home, "dot", "ekc"):                          "users:\n- user:\n    exec:\n      command: ./ekcred\n",
 		filepath.Join(home, ".config", "fish", "conf.d", "p.fish"): "set -gx PATH ~/dot/fset $PATH\nif status is-interactive; source ~/dot/fif.fish; end\nalias ll ~/dot/fll\nset -U fish_user_paths ~/dot/fup\n",
 		filepath.Join(home, ".config", "tmux", "tmux.conf"):        "set-hook -g session-created 'run-shell ~/dot/th.sh'\nbind r source-file ~/dot/tb.conf\nset -g default-command ~/dot/tdc\nset -g status-right '#(~/dot/ts.sh)'\n",
 		filepath.Join(home, ".config", "gdb", "gdbinit"):           "shell ~/dot/gs.sh\npython exec(open(\"/home/gp.py\").read())\n",
@@ -25,7 +28,8 @@ func TestRCNamedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin",
-		"dot/fset", "dot/fif.fish", "dot/fll", "dot/fup", "dot/th.sh", "dot/tb.conf", "dot/tdc", "dot/ts.sh", "dot/gs.sh"} {
+		"dot/fset", "dot/fif.fish", "dot/fll", "dot/fup", "dot/th.sh", "dot/tb.conf", "dot/tdc", "dot/ts.sh", "dot/gs.sh",
+		"dot/evis", "dot/ej.jar", "dot/ekc", "dot/ekcred", "dot/eenv"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}
@@ -54,7 +58,8 @@ func FuzzRCNames(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, p := range rcNames(b, "/home/u", []string{"run-shell", "source-file", "PATH", "fish_add_path"}) {
+		for _, p := range slices.Concat(rcNames(b, "/home/u", []string{"run-shell", "source-file", "PATH", "fish_add_path"}),
+			rcNames(b, "/home/u", rcFiles[".config/environment.d/*.conf"])) {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 				t.Fatalf("%q names %q", b, p)
 			}
