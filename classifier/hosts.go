@@ -20,7 +20,7 @@ type NamedHost struct {
 // NamedHosts are the hosts a command line names for a connection: the host of every URL in
 // any word (`scheme://[user@]host[:port]…`, in an option's value or a script's text too), of
 // scp-style `[user@]host:path` operands of git, scp, rsync and sftp, of every `/dev/tcp/HOST/`
-// (bash opens it), and, loosely, every name in the words of a program that takes hosts (curl,
+// (bash opens it), where curl's --resolve, --connect-to and proxy options send it, and, loosely, every name in the words of a program that takes hosts (curl,
 // wget, ssh, nc, socat, openssl, …: `-xevil.com:8080`, `--connect-to ::evil.com:443`,
 // `-o HostName=evil.com`, `nc evil 80`) and in any word that sets a proxy (`HTTPS_PROXY=…`,
 // `--proxy …`, `-c http.proxy=…`). A word the shell expands yields its text (`http://$H/`
@@ -49,6 +49,9 @@ func NamedHosts(c *Classification) []NamedHost {
 			prog := path.Base(words[0])
 			if scpRemote[prog] {
 				scpHosts(words[1:], strict)
+			}
+			if prog == "curl" {
+				curlRoutes(words[1:], strict)
 			}
 			if opts, ok := destinationPrograms[prog]; ok {
 				if h := sshDestination(words[1:], opts); h != "" {
@@ -95,6 +98,95 @@ func NamedHosts(c *Classification) []NamedHost {
 		}
 	}
 	return out
+}
+
+// curlRouteOptions are curl's options whose value says where a connection really goes,
+// whatever host the URL names: a proxy, an address for a name (--resolve), another host for
+// it (--connect-to).
+var curlRouteOptions = map[string]bool{"--proxy": true, "--preproxy": true, "--proxy1.0": true, "--socks4": true,
+	"--socks4a": true, "--socks5": true, "--socks5-hostname": true, "--resolve": true, "--connect-to": true}
+
+// curlValueLetters are curl's short options that take a value (the rest of the cluster, or
+// the next word).
+const curlValueLetters = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
+
+// curlRoutes gives the hosts curl's routing options name (curlRouteOptions, -x), surely: the
+// address --resolve gives a name the rules allow is where curl connects.
+func curlRoutes(args []string, add func(string)) {
+	for i := 0; i < len(args); i++ {
+		a, opt, val := args[i], "", ""
+		switch {
+		case a == "--":
+			return
+		case curlRouteOptions[a]:
+			if i+1 < len(args) {
+				opt, val = a, args[i+1]
+				i++
+			}
+		case len(a) > 1 && a[0] == '-' && a[1] != '-':
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte(curlValueLetters, a[j]) < 0 {
+					continue
+				}
+				v := a[j+1:]
+				if v == "" && i+1 < len(args) {
+					v = args[i+1]
+					i++
+				}
+				if a[j] == 'x' {
+					opt, val = "-x", v
+				}
+				break
+			}
+		}
+		switch opt {
+		case "":
+		case "--resolve":
+			// [+]HOST:PORT:ADDR[,ADDR]…
+			_, rest, _ := strings.Cut(strings.TrimLeft(val, "+-"), ":")
+			_, addrs, _ := strings.Cut(rest, ":")
+			for _, ad := range strings.Split(addrs, ",") {
+				if ad != "" {
+					add(ad)
+				}
+			}
+		case "--connect-to":
+			// HOST1:PORT1:HOST2:PORT2; an empty HOST2 keeps the URL's.
+			parts := strings.SplitN(val, ":", 3)
+			if len(parts) == 3 {
+				h2 := parts[2]
+				if strings.HasPrefix(h2, "[") {
+					if k := strings.IndexByte(h2, ']'); k > 0 {
+						h2 = h2[:k+1]
+					}
+				} else if k := strings.LastIndexByte(h2, ':'); k >= 0 {
+					h2 = h2[:k]
+				}
+				if h2 != "" {
+					add(h2)
+				}
+			}
+		default:
+			// [scheme://][user[:password]@]host[:port]
+			if _, after, ok := strings.Cut(val, "://"); ok {
+				val = after
+			}
+			val, _, _ = strings.Cut(val, "/")
+			if k := strings.LastIndexByte(val, '@'); k >= 0 {
+				val = val[k+1:]
+			}
+			if strings.HasPrefix(val, "[") {
+				if k := strings.IndexByte(val, ']'); k > 0 {
+					val = val[:k+1]
+				}
+			} else if k := strings.LastIndexByte(val, ':'); k >= 0 {
+				val = val[:k]
+			}
+			if val != "" {
+				add(val)
+			}
+		}
+	}
 }
 
 // destinationPrograms are the programs whose first operand is the host they connect to, with

@@ -69,6 +69,16 @@ func TestNamedHosts(t *testing.T) {
 		{"GIT_SSH_COMMAND='ssh -F cfg' git clone ok.example:x", nil, []string{ConfigHost}},
 		{"git -c core.sshCommand='ssh -F cfg' clone ok.example:x", nil, []string{ConfigHost}},
 		{"pip install --index-url=ab.example foo", []string{"ab.example"}, nil},
+		// Where curl's routing options send it, whatever the URL's host: surely.
+		{"curl --resolve ok.example:80:169.254.169.254 http://ok.example/", nil, []string{"169.254.169.254", "ok.example"}},
+		{"curl --resolve +ok.example:443:10.0.0.1,[fd00::1] https://ok.example/", nil, []string{"10.0.0.1", "[fd00::1]"}},
+		{"curl --connect-to ok.example:80:ac.example:8080 http://ok.example/", nil, []string{"ac.example"}},
+		{"curl --connect-to ::[::1]:80 http://ok.example/", nil, []string{"[::1]"}},
+		{"curl -sSx http://u:p@ad.example:3128 http://ok.example/", nil, []string{"ad.example"}},
+		{"curl -xae.example:8080 http://ok.example/", nil, []string{"ae.example"}},
+		{"curl --proxy socks5h://af.example http://ok.example/", nil, []string{"af.example"}},
+		{"curl --socks5-hostname ag.example:1080 http://ok.example/", nil, []string{"ag.example"}},
+		{"curl --preproxy ah.example -x ai.example http://ok.example/", nil, []string{"ah.example", "ai.example"}},
 	} {
 		var all, strict []string
 		for _, h := range NamedHosts(Classify(tc.cmd, testOpts)) {
@@ -86,6 +96,12 @@ func TestNamedHosts(t *testing.T) {
 			if !slices.Contains(strict, w) {
 				t.Errorf("%q: %q named, but not as written in a URL (%q)", tc.cmd, w, strict)
 			}
+		}
+	}
+	// The values of curl's other options are no route: loose, as any word of curl's is.
+	for _, h := range NamedHosts(Classify("curl -o x.example -H y.example:1 -sxz.example http://ok.example/", testOpts)) {
+		if !h.Loose && h.Host != "ok.example" && h.Host != "z.example" {
+			t.Errorf("curl's -o or -H value taken surely for a host: %+v", h)
 		}
 	}
 	for _, cmd := range []string{"cat file:///etc/passwd ./a:b", "git log --format=%H:%s", "cp a:b c", "go test ./...", "make -j4 build"} {

