@@ -80,6 +80,11 @@ func NamedHosts(c *Classification) []NamedHost {
 		fields := strings.Fields(s.Text)
 		for i, f := range fields {
 			urlHosts(f, strict)
+			if m := proxySetting.FindStringSubmatch(f); m != nil && !notProxy.MatchString(f) {
+				strict(proxyHost(strings.Trim(m[1], `'"`))) // where every connection of the program goes
+			} else if proxyOption[f] && i+1 < len(fields) {
+				strict(proxyHost(strings.Trim(fields[i+1], `'"`)))
+			}
 			if strings.Contains(strings.ToLower(f), "proxy") {
 				wordHosts(f, loose)
 				if i+1 < len(fields) {
@@ -167,27 +172,41 @@ func curlRoutes(args []string, add func(string)) {
 				}
 			}
 		default:
-			// [scheme://][user[:password]@]host[:port]
-			if _, after, ok := strings.Cut(val, "://"); ok {
-				val = after
-			}
-			val, _, _ = strings.Cut(val, "/")
-			if k := strings.LastIndexByte(val, '@'); k >= 0 {
-				val = val[k+1:]
-			}
-			if strings.HasPrefix(val, "[") {
-				if k := strings.IndexByte(val, ']'); k > 0 {
-					val = val[:k+1]
-				}
-			} else if k := strings.LastIndexByte(val, ':'); k >= 0 {
-				val = val[:k]
-			}
-			if val != "" {
-				add(val)
+			if h := proxyHost(val); h != "" {
+				add(h)
 			}
 		}
 	}
 }
+
+// proxyHost is the host of a proxy as programs take it: [scheme://][user[:password]@]host[:port].
+func proxyHost(v string) string {
+	if _, after, ok := strings.Cut(v, "://"); ok {
+		v = after
+	}
+	v, _, _ = strings.Cut(v, "/")
+	if k := strings.LastIndexByte(v, '@'); k >= 0 {
+		v = v[k+1:]
+	}
+	if strings.HasPrefix(v, "[") {
+		if k := strings.IndexByte(v, ']'); k > 0 {
+			return v[:k+1]
+		}
+	} else if k := strings.LastIndexByte(v, ':'); k >= 0 {
+		return v[:k]
+	}
+	return v
+}
+
+// proxySetting is a word that sets a proxy (HTTPS_PROXY=…, http.proxy=…, --proxy=…,
+// use_proxy is no host), its value in the group; proxyOption one whose value is the next word.
+var (
+	proxySetting = regexp.MustCompile(`(?i)^(?:[a-z0-9_.-]*[_.-])?proxy=(.+)$`)
+	proxyOption  = map[string]bool{"--proxy": true, "--https-proxy": true, "--http-proxy": true, "-proxy": true}
+	// notProxy are such words that name no proxy: the hosts to reach without one, wget's
+	// switch.
+	notProxy = regexp.MustCompile(`(?i)^(?:no_proxy|use_proxy)=`)
+)
 
 // destinationPrograms are the programs whose first operand is the host they connect to, with
 // their options that take the next word as their value.

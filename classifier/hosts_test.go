@@ -69,6 +69,11 @@ func TestNamedHosts(t *testing.T) {
 		{"GIT_SSH_COMMAND='ssh -F cfg' git clone ok.example:x", nil, []string{ConfigHost}},
 		{"git -c core.sshCommand='ssh -F cfg' clone ok.example:x", nil, []string{ConfigHost}},
 		{"pip install --index-url=ab.example foo", []string{"ab.example"}, nil},
+		// A proxy set for the program is where it connects: surely.
+		{"HTTPS_PROXY='aj.example:3128' wget -e use_proxy=on https://ok.example/", nil, []string{"aj.example"}},
+		{"git -c http.proxy=ak.example clone https://ok.example/r", nil, []string{"ak.example"}},
+		{"pip install --proxy al.example:3128 flask", nil, []string{"al.example"}},
+		{"npm --https-proxy=http://am.example:8080 install", nil, []string{"am.example"}},
 		// Where curl's routing options send it, whatever the URL's host: surely.
 		{"curl --resolve ok.example:80:169.254.169.254 http://ok.example/", nil, []string{"169.254.169.254", "ok.example"}},
 		{"curl --resolve +ok.example:443:10.0.0.1,[fd00::1] https://ok.example/", nil, []string{"10.0.0.1", "[fd00::1]"}},
@@ -96,6 +101,12 @@ func TestNamedHosts(t *testing.T) {
 			if !slices.Contains(strict, w) {
 				t.Errorf("%q: %q named, but not as written in a URL (%q)", tc.cmd, w, strict)
 			}
+		}
+	}
+	// Hosts to reach without a proxy, and wget's switch, are no proxy.
+	for _, h := range NamedHosts(Classify("NO_PROXY=localhost,.corp no_proxy=x wget -e use_proxy=on http://ok.example/", testOpts)) {
+		if !h.Loose && h.Host != "ok.example" {
+			t.Errorf("no proxy taken surely for a host: %+v", h)
 		}
 	}
 	// The values of curl's other options are no route: loose, as any word of curl's is.
