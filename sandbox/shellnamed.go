@@ -334,6 +334,20 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	pathsIn := func(v string) {
 		n.named = append(n.named, pathWords(v, home)...)
 	}
+	// gitDir is a git dir a command or GIT_DIR names: what git runs or reads as config there,
+	// protected as a repository's .git's are, and its config read as git's.
+	gitDir := func(d string) {
+		if strings.Contains(d, dynamicPart) || !(filepath.IsAbs(d) || strings.HasPrefix(d, home+"/")) {
+			return
+		}
+		d = filepath.Clean(d)
+		for _, rel := range ProtectedInDir {
+			if r, ok := strings.CutPrefix(rel, ".git/"); ok {
+				file(filepath.Join(d, r))
+			}
+		}
+		n.moveGit(filepath.Join(d, "config"))
+	}
 	// A file-level view of GIT_CONFIG_KEY_n: where one is an include, the values are configs.
 	var gitKeys, gitValues []string
 	defer func() {
@@ -407,6 +421,8 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 						n.moveGit(pathWords(val, home)...)
 					}
 				}
+			case "GIT_DIR":
+				gitDir(v)
 			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE", "JAVA_HOME", "GOROOT":
 				// Dirs every program's libraries, git's subcommands, Python's user site or a
 				// toolchain (mvn runs $JAVA_HOME/bin/java) come from, as PATH's commands do:
@@ -546,6 +562,13 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 				// git -c core.fsmonitor=~/p/x (an alias's, a function's): config git takes
 				// before its files, which may name a program or a hooks path.
 				for i, a := range args {
+					// --git-dir: a repository kept apart, as dotfiles are (`alias
+					// config='git --git-dir=$HOME/.cfg --work-tree=$HOME'`).
+					if d, ok := strings.CutPrefix(a, "--git-dir="); ok {
+						gitDir(d)
+					} else if a == "--git-dir" && i+1 < len(args) {
+						gitDir(args[i+1])
+					}
 					if a != "-c" || i+1 == len(args) {
 						continue
 					}

@@ -301,6 +301,36 @@ func TestShellMovedGitConfigsRead(t *testing.T) {
 	}
 }
 
+// TestShellNamedGitDirs: a repository kept apart that the user's git is pointed at (the
+// dotfiles `alias config='git --git-dir=$HOME/.cfg --work-tree=$HOME'`, a function's
+// --git-dir, GIT_DIR) has its config, hooks and attributes protected, and its config read for
+// what it names; in a session whose dir holds it, a hook written there fails.
+func TestShellNamedGitDirs(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".bashrc"):     "alias config='/usr/bin/git --git-dir=$HOME/.cfg/ --work-tree=$HOME'\nd() { git --git-dir ~/.d2 \"$@\"; }\n",
+		filepath.Join(home, ".zshenv"):     "export GIT_DIR=~/.d3\n",
+		filepath.Join(home, ".cfg/config"): "[core]\n\tbare = true\n\tfsmonitor = ~/bin2/fsmon\n",
+	})
+	got, err := ShellNamedPaths(uint32(os.Getuid()), uint32(os.Getgid()), nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{".cfg/config", ".cfg/hooks", ".cfg/info/attributes", "bin2/fsmon", ".d2/hooks", ".d3/config"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	attackNamed(t, map[string]string{
+		".bashrc":                "alias dots='git --git-dir=$HOME/repo/dots.git --work-tree=$HOME'\n",
+		"repo/dots.git/HEAD":     "ref: refs/heads/main\n",
+		"repo/dots.git/config":   "[core]\n\tbare = true\n",
+		"repo/dots.git/hooks/.k": "",
+	}, `( echo id > dots.git/hooks/pre-""commit ) 2>/dev/null && echo 'ATTACK-WORKED dotfiles hook'; `+
+		`( echo '[core] fsmonitor = /tmp/x' >> dots.git/con""fig ) 2>/dev/null && echo 'ATTACK-WORKED dotfiles config'; `)
+}
+
 // TestShellNamesProgramsAndGlobs: the variables that name a program git or less runs, the
 // JVM's and interpreters' options, git's template dir and its config given by the
 // environment or `git -c`, a dir pushd moves to, and a glob a file sources (in a process
