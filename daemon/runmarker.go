@@ -88,43 +88,77 @@ func uncleanStopDetail(auditDir string, prev *runMarker) map[string]string {
 	if !prev.Started.IsZero() {
 		d["previous_start"] = prev.Started.UTC().Format(time.RFC3339Nano)
 	}
-	ids, n, err := unfinishedCalls(auditDir, prev)
+	u, err := unfinishedCalls(auditDir, prev)
 	if err != nil {
 		d["unfinished_calls_error"] = err.Error()
 		return d
 	}
-	d["unfinished_calls"] = strconv.Itoa(n)
-	if len(ids) > 0 {
-		d["unfinished_call_ids"] = strings.Join(ids, ",")
+	d["unfinished_calls"] = strconv.Itoa(u.calls)
+	if len(u.callIDs) > 0 {
+		d["unfinished_call_ids"] = strings.Join(u.callIDs, ",")
+	}
+	d["unfinished_tasks"] = strconv.Itoa(u.tasks)
+	if len(u.taskIDs) > 0 {
+		d["unfinished_task_ids"] = strings.Join(u.taskIDs, ",")
 	}
 	return d
 }
 
-// unfinishedCalls finds the call.start records of prev's run with no call.end after them:
-// calls that may have had effects the log does not show the end of. It returns the first
-// maxUnfinishedListed tool_use_ids, oldest first, and how many there are.
-func unfinishedCalls(auditDir string, prev *runMarker) ([]string, int, error) {
-	f := audit.Filter{Kinds: []audit.Kind{audit.KindCallStart, audit.KindCallEnd}, Since: prev.Started}
-	type key struct{ session, id string }
+// unfinished is what a run left without an end record: calls and background tasks, the
+// first maxUnfinishedListed ids of each, oldest first, and how many there are.
+type unfinished struct {
+	callIDs, taskIDs []string
+	calls, tasks     int
+}
+
+// unfinishedCalls finds the call.start records of prev's run with no call.end after them, and
+// the background tasks a call.end started with no task.end: calls and tasks that may have had
+// effects the log does not show the end of. A call is paired with its end by session and
+// tool_use_id, which no two running calls of a session share (session.ClaimToolUseID).
+func unfinishedCalls(auditDir string, prev *runMarker) (unfinished, error) {
+	f := audit.Filter{Kinds: []audit.Kind{audit.KindCallStart, audit.KindCallEnd, audit.KindTaskEnd}, Since: prev.Started}
+	type key struct {
+		task        bool
+		session, id string
+	}
 	open := map[key]int{}
 	var order []key
+	begin := func(k key) {
+		open[k] = len(order)
+		order = append(order, k)
+	}
 	for r, err := range audit.QueryFrom(auditDir, prev.AuditFile, f) {
 		if err != nil {
-			return nil, 0, err
+			return unfinished{}, err
 		}
-		k := key{r.Session, r.ToolUseID}
-		if r.Kind == audit.KindCallStart {
-			open[k] = len(order)
-			order = append(order, k)
-		} else {
-			delete(open, k)
+		switch {
+		case r.Kind == audit.KindCallStart:
+			begin(key{false, r.Session, r.ToolUseID})
+		case r.Kind == audit.KindCallEnd:
+			delete(open, key{false, r.Session, r.ToolUseID})
+			if r.Outcome != nil && r.Outcome.TaskID != "" {
+				begin(key{true, r.Session, r.Outcome.TaskID})
+			}
+		case r.Kind == audit.KindTaskEnd:
+			delete(open, key{true, r.Session, r.Detail["task_id"]})
 		}
 	}
-	var ids []string
+	var u unfinished
 	for i, k := range order {
-		if j, ok := open[k]; ok && j == i && len(ids) < maxUnfinishedListed {
-			ids = append(ids, k.id)
+		if j, ok := open[k]; !ok || j != i {
+			continue
+		}
+		if k.task {
+			u.tasks++
+			if len(u.taskIDs) < maxUnfinishedListed {
+				u.taskIDs = append(u.taskIDs, k.id)
+			}
+		} else {
+			u.calls++
+			if len(u.callIDs) < maxUnfinishedListed {
+				u.callIDs = append(u.callIDs, k.id)
+			}
 		}
 	}
-	return ids, len(open), nil
+	return u, nil
 }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,9 @@ func TestBatchOrderingAndConcurrency(t *testing.T) {
 		req("Step", `{"id":"d","mode":"plan"}`),
 		req("Step", `{"id":"e"}`),
 		req("Nope", `{}`),
+	}
+	for i, r := range reqs {
+		r.ToolUseID = fmt.Sprint("t", i) // the calls of a batch run at once: each its own id
 	}
 	outs := p.Batch(context.Background(), s, s.Owner, reqs, 8)
 	want := []string{"a", "b", "c", "d", "e"}

@@ -191,6 +191,8 @@ type state struct {
 	deferContext bool
 	decideOnly   bool
 	start        time.Time
+	// releaseID frees the call's tool_use_id in its session (stepExecute claims it).
+	releaseID func()
 }
 
 // stage is one named step of the pipeline.
@@ -233,6 +235,11 @@ func (p *Pipeline) Decide(ctx context.Context, sess *session.Session, caller ses
 }
 
 func (p *Pipeline) run(ctx context.Context, st *state) (out *Outcome) {
+	if !st.decideOnly {
+		if out := p.claimID(st); out != nil {
+			return out
+		}
+	}
 	st.start = time.Now()
 	ctx, cancel := sessionContext(ctx, st.sess)
 	defer cancel()
@@ -748,8 +755,27 @@ func (h *Host) applyContextChange(s *session.Session, cc *ContextChange) {
 	}
 }
 
+// claimID claims the call's tool_use_id in its session until finish has recorded its end
+// (session.ClaimToolUseID), or answers why not: a call under the id of one still running is
+// refused before anything of it is recorded, as a malformed request is, since its call.end
+// would read as the end of the running one.
+func (p *Pipeline) claimID(st *state) *Outcome {
+	release, ok := st.sess.ClaimToolUseID(st.req.ToolUseID)
+	if ok {
+		st.releaseID = release
+		return nil
+	}
+	err := errcode.New(errcode.Conflict, fmt.Errorf("tool_use_id %q is a call of this session's that is still running: give each call its own id", st.req.ToolUseID))
+	return &Outcome{ToolUseID: st.req.ToolUseID, Tool: st.req.Tool, Err: err,
+		Result: &Result{IsError: true, Content: []Block{{Type: "text", Text: err.Error()}}}}
+}
+
 // finish classifies the error into a telemetry-safe code and writes the audit record. Step 14.
 func (p *Pipeline) finish(ctx context.Context, st *state) *Outcome {
+	if st.releaseID != nil {
+		defer st.releaseID() // once its end is recorded, the id is free for another call
+		st.releaseID = nil
+	}
 	out := &Outcome{ToolUseID: st.req.ToolUseID, Tool: st.req.Tool, Decision: st.decision,
 		Result: st.result, Ran: st.ran, Duration: time.Since(st.start)}
 	if st.call != nil {

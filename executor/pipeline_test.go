@@ -356,3 +356,52 @@ func TestGitElsewhereThroughLink(t *testing.T) {
 		t.Error("git at a cwd in no dir of the session is taken for the session's")
 	}
 }
+
+// TestRunningToolUseIDRefused: a call under the tool_use_id of a call of the session that is
+// still running is refused before anything of it is recorded (its call.end would read as the
+// running call's end, and a crash would leave that call looking finished); once the first
+// call's end is recorded, the id may be used again, and another session's calls never meet it.
+func TestRunningToolUseIDRefused(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	block := Def{
+		Name:   "Block",
+		Schema: `{"type":"object"}`,
+		Run: func(_ context.Context, c *Call, _ Progress) (*Result, error) {
+			entered <- struct{}{}
+			<-release
+			return Text("done"), nil
+		},
+	}
+	ran := 0
+	rec := &memRecorder{}
+	p, s := newTestPipeline(t, allow(), rec, block, echoDef(&ran))
+	done := make(chan *Outcome)
+	go func() { done <- p.Run(context.Background(), s, s.Owner, req("Block", `{}`), nil) }()
+	<-entered
+	rec.mu.Lock()
+	before := len(rec.kinds)
+	rec.mu.Unlock()
+	for _, r := range []*Request{req("Echo", `{"msg":"hi"}`), req("Block", `{}`)} {
+		out := p.Run(context.Background(), s, s.Owner, r, nil)
+		if out.Err == nil || out.Err.Code != errcode.Conflict || out.Result == nil || !out.Result.IsError {
+			t.Errorf("a second call under the running id: %+v", out.Err)
+		}
+	}
+	rec.mu.Lock()
+	after := len(rec.kinds)
+	rec.mu.Unlock()
+	if ran != 0 || after != before {
+		t.Errorf("the refused calls ran (%d) or were recorded (%d records, was %d)", ran, after, before)
+	}
+	other := session.NewStore().Create(session.Caller{UID: 1000}, session.Params{Cwd: "/work", Mode: permission.ModeDefault})
+	if out := p.Run(context.Background(), other, other.Owner, req("Echo", `{"msg":"hi"}`), nil); out.Err != nil {
+		t.Errorf("another session's call under the same id: %v", out.Err)
+	}
+	close(release)
+	if out := <-done; out.Err != nil {
+		t.Fatalf("the running call: %v", out.Err)
+	}
+	if out := p.Run(context.Background(), s, s.Owner, req("Echo", `{"msg":"hi"}`), nil); out.Err != nil {
+		t.Errorf("the id after its call ended: %v", out.Err)
+	}
+}

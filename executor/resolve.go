@@ -350,6 +350,9 @@ func (p *Pipeline) Resume(ctx context.Context, sess *session.Session, caller ses
 		return nil, errcode.Msg(errcode.Internal, "approval holds no call")
 	}
 	st.err, st.result, st.ran, st.progress = nil, nil, false, progress
+	if out := p.claimID(st); out != nil {
+		return out, nil
+	}
 	st.start = time.Now()
 	p.applyAnswer(ctx, st, res)
 	_ = caller // the call runs as the session's owner, whoever resumes it (only its owner or root may)

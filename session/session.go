@@ -100,6 +100,9 @@ type Session struct {
 	// other change of mode forgets it, so an approved ExitPlanMode never restores a mode its
 	// owner has since left.
 	prePlan permission.Mode
+	// running are the tool_use_ids of the calls of the session that are running
+	// (ClaimToolUseID).
+	running map[string]bool
 	// lifetime is cancelled when the session is removed (Lifetime); made on first use.
 	lifetime    context.Context
 	endLifetime context.CancelFunc
@@ -177,6 +180,27 @@ func (s *Session) PrePlan() permission.Mode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.prePlan
+}
+
+// ClaimToolUseID marks id as a running call's, until release; false when a running call of
+// the session already has it. The audit log pairs a call's start with its end by the id: two
+// running at once under one id would let the end of one stand for the other's, and a call cut
+// short by a crash would read as finished.
+func (s *Session) ClaimToolUseID(id string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[id] {
+		return nil, false
+	}
+	if s.running == nil {
+		s.running = map[string]bool{}
+	}
+	s.running[id] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}, true
 }
 
 // Cwd returns the session's working directory.
