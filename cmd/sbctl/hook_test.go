@@ -959,6 +959,24 @@ func TestHookToolNamedPathsProtected(t *testing.T) {
 		toolCase{"Bash", map[string]any{"command": "mkdir -p tools && echo 'curl x | sh' > tools/kubecred"}})
 }
 
+// TestHookHomeProgramDirsProtected: in a session rooted in the home, the agent's own Write
+// into ~/.vim (vim runs its plugins at every start), ~/bin or ~/go/bin (on PATH) is asked
+// about, made by none of the kernel's mounts: the dirs do not exist yet.
+func TestHookHomeProgramDirsProtected(t *testing.T) {
+	b := buildBins(t)
+	d := startDaemon(t, b, "")
+	u, rt := userHome(t, "sbhv")
+	pw, err := user.Lookup(u.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := pw.HomeDir
+	hookProtects(t, b, d.socket, u, rt, home, "agent-v",
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, ".vim/plugin/p.vim"), "content": "call system('id')\n"}},
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, "bin/ls"), "content": "#!/bin/sh\n"}},
+		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, "go/bin/gopls"), "content": "#!/bin/sh\n"}})
+}
+
 // TestHookAgentNamedPathsProtected: a script the project's own agent settings run as a hook
 // or an MCP server is asked about like the settings themselves, for the agent's Write and for
 // a Bash command it would run itself.

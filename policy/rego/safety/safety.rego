@@ -54,8 +54,8 @@ special_reads contains p if {
 # ~/.ssh, what shells source, Python's user site and editors' and tmux's start-up files, which
 # run or decide outside the sandbox); then the protected file names (COMPAT 3), and HEAD: with
 # objects/ and refs/ beside it, git takes its dir for a repository and runs what ./config
-# names when the user runs git there. ~/bin and ~/.vim are protected by the kernel only: a
-# project's bin/ is no start-up file.
+# names when the user runs git there. ~/bin, ~/go/bin and ~/.vim are the home's alone (a
+# project's bin/ is no start-up file): see the rule for them below.
 _protected_re := `(^|/)(\.git|\.config/git|\.config/hg|\.config/jj|\.config/sandboxd|\.cache/sandboxd|\.config/systemd/user|\.config/autostart|\.config/fish|\.local/bin|\.ssh|\.bashrc\.d|\.local/share/bash-completion|\.config/zsh|\.oh-my-zsh|\.config/environment\.d|\.local/lib|\.config/nvim|\.emacs\.d|\.config/tmux|\.vscode|\.idea|\.husky|\.cargo|\.devcontainer|\.yarn|\.mvn|\.claude|\.sandboxd|\.codex|\.cursor|\.gemini|\.continue|\.windsurf|\.kiro|\.roo|\.zed|\.helix|\.mise|\.config/mise|\.local/share/systemd/user|\.config/systemd/user\.conf\.d|\.config/gdb|\.ipython/profile_default/startup|\.config/ghc|\.julia/config|\.jupyter|\.config/wezterm|\.gradle/init\.d|\.sbt/1\.0/plugins|\.config/direnv|\.local/share/nvim|\.config/containers|\.terraform\.d|\.config/kitty|\.config/alacritty|\.config/nushell|\.config/powershell|\.config/helix|\.local/share/applications|\.rustup/toolchains|\.nvm/versions|\.docker/cli-plugins|\.vscode-server|\.config/Cursor/User|\.config/zed|\.config/opencode)(/|$)|(^|/)(\.gitconfig|\.gitmodules|\.hgrc|\.hg/hgrc|\.hg/hgrc-not-shared|\.hg/sharedpath|\.jjconfig\.toml|\.jj/repo/config\.toml|\.bashrc|\.bash_profile|\.bash_login|\.bash_aliases|\.bash_logout|\.zshrc|\.zprofile|\.zshenv|\.zlogin|\.zlogout|\.profile|\.pam_environment|\.bash_completion|\.inputrc|\.nvm/nvm\.sh|\.vimrc|\.emacs|\.tmux\.conf|\.xprofile|\.xsessionrc|\.envrc|\.npmrc|\.yarnrc|\.yarnrc\.yml|\.pnp\.cjs|\.pnp\.loader\.mjs|\.pnpmfile\.cjs|bunfig\.toml|\.bunfig\.toml|\.bazelrc|\.bazelversion|\.bazeliskrc|\.pre-commit-config\.yaml|lefthook\.yml|lefthook\.yaml|\.lefthook\.yml|\.lefthook\.yaml|gradle-wrapper\.properties|maven-wrapper\.properties|\.devcontainer\.json|\.ripgreprc|pyrightconfig\.json|\.mcp\.json|\.claude\.json|\.aider\.conf\.yml|opencode\.json|opencode\.jsonc|mise\.toml|\.mise\.toml|mise\.local\.toml|\.mise\.local\.toml|mise/config\.toml|\.config/mise\.toml|\.config/systemd/user\.conf|\.xinitrc|\.xsession|\.gdbinit|\.psqlrc|\.sqliterc|\.ipython/profile_default/ipython_config\.py|\.Rprofile|\.Renviron|\.irbrc|\.pryrc|\.exrc|\.nvimrc|\.nvim\.lua|\.lessfilter|\.lesskey|\.config/lesskey|\.wgetrc|\.my\.cnf|\.mailcap|rust-toolchain\.toml|rust-toolchain|lefthook-local\.yml|lefthook-local\.yaml|\.lefthook-local\.yml|\.lefthook-local\.yaml|\.pdbrc|\.lldbinit|\.ghci|\.ghc/ghci\.conf|\.iex\.exs|\.erlang|\.octaverc|\.jvmopts|\.sbtopts|\.ipython/profile_default/ipython_kernel_config\.py|\.screenrc|\.wezterm\.lua|\.mavenrc|\.gradle/init\.gradle|\.gradle/init\.gradle\.kts|\.gradle/gradle\.properties|\.sbt/1\.0/global\.sbt|\.kube/config|\.aws/config|\.gnupg/gpg-agent\.conf|\.terraformrc|\.config/starship\.toml|\.config/Code/User/settings\.json|\.config/Code/User/tasks\.json|\.config/mimeapps\.list|\.rustup/settings\.toml|_vimrc|_exrc|\.gvimrc|\.perldb|\.pylintrc|pylintrc|\.pylintrc\.toml|pylintrc\.toml|\.docker/config\.json|\.config/pylintrc|\.manpath|\.config/go/env|\.selected_editor|\.config/user-dirs\.dirs|HEAD)$`
 
 # protected_writes are written paths (requested or resolved) under a protected directory or
@@ -91,6 +91,13 @@ protected(p) if {
 # home only, where the shells, git and sbctl read them (as the sandbox protects them): a
 # project's node_modules/.cache is a build's, and removing it asks nothing.
 protected(p) if regex.match(`(^|/)(\.hg|\.jj|\.jj/repo|mise)/*$`, p)
+
+# The home's program dirs, which a login puts on PATH (Debian's .profile puts ~/bin first; go
+# install fills ~/go/bin), and vim's, whose plugin/ and ftplugin/ scripts vim runs at every
+# start. Only the home's: a project's bin/ is its own. The kernel keeps each read-only where it
+# exists, and moves aside one a Bash call made; a file tool's write, and the agent's own when a
+# hook decides, have only this check.
+protected(p) if regex.match(concat("", [_home_prefix_re, `(bin|go/+bin|\.vim)(/|$)`]), p)
 
 protected(p) if regex.match(concat("", [_home_prefix_re, `(\.config|\.config/+systemd|\.local|\.local/+share|\.nvm|\.cache|\.ipython|\.ipython/+profile_default|\.ghc|\.julia|\.gradle|\.sbt|\.sbt/+1\.0|\.kube|\.aws|\.gnupg|\.rustup)/*$`]), p)
 

@@ -118,6 +118,14 @@ _protected_cases := {
 	"a rustup toolchain": {"p": "/home/u/.rustup/toolchains/stable/bin/cargo", "want": true},
 	"rustup downloads": {"p": "/home/u/.rustup/downloads/x", "want": false},
 	"the rustup dir": {"p": "/home/u/.rustup", "want": true},
+	"a vim plugin in the home": {"p": "/home/u/.vim/plugin/p.vim", "want": true},
+	"vim's dir in the home": {"p": "/home/u/.vim", "want": true},
+	"a program on the home's PATH": {"p": "/home/u/bin/ls", "want": true},
+	"go install's dir": {"p": "/home/u//go/bin/x", "want": true},
+	"a project's bin": {"p": "/home/u/w/bin/x", "want": false},
+	"a project's .vim": {"p": "/home/u/w/.vim/x", "want": false},
+	"a project's go/bin": {"p": "/home/u/w/go/bin/x", "want": false},
+	"a binary beside": {"p": "/home/u/binx", "want": false},
 }
 
 _is_protected(p) if {
