@@ -16,9 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 
 	"github.com/sandboxd/sandboxd/config"
 )
+
+// maxMetricsConns bounds the metrics listener's open connections: a scraper or two, with room.
+const maxMetricsConns = 16
 
 // metricsEndpoint is the optional Prometheus listener (metrics.listen). The daemon owns its
 // one goroutine: start launches it, stop shuts the server and waits for it.
@@ -54,6 +58,11 @@ func listenMetrics(m config.Metrics, adminGroup string, reg *prometheus.Registry
 	if err != nil {
 		return nil, err
 	}
+	// Any local user can connect to a loopback port: without a bound, connections held open
+	// would each keep one of the daemon's file descriptors, which every user's calls and the
+	// audit log need. Past the bound a connection waits in the kernel's backlog, holding none;
+	// an idle one is closed soon. What one user can then deny is the scrape, not the daemon.
+	e.l = netutil.LimitListener(e.l, maxMetricsConns)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: zap.NewStdLog(e.log),
@@ -70,7 +79,7 @@ func listenMetrics(m config.Metrics, adminGroup string, reg *prometheus.Registry
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       10 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          zap.NewStdLog(e.log),
 	}

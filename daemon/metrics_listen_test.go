@@ -155,6 +155,38 @@ func TestMetricsListener(t *testing.T) {
 	}
 }
 
+// TestMetricsListenerBoundsConnections: any local user can connect to the loopback listener;
+// connections held open past its bound cost the daemon no file descriptor (they wait in the
+// kernel's backlog), so they cannot use up the ones every user's calls need.
+func TestMetricsListenerBoundsConnections(t *testing.T) {
+	td := startDaemon(t, "metrics:\n  listen: 127.0.0.1:0\n")
+	addr := td.d.metrics.Addr().String()
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	const held = 100
+	for range held {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the server accepts what it will
+	// The test's own ends, and at most the bound of the daemon's (a few more for its pollers).
+	if got := fds() - before; got > held+maxMetricsConns+8 {
+		t.Errorf("%d connections held open cost %d descriptors, more than %d of the daemon's", held, got, maxMetricsConns)
+	}
+}
+
 // metrics.listen as unix:/path: a socket root and the admin group may read, removed at stop.
 func TestMetricsListenerUnix(t *testing.T) {
 	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-metrics-")
