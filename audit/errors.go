@@ -20,6 +20,10 @@ var (
 	// ErrTornTail is returned by Verify when the last line is incomplete (a crash that Open has
 	// not yet recovered, or a truncated copy).
 	ErrTornTail = errors.New("audit log has a torn last line")
+	// ErrCutBack is returned by Verify when the log holds an audit.cut_back record: a start
+	// found fewer records than the signed head covered, a different record at its seq, or no
+	// log at all. The chain after it is whole, so it is not ErrTampered, but records were lost.
+	ErrCutBack = errors.New("audit log lost records while the daemon was down")
 	// ErrNoHead is returned by Verify when a public key is given but no signed head is found.
 	ErrNoHead = errors.New("no signed audit head")
 	// ErrInsecureDir refuses an audit or key directory that is a symlink or owned by another user.

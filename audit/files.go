@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -29,6 +30,13 @@ const (
 
 func fileName(firstSeq uint64) string {
 	return fmt.Sprintf("%s%020d%s", filePrefix, firstSeq, fileSuffix)
+}
+
+// fileFirstSeq is the first seq a log file's name says it holds.
+func fileFirstSeq(path string) (uint64, bool) {
+	digits := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), filePrefix), fileSuffix)
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
 }
 
 func isLogFile(name string) bool {

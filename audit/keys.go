@@ -76,40 +76,42 @@ func verifySig(pub ed25519.PublicKey, seq uint64, hash, sig string) bool {
 	return err == nil && ed25519.Verify(pub, SignedMessage(seq, hash), raw)
 }
 
-// loadOrCreateKey loads dir/audit.key, or generates the key pair at first start. A private key
+// loadOrCreateKey loads dir/audit.key, or generates the key pair when there is none (created
+// says so: Open tells a first start from a lost key by the log beside it). A private key
 // readable by group or others is refused rather than used: it may already be known.
-func loadOrCreateKey(dir string) (ed25519.PrivateKey, error) {
+func loadOrCreateKey(dir string) (key ed25519.PrivateKey, created bool, err error) {
 	path := filepath.Join(dir, keyFile)
 	f, err := openRead(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createKey(dir)
+		key, err = createKey(dir)
+		return key, err == nil, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat audit key: %w", err)
+		return nil, false, fmt.Errorf("stat audit key: %w", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s has mode %v, want 0600: %w", path, st.Mode().Perm(), ErrBadKey)
+		return nil, false, fmt.Errorf("%s has mode %v, want 0600: %w", path, st.Mode().Perm(), ErrBadKey)
 	}
 	b := make([]byte, 4096)
 	n, _ := f.Read(b)
 	blk, _ := pem.Decode(b[:n])
 	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("%s: no PKCS#8 PEM block: %w", path, ErrBadKey)
+		return nil, false, fmt.Errorf("%s: no PKCS#8 PEM block: %w", path, ErrBadKey)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrBadKey, err)
+		return nil, false, fmt.Errorf("%s: %w: %w", path, ErrBadKey, err)
 	}
 	priv, ok := k.(ed25519.PrivateKey)
 	if !ok {
-		return nil, fmt.Errorf("%s: not an ed25519 key: %w", path, ErrBadKey)
+		return nil, false, fmt.Errorf("%s: not an ed25519 key: %w", path, ErrBadKey)
 	}
-	return priv, nil
+	return priv, false, nil
 }
 
 // moveKey moves a key pair a log kept in its own directory (from) to keyDir, where a copy of

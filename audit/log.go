@@ -237,19 +237,21 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 		l.log.Warn("audit signing key moved out of the log directory; copies of the log no longer carry it",
 			zap.String("from", cfg.Dir), zap.String("to", cfg.KeyDir))
 	}
-	key, err := loadOrCreateKey(cfg.KeyDir)
+	key, created, err := loadOrCreateKey(cfg.KeyDir)
 	if err != nil {
 		return nil, err
 	}
 	l.key = key
 	l.warnSharedVolume()
-	if err := l.recover(); err != nil {
+	if err := l.recover(created); err != nil {
 		return nil, err
 	}
 	l.heads = newHeadWriter(l.writeHead)
 	l.healthy.Store(true)
 	if len(l.w.pending) > 0 {
-		l.commit(nil, false)
+		// A cut-back record is signed at once: the head it replaces was the only evidence,
+		// and a second start before the next checkpoint would otherwise find that head again.
+		l.commit(nil, l.w.pendingAlarm())
 		l.flushSync()
 	}
 	if cfg.SyslogAddr != "" {

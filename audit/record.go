@@ -52,6 +52,9 @@ const (
 	KindRotate     Kind = "audit.rotate"
 	KindTornTail   Kind = "audit.torn_tail"
 	KindCheckpoint Kind = "audit.checkpoint"
+	// KindCutBack is written first at a start that found the log short of its signed head
+	// (or gone): Verify fails on it for good, since the next head signs over the gap.
+	KindCutBack Kind = "audit.cut_back"
 )
 
 var callerKinds = map[Kind]bool{
@@ -62,7 +65,7 @@ var callerKinds = map[Kind]bool{
 	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true, KindTaskEnd: true,
 }
 
-var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true}
+var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true, KindCutBack: true}
 
 // Known reports whether k is a documented kind.
 func (k Kind) Known() bool { return callerKinds[k] || logKinds[k] }

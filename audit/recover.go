@@ -1,9 +1,12 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,17 +18,28 @@ import (
 	"github.com/sandboxd/sandboxd/internal/durable"
 )
 
-// recover finds the chain head and makes the newest file end in a complete record, moving any
-// torn bytes aside (see DESIGN note in doc of tornAside).
-func (l *Log) recover() error {
+// recover finds the chain head, makes the newest file end in a complete record (moving any
+// torn bytes aside, see tornAside) and compares the log with its signed head (checkHead). The
+// records to write first go to w.pending in the order they are written. keyCreated says Open
+// generated the signing key just now.
+func (l *Log) recover(keyCreated bool) error {
 	files, err := ListFiles(l.cfg.Dir)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UTC()
 	l.w.lastCP = now
+	head := l.startHead()
+	headSig := l.headSignature(head, keyCreated)
 	if len(files) == 0 {
-		return l.openFile(fileName(1), now)
+		if err := l.openFile(fileName(1), now); err != nil {
+			return err
+		}
+		// A head or a key that was already there says a log was: only a first start has none.
+		if head != nil || !keyCreated {
+			l.w.pending = append(l.w.pending, l.cutBack(cutRemoved, head, headSig, nil))
+		}
+		return nil
 	}
 	cur := files[len(files)-1]
 	last, good, tail, first, err := lastLine(cur)
@@ -72,10 +86,211 @@ func (l *Log) recover() error {
 		}
 		l.w.seq, l.w.hash = r.Seq, r.Hash
 	}
+	cut, err := l.checkHead(files, head, headSig)
+	if err != nil {
+		return err
+	}
+	if cut != nil {
+		l.w.pending = append(l.w.pending, cut)
+	}
 	if torn != nil {
 		l.w.pending = append(l.w.pending, torn)
 	}
 	return nil
+}
+
+// startHead reads the signed head the last run left, or nil. One that cannot be read is taken
+// as missing (checkHead): it is written by rename, so no crash leaves it half written.
+func (l *Log) startHead() *Head {
+	h, err := ReadHead(filepath.Join(l.cfg.Dir, headFile))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.log.Error("audit head unreadable at start; taken as missing", zap.Error(err))
+		}
+		return nil
+	}
+	return h
+}
+
+// headSignature says whether h's signature holds under the log's key, for the record of a
+// head the log does not reach: a head that does not verify may have been written to raise a
+// false alarm, and an auditor weighs the record by it.
+func (l *Log) headSignature(h *Head, keyCreated bool) string {
+	switch {
+	case h == nil:
+		return ""
+	case keyCreated:
+		return "unchecked: the key that signed it is gone"
+	case verifyHeadSig(l.PublicKey(), h), h.V < headVersion && verifySig(l.PublicKey(), h.Seq, h.Hash, h.Sig):
+		return "valid"
+	}
+	return "invalid"
+}
+
+// Why a start found the log short of its signed head (an audit.cut_back record's reason).
+const (
+	cutShort       = "short"        // the log ends before the head's seq
+	cutRewritten   = "rewritten"    // the record at the head's seq is missing or another one
+	cutRemoved     = "removed"      // no log file at all, beside a head or a signing key
+	cutHeadMissing = "head_missing" // no head beside a log that holds signed checkpoints
+)
+
+// checkHead compares the log found at start (its last record is w.seq, w.hash) with the signed
+// head, and returns the audit.cut_back record to write when the log does not reach the head.
+// Without it the writer chained on from wherever the log now ended, reused the lost seqs and
+// signed a new head over the gap: a tail cut while the daemon was down left no trace. The
+// daemon still starts (the record, not a refusal, is the evidence), and Verify fails on the
+// record for as long as the log keeps it.
+//
+// WARNING: this is what makes a cut-back log fail verification; rerun TestCutBackIsRecorded.
+func (l *Log) checkHead(files []string, head *Head, headSig string) (*Record, error) {
+	if head == nil {
+		// The daemon writes a head at its first checkpoint and only ever replaces it, so a log
+		// with signed checkpoints and no head lost it, perhaps to hide a cut of its tail.
+		if l.w.seq == 0 {
+			return nil, nil
+		}
+		signed, err := holdsCheckpoint(files)
+		if err != nil || !signed {
+			return nil, err
+		}
+		return l.cutBack(cutHeadMissing, nil, "", nil), nil
+	}
+	switch {
+	case head.Seq > l.w.seq:
+		return l.cutBack(cutShort, head, headSig, nil), nil
+	case head.Seq == l.w.seq:
+		if l.w.hash != head.Hash {
+			return l.cutBack(cutRewritten, head, headSig, &l.w.hash), nil
+		}
+		return nil, nil
+	}
+	// The log goes on past the head (a crash after records the next checkpoint did not sign).
+	hash, retained, err := hashAt(files, head.Seq)
+	if err != nil || !retained {
+		// Not retained: retention removed the head's file, which it may (Verify says where the
+		// log starts); there is nothing to compare.
+		return nil, err
+	}
+	if hash != head.Hash {
+		return l.cutBack(cutRewritten, head, headSig, &hash), nil
+	}
+	return nil, nil
+}
+
+// cutBack is the audit.cut_back record of a log that does not reach head (nil if none was
+// found), and says so in the daemon's log.
+func (l *Log) cutBack(reason string, head *Head, headSig string, atHead *string) *Record {
+	d := map[string]string{
+		"reason":    reason,
+		"last_seq":  strconv.FormatUint(l.w.seq, 10),
+		"last_hash": l.w.hash,
+	}
+	fields := []zap.Field{zap.String("reason", reason), zap.Uint64("last_seq", l.w.seq)}
+	if head != nil {
+		d["head_seq"] = strconv.FormatUint(head.Seq, 10)
+		d["head_hash"] = head.Hash
+		d["head_file"] = head.File
+		d["head_time"] = head.Time.UTC().Format(time.RFC3339Nano)
+		d["head_key"] = head.Key
+		d["head_signature"] = headSig
+		fields = append(fields, zap.Uint64("head_seq", head.Seq), zap.String("head_signature", headSig))
+	}
+	if atHead != nil {
+		d["hash_at_head_seq"] = *atHead
+	}
+	l.log.Error("audit log does not reach its signed head: records were lost while the daemon was down; recorded as audit.cut_back, which verification reports", fields...)
+	return &Record{Kind: KindCutBack, Detail: d}
+}
+
+// pendingAlarm reports whether a record waiting to be written says the log lost records: Open
+// signs it at once.
+func (w *writer) pendingAlarm() bool {
+	for _, r := range w.pending {
+		if r.Kind == KindCutBack {
+			return true
+		}
+	}
+	return false
+}
+
+// errFound stops a scan that found what it looked for.
+var errFound = errors.New("found")
+
+// hashAt returns the hash of the record at seq ("" if the file that should hold it does not,
+// or holds a line there that is not a record); retained is false when seq precedes the oldest
+// file. Files are named by their first seq, so one file is read.
+func hashAt(files []string, seq uint64) (hash string, retained bool, err error) {
+	for i := len(files) - 1; i >= 0; i-- {
+		first, ok := fileFirstSeq(files[i])
+		if !ok || first > seq {
+			continue
+		}
+		f, err := openRead(files[i])
+		if err != nil {
+			return "", true, err
+		}
+		defer f.Close()
+		_, _, err = scanLines(f, func(line []byte, _ int64) error {
+			if s, ok := lineSeq(line); !ok || s != seq {
+				return nil
+			}
+			if r, perr := parseLine(line); perr == nil {
+				hash = r.Hash
+			}
+			return errFound
+		})
+		if errors.Is(err, errFound) {
+			err = nil
+		}
+		return hash, true, err
+	}
+	return "", false, nil
+}
+
+// holdsCheckpoint reports whether a log file holds an audit.checkpoint, newest file first.
+func holdsCheckpoint(files []string) (bool, error) {
+	marker := []byte(`"kind":"` + string(KindCheckpoint) + `"`)
+	for i := len(files) - 1; i >= 0; i-- {
+		f, err := openRead(files[i])
+		if err != nil {
+			return false, err
+		}
+		_, _, err = scanLines(f, func(line []byte, _ int64) error {
+			// The substring may sit in an input; the record's own kind decides.
+			if !bytes.Contains(line, marker) {
+				return nil
+			}
+			if r, perr := parseLine(line); perr == nil && r.Kind == KindCheckpoint {
+				return errFound
+			}
+			return nil
+		})
+		f.Close()
+		if errors.Is(err, errFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// lineSeq reads a line's seq from its fixed start ({"v":N,"seq":S,...), without decoding it.
+func lineSeq(line []byte) (uint64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"v":`))
+	i := bytes.IndexByte(rest, ',')
+	if !ok || i < 0 {
+		return 0, false
+	}
+	rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"seq":`))
+	j := bytes.IndexByte(rest, ',')
+	if !ok || j < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return n, err == nil
 }
 
 // tornAside handles an incomplete last line. Choice: the torn bytes are copied to

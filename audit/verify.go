@@ -45,8 +45,9 @@ func VerifyDir(dir string, pub ed25519.PublicKey) (*VerifyReport, error) {
 
 // Verify checks files (in chain order) offline: every line's hash, seq and prev links across
 // files, rotation markers, checkpoint signatures and the signed head. An intact log returns a
-// nil error. Otherwise the error wraps ErrTampered (or ErrTornTail, ErrNoHead) and the report
-// names the first bad record and why. It reads only the given files, so it works on a copy.
+// nil error. Otherwise the error wraps ErrTampered (or ErrTornTail, ErrNoHead, ErrCutBack) and
+// the report names the first bad record and why. It reads only the given files, so it works on
+// a copy.
 func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 	rep := &VerifyReport{Files: files, Signed: opt.PublicKey != nil}
 	var head *Head
@@ -74,6 +75,9 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 	// signedTo is the last seq a verified signature covers: a checkpoint's (it signs what
 	// precedes it and holds nothing else) or the head's.
 	var signedTo uint64
+	// cut is the first audit.cut_back: the chain after it is whole, so the scan reads on and
+	// fails on it only if nothing worse turns up.
+	var cut *place
 	for fi, path := range files {
 		f, err := openRead(path)
 		if err != nil {
@@ -134,6 +138,11 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 				}
 			case KindTornTail:
 				rep.TornTails++
+			case KindCutBack:
+				rep.CutBacks++
+				if cut == nil {
+					cut = &place{path, lineNo, r.Seq, cutBackWhy(r.Detail)}
+				}
 			default:
 				if !r.Kind.Known() {
 					return fail(fmt.Sprintf("unknown kind %q", r.Kind))
@@ -183,7 +192,44 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 		// key; such records are no tampering with signed ones, but they are not proven either.
 		rep.Unsigned = rep.LastSeq - signedTo
 	}
+	if cut != nil {
+		return rep, fail(rep, cut.file, cut.line, cut.seq, cut.why, ErrCutBack)
+	}
 	return rep, nil
+}
+
+// place is a record Verify fails on once the whole log is read.
+type place struct {
+	file string
+	line int
+	seq  uint64
+	why  string
+}
+
+// cutBackWhy says what an audit.cut_back record found when the daemon started.
+func cutBackWhy(d map[string]string) string {
+	var why string
+	switch d["reason"] {
+	case cutShort:
+		why = fmt.Sprintf("the log was cut back from seq %s to %s while the daemon was down", d["head_seq"], d["last_seq"])
+	case cutRewritten:
+		why = fmt.Sprintf("the record at the signed head's seq %s was missing or another one when the daemon started (the log ended at seq %s): the log was rewritten while the daemon was down",
+			d["head_seq"], d["last_seq"])
+	case cutRemoved:
+		why = "every log file was gone when the daemon started, though its signing key was there: the log was removed while the daemon was down"
+		if d["head_seq"] != "" {
+			why = fmt.Sprintf("the log was cut back from seq %s to nothing while the daemon was down: every log file was gone", d["head_seq"])
+		}
+	case cutHeadMissing:
+		why = fmt.Sprintf("the signed head was gone when the daemon started, with the log at seq %s and signed checkpoints in it: records after the last checkpoint may have been cut while the daemon was down",
+			d["last_seq"])
+	default:
+		why = "the log did not reach its signed head when the daemon started"
+	}
+	if sig := d["head_signature"]; sig != "" && sig != "valid" {
+		why += " (that head's signature: " + sig + ")"
+	}
+	return why + " (audit.cut_back)"
 }
 
 // fail records the first bad place in rep and returns the error that names it.

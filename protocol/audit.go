@@ -32,6 +32,7 @@ type VerifyReport struct {
 	Pruned      bool   // the log starts at an audit.rotate: earlier files were removed by retention
 	Checkpoints int    // audit.checkpoint records seen (signatures checked when a key is given)
 	TornTails   int    // audit.torn_tail records: crashes that Open recovered
+	CutBacks    int    // audit.cut_back records: starts that found the log short of its signed head
 	HeadSeq     uint64 // the head's seq, when a head was checked
 	Signed      bool   // checkpoints and head were checked against a public key
 	// Unsigned counts the records after the last signature (checkpoint or head), when Signed:

@@ -190,6 +190,10 @@ func printRecord(w io.Writer, r *protocol.Record) {
 			// What a reader of the log must not miss: calls whose end was never recorded.
 			outcome = "previous daemon stopped uncleanly; unfinished calls: " + orDash(r.Detail["unfinished_calls"])
 		}
+	case "audit.cut_back":
+		// Evidence of records lost while the daemon was down: a listing must not show it blank.
+		outcome = fmt.Sprintf("records lost while the daemon was down (%s): signed head seq %s, log ended at seq %s",
+			r.Detail["reason"], orDash(r.Detail["head_seq"]), r.Detail["last_seq"])
 	}
 	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format(time.DateTime),
 		Visible(r.Kind), Visible(user), orDash(Visible(r.Session)), orDash(Visible(r.Tool)), orDash(Clip(input, 60)),

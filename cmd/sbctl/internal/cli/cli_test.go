@@ -543,3 +543,13 @@ func TestHookDaemonAnswers(t *testing.T) {
 		})
 	}
 }
+
+// A listing shows an audit.cut_back for what it is: records lost while the daemon was down.
+func TestAuditListingShowsCutBack(t *testing.T) {
+	var out bytes.Buffer
+	printRecord(&out, &protocol.Record{Seq: 10, Kind: "audit.cut_back",
+		Detail: map[string]string{"reason": "short", "head_seq": "12", "last_seq": "9"}})
+	if !strings.Contains(out.String(), "records lost while the daemon was down (short): signed head seq 12, log ended at seq 9") {
+		t.Fatalf("listing: %s", out.String())
+	}
+}
