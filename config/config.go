@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -427,28 +428,39 @@ func (c *Config) normalize() {
 	}
 }
 
-// Parse decodes YAML (or JSON) into cfg, rejecting unknown fields.
+// Parse decodes YAML (or JSON) into cfg, rejecting unknown fields, keys spelled in another
+// case and keys given twice.
 func Parse(data []byte, cfg *Config) error {
-	js, err := yaml.YAMLToJSON(data)
+	// Strict: a key given twice would otherwise be read once, the last winning, and an admin
+	// who edits the first would see no change.
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
+		if m := duplicateKey.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("key %q is given twice in one section (near line %s); give each key once", m[2], m[1])
+		}
 		return err
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil
 	}
+	// Every key is checked against the settings before decoding, not only when the decoder
+	// objects: encoding/json takes a key in any case (Pids_Max for pids_max), so a file a
+	// reader takes for wrong would be read as right, and one given in both spellings would be
+	// read once.
+	var doc any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return err
+	}
+	if msg := unknownKey(doc, reflect.TypeOf(*cfg), ""); msg != "" {
+		return errors.New(msg)
+	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(cfg)
-	if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") {
-		var doc any
-		if json.Unmarshal(js, &doc) == nil {
-			if msg := unknownKey(doc, reflect.TypeOf(*cfg), ""); msg != "" {
-				return errors.New(msg)
-			}
-		}
-	}
-	return err
+	return dec.Decode(cfg)
 }
+
+// duplicateKey is the YAML decoder's strict-mode error for a key given twice in one mapping.
+var duplicateKey = regexp.MustCompile(`line (\d+): key "((?:[^"\\]|\\.)*)" already set in map`)
 
 // unknownKey names the first key of doc that t has no setting for, with its section and the
 // settings there are, or "". The decoder's own error names the key alone.
@@ -501,7 +513,7 @@ func unknownKey(doc any, t reflect.Type, at string) string {
 		if !ok {
 			for n := range fields {
 				if strings.EqualFold(n, k) {
-					ft, ok = fields[n], true // the decoder takes a key in another case
+					return fmt.Sprintf("%s is not a setting; write %s (keys are case-sensitive)", join(at, k), join(at, n))
 				}
 			}
 		}

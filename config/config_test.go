@@ -42,6 +42,15 @@ func TestLoad(t *testing.T) {
 		{"unknown field", "admin_grup: wheel\n", "admin_grup is not a setting (the settings at top level: ", nil},
 		{"unknown field in a section", "sandbox:\n  deny_path: [/x]\n", "sandbox.deny_path is not a setting (the settings at sandbox: ", nil},
 		{"unknown field in a list", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hook: []\n", "hooks.PreToolUse[0].hook is not a setting", nil},
+		// A key given twice was read once, the last winning: an edit of the first changed nothing.
+		{"duplicate top-level key named", "sandbox:\n  pids_max: 64\nmax_parallel_calls: 4\nsandbox:\n  pids_max: 128\n", `key "sandbox" is given twice`, nil},
+		{"duplicate nested key named", "sandbox:\n  pids_max: 64\n  pids_max: 128\n", `key "pids_max" is given twice`, nil},
+		{"duplicate key in JSON named", `{"max_parallel_calls": 4, "max_parallel_calls": 5}`, `key "max_parallel_calls" is given twice`, nil},
+		// encoding/json matches keys case-insensitively; the file is read as it is written.
+		{"key in another case refused", "sandbox:\n  Pids_Max: 64\n", "sandbox.Pids_Max is not a setting; write sandbox.pids_max", nil},
+		{"top-level key in another case refused", "Max_Parallel_Calls: 4\n", "Max_Parallel_Calls is not a setting; write max_parallel_calls", nil},
+		{"both spellings refused", "sandbox:\n  pids_max: 64\n  PIDS_MAX: 128\n", "sandbox.PIDS_MAX is not a setting; write sandbox.pids_max", nil},
+		{"hook event in another case refused", "hooks:\n  pretooluse: []\n", "hooks.pretooluse is not a setting; write hooks.PreToolUse", nil},
 		{"bad value", "max_parallel_calls: 0\n", "max_parallel_calls", nil},
 		{"bad hook", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: http\n      command: x\n", "hooks", nil},
 		{"not yaml", "{{{", "config", nil},
