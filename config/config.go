@@ -619,9 +619,25 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("sandbox.path_append: %q %w", d, err))
 		}
 	}
+	if err := c.checkHostDefault(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
 	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
+}
+
+// checkHostDefault refuses host as the default network when nobody but root may have it: a
+// session that names no network takes the default, and the daemon refuses host to a user not
+// in network.host_users, so every other user's sessions and hooks would fail at run time.
+// Root-only use is said by listing root, which takes nothing from anyone.
+func (c Config) checkHostDefault() error {
+	if c.Network.Mode != NetworkHost || c.Sandbox.AllowNetwork || len(c.Network.HostUsers) > 0 {
+		return nil
+	}
+	return errors.New("network.mode: host needs network.host_users: only root and the users listed there may have the host's network, " +
+		"so every other user's sessions and hooks would be refused; list the users (host_users: [root] if only root's sessions run), " +
+		"give it to everyone with sandbox.allow_network: true, or choose network.mode: proxy")
 }
 
 // checkPaths refuses each entry of a path list that is neither absolute nor under the owner's

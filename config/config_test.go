@@ -51,6 +51,14 @@ func TestLoad(t *testing.T) {
 		{"top-level key in another case refused", "Max_Parallel_Calls: 4\n", "Max_Parallel_Calls is not a setting; write max_parallel_calls", nil},
 		{"both spellings refused", "sandbox:\n  pids_max: 64\n  PIDS_MAX: 128\n", "sandbox.PIDS_MAX is not a setting; write sandbox.pids_max", nil},
 		{"hook event in another case refused", "hooks:\n  pretooluse: []\n", "hooks.pretooluse is not a setting; write hooks.PreToolUse", nil},
+		// The default network is what a session naming none gets, and host is refused at run
+		// time to everyone not in host_users: with none listed, every user's calls failed.
+		{"host default with no host users refused", "network:\n  mode: host\n", "network.mode: host needs network.host_users", nil},
+		{"host default with empty host users refused", "network:\n  mode: host\n  host_users: []\n", "host_users: [root] if only root's sessions run", nil},
+		{"host default for root alone", "network:\n  mode: host\n  host_users: [root]\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
+		{"host default for listed users", "network:\n  mode: host\n  host_users: [alice, '1001']\n", "", func(c Config) bool { return len(c.Network.HostUsers) == 2 }},
+		{"host default for everyone", "sandbox:\n  allow_network: true\nnetwork:\n  mode: host\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
+		{"host for everyone by the older switch", "sandbox:\n  allow_network: true\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
 		{"bad value", "max_parallel_calls: 0\n", "max_parallel_calls", nil},
 		{"bad hook", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: http\n      command: x\n", "hooks", nil},
 		{"not yaml", "{{{", "config", nil},
