@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -619,12 +620,29 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("sandbox.path_append: %q %w", d, err))
 		}
 	}
+	if err := checkAdminGroup(c.AdminGroup); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.checkHostDefault(); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
 	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
+}
+
+// checkAdminGroup refuses an admin group the host does not have: membership is looked up by
+// name, so a typo would make no one but root an admin, with nothing said. The default may be
+// missing (the package creates it; a build from source may not have), as may a group NSS
+// cannot answer for just now: the daemon looks the name up again on every check.
+func checkAdminGroup(name string) error {
+	if name == "" || name == Default().AdminGroup {
+		return nil
+	}
+	if _, err := user.LookupGroup(name); errors.As(err, new(user.UnknownGroupError)) {
+		return fmt.Errorf("admin_group: no group is named %q on this host (getent group %s finds none); name an existing group or create it (groupadd %s)", name, name, name)
+	}
+	return nil
 }
 
 // checkHostDefault refuses host as the default network when nobody but root may have it: a

@@ -36,8 +36,8 @@ func TestLoad(t *testing.T) {
 		check   func(Config) bool
 	}{
 		{"empty file keeps defaults", "", "", func(c Config) bool { return c.AdminGroup == "sandboxd-admin" }},
-		{"override", "admin_group: wheel\nsandbox:\n  pids_max: 64\n", "", func(c Config) bool {
-			return c.AdminGroup == "wheel" && c.Sandbox.PidsMax == 64 && c.Sandbox.MemoryMaxBytes == Default().Sandbox.MemoryMaxBytes
+		{"override", "admin_group: root\nsandbox:\n  pids_max: 64\n", "", func(c Config) bool {
+			return c.AdminGroup == "root" && c.Sandbox.PidsMax == 64 && c.Sandbox.MemoryMaxBytes == Default().Sandbox.MemoryMaxBytes
 		}},
 		{"unknown field", "admin_grup: wheel\n", "admin_grup is not a setting (the settings at top level: ", nil},
 		{"unknown field in a section", "sandbox:\n  deny_path: [/x]\n", "sandbox.deny_path is not a setting (the settings at sandbox: ", nil},
@@ -59,6 +59,10 @@ func TestLoad(t *testing.T) {
 		{"host default for listed users", "network:\n  mode: host\n  host_users: [alice, '1001']\n", "", func(c Config) bool { return len(c.Network.HostUsers) == 2 }},
 		{"host default for everyone", "sandbox:\n  allow_network: true\nnetwork:\n  mode: host\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
 		{"host for everyone by the older switch", "sandbox:\n  allow_network: true\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
+		// Membership is looked up by name: a typo made no one but root an admin, silently.
+		{"missing admin group refused", "admin_group: sandboxd-no-such-group\n", `admin_group: no group is named "sandboxd-no-such-group"`, nil},
+		// The package creates the default group; a source build may run without it.
+		{"default admin group may be missing", "admin_group: sandboxd-admin\n", "", func(c Config) bool { return c.AdminGroup == "sandboxd-admin" }},
 		{"bad value", "max_parallel_calls: 0\n", "max_parallel_calls", nil},
 		{"bad hook", "hooks:\n  PreToolUse:\n  - matcher: Bash\n    hooks:\n    - type: http\n      command: x\n", "hooks", nil},
 		{"not yaml", "{{{", "config", nil},
