@@ -24,6 +24,10 @@ var (
 	// found fewer records than the signed head covered, a different record at its seq, or no
 	// log at all. The chain after it is whole, so it is not ErrTampered, but records were lost.
 	ErrCutBack = errors.New("audit log lost records while the daemon was down")
+	// ErrKeyReplaced is returned by Verify when checkpoints before an audit.key_replaced record
+	// were signed by a key that was not given: not tampering (the chain and the new key's
+	// signatures hold), but those records are held by the chain alone.
+	ErrKeyReplaced = errors.New("audit log signed in part by a replaced key that was not given")
 	// ErrNoHead is returned by Verify when a public key is given but no signed head is found.
 	ErrNoHead = errors.New("no signed audit head")
 	// ErrInsecureDir refuses an audit or key directory that is a symlink or owned by another user.

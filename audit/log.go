@@ -251,6 +251,7 @@ func Open(cfg Config, log *zap.Logger) (*Log, error) {
 	if len(l.w.pending) > 0 {
 		// A cut-back record is signed at once: the head it replaces was the only evidence,
 		// and a second start before the next checkpoint would otherwise find that head again.
+		// So is a key replacement: a verifier takes it only under the new key's signature.
 		l.commit(nil, l.w.pendingAlarm())
 		l.flushSync()
 	}

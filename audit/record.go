@@ -55,6 +55,9 @@ const (
 	// KindCutBack is written first at a start that found the log short of its signed head
 	// (or gone): Verify fails on it for good, since the next head signs over the gap.
 	KindCutBack Kind = "audit.cut_back"
+	// KindKeyReplaced is written at a start that made a new signing key beside a signed log:
+	// the checkpoints before it were signed by a key that is gone.
+	KindKeyReplaced Kind = "audit.key_replaced"
 )
 
 var callerKinds = map[Kind]bool{
@@ -65,7 +68,8 @@ var callerKinds = map[Kind]bool{
 	KindApprovalRequest: true, KindApprovalResolve: true, KindNetConnect: true, KindTaskEnd: true,
 }
 
-var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true, KindCutBack: true}
+var logKinds = map[Kind]bool{KindRotate: true, KindTornTail: true, KindCheckpoint: true, KindCutBack: true,
+	KindKeyReplaced: true}
 
 // Known reports whether k is a documented kind.
 func (k Kind) Known() bool { return callerKinds[k] || logKinds[k] }

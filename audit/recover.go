@@ -39,6 +39,9 @@ func (l *Log) recover(keyCreated bool) error {
 		if head != nil || !keyCreated {
 			l.w.pending = append(l.w.pending, l.cutBack(cutRemoved, head, headSig, nil))
 		}
+		if keyCreated && head != nil {
+			l.w.pending = append(l.w.pending, l.keyReplaced(head))
+		}
 		return nil
 	}
 	cur := files[len(files)-1]
@@ -92,6 +95,9 @@ func (l *Log) recover(keyCreated bool) error {
 	}
 	if cut != nil {
 		l.w.pending = append(l.w.pending, cut)
+	}
+	if keyCreated && (head != nil || l.w.seq > 0) {
+		l.w.pending = append(l.w.pending, l.keyReplaced(head))
 	}
 	if torn != nil {
 		l.w.pending = append(l.w.pending, torn)
@@ -203,11 +209,31 @@ func (l *Log) cutBack(reason string, head *Head, headSig string, atHead *string)
 	return &Record{Kind: KindCutBack, Detail: d}
 }
 
-// pendingAlarm reports whether a record waiting to be written says the log lost records: Open
-// signs it at once.
+// keyReplaced is the audit.key_replaced record of a start that had to make a new signing key
+// beside a signed log (head is the last one's head, nil if none was found), and says so in the
+// daemon's log. Without it the new key signed on in silence, and verification with it then
+// failed on every earlier checkpoint as though the log had been forged.
+func (l *Log) keyReplaced(head *Head) *Record {
+	d := map[string]string{
+		"key":       KeyID(l.PublicKey()),
+		"last_seq":  strconv.FormatUint(l.w.seq, 10),
+		"last_hash": l.w.hash,
+	}
+	if head != nil {
+		d["old_key"] = head.Key
+		d["old_head_seq"] = strconv.FormatUint(head.Seq, 10)
+		d["old_head_hash"] = head.Hash
+	}
+	l.log.Error("audit signing key was gone and a new one was made: earlier checkpoints were signed by a key this daemon no longer has; recorded as audit.key_replaced",
+		zap.String("old_key", d["old_key"]), zap.String("key", d["key"]), zap.Uint64("last_seq", l.w.seq))
+	return &Record{Kind: KindKeyReplaced, Detail: d}
+}
+
+// pendingAlarm reports whether a record waiting to be written says the log lost records or its
+// key: Open signs it at once, with the key that signs from now on.
 func (w *writer) pendingAlarm() bool {
 	for _, r := range w.pending {
-		if r.Kind == KindCutBack {
+		if r.Kind == KindCutBack || r.Kind == KindKeyReplaced {
 			return true
 		}
 	}

@@ -20,6 +20,23 @@ type VerifyOptions struct {
 	// Head is the head.json to check the log against ("" for none; required with PublicKey).
 	// It catches a truncated tail and a rewritten chain.
 	Head string
+	// PreviousKeys are keys that signed the log before a key replacement (audit.key_replaced):
+	// the checkpoints that name them are checked with them. Without them such checkpoints
+	// cannot be checked, and Verify fails with ErrKeyReplaced.
+	PreviousKeys []ed25519.PublicKey
+}
+
+// keyFor is the key given for checkpoints that name key id (none: the public key), or nil.
+func (o VerifyOptions) keyFor(id string) ed25519.PublicKey {
+	if id == "" || id == KeyID(o.PublicKey) {
+		return o.PublicKey
+	}
+	for _, k := range o.PreviousKeys {
+		if KeyID(k) == id {
+			return k
+		}
+	}
+	return nil
 }
 
 // VerifyReport describes what Verify saw and, on failure, the first bad place. It is the
@@ -29,11 +46,16 @@ type VerifyReport = protocol.VerifyReport
 // VerifyDir verifies the log files of dir against dir/head.json. With pub nil only the chain
 // is checked (and the head's hash, if a head is there).
 func VerifyDir(dir string, pub ed25519.PublicKey) (*VerifyReport, error) {
+	return VerifyDirOptions(dir, VerifyOptions{PublicKey: pub})
+}
+
+// VerifyDirOptions is VerifyDir with options; opt.Head is dir/head.json, if there is one.
+func VerifyDirOptions(dir string, opt VerifyOptions) (*VerifyReport, error) {
 	files, err := ListFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	opt := VerifyOptions{PublicKey: pub}
+	opt.Head = ""
 	head := filepath.Join(dir, headFile)
 	if _, err := os.Stat(head); err == nil {
 		opt.Head = head
@@ -78,6 +100,16 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 	// cut is the first audit.cut_back: the chain after it is whole, so the scan reads on and
 	// fails on it only if nothing worse turns up.
 	var cut *place
+	// A checkpoint the public key did not sign (one a previous key signed, or one naming a key
+	// not given) stands only if a later audit.key_replaced accounts for it and a signature of
+	// the public key covers that record; else it is a forger's. notGiven is the first since the
+	// last replacement, notChecked how many of them no key given could check (notCheckedKey
+	// names the first one's key); replaced is the last replacement that accounted for any, and
+	// givenTo the last seq a signature of the public key covers.
+	var notGiven, replaced *place
+	notChecked, notCheckedKey := 0, ""
+	var givenTo uint64
+	var keyWhy string // ErrKeyReplaced's reason
 	for fi, path := range files {
 		f, err := openRead(path)
 		if err != nil {
@@ -130,12 +162,42 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 				if r.Detail["signed_seq"] != strconv.FormatUint(rep.LastSeq, 10) || r.Detail["signed_hash"] != rep.LastHash {
 					return fail("checkpoint does not sign the record before it")
 				}
-				if opt.PublicKey != nil {
-					if !verifySig(opt.PublicKey, rep.LastSeq, rep.LastHash, r.Detail["sig"]) {
-						return fail("checkpoint signature does not verify")
-					}
-					signedTo = r.Seq
+				if opt.PublicKey == nil {
+					break
 				}
+				id := r.Detail["key"]
+				switch pub := opt.keyFor(id); {
+				case pub == nil:
+					if notChecked == 0 {
+						notCheckedKey = id
+					}
+					notChecked++
+					if notGiven == nil {
+						notGiven = &place{path, lineNo, r.Seq, fmt.Sprintf("checkpoint signed by key %s, not the public key given (%s), and no key replacement follows it",
+							id, KeyID(opt.PublicKey))}
+					}
+				case !verifySig(pub, rep.LastSeq, rep.LastHash, r.Detail["sig"]):
+					return fail("checkpoint signature does not verify")
+				case pub.Equal(opt.PublicKey):
+					signedTo, givenTo = r.Seq, r.Seq
+				default:
+					signedTo = r.Seq
+					if notGiven == nil {
+						notGiven = &place{path, lineNo, r.Seq, fmt.Sprintf("checkpoint signed by the previous key %s, and no key replacement follows it", id)}
+					}
+				}
+			case KindKeyReplaced:
+				rep.KeyReplacements++
+				if notGiven != nil {
+					replaced = &place{path, lineNo, r.Seq, "the key replacement that accounts for the checkpoints before it is signed by no checkpoint or head of the public key given"}
+				}
+				if notChecked > 0 && keyWhy == "" {
+					keyWhy = fmt.Sprintf("the signing key was replaced at seq %d (the daemon found no key at start and made key %s): %d checkpoints before it were signed by key %s, "+
+						"which was not given, so the records they cover are held by the chain alone; give that key's public key too (sbctl audit verify --old-pubkey) to check them",
+						r.Seq, r.Detail["key"], notChecked, notCheckedKey)
+				}
+				rep.UncheckedCheckpoints += notChecked
+				notGiven, notChecked = nil, 0
 			case KindTornTail:
 				rep.TornTails++
 			case KindCutBack:
@@ -154,7 +216,7 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 				}
 				headSeen = true
 				if opt.PublicKey != nil {
-					signedTo = max(signedTo, r.Seq)
+					signedTo, givenTo = max(signedTo, r.Seq), r.Seq
 				}
 			}
 			rep.Records++
@@ -192,8 +254,18 @@ func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 		// key; such records are no tampering with signed ones, but they are not proven either.
 		rep.Unsigned = rep.LastSeq - signedTo
 	}
+	if notGiven != nil {
+		return rep, fail(rep, notGiven.file, notGiven.line, notGiven.seq, notGiven.why, ErrTampered)
+	}
+	if replaced != nil && replaced.seq > givenTo {
+		return rep, fail(rep, replaced.file, replaced.line, replaced.seq, replaced.why, ErrTampered)
+	}
 	if cut != nil {
 		return rep, fail(rep, cut.file, cut.line, cut.seq, cut.why, ErrCutBack)
+	}
+	if keyWhy != "" {
+		// No record is bad: the report names none, and the error says what was not checked.
+		return rep, fmt.Errorf("%s: %w", keyWhy, ErrKeyReplaced)
 	}
 	return rep, nil
 }

@@ -38,6 +38,11 @@ type VerifyReport struct {
 	// Unsigned counts the records after the last signature (checkpoint or head), when Signed:
 	// the chain alone holds them, and anyone with the files can append such records.
 	Unsigned uint64
+	// KeyReplacements counts audit.key_replaced records: starts that made a new signing key
+	// beside a signed log. UncheckedCheckpoints counts the checkpoints before them signed by a
+	// replaced key that was not given: the records they cover are held by the chain alone.
+	KeyReplacements      int
+	UncheckedCheckpoints int
 
 	BadFile string // first failure: file, 1-based line, seq (the expected seq when unreadable)
 	BadLine int

@@ -278,6 +278,7 @@ func auditVerify(e *Env, args []string) error {
 	fs.Var(new(Multi), "file", "log file to verify offline, in chain order (repeatable)")
 	fs.String("dir", "", "log directory to verify offline (a copy works)")
 	fs.String("pubkey", "", "public key file: also check checkpoint signatures and the head (with --dir or --file)")
+	fs.Var(new(Multi), "old-pubkey", "public key file of a signing key the log's audit.key_replaced replaced (with --dir or --file; repeatable)")
 	fs.String("head", "", "head.json to check --file against")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -309,6 +310,13 @@ func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 			// cannot tell which, so the reader is told where the history begins.
 			fmt.Fprintf(e.Stdout, "starts at seq %d: the records before it are not in these files (removed by retention, or by whoever removed the files)\n", rep.FirstSeq)
 		}
+		if rep.KeyReplacements > 0 {
+			checked := "signatures not checked"
+			if rep.Signed {
+				checked = "every checkpoint before them was checked with a key given"
+			}
+			fmt.Fprintf(e.Stdout, "signing key replaced: %d audit.key_replaced records; %s\n", rep.KeyReplacements, checked)
+		}
 		if rep.Signed && rep.Unsigned > 0 {
 			fmt.Fprintf(e.Stdout, "unsigned: the last %d records (seq %d..%d) follow the last signature: only the chain holds them, and anyone with the files can append such records\n",
 				rep.Unsigned, rep.LastSeq-rep.Unsigned+1, rep.LastSeq)
@@ -316,7 +324,12 @@ func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 	}
 	if verr != nil {
 		if !e.JSON {
-			fmt.Fprintf(e.Stderr, "NOT intact: %v\n", verr)
+			head := "NOT intact"
+			if rep != nil && rep.Reason == "" && rep.UncheckedCheckpoints > 0 {
+				// No record is bad: what a replaced key signed could not be checked.
+				head = "NOT fully verified"
+			}
+			fmt.Fprintf(e.Stderr, "%s: %v\n", head, verr)
 			if rep != nil && rep.Reason != "" {
 				fmt.Fprintf(e.Stderr, "first bad record: seq %d (%s line %d): %s\n", rep.BadSeq, rep.BadFile, rep.BadLine, rep.Reason)
 			}

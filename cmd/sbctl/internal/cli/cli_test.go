@@ -553,3 +553,27 @@ func TestAuditListingShowsCutBack(t *testing.T) {
 		t.Fatalf("listing: %s", out.String())
 	}
 }
+
+// A log signed in part by a replaced key that was not given is not called tampered: the header
+// says what was not checked, and no record is named bad. One whose every checkpoint was
+// checked says the key was replaced.
+func TestPrintVerifyKeyReplaced(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb}
+	rep := &protocol.VerifyReport{Records: 19, FirstSeq: 1, LastSeq: 19, Signed: true, HeadSeq: 19, KeyReplacements: 1, UncheckedCheckpoints: 3}
+	err := PrintVerify(e, rep, errors.New("the signing key was replaced at seq 14"))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 {
+		t.Fatalf("exit = %v, want 1", err)
+	}
+	if !strings.HasPrefix(errb.String(), "NOT fully verified: the signing key was replaced at seq 14") || strings.Contains(errb.String(), "first bad record") {
+		t.Fatalf("stderr:\n%s", errb.String())
+	}
+	rep.UncheckedCheckpoints = 0
+	if err := PrintVerify(e, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "signing key replaced: 1 audit.key_replaced records; every checkpoint before them was checked") {
+		t.Fatalf("stdout:\n%s", out.String())
+	}
+}

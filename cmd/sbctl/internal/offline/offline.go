@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"crypto/ed25519"
 	"fmt"
 
 	"github.com/sandboxd/sandboxd/audit"
@@ -42,6 +41,8 @@ func AuditVerify(e *cli.Env, args []string) error {
 	fs.Var(&files, "file", "log file to verify offline, in chain order (repeatable)")
 	dir := fs.String("dir", "", "log directory to verify offline (a copy works)")
 	pubPath := fs.String("pubkey", "", "public key file: also check checkpoint signatures and the head")
+	var oldPubs cli.Multi
+	fs.Var(&oldPubs, "old-pubkey", "public key file of a signing key the log's audit.key_replaced replaced: check the checkpoints it signed (repeatable)")
 	head := fs.String("head", "", "head.json to check --file against")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -49,19 +50,27 @@ func AuditVerify(e *cli.Env, args []string) error {
 	if len(files) == 0 && *dir == "" {
 		return cli.UsageError("audit verify offline needs --dir or --file")
 	}
-	var pub ed25519.PublicKey
+	var opt audit.VerifyOptions
 	if *pubPath != "" {
 		var err error
-		if pub, err = audit.LoadPublicKey(*pubPath); err != nil {
+		if opt.PublicKey, err = audit.LoadPublicKey(*pubPath); err != nil {
 			return fmt.Errorf("public key: %w", err)
 		}
+	}
+	for _, p := range oldPubs {
+		k, err := audit.LoadPublicKey(p)
+		if err != nil {
+			return fmt.Errorf("old public key: %w", err)
+		}
+		opt.PreviousKeys = append(opt.PreviousKeys, k)
 	}
 	var rep *audit.VerifyReport
 	var verr error
 	if *dir != "" {
-		rep, verr = audit.VerifyDir(*dir, pub)
+		rep, verr = audit.VerifyDirOptions(*dir, opt)
 	} else {
-		rep, verr = audit.Verify(files, audit.VerifyOptions{PublicKey: pub, Head: *head})
+		opt.Head = *head
+		rep, verr = audit.Verify(files, opt)
 	}
 	return cli.PrintVerify(e, rep, verr)
 }
