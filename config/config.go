@@ -604,9 +604,18 @@ func (c Config) Validate() error {
 		{"bundle.url needs bundle.resource", c.Bundle.URL == "" || c.Bundle.Resource != ""},
 		{"bundle: signatures are required unless require_signature: false; give signing_key_file", c.Bundle.URL == "" || c.Bundle.SigningKeyFile != "" || (c.Bundle.RequireSignature != nil && !*c.Bundle.RequireSignature)},
 	}
+	// A negative number is named by its key here, where the file is read: the code it reaches
+	// (the audit log's, the sandbox's) names its own field or nothing. A key's own check, which
+	// would also fail, is left out so the key is named once.
+	negative := map[string]bool{}
 	var errs []error
+	for _, key := range negativeKeys(reflect.ValueOf(c), "") {
+		negative[key] = true
+		errs = append(errs, fmt.Errorf("%s must not be negative", key))
+	}
 	for _, ck := range checks {
-		if !ck.ok {
+		key, _, _ := strings.Cut(ck.name, " ")
+		if !ck.ok && !negative[key] {
 			errs = append(errs, errors.New(ck.name))
 		}
 	}
@@ -629,6 +638,43 @@ func (c Config) Validate() error {
 	errs = append(errs, checkDomains("network.allowed_domains", c.Network.AllowedDomains)...)
 	errs = append(errs, checkDomains("network.denied_domains", c.Network.DeniedDomains)...)
 	return errors.Join(errs...)
+}
+
+// negativeKeys names, by its key, each number below zero in v (a Config or a part of one at
+// key at). No setting takes one.
+func negativeKeys(v reflect.Value, at string) []string {
+	var keys []string
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.Int() < 0 {
+			keys = append(keys, at)
+		}
+	case reflect.Float32, reflect.Float64:
+		if v.Float() < 0 {
+			keys = append(keys, at)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			keys = negativeKeys(v.Elem(), at)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			keys = append(keys, negativeKeys(v.Index(i), fmt.Sprintf("%s[%d]", at, i))...)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.IsExported() && name != "-" {
+				if name == "" {
+					name = f.Name
+				}
+				keys = append(keys, negativeKeys(v.Field(i), join(at, name))...)
+			}
+		}
+	}
+	return keys
 }
 
 // checkAdminGroup refuses an admin group the host does not have: membership is looked up by

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -255,5 +256,92 @@ func TestLoadRefusesNonRegular(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s: Load blocked", p)
 		}
+	}
+}
+
+// TestNegativeNamesKey: a negative number in any setting refuses the file with an error that
+// names its key, once (the audit log's own check said only "sizes, ages and counts must not be
+// negative"). Every number of the defaults is tried, a hook's timeout too.
+func TestNegativeNamesKey(t *testing.T) {
+	t.Parallel()
+	base := Default()
+	base.Hooks.PreToolUse = []HookMatcher{{Matcher: "Bash", Hooks: []Hook{{Command: "true", TimeoutSec: 5}}}}
+	js, err := json.Marshal(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var leaves func(v any, at string)
+	leaves = func(v any, at string) {
+		switch v := v.(type) {
+		case float64:
+			keys = append(keys, at)
+		case map[string]any:
+			for k, e := range v {
+				leaves(e, join(at, k))
+			}
+		case []any:
+			for i, e := range v {
+				leaves(e, fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	leaves(doc, "")
+	for _, want := range []string{"audit.max_file_age_sec", "audit.checkpoint_every", "audit.checkpoint_interval_sec", "sandbox.pids_max", "hooks.PreToolUse[0].hooks[0].timeout"} {
+		if !slices.Contains(keys, want) {
+			t.Fatalf("%s is not among the numbers tried: %q", want, keys)
+		}
+	}
+	for _, key := range keys {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			var d any
+			if err := json.Unmarshal(js, &d); err != nil {
+				t.Fatal(err)
+			}
+			m := d
+			path := strings.FieldsFunc(key, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+			for i, p := range path {
+				last := i == len(path)-1
+				switch c := m.(type) {
+				case map[string]any:
+					if last {
+						c[p] = -1
+					}
+					m = c[p]
+				case []any:
+					n, _ := strconv.Atoi(p)
+					if last {
+						c[n] = -1
+					}
+					m = c[n]
+				}
+			}
+			body, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Default()
+			if err := Parse(body, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), key+" must not be negative") {
+				t.Fatalf("%s: -1: err = %v, want one naming the key", key, err)
+			}
+			named := 0
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if first, _, _ := strings.Cut(line, " "); first == key {
+					named++
+				}
+			}
+			if named != 1 {
+				t.Errorf("%s is named %d times: %v", key, named, err)
+			}
+		})
 	}
 }
