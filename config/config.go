@@ -35,6 +35,16 @@ const (
 	DefaultPolicyDir = "/etc/sandboxd/policy.d"
 )
 
+// MaxDrainTimeoutSec bounds drain_timeout_sec: systemd SIGKILLs the daemon TimeoutStopSec
+// (45 s in systemd/sandboxd.service) after SIGTERM, and after the drain the stop still kills
+// what is left, removes the cgroups and closes the audit log with its stop record, for which
+// it keeps stopAfterDrainSec. Killed mid-drain, the log shows no clean stop and calls are
+// left to the next start. A change to either must follow the unit (a test reads it).
+const (
+	MaxDrainTimeoutSec = 35
+	stopAfterDrainSec  = 10
+)
+
 // Config is the daemon's configuration. Defaults are the safe choice; a true bool means less safe.
 type Config struct {
 	// AdminGroup's members (and root) see every session and the whole audit log.
@@ -556,7 +566,8 @@ func (c Config) Validate() error {
 		{"read_header_timeout_sec must be > 0", c.ReadHeaderTimeoutSec > 0},
 		{"read_body_timeout_sec must be > 0", c.ReadBodyTimeoutSec > 0},
 		{"idle_timeout_sec must be > 0", c.IdleTimeoutSec > 0},
-		{"drain_timeout_sec must be >= 0", c.DrainTimeoutSec >= 0},
+		{fmt.Sprintf("drain_timeout_sec must be between 0 and %d: the unit's TimeoutStopSec=%d SIGKILLs the daemon after that, and the stop needs %d s after the drain to kill what is left and close the audit log",
+			MaxDrainTimeoutSec, MaxDrainTimeoutSec+stopAfterDrainSec, stopAfterDrainSec), c.DrainTimeoutSec >= 0 && c.DrainTimeoutSec <= MaxDrainTimeoutSec},
 		{"max_parallel_calls must be between 1 and 256", c.MaxParallelCalls >= 1 && c.MaxParallelCalls <= 256},
 		{"max_sessions_per_user must be > 0", c.MaxSessionsPerUser > 0},
 		{"session_budget_chars must be > 0", c.SessionBudgetChars > 0},

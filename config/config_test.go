@@ -345,3 +345,42 @@ func TestNegativeNamesKey(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainEndsBeforeTheUnitKills: the longest drain, and the stop after it, end within the
+// shipped unit's TimeoutStopSec, after which systemd SIGKILLs the daemon mid-drain; a longer
+// drain is refused, naming the bound.
+func TestDrainEndsBeforeTheUnitKills(t *testing.T) {
+	t.Parallel()
+	unit, err := os.ReadFile(filepath.Join("..", "systemd", "sandboxd.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := -1
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "TimeoutStopSec="); ok {
+			if stop, err = strconv.Atoi(v); err != nil {
+				t.Fatalf("TimeoutStopSec=%s: want plain seconds: %v", v, err)
+			}
+		}
+	}
+	if stop < 0 {
+		t.Fatal("systemd/sandboxd.service sets no TimeoutStopSec: systemd's default (90 s) is not what MaxDrainTimeoutSec was set for")
+	}
+	if MaxDrainTimeoutSec+stopAfterDrainSec != stop {
+		t.Errorf("MaxDrainTimeoutSec %d + %d s for the stop after it != the unit's TimeoutStopSec=%d: change them together", MaxDrainTimeoutSec, stopAfterDrainSec, stop)
+	}
+	if d := Default().DrainTimeoutSec; d > MaxDrainTimeoutSec {
+		t.Errorf("the default drain_timeout_sec %d is over the bound %d", d, MaxDrainTimeoutSec)
+	}
+	for v, ok := range map[int]bool{0: true, MaxDrainTimeoutSec: true, MaxDrainTimeoutSec + 1: false, stop: false, 600: false, -1: false} {
+		c := Default()
+		c.DrainTimeoutSec = v
+		err := c.Validate()
+		if (err == nil) != ok {
+			t.Errorf("drain_timeout_sec %d: Validate() = %v, want ok %v", v, err, ok)
+		}
+		if !ok && v > 0 && !strings.Contains(fmt.Sprint(err), fmt.Sprintf("drain_timeout_sec must be between 0 and %d: the unit's TimeoutStopSec=%d", MaxDrainTimeoutSec, stop)) {
+			t.Errorf("drain_timeout_sec %d: %v does not name the bound and the unit's timeout", v, err)
+		}
+	}
+}
