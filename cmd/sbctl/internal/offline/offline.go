@@ -31,7 +31,8 @@ func Policy(e *cli.Env, args []string) error {
 	return nil
 }
 
-// AuditVerify runs `sbctl audit verify --dir D | --file F...` on a copy of the log, offline.
+// AuditVerify runs `sbctl audit verify --dir D | --file F...` on a copy of the log, offline:
+// with the log's public key, or with --chain-only, which says that no signature was checked.
 func AuditVerify(e *cli.Env, args []string) error {
 	if len(args) == 0 || args[0] != "verify" {
 		return cli.UsageError("sbctl-full runs only `audit verify --dir|--file`; use sbctl for the rest")
@@ -44,11 +45,23 @@ func AuditVerify(e *cli.Env, args []string) error {
 	var oldPubs cli.Multi
 	fs.Var(&oldPubs, "old-pubkey", "public key file of a signing key the log's audit.key_replaced replaced: check the checkpoints it signed (repeatable)")
 	head := fs.String("head", "", "head.json to check --file against")
+	chainOnly := fs.Bool("chain-only", false, "check the hash chain alone, no signature: a chain recomputed after an edit passes it")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if len(files) == 0 && *dir == "" {
+	switch {
+	case len(files) == 0 && *dir == "":
 		return cli.UsageError("audit verify offline needs --dir or --file")
+	case *pubPath == "" && !*chainOnly:
+		// Anyone who can edit the files can recompute every hash after the edit: without
+		// the signatures an intact chain shows nothing, so it is not offered as a verdict.
+		return cli.UsageError("audit verify offline needs the log's public key: --pubkey FILE (sbctl audit pubkey prints it; " +
+			"on the daemon's host it is <state>/audit-key/audit.pub). Without it only the hash chain can be checked, " +
+			"which a log rewritten and re-hashed after an edit passes; --chain-only checks that alone")
+	case *pubPath != "" && *chainOnly:
+		return cli.UsageError("--chain-only checks no signature: give it or --pubkey, not both")
+	case len(oldPubs) > 0 && *pubPath == "":
+		return cli.UsageError("--old-pubkey needs --pubkey, the key that signs the log now")
 	}
 	var opt audit.VerifyOptions
 	if *pubPath != "" {
