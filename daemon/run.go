@@ -109,6 +109,7 @@ func New(opts Options, log *zap.Logger) (d *Daemon, err error) {
 		UserLimits:    sandbox.UserLimits{MemoryMaxBytes: cfg.Limits.UserMemoryBytes, PidsMax: cfg.Limits.UserPids},
 		ExtraSyscalls: cfg.Sandbox.ExtraSyscalls,
 		StepObserver:  steps.spawnStep,
+		JournalDir:    filepath.Join(opts.StateDir, journalDirName),
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -303,6 +304,11 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 		for k, v := range uncleanStopDetail(d.audit.Dir(), prev) {
 			start[k] = v
 		}
+	}
+	// What the calls a killed daemon left running made at protected paths, swept now as their
+	// last sweep would have, before any call of this daemon's runs.
+	for k, v := range recoveredDetail(d.core.sandbox.RecoverJournals()) {
+		start[k] = v
 	}
 	marker := runMarker{PID: os.Getpid(), Started: time.Now()}
 	if files, err := audit.ListFiles(d.audit.Dir()); err == nil && len(files) > 0 {

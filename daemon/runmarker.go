@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/internal/durable"
+	"github.com/sandboxd/sandboxd/sandbox"
 )
 
 // runMarkerName is the state directory's file saying a daemon serves from it. A clean stop
@@ -100,6 +101,37 @@ func uncleanStopDetail(auditDir string, prev *runMarker) map[string]string {
 	d["unfinished_tasks"] = strconv.Itoa(u.tasks)
 	if len(u.taskIDs) > 0 {
 		d["unfinished_task_ids"] = strings.Join(u.taskIDs, ",")
+	}
+	return d
+}
+
+// recoveredDetail is what a daemon.start says of the sweeps it ran after the calls a dead
+// daemon left running (sandbox.RecoverJournals): how many, and what they moved aside (the
+// first maxUnfinishedListed paths, with each one's session and call).
+func recoveredDetail(rs []sandbox.Recovered) map[string]string {
+	if len(rs) == 0 {
+		return nil
+	}
+	type moved struct {
+		UID     uint32 `json:"uid"`
+		Session string `json:"session,omitempty"`
+		Call    string `json:"call,omitempty"`
+		Path    string `json:"path"`
+	}
+	var list []moved
+	n := 0
+	for _, r := range rs {
+		n += len(r.Moved) + r.MovedMore
+		for _, p := range r.Moved {
+			if len(list) < maxUnfinishedListed {
+				list = append(list, moved{r.UID, r.Session, r.Call, p})
+			}
+		}
+	}
+	d := map[string]string{"recovered_sweeps": strconv.Itoa(len(rs)), "recovered_moved_aside": strconv.Itoa(n)}
+	if len(list) > 0 {
+		b, _ := json.Marshal(list)
+		d["recovered_moved_aside_paths"] = string(b)
 	}
 	return d
 }

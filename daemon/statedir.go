@@ -30,8 +30,23 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("chmod state dir: %w", err)
 		}
 	}
+	// The running calls' sweep journals (sandbox.Config.JournalDir) name the protected paths
+	// of users' projects: root's alone.
+	j := filepath.Join(dir, journalDirName)
+	if err := os.MkdirAll(j, 0o700); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	if err := checkTrustedDir(j, false, false); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if err := os.Chmod(j, 0o700); err != nil {
+		return fmt.Errorf("chmod state dir: %w", err)
+	}
 	return nil
 }
+
+// journalDirName is the state directory's dir of sweep journals.
+const journalDirName = "sweeps"
 
 // lockStateDir takes the state directory for this daemon: two daemons on one would write one
 // audit log's hash chain from two ends, and each would remove the other's sessions' results

@@ -181,6 +181,63 @@ func TestKill9UnderLoad(t *testing.T) {
 	checkStartsAfterKill(t, starts, ends)
 }
 
+// TestKill9SweepsWhatATaskMade: a background task makes a protected path (an .envrc, which
+// direnv runs when the user next enters the dir) a second in, past its first sweep (which
+// journals it), and the daemon is killed before the next sweep saw it: the next daemon sweeps after the task from its journal before it serves,
+// moves the file aside, and its daemon.start says so.
+func TestKill9SweepsWhatATaskMade(t *testing.T) {
+	d := start(t, nil)
+	ctx := context.Background()
+	c := d.Client(30 * time.Second)
+	work := workDir(t, d)
+	s, err := c.CreateSession(ctx, protocol.CreateSession{Cwd: work, Mode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := protocol.CallRequest{Tool: "Bash", ToolUseID: "k9_task", Input: harness.Input(map[string]any{
+		"command": "sleep 1; f=.env; echo 'echo pwned' > ${f}rc; sleep 60", "run_in_background": true})}
+	if res, err := c.Call(ctx, s.ID, req); err != nil || res.IsError {
+		t.Fatalf("background task: %v %s", err, text(res))
+	}
+	envrc := filepath.Join(work, ".envrc")
+	if !waitFor(10*time.Second, func() bool { _, err := os.Lstat(envrc); return err == nil }) {
+		t.Fatal("the task never made .envrc")
+	}
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := d.Restart(rctx); err != nil {
+		t.Fatalf("restart after kill -9: %v", err)
+	}
+	if _, err := os.Lstat(envrc); err == nil {
+		b, _ := os.ReadFile(envrc)
+		t.Errorf("the .envrc the task made (%q) is still there after the restart", b)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(d.StateDir, "sweeps")); len(ents) != 0 {
+		t.Errorf("sweep journals left after the restart: %v", ents)
+	}
+	if err := d.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := d.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *audit.Record
+	for _, r := range recs {
+		if r.Kind == audit.KindDaemonStart {
+			last = r
+		}
+	}
+	if last == nil || last.Detail["unfinished_tasks"] != "1" {
+		t.Errorf("daemon.start after the kill: %+v, want the task named unfinished", last)
+	}
+	// Moved by the restart's sweep, unless the task's own sweep won the race to it.
+	t.Logf("daemon.start: recovered_moved_aside=%s %s", last.Detail["recovered_moved_aside"], last.Detail["recovered_moved_aside_paths"])
+}
+
 // checkStartsAfterKill: of three daemon.start records (first start, after kill -9, after a
 // clean stop) only the second says the previous daemon stopped uncleanly, and it names the
 // calls still running at the kill (the sleeps of worker 0), whose call.end never came.

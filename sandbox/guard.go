@@ -220,6 +220,14 @@ func (p *Process) sweepWhileRunning() {
 		case <-p.done:
 			return
 		case <-t.C:
+			if p.journalPath == "" {
+				// A call still running at its first sweep is journaled (journal.go): one
+				// that ends sooner costs none.
+				if err := p.s.journal(p); err != nil {
+					p.s.log.Warn("a running call's sweep journal could not be written; a restart after a crash would not sweep after it",
+						zap.String("call", p.spec.Call), zap.Error(err))
+				}
+			}
 			p.moveAsideCreated(true)
 		}
 	}

@@ -75,6 +75,8 @@ type Process struct {
 	movedSeed  maphash.Seed
 	movedBytes int // p.moved's paths' length
 	movedMore  int // moved aside past noteMoved's bounds, counted only
+	// journalPath is its sweep journal, until its last sweep (journal.go).
+	journalPath string
 
 	mu       sync.Mutex
 	killedBy string
@@ -261,6 +263,7 @@ func (p *Process) Wait() (*Result, error) {
 	}
 	defer func() {
 		p.s.guarding.done(p) // after the last sweep
+		p.unjournal()
 		p.s.mu.Lock()
 		delete(p.s.procs, p)
 		p.s.mu.Unlock()

@@ -26,6 +26,9 @@ type Config struct {
 	// StepObserver, when set, is told how long each step of a start and of a call's end took
 	// (plan, handover, child_setup_exec, cgroup_create, ...): the daemon's metrics.
 	StepObserver func(step string, d time.Duration)
+	// JournalDir, a dir only root may write, keeps each running call's sweep journal (see
+	// journal.go); "" keeps none.
+	JournalDir string
 }
 
 // Limits bounds one execution. 0 means the default (Config.Limits, then DefaultLimits).
