@@ -207,6 +207,11 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.ExitCode < 0 {
+		// rg did not end by itself: what it printed is no answer, and nothing printed is not
+		// "no matches".
+		return nil, grepCutShort(r)
+	}
 	if r.ExitCode >= 2 && r.Total == 0 && !onlyUnreadableBelow(r.Stderr, path) {
 		msg := r.Stderr
 		if msg == "" {
@@ -298,6 +303,20 @@ func (h *Host) runGrep(ctx context.Context, c *Call) (*Result, error) {
 	}
 	res.Data = data
 	return res, nil
+}
+
+// grepCutShort is the error of a search whose rg was ended by a signal it was not sent by the
+// worker (the worker stops rg itself only past a page or its byte bound, and reports no signal
+// then), saying why when that is known.
+func grepCutShort(r *worker.GrepReply) error {
+	const redo = "; nothing can be said of what it did not reach, so this is no answer either way"
+	switch {
+	case r.OOMKilled:
+		return errcode.Msg(errcode.OOM, "Grep was cut short: rg was killed for running out of memory (the sandbox's memory limit)"+redo+". Narrow the path, glob or type, or search fewer or smaller files (very long lines take memory whole)")
+	case r.Signal != "":
+		return errcode.Msg(errcode.ToolFailed, fmt.Sprintf("Grep was cut short: rg was killed by %s%s (with SIGKILL, most often the out-of-memory killer at the sandbox's memory limit). Search again, narrower if it recurs", r.Signal, redo))
+	}
+	return errcode.Msg(errcode.ToolFailed, "Grep was cut short: rg ended without an exit status"+redo+". Search again")
 }
 
 // onlyUnreadableBelow reports whether rg's stderr holds only "Permission denied" for paths

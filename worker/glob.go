@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/internal/errcode"
 	"github.com/sandboxd/sandboxd/permission"
 )
@@ -408,6 +410,7 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 	if err != nil {
 		return nil, nil, errcode.New(errcode.Internal, err)
 	}
+	oomBefore, oomKnown := oomKills()
 	if err := cmd.Start(); err != nil {
 		return nil, nil, errcode.New(errcode.Unavailable, fmt.Errorf("start rg: %w; check that rg is installed and executable", err))
 	}
@@ -480,9 +483,21 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 	case werr == nil:
 	case stopped:
 	case errors.As(werr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Exited() {
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		switch {
+		case ok && ws.Exited():
 			reply.ExitCode = ws.ExitStatus()
-		} else {
+		case ok && ws.Signaled():
+			reply.ExitCode = -1
+			reply.Signal = unix.SignalName(ws.Signal())
+			if reply.Signal == "" {
+				reply.Signal = "signal " + strconv.Itoa(int(ws.Signal()))
+			}
+			// The kernel's OOM killer sends SIGKILL like anyone else: its counter tells.
+			if after, ok := oomKills(); ok && oomKnown && after > oomBefore {
+				reply.OOMKilled = true
+			}
+		default:
 			reply.ExitCode = -1
 		}
 	default:
@@ -533,6 +548,43 @@ func doGrep(ctx context.Context, a *GrepArgs) (*GrepReply, []byte, error) {
 		}
 	}
 	return reply, page.Bytes(), nil
+}
+
+// oomKills is how many processes the kernel's out-of-memory killer has killed in this
+// process's memory cgroup and below it, or false where that cannot be read. The worker has no
+// cgroup namespace, so /proc/self/cgroup names its cgroup under the host's /sys/fs/cgroup.
+func oomKills() (int64, bool) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	var file string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		id, rest, _ := strings.Cut(line, ":")
+		ctrls, dir, ok := strings.Cut(rest, ":")
+		switch {
+		case !ok:
+		case slices.Contains(strings.Split(ctrls, ","), "memory"):
+			// v1 (or hybrid): the memory hierarchy wins over a v2 one without the controller.
+			file = filepath.Join("/sys/fs/cgroup/memory", dir, "memory.oom_control")
+		case id == "0" && ctrls == "" && file == "":
+			file = filepath.Join("/sys/fs/cgroup", dir, "memory.events")
+		}
+	}
+	if file == "" {
+		return 0, false
+	}
+	data, err = os.ReadFile(file)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // denySet holds absolute gitignore-style patterns (permission.MatchPath's syntax) of paths

@@ -230,11 +230,16 @@ type GrepArgs struct {
 type GrepReply struct {
 	Lines int `json:"lines"`
 	// Total is the number of lines rg printed, when it ran to the end (Complete).
-	Total    int    `json:"total"`
-	Complete bool   `json:"complete"`
-	More     bool   `json:"more,omitempty"` // lines exist past this page
+	Total    int  `json:"total"`
+	Complete bool `json:"complete"`
+	More     bool `json:"more,omitempty"` // lines exist past this page
+	// ExitCode is rg's exit status, or -1 when it did not exit (Signal says why).
 	ExitCode int    `json:"exit_code"`
 	Stderr   string `json:"stderr,omitempty"`
+	// Signal names the signal that ended rg ("SIGKILL") when it was not the worker's own
+	// stop; OOMKilled is set when that was the kernel's out-of-memory killer.
+	Signal    string `json:"signal,omitempty"`
+	OOMKilled bool   `json:"oom_killed,omitempty"`
 	// CutByBytes is set when MaxBytes stopped the read.
 	CutByBytes bool `json:"cut_by_bytes,omitempty"`
 }
