@@ -16,22 +16,35 @@ import (
 
 // truncatedInput is what a record keeps of an input larger than Config.MaxInputBytes:
 //
-//	{"truncated":true,"bytes":N,"preview":"<the redacted canonical input, cut>"}
+//	{"truncated":true,"bytes":N,"file_path":"<whole>","preview":"<the redacted canonical input, cut>"}
 //
 // N is the size of the redacted canonical input; the record's input_digest stays the digest
-// of the whole (RFC 8785 form), so the input can still be matched against a copy. The preview
-// is the input with its longest strings cut (shortened) when that fits, so a Write's
-// file_path, which sorts after its content, stays whole; else its first bytes, cut on a UTF-8
-// boundary. The whole object fits in max bytes. One user's large inputs then cannot fill the
-// volume and push out others' history (issue 17).
+// of the whole (RFC 8785 form), so the input can still be matched against a copy. The input's
+// path fields (pathKeys) come first and whole (up to half of max each), whatever the preview
+// keeps: a MultiEdit's edits sort before its file_path, and a preview cut by bytes lost which
+// file was edited, to sbctl audit query --grep and to the OCSF file.path alike. The preview is
+// the input with its longest strings cut (shortened) when that fits, else its first bytes, cut
+// on a UTF-8 boundary. The whole object fits in max bytes. One user's large inputs then cannot
+// fill the volume and push out others' history (issue 17).
 func truncatedInput(red json.RawMessage, max int) json.RawMessage {
 	type trunc struct {
-		Truncated bool   `json:"truncated"`
-		Bytes     int    `json:"bytes"`
-		Preview   string `json:"preview"`
+		Truncated    bool   `json:"truncated"`
+		Bytes        int    `json:"bytes"`
+		FilePath     string `json:"file_path,omitempty"`
+		NotebookPath string `json:"notebook_path,omitempty"`
+		Path         string `json:"path,omitempty"`
+		Preview      string `json:"preview"`
+	}
+	t := trunc{Truncated: true, Bytes: len(red)}
+	paths := pathFields(red, max/2)
+	t.FilePath, t.NotebookPath, t.Path = paths["file_path"], paths["notebook_path"], paths["path"]
+	fits := func(preview string) (json.RawMessage, bool) {
+		t.Preview = preview
+		b, err := json.Marshal(t)
+		return b, err == nil && len(b) <= max
 	}
 	if short, ok := shortened(red, max/4); ok {
-		if b, err := json.Marshal(trunc{Truncated: true, Bytes: len(red), Preview: string(short)}); err == nil && len(b) <= max {
+		if b, ok := fits(string(short)); ok {
 			return b
 		}
 	}
@@ -41,13 +54,37 @@ func truncatedInput(red json.RawMessage, max int) json.RawMessage {
 		for len(cut) > 0 && !utf8.Valid(cut) {
 			cut = cut[:len(cut)-1]
 		}
-		b, err := json.Marshal(trunc{Truncated: true, Bytes: len(red), Preview: string(cut)})
-		if err == nil && len(b) <= max {
+		if b, ok := fits(string(cut)); ok {
 			return b
 		}
 	}
+	if b, ok := fits(""); ok {
+		return b
+	}
 	b, _ := json.Marshal(trunc{Truncated: true, Bytes: len(red)})
 	return b
+}
+
+// pathKeys are the input fields that name what a call acted on (Read, Write, Edit, MultiEdit:
+// file_path; NotebookEdit: notebook_path; Glob, Grep: path). A Bash command is never cut: one
+// the log would cut is refused.
+var pathKeys = []string{"file_path", "notebook_path", "path"}
+
+// pathFields are red's top-level pathKeys that are strings, each cut to most bytes (a path
+// that long names no file a call could open; the bound keeps the record within max).
+func pathFields(red json.RawMessage, most int) map[string]string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(red, &m) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, k := range pathKeys {
+		var s string
+		if json.Unmarshal(m[k], &s) == nil && s != "" {
+			out[k] = TruncateDetail(s, most)
+		}
+	}
+	return out
 }
 
 // shortened is red, a JSON value, with its longest strings cut to fit in budget bytes (each

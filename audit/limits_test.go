@@ -68,6 +68,60 @@ func TestInputTruncated(t *testing.T) {
 	mustVerify(t, l.Dir(), l)
 }
 
+// A large input keeps the fields that name what the call acted on, whole and ahead of the
+// preview. A MultiEdit of 300 edits sorts its edits before its file_path, and the preview, cut
+// by bytes, lost the path: sbctl audit query --grep target.txt and the OCSF file.path could not
+// say which file was edited.
+func TestTruncatedInputKeepsPaths(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{MaxInputBytes: 256 << 10})
+	defer l.Close()
+	edit := `{"new_string":"` + strings.Repeat("n", 500) + `","old_string":"` + strings.Repeat("o", 500) + `"}`
+	edits := strings.TrimSuffix(strings.Repeat(edit+",", 300), ",")
+	cases := []struct {
+		name, tool, input, key, path string
+	}{
+		{"multi-edit of 300 edits", "MultiEdit", `{"edits":[` + edits + `],"file_path":"/home/u/proj/target.txt"}`, "file_path", "/home/u/proj/target.txt"},
+		{"notebook edit", "NotebookEdit", `{"cell_id":"c1","new_source":"` + strings.Repeat("x", 300<<10) + `","notebook_path":"/home/u/nb.ipynb"}`,
+			"notebook_path", "/home/u/nb.ipynb"},
+		{"grep", "Grep", `{"path":"/home/u/src","pattern":"` + strings.Repeat("a|", 150<<10) + `"}`, "path", "/home/u/src"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := callRecord(0)
+			r.Tool, r.Input = tc.tool, json.RawMessage(tc.input)
+			if err := l.Append(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			in := inputFields(r.Input)
+			if len(r.Input) > 256<<10 || in["truncated"] != "" || !strings.Contains(string(r.Input), `"truncated":true`) || in["preview"] == "" {
+				t.Fatalf("stored input is not the truncated form (%d bytes): %.200s", len(r.Input), r.Input)
+			}
+			if in[tc.key] != tc.path {
+				t.Errorf("%s = %q, want %q whole: %.200s", tc.key, in[tc.key], tc.path, r.Input)
+			}
+			b, err := OCSF(r, "host1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev struct {
+				File struct {
+					Path string `json:"path"`
+				} `json:"file"`
+			}
+			if err := json.Unmarshal(b, &ev); err != nil || ev.File.Path != tc.path {
+				t.Errorf("OCSF file.path = %q (%v), want %q", ev.File.Path, err, tc.path)
+			}
+		})
+	}
+	// A path too long to fit is cut, saying so, and the record stays within the bound.
+	long := `{"content":"` + strings.Repeat("w", 4000) + `","file_path":"/` + strings.Repeat("d/", 2000) + `f"}`
+	got := truncatedInput(json.RawMessage(long), 1<<10)
+	if len(got) > 1<<10 || !strings.Contains(inputFields(got)["file_path"], "[truncated: 4002 bytes]") {
+		t.Fatalf("a path longer than the bound: %d bytes: %s", len(got), got)
+	}
+}
+
 func TestRetentionKeepsYoungRecords(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() + "/audit"

@@ -86,12 +86,13 @@ func OCSF(r *Record, host string) ([]byte, error) {
 	case ocsfProcess:
 		ev["process"] = map[string]any{"name": "bash", "cmd_line": in["command"], "file": map[string]any{"name": "bash", "type_id": 1}}
 	case ocsfFileSystem:
-		p := in["file_path"]
-		if p == "" {
-			p = in["path"]
-		}
-		if p == "" {
-			p = in["pattern"]
+		// What the call acted on, by the tools' names for it (NotebookEdit's notebook_path
+		// too, which left its events with no path).
+		var p string
+		for _, k := range []string{"file_path", "notebook_path", "path", "pattern"} {
+			if p = in[k]; p != "" {
+				break
+			}
 		}
 		name := p[strings.LastIndex(p, "/")+1:]
 		ev["file"] = map[string]any{"path": p, "name": name, "type_id": 1, "type": "Regular File"}

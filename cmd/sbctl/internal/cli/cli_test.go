@@ -577,3 +577,13 @@ func TestPrintVerifyKeyReplaced(t *testing.T) {
 		t.Fatalf("stdout:\n%s", out.String())
 	}
 }
+
+// A truncated input names its file at the top, where the listing and --grep read it.
+func TestAuditListingShowsTruncatedInputsPath(t *testing.T) {
+	var out bytes.Buffer
+	in := `{"truncated":true,"bytes":310249,"file_path":"/home/u/proj/target.txt","preview":"{\"edits\":[{\"new_string\":\"nnn…[500 bytes cut]\"}"}`
+	printRecord(&out, &protocol.Record{Seq: 3, Kind: "call.end", Tool: "MultiEdit", Input: json.RawMessage(in)})
+	if !strings.Contains(out.String(), "/home/u/proj/target.txt") {
+		t.Fatalf("listing: %s", out.String())
+	}
+}
