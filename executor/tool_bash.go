@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -72,7 +73,7 @@ func bashDef(h *Host) Def {
 				return errcode.Msg(errcode.Validation, fmt.Sprintf("command is %d bytes; bash -c takes at most %d (the kernel's limit on one argument): write long content with the Write tool, or put the script in a file and run that", len(command), MaxBashCommandBytes))
 			}
 			if max := h.AuditInputBytes; max > 0 && !auditKeepsWhole(c.Input, max) {
-				return errcode.Msg(errcode.Validation, fmt.Sprintf("command is %d bytes, and the audit log keeps a call's input whole only up to %d bytes (audit.max_input_bytes): a command it could not record whole is not run; write long content with the Write tool, or put the script in a file and run that", len(command), max))
+				return inputTooLarge(c.Input, max)
 			}
 			return nil
 		},
@@ -110,6 +111,37 @@ func auditKeepsWhole(in Input, max int) bool {
 	}
 	red, _ := audit.Redact(js)
 	return len(red) <= max
+}
+
+// inputTooLarge is the refusal of a Bash input the audit log would not keep whole. It names the
+// fields by size, largest first: the command may be small and a description (or another
+// field) what is too large, and only the field at fault tells the agent what to shorten.
+func inputTooLarge(in Input, max int) error {
+	type field struct {
+		key  string
+		size int
+	}
+	fields := make([]field, 0, len(in))
+	for k, v := range in {
+		n := 0
+		if s, ok := v.(string); ok {
+			n = len(s)
+		} else if js, err := json.Marshal(v); err == nil {
+			n = len(js)
+		}
+		fields = append(fields, field{k, n})
+	}
+	slices.SortFunc(fields, func(a, b field) int { return cmp.Or(b.size-a.size, strings.Compare(a.key, b.key)) })
+	var sizes []string
+	for _, f := range fields {
+		sizes = append(sizes, fmt.Sprintf("%s %d bytes", f.key, f.size))
+	}
+	fix := "shorten " + fields[0].key
+	if fields[0].key == "command" {
+		fix = "write long content with the Write tool, or put the script in a file and run that"
+	}
+	return errcode.Msg(errcode.Validation, fmt.Sprintf("%s is %d bytes (the input: %s), and the audit log keeps a call's input whole only up to %d bytes (audit.max_input_bytes): a call it could not record whole is not run; %s",
+		fields[0].key, fields[0].size, strings.Join(sizes, ", "), max, fix))
 }
 
 // nothingBelow reports a whole-tree use whose path, as the agent's process finds it, holds
