@@ -128,6 +128,20 @@ var ProtectedInHome = []string{
 	".manpath", ".config/go/env", ".docker/cli-plugins", ".docker/config.json", ".selected_editor", ".config/user-dirs.dirs",
 	".perldb", ".pylintrc", ".config/pylintrc", ".gvimrc", ".vscode-server", ".config/Cursor/User",
 	".config/zed", ".config/opencode",
+	// Siblings of the above: emacs's XDG init dir, zsh's completion dump (compinit sources it),
+	// terminals' configs (their shell and commands), what desktop sessions and window managers
+	// start (D-Bus session services' Exec=, i3's and sway's exec, plasma's env scripts,
+	// openbox's autostart, pipewire's context.exec), applications that load scripts or run
+	// commands (mpv, ranger, qutebrowser, yt-dlp's --exec, gh's ! aliases, bat's pager, gitk's
+	// Tcl, mutt), other REPLs' start-up files, npm's init module, and the package sources pip,
+	// maven, conda and curl take (a mirror that serves what every later install runs).
+	".config/emacs", ".emacs.el", ".zcompdump", ".alacritty.toml", ".config/ghostty", ".config/foot",
+	".local/share/dbus-1/services", ".config/i3", ".config/sway", ".config/hypr", ".config/plasma-workspace/env",
+	".config/autostart-scripts", ".config/openbox", ".gnomerc", ".Xclients", ".xinputrc", ".config/pipewire",
+	".config/mpv/scripts", ".config/ranger", ".config/qutebrowser", ".config/yt-dlp", ".config/gh", ".config/bat",
+	".gitk", ".config/git/gitk", ".muttrc", ".config/mutt", ".xonshrc", ".config/xonsh", ".config/elvish", ".tclshrc",
+	".guile", ".sbclrc", ".ocamlinit", ".racketrc", ".radare2rc", ".rizinrc", ".cgdb", ".npm-init.js", ".ansible.cfg",
+	".config/pip", ".pip", ".m2/settings.xml", ".condarc", ".curlrc",
 	".ssh", ".cache/sandboxd",
 }
 

@@ -126,6 +126,12 @@ _protected_cases := {
 	"a project's .vim": {"p": "/home/u/w/.vim/x", "want": false},
 	"a project's go/bin": {"p": "/home/u/w/go/bin/x", "want": false},
 	"a binary beside": {"p": "/home/u/binx", "want": false},
+	"gh's aliases": {"p": "/home/u/.config/gh/config.yml", "want": true},
+	"pip's index": {"p": "/home/u/.pip/pip.conf", "want": true},
+	"maven's mirrors": {"p": "/home/u/.m2/settings.xml", "want": true},
+	"maven's repository": {"p": "/home/u/.m2/repository/x.jar", "want": false},
+	"a session bus service": {"p": "/home/u/.local/share/dbus-1/services/x.service", "want": true},
+	"zsh's completion dump": {"p": "/home/u/.zcompdump", "want": true},
 }
 
 _is_protected(p) if {
