@@ -336,6 +336,11 @@ func PrintVerify(e *Env, rep *protocol.VerifyReport, verr error) error {
 			if rep != nil && rep.Reason != "" {
 				fmt.Fprintf(e.Stderr, "first bad record: seq %d (%s line %d): %s\n", rep.BadSeq, rep.BadFile, rep.BadLine, rep.Reason)
 			}
+			if rep != nil && rep.CutBacks+rep.KeyReplacements > 0 {
+				// The error names one finding; a log can hold both kinds, more than once.
+				fmt.Fprintf(e.Stderr, "in the records read: %d audit.cut_back, %d audit.key_replaced (%d checkpoints of a replaced key not checked)\n",
+					rep.CutBacks, rep.KeyReplacements, rep.UncheckedCheckpoints)
+			}
 		}
 		return &ExitError{Code: 1}
 	}

@@ -566,7 +566,8 @@ func TestPrintVerifyKeyReplaced(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("exit = %v, want 1", err)
 	}
-	if !strings.HasPrefix(errb.String(), "NOT fully verified: the signing key was replaced at seq 14") || strings.Contains(errb.String(), "first bad record") {
+	if !strings.HasPrefix(errb.String(), "NOT fully verified: the signing key was replaced at seq 14") || strings.Contains(errb.String(), "first bad record") ||
+		!strings.Contains(errb.String(), "in the records read: 0 audit.cut_back, 1 audit.key_replaced (3 checkpoints of a replaced key not checked)") {
 		t.Fatalf("stderr:\n%s", errb.String())
 	}
 	rep.UncheckedCheckpoints = 0
