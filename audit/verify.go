@@ -68,7 +68,8 @@ func VerifyDirOptions(dir string, opt VerifyOptions) (*VerifyReport, error) {
 // Verify checks files (in chain order) offline: every line's hash, seq and prev links across
 // files, rotation markers, checkpoint signatures and the signed head. An intact log returns a
 // nil error. Otherwise the error wraps ErrTampered (or ErrTornTail, ErrNoHead, ErrCutBack) and
-// the report names the first bad record and why. It reads only the given files, so it works on
+// the report names the first bad record and why; or, with no record bad, ErrKeyReplaced for
+// checkpoints of a replaced key it was not given. It reads only the given files, so it works on
 // a copy.
 func Verify(files []string, opt VerifyOptions) (*VerifyReport, error) {
 	rep := &VerifyReport{Files: files, Signed: opt.PublicKey != nil}
