@@ -376,6 +376,8 @@ func (w *walker) argvTails(sb *sub, ws []word) {
 				heads = attachedValues(a.val)
 			}
 			values = len(heads)
+		} else if i > 0 && ws[i-1].static && !strings.Contains(ws[i-1].val, "=") && namesProgram(ws[i-1].val) {
+			values = 1 // the next word of --post-command, --diff-program: a command line
 		} else if k, v, ok := strings.Cut(a.val, "="); ok && k != "" && !strings.ContainsAny(k, " /") {
 			heads, values = []string{v, a.val}, 1 // KEY=VALUE: the value may be a command line
 		}

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,62 @@ func TestRunsItsWords(t *testing.T) {
 	} {
 		if got := RunsItsWords(strings.Fields(line)); got != want {
 			t.Errorf("%q: %v, want %v", line, got, want)
+		}
+	}
+}
+
+// TestProgramOptionsRun: an option that names a program the command runs, of any program
+// (--*-program, --*-command, --*-cmd, attached or with the next word) or of a common tool that
+// spells it otherwise, makes the command's words ones that run (so the audit log does not
+// redact a program named like a token, ghp_…), and Classify reads what it names as a
+// command too, so a deny of rm meets it (or, for fd, takes the command for one that may run
+// anything). A --no-X option and a word that only contains such a name do not.
+func TestProgramOptionsRun(t *testing.T) {
+	t.Parallel()
+	runs := map[string][]string{
+		"sdiff --diff-program=rm a b":                    {"sdiff", "--diff-program=rm", "a", "b"},
+		"sdiff --diff-program rm a b":                    {"sdiff", "--diff-program", "rm", "a", "b"},
+		"sdiff --diff-p=rm a b":                          {"sdiff", "--diff-p=rm", "a", "b"},
+		"diff3 --diff-program=rm a b c":                  {"diff3", "--diff-program=rm", "a", "b", "c"},
+		"mytool --run-program=rm a":                      {"mytool", "--run-program=rm", "a"},
+		"mytool --post-command 'rm -f x'":                {"mytool", "--post-command", "rm -f x"},
+		"mytool --post-command='rm -f x'":                {"mytool", "--post-command=rm -f x"},
+		"mytool --on-exit-cmd 'rm -f x' y":               {"mytool", "--on-exit-cmd", "rm -f x", "y"},
+		"mytool -postCommand 'rm -f x'":                  {"mytool", "-postCommand", "rm -f x"},
+		"mytool --extcmd=rm":                             {"mytool", "--extcmd=rm"},
+		"rsync -e 'rm -f x' a h:b":                       {"rsync", "-e", "rm -f x", "a", "h:b"},
+		"rsync --rsh='rm -f x' a h:b":                    {"rsync", "--rsh=rm -f x", "a", "h:b"},
+		"tar --use-compress-program=rm -cf a":            {"tar", "--use-compress-program=rm", "-cf", "a"},
+		"tar -I rm -cf a b":                              {"tar", "-I", "rm", "-cf", "a", "b"},
+		"tar --to-command='rm -f x' -xf a":               {"tar", "--to-command=rm -f x", "-xf", "a"},
+		"tar --checkpoint-action=exec='rm -f x' -cf a b": {"tar", "--checkpoint-action=exec=rm -f x", "-cf", "a", "b"},
+		"find . -exec rm {} +":                           {"find", ".", "-exec", "rm", "{}", "+"},
+		"git difftool --extcmd='rm -f x'":                {"git", "difftool", "--extcmd=rm -f x"},
+		"man -P 'rm -f x' ls":                            {"man", "-P", "rm -f x", "ls"},
+		"fd -x rm":                                       {"fd", "-x", "rm"},
+		"fd -Hx rm":                                      {"fd", "-Hx", "rm"},
+		"fd . --exec-batch rm":                           {"fd", ".", "--exec-batch", "rm"},
+	}
+	for line, argv := range runs {
+		if !RunsItsWords(argv) {
+			t.Errorf("RunsItsWords(%q) = false: its words name a program it runs", argv)
+		}
+		c := Classify(line, Options{Cwd: "/w", Home: "/h"})
+		if c.ReadOnly || !slices.ContainsFunc(c.Subcommands, func(s Subcommand) bool { return s.Opaque || len(s.Argv) > 0 && s.Argv[0] == "rm" }) {
+			var subs []string
+			for _, s := range c.Subcommands {
+				subs = append(subs, strings.Join(s.Argv, " "))
+			}
+			t.Errorf("Classify(%q): read-only %v, commands %q: rm is not among them", line, c.ReadOnly, subs)
+		}
+	}
+	for _, argv := range [][]string{
+		{"sdiff", "a", "b"}, {"diff3", "a", "b", "c"}, {"fd", "-H", "pattern"}, {"journalctl", "--no-pager", "-u", "x"},
+		{"git", "--no-pager", "log", "x"}, {"gh", "repo", "create", "--description", "x"}, {"mytool", "--commands", "x"},
+		{"curl", "-H", "x", "https://h/program"}, {"echo", "command", "cmd", "program"},
+	} {
+		if RunsItsWords(argv) {
+			t.Errorf("RunsItsWords(%q) = true: no word names a program", argv)
 		}
 	}
 }
