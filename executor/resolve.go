@@ -67,6 +67,12 @@ func stepResolve(ctx context.Context, p *Pipeline, st *state) error {
 		st.decision = &nd
 		return nil
 	}
+	if st.decision.Behavior == permission.Allow || st.decision.Behavior == permission.Ask {
+		// Before anyone is asked: an approved write there would still vanish.
+		if err := st.call.host.privateTmpWrite(st.call); err != nil {
+			return err
+		}
+	}
 	if st.decision.Behavior != permission.Ask {
 		return nil
 	}

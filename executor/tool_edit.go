@@ -101,6 +101,9 @@ func (h *Host) runEdit(ctx context.Context, c *Call, edits []worker.Edit) (*Resu
 			return nil, errcode.Msg(errcode.Validation, which+"old_string and new_string are the same, so there is nothing to change; pass the new text in new_string")
 		}
 	}
+	if err := h.privateTmpWrite(c); err != nil {
+		return nil, err
+	}
 	expect, rec, _ := expectOf(c.Session, path)
 	w, err := h.writer(ctx, c.Session, path, c.decidedWrite)
 	if err != nil {

@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errcode"
@@ -49,9 +51,51 @@ func recordWrite(s *session.Session, path string, r *worker.WriteReply, partial 
 	s.Reads.Record(session.FileRead{Path: path, SHA256: r.SHA256, MTime: time.Unix(0, r.MTimeNano), Size: r.Size, Partial: partial})
 }
 
+// privateTmpWrite refuses a Write, Edit or MultiEdit the daemon runs whose file would land in
+// the file worker's own /tmp or /dev/shm: tmpfs mounts of that worker alone, which the
+// session's Bash calls (each with its own) and the host never see, so "File created" would
+// name a file nothing else can read. A session dir, a cache dir or the results dir under the
+// host's /tmp is the host's, mounted over the private one, and is written as any other. An
+// agent's own Write, decided for its hook (decide only), writes the host's /tmp itself and
+// never comes here.
+func (h *Host) privateTmpWrite(c *Call) error {
+	switch c.Tool.Name() {
+	case "Write", "Edit", "MultiEdit":
+	default:
+		return nil
+	}
+	path := expandPath(c, c.Input.String("file_path"))
+	s := c.Session
+	hostDirs := append(s.Dirs(), h.ResultsDir(s.ID))
+	for _, to := range s.LeadsTo() {
+		hostDirs = append(hostDirs, to)
+	}
+	if cfg := h.cfg.Load(); cfg != nil {
+		home := s.Owner.Home
+		if home == "" {
+			home = "/"
+		}
+		hostDirs = append(hostDirs, expandHome(cfg.CacheDirs, home)...)
+	}
+	// As asked and where the decision found it leads: a link in a session dir may lead into
+	// the private /tmp, and a path there may lead out of it.
+	for _, p := range []string{path, c.decidedWrite} {
+		for _, tmp := range []string{"/tmp", "/dev/shm"} {
+			if p != "" && insideDir(p, tmp) && !slices.ContainsFunc(hostDirs, func(d string) bool { return insideDir(p, d) }) {
+				return errcode.Msg(errcode.Validation, fmt.Sprintf("%s is in %s, which is private to each call here: the file tools have their own, and so has each Bash command, so neither your commands nor the user would ever see the file; write it inside the session's directories instead (%s)",
+					path, tmp, strings.Join(s.Dirs(), ", ")))
+			}
+		}
+	}
+	return nil
+}
+
 func (h *Host) runWrite(ctx context.Context, c *Call) (*Result, error) {
 	path := expandPath(c, c.Input.String("file_path"))
 	content := c.Input.String("content")
+	if err := h.privateTmpWrite(c); err != nil {
+		return nil, err
+	}
 	expect, rec, ok := expectOf(c.Session, path)
 	if ok && rec.Partial {
 		return nil, errcode.Msg(errcode.Stale, fmt.Sprintf("this session read only part of %s (from line %d); Read the whole file (without offset and limit) before overwriting it, or use Edit to change part of it", path, max(rec.Offset, 1)))
