@@ -197,9 +197,9 @@ func notCovering(patterns, paths []string) []string {
 	})
 }
 
-// addHidden hides what Read rules' patterns name.
+// addHidden hides what Read rules' patterns name, in each spelling of their names.
 func addHidden(spec *sandbox.Spec, patterns []string) {
-	for _, p := range patterns {
+	for _, p := range nameForms(patterns) {
 		// A literal path goes with the deny paths: landlock also keeps it unreadable if it
 		// appears while the call runs.
 		if lit, ok := sandbox.LiteralPath(p); ok {
@@ -210,9 +210,20 @@ func addHidden(spec *sandbox.Spec, patterns []string) {
 	}
 }
 
-// addReadOnly makes what Edit-family rules' patterns name read-only; what a wildcard names that
-// the call makes is moved aside when it ends (GuardPatterns).
+// nameForms are patterns, each in every spelling of its names (permission.NameForms): the
+// decision matches a rule in one form, the kernel only the bytes it is given.
+func nameForms(patterns []string) []string {
+	var out []string
+	for _, p := range patterns {
+		out = append(out, permission.NameForms(p)...)
+	}
+	return out
+}
+
+// addReadOnly makes what Edit-family rules' patterns name read-only, in each spelling of their
+// names; what a wildcard names that the call makes is moved aside when it ends (GuardPatterns).
 func addReadOnly(spec *sandbox.Spec, patterns []string) {
+	patterns = nameForms(patterns)
 	spec.ProtectedPatterns = append(spec.ProtectedPatterns, patterns...)
 	for _, p := range patterns {
 		if _, ok := sandbox.LiteralPath(p); !ok {

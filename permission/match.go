@@ -519,7 +519,39 @@ func splitPath(p string) []string {
 	if p == "" {
 		return nil
 	}
+	// A name and its canonical equivalent (café as one letter é, or as e and a combining
+	// accent, as macOS writes names) are one name to whoever reads a rule and to Read, which
+	// opens either: a rule and a path are matched in one form.
+	if !isASCII(p) {
+		p = norm.NFC.String(p)
+	}
 	return strings.Split(p, "/")
+}
+
+// isASCII reports whether s holds only ASCII bytes, which every normal form leaves as they are.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// NameForms are p and its canonically equivalent spellings a file system may hold (NFC, NFD):
+// each distinct one, p first. A rule naming one must hide or protect each in the kernel, which
+// compares names byte by byte.
+func NameForms(p string) []string {
+	out := []string{p}
+	if isASCII(p) {
+		return out
+	}
+	for _, f := range []string{norm.NFC.String(p), norm.NFD.String(p)} {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // matchSegs matches pattern segments against path segments; the pattern may end early

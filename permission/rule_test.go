@@ -187,6 +187,22 @@ func TestMatchBash(t *testing.T) {
 	}
 }
 
+// TestNameForms: each spelling a file system may hold of a name, for the kernel, which
+// compares bytes.
+func TestNameForms(t *testing.T) {
+	t.Parallel()
+	if got := NameForms("/w/a.txt"); len(got) != 1 {
+		t.Errorf("an ASCII path: %q", got)
+	}
+	got := NameForms("/w/caf\u00e9/x")
+	if len(got) != 2 || got[0] != "/w/caf\u00e9/x" || got[1] != "/w/cafe\u0301/x" {
+		t.Errorf("NameForms(NFC) = %q", got)
+	}
+	if got := NameForms("/w/cafe\u0301"); len(got) != 2 || got[1] != "/w/caf\u00e9" {
+		t.Errorf("NameForms(NFD) = %q", got)
+	}
+}
+
 func TestMatchPath(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -195,6 +211,13 @@ func TestMatchPath(t *testing.T) {
 	}{
 		{"/w/src/**", "/w/src/a/b.go", true},
 		{"/w/src/**", "/w/src", true},
+		// A name and its canonical equivalent are one name: é as one letter (NFC) or as e
+		// and a combining accent (NFD, as macOS writes names), in the rule or the path.
+		{"/w/caf\u00e9.txt", "/w/cafe\u0301.txt", true},
+		{"/w/cafe\u0301.txt", "/w/caf\u00e9.txt", true},
+		{"/w/caf\u00e9/**", "/w/cafe\u0301/x", true},
+		{"/w/caf*.txt", "/w/cafe\u0301.txt", true},
+		{"/w/caf\u00e9.txt", "/w/cafe.txt", false},
 		{"/w/src/*", "/w/src/a/b.go", true}, // ancestor /w/src/a matches: gitignore directory semantics
 		{"/w/src/*.go", "/w/src/a/b.go", false},
 		{"/**/.env", "/x/y/.env", true},
