@@ -493,6 +493,11 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	}
 	visit := func(node syntax.Node) bool {
 		switch x := node.(type) {
+		case *syntax.ParamExp:
+			// `: ${KUBECONFIG:=$HOME/p/kc}` assigns as it expands.
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && defaultWord(x) != nil {
+				assign(&syntax.Assign{Name: x.Param, Value: x.Exp.Word})
+			}
 		case *syntax.CallExpr:
 			for _, a := range x.Assigns {
 				assign(a)
@@ -979,6 +984,15 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 				b.WriteString(home)
 			case plain && (x.Param.Value == "USER" || x.Param.Value == "LOGNAME"):
 				b.WriteString(filepath.Base(home)) // the owner's name, as the home's last part most often is
+			case defaultWord(x) != nil:
+				// ${MYBIN:-$HOME/p/tools}, ${X:=w}, ${X:+w}: the word is what the value is
+				// whenever the variable is unset (or set, for +), as in a fresh login; the
+				// variable's own value is unknown here, and so names nothing.
+				if t, ok := wordText(defaultWord(x), home); ok {
+					b.WriteString(t)
+				} else {
+					b.WriteString(dynamicPart)
+				}
 			default:
 				b.WriteString(dynamicPart)
 			}
@@ -991,6 +1005,22 @@ func wordText(w *syntax.Word, home string) (string, bool) {
 	}
 	s := b.String()
 	return s, s != "" && s != dynamicPart
+}
+
+// defaultWord is the word of a parameter expansion that stands for the value when the variable
+// is unset, empty or (for ${X:+w}) set: ${X:-w}, ${X-w}, ${X:=w}, ${X=w}, ${X:+w}, ${X+w}; nil
+// for any other expansion.
+func defaultWord(x *syntax.ParamExp) *syntax.Word {
+	if x.Param == nil || x.Exp == nil || x.Exp.Word == nil || x.Repl != nil || x.Slice != nil || x.Index != nil ||
+		x.Length || x.Width || x.Excl || x.Names != 0 {
+		return nil
+	}
+	switch x.Exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull,
+		syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+		return x.Exp.Word
+	}
+	return nil
 }
 
 // ToolNamedPaths is what ~/.ssh/config, the vim start-up files, the other tools' (rcFiles) and

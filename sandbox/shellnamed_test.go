@@ -331,6 +331,34 @@ func TestShellNamedGitDirs(t *testing.T) {
 		`( echo '[core] fsmonitor = /tmp/x' >> dots.git/con""fig ) 2>/dev/null && echo 'ATTACK-WORKED dotfiles config'; `)
 }
 
+// TestShellNamesDefaultWords: a value given as a parameter expansion's default (PATH's entry
+// in ${MYBIN:-$HOME/p/tools}, BASH_ENV=${BASH_ENV:-…}, a sourced ${RC:-…}, : ${X:=…}) is what the
+// variable holds in a fresh login: it names what a plain value would.
+func TestShellNamesDefaultWords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		src       string
+		want, cfg []string
+	}{
+		{src: "export PATH=\"${MYBIN:-$HOME/p/tools}:$PATH\"\n", want: []string{"p/tools"}},
+		{src: "export BASH_ENV=${BASH_ENV:-$HOME/p/x/e}\n", want: []string{"p/x/e"}},
+		{src: ". ${RC:-$HOME/p/x/rc}\nsource \"${RC2-~/p/x/rc2}\"\n", want: []string{"p/x/rc", "p/x/rc2"}},
+		{src: "export LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}${HOME}/p/x/e.so\n", want: []string{"p/x/e.so"}},
+		{src: ": ${EDITOR:=$HOME/p/x/ed}; export EDITOR\n", want: []string{"p/x/ed"}},
+		{src: "export GIT_CONFIG_GLOBAL=${G:-$HOME/p/gc}\n", want: []string{"p/gc"}, cfg: []string{"p/gc"}},
+	} {
+		n := shellNames([]byte(c.src), "/home/u")
+		got := slices.Concat(n.sourced, n.zdotdirs, n.named)
+		wantNames(t, c.src, got, c.want, nil)
+		git, _ := movedKinds(n.moved)
+		wantNames(t, c.src, git, c.cfg, nil)
+	}
+	n := shellNames([]byte("export KUBECONFIG=${KUBECONFIG:-$HOME/p/kc}\n"), "/home/u")
+	if !slices.Contains(n.moved, movedConfig{".kube/config", "/home/u/p/kc"}) {
+		t.Errorf("a moved kubeconfig's default not read: %+v", n.moved)
+	}
+}
+
 // TestShellNamesProgramsAndGlobs: the variables that name a program git or less runs, the
 // JVM's and interpreters' options, git's template dir and its config given by the
 // environment or `git -c`, a dir pushd moves to, and a glob a file sources (in a process
