@@ -114,6 +114,22 @@ func (p policyDecider) Decide(ctx context.Context, in *executor.DecisionInput) (
 	return d, err
 }
 
+// decideHost is how a WebFetch of host would be decided in call's session and mode.
+func (p policyDecider) decideHost(ctx context.Context, call *permission.Facts, rs *permission.RuleSet, host string) (permission.Decision, error) {
+	wf := *call
+	tf := permission.ToolFacts{Domain: host}
+	if p.allowedDomain != nil {
+		tf.AllowedDomain = p.allowedDomain(host)
+	}
+	wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, tf, true
+	wf.Hook, wf.HTTP = nil, nil // the agent's verdict was on the Bash call; the request is unseen
+	return p.engine.Decide(ctx, &wf, rs)
+}
+
+// unmatchableHost stands for a host no rule can be matched against, in decideHost: a name no
+// domain rule, allowed_domains entry or IP rule names (.invalid is reserved: RFC 6761).
+const unmatchableHost = "unmatchable.invalid"
+
 // maxNamedHosts bounds the hosts of one Bash line decided as WebFetch calls: each is a
 // policy evaluation, and a user's command must not keep the root daemon evaluating for long.
 const maxNamedHosts = 64
@@ -158,6 +174,19 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 				return permission.Decision{Behavior: permission.Deny, Source: "policySettings", Step: "named_host",
 					Reason: fmt.Sprintf("the command names the host %q, which the WebFetch rules cannot be matched against (%v), and it would connect past sandboxd's proxy; spell the host plainly", raw, err)}, nil, nil
 			}
+			// No rule can allow it either (http://2852039166/ is 169.254.169.254 to curl):
+			// for the caller's check it is a host nothing allows, decided as a WebFetch of a
+			// host no rule names would be in the call's mode.
+			if unallowed == nil {
+				d, err := p.decideHost(ctx, call, rs, unmatchableHost)
+				if err != nil {
+					return permission.Decision{}, nil, err
+				}
+				if d.Behavior != permission.Allow {
+					d.Reason = fmt.Sprintf("the command connects to %q outside sandboxd's proxy, a host no WebFetch rule can be matched against (%v); spell it plainly, or run the command confined: %s", raw, err, d.Reason)
+					unallowed = &d
+				}
+			}
 			continue
 		}
 		if pat := p.deniedDomain(host); pat != "" {
@@ -165,14 +194,7 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 				Rule:   "network.denied_domains: " + pat,
 				Reason: fmt.Sprintf("the command reaches %s, which is in network.denied_domains (%s); denied in every mode", host, pat)}, nil, nil
 		}
-		wf := *call
-		tf := permission.ToolFacts{Domain: host}
-		if p.allowedDomain != nil {
-			tf.AllowedDomain = p.allowedDomain(host)
-		}
-		wf.Tool, wf.Input, wf.ToolFacts, wf.Unconfined = "WebFetch", map[string]any{"url": "https://" + host + "/"}, tf, true
-		wf.Hook, wf.HTTP = nil, nil // the agent's verdict was on the Bash call; the request is unseen
-		d, err := p.engine.Decide(ctx, &wf, rs)
+		d, err := p.decideHost(ctx, call, rs, host)
 		if err != nil {
 			return permission.Decision{}, nil, err
 		}
