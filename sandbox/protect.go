@@ -135,7 +135,9 @@ var ProtectedInHome = []string{
 	// commands (mpv, ranger, qutebrowser, yt-dlp's --exec, gh's ! aliases, bat's pager, gitk's
 	// Tcl, mutt), other REPLs' start-up files, npm's init module, and the package sources pip,
 	// maven, conda and curl take (a mirror that serves what every later install runs).
-	".config/emacs", ".emacs.el", ".zcompdump", ".alacritty.toml", ".config/ghostty", ".config/foot",
+	".config/emacs", ".emacs.el", ".zcompdump", ".alacritty.toml",
+	// zsh runs FILE.zwc, compiled, in place of a start-up FILE it is newer than.
+	".zshrc.zwc", ".zshenv.zwc", ".zprofile.zwc", ".zlogin.zwc", ".zlogout.zwc", ".zcompdump.zwc", ".config/ghostty", ".config/foot",
 	".local/share/dbus-1/services", ".config/i3", ".config/sway", ".config/hypr", ".config/plasma-workspace/env",
 	".config/autostart-scripts", ".config/openbox", ".gnomerc", ".Xclients", ".xinputrc", ".config/pipewire",
 	".config/mpv/scripts", ".config/ranger", ".config/qutebrowser", ".config/yt-dlp", ".config/gh", ".config/bat",

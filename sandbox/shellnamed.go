@@ -67,13 +67,16 @@ func shellNamedPaths(home string, uid uint32, missing func(string) bool) (named 
 				moved = append(moved, c)
 			}
 		}
+		// zsh sources FILE.zwc, compiled, in place of a FILE it is newer than.
 		for _, p := range n.sourced {
 			out.add(p)
+			out.add(p + ".zwc")
 			read(p)
 		}
 		for _, d := range n.zdotdirs {
 			for _, f := range zshStartup {
 				out.add(filepath.Join(d, f))
+				out.add(filepath.Join(d, f) + ".zwc")
 				read(filepath.Join(d, f))
 			}
 		}

@@ -331,6 +331,29 @@ func TestShellNamedGitDirs(t *testing.T) {
 		`( echo '[core] fsmonitor = /tmp/x' >> dots.git/con""fig ) 2>/dev/null && echo 'ATTACK-WORKED dotfiles config'; `)
 }
 
+// TestShellNamedCompiledFiles: zsh runs FILE.zwc, compiled, in place of a start-up or sourced
+// FILE it is newer than: each is protected with its FILE.
+func TestShellNamedCompiledFiles(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home, ".zshrc"):    ". ~/p/env.zsh\nexport ZDOTDIR=~/p/z\n",
+		filepath.Join(home, "p/env.zsh"): "true\n",
+	})
+	got, err := ShellNamedPaths(uint32(os.Getuid()), uint32(os.Getgid()), nil, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"p/env.zsh.zwc", "p/z/.zshrc.zwc", "p/z/.zshenv.zwc"} {
+		if !slices.Contains(got, filepath.Join(home, w)) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+	if !slices.Contains(ProtectedCandidates(nil, home, home), filepath.Join(home, ".zshrc.zwc")) {
+		t.Error("~/.zshrc.zwc is no candidate")
+	}
+}
+
 // TestShellNamesDefaultWords: a value given as a parameter expansion's default (PATH's entry
 // in ${MYBIN:-$HOME/p/tools}, BASH_ENV=${BASH_ENV:-…}, a sourced ${RC:-…}, : ${X:=…}) is what the
 // variable holds in a fresh login: it names what a plain value would.

@@ -132,6 +132,8 @@ _protected_cases := {
 	"maven's repository": {"p": "/home/u/.m2/repository/x.jar", "want": false},
 	"a session bus service": {"p": "/home/u/.local/share/dbus-1/services/x.service", "want": true},
 	"zsh's completion dump": {"p": "/home/u/.zcompdump", "want": true},
+	"oh-my-zsh's completion dump": {"p": "/home/u/.zcompdump-host-5.9", "want": true},
+	"a compiled zshrc": {"p": "/home/u/.zshrc.zwc", "want": true},
 }
 
 _is_protected(p) if {
