@@ -326,6 +326,13 @@ func gitConfigNames(p string) (hooks, includes []string, exists bool, err error)
 			// code as a hook.
 			if k := section + "." + strings.ToLower(strings.TrimSpace(key)); gitRunsValue(k) {
 				hooks = append(hooks, programPaths(gitValue(val))...)
+				// An alias pointing git at a repository kept apart (`dot = !git
+				// --git-dir=$HOME/.cfg`, `dot = --git-dir=/p/gd status`): that repository's
+				// config, read as git's, hooks and attributes.
+				for _, d := range gitDirWords(gitValue(val)) {
+					hooks = append(hooks, filepath.Join(d, "config"), filepath.Join(d, "hooks"), filepath.Join(d, "info", "attributes"))
+					includes = append(includes, filepath.Join(d, "config"))
+				}
 			}
 		}
 	}
@@ -357,6 +364,22 @@ func gitRunsValue(key string) bool {
 		return true
 	}
 	return strings.HasPrefix(key, "alias.") || strings.HasPrefix(key, "pager.") || strings.HasPrefix(key, "sendemail.")
+}
+
+// gitDirWords are the absolute (or ~/, $HOME/) dirs a command value gives git's --git-dir.
+func gitDirWords(v string) []string {
+	var out []string
+	words := strings.Fields(strings.TrimPrefix(strings.TrimSpace(v), "!"))
+	for i, w := range words {
+		d, ok := strings.CutPrefix(w, "--git-dir=")
+		if !ok && w == "--git-dir" && i+1 < len(words) {
+			d, ok = words[i+1], true
+		}
+		if d = strings.Trim(d, `"'`); ok && (filepath.IsAbs(d) || strings.HasPrefix(d, "~/") || strings.HasPrefix(d, "$HOME/") || strings.HasPrefix(d, "${HOME}/")) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // programPaths are the paths a command value names (words with a /, an alias's ! dropped):

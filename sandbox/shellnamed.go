@@ -340,10 +340,10 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 	// gitDir is a git dir a command or GIT_DIR names: what git runs or reads as config there,
 	// protected as a repository's .git's are, and its config read as git's.
 	gitDir := func(d string) {
-		if strings.Contains(d, dynamicPart) || !(filepath.IsAbs(d) || strings.HasPrefix(d, home+"/")) {
+		if d == "" || strings.Contains(d, dynamicPart) {
 			return
 		}
-		d = filepath.Clean(d)
+		d = abs(d) // relative: to the last cd, or the home a login starts in
 		for _, rel := range ProtectedInDir {
 			if r, ok := strings.CutPrefix(rel, ".git/"); ok {
 				file(filepath.Join(d, r))
@@ -424,7 +424,7 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 						n.moveGit(pathWords(val, home)...)
 					}
 				}
-			case "GIT_DIR":
+			case "GIT_DIR", "GIT_COMMON_DIR":
 				gitDir(v)
 			case "LD_LIBRARY_PATH", "GIT_EXEC_PATH", "PYTHONUSERBASE", "JAVA_HOME", "GOROOT":
 				// Dirs every program's libraries, git's subcommands, Python's user site or a
@@ -569,13 +569,26 @@ func (n *startupNames) parse(src []byte, home string, depth int) {
 			case filepath.Base(first) == "git":
 				// git -c core.fsmonitor=~/p/x (an alias's, a function's): config git takes
 				// before its files, which may name a program or a hooks path.
+				gitBase := base
 				for i, a := range args {
 					// --git-dir: a repository kept apart, as dotfiles are (`alias
-					// config='git --git-dir=$HOME/.cfg --work-tree=$HOME'`).
-					if d, ok := strings.CutPrefix(a, "--git-dir="); ok {
+					// config='git --git-dir=$HOME/.cfg --work-tree=$HOME'`), relative to a
+					// -C before it.
+					if a == "-C" && i+1 < len(args) && !strings.Contains(args[i+1], dynamicPart) {
+						gitBase = filepath.Join(gitBase, args[i+1])
+						if filepath.IsAbs(args[i+1]) {
+							gitBase = filepath.Clean(args[i+1])
+						}
+					}
+					d, ok := strings.CutPrefix(a, "--git-dir=")
+					if !ok && a == "--git-dir" && i+1 < len(args) {
+						d, ok = args[i+1], true
+					}
+					if ok && !filepath.IsAbs(d) && d != "" {
+						d = filepath.Join(gitBase, d)
+					}
+					if ok {
 						gitDir(d)
-					} else if a == "--git-dir" && i+1 < len(args) {
-						gitDir(args[i+1])
 					}
 					if a != "-c" || i+1 == len(args) {
 						continue

@@ -322,6 +322,25 @@ func TestShellNamedGitDirs(t *testing.T) {
 			t.Errorf("%s not among %v", w, got)
 		}
 	}
+	// Relative to a -C or a cd before it; GIT_COMMON_DIR as GIT_DIR; a git alias's --git-dir.
+	home2 := t.TempDir()
+	writeFiles(t, map[string]string{
+		filepath.Join(home2, ".bashrc"):    "alias a1='git -C ~/p --git-dir=g1'\nalias a2='cd ~/p && git --git-dir=g2 status'\nexport GIT_COMMON_DIR=~/p/g3\n",
+		filepath.Join(home2, ".gitconfig"): "[alias]\n\tdot = !git --git-dir=$HOME/p/g4 --work-tree=$HOME\n\tdot2 = --git-dir=" + home2 + "/p/g5 status\n",
+	})
+	got, err = ShellNamedPaths(uint32(os.Getuid()), uint32(os.Getgid()), nil, home2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git, err := GitNamedPaths(uint32(os.Getuid()), uint32(os.Getgid()), nil, ProtectedCandidates(nil, home2, home2), home2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"p/g1/hooks", "p/g2/hooks", "p/g3/hooks", "p/g4/hooks", "p/g5/hooks", "p/g4/config"} {
+		if !slices.Contains(got, filepath.Join(home2, w)) && !slices.Contains(git, filepath.Join(home2, w)) {
+			t.Errorf("%s not among %v or %v", w, got, git)
+		}
+	}
 	attackNamed(t, map[string]string{
 		".bashrc":                "alias dots='git --git-dir=$HOME/repo/dots.git --work-tree=$HOME'\n",
 		"repo/dots.git/HEAD":     "ref: refs/heads/main\n",
