@@ -3,6 +3,7 @@ package sandbox
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -22,7 +23,25 @@ var rcFiles = map[string][]string{
 	".config/fish/config.fish":     fishCommands,
 	".config/fish/conf.d/*.fish":   fishCommands,
 	".config/environment.d/*.conf": {envAssignments},
+	// fish's autoloaded functions (one named ls runs for ls), and its universal variables,
+	// where fish_add_path and set -U keep what they set.
+	".config/fish/functions/*.fish": fishCommands,
+	".config/fish/fish_variables":   {fishUniversal},
+	// pam_env's per-user variables (VAR DEFAULT=… OVERRIDE=…), set for every login.
+	".pam_environment": {pamEnv},
+	// What X and desktop sessions source as sh at login, read as a shell's start-up file.
+	".xsessionrc": {shellScript}, ".xprofile": {shellScript}, ".xinitrc": {shellScript}, ".xsession": {shellScript},
+	".gnomerc": {shellScript}, ".config/plasma-workspace/env/*.sh": {shellScript},
 }
+
+// Markers of rcFiles whose files are no list of commands: shellScript is sh, read as
+// shellNames reads a start-up file; pamEnv is pam_env's syntax; fishUniversal is fish's
+// fish_variables (SETUVAR [--export] NAME:VALUE, a list's items split by \x1e).
+const (
+	shellScript   = "#!/bin/sh"
+	pamEnv        = "VAR DEFAULT= OVERRIDE="
+	fishUniversal = "SETUVAR"
+)
 
 // envAssignments marks a file of NAME=VALUE lines (environment.d, which sets the environment of
 // the user's systemd services and, on many desktops, their session): each read as a start-up
@@ -125,6 +144,44 @@ func rcNames(src []byte, home string, cmds []string) []string {
 func rcParse(src []byte, home string, cmds []string) rcFileNames {
 	var out []string
 	var moved []movedConfig
+	switch {
+	case slices.Contains(cmds, shellScript):
+		n := shellNames(src, home)
+		return rcFileNames{named: slices.Concat(n.named, n.sourced, movedFiles(n.moved)), moved: n.moved}
+	case slices.Contains(cmds, pamEnv):
+		return rcParse(pamAssignments(src), home, []string{envAssignments})
+	case slices.Contains(cmds, fishUniversal):
+		for _, line := range strings.Split(string(src), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "SETUVAR" {
+				continue
+			}
+			nv := f[len(f)-1]
+			if len(f) > 2 && f[1] == "--export" {
+				nv = strings.Join(f[2:], " ")
+			} else {
+				nv = strings.Join(f[1:], " ")
+			}
+			name, val, ok := strings.Cut(nv, ":")
+			if !ok {
+				continue
+			}
+			var vals []string
+			for _, v := range strings.Split(val, `\x1e`) {
+				vals = append(vals, fishUnescape(v))
+			}
+			named, cfg := fishSetNames(name, vals, home)
+			if pathVars[name] {
+				for _, v := range vals {
+					if p := homePath(v, home); p != "" {
+						named = append(named, p)
+					}
+				}
+			}
+			out, moved = append(out, named...), append(moved, cfg...)
+		}
+		return rcFileNames{named: slices.DeleteFunc(out, func(p string) bool { return aboveOrHome(p, home) }), moved: moved}
+	}
 	add := func(words []string) {
 		for _, w := range words {
 			for _, part := range strings.Split(w, ":") {
@@ -281,6 +338,43 @@ func fishSetNames(name string, vals []string, home string) (named []string, move
 		}
 	}
 	return out, n.moved
+}
+
+// pamAssignments turns pam_env lines (VAR [DEFAULT=[value]] [OVERRIDE=[value]], @{HOME} and
+// ${HOME} for the home) into NAME=VALUE lines, one for each value a variable may take.
+func pamAssignments(src []byte) []byte {
+	var b strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") || !fishVarName(f[0]) {
+			continue
+		}
+		for _, opt := range f[1:] {
+			for _, k := range []string{"DEFAULT=", "OVERRIDE="} {
+				if v, ok := strings.CutPrefix(opt, k); ok {
+					v = strings.NewReplacer("@{HOME}", "${HOME}", "@{SHELL}", "${SHELL}").Replace(v)
+					b.WriteString(f[0] + "=" + v + "\n")
+				}
+			}
+		}
+	}
+	return []byte(b.String())
+}
+
+// fishUnescape undoes fish_variables' \xHH escapes (a space is \x20).
+func fishUnescape(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+3 < len(v) && v[i+1] == 'x' {
+			if n, err := strconv.ParseUint(v[i+2:i+4], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
 }
 
 // envQuote escapes what double quotes would take as their end, an escape or a command.

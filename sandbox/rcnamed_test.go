@@ -18,10 +18,16 @@ func TestRCNamedPaths(t *testing.T) {
 		filepath.Join(home, ".config", "fish", "config.fish"): "source ~/dot/f.fish\nfish_add_path -g ${HOME}/dot/fbin\n",
 		filepath.Join(home, ".config", "environment.d", "50.conf"): "PATH=$HOME/dot/ebin:$PATH\nEDITOR=vim\nLD_PRELOAD=/home/x.so\n" +
 			"VISUAL=${HOME}/dot/evis -f\nJAVA_TOOL_OPTIONS=-javaagent:$HOME/dot/ej.jar\nKUBECONFIG=${HOME}/dot/ekc\nBASH_ENV=\"$HOME/dot/eenv\"\n",
-		filepath.Join(home, "dot", "ekc"):                          "users:\n- user:\n    exec:\n      command: ./ekcred\n",
-		filepath.Join(home, ".config", "fish", "conf.d", "p.fish"): "set -gx PATH ~/dot/fset $PATH\nif status is-interactive; source ~/dot/fif.fish; end\nalias ll ~/dot/fll\nset -U fish_user_paths ~/dot/fup\n",
-		filepath.Join(home, ".config", "tmux", "tmux.conf"):        "set-hook -g session-created 'run-shell ~/dot/th.sh'\nbind r source-file ~/dot/tb.conf\nset -g default-command ~/dot/tdc\nset -g status-right '#(~/dot/ts.sh)'\n",
-		filepath.Join(home, ".config", "gdb", "gdbinit"):           "shell ~/dot/gs.sh\npython exec(open(\"/home/gp.py\").read())\n",
+		filepath.Join(home, "dot", "ekc"):                                 "users:\n- user:\n    exec:\n      command: ./ekcred\n",
+		filepath.Join(home, ".xsessionrc"):                                "export PATH=\"$HOME/dot/xbin:$PATH\"\n",
+		filepath.Join(home, ".config", "plasma-workspace", "env", "p.sh"): ". ~/dot/plasma.sh\n",
+		filepath.Join(home, ".pam_environment"):                           "KUBECONFIG DEFAULT=@{HOME}/dot/pkc\nEDITOR OVERRIDE=${HOME}/dot/ped\n",
+		filepath.Join(home, "dot", "pkc"):                                 "users:\n- user:\n    exec:\n      command: ./pkcred\n",
+		filepath.Join(home, ".config", "fish", "fish_variables"):          "# This file contains fish universal variable definitions.\nSETUVAR fish_user_paths:" + home + "/dot/fup2\\x1e/usr/bin\nSETUVAR --export EDITOR:" + home + "/dot/fed\\x20\\x2dw\n",
+		filepath.Join(home, ".config", "fish", "functions", "ls.fish"):    "function ls\n  ~/dot/fls $argv\nend\n",
+		filepath.Join(home, ".config", "fish", "conf.d", "p.fish"):        "set -gx PATH ~/dot/fset $PATH\nif status is-interactive; source ~/dot/fif.fish; end\nalias ll ~/dot/fll\nset -U fish_user_paths ~/dot/fup\n",
+		filepath.Join(home, ".config", "tmux", "tmux.conf"):               "set-hook -g session-created 'run-shell ~/dot/th.sh'\nbind r source-file ~/dot/tb.conf\nset -g default-command ~/dot/tdc\nset -g status-right '#(~/dot/ts.sh)'\n",
+		filepath.Join(home, ".config", "gdb", "gdbinit"):                  "shell ~/dot/gs.sh\npython exec(open(\"/home/gp.py\").read())\n",
 	})
 	got, err := rcNamedPaths(home, 0, nil)
 	if err != nil {
@@ -29,7 +35,8 @@ func TestRCNamedPaths(t *testing.T) {
 	}
 	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin",
 		"dot/fset", "dot/fif.fish", "dot/fll", "dot/fup", "dot/th.sh", "dot/tb.conf", "dot/tdc", "dot/ts.sh", "dot/gs.sh",
-		"dot/evis", "dot/ej.jar", "dot/ekc", "dot/ekcred", "dot/eenv"} {
+		"dot/evis", "dot/ej.jar", "dot/ekc", "dot/ekcred", "dot/eenv",
+		"dot/xbin", "dot/plasma.sh", "dot/pkc", "dot/pkcred", "dot/ped", "dot/fup2", "dot/fed", "dot/fls"} {
 		if !slices.Contains(got, filepath.Join(home, w)) {
 			t.Errorf("%s not among %v", w, got)
 		}
@@ -59,7 +66,8 @@ func FuzzRCNames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, p := range slices.Concat(rcNames(b, "/home/u", []string{"run-shell", "source-file", "PATH", "fish_add_path"}),
-			rcNames(b, "/home/u", rcFiles[".config/environment.d/*.conf"])) {
+			rcNames(b, "/home/u", rcFiles[".config/environment.d/*.conf"]), rcNames(b, "/home/u", []string{pamEnv}),
+			rcNames(b, "/home/u", []string{fishUniversal}), rcNames(b, "/home/u", []string{shellScript})) {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 				t.Fatalf("%q names %q", b, p)
 			}
