@@ -58,6 +58,9 @@ func NamedHosts(c *Classification) []NamedHost {
 					strict(h)
 				}
 			}
+			if sshFamily[prog] {
+				sshRoutes(words[1:], strict)
+			}
 			if hostPrograms[prog] {
 				for _, w := range words[1:] {
 					wordHosts(w, loose)
@@ -80,6 +83,18 @@ func NamedHosts(c *Classification) []NamedHost {
 		fields := strings.Fields(s.Text)
 		for i, f := range fields {
 			urlHosts(f, strict)
+			if m := curloptResolve.FindStringSubmatch(f); m != nil {
+				// git's http.curloptResolve: what --resolve is to curl.
+				curlRoutes([]string{"--resolve", strings.Trim(m[1], `'"`)}, strict)
+			}
+			if m := configEnvRoute.FindStringSubmatch(f); m != nil {
+				strict("$" + m[1]) // a proxy or address from a variable: known only when it runs
+			}
+			if m := gitConfigValue.FindStringSubmatch(f); m != nil && gitConfigKeyRoute.MatchString(s.Text) {
+				v := strings.Trim(m[1], `'"`)
+				curlRoutes([]string{"--resolve", v}, strict)
+				strict(proxyHost(v))
+			}
 			if m := proxySetting.FindStringSubmatch(f); m != nil && !notProxy.MatchString(f) {
 				strict(proxyHost(strings.Trim(m[1], `'"`))) // where every connection of the program goes
 			} else if proxyOption[f] && i+1 < len(fields) {
@@ -111,6 +126,27 @@ func NamedHosts(c *Classification) []NamedHost {
 var curlRouteOptions = map[string]bool{"--proxy": true, "--preproxy": true, "--proxy1.0": true, "--socks4": true,
 	"--socks4a": true, "--socks5": true, "--socks5-hostname": true, "--resolve": true, "--connect-to": true}
 
+// curlRouteOption is the route option a names, as curl takes a long option by any prefix
+// that leaves no doubt (--resolv, --socks5-ho); "" for none. A prefix of several route options
+// is taken for the first of them (curl refuses one that is ambiguous among all its options).
+func curlRouteOption(a string) string {
+	if curlRouteOptions[a] {
+		return a
+	}
+	if !strings.HasPrefix(a, "--") || len(a) < 5 || strings.Contains(a, "=") {
+		return ""
+	}
+	for _, o := range curlRouteOrder {
+		if strings.HasPrefix(o, a) {
+			return o
+		}
+	}
+	return ""
+}
+
+// curlRouteOrder is curlRouteOptions in the order a prefix is matched.
+var curlRouteOrder = []string{"--resolve", "--connect-to", "--proxy", "--preproxy", "--proxy1.0", "--socks4", "--socks4a", "--socks5", "--socks5-hostname"}
+
 // curlValueLetters are curl's short options that take a value (the rest of the cluster, or
 // the next word).
 const curlValueLetters = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
@@ -123,9 +159,9 @@ func curlRoutes(args []string, add func(string)) {
 		switch {
 		case a == "--":
 			return
-		case curlRouteOptions[a]:
+		case curlRouteOption(a) != "":
 			if i+1 < len(args) {
-				opt, val = a, args[i+1]
+				opt, val = curlRouteOption(a), args[i+1]
 				i++
 			}
 		case len(a) > 1 && a[0] == '-' && a[1] != '-':
@@ -203,6 +239,14 @@ func proxyHost(v string) string {
 var (
 	proxySetting = regexp.MustCompile(`(?i)^(?:[a-z0-9_.-]*[_.-])?proxy=(.+)$`)
 	proxyOption  = map[string]bool{"--proxy": true, "--https-proxy": true, "--http-proxy": true, "-proxy": true}
+	// curloptResolve is git's http[.URL].curloptResolve=HOST:PORT:ADDR; configEnvRoute git's
+	// --config-env giving a proxy or a resolve from a variable; gitConfigValue a
+	// GIT_CONFIG_VALUE_n, read as a route where a GIT_CONFIG_KEY_n of the line is one
+	// (gitConfigKeyRoute).
+	curloptResolve    = regexp.MustCompile(`(?i)^http\.(?:.*\.)?curloptresolve=(.+)$`)
+	configEnvRoute    = regexp.MustCompile(`(?i)^--config-env=http\.(?:.*\.)?(?:proxy|curloptresolve)=([A-Za-z_][A-Za-z0-9_]*)$`)
+	gitConfigValue    = regexp.MustCompile(`^GIT_CONFIG_VALUE_[0-9]+=(.+)$`)
+	gitConfigKeyRoute = regexp.MustCompile(`(?i)\bGIT_CONFIG_KEY_[0-9]+=['"]?http\.(?:\S*\.)?(?:proxy|curloptresolve)\b`)
 	// notProxy are such words that name no proxy: the hosts to reach without one, wget's
 	// switch.
 	notProxy = regexp.MustCompile(`(?i)^(?:no_proxy|use_proxy)=`)
@@ -240,6 +284,45 @@ func sshDestination(args []string, valueOptions string) string {
 		}
 	}
 	return ""
+}
+
+// sshRoutes gives the hosts ssh's options send the connection to, whatever its destination:
+// the jump hosts of -J and ProxyJump, and a HostName given by -o.
+func sshRoutes(args []string, add func(string)) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var v string
+		switch {
+		case a == "-J" && i+1 < len(args):
+			v, i = "ProxyJump="+args[i+1], i+1
+		case strings.HasPrefix(a, "-J") && len(a) > 2:
+			v = "ProxyJump=" + a[2:]
+		case a == "-o" && i+1 < len(args):
+			v, i = args[i+1], i+1
+		case strings.HasPrefix(a, "-o") && len(a) > 2:
+			v = a[2:]
+		default:
+			continue
+		}
+		v = strings.TrimSpace(v)
+		j := strings.IndexAny(v, "= \t") // ssh takes Key=Value and Key Value
+		if j < 0 {
+			continue
+		}
+		k, val := v[:j], strings.TrimLeft(v[j+1:], "= \t")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "proxyjump":
+			for _, j := range strings.Split(strings.TrimSpace(val), ",") {
+				if h := proxyHost(strings.TrimPrefix(j, "ssh://")); h != "" && !strings.EqualFold(h, "none") {
+					add(h)
+				}
+			}
+		case "hostname":
+			if h := strings.TrimSpace(val); h != "" {
+				add(h)
+			}
+		}
+	}
 }
 
 // sshHost is the host of an ssh destination [user@]host[:port]; "" for an ssh:// URL.

@@ -69,6 +69,18 @@ func TestNamedHosts(t *testing.T) {
 		{"GIT_SSH_COMMAND='ssh -F cfg' git clone ok.example:x", nil, []string{ConfigHost}},
 		{"git -c core.sshCommand='ssh -F cfg' clone ok.example:x", nil, []string{ConfigHost}},
 		{"pip install --index-url=ab.example foo", []string{"ab.example"}, nil},
+		// curl's long options by an unambiguous prefix; git's resolve and proxy given by
+		// curloptResolve, GIT_CONFIG_KEY_n and --config-env; ssh's jump hosts and HostName.
+		{"curl --resolv ok.example:443:10.1.2.3 https://ok.example/", nil, []string{"10.1.2.3"}},
+		{"curl --prepro 10.9.9.9:1080 --socks5-ho 10.9.9.8:1 https://ok.example/", nil, []string{"10.9.9.9", "10.9.9.8"}},
+		{"git -c http.curloptResolve=ok.example:443:10.1.2.4 ls-remote https://ok.example/r", nil, []string{"10.1.2.4"}},
+		{"git -c http.https://ok.example/.curloptResolve=ok.example:443:10.1.2.5 ls-remote https://ok.example/r", nil, []string{"10.1.2.5"}},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.proxy GIT_CONFIG_VALUE_0=10.9.9.7:1 git clone https://ok.example/r", nil, []string{"10.9.9.7"}},
+		{"git --config-env=http.proxy=P clone https://ok.example/r", nil, []string{"$P"}},
+		{"ssh -J 10.9.9.6 ok.example", nil, []string{"10.9.9.6"}},
+		{"ssh -o ProxyJump=me@10.9.9.5:22,10.9.9.4 ok.example", nil, []string{"10.9.9.5", "10.9.9.4"}},
+		{"ssh -oHostName=10.9.9.3 ok.example", nil, []string{"10.9.9.3"}},
+		{"ssh -o 'HostName\t10.9.9.2' ok.example", nil, []string{"10.9.9.2"}},
 		// A proxy set for the program is where it connects: surely.
 		{"HTTPS_PROXY='aj.example:3128' wget -e use_proxy=on https://ok.example/", nil, []string{"aj.example"}},
 		{"git -c http.proxy=ak.example clone https://ok.example/r", nil, []string{"ak.example"}},
