@@ -59,6 +59,10 @@ type journalCover struct {
 	Rel  string `json:"p"`
 	Dev  uint64 `json:"d"`
 	Ino  uint64 `json:"i"`
+	// Ctime (ns) tells a file put in its place under the same inode number, which ext4 hands
+	// out again at once: the call's held descriptor, which keeps the number taken, is gone
+	// with the daemon.
+	Ctime int64 `json:"c,omitempty"`
 }
 
 // journal writes p's sweep journal. Nothing to write for a call that guards nothing.
@@ -82,7 +86,12 @@ func (s *Sandbox) journal(p *Process) error {
 		e.Guard = append(e.Guard, journalGuard{Root: root(g.root), Rel: g.rel, Link: g.link, Target: g.target, Keep: g.keep})
 	}
 	for _, c := range p.covers {
-		e.Covers = append(e.Covers, journalCover{Root: root(c.root), Rel: c.rel, Dev: c.dev, Ino: c.ino})
+		jc := journalCover{Root: root(c.root), Rel: c.rel, Dev: c.dev, Ino: c.ino}
+		var st unix.Stat_t
+		if c.fd >= 0 && unix.Fstat(c.fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			jc.Ctime = st.Ctim.Nano() // a file's only: a dir's moves as its entries change
+		}
+		e.Covers = append(e.Covers, jc)
 	}
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -198,6 +207,17 @@ func (s *Sandbox) sweepJournal(e *journalEntry) (Recovered, bool) {
 		}
 		p.covers = append(p.covers, covered{root: e.Roots[c.Root], rel: c.Rel, pinned: pinned{dev: c.Dev, ino: c.Ino, fd: -1}})
 	}
+	// A covered file changed since (its ctime moved) may be a new file under the old number:
+	// taken for replaced, it is moved aside, as the sweep does with one it cannot tell. Looked
+	// at as the caller.
+	_ = asCaller(e.UID, e.GID, e.Groups, func() {
+		for i, c := range e.Covers {
+			var st unix.Stat_t
+			if c.Ctime != 0 && unix.Lstat(filepath.Join(e.Roots[c.Root], c.Rel), &st) == nil && st.Ctim.Nano() != c.Ctime {
+				p.covers[i].ino = 0
+			}
+		}
+	})
 	p.moveAsideCreated(false)
 	r := Recovered{UID: e.UID, Session: e.Session, Call: e.Call, MovedMore: p.movedMore}
 	for _, m := range p.moved {
