@@ -144,6 +144,12 @@ var ProtectedInHome = []string{
 	".gitk", ".config/git/gitk", ".muttrc", ".config/mutt", ".xonshrc", ".config/xonsh", ".config/elvish", ".tclshrc",
 	".guile", ".sbclrc", ".ocamlinit", ".racketrc", ".radare2rc", ".rizinrc", ".cgdb", ".npm-init.js", ".ansible.cfg",
 	".config/pip", ".pip", ".m2/settings.xml", ".condarc", ".curlrc",
+	// And theirs: vim's XDG dir, i3's and sway's older homes and other window managers',
+	// VS Code's builds' user settings, emacs frameworks, wget2's rc, uv's, conda's and
+	// maven's extension and Leiningen's profiles.
+	".config/vim", ".i3", ".sway", ".config/awesome", ".config/bspwm", ".xmonad", ".config/qtile", ".config/labwc",
+	".config/niri", ".config/VSCodium/User", ".config/Code - OSS/User", ".doom.d", ".spacemacs", ".config/wget",
+	".config/uv", ".conda/condarc", ".config/conda", ".m2/extensions.xml", ".lein/profiles.clj",
 	".ssh", ".cache/sandboxd",
 }
 

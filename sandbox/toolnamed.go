@@ -82,6 +82,8 @@ const gitKind = "git"
 var movedToolConfigs = map[string]struct {
 	key      string
 	dirFiles []string
+	// also is a second config in the same dir, under its own name (GNUPGHOME's gpg.conf).
+	also string
 }{
 	"KUBECONFIG":            {key: ".kube/config"}, // a colon list, each one read
 	"NPM_CONFIG_USERCONFIG": {key: ".npmrc"},
@@ -89,7 +91,7 @@ var movedToolConfigs = map[string]struct {
 	"AWS_CONFIG_FILE":       {key: ".aws/config"},
 	"PSQLRC":                {key: ".psqlrc"},
 	"CARGO_HOME":            {key: ".cargo/config.toml", dirFiles: []string{"config.toml", "config"}},
-	"GNUPGHOME":             {key: ".gnupg/gpg-agent.conf", dirFiles: []string{"gpg-agent.conf"}},
+	"GNUPGHOME":             {key: ".gnupg/gpg-agent.conf", dirFiles: []string{"gpg-agent.conf"}, also: ".gnupg/gpg.conf"},
 	"GOENV":                 {key: ".config/go/env"},
 	"DOCKER_CONFIG":         {key: ".docker/config.json", dirFiles: []string{"config.json"}},
 	"TF_CLI_CONFIG_FILE":    {key: ".terraformrc"},
@@ -116,6 +118,9 @@ func movedTo(name, v, home string) []movedConfig {
 		}
 		for _, f := range mt.dirFiles {
 			out = append(out, movedConfig{mt.key, filepath.Join(e, f)})
+		}
+		if mt.also != "" {
+			out = append(out, movedConfig{mt.also, filepath.Join(e, filepath.Base(mt.also))})
 		}
 	}
 	return out
@@ -419,6 +424,15 @@ func cargoConfigNames(src []byte, home, dir string) toolNames {
 					n.named = append(n.named, p)
 				}
 			}
+		case key == "rustflags" || key == "rustdocflags" || section == "env" || key == "directory" || key == "local-registry":
+			// -C linker=/p/ld, -Clink-arg=-fuse-ld=/p/ld; [env] LD_PRELOAD for rustc and build
+			// scripts; a [source] replaced by a dir whose crates' build.rs runs at the next build.
+			for _, s := range strs {
+				n.named = append(n.named, pathWords(s, home)...)
+				if p := toolPath(s, home, root); p != "" && !strings.HasPrefix(s, "-") {
+					n.named = append(n.named, p)
+				}
+			}
 		case key == "global-credential-providers":
 			for _, s := range strs {
 				n.named = append(n.named, commandPaths(s, home, root)...)
@@ -502,7 +516,9 @@ func awsConfigNames(src []byte, home, _ string) toolNames {
 // -exec for go run and go test) and to the C compilers (-fplugin=, -B). GOROOT is the
 // toolchain itself, protected whole.
 var goEnvKeys = map[string]bool{"CC": true, "CXX": true, "FC": true, "AR": true, "PKG_CONFIG": true, "GOFLAGS": true,
-	"CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_FFLAGS": true, "CGO_LDFLAGS": true, "GOROOT": true}
+	"CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_FFLAGS": true, "CGO_LDFLAGS": true, "GOROOT": true,
+	// A module proxy in a dir (file:///p/proxy): the modules every later build compiles.
+	"GOPROXY": true}
 
 // goEnvNames reads the go command's env file (KEY=VALUE lines, as `go env -w` writes them).
 func goEnvNames(src []byte, home, _ string) toolNames {
@@ -565,7 +581,7 @@ func gpgConfNames(src []byte, home, _ string) toolNames {
 	for _, line := range strings.Split(string(src), "\n") {
 		k, v, _ := strings.Cut(strings.Replace(strings.TrimSpace(line), "\t", " ", 1), " ")
 		switch k {
-		case "agent-program", "dirmngr-program", "keyboxd-program", "photo-viewer":
+		case "agent-program", "dirmngr-program", "keyboxd-program", "photo-viewer", "exec-path":
 			n.named = append(n.named, commandPaths(strings.TrimSpace(v), home, "")...)
 		}
 	}
@@ -664,7 +680,7 @@ func gpgAgentNames(src []byte, home, _ string) toolNames {
 // psqlEnv are the variables psql's \setenv gives a command psql runs by (\! with no command
 // runs SHELL).
 var psqlEnv = map[string]bool{"PAGER": true, "PSQL_PAGER": true, "PSQL_WATCH_PAGER": true, "EDITOR": true,
-	"PSQL_EDITOR": true, "VISUAL": true, "SHELL": true}
+	"PSQL_EDITOR": true, "VISUAL": true, "SHELL": true, "LD_PRELOAD": true, "BASH_ENV": true, "ENV": true}
 
 // psqlrcNames reads ~/.psqlrc: a \! shell line, a \setenv of psqlEnv, a `…` command in a
 // meta-command's arguments, output piped to a command (\o |cmd, \g |cmd, \copy … program

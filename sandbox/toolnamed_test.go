@@ -241,6 +241,8 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		filepath.Join(home, "p/psqlrc"):                 "\\! ~/p/tools/fromsql\n",
 		filepath.Join(home, "p/cargo/config.toml"):      "[build]\nrustc-wrapper = \"/opt/w/wrap\"\n",
 		filepath.Join(home, "p/gnupg/gpg-agent.conf"):   "pinentry-program ~/p/tools/pinentry\n",
+		filepath.Join(home, "p/gnupg/gpg.conf"):         "photo-viewer ~/p/tools/viewer %i\nexec-path ~/p/gexec\n",
+		filepath.Join(home, "p/cargo/config"):           "[build]\nrustflags = [\"-C\", \"linker=/opt/w/ld\", \"-Clink-arg=-fuse-ld=/opt/w/ld2\"]\n[env]\nLD_PRELOAD = \"/opt/w/pre.so\"\n[source.v]\ndirectory = \"/opt/w/vendor\"\n",
 		filepath.Join(home, "p/xdg/go/env"):             "CC=/opt/w/cc\n",
 		filepath.Join(home, ".mavenrc"):                 "JAVA_HOME=~/p/jdk\n",
 		filepath.Join(home, ".bash_profile"):            "export DOCKER_CONFIG=~/p/docker\n",
@@ -257,7 +259,8 @@ func TestShellMovedToolConfigsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"p/kc", "p/tools/kubecred", "p/npmrc", "p/tools/npmsh", "p/aws", "p/tools/awscred",
-		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap", "/opt/w/cc", "p/jdk", "p/tools/ed", "/opt/w/dockerplugins"} {
+		"p/tools/fromsql", "p/cargo", "p/tools/pinentry", "/opt/w/wrap", "/opt/w/cc", "p/jdk", "p/tools/ed", "/opt/w/dockerplugins",
+		"p/tools/viewer", "p/gexec", "/opt/w/ld", "/opt/w/ld2", "/opt/w/pre.so", "/opt/w/vendor"} {
 		if !filepath.IsAbs(w) {
 			w = filepath.Join(home, w)
 		}
