@@ -118,6 +118,25 @@ func TestCutBackIsRecorded(t *testing.T) {
 			dropLines(t, lastLogFile(t, dir), 3)
 			os.Remove(filepath.Join(dir, headFile))
 		}, "the signed head was gone when the daemon started, with the log at seq 9", false},
+		{"head removed with a cut back to before the first checkpoint", func(t *testing.T, dir string, _ []byte) {
+			f := lastLogFile(t, dir)
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls := lines(b)
+			var keep []byte
+			for _, line := range ls {
+				if r, err := parseLine(bytes.TrimSuffix(line, []byte("\n"))); err != nil || r.Kind == KindCheckpoint {
+					break
+				}
+				keep = append(keep, line...)
+			}
+			if err := os.WriteFile(f, keep, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dir, headFile))
+		}, "the signed head was gone when the daemon started", false},
 		{"record at the head's seq rewritten", func(t *testing.T, dir string, _ []byte) {
 			rewriteRecord(t, lastLogFile(t, dir), 12)
 		}, "the record at the signed head's seq 12 was missing or another one", false},
