@@ -261,6 +261,17 @@ func (q *Queue) Resolve(id string, res Resolution, may func(Approval) bool) (App
 
 // Take removes an answered approval and returns its payload and resolution, once: the call
 // it holds runs at most once. An unanswered one is left alone (ok false).
+// Payload is what the asker gave Add for id, which stays queued: a look before Take.
+func (q *Queue) Payload(id string) (any, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, found := q.entries[id]
+	if !found {
+		return nil, false
+	}
+	return e.payload, true
+}
+
 func (q *Queue) Take(id string) (payload any, res *Resolution, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -350,18 +350,22 @@ func (p *Pipeline) Resume(ctx context.Context, sess *session.Session, caller ses
 		return &Outcome{Tool: a.Tool, Decision: &d, Err: errcode.New(errcode.AskRequired, fmt.Errorf("permission required: %s (approval %s is still pending)", a.Reason, id)),
 			Result: &Result{IsError: true, Content: []Block{{Type: "text", Text: "permission required: " + a.Reason}}}}, nil
 	}
-	payload, res, ok := p.approvals.Queue.Take(id)
-	if !ok {
-		return nil, errcode.New(errcode.NotFound, fmt.Errorf("approval %q was already taken", id))
-	}
-	st, _ := payload.(*state)
+	// Its id is claimed before the approval is taken: a resume refused for an id in use leaves
+	// the answered approval to resume once that call is over.
+	pl, _ := p.approvals.Queue.Payload(id)
+	st, _ := pl.(*state)
 	if st == nil {
 		return nil, errcode.Msg(errcode.Internal, "approval holds no call")
 	}
-	st.err, st.result, st.ran, st.progress = nil, nil, false, progress
 	if out := p.claimID(st); out != nil {
 		return out, nil
 	}
+	if _, res, ok = p.approvals.Queue.Take(id); !ok {
+		st.releaseID()
+		st.releaseID = nil
+		return nil, errcode.New(errcode.NotFound, fmt.Errorf("approval %q was already taken", id))
+	}
+	st.err, st.result, st.ran, st.progress = nil, nil, false, progress
 	st.start = time.Now()
 	p.applyAnswer(ctx, st, res)
 	_ = caller // the call runs as the session's owner, whoever resumes it (only its owner or root may)
