@@ -227,6 +227,10 @@ func (p *Process) sweepWhileRunning() {
 					p.s.log.Warn("a running call's sweep journal could not be written; a restart after a crash would not sweep after it",
 						zap.String("call", p.spec.Call), zap.Error(err))
 				}
+			} else {
+				// Its mtime says until when the daemon swept: what appeared later is no
+				// call's (RecoverJournals).
+				_ = unix.UtimesNanoAt(unix.AT_FDCWD, p.journalPath, nil, 0)
 			}
 			p.moveAsideCreated(true)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -155,11 +156,11 @@ func (s *Sandbox) RecoverJournals() []Recovered {
 			continue
 		}
 		path := filepath.Join(dir, ent.Name())
-		e, err := readJournal(path)
+		e, alive, err := readJournal(path)
 		if err != nil {
 			s.log.Warn("a sweep journal left by a previous daemon could not be read; what its call made is not swept",
 				zap.String("path", path), zap.Error(err))
-		} else if r, ok := s.sweepJournal(e); ok {
+		} else if r, ok := s.sweepJournal(e, alive); ok {
 			out = append(out, r)
 		}
 		if err := os.Remove(path); err != nil {
@@ -169,30 +170,42 @@ func (s *Sandbox) RecoverJournals() []Recovered {
 	return out
 }
 
-func readJournal(path string) (*journalEntry, error) {
+// readJournal reads the journal at path, and when its call was last swept (its mtime).
+func readJournal(path string) (*journalEntry, time.Time, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxJournalBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if len(b) > maxJournalBytes {
-		return nil, fmt.Errorf("larger than %d bytes", maxJournalBytes)
+		return nil, time.Time{}, fmt.Errorf("larger than %d bytes", maxJournalBytes)
 	}
 	var e journalEntry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return &e, nil
+	return &e, fi.ModTime(), nil
 }
+
+// journalSlack is how long past a journal's last sweep a path may have been made by its call:
+// the sweeps' interval, and a timestamp's tick.
+const journalSlack = sweepInterval + time.Second
 
 // sweepJournal runs e's call's last sweep again: its guarded and covered paths only (the
 // walks for Edit deny patterns and submodules need what the plan saw, which the journal does
-// not keep). false when e names a root out of range: a journal the daemon did not write.
-func (s *Sandbox) sweepJournal(e *journalEntry) (Recovered, bool) {
+// not keep). What was made or changed past alive (the call's last sweep, when the daemon was
+// still there) plus journalSlack, or is another user's, is no call's: the daemon may come back
+// hours after it died, and the user's own files, or another's in a shared dir, stay. false when
+// e names a root out of range: a journal the daemon did not write.
+func (s *Sandbox) sweepJournal(e *journalEntry, alive time.Time) (Recovered, bool) {
 	p := &Process{s: s, spec: Spec{UID: e.UID, GID: e.GID, Groups: e.Groups, Session: e.Session, Call: e.Call, MoveAsideCreated: true},
 		start: time.Unix(0, e.Start), mntns: -1}
 	for _, g := range e.Guard {
@@ -210,13 +223,22 @@ func (s *Sandbox) sweepJournal(e *journalEntry) (Recovered, bool) {
 	// A covered file changed since (its ctime moved) may be a new file under the old number:
 	// taken for replaced, it is moved aside, as the sweep does with one it cannot tell. Looked
 	// at as the caller.
+	until := alive.Add(journalSlack).UnixNano()
+	theCalls := func(st *unix.Stat_t) bool { return st.Uid == e.UID && st.Ctim.Nano() <= until }
 	_ = asCaller(e.UID, e.GID, e.Groups, func() {
+		var st unix.Stat_t
 		for i, c := range e.Covers {
-			var st unix.Stat_t
-			if c.Ctime != 0 && unix.Lstat(filepath.Join(e.Roots[c.Root], c.Rel), &st) == nil && st.Ctim.Nano() != c.Ctime {
+			err := unix.Lstat(filepath.Join(e.Roots[c.Root], c.Rel), &st)
+			switch {
+			case err == nil && !theCalls(&st):
+				p.covers[i].ino, p.covers[i].dev = st.Ino, st.Dev // left as it is
+			case err == nil && c.Ctime != 0 && st.Ctim.Nano() != c.Ctime:
 				p.covers[i].ino = 0
 			}
 		}
+		p.guard = slices.DeleteFunc(p.guard, func(g guarded) bool {
+			return unix.Lstat(filepath.Join(g.root, g.rel), &st) == nil && !theCalls(&st)
+		})
 	})
 	p.moveAsideCreated(false)
 	r := Recovered{UID: e.UID, Session: e.Session, Call: e.Call, MovedMore: p.movedMore}

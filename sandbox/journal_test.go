@@ -84,6 +84,42 @@ func TestJournalRecovered(t *testing.T) {
 	if ents, _ := os.ReadDir(jdir); len(ents) != 0 {
 		t.Errorf("journals left after recovery: %v", ents)
 	}
+	// What appeared after the dead daemon's last sweep (the journal's mtime), or is another
+	// user's, is no call's: it stays.
+	later, others := filepath.Join(f.repo, ".claude.json"), filepath.Join(f.repo, ".mcp.json")
+	for _, p := range []string{later, others} {
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(later, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jdir, "3.1.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(jdir, "3.1.json"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	if rs := s.RecoverJournals(); len(rs) != 1 || len(rs[0].Moved) > 0 {
+		t.Errorf("recovered %+v: moved what was made after the daemon died or by another user", rs)
+	}
+	for _, p := range []string{later, others} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was moved: %v", p, err)
+		}
+	}
+	// Swept until now: the caller's is moved, another user's stays.
+	if err := os.WriteFile(filepath.Join(jdir, "4.1.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rs := s.RecoverJournals(); len(rs) != 1 || !slices.Equal(rs[0].Moved, []string{later}) {
+		t.Errorf("recovered %+v, want %s moved and %s left", rs, later, others)
+	}
+	if _, err := os.Lstat(others); err != nil {
+		t.Errorf("another user's %s was moved: %v", others, err)
+	}
 	// A journal that is no daemon's (unreadable) is removed, and nothing is swept from it.
 	if err := os.WriteFile(filepath.Join(jdir, "2.1.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
