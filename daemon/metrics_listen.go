@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"golang.org/x/net/netutil"
 
@@ -23,6 +25,30 @@ import (
 
 // maxMetricsConns bounds the metrics listener's open connections: a scraper or two, with room.
 const maxMetricsConns = 16
+
+// scrapeEvery is how often the listener gathers the metrics at most: a scraper wants them every
+// few seconds, and any local user may ask in a loop, which would spend the root daemon's CPU
+// (about half a millisecond a gather) that every user's calls need.
+const scrapeEvery = time.Second
+
+// cachedGatherer gathers g at most once every scrapeEvery and answers from that gather between.
+type cachedGatherer struct {
+	g   prometheus.Gatherer
+	mu  sync.Mutex
+	at  time.Time
+	mfs []*dto.MetricFamily
+	err error
+}
+
+func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) >= scrapeEvery {
+		c.mfs, c.err = c.g.Gather()
+		c.at = time.Now()
+	}
+	return c.mfs, c.err
+}
 
 // metricsEndpoint is the optional Prometheus listener (metrics.listen). The daemon owns its
 // one goroutine: start launches it, stop shuts the server and waits for it.
@@ -64,7 +90,7 @@ func listenMetrics(m config.Metrics, adminGroup string, reg *prometheus.Registry
 	// an idle one is closed soon. What one user can then deny is the scrape, not the daemon.
 	e.l = netutil.LimitListener(e.l, maxMetricsConns)
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle("GET /metrics", promhttp.HandlerFor(&cachedGatherer{g: reg}, promhttp.HandlerOpts{
 		ErrorLog: zap.NewStdLog(e.log),
 		// A scrape gathers every collector; a few at once is plenty and bounds the cost of
 		// a client that scrapes in a loop.

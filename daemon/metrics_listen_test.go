@@ -99,6 +99,7 @@ func TestMetricsListener(t *testing.T) {
 		t.Fatalf("ask: %d %+v", code, res)
 	}
 
+	time.Sleep(scrapeEvery) // the listener answers from one gather a second
 	after := scrape(t, c, url)
 	moved := []struct {
 		name   string
@@ -184,6 +185,27 @@ func TestMetricsListenerBoundsConnections(t *testing.T) {
 	// The test's own ends, and at most the bound of the daemon's (a few more for its pollers).
 	if got := fds() - before; got > held+maxMetricsConns+8 {
 		t.Errorf("%d connections held open cost %d descriptors, more than %d of the daemon's", held, got, maxMetricsConns)
+	}
+}
+
+// TestMetricsScrapesGatherOnceASecond: a local user scraping in a loop gets the daemon to
+// gather its metrics once a second, not once a request.
+func TestMetricsScrapesGatherOnceASecond(t *testing.T) {
+	t.Parallel()
+	n := 0
+	c := &cachedGatherer{g: prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { n++; return nil, nil })}
+	for range 100 {
+		if _, err := c.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("100 scrapes gathered %d times, want once", n)
+	}
+	c.at = c.at.Add(-scrapeEvery)
+	c.Gather()
+	if n != 2 {
+		t.Errorf("a scrape a second later gathered %d times in all, want twice", n)
 	}
 }
 
