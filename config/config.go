@@ -643,6 +643,9 @@ func (c Config) Validate() error {
 	if err := checkAdminGroup(c.AdminGroup); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.checkHostUsers(); err != nil {
+		return err
+	}
 	if err := c.checkHostDefault(); err != nil {
 		errs = append(errs, err)
 	}
@@ -698,6 +701,21 @@ func checkAdminGroup(name string) error {
 	}
 	if _, err := user.LookupGroup(name); errors.As(err, new(user.UnknownGroupError)) {
 		return fmt.Errorf("admin_group: no group is named %q on this host (getent group %s finds none); name an existing group or create it (groupadd %s)", name, name, name)
+	}
+	return nil
+}
+
+// checkHostUsers refuses a network.host_users entry that is no user of the host (a uid is taken
+// as it is): a typo there leaves the user it meant refused the host's network, and with
+// network.mode: host every session of theirs with it.
+func (c Config) checkHostUsers() error {
+	for _, u := range c.Network.HostUsers {
+		if u != "" && strings.Trim(u, "0123456789") == "" {
+			continue
+		}
+		if _, err := user.Lookup(u); u == "" || errors.As(err, new(user.UnknownUserError)) {
+			return fmt.Errorf("network.host_users: no user is named %q on this host (getent passwd %s finds none); name an existing user or a uid", u, u)
+		}
 	}
 	return nil
 }

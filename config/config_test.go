@@ -57,7 +57,9 @@ func TestLoad(t *testing.T) {
 		{"host default with no host users refused", "network:\n  mode: host\n", "network.mode: host needs network.host_users", nil},
 		{"host default with empty host users refused", "network:\n  mode: host\n  host_users: []\n", "host_users: [root] if only root's sessions run", nil},
 		{"host default for root alone", "network:\n  mode: host\n  host_users: [root]\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
-		{"host default for listed users", "network:\n  mode: host\n  host_users: [alice, '1001']\n", "", func(c Config) bool { return len(c.Network.HostUsers) == 2 }},
+		{"host default for listed users", "network:\n  mode: host\n  host_users: [root, '1001']\n", "", func(c Config) bool { return len(c.Network.HostUsers) == 2 }},
+		{"host user unknown", "network:\n  host_users: [nosuchuser-sbx]\n", `no user is named "nosuchuser-sbx"`, nil},
+		{"host user empty", "network:\n  mode: host\n  host_users: ['']\n", `no user is named ""`, nil},
 		{"host default for everyone", "sandbox:\n  allow_network: true\nnetwork:\n  mode: host\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
 		{"host for everyone by the older switch", "sandbox:\n  allow_network: true\n", "", func(c Config) bool { return c.EffectiveNetworkMode() == NetworkHost }},
 		// Membership is looked up by name: a typo made no one but root an admin, silently.
