@@ -273,7 +273,6 @@ func hashAt(files []string, seq uint64) (hash string, retained bool, err error) 
 	return "", false, nil
 }
 
-
 // lineSeq reads a line's seq from its fixed start ({"v":N,"seq":S,...), without decoding it.
 func lineSeq(line []byte) (uint64, bool) {
 	rest, ok := bytes.CutPrefix(line, []byte(`{"v":`))
