@@ -506,11 +506,7 @@ func unknownKey(doc any, t reflect.Type, at string) string {
 	fields := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.IsExported() && name != "-" {
-			if name == "" {
-				name = f.Name
-			}
+		if name, ok := jsonName(f); ok {
 			fields[name] = f.Type
 		}
 	}
@@ -678,12 +674,7 @@ func negativeKeys(v reflect.Value, at string) []string {
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.IsExported() && name != "-" {
-				if name == "" {
-					name = f.Name
-				}
+			if name, ok := jsonName(t.Field(i)); ok {
 				keys = append(keys, negativeKeys(v.Field(i), join(at, name))...)
 			}
 		}
@@ -870,3 +861,15 @@ func hooksValid(h Hooks) bool {
 
 // Duration converts a seconds field.
 func Duration(sec int) time.Duration { return time.Duration(sec) * time.Second }
+
+// jsonName is the key encoding/json gives the struct field f, false for a field it leaves out.
+func jsonName(f reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if !f.IsExported() || name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}

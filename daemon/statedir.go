@@ -19,28 +19,24 @@ func prepareStateDir(dir string) error {
 	if err := checkTrustedDir(dir, false, true); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	for _, d := range []string{dir, filepath.Join(dir, "tool-results")} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{
+		{dir, 0o711}, {filepath.Join(dir, "tool-results"), 0o711},
+		// The running calls' sweep journals (sandbox.Config.JournalDir) name the protected
+		// paths of users' projects: root's alone.
+		{filepath.Join(dir, journalDirName), 0o700},
+	} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
 			return fmt.Errorf("create state dir: %w", err)
 		}
-		if err := checkTrustedDir(d, false, false); err != nil {
+		if err := checkTrustedDir(d.path, false, false); err != nil {
 			return fmt.Errorf("state dir: %w", err)
 		}
-		if err := os.Chmod(d, 0o711); err != nil {
+		if err := os.Chmod(d.path, d.mode); err != nil {
 			return fmt.Errorf("chmod state dir: %w", err)
 		}
-	}
-	// The running calls' sweep journals (sandbox.Config.JournalDir) name the protected paths
-	// of users' projects: root's alone.
-	j := filepath.Join(dir, journalDirName)
-	if err := os.MkdirAll(j, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
-	}
-	if err := checkTrustedDir(j, false, false); err != nil {
-		return fmt.Errorf("state dir: %w", err)
-	}
-	if err := os.Chmod(j, 0o700); err != nil {
-		return fmt.Errorf("chmod state dir: %w", err)
 	}
 	return nil
 }
