@@ -18,6 +18,10 @@ func TestDenyRuleMeetsEachSpellingOfAName(t *testing.T) {
 	for _, tc := range []struct{ rule, disk string }{
 		{"caf\u00e9.txt", "cafe\u0301.txt"},
 		{"the\u0301.txt", "th\u00e9.txt"},
+		// In no normal form: ê composed with a combining dot below after it, and the marks
+		// in reverse order, for ệ.
+		{"x\u1ec7y.txt", "x\u00ea\u0323y.txt"},
+		{"x\u1ec7y.txt", "xe\u0302\u0323y.txt"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, tc.disk), []byte("TOPSECRET\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -29,7 +33,7 @@ func TestDenyRuleMeetsEachSpellingOfAName(t *testing.T) {
 				t.Errorf("Read %q under a deny of %q: %+v", name, tc.rule, res)
 			}
 		}
-		_, res := td.call(t, s.ID, "Bash", `{"command":"cat *.txt; cat ./th* ./caf*"}`)
+		_, res := td.call(t, s.ID, "Bash", `{"command":"cat *.txt; cat ./th* ./caf* ./x*"}`)
 		if out, _ := res.Data["stdout"].(string); strings.Contains(out, "TOPSECRET") {
 			t.Errorf("cat read %q under a deny of %q: %q", tc.disk, tc.rule, out)
 		}
@@ -38,5 +42,15 @@ func TestDenyRuleMeetsEachSpellingOfAName(t *testing.T) {
 			t.Errorf("Grep printed %q under a deny of %q: %+v", tc.disk, tc.rule, res)
 		}
 		os.Remove(filepath.Join(dir, tc.disk))
+	}
+	// An Edit deny holds the same way.
+	disk := filepath.Join(dir, "x\u00ea\u0323z.txt")
+	if err := os.WriteFile(disk, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions","rules":{"deny":["Edit(./x\u1ec7z.txt)"]}}`, dir))
+	td.call(t, s.ID, "Bash", `{"command":"for f in ./x*z.txt; do echo changed > \"$f\"; done"}`)
+	if b, err := os.ReadFile(disk); err != nil || string(b) != "keep\n" {
+		t.Errorf("a Bash write changed the file an Edit deny names in another form: %q %v", b, err)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/text/unicode/norm"
 )
 
 // plan decides everything the child does; netns is the session's network namespace to join,
@@ -175,6 +177,7 @@ func lookAround(spec *Spec, hidden []string, al *aliasLookup, busy guardLists, s
 	if err != nil {
 		return nil, err
 	}
+	deny = equivalentNames(deny)
 	for _, d := range deny {
 		if dir := v.ownDirInTheWay(d, spec.UID); dir != "" {
 			return nil, fmt.Errorf("%w: cannot tell whether %s exists, to hide it: %s, yours, cannot be searched, so a call could chmod it and look; make it searchable (chmod u+x)", ErrBadSpec, d, dir)
@@ -353,6 +356,34 @@ func cleanDirs(v *fsView, in []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// equivalentNames are paths and, beside each whose name is not ASCII, every entry of its dir
+// that spells the same name in another Unicode form (é as one letter, or e and a combining
+// accent, in any order): a rule's name is matched in one normal form, but the kernel compares
+// bytes, and a file's name may be in any form. Read as the caller; a dir that cannot be read
+// adds nothing, and neither does a name made after the plan (a mount covers what exists).
+func equivalentNames(paths []string) []string {
+	out := paths
+	for _, p := range paths {
+		dir, base := filepath.Split(p)
+		if strings.IndexFunc(base, func(r rune) bool { return r >= utf8.RuneSelf }) < 0 {
+			continue
+		}
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		names := readNames(fd, maxListed)
+		unix.Close(fd)
+		want := norm.NFC.String(base)
+		for n := range names {
+			if q := dir + n; n != base && norm.NFC.String(n) == want && !slices.Contains(out, q) {
+				out = append(slices.Clip(out), q)
+			}
+		}
+	}
+	return out
 }
 
 // ResolveDirs resolves each of dirs as the caller, as a plan does: the record of where a

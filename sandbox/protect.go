@@ -368,6 +368,7 @@ func protectedPaths(v *fsView, spec *Spec, writable []string, al *aliasLookup, b
 		}
 		clean = append(clean, c)
 	}
+	clean = equivalentNames(clean)
 	v.listDirsOf(clean)
 	inClean := make(map[string]bool, len(clean))
 	for _, c := range clean {
