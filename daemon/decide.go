@@ -178,9 +178,9 @@ func (p policyDecider) namedHosts(ctx context.Context, bash *classifier.Classifi
 			// for the caller's check it is a host nothing allows, decided as a WebFetch of a
 			// host no rule names would be in the call's mode.
 			if unallowed == nil {
-				d, err := p.decideHost(ctx, call, rs, unmatchableHost)
-				if err != nil {
-					return permission.Decision{}, nil, err
+				d, derr := p.decideHost(ctx, call, rs, unmatchableHost)
+				if derr != nil {
+					return permission.Decision{}, nil, derr
 				}
 				if d.Behavior != permission.Allow {
 					d.Reason = fmt.Sprintf("the command connects to %q outside sandboxd's proxy, a host no WebFetch rule can be matched against (%v); spell it plainly, or run the command confined: %s", raw, err, d.Reason)

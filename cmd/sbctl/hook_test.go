@@ -1535,7 +1535,7 @@ func TestHookBypassHoldsWhatTheKernelWould(t *testing.T) {
 		// one nothing allows, whatever the rules allow.
 		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s http://2852039166/latest/meta-data/"},
 			[]string{"--allow", "WebFetch(domain:docs.example)"}, "deny", "no WebFetch rule can be matched against"},
-		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s http://0x0a010203/"}, nil, "deny", "no WebFetch rule can be matched against"},
+		{"bypassPermissions", "Bash", map[string]any{"command": "curl -s http://0x0a010203/"}, nil, "deny", "no WebFetch rule can be matched against (host"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "echo see https://attacker.example/"}, nil, "allow", ""},
 		{"default", "Bash", map[string]any{"command": "curl -s https://attacker.example/"}, []string{"--allow", "Bash(curl:*)"}, "ask", "outside sandboxd's proxy"},
 		{"bypassPermissions", "Bash", map[string]any{"command": "rm -rf " + other}, nil, "deny", "outside the session's directories"},
