@@ -612,7 +612,9 @@ func TestUnconfinedBashHostsMeetWebFetchRules(t *testing.T) {
 }
 
 // TestUnconfinedBashHostsUndecided: where no rule and no denied_domains decide hosts, a host
-// the rules could not be matched against is no reason to refuse.
+// the rules could not be matched against is still one nothing allows, as 127.0.0.1 spelled
+// plainly is: a command that may connect to it, run past the proxy, is refused where the mode
+// never asks, saying why the host cannot be matched.
 func TestUnconfinedBashHostsUndecided(t *testing.T) {
 	td := startDaemon(t, "")
 	s := td.newSession(t, fmt.Sprintf(`{"cwd":%q,"mode":"bypassPermissions"}`, testHostDir(t)))
@@ -620,7 +622,7 @@ func TestUnconfinedBashHostsUndecided(t *testing.T) {
 	code, b := td.do(t, "POST", "/v1/sessions/"+s.ID+"/decide", callBody("Bash", string(in), `,"unconfined":true`))
 	var res protocol.CallResult
 	decodeInto(t, b, &res)
-	if code != 200 || behavior(res) != permission.Allow {
+	if code != 200 || behavior(res) != permission.Deny || !strings.Contains(res.Decision.Reason, "no WebFetch rule can be matched against (host") {
 		t.Errorf("unconfined curl of 0x7f.1 where nothing decides hosts: %d %s", code, b)
 	}
 }
