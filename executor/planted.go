@@ -46,7 +46,8 @@ func (h *Host) plantedBy(ctx context.Context, c *Call, pu classifier.PathUse, so
 	}
 	defer h.treeWalks.end(o.UID)
 	names, complete, err := sandbox.NamesBelow(ctx, o.UID, o.GID, o.Groups, src, func(rel string) bool {
-		return h.Protected(lastSegments(pu.Path+"/"+strings.TrimPrefix(lastSegments(rel, 5), "/"), 5))
+		return h.Protected(lastSegments(pu.Path+"/"+strings.TrimPrefix(lastSegments(rel, 5), "/"), 5)) ||
+			inHomeProgramDir(resolved+"/"+rel, o.Home)
 	}, b, maxPlanted)
 	if err != nil || !complete {
 		return nil, false
@@ -55,6 +56,24 @@ func (h *Host) plantedBy(ctx context.Context, c *Call, pu classifier.PathUse, so
 		facts = append(facts, permission.PathFact{Requested: pu.Path + "/" + rel, Resolved: resolved + "/" + rel, Access: permission.Write})
 	}
 	return facts, true
+}
+
+// homeProgramDirs are what the policy protects in the home alone (safety.rego: on PATH, and
+// vim's plugins), which the protected-path pattern, matched on a name's last segments, cannot
+// tell from a project's bin/.
+var homeProgramDirs = []string{"bin", "go/bin", ".vim"}
+
+// inHomeProgramDir reports whether p lies in one of home's homeProgramDirs.
+func inHomeProgramDir(p, home string) bool {
+	if home == "" || home == "/" {
+		return false
+	}
+	for _, d := range homeProgramDirs {
+		if insideDir(p, home+"/"+d) {
+			return true
+		}
+	}
+	return false
 }
 
 // lastSegments is p from the start of its nth segment from the end ("/" + it when shorter).

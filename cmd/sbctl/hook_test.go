@@ -971,7 +971,23 @@ func TestHookHomeProgramDirsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := pw.HomeDir
+	// A tree the agent copies in with cp plants what it holds under names no word shows:
+	// tpl/bin/gopls copied into ~/go lands in ~/go/bin.
+	for _, d := range []string{"tpl/bin", "go"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "tpl", "bin", "gopls"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"tpl", "go"} {
+		if out, err := exec.Command("chown", "-R", u.Name, filepath.Join(home, d)).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
 	hookProtects(t, b, d.socket, u, rt, home, "agent-v",
+		toolCase{"Bash", map[string]any{"command": "cp -r tpl/. go/"}},
 		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, ".vim/plugin/p.vim"), "content": "call system('id')\n"}},
 		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, "bin/ls"), "content": "#!/bin/sh\n"}},
 		toolCase{"Write", map[string]any{"file_path": filepath.Join(home, "go/bin/gopls"), "content": "#!/bin/sh\n"}})
