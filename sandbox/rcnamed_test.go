@@ -33,19 +33,11 @@ func TestRCNamedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin",
+	wantAmong(t, home, got, "dot/t1.sh", "dot/t2.conf", "dot/t3.conf", "dot/g.gdb", "dot/f.fish", "dot/fbin", "dot/ebin",
 		"dot/fset", "dot/fif.fish", "dot/fll", "dot/fup", "dot/th.sh", "dot/tb.conf", "dot/tdc", "dot/ts.sh", "dot/gs.sh",
 		"dot/evis", "dot/ej.jar", "dot/ekc", "dot/ekcred", "dot/eenv",
-		"dot/xbin", "dot/plasma.sh", "dot/pkc", "dot/pkcred", "dot/ped", "dot/fup2", "dot/fed", "dot/fls"} {
-		if !slices.Contains(got, filepath.Join(home, w)) {
-			t.Errorf("%s not among %v", w, got)
-		}
-	}
-	for _, p := range []string{"/home/x.so", "/home/gp.py"} {
-		if !slices.Contains(got, p) {
-			t.Errorf("%s not among %v", p, got)
-		}
-	}
+		"dot/xbin", "dot/plasma.sh", "dot/pkc", "dot/pkcred", "dot/ped", "dot/fup2", "dot/fed", "dot/fls",
+		"/home/x.so", "/home/gp.py")
 	if slices.Contains(got, filepath.Join(home, "proj")) {
 		t.Errorf("a dir a line names for another purpose (a session's start dir) is protected: %v", got)
 	}

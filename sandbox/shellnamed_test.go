@@ -317,11 +317,7 @@ func TestShellNamedGitDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{".cfg/config", ".cfg/hooks", ".cfg/info/attributes", "bin2/fsmon", ".d2/hooks", ".d3/config"} {
-		if !slices.Contains(got, filepath.Join(home, w)) {
-			t.Errorf("%s not among %v", w, got)
-		}
-	}
+	wantAmong(t, home, got, ".cfg/config", ".cfg/hooks", ".cfg/info/attributes", "bin2/fsmon", ".d2/hooks", ".d3/config")
 	// Relative to a -C or a cd before it; GIT_COMMON_DIR as GIT_DIR; a git alias's --git-dir.
 	home2 := t.TempDir()
 	writeFiles(t, map[string]string{
@@ -336,11 +332,7 @@ func TestShellNamedGitDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"p/g1/hooks", "p/g2/hooks", "p/g3/hooks", "p/g4/hooks", "p/g5/hooks", "p/g4/config"} {
-		if !slices.Contains(got, filepath.Join(home2, w)) && !slices.Contains(git, filepath.Join(home2, w)) {
-			t.Errorf("%s not among %v or %v", w, got, git)
-		}
-	}
+	wantAmong(t, home2, slices.Concat(got, git), "p/g1/hooks", "p/g2/hooks", "p/g3/hooks", "p/g4/hooks", "p/g5/hooks", "p/g4/config")
 	attackNamed(t, map[string]string{
 		".bashrc":                "alias dots='git --git-dir=$HOME/repo/dots.git --work-tree=$HOME'\n",
 		"repo/dots.git/HEAD":     "ref: refs/heads/main\n",
@@ -363,11 +355,7 @@ func TestShellNamedCompiledFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"p/env.zsh.zwc", "p/z/.zshrc.zwc", "p/z/.zshenv.zwc"} {
-		if !slices.Contains(got, filepath.Join(home, w)) {
-			t.Errorf("%s not among %v", w, got)
-		}
-	}
+	wantAmong(t, home, got, "p/env.zsh.zwc", "p/z/.zshrc.zwc", "p/z/.zshenv.zwc")
 	if !slices.Contains(ProtectedCandidates(nil, home, home), filepath.Join(home, ".zshrc.zwc")) {
 		t.Error("~/.zshrc.zwc is no candidate")
 	}
@@ -470,6 +458,19 @@ func TestShellNamedGlobAndGitCProtected(t *testing.T) {
 
 // wantNames checks that the names got from src hold each of want and none of not (relative:
 // to the home /home/u).
+// wantAmong reports each of want (relative to home, or absolute) that got lacks.
+func wantAmong(t *testing.T, home string, got []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(home, w)
+		}
+		if !slices.Contains(got, w) {
+			t.Errorf("%s not among %v", w, got)
+		}
+	}
+}
+
 func wantNames(t *testing.T, src string, got, want, not []string) {
 	t.Helper()
 	abs := func(w string) string {
